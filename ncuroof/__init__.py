@@ -1,0 +1,21 @@
+"""ncuroof: hierarchical roofline analysis of Nsight Compute profiles that agrees with ncu.
+
+Public API::
+
+    kernels = ncuroof.load("report.ncu-rep")     # one row per kernel launch (SI units)
+    pts = ncuroof.points(kernels)                 # one row per (launch, precision, level)
+    fig = ncuroof.plot_roofline(pts)              # plotly Figure
+    ncuroof.analyze("report.ncu-rep", outdir)     # kernels.csv, points.csv, roofline.html
+
+Importing ncuroof has no side effects: it runs no ncu and imports ncu_report only when a
+``.ncu-rep`` is read.
+"""
+
+from __future__ import annotations
+
+from .api import AnalysisResult, analyze, load, plot_roofline, points
+from .errors import NcuroofError
+
+__all__ = ["load", "points", "plot_roofline", "analyze", "AnalysisResult", "NcuroofError", "__version__"]
+
+__version__ = "0.1.0"

@@ -1,0 +1,186 @@
+"""The Python API behind the command line: load, place on the roofline, plot, write."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from . import calculator, catalog, classify, parser, plot, report
+from .errors import InputError
+from .schema import validate_kernels, validate_points
+
+__all__ = ["load", "points", "plot_roofline", "analyze", "AnalysisResult", "default_outdir"]
+
+log = logging.getLogger(__name__)
+
+PathLike = str | Path
+
+
+@contextlib.contextmanager
+def _progress_bar(enabled: bool) -> Iterator[Callable[[int], Callable[[], None]] | None]:
+    """A rich progress bar on stderr, or None when disabled or stderr is not a terminal."""
+    if not enabled or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    with Progress(TextColumn("reading launches"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=Console(stderr=True), transient=True) as prog:
+        def factory(total: int) -> Callable[[], None]:
+            task = prog.add_task("read", total=total)
+            return lambda: prog.advance(task)
+
+        yield factory
+
+
+def _as_list(paths: PathLike | Sequence[PathLike]) -> list[Path]:
+    if isinstance(paths, (str, Path)):
+        return [Path(paths)]
+    return [Path(p) for p in paths]
+
+
+def load(paths: PathLike | Sequence[PathLike], traffic: str = "ncu", progress: bool = False) -> pd.DataFrame:
+    """Read ncu output and return the kernels table: one classified row per kernel launch.
+
+    Parameters
+    ----------
+    paths : path or list of paths
+        ``.ncu-rep`` reports or ncu CSV exports. Several files are stacked (the ``source``
+        column tells them apart).
+    traffic : {'ncu', 'nersc'}, default 'ncu'
+        Preferred traffic definition of the L1/L2 levels (``metrics/roofline.toml``).
+    progress : bool, default False
+        Show a progress bar on stderr while reading (only when stderr is a terminal).
+
+    Returns
+    -------
+    DataFrame
+        The :data:`ncuroof.schema.KERNELS` table (SI units, missing values NaN, never 0),
+        followed by ``tensor_<path>_flop``, ``tensor_<path>_flop_per_s`` and
+        ``peak_tensor_<path>_flop_per_s`` for each tensor datapath with work.
+
+    Raises
+    ------
+    NcuroofError
+        For missing, corrupt or unsupported input (one-line message naming the file).
+    """
+    if traffic not in ("ncu", "nersc"):
+        raise ValueError(f"traffic must be 'ncu' or 'nersc', not {traffic!r}")
+    cat = catalog.load()
+    frames = []
+    with _progress_bar(progress) as bar:
+        for path in _as_list(paths):
+            raw = parser.read(path, cat, bar)
+            k = calculator.compute_kernels(raw, cat, traffic=traffic)
+            k = classify.classify(k, calculator.compute_points(k), cat)
+            frames.append(k)
+    if not frames:
+        raise InputError("no input files given")
+    return validate_kernels(pd.concat(frames, ignore_index=True))
+
+
+def points(kernels: pd.DataFrame) -> pd.DataFrame:
+    """Place the launches of a kernels table on the roofline.
+
+    Parameters
+    ----------
+    kernels : DataFrame
+        From :func:`load`, possibly filtered.
+
+    Returns
+    -------
+    DataFrame
+        The :data:`ncuroof.schema.POINTS` table, see :func:`ncuroof.calculator.compute_points`.
+    """
+    return validate_points(calculator.compute_points(kernels))
+
+
+def plot_roofline(points: pd.DataFrame, title: str = "Hierarchical roofline") -> go.Figure:
+    """Plot a points table; see :func:`ncuroof.plot.plot_roofline`."""
+    return plot.plot_roofline(points, title=title)
+
+
+def default_outdir(path: PathLike) -> Path:
+    """``<stem>.ncuroof/`` next to the (first) input file."""
+    p = Path(path)
+    stem = p.name[: -len(".ncu-rep")] if p.name.endswith(".ncu-rep") else p.stem
+    return p.with_name(f"{stem}.ncuroof")
+
+
+@dataclass
+class AnalysisResult:
+    """What :func:`analyze` produced."""
+
+    kernels: pd.DataFrame
+    points: pd.DataFrame
+    summary: pd.DataFrame
+    outdir: Path | None
+    files: dict[str, Path] = field(default_factory=dict)
+    missing_metrics: bool = False
+
+
+def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None, traffic: str = "ncu",
+            plotlyjs: str | bool = True, top: int = 10, progress: bool = False, write: bool = True) -> AnalysisResult:
+    """Run the whole analysis and write ``kernels.csv``, ``points.csv`` and ``roofline.html``.
+
+    Parameters
+    ----------
+    paths : path or list of paths
+        Inputs, see :func:`load`.
+    outdir : path, optional
+        Output directory; default :func:`default_outdir` of the first input.
+    traffic : {'ncu', 'nersc'}, default 'ncu'
+        See :func:`load`.
+    plotlyjs : True or 'cdn', default True
+        Embed plotly.js in the HTML (offline) or link the CDN.
+    top : int, default 10
+        Kernels in the summary.
+    progress : bool, default False
+        Progress bar on stderr while reading.
+    write : bool, default True
+        Write the output directory (whole or not at all).
+
+    Returns
+    -------
+    AnalysisResult
+
+    Raises
+    ------
+    NcuroofError
+        Bad input or an output directory that cannot be written.
+    """
+    inputs = _as_list(paths)
+    kernels = load(inputs, traffic=traffic, progress=progress)
+    pts = points(kernels)
+    summary = report.summarize(kernels, pts, top=top)
+    result = AnalysisResult(kernels, pts, summary, None, missing_metrics=bool((kernels["status"] == "no_roofline_metrics").all()))
+    if not write:
+        return result
+    out = Path(outdir) if outdir is not None else default_outdir(inputs[0])
+    devices = ", ".join(f"{d} (CC {c})" for d, c in kernels[["device_name", "cc"]].drop_duplicates().astype(str).itertuples(index=False))
+    meta: dict[str, Any] = {
+        "inputs": ", ".join(str(p) for p in inputs),
+        "GPU": devices,
+        "ncu version": ", ".join(sorted(kernels["ncu_version"].dropna().astype(str).unique())),
+        "launches": f"{len(kernels)} ({int((kernels['status'] == 'ok').sum())} with roofline metrics, "
+                    f"{int((kernels['status'] == 'failed_measurement').sum())} failed measurements)",
+        "roofs": "ncu peak_sustained × the clock ncu measured for each launch (not datasheet boost clocks)",
+    }
+    fig = plot_roofline(pts, title=f"Hierarchical roofline — {inputs[0].name}")
+    files = {
+        "kernels.csv": kernels.to_csv(index=False),
+        "points.csv": pts.to_csv(index=False),
+        "roofline.html": report.render_html(fig, kernels, meta, plotlyjs=plotlyjs),
+    }
+    report.write_outputs(out, files)
+    result.outdir = out
+    result.files = {name: out / name for name in files}
+    return result

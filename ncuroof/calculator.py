@@ -1,0 +1,483 @@
+"""Derive FLOPs, bytes, rates, roofs and roofline points from the raw table.
+
+All formulas come from the catalog (``metrics/*.toml``) and follow ROOFLINE_SPEC (Nsight
+Compute's own roofline sections): this module only evaluates recipes and combines the results.
+
+* Achieved FLOP/s per precision = Σ weight × ``…sum.per_cycle_elapsed`` × measured SMSP clock
+  (ncu's chart form, [NCU-SEC]); FLOPs from ``…sum`` counts when the report has them, else
+  FLOP/s × time. Where only counts exist, FLOP/s = FLOPs / time.
+* Bytes per level likewise (``.per_second`` rate, or count / time).
+* Roofs = ``peak_sustained`` × the measured clock of the unit (``sm__``, ``dram__``, ``lts__``,
+  ``l1tex__cycles_elapsed.avg.per_second``); ``.sum.peak_sustained`` already covers every unit
+  instance, so nothing is multiplied by the SM count.
+* Arithmetic intensity = FLOP/s ÷ bytes/s of the level (time cancels), ridge = roof FLOP/s ÷
+  roof bytes/s, attainable = min(roof FLOP/s, AI × roof bytes/s) ([KPG §2.9]).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .catalog import Catalog, Recipe, Term
+from .schema import KERNELS, LEVELS, POINTS, PRECISIONS
+
+__all__ = ["compute_kernels", "compute_points", "cc_number", "Resolved"]
+
+_NAN = np.nan
+_TENSOR_COL = re.compile(r"^tensor_(.+)_flop$")
+
+
+@dataclass
+class Resolved:
+    """Per-launch values of one quantity and the label of the recipe that produced each."""
+
+    values: np.ndarray
+    labels: np.ndarray
+
+    @property
+    def present(self) -> np.ndarray:
+        """Boolean mask of launches with a value."""
+        return ~np.isnan(self.values)
+
+
+def cc_number(cc: pd.Series) -> np.ndarray:
+    """Convert 'major.minor' compute capabilities to floats (NaN when unknown).
+
+    Parameters
+    ----------
+    cc : Series of str
+        e.g. ``"8.6"``, ``"10.0"``.
+
+    Returns
+    -------
+    ndarray of float
+        8.6, 10.0, ... ; ``"12.1"`` becomes 12.1.
+    """
+    return pd.to_numeric(cc.astype("string"), errors="coerce").to_numpy(dtype=float)
+
+
+def _column(raw: pd.DataFrame, metric: str) -> np.ndarray | None:
+    if metric not in raw.columns:
+        return None
+    return raw[metric].to_numpy(dtype=float, na_value=np.nan)
+
+
+def _term(raw: pd.DataFrame, term: Term) -> np.ndarray:
+    out = np.full(len(raw), _NAN)
+    for alt in term.alts:
+        if alt.metric is None:
+            values = np.full(len(raw), alt.weight)
+        else:
+            col = _column(raw, alt.metric)
+            if col is None:
+                continue
+            values = alt.weight * col
+        out = np.where(np.isnan(out), values, out)
+    return out
+
+
+def _cc_mask(cc: np.ndarray, cc_min: float | None, cc_max: float | None) -> np.ndarray:
+    ok = np.ones(len(cc), dtype=bool)
+    if cc_min is not None:
+        ok &= cc >= cc_min - 1e-9
+    if cc_max is not None:
+        ok &= cc <= cc_max + 1e-9
+    return ok
+
+
+def _recipe(raw: pd.DataFrame, recipe: Recipe, cc: np.ndarray) -> np.ndarray:
+    value = np.zeros(len(raw))
+    for term in recipe.terms:
+        value = value + _term(raw, term)
+    if recipe.multiply_by is not None:
+        value = value * _term(raw, recipe.multiply_by)
+    for term in recipe.divide_by:
+        value = _div(value, _term(raw, term))
+    if recipe.cc_min is not None or recipe.cc_max is not None:
+        value = np.where(_cc_mask(cc, recipe.cc_min, recipe.cc_max), value, _NAN)
+    return value
+
+
+def _resolve(raw: pd.DataFrame, recipes: tuple[Recipe, ...], cc: np.ndarray) -> Resolved:
+    values = np.full(len(raw), _NAN)
+    labels = np.full(len(raw), "", dtype=object)
+    for recipe in recipes:
+        v = _recipe(raw, recipe, cc)
+        take = np.isnan(values) & ~np.isnan(v)
+        values = np.where(take, v, values)
+        labels = np.where(take, recipe.label, labels)
+    return Resolved(values, labels)
+
+
+def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(b > 0, a / np.where(b > 0, b, 1.0), _NAN)
+
+
+@dataclass
+class _Work:
+    """FLOPs, FLOP/s and roof of one precision or tensor path, per launch."""
+
+    flop: np.ndarray
+    flop_per_s: np.ndarray
+    peak: np.ndarray
+    estimated: np.ndarray
+
+
+def _precision_work(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray, time_s: np.ndarray) -> tuple[dict[str, _Work], np.ndarray]:
+    work: dict[str, _Work] = {}
+    source = np.full(len(raw), "", dtype=object)
+    for name in PRECISIONS:
+        p = cat.precisions[name]
+        rate = _resolve(raw, p.rate, cc)
+        count = _resolve(raw, p.count, cc)
+        peak = _resolve(raw, p.peak, cc)
+        flop = np.where(count.present, count.values, rate.values * time_s)
+        flop_per_s = np.where(rate.present, rate.values, _div(count.values, time_s))
+        src = np.where(count.present, "count", np.where(rate.present, "rate x time", ""))
+        source = np.where(source == "", src, source)
+        work[name] = _Work(flop, flop_per_s, peak.values, np.zeros(len(raw), dtype=bool))
+    return work, source
+
+
+def _tensor_work(
+    raw: pd.DataFrame, cat: Catalog, cc: np.ndarray, time_s: np.ndarray
+) -> tuple[dict[str, _Work], np.ndarray, np.ndarray, np.ndarray, list[list[str]]]:
+    """Return per-path work, tensor_flop, tensor_flop_per_s, source and notes per launch."""
+    t = cat.tensor
+    n = len(raw)
+    paths: dict[str, _Work] = {}
+    source = np.full(n, "", dtype=object)
+    notes: list[list[str]] = [[] for _ in range(n)]
+    sm_clock = _column(raw, t.ops_clock)
+    sm_clock = np.full(n, _NAN) if sm_clock is None else sm_clock
+
+    # 1. sm__ops_path_tensor_<path> counters (exact).
+    names = sorted({c[len(t.ops_prefix):-len(t.ops_count)] for c in raw.columns if c.startswith(t.ops_prefix) and c.endswith(t.ops_count)}
+                   | {c[len(t.ops_prefix):-len(t.ops_rate)] for c in raw.columns if c.startswith(t.ops_prefix) and c.endswith(t.ops_rate)})
+    have_ops = np.zeros(n, dtype=bool)
+    for path in names:
+        base = t.ops_prefix + path
+        count = _column(raw, base + t.ops_count)
+        rate = _column(raw, base + t.ops_rate)
+        peak = _column(raw, base + t.ops_peak)
+        rate_s = rate * sm_clock if rate is not None else np.full(n, _NAN)
+        count = count if count is not None else np.full(n, _NAN)
+        flop = np.where(~np.isnan(count), count, rate_s * time_s)
+        flop_per_s = np.where(~np.isnan(rate_s), rate_s, _div(count, time_s))
+        peak_s = peak * sm_clock if peak is not None else np.full(n, _NAN)
+        have_ops |= ~np.isnan(flop)
+        paths[path] = _Work(flop, flop_per_s, peak_s, np.zeros(n, dtype=bool))
+
+    def family_sum(attr: str) -> np.ndarray:
+        agg = [getattr(w, attr) for p, w in paths.items() if not p.startswith(t.family_prefix)]
+        ops = [getattr(w, attr) for p, w in paths.items() if p.startswith(t.family_prefix)]
+        a = np.nansum(agg, axis=0) if agg else np.zeros(n)
+        o = np.nansum(ops, axis=0) if ops else np.zeros(n)
+        return np.where(a > 0, a, o)
+
+    tensor_flop = np.where(have_ops, family_sum("flop") if paths else 0.0, _NAN)
+    tensor_rate = np.where(have_ops, family_sum("flop_per_s") if paths else 0.0, _NAN)
+    source = np.where(have_ops, "ops_path", source)
+
+    # 2. SASS opcode counts x ops per MMA instruction (estimated).
+    opcode_total = _column(raw, t.opcode_metric)
+    if opcode_total is not None:
+        use = ~have_ops & ~np.isnan(opcode_total)
+        prefix = t.opcode_metric + "["
+        per_path: dict[str, np.ndarray] = {}
+        for col in (c for c in raw.columns if c.startswith(prefix)):
+            opcode = col[len(prefix):-1]
+            counts = np.nan_to_num(raw[col].to_numpy(dtype=float, na_value=np.nan))
+            shape = next((s for s in t.shapes if s.pattern.search(opcode)), None)
+            if shape is None:
+                for i in np.flatnonzero(use & (counts > 0)):
+                    notes[i].append(f"tensor work incomplete: no MMA shape known for SASS opcode {opcode}")
+                continue
+            per_path[shape.path] = per_path.get(shape.path, np.zeros(n)) + counts * shape.ops
+        est_total = np.zeros(n)
+        for path, ops in per_path.items():
+            flop = np.where(use, ops, _NAN)
+            paths[path] = _Work(flop, _div(flop, time_s), np.full(n, _NAN), use.copy())
+            est_total += ops
+        tensor_flop = np.where(use, est_total, tensor_flop)
+        tensor_rate = np.where(use, _div(est_total, time_s), tensor_rate)
+        source = np.where(use, "sass_opcodes", source)
+        for i in np.flatnonzero(use & (est_total > 0)):
+            notes[i].append("tensor FLOPs estimated from SASS MMA opcode counts x 2*M*N*K; no tensor roof in this report")
+
+    # No tensor-pipe instruction executed means no tensor work, on any architecture (exact).
+    pipe = _term(raw, t.legacy_count)
+    pipe_rate = _term(raw, t.legacy_rate)
+    idle = np.isnan(tensor_flop) & ((pipe == 0) | (pipe_rate == 0))
+    tensor_flop = np.where(idle, 0.0, tensor_flop)
+    tensor_rate = np.where(idle, 0.0, tensor_rate)
+    source = np.where(idle, "pipe_tensor=0", source)
+
+    # 3. Legacy 512 x tensor-pipe instructions, CC 7.0 only (approximate).
+    legacy_cc = np.isin(np.round(cc, 1), t.legacy_cc)
+    count = _term(raw, t.legacy_count) * t.legacy_factor
+    rate_clock = _column(raw, t.legacy_rate_clock)
+    rate = _term(raw, t.legacy_rate) * t.legacy_factor * (rate_clock if rate_clock is not None else _NAN)
+    use = legacy_cc & np.isnan(tensor_flop) & (~np.isnan(count) | ~np.isnan(rate))
+    if use.any():
+        flop = np.where(~np.isnan(count), count, rate * time_s)
+        flop_per_s = np.where(~np.isnan(rate), rate, _div(count, time_s))
+        peak_clock = _column(raw, t.legacy_peak_clock)
+        peak = _term(raw, t.legacy_peak) * t.legacy_factor * (peak_clock if peak_clock is not None else _NAN)
+        paths["legacy_x512"] = _Work(np.where(use, flop, _NAN), np.where(use, flop_per_s, _NAN), np.where(use, peak, _NAN), use.copy())
+        tensor_flop = np.where(use, flop, tensor_flop)
+        tensor_rate = np.where(use, flop_per_s, tensor_rate)
+        source = np.where(use, "legacy_x512", source)
+        for i in np.flatnonzero(use & (flop > 0)):
+            notes[i].append("tensor FLOPs = 512 x tensor-pipe instructions (NERSC convention): exact only for HMMA.884 with FP32 accumulation")
+    return paths, tensor_flop, tensor_rate, source, notes
+
+
+@dataclass
+class _Traffic:
+    bytes: np.ndarray
+    bytes_per_s: np.ndarray
+    peak: np.ndarray
+    definition: np.ndarray
+
+
+def _level_traffic(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray, time_s: np.ndarray, traffic: str) -> dict[str, _Traffic]:
+    out: dict[str, _Traffic] = {}
+    n = len(raw)
+    for name in LEVELS:
+        level = cat.levels[name]
+        defs = list(level.definitions)
+        if traffic == "nersc":
+            defs.sort(key=lambda d: d.id != "nersc")
+        b = np.full(n, _NAN)
+        r = np.full(n, _NAN)
+        pk = np.full(n, _NAN)
+        used = np.full(n, "", dtype=object)
+        for d in defs:
+            valid = _cc_mask(cc, d.cc_min, d.cc_max) if (d.cc_min is not None or d.cc_max is not None) else np.ones(n, dtype=bool)
+            db = _resolve(raw, d.bytes, cc).values
+            dr = _resolve(raw, d.rate, cc).values
+            dp = _resolve(raw, d.peak, cc).values
+            take = valid & (used == "") & (~np.isnan(db) | ~np.isnan(dr))
+            b = np.where(take, np.where(np.isnan(db), dr * time_s, db), b)
+            r = np.where(take, np.where(np.isnan(dr), _div(db, time_s), dr), r)
+            pk = np.where(take, dp, pk)
+            used = np.where(take, d.id, used)
+        out[name] = _Traffic(b, r, pk, used)
+    return out
+
+
+def _failed_measurements(raw: pd.DataFrame, time_s: np.ndarray) -> np.ndarray:
+    """Launches ncu could not measure: NaN duration, or NaN in every FLOP counter that other
+    launches of the same input have (ncu writes NaN, not 0, when a pass fails)."""
+    n = len(raw)
+    duration = _column(raw, "gpu__time_duration.sum")
+    failed = np.zeros(n, dtype=bool)
+    if duration is not None:
+        failed |= np.isnan(duration) & np.isnan(time_s)
+    counters = [c for c in raw.columns if "sass_thread_inst_executed_op_" in c]
+    if counters:
+        values = raw[counters]
+        for _, idx in raw.groupby("source", sort=False).groups.items():
+            block = values.loc[idx]
+            seen = block.notna().any(axis=0)
+            if seen.any():
+                all_nan = block.loc[:, seen].isna().all(axis=1).to_numpy()
+                failed[raw.index.get_indexer(idx)] |= all_nan
+    return failed
+
+
+def _fraction(raw: pd.DataFrame, metric: str) -> np.ndarray:
+    col = _column(raw, metric)
+    return np.full(len(raw), _NAN) if col is None else col / 100.0
+
+
+def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -> pd.DataFrame:
+    """Compute the kernels table (one row per launch) from the raw table.
+
+    Parameters
+    ----------
+    raw : DataFrame
+        Parser output (:data:`ncuroof.schema.RAW_META` columns + ncu metric columns, base units).
+    catalog : Catalog
+        The metric catalog.
+    traffic : {'ncu', 'nersc'}, default 'ncu'
+        Which traffic definition each memory level prefers (``metrics/roofline.toml``).
+
+    Returns
+    -------
+    DataFrame
+        The :data:`ncuroof.schema.KERNELS` columns except ``bound`` (set to ``'unknown'``; see
+        :func:`ncuroof.classify.classify`). SI units. Missing values are NaN/empty, never 0.
+        After the declared columns, three columns per tensor datapath with work in any launch:
+        ``tensor_<path>_flop``, ``tensor_<path>_flop_per_s``, ``peak_tensor_<path>_flop_per_s``
+        (paths: ncu's ``sm__ops_path_tensor_<path>``, ``sass_hmma``/``sass_imma``/``sass_dmma``
+        for the opcode estimate, ``legacy_x512``).
+
+    Notes
+    -----
+    ``status`` is ``failed_measurement`` when ncu stored NaN for the duration or for every FLOP
+    counter the launch has (ncu could not profile it), ``no_roofline_metrics`` when the launch
+    has neither FLOP counters nor traffic of any level, else ``ok``.
+    """
+    cat = catalog
+    n = len(raw)
+    cc = cc_number(raw["cc"])
+    time = _resolve(raw, cat.time, cc)
+    time_s = time.values
+    work, flop_source = _precision_work(raw, cat, cc, time_s)
+    tpaths, tensor_flop, tensor_rate, tensor_source, notes = _tensor_work(raw, cat, cc, time_s)
+    levels = _level_traffic(raw, cat, cc, time_s, traffic)
+
+    k = pd.DataFrame(index=raw.index)
+    for col in ("source", "launch_id", "kernel_name", "kernel_demangled", "nvtx_range", "device_name", "cc", "grid", "block"):
+        k[col] = raw[col]
+    k["time_s"] = time_s
+    sm_clock = _column(raw, cat.clocks["sm"])
+    k["sm_clock_hz"] = sm_clock if sm_clock is not None else _NAN
+    for p in PRECISIONS:
+        k[f"{p}_flop"] = work[p].flop
+    k["tensor_flop"] = tensor_flop
+    for lv in LEVELS:
+        k[f"{lv}_bytes"] = levels[lv].bytes
+    for p in PRECISIONS:
+        k[f"{p}_flop_per_s"] = work[p].flop_per_s
+    k["tensor_flop_per_s"] = tensor_rate
+    for lv in LEVELS:
+        k[f"{lv}_bytes_per_s"] = levels[lv].bytes_per_s
+    for p in PRECISIONS:
+        k[f"peak_{p}_flop_per_s"] = work[p].peak
+    for lv in LEVELS:
+        k[f"peak_{lv}_bytes_per_s"] = levels[lv].peak
+    k["sm_throughput_frac"] = _fraction(raw, cat.throughput["sm"])
+    k["memory_throughput_frac"] = _fraction(raw, cat.throughput["memory"])
+    waves = _column(raw, cat.throughput["waves"])
+    k["waves_per_sm"] = waves if waves is not None else _NAN
+    k["flop_source"] = flop_source
+    k["tensor_source"] = tensor_source
+    for lv in LEVELS:
+        k[f"{lv}_definition"] = levels[lv].definition
+    peaks = np.column_stack([work[p].peak for p in PRECISIONS] + [levels[lv].peak for lv in LEVELS])
+    k["peak_source"] = np.where(np.isfinite(peaks).any(axis=1), "report", "")
+    k["ncu_version"] = raw["ncu_version"]
+
+    # Status and notes.
+    # The SASS-opcode tensor estimate alone does not make a roofline (no FP counters, no roof).
+    flop_cols = np.column_stack([work[p].flop for p in PRECISIONS] + [np.where(tensor_source == "sass_opcodes", _NAN, tensor_flop)])
+    byte_cols = np.column_stack([levels[lv].bytes for lv in LEVELS])
+    has_flop = np.isfinite(flop_cols).any(axis=1)
+    has_bytes = np.isfinite(byte_cols).any(axis=1)
+    failed = _failed_measurements(raw, time_s)
+    status = np.where(failed, "failed_measurement", np.where(has_flop & has_bytes, "ok", "no_roofline_metrics"))
+    for i in range(n):
+        if failed[i]:
+            notes[i].insert(0, "measurement failed: ncu stored NaN for the duration or the FLOP counters of this launch; not plotted")
+        elif status[i] == "no_roofline_metrics":
+            missing = []
+            if not has_flop[i]:
+                missing.append("FLOP counters (smsp__sass_thread_inst_executed_op_*, sm__ops_path_tensor_*)")
+            if not has_bytes[i]:
+                missing.append("memory traffic (dram__bytes, lts__lts2xbar_cycles_active, l1tex__lsu_writeback_active_*)")
+            notes[i].insert(0, "no roofline metrics: missing " + " and ".join(missing) + "; collect with ncu --set roofline (or --set full)")
+        if not failed[i] and np.isnan(time_s[i]):
+            notes[i].append("no duration (gpu__time_duration.sum or sm__cycles_elapsed.avg)")
+        if time.labels[i] and time.labels[i] != cat.time[0].label:
+            notes[i].append(f"time from {time.labels[i]}")
+    k["bound"] = "unknown"
+    k["status"] = status
+    k["notes"] = ["; ".join(x) for x in notes]
+    k = k[list(KERNELS)].reset_index(drop=True)
+    # One column triple per tensor datapath with work in any launch (ncu shows only non-zero paths).
+    extra = {}
+    for path, w in tpaths.items():
+        if (np.nan_to_num(w.flop) > 0).any():
+            extra[f"tensor_{path}_flop"] = w.flop
+            extra[f"tensor_{path}_flop_per_s"] = w.flop_per_s
+            extra[f"peak_tensor_{path}_flop_per_s"] = w.peak
+    if extra:
+        k = pd.concat([k, pd.DataFrame(extra)], axis=1)
+    return k
+
+
+def compute_points(kernels: pd.DataFrame) -> pd.DataFrame:
+    """Place every launch on the roofline: one point per (launch, precision, level) with work.
+
+    Parameters
+    ----------
+    kernels : DataFrame
+        The kernels table (:data:`ncuroof.schema.KERNELS`); launches whose ``status`` is not
+        ``ok`` get no points. Tensor work is taken per datapath from the ``tensor_<path>_flop``
+        columns :func:`compute_kernels` adds.
+
+    Returns
+    -------
+    DataFrame
+        The :data:`ncuroof.schema.POINTS` columns. ``ai_flop_per_byte`` = ``flop_per_s`` /
+        ``bytes_per_s``; ``ridge_flop_per_byte`` = ``peak_flop_per_s`` / ``peak_bytes_per_s``;
+        ``roof_flop_per_s`` = min(``peak_flop_per_s``, AI × ``peak_bytes_per_s``) [KPG §2.9];
+        ``roof_fraction`` = ``flop_per_s`` / ``roof_flop_per_s``; ``bound`` = memory when AI is
+        below the ridge. Points without a roof have NaN roof columns and an empty ``bound``.
+    """
+    n = len(kernels)
+    ok = (kernels["status"] == "ok").to_numpy()
+    precisions: list[tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+    for p in PRECISIONS:
+        precisions.append((p, kernels[f"{p}_flop"].to_numpy(float), kernels[f"{p}_flop_per_s"].to_numpy(float),
+                           kernels[f"peak_{p}_flop_per_s"].to_numpy(float), np.zeros(n, dtype=bool)))
+    estimated = kernels["tensor_source"].isin(["sass_opcodes", "legacy_x512"]).to_numpy()
+    for col in kernels.columns:
+        m = _TENSOR_COL.match(col)
+        if m is None:
+            continue
+        path = m.group(1)
+        peak_col = f"peak_tensor_{path}_flop_per_s"
+        peak = kernels[peak_col].to_numpy(float) if peak_col in kernels.columns else np.full(n, _NAN)
+        precisions.append((f"tensor:{path}", kernels[col].to_numpy(float), kernels[f"tensor_{path}_flop_per_s"].to_numpy(float), peak, estimated))
+
+    frames = []
+    for lv in LEVELS:
+        bytes_ = kernels[f"{lv}_bytes"].to_numpy(float)
+        bps = kernels[f"{lv}_bytes_per_s"].to_numpy(float)
+        peak_b = kernels[f"peak_{lv}_bytes_per_s"].to_numpy(float)
+        for name, flop, fps, peak_f, est in precisions:
+            keep = ok & (flop > 0) & (fps > 0) & (bps > 0)
+            if not keep.any():
+                continue
+            idx = np.flatnonzero(keep)
+            ai = fps[idx] / bps[idx]
+            ridge = _div(peak_f[idx], peak_b[idx])
+            roof = np.minimum(peak_f[idx], ai * peak_b[idx])
+            frames.append(pd.DataFrame({
+                "source": kernels["source"].to_numpy()[idx],
+                "launch_id": kernels["launch_id"].to_numpy()[idx],
+                "kernel_name": kernels["kernel_name"].to_numpy()[idx],
+                "precision": name,
+                "level": lv,
+                "time_s": kernels["time_s"].to_numpy(float)[idx],
+                "flop": flop[idx],
+                "bytes": bytes_[idx],
+                "ai_flop_per_byte": ai,
+                "flop_per_s": fps[idx],
+                "bytes_per_s": bps[idx],
+                "peak_flop_per_s": peak_f[idx],
+                "peak_bytes_per_s": peak_b[idx],
+                "ridge_flop_per_byte": ridge,
+                "roof_flop_per_s": roof,
+                "roof_fraction": _div(fps[idx], roof),
+                "bound": np.where(np.isnan(ridge), "", np.where(ai < ridge, "memory", "compute")),
+                "estimated": est[idx].astype(bool),
+                "definition": kernels[f"{lv}_definition"].to_numpy()[idx],
+            }))
+    if not frames:
+        from .schema import empty
+
+        return empty(POINTS)
+    pts = pd.concat(frames, ignore_index=True)
+    order = {lv: i for i, lv in enumerate(LEVELS)}
+    pts = pts.sort_values(["source", "launch_id", "precision", "level"], key=lambda s: s.map(order) if s.name == "level" else s, kind="stable")
+    return pts[list(POINTS)].reset_index(drop=True)

@@ -1,0 +1,359 @@
+"""Load and validate the metric catalog in ``metrics/``.
+
+The catalog is data (TOML): which ncu metrics give each roofline quantity, with which weights,
+per architecture; see ``metrics/README.md`` for the grammar. This module turns the files into
+frozen dataclasses and checks them; it does no arithmetic on metric values.
+
+The directory is found, in order, from ``$NCUROOF_METRICS_DIR``, the ``metrics/`` folder of a
+source checkout, and the copy shipped inside the package (``ncuroof/_metrics``).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+__all__ = [
+    "Alt",
+    "Term",
+    "Recipe",
+    "Precision",
+    "LevelDefinition",
+    "Level",
+    "MmaShape",
+    "TensorCatalog",
+    "Catalog",
+    "metrics_dir",
+    "load",
+    "parse_term",
+]
+
+
+@dataclass(frozen=True)
+class Alt:
+    """One alternative of a term: ``weight * metric``, or the constant ``weight`` if no metric."""
+
+    metric: str | None
+    weight: float
+
+
+@dataclass(frozen=True)
+class Term:
+    """A term: alternatives tried in order; the first present in a launch is used."""
+
+    alts: tuple[Alt, ...]
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """The metric names this term may read."""
+        return tuple(a.metric for a in self.alts if a.metric is not None)
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """``sum(terms) * multiply_by / prod(divide_by)``, valid for ``cc_min <= cc <= cc_max``."""
+
+    label: str
+    terms: tuple[Term, ...]
+    multiply_by: Term | None = None
+    divide_by: tuple[Term, ...] = ()
+    cc_min: float | None = None
+    cc_max: float | None = None
+    source: str = ""
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """Every metric name this recipe may read."""
+        names: list[str] = []
+        for t in (*self.terms, self.multiply_by, *self.divide_by):
+            if t is not None:
+                names.extend(t.metrics)
+        return tuple(names)
+
+
+@dataclass(frozen=True)
+class Precision:
+    """Non-tensor floating-point work of one precision: rate, count and peak recipes."""
+
+    name: str
+    title: str
+    rate: tuple[Recipe, ...]
+    count: tuple[Recipe, ...]
+    peak: tuple[Recipe, ...]
+
+
+@dataclass(frozen=True)
+class LevelDefinition:
+    """One definition of a memory level's traffic (ncu, ncu-legacy, nersc)."""
+
+    id: str
+    description: str
+    source: str
+    cc_min: float | None
+    cc_max: float | None
+    bytes: tuple[Recipe, ...]
+    rate: tuple[Recipe, ...]
+    peak: tuple[Recipe, ...]
+
+
+@dataclass(frozen=True)
+class Level:
+    """A memory level with its traffic definitions in order of preference."""
+
+    name: str
+    title: str
+    definitions: tuple[LevelDefinition, ...]
+
+
+@dataclass(frozen=True)
+class MmaShape:
+    """Ops of one warp-level MMA instruction whose opcode matches ``pattern``."""
+
+    pattern: re.Pattern[str]
+    ops: float
+    path: str
+
+
+@dataclass(frozen=True)
+class TensorCatalog:
+    """Tensor-core metric names and the SASS MMA shape table (``metrics/tensor.toml``)."""
+
+    ops_prefix: str
+    ops_count: str
+    ops_rate: str
+    ops_peak: str
+    ops_clock: str
+    family_prefix: str
+    opcode_metric: str
+    looks_like_mma: re.Pattern[str]
+    shapes: tuple[MmaShape, ...]
+    legacy_cc: tuple[float, ...]
+    legacy_factor: float
+    legacy_count: Term
+    legacy_rate: Term
+    legacy_rate_clock: str
+    legacy_peak: Term
+    legacy_peak_clock: str
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """The whole metric catalog."""
+
+    directory: Path
+    time: tuple[Recipe, ...]
+    clocks: dict[str, str]
+    precisions: dict[str, Precision]
+    levels: dict[str, Level]
+    throughput: dict[str, str]
+    launch_metrics: tuple[str, ...]
+    tensor: TensorCatalog
+    thresholds: dict[str, Any] = field(default_factory=dict)
+
+    @functools.cached_property
+    def scalar_metrics(self) -> frozenset[str]:
+        """Every non-instanced metric name any recipe may read (the parser reads these)."""
+        names: set[str] = set(self.clocks.values()) | set(self.throughput.values()) | set(self.launch_metrics)
+        recipes: list[Recipe] = list(self.time)
+        for p in self.precisions.values():
+            recipes += [*p.rate, *p.count, *p.peak]
+        for lv in self.levels.values():
+            for d in lv.definitions:
+                recipes += [*d.bytes, *d.rate, *d.peak]
+        for r in recipes:
+            names.update(r.metrics)
+        t = self.tensor
+        for term in (t.legacy_count, t.legacy_rate, t.legacy_peak):
+            names.update(term.metrics)
+        names.update({t.legacy_rate_clock, t.legacy_peak_clock, t.ops_clock})
+        return frozenset(names)
+
+    def is_tensor_path_metric(self, name: str) -> bool:
+        """Whether ``name`` is a ``sm__ops_path_tensor_<path>`` count, rate or peak."""
+        t = self.tensor
+        return name.startswith(t.ops_prefix) and name.endswith((t.ops_count, t.ops_rate, t.ops_peak))
+
+
+_NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
+_METRIC = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:\[\]]*$")
+
+
+def parse_term(text: str) -> Term:
+    """Parse ``"alt | alt | ..."`` where an alt is ``metric``, ``W*metric`` or a number.
+
+    Parameters
+    ----------
+    text : str
+        The term as written in the catalog.
+
+    Returns
+    -------
+    Term
+
+    Raises
+    ------
+    ValueError
+        If an alternative is neither a number nor a (weighted) metric name.
+    """
+    alts = []
+    for part in text.split("|"):
+        part = part.strip()
+        if _NUMBER.match(part):
+            alts.append(Alt(None, float(part)))
+            continue
+        weight, _, metric = part.rpartition("*")
+        metric = metric.strip()
+        if (weight and not _NUMBER.match(weight.strip())) or not _METRIC.match(metric):
+            raise ValueError(f"bad term alternative {part!r} in {text!r}")
+        alts.append(Alt(metric, float(weight) if weight else 1.0))
+    if not alts:
+        raise ValueError(f"empty term {text!r}")
+    return Term(tuple(alts))
+
+
+def _recipe(d: dict[str, Any], where: str) -> Recipe:
+    unknown = set(d) - {"label", "terms", "multiply_by", "divide_by", "cc_min", "cc_max", "source"}
+    if unknown or "label" not in d or not d.get("terms"):
+        raise ValueError(f"{where}: a recipe needs label and terms and knows no {sorted(unknown)}")
+    return Recipe(
+        label=d["label"],
+        terms=tuple(parse_term(t) for t in d["terms"]),
+        multiply_by=parse_term(d["multiply_by"]) if "multiply_by" in d else None,
+        divide_by=tuple(parse_term(t) for t in ([d["divide_by"]] if isinstance(d.get("divide_by"), str) else d.get("divide_by", []))),
+        cc_min=d.get("cc_min"),
+        cc_max=d.get("cc_max"),
+        source=d.get("source", ""),
+    )
+
+
+def _recipes(items: list[dict[str, Any]], where: str) -> tuple[Recipe, ...]:
+    return tuple(_recipe(d, f"{where}[{i}]") for i, d in enumerate(items))
+
+
+def metrics_dir() -> Path:
+    """Return the directory holding the catalog's TOML files.
+
+    Returns
+    -------
+    Path
+        ``$NCUROOF_METRICS_DIR`` if set, else ``metrics/`` beside the package in a source
+        checkout, else the copy installed with the package.
+
+    Raises
+    ------
+    FileNotFoundError
+        If none of these holds ``roofline.toml``.
+    """
+    here = Path(__file__).resolve().parent
+    candidates = [Path(os.environ["NCUROOF_METRICS_DIR"])] if os.environ.get("NCUROOF_METRICS_DIR") else []
+    candidates += [here.parent / "metrics", here / "_metrics"]
+    for c in candidates:
+        if (c / "roofline.toml").is_file():
+            return c
+    raise FileNotFoundError(f"metric catalog (roofline.toml) not found in {[str(c) for c in candidates]}")
+
+
+def _read(path: Path) -> dict[str, Any]:
+    with path.open("rb") as f:
+        data = tomllib.load(f)
+    if data.get("schema_version") != 1:
+        raise ValueError(f"{path}: schema_version must be 1")
+    return data
+
+
+@functools.lru_cache(maxsize=4)
+def load(directory: Path | None = None) -> Catalog:
+    """Load and validate the catalog.
+
+    Parameters
+    ----------
+    directory : Path, optional
+        Where the TOML files are; default :func:`metrics_dir`.
+
+    Returns
+    -------
+    Catalog
+
+    Raises
+    ------
+    ValueError
+        If a file breaks the grammar of ``metrics/README.md``.
+    """
+    directory = directory or metrics_dir()
+    roof = _read(directory / "roofline.toml")
+    ten = _read(directory / "tensor.toml")
+    thresholds = _read(directory / "thresholds.toml")
+
+    precisions = {
+        name: Precision(
+            name=name,
+            title=p["title"],
+            rate=_recipes(p.get("rate", []), f"precision.{name}.rate"),
+            count=_recipes(p.get("count", []), f"precision.{name}.count"),
+            peak=_recipes(p.get("peak", []), f"precision.{name}.peak"),
+        )
+        for name, p in roof["precision"].items()
+    }
+    levels = {}
+    for name, lv in roof["level"].items():
+        defs = tuple(
+            LevelDefinition(
+                id=d["id"],
+                description=d["description"],
+                source=d.get("source", ""),
+                cc_min=d.get("cc_min"),
+                cc_max=d.get("cc_max"),
+                bytes=_recipes(d.get("bytes", []), f"level.{name}.{d['id']}.bytes"),
+                rate=_recipes(d.get("rate", []), f"level.{name}.{d['id']}.rate"),
+                peak=_recipes(d.get("peak", []), f"level.{name}.{d['id']}.peak"),
+            )
+            for d in lv["definition"]
+        )
+        levels[name] = Level(name=name, title=lv["title"], definitions=defs)
+
+    shapes = []
+    for s in ten["sass_opcodes"]["shapes"]:
+        ops = s.get("ops", 2.0 * s.get("m", 0) * s.get("n", 0) * s.get("k", 0))
+        if ops <= 0:
+            raise ValueError(f"tensor.toml: shape {s} has no ops or m/n/k")
+        shapes.append(MmaShape(re.compile(s["pattern"]), float(ops), s["path"]))
+    op, so, lg = ten["ops_path"], ten["sass_opcodes"], ten["legacy_x512"]
+    tensor = TensorCatalog(
+        ops_prefix=op["prefix"],
+        ops_count=op["count"],
+        ops_rate=op["rate"],
+        ops_peak=op["peak"],
+        ops_clock=op["clock"],
+        family_prefix=op["family_prefix"],
+        opcode_metric=so["metric"],
+        looks_like_mma=re.compile(so["looks_like_mma"]),
+        shapes=tuple(shapes),
+        legacy_cc=tuple(float(c) for c in lg["cc"]),
+        legacy_factor=float(lg["factor"]),
+        legacy_count=parse_term(lg["count"]),
+        legacy_rate=parse_term(lg["rate"]),
+        legacy_rate_clock=lg["rate_clock"],
+        legacy_peak=parse_term(lg["peak"]),
+        legacy_peak_clock=lg["peak_clock"],
+    )
+    return Catalog(
+        directory=directory,
+        time=_recipes(roof["time"]["recipes"], "time"),
+        clocks=dict(roof["clock"]),
+        precisions=precisions,
+        levels=levels,
+        throughput=dict(roof["throughput"]),
+        launch_metrics=tuple(roof["launch"]["metrics"]),
+        tensor=tensor,
+        thresholds=thresholds,
+    )

@@ -1,0 +1,248 @@
+"""The tables ncuroof produces and consumes, declared in one place.
+
+Three tables flow through the pipeline:
+
+``raw``
+    Parser output: one row per kernel launch. The metadata columns of :data:`RAW_META` plus one
+    column per ncu metric, named exactly as ncu names it, with values in ncu base units (what
+    ``--print-units base`` prints: ns for durations, bytes, cycles, Hz). Instanced metrics are
+    flattened to ``metric[instance]`` columns (e.g.
+    ``sass__inst_executed_per_opcode_with_modifier_all[IMMA.16832.S8.S8.SAT]``).
+``kernels``
+    Calculator output: one row per kernel launch, SI units named in each column (:data:`KERNELS`).
+``points``
+    One row per (launch, precision, memory level) with non-zero work (:data:`POINTS`).
+
+Every column is described by a :class:`Column`: its dtype, its unit and its meaning. The
+``validate_*`` functions are called where data enters the pipeline and where it leaves the
+calculator.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .errors import InputError
+
+__all__ = [
+    "Column",
+    "RAW_META",
+    "KERNELS",
+    "POINTS",
+    "PRECISIONS",
+    "LEVELS",
+    "BOUNDS",
+    "STATUSES",
+    "validate_raw",
+    "validate_kernels",
+    "validate_points",
+    "empty",
+]
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a table: pandas dtype, SI unit (``""`` for none) and meaning."""
+
+    dtype: str
+    unit: str
+    description: str
+
+
+#: Non-tensor precisions, in display order. Tensor precisions are ``tensor:<path>``.
+PRECISIONS = ("fp64", "fp32", "fp16")
+#: Memory levels, from the SM outwards.
+LEVELS = ("l1", "l2", "dram")
+#: Values of the ``bound`` column of the kernels table.
+BOUNDS = ("memory", "compute", "latency", "unknown")
+#: Values of the ``status`` column of the kernels table.
+STATUSES = ("ok", "no_roofline_metrics", "failed_measurement")
+
+RAW_META: dict[str, Column] = {
+    "source": Column("string", "", "input file the launch was read from"),
+    "range_id": Column("int64", "", "ncu range index within the report (0 for CSV input)"),
+    "launch_id": Column("int64", "", "ncu result ID: 0-based, report order, as ncu's CSV 'ID' column"),
+    "kernel_name": Column("string", "", "function name (ncu --kernel-name-base function)"),
+    "kernel_demangled": Column("string", "", "demangled name with template arguments and parameters"),
+    "nvtx_range": Column("string", "", "NVTX push/pop ranges active at launch, outermost first, joined by ' > '"),
+    "device_name": Column("string", "", "device__attribute_display_name"),
+    "cc": Column("string", "", "compute capability, 'major.minor'"),
+    "grid": Column("string", "", "grid dimensions '(x, y, z)'"),
+    "block": Column("string", "", "block dimensions '(x, y, z)'"),
+    "ncu_version": Column("string", "", "Nsight Compute version that wrote the report, when known"),
+}
+
+KERNELS: dict[str, Column] = {
+    "source": RAW_META["source"],
+    "launch_id": RAW_META["launch_id"],
+    "kernel_name": RAW_META["kernel_name"],
+    "kernel_demangled": RAW_META["kernel_demangled"],
+    "nvtx_range": RAW_META["nvtx_range"],
+    "device_name": RAW_META["device_name"],
+    "cc": RAW_META["cc"],
+    "grid": RAW_META["grid"],
+    "block": RAW_META["block"],
+    "time_s": Column("float64", "s", "launch duration"),
+    "sm_clock_hz": Column("float64", "Hz", "measured SM clock (sm__cycles_elapsed.avg.per_second)"),
+    **{f"{p}_flop": Column("float64", "FLOP", f"{p.upper()} floating-point operations") for p in PRECISIONS},
+    "tensor_flop": Column("float64", "FLOP", "tensor-core operations (2 per MAC), summed over one family of datapaths"),
+    **{f"{lv}_bytes": Column("float64", "B", f"{lv.upper()} traffic") for lv in LEVELS},
+    **{f"{p}_flop_per_s": Column("float64", "FLOP/s", f"achieved {p.upper()} throughput") for p in PRECISIONS},
+    "tensor_flop_per_s": Column("float64", "FLOP/s", "achieved tensor throughput"),
+    **{f"{lv}_bytes_per_s": Column("float64", "B/s", f"achieved {lv.upper()} bandwidth") for lv in LEVELS},
+    **{f"peak_{p}_flop_per_s": Column("float64", "FLOP/s", f"{p.upper()} roof at the measured clock") for p in PRECISIONS},
+    **{f"peak_{lv}_bytes_per_s": Column("float64", "B/s", f"{lv.upper()} roof at the measured clock") for lv in LEVELS},
+    "sm_throughput_frac": Column("float64", "1", "ncu Compute (SM) Throughput, fraction of peak"),
+    "memory_throughput_frac": Column("float64", "1", "ncu Memory Throughput, fraction of peak"),
+    "waves_per_sm": Column("float64", "1", "launch__waves_per_multiprocessor"),
+    "flop_source": Column("string", "", "how FLOPs were obtained: 'count', 'rate x time' or empty"),
+    "tensor_source": Column("string", "", "ops_path (exact), sass_opcodes (estimated), legacy_x512 (approximate), pipe_tensor=0 (no tensor instruction ran) or empty"),
+    **{f"{lv}_definition": Column("string", "", f"traffic definition used for {lv.upper()} (metrics/roofline.toml)") for lv in LEVELS},
+    "peak_source": Column("string", "", "'report': roofs are peak_sustained x the clock ncu measured for this launch"),
+    "ncu_version": RAW_META["ncu_version"],
+    "bound": Column("string", "", "memory, compute, latency or unknown"),
+    "status": Column("string", "", "ok, no_roofline_metrics or failed_measurement"),
+    "notes": Column("string", "", "reasons and caveats, '; '-separated"),
+}
+
+POINTS: dict[str, Column] = {
+    "source": RAW_META["source"],
+    "launch_id": RAW_META["launch_id"],
+    "kernel_name": RAW_META["kernel_name"],
+    "precision": Column("string", "", "fp64, fp32, fp16 or tensor:<datapath>"),
+    "level": Column("string", "", "l1, l2 or dram"),
+    "time_s": KERNELS["time_s"],
+    "flop": Column("float64", "FLOP", "operations of this precision"),
+    "bytes": Column("float64", "B", "traffic at this level"),
+    "ai_flop_per_byte": Column("float64", "FLOP/B", "arithmetic intensity: flop_per_s / bytes_per_s"),
+    "flop_per_s": Column("float64", "FLOP/s", "achieved throughput (the y of the point)"),
+    "bytes_per_s": Column("float64", "B/s", "achieved bandwidth at this level"),
+    "peak_flop_per_s": Column("float64", "FLOP/s", "compute roof of this precision"),
+    "peak_bytes_per_s": Column("float64", "B/s", "bandwidth roof of this level"),
+    "ridge_flop_per_byte": Column("float64", "FLOP/B", "ridge point: peak_flop_per_s / peak_bytes_per_s"),
+    "roof_flop_per_s": Column("float64", "FLOP/s", "attainable: min(peak_flop_per_s, ai x peak_bytes_per_s)"),
+    "roof_fraction": Column("float64", "1", "flop_per_s / roof_flop_per_s"),
+    "bound": Column("string", "", "memory (ai below the ridge) or compute"),
+    "estimated": Column("bool", "", "True when the work is estimated (tensor work from SASS opcodes, legacy x512)"),
+    "definition": Column("string", "", "traffic definition of the level"),
+}
+
+
+def empty(columns: dict[str, Column]) -> pd.DataFrame:
+    """Return an empty DataFrame with the given columns and dtypes.
+
+    Parameters
+    ----------
+    columns : dict of str to Column
+        One of :data:`KERNELS`, :data:`POINTS`, :data:`RAW_META`.
+
+    Returns
+    -------
+    DataFrame
+        No rows, the declared columns in order.
+    """
+    return pd.DataFrame({name: pd.Series(dtype=col.dtype) for name, col in columns.items()})
+
+
+def _check_columns(df: pd.DataFrame, columns: dict[str, Column], what: str) -> None:
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise ValueError(f"{what} table lacks columns {missing}")
+
+
+def validate_raw(df: pd.DataFrame, path: str) -> pd.DataFrame:
+    """Check a parser's raw table and coerce its metadata dtypes.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Parser output: the :data:`RAW_META` columns and one float column per ncu metric.
+    path : str
+        The input file, for error messages.
+
+    Returns
+    -------
+    DataFrame
+        ``df`` with metadata columns cast to their declared dtypes.
+
+    Raises
+    ------
+    InputError
+        If a metadata column is missing, a launch ID repeats within one range, or a metric
+        column is not numeric.
+    """
+    missing = [c for c in RAW_META if c not in df.columns]
+    if missing:
+        raise InputError(f"parser produced no {missing} columns; this input is not a supported ncu export", path)
+    df = df.astype({name: col.dtype for name, col in RAW_META.items()})
+    dup = df.duplicated(["source", "range_id", "launch_id"])
+    if dup.any():
+        ids = df.loc[dup, "launch_id"].tolist()[:5]
+        raise InputError(f"launch IDs {ids} appear twice; split the file per ncu run", path)
+    meta = set(RAW_META) | {"device__attribute_display_name"}
+    bad = [c for c in df.columns if c not in meta and not pd.api.types.is_numeric_dtype(df[c])]
+    if bad:
+        raise InputError(f"non-numeric values in metric columns {bad[:3]}", path)
+    return df
+
+
+def _validate(df: pd.DataFrame, columns: dict[str, Column], what: str) -> pd.DataFrame:
+    _check_columns(df, columns, what)
+    out = df.astype({name: col.dtype for name, col in columns.items()})
+    for name, col in columns.items():
+        if col.dtype == "float64" and col.unit not in ("", "1"):
+            values = out[name].to_numpy(dtype=float)
+            if np.any(values[np.isfinite(values)] < 0):
+                raise ValueError(f"{what} column {name} [{col.unit}] has negative values")
+    return out
+
+
+def validate_kernels(df: pd.DataFrame) -> pd.DataFrame:
+    """Check the kernels table: declared columns present, dtypes, no negative quantities.
+
+    Parameters
+    ----------
+    df : DataFrame
+        The kernels table (:data:`KERNELS`); extra columns are kept.
+
+    Returns
+    -------
+    DataFrame
+        ``df`` cast to the declared dtypes.
+
+    Raises
+    ------
+    ValueError
+        If a declared column is missing or a quantity is negative (a defect in ncuroof).
+    """
+    out = _validate(df, KERNELS, "kernels")
+    if not out["status"].isin(STATUSES).all() or not out["bound"].isin(BOUNDS).all():
+        raise ValueError("kernels table has an unknown status or bound value")
+    return out
+
+
+def validate_points(df: pd.DataFrame) -> pd.DataFrame:
+    """Check the points table like :func:`validate_kernels`.
+
+    Parameters
+    ----------
+    df : DataFrame
+        The points table (:data:`POINTS`).
+
+    Returns
+    -------
+    DataFrame
+        ``df`` cast to the declared dtypes.
+
+    Raises
+    ------
+    ValueError
+        If a declared column is missing, a quantity is negative or a level is unknown.
+    """
+    out = _validate(df, POINTS, "points")
+    if not out["level"].isin(LEVELS).all():
+        raise ValueError("points table has an unknown level")
+    return out
