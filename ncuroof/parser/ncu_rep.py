@@ -99,7 +99,7 @@ def check_framing(path: Path) -> int:
         head = f.read(8)
         if head[:4] != MAGIC:
             hint = ""
-            if head[:1].isascii() and head[:1].isprintable():
+            if head and all(32 <= b < 127 or b in (9, 10, 13) for b in head[:4]) or head.startswith(b"\xef\xbb\xbf"):
                 hint = " (it looks like text: if it is an ncu CSV export, give it a .csv name)"
             raise InputError(f"is not an Nsight Compute report: it does not start with NVR\\0{hint}", path)
         if len(head) < 8:

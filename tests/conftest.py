@@ -1,0 +1,73 @@
+"""Shared fixtures: real ncu reports in ../shared/fixtures, read by path, never copied."""
+
+from __future__ import annotations
+
+import functools
+import math
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared" / "fixtures"
+REPORTS = sorted(SHARED.glob("*.ncu-rep")) if SHARED.is_dir() else []
+
+needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason=f"{SHARED} is absent: the shared real-report fixtures are not beside this checkout")
+
+try:
+    import ncu_report  # noqa: F401
+
+    HAVE_NCU_REPORT = True
+except ImportError:  # pragma: no cover - aarch64 hosts
+    HAVE_NCU_REPORT = False
+
+needs_ncu_report = pytest.mark.skipif(not HAVE_NCU_REPORT, reason="ncu_report is not installed (no wheel for this platform)")
+
+
+def shared(name: str) -> Path:
+    """Path of a shared fixture; skips the test when the shared folder is absent."""
+    path = SHARED / name
+    if not path.exists():
+        pytest.skip(f"{path} is absent: the shared real-report fixtures are not beside this checkout")
+    return path
+
+
+@functools.lru_cache(maxsize=None)
+def kernels_of(name: str):
+    """The kernels table of a shared fixture (cached for the session)."""
+    import ncuroof
+
+    return ncuroof.load(shared(name))
+
+
+@functools.lru_cache(maxsize=None)
+def ncu_metrics(name: str) -> tuple[dict[str, float], ...]:
+    """Every scalar metric ncu stored for each launch, read directly through ncu_report.
+
+    This is the independent path the tests compare ncuroof against: it does not go through
+    ncuroof's parser, catalog or calculator.
+    """
+    import ncu_report
+
+    ctx = ncu_report.load_report(str(shared(name)))
+    out = []
+    for r in range(ctx.num_ranges()):
+        rng = ctx.range_by_idx(r)
+        for a in range(rng.num_actions()):
+            action = rng.action_by_idx(a)
+            values = {}
+            for m in action.metric_names():
+                metric = action.metric_by_name(m)
+                if metric.num_instances() == 0 or m.startswith("sass__"):
+                    v = metric.value()
+                    if isinstance(v, (int, float)):
+                        values[m] = float(v)
+            out.append(values)
+    return tuple(out)
+
+
+def close(a: float, b: float, rel: float = 1e-9) -> bool:
+    """Relative closeness that treats two NaNs as different and 0 == 0."""
+    if math.isnan(a) or math.isnan(b):
+        return False
+    return abs(a - b) <= rel * max(abs(a), abs(b)) or a == b

@@ -1,0 +1,109 @@
+"""Bad input and unwritable output: one line on stderr naming the file, exit code 2, no
+traceback, no output directory left behind."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import needs_ncu_report, shared
+
+NCUROOF = [sys.executable, "-m", "ncuroof"]
+
+
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*NCUROOF, *args], capture_output=True, text=True, cwd=cwd, timeout=120)
+
+
+def assert_clean_failure(proc: subprocess.CompletedProcess[str], path: Path | str, outdir: Path | None = None) -> None:
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert str(path) in lines[0]
+    if outdir is not None:
+        assert not outdir.exists()
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.ncu-rep"
+    proc = run("analyze", str(missing), "-o", str(tmp_path / "out"))
+    assert_clean_failure(proc, missing, tmp_path / "out")
+    assert "no such file" in proc.stderr
+
+
+@pytest.mark.parametrize("content, expect", [
+    (b"", "is empty"),
+    (os.urandom(4096), "not an Nsight Compute report"),
+    (b'"ID","Process ID","Process Name"\n"0","1","a.out"\n', "looks like text"),
+    (b"\x89PNG\r\n\x1a\n" + b"\0" * 64, "not an Nsight Compute report"),
+])
+def test_not_a_report(tmp_path: Path, content: bytes, expect: str) -> None:
+    bad = tmp_path / "bad.ncu-rep"
+    bad.write_bytes(content)
+    proc = run("analyze", str(bad), "-o", str(tmp_path / "out"))
+    assert_clean_failure(proc, bad, tmp_path / "out")
+    assert expect in proc.stderr
+
+
+@needs_ncu_report
+@pytest.mark.parametrize("cut", [0.5, 0.999, -1])
+def test_truncated_report(tmp_path: Path, cut: float) -> None:
+    src = shared("ESMM-Research__profile_output.ncu-rep").read_bytes()
+    size = len(src) - 1 if cut == -1 else int(len(src) * cut)
+    bad = tmp_path / "cut.ncu-rep"
+    bad.write_bytes(src[:size])
+    proc = run("analyze", str(bad), "-o", str(tmp_path / "out"))
+    assert_clean_failure(proc, bad, tmp_path / "out")
+    assert "truncated" in proc.stderr
+
+
+def test_directory_as_input(tmp_path: Path) -> None:
+    proc = run("analyze", str(tmp_path), "-o", str(tmp_path / "out"))
+    assert_clean_failure(proc, tmp_path)
+
+
+@needs_ncu_report
+def test_unwritable_output(tmp_path: Path) -> None:
+    if os.geteuid() == 0:
+        # root writes anywhere: use a path whose parent is a file instead
+        blocker = tmp_path / "file"
+        blocker.write_text("x")
+        out = blocker / "out"
+    else:
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        out = locked / "out"
+    report = shared("ESMM-Research__profile_output.ncu-rep")
+    proc = run("analyze", str(report), "-o", str(out))
+    assert_clean_failure(proc, out)
+    assert not out.exists()
+
+
+def test_missing_ncu_report_module_names_the_fix(tmp_path: Path) -> None:
+    """Where ncu_report is not installed, .ncu-rep input says how to get it or export a CSV."""
+    report = shared("ESMM-Research__profile_output.ncu-rep")
+    blocker = tmp_path / "block"
+    blocker.mkdir()
+    (blocker / "ncu_report.py").write_text("raise ImportError('blocked for the test')\n")
+    env = dict(os.environ, PYTHONPATH=f"{blocker}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    proc = subprocess.run([*NCUROOF, "analyze", str(report), "-o", str(tmp_path / "out")], capture_output=True, text=True, env=env, timeout=120)
+    assert_clean_failure(proc, report, tmp_path / "out")
+    assert "pip install ncu-report" in proc.stderr and "--csv" in proc.stderr
+
+
+@needs_ncu_report
+def test_existing_output_is_replaced_whole(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    report = shared("ESMM-Research__profile_output.ncu-rep")
+    assert run("analyze", str(report), "-o", str(out), "-q").returncode == 0
+    first = {p.name: p.stat().st_size for p in out.iterdir()}
+    assert run("analyze", str(report), "-o", str(out), "-q").returncode == 0
+    assert {p.name: p.stat().st_size for p in out.iterdir()} == first
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.")], "no temporary directory left"
+    shutil.rmtree(out)
