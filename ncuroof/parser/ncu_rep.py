@@ -156,8 +156,8 @@ def _import_ncu_report(path: Path) -> Any:
     except ImportError as exc:
         raise MissingModuleError(
             "reading .ncu-rep needs NVIDIA's ncu_report module (pip install ncu-report; it has wheels for "
-            "Linux x86-64 and Windows only). Elsewhere export a CSV on a machine with ncu: "
-            f"ncu --import {path.name} --csv --page raw --print-units base > {path.stem}.csv",
+            "Linux x86-64 and Windows only); run ncuroof on such a machine, or export the data with "
+            f"ncu --import {path.name} --csv --page raw --print-units base > {path.stem}.csv for when CSV input lands",
             path,
         ) from exc
     return ncu_report
