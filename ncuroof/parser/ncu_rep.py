@@ -259,6 +259,7 @@ def read_ncu_rep(path: str | Path, catalog: Catalog, progress: Any = None) -> pd
     wanted = catalog.scalar_metrics
     tensor = catalog.tensor
     opcode_metric = tensor.opcode_metric
+    ops_prefix = tensor.ops_prefix
     name_base = ncu_report.IAction
     total = _count_actions(ctx)
     advance = progress(total) if progress is not None else None
@@ -267,7 +268,7 @@ def read_ncu_rep(path: str | Path, catalog: Catalog, progress: Any = None) -> pd
         names = action.metric_names()
         values: dict[str, Any] = {}
         for name in names:
-            if name in wanted or catalog.is_tensor_path_metric(name):
+            if name in wanted or (name.startswith(ops_prefix) and catalog.is_tensor_path_metric(name)):
                 values[name] = _value(action.metric_by_name(name))
         if opcode_metric in names:
             m = action.metric_by_name(opcode_metric)
