@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import logging
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,8 +16,6 @@ from .errors import InputError
 from .schema import validate_kernels, validate_points
 
 __all__ = ["load", "points", "plot_roofline", "analyze", "AnalysisResult", "default_outdir"]
-
-log = logging.getLogger(__name__)
 
 PathLike = str | Path
 

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from .catalog import Catalog, Recipe, Term
-from .schema import KERNELS, LEVELS, POINTS, PRECISIONS
+from .schema import KERNELS, LEVELS, POINTS, PRECISIONS, empty
 
 __all__ = ["compute_kernels", "compute_points", "cc_number", "Resolved"]
 
@@ -97,9 +97,7 @@ def _recipe(raw: pd.DataFrame, recipe: Recipe, cc: np.ndarray) -> np.ndarray:
         value = value * _term(raw, recipe.multiply_by)
     for term in recipe.divide_by:
         value = _div(value, _term(raw, term))
-    if recipe.cc_min is not None or recipe.cc_max is not None:
-        value = np.where(_cc_mask(cc, recipe.cc_min, recipe.cc_max), value, _NAN)
-    return value
+    return np.where(_cc_mask(cc, recipe.cc_min, recipe.cc_max), value, _NAN)
 
 
 def _resolve(raw: pd.DataFrame, recipes: tuple[Recipe, ...], cc: np.ndarray) -> Resolved:
@@ -259,7 +257,7 @@ def _level_traffic(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray, time_s: np.n
         pk = np.full(n, _NAN)
         used = np.full(n, "", dtype=object)
         for d in defs:
-            valid = _cc_mask(cc, d.cc_min, d.cc_max) if (d.cc_min is not None or d.cc_max is not None) else np.ones(n, dtype=bool)
+            valid = _cc_mask(cc, d.cc_min, d.cc_max)
             db = _resolve(raw, d.bytes, cc).values
             dr = _resolve(raw, d.rate, cc).values
             dp = _resolve(raw, d.peak, cc).values
@@ -474,8 +472,6 @@ def compute_points(kernels: pd.DataFrame) -> pd.DataFrame:
                 "definition": kernels[f"{lv}_definition"].to_numpy()[idx],
             }))
     if not frames:
-        from .schema import empty
-
         return empty(POINTS)
     pts = pd.concat(frames, ignore_index=True)
     order = {lv: i for i, lv in enumerate(LEVELS)}

@@ -80,8 +80,6 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
     path = args.report or max(SHARED.glob("*.ncu-rep"), key=lambda p: p.stat().st_size)
-    import ncuroof  # noqa: F401  (import cost outside the timings)
-
     analysis(path)  # warm-up: imports, catalog, plotly templates
     t_floor, n = best_of(floor, path, args.repeat)
     t_an, n2 = best_of(analysis, path, args.repeat)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import importlib.util
 import math
 from pathlib import Path
 
@@ -14,12 +15,7 @@ REPORTS = sorted(SHARED.glob("*.ncu-rep")) if SHARED.is_dir() else []
 
 needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason=f"{SHARED} is absent: the shared real-report fixtures are not beside this checkout")
 
-try:
-    import ncu_report  # noqa: F401
-
-    HAVE_NCU_REPORT = True
-except ImportError:  # pragma: no cover - aarch64 hosts
-    HAVE_NCU_REPORT = False
+HAVE_NCU_REPORT = importlib.util.find_spec("ncu_report") is not None  # no wheel on aarch64 hosts
 
 needs_ncu_report = pytest.mark.skipif(not HAVE_NCU_REPORT, reason="ncu_report is not installed (no wheel for this platform)")
 

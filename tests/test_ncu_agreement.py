@@ -59,44 +59,34 @@ def _pairs(name: str):
     return [(row, ms[i]) for i, row in enumerate(k.to_dict("records")) if row["status"] == "ok"]
 
 
+def _compare_column(name: str, column: str, reference, missing: str) -> None:
+    """Assert ``column`` equals ``reference(metrics)`` on every ok launch that has a reference."""
+    checked = 0
+    for row, m in _pairs(name):
+        ref = reference(m)
+        if ref is None:
+            continue
+        assert close(row[column], ref), (row["launch_id"], column, row[column], ref)
+        checked += 1
+    if not checked:
+        pytest.skip(f"{name} stores no {missing}")
+
+
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("precision", ["fp64", "fp32", "fp16"])
 def test_achieved_flop_per_s_equals_ncu(name: str, precision: str) -> None:
-    checked = 0
-    for row, m in _pairs(name):
-        ref = ncu_flop_per_s(m, precision)
-        if ref is None:
-            continue
-        assert close(row[f"{precision}_flop_per_s"], ref), (row["launch_id"], row[f"{precision}_flop_per_s"], ref)
-        checked += 1
-    if not checked:
-        pytest.skip(f"{name} stores no ncu-derived {precision} work metrics")
+    _compare_column(name, f"{precision}_flop_per_s", lambda m: ncu_flop_per_s(m, precision), f"ncu-derived {precision} work metrics")
 
 
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("precision", ["fp64", "fp32", "fp16"])
 def test_compute_roof_equals_ncu_derived_peak(name: str, precision: str) -> None:
-    checked = 0
-    for row, m in _pairs(name):
-        ref = ncu_peak(m, precision)
-        if ref is None:
-            continue
-        assert close(row[f"peak_{precision}_flop_per_s"], ref), (row["launch_id"], row[f"peak_{precision}_flop_per_s"], ref)
-        checked += 1
-    if not checked:
-        pytest.skip(f"{name} stores no derived__sm__ {precision} peak")
+    _compare_column(name, f"peak_{precision}_flop_per_s", lambda m: ncu_peak(m, precision), f"derived__sm__ {precision} peak")
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_dram_bandwidth_equals_ncu_per_second(name: str) -> None:
-    checked = 0
-    for row, m in _pairs(name):
-        if "dram__bytes.sum.per_second" not in m:
-            continue
-        assert close(row["dram_bytes_per_s"], m["dram__bytes.sum.per_second"])
-        checked += 1
-    if not checked:
-        pytest.skip(f"{name} stores no dram__bytes.sum.per_second")
+    _compare_column(name, "dram_bytes_per_s", lambda m: m.get("dram__bytes.sum.per_second"), "dram__bytes.sum.per_second")
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -9,7 +9,6 @@ end of the file (verified on every report in ``../shared/fixtures``).
 
 from __future__ import annotations
 
-import logging
 import math
 import mmap
 import re
@@ -23,8 +22,6 @@ from ..catalog import Catalog
 from ..errors import InputError, MissingModuleError, ReportFormatError
 
 __all__ = ["read_ncu_rep", "check_framing", "ncu_version", "MAGIC"]
-
-log = logging.getLogger(__name__)
 
 MAGIC = b"NVR\x00"
 _PAYLOAD_FIELD = 5
