@@ -11,11 +11,11 @@ from typing import Any, Callable, Iterator, Sequence
 import pandas as pd
 import plotly.graph_objects as go
 
-from . import calculator, catalog, classify, parser, plot, report
+from . import calculator, catalog, ceilings, classify, parser, plot, report
 from .errors import InputError
 from .schema import validate_kernels, validate_points
 
-__all__ = ["load", "points", "plot_roofline", "analyze", "AnalysisResult", "default_outdir"]
+__all__ = ["load", "points", "plot_roofline", "analyze", "AnalysisResult", "default_outdir", "roof_sources"]
 
 PathLike = str | Path
 
@@ -44,18 +44,28 @@ def _as_list(paths: PathLike | Sequence[PathLike]) -> list[Path]:
     return [Path(p) for p in paths]
 
 
-def load(paths: PathLike | Sequence[PathLike], traffic: str = "ncu", progress: bool = False) -> pd.DataFrame:
+def load(paths: PathLike | Sequence[PathLike], traffic: str = "ncu", progress: bool = False, stack: bool = False,
+         gpu: str | None = None, peak_flops: dict[str, float] | None = None,
+         peak_bandwidth: dict[str, float] | None = None) -> pd.DataFrame:
     """Read ncu output and return the kernels table: one classified row per kernel launch.
 
     Parameters
     ----------
     paths : path or list of paths
-        ``.ncu-rep`` reports or ncu CSV exports. Several files are stacked (the ``source``
-        column tells them apart).
+        ``.ncu-rep`` reports or ncu CSV exports (details, raw or session page). Several files
+        are taken as parts of one ncu run and merged launch by launch
+        (:func:`ncuroof.parser.merge.merge`), unless ``stack``.
     traffic : {'ncu', 'nersc'}, default 'ncu'
         Preferred traffic definition of the L1/L2 levels (``metrics/roofline.toml``).
     progress : bool, default False
         Show a progress bar on stderr while reading (only when stderr is a terminal).
+    stack : bool, default False
+        Stack unrelated inputs instead of merging them (the ``source`` column tells them apart).
+    gpu : str, optional
+        Datasheet entry (``metrics/gpus.toml`` id or name) for roofs the input lacks, instead of
+        matching the device name (:func:`ncuroof.ceilings.fill_ceilings`).
+    peak_flops, peak_bandwidth : dict, optional
+        User roofs in FLOP/s by precision and B/s by level; they replace all others.
 
     Returns
     -------
@@ -72,16 +82,15 @@ def load(paths: PathLike | Sequence[PathLike], traffic: str = "ncu", progress: b
     if traffic not in ("ncu", "nersc"):
         raise ValueError(f"traffic must be 'ncu' or 'nersc', not {traffic!r}")
     cat = catalog.load()
-    frames = []
-    with _progress_bar(progress) as bar:
-        for path in _as_list(paths):
-            raw = parser.read(path, cat, bar)
-            k = calculator.compute_kernels(raw, cat, traffic=traffic)
-            k = classify.classify(k, calculator.compute_points(k), cat)
-            frames.append(k)
-    if not frames:
+    inputs = _as_list(paths)
+    if not inputs:
         raise InputError("no input files given")
-    return validate_kernels(pd.concat(frames, ignore_index=True))
+    with _progress_bar(progress) as bar:
+        raw = parser.read_many(inputs, cat, bar, stack=stack)
+    k = calculator.compute_kernels(raw, cat, traffic=traffic)
+    k = ceilings.fill_ceilings(k, catalog.load_gpus(), gpu=gpu, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth)
+    k = classify.classify(k, calculator.compute_points(k), cat)
+    return validate_kernels(k)
 
 
 def points(kernels: pd.DataFrame) -> pd.DataFrame:
@@ -105,6 +114,20 @@ def plot_roofline(points: pd.DataFrame, title: str = "Hierarchical roofline") ->
     return plot.plot_roofline(points, title=title)
 
 
+def roof_sources(kernels: pd.DataFrame) -> str:
+    """One line saying where the roofs of a kernels table come from, for headers and summaries."""
+    parts = []
+    used = set("+".join(kernels["peak_source"].dropna().astype(str)).split("+")) - {""}
+    if "report" in used:
+        parts.append("report: ncu peak_sustained × the clock ncu measured for each launch")
+    if "datasheet" in used:
+        names = sorted(kernels.loc[kernels["datasheet_gpu"] != "", "datasheet_gpu"].astype(str).unique())
+        parts.append(f"datasheet ({', '.join(names)}): boost clock, metrics/gpus.toml")
+    if "user" in used:
+        parts.append("user: --peak-flops/--peak-bandwidth")
+    return "; ".join(parts) or "none: the input has no peak_sustained metrics and no datasheet entry matched (use --gpu)"
+
+
 def default_outdir(path: PathLike) -> Path:
     """``<stem>.ncuroof/`` next to the (first) input file."""
     p = Path(path)
@@ -125,7 +148,9 @@ class AnalysisResult:
 
 
 def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None, traffic: str = "ncu",
-            plotlyjs: str | bool = True, top: int = 10, progress: bool = False, write: bool = True) -> AnalysisResult:
+            plotlyjs: str | bool = True, top: int = 10, progress: bool = False, write: bool = True,
+            stack: bool = False, gpu: str | None = None, peak_flops: dict[str, float] | None = None,
+            peak_bandwidth: dict[str, float] | None = None) -> AnalysisResult:
     """Run the whole analysis and write ``kernels.csv``, ``points.csv`` and ``roofline.html``.
 
     Parameters
@@ -144,6 +169,8 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
         Progress bar on stderr while reading.
     write : bool, default True
         Write the output directory (whole or not at all).
+    stack, gpu, peak_flops, peak_bandwidth
+        See :func:`load`.
 
     Returns
     -------
@@ -155,7 +182,8 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
         Bad input or an output directory that cannot be written.
     """
     inputs = _as_list(paths)
-    kernels = load(inputs, traffic=traffic, progress=progress)
+    kernels = load(inputs, traffic=traffic, progress=progress, stack=stack, gpu=gpu, peak_flops=peak_flops,
+                   peak_bandwidth=peak_bandwidth)
     pts = points(kernels)
     summary = report.summarize(kernels, pts, top=top)
     result = AnalysisResult(kernels, pts, summary, None, missing_metrics=bool((kernels["status"] == "no_roofline_metrics").all()))
@@ -169,7 +197,7 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
         "ncu version": ", ".join(sorted(kernels["ncu_version"].dropna().astype(str).unique())),
         "launches": f"{len(kernels)} ({int((kernels['status'] == 'ok').sum())} with roofline metrics, "
                     f"{int((kernels['status'] == 'failed_measurement').sum())} failed measurements)",
-        "roofs": "ncu peak_sustained × the clock ncu measured for each launch (not datasheet boost clocks)",
+        "roofs": roof_sources(kernels),
     }
     fig = plot_roofline(pts, title=f"Hierarchical roofline — {inputs[0].name}")
     files = {

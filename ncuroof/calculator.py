@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from .catalog import Catalog, Recipe, Term
-from .schema import KERNELS, LEVELS, POINTS, PRECISIONS, empty
+from .schema import KERNELS, LEVELS, POINTS, PRECISIONS, empty, format_sources, parse_sources
 
 __all__ = ["compute_kernels", "compute_points", "cc_number", "Resolved"]
 
@@ -360,8 +360,13 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
     k["tensor_source"] = tensor_source
     for lv in LEVELS:
         k[f"{lv}_definition"] = levels[lv].definition
-    peaks = np.column_stack([work[p].peak for p in PRECISIONS] + [levels[lv].peak for lv in LEVELS])
-    k["peak_source"] = np.where(np.isfinite(peaks).any(axis=1), "report", "")
+    names = [*PRECISIONS, *LEVELS, *(f"tensor_{p}" for p in tpaths)]
+    peaks = np.column_stack([work[p].peak for p in PRECISIONS] + [levels[lv].peak for lv in LEVELS]
+                            + [w.peak for w in tpaths.values()])
+    have = np.isfinite(peaks)
+    k["peak_source"] = np.where(have.any(axis=1), "report", "")
+    k["ceiling_sources"] = [format_sources({nm: "report" for nm, h in zip(names, row) if h}) for row in have]
+    k["datasheet_gpu"] = ""
     k["ncu_version"] = raw["ncu_version"]
 
     # Status and notes.
@@ -437,12 +442,14 @@ def compute_points(kernels: pd.DataFrame) -> pd.DataFrame:
         peak = kernels[peak_col].to_numpy(float) if peak_col in kernels.columns else np.full(n, _NAN)
         precisions.append((f"tensor:{path}", kernels[col].to_numpy(float), kernels[f"tensor_{path}_flop_per_s"].to_numpy(float), peak, estimated))
 
+    sources = [parse_sources(s) for s in kernels["ceiling_sources"]]
     frames = []
     for lv in LEVELS:
         bytes_ = kernels[f"{lv}_bytes"].to_numpy(float)
         bps = kernels[f"{lv}_bytes_per_s"].to_numpy(float)
         peak_b = kernels[f"peak_{lv}_bytes_per_s"].to_numpy(float)
         for name, flop, fps, peak_f, est in precisions:
+            key = "tensor_" + name.split(":", 1)[1] if name.startswith("tensor:") else name
             keep = ok & (flop > 0) & (fps > 0) & (bps > 0)
             if not keep.any():
                 continue
@@ -464,6 +471,8 @@ def compute_points(kernels: pd.DataFrame) -> pd.DataFrame:
                 "bytes_per_s": bps[idx],
                 "peak_flop_per_s": peak_f[idx],
                 "peak_bytes_per_s": peak_b[idx],
+                "peak_flop_source": [sources[i].get(key, "") for i in idx],
+                "peak_bytes_source": [sources[i].get(lv, "") for i in idx],
                 "ridge_flop_per_byte": ridge,
                 "roof_flop_per_s": roof,
                 "roof_fraction": _div(fps[idx], roof),

@@ -33,8 +33,13 @@ __all__ = [
     "MmaShape",
     "TensorCatalog",
     "Catalog",
+    "GpuSpec",
+    "GpuCatalog",
+    "CsvRules",
     "metrics_dir",
     "load",
+    "load_gpus",
+    "load_csv_rules",
     "parse_term",
 ]
 
@@ -357,3 +362,164 @@ def load(directory: Path | None = None) -> Catalog:
         tensor=tensor,
         thresholds=thresholds,
     )
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """Datasheet ceilings of one GPU (``metrics/gpus.toml``), in SI units.
+
+    Peaks are dense, at the boost clock: FLOP/s (OP/s for int8) and B/s. ``tensor`` maps a
+    datasheet key (``fp16``, ``fp16_fp32acc``, ``bf16``, ``tf32``, ``fp8``, ``int8``, ``fp64``,
+    ``fp4``) to FLOP/s.
+    """
+
+    id: str
+    name: str
+    match: tuple[re.Pattern[str], ...]
+    cc: str
+    sms: int
+    boost_hz: float
+    flop_per_s: dict[str, float]
+    tensor: dict[str, float]
+    dram_bytes_per_s: float
+    l2_bytes: float
+    source: str
+    confidence: str
+
+    def matches(self, device_name: str) -> bool:
+        """Whether ``device_name`` (``device__attribute_display_name``) is this GPU."""
+        return any(p.search(device_name) for p in self.match)
+
+
+@dataclass(frozen=True)
+class GpuCatalog:
+    """Every :class:`GpuSpec`, in file order, and the tensor-path to datasheet-key rules."""
+
+    gpus: tuple[GpuSpec, ...]
+    tensor_paths: tuple[tuple[re.Pattern[str], str], ...]
+
+    def by_device(self, device_name: str) -> GpuSpec | None:
+        """The first GPU whose ``match`` finds ``device_name``, or None."""
+        return next((g for g in self.gpus if g.matches(device_name)), None)
+
+    def by_name(self, name: str) -> GpuSpec | None:
+        """The GPU a user named (``--gpu``): its id, its name, or a device name it matches."""
+        key = name.strip().lower()
+        for g in self.gpus:
+            if key in (g.id.lower(), g.name.lower()):
+                return g
+        return self.by_device(name)
+
+    def tensor_key(self, path: str) -> str:
+        """The datasheet key of a tensor datapath, ``""`` when it has none (sparse, unknown)."""
+        return next((key for pattern, key in self.tensor_paths if pattern.search(path)), "")
+
+
+@functools.lru_cache(maxsize=4)
+def load_gpus(directory: Path | None = None) -> GpuCatalog:
+    """Load the datasheet catalog ``metrics/gpus.toml``.
+
+    Parameters
+    ----------
+    directory : Path, optional
+        Where the TOML files are; default :func:`metrics_dir`.
+
+    Returns
+    -------
+    GpuCatalog
+        Values converted to SI: TFLOP/s x 1e12, GB/s x 1e9, MB x 1e6, MHz x 1e6.
+
+    Raises
+    ------
+    ValueError
+        If an entry lacks a field, repeats an id, or has a non-positive peak.
+    """
+    data = _read((directory or metrics_dir()) / "gpus.toml")
+    gpus = []
+    seen: set[str] = set()
+    required = {"id", "name", "match", "cc", "sms", "boost_mhz", "fp64_tflops", "fp32_tflops", "tensor_tflops",
+                "dram_gbps", "l2_mb", "source", "confidence"}
+    for g in data["gpu"]:
+        missing = required - set(g)
+        if missing or g["id"] in seen:
+            raise ValueError(f"gpus.toml: entry {g.get('id')!r} lacks {sorted(missing)} or repeats its id")
+        seen.add(g["id"])
+        flops = {p: float(g[f"{p}_tflops"]) * 1e12 for p in ("fp64", "fp32", "fp16") if f"{p}_tflops" in g}
+        tensor = {k: float(v) * 1e12 for k, v in g["tensor_tflops"].items()}
+        values = [*flops.values(), *tensor.values(), g["dram_gbps"], g["l2_mb"], g["boost_mhz"]]
+        if any(v <= 0 for v in values) or g["confidence"] not in ("H", "M", "L", "H/M", "M/L"):
+            raise ValueError(f"gpus.toml: entry {g['id']!r} has a non-positive number or an unknown confidence")
+        gpus.append(GpuSpec(
+            id=g["id"], name=g["name"], match=tuple(re.compile(m, re.IGNORECASE) for m in g["match"]), cc=g["cc"],
+            sms=int(g["sms"]), boost_hz=float(g["boost_mhz"]) * 1e6, flop_per_s=flops, tensor=tensor,
+            dram_bytes_per_s=float(g["dram_gbps"]) * 1e9, l2_bytes=float(g["l2_mb"]) * 1e6,
+            source=g["source"], confidence=g["confidence"],
+        ))
+    paths = tuple((re.compile(t["pattern"]), t["key"]) for t in data["tensor_paths"])
+    return GpuCatalog(tuple(gpus), paths)
+
+
+@dataclass(frozen=True)
+class CsvRules:
+    """How CSV exports are read (``metrics/csv.toml``): unit words and section labels."""
+
+    prefixes: dict[str, float]
+    bases: dict[str, float]
+    per: dict[str, float]
+    labels: dict[tuple[str, str], str]
+
+    def factor(self, unit: str) -> float | None:
+        """Factor from ``unit`` to the ncu base unit of its kind, or None for an unknown unit.
+
+        ``"Kbyte"`` gives 1e3, ``"usecond"`` 1e3 (to ns), ``"Ghz"`` 1e9, ``"Gbyte/s"`` 1e9,
+        ``"cycle/nsecond"`` 1e9, ``"%"`` 1, ``""`` 1.
+        """
+        num, sep, den = unit.strip().partition("/")
+        f = self._word(num, self.bases)
+        if f is None:
+            return None
+        if sep:
+            d = self._word(den, self.per, per=True)
+            if d is None:
+                return None
+            f *= d
+        return f
+
+    def _word(self, word: str, table: dict[str, float], per: bool = False) -> float | None:
+        if word in table:
+            return table[word]
+        if len(word) > 1 and word[0] in self.prefixes and word[1:] in table and word[1:] not in ("", "%"):
+            prefix = self.prefixes[word[0]]
+            return table[word[1:]] / prefix if per else prefix * table[word[1:]]
+        return None
+
+
+@functools.lru_cache(maxsize=4)
+def load_csv_rules(directory: Path | None = None) -> CsvRules:
+    """Load ``metrics/csv.toml``.
+
+    Parameters
+    ----------
+    directory : Path, optional
+        Where the TOML files are; default :func:`metrics_dir`.
+
+    Returns
+    -------
+    CsvRules
+
+    Raises
+    ------
+    ValueError
+        If a label repeats (section, label) or names an empty metric.
+    """
+    data = _read((directory or metrics_dir()) / "csv.toml")
+    units = data["units"]
+    labels: dict[tuple[str, str], str] = {}
+    for item in data["labels"]:
+        key = (item["section"], item["label"])
+        if key in labels or not item.get("metric"):
+            raise ValueError(f"csv.toml: label {key} repeats or has no metric")
+        labels[key] = item["metric"]
+    return CsvRules({k: float(v) for k, v in units["prefixes"].items()}, {k: float(v) for k, v in units["bases"].items()},
+                    {k: float(v) for k, v in units["per"].items()}, labels)
+

@@ -27,6 +27,26 @@ def cli(verbose: int) -> None:
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
 
 
+def _peaks(kind: str):  # noqa: ANN202 - click callback factory
+    """A click callback turning repeated ``[NAME=]VALUE`` options into ``{name: SI value}``."""
+    from .ceilings import parse_peak
+    from .schema import LEVELS, PRECISIONS
+
+    allowed, default = ((*PRECISIONS, "tensor"), "*") if kind == "flops" else (LEVELS, "dram")
+
+    def callback(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, float]:
+        out = {}
+        for v in values:
+            try:
+                name, value = parse_peak(v, allowed, default)
+            except ValueError as exc:
+                raise click.BadParameter(str(exc), ctx=ctx, param=param) from exc
+            out[name] = value
+        return out
+
+    return callback
+
+
 @cli.command()
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=True))
 @click.option("-o", "--outdir", type=click.Path(path_type=Path, file_okay=False), default=None,
@@ -36,17 +56,33 @@ def cli(verbose: int) -> None:
 @click.option("--plotlyjs", type=click.Choice(["embed", "cdn"]), default="embed", show_default=True,
               help="Embed plotly.js in roofline.html (works offline) or link it from the CDN (smaller file).")
 @click.option("--top", type=click.IntRange(1), default=10, show_default=True, help="Kernels in the summary table.")
+@click.option("--stack", is_flag=True,
+              help="Inputs are unrelated runs: stack them. Default: several inputs are files of one run, merged launch by launch.")
+@click.option("--gpu", metavar="NAME", default=None,
+              help="Datasheet entry for roofs the input lacks (e.g. a10g, v100-sxm2; see metrics/gpus.toml). "
+                   "Default: matched on the device name.")
+@click.option("--peak-flops", "peak_flops", metavar="[PREC=]VALUE", multiple=True, callback=_peaks("flops"),
+              help="Compute roof in FLOP/s, e.g. 19.5T or fp64=9.7e12 (PREC: fp64, fp32, fp16, tensor; bare = all). Repeatable.")
+@click.option("--peak-bandwidth", "peak_bandwidth", metavar="[LEVEL=]VALUE", multiple=True, callback=_peaks("bandwidth"),
+              help="Bandwidth roof in B/s, e.g. 900G or l2=3T (LEVEL: dram, l2, l1; bare = dram). Repeatable.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary table.")
-def analyze(inputs: tuple[Path, ...], outdir: Path | None, traffic: str, plotlyjs: str, top: int, quiet: bool) -> None:
-    """Analyze ncu reports (.ncu-rep) or CSV exports: write kernels.csv, points.csv and roofline.html."""
+def analyze(inputs: tuple[Path, ...], outdir: Path | None, traffic: str, plotlyjs: str, top: int, stack: bool,
+            gpu: str | None, peak_flops: dict[str, float], peak_bandwidth: dict[str, float], quiet: bool) -> None:
+    """Analyze ncu reports (.ncu-rep) or CSV exports: write kernels.csv, points.csv and roofline.html.
+
+    Several INPUTS are files of one ncu run (e.g. a time/DRAM run and a FLOP run, or a raw export
+    and its session page) and are merged launch by launch; pass --stack for unrelated runs.
+    """
     from . import api
     from .report import summary_text
 
     result = api.analyze(list(inputs), outdir=outdir, traffic=traffic, plotlyjs=True if plotlyjs == "embed" else "cdn",
-                         top=top, progress=not quiet)
+                         top=top, progress=not quiet, stack=stack, gpu=gpu, peak_flops=peak_flops,
+                         peak_bandwidth=peak_bandwidth)
     k = result.kernels
     if not quiet:
         click.echo(summary_text(result.summary), nl=False)
+        click.echo(f"roofs: {api.roof_sources(k)}")
         failed = k[k["status"] == "failed_measurement"]
         for r in failed.itertuples(index=False):
             click.echo(f"launch {r.launch_id} ({r.kernel_name}): measurement failed in ncu; kept in kernels.csv, not plotted")

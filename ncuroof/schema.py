@@ -40,6 +40,8 @@ __all__ = [
     "validate_kernels",
     "validate_points",
     "empty",
+    "parse_sources",
+    "format_sources",
 ]
 
 
@@ -73,6 +75,7 @@ RAW_META: dict[str, Column] = {
     "grid": Column("string", "", "grid dimensions '(x, y, z)'"),
     "block": Column("string", "", "block dimensions '(x, y, z)'"),
     "ncu_version": Column("string", "", "Nsight Compute version that wrote the report, when known"),
+    "input_notes": Column("string", "", "what the reader noticed in the input: n/a values, ignored labels, ncu warnings, merges"),
 }
 
 KERNELS: dict[str, Column] = {
@@ -101,7 +104,9 @@ KERNELS: dict[str, Column] = {
     "flop_source": Column("string", "", "how FLOPs were obtained: 'count', 'rate x time' or empty"),
     "tensor_source": Column("string", "", "ops_path (exact), sass_opcodes (estimated), legacy_x512 (approximate), pipe_tensor=0 (no tensor instruction ran) or empty"),
     **{f"{lv}_definition": Column("string", "", f"traffic definition used for {lv.upper()} (metrics/roofline.toml)") for lv in LEVELS},
-    "peak_source": Column("string", "", "'report': roofs are peak_sustained x the clock ncu measured for this launch"),
+    "peak_source": Column("string", "", "sources of this launch's roofs, '+'-joined: report (ncu peak_sustained x measured clock), datasheet (boost clock), user"),
+    "ceiling_sources": Column("string", "", "source of each roof, 'name:source' comma-separated (fp32:report,dram:datasheet,tensor_<path>:datasheet)"),
+    "datasheet_gpu": Column("string", "", "metrics/gpus.toml entry whose datasheet roofs were used, empty if none"),
     "ncu_version": RAW_META["ncu_version"],
     "bound": Column("string", "", "memory, compute, latency or unknown"),
     "status": Column("string", "", "ok, no_roofline_metrics or failed_measurement"),
@@ -122,6 +127,8 @@ POINTS: dict[str, Column] = {
     "bytes_per_s": Column("float64", "B/s", "achieved bandwidth at this level"),
     "peak_flop_per_s": Column("float64", "FLOP/s", "compute roof of this precision"),
     "peak_bytes_per_s": Column("float64", "B/s", "bandwidth roof of this level"),
+    "peak_flop_source": Column("string", "", "report, datasheet or user (see kernels ceiling_sources)"),
+    "peak_bytes_source": Column("string", "", "report, datasheet or user"),
     "ridge_flop_per_byte": Column("float64", "FLOP/B", "ridge point: peak_flop_per_s / peak_bytes_per_s"),
     "roof_flop_per_s": Column("float64", "FLOP/s", "attainable: min(peak_flop_per_s, ai x peak_bytes_per_s)"),
     "roof_fraction": Column("float64", "1", "flop_per_s / roof_flop_per_s"),
@@ -129,6 +136,18 @@ POINTS: dict[str, Column] = {
     "estimated": Column("bool", "", "True when the work is estimated (tensor work from SASS opcodes, legacy x512)"),
     "definition": Column("string", "", "traffic definition of the level"),
 }
+
+
+def parse_sources(text: object) -> dict[str, str]:
+    """Read a ``ceiling_sources`` cell: ``"fp32:report,dram:datasheet"`` -> ``{"fp32": "report", "dram": "datasheet"}``."""
+    if not isinstance(text, str) or not text:
+        return {}
+    return dict(item.split(":", 1) for item in text.split(","))
+
+
+def format_sources(sources: dict[str, str]) -> str:
+    """Write a ``ceiling_sources`` cell (inverse of :func:`parse_sources`)."""
+    return ",".join(f"{k}:{v}" for k, v in sources.items())
 
 
 def empty(columns: dict[str, Column]) -> pd.DataFrame:

@@ -107,11 +107,3 @@ def test_existing_output_is_replaced_whole(tmp_path: Path) -> None:
     assert {p.name: p.stat().st_size for p in out.iterdir()} == first
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.")], "no temporary directory left"
     shutil.rmtree(out)
-
-
-def test_csv_input_is_refused_cleanly_for_now(tmp_path: Path) -> None:
-    csv = tmp_path / "export.csv"
-    csv.write_text('"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"\n"0","k","gpu__time_duration.sum","ns","1"\n')
-    proc = run("analyze", str(csv), "-o", str(tmp_path / "out"))
-    assert_clean_failure(proc, csv, tmp_path / "out")
-    assert "not supported yet" in proc.stderr

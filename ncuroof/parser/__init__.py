@@ -1,22 +1,46 @@
 """Turn ncu output files into the raw table (:mod:`ncuroof.schema`).
 
 One reader per format, chosen from the file's content and name: ``.ncu-rep``/``.ncu-repz``
-reports through ``ncu_report`` (:mod:`.ncu_rep`), ncu CSV exports (:mod:`.csv`).
+reports through ``ncu_report`` (:mod:`.ncu_rep`), ncu CSV exports (:mod:`.csv`). Several files of
+one run (the NERSC/GENE workflow: time and DRAM bytes from one ncu run, FLOP counts from another)
+are merged launch by launch (:mod:`.merge`); a session-page CSV completes the others with the
+device name and ncu version.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import pandas as pd
 
 from ..catalog import Catalog
 from ..errors import InputError
 from ..schema import validate_raw
+from .csv import Session, read_csv, read_session, sniff
+from .merge import apply_session, merge
 from .ncu_rep import MAGIC, read_ncu_rep
 
-__all__ = ["read", "read_ncu_rep"]
+__all__ = ["read", "read_many", "read_ncu_rep", "read_csv", "read_session", "merge"]
+
+_TEXT_SUFFIXES = (".csv", ".txt", ".log")
+
+
+def _check_path(path: Path) -> None:
+    if not path.exists():
+        raise InputError("no such file; check the path", path)
+    if path.is_dir():
+        raise InputError("is a directory; pass a .ncu-rep report or an ncu CSV export", path)
+
+
+def _is_report(path: Path) -> bool:
+    with path.open("rb") as f:
+        head = f.read(4)
+    if path.suffix in (".ncu-rep", ".ncu-repz") or head == MAGIC:
+        return True
+    if path.suffix.lower() in _TEXT_SUFFIXES:
+        return False
+    raise InputError("unknown input type; pass a .ncu-rep report or an ncu CSV export (.csv)", path)
 
 
 def read(path: str | Path, catalog: Catalog, progress: Any = None) -> pd.DataFrame:
@@ -25,7 +49,7 @@ def read(path: str | Path, catalog: Catalog, progress: Any = None) -> pd.DataFra
     Parameters
     ----------
     path : str or Path
-        A ``.ncu-rep``/``.ncu-repz`` report or an ncu CSV export.
+        A ``.ncu-rep``/``.ncu-repz`` report or an ncu CSV export (details or raw page).
     catalog : Catalog
         The metric catalog (which metrics to keep).
     progress : callable, optional
@@ -39,23 +63,58 @@ def read(path: str | Path, catalog: Catalog, progress: Any = None) -> pd.DataFra
     Raises
     ------
     InputError
-        For a missing, empty, corrupt or unsupported file (see :mod:`ncuroof.errors`).
+        For a missing, empty, corrupt or unsupported file, or a session-page CSV alone
+        (see :mod:`ncuroof.errors`).
     MissingModuleError
         For a ``.ncu-rep`` when ``ncu_report`` is not installed.
     """
     path = Path(path)
-    if not path.exists():
-        raise InputError("no such file; check the path", path)
-    if path.is_dir():
-        raise InputError("is a directory; pass a .ncu-rep report or an ncu CSV export", path)
-    with path.open("rb") as f:
-        head = f.read(4)
-    if path.suffix in (".ncu-rep", ".ncu-repz") or head == MAGIC:
-        df = read_ncu_rep(path, catalog, progress)
-    elif path.suffix.lower() in (".csv", ".txt", ".log"):
-        from .csv import read_csv
-
-        df = read_csv(path, catalog)
-    else:
-        raise InputError("unknown input type; pass a .ncu-rep report or an ncu CSV export (.csv)", path)
+    _check_path(path)
+    df = read_ncu_rep(path, catalog, progress) if _is_report(path) else read_csv(path, catalog)
     return validate_raw(df, str(path))
+
+
+def read_many(paths: Sequence[str | Path], catalog: Catalog, progress: Any = None, stack: bool = False) -> pd.DataFrame:
+    """Read several files into one raw table: merged as one run, or stacked.
+
+    Parameters
+    ----------
+    paths : list of str or Path
+        Reports and CSV exports. Session-page CSVs add the device name, CC and ncu version to
+        the launches of the other files.
+    catalog : Catalog
+        The metric catalog.
+    progress : callable, optional
+        Progress-bar factory for ``.ncu-rep`` reading.
+    stack : bool, default False
+        False: the files are parts of one run and are merged launch by launch
+        (:func:`ncuroof.parser.merge.merge`). True: unrelated inputs, stacked (the ``source``
+        column tells them apart).
+
+    Returns
+    -------
+    DataFrame
+        The validated raw table.
+
+    Raises
+    ------
+    InputError
+        Bad input (see :func:`read`), only session pages, launches that do not line up, or a
+        session page for another device.
+    """
+    tables: list[pd.DataFrame] = []
+    sessions: list[tuple[Path, Session]] = []
+    for p in (Path(x) for x in paths):
+        _check_path(p)
+        if not _is_report(p) and sniff(p) == "session":
+            sessions.append((p, read_session(p)))
+        else:
+            tables.append(read(p, catalog, progress))
+    if not tables:
+        where = sessions[0][0] if sessions else None
+        raise InputError("no kernel launches to analyze: a session page only describes the run; "
+                         "pass the raw or details export (or the .ncu-rep) with it", where)
+    raw = tables[0] if len(tables) == 1 else (pd.concat(tables, ignore_index=True) if stack else merge(tables))
+    for p, session in sessions:
+        raw = apply_session(raw, session, p)
+    return validate_raw(raw, " + ".join(str(p) for p in paths))

@@ -1,24 +1,411 @@
-"""ncu CSV exports. Not implemented yet: reading CSV exports is its own piece of work (every
-page and unit flavour ncu writes); until then such input is refused with a clear message."""
+"""Read ncu CSV exports into the raw table, whatever page, layout and units ncu wrote.
+
+Flavours, told apart by content, never by file name:
+
+``details``
+    Long: one row per launch × metric, columns ``ID, Process ID, …, Kernel Name, [Kernel Time,]
+    Context, Stream, [Block Size, Grid Size, Device, CC,] Section Name, Metric Name, Metric Unit,
+    Metric Value[, Rule Name, …]`` (``ncu --csv``, ``--page details``). ncu ≤ 2020 writes
+    ``Kernel Time`` and no launch geometry, device or CC. ``Metric Name`` holds ncu metric names
+    (``--metrics``) or the human labels of the sections (``Duration``); labels that name one metric
+    unambiguously are mapped through ``metrics/csv.toml``, the others are counted and ignored.
+``raw``
+    Wide: one row per launch, one column per metric, then a second header row of units
+    (``--page raw``).
+``session``
+    ``--page session``: device attributes and the ncu version, no launches. It is read by
+    :func:`read_session` and only completes other inputs of the same run.
+
+Every value is converted to ncu base units (``metrics/csv.toml``): auto-scaled units (``Kbyte``,
+``usecond``, ``Ghz``, ``Gbyte/s``) are scaled; an unknown unit on a metric ncuroof reads is
+refused. ``n/a`` is missing (NaN, named in the launch's ``input_notes``), never 0. Thousands
+separators, quoted numbers, a UTF-8 BOM and lines that are not CSV rows (the profiled program's
+output, ``==PROF==``/``==WARNING==``/``==ERROR==``) before or between the rows are handled; ncu's
+own warnings and errors are kept in ``input_notes``.
+"""
 
 from __future__ import annotations
 
+import csv
+import io
+import mmap
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO, Any, Iterator
 
+import numpy as np
 import pandas as pd
 
-from ..catalog import Catalog
-from ..errors import InputError
+from ..catalog import Catalog, CsvRules, load_csv_rules
+from ..errors import InputError, ReportFormatError
 
-__all__ = ["read_csv"]
+__all__ = ["read_csv", "read_session", "sniff", "function_name", "Session"]
+
+_BOM = b"\xef\xbb\xbf"
+_HEADER = re.compile(rb'^(?:\xef\xbb\xbf)?"ID","Process ID",', re.MULTILINE)
+_NOISE_LINE = re.compile(rb'\n[^"\r\n]')
+_NCU_MESSAGE = re.compile(rb"^==(WARNING|ERROR)== ?(.*)$", re.MULTILINE)
+_METRIC_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*(__|\.)[A-Za-z0-9_.\[\]]*$")
+_META = {
+    "ID": "launch_id",
+    "Kernel Name": "kernel_demangled",
+    "Block Size": "block",
+    "Grid Size": "grid",
+    "CC": "cc",
+}
+_NA = ("n/a", "N/A", "nan", "NaN")
+_SESSION_FIRST = (b"Launch Settings", b"Session Info", b'"Launch Attribute"', b'"Session Attribute"')
 
 
-def read_csv(path: Path, catalog: Catalog) -> pd.DataFrame:
-    """Refuse CSV input for now.
+@dataclass
+class Session:
+    """What a session-page export says about the run: device name, CC, ncu version, attributes."""
+
+    device_name: str | None = None
+    cc: str | None = None
+    ncu_version: str | None = None
+    attributes: dict[str, float] = field(default_factory=dict)
+
+
+def sniff(path: Path) -> str:
+    """Tell which ncu CSV page ``path`` holds.
+
+    Parameters
+    ----------
+    path : Path
+        An existing file.
+
+    Returns
+    -------
+    str
+        ``'details'``, ``'raw'`` or ``'session'``.
 
     Raises
     ------
     InputError
-        Always: ncu CSV exports are not supported in this version; analyze the ``.ncu-rep``.
+        If the file is empty or has no ncu CSV header (``"ID","Process ID",...``).
     """
-    raise InputError("ncu CSV exports are not supported yet by this version of ncuroof; analyze the .ncu-rep report instead", path)
+    with path.open("rb") as f:
+        if path.stat().st_size == 0:
+            raise InputError("is empty; export again with ncu --import REPORT --csv --page raw > FILE.csv", path)
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            start = mm[:64].lstrip(_BOM).lstrip()
+            if start.startswith(_SESSION_FIRST):
+                return "session"
+            m = _HEADER.search(mm)  # type: ignore[call-overload]
+            if m is None:
+                raise InputError(
+                    "is not an ncu CSV export: no header row starting \"ID\",\"Process ID\"; export one with "
+                    "ncu --import REPORT --csv --page raw (or --page details)",
+                    path,
+                )
+            end = mm.find(b"\n", m.start())
+            header = next(csv.reader([mm[m.start():end if end >= 0 else len(mm)].decode("utf-8", "replace").lstrip("\ufeff")]))
+    return "details" if "Metric Name" in header and "Metric Value" in header else "raw"
+
+
+class _RowLines(io.RawIOBase):
+    """A binary stream of the lines of ``f`` from ``offset`` that are CSV rows (start with a quote)."""
+
+    def __init__(self, f: IO[bytes], offset: int) -> None:
+        f.seek(offset)
+        self._lines: Iterator[bytes] = iter(f)
+        self._buf = b""
+        self.dropped = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        while len(self._buf) < len(b):
+            line = next(self._lines, None)
+            if line is None:
+                break
+            if line.startswith(b'"'):
+                self._buf += line
+            elif line.strip():
+                self.dropped += 1
+        n = min(len(b), len(self._buf))
+        b[:n] = self._buf[:n]
+        self._buf = self._buf[n:]
+        return n
+
+
+def _open_rows(path: Path, usecols: Any) -> pd.DataFrame:
+    """Read the CSV table of an export from its header row on, as strings, skipping non-row lines."""
+    with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        m = _HEADER.search(mm)  # type: ignore[call-overload]
+        assert m is not None  # sniff() checked
+        offset = m.start() + (3 if mm[m.start():m.start() + 3] == _BOM else 0)
+        noisy = _NOISE_LINE.search(mm, offset) is not None  # type: ignore[call-overload]
+        tail = mm[max(offset, len(mm) - 4096):].rstrip(b"\r\n")
+    last = tail.rsplit(b"\n", 1)[-1]
+    if last.startswith(b'"') and not last.endswith(b'"'):
+        raise ReportFormatError("ends in the middle of a row: the export is truncated; export it again", path)
+    kwargs: dict[str, Any] = {"dtype": str, "keep_default_na": False, "usecols": usecols, "encoding": "utf-8",
+                              "encoding_errors": "replace", "skip_blank_lines": True}
+    try:
+        with path.open("rb") as f:
+            if noisy:
+                return pd.read_csv(io.BufferedReader(_RowLines(f, offset), 1 << 20), **kwargs)
+            f.seek(offset)
+            return pd.read_csv(f, **kwargs)
+    except (pd.errors.ParserError, ValueError, UnicodeDecodeError) as exc:
+        raise InputError(f"is not a well-formed ncu CSV export ({str(exc).splitlines()[0]}); export it again", path) from exc
+
+
+def _ncu_messages(path: Path) -> list[str]:
+    with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        return [f"ncu {m.group(1).decode().lower()}: {m.group(2).decode('utf-8', 'replace').strip()}"
+                for m in _NCU_MESSAGE.finditer(mm)][:5]  # type: ignore[call-overload]
+
+
+def function_name(demangled: str) -> str:
+    """The bare function name of a demangled kernel signature, as ncu's ``function`` name base.
+
+    ``"void gt::detail::kernel_assign_6<…>(…)"`` gives ``"kernel_assign_6"``;
+    ``"basic(int, int, …)"`` gives ``"basic"``. Return type, namespaces, template arguments and
+    parameters are dropped, at bracket depth 0.
+
+    Parameters
+    ----------
+    demangled : str
+        The ``Kernel Name`` of an ncu CSV export.
+
+    Returns
+    -------
+    str
+        The function name, or ``demangled`` unchanged when it has no recognisable shape.
+    """
+    s = demangled.strip()
+    # Drop the parameter list: the last top-level (...) group at the end.
+    if s.endswith(")"):
+        depth = 0
+        for i in range(len(s) - 1, -1, -1):
+            depth += {")": 1, "(": -1}.get(s[i], 0)
+            if depth == 0:
+                s = s[:i]
+                break
+    # Remove template arguments and anything inside brackets, at any depth.
+    out, depth = [], 0
+    for ch in s:
+        if ch in "<([":
+            depth += 1
+        elif ch in ">)]" and depth:
+            depth -= 1
+        elif depth == 0:
+            out.append(ch)
+    name = "".join(out).strip().split(" ")[-1].split("::")[-1]
+    return name or demangled
+
+
+def _numbers(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Parse ncu-printed numbers; return (float values, mask of entries that were n/a or empty)."""
+    s = values.str.strip()
+    na = s.isin(_NA) | (s == "")
+    num = pd.to_numeric(s.str.replace(",", "", regex=False).where(~na), errors="coerce").to_numpy(dtype=float)
+    bad = np.isnan(num) & ~na.to_numpy()
+    if bad.any():
+        raise ValueError(values[bad].iloc[0])
+    return num, na.to_numpy()
+
+
+def _wanted(name: str, catalog: Catalog) -> bool:
+    return name in catalog.scalar_metrics or catalog.is_tensor_path_metric(name)
+
+
+def _convert(path: Path, metric: str, unit: str, rules: CsvRules) -> float:
+    f = rules.factor(unit)
+    if f is None:
+        raise InputError(f"unknown unit {unit!r} for {metric}; re-export with --print-units base, or report this unit", path)
+    return f
+
+
+def _meta(first: pd.DataFrame, path: Path) -> pd.DataFrame:
+    """Metadata columns of the raw table from the first row of each launch."""
+    try:
+        ids = pd.to_numeric(first["ID"], errors="raise").astype("int64")
+    except (ValueError, TypeError) as exc:
+        raise InputError(f"has a non-integer launch ID ({exc}); is it an ncu CSV export?", path) from exc
+    out = pd.DataFrame({"source": str(path), "range_id": 0, "launch_id": ids.to_numpy()})
+    demangled = first["Kernel Name"].to_numpy(dtype=object)
+    out["kernel_demangled"] = demangled
+    out["kernel_name"] = [function_name(d) for d in demangled]
+    out["nvtx_range"] = None
+    out["device_name"] = None
+    for col, name in (("CC", "cc"), ("Grid Size", "grid"), ("Block Size", "block")):
+        out[name] = first[col].replace("", None).to_numpy(dtype=object) if col in first.columns else None
+    out["ncu_version"] = None
+    return out
+
+
+def _read_details(path: Path, catalog: Catalog, rules: CsvRules, notes: list[str]) -> pd.DataFrame:
+    cols = ["ID", "Kernel Name", "Block Size", "Grid Size", "CC", "Section Name", "Metric Name", "Metric Unit", "Metric Value"]
+    rows = _open_rows(path, lambda c: c in cols)
+    for c in ("ID", "Kernel Name", "Metric Name", "Metric Unit", "Metric Value"):
+        if c not in rows.columns:
+            raise InputError(f"details-page CSV without a {c!r} column; export it again with ncu --csv --page details", path)
+    rows = rows[rows["Metric Name"] != ""]
+    names = rows["Metric Name"].to_numpy(dtype=object)
+    sections = rows["Section Name"].to_numpy(dtype=object) if "Section Name" in rows.columns else np.full(len(rows), "")
+    metric = np.empty(len(rows), dtype=object)
+    label_rank = np.zeros(len(rows), dtype=np.int8)
+    ignored: set[str] = set()
+    for i, (sec, name) in enumerate(zip(sections, names)):
+        if _METRIC_NAME.match(name):
+            metric[i] = name
+        elif (sec, name) in rules.labels:
+            metric[i] = rules.labels[(sec, name)]
+            label_rank[i] = 1
+        else:
+            metric[i] = None
+            ignored.add(name)
+    if ignored:
+        notes.append(f"{len(ignored)} section labels not mapped to an ncu metric were ignored "
+                     f"(e.g. {', '.join(sorted(ignored)[:3])})")
+    rows = rows.assign(metric=metric, rank=label_rank)
+    first = rows.drop_duplicates("ID")
+    meta = _meta(first, path)
+    # n/a of any metric the export names is reported, read or not (the GPU did not provide it).
+    na_rows = rows[rows["Metric Value"].str.strip().isin(_NA) & rows["metric"].map(lambda m: isinstance(m, str))]
+    na_all = na_rows.groupby(pd.to_numeric(na_rows["ID"]).astype("int64"))["metric"].apply(lambda m: ", ".join(sorted(set(m))))
+    keep = rows[[isinstance(m, str) and _wanted(m, catalog) for m in rows["metric"]]]
+    if keep.empty:
+        meta["_na"] = na_all.reindex(meta["launch_id"]).to_numpy()
+        return meta
+    first_metric = keep.drop_duplicates("Metric Unit").set_index("Metric Unit")["metric"]
+    factor = {u: _convert(path, first_metric[u], u, rules) for u in first_metric.index}
+    try:
+        values, na = _numbers(keep["Metric Value"])
+    except ValueError as exc:
+        bad = keep[keep["Metric Value"] == exc.args[0]].iloc[0]
+        raise InputError(f"launch {bad['ID']}: {bad['metric']} has the non-numeric value {exc.args[0]!r}", path) from exc
+    values = values * keep["Metric Unit"].map(factor).to_numpy(dtype=float)
+    long = pd.DataFrame({"ID": pd.to_numeric(keep["ID"]).astype("int64").to_numpy(), "metric": keep["metric"].to_numpy(),
+                         "rank": keep["rank"].to_numpy(), "value": values, "na": na})
+    # A metric printed twice (a --metrics name and a section label for it): the metric name wins.
+    long = long.sort_values(["ID", "metric", "rank"], kind="stable").drop_duplicates(["ID", "metric"])
+    wide = long.pivot(index="ID", columns="metric", values="value")
+    meta = meta.set_index("launch_id", drop=False)
+    meta = meta.join(wide, how="left")
+    meta["_na"] = na_all.reindex(meta.index)
+    return meta.reset_index(drop=True)
+
+
+def _read_raw(path: Path, catalog: Catalog, rules: CsvRules, notes: list[str]) -> pd.DataFrame:
+    meta_cols = {"ID", "Kernel Name", "Block Size", "Grid Size", "CC", "device__attribute_display_name"}
+    table = _open_rows(path, lambda c: c in meta_cols or _wanted(c, catalog))
+    if "ID" not in table.columns or "Kernel Name" not in table.columns:
+        raise InputError("raw-page CSV without ID and Kernel Name columns; export it again with ncu --csv --page raw", path)
+    has_units = len(table) > 0 and table["ID"].iloc[0] == ""
+    units = table.iloc[0] if has_units else pd.Series("", index=table.columns)
+    data = table.iloc[1:] if has_units else table
+    if not has_units:
+        notes.append("raw page without a units row: values read as ncu base units")
+    data = data[data["ID"] != ""]
+    meta = _meta(data, path)
+    if "device__attribute_display_name" in data.columns:
+        meta["device_name"] = data["device__attribute_display_name"].replace("", None).to_numpy(dtype=object)
+    na_cols: dict[str, np.ndarray] = {}
+    for col in data.columns:
+        if col in meta_cols:
+            continue
+        f = _convert(path, col, units[col], rules)
+        try:
+            values, na = _numbers(data[col])
+        except ValueError as exc:
+            raise InputError(f"{col} has the non-numeric value {exc.args[0]!r}", path) from exc
+        meta[col] = values * f
+        if na.any():
+            na_cols[col] = na
+    if na_cols:
+        names = np.array(sorted(na_cols))
+        mask = np.column_stack([na_cols[c] for c in names])
+        meta["_na"] = [", ".join(names[row]) if row.any() else None for row in mask]
+    return meta
+
+
+def read_session(path: str | Path) -> Session:
+    """Read a session-page export (``ncu --import R --csv --page session``).
+
+    Parameters
+    ----------
+    path : str or Path
+        The session-page CSV.
+
+    Returns
+    -------
+    Session
+        Device name, CC, ncu version (``Nsight Compute Target``/``Version``) and numeric device
+        attributes as ``device__attribute_<name>`` metric names.
+    """
+    path = Path(path)
+    session = Session()
+    text = path.read_bytes().decode("utf-8", "replace").lstrip("\ufeff")
+    for row in csv.reader(io.StringIO(text)):
+        if len(row) < 2:
+            continue
+        key, value = row[0], row[1]
+        if key in ("Nsight Compute Target", "Version") and session.ncu_version is None:
+            m = re.match(r"\d{4}\.\d+\.\d+(\.\d+)?", value)
+            session.ncu_version = m.group(0) if m else None
+        elif key == "display_name":
+            session.device_name = value
+        elif re.fullmatch(r"[a-z0-9_]+", key):
+            try:
+                session.attributes[f"device__attribute_{key}"] = float(value.replace(",", ""))
+            except ValueError:
+                pass
+    a = session.attributes
+    if "device__attribute_compute_capability_major" in a and "device__attribute_compute_capability_minor" in a:
+        session.cc = f"{int(a['device__attribute_compute_capability_major'])}.{int(a['device__attribute_compute_capability_minor'])}"
+    return session
+
+
+def read_csv(path: str | Path, catalog: Catalog, rules: CsvRules | None = None) -> pd.DataFrame:
+    """Read a details- or raw-page ncu CSV export into the raw table.
+
+    Parameters
+    ----------
+    path : str or Path
+        The export (program output and ncu messages around the table are allowed).
+    catalog : Catalog
+        Says which metrics to keep (the same set the ``.ncu-rep`` reader reads).
+    rules : CsvRules, optional
+        Units and labels; default ``metrics/csv.toml``.
+
+    Returns
+    -------
+    DataFrame
+        The raw table of :mod:`ncuroof.schema`, one row per launch, metric values in ncu base
+        units. ``kernel_demangled`` is the CSV's ``Kernel Name`` and ``kernel_name`` the bare
+        function name (:func:`function_name`). ``input_notes`` names metrics that were ``n/a``,
+        ignored section labels and ncu's own warnings.
+
+    Raises
+    ------
+    InputError
+        Not an ncu CSV export, a session page (no launches), a unit it does not know on a metric
+        it reads, a non-numeric value, a non-integer launch ID.
+    ReportFormatError
+        The file ends inside a row (truncated).
+    """
+    path = Path(path)
+    rules = rules or load_csv_rules()
+    page = sniff(path)
+    if page == "session":
+        raise InputError("is a session-page export with no kernel launches; pass it together with the raw or "
+                         "details export of the same run (it adds the device name and ncu version)", path)
+    notes: list[str] = []
+    raw = (_read_details if page == "details" else _read_raw)(path, catalog, rules, notes)
+    if raw.empty:
+        raise InputError("holds no kernel launches; check ncu's --kernel-name/--launch-count filters", path)
+    notes += _ncu_messages(path)
+    common = "; ".join(notes)
+    na = raw.pop("_na") if "_na" in raw.columns else pd.Series(None, index=raw.index)
+    raw["input_notes"] = [
+        "; ".join(x for x in ((f"n/a in the CSV (missing, not 0): {m}" if isinstance(m, str) and m else ""), common) if x) or None
+        for m in na
+    ]
+    return raw

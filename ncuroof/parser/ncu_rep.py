@@ -154,7 +154,7 @@ def _import_ncu_report(path: Path) -> Any:
         raise MissingModuleError(
             "reading .ncu-rep needs NVIDIA's ncu_report module (pip install ncu-report; it has wheels for "
             "Linux x86-64 and Windows only); run ncuroof on such a machine, or export the data with "
-            f"ncu --import {path.name} --csv --page raw --print-units base > {path.stem}.csv for when CSV input lands",
+            f"ncu --import {path.name} --csv --page raw --print-units base > {path.stem}.csv and analyze that CSV",
             path,
         ) from exc
     return ncu_report
@@ -288,6 +288,7 @@ def read_ncu_rep(path: str | Path, catalog: Catalog, progress: Any = None) -> pd
             "grid": _dims(values, "grid"),
             "block": _dims(values, "block"),
             "ncu_version": version,
+            "input_notes": None,
         }
         row.update(values)
         rows.append(row)
@@ -296,7 +297,7 @@ def read_ncu_rep(path: str | Path, catalog: Catalog, progress: Any = None) -> pd
     if not rows:
         raise InputError("holds no kernel launches; check ncu's --kernel-name/--launch-count filters", path)
     df = pd.DataFrame.from_records(rows)
-    meta = ["source", "range_id", "launch_id", "kernel_name", "kernel_demangled", "nvtx_range", "device_name", "cc", "grid", "block", "ncu_version"]
+    meta = ["source", "range_id", "launch_id", "kernel_name", "kernel_demangled", "nvtx_range", "device_name", "cc", "grid", "block", "ncu_version", "input_notes"]
     metric_cols = [c for c in df.columns if c not in meta]
     df[metric_cols] = df[metric_cols].apply(pd.to_numeric, errors="coerce")
     return df

@@ -1,0 +1,168 @@
+"""Merge the raw tables of several files of one ncu run, launch by launch.
+
+The NERSC/GENE roofline workflow profiles the same application twice: once for time and DRAM
+bytes, once for the SASS FLOP counters, because SASS patching (the instrumentation behind
+``*sass*`` metrics) inflates durations and cycles measured in the same pass (the V100 GENE pair
+shows 0.0012 s in the time run and 0.113 s in the FLOP run for the same launch). Merging joins
+the files on (range, launch ID) after checking that every launch runs the same kernel, and takes
+a metric that several files carry from the file without SASS-patched metrics.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+from ..schema import RAW_META
+from .csv import Session
+
+__all__ = ["merge", "apply_session", "sass_patched"]
+
+_KEY = ["range_id", "launch_id"]
+_TIME_LIKE = ("gpu__time_duration", "cycles_elapsed", "cycles_active")
+
+
+def sass_patched(raw: pd.DataFrame) -> bool:
+    """Whether a raw table holds SASS-patched metrics (``sm__sass_*``, ``smsp__sass_*``, ``sass__*``).
+
+    Parameters
+    ----------
+    raw : DataFrame
+        A raw table.
+
+    Returns
+    -------
+    bool
+        True when any such metric has a value in any launch.
+    """
+    cols = [c for c in raw.columns if c not in RAW_META and ("__sass_" in c or c.startswith("sass__"))]
+    return bool(cols) and bool(raw[cols].notna().to_numpy().any())
+
+
+def _name(raw: pd.DataFrame) -> str:
+    return str(raw["source"].iloc[0])
+
+
+def _check_lineup(base: pd.DataFrame, other: pd.DataFrame) -> None:
+    a, b = _name(base), _name(other)
+    if len(base) != len(other):
+        raise InputError(f"cannot merge with {a}: it has {len(base)} launches and this file {len(other)}; "
+                         "merge only files of the same ncu run (or pass --stack for unrelated inputs)", b)
+    joined = base[_KEY + ["kernel_name"]].merge(other[_KEY + ["kernel_name"]], on=_KEY, how="outer", suffixes=("_a", "_b"), indicator=True)
+    missing = joined[joined["_merge"] != "both"]
+    if not missing.empty:
+        r = missing.iloc[0]
+        raise InputError(f"cannot merge with {a}: launch {int(r['launch_id'])} is in only one of the two files; "
+                         "merge only files of the same ncu run (or pass --stack)", b)
+    differ = joined[joined["kernel_name_a"] != joined["kernel_name_b"]]
+    if not differ.empty:
+        r = differ.iloc[0]
+        raise InputError(f"cannot merge with {a}: launch {int(r['launch_id'])} is {r['kernel_name_b']!r} here but "
+                         f"{r['kernel_name_a']!r} there; the files are not of the same run (or pass --stack)", b)
+
+
+def merge(tables: list[pd.DataFrame]) -> pd.DataFrame:
+    """Merge raw tables of the same run into one, launch by launch.
+
+    Parameters
+    ----------
+    tables : list of DataFrame
+        Raw tables (one per input file), each with the same (range_id, launch_id) set and the same
+        kernel (function name) per launch.
+
+    Returns
+    -------
+    DataFrame
+        One raw table: metadata from the first file that has it, ``source`` = the files joined
+        by ``' + '``, each metric from the first file without SASS-patched metrics that has it
+        (else the first file that has it). ``input_notes`` says which file gave a time or cycle
+        metric that several files carry, with both values when they differ by more than 1 %.
+
+    Raises
+    ------
+    InputError
+        When the launches of two files do not line up (count, IDs or kernel names differ).
+    """
+    base = tables[0].sort_values(_KEY).reset_index(drop=True)
+    others = [t.sort_values(_KEY).reset_index(drop=True) for t in tables[1:]]
+    for t in others:
+        _check_lineup(base, t)
+    ordered = sorted([base, *others], key=sass_patched)  # stable: unpatched files first, then input order
+    patched = {_name(t): sass_patched(t) for t in ordered}
+    out = base[_KEY].copy()
+    for col in RAW_META:
+        if col in _KEY:
+            continue
+        values = pd.Series([None] * len(base), dtype=object)
+        for t in [base, *others]:
+            values = values.where(values.notna(), t[col].astype(object))
+        out[col] = values
+    out["source"] = " + ".join(_name(t) for t in [base, *others])
+    notes: list[list[str]] = [[n] if isinstance(n, str) and n else [] for n in out["input_notes"]]
+    for t in others:
+        for i, n in enumerate(t["input_notes"]):
+            if isinstance(n, str) and n and n not in notes[i]:
+                notes[i].append(n)
+    metrics: dict[str, np.ndarray] = {}
+    origin: dict[str, np.ndarray] = {}
+    for t in ordered:
+        name = _name(t)
+        for col in t.columns:
+            if col in RAW_META:
+                continue
+            v = t[col].to_numpy(dtype=float, na_value=np.nan)
+            if col not in metrics:
+                metrics[col] = v
+                origin[col] = np.full(len(v), name, dtype=object)
+                continue
+            kept = metrics[col]
+            if any(k in col for k in _TIME_LIKE):
+                for i in np.flatnonzero(np.isfinite(kept) & np.isfinite(v) & (np.abs(kept - v) > 0.01 * np.abs(kept))):
+                    why = " (its run has SASS-patched metrics, which inflate durations and cycles)" if patched[name] else ""
+                    notes[i].append(f"{col} from {Path(origin[col][i]).name} ({kept[i]:,.6g}), not {Path(name).name} ({v[i]:,.6g}){why}")
+            take = np.isnan(kept) & ~np.isnan(v)
+            metrics[col] = np.where(take, v, kept)
+            origin[col] = np.where(take, name, origin[col])
+    out = pd.concat([out, pd.DataFrame(metrics)], axis=1)
+    out["input_notes"] = ["; ".join(n) or None for n in notes]
+    return out
+
+
+def apply_session(raw: pd.DataFrame, session: Session, path: Path) -> pd.DataFrame:
+    """Complete a raw table with what a session-page export says about the run.
+
+    Parameters
+    ----------
+    raw : DataFrame
+        Launches of the same run.
+    session : Session
+        From :func:`ncuroof.parser.csv.read_session`.
+    path : Path
+        The session file, for messages.
+
+    Returns
+    -------
+    DataFrame
+        ``raw`` with empty ``device_name``, ``cc`` and ``ncu_version`` filled, and device
+        attributes it lacks added as ``device__attribute_*`` columns.
+
+    Raises
+    ------
+    InputError
+        If the session page names another device than the launches.
+    """
+    raw = raw.copy()
+    known = raw["device_name"].dropna().astype(str).unique()
+    if session.device_name and len(known) and session.device_name not in known:
+        raise InputError(f"is the session page of a run on {session.device_name}, but the launches ran on "
+                         f"{', '.join(known)}; pass the session page of the same run", path)
+    for col, value in (("device_name", session.device_name), ("cc", session.cc), ("ncu_version", session.ncu_version)):
+        if value:
+            raw[col] = raw[col].astype(object).where(raw[col].notna(), value)
+    for name, value in session.attributes.items():
+        if name not in raw.columns:
+            raw[name] = value
+    return raw
