@@ -391,6 +391,10 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
             notes[i].append("no duration (gpu__time_duration.sum or sm__cycles_elapsed.avg)")
         if time.labels[i] and time.labels[i] != cat.time[0].label:
             notes[i].append(f"time from {time.labels[i]}")
+    if "input_notes" in raw.columns:
+        for i, note in enumerate(raw["input_notes"]):
+            if isinstance(note, str) and note:
+                notes[i].append(note)
     k["bound"] = "unknown"
     k["status"] = status
     k["notes"] = ["; ".join(x) for x in notes]

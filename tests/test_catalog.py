@@ -1,0 +1,66 @@
+"""The metric catalog files in metrics/ load, follow their grammar, and say where they come from."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from ncuroof import catalog
+
+
+def test_every_recipe_names_real_looking_metrics_and_a_label() -> None:
+    cat = catalog.load()
+    names = cat.scalar_metrics
+    assert "gpu__time_duration.sum" in names and "dram__bytes.sum" in names
+    metric = re.compile(r"^[a-z][a-z0-9_]*__[A-Za-z0-9_.]+$")
+    assert all(metric.match(m) for m in names), sorted(m for m in names if not metric.match(m))
+    for p in cat.precisions.values():
+        for r in (*p.rate, *p.count, *p.peak):
+            assert r.label and r.terms
+    for lv in cat.levels.values():
+        assert lv.definitions and all(d.source for d in lv.definitions)
+
+
+def test_parse_term_grammar() -> None:
+    t = catalog.parse_term("2*a__b.sum | c__d.sum | 0")
+    assert [(a.metric, a.weight) for a in t.alts] == [("a__b.sum", 2.0), ("c__d.sum", 1.0), (None, 0.0)]
+    for bad in ("x*a__b", "a b", ""):
+        with pytest.raises(ValueError):
+            catalog.parse_term(bad)
+
+
+def test_gpu_catalog_entries_have_sources_and_si_values() -> None:
+    gpus = catalog.load_gpus()
+    required = {"v100-sxm2", "v100-pcie", "a100-40gb", "a100-80gb-sxm", "a100-80gb-pcie", "a10", "a10g", "a40", "l4",
+                "l40s", "t4", "rtx-2080-ti", "rtx-3080", "rtx-3090", "rtx-4090", "rtx-5090", "h100-sxm", "h100-pcie",
+                "h200", "gh200", "b200"}
+    assert required <= {g.id for g in gpus.gpus}
+    for g in gpus.gpus:
+        assert g.source and g.confidence
+        assert 1e11 < g.flop_per_s["fp32"] < 1e15 and 1e11 < g.dram_bytes_per_s < 1e13
+        assert 1e6 <= g.l2_bytes <= 2e8 and 5e8 < g.boost_hz < 3e9
+        # The datasheet FP32 peak is SMs x FP32 lanes (64 on GV100, TU10x, GA100; 128 since GA10x) x 2 x boost clock, within 3 %.
+        lanes = 64 if g.cc in ("7.0", "7.5", "8.0") else 128
+        assert g.flop_per_s["fp32"] == pytest.approx(g.sms * lanes * 2 * g.boost_hz, rel=0.03), g.id
+
+
+@pytest.mark.parametrize("unit,factor", [
+    ("", 1), ("%", 1), ("byte", 1), ("Kbyte", 1e3), ("Mbyte", 1e6), ("Gbyte", 1e9), ("nsecond", 1), ("ns", 1),
+    ("usecond", 1e3), ("us", 1e3), ("msecond", 1e6), ("second", 1e9), ("hz", 1), ("Ghz", 1e9), ("cycle/second", 1),
+    ("cycle/nsecond", 1e9), ("Gbyte/s", 1e9), ("Kbyte/block", 1e3), ("inst/Kcycle", 1e-3), ("register/thread", 1),
+])
+def test_unit_factors_to_ncu_base_units(unit: str, factor: float) -> None:
+    assert catalog.load_csv_rules().factor(unit) == pytest.approx(factor)
+
+
+@pytest.mark.parametrize("unit", ["Fooby", "Xbyte", "byte/fortnight", "%%", "K"])
+def test_unknown_units_are_refused_not_guessed(unit: str) -> None:
+    assert catalog.load_csv_rules().factor(unit) is None
+
+
+def test_labels_point_at_metrics_the_catalog_reads() -> None:
+    cat = catalog.load()
+    for (section, label), metric in catalog.load_csv_rules().labels.items():
+        assert section and label
+        assert metric in cat.scalar_metrics, (label, metric)
