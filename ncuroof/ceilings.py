@@ -122,59 +122,62 @@ def fill_ceilings(kernels: pd.DataFrame, gpus: GpuCatalog, gpu: str | None = Non
         raise ValueError(f"unknown roof names {unknown}: use {', '.join(PRECISIONS)}, tensor or * for FLOP/s "
                          f"and {', '.join(LEVELS)} for bandwidth")
     tensor_cols = {m.group(1): c for c in k.columns if (m := _TENSOR_PEAK.match(c))}
+    n = len(k)
     sources = [parse_sources(s) for s in k["ceiling_sources"]]
-    datasheet = np.full(len(k), "", dtype=object)
-    notes = [[n] if isinstance(n, str) and n else [] for n in k["notes"]]
-    cc_names = {}
-    for i, row in enumerate(k.itertuples(index=False)):
-        spec = _spec_for(row.device_name, gpus, forced)
-        src = sources[i]
-        filled: list[str] = []
-        if spec is not None:
-            for p in PRECISIONS:
-                col = f"peak_{p}_flop_per_s"
-                if not np.isfinite(getattr(row, col)) and p in spec.flop_per_s:
-                    k.iat[i, k.columns.get_loc(col)] = spec.flop_per_s[p]
-                    src[p] = "datasheet"
-                    filled.append(p)
-            if not np.isfinite(row.peak_dram_bytes_per_s):
-                k.iat[i, k.columns.get_loc("peak_dram_bytes_per_s")] = spec.dram_bytes_per_s
-                src["dram"] = "datasheet"
-                filled.append("dram")
-            for path, col in tensor_cols.items():
-                key = gpus.tensor_key(path)
-                if key in spec.tensor and not np.isfinite(k.iat[i, k.columns.get_loc(col)]):
-                    k.iat[i, k.columns.get_loc(col)] = spec.tensor[key]
-                    src[f"tensor_{path}"] = "datasheet"
-                    filled.append(f"tensor {path}")
-            if filled:
+    datasheet = np.full(n, "", dtype=object)
+    notes = [[x] if isinstance(x, str) and x else [] for x in k["notes"]]
+    filled: list[list[str]] = [[] for _ in range(n)]
+    devices = k["device_name"].astype(object).where(k["device_name"].notna(), "").to_numpy()
+    clock = k["sm_clock_hz"].to_numpy(float)
+    spec_of = {d: _spec_for(d, gpus, forced) for d in pd.unique(devices)}
+    for device, spec in spec_of.items():
+        if spec is None:
+            continue
+        idx = np.flatnonzero(devices == device)
+        targets = [(p, f"peak_{p}_flop_per_s", spec.flop_per_s.get(p)) for p in PRECISIONS]
+        targets.append(("dram", "peak_dram_bytes_per_s", spec.dram_bytes_per_s))
+        targets += [(f"tensor_{path}", col, spec.tensor.get(gpus.tensor_key(path))) for path, col in tensor_cols.items()]
+        for name, col, value in targets:
+            if value is None:
+                continue
+            values = k[col].to_numpy(float).copy()
+            miss = idx[np.isnan(values[idx])]
+            values[miss] = value
+            k[col] = values
+            for i in miss:
+                sources[i][name] = "datasheet"
+                filled[i].append(name.replace("_", " ", 1) if name.startswith("tensor_") else name)
+        for i in idx:
+            if filled[i]:
                 datasheet[i] = spec.id
-                clock = row.sm_clock_hz
-                ran = (f"; this launch ran at {clock / 1e6:.0f} MHz, {100 * clock / spec.boost_hz:.0f} % of it"
-                       if np.isfinite(clock) else "")
-                notes[i].append(f"roofs for {', '.join(filled)} from the {spec.name} datasheet "
+                ran = (f"; this launch ran at {clock[i] / 1e6:.0f} MHz, {100 * clock[i] / spec.boost_hz:.0f} % of it"
+                       if np.isfinite(clock[i]) else "")
+                notes[i].append(f"roofs for {', '.join(filled[i])} from the {spec.name} datasheet "
                                 f"(boost clock {spec.boost_hz / 1e6:.0f} MHz{ran}; confidence {spec.confidence})")
-        for name, value in peak_flops.items():
-            targets = [*PRECISIONS, *(f"tensor_{p}" for p in tensor_cols)] if name == "*" else \
-                [f"tensor_{p}" for p in tensor_cols] if name == "tensor" else [name]
-            for t in targets:
-                col = tensor_cols[t[len("tensor_"):]] if t.startswith("tensor_") else f"peak_{t}_flop_per_s"
-                k.iat[i, k.columns.get_loc(col)] = value
-                src[t] = "user"
-        for name, value in peak_bandwidth.items():
-            k.iat[i, k.columns.get_loc(f"peak_{name}_bytes_per_s")] = value
+    user = [(name, f"peak_{name}_flop_per_s", v) for name, v in peak_flops.items() if name in PRECISIONS]
+    for name, v in peak_flops.items():
+        if name in ("*", "tensor"):
+            user += [(f"tensor_{p}", c, v) for p, c in tensor_cols.items()]
+        if name == "*":
+            user += [(p, f"peak_{p}_flop_per_s", v) for p in PRECISIONS if p not in peak_flops]
+    user += [(name, f"peak_{name}_bytes_per_s", v) for name, v in peak_bandwidth.items()]
+    for name, col, value in user:
+        k[col] = float(value)
+        for src in sources:
             src[name] = "user"
-        if row.status == "ok" and spec is None and not any(v for v in src.values()):
-            if isinstance(row.device_name, str) and row.device_name:
-                notes[i].append(f"no roofs: the input has no peak_sustained metrics and {row.device_name} is not in "
-                                "metrics/gpus.toml; pass --gpu NAME or --peak-flops/--peak-bandwidth")
-            else:
-                cc = row.cc if isinstance(row.cc, str) else ""
-                if cc not in cc_names:
-                    cc_names[cc] = ", ".join(g.id for g in gpus.gpus if g.cc == cc)
-                hint = f" (CC {cc}: {cc_names[cc]})" if cc_names[cc] else ""
-                notes[i].append(f"no roofs: the input names no device and has no peak_sustained metrics; "
-                                f"pass --gpu NAME{hint} or --peak-flops/--peak-bandwidth")
+    ok = (k["status"] == "ok").to_numpy()
+    for i in np.flatnonzero(ok):
+        if sources[i] or spec_of[devices[i]] is not None:
+            continue
+        if devices[i]:
+            notes[i].append(f"no roofs: the input has no peak_sustained metrics and {devices[i]} is not in "
+                            "metrics/gpus.toml; pass --gpu NAME or --peak-flops/--peak-bandwidth")
+        else:
+            cc = k["cc"].iat[i] if isinstance(k["cc"].iat[i], str) else ""
+            same = ", ".join(g.id for g in gpus.gpus if g.cc == cc)
+            hint = f" (CC {cc}: {same})" if same else ""
+            notes[i].append(f"no roofs: the input names no device and has no peak_sustained metrics; "
+                            f"pass --gpu NAME{hint} or --peak-flops/--peak-bandwidth")
     k["ceiling_sources"] = [format_sources(s) for s in sources]
     k["peak_source"] = ["+".join(x for x in SOURCES if x in s.values()) for s in sources]
     k["datasheet_gpu"] = datasheet

@@ -157,6 +157,8 @@ def _open_rows(path: Path, usecols: Any) -> pd.DataFrame:
 
 def _ncu_messages(path: Path) -> list[str]:
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        if mm.find(b"==WARNING==") < 0 and mm.find(b"==ERROR==") < 0:
+            return []
         return [f"ncu {m.group(1).decode().lower()}: {m.group(2).decode('utf-8', 'replace').strip()}"
                 for m in _NCU_MESSAGE.finditer(mm)][:5]  # type: ignore[call-overload]
 
@@ -202,6 +204,12 @@ def function_name(demangled: str) -> str:
 
 def _numbers(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """Parse ncu-printed numbers; return (float values, mask of entries that were n/a or empty)."""
+    try:  # fast path: plain numbers only, nothing missing (most raw-page columns)
+        fast = pd.to_numeric(values, errors="raise").to_numpy(dtype=float)
+        if not np.isnan(fast).any():
+            return fast, np.zeros(len(values), dtype=bool)
+    except (ValueError, TypeError):
+        pass
     s = values.str.strip()
     na = s.isin(_NA) | (s == "")
     num = pd.to_numeric(s.str.replace(",", "", regex=False).where(~na), errors="coerce").to_numpy(dtype=float)
@@ -229,9 +237,10 @@ def _meta(first: pd.DataFrame, path: Path) -> pd.DataFrame:
     except (ValueError, TypeError) as exc:
         raise InputError(f"has a non-integer launch ID ({exc}); is it an ncu CSV export?", path) from exc
     out = pd.DataFrame({"source": str(path), "range_id": 0, "launch_id": ids.to_numpy()})
-    demangled = first["Kernel Name"].to_numpy(dtype=object)
-    out["kernel_demangled"] = demangled
-    out["kernel_name"] = [function_name(d) for d in demangled]
+    demangled = first["Kernel Name"]
+    out["kernel_demangled"] = demangled.to_numpy(dtype=object)
+    names = {d: function_name(d) for d in demangled.unique()}  # names repeat: parse each once
+    out["kernel_name"] = demangled.map(names).to_numpy(dtype=object)
     out["nvtx_range"] = None
     out["device_name"] = None
     for col, name in (("CC", "cc"), ("Grid Size", "grid"), ("Block Size", "block")):
