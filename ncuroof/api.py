@@ -15,7 +15,7 @@ from . import calculator, catalog, ceilings, classify, parser, plot, report
 from .errors import InputError
 from .schema import validate_kernels, validate_points
 
-__all__ = ["load", "points", "plot_roofline", "analyze", "AnalysisResult", "default_outdir", "roof_sources"]
+__all__ = ["load", "points", "plot_roofline", "analyze", "AnalysisResult", "default_outdir", "roof_sources", "csv_limits"]
 
 PathLike = str | Path
 
@@ -128,6 +128,22 @@ def roof_sources(kernels: pd.DataFrame) -> str:
     return "; ".join(parts) or "none: the input has no peak_sustained metrics and no datasheet entry matched (use --gpu)"
 
 
+def csv_limits(kernels: pd.DataFrame, inputs: Sequence[PathLike]) -> str | None:
+    """What the CSV inputs could not carry, in one line, or None when no input is a CSV."""
+    if not any(Path(p).suffix.lower() in (".csv", ".txt", ".log") for p in inputs):
+        return None
+    missing = ["NVTX ranges", "per-opcode SASS instance values (tensor estimate)"]
+    if not kernels["peak_source"].astype(str).str.contains("report").any():
+        missing.append("peak_sustained roofs")
+    if kernels["device_name"].isna().any():
+        missing.append("the device name")
+    if kernels["ncu_version"].isna().any():
+        missing.append("the ncu version (pass the session-page export too)")
+    if kernels["cc"].isna().any():
+        missing.append("compute capability and launch geometry (ncu 2020 layout)")
+    return "the CSV export does not carry " + ", ".join(missing)
+
+
 def default_outdir(path: PathLike) -> Path:
     """``<stem>.ncuroof/`` next to the (first) input file."""
     p = Path(path)
@@ -198,6 +214,7 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
         "launches": f"{len(kernels)} ({int((kernels['status'] == 'ok').sum())} with roofline metrics, "
                     f"{int((kernels['status'] == 'failed_measurement').sum())} failed measurements)",
         "roofs": roof_sources(kernels),
+        **({"CSV input": limits} if (limits := csv_limits(kernels, inputs)) else {}),
     }
     fig = plot_roofline(pts, title=f"Hierarchical roofline — {inputs[0].name}")
     files = {

@@ -83,6 +83,9 @@ def analyze(inputs: tuple[Path, ...], outdir: Path | None, traffic: str, plotlyj
     if not quiet:
         click.echo(summary_text(result.summary), nl=False)
         click.echo(f"roofs: {api.roof_sources(k)}")
+        limits = api.csv_limits(k, inputs)
+        if limits:
+            click.echo(f"note: {limits}")
         failed = k[k["status"] == "failed_measurement"]
         for r in failed.itertuples(index=False):
             click.echo(f"launch {r.launch_id} ({r.kernel_name}): measurement failed in ncu; kept in kernels.csv, not plotted")

@@ -36,11 +36,20 @@ def _si(value: float, unit: str) -> str:
     return f"{value:.3g} {unit}"
 
 
-def _roofs(points: pd.DataFrame) -> tuple[dict[str, float], dict[str, float]]:
-    """Median roof per precision and per level over the points (launches may differ in clock)."""
+def _roofs(points: pd.DataFrame) -> tuple[dict[str, float], dict[str, float], dict[str, str]]:
+    """Median roof per precision and per level over the points (launches may differ in clock),
+    and the source of each roof (``report``, ``datasheet``, ``user``; the most common one)."""
     compute = points.groupby("precision")["peak_flop_per_s"].median().dropna().to_dict()
     memory = points.groupby("level")["peak_bytes_per_s"].median().dropna().to_dict()
-    return compute, memory
+    source: dict[str, str] = {}
+    for key, col, src in (("precision", "peak_flop_per_s", "peak_flop_source"), ("level", "peak_bytes_per_s", "peak_bytes_source")):
+        have = points[points[col].notna()]
+        source.update(have.groupby(key)[src].agg(lambda s: s.mode().iat[0] if len(s.mode()) else "").to_dict())
+    return compute, memory, source
+
+
+def _tag(source: str) -> str:
+    return f" ({source})" if source and source != "report" else ""
 
 
 def plot_roofline(points: pd.DataFrame, title: str = "Hierarchical roofline") -> go.Figure:
@@ -52,7 +61,8 @@ def plot_roofline(points: pd.DataFrame, title: str = "Hierarchical roofline") ->
         The points table (:data:`ncuroof.schema.POINTS`): one marker per row at
         (``ai_flop_per_byte``, ``flop_per_s``). Roofs are the median ``peak_flop_per_s`` per
         precision and ``peak_bytes_per_s`` per level over the rows (each launch's roofs are at
-        the clock ncu measured for it; the medians are what the chart draws).
+        the clock ncu measured for it; the medians are what the chart draws); roofs whose
+        ``peak_flop_source``/``peak_bytes_source`` is not ``report`` are labelled with it.
     title : str, optional
         Figure title.
 
@@ -77,7 +87,7 @@ def plot_roofline(points: pd.DataFrame, title: str = "Hierarchical roofline") ->
                            showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)
         return fig
 
-    compute, memory = _roofs(points)
+    compute, memory, source = _roofs(points)
     ai = points["ai_flop_per_byte"].to_numpy(float)
     ridges = [c / m for c in compute.values() for m in memory.values() if m > 0]
     xs = np.concatenate([ai[np.isfinite(ai) & (ai > 0)], np.asarray(ridges, dtype=float)])
@@ -93,16 +103,16 @@ def plot_roofline(points: pd.DataFrame, title: str = "Hierarchical roofline") ->
         x_end = p_max / bw
         fig.add_trace(go.Scatter(
             x=[x_lo, x_end], y=[x_lo * bw, p_max], mode="lines", line=dict(color=_LEVEL_STYLE[lv][1], width=2),
-            name=f"{lv.upper()} roof {_si(bw, 'B/s')}", legendgroup="roofs", legendgrouptitle_text="Roofs (measured clock)",
-            hovertemplate=f"{lv.upper()} bandwidth roof: {_si(bw, 'B/s')}<extra></extra>",
+            name=f"{lv.upper()} roof {_si(bw, 'B/s')}{_tag(source.get(lv, ''))}", legendgroup="roofs", legendgrouptitle_text="Roofs",
+            hovertemplate=f"{lv.upper()} bandwidth roof: {_si(bw, 'B/s')}{_tag(source.get(lv, ''))}<extra></extra>",
         ))
     for i, (prec, peak) in enumerate(sorted(compute.items(), key=lambda kv: -kv[1])):
         x_start = peak / b_max if b_max else x_lo
         fig.add_trace(go.Scatter(
             x=[x_start, x_hi], y=[peak, peak], mode="lines",
             line=dict(color="#444", width=2, dash=_PRECISION_DASH[i % len(_PRECISION_DASH)]),
-            name=f"{precision_title(prec)} roof {_si(peak, 'FLOP/s')}", legendgroup="roofs",
-            hovertemplate=f"{precision_title(prec)} compute roof: {_si(peak, 'FLOP/s')}<extra></extra>",
+            name=f"{precision_title(prec)} roof {_si(peak, 'FLOP/s')}{_tag(source.get(prec, ''))}", legendgroup="roofs",
+            hovertemplate=f"{precision_title(prec)} compute roof: {_si(peak, 'FLOP/s')}{_tag(source.get(prec, ''))}<extra></extra>",
         ))
         rx = [peak / memory[lv] for lv in LEVELS if lv in memory]
         rl = [lv for lv in LEVELS if lv in memory]
@@ -136,8 +146,16 @@ def plot_roofline(points: pd.DataFrame, title: str = "Hierarchical roofline") ->
                 "<br>time %{customdata[4]}<extra></extra>"
             ),
         ))
+    used = set(source.values())
+    explain = []
+    if "report" in used:
+        explain.append("roofs = ncu peak_sustained × the clock ncu measured (base clock under --clock-control base)")
+    if "datasheet" in used:
+        explain.append("(datasheet) = GPU datasheet at boost clock")
+    if "user" in used:
+        explain.append("(user) = --peak-flops/--peak-bandwidth")
     fig.add_annotation(
-        text="Roofs = ncu peak_sustained × the clock ncu measured (usually base clock under --clock-control base)",
+        text="; ".join(explain) or "no roofs in the input",
         showarrow=False, xref="paper", yref="paper", x=0, y=-0.12, xanchor="left", font=dict(size=11, color="#666"),
     )
     fig.update_xaxes(range=[math.log10(x_lo), math.log10(x_hi)])
