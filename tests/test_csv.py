@@ -288,6 +288,7 @@ def test_noise_bom_separators_and_quoted_numbers(tmp_path: Path, cat) -> None:
     from ncuroof.parser import read
 
     text = details([(0, "k(int)", "gpu__time_duration.sum", "msecond", "1,234.5"),
+                    (0, "k(int)", "lts__t_bytes.sum", "Kbyte", "3,000 (lts0: 1,000; lts1: 2,000)"),
                     (0, "k(int)", "dram__bytes.sum", "Gbyte", "2.5")], prefix="==PROF== Connected to process 1\nhello\n")
     text = text.replace('"2.5"\n', '"2.5"\n==WARNING== something odd\nprogram says hi\n')
     text += details([(1, "void ns::k<(int)2>(int)", "gpu__time_duration.sum", "ns", "10"),
@@ -297,6 +298,7 @@ def test_noise_bom_separators_and_quoted_numbers(tmp_path: Path, cat) -> None:
     raw = read(path, cat).set_index("launch_id")
     assert raw.loc[0, "gpu__time_duration.sum"] == pytest.approx(1234.5e6)
     assert raw.loc[0, "dram__bytes.sum"] == pytest.approx(2.5e9)
+    assert raw.loc[0, "lts__t_bytes.sum"] == pytest.approx(3e6)  # the aggregate, not an instance
     assert math.isnan(raw.loc[1, "dram__bytes.sum"])
     assert list(raw["kernel_name"]) == ["k", "k"]
     assert "ncu warning: something odd" in raw.loc[0, "input_notes"]
@@ -310,6 +312,8 @@ def test_noise_bom_separators_and_quoted_numbers(tmp_path: Path, cat) -> None:
     (details([(0, "k", "dram__bytes.sum", "byte", "lots")]), "non-numeric value 'lots'"),
     (details([(0, "k", "dram__bytes.sum", "byte", "1")])[:-8], "truncated"),
     ('Launch Settings\n"Launch Attribute","Value"\n', "no kernel launches"),
+    ('"Kernel Name","Invocations","Section Name","Metric Name","Metric Unit","Minimum","Maximum","Average"\n'
+     '"k","3","s","gpu__time_duration.sum","ns","1","2","1.5"\n', "--print-summary export"),
 ])
 def test_bad_csv_gives_one_line_and_exit_2(tmp_path: Path, content: str, needle: str) -> None:
     from test_bad_input import assert_clean_failure, run

@@ -56,6 +56,9 @@ _META = {
 }
 _NA = ("n/a", "N/A", "nan", "NaN")
 _SESSION_FIRST = (b"Launch Settings", b"Session Info", b'"Launch Attribute"', b'"Session Attribute"')
+_SUMMARY_HEADER = re.compile(rb'^(?:\xef\xbb\xbf)?"Kernel Name",.*"(Invocations|Average|Minimum)"', re.MULTILINE)
+# "1,234.5 (inst0: 600; inst1: 634.5)": the aggregate value, then instance values.
+_WITH_INSTANCES = re.compile(r"^\s*([-+]?[0-9][0-9,]*\.?[0-9]*(?:[eE][-+]?[0-9]+)?)\s+\(.*\)\s*$")
 
 
 @dataclass
@@ -94,6 +97,12 @@ def sniff(path: Path) -> str:
             if start.startswith(_SESSION_FIRST):
                 return "session"
             m = _HEADER.search(mm)  # type: ignore[call-overload]
+            if m is None and _SUMMARY_HEADER.search(mm) is not None:  # type: ignore[call-overload]
+                raise InputError(
+                    "is an ncu --print-summary export (aggregated per kernel, no launches); ncuroof needs one row per "
+                    "launch: export again without --print-summary (--page details or --page raw)",
+                    path,
+                )
             if m is None:
                 raise InputError(
                     "is not an ncu CSV export: no header row starting \"ID\",\"Process ID\"; export one with "
@@ -211,6 +220,7 @@ def _numbers(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     except (ValueError, TypeError):
         pass
     s = values.str.strip()
+    s = s.str.replace(_WITH_INSTANCES, r"\1", regex=True)  # keep the aggregate of "value (instances)"
     na = s.isin(_NA) | (s == "")
     num = pd.to_numeric(s.str.replace(",", "", regex=False).where(~na), errors="coerce").to_numpy(dtype=float)
     bad = np.isnan(num) & ~na.to_numpy()
