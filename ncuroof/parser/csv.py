@@ -121,7 +121,6 @@ class _RowLines(io.RawIOBase):
         f.seek(offset)
         self._lines: Iterator[bytes] = iter(f)
         self._buf = b""
-        self.dropped = 0
 
     def readable(self) -> bool:
         return True
@@ -133,8 +132,6 @@ class _RowLines(io.RawIOBase):
                 break
             if line.startswith(b'"'):
                 self._buf += line
-            elif line.strip():
-                self.dropped += 1
         n = min(len(b), len(self._buf))
         b[:n] = self._buf[:n]
         self._buf = self._buf[n:]
@@ -296,13 +293,13 @@ def _read_details(path: Path, catalog: Catalog, rules: CsvRules, notes: list[str
     first_metric = keep.drop_duplicates("Metric Unit").set_index("Metric Unit")["metric"]
     factor = {u: _convert(path, first_metric[u], u, rules) for u in first_metric.index}
     try:
-        values, na = _numbers(keep["Metric Value"])
+        values, _ = _numbers(keep["Metric Value"])  # n/a were collected above, for every metric
     except ValueError as exc:
         bad = keep[keep["Metric Value"] == exc.args[0]].iloc[0]
         raise InputError(f"launch {bad['ID']}: {bad['metric']} has the non-numeric value {exc.args[0]!r}", path) from exc
     values = values * keep["Metric Unit"].map(factor).to_numpy(dtype=float)
     long = pd.DataFrame({"ID": pd.to_numeric(keep["ID"]).astype("int64").to_numpy(), "metric": keep["metric"].to_numpy(),
-                         "rank": keep["rank"].to_numpy(), "value": values, "na": na})
+                         "rank": keep["rank"].to_numpy(), "value": values})
     # A metric printed twice (a --metrics name and a section label for it): the metric name wins.
     long = long.sort_values(["ID", "metric", "rank"], kind="stable").drop_duplicates(["ID", "metric"])
     wide = long.pivot(index="ID", columns="metric", values="value")
