@@ -6,6 +6,7 @@ Public API::
     pts = ncuroof.points(kernels)                 # one row per (launch, precision, level)
     fig = ncuroof.plot_roofline(pts)              # plotly Figure
     ncuroof.analyze("report.ncu-rep", outdir)     # kernels.csv, points.csv, roofline.html
+    ncuroof.compare_runs("before.ncu-rep", "after.ncu-rep")   # compare.csv, compare.html
 
 Importing ncuroof has no side effects: it runs no ncu and imports ncu_report only when a
 ``.ncu-rep`` is read.
@@ -13,9 +14,10 @@ Importing ncuroof has no side effects: it runs no ncu and imports ncu_report onl
 
 from __future__ import annotations
 
-from .api import AnalysisResult, analyze, load, plot_roofline, points
+from .api import AnalysisResult, CompareResult, analyze, compare_runs, load, plot_roofline, points
 from .errors import NcuroofError
 
-__all__ = ["load", "points", "plot_roofline", "analyze", "AnalysisResult", "NcuroofError", "__version__"]
+__all__ = ["load", "points", "plot_roofline", "analyze", "AnalysisResult", "compare_runs", "CompareResult", "NcuroofError",
+           "__version__"]
 
 __version__ = "0.1.0"

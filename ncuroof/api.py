@@ -8,14 +8,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
 from . import calculator, catalog, ceilings, classify, parser, plot, report
+from . import compare as _compare
 from .errors import InputError
 from .schema import validate_kernels, validate_points
 
-__all__ = ["load", "points", "plot_roofline", "analyze", "AnalysisResult", "default_outdir", "roof_sources", "csv_limits"]
+__all__ = ["load", "points", "plot_roofline", "analyze", "AnalysisResult", "default_outdir", "roof_sources", "csv_limits",
+           "load_side", "compare_runs", "CompareResult"]
 
 PathLike = str | Path
 
@@ -222,6 +225,126 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
         "points.csv": pts.to_csv(index=False),
         "roofline.html": report.render_html(fig, kernels, meta, plotlyjs=plotlyjs),
     }
+    report.write_outputs(out, files)
+    result.outdir = out
+    result.files = {name: out / name for name in files}
+    return result
+
+
+def load_side(side: PathLike | Sequence[PathLike], **kwargs: Any) -> pd.DataFrame:
+    """The kernels table of one side of a comparison.
+
+    Parameters
+    ----------
+    side : path or list of paths
+        ``.ncu-rep`` or CSV inputs (see :func:`load`), or a directory written by :func:`analyze`
+        (its ``kernels.csv`` is read back).
+    **kwargs
+        Passed to :func:`load` (``traffic``, ``gpu``, ...).
+
+    Returns
+    -------
+    DataFrame
+        A kernels table.
+
+    Raises
+    ------
+    NcuroofError
+        Bad input, or a directory without ``kernels.csv``.
+    """
+    paths = _as_list(side)
+    if len(paths) == 1 and paths[0].is_dir():
+        table = paths[0] / "kernels.csv"
+        if not table.is_file():
+            raise InputError("is a directory without kernels.csv; pass an ncuroof output directory, a report or a CSV export", paths[0])
+        k = pd.read_csv(table, keep_default_na=True)
+        missing = [c for c in ("kernel_name", "time_s", "status") if c not in k.columns]
+        if missing:
+            raise InputError(f"kernels.csv lacks {missing}; it was not written by ncuroof analyze", table)
+        for col in ("kernel_demangled", "device_name", "cc", "ncu_version", "bound", "status", "peak_source",
+                    "dram_definition", "l2_definition", "source"):
+            if col in k.columns:
+                k[col] = k[col].astype(object).where(k[col].notna(), None)
+        k["cc"] = k["cc"].map(lambda c: f"{c:.1f}" if isinstance(c, float) else c)
+        return k
+    return load(paths, **kwargs)
+
+
+@dataclass
+class CompareResult:
+    """What :func:`compare_runs` produced."""
+
+    table: pd.DataFrame
+    warnings: list[str]
+    totals: dict[str, float]
+    outdir: Path | None = None
+    files: dict[str, Path] = field(default_factory=dict)
+
+
+def compare_runs(before: PathLike | Sequence[PathLike], after: PathLike | Sequence[PathLike], outdir: PathLike | None = None,
+            by_launch: bool = False, plotlyjs: str | bool = True, write: bool = True, strict: bool = False,
+            **kwargs: Any) -> CompareResult:
+    """Compare two runs: match kernels, speedups, how each dot moved; write compare.csv/.html.
+
+    Parameters
+    ----------
+    before, after : path or list of paths
+        Each a report, CSV export(s) or an ncuroof output directory (:func:`load_side`).
+    outdir : path, optional
+        Output directory; default ``<after stem>.compare/`` next to the after input.
+    by_launch : bool, default False
+        Pair launches in order within a kernel name instead of aggregating per name.
+    plotlyjs : True or 'cdn', default True
+        See :func:`analyze`.
+    write : bool, default True
+        Write ``compare.csv`` and ``compare.html`` (whole or not at all).
+    strict : bool, default False
+        Raise instead of warning when the runs are not comparable point for point.
+    **kwargs
+        Passed to :func:`load` for both sides.
+
+    Returns
+    -------
+    CompareResult
+        ``table`` from :func:`ncuroof.compare.compare`; ``warnings`` (why the runs may not be
+        comparable point for point); ``totals``: ``time_s_before``, ``time_s_after``, ``speedup``
+        and, for the after run, the share of time per bound (``share_memory``, ``share_compute``,
+        ``share_latency``, ``share_unknown``).
+
+    Raises
+    ------
+    NcuroofError
+        Bad input; with ``strict``, runs that differ in GPU, ncu version, clocks or metric set.
+    """
+    kb, ka = load_side(before, **kwargs), load_side(after, **kwargs)
+    warns = _compare.warnings(kb, ka)
+    if strict and warns:
+        raise InputError("the runs are not comparable point for point: " + "; ".join(warns) + " (drop --strict to compare anyway)")
+    table = _compare.compare(kb, ka, by_launch=by_launch)
+    tb, ta = float(np.nansum(kb["time_s"])), float(np.nansum(ka["time_s"]))
+    totals = {"time_s_before": tb, "time_s_after": ta, "speedup": tb / ta if ta > 0 else float("nan")}
+    t_after = pd.Series(np.nan_to_num(ka["time_s"].to_numpy(float))).groupby(ka["bound"].to_numpy()).sum()
+    for b in ("memory", "compute", "latency", "unknown"):
+        totals[f"share_{b}"] = float(t_after.get(b, 0.0) / ta) if ta > 0 else float("nan")
+    result = CompareResult(table, warns, totals)
+    if not write:
+        return result
+    first_after = _as_list(after)[0]
+    out = Path(outdir) if outdir is not None else first_after.with_name(
+        (first_after.name if first_after.is_dir() else default_outdir(first_after).stem) + ".compare")
+    fig = _compare.plot_compare(table, title=f"Before → after at DRAM — {', '.join(p.name for p in _as_list(before))} → "
+                                              f"{', '.join(p.name for p in _as_list(after))}")
+    meta = {"before": ", ".join(str(p) for p in _as_list(before)), "after": ", ".join(str(p) for p in _as_list(after)),
+            "GPU time": f"{tb:.4g} s before, {ta:.4g} s after (speedup {totals['speedup']:.3g}x)",
+            "after, share of time": ", ".join(f"{b} {100 * totals[f'share_{b}']:.0f}%" for b in ("memory", "compute", "latency", "unknown")),
+            "warnings": "; ".join(warns)}
+    cols = [("kernel_name", "kernel"), ("status", "status"), ("match", "match"), ("launches_before", "launches before"),
+            ("launches_after", "launches after"), ("time_s_before", "time before [s]"), ("time_s_after", "time after [s]"),
+            ("speedup", "speedup"), ("dram_ai_flop_per_byte_before", "DRAM AI before"), ("dram_ai_flop_per_byte_after", "DRAM AI after"),
+            ("dram_roof_fraction_before", "roof frac before"), ("dram_roof_fraction_after", "roof frac after"),
+            ("bound_before", "bound before"), ("bound_after", "bound after"), ("movement", "movement")]
+    files = {"compare.csv": table.to_csv(index=False),
+             "compare.html": report.render_page("ncuroof compare", fig, meta, "Kernels", report.html_table(table, cols), plotlyjs)}
     report.write_outputs(out, files)
     result.outdir = out
     result.files = {name: out / name for name in files}

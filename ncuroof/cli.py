@@ -98,6 +98,67 @@ def analyze(inputs: tuple[Path, ...], outdir: Path | None, traffic: str, plotlyj
     click.echo(f"wrote {result.outdir}/ (kernels.csv, points.csv, roofline.html)")
 
 
+@cli.command(name="compare")
+@click.argument("before", type=click.Path(path_type=Path))
+@click.argument("after", type=click.Path(path_type=Path))
+@click.option("-o", "--outdir", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Output directory (default: <after stem>.compare/ next to AFTER).")
+@click.option("--match", "match_by", type=click.Choice(["name", "launch"]), default="name", show_default=True,
+              help="name: aggregate launches per kernel name; launch: pair launches in order within a name.")
+@click.option("--gpu", metavar="NAME", default=None, help="Datasheet entry for roofs the inputs lack (see analyze).")
+@click.option("--strict", is_flag=True, help="Refuse (exit 2) when the runs differ in GPU, ncu version, clocks or metric set.")
+@click.option("--fail-if-slower", "fail_pct", type=click.FloatRange(min=0), default=None, metavar="PCT",
+              help="Exit 1 when a kernel's time (or the total) grew by more than PCT percent, listing each.")
+@click.option("--plotlyjs", type=click.Choice(["embed", "cdn"]), default="embed", show_default=True)
+@click.option("--top", type=click.IntRange(1), default=10, show_default=True, help="Kernels in the summary.")
+@click.option("-q", "--quiet", is_flag=True, help="No summary table.")
+def compare_cmd(before: Path, after: Path, outdir: Path | None, match_by: str, gpu: str | None, strict: bool,
+                fail_pct: float | None, plotlyjs: str, top: int, quiet: bool) -> None:
+    """Compare two runs (reports, CSV exports or analyze output directories): did the dot move?
+
+    Writes compare.csv (one row per matched kernel: speedup, AI and roof fraction before and
+    after, bound, movement) and compare.html (both runs on one roofline, an arrow per kernel).
+    """
+    from . import api
+    from .report import _fmt_time, _pct
+
+    result = api.compare_runs(before, after, outdir=outdir, by_launch=match_by == "launch", gpu=gpu, strict=strict,
+                         plotlyjs=True if plotlyjs == "embed" else "cdn")
+    for w in result.warnings:
+        click.echo(f"warning: {w}", err=True)
+    t, tot = result.table, result.totals
+    if not quiet:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title=f"GPU time {_fmt_time(tot['time_s_before'])} -> {_fmt_time(tot['time_s_after'])} "
+                            f"(speedup {tot['speedup']:.3g}x); largest changes first")
+        for col in ("kernel", "status", "time before", "time after", "speedup", "bound after", "movement"):
+            table.add_column(col)
+        for r in t.head(top).itertuples(index=False):
+            name = r.kernel_name if len(r.kernel_name) <= 50 else r.kernel_name[:47] + "..."
+            if r.match not in ("name", "only_before", "only_after"):
+                name += f" (-> {r.kernel_name_after}, {r.match})"
+            table.add_row(name, r.status, _fmt_time(r.time_s_before) if r.launches_before else "-",
+                          _fmt_time(r.time_s_after) if r.launches_after else "-",
+                          f"{r.speedup:.3g}x" if r.speedup == r.speedup else "-", r.bound_after or "-", r.movement or "-")
+        Console(width=140, force_terminal=False, color_system=None).print(table)
+        click.echo("after, share of GPU time: " + ", ".join(f"{b} {_pct(tot[f'share_{b}'])}" for b in ("memory", "compute", "latency", "unknown")))
+    click.echo(f"wrote {result.outdir}/ (compare.csv, compare.html)")
+    if fail_pct is not None:
+        limit = 1 + fail_pct / 100
+        slower = t[(t["status"] == "matched") & (t["time_s_after"] > limit * t["time_s_before"])]
+        total_slower = tot["time_s_after"] > limit * tot["time_s_before"]
+        for r in slower.itertuples(index=False):
+            click.echo(f"slower: {r.kernel_name}: {_fmt_time(r.time_s_before)} -> {_fmt_time(r.time_s_after)} "
+                       f"(+{100 * (r.time_s_after / r.time_s_before - 1):.1f}%)", err=True)
+        if total_slower:
+            click.echo(f"slower: total GPU time {_fmt_time(tot['time_s_before'])} -> {_fmt_time(tot['time_s_after'])}", err=True)
+        if len(slower) or total_slower:
+            click.echo(f"ncuroof: {len(slower)} kernels{' and the total' if total_slower else ''} slower by more than {fail_pct:g}%", err=True)
+            sys.exit(1)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``ncuroof`` console script."""
     try:

@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 from .errors import OutputError
 from .plot import precision_title
 
-__all__ = ["summarize", "summary_text", "render_html", "write_outputs"]
+__all__ = ["summarize", "summary_text", "render_html", "render_page", "html_table", "write_outputs"]
 
 
 def summarize(kernels: pd.DataFrame, points: pd.DataFrame, top: int = 10) -> pd.DataFrame:
@@ -145,29 +145,62 @@ def render_html(fig: go.Figure, kernels: pd.DataFrame, meta: dict[str, Any], plo
     str
         A complete HTML document.
     """
-    plot = fig.to_html(full_html=False, include_plotlyjs=plotlyjs, config={"displaylogo": False})
     cols = [("launch_id", "launch"), ("kernel_name", "kernel"), ("time_s", "time [s]"), ("fp64_flop", "FP64 FLOP"),
             ("fp32_flop", "FP32 FLOP"), ("fp16_flop", "FP16 FLOP"), ("tensor_flop", "tensor FLOP"), ("dram_bytes", "DRAM B"),
             ("l2_bytes", "L2 B"), ("l1_bytes", "L1 B"), ("bound", "bound"), ("status", "status"), ("notes", "notes")]
-    head = "".join(f'<th class="{"l" if c in ("kernel_name", "bound", "status", "notes") else ""}">{html.escape(t)}</th>' for c, t in cols)
+    return render_page("ncuroof roofline", fig, meta, "Kernel launches", html_table(kernels, cols, title_col="kernel_demangled"), plotlyjs)
+
+
+def html_table(df: pd.DataFrame, cols: list[tuple[str, str]], title_col: str | None = None) -> str:
+    """An HTML table of ``df``'s columns ``cols`` (name, header); floats to 4 significant digits,
+    text left-aligned and escaped; ``title_col`` gives each row's first text cell a tooltip."""
+    text_cols = {c for c, _ in cols if not pd.api.types.is_numeric_dtype(df[c])}
+    head = "".join(f'<th class="{"l" if c in text_cols else ""}">{html.escape(t)}</th>' for c, t in cols)
     body = []
-    for r in kernels.itertuples(index=False):
+    for r in df.itertuples(index=False):
         cells = []
         for c, _ in cols:
             v = getattr(r, c)
-            if isinstance(v, float):
-                text = "" if not np.isfinite(v) else f"{v:.4g}"
-                cells.append(f"<td>{text}</td>")
+            if c not in text_cols:
+                f = float(v) if v is not None and v is not pd.NA else np.nan
+                cells.append(f"<td>{'' if not np.isfinite(f) else f'{f:.4g}'}</td>")
             else:
-                text = "" if v is None or v is pd.NA else str(v)
-                title = f' title="{html.escape(str(r.kernel_demangled))}"' if c == "kernel_name" else ""
+                text = "" if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)) else str(v)
+                title = f' title="{html.escape(str(getattr(r, title_col)))}"' if title_col and c == "kernel_name" else ""
                 cells.append(f'<td class="l"{title}>{html.escape(text)}</td>')
         body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def render_page(title: str, fig: go.Figure, meta: dict[str, Any], table_title: str, table: str,
+                plotlyjs: str | bool = True) -> str:
+    """A self-contained HTML document: title, header facts, the figure, then a table.
+
+    Parameters
+    ----------
+    title : str
+        Page title and heading.
+    fig : Figure
+        The chart.
+    meta : dict
+        Header facts (empty values are left out).
+    table_title : str
+        Heading of the table.
+    table : str
+        From :func:`html_table`.
+    plotlyjs : True or 'cdn', default True
+        True embeds plotly.js (opens offline); ``'cdn'`` links it.
+
+    Returns
+    -------
+    str
+    """
+    plot = fig.to_html(full_html=False, include_plotlyjs=plotlyjs, config={"displaylogo": False})
     facts = "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(str(v))}</li>" for k, v in meta.items() if v)
     return (
-        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>ncuroof roofline</title>"
-        f"<style>{_CSS}</style></head><body><h1>ncuroof roofline</h1><ul class='meta'>{facts}</ul>{plot}"
-        f"<h2>Kernel launches</h2><table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></body></html>"
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1><ul class='meta'>{facts}</ul>{plot}"
+        f"<h2>{html.escape(table_title)}</h2>{table}</body></html>"
     )
 
 

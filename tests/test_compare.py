@@ -1,0 +1,140 @@
+"""ncuroof compare: matching, speedups and movement checked against independent arithmetic on
+real inputs, fallbacks, warnings, CI gating."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import needs_ncu_report, shared
+from test_bad_input import assert_clean_failure, run
+
+
+@pytest.mark.parametrize("ai,frac,expect", [
+    ((1, 1), (0.5, 0.5), "none"), ((1, 2), (0.5, 0.5), "more reuse"), ((1, 1), (0.5, 0.6), "better utilization"),
+    ((1, 2), (0.5, 0.6), "both"), ((2, 1), (0.6, 0.5), "worse"), ((1, 1.04), (0.5, 0.51), "none"),
+    ((1, 2), (0.6, 0.5), "more reuse, lower utilization"), ((1, np.nan), (np.nan, 0.5), "unknown"),
+])
+def test_movement_by_hand(ai, frac, expect) -> None:
+    from ncuroof.compare import movement
+
+    assert movement(ai[0], ai[1], frac[0], frac[1]) == expect
+
+
+@needs_ncu_report
+def test_report_against_itself_is_all_ones() -> None:
+    import ncuroof
+
+    r = ncuroof.compare_runs(shared("ESMM-Research__profile_output.ncu-rep"), shared("ESMM-Research__profile_output.ncu-rep"), write=False)
+    t = r.table
+    assert (t["status"] == "matched").all() and len(t) == 4
+    assert (t["speedup"] == 1.0).all() and (t["movement"] == "none").all()
+    assert r.warnings == [] and r.totals["speedup"] == 1.0
+
+
+@needs_ncu_report
+def test_report_against_its_csv_exports() -> None:
+    import ncuroof
+
+    r = ncuroof.compare_runs(shared("accelsim-test__algo23_profile.ncu-rep"),
+                        [shared("accelsim-test__algo23_raw.csv"), shared("accelsim-test__algo23_session.csv")], write=False)
+    assert list(r.table["status"]) == ["matched"]
+    assert r.table.loc[0, "speedup"] == pytest.approx(1.0, rel=1e-6)
+    F = "gene-pop2020__time-{}_dzv_ak_ncuroof-time-0.{}"
+    r = ncuroof.compare_runs([shared(F.format("dram", "ncu-rep")), shared(F.format("flops", "ncu-rep"))],
+                        [shared(F.format("dram", "csv")), shared(F.format("flops", "csv"))], gpu="v100-sxm2", write=False)
+    row = r.table.iloc[0]
+    assert row["status"] == "matched" and row["launches_before"] == row["launches_after"] == 4
+    assert row["speedup"] == pytest.approx(1.0, rel=1e-6)
+    assert row["dram_ai_flop_per_byte_after"] == pytest.approx(row["dram_ai_flop_per_byte_before"], rel=1e-6)
+    assert row["movement"] == "none"
+
+
+@needs_ncu_report
+def test_esmm_variants_speedup_matches_independent_sums(tmp_path: Path) -> None:
+    import ncuroof
+
+    before, after = shared("ESMM-Research__metrics.csv"), shared("ESMM-Research__profile_output.ncu-rep")
+    r = ncuroof.compare_runs(before, after, gpu="a10g", write=False)
+    t = r.table.set_index("kernel_name")
+    kb, ka = ncuroof.load(before, gpu="a10g"), ncuroof.load(after)
+    tb, ta = kb.groupby("kernel_name")["time_s"].sum(), ka.groupby("kernel_name")["time_s"].sum()
+    common = sorted(set(tb.index) & set(ta.index))
+    assert common == ["one_blocktiling", "two_blocktiling", "vectorized_blocktiling", "warptiling"]
+    for name in common:
+        assert t.loc[name, "status"] == "matched"
+        assert t.loc[name, "speedup"] == pytest.approx(tb[name] / ta[name], rel=1e-12)
+    assert set(t[t["status"] == "only_before"].index) == {"basic", "gmem_coalesce", "smem_blocking", "ampere_sgemm_128x64_nn"}
+    assert t.loc["ampere_sgemm_128x64_nn", "launches_before"] == 2
+    assert r.totals["time_s_before"] == pytest.approx(kb["time_s"].sum()) and r.totals["time_s_after"] == pytest.approx(ka["time_s"].sum())
+    assert any("roof source" in w for w in r.warnings)
+
+
+def _k(names: list[str], times: list[float], **over) -> pd.DataFrame:
+    n = len(names)
+    base = {"source": "x", "launch_id": range(n), "kernel_name": names, "kernel_demangled": names, "status": "ok",
+            "time_s": times, "bound": "memory", "device_name": "GPU", "cc": "8.0", "ncu_version": "2025.1", "sm_clock_hz": 1e9,
+            "peak_source": "report", "dram_definition": "ncu", "l2_definition": "ncu",
+            **{f"{p}_flop": 0.0 for p in ("fp64", "fp16", "tensor")}, "fp32_flop": 1e9,
+            **{f"{lv}_bytes": 1e8 for lv in ("l1", "l2", "dram")},
+            **{f"peak_{p}_flop_per_s": 1e13 for p in ("fp64", "fp32", "fp16")},
+            **{f"peak_{lv}_bytes_per_s": 1e12 for lv in ("l1", "l2", "dram")}}
+    base.update(over)
+    return pd.DataFrame(base)
+
+
+def test_fallback_matching_says_so() -> None:
+    from ncuroof.compare import compare
+
+    before = _k(["sigma_gpp_gpu_34", "foo<1>", "stay", "gone"], [1.0, 1.0, 1.0, 1.0])
+    after = _k(["sigma_gpp_gpu_35", "foo<2>", "stay", "new"], [0.5, 1.0, 2.0, 1.0])
+    t = compare(before, after).set_index("kernel_name")
+    assert t.loc["sigma_gpp_gpu_34", "match"] == "numbers differ" and t.loc["sigma_gpp_gpu_34", "kernel_name_after"] == "sigma_gpp_gpu_35"
+    assert t.loc["sigma_gpp_gpu_34", "speedup"] == 2.0
+    assert t.loc["foo<1>", "match"] == "base name"
+    assert t.loc["stay", "speedup"] == 0.5 and t.loc["gone", "status"] == "only_before" and t.loc["new", "status"] == "only_after"
+    # Ambiguous number-only pairings are not made.
+    t = compare(_k(["k_1", "k_2"], [1, 1]), _k(["k_3", "k_4"], [1, 1]))
+    assert set(t["status"]) == {"only_before", "only_after"}
+
+
+def test_match_by_launch_pairs_in_order() -> None:
+    from ncuroof.compare import compare
+
+    t = compare(_k(["a", "a"], [1.0, 3.0]), _k(["a", "a"], [2.0, 1.0]), by_launch=True).set_index("kernel_name")
+    assert len(t) == 2 and sorted(t["speedup"]) == [0.5, 3.0]
+
+
+def test_dot_movement_with_more_reuse() -> None:
+    from ncuroof.compare import compare
+
+    # Same FLOPs, half the DRAM bytes and half the time: AI x2, FLOP/s x2 (roof = min(1e13, AI*1e12)).
+    t = compare(_k(["g"], [1.0]), _k(["g"], [0.5], dram_bytes=5e7)).iloc[0]
+    assert t["dram_ai_flop_per_byte_before"] == 10 and t["dram_ai_flop_per_byte_after"] == 20
+    assert t["dram_roof_fraction_before"] == pytest.approx(1e9 / 1e13) and t["dram_roof_fraction_after"] == pytest.approx(2e9 / 1e13)
+    assert t["movement"] == "both" and t["speedup"] == 2.0
+
+
+@needs_ncu_report
+def test_cli_saved_directory_fail_if_slower_and_strict(tmp_path: Path) -> None:
+    report = shared("ESMM-Research__profile_output.ncu-rep")
+    assert run("analyze", str(report), "-q", "-o", str(tmp_path / "a")).returncode == 0
+    k = pd.read_csv(tmp_path / "a" / "kernels.csv")
+    k.loc[k["kernel_name"] == "warptiling", "time_s"] *= 1.5
+    (tmp_path / "b").mkdir()
+    k.to_csv(tmp_path / "b" / "kernels.csv", index=False)
+    ok = run("compare", str(tmp_path / "a"), str(tmp_path / "a"), "--fail-if-slower", "0", "-o", str(tmp_path / "c0"))
+    assert ok.returncode == 0, ok.stderr
+    proc = run("compare", str(tmp_path / "a"), str(tmp_path / "b"), "--fail-if-slower", "10", "-o", str(tmp_path / "c1"))
+    assert proc.returncode == 1
+    assert "slower: warptiling" in proc.stderr and "+50.0%" in proc.stderr and "two_blocktiling" not in proc.stderr
+    t = pd.read_csv(tmp_path / "c1" / "compare.csv").set_index("kernel_name")
+    assert t.loc["warptiling", "speedup"] == pytest.approx(1 / 1.5)
+    assert (tmp_path / "c1" / "compare.html").stat().st_size > 1_000_000  # plotly.js embedded
+    strict = run("compare", str(shared("ESMM-Research__metrics.csv")), str(report), "--strict", "-o", str(tmp_path / "c2"))
+    assert_clean_failure(strict, "not comparable", tmp_path / "c2")
+    missing = run("compare", str(tmp_path), str(report), "-o", str(tmp_path / "c3"))
+    assert_clean_failure(missing, tmp_path, tmp_path / "c3")
