@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 from . import calculator, catalog, ceilings, classify, parser, plot, report
 from . import compare as _compare
 from .errors import InputError
-from .schema import validate_kernels, validate_points
+from .schema import KERNELS, validate_kernels, validate_points
 
 __all__ = ["load", "points", "plot_roofline", "analyze", "AnalysisResult", "default_outdir", "roof_sources", "csv_limits",
            "load_side", "compare_runs", "CompareResult"]
@@ -258,9 +258,9 @@ def load_side(side: PathLike | Sequence[PathLike], **kwargs: Any) -> pd.DataFram
         if not table.is_file():
             raise InputError("is a directory without kernels.csv; pass an ncuroof output directory, a report or a CSV export", paths[0])
         k = pd.read_csv(table, keep_default_na=True)
-        missing = [c for c in ("kernel_name", "time_s", "status") if c not in k.columns]
+        missing = [c for c in KERNELS if c not in k.columns]
         if missing:
-            raise InputError(f"kernels.csv lacks {missing}; it was not written by ncuroof analyze", table)
+            raise InputError(f"kernels.csv lacks {missing[:4]}; it was not written by this version of ncuroof analyze", table)
         for col in ("kernel_demangled", "device_name", "cc", "ncu_version", "bound", "status", "peak_source",
                     "dram_definition", "l2_definition", "source"):
             if col in k.columns:
