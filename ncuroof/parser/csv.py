@@ -26,6 +26,7 @@ own warnings and errors are kept in ``input_notes``.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import mmap
@@ -369,10 +370,8 @@ def read_session(path: str | Path) -> Session:
         elif key == "display_name":
             session.device_name = value
         elif re.fullmatch(r"[a-z0-9_]+", key):
-            try:
+            with contextlib.suppress(ValueError):  # text attributes (names, modes) are not kept
                 session.attributes[f"device__attribute_{key}"] = float(value.replace(",", ""))
-            except ValueError:
-                pass
     a = session.attributes
     if "device__attribute_compute_capability_major" in a and "device__attribute_compute_capability_minor" in a:
         session.cc = f"{int(a['device__attribute_compute_capability_major'])}.{int(a['device__attribute_compute_capability_minor'])}"
