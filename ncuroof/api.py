@@ -16,8 +16,9 @@ from . import calculator, catalog, ceilings, classify, parser, plot, report
 from . import compare as _compare
 from .errors import InputError
 from .schema import KERNELS, validate_kernels, validate_points
+from .summary import FOCUS_SHARE, kernel_summary
 
-__all__ = ["load", "points", "plot_roofline", "analyze", "AnalysisResult", "default_outdir", "roof_sources", "csv_limits",
+__all__ = ["load", "points", "plot_roofline", "analyze", "AnalysisResult", "default_outdir", "roof_sources", "clock_text", "csv_limits",
            "load_side", "compare_runs", "CompareResult"]
 
 PathLike = str | Path
@@ -92,6 +93,7 @@ def load(paths: PathLike | Sequence[PathLike], traffic: str = "ncu", progress: b
         raw = parser.read_many(inputs, cat, bar, stack=stack)
     k = calculator.compute_kernels(raw, cat, traffic=traffic)
     k = ceilings.fill_ceilings(k, catalog.load_gpus(), gpu=gpu, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth)
+    k = calculator.time_at_roof(k)
     k = classify.classify(k, calculator.compute_points(k), cat)
     return validate_kernels(k)
 
@@ -112,9 +114,22 @@ def points(kernels: pd.DataFrame) -> pd.DataFrame:
     return validate_points(calculator.compute_points(kernels))
 
 
-def plot_roofline(points: pd.DataFrame, title: str = "Hierarchical roofline") -> go.Figure:
-    """Plot a points table; see :func:`ncuroof.plot.plot_roofline`."""
-    return plot.plot_roofline(points, title=title)
+def plot_roofline(points: pd.DataFrame, kernels: pd.DataFrame | None = None, title: str = "Hierarchical roofline",
+                  **options: Any) -> go.Figure:
+    """Plot a points table (and its kernels table); see :func:`ncuroof.plot.plot_roofline` for ``options``."""
+    return plot.plot_roofline(points, kernels, title=title, **options)
+
+
+def clock_text(kernels: pd.DataFrame) -> str:
+    """The SM clock ncu measured, for headers: median, and the range when launches differ by more than 1 %."""
+    clk = kernels["sm_clock_hz"].to_numpy(float)
+    clk = clk[np.isfinite(clk)]
+    if not len(clk):
+        return ""
+    med, lo, hi = float(np.median(clk)), float(clk.min()), float(clk.max())
+    text = f"SM {med / 1e9:.3g} GHz (median over launches"
+    text += f", {lo / 1e9:.3g}-{hi / 1e9:.3g} GHz)" if hi > lo * 1.01 else ")"
+    return text + "; roofs from the report are at this clock"
 
 
 def roof_sources(kernels: pd.DataFrame) -> str:
@@ -169,7 +184,8 @@ class AnalysisResult:
 def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None, traffic: str = "ncu",
             plotlyjs: str | bool = True, top: int = 10, progress: bool = False, write: bool = True,
             stack: bool = False, gpu: str | None = None, peak_flops: dict[str, float] | None = None,
-            peak_bandwidth: dict[str, float] | None = None) -> AnalysisResult:
+            peak_bandwidth: dict[str, float] | None = None, focus: float = FOCUS_SHARE,
+            image: str | None = None) -> AnalysisResult:
     """Run the whole analysis and write ``kernels.csv``, ``points.csv`` and ``roofline.html``.
 
     Parameters
@@ -190,6 +206,12 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
         Write the output directory (whole or not at all).
     stack, gpu, peak_flops, peak_bandwidth
         See :func:`load`.
+    focus : float, default 0.95
+        The chart shows the fewest kernels that make up this share of GPU time (a control on the
+        page shows the rest).
+    image : {'png', 'svg'}, optional
+        Also write ``roofline.png``/``.svg``, the chart's default view, through plotly's image
+        export (kaleido and a Chrome or Chromium browser).
 
     Returns
     -------
@@ -204,8 +226,8 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
     kernels = load(inputs, traffic=traffic, progress=progress, stack=stack, gpu=gpu, peak_flops=peak_flops,
                    peak_bandwidth=peak_bandwidth)
     pts = points(kernels)
-    summary = report.summarize(kernels, pts, top=top)
-    result = AnalysisResult(kernels, pts, summary, None, missing_metrics=bool((kernels["status"] == "no_roofline_metrics").all()))
+    summary = kernel_summary(kernels, pts, focus=focus)
+    result = AnalysisResult(kernels, pts, summary.head(top).reset_index(drop=True), None, missing_metrics=bool((kernels["status"] == "no_roofline_metrics").all()))
     if not write:
         return result
     out = Path(outdir) if outdir is not None else default_outdir(inputs[0])
@@ -216,15 +238,18 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
         "ncu version": ", ".join(sorted(kernels["ncu_version"].dropna().astype(str).unique())),
         "launches": f"{len(kernels)} ({int((kernels['status'] == 'ok').sum())} with roofline metrics, "
                     f"{int((kernels['status'] == 'failed_measurement').sum())} failed measurements)",
+        "clocks": clock_text(kernels),
         "roofs": roof_sources(kernels),
         **({"CSV input": limits} if (limits := csv_limits(kernels, inputs)) else {}),
     }
-    fig = plot_roofline(pts, title=f"Hierarchical roofline — {inputs[0].name}")
-    files = {
+    fig = plot.plot_roofline(pts, kernels, title=f"Hierarchical roofline — {inputs[0].name}", focus=focus)
+    files: dict[str, str | bytes] = {
         "kernels.csv": kernels.to_csv(index=False),
         "points.csv": pts.to_csv(index=False),
-        "roofline.html": report.render_html(fig, kernels, meta, plotlyjs=plotlyjs),
+        "roofline.html": report.render_html(fig, kernels, meta, plotlyjs=plotlyjs, summary=summary),
     }
+    if image is not None:
+        files[f"roofline.{image}"] = report.render_image(fig, image)
     report.write_outputs(out, files)
     result.outdir = out
     result.files = {name: out / name for name in files}
@@ -258,7 +283,8 @@ def load_side(side: PathLike | Sequence[PathLike], **kwargs: Any) -> pd.DataFram
         if not table.is_file():
             raise InputError("is a directory without kernels.csv; pass an ncuroof output directory, a report or a CSV export", paths[0])
         k = pd.read_csv(table, keep_default_na=True)
-        missing = [c for c in KERNELS if c not in k.columns]
+        derived = ("time_at_roof_s", "saving_s")  # recomputed for tables written before they existed
+        missing = [c for c in KERNELS if c not in k.columns and c not in derived]
         if missing:
             raise InputError(f"kernels.csv lacks {missing[:4]}; it was not written by this version of ncuroof analyze", table)
         for col in ("kernel_demangled", "device_name", "cc", "ncu_version", "bound", "status", "peak_source",
@@ -266,6 +292,8 @@ def load_side(side: PathLike | Sequence[PathLike], **kwargs: Any) -> pd.DataFram
             if col in k.columns:
                 k[col] = k[col].astype(object).where(k[col].notna(), None)
         k["cc"] = k["cc"].map(lambda c: f"{c:.1f}" if isinstance(c, float) else c)
+        if any(c not in k.columns for c in derived):
+            k = calculator.time_at_roof(k)
         return k
     return load(paths, **kwargs)
 

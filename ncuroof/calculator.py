@@ -25,7 +25,7 @@ import pandas as pd
 from .catalog import Catalog, Recipe, Term
 from .schema import KERNELS, LEVELS, POINTS, PRECISIONS, empty, format_sources, parse_sources
 
-__all__ = ["compute_kernels", "compute_points", "cc_number", "Resolved"]
+__all__ = ["compute_kernels", "compute_points", "time_at_roof", "cc_number", "Resolved"]
 
 _NAN = np.nan
 _TENSOR_COL = re.compile(r"^tensor_(.+)_flop$")
@@ -395,6 +395,8 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
         for i, note in enumerate(raw["input_notes"]):
             if isinstance(note, str) and note:
                 notes[i].append(note)
+    k["time_at_roof_s"] = _NAN
+    k["saving_s"] = _NAN
     k["bound"] = "unknown"
     k["status"] = status
     k["notes"] = ["; ".join(x) for x in notes]
@@ -490,3 +492,50 @@ def compute_points(kernels: pd.DataFrame) -> pd.DataFrame:
     order = {lv: i for i, lv in enumerate(LEVELS)}
     pts = pts.sort_values(["source", "launch_id", "precision", "level"], key=lambda s: s.map(order) if s.name == "level" else s, kind="stable")
     return pts[list(POINTS)].reset_index(drop=True)
+
+
+def time_at_roof(kernels: pd.DataFrame) -> pd.DataFrame:
+    """Fill ``time_at_roof_s`` and ``saving_s``: how fast each launch would be at its roofs.
+
+    Parameters
+    ----------
+    kernels : DataFrame
+        The kernels table with its roofs filled (:func:`ncuroof.ceilings.fill_ceilings`):
+        ``<p>_flop`` [FLOP] and ``peak_<p>_flop_per_s`` [FLOP/s] per precision and tensor
+        datapath, ``<level>_bytes`` [B] and ``peak_<level>_bytes_per_s`` [B/s] per level.
+
+    Returns
+    -------
+    DataFrame
+        A copy with ``time_at_roof_s`` [s] = max(FLOP_p / roof_p over precisions with work and a
+        roof, bytes_l / roof_l over levels with traffic and a roof) — the roofline model's lower
+        bound on the duration [Williams et al., CACM 52(4), 2009; KPG §2.9] — and ``saving_s``
+        [s] = max(``time_s`` − ``time_at_roof_s``, 0). Both are NaN for launches whose
+        ``status`` is not ``ok`` or that have no work term with a roof. The bound ignores
+        overlap limits between precisions (each unit is assumed to run concurrently), so it is
+        optimistic for kernels mixing precisions.
+    """
+    k = kernels.copy()
+    n = len(k)
+    terms = []
+    pairs = [(f"{p}_flop", f"peak_{p}_flop_per_s") for p in PRECISIONS]
+    pairs += [(c, f"peak_{c[:-len('_flop')]}_flop_per_s") for c in k.columns if _TENSOR_COL.match(c)]
+    pairs += [(f"{lv}_bytes", f"peak_{lv}_bytes_per_s") for lv in LEVELS]
+    for work_col, peak_col in pairs:
+        if work_col not in k.columns or peak_col not in k.columns:
+            continue
+        work = k[work_col].to_numpy(float)
+        peak = k[peak_col].to_numpy(float)
+        t = _div(work, peak)
+        terms.append(np.where((work > 0) & np.isfinite(t), t, _NAN))
+    ok = (k["status"] == "ok").to_numpy()
+    if terms:
+        stacked = np.vstack(terms)
+        have = np.isfinite(stacked).any(axis=0)
+        t_roof = np.where(have & ok, np.nanmax(np.where(np.isfinite(stacked), stacked, -np.inf), axis=0), _NAN)
+    else:
+        t_roof = np.full(n, _NAN)
+    time_s = k["time_s"].to_numpy(float)
+    k["time_at_roof_s"] = t_roof
+    k["saving_s"] = np.where(np.isfinite(t_roof) & np.isfinite(time_s), np.maximum(time_s - t_roof, 0.0), _NAN)
+    return k

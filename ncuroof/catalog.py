@@ -183,6 +183,39 @@ class Catalog:
         names.update({t.legacy_rate_clock, t.legacy_peak_clock, t.ops_clock})
         return frozenset(names)
 
+    def formula(self, key: str, definition: str = "") -> str:
+        """The formula behind a precision's FLOPs or a level's bytes, for hover text and notes.
+
+        Parameters
+        ----------
+        key : str
+            A precision (``fp32``), ``tensor:<path>`` or a level (``dram``).
+        definition : str, optional
+            The level's traffic definition (``ncu``, ``ncu-legacy``, ``nersc``; the
+            ``<level>_definition`` column); several joined with `` / `` are all described.
+
+        Returns
+        -------
+        str
+            The count recipe's label(s) from ``metrics/roofline.toml`` (``fadd + fmul + 2*ffma …``,
+            ``dram__bytes.sum``); for tensor paths the ``sm__ops_path_tensor_<path>`` metric or
+            the estimate used; empty when unknown.
+        """
+        if key in self.precisions:
+            return self.precisions[key].count[0].label
+        if key.startswith("tensor:"):
+            path = key.split(":", 1)[1]
+            if path.startswith("sass_"):
+                return f"{path[5:].upper()} SASS opcode counts x ops per instruction shape (estimated)"
+            if path == "legacy_x512":
+                return f"{self.tensor.legacy_count.alts[0].metric} x {self.tensor.legacy_factor:g} (approximate)"
+            return f"{self.tensor.ops_prefix}{path}{self.tensor.ops_count} (tensor ops, as ncu counts them)"
+        if key in self.levels:
+            wanted = [d for d in definition.split(" / ") if d] if definition else []
+            labels = [d.bytes[0].label for d in self.levels[key].definitions if not wanted or d.id in wanted]
+            return " or ".join(dict.fromkeys(labels))
+        return ""
+
     def is_tensor_path_metric(self, name: str) -> bool:
         """Whether ``name`` is a ``sm__ops_path_tensor_<path>`` count, rate or peak."""
         t = self.tensor

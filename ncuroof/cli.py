@@ -65,9 +65,14 @@ def _peaks(kind: str):  # noqa: ANN202 - click callback factory
               help="Compute roof in FLOP/s, e.g. 19.5T or fp64=9.7e12 (PREC: fp64, fp32, fp16, tensor; bare = all). Repeatable.")
 @click.option("--peak-bandwidth", "peak_bandwidth", metavar="[LEVEL=]VALUE", multiple=True, callback=_peaks("bandwidth"),
               help="Bandwidth roof in B/s, e.g. 900G or l2=3T (LEVEL: dram, l2, l1; bare = dram). Repeatable.")
+@click.option("--focus", type=click.FloatRange(0, 1, min_open=True), default=0.95, show_default=True,
+              help="The chart shows the fewest kernels making up this share of GPU time (the page can show the rest).")
+@click.option("--image", type=click.Choice(["png", "svg"]), default=None,
+              help="Also write roofline.png/.svg through plotly's image export (needs kaleido and Chrome/Chromium).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary table.")
 def analyze(inputs: tuple[Path, ...], outdir: Path | None, traffic: str, plotlyjs: str, top: int, stack: bool,
-            gpu: str | None, peak_flops: dict[str, float], peak_bandwidth: dict[str, float], quiet: bool) -> None:
+            gpu: str | None, peak_flops: dict[str, float], peak_bandwidth: dict[str, float], focus: float,
+            image: str | None, quiet: bool) -> None:
     """Analyze ncu reports (.ncu-rep) or CSV exports: write kernels.csv, points.csv and roofline.html.
 
     Several INPUTS are files of one ncu run (e.g. a time/DRAM run and a FLOP run, or a raw export
@@ -78,7 +83,7 @@ def analyze(inputs: tuple[Path, ...], outdir: Path | None, traffic: str, plotlyj
 
     result = api.analyze(list(inputs), outdir=outdir, traffic=traffic, plotlyjs=True if plotlyjs == "embed" else "cdn",
                          top=top, progress=not quiet, stack=stack, gpu=gpu, peak_flops=peak_flops,
-                         peak_bandwidth=peak_bandwidth)
+                         peak_bandwidth=peak_bandwidth, focus=focus, image=image)
     k = result.kernels
     if not quiet:
         click.echo(summary_text(result.summary), nl=False)
@@ -95,7 +100,7 @@ def analyze(inputs: tuple[Path, ...], outdir: Path | None, traffic: str, plotlyj
                 "SpeedOfLight throughputs only. Collect them with: ncu --set roofline -o report ./app "
                 "(or --set full). See kernels.csv 'notes' for what each launch lacks."
             )
-    click.echo(f"wrote {result.outdir}/ (kernels.csv, points.csv, roofline.html)")
+    click.echo(f"wrote {result.outdir}/ ({', '.join(result.files)})")
 
 
 @cli.command(name="compare")

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import html
 import io
+import json
 import os
 import shutil
 import tempfile
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +18,14 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from .errors import OutputError
-from .plot import precision_title
+from .plot import KERNEL_COLORS, OTHER_COLOR, _si, precision_title
+from .summary import kernel_summary
 
-__all__ = ["summarize", "summary_text", "render_html", "render_page", "html_table", "write_outputs"]
+__all__ = ["summarize", "summary_text", "render_html", "render_image", "render_page", "html_table", "write_outputs"]
 
 
 def summarize(kernels: pd.DataFrame, points: pd.DataFrame, top: int = 10) -> pd.DataFrame:
-    """Aggregate launches per kernel name and keep the ``top`` by total time.
+    """The ``top`` kernels by total time (:func:`ncuroof.summary.kernel_summary`).
 
     Parameters
     ----------
@@ -36,40 +39,13 @@ def summarize(kernels: pd.DataFrame, points: pd.DataFrame, top: int = 10) -> pd.
     Returns
     -------
     DataFrame
-        Columns ``kernel_name, launches, time_s`` (sum), ``time_share`` (0-1 of all measured
-        time), ``precision`` (the one with most FLOPs), ``bound`` (the most frequent),
-        ``roof_fraction`` (time-weighted over launches, at each launch's binding level: the
-        lowest attainable roof of its main precision; NaN when that precision has no roof, as
-        for tensor work estimated from SASS opcodes), sorted by ``time_s``.
+        The first ``top`` rows of :func:`ncuroof.summary.kernel_summary`: ``kernel_name``,
+        ``launches``, ``time_s`` [s], ``time_share``, ``precision`` (most FLOPs), ``bound`` (of
+        most of the time), ``level`` and ``roof_fraction`` (the binding level's aggregate dot;
+        NaN when that precision has no roof, as for tensor work estimated from SASS opcodes),
+        ``time_at_roof_s``, ``saving_s`` [s], ``saving_share``, ...
     """
-    k = kernels.copy()
-    total = float(np.nansum(k["time_s"]))
-    best = pd.DataFrame(columns=["source", "launch_id", "precision", "roof_fraction"])
-    if len(points):
-        main = points.loc[points.groupby(["source", "launch_id"])["flop"].idxmax(), ["source", "launch_id", "precision"]]
-        p = points.merge(main, on=["source", "launch_id", "precision"])
-        roofed = p[np.isfinite(p["roof_flop_per_s"].to_numpy(float))]
-        best = main.merge(
-            roofed.loc[roofed.groupby(["source", "launch_id"])["roof_flop_per_s"].idxmin(), ["source", "launch_id", "roof_fraction"]]
-            if len(roofed) else pd.DataFrame(columns=["source", "launch_id", "roof_fraction"]),
-            on=["source", "launch_id"], how="left")
-    k = k.merge(best, on=["source", "launch_id"], how="left")
-    k["w"] = k["time_s"] * k["roof_fraction"]
-    rows = []
-    for name, g in k.groupby("kernel_name", sort=False):
-        t = float(g["time_s"].sum(min_count=1))
-        tw = g.loc[g["roof_fraction"].notna(), "time_s"].sum()
-        rows.append({
-            "kernel_name": name,
-            "launches": len(g),
-            "time_s": t,
-            "time_share": t / total if total > 0 else np.nan,
-            "precision": g["precision"].dropna().mode().iloc[0] if g["precision"].notna().any() else "",
-            "bound": g["bound"].mode().iloc[0],
-            "roof_fraction": float(g["w"].sum() / tw) if tw > 0 else np.nan,
-        })
-    out = pd.DataFrame(rows, columns=["kernel_name", "launches", "time_s", "time_share", "precision", "bound", "roof_fraction"])
-    return out.sort_values("time_s", ascending=False, na_position="last").head(top).reset_index(drop=True)
+    return kernel_summary(kernels, points).head(top).reset_index(drop=True)
 
 
 def _fmt_time(t: float) -> str:
@@ -104,72 +80,249 @@ def summary_text(summary: pd.DataFrame, width: int = 120) -> str:
 
     table = Table(title="Top kernels by GPU time")
     for col, just in (("kernel", "left"), ("launches", "right"), ("time", "right"), ("share", "right"),
-                      ("precision", "left"), ("bound", "left"), ("% of roof", "right")):
+                      ("precision", "left"), ("bound", "left"), ("% of roof", "right"), ("at roof", "right"),
+                      ("saving", "right")):
         table.add_column(col, justify=just)  # type: ignore[arg-type]
     for r in summary.itertuples(index=False):
-        name = r.kernel_name if len(r.kernel_name) <= 60 else r.kernel_name[:57] + "..."
+        name = r.kernel_label if len(r.kernel_label) <= 50 else r.kernel_label[:47] + "..."
         table.add_row(name, str(r.launches), _fmt_time(r.time_s), _pct(r.time_share),
-                      precision_title(r.precision) if r.precision else "-", r.bound, _pct(r.roof_fraction))
+                      precision_title(r.precision) if r.precision else "-", r.bound, _pct(r.roof_fraction),
+                      _fmt_time(r.time_at_roof_s), _pct(r.saving_share))
     buf = io.StringIO()
     Console(file=buf, width=width, force_terminal=False, color_system=None).print(table)
     return buf.getvalue()
 
 
 _CSS = """
-body { font-family: system-ui, -apple-system, Segoe UI, sans-serif; margin: 1.5em; color: #222; }
+body { font-family: system-ui, -apple-system, Segoe UI, sans-serif; margin: 1.5em; color: #222; max-width: 1500px; }
 table { border-collapse: collapse; font-size: 13px; }
 th, td { border-bottom: 1px solid #ddd; padding: 3px 8px; text-align: right; }
 th { background: #f4f4f4; position: sticky; top: 0; }
+table.sortable th { cursor: pointer; user-select: none; }
+table.sortable th[data-dir="asc"]::after { content: " \\25B2"; }
+table.sortable th[data-dir="desc"]::after { content: " \\25BC"; }
 td.l, th.l { text-align: left; }
+td.name { max-width: 38em; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
 .meta { color: #555; font-size: 14px; }
 .note { color: #8a4b00; }
+.summary { font-size: 15px; line-height: 1.45; }
+.summary li { margin-bottom: 0.2em; }
+#controls { display: flex; flex-wrap: wrap; gap: 0.4em 1.6em; align-items: center; margin: 0.8em 0;
+            padding: 0.5em 0.8em; background: #f6f6f6; border-radius: 6px; font-size: 14px; }
+#controls label { margin-right: 0.5em; }
+#details { min-height: 4.2em; max-height: 9em; overflow: auto; font-size: 13px; color: #333; border-left: 3px solid #ccc; padding: 0.2em 0.8em; margin: 0.4em 0 1em; }
+#details .name { font-family: ui-monospace, monospace; font-size: 12px; word-break: break-all; }
+.swatch { display: inline-block; width: 0.9em; height: 0.9em; border-radius: 50%; vertical-align: -0.1em; }
 """
 
 
-def render_html(fig: go.Figure, kernels: pd.DataFrame, meta: dict[str, Any], plotlyjs: str | bool = True) -> str:
-    """Build the self-contained HTML page: header, roofline, kernels table.
+def _summary_html(summ: pd.DataFrame, kernels: pd.DataFrame, fig: go.Figure, top: int = 5) -> str:
+    """The text above the chart: total time, what the chart shows, the top kernels and savings."""
+    total = float(np.nansum(kernels["time_s"].to_numpy(float)))
+    n_launch, n_kern = len(kernels), len(summ)
+    parts = [f"<p>Total GPU time <b>{_fmt_time(total)}</b> in {n_launch} launch{'es' if n_launch != 1 else ''} "
+             f"of {n_kern} kernel{'s' if n_kern != 1 else ''}.</p>"]
+    focus = (fig.layout.meta or {}).get("focus") or {}
+    if focus:
+        kept, left = focus.get("kept", n_kern), focus.get("left_out", 0)
+        text = (f"The chart shows the {kept} kernel{'s' if kept != 1 else ''} that make up "
+                f"{100 * focus.get('share', 1):.0f}% of GPU time")
+        text += (f"; {left} kernel{'s' if left != 1 else ''} ({_pct(focus.get('left_out_share', 0.0))} of the time) "
+                 "are left out (tick the box above the chart to show them)." if left else ".")
+        parts.append(f"<p>{text}</p>")
+    saving = summ["saving_s"].to_numpy(float)
+    have = np.isfinite(saving)
+    if have.any() and total > 0:
+        s = float(saving[have].sum())
+        missing = int((~have).sum())
+        parts.append(
+            f"<p>If every kernel ran at its roof the GPU time would drop by <b>{_fmt_time(s)}</b> ({_pct(s / total)}), "
+            f"to {_fmt_time(total - s)}"
+            + (f"; {missing} kernel{'s have' if missing != 1 else ' has'} no roofline point or roof and are not counted" if missing else "")
+            + ". Time at the roof is max(FLOPs / compute roof, bytes / bandwidth roof) over every precision and level.</p>")
+    items = []
+    for r in summ.head(top).itertuples(index=False):
+        facts = [f"{_pct(r.time_share)} of GPU time ({_fmt_time(r.time_s)}, {r.launches} launch{'es' if r.launches != 1 else ''})",
+                 f"{r.bound} bound"]
+        if r.precision and r.level:
+            facts.append(f"{precision_title(r.precision)} at {r.level.upper()}: AI {r.ai_flop_per_byte:.3g} FLOP/B, "
+                         f"{_pct(r.roof_fraction)} of roof")
+        if np.isfinite(r.saving_s):
+            facts.append(f"at its roof {_fmt_time(r.time_at_roof_s)}, saving {_fmt_time(r.saving_s)} ({_pct(r.saving_share)} of GPU time)")
+        items.append(f"<li><b title='{html.escape(r.kernel_demangled or '')}'>{html.escape(r.kernel_label)}</b>: "
+                     f"{html.escape('; '.join(facts))}</li>")
+    if items:
+        parts.append(f"<p>Top kernels by time:</p><ol>{''.join(items)}</ol>")
+    return "<div class='summary'>" + "".join(parts) + "</div>"
+
+
+def _kernels_json(summ: pd.DataFrame) -> str:
+    rows = [{"name": r.kernel_label, "demangled": r.kernel_demangled or "", "nvtx": r.nvtx_range or "", "bound": r.bound,
+             "launches": int(r.launches), "saving_s": float(r.saving_s) if np.isfinite(r.saving_s) else None}
+            for r in summ.itertuples(index=False)]
+    # Escape '<' so a kernel name can never close the script element.
+    return json.dumps(rows).replace("<", "\\u003c")
+
+
+def render_html(fig: go.Figure, kernels: pd.DataFrame, meta: dict[str, Any], plotlyjs: str | bool = True,
+                summary: pd.DataFrame | None = None, points: pd.DataFrame | None = None) -> str:
+    """Build the self-contained roofline page: header, summary, controls, chart, tables.
 
     Parameters
     ----------
     fig : Figure
         From :func:`ncuroof.plot.plot_roofline`.
     kernels : DataFrame
-        The classified kernels table (one table row per launch).
+        The classified kernels table (one row per launch).
     meta : dict
-        Header facts: ``inputs``, ``devices``, ``ncu_versions``, ``note``.
+        Header facts (``inputs``, ``GPU``, ``ncu version``, ``clocks``, ``roofs``, ...; empty
+        values are left out).
     plotlyjs : True or 'cdn', default True
         True embeds plotly.js (opens offline); ``'cdn'`` links it.
+    summary : DataFrame, optional
+        :func:`ncuroof.summary.kernel_summary` of the same data, in the same order as the one
+        ``fig`` was drawn from (kernel colours follow it); computed from ``kernels`` and
+        ``points`` when not given.
+    points : DataFrame, optional
+        The points table, needed only when ``summary`` is not given.
 
     Returns
     -------
     str
-        A complete HTML document.
+        A complete HTML document. Its script reads the figure's trace ``meta`` to switch views,
+        shows the full demangled name of the hovered dot below the chart and sorts the tables.
     """
-    cols = [("launch_id", "launch"), ("kernel_name", "kernel"), ("time_s", "time [s]"), ("fp64_flop", "FP64 FLOP"),
-            ("fp32_flop", "FP32 FLOP"), ("fp16_flop", "FP16 FLOP"), ("tensor_flop", "tensor FLOP"), ("dram_bytes", "DRAM B"),
-            ("l2_bytes", "L2 B"), ("l1_bytes", "L1 B"), ("bound", "bound"), ("status", "status"), ("notes", "notes")]
-    return render_page("ncuroof roofline", fig, meta, "Kernel launches", html_table(kernels, cols, title_col="kernel_demangled"), plotlyjs)
+    if summary is None:
+        summary = kernel_summary(kernels, points if points is not None else pd.DataFrame(columns=["level"]))
+    summ = summary.reset_index(drop=True)
+    swatch = [f'<span class="swatch" style="background:{KERNEL_COLORS[i] if i < len(KERNEL_COLORS) else OTHER_COLOR}"></span>'
+              for i in range(len(summ))]
+    kcols = [("kernel_label", "kernel", "name"), ("launches", "launches", "int"), ("time_s", "time", "time"),
+             ("time_share", "share", "pct"), ("precision", "precision", "text"), ("bound", "bound", "text"),
+             ("level", "binding level", "text"), ("ai_flop_per_byte", "AI [FLOP/B]", "num"), ("flop_per_s", "FLOP/s", "si"),
+             ("roof_fraction", "% of roof", "pct"), ("time_at_roof_s", "time at roof", "time"), ("saving_s", "saving", "time"),
+             ("saving_share", "saving share", "pct"), ("in_focus", "on chart", "text")]
+    view = summ.assign(precision=[precision_title(p) if p else "" for p in summ["precision"]],
+                       level=[lv.upper() for lv in summ["level"]], in_focus=np.where(summ["in_focus"], "yes", "no"))
+    ktable = html_table(view, [(c, t) for c, t, _ in kcols], title_col="kernel_demangled",
+                        kinds={c: k for c, _, k in kcols}, lead=swatch)
+    lcols = [("launch_id", "launch"), ("kernel_name", "kernel"), ("time_s", "time [s]"), ("fp64_flop", "FP64 FLOP"),
+             ("fp32_flop", "FP32 FLOP"), ("fp16_flop", "FP16 FLOP"), ("tensor_flop", "tensor FLOP"), ("dram_bytes", "DRAM B"),
+             ("l2_bytes", "L2 B"), ("l1_bytes", "L1 B"), ("time_at_roof_s", "time at roof [s]"), ("bound", "bound"),
+             ("status", "status"), ("notes", "notes")]
+    ltable = html_table(kernels, lcols, title_col="kernel_demangled")
+    plot = fig.to_html(full_html=False, include_plotlyjs=plotlyjs, div_id="roofline",
+                       config={"displaylogo": False, "responsive": True})
+    body = (
+        _summary_html(summ, kernels, fig)
+        + "<div id='controls'></div>" + plot
+        + "<div id='details'>Hover over a dot: its full demangled name, NVTX range and numbers appear here.</div>"
+        + f"<h2>Kernels</h2><p class='meta'>One row per kernel name, launches aggregated. Click a column to sort.</p>{ktable}"
+        + f"<details><summary>Every launch ({len(kernels)})</summary>{ltable}</details>"
+        + f"<script type='application/json' id='ncuroof-kernels'>{_kernels_json(summ)}</script>"
+        + f"<script>{_asset('sort.js')}</script><script>{_asset('roofline.js')}</script>"
+    )
+    return _document("ncuroof roofline", meta, body)
 
 
-def html_table(df: pd.DataFrame, cols: list[tuple[str, str]], title_col: str | None = None) -> str:
-    """An HTML table of ``df``'s columns ``cols`` (name, header); floats to 4 significant digits,
-    text left-aligned and escaped; ``title_col`` gives each row's first text cell a tooltip."""
-    text_cols = {c for c, _ in cols if not pd.api.types.is_numeric_dtype(df[c])}
+_KINDS = {"int": lambda v: f"{v:.0f}", "num": lambda v: f"{v:.4g}", "pct": _pct, "time": _fmt_time,
+          "si": lambda v: _si(v, "")}
+
+
+def render_image(fig: go.Figure, fmt: str, width: int = 1400, height: int = 800) -> bytes:
+    """The figure's current view as a PNG or SVG image, through plotly's export (kaleido).
+
+    Parameters
+    ----------
+    fig : Figure
+        The chart.
+    fmt : {'png', 'svg'}
+        Image format.
+    width, height : int
+        Size in CSS pixels (PNG at scale 2).
+
+    Returns
+    -------
+    bytes
+
+    Raises
+    ------
+    OutputError
+        When kaleido is not installed or finds no Chrome/Chromium to render with.
+    """
+    if fmt not in ("png", "svg"):
+        raise ValueError(f"image format must be png or svg, not {fmt!r}")
+    try:
+        import kaleido  # noqa: F401
+    except ImportError as exc:
+        raise OutputError("--image needs kaleido: pip install 'ncuroof[image]' (and a Chrome or Chromium browser)",
+                          f"roofline.{fmt}") from exc
+    try:
+        return fig.to_image(format=fmt, width=width, height=height, scale=2 if fmt == "png" else 1)
+    except Exception as exc:  # kaleido raises its own types for a missing or failing browser
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise OutputError(f"image export failed ({first}); install Chrome or Chromium (Debian: apt install chromium) "
+                          "or set BROWSER_PATH", f"roofline.{fmt}") from exc
+
+
+def html_table(df: pd.DataFrame, cols: list[tuple[str, str]], title_col: str | None = None,
+               kinds: dict[str, str] | None = None, lead: list[str] | None = None) -> str:
+    """A sortable HTML table of ``df``'s columns ``cols`` (name, header).
+
+    Parameters
+    ----------
+    df : DataFrame
+        The rows.
+    cols : list of (column, header)
+        Columns to show, in order.
+    title_col : str, optional
+        Column giving the ``kernel_name`` cells a tooltip (the demangled name).
+    kinds : dict, optional
+        Per column: ``text``, ``name`` (text, ellipsised), ``int``, ``num`` (4 significant
+        digits, the default for numbers), ``pct`` (fraction shown in percent), ``time``
+        (seconds with a unit), ``si`` (SI prefix).
+    lead : list of str, optional
+        Raw HTML put before each row's first cell's text (a colour swatch).
+
+    Returns
+    -------
+    str
+        ``<table class="sortable">``: numeric cells carry their raw value in ``data-v`` for
+        sorting; text is escaped.
+    """
+    kinds = kinds or {}
+    text_cols = {c for c, _ in cols if kinds.get(c) in ("text", "name") or (c not in kinds and not pd.api.types.is_numeric_dtype(df[c]))}
     head = "".join(f'<th class="{"l" if c in text_cols else ""}">{html.escape(t)}</th>' for c, t in cols)
     body = []
-    for r in df.itertuples(index=False):
+    for i, r in enumerate(df.itertuples(index=False)):
         cells = []
-        for c, _ in cols:
+        for j, (c, _) in enumerate(cols):
             v = getattr(r, c)
+            pre = lead[i] + " " if lead is not None and j == 0 else ""
             if c not in text_cols:
                 f = float(v) if v is not None and v is not pd.NA else np.nan
-                cells.append(f"<td>{'' if not np.isfinite(f) else f'{f:.4g}'}</td>")
+                shown = "" if not np.isfinite(f) else _KINDS.get(kinds.get(c, "num"), _KINDS["num"])(f)
+                cells.append(f'<td data-v="{"" if not np.isfinite(f) else repr(f)}">{pre}{shown}</td>')
             else:
                 text = "" if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)) else str(v)
-                title = f' title="{html.escape(str(getattr(r, title_col)))}"' if title_col and c == "kernel_name" else ""
-                cells.append(f'<td class="l"{title}>{html.escape(text)}</td>')
+                title = f' title="{html.escape(str(getattr(r, title_col)))}"' if title_col and c in ("kernel_name", "kernel_label") else ""
+                cls = "l name" if kinds.get(c) == "name" else "l"
+                cells.append(f'<td class="{cls}"{title}>{pre}{html.escape(text)}</td>')
         body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    return f'<table class="sortable"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+
+
+def _asset(name: str) -> str:
+    """The text of a script in ``ncuroof/assets``."""
+    return resources.files("ncuroof").joinpath("assets", name).read_text(encoding="utf-8")
+
+
+def _document(title: str, meta: dict[str, Any], body: str) -> str:
+    facts = "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(str(v))}</li>" for k, v in meta.items() if v)
+    return (
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1><ul class='meta'>{facts}</ul>{body}</body></html>"
+    )
 
 
 def render_page(title: str, fig: go.Figure, meta: dict[str, Any], table_title: str, table: str,
@@ -196,12 +349,7 @@ def render_page(title: str, fig: go.Figure, meta: dict[str, Any], table_title: s
     str
     """
     plot = fig.to_html(full_html=False, include_plotlyjs=plotlyjs, config={"displaylogo": False})
-    facts = "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(str(v))}</li>" for k, v in meta.items() if v)
-    return (
-        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-        f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1><ul class='meta'>{facts}</ul>{plot}"
-        f"<h2>{html.escape(table_title)}</h2>{table}</body></html>"
-    )
+    return _document(title, meta, f"{plot}<h2>{html.escape(table_title)}</h2>{table}<script>{_asset('sort.js')}</script>")
 
 
 def write_outputs(outdir: Path, files: dict[str, str | bytes]) -> None:
