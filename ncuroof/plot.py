@@ -111,6 +111,56 @@ def _views(points: pd.DataFrame, main: pd.Series) -> list[tuple[str, str]]:
     return views + [(p, precision_title(p)) for p in work.index]
 
 
+def _kernel_colorscale(n: int) -> list[list[Any]]:
+    """A stepped colorscale over [0, n]: kernel i (marker colour i + 0.5) gets KERNEL_COLORS[i],
+    kernels past the palette get OTHER_COLOR."""
+    scale: list[list[Any]] = []
+    for i, c in enumerate(KERNEL_COLORS[: min(n, len(KERNEL_COLORS))]):
+        scale += [[i / n, c], [(i + 1) / n, c]]
+    if n > len(KERNEL_COLORS):
+        scale += [[len(KERNEL_COLORS) / n, OTHER_COLOR], [1.0, OTHER_COLOR]]
+    return scale
+
+
+def _bound_colorscale(bounds: list[str]) -> list[list[Any]]:
+    """A stepped colorscale over [0, n]: kernel i gets the colour of its bound (runs merged)."""
+    n = max(len(bounds), 1)
+    scale: list[list[Any]] = []
+    i = 0
+    while i < len(bounds):
+        j = i
+        while j + 1 < len(bounds) and bounds[j + 1] == bounds[i]:
+            j += 1
+        c = BOUND_COLORS.get(bounds[i], BOUND_COLORS["unknown"])
+        scale += [[i / n, c], [(j + 1) / n, c]]
+        i = j + 1
+    return scale or [[0, BOUND_COLORS["unknown"]], [1, BOUND_COLORS["unknown"]]]
+
+
+def _trail(dots: pd.DataFrame, levels: tuple[str, ...], key: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """x and y of the polylines joining each kernel's (or launch's) dots at ``levels``, in level
+    order, NaN between polylines; groups with one dot are left out."""
+    order = {lv: i for i, lv in enumerate(LEVELS)}
+    sel = dots[dots["level"].isin(levels)].copy()
+    if sel.empty:
+        return np.array([]), np.array([])
+    sel["_g"] = sel.groupby(key + ["precision"], sort=False).ngroup()
+    sel["_o"] = sel["level"].map(order)
+    sel = sel.sort_values(["_g", "_o"], kind="stable")
+    sizes = sel.groupby("_g")["_g"].transform("size").to_numpy()
+    sel = sel[sizes >= 2]
+    if sel.empty:
+        return np.array([]), np.array([])
+    g = pd.factorize(sel["_g"])[0]
+    pos = np.arange(len(sel)) + g  # one gap after each group
+    n = len(sel) + g.max() + 1
+    x = np.full(n, np.nan)
+    y = np.full(n, np.nan)
+    x[pos] = sel["ai_flop_per_byte"].to_numpy(float)
+    y[pos] = sel["flop_per_s"].to_numpy(float)
+    return x[:-1], y[:-1]
+
+
 def _dot_frame(points: pd.DataFrame, summ: pd.DataFrame, kernels: pd.DataFrame, per_launch: bool) -> pd.DataFrame:
     """The dots of one mode with the per-kernel facts the figure needs."""
     info = summ.set_index("kernel_key")
@@ -271,7 +321,9 @@ def plot_roofline(points: pd.DataFrame, kernels: pd.DataFrame | None = None, tit
         ))
 
     # Dots and trails, per mode (kernel, launch), view, focus subset and level.
-    colors_by: dict[str, dict[str, list[str]]] = {}
+    n_kern = max(len(summ), 1)
+    kernel_scale = _kernel_colorscale(n_kern)
+    bound_scale = _bound_colorscale(list(summ["bound"]))
     counts: dict[str, int] = {}
     for mode in ("kernel", "launch"):
         d = _dot_frame(points, summ, kernels, per_launch=(mode == "launch"))
@@ -280,8 +332,8 @@ def plot_roofline(points: pd.DataFrame, kernels: pd.DataFrame | None = None, tit
         max_share = float(np.nanmax(share)) if np.isfinite(share).any() else 1.0
         sizeref = 2.0 * max_share / _MAX_DOT_PX ** 2 if max_share > 0 else 1.0
         per_view = {v: (d[d["precision"] == d["main"]] if v == "main" else d[d["precision"] == v]) for v in view_ids}
-        gl = max(len(f) for f in per_view.values()) > SCATTERGL_THRESHOLD
-        scatter = go.Scattergl if gl else go.Scatter
+        big = max(len(f) for f in per_view.values()) > SCATTERGL_THRESHOLD
+        scatter = go.Scattergl if big else go.Scatter
         for view, frame in per_view.items():
             for subset in ("focus", "rest"):
                 sub = frame[frame["in_focus"] == (subset == "focus")]
@@ -290,21 +342,13 @@ def plot_roofline(points: pd.DataFrame, kernels: pd.DataFrame | None = None, tit
                     continue
                 visible_base = (mode == ("launch" if per_launch else "kernel") and view == precision
                                 and (subset == "focus" or show_all))
-                for subset_levels in level_subsets(present):
-                    xs_t: list[float | None] = []
-                    ys_t: list[float | None] = []
-                    key = ["kernel_key"] if mode == "kernel" else ["source", "launch_id"]
-                    order = {lv: i for i, lv in enumerate(LEVELS)}
-                    sel = sub[sub["level"].isin(subset_levels)].sort_values("level", key=lambda s: s.map(order), kind="stable")
-                    for _, grp in sel.groupby(key + ["precision"], sort=False):
-                        if len(grp) < 2:
-                            continue
-                        xs_t += [*grp["ai_flop_per_byte"].astype(float), None]
-                        ys_t += [*grp["flop_per_s"].astype(float), None]
-                    if not xs_t:
+                # Per-launch trails only while the dots are few enough to read them.
+                for subset_levels in level_subsets(present) if (mode == "kernel" or not big) else []:
+                    tx, ty = _trail(sub, subset_levels, ["kernel_key"] if mode == "kernel" else ["source", "launch_id"])
+                    if not len(tx):
                         continue
                     fig.add_trace(scatter(
-                        x=xs_t, y=ys_t, mode="lines", line=dict(color="rgba(90,90,90,0.45)", width=1),
+                        x=tx.astype(np.float32), y=ty.astype(np.float32), mode="lines", line=dict(color="rgba(90,90,90,0.45)", width=1),
                         hoverinfo="skip", showlegend=False,
                         visible=visible_base and tuple(shown_levels) == subset_levels,
                         meta=dict(role="trail", mode=mode, view=view, subset=subset, levels=list(subset_levels)),
@@ -313,17 +357,13 @@ def plot_roofline(points: pd.DataFrame, kernels: pd.DataFrame | None = None, tit
                     dots = sub[sub["level"] == lv]
                     if dots.empty:
                         continue
-                    kid = dots["kid"].to_numpy(int)
-                    by_kernel = [KERNEL_COLORS[i] if i < len(KERNEL_COLORS) else OTHER_COLOR for i in kid]
-                    by_bound = [BOUND_COLORS.get(b, BOUND_COLORS["unknown"]) for b in dots["kbound"]]
-                    trace_key = f"{mode}/{view}/{subset}/{lv}"
-                    colors_by[trace_key] = {"kernel": by_kernel, "bound": by_bound}
+                    kid = dots["kid"].to_numpy(float)
                     custom = np.column_stack([
                         kid, dots["launches"].to_numpy(float), dots["time_s"].to_numpy(float), dots["share"].to_numpy(float),
                         dots["flop"].to_numpy(float), dots["bytes"].to_numpy(float), dots["roof_flop_per_s"].to_numpy(float),
                         dots["roof_fraction"].to_numpy(float), dots["launch_id"].to_numpy(float),
-                        dots["bytes_per_s"].to_numpy(float), dots["peak_bytes_per_s"].to_numpy(float),
-                    ])
+                        dots["bytes_per_s"].to_numpy(float),
+                    ]).astype(np.float32)
                     precs = list(dict.fromkeys(dots["precision"]))
                     formula = "; ".join(f"{precision_title(p)} FLOPs = {cat.formula(p)}" for p in precs)
                     defs = " / ".join(dict.fromkeys(x for x in dots["definition"] if x))
@@ -331,18 +371,21 @@ def plot_roofline(points: pd.DataFrame, kernels: pd.DataFrame | None = None, tit
                     bsrcs = " / ".join(dict.fromkeys(f"{s or '?'}" for s in dots["peak_bytes_source"]))
                     est = " (estimated)" if dots["estimated"].any() else ""
                     if mode == "kernel":
-                        names = [f"<b>{n}</b><br>{_short(dm)}" if isinstance(dm, str) and dm and dm != n else f"<b>{n}</b>"
-                                 for n, dm in zip(dots["label"], dots["demangled"])]
+                        names = np.array([f"<b>{n}</b><br>{_short(dm)}" if isinstance(dm, str) and dm and dm != n else f"<b>{n}</b>"
+                                          for n, dm in zip(dots["label"], dots["demangled"])], dtype=object)
                         head = "%{text}<br>%{customdata[1]:.0f} launch(es) · "
                     else:
-                        names = list(dots["label"].astype(str))
+                        names = dots["label"].astype(str).to_numpy(dtype=object)
                         head = "<b>%{text}</b> · launch %{customdata[8]:.0f}<br>"
                     fig.add_trace(scatter(
-                        x=dots["ai_flop_per_byte"], y=dots["flop_per_s"], mode="markers",
-                        marker=dict(symbol=_LEVEL_SYMBOL[lv], size=dots["share"].fillna(0.0).to_numpy(float), sizemode="area",
-                                    sizeref=sizeref, sizemin=_MIN_DOT_PX, color=by_kernel if color == "kernel" else by_bound,
+                        # float32 halves the page; 7 significant digits are more than a chart needs.
+                        x=dots["ai_flop_per_byte"].to_numpy(np.float32), y=dots["flop_per_s"].to_numpy(np.float32),
+                        mode="markers",
+                        marker=dict(symbol=_LEVEL_SYMBOL[lv], size=dots["share"].fillna(0.0).to_numpy(np.float32), sizemode="area",
+                                    sizeref=sizeref, sizemin=_MIN_DOT_PX, color=(kid + 0.5).astype(np.float32), cmin=0, cmax=n_kern,
+                                    colorscale=kernel_scale if color == "kernel" else bound_scale, showscale=False,
                                     opacity=0.85, line=dict(width=1, color="white")),
-                        text=names, hovertext=list(dots["kbound"].astype(str)),
+                        text=names, hovertext=dots["kbound"].astype(str).to_numpy(dtype=object),
                         customdata=custom, showlegend=False, name=f"{lv.upper()} dots",
                         visible=visible_base and lv in shown_levels,
                         hovertemplate=(
@@ -356,7 +399,7 @@ def plot_roofline(points: pd.DataFrame, kernels: pd.DataFrame | None = None, tit
                             + f"<span style='font-size:10px'>{formula}<br>{lv.upper()} bytes = {cat.formula(lv, defs)} ({defs})<br>"
                             + f"roofs: compute {srcs}, {lv.upper()} {bsrcs}</span><extra></extra>"
                         ),
-                        meta=dict(role="dots", mode=mode, view=view, subset=subset, level=lv, key=trace_key),
+                        meta=dict(role="dots", mode=mode, view=view, subset=subset, level=lv),
                     ))
 
     # Legend keys: marker symbol per level, colour per bound or per kernel.
@@ -399,7 +442,7 @@ def plot_roofline(points: pd.DataFrame, kernels: pd.DataFrame | None = None, tit
         focus=dict(share=focus, kept=int(summ["in_focus"].sum()), left_out=len(left_out),
                    left_out_share=float(left_out["time_share"].sum()) if len(left_out) else 0.0),
         counts=counts,
-        colors=colors_by,
+        colorscales=dict(kernel=kernel_scale, bound=bound_scale),
     )
     fig.update_layout(meta=meta)
     ys = points["flop_per_s"].to_numpy(float)

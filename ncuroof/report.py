@@ -93,6 +93,9 @@ def summary_text(summary: pd.DataFrame, width: int = 120) -> str:
     return buf.getvalue()
 
 
+#: The launch table of the roofline page lists at most this many launches (the longest).
+MAX_LAUNCH_ROWS = 2000
+
 _CSS = """
 body { font-family: system-ui, -apple-system, Segoe UI, sans-serif; margin: 1.5em; color: #222; max-width: 1500px; }
 table { border-collapse: collapse; font-size: 13px; }
@@ -210,7 +213,10 @@ def render_html(fig: go.Figure, kernels: pd.DataFrame, meta: dict[str, Any], plo
              ("fp32_flop", "FP32 FLOP"), ("fp16_flop", "FP16 FLOP"), ("tensor_flop", "tensor FLOP"), ("dram_bytes", "DRAM B"),
              ("l2_bytes", "L2 B"), ("l1_bytes", "L1 B"), ("time_at_roof_s", "time at roof [s]"), ("bound", "bound"),
              ("status", "status"), ("notes", "notes")]
-    ltable = html_table(kernels, lcols, title_col="kernel_demangled")
+    longest = kernels.sort_values("time_s", ascending=False, na_position="last", kind="stable").head(MAX_LAUNCH_ROWS)
+    ltable = html_table(longest, lcols, title_col="kernel_demangled")
+    launches_title = (f"Every launch ({len(kernels)})" if len(kernels) <= MAX_LAUNCH_ROWS else
+                      f"The {MAX_LAUNCH_ROWS} longest of {len(kernels)} launches (all of them are in kernels.csv)")
     plot = fig.to_html(full_html=False, include_plotlyjs=plotlyjs, div_id="roofline",
                        config={"displaylogo": False, "responsive": True})
     body = (
@@ -218,7 +224,7 @@ def render_html(fig: go.Figure, kernels: pd.DataFrame, meta: dict[str, Any], plo
         + "<div id='controls'></div>" + plot
         + "<div id='details'>Hover over a dot: its full demangled name, NVTX range and numbers appear here.</div>"
         + f"<h2>Kernels</h2><p class='meta'>One row per kernel name, launches aggregated. Click a column to sort.</p>{ktable}"
-        + f"<details><summary>Every launch ({len(kernels)})</summary>{ltable}</details>"
+        + f"<details><summary>{launches_title}</summary>{ltable}</details>"
         + f"<script type='application/json' id='ncuroof-kernels'>{_kernels_json(summ)}</script>"
         + f"<script>{_asset('sort.js')}</script><script>{_asset('roofline.js')}</script>"
     )

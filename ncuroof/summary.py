@@ -21,9 +21,12 @@ __all__ = ["aggregate_points", "kernel_summary", "kernel_keys", "with_keys", "fo
 FOCUS_SHARE = 0.95
 
 
-def _join_unique(values: pd.Series) -> str:
-    seen = [v for v in dict.fromkeys(values.dropna().astype(str)) if v]
-    return " / ".join(seen)
+def _join_unique(p: pd.DataFrame, keys: list[str], col: str) -> pd.Series:
+    """Per group of ``keys``: the distinct non-empty values of ``col``, first-seen order, joined with `` / ``."""
+    v = p[keys + [col]].copy()
+    v[col] = v[col].astype(object).where(v[col].notna(), "").astype(str)
+    v = v[v[col] != ""].drop_duplicates()
+    return v.groupby(keys, sort=False)[col].agg(" / ".join)
 
 
 def kernel_keys(kernels: pd.DataFrame) -> pd.Series:
@@ -85,21 +88,24 @@ def aggregate_points(points: pd.DataFrame, by: str = "kernel_name") -> pd.DataFr
     t = p["time_s"].to_numpy(float)
     p["_wf"] = p["peak_flop_per_s"].to_numpy(float) * t
     p["_wb"] = p["peak_bytes_per_s"].to_numpy(float) * t
-    g = p.groupby([by, "precision", "level"], sort=False)
+    keys = [by, "precision", "level"]
+    p["_nf"] = p["peak_flop_per_s"].isna()
+    p["_nb"] = p["peak_bytes_per_s"].isna()
+    g = p.groupby(keys, sort=False)
     out = pd.DataFrame({
         **({"kernel_name": g["kernel_name"].first()} if by != "kernel_name" else {}),
         "launches": g.size(),
         "time_s": g["time_s"].sum(),
         "flop": g["flop"].sum(),
         "bytes": g["bytes"].sum(),
-        # NaN in any launch's roof makes the aggregate roof NaN (sum with skipna=False).
-        "_wf": g["_wf"].sum(min_count=1).where(~g["peak_flop_per_s"].apply(lambda s: s.isna().any())),
-        "_wb": g["_wb"].sum(min_count=1).where(~g["peak_bytes_per_s"].apply(lambda s: s.isna().any())),
+        # A launch without the roof makes the aggregate roof NaN.
+        "_wf": g["_wf"].sum(min_count=1).where(~g["_nf"].any()),
+        "_wb": g["_wb"].sum(min_count=1).where(~g["_nb"].any()),
         "estimated": g["estimated"].any(),
-        "definition": g["definition"].agg(_join_unique),
-        "peak_flop_source": g["peak_flop_source"].agg(_join_unique),
-        "peak_bytes_source": g["peak_bytes_source"].agg(_join_unique),
-    }).reset_index()
+    })
+    for col in ("definition", "peak_flop_source", "peak_bytes_source"):
+        out[col] = _join_unique(p, keys, col).reindex(out.index).fillna("")
+    out = out.reset_index()
     with np.errstate(divide="ignore", invalid="ignore"):
         t = out["time_s"].to_numpy(float)
         flop = out["flop"].to_numpy(float)

@@ -43,18 +43,16 @@
 
   function apply(st) {
     const meta = gd.layout.meta;
-    const vis = [], idx = [], colIdx = [], cols = [];
+    const vis = [], idx = [], dotIdx = [];
     gd.data.forEach((tr, i) => {
       const m = tr.meta || {};
       vis.push(visible(m, st, meta));
       idx.push(i);
-      if (m.role === "dots" && meta.colors[m.key]) {
-        colIdx.push(i);
-        cols.push(meta.colors[m.key][st.color]);
-      }
+      if (m.role === "dots") dotIdx.push(i);
     });
     const p = Plotly.restyle(gd, { visible: vis }, idx);
-    return colIdx.length ? p.then(() => Plotly.restyle(gd, { "marker.color": cols }, colIdx)) : p;
+    const scale = meta.colorscales[st.color];
+    return dotIdx.length ? p.then(() => Plotly.restyle(gd, { "marker.colorscale": dotIdx.map(() => scale) }, dotIdx)) : p;
   }
 
   function build() {

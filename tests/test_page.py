@@ -1,0 +1,205 @@
+"""The roofline page in real headless Chromium (Debian's ``chromium``; ``.ci/run`` installs it).
+
+Counts of drawn dots are checked against the rows of ``points.csv``/``kernels.csv`` grouped here
+with pandas, not against numbers the page reports about itself. A screenshot of a real report's
+page is saved under ``test-artifacts/`` (or ``$NCUROOF_ARTIFACTS``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import ncuroof
+from ncuroof import plot, report, summary
+from ncuroof.plot import BOUND_COLORS, KERNEL_COLORS
+
+import synthetic
+from conftest import needs_ncu_report, shared
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = Path(os.environ.get("NCUROOF_ARTIFACTS", ROOT / "test-artifacts"))
+CHROMIUM = os.environ.get("NCUROOF_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--no-first-run", "--enable-unsafe-swiftshader"]
+
+# Drawn dots of the visible dot traces: SVG point paths, or the WebGL trace's length.
+COUNT_JS = """() => { const gd = document.getElementById('roofline'); let n = 0;
+  gd._fullData.forEach(t => { if (t.visible === true && t.meta && t.meta.role === 'dots') {
+    n += t.type === 'scattergl' ? t._length : document.querySelectorAll('.trace' + t.uid + ' .points path').length; } });
+  return n; }"""
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
+    if CHROMIUM is None:
+        pytest.skip("Chromium not found: install Debian's chromium (.ci/run does) or set NCUROOF_CHROMIUM")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+def _open(browser, path: Path):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(path.resolve().as_uri())
+    page.wait_for_function("document.getElementById('roofline') && document.getElementById('roofline')._fullLayout")
+    page.wait_for_timeout(300)
+    return page, errors
+
+
+def _focus_keys(kernels: pd.DataFrame, share: float = 0.95) -> set[str]:
+    """The fewest kernels (by demangled name) making up ``share`` of the time, largest first."""
+    key = kernels["kernel_demangled"].fillna(kernels["kernel_name"]).astype(str)
+    t = kernels["time_s"].groupby(key).sum().sort_values(ascending=False)
+    before = t.cumsum() - t
+    return set(t.index[(before < share * t.sum()) & (t > 0)])
+
+
+def _expected_kernel_dots(kernels: pd.DataFrame, points: pd.DataFrame) -> pd.DataFrame:
+    """(key, precision, level) of every focus kernel's dots at the precision of most of its FLOPs."""
+    key = kernels.assign(key=kernels["kernel_demangled"].fillna(kernels["kernel_name"]).astype(str))[["source", "launch_id", "key"]]
+    p = points.merge(key, on=["source", "launch_id"])
+    per = p.groupby(["key", "precision"])["flop"].sum().reset_index()
+    main = per.loc[per.groupby("key")["flop"].idxmax(), ["key", "precision"]]
+    dots = p.merge(main, on=["key", "precision"])[["key", "precision", "level"]].drop_duplicates()
+    return dots[dots["key"].isin(_focus_keys(kernels))]
+
+
+@needs_ncu_report
+def test_real_report_page(browser, tmp_path):
+    path = shared("ESMM-Research__profile_output.ncu-rep")
+    out = tmp_path / "esmm"
+    ncuroof.analyze(path, out)
+    kernels = pd.read_csv(out / "kernels.csv")
+    points = pd.read_csv(out / "points.csv")
+    expected = _expected_kernel_dots(kernels, points)
+    assert len(expected) == 12  # 4 SGEMM kernels x (L1, L2, DRAM), all FP32
+    page, errors = _open(browser, out / "roofline.html")
+    assert page.query_selector("#roofline .main-svg .scatterlayer") is not None
+    assert page.evaluate(COUNT_JS) == len(expected)
+
+    # Hover the first drawn dot: the label names the kernel whose point sits at that x.
+    centre = page.evaluate("""() => { const gd = document.getElementById('roofline');
+      const t = gd._fullData.find(t => t.visible === true && t.meta && t.meta.role === 'dots');
+      const r = document.querySelector('.trace' + t.uid + ' .points path').getBoundingClientRect();
+      return [r.x + r.width / 2, r.y + r.height / 2]; }""")
+    page.mouse.move(*centre)
+    page.wait_for_timeout(400)
+    hovered = page.evaluate("() => { const h = document.getElementById('roofline')._hoverdata[0]; "
+                            "return [h.x, h.data.meta.level]; }")
+    label = page.evaluate("() => document.querySelector('#roofline .hoverlayer').textContent")
+    at = points[(points["level"] == hovered[1]) & np.isclose(points["ai_flop_per_byte"], hovered[0], rtol=1e-5)]
+    assert len(at) == 1
+    assert at["kernel_name"].iat[0] in label
+    assert at["kernel_name"].iat[0] in page.evaluate("() => document.getElementById('details').textContent")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "roofline-ESMM-Research.png"), full_page=True)
+    assert errors == []
+
+
+def test_controls_switch_views(browser, tmp_path):
+    k = synthetic.kernels_table(400, 40, seed=3)
+    pts = ncuroof.points(k)
+    summ = summary.kernel_summary(k, pts)
+    fig = plot.plot_roofline(pts, k, title="synthetic")
+    page_path = tmp_path / "roofline.html"
+    page_path.write_text(report.render_html(fig, k, {"inputs": "synthetic"}, summary=summ), encoding="utf-8")
+    focus = _focus_keys(k)
+    in_focus = k["kernel_demangled"].isin(focus)
+    assert 1 < len(focus) < 40
+    page, errors = _open(browser, page_path)
+    assert page.evaluate(COUNT_JS) == 3 * len(focus)  # each kernel at its main precision, 3 levels
+
+    # Colour: the largest kernel's dot has the first palette colour, then its bound's colour.
+    first = page.evaluate("""() => { const gd = document.getElementById('roofline');
+      const t = gd._fullData.find(t => t.visible === true && t.meta && t.meta.role === 'dots');
+      const i = Array.from(t.customdata).findIndex(c => c[0] === 0);
+      return i; }""")
+    assert first >= 0
+    top = k.groupby("kernel_demangled")["time_s"].sum().idxmax()
+    top_bound = k.loc[k["kernel_demangled"] == top, "bound"].mode().iat[0]
+    rgb = page.evaluate("""(i) => { const gd = document.getElementById('roofline');
+      const t = gd._fullData.find(t => t.visible === true && t.meta && t.meta.role === 'dots');
+      return document.querySelectorAll('.trace' + t.uid + ' .points path')[i].style.fill; }""", first)
+    assert rgb == _rgb(KERNEL_COLORS[0])
+    page.check('input[name="ctl-color"][value="bound"]')
+    page.wait_for_timeout(300)
+    rgb = page.evaluate("""(i) => { const gd = document.getElementById('roofline');
+      const t = gd._fullData.find(t => t.visible === true && t.meta && t.meta.role === 'dots');
+      return document.querySelectorAll('.trace' + t.uid + ' .points path')[i].style.fill; }""", first)
+    assert rgb == _rgb(BOUND_COLORS[top_bound])
+
+    page.check('input[name="ctl-mode"][value="launch"]')
+    page.wait_for_timeout(300)
+    assert page.evaluate(COUNT_JS) == 3 * int(in_focus.sum())
+    page.uncheck('.ctl-level[value="l1"]')
+    page.wait_for_timeout(300)
+    assert page.evaluate(COUNT_JS) == 2 * int(in_focus.sum())
+    page.check("#ctl-all")
+    page.wait_for_timeout(300)
+    assert page.evaluate(COUNT_JS) == 2 * len(k)
+    page.select_option("#ctl-precision", "fp64")
+    page.wait_for_timeout(300)
+    assert page.evaluate(COUNT_JS) == 2 * int(k["fp64_flop"].gt(0).sum())
+
+    # The kernels table sorts by a column's raw values.
+    col = page.evaluate("() => Array.from(document.querySelectorAll('table.sortable')[0].tHead.rows[0].cells)"
+                        ".findIndex(c => c.textContent === 'launches')")
+    page.locator("table.sortable").first.locator("th").nth(col).click()
+    values = page.evaluate(f"() => Array.from(document.querySelectorAll('table.sortable')[0].tBodies[0].rows)"
+                           f".map(r => parseFloat(r.cells[{col}].dataset.v))")
+    assert values == sorted(values, reverse=True) and values[0] == k["kernel_demangled"].value_counts().max()
+    assert errors == []
+
+
+def _rgb(hex_color: str) -> str:
+    r, g, b = (int(hex_color[i:i + 2], 16) for i in (1, 3, 5))
+    return f"rgb({r}, {g}, {b})"
+
+
+def test_ten_thousand_launches(browser, tmp_path):
+    k = synthetic.kernels_table(10_000, 300, seed=1)
+    pts = ncuroof.points(k)
+    summ = summary.kernel_summary(k, pts)
+    fig = plot.plot_roofline(pts, k, title="10k launches")
+    html = report.render_html(fig, k, {"inputs": "synthetic"}, summary=summ)
+    assert len(html.encode()) < 20e6
+    page_path = tmp_path / "roofline.html"
+    page_path.write_text(html, encoding="utf-8")
+    page, errors = _open(browser, page_path)
+    in_focus = k["kernel_demangled"].isin(_focus_keys(k))
+    page.check('input[name="ctl-mode"][value="launch"]')
+    page.wait_for_timeout(500)
+    assert page.evaluate(COUNT_JS) == 3 * int(in_focus.sum())
+    types = page.evaluate("() => Array.from(new Set(document.getElementById('roofline')._fullData"
+                          ".filter(t => t.visible === true && t.meta && t.meta.role === 'dots').map(t => t.type)))")
+    assert types == ["scattergl"]
+    assert errors == []
+
+
+def _png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", data[16:24])
+
+
+def test_static_image(tmp_path):
+    pytest.importorskip("kaleido", reason="kaleido is not installed (pip install -e '.[image]')")
+    if CHROMIUM is None:
+        pytest.skip("Chromium not found: kaleido renders with Chrome/Chromium")
+    k = synthetic.kernels_table(50, 8)
+    fig = plot.plot_roofline(ncuroof.points(k), k)
+    png = report.render_image(fig, "png", width=1000, height=600)
+    assert _png_size(png) == (2000, 1200)
+    svg = report.render_image(fig, "svg", width=1000, height=600).decode()
+    assert svg.lstrip().startswith("<svg") and "FP32 67 TFLOP/s" in svg
