@@ -39,7 +39,7 @@ OTHER_COLOR = "#b0b0b0"
 _LEVEL_SYMBOL = {"l1": "circle", "l2": "square", "dram": "diamond"}
 _LEVEL_COLOR = {"l1": "#1f77b4", "l2": "#2ca02c", "dram": "#d62728"}
 _PRECISION_DASH = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]
-_MAX_DOT_PX = 44.0
+_MAX_DOT_PX = 36.0
 _MIN_DOT_PX = 6.0
 _NAME_CHARS = 200
 
@@ -279,6 +279,9 @@ def plot_roofline(points: pd.DataFrame, kernels: pd.DataFrame | None = None, tit
     x_hi = 10 ** math.ceil(math.log10(xs.max()) + 0.5)
     p_max = max(compute.values()) if compute else float(points["flop_per_s"].max()) * 2
     b_max = max(memory.values()) if memory else None
+    ys = points["flop_per_s"].to_numpy(float)
+    ys = ys[np.isfinite(ys) & (ys > 0)]
+    y_lo = 10 ** math.floor(math.log10(min(ys.min(), p_max)) - 0.5) if len(ys) else p_max / 1e4
 
     def prec_visible(p: str) -> bool:
         return p == precision or (precision == "main" and p in main_precisions)
@@ -289,8 +292,9 @@ def plot_roofline(points: pd.DataFrame, kernels: pd.DataFrame | None = None, tit
             continue
         bw = memory[lv]
         label = f"{lv.upper()} {_si(bw, 'B/s')}{_tag(source.get(lv, ''))}"
+        x_start = max(x_lo, y_lo / bw) * 1.2  # where the roof enters the chart, so its label shows
         fig.add_trace(go.Scatter(
-            x=[x_lo * 1.5, p_max / bw], y=[x_lo * 1.5 * bw, p_max], mode="lines+text", text=[label, ""],
+            x=[x_start, p_max / bw], y=[x_start * bw, p_max], mode="lines+text", text=[label, ""],
             textposition="top right", textfont=dict(size=11, color=_LEVEL_COLOR[lv]),
             line=dict(color=_LEVEL_COLOR[lv], width=2), visible=lv in shown_levels,
             name=f"{lv.upper()} roof {_si(bw, 'B/s')}{_tag(source.get(lv, ''))}", legendgroup="roofs", legendgrouptitle_text="Roofs",
@@ -445,9 +449,6 @@ def plot_roofline(points: pd.DataFrame, kernels: pd.DataFrame | None = None, tit
         colorscales=dict(kernel=kernel_scale, bound=bound_scale),
     )
     fig.update_layout(meta=meta)
-    ys = points["flop_per_s"].to_numpy(float)
-    ys = ys[np.isfinite(ys) & (ys > 0)]
-    y_lo = 10 ** math.floor(math.log10(min(ys.min(), p_max)) - 0.5) if len(ys) else p_max / 1e4
     fig.update_xaxes(range=[math.log10(x_lo), math.log10(x_hi)])
     fig.update_yaxes(range=[math.log10(y_lo), math.log10(p_max) + 0.4])
     return fig
