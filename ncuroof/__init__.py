@@ -2,6 +2,7 @@
 
 Public API::
 
+    report = ncuroof.profile(["./app", "arg"])    # runs ncu --set roofline, returns the .ncu-rep
     kernels = ncuroof.load("report.ncu-rep")     # one row per kernel launch (SI units)
     pts = ncuroof.points(kernels)                 # one row per (launch, precision, level)
     fig = ncuroof.plot_roofline(pts)              # plotly Figure
@@ -14,10 +15,10 @@ Importing ncuroof has no side effects: it runs no ncu and imports ncu_report onl
 
 from __future__ import annotations
 
-from .api import AnalysisResult, CompareResult, analyze, compare_runs, load, plot_roofline, points
+from .api import AnalysisResult, CompareResult, analyze, compare_runs, load, plot_roofline, points, profile
 from .errors import NcuroofError
 
-__all__ = ["load", "points", "plot_roofline", "analyze", "AnalysisResult", "compare_runs", "CompareResult", "NcuroofError",
+__all__ = ["profile", "load", "points", "plot_roofline", "analyze", "AnalysisResult", "compare_runs", "CompareResult", "NcuroofError",
            "__version__"]
 
 __version__ = "0.1.0"

@@ -12,13 +12,13 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from . import calculator, catalog, ceilings, classify, parser, plot, report
+from . import calculator, catalog, ceilings, classify, collector, parser, plot, report
 from . import compare as _compare
 from .errors import InputError
 from .schema import KERNELS, validate_kernels, validate_points
 from .summary import FOCUS_SHARE, kernel_summary
 
-__all__ = ["load", "points", "plot_roofline", "analyze", "AnalysisResult", "default_outdir", "roof_sources", "clock_text", "csv_limits",
+__all__ = ["profile", "load", "points", "plot_roofline", "analyze", "collection_text", "AnalysisResult", "default_outdir", "roof_sources", "clock_text", "csv_limits",
            "load_side", "compare_runs", "CompareResult"]
 
 PathLike = str | Path
@@ -118,6 +118,62 @@ def plot_roofline(points: pd.DataFrame, kernels: pd.DataFrame | None = None, tit
                   **options: Any) -> go.Figure:
     """Plot a points table (and its kernels table); see :func:`ncuroof.plot.plot_roofline` for ``options``."""
     return plot.plot_roofline(points, kernels, title=title, **options)
+
+
+def collection_text(inputs: Sequence[PathLike]) -> str:
+    """How ``ncuroof profile`` collected the inputs (from each report's sidecar record), or ''."""
+    parts = []
+    for p in inputs:
+        rec = collector.read_sidecar(Path(p))
+        if rec is None:
+            continue
+        passes = sorted(set(rec.get("passes", {}).values()))
+        parts.append(f"{Path(p).name}: ncu {rec.get('ncu_version', '?')}, clock control {rec.get('clock_control', '?')}, "
+                     f"cache control {rec.get('cache_control', '?')}, replay {rec.get('replay_mode', '?')}"
+                     + (f", {'/'.join(map(str, passes))} passes" if passes else "")
+                     + f" ({' '.join(rec.get('ncu_command', []))})")
+    return "; ".join(parts)
+
+
+def profile(cmd: Sequence[str], output: PathLike | None = None, *, ncu: PathLike | None = None,
+            echo: Callable[[str], None] | None = None, **options: Any) -> Path:
+    """Run ``cmd`` under ncu with the roofline metrics and return the report's path.
+
+    Parameters
+    ----------
+    cmd : sequence of str
+        The program and its arguments.
+    output : path, optional
+        The report (``.ncu-rep`` appended when missing); default ``<program name>.ncu-rep`` in
+        the current directory.
+    ncu : path, optional
+        The ncu executable (default: :func:`ncuroof.collector.find_ncu`).
+    echo : callable, optional
+        Receives each line ncu and the program print (default: stderr).
+    **options
+        Fields of :class:`ncuroof.collector.ProfileOptions` (``levels``, ``precisions``,
+        ``kernel_name``, ``launch_count``, ``nvtx_include``, ``clock_control``, ``force``, ...).
+
+    Returns
+    -------
+    Path
+        The ``.ncu-rep`` report, next to its ``.ncuroof.json`` collection record.
+
+    Raises
+    ------
+    NcuNotFoundError
+        No usable ncu.
+    ProfileError
+        ncu or the program failed; no report is left behind.
+    """
+    if not cmd:
+        raise ValueError("no program to profile")
+    out = Path(output) if output is not None else Path(Path(cmd[0]).name + ".ncu-rep")
+    for key in ("levels", "precisions", "nvtx_include", "nvtx_exclude", "extra"):
+        if key in options and options[key] is not None and not isinstance(options[key], tuple):
+            options[key] = tuple(options[key])
+    opts = collector.ProfileOptions(output=out, **options)
+    return collector.run_profile(list(cmd), opts, ncu=Path(ncu) if ncu is not None else None, echo=echo).report
 
 
 def clock_text(kernels: pd.DataFrame) -> str:
@@ -239,6 +295,7 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
         "launches": f"{len(kernels)} ({int((kernels['status'] == 'ok').sum())} with roofline metrics, "
                     f"{int((kernels['status'] == 'failed_measurement').sum())} failed measurements)",
         "clocks": clock_text(kernels),
+        "collected with": collection_text(inputs),
         "roofs": roof_sources(kernels),
         **({"CSV input": limits} if (limits := csv_limits(kernels, inputs)) else {}),
     }

@@ -24,6 +24,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 __all__ = [
+    "load_toml",
     "Alt",
     "Term",
     "Recipe",
@@ -307,6 +308,28 @@ def _read(path: Path) -> dict[str, Any]:
     if data.get("schema_version") != 1:
         raise ValueError(f"{path}: schema_version must be 1")
     return data
+
+
+def load_toml(directory: Path | None, name: str) -> dict[str, Any]:
+    """Read one catalog file (``collect.toml``, ...) as a dict, checking its schema version.
+
+    Parameters
+    ----------
+    directory : Path or None
+        Where the TOML files are; None for :func:`metrics_dir`.
+    name : str
+        File name.
+
+    Returns
+    -------
+    dict
+
+    Raises
+    ------
+    ValueError
+        If ``schema_version`` is not 1.
+    """
+    return _read((directory or metrics_dir()) / name)
 
 
 @functools.lru_cache(maxsize=4)

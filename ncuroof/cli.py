@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .errors import NcuroofError
+from .errors import NcuNotFoundError, NcuroofError
 
 __all__ = ["main", "cli"]
 
@@ -79,11 +79,18 @@ def analyze(inputs: tuple[Path, ...], outdir: Path | None, traffic: str, plotlyj
     and its session page) and are merged launch by launch; pass --stack for unrelated runs.
     """
     from . import api
-    from .report import summary_text
 
     result = api.analyze(list(inputs), outdir=outdir, traffic=traffic, plotlyjs=True if plotlyjs == "embed" else "cdn",
                          top=top, progress=not quiet, stack=stack, gpu=gpu, peak_flops=peak_flops,
                          peak_bandwidth=peak_bandwidth, focus=focus, image=image)
+    _print_analysis(result, list(inputs), quiet)
+
+
+def _print_analysis(result, inputs: list[Path], quiet: bool) -> None:  # noqa: ANN001 - api.AnalysisResult
+    """What analyze and profile print after the analysis: summary, roofs, caveats, the output."""
+    from . import api
+    from .report import summary_text
+
     k = result.kernels
     if not quiet:
         click.echo(summary_text(result.summary), nl=False)
@@ -101,6 +108,107 @@ def analyze(inputs: tuple[Path, ...], outdir: Path | None, traffic: str, plotlyj
                 "(or --set full). See kernels.csv 'notes' for what each launch lacks."
             )
     click.echo(f"wrote {result.outdir}/ ({', '.join(result.files)})")
+
+
+_CHOICE_LEVELS = ("dram", "l2", "l1")
+_CHOICE_PRECISIONS = ("fp64", "fp32", "fp16", "tensor")
+
+
+def _csv_choice(allowed: tuple[str, ...]):  # noqa: ANN202 - click callback factory
+    def callback(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, ...] | None:
+        if value is None:
+            return None
+        items = tuple(v.strip().lower() for v in value.split(",") if v.strip())
+        bad = [v for v in items if v not in allowed]
+        if bad or not items:
+            raise click.BadParameter(f"{','.join(bad) or value!r}: choose from {','.join(allowed)}", ctx=ctx, param=param)
+        return items
+
+    return callback
+
+
+@cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="Report to write (default: <program>.ncu-rep here; .ncu-rep is appended when missing).")
+@click.option("--force", is_flag=True, help="Overwrite an existing report.")
+@click.option("--levels", callback=_csv_choice(_CHOICE_LEVELS), default=None, metavar="dram[,l2,l1]",
+              help="Collect only these memory levels with an explicit metric list (fewer replay passes) instead of --set roofline.")
+@click.option("--precisions", callback=_csv_choice(_CHOICE_PRECISIONS), default=None, metavar="fp32[,fp64,fp16,tensor]",
+              help="Collect only these precisions with an explicit metric list instead of --set roofline.")
+@click.option("--cc", metavar="MAJOR.MINOR", default=None, help="GPU compute capability for --levels/--precisions (default: nvidia-smi).")
+@click.option("-k", "--kernel-name", default=None, help="ncu --kernel-name: a name or regex:<expr>.")
+@click.option("--kernel-name-base", type=click.Choice(["function", "demangled", "mangled"]), default=None)
+@click.option("--kernel-id", default=None, help="ncu --kernel-id context:stream:name:invocation.")
+@click.option("-s", "--launch-skip", type=click.IntRange(0), default=None, help="ncu --launch-skip.")
+@click.option("-c", "--launch-count", type=click.IntRange(1), default=None, help="ncu --launch-count.")
+@click.option("--nvtx-include", multiple=True, help="ncu --nvtx-include (repeatable).")
+@click.option("--nvtx-exclude", multiple=True, help="ncu --nvtx-exclude (repeatable).")
+@click.option("--target-processes", type=click.Choice(["all", "application-only"]), default=None)
+@click.option("--replay-mode", type=click.Choice(["kernel", "application", "range", "app-range"]), default=None)
+@click.option("--clock-control", type=click.Choice(["base", "none", "reset"]), default=None,
+              help="ncu --clock-control (ncu's default: base, clocks locked below boost).")
+@click.option("--cache-control", type=click.Choice(["all", "none"]), default=None, help="ncu --cache-control (default all: flushed).")
+@click.option("--ncu", "ncu_path", type=click.Path(path_type=Path, dir_okay=False), default=None, help="The ncu executable to use.")
+@click.option("--ncu-arg", "ncu_args", multiple=True, help="More ncu arguments, passed verbatim (repeatable).")
+@click.option("--outdir", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Analysis output directory (default: <report stem>.ncuroof/).")
+@click.option("--no-analyze", is_flag=True, help="Only collect the report.")
+@click.option("-q", "--quiet", is_flag=True, help="No ncu progress and no summary table.")
+@click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)
+def profile(output: Path | None, force: bool, levels: tuple[str, ...] | None, precisions: tuple[str, ...] | None,
+            cc: str | None, kernel_name: str | None, kernel_name_base: str | None, kernel_id: str | None,
+            launch_skip: int | None, launch_count: int | None, nvtx_include: tuple[str, ...], nvtx_exclude: tuple[str, ...],
+            target_processes: str | None, replay_mode: str | None, clock_control: str | None, cache_control: str | None,
+            ncu_path: Path | None, ncu_args: tuple[str, ...], outdir: Path | None, no_analyze: bool, quiet: bool,
+            cmd: tuple[str, ...]) -> None:
+    """Run CMD under ncu with the roofline metrics, keep the report, then analyze it.
+
+    Usage: ncuroof profile [OPTIONS] -- ./app args. The report is kept only when ncu and the
+    program succeed; <report>.ncuroof.json records the ncu command, version, clock and cache
+    control and the replay passes.
+    """
+    from . import api, collector
+
+    cmd = tuple(c for c in cmd if c != "--") if cmd and cmd[0] == "--" else cmd
+    opts = collector.ProfileOptions(
+        output=output if output is not None else Path(Path(cmd[0]).name + ".ncu-rep"), force=force, levels=levels,
+        precisions=precisions, cc=cc, kernel_name=kernel_name, kernel_name_base=kernel_name_base, kernel_id=kernel_id,
+        launch_skip=launch_skip, launch_count=launch_count, nvtx_include=nvtx_include, nvtx_exclude=nvtx_exclude,
+        target_processes=target_processes, replay_mode=replay_mode, clock_control=clock_control,
+        cache_control=cache_control, extra=ncu_args)
+    if levels is not None or precisions is not None:
+        click.echo("collecting the roofline of " + ", ".join(levels or _CHOICE_LEVELS) + " for "
+                   + ", ".join(precisions or ("fp32", "fp64")) + " with an explicit metric list", err=True)
+    res = collector.run_profile(list(cmd), opts, ncu=ncu_path, echo=(lambda line: None) if quiet else None)
+    if res.metrics:
+        click.echo(f"metrics ({len(res.metrics)}): {','.join(res.metrics)}", err=True)
+    passes = sorted(set(res.passes.values()))
+    click.echo(f"report: {res.report} (ncu {res.ncu_version}; {len(res.passes)} kernel launch(es) profiled"
+               + (f", {'/'.join(map(str, passes))} replay passes each" if passes else "") + ")")
+    if no_analyze:
+        return
+    result = api.analyze([res.report], outdir=outdir, progress=not quiet)
+    _print_analysis(result, [res.report], quiet)
+
+
+@cli.command()
+def doctor() -> None:
+    """Check this machine for profiling: ncu and its version, a visible GPU, counter permissions.
+
+    Exit 0 when everything needed is there, 1 when a check failed, 2 when ncu is missing.
+    """
+    from . import collector
+
+    checks = collector.doctor()
+    for c in checks:
+        mark = {True: "ok  ", False: "FAIL", None: "?   "}[c.ok]
+        click.echo(f"{mark} {c.name}: {c.detail}")
+        if c.fix and c.ok is not True:
+            click.echo(f"     fix: {c.fix}")
+    if any(c.name == "ncu" and c.ok is False for c in checks):
+        raise NcuNotFoundError("ncu not found or unusable; see the fix above")
+    if any(c.ok is False for c in checks):
+        sys.exit(1)
 
 
 @cli.command(name="compare")

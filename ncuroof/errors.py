@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["NcuroofError", "InputError", "ReportFormatError", "MissingModuleError", "OutputError"]
+__all__ = ["NcuroofError", "InputError", "ReportFormatError", "MissingModuleError", "OutputError", "ProfileError",
+           "NcuNotFoundError"]
 
 
 class NcuroofError(Exception):
@@ -45,3 +46,11 @@ class MissingModuleError(NcuroofError):
 
 class OutputError(NcuroofError):
     """An output file or directory cannot be written."""
+
+
+class ProfileError(NcuroofError):
+    """ncu or the profiled program failed, or the report cannot be written; no report was kept."""
+
+
+class NcuNotFoundError(NcuroofError):
+    """No usable ``ncu`` executable was found."""

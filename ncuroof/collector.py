@@ -1,0 +1,503 @@
+"""Run Nsight Compute so that the report has what the roofline needs (first stage of the pipeline).
+
+:func:`find_ncu` locates ``ncu``; :func:`metric_list` picks the smallest explicit ``--metrics``
+list for the charts asked for (``metrics/collect.toml``); :func:`build_command` turns
+:class:`ProfileOptions` into an ncu command line; :func:`run_profile` runs it, streams ncu's
+progress, keeps the report only when the run succeeded and records how it was collected;
+:func:`doctor` checks a machine before profiling. Nothing here runs at import.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from . import catalog as _catalog
+from .errors import NcuNotFoundError, ProfileError
+
+__all__ = ["find_ncu", "ncu_version", "ProfileOptions", "ProfileResult", "metric_list", "build_command", "run_profile",
+           "diagnose", "doctor", "Check", "ProfileError", "NcuNotFoundError", "MIN_NCU_VERSION", "sidecar_path",
+           "read_sidecar"]
+
+#: Oldest ncu whose reports carry the roofline sections ("roofline integrated into ncu 2020.1",
+#: ROOFLINE_SPEC §1).
+MIN_NCU_VERSION = (2020, 1)
+
+#: Where ncu is looked for after PATH and $CUDA_HOME/bin (globs; the newest version first).
+SEARCH_PATTERNS: tuple[str, ...] = ("/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/*/ncu")
+
+_VERSION = re.compile(r"Version\s+(\d+(?:\.\d+)+)")
+_PASSES = re.compile(r'^==PROF== Profiling "(?P<name>.*)"(?: - (?P<id>\d+))?: .*?(?P<passes>\d+) pass(?:es)?\s*$')
+_APP_ERROR = re.compile(r"^==ERROR== The application returned an error code \((?P<code>-?\d+)\)")
+
+#: Known ncu failures: a pattern in its output and what to do instead of ncu's raw text.
+KNOWN_FAILURES: tuple[tuple[str, str], ...] = (
+    ("ERR_NVGPUCTRPERM",
+     "no permission to read the GPU performance counters (ERR_NVGPUCTRPERM): run as root, or have an admin set "
+     "'options nvidia NVreg_RestrictProfilingToAdminUsers=0' in /etc/modprobe.d and reload the driver; in a container "
+     "start it with --cap-add SYS_ADMIN (some cloud providers allow neither)"),
+    ("Profiling is not supported on this device",
+     "ncu cannot profile this GPU (unsupported architecture for this ncu version, or a shared MIG compute instance); "
+     "use an ncu that supports it, or an isolated MIG instance"),
+    ("clock control",
+     "ncu could not lock the clocks (not possible on MIG partitions or some virtual GPUs): pass --clock-control none"),
+    ("Failed to find metric",
+     "this ncu does not know a requested metric: check --cc matches the GPU, or drop --levels/--precisions to use "
+     "ncu's own --set roofline"),
+    ("Unknown Error on device",
+     "ncu failed on the device (driver/ncu mismatch, another profiler attached, or a crashed kernel): update ncu to "
+     "match the driver and retry with a single process on the GPU"),
+)
+
+
+def find_ncu(env: dict[str, str] | None = None) -> Path | None:
+    """Locate the ncu executable.
+
+    Parameters
+    ----------
+    env : dict, optional
+        Environment (default ``os.environ``): ``PATH`` and ``CUDA_HOME`` are used.
+
+    Returns
+    -------
+    Path or None
+        The first of: ``ncu`` on ``PATH``, ``$CUDA_HOME/bin/ncu``, ``/usr/local/cuda/bin/ncu``,
+        the newest ``/opt/nvidia/nsight-compute/*/ncu``; None when there is none.
+    """
+    env = dict(os.environ) if env is None else env
+    found = shutil.which("ncu", path=env.get("PATH", ""))
+    if found:
+        return Path(found)
+    candidates = []
+    if env.get("CUDA_HOME"):
+        candidates.append(Path(env["CUDA_HOME"]) / "bin" / "ncu")
+    for pattern in SEARCH_PATTERNS:
+        candidates += [Path(p) for p in sorted(glob.glob(pattern), key=_version_key, reverse=True)]
+    return next((c for c in candidates if c.is_file() and os.access(c, os.X_OK)), None)
+
+
+def _version_key(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", text))
+
+
+def ncu_version(ncu: Path) -> str:
+    """The version ``ncu --version`` prints (``2025.2.1.0``).
+
+    Raises
+    ------
+    NcuNotFoundError
+        When ncu cannot be run or prints no version.
+    """
+    try:
+        out = subprocess.run([str(ncu), "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise NcuNotFoundError(f"cannot run ncu --version ({exc}); check the installation", ncu) from exc
+    m = _VERSION.search(out.stdout + out.stderr)
+    if m is None:
+        raise NcuNotFoundError("ncu --version printed no version; is this Nsight Compute's ncu?", ncu)
+    return m.group(1)
+
+
+@dataclass
+class ProfileOptions:
+    """How to run ncu. Every field that is None or empty is left to ncu's default.
+
+    Attributes
+    ----------
+    output : Path
+        The report to write (``.ncu-rep`` appended when missing).
+    force : bool
+        Overwrite an existing report.
+    levels, precisions : tuple of str, optional
+        Collect only these memory levels (``dram``, ``l2``, ``l1``) and precisions (``fp64``,
+        ``fp32``, ``fp16``, ``tensor``) with an explicit ``--metrics`` list instead of
+        ``--set roofline``. Giving one of them selects the other's default (all levels, ``fp32``
+        and ``fp64``).
+    cc : str, optional
+        Compute capability of the GPU (``9.0``) for the explicit list; default: asked of
+        ``nvidia-smi``.
+    kernel_name, kernel_name_base, kernel_id, launch_skip, launch_count, nvtx_include,
+    nvtx_exclude, target_processes, replay_mode, clock_control, cache_control
+        Passed to ncu's options of the same name.
+    extra : tuple of str
+        More ncu arguments, passed verbatim before the program.
+    """
+
+    output: Path
+    force: bool = False
+    levels: tuple[str, ...] | None = None
+    precisions: tuple[str, ...] | None = None
+    cc: str | None = None
+    kernel_name: str | None = None
+    kernel_name_base: str | None = None
+    kernel_id: str | None = None
+    launch_skip: int | None = None
+    launch_count: int | None = None
+    nvtx_include: tuple[str, ...] = ()
+    nvtx_exclude: tuple[str, ...] = ()
+    target_processes: str | None = None
+    replay_mode: str | None = None
+    clock_control: str | None = None
+    cache_control: str | None = None
+    extra: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def report(self) -> Path:
+        """The report path, with its ``.ncu-rep`` suffix."""
+        out = Path(self.output)
+        return out if out.name.endswith(".ncu-rep") else out.with_name(out.name + ".ncu-rep")
+
+
+def _cc_ok(variant: dict[str, Any], cc: float) -> bool:
+    return float(variant.get("cc_min", -1)) <= cc <= float(variant.get("cc_max", 1e9))
+
+
+def metric_list(levels: Sequence[str], precisions: Sequence[str], cc: str, directory: Path | None = None) -> list[str]:
+    """The explicit ncu metric list for the roofline of ``precisions`` at ``levels``.
+
+    Parameters
+    ----------
+    levels : sequence of {'dram', 'l2', 'l1'}
+    precisions : sequence of {'fp64', 'fp32', 'fp16', 'tensor'}
+    cc : str
+        Compute capability, ``major.minor``: metric names differ by architecture.
+    directory : Path, optional
+        Catalog directory (default the packaged ``metrics/``).
+
+    Returns
+    -------
+    list of str
+        ``metrics/collect.toml``'s ``base`` metrics, then those of each precision and level
+        with the variants for ``cc``; no duplicates.
+
+    Raises
+    ------
+    ValueError
+        For an unknown level or precision, or a compute capability with no tensor paths.
+    """
+    data = _catalog.load_toml(directory, "collect.toml")
+    c = float(cc)
+    out: list[str] = list(data["base"]["metrics"])
+    for kind, names in (("precision", precisions), ("level", levels)):
+        for name in names:
+            if name not in data[kind]:
+                raise ValueError(f"unknown {kind} {name!r}; use {', '.join(data[kind])}")
+            entry = data[kind][name]
+            out += entry.get("metrics", [])
+            variants = [v for v in entry.get("variant", []) if _cc_ok(v, c)]
+            for v in variants:
+                out += v.get("metrics", [])
+                out += [entry["prefix"] + p + s for p in v.get("paths", []) for s in entry["suffixes"]]
+            if name == "tensor" and not variants:
+                raise ValueError(f"no tensor paths known for CC {cc}; profile with the default --set roofline")
+    return list(dict.fromkeys(out))
+
+
+def gpu_compute_capability() -> str | None:
+    """The compute capability of GPU 0 as ``nvidia-smi`` reports it, or None."""
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return None
+    try:
+        out = subprocess.run([smi, "--query-gpu=compute_cap", "--format=csv,noheader"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    line = out.stdout.strip().splitlines()[0].strip() if out.returncode == 0 and out.stdout.strip() else ""
+    return line if re.fullmatch(r"\d+\.\d+", line) else None
+
+
+def build_command(ncu: Path, opts: ProfileOptions, cmd: Sequence[str], report_stem: Path | None = None,
+                  metrics: Sequence[str] | None = None) -> list[str]:
+    """The ncu command line for ``cmd``.
+
+    Parameters
+    ----------
+    ncu : Path
+        The ncu executable.
+    opts : ProfileOptions
+        What to collect and which launches.
+    cmd : sequence of str
+        The program and its arguments.
+    report_stem : Path, optional
+        ``-o`` value (ncu appends ``.ncu-rep``); default the report path without its suffix.
+    metrics : sequence of str, optional
+        An explicit metric list (:func:`metric_list`); default ``--set roofline``.
+
+    Returns
+    -------
+    list of str
+        ``ncu [--set roofline | --metrics m1,m2,...] --nvtx [scoping options] -o STEM [extra] -- cmd``.
+    """
+    if not cmd:
+        raise ValueError("no program to profile: give it after --")
+    stem = report_stem if report_stem is not None else opts.report.with_name(opts.report.name[: -len(".ncu-rep")])
+    args = [str(ncu)]
+    args += ["--metrics", ",".join(metrics)] if metrics else ["--set", "roofline"]
+    # NVTX ranges are recorded always (cheap; the page shows them) and needed by the NVTX filters.
+    args += ["--nvtx"]
+    for flag, value in (("--kernel-name-base", opts.kernel_name_base), ("--kernel-name", opts.kernel_name),
+                        ("--kernel-id", opts.kernel_id), ("--launch-skip", opts.launch_skip),
+                        ("--launch-count", opts.launch_count), ("--target-processes", opts.target_processes),
+                        ("--replay-mode", opts.replay_mode), ("--clock-control", opts.clock_control),
+                        ("--cache-control", opts.cache_control)):
+        if value is not None and value != "":
+            args += [flag, str(value)]
+    for flag, values in (("--nvtx-include", opts.nvtx_include), ("--nvtx-exclude", opts.nvtx_exclude)):
+        for v in values:
+            args += [flag, v]
+    args += ["-o", str(stem)]
+    args += list(opts.extra)
+    return args + ["--", *cmd]
+
+
+@dataclass
+class ProfileResult:
+    """What :func:`run_profile` did."""
+
+    report: Path
+    command: list[str]
+    ncu_version: str
+    passes: dict[str, int]
+    metrics: list[str]
+    app_exit_code: int | None
+    sidecar: Path
+
+
+def diagnose(lines: Sequence[str]) -> str | None:
+    """The advice for the first known failure in ncu's output, or None."""
+    text = "\n".join(lines)
+    for pattern, advice in KNOWN_FAILURES:
+        if pattern.lower() in text.lower():
+            return advice
+    return None
+
+
+def sidecar_path(report: Path) -> Path:
+    """Where :func:`run_profile` records how a report was collected: ``<report>.ncuroof.json``."""
+    return Path(str(report) + ".ncuroof.json")
+
+
+def read_sidecar(report: Path) -> dict[str, Any] | None:
+    """The collection record of a report made by ``ncuroof profile``, or None."""
+    path = sidecar_path(Path(report))
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def run_profile(cmd: Sequence[str], opts: ProfileOptions, ncu: Path | None = None,
+                echo: Callable[[str], None] | None = None) -> ProfileResult:
+    """Run the program under ncu and keep the report only if the run succeeded.
+
+    Parameters
+    ----------
+    cmd : sequence of str
+        The program and its arguments.
+    opts : ProfileOptions
+        What to collect.
+    ncu : Path, optional
+        The ncu executable (default :func:`find_ncu`).
+    echo : callable, optional
+        Called with each line ncu and the program print (default: write to stderr).
+
+    Returns
+    -------
+    ProfileResult
+        The report at ``opts.report``, the ncu command line, version, the replay passes ncu
+        reported per profiled kernel, and the sidecar JSON that records the collection.
+
+    Raises
+    ------
+    NcuNotFoundError
+        No ncu, or one older than :data:`MIN_NCU_VERSION`.
+    ProfileError
+        The report exists and ``force`` is off, ncu failed (with the fix for known failures),
+        the program exited non-zero, or no kernel was profiled. No report is left behind.
+    """
+    ncu = ncu or find_ncu()
+    if ncu is None:
+        raise NcuNotFoundError("ncu not found on PATH, in $CUDA_HOME/bin, /usr/local/cuda/bin or /opt/nvidia/nsight-compute/*/; "
+                               "install Nsight Compute or put ncu on PATH (ncuroof doctor checks the setup)")
+    version = ncu_version(ncu)
+    if _version_key(version)[:2] < MIN_NCU_VERSION:
+        raise NcuNotFoundError(f"ncu {version} is older than {'.'.join(map(str, MIN_NCU_VERSION))}, which first has the "
+                               "roofline sections; install a newer Nsight Compute", ncu)
+    report = opts.report
+    if report.exists() and not opts.force:
+        raise ProfileError("exists; pass --force to overwrite it or -o to write elsewhere", report)
+    metrics: list[str] = []
+    if opts.levels is not None or opts.precisions is not None:
+        cc = opts.cc or gpu_compute_capability()
+        if cc is None:
+            raise ProfileError("cannot tell the GPU's compute capability for --levels/--precisions (nvidia-smi gave none); "
+                               "pass --cc MAJOR.MINOR")
+        try:
+            metrics = metric_list(opts.levels or ("dram", "l2", "l1"), opts.precisions or ("fp32", "fp64"), cc)
+        except ValueError as exc:
+            raise ProfileError(str(exc)) from exc
+    try:
+        report.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ProfileError(f"cannot create the report's directory ({exc.strerror})", report.parent) from exc
+    stem = report.with_name(f".{report.name[: -len('.ncu-rep')]}.{os.getpid()}.partial")
+    partial = stem.with_name(stem.name + ".ncu-rep")
+    command = build_command(ncu, opts, cmd, report_stem=stem, metrics=metrics or None)
+    write = echo or (lambda line: print(line, file=sys.stderr, flush=True))
+    lines: list[str] = []
+    passes: dict[str, int] = {}
+    app_code: int | None = None
+    try:
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
+                                errors="replace")
+    except OSError as exc:
+        raise ProfileError(f"cannot start ncu ({exc.strerror})", ncu) from exc
+    try:
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            line = raw.rstrip("\n")
+            write(line)
+            lines.append(line)
+            if (m := _PASSES.match(line)) is not None:
+                key = f"{m.group('name')} - {m.group('id')}" if m.group("id") else m.group("name")
+                passes[key] = int(m.group("passes"))
+            elif (m := _APP_ERROR.match(line)) is not None:
+                app_code = int(m.group("code"))
+        rc = proc.wait()
+    except BaseException:
+        proc.kill()
+        partial.unlink(missing_ok=True)
+        raise
+    errors = [ln for ln in lines if ln.startswith("==ERROR==")]
+    problem = None
+    advice = diagnose(errors)
+    if advice is not None:
+        problem = advice
+    elif app_code not in (None, 0) or any("No kernels were profiled" in ln for ln in lines):
+        parts = [f"the profiled program exited with code {app_code}"] if app_code not in (None, 0) else []
+        if any("No kernels were profiled" in ln for ln in lines):
+            child = any("--target-processes all" in ln for ln in lines)
+            parts.append("ncu profiled no kernel" + (" (if the kernels run in child processes pass --target-processes all)"
+                                                     if child else "; check the --kernel-name/--nvtx-include filters"))
+        problem = "; ".join(parts)
+    elif errors:
+        problem = errors[0].removeprefix("==ERROR==").strip()
+    elif rc != 0:
+        problem = f"ncu exited with code {rc}"
+    elif not partial.is_file():
+        problem = "ncu wrote no report"
+    if problem is not None:
+        partial.unlink(missing_ok=True)
+        raise ProfileError(f"{problem}; no report kept")
+    os.replace(partial, report)
+    record = {
+        "ncu_command": command[:command.index("-o")] + ["-o", str(report.with_name(report.name[: -len('.ncu-rep')]))]
+                       + command[command.index("-o") + 2:],
+        "ncu_path": str(ncu),
+        "ncu_version": version,
+        "clock_control": opts.clock_control or "base (ncu default)",
+        "cache_control": opts.cache_control or "all (ncu default)",
+        "replay_mode": opts.replay_mode or "kernel (ncu default)",
+        "metrics": metrics or "--set roofline",
+        "passes": passes,
+        "options": {k: (list(v) if isinstance(v, tuple) else str(v) if isinstance(v, Path) else v) for k, v in asdict(opts).items()},
+    }
+    side = sidecar_path(report)
+    tmp = side.with_name(side.name + ".tmp")
+    tmp.write_text(json.dumps(record, indent=2), encoding="utf-8")
+    os.replace(tmp, side)
+    return ProfileResult(report, command, version, passes, metrics, app_code, side)
+
+
+@dataclass
+class Check:
+    """One line of :func:`doctor`: what was checked, whether it passed, and the fix."""
+
+    name: str
+    ok: bool | None  # None: could not tell
+    detail: str
+    fix: str = ""
+
+
+def _run(args: list[str]) -> subprocess.CompletedProcess[str] | None:
+    try:
+        return subprocess.run(args, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def doctor(env: dict[str, str] | None = None, params: Path = Path("/proc/driver/nvidia/params")) -> list[Check]:
+    """Check that this machine can collect roofline reports.
+
+    Parameters
+    ----------
+    env : dict, optional
+        Environment for :func:`find_ncu`.
+    params : Path
+        The NVIDIA driver's parameter file (``RmProfilingAdminOnly``).
+
+    Returns
+    -------
+    list of Check
+        ``ncu`` (found, version), ``gpu`` (``nvidia-smi`` lists a GPU; its MIG mode),
+        ``counters`` (performance counters permitted to this user).
+    """
+    checks: list[Check] = []
+    ncu = find_ncu(env)
+    if ncu is None:
+        checks.append(Check("ncu", False, "not found on PATH, $CUDA_HOME/bin, /usr/local/cuda/bin or /opt/nvidia/nsight-compute/*/",
+                            "install Nsight Compute (CUDA toolkit or the standalone package) or put ncu on PATH"))
+    else:
+        try:
+            v = ncu_version(ncu)
+            old = _version_key(v)[:2] < MIN_NCU_VERSION
+            checks.append(Check("ncu", not old, f"{ncu} version {v}",
+                                "install Nsight Compute 2020.1 or newer" if old else ""))
+        except NcuNotFoundError as exc:
+            checks.append(Check("ncu", False, str(exc), "reinstall Nsight Compute"))
+    smi = shutil.which("nvidia-smi", path=(env or os.environ).get("PATH", ""))
+    out = _run([smi, "--query-gpu=name,compute_cap,driver_version,mig.mode.current", "--format=csv,noheader"]) if smi else None
+    if out is None or out.returncode != 0 or not out.stdout.strip():
+        checks.append(Check("gpu", False, "no NVIDIA GPU visible (nvidia-smi missing or failed)",
+                            "run on a machine with an NVIDIA GPU and driver; in a container pass --gpus all"))
+    else:
+        gpus = [ln.strip() for ln in out.stdout.strip().splitlines()]
+        mig = any(ln.rsplit(",", 1)[-1].strip().lower() == "enabled" for ln in gpus)
+        checks.append(Check("gpu", True, "; ".join(gpus)))
+        if mig:
+            checks.append(Check("mig", None, "MIG is enabled",
+                                "ncu profiles only isolated MIG compute instances and cannot lock clocks there: "
+                                "pass --clock-control none"))
+    root = hasattr(os, "geteuid") and os.geteuid() == 0
+    try:
+        text = params.read_text()
+    except OSError:
+        text = ""
+    m = re.search(r"RmProfilingAdminOnly:\s*(\d)", text)
+    if m is None:
+        checks.append(Check("counters", None, f"cannot read {params}: permission unknown until a profile runs"))
+    elif m.group(1) == "1" and not root:
+        container = Path("/.dockerenv").exists() or "docker" in _read("/proc/1/cgroup") or "containerd" in _read("/proc/1/cgroup")
+        fix = ("run as root, or have an admin set 'options nvidia NVreg_RestrictProfilingToAdminUsers=0' in "
+               "/etc/modprobe.d and reload the driver")
+        if container:
+            fix += "; inside a container also start it with --cap-add SYS_ADMIN"
+        checks.append(Check("counters", False, "performance counters are restricted to admin users (RmProfilingAdminOnly: 1)", fix))
+    else:
+        checks.append(Check("counters", True, "permitted" + (" (running as root)" if root and m.group(1) == "1" else "")))
+    return checks
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return ""
