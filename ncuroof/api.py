@@ -18,7 +18,7 @@ from .errors import InputError
 from .schema import KERNELS, validate_kernels, validate_points
 from .summary import FOCUS_SHARE, kernel_summary
 
-__all__ = ["profile", "load", "points", "plot_roofline", "analyze", "collection_text", "AnalysisResult", "default_outdir", "roof_sources", "clock_text", "csv_limits",
+__all__ = ["profile", "load", "points", "plot_roofline", "analyze", "collection_text", "collection_warnings", "AnalysisResult", "default_outdir", "roof_sources", "clock_text", "csv_limits",
            "load_side", "compare_runs", "CompareResult"]
 
 PathLike = str | Path
@@ -133,6 +133,26 @@ def collection_text(inputs: Sequence[PathLike]) -> str:
                      + (f", {'/'.join(map(str, passes))} passes" if passes else "")
                      + f" ({' '.join(rec.get('ncu_command', []))})")
     return "; ".join(parts)
+
+
+def collection_warnings(before: PathLike | Sequence[PathLike], after: PathLike | Sequence[PathLike]) -> list[str]:
+    """Differences in how ``ncuroof profile`` collected the two sides (clock control, cache
+    control, replay mode, metric list), read from the reports' ``.ncuroof.json`` records; empty
+    when either side has none."""
+    def record(side: PathLike | Sequence[PathLike]) -> dict[str, Any] | None:
+        recs = [collector.read_sidecar(p) for p in _as_list(side)]
+        return recs[0] if len(recs) == 1 else None
+
+    rb, ra = record(before), record(after)
+    if rb is None or ra is None:
+        return []
+    out = []
+    for key, what in (("clock_control", "clock control"), ("cache_control", "cache control"), ("replay_mode", "replay mode"),
+                      ("metrics", "collected metrics")):
+        if rb.get(key) != ra.get(key):
+            b, a = (x if isinstance(x, str) else f"{len(x)} explicit metrics" for x in (rb.get(key), ra.get(key)))
+            out.append(f"collected differently: {what} {b} before, {a} after")
+    return out
 
 
 def profile(cmd: Sequence[str], output: PathLike | None = None, *, ncu: PathLike | None = None,
@@ -402,7 +422,7 @@ def compare_runs(before: PathLike | Sequence[PathLike], after: PathLike | Sequen
         Bad input; with ``strict``, runs that differ in GPU, ncu version, clocks or metric set.
     """
     kb, ka = load_side(before, **kwargs), load_side(after, **kwargs)
-    warns = _compare.warnings(kb, ka)
+    warns = _compare.warnings(kb, ka) + collection_warnings(before, after)
     if strict and warns:
         raise InputError("the runs are not comparable point for point: " + "; ".join(warns) + " (drop --strict to compare anyway)")
     table = _compare.compare(kb, ka, by_launch=by_launch)

@@ -260,3 +260,14 @@ def test_find_ncu_order(tmp_path, monkeypatch):
     assert collector.find_ncu({"PATH": str(FAKE)}) == FAKE / "ncu"
     assert collector.find_ncu({"PATH": "", "CUDA_HOME": str(tmp_path / "cuda")}) == cuda / "ncu"
     assert collector.find_ncu({"PATH": ""}) == opt / "2025.2.1" / "ncu"
+
+
+@needs_ncu_report
+def test_compare_warns_when_collected_differently(fake_env, monkeypatch, tmp_path):
+    monkeypatch.setenv("FAKE_NCU_MODE", "ok")
+    monkeypatch.setenv("FAKE_NCU_REPORT", str(shared("cs599k__2025-04-21-vector-based.ncu-rep")))
+    a = ncuroof.profile(["./app"], tmp_path / "a", echo=lambda s: None)
+    b = ncuroof.profile(["./app"], tmp_path / "b", echo=lambda s: None, clock_control="none")
+    warns = ncuroof.compare_runs(a, b, write=False).warnings
+    assert "collected differently: clock control base (ncu default) before, none after" in warns
+    assert ncuroof.compare_runs(a, a, write=False).warnings == []
