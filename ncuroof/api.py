@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from . import calculator, catalog, ceilings, classify, collector, parser, plot, report
+from . import calculator, catalog, ceilings, classify, collector, diagnose, parser, plot, report
 from . import compare as _compare
 from .errors import InputError
 from .schema import KERNELS, validate_kernels, validate_points
@@ -94,7 +94,9 @@ def load(paths: PathLike | Sequence[PathLike], traffic: str = "ncu", progress: b
     k = calculator.compute_kernels(raw, cat, traffic=traffic)
     k = ceilings.fill_ceilings(k, catalog.load_gpus(), gpu=gpu, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth)
     k = calculator.time_at_roof(k)
-    k = classify.classify(k, calculator.compute_points(k), cat)
+    pts = calculator.compute_points(k)
+    k = classify.classify(k, pts, cat)
+    k = diagnose.diagnose_launches(k, pts, cat, catalog.load_gpus())
     return validate_kernels(k)
 
 
@@ -302,7 +304,7 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
     kernels = load(inputs, traffic=traffic, progress=progress, stack=stack, gpu=gpu, peak_flops=peak_flops,
                    peak_bandwidth=peak_bandwidth)
     pts = points(kernels)
-    summary = kernel_summary(kernels, pts, focus=focus)
+    summary = diagnose.diagnose_kernels(kernel_summary(kernels, pts, focus=focus), kernels, catalog.load(), catalog.load_gpus())
     result = AnalysisResult(kernels, pts, summary.head(top).reset_index(drop=True), None, missing_metrics=bool((kernels["status"] == "no_roofline_metrics").all()))
     if not write:
         return result
@@ -360,7 +362,8 @@ def load_side(side: PathLike | Sequence[PathLike], **kwargs: Any) -> pd.DataFram
         if not table.is_file():
             raise InputError("is a directory without kernels.csv; pass an ncuroof output directory, a report or a CSV export", paths[0])
         k = pd.read_csv(table, keep_default_na=True)
-        derived = ("time_at_roof_s", "saving_s")  # recomputed for tables written before they existed
+        # Recomputed for tables written before these columns existed.
+        derived = ("time_at_roof_s", "saving_s", "diagnosis", "evidence", "advice", "flags")
         missing = [c for c in KERNELS if c not in k.columns and c not in derived]
         if missing:
             raise InputError(f"kernels.csv lacks {missing[:4]}; it was not written by this version of ncuroof analyze", table)
@@ -369,8 +372,13 @@ def load_side(side: PathLike | Sequence[PathLike], **kwargs: Any) -> pd.DataFram
             if col in k.columns:
                 k[col] = k[col].astype(object).where(k[col].notna(), None)
         k["cc"] = k["cc"].map(lambda c: f"{c:.1f}" if isinstance(c, float) else c)
-        if any(c not in k.columns for c in derived):
+        for col in ("diagnosis", "evidence", "advice", "flags", "notes", "grid", "block"):
+            if col in k.columns:
+                k[col] = k[col].astype(object).where(k[col].notna(), "")
+        if any(c not in k.columns for c in derived[:2]):
             k = calculator.time_at_roof(k)
+        if any(c not in k.columns for c in derived[2:]):
+            k = diagnose.diagnose_launches(k, calculator.compute_points(k), catalog.load(), catalog.load_gpus())
         return k
     return load(paths, **kwargs)
 

@@ -398,6 +398,10 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
     k["time_at_roof_s"] = _NAN
     k["saving_s"] = _NAN
     k["bound"] = "unknown"
+    k["diagnosis"] = "not_classified"
+    k["evidence"] = ""
+    k["advice"] = ""
+    k["flags"] = ""
     k["status"] = status
     k["notes"] = ["; ".join(x) for x in notes]
     k = k[list(KERNELS)].reset_index(drop=True)

@@ -21,7 +21,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from . import catalog as _catalog
-from .schema import LEVELS
+from .schema import LEVELS, precision_title
 from .summary import FOCUS_SHARE, aggregate_points, kernel_summary, with_keys
 
 __all__ = ["plot_roofline", "precision_title", "level_subsets", "SCATTERGL_THRESHOLD", "BOUND_COLORS", "KERNEL_COLORS"]
@@ -42,13 +42,6 @@ _PRECISION_DASH = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]
 _MAX_DOT_PX = 36.0
 _MIN_DOT_PX = 6.0
 _NAME_CHARS = 200
-
-
-def precision_title(precision: str) -> str:
-    """Display name of a precision: ``fp32`` -> ``FP32``, ``tensor:src_fp16`` -> ``Tensor src_fp16``."""
-    if precision.startswith("tensor:"):
-        return "Tensor " + precision.split(":", 1)[1]
-    return precision.upper()
 
 
 def level_subsets(levels: list[str]) -> list[tuple[str, ...]]:

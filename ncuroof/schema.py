@@ -60,6 +60,9 @@ PRECISIONS = ("fp64", "fp32", "fp16")
 LEVELS = ("l1", "l2", "dram")
 #: Values of the ``bound`` column of the kernels table.
 BOUNDS = ("memory", "compute", "latency", "unknown")
+#: Values of the ``diagnosis`` column of the kernels table (:mod:`ncuroof.diagnose`).
+DIAGNOSES = ("memory_near_roof", "memory_below_roof", "compute_near_roof", "compute_below_roof", "latency_bound", "balanced",
+             "not_classified")
 #: Values of the ``status`` column of the kernels table.
 STATUSES = ("ok", "no_roofline_metrics", "failed_measurement")
 
@@ -111,6 +114,10 @@ KERNELS: dict[str, Column] = {
     "datasheet_gpu": Column("string", "", "metrics/gpus.toml entry whose datasheet roofs were used, empty if none"),
     "ncu_version": RAW_META["ncu_version"],
     "bound": Column("string", "", "memory, compute, latency or unknown"),
+    "diagnosis": Column("string", "", "memory_near_roof, memory_below_roof, compute_near_roof, compute_below_roof, latency_bound, balanced or not_classified (ncuroof/diagnose.py)"),
+    "evidence": Column("string", "", "the numbers behind the diagnosis"),
+    "advice": Column("string", "", "what to try, from the diagnosis and its numbers"),
+    "flags": Column("string", "", "plausibility flags, '; '-separated: above roof (with the likely cause), failed measurement, n/a metrics, no work measured"),
     "status": Column("string", "", "ok, no_roofline_metrics or failed_measurement"),
     "notes": Column("string", "", "reasons and caveats, '; '-separated"),
 }
@@ -138,6 +145,13 @@ POINTS: dict[str, Column] = {
     "estimated": Column("bool", "", "True when the work is estimated (tensor work from SASS opcodes, legacy x512)"),
     "definition": Column("string", "", "traffic definition of the level"),
 }
+
+
+def precision_title(precision: str) -> str:
+    """Display name of a precision: ``fp32`` -> ``FP32``, ``tensor:src_fp16`` -> ``Tensor src_fp16``."""
+    if precision.startswith("tensor:"):
+        return "Tensor " + precision.split(":", 1)[1]
+    return precision.upper()
 
 
 def parse_sources(text: object) -> dict[str, str]:
@@ -240,7 +254,7 @@ def validate_kernels(df: pd.DataFrame) -> pd.DataFrame:
         If a declared column is missing or a quantity is negative (a defect in ncuroof).
     """
     out = _validate(df, KERNELS, "kernels")
-    if not out["status"].isin(STATUSES).all() or not out["bound"].isin(BOUNDS).all():
+    if not out["status"].isin(STATUSES).all() or not out["bound"].isin(BOUNDS).all() or not out["diagnosis"].isin(DIAGNOSES).all():
         raise ValueError("kernels table has an unknown status or bound value")
     return out
 

@@ -10,6 +10,8 @@ means.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -178,7 +180,11 @@ def kernel_summary(kernels: pd.DataFrame, points: pd.DataFrame, focus: float = F
         ``ai_flop_per_byte`` and ``flop_per_s`` of that dot, ``roof_fraction`` (of that dot, as
         in :func:`aggregate_points`), ``time_at_roof_s`` and ``saving_s`` [s] (sums over
         launches of the kernels columns, NaN when no launch has them), ``saving_share`` (saving
-        over all launches' time), ``nvtx_range`` (the most common).
+        over all launches' time), ``nvtx_range`` (the most common); of the binding dot also
+        ``ridge_flop_per_byte``, ``peak_flop_per_s``, ``peak_bytes_per_s``; then
+        ``sm_throughput_frac`` and ``memory_throughput_frac`` (time-weighted over launches),
+        ``waves_per_sm``, ``blocks`` and ``threads_per_block`` (medians), ``clock_spread``
+        ((max − min) / median SM clock over launches), ``tensor_flop`` (sum), ``device_name``.
     """
     k = kernels.copy()
     k["kernel_key"] = kernel_keys(k)
@@ -194,6 +200,23 @@ def kernel_summary(kernels: pd.DataFrame, points: pd.DataFrame, focus: float = F
         "saving_s": g["saving_s"].sum(min_count=1),
         "nvtx_range": g["nvtx_range"].agg(lambda s: s.dropna().mode().iat[0] if s.notna().any() else ""),
     })
+    # SpeedOfLight throughputs time-weighted over the launches that have them; launch geometry.
+    for col in ("sm_throughput_frac", "memory_throughput_frac"):
+        v = k[col].to_numpy(float)
+        w = np.where(np.isfinite(v), k["_t"].to_numpy(float), 0.0)
+        k[f"_w{col}"] = np.nan_to_num(v) * w
+        k[f"_t{col}"] = w
+        num, den = g[f"_w{col}"].sum(), g[f"_t{col}"].sum()
+        out[col] = (num / den.where(den > 0)).where(den > 0)
+    k["_blocks"] = [_dims(x) for x in k["grid"]]
+    k["_threads"] = [_dims(x) for x in k["block"]]
+    out["waves_per_sm"] = g["waves_per_sm"].median()
+    out["blocks"] = g["_blocks"].median()
+    out["threads_per_block"] = g["_threads"].median()
+    clk = g["sm_clock_hz"]
+    out["clock_spread"] = (clk.max() - clk.min()) / clk.median()
+    out["tensor_flop"] = g["tensor_flop"].sum(min_count=1)
+    out["device_name"] = g["device_name"].first()
     out["time_share"] = out["time_s"] / total if total > 0 else np.nan
     out["saving_share"] = out["saving_s"] / total if total > 0 else np.nan
     bound_time = k.groupby(["kernel_key", "bound"], sort=False)["_t"].sum().reset_index()
@@ -201,7 +224,9 @@ def kernel_summary(kernels: pd.DataFrame, points: pd.DataFrame, focus: float = F
                     .set_index("kernel_key")["bound"].reindex(out.index).fillna("unknown"))
     dots = aggregate_points(with_keys(points, k), by="kernel_key") if len(points) else pd.DataFrame()
     main = pd.Series("", index=out.index, dtype=object)
-    binding = pd.DataFrame(index=out.index, columns=["level", "ai_flop_per_byte", "flop_per_s", "roof_fraction"], dtype=object)
+    bcols = ["level", "ai_flop_per_byte", "flop_per_s", "roof_fraction", "ridge_flop_per_byte", "peak_flop_per_s",
+             "peak_bytes_per_s"]
+    binding = pd.DataFrame(index=out.index, columns=bcols, dtype=object)
     if len(dots):
         work = dots.groupby(["kernel_key", "precision"], sort=False)["flop"].max().reset_index()
         main.update(work.loc[work.groupby("kernel_key")["flop"].idxmax()].set_index("kernel_key")["precision"])
@@ -209,10 +234,10 @@ def kernel_summary(kernels: pd.DataFrame, points: pd.DataFrame, focus: float = F
         roofed = d[np.isfinite(d["roof_flop_per_s"].to_numpy(float))]
         if len(roofed):
             pick = roofed.loc[roofed.groupby("kernel_key")["roof_flop_per_s"].idxmin()].set_index("kernel_key")
-            binding.update(pick[["level", "ai_flop_per_byte", "flop_per_s", "roof_fraction"]])
+            binding.update(pick[bcols])
     out["precision"] = main
     out["level"] = binding["level"].fillna("")
-    for c in ("ai_flop_per_byte", "flop_per_s", "roof_fraction"):
+    for c in bcols[1:]:
         out[c] = pd.to_numeric(binding[c], errors="coerce")
     out = out.rename_axis("kernel_key").reset_index()
     out = out.sort_values("time_s", ascending=False, na_position="last", kind="stable").reset_index(drop=True)
@@ -222,8 +247,18 @@ def kernel_summary(kernels: pd.DataFrame, points: pd.DataFrame, focus: float = F
     out["in_focus"] = focus_set(out["time_s"], focus)
     cols = ["kernel_key", "kernel_name", "kernel_label", "kernel_demangled", "launches", "time_s", "time_share", "in_focus",
             "precision", "bound", "level", "ai_flop_per_byte", "flop_per_s", "roof_fraction", "time_at_roof_s", "saving_s",
-            "saving_share", "nvtx_range"]
+            "saving_share", "nvtx_range", "ridge_flop_per_byte", "peak_flop_per_s", "peak_bytes_per_s", "sm_throughput_frac",
+            "memory_throughput_frac", "waves_per_sm", "blocks", "threads_per_block", "clock_spread", "tensor_flop",
+            "device_name"]
     return out[cols]
+
+
+def _dims(text: object) -> float:
+    """``'(16, 16, 1)'`` -> 256.0; NaN when not a dimension triple."""
+    if not isinstance(text, str):
+        return np.nan
+    nums = re.findall(r"\d+", text)
+    return float(np.prod([int(n) for n in nums])) if nums else np.nan
 
 
 def levels_present(points: pd.DataFrame) -> list[str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ncuroof import calculator
+from ncuroof import calculator, catalog, diagnose
 from ncuroof.schema import KERNELS, empty, validate_kernels
 
 PEAK = {"fp64": 33.5e12, "fp32": 67e12, "fp16": 134e12}
@@ -77,4 +77,5 @@ def kernels_table(n_launch: int, n_kernels: int, seed: int = 0, fp64_every: int 
     k["status"] = "ok"
     k["notes"] = ""
     k = calculator.time_at_roof(k)
+    k = diagnose.diagnose_launches(k, calculator.compute_points(k), catalog.load(), catalog.load_gpus())
     return validate_kernels(k)

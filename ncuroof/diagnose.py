@@ -1,0 +1,387 @@
+"""Diagnosis: for every kernel (and launch), what limits it, how far it is from that limit, what
+to try, and whether its point can be trusted.
+
+The class comes from the bound :mod:`ncuroof.classify` gave (roofline position at the binding
+level, or ncu's SpeedOfLight rule), refined with the roof fraction and the SpeedOfLight
+throughputs:
+
+========================  =========================================================================
+class                     when
+========================  =========================================================================
+``memory_near_roof``      memory bound, at least ``[sol].no_bound`` (80 %) of the roof
+``memory_below_roof``     memory bound, below that: the access pattern wastes bandwidth
+``compute_near_roof``     compute bound, at least 80 % of the roof
+``compute_below_roof``    compute bound, below that: instruction mix, dependencies, no tensor cores
+``latency_bound``         SM and memory throughput both below ``[sol].latency_bound`` (60 %):
+                          latency bound or under-occupied (small grid when < 1 wave)
+``balanced``              both throughputs above 60 % and within ``[sol].balanced`` (10 points)
+``not_classified``        failed measurement, or no roofline point and no SpeedOfLight values
+========================  =========================================================================
+
+Thresholds are data in ``metrics/thresholds.toml`` ([sol] from ncu's SpeedOfLight rule,
+[diagnosis] ncuroof's own); every verdict lists the numbers that produced it. Advice follows the
+roofline literature [Williams et al., CACM 52(4), 2009; Yang et al., "Hierarchical Roofline
+analysis", 2020]: memory bound at the roof -> move fewer bytes (fuse, tile for reuse, smaller
+types); memory bound below it -> fix the access pattern (coalescing); compute bound below the
+roof -> instruction mix, tensor cores; latency bound -> more parallelism or occupancy.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .catalog import Catalog, GpuCatalog, load_gpus
+from .schema import precision_title
+from .summary import _dims, kernel_keys
+
+__all__ = ["CLASSES", "diagnose_kernels", "diagnose_launches", "launch_flags", "what_if"]
+
+#: Diagnosis classes, in the order of the table above, with their display text.
+CLASSES = {
+    "memory_near_roof": "memory-bound, near the roof",
+    "memory_below_roof": "memory-bound, below the roof",
+    "compute_near_roof": "compute-bound, near the roof",
+    "compute_below_roof": "compute-bound, below the roof",
+    "latency_bound": "latency-bound / under-occupied",
+    "balanced": "balanced",
+    "not_classified": "not classified",
+}
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%" if x is not None and math.isfinite(x) else "n/a"
+
+
+def _g(x: float) -> str:
+    return f"{x:.3g}" if x is not None and math.isfinite(x) else "n/a"
+
+
+def _num(x: Any) -> float:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return math.nan
+    return v
+
+
+def _tensor_ratio(device: str, precision: str, gpus: GpuCatalog | None) -> tuple[float, str] | None:
+    """How much higher the GPU's dense FP16/BF16 tensor roof is than its ``precision`` roof (datasheet)."""
+    if gpus is None or not isinstance(device, str) or precision not in ("fp32", "fp16"):
+        return None
+    spec = gpus.by_device(device)
+    if spec is None:
+        return None
+    base = spec.flop_per_s.get(precision)
+    tensor = spec.tensor.get("bf16") or spec.tensor.get("fp16_fp32acc") or spec.tensor.get("fp16")
+    if not base or not tensor:
+        return None
+    return tensor / base, spec.name
+
+
+def verdict(f: dict[str, Any], sol: dict[str, Any], gpus: GpuCatalog | None = None) -> tuple[str, str, str]:
+    """Class, evidence and advice for one kernel or launch.
+
+    Parameters
+    ----------
+    f : dict
+        ``status``, ``bound`` (classify's), ``precision``, ``level``, ``ai_flop_per_byte``,
+        ``ridge_flop_per_byte``, ``roof_fraction``, ``peak_flop_per_s``, ``sm_throughput_frac``,
+        ``memory_throughput_frac``, ``waves_per_sm``, ``blocks``, ``threads_per_block``,
+        ``tensor_flop``, ``device_name``.
+    sol : dict
+        ``metrics/thresholds.toml`` [sol].
+    gpus : GpuCatalog, optional
+        For the tensor-core headroom of FP32/FP16 compute-bound kernels.
+
+    Returns
+    -------
+    (str, str, str)
+        A key of :data:`CLASSES`, the numbers behind it, and what to try.
+    """
+    near, latency, balanced, small = (float(sol["no_bound"]), float(sol["latency_bound"]), float(sol["balanced"]),
+                                      float(sol["small_grid_waves"]))
+    sm, mem = _num(f.get("sm_throughput_frac")), _num(f.get("memory_throughput_frac"))
+    waves, blocks, threads = _num(f.get("waves_per_sm")), _num(f.get("blocks")), _num(f.get("threads_per_block"))
+    frac, ai, ridge = _num(f.get("roof_fraction")), _num(f.get("ai_flop_per_byte")), _num(f.get("ridge_flop_per_byte"))
+    level = str(f.get("level") or "").upper()
+    prec = str(f.get("precision") or "")
+    bound = f.get("bound", "unknown")
+    sol_text = f"SM {_pct(sm)}, memory {_pct(mem)} of peak throughput" if math.isfinite(sm) and math.isfinite(mem) else ""
+    grid = ""
+    if math.isfinite(waves):
+        grid = f"{_g(waves)} waves per SM" + (f" ({blocks:.0f} blocks of {threads:.0f} threads)"
+                                              if math.isfinite(blocks) and math.isfinite(threads) else "")
+    small_grid = math.isfinite(waves) and waves < small
+    if f.get("status") == "failed_measurement" or bound == "unknown":
+        why = "measurement failed in ncu" if f.get("status") == "failed_measurement" else "no roofline point and no SpeedOfLight values"
+        return "not_classified", why, "re-profile this kernel (ncu --kernel-name ... --launch-count 1) before acting on it"
+    if math.isfinite(sm) and math.isfinite(mem) and sm >= latency and mem >= latency and abs(sm - mem) <= balanced:
+        return ("balanced", f"{sol_text}: both above {_pct(latency)} and within {_pct(balanced)} of each other",
+                "compute and memory are both busy: gains need both fewer instructions and fewer bytes; "
+                "near the best this algorithm allows")
+    if bound == "latency":
+        ev = f"{sol_text}, both below {_pct(latency)} (ncu SOLBottleneck rule)" + (f"; {grid}" if grid else "")
+        if small_grid:
+            advice = (f"too little parallel work: {grid} cannot fill the GPU; launch more blocks (split the work, "
+                      "batch small launches, or merge them with CUDA graphs)")
+        else:
+            advice = ("neither unit is busy: latency bound; raise occupancy or instruction-level parallelism and read "
+                      "ncu's warp-stall reasons (WarpStateStats) for what the warps wait on")
+        return "latency_bound", ev, advice
+    have_point = math.isfinite(frac) and bool(level)
+    if have_point:
+        cmp = "<" if bound == "memory" else ">="
+        ev = (f"{precision_title(prec)} at {level}: AI {_g(ai)} FLOP/B {cmp} ridge {_g(ridge)}, {_pct(frac)} of roof"
+              + (f"; {sol_text}" if sol_text else "") + (f"; {grid}" if grid else ""))
+    else:
+        frac = mem if bound == "memory" else sm
+        ev = f"{sol_text} (no roofline point: from SpeedOfLight only)" + (f"; {grid}" if grid else "")
+    if bound == "memory":
+        gap = ridge / ai if math.isfinite(ridge) and math.isfinite(ai) and ai > 0 else math.nan
+        gap_text = (f"AI {_g(ai)} FLOP/B against a ridge of {_g(ridge)}: a {gap:.0f}x gap" if math.isfinite(gap) and gap >= 1.5
+                    else f"AI {_g(ai)} FLOP/B" if math.isfinite(ai) else "")
+        if math.isfinite(frac) and frac >= near:
+            advice = (f"at the {level or 'memory'} roof: only moving fewer bytes helps" + (f" ({gap_text})" if gap_text else "")
+                      + "; fuse with neighbouring kernels, tile for reuse in shared memory or registers, use smaller "
+                      "data types (bf16/fp8 move 2-4x fewer bytes)")
+            return "memory_near_roof", ev, advice
+        if math.isfinite(frac) and frac >= latency and math.isfinite(gap) and gap >= 10:
+            advice = (f"{_pct(frac)} of the {level or 'memory'} roof: bandwidth is mostly used, the lever is reuse ({gap_text}); "
+                      "tile for reuse in shared memory or registers, fuse, use smaller data types; then check coalescing")
+        else:
+            advice = (f"{_pct(frac)} of the {level or 'memory'} roof: the access pattern wastes bandwidth; check coalescing "
+                      "(sectors per request), strided or scattered accesses and bank conflicts, then reduce bytes"
+                      + (f" ({gap_text})" if gap_text else ""))
+        if small_grid:
+            advice += f"; also {grid}: too few blocks in flight to saturate memory"
+        return "memory_below_roof", ev, advice
+    # compute
+    tensor = _num(f.get("tensor_flop"))
+    ratio = _tensor_ratio(str(f.get("device_name") or ""), prec, gpus) if not (tensor > 0) else None
+    if math.isfinite(frac) and frac >= near:
+        advice = "at the compute roof: only less work (an algorithmic change) helps"
+        if ratio is not None:
+            advice += f", or tensor cores: the {ratio[1]} dense BF16/FP16 tensor roof is {ratio[0]:.0f}x the {precision_title(prec)} roof"
+        return "compute_near_roof", ev, advice
+    advice = f"{_pct(frac)} of the {precision_title(prec) or 'compute'} roof: the instruction mix or dependencies limit it"
+    if ratio is not None:
+        advice += f"; no tensor-core work: the {ratio[1]} dense BF16/FP16 tensor roof is {ratio[0]:.0f}x higher"
+    advice += "; raise FMA share and ILP, and read ncu's warp-stall reasons"
+    if small_grid:
+        advice += f"; also {grid}: too few blocks"
+    return "compute_below_roof", ev, advice
+
+
+def launch_flags(kernels: pd.DataFrame, points: pd.DataFrame, thresholds: dict[str, Any]) -> pd.Series:
+    """Plausibility flags of each launch, '; '-joined (empty when none).
+
+    Parameters
+    ----------
+    kernels : DataFrame
+        The kernels table.
+    points : DataFrame
+        Its points table.
+    thresholds : dict
+        ``metrics/thresholds.toml`` [diagnosis].
+
+    Returns
+    -------
+    Series of str
+        Indexed like ``kernels``. Flags: ``above roof`` (a point over ``above_roof`` × its roof,
+        with the likely cause: a datasheet or user roof too low, L2-resident data, estimated
+        tensor weighting, sparsity, or the clock), ``failed measurement``, ``n/a metrics``
+        (values ncu stored as n/a), ``no work measured`` (a duration but no FLOPs and at most
+        ``no_work_bytes`` at every level).
+    """
+    above = float(thresholds["above_roof"])
+    resident = float(thresholds["l2_resident_share"])
+    no_work = float(thresholds["no_work_bytes"])
+    flags: dict[tuple[str, int], list[str]] = {}
+    if len(points):
+        hot = points[points["roof_fraction"].to_numpy(float) > above]
+        lk = kernels.set_index(["source", "launch_id"])
+        for r in hot.itertuples(index=False):
+            k = lk.loc[(r.source, r.launch_id)]
+            binding_src = r.peak_bytes_source if r.bound == "memory" else r.peak_flop_source
+            if binding_src in ("datasheet", "user"):
+                cause = f"the {binding_src} roof is below what this GPU reached (check --gpu / --peak-*)"
+            elif r.level == "dram" and _num(k["dram_bytes"]) < resident * _num(k["l2_bytes"]):
+                cause = "data resident in L2: DRAM bytes are under a tenth of L2 bytes"
+            elif bool(r.estimated):
+                cause = "estimated tensor FLOP weighting (SASS opcodes or x512)"
+            elif "sparsity_on" in str(r.precision):
+                cause = "structured sparsity counted as dense work"
+            else:
+                cause = "the clock: the roof is at the measured clock, the work may have run at a higher one"
+            flags.setdefault((r.source, r.launch_id), []).append(
+                f"above roof: {precision_title(r.precision)} at {str(r.level).upper()} {_pct(r.roof_fraction)} of roof, likely {cause}")
+    out = []
+    for r in kernels.itertuples(index=False):
+        f = list(dict.fromkeys(flags.get((r.source, r.launch_id), [])))
+        if r.status == "failed_measurement":
+            f.append("failed measurement: ncu stored NaN; not plotted")
+        notes = str(getattr(r, "notes", "") or "")
+        if "n/a" in notes:
+            f.append("n/a metrics: see notes")
+        work = [_num(getattr(r, c)) for c in ("fp64_flop", "fp32_flop", "fp16_flop", "tensor_flop")]
+        byts = [_num(getattr(r, f"{lv}_bytes")) for lv in ("dram", "l2", "l1")]
+        if (r.status == "ok" and math.isfinite(_num(r.time_s)) and not any(w > 0 for w in work if math.isfinite(w))
+                and all(b <= no_work for b in byts if math.isfinite(b)) and any(math.isfinite(b) for b in byts)):
+            f.append(f"no work measured: {_g(_num(r.time_s) * 1e6)} us with no FLOPs and at most {no_work:.0f} B per level")
+        out.append("; ".join(f))
+    return pd.Series(out, index=kernels.index, dtype=object)
+
+
+def _binding_per_launch(points: pd.DataFrame) -> pd.DataFrame:
+    """Per launch: the main precision's binding point (lowest attainable roof)."""
+    cols = ["source", "launch_id", "precision", "level", "ai_flop_per_byte", "ridge_flop_per_byte", "roof_fraction"]
+    if points.empty:
+        return pd.DataFrame(columns=cols)
+    main = points.loc[points.groupby(["source", "launch_id"])["flop"].idxmax(), ["source", "launch_id", "precision"]]
+    p = points.merge(main, on=["source", "launch_id", "precision"])
+    p = p[np.isfinite(p["roof_flop_per_s"].to_numpy(float))]
+    if p.empty:
+        return pd.DataFrame(columns=cols)
+    return p.loc[p.groupby(["source", "launch_id"])["roof_flop_per_s"].idxmin(), cols]
+
+
+def diagnose_launches(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Catalog, gpus: GpuCatalog | None = None) -> pd.DataFrame:
+    """Fill ``diagnosis``, ``evidence``, ``advice`` and ``flags`` of every launch.
+
+    Parameters
+    ----------
+    kernels : DataFrame
+        The classified kernels table.
+    points : DataFrame
+        Its points table.
+    catalog : Catalog
+        For ``metrics/thresholds.toml``.
+    gpus : GpuCatalog, optional
+        Datasheets, for tensor-core headroom.
+
+    Returns
+    -------
+    DataFrame
+        A copy of ``kernels`` with the four columns (see :func:`verdict`, :func:`launch_flags`).
+    """
+    k = kernels.copy()
+    bind = _binding_per_launch(points)
+    facts = k.merge(bind, on=["source", "launch_id"], how="left")
+    facts["blocks"] = [_dims(x) for x in facts["grid"]]
+    facts["threads_per_block"] = [_dims(x) for x in facts["block"]]
+    sol = catalog.thresholds["sol"]
+    res = [verdict(f, sol, gpus) for f in facts.to_dict("records")]
+    k["diagnosis"] = [r[0] for r in res]
+    k["evidence"] = [r[1] for r in res]
+    k["advice"] = [r[2] for r in res]
+    k["flags"] = launch_flags(k, points, catalog.thresholds["diagnosis"]).to_numpy()
+    return k
+
+
+def diagnose_kernels(summary: pd.DataFrame, kernels: pd.DataFrame, catalog: Catalog, gpus: GpuCatalog | None = None) -> pd.DataFrame:
+    """Diagnose each kernel of a :func:`ncuroof.summary.kernel_summary` (launches aggregated).
+
+    Parameters
+    ----------
+    summary : DataFrame
+        From :func:`ncuroof.summary.kernel_summary`.
+    kernels : DataFrame
+        The kernels table after :func:`diagnose_launches` (its ``flags`` and ``status``).
+    catalog : Catalog
+        Thresholds.
+    gpus : GpuCatalog, optional
+        Datasheets.
+
+    Returns
+    -------
+    DataFrame
+        A copy of ``summary`` with ``diagnosis``, ``evidence``, ``advice`` and ``flags`` (the
+        launches' flags, distinct, plus ``clock differs`` when the SM clock spread over launches
+        exceeds ``clock_spread``); ``status`` is ``failed_measurement`` when every launch failed.
+    """
+    s = summary.copy()
+    k = kernels.assign(kernel_key=kernel_keys(kernels))
+    failed = k.groupby("kernel_key")["status"].agg(lambda x: bool((x == "failed_measurement").all()))
+    s["status"] = np.where(failed.reindex(s["kernel_key"]).fillna(False).to_numpy(bool), "failed_measurement", "ok")
+    sol = catalog.thresholds["sol"]
+    res = [verdict(f, sol, gpus) for f in s.to_dict("records")]
+    s["diagnosis"] = [r[0] for r in res]
+    s["evidence"] = [r[1] for r in res]
+    s["advice"] = [r[2] for r in res]
+    spread = float(catalog.thresholds["diagnosis"]["clock_spread"])
+    flags = k.groupby("kernel_key")["flags"].agg(lambda x: list(dict.fromkeys(f for v in x if v for f in str(v).split("; "))))
+    out = []
+    for r in s.itertuples(index=False):
+        f = list(flags.get(r.kernel_key, []))
+        if math.isfinite(_num(r.clock_spread)) and r.clock_spread > spread:
+            f.append(f"clock differs: SM clock varies {_pct(r.clock_spread)} between launches")
+        out.append("; ".join(f))
+    s["flags"] = out
+    return s
+
+
+def what_if(summary: pd.DataFrame, kernels: pd.DataFrame, target: Any) -> pd.DataFrame:
+    """Project each kernel's measured FLOPs and DRAM bytes onto another GPU's datasheet roofs.
+
+    Parameters
+    ----------
+    summary : DataFrame
+        From :func:`ncuroof.summary.kernel_summary` (``precision``, ``ai_flop_per_byte``...).
+    kernels : DataFrame
+        The kernels table (FLOPs per precision, DRAM bytes, roofs of the measured GPU).
+    target : GpuSpec
+        The datasheet entry to project onto (``metrics/gpus.toml``).
+
+    Returns
+    -------
+    DataFrame
+        Per kernel: ``kernel_label``, ``precision``, ``dram_ai_flop_per_byte`` (FLOPs of the main
+        precision / DRAM bytes, unchanged by the GPU), ``ridge_here`` and ``bound_here`` (the
+        measured GPU's roofs, time-weighted), ``ridge_there``, ``bound_there``, ``time_at_roof_there_s``
+        = max(FLOPs / target roof, DRAM bytes / target bandwidth), and ``change`` (text such as
+        "memory-bound here, still memory-bound on H100 SXM (ridge 20 -> 296)"). The projection is
+        the roofline model's: it assumes the kernel reaches the same fraction of either roof and
+        moves the same DRAM bytes (caches differ: L2 size here vs there).
+    """
+    k = kernels.assign(kernel_key=kernel_keys(kernels))
+    rows = []
+    for r in summary.itertuples(index=False):
+        p = r.precision
+        g = k[(k["kernel_key"] == r.kernel_key) & (k["status"] == "ok")]
+        if not p or g.empty:
+            continue
+        flop_col = f"{p}_flop" if not p.startswith("tensor:") else f"tensor_{p.split(':', 1)[1]}_flop"
+        peak_col = f"peak_{p}_flop_per_s" if not p.startswith("tensor:") else f"peak_tensor_{p.split(':', 1)[1]}_flop_per_s"
+        if flop_col not in g.columns:
+            continue
+        flop = float(np.nansum(g[flop_col]))
+        dram = float(np.nansum(g["dram_bytes"]))
+        if not (flop > 0 and dram > 0):
+            continue
+        t = g["time_s"].to_numpy(float)
+        here_peak = float(np.nansum(g[peak_col].to_numpy(float) * t) / np.nansum(t)) if peak_col in g.columns else math.nan
+        here_bw = float(np.nansum(g["peak_dram_bytes_per_s"].to_numpy(float) * t) / np.nansum(t))
+        if p.startswith("tensor:"):
+            key = load_gpus().tensor_key(p.split(":", 1)[1])
+            there_peak = target.tensor.get(key, math.nan) if key else math.nan
+        else:
+            there_peak = target.flop_per_s.get(p, math.nan)
+        there_bw = target.dram_bytes_per_s
+        ai = flop / dram
+        ridge_here = here_peak / here_bw if here_bw > 0 else math.nan
+        ridge_there = there_peak / there_bw if there_bw > 0 else math.nan
+        bound_here = "" if not math.isfinite(ridge_here) else ("memory" if ai < ridge_here else "compute")
+        bound_there = "" if not math.isfinite(ridge_there) else ("memory" if ai < ridge_there else "compute")
+        same = bound_here and bound_here == bound_there
+        change = (f"{bound_here or '?'}-bound here, {'still ' if same else ''}{bound_there or '?'}-bound on {target.name}"
+                  f" (ridge {_g(ridge_here)} -> {_g(ridge_there)} FLOP/B, AI {_g(ai)})")
+        t_there = max(flop / there_peak if there_peak > 0 else 0.0, dram / there_bw)
+        rows.append({"kernel_label": r.kernel_label, "precision": p, "dram_ai_flop_per_byte": ai, "ridge_here": ridge_here,
+                     "bound_here": bound_here, "ridge_there": ridge_there, "bound_there": bound_there,
+                     "time_at_roof_here_s": r.time_at_roof_s, "time_at_roof_there_s": t_there, "change": change})
+    return pd.DataFrame(rows, columns=["kernel_label", "precision", "dram_ai_flop_per_byte", "ridge_here", "bound_here",
+                                       "ridge_there", "bound_there", "time_at_roof_here_s", "time_at_roof_there_s", "change"])
