@@ -256,6 +256,7 @@ class AnalysisResult:
     summary: pd.DataFrame
     outdir: Path | None
     files: dict[str, Path] = field(default_factory=dict)
+    what_if: pd.DataFrame | None = None
     missing_metrics: bool = False
 
 
@@ -263,7 +264,7 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
             plotlyjs: str | bool = True, top: int = 10, progress: bool = False, write: bool = True,
             stack: bool = False, gpu: str | None = None, peak_flops: dict[str, float] | None = None,
             peak_bandwidth: dict[str, float] | None = None, focus: float = FOCUS_SHARE,
-            image: str | None = None) -> AnalysisResult:
+            image: str | None = None, what_if: str | None = None) -> AnalysisResult:
     """Run the whole analysis and write ``kernels.csv``, ``points.csv`` and ``roofline.html``.
 
     Parameters
@@ -290,6 +291,9 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
     image : {'png', 'svg'}, optional
         Also write ``roofline.png``/``.svg``, the chart's default view, through plotly's image
         export (kaleido and a Chrome or Chromium browser).
+    what_if : str, optional
+        A ``metrics/gpus.toml`` entry: project every kernel onto its datasheet roofs
+        (:func:`ncuroof.diagnose.what_if`) and write ``whatif.csv``.
 
     Returns
     -------
@@ -305,7 +309,14 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
                    peak_bandwidth=peak_bandwidth)
     pts = points(kernels)
     summary = diagnose.diagnose_kernels(kernel_summary(kernels, pts, focus=focus), kernels, catalog.load(), catalog.load_gpus())
-    result = AnalysisResult(kernels, pts, summary.head(top).reset_index(drop=True), None, missing_metrics=bool((kernels["status"] == "no_roofline_metrics").all()))
+    projected = None
+    if what_if is not None:
+        target = catalog.load_gpus().by_name(what_if)
+        if target is None:
+            raise InputError(f"--what-if {what_if!r} is not in metrics/gpus.toml; use one of "
+                             + ", ".join(g.id for g in catalog.load_gpus().gpus))
+        projected = diagnose.what_if(summary, kernels, target)
+    result = AnalysisResult(kernels, pts, summary.head(top).reset_index(drop=True), None, what_if=projected, missing_metrics=bool((kernels["status"] == "no_roofline_metrics").all()))
     if not write:
         return result
     out = Path(outdir) if outdir is not None else default_outdir(inputs[0])
@@ -329,6 +340,8 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
     }
     if image is not None:
         files[f"roofline.{image}"] = report.render_image(fig, image)
+    if projected is not None:
+        files["whatif.csv"] = projected.to_csv(index=False)
     report.write_outputs(out, files)
     result.outdir = out
     result.files = {name: out / name for name in files}

@@ -69,10 +69,13 @@ def _peaks(kind: str):  # noqa: ANN202 - click callback factory
               help="The chart shows the fewest kernels making up this share of GPU time (the page can show the rest).")
 @click.option("--image", type=click.Choice(["png", "svg"]), default=None,
               help="Also write roofline.png/.svg through plotly's image export (needs kaleido and Chrome/Chromium).")
+@click.option("--what-if", "what_if", metavar="GPU", default=None,
+              help="Project each kernel's FLOPs and DRAM bytes onto another GPU's datasheet roofs (metrics/gpus.toml): "
+                   "which kernels change bound, time at the roof there (whatif.csv).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary table.")
 def analyze(inputs: tuple[Path, ...], outdir: Path | None, traffic: str, plotlyjs: str, top: int, stack: bool,
             gpu: str | None, peak_flops: dict[str, float], peak_bandwidth: dict[str, float], focus: float,
-            image: str | None, quiet: bool) -> None:
+            image: str | None, what_if: str | None, quiet: bool) -> None:
     """Analyze ncu reports (.ncu-rep) or CSV exports: write kernels.csv, points.csv and roofline.html.
 
     Several INPUTS are files of one ncu run (e.g. a time/DRAM run and a FLOP run, or a raw export
@@ -82,7 +85,7 @@ def analyze(inputs: tuple[Path, ...], outdir: Path | None, traffic: str, plotlyj
 
     result = api.analyze(list(inputs), outdir=outdir, traffic=traffic, plotlyjs=True if plotlyjs == "embed" else "cdn",
                          top=top, progress=not quiet, stack=stack, gpu=gpu, peak_flops=peak_flops,
-                         peak_bandwidth=peak_bandwidth, focus=focus, image=image)
+                         peak_bandwidth=peak_bandwidth, focus=focus, image=image, what_if=what_if)
     _print_analysis(result, list(inputs), quiet)
 
 
@@ -94,6 +97,14 @@ def _print_analysis(result, inputs: list[Path], quiet: bool) -> None:  # noqa: A
     k = result.kernels
     if not quiet:
         click.echo(summary_text(result.summary), nl=False)
+        for r in result.summary.head(3).itertuples(index=False):
+            if r.advice:
+                click.echo(f"{r.kernel_label}: {r.evidence}. Try: {r.advice}")
+            if r.flags:
+                click.echo(f"{r.kernel_label}: check: {r.flags}")
+        if result.what_if is not None and len(result.what_if):
+            for r in result.what_if.itertuples(index=False):
+                click.echo(f"what-if {r.kernel_label}: {r.change}")
         click.echo(f"roofs: {api.roof_sources(k)}")
         limits = api.csv_limits(k, inputs)
         if limits:

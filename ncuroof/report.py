@@ -19,6 +19,7 @@ import plotly.graph_objects as go
 
 from .errors import OutputError
 from .plot import KERNEL_COLORS, OTHER_COLOR, _si, precision_title
+from .diagnose import CLASSES as DIAGNOSIS_TEXT
 from .summary import kernel_summary
 
 __all__ = ["summarize", "summary_text", "render_html", "render_image", "render_page", "html_table", "write_outputs"]
@@ -43,9 +44,13 @@ def summarize(kernels: pd.DataFrame, points: pd.DataFrame, top: int = 10) -> pd.
         ``launches``, ``time_s`` [s], ``time_share``, ``precision`` (most FLOPs), ``bound`` (of
         most of the time), ``level`` and ``roof_fraction`` (the binding level's aggregate dot;
         NaN when that precision has no roof, as for tensor work estimated from SASS opcodes),
-        ``time_at_roof_s``, ``saving_s`` [s], ``saving_share``, ...
+        ``time_at_roof_s``, ``saving_s`` [s], ``saving_share``, ..., and the diagnosis columns of
+        :func:`ncuroof.diagnose.diagnose_kernels` (``diagnosis``, ``evidence``, ``advice``, ``flags``).
     """
-    return kernel_summary(kernels, points).head(top).reset_index(drop=True)
+    from . import catalog, diagnose
+
+    summ = diagnose.diagnose_kernels(kernel_summary(kernels, points), kernels, catalog.load(), catalog.load_gpus())
+    return summ.head(top).reset_index(drop=True)
 
 
 def _fmt_time(t: float) -> str:
@@ -80,13 +85,14 @@ def summary_text(summary: pd.DataFrame, width: int = 120) -> str:
 
     table = Table(title="Top kernels by GPU time")
     for col, just in (("kernel", "left"), ("launches", "right"), ("time", "right"), ("share", "right"),
-                      ("precision", "left"), ("bound", "left"), ("% of roof", "right"), ("at roof", "right"),
+                      ("precision", "left"), ("diagnosis", "left"), ("% of roof", "right"), ("at roof", "right"),
                       ("saving", "right")):
         table.add_column(col, justify=just)  # type: ignore[arg-type]
     for r in summary.itertuples(index=False):
         name = r.kernel_label if len(r.kernel_label) <= 50 else r.kernel_label[:47] + "..."
         table.add_row(name, str(r.launches), _fmt_time(r.time_s), _pct(r.time_share),
-                      precision_title(r.precision) if r.precision else "-", r.bound, _pct(r.roof_fraction),
+                      precision_title(r.precision) if r.precision else "-",
+                      DIAGNOSIS_TEXT.get(getattr(r, "diagnosis", ""), r.bound), _pct(r.roof_fraction),
                       _fmt_time(r.time_at_roof_s), _pct(r.saving_share))
     buf = io.StringIO()
     Console(file=buf, width=width, force_terminal=False, color_system=None).print(table)
@@ -145,23 +151,38 @@ def _summary_html(summ: pd.DataFrame, kernels: pd.DataFrame, fig: go.Figure, top
             + ". Time at the roof is max(FLOPs / compute roof, bytes / bandwidth roof) over every precision and level.</p>")
     items = []
     for r in summ.head(top).itertuples(index=False):
-        facts = [f"{_pct(r.time_share)} of GPU time ({_fmt_time(r.time_s)}, {r.launches} launch{'es' if r.launches != 1 else ''})",
-                 f"{r.bound} bound"]
-        if r.precision and r.level:
-            facts.append(f"{precision_title(r.precision)} at {r.level.upper()}: AI {r.ai_flop_per_byte:.3g} FLOP/B, "
-                         f"{_pct(r.roof_fraction)} of roof")
-        if np.isfinite(r.saving_s):
-            facts.append(f"at its roof {_fmt_time(r.time_at_roof_s)}, saving {_fmt_time(r.saving_s)} ({_pct(r.saving_share)} of GPU time)")
-        items.append(f"<li><b title='{html.escape(r.kernel_demangled or '')}'>{html.escape(r.kernel_label)}</b>: "
-                     f"{html.escape('; '.join(facts))}</li>")
+        items.append(_kernel_item(r))
     if items:
-        parts.append(f"<p>Top kernels by time:</p><ol>{''.join(items)}</ol>")
+        parts.append(f"<p>Top kernels by time, what limits them and what to try:</p><ol>{''.join(items)}</ol>")
+    by_saving = summ[np.isfinite(summ["saving_s"].to_numpy(float))].sort_values("saving_s", ascending=False).head(top)
+    if len(by_saving) > 1 and total > 0:
+        rows = "".join(f"<li><b>{html.escape(r.kernel_label)}</b>: {_fmt_time(r.saving_s)} ({_pct(r.saving_share)} of GPU time; "
+                       f"{_fmt_time(r.time_s)} now, {_fmt_time(r.time_at_roof_s)} at its roof)</li>"
+                       for r in by_saving.itertuples(index=False))
+        parts.append(f"<p>Largest savings if one kernel reached its roof (Amdahl: the rest unchanged):</p><ol>{rows}</ol>")
     return "<div class='summary'>" + "".join(parts) + "</div>"
+
+
+def _kernel_item(r: Any) -> str:
+    """One kernel in the summary: share, diagnosis with its numbers, advice, saving, flags."""
+    head = (f"{_pct(r.time_share)} of GPU time ({_fmt_time(r.time_s)}, {r.launches} launch{'es' if r.launches != 1 else ''}): "
+            f"<b>{html.escape(DIAGNOSIS_TEXT.get(r.diagnosis, r.diagnosis))}</b>")
+    body = [html.escape(r.evidence)] if r.evidence else []
+    if r.advice:
+        body.append("<i>Try:</i> " + html.escape(r.advice))
+    if np.isfinite(r.saving_s):
+        body.append(f"At its roof {_fmt_time(r.time_at_roof_s)}: saves {_fmt_time(r.saving_s)} ({_pct(r.saving_share)} of GPU time).")
+    if r.flags:
+        body.append(f"<span class='note'>Check: {html.escape(r.flags)}</span>")
+    return (f"<li><b title='{html.escape(r.kernel_demangled or '')}'>{html.escape(r.kernel_label)}</b>, {head}<br>"
+            + "<br>".join(body) + "</li>")
 
 
 def _kernels_json(summ: pd.DataFrame) -> str:
     rows = [{"name": r.kernel_label, "demangled": r.kernel_demangled or "", "nvtx": r.nvtx_range or "", "bound": r.bound,
-             "launches": int(r.launches), "saving_s": float(r.saving_s) if np.isfinite(r.saving_s) else None}
+             "launches": int(r.launches), "saving_s": float(r.saving_s) if np.isfinite(r.saving_s) else None,
+             "diagnosis": DIAGNOSIS_TEXT.get(getattr(r, "diagnosis", ""), ""), "advice": getattr(r, "advice", "") or "",
+             "flags": getattr(r, "flags", "") or ""}
             for r in summ.itertuples(index=False)]
     # Escape '<' so a kernel name can never close the script element.
     return json.dumps(rows).replace("<", "\\u003c")
@@ -196,7 +217,7 @@ def render_html(fig: go.Figure, kernels: pd.DataFrame, meta: dict[str, Any], plo
         shows the full demangled name of the hovered dot below the chart and sorts the tables.
     """
     if summary is None:
-        summary = kernel_summary(kernels, points if points is not None else pd.DataFrame(columns=["level"]))
+        summary = summarize(kernels, points if points is not None else pd.DataFrame(columns=["level"]), top=len(kernels))
     summ = summary.reset_index(drop=True)
     swatch = [f'<span class="swatch" style="background:{KERNEL_COLORS[i] if i < len(KERNEL_COLORS) else OTHER_COLOR}"></span>'
               for i in range(len(summ))]
@@ -204,15 +225,19 @@ def render_html(fig: go.Figure, kernels: pd.DataFrame, meta: dict[str, Any], plo
              ("time_share", "share", "pct"), ("precision", "precision", "text"), ("bound", "bound", "text"),
              ("level", "binding level", "text"), ("ai_flop_per_byte", "AI [FLOP/B]", "num"), ("flop_per_s", "FLOP/s", "si"),
              ("roof_fraction", "% of roof", "pct"), ("time_at_roof_s", "time at roof", "time"), ("saving_s", "saving", "time"),
-             ("saving_share", "saving share", "pct"), ("in_focus", "on chart", "text")]
-    view = summ.assign(precision=[precision_title(p) if p else "" for p in summ["precision"]],
+             ("saving_share", "saving share", "pct"), ("diagnosis", "diagnosis", "text"), ("flags", "flags", "text"),
+             ("in_focus", "on chart", "text")]
+    if "diagnosis" not in summ.columns:
+        summ = summ.assign(diagnosis="", evidence="", advice="", flags="")
+    view = summ.assign(diagnosis=[DIAGNOSIS_TEXT.get(d, d) for d in summ["diagnosis"]],
+                       precision=[precision_title(p) if p else "" for p in summ["precision"]],
                        level=[lv.upper() for lv in summ["level"]], in_focus=np.where(summ["in_focus"], "yes", "no"))
     ktable = html_table(view, [(c, t) for c, t, _ in kcols], title_col="kernel_demangled",
                         kinds={c: k for c, _, k in kcols}, lead=swatch)
     lcols = [("launch_id", "launch"), ("kernel_name", "kernel"), ("time_s", "time [s]"), ("fp64_flop", "FP64 FLOP"),
              ("fp32_flop", "FP32 FLOP"), ("fp16_flop", "FP16 FLOP"), ("tensor_flop", "tensor FLOP"), ("dram_bytes", "DRAM B"),
              ("l2_bytes", "L2 B"), ("l1_bytes", "L1 B"), ("time_at_roof_s", "time at roof [s]"), ("bound", "bound"),
-             ("status", "status"), ("notes", "notes")]
+             ("diagnosis", "diagnosis"), ("flags", "flags"), ("status", "status"), ("notes", "notes")]
     longest = kernels.sort_values("time_s", ascending=False, na_position="last", kind="stable").head(MAX_LAUNCH_ROWS)
     ltable = html_table(longest, lcols, title_col="kernel_demangled")
     launches_title = (f"Every launch ({len(kernels)})" if len(kernels) <= MAX_LAUNCH_ROWS else

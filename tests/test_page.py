@@ -90,6 +90,7 @@ def test_real_report_page(browser, tmp_path):
     assert page.evaluate(COUNT_JS) == len(expected)
 
     # Hover the first drawn dot: the label names the kernel whose point sits at that x.
+    page.locator("#roofline").scroll_into_view_if_needed()
     centre = page.evaluate("""() => { const gd = document.getElementById('roofline');
       const t = gd._fullData.find(t => t.visible === true && t.meta && t.meta.role === 'dots');
       const r = document.querySelector('.trace' + t.uid + ' .points path').getBoundingClientRect();

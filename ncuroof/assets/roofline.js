@@ -97,7 +97,9 @@
       `<div>${esc(k.name)}${launch}${k.nvtx ? " · NVTX " + esc(k.nvtx) : ""} · ${esc(pt.data.meta.level.toUpperCase())}</div>` +
       `<div>time ${fmt(c[2], "s")} (${(c[3] * 100).toFixed(1)}% of GPU time) · AI ${fmt(pt.x, "FLOP/B")} · ` +
       `${fmt(pt.y, "FLOP/s")} of a ${fmt(c[6], "FLOP/s")} roof (${isFinite(c[7]) ? (c[7] * 100).toFixed(1) + "%" : "n/a"}) · ` +
-      `kernel bound: ${esc(k.bound)}${isFinite(k.saving_s) ? " · saves " + fmt(k.saving_s, "s") + " at its roof" : ""}</div>`;
+      `kernel bound: ${esc(k.bound)}${k.saving_s !== null && isFinite(k.saving_s) ? " · saves " + fmt(k.saving_s, "s") + " at its roof" : ""}</div>` +
+      (k.diagnosis ? `<div><b>${esc(k.diagnosis)}</b>: ${esc(k.advice)}</div>` : "") +
+      (k.flags ? `<div class="note">Check: ${esc(k.flags)}</div>` : "");
   }
 
   if (gd && gd.layout) {

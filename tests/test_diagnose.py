@@ -1,0 +1,146 @@
+"""Diagnosis verdicts on real reports whose limiter is known from their content, each asserted
+together with the numbers it cites; plausibility flags; the hardware what-if by hand."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pandas as pd
+import pytest
+
+import ncuroof
+from ncuroof import catalog, diagnose, summary
+
+from conftest import kernels_of, ncu_metrics, needs_ncu_report, shared
+
+SOL = catalog.load().thresholds["sol"]
+
+
+def _kernels(name: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    k = kernels_of(name)
+    pts = ncuroof.points(k)
+    s = diagnose.diagnose_kernels(summary.kernel_summary(k, pts), k, catalog.load(), catalog.load_gpus())
+    return k, s.set_index("kernel_label")
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+@needs_ncu_report
+def test_esmm_sgemm_kernels():
+    name = "ESMM-Research__profile_output.ncu-rep"
+    k, s = _kernels(name)
+    ncu = ncu_metrics(name)
+    # The first kernel keeps both SM and memory busy at ncu's 65 %: balanced.
+    r = s.loc["one_blocktiling"]
+    sm = ncu[0]["sm__throughput.avg.pct_of_peak_sustained_elapsed"] / 100
+    mem = ncu[0]["gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"] / 100
+    assert r["diagnosis"] == "balanced" and abs(sm - mem) <= SOL["balanced"] and min(sm, mem) >= SOL["latency_bound"]
+    assert f"SM {_pct(sm)}, memory {_pct(mem)}" in r["evidence"]
+    # The tiled kernels run 64 blocks (grid 8 x 8) on an 80-SM A10G: under a wave, latency bound.
+    for kern in ("two_blocktiling", "vectorized_blocktiling", "warptiling"):
+        r = s.loc[kern]
+        i = list(k["kernel_name"]).index(kern)
+        waves = ncu[i]["launch__waves_per_multiprocessor"]
+        assert r["diagnosis"] == "latency_bound" and waves < 1
+        assert f"{waves:.3g} waves per SM (64 blocks of" in r["evidence"]
+        assert "too little parallel work" in r["advice"]
+
+
+@needs_ncu_report
+def test_hand_sgemm_is_dram_bound_with_a_reuse_gap():
+    name = "Cuda_Gemm_Practice__gemm_v9.ncu-rep"
+    k, s = _kernels(name)
+    r = s.loc["gemm"]
+    row = k[k["kernel_name"] == "gemm"].iloc[0]
+    ai = row["fp32_flop"] / row["dram_bytes"]
+    ridge = row["peak_fp32_flop_per_s"] / row["peak_dram_bytes_per_s"]
+    frac = row["dram_bytes_per_s"] / row["peak_dram_bytes_per_s"]  # at AI << ridge the roof is AI x bandwidth
+    assert r["diagnosis"] == "memory_below_roof" and r["level"] == "dram"
+    assert frac == pytest.approx(ncu_metrics(name)[0]["gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed"] / 100, rel=1e-3)
+    assert f"AI {ai:.3g} FLOP/B < ridge {ridge:.3g}, {_pct(frac)} of roof" in r["evidence"]
+    assert f"a {ridge / ai:.0f}x gap" in r["advice"] and "tile for reuse" in r["advice"]
+    # cuBLAS's SGEMM in the same report: compute bound, FP32 pipe half used, no tensor cores.
+    r = s.loc["ampere_sgemm_128x64_nn"]
+    assert r["diagnosis"] == "compute_below_roof" and "no tensor-core work" in r["advice"]
+    spec = catalog.load_gpus().by_device(row["device_name"])
+    assert f"{spec.tensor['fp16_fp32acc'] / spec.flop_per_s['fp32']:.0f}x higher" in r["advice"]
+
+
+@needs_ncu_report
+def test_silu_is_at_the_dram_roof():
+    k, s = _kernels("cs599k__2025-04-21-vector-based.ncu-rep")
+    r = s.loc["silu_kernel_vector"]
+    assert r["diagnosis"] == "memory_near_roof" and r["roof_fraction"] >= SOL["no_bound"]
+    assert f"{_pct(r['roof_fraction'])} of roof" in r["evidence"] and "only moving fewer bytes helps" in r["advice"]
+    assert r["flags"] == ""
+
+
+@needs_ncu_report
+def test_alife_tiny_launches_are_under_occupied():
+    k = kernels_of("alife_cuda__profile_output.ncu-rep")
+    one_block = k[k["grid"] == "(1, 1, 1)"]
+    assert len(one_block) > 0
+    assert (one_block["diagnosis"] == "latency_bound").all()
+    for r in one_block.itertuples(index=False):
+        assert f"{r.waves_per_sm:.3g} waves per SM (1 blocks of" in r.evidence
+        assert "too little parallel work" in r.advice
+
+
+@needs_ncu_report
+def test_failed_measurement_is_flagged_not_classified():
+    k, s = _kernels("BBAStar__profile_output.ncu-rep")
+    failed = k[k["status"] == "failed_measurement"]
+    assert len(failed) == 1
+    assert failed["diagnosis"].iat[0] == "not_classified" and failed["flags"].iat[0].startswith("failed measurement")
+    r = s.loc[failed["kernel_name"].iat[0]]
+    assert r["diagnosis"] == "not_classified" and "failed measurement" in r["flags"]
+
+
+def test_point_pushed_above_its_roof_is_flagged_with_the_cause():
+    csv = shared("RooflineAnalysis_On_NVIDIA_GPU__output0.csv")
+    k = ncuroof.load(csv, peak_flops={"fp32": 1e15, "fp64": 1e15, "fp16": 1e15}, peak_bandwidth={"dram": 1e9})
+    pts = ncuroof.points(k)
+    dram = pts[pts["level"] == "dram"]
+    assert (dram["roof_fraction"] > 1).all()
+    flags = k["flags"].iat[0]
+    for r in dram.itertuples(index=False):
+        assert f"above roof: {r.precision.upper()} at DRAM {_pct(r.roof_fraction)} of roof, likely the user roof" in flags
+
+
+def test_verdicts_by_hand():
+    base = {"status": "ok", "precision": "fp32", "level": "l2", "ai_flop_per_byte": 50.0, "ridge_flop_per_byte": 10.0,
+            "sm_throughput_frac": 0.9, "memory_throughput_frac": 0.4, "waves_per_sm": 8.0, "blocks": 1024, "threads_per_block": 256,
+            "tensor_flop": 0.0, "device_name": "NVIDIA H100 80GB HBM3"}
+    cls, ev, advice = diagnose.verdict({**base, "bound": "compute", "roof_fraction": 0.9}, SOL, catalog.load_gpus())
+    spec = catalog.load_gpus().by_device("NVIDIA H100 80GB HBM3")
+    assert cls == "compute_near_roof" and "FP32 at L2: AI 50 FLOP/B >= ridge 10, 90% of roof" in ev
+    assert f"is {spec.tensor['bf16'] / spec.flop_per_s['fp32']:.0f}x the FP32 roof" in advice
+    cls, _, advice = diagnose.verdict({**base, "bound": "compute", "roof_fraction": 0.3, "tensor_flop": 1e9}, SOL)
+    assert cls == "compute_below_roof" and "tensor" not in advice
+    cls, _, advice = diagnose.verdict({**base, "bound": "memory", "roof_fraction": 0.3, "ai_flop_per_byte": 1.0}, SOL)
+    assert cls == "memory_below_roof" and advice.startswith("30% of the L2 roof: the access pattern wastes bandwidth; check coalescing")
+    cls, ev, _ = diagnose.verdict({**base, "bound": "memory", "roof_fraction": 0.95, "sm_throughput_frac": 0.7,
+                                   "memory_throughput_frac": 0.75}, SOL)
+    assert cls == "balanced" and "SM 70%, memory 75%" in ev
+    cls, _, _ = diagnose.verdict({**base, "bound": "unknown", "roof_fraction": math.nan}, SOL)
+    assert cls == "not_classified"
+
+
+@needs_ncu_report
+def test_what_if_by_hand():
+    k = kernels_of("Cuda_Gemm_Practice__gemm_v9.ncu-rep")
+    s = summary.kernel_summary(k, ncuroof.points(k))
+    h100 = catalog.load_gpus().by_name("h100-sxm")
+    w = diagnose.what_if(s, k, h100).set_index("kernel_label")
+    row = k[k["kernel_name"] == "gemm"].iloc[0]
+    ai = row["fp32_flop"] / row["dram_bytes"]
+    r = w.loc["gemm"]
+    assert r["dram_ai_flop_per_byte"] == pytest.approx(ai)
+    assert r["ridge_there"] == pytest.approx(h100.flop_per_s["fp32"] / h100.dram_bytes_per_s)
+    assert r["time_at_roof_there_s"] == pytest.approx(max(row["fp32_flop"] / h100.flop_per_s["fp32"],
+                                                          row["dram_bytes"] / h100.dram_bytes_per_s))
+    assert r["bound_here"] == r["bound_there"] == "memory"
+    assert re.search(r"memory-bound here, still memory-bound on H100 SXM5 \(ridge 33\.\d -> 20 FLOP/B", r["change"])
