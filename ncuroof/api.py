@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 
 from . import calculator, catalog, ceilings, classify, collector, diagnose, parser, plot, report
 from . import compare as _compare
+from . import expect as _expect
 from .errors import InputError
 from .schema import KERNELS, validate_kernels, validate_points
 from .summary import FOCUS_SHARE, kernel_summary
@@ -50,7 +51,7 @@ def _as_list(paths: PathLike | Sequence[PathLike]) -> list[Path]:
 
 def load(paths: PathLike | Sequence[PathLike], traffic: str = "ncu", progress: bool = False, stack: bool = False,
          gpu: str | None = None, peak_flops: dict[str, float] | None = None,
-         peak_bandwidth: dict[str, float] | None = None) -> pd.DataFrame:
+         peak_bandwidth: dict[str, float] | None = None, expect: PathLike | None = None) -> pd.DataFrame:
     """Read ncu output and return the kernels table: one classified row per kernel launch.
 
     Parameters
@@ -70,6 +71,9 @@ def load(paths: PathLike | Sequence[PathLike], traffic: str = "ncu", progress: b
         matching the device name (:func:`ncuroof.ceilings.fill_ceilings`).
     peak_flops, peak_bandwidth : dict, optional
         User roofs in FLOP/s by precision and B/s by level; they replace all others.
+    expect : path, optional
+        Expected FLOPs and DRAM bytes per kernel-name pattern (:mod:`ncuroof.expect`): fills
+        ``expected_flop``/``expected_dram_bytes`` and flags launches whose counted work differs.
 
     Returns
     -------
@@ -94,6 +98,8 @@ def load(paths: PathLike | Sequence[PathLike], traffic: str = "ncu", progress: b
     k = calculator.compute_kernels(raw, cat, traffic=traffic)
     k = ceilings.fill_ceilings(k, catalog.load_gpus(), gpu=gpu, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth)
     k = calculator.time_at_roof(k)
+    if expect is not None:
+        k = _expect.apply_expectations(k, _expect.read_expectations(expect))
     pts = calculator.compute_points(k)
     k = classify.classify(k, pts, cat)
     k = diagnose.diagnose_launches(k, pts, cat, catalog.load_gpus())
@@ -264,7 +270,7 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
             plotlyjs: str | bool = True, top: int = 10, progress: bool = False, write: bool = True,
             stack: bool = False, gpu: str | None = None, peak_flops: dict[str, float] | None = None,
             peak_bandwidth: dict[str, float] | None = None, focus: float = FOCUS_SHARE,
-            image: str | None = None, what_if: str | None = None) -> AnalysisResult:
+            image: str | None = None, what_if: str | None = None, expect: PathLike | None = None) -> AnalysisResult:
     """Run the whole analysis and write ``kernels.csv``, ``points.csv`` and ``roofline.html``.
 
     Parameters
@@ -294,6 +300,8 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
     what_if : str, optional
         A ``metrics/gpus.toml`` entry: project every kernel onto its datasheet roofs
         (:func:`ncuroof.diagnose.what_if`) and write ``whatif.csv``.
+    expect : path, optional
+        See :func:`load`.
 
     Returns
     -------
@@ -306,7 +314,7 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
     """
     inputs = _as_list(paths)
     kernels = load(inputs, traffic=traffic, progress=progress, stack=stack, gpu=gpu, peak_flops=peak_flops,
-                   peak_bandwidth=peak_bandwidth)
+                   peak_bandwidth=peak_bandwidth, expect=expect)
     pts = points(kernels)
     summary = diagnose.diagnose_kernels(kernel_summary(kernels, pts, focus=focus), kernels, catalog.load(), catalog.load_gpus())
     projected = None
@@ -376,7 +384,7 @@ def load_side(side: PathLike | Sequence[PathLike], **kwargs: Any) -> pd.DataFram
             raise InputError("is a directory without kernels.csv; pass an ncuroof output directory, a report or a CSV export", paths[0])
         k = pd.read_csv(table, keep_default_na=True)
         # Recomputed for tables written before these columns existed.
-        derived = ("time_at_roof_s", "saving_s", "diagnosis", "evidence", "advice", "flags")
+        derived = ("time_at_roof_s", "saving_s", "expected_flop", "expected_dram_bytes", "diagnosis", "evidence", "advice", "flags")
         missing = [c for c in KERNELS if c not in k.columns and c not in derived]
         if missing:
             raise InputError(f"kernels.csv lacks {missing[:4]}; it was not written by this version of ncuroof analyze", table)
@@ -390,7 +398,10 @@ def load_side(side: PathLike | Sequence[PathLike], **kwargs: Any) -> pd.DataFram
                 k[col] = k[col].astype(object).where(k[col].notna(), "")
         if any(c not in k.columns for c in derived[:2]):
             k = calculator.time_at_roof(k)
-        if any(c not in k.columns for c in derived[2:]):
+        for c in derived[2:4]:
+            if c not in k.columns:
+                k[c] = np.nan
+        if any(c not in k.columns for c in derived[4:]):
             k = diagnose.diagnose_launches(k, calculator.compute_points(k), catalog.load(), catalog.load_gpus())
         return k
     return load(paths, **kwargs)

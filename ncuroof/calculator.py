@@ -397,6 +397,8 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
                 notes[i].append(note)
     k["time_at_roof_s"] = _NAN
     k["saving_s"] = _NAN
+    k["expected_flop"] = _NAN
+    k["expected_dram_bytes"] = _NAN
     k["bound"] = "unknown"
     k["diagnosis"] = "not_classified"
     k["evidence"] = ""

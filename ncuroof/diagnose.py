@@ -227,6 +227,9 @@ def launch_flags(kernels: pd.DataFrame, points: pd.DataFrame, thresholds: dict[s
         notes = str(getattr(r, "notes", "") or "")
         if "n/a" in notes:
             f.append("n/a metrics: see notes")
+        if r.status == "no_roofline_metrics":
+            f.append("missing metrics: no FLOP counters or memory traffic; time and SpeedOfLight only")
+        f += _expect_flags(r, thresholds)
         work = [_num(getattr(r, c)) for c in ("fp64_flop", "fp32_flop", "fp16_flop", "tensor_flop")]
         byts = [_num(getattr(r, f"{lv}_bytes")) for lv in ("dram", "l2", "l1")]
         if (r.status == "ok" and math.isfinite(_num(r.time_s)) and not any(w > 0 for w in work if math.isfinite(w))
@@ -234,6 +237,31 @@ def launch_flags(kernels: pd.DataFrame, points: pd.DataFrame, thresholds: dict[s
             f.append(f"no work measured: {_g(_num(r.time_s) * 1e6)} us with no FLOPs and at most {no_work:.0f} B per level")
         out.append("; ".join(f))
     return pd.Series(out, index=kernels.index, dtype=object)
+
+
+def _expect_flags(r: Any, thresholds: dict[str, Any]) -> list[str]:
+    """Counted work against the user's expectation (``--expect``) for one launch."""
+    tol, excess = float(thresholds["expect_tolerance"]), float(thresholds["excess_bytes"])
+    out = []
+    exp_f, exp_b = _num(getattr(r, "expected_flop", math.nan)), _num(getattr(r, "expected_dram_bytes", math.nan))
+    work = [_num(getattr(r, c)) for c in ("fp64_flop", "fp32_flop", "fp16_flop", "tensor_flop")]
+    counted = sum(w for w in work if math.isfinite(w)) if any(math.isfinite(w) for w in work) else math.nan
+    if exp_f > 0 and math.isfinite(counted) and r.status == "ok":
+        ratio = counted / exp_f
+        if ratio > 1 + tol:
+            out.append(f"counted FLOPs {counted:.4g} are {ratio:.2f}x the expected {exp_f:.4g}: masked, padded or redundant work")
+        elif ratio < 1 - tol:
+            out.append(f"counted FLOPs {counted:.4g} are {ratio:.2f}x the expected {exp_f:.4g}: work on units the FLOP "
+                       "counters miss (tensor cores without ops metrics, integer math) or a wrong expectation")
+    dram = _num(getattr(r, "dram_bytes", math.nan))
+    if exp_b > 0 and math.isfinite(dram) and r.status == "ok":
+        ratio = dram / exp_b
+        if ratio < 1 - tol:
+            out.append(f"DRAM traffic {dram:.4g} B is below the {exp_b:.4g} B the kernel must move ({ratio:.2f}x): data was "
+                       "cache-resident (warm L2, --cache-control none) or the expectation is wrong")
+        elif ratio > excess:
+            out.append(f"DRAM traffic {dram:.4g} B is {ratio:.2f}x the {exp_b:.4g} B the kernel must move: redundant loads or poor reuse")
+    return out
 
 
 def _binding_per_launch(points: pd.DataFrame) -> pd.DataFrame:
@@ -282,6 +310,16 @@ def diagnose_launches(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Cata
     return k
 
 
+def _useful_ai(f: dict[str, Any]) -> str:
+    """``; useful AI 512 FLOP/B (expected work / expected DRAM bytes) vs 0.17 measured at DRAM``, or ''."""
+    ef, eb = _num(f.get("expected_flop")), _num(f.get("expected_dram_bytes"))
+    if not (ef > 0 and eb > 0):
+        return ""
+    measured = _num(f.get("dram_ai_flop_per_byte"))
+    return (f"; useful AI {_g(ef / eb)} FLOP/B (expected FLOPs / expected DRAM bytes)"
+            + (f" vs {_g(measured)} measured at DRAM" if math.isfinite(measured) else ""))
+
+
 def diagnose_kernels(summary: pd.DataFrame, kernels: pd.DataFrame, catalog: Catalog, gpus: GpuCatalog | None = None) -> pd.DataFrame:
     """Diagnose each kernel of a :func:`ncuroof.summary.kernel_summary` (launches aggregated).
 
@@ -310,7 +348,7 @@ def diagnose_kernels(summary: pd.DataFrame, kernels: pd.DataFrame, catalog: Cata
     sol = catalog.thresholds["sol"]
     res = [verdict(f, sol, gpus) for f in s.to_dict("records")]
     s["diagnosis"] = [r[0] for r in res]
-    s["evidence"] = [r[1] for r in res]
+    s["evidence"] = [r[1] + _useful_ai(f) for r, f in zip(res, s.to_dict("records"))]
     s["advice"] = [r[2] for r in res]
     spread = float(catalog.thresholds["diagnosis"]["clock_spread"])
     flags = k.groupby("kernel_key")["flags"].agg(lambda x: list(dict.fromkeys(f for v in x if v for f in str(v).split("; "))))

@@ -106,6 +106,8 @@ KERNELS: dict[str, Column] = {
     "waves_per_sm": Column("float64", "1", "launch__waves_per_multiprocessor"),
     "time_at_roof_s": Column("float64", "s", "roofline lower bound on the duration: max over precisions of FLOP / compute roof and over levels of bytes / bandwidth roof"),
     "saving_s": Column("float64", "s", "time_s - time_at_roof_s, at least 0: the time saved if the launch ran at its roof"),
+    "expected_flop": Column("float64", "FLOP", "algorithmic FLOPs of the launch from --expect (NaN without)"),
+    "expected_dram_bytes": Column("float64", "B", "DRAM bytes the launch must move, from --expect (NaN without)"),
     "flop_source": Column("string", "", "how FLOPs were obtained: 'count', 'rate x time' or empty"),
     "tensor_source": Column("string", "", "ops_path (exact), sass_opcodes (estimated), legacy_x512 (approximate), pipe_tensor=0 (no tensor instruction ran) or empty"),
     **{f"{lv}_definition": Column("string", "", f"traffic definition used for {lv.upper()} (metrics/roofline.toml)") for lv in LEVELS},

@@ -15,6 +15,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from .expect import counted_flop
 from .schema import LEVELS
 
 __all__ = ["aggregate_points", "kernel_summary", "kernel_keys", "with_keys", "focus_set", "FOCUS_SHARE"]
@@ -184,7 +185,9 @@ def kernel_summary(kernels: pd.DataFrame, points: pd.DataFrame, focus: float = F
         ``ridge_flop_per_byte``, ``peak_flop_per_s``, ``peak_bytes_per_s``; then
         ``sm_throughput_frac`` and ``memory_throughput_frac`` (time-weighted over launches),
         ``waves_per_sm``, ``blocks`` and ``threads_per_block`` (medians), ``clock_spread``
-        ((max − min) / median SM clock over launches), ``tensor_flop`` (sum), ``device_name``.
+        ((max − min) / median SM clock over launches), ``tensor_flop`` (sum), ``device_name``,
+        ``expected_flop`` and ``expected_dram_bytes`` (sums, ``--expect``), ``dram_ai_flop_per_byte``
+        (all counted FLOPs over DRAM bytes).
     """
     k = kernels.copy()
     k["kernel_key"] = kernel_keys(k)
@@ -216,6 +219,11 @@ def kernel_summary(kernels: pd.DataFrame, points: pd.DataFrame, focus: float = F
     clk = g["sm_clock_hz"]
     out["clock_spread"] = (clk.max() - clk.min()) / clk.median()
     out["tensor_flop"] = g["tensor_flop"].sum(min_count=1)
+    out["expected_flop"] = g["expected_flop"].sum(min_count=1)
+    out["expected_dram_bytes"] = g["expected_dram_bytes"].sum(min_count=1)
+    k["_counted"] = counted_flop(k)
+    dram = g["dram_bytes"].sum(min_count=1)
+    out["dram_ai_flop_per_byte"] = g["_counted"].sum(min_count=1) / dram.where(dram > 0)
     out["device_name"] = g["device_name"].first()
     out["time_share"] = out["time_s"] / total if total > 0 else np.nan
     out["saving_share"] = out["saving_s"] / total if total > 0 else np.nan
@@ -249,7 +257,7 @@ def kernel_summary(kernels: pd.DataFrame, points: pd.DataFrame, focus: float = F
             "precision", "bound", "level", "ai_flop_per_byte", "flop_per_s", "roof_fraction", "time_at_roof_s", "saving_s",
             "saving_share", "nvtx_range", "ridge_flop_per_byte", "peak_flop_per_s", "peak_bytes_per_s", "sm_throughput_frac",
             "memory_throughput_frac", "waves_per_sm", "blocks", "threads_per_block", "clock_spread", "tensor_flop",
-            "device_name"]
+            "device_name", "expected_flop", "expected_dram_bytes", "dram_ai_flop_per_byte"]
     return out[cols]
 
 

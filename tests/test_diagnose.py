@@ -144,3 +144,65 @@ def test_what_if_by_hand():
                                                           row["dram_bytes"] / h100.dram_bytes_per_s))
     assert r["bound_here"] == r["bound_there"] == "memory"
     assert re.search(r"memory-bound here, still memory-bound on H100 SXM5 \(ridge 33\.\d -> 20 FLOP/B", r["change"])
+
+
+# --- --expect ------------------------------------------------------------------------------
+
+GEMM_EXPECT = """
+[sizes]
+M = 1312
+N = 110
+K = 3122
+
+[[kernel]]
+match = "^gemm$"
+flop = "2*M*N*K"
+bytes = "4*(M*K + K*N + M*N)"
+
+[[kernel]]
+match = "sgemm"
+flop = 5e8
+"""
+
+
+def test_formulas():
+    from ncuroof.expect import evaluate
+
+    assert evaluate("2*M*N*K", {"M": 2, "N": 3, "K": 4}) == 48
+    assert evaluate("(M + 1) ** 2 // 3 - -1", {"M": 5}) == 13
+    assert evaluate(7, {}) == 7.0
+    for bad in ("__import__('os')", "M.real", "open", "2 if M else 3"):
+        with pytest.raises(ValueError):
+            evaluate(bad, {"M": 1})
+
+
+@needs_ncu_report
+def test_expect_gives_useful_ai_and_flags_excess_traffic(tmp_path):
+    path = tmp_path / "expect.toml"
+    path.write_text(GEMM_EXPECT)
+    k = ncuroof.load(shared("Cuda_Gemm_Practice__gemm_v9.ncu-rep"), expect=path)
+    gemm = k[k["kernel_name"] == "gemm"].iloc[0]
+    flop, byts = 2 * 1312 * 110 * 3122, 4 * (1312 * 3122 + 3122 * 110 + 1312 * 110)
+    assert gemm["expected_flop"] == flop and gemm["expected_dram_bytes"] == byts
+    # ncu counted exactly the algorithmic FLOPs: no FLOP flag; DRAM traffic is far above the minimum.
+    assert gemm["fp32_flop"] == pytest.approx(flop, rel=1e-9) and "counted FLOPs" not in gemm["flags"]
+    assert f"is {gemm['dram_bytes'] / byts:.2f}x the {byts:.4g} B the kernel must move" in gemm["flags"]
+    sg = k[k["kernel_name"] == "ampere_sgemm_128x64_nn"].iloc[0]
+    assert sg["expected_flop"] == 5e8 and math.isnan(sg["expected_dram_bytes"])
+    assert (f"counted FLOPs {sg['fp32_flop']:.4g} are {sg['fp32_flop'] / 5e8:.2f}x the expected 5e+08: masked, padded or "
+            "redundant work") in sg["flags"]
+    s = diagnose.diagnose_kernels(summary.kernel_summary(k, ncuroof.points(k)), k, catalog.load()).set_index("kernel_label")
+    assert f"useful AI {flop / byts:.3g} FLOP/B" in s.loc["gemm", "evidence"]
+
+
+def test_bad_expect_file_is_one_line_exit_2(tmp_path, capsys):
+    from ncuroof import cli
+
+    csv = shared("RooflineAnalysis_On_NVIDIA_GPU__output0.csv")
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[sizes]\nM = 4\n[[kernel]]\nmatch = "k"\nflop = "2*M*Q"\n')
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["analyze", str(csv), "-o", str(tmp_path / "out"), "--expect", str(bad), "-q"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exc.value.code == 2 and len(err) == 1 and "bad.toml: unknown size 'Q' in '2*M*Q'" in err[0]
+    assert not (tmp_path / "out").exists()

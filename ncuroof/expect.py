@@ -1,0 +1,173 @@
+"""Algorithmic FLOPs and bytes the user knows (``--expect FILE``), next to what ncu counted.
+
+The file (TOML, or YAML when PyYAML is installed) names sizes and, per kernel-name pattern, the
+work one launch must do::
+
+    [sizes]
+    M = 4096
+    N = 4096
+    K = 4096
+
+    [[kernel]]
+    match = "gemm|sgemm"          # regular expression, searched in the function and demangled name
+    flop = "2*M*N*K"              # a number or an arithmetic formula of the sizes
+    bytes = "2*(M*K + K*N + M*N)" # the DRAM bytes the kernel must move at least
+
+The first matching entry applies. The kernels table gets ``expected_flop`` and
+``expected_dram_bytes`` per launch; :mod:`ncuroof.diagnose` compares them with the counted work.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .errors import InputError
+
+__all__ = ["Expectation", "read_expectations", "apply_expectations", "evaluate", "counted_flop"]
+
+_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+        ast.Pow: operator.pow, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod}
+
+
+def evaluate(formula: str | float | int, sizes: dict[str, float]) -> float:
+    """Value of a number or an arithmetic formula (``+ - * / // % **``, parentheses) of ``sizes``.
+
+    Raises
+    ------
+    ValueError
+        For anything else (function calls, attributes, unknown names).
+    """
+    if isinstance(formula, (int, float)) and not isinstance(formula, bool):
+        return float(formula)
+    try:
+        tree = ast.parse(str(formula), mode="eval")
+    except SyntaxError as exc:
+        raise ValueError(f"not a formula: {formula!r}") from exc
+
+    def ev(node: ast.AST) -> float:
+        if isinstance(node, ast.Expression):
+            return ev(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+            return float(node.value)
+        if isinstance(node, ast.Name):
+            if node.id not in sizes:
+                raise ValueError(f"unknown size {node.id!r} in {formula!r}; define it under [sizes]")
+            return float(sizes[node.id])
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+            return float(_OPS[type(node.op)](ev(node.left), ev(node.right)))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            v = ev(node.operand)
+            return -v if isinstance(node.op, ast.USub) else v
+        raise ValueError(f"only numbers, sizes and + - * / // % ** are allowed in {formula!r}")
+
+    return ev(tree)
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """One ``[[kernel]]`` entry: a name pattern and the work one launch must do."""
+
+    pattern: re.Pattern[str]
+    flop: float
+    dram_bytes: float
+
+
+def read_expectations(path: str | Path) -> list[Expectation]:
+    """Read an expectations file.
+
+    Parameters
+    ----------
+    path : path
+        TOML (``.toml``) or YAML (``.yaml``/``.yml``, needs PyYAML).
+
+    Returns
+    -------
+    list of Expectation
+        In file order; ``flop``/``dram_bytes`` NaN where an entry gives none.
+
+    Raises
+    ------
+    InputError
+        Missing or unreadable file, a bad pattern or formula (one line naming the file).
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("no such expectations file; give a TOML file with [sizes] and [[kernel]] entries", p)
+    try:
+        if p.suffix.lower() in (".yaml", ".yml"):
+            try:
+                import yaml
+            except ImportError as exc:
+                raise InputError("YAML expectations need PyYAML (pip install pyyaml), or write the file as TOML", p) from exc
+            data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        else:
+            try:
+                import tomllib
+            except ModuleNotFoundError:  # Python 3.10
+                import tomli as tomllib  # type: ignore[no-redef]
+            data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except InputError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - parser errors of either format, reported in one line
+        raise InputError(f"cannot read it ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})", p) from exc
+    sizes = data.get("sizes", {}) or {}
+    entries = data.get("kernel", []) or []
+    if not isinstance(sizes, dict) or not isinstance(entries, list) or not entries:
+        raise InputError("needs a [sizes] table and at least one [[kernel]] entry with match, flop and/or bytes", p)
+    out = []
+    try:
+        resolved = {k: evaluate(v, {}) for k, v in sizes.items()}
+        for i, e in enumerate(entries):
+            if not isinstance(e, dict) or "match" not in e:
+                raise ValueError(f"kernel entry {i + 1} has no 'match'")
+            out.append(Expectation(re.compile(str(e["match"])),
+                                   evaluate(e["flop"], resolved) if "flop" in e else math.nan,
+                                   evaluate(e["bytes"], resolved) if "bytes" in e else math.nan))
+    except (ValueError, re.error) as exc:
+        raise InputError(str(exc), p) from exc
+    return out
+
+
+def apply_expectations(kernels: pd.DataFrame, expectations: list[Expectation] | None) -> pd.DataFrame:
+    """Fill ``expected_flop`` and ``expected_dram_bytes`` of each launch from the first matching entry.
+
+    Parameters
+    ----------
+    kernels : DataFrame
+        The kernels table.
+    expectations : list of Expectation or None
+        From :func:`read_expectations`; None leaves the columns NaN.
+
+    Returns
+    -------
+    DataFrame
+        A copy with the two columns [FLOP], [B] (NaN for launches no pattern matches).
+    """
+    k = kernels.copy()
+    flop = np.full(len(k), np.nan)
+    byts = np.full(len(k), np.nan)
+    for i, (name, dm) in enumerate(zip(k["kernel_name"].astype(str), k["kernel_demangled"].fillna("").astype(str))):
+        for e in expectations or []:
+            if e.pattern.search(name) or e.pattern.search(dm):
+                flop[i], byts[i] = e.flop, e.dram_bytes
+                break
+    k["expected_flop"] = flop
+    k["expected_dram_bytes"] = byts
+    return k
+
+
+def counted_flop(kernels: pd.DataFrame) -> np.ndarray:
+    """All FLOPs ncu counted per launch: FP64 + FP32 + FP16 + tensor (NaN when none is known)."""
+    cols = [kernels[c].to_numpy(float) for c in ("fp64_flop", "fp32_flop", "fp16_flop", "tensor_flop")]
+    stacked = np.vstack(cols)
+    have = np.isfinite(stacked).any(axis=0)
+    return np.where(have, np.nansum(stacked, axis=0), np.nan)
+
