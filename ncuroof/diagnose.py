@@ -36,7 +36,7 @@ import pandas as pd
 
 from .catalog import Catalog, GpuCatalog, load_gpus
 from .schema import precision_title
-from .summary import _dims, kernel_keys
+from .summary import grid_size, kernel_keys
 
 __all__ = ["CLASSES", "diagnose_kernels", "diagnose_launches", "launch_flags", "what_if"]
 
@@ -299,8 +299,8 @@ def diagnose_launches(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Cata
     k = kernels.copy()
     bind = _binding_per_launch(points)
     facts = k.merge(bind, on=["source", "launch_id"], how="left")
-    facts["blocks"] = [_dims(x) for x in facts["grid"]]
-    facts["threads_per_block"] = [_dims(x) for x in facts["block"]]
+    facts["blocks"] = [grid_size(x) for x in facts["grid"]]
+    facts["threads_per_block"] = [grid_size(x) for x in facts["block"]]
     sol = catalog.thresholds["sol"]
     res = [verdict(f, sol, gpus) for f in facts.to_dict("records")]
     k["diagnosis"] = [r[0] for r in res]

@@ -160,6 +160,13 @@ def _summary_html(summ: pd.DataFrame, kernels: pd.DataFrame, fig: go.Figure, top
                        f"{_fmt_time(r.time_s)} now, {_fmt_time(r.time_at_roof_s)} at its roof)</li>"
                        for r in by_saving.itertuples(index=False))
         parts.append(f"<p>Largest savings if one kernel reached its roof (Amdahl: the rest unchanged):</p><ol>{rows}</ol>")
+        fam = summ.groupby("kernel_name").agg(n=("kernel_key", "size"), saving_s=("saving_s", lambda x: x.sum(min_count=1)),
+                                              time_s=("time_s", "sum"))
+        fam = fam[(fam["n"] > 1) & np.isfinite(fam["saving_s"].to_numpy(float))].sort_values("saving_s", ascending=False).head(top)
+        if len(fam):
+            rows = "".join(f"<li><b>{html.escape(name)}</b> ({r.n} instantiations): {_fmt_time(r.saving_s)} "
+                           f"({_pct(r.saving_s / total)} of GPU time)</li>" for name, r in fam.iterrows())
+            parts.append(f"<p>By kernel family (function name, template instantiations together):</p><ol>{rows}</ol>")
     return "<div class='summary'>" + "".join(parts) + "</div>"
 
 
@@ -232,6 +239,9 @@ def render_html(fig: go.Figure, kernels: pd.DataFrame, meta: dict[str, Any], plo
     view = summ.assign(diagnosis=[DIAGNOSIS_TEXT.get(d, d) for d in summ["diagnosis"]],
                        precision=[precision_title(p) if p else "" for p in summ["precision"]],
                        level=[lv.upper() for lv in summ["level"]], in_focus=np.where(summ["in_focus"], "yes", "no"))
+    if "expected_flop" in summ.columns and summ["expected_flop"].notna().any():
+        view["useful_ai"] = summ["expected_flop"] / summ["expected_dram_bytes"]
+        kcols.insert(8, ("useful_ai", "useful AI [FLOP/B] (--expect)", "num"))
     ktable = html_table(view, [(c, t) for c, t, _ in kcols], title_col="kernel_demangled",
                         kinds={c: k for c, _, k in kcols}, lead=swatch)
     lcols = [("launch_id", "launch"), ("kernel_name", "kernel"), ("time_s", "time [s]"), ("fp64_flop", "FP64 FLOP"),

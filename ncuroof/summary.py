@@ -18,7 +18,7 @@ import pandas as pd
 from .expect import counted_flop
 from .schema import LEVELS
 
-__all__ = ["aggregate_points", "kernel_summary", "kernel_keys", "with_keys", "focus_set", "FOCUS_SHARE"]
+__all__ = ["aggregate_points", "kernel_summary", "kernel_keys", "with_keys", "focus_set", "grid_size", "FOCUS_SHARE"]
 
 #: Default share of GPU time the page focuses on: the fewest kernels that add up to it.
 FOCUS_SHARE = 0.95
@@ -211,8 +211,8 @@ def kernel_summary(kernels: pd.DataFrame, points: pd.DataFrame, focus: float = F
         k[f"_t{col}"] = w
         num, den = g[f"_w{col}"].sum(), g[f"_t{col}"].sum()
         out[col] = (num / den.where(den > 0)).where(den > 0)
-    k["_blocks"] = [_dims(x) for x in k["grid"]]
-    k["_threads"] = [_dims(x) for x in k["block"]]
+    k["_blocks"] = [grid_size(x) for x in k["grid"]]
+    k["_threads"] = [grid_size(x) for x in k["block"]]
     out["waves_per_sm"] = g["waves_per_sm"].median()
     out["blocks"] = g["_blocks"].median()
     out["threads_per_block"] = g["_threads"].median()
@@ -261,7 +261,7 @@ def kernel_summary(kernels: pd.DataFrame, points: pd.DataFrame, focus: float = F
     return out[cols]
 
 
-def _dims(text: object) -> float:
+def grid_size(text: object) -> float:
     """``'(16, 16, 1)'`` -> 256.0; NaN when not a dimension triple."""
     if not isinstance(text, str):
         return np.nan
