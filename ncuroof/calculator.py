@@ -356,6 +356,8 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
     k["memory_throughput_frac"] = _fraction(raw, cat.throughput["memory"])
     waves = _column(raw, cat.throughput["waves"])
     k["waves_per_sm"] = waves if waves is not None else _NAN
+    k["occupancy_frac"] = _fraction(raw, cat.throughput["occupancy"])
+    k["theoretical_occupancy_frac"] = _fraction(raw, cat.throughput["theoretical_occupancy"])
     k["flop_source"] = flop_source
     k["tensor_source"] = tensor_source
     for lv in LEVELS:

@@ -82,7 +82,8 @@ def _tensor_ratio(device: str, precision: str, gpus: GpuCatalog | None) -> tuple
     return tensor / base, spec.name
 
 
-def verdict(f: dict[str, Any], sol: dict[str, Any], gpus: GpuCatalog | None = None) -> tuple[str, str, str]:
+def verdict(f: dict[str, Any], sol: dict[str, Any], gpus: GpuCatalog | None = None,
+            low_occupancy: float = 0.5) -> tuple[str, str, str]:
     """Class, evidence and advice for one kernel or launch.
 
     Parameters
@@ -90,12 +91,16 @@ def verdict(f: dict[str, Any], sol: dict[str, Any], gpus: GpuCatalog | None = No
     f : dict
         ``status``, ``bound`` (classify's), ``precision``, ``level``, ``ai_flop_per_byte``,
         ``ridge_flop_per_byte``, ``roof_fraction``, ``peak_flop_per_s``, ``sm_throughput_frac``,
-        ``memory_throughput_frac``, ``waves_per_sm``, ``blocks``, ``threads_per_block``,
+        ``memory_throughput_frac``, ``occupancy_frac``, ``theoretical_occupancy_frac``,
+        ``waves_per_sm``, ``blocks``, ``threads_per_block``,
         ``tensor_flop``, ``device_name``.
     sol : dict
         ``metrics/thresholds.toml`` [sol].
     gpus : GpuCatalog, optional
         For the tensor-core headroom of FP32/FP16 compute-bound kernels.
+    low_occupancy : float, default 0.5
+        ``metrics/thresholds.toml`` [diagnosis].low_occupancy: below it a latency-bound
+        kernel's advice is to raise occupancy.
 
     Returns
     -------
@@ -116,6 +121,10 @@ def verdict(f: dict[str, Any], sol: dict[str, Any], gpus: GpuCatalog | None = No
         grid = f"{_g(waves)} waves per SM" + (f" ({blocks:.0f} blocks of {threads:.0f} threads)"
                                               if math.isfinite(blocks) and math.isfinite(threads) else "")
     small_grid = math.isfinite(waves) and waves < small
+    occ, theo = _num(f.get("occupancy_frac")), _num(f.get("theoretical_occupancy_frac"))
+    occ_text = (f"achieved occupancy {_pct(occ)}" + (f" (theoretical {_pct(theo)})" if math.isfinite(theo) else "")
+                if math.isfinite(occ) else "")
+    shape = "; ".join(x for x in (grid, occ_text) if x)  # for the evidence; advice quotes the grid alone
     if f.get("status") == "failed_measurement" or bound == "unknown":
         why = "measurement failed in ncu" if f.get("status") == "failed_measurement" else "no roofline point and no SpeedOfLight values"
         return "not_classified", why, "re-profile this kernel (ncu --kernel-name ... --launch-count 1) before acting on it"
@@ -124,22 +133,28 @@ def verdict(f: dict[str, Any], sol: dict[str, Any], gpus: GpuCatalog | None = No
                 "compute and memory are both busy: gains need both fewer instructions and fewer bytes; "
                 "near the best this algorithm allows")
     if bound == "latency":
-        ev = f"{sol_text}, both below {_pct(latency)} (ncu SOLBottleneck rule)" + (f"; {grid}" if grid else "")
+        ev = f"{sol_text}, both below {_pct(latency)} (ncu SOLBottleneck rule)" + (f"; {shape}" if shape else "")
         if small_grid:
             advice = (f"too little parallel work: {grid} cannot fill the GPU; launch more blocks (split the work, "
                       "batch small launches, or merge them with CUDA graphs)")
+        elif math.isfinite(occ) and occ < low_occupancy:
+            limit = (f"the launch allows only {_pct(theo)}: use fewer registers or less shared memory per block, or "
+                     "other block sizes" if math.isfinite(theo) and theo < low_occupancy else
+                     "achieved is well below theoretical: load imbalance or a tail of partial waves")
+            advice = (f"neither unit is busy and only {_pct(occ)} of the SM's warps are active: raise occupancy; {limit}; "
+                      "then instruction-level parallelism")
         else:
-            advice = ("neither unit is busy: latency bound; raise occupancy or instruction-level parallelism and read "
-                      "ncu's warp-stall reasons (WarpStateStats) for what the warps wait on")
+            advice = ("neither unit is busy: latency bound; raise instruction-level parallelism and read ncu's "
+                      "warp-stall reasons (WarpStateStats) for what the warps wait on")
         return "latency_bound", ev, advice
     have_point = math.isfinite(frac) and bool(level)
     if have_point:
         cmp = "<" if bound == "memory" else ">="
         ev = (f"{precision_title(prec)} at {level}: AI {_g(ai)} FLOP/B {cmp} ridge {_g(ridge)}, {_pct(frac)} of roof"
-              + (f"; {sol_text}" if sol_text else "") + (f"; {grid}" if grid else ""))
+              + (f"; {sol_text}" if sol_text else "") + (f"; {shape}" if shape else ""))
     else:
         frac = mem if bound == "memory" else sm
-        ev = f"{sol_text} (no roofline point: from SpeedOfLight only)" + (f"; {grid}" if grid else "")
+        ev = f"{sol_text} (no roofline point: from SpeedOfLight only)" + (f"; {shape}" if shape else "")
     if bound == "memory":
         gap = ridge / ai if math.isfinite(ridge) and math.isfinite(ai) and ai > 0 else math.nan
         gap_text = (f"AI {_g(ai)} FLOP/B against a ridge of {_g(ridge)}: a {gap:.0f}x gap" if math.isfinite(gap) and gap >= 1.5
@@ -302,7 +317,8 @@ def diagnose_launches(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Cata
     facts["blocks"] = [grid_size(x) for x in facts["grid"]]
     facts["threads_per_block"] = [grid_size(x) for x in facts["block"]]
     sol = catalog.thresholds["sol"]
-    res = [verdict(f, sol, gpus) for f in facts.to_dict("records")]
+    low = float(catalog.thresholds["diagnosis"]["low_occupancy"])
+    res = [verdict(f, sol, gpus, low) for f in facts.to_dict("records")]
     k["diagnosis"] = [r[0] for r in res]
     k["evidence"] = [r[1] for r in res]
     k["advice"] = [r[2] for r in res]
@@ -346,7 +362,8 @@ def diagnose_kernels(summary: pd.DataFrame, kernels: pd.DataFrame, catalog: Cata
     failed = k.groupby("kernel_key")["status"].agg(lambda x: bool((x == "failed_measurement").all()))
     s["status"] = np.where(failed.reindex(s["kernel_key"]).fillna(False).to_numpy(bool), "failed_measurement", "ok")
     sol = catalog.thresholds["sol"]
-    res = [verdict(f, sol, gpus) for f in s.to_dict("records")]
+    low = float(catalog.thresholds["diagnosis"]["low_occupancy"])
+    res = [verdict(f, sol, gpus, low) for f in s.to_dict("records")]
     s["diagnosis"] = [r[0] for r in res]
     s["evidence"] = [r[1] + _useful_ai(f) for r, f in zip(res, s.to_dict("records"))]
     s["advice"] = [r[2] for r in res]

@@ -104,6 +104,8 @@ KERNELS: dict[str, Column] = {
     "sm_throughput_frac": Column("float64", "1", "ncu Compute (SM) Throughput, fraction of peak"),
     "memory_throughput_frac": Column("float64", "1", "ncu Memory Throughput, fraction of peak"),
     "waves_per_sm": Column("float64", "1", "launch__waves_per_multiprocessor"),
+    "occupancy_frac": Column("float64", "1", "achieved occupancy: sm__warps_active.avg.pct_of_peak_sustained_active / 100"),
+    "theoretical_occupancy_frac": Column("float64", "1", "theoretical occupancy: sm__maximum_warps_per_active_cycle_pct / 100"),
     "time_at_roof_s": Column("float64", "s", "roofline lower bound on the duration: max over precisions of FLOP / compute roof and over levels of bytes / bandwidth roof"),
     "saving_s": Column("float64", "s", "time_s - time_at_roof_s, at least 0: the time saved if the launch ran at its roof"),
     "expected_flop": Column("float64", "FLOP", "algorithmic FLOPs of the launch from --expect (NaN without)"),

@@ -183,7 +183,8 @@ def kernel_summary(kernels: pd.DataFrame, points: pd.DataFrame, focus: float = F
         launches of the kernels columns, NaN when no launch has them), ``saving_share`` (saving
         over all launches' time), ``nvtx_range`` (the most common); of the binding dot also
         ``ridge_flop_per_byte``, ``peak_flop_per_s``, ``peak_bytes_per_s``; then
-        ``sm_throughput_frac`` and ``memory_throughput_frac`` (time-weighted over launches),
+        ``sm_throughput_frac``, ``memory_throughput_frac``, ``occupancy_frac`` and
+        ``theoretical_occupancy_frac`` (time-weighted over launches),
         ``waves_per_sm``, ``blocks`` and ``threads_per_block`` (medians), ``clock_spread``
         ((max − min) / median SM clock over launches), ``tensor_flop`` (sum), ``device_name``,
         ``expected_flop`` and ``expected_dram_bytes`` (sums, ``--expect``), ``dram_ai_flop_per_byte``
@@ -203,8 +204,8 @@ def kernel_summary(kernels: pd.DataFrame, points: pd.DataFrame, focus: float = F
         "saving_s": g["saving_s"].sum(min_count=1),
         "nvtx_range": g["nvtx_range"].agg(lambda s: s.dropna().mode().iat[0] if s.notna().any() else ""),
     })
-    # SpeedOfLight throughputs time-weighted over the launches that have them; launch geometry.
-    for col in ("sm_throughput_frac", "memory_throughput_frac"):
+    # SpeedOfLight throughputs and occupancy time-weighted over the launches that have them; geometry.
+    for col in ("sm_throughput_frac", "memory_throughput_frac", "occupancy_frac", "theoretical_occupancy_frac"):
         v = k[col].to_numpy(float)
         w = np.where(np.isfinite(v), k["_t"].to_numpy(float), 0.0)
         k[f"_w{col}"] = np.nan_to_num(v) * w
@@ -256,7 +257,7 @@ def kernel_summary(kernels: pd.DataFrame, points: pd.DataFrame, focus: float = F
     cols = ["kernel_key", "kernel_name", "kernel_label", "kernel_demangled", "launches", "time_s", "time_share", "in_focus",
             "precision", "bound", "level", "ai_flop_per_byte", "flop_per_s", "roof_fraction", "time_at_roof_s", "saving_s",
             "saving_share", "nvtx_range", "ridge_flop_per_byte", "peak_flop_per_s", "peak_bytes_per_s", "sm_throughput_frac",
-            "memory_throughput_frac", "waves_per_sm", "blocks", "threads_per_block", "clock_spread", "tensor_flop",
+            "memory_throughput_frac", "occupancy_frac", "theoretical_occupancy_frac", "waves_per_sm", "blocks", "threads_per_block", "clock_spread", "tensor_flop",
             "device_name", "expected_flop", "expected_dram_bytes", "dram_ai_flop_per_byte"]
     return out[cols]
 

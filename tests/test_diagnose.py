@@ -206,3 +206,25 @@ def test_bad_expect_file_is_one_line_exit_2(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert exc.value.code == 2 and len(err) == 1 and "bad.toml: unknown size 'Q' in '2*M*Q'" in err[0]
     assert not (tmp_path / "out").exists()
+
+
+def test_low_occupancy_is_named_with_its_cause():
+    base = {"status": "ok", "bound": "latency", "sm_throughput_frac": 0.3, "memory_throughput_frac": 0.2, "waves_per_sm": 12.0,
+            "blocks": 4096, "threads_per_block": 256, "occupancy_frac": 0.22, "theoretical_occupancy_frac": 0.25}
+    cls, ev, advice = diagnose.verdict(base, SOL, low_occupancy=0.5)
+    assert cls == "latency_bound" and "achieved occupancy 22% (theoretical 25%)" in ev
+    assert "only 22% of the SM's warps are active" in advice and "fewer registers or less shared memory" in advice
+    _, _, advice = diagnose.verdict({**base, "theoretical_occupancy_frac": 1.0}, SOL, low_occupancy=0.5)
+    assert "load imbalance" in advice
+    _, _, advice = diagnose.verdict({**base, "occupancy_frac": 0.9}, SOL, low_occupancy=0.5)
+    assert "warp-stall reasons" in advice and "occupancy" not in advice
+
+
+@needs_ncu_report
+def test_occupancy_is_ncus():
+    name = "alife_cuda__profile_output.ncu-rep"
+    k = kernels_of(name)
+    ncu = ncu_metrics(name)
+    for i in range(len(k)):
+        assert k["occupancy_frac"].iat[i] == pytest.approx(ncu[i]["sm__warps_active.avg.pct_of_peak_sustained_active"] / 100)
+        assert k["theoretical_occupancy_frac"].iat[i] == pytest.approx(ncu[i]["sm__maximum_warps_per_active_cycle_pct"] / 100)
