@@ -243,7 +243,7 @@ def launch_flags(kernels: pd.DataFrame, points: pd.DataFrame, thresholds: dict[s
         if "n/a" in notes:
             f.append("n/a metrics: see notes")
         if r.status == "no_roofline_metrics":
-            f.append("missing metrics: no FLOP counters or memory traffic; time and SpeedOfLight only")
+            f.append("missing metrics: no FLOP counters or memory traffic (time and SpeedOfLight only)")
         f += _expect_flags(r, thresholds)
         work = [_num(getattr(r, c)) for c in ("fp64_flop", "fp32_flop", "fp16_flop", "tensor_flop")]
         byts = [_num(getattr(r, f"{lv}_bytes")) for lv in ("dram", "l2", "l1")]

@@ -119,6 +119,7 @@ td.name { max-width: 38em; overflow: hidden; text-overflow: ellipsis; white-spac
 #controls { display: flex; flex-wrap: wrap; gap: 0.4em 1.6em; align-items: center; margin: 0.8em 0;
             padding: 0.5em 0.8em; background: #f6f6f6; border-radius: 6px; font-size: 14px; }
 #controls label { margin-right: 0.5em; }
+#controls:empty { display: none; }
 #details { min-height: 4.2em; max-height: 9em; overflow: auto; font-size: 13px; color: #333; border-left: 3px solid #ccc; padding: 0.2em 0.8em; margin: 0.4em 0 1em; }
 #details .name { font-family: ui-monospace, monospace; font-size: 12px; word-break: break-all; }
 .swatch { display: inline-block; width: 0.9em; height: 0.9em; border-radius: 50%; vertical-align: -0.1em; }
@@ -149,9 +150,14 @@ def _summary_html(summ: pd.DataFrame, kernels: pd.DataFrame, fig: go.Figure, top
             f"to {_fmt_time(total - s)}"
             + (f"; {missing} kernel{'s have' if missing != 1 else ' has'} no roofline point or roof and are not counted" if missing else "")
             + ". Time at the roof is max(FLOPs / compute roof, bytes / bandwidth roof) over every precision and level.</p>")
+    none = bool((kernels["status"] == "no_roofline_metrics").all())
+    if none:
+        parts.append("<p class='note'>No launch has roofline metrics (FLOP counters and memory traffic): the verdicts below "
+                     "come from ncu's SpeedOfLight throughputs alone. Collect them with <code>ncuroof profile -- ./app</code> "
+                     "(ncu <code>--set roofline</code>).</p>")
     items = []
     for r in summ.head(top).itertuples(index=False):
-        items.append(_kernel_item(r))
+        items.append(_kernel_item(r, hide="missing metrics" if none else None))
     if items:
         parts.append(f"<p>Top kernels by time, what limits them and what to try:</p><ol>{''.join(items)}</ol>")
     by_saving = summ[np.isfinite(summ["saving_s"].to_numpy(float))].sort_values("saving_s", ascending=False).head(top)
@@ -170,8 +176,9 @@ def _summary_html(summ: pd.DataFrame, kernels: pd.DataFrame, fig: go.Figure, top
     return "<div class='summary'>" + "".join(parts) + "</div>"
 
 
-def _kernel_item(r: Any) -> str:
-    """One kernel in the summary: share, diagnosis with its numbers, advice, saving, flags."""
+def _kernel_item(r: Any, hide: str | None = None) -> str:
+    """One kernel in the summary: share, diagnosis with its numbers, advice, saving, flags (but
+    those starting with ``hide``, said once for the whole page)."""
     head = (f"{_pct(r.time_share)} of GPU time ({_fmt_time(r.time_s)}, {r.launches} launch{'es' if r.launches != 1 else ''}): "
             f"<b>{html.escape(DIAGNOSIS_TEXT.get(r.diagnosis, r.diagnosis))}</b>")
     body = [html.escape(r.evidence)] if r.evidence else []
@@ -179,8 +186,9 @@ def _kernel_item(r: Any) -> str:
         body.append("<i>Try:</i> " + html.escape(r.advice))
     if np.isfinite(r.saving_s):
         body.append(f"At its roof {_fmt_time(r.time_at_roof_s)}: saves {_fmt_time(r.saving_s)} ({_pct(r.saving_share)} of GPU time).")
-    if r.flags:
-        body.append(f"<span class='note'>Check: {html.escape(r.flags)}</span>")
+    flags = "; ".join(f for f in str(r.flags or "").split("; ") if f and not (hide and f.startswith(hide)))
+    if flags:
+        body.append(f"<span class='note'>Check: {html.escape(flags)}</span>")
     return (f"<li><b title='{html.escape(r.kernel_demangled or '')}'>{html.escape(r.kernel_label)}</b>, {head}<br>"
             + "<br>".join(body) + "</li>")
 
