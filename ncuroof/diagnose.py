@@ -238,7 +238,7 @@ def launch_flags(kernels: pd.DataFrame, points: pd.DataFrame, thresholds: dict[s
     for r in kernels.itertuples(index=False):
         f = list(dict.fromkeys(flags.get((r.source, r.launch_id), [])))
         if r.status == "failed_measurement":
-            f.append("failed measurement: ncu stored NaN; not plotted")
+            f.append("failed measurement: ncu stored NaN, not plotted")
         notes = str(getattr(r, "notes", "") or "")
         if "n/a" in notes:
             f.append("n/a metrics: see notes")
