@@ -82,6 +82,12 @@ def _tensor_ratio(device: str, precision: str, gpus: GpuCatalog | None) -> tuple
     return tensor / base, spec.name
 
 
+#: The columns :func:`verdict` reads.
+_FACTS = ("status", "bound", "precision", "level", "ai_flop_per_byte", "ridge_flop_per_byte", "roof_fraction",
+          "sm_throughput_frac", "memory_throughput_frac", "occupancy_frac", "theoretical_occupancy_frac", "waves_per_sm",
+          "blocks", "threads_per_block", "tensor_flop", "device_name")
+
+
 def verdict(f: dict[str, Any], sol: dict[str, Any], gpus: GpuCatalog | None = None,
             low_occupancy: float = 0.5) -> tuple[str, str, str]:
     """Class, evidence and advice for one kernel or launch.
@@ -235,7 +241,9 @@ def launch_flags(kernels: pd.DataFrame, points: pd.DataFrame, thresholds: dict[s
             flags.setdefault((r.source, r.launch_id), []).append(
                 f"above roof: {precision_title(r.precision)} at {str(r.level).upper()} {_pct(r.roof_fraction)} of roof, likely {cause}")
     out = []
-    for r in kernels.itertuples(index=False):
+    cols = ["source", "launch_id", "status", "notes", "time_s", "fp64_flop", "fp32_flop", "fp16_flop", "tensor_flop",
+            "dram_bytes", "l2_bytes", "l1_bytes", "expected_flop", "expected_dram_bytes"]
+    for r in kernels[[c for c in cols if c in kernels.columns]].itertuples(index=False):
         f = list(dict.fromkeys(flags.get((r.source, r.launch_id), [])))
         if r.status == "failed_measurement":
             f.append("failed measurement: ncu stored NaN, not plotted")
@@ -318,7 +326,7 @@ def diagnose_launches(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Cata
     facts["threads_per_block"] = [grid_size(x) for x in facts["block"]]
     sol = catalog.thresholds["sol"]
     low = float(catalog.thresholds["diagnosis"]["low_occupancy"])
-    res = [verdict(f, sol, gpus, low) for f in facts.to_dict("records")]
+    res = [verdict(f, sol, gpus, low) for f in facts[[c for c in _FACTS if c in facts.columns]].to_dict("records")]
     k["diagnosis"] = [r[0] for r in res]
     k["evidence"] = [r[1] for r in res]
     k["advice"] = [r[2] for r in res]
