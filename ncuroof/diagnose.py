@@ -321,9 +321,11 @@ def diagnose_launches(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Cata
     """
     k = kernels.copy()
     bind = _binding_per_launch(points)
-    facts = k.merge(bind, on=["source", "launch_id"], how="left")
-    facts["blocks"] = [grid_size(x) for x in facts["grid"]]
-    facts["threads_per_block"] = [grid_size(x) for x in facts["block"]]
+    need = ["source", "launch_id", "grid", "block", *(c for c in _FACTS if c in k.columns and c not in bind.columns)]
+    facts = k[need].merge(bind, on=["source", "launch_id"], how="left")
+    for col, dims in (("blocks", "grid"), ("threads_per_block", "block")):
+        sizes = {v: grid_size(v) for v in facts[dims].dropna().unique()}
+        facts[col] = facts[dims].map(sizes).astype(float)
     sol = catalog.thresholds["sol"]
     low = float(catalog.thresholds["diagnosis"]["low_occupancy"])
     res = [verdict(f, sol, gpus, low) for f in facts[[c for c in _FACTS if c in facts.columns]].to_dict("records")]

@@ -190,7 +190,11 @@ def kernel_summary(kernels: pd.DataFrame, points: pd.DataFrame, focus: float = F
         ``expected_flop`` and ``expected_dram_bytes`` (sums, ``--expect``), ``dram_ai_flop_per_byte``
         (all counted FLOPs over DRAM bytes).
     """
-    k = kernels.copy()
+    used = ["source", "launch_id", "kernel_name", "kernel_demangled", "nvtx_range", "device_name", "grid", "block", "time_s",
+            "sm_clock_hz", "time_at_roof_s", "saving_s", "bound", "sm_throughput_frac", "memory_throughput_frac",
+            "occupancy_frac", "theoretical_occupancy_frac", "waves_per_sm", "tensor_flop", "expected_flop",
+            "expected_dram_bytes", "fp64_flop", "fp32_flop", "fp16_flop", "dram_bytes"]
+    k = kernels[[c for c in used if c in kernels.columns]].copy()
     k["kernel_key"] = kernel_keys(k)
     k["_t"] = k["time_s"].fillna(0.0)
     total = float(k["_t"].sum())
@@ -212,8 +216,9 @@ def kernel_summary(kernels: pd.DataFrame, points: pd.DataFrame, focus: float = F
         k[f"_t{col}"] = w
         num, den = g[f"_w{col}"].sum(), g[f"_t{col}"].sum()
         out[col] = (num / den.where(den > 0)).where(den > 0)
-    k["_blocks"] = [grid_size(x) for x in k["grid"]]
-    k["_threads"] = [grid_size(x) for x in k["block"]]
+    for col, dims in (("_blocks", "grid"), ("_threads", "block")):
+        sizes = {v: grid_size(v) for v in k[dims].dropna().unique()}
+        k[col] = k[dims].map(sizes).astype(float)
     out["waves_per_sm"] = g["waves_per_sm"].median()
     out["blocks"] = g["_blocks"].median()
     out["threads_per_block"] = g["_threads"].median()
