@@ -340,7 +340,7 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
         "roofs": roof_sources(kernels),
         **({"CSV input": limits} if (limits := csv_limits(kernels, inputs)) else {}),
     }
-    fig = plot.plot_roofline(pts, kernels, title=f"Hierarchical roofline — {inputs[0].name}", focus=focus)
+    fig = plot.plot_roofline(pts, kernels, title=f"Hierarchical roofline — {inputs[0].name}", focus=focus, summary=summary)
     files: dict[str, str | bytes] = {
         "kernels.csv": kernels.to_csv(index=False),
         "points.csv": pts.to_csv(index=False),

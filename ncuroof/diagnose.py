@@ -36,7 +36,7 @@ import pandas as pd
 
 from .catalog import Catalog, GpuCatalog, load_gpus
 from .schema import precision_title
-from .summary import grid_size, kernel_keys
+from .summary import binding_points, grid_sizes, kernel_keys
 
 __all__ = ["CLASSES", "diagnose_kernels", "diagnose_launches", "launch_flags", "what_if"]
 
@@ -287,19 +287,6 @@ def _expect_flags(r: Any, thresholds: dict[str, Any]) -> list[str]:
     return out
 
 
-def _binding_per_launch(points: pd.DataFrame) -> pd.DataFrame:
-    """Per launch: the main precision's binding point (lowest attainable roof)."""
-    cols = ["source", "launch_id", "precision", "level", "ai_flop_per_byte", "ridge_flop_per_byte", "roof_fraction"]
-    if points.empty:
-        return pd.DataFrame(columns=cols)
-    main = points.loc[points.groupby(["source", "launch_id"])["flop"].idxmax(), ["source", "launch_id", "precision"]]
-    p = points.merge(main, on=["source", "launch_id", "precision"])
-    p = p[np.isfinite(p["roof_flop_per_s"].to_numpy(float))]
-    if p.empty:
-        return pd.DataFrame(columns=cols)
-    return p.loc[p.groupby(["source", "launch_id"])["roof_flop_per_s"].idxmin(), cols]
-
-
 def diagnose_launches(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Catalog, gpus: GpuCatalog | None = None) -> pd.DataFrame:
     """Fill ``diagnosis``, ``evidence``, ``advice`` and ``flags`` of every launch.
 
@@ -320,12 +307,11 @@ def diagnose_launches(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Cata
         A copy of ``kernels`` with the four columns (see :func:`verdict`, :func:`launch_flags`).
     """
     k = kernels.copy()
-    bind = _binding_per_launch(points)
+    bind = binding_points(points).drop(columns="bound")
     need = ["source", "launch_id", "grid", "block", *(c for c in _FACTS if c in k.columns and c not in bind.columns)]
     facts = k[need].merge(bind, on=["source", "launch_id"], how="left")
-    for col, dims in (("blocks", "grid"), ("threads_per_block", "block")):
-        sizes = {v: grid_size(v) for v in facts[dims].dropna().unique()}
-        facts[col] = facts[dims].map(sizes).astype(float)
+    facts["blocks"] = grid_sizes(facts["grid"])
+    facts["threads_per_block"] = grid_sizes(facts["block"])
     sol = catalog.thresholds["sol"]
     low = float(catalog.thresholds["diagnosis"]["low_occupancy"])
     res = [verdict(f, sol, gpus, low) for f in facts[[c for c in _FACTS if c in facts.columns]].to_dict("records")]

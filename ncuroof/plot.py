@@ -22,7 +22,7 @@ import plotly.graph_objects as go
 
 from . import catalog as _catalog
 from .schema import LEVELS, precision_title
-from .summary import FOCUS_SHARE, aggregate_points, kernel_summary, with_keys
+from .summary import FOCUS_SHARE, aggregate_points, binding_points, kernel_summary, with_keys
 
 __all__ = ["plot_roofline", "precision_title", "level_subsets", "SCATTERGL_THRESHOLD", "BOUND_COLORS", "KERNEL_COLORS"]
 
@@ -72,10 +72,7 @@ def _kernels_from_points(points: pd.DataFrame) -> pd.DataFrame:
     k["nvtx_range"] = ""
     k["time_at_roof_s"] = np.nan
     k["saving_s"] = np.nan
-    main = points.loc[points.groupby(["source", "launch_id"])["flop"].idxmax()]
-    bind = points[np.isfinite(points["roof_flop_per_s"].to_numpy(float))].merge(main[["source", "launch_id", "precision"]])
-    bound = bind.loc[bind.groupby(["source", "launch_id"])["roof_flop_per_s"].idxmin()] if len(bind) else bind
-    k = k.merge(bound[["source", "launch_id", "bound"]], on=["source", "launch_id"], how="left")
+    k = k.merge(binding_points(points)[["source", "launch_id", "bound"]], on=["source", "launch_id"], how="left")
     k["bound"] = k["bound"].replace("", np.nan).fillna("unknown")
     return k
 
@@ -178,7 +175,8 @@ def _dot_frame(points: pd.DataFrame, summ: pd.DataFrame, kernels: pd.DataFrame, 
 
 def plot_roofline(points: pd.DataFrame, kernels: pd.DataFrame | None = None, title: str = "Hierarchical roofline", *,
                   precision: str = "main", levels: list[str] | None = None, per_launch: bool = False,
-                  color: str = "kernel", focus: float = FOCUS_SHARE, show_all: bool = False) -> go.Figure:
+                  color: str = "kernel", focus: float = FOCUS_SHARE, show_all: bool = False,
+                  summary: pd.DataFrame | None = None) -> go.Figure:
     """Draw the whole application on one log-log hierarchical roofline.
 
     Parameters
@@ -206,6 +204,9 @@ def plot_roofline(points: pd.DataFrame, kernels: pd.DataFrame | None = None, tit
         Show the fewest kernels that make up this share of GPU time (:func:`ncuroof.summary.focus_set`).
     show_all : bool, default False
         Also show the kernels outside the focus set.
+    summary : DataFrame, optional
+        :func:`ncuroof.summary.kernel_summary` of the same data with the same ``focus``, when
+        the caller has it already (kernel colours follow its order); computed otherwise.
 
     Returns
     -------
@@ -246,7 +247,7 @@ def plot_roofline(points: pd.DataFrame, kernels: pd.DataFrame | None = None, tit
         return fig
     if kernels is None:
         kernels = _kernels_from_points(points)
-    summ = kernel_summary(kernels, points, focus=focus)
+    summ = (kernel_summary(kernels, points, focus=focus) if summary is None else summary).reset_index(drop=True)
     summ["kid"] = np.arange(len(summ))
     present = [lv for lv in LEVELS if lv in set(points["level"])]
     shown_levels = present if levels is None else [lv for lv in LEVELS if lv in levels]

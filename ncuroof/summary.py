@@ -18,7 +18,8 @@ import pandas as pd
 from .expect import counted_flop
 from .schema import LEVELS
 
-__all__ = ["aggregate_points", "kernel_summary", "kernel_keys", "with_keys", "focus_set", "grid_size", "FOCUS_SHARE"]
+__all__ = ["aggregate_points", "kernel_summary", "kernel_keys", "with_keys", "focus_set", "grid_size", "grid_sizes", "binding_points",
+           "FOCUS_SHARE"]
 
 #: Default share of GPU time the page focuses on: the fewest kernels that add up to it.
 FOCUS_SHARE = 0.95
@@ -216,9 +217,8 @@ def kernel_summary(kernels: pd.DataFrame, points: pd.DataFrame, focus: float = F
         k[f"_t{col}"] = w
         num, den = g[f"_w{col}"].sum(), g[f"_t{col}"].sum()
         out[col] = (num / den.where(den > 0)).where(den > 0)
-    for col, dims in (("_blocks", "grid"), ("_threads", "block")):
-        sizes = {v: grid_size(v) for v in k[dims].dropna().unique()}
-        k[col] = k[dims].map(sizes).astype(float)
+    k["_blocks"] = grid_sizes(k["grid"])
+    k["_threads"] = grid_sizes(k["block"])
     out["waves_per_sm"] = g["waves_per_sm"].median()
     out["blocks"] = g["_blocks"].median()
     out["threads_per_block"] = g["_threads"].median()
@@ -265,6 +265,39 @@ def kernel_summary(kernels: pd.DataFrame, points: pd.DataFrame, focus: float = F
             "memory_throughput_frac", "occupancy_frac", "theoretical_occupancy_frac", "waves_per_sm", "blocks", "threads_per_block", "clock_spread", "tensor_flop",
             "device_name", "expected_flop", "expected_dram_bytes", "dram_ai_flop_per_byte"]
     return out[cols]
+
+
+def grid_sizes(dims: pd.Series) -> pd.Series:
+    """:func:`grid_size` of each cell, parsed once per distinct value."""
+    sizes = {v: grid_size(v) for v in dims.dropna().unique()}
+    return dims.map(sizes).astype(float)
+
+
+def binding_points(points: pd.DataFrame) -> pd.DataFrame:
+    """Per launch, the binding point: at the precision with most FLOPs, the level with the
+    lowest attainable roof (points without a roof left out).
+
+    Parameters
+    ----------
+    points : DataFrame
+        The points table.
+
+    Returns
+    -------
+    DataFrame
+        ``source``, ``launch_id``, ``precision``, ``level``, ``ai_flop_per_byte``,
+        ``ridge_flop_per_byte``, ``roof_fraction``, ``bound``; launches without a roofed point
+        are absent.
+    """
+    cols = ["source", "launch_id", "precision", "level", "ai_flop_per_byte", "ridge_flop_per_byte", "roof_fraction", "bound"]
+    if points.empty:
+        return pd.DataFrame(columns=cols)
+    main = points.loc[points.groupby(["source", "launch_id"])["flop"].idxmax(), ["source", "launch_id", "precision"]]
+    p = points.merge(main, on=["source", "launch_id", "precision"])
+    p = p[np.isfinite(p["roof_flop_per_s"].to_numpy(float))]
+    if p.empty:
+        return pd.DataFrame(columns=cols)
+    return p.loc[p.groupby(["source", "launch_id"])["roof_flop_per_s"].idxmin(), cols]
 
 
 def grid_size(text: object) -> float:
