@@ -15,7 +15,7 @@ The kernels table records every roof's source in ``ceiling_sources``
 from __future__ import annotations
 
 import re
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd

@@ -16,9 +16,10 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from . import catalog as _catalog
 from .errors import NcuNotFoundError, ProfileError

@@ -17,9 +17,9 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from .diagnose import CLASSES as DIAGNOSIS_TEXT
 from .errors import OutputError
 from .plot import KERNEL_COLORS, OTHER_COLOR, _si, precision_title
-from .diagnose import CLASSES as DIAGNOSIS_TEXT
 from .summary import kernel_summary
 
 __all__ = ["summarize", "summary_text", "render_html", "render_image", "render_page", "html_table", "write_outputs"]

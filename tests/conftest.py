@@ -28,7 +28,7 @@ def shared(name: str) -> Path:
     return path
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def kernels_of(name: str):
     """The kernels table of a shared fixture (cached for the session)."""
     import ncuroof
@@ -36,7 +36,7 @@ def kernels_of(name: str):
     return ncuroof.load(shared(name))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def ncu_metrics(name: str) -> tuple[dict[str, float], ...]:
     """Every scalar metric ncu stored for each launch, read directly through ncu_report.
 

@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import needs_ncu_report, shared
 
 NCUROOF = [sys.executable, "-m", "ncuroof"]

@@ -11,12 +11,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import needs_ncu_report, shared
 
 import ncuroof
 from ncuroof import catalog, cli, collector
 from ncuroof.collector import ProfileOptions, build_command, metric_list
-
-from conftest import needs_ncu_report, shared
 
 FAKE = Path(__file__).resolve().parent / "fake_ncu"
 

@@ -12,8 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
-from conftest import SHARED, close, needs_ncu_report, ncu_metrics, shared
+from conftest import SHARED, close, ncu_metrics, needs_ncu_report, shared
 
 CSVS = sorted(p.name for p in SHARED.glob("*.csv") if "session" not in p.name) if SHARED.is_dir() else []
 

@@ -8,11 +8,10 @@ import re
 
 import pandas as pd
 import pytest
+from conftest import kernels_of, ncu_metrics, needs_ncu_report, shared
 
 import ncuroof
 from ncuroof import catalog, diagnose, summary
-
-from conftest import kernels_of, ncu_metrics, needs_ncu_report, shared
 
 SOL = catalog.load().thresholds["sol"]
 

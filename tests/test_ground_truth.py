@@ -4,7 +4,6 @@ and source (../shared/fixtures/PROVENANCE.md)."""
 from __future__ import annotations
 
 import pytest
-
 from conftest import kernels_of, needs_ncu_report, needs_shared
 
 pytestmark = [needs_shared, needs_ncu_report]

@@ -15,13 +15,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import synthetic
+from conftest import needs_ncu_report, shared
 
 import ncuroof
 from ncuroof import plot, report, summary
 from ncuroof.plot import BOUND_COLORS, KERNEL_COLORS
-
-import synthetic
-from conftest import needs_ncu_report, shared
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = Path(os.environ.get("NCUROOF_ARTIFACTS", ROOT / "test-artifacts"))

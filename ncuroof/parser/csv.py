@@ -31,9 +31,10 @@ import csv
 import io
 import mmap
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any
 
 import numpy as np
 import pandas as pd

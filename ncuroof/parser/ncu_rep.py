@@ -13,8 +13,9 @@ import math
 import mmap
 import re
 import struct
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pandas as pd
 
