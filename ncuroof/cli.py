@@ -248,7 +248,8 @@ def compare_cmd(before: Path, after: Path, outdir: Path | None, match_by: str, g
     after, bound, movement) and compare.html (both runs on one roofline, an arrow per kernel).
     """
     from . import api
-    from .report import _fmt_time, _pct
+    from .fmt import pct as _pct
+    from .fmt import seconds as _fmt_time
 
     result = api.compare_runs(before, after, outdir=outdir, by_launch=match_by == "launch", gpu=gpu, strict=strict,
                          plotlyjs=True if plotlyjs == "embed" else "cdn")

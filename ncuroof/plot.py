@@ -4,16 +4,22 @@ is left to the caller (:mod:`ncuroof.report`).
 :func:`plot_roofline` draws the whole application on one hierarchical roofline: a sloped roof per
 memory level, a flat roof per precision, the ridge points, and one dot per kernel and level (or
 per launch and level) whose area is its share of GPU time, the dots of one kernel joined into its
-L1→L2→DRAM intensity trail. Every view the page offers (precision, levels, per-kernel or
-per-launch dots, colour by kernel or by bound, focus or all kernels) is in the figure as traces
-whose ``meta`` says which view they belong to; the arguments choose which are visible, and the
-page's controls (:mod:`ncuroof.report`) switch between them in the browser.
+L1→L2→DRAM intensity trail. Every view the page offers (precision, levels, dot groups, colour by
+kernel or by bound, focus or all kernels) is in the figure as traces whose ``meta["when"]`` says
+in which states of the page's view they show (:mod:`ncuroof.views`, the one place that rule
+lives); the arguments choose the initial state and the page's controls switch it in the browser.
+
+The figure is built in parts: :func:`_chart` (roofs, views, axis ranges), :func:`_roof_traces`,
+:func:`_ridge_traces`, :func:`_group_traces` per dot group of :data:`DOT_GROUPS`,
+:func:`_key_traces` (legend), :func:`_contract` (controls and initial view).
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,10 +27,13 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from . import catalog as _catalog
+from . import fmt
 from .schema import LEVELS, precision_title
 from .summary import FOCUS_SHARE, aggregate_points, binding_points, kernel_summary, with_keys
+from .views import Control, ViewContract, ViewState, apply_view
 
-__all__ = ["plot_roofline", "precision_title", "level_subsets", "SCATTERGL_THRESHOLD", "BOUND_COLORS", "KERNEL_COLORS"]
+__all__ = ["plot_roofline", "precision_title", "level_subsets", "SCATTERGL_THRESHOLD", "BOUND_COLORS", "KERNEL_COLORS",
+           "OTHER_COLOR", "kernel_color", "DotGroup", "DOT_GROUPS"]
 
 #: Above this many dots in one view the dots are drawn with WebGL (``Scattergl``).
 SCATTERGL_THRESHOLD = 1000
@@ -44,25 +53,71 @@ _MIN_DOT_PX = 6.0
 _NAME_CHARS = 200
 
 
+def kernel_color(kid: int) -> str:
+    """Colour of the ``kid``-th kernel (by time, 0 = largest) in the colour-by-kernel view."""
+    return KERNEL_COLORS[kid] if 0 <= kid < len(KERNEL_COLORS) else OTHER_COLOR
+
+
 def level_subsets(levels: list[str]) -> list[tuple[str, ...]]:
     """Every subset of ``levels`` with at least two members, in :data:`LEVELS` order (trail variants)."""
     ordered = [lv for lv in LEVELS if lv in levels]
     return [c for r in range(2, len(ordered) + 1) for c in itertools.combinations(ordered, r)]
 
 
-def _si(value: float, unit: str) -> str:
-    if not math.isfinite(value):
-        return "n/a"
-    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= factor:
-            return f"{value / factor:.3g} {prefix}{unit}"
-    return f"{value:.3g} {unit}"
-
-
 def _short(name: str, limit: int = _NAME_CHARS) -> str:
     """A demangled name for a hover label: at most ``limit`` characters, wrapped every 90."""
     text = name if len(name) <= limit else name[: limit - 1] + "…"
     return "<br>".join(text[i:i + 90] for i in range(0, len(text), 90))
+
+
+def _tag(source: str) -> str:
+    return f" ({source})" if source and source != "report" else ""
+
+
+# --- dot groups -------------------------------------------------------------------------------
+
+def _kernel_names(dots: pd.DataFrame) -> np.ndarray:
+    """Hover head of per-kernel dots: label, demangled name when it differs, launches."""
+    return np.array([f"<b>{n}</b><br>{_short(dm)}<br>{fmt.count(int(c), 'launch')}" if isinstance(dm, str) and dm and dm != n
+                     else f"<b>{n}</b><br>{fmt.count(int(c), 'launch')}"
+                     for n, dm, c in zip(dots["label"], dots["demangled"], dots["launches"])], dtype=object)
+
+
+def _launch_names(dots: pd.DataFrame) -> np.ndarray:
+    return dots["label"].astype(str).to_numpy(dtype=object)
+
+
+@dataclass(frozen=True)
+class DotGroup:
+    """What one dot stands for in a value of the page's ``mode`` state (the "Dots" control).
+
+    Attributes
+    ----------
+    id : str
+        The ``mode`` value (``kernel``, ``launch``).
+    label : str
+        The control's text for it.
+    trail_key : tuple of str
+        Columns identifying one trail (the dots of one group member across levels).
+    names : callable
+        Dots frame -> the hover text's head per dot (HTML).
+    head : str
+        Hover template before the numbers (``%{text}`` is the name from ``names``).
+    """
+
+    id: str
+    label: str
+    trail_key: tuple[str, ...]
+    names: Callable[[pd.DataFrame], np.ndarray]
+    head: str
+
+
+#: The dot groups, in control order. A new group (e.g. NVTX phases) is one more entry here and a
+#: frame for it in :func:`plot_roofline`'s ``dots`` (columns as :func:`_dot_frames` makes).
+DOT_GROUPS = (
+    DotGroup("kernel", "per kernel", ("kernel_key",), _kernel_names, "%{text} · "),
+    DotGroup("launch", "per launch", ("source", "launch_id"), _launch_names, "<b>%{text}</b> · launch %{customdata[8]:.0f}<br>"),
+)
 
 
 def _kernels_from_points(points: pd.DataFrame) -> pd.DataFrame:
@@ -77,6 +132,61 @@ def _kernels_from_points(points: pd.DataFrame) -> pd.DataFrame:
     return k
 
 
+def _dot_frames(points: pd.DataFrame, kernels: pd.DataFrame, summ: pd.DataFrame,
+                given: Mapping[str, pd.DataFrame] | None) -> dict[str, pd.DataFrame]:
+    """The dots of every group, with the per-kernel facts the figure needs (``kid``, ``in_focus``,
+    ``main`` precision, ``label``, ``demangled``, ``kbound``, ``launch_id``; -1 when aggregated).
+
+    ``given`` may hold precomputed frames: ``kernel`` = :func:`ncuroof.summary.aggregate_points`
+    of :func:`ncuroof.summary.with_keys` by ``kernel_key``; ``launch`` = ``with_keys`` itself.
+    """
+    given = dict(given or {})
+    info = summ.set_index("kernel_key")
+    launch = given.get("launch")
+    if launch is None:
+        launch = with_keys(points, kernels)
+    kern = given.get("kernel")
+    if kern is None:
+        kern = aggregate_points(launch, by="kernel_key")
+    frames = {**given, "kernel": kern.assign(launch_id=-1), "launch": launch.assign(launches=1)}
+    out = {}
+    for gid, d in frames.items():
+        d = d.copy()
+        if gid == "launch":
+            b = kernels[["source", "launch_id", "bound"]].rename(columns={"bound": "kbound"})
+            d = d.merge(b, on=["source", "launch_id"], how="left")
+            d["kbound"] = d["kbound"].fillna("unknown")
+        elif gid == "kernel":
+            d["kbound"] = info["bound"].reindex(d["kernel_key"]).to_numpy()
+            d["time_s"] = info["time_s"].reindex(d["kernel_key"]).to_numpy()
+        for col, src in (("kid", "kid"), ("in_focus", "in_focus"), ("main", "precision"), ("label", "kernel_label"),
+                         ("demangled", "kernel_demangled")):
+            d[col] = info[src].reindex(d["kernel_key"]).to_numpy()
+        d["in_focus"] = d["in_focus"].astype(bool)
+        out[gid] = d
+    return out
+
+
+# --- the chart's frame: roofs, views, axis ranges -------------------------------------------
+
+@dataclass
+class _Chart:
+    """What every part of the figure reads: the data, the roofs and the axis ranges."""
+
+    points: pd.DataFrame
+    summ: pd.DataFrame
+    present: list[str]
+    views: list[tuple[str, str]]
+    main_precisions: list[str]
+    compute: dict[str, float]
+    memory: dict[str, float]
+    source: dict[str, str]
+    x_range: tuple[float, float]
+    y_range: tuple[float, float]
+    total_time: float
+    cat: Any
+
+
 def _roofs(points: pd.DataFrame) -> tuple[dict[str, float], dict[str, float], dict[str, str]]:
     """Median roof per precision and per level over the points (launches may differ in clock),
     and the source of each roof (``report``, ``datasheet``, ``user``; the most common one)."""
@@ -89,17 +199,114 @@ def _roofs(points: pd.DataFrame) -> tuple[dict[str, float], dict[str, float], di
     return compute, memory, source
 
 
-def _tag(source: str) -> str:
-    return f" ({source})" if source and source != "report" else ""
-
-
-def _views(points: pd.DataFrame, main: pd.Series) -> list[tuple[str, str]]:
+def _views(points: pd.DataFrame) -> list[tuple[str, str]]:
     """Precision views: ``main`` (each kernel at the precision of most of its FLOPs), then every
     precision with work, most FLOPs first."""
     work = points.groupby("precision")["flop"].sum().sort_values(ascending=False)
     views = [("main", "Each kernel's main precision")] if len(work) > 1 else []
     return views + [(p, precision_title(p)) for p in work.index]
 
+
+def _axis_ranges(points: pd.DataFrame, compute: dict[str, float], memory: dict[str, float]) -> tuple[tuple[float, float], tuple[float, float]]:
+    """x (AI) and y (FLOP/s) ranges, in data units, holding every dot of every view and every
+    ridge point, half a decade of margin; y tops out at the highest compute roof."""
+    ai = points["ai_flop_per_byte"].to_numpy(float)
+    ridges = [c / m for c in compute.values() for m in memory.values() if m > 0]
+    xs = np.concatenate([ai[np.isfinite(ai) & (ai > 0)], np.asarray(ridges, dtype=float)])
+    x_lo = 10 ** math.floor(math.log10(xs.min()) - 0.5)
+    x_hi = 10 ** math.ceil(math.log10(xs.max()) + 0.5)
+    p_max = max(compute.values()) if compute else float(points["flop_per_s"].max()) * 2
+    ys = points["flop_per_s"].to_numpy(float)
+    ys = ys[np.isfinite(ys) & (ys > 0)]
+    y_lo = 10 ** math.floor(math.log10(min(ys.min(), p_max)) - 0.5) if len(ys) else p_max / 1e4
+    return (x_lo, x_hi), (y_lo, p_max)
+
+
+def _chart(points: pd.DataFrame, kernels: pd.DataFrame, summ: pd.DataFrame, cat: Any) -> _Chart:
+    compute, memory, source = _roofs(points)
+    x_range, y_range = _axis_ranges(points, compute, memory)
+    return _Chart(points=points, summ=summ, present=[lv for lv in LEVELS if lv in set(points["level"])],
+                  views=_views(points), main_precisions=sorted(set(summ["precision"]) - {""}),
+                  compute=compute, memory=memory, source=source, x_range=x_range, y_range=y_range,
+                  total_time=float(np.nansum(kernels["time_s"].to_numpy(float))), cat=cat)
+
+
+# --- roofs, ridge points, legend keys ---------------------------------------------------------
+
+def _precision_when(ch: _Chart, prec: str) -> dict[str, Any]:
+    """A precision's roof shows in its own view and, when it is some kernel's main precision, in ``main``."""
+    return {"precision": [prec, "main"] if prec in ch.main_precisions else [prec]}
+
+
+def _roof_traces(ch: _Chart) -> list[go.Scatter]:
+    """One sloped roof per level (B/s) and one flat roof per precision (FLOP/s), labelled on the chart."""
+    (x_lo, x_hi), (y_lo, p_max) = ch.x_range, ch.y_range
+    b_max = max(ch.memory.values()) if ch.memory else None
+    traces = []
+    for lv in (lv for lv in LEVELS if lv in ch.memory):
+        bw, src = ch.memory[lv], ch.source.get(lv, "")
+        label = f"{lv.upper()} {fmt.si(bw, 'B/s')}{_tag(src)}"
+        x_start = max(x_lo, y_lo / bw) * 1.2  # where the roof enters the chart, so its label shows
+        traces.append(go.Scatter(
+            x=[x_start, p_max / bw], y=[x_start * bw, p_max], mode="lines+text", text=[label, ""],
+            textposition="top right", textfont=dict(size=11, color=_LEVEL_COLOR[lv]), line=dict(color=_LEVEL_COLOR[lv], width=2),
+            name=f"{lv.upper()} roof {fmt.si(bw, 'B/s')}{_tag(src)}", legendgroup="roofs", legendgrouptitle_text="Roofs",
+            hovertemplate=f"{lv.upper()} bandwidth roof: {fmt.si(bw, 'B/s')} ({src or 'unknown source'})<extra></extra>",
+            meta=dict(role="roof_mem", level=lv, when={"levels": lv})))
+    for i, (prec, peak) in enumerate(sorted(ch.compute.items(), key=lambda kv: -kv[1])):
+        title, src = precision_title(prec), ch.source.get(prec, "")
+        traces.append(go.Scatter(
+            x=[peak / b_max if b_max else x_lo, x_hi], y=[peak, peak], mode="lines+text",
+            text=["", f"{title} {fmt.si(peak, 'FLOP/s')}{_tag(src)}"], textposition="top left", textfont=dict(size=11, color="#333"),
+            line=dict(color="#444", width=2, dash=_PRECISION_DASH[i % len(_PRECISION_DASH)]),
+            name=f"{title} roof {fmt.si(peak, 'FLOP/s')}{_tag(src)}", legendgroup="roofs",
+            hovertemplate=f"{title} compute roof: {fmt.si(peak, 'FLOP/s')} ({src or 'unknown source'})<extra></extra>",
+            meta=dict(role="roof_flop", precision=prec, when=_precision_when(ch, prec))))
+    return traces
+
+
+def _ridge_traces(ch: _Chart) -> list[go.Scatter]:
+    """Per precision, its ridge points with every level: peak FLOP/s / peak B/s [KPG §2.9]."""
+    rl = [lv for lv in LEVELS if lv in ch.memory]
+    return [go.Scatter(
+        x=[peak / ch.memory[lv] for lv in rl], y=[peak] * len(rl), mode="markers",
+        marker=dict(symbol="x-thin", size=11, line=dict(width=2, color="#444")),
+        name=f"{precision_title(prec)} ridge points", legendgroup="ridges", legendgrouptitle_text="Ridge points",
+        customdata=[lv.upper() for lv in rl],
+        hovertemplate=f"ridge point {precision_title(prec)} / %{{customdata}}: AI %{{x:.3g}} FLOP/B<extra></extra>",
+        meta=dict(role="ridge", precision=prec, levels=rl, when=_precision_when(ch, prec)))
+        for prec, peak in sorted(ch.compute.items(), key=lambda kv: -kv[1])]
+
+
+def _key_traces(ch: _Chart) -> list[go.Scatter]:
+    """Legend keys: marker symbol per level, colour per bound or per kernel (the first ten)."""
+    def key(name: str, group: str, title: str, marker: dict[str, Any], meta: dict[str, Any]) -> go.Scatter:
+        return go.Scatter(x=[None], y=[None], mode="markers", name=name, legendgroup=group, legendgrouptitle_text=title,
+                          marker=marker, meta=meta)
+
+    traces = [key(f"{lv.upper()} dots", "keys", "Dots", dict(symbol=_LEVEL_SYMBOL[lv], color="#666", size=10),
+                  dict(role="key_level", when={"levels": lv})) for lv in ch.present]
+    traces += [key(f"{b} bound", "bounds", "Colour: bound", dict(color=BOUND_COLORS[b], size=10),
+                   dict(role="key_bound", when={"color": "bound"}))
+               for b in BOUND_COLORS if (ch.summ["bound"] == b).any()]
+    for r in ch.summ[ch.summ["kid"] < min(10, len(KERNEL_COLORS))].itertuples(index=False):
+        label = r.kernel_label if len(r.kernel_label) <= 40 else r.kernel_label[:39] + "…"
+        traces.append(key(label, "kernels", "Colour: kernel", dict(color=kernel_color(r.kid), size=10),
+                          dict(role="key_kernel", when={"color": "kernel"})))
+    return traces
+
+
+def _roof_note(ch: _Chart) -> str:
+    """Where the roofs come from, for the line under the chart."""
+    used = set(ch.source.values())
+    explain = [text for src, text in (
+        ("report", "roofs = ncu peak_sustained × the clock ncu measured (base clock under --clock-control base)"),
+        ("datasheet", "(datasheet) = GPU datasheet at boost clock"),
+        ("user", "(user) = --peak-flops/--peak-bandwidth")) if src in used]
+    return "; ".join(explain) or "no roofs in the input"
+
+
+# --- dots and trails --------------------------------------------------------------------------
 
 def _kernel_colorscale(n: int) -> list[list[Any]]:
     """A stepped colorscale over [0, n]: kernel i (marker colour i + 0.5) gets KERNEL_COLORS[i],
@@ -116,14 +323,11 @@ def _bound_colorscale(bounds: list[str]) -> list[list[Any]]:
     """A stepped colorscale over [0, n]: kernel i gets the colour of its bound (runs merged)."""
     n = max(len(bounds), 1)
     scale: list[list[Any]] = []
-    i = 0
-    while i < len(bounds):
-        j = i
-        while j + 1 < len(bounds) and bounds[j + 1] == bounds[i]:
-            j += 1
-        c = BOUND_COLORS.get(bounds[i], BOUND_COLORS["unknown"])
-        scale += [[i / n, c], [(j + 1) / n, c]]
-        i = j + 1
+    runs = itertools.groupby(enumerate(bounds), key=lambda ib: ib[1])
+    for b, members in runs:
+        idx = [i for i, _ in members]
+        c = BOUND_COLORS.get(b, BOUND_COLORS["unknown"])
+        scale += [[idx[0] / n, c], [(idx[-1] + 1) / n, c]]
     return scale or [[0, BOUND_COLORS["unknown"]], [1, BOUND_COLORS["unknown"]]]
 
 
@@ -151,32 +355,119 @@ def _trail(dots: pd.DataFrame, levels: tuple[str, ...], key: list[str]) -> tuple
     return x[:-1], y[:-1]
 
 
-def _dot_frame(points: pd.DataFrame, summ: pd.DataFrame, kernels: pd.DataFrame, per_launch: bool) -> pd.DataFrame:
-    """The dots of one mode with the per-kernel facts the figure needs."""
-    info = summ.set_index("kernel_key")
-    pts = with_keys(points, kernels)
-    if per_launch:
-        d = pts.copy()
-        d["launches"] = 1
-        b = kernels[["source", "launch_id", "bound"]].rename(columns={"bound": "kbound"})
-        d = d.merge(b, on=["source", "launch_id"], how="left")
-        d["kbound"] = d["kbound"].fillna("unknown")
-    else:
-        d = aggregate_points(pts, by="kernel_key")
-        d["launch_id"] = -1
-        d["kbound"] = info["bound"].reindex(d["kernel_key"]).to_numpy()
-        d["time_s"] = info["time_s"].reindex(d["kernel_key"]).to_numpy()
-    for col, src in (("kid", "kid"), ("in_focus", "in_focus"), ("main", "precision"), ("label", "kernel_label"),
-                     ("demangled", "kernel_demangled")):
-        d[col] = info[src].reindex(d["kernel_key"]).to_numpy()
-    d["in_focus"] = d["in_focus"].astype(bool)
-    return d
+#: Columns of a dot trace's ``customdata``, in order (the hover template and roofline.js index them).
+CUSTOMDATA = ("kid", "launches", "time_s", "share", "flop", "bytes", "roof_flop_per_s", "roof_fraction", "launch_id", "bytes_per_s")
+
+
+def _hover(ch: _Chart, dots: pd.DataFrame, lv: str, group: DotGroup) -> str:
+    """The hover template of one dot trace: time, work, AI, rate, roof, bound and the formulas."""
+    precs = list(dict.fromkeys(dots["precision"]))
+    formula = "; ".join(f"{precision_title(p)} FLOPs = {ch.cat.formula(p)}" for p in precs)
+    defs = " / ".join(dict.fromkeys(x for x in dots["definition"] if x))
+    srcs = " / ".join(dict.fromkeys(f"{s or '?'}" for s in dots["peak_flop_source"]))
+    bsrcs = " / ".join(dict.fromkeys(f"{s or '?'}" for s in dots["peak_bytes_source"]))
+    est = " (estimated)" if dots["estimated"].any() else ""
+    return (group.head + "time %{customdata[2]:.3s}s, %{customdata[3]:.1%} of GPU time<br>"
+            + f"{'/'.join(precision_title(p) for p in precs)}{est}: %{{customdata[4]:.4s}}FLOP · {lv.upper()}: %{{customdata[5]:.4s}}B<br>"
+            + f"AI %{{x:.3g}} FLOP/B at {lv.upper()}<br>"
+            + "achieved %{y:.3s}FLOP/s, %{customdata[9]:.3s}B/s<br>"
+            + "roof %{customdata[6]:.3s}FLOP/s: <b>%{customdata[7]:.1%} of roof</b><br>"
+            + "bound: %{hovertext}<br>"
+            + f"<span style='font-size:10px'>{formula}<br>{lv.upper()} bytes = {ch.cat.formula(lv, defs)} ({defs})<br>"
+            + f"roofs: compute {srcs}, {lv.upper()} {bsrcs}</span><extra></extra>")
+
+
+def _dot_trace(ch: _Chart, dots: pd.DataFrame, lv: str, group: DotGroup, scatter: type, sizeref: float,
+               when: dict[str, Any]) -> go.Scatter:
+    """One trace: the dots of one group, view, focus subset and level; area ∝ share of GPU time,
+    colour = kernel index (the colour scale is set by the view's style)."""
+    kid = dots["kid"].to_numpy(float)
+    return scatter(
+        # float32 halves the page; 7 significant digits are more than a chart needs.
+        x=dots["ai_flop_per_byte"].to_numpy(np.float32), y=dots["flop_per_s"].to_numpy(np.float32), mode="markers",
+        marker=dict(symbol=_LEVEL_SYMBOL[lv], size=dots["share"].fillna(0.0).to_numpy(np.float32), sizemode="area",
+                    sizeref=sizeref, sizemin=_MIN_DOT_PX, color=(kid + 0.5).astype(np.float32), cmin=0, cmax=max(len(ch.summ), 1),
+                    showscale=False, opacity=0.85, line=dict(width=1, color="white")),
+        text=group.names(dots), hovertext=dots["kbound"].astype(str).to_numpy(dtype=object),
+        customdata=dots[list(CUSTOMDATA)].to_numpy(float).astype(np.float32), showlegend=False, name=f"{lv.upper()} dots",
+        hovertemplate=_hover(ch, dots, lv, group),
+        meta=dict(role="dots", mode=group.id, level=lv, when={**when, "levels": lv}))
+
+
+def _group_traces(ch: _Chart, group: DotGroup, d: pd.DataFrame, counts: dict[str, int]) -> list[Any]:
+    """Dots and trails of one dot group, per precision view, focus subset and level (trails per
+    subset of levels; per-launch trails only while the dots are few enough to read them)."""
+    d = d.assign(share=d["time_s"].to_numpy(float) / ch.total_time if ch.total_time > 0 else np.nan)
+    max_share = float(np.nanmax(d["share"])) if np.isfinite(d["share"]).any() else 1.0
+    sizeref = 2.0 * max_share / _MAX_DOT_PX ** 2 if max_share > 0 else 1.0
+    per_view = {v: d[d["precision"] == (d["main"] if v == "main" else v)] for v, _ in ch.views}
+    big = max(len(f) for f in per_view.values()) > SCATTERGL_THRESHOLD
+    scatter = go.Scattergl if big else go.Scatter
+    traces: list[Any] = []
+    for (view, frame), subset in itertools.product(per_view.items(), ("focus", "rest")):
+        sub = frame[frame["in_focus"] == (subset == "focus")]
+        counts[f"{group.id}/{view}/{subset}"] = len(sub)
+        when = {"mode": group.id, "precision": view, **({"all": True} if subset == "rest" else {})}
+        for levels in level_subsets(ch.present) if (group.id == "kernel" or not big) else []:
+            tx, ty = _trail(sub, levels, list(group.trail_key))
+            if len(tx):
+                traces.append(scatter(x=tx.astype(np.float32), y=ty.astype(np.float32), mode="lines", hoverinfo="skip",
+                                      line=dict(color="rgba(90,90,90,0.45)", width=1), showlegend=False,
+                                      meta=dict(role="trail", mode=group.id, when={**when, "levels": list(levels)})))
+        traces += [_dot_trace(ch, sub[sub["level"] == lv], lv, group, scatter, sizeref, when)
+                   for lv in ch.present if (sub["level"] == lv).any()]
+    return traces
+
+
+# --- the view contract and the figure ---------------------------------------------------------
+
+def _contract(ch: _Chart, state: ViewState, counts: dict[str, int], focus: float) -> ViewContract:
+    """The page's controls (one per :class:`ViewState` field), the colour scale per colouring, and
+    the initial state."""
+    controls = [
+        Control("precision", "precision", "select", "Precision", [[v, label] for v, label in ch.views]),
+        Control("level", "levels", "checkboxes", "Levels", [[lv, lv.upper()] for lv in ch.present]),
+        Control("mode", "mode", "radio", "Dots", [[g.id, g.label] for g in DOT_GROUPS]),
+        Control("color", "color", "radio", "Colour", [["kernel", "kernel"], ["bound", "bound"]]),
+    ]
+    left = ch.summ[~ch.summ["in_focus"].astype(bool)]
+    if len(left):
+        controls.append(Control("all", "all", "checkbox",
+                                f"also the {fmt.count(len(left), 'kernel')} outside the top {focus:.0%} "
+                                f"({fmt.pct(left['time_share'].sum())} of GPU time)"))
+    n = max(len(ch.summ), 1)
+    styles = {"color": {"kernel": {"dots": {"marker.colorscale": _kernel_colorscale(n)}},
+                        "bound": {"dots": {"marker.colorscale": _bound_colorscale(list(ch.summ["bound"]))}}}}
+    return ViewContract(state=state, controls=controls, styles=styles, counts=counts)
+
+
+def _initial_state(ch: _Chart, precision: str, levels: list[str] | None, per_launch: bool, color: str,
+                   show_all: bool) -> ViewState:
+    """The :class:`ViewState` of :func:`plot_roofline`'s arguments, checked."""
+    if levels is not None and set(levels) - set(LEVELS):
+        raise ValueError(f"unknown level(s) {sorted(set(levels) - set(LEVELS))}; use {', '.join(LEVELS)}")
+    view_ids = [v for v, _ in ch.views]
+    if precision not in view_ids:
+        if precision != "main" or not view_ids:
+            raise ValueError(f"no precision view {precision!r}; the points have {', '.join(view_ids)}")
+        precision = view_ids[0]  # one precision only: its view is the main one
+    shown = ch.present if levels is None else [lv for lv in LEVELS if lv in levels]
+    return ViewState(precision=precision, levels=shown, mode="launch" if per_launch else "kernel", color=color,
+                     all=bool(show_all))
+
+
+def _empty_figure(fig: go.Figure) -> go.Figure:
+    fig.add_annotation(text="No roofline points: the input has no FLOP counters or no memory traffic.",
+                       showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)
+    apply_view(fig, ViewContract(state=ViewState()))
+    return fig
 
 
 def plot_roofline(points: pd.DataFrame, kernels: pd.DataFrame | None = None, title: str = "Hierarchical roofline", *,
                   precision: str = "main", levels: list[str] | None = None, per_launch: bool = False,
                   color: str = "kernel", focus: float = FOCUS_SHARE, show_all: bool = False,
-                  summary: pd.DataFrame | None = None) -> go.Figure:
+                  summary: pd.DataFrame | None = None, dots: Mapping[str, pd.DataFrame] | None = None,
+                  catalog: _catalog.Catalog | None = None, height: int = 680) -> go.Figure:
     """Draw the whole application on one log-log hierarchical roofline.
 
     Parameters
@@ -195,7 +486,7 @@ def plot_roofline(points: pd.DataFrame, kernels: pd.DataFrame | None = None, tit
     levels : list of str, optional
         Visible memory levels (default: all that have points).
     per_launch : bool, default False
-        One dot per launch instead of one per kernel name (launches aggregated: time, FLOPs and
+        One dot per launch instead of one per kernel (launches aggregated: time, FLOPs and
         bytes summed, so rates are time-weighted; :func:`ncuroof.summary.aggregate_points`).
     color : {'kernel', 'bound'}, default 'kernel'
         Colour dots by kernel (largest time first, :data:`KERNEL_COLORS`) or by the kernel's
@@ -207,6 +498,14 @@ def plot_roofline(points: pd.DataFrame, kernels: pd.DataFrame | None = None, tit
     summary : DataFrame, optional
         :func:`ncuroof.summary.kernel_summary` of the same data with the same ``focus``, when
         the caller has it already (kernel colours follow its order); computed otherwise.
+    dots : mapping of str to DataFrame, optional
+        Precomputed dots per dot group (:func:`_dot_frames`): ``kernel`` =
+        ``aggregate_points(with_keys(points, kernels), by="kernel_key")``, ``launch`` =
+        ``with_keys(points, kernels)``; the missing ones are computed.
+    catalog : Catalog, optional
+        The metric catalog (formulas in the hover text); :func:`ncuroof.catalog.load` otherwise.
+    height : int, default 680
+        Figure height [px].
 
     Returns
     -------
@@ -215,12 +514,13 @@ def plot_roofline(points: pd.DataFrame, kernels: pd.DataFrame | None = None, tit
         precision, FLOP/s from ``peak_flop_per_s``), medians over launches and labelled on the
         chart (non-report roofs tagged with their source); ridge points (peak FLOP/s / peak B/s,
         [KPG §2.9]); dots at (AI [FLOP/B], achieved FLOP/s) with area proportional to the time
-        share, one trace per (view, mode, focus subset, level), ``Scattergl`` when a mode has
-        more than :data:`SCATTERGL_THRESHOLD` dots; trails joining each kernel's dots, one trace
-        per subset of levels. Each trace's ``meta`` names its ``role`` (``roof_mem``,
-        ``roof_flop``, ``ridge``, ``dots``, ``trail``, ``key_level``, ``key_bound``,
-        ``key_kernel``) and view; ``layout.meta`` lists the views, levels, focus counts and the
-        dot colours per colouring, for the page's controls.
+        share, one trace per (dot group, precision view, focus subset, level), ``Scattergl`` when
+        a group has more than :data:`SCATTERGL_THRESHOLD` dots in a view; trails joining each
+        kernel's dots, one trace per subset of levels. Each trace's ``meta`` names its ``role``
+        (``roof_mem``, ``roof_flop``, ``ridge``, ``dots``, ``trail``, ``key_level``,
+        ``key_bound``, ``key_kernel``) and ``when`` it is visible (:mod:`ncuroof.views`);
+        ``layout.meta["view"]`` is the :class:`ncuroof.views.ViewContract` (controls, initial
+        state, colour scales, dot counts) the page's script reads.
 
     Raises
     ------
@@ -231,219 +531,27 @@ def plot_roofline(points: pd.DataFrame, kernels: pd.DataFrame | None = None, tit
         raise ValueError(f"color must be 'kernel' or 'bound', not {color!r}")
     fig = go.Figure()
     fig.update_layout(
-        title=title,
+        title=title, template="plotly_white", height=height, margin=dict(t=50, b=80, r=20), hoverlabel=dict(align="left"),
         xaxis=dict(type="log", title="Arithmetic intensity [FLOP/byte]", exponentformat="SI"),
         yaxis=dict(type="log", title="Performance [FLOP/s]", exponentformat="SI"),
-        legend=dict(groupclick="toggleitem", itemsizing="constant"),
-        template="plotly_white",
-        height=680,
-        margin=dict(t=60, b=90),
-        hoverlabel=dict(align="left"),
-    )
+        legend=dict(groupclick="toggleitem", itemsizing="constant"))
     if points.empty:
-        fig.add_annotation(text="No roofline points: the input has no FLOP counters or no memory traffic.",
-                           showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)
-        fig.update_layout(meta=dict(views=[], levels=[], state={}, focus={}))
-        return fig
+        return _empty_figure(fig)
     if kernels is None:
         kernels = _kernels_from_points(points)
     summ = (kernel_summary(kernels, points, focus=focus) if summary is None else summary).reset_index(drop=True)
     summ["kid"] = np.arange(len(summ))
-    present = [lv for lv in LEVELS if lv in set(points["level"])]
-    shown_levels = present if levels is None else [lv for lv in LEVELS if lv in levels]
-    if levels is not None and set(levels) - set(LEVELS):
-        raise ValueError(f"unknown level(s) {sorted(set(levels) - set(LEVELS))}; use {', '.join(LEVELS)}")
-    views = _views(points, summ["precision"])
-    view_ids = [v for v, _ in views]
-    if precision not in view_ids:
-        if precision == "main" and view_ids:
-            precision = view_ids[0]
-        else:
-            raise ValueError(f"no precision view {precision!r}; the points have {', '.join(view_ids)}")
-    cat = _catalog.load()
-    compute, memory, source = _roofs(points)
-    main_precisions = sorted(set(summ["precision"]) - {""})
-    total_time = float(np.nansum(kernels["time_s"].to_numpy(float)))
-
-    # Axis ranges from every dot of every view and every ridge point.
-    ai = points["ai_flop_per_byte"].to_numpy(float)
-    ridges = [c / m for c in compute.values() for m in memory.values() if m > 0]
-    xs = np.concatenate([ai[np.isfinite(ai) & (ai > 0)], np.asarray(ridges, dtype=float)])
-    x_lo = 10 ** math.floor(math.log10(xs.min()) - 0.5)
-    x_hi = 10 ** math.ceil(math.log10(xs.max()) + 0.5)
-    p_max = max(compute.values()) if compute else float(points["flop_per_s"].max()) * 2
-    b_max = max(memory.values()) if memory else None
-    ys = points["flop_per_s"].to_numpy(float)
-    ys = ys[np.isfinite(ys) & (ys > 0)]
-    y_lo = 10 ** math.floor(math.log10(min(ys.min(), p_max)) - 0.5) if len(ys) else p_max / 1e4
-
-    def prec_visible(p: str) -> bool:
-        return p == precision or (precision == "main" and p in main_precisions)
-
-    # Roofs.
-    for lv in LEVELS:
-        if lv not in memory:
-            continue
-        bw = memory[lv]
-        label = f"{lv.upper()} {_si(bw, 'B/s')}{_tag(source.get(lv, ''))}"
-        x_start = max(x_lo, y_lo / bw) * 1.2  # where the roof enters the chart, so its label shows
-        fig.add_trace(go.Scatter(
-            x=[x_start, p_max / bw], y=[x_start * bw, p_max], mode="lines+text", text=[label, ""],
-            textposition="top right", textfont=dict(size=11, color=_LEVEL_COLOR[lv]),
-            line=dict(color=_LEVEL_COLOR[lv], width=2), visible=lv in shown_levels,
-            name=f"{lv.upper()} roof {_si(bw, 'B/s')}{_tag(source.get(lv, ''))}", legendgroup="roofs", legendgrouptitle_text="Roofs",
-            hovertemplate=(f"{lv.upper()} bandwidth roof: {_si(bw, 'B/s')} ({source.get(lv, '') or 'unknown source'})"
-                           "<extra></extra>"),
-            meta=dict(role="roof_mem", level=lv),
-        ))
-    for i, (prec, peak) in enumerate(sorted(compute.items(), key=lambda kv: -kv[1])):
-        label = f"{precision_title(prec)} {_si(peak, 'FLOP/s')}{_tag(source.get(prec, ''))}"
-        x_start = peak / b_max if b_max else x_lo
-        fig.add_trace(go.Scatter(
-            x=[x_start, x_hi], y=[peak, peak], mode="lines+text", text=["", label], textposition="top left",
-            textfont=dict(size=11, color="#333"), visible=prec_visible(prec),
-            line=dict(color="#444", width=2, dash=_PRECISION_DASH[i % len(_PRECISION_DASH)]),
-            name=f"{precision_title(prec)} roof {_si(peak, 'FLOP/s')}{_tag(source.get(prec, ''))}", legendgroup="roofs",
-            hovertemplate=(f"{precision_title(prec)} compute roof: {_si(peak, 'FLOP/s')} ({source.get(prec, '') or 'unknown source'})"
-                           "<extra></extra>"),
-            meta=dict(role="roof_flop", precision=prec),
-        ))
-        rl = [lv for lv in LEVELS if lv in memory]
-        fig.add_trace(go.Scatter(
-            x=[peak / memory[lv] for lv in rl], y=[peak] * len(rl), mode="markers",
-            marker=dict(symbol="x-thin", size=11, line=dict(width=2, color="#444")), visible=prec_visible(prec),
-            name=f"{precision_title(prec)} ridge points", legendgroup="ridges", legendgrouptitle_text="Ridge points",
-            customdata=[lv.upper() for lv in rl],
-            hovertemplate=f"ridge point {precision_title(prec)} / %{{customdata}}: AI %{{x:.3g}} FLOP/B<extra></extra>",
-            meta=dict(role="ridge", precision=prec, levels=rl),
-        ))
-
-    # Dots and trails, per mode (kernel, launch), view, focus subset and level.
-    n_kern = max(len(summ), 1)
-    kernel_scale = _kernel_colorscale(n_kern)
-    bound_scale = _bound_colorscale(list(summ["bound"]))
+    ch = _chart(points, kernels, summ, catalog if catalog is not None else _catalog.load())
+    state = _initial_state(ch, precision, levels, per_launch, color, show_all)
     counts: dict[str, int] = {}
-    for mode in ("kernel", "launch"):
-        d = _dot_frame(points, summ, kernels, per_launch=(mode == "launch"))
-        share = d["time_s"].to_numpy(float) / total_time if total_time > 0 else np.full(len(d), np.nan)
-        d["share"] = share
-        max_share = float(np.nanmax(share)) if np.isfinite(share).any() else 1.0
-        sizeref = 2.0 * max_share / _MAX_DOT_PX ** 2 if max_share > 0 else 1.0
-        per_view = {v: (d[d["precision"] == d["main"]] if v == "main" else d[d["precision"] == v]) for v in view_ids}
-        big = max(len(f) for f in per_view.values()) > SCATTERGL_THRESHOLD
-        scatter = go.Scattergl if big else go.Scatter
-        for view, frame in per_view.items():
-            for subset in ("focus", "rest"):
-                sub = frame[frame["in_focus"] == (subset == "focus")]
-                counts[f"{mode}/{view}/{subset}"] = len(sub)
-                if sub.empty:
-                    continue
-                visible_base = (mode == ("launch" if per_launch else "kernel") and view == precision
-                                and (subset == "focus" or show_all))
-                # Per-launch trails only while the dots are few enough to read them.
-                for subset_levels in level_subsets(present) if (mode == "kernel" or not big) else []:
-                    tx, ty = _trail(sub, subset_levels, ["kernel_key"] if mode == "kernel" else ["source", "launch_id"])
-                    if not len(tx):
-                        continue
-                    fig.add_trace(scatter(
-                        x=tx.astype(np.float32), y=ty.astype(np.float32), mode="lines", line=dict(color="rgba(90,90,90,0.45)", width=1),
-                        hoverinfo="skip", showlegend=False,
-                        visible=visible_base and tuple(shown_levels) == subset_levels,
-                        meta=dict(role="trail", mode=mode, view=view, subset=subset, levels=list(subset_levels)),
-                    ))
-                for lv in present:
-                    dots = sub[sub["level"] == lv]
-                    if dots.empty:
-                        continue
-                    kid = dots["kid"].to_numpy(float)
-                    custom = np.column_stack([
-                        kid, dots["launches"].to_numpy(float), dots["time_s"].to_numpy(float), dots["share"].to_numpy(float),
-                        dots["flop"].to_numpy(float), dots["bytes"].to_numpy(float), dots["roof_flop_per_s"].to_numpy(float),
-                        dots["roof_fraction"].to_numpy(float), dots["launch_id"].to_numpy(float),
-                        dots["bytes_per_s"].to_numpy(float),
-                    ]).astype(np.float32)
-                    precs = list(dict.fromkeys(dots["precision"]))
-                    formula = "; ".join(f"{precision_title(p)} FLOPs = {cat.formula(p)}" for p in precs)
-                    defs = " / ".join(dict.fromkeys(x for x in dots["definition"] if x))
-                    srcs = " / ".join(dict.fromkeys(f"{s or '?'}" for s in dots["peak_flop_source"]))
-                    bsrcs = " / ".join(dict.fromkeys(f"{s or '?'}" for s in dots["peak_bytes_source"]))
-                    est = " (estimated)" if dots["estimated"].any() else ""
-                    if mode == "kernel":
-                        names = np.array([f"<b>{n}</b><br>{_short(dm)}" if isinstance(dm, str) and dm and dm != n else f"<b>{n}</b>"
-                                          for n, dm in zip(dots["label"], dots["demangled"])], dtype=object)
-                        head = "%{text}<br>%{customdata[1]:.0f} launch(es) · "
-                    else:
-                        names = dots["label"].astype(str).to_numpy(dtype=object)
-                        head = "<b>%{text}</b> · launch %{customdata[8]:.0f}<br>"
-                    fig.add_trace(scatter(
-                        # float32 halves the page; 7 significant digits are more than a chart needs.
-                        x=dots["ai_flop_per_byte"].to_numpy(np.float32), y=dots["flop_per_s"].to_numpy(np.float32),
-                        mode="markers",
-                        marker=dict(symbol=_LEVEL_SYMBOL[lv], size=dots["share"].fillna(0.0).to_numpy(np.float32), sizemode="area",
-                                    sizeref=sizeref, sizemin=_MIN_DOT_PX, color=(kid + 0.5).astype(np.float32), cmin=0, cmax=n_kern,
-                                    colorscale=kernel_scale if color == "kernel" else bound_scale, showscale=False,
-                                    opacity=0.85, line=dict(width=1, color="white")),
-                        text=names, hovertext=dots["kbound"].astype(str).to_numpy(dtype=object),
-                        customdata=custom, showlegend=False, name=f"{lv.upper()} dots",
-                        visible=visible_base and lv in shown_levels,
-                        hovertemplate=(
-                            head + "time %{customdata[2]:.3s}s, %{customdata[3]:.1%} of GPU time<br>"
-                            + f"{'/'.join(precision_title(p) for p in precs)}{est}: %{{customdata[4]:.4s}}FLOP · "
-                            + f"{lv.upper()}: %{{customdata[5]:.4s}}B<br>"
-                            + f"AI %{{x:.3g}} FLOP/B at {lv.upper()}<br>"
-                            + "achieved %{y:.3s}FLOP/s, %{customdata[9]:.3s}B/s<br>"
-                            + "roof %{customdata[6]:.3s}FLOP/s: <b>%{customdata[7]:.1%} of roof</b><br>"
-                            + "bound: %{hovertext}<br>"
-                            + f"<span style='font-size:10px'>{formula}<br>{lv.upper()} bytes = {cat.formula(lv, defs)} ({defs})<br>"
-                            + f"roofs: compute {srcs}, {lv.upper()} {bsrcs}</span><extra></extra>"
-                        ),
-                        meta=dict(role="dots", mode=mode, view=view, subset=subset, level=lv),
-                    ))
-
-    # Legend keys: marker symbol per level, colour per bound or per kernel.
-    for lv in present:
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"{lv.upper()} dots",
-                                 marker=dict(symbol=_LEVEL_SYMBOL[lv], color="#666", size=10), legendgroup="keys",
-                                 legendgrouptitle_text="Dots", visible=lv in shown_levels,
-                                 meta=dict(role="key_level", level=lv)))
-    for b in ("memory", "compute", "latency", "unknown"):
-        if (summ["bound"] == b).any():
-            fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"{b} bound", legendgroup="bounds",
-                                     legendgrouptitle_text="Colour: bound", marker=dict(color=BOUND_COLORS[b], size=10),
-                                     visible=color == "bound", meta=dict(role="key_bound")))
-    named = summ[summ["kid"] < min(10, len(KERNEL_COLORS))]
-    for r in named.itertuples(index=False):
-        label = r.kernel_label if len(r.kernel_label) <= 40 else r.kernel_label[:39] + "…"
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=label, legendgroup="kernels",
-                                 legendgrouptitle_text="Colour: kernel", marker=dict(color=KERNEL_COLORS[r.kid], size=10),
-                                 visible=color == "kernel", meta=dict(role="key_kernel")))
-
-    used = set(source.values())
-    explain = []
-    if "report" in used:
-        explain.append("roofs = ncu peak_sustained × the clock ncu measured (base clock under --clock-control base)")
-    if "datasheet" in used:
-        explain.append("(datasheet) = GPU datasheet at boost clock")
-    if "user" in used:
-        explain.append("(user) = --peak-flops/--peak-bandwidth")
-    fig.add_annotation(
-        text="; ".join(explain) or "no roofs in the input", showarrow=False, xref="paper", yref="paper", x=0, y=-0.13,
-        xanchor="left", font=dict(size=11, color="#666"),
-    )
-    left_out = summ[~summ["in_focus"]]
-    meta: dict[str, Any] = dict(
-        views=[[v, label] for v, label in views],
-        levels=present,
-        main_precisions=main_precisions,
-        state=dict(precision=precision, levels=shown_levels, mode="launch" if per_launch else "kernel", color=color,
-                   all=bool(show_all)),
-        focus=dict(share=focus, kept=int(summ["in_focus"].sum()), left_out=len(left_out),
-                   left_out_share=float(left_out["time_share"].sum()) if len(left_out) else 0.0),
-        counts=counts,
-        colorscales=dict(kernel=kernel_scale, bound=bound_scale),
-    )
-    fig.update_layout(meta=meta)
+    frames = _dot_frames(points, kernels, summ, dots)
+    groups = [g for g in DOT_GROUPS if g.id in frames]
+    fig.add_traces(_roof_traces(ch) + _ridge_traces(ch)
+                   + [t for g in groups for t in _group_traces(ch, g, frames[g.id], counts)] + _key_traces(ch))
+    fig.add_annotation(text=_roof_note(ch), showarrow=False, xref="paper", yref="paper", x=0, y=-0.13, xanchor="left",
+                       font=dict(size=11, color="#666"))
+    apply_view(fig, _contract(ch, state, counts, focus))
+    (x_lo, x_hi), (y_lo, p_max) = ch.x_range, ch.y_range
     fig.update_xaxes(range=[math.log10(x_lo), math.log10(x_hi)])
     fig.update_yaxes(range=[math.log10(y_lo), math.log10(p_max) + 0.4])
     return fig
-

@@ -3,7 +3,7 @@ whole or not at all."""
 
 from __future__ import annotations
 
-import html
+import functools
 import io
 import json
 import os
@@ -13,14 +13,17 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import jinja2
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+from markupsafe import Markup
 
+from . import fmt, plot
 from .diagnose import CLASSES as DIAGNOSIS_TEXT
 from .errors import OutputError
-from .plot import KERNEL_COLORS, OTHER_COLOR, _si, precision_title
-from .summary import kernel_summary
+from .schema import precision_title
+from .summary import FOCUS_SHARE, kernel_summary
 
 __all__ = ["summarize", "summary_text", "render_html", "render_image", "render_page", "html_table", "write_outputs"]
 
@@ -53,19 +56,6 @@ def summarize(kernels: pd.DataFrame, points: pd.DataFrame, top: int = 10) -> pd.
     return summ.head(top).reset_index(drop=True)
 
 
-def _fmt_time(t: float) -> str:
-    if not np.isfinite(t):
-        return "n/a"
-    for f, u in ((1, "s"), (1e-3, "ms"), (1e-6, "us")):
-        if t >= f:
-            return f"{t / f:.3g} {u}"
-    return f"{t * 1e9:.3g} ns"
-
-
-def _pct(x: float) -> str:
-    return f"{100 * x:.1f}%" if np.isfinite(x) else "n/a"
-
-
 def summary_text(summary: pd.DataFrame, width: int = 120) -> str:
     """Render the summary as a rich table (plain text when not a terminal).
 
@@ -90,10 +80,10 @@ def summary_text(summary: pd.DataFrame, width: int = 120) -> str:
         table.add_column(col, justify=just)  # type: ignore[arg-type]
     for r in summary.itertuples(index=False):
         name = r.kernel_label if len(r.kernel_label) <= 50 else r.kernel_label[:47] + "..."
-        table.add_row(name, str(r.launches), _fmt_time(r.time_s), _pct(r.time_share),
+        table.add_row(name, str(r.launches), fmt.seconds(r.time_s), fmt.pct(r.time_share),
                       precision_title(r.precision) if r.precision else "-",
-                      DIAGNOSIS_TEXT.get(getattr(r, "diagnosis", ""), r.bound), _pct(r.roof_fraction),
-                      _fmt_time(r.time_at_roof_s), _pct(r.saving_share))
+                      DIAGNOSIS_TEXT.get(getattr(r, "diagnosis", ""), r.bound), fmt.pct(r.roof_fraction),
+                      fmt.seconds(r.time_at_roof_s), fmt.pct(r.saving_share))
     buf = io.StringIO()
     Console(file=buf, width=width, force_terminal=False, color_system=None).print(table)
     return buf.getvalue()
@@ -101,181 +91,199 @@ def summary_text(summary: pd.DataFrame, width: int = 120) -> str:
 
 #: The launch table of the roofline page lists at most this many launches (the longest).
 MAX_LAUNCH_ROWS = 2000
-
-_CSS = """
-body { font-family: system-ui, -apple-system, Segoe UI, sans-serif; margin: 1.5em; color: #222; max-width: 1500px; }
-table { border-collapse: collapse; font-size: 13px; }
-th, td { border-bottom: 1px solid #ddd; padding: 3px 8px; text-align: right; }
-th { background: #f4f4f4; position: sticky; top: 0; }
-table.sortable th { cursor: pointer; user-select: none; }
-table.sortable th[data-dir="asc"]::after { content: " \\25B2"; }
-table.sortable th[data-dir="desc"]::after { content: " \\25BC"; }
-td.l, th.l { text-align: left; }
-td.name { max-width: 38em; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
-.meta { color: #555; font-size: 14px; }
-.note { color: #8a4b00; }
-.summary { font-size: 15px; line-height: 1.45; }
-.summary li { margin-bottom: 0.2em; }
-#controls { display: flex; flex-wrap: wrap; gap: 0.4em 1.6em; align-items: center; margin: 0.8em 0;
-            padding: 0.5em 0.8em; background: #f6f6f6; border-radius: 6px; font-size: 14px; }
-#controls label { margin-right: 0.5em; }
-#controls:empty { display: none; }
-#details { min-height: 4.2em; max-height: 9em; overflow: auto; font-size: 13px; color: #333; border-left: 3px solid #ccc; padding: 0.2em 0.8em; margin: 0.4em 0 1em; }
-#details .name { font-family: ui-monospace, monospace; font-size: 12px; word-break: break-all; }
-.swatch { display: inline-block; width: 0.9em; height: 0.9em; border-radius: 50%; vertical-align: -0.1em; }
-"""
+#: Kernels listed beside the chart and described below it.
+TOP_ON_PAGE = 5
 
 
-def _summary_html(summ: pd.DataFrame, kernels: pd.DataFrame, fig: go.Figure, top: int = 5) -> str:
-    """The text above the chart: total time, what the chart shows, the top kernels and savings."""
-    total = float(np.nansum(kernels["time_s"].to_numpy(float)))
-    n_launch, n_kern = len(kernels), len(summ)
-    parts = [f"<p>Total GPU time <b>{_fmt_time(total)}</b> in {n_launch} launch{'es' if n_launch != 1 else ''} "
-             f"of {n_kern} kernel{'s' if n_kern != 1 else ''}.</p>"]
-    focus = (fig.layout.meta or {}).get("focus") or {}
-    if focus:
-        kept, left = focus.get("kept", n_kern), focus.get("left_out", 0)
-        text = (f"The chart shows the {kept} kernel{'s' if kept != 1 else ''} that make up "
-                f"{100 * focus.get('share', 1):.0f}% of GPU time")
-        text += (f"; {left} kernel{'s' if left != 1 else ''} ({_pct(focus.get('left_out_share', 0.0))} of the time) "
-                 "are left out (tick the box above the chart to show them)." if left else ".")
-        parts.append(f"<p>{text}</p>")
+@functools.cache
+def _env() -> jinja2.Environment:
+    """The Jinja2 environment of ``ncuroof/templates`` (HTML escaped unless marked safe)."""
+    return jinja2.Environment(loader=jinja2.PackageLoader("ncuroof", "templates"), autoescape=True,
+                              trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
+
+
+def _flag_list(flags: Any) -> list[str]:
+    """A kernel's flags as a list (a list already, or a ``; ``-joined string)."""
+    if isinstance(flags, (list, tuple, np.ndarray)):
+        return [str(f) for f in flags if f]
+    return [f for f in str(flags).split("; ") if f] if isinstance(flags, str) else []
+
+
+def _verdict(r: Any) -> str:
+    d = getattr(r, "diagnosis", "") or ""
+    return DIAGNOSIS_TEXT.get(d, d) or f"{r.bound} bound"
+
+
+def _header(kernels: pd.DataFrame, summ: pd.DataFrame, meta: dict[str, Any]) -> dict[str, Any]:
+    """The line above the chart: GPU, total GPU time, launches and kernels."""
+    gpu = meta.get("GPU") or ", ".join(str(d) for d in kernels.get("device_name", pd.Series(dtype=object)).dropna().unique())
+    return dict(gpu=gpu, total_time=fmt.seconds(float(np.nansum(kernels["time_s"].to_numpy(float)))),
+                launches=fmt.count(len(kernels), "launch"), kernels=fmt.count(len(summ), "kernel"))
+
+
+def _side_top(summ: pd.DataFrame, top: int) -> list[dict[str, Any]]:
+    """The top kernels beside the chart, each with its dot colour."""
+    return [dict(color=plot.kernel_color(i), label=r.kernel_label, demangled=r.kernel_demangled or "",
+                 share=fmt.pct(r.time_share), time=fmt.seconds(r.time_s), verdict=_verdict(r), roof=fmt.pct(r.roof_fraction, 0))
+            for i, r in enumerate(summ.head(top).itertuples(index=False))]
+
+
+def _focus(summ: pd.DataFrame, focus: float) -> dict[str, Any]:
+    """What the chart leaves out: the kernels outside the focus set (``summ.in_focus``)."""
+    kept = int(summ["in_focus"].sum())
+    left = summ[~summ["in_focus"].astype(bool)]
+    return dict(kept=fmt.count(kept, "kernel"), make=fmt.agree(kept, "makes", "make"), share=fmt.pct(focus, 0),
+                left=fmt.count(len(left), "kernel") if len(left) else "", left_share=fmt.pct(left["time_share"].sum()),
+                them=fmt.agree(len(left), "it", "them"), **{"is": fmt.agree(len(left))})
+
+
+def _saving(summ: pd.DataFrame, total: float) -> dict[str, Any] | None:
+    """The time saved if every kernel ran at its roof (None when no kernel has a saving)."""
     saving = summ["saving_s"].to_numpy(float)
     have = np.isfinite(saving)
-    if have.any() and total > 0:
-        s = float(saving[have].sum())
-        missing = int((~have).sum())
-        parts.append(
-            f"<p>If every kernel ran at its roof the GPU time would drop by <b>{_fmt_time(s)}</b> ({_pct(s / total)}), "
-            f"to {_fmt_time(total - s)}"
-            + (f"; {missing} kernel{'s have' if missing != 1 else ' has'} no roofline point or roof and are not counted" if missing else "")
-            + ". Time at the roof is max(FLOPs / compute roof, bytes / bandwidth roof) over every precision and level.</p>")
-    none = bool((kernels["status"] == "no_roofline_metrics").all())
-    if none:
-        parts.append("<p class='note'>No launch has roofline metrics (FLOP counters and memory traffic): the verdicts below "
-                     "come from ncu's SpeedOfLight throughputs alone. Collect them with <code>ncuroof profile -- ./app</code> "
-                     "(ncu <code>--set roofline</code>).</p>")
+    if not have.any() or total <= 0:
+        return None
+    s, missing = float(saving[have].sum()), int((~have).sum())
+    return dict(total=fmt.seconds(s), share=fmt.pct(s / total), left=fmt.seconds(total - s),
+                missing=f"{fmt.count(missing, 'kernel')} {fmt.agree(missing, 'has', 'have')}" if missing else "",
+                counted=fmt.agree(missing))
+
+
+def _items(summ: pd.DataFrame, top: int, hide: str | None) -> list[dict[str, Any]]:
+    """The top kernels described below the chart: share, diagnosis with its numbers, advice,
+    saving, flags (but those starting with ``hide``, said once for the whole page)."""
     items = []
     for r in summ.head(top).itertuples(index=False):
-        items.append(_kernel_item(r, hide="missing metrics" if none else None))
-    if items:
-        parts.append(f"<p>Top kernels by time, what limits them and what to try:</p><ol>{''.join(items)}</ol>")
+        finite = bool(np.isfinite(r.saving_s))
+        items.append(dict(
+            label=r.kernel_label, demangled=r.kernel_demangled or "", share=fmt.pct(r.time_share), time=fmt.seconds(r.time_s),
+            launches=fmt.count(int(r.launches), "launch"), verdict=_verdict(r), evidence=getattr(r, "evidence", "") or "",
+            advice=getattr(r, "advice", "") or "", at_roof=fmt.seconds(r.time_at_roof_s),
+            saving=fmt.seconds(r.saving_s) if finite else "", saving_share=fmt.pct(r.saving_share),
+            flags="; ".join(f for f in _flag_list(getattr(r, "flags", "")) if not (hide and f.startswith(hide)))))
+    return items
+
+
+def _savings(summ: pd.DataFrame, total: float, top: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The largest savings per kernel and per kernel family (function name, instantiations together)."""
     by_saving = summ[np.isfinite(summ["saving_s"].to_numpy(float))].sort_values("saving_s", ascending=False).head(top)
-    if len(by_saving) > 1 and total > 0:
-        rows = "".join(f"<li><b>{html.escape(r.kernel_label)}</b>: {_fmt_time(r.saving_s)} ({_pct(r.saving_share)} of GPU time; "
-                       f"{_fmt_time(r.time_s)} now, {_fmt_time(r.time_at_roof_s)} at its roof)</li>"
-                       for r in by_saving.itertuples(index=False))
-        parts.append(f"<p>Largest savings if one kernel reached its roof (Amdahl: the rest unchanged):</p><ol>{rows}</ol>")
-        fam = summ.groupby("kernel_name").agg(n=("kernel_key", "size"), saving_s=("saving_s", lambda x: x.sum(min_count=1)),
-                                              time_s=("time_s", "sum"))
-        fam = fam[(fam["n"] > 1) & np.isfinite(fam["saving_s"].to_numpy(float))].sort_values("saving_s", ascending=False).head(top)
-        if len(fam):
-            rows = "".join(f"<li><b>{html.escape(name)}</b> ({r.n} instantiations): {_fmt_time(r.saving_s)} "
-                           f"({_pct(r.saving_s / total)} of GPU time)</li>" for name, r in fam.iterrows())
-            parts.append(f"<p>By kernel family (function name, template instantiations together):</p><ol>{rows}</ol>")
-    return "<div class='summary'>" + "".join(parts) + "</div>"
+    if len(by_saving) <= 1 or total <= 0:
+        return [], []
+    kernels = [dict(label=r.kernel_label, saving=fmt.seconds(r.saving_s), share=fmt.pct(r.saving_share),
+                    time=fmt.seconds(r.time_s), at_roof=fmt.seconds(r.time_at_roof_s)) for r in by_saving.itertuples(index=False)]
+    fam = summ.groupby("kernel_name").agg(n=("kernel_key", "size"), saving_s=("saving_s", lambda x: x.sum(min_count=1)))
+    fam = fam[(fam["n"] > 1) & np.isfinite(fam["saving_s"].to_numpy(float))].sort_values("saving_s", ascending=False).head(top)
+    families = [dict(name=name, n=int(r.n), saving=fmt.seconds(r.saving_s), share=fmt.pct(r.saving_s / total))
+                for name, r in fam.iterrows()]
+    return kernels, families
 
 
-def _kernel_item(r: Any, hide: str | None = None) -> str:
-    """One kernel in the summary: share, diagnosis with its numbers, advice, saving, flags (but
-    those starting with ``hide``, said once for the whole page)."""
-    head = (f"{_pct(r.time_share)} of GPU time ({_fmt_time(r.time_s)}, {r.launches} launch{'es' if r.launches != 1 else ''}): "
-            f"<b>{html.escape(DIAGNOSIS_TEXT.get(r.diagnosis, r.diagnosis))}</b>")
-    body = [html.escape(r.evidence)] if r.evidence else []
-    if r.advice:
-        body.append("<i>Try:</i> " + html.escape(r.advice))
-    if np.isfinite(r.saving_s):
-        body.append(f"At its roof {_fmt_time(r.time_at_roof_s)}: saves {_fmt_time(r.saving_s)} ({_pct(r.saving_share)} of GPU time).")
-    flags = "; ".join(f for f in str(r.flags or "").split("; ") if f and not (hide and f.startswith(hide)))
-    if flags:
-        body.append(f"<span class='note'>Check: {html.escape(flags)}</span>")
-    return (f"<li><b title='{html.escape(r.kernel_demangled or '')}'>{html.escape(r.kernel_label)}</b>, {head}<br>"
-            + "<br>".join(body) + "</li>")
+#: Columns of the kernels table on the roofline page: (column, header, kind of :func:`html_table`).
+_KERNEL_COLUMNS = [
+    ("kernel_label", "kernel", "name"), ("launches", "launches", "int"), ("time_s", "time", "time"), ("time_share", "share", "pct"),
+    ("precision", "precision", "text"), ("bound", "bound", "text"), ("level", "binding level", "text"),
+    ("ai_flop_per_byte", "AI [FLOP/B]", "num"), ("flop_per_s", "FLOP/s", "si"), ("roof_fraction", "% of roof", "pct"),
+    ("time_at_roof_s", "time at roof", "time"), ("saving_s", "saving", "time"), ("saving_share", "saving share", "pct"),
+    ("diagnosis", "diagnosis", "text"), ("flags", "flags", "text"), ("in_focus", "on chart", "text")]
+#: Columns of the launch table: (column, header).
+_LAUNCH_COLUMNS = [
+    ("launch_id", "launch"), ("kernel_name", "kernel"), ("time_s", "time [s]"), ("fp64_flop", "FP64 FLOP"), ("fp32_flop", "FP32 FLOP"),
+    ("fp16_flop", "FP16 FLOP"), ("tensor_flop", "tensor FLOP"), ("dram_bytes", "DRAM B"), ("l2_bytes", "L2 B"), ("l1_bytes", "L1 B"),
+    ("time_at_roof_s", "time at roof [s]"), ("bound", "bound"), ("diagnosis", "diagnosis"), ("flags", "flags"), ("status", "status"),
+    ("notes", "notes")]
+
+
+def _kernel_table(summ: pd.DataFrame) -> str:
+    """The sortable kernels table, one row per kernel with its dot colour."""
+    cols = list(_KERNEL_COLUMNS)
+    view = summ.assign(diagnosis=[DIAGNOSIS_TEXT.get(d, d) for d in summ["diagnosis"]],
+                       flags=["; ".join(_flag_list(f)) for f in summ["flags"]],
+                       precision=[precision_title(p) if p else "" for p in summ["precision"]],
+                       level=[lv.upper() for lv in summ["level"]], in_focus=np.where(summ["in_focus"], "yes", "no"))
+    if "expected_flop" in summ.columns and summ["expected_flop"].notna().any():
+        view["useful_ai"] = summ["expected_flop"] / summ["expected_dram_bytes"]
+        cols.insert(8, ("useful_ai", "useful AI [FLOP/B] (--expect)", "num"))
+    return html_table(view, [(c, t) for c, t, _ in cols], title_col="kernel_demangled", kinds={c: k for c, _, k in cols},
+                      swatches=[plot.kernel_color(i) for i in range(len(summ))])
+
+
+def _launch_table(kernels: pd.DataFrame) -> tuple[str, str]:
+    """The table of the longest launches and its title."""
+    longest = kernels.sort_values("time_s", ascending=False, na_position="last", kind="stable").head(MAX_LAUNCH_ROWS)
+    n = len(kernels)
+    title = f"Every launch ({n})" if n <= MAX_LAUNCH_ROWS else \
+        f"The {MAX_LAUNCH_ROWS} longest of {n} launches (all of them are in kernels.csv)"
+    return html_table(longest, _LAUNCH_COLUMNS, title_col="kernel_demangled"), title
 
 
 def _kernels_json(summ: pd.DataFrame) -> str:
+    """Per kernel (in colour order) what the details panel shows; ``customdata[0]`` of a dot indexes it."""
     rows = [{"name": r.kernel_label, "demangled": r.kernel_demangled or "", "nvtx": r.nvtx_range or "", "bound": r.bound,
              "launches": int(r.launches), "saving_s": float(r.saving_s) if np.isfinite(r.saving_s) else None,
              "diagnosis": DIAGNOSIS_TEXT.get(getattr(r, "diagnosis", ""), ""), "advice": getattr(r, "advice", "") or "",
-             "flags": getattr(r, "flags", "") or ""}
+             "flags": "; ".join(_flag_list(getattr(r, "flags", "")))}
             for r in summ.itertuples(index=False)]
     # Escape '<' so a kernel name can never close the script element.
     return json.dumps(rows).replace("<", "\\u003c")
 
 
 def render_html(fig: go.Figure, kernels: pd.DataFrame, meta: dict[str, Any], plotlyjs: str | bool = True,
-                summary: pd.DataFrame | None = None, points: pd.DataFrame | None = None) -> str:
-    """Build the self-contained roofline page: header, summary, controls, chart, tables.
+                summary: pd.DataFrame | None = None, points: pd.DataFrame | None = None, focus: float = FOCUS_SHARE,
+                top: int = TOP_ON_PAGE) -> str:
+    """Build the self-contained roofline page (template ``templates/roofline.html.j2``).
+
+    The page leads with the chart: a one-line header (GPU, total GPU time, launches, kernels),
+    the view controls, the chart with the top kernels and the hover details beside it; below it
+    the summary (focus, savings, the top kernels' diagnoses), the kernels and launch tables and
+    the input's facts.
 
     Parameters
     ----------
     fig : Figure
-        From :func:`ncuroof.plot.plot_roofline`.
+        From :func:`ncuroof.plot.plot_roofline` (its view contract drives the controls).
     kernels : DataFrame
         The classified kernels table (one row per launch).
     meta : dict
-        Header facts (``inputs``, ``GPU``, ``ncu version``, ``clocks``, ``roofs``, ...; empty
-        values are left out).
+        Facts about the input (``inputs``, ``GPU``, ``ncu version``, ``clocks``, ``roofs``, ...;
+        empty values are left out); ``GPU`` goes in the header.
     plotlyjs : True or 'cdn', default True
         True embeds plotly.js (opens offline); ``'cdn'`` links it.
     summary : DataFrame, optional
-        :func:`ncuroof.summary.kernel_summary` of the same data, in the same order as the one
-        ``fig`` was drawn from (kernel colours follow it); computed from ``kernels`` and
-        ``points`` when not given.
+        :func:`summarize` (or :func:`ncuroof.summary.kernel_summary`) of the same data, all
+        kernels, in the order ``fig`` was drawn from (kernel colours follow it); computed from
+        ``kernels`` and ``points`` when not given.
     points : DataFrame, optional
         The points table, needed only when ``summary`` is not given.
+    focus : float, default :data:`ncuroof.summary.FOCUS_SHARE`
+        The share of GPU time the summary's ``in_focus`` was computed with (said on the page).
+    top : int, default :data:`TOP_ON_PAGE`
+        Kernels listed beside the chart and described below it.
 
     Returns
     -------
     str
-        A complete HTML document. Its script reads the figure's trace ``meta`` to switch views,
-        shows the full demangled name of the hovered dot below the chart and sorts the tables.
+        A complete HTML document. Its script builds the controls from the figure's view
+        contract, shows the hovered dot's full demangled name and numbers beside the chart and
+        sorts the tables.
     """
     if summary is None:
         summary = summarize(kernels, points if points is not None else pd.DataFrame(columns=["level"]), top=len(kernels))
     summ = summary.reset_index(drop=True)
-    swatch = [f'<span class="swatch" style="background:{KERNEL_COLORS[i] if i < len(KERNEL_COLORS) else OTHER_COLOR}"></span>'
-              for i in range(len(summ))]
-    kcols = [("kernel_label", "kernel", "name"), ("launches", "launches", "int"), ("time_s", "time", "time"),
-             ("time_share", "share", "pct"), ("precision", "precision", "text"), ("bound", "bound", "text"),
-             ("level", "binding level", "text"), ("ai_flop_per_byte", "AI [FLOP/B]", "num"), ("flop_per_s", "FLOP/s", "si"),
-             ("roof_fraction", "% of roof", "pct"), ("time_at_roof_s", "time at roof", "time"), ("saving_s", "saving", "time"),
-             ("saving_share", "saving share", "pct"), ("diagnosis", "diagnosis", "text"), ("flags", "flags", "text"),
-             ("in_focus", "on chart", "text")]
     if "diagnosis" not in summ.columns:
         summ = summ.assign(diagnosis="", evidence="", advice="", flags="")
-    view = summ.assign(diagnosis=[DIAGNOSIS_TEXT.get(d, d) for d in summ["diagnosis"]],
-                       precision=[precision_title(p) if p else "" for p in summ["precision"]],
-                       level=[lv.upper() for lv in summ["level"]], in_focus=np.where(summ["in_focus"], "yes", "no"))
-    if "expected_flop" in summ.columns and summ["expected_flop"].notna().any():
-        view["useful_ai"] = summ["expected_flop"] / summ["expected_dram_bytes"]
-        kcols.insert(8, ("useful_ai", "useful AI [FLOP/B] (--expect)", "num"))
-    ktable = html_table(view, [(c, t) for c, t, _ in kcols], title_col="kernel_demangled",
-                        kinds={c: k for c, _, k in kcols}, lead=swatch)
-    lcols = [("launch_id", "launch"), ("kernel_name", "kernel"), ("time_s", "time [s]"), ("fp64_flop", "FP64 FLOP"),
-             ("fp32_flop", "FP32 FLOP"), ("fp16_flop", "FP16 FLOP"), ("tensor_flop", "tensor FLOP"), ("dram_bytes", "DRAM B"),
-             ("l2_bytes", "L2 B"), ("l1_bytes", "L1 B"), ("time_at_roof_s", "time at roof [s]"), ("bound", "bound"),
-             ("diagnosis", "diagnosis"), ("flags", "flags"), ("status", "status"), ("notes", "notes")]
-    longest = kernels.sort_values("time_s", ascending=False, na_position="last", kind="stable").head(MAX_LAUNCH_ROWS)
-    ltable = html_table(longest, lcols, title_col="kernel_demangled")
-    launches_title = (f"Every launch ({len(kernels)})" if len(kernels) <= MAX_LAUNCH_ROWS else
-                      f"The {MAX_LAUNCH_ROWS} longest of {len(kernels)} launches (all of them are in kernels.csv)")
-    plot = fig.to_html(full_html=False, include_plotlyjs=plotlyjs, div_id="roofline",
-                       config={"displaylogo": False, "responsive": True})
-    body = (
-        _summary_html(summ, kernels, fig)
-        + "<div id='controls'></div>" + plot
-        + "<div id='details'>Hover over a dot: its full demangled name, NVTX range and numbers appear here.</div>"
-        + f"<h2>Kernels</h2><p class='meta'>One row per kernel name, launches aggregated. Click a column to sort.</p>{ktable}"
-        + f"<details><summary>{launches_title}</summary>{ltable}</details>"
-        + f"<script type='application/json' id='ncuroof-kernels'>{_kernels_json(summ)}</script>"
-        + f"<script>{_asset('sort.js')}</script><script>{_asset('roofline.js')}</script>"
-    )
-    return _document("ncuroof roofline", meta, body)
-
-
-_KINDS = {"int": lambda v: f"{v:.0f}", "num": lambda v: f"{v:.4g}", "pct": _pct, "time": _fmt_time,
-          "si": lambda v: _si(v, "")}
+    total = float(np.nansum(kernels["time_s"].to_numpy(float)))
+    none = bool((kernels["status"] == "no_roofline_metrics").all())
+    by_saving, families = _savings(summ, total, top)
+    launch_table, launches_title = _launch_table(kernels)
+    plot_div = fig.to_html(full_html=False, include_plotlyjs=plotlyjs, div_id="roofline",
+                           config={"displaylogo": False, "responsive": True})
+    return _env().get_template("roofline.html.j2").render(
+        title="ncuroof roofline", **_header(kernels, summ, meta), plot=Markup(plot_div), top=_side_top(summ, top),
+        focus=_focus(summ, focus) if len(summ) else None, saving=_saving(summ, total), missing_metrics=none,
+        items=_items(summ, top, hide="missing metrics" if none else None), by_saving=by_saving, families=families,
+        kernel_table=Markup(_kernel_table(summ)), launch_table=Markup(launch_table), launches_title=launches_title,
+        facts=meta, kernels_json=Markup(_kernels_json(summ)), sort_js=Markup(_asset("sort.js")),
+        roofline_js=Markup(_asset("roofline.js")))
 
 
 def render_image(fig: go.Figure, fmt: str, width: int = 1400, height: int = 800) -> bytes:
@@ -314,9 +322,12 @@ def render_image(fig: go.Figure, fmt: str, width: int = 1400, height: int = 800)
                           "or set BROWSER_PATH", f"roofline.{fmt}") from exc
 
 
+_KINDS = {"int": lambda v: f"{v:.0f}", "num": lambda v: f"{v:.4g}", "pct": fmt.pct, "time": fmt.seconds, "si": fmt.si}
+
+
 def html_table(df: pd.DataFrame, cols: list[tuple[str, str]], title_col: str | None = None,
-               kinds: dict[str, str] | None = None, lead: list[str] | None = None) -> str:
-    """A sortable HTML table of ``df``'s columns ``cols`` (name, header).
+               kinds: dict[str, str] | None = None, swatches: list[str] | None = None) -> str:
+    """A sortable HTML table of ``df``'s columns ``cols`` (name, header), from ``templates/table.html.j2``.
 
     Parameters
     ----------
@@ -325,40 +336,42 @@ def html_table(df: pd.DataFrame, cols: list[tuple[str, str]], title_col: str | N
     cols : list of (column, header)
         Columns to show, in order.
     title_col : str, optional
-        Column giving the ``kernel_name`` cells a tooltip (the demangled name).
+        Column giving the ``kernel_name``/``kernel_label`` cells a tooltip (the demangled name).
     kinds : dict, optional
         Per column: ``text``, ``name`` (text, ellipsised), ``int``, ``num`` (4 significant
         digits, the default for numbers), ``pct`` (fraction shown in percent), ``time``
-        (seconds with a unit), ``si`` (SI prefix).
-    lead : list of str, optional
-        Raw HTML put before each row's first cell's text (a colour swatch).
+        (seconds with a unit), ``si`` (SI prefix); see :mod:`ncuroof.fmt`.
+    swatches : list of str, optional
+        A colour per row, drawn as a dot before the first cell's text.
 
     Returns
     -------
     str
         ``<table class="sortable">``: numeric cells carry their raw value in ``data-v`` for
-        sorting; text is escaped.
+        sorting (empty when missing); text is escaped.
     """
     kinds = kinds or {}
     text_cols = {c for c, _ in cols if kinds.get(c) in ("text", "name") or (c not in kinds and not pd.api.types.is_numeric_dtype(df[c]))}
-    head = "".join(f'<th class="{"l" if c in text_cols else ""}">{html.escape(t)}</th>' for c, t in cols)
-    body = []
-    for i, r in enumerate(df.itertuples(index=False)):
-        cells = []
-        for j, (c, _) in enumerate(cols):
-            v = getattr(r, c)
-            pre = lead[i] + " " if lead is not None and j == 0 else ""
-            if c not in text_cols:
-                f = float(v) if v is not None and v is not pd.NA else np.nan
-                shown = "" if not np.isfinite(f) else _KINDS.get(kinds.get(c, "num"), _KINDS["num"])(f)
-                cells.append(f'<td data-v="{"" if not np.isfinite(f) else repr(f)}">{pre}{shown}</td>')
-            else:
-                text = "" if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)) else str(v)
-                title = f' title="{html.escape(str(getattr(r, title_col)))}"' if title_col and c in ("kernel_name", "kernel_label") else ""
-                cls = "l name" if kinds.get(c) == "name" else "l"
-                cells.append(f'<td class="{cls}"{title}>{pre}{html.escape(text)}</td>')
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    return f'<table class="sortable"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    head = [dict(cls="l" if c in text_cols else "", text=t) for c, t in cols]
+    cells = {c: _text_cells(df[c], kinds.get(c) == "name", df[title_col] if title_col and c in ("kernel_name", "kernel_label") else None)
+             if c in text_cols else _number_cells(df[c], _KINDS.get(kinds.get(c, "num"), _KINDS["num"])) for c, _ in cols}
+    rows = [list(r) for r in zip(*cells.values())] if cols else []
+    for row, color in zip(rows, swatches or []):
+        row[0] = {**row[0], "swatch": color}
+    return _env().get_template("table.html.j2").render(head=head, rows=rows)
+
+
+def _number_cells(values: pd.Series, shown: Any) -> list[dict[str, Any]]:
+    f = pd.to_numeric(values, errors="coerce").to_numpy(float)
+    return [dict(cls="", v=repr(float(x)), text=shown(x), title=None, swatch=None) if np.isfinite(x)
+            else dict(cls="", v="", text="", title=None, swatch=None) for x in f]
+
+
+def _text_cells(values: pd.Series, name: bool, titles: pd.Series | None) -> list[dict[str, Any]]:
+    cls = "l name" if name else "l"
+    text = values.astype(object).where(values.notna(), "").astype(str)
+    tips = [None] * len(values) if titles is None else titles.astype(str).tolist()
+    return [dict(cls=cls, v=None, text=t, title=tip, swatch=None) for t, tip in zip(text, tips)]
 
 
 def _asset(name: str) -> str:
@@ -366,17 +379,9 @@ def _asset(name: str) -> str:
     return resources.files("ncuroof").joinpath("assets", name).read_text(encoding="utf-8")
 
 
-def _document(title: str, meta: dict[str, Any], body: str) -> str:
-    facts = "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(str(v))}</li>" for k, v in meta.items() if v)
-    return (
-        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-        f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1><ul class='meta'>{facts}</ul>{body}</body></html>"
-    )
-
-
 def render_page(title: str, fig: go.Figure, meta: dict[str, Any], table_title: str, table: str,
                 plotlyjs: str | bool = True) -> str:
-    """A self-contained HTML document: title, header facts, the figure, then a table.
+    """A self-contained HTML document (template ``templates/page.html.j2``): title, facts, the figure, then a table.
 
     Parameters
     ----------
@@ -385,7 +390,7 @@ def render_page(title: str, fig: go.Figure, meta: dict[str, Any], table_title: s
     fig : Figure
         The chart.
     meta : dict
-        Header facts (empty values are left out).
+        Facts (empty values are left out).
     table_title : str
         Heading of the table.
     table : str
@@ -397,8 +402,9 @@ def render_page(title: str, fig: go.Figure, meta: dict[str, Any], table_title: s
     -------
     str
     """
-    plot = fig.to_html(full_html=False, include_plotlyjs=plotlyjs, config={"displaylogo": False})
-    return _document(title, meta, f"{plot}<h2>{html.escape(table_title)}</h2>{table}<script>{_asset('sort.js')}</script>")
+    plot_div = fig.to_html(full_html=False, include_plotlyjs=plotlyjs, config={"displaylogo": False})
+    return _env().get_template("page.html.j2").render(title=title, facts=meta, plot=Markup(plot_div), table_title=table_title,
+                                                       table=Markup(table), sort_js=Markup(_asset("sort.js")))
 
 
 def write_outputs(outdir: Path, files: dict[str, str | bytes]) -> None:

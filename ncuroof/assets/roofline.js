@@ -1,6 +1,8 @@
 // ncuroof roofline page: controls over the figure's views and a details panel.
-// The figure (ncuroof.plot.plot_roofline) carries every view as traces whose `meta` says which
-// view they belong to; layout.meta lists the views, levels and the dot colours per colouring.
+// The view contract (ncuroof/views.py) is in the figure's layout.meta.view: the initial state, the
+// controls (one per state field) and the restyles per state. Each trace's meta.when says in which
+// states it shows; `visible` below is the same rule as ncuroof.views.visible, nothing else here
+// knows which trace belongs to which view.
 (function () {
   "use strict";
   const gd = document.getElementById("roofline");
@@ -19,69 +21,66 @@
     return v.toPrecision(3) + " " + unit;
   }
 
-  function sameLevels(a, b) {
-    const order = ["l1", "l2", "dram"];
-    const x = order.filter((l) => a.includes(l)).join(",");
-    const y = order.filter((l) => b.includes(l)).join(",");
-    return x === y;
-  }
-
-  function visible(m, st, meta) {
-    const precOk = (p) => p === st.precision || (st.precision === "main" && meta.main_precisions.includes(p));
-    const viewOk = (m2) => m2.mode === st.mode && m2.view === st.precision && (m2.subset === "focus" || st.all);
-    switch (m.role) {
-      case "roof_mem": return st.levels.includes(m.level);
-      case "roof_flop": case "ridge": return precOk(m.precision);
-      case "dots": return viewOk(m) && st.levels.includes(m.level);
-      case "trail": return viewOk(m) && st.levels.length >= 2 && sameLevels(m.levels, st.levels);
-      case "key_level": return st.levels.includes(m.level);
-      case "key_bound": return st.color === "bound";
-      case "key_kernel": return st.color === "kernel";
-      default: return true;
-    }
-  }
-
-  function apply(st) {
-    const meta = gd.layout.meta;
-    const vis = [], idx = [], dotIdx = [];
-    gd.data.forEach((tr, i) => {
-      const m = tr.meta || {};
-      vis.push(visible(m, st, meta));
-      idx.push(i);
-      if (m.role === "dots") dotIdx.push(i);
+  // ncuroof.views.visible: every condition of `when` holds in `state`.
+  function visible(when, state) {
+    return Object.entries(when || {}).every(([key, want]) => {
+      const have = state[key];
+      if (Array.isArray(have)) {
+        return Array.isArray(want) ? want.length === have.length && want.every((w) => have.includes(w)) : have.includes(want);
+      }
+      return Array.isArray(want) ? want.includes(have) : have === want;
     });
-    const p = Plotly.restyle(gd, { visible: vis }, idx);
-    const scale = meta.colorscales[st.color];
-    return dotIdx.length ? p.then(() => Plotly.restyle(gd, { "marker.colorscale": dotIdx.map(() => scale) }, dotIdx)) : p;
+  }
+
+  function apply(view, st) {
+    const idx = gd.data.map((_, i) => i);
+    const p = Plotly.restyle(gd, { visible: gd.data.map((tr) => visible((tr.meta || {}).when, st)) }, idx);
+    let chain = p;
+    for (const [field, perValue] of Object.entries(view.styles || {})) {
+      for (const [role, patch] of Object.entries(perValue[String(st[field])] || {})) {
+        const which = idx.filter((i) => (gd.data[i].meta || {}).role === role);
+        if (!which.length) continue;
+        const update = {};
+        for (const [attr, value] of Object.entries(patch)) update[attr] = which.map(() => value);
+        chain = chain.then(() => Plotly.restyle(gd, update, which));
+      }
+    }
+    return chain;
+  }
+
+  // One control of the contract as HTML: select, radio buttons, checkboxes (list field) or one checkbox (bool).
+  function controlHtml(c, st) {
+    const id = "ctl-" + c.id;
+    const value = st[c.field];
+    if (c.kind === "select") {
+      return `<label>${esc(c.label)} <select id="${id}">` + c.options.map(([v, t]) =>
+        `<option value="${esc(v)}"${v === value ? " selected" : ""}>${esc(t)}</option>`).join("") + "</select></label>";
+    }
+    if (c.kind === "radio" || c.kind === "checkboxes") {
+      const on = (v) => (c.kind === "radio" ? v === value : value.includes(v));
+      const attr = c.kind === "radio" ? `type="radio" name="${id}"` : `type="checkbox" class="${id}"`;
+      return `<span>${esc(c.label)} ` + c.options.map(([v, t]) =>
+        `<label><input ${attr} value="${esc(v)}"${on(v) ? " checked" : ""}>${esc(t)}</label>`).join(" ") + "</span>";
+    }
+    return `<label><input type="checkbox" id="${id}"${value ? " checked" : ""}>${esc(c.label)}</label>`;
+  }
+
+  function readControl(c) {
+    const id = "ctl-" + c.id;
+    if (c.kind === "select") return document.getElementById(id).value;
+    if (c.kind === "radio") return document.querySelector(`input[name="${id}"]:checked`).value;
+    if (c.kind === "checkboxes") return Array.from(document.querySelectorAll(`input.${id}:checked`)).map((e) => e.value);
+    return document.getElementById(id).checked;
   }
 
   function build() {
-    const meta = gd.layout.meta;
-    if (!meta || !meta.views || !meta.views.length) { controls.textContent = ""; return; }
-    const st = JSON.parse(JSON.stringify(meta.state));
-    const parts = [];
-    parts.push('<label>Precision <select id="ctl-precision">' + meta.views.map(([v, label]) =>
-      `<option value="${esc(v)}"${v === st.precision ? " selected" : ""}>${esc(label)}</option>`).join("") + "</select></label>");
-    parts.push("<span>Levels " + meta.levels.map((l) =>
-      `<label><input type="checkbox" class="ctl-level" value="${l}"${st.levels.includes(l) ? " checked" : ""}>${l.toUpperCase()}</label>`).join(" ") + "</span>");
-    parts.push(`<span>Dots <label><input type="radio" name="ctl-mode" value="kernel"${st.mode === "kernel" ? " checked" : ""}>per kernel</label>` +
-      `<label><input type="radio" name="ctl-mode" value="launch"${st.mode === "launch" ? " checked" : ""}>per launch</label></span>`);
-    parts.push(`<span>Colour <label><input type="radio" name="ctl-color" value="kernel"${st.color === "kernel" ? " checked" : ""}>kernel</label>` +
-      `<label><input type="radio" name="ctl-color" value="bound"${st.color === "bound" ? " checked" : ""}>bound</label></span>`);
-    const f = meta.focus;
-    if (f.left_out > 0) {
-      parts.push(`<label><input type="checkbox" id="ctl-all"${st.all ? " checked" : ""}>also the ${f.left_out} kernel(s) outside the top ` +
-        `${Math.round(f.share * 100)}% (${(f.left_out_share * 100).toFixed(1)}% of GPU time)</label>`);
-    }
-    controls.innerHTML = parts.join(" ");
+    const view = (gd.layout.meta || {}).view;
+    if (!view || !view.controls || !view.controls.length) { controls.textContent = ""; return; }
+    const st = JSON.parse(JSON.stringify(view.state));
+    controls.innerHTML = view.controls.map((c) => controlHtml(c, st)).join(" ");
     const update = () => {
-      st.precision = document.getElementById("ctl-precision").value;
-      st.levels = Array.from(document.querySelectorAll(".ctl-level:checked")).map((e) => e.value);
-      st.mode = document.querySelector('input[name="ctl-mode"]:checked').value;
-      st.color = document.querySelector('input[name="ctl-color"]:checked').value;
-      const all = document.getElementById("ctl-all");
-      st.all = all ? all.checked : false;
-      apply(st);
+      view.controls.forEach((c) => { st[c.field] = readControl(c); });
+      apply(view, st);
     };
     controls.querySelectorAll("select, input").forEach((e) => e.addEventListener("change", update));
   }
@@ -89,9 +88,9 @@
   function showDetails(ev) {
     const pt = ev.points && ev.points[0];
     if (!pt || !pt.data.meta || pt.data.meta.role !== "dots") return;
-    const c = pt.customdata;
+    const c = pt.customdata;  // ncuroof.plot.CUSTOMDATA
     const k = kernels[c[0]];
-    const launch = c[8] >= 0 ? ` · launch ${c[8]}` : ` · ${c[1]} launch(es) aggregated`;
+    const launch = c[8] >= 0 ? ` · launch ${c[8]}` : ` · ${c[1]} launch${c[1] === 1 ? "" : "es"} aggregated`;
     details.innerHTML =
       `<div class="name">${esc(k.demangled || k.name)}</div>` +
       `<div>${esc(k.name)}${launch}${k.nvtx ? " · NVTX " + esc(k.nvtx) : ""} · ${esc(pt.data.meta.level.toUpperCase())}</div>` +
