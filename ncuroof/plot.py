@@ -51,6 +51,8 @@ _PRECISION_DASH = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]
 _MAX_DOT_PX = 36.0
 _MIN_DOT_PX = 6.0
 _NAME_CHARS = 200
+#: Kernels with a colour key in the legend (largest first); the page's tables give every kernel's colour.
+_KEYED_KERNELS = 6
 
 
 def kernel_color(kid: int) -> str:
@@ -279,7 +281,7 @@ def _ridge_traces(ch: _Chart) -> list[go.Scatter]:
 
 
 def _key_traces(ch: _Chart) -> list[go.Scatter]:
-    """Legend keys: marker symbol per level, colour per bound or per kernel (the first ten)."""
+    """Legend keys: marker symbol per level, colour per bound or per kernel (the first :data:`_KEYED_KERNELS`)."""
     def key(name: str, group: str, title: str, marker: dict[str, Any], meta: dict[str, Any]) -> go.Scatter:
         return go.Scatter(x=[None], y=[None], mode="markers", name=name, legendgroup=group, legendgrouptitle_text=title,
                           marker=marker, meta=meta)
@@ -289,7 +291,7 @@ def _key_traces(ch: _Chart) -> list[go.Scatter]:
     traces += [key(f"{b} bound", "bounds", "Colour: bound", dict(color=BOUND_COLORS[b], size=10),
                    dict(role="key_bound", when={"color": "bound"}))
                for b in BOUND_COLORS if (ch.summ["bound"] == b).any()]
-    for r in ch.summ[ch.summ["kid"] < min(10, len(KERNEL_COLORS))].itertuples(index=False):
+    for r in ch.summ[ch.summ["kid"] < min(_KEYED_KERNELS, len(KERNEL_COLORS))].itertuples(index=False):
         label = r.kernel_label if len(r.kernel_label) <= 40 else r.kernel_label[:39] + "…"
         traces.append(key(label, "kernels", "Colour: kernel", dict(color=kernel_color(r.kid), size=10),
                           dict(role="key_kernel", when={"color": "kernel"})))
@@ -467,7 +469,7 @@ def plot_roofline(points: pd.DataFrame, kernels: pd.DataFrame | None = None, tit
                   precision: str = "main", levels: list[str] | None = None, per_launch: bool = False,
                   color: str = "kernel", focus: float = FOCUS_SHARE, show_all: bool = False,
                   summary: pd.DataFrame | None = None, dots: Mapping[str, pd.DataFrame] | None = None,
-                  catalog: _catalog.Catalog | None = None, height: int = 680) -> go.Figure:
+                  catalog: _catalog.Catalog | None = None, height: int = 800) -> go.Figure:
     """Draw the whole application on one log-log hierarchical roofline.
 
     Parameters
@@ -531,10 +533,11 @@ def plot_roofline(points: pd.DataFrame, kernels: pd.DataFrame | None = None, tit
         raise ValueError(f"color must be 'kernel' or 'bound', not {color!r}")
     fig = go.Figure()
     fig.update_layout(
-        title=title, template="plotly_white", height=height, margin=dict(t=50, b=80, r=20), hoverlabel=dict(align="left"),
+        title=title, template="plotly_white", height=height, margin=dict(t=50, b=170, r=20), hoverlabel=dict(align="left"),
         xaxis=dict(type="log", title="Arithmetic intensity [FLOP/byte]", exponentformat="SI"),
         yaxis=dict(type="log", title="Performance [FLOP/s]", exponentformat="SI"),
-        legend=dict(groupclick="toggleitem", itemsizing="constant"))
+        legend=dict(groupclick="toggleitem", itemsizing="constant", orientation="h", x=0, y=-0.12, yanchor="top",
+                    font=dict(size=11), tracegroupgap=4))
     if points.empty:
         return _empty_figure(fig)
     if kernels is None:
@@ -548,7 +551,7 @@ def plot_roofline(points: pd.DataFrame, kernels: pd.DataFrame | None = None, tit
     groups = [g for g in DOT_GROUPS if g.id in frames]
     fig.add_traces(_roof_traces(ch) + _ridge_traces(ch)
                    + [t for g in groups for t in _group_traces(ch, g, frames[g.id], counts)] + _key_traces(ch))
-    fig.add_annotation(text=_roof_note(ch), showarrow=False, xref="paper", yref="paper", x=0, y=-0.13, xanchor="left",
+    fig.add_annotation(text=_roof_note(ch), showarrow=False, xref="paper", yref="paper", x=0, y=1.0, yanchor="bottom", xanchor="left",
                        font=dict(size=11, color="#666"))
     apply_view(fig, _contract(ch, state, counts, focus))
     (x_lo, x_hi), (y_lo, p_max) = ch.x_range, ch.y_range

@@ -74,7 +74,7 @@ def main() -> None:
             build = time.perf_counter() - t0
             page = tmp / f"page-{n}.html"
             page.write_text(html, encoding="utf-8")
-            dots = fig.layout.meta["counts"]["launch/main/focus"]
+            dots = fig.layout.meta["view"]["counts"]["launch/main/focus"]
             base = go.Figure(go.Scattergl(x=pts["ai_flop_per_byte"].head(dots), y=pts["flop_per_s"].head(dots), mode="markers"))
             base_path = tmp / f"base-{n}.html"
             base_path.write_text(base.to_html(include_plotlyjs=True, div_id="roofline"), encoding="utf-8")

@@ -7,6 +7,7 @@ page is saved under ``test-artifacts/`` (or ``$NCUROOF_ARTIFACTS``).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import struct
@@ -86,6 +87,8 @@ def test_real_report_page(browser, tmp_path):
     assert len(expected) == 12  # 4 SGEMM kernels x (L1, L2, DRAM), all FP32
     page, errors = _open(browser, out / "roofline.html")
     assert page.query_selector("#roofline .main-svg .scatterlayer") is not None
+    bottom = page.evaluate("() => document.querySelector('#roofline .main-svg').getBoundingClientRect().bottom")
+    assert 0 < bottom <= 1000  # the whole chart on the first 1400x1000 screen
     assert page.evaluate(COUNT_JS) == len(expected)
 
     # Hover the first drawn dot: the label names the kernel whose point sits at that x.
@@ -203,3 +206,116 @@ def test_static_image(tmp_path):
     assert _png_size(png) == (2000, 1200)
     svg = report.render_image(fig, "svg", width=1000, height=600).decode()
     assert svg.lstrip().startswith("<svg") and "FP32 67 TFLOP/s" in svg
+
+
+def _page(tmp_path: Path, k: pd.DataFrame, focus: float = summary.FOCUS_SHARE, name: str = "roofline.html"):
+    """Write the roofline page of kernels table ``k``; return (path, figure, points)."""
+    pts = ncuroof.points(k)
+    summ = summary.kernel_summary(k, pts, focus=focus)
+    fig = plot.plot_roofline(pts, k, title="synthetic", focus=focus, summary=summ)
+    path = tmp_path / name
+    path.write_text(report.render_html(fig, k, {"inputs": "synthetic"}, summary=summ, focus=focus), encoding="utf-8")
+    return path, fig, pts
+
+
+def test_chart_leads_the_page(browser, tmp_path):
+    k = synthetic.kernels_table(400, 40, seed=3)
+    path, _, _ = _page(tmp_path, k)
+    page, errors = _open(browser, path)
+    box = page.evaluate("() => { const r = document.querySelector('#roofline .main-svg').getBoundingClientRect();"
+                        " return [r.left, r.top, r.right, r.bottom, window.scrollY]; }")
+    assert box[4] == 0 and box[0] >= 0 and box[1] >= 0
+    assert box[2] <= 1400 and box[3] <= 1000, f"chart not fully on the first screen: {box}"
+    # The header beside/above it: GPU, total time and the top kernels, largest first, as pandas sums them.
+    total = k["time_s"].sum()
+    header = page.evaluate("() => document.querySelector('header').textContent")
+    assert k["device_name"].iat[0] in header and f"{total * 1e3:.3g} ms" in header
+    assert f"{len(k)} launches of {k['kernel_demangled'].nunique()} kernels" in " ".join(header.split())
+    top = k.groupby("kernel_demangled")["time_s"].sum().sort_values(ascending=False).head(5)
+    side = page.evaluate("() => Array.from(document.querySelectorAll('ol.top .k')).map(e => e.textContent)")
+    names = k.drop_duplicates("kernel_demangled").set_index("kernel_demangled")["kernel_name"]
+    assert side == list(names[top.index])
+    shares = page.evaluate("() => Array.from(document.querySelectorAll('ol.top .n')).map(e => e.textContent)")
+    assert all(s.startswith(f"{100 * t / total:.1f}%") for s, t in zip(shares, top))
+    # Each listed kernel's swatch has the colour of its dots.
+    swatches = page.evaluate("() => Array.from(document.querySelectorAll('ol.top .swatch')).map(e => e.style.background)")
+    assert swatches == [_rgb(c) for c in KERNEL_COLORS[:5]]
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "roofline-first-screen.png"))
+    assert errors == []
+
+
+def test_python_and_script_apply_one_view_rule(browser, tmp_path):
+    """The script's visibility after a control change equals ncuroof.views.visible of each trace's
+    `when` in that state, and the dot colour scale is the contract's for the colouring."""
+    from ncuroof.views import visible
+
+    k = synthetic.kernels_table(300, 30, seed=5)
+    path, fig, _ = _page(tmp_path, k)
+    page, errors = _open(browser, path)
+    initial = page.evaluate("() => document.getElementById('roofline').data.map(t => t.visible !== false)")
+    assert initial == [t.visible is not False for t in fig.data]
+    page.check('input[name="ctl-mode"][value="launch"]')
+    page.uncheck('.ctl-level[value="l1"]')
+    page.check("#ctl-all")
+    page.select_option("#ctl-precision", "fp64")
+    page.check('input[name="ctl-color"][value="bound"]')
+    page.wait_for_timeout(400)
+    state = {"precision": "fp64", "levels": ["l2", "dram"], "mode": "launch", "color": "bound", "all": True}
+    shown = page.evaluate("() => document.getElementById('roofline').data.map(t => t.visible !== false)")
+    assert shown == [visible(t.meta["when"], state) for t in fig.data]
+    assert sum(shown) > 0 and not all(shown)
+    scale = page.evaluate("""() => document.getElementById('roofline').data
+      .filter(t => t.meta.role === 'dots').map(t => JSON.stringify(t.marker.colorscale))""")
+    bound = fig.layout.meta["view"]["styles"]["color"]["bound"]["dots"]["marker.colorscale"]
+    assert all(json.loads(s) == bound for s in scale) and len(scale) > 0
+    assert errors == []
+
+
+@pytest.mark.parametrize("left_out", [1, 2])
+def test_focus_sentence_counts_kernels_in_words(tmp_path, left_out):
+    k = synthetic.kernels_table(200, 12, seed=2)
+    t = k.groupby("kernel_demangled")["time_s"].sum().sort_values(ascending=False)
+    # A focus share that leaves out exactly the `left_out` smallest kernels (summary.focus_set's rule).
+    share = (t.sum() - t.iloc[-left_out:].sum() - 0.5 * t.iloc[-left_out - 1]) / t.sum()
+    path, fig, _ = _page(tmp_path, k, focus=share)
+    text = " ".join(path.read_text(encoding="utf-8").split())
+    kept = len(t) - left_out
+    gone = t.iloc[-left_out:].sum() / t.sum()
+    if left_out == 1:
+        assert f"1 kernel ({100 * gone:.1f}% of the time) is left out (tick the box above the chart to show it)" in text
+    else:
+        assert f"{left_out} kernels ({100 * gone:.1f}% of the time) are left out (tick the box above the chart to show them)" in text
+    assert f"The chart shows the {kept} kernels that make up {100 * share:.0f}% of GPU time" in text
+    control = fig.layout.meta["view"]["controls"][-1]
+    assert control["label"].startswith(f"also the {left_out} kernel{'s' if left_out > 1 else ''} outside")
+
+
+def test_page_text_does_not_come_from_the_figure_meta(tmp_path):
+    """report takes its numbers from the summary it is given, not from fig.layout.meta."""
+    k = synthetic.kernels_table(200, 12, seed=2)
+    pts = ncuroof.points(k)
+    summ = summary.kernel_summary(k, pts)
+    fig = plot.plot_roofline(pts, k, summary=summ)
+    fig.layout.meta = None
+    html = report.render_html(fig, k, {}, summary=summ)
+    kept = int(summ["in_focus"].sum())
+    assert kept < len(summ) and f"The chart shows the {kept} kernels that make up 95% of GPU time" in html
+
+
+def test_tables_escape_and_sort_keys(tmp_path):
+    df = pd.DataFrame({"kernel_name": ["<script>x</script>", "b"], "kernel_demangled": ["a<b>", "b"],
+                       "time_s": [1.5e-3, np.nan], "share": [0.25, 0.5]})
+    html = report.html_table(df, [("kernel_name", "kernel"), ("time_s", "time"), ("share", "share")], title_col="kernel_demangled",
+                             kinds={"time_s": "time", "share": "pct"}, swatches=["#123456", "#abcdef"])
+    assert "<script>x" not in html and "&lt;script&gt;x&lt;/script&gt;" in html and 'title="a&lt;b&gt;"' in html
+    assert 'data-v="0.0015">1.5 ms</td>' in html and 'data-v=""></td>' in html and 'data-v="0.25">25.0%</td>' in html
+    assert html.count("class=\"swatch\"") == 2 and "background:#abcdef" in html
+
+
+def test_compare_page_from_template():
+    fig = plot.plot_roofline(pd.DataFrame(columns=["level"]))
+    html = report.render_page("a <b> title", fig, {"before": "x.ncu-rep", "left-out-fact": ""}, "Kernels", "<table id='t'></table>")
+    assert html.startswith("<!DOCTYPE html>") and "<h1>a &lt;b&gt; title</h1>" in html
+    assert "<li><b>before</b>: x.ncu-rep</li>" in html and "left-out-fact" not in html
+    assert html.index("Plotly.newPlot") < html.index("<table id='t'>")

@@ -1,0 +1,36 @@
+"""ncuroof.fmt: numbers and counts as the page, the tables and the terminal show them (hand-written expectations)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from ncuroof import fmt
+
+
+@pytest.mark.parametrize(("value", "decimals", "text"), [(0.1234, 1, "12.3%"), (0.5, 0, "50%"), (1, 1, "100.0%"),
+                                                         (math.nan, 1, "n/a"), (None, 0, "n/a"), (math.inf, 1, "n/a")])
+def test_pct(value, decimals, text):
+    assert fmt.pct(value, decimals) == text
+
+
+@pytest.mark.parametrize(("value", "text"), [(2.5, "2.5 s"), (1.5e-3, "1.5 ms"), (731e-6, "731 us"), (4.2e-8, "42 ns"),
+                                             (math.nan, "n/a")])
+def test_seconds(value, text):
+    assert fmt.seconds(value) == text
+
+
+@pytest.mark.parametrize(("value", "unit", "text"), [(6.7e13, "FLOP/s", "67 TFLOP/s"), (3.35e12, "B/s", "3.35 TB/s"),
+                                                     (598e9, "B/s", "598 GB/s"), (12.0, "", "12"), (12.0, "B", "12 B"),
+                                                     (-2e6, "", "-2 M"), (math.nan, "B", "n/a")])
+def test_si(value, unit, text):
+    assert fmt.si(value, unit) == text
+
+
+def test_counts_in_words():
+    assert fmt.count(1, "kernel") == "1 kernel" and fmt.count(2, "kernel") == "2 kernels" and fmt.count(0, "kernel") == "0 kernels"
+    assert fmt.count(1, "launch") == "1 launch" and fmt.count(3, "launch") == "3 launches"
+    assert fmt.count(2, "matrix", "matrices") == "2 matrices"
+    assert (fmt.agree(1), fmt.agree(2), fmt.agree(1, "has", "have"), fmt.agree(5, "has", "have")) == ("is", "are", "has", "have")
+    assert fmt.sig(1234.5) == "1.23e+03" and fmt.sig(0.012345, 2) == "0.012" and fmt.sig(None) == "n/a"
