@@ -1,131 +1,77 @@
-"""How numbers and counts read on the page, in the tables and in the terminal: one place for
-percentages, times, SI prefixes and the grammar of counts.
-
-Every function takes a value that may be missing (None, NaN, inf) and then returns ``"n/a"``
-instead of ``"nan%"``.
-"""
+"""The one formatting module: numbers, times, shares and counts as text for the CLI, the page and
+the diagnosis. Every function returns ``'n/a'`` for a missing or non-finite value (never ``'nan%'``)."""
 
 from __future__ import annotations
 
 import math
 from typing import Any
 
-__all__ = ["pct", "seconds", "si", "sig", "plural", "count", "agree"]
+__all__ = ["num", "g", "pct", "time", "si", "plural", "count", "agree"]
 
 _SI = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
-_TIME = ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"))
 
 
-def _finite(x: Any) -> float | None:
-    """``x`` as a float, or None when it is missing or not finite."""
+def num(x: Any) -> float:
+    """``x`` as a float, NaN when it is missing or not a number."""
     try:
-        f = float(x)
+        v = float(x)
     except (TypeError, ValueError):
-        return None
-    return f if math.isfinite(f) else None
+        return math.nan
+    return v
 
 
-def pct(x: Any, decimals: int = 1) -> str:
-    """A fraction as a percentage: ``pct(0.1234)`` -> ``'12.3%'``, ``pct(0.5, 0)`` -> ``'50%'``.
-
-    Parameters
-    ----------
-    x : float
-        Fraction (1 = 100%).
-    decimals : int, default 1
-        Digits after the decimal point.
-
-    Returns
-    -------
-    str
-        ``'n/a'`` for a missing or non-finite value.
-    """
-    f = _finite(x)
-    return "n/a" if f is None else f"{100 * f:.{decimals}f}%"
+def g(x: Any, digits: int = 3) -> str:
+    """``digits`` significant digits: ``0.000123`` -> ``'0.000123'``, ``1234.5`` -> ``'1.23e+03'``."""
+    v = num(x)
+    return f"{v:.{digits}g}" if math.isfinite(v) else "n/a"
 
 
-def seconds(t: Any) -> str:
-    """A duration in seconds with the largest unit that keeps it at least 1: ``'1.23 ms'``.
+def pct(x: Any, digits: int = 0) -> str:
+    """A fraction as a percentage: ``pct(0.456)`` -> ``'46%'``, ``pct(0.456, 1)`` -> ``'45.6%'``."""
+    v = num(x)
+    return f"{100 * v:.{digits}f}%" if math.isfinite(v) else "n/a"
 
-    Parameters
-    ----------
-    t : float
-        Duration [s].
 
-    Returns
-    -------
-    str
-        Three significant digits and one of ``s``, ``ms``, ``us``, ``ns``; ``'n/a'`` when missing.
-    """
-    f = _finite(t)
-    if f is None:
+def time(t: Any) -> str:
+    """A duration in seconds with the largest unit that keeps it >= 1: ``0.0012`` -> ``'1.2 ms'``
+    (three significant digits; s, ms, us or ns)."""
+    v = num(t)
+    if not math.isfinite(v):
         return "n/a"
-    for factor, unit in _TIME:
-        if f >= factor:
-            return f"{f / factor:.3g} {unit}"
-    return f"{f * 1e9:.3g} ns"
+    for factor, unit in ((1, "s"), (1e-3, "ms"), (1e-6, "us")):
+        if v >= factor:
+            return f"{v / factor:.3g} {unit}"
+    return f"{v * 1e9:.3g} ns"
 
 
 def si(value: Any, unit: str = "") -> str:
-    """A value with an SI prefix (k, M, G, T, P) and three significant digits: ``si(6.7e13, 'FLOP/s')``
-    -> ``'67 TFLOP/s'``.
-
-    Parameters
-    ----------
-    value : float
-        The value in ``unit``.
-    unit : str, default ''
-        Unit after the prefix.
-
-    Returns
-    -------
-    str
-        Values below 1000 carry no prefix; ``'n/a'`` when missing.
-    """
-    f = _finite(value)
-    if f is None:
+    """A quantity with an SI prefix (k, M, G, T, P) and three significant digits:
+    ``si(1.5e12, 'FLOP/s')`` -> ``'1.5 TFLOP/s'``; below 1000 no prefix (``si(12)`` -> ``'12'``)."""
+    v = num(value)
+    if not math.isfinite(v):
         return "n/a"
     for factor, prefix in _SI:
-        if abs(f) >= factor:
-            return f"{f / factor:.3g} {prefix}{unit}"
-    return f"{f:.3g} {unit}".rstrip()
+        if abs(v) >= factor:
+            return f"{v / factor:.3g} {prefix}{unit}"
+    return f"{v:.3g} {unit}".rstrip()
 
 
-def sig(x: Any, digits: int = 3) -> str:
-    """``x`` with ``digits`` significant digits (``'%g'``); ``'n/a'`` when missing."""
-    f = _finite(x)
-    return "n/a" if f is None else f"{f:.{digits}g}"
-
-
-def plural(n: int, singular: str, plural: str | None = None) -> str:
-    """The form of a noun for ``n`` things: ``plural(2, 'launch')`` -> ``'launches'``.
-
-    Parameters
-    ----------
-    n : int
-        How many.
-    singular : str
-        The noun for one.
-    plural : str, optional
-        The noun for several; default ``singular`` + ``es`` after s, x, z, ch, sh, else + ``s``.
-
-    Returns
-    -------
-    str
-    """
+def plural(n: int, noun: str, plural: str | None = None) -> str:
+    """The form of ``noun`` for ``n`` things: ``plural(2, 'launch')`` -> ``'launches'``; the plural
+    is ``plural`` when given, else ``noun`` + ``es`` after s, x, z, ch, sh and + ``s`` otherwise."""
     if n == 1:
-        return singular
+        return noun
     if plural is not None:
         return plural
-    return singular + ("es" if singular.endswith(("s", "x", "z", "ch", "sh")) else "s")
+    return noun + ("es" if noun.endswith(("s", "x", "z", "ch", "sh")) else "s")
 
 
-def count(n: int, singular: str, plural_form: str | None = None) -> str:
-    """``n`` and the noun in the right form: ``count(1, 'kernel')`` -> ``'1 kernel'``, ``count(3, 'launch')``
-    -> ``'3 launches'`` (see :func:`plural`)."""
-    return f"{n} {plural(n, singular, plural_form)}"
+def count(n: int, noun: str, plural_form: str | None = None) -> str:
+    """``count(1, 'kernel')`` -> ``'1 kernel'``, ``count(2, 'kernel')`` -> ``'2 kernels'``,
+    ``count(3, 'launch')`` -> ``'3 launches'`` (:func:`plural`)."""
+    return f"{n} {plural(n, noun, plural_form)}"
 
 
 def agree(n: int, one: str = "is", many: str = "are") -> str:
-    """The verb form that agrees with ``n`` things: ``agree(1)`` -> ``'is'``, ``agree(2, 'has', 'have')`` -> ``'have'``."""
+    """The verb that agrees with ``n`` things: ``agree(1)`` -> ``'is'``, ``agree(2, 'has', 'have')`` -> ``'have'``."""
     return one if n == 1 else many

@@ -28,8 +28,9 @@ import plotly.graph_objects as go
 
 from . import catalog as _catalog
 from . import fmt
+from .classify import binding_points
 from .schema import LEVELS, precision_title
-from .summary import FOCUS_SHARE, aggregate_points, binding_points, kernel_summary, with_keys
+from .summary import FOCUS_SHARE, aggregate_points, kernel_summary, with_keys
 from .views import Control, ViewContract, ViewState, apply_view
 
 __all__ = ["plot_roofline", "precision_title", "level_subsets", "SCATTERGL_THRESHOLD", "BOUND_COLORS", "KERNEL_COLORS",
@@ -436,7 +437,7 @@ def _contract(ch: _Chart, state: ViewState, counts: dict[str, int], focus: float
     if len(left):
         controls.append(Control("all", "all", "checkbox",
                                 f"also the {fmt.count(len(left), 'kernel')} outside the top {focus:.0%} "
-                                f"({fmt.pct(left['time_share'].sum())} of GPU time)"))
+                                f"({fmt.pct(left['time_share'].sum(), 1)} of GPU time)"))
     n = max(len(ch.summ), 1)
     styles = {"color": {"kernel": {"dots": {"marker.colorscale": _kernel_colorscale(n)}},
                         "bound": {"dots": {"marker.colorscale": _bound_colorscale(list(ch.summ["bound"]))}}}}

@@ -80,10 +80,10 @@ def summary_text(summary: pd.DataFrame, width: int = 120) -> str:
         table.add_column(col, justify=just)  # type: ignore[arg-type]
     for r in summary.itertuples(index=False):
         name = r.kernel_label if len(r.kernel_label) <= 50 else r.kernel_label[:47] + "..."
-        table.add_row(name, str(r.launches), fmt.seconds(r.time_s), fmt.pct(r.time_share),
+        table.add_row(name, str(r.launches), fmt.time(r.time_s), fmt.pct(r.time_share, 1),
                       precision_title(r.precision) if r.precision else "-",
-                      DIAGNOSIS_TEXT.get(getattr(r, "diagnosis", ""), r.bound), fmt.pct(r.roof_fraction),
-                      fmt.seconds(r.time_at_roof_s), fmt.pct(r.saving_share))
+                      DIAGNOSIS_TEXT.get(getattr(r, "diagnosis", ""), r.bound), fmt.pct(r.roof_fraction, 1),
+                      fmt.time(r.time_at_roof_s), fmt.pct(r.saving_share, 1))
     buf = io.StringIO()
     Console(file=buf, width=width, force_terminal=False, color_system=None).print(table)
     return buf.getvalue()
@@ -117,14 +117,14 @@ def _verdict(r: Any) -> str:
 def _header(kernels: pd.DataFrame, summ: pd.DataFrame, meta: dict[str, Any]) -> dict[str, Any]:
     """The line above the chart: GPU, total GPU time, launches and kernels."""
     gpu = meta.get("GPU") or ", ".join(str(d) for d in kernels.get("device_name", pd.Series(dtype=object)).dropna().unique())
-    return dict(gpu=gpu, total_time=fmt.seconds(float(np.nansum(kernels["time_s"].to_numpy(float)))),
+    return dict(gpu=gpu, total_time=fmt.time(float(np.nansum(kernels["time_s"].to_numpy(float)))),
                 launches=fmt.count(len(kernels), "launch"), kernels=fmt.count(len(summ), "kernel"))
 
 
 def _side_top(summ: pd.DataFrame, top: int) -> list[dict[str, Any]]:
     """The top kernels beside the chart, each with its dot colour."""
     return [dict(color=plot.kernel_color(i), label=r.kernel_label, demangled=r.kernel_demangled or "",
-                 share=fmt.pct(r.time_share), time=fmt.seconds(r.time_s), verdict=_verdict(r), roof=fmt.pct(r.roof_fraction, 0))
+                 share=fmt.pct(r.time_share, 1), time=fmt.time(r.time_s), verdict=_verdict(r), roof=fmt.pct(r.roof_fraction))
             for i, r in enumerate(summ.head(top).itertuples(index=False))]
 
 
@@ -132,8 +132,8 @@ def _focus(summ: pd.DataFrame, focus: float) -> dict[str, Any]:
     """What the chart leaves out: the kernels outside the focus set (``summ.in_focus``)."""
     kept = int(summ["in_focus"].sum())
     left = summ[~summ["in_focus"].astype(bool)]
-    return dict(kept=fmt.count(kept, "kernel"), make=fmt.agree(kept, "makes", "make"), share=fmt.pct(focus, 0),
-                left=fmt.count(len(left), "kernel") if len(left) else "", left_share=fmt.pct(left["time_share"].sum()),
+    return dict(kept=fmt.count(kept, "kernel"), make=fmt.agree(kept, "makes", "make"), share=fmt.pct(focus),
+                left=fmt.count(len(left), "kernel") if len(left) else "", left_share=fmt.pct(left["time_share"].sum(), 1),
                 them=fmt.agree(len(left), "it", "them"), **{"is": fmt.agree(len(left))})
 
 
@@ -144,7 +144,7 @@ def _saving(summ: pd.DataFrame, total: float) -> dict[str, Any] | None:
     if not have.any() or total <= 0:
         return None
     s, missing = float(saving[have].sum()), int((~have).sum())
-    return dict(total=fmt.seconds(s), share=fmt.pct(s / total), left=fmt.seconds(total - s),
+    return dict(total=fmt.time(s), share=fmt.pct(s / total, 1), left=fmt.time(total - s),
                 missing=f"{fmt.count(missing, 'kernel')} {fmt.agree(missing, 'has', 'have')}" if missing else "",
                 counted=fmt.agree(missing))
 
@@ -156,10 +156,10 @@ def _items(summ: pd.DataFrame, top: int, hide: str | None) -> list[dict[str, Any
     for r in summ.head(top).itertuples(index=False):
         finite = bool(np.isfinite(r.saving_s))
         items.append(dict(
-            label=r.kernel_label, demangled=r.kernel_demangled or "", share=fmt.pct(r.time_share), time=fmt.seconds(r.time_s),
+            label=r.kernel_label, demangled=r.kernel_demangled or "", share=fmt.pct(r.time_share, 1), time=fmt.time(r.time_s),
             launches=fmt.count(int(r.launches), "launch"), verdict=_verdict(r), evidence=getattr(r, "evidence", "") or "",
-            advice=getattr(r, "advice", "") or "", at_roof=fmt.seconds(r.time_at_roof_s),
-            saving=fmt.seconds(r.saving_s) if finite else "", saving_share=fmt.pct(r.saving_share),
+            advice=getattr(r, "advice", "") or "", at_roof=fmt.time(r.time_at_roof_s),
+            saving=fmt.time(r.saving_s) if finite else "", saving_share=fmt.pct(r.saving_share, 1),
             flags="; ".join(f for f in _flag_list(getattr(r, "flags", "")) if not (hide and f.startswith(hide)))))
     return items
 
@@ -169,11 +169,11 @@ def _savings(summ: pd.DataFrame, total: float, top: int) -> tuple[list[dict[str,
     by_saving = summ[np.isfinite(summ["saving_s"].to_numpy(float))].sort_values("saving_s", ascending=False).head(top)
     if len(by_saving) <= 1 or total <= 0:
         return [], []
-    kernels = [dict(label=r.kernel_label, saving=fmt.seconds(r.saving_s), share=fmt.pct(r.saving_share),
-                    time=fmt.seconds(r.time_s), at_roof=fmt.seconds(r.time_at_roof_s)) for r in by_saving.itertuples(index=False)]
+    kernels = [dict(label=r.kernel_label, saving=fmt.time(r.saving_s), share=fmt.pct(r.saving_share, 1),
+                    time=fmt.time(r.time_s), at_roof=fmt.time(r.time_at_roof_s)) for r in by_saving.itertuples(index=False)]
     fam = summ.groupby("kernel_name").agg(n=("kernel_key", "size"), saving_s=("saving_s", lambda x: x.sum(min_count=1)))
     fam = fam[(fam["n"] > 1) & np.isfinite(fam["saving_s"].to_numpy(float))].sort_values("saving_s", ascending=False).head(top)
-    families = [dict(name=name, n=int(r.n), saving=fmt.seconds(r.saving_s), share=fmt.pct(r.saving_s / total))
+    families = [dict(name=name, n=int(r.n), saving=fmt.time(r.saving_s), share=fmt.pct(r.saving_s / total, 1))
                 for name, r in fam.iterrows()]
     return kernels, families
 
@@ -322,7 +322,7 @@ def render_image(fig: go.Figure, fmt: str, width: int = 1400, height: int = 800)
                           "or set BROWSER_PATH", f"roofline.{fmt}") from exc
 
 
-_KINDS = {"int": lambda v: f"{v:.0f}", "num": lambda v: f"{v:.4g}", "pct": fmt.pct, "time": fmt.seconds, "si": fmt.si}
+_KINDS = {"int": lambda v: f"{v:.0f}", "num": lambda v: f"{v:.4g}", "pct": lambda v: fmt.pct(v, 1), "time": fmt.time, "si": fmt.si}
 
 
 def html_table(df: pd.DataFrame, cols: list[tuple[str, str]], title_col: str | None = None,

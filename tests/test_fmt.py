@@ -17,8 +17,8 @@ def test_pct(value, decimals, text):
 
 @pytest.mark.parametrize(("value", "text"), [(2.5, "2.5 s"), (1.5e-3, "1.5 ms"), (731e-6, "731 us"), (4.2e-8, "42 ns"),
                                              (math.nan, "n/a")])
-def test_seconds(value, text):
-    assert fmt.seconds(value) == text
+def test_time(value, text):
+    assert fmt.time(value) == text
 
 
 @pytest.mark.parametrize(("value", "unit", "text"), [(6.7e13, "FLOP/s", "67 TFLOP/s"), (3.35e12, "B/s", "3.35 TB/s"),
@@ -33,4 +33,4 @@ def test_counts_in_words():
     assert fmt.count(1, "launch") == "1 launch" and fmt.count(3, "launch") == "3 launches"
     assert fmt.count(2, "matrix", "matrices") == "2 matrices"
     assert (fmt.agree(1), fmt.agree(2), fmt.agree(1, "has", "have"), fmt.agree(5, "has", "have")) == ("is", "are", "has", "have")
-    assert fmt.sig(1234.5) == "1.23e+03" and fmt.sig(0.012345, 2) == "0.012" and fmt.sig(None) == "n/a"
+    assert fmt.g(1234.5) == "1.23e+03" and fmt.g(0.012345, 2) == "0.012" and fmt.g(None) == "n/a"
