@@ -364,11 +364,14 @@ CUSTOMDATA = ("kid", "launches", "time_s", "share", "flop", "bytes", "roof_flop_
 
 def _hover(ch: _Chart, dots: pd.DataFrame, lv: str, group: DotGroup) -> str:
     """The hover template of one dot trace: time, work, AI, rate, roof, bound and the formulas."""
-    precs = list(dict.fromkeys(dots["precision"]))
+    def distinct(col: str) -> list[str]:  # in order of appearance; unique() first, as iterating an Arrow column is slow
+        return [str(v) if isinstance(v, str) else "" for v in dots[col].unique()]
+
+    precs = distinct("precision")
     formula = "; ".join(f"{precision_title(p)} FLOPs = {ch.cat.formula(p)}" for p in precs)
-    defs = " / ".join(dict.fromkeys(x for x in dots["definition"] if x))
-    srcs = " / ".join(dict.fromkeys(f"{s or '?'}" for s in dots["peak_flop_source"]))
-    bsrcs = " / ".join(dict.fromkeys(f"{s or '?'}" for s in dots["peak_bytes_source"]))
+    defs = " / ".join(x for x in distinct("definition") if x)
+    srcs = " / ".join(dict.fromkeys(s or "?" for s in distinct("peak_flop_source")))
+    bsrcs = " / ".join(dict.fromkeys(s or "?" for s in distinct("peak_bytes_source")))
     est = " (estimated)" if dots["estimated"].any() else ""
     return (group.head + "time %{customdata[2]:.3s}s, %{customdata[3]:.1%} of GPU time<br>"
             + f"{'/'.join(precision_title(p) for p in precs)}{est}: %{{customdata[4]:.4s}}FLOP · {lv.upper()}: %{{customdata[5]:.4s}}B<br>"

@@ -20,6 +20,7 @@ import plotly.graph_objects as go
 from markupsafe import Markup
 
 from . import fmt, plot
+from .catalog import Catalog, GpuCatalog
 from .diagnose import CLASSES as DIAGNOSIS_TEXT
 from .errors import OutputError
 from .schema import precision_title
@@ -28,7 +29,8 @@ from .summary import FOCUS_SHARE, kernel_summary
 __all__ = ["summarize", "summary_text", "render_html", "render_image", "render_page", "html_table", "write_outputs"]
 
 
-def summarize(kernels: pd.DataFrame, points: pd.DataFrame, top: int = 10) -> pd.DataFrame:
+def summarize(kernels: pd.DataFrame, points: pd.DataFrame, top: int = 10, catalog: Catalog | None = None,
+              gpus: GpuCatalog | None = None) -> pd.DataFrame:
     """The ``top`` kernels by total time (:func:`ncuroof.summary.kernel_summary`).
 
     Parameters
@@ -39,6 +41,9 @@ def summarize(kernels: pd.DataFrame, points: pd.DataFrame, top: int = 10) -> pd.
         Its points table.
     top : int, default 10
         Number of kernels to keep.
+    catalog, gpus : Catalog, GpuCatalog, optional
+        The catalogs the diagnosis reads; :func:`ncuroof.catalog.load` and
+        :func:`ncuroof.catalog.load_gpus` when not given.
 
     Returns
     -------
@@ -50,9 +55,11 @@ def summarize(kernels: pd.DataFrame, points: pd.DataFrame, top: int = 10) -> pd.
         ``time_at_roof_s``, ``saving_s`` [s], ``saving_share``, ..., and the diagnosis columns of
         :func:`ncuroof.diagnose.diagnose_kernels` (``diagnosis``, ``evidence``, ``advice``, ``flags``).
     """
-    from . import catalog, diagnose
+    from . import catalog as _catalog
+    from . import diagnose
 
-    summ = diagnose.diagnose_kernels(kernel_summary(kernels, points), kernels, catalog.load(), catalog.load_gpus())
+    summ = diagnose.diagnose_kernels(kernel_summary(kernels, points), kernels, catalog if catalog is not None else _catalog.load(),
+                                     gpus if gpus is not None else _catalog.load_gpus())
     return summ.head(top).reset_index(drop=True)
 
 
