@@ -137,11 +137,14 @@ def _kernels_from_points(points: pd.DataFrame) -> pd.DataFrame:
 
 def _dot_frames(points: pd.DataFrame, kernels: pd.DataFrame, summ: pd.DataFrame,
                 given: Mapping[str, pd.DataFrame] | None) -> dict[str, pd.DataFrame]:
-    """The dots of every group, with the per-kernel facts the figure needs (``kid``, ``in_focus``,
-    ``main`` precision, ``label``, ``demangled``, ``kbound``, ``launch_id``; -1 when aggregated).
+    """The dots of every group, with the per-kernel facts the figure needs: ``kid`` (colour
+    index), ``in_focus``, ``main`` precision, ``label``, ``demangled`` and ``kbound`` from the
+    summary row of each dot's ``kernel_key`` (unless the frame has them), ``launch_id`` (-1 when
+    aggregated).
 
-    ``given`` may hold precomputed frames: ``kernel`` = :func:`ncuroof.summary.aggregate_points`
-    of :func:`ncuroof.summary.with_keys` by ``kernel_key``; ``launch`` = ``with_keys`` itself.
+    ``given`` may hold precomputed frames: ``kernel`` = :func:`ncuroof.summary.kernel_dots`,
+    ``launch`` = :func:`ncuroof.summary.with_keys`; other keys are further dot groups of
+    :data:`DOT_GROUPS` (aggregated dots with a ``kernel_key``, or their own facts columns).
     """
     given = dict(given or {})
     info = summ.set_index("kernel_key")
@@ -152,19 +155,21 @@ def _dot_frames(points: pd.DataFrame, kernels: pd.DataFrame, summ: pd.DataFrame,
     if kern is None:
         kern = aggregate_points(launch, by="kernel_key")
     frames = {**given, "kernel": kern.assign(launch_id=-1), "launch": launch.assign(launches=1)}
+    facts = (("kid", "kid"), ("in_focus", "in_focus"), ("main", "precision"), ("label", "kernel_label"),
+             ("demangled", "kernel_demangled"), ("kbound", "bound"))
     out = {}
     for gid, d in frames.items():
         d = d.copy()
-        if gid == "launch":
-            b = kernels[["source", "launch_id", "bound"]].rename(columns={"bound": "kbound"})
-            d = d.merge(b, on=["source", "launch_id"], how="left")
-            d["kbound"] = d["kbound"].fillna("unknown")
-        elif gid == "kernel":
-            d["kbound"] = info["bound"].reindex(d["kernel_key"]).to_numpy()
+        if gid == "launch":  # each launch's own classified bound
+            d = d.merge(kernels[["source", "launch_id", "bound"]].rename(columns={"bound": "kbound"}), on=["source", "launch_id"], how="left")
+        elif gid == "kernel":  # area from all the kernel's launches, those without points too
             d["time_s"] = info["time_s"].reindex(d["kernel_key"]).to_numpy()
-        for col, src in (("kid", "kid"), ("in_focus", "in_focus"), ("main", "precision"), ("label", "kernel_label"),
-                         ("demangled", "kernel_demangled")):
-            d[col] = info[src].reindex(d["kernel_key"]).to_numpy()
+        for col, src in facts:
+            if col not in d.columns:
+                d[col] = info[src].reindex(d["kernel_key"]).to_numpy()
+        if "launch_id" not in d.columns:
+            d["launch_id"] = -1
+        d["kbound"] = d["kbound"].fillna("unknown")
         d["in_focus"] = d["in_focus"].astype(bool)
         out[gid] = d
     return out
@@ -427,13 +432,13 @@ def _group_traces(ch: _Chart, group: DotGroup, d: pd.DataFrame, counts: dict[str
 
 # --- the view contract and the figure ---------------------------------------------------------
 
-def _contract(ch: _Chart, state: ViewState, counts: dict[str, int], focus: float) -> ViewContract:
+def _contract(ch: _Chart, state: ViewState, groups: list[DotGroup], counts: dict[str, int], focus: float) -> ViewContract:
     """The page's controls (one per :class:`ViewState` field), the colour scale per colouring, and
     the initial state."""
     controls = [
         Control("precision", "precision", "select", "Precision", [[v, label] for v, label in ch.views]),
         Control("level", "levels", "checkboxes", "Levels", [[lv, lv.upper()] for lv in ch.present]),
-        Control("mode", "mode", "radio", "Dots", [[g.id, g.label] for g in DOT_GROUPS]),
+        Control("mode", "mode", "radio", "Dots", [[g.id, g.label] for g in groups]),
         Control("color", "color", "radio", "Colour", [["kernel", "kernel"], ["bound", "bound"]]),
     ]
     left = ch.summ[~ch.summ["in_focus"].astype(bool)]
@@ -557,7 +562,7 @@ def plot_roofline(points: pd.DataFrame, kernels: pd.DataFrame | None = None, tit
                    + [t for g in groups for t in _group_traces(ch, g, frames[g.id], counts)] + _key_traces(ch))
     fig.add_annotation(text=_roof_note(ch), showarrow=False, xref="paper", yref="paper", x=0, y=1.0, yanchor="bottom", xanchor="left",
                        font=dict(size=11, color="#666"))
-    apply_view(fig, _contract(ch, state, counts, focus))
+    apply_view(fig, _contract(ch, state, groups, counts, focus))
     (x_lo, x_hi), (y_lo, p_max) = ch.x_range, ch.y_range
     fig.update_xaxes(range=[math.log10(x_lo), math.log10(x_hi)])
     fig.update_yaxes(range=[math.log10(y_lo), math.log10(p_max) + 0.4])

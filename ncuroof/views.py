@@ -12,8 +12,8 @@ the same data in the browser:
 - state field holds a list, ``when`` a list: the same members.
 
 A field absent from ``when`` does not matter to that trace. The :class:`ViewContract` also
-lists the controls (one per state field, each with its options) and the per-state restyles
-(colour scales), and is serialised into the figure's ``layout.meta["view"]``, where the
+lists the controls (one per state field, each with its options), the per-state restyles
+(colour scales) and relayouts (axes), and is serialised into the figure's ``layout.meta["view"]``, where the
 script reads it. So a new view is a new option of a control (or a new state field with its
 control) plus traces whose ``when`` names it; no visibility logic is added anywhere.
 """
@@ -94,6 +94,9 @@ class ViewContract:
         ``{state field: {value: {trace role: {plotly attribute: value}}}}``: applied to the
         traces of that role whenever the state field has that value (e.g. the dot colour
         scale per colouring).
+    layouts : dict
+        ``{state field: {value: {plotly layout attribute: value}}}``: relayouts applied whenever
+        the state field has that value (e.g. axis titles and ranges of another roofline kind).
     counts : dict of str to int
         Dots per ``<mode>/<precision view>/<focus|rest>`` (for benchmarks and tests).
     """
@@ -101,6 +104,7 @@ class ViewContract:
     state: ViewState
     controls: list[Control] = field(default_factory=list)
     styles: dict[str, dict[str, dict[str, dict[str, Any]]]] = field(default_factory=dict)
+    layouts: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -141,7 +145,7 @@ def visible(when: dict[str, Any], state: ViewState | dict[str, Any]) -> bool:
 
 def apply_view(fig: go.Figure, contract: ViewContract) -> None:
     """Set every trace's ``visible`` from its ``meta["when"]`` and the contract's state, apply
-    the state's restyles, and store the contract in ``fig.layout.meta["view"]``.
+    the state's restyles and relayouts, and store the contract in ``fig.layout.meta["view"]``.
 
     Parameters
     ----------
@@ -158,4 +162,7 @@ def apply_view(fig: go.Figure, contract: ViewContract) -> None:
             patch = per_value.get(str(st[fld]), {}).get(m.get("role", ""))
             for attr, value in (patch or {}).items():
                 tr[attr] = value  # a dotted path, as Plotly.restyle takes it
+    for fld, per_value in contract.layouts.items():
+        for attr, value in per_value.get(str(st[fld]), {}).items():
+            fig.layout[attr] = value
     fig.update_layout(meta=dict(view=contract.to_dict()))

@@ -319,3 +319,56 @@ def test_compare_page_from_template():
     assert html.startswith("<!DOCTYPE html>") and "<h1>a &lt;b&gt; title</h1>" in html
     assert "<li><b>before</b>: x.ncu-rep</li>" in html and "left-out-fact" not in html
     assert html.index("Plotly.newPlot") < html.index("<table id='t'>")
+
+
+def test_a_new_view_is_a_dot_group_and_a_frame(browser, tmp_path, monkeypatch):
+    """A new kind of dot (here: per NVTX phase) needs one DotGroup and its dots; the script shows
+    it from the contract alone. A relayout per state (the contract's ``layouts``) applies too."""
+    k = synthetic.kernels_table(300, 12, seed=4)
+    k["nvtx_range"] = np.where(k["launch_id"] % 3 == 0, "fwd", "bwd")
+    pts = ncuroof.points(k)
+    summ = summary.kernel_summary(k, pts)
+    per = summary.with_keys(pts, k).merge(k[["source", "launch_id", "nvtx_range"]], on=["source", "launch_id"])
+    phases = summary.aggregate_points(per, by="nvtx_range")
+    work = phases.groupby(["nvtx_range", "precision"])["flop"].sum().reset_index()
+    main = work.loc[work.groupby("nvtx_range")["flop"].idxmax()].set_index("nvtx_range")["precision"]
+    phases = phases.assign(kid=0, in_focus=True, main=phases["nvtx_range"].map(main), label=phases["nvtx_range"], demangled="",
+                           kbound="unknown")
+    group = plot.DotGroup("phase", "per NVTX phase", ("nvtx_range",), plot._launch_names, "<b>%{text}</b><br>")
+    monkeypatch.setattr(plot, "DOT_GROUPS", (*plot.DOT_GROUPS, group))
+    fig = plot.plot_roofline(pts, k, summary=summ, dots={"phase": phases})
+    fig.layout.meta["view"]["layouts"] = {"color": {"bound": {"title.text": "coloured by bound"}}}
+    path = tmp_path / "roofline.html"
+    path.write_text(report.render_html(fig, k, {}, summary=summ), encoding="utf-8")
+    page, errors = _open(browser, path)
+    page.check('input[name="ctl-mode"][value="phase"]')
+    page.wait_for_timeout(300)
+    expected = phases[phases["precision"] == phases["main"]]
+    assert page.evaluate(COUNT_JS) == len(expected) == 2 * 3  # fwd and bwd at their main precision, 3 levels
+    page.check('input[name="ctl-color"][value="bound"]')
+    page.wait_for_timeout(300)
+    assert page.evaluate("() => document.getElementById('roofline').layout.title.text") == "coloured by bound"
+    assert errors == []
+
+
+def test_view_rule_by_hand():
+    import plotly.graph_objects as go
+
+    from ncuroof.views import Control, ViewContract, ViewState, apply_view, visible
+
+    st = {"precision": "main", "levels": ["l1", "l2"], "mode": "kernel", "color": "kernel", "all": False}
+    assert visible({"levels": "l1"}, st) and not visible({"levels": "dram"}, st)
+    assert visible({"levels": ["l2", "l1"]}, st) and not visible({"levels": ["l1", "l2", "dram"]}, st)
+    assert visible({"precision": ["fp32", "main"]}, st) and not visible({"precision": ["fp32"]}, st)
+    assert not visible({"mode": "kernel", "all": True}, st) and visible({}, st)
+    fig = go.Figure([go.Scatter(x=[1], y=[1], meta={"role": "dots", "when": {"color": "bound"}}),
+                     go.Scatter(x=[1], y=[1], meta={"role": "dots", "when": {"levels": "l2"}})])
+    contract = ViewContract(ViewState(levels=["l2"], color="bound"), [Control("color", "color", "radio", "Colour", [["kernel", "k"]])],
+                            styles={"color": {"bound": {"dots": {"marker.color": "red"}}}},
+                            layouts={"color": {"bound": {"title.text": "by bound"}, "kernel": {"title.text": "by kernel"}}})
+    apply_view(fig, contract)
+    assert [t.visible for t in fig.data] == [True, True] and [t.marker.color for t in fig.data] == ["red", "red"]
+    assert fig.layout.title.text == "by bound" and fig.layout.meta["view"]["state"]["color"] == "bound"
+    contract.state.color = "kernel"
+    apply_view(fig, contract)
+    assert [t.visible for t in fig.data] == [False, True] and fig.layout.title.text == "by kernel"

@@ -1,6 +1,6 @@
 // ncuroof roofline page: controls over the figure's views and a details panel.
 // The view contract (ncuroof/views.py) is in the figure's layout.meta.view: the initial state, the
-// controls (one per state field) and the restyles per state. Each trace's meta.when says in which
+// controls (one per state field) and the restyles and relayouts per state. Each trace's meta.when says in which
 // states it shows; `visible` below is the same rule as ncuroof.views.visible, nothing else here
 // knows which trace belongs to which view.
 (function () {
@@ -44,6 +44,10 @@
         for (const [attr, value] of Object.entries(patch)) update[attr] = which.map(() => value);
         chain = chain.then(() => Plotly.restyle(gd, update, which));
       }
+    }
+    for (const [field, perValue] of Object.entries(view.layouts || {})) {
+      const patch = perValue[String(st[field])];
+      if (patch) chain = chain.then(() => Plotly.relayout(gd, patch));
     }
     return chain;
   }
