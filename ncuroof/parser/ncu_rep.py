@@ -201,6 +201,62 @@ def _cc(values: dict[str, Any]) -> str | None:
         return None
     return f"{int(major)}.{int(minor)}"
 
+_META = ("source", "range_id", "launch_id", "kernel_name", "kernel_demangled", "nvtx_range", "device_name", "cc", "grid",
+         "block", "ncu_version", "input_notes")
+
+
+def launch_row(path: Path, range_id: int, launch_id: int, kernel_name: str, demangled: str, nvtx: str | None,
+               values: dict[str, Any], version: str | None) -> dict[str, Any]:
+    """One raw-table row: the launch's identity columns, then its metric values.
+
+    Shared by both ``.ncu-rep`` readers so that their tables agree column for column.
+
+    Parameters
+    ----------
+    path : Path
+        The report (``source`` column).
+    range_id, launch_id : int
+        ncu's range index and the launch's index across ranges.
+    kernel_name, demangled : str
+        Function and demangled names of the kernel.
+    nvtx : str or None
+        The NVTX ranges pushed at launch, ``' > '``-joined.
+    values : dict
+        Metric name to value (float, int, str, or NaN), in ncu's metric-name order; modified:
+        ``device__attribute_display_name`` is moved to ``device_name``.
+    version : str or None
+        The ncu version that wrote the report.
+
+    Returns
+    -------
+    dict
+    """
+    display = values.pop("device__attribute_display_name", None)
+    row = dict(zip(_META, (str(path), range_id, launch_id, kernel_name, demangled, nvtx,
+                           display if isinstance(display, str) else None, _cc(values), _dims(values, "grid"),
+                           _dims(values, "block"), version, None)))
+    row.update(values)
+    return row
+
+
+def launch_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """The raw table of :func:`launch_row` rows: metric columns made numeric (text becomes NaN).
+
+    Parameters
+    ----------
+    rows : list of dict
+        One per launch.
+
+    Returns
+    -------
+    DataFrame
+        Identity columns first, then metric columns in order of first appearance.
+    """
+    df = pd.DataFrame.from_records(rows)
+    metric_cols = [c for c in df.columns if c not in _META]
+    df[metric_cols] = df[metric_cols].apply(pd.to_numeric, errors="coerce")
+    return df
+
 
 def _actions(ctx: Any) -> Iterator[tuple[int, int, Any]]:
     launch = 0
@@ -276,29 +332,10 @@ def read_ncu_rep(path: str | Path, catalog: Catalog, progress: Any = None) -> pd
                 opcode = keys.as_string(i)
                 if tensor.looks_like_mma.search(opcode):
                     values[f"{opcode_metric}[{opcode}]"] = m.as_double(i)
-        display = values.pop("device__attribute_display_name", None)
-        row = {
-            "source": str(path),
-            "range_id": range_id,
-            "launch_id": launch_id,
-            "kernel_name": action.name(name_base.NameBase_FUNCTION),
-            "kernel_demangled": action.name(name_base.NameBase_DEMANGLED),
-            "nvtx_range": _nvtx(action),
-            "device_name": display if isinstance(display, str) else None,
-            "cc": _cc(values),
-            "grid": _dims(values, "grid"),
-            "block": _dims(values, "block"),
-            "ncu_version": version,
-            "input_notes": None,
-        }
-        row.update(values)
-        rows.append(row)
+        rows.append(launch_row(path, range_id, launch_id, action.name(name_base.NameBase_FUNCTION),
+                               action.name(name_base.NameBase_DEMANGLED), _nvtx(action), values, version))
         if advance is not None:
             advance()
     if not rows:
         raise InputError("holds no kernel launches; check ncu's --kernel-name/--launch-count filters", path)
-    df = pd.DataFrame.from_records(rows)
-    meta = ["source", "range_id", "launch_id", "kernel_name", "kernel_demangled", "nvtx_range", "device_name", "cc", "grid", "block", "ncu_version", "input_notes"]
-    metric_cols = [c for c in df.columns if c not in meta]
-    df[metric_cols] = df[metric_cols].apply(pd.to_numeric, errors="coerce")
-    return df
+    return launch_frame(rows)
