@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import mmap
+import operator
 import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -46,7 +47,8 @@ __all__ = ["read_nvr", "UnsupportedReport", "FORMAT_VERSION", "iter_results", "L
 
 FORMAT_VERSION = 7
 KERNEL_LAUNCH = 3
-CHUNK = 4096  # launches per DataFrame chunk: bounds the memory of the per-row dicts
+CHUNK = 4096
+_DOUBLE = struct.Struct("<d")  # launches per DataFrame chunk: bounds the memory of the per-row dicts
 
 _T = descriptor_pb2.FieldDescriptorProto
 _U64, _U32, _DBL, _FLT, _BYTES, _MSG = _T.TYPE_UINT64, _T.TYPE_UINT32, _T.TYPE_DOUBLE, _T.TYPE_FLOAT, _T.TYPE_BYTES, _T.TYPE_MESSAGE
@@ -70,7 +72,7 @@ _MESSAGES: dict[str, tuple[tuple[int, str, int, bool, str], ...]] = {
     "Result": ((1, "pid", _U64, False, ""), (2, "seq", _U64, False, ""), (5, "mangled", _BYTES, False, ""),
                (6, "function", _BYTES, False, ""),
                (7, "demangled", _BYTES, False, ""), (8, "kind", _U64, False, ""),
-               (13, "metrics", _MSG, True, "Metric"), (14, "timestamp", _U64, False, ""),
+               (13, "metrics", _BYTES, True, ""), (14, "timestamp", _U64, False, ""),
                (21, "nvtx", _MSG, False, "Nvtx")),
 }
 
@@ -120,14 +122,54 @@ class Launch:
     timestamp: int
 
 
+def _varint(buf: bytes, i: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        byte = buf[i]
+        i += 1
+        result |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return result, i
+
+
+def _key(name_id: int) -> bytes:
+    """The bytes a metric result with this name index starts with: field 1, the index, field 2's tag."""
+    out = bytearray(b"\x08")
+    while name_id >= 0x80:
+        out.append(name_id & 0x7F | 0x80)
+        name_id >>= 7
+    return bytes(out) + bytes([name_id, 0x12])
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """Where a result's wanted metrics are: ``get(metrics)`` returns their raw metric results, each
+    starting with its ``keys`` entry; the first ``len(names)`` are the scalars, in ncu's name order,
+    whose value messages start at ``ats``, then the opcode metric if ``opcode``."""
+
+    names: tuple[str, ...]
+    ats: tuple[int, ...]
+    keys: tuple[bytes, ...]
+    get: Callable[[Any], tuple[bytes, ...]]
+    opcode: bool
+
+
+def _getter(indices: list[int]) -> Callable[[Any], tuple[bytes, ...]]:
+    if len(indices) > 1:
+        return operator.itemgetter(*indices)  # type: ignore[return-value]
+    return lambda metrics: tuple(metrics[i] for i in indices)
+
+
 @dataclass
 class _Wanted:
-    """The metrics to read, by string-table index, and a per-layout cache of their positions."""
+    """The metrics to read, by string-table index, and a cache of the last layouts (:class:`_Layout`)
+    by number of metrics in a result; each use checks every position by its leading bytes."""
 
     catalog: Catalog
     strings: list[str] = field(default_factory=list)
     ids: dict[int, str] = field(default_factory=dict)
-    layouts: dict[int, list[tuple[str, int, int]]] = field(default_factory=dict)
+    layouts: dict[int, list[_Layout]] = field(default_factory=dict)
 
     def add_strings(self, new: Any) -> None:
         cat = self.catalog
@@ -138,23 +180,32 @@ class _Wanted:
             self.strings.append(name)
         self.layouts.clear()
 
-    def positions(self, metrics: Any) -> list[tuple[str, int, int]]:
-        """(name, id, index) of the wanted metrics of ``metrics``, sorted by name as ncu lists them."""
-        n = len(metrics)
-        cached = self.layouts.get(n)
-        if cached is not None and all(metrics[i].name_id == mid for _, mid, i in cached):
-            return cached
-        ids = self.ids
+    def raw_metrics(self, metrics: Any) -> tuple[_Layout, tuple[bytes, ...]]:
+        """The layout of ``metrics`` (a result's raw metric results) and the wanted ones."""
+        known = self.layouts.setdefault(len(metrics), [])
+        for layout in known:
+            raws = layout.get(metrics)
+            if all(map(bytes.startswith, raws, layout.keys)):
+                return layout, raws
+        ids, n_strings = self.ids, len(self.strings)
         found: dict[int, int] = {}
-        for i, m in enumerate(metrics):
-            mid = m.name_id
+        for i, raw in enumerate(metrics):
+            if raw[:1] != b"\x08":
+                raise DecodeError(f"metric result {i} does not start with its name")
+            mid = _varint(raw, 1)[0]
+            if mid >= n_strings:
+                raise DecodeError(f"metric result {i} names string {mid}, beyond the string table")
             if mid in ids and mid not in found:
                 found[mid] = i
-        if any(mid >= len(self.strings) for mid in (m.name_id for m in metrics)):
-            raise DecodeError("a metric name index is beyond the string table")
-        layout = sorted((ids[mid], mid, i) for mid, i in found.items())
-        self.layouts[n] = layout
-        return layout
+        cat = self.catalog
+        opcode_metric = cat.tensor.opcode_metric
+        scalars = sorted((ids[mid], mid, i) for mid, i in found.items() if ids[mid] != opcode_metric or opcode_metric in cat.scalar_metrics)
+        picked = [(mid, i) for _, mid, i in scalars] + [(mid, i) for mid, i in found.items() if ids[mid] == opcode_metric]
+        keys = tuple(_key(mid) for mid, _ in picked)
+        layout = _Layout(tuple(name for name, _, _ in scalars), tuple(len(k) for k in keys[:len(scalars)]), keys,
+                         _getter([i for _, i in picked]), len(picked) > len(scalars))
+        known[:] = [layout, *known[:3]]
+        return layout, layout.get(metrics)
 
 
 def _scalar(v: Any) -> Any:
@@ -205,26 +256,42 @@ def _nvtx(result: Any) -> str | None:
     return " > ".join(parts) if parts else None
 
 
-def _values(result: Any, wanted: _Wanted) -> dict[str, Any]:
-    metrics = result.metrics
-    cat = wanted.catalog
+def _value_at(raw: bytes, at: int, metric_cls: Any) -> Any:
+    """The value of the metric result ``raw`` whose value message starts at ``raw[at]``.
+
+    One double or one uint64 (nearly all values) is read in place; anything else is decoded in full.
+    """
+    n = raw[at]
+    if n == 9 and raw[at + 1] == 0x19:
+        return _DOUBLE.unpack_from(raw, at + 2)[0]
+    if 0 < n < 0x80 and raw[at + 1] == 0x28:
+        value, end = _varint(raw, at + 2)
+        if end == at + 1 + n:
+            return value
+    return _metric_value(metric_cls.FromString(raw))
+
+
+def _opcodes(values: dict[str, Any], metric: Any, cat: Catalog) -> None:
+    """Add the metric's value and one ``<metric>[<opcode>]`` column per MMA opcode to ``values``."""
     opcode_metric = cat.tensor.opcode_metric
-    values: dict[str, Any] = {}
-    opcode = None
-    for name, _, i in wanted.positions(metrics):
-        if name != opcode_metric or name in cat.scalar_metrics:
-            values[name] = _metric_value(metrics[i])
-        if name == opcode_metric:
-            opcode = metrics[i]
-    if opcode is not None:
-        values[opcode_metric] = _metric_value(opcode)
-        mma = cat.tensor.looks_like_mma
-        for inst in opcode.instances:
-            key = _scalar(inst.key)
-            if not isinstance(key, str):
-                raise UnsupportedReport(f"{opcode_metric} instances not keyed by opcode")
-            if mma.search(key):
-                values[f"{opcode_metric}[{key}]"] = float(_scalar(inst.value))
+    values[opcode_metric] = _metric_value(metric)
+    mma = cat.tensor.looks_like_mma
+    for inst in metric.instances:
+        key = _scalar(inst.key)
+        if not isinstance(key, str):
+            raise UnsupportedReport(f"{opcode_metric} instances not keyed by opcode")
+        if mma.search(key):
+            values[f"{opcode_metric}[{key}]"] = float(_scalar(inst.value))
+
+
+def _values(result: Any, wanted: _Wanted, metric_cls: Any) -> dict[str, Any]:
+    layout, raws = wanted.raw_metrics(result.metrics)
+    unpack = _DOUBLE.unpack_from
+    values = dict(zip(layout.names, [
+        unpack(raw, at + 2)[0] if raw.startswith(b"\x09\x19", at) else _value_at(raw, at, metric_cls)
+        for raw, at in zip(raws, layout.ats)]))
+    if layout.opcode:
+        _opcodes(values, metric_cls.FromString(raws[-1]), wanted.catalog)
     return values
 
 
@@ -238,7 +305,7 @@ def _launch(buf: Any, block: int, offset: int, wanted: _Wanted, classes: dict[st
     if not (function and demangled):
         raise UnsupportedReport("a kernel launch without its function or demangled name")
     return Launch(block, offset, function.decode(), demangled.decode(), _nvtx(result),
-                  _values(result, wanted), result.seq, result.pid, result.timestamp)
+                  _values(result, wanted, classes["Metric"]), result.seq, result.pid, result.timestamp)
 
 
 def _u32(mm: Any, pos: int) -> int:
@@ -279,13 +346,12 @@ def _blocks(mm: Any, path: Path, classes: dict[str, Any]) -> Iterator[tuple[int,
 
 def _results(mm: Any, block: int, pos: int, start: int, end: int, count: int) -> Iterator[tuple[int, Any]]:
     """(offset, message view) of each ``[u32 length][result]`` in the payload ``mm[start:end]``."""
-    view = memoryview(mm)
     at = start
     for _ in range(count):
         if at + 4 > end or at + 4 + _u32(mm, at) > end:
             raise DecodeError(f"result at byte {at} runs past the block's payload")
         n = _u32(mm, at)
-        yield at, view[at + 4:at + 4 + n]
+        yield at, mm[at + 4:at + 4 + n]
         at += 4 + n
     if at != end:
         raise DecodeError(f"the payload has {end - at} bytes after its {count} result(s)")
