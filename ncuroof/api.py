@@ -52,7 +52,8 @@ def _as_list(paths: PathLike | Sequence[PathLike]) -> list[Path]:
 
 def load(paths: PathLike | Sequence[PathLike], traffic: str = "ncu", progress: bool = False, stack: bool = False,
          gpu: str | None = None, peak_flops: dict[str, float] | None = None,
-         peak_bandwidth: dict[str, float] | None = None, expect: PathLike | None = None) -> pd.DataFrame:
+         peak_bandwidth: dict[str, float] | None = None, expect: PathLike | None = None, *,
+         reader: str = "auto") -> pd.DataFrame:
     """Read ncu output and return the kernels table: one classified row per kernel launch.
 
     Parameters
@@ -75,6 +76,8 @@ def load(paths: PathLike | Sequence[PathLike], traffic: str = "ncu", progress: b
     expect : path, optional
         Expected FLOPs and DRAM bytes per kernel-name pattern (:mod:`ncuroof.expect`): fills
         ``expected_flop``/``expected_dram_bytes`` and flags launches whose counted work differs.
+    reader : {'auto', 'fast', 'ncu_report'}, default 'auto'
+        How ``.ncu-rep`` files are read (:func:`ncuroof.parser.read`).
 
     Returns
     -------
@@ -95,7 +98,7 @@ def load(paths: PathLike | Sequence[PathLike], traffic: str = "ncu", progress: b
     if not inputs:
         raise InputError("no input files given")
     with _progress_bar(progress) as bar:
-        raw = parser.read_many(inputs, cat, bar, stack=stack)
+        raw = parser.read_many(inputs, cat, bar, stack=stack, reader=reader)
     k = calculator.compute_kernels(raw, cat, traffic=traffic)
     k = ceilings.fill_ceilings(k, catalog.load_gpus(), gpu=gpu, peak_flops=peak_flops, peak_bandwidth=peak_bandwidth)
     k = calculator.time_at_roof(k)
@@ -271,7 +274,8 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
             plotlyjs: str | bool = True, top: int = 10, progress: bool = False, write: bool = True,
             stack: bool = False, gpu: str | None = None, peak_flops: dict[str, float] | None = None,
             peak_bandwidth: dict[str, float] | None = None, focus: float = FOCUS_SHARE,
-            image: str | None = None, what_if: str | None = None, expect: PathLike | None = None) -> AnalysisResult:
+            image: str | None = None, what_if: str | None = None, expect: PathLike | None = None, *,
+            reader: str = "auto") -> AnalysisResult:
     """Run the whole analysis and write ``kernels.csv``, ``points.csv`` and ``roofline.html``.
 
     Parameters
@@ -303,6 +307,8 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
         (:func:`ncuroof.diagnose.what_if`) and write ``whatif.csv``.
     expect : path, optional
         See :func:`load`.
+    reader : {'auto', 'fast', 'ncu_report'}, default 'auto'
+        See :func:`load`.
 
     Returns
     -------
@@ -315,7 +321,7 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
     """
     inputs = _as_list(paths)
     kernels = load(inputs, traffic=traffic, progress=progress, stack=stack, gpu=gpu, peak_flops=peak_flops,
-                   peak_bandwidth=peak_bandwidth, expect=expect)
+                   peak_bandwidth=peak_bandwidth, expect=expect, reader=reader)
     pts = points(kernels)
     summary = diagnose.diagnose_kernels(kernel_summary(kernels, pts, focus=focus), kernels, catalog.load(), catalog.load_gpus())
     projected = None

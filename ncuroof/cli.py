@@ -75,10 +75,13 @@ def _peaks(kind: str):  # noqa: ANN202 - click callback factory
 @click.option("--expect", "expect", type=click.Path(path_type=Path, dir_okay=False), default=None, metavar="FILE",
               help="TOML (or YAML) of expected FLOPs and DRAM bytes per kernel-name pattern, formulas of named sizes: "
                    "useful vs measured intensity, and flags where the counted work differs.")
+@click.option("--reader", type=click.Choice(["auto", "fast", "ncu_report"]), default="auto", show_default=True,
+              help=".ncu-rep reader: ncuroof's own decoder (fast), NVIDIA's ncu_report module, or the decoder with "
+                   "ncu_report for reports it does not know (auto).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary table.")
 def analyze(inputs: tuple[Path, ...], outdir: Path | None, traffic: str, plotlyjs: str, top: int, stack: bool,
             gpu: str | None, peak_flops: dict[str, float], peak_bandwidth: dict[str, float], focus: float,
-            image: str | None, what_if: str | None, expect: Path | None, quiet: bool) -> None:
+            image: str | None, what_if: str | None, expect: Path | None, reader: str, quiet: bool) -> None:
     """Analyze ncu reports (.ncu-rep) or CSV exports: write kernels.csv, points.csv and roofline.html.
 
     Several INPUTS are files of one ncu run (e.g. a time/DRAM run and a FLOP run, or a raw export
@@ -89,7 +92,7 @@ def analyze(inputs: tuple[Path, ...], outdir: Path | None, traffic: str, plotlyj
     result = api.analyze(list(inputs), outdir=outdir, traffic=traffic, plotlyjs=True if plotlyjs == "embed" else "cdn",
                          top=top, progress=not quiet, stack=stack, gpu=gpu, peak_flops=peak_flops,
                          peak_bandwidth=peak_bandwidth, focus=focus, image=image, what_if=what_if,
-                         expect=expect)
+                         expect=expect, reader=reader)
     _print_analysis(result, list(inputs), quiet)
 
 

@@ -336,6 +336,8 @@ def _blocks(mm: Any, path: Path, classes: dict[str, Any]) -> Iterator[tuple[int,
             header = header_cls.FromString(mm[pos + 4:start])
         except DecodeError as exc:
             raise ReportFormatError(f"block {index} at byte {pos} has a corrupt header ({exc}); the report is damaged", path) from exc
+        if start + header.payload_size > size:
+            break
         yield index, pos, header, start
         pos = start + header.payload_size
         index += 1
@@ -393,7 +395,7 @@ def iter_results(mm: Any, path: Path, catalog: Catalog) -> Iterator[Launch]:
             for offset, buf in _results(mm, block, pos, start, start + header.payload_size, header.num_results):
                 yield _launch(buf, block, offset, wanted, classes)
                 launch += 1
-        except (DecodeError, UnicodeDecodeError, IndexError) as exc:
+        except (DecodeError, UnicodeDecodeError, IndexError, struct.error) as exc:
             raise ReportFormatError(f"launch {launch} in block {block} (byte {pos}) cannot be decoded ({exc}); "
                                     "the report is damaged: re-run ncu or copy the report again", path) from exc
 
