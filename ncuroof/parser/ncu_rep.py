@@ -22,7 +22,7 @@ import pandas as pd
 from ..catalog import Catalog
 from ..errors import InputError, MissingModuleError, ReportFormatError
 
-__all__ = ["read_ncu_rep", "check_framing", "ncu_version", "MAGIC"]
+__all__ = ["read_ncu_rep", "check_framing", "check_file", "ncu_version", "MAGIC", "launch_row", "launch_frame"]
 
 MAGIC = b"NVR\x00"
 _PAYLOAD_FIELD = 5
@@ -66,6 +66,45 @@ def _payload_size(header: bytes) -> int:
     return 0
 
 
+def check_file(path: Path) -> bytes:
+    """Check that ``path`` is a non-empty file starting with ``NVR\\0`` and a header size.
+
+    Parameters
+    ----------
+    path : Path
+        The report.
+
+    Returns
+    -------
+    bytes
+        Its first 8 bytes.
+
+    Raises
+    ------
+    InputError
+        If the file is missing, empty, or not an Nsight Compute report.
+    ReportFormatError
+        If it ends inside its first 8 bytes.
+    """
+    if not path.exists():
+        raise InputError("no such file; check the path", path)
+    if not path.is_file():
+        raise InputError("is not a file; pass a .ncu-rep report or an ncu CSV export", path)
+    size = path.stat().st_size
+    if size == 0:
+        raise InputError("is empty; re-run ncu with -o to write the report again", path)
+    with path.open("rb") as f:
+        head = f.read(8)
+        if head[:4] != MAGIC:
+            hint = ""
+            if head and all(32 <= b < 127 or b in (9, 10, 13) for b in head[:4]) or head.startswith(b"\xef\xbb\xbf"):
+                hint = " (it looks like text: if it is an ncu CSV export, give it a .csv name)"
+            raise InputError(f"is not an Nsight Compute report: it does not start with NVR\\0{hint}", path)
+        if len(head) < 8:
+            raise ReportFormatError("is truncated inside its file header; copy the report again", path)
+    return head
+
+
 def check_framing(path: Path) -> int:
     """Check that ``path`` is a whole, uncompressed ``.ncu-rep`` file.
 
@@ -86,22 +125,9 @@ def check_framing(path: Path) -> int:
     ReportFormatError
         If the block framing does not end exactly at the end of the file (truncated or corrupt).
     """
-    if not path.exists():
-        raise InputError("no such file; check the path", path)
-    if not path.is_file():
-        raise InputError("is not a file; pass a .ncu-rep report or an ncu CSV export", path)
+    head = check_file(path)
     size = path.stat().st_size
-    if size == 0:
-        raise InputError("is empty; re-run ncu with -o to write the report again", path)
     with path.open("rb") as f:
-        head = f.read(8)
-        if head[:4] != MAGIC:
-            hint = ""
-            if head and all(32 <= b < 127 or b in (9, 10, 13) for b in head[:4]) or head.startswith(b"\xef\xbb\xbf"):
-                hint = " (it looks like text: if it is an ncu CSV export, give it a .csv name)"
-            raise InputError(f"is not an Nsight Compute report: it does not start with NVR\\0{hint}", path)
-        if len(head) < 8:
-            raise ReportFormatError("is truncated inside its file header; copy the report again", path)
         pos = 8 + struct.unpack("<I", head[4:8])[0]
         blocks = 0
         while pos < size:

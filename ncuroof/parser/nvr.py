@@ -41,7 +41,7 @@ from google.protobuf.message import DecodeError
 
 from ..catalog import Catalog
 from ..errors import InputError, ReportFormatError
-from .ncu_rep import MAGIC, launch_frame, launch_row, ncu_version
+from .ncu_rep import check_file, launch_frame, launch_row, ncu_version
 
 __all__ = ["read_nvr", "UnsupportedReport", "FORMAT_VERSION", "iter_results", "Launch"]
 
@@ -438,7 +438,7 @@ def read_nvr(path: str | Path, catalog: Catalog, progress: Callable[[int], Calla
     path = Path(path)
     if path.suffix == ".ncu-repz":
         raise UnsupportedReport("a compressed .ncu-repz report")
-    _check_file(path)
+    check_file(path)
     version = ncu_version(path)
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
         advance = progress(_count(mm, path)) if progress is not None else None
@@ -458,12 +458,3 @@ def read_nvr(path: str | Path, catalog: Catalog, progress: Callable[[int], Calla
         raise InputError("holds no kernel launches; check ncu's --kernel-name/--launch-count filters", path)
     return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
 
-
-def _check_file(path: Path) -> None:
-    if not path.is_file():
-        raise InputError("no such file; check the path" if not path.exists() else "is not a file; pass a .ncu-rep report", path)
-    if path.stat().st_size == 0:
-        raise InputError("is empty; re-run ncu with -o to write the report again", path)
-    with path.open("rb") as f:
-        if f.read(4) != MAGIC:
-            raise InputError("is not an Nsight Compute report: it does not start with NVR\\0", path)

@@ -1,0 +1,121 @@
+"""Our own .ncu-rep decoder (ncuroof.parser.nvr) against NVIDIA's ncu_report, the reference."""
+
+from __future__ import annotations
+
+import importlib.util
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import REPO, REPORTS, needs_ncu_report, needs_shared, shared
+
+from ncuroof import catalog, parser
+from ncuroof.errors import ReportFormatError
+from ncuroof.parser import nvr
+from ncuroof.parser.ncu_rep import read_ncu_rep
+
+NCUROOF = [sys.executable, "-m", "ncuroof"]
+
+
+def _make_big_report():  # noqa: ANN202 - the scripts/ module
+    spec = importlib.util.spec_from_file_location("make_big_report", REPO / "scripts" / "make_big_report.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.make_big_report
+
+
+def assert_same_tables(a: pd.DataFrame, b: pd.DataFrame) -> None:
+    """Same columns, order, dtypes and values; floats equal bit for bit (NaN where NaN)."""
+    pd.testing.assert_frame_equal(a, b, check_exact=True)
+    for col in a.columns[a.dtypes == np.float64]:
+        assert np.array_equal(a[col].to_numpy().view(np.uint64), b[col].to_numpy().view(np.uint64)), col
+
+
+@needs_ncu_report
+@needs_shared
+@pytest.mark.parametrize("report", REPORTS, ids=lambda p: p.name)
+def test_same_raw_table_as_ncu_report(report: Path) -> None:
+    cat = catalog.load()
+    ref = read_ncu_rep(report, cat)
+    ours = parser.read(report, cat, reader="fast")
+    assert_same_tables(parser.read(report, cat, reader="ncu_report"), ours)
+    assert_same_tables(ref, nvr.read_nvr(report, cat))
+    assert ref["nvtx_range"].notna().any() == (report.name.startswith(("cutlass", "gene", "nsight")))
+
+
+@needs_ncu_report
+def test_generated_report_reads_as_n_launches_both_ways(tmp_path: Path) -> None:
+    big = tmp_path / "big.ncu-rep"
+    _make_big_report()(shared("ESMM-Research__profile_output.ncu-rep"), big, 2000)
+    cat = catalog.load()
+    ref = read_ncu_rep(big, cat)
+    assert len(ref) == 2000
+    ticks: list[int] = []
+    ours = nvr.read_nvr(big, cat, progress=lambda total: (ticks.append(total), lambda: ticks.append(-1))[1], chunk=700)
+    assert ticks[0] == 2000 and ticks.count(-1) == 2000
+    assert_same_tables(ref, ours)
+    launches = list(nvr.iter_results(big.read_bytes(), big, cat))
+    seqs = [launch.seq for launch in launches]
+    assert all(b > a for a, b in zip(seqs, seqs[1:])), "ncu's sequence numbers keep increasing"
+    assert len({launch.pid for launch in launches}) == 1
+
+
+def test_unknown_format_version_falls_back_or_says_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:
+    report = shared("nsight-training__manual_nvtx.ncu-rep")
+    cat = catalog.load()
+    monkeypatch.setattr(nvr, "FORMAT_VERSION", 6)
+    with pytest.raises(ReportFormatError, match="--reader ncu_report"):
+        parser.read(report, cat, reader="fast")
+    if importlib.util.find_spec("ncu_report") is not None:
+        monkeypatch.setattr(nvr, "FORMAT_VERSION", 7)
+        expected = parser.read(report, cat, reader="fast")
+        monkeypatch.setattr(nvr, "FORMAT_VERSION", 6)
+        assert_same_tables(expected, parser.read(report, cat))
+
+
+def _shorten_block(data: bytes, block: int) -> bytes:
+    """Delete one byte in the middle of ``block``'s payload and lower its payload size by one."""
+    for index, pos, header, start in nvr._blocks(data, Path("x"), nvr._classes()):
+        if index == block:
+            size = header.payload_size
+            header.payload_size = size - 1
+            raw = header.SerializeToString()
+            cut = start + size // 2
+            return data[:pos] + struct.pack("<I", len(raw)) + raw + data[start:cut] + data[cut + 1:]
+    raise AssertionError(f"no block {block}")
+
+
+@pytest.mark.parametrize("reader", ["auto", "fast"])
+def test_damaged_payload_is_one_line_exit_2(tmp_path: Path, reader: str) -> None:
+    bad = tmp_path / "bad.ncu-rep"
+    bad.write_bytes(_shorten_block(shared("nsight-training__manual_nvtx.ncu-rep").read_bytes(), 11))
+    proc = subprocess.run([*NCUROOF, "analyze", str(bad), "-o", str(tmp_path / "out"), "--reader", reader],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr
+    assert str(bad) in lines[0] and "block 11" in lines[0] and "launch 1" in lines[0]
+    assert not (tmp_path / "out").exists()
+
+
+def test_fast_reader_without_ncu_report(tmp_path: Path) -> None:
+    """Where ncu_report has no wheel (aarch64, macOS), .ncu-rep input is read by our decoder."""
+    report = shared("gene-pop2020__time-flops_dzv_ak_ncuroof-time-0.ncu-rep")
+    blocker = tmp_path / "block"
+    blocker.mkdir()
+    (blocker / "sitecustomize.py").write_text("import sys\nsys.modules['ncu_report'] = None\n")
+    env = {"PYTHONPATH": f"{blocker}:{REPO}", "PATH": "/usr/bin:/bin"}
+    out = tmp_path / "out"
+    proc = subprocess.run([*NCUROOF, "analyze", str(report), "-o", str(out), "-q"], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    kernels = pd.read_csv(out / "kernels.csv")
+    assert list(kernels["kernel_name"]) == ["kernel_assign_6"] * 4
+    assert kernels["nvtx_range"].str.endswith("CalFRhs0 > dzv_ak").all()
+    proc = subprocess.run([*NCUROOF, "analyze", str(report), "-o", str(tmp_path / "o2"), "--reader", "ncu_report"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 2 and "pip install ncu-report" in proc.stderr
