@@ -48,7 +48,8 @@ __all__ = ["read_nvr", "UnsupportedReport", "FORMAT_VERSION", "iter_results", "L
 FORMAT_VERSION = 7
 KERNEL_LAUNCH = 3
 CHUNK = 4096
-_DOUBLE = struct.Struct("<d")  # launches per DataFrame chunk: bounds the memory of the per-row dicts
+_DOUBLE = struct.Struct("<d")
+_RELEASE = 64 << 20  # bytes read between releases of the mapped pages  # launches per DataFrame chunk: bounds the memory of the per-row dicts
 
 _T = descriptor_pb2.FieldDescriptorProto
 _U64, _U32, _DBL, _FLT, _BYTES, _MSG = _T.TYPE_UINT64, _T.TYPE_UINT32, _T.TYPE_DOUBLE, _T.TYPE_FLOAT, _T.TYPE_BYTES, _T.TYPE_MESSAGE
@@ -312,6 +313,16 @@ def _u32(mm: Any, pos: int) -> int:
     return struct.unpack_from("<I", mm, pos)[0]
 
 
+def _release(mm: mmap.mmap, start: int, end: int) -> int:
+    """Drop the pages of ``mm[start:end]`` (already read) from the process: the resident memory of
+    a memory-mapped report stays bounded however large the file. Returns the new release mark."""
+    start -= start % mmap.PAGESIZE
+    end -= end % mmap.PAGESIZE
+    if end > start:
+        mm.madvise(mmap.MADV_DONTNEED, start, end - start)
+    return end
+
+
 def _blocks(mm: Any, path: Path, classes: dict[str, Any]) -> Iterator[tuple[int, int, Any, int]]:
     """(block index, byte offset, block header, payload offset) of each block; checks the framing."""
     size = len(mm)
@@ -326,9 +337,11 @@ def _blocks(mm: Any, path: Path, classes: dict[str, Any]) -> Iterator[tuple[int,
         raise ReportFormatError(f"has a damaged file header ({exc}); copy the report again or re-run ncu", path) from exc
     if version != FORMAT_VERSION:
         raise UnsupportedReport(f"report format version {version} (known: {FORMAT_VERSION})")
-    index = 0
+    index = released = 0
     header_cls = classes["BlockHeader"]
     while pos + 4 <= size:
+        if pos - released >= _RELEASE and hasattr(mm, "madvise"):
+            released = _release(mm, released, pos)
         start = pos + 4 + _u32(mm, pos)
         if start > size:
             break
