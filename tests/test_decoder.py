@@ -61,7 +61,7 @@ def test_generated_report_reads_as_n_launches_both_ways(tmp_path: Path) -> None:
     launches = list(nvr.iter_results(big.read_bytes(), big, cat))
     seqs = [launch.seq for launch in launches]
     assert all(b > a for a, b in zip(seqs, seqs[1:])), "ncu's sequence numbers keep increasing"
-    assert len({launch.pid for launch in launches}) == 1
+    assert len({launch.thread_id for launch in launches}) == 1
 
 
 def test_unknown_format_version_falls_back_or_says_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -5,10 +5,11 @@ whose field 1 is the format version, 7 in every report from ncu 2020.1 to 2025.2
 [u32 block-header size][block header][payload]. The block header's fields used here: 1 number of
 source blocks, 2 number of results, 4 the string table (strings in its field 1; one global table
 that grows across blocks), 5 the payload size. A result payload is [u32 length][result message].
-Result message: 1 process ID, 2 ncu's sequence number, 5, 6 and 7 the mangled, function and demangled
-names (the demangled one empty for C symbols),
+Result message: 1 the launching thread's ID (the process ID for the main thread), 2 ncu's
+sequence number, 5, 6 and 7 the mangled, function and demangled
+names (an empty one stands for the mangled name: C symbols have no demangled form),
 8 the workload kind (3: a kernel launch), 13 the metric results, 14 a Unix timestamp, 21 the NVTX
-state. Metric result: 1 the metric name's string-table index, 2 the value, 3 instances (1 the
+state (the ranges of the thread whose ID is field 1, as ncu_report picks them). Metric result: 1 the metric name's string-table index, 2 the value, 3 instances (1 the
 correlation ID, 2 the instance value). Value: 1 string, 3 double, 5 uint64 (2 float and 4 uint32
 are never written by the ncu versions we know). NVTX state: 1 domains (1 ID, 2 name), 2 threads
 (1 thread ID, 2 per-domain push/pop stacks: 1 domain ID, 3 ranges with the name in field 1), 3
@@ -70,7 +71,7 @@ _MESSAGES: dict[str, tuple[tuple[int, str, int, bool, str], ...]] = {
     "NvtxThread": ((1, "tid", _U64, False, ""), (2, "stacks", _MSG, True, "NvtxStack")),
     "Nvtx": ((1, "domains", _MSG, True, "NvtxDomain"), (2, "threads", _MSG, True, "NvtxThread"),
              (3, "start_end", _BYTES, True, "")),
-    "Result": ((1, "pid", _U64, False, ""), (2, "seq", _U64, False, ""), (5, "mangled", _BYTES, False, ""),
+    "Result": ((1, "thread_id", _U64, False, ""), (2, "seq", _U64, False, ""), (5, "mangled", _BYTES, False, ""),
                (6, "function", _BYTES, False, ""),
                (7, "demangled", _BYTES, False, ""), (8, "kind", _U64, False, ""),
                (13, "metrics", _BYTES, True, ""), (14, "timestamp", _U64, False, ""),
@@ -107,9 +108,10 @@ def _classes() -> dict[str, Any]:
 class Launch:
     """One decoded result (kernel launch) of a report.
 
-    ``seq`` is ncu's sequence number (result field 2), ``pid`` the process ID and ``timestamp``
-    the Unix time in seconds: the launch-accounting checks use them to find repeated or
-    reordered blocks. ``values`` maps metric names to values in ncu's metric-name order.
+    ``seq`` is ncu's sequence number (result field 2), ``thread_id`` the launching thread's ID
+    (result field 1; the process ID for a process's main thread) and ``timestamp`` the Unix time
+    in seconds (field 14): the launch-accounting checks use them to find repeated or reordered
+    blocks. ``values`` maps metric names to values in ncu's metric-name order.
     """
 
     block: int
@@ -119,7 +121,7 @@ class Launch:
     nvtx: str | None
     values: dict[str, Any]
     seq: int
-    pid: int
+    thread_id: int
     timestamp: int
 
 
@@ -241,11 +243,12 @@ def _nvtx(result: Any) -> str | None:
     if not result.HasField("nvtx"):
         return None
     state = result.nvtx
-    if len(state.threads) > 1:
-        raise UnsupportedReport("NVTX state of several threads")
     if any(len(se) > 1 and (se[0] != 0x08 or any(b < 0x80 for b in se[1:-1])) for se in state.start_end):
         raise UnsupportedReport("NVTX start/end ranges")
-    stacks = {s.domain: s for t in state.threads for s in t.stacks}
+    threads = [t for t in state.threads if t.tid == result.thread_id]
+    if len(threads) > 1:
+        raise UnsupportedReport("NVTX state of one thread given twice")
+    stacks = {s.domain: s for t in threads for s in t.stacks}
     parts: list[str] = []
     for dom in state.domains:
         stack = stacks.get(dom.id)
@@ -300,13 +303,10 @@ def _launch(buf: Any, block: int, offset: int, wanted: _Wanted, classes: dict[st
     result = classes["Result"].FromString(buf)
     if result.kind != KERNEL_LAUNCH:
         raise UnsupportedReport(f"a result of kind {result.kind} (not a kernel launch)")
-    function, demangled = result.function, result.demangled
-    if not demangled and function == result.mangled:
-        demangled = function  # a C symbol (no demangled form): ncu_report gives the name itself
-    if not (function and demangled):
-        raise UnsupportedReport("a kernel launch without its function or demangled name")
+    # an empty name (a C symbol has no demangled form) is the mangled one, as in ncu_report
+    function, demangled = result.function or result.mangled, result.demangled or result.mangled
     return Launch(block, offset, function.decode(), demangled.decode(), _nvtx(result),
-                  _values(result, wanted, classes["Metric"]), result.seq, result.pid, result.timestamp)
+                  _values(result, wanted, classes["Metric"]), result.seq, result.thread_id, result.timestamp)
 
 
 def _u32(mm: Any, pos: int) -> int:
