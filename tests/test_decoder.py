@@ -119,3 +119,47 @@ def test_fast_reader_without_ncu_report(tmp_path: Path) -> None:
     proc = subprocess.run([*NCUROOF, "analyze", str(report), "-o", str(tmp_path / "o2"), "--reader", "ncu_report"],
                           capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 2 and "pip install ncu-report" in proc.stderr
+
+
+def _edit_results(src: Path, dst: Path, edit) -> None:  # noqa: ANN001 - edit(result message) in place
+    """Write ``src`` with every result message edited (through the decoder's own message types)."""
+    data = src.read_bytes()
+    classes = nvr._classes()
+    out = [data[:8 + struct.unpack_from("<I", data, 4)[0]]]
+    for _, _, header, start in nvr._blocks(data, src, classes):
+        payload = data[start:start + header.payload_size]
+        if header.num_results:
+            result = classes["Result"].FromString(payload[4:])
+            edit(result)
+            body = result.SerializeToString()
+            payload = struct.pack("<I", len(body)) + body
+            header.payload_size = len(payload)
+        raw = header.SerializeToString()
+        out.append(struct.pack("<I", len(raw)) + raw + payload)
+    dst.write_bytes(b"".join(out))
+
+
+def _second_domain(result) -> None:  # noqa: ANN001
+    result.nvtx.domains.add(id=5, name=b"MyDomain")
+    result.nvtx.threads[0].stacks.add(domain=5).ranges.add(name=b"inner")
+
+
+def _other_thread(result) -> None:  # noqa: ANN001
+    result.nvtx.threads.add(tid=result.thread_id + 1).stacks.add(domain=0).ranges.add(name=b"other thread")
+
+
+@needs_ncu_report
+@pytest.mark.parametrize("edit", [
+    lambda r: setattr(r, "demangled", b""),
+    lambda r: setattr(r, "function", b""),
+    _second_domain,
+    _other_thread,
+    lambda r: setattr(r, "thread_id", r.thread_id + 7),
+], ids=["no demangled name", "no function name", "second NVTX domain", "NVTX of another thread", "launch on another thread"])
+def test_edited_reports_agree_with_ncu_report(tmp_path: Path, edit) -> None:  # noqa: ANN001
+    """Names and NVTX cases no shared report has, made by editing one: the decoder agrees with ncu_report."""
+    edited = tmp_path / "edited.ncu-rep"
+    _edit_results(shared("nsight-training__manual_nvtx.ncu-rep"), edited, edit)
+    cat = catalog.load()
+    ref = read_ncu_rep(edited, cat)
+    assert_same_tables(ref, nvr.read_nvr(edited, cat))

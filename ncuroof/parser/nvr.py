@@ -349,10 +349,11 @@ def _blocks(mm: Any, path: Path, classes: dict[str, Any]) -> Iterator[tuple[int,
             header = header_cls.FromString(mm[pos + 4:start])
         except DecodeError as exc:
             raise ReportFormatError(f"block {index} at byte {pos} has a corrupt header ({exc}); the report is damaged", path) from exc
-        if start + header.payload_size > size:
+        end = start + header.payload_size
+        if end > size:
             break
         yield index, pos, header, start
-        pos = start + header.payload_size
+        pos = end
         index += 1
     if pos != size:
         raise ReportFormatError(f"is truncated or corrupt: its blocks end at byte {pos} but the file has {size} bytes; "
