@@ -6,14 +6,15 @@ whose field 1 is the format version, 7 in every report from ncu 2020.1 to 2025.2
 source blocks, 2 number of results, 4 the string table (strings in its field 1; one global table
 that grows across blocks), 5 the payload size. A result payload is [u32 length][result message].
 Result message: 1 the launching thread's ID (the process ID for the main thread), 2 ncu's
-sequence number, 5, 6 and 7 the mangled, function and demangled
-names (an empty one stands for the mangled name: C symbols have no demangled form),
-8 the workload kind (3: a kernel launch), 13 the metric results, 14 a Unix timestamp, 21 the NVTX
-state (the ranges of the thread whose ID is field 1, as ncu_report picks them). Metric result: 1 the metric name's string-table index, 2 the value, 3 instances (1 the
-correlation ID, 2 the instance value). Value: 1 string, 3 double, 5 uint64 (2 float and 4 uint32
-are never written by the ncu versions we know). NVTX state: 1 domains (1 ID, 2 name), 2 threads
-(1 thread ID, 2 per-domain push/pop stacks: 1 domain ID, 3 ranges with the name in field 1), 3
-start/end ranges. The formats were reverse-engineered against ``ncu_report`` on every report in
+sequence number, 5, 6 and 7 the mangled, function and demangled names (an empty one stands for
+the mangled name: C symbols have no demangled form), 8 the workload kind (3: a kernel launch),
+13 the metric results, 14 a Unix timestamp, 21 the NVTX state. Metric result: 1 the metric
+name's string-table index, 2 the value, 3 instances (1 the correlation ID, 2 the instance value).
+Value: 1 string, 3 double, 5 uint64 (2 float and 4 uint32 are never written by the ncu versions
+we know). NVTX state: 1 domains (1 ID, 2 name), 2 threads (1 thread ID, 2 per-domain push/pop
+stacks: 1 domain ID, 3 ranges with the name in field 1; the launch's ranges are those of the
+thread whose ID is result field 1, as ncu_report picks them), 3 start/end ranges. The formats
+were reverse-engineered against ``ncu_report`` on every report in
 ``../shared/fixtures`` (tests/test_decoder.py requires identical raw tables); the messages are
 declared at run time, so no generated code is needed; fields not declared are skipped.
 
