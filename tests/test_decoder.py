@@ -163,3 +163,8 @@ def test_edited_reports_agree_with_ncu_report(tmp_path: Path, edit) -> None:  # 
     cat = catalog.load()
     ref = read_ncu_rep(edited, cat)
     assert_same_tables(ref, nvr.read_nvr(edited, cat))
+
+
+def test_unknown_reader_is_refused() -> None:
+    with pytest.raises(ValueError, match="reader must be one of auto, fast, ncu_report"):
+        parser.read(shared("nsight-training__manual_nvtx.ncu-rep"), catalog.load(), reader="upb")

@@ -43,7 +43,7 @@ from google.protobuf.message import DecodeError
 
 from ..catalog import Catalog
 from ..errors import InputError, ReportFormatError
-from .ncu_rep import check_file, launch_frame, launch_row, ncu_version
+from .ncu_rep import _VERSION, check_file, launch_frame, launch_row
 
 __all__ = ["read_nvr", "UnsupportedReport", "FORMAT_VERSION", "iter_results", "Launch"]
 
@@ -415,6 +415,17 @@ def iter_results(mm: Any, path: Path, catalog: Catalog) -> Iterator[Launch]:
                                     "the report is damaged: re-run ncu or copy the report again", path) from exc
 
 
+def _version(mm: Any, path: Path) -> str | None:
+    """The ncu version in the first block header that is not a result's (the session details), as
+    :func:`~ncuroof.parser.ncu_rep.ncu_version` finds it, without reading the results."""
+    for _, pos, header, start in _blocks(mm, path, _classes()):
+        if not header.num_results:
+            m = _VERSION.search(mm, pos, start)
+            if m:
+                return m.group(1).decode()
+    return None
+
+
 def _count(mm: Any, path: Path) -> int:
     return sum(h.num_results for _, _, h, _ in _blocks(mm, path, _classes()))
 
@@ -454,8 +465,8 @@ def read_nvr(path: str | Path, catalog: Catalog, progress: Callable[[int], Calla
     if path.suffix == ".ncu-repz":
         raise UnsupportedReport("a compressed .ncu-repz report")
     check_file(path)
-    version = ncu_version(path)
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        version = _version(mm, path)
         advance = progress(_count(mm, path)) if progress is not None else None
         frames: list[pd.DataFrame] = []
         rows: list[dict[str, Any]] = []
