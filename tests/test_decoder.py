@@ -89,17 +89,30 @@ def _shorten_block(data: bytes, block: int) -> bytes:
     raise AssertionError(f"no block {block}")
 
 
+def _flip(data: bytes, at: int) -> bytes:
+    return data[:at] + bytes([data[at] ^ 0xF4]) + data[at + 1:]
+
+
+DAMAGES = {  # (report, damage, what the message names); cases from issue 14
+    "shortened block": ("nsight-training__manual_nvtx.ncu-rep", lambda d: _shorten_block(d, 11), "launch 1 in block 11"),
+    "flipped name byte": ("gene-pop2020__time-flops_dzv_ak_ncuroof-time-0.ncu-rep", lambda d: _flip(d, 198828),
+                          "launch 0 in block 2"),
+}
+
+
 @pytest.mark.parametrize("reader", ["auto", "fast"])
-def test_damaged_payload_is_one_line_exit_2(tmp_path: Path, reader: str) -> None:
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_damaged_payload_is_one_line_exit_2(tmp_path: Path, reader: str, damage: str) -> None:
+    name, edit, where = DAMAGES[damage]
     bad = tmp_path / "bad.ncu-rep"
-    bad.write_bytes(_shorten_block(shared("nsight-training__manual_nvtx.ncu-rep").read_bytes(), 11))
+    bad.write_bytes(edit(shared(name).read_bytes()))
     proc = subprocess.run([*NCUROOF, "analyze", str(bad), "-o", str(tmp_path / "out"), "--reader", reader],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in proc.stderr
-    assert str(bad) in lines[0] and "block 11" in lines[0] and "launch 1" in lines[0]
-    assert not (tmp_path / "out").exists()
+    assert str(bad) in lines[0] and where in lines[0] and "damaged" in lines[0]
+    assert [p.name for p in tmp_path.iterdir()] == ["bad.ncu-rep"], "no output, no temporary directory"
 
 
 def test_fast_reader_without_ncu_report(tmp_path: Path) -> None:
