@@ -59,9 +59,10 @@ def test_generated_report_reads_as_n_launches_both_ways(tmp_path: Path) -> None:
     assert ticks[0] == 2000 and ticks.count(-1) == 2000
     assert_same_tables(ref, ours)
     launches = list(nvr.iter_results(big.read_bytes(), big, cat))
-    seqs = [launch.seq for launch in launches]
-    assert all(b > a for a, b in zip(seqs, seqs[1:])), "ncu's sequence numbers keep increasing"
-    assert len({launch.thread_id for launch in launches}) == 1
+    stamps = nvr.read_stamps(big)
+    assert list(stamps["seq"]) == [launch.seq for launch in launches]
+    assert stamps["seq"].is_monotonic_increasing and stamps["seq"].is_unique, "ncu's sequence numbers keep increasing"
+    assert stamps["thread_id"].nunique() == 1 and (stamps["timestamp"] > 1.6e9).all()
 
 
 def test_unknown_format_version_falls_back_or_says_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -45,7 +45,7 @@ from ..catalog import Catalog
 from ..errors import InputError, ReportFormatError
 from .ncu_rep import _VERSION, check_file, launch_frame, launch_row
 
-__all__ = ["read_nvr", "UnsupportedReport", "FORMAT_VERSION", "iter_results", "Launch"]
+__all__ = ["read_nvr", "read_stamps", "UnsupportedReport", "FORMAT_VERSION", "iter_results", "Launch"]
 
 FORMAT_VERSION = 7
 KERNEL_LAUNCH = 3
@@ -72,6 +72,7 @@ _MESSAGES: dict[str, tuple[tuple[int, str, int, bool, str], ...]] = {
     "NvtxThread": ((1, "tid", _U64, False, ""), (2, "stacks", _MSG, True, "NvtxStack")),
     "Nvtx": ((1, "domains", _MSG, True, "NvtxDomain"), (2, "threads", _MSG, True, "NvtxThread"),
              (3, "start_end", _BYTES, True, "")),
+    "Stamp": ((1, "thread_id", _U64, False, ""), (2, "seq", _U64, False, ""), (14, "timestamp", _U64, False, "")),
     "Result": ((1, "thread_id", _U64, False, ""), (2, "seq", _U64, False, ""), (5, "mangled", _BYTES, False, ""),
                (6, "function", _BYTES, False, ""),
                (7, "demangled", _BYTES, False, ""), (8, "kind", _U64, False, ""),
@@ -374,6 +375,11 @@ def _results(mm: Any, block: int, pos: int, start: int, end: int, count: int) ->
         raise DecodeError(f"the payload has {end - at} bytes after its {count} result(s)")
 
 
+def _damaged(path: Path, launch: int, block: int, pos: int, exc: Exception) -> ReportFormatError:
+    return ReportFormatError(f"launch {launch} in block {block} (byte {pos}) cannot be decoded ({exc}); "
+                             "the report is damaged: re-run ncu or copy the report again", path)
+
+
 def iter_results(mm: Any, path: Path, catalog: Catalog) -> Iterator[Launch]:
     """Decode the kernel launches of a memory-mapped report, in file order.
 
@@ -411,8 +417,7 @@ def iter_results(mm: Any, path: Path, catalog: Catalog) -> Iterator[Launch]:
                 yield _launch(buf, block, offset, wanted, classes)
                 launch += 1
         except (DecodeError, UnicodeDecodeError, IndexError, struct.error) as exc:
-            raise ReportFormatError(f"launch {launch} in block {block} (byte {pos}) cannot be decoded ({exc}); "
-                                    "the report is damaged: re-run ncu or copy the report again", path) from exc
+            raise _damaged(path, launch, block, pos, exc) from exc
 
 
 def _version(mm: Any, path: Path) -> str | None:
@@ -424,6 +429,48 @@ def _version(mm: Any, path: Path) -> str | None:
             if m:
                 return m.group(1).decode()
     return None
+
+
+def read_stamps(path: str | Path) -> pd.DataFrame:
+    """ncu's sequence number, thread ID and time of every launch, without decoding its metrics.
+
+    For launch accounting: a repeated or backward sequence number means a repeated or reordered
+    result block.
+
+    Parameters
+    ----------
+    path : str or Path
+        A ``.ncu-rep`` report.
+
+    Returns
+    -------
+    DataFrame
+        One row per launch in file order: ``launch_id``, ``block`` (block index), ``offset``
+        (byte offset of the result), ``seq`` (result field 2), ``thread_id`` (field 1) and
+        ``timestamp`` (field 14, Unix time in seconds); all int64.
+
+    Raises
+    ------
+    InputError, ReportFormatError
+        For a missing, foreign or damaged report.
+    UnsupportedReport
+        For an unknown format version.
+    """
+    path = Path(path)
+    check_file(path)
+    stamp = _classes()["Stamp"]
+    rows: list[tuple[int, int, int, int, int, int]] = []
+    with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        for block, pos, header, start in _blocks(mm, path, _classes()):
+            if not header.num_results:
+                continue
+            try:
+                for offset, buf in _results(mm, block, pos, start, start + header.payload_size, header.num_results):
+                    m = stamp.FromString(buf)
+                    rows.append((len(rows), block, offset, m.seq, m.thread_id, m.timestamp))
+            except DecodeError as exc:
+                raise _damaged(path, len(rows), block, pos, exc) from exc
+    return pd.DataFrame(rows, columns=["launch_id", "block", "offset", "seq", "thread_id", "timestamp"], dtype="int64")
 
 
 def _count(mm: Any, path: Path) -> int:
