@@ -43,15 +43,15 @@ from google.protobuf.message import DecodeError
 
 from ..catalog import Catalog
 from ..errors import InputError, ReportFormatError
-from .ncu_rep import _VERSION, check_file, launch_frame, launch_row
+from .ncu_rep import _VERSION, _varint, check_file, launch_frame, launch_row
 
 __all__ = ["read_nvr", "read_stamps", "UnsupportedReport", "FORMAT_VERSION", "iter_results", "Launch"]
 
 FORMAT_VERSION = 7
 KERNEL_LAUNCH = 3
-CHUNK = 4096
+CHUNK = 4096  # launches per DataFrame chunk: bounds the memory of the per-row dicts
 _DOUBLE = struct.Struct("<d")
-_RELEASE = 64 << 20  # bytes read between releases of the mapped pages  # launches per DataFrame chunk: bounds the memory of the per-row dicts
+_RELEASE = 64 << 20  # bytes read between releases of the mapped pages
 
 _T = descriptor_pb2.FieldDescriptorProto
 _U64, _U32, _DBL, _FLT, _BYTES, _MSG = _T.TYPE_UINT64, _T.TYPE_UINT32, _T.TYPE_DOUBLE, _T.TYPE_FLOAT, _T.TYPE_BYTES, _T.TYPE_MESSAGE
@@ -74,8 +74,7 @@ _MESSAGES: dict[str, tuple[tuple[int, str, int, bool, str], ...]] = {
              (3, "start_end", _BYTES, True, "")),
     "Stamp": ((1, "thread_id", _U64, False, ""), (2, "seq", _U64, False, ""), (14, "timestamp", _U64, False, "")),
     "Result": ((1, "thread_id", _U64, False, ""), (2, "seq", _U64, False, ""), (5, "mangled", _BYTES, False, ""),
-               (6, "function", _BYTES, False, ""),
-               (7, "demangled", _BYTES, False, ""), (8, "kind", _U64, False, ""),
+               (6, "function", _BYTES, False, ""), (7, "demangled", _BYTES, False, ""), (8, "kind", _U64, False, ""),
                (13, "metrics", _BYTES, True, ""), (14, "timestamp", _U64, False, ""),
                (21, "nvtx", _MSG, False, "Nvtx")),
 }
@@ -125,17 +124,6 @@ class Launch:
     seq: int
     thread_id: int
     timestamp: int
-
-
-def _varint(buf: bytes, i: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        byte = buf[i]
-        i += 1
-        result |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            return result, i
 
 
 def _key(name_id: int) -> bytes:
@@ -287,7 +275,10 @@ def _opcodes(values: dict[str, Any], metric: Any, cat: Catalog) -> None:
         if not isinstance(key, str):
             raise UnsupportedReport(f"{opcode_metric} instances not keyed by opcode")
         if mma.search(key):
-            values[f"{opcode_metric}[{key}]"] = float(_scalar(inst.value))
+            count = _scalar(inst.value)
+            if not isinstance(count, (int, float)):
+                raise UnsupportedReport(f"an {opcode_metric} instance without a number")
+            values[f"{opcode_metric}[{key}]"] = float(count)
 
 
 def _values(result: Any, wanted: _Wanted, metric_cls: Any) -> dict[str, Any]:
@@ -416,7 +407,7 @@ def iter_results(mm: Any, path: Path, catalog: Catalog) -> Iterator[Launch]:
             for offset, buf in _results(mm, block, pos, start, start + header.payload_size, header.num_results):
                 yield _launch(buf, block, offset, wanted, classes)
                 launch += 1
-        except (DecodeError, UnicodeDecodeError, IndexError, struct.error) as exc:
+        except (DecodeError, UnicodeDecodeError, IndexError, ValueError, struct.error) as exc:
             raise _damaged(path, launch, block, pos, exc) from exc
 
 
