@@ -21,12 +21,9 @@ import numpy as np
 import pandas as pd
 
 from .catalog import Catalog
+from .fmt import pct as _pct
 
 __all__ = ["classify", "binding_points", "main_precision"]
-
-
-def _pct(x: float) -> str:
-    return f"{100 * x:.0f}%"
 
 
 def _sol_reason(sm: float, mem: float) -> str:

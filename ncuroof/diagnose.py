@@ -36,6 +36,8 @@ import pandas as pd
 
 from .catalog import Catalog, GpuCatalog, load_gpus
 from .classify import binding_points
+from .fmt import g as _g
+from .fmt import pct as _pct
 from .schema import KERNEL_SUMMARY, precision_title
 from .summary import grid_sizes, keys_of
 
@@ -51,14 +53,6 @@ CLASSES = {
     "balanced": "balanced",
     "not_classified": "not classified",
 }
-
-
-def _pct(x: float) -> str:
-    return f"{100 * x:.0f}%" if x is not None and math.isfinite(x) else "n/a"
-
-
-def _g(x: float) -> str:
-    return f"{x:.3g}" if x is not None and math.isfinite(x) else "n/a"
 
 
 def _num(x: Any) -> float:
