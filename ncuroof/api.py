@@ -13,9 +13,10 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from . import calculator, catalog, ceilings, classify, collector, diagnose, parser, plot, report
+from . import calculator, catalog, ceilings, classify, collector, diagnose, fleet, parser, plot, report, tables_io
 from . import compare as _compare
 from . import expect as _expect
+from . import ranks as _ranks
 from .errors import InputError
 from .schema import KERNELS, validate_kernels, validate_points
 from .summary import FOCUS_SHARE, kernel_summary
@@ -27,7 +28,7 @@ PathLike = str | Path
 
 
 @contextlib.contextmanager
-def _progress_bar(enabled: bool) -> Iterator[Callable[[int], Callable[[], None]] | None]:
+def _progress_bar(enabled: bool, label: str = "reading launches") -> Iterator[Callable[[int], Callable[[], None]] | None]:
     """A rich progress bar on stderr, or None when disabled or stderr is not a terminal."""
     if not enabled or not sys.stderr.isatty():
         yield None
@@ -35,7 +36,7 @@ def _progress_bar(enabled: bool) -> Iterator[Callable[[int], Callable[[], None]]
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    with Progress(TextColumn("reading launches"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+    with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                   console=Console(stderr=True), transient=True) as prog:
         def factory(total: int) -> Callable[[], None]:
             task = prog.add_task("read", total=total)
@@ -60,7 +61,10 @@ def load(paths: PathLike | Sequence[PathLike], traffic: str = "ncu", progress: b
     paths : path or list of paths
         ``.ncu-rep`` reports or ncu CSV exports (details, raw or session page). Several files
         are taken as parts of one ncu run and merged launch by launch
-        (:func:`ncuroof.parser.merge.merge`), unless ``stack``.
+        (:func:`ncuroof.parser.merge.merge`), unless ``stack``. Or one saved analysis: an
+        ``ncuroof analyze`` output directory or a ``kernels.parquet`` file or dataset, read
+        back with its dtypes (:func:`ncuroof.tables_io.read_table`; ``attrs['units']`` holds
+        each column's unit) and the other options ignored.
     traffic : {'ncu', 'nersc'}, default 'ncu'
         Preferred traffic definition of the L1/L2 levels (``metrics/roofline.toml``).
     progress : bool, default False
@@ -94,6 +98,8 @@ def load(paths: PathLike | Sequence[PathLike], traffic: str = "ncu", progress: b
     inputs = _as_list(paths)
     if not inputs:
         raise InputError("no input files given")
+    if len(inputs) == 1 and (saved := tables_io.saved_kernels(inputs[0])) is not None:
+        return tables_io.read_table(saved, "kernels")
     with _progress_bar(progress) as bar:
         raw = parser.read_many(inputs, cat, bar, stack=stack)
     k = calculator.compute_kernels(raw, cat, traffic=traffic)
@@ -265,13 +271,17 @@ class AnalysisResult:
     files: dict[str, Path] = field(default_factory=dict)
     what_if: pd.DataFrame | None = None
     missing_metrics: bool = False
+    failures: pd.DataFrame | None = None
+    ranks: pd.DataFrame | None = None
 
 
 def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None, traffic: str = "ncu",
             plotlyjs: str | bool = True, top: int = 10, progress: bool = False, write: bool = True,
             stack: bool = False, gpu: str | None = None, peak_flops: dict[str, float] | None = None,
             peak_bandwidth: dict[str, float] | None = None, focus: float = FOCUS_SHARE,
-            image: str | None = None, what_if: str | None = None, expect: PathLike | None = None) -> AnalysisResult:
+            image: str | None = None, what_if: str | None = None, expect: PathLike | None = None,
+            formats: Sequence[str] = ("csv",), scheduler: str | None = None, ranks: bool | None = None,
+            workers: int | None = None) -> AnalysisResult:
     """Run the whole analysis and write ``kernels.csv``, ``points.csv`` and ``roofline.html``.
 
     Parameters
@@ -303,10 +313,26 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
         (:func:`ncuroof.diagnose.what_if`) and write ``whatif.csv``.
     expect : path, optional
         See :func:`load`.
+    formats : sequence of {'csv', 'parquet'}, default ('csv',)
+        Table formats (:func:`ncuroof.tables_io.table_files`). A fleet or a multi-rank run
+        always writes Parquet too, as datasets partitioned by input (``kernels.parquet/``...).
+    scheduler : str, optional
+        With ``stack`` or ``ranks``: the dask scheduler (``tcp://HOST:PORT``) to analyze the
+        inputs on (:func:`ncuroof.fleet.run`). Without it, stacks of
+        :data:`ncuroof.fleet.FLEET_MIN_INPUTS` or more inputs run on a local cluster.
+    ranks : bool, optional
+        The inputs are one report per MPI rank of one run: each is analyzed alone and
+        ``ranks.csv`` gives each kernel's spread over ranks (:func:`ncuroof.ranks.spread`).
+        None (default): recognised from the file names and processes
+        (:func:`ncuroof.ranks.looks_like_ranks`) unless ``stack``.
+    workers : int, optional
+        Worker processes of the local cluster (default: the cores).
 
     Returns
     -------
     AnalysisResult
+        With ``failures`` (inputs that could not be analyzed) for a fleet and ``ranks`` for a
+        multi-rank run.
 
     Raises
     ------
@@ -314,9 +340,22 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
         Bad input or an output directory that cannot be written.
     """
     inputs = _as_list(paths)
-    kernels = load(inputs, traffic=traffic, progress=progress, stack=stack, gpu=gpu, peak_flops=peak_flops,
-                   peak_bandwidth=peak_bandwidth, expect=expect)
-    pts = points(kernels)
+    load_kwargs: dict[str, Any] = {"traffic": traffic, "gpu": gpu, "peak_flops": peak_flops, "peak_bandwidth": peak_bandwidth,
+                                   "expect": expect}
+    if ranks is None:
+        ranks = not stack and len(inputs) > 1 and _ranks.looks_like_ranks(inputs)
+    apart = ranks or (stack and fleet.wanted(len(inputs), scheduler))
+    failures = rank_table = None
+    if apart:
+        with _progress_bar(progress, "analyzing inputs") as bar:
+            fr = fleet.run(inputs, load_kwargs, scheduler=scheduler, workers=workers, progress=bar)
+        kernels, pts, failures = fr.kernels, fr.points, fr.failures
+        if ranks:
+            labels = dict(zip(map(str, inputs), _ranks.rank_labels(inputs), strict=True))
+            rank_table = _ranks.spread(kernels, pts, labels, catalog.load().thresholds["ranks"]["imbalance"])
+    else:
+        kernels = load(inputs, progress=progress, stack=stack, **load_kwargs)
+        pts = points(kernels)
     summary = diagnose.diagnose_kernels(kernel_summary(kernels, pts, focus=focus), kernels, catalog.load(), catalog.load_gpus())
     projected = None
     if what_if is not None:
@@ -325,13 +364,14 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
             raise InputError(f"--what-if {what_if!r} is not in metrics/gpus.toml; use one of "
                              + ", ".join(g.id for g in catalog.load_gpus().gpus))
         projected = diagnose.what_if(summary, kernels, target)
-    result = AnalysisResult(kernels, pts, summary.head(top).reset_index(drop=True), None, what_if=projected, missing_metrics=bool((kernels["status"] == "no_roofline_metrics").all()))
+    result = AnalysisResult(kernels, pts, summary.head(top).reset_index(drop=True), None, what_if=projected,
+                            missing_metrics=bool((kernels["status"] == "no_roofline_metrics").all()), failures=failures, ranks=rank_table)
     if not write:
         return result
     out = Path(outdir) if outdir is not None else default_outdir(inputs[0])
     devices = ", ".join(f"{d} (CC {c})" for d, c in kernels[["device_name", "cc"]].drop_duplicates().astype(str).itertuples(index=False))
     meta: dict[str, Any] = {
-        "inputs": ", ".join(str(p) for p in inputs),
+        "inputs": ", ".join(str(p) for p in inputs) if len(inputs) <= 8 else f"{len(inputs)}: {inputs[0]} ... {inputs[-1]}",
         "GPU": devices,
         "ncu version": ", ".join(sorted(kernels["ncu_version"].dropna().astype(str).unique())),
         "launches": f"{len(kernels)} ({int((kernels['status'] == 'ok').sum())} with roofline metrics, "
@@ -340,11 +380,13 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
         "collected with": collection_text(inputs),
         "roofs": roof_sources(kernels),
         **({"CSV input": limits} if (limits := csv_limits(kernels, inputs)) else {}),
+        **fleet.page_meta(failures), **_ranks.page_meta(rank_table),
     }
     fig = plot.plot_roofline(pts, kernels, title=f"Hierarchical roofline — {inputs[0].name}", focus=focus, summary=summary)
-    files: dict[str, str | bytes] = {
-        "kernels.csv": kernels.to_csv(index=False),
-        "points.csv": pts.to_csv(index=False),
+    tables = {"kernels": kernels, "points": pts, **({"failures": failures} if failures is not None else {}),
+              **({"ranks": rank_table} if rank_table is not None else {})}
+    files: dict[str, str | bytes | Callable[[Path], None]] = {
+        **tables_io.table_files(tables, sorted(set(formats) | ({"parquet"} if apart else set())), inputs, dataset=apart),
         "roofline.html": report.render_html(fig, kernels, meta, plotlyjs=plotlyjs, summary=summary),
     }
     if image is not None:
