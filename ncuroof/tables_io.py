@@ -87,7 +87,9 @@ def arrow_table(df: pd.DataFrame, columns: Mapping[str, Column], table: str, inp
     if missing:
         raise ValueError(f"{table} table lacks columns {missing}")
     order = list(columns) + [c for c in df.columns if c not in columns]
-    raw = pa.Table.from_pandas(df[order], preserve_index=False)
+    # pandas' Arrow-backed strings keep every chunk of the concatenations that built them (one per
+    # input, per read batch, ...); writers slow down per chunk, so make each column one array.
+    raw = pa.Table.from_pandas(df[order], preserve_index=False).combine_chunks()
     fields = [_field(name, columns.get(name), raw.schema.field(name).type) for name in order]
     meta = {**(raw.schema.metadata or {}), f"{_PREFIX}table": table, f"{_PREFIX}schema_version": str(schema.SCHEMA_VERSION),
             f"{_PREFIX}version": __version__, f"{_PREFIX}inputs": json.dumps([str(p) for p in inputs])}
