@@ -2,9 +2,11 @@
 
 ``ncuroof analyze runs/*.ncu-rep --stack`` with :data:`FLEET_MIN_INPUTS` or more inputs (or with
 ``--scheduler``) analyzes every input alone in a task (:func:`analyze_input`: read, kernels,
-roofs, classification, points) on a :class:`distributed.LocalCluster` of this machine's cores,
-or on an existing cluster given by its scheduler address. The tables of the inputs that succeed
-are concatenated in input order: they equal the tables of each report analyzed alone. An input
+roofs, classification, diagnosis) on a :class:`distributed.LocalCluster` of this machine's
+cores, or on an existing cluster given by its scheduler address. The launch tables of the inputs
+that succeed are concatenated in input order: they equal the tables of each report analyzed
+alone, and :func:`ncuroof.analysis.from_kernels` makes one analysis of them (points, dots,
+summary: computed once for the fleet, every step per launch or per kernel). An input
 that fails (missing, corrupt, foreign, or a worker that died on it) is listed in the failures
 table and never stops the others; when no input succeeds the whole job fails with the first
 error. Fewer inputs run in this process, the same way, without starting a cluster.
@@ -16,14 +18,15 @@ import contextlib
 import logging
 import os
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from .analysis import AnalysisOptions
 from .errors import InputError, NcuroofError
-from .schema import FAILURES, validate_kernels, validate_points
+from .schema import FAILURES, validate_kernels
 
 __all__ = ["FLEET_MIN_INPUTS", "FleetResult", "analyze_input", "run", "wanted"]
 
@@ -40,15 +43,14 @@ class FleetResult:
 
     Attributes
     ----------
-    kernels, points : DataFrame
-        The :data:`~ncuroof.schema.KERNELS` and :data:`~ncuroof.schema.POINTS` tables of the
-        inputs that succeeded, concatenated in input order (``source`` tells them apart).
+    kernels : DataFrame
+        The classified and diagnosed :data:`~ncuroof.schema.KERNELS` tables of the inputs that
+        succeeded, concatenated in input order (``source`` tells them apart).
     failures : DataFrame
         :data:`~ncuroof.schema.FAILURES`: one row per input that failed, in input order.
     """
 
     kernels: pd.DataFrame
-    points: pd.DataFrame
     failures: pd.DataFrame
 
 
@@ -57,8 +59,8 @@ def wanted(n_inputs: int, scheduler: str | None) -> bool:
     return scheduler is not None or n_inputs >= FLEET_MIN_INPUTS
 
 
-def analyze_input(path: str, source: str, load_kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Analyze one input alone (a dask task): its kernels and points tables, or its error.
+def analyze_input(path: str, source: str, options: AnalysisOptions) -> dict[str, Any]:
+    """Analyze one input alone (a dask task): its launch table, or its error.
 
     Parameters
     ----------
@@ -66,25 +68,24 @@ def analyze_input(path: str, source: str, load_kwargs: dict[str, Any]) -> dict[s
         The file to read (absolute, so that a worker in another directory finds it).
     source : str
         The input as the user gave it: the ``source`` column of the tables.
-    load_kwargs : dict
-        Passed to :func:`ncuroof.api.load` (``traffic``, ``gpu``, roofs, ``expect``).
+    options : AnalysisOptions
+        How to analyze (:func:`ncuroof.analysis.build`).
 
     Returns
     -------
     dict
-        ``source`` and either ``kernels`` and ``points`` (DataFrames) or ``error`` (the one-line
+        ``source`` and either ``kernels`` (the classified launch table) or ``error`` (the one-line
         message of the :class:`~ncuroof.errors.NcuroofError`, naming the input as given). Other exceptions propagate (a
         defect, reported by :func:`run` as an internal error of that input).
     """
-    from . import api
+    from . import analysis
 
     try:
-        k = api.load([path], **load_kwargs)
+        k = analysis.build([Path(path)], replace(options, stack=False)).kernels
     except NcuroofError as exc:
         about_input = exc.path is None or exc.path == Path(path)
         return {"source": source, "error": f"{source}: {exc.message}" if about_input else str(exc)}
-    k["source"] = source
-    return {"source": source, "kernels": k, "points": api.points(k)}
+    return {"source": source, "kernels": k.assign(source=source)}
 
 
 def _failure(source: str, exc: BaseException) -> dict[str, Any]:
@@ -122,12 +123,12 @@ def _client(scheduler: str | None, workers: int) -> Iterator[Any]:
         yield client
 
 
-def _on_dask(tasks: list[tuple[str, str]], load_kwargs: dict[str, Any], scheduler: str | None, workers: int,
+def _on_dask(tasks: list[tuple[str, str]], options: AnalysisOptions, scheduler: str | None, workers: int,
              advance: Callable[[], None]) -> list[dict[str, Any]]:
     from distributed import as_completed
 
     with _quiet_dask(), _client(scheduler, workers) as client:
-        futures = client.map(analyze_input, [p for p, _ in tasks], [s for _, s in tasks], load_kwargs=load_kwargs, pure=False)
+        futures = client.map(analyze_input, [p for p, _ in tasks], [s for _, s in tasks], options=options, pure=False)
         where = {f.key: i for i, f in enumerate(futures)}
         out: list[dict[str, Any]] = [{}] * len(tasks)
         for f in as_completed(futures):
@@ -140,18 +141,18 @@ def _on_dask(tasks: list[tuple[str, str]], load_kwargs: dict[str, Any], schedule
         return out
 
 
-def _in_process(tasks: list[tuple[str, str]], load_kwargs: dict[str, Any], advance: Callable[[], None]) -> list[dict[str, Any]]:
+def _in_process(tasks: list[tuple[str, str]], options: AnalysisOptions, advance: Callable[[], None]) -> list[dict[str, Any]]:
     out = []
     for path, source in tasks:
         try:
-            out.append(analyze_input(path, source, load_kwargs))
+            out.append(analyze_input(path, source, options))
         except Exception as exc:  # noqa: BLE001 - as on dask: one input's defect does not sink the others
             out.append(_failure(source, exc))
         advance()
     return out
 
 
-def run(paths: Sequence[str | Path], load_kwargs: dict[str, Any] | None = None, scheduler: str | None = None,
+def run(paths: Sequence[str | Path], options: AnalysisOptions | None = None, scheduler: str | None = None,
         workers: int | None = None, progress: Callable[[int], Callable[[], None]] | None = None) -> FleetResult:
     """Analyze every input alone, on dask when :func:`wanted`, and gather the tables.
 
@@ -159,8 +160,8 @@ def run(paths: Sequence[str | Path], load_kwargs: dict[str, Any] | None = None, 
     ----------
     paths : sequence of path
         Reports or CSV exports, each a whole run.
-    load_kwargs : dict, optional
-        Options of :func:`ncuroof.api.load` (not ``stack``), the same for every input.
+    options : AnalysisOptions, optional
+        The same for every input (``stack`` is ignored: each input is a whole run).
     scheduler : str, optional
         Address of a running dask scheduler (``tcp://HOST:PORT``); its workers must see the
         inputs at their absolute paths. Default: a local cluster when :func:`wanted`.
@@ -182,21 +183,21 @@ def run(paths: Sequence[str | Path], load_kwargs: dict[str, Any] | None = None, 
     if not paths:
         raise InputError("no input files given")
     tasks = [(str(Path(p).resolve()), str(p)) for p in paths]
-    kw = dict(load_kwargs or {})
+    options = options if options is not None else AnalysisOptions()
+    if options.expect is not None:
+        options = replace(options, expect=Path(options.expect).resolve())
     advance = progress(len(tasks)) if progress is not None else (lambda: None)
     if wanted(len(tasks), scheduler):
         n = workers or max(1, min(os.cpu_count() or 1, len(tasks)))
-        outcomes = _on_dask(tasks, kw, scheduler, n, advance)
+        outcomes = _on_dask(tasks, options, scheduler, n, advance)
     else:
-        outcomes = _in_process(tasks, kw, advance)
+        outcomes = _in_process(tasks, options, advance)
     ok = [o for o in outcomes if "error" not in o]
     failures = pd.DataFrame([{"source": o["source"], "error": o["error"]} for o in outcomes if "error" in o],
                             columns=list(FAILURES)).astype({n: c.dtype for n, c in FAILURES.items()})
     if not ok:
         raise InputError(f"none of the {len(outcomes)} inputs could be analyzed; the first: {failures['error'].iloc[0]}")
-    kernels = validate_kernels(pd.concat([o["kernels"] for o in ok], ignore_index=True))
-    points = validate_points(pd.concat([o["points"] for o in ok], ignore_index=True))
-    return FleetResult(kernels, points, failures)
+    return FleetResult(validate_kernels(pd.concat([o["kernels"] for o in ok], ignore_index=True)), failures)
 
 
 def page_meta(failures: pd.DataFrame | None) -> dict[str, str]:

@@ -131,7 +131,7 @@ def looks_like_ranks(paths: Sequence[str | Path]) -> bool:
             and len({q["executable"] for q in procs}) == 1)  # type: ignore[index]
 
 
-def spread(kernels: pd.DataFrame, points: pd.DataFrame, labels: dict[str, str], threshold: float) -> pd.DataFrame:
+def spread(kernels: pd.DataFrame, points: pd.DataFrame, labels: dict[str, str], threshold: float, by: str = "kernel") -> pd.DataFrame:
     """Each kernel's spread over ranks and its load-imbalance flag.
 
     Parameters
@@ -142,6 +142,8 @@ def spread(kernels: pd.DataFrame, points: pd.DataFrame, labels: dict[str, str], 
         ``source`` -> rank label (:func:`rank_labels`).
     threshold : float
         ``[ranks].imbalance`` of ``metrics/thresholds.toml``: flag when max / median - 1 exceeds it.
+    by : str, default 'kernel'
+        Kernel identity (:func:`ncuroof.summary.kernel_keys`, ``--match``).
 
     Returns
     -------
@@ -155,7 +157,7 @@ def spread(kernels: pd.DataFrame, points: pd.DataFrame, labels: dict[str, str], 
     """
     per_rank = []
     for source, k in kernels.groupby("source", sort=False):
-        s = kernel_summary(k, points[points["source"] == source])
+        s = kernel_summary(k, points[points["source"] == source], by=by)
         per_rank.append(s[["kernel_key", "kernel_name", "time_s", "ai_flop_per_byte", "roof_fraction"]]
                         .assign(rank=labels.get(str(source), str(source))))
     if not per_rank:
