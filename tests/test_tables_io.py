@@ -133,3 +133,19 @@ def test_dataset_directory_replaces_the_old_one(tmp_path: Path) -> None:
     report.write_outputs(out, {"failures.parquet": tables_io.dataset_writer(t2)})
     back = tables_io.read_table(out / "failures.parquet")
     assert back["source"].tolist() == ["c"] and back["error"].tolist() == ["z"]
+
+
+@needs_ncu_report
+def test_parquet_only_directory_compares_and_bad_format_is_refused(tmp_path: Path) -> None:
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "ncuroof", *args], capture_output=True, text=True, cwd=REPO, timeout=300)
+
+    out = tmp_path / "out"
+    assert run("analyze", str(shared(ESMM)), "-o", str(out), "-q", "--format", "parquet").returncode == 0
+    assert sorted(p.name for p in out.iterdir()) == ["kernels.parquet", "points.parquet", "roofline.html"]
+    proc = run("compare", str(out), str(out), "-o", str(tmp_path / "cmp"), "-q")
+    assert proc.returncode == 0, proc.stderr
+    table = pd.read_csv(tmp_path / "cmp" / "compare.csv")
+    assert len(table) == len(kernels_of(ESMM)) and np.allclose(table["speedup"], 1.0)
+    bad = run("analyze", str(shared(ESMM)), "-o", str(tmp_path / "x"), "--format", "csv,feather")
+    assert bad.returncode == 2 and "feather" in bad.stderr and not (tmp_path / "x").exists()
