@@ -179,6 +179,13 @@ def run(paths: Sequence[str | Path], options: AnalysisOptions | None = None, sch
     InputError
         When no input could be analyzed (the first error), when there are no inputs, or when
         the scheduler cannot be reached.
+
+    Notes
+    -----
+    The local cluster starts its workers as new Python processes (spawn): a script that calls
+    this (or :func:`ncuroof.api.analyze` of a large stack) must do so under
+    ``if __name__ == "__main__":``, as with :mod:`multiprocessing`. Starting the cluster costs a
+    few seconds (the workers import pandas and ncuroof), which is why small stacks run in-process.
     """
     if not paths:
         raise InputError("no input files given")
