@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -17,13 +18,14 @@ import jinja2
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+import pyarrow as pa
 from markupsafe import Markup
 
 from . import fmt, plot
 from .catalog import Catalog, GpuCatalog
 from .diagnose import CLASSES as DIAGNOSIS_TEXT
 from .errors import OutputError
-from .schema import precision_title
+from .schema import cell_text, parse_cell, precision_title, to_text
 from .summary import FOCUS_SHARE, kernel_summary
 
 __all__ = ["summarize", "summary_text", "render_html", "render_image", "render_page", "html_table", "write_outputs"]
@@ -60,7 +62,7 @@ def summarize(kernels: pd.DataFrame, points: pd.DataFrame, top: int = 10, catalo
 
     summ = diagnose.diagnose_kernels(kernel_summary(kernels, points), kernels, catalog if catalog is not None else _catalog.load(),
                                      gpus if gpus is not None else _catalog.load_gpus())
-    return summ.head(top).reset_index(drop=True)
+    return to_text(summ.head(top).reset_index(drop=True))
 
 
 def summary_text(summary: pd.DataFrame, width: int = 120) -> str:
@@ -109,11 +111,10 @@ def _env() -> jinja2.Environment:
                               trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
 
 
-def _flag_list(flags: Any) -> list[str]:
-    """A kernel's flags as a list (a list already, or a ``; ``-joined string)."""
-    if isinstance(flags, (list, tuple, np.ndarray)):
-        return [str(f) for f in flags if f]
-    return [f for f in str(flags).split("; ") if f] if isinstance(flags, str) else []
+def _flag_texts(flags: Any, hide: str | None = None) -> str:
+    """The texts of a flags cell (``(code, text)`` pairs, or their CSV text), ``; ``-joined, but
+    those with code ``hide``."""
+    return "; ".join(text for code, text in parse_cell("flags", flags) if code != hide)
 
 
 def _verdict(r: Any) -> str:
@@ -129,8 +130,8 @@ def _header(kernels: pd.DataFrame, summ: pd.DataFrame, meta: dict[str, Any]) -> 
 
 
 def _side_top(summ: pd.DataFrame, top: int) -> list[dict[str, Any]]:
-    """The top kernels beside the chart, each with its dot colour."""
-    return [dict(color=plot.kernel_color(i), label=r.kernel_label, demangled=r.kernel_demangled or "",
+    """The top kernels beside the chart, each with its dot colour (none without a dot)."""
+    return [dict(color=plot.kernel_color(i) if r.precision else None, label=r.kernel_label, demangled=r.kernel_demangled or "",
                  share=fmt.pct(r.time_share, 1), time=fmt.time(r.time_s), verdict=_verdict(r), roof=fmt.pct(r.roof_fraction))
             for i, r in enumerate(summ.head(top).itertuples(index=False))]
 
@@ -158,7 +159,7 @@ def _saving(summ: pd.DataFrame, total: float) -> dict[str, Any] | None:
 
 def _items(summ: pd.DataFrame, top: int, hide: str | None) -> list[dict[str, Any]]:
     """The top kernels described below the chart: share, diagnosis with its numbers, advice,
-    saving, flags (but those starting with ``hide``, said once for the whole page)."""
+    saving, flags (but those with code ``hide``, said once for the whole page)."""
     items = []
     for r in summ.head(top).itertuples(index=False):
         finite = bool(np.isfinite(r.saving_s))
@@ -167,7 +168,7 @@ def _items(summ: pd.DataFrame, top: int, hide: str | None) -> list[dict[str, Any
             launches=fmt.count(int(r.launches), "launch"), verdict=_verdict(r), evidence=getattr(r, "evidence", "") or "",
             advice=getattr(r, "advice", "") or "", at_roof=fmt.time(r.time_at_roof_s),
             saving=fmt.time(r.saving_s) if finite else "", saving_share=fmt.pct(r.saving_share, 1),
-            flags="; ".join(f for f in _flag_list(getattr(r, "flags", "")) if not (hide and f.startswith(hide)))))
+            flags=_flag_texts(getattr(r, "flags", ""), hide)))
     return items
 
 
@@ -204,14 +205,14 @@ def _kernel_table(summ: pd.DataFrame) -> str:
     """The sortable kernels table, one row per kernel with its dot colour."""
     cols = list(_KERNEL_COLUMNS)
     view = summ.assign(diagnosis=[DIAGNOSIS_TEXT.get(d, d) for d in summ["diagnosis"]],
-                       flags=["; ".join(_flag_list(f)) for f in summ["flags"]],
+                       flags=[cell_text("flags", f) for f in summ["flags"]],
                        precision=[precision_title(p) if p else "" for p in summ["precision"]],
                        level=[lv.upper() for lv in summ["level"]], in_focus=np.where(summ["in_focus"], "yes", "no"))
     if "expected_flop" in summ.columns and summ["expected_flop"].notna().any():
         view["useful_ai"] = summ["expected_flop"] / summ["expected_dram_bytes"]
         cols.insert(8, ("useful_ai", "useful AI [FLOP/B] (--expect)", "num"))
     return html_table(view, [(c, t) for c, t, _ in cols], title_col="kernel_demangled", kinds={c: k for c, _, k in cols},
-                      swatches=[plot.kernel_color(i) for i in range(len(summ))])
+                      swatches=[plot.kernel_color(i) if p else None for i, p in enumerate(summ["precision"])])
 
 
 def _launch_table(kernels: pd.DataFrame) -> tuple[str, str]:
@@ -220,7 +221,7 @@ def _launch_table(kernels: pd.DataFrame) -> tuple[str, str]:
     n = len(kernels)
     title = f"Every launch ({n})" if n <= MAX_LAUNCH_ROWS else \
         f"The {MAX_LAUNCH_ROWS} longest of {n} launches (all of them are in kernels.csv)"
-    return html_table(longest, _LAUNCH_COLUMNS, title_col="kernel_demangled"), title
+    return html_table(to_text(longest), _LAUNCH_COLUMNS, title_col="kernel_demangled"), title
 
 
 def _kernels_json(summ: pd.DataFrame) -> str:
@@ -228,7 +229,7 @@ def _kernels_json(summ: pd.DataFrame) -> str:
     rows = [{"name": r.kernel_label, "demangled": r.kernel_demangled or "", "nvtx": r.nvtx_range or "", "bound": r.bound,
              "launches": int(r.launches), "saving_s": float(r.saving_s) if np.isfinite(r.saving_s) else None,
              "diagnosis": DIAGNOSIS_TEXT.get(getattr(r, "diagnosis", ""), ""), "advice": getattr(r, "advice", "") or "",
-             "flags": "; ".join(_flag_list(getattr(r, "flags", "")))}
+             "flags": _flag_texts(getattr(r, "flags", ""))}
             for r in summ.itertuples(index=False)]
     # Escape '<' so a kernel name can never close the script element.
     return json.dumps(rows).replace("<", "\\u003c")
@@ -286,8 +287,8 @@ def render_html(fig: go.Figure, kernels: pd.DataFrame, meta: dict[str, Any], plo
                            config={"displaylogo": False, "responsive": True})
     return _env().get_template("roofline.html.j2").render(
         title="ncuroof roofline", **_header(kernels, summ, meta), plot=Markup(plot_div), top=_side_top(summ, top),
-        focus=_focus(summ, focus) if len(summ) else None, saving=_saving(summ, total), missing_metrics=none,
-        items=_items(summ, top, hide="missing metrics" if none else None), by_saving=by_saving, families=families,
+        focus=_focus(summ, focus) if (summ["precision"].astype(str) != "").any() else None, saving=_saving(summ, total), missing_metrics=none,
+        items=_items(summ, top, hide="missing_metrics" if none else None), by_saving=by_saving, families=families,
         kernel_table=Markup(_kernel_table(summ)), launch_table=Markup(launch_table), launches_title=launches_title,
         facts=meta, kernels_json=Markup(_kernels_json(summ)), sort_js=Markup(_asset("sort.js")),
         roofline_js=Markup(_asset("roofline.js")))
@@ -348,8 +349,8 @@ def html_table(df: pd.DataFrame, cols: list[tuple[str, str]], title_col: str | N
         Per column: ``text``, ``name`` (text, ellipsised), ``int``, ``num`` (4 significant
         digits, the default for numbers), ``pct`` (fraction shown in percent), ``time``
         (seconds with a unit), ``si`` (SI prefix); see :mod:`ncuroof.fmt`.
-    swatches : list of str, optional
-        A colour per row, drawn as a dot before the first cell's text.
+    swatches : list of str or None, optional
+        A colour per row (None: no dot), drawn as a dot before the first cell's text.
 
     Returns
     -------
@@ -414,19 +415,21 @@ def render_page(title: str, fig: go.Figure, meta: dict[str, Any], table_title: s
                                                        table=Markup(table), sort_js=Markup(_asset("sort.js")))
 
 
-def write_outputs(outdir: Path, files: dict[str, str | bytes]) -> None:
+def write_outputs(outdir: Path, files: dict[str, str | bytes | Callable[[Path], None]]) -> None:
     """Write ``files`` into ``outdir`` whole or not at all.
 
     Everything is written into a temporary directory beside ``outdir`` first; if ``outdir``
     does not exist the temporary directory is renamed to it, else each file is moved in with an
-    atomic rename. A failure leaves no partial files.
+    atomic rename (a directory entry replaces the old directory of that name). A failure leaves
+    no partial files.
 
     Parameters
     ----------
     outdir : Path
         Output directory (created if missing; its parent must exist or be creatable).
-    files : dict of str to str or bytes
-        File name to content.
+    files : dict of str to str, bytes or callable
+        File name to content, or to a writer called with the path to create (a Parquet dataset
+        directory, :func:`ncuroof.tables_io.dataset_writer`).
 
     Raises
     ------
@@ -443,6 +446,9 @@ def write_outputs(outdir: Path, files: dict[str, str | bytes]) -> None:
         raise OutputError(f"cannot create the output directory ({exc.strerror}); choose a writable -o", outdir) from exc
     try:
         for name, content in files.items():
+            if callable(content):
+                content(tmp / name)
+                continue
             mode = "wb" if isinstance(content, bytes) else "w"
             with open(tmp / name, mode, **({} if mode == "wb" else {"encoding": "utf-8", "newline": ""})) as f:
                 f.write(content)
@@ -451,11 +457,13 @@ def write_outputs(outdir: Path, files: dict[str, str | bytes]) -> None:
             os.chmod(outdir, 0o777 & ~_umask())
         else:
             for name in files:
+                if (outdir / name).is_dir() and not (outdir / name).is_symlink():
+                    shutil.rmtree(outdir / name)
                 os.replace(tmp / name, outdir / name)
             shutil.rmtree(tmp, ignore_errors=True)
-    except OSError as exc:
+    except (OSError, pa.ArrowException) as exc:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise OutputError(f"cannot write the output ({exc.strerror}); choose a writable -o", outdir) from exc
+        raise OutputError(f"cannot write the output ({getattr(exc, 'strerror', None) or exc}); choose a writable -o", outdir) from exc
 
 
 def _umask() -> int:
