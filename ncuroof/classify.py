@@ -96,7 +96,7 @@ def _roofline_reason(r: Any) -> str:
 
 def _latency_reason(r: Any, latency: float, small: float) -> str:
     text = f"latency bound: {_sol_reason(r.sm_throughput_frac, r.memory_throughput_frac)}, both below {_pct(latency)} (ncu SOLBottleneck rule)"
-    return text + (f"; small grid: {r.waves_per_sm:.2f} waves per SM" if r.waves_per_sm < small else "")
+    return text + (f", small grid: {r.waves_per_sm:.2f} waves per SM" if r.waves_per_sm < small else "")
 
 
 def _sol_only_reason(r: Any) -> str:

@@ -261,7 +261,8 @@ def cell_text(name: str, cell: object) -> str:
     if not isinstance(cell, (list, tuple)):
         return ""
     items = [f"{c}: {t}" for c, t in cell] if name == "flags" else [str(x) for x in cell]
-    return LIST_SEPARATOR.join(items)
+    # An item never holds the separator (producers avoid it; this keeps a file parseable regardless).
+    return LIST_SEPARATOR.join(x.replace(LIST_SEPARATOR, ", ") for x in items)
 
 
 def parse_cell(name: str, text: object) -> list:
