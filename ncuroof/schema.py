@@ -118,19 +118,23 @@ KERNELS: dict[str, Column] = {
     "waves_per_sm": Column("float64", "1", "launch__waves_per_multiprocessor"),
     "occupancy_frac": Column("float64", "1", "achieved occupancy: sm__warps_active.avg.pct_of_peak_sustained_active / 100"),
     "theoretical_occupancy_frac": Column("float64", "1", "theoretical occupancy: sm__maximum_warps_per_active_cycle_pct / 100"),
-    "time_at_roof_s": Column("float64", "s", "roofline lower bound on the duration: max over precisions of FLOP / compute roof and over levels of bytes / bandwidth roof"),
+    "time_at_roof_s": Column("float64", "s", "roofline lower bound on the duration: max over precisions of FLOP / compute roof "
+                             "and over levels of bytes / bandwidth roof"),
     "saving_s": Column("float64", "s", "time_s - time_at_roof_s, at least 0: the time saved if the launch ran at its roof"),
     "expected_flop": Column("float64", "FLOP", "algorithmic FLOPs of the launch from --expect (NaN without)"),
     "expected_dram_bytes": Column("float64", "B", "DRAM bytes the launch must move, from --expect (NaN without)"),
     "flop_source": Column("string", "", "how FLOPs were obtained: 'count', 'rate x time' or empty"),
-    "tensor_source": Column("string", "", "ops_path (exact), sass_opcodes (estimated), legacy_x512 (approximate), pipe_tensor=0 (no tensor instruction ran) or empty"),
+    "tensor_source": Column("string", "", "ops_path (exact), sass_opcodes (estimated), legacy_x512 (approximate), "
+                            "pipe_tensor=0 (no tensor instruction ran) or empty"),
     **{f"{lv}_definition": Column("string", "", f"traffic definition used for {lv.upper()} (metrics/roofline.toml)") for lv in LEVELS},
-    "peak_source": Column("string", "", "sources of this launch's roofs, '+'-joined: report (ncu peak_sustained x measured clock), datasheet (boost clock), user"),
+    "peak_source": Column("string", "", "sources of this launch's roofs, '+'-joined: report (ncu peak_sustained x measured clock), "
+                          "datasheet (boost clock), user"),
     "ceiling_sources": Column("string", "", "source of each roof, 'name:source' comma-separated (fp32:report,dram:datasheet,tensor_<path>:datasheet)"),
     "datasheet_gpu": Column("string", "", "metrics/gpus.toml entry whose datasheet roofs were used, empty if none"),
     "ncu_version": RAW_META["ncu_version"],
     "bound": Column("string", "", "memory, compute, latency or unknown"),
-    "diagnosis": Column("string", "", "memory_near_roof, memory_below_roof, compute_near_roof, compute_below_roof, latency_bound, balanced or not_classified (ncuroof/diagnose.py)"),
+    "diagnosis": Column("string", "", "memory_near_roof, memory_below_roof, compute_near_roof, compute_below_roof, latency_bound, "
+                        "balanced or not_classified (ncuroof/diagnose.py)"),
     "evidence": Column("string", "", "the numbers behind the diagnosis"),
     "advice": Column("string", "", "what to try, from the diagnosis and its numbers"),
     "flags": Column("object", "", "plausibility flags: a list of (code, text) pairs, code from FLAG_CODES (ncuroof/diagnose.py); "
@@ -261,7 +265,8 @@ def cell_text(name: str, cell: object) -> str:
     if not isinstance(cell, (list, tuple)):
         return ""
     items = [f"{c}: {t}" for c, t in cell] if name == "flags" else [str(x) for x in cell]
-    return LIST_SEPARATOR.join(items)
+    # An item never holds the separator (producers avoid it; this keeps a file parseable regardless).
+    return LIST_SEPARATOR.join(x.replace(LIST_SEPARATOR, ", ") for x in items)
 
 
 def parse_cell(name: str, text: object) -> list:
