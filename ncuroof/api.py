@@ -386,7 +386,8 @@ def load_side(side: PathLike | Sequence[PathLike], **kwargs: Any) -> pd.DataFram
         k = pd.read_csv(table, keep_default_na=True)
         # Recomputed for tables written before these columns existed.
         derived = ("time_at_roof_s", "saving_s", "expected_flop", "expected_dram_bytes", "diagnosis", "evidence", "advice", "flags")
-        missing = [c for c in KERNELS if c not in k.columns and c not in derived]
+        newer = ("hot_pipe", "hot_pipe_frac", "time_at_roof_bound", "speed_of_light_note")  # issue 15
+        missing = [c for c in KERNELS if c not in k.columns and c not in derived and c not in newer]
         if missing:
             raise InputError(f"kernels.csv lacks {missing[:4]}; it was not written by this version of ncuroof analyze", table)
         for col in ("kernel_demangled", "device_name", "cc", "ncu_version", "bound", "status", "peak_source",
@@ -394,10 +395,13 @@ def load_side(side: PathLike | Sequence[PathLike], **kwargs: Any) -> pd.DataFram
             if col in k.columns:
                 k[col] = k[col].astype(object).where(k[col].notna(), None)
         k["cc"] = k["cc"].map(lambda c: f"{c:.1f}" if isinstance(c, float) else c)
-        for col in ("diagnosis", "evidence", "advice", "flags", "notes", "grid", "block"):
+        if "hot_pipe" not in k.columns:
+            k["hot_pipe"], k["hot_pipe_frac"] = "", np.nan
+        for col in ("diagnosis", "evidence", "advice", "flags", "notes", "grid", "block", "hot_pipe", "time_at_roof_bound",
+                    "speed_of_light_note"):
             if col in k.columns:
                 k[col] = k[col].astype(object).where(k[col].notna(), "")
-        if any(c not in k.columns for c in derived[:2]):
+        if any(c not in k.columns for c in (*derived[:2], "time_at_roof_bound")):
             k = calculator.time_at_roof(k)
         for c in derived[2:4]:
             if c not in k.columns:

@@ -15,6 +15,9 @@ class                     when
 ``latency_bound``         SM and memory throughput both below ``[sol].latency_bound`` (60 %):
                           latency bound or under-occupied (small grid when < 1 wave)
 ``balanced``              both throughputs above 60 % and within ``[sol].balanced`` (10 points)
+``instruction_bound``     FP roofline memory bound, below the compute roof or without FP work, but
+                          the SM throughput >= ``[instruction].sm_min`` and >= ``ratio`` x memory
+                          (:func:`ncuroof.speed_of_light.instruction_verdict`)
 ``not_classified``        failed measurement, or no roofline point and no SpeedOfLight values
 ========================  =========================================================================
 
@@ -34,8 +37,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .catalog import Catalog, GpuCatalog, load_gpus
+from .catalog import Catalog, GpuCatalog, PipeCatalog, load_gpus
+from .catalog import load as load_catalog
 from .schema import precision_title
+from .speed_of_light import instruction_verdict
 from .summary import binding_points, grid_sizes, kernel_keys
 
 __all__ = ["CLASSES", "diagnose_kernels", "diagnose_launches", "launch_flags", "what_if"]
@@ -48,6 +53,7 @@ CLASSES = {
     "compute_below_roof": "compute-bound, below the roof",
     "latency_bound": "latency-bound / under-occupied",
     "balanced": "balanced",
+    "instruction_bound": "instruction-bound (non-FP work)",
     "not_classified": "not classified",
 }
 
@@ -85,11 +91,12 @@ def _tensor_ratio(device: str, precision: str, gpus: GpuCatalog | None) -> tuple
 #: The columns :func:`verdict` reads.
 _FACTS = ("status", "bound", "precision", "level", "ai_flop_per_byte", "ridge_flop_per_byte", "roof_fraction",
           "sm_throughput_frac", "memory_throughput_frac", "occupancy_frac", "theoretical_occupancy_frac", "waves_per_sm",
-          "blocks", "threads_per_block", "tensor_flop", "device_name")
+          "blocks", "threads_per_block", "tensor_flop", "device_name", "hot_pipe", "hot_pipe_frac")
 
 
 def verdict(f: dict[str, Any], sol: dict[str, Any], gpus: GpuCatalog | None = None,
-            low_occupancy: float = 0.5) -> tuple[str, str, str]:
+            low_occupancy: float = 0.5, instruction: dict[str, Any] | None = None,
+            pipes: PipeCatalog | None = None) -> tuple[str, str, str]:
     """Class, evidence and advice for one kernel or launch.
 
     Parameters
@@ -107,6 +114,10 @@ def verdict(f: dict[str, Any], sol: dict[str, Any], gpus: GpuCatalog | None = No
     low_occupancy : float, default 0.5
         ``metrics/thresholds.toml`` [diagnosis].low_occupancy: below it a latency-bound
         kernel's advice is to raise occupancy.
+    instruction : dict, optional
+        ``metrics/thresholds.toml`` [instruction] (default: the installed catalog's).
+    pipes : PipeCatalog, optional
+        ``metrics/pipes.toml``, for the hot pipe's advice (default: the installed catalog's).
 
     Returns
     -------
@@ -153,6 +164,9 @@ def verdict(f: dict[str, Any], sol: dict[str, Any], gpus: GpuCatalog | None = No
             advice = ("neither unit is busy: latency bound; raise instruction-level parallelism and read ncu's "
                       "warp-stall reasons (WarpStateStats) for what the warps wait on")
         return "latency_bound", ev, advice
+    inst = instruction_verdict(f, sol, instruction or load_catalog().thresholds["instruction"], pipes or load_catalog().pipes)
+    if inst is not None:
+        return inst
     have_point = math.isfinite(frac) and bool(level)
     if have_point:
         cmp = "<" if bound == "memory" else ">="
@@ -314,7 +328,8 @@ def diagnose_launches(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Cata
     facts["threads_per_block"] = grid_sizes(facts["block"])
     sol = catalog.thresholds["sol"]
     low = float(catalog.thresholds["diagnosis"]["low_occupancy"])
-    res = [verdict(f, sol, gpus, low) for f in facts[[c for c in _FACTS if c in facts.columns]].to_dict("records")]
+    res = [verdict(f, sol, gpus, low, catalog.thresholds["instruction"], catalog.pipes)
+           for f in facts[[c for c in _FACTS if c in facts.columns]].to_dict("records")]
     k["diagnosis"] = [r[0] for r in res]
     k["evidence"] = [r[1] for r in res]
     k["advice"] = [r[2] for r in res]
@@ -359,7 +374,7 @@ def diagnose_kernels(summary: pd.DataFrame, kernels: pd.DataFrame, catalog: Cata
     s["status"] = np.where(failed.reindex(s["kernel_key"]).fillna(False).to_numpy(bool), "failed_measurement", "ok")
     sol = catalog.thresholds["sol"]
     low = float(catalog.thresholds["diagnosis"]["low_occupancy"])
-    res = [verdict(f, sol, gpus, low) for f in s.to_dict("records")]
+    res = [verdict(f, sol, gpus, low, catalog.thresholds["instruction"], catalog.pipes) for f in s.to_dict("records")]
     s["diagnosis"] = [r[0] for r in res]
     s["evidence"] = [r[1] + _useful_ai(f) for r, f in zip(res, s.to_dict("records"))]
     s["advice"] = [r[2] for r in res]

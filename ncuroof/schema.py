@@ -62,7 +62,9 @@ LEVELS = ("l1", "l2", "dram")
 BOUNDS = ("memory", "compute", "latency", "unknown")
 #: Values of the ``diagnosis`` column of the kernels table (:mod:`ncuroof.diagnose`).
 DIAGNOSES = ("memory_near_roof", "memory_below_roof", "compute_near_roof", "compute_below_roof", "latency_bound", "balanced",
-             "not_classified")
+             "instruction_bound", "not_classified")
+#: Values of the ``time_at_roof_bound`` column of the kernels table (:mod:`ncuroof.speed_of_light`).
+TIME_BOUNDS = ("roofline", "sm_units", "memory_units", "")
 #: Values of the ``status`` column of the kernels table.
 STATUSES = ("ok", "no_roofline_metrics", "failed_measurement")
 
@@ -106,8 +108,13 @@ KERNELS: dict[str, Column] = {
     "waves_per_sm": Column("float64", "1", "launch__waves_per_multiprocessor"),
     "occupancy_frac": Column("float64", "1", "achieved occupancy: sm__warps_active.avg.pct_of_peak_sustained_active / 100"),
     "theoretical_occupancy_frac": Column("float64", "1", "theoretical occupancy: sm__maximum_warps_per_active_cycle_pct / 100"),
-    "time_at_roof_s": Column("float64", "s", "roofline lower bound on the duration: max over precisions of FLOP / compute roof and over levels of bytes / bandwidth roof"),
-    "saving_s": Column("float64", "s", "time_s - time_at_roof_s, at least 0: the time saved if the launch ran at its roof"),
+    "hot_pipe": Column("string", "", "busiest SM pipe (metrics/pipes.toml): the largest pipe of ncu's sm__throughput breakdown, '' when none"),
+    "hot_pipe_frac": Column("float64", "1", "utilisation of hot_pipe: its .avg.pct_of_peak_sustained_elapsed (else _active) / 100"),
+    "time_at_roof_s": Column("float64", "s", "lower bound on the duration: max(roofline bound (precisions sharing a pipe add; "
+                             "max over pipes and levels), time_s x max(sm_throughput_frac, memory_throughput_frac))"),
+    "time_at_roof_bound": Column("string", "", "which bound set time_at_roof_s: roofline, sm_units or memory_units ('' when none)"),
+    "saving_s": Column("float64", "s", "time_s - time_at_roof_s, at least 0: the time saved if the launch ran at its speed of light"),
+    "speed_of_light_note": Column("string", "", "one sentence when the roofline and unit bounds differ by more than 2x, else ''"),
     "expected_flop": Column("float64", "FLOP", "algorithmic FLOPs of the launch from --expect (NaN without)"),
     "expected_dram_bytes": Column("float64", "B", "DRAM bytes the launch must move, from --expect (NaN without)"),
     "flop_source": Column("string", "", "how FLOPs were obtained: 'count', 'rate x time' or empty"),
@@ -118,7 +125,8 @@ KERNELS: dict[str, Column] = {
     "datasheet_gpu": Column("string", "", "metrics/gpus.toml entry whose datasheet roofs were used, empty if none"),
     "ncu_version": RAW_META["ncu_version"],
     "bound": Column("string", "", "memory, compute, latency or unknown"),
-    "diagnosis": Column("string", "", "memory_near_roof, memory_below_roof, compute_near_roof, compute_below_roof, latency_bound, balanced or not_classified (ncuroof/diagnose.py)"),
+    "diagnosis": Column("string", "", "memory_near_roof, memory_below_roof, compute_near_roof, compute_below_roof, latency_bound, "
+                        "balanced, instruction_bound or not_classified (ncuroof/diagnose.py)"),
     "evidence": Column("string", "", "the numbers behind the diagnosis"),
     "advice": Column("string", "", "what to try, from the diagnosis and its numbers"),
     "flags": Column("string", "", "plausibility flags, '; '-separated: above roof (with the likely cause), failed measurement, n/a metrics, no work measured"),
@@ -258,7 +266,8 @@ def validate_kernels(df: pd.DataFrame) -> pd.DataFrame:
         If a declared column is missing or a quantity is negative (a defect in ncuroof).
     """
     out = _validate(df, KERNELS, "kernels")
-    if not out["status"].isin(STATUSES).all() or not out["bound"].isin(BOUNDS).all() or not out["diagnosis"].isin(DIAGNOSES).all():
+    if (not out["status"].isin(STATUSES).all() or not out["bound"].isin(BOUNDS).all() or not out["diagnosis"].isin(DIAGNOSES).all()
+            or not out["time_at_roof_bound"].fillna("").isin(TIME_BOUNDS).all()):
         raise ValueError("kernels table has an unknown status or bound value")
     return out
 

@@ -189,12 +189,14 @@ def kernel_summary(kernels: pd.DataFrame, points: pd.DataFrame, focus: float = F
         ``waves_per_sm``, ``blocks`` and ``threads_per_block`` (medians), ``clock_spread``
         ((max − min) / median SM clock over launches), ``tensor_flop`` (sum), ``device_name``,
         ``expected_flop`` and ``expected_dram_bytes`` (sums, ``--expect``), ``dram_ai_flop_per_byte``
-        (all counted FLOPs over DRAM bytes).
+        (all counted FLOPs over DRAM bytes), ``hot_pipe`` and ``time_at_roof_bound`` (the value
+        with the most launch time) and ``hot_pipe_frac`` (time-weighted).
     """
     used = ["source", "launch_id", "kernel_name", "kernel_demangled", "nvtx_range", "device_name", "grid", "block", "time_s",
             "sm_clock_hz", "time_at_roof_s", "saving_s", "bound", "sm_throughput_frac", "memory_throughput_frac",
             "occupancy_frac", "theoretical_occupancy_frac", "waves_per_sm", "tensor_flop", "expected_flop",
-            "expected_dram_bytes", "fp64_flop", "fp32_flop", "fp16_flop", "dram_bytes"]
+            "expected_dram_bytes", "fp64_flop", "fp32_flop", "fp16_flop", "dram_bytes", "hot_pipe", "hot_pipe_frac",
+            "time_at_roof_bound"]
     k = kernels[[c for c in used if c in kernels.columns]].copy()
     k["kernel_key"] = kernel_keys(k)
     k["_t"] = k["time_s"].fillna(0.0)
@@ -210,7 +212,9 @@ def kernel_summary(kernels: pd.DataFrame, points: pd.DataFrame, focus: float = F
         "nvtx_range": g["nvtx_range"].agg(lambda s: s.dropna().mode().iat[0] if s.notna().any() else ""),
     })
     # SpeedOfLight throughputs and occupancy time-weighted over the launches that have them; geometry.
-    for col in ("sm_throughput_frac", "memory_throughput_frac", "occupancy_frac", "theoretical_occupancy_frac"):
+    for col in ("sm_throughput_frac", "memory_throughput_frac", "occupancy_frac", "theoretical_occupancy_frac", "hot_pipe_frac"):
+        if col not in k.columns:
+            k[col] = np.nan
         v = k[col].to_numpy(float)
         w = np.where(np.isfinite(v), k["_t"].to_numpy(float), 0.0)
         k[f"_w{col}"] = np.nan_to_num(v) * w
@@ -236,6 +240,8 @@ def kernel_summary(kernels: pd.DataFrame, points: pd.DataFrame, focus: float = F
     bound_time = k.groupby(["kernel_key", "bound"], sort=False)["_t"].sum().reset_index()
     out["bound"] = (bound_time.sort_values("_t", ascending=False, kind="stable").drop_duplicates("kernel_key")
                     .set_index("kernel_key")["bound"].reindex(out.index).fillna("unknown"))
+    out["hot_pipe"] = _most_time(k, "hot_pipe").reindex(out.index).fillna("")
+    out["time_at_roof_bound"] = _most_time(k, "time_at_roof_bound").reindex(out.index).fillna("")
     dots = aggregate_points(with_keys(points, k), by="kernel_key") if len(points) else pd.DataFrame()
     main = pd.Series("", index=out.index, dtype=object)
     bcols = ["level", "ai_flop_per_byte", "flop_per_s", "roof_fraction", "ridge_flop_per_byte", "peak_flop_per_s",
@@ -263,8 +269,18 @@ def kernel_summary(kernels: pd.DataFrame, points: pd.DataFrame, focus: float = F
             "precision", "bound", "level", "ai_flop_per_byte", "flop_per_s", "roof_fraction", "time_at_roof_s", "saving_s",
             "saving_share", "nvtx_range", "ridge_flop_per_byte", "peak_flop_per_s", "peak_bytes_per_s", "sm_throughput_frac",
             "memory_throughput_frac", "occupancy_frac", "theoretical_occupancy_frac", "waves_per_sm", "blocks", "threads_per_block", "clock_spread", "tensor_flop",
-            "device_name", "expected_flop", "expected_dram_bytes", "dram_ai_flop_per_byte"]
+            "device_name", "expected_flop", "expected_dram_bytes", "dram_ai_flop_per_byte", "hot_pipe", "hot_pipe_frac",
+            "time_at_roof_bound"]
     return out[cols]
+
+
+def _most_time(k: pd.DataFrame, col: str) -> pd.Series:
+    """Per ``kernel_key``: the non-empty value of ``col`` with the most launch time (``_t``)."""
+    if col not in k.columns:
+        return pd.Series(dtype=object)
+    v = k[["kernel_key", "_t"]].assign(_v=k[col].astype(object).where(k[col].notna(), "").astype(str))
+    v = v[v["_v"] != ""].groupby(["kernel_key", "_v"], sort=False)["_t"].sum().reset_index()
+    return v.sort_values("_t", ascending=False, kind="stable").drop_duplicates("kernel_key").set_index("kernel_key")["_v"]
 
 
 def grid_sizes(dims: pd.Series) -> pd.Series:
