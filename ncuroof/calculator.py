@@ -409,6 +409,7 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
     k["speed_of_light_note"] = ""
     k["expected_flop"] = _NAN
     k["expected_dram_bytes"] = _NAN
+    k["kernel_key"] = None  # set once by the analysis (ncuroof.summary.kernel_keys, --match)
     k["bound"] = "unknown"
     k["diagnosis"] = "not_classified"
     k["evidence"] = ""
