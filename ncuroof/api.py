@@ -19,6 +19,7 @@ import plotly.graph_objects as go
 from . import analysis as _analysis
 from . import calculator, catalog, collector, diagnose, plot, provenance, report
 from . import compare as _compare
+from . import phases as _phases
 from .analysis import Analysis, AnalysisOptions
 from .errors import InputError
 from .provenance import as_paths
@@ -175,6 +176,7 @@ class AnalysisResult:
     outdir: Path | None = None
     files: dict[str, Path] = field(default_factory=dict)
     what_if: pd.DataFrame | None = None
+    phases: pd.DataFrame | None = None
 
     @property
     def kernels(self) -> pd.DataFrame:
@@ -216,7 +218,7 @@ def _page_files(a: Analysis, plotlyjs: str | bool, image: str | None) -> dict[st
 
 def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None, options: AnalysisOptions | None = None, *,
             plotlyjs: str | bool = True, top: int = 10, progress: bool = False, write: bool = True, image: str | None = None,
-            what_if: str | None = None, **option_fields: Any) -> AnalysisResult:
+            what_if: str | None = None, group_by: str | None = None, **option_fields: Any) -> AnalysisResult:
     """Run the whole analysis and write ``kernels.csv``, ``points.csv`` and ``roofline.html``.
 
     Parameters
@@ -241,6 +243,9 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
     what_if : str, optional
         A ``metrics/gpus.toml`` entry: project every kernel onto its datasheet roofs
         (:func:`ncuroof.diagnose.what_if`) and write ``whatif.csv``.
+    group_by : str, optional
+        ``nvtx`` or ``nvtx:DEPTH``: aggregate launches by NVTX range path
+        (:func:`ncuroof.phases.phase_table`) and write ``phases.csv``.
 
     Returns
     -------
@@ -255,13 +260,16 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
     with _progress_bar(progress) as bar:
         a = _analysis.build(inputs, AnalysisOptions.of(options, **option_fields), bar)
     projected = _what_if(a, what_if) if what_if is not None else None
-    result = AnalysisResult(a, a.summary.head(top).reset_index(drop=True), what_if=projected)
+    phase_rows = _phases.phase_table(a.kernels, _phases.parse_group_by(group_by)) if group_by is not None else None
+    result = AnalysisResult(a, a.summary.head(top).reset_index(drop=True), what_if=projected, phases=phase_rows)
     if not write:
         return result
     out = Path(outdir) if outdir is not None else default_outdir(inputs[0])
     files = _page_files(a, plotlyjs, image)
     if projected is not None:
         files["whatif.csv"] = projected.to_csv(index=False)
+    if phase_rows is not None:
+        files["phases.csv"] = phase_rows.to_csv(index=False)
     report.write_outputs(out, files)
     result.outdir = out
     result.files = {name: out / name for name in files}

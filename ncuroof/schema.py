@@ -34,6 +34,7 @@ __all__ = [
     "POINTS",
     "DOTS",
     "KERNEL_SUMMARY",
+    "PHASES",
     "PRECISIONS",
     "LEVELS",
     "BOUNDS",
@@ -372,3 +373,26 @@ def validate_points(df: pd.DataFrame) -> pd.DataFrame:
     if not out["level"].isin(LEVELS).all():
         raise ValueError("points table has an unknown level")
     return out
+
+
+#: One row per NVTX phase (:func:`ncuroof.phases.phase_table`, ``ncuroof analyze --group-by nvtx[:DEPTH]``,
+#: ``phases.csv``): launches aggregated by their NVTX range path.
+PHASES: dict[str, Column] = {
+    "phase": Column("string", "", "NVTX range path (' > '-joined, outermost first) cut to the depth asked for; 'no range' for launches outside every range"),
+    "launches": Column("int64", "", "launches in the phase"),
+    "kernels": Column("int64", "", "distinct kernels (demangled names) in the phase"),
+    "time_s": Column("float64", "s", "summed launch duration"),
+    "time_share": Column("float64", "1", "time_s over all launches' time"),
+    **{f"{p}_flop": Column("float64", "FLOP", f"summed {p.upper()} FLOPs") for p in PRECISIONS},
+    "tensor_flop": Column("float64", "FLOP", "summed tensor FLOPs"),
+    "flop": Column("float64", "FLOP", "all counted FLOPs: FP64 + FP32 + FP16 + tensor"),
+    **{f"{lv}_bytes": Column("float64", "B", f"summed {lv.upper()} traffic") for lv in LEVELS},
+    "flop_per_s": Column("float64", "FLOP/s", "flop / time_s (the time-weighted mean of the launches' rates)"),
+    "dram_ai_flop_per_byte": Column("float64", "FLOP/B", "flop / dram_bytes"),
+    "bound": Column("string", "", "the launches' bound of most of the phase's time"),
+    "time_at_roof_s": Column("float64", "s", "summed launches' time_at_roof_s (speed of light: roofline or unit bound)"),
+    "saving_s": Column("float64", "s", "summed launches' saving_s"),
+    "saving_share": Column("float64", "1", "saving_s over all launches' time"),
+    "sm_throughput_frac": Column("float64", "1", "ncu SM throughput, time-weighted over the phase's launches"),
+    "memory_throughput_frac": Column("float64", "1", "ncu memory throughput, time-weighted over the phase's launches"),
+}

@@ -290,7 +290,7 @@ def instruction_verdict(f: dict, sol: dict, instruction: dict, pipes: PipeCatalo
                 f"{busy}; {fp}")
     advice = "the SM is busy with instructions the FP roofline does not count: cut instructions, not bytes (coalescing will not help)"
     if spec is not None:
-        advice += f"; {pipe} runs {spec.does}: {spec.advice}"
+        advice += f"; the busiest pipe, {pipe}, runs {spec.does}: {spec.advice}"
     advice += ("; check integer and address arithmetic, predication and divergent branches, and SFU use (ncu's InstructionStats "
                f"section lists the mix); with these instructions the launch can get at most {1 / sm:.1f}x faster")
     return "instruction_bound", evidence, advice
