@@ -22,6 +22,7 @@ from . import compare as _compare
 from . import phases as _phases
 from .analysis import Analysis, AnalysisOptions
 from .errors import InputError
+from .instruction_roofline import instruction_points
 from .provenance import as_paths
 from .schema import validate_points
 
@@ -177,6 +178,7 @@ class AnalysisResult:
     files: dict[str, Path] = field(default_factory=dict)
     what_if: pd.DataFrame | None = None
     phases: pd.DataFrame | None = None
+    instruction_points: pd.DataFrame | None = None
 
     @property
     def kernels(self) -> pd.DataFrame:
@@ -247,6 +249,11 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
         ``nvtx`` or ``nvtx:DEPTH``: aggregate launches by NVTX range path
         (:func:`ncuroof.phases.phase_table`) and write ``phases.csv``.
 
+    Notes
+    -----
+    ``instruction_points.csv`` (the instruction roofline, :func:`ncuroof.instruction_roofline.instruction_points`)
+    is written when the report has warp-instruction and transaction counters.
+
     Returns
     -------
     AnalysisResult
@@ -261,7 +268,9 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
         a = _analysis.build(inputs, AnalysisOptions.of(options, **option_fields), bar)
     projected = _what_if(a, what_if) if what_if is not None else None
     phase_rows = _phases.phase_table(a.kernels, _phases.parse_group_by(group_by)) if group_by is not None else None
-    result = AnalysisResult(a, a.summary.head(top).reset_index(drop=True), what_if=projected, phases=phase_rows)
+    ipts = instruction_points(a.kernels, a.catalog.instruction.sector_bytes if a.catalog.instruction else 32.0)
+    result = AnalysisResult(a, a.summary.head(top).reset_index(drop=True), what_if=projected, phases=phase_rows,
+                            instruction_points=ipts)
     if not write:
         return result
     out = Path(outdir) if outdir is not None else default_outdir(inputs[0])
@@ -270,6 +279,8 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
         files["whatif.csv"] = projected.to_csv(index=False)
     if phase_rows is not None:
         files["phases.csv"] = phase_rows.to_csv(index=False)
+    if len(ipts):
+        files["instruction_points.csv"] = ipts.to_csv(index=False)
     report.write_outputs(out, files)
     result.outdir = out
     result.files = {name: out / name for name in files}

@@ -292,6 +292,21 @@ def _failed_measurements(raw: pd.DataFrame, time_s: np.ndarray) -> np.ndarray:
     return failed
 
 
+def _instruction_counts(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray) -> dict[str, np.ndarray]:
+    """Warp instructions, transactions per level and the instruction issue roof ([DING] §III;
+    ``metrics/instruction_roofline.toml``): roof = SMs x schedulers per SM x SM clock [warp inst/s]."""
+    n = len(raw)
+    ins = cat.instruction
+    if ins is None:
+        return {c: np.full(n, _NAN) for c in ("warp_inst", *(f"{lv}_transactions" for lv in LEVELS), "peak_warp_inst_per_s")}
+    out = {"warp_inst": _resolve(raw, ins.warp_inst, cc).values}
+    for lv in LEVELS:
+        out[f"{lv}_transactions"] = _resolve(raw, ins.transactions[lv], cc).values if lv in ins.transactions else np.full(n, _NAN)
+    sms, clock = _column(raw, ins.sm_count), _column(raw, ins.clock)
+    out["peak_warp_inst_per_s"] = (sms * ins.schedulers_per_sm * clock) if sms is not None and clock is not None else np.full(n, _NAN)
+    return out
+
+
 def _fraction(raw: pd.DataFrame, metric: str) -> np.ndarray:
     col = _column(raw, metric)
     return np.full(len(raw), _NAN) if col is None else col / 100.0
@@ -364,6 +379,8 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
         k["hot_pipe"], k["hot_pipe_frac"] = hot_pipe(raw, cat.pipes, cc)
     else:
         k["hot_pipe"], k["hot_pipe_frac"] = "", _NAN
+    for col, values in _instruction_counts(raw, cat, cc).items():
+        k[col] = values
     k["flop_source"] = flop_source
     k["tensor_source"] = tensor_source
     for lv in LEVELS:

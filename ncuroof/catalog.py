@@ -35,6 +35,7 @@ __all__ = [
     "TensorCatalog",
     "Pipe",
     "PipeCatalog",
+    "InstructionCatalog",
     "Catalog",
     "GpuSpec",
     "GpuCatalog",
@@ -202,6 +203,32 @@ def _pipes(data: dict[str, Any]) -> PipeCatalog:
 
 
 @dataclass(frozen=True)
+class InstructionCatalog:
+    """The instruction roofline's metrics (``metrics/instruction_roofline.toml``, [DING])."""
+
+    warp_inst: tuple[Recipe, ...]
+    transactions: dict[str, tuple[Recipe, ...]]
+    schedulers_per_sm: float
+    sector_bytes: float
+    sm_count: str
+    clock: str
+    source: str
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """Every metric name its recipes may read."""
+        recipes = [*self.warp_inst, *(r for rs in self.transactions.values() for r in rs)]
+        return (self.sm_count, self.clock, *(m for r in recipes for m in r.metrics))
+
+
+def _instruction(data: dict[str, Any]) -> InstructionCatalog:
+    return InstructionCatalog(_recipes(data["warp_inst"], "warp_inst"),
+                              {lv: _recipes(rs, f"transactions.{lv}") for lv, rs in data["transactions"].items()},
+                              float(data["schedulers_per_sm"]), float(data["sector_bytes"]), data["sm_count"], data["clock"],
+                              data["source"])
+
+
+@dataclass(frozen=True)
 class Catalog:
     """The whole metric catalog."""
 
@@ -215,6 +242,7 @@ class Catalog:
     tensor: TensorCatalog
     thresholds: dict[str, Any] = field(default_factory=dict)
     pipes: PipeCatalog | None = None
+    instruction: InstructionCatalog | None = None
 
     @functools.cached_property
     def scalar_metrics(self) -> frozenset[str]:
@@ -234,6 +262,8 @@ class Catalog:
         names.update({t.legacy_rate_clock, t.legacy_peak_clock, t.ops_clock})
         if self.pipes is not None:
             names.update(self.pipes.metrics)
+        if self.instruction is not None:
+            names.update(self.instruction.metrics)
         return frozenset(names)
 
     def formula(self, key: str, definition: str = "") -> str:
@@ -470,6 +500,7 @@ def load(directory: Path | None = None) -> Catalog:
         tensor=tensor,
         thresholds=thresholds,
         pipes=_pipes(_read(directory / "pipes.toml")),
+        instruction=_instruction(_read(directory / "instruction_roofline.toml")),
     )
 
 

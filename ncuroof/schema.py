@@ -35,6 +35,7 @@ __all__ = [
     "DOTS",
     "KERNEL_SUMMARY",
     "PHASES",
+    "INSTRUCTION_POINTS",
     "PRECISIONS",
     "LEVELS",
     "BOUNDS",
@@ -114,6 +115,10 @@ KERNELS: dict[str, Column] = {
     "theoretical_occupancy_frac": Column("float64", "1", "theoretical occupancy: sm__maximum_warps_per_active_cycle_pct / 100"),
     "hot_pipe": Column("string", "", "busiest SM pipe (metrics/pipes.toml): the largest pipe of ncu's sm__throughput breakdown, '' when none"),
     "hot_pipe_frac": Column("float64", "1", "utilisation of hot_pipe: its .avg.pct_of_peak_sustained_elapsed (else _active) / 100"),
+    "warp_inst": Column("float64", "inst", "warp instructions executed (smsp__inst_executed.sum; instruction roofline [DING])"),
+    **{f"{lv}_transactions": Column("float64", "sector", f"{lv.upper()} transactions, 32 B sectors (metrics/instruction_roofline.toml)")
+       for lv in LEVELS},
+    "peak_warp_inst_per_s": Column("float64", "inst/s", "instruction issue roof: SMs x 4 schedulers x SM clock [DING]"),
     "time_at_roof_s": Column("float64", "s", "lower bound on the duration: max(roofline bound (precisions sharing a pipe add; "
                              "max over pipes and levels), time_s x max(sm_throughput_frac, memory_throughput_frac))"),
     "time_at_roof_bound": Column("string", "", "which bound set time_at_roof_s: roofline, sm_units or memory_units ('' when none)"),
@@ -395,4 +400,24 @@ PHASES: dict[str, Column] = {
     "saving_share": Column("float64", "1", "saving_s over all launches' time"),
     "sm_throughput_frac": Column("float64", "1", "ncu SM throughput, time-weighted over the phase's launches"),
     "memory_throughput_frac": Column("float64", "1", "ncu memory throughput, time-weighted over the phase's launches"),
+}
+
+
+#: One row per (launch, memory level) with warp instructions and transactions: the instruction
+#: roofline [DING] (:func:`ncuroof.instruction_roofline.instruction_points`, ``instruction_points.csv``).
+INSTRUCTION_POINTS: dict[str, Column] = {
+    "source": RAW_META["source"],
+    "launch_id": RAW_META["launch_id"],
+    "kernel_name": RAW_META["kernel_name"],
+    "level": Column("string", "", "l1, l2 or dram"),
+    "time_s": KERNELS["time_s"],
+    "warp_inst": KERNELS["warp_inst"],
+    "transactions": Column("float64", "sector", "32 B transactions at this level"),
+    "inst_per_transaction": Column("float64", "inst/sector", "instruction intensity: warp_inst / transactions (the x of the point)"),
+    "warp_inst_per_s": Column("float64", "inst/s", "warp_inst / time_s (the y of the point)"),
+    "peak_warp_inst_per_s": KERNELS["peak_warp_inst_per_s"],
+    "peak_transactions_per_s": Column("float64", "sector/s", "memory wall: the level's bandwidth roof / 32 B"),
+    "roof_warp_inst_per_s": Column("float64", "inst/s", "attainable: min(peak_warp_inst_per_s, inst_per_transaction x peak_transactions_per_s)"),
+    "roof_fraction": Column("float64", "1", "warp_inst_per_s / roof_warp_inst_per_s"),
+    "bound": Column("string", "", "memory (left of the level's elbow) or instruction"),
 }
