@@ -50,6 +50,9 @@ class AnalysisOptions:
         Share of GPU time whose kernels the page shows first (:func:`ncuroof.summary.focus_set`).
     stack : bool
         Stack unrelated inputs instead of merging them as files of one run.
+    reader : {'auto', 'fast', 'ncu_report'}
+        How ``.ncu-rep`` files are read (:func:`ncuroof.parser.read`); the numbers do not depend
+        on it.
     """
 
     traffic: str = "ncu"
@@ -60,8 +63,11 @@ class AnalysisOptions:
     match: str = "kernel"
     focus: float = FOCUS_SHARE
     stack: bool = False
+    reader: str = "auto"
 
     def __post_init__(self) -> None:
+        if self.reader not in parser.READERS:
+            raise ValueError(f"reader must be one of {', '.join(parser.READERS)}, not {self.reader!r}")
         if self.traffic not in TRAFFIC_CHOICES:
             raise ValueError(f"traffic must be one of {', '.join(TRAFFIC_CHOICES)}, not {self.traffic!r}")
         if self.match not in KEY_CHOICES:
@@ -146,7 +152,7 @@ def read_kernels(inputs: Sequence[Path], options: AnalysisOptions, cat: Catalog,
     """
     if not inputs:
         raise InputError("no input files given")
-    raw = parser.read_many(list(inputs), cat, progress, stack=options.stack)
+    raw = parser.read_many(list(inputs), cat, progress, stack=options.stack, reader=options.reader)
     k = calculator.compute_kernels(raw, cat, traffic=options.traffic)
     k = ceilings.fill_ceilings(k, gpus, gpu=options.gpu, peak_flops=options.peak_flops, peak_bandwidth=options.peak_bandwidth)
     k = calculator.time_at_roof(k, cat)

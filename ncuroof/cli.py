@@ -74,6 +74,9 @@ def analysis_options(f):  # noqa: ANN001, ANN201 - click decorator
                      help=_MATCH_HELP + " 'name' is the old spelling of 'kernel'."),
         click.option("--focus", type=click.FloatRange(0, 1, min_open=True), default=0.95, show_default=True,
                      help="The chart shows the fewest kernels making up this share of GPU time (the page can show the rest)."),
+        click.option("--reader", type=click.Choice(["auto", "fast", "ncu_report"]), default="auto", show_default=True,
+                     help=".ncu-rep reader: ncuroof's own decoder (fast), NVIDIA's ncu_report module, or the decoder with "
+                          "ncu_report for reports it does not know (auto)."),
     ]
     for option in reversed(options):
         f = option(f)
@@ -87,7 +90,7 @@ def _options(kw: dict) -> "AnalysisOptions":  # noqa: F821, UP037 - imported laz
     match = kw.pop("match")
     return AnalysisOptions(traffic=kw.pop("traffic"), stack=kw.pop("stack"), gpu=kw.pop("gpu"), peak_flops=kw.pop("peak_flops") or None,
                            peak_bandwidth=kw.pop("peak_bandwidth") or None, expect=kw.pop("expect"),
-                           match="kernel" if match == "name" else match, focus=kw.pop("focus"))
+                           match="kernel" if match == "name" else match, focus=kw.pop("focus"), reader=kw.pop("reader"))
 
 
 def _group_by(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:

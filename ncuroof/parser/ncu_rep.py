@@ -22,7 +22,7 @@ import pandas as pd
 from ..catalog import Catalog
 from ..errors import InputError, MissingModuleError, ReportFormatError
 
-__all__ = ["read_ncu_rep", "check_framing", "ncu_version", "MAGIC"]
+__all__ = ["read_ncu_rep", "check_framing", "check_file", "ncu_version", "MAGIC", "launch_row", "launch_frame"]
 
 MAGIC = b"NVR\x00"
 _PAYLOAD_FIELD = 5
@@ -66,6 +66,45 @@ def _payload_size(header: bytes) -> int:
     return 0
 
 
+def check_file(path: Path) -> bytes:
+    """Check that ``path`` is a non-empty file starting with ``NVR\\0`` and a header size.
+
+    Parameters
+    ----------
+    path : Path
+        The report.
+
+    Returns
+    -------
+    bytes
+        Its first 8 bytes.
+
+    Raises
+    ------
+    InputError
+        If the file is missing, empty, or not an Nsight Compute report.
+    ReportFormatError
+        If it ends inside its first 8 bytes.
+    """
+    if not path.exists():
+        raise InputError("no such file; check the path", path)
+    if not path.is_file():
+        raise InputError("is not a file; pass a .ncu-rep report or an ncu CSV export", path)
+    size = path.stat().st_size
+    if size == 0:
+        raise InputError("is empty; re-run ncu with -o to write the report again", path)
+    with path.open("rb") as f:
+        head = f.read(8)
+        if head[:4] != MAGIC:
+            hint = ""
+            if head and all(32 <= b < 127 or b in (9, 10, 13) for b in head[:4]) or head.startswith(b"\xef\xbb\xbf"):
+                hint = " (it looks like text: if it is an ncu CSV export, give it a .csv name)"
+            raise InputError(f"is not an Nsight Compute report: it does not start with NVR\\0{hint}", path)
+        if len(head) < 8:
+            raise ReportFormatError("is truncated inside its file header; copy the report again", path)
+    return head
+
+
 def check_framing(path: Path) -> int:
     """Check that ``path`` is a whole, uncompressed ``.ncu-rep`` file.
 
@@ -86,22 +125,9 @@ def check_framing(path: Path) -> int:
     ReportFormatError
         If the block framing does not end exactly at the end of the file (truncated or corrupt).
     """
-    if not path.exists():
-        raise InputError("no such file; check the path", path)
-    if not path.is_file():
-        raise InputError("is not a file; pass a .ncu-rep report or an ncu CSV export", path)
+    head = check_file(path)
     size = path.stat().st_size
-    if size == 0:
-        raise InputError("is empty; re-run ncu with -o to write the report again", path)
     with path.open("rb") as f:
-        head = f.read(8)
-        if head[:4] != MAGIC:
-            hint = ""
-            if head and all(32 <= b < 127 or b in (9, 10, 13) for b in head[:4]) or head.startswith(b"\xef\xbb\xbf"):
-                hint = " (it looks like text: if it is an ncu CSV export, give it a .csv name)"
-            raise InputError(f"is not an Nsight Compute report: it does not start with NVR\\0{hint}", path)
-        if len(head) < 8:
-            raise ReportFormatError("is truncated inside its file header; copy the report again", path)
         pos = 8 + struct.unpack("<I", head[4:8])[0]
         blocks = 0
         while pos < size:
@@ -201,6 +227,62 @@ def _cc(values: dict[str, Any]) -> str | None:
         return None
     return f"{int(major)}.{int(minor)}"
 
+_META = ("source", "range_id", "launch_id", "kernel_name", "kernel_demangled", "nvtx_range", "device_name", "cc", "grid",
+         "block", "ncu_version", "input_notes")
+
+
+def launch_row(path: Path, range_id: int, launch_id: int, kernel_name: str, demangled: str, nvtx: str | None,
+               values: dict[str, Any], version: str | None) -> dict[str, Any]:
+    """One raw-table row: the launch's identity columns, then its metric values.
+
+    Shared by both ``.ncu-rep`` readers so that their tables agree column for column.
+
+    Parameters
+    ----------
+    path : Path
+        The report (``source`` column).
+    range_id, launch_id : int
+        ncu's range index and the launch's index across ranges.
+    kernel_name, demangled : str
+        Function and demangled names of the kernel.
+    nvtx : str or None
+        The NVTX ranges pushed at launch, ``' > '``-joined.
+    values : dict
+        Metric name to value (float, int, str, or NaN), in ncu's metric-name order; modified:
+        ``device__attribute_display_name`` is moved to ``device_name``.
+    version : str or None
+        The ncu version that wrote the report.
+
+    Returns
+    -------
+    dict
+    """
+    display = values.pop("device__attribute_display_name", None)
+    row = dict(zip(_META, (str(path), range_id, launch_id, kernel_name, demangled, nvtx,
+                           display if isinstance(display, str) else None, _cc(values), _dims(values, "grid"),
+                           _dims(values, "block"), version, None)))
+    row.update(values)
+    return row
+
+
+def launch_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """The raw table of :func:`launch_row` rows: metric columns made numeric (text becomes NaN).
+
+    Parameters
+    ----------
+    rows : list of dict
+        One per launch.
+
+    Returns
+    -------
+    DataFrame
+        Identity columns first, then metric columns in order of first appearance.
+    """
+    df = pd.DataFrame.from_records(rows)
+    metric_cols = [c for c in df.columns if c not in _META]
+    df[metric_cols] = df[metric_cols].apply(pd.to_numeric, errors="coerce")
+    return df
+
 
 def _actions(ctx: Any) -> Iterator[tuple[int, int, Any]]:
     launch = 0
@@ -276,29 +358,10 @@ def read_ncu_rep(path: str | Path, catalog: Catalog, progress: Any = None) -> pd
                 opcode = keys.as_string(i)
                 if tensor.looks_like_mma.search(opcode):
                     values[f"{opcode_metric}[{opcode}]"] = m.as_double(i)
-        display = values.pop("device__attribute_display_name", None)
-        row = {
-            "source": str(path),
-            "range_id": range_id,
-            "launch_id": launch_id,
-            "kernel_name": action.name(name_base.NameBase_FUNCTION),
-            "kernel_demangled": action.name(name_base.NameBase_DEMANGLED),
-            "nvtx_range": _nvtx(action),
-            "device_name": display if isinstance(display, str) else None,
-            "cc": _cc(values),
-            "grid": _dims(values, "grid"),
-            "block": _dims(values, "block"),
-            "ncu_version": version,
-            "input_notes": None,
-        }
-        row.update(values)
-        rows.append(row)
+        rows.append(launch_row(path, range_id, launch_id, action.name(name_base.NameBase_FUNCTION),
+                               action.name(name_base.NameBase_DEMANGLED), _nvtx(action), values, version))
         if advance is not None:
             advance()
     if not rows:
         raise InputError("holds no kernel launches; check ncu's --kernel-name/--launch-count filters", path)
-    df = pd.DataFrame.from_records(rows)
-    meta = ["source", "range_id", "launch_id", "kernel_name", "kernel_demangled", "nvtx_range", "device_name", "cc", "grid", "block", "ncu_version", "input_notes"]
-    metric_cols = [c for c in df.columns if c not in meta]
-    df[metric_cols] = df[metric_cols].apply(pd.to_numeric, errors="coerce")
-    return df
+    return launch_frame(rows)
