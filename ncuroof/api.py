@@ -17,7 +17,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from . import analysis as _analysis
-from . import calculator, catalog, collector, diagnose, plot, provenance, report
+from . import calculator, catalog, collector, diagnose, plot, provenance, report, views
 from . import compare as _compare
 from . import phases as _phases
 from .analysis import Analysis, AnalysisOptions
@@ -203,15 +203,17 @@ def _what_if(a: Analysis, name: str) -> pd.DataFrame:
     return diagnose.what_if(a.summary, a.kernels, target, a.gpus)
 
 
-def _page_files(a: Analysis, plotlyjs: str | bool, image: str | None) -> dict[str, str | bytes]:
-    """kernels.csv, points.csv, roofline.html and the optional image of one analysis."""
+def _page_files(a: Analysis, plotlyjs: str | bool, image: str | None, phases: pd.DataFrame | None = None,
+                ipts: pd.DataFrame | None = None) -> dict[str, str | bytes]:
+    """kernels.csv, points.csv, roofline.html and the optional image of one analysis (with the
+    phase and instruction-roofline views of :mod:`ncuroof.views` when given)."""
     fig = plot.plot_roofline(a.points, a.kernels, title=f"Hierarchical roofline — {a.inputs[0].name}", focus=a.options.focus,
                              summary=a.summary)
     files: dict[str, str | bytes] = {
         "kernels.csv": a.kernels.to_csv(index=False),
         "points.csv": a.points.to_csv(index=False),
         "roofline.html": report.render_html(fig, a.kernels, provenance.page_meta(a.kernels, a.inputs), plotlyjs=plotlyjs,
-                                            summary=a.summary),
+                                            summary=a.summary, extra=views.page_sections(a.kernels, a.summary, phases, ipts)),
     }
     if image is not None:
         files[f"roofline.{image}"] = report.render_image(fig, image)
@@ -274,7 +276,7 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
     if not write:
         return result
     out = Path(outdir) if outdir is not None else default_outdir(inputs[0])
-    files = _page_files(a, plotlyjs, image)
+    files = _page_files(a, plotlyjs, image, phase_rows, ipts)
     if projected is not None:
         files["whatif.csv"] = projected.to_csv(index=False)
     if phase_rows is not None:
