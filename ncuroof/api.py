@@ -24,7 +24,7 @@ from .analysis import Analysis, AnalysisOptions
 from .errors import InputError
 from .instruction_roofline import instruction_points
 from .provenance import as_paths
-from .schema import validate_points
+from .schema import to_text, validate_points
 
 __all__ = ["profile", "profile_run", "load", "points", "plot_roofline", "analyze", "AnalysisResult", "AnalysisOptions", "default_outdir",
            "analysis_of", "compare_runs", "CompareResult"]
@@ -207,13 +207,14 @@ def _page_files(a: Analysis, plotlyjs: str | bool, image: str | None, phases: pd
                 ipts: pd.DataFrame | None = None) -> dict[str, str | bytes]:
     """kernels.csv, points.csv, roofline.html and the optional image of one analysis (with the
     phase and instruction-roofline views of :mod:`ncuroof.views` when given)."""
-    fig = plot.plot_roofline(a.points, a.kernels, title=f"Hierarchical roofline — {a.inputs[0].name}", focus=a.options.focus,
-                             summary=a.summary)
+    kernels, summ = to_text(a.kernels), to_text(a.summary)  # list columns as text for files and the page
+    fig = plot.plot_roofline(a.points, kernels, title=f"Hierarchical roofline — {a.inputs[0].name}", focus=a.options.focus,
+                             summary=summ)
     files: dict[str, str | bytes] = {
-        "kernels.csv": a.kernels.to_csv(index=False),
+        "kernels.csv": kernels.to_csv(index=False),
         "points.csv": a.points.to_csv(index=False),
-        "roofline.html": report.render_html(fig, a.kernels, provenance.page_meta(a.kernels, a.inputs), plotlyjs=plotlyjs,
-                                            summary=a.summary, extra=views.page_sections(a.kernels, a.summary, phases, ipts)),
+        "roofline.html": report.render_html(fig, kernels, provenance.page_meta(a.kernels, a.inputs), plotlyjs=plotlyjs,
+                                            summary=summ, extra=views.page_sections(a.kernels, summ, phases, ipts)),
     }
     if image is not None:
         files[f"roofline.{image}"] = report.render_image(fig, image)

@@ -24,7 +24,7 @@ import pandas as pd
 
 from . import catalog as _catalog
 from .catalog import Catalog, Recipe, Term
-from .schema import KERNELS, LEVELS, POINTS, PRECISIONS, empty, format_sources, parse_sources
+from .schema import KERNELS, LEVELS, LIST_SEPARATOR, POINTS, PRECISIONS, empty, format_sources, parse_sources
 from .speed_of_light import apply_speed_of_light, hot_pipe
 
 __all__ = ["compute_kernels", "compute_points", "time_at_roof", "cc_number", "Resolved"]
@@ -419,7 +419,7 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
     if "input_notes" in raw.columns:
         for i, note in enumerate(raw["input_notes"]):
             if isinstance(note, str) and note:
-                notes[i].append(note)
+                notes[i].extend(note.split(LIST_SEPARATOR))
     k["time_at_roof_s"] = _NAN
     k["time_at_roof_bound"] = ""
     k["saving_s"] = _NAN
@@ -431,9 +431,9 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
     k["diagnosis"] = "not_classified"
     k["evidence"] = ""
     k["advice"] = ""
-    k["flags"] = ""
+    k["flags"] = [[] for _ in range(n)]
     k["status"] = status
-    k["notes"] = ["; ".join(x) for x in notes]
+    k["notes"] = notes
     k = k[list(KERNELS)].reset_index(drop=True)
     # One column triple per tensor datapath with work in any launch (ncu shows only non-zero paths).
     extra = {}

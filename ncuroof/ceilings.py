@@ -22,7 +22,7 @@ import pandas as pd
 
 from .catalog import GpuCatalog, GpuSpec
 from .errors import InputError
-from .schema import LEVELS, PRECISIONS, format_sources, parse_sources
+from .schema import LEVELS, PRECISIONS, format_sources, parse_cell, parse_sources
 
 __all__ = ["fill_ceilings", "parse_peak", "SOURCES"]
 
@@ -117,7 +117,7 @@ def fill_ceilings(kernels: pd.DataFrame, gpus: GpuCatalog, gpu: str | None = Non
     k = kernels.copy()
     tensor_cols = {m.group(1): c for c in k.columns if (m := _TENSOR_PEAK.match(c))}
     sources = [parse_sources(s) for s in k["ceiling_sources"]]
-    notes = [[x] if isinstance(x, str) and x else [] for x in k["notes"]]
+    notes = [list(parse_cell("notes", x)) for x in k["notes"]]
     devices = k["device_name"].astype(object).where(k["device_name"].notna(), "").to_numpy()
     spec_of = {d: _spec_for(d, gpus, forced) for d in pd.unique(devices)}
     datasheet = np.full(len(k), "", dtype=object)
@@ -132,7 +132,7 @@ def fill_ceilings(kernels: pd.DataFrame, gpus: GpuCatalog, gpu: str | None = Non
     k["ceiling_sources"] = [format_sources(s) for s in sources]
     k["peak_source"] = ["+".join(x for x in SOURCES if x in s.values()) for s in sources]
     k["datasheet_gpu"] = datasheet
-    k["notes"] = ["; ".join(n) for n in notes]
+    k["notes"] = notes
     return k
 
 

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from .catalog import Catalog
+from .schema import parse_cell
 
 __all__ = ["classify", "binding_points", "main_precision"]
 
@@ -141,6 +142,5 @@ def classify(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Catalog) -> p
     text[is_roof] = [_roofline_reason(r) for r in bind[is_roof].itertuples(index=False)]
     text[is_sol] = [_sol_only_reason(r) for r in out[is_sol].itertuples(index=False)]
     text[live & ~is_lat & ~is_roof & ~is_sol] = "bound unknown: neither roofline points nor SpeedOfLight throughputs"
-    old = out["notes"].fillna("").astype(str).to_numpy(object)
-    out["notes"] = np.where((old != "") & (text != ""), old + "; " + text, old + text)
+    out["notes"] = [[*parse_cell("notes", old), t] if t else parse_cell("notes", old) for old, t in zip(out["notes"], text)]
     return out

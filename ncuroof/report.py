@@ -20,6 +20,7 @@ import plotly.graph_objects as go
 from .diagnose import CLASSES as DIAGNOSIS_TEXT
 from .errors import OutputError
 from .plot import KERNEL_COLORS, OTHER_COLOR, _si, precision_title
+from .schema import to_text
 from .summary import kernel_summary
 
 __all__ = ["summarize", "summary_text", "render_html", "render_image", "render_page", "html_table", "write_outputs"]
@@ -50,7 +51,7 @@ def summarize(kernels: pd.DataFrame, points: pd.DataFrame, top: int = 10) -> pd.
     from . import catalog, diagnose
 
     summ = diagnose.diagnose_kernels(kernel_summary(kernels, points), kernels, catalog.load(), catalog.load_gpus())
-    return summ.head(top).reset_index(drop=True)
+    return to_text(summ.head(top).reset_index(drop=True))
 
 
 def _fmt_time(t: float) -> str:
@@ -157,7 +158,7 @@ def _summary_html(summ: pd.DataFrame, kernels: pd.DataFrame, fig: go.Figure, top
                      "(ncu <code>--set roofline</code>).</p>")
     items = []
     for r in summ.head(top).itertuples(index=False):
-        items.append(_kernel_item(r, hide="missing metrics" if none else None))
+        items.append(_kernel_item(r, hide="missing_metrics" if none else None))
     if items:
         parts.append(f"<p>Top kernels by time, what limits them and what to try:</p><ol>{''.join(items)}</ol>")
     by_saving = summ[np.isfinite(summ["saving_s"].to_numpy(float))].sort_values("saving_s", ascending=False).head(top)

@@ -40,6 +40,12 @@ __all__ = [
     "LEVELS",
     "BOUNDS",
     "STATUSES",
+    "LIST_COLUMNS",
+    "cell_text",
+    "parse_cell",
+    "to_text",
+    "from_text",
+    "flag_codes",
     "validate_raw",
     "validate_kernels",
     "validate_points",
@@ -138,9 +144,10 @@ KERNELS: dict[str, Column] = {
                         "balanced, instruction_bound or not_classified (ncuroof/diagnose.py)"),
     "evidence": Column("string", "", "the numbers behind the diagnosis"),
     "advice": Column("string", "", "what to try, from the diagnosis and its numbers"),
-    "flags": Column("string", "", "plausibility flags, '; '-separated: above roof (with the likely cause), failed measurement, n/a metrics, no work measured"),
+    "flags": Column("object", "", "plausibility flags: a list of (code, text) pairs, code from FLAG_CODES (ncuroof/diagnose.py); "
+                              "written as 'code: text; ...'"),
     "status": Column("string", "", "ok, no_roofline_metrics or failed_measurement"),
-    "notes": Column("string", "", "reasons and caveats, '; '-separated"),
+    "notes": Column("object", "", "reasons and caveats: a list of sentences; written '; '-separated"),
 }
 
 POINTS: dict[str, Column] = {
@@ -241,6 +248,69 @@ KERNEL_SUMMARY: dict[str, Column] = {
     "flags": KERNELS["flags"],
     "status": Column("string", "", "failed_measurement when every launch failed, else ok"),
 }
+
+
+#: Columns whose cells are lists in memory and text in CSV files, with the separator used there.
+LIST_SEPARATOR = "; "
+LIST_COLUMNS = ("notes", "flags")
+
+
+def cell_text(name: str, cell: object) -> str:
+    """The text of one list cell: notes joined by :data:`LIST_SEPARATOR`, flags as ``code: text``.
+
+    Parameters
+    ----------
+    name : {'notes', 'flags'}
+        The column.
+    cell : list, or str for a table read back from CSV
+        Notes (``list[str]``) or flags (``list[tuple[str, str]]``).
+
+    Returns
+    -------
+    str
+        Empty for an empty or missing cell.
+    """
+    if isinstance(cell, str):
+        return cell
+    if not isinstance(cell, (list, tuple)):
+        return ""
+    items = [f"{c}: {t}" for c, t in cell] if name == "flags" else [str(x) for x in cell]
+    return LIST_SEPARATOR.join(items)
+
+
+def parse_cell(name: str, text: object) -> list:
+    """Inverse of :func:`cell_text`: ``'a; b'`` -> ``['a', 'b']``; flags -> ``[(code, text), ...]``."""
+    if isinstance(text, list):
+        return text
+    if not isinstance(text, str) or not text:
+        return []
+    parts = text.split(LIST_SEPARATOR)
+    if name != "flags":
+        return parts
+    return [tuple(p.split(": ", 1)) if ": " in p else ("other", p) for p in parts]
+
+
+def to_text(df: pd.DataFrame) -> pd.DataFrame:
+    """A copy of ``df`` with its list columns (:data:`LIST_COLUMNS`) as text, for CSV files and pages."""
+    out = df.copy()
+    for name in LIST_COLUMNS:
+        if name in out.columns:
+            out[name] = [cell_text(name, c) for c in out[name]]
+    return out
+
+
+def from_text(df: pd.DataFrame) -> pd.DataFrame:
+    """Inverse of :func:`to_text`, for a table read back from CSV."""
+    out = df.copy()
+    for name in LIST_COLUMNS:
+        if name in out.columns:
+            out[name] = pd.Series([parse_cell(name, c) for c in out[name]], index=out.index, dtype=object)
+    return out
+
+
+def flag_codes(cell: object) -> list[str]:
+    """The codes of a flags cell (list of (code, text) pairs, or its text)."""
+    return [c for c, _ in parse_cell("flags", cell)]
 
 
 def precision_title(precision: str) -> str:
