@@ -118,21 +118,40 @@ def _group_by(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 @click.option("--what-if", "what_if", metavar="GPU", default=None,
               help="Project each kernel's FLOPs and DRAM bytes onto another GPU's datasheet roofs (metrics/gpus.toml): "
                    "which kernels change bound, time at the roof there (whatif.csv).")
+@click.option("--format", "formats", callback=lambda ctx, param, v: _csv_choice(("csv", "parquet"))(ctx, param, v),  # defined below
+              default="csv", show_default=True, metavar="csv[,parquet]",
+              help="Table formats: kernels/points as CSV and/or Parquet (schema dtypes, units and inputs in its metadata).")
+@click.option("--scheduler", metavar="tcp://HOST:PORT", default=None,
+              help="With --stack or --ranks: analyze each input as a task on this dask scheduler's workers (they must see "
+                   "the inputs). Default: stacks of 4 or more inputs run on a local dask cluster of this machine's cores.")
+@click.option("--workers", type=click.IntRange(1), default=None, help="Worker processes of the local dask cluster (default: the cores).")
+@click.option("--ranks/--no-ranks", "ranks", default=None,
+              help="Inputs are one report per MPI rank of one run: merge them into each kernel's spread over ranks "
+                   "(ranks.csv, load-imbalance flag). Default: recognised from file names differing in one number and "
+                   "distinct processes.")
 @click.option("--group-by", "group_by", metavar="nvtx[:DEPTH]", default=None, callback=_group_by,
               help="Also aggregate launches by NVTX range path (its first DEPTH ranges): phases.csv with time, FLOPs, bytes, "
                    "AI, bound and time at the roof per phase; launches outside every range are the phase 'no range'.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary table.")
 def analyze(inputs: tuple[Path, ...], outdir: Path | None, plotlyjs: str, top: int, image: str | None, what_if: str | None,
-            group_by: str | None, quiet: bool, **kw: object) -> None:
+            formats: tuple[str, ...], scheduler: str | None, workers: int | None, ranks: bool | None, group_by: str | None,
+            quiet: bool, **kw: object) -> None:
     """Analyze ncu reports (.ncu-rep) or CSV exports: write kernels.csv, points.csv and roofline.html.
 
     Several INPUTS are files of one ncu run (e.g. a time/DRAM run and a FLOP run, or a raw export
-    and its session page) and are merged launch by launch; pass --stack for unrelated runs.
+    and its session page) and are merged launch by launch; pass --stack for unrelated runs. A
+    stack of many reports is a fleet: each report is analyzed alone on dask, a report that fails
+    is listed (stderr, failures.csv) without stopping the others, and the exit code is 0 when at
+    least one report was analyzed (2 when none). With --ranks (one report per MPI rank) ranks.csv
+    gives each kernel's spread over ranks.
     """
     from . import api, text
 
     result = api.analyze(list(inputs), outdir=outdir, options=_options(kw), plotlyjs=True if plotlyjs == "embed" else "cdn",
-                         top=top, progress=not quiet, image=image, what_if=what_if, group_by=group_by)
+                         top=top, progress=not quiet, image=image, what_if=what_if, formats=formats, scheduler=scheduler,
+                         ranks=ranks, workers=workers, group_by=group_by)
+    for r in (result.failures.itertuples(index=False) if result.failures is not None else ()):
+        click.echo(f"ncuroof: error: {r.error}", err=True)
     click.echo(text.analysis_text(result, quiet), nl=False)
 
 

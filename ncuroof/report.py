@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+import pyarrow as pa
 
 from .diagnose import CLASSES as DIAGNOSIS_TEXT
 from .errors import OutputError
@@ -405,19 +407,21 @@ def render_page(title: str, fig: go.Figure, meta: dict[str, Any], table_title: s
     return _document(title, meta, f"{plot}<h2>{html.escape(table_title)}</h2>{table}<script>{_asset('sort.js')}</script>")
 
 
-def write_outputs(outdir: Path, files: dict[str, str | bytes]) -> None:
+def write_outputs(outdir: Path, files: dict[str, str | bytes | Callable[[Path], None]]) -> None:
     """Write ``files`` into ``outdir`` whole or not at all.
 
     Everything is written into a temporary directory beside ``outdir`` first; if ``outdir``
     does not exist the temporary directory is renamed to it, else each file is moved in with an
-    atomic rename. A failure leaves no partial files.
+    atomic rename (a directory entry replaces the old directory of that name). A failure leaves
+    no partial files.
 
     Parameters
     ----------
     outdir : Path
         Output directory (created if missing; its parent must exist or be creatable).
-    files : dict of str to str or bytes
-        File name to content.
+    files : dict of str to str, bytes or callable
+        File name to content, or to a writer called with the path to create (a Parquet dataset
+        directory, :func:`ncuroof.tables_io.dataset_writer`).
 
     Raises
     ------
@@ -434,6 +438,9 @@ def write_outputs(outdir: Path, files: dict[str, str | bytes]) -> None:
         raise OutputError(f"cannot create the output directory ({exc.strerror}); choose a writable -o", outdir) from exc
     try:
         for name, content in files.items():
+            if callable(content):
+                content(tmp / name)
+                continue
             mode = "wb" if isinstance(content, bytes) else "w"
             with open(tmp / name, mode, **({} if mode == "wb" else {"encoding": "utf-8", "newline": ""})) as f:
                 f.write(content)
@@ -442,11 +449,13 @@ def write_outputs(outdir: Path, files: dict[str, str | bytes]) -> None:
             os.chmod(outdir, 0o777 & ~_umask())
         else:
             for name in files:
+                if (outdir / name).is_dir() and not (outdir / name).is_symlink():
+                    shutil.rmtree(outdir / name)
                 os.replace(tmp / name, outdir / name)
             shutil.rmtree(tmp, ignore_errors=True)
-    except OSError as exc:
+    except (OSError, pa.ArrowException) as exc:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise OutputError(f"cannot write the output ({exc.strerror}); choose a writable -o", outdir) from exc
+        raise OutputError(f"cannot write the output ({getattr(exc, 'strerror', None) or exc}); choose a writable -o", outdir) from exc
 
 
 def _umask() -> int:

@@ -52,6 +52,9 @@ __all__ = [
     "empty",
     "parse_sources",
     "format_sources",
+    "SCHEMA_VERSION",
+    "RANKS",
+    "FAILURES",
 ]
 
 
@@ -490,4 +493,34 @@ INSTRUCTION_POINTS: dict[str, Column] = {
     "roof_warp_inst_per_s": Column("float64", "inst/s", "attainable: min(peak_warp_inst_per_s, inst_per_transaction x peak_transactions_per_s)"),
     "roof_fraction": Column("float64", "1", "warp_inst_per_s / roof_warp_inst_per_s"),
     "bound": Column("string", "", "memory (left of the level's elbow) or instruction"),
+}
+
+
+#: Version of the table layout written to Parquet key-value metadata (``ncuroof.schema_version``);
+#: raised when a column changes meaning or dtype, not when one is added.
+SCHEMA_VERSION = 1
+
+#: Multi-rank runs (:mod:`ncuroof.ranks`): one row per kernel, its spread over the MPI ranks. A
+#: kernel's per-rank values are those of its row in that rank's kernel summary
+#: (:func:`ncuroof.summary.kernel_summary`): summed time, AI and roof fraction of the binding dot.
+RANKS: dict[str, Column] = {
+    "kernel_key": Column("string", "", "kernel identity (ncuroof.summary.kernel_keys): the demangled name"),
+    "kernel_name": RAW_META["kernel_name"],
+    "ranks": Column("int64", "", "ranks that launched the kernel"),
+    **{f"time_s_{s}": Column("float64", "s", f"{s} over ranks of the kernel's summed launch time on the rank")
+       for s in ("min", "median", "max")},
+    **{f"ai_flop_per_byte_{s}": Column("float64", "FLOP/B", f"{s} over ranks of the binding dot's arithmetic intensity")
+       for s in ("min", "median", "max")},
+    **{f"roof_fraction_{s}": Column("float64", "1", f"{s} over ranks of the binding dot's roof fraction")
+       for s in ("min", "median", "max")},
+    "fastest_rank": Column("string", "", "rank with the least time in the kernel"),
+    "slowest_rank": Column("string", "", "rank with the most time in the kernel"),
+    "imbalance": Column("float64", "1", "time_s_max / time_s_median - 1: how far the slowest rank is over the median"),
+    "load_imbalance": Column("bool", "", "imbalance above [ranks].imbalance of metrics/thresholds.toml (0.10)"),
+}
+
+#: Fleets (:mod:`ncuroof.fleet`): one row per input that could not be analyzed.
+FAILURES: dict[str, Column] = {
+    "source": RAW_META["source"],
+    "error": Column("string", "", "the one-line error (what went wrong and what to do)"),
 }
