@@ -208,7 +208,7 @@ def _tensor_work(
         tensor_rate = np.where(use, _div(est_total, time_s), tensor_rate)
         source = np.where(use, "sass_opcodes", source)
         for i in np.flatnonzero(use & (est_total > 0)):
-            notes[i].append("tensor FLOPs estimated from SASS MMA opcode counts x 2*M*N*K; no tensor roof in this report")
+            notes[i].append("tensor FLOPs estimated from SASS MMA opcode counts x 2*M*N*K, no tensor roof in this report")
 
     # No tensor-pipe instruction executed means no tensor work, on any architecture (exact).
     pipe = _term(raw, t.legacy_count)
@@ -404,14 +404,14 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
     status = np.where(failed, "failed_measurement", np.where(has_flop & has_bytes, "ok", "no_roofline_metrics"))
     for i in range(n):
         if failed[i]:
-            notes[i].insert(0, "measurement failed: ncu stored NaN for the duration or the FLOP counters of this launch; not plotted")
+            notes[i].insert(0, "measurement failed: ncu stored NaN for the duration or the FLOP counters of this launch, not plotted")
         elif status[i] == "no_roofline_metrics":
             missing = []
             if not has_flop[i]:
                 missing.append("FLOP counters (smsp__sass_thread_inst_executed_op_*, sm__ops_path_tensor_*)")
             if not has_bytes[i]:
                 missing.append("memory traffic (dram__bytes, lts__lts2xbar_cycles_active, l1tex__lsu_writeback_active_*)")
-            notes[i].insert(0, "no roofline metrics: missing " + " and ".join(missing) + "; collect with ncu --set roofline (or --set full)")
+            notes[i].insert(0, "no roofline metrics: missing " + " and ".join(missing) + ", collect with ncu --set roofline (or --set full)")
         if not failed[i] and np.isnan(time_s[i]):
             notes[i].append("no duration (gpu__time_duration.sum or sm__cycles_elapsed.avg)")
         if time.labels[i] and time.labels[i] != cat.time[0].label:

@@ -167,10 +167,10 @@ def _apply_datasheet(k: pd.DataFrame, idx: np.ndarray, spec: GpuSpec, gpus: GpuC
     clock = k["sm_clock_hz"].to_numpy(float)
     for i, names in filled.items():
         datasheet[i] = spec.id
-        ran = (f"; this launch ran at {clock[i] / 1e6:.0f} MHz, {100 * clock[i] / spec.boost_hz:.0f} % of it"
+        ran = (f", this launch ran at {clock[i] / 1e6:.0f} MHz, {100 * clock[i] / spec.boost_hz:.0f} % of it"
                if np.isfinite(clock[i]) else "")
         notes[i].append(f"roofs for {', '.join(names)} from the {spec.name} datasheet "
-                        f"(boost clock {spec.boost_hz / 1e6:.0f} MHz{ran}; confidence {spec.confidence})")
+                        f"(boost clock {spec.boost_hz / 1e6:.0f} MHz{ran}, confidence {spec.confidence})")
 
 
 def _user_roofs(peak_flops: dict[str, float], peak_bandwidth: dict[str, float],
@@ -193,11 +193,11 @@ def _no_roof_notes(k: pd.DataFrame, devices: np.ndarray, spec_of: dict, sources:
             continue
         if devices[i]:
             notes[i].append(f"no roofs: the input has no peak_sustained metrics and {devices[i]} is not in "
-                            "metrics/gpus.toml; pass --gpu NAME or --peak-flops/--peak-bandwidth")
+                            "metrics/gpus.toml: pass --gpu NAME or --peak-flops/--peak-bandwidth")
             continue
         cc = k["cc"].iat[i] if isinstance(k["cc"].iat[i], str) else ""
         same = ", ".join(g.id for g in gpus.gpus if g.cc == cc)
         hint = f" (CC {cc}: {same})" if same else ""
-        notes[i].append(f"no roofs: the input names no device and has no peak_sustained metrics; "
+        notes[i].append(f"no roofs: the input names no device and has no peak_sustained metrics: "
                         f"pass --gpu NAME{hint} or --peak-flops/--peak-bandwidth")
 

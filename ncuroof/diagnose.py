@@ -249,47 +249,57 @@ def launch_flags(kernels: pd.DataFrame, points: pd.DataFrame, thresholds: dict[s
         (values ncu stored as n/a), ``no work measured`` (a duration but no FLOPs and at most
         ``no_work_bytes`` at every level).
     """
-    above = float(thresholds["above_roof"])
-    resident = float(thresholds["l2_resident_share"])
     no_work = float(thresholds["no_work_bytes"])
-    flags: dict[tuple[str, int], list[str]] = {}
-    if len(points):
-        hot = points[points["roof_fraction"].to_numpy(float) > above]
-        lk = kernels.set_index(["source", "launch_id"])
-        for r in hot.itertuples(index=False):
-            k = lk.loc[(r.source, r.launch_id)]
-            binding_src = r.peak_bytes_source if r.bound == "memory" else r.peak_flop_source
-            if binding_src in ("datasheet", "user"):
-                cause = f"the {binding_src} roof is below what this GPU reached (check --gpu / --peak-*)"
-            elif r.level == "dram" and _num(k["dram_bytes"]) < resident * _num(k["l2_bytes"]):
-                cause = "data resident in L2: DRAM bytes are under a tenth of L2 bytes"
-            elif bool(r.estimated):
-                cause = "estimated tensor FLOP weighting (SASS opcodes or x512)"
-            elif "sparsity_on" in str(r.precision):
-                cause = "structured sparsity counted as dense work"
-            else:
-                cause = "the clock: the roof is at the measured clock, the work may have run at a higher one"
-            flags.setdefault((r.source, r.launch_id), []).append(
-                ("above_roof", f"{precision_title(r.precision)} at {str(r.level).upper()} {_pct(r.roof_fraction)} of roof, likely {cause}"))
-    out = []
-    cols = ["source", "launch_id", "status", "notes", "time_s", "fp64_flop", "fp32_flop", "fp16_flop", "tensor_flop",
-            "dram_bytes", "l2_bytes", "l1_bytes", "expected_flop", "expected_dram_bytes"]
-    for r in kernels[[c for c in cols if c in kernels.columns]].itertuples(index=False):
-        f = list(dict.fromkeys(flags.get((r.source, r.launch_id), [])))
-        if r.status == "failed_measurement":
-            f.append(("failed_measurement", "ncu stored NaN, not plotted"))
-        if any(str(n).startswith(NA_NOTE) for n in parse_cell("notes", getattr(r, "notes", None))):
-            f.append(("na_metrics", "see notes"))
-        if r.status == "no_roofline_metrics":
-            f.append(("missing_metrics", "no FLOP counters or memory traffic (time and SpeedOfLight only)"))
-        f += _expect_flags(r, thresholds)
-        work = [_num(getattr(r, c)) for c in ("fp64_flop", "fp32_flop", "fp16_flop", "tensor_flop")]
-        byts = [_num(getattr(r, f"{lv}_bytes")) for lv in ("dram", "l2", "l1")]
-        if (r.status == "ok" and math.isfinite(_num(r.time_s)) and not any(w > 0 for w in work if math.isfinite(w))
-                and all(b <= no_work for b in byts if math.isfinite(b)) and any(math.isfinite(b) for b in byts)):
-            f.append(("no_work", f"{_g(_num(r.time_s) * 1e6)} us with no FLOPs and at most {no_work:.0f} B per level"))
-        out.append(f)
+    pos = pd.Series(np.arange(len(kernels)), index=pd.MultiIndex.from_arrays([kernels["source"], kernels["launch_id"]]))
+    out: list[list[tuple[str, str]]] = [[] for _ in range(len(kernels))]
+    for (src, lid), flag in _above_roof(kernels, points, thresholds):
+        if flag not in out[pos[(src, lid)]]:
+            out[pos[(src, lid)]].append(flag)
+    status = kernels["status"].to_numpy()
+    for i in np.flatnonzero(status == "failed_measurement"):
+        out[i].append(("failed_measurement", "ncu stored NaN, not plotted"))
+    for i, cell in enumerate(kernels["notes"]):
+        if any(str(n).startswith(NA_NOTE) for n in parse_cell("notes", cell)):
+            out[i].append(("na_metrics", "see notes"))
+    for i in np.flatnonzero(status == "no_roofline_metrics"):
+        out[i].append(("missing_metrics", "no FLOP counters or memory traffic (time and SpeedOfLight only)"))
+    expected = kernels.reindex(columns=["expected_flop", "expected_dram_bytes"]).to_numpy(float)
+    for i in np.flatnonzero(np.isfinite(expected).any(axis=1)):
+        out[i] += _expect_flags(kernels.iloc[i], thresholds)
+    work = kernels.reindex(columns=["fp64_flop", "fp32_flop", "fp16_flop", "tensor_flop"]).to_numpy(float)
+    byts = kernels.reindex(columns=["dram_bytes", "l2_bytes", "l1_bytes"]).to_numpy(float)
+    time_s = kernels["time_s"].to_numpy(float)
+    idle = ((status == "ok") & np.isfinite(time_s) & ~(np.nan_to_num(work) > 0).any(axis=1)
+            & ~(np.nan_to_num(byts) > no_work).any(axis=1) & np.isfinite(byts).any(axis=1))
+    for i in np.flatnonzero(idle):
+        out[i].append(("no_work", f"{_g(time_s[i] * 1e6)} us with no FLOPs and at most {no_work:.0f} B per level"))
     return pd.Series(out, index=kernels.index, dtype=object)
+
+
+def _above_roof(kernels: pd.DataFrame, points: pd.DataFrame, thresholds: dict[str, Any]) -> list[tuple[tuple[str, int], tuple[str, str]]]:
+    """((source, launch_id), flag) of each point over ``above_roof`` × its roof, with the likely cause."""
+    above, resident = float(thresholds["above_roof"]), float(thresholds["l2_resident_share"])
+    if points.empty:
+        return []
+    hot = points[points["roof_fraction"].to_numpy(float) > above]
+    lk = kernels.set_index(["source", "launch_id"])
+    found = []
+    for r in hot.itertuples(index=False):
+        k = lk.loc[(r.source, r.launch_id)]
+        binding_src = r.peak_bytes_source if r.bound == "memory" else r.peak_flop_source
+        if binding_src in ("datasheet", "user"):
+            cause = f"the {binding_src} roof is below what this GPU reached (check --gpu / --peak-*)"
+        elif r.level == "dram" and _num(k["dram_bytes"]) < resident * _num(k["l2_bytes"]):
+            cause = "data resident in L2: DRAM bytes are under a tenth of L2 bytes"
+        elif bool(r.estimated):
+            cause = "estimated tensor FLOP weighting (SASS opcodes or x512)"
+        elif "sparsity_on" in str(r.precision):
+            cause = "structured sparsity counted as dense work"
+        else:
+            cause = "the clock: the roof is at the measured clock, the work may have run at a higher one"
+        found.append(((r.source, r.launch_id),
+                      ("above_roof", f"{precision_title(r.precision)} at {str(r.level).upper()} {_pct(r.roof_fraction)} of roof, likely {cause}")))
+    return found
 
 
 def _expect_flags(r: Any, thresholds: dict[str, Any]) -> list[str]:

@@ -122,7 +122,8 @@ KERNELS: dict[str, Column] = {
     "waves_per_sm": Column("float64", "1", "launch__waves_per_multiprocessor"),
     "occupancy_frac": Column("float64", "1", "achieved occupancy: sm__warps_active.avg.pct_of_peak_sustained_active / 100"),
     "theoretical_occupancy_frac": Column("float64", "1", "theoretical occupancy: sm__maximum_warps_per_active_cycle_pct / 100"),
-    "hot_pipe": Column("string", "", "busiest SM pipe (metrics/pipes.toml): the largest pipe of ncu's sm__throughput breakdown, '' when none"),
+    "hot_pipe": Column("string", "", "busiest SM pipe (metrics/pipes.toml): the largest pipe of ncu's sm__throughput breakdown, "
+                       "'' when none"),
     "hot_pipe_frac": Column("float64", "1", "utilisation of hot_pipe: its .avg.pct_of_peak_sustained_elapsed (else _active) / 100"),
     "warp_inst": Column("float64", "inst", "warp instructions executed (smsp__inst_executed.sum; instruction roofline [DING])"),
     **{f"{lv}_transactions": Column("float64", "sector", f"{lv.upper()} transactions, 32 B sectors (metrics/instruction_roofline.toml)")
@@ -136,9 +137,11 @@ KERNELS: dict[str, Column] = {
     "expected_flop": Column("float64", "FLOP", "algorithmic FLOPs of the launch from --expect (NaN without)"),
     "expected_dram_bytes": Column("float64", "B", "DRAM bytes the launch must move, from --expect (NaN without)"),
     "flop_source": Column("string", "", "how FLOPs were obtained: 'count', 'rate x time' or empty"),
-    "tensor_source": Column("string", "", "ops_path (exact), sass_opcodes (estimated), legacy_x512 (approximate), pipe_tensor=0 (no tensor instruction ran) or empty"),
+    "tensor_source": Column("string", "", "ops_path (exact), sass_opcodes (estimated), legacy_x512 (approximate), "
+                            "pipe_tensor=0 (no tensor instruction ran) or empty"),
     **{f"{lv}_definition": Column("string", "", f"traffic definition used for {lv.upper()} (metrics/roofline.toml)") for lv in LEVELS},
-    "peak_source": Column("string", "", "sources of this launch's roofs, '+'-joined: report (ncu peak_sustained x measured clock), datasheet (boost clock), user"),
+    "peak_source": Column("string", "", "sources of this launch's roofs, '+'-joined: report (ncu peak_sustained x measured clock), "
+                          "datasheet (boost clock), user"),
     "ceiling_sources": Column("string", "", "source of each roof, 'name:source' comma-separated (fp32:report,dram:datasheet,tensor_<path>:datasheet)"),
     "datasheet_gpu": Column("string", "", "metrics/gpus.toml entry whose datasheet roofs were used, empty if none"),
     "ncu_version": RAW_META["ncu_version"],
@@ -278,7 +281,8 @@ def cell_text(name: str, cell: object) -> str:
     if not isinstance(cell, (list, tuple)):
         return ""
     items = [f"{c}: {t}" for c, t in cell] if name == "flags" else [str(x) for x in cell]
-    return LIST_SEPARATOR.join(items)
+    # An item never holds the separator (producers avoid it; this keeps a file parseable regardless).
+    return LIST_SEPARATOR.join(x.replace(LIST_SEPARATOR, ", ") for x in items)
 
 
 def parse_cell(name: str, text: object) -> list:
@@ -456,7 +460,8 @@ def validate_points(df: pd.DataFrame) -> pd.DataFrame:
 #: One row per NVTX phase (:func:`ncuroof.phases.phase_table`, ``ncuroof analyze --group-by nvtx[:DEPTH]``,
 #: ``phases.csv``): launches aggregated by their NVTX range path.
 PHASES: dict[str, Column] = {
-    "phase": Column("string", "", "NVTX range path (' > '-joined, outermost first) cut to the depth asked for; 'no range' for launches outside every range"),
+    "phase": Column("string", "", "NVTX range path (' > '-joined, outermost first) cut to the depth asked for; "
+                    "'no range' for launches outside every range"),
     "launches": Column("int64", "", "launches in the phase"),
     "kernels": Column("int64", "", "distinct kernels (demangled names) in the phase"),
     "time_s": Column("float64", "s", "summed launch duration"),
@@ -490,7 +495,8 @@ INSTRUCTION_POINTS: dict[str, Column] = {
     "warp_inst_per_s": Column("float64", "inst/s", "warp_inst / time_s (the y of the point)"),
     "peak_warp_inst_per_s": KERNELS["peak_warp_inst_per_s"],
     "peak_transactions_per_s": Column("float64", "sector/s", "memory wall: the level's bandwidth roof / 32 B"),
-    "roof_warp_inst_per_s": Column("float64", "inst/s", "attainable: min(peak_warp_inst_per_s, inst_per_transaction x peak_transactions_per_s)"),
+    "roof_warp_inst_per_s": Column("float64", "inst/s",
+                                   "attainable: min(peak_warp_inst_per_s, inst_per_transaction x peak_transactions_per_s)"),
     "roof_fraction": Column("float64", "1", "warp_inst_per_s / roof_warp_inst_per_s"),
     "bound": Column("string", "", "memory (left of the level's elbow) or instruction"),
 }

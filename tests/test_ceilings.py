@@ -100,7 +100,8 @@ def test_gpu_option_and_user_roofs(gpus) -> None:
     from ncuroof.errors import InputError
 
     k = fill_ceilings(_kernels(device_name=None), gpus)
-    assert np.isnan(k.loc[0, "peak_fp32_flop_per_s"]) and "pass --gpu NAME (CC 8.6: a10g, a10, a40, rtx-3080, rtx-3090)" in cell_text("notes", k.loc[0, "notes"])
+    assert np.isnan(k.loc[0, "peak_fp32_flop_per_s"])
+    assert "pass --gpu NAME (CC 8.6: a10g, a10, a40, rtx-3080, rtx-3090)" in cell_text("notes", k.loc[0, "notes"])
     k = fill_ceilings(_kernels(device_name=None), gpus, gpu="A40")
     assert k.loc[0, "peak_fp32_flop_per_s"] == 37.4e12 and k.loc[0, "datasheet_gpu"] == "a40"
     k = fill_ceilings(_kernels(peak_dram_bytes_per_s=1e12, ceiling_sources="dram:report"), gpus,

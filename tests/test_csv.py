@@ -275,7 +275,8 @@ def test_same_kernels_table_from_raw_page_and_report() -> None:
 
 # --- merging and bad input ------------------------------------------------------------------
 
-HEADER = '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"\n'
+HEADER = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC",'
+          '"Section Name","Metric Name","Metric Unit","Metric Value"\n')
 
 
 def details(rows: list[tuple[int, str, str, str, str]], prefix: str = "") -> str:
