@@ -15,6 +15,9 @@ class                     when
 ``latency_bound``         SM and memory throughput both below ``[sol].latency_bound`` (60 %):
                           latency bound or under-occupied (small grid when < 1 wave)
 ``balanced``              both throughputs above 60 % and within ``[sol].balanced`` (10 points)
+``instruction_bound``     FP roofline memory bound, below the compute roof or without FP work, but
+                          the SM throughput >= ``[instruction].sm_min`` and >= ``ratio`` x memory
+                          (:func:`ncuroof.speed_of_light.instruction_verdict`)
 ``not_classified``        failed measurement, or no roofline point and no SpeedOfLight values
 ========================  =========================================================================
 
@@ -34,12 +37,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .catalog import Catalog, GpuCatalog, load_gpus
+from .catalog import Catalog, GpuCatalog, PipeCatalog, load_gpus
+from .catalog import load as load_catalog
 from .classify import binding_points
 from .fmt import g as _g
 from .fmt import pct as _pct
 from .parser.csv import NA_NOTE
 from .schema import KERNEL_SUMMARY, parse_cell, precision_title
+from .speed_of_light import instruction_verdict
 from .summary import grid_sizes, keys_of
 
 __all__ = ["CLASSES", "FLAG_CODES", "diagnose_kernels", "diagnose_launches", "launch_flags", "what_if"]
@@ -67,6 +72,7 @@ CLASSES = {
     "compute_below_roof": "compute-bound, below the roof",
     "latency_bound": "latency-bound / under-occupied",
     "balanced": "balanced",
+    "instruction_bound": "instruction-bound (non-FP work)",
     "not_classified": "not classified",
 }
 
@@ -96,11 +102,12 @@ def _tensor_ratio(device: str, precision: str, gpus: GpuCatalog | None) -> tuple
 #: The columns :func:`verdict` reads.
 _FACTS = ("status", "bound", "precision", "level", "ai_flop_per_byte", "ridge_flop_per_byte", "roof_fraction",
           "sm_throughput_frac", "memory_throughput_frac", "occupancy_frac", "theoretical_occupancy_frac", "waves_per_sm",
-          "blocks", "threads_per_block", "tensor_flop", "device_name")
+          "blocks", "threads_per_block", "tensor_flop", "device_name", "hot_pipe", "hot_pipe_frac")
 
 
 def verdict(f: dict[str, Any], sol: dict[str, Any], gpus: GpuCatalog | None = None,
-            low_occupancy: float = 0.5) -> tuple[str, str, str]:
+            low_occupancy: float = 0.5, instruction: dict[str, Any] | None = None,
+            pipes: PipeCatalog | None = None) -> tuple[str, str, str]:
     """Class, evidence and advice for one kernel or launch.
 
     Parameters
@@ -118,6 +125,10 @@ def verdict(f: dict[str, Any], sol: dict[str, Any], gpus: GpuCatalog | None = No
     low_occupancy : float, default 0.5
         ``metrics/thresholds.toml`` [diagnosis].low_occupancy: below it a latency-bound
         kernel's advice is to raise occupancy.
+    instruction : dict, optional
+        ``metrics/thresholds.toml`` [instruction] (default: the installed catalog's).
+    pipes : PipeCatalog, optional
+        ``metrics/pipes.toml``, for the hot pipe's advice (default: the installed catalog's).
 
     Returns
     -------
@@ -164,6 +175,9 @@ def verdict(f: dict[str, Any], sol: dict[str, Any], gpus: GpuCatalog | None = No
             advice = ("neither unit is busy: latency bound; raise instruction-level parallelism and read ncu's "
                       "warp-stall reasons (WarpStateStats) for what the warps wait on")
         return "latency_bound", ev, advice
+    inst = instruction_verdict(f, sol, instruction or load_catalog().thresholds["instruction"], pipes or load_catalog().pipes)
+    if inst is not None:
+        return inst
     have_point = math.isfinite(frac) and bool(level)
     if have_point:
         cmp = "<" if bound == "memory" else ">="
@@ -229,47 +243,57 @@ def launch_flags(kernels: pd.DataFrame, points: pd.DataFrame, thresholds: dict[s
         (values ncu stored as n/a), ``no work measured`` (a duration but no FLOPs and at most
         ``no_work_bytes`` at every level).
     """
-    above = float(thresholds["above_roof"])
-    resident = float(thresholds["l2_resident_share"])
     no_work = float(thresholds["no_work_bytes"])
-    flags: dict[tuple[str, int], list[str]] = {}
-    if len(points):
-        hot = points[points["roof_fraction"].to_numpy(float) > above]
-        lk = kernels.set_index(["source", "launch_id"])
-        for r in hot.itertuples(index=False):
-            k = lk.loc[(r.source, r.launch_id)]
-            binding_src = r.peak_bytes_source if r.bound == "memory" else r.peak_flop_source
-            if binding_src in ("datasheet", "user"):
-                cause = f"the {binding_src} roof is below what this GPU reached (check --gpu / --peak-*)"
-            elif r.level == "dram" and _num(k["dram_bytes"]) < resident * _num(k["l2_bytes"]):
-                cause = "data resident in L2: DRAM bytes are under a tenth of L2 bytes"
-            elif bool(r.estimated):
-                cause = "estimated tensor FLOP weighting (SASS opcodes or x512)"
-            elif "sparsity_on" in str(r.precision):
-                cause = "structured sparsity counted as dense work"
-            else:
-                cause = "the clock: the roof is at the measured clock, the work may have run at a higher one"
-            flags.setdefault((r.source, r.launch_id), []).append(
-                ("above_roof", f"{precision_title(r.precision)} at {str(r.level).upper()} {_pct(r.roof_fraction)} of roof, likely {cause}"))
-    out = []
-    cols = ["source", "launch_id", "status", "notes", "time_s", "fp64_flop", "fp32_flop", "fp16_flop", "tensor_flop",
-            "dram_bytes", "l2_bytes", "l1_bytes", "expected_flop", "expected_dram_bytes"]
-    for r in kernels[[c for c in cols if c in kernels.columns]].itertuples(index=False):
-        f = list(dict.fromkeys(flags.get((r.source, r.launch_id), [])))
-        if r.status == "failed_measurement":
-            f.append(("failed_measurement", "ncu stored NaN, not plotted"))
-        if any(str(n).startswith(NA_NOTE) for n in parse_cell("notes", getattr(r, "notes", None))):
-            f.append(("na_metrics", "see notes"))
-        if r.status == "no_roofline_metrics":
-            f.append(("missing_metrics", "no FLOP counters or memory traffic (time and SpeedOfLight only)"))
-        f += _expect_flags(r, thresholds)
-        work = [_num(getattr(r, c)) for c in ("fp64_flop", "fp32_flop", "fp16_flop", "tensor_flop")]
-        byts = [_num(getattr(r, f"{lv}_bytes")) for lv in ("dram", "l2", "l1")]
-        if (r.status == "ok" and math.isfinite(_num(r.time_s)) and not any(w > 0 for w in work if math.isfinite(w))
-                and all(b <= no_work for b in byts if math.isfinite(b)) and any(math.isfinite(b) for b in byts)):
-            f.append(("no_work", f"{_g(_num(r.time_s) * 1e6)} us with no FLOPs and at most {no_work:.0f} B per level"))
-        out.append(f)
+    pos = pd.Series(np.arange(len(kernels)), index=pd.MultiIndex.from_arrays([kernels["source"], kernels["launch_id"]]))
+    out: list[list[tuple[str, str]]] = [[] for _ in range(len(kernels))]
+    for (src, lid), flag in _above_roof(kernels, points, thresholds):
+        if flag not in out[pos[(src, lid)]]:
+            out[pos[(src, lid)]].append(flag)
+    status = kernels["status"].to_numpy()
+    for i in np.flatnonzero(status == "failed_measurement"):
+        out[i].append(("failed_measurement", "ncu stored NaN, not plotted"))
+    for i, cell in enumerate(kernels["notes"]):
+        if any(str(n).startswith(NA_NOTE) for n in parse_cell("notes", cell)):
+            out[i].append(("na_metrics", "see notes"))
+    for i in np.flatnonzero(status == "no_roofline_metrics"):
+        out[i].append(("missing_metrics", "no FLOP counters or memory traffic (time and SpeedOfLight only)"))
+    expected = kernels.reindex(columns=["expected_flop", "expected_dram_bytes"]).to_numpy(float)
+    for i in np.flatnonzero(np.isfinite(expected).any(axis=1)):
+        out[i] += _expect_flags(kernels.iloc[i], thresholds)
+    work = kernels.reindex(columns=["fp64_flop", "fp32_flop", "fp16_flop", "tensor_flop"]).to_numpy(float)
+    byts = kernels.reindex(columns=["dram_bytes", "l2_bytes", "l1_bytes"]).to_numpy(float)
+    time_s = kernels["time_s"].to_numpy(float)
+    idle = ((status == "ok") & np.isfinite(time_s) & ~(np.nan_to_num(work) > 0).any(axis=1)
+            & ~(np.nan_to_num(byts) > no_work).any(axis=1) & np.isfinite(byts).any(axis=1))
+    for i in np.flatnonzero(idle):
+        out[i].append(("no_work", f"{_g(time_s[i] * 1e6)} us with no FLOPs and at most {no_work:.0f} B per level"))
     return pd.Series(out, index=kernels.index, dtype=object)
+
+
+def _above_roof(kernels: pd.DataFrame, points: pd.DataFrame, thresholds: dict[str, Any]) -> list[tuple[tuple[str, int], tuple[str, str]]]:
+    """((source, launch_id), flag) of each point over ``above_roof`` × its roof, with the likely cause."""
+    above, resident = float(thresholds["above_roof"]), float(thresholds["l2_resident_share"])
+    if points.empty:
+        return []
+    hot = points[points["roof_fraction"].to_numpy(float) > above]
+    lk = kernels.set_index(["source", "launch_id"])
+    found = []
+    for r in hot.itertuples(index=False):
+        k = lk.loc[(r.source, r.launch_id)]
+        binding_src = r.peak_bytes_source if r.bound == "memory" else r.peak_flop_source
+        if binding_src in ("datasheet", "user"):
+            cause = f"the {binding_src} roof is below what this GPU reached (check --gpu / --peak-*)"
+        elif r.level == "dram" and _num(k["dram_bytes"]) < resident * _num(k["l2_bytes"]):
+            cause = "data resident in L2: DRAM bytes are under a tenth of L2 bytes"
+        elif bool(r.estimated):
+            cause = "estimated tensor FLOP weighting (SASS opcodes or x512)"
+        elif "sparsity_on" in str(r.precision):
+            cause = "structured sparsity counted as dense work"
+        else:
+            cause = "the clock: the roof is at the measured clock, the work may have run at a higher one"
+        found.append(((r.source, r.launch_id),
+                      ("above_roof", f"{precision_title(r.precision)} at {str(r.level).upper()} {_pct(r.roof_fraction)} of roof, likely {cause}")))
+    return found
 
 
 def _expect_flags(r: Any, thresholds: dict[str, Any]) -> list[str]:
@@ -326,7 +350,8 @@ def diagnose_launches(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Cata
     facts["threads_per_block"] = grid_sizes(facts["block"])
     sol = catalog.thresholds["sol"]
     low = float(catalog.thresholds["diagnosis"]["low_occupancy"])
-    res = [verdict(f, sol, gpus, low) for f in facts[[c for c in _FACTS if c in facts.columns]].to_dict("records")]
+    res = [verdict(f, sol, gpus, low, catalog.thresholds["instruction"], catalog.pipes)
+           for f in facts[[c for c in _FACTS if c in facts.columns]].to_dict("records")]
     k["diagnosis"] = [r[0] for r in res]
     k["evidence"] = [r[1] for r in res]
     k["advice"] = [r[2] for r in res]
@@ -371,7 +396,7 @@ def diagnose_kernels(summary: pd.DataFrame, kernels: pd.DataFrame, catalog: Cata
     s["status"] = np.where(failed.reindex(s["kernel_key"]).fillna(False).to_numpy(bool), "failed_measurement", "ok")
     sol = catalog.thresholds["sol"]
     low = float(catalog.thresholds["diagnosis"]["low_occupancy"])
-    res = [verdict(f, sol, gpus, low) for f in s.to_dict("records")]
+    res = [verdict(f, sol, gpus, low, catalog.thresholds["instruction"], catalog.pipes) for f in s.to_dict("records")]
     s["diagnosis"] = [r[0] for r in res]
     s["evidence"] = [r[1] + _useful_ai(f) for r, f in zip(res, s.to_dict("records"))]
     s["advice"] = [r[2] for r in res]

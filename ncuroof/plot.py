@@ -6,7 +6,7 @@ memory level, a flat roof per precision, the ridge points, and one dot per kerne
 per launch and level) whose area is its share of GPU time, the dots of one kernel joined into its
 L1→L2→DRAM intensity trail. Every view the page offers (precision, levels, dot groups, colour by
 kernel or by bound, focus or all kernels) is in the figure as traces whose ``meta["when"]`` says
-in which states of the page's view they show (:mod:`ncuroof.views`, the one place that rule
+in which states of the page's view they show (:mod:`ncuroof.viewcontract`, the one place that rule
 lives); the arguments choose the initial state and the page's controls switch it in the browser.
 
 The figure is built in parts: :func:`_chart` (roofs, views, axis ranges), :func:`_roof_traces`,
@@ -31,7 +31,7 @@ from . import fmt
 from .classify import binding_points
 from .schema import LEVELS, precision_title
 from .summary import FOCUS_SHARE, aggregate_points, kernel_summary, with_keys
-from .views import Control, ViewContract, ViewState, apply_view
+from .viewcontract import Control, ViewContract, ViewState, apply_view
 
 __all__ = ["plot_roofline", "precision_title", "level_subsets", "SCATTERGL_THRESHOLD", "BOUND_COLORS", "KERNEL_COLORS",
            "OTHER_COLOR", "kernel_color", "DotGroup", "DOT_GROUPS"]
@@ -529,8 +529,8 @@ def plot_roofline(points: pd.DataFrame, kernels: pd.DataFrame | None = None, tit
         a group has more than :data:`SCATTERGL_THRESHOLD` dots in a view; trails joining each
         kernel's dots, one trace per subset of levels. Each trace's ``meta`` names its ``role``
         (``roof_mem``, ``roof_flop``, ``ridge``, ``dots``, ``trail``, ``key_level``,
-        ``key_bound``, ``key_kernel``) and ``when`` it is visible (:mod:`ncuroof.views`);
-        ``layout.meta["view"]`` is the :class:`ncuroof.views.ViewContract` (controls, initial
+        ``key_bound``, ``key_kernel``) and ``when`` it is visible (:mod:`ncuroof.viewcontract`);
+        ``layout.meta["view"]`` is the :class:`ncuroof.viewcontract.ViewContract` (controls, initial
         state, colour scales, dot counts) the page's script reads.
 
     Raises

@@ -246,9 +246,9 @@ def test_chart_leads_the_page(browser, tmp_path):
 
 
 def test_python_and_script_apply_one_view_rule(browser, tmp_path):
-    """The script's visibility after a control change equals ncuroof.views.visible of each trace's
+    """The script's visibility after a control change equals ncuroof.viewcontract.visible of each trace's
     `when` in that state, and the dot colour scale is the contract's for the colouring."""
-    from ncuroof.views import visible
+    from ncuroof.viewcontract import visible
 
     k = synthetic.kernels_table(300, 30, seed=5)
     path, fig, _ = _page(tmp_path, k)
@@ -354,7 +354,7 @@ def test_a_new_view_is_a_dot_group_and_a_frame(browser, tmp_path, monkeypatch):
 def test_view_rule_by_hand():
     import plotly.graph_objects as go
 
-    from ncuroof.views import Control, ViewContract, ViewState, apply_view, visible
+    from ncuroof.viewcontract import Control, ViewContract, ViewState, apply_view, visible
 
     st = {"precision": "main", "levels": ["l1", "l2"], "mode": "kernel", "color": "kernel", "all": False}
     assert visible({"levels": "l1"}, st) and not visible({"levels": "dram"}, st)

@@ -1,7 +1,7 @@
 // ncuroof roofline page: controls over the figure's views and a details panel.
-// The view contract (ncuroof/views.py) is in the figure's layout.meta.view: the initial state, the
+// The view contract (ncuroof/viewcontract.py) is in the figure's layout.meta.view: the initial state, the
 // controls (one per state field) and the restyles and relayouts per state. Each trace's meta.when says in which
-// states it shows; `visible` below is the same rule as ncuroof.views.visible, nothing else here
+// states it shows; `visible` below is the same rule as ncuroof.viewcontract.visible, nothing else here
 // knows which trace belongs to which view.
 (function () {
   "use strict";
@@ -21,7 +21,7 @@
     return v.toPrecision(3) + " " + unit;
   }
 
-  // ncuroof.views.visible: every condition of `when` holds in `state`.
+  // ncuroof.viewcontract.visible: every condition of `when` holds in `state`.
   function visible(when, state) {
     return Object.entries(when || {}).every(([key, want]) => {
       const have = state[key];

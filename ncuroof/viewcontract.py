@@ -1,0 +1,168 @@
+"""The roofline page's view contract, declared once and read by both Python and the page's script.
+
+A figure carries every view the page can show as traces; which of them are visible depends only on
+the page's *state* (:class:`ViewState`: precision view, memory levels, dot groups, colouring, focus).
+Each trace says when it is visible in its ``meta["when"]``: a dict from state field to the value(s)
+it needs. :func:`visible` is the whole rule, and ``assets/roofline.js`` applies the same rule to
+the same data in the browser:
+
+- state field holds one value, ``when`` one value: they are equal;
+- state field holds one value, ``when`` a list: the state's value is in the list;
+- state field holds a list (``levels``), ``when`` one value: the value is in the state's list;
+- state field holds a list, ``when`` a list: the same members.
+
+A field absent from ``when`` does not matter to that trace. The :class:`ViewContract` also
+lists the controls (one per state field, each with its options), the per-state restyles
+(colour scales) and relayouts (axes), and is serialised into the figure's ``layout.meta["view"]``, where the
+script reads it. So a new view is a new option of a control (or a new state field with its
+control) plus traces whose ``when`` names it; no visibility logic is added anywhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import plotly.graph_objects as go
+
+__all__ = ["ViewState", "Control", "ViewContract", "visible", "apply_view"]
+
+
+@dataclass
+class ViewState:
+    """What the page shows.
+
+    Attributes
+    ----------
+    precision : str
+        Precision view: ``'main'`` (each kernel at the precision of most of its FLOPs) or a
+        precision (``fp32``, ``tensor:<path>``).
+    levels : list of str
+        Memory levels shown (``l1``, ``l2``, ``dram``).
+    mode : str
+        Dot group: ``'kernel'`` (one dot per kernel and level) or ``'launch'`` (one per launch).
+    color : str
+        Dot colouring: ``'kernel'`` or ``'bound'``.
+    all : bool
+        Also the kernels outside the focus set.
+    """
+
+    precision: str = "main"
+    levels: list[str] = field(default_factory=list)
+    mode: str = "kernel"
+    color: str = "kernel"
+    all: bool = False
+
+
+@dataclass
+class Control:
+    """One control of the page: it sets the state field ``field``.
+
+    Attributes
+    ----------
+    id : str
+        Element name: ``ctl-<id>`` is the id of a ``select``/single ``checkbox``, the ``name``
+        of ``radio`` inputs and the class of ``checkboxes``.
+    field : str
+        The :class:`ViewState` field it sets.
+    kind : {'select', 'radio', 'checkboxes', 'checkbox'}
+        ``checkboxes`` set a list field, ``checkbox`` a bool field.
+    label : str
+        Text before the control (for ``checkbox``, after the box).
+    options : list of [value, text]
+        The choices (none for ``checkbox``).
+    """
+
+    id: str
+    field: str
+    kind: str
+    label: str
+    options: list[list[str]] = field(default_factory=list)
+
+
+@dataclass
+class ViewContract:
+    """The page's view contract: initial state, controls, restyles and dot counts.
+
+    Attributes
+    ----------
+    state : ViewState
+        The view the figure opens with.
+    controls : list of Control
+        In page order.
+    styles : dict
+        ``{state field: {value: {trace role: {plotly attribute: value}}}}``: applied to the
+        traces of that role whenever the state field has that value (e.g. the dot colour
+        scale per colouring).
+    layouts : dict
+        ``{state field: {value: {plotly layout attribute: value}}}``: relayouts applied whenever
+        the state field has that value (e.g. axis titles and ranges of another roofline kind).
+    counts : dict of str to int
+        Dots per ``<mode>/<precision view>/<focus|rest>`` (for benchmarks and tests).
+    """
+
+    state: ViewState
+    controls: list[Control] = field(default_factory=list)
+    styles: dict[str, dict[str, dict[str, dict[str, Any]]]] = field(default_factory=dict)
+    layouts: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able dict (what the page's script reads)."""
+        return asdict(self)
+
+
+def visible(when: dict[str, Any], state: ViewState | dict[str, Any]) -> bool:
+    """Whether a trace with visibility conditions ``when`` shows in ``state`` (rule in the module docstring).
+
+    Parameters
+    ----------
+    when : dict
+        State field -> value or list of values.
+    state : ViewState or dict
+        The current state.
+
+    Returns
+    -------
+    bool
+
+    Raises
+    ------
+    KeyError
+        When ``when`` names a field the state lacks.
+    """
+    st = asdict(state) if isinstance(state, ViewState) else state
+    for key, want in when.items():
+        have = st[key]
+        if isinstance(have, list):
+            ok = set(want) == set(have) if isinstance(want, list) else want in have
+        else:
+            ok = have in want if isinstance(want, list) else have == want
+        if not ok:
+            return False
+    return True
+
+
+def apply_view(fig: go.Figure, contract: ViewContract) -> None:
+    """Set every trace's ``visible`` from its ``meta["when"]`` and the contract's state, apply
+    the state's restyles and relayouts, and store the contract in ``fig.layout.meta["view"]``.
+
+    Parameters
+    ----------
+    fig : Figure
+        Traces whose ``meta`` has ``role`` and ``when`` (traces without ``when`` always show).
+    contract : ViewContract
+        The view to show.
+    """
+    st = asdict(contract.state)
+    for tr in fig.data:
+        m = tr.meta if isinstance(tr.meta, dict) else {}
+        tr.visible = visible(m.get("when", {}), st)
+        for fld, per_value in contract.styles.items():
+            patch = per_value.get(str(st[fld]), {}).get(m.get("role", ""))
+            for attr, value in (patch or {}).items():
+                tr[attr] = value  # a dotted path, as Plotly.restyle takes it
+    for fld, per_value in contract.layouts.items():
+        for attr, value in per_value.get(str(st[fld]), {}).items():
+            fig.layout[attr] = value
+    fig.update_layout(meta=dict(view=contract.to_dict()))
