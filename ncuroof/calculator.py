@@ -144,34 +144,56 @@ def _precision_work(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray, time_s: np.
     return work, source
 
 
+@dataclass
+class _Tensor:
+    """Tensor work found so far: per datapath, the family total, its rate, the source and notes per launch."""
+
+    paths: dict[str, _Work]
+    flop: np.ndarray
+    rate: np.ndarray
+    source: np.ndarray
+    notes: list[list[str]]
+
+
 def _tensor_work(
     raw: pd.DataFrame, cat: Catalog, cc: np.ndarray, time_s: np.ndarray
 ) -> tuple[dict[str, _Work], np.ndarray, np.ndarray, np.ndarray, list[list[str]]]:
-    """Return per-path work, tensor_flop, tensor_flop_per_s, source and notes per launch."""
+    """Return per-path work, tensor_flop, tensor_flop_per_s, source and notes per launch.
+
+    In order of preference: the ``sm__ops_path_tensor_*`` counters (exact), SASS MMA opcode
+    counts x ops per instruction (estimated), no tensor-pipe instruction (exactly 0), and
+    512 x tensor-pipe instructions on CC 7.0 (approximate) (``metrics/tensor.toml``).
+    """
+    st = _ops_path_work(raw, cat, time_s)
+    _opcode_work(raw, cat, time_s, st)
+    t = cat.tensor
+    idle = np.isnan(st.flop) & ((_term(raw, t.legacy_count) == 0) | (_term(raw, t.legacy_rate) == 0))
+    st.flop = np.where(idle, 0.0, st.flop)
+    st.rate = np.where(idle, 0.0, st.rate)
+    st.source = np.where(idle, "pipe_tensor=0", st.source)
+    _legacy_work(raw, cat, cc, time_s, st)
+    return st.paths, st.flop, st.rate, st.source, st.notes
+
+
+def _ops_path_work(raw: pd.DataFrame, cat: Catalog, time_s: np.ndarray) -> _Tensor:
+    """1. ``sm__ops_path_tensor_<path>`` counters (exact); the family total avoids double counting."""
     t = cat.tensor
     n = len(raw)
-    paths: dict[str, _Work] = {}
-    source = np.full(n, "", dtype=object)
-    notes: list[list[str]] = [[] for _ in range(n)]
     sm_clock = _column(raw, t.ops_clock)
     sm_clock = np.full(n, _NAN) if sm_clock is None else sm_clock
-
-    # 1. sm__ops_path_tensor_<path> counters (exact).
     names = sorted({c[len(t.ops_prefix):-len(t.ops_count)] for c in raw.columns if c.startswith(t.ops_prefix) and c.endswith(t.ops_count)}
                    | {c[len(t.ops_prefix):-len(t.ops_rate)] for c in raw.columns if c.startswith(t.ops_prefix) and c.endswith(t.ops_rate)})
+    paths: dict[str, _Work] = {}
     have_ops = np.zeros(n, dtype=bool)
     for path in names:
         base = t.ops_prefix + path
-        count = _column(raw, base + t.ops_count)
-        rate = _column(raw, base + t.ops_rate)
-        peak = _column(raw, base + t.ops_peak)
+        count, rate, peak = _column(raw, base + t.ops_count), _column(raw, base + t.ops_rate), _column(raw, base + t.ops_peak)
         rate_s = rate * sm_clock if rate is not None else np.full(n, _NAN)
         count = count if count is not None else np.full(n, _NAN)
         flop = np.where(~np.isnan(count), count, rate_s * time_s)
-        flop_per_s = np.where(~np.isnan(rate_s), rate_s, _div(count, time_s))
         peak_s = peak * sm_clock if peak is not None else np.full(n, _NAN)
         have_ops |= ~np.isnan(flop)
-        paths[path] = _Work(flop, flop_per_s, peak_s, np.zeros(n, dtype=bool))
+        paths[path] = _Work(flop, np.where(~np.isnan(rate_s), rate_s, _div(count, time_s)), peak_s, np.zeros(n, dtype=bool))
 
     def family_sum(attr: str) -> np.ndarray:
         agg = [getattr(w, attr) for p, w in paths.items() if not p.startswith(t.family_prefix)]
@@ -180,62 +202,62 @@ def _tensor_work(
         o = np.nansum(ops, axis=0) if ops else np.zeros(n)
         return np.where(a > 0, a, o)
 
-    tensor_flop = np.where(have_ops, family_sum("flop") if paths else 0.0, _NAN)
-    tensor_rate = np.where(have_ops, family_sum("flop_per_s") if paths else 0.0, _NAN)
-    source = np.where(have_ops, "ops_path", source)
+    return _Tensor(paths, np.where(have_ops, family_sum("flop") if paths else 0.0, _NAN),
+                   np.where(have_ops, family_sum("flop_per_s") if paths else 0.0, _NAN),
+                   np.where(have_ops, "ops_path", "").astype(object), [[] for _ in range(n)])
 
-    # 2. SASS opcode counts x ops per MMA instruction (estimated).
+
+def _opcode_work(raw: pd.DataFrame, cat: Catalog, time_s: np.ndarray, st: _Tensor) -> None:
+    """2. SASS opcode counts x ops per MMA instruction (estimated), where no ops-path counter exists."""
+    t = cat.tensor
+    n = len(raw)
     opcode_total = _column(raw, t.opcode_metric)
-    if opcode_total is not None:
-        use = ~have_ops & ~np.isnan(opcode_total)
-        prefix = t.opcode_metric + "["
-        per_path: dict[str, np.ndarray] = {}
-        for col in (c for c in raw.columns if c.startswith(prefix)):
-            opcode = col[len(prefix):-1]
-            counts = np.nan_to_num(raw[col].to_numpy(dtype=float, na_value=np.nan))
-            shape = next((s for s in t.shapes if s.pattern.search(opcode)), None)
-            if shape is None:
-                for i in np.flatnonzero(use & (counts > 0)):
-                    notes[i].append(f"tensor work incomplete: no MMA shape known for SASS opcode {opcode}")
-                continue
-            per_path[shape.path] = per_path.get(shape.path, np.zeros(n)) + counts * shape.ops
-        est_total = np.zeros(n)
-        for path, ops in per_path.items():
-            flop = np.where(use, ops, _NAN)
-            paths[path] = _Work(flop, _div(flop, time_s), np.full(n, _NAN), use.copy())
-            est_total += ops
-        tensor_flop = np.where(use, est_total, tensor_flop)
-        tensor_rate = np.where(use, _div(est_total, time_s), tensor_rate)
-        source = np.where(use, "sass_opcodes", source)
-        for i in np.flatnonzero(use & (est_total > 0)):
-            notes[i].append("tensor FLOPs estimated from SASS MMA opcode counts x 2*M*N*K, no tensor roof in this report")
+    if opcode_total is None:
+        return
+    use = np.isnan(st.flop) & ~np.isnan(opcode_total)
+    prefix = t.opcode_metric + "["
+    per_path: dict[str, np.ndarray] = {}
+    for col in (c for c in raw.columns if c.startswith(prefix)):
+        opcode = col[len(prefix):-1]
+        counts = np.nan_to_num(raw[col].to_numpy(dtype=float, na_value=np.nan))
+        shape = next((s for s in t.shapes if s.pattern.search(opcode)), None)
+        if shape is None:
+            for i in np.flatnonzero(use & (counts > 0)):
+                st.notes[i].append(f"tensor work incomplete: no MMA shape known for SASS opcode {opcode}")
+            continue
+        per_path[shape.path] = per_path.get(shape.path, np.zeros(n)) + counts * shape.ops
+    est_total = np.zeros(n)
+    for path, ops in per_path.items():
+        flop = np.where(use, ops, _NAN)
+        st.paths[path] = _Work(flop, _div(flop, time_s), np.full(n, _NAN), use.copy())
+        est_total += ops
+    st.flop = np.where(use, est_total, st.flop)
+    st.rate = np.where(use, _div(est_total, time_s), st.rate)
+    st.source = np.where(use, "sass_opcodes", st.source)
+    for i in np.flatnonzero(use & (est_total > 0)):
+        st.notes[i].append("tensor FLOPs estimated from SASS MMA opcode counts x 2*M*N*K, no tensor roof in this report")
 
-    # No tensor-pipe instruction executed means no tensor work, on any architecture (exact).
-    pipe = _term(raw, t.legacy_count)
-    pipe_rate = _term(raw, t.legacy_rate)
-    idle = np.isnan(tensor_flop) & ((pipe == 0) | (pipe_rate == 0))
-    tensor_flop = np.where(idle, 0.0, tensor_flop)
-    tensor_rate = np.where(idle, 0.0, tensor_rate)
-    source = np.where(idle, "pipe_tensor=0", source)
 
-    # 3. Legacy 512 x tensor-pipe instructions, CC 7.0 only (approximate).
+def _legacy_work(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray, time_s: np.ndarray, st: _Tensor) -> None:
+    """3. Legacy 512 x tensor-pipe instructions, CC 7.0 only (approximate), where nothing else applied."""
+    t = cat.tensor
     legacy_cc = np.isin(np.round(cc, 1), t.legacy_cc)
     count = _term(raw, t.legacy_count) * t.legacy_factor
     rate_clock = _column(raw, t.legacy_rate_clock)
     rate = _term(raw, t.legacy_rate) * t.legacy_factor * (rate_clock if rate_clock is not None else _NAN)
-    use = legacy_cc & np.isnan(tensor_flop) & (~np.isnan(count) | ~np.isnan(rate))
-    if use.any():
-        flop = np.where(~np.isnan(count), count, rate * time_s)
-        flop_per_s = np.where(~np.isnan(rate), rate, _div(count, time_s))
-        peak_clock = _column(raw, t.legacy_peak_clock)
-        peak = _term(raw, t.legacy_peak) * t.legacy_factor * (peak_clock if peak_clock is not None else _NAN)
-        paths["legacy_x512"] = _Work(np.where(use, flop, _NAN), np.where(use, flop_per_s, _NAN), np.where(use, peak, _NAN), use.copy())
-        tensor_flop = np.where(use, flop, tensor_flop)
-        tensor_rate = np.where(use, flop_per_s, tensor_rate)
-        source = np.where(use, "legacy_x512", source)
-        for i in np.flatnonzero(use & (flop > 0)):
-            notes[i].append("tensor FLOPs = 512 x tensor-pipe instructions (NERSC convention): exact only for HMMA.884 with FP32 accumulation")
-    return paths, tensor_flop, tensor_rate, source, notes
+    use = legacy_cc & np.isnan(st.flop) & (~np.isnan(count) | ~np.isnan(rate))
+    if not use.any():
+        return
+    flop = np.where(~np.isnan(count), count, rate * time_s)
+    flop_per_s = np.where(~np.isnan(rate), rate, _div(count, time_s))
+    peak_clock = _column(raw, t.legacy_peak_clock)
+    peak = _term(raw, t.legacy_peak) * t.legacy_factor * (peak_clock if peak_clock is not None else _NAN)
+    st.paths["legacy_x512"] = _Work(np.where(use, flop, _NAN), np.where(use, flop_per_s, _NAN), np.where(use, peak, _NAN), use.copy())
+    st.flop = np.where(use, flop, st.flop)
+    st.rate = np.where(use, flop_per_s, st.rate)
+    st.source = np.where(use, "legacy_x512", st.source)
+    for i in np.flatnonzero(use & (flop > 0)):
+        st.notes[i].append("tensor FLOPs = 512 x tensor-pipe instructions (NERSC convention): exact only for HMMA.884 with FP32 accumulation")
 
 
 @dataclass

@@ -414,6 +414,70 @@ def load_toml(directory: Path | None, name: str) -> dict[str, Any]:
     return _read((directory or metrics_dir()) / name)
 
 
+def _precisions(roof: dict[str, Any]) -> dict[str, Precision]:
+    """``[precision.*]`` of roofline.toml."""
+    return {
+        name: Precision(
+            name=name,
+            title=p["title"],
+            rate=_recipes(p.get("rate", []), f"precision.{name}.rate"),
+            count=_recipes(p.get("count", []), f"precision.{name}.count"),
+            peak=_recipes(p.get("peak", []), f"precision.{name}.peak"),
+        )
+        for name, p in roof["precision"].items()
+    }
+
+
+def _levels(roof: dict[str, Any]) -> dict[str, Level]:
+    """``[level.*]`` of roofline.toml, each with its traffic definitions."""
+    levels = {}
+    for name, lv in roof["level"].items():
+        defs = tuple(
+            LevelDefinition(
+                id=d["id"],
+                description=d["description"],
+                source=d.get("source", ""),
+                cc_min=d.get("cc_min"),
+                cc_max=d.get("cc_max"),
+                bytes=_recipes(d.get("bytes", []), f"level.{name}.{d['id']}.bytes"),
+                rate=_recipes(d.get("rate", []), f"level.{name}.{d['id']}.rate"),
+                peak=_recipes(d.get("peak", []), f"level.{name}.{d['id']}.peak"),
+            )
+            for d in lv["definition"]
+        )
+        levels[name] = Level(name=name, title=lv["title"], definitions=defs)
+    return levels
+
+
+def _tensor(ten: dict[str, Any]) -> TensorCatalog:
+    """tensor.toml: ops-path metrics, SASS MMA shapes and the legacy x512 rule."""
+    shapes = []
+    for s in ten["sass_opcodes"]["shapes"]:
+        ops = s.get("ops", 2.0 * s.get("m", 0) * s.get("n", 0) * s.get("k", 0))
+        if ops <= 0:
+            raise ValueError(f"tensor.toml: shape {s} has no ops or m/n/k")
+        shapes.append(MmaShape(re.compile(s["pattern"]), float(ops), s["path"]))
+    op, so, lg = ten["ops_path"], ten["sass_opcodes"], ten["legacy_x512"]
+    return TensorCatalog(
+        ops_prefix=op["prefix"],
+        ops_count=op["count"],
+        ops_rate=op["rate"],
+        ops_peak=op["peak"],
+        ops_clock=op["clock"],
+        family_prefix=op["family_prefix"],
+        opcode_metric=so["metric"],
+        looks_like_mma=re.compile(so["looks_like_mma"]),
+        shapes=tuple(shapes),
+        legacy_cc=tuple(float(c) for c in lg["cc"]),
+        legacy_factor=float(lg["factor"]),
+        legacy_count=parse_term(lg["count"]),
+        legacy_rate=parse_term(lg["rate"]),
+        legacy_rate_clock=lg["rate_clock"],
+        legacy_peak=parse_term(lg["peak"]),
+        legacy_peak_clock=lg["peak_clock"],
+    )
+
+
 @functools.lru_cache(maxsize=4)
 def load(directory: Path | None = None) -> Catalog:
     """Load and validate the catalog.
@@ -437,58 +501,7 @@ def load(directory: Path | None = None) -> Catalog:
     ten = _read(directory / "tensor.toml")
     thresholds = _read(directory / "thresholds.toml")
 
-    precisions = {
-        name: Precision(
-            name=name,
-            title=p["title"],
-            rate=_recipes(p.get("rate", []), f"precision.{name}.rate"),
-            count=_recipes(p.get("count", []), f"precision.{name}.count"),
-            peak=_recipes(p.get("peak", []), f"precision.{name}.peak"),
-        )
-        for name, p in roof["precision"].items()
-    }
-    levels = {}
-    for name, lv in roof["level"].items():
-        defs = tuple(
-            LevelDefinition(
-                id=d["id"],
-                description=d["description"],
-                source=d.get("source", ""),
-                cc_min=d.get("cc_min"),
-                cc_max=d.get("cc_max"),
-                bytes=_recipes(d.get("bytes", []), f"level.{name}.{d['id']}.bytes"),
-                rate=_recipes(d.get("rate", []), f"level.{name}.{d['id']}.rate"),
-                peak=_recipes(d.get("peak", []), f"level.{name}.{d['id']}.peak"),
-            )
-            for d in lv["definition"]
-        )
-        levels[name] = Level(name=name, title=lv["title"], definitions=defs)
-
-    shapes = []
-    for s in ten["sass_opcodes"]["shapes"]:
-        ops = s.get("ops", 2.0 * s.get("m", 0) * s.get("n", 0) * s.get("k", 0))
-        if ops <= 0:
-            raise ValueError(f"tensor.toml: shape {s} has no ops or m/n/k")
-        shapes.append(MmaShape(re.compile(s["pattern"]), float(ops), s["path"]))
-    op, so, lg = ten["ops_path"], ten["sass_opcodes"], ten["legacy_x512"]
-    tensor = TensorCatalog(
-        ops_prefix=op["prefix"],
-        ops_count=op["count"],
-        ops_rate=op["rate"],
-        ops_peak=op["peak"],
-        ops_clock=op["clock"],
-        family_prefix=op["family_prefix"],
-        opcode_metric=so["metric"],
-        looks_like_mma=re.compile(so["looks_like_mma"]),
-        shapes=tuple(shapes),
-        legacy_cc=tuple(float(c) for c in lg["cc"]),
-        legacy_factor=float(lg["factor"]),
-        legacy_count=parse_term(lg["count"]),
-        legacy_rate=parse_term(lg["rate"]),
-        legacy_rate_clock=lg["rate_clock"],
-        legacy_peak=parse_term(lg["peak"]),
-        legacy_peak_clock=lg["peak_clock"],
-    )
+    precisions, levels, tensor = _precisions(roof), _levels(roof), _tensor(ten)
     return Catalog(
         directory=directory,
         time=_recipes(roof["time"]["recipes"], "time"),
