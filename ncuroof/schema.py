@@ -36,6 +36,7 @@ __all__ = [
     "LEVELS",
     "BOUNDS",
     "STATUSES",
+    "DAMAGED",
     "validate_raw",
     "validate_kernels",
     "validate_points",
@@ -64,7 +65,10 @@ BOUNDS = ("memory", "compute", "latency", "unknown")
 DIAGNOSES = ("memory_near_roof", "memory_below_roof", "compute_near_roof", "compute_below_roof", "latency_bound", "balanced",
              "not_classified")
 #: Values of the ``status`` column of the kernels table.
-STATUSES = ("ok", "no_roofline_metrics", "failed_measurement")
+STATUSES = ("ok", "no_roofline_metrics", "failed_measurement", "corrupt_record")
+#: Start of the ``input_notes`` of a launch whose record is damaged (:mod:`ncuroof.parser.validate`):
+#: values no GPU can produce, no kernel name, no values. Such a launch gets status ``corrupt_record``.
+DAMAGED = "damaged record"
 
 RAW_META: dict[str, Column] = {
     "source": Column("string", "", "input file the launch was read from"),
@@ -122,7 +126,7 @@ KERNELS: dict[str, Column] = {
     "evidence": Column("string", "", "the numbers behind the diagnosis"),
     "advice": Column("string", "", "what to try, from the diagnosis and its numbers"),
     "flags": Column("string", "", "plausibility flags, '; '-separated: above roof (with the likely cause), failed measurement, n/a metrics, no work measured"),
-    "status": Column("string", "", "ok, no_roofline_metrics or failed_measurement"),
+    "status": Column("string", "", "ok, no_roofline_metrics, failed_measurement (ncu stored NaN) or corrupt_record (the input is damaged)"),
     "notes": Column("string", "", "reasons and caveats, '; '-separated"),
 }
 

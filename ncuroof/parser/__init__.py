@@ -21,6 +21,7 @@ from ..schema import validate_raw
 from .csv import Session, read_csv, read_session, sniff
 from .merge import apply_session, merge
 from .ncu_rep import MAGIC, read_ncu_rep
+from .validate import check_values
 
 __all__ = ["read", "read_many", "read_ncu_rep", "read_csv", "read_session", "merge"]
 
@@ -59,7 +60,8 @@ def read(path: str | Path, catalog: Catalog, progress: Any = None) -> pd.DataFra
     Returns
     -------
     DataFrame
-        The validated raw table, one row per launch.
+        The validated raw table, one row per launch; values that cannot be physical are NaN and
+        their launches marked damaged (:func:`ncuroof.parser.validate.check_values`).
 
     Raises
     ------
@@ -72,7 +74,7 @@ def read(path: str | Path, catalog: Catalog, progress: Any = None) -> pd.DataFra
     path = Path(path)
     _check_path(path)
     df = read_ncu_rep(path, catalog, progress) if _is_report(path) else read_csv(path, catalog)
-    return validate_raw(df, str(path))
+    return validate_raw(check_values(df, catalog), str(path))
 
 
 def read_many(paths: Sequence[str | Path], catalog: Catalog, progress: Any = None, stack: bool = False) -> pd.DataFrame:

@@ -12,7 +12,9 @@ pickled frames on stdout:
 ``("row", dict)``
     one per launch: metadata (``range_id``, ``launch_id``, names, NVTX) and metric values;
 ``("error", text)``
-    ``load_report`` raised (the report is unreadable); then exit 3.
+    ``load_report`` raised (the report is unreadable); then exit 3;
+``("missing", text)``
+    ``ncu_report`` cannot be imported; then exit 4.
 
 Strings holding bytes that are not UTF-8 (a flipped byte in a name) come back with U+FFFD in
 their place and ``_damaged_text`` set, never as lone surrogates that cannot be written.
@@ -90,8 +92,11 @@ def _metrics(action: Any, spec: dict[str, Any], mma: re.Pattern[str]) -> dict[st
 
 def read(path: str, spec: dict[str, Any], out: Any) -> int:
     """Read every launch of ``path`` and write the frames to the binary stream ``out``."""
-    import ncu_report  # type: ignore[import-not-found]
-
+    try:
+        import ncu_report  # type: ignore[import-not-found]
+    except ImportError as exc:
+        pickle.dump(("missing", str(exc)), out)
+        return 4
     try:
         ctx = ncu_report.load_report(path)
     except Exception as exc:  # noqa: BLE001 - the SWIG layer raises plain RuntimeError/Exception

@@ -18,15 +18,25 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..errors import ReportFormatError
+from ..errors import MissingModuleError, ReportFormatError
 
-__all__ = ["read_launches", "WORKER"]
+__all__ = ["read_launches", "missing_module", "WORKER"]
 
 #: The worker script, run by path.
 WORKER = Path(__file__).with_name("_ncu_worker.py")
 # Run the worker without its own directory on sys.path (it holds csv.py, which would shadow the
 # standard library's csv module), keeping PYTHONPATH (ncu's extras/python is often put there).
 _BOOT = "import runpy, sys; del sys.path[0]; sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
+
+
+def missing_module(path: Path) -> MissingModuleError:
+    """The error for a machine without NVIDIA's ``ncu_report`` module: how to get it, or the CSV route."""
+    return MissingModuleError(
+        "reading .ncu-rep needs NVIDIA's ncu_report module (pip install ncu-report; it has wheels for "
+        "Linux x86-64 and Windows only); run ncuroof on such a machine, or export the data with "
+        f"ncu --import {path.name} --csv --page raw --print-units base > {path.stem}.csv and analyze that CSV",
+        path,
+    )
 
 
 def _stderr_line(err: Any) -> str:
@@ -77,6 +87,8 @@ def read_launches(path: Path, spec: dict[str, Any], progress: Any = None, record
     ------
     ReportFormatError
         If ``ncu_report`` cannot load the report, aborts (a signal) or fails while decoding it.
+    MissingModuleError
+        If ``ncu_report`` cannot be imported.
     """
     rows: list[dict[str, Any]] = []
     total: int | None = None
@@ -90,7 +102,7 @@ def read_launches(path: Path, spec: dict[str, Any], progress: Any = None, record
             proc.stdin.close()
         except BrokenPipeError:
             pass
-        error = None
+        error = missing = None
         while True:
             try:
                 kind, value = pickle.load(proc.stdout)
@@ -103,10 +115,14 @@ def read_launches(path: Path, spec: dict[str, Any], progress: Any = None, record
             elif kind == "total":
                 total = value
                 advance = progress(total) if progress is not None else None
+            elif kind == "missing":
+                missing = value
             else:
                 error = value
         proc.stdout.close()
         code = proc.wait()
+        if missing is not None:
+            raise missing_module(path)
         if error is not None:
             raise ReportFormatError(f"ncu_report could not read it ({error}); re-run ncu or re-export the report", path)
         if code < 0:

@@ -23,8 +23,8 @@ from typing import Any
 import pandas as pd
 
 from ..catalog import Catalog
-from ..errors import InputError, MissingModuleError, ReportFormatError
-from .contained import read_launches
+from ..errors import InputError, ReportFormatError
+from .contained import missing_module, read_launches
 
 __all__ = ["read_ncu_rep", "check_framing", "launch_sequence", "check_launches", "ResultRecord", "ncu_version", "MAGIC"]
 
@@ -312,12 +312,7 @@ def ncu_version(path: Path) -> str | None:
 
 def _require_ncu_report(path: Path) -> None:
     if importlib.util.find_spec("ncu_report") is None:
-        raise MissingModuleError(
-            "reading .ncu-rep needs NVIDIA's ncu_report module (pip install ncu-report; it has wheels for "
-            "Linux x86-64 and Windows only); run ncuroof on such a machine, or export the data with "
-            f"ncu --import {path.name} --csv --page raw --print-units base > {path.stem}.csv and analyze that CSV",
-            path,
-        )
+        raise missing_module(path)
 
 
 def _dims(values: dict[str, Any], kind: str) -> str | None:
