@@ -63,7 +63,7 @@ def classify(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Catalog) -> p
         sm, mem = row.sm_throughput_frac, row.memory_throughput_frac
         has_sol = not (math.isnan(sm) or math.isnan(mem))
         bound = "unknown"
-        if row.status == "failed_measurement":
+        if row.status in ("failed_measurement", "corrupt_record"):
             pass
         elif has_sol and sm < latency and mem < latency:
             bound = "latency"

@@ -247,6 +247,8 @@ def launch_flags(kernels: pd.DataFrame, points: pd.DataFrame, thresholds: dict[s
         f = list(dict.fromkeys(flags.get((r.source, r.launch_id), [])))
         if r.status == "failed_measurement":
             f.append("failed measurement: ncu stored NaN, not plotted")
+        elif r.status == "corrupt_record":
+            f.append("damaged record: the input is damaged (see notes), not plotted")
         notes = str(getattr(r, "notes", "") or "")
         if "n/a" in notes:
             f.append("n/a metrics: see notes")

@@ -4,7 +4,8 @@
 Each case is a damaged copy of a shared fixture (fixed seed); ``ncuroof analyze -q`` runs on it
 (``.ncu-rep`` cases in a forked child so that an abort is counted, not fatal). Columns:
 ``refused`` (exit 2, one line naming the file), ``ok`` (whole outputs, no damage visible),
-``flagged`` (whole outputs, a status other than ok, a flag or a damage note), then one column per
+``flagged`` (whole outputs, a status other than ok, a flag or a damage note), ``lost_undetectable``
+(a report with fewer launches and no trace of the loss: a removed block), then one column per
 failure kind (signal, traceback, internal_error, leftover, silent_value, warning, ...).
 
     PYTHONPATH=. .venv/bin/python scripts/fuzz_report.py [--seed 14] [--per-report 3] [--per-csv 3] [-v]
@@ -57,7 +58,7 @@ def main() -> None:
             counts[case.family][kind] += 1
             if kind.startswith("FAIL"):
                 failures.append((case, kind, detail))
-    kinds = ["refused", "ok", "ok_flagged"]
+    kinds = ["refused", "ok", "ok_flagged", "lost_undetectable"]
     kinds += sorted({k for c in counts.values() for k in c if k not in kinds})
     width = max(map(len, counts)) + 2
     print(f"{'family':<{width}}{'cases':>6}" + "".join(f"{k.removeprefix('FAIL:'):>15}" for k in kinds))

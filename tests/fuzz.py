@@ -202,7 +202,7 @@ def _value_cell(lines: list[bytes], head: int, rng: random.Random) -> tuple[int,
     return rng.choice(cand) if cand else None
 
 
-_BAD_VALUES = ("-262,784", "inf", "-inf", "1.7e308", "1e300", "nan", "-1", "0", "abc", "12..5", "1e-320", "99999999999999999999999")
+_BAD_VALUES = ("-262,784", "inf", "-inf", "1.7e308", "1e300", "nan", "-1", "abc", "12..5", "1e-320", "99999999999999999999999")
 
 
 def _set_cell(lines: list[bytes], i: int, j: int, value: bytes) -> bytes:
@@ -239,8 +239,9 @@ def csv_cases(name: str, data: bytes, rng: random.Random, per_family: int) -> It
         a, b = rng.sample(perm, 2) if rng.random() < 0.7 else (0, 1)
         perm[a], perm[b] = perm[b], perm[a]
         yield case("reorder_columns", f"columns {a} and {b} swapped", _project(lines, head, perm))
-        if len(rows) > 1:
-            i, k = rng.sample(rows, 2)
+        distinct = {_cells(lines[n])[0]: n for n in rows}
+        if len(distinct) > 1:
+            i, k = rng.sample(sorted(distinct.values()), 2)
             ids = {_cells(lines[i])[0]}
             new = _cells(lines[k])[0]
             out = [(_join([new, *_cells(ln)[1:]], ln[len(ln.rstrip(b"\r\n")):] or b"\n") if n in rows and _cells(ln)[0] in ids else ln)
@@ -427,6 +428,9 @@ def verdict(case: Case, outcome: Outcome, reference: object = None) -> tuple[str
     k, ref = outcome.kernels, reference
     damage = k["notes"].fillna("").astype(str).str.contains(DAMAGE_WORDS) | k["flags"].fillna("").astype(str).str.contains(DAMAGE_WORDS)
     if ref is not None and len(k) != len(ref) and not damage.any():
+        if len(k) < len(ref) and case.suffix == ".ncu-rep":
+            # A removed block or a cut at a block boundary leaves no trace in a report (issue 14).
+            return "lost_undetectable", f"{len(ref)} launches -> {len(k)}"
         return "FAIL:launches_changed", f"{len(ref)} launches -> {len(k)}, no note"
     changed = ref is not None and (len(k) != len(ref) or (k["status"].to_numpy() != ref["status"].to_numpy()).any())
     return ("ok_flagged" if damage.any() or changed else "ok"), ""

@@ -109,17 +109,27 @@ def sniff(path: Path) -> str:
                 raise _no_header(mm, path)
             end = mm.find(b"\n", m.start())
             if end < 0 and mm.find(b"\r", m.start()) >= 0:
-                raise InputError("has CR-only line ends (classic Mac OS); convert them to LF, e.g. tr '\\r' '\\n' < FILE > FIXED.csv, "
-                                 "or export it again", path)
+                raise _cr_only(path)
             header = next(csv.reader([mm[m.start():end if end >= 0 else len(mm)].decode("utf-8", "replace").lstrip("\ufeff")]))
     return "details" if "Metric Name" in header and "Metric Value" in header else "raw"
+
+
+def _cr_only(path: Path) -> InputError:
+    return InputError("has CR-only line ends (classic Mac OS); convert them to LF (tr '\\r' '\\n' < FILE > FIXED.csv) "
+                      "or export it again", path)
 
 
 _OUT_OF_ORDER = re.compile(rb'^(?:\xef\xbb\xbf)?"[^"\r\n]*",.*"Process ID".*$', re.MULTILINE)
 
 
 def _no_header(mm: Any, path: Path) -> InputError:
-    """The error for a file without ncu's header row: columns out of order, or not an export."""
+    """The error for a file without ncu's header row: another encoding, CR-only line ends,
+    columns out of order, or not an export."""
+    if mm[:2] in (b"\xff\xfe", b"\xfe\xff") or mm[:4096].count(b"\x00") > 64:
+        return InputError("is UTF-16 encoded; ncu writes UTF-8: convert it (iconv -f UTF-16 -t UTF-8 FILE > FIXED.csv) or "
+                          "export it again", path)
+    if mm.find(b"\n", 0, 1 << 16) < 0 and mm.find(b"\r", 0, 1 << 16) >= 0:
+        return _cr_only(path)
     for m in _OUT_OF_ORDER.finditer(mm):
         cells = next(csv.reader([m.group(0).decode("utf-8", "replace").lstrip("\ufeff")]), [])
         if "ID" in cells and "Process ID" in cells:
@@ -163,9 +173,13 @@ def _open_rows(path: Path, usecols: Any) -> pd.DataFrame:
         assert m is not None  # sniff() checked
         offset = m.start() + (3 if mm[m.start():m.start() + 3] == _BOM else 0)
         noisy = _NOISE_LINE.search(mm, offset) is not None  # type: ignore[call-overload]
-        tail = mm[max(offset, len(mm) - 4096):].rstrip(b"\r\n")
-    last = tail.rsplit(b"\n", 1)[-1]
-    if last.startswith(b'"') and not last.endswith(b'"'):
+        end = mm.find(b"\n", offset)
+        header = mm[offset:end if end >= 0 else len(mm)]
+        stop = len(mm)
+        while stop > offset and mm[stop - 1] in b"\r\n":
+            stop -= 1
+        last = mm[max(offset, mm.rfind(b"\n", offset, stop) + 1):stop]
+    if last.startswith(b'"') and (not last.endswith(b'"') or _cell_count(last) < _cell_count(header)):
         raise ReportFormatError("ends in the middle of a row: the export is truncated; export it again", path)
     kwargs: dict[str, Any] = {"dtype": str, "keep_default_na": False, "usecols": usecols, "encoding": "utf-8",
                               "encoding_errors": "replace", "skip_blank_lines": True}
@@ -177,6 +191,10 @@ def _open_rows(path: Path, usecols: Any) -> pd.DataFrame:
             return pd.read_csv(f, **kwargs)
     except (pd.errors.ParserError, ValueError, UnicodeDecodeError) as exc:
         raise InputError(f"is not a well-formed ncu CSV export ({str(exc).splitlines()[0]}); export it again", path) from exc
+
+
+def _cell_count(line: bytes) -> int:
+    return len(next(csv.reader([line.decode("utf-8", "replace").rstrip("\r")]), []))
 
 
 def _ncu_messages(path: Path) -> list[str]:

@@ -410,4 +410,5 @@ def _no_launches(path: Path, records: list[ResultRecord] | None) -> InputError:
         return ReportFormatError(
             f"is damaged: it holds {len(records)} launch records but ncu_report decodes none (its file or session "
             "header is likely damaged); copy the report again or re-run ncu", path)
-    return InputError("holds no kernel launches; check ncu's --kernel-name/--launch-count filters", path)
+    return InputError("holds no kernel launches: ncu profiled none (check its --kernel-name/--launch-count filters), or the "
+                      "file was cut short after its header (copy it again)", path)
