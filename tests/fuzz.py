@@ -426,7 +426,7 @@ def verdict(case: Case, outcome: Outcome, reference: object = None) -> tuple[str
     if bad:
         return "FAIL:silent_value", "; ".join(bad[:3])
     k, ref = outcome.kernels, reference
-    damage = k["notes"].fillna("").astype(str).str.contains(DAMAGE_WORDS) | k["flags"].fillna("").astype(str).str.contains(DAMAGE_WORDS)
+    damage = _text(k["notes"]).str.contains(DAMAGE_WORDS) | _text(k["flags"]).str.contains(DAMAGE_WORDS)
     if ref is not None and len(k) != len(ref) and not damage.any():
         if len(k) < len(ref) and case.suffix == ".ncu-rep":
             # A removed block or a cut at a block boundary leaves no trace in a report (issue 14).
@@ -434,6 +434,11 @@ def verdict(case: Case, outcome: Outcome, reference: object = None) -> tuple[str
         return "FAIL:launches_changed", f"{len(ref)} launches -> {len(k)}, no note"
     changed = ref is not None and (len(k) != len(ref) or (k["status"].to_numpy() != ref["status"].to_numpy()).any())
     return ("ok_flagged" if damage.any() or changed else "ok"), ""
+
+
+def _text(col: object) -> object:
+    """A kernels.csv text column as str, '' where empty (read back as NaN)."""
+    return col.astype(object).where(col.notna(), "").astype(str)  # type: ignore[union-attr]
 
 
 #: Words of the notes and flags that say the input was damaged or repaired.

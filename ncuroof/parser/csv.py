@@ -119,7 +119,7 @@ def _cr_only(path: Path) -> InputError:
                       "or export it again", path)
 
 
-_OUT_OF_ORDER = re.compile(rb'^(?:\xef\xbb\xbf)?"[^"\r\n]*",.*"Process ID".*$', re.MULTILINE)
+_OUT_OF_ORDER = re.compile(rb'^(?:\xef\xbb\xbf)?(?=")[^\r\n]*"Process ID"[^\r\n]*$', re.MULTILINE)
 
 
 def _no_header(mm: Any, path: Path) -> InputError:
