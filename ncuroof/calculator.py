@@ -113,7 +113,7 @@ def _resolve(raw: pd.DataFrame, recipes: tuple[Recipe, ...], cc: np.ndarray) -> 
 
 
 def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # an overflow is caught by _damaged
         return np.where(b > 0, a / np.where(b > 0, b, 1.0), _NAN)
 
 
@@ -303,7 +303,12 @@ def _damaged(raw: pd.DataFrame, k: pd.DataFrame, cat: Catalog) -> tuple[np.ndarr
     reasons = np.full(len(raw), "", dtype=object)
     for i in np.flatnonzero(beyond != ""):
         reasons[i] = f"{DAMAGED}: {beyond[i]}, beyond any measurement error; a counter is damaged: re-run ncu; not plotted"
-    return mask | (beyond != ""), reasons
+    floats = [c for c in k.columns if k[c].dtype == float]
+    inf = np.isinf(k[floats].to_numpy(float))
+    for i in np.flatnonzero(inf.any(axis=1) & (reasons == "")):  # a safety net behind the parser's limits
+        reasons[i] = f"{DAMAGED}: {', '.join(np.array(floats)[inf[i]][:3])} overflowed to infinity (kept missing); re-run ncu"
+    k[floats] = np.where(inf, np.nan, k[floats].to_numpy(float))
+    return mask | (beyond != "") | inf.any(axis=1), reasons
 
 
 def _fraction(raw: pd.DataFrame, metric: str) -> np.ndarray:

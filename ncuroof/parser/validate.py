@@ -22,9 +22,9 @@ from ..schema import DAMAGED, RAW_META
 __all__ = ["check_values", "roof_violations", "limits"]
 
 _DEFAULTS: dict[str, Any] = {
-    "durations_ns": ["gpu__time_duration.sum"], "min_duration_ns": 1.0, "clock_suffix": "cycles_elapsed.avg.per_second",
-    "max_clock_hz": 1e10, "core_clocks": ["sm__cycles_elapsed.avg.per_second"], "max_value": 1e24,
-    "unchecked_prefix": "device__attribute_", "max_roof_multiple": 100.0,
+    "durations_ns": ["gpu__time_duration.sum"], "min_duration_ns": 1.0, "cycle_counts": ["cycles_elapsed.avg"], "min_cycles": 1.0,
+    "clock_suffix": "cycles_elapsed.avg.per_second", "max_clock_hz": 1e10, "core_clocks": ["sm__cycles_elapsed.avg.per_second"],
+    "max_value": 1e24, "unchecked_prefix": "device__attribute_", "max_roof_multiple": 100.0,
 }
 
 
@@ -44,6 +44,8 @@ def _reasons(values: np.ndarray, cols: list[str], lim: dict[str, Any]) -> np.nda
             col = values[:, j]
             if c in lim["durations_ns"]:
                 why[(col < lim["min_duration_ns"]) & (why[:, j] == ""), j] = f"a duration below {lim['min_duration_ns']:g} ns"
+            elif c.endswith(tuple(lim["cycle_counts"])):
+                why[(col < lim["min_cycles"]) & (why[:, j] == ""), j] = f"below {lim['min_cycles']:g} elapsed cycle"
             elif c.endswith(lim["clock_suffix"]):
                 why[(col <= 0) & (why[:, j] == ""), j] = "a clock of 0 Hz or less"
                 if c in lim["core_clocks"]:
@@ -71,7 +73,8 @@ def check_values(raw: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
     -------
     DataFrame
         A copy of ``raw`` where every negative or infinite metric value, any value above
-        ``max_value``, a duration below ``min_duration_ns``, a clock (``*<clock_suffix>``)
+        ``max_value``, a duration below ``min_duration_ns``, elapsed cycles (``cycle_counts``)
+        below ``min_cycles``, a clock (``*<clock_suffix>``)
         at or below 0 and a core clock (``core_clocks``) above ``max_clock_hz`` is NaN; a launch without a kernel name, or
         without any metric value (the record was emptied), is damaged too. Each damaged launch's
         ``input_notes`` starts with :data:`ncuroof.schema.DAMAGED` and names the metrics, their
