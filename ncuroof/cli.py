@@ -116,6 +116,8 @@ def _print_analysis(result, inputs: list[Path], quiet: bool) -> None:  # noqa: A
         failed = k[k["status"] == "failed_measurement"]
         for r in failed.itertuples(index=False):
             click.echo(f"launch {r.launch_id} ({r.kernel_name}): measurement failed in ncu; kept in kernels.csv, not plotted")
+        for r in k[k["status"] == "corrupt_record"].head(5).itertuples(index=False):
+            click.echo(f"launch {r.launch_id} ({r.kernel_name}): damaged record in the input, see its notes in kernels.csv; not plotted")
         if result.missing_metrics:
             click.echo(
                 "No launch has roofline metrics (FLOP counters and memory traffic); the table above shows time and "
