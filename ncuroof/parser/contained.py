@@ -61,6 +61,35 @@ def _where(n_read: int, total: int | None, records: list[Any] | None) -> str:
     return where
 
 
+def _collect(proc: subprocess.Popen[bytes], spec: bytes, progress: Any) -> tuple[list[dict[str, Any]], int | None, str | None, str | None]:
+    """Send the spec, read the worker's frames to the end: (rows, total, error, missing)."""
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write(spec)
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass
+    rows: list[dict[str, Any]] = []
+    total = error = missing = advance = None
+    with proc.stdout:
+        while True:
+            try:
+                kind, value = pickle.load(proc.stdout)
+            except (EOFError, pickle.UnpicklingError, ValueError):
+                return rows, total, error, missing
+            if kind == "row":
+                rows.append(value)
+                if advance is not None:
+                    advance()
+            elif kind == "total":
+                total = value
+                advance = progress(total) if progress is not None else None
+            elif kind == "missing":
+                missing = value
+            else:
+                error = value
+
+
 def read_launches(path: Path, spec: dict[str, Any], progress: Any = None, records: list[Any] | None = None) -> list[dict[str, Any]]:
     """Read every launch of a report through ``ncu_report`` in a worker process.
 
@@ -90,43 +119,26 @@ def read_launches(path: Path, spec: dict[str, Any], progress: Any = None, record
     MissingModuleError
         If ``ncu_report`` cannot be imported.
     """
-    rows: list[dict[str, Any]] = []
-    total: int | None = None
-    advance = None
     with tempfile.TemporaryFile() as err:
         proc = subprocess.Popen([sys.executable, "-c", _BOOT, str(WORKER), str(path)], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=err)
-        assert proc.stdin is not None and proc.stdout is not None
         try:
-            proc.stdin.write(json.dumps(spec).encode())
-            proc.stdin.close()
-        except BrokenPipeError:
-            pass
-        error = missing = None
-        while True:
-            try:
-                kind, value = pickle.load(proc.stdout)
-            except (EOFError, pickle.UnpicklingError, ValueError):
-                break
-            if kind == "row":
-                rows.append(value)
-                if advance is not None:
-                    advance()
-            elif kind == "total":
-                total = value
-                advance = progress(total) if progress is not None else None
-            elif kind == "missing":
-                missing = value
-            else:
-                error = value
-        proc.stdout.close()
-        code = proc.wait()
+            rows, total, error, missing = _collect(proc, json.dumps(spec).encode(), progress)
+        except BaseException:  # Ctrl-C or a failing progress bar: the worker does not outlive the read
+            proc.kill()
+            raise
+        finally:
+            proc.wait()
         if missing is not None:
             raise missing_module(path)
         if error is not None:
             raise ReportFormatError(f"ncu_report could not read it ({error}); re-run ncu or re-export the report", path)
+        code = proc.returncode
         if code < 0:
-            name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else f"signal {-code}"
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
             detail = _stderr_line(err)
             raise ReportFormatError(
                 f"has a damaged launch record: NVIDIA's ncu_report decoder aborted ({name}) {_where(len(rows), total, records)}"
