@@ -427,6 +427,7 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
     k["saving_s"] = _NAN
     k["expected_flop"] = _NAN
     k["expected_dram_bytes"] = _NAN
+    k["kernel_key"] = None  # set once by the analysis (ncuroof.summary.kernel_keys, --match)
     k["bound"] = "unknown"
     k["diagnosis"] = "not_classified"
     k["evidence"] = ""

@@ -15,14 +15,14 @@ Rules (thresholds from ``metrics/thresholds.toml``):
 
 from __future__ import annotations
 
-import math
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from .catalog import Catalog
 
-__all__ = ["classify"]
+__all__ = ["classify", "binding_points", "main_precision"]
 
 
 def _pct(x: float) -> str:
@@ -33,8 +33,81 @@ def _sol_reason(sm: float, mem: float) -> str:
     return f"SM throughput {_pct(sm)}, memory throughput {_pct(mem)} of peak"
 
 
+def main_precision(points: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Per group of ``keys``, the precision with the most FLOPs (the first in point order on a tie).
+
+    Parameters
+    ----------
+    points : DataFrame
+        A points table or aggregated dots (:func:`ncuroof.summary.aggregate_points`), with
+        ``keys``, ``precision`` and ``flop``.
+    keys : list of str
+        The grouping columns (``["source", "launch_id"]`` per launch, ``["kernel_key"]`` per kernel).
+
+    Returns
+    -------
+    DataFrame
+        ``keys`` and ``precision``, one row per group.
+    """
+    work = points.groupby(keys + ["precision"], sort=False)["flop"].max().reset_index()
+    return work.loc[work.groupby(keys, sort=False)["flop"].idxmax(), keys + ["precision"]]
+
+
+def binding_points(points: pd.DataFrame, keys: list[str] | tuple[str, ...] = ("source", "launch_id")) -> pd.DataFrame:
+    """The one binding-point rule: at the precision with the most FLOPs (:func:`main_precision`),
+    the level with the lowest attainable roof min(P, AI × B) [KPG §2.9; YANG-CCPE]; points without
+    a roof are left out, so a group whose main precision has no roof has no binding point.
+
+    :func:`classify` (per launch), :func:`ncuroof.summary.kernel_summary` and through it
+    ``compare`` (per kernel), the diagnosis and the page all call this.
+
+    Parameters
+    ----------
+    points : DataFrame
+        A points table or aggregated dots.
+    keys : sequence of str, default ('source', 'launch_id')
+        What a group is: a launch, or ``("kernel_key",)`` for a kernel.
+
+    Returns
+    -------
+    DataFrame
+        ``keys``, ``precision``, ``level``, ``ai_flop_per_byte``, ``flop_per_s``,
+        ``ridge_flop_per_byte``, ``roof_flop_per_s``, ``roof_fraction``, ``peak_flop_per_s``,
+        ``peak_bytes_per_s``, ``bound``; groups without a binding point are absent.
+    """
+    keys = list(keys)
+    cols = keys + ["precision", "level", "ai_flop_per_byte", "flop_per_s", "ridge_flop_per_byte", "roof_flop_per_s",
+                   "roof_fraction", "peak_flop_per_s", "peak_bytes_per_s", "bound"]
+    if points.empty:
+        return pd.DataFrame(columns=cols)
+    p = points.merge(main_precision(points, keys), on=keys + ["precision"])
+    p = p[np.isfinite(p["roof_flop_per_s"].to_numpy(float))]
+    if p.empty:
+        return pd.DataFrame(columns=cols)
+    return p.loc[p.groupby(keys, sort=False)["roof_flop_per_s"].idxmin(), cols].reset_index(drop=True)
+
+
+def _roofline_reason(r: Any) -> str:
+    cmp = "<" if r.bound == "memory" else ">="
+    return (f"{r.bound} bound: {str(r.precision).upper()} at {str(r.level).upper()} (binding level), AI {r.ai_flop_per_byte:.3g} "
+            f"FLOP/B {cmp} ridge {r.ridge_flop_per_byte:.3g} FLOP/B, {_pct(float(r.roof_fraction))} of roof")
+
+
+def _latency_reason(r: Any, latency: float, small: float) -> str:
+    text = f"latency bound: {_sol_reason(r.sm_throughput_frac, r.memory_throughput_frac)}, both below {_pct(latency)} (ncu SOLBottleneck rule)"
+    return text + (f"; small grid: {r.waves_per_sm:.2f} waves per SM" if r.waves_per_sm < small else "")
+
+
+def _sol_only_reason(r: Any) -> str:
+    b = "compute" if r.sm_throughput_frac >= r.memory_throughput_frac else "memory"
+    return f"{b} bound from SpeedOfLight throughputs only ({_sol_reason(r.sm_throughput_frac, r.memory_throughput_frac)}): no roofline point"
+
+
 def classify(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
     """Fill the ``bound`` column of the kernels table and append the reason to ``notes``.
+
+    Vectorised over launches; the roofline verdict is the binding point of
+    :func:`ncuroof.summary.binding_points` (the one rule the page and ``compare`` use too).
 
     Parameters
     ----------
@@ -52,57 +125,22 @@ def classify(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Catalog) -> p
         numbers behind each verdict in ``notes``.
     """
     sol = catalog.thresholds["sol"]
-    latency = float(sol["latency_bound"])
-    small = float(sol["small_grid_waves"])
+    latency, small = float(sol["latency_bound"]), float(sol["small_grid_waves"])
     out = kernels.copy()
-    by_launch = {key: grp for key, grp in points.groupby(["source", "launch_id"], sort=False)} if len(points) else {}
-    bounds: list[str] = []
-    notes: list[str] = []
-    for row in out.itertuples(index=False):
-        note = [row.notes] if row.notes else []
-        sm, mem = row.sm_throughput_frac, row.memory_throughput_frac
-        has_sol = not (math.isnan(sm) or math.isnan(mem))
-        bound = "unknown"
-        if row.status in ("failed_measurement", "corrupt_record"):
-            pass
-        elif has_sol and sm < latency and mem < latency:
-            bound = "latency"
-            reason = f"latency bound: {_sol_reason(sm, mem)}, both below {_pct(latency)} (ncu SOLBottleneck rule)"
-            if not math.isnan(row.waves_per_sm) and row.waves_per_sm < small:
-                reason += f"; small grid: {row.waves_per_sm:.2f} waves per SM"
-            note.append(reason)
-        else:
-            grp = by_launch.get((row.source, row.launch_id))
-            verdict = _roofline_verdict(grp) if grp is not None else None
-            if verdict is not None:
-                bound, reason = verdict
-                note.append(reason)
-            elif has_sol:
-                bound = "compute" if sm >= mem else "memory"
-                note.append(f"{bound} bound from SpeedOfLight throughputs only ({_sol_reason(sm, mem)}): no roofline point")
-            else:
-                note.append("bound unknown: neither roofline points nor SpeedOfLight throughputs")
-        bounds.append(bound)
-        notes.append("; ".join(note))
-    out["bound"] = bounds
-    out["notes"] = notes
+    sm, mem = out["sm_throughput_frac"].to_numpy(float), out["memory_throughput_frac"].to_numpy(float)
+    has_sol = np.isfinite(sm) & np.isfinite(mem)
+    live = (~out["status"].isin(["failed_measurement", "corrupt_record"])).to_numpy()
+    bind = out[["source", "launch_id"]].merge(binding_points(points), on=["source", "launch_id"], how="left")
+    is_lat = live & has_sol & (sm < latency) & (mem < latency)
+    is_roof = live & ~is_lat & bind["bound"].isin(["memory", "compute"]).to_numpy()
+    is_sol = live & ~is_lat & ~is_roof & has_sol
+    out["bound"] = np.select([is_lat, is_roof, is_sol], ["latency", bind["bound"].astype(object).to_numpy(),
+                             np.where(sm >= mem, "compute", "memory")], "unknown")
+    text = np.full(len(out), "", dtype=object)
+    text[is_lat] = [_latency_reason(r, latency, small) for r in out[is_lat].itertuples(index=False)]
+    text[is_roof] = [_roofline_reason(r) for r in bind[is_roof].itertuples(index=False)]
+    text[is_sol] = [_sol_only_reason(r) for r in out[is_sol].itertuples(index=False)]
+    text[live & ~is_lat & ~is_roof & ~is_sol] = "bound unknown: neither roofline points nor SpeedOfLight throughputs"
+    old = out["notes"].fillna("").astype(str).to_numpy(object)
+    out["notes"] = np.where((old != "") & (text != ""), old + "; " + text, old + text)
     return out
-
-
-def _roofline_verdict(grp: pd.DataFrame) -> tuple[str, str] | None:
-    grp = grp[np.isfinite(grp["roof_flop_per_s"].to_numpy(dtype=float))]
-    if grp.empty:
-        return None
-    work = grp.groupby("precision", sort=False)["flop"].max()
-    precision = work.idxmax()
-    pts = grp[grp["precision"] == precision]
-    binding = pts.loc[pts["roof_flop_per_s"].idxmin()]
-    level = str(binding["level"]).upper()
-    ai, ridge = float(binding["ai_flop_per_byte"]), float(binding["ridge_flop_per_byte"])
-    bound = "memory" if ai < ridge else "compute"
-    cmp = "<" if ai < ridge else ">="
-    reason = (
-        f"{bound} bound: {precision.upper()} at {level} (binding level), AI {ai:.3g} FLOP/B {cmp} ridge {ridge:.3g} FLOP/B, "
-        f"{_pct(float(binding['roof_fraction']))} of roof"
-    )
-    return bound, reason

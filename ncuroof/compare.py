@@ -1,119 +1,69 @@
 """Compare two analyses: match kernels, say how far each dot moved and what got slower.
 
-Kernels are matched on their function name and aggregated per name (launches counted, time
-summed, FLOPs and bytes summed so rates are time-weighted); ``match="launch"`` pairs the launches
-of one name in order. Kernels left unmatched are paired by fallbacks that say they were used:
-the same base name once template arguments and parameters are stripped, then names that differ
-only in their numbers (``sigma_gpp_gpu_34`` → ``sigma_gpp_gpu_35``: OpenACC/OpenMP offload kernels
-are named after a source line) when that pairing is unambiguous.
-
-The dot of a kernel at a level is (AI = FLOPs / bytes of the level, FLOP/s = FLOPs / time), FLOPs
-summed over every precision; its roof fraction is FLOP/s over min(compute roof, AI × bandwidth
-roof) with the compute roof of the precision that does most of its FLOPs ([KPG §2.9]).
+A comparison is a join of the two runs' kernel summaries (:func:`ncuroof.summary.kernel_summary`,
+the page's own aggregation and binding point), so a kernel's AI and roof fraction before and
+after are those of its row on each page. Kernels are matched on their kernel identity
+(:func:`ncuroof.summary.kernel_keys`: the demangled name, or finer keys with ``--match``; the
+k-th launch of each kernel with ``--match launch``). Kernels left unmatched are paired by
+fallbacks that say they were used: the same base name once template arguments and parameters
+are stripped, then names that differ only in their numbers (``sigma_gpp_gpu_34`` →
+``sigma_gpp_gpu_35``: OpenACC/OpenMP offload kernels are named after a source line) when that
+pairing is unambiguous.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from . import fmt
+from .calculator import compute_points
 from .parser.csv import function_name
-from .schema import LEVELS, PRECISIONS
+from .schema import BOUNDS, LEVELS
+from .summary import kernel_summary
 
-__all__ = ["aggregate", "match", "compare", "movement", "warnings", "plot_compare", "MOVE_THRESHOLD"]
+__all__ = ["match", "join", "compare", "totals", "slower", "movement", "warnings", "plot_compare", "MOVE_THRESHOLD"]
 
 #: Relative change below which AI or roof fraction counts as unchanged.
 MOVE_THRESHOLD = 0.05
 _NUM = re.compile(r"\d+")
 
 
-def aggregate(kernels: pd.DataFrame, by_launch: bool = False) -> pd.DataFrame:
-    """One row per kernel name (or per name and launch ordinal): totals, dots and roof fractions.
-
-    Parameters
-    ----------
-    kernels : DataFrame
-        A kernels table (:data:`ncuroof.schema.KERNELS`); launches whose ``status`` is not ``ok``
-        count for time but not for dots.
-    by_launch : bool, default False
-        Key each launch as ``name#k`` (k-th launch of that name, in launch order).
-
-    Returns
-    -------
-    DataFrame
-        Index ``key``; columns ``kernel_name``, ``kernel_demangled``, ``launches``, ``time_s`` [s],
-        ``flop`` [FLOP], ``flop_per_s`` [FLOP/s], per level ``<level>_bytes`` [B],
-        ``<level>_ai_flop_per_byte`` [FLOP/B], ``<level>_roof_fraction`` [1], ``precision`` (the
-        one with most FLOPs) and ``bound`` (the bound of most of the time).
-    """
-    k = kernels.copy()
-    k["key"] = k["kernel_name"].astype(str)
-    if by_launch:
-        k = k.sort_values(["source", "launch_id"], kind="stable")
-        k["key"] = k["key"] + "#" + k.groupby("key").cumcount().astype(str)
-    ok = (k["status"] == "ok").to_numpy()
-    work = {p: np.where(ok, np.nan_to_num(k[f"{p}_flop"].to_numpy(float)), 0.0) for p in (*PRECISIONS, "tensor")}
-    k["_flop"] = sum(work.values())
-    for p, w in work.items():
-        k[f"_{p}"] = w
-    for lv in LEVELS:
-        k[f"_{lv}"] = np.where(ok, k[f"{lv}_bytes"].to_numpy(float), np.nan)
-    # A damaged record's duration is not a measurement (ncuroof.parser.validate): left out, warned about.
-    k["_t"] = np.where(k["status"] == "corrupt_record", 0.0, np.nan_to_num(k["time_s"].to_numpy(float)))
-    g = k.groupby("key", sort=False)
-    out = pd.DataFrame({
-        "kernel_name": g["kernel_name"].first(),
-        "kernel_demangled": g["kernel_demangled"].first(),
-        "launches": g.size(),
-        "time_s": g["_t"].sum(),
-        "flop": g["_flop"].sum(),
-    })
-    ok_time = k["_t"].where(ok, 0.0).groupby(k["key"], sort=False).sum()
-    out["flop_per_s"] = np.where(ok_time > 0, out["flop"] / ok_time.where(ok_time > 0, 1.0), np.nan)
-    totals = {p: g[f"_{p}"].sum() for p in work}
-    out["precision"] = pd.DataFrame(totals).idxmax(axis=1).where(out["flop"] > 0, "")
-    peak_cols = {p: f"peak_{p}_flop_per_s" for p in PRECISIONS}
-    tensor_peaks = [c for c in k.columns if c.startswith("peak_tensor_")]
-    k["_peak_tensor"] = k[tensor_peaks].max(axis=1) if tensor_peaks else np.nan
-    peak = {p: g[c].median() for p, c in peak_cols.items()} | {"tensor": g["_peak_tensor"].median()}
-    peak_flop = np.array([peak[p].get(key, np.nan) if p else np.nan for key, p in out["precision"].items()], dtype=float)
-    for lv in LEVELS:
-        b = g[f"_{lv}"].sum(min_count=1)
-        out[f"{lv}_bytes"] = b
-        ai = np.where(b > 0, out["flop"] / b.where(b > 0, 1.0), np.nan)
-        out[f"{lv}_ai_flop_per_byte"] = np.where(out["flop"] > 0, ai, np.nan)
-        bw = g[f"peak_{lv}_bytes_per_s"].median().to_numpy(float)
-        roof = np.fmin(peak_flop, ai * bw)
-        roof = np.where(np.isnan(peak_flop) | np.isnan(ai * bw), np.nan, roof)
-        out[f"{lv}_roof_fraction"] = np.where(roof > 0, out["flop_per_s"] / np.where(roof > 0, roof, 1.0), np.nan)
-    bound_time = k.groupby(["key", "bound"], sort=False)["_t"].sum().reset_index()
-    top = bound_time.sort_values("_t", ascending=False, kind="stable").drop_duplicates("key").set_index("key")["bound"]
-    out["bound"] = top.reindex(out.index).fillna("unknown")
-    out.index.name = "key"
-    return out
+_SIDE = ["kernel_name", "kernel_label", "launches", "time_s", "flop_per_s", "bound", "precision", "level", "ai_flop_per_byte",
+         "roof_fraction", *(f"{lv}_{m}" for lv in LEVELS for m in ("ai_flop_per_byte", "roof_fraction"))]
 
 
-def _fallback_pairs(before: list[str], after: list[str], key) -> dict[str, str]:  # noqa: ANN001
-    """Pair names whose ``key(name)`` is equal and unique on both sides."""
-    kb: dict[str, list[str]] = {}
-    ka: dict[str, list[str]] = {}
-    for n in before:
-        kb.setdefault(key(n), []).append(n)
-    for n in after:
-        ka.setdefault(key(n), []).append(n)
-    return {b[0]: ka[k][0] for k, b in kb.items() if len(b) == 1 and len(ka.get(k, [])) == 1}
+def _fallback_pairs(before: pd.DataFrame, after: pd.DataFrame, key: Callable[[Any], str]) -> dict[str, str]:
+    """Pair kernel keys whose ``key(row)`` is equal and unique on both sides."""
+    kb = pd.Series([key(r) for r in before.itertuples(index=False)], index=before["kernel_key"].to_numpy(), dtype=object)
+    ka = pd.Series([key(r) for r in after.itertuples(index=False)], index=after["kernel_key"].to_numpy(), dtype=object)
+    ub, ua = kb[~kb.duplicated(keep=False)], ka[~ka.duplicated(keep=False)]
+    back = pd.Series(ua.index, index=ua.to_numpy())
+    return {b: back[v] for b, v in ub.items() if v in back.index}
+
+
+def _suffix(r: Any) -> str:
+    """What a finer kernel key (``--match config/nvtx/launch``) adds to the name."""
+    name = r.kernel_demangled if isinstance(r.kernel_demangled, str) and r.kernel_demangled else r.kernel_name
+    return r.kernel_key[len(name):] if r.kernel_key.startswith(name) else ""
 
 
 def match(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
-    """Pair the rows of two :func:`aggregate` tables.
+    """Pair the kernels of two kernel summaries.
+
+    Kernels pair on their ``kernel_key``; those left pair by fallbacks that say they were used:
+    the same base name once template arguments and parameters are stripped, then function names
+    that differ only in their numbers, when that pairing is unambiguous.
 
     Parameters
     ----------
     before, after : DataFrame
-        From :func:`aggregate`.
+        :func:`ncuroof.summary.kernel_summary` tables (``kernel_key``, ``kernel_name``, ``kernel_demangled``).
 
     Returns
     -------
@@ -121,20 +71,18 @@ def match(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
         Columns ``key_before``, ``key_after`` (empty on the side a kernel is missing from),
         ``match`` (``name``, ``base name``, ``numbers differ``, ``only_before``, ``only_after``).
     """
-    pairs = [(k, k, "name") for k in before.index if k in after.index]
-    left = [k for k in before.index if k not in after.index]
-    right = [k for k in after.index if k not in before.index]
-
-    def suffix(k: str) -> str:
-        return k[k.index("#"):] if "#" in k else ""
-
-    for how, keyfn in (("base name", lambda k: function_name(k.split("#")[0]) + suffix(k)),
-                       ("numbers differ", lambda k: _NUM.sub("#", k.split("#")[0]) + suffix(k))):
+    after_keys = set(after["kernel_key"])
+    pairs = [(k, k, "name") for k in before["kernel_key"] if k in after_keys]
+    left = before[~before["kernel_key"].isin(after_keys)]
+    right = after[~after["kernel_key"].isin(set(before["kernel_key"]))]
+    for how, keyfn in (("base name", lambda r: function_name(r.kernel_demangled if isinstance(r.kernel_demangled, str) and r.kernel_demangled
+                                                                   else r.kernel_name) + _suffix(r)),
+                       ("numbers differ", lambda r: _NUM.sub("#", r.kernel_name) + _suffix(r))):
         found = _fallback_pairs(left, right, keyfn)
         pairs += [(b, a, how) for b, a in found.items()]
-        left = [k for k in left if k not in found]
-        right = [k for k in right if k not in found.values()]
-    pairs += [(k, "", "only_before") for k in left] + [("", k, "only_after") for k in right]
+        left = left[~left["kernel_key"].isin(set(found))]
+        right = right[~right["kernel_key"].isin(set(found.values()))]
+    pairs += [(k, "", "only_before") for k in left["kernel_key"]] + [("", k, "only_after") for k in right["kernel_key"]]
     return pd.DataFrame(pairs, columns=["key_before", "key_after", "match"])
 
 
@@ -158,56 +106,132 @@ def movement(ai_before: float, ai_after: float, frac_before: float, frac_after: 
     return names[(x, y)]
 
 
-def compare(before: pd.DataFrame, after: pd.DataFrame, by_launch: bool = False) -> pd.DataFrame:
-    """The comparison table: one row per matched (or unmatched) kernel key.
+def _movement(row: Any) -> str:
+    """:func:`movement` at DRAM, else the outermost level where it is known."""
+    mv = "unknown"
+    for lv in ("dram", "l2", "l1"):
+        mv = movement(getattr(row, f"{lv}_ai_flop_per_byte_before"), getattr(row, f"{lv}_ai_flop_per_byte_after"),
+                      getattr(row, f"{lv}_roof_fraction_before"), getattr(row, f"{lv}_roof_fraction_after"))
+        if mv != "unknown":
+            break
+    return mv
+
+
+def join(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
+    """The comparison table: two kernel summaries joined on matched kernels.
+
+    Every number is the page's own (:func:`ncuroof.summary.kernel_summary`): a kernel's AI and
+    roof fraction before and after equal its row in each page's kernel table.
 
     Parameters
     ----------
     before, after : DataFrame
-        Kernels tables of the two runs.
-    by_launch : bool, default False
-        Pair launches in order within a name instead of aggregating per name.
+        Kernel summaries of the two runs, made with the same kernel identity.
 
     Returns
     -------
     DataFrame
-        ``kernel_name`` (before's, else after's), ``kernel_name_after``, ``status`` (matched,
-        only_before, only_after), ``match``, ``launches_before/_after``, ``time_s_before/_after``,
-        ``speedup`` (before / after time), ``flop_per_s_before/_after``, per level
-        ``<level>_ai_flop_per_byte_before/_after`` and ``<level>_roof_fraction_before/_after``,
-        ``bound_before/_after``, ``movement`` (at DRAM, else the outermost level both have) and
-        ``time_delta_s`` (after − before). Sorted by the time the change saved or cost, largest first.
+        ``kernel_key``, ``kernel_name`` (before's, else after's), ``kernel_label``,
+        ``kernel_name_after``, ``status`` (matched, only_before, only_after), ``match``, for each
+        side ``launches``, ``time_s`` [s], ``flop_per_s`` [FLOP/s], ``bound``, ``precision``,
+        ``level``, ``ai_flop_per_byte`` [FLOP/B], ``roof_fraction`` and per level
+        ``<level>_ai_flop_per_byte``/``<level>_roof_fraction`` with ``_before``/``_after``;
+        ``speedup`` (before / after time), ``time_delta_s`` (after − before) and ``movement`` (at
+        DRAM, else the outermost level both have). Sorted by the time the change saved or cost,
+        largest first.
     """
-    a, b = aggregate(before, by_launch), aggregate(after, by_launch)
-    pairs = match(a, b)
-    rows = []
-    cols = ["launches", "time_s", "flop_per_s", "bound", *(f"{lv}_{m}" for lv in LEVELS for m in ("ai_flop_per_byte", "roof_fraction"))]
-    for kb, ka, how in pairs.itertuples(index=False):
-        rb = a.loc[kb] if kb else None
-        ra = b.loc[ka] if ka else None
-        row = {"kernel_name": (rb if rb is not None else ra)["kernel_name"],
-               "kernel_name_after": ra["kernel_name"] if ra is not None else "",
-               "status": "matched" if kb and ka else how, "match": how}
-        for c in cols:
-            row[f"{c}_before"] = rb[c] if rb is not None else (0 if c in ("launches", "time_s") else np.nan)
-            row[f"{c}_after"] = ra[c] if ra is not None else (0 if c in ("launches", "time_s") else np.nan)
-        tb, ta = row["time_s_before"], row["time_s_after"]
-        row["speedup"] = tb / ta if kb and ka and ta > 0 else np.nan
-        row["time_delta_s"] = ta - tb
-        mv = "unknown"
-        if kb and ka:
-            for lv in ("dram", "l2", "l1"):
-                mv = movement(row[f"{lv}_ai_flop_per_byte_before"], row[f"{lv}_ai_flop_per_byte_after"],
-                              row[f"{lv}_roof_fraction_before"], row[f"{lv}_roof_fraction_after"])
-                if mv != "unknown":
-                    break
-        row["movement"] = mv if kb and ka else ""
-        rows.append(row)
-    out = pd.DataFrame(rows)
+    pairs = match(before, after)
+    b = before.set_index("kernel_key")[_SIDE].add_suffix("_before")
+    a = after.set_index("kernel_key")[_SIDE].add_suffix("_after")
+    out = pairs.join(b, on="key_before").join(a, on="key_after")
+    matched = (pairs["key_before"] != "") & (pairs["key_after"] != "")
     for side in ("before", "after"):
-        out[f"bound_{side}"] = out.pop(f"bound_{side}").fillna("")
+        out[f"launches_{side}"] = out[f"launches_{side}"].fillna(0).astype(int)
+        out[f"time_s_{side}"] = out[f"time_s_{side}"].fillna(0.0)
+        for c in ("bound", "precision", "level", "kernel_name", "kernel_label"):
+            out[f"{c}_{side}"] = out[f"{c}_{side}"].fillna("")
+    out["kernel_key"] = np.where(out["key_before"] != "", out["key_before"], out["key_after"])
+    out["kernel_name"] = np.where(out["key_before"] != "", out["kernel_name_before"], out["kernel_name_after"])
+    out["kernel_label"] = np.where(out["key_before"] != "", out["kernel_label_before"], out["kernel_label_after"])
+    out["status"] = np.where(matched, "matched", out["match"])
+    ta = out["time_s_after"].to_numpy(float)
+    out["speedup"] = np.where(matched & (ta > 0), out["time_s_before"] / np.where(ta > 0, ta, 1.0), np.nan)
+    out["time_delta_s"] = out["time_s_after"] - out["time_s_before"]
+    out["movement"] = np.where(matched, [_movement(r) for r in out.itertuples(index=False)], "")
+    out = out.drop(columns=["key_before", "key_after", "kernel_name_before", "kernel_label_before", "kernel_label_after"])
     order = out["time_delta_s"].abs().sort_values(ascending=False, kind="stable").index
     return out.loc[order].reset_index(drop=True)
+
+
+def compare(before: pd.DataFrame, after: pd.DataFrame, by_launch: bool = False, match: str = "kernel") -> pd.DataFrame:
+    """Compare two launch tables: :func:`join` of their kernel summaries.
+
+    Parameters
+    ----------
+    before, after : DataFrame
+        Kernels (launch) tables of the two runs.
+    by_launch : bool, default False
+        Pair the k-th launch of each kernel instead of aggregating (``match='launch'``).
+    match : str, default 'kernel'
+        Kernel identity (:data:`ncuroof.summary.KEY_CHOICES`).
+
+    Returns
+    -------
+    DataFrame
+        See :func:`join`.
+    """
+    by = "launch" if by_launch else match
+    sides = [kernel_summary(k.drop(columns=["kernel_key"], errors="ignore"), compute_points(k), by=by) for k in (before, after)]
+    return join(*sides)
+
+
+def totals(before: pd.DataFrame, after: pd.DataFrame) -> dict[str, float]:
+    """GPU time of each run, the speedup and the after run's share of time per bound.
+
+    Parameters
+    ----------
+    before, after : DataFrame
+        Launch tables.
+
+    Returns
+    -------
+    dict
+        ``time_s_before``, ``time_s_after`` [s], ``speedup`` (before / after) and
+        ``share_<bound>`` for each of :data:`ncuroof.schema.BOUNDS` (NaN without time).
+    """
+    tb, ta = float(np.nansum(before["time_s"])), float(np.nansum(after["time_s"]))
+    out = {"time_s_before": tb, "time_s_after": ta, "speedup": tb / ta if ta > 0 else float("nan")}
+    t_after = pd.Series(np.nan_to_num(after["time_s"].to_numpy(float))).groupby(after["bound"].to_numpy()).sum()
+    for b in BOUNDS:
+        out[f"share_{b}"] = float(t_after.get(b, 0.0) / ta) if ta > 0 else float("nan")
+    return out
+
+
+def slower(table: pd.DataFrame, tot: dict[str, float], pct: float) -> list[str]:
+    """The CI gate: each matched kernel, and the total, whose time grew by more than ``pct`` percent.
+
+    Parameters
+    ----------
+    table : DataFrame
+        From :func:`join`.
+    tot : dict
+        From :func:`totals`.
+    pct : float
+        Allowed growth in percent (0: any growth fails).
+
+    Returns
+    -------
+    list of str
+        One line per offender (``slower: NAME: 1.2 ms -> 1.8 ms (+50.0%)``), the total last; empty
+        when nothing grew past the limit.
+    """
+    limit = 1 + pct / 100
+    t = table[(table["status"] == "matched") & (table["time_s_after"] > limit * table["time_s_before"])]
+    out = [f"slower: {r.kernel_label}: {fmt.time(r.time_s_before)} -> {fmt.time(r.time_s_after)} "
+           f"(+{100 * (r.time_s_after / r.time_s_before - 1):.1f}%)" for r in t.itertuples(index=False)]
+    if tot["time_s_after"] > limit * tot["time_s_before"]:
+        out.append(f"slower: total GPU time {fmt.time(tot['time_s_before'])} -> {fmt.time(tot['time_s_after'])}")
+    return out
 
 
 def warnings(before: pd.DataFrame, after: pd.DataFrame) -> list[str]:
@@ -241,7 +265,7 @@ def warnings(before: pd.DataFrame, after: pd.DataFrame) -> list[str]:
     for side, k in (("before", before), ("after", after)):
         if n := int((k["status"] == "corrupt_record").sum()):
             out.append(f"{n} launch{'es' if n > 1 else ''} {side} {'are damaged records' if n > 1 else 'is a damaged record'} "
-                       "(status corrupt_record, see kernels.csv notes): left out of times and dots; the input is damaged")
+                       "(status corrupt_record, see kernels.csv notes): not plotted, their numbers are not measurements; the input is damaged")
     for col, what in (("status", "metric set"), ("dram_definition", "DRAM traffic definition"),
                       ("l2_definition", "L2 traffic definition"), ("peak_source", "roof source")):
         x, y = values(before, col), values(after, col)

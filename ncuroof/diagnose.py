@@ -35,8 +35,9 @@ import numpy as np
 import pandas as pd
 
 from .catalog import Catalog, GpuCatalog, load_gpus
-from .schema import precision_title
-from .summary import binding_points, grid_sizes, kernel_keys
+from .classify import binding_points
+from .schema import KERNEL_SUMMARY, precision_title
+from .summary import grid_sizes, keys_of
 
 __all__ = ["CLASSES", "diagnose_kernels", "diagnose_launches", "launch_flags", "what_if"]
 
@@ -329,7 +330,7 @@ def _useful_ai(f: dict[str, Any]) -> str:
     ef, eb = _num(f.get("expected_flop")), _num(f.get("expected_dram_bytes"))
     if not (ef > 0 and eb > 0):
         return ""
-    measured = _num(f.get("dram_ai_flop_per_byte"))
+    measured = _num(f.get("counted_dram_ai_flop_per_byte"))
     return (f"; useful AI {_g(ef / eb)} FLOP/B (expected FLOPs / expected DRAM bytes)"
             + (f" vs {_g(measured)} measured at DRAM" if math.isfinite(measured) else ""))
 
@@ -356,7 +357,7 @@ def diagnose_kernels(summary: pd.DataFrame, kernels: pd.DataFrame, catalog: Cata
         exceeds ``clock_spread``); ``status`` is ``failed_measurement`` when every launch failed.
     """
     s = summary.copy()
-    k = kernels.assign(kernel_key=kernel_keys(kernels))
+    k = kernels.assign(kernel_key=keys_of(kernels).to_numpy())
     failed = k.groupby("kernel_key")["status"].agg(lambda x: bool((x == "failed_measurement").all()))
     s["status"] = np.where(failed.reindex(s["kernel_key"]).fillna(False).to_numpy(bool), "failed_measurement", "ok")
     sol = catalog.thresholds["sol"]
@@ -374,10 +375,10 @@ def diagnose_kernels(summary: pd.DataFrame, kernels: pd.DataFrame, catalog: Cata
             f.append(f"clock differs: SM clock varies {_pct(r.clock_spread)} between launches")
         out.append("; ".join(f))
     s["flags"] = out
-    return s
+    return s[[c for c in KERNEL_SUMMARY if c in s.columns]]
 
 
-def what_if(summary: pd.DataFrame, kernels: pd.DataFrame, target: Any) -> pd.DataFrame:
+def what_if(summary: pd.DataFrame, kernels: pd.DataFrame, target: Any, gpus: GpuCatalog | None = None) -> pd.DataFrame:
     """Project each kernel's measured FLOPs and DRAM bytes onto another GPU's datasheet roofs.
 
     Parameters
@@ -388,6 +389,8 @@ def what_if(summary: pd.DataFrame, kernels: pd.DataFrame, target: Any) -> pd.Dat
         The kernels table (FLOPs per precision, DRAM bytes, roofs of the measured GPU).
     target : GpuSpec
         The datasheet entry to project onto (``metrics/gpus.toml``).
+    gpus : GpuCatalog, optional
+        The datasheet catalog, for tensor datapath names (default: ``metrics/gpus.toml``).
 
     Returns
     -------
@@ -400,7 +403,7 @@ def what_if(summary: pd.DataFrame, kernels: pd.DataFrame, target: Any) -> pd.Dat
         the roofline model's: it assumes the kernel reaches the same fraction of either roof and
         moves the same DRAM bytes (caches differ: L2 size here vs there).
     """
-    k = kernels.assign(kernel_key=kernel_keys(kernels))
+    k = kernels.assign(kernel_key=keys_of(kernels).to_numpy())
     rows = []
     for r in summary.itertuples(index=False):
         p = r.precision
@@ -419,7 +422,7 @@ def what_if(summary: pd.DataFrame, kernels: pd.DataFrame, target: Any) -> pd.Dat
         here_peak = float(np.nansum(g[peak_col].to_numpy(float) * t) / np.nansum(t)) if peak_col in g.columns else math.nan
         here_bw = float(np.nansum(g["peak_dram_bytes_per_s"].to_numpy(float) * t) / np.nansum(t))
         if p.startswith("tensor:"):
-            key = load_gpus().tensor_key(p.split(":", 1)[1])
+            key = (gpus or load_gpus()).tensor_key(p.split(":", 1)[1])
             there_peak = target.tensor.get(key, math.nan) if key else math.nan
         else:
             there_peak = target.flop_per_s.get(p, math.nan)

@@ -21,8 +21,9 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from . import catalog as _catalog
+from .classify import binding_points
 from .schema import LEVELS, precision_title
-from .summary import FOCUS_SHARE, aggregate_points, binding_points, kernel_summary, with_keys
+from .summary import FOCUS_SHARE, aggregate_points, kernel_summary, with_keys
 
 __all__ = ["plot_roofline", "precision_title", "level_subsets", "SCATTERGL_THRESHOLD", "BOUND_COLORS", "KERNEL_COLORS"]
 

@@ -15,11 +15,12 @@ import re
 import numpy as np
 import pandas as pd
 
+from .classify import binding_points, main_precision
 from .expect import counted_flop
 from .schema import LEVELS
 
-__all__ = ["aggregate_points", "kernel_summary", "kernel_keys", "with_keys", "focus_set", "grid_size", "grid_sizes", "binding_points",
-           "FOCUS_SHARE"]
+__all__ = ["aggregate_points", "kernel_summary", "kernel_keys", "kernel_dots", "with_keys", "focus_set", "grid_size", "grid_sizes",
+           "keys_of", "KEY_CHOICES", "FOCUS_SHARE"]
 
 #: Default share of GPU time the page focuses on: the fewest kernels that add up to it.
 FOCUS_SHARE = 0.95
@@ -33,29 +34,84 @@ def _join_unique(p: pd.DataFrame, keys: list[str], col: str) -> pd.Series:
     return v.groupby(keys, sort=False)[col].agg(" / ".join)
 
 
-def kernel_keys(kernels: pd.DataFrame) -> pd.Series:
-    """What identifies "one kernel" when launches are aggregated: the demangled name (template
-    arguments included, so two CUTLASS instantiations of ``Kernel`` stay apart), else the
-    function name.
+#: What identifies "one kernel" (``--match``): ``kernel``, the demangled name (template arguments
+#: included, so two CUTLASS instantiations of ``Kernel`` stay apart, else the function name);
+#: ``config``, also the launch configuration (grid and block); ``nvtx``, also the NVTX range path;
+#: ``launch``, each launch apart (the k-th launch of a kernel, in report order).
+KEY_CHOICES = ("kernel", "config", "nvtx", "launch")
+
+
+def kernel_keys(kernels: pd.DataFrame, by: str = "kernel") -> pd.Series:
+    """The one definition of kernel identity: the key every aggregation groups launches by.
 
     Parameters
     ----------
     kernels : DataFrame
-        With ``kernel_name`` and ``kernel_demangled``.
+        With ``source``, ``launch_id``, ``kernel_name`` and ``kernel_demangled`` (and ``grid``,
+        ``block`` or ``nvtx_range`` for the finer keys).
+    by : {'kernel', 'config', 'nvtx', 'launch'}, default 'kernel'
+        See :data:`KEY_CHOICES`.
 
     Returns
     -------
     Series of str
         Same index.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``by``.
     """
     dm = kernels["kernel_demangled"].astype(object)
-    return dm.where(dm.notna() & (dm.astype(str) != ""), kernels["kernel_name"]).astype(str)
+    name = dm.where(dm.notna() & (dm.astype(str) != ""), kernels["kernel_name"]).astype(str)
+    if by == "kernel":
+        return name
+    if by == "config":
+        return name + " [grid " + kernels["grid"].astype(object).fillna("?").astype(str) + \
+            ", block " + kernels["block"].astype(object).fillna("?").astype(str) + "]"
+    if by == "nvtx":
+        nvtx = kernels["nvtx_range"].astype(object)
+        return name + " @ " + nvtx.where(nvtx.notna() & (nvtx.astype(str) != ""), "no range").astype(str)
+    if by == "launch":
+        order = pd.DataFrame({"s": kernels["source"].to_numpy(), "l": kernels["launch_id"].to_numpy(), "k": name.to_numpy()},
+                             index=kernels.index).sort_values(["s", "l"], kind="stable")
+        nth = order.groupby("k", sort=False).cumcount().reindex(kernels.index)
+        return name + "#" + nth.astype(str)
+    raise ValueError(f"unknown kernel key {by!r}; use one of {', '.join(KEY_CHOICES)}")
 
 
-def with_keys(points: pd.DataFrame, kernels: pd.DataFrame) -> pd.DataFrame:
-    """``points`` with a ``kernel_key`` column (:func:`kernel_keys` of each point's launch)."""
-    keys = kernels[["source", "launch_id"]].assign(kernel_key=kernel_keys(kernels).to_numpy())
+def keys_of(kernels: pd.DataFrame, by: str = "kernel") -> pd.Series:
+    """The ``kernel_key`` column the analysis set once (:func:`ncuroof.analysis.build`), else
+    :func:`kernel_keys` of ``kernels`` by ``by``."""
+    if "kernel_key" in kernels.columns and kernels["kernel_key"].notna().all():
+        return kernels["kernel_key"].astype(str)
+    return kernel_keys(kernels, by)
+
+
+def with_keys(points: pd.DataFrame, kernels: pd.DataFrame, by: str = "kernel") -> pd.DataFrame:
+    """``points`` with a ``kernel_key`` column (:func:`keys_of` each point's launch)."""
+    keys = kernels[["source", "launch_id"]].assign(kernel_key=keys_of(kernels, by).to_numpy())
     return points.merge(keys, on=["source", "launch_id"], how="left")
+
+
+def kernel_dots(kernels: pd.DataFrame, points: pd.DataFrame, by: str = "kernel") -> pd.DataFrame:
+    """One dot per (kernel, precision, level): :func:`aggregate_points` over :func:`kernel_keys`.
+
+    Parameters
+    ----------
+    kernels : DataFrame
+        The kernels (per-launch) table.
+    points : DataFrame
+        Its points table.
+    by : str, default 'kernel'
+        Kernel identity, see :data:`KEY_CHOICES`.
+
+    Returns
+    -------
+    DataFrame
+        The :func:`aggregate_points` columns with ``kernel_key`` first.
+    """
+    return aggregate_points(with_keys(points, kernels, by), by="kernel_key")
 
 
 def aggregate_points(points: pd.DataFrame, by: str = "kernel_name") -> pd.DataFrame:
@@ -155,149 +211,126 @@ def focus_set(time_s: pd.Series, share: float = FOCUS_SHARE) -> pd.Series:
     return keep.reindex(time_s.index)
 
 
-def kernel_summary(kernels: pd.DataFrame, points: pd.DataFrame, focus: float = FOCUS_SHARE) -> pd.DataFrame:
-    """One row per kernel: time, share, main precision, bound, distance to the roof, saving.
+_SUMMARY_INPUT = ["source", "launch_id", "kernel_name", "kernel_demangled", "nvtx_range", "device_name", "grid", "block",
+                  "time_s", "sm_clock_hz", "time_at_roof_s", "saving_s", "bound", "sm_throughput_frac", "memory_throughput_frac",
+                  "occupancy_frac", "theoretical_occupancy_frac", "waves_per_sm", "tensor_flop", "expected_flop",
+                  "expected_dram_bytes", "fp64_flop", "fp32_flop", "fp16_flop", "dram_bytes"]
+_WEIGHTED = ("sm_throughput_frac", "memory_throughput_frac", "occupancy_frac", "theoretical_occupancy_frac")
+_BINDING = ("ai_flop_per_byte", "flop_per_s", "roof_fraction", "ridge_flop_per_byte", "peak_flop_per_s", "peak_bytes_per_s")
 
-    A kernel is a distinct demangled name (:func:`kernel_keys`): repeated launches are
-    aggregated, template instantiations are not.
 
-    Parameters
-    ----------
-    kernels : DataFrame
-        The classified kernels table (:data:`ncuroof.schema.KERNELS`).
-    points : DataFrame
-        Its points table.
-    focus : float, default :data:`FOCUS_SHARE`
-        Share of GPU time whose kernels get ``in_focus`` (:func:`focus_set`).
+def _mode_or_empty(s: pd.Series) -> str:
+    return s.dropna().mode().iat[0] if s.notna().any() else ""
 
-    Returns
-    -------
-    DataFrame
-        Sorted by ``time_s`` descending, columns ``kernel_key``, ``kernel_name``, ``kernel_label``
-        (the function name, numbered ``name (2)`` when instantiations share it),
-        ``kernel_demangled``, ``launches``, ``time_s`` [s] (sum over launches), ``time_share``
-        (of all launches' time), ``in_focus``, ``precision`` (most FLOPs over all launches;
-        empty without work), ``bound`` (the classified bound of most of its time), ``level``
-        (binding level: the one with the lowest aggregate roof at the main precision),
-        ``ai_flop_per_byte`` and ``flop_per_s`` of that dot, ``roof_fraction`` (of that dot, as
-        in :func:`aggregate_points`), ``time_at_roof_s`` and ``saving_s`` [s] (sums over
-        launches of the kernels columns, NaN when no launch has them), ``saving_share`` (saving
-        over all launches' time), ``nvtx_range`` (the most common); of the binding dot also
-        ``ridge_flop_per_byte``, ``peak_flop_per_s``, ``peak_bytes_per_s``; then
-        ``sm_throughput_frac``, ``memory_throughput_frac``, ``occupancy_frac`` and
-        ``theoretical_occupancy_frac`` (time-weighted over launches),
-        ``waves_per_sm``, ``blocks`` and ``threads_per_block`` (medians), ``clock_spread``
-        ((max − min) / median SM clock over launches), ``tensor_flop`` (sum), ``device_name``,
-        ``expected_flop`` and ``expected_dram_bytes`` (sums, ``--expect``), ``dram_ai_flop_per_byte``
-        (all counted FLOPs over DRAM bytes).
-    """
-    used = ["source", "launch_id", "kernel_name", "kernel_demangled", "nvtx_range", "device_name", "grid", "block", "time_s",
-            "sm_clock_hz", "time_at_roof_s", "saving_s", "bound", "sm_throughput_frac", "memory_throughput_frac",
-            "occupancy_frac", "theoretical_occupancy_frac", "waves_per_sm", "tensor_flop", "expected_flop",
-            "expected_dram_bytes", "fp64_flop", "fp32_flop", "fp16_flop", "dram_bytes"]
-    k = kernels[[c for c in used if c in kernels.columns]].copy()
-    k["kernel_key"] = kernel_keys(k)
-    k["_t"] = k["time_s"].fillna(0.0)
-    total = float(k["_t"].sum())
+
+def _totals(k: pd.DataFrame) -> pd.DataFrame:
+    """Per kernel key: sums, time-weighted throughputs and occupancy, medians of geometry."""
     g = k.groupby("kernel_key", sort=False)
     out = pd.DataFrame({
         "kernel_name": g["kernel_name"].first(),
         "kernel_demangled": g["kernel_demangled"].first(),
         "launches": g.size(),
-        "time_s": g["time_s"].sum(min_count=1),
-        "time_at_roof_s": g["time_at_roof_s"].sum(min_count=1),
-        "saving_s": g["saving_s"].sum(min_count=1),
-        "nvtx_range": g["nvtx_range"].agg(lambda s: s.dropna().mode().iat[0] if s.notna().any() else ""),
+        **{c: g[c].sum(min_count=1) for c in ("time_s", "time_at_roof_s", "saving_s", "tensor_flop", "expected_flop",
+                                              "expected_dram_bytes")},
+        "nvtx_range": g["nvtx_range"].agg(_mode_or_empty),
+        "device_name": g["device_name"].first(),
     })
-    # SpeedOfLight throughputs and occupancy time-weighted over the launches that have them; geometry.
-    for col in ("sm_throughput_frac", "memory_throughput_frac", "occupancy_frac", "theoretical_occupancy_frac"):
+    t = k["time_s"].fillna(0.0).to_numpy(float)
+    for col in _WEIGHTED:
         v = k[col].to_numpy(float)
-        w = np.where(np.isfinite(v), k["_t"].to_numpy(float), 0.0)
-        k[f"_w{col}"] = np.nan_to_num(v) * w
-        k[f"_t{col}"] = w
-        num, den = g[f"_w{col}"].sum(), g[f"_t{col}"].sum()
+        w = np.where(np.isfinite(v), t, 0.0)
+        num = pd.Series(np.nan_to_num(v) * w, index=k.index).groupby(k["kernel_key"], sort=False).sum()
+        den = pd.Series(w, index=k.index).groupby(k["kernel_key"], sort=False).sum()
         out[col] = (num / den.where(den > 0)).where(den > 0)
-    k["_blocks"] = grid_sizes(k["grid"])
-    k["_threads"] = grid_sizes(k["block"])
     out["waves_per_sm"] = g["waves_per_sm"].median()
-    out["blocks"] = g["_blocks"].median()
-    out["threads_per_block"] = g["_threads"].median()
+    out["blocks"] = grid_sizes(k["grid"]).groupby(k["kernel_key"], sort=False).median()
+    out["threads_per_block"] = grid_sizes(k["block"]).groupby(k["kernel_key"], sort=False).median()
     clk = g["sm_clock_hz"]
     out["clock_spread"] = (clk.max() - clk.min()) / clk.median()
-    out["tensor_flop"] = g["tensor_flop"].sum(min_count=1)
-    out["expected_flop"] = g["expected_flop"].sum(min_count=1)
-    out["expected_dram_bytes"] = g["expected_dram_bytes"].sum(min_count=1)
-    k["_counted"] = counted_flop(k)
     dram = g["dram_bytes"].sum(min_count=1)
-    out["dram_ai_flop_per_byte"] = g["_counted"].sum(min_count=1) / dram.where(dram > 0)
-    out["device_name"] = g["device_name"].first()
-    out["time_share"] = out["time_s"] / total if total > 0 else np.nan
-    out["saving_share"] = out["saving_s"] / total if total > 0 else np.nan
-    bound_time = k.groupby(["kernel_key", "bound"], sort=False)["_t"].sum().reset_index()
+    counted = pd.Series(counted_flop(k), index=k.index).groupby(k["kernel_key"], sort=False).sum(min_count=1)
+    out["counted_dram_ai_flop_per_byte"] = counted / dram.where(dram > 0)
+    bound_time = k.assign(_t=t).groupby(["kernel_key", "bound"], sort=False)["_t"].sum().reset_index()
     out["bound"] = (bound_time.sort_values("_t", ascending=False, kind="stable").drop_duplicates("kernel_key")
                     .set_index("kernel_key")["bound"].reindex(out.index).fillna("unknown"))
-    dots = aggregate_points(with_keys(points, k), by="kernel_key") if len(points) else pd.DataFrame()
-    main = pd.Series("", index=out.index, dtype=object)
-    bcols = ["level", "ai_flop_per_byte", "flop_per_s", "roof_fraction", "ridge_flop_per_byte", "peak_flop_per_s",
-             "peak_bytes_per_s"]
-    binding = pd.DataFrame(index=out.index, columns=bcols, dtype=object)
-    if len(dots):
-        work = dots.groupby(["kernel_key", "precision"], sort=False)["flop"].max().reset_index()
-        main.update(work.loc[work.groupby("kernel_key")["flop"].idxmax()].set_index("kernel_key")["precision"])
-        d = dots.merge(main.rename("precision").rename_axis("kernel_key").reset_index(), on=["kernel_key", "precision"])
-        roofed = d[np.isfinite(d["roof_flop_per_s"].to_numpy(float))]
-        if len(roofed):
-            pick = roofed.loc[roofed.groupby("kernel_key")["roof_flop_per_s"].idxmin()].set_index("kernel_key")
-            binding.update(pick[bcols])
-    out["precision"] = main
-    out["level"] = binding["level"].fillna("")
-    for c in bcols[1:]:
-        out[c] = pd.to_numeric(binding[c], errors="coerce")
-    out = out.rename_axis("kernel_key").reset_index()
-    out = out.sort_values("time_s", ascending=False, na_position="last", kind="stable").reset_index(drop=True)
+    return out
+
+
+def _dot_columns(out: pd.DataFrame, dots: pd.DataFrame) -> pd.DataFrame:
+    """Add the main precision, the binding dot (:func:`binding_points`) and, per level, the AI and
+    roof fraction of the main-precision dot."""
+    idx = out.index
+    main = main_precision(dots, ["kernel_key"]).set_index("kernel_key")["precision"] if len(dots) else pd.Series(dtype=object)
+    bind = binding_points(dots, ["kernel_key"]).set_index("kernel_key") if len(dots) else pd.DataFrame(columns=["level", *_BINDING])
+    out["precision"] = main.reindex(idx).fillna("").astype(str)
+    out["level"] = bind["level"].reindex(idx).fillna("").astype(str)
+    for c in _BINDING:
+        out[c] = pd.to_numeric(bind[c].reindex(idx), errors="coerce")
+    at_main = dots.merge(main.rename("precision").rename_axis("kernel_key").reset_index(), on=["kernel_key", "precision"]) \
+        if len(dots) else dots
+    for lv in reversed(LEVELS):  # without a binding dot, the y of the outermost level's dot
+        d = at_main[at_main["level"] == lv].set_index("kernel_key") if len(at_main) else pd.DataFrame(columns=_BINDING)
+        out[f"{lv}_ai_flop_per_byte"] = pd.to_numeric(d["ai_flop_per_byte"].reindex(idx), errors="coerce")
+        out[f"{lv}_roof_fraction"] = pd.to_numeric(d["roof_fraction"].reindex(idx), errors="coerce")
+        out["flop_per_s"] = out["flop_per_s"].fillna(pd.to_numeric(d["flop_per_s"].reindex(idx), errors="coerce"))
+    return out
+
+
+def _labels(out: pd.DataFrame) -> pd.Series:
+    """The function name, numbered ``name (2)`` where several kernels share it (in time order)."""
     nth = out.groupby("kernel_name", sort=False).cumcount() + 1
     shared = out.groupby("kernel_name", sort=False)["kernel_name"].transform("size") > 1
-    out["kernel_label"] = np.where(shared, out["kernel_name"] + " (" + nth.astype(str) + ")", out["kernel_name"])
+    return pd.Series(np.where(shared, out["kernel_name"] + " (" + nth.astype(str) + ")", out["kernel_name"]), index=out.index)
+
+
+def kernel_summary(kernels: pd.DataFrame, points: pd.DataFrame | None = None, focus: float = FOCUS_SHARE, by: str = "kernel",
+                   dots: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per kernel: time, share, main precision, bound, binding dot, distance to the roof, saving.
+
+    The one aggregation of launches into kernels that the page, the CLI summary and ``compare``
+    use: a kernel is a :func:`kernel_keys` key; time, FLOPs and bytes are summed (rates are then
+    time-weighted), roofs time-weighted (:func:`aggregate_points`); the binding dot is chosen by
+    :func:`binding_points`.
+
+    Parameters
+    ----------
+    kernels : DataFrame
+        The classified kernels table (:data:`ncuroof.schema.KERNELS`).
+    points : DataFrame, optional
+        Its points table (needed unless ``dots`` is given).
+    focus : float, default :data:`FOCUS_SHARE`
+        Share of GPU time whose kernels get ``in_focus`` (:func:`focus_set`).
+    by : str, default 'kernel'
+        Kernel identity (:data:`KEY_CHOICES`).
+    dots : DataFrame, optional
+        :func:`kernel_dots` of the same data and ``by``, when already computed.
+
+    Returns
+    -------
+    DataFrame
+        The :data:`ncuroof.schema.KERNEL_SUMMARY` columns, sorted by ``time_s`` descending.
+    """
+    from .schema import KERNEL_SUMMARY
+
+    k = kernels.reindex(columns=_SUMMARY_INPUT)  # a column a partial table lacks is NaN
+    k["kernel_key"] = keys_of(kernels, by).to_numpy()
+    if dots is None:
+        dots = kernel_dots(kernels, points, by) if points is not None and len(points) else pd.DataFrame()
+    out = _dot_columns(_totals(k), dots)
+    total = float(k["time_s"].fillna(0.0).sum())
+    out["time_share"] = out["time_s"] / total if total > 0 else np.nan
+    out["saving_share"] = out["saving_s"] / total if total > 0 else np.nan
+    out = out.rename_axis("kernel_key").reset_index()
+    out = out.sort_values("time_s", ascending=False, na_position="last", kind="stable").reset_index(drop=True)
+    out["kernel_label"] = _labels(out)
     out["in_focus"] = focus_set(out["time_s"], focus)
-    cols = ["kernel_key", "kernel_name", "kernel_label", "kernel_demangled", "launches", "time_s", "time_share", "in_focus",
-            "precision", "bound", "level", "ai_flop_per_byte", "flop_per_s", "roof_fraction", "time_at_roof_s", "saving_s",
-            "saving_share", "nvtx_range", "ridge_flop_per_byte", "peak_flop_per_s", "peak_bytes_per_s", "sm_throughput_frac",
-            "memory_throughput_frac", "occupancy_frac", "theoretical_occupancy_frac", "waves_per_sm", "blocks", "threads_per_block", "clock_spread", "tensor_flop",
-            "device_name", "expected_flop", "expected_dram_bytes", "dram_ai_flop_per_byte"]
-    return out[cols]
+    return out[list(KERNEL_SUMMARY)[: list(KERNEL_SUMMARY).index("diagnosis")]]
 
 
 def grid_sizes(dims: pd.Series) -> pd.Series:
     """:func:`grid_size` of each cell, parsed once per distinct value."""
     sizes = {v: grid_size(v) for v in dims.dropna().unique()}
     return dims.map(sizes).astype(float)
-
-
-def binding_points(points: pd.DataFrame) -> pd.DataFrame:
-    """Per launch, the binding point: at the precision with most FLOPs, the level with the
-    lowest attainable roof (points without a roof left out).
-
-    Parameters
-    ----------
-    points : DataFrame
-        The points table.
-
-    Returns
-    -------
-    DataFrame
-        ``source``, ``launch_id``, ``precision``, ``level``, ``ai_flop_per_byte``,
-        ``ridge_flop_per_byte``, ``roof_fraction``, ``bound``; launches without a roofed point
-        are absent.
-    """
-    cols = ["source", "launch_id", "precision", "level", "ai_flop_per_byte", "ridge_flop_per_byte", "roof_fraction", "bound"]
-    if points.empty:
-        return pd.DataFrame(columns=cols)
-    main = points.loc[points.groupby(["source", "launch_id"])["flop"].idxmax(), ["source", "launch_id", "precision"]]
-    p = points.merge(main, on=["source", "launch_id", "precision"])
-    p = p[np.isfinite(p["roof_flop_per_s"].to_numpy(float))]
-    if p.empty:
-        return pd.DataFrame(columns=cols)
-    return p.loc[p.groupby(["source", "launch_id"])["roof_flop_per_s"].idxmin(), cols]
 
 
 def grid_size(text: object) -> float:

@@ -134,7 +134,7 @@ def test_profile_keeps_report_records_collection_and_analyzes(fake_env, monkeypa
     report = tmp_path / "silu.ncu-rep"
     assert report.is_file() and not list(tmp_path.glob(".*partial*"))
     assert "hello from the profiled program" in out.err  # program output streamed
-    assert "2 kernel launch(es) profiled, 3 replay passes each" in out.out
+    assert "2 kernel launches profiled, 3 replay passes each" in out.out
     calls = _calls(fake_env)
     assert calls[0] == ["--version"]
     assert calls[1][:3] == ["--set", "roofline", "--nvtx"] and calls[1][-4:] == ["python3", "silu.py", "--n", "5"]

@@ -82,7 +82,16 @@ def _k(names: list[str], times: list[float], **over) -> pd.DataFrame:
             **{f"peak_{p}_flop_per_s": 1e13 for p in ("fp64", "fp32", "fp16")},
             **{f"peak_{lv}_bytes_per_s": 1e12 for lv in ("l1", "l2", "dram")}}
     base.update(over)
-    return pd.DataFrame(base)
+    k = pd.DataFrame(base)
+    # The rates and text columns of a full launch table, from the numbers above.
+    for p in ("fp64", "fp32", "fp16", "tensor"):
+        k[f"{p}_flop_per_s"] = k[f"{p}_flop"] / k["time_s"]
+    for lv in ("l1", "l2", "dram"):
+        k[f"{lv}_bytes_per_s"] = k[f"{lv}_bytes"] / k["time_s"]
+        k[f"{lv}_definition"] = "ncu"
+    k["tensor_source"] = ""
+    k["ceiling_sources"] = ""
+    return k
 
 
 def test_fallback_matching_says_so() -> None:

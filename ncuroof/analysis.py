@@ -1,0 +1,268 @@
+"""One analysis, computed once: the tables every renderer and ``compare`` consume.
+
+:func:`build` runs the pipeline once (parser → calculator → roofs → classify → summary →
+diagnose) and returns an :class:`Analysis` holding the launch table (``kernels``), its roofline
+points, the per-kernel dots and the per-kernel summary, with the catalog and the options used.
+The page (:mod:`ncuroof.plot`, :mod:`ncuroof.report`), the CLI summary and :mod:`ncuroof.compare`
+read these tables; none of them recomputes a point, a dot or a summary.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from . import calculator, catalog, ceilings, classify, diagnose, expect, parser, summary
+from .catalog import Catalog, GpuCatalog
+from .errors import InputError
+from .schema import KERNELS, validate_kernels, validate_points
+from .summary import FOCUS_SHARE, KEY_CHOICES
+
+__all__ = ["AnalysisOptions", "Analysis", "build", "from_kernels", "restore_kernels"]
+
+TRAFFIC_CHOICES = ("ncu", "nersc")
+
+
+@dataclass(frozen=True)
+class AnalysisOptions:
+    """Everything that changes the numbers of an analysis; every command that analyzes takes it.
+
+    Attributes
+    ----------
+    traffic : {'ncu', 'nersc'}
+        Preferred traffic definition of the L1/L2 levels (``metrics/roofline.toml``).
+    gpu : str, optional
+        Datasheet entry (``metrics/gpus.toml`` id or name) for roofs the input lacks.
+    peak_flops, peak_bandwidth : mapping, optional
+        User roofs in FLOP/s by precision and B/s by level; they replace all others.
+    expect : path, optional
+        Expected FLOPs and DRAM bytes per kernel-name pattern (:mod:`ncuroof.expect`).
+    match : str
+        Kernel identity (:data:`ncuroof.summary.KEY_CHOICES`): ``kernel`` (demangled name),
+        ``config``, ``nvtx`` or ``launch``.
+    focus : float
+        Share of GPU time whose kernels the page shows first (:func:`ncuroof.summary.focus_set`).
+    stack : bool
+        Stack unrelated inputs instead of merging them as files of one run.
+    """
+
+    traffic: str = "ncu"
+    gpu: str | None = None
+    peak_flops: Mapping[str, float] | None = None
+    peak_bandwidth: Mapping[str, float] | None = None
+    expect: Path | None = None
+    match: str = "kernel"
+    focus: float = FOCUS_SHARE
+    stack: bool = False
+
+    def __post_init__(self) -> None:
+        if self.traffic not in TRAFFIC_CHOICES:
+            raise ValueError(f"traffic must be one of {', '.join(TRAFFIC_CHOICES)}, not {self.traffic!r}")
+        if self.match not in KEY_CHOICES:
+            raise ValueError(f"match must be one of {', '.join(KEY_CHOICES)}, not {self.match!r}")
+        if not (0 < self.focus <= 1) or math.isnan(self.focus):
+            raise ValueError(f"focus must be in (0, 1], not {self.focus!r}")
+
+    @classmethod
+    def of(cls, options: AnalysisOptions | None = None, **overrides: Any) -> AnalysisOptions:
+        """``options`` (default: the defaults) with the non-None ``overrides`` applied."""
+        base = options if options is not None else cls()
+        given = {k: v for k, v in overrides.items() if v is not None}
+        if "expect" in given:
+            given["expect"] = Path(given["expect"])
+        return replace(base, **given)
+
+
+@dataclass
+class Analysis:
+    """The result of one analysis (see the module docstring).
+
+    Attributes
+    ----------
+    inputs : list of Path
+        The files analyzed.
+    options : AnalysisOptions
+        The options used.
+    kernels : DataFrame
+        One row per launch (:data:`ncuroof.schema.KERNELS`), ``kernel_key`` set by ``options.match``.
+    points : DataFrame
+        One row per (launch, precision, level) (:data:`ncuroof.schema.POINTS`).
+    dots : DataFrame
+        One row per (kernel, precision, level) (:data:`ncuroof.schema.DOTS`).
+    summary : DataFrame
+        One row per kernel, diagnosed, longest first (:data:`ncuroof.schema.KERNEL_SUMMARY`).
+    catalog : Catalog
+        The metric catalog.
+    gpus : GpuCatalog
+        The datasheet catalog.
+    """
+
+    inputs: list[Path]
+    options: AnalysisOptions
+    kernels: pd.DataFrame
+    points: pd.DataFrame
+    dots: pd.DataFrame
+    summary: pd.DataFrame
+    catalog: Catalog
+    gpus: GpuCatalog
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def missing_metrics(self) -> bool:
+        """True when no launch has roofline metrics (a basic-set report)."""
+        return bool(len(self.kernels)) and bool((self.kernels["status"] == "no_roofline_metrics").all())
+
+
+def read_kernels(inputs: Sequence[Path], options: AnalysisOptions, cat: Catalog, gpus: GpuCatalog,
+                 progress: Callable[[int], Callable[[], None]] | None = None) -> pd.DataFrame:
+    """Read the inputs and compute each launch's work, traffic, roofs and time at the roof.
+
+    Parameters
+    ----------
+    inputs : sequence of Path
+        Reports and CSV exports (:func:`ncuroof.parser.read_many`).
+    options : AnalysisOptions
+        ``traffic``, ``gpu``, user roofs, ``expect``, ``stack``.
+    cat, gpus : Catalog, GpuCatalog
+        The catalogs.
+    progress : callable, optional
+        Progress-bar factory for reading.
+
+    Returns
+    -------
+    DataFrame
+        The launch table before classification (``bound``/``diagnosis`` not yet filled).
+
+    Raises
+    ------
+    NcuroofError
+        Bad input (one line naming the file).
+    """
+    if not inputs:
+        raise InputError("no input files given")
+    raw = parser.read_many(list(inputs), cat, progress, stack=options.stack)
+    k = calculator.compute_kernels(raw, cat, traffic=options.traffic)
+    k = ceilings.fill_ceilings(k, gpus, gpu=options.gpu, peak_flops=options.peak_flops, peak_bandwidth=options.peak_bandwidth)
+    k = calculator.time_at_roof(k)
+    if options.expect is not None:
+        k = expect.apply_expectations(k, expect.read_expectations(options.expect))
+    return k
+
+
+def from_kernels(kernels: pd.DataFrame, options: AnalysisOptions, cat: Catalog, gpus: GpuCatalog,
+                 inputs: Sequence[Path] = (), classified: bool = False) -> Analysis:
+    """Finish an analysis from a launch table: points, bound, diagnosis, dots and summary, once each.
+
+    Parameters
+    ----------
+    kernels : DataFrame
+        From :func:`read_kernels`, or a saved ``kernels.csv`` after :func:`restore_kernels`.
+    options : AnalysisOptions
+        ``match`` and ``focus`` are used here.
+    cat, gpus : Catalog, GpuCatalog
+        The catalogs.
+    inputs : sequence of Path
+        The files the table came from.
+    classified : bool, default False
+        True when ``bound`` and the launch diagnosis are already filled (a saved table).
+
+    Returns
+    -------
+    Analysis
+    """
+    pts = validate_points(calculator.compute_points(kernels))
+    k = kernels
+    if not classified:
+        k = classify.classify(k, pts, cat)
+        k = diagnose.diagnose_launches(k, pts, cat, gpus)
+    k = k.assign(kernel_key=summary.kernel_keys(k, options.match).to_numpy())
+    k = validate_kernels(k)
+    dots = summary.kernel_dots(k, pts)
+    summ = summary.kernel_summary(k, focus=options.focus, dots=dots)
+    summ = diagnose.diagnose_kernels(summ, k, cat, gpus)
+    return Analysis(list(inputs), options, k, pts, dots, summ, cat, gpus)
+
+
+def build(paths: Sequence[Path], options: AnalysisOptions | None = None,
+          progress: Callable[[int], Callable[[], None]] | None = None) -> Analysis:
+    """Run the whole analysis of ``paths`` once.
+
+    Parameters
+    ----------
+    paths : sequence of Path
+        Reports and CSV exports.
+    options : AnalysisOptions, optional
+        Default: :class:`AnalysisOptions` defaults.
+    progress : callable, optional
+        Progress-bar factory for reading.
+
+    Returns
+    -------
+    Analysis
+
+    Raises
+    ------
+    NcuroofError
+        Bad input (one line naming the file).
+    """
+    options = options if options is not None else AnalysisOptions()
+    cat, gpus = catalog.load(), catalog.load_gpus()
+    k = read_kernels(paths, options, cat, gpus, progress)
+    return from_kernels(k, options, cat, gpus, inputs=paths)
+
+
+#: Columns a saved kernels table may lack (written by an older ncuroof): recomputed on reading.
+_DERIVED = ("kernel_key", "time_at_roof_s", "saving_s", "expected_flop", "expected_dram_bytes", "diagnosis", "evidence",
+            "advice", "flags")
+
+
+def restore_kernels(table: pd.DataFrame, where: Path, cat: Catalog, gpus: GpuCatalog) -> tuple[pd.DataFrame, bool]:
+    """A launch table read back from a saved ``kernels.csv``, with the declared dtypes and any
+    derived column an older ncuroof did not write recomputed.
+
+    Parameters
+    ----------
+    table : DataFrame
+        As read by :func:`pandas.read_csv`.
+    where : Path
+        The file, for error messages.
+    cat, gpus : Catalog, GpuCatalog
+        The catalogs (for a re-diagnosis).
+
+    Returns
+    -------
+    (DataFrame, bool)
+        The table cast to :data:`ncuroof.schema.KERNELS` dtypes, and whether it is classified.
+
+    Raises
+    ------
+    InputError
+        When a declared column that cannot be recomputed is missing.
+    """
+    missing = [c for c in KERNELS if c not in table.columns and c not in _DERIVED]
+    if missing:
+        raise InputError(f"kernels.csv lacks {missing[:4]}; it was not written by this version of ncuroof analyze", where)
+    k = table.copy()
+    for name, col in KERNELS.items():
+        if name in k.columns and col.dtype == "string":
+            k[name] = k[name].astype(object).where(k[name].notna(), "" if name in _TEXT_EMPTY else None)
+    k["cc"] = k["cc"].map(lambda c: f"{c:.1f}" if isinstance(c, float) and np.isfinite(c) else c)
+    if "time_at_roof_s" not in k.columns or "saving_s" not in k.columns:
+        k = calculator.time_at_roof(k)
+    for c in ("expected_flop", "expected_dram_bytes"):
+        if c not in k.columns:
+            k[c] = np.nan
+    if any(c not in k.columns for c in ("diagnosis", "evidence", "advice", "flags")):
+        k = diagnose.diagnose_launches(k, calculator.compute_points(k), cat, gpus)
+    return k.drop(columns=["kernel_key"], errors="ignore"), True
+
+
+#: Text columns whose missing value is the empty string (not None) in a launch table.
+_TEXT_EMPTY = ("diagnosis", "evidence", "advice", "flags", "notes", "grid", "block", "ceiling_sources", "datasheet_gpu",
+               "flop_source", "tensor_source", "input_notes")

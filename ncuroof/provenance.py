@@ -1,0 +1,132 @@
+"""Where the numbers come from, in words: inputs, how ncu collected them, clocks, roof sources
+and what a CSV export could not carry. Used by the page header, the CLI and ``compare``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from . import collector
+
+__all__ = ["collection_text", "collection_warnings", "clock_text", "roof_sources", "csv_limits", "page_meta", "as_paths"]
+
+PathLike = str | Path
+
+
+def as_paths(paths: PathLike | Sequence[PathLike]) -> list[Path]:
+    """One path or several, as a list of :class:`~pathlib.Path`."""
+    if isinstance(paths, (str, Path)):
+        return [Path(paths)]
+    return [Path(p) for p in paths]
+
+
+def collection_text(inputs: Sequence[PathLike]) -> str:
+    """How ``ncuroof profile`` collected the inputs (from each report's sidecar record), or ''."""
+    parts = []
+    for p in inputs:
+        rec = collector.read_sidecar(Path(p))
+        if rec is None:
+            continue
+        passes = sorted(set(rec.get("passes", {}).values()))
+        parts.append(f"{Path(p).name}: ncu {rec.get('ncu_version', '?')}, clock control {rec.get('clock_control', '?')}, "
+                     f"cache control {rec.get('cache_control', '?')}, replay {rec.get('replay_mode', '?')}"
+                     + (f", {'/'.join(map(str, passes))} passes" if passes else "")
+                     + f" ({' '.join(rec.get('ncu_command', []))})")
+    return "; ".join(parts)
+
+
+def collection_warnings(before: PathLike | Sequence[PathLike], after: PathLike | Sequence[PathLike]) -> list[str]:
+    """Differences in how ``ncuroof profile`` collected the two sides (clock control, cache
+    control, replay mode, metric list), read from the reports' ``.ncuroof.json`` records; empty
+    when either side has none."""
+    def record(side: PathLike | Sequence[PathLike]) -> dict[str, Any] | None:
+        recs = [collector.read_sidecar(p) for p in as_paths(side)]
+        return recs[0] if len(recs) == 1 else None
+
+    rb, ra = record(before), record(after)
+    if rb is None or ra is None:
+        return []
+    out = []
+    for key, what in (("clock_control", "clock control"), ("cache_control", "cache control"), ("replay_mode", "replay mode"),
+                      ("metrics", "collected metrics")):
+        if rb.get(key) != ra.get(key):
+            b, a = (x if isinstance(x, str) else f"{len(x)} explicit metrics" for x in (rb.get(key), ra.get(key)))
+            out.append(f"collected differently: {what} {b} before, {a} after")
+    return out
+
+
+def clock_text(kernels: pd.DataFrame) -> str:
+    """The SM clock ncu measured, for headers: median, and the range when launches differ by more than 1 %."""
+    clk = kernels["sm_clock_hz"].to_numpy(float)
+    clk = clk[np.isfinite(clk)]
+    if not len(clk):
+        return ""
+    med, lo, hi = float(np.median(clk)), float(clk.min()), float(clk.max())
+    text = f"SM {med / 1e9:.3g} GHz (median over launches"
+    text += f", {lo / 1e9:.3g}-{hi / 1e9:.3g} GHz)" if hi > lo * 1.01 else ")"
+    return text + "; roofs from the report are at this clock"
+
+
+def roof_sources(kernels: pd.DataFrame) -> str:
+    """One line saying where the roofs of a kernels table come from, for headers and summaries."""
+    parts = []
+    used = set("+".join(kernels["peak_source"].dropna().astype(str)).split("+")) - {""}
+    if "report" in used:
+        parts.append("report: ncu peak_sustained × the clock ncu measured for each launch")
+    if "datasheet" in used:
+        names = sorted(kernels.loc[kernels["datasheet_gpu"] != "", "datasheet_gpu"].astype(str).unique())
+        parts.append(f"datasheet ({', '.join(names)}): boost clock, metrics/gpus.toml")
+    if "user" in used:
+        parts.append("user: --peak-flops/--peak-bandwidth")
+    return "; ".join(parts) or "none: the input has no peak_sustained metrics and no datasheet entry matched (use --gpu)"
+
+
+def csv_limits(kernels: pd.DataFrame, inputs: Sequence[PathLike]) -> str | None:
+    """What the CSV inputs could not carry, in one line, or None when no input is a CSV."""
+    if not any(Path(p).suffix.lower() in (".csv", ".txt", ".log") for p in inputs):
+        return None
+    missing = ["NVTX ranges", "per-opcode SASS instance values (tensor estimate)"]
+    if not kernels["peak_source"].astype(str).str.contains("report").any():
+        missing.append("peak_sustained roofs")
+    if kernels["device_name"].isna().any():
+        missing.append("the device name")
+    if kernels["ncu_version"].isna().any():
+        missing.append("the ncu version (pass the session-page export too)")
+    if kernels["cc"].isna().any():
+        missing.append("compute capability and launch geometry (ncu 2020 layout)")
+    return "the CSV export does not carry " + ", ".join(missing)
+
+
+def page_meta(kernels: pd.DataFrame, inputs: Sequence[Path]) -> dict[str, str]:
+    """The page header: inputs, GPU, ncu version, launch counts, clocks, collection and roof sources.
+
+    Parameters
+    ----------
+    kernels : DataFrame
+        The launch table of the analysis.
+    inputs : sequence of Path
+        The files analyzed.
+
+    Returns
+    -------
+    dict of str to str
+        Label to text, in display order; the CSV limits only for CSV input.
+    """
+    devices = ", ".join(f"{d} (CC {c})" for d, c in kernels[["device_name", "cc"]].drop_duplicates().astype(str).itertuples(index=False))
+    status = kernels["status"]
+    meta = {
+        "inputs": ", ".join(str(p) for p in inputs),
+        "GPU": devices,
+        "ncu version": ", ".join(sorted(kernels["ncu_version"].dropna().astype(str).unique())),
+        "launches": f"{len(kernels)} ({int((status == 'ok').sum())} with roofline metrics, "
+                    f"{int((status == 'failed_measurement').sum())} failed measurements)",
+        "clocks": clock_text(kernels),
+        "collected with": collection_text(inputs),
+        "roofs": roof_sources(kernels),
+    }
+    limits = csv_limits(kernels, inputs)
+    return meta | ({"CSV input": limits} if limits else {})

@@ -1,0 +1,134 @@
+"""The terminal renderer: what ``ncuroof analyze``, ``profile`` and ``compare`` print.
+
+The CLI parses options, calls :mod:`ncuroof.api` and prints what these functions return; the
+words and numbers live here, formatted by :mod:`ncuroof.fmt`.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from . import fmt, provenance
+from .report import summary_text
+
+__all__ = ["analysis_text", "compare_text", "profile_text"]
+
+_NO_METRICS = ("No launch has roofline metrics (FLOP counters and memory traffic); the table above shows time and "
+               "SpeedOfLight throughputs only. Collect them with: ncu --set roofline -o report ./app "
+               "(or --set full). See kernels.csv 'notes' for what each launch lacks.")
+
+
+def _findings(result: Any) -> list[str]:
+    """Advice and flags of the top kernels, the what-if projection, roofs, caveats, failed launches."""
+    k = result.kernels
+    lines = []
+    for r in result.summary.head(3).itertuples(index=False):
+        if r.advice:
+            lines.append(f"{r.kernel_label}: {r.evidence}. Try: {r.advice}")
+        if r.flags:
+            lines.append(f"{r.kernel_label}: check: {r.flags}")
+    if result.what_if is not None:
+        lines += [f"what-if {r.kernel_label}: {r.change}" for r in result.what_if.itertuples(index=False)]
+    lines.append(f"roofs: {provenance.roof_sources(k)}")
+    limits = provenance.csv_limits(k, result.analysis.inputs)
+    if limits:
+        lines.append(f"note: {limits}")
+    failed = k[k["status"] == "failed_measurement"]
+    lines += [f"launch {r.launch_id} ({r.kernel_name}): measurement failed in ncu; kept in kernels.csv, not plotted"
+              for r in failed.itertuples(index=False)]
+    lines += [f"launch {r.launch_id} ({r.kernel_name}): damaged record in the input, see its notes in kernels.csv; not plotted"
+              for r in k[k["status"] == "corrupt_record"].head(5).itertuples(index=False)]
+    if result.missing_metrics:
+        lines.append(_NO_METRICS)
+    return lines
+
+
+def analysis_text(result: Any, quiet: bool = False) -> str:
+    """What ``analyze`` and ``profile`` print after the analysis.
+
+    Parameters
+    ----------
+    result : ncuroof.api.AnalysisResult
+        The analysis and the files written.
+    quiet : bool, default False
+        Only the line saying where the output went.
+
+    Returns
+    -------
+    str
+        Lines ending in a newline: the summary table, advice and flags of the top kernels, the
+        roof sources, caveats, then ``wrote DIR/ (files)``.
+    """
+    out = [] if quiet else [summary_text(result.summary).rstrip("\n"), *_findings(result)]
+    if result.outdir is not None:
+        out.append(f"wrote {result.outdir}/ ({', '.join(result.files)})")
+    return "".join(line + "\n" for line in out)
+
+
+def _compare_table(result: Any, top: int) -> str:
+    from rich.console import Console
+    from rich.table import Table
+
+    tot = result.totals
+    table = Table(title=f"GPU time {fmt.time(tot['time_s_before'])} -> {fmt.time(tot['time_s_after'])} "
+                        f"(speedup {tot['speedup']:.3g}x); largest changes first")
+    for col in ("kernel", "status", "time before", "time after", "speedup", "bound after", "movement"):
+        table.add_column(col)
+    for r in result.table.head(top).itertuples(index=False):
+        name = r.kernel_label if len(r.kernel_label) <= 50 else r.kernel_label[:47] + "..."
+        if r.match not in ("name", "only_before", "only_after"):
+            name += f" (-> {r.kernel_name_after}, {r.match})"
+        table.add_row(name, r.status, fmt.time(r.time_s_before) if r.launches_before else "-",
+                      fmt.time(r.time_s_after) if r.launches_after else "-",
+                      f"{r.speedup:.3g}x" if r.speedup == r.speedup else "-", r.bound_after or "-", r.movement or "-")
+    buf = io.StringIO()
+    Console(file=buf, width=140, force_terminal=False, color_system=None).print(table)
+    return buf.getvalue()
+
+
+def compare_text(result: Any, top: int = 10, quiet: bool = False) -> str:
+    """What ``compare`` prints: the largest changes, the after run's share of time per bound, the output.
+
+    Parameters
+    ----------
+    result : ncuroof.api.CompareResult
+        The comparison.
+    top : int, default 10
+        Kernels in the table.
+    quiet : bool, default False
+        Only the line saying where the output went.
+
+    Returns
+    -------
+    str
+        Lines ending in a newline.
+    """
+    out = ""
+    if not quiet:
+        tot = result.totals
+        out += _compare_table(result, top)
+        out += "after, share of GPU time: " + ", ".join(f"{b} {fmt.pct(tot[f'share_{b}'], 1)}"
+                                                     for b in ("memory", "compute", "latency", "unknown")) + "\n"
+    if result.outdir is not None:
+        out += f"wrote {result.outdir}/ ({', '.join(result.files)})\n"
+    return out
+
+
+def profile_text(res: Any) -> str:
+    """The line ``profile`` prints when ncu is done: the report, ncu's version, launches and passes.
+
+    Parameters
+    ----------
+    res : ncuroof.collector.ProfileResult
+        From :func:`ncuroof.api.profile_run`.
+
+    Returns
+    -------
+    str
+        One line (two with an explicit metric list: the metrics collected), no final newline.
+    """
+    passes = sorted(set(res.passes.values()))
+    metrics = f"explicit metric list ({len(res.metrics)}): {','.join(res.metrics)}\n" if res.metrics else ""
+    return metrics + (f"report: {res.report} (ncu {res.ncu_version}; {fmt.count(len(res.passes), 'kernel launch', 'kernel launches')} profiled"
+            + (f", {'/'.join(map(str, passes))} replay passes each" if passes else "") + ")")
