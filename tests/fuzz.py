@@ -10,7 +10,9 @@ abort inside ``ncu_report`` is seen as a signal instead of killing the harness) 
   exactly one line on stderr that names the input file;
 * no traceback, no signal, no internal error (exit 1), no file left beside the output directory;
 * no value that was finite and non-zero in the undamaged input's kernels table turned zero or
-  non-finite in a launch whose status is ``ok`` and that carries no flag or note.
+  non-finite in a launch whose status is ``ok`` and that carries no flag or note;
+* no launch added without a note, and no damaged launch reported as ncu's failed measurement or
+  missing metrics (a status that changed to ``failed_measurement``/``no_roofline_metrics``).
 
 The families follow the mutation campaign of issue 14.
 """
@@ -425,6 +427,8 @@ def verdict(case: Case, outcome: Outcome, reference: object = None) -> tuple[str
     bad = silent_bad_values(outcome.kernels, reference)
     if bad:
         return "FAIL:silent_value", "; ".join(bad[:3])
+    import numpy as np
+
     k, ref = outcome.kernels, reference
     damage = _text(k["notes"]).str.contains(DAMAGE_WORDS) | _text(k["flags"]).str.contains(DAMAGE_WORDS)
     if ref is not None and len(k) != len(ref) and not damage.any():
@@ -432,6 +436,11 @@ def verdict(case: Case, outcome: Outcome, reference: object = None) -> tuple[str
             # A removed block or a cut at a block boundary leaves no trace in a report (issue 14).
             return "lost_undetectable", f"{len(ref)} launches -> {len(k)}"
         return "FAIL:launches_changed", f"{len(ref)} launches -> {len(k)}, no note"
+    if ref is not None and len(k) == len(ref):
+        blamed = (k["status"].to_numpy() != ref["status"].to_numpy()) & k["status"].isin(["failed_measurement", "no_roofline_metrics"]).to_numpy()
+        if (blamed & ~damage.to_numpy()).any():
+            i = int(np.flatnonzero(blamed & ~damage.to_numpy())[0])
+            return "FAIL:blamed_on_ncu", f"launch {k['launch_id'].iloc[i]}: {ref['status'].iloc[i]} -> {k['status'].iloc[i]}, no damage note"
     changed = ref is not None and (len(k) != len(ref) or (k["status"].to_numpy() != ref["status"].to_numpy()).any())
     return ("ok_flagged" if damage.any() or changed else "ok"), ""
 
