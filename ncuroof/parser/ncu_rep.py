@@ -37,7 +37,7 @@ def _varint(buf: bytes, i: int) -> tuple[int, int]:
     result = shift = 0
     while True:
         if i >= len(buf):
-            raise ValueError("varint runs past the block header")
+            raise ValueError("a varint runs past the end")
         byte = buf[i]
         i += 1
         result |= (byte & 0x7F) << shift
@@ -112,6 +112,7 @@ def check_framing(path: Path) -> int:
         if len(head) < 8:
             raise ReportFormatError("is truncated inside its file header; copy the report again", path)
         pos = 8 + struct.unpack("<I", head[4:8])[0]
+        _check_file_header(f.read(min(pos, size) - 8), pos, size, path)
         blocks = 0
         while pos < size:
             f.seek(pos)
@@ -288,6 +289,20 @@ def check_launches(path: str | Path, records: list[ResultRecord]) -> None:
                 f"number {r.sequence}, not above the {prev.sequence} of record {prev.index}; launches are repeated or "
                 "reordered, the report is damaged: copy it again or re-run ncu", path)
         last[r.process_id] = r
+
+
+def _check_file_header(header: bytes, end: int, size: int, path: Path) -> None:
+    """The file header (after ``NVR\\0`` and its u32 size) is a small protobuf message: it must fit
+    in the file and parse (ncu 2020-2025 write field 1, the format version)."""
+    damaged = f"has a damaged or truncated file header (bytes 0-{min(end, size)})"
+    if end > size:
+        raise ReportFormatError(f"{damaged}: it claims {end - 8} bytes, the file has {size}; copy the report again or re-run ncu", path)
+    try:
+        fields = _message_fields(header)
+    except ValueError as exc:
+        raise ReportFormatError(f"{damaged}: {exc}; copy the report again or re-run ncu", path) from exc
+    if 1 not in fields:
+        raise ReportFormatError(f"{damaged}: no format version; copy the report again or re-run ncu", path)
 
 
 def ncu_version(path: Path) -> str | None:
