@@ -21,7 +21,7 @@ import pandas as pd
 from . import calculator, catalog, ceilings, classify, diagnose, expect, parser, summary
 from .catalog import Catalog, GpuCatalog
 from .errors import InputError
-from .schema import KERNELS, validate_kernels, validate_points
+from .schema import KERNELS, from_text, validate_kernels, validate_points
 from .summary import FOCUS_SHARE, KEY_CHOICES
 
 __all__ = ["AnalysisOptions", "Analysis", "build", "from_kernels", "restore_kernels"]
@@ -50,6 +50,9 @@ class AnalysisOptions:
         Share of GPU time whose kernels the page shows first (:func:`ncuroof.summary.focus_set`).
     stack : bool
         Stack unrelated inputs instead of merging them as files of one run.
+    reader : {'auto', 'fast', 'ncu_report'}
+        How ``.ncu-rep`` files are read (:func:`ncuroof.parser.read`); the numbers do not depend
+        on it.
     """
 
     traffic: str = "ncu"
@@ -60,8 +63,11 @@ class AnalysisOptions:
     match: str = "kernel"
     focus: float = FOCUS_SHARE
     stack: bool = False
+    reader: str = "auto"
 
     def __post_init__(self) -> None:
+        if self.reader not in parser.READERS:
+            raise ValueError(f"reader must be one of {', '.join(parser.READERS)}, not {self.reader!r}")
         if self.traffic not in TRAFFIC_CHOICES:
             raise ValueError(f"traffic must be one of {', '.join(TRAFFIC_CHOICES)}, not {self.traffic!r}")
         if self.match not in KEY_CHOICES:
@@ -146,7 +152,7 @@ def read_kernels(inputs: Sequence[Path], options: AnalysisOptions, cat: Catalog,
     """
     if not inputs:
         raise InputError("no input files given")
-    raw = parser.read_many(list(inputs), cat, progress, stack=options.stack)
+    raw = parser.read_many(list(inputs), cat, progress, stack=options.stack, reader=options.reader)
     k = calculator.compute_kernels(raw, cat, traffic=options.traffic)
     k = ceilings.fill_ceilings(k, gpus, gpu=options.gpu, peak_flops=options.peak_flops, peak_bandwidth=options.peak_bandwidth)
     k = calculator.time_at_roof(k)
@@ -248,7 +254,7 @@ def restore_kernels(table: pd.DataFrame, where: Path, cat: Catalog, gpus: GpuCat
     missing = [c for c in KERNELS if c not in table.columns and c not in _DERIVED]
     if missing:
         raise InputError(f"kernels.csv lacks {missing[:4]}; it was not written by this version of ncuroof analyze", where)
-    k = table.copy()
+    k = from_text(table)
     for name, col in KERNELS.items():
         if name in k.columns and col.dtype == "string":
             k[name] = k[name].astype(object).where(k[name].notna(), "" if name in _TEXT_EMPTY else None)
@@ -258,11 +264,11 @@ def restore_kernels(table: pd.DataFrame, where: Path, cat: Catalog, gpus: GpuCat
     for c in ("expected_flop", "expected_dram_bytes"):
         if c not in k.columns:
             k[c] = np.nan
-    if any(c not in k.columns for c in ("diagnosis", "evidence", "advice", "flags")):
+    if any(c not in table.columns for c in ("diagnosis", "evidence", "advice", "flags")):
         k = diagnose.diagnose_launches(k, calculator.compute_points(k), cat, gpus)
     return k.drop(columns=["kernel_key"], errors="ignore"), True
 
 
 #: Text columns whose missing value is the empty string (not None) in a launch table.
-_TEXT_EMPTY = ("diagnosis", "evidence", "advice", "flags", "notes", "grid", "block", "ceiling_sources", "datasheet_gpu",
+_TEXT_EMPTY = ("diagnosis", "evidence", "advice", "grid", "block", "ceiling_sources", "datasheet_gpu",
                "flop_source", "tensor_source", "input_notes")

@@ -17,12 +17,13 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from . import analysis as _analysis
-from . import calculator, catalog, collector, diagnose, plot, provenance, report
+from . import calculator, catalog, collector, diagnose, fleet, plot, provenance, report, tables_io
 from . import compare as _compare
+from . import ranks as _ranks
 from .analysis import Analysis, AnalysisOptions
 from .errors import InputError
 from .provenance import as_paths
-from .schema import validate_points
+from .schema import to_text, validate_points
 
 __all__ = ["profile", "profile_run", "load", "points", "plot_roofline", "analyze", "AnalysisResult", "AnalysisOptions", "default_outdir",
            "analysis_of", "compare_runs", "CompareResult"]
@@ -31,7 +32,7 @@ PathLike = str | Path
 
 
 @contextlib.contextmanager
-def _progress_bar(enabled: bool) -> Iterator[Callable[[int], Callable[[], None]] | None]:
+def _progress_bar(enabled: bool, label: str = "reading launches") -> Iterator[Callable[[int], Callable[[], None]] | None]:
     """A rich progress bar on stderr, or None when disabled or stderr is not a terminal."""
     if not enabled or not sys.stderr.isatty():
         yield None
@@ -39,7 +40,7 @@ def _progress_bar(enabled: bool) -> Iterator[Callable[[int], Callable[[], None]]
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    with Progress(TextColumn("reading launches"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+    with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                   console=Console(stderr=True), transient=True) as prog:
         def factory(total: int) -> Callable[[], None]:
             task = prog.add_task("read", total=total)
@@ -57,7 +58,10 @@ def load(paths: PathLike | Sequence[PathLike], options: AnalysisOptions | None =
     paths : path or list of paths
         ``.ncu-rep`` reports or ncu CSV exports (details, raw or session page). Several files
         are taken as parts of one ncu run and merged launch by launch
-        (:func:`ncuroof.parser.merge.merge`), unless ``stack``.
+        (:func:`ncuroof.parser.merge.merge`), unless ``stack``. Or one saved analysis: an
+        ``ncuroof analyze`` output directory or a ``kernels.parquet`` file or dataset, read
+        back as saved with its dtypes (:func:`ncuroof.tables_io.read_table`; ``attrs['units']``
+        holds each column's unit), the options ignored.
     options : AnalysisOptions, optional
         How to analyze (traffic definition, roofs, ``--expect``, kernel identity, ...).
     progress : bool, default False
@@ -80,8 +84,11 @@ def load(paths: PathLike | Sequence[PathLike], options: AnalysisOptions | None =
     ValueError
         For an unknown option value.
     """
+    inputs = as_paths(paths)
+    if len(inputs) == 1 and (saved := tables_io.saved_kernels(inputs[0])) is not None:
+        return tables_io.read_table(saved, "kernels")
     with _progress_bar(progress) as bar:
-        return _analysis.build(as_paths(paths), AnalysisOptions.of(options, **option_fields), bar).kernels
+        return _analysis.build(inputs, AnalysisOptions.of(options, **option_fields), bar).kernels
 
 
 def points(kernels: pd.DataFrame) -> pd.DataFrame:
@@ -175,6 +182,8 @@ class AnalysisResult:
     outdir: Path | None = None
     files: dict[str, Path] = field(default_factory=dict)
     what_if: pd.DataFrame | None = None
+    failures: pd.DataFrame | None = None
+    ranks: pd.DataFrame | None = None
 
     @property
     def kernels(self) -> pd.DataFrame:
@@ -199,24 +208,44 @@ def _what_if(a: Analysis, name: str) -> pd.DataFrame:
     return diagnose.what_if(a.summary, a.kernels, target, a.gpus)
 
 
-def _page_files(a: Analysis, plotlyjs: str | bool, image: str | None) -> dict[str, str | bytes]:
-    """kernels.csv, points.csv, roofline.html and the optional image of one analysis."""
-    fig = plot.plot_roofline(a.points, a.kernels, title=f"Hierarchical roofline — {a.inputs[0].name}", focus=a.options.focus,
-                             summary=a.summary)
-    files: dict[str, str | bytes] = {
-        "kernels.csv": a.kernels.to_csv(index=False),
-        "points.csv": a.points.to_csv(index=False),
-        "roofline.html": report.render_html(fig, a.kernels, provenance.page_meta(a.kernels, a.inputs), plotlyjs=plotlyjs,
-                                            summary=a.summary),
+def _page_files(a: Analysis, plotlyjs: str | bool, image: str | None, formats: Sequence[str] = ("csv",),
+                failures: pd.DataFrame | None = None, ranks: pd.DataFrame | None = None) -> dict[str, Any]:
+    """The tables (:func:`ncuroof.tables_io.table_files`), roofline.html and the optional image
+    of one analysis; a fleet's or multi-rank run's (``failures`` given) as Parquet datasets by input."""
+    kernels, summ = to_text(a.kernels), to_text(a.summary)  # list columns as text for files and the page
+    fig = plot.plot_roofline(a.points, kernels, title=f"Hierarchical roofline — {a.inputs[0].name}", focus=a.options.focus,
+                             summary=summ)
+    meta = {**provenance.page_meta(a.kernels, a.inputs), **fleet.page_meta(failures), **_ranks.page_meta(ranks)}
+    tables = {"kernels": kernels, "points": a.points, **({"failures": failures} if failures is not None else {}),
+              **({"ranks": ranks} if ranks is not None else {})}
+    apart = failures is not None
+    files: dict[str, Any] = {
+        **tables_io.table_files(tables, sorted(set(formats) | ({"parquet"} if apart else set())), a.inputs, dataset=apart),
+        "roofline.html": report.render_html(fig, kernels, meta, plotlyjs=plotlyjs, summary=summ),
     }
     if image is not None:
         files[f"roofline.{image}"] = report.render_image(fig, image)
     return files
 
 
+def _analyze_apart(inputs: list[Path], options: AnalysisOptions, scheduler: str | None, workers: int | None, ranks: bool,
+                   progress: bool) -> tuple[Analysis, pd.DataFrame, pd.DataFrame | None]:
+    """Each input analyzed alone (:func:`ncuroof.fleet.run`), then one analysis of them all; the
+    failures, and the spread over ranks when ``ranks`` (:func:`ncuroof.ranks.spread`)."""
+    with _progress_bar(progress, "analyzing inputs") as bar:
+        fr = fleet.run(inputs, options, scheduler=scheduler, workers=workers, progress=bar)
+    cat, gpus = catalog.load(), catalog.load_gpus()
+    a = _analysis.from_kernels(fr.kernels, options, cat, gpus, inputs=inputs, classified=True)
+    if not ranks:
+        return a, fr.failures, None
+    labels = dict(zip(map(str, inputs), _ranks.rank_labels(inputs), strict=True))
+    return a, fr.failures, _ranks.spread(a.kernels, a.points, labels, cat.thresholds["ranks"]["imbalance"], by=options.match)
+
+
 def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None, options: AnalysisOptions | None = None, *,
             plotlyjs: str | bool = True, top: int = 10, progress: bool = False, write: bool = True, image: str | None = None,
-            what_if: str | None = None, **option_fields: Any) -> AnalysisResult:
+            what_if: str | None = None, formats: Sequence[str] = ("csv",), scheduler: str | None = None,
+            ranks: bool | None = None, workers: int | None = None, **option_fields: Any) -> AnalysisResult:
     """Run the whole analysis and write ``kernels.csv``, ``points.csv`` and ``roofline.html``.
 
     Parameters
@@ -241,25 +270,49 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
     what_if : str, optional
         A ``metrics/gpus.toml`` entry: project every kernel onto its datasheet roofs
         (:func:`ncuroof.diagnose.what_if`) and write ``whatif.csv``.
+    formats : sequence of {'csv', 'parquet'}, default ('csv',)
+        Table formats (:func:`ncuroof.tables_io.table_files`). A fleet or a multi-rank run
+        always writes Parquet too, as datasets partitioned by input (``kernels.parquet/``...).
+    scheduler : str, optional
+        With ``stack`` or ``ranks``: the dask scheduler (``tcp://HOST:PORT``) whose workers
+        analyze the inputs (:func:`ncuroof.fleet.run`). Without it, stacks of
+        :data:`ncuroof.fleet.FLEET_MIN_INPUTS` or more inputs run on a local dask cluster.
+    ranks : bool, optional
+        The inputs are one report per MPI rank of one run: each is analyzed alone and
+        ``ranks.csv`` gives each kernel's spread over ranks (:func:`ncuroof.ranks.spread`).
+        None (default): recognised from the file names and processes
+        (:func:`ncuroof.ranks.looks_like_ranks`) unless ``stack``.
+    workers : int, optional
+        Worker processes of the local dask cluster (default: the cores).
 
     Returns
     -------
     AnalysisResult
+        With ``failures`` (inputs that could not be analyzed) for a fleet or multi-rank run and
+        ``ranks`` for a multi-rank run.
 
     Raises
     ------
     NcuroofError
-        Bad input or an output directory that cannot be written.
+        Bad input or an output directory that cannot be written; for a fleet, only when no
+        input could be analyzed.
     """
     inputs = as_paths(paths)
-    with _progress_bar(progress) as bar:
-        a = _analysis.build(inputs, AnalysisOptions.of(options, **option_fields), bar)
+    opts = AnalysisOptions.of(options, **option_fields)
+    if ranks is None:
+        ranks = not opts.stack and len(inputs) > 1 and _ranks.looks_like_ranks(inputs)
+    failures = rank_table = None
+    if ranks or (opts.stack and fleet.wanted(len(inputs), scheduler)):
+        a, failures, rank_table = _analyze_apart(inputs, opts, scheduler, workers, ranks, progress)
+    else:
+        with _progress_bar(progress) as bar:
+            a = _analysis.build(inputs, opts, bar)
     projected = _what_if(a, what_if) if what_if is not None else None
-    result = AnalysisResult(a, a.summary.head(top).reset_index(drop=True), what_if=projected)
+    result = AnalysisResult(a, a.summary.head(top).reset_index(drop=True), what_if=projected, failures=failures, ranks=rank_table)
     if not write:
         return result
     out = Path(outdir) if outdir is not None else default_outdir(inputs[0])
-    files = _page_files(a, plotlyjs, image)
+    files = _page_files(a, plotlyjs, image, formats, failures, rank_table)
     if projected is not None:
         files["whatif.csv"] = projected.to_csv(index=False)
     report.write_outputs(out, files)
@@ -293,11 +346,12 @@ def analysis_of(side: PathLike | Sequence[PathLike], options: AnalysisOptions | 
     options = options if options is not None else AnalysisOptions()
     paths = as_paths(side)
     if len(paths) == 1 and paths[0].is_dir():
-        table = paths[0] / "kernels.csv"
-        if not table.is_file():
+        table = tables_io.saved_kernels(paths[0])
+        if table is None:
             raise InputError("is a directory without kernels.csv; pass an ncuroof output directory, a report or a CSV export", paths[0])
         cat, gpus = catalog.load(), catalog.load_gpus()
-        k, classified = _analysis.restore_kernels(pd.read_csv(table, keep_default_na=True), table, cat, gpus)
+        frame = tables_io.read_table(table, "kernels") if table.suffix == ".parquet" else pd.read_csv(table, keep_default_na=True)
+        k, classified = _analysis.restore_kernels(frame, table, cat, gpus)
         return _analysis.from_kernels(k, options, cat, gpus, inputs=paths, classified=classified)
     with _progress_bar(progress) as bar:
         return _analysis.build(paths, options, bar)

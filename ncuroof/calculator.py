@@ -24,7 +24,7 @@ import pandas as pd
 
 from .catalog import Catalog, Recipe, Term
 from .parser.validate import roof_violations
-from .schema import DAMAGED, KERNELS, LEVELS, POINTS, PRECISIONS, empty, format_sources, parse_sources
+from .schema import DAMAGED, KERNELS, LEVELS, LIST_SEPARATOR, POINTS, PRECISIONS, empty, format_sources, parse_sources
 
 __all__ = ["compute_kernels", "compute_points", "time_at_roof", "cc_number", "Resolved"]
 
@@ -207,7 +207,7 @@ def _tensor_work(
         tensor_rate = np.where(use, _div(est_total, time_s), tensor_rate)
         source = np.where(use, "sass_opcodes", source)
         for i in np.flatnonzero(use & (est_total > 0)):
-            notes[i].append("tensor FLOPs estimated from SASS MMA opcode counts x 2*M*N*K; no tensor roof in this report")
+            notes[i].append("tensor FLOPs estimated from SASS MMA opcode counts x 2*M*N*K, no tensor roof in this report")
 
     # No tensor-pipe instruction executed means no tensor work, on any architecture (exact).
     pipe = _term(raw, t.legacy_count)
@@ -302,7 +302,7 @@ def _damaged(raw: pd.DataFrame, k: pd.DataFrame, cat: Catalog) -> tuple[np.ndarr
                              {n: k[f"peak_{n}_per_s"].to_numpy(float) for n in names}, cat)
     reasons = np.full(len(raw), "", dtype=object)
     for i in np.flatnonzero(beyond != ""):
-        reasons[i] = f"{DAMAGED}: {beyond[i]}, beyond any measurement error; a counter is damaged: re-run ncu; not plotted"
+        reasons[i] = f"{DAMAGED}: {beyond[i]}, beyond any measurement error, a counter is damaged: re-run ncu, not plotted"
     floats = [c for c in k.columns if k[c].dtype == float]
     inf = np.isinf(k[floats].to_numpy(float))
     for i in np.flatnonzero(inf.any(axis=1) & (reasons == "")):  # a safety net behind the parser's limits
@@ -407,14 +407,14 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
             if why[i]:
                 notes[i].insert(0, why[i])
         elif failed[i]:
-            notes[i].insert(0, "measurement failed: ncu stored NaN for the duration or the FLOP counters of this launch; not plotted")
+            notes[i].insert(0, "measurement failed: ncu stored NaN for the duration or the FLOP counters of this launch, not plotted")
         elif status[i] == "no_roofline_metrics":
             missing = []
             if not has_flop[i]:
                 missing.append("FLOP counters (smsp__sass_thread_inst_executed_op_*, sm__ops_path_tensor_*)")
             if not has_bytes[i]:
                 missing.append("memory traffic (dram__bytes, lts__lts2xbar_cycles_active, l1tex__lsu_writeback_active_*)")
-            notes[i].insert(0, "no roofline metrics: missing " + " and ".join(missing) + "; collect with ncu --set roofline (or --set full)")
+            notes[i].insert(0, "no roofline metrics: missing " + " and ".join(missing) + ", collect with ncu --set roofline (or --set full)")
         if not failed[i] and np.isnan(time_s[i]):
             notes[i].append("no duration (gpu__time_duration.sum or sm__cycles_elapsed.avg)")
         if time.labels[i] and time.labels[i] != cat.time[0].label:
@@ -422,7 +422,7 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
     if "input_notes" in raw.columns:
         for i, note in enumerate(raw["input_notes"]):
             if isinstance(note, str) and note:
-                notes[i].append(note)
+                notes[i].extend(note.split(LIST_SEPARATOR))
     k["time_at_roof_s"] = _NAN
     k["saving_s"] = _NAN
     k["expected_flop"] = _NAN
@@ -432,9 +432,9 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
     k["diagnosis"] = "not_classified"
     k["evidence"] = ""
     k["advice"] = ""
-    k["flags"] = ""
+    k["flags"] = [[] for _ in range(n)]
     k["status"] = status
-    k["notes"] = ["; ".join(x) for x in notes]
+    k["notes"] = notes
     k = k[list(KERNELS)].reset_index(drop=True)
     # One column triple per tensor datapath with work in any launch (ncu shows only non-zero paths).
     extra = {}

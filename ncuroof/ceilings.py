@@ -22,7 +22,7 @@ import pandas as pd
 
 from .catalog import GpuCatalog, GpuSpec
 from .errors import InputError
-from .schema import LEVELS, PRECISIONS, format_sources, parse_sources
+from .schema import LEVELS, PRECISIONS, format_sources, parse_cell, parse_sources
 
 __all__ = ["fill_ceilings", "parse_peak", "SOURCES"]
 
@@ -108,79 +108,96 @@ def fill_ceilings(kernels: pd.DataFrame, gpus: GpuCatalog, gpu: str | None = Non
     InputError
         If ``gpu`` names no catalog entry.
     """
-    k = kernels.copy()
-    forced = None
-    if gpu is not None:
-        forced = gpus.by_name(gpu)
-        if forced is None:
-            known = ", ".join(g.id for g in gpus.gpus)
-            raise InputError(f"--gpu {gpu!r} is not in the datasheet catalog (metrics/gpus.toml); known: {known}")
-    peak_flops = dict(peak_flops or {})
-    peak_bandwidth = dict(peak_bandwidth or {})
+    forced = _forced_spec(gpus, gpu)
+    peak_flops, peak_bandwidth = dict(peak_flops or {}), dict(peak_bandwidth or {})
     unknown = [n for n in peak_flops if n not in (*PRECISIONS, "tensor", "*")] + [n for n in peak_bandwidth if n not in LEVELS]
     if unknown:
         raise ValueError(f"unknown roof names {unknown}: use {', '.join(PRECISIONS)}, tensor or * for FLOP/s "
                          f"and {', '.join(LEVELS)} for bandwidth")
+    k = kernels.copy()
     tensor_cols = {m.group(1): c for c in k.columns if (m := _TENSOR_PEAK.match(c))}
-    n = len(k)
     sources = [parse_sources(s) for s in k["ceiling_sources"]]
-    datasheet = np.full(n, "", dtype=object)
-    notes = [[x] if isinstance(x, str) and x else [] for x in k["notes"]]
-    filled: list[list[str]] = [[] for _ in range(n)]
+    notes = [list(parse_cell("notes", x)) for x in k["notes"]]
     devices = k["device_name"].astype(object).where(k["device_name"].notna(), "").to_numpy()
-    clock = k["sm_clock_hz"].to_numpy(float)
     spec_of = {d: _spec_for(d, gpus, forced) for d in pd.unique(devices)}
+    datasheet = np.full(len(k), "", dtype=object)
     for device, spec in spec_of.items():
-        if spec is None:
+        if spec is not None:
+            _apply_datasheet(k, np.flatnonzero(devices == device), spec, gpus, tensor_cols, sources, notes, datasheet)
+    for name, col, value in _user_roofs(peak_flops, peak_bandwidth, tensor_cols):
+        k[col] = float(value)
+        for src in sources:
+            src[name] = "user"
+    _no_roof_notes(k, devices, spec_of, sources, notes, gpus)
+    k["ceiling_sources"] = [format_sources(s) for s in sources]
+    k["peak_source"] = ["+".join(x for x in SOURCES if x in s.values()) for s in sources]
+    k["datasheet_gpu"] = datasheet
+    k["notes"] = notes
+    return k
+
+
+def _forced_spec(gpus: GpuCatalog, gpu: str | None) -> GpuSpec | None:
+    """The ``--gpu`` entry, or None; InputError when it names no entry."""
+    if gpu is None:
+        return None
+    forced = gpus.by_name(gpu)
+    if forced is None:
+        known = ", ".join(g.id for g in gpus.gpus)
+        raise InputError(f"--gpu {gpu!r} is not in the datasheet catalog (metrics/gpus.toml); known: {known}")
+    return forced
+
+
+def _apply_datasheet(k: pd.DataFrame, idx: np.ndarray, spec: GpuSpec, gpus: GpuCatalog, tensor_cols: dict[str, str],
+                     sources: list[dict[str, str]], notes: list[list[str]], datasheet: np.ndarray) -> None:
+    """Fill the roofs the launches ``idx`` lack from ``spec``, in place, and say so in their notes."""
+    targets = [(p, f"peak_{p}_flop_per_s", spec.flop_per_s.get(p)) for p in PRECISIONS]
+    targets.append(("dram", "peak_dram_bytes_per_s", spec.dram_bytes_per_s))
+    targets += [(f"tensor_{path}", col, spec.tensor.get(gpus.tensor_key(path))) for path, col in tensor_cols.items()]
+    filled: dict[int, list[str]] = {}
+    for name, col, value in targets:
+        if value is None:
             continue
-        idx = np.flatnonzero(devices == device)
-        targets = [(p, f"peak_{p}_flop_per_s", spec.flop_per_s.get(p)) for p in PRECISIONS]
-        targets.append(("dram", "peak_dram_bytes_per_s", spec.dram_bytes_per_s))
-        targets += [(f"tensor_{path}", col, spec.tensor.get(gpus.tensor_key(path))) for path, col in tensor_cols.items()]
-        for name, col, value in targets:
-            if value is None:
-                continue
-            values = k[col].to_numpy(float).copy()
-            miss = idx[np.isnan(values[idx])]
-            values[miss] = value
-            k[col] = values
-            for i in miss:
-                sources[i][name] = "datasheet"
-                filled[i].append(name.replace("_", " ", 1) if name.startswith("tensor_") else name)
-        for i in idx:
-            if filled[i]:
-                datasheet[i] = spec.id
-                ran = (f"; this launch ran at {clock[i] / 1e6:.0f} MHz, {100 * clock[i] / spec.boost_hz:.0f} % of it"
-                       if np.isfinite(clock[i]) else "")
-                notes[i].append(f"roofs for {', '.join(filled[i])} from the {spec.name} datasheet "
-                                f"(boost clock {spec.boost_hz / 1e6:.0f} MHz{ran}; confidence {spec.confidence})")
+        values = k[col].to_numpy(float).copy()
+        miss = idx[np.isnan(values[idx])]
+        values[miss] = value
+        k[col] = values
+        for i in miss:
+            sources[i][name] = "datasheet"
+            filled.setdefault(i, []).append(name.replace("_", " ", 1) if name.startswith("tensor_") else name)
+    clock = k["sm_clock_hz"].to_numpy(float)
+    for i, names in filled.items():
+        datasheet[i] = spec.id
+        ran = (f", this launch ran at {clock[i] / 1e6:.0f} MHz, {100 * clock[i] / spec.boost_hz:.0f} % of it"
+               if np.isfinite(clock[i]) else "")
+        notes[i].append(f"roofs for {', '.join(names)} from the {spec.name} datasheet "
+                        f"(boost clock {spec.boost_hz / 1e6:.0f} MHz{ran}, confidence {spec.confidence})")
+
+
+def _user_roofs(peak_flops: dict[str, float], peak_bandwidth: dict[str, float],
+                tensor_cols: dict[str, str]) -> list[tuple[str, str, float]]:
+    """(roof name, column, value) of every user roof; ``*`` is every precision not named and tensor."""
     user = [(name, f"peak_{name}_flop_per_s", v) for name, v in peak_flops.items() if name in PRECISIONS]
     for name, v in peak_flops.items():
         if name in ("*", "tensor"):
             user += [(f"tensor_{p}", c, v) for p, c in tensor_cols.items()]
         if name == "*":
             user += [(p, f"peak_{p}_flop_per_s", v) for p in PRECISIONS if p not in peak_flops]
-    user += [(name, f"peak_{name}_bytes_per_s", v) for name, v in peak_bandwidth.items()]
-    for name, col, value in user:
-        k[col] = float(value)
-        for src in sources:
-            src[name] = "user"
-    ok = (k["status"] == "ok").to_numpy()
-    for i in np.flatnonzero(ok):
+    return user + [(name, f"peak_{name}_bytes_per_s", v) for name, v in peak_bandwidth.items()]
+
+
+def _no_roof_notes(k: pd.DataFrame, devices: np.ndarray, spec_of: dict, sources: list[dict[str, str]], notes: list[list[str]],
+                   gpus: GpuCatalog) -> None:
+    """Say, for each measured launch left without any roof, what to pass."""
+    for i in np.flatnonzero((k["status"] == "ok").to_numpy()):
         if sources[i] or spec_of[devices[i]] is not None:
             continue
         if devices[i]:
             notes[i].append(f"no roofs: the input has no peak_sustained metrics and {devices[i]} is not in "
-                            "metrics/gpus.toml; pass --gpu NAME or --peak-flops/--peak-bandwidth")
-        else:
-            cc = k["cc"].iat[i] if isinstance(k["cc"].iat[i], str) else ""
-            same = ", ".join(g.id for g in gpus.gpus if g.cc == cc)
-            hint = f" (CC {cc}: {same})" if same else ""
-            notes[i].append(f"no roofs: the input names no device and has no peak_sustained metrics; "
-                            f"pass --gpu NAME{hint} or --peak-flops/--peak-bandwidth")
-    k["ceiling_sources"] = [format_sources(s) for s in sources]
-    k["peak_source"] = ["+".join(x for x in SOURCES if x in s.values()) for s in sources]
-    k["datasheet_gpu"] = datasheet
-    k["notes"] = ["; ".join(n) for n in notes]
-    return k
+                            "metrics/gpus.toml: pass --gpu NAME or --peak-flops/--peak-bandwidth")
+            continue
+        cc = k["cc"].iat[i] if isinstance(k["cc"].iat[i], str) else ""
+        same = ", ".join(g.id for g in gpus.gpus if g.cc == cc)
+        hint = f" (CC {cc}: {same})" if same else ""
+        notes[i].append(f"no roofs: the input names no device and has no peak_sustained metrics: "
+                        f"pass --gpu NAME{hint} or --peak-flops/--peak-bandwidth")
 

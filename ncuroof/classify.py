@@ -20,17 +20,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from . import fmt
 from .catalog import Catalog
+from .schema import parse_cell
 
 __all__ = ["classify", "binding_points", "main_precision"]
 
 
-def _pct(x: float) -> str:
-    return f"{100 * x:.0f}%"
-
-
 def _sol_reason(sm: float, mem: float) -> str:
-    return f"SM throughput {_pct(sm)}, memory throughput {_pct(mem)} of peak"
+    return f"SM throughput {fmt.pct(sm)}, memory throughput {fmt.pct(mem)} of peak"
 
 
 def main_precision(points: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
@@ -90,12 +88,12 @@ def binding_points(points: pd.DataFrame, keys: list[str] | tuple[str, ...] = ("s
 def _roofline_reason(r: Any) -> str:
     cmp = "<" if r.bound == "memory" else ">="
     return (f"{r.bound} bound: {str(r.precision).upper()} at {str(r.level).upper()} (binding level), AI {r.ai_flop_per_byte:.3g} "
-            f"FLOP/B {cmp} ridge {r.ridge_flop_per_byte:.3g} FLOP/B, {_pct(float(r.roof_fraction))} of roof")
+            f"FLOP/B {cmp} ridge {r.ridge_flop_per_byte:.3g} FLOP/B, {fmt.pct(float(r.roof_fraction))} of roof")
 
 
 def _latency_reason(r: Any, latency: float, small: float) -> str:
-    text = f"latency bound: {_sol_reason(r.sm_throughput_frac, r.memory_throughput_frac)}, both below {_pct(latency)} (ncu SOLBottleneck rule)"
-    return text + (f"; small grid: {r.waves_per_sm:.2f} waves per SM" if r.waves_per_sm < small else "")
+    text = f"latency bound: {_sol_reason(r.sm_throughput_frac, r.memory_throughput_frac)}, both below {fmt.pct(latency)} (ncu SOLBottleneck rule)"
+    return text + (f", small grid: {r.waves_per_sm:.2f} waves per SM" if r.waves_per_sm < small else "")
 
 
 def _sol_only_reason(r: Any) -> str:
@@ -141,6 +139,5 @@ def classify(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Catalog) -> p
     text[is_roof] = [_roofline_reason(r) for r in bind[is_roof].itertuples(index=False)]
     text[is_sol] = [_sol_only_reason(r) for r in out[is_sol].itertuples(index=False)]
     text[live & ~is_lat & ~is_roof & ~is_sol] = "bound unknown: neither roofline points nor SpeedOfLight throughputs"
-    old = out["notes"].fillna("").astype(str).to_numpy(object)
-    out["notes"] = np.where((old != "") & (text != ""), old + "; " + text, old + text)
+    out["notes"] = [[*parse_cell("notes", old), t] if t else parse_cell("notes", old) for old, t in zip(out["notes"], text)]
     return out

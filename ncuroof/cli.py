@@ -74,6 +74,9 @@ def analysis_options(f):  # noqa: ANN001, ANN201 - click decorator
                      help=_MATCH_HELP + " 'name' is the old spelling of 'kernel'."),
         click.option("--focus", type=click.FloatRange(0, 1, min_open=True), default=0.95, show_default=True,
                      help="The chart shows the fewest kernels making up this share of GPU time (the page can show the rest)."),
+        click.option("--reader", type=click.Choice(["auto", "fast", "ncu_report"]), default="auto", show_default=True,
+                     help=".ncu-rep reader: ncuroof's own decoder (fast), NVIDIA's ncu_report module, or the decoder with "
+                          "ncu_report for reports it does not know (auto)."),
     ]
     for option in reversed(options):
         f = option(f)
@@ -87,7 +90,7 @@ def _options(kw: dict) -> "AnalysisOptions":  # noqa: F821, UP037 - imported laz
     match = kw.pop("match")
     return AnalysisOptions(traffic=kw.pop("traffic"), stack=kw.pop("stack"), gpu=kw.pop("gpu"), peak_flops=kw.pop("peak_flops") or None,
                            peak_bandwidth=kw.pop("peak_bandwidth") or None, expect=kw.pop("expect"),
-                           match="kernel" if match == "name" else match, focus=kw.pop("focus"))
+                           match="kernel" if match == "name" else match, focus=kw.pop("focus"), reader=kw.pop("reader"))
 
 
 @cli.command()
@@ -103,18 +106,37 @@ def _options(kw: dict) -> "AnalysisOptions":  # noqa: F821, UP037 - imported laz
 @click.option("--what-if", "what_if", metavar="GPU", default=None,
               help="Project each kernel's FLOPs and DRAM bytes onto another GPU's datasheet roofs (metrics/gpus.toml): "
                    "which kernels change bound, time at the roof there (whatif.csv).")
+@click.option("--format", "formats", callback=lambda ctx, param, v: _csv_choice(("csv", "parquet"))(ctx, param, v),  # defined below
+              default="csv", show_default=True, metavar="csv[,parquet]",
+              help="Table formats: kernels/points as CSV and/or Parquet (schema dtypes, units and inputs in its metadata).")
+@click.option("--scheduler", metavar="tcp://HOST:PORT", default=None,
+              help="With --stack or --ranks: analyze each input as a task on this dask scheduler's workers (they must see "
+                   "the inputs). Default: stacks of 4 or more inputs run on a local dask cluster of this machine's cores.")
+@click.option("--workers", type=click.IntRange(1), default=None, help="Worker processes of the local dask cluster (default: the cores).")
+@click.option("--ranks/--no-ranks", "ranks", default=None,
+              help="Inputs are one report per MPI rank of one run: merge them into each kernel's spread over ranks "
+                   "(ranks.csv, load-imbalance flag). Default: recognised from file names differing in one number and "
+                   "distinct processes.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary table.")
 def analyze(inputs: tuple[Path, ...], outdir: Path | None, plotlyjs: str, top: int, image: str | None, what_if: str | None,
-            quiet: bool, **kw: object) -> None:
+            formats: tuple[str, ...], scheduler: str | None, workers: int | None, ranks: bool | None, quiet: bool,
+            **kw: object) -> None:
     """Analyze ncu reports (.ncu-rep) or CSV exports: write kernels.csv, points.csv and roofline.html.
 
     Several INPUTS are files of one ncu run (e.g. a time/DRAM run and a FLOP run, or a raw export
-    and its session page) and are merged launch by launch; pass --stack for unrelated runs.
+    and its session page) and are merged launch by launch; pass --stack for unrelated runs. A
+    stack of many reports is a fleet: each report is analyzed alone on dask, a report that fails
+    is listed (stderr, failures.csv) without stopping the others, and the exit code is 0 when at
+    least one report was analyzed (2 when none). With --ranks (one report per MPI rank) ranks.csv
+    gives each kernel's spread over ranks.
     """
     from . import api, text
 
     result = api.analyze(list(inputs), outdir=outdir, options=_options(kw), plotlyjs=True if plotlyjs == "embed" else "cdn",
-                         top=top, progress=not quiet, image=image, what_if=what_if)
+                         top=top, progress=not quiet, image=image, what_if=what_if, formats=formats, scheduler=scheduler,
+                         ranks=ranks, workers=workers)
+    for r in (result.failures.itertuples(index=False) if result.failures is not None else ()):
+        click.echo(f"ncuroof: error: {r.error}", err=True)
     click.echo(text.analysis_text(result, quiet), nl=False)
 
 

@@ -324,6 +324,30 @@ def run_profile(cmd: Sequence[str], opts: ProfileOptions, ncu: Path | None = Non
         The report exists and ``force`` is off, ncu failed (with the fix for known failures),
         the program exited non-zero, or no kernel was profiled. No report is left behind.
     """
+    ncu, version = _usable_ncu(ncu)
+    report = opts.report
+    if report.exists() and not opts.force:
+        raise ProfileError("exists; pass --force to overwrite it or -o to write elsewhere", report)
+    metrics = _explicit_metrics(opts)
+    try:
+        report.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ProfileError(f"cannot create the report's directory ({exc.strerror})", report.parent) from exc
+    stem = report.with_name(f".{report.name[: -len('.ncu-rep')]}.{os.getpid()}.partial")
+    partial = stem.with_name(stem.name + ".ncu-rep")
+    command = build_command(ncu, opts, cmd, report_stem=stem, metrics=metrics or None)
+    rc, lines, passes, app_code = _stream(command, ncu, partial, echo or (lambda line: print(line, file=sys.stderr, flush=True)))
+    problem = _problem(rc, lines, app_code, partial)
+    if problem is not None:
+        partial.unlink(missing_ok=True)
+        raise ProfileError(f"{problem}; no report kept")
+    os.replace(partial, report)
+    side = _write_sidecar(report, command, ncu, version, opts, metrics, passes)
+    return ProfileResult(report, command, version, passes, metrics, app_code, side)
+
+
+def _usable_ncu(ncu: Path | None) -> tuple[Path, str]:
+    """The ncu to run and its version; NcuNotFoundError when there is none or it is too old."""
     ncu = ncu or find_ncu()
     if ncu is None:
         raise NcuNotFoundError("ncu not found on PATH, in $CUDA_HOME/bin, /usr/local/cuda/bin or /opt/nvidia/nsight-compute/*/; "
@@ -332,27 +356,27 @@ def run_profile(cmd: Sequence[str], opts: ProfileOptions, ncu: Path | None = Non
     if _version_key(version)[:2] < MIN_NCU_VERSION:
         raise NcuNotFoundError(f"ncu {version} is older than {'.'.join(map(str, MIN_NCU_VERSION))}, which first has the "
                                "roofline sections; install a newer Nsight Compute", ncu)
-    report = opts.report
-    if report.exists() and not opts.force:
-        raise ProfileError("exists; pass --force to overwrite it or -o to write elsewhere", report)
-    metrics: list[str] = []
-    if opts.levels is not None or opts.precisions is not None:
-        cc = opts.cc or gpu_compute_capability()
-        if cc is None:
-            raise ProfileError("cannot tell the GPU's compute capability for --levels/--precisions (nvidia-smi gave none); "
-                               "pass --cc MAJOR.MINOR")
-        try:
-            metrics = metric_list(opts.levels or ("dram", "l2", "l1"), opts.precisions or ("fp32", "fp64"), cc)
-        except ValueError as exc:
-            raise ProfileError(str(exc)) from exc
+    return ncu, version
+
+
+def _explicit_metrics(opts: ProfileOptions) -> list[str]:
+    """The explicit metric list of ``--levels``/``--precisions`` (empty for ``--set roofline``)."""
+    if opts.levels is None and opts.precisions is None:
+        return []
+    cc = opts.cc or gpu_compute_capability()
+    if cc is None:
+        raise ProfileError("cannot tell the GPU's compute capability for --levels/--precisions (nvidia-smi gave none); "
+                           "pass --cc MAJOR.MINOR")
     try:
-        report.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ProfileError(f"cannot create the report's directory ({exc.strerror})", report.parent) from exc
-    stem = report.with_name(f".{report.name[: -len('.ncu-rep')]}.{os.getpid()}.partial")
-    partial = stem.with_name(stem.name + ".ncu-rep")
-    command = build_command(ncu, opts, cmd, report_stem=stem, metrics=metrics or None)
-    write = echo or (lambda line: print(line, file=sys.stderr, flush=True))
+        return metric_list(opts.levels or ("dram", "l2", "l1"), opts.precisions or ("fp32", "fp64"), cc)
+    except ValueError as exc:
+        raise ProfileError(str(exc)) from exc
+
+
+def _stream(command: list[str], ncu: Path, partial: Path,
+            write: Callable[[str], None]) -> tuple[int, list[str], dict[str, int], int | None]:
+    """Run ncu, echoing its output; return its exit code, its lines, replay passes per kernel and
+    the program's exit code when ncu reported one. The partial report is removed on interruption."""
     lines: list[str] = []
     passes: dict[str, int] = {}
     app_code: int | None = None
@@ -372,36 +396,40 @@ def run_profile(cmd: Sequence[str], opts: ProfileOptions, ncu: Path | None = Non
                 passes[key] = int(m.group("passes"))
             elif (m := _APP_ERROR.match(line)) is not None:
                 app_code = int(m.group("code"))
-        rc = proc.wait()
+        return proc.wait(), lines, passes, app_code
     except BaseException:
         proc.kill()
         partial.unlink(missing_ok=True)
         raise
+
+
+def _problem(rc: int, lines: list[str], app_code: int | None, partial: Path) -> str | None:
+    """What went wrong in an ncu run, in words with the fix for known failures; None when it succeeded."""
     errors = [ln for ln in lines if ln.startswith("==ERROR==")]
-    problem = None
     advice = diagnose(errors)
     if advice is not None:
-        problem = advice
-    elif app_code not in (None, 0) or any("No kernels were profiled" in ln for ln in lines):
+        return advice
+    none_profiled = any("No kernels were profiled" in ln for ln in lines)
+    if app_code not in (None, 0) or none_profiled:
         parts = [f"the profiled program exited with code {app_code}"] if app_code not in (None, 0) else []
-        if any("No kernels were profiled" in ln for ln in lines):
+        if none_profiled:
             child = any("--target-processes all" in ln for ln in lines)
             parts.append("ncu profiled no kernel" + (" (if the kernels run in child processes pass --target-processes all)"
                                                      if child else "; check the --kernel-name/--nvtx-include filters"))
-        problem = "; ".join(parts)
-    elif errors:
-        problem = errors[0].removeprefix("==ERROR==").strip()
-    elif rc != 0:
-        problem = f"ncu exited with code {rc}"
-    elif not partial.is_file():
-        problem = "ncu wrote no report"
-    if problem is not None:
-        partial.unlink(missing_ok=True)
-        raise ProfileError(f"{problem}; no report kept")
-    os.replace(partial, report)
+        return "; ".join(parts)
+    if errors:
+        return errors[0].removeprefix("==ERROR==").strip()
+    if rc != 0:
+        return f"ncu exited with code {rc}"
+    return None if partial.is_file() else "ncu wrote no report"
+
+
+def _write_sidecar(report: Path, command: list[str], ncu: Path, version: str, opts: ProfileOptions, metrics: list[str],
+                   passes: dict[str, int]) -> Path:
+    """Write ``<report>.ncuroof.json``, the record of how the report was collected (atomically)."""
+    o = command.index("-o")
     record = {
-        "ncu_command": command[:command.index("-o")] + ["-o", str(report.with_name(report.name[: -len('.ncu-rep')]))]
-                       + command[command.index("-o") + 2:],
+        "ncu_command": command[:o] + ["-o", str(report.with_name(report.name[: -len('.ncu-rep')]))] + command[o + 2:],
         "ncu_path": str(ncu),
         "ncu_version": version,
         "clock_control": opts.clock_control or "base (ncu default)",
@@ -415,7 +443,7 @@ def run_profile(cmd: Sequence[str], opts: ProfileOptions, ncu: Path | None = Non
     tmp = side.with_name(side.name + ".tmp")
     tmp.write_text(json.dumps(record, indent=2), encoding="utf-8")
     os.replace(tmp, side)
-    return ProfileResult(report, command, version, passes, metrics, app_code, side)
+    return side
 
 
 @dataclass

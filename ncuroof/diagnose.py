@@ -36,10 +36,27 @@ import pandas as pd
 
 from .catalog import Catalog, GpuCatalog, load_gpus
 from .classify import binding_points
-from .schema import KERNEL_SUMMARY, precision_title
+from .parser.csv import NA_NOTE
+from .schema import KERNEL_SUMMARY, parse_cell, precision_title
 from .summary import grid_sizes, keys_of
 
-__all__ = ["CLASSES", "diagnose_kernels", "diagnose_launches", "launch_flags", "what_if"]
+__all__ = ["CLASSES", "FLAG_CODES", "diagnose_kernels", "diagnose_launches", "launch_flags", "what_if"]
+
+#: Plausibility flags: code and what it means. A flag cell is a list of (code, text) pairs, the
+#: text giving the numbers and the likely cause.
+FLAG_CODES = {
+    "above_roof": "a point is above its roof",
+    "failed_measurement": "ncu stored NaN for the duration or the FLOP counters",
+    "corrupt_record": "the input's record of this launch is damaged: values no GPU can produce, or no name and no values",
+    "na_metrics": "metrics ncu printed as n/a",
+    "missing_metrics": "no FLOP counters or memory traffic",
+    "no_work": "a duration but no FLOPs and next to no traffic",
+    "flop_above_expected": "more FLOPs counted than --expect says",
+    "flop_below_expected": "fewer FLOPs counted than --expect says",
+    "dram_below_expected": "less DRAM traffic than --expect says the kernel must move",
+    "dram_above_expected": "more DRAM traffic than --expect says the kernel must move",
+    "clock_differs": "the SM clock varies between launches of the kernel",
+}
 
 #: Diagnosis classes, in the order of the table above, with their display text.
 CLASSES = {
@@ -199,7 +216,7 @@ def verdict(f: dict[str, Any], sol: dict[str, Any], gpus: GpuCatalog | None = No
 
 
 def launch_flags(kernels: pd.DataFrame, points: pd.DataFrame, thresholds: dict[str, Any]) -> pd.Series:
-    """Plausibility flags of each launch, '; '-joined (empty when none).
+    """Plausibility flags of each launch (an empty list when none).
 
     Parameters
     ----------
@@ -212,57 +229,66 @@ def launch_flags(kernels: pd.DataFrame, points: pd.DataFrame, thresholds: dict[s
 
     Returns
     -------
-    Series of str
-        Indexed like ``kernels``. Flags: ``above roof`` (a point over ``above_roof`` × its roof,
+    Series of lists of (code, text)
+        Indexed like ``kernels``; codes from :data:`FLAG_CODES`. Flags: ``above roof`` (a point over ``above_roof`` × its roof,
         with the likely cause: a datasheet or user roof too low, L2-resident data, estimated
         tensor weighting, sparsity, or the clock), ``failed measurement``, ``n/a metrics``
         (values ncu stored as n/a), ``no work measured`` (a duration but no FLOPs and at most
         ``no_work_bytes`` at every level).
     """
-    above = float(thresholds["above_roof"])
-    resident = float(thresholds["l2_resident_share"])
     no_work = float(thresholds["no_work_bytes"])
-    flags: dict[tuple[str, int], list[str]] = {}
-    if len(points):
-        hot = points[points["roof_fraction"].to_numpy(float) > above]
-        lk = kernels.set_index(["source", "launch_id"])
-        for r in hot.itertuples(index=False):
-            k = lk.loc[(r.source, r.launch_id)]
-            binding_src = r.peak_bytes_source if r.bound == "memory" else r.peak_flop_source
-            if binding_src in ("datasheet", "user"):
-                cause = f"the {binding_src} roof is below what this GPU reached (check --gpu / --peak-*)"
-            elif r.level == "dram" and _num(k["dram_bytes"]) < resident * _num(k["l2_bytes"]):
-                cause = "data resident in L2: DRAM bytes are under a tenth of L2 bytes"
-            elif bool(r.estimated):
-                cause = "estimated tensor FLOP weighting (SASS opcodes or x512)"
-            elif "sparsity_on" in str(r.precision):
-                cause = "structured sparsity counted as dense work"
-            else:
-                cause = "the clock: the roof is at the measured clock, the work may have run at a higher one"
-            flags.setdefault((r.source, r.launch_id), []).append(
-                f"above roof: {precision_title(r.precision)} at {str(r.level).upper()} {_pct(r.roof_fraction)} of roof, likely {cause}")
-    out = []
-    cols = ["source", "launch_id", "status", "notes", "time_s", "fp64_flop", "fp32_flop", "fp16_flop", "tensor_flop",
-            "dram_bytes", "l2_bytes", "l1_bytes", "expected_flop", "expected_dram_bytes"]
-    for r in kernels[[c for c in cols if c in kernels.columns]].itertuples(index=False):
-        f = list(dict.fromkeys(flags.get((r.source, r.launch_id), [])))
-        if r.status == "failed_measurement":
-            f.append("failed measurement: ncu stored NaN, not plotted")
-        elif r.status == "corrupt_record":
-            f.append("damaged record: the input is damaged (see notes), not plotted")
-        notes = str(getattr(r, "notes", "") or "")
-        if "n/a" in notes:
-            f.append("n/a metrics: see notes")
-        if r.status == "no_roofline_metrics":
-            f.append("missing metrics: no FLOP counters or memory traffic (time and SpeedOfLight only)")
-        f += _expect_flags(r, thresholds)
-        work = [_num(getattr(r, c)) for c in ("fp64_flop", "fp32_flop", "fp16_flop", "tensor_flop")]
-        byts = [_num(getattr(r, f"{lv}_bytes")) for lv in ("dram", "l2", "l1")]
-        if (r.status == "ok" and math.isfinite(_num(r.time_s)) and not any(w > 0 for w in work if math.isfinite(w))
-                and all(b <= no_work for b in byts if math.isfinite(b)) and any(math.isfinite(b) for b in byts)):
-            f.append(f"no work measured: {_g(_num(r.time_s) * 1e6)} us with no FLOPs and at most {no_work:.0f} B per level")
-        out.append("; ".join(f))
+    pos = pd.Series(np.arange(len(kernels)), index=pd.MultiIndex.from_arrays([kernels["source"], kernels["launch_id"]]))
+    out: list[list[tuple[str, str]]] = [[] for _ in range(len(kernels))]
+    for (src, lid), flag in _above_roof(kernels, points, thresholds):
+        if flag not in out[pos[(src, lid)]]:
+            out[pos[(src, lid)]].append(flag)
+    status = kernels["status"].to_numpy()
+    for i in np.flatnonzero(status == "failed_measurement"):
+        out[i].append(("failed_measurement", "ncu stored NaN, not plotted"))
+    for i in np.flatnonzero(status == "corrupt_record"):
+        out[i].append(("corrupt_record", "the input is damaged (see notes), not plotted"))
+    for i, cell in enumerate(kernels["notes"]):
+        if any(str(n).startswith(NA_NOTE) for n in parse_cell("notes", cell)):
+            out[i].append(("na_metrics", "see notes"))
+    for i in np.flatnonzero(status == "no_roofline_metrics"):
+        out[i].append(("missing_metrics", "no FLOP counters or memory traffic (time and SpeedOfLight only)"))
+    expected = kernels.reindex(columns=["expected_flop", "expected_dram_bytes"]).to_numpy(float)
+    for i in np.flatnonzero(np.isfinite(expected).any(axis=1)):
+        out[i] += _expect_flags(kernels.iloc[i], thresholds)
+    work = kernels.reindex(columns=["fp64_flop", "fp32_flop", "fp16_flop", "tensor_flop"]).to_numpy(float)
+    byts = kernels.reindex(columns=["dram_bytes", "l2_bytes", "l1_bytes"]).to_numpy(float)
+    time_s = kernels["time_s"].to_numpy(float)
+    idle = ((status == "ok") & np.isfinite(time_s) & ~(np.nan_to_num(work) > 0).any(axis=1)
+            & ~(np.nan_to_num(byts) > no_work).any(axis=1) & np.isfinite(byts).any(axis=1))
+    for i in np.flatnonzero(idle):
+        out[i].append(("no_work", f"{_g(time_s[i] * 1e6)} us with no FLOPs and at most {no_work:.0f} B per level"))
     return pd.Series(out, index=kernels.index, dtype=object)
+
+
+def _above_roof(kernels: pd.DataFrame, points: pd.DataFrame, thresholds: dict[str, Any]) -> list[tuple[tuple[str, int], tuple[str, str]]]:
+    """((source, launch_id), flag) of each point over ``above_roof`` × its roof, with the likely cause."""
+    above, resident = float(thresholds["above_roof"]), float(thresholds["l2_resident_share"])
+    if points.empty:
+        return []
+    hot = points[points["roof_fraction"].to_numpy(float) > above]
+    lk = kernels.set_index(["source", "launch_id"])
+    found = []
+    for r in hot.itertuples(index=False):
+        k = lk.loc[(r.source, r.launch_id)]
+        binding_src = r.peak_bytes_source if r.bound == "memory" else r.peak_flop_source
+        if binding_src in ("datasheet", "user"):
+            cause = f"the {binding_src} roof is below what this GPU reached (check --gpu / --peak-*)"
+        elif r.level == "dram" and _num(k["dram_bytes"]) < resident * _num(k["l2_bytes"]):
+            cause = "data resident in L2: DRAM bytes are under a tenth of L2 bytes"
+        elif bool(r.estimated):
+            cause = "estimated tensor FLOP weighting (SASS opcodes or x512)"
+        elif "sparsity_on" in str(r.precision):
+            cause = "structured sparsity counted as dense work"
+        else:
+            cause = "the clock: the roof is at the measured clock, the work may have run at a higher one"
+        found.append(((r.source, r.launch_id),
+                      ("above_roof", f"{precision_title(r.precision)} at {str(r.level).upper()} {_pct(r.roof_fraction)} of roof, likely {cause}")))
+    return found
 
 
 def _expect_flags(r: Any, thresholds: dict[str, Any]) -> list[str]:
@@ -275,18 +301,20 @@ def _expect_flags(r: Any, thresholds: dict[str, Any]) -> list[str]:
     if exp_f > 0 and math.isfinite(counted) and r.status == "ok":
         ratio = counted / exp_f
         if ratio > 1 + tol:
-            out.append(f"counted FLOPs {counted:.4g} are {ratio:.2f}x the expected {exp_f:.4g}: masked, padded or redundant work")
+            out.append(("flop_above_expected", f"counted FLOPs {counted:.4g} are {ratio:.2f}x the expected {exp_f:.4g}: "
+                        "masked, padded or redundant work"))
         elif ratio < 1 - tol:
-            out.append(f"counted FLOPs {counted:.4g} are {ratio:.2f}x the expected {exp_f:.4g}: work on units the FLOP "
-                       "counters miss (tensor cores without ops metrics, integer math) or a wrong expectation")
+            out.append(("flop_below_expected", f"counted FLOPs {counted:.4g} are {ratio:.2f}x the expected {exp_f:.4g}: work on "
+                        "units the FLOP counters miss (tensor cores without ops metrics, integer math) or a wrong expectation"))
     dram = _num(getattr(r, "dram_bytes", math.nan))
     if exp_b > 0 and math.isfinite(dram) and r.status == "ok":
         ratio = dram / exp_b
         if ratio < 1 - tol:
-            out.append(f"DRAM traffic {dram:.4g} B is below the {exp_b:.4g} B the kernel must move ({ratio:.2f}x): data was "
-                       "cache-resident (warm L2, --cache-control none) or the expectation is wrong")
+            out.append(("dram_below_expected", f"DRAM traffic {dram:.4g} B is below the {exp_b:.4g} B the kernel must move "
+                        f"({ratio:.2f}x): data was cache-resident (warm L2, --cache-control none) or the expectation is wrong"))
         elif ratio > excess:
-            out.append(f"DRAM traffic {dram:.4g} B is {ratio:.2f}x the {exp_b:.4g} B the kernel must move: redundant loads or poor reuse")
+            out.append(("dram_above_expected", f"DRAM traffic {dram:.4g} B is {ratio:.2f}x the {exp_b:.4g} B the kernel must move: "
+                        "redundant loads or poor reuse"))
     return out
 
 
@@ -367,14 +395,14 @@ def diagnose_kernels(summary: pd.DataFrame, kernels: pd.DataFrame, catalog: Cata
     s["evidence"] = [r[1] + _useful_ai(f) for r, f in zip(res, s.to_dict("records"))]
     s["advice"] = [r[2] for r in res]
     spread = float(catalog.thresholds["diagnosis"]["clock_spread"])
-    flags = k.groupby("kernel_key")["flags"].agg(lambda x: list(dict.fromkeys(f for v in x if v for f in str(v).split("; "))))
+    flags = k.groupby("kernel_key")["flags"].agg(lambda x: list(dict.fromkeys(tuple(f) for v in x for f in parse_cell("flags", v))))
     out = []
     for r in s.itertuples(index=False):
         f = list(flags.get(r.kernel_key, []))
         if math.isfinite(_num(r.clock_spread)) and r.clock_spread > spread:
-            f.append(f"clock differs: SM clock varies {_pct(r.clock_spread)} between launches")
-        out.append("; ".join(f))
-    s["flags"] = out
+            f.append(("clock_differs", f"SM clock varies {_pct(r.clock_spread)} between launches"))
+        out.append(f)
+    s["flags"] = pd.Series(out, index=s.index, dtype=object)
     return s[[c for c in KERNEL_SUMMARY if c in s.columns]]
 
 

@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -16,10 +17,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+import pyarrow as pa
 
 from .diagnose import CLASSES as DIAGNOSIS_TEXT
 from .errors import OutputError
 from .plot import KERNEL_COLORS, OTHER_COLOR, _si, precision_title
+from .schema import to_text
 from .summary import kernel_summary
 
 __all__ = ["summarize", "summary_text", "render_html", "render_image", "render_page", "html_table", "write_outputs"]
@@ -50,7 +53,7 @@ def summarize(kernels: pd.DataFrame, points: pd.DataFrame, top: int = 10) -> pd.
     from . import catalog, diagnose
 
     summ = diagnose.diagnose_kernels(kernel_summary(kernels, points), kernels, catalog.load(), catalog.load_gpus())
-    return summ.head(top).reset_index(drop=True)
+    return to_text(summ.head(top).reset_index(drop=True))
 
 
 def _fmt_time(t: float) -> str:
@@ -157,7 +160,7 @@ def _summary_html(summ: pd.DataFrame, kernels: pd.DataFrame, fig: go.Figure, top
                      "(ncu <code>--set roofline</code>).</p>")
     items = []
     for r in summ.head(top).itertuples(index=False):
-        items.append(_kernel_item(r, hide="missing metrics" if none else None))
+        items.append(_kernel_item(r, hide="missing_metrics" if none else None))
     if items:
         parts.append(f"<p>Top kernels by time, what limits them and what to try:</p><ol>{''.join(items)}</ol>")
     by_saving = summ[np.isfinite(summ["saving_s"].to_numpy(float))].sort_values("saving_s", ascending=False).head(top)
@@ -401,19 +404,21 @@ def render_page(title: str, fig: go.Figure, meta: dict[str, Any], table_title: s
     return _document(title, meta, f"{plot}<h2>{html.escape(table_title)}</h2>{table}<script>{_asset('sort.js')}</script>")
 
 
-def write_outputs(outdir: Path, files: dict[str, str | bytes]) -> None:
+def write_outputs(outdir: Path, files: dict[str, str | bytes | Callable[[Path], None]]) -> None:
     """Write ``files`` into ``outdir`` whole or not at all.
 
     Everything is written into a temporary directory beside ``outdir`` first; if ``outdir``
     does not exist the temporary directory is renamed to it, else each file is moved in with an
-    atomic rename. A failure leaves no partial files.
+    atomic rename (a directory entry replaces the old directory of that name). A failure leaves
+    no partial files.
 
     Parameters
     ----------
     outdir : Path
         Output directory (created if missing; its parent must exist or be creatable).
-    files : dict of str to str or bytes
-        File name to content.
+    files : dict of str to str, bytes or callable
+        File name to content, or to a writer called with the path to create (a Parquet dataset
+        directory, :func:`ncuroof.tables_io.dataset_writer`).
 
     Raises
     ------
@@ -431,6 +436,9 @@ def write_outputs(outdir: Path, files: dict[str, str | bytes]) -> None:
         raise OutputError(f"cannot create the output directory ({exc.strerror}); choose a writable -o", outdir) from exc
     try:
         for name, content in files.items():
+            if callable(content):
+                content(tmp / name)
+                continue
             mode = "wb" if isinstance(content, bytes) else "w"
             # Text that cannot be UTF-8 (lone surrogates from a damaged name) is written as U+FFFD.
             with open(tmp / name, mode, **({} if mode == "wb" else {"encoding": "utf-8", "newline": "", "errors": "replace"})) as f:
@@ -440,12 +448,14 @@ def write_outputs(outdir: Path, files: dict[str, str | bytes]) -> None:
             os.chmod(outdir, 0o777 & ~_umask())
         else:
             for name in files:
+                if (outdir / name).is_dir() and not (outdir / name).is_symlink():
+                    shutil.rmtree(outdir / name)
                 os.replace(tmp / name, outdir / name)
             shutil.rmtree(tmp, ignore_errors=True)
-    except BaseException as exc:  # noqa: BLE001 - whatever fails (disk, encoding, Ctrl-C), leave no partial files
+    except BaseException as exc:  # noqa: BLE001 - whatever fails (disk, Arrow, encoding, Ctrl-C), leave no partial files
         shutil.rmtree(tmp, ignore_errors=True)
-        if isinstance(exc, OSError):
-            raise OutputError(f"cannot write the output ({exc.strerror}); choose a writable -o", outdir) from exc
+        if isinstance(exc, (OSError, pa.ArrowException)):
+            raise OutputError(f"cannot write the output ({getattr(exc, 'strerror', None) or exc}); choose a writable -o", outdir) from exc
         raise
 
 

@@ -39,12 +39,21 @@ __all__ = [
     "BOUNDS",
     "STATUSES",
     "DAMAGED",
+    "LIST_COLUMNS",
+    "cell_text",
+    "parse_cell",
+    "to_text",
+    "from_text",
+    "flag_codes",
     "validate_raw",
     "validate_kernels",
     "validate_points",
     "empty",
     "parse_sources",
     "format_sources",
+    "SCHEMA_VERSION",
+    "RANKS",
+    "FAILURES",
 ]
 
 
@@ -113,24 +122,29 @@ KERNELS: dict[str, Column] = {
     "waves_per_sm": Column("float64", "1", "launch__waves_per_multiprocessor"),
     "occupancy_frac": Column("float64", "1", "achieved occupancy: sm__warps_active.avg.pct_of_peak_sustained_active / 100"),
     "theoretical_occupancy_frac": Column("float64", "1", "theoretical occupancy: sm__maximum_warps_per_active_cycle_pct / 100"),
-    "time_at_roof_s": Column("float64", "s", "roofline lower bound on the duration: max over precisions of FLOP / compute roof and over levels of bytes / bandwidth roof"),
+    "time_at_roof_s": Column("float64", "s", "roofline lower bound on the duration: max over precisions of FLOP / compute roof "
+                             "and over levels of bytes / bandwidth roof"),
     "saving_s": Column("float64", "s", "time_s - time_at_roof_s, at least 0: the time saved if the launch ran at its roof"),
     "expected_flop": Column("float64", "FLOP", "algorithmic FLOPs of the launch from --expect (NaN without)"),
     "expected_dram_bytes": Column("float64", "B", "DRAM bytes the launch must move, from --expect (NaN without)"),
     "flop_source": Column("string", "", "how FLOPs were obtained: 'count', 'rate x time' or empty"),
-    "tensor_source": Column("string", "", "ops_path (exact), sass_opcodes (estimated), legacy_x512 (approximate), pipe_tensor=0 (no tensor instruction ran) or empty"),
+    "tensor_source": Column("string", "", "ops_path (exact), sass_opcodes (estimated), legacy_x512 (approximate), "
+                            "pipe_tensor=0 (no tensor instruction ran) or empty"),
     **{f"{lv}_definition": Column("string", "", f"traffic definition used for {lv.upper()} (metrics/roofline.toml)") for lv in LEVELS},
-    "peak_source": Column("string", "", "sources of this launch's roofs, '+'-joined: report (ncu peak_sustained x measured clock), datasheet (boost clock), user"),
+    "peak_source": Column("string", "", "sources of this launch's roofs, '+'-joined: report (ncu peak_sustained x measured clock), "
+                          "datasheet (boost clock), user"),
     "ceiling_sources": Column("string", "", "source of each roof, 'name:source' comma-separated (fp32:report,dram:datasheet,tensor_<path>:datasheet)"),
     "datasheet_gpu": Column("string", "", "metrics/gpus.toml entry whose datasheet roofs were used, empty if none"),
     "ncu_version": RAW_META["ncu_version"],
     "bound": Column("string", "", "memory, compute, latency or unknown"),
-    "diagnosis": Column("string", "", "memory_near_roof, memory_below_roof, compute_near_roof, compute_below_roof, latency_bound, balanced or not_classified (ncuroof/diagnose.py)"),
+    "diagnosis": Column("string", "", "memory_near_roof, memory_below_roof, compute_near_roof, compute_below_roof, latency_bound, "
+                        "balanced or not_classified (ncuroof/diagnose.py)"),
     "evidence": Column("string", "", "the numbers behind the diagnosis"),
     "advice": Column("string", "", "what to try, from the diagnosis and its numbers"),
-    "flags": Column("string", "", "plausibility flags, '; '-separated: above roof (with the likely cause), failed measurement, n/a metrics, no work measured"),
+    "flags": Column("object", "", "plausibility flags: a list of (code, text) pairs, code from FLAG_CODES (ncuroof/diagnose.py); "
+                              "written as 'code: text; ...'"),
     "status": Column("string", "", "ok, no_roofline_metrics, failed_measurement (ncu stored NaN) or corrupt_record (the input is damaged)"),
-    "notes": Column("string", "", "reasons and caveats, '; '-separated"),
+    "notes": Column("object", "", "reasons and caveats: a list of sentences; written '; '-separated"),
 }
 
 POINTS: dict[str, Column] = {
@@ -228,6 +242,70 @@ KERNEL_SUMMARY: dict[str, Column] = {
     "flags": KERNELS["flags"],
     "status": Column("string", "", "failed_measurement when every launch failed, else ok"),
 }
+
+
+#: Columns whose cells are lists in memory and text in CSV files, with the separator used there.
+LIST_SEPARATOR = "; "
+LIST_COLUMNS = ("notes", "flags")
+
+
+def cell_text(name: str, cell: object) -> str:
+    """The text of one list cell: notes joined by :data:`LIST_SEPARATOR`, flags as ``code: text``.
+
+    Parameters
+    ----------
+    name : {'notes', 'flags'}
+        The column.
+    cell : list, or str for a table read back from CSV
+        Notes (``list[str]``) or flags (``list[tuple[str, str]]``).
+
+    Returns
+    -------
+    str
+        Empty for an empty or missing cell.
+    """
+    if isinstance(cell, str):
+        return cell
+    if not isinstance(cell, (list, tuple)):
+        return ""
+    items = [f"{c}: {t}" for c, t in cell] if name == "flags" else [str(x) for x in cell]
+    # An item never holds the separator (producers avoid it; this keeps a file parseable regardless).
+    return LIST_SEPARATOR.join(x.replace(LIST_SEPARATOR, ", ") for x in items)
+
+
+def parse_cell(name: str, text: object) -> list:
+    """Inverse of :func:`cell_text`: ``'a; b'`` -> ``['a', 'b']``; flags -> ``[(code, text), ...]``."""
+    if isinstance(text, list):
+        return text
+    if not isinstance(text, str) or not text:
+        return []
+    parts = text.split(LIST_SEPARATOR)
+    if name != "flags":
+        return parts
+    return [tuple(p.split(": ", 1)) if ": " in p else ("other", p) for p in parts]
+
+
+def to_text(df: pd.DataFrame) -> pd.DataFrame:
+    """A copy of ``df`` with its list columns (:data:`LIST_COLUMNS`) as text, for CSV files and pages."""
+    out = df.copy()
+    for name in LIST_COLUMNS:
+        if name in out.columns:
+            out[name] = [cell_text(name, c) for c in out[name]]
+    return out
+
+
+def from_text(df: pd.DataFrame) -> pd.DataFrame:
+    """Inverse of :func:`to_text`, for a table read back from CSV."""
+    out = df.copy()
+    for name in LIST_COLUMNS:
+        if name in out.columns:
+            out[name] = pd.Series([parse_cell(name, c) for c in out[name]], index=out.index, dtype=object)
+    return out
+
+
+def flag_codes(cell: object) -> list[str]:
+    """The codes of a flags cell (list of (code, text) pairs, or its text)."""
+    return [c for c, _ in parse_cell("flags", cell)]
 
 
 def precision_title(precision: str) -> str:
@@ -364,3 +442,33 @@ def validate_points(df: pd.DataFrame) -> pd.DataFrame:
     if not out["level"].isin(LEVELS).all():
         raise ValueError("points table has an unknown level")
     return out
+
+
+#: Version of the table layout written to Parquet key-value metadata (``ncuroof.schema_version``);
+#: raised when a column changes meaning or dtype, not when one is added.
+SCHEMA_VERSION = 1
+
+#: Multi-rank runs (:mod:`ncuroof.ranks`): one row per kernel, its spread over the MPI ranks. A
+#: kernel's per-rank values are those of its row in that rank's kernel summary
+#: (:func:`ncuroof.summary.kernel_summary`): summed time, AI and roof fraction of the binding dot.
+RANKS: dict[str, Column] = {
+    "kernel_key": Column("string", "", "kernel identity (ncuroof.summary.kernel_keys): the demangled name"),
+    "kernel_name": RAW_META["kernel_name"],
+    "ranks": Column("int64", "", "ranks that launched the kernel"),
+    **{f"time_s_{s}": Column("float64", "s", f"{s} over ranks of the kernel's summed launch time on the rank")
+       for s in ("min", "median", "max")},
+    **{f"ai_flop_per_byte_{s}": Column("float64", "FLOP/B", f"{s} over ranks of the binding dot's arithmetic intensity")
+       for s in ("min", "median", "max")},
+    **{f"roof_fraction_{s}": Column("float64", "1", f"{s} over ranks of the binding dot's roof fraction")
+       for s in ("min", "median", "max")},
+    "fastest_rank": Column("string", "", "rank with the least time in the kernel"),
+    "slowest_rank": Column("string", "", "rank with the most time in the kernel"),
+    "imbalance": Column("float64", "1", "time_s_max / time_s_median - 1: how far the slowest rank is over the median"),
+    "load_imbalance": Column("bool", "", "imbalance above [ranks].imbalance of metrics/thresholds.toml (0.10)"),
+}
+
+#: Fleets (:mod:`ncuroof.fleet`): one row per input that could not be analyzed.
+FAILURES: dict[str, Column] = {
+    "source": RAW_META["source"],
+    "error": Column("string", "", "the one-line error (what went wrong and what to do)"),
+}

@@ -11,6 +11,7 @@ from typing import Any
 
 from . import fmt, provenance
 from .report import summary_text
+from .schema import cell_text
 
 __all__ = ["analysis_text", "compare_text", "profile_text"]
 
@@ -27,7 +28,7 @@ def _findings(result: Any) -> list[str]:
         if r.advice:
             lines.append(f"{r.kernel_label}: {r.evidence}. Try: {r.advice}")
         if r.flags:
-            lines.append(f"{r.kernel_label}: check: {r.flags}")
+            lines.append(f"{r.kernel_label}: check: {cell_text('flags', r.flags)}")
     if result.what_if is not None:
         lines += [f"what-if {r.kernel_label}: {r.change}" for r in result.what_if.itertuples(index=False)]
     lines.append(f"roofs: {provenance.roof_sources(k)}")

@@ -85,13 +85,14 @@ def test_unwritable_output(tmp_path: Path) -> None:
 
 
 def test_missing_ncu_report_module_names_the_fix(tmp_path: Path) -> None:
-    """Where ncu_report is not installed, .ncu-rep input says how to get it or export a CSV."""
+    """Where ncu_report is not installed, --reader ncu_report says how to get it or export a CSV."""
     report = shared("ESMM-Research__profile_output.ncu-rep")
     blocker = tmp_path / "block"
     blocker.mkdir()
     (blocker / "ncu_report.py").write_text("raise ImportError('blocked for the test')\n")
     env = dict(os.environ, PYTHONPATH=f"{blocker}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
-    proc = subprocess.run([*NCUROOF, "analyze", str(report), "-o", str(tmp_path / "out")], capture_output=True, text=True, env=env, timeout=120)
+    proc = subprocess.run([*NCUROOF, "analyze", str(report), "-o", str(tmp_path / "out"), "--reader", "ncu_report"],
+                          capture_output=True, text=True, env=env, timeout=120)
     assert_clean_failure(proc, report, tmp_path / "out")
     assert "pip install ncu-report" in proc.stderr and "--csv" in proc.stderr
 

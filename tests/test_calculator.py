@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from ncuroof import calculator, catalog, classify
 from ncuroof.catalog import parse_term
+from ncuroof.schema import cell_text
 
 CAT = catalog.load()
 
@@ -119,7 +120,7 @@ def test_latency_rule_uses_ncu_thresholds() -> None:
          "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed": 59.9, "launch__waves_per_multiprocessor": 0.5}
     k = calculator.compute_kernels(raw(**m), CAT)
     k = classify.classify(k, calculator.compute_points(k), CAT).iloc[0]
-    assert k["bound"] == "latency" and "small grid" in k["notes"]
+    assert k["bound"] == "latency" and "small grid" in cell_text("notes", k["notes"])
     m["gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"] = 60.0
     k = calculator.compute_kernels(raw(**m), CAT)
     assert classify.classify(k, calculator.compute_points(k), CAT).iloc[0]["bound"] == "memory"

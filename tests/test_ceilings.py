@@ -8,6 +8,8 @@ import pandas as pd
 import pytest
 from conftest import kernels_of, needs_ncu_report, shared
 
+from ncuroof.schema import cell_text
+
 
 @pytest.fixture(scope="module")
 def gpus():
@@ -90,7 +92,7 @@ def test_fill_from_datasheet_keeps_report_roofs_and_labels_each(gpus) -> None:
     assert parse_sources(row["ceiling_sources"]) == {"fp32": "report", "fp64": "datasheet", "fp16": "datasheet",
                                                      "dram": "datasheet", "tensor_src_fp16_dst_fp32": "datasheet"}
     assert row["peak_source"] == "report+datasheet" and row["datasheet_gpu"] == "a10g"
-    assert "1710 MHz" in row["notes"] and "1300 MHz, 76 %" in row["notes"]
+    assert "1710 MHz" in cell_text("notes", row["notes"]) and "1300 MHz, 76 %" in cell_text("notes", row["notes"])
 
 
 def test_gpu_option_and_user_roofs(gpus) -> None:
@@ -98,7 +100,8 @@ def test_gpu_option_and_user_roofs(gpus) -> None:
     from ncuroof.errors import InputError
 
     k = fill_ceilings(_kernels(device_name=None), gpus)
-    assert np.isnan(k.loc[0, "peak_fp32_flop_per_s"]) and "pass --gpu NAME (CC 8.6: a10g, a10, a40, rtx-3080, rtx-3090)" in k.loc[0, "notes"]
+    assert np.isnan(k.loc[0, "peak_fp32_flop_per_s"])
+    assert "pass --gpu NAME (CC 8.6: a10g, a10, a40, rtx-3080, rtx-3090)" in cell_text("notes", k.loc[0, "notes"])
     k = fill_ceilings(_kernels(device_name=None), gpus, gpu="A40")
     assert k.loc[0, "peak_fp32_flop_per_s"] == 37.4e12 and k.loc[0, "datasheet_gpu"] == "a40"
     k = fill_ceilings(_kernels(peak_dram_bytes_per_s=1e12, ceiling_sources="dram:report"), gpus,

@@ -14,6 +14,8 @@ import pandas as pd
 import pytest
 from conftest import SHARED, close, ncu_metrics, needs_ncu_report, shared
 
+from ncuroof.schema import cell_text
+
 CSVS = sorted(p.name for p in SHARED.glob("*.csv") if "session" not in p.name) if SHARED.is_dir() else []
 
 # Launch counts, read off each file by eye (distinct values of its ID column) and PROVENANCE.md.
@@ -213,7 +215,7 @@ def test_merged_pair_gives_fp64_points_with_time_from_the_unpatched_run(cat) -> 
                 + 2 * fl["sm__sass_thread_inst_executed_op_dfma_pred_on.sum"]
             assert k.loc[i, "fp64_flop"] == pytest.approx(flop, rel=1e-6)
             assert k.loc[i, "dram_bytes"] == pytest.approx(dram_run[i]["dram__bytes.sum"], rel=1e-6)
-            assert "SASS-patched" in k.loc[i, "notes"]
+            assert "SASS-patched" in cell_text("notes", k.loc[i, "notes"])
         pts = ncuroof.points(k)
         fp64 = pts[(pts["precision"] == "fp64") & (pts["level"] == "dram")]
         assert len(fp64) == 4
@@ -272,7 +274,8 @@ def test_same_kernels_table_from_raw_page_and_report() -> None:
 
 # --- merging and bad input ------------------------------------------------------------------
 
-HEADER = '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"\n'
+HEADER = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC",'
+          '"Section Name","Metric Name","Metric Unit","Metric Value"\n')
 
 
 def details(rows: list[tuple[int, str, str, str, str]], prefix: str = "") -> str:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 from conftest import kernels_of, needs_ncu_report, needs_shared
 
+from ncuroof.schema import cell_text
+
 pytestmark = [needs_shared, needs_ncu_report]
 
 
@@ -58,4 +60,4 @@ def test_silu_is_memory_bound_near_dram_roof() -> None:
     # DRAM traffic = 4 B read + 4 B written per element, within 5 % (write-back leaves part of
     # the output in L2 at kernel end).
     assert k["dram_bytes"].to_numpy() == pytest.approx([8 * n] * 3, rel=0.05)
-    assert all("FP32 at DRAM" in note for note in k["notes"])
+    assert all("FP32 at DRAM" in cell_text("notes", note) for note in k["notes"])

@@ -145,7 +145,8 @@ def test_l1_roof_from_percentage_is_close_to_exact_roof() -> None:
     for m in ncu_metrics(name):
         exact = 128 * m["l1tex__lsu_writeback_active_mem_lgds.sum.peak_sustained"] * m["l1tex__cycles_elapsed.avg.per_second"] \
             if "l1tex__cycles_elapsed.avg.per_second" in m else None
-        approx = 128 * m["l1tex__lsu_writeback_active_mem_lgds.sum"] / (m["l1tex__lsu_writeback_active_mem_lgds.sum.pct_of_peak_sustained_elapsed"] / 100) / (m["gpu__time_duration.sum"] * 1e-9)
+        pct = m["l1tex__lsu_writeback_active_mem_lgds.sum.pct_of_peak_sustained_elapsed"] / 100
+        approx = 128 * m["l1tex__lsu_writeback_active_mem_lgds.sum"] / pct / (m["gpu__time_duration.sum"] * 1e-9)
         if exact is None:
             pytest.skip("report stores no L1 clock")
         assert abs(approx / exact - 1) < 0.01

@@ -1,7 +1,8 @@
 """Turn ncu output files into the raw table (:mod:`ncuroof.schema`).
 
-One reader per format, chosen from the file's content and name: ``.ncu-rep``/``.ncu-repz``
-reports through ``ncu_report`` (:mod:`.ncu_rep`), ncu CSV exports (:mod:`.csv`). Several files of
+One reader per format, chosen from the file's content and name: ``.ncu-rep`` reports through our
+own decoder (:mod:`.nvr`), or NVIDIA's ``ncu_report`` (:mod:`.ncu_rep`: the reference, used for
+``.ncu-repz`` and for anything the decoder was not verified on), ncu CSV exports (:mod:`.csv`). Several files of
 one run (the NERSC/GENE workflow: time and DRAM bytes from one ncu run, FLOP counts from another)
 are merged launch by launch (:mod:`.merge`); a session-page CSV completes the others with the
 device name and ncu version.
@@ -16,14 +17,17 @@ from typing import Any
 import pandas as pd
 
 from ..catalog import Catalog
-from ..errors import InputError
+from ..errors import InputError, MissingModuleError, ReportFormatError
 from ..schema import validate_raw
 from .csv import Session, read_csv, read_session, sniff
 from .merge import apply_session, merge
-from .ncu_rep import MAGIC, read_ncu_rep
+from .ncu_rep import MAGIC, check_records, read_ncu_rep
+from .nvr import UnsupportedReport, read_nvr
 from .validate import check_values
 
-__all__ = ["read", "read_many", "read_ncu_rep", "read_csv", "read_session", "merge"]
+__all__ = ["read", "read_many", "read_ncu_rep", "read_nvr", "read_csv", "read_session", "merge", "READERS"]
+
+READERS = ("auto", "fast", "ncu_report")
 
 _TEXT_SUFFIXES = (".csv", ".txt", ".log")
 
@@ -45,7 +49,27 @@ def _is_report(path: Path) -> bool:
     raise InputError("unknown input type; pass a .ncu-rep report or an ncu CSV export (.csv)", path)
 
 
-def read(path: str | Path, catalog: Catalog, progress: Any = None) -> pd.DataFrame:
+def _read_report(path: Path, catalog: Catalog, progress: Any, reader: str) -> pd.DataFrame:
+    """A ``.ncu-rep`` through the chosen reader; ``auto`` falls back to ``ncu_report`` when the
+    decoder meets something it was not verified on (never on a damaged payload)."""
+    if reader not in READERS:
+        raise ValueError(f"reader must be one of {', '.join(READERS)}, not {reader!r}")
+    if reader == "ncu_report":
+        return read_ncu_rep(path, catalog, progress)
+    if path.suffix != ".ncu-repz":
+        check_records(path)  # repeated or reordered launch records, a damaged file header (issue 14)
+    try:
+        return read_nvr(path, catalog, progress)
+    except UnsupportedReport as exc:
+        if reader == "fast":
+            raise ReportFormatError(f"the built-in reader does not know this report ({exc}); read it with --reader ncu_report", path) from exc
+        try:
+            return read_ncu_rep(path, catalog, progress)
+        except MissingModuleError as missing:
+            raise MissingModuleError(f"the built-in reader does not know this report ({exc}); {missing.message}", path) from missing
+
+
+def read(path: str | Path, catalog: Catalog, progress: Any = None, reader: str = "auto") -> pd.DataFrame:
     """Read one ncu output file into the raw table.
 
     Parameters
@@ -56,6 +80,11 @@ def read(path: str | Path, catalog: Catalog, progress: Any = None) -> pd.DataFra
         The metric catalog (which metrics to keep).
     progress : callable, optional
         Progress-bar factory, see :func:`read_ncu_rep`.
+    reader : {'auto', 'fast', 'ncu_report'}, default 'auto'
+        How ``.ncu-rep`` files are read: our decoder (:func:`read_nvr`, 'fast'), NVIDIA's
+        ``ncu_report`` ('ncu_report'), or the decoder with ``ncu_report`` for what it was not
+        verified on (``.ncu-repz``, an unknown format version or value kind; 'auto'). Both give
+        the same table.
 
     Returns
     -------
@@ -68,16 +97,23 @@ def read(path: str | Path, catalog: Catalog, progress: Any = None) -> pd.DataFra
     InputError
         For a missing, empty, corrupt or unsupported file, or a session-page CSV alone
         (see :mod:`ncuroof.errors`).
+    ReportFormatError
+        For a damaged report (naming the block and launch), or one the decoder does not know
+        with ``reader='fast'``.
     MissingModuleError
-        For a ``.ncu-rep`` when ``ncu_report`` is not installed.
+        When ``ncu_report`` is needed (``reader='ncu_report'``, or a report the decoder does
+        not know) and not installed.
+    ValueError
+        For an unknown ``reader``.
     """
     path = Path(path)
     _check_path(path)
-    df = read_ncu_rep(path, catalog, progress) if _is_report(path) else read_csv(path, catalog)
+    df = _read_report(path, catalog, progress, reader) if _is_report(path) else read_csv(path, catalog)
     return validate_raw(check_values(df, catalog), str(path))
 
 
-def read_many(paths: Sequence[str | Path], catalog: Catalog, progress: Any = None, stack: bool = False) -> pd.DataFrame:
+def read_many(paths: Sequence[str | Path], catalog: Catalog, progress: Any = None, stack: bool = False,
+              reader: str = "auto") -> pd.DataFrame:
     """Read several files into one raw table: merged as one run, or stacked.
 
     Parameters
@@ -93,6 +129,8 @@ def read_many(paths: Sequence[str | Path], catalog: Catalog, progress: Any = Non
         False: the files are parts of one run and are merged launch by launch
         (:func:`ncuroof.parser.merge.merge`). True: unrelated inputs, stacked (the ``source``
         column tells them apart).
+    reader : {'auto', 'fast', 'ncu_report'}, default 'auto'
+        How ``.ncu-rep`` files are read, see :func:`read`.
 
     Returns
     -------
@@ -112,7 +150,7 @@ def read_many(paths: Sequence[str | Path], catalog: Catalog, progress: Any = Non
         if not _is_report(p) and sniff(p) == "session":
             sessions.append((p, read_session(p)))
         else:
-            tables.append(read(p, catalog, progress))
+            tables.append(read(p, catalog, progress, reader))
     if not tables:
         where = sessions[0][0] if sessions else None
         raise InputError("no kernel launches to analyze: a session page only describes the run; "

@@ -57,6 +57,8 @@ _META = {
     "CC": "cc",
 }
 _NA = ("n/a", "N/A", "nan", "NaN")
+#: How a launch's notes start the note naming the metrics ncu printed as n/a (the diagnosis flags it).
+NA_NOTE = "n/a in the CSV (missing, not 0)"
 _SESSION_FIRST = (b"Launch Settings", b"Session Info", b'"Launch Attribute"', b'"Session Attribute"')
 _SUMMARY_HEADER = re.compile(rb'^(?:\xef\xbb\xbf)?"Kernel Name",.*"(Invocations|Average|Minimum)"', re.MULTILINE)
 # "1,234.5 (inst0: 600; inst1: 634.5)": the aggregate value, then instance values.
@@ -486,7 +488,7 @@ def read_csv(path: str | Path, catalog: Catalog, rules: CsvRules | None = None) 
     common = "; ".join(notes)
     na = raw.pop("_na") if "_na" in raw.columns else pd.Series(None, index=raw.index)
     raw["input_notes"] = [
-        "; ".join(x for x in ((f"n/a in the CSV (missing, not 0): {m}" if isinstance(m, str) and m else ""), common) if x) or None
+        "; ".join(x for x in ((f"{NA_NOTE}: {m}" if isinstance(m, str) and m else ""), common) if x) or None
         for m in na
     ]
     return raw

@@ -26,7 +26,8 @@ from ..catalog import Catalog
 from ..errors import InputError, ReportFormatError
 from .contained import missing_module, read_launches
 
-__all__ = ["read_ncu_rep", "check_framing", "launch_sequence", "check_launches", "ResultRecord", "ncu_version", "MAGIC"]
+__all__ = ["read_ncu_rep", "check_framing", "check_file", "check_records", "launch_sequence", "check_launches", "ResultRecord", "ncu_version",
+           "MAGIC", "launch_row", "launch_frame", "DAMAGED_TEXT"]
 
 MAGIC = b"NVR\x00"
 _PAYLOAD_FIELD = 5
@@ -75,6 +76,45 @@ def _payload_size(header: bytes) -> int:
     return _header_fields(header).get(_PAYLOAD_FIELD, 0)
 
 
+def check_file(path: Path) -> bytes:
+    """Check that ``path`` is a non-empty file starting with ``NVR\\0`` and a header size.
+
+    Parameters
+    ----------
+    path : Path
+        The report.
+
+    Returns
+    -------
+    bytes
+        Its first 8 bytes.
+
+    Raises
+    ------
+    InputError
+        If the file is missing, empty, or not an Nsight Compute report.
+    ReportFormatError
+        If it ends inside its first 8 bytes.
+    """
+    if not path.exists():
+        raise InputError("no such file; check the path", path)
+    if not path.is_file():
+        raise InputError("is not a file; pass a .ncu-rep report or an ncu CSV export", path)
+    size = path.stat().st_size
+    if size == 0:
+        raise InputError("is empty; re-run ncu with -o to write the report again", path)
+    with path.open("rb") as f:
+        head = f.read(8)
+        if head[:4] != MAGIC:
+            hint = ""
+            if head and all(32 <= b < 127 or b in (9, 10, 13) for b in head[:4]) or head.startswith(b"\xef\xbb\xbf"):
+                hint = " (it looks like text: if it is an ncu CSV export, give it a .csv name)"
+            raise InputError(f"is not an Nsight Compute report: it does not start with NVR\\0{hint}", path)
+        if len(head) < 8:
+            raise ReportFormatError("is truncated inside its file header; copy the report again", path)
+    return head
+
+
 def check_framing(path: Path) -> int:
     """Check that ``path`` is a whole, uncompressed ``.ncu-rep`` file.
 
@@ -95,23 +135,11 @@ def check_framing(path: Path) -> int:
     ReportFormatError
         If the block framing does not end exactly at the end of the file (truncated or corrupt).
     """
-    if not path.exists():
-        raise InputError("no such file; check the path", path)
-    if not path.is_file():
-        raise InputError("is not a file; pass a .ncu-rep report or an ncu CSV export", path)
+    head = check_file(path)
     size = path.stat().st_size
-    if size == 0:
-        raise InputError("is empty; re-run ncu with -o to write the report again", path)
     with path.open("rb") as f:
-        head = f.read(8)
-        if head[:4] != MAGIC:
-            hint = ""
-            if head and all(32 <= b < 127 or b in (9, 10, 13) for b in head[:4]) or head.startswith(b"\xef\xbb\xbf"):
-                hint = " (it looks like text: if it is an ncu CSV export, give it a .csv name)"
-            raise InputError(f"is not an Nsight Compute report: it does not start with NVR\\0{hint}", path)
-        if len(head) < 8:
-            raise ReportFormatError("is truncated inside its file header; copy the report again", path)
         pos = 8 + struct.unpack("<I", head[4:8])[0]
+        f.seek(8)
         _check_file_header(f.read(min(pos, size) - 8), pos, size, path)
         blocks = 0
         while pos < size:
@@ -291,6 +319,32 @@ def check_launches(path: str | Path, records: list[ResultRecord]) -> None:
         last[r.process_id] = r
 
 
+def check_records(path: Path) -> list[ResultRecord]:
+    """Framing, file header and launch records of a ``.ncu-rep`` checked, before any decoder runs.
+
+    :func:`check_framing`, then :func:`launch_sequence` and :func:`check_launches`: whichever
+    reader decodes the report then, no duplicated or reordered launch record passes silently.
+
+    Parameters
+    ----------
+    path : Path
+        An uncompressed report.
+
+    Returns
+    -------
+    list of ResultRecord
+
+    Raises
+    ------
+    InputError, ReportFormatError
+        See :func:`check_framing`, :func:`launch_sequence`, :func:`check_launches`.
+    """
+    check_framing(path)
+    records = launch_sequence(path)
+    check_launches(path, records)
+    return records
+
+
 def _check_file_header(header: bytes, end: int, size: int, path: Path) -> None:
     """The file header (after ``NVR\\0`` and its u32 size) is a small protobuf message: it must fit
     in the file and parse (ncu 2020-2025 write field 1, the format version)."""
@@ -344,6 +398,62 @@ def _cc(values: dict[str, Any]) -> str | None:
         return None
     return f"{int(major)}.{int(minor)}"
 
+_META = ("source", "range_id", "launch_id", "kernel_name", "kernel_demangled", "nvtx_range", "device_name", "cc", "grid",
+         "block", "ncu_version", "input_notes")
+
+
+def launch_row(path: Path, range_id: int, launch_id: int, kernel_name: str, demangled: str, nvtx: str | None,
+               values: dict[str, Any], version: str | None) -> dict[str, Any]:
+    """One raw-table row: the launch's identity columns, then its metric values.
+
+    Shared by both ``.ncu-rep`` readers so that their tables agree column for column.
+
+    Parameters
+    ----------
+    path : Path
+        The report (``source`` column).
+    range_id, launch_id : int
+        ncu's range index and the launch's index across ranges.
+    kernel_name, demangled : str
+        Function and demangled names of the kernel.
+    nvtx : str or None
+        The NVTX ranges pushed at launch, ``' > '``-joined.
+    values : dict
+        Metric name to value (float, int, str, or NaN), in ncu's metric-name order; modified:
+        ``device__attribute_display_name`` is moved to ``device_name``.
+    version : str or None
+        The ncu version that wrote the report.
+
+    Returns
+    -------
+    dict
+    """
+    display = values.pop("device__attribute_display_name", None)
+    row = dict(zip(_META, (str(path), range_id, launch_id, kernel_name, demangled, nvtx,
+                           display if isinstance(display, str) else None, _cc(values), _dims(values, "grid"),
+                           _dims(values, "block"), version, None)))
+    row.update(values)
+    return row
+
+
+def launch_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """The raw table of :func:`launch_row` rows: metric columns made numeric (text becomes NaN).
+
+    Parameters
+    ----------
+    rows : list of dict
+        One per launch.
+
+    Returns
+    -------
+    DataFrame
+        Identity columns first, then metric columns in order of first appearance.
+    """
+    df = pd.DataFrame.from_records(rows)
+    metric_cols = [c for c in df.columns if c not in _META]
+    df[metric_cols] = df[metric_cols].apply(pd.to_numeric, errors="coerce")
+    return df
+
 
 def _spec(catalog: Catalog) -> dict[str, Any]:
     """What the worker keeps of each launch (:mod:`._ncu_worker`)."""
@@ -383,9 +493,7 @@ def read_ncu_rep(path: str | Path, catalog: Catalog, progress: Any = None) -> pd
     path = Path(path)
     records = None
     if path.suffix != ".ncu-repz":
-        check_framing(path)
-        records = launch_sequence(path)
-        check_launches(path, records)
+        records = check_records(path)
     elif not path.is_file():
         raise InputError("no such file; check the path", path)
     version = ncu_version(path) if path.suffix != ".ncu-repz" else None
@@ -396,27 +504,17 @@ def read_ncu_rep(path: str | Path, catalog: Catalog, progress: Any = None) -> pd
     rows: list[dict[str, Any]] = []
     for launch in launches:
         values = {k: v for k, v in launch.items() if k not in _LAUNCH_META}
-        display = values.pop("device__attribute_display_name", None)
-        rows.append({
-            "source": str(path), "range_id": launch["range_id"], "launch_id": launch["launch_id"],
-            "kernel_name": launch["kernel_name"], "kernel_demangled": launch["kernel_demangled"],
-            "nvtx_range": launch["nvtx_range"], "device_name": display if isinstance(display, str) else None,
-            "cc": _cc(values), "grid": _dims(values, "grid"), "block": _dims(values, "block"), "ncu_version": version,
-            "input_notes": DAMAGED_TEXT if launch.get("_damaged_text") else None,
-            **values,
-        })
-    df = pd.DataFrame.from_records(rows)
-    metric_cols = [c for c in df.columns if c not in _ROW_META]
-    df[metric_cols] = df[metric_cols].apply(pd.to_numeric, errors="coerce")
-    return df
+        row = launch_row(path, launch["range_id"], launch["launch_id"], launch["kernel_name"], launch["kernel_demangled"],
+                         launch["nvtx_range"], values, version)
+        row["input_notes"] = DAMAGED_TEXT if launch.get("_damaged_text") else None
+        rows.append(row)
+    return launch_frame(rows)
 
 
-_ROW_META = frozenset({"source", "range_id", "launch_id", "kernel_name", "kernel_demangled", "nvtx_range", "device_name", "cc",
-                       "grid", "block", "ncu_version", "input_notes"})
 #: Keys of the worker's launch dicts that are not metrics.
 _LAUNCH_META = frozenset({"range_id", "launch_id", "kernel_name", "kernel_demangled", "nvtx_range", "_damaged_text"})
 #: Input note of a launch whose names held bytes that are not UTF-8.
-DAMAGED_TEXT = "damaged record: its names hold bytes that are not UTF-8 (shown as U+FFFD); the report is damaged"
+DAMAGED_TEXT = "damaged record: its names hold bytes that are not UTF-8 (shown as U+FFFD), the report is damaged"
 
 
 def _no_launches(path: Path, records: list[ResultRecord] | None) -> InputError:

@@ -98,7 +98,7 @@ def check_values(raw: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
             parts.insert(0, "no kernel name")
         if empty[i]:
             parts.append("no metric values")
-        _note(raw, i, f"{DAMAGED}: {', '.join(parts)}; kept missing (not 0); the input is damaged: re-run ncu or export it again")
+        _note(raw, i, f"{DAMAGED}: {', '.join(parts)}, kept missing (not 0): the input is damaged, re-run ncu or export it again")
     if bad.any():
         values[bad] = np.nan
         raw[cols] = values
@@ -132,5 +132,5 @@ def roof_violations(rates: dict[str, np.ndarray], peaks: dict[str, np.ndarray], 
             multiple = rate / peak
             hit = np.isfinite(peak) & (peak > 0) & (multiple > factor)
         for i in np.flatnonzero(hit):
-            out[i] += f"{'; ' if out[i] else ''}{name} at {multiple[i]:.3g}x its roof"
+            out[i] += f"{', ' if out[i] else ''}{name} at {multiple[i]:.3g}x its roof"
     return out

@@ -1,0 +1,298 @@
+"""Writing and reading ncuroof's tables: CSV through pyarrow's writer, Parquet with the schema.
+
+Every table (kernels, points, ranks, failures, ...) is declared in :mod:`ncuroof.schema`. Here a
+table becomes a :class:`pyarrow.Table` with those dtypes, each field carrying its unit and meaning
+in its field metadata, and the table carrying ``ncuroof.table``, ``ncuroof.schema_version``,
+``ncuroof.version`` and ``ncuroof.inputs`` (JSON list of the input files) in its key-value
+metadata. From there it is written as CSV (pyarrow's writer: several times faster than
+:meth:`pandas.DataFrame.to_csv` on the float columns that dominate these tables, see
+``scripts/bench_tables_io.py``) or Parquet (one file, or a dataset partitioned by input for
+fleets). :func:`read_table` reads either back with the declared dtypes.
+
+CSV layout: a header row, strings quoted, a missing value (NaN, None) an empty unquoted field,
+an empty string ``""``, floats in the shortest form that reads back to the same double (a whole
+float is written without ``.0``), booleans ``true``/``false``. :func:`pandas.read_csv` reads it
+with the same values; :func:`read_table` also restores the dtypes and tells None from ``""``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.dataset as pads
+import pyarrow.parquet as pq
+
+from . import schema
+from .errors import InputError
+from .schema import Column
+
+__all__ = ["FORMATS", "TABLES", "arrow_table", "csv_bytes", "parquet_bytes", "table_files", "dataset_writer", "read_table",
+           "read_saved", "saved_kernels"]
+
+#: Output formats of ``ncuroof analyze --format``.
+FORMATS = ("csv", "parquet")
+
+#: File stem -> declared columns of each table ncuroof writes.
+TABLES: dict[str, dict[str, Column]] = {"kernels": schema.KERNELS, "points": schema.POINTS, "ranks": schema.RANKS,
+                                        "failures": schema.FAILURES}
+
+# List columns (schema.LIST_COLUMNS) are stored as their text (schema.to_text) and parsed back.
+_ARROW = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_(), "object": pa.string()}
+_PREFIX = "ncuroof."
+
+
+def _field(name: str, col: Column | None, inferred: pa.DataType) -> pa.Field:
+    if col is None:
+        return pa.field(name, pa.string() if pa.types.is_large_string(inferred) else inferred)
+    return pa.field(name, _ARROW[col.dtype], metadata={"unit": col.unit, "description": col.description})
+
+
+def arrow_table(df: pd.DataFrame, columns: Mapping[str, Column], table: str, inputs: Sequence[str | Path] = ()) -> pa.Table:
+    """A table as a :class:`pyarrow.Table` with the declared schema and ncuroof's metadata.
+
+    Parameters
+    ----------
+    df : DataFrame
+        The table; it holds every column of ``columns`` (in any order) and may hold more (the
+        kernels table's ``tensor_<path>_*`` columns), whose type is inferred.
+    columns : mapping of str to Column
+        The declaration (:data:`ncuroof.schema.KERNELS`, ...): gives each field its Arrow type
+        (string, int64, float64, bool) and ``unit``/``description`` field metadata.
+    table : str
+        The table's name (``kernels``, ``points``, ...), stored as ``ncuroof.table``.
+    inputs : sequence of path
+        The input files, stored as the JSON list ``ncuroof.inputs``.
+
+    Returns
+    -------
+    pyarrow.Table
+        Declared columns first in declaration order, then the others in ``df``'s order; NaN in
+        float columns and None/NA in string columns become nulls. Key-value metadata:
+        ``ncuroof.table``, ``ncuroof.schema_version`` (:data:`ncuroof.schema.SCHEMA_VERSION`),
+        ``ncuroof.version``, ``ncuroof.inputs`` and pandas' own.
+
+    Raises
+    ------
+    ValueError
+        If a declared column is missing or does not convert to its type (a defect in ncuroof).
+    """
+    from . import __version__
+
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise ValueError(f"{table} table lacks columns {missing}")
+    order = list(columns) + [c for c in df.columns if c not in columns]
+    # pandas' Arrow-backed strings keep every chunk of the concatenations that built them (one per
+    # input, per read batch, ...); writers slow down per chunk, so make each column one array.
+    raw = pa.Table.from_pandas(schema.to_text(df[order]), preserve_index=False).combine_chunks()
+    fields = [_field(name, columns.get(name), raw.schema.field(name).type) for name in order]
+    meta = {**(raw.schema.metadata or {}), f"{_PREFIX}table": table, f"{_PREFIX}schema_version": str(schema.SCHEMA_VERSION),
+            f"{_PREFIX}version": __version__, f"{_PREFIX}inputs": json.dumps([str(p) for p in inputs])}
+    return raw.cast(pa.schema(fields)).replace_schema_metadata(meta)
+
+
+def csv_bytes(table: pa.Table) -> bytes:
+    """The table as CSV (layout in the module docstring), through :func:`pyarrow.csv.write_csv`."""
+    sink = pa.BufferOutputStream()
+    pacsv.write_csv(table, sink)
+    return sink.getvalue().to_pybytes()
+
+
+def parquet_bytes(table: pa.Table) -> bytes:
+    """The table as one Parquet file (zstd), schema and key-value metadata included."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="zstd")
+    return sink.getvalue().to_pybytes()
+
+
+def dataset_writer(table: pa.Table, partition: str = "source") -> Callable[[Path], None]:
+    """A writer of ``table`` as a Parquet dataset directory partitioned by one column.
+
+    Parameters
+    ----------
+    table : pyarrow.Table
+        From :func:`arrow_table`.
+    partition : str, default 'source'
+        The column: one hive directory ``<partition>=<value>`` per value (the value URI-encoded,
+        so input paths with ``/`` stay one directory level).
+
+    Returns
+    -------
+    callable
+        ``write(path)`` creates the dataset directory ``path`` (see
+        :func:`pyarrow.dataset.write_dataset`); every file keeps the table's metadata. For
+        :func:`ncuroof.report.write_outputs`.
+    """
+    def write(path: Path) -> None:
+        pads.write_dataset(table, path, format="parquet", partitioning=[partition], partitioning_flavor="hive",
+                           basename_template="part-{i}.parquet", existing_data_behavior="error",
+                           file_options=pads.ParquetFileFormat().make_write_options(compression="zstd"))
+
+    return write
+
+
+def table_files(tables: Mapping[str, pd.DataFrame], formats: Sequence[str] = ("csv",), inputs: Sequence[str | Path] = (),
+                dataset: bool = False) -> dict[str, bytes | Callable[[Path], None]]:
+    """The output files of some tables, for :func:`ncuroof.report.write_outputs`.
+
+    Parameters
+    ----------
+    tables : mapping of str to DataFrame
+        Table name (a key of :data:`TABLES`) to table.
+    formats : sequence of {'csv', 'parquet'}, default ('csv',)
+        ``csv`` writes ``<name>.csv``; ``parquet`` writes ``<name>.parquet``.
+    inputs : sequence of path
+        The input files (Parquet metadata).
+    dataset : bool, default False
+        Write ``<name>.parquet`` of the tables with a ``source`` column as a directory partitioned
+        by input (:func:`dataset_writer`) instead of one file: a fleet's output.
+
+    Returns
+    -------
+    dict
+        File name to content (bytes) or directory writer.
+
+    Raises
+    ------
+    ValueError
+        For an unknown format or table name.
+    """
+    bad = [f for f in formats if f not in FORMATS]
+    if bad or not formats:
+        raise ValueError(f"formats must be among {', '.join(FORMATS)}, not {list(formats)!r}")
+    out: dict[str, bytes | Callable[[Path], None]] = {}
+    for name, df in tables.items():
+        t = arrow_table(df, TABLES[name], name, inputs)
+        if "csv" in formats:
+            out[f"{name}.csv"] = csv_bytes(t)
+        if "parquet" in formats:
+            part = dataset and "source" in TABLES[name] and len(t) > 0
+            out[f"{name}.parquet"] = dataset_writer(t) if part else parquet_bytes(t)
+    return out
+
+
+def _to_pandas(t: pa.Table, columns: Mapping[str, Column] | None) -> pd.DataFrame:
+    df = t.to_pandas()
+    if columns:
+        df = schema.from_text(df.astype({n: c.dtype for n, c in columns.items() if n in df.columns}))
+    df.attrs["units"] = {f.name: f.metadata[b"unit"].decode() for f in t.schema if f.metadata and b"unit" in f.metadata}
+    meta = {k.decode(): v.decode() for k, v in (t.schema.metadata or {}).items() if k.startswith(_PREFIX.encode())}
+    df.attrs["inputs"] = json.loads(meta.get(f"{_PREFIX}inputs", "[]"))
+    df.attrs["schema_version"] = int(meta.get(f"{_PREFIX}schema_version", schema.SCHEMA_VERSION))
+    return df
+
+
+def _read_parquet(path: Path) -> pa.Table:
+    if path.is_file():
+        return pq.read_table(path)
+    data = pads.dataset(path, format="parquet", partitioning="hive")
+    first = pq.read_schema(data.files[0]) if data.files else data.schema
+    meta = first.metadata or {}
+    declared = TABLES.get(meta.get(f"{_PREFIX}table".encode(), path.stem.encode()).decode(), {})
+    t = data.to_table()
+    # The partition column is in the directory names, not the files: put it back in its place.
+    names = [n for n in declared if n in t.column_names] + [n for n in first.names if n not in declared]
+    fields = [first.field(n) if n in first.names else _field(n, declared[n], t.schema.field(n).type) for n in names]
+    t = t.select(names).cast(pa.schema(fields))
+    if "source" in names and len(t):
+        # Partitions come back in directory order: put them back in input order.
+        inputs = json.loads(meta.get(f"{_PREFIX}inputs".encode(), b"[]"))
+        rank = pd.Series(range(len(inputs)), index=inputs, dtype="int64").groupby(level=0).min()
+        at = rank.reindex(t.column("source").to_pandas()).fillna(len(inputs)).to_numpy()
+        t = t.take(pa.array(np.argsort(at, kind="stable")))
+    return t.replace_schema_metadata(meta)
+
+
+def read_table(path: str | Path, table: str | None = None) -> pd.DataFrame:
+    """Read a table written by ncuroof: a ``.parquet`` file or dataset directory, or a ``.csv``.
+
+    Parameters
+    ----------
+    path : path
+        ``<name>.parquet`` (file, or a directory partitioned by input) or ``<name>.csv``.
+    table : str, optional
+        Key of :data:`TABLES` giving the declared dtypes; default from the Parquet metadata or
+        the file stem.
+
+    Returns
+    -------
+    DataFrame
+        The table with its declared dtypes (extra columns as stored). ``attrs``: ``units``
+        (column -> SI unit, Parquet only), ``inputs`` (input files) and ``schema_version``.
+
+    Raises
+    ------
+    InputError
+        When the file is missing, is not a table ncuroof wrote or has a newer schema version.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise InputError("no such file; check the path", path)
+    try:
+        if path.suffix == ".csv":
+            columns = TABLES.get(table or path.stem, {})
+            opts = pacsv.ConvertOptions(column_types={n: _ARROW[c.dtype] for n, c in columns.items()},
+                                        strings_can_be_null=True, quoted_strings_can_be_null=False)
+            return _to_pandas(pacsv.read_csv(path, convert_options=opts), columns)
+        t = _read_parquet(path)
+    except (pa.ArrowInvalid, OSError, IndexError) as exc:
+        raise InputError(f"is not a table ncuroof wrote ({str(exc).splitlines()[0]}); pass an ncuroof output", path) from exc
+    meta = t.schema.metadata or {}
+    version = int(meta.get(f"{_PREFIX}schema_version".encode(), b"0"))
+    if version > schema.SCHEMA_VERSION:
+        raise InputError(f"was written with table schema version {version}, newer than this ncuroof's "
+                         f"{schema.SCHEMA_VERSION}; upgrade ncuroof", path)
+    name = table or meta.get(f"{_PREFIX}table".encode(), path.stem.encode()).decode()
+    return _to_pandas(t, TABLES.get(name))
+
+
+def saved_kernels(path: str | Path) -> Path | None:
+    """The kernels table of a saved analysis, or None when ``path`` is not one.
+
+    ``path`` is a ``.parquet`` file or dataset, or an output directory of ``ncuroof analyze``
+    (its ``kernels.parquet``, else its ``kernels.csv``).
+    """
+    p = Path(path)
+    if p.suffix == ".parquet" and p.exists():
+        return p
+    if p.is_dir():
+        for name in ("kernels.parquet", "kernels.csv"):
+            if (p / name).exists():
+                return p / name
+    return None
+
+
+def read_saved(directory: str | Path) -> dict[str, pd.DataFrame]:
+    """Every table of a saved analysis directory, Parquet preferred over CSV.
+
+    Parameters
+    ----------
+    directory : path
+        An output directory of ``ncuroof analyze``.
+
+    Returns
+    -------
+    dict of str to DataFrame
+        Table name (``kernels``, ``points``, ``ranks``, ``failures``) to table, for those present.
+
+    Raises
+    ------
+    InputError
+        When the directory holds no kernels table, or a table is unreadable.
+    """
+    d = Path(directory)
+    if saved_kernels(d) is None:
+        raise InputError("holds no kernels.parquet or kernels.csv; pass an ncuroof analyze output directory", d)
+    out: dict[str, pd.DataFrame] = {}
+    for name in TABLES:
+        for suffix in (".parquet", ".csv"):
+            if (d / f"{name}{suffix}").exists():
+                out[name] = read_table(d / f"{name}{suffix}", name)
+                break
+    return out

@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Benchmark: ``ncuroof analyze`` at 1,000, 10,000 and 100,000 launches, against the ncu_report floor.
+
+Inputs are made at run time by ``scripts/make_big_report.py`` from a shared ``--set roofline``
+report (default ESMM-Research__profile_output.ncu-rep) in a temporary directory, deleted at the
+end. For each size it prints the wall time of ``ncuroof analyze`` end to end (a subprocess), the
+peak resident memory of its process tree (sampled from /proc every 20 ms, and the kernel's
+ru_maxrss of the process), and, at 1,000 and 10,000 launches, the ncu_report floor: the time of
+reading, through ncu_report alone, exactly the metrics ncuroof reads (``bench_analyze.floor``),
+in a subprocess of its own. Targets (issue 12, 2 cores): 100,000 launches end to end in at most
+0.1 x floor per launch x launches, with peak RSS at most 1 GB; time per launch flat.
+
+    .venv/bin/python scripts/bench_scale.py [--report R] [--sizes 1000 10000 100000] [--profile]
+
+``--profile`` adds a cProfile of analyze at the largest size: the cumulative time of its stages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared" / "fixtures"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from make_big_report import make_big_report  # noqa: E402
+
+ENV = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+FLOOR = ("import sys, time; sys.path.insert(0, sys.argv[2]); from bench_analyze import floor; "
+         "t = time.perf_counter(); n = floor(__import__('pathlib').Path(sys.argv[1])); print(n, time.perf_counter() - t)")
+STAGES = (("parser/__init__.py", "read_many"), ("calculator.py", "compute_kernels"), ("ceilings.py", "fill_ceilings"),
+          ("calculator.py", "compute_points"), ("classify.py", "classify"), ("diagnose.py", "diagnose_launches"),
+          ("api.py", "points"), ("summary.py", "kernel_summary"), ("diagnose.py", "diagnose_kernels"),
+          ("plot.py", "plot_roofline"), ("report.py", "render_html"), ("pandas/core/generic.py", "to_csv"),
+          ("report.py", "write_outputs"))
+
+
+def _tree_rss(pid: int) -> int:
+    """Resident bytes of ``pid`` and all its descendants, from /proc (0 once gone)."""
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/statm") as f:
+                total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as f:
+                    todo += [int(c) for c in f.read().split()]
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+def run_measured(cmd: list[str]) -> tuple[float, int, str]:
+    """Run ``cmd``: wall seconds, peak RSS of its process tree in bytes, stdout."""
+    peak = [0]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], _tree_rss(proc.pid))
+            done.wait(0.02)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    done.set()
+    sampler.join()
+    out, err = proc.stdout.read(), proc.stderr.read()
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed: {err.strip()}")
+    return wall, max(peak[0], usage.ru_maxrss * 1024), out
+
+
+def floor_per_launch(report: Path, launches: int) -> float:
+    """Seconds per launch of reading the metrics ncuroof reads through ncu_report alone."""
+    _, _, out = run_measured([sys.executable, "-c", FLOOR, str(report), str(Path(__file__).parent)])
+    n, seconds = out.split()
+    if int(n) != launches:
+        raise SystemExit(f"ncu_report read {n} launches of {report}, expected {launches}")
+    return float(seconds) / launches
+
+
+def profile(report: Path, tmp: Path) -> None:
+    """cProfile ``analyze`` and print the cumulative time of each stage."""
+    import pstats
+
+    prof = tmp / "analyze.prof"
+    subprocess.run([sys.executable, "-m", "cProfile", "-o", str(prof), "-m", "ncuroof", "analyze", str(report), "-o",
+                    str(tmp / "prof.out"), "-q"], check=True, env=ENV, capture_output=True)
+    stats = pstats.Stats(str(prof)).stats  # type: ignore[attr-defined]
+    total = max(v[3] for v in stats.values())
+    print(f"\nprofile of analyze at {report.name} (cProfile, {total:.1f} s in all; stages by cumulative time):")
+    for module, function in STAGES:
+        cum = sum(v[3] for (file, _, name), v in stats.items() if name == function and file.endswith(f"/{module}"))
+        print(f"  {module.split('/')[-1][:-3] + '.' + function:<28} {cum:7.2f} s  {cum / total:6.1%}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--report", type=Path, default=SHARED / "ESMM-Research__profile_output.ncu-rep")
+    ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
+    ap.add_argument("--floor-sizes", type=int, nargs="*", default=[1000, 10000])
+    ap.add_argument("--profile", action="store_true")
+    args = ap.parse_args()
+    floors: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="ncuroof-bench-") as d:
+        tmp = Path(d)
+        print(f"source {args.report.name}; {os.cpu_count()} cores")
+        print(f"{'launches':>9} {'file MB':>8} {'wall s':>7} {'ms/launch':>9} {'peak RSS MB':>11} {'floor ms/launch':>15}")
+        rows = []
+        for n in args.sizes:
+            big = tmp / f"big{n}.ncu-rep"
+            make_big_report(args.report, big, n)
+            wall, rss, _ = run_measured([sys.executable, "-m", "ncuroof", "analyze", str(big), "-o", str(tmp / "out"), "-q"])
+            fl = floor_per_launch(big, n) if n in args.floor_sizes else None
+            if fl is not None:
+                floors.append(fl)
+            rows.append((n, wall, rss))
+            print(f"{n:>9} {big.stat().st_size / 1e6:>8.0f} {wall:>7.2f} {wall / n * 1e3:>9.3f} {rss / 2**20:>11.0f} "
+                  f"{'' if fl is None else f'{fl * 1e3:.3f}':>15}")
+            if n != max(args.sizes) or not args.profile:
+                big.unlink()
+        if floors:
+            fl = sum(floors) / len(floors)
+            print(f"\nfloor per launch (mean of {len(floors)}): {fl * 1e3:.3f} ms")
+            for n, wall, rss in rows:
+                target = 0.1 * fl * n
+                print(f"{n:>9} launches: wall / (0.1 x floor x launches) = {wall / target:.2f} (target <= 1); "
+                      f"peak RSS / 1 GB = {rss / 2**30:.2f} (target <= 1)")
+        if args.profile:
+            profile(tmp / f"big{max(args.sizes)}.ncu-rep", tmp)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

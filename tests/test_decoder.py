@@ -1,0 +1,184 @@
+"""Our own .ncu-rep decoder (ncuroof.parser.nvr) against NVIDIA's ncu_report, the reference."""
+
+from __future__ import annotations
+
+import importlib.util
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import REPO, REPORTS, needs_ncu_report, needs_shared, shared
+
+from ncuroof import catalog, parser
+from ncuroof.errors import ReportFormatError
+from ncuroof.parser import nvr
+from ncuroof.parser.ncu_rep import read_ncu_rep
+
+NCUROOF = [sys.executable, "-m", "ncuroof"]
+
+
+def _make_big_report():  # noqa: ANN202 - the scripts/ module
+    spec = importlib.util.spec_from_file_location("make_big_report", REPO / "scripts" / "make_big_report.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.make_big_report
+
+
+def assert_same_tables(a: pd.DataFrame, b: pd.DataFrame) -> None:
+    """Same columns, order, dtypes and values; floats equal bit for bit (NaN where NaN)."""
+    pd.testing.assert_frame_equal(a, b, check_exact=True)
+    for col in a.columns[a.dtypes == np.float64]:
+        assert np.array_equal(a[col].to_numpy().view(np.uint64), b[col].to_numpy().view(np.uint64)), col
+
+
+@needs_ncu_report
+@needs_shared
+@pytest.mark.parametrize("report", REPORTS, ids=lambda p: p.name)
+def test_same_raw_table_as_ncu_report(report: Path) -> None:
+    cat = catalog.load()
+    ref = read_ncu_rep(report, cat)
+    ours = parser.read(report, cat, reader="fast")
+    assert_same_tables(parser.read(report, cat, reader="ncu_report"), ours)
+    assert_same_tables(ref, nvr.read_nvr(report, cat))
+    assert ref["nvtx_range"].notna().any() == (report.name.startswith(("cutlass", "gene", "nsight")))
+
+
+@needs_ncu_report
+def test_generated_report_reads_as_n_launches_both_ways(tmp_path: Path) -> None:
+    big = tmp_path / "big.ncu-rep"
+    _make_big_report()(shared("ESMM-Research__profile_output.ncu-rep"), big, 2000)
+    cat = catalog.load()
+    ref = read_ncu_rep(big, cat)
+    assert len(ref) == 2000
+    ticks: list[int] = []
+    ours = nvr.read_nvr(big, cat, progress=lambda total: (ticks.append(total), lambda: ticks.append(-1))[1], chunk=700)
+    assert ticks[0] == 2000 and ticks.count(-1) == 2000
+    assert_same_tables(ref, ours)
+    launches = list(nvr.iter_results(big.read_bytes(), big, cat))
+    stamps = nvr.read_stamps(big)
+    assert list(stamps["seq"]) == [launch.seq for launch in launches]
+    assert stamps["seq"].is_monotonic_increasing and stamps["seq"].is_unique, "ncu's sequence numbers keep increasing"
+    assert stamps["thread_id"].nunique() == 1 and (stamps["timestamp"] > 1.6e9).all()
+
+
+def test_unknown_format_version_falls_back_or_says_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:
+    report = shared("nsight-training__manual_nvtx.ncu-rep")
+    cat = catalog.load()
+    monkeypatch.setattr(nvr, "FORMAT_VERSION", 6)
+    with pytest.raises(ReportFormatError, match="--reader ncu_report"):
+        parser.read(report, cat, reader="fast")
+    if importlib.util.find_spec("ncu_report") is not None:
+        monkeypatch.setattr(nvr, "FORMAT_VERSION", 7)
+        expected = parser.read(report, cat, reader="fast")
+        monkeypatch.setattr(nvr, "FORMAT_VERSION", 6)
+        assert_same_tables(expected, parser.read(report, cat))
+
+
+def _shorten_block(data: bytes, block: int) -> bytes:
+    """Delete one byte in the middle of ``block``'s payload and lower its payload size by one."""
+    for index, pos, header, start in nvr._blocks(data, Path("x"), nvr._classes()):
+        if index == block:
+            size = header.payload_size
+            header.payload_size = size - 1
+            raw = header.SerializeToString()
+            cut = start + size // 2
+            return data[:pos] + struct.pack("<I", len(raw)) + raw + data[start:cut] + data[cut + 1:]
+    raise AssertionError(f"no block {block}")
+
+
+def _flip(data: bytes, at: int) -> bytes:
+    return data[:at] + bytes([data[at] ^ 0xF4]) + data[at + 1:]
+
+
+DAMAGES = {  # (report, damage, what the message names); cases from issue 14
+    "shortened block": ("nsight-training__manual_nvtx.ncu-rep", lambda d: _shorten_block(d, 11), "launch 1 in block 11"),
+    "flipped name byte": ("gene-pop2020__time-flops_dzv_ak_ncuroof-time-0.ncu-rep", lambda d: _flip(d, 198828),
+                          "launch 0 in block 2"),
+}
+
+
+@pytest.mark.parametrize("reader", ["auto", "fast"])
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_damaged_payload_is_one_line_exit_2(tmp_path: Path, reader: str, damage: str) -> None:
+    name, edit, where = DAMAGES[damage]
+    bad = tmp_path / "bad.ncu-rep"
+    bad.write_bytes(edit(shared(name).read_bytes()))
+    proc = subprocess.run([*NCUROOF, "analyze", str(bad), "-o", str(tmp_path / "out"), "--reader", reader],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr
+    assert str(bad) in lines[0] and where in lines[0] and "damaged" in lines[0]
+    assert [p.name for p in tmp_path.iterdir()] == ["bad.ncu-rep"], "no output, no temporary directory"
+
+
+def test_fast_reader_without_ncu_report(tmp_path: Path) -> None:
+    """Where ncu_report has no wheel (aarch64, macOS), .ncu-rep input is read by our decoder."""
+    report = shared("gene-pop2020__time-flops_dzv_ak_ncuroof-time-0.ncu-rep")
+    blocker = tmp_path / "block"
+    blocker.mkdir()
+    (blocker / "sitecustomize.py").write_text("import sys\nsys.modules['ncu_report'] = None\n")
+    env = {"PYTHONPATH": f"{blocker}:{REPO}", "PATH": "/usr/bin:/bin"}
+    out = tmp_path / "out"
+    proc = subprocess.run([*NCUROOF, "analyze", str(report), "-o", str(out), "-q"], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    kernels = pd.read_csv(out / "kernels.csv")
+    assert list(kernels["kernel_name"]) == ["kernel_assign_6"] * 4
+    assert kernels["nvtx_range"].str.endswith("CalFRhs0 > dzv_ak").all()
+    proc = subprocess.run([*NCUROOF, "analyze", str(report), "-o", str(tmp_path / "o2"), "--reader", "ncu_report"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 2 and "pip install ncu-report" in proc.stderr
+
+
+def _edit_results(src: Path, dst: Path, edit) -> None:  # noqa: ANN001 - edit(result message) in place
+    """Write ``src`` with every result message edited (through the decoder's own message types)."""
+    data = src.read_bytes()
+    classes = nvr._classes()
+    out = [data[:8 + struct.unpack_from("<I", data, 4)[0]]]
+    for _, _, header, start in nvr._blocks(data, src, classes):
+        payload = data[start:start + header.payload_size]
+        if header.num_results:
+            result = classes["Result"].FromString(payload[4:])
+            edit(result)
+            body = result.SerializeToString()
+            payload = struct.pack("<I", len(body)) + body
+            header.payload_size = len(payload)
+        raw = header.SerializeToString()
+        out.append(struct.pack("<I", len(raw)) + raw + payload)
+    dst.write_bytes(b"".join(out))
+
+
+def _second_domain(result) -> None:  # noqa: ANN001
+    result.nvtx.domains.add(id=5, name=b"MyDomain")
+    result.nvtx.threads[0].stacks.add(domain=5).ranges.add(name=b"inner")
+
+
+def _other_thread(result) -> None:  # noqa: ANN001
+    result.nvtx.threads.add(tid=result.thread_id + 1).stacks.add(domain=0).ranges.add(name=b"other thread")
+
+
+@needs_ncu_report
+@pytest.mark.parametrize("edit", [
+    lambda r: setattr(r, "demangled", b""),
+    lambda r: setattr(r, "function", b""),
+    _second_domain,
+    _other_thread,
+    lambda r: setattr(r, "thread_id", r.thread_id + 7),
+], ids=["no demangled name", "no function name", "second NVTX domain", "NVTX of another thread", "launch on another thread"])
+def test_edited_reports_agree_with_ncu_report(tmp_path: Path, edit) -> None:  # noqa: ANN001
+    """Names and NVTX cases no shared report has, made by editing one: the decoder agrees with ncu_report."""
+    edited = tmp_path / "edited.ncu-rep"
+    _edit_results(shared("nsight-training__manual_nvtx.ncu-rep"), edited, edit)
+    cat = catalog.load()
+    ref = read_ncu_rep(edited, cat)
+    assert_same_tables(ref, nvr.read_nvr(edited, cat))
+
+
+def test_unknown_reader_is_refused() -> None:
+    with pytest.raises(ValueError, match="reader must be one of auto, fast, ncu_report"):
+        parser.read(shared("nsight-training__manual_nvtx.ncu-rep"), catalog.load(), reader="upb")
