@@ -91,7 +91,7 @@ def test_issue_abort_recipe_is_a_clean_refusal_naming_the_bytes(tmp_path: Path) 
     data = _shortened("nsight-training__manual_nvtx.ncu-rep", 11)
     assert struct.unpack("<I", data[4:8])[0] > 0
     line = _one_line_refusal(fuzz.run_case(fuzz.Case("shorten_block", "issue", data, ".ncu-rep", "x"), tmp_path))
-    assert "damaged block: block 11 (bytes 77627-" in line
+    assert "damaged block: launch 1 in block 11 (bytes 77627-" in line
 
 
 @needs_ncu_report

@@ -223,8 +223,9 @@ def _blocks(path: Path) -> Iterator[tuple[int, int, dict[int, int], bytes]]:
             n += 1
 
 
-def _records(block: int, offset: int, payload: bytes, count: int, path: Path) -> list[tuple[int, int]]:
-    """(start, end) of the ``count`` u32-size-prefixed records that must tile ``payload`` exactly."""
+def _records(block: int, offset: int, payload: bytes, count: int, path: Path, launch: int) -> list[tuple[int, int]]:
+    """(start, end) of the ``count`` u32-size-prefixed records that must tile ``payload`` exactly
+    (``launch``: the number of the block's first launch, for the message)."""
     out, i = [], 0
     while i < len(payload):
         if i + 4 > len(payload):
@@ -234,8 +235,8 @@ def _records(block: int, offset: int, payload: bytes, count: int, path: Path) ->
         i += 4 + size
     if i != len(payload) or len(out) != count:
         raise ReportFormatError(
-            f"has a damaged block: block {block} (bytes {offset}-{offset + len(payload)}) should hold {count} "
-            f"records but its contents do not add up; copy the report again or re-run ncu", path)
+            f"has a damaged block: launch {launch} in block {block} (bytes {offset}-{offset + len(payload)}): the block "
+            f"should hold {count} records but its contents do not add up; copy the report again or re-run ncu", path)
     return out
 
 
@@ -269,7 +270,7 @@ def launch_sequence(path: str | Path) -> list[ResultRecord]:
         before, results = fields.get(1, 0), fields.get(2, 0)
         if not results:
             continue
-        for start, end in _records(block, offset, payload, before + results, path)[before:]:
+        for start, end in _records(block, offset, payload, before + results, path, len(out))[before:]:
             msg = payload[start:end]
             try:
                 f = _message_fields(msg)
