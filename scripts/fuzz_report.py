@@ -61,13 +61,13 @@ def main() -> None:
     kinds = ["refused", "ok", "ok_flagged", "lost_undetectable"]
     kinds += sorted({k for c in counts.values() for k in c if k not in kinds})
     width = max(map(len, counts)) + 2
-    print(f"{'family':<{width}}{'cases':>6}" + "".join(f"{k.removeprefix('FAIL:'):>15}" for k in kinds))
-    for fam, c in counts.items():
-        print(f"{fam:<{width}}{sum(c.values()):>6}" + "".join(f"{c.get(k, 0):>15}" for k in kinds))
-    total = collections.Counter()
-    for c in counts.values():
-        total.update(c)
-    print(f"{'total':<{width}}{sum(total.values()):>6}" + "".join(f"{total.get(k, 0):>15}" for k in kinds))
+    cols = [(k, len(k.removeprefix("FAIL:")) + 2) for k in kinds]
+    print(f"{'family':<{width}}{'cases':>6}" + "".join(f"{k.removeprefix('FAIL:'):>{w}}" for k, w in cols))
+    total: collections.Counter[str] = collections.Counter()
+    for fam, c in [*counts.items(), ("total", total)]:
+        if fam != "total":
+            total.update(c)
+        print(f"{fam:<{width}}{sum(c.values()):>6}" + "".join(f"{c.get(k, 0):>{w}}" for k, w in cols))
     print(f"{len(cases)} cases in {time.perf_counter() - t0:.1f} s; {len(failures)} failures")
     for case, kind, detail in failures if args.verbose else failures[:0]:
         print(f"{kind}: {case.name}: {detail}")
