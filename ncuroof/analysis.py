@@ -155,7 +155,7 @@ def read_kernels(inputs: Sequence[Path], options: AnalysisOptions, cat: Catalog,
     raw = parser.read_many(list(inputs), cat, progress, stack=options.stack, reader=options.reader)
     k = calculator.compute_kernels(raw, cat, traffic=options.traffic)
     k = ceilings.fill_ceilings(k, gpus, gpu=options.gpu, peak_flops=options.peak_flops, peak_bandwidth=options.peak_bandwidth)
-    k = calculator.time_at_roof(k)
+    k = calculator.time_at_roof(k, cat)
     if options.expect is not None:
         k = expect.apply_expectations(k, expect.read_expectations(options.expect))
     return k
@@ -225,7 +225,7 @@ def build(paths: Sequence[Path], options: AnalysisOptions | None = None,
 
 #: Columns a saved kernels table may lack (written by an older ncuroof): recomputed on reading.
 _DERIVED = ("kernel_key", "time_at_roof_s", "saving_s", "expected_flop", "expected_dram_bytes", "diagnosis", "evidence",
-            "advice", "flags")
+            "advice", "flags", "hot_pipe", "hot_pipe_frac", "time_at_roof_bound", "speed_of_light_note")
 
 
 def restore_kernels(table: pd.DataFrame, where: Path, cat: Catalog, gpus: GpuCatalog) -> tuple[pd.DataFrame, bool]:
@@ -259,8 +259,10 @@ def restore_kernels(table: pd.DataFrame, where: Path, cat: Catalog, gpus: GpuCat
         if name in k.columns and col.dtype == "string":
             k[name] = k[name].astype(object).where(k[name].notna(), "" if name in _TEXT_EMPTY else None)
     k["cc"] = k["cc"].map(lambda c: f"{c:.1f}" if isinstance(c, float) and np.isfinite(c) else c)
-    if "time_at_roof_s" not in k.columns or "saving_s" not in k.columns:
-        k = calculator.time_at_roof(k)
+    if "hot_pipe" not in k.columns:  # written before issue 15
+        k["hot_pipe"], k["hot_pipe_frac"] = "", np.nan
+    if any(c not in k.columns for c in ("time_at_roof_s", "saving_s", "time_at_roof_bound", "speed_of_light_note")):
+        k = calculator.time_at_roof(k, cat)
     for c in ("expected_flop", "expected_dram_bytes"):
         if c not in k.columns:
             k[c] = np.nan
@@ -271,4 +273,4 @@ def restore_kernels(table: pd.DataFrame, where: Path, cat: Catalog, gpus: GpuCat
 
 #: Text columns whose missing value is the empty string (not None) in a launch table.
 _TEXT_EMPTY = ("diagnosis", "evidence", "advice", "grid", "block", "ceiling_sources", "datasheet_gpu",
-               "flop_source", "tensor_source", "input_notes")
+               "flop_source", "tensor_source", "input_notes", "hot_pipe", "time_at_roof_bound", "speed_of_light_note")

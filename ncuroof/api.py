@@ -17,11 +17,13 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from . import analysis as _analysis
-from . import calculator, catalog, collector, diagnose, fleet, plot, provenance, report, tables_io
+from . import calculator, catalog, collector, diagnose, fleet, plot, provenance, report, tables_io, views
 from . import compare as _compare
+from . import phases as _phases
 from . import ranks as _ranks
 from .analysis import Analysis, AnalysisOptions
 from .errors import InputError
+from .instruction_roofline import instruction_points
 from .provenance import as_paths
 from .schema import to_text, validate_points
 
@@ -184,6 +186,8 @@ class AnalysisResult:
     what_if: pd.DataFrame | None = None
     failures: pd.DataFrame | None = None
     ranks: pd.DataFrame | None = None
+    phases: pd.DataFrame | None = None
+    instruction_points: pd.DataFrame | None = None
 
     @property
     def kernels(self) -> pd.DataFrame:
@@ -209,9 +213,11 @@ def _what_if(a: Analysis, name: str) -> pd.DataFrame:
 
 
 def _page_files(a: Analysis, plotlyjs: str | bool, image: str | None, formats: Sequence[str] = ("csv",),
-                failures: pd.DataFrame | None = None, ranks: pd.DataFrame | None = None) -> dict[str, Any]:
+                failures: pd.DataFrame | None = None, ranks: pd.DataFrame | None = None, phases: pd.DataFrame | None = None,
+                ipts: pd.DataFrame | None = None) -> dict[str, Any]:
     """The tables (:func:`ncuroof.tables_io.table_files`), roofline.html and the optional image
-    of one analysis; a fleet's or multi-rank run's (``failures`` given) as Parquet datasets by input."""
+    of one analysis; a fleet's or multi-rank run's (``failures`` given) as Parquet datasets by input;
+    the page with the phase and instruction-roofline views of :mod:`ncuroof.views` when given."""
     kernels, summ = to_text(a.kernels), to_text(a.summary)  # list columns as text for files and the page
     fig = plot.plot_roofline(a.points, kernels, title=f"Hierarchical roofline — {a.inputs[0].name}", focus=a.options.focus,
                              summary=summ)
@@ -221,7 +227,8 @@ def _page_files(a: Analysis, plotlyjs: str | bool, image: str | None, formats: S
     apart = failures is not None
     files: dict[str, Any] = {
         **tables_io.table_files(tables, sorted(set(formats) | ({"parquet"} if apart else set())), a.inputs, dataset=apart),
-        "roofline.html": report.render_html(fig, kernels, meta, plotlyjs=plotlyjs, summary=summ),
+        "roofline.html": report.render_html(fig, kernels, meta, plotlyjs=plotlyjs, summary=summ,
+                                            extra=views.page_sections(a.kernels, summ, phases, ipts)),
     }
     if image is not None:
         files[f"roofline.{image}"] = report.render_image(fig, image)
@@ -245,7 +252,8 @@ def _analyze_apart(inputs: list[Path], options: AnalysisOptions, scheduler: str 
 def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None, options: AnalysisOptions | None = None, *,
             plotlyjs: str | bool = True, top: int = 10, progress: bool = False, write: bool = True, image: str | None = None,
             what_if: str | None = None, formats: Sequence[str] = ("csv",), scheduler: str | None = None,
-            ranks: bool | None = None, workers: int | None = None, **option_fields: Any) -> AnalysisResult:
+            ranks: bool | None = None, workers: int | None = None, group_by: str | None = None,
+            **option_fields: Any) -> AnalysisResult:
     """Run the whole analysis and write ``kernels.csv``, ``points.csv`` and ``roofline.html``.
 
     Parameters
@@ -284,6 +292,14 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
         (:func:`ncuroof.ranks.looks_like_ranks`) unless ``stack``.
     workers : int, optional
         Worker processes of the local dask cluster (default: the cores).
+    group_by : str, optional
+        ``nvtx`` or ``nvtx:DEPTH``: aggregate launches by NVTX range path
+        (:func:`ncuroof.phases.phase_table`) and write ``phases.csv``.
+
+    Notes
+    -----
+    ``instruction_points.csv`` (the instruction roofline, :func:`ncuroof.instruction_roofline.instruction_points`)
+    is written when the report has warp-instruction and transaction counters.
 
     Returns
     -------
@@ -308,13 +324,20 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
         with _progress_bar(progress) as bar:
             a = _analysis.build(inputs, opts, bar)
     projected = _what_if(a, what_if) if what_if is not None else None
-    result = AnalysisResult(a, a.summary.head(top).reset_index(drop=True), what_if=projected, failures=failures, ranks=rank_table)
+    phase_rows = _phases.phase_table(a.kernels, _phases.parse_group_by(group_by)) if group_by is not None else None
+    ipts = instruction_points(a.kernels, a.catalog.instruction.sector_bytes if a.catalog.instruction else 32.0)
+    result = AnalysisResult(a, a.summary.head(top).reset_index(drop=True), what_if=projected, failures=failures, ranks=rank_table,
+                            phases=phase_rows, instruction_points=ipts)
     if not write:
         return result
     out = Path(outdir) if outdir is not None else default_outdir(inputs[0])
-    files = _page_files(a, plotlyjs, image, formats, failures, rank_table)
+    files = _page_files(a, plotlyjs, image, formats, failures, rank_table, phase_rows, ipts)
     if projected is not None:
         files["whatif.csv"] = projected.to_csv(index=False)
+    if phase_rows is not None:
+        files["phases.csv"] = phase_rows.to_csv(index=False)
+    if len(ipts):
+        files["instruction_points.csv"] = ipts.to_csv(index=False)
     report.write_outputs(out, files)
     result.outdir = out
     result.files = {name: out / name for name in files}

@@ -22,9 +22,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from . import catalog as _catalog
 from .catalog import Catalog, Recipe, Term
 from .parser.validate import roof_violations
 from .schema import DAMAGED, KERNELS, LEVELS, LIST_SEPARATOR, POINTS, PRECISIONS, empty, format_sources, parse_sources
+from .speed_of_light import apply_speed_of_light, hot_pipe
 
 __all__ = ["compute_kernels", "compute_points", "time_at_roof", "cc_number", "Resolved"]
 
@@ -311,6 +313,21 @@ def _damaged(raw: pd.DataFrame, k: pd.DataFrame, cat: Catalog) -> tuple[np.ndarr
     return mask | (beyond != "") | inf.any(axis=1), reasons
 
 
+def _instruction_counts(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray) -> dict[str, np.ndarray]:
+    """Warp instructions, transactions per level and the instruction issue roof ([DING] §III;
+    ``metrics/instruction_roofline.toml``): roof = SMs x schedulers per SM x SM clock [warp inst/s]."""
+    n = len(raw)
+    ins = cat.instruction
+    if ins is None:
+        return {c: np.full(n, _NAN) for c in ("warp_inst", *(f"{lv}_transactions" for lv in LEVELS), "peak_warp_inst_per_s")}
+    out = {"warp_inst": _resolve(raw, ins.warp_inst, cc).values}
+    for lv in LEVELS:
+        out[f"{lv}_transactions"] = _resolve(raw, ins.transactions[lv], cc).values if lv in ins.transactions else np.full(n, _NAN)
+    sms, clock = _column(raw, ins.sm_count), _column(raw, ins.clock)
+    out["peak_warp_inst_per_s"] = (sms * ins.schedulers_per_sm * clock) if sms is not None and clock is not None else np.full(n, _NAN)
+    return out
+
+
 def _fraction(raw: pd.DataFrame, metric: str) -> np.ndarray:
     col = _column(raw, metric)
     return np.full(len(raw), _NAN) if col is None else col / 100.0
@@ -379,6 +396,12 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
     k["waves_per_sm"] = waves if waves is not None else _NAN
     k["occupancy_frac"] = _fraction(raw, cat.throughput["occupancy"])
     k["theoretical_occupancy_frac"] = _fraction(raw, cat.throughput["theoretical_occupancy"])
+    if cat.pipes is not None:
+        k["hot_pipe"], k["hot_pipe_frac"] = hot_pipe(raw, cat.pipes, cc)
+    else:
+        k["hot_pipe"], k["hot_pipe_frac"] = "", _NAN
+    for col, values in _instruction_counts(raw, cat, cc).items():
+        k[col] = values
     k["flop_source"] = flop_source
     k["tensor_source"] = tensor_source
     for lv in LEVELS:
@@ -424,7 +447,9 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
             if isinstance(note, str) and note:
                 notes[i].extend(note.split(LIST_SEPARATOR))
     k["time_at_roof_s"] = _NAN
+    k["time_at_roof_bound"] = ""
     k["saving_s"] = _NAN
+    k["speed_of_light_note"] = ""
     k["expected_flop"] = _NAN
     k["expected_dram_bytes"] = _NAN
     k["kernel_key"] = None  # set once by the analysis (ncuroof.summary.kernel_keys, --match)
@@ -529,48 +554,32 @@ def compute_points(kernels: pd.DataFrame) -> pd.DataFrame:
     return pts[list(POINTS)].reset_index(drop=True)
 
 
-def time_at_roof(kernels: pd.DataFrame) -> pd.DataFrame:
-    """Fill ``time_at_roof_s`` and ``saving_s``: how fast each launch would be at its roofs.
+def time_at_roof(kernels: pd.DataFrame, catalog: Catalog | None = None) -> pd.DataFrame:
+    """Fill ``time_at_roof_s``, ``time_at_roof_bound``, ``saving_s`` and ``speed_of_light_note``.
 
     Parameters
     ----------
     kernels : DataFrame
         The kernels table with its roofs filled (:func:`ncuroof.ceilings.fill_ceilings`):
         ``<p>_flop`` [FLOP] and ``peak_<p>_flop_per_s`` [FLOP/s] per precision and tensor
-        datapath, ``<level>_bytes`` [B] and ``peak_<level>_bytes_per_s`` [B/s] per level.
+        datapath, ``<level>_bytes`` [B] and ``peak_<level>_bytes_per_s`` [B/s] per level,
+        ``time_s``, ``sm_throughput_frac``, ``memory_throughput_frac``.
+    catalog : Catalog, optional
+        For ``metrics/pipes.toml`` and ``metrics/thresholds.toml``; default :func:`ncuroof.catalog.load`.
 
     Returns
     -------
     DataFrame
-        A copy with ``time_at_roof_s`` [s] = max(FLOP_p / roof_p over precisions with work and a
-        roof, bytes_l / roof_l over levels with traffic and a roof) — the roofline model's lower
-        bound on the duration [Williams et al., CACM 52(4), 2009; KPG §2.9] — and ``saving_s``
-        [s] = max(``time_s`` − ``time_at_roof_s``, 0). Both are NaN for launches whose
-        ``status`` is not ``ok`` or that have no work term with a roof. The bound ignores
-        overlap limits between precisions (each unit is assumed to run concurrently), so it is
-        optimistic for kernels mixing precisions.
+        A copy with ``time_at_roof_s`` [s] = max(roofline bound, unit bound) — the roofline bound
+        adds the times of precisions that share a pipe and takes the max over pipes and memory
+        levels [Williams et al., CACM 52(4), 2009; KPG §2.9]; the unit bound is
+        ``time_s`` × max(SM, memory throughput) ([NCU-SEC] SpeedOfLight) — with
+        ``time_at_roof_bound`` saying which set it, ``saving_s`` [s] = max(``time_s`` −
+        ``time_at_roof_s``, 0) and ``speed_of_light_note``; see
+        :func:`ncuroof.speed_of_light.apply_speed_of_light`. The roofline bound is NaN for
+        launches whose ``status`` is not ``ok``; the unit bound exists wherever ncu stored the
+        duration and a throughput.
     """
-    k = kernels.copy()
-    n = len(k)
-    terms = []
-    pairs = [(f"{p}_flop", f"peak_{p}_flop_per_s") for p in PRECISIONS]
-    pairs += [(c, f"peak_{c[:-len('_flop')]}_flop_per_s") for c in k.columns if _TENSOR_COL.match(c)]
-    pairs += [(f"{lv}_bytes", f"peak_{lv}_bytes_per_s") for lv in LEVELS]
-    for work_col, peak_col in pairs:
-        if work_col not in k.columns or peak_col not in k.columns:
-            continue
-        work = k[work_col].to_numpy(float)
-        peak = k[peak_col].to_numpy(float)
-        t = _div(work, peak)
-        terms.append(np.where((work > 0) & np.isfinite(t), t, _NAN))
-    ok = (k["status"] == "ok").to_numpy()
-    if terms:
-        stacked = np.vstack(terms)
-        have = np.isfinite(stacked).any(axis=0)
-        t_roof = np.where(have & ok, np.nanmax(np.where(np.isfinite(stacked), stacked, -np.inf), axis=0), _NAN)
-    else:
-        t_roof = np.full(n, _NAN)
-    time_s = k["time_s"].to_numpy(float)
-    k["time_at_roof_s"] = t_roof
-    k["saving_s"] = np.where(np.isfinite(t_roof) & np.isfinite(time_s), np.maximum(time_s - t_roof, 0.0), _NAN)
-    return k
+    cat = catalog or _catalog.load()
+    disagree = float(cat.thresholds.get("speed_of_light", {}).get("disagree", 2.0))
+    return apply_speed_of_light(kernels, cat.pipes, cc_number(kernels["cc"]), disagree)

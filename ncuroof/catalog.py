@@ -33,6 +33,9 @@ __all__ = [
     "Level",
     "MmaShape",
     "TensorCatalog",
+    "Pipe",
+    "PipeCatalog",
+    "InstructionCatalog",
     "Catalog",
     "GpuSpec",
     "GpuCatalog",
@@ -153,6 +156,79 @@ class TensorCatalog:
 
 
 @dataclass(frozen=True)
+class Pipe:
+    """One SM pipeline of ``metrics/pipes.toml``: display name, metric bases (first present wins),
+    CC range, what runs on it and what to try when it is the busiest."""
+
+    name: str
+    metrics: tuple[str, ...]
+    cc_min: float | None
+    cc_max: float | None
+    does: str
+    advice: str
+
+
+@dataclass(frozen=True)
+class PipeCatalog:
+    """The hot-pipe metrics and the precision-to-pipe table per compute capability (``metrics/pipes.toml``)."""
+
+    suffixes: tuple[str, ...]
+    pipes: tuple[Pipe, ...]
+    #: (cc_min, cc_max, {precision or 'tensor': pipe}, source), in file order.
+    precision_pipes: tuple[tuple[float | None, float | None, dict[str, str], str], ...]
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """Every full metric name the hot pipe may read (each base with each suffix)."""
+        return tuple(b + s for p in self.pipes for b in p.metrics for s in self.suffixes)
+
+    def pipe_of(self, cc: float) -> dict[str, str]:
+        """The pipe of each precision (``fp64``, ``fp32``, ``fp16``, ``tensor``) at compute capability ``cc``; {} when unknown."""
+        for lo, hi, pipes, _ in self.precision_pipes:
+            if (lo is None or cc >= lo - 1e-9) and (hi is None or cc <= hi + 1e-9):
+                return pipes
+        return {}
+
+
+def _pipes(data: dict[str, Any]) -> PipeCatalog:
+    hp = data["hot_pipe"]
+    pipes = tuple(Pipe(p["name"], tuple(m.strip() for m in p["metrics"].split("|")), p.get("cc_min"), p.get("cc_max"),
+                       p["does"], p["advice"]) for p in hp["pipe"])
+    table = []
+    for e in data["precision_pipes"]:
+        if not e.get("source") or set(e["pipes"]) != {"fp64", "fp32", "fp16", "tensor"}:
+            raise ValueError(f"pipes.toml: precision_pipes entry {e} needs a source and a pipe for fp64, fp32, fp16 and tensor")
+        table.append((e.get("cc_min"), e.get("cc_max"), dict(e["pipes"]), e["source"]))
+    return PipeCatalog(tuple(hp["suffixes"]), pipes, tuple(table))
+
+
+@dataclass(frozen=True)
+class InstructionCatalog:
+    """The instruction roofline's metrics (``metrics/instruction_roofline.toml``, [DING])."""
+
+    warp_inst: tuple[Recipe, ...]
+    transactions: dict[str, tuple[Recipe, ...]]
+    schedulers_per_sm: float
+    sector_bytes: float
+    sm_count: str
+    clock: str
+    source: str
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """Every metric name its recipes may read."""
+        recipes = [*self.warp_inst, *(r for rs in self.transactions.values() for r in rs)]
+        return (self.sm_count, self.clock, *(m for r in recipes for m in r.metrics))
+
+
+def _instruction(data: dict[str, Any]) -> InstructionCatalog:
+    return InstructionCatalog(_recipes(data["warp_inst"], "warp_inst"),
+                              {lv: _recipes(rs, f"transactions.{lv}") for lv, rs in data["transactions"].items()},
+                              float(data["schedulers_per_sm"]), float(data["sector_bytes"]), data["sm_count"], data["clock"],
+                              data["source"])
+
+
+@dataclass(frozen=True)
 class Catalog:
     """The whole metric catalog."""
 
@@ -165,6 +241,8 @@ class Catalog:
     launch_metrics: tuple[str, ...]
     tensor: TensorCatalog
     thresholds: dict[str, Any] = field(default_factory=dict)
+    pipes: PipeCatalog | None = None
+    instruction: InstructionCatalog | None = None
 
     @functools.cached_property
     def scalar_metrics(self) -> frozenset[str]:
@@ -182,6 +260,10 @@ class Catalog:
         for term in (t.legacy_count, t.legacy_rate, t.legacy_peak):
             names.update(term.metrics)
         names.update({t.legacy_rate_clock, t.legacy_peak_clock, t.ops_clock})
+        if self.pipes is not None:
+            names.update(self.pipes.metrics)
+        if self.instruction is not None:
+            names.update(self.instruction.metrics)
         return frozenset(names)
 
     def formula(self, key: str, definition: str = "") -> str:
@@ -417,6 +499,8 @@ def load(directory: Path | None = None) -> Catalog:
         launch_metrics=tuple(roof["launch"]["metrics"]),
         tensor=tensor,
         thresholds=thresholds,
+        pipes=_pipes(_read(directory / "pipes.toml")),
+        instruction=_instruction(_read(directory / "instruction_roofline.toml")),
     )
 
 

@@ -93,6 +93,18 @@ def _options(kw: dict) -> "AnalysisOptions":  # noqa: F821, UP037 - imported laz
                            match="kernel" if match == "name" else match, focus=kw.pop("focus"), reader=kw.pop("reader"))
 
 
+def _group_by(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Check ``--group-by`` (:func:`ncuroof.phases.parse_group_by`)."""
+    if value is not None:
+        from .phases import parse_group_by
+
+        try:
+            parse_group_by(value)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), ctx=ctx, param=param) from exc
+    return value
+
+
 @cli.command()
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=True))
 @click.option("-o", "--outdir", type=click.Path(path_type=Path, file_okay=False), default=None,
@@ -117,10 +129,13 @@ def _options(kw: dict) -> "AnalysisOptions":  # noqa: F821, UP037 - imported laz
               help="Inputs are one report per MPI rank of one run: merge them into each kernel's spread over ranks "
                    "(ranks.csv, load-imbalance flag). Default: recognised from file names differing in one number and "
                    "distinct processes.")
+@click.option("--group-by", "group_by", metavar="nvtx[:DEPTH]", default=None, callback=_group_by,
+              help="Also aggregate launches by NVTX range path (its first DEPTH ranges): phases.csv with time, FLOPs, bytes, "
+                   "AI, bound and time at the roof per phase; launches outside every range are the phase 'no range'.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary table.")
 def analyze(inputs: tuple[Path, ...], outdir: Path | None, plotlyjs: str, top: int, image: str | None, what_if: str | None,
-            formats: tuple[str, ...], scheduler: str | None, workers: int | None, ranks: bool | None, quiet: bool,
-            **kw: object) -> None:
+            formats: tuple[str, ...], scheduler: str | None, workers: int | None, ranks: bool | None, group_by: str | None,
+            quiet: bool, **kw: object) -> None:
     """Analyze ncu reports (.ncu-rep) or CSV exports: write kernels.csv, points.csv and roofline.html.
 
     Several INPUTS are files of one ncu run (e.g. a time/DRAM run and a FLOP run, or a raw export
@@ -134,7 +149,7 @@ def analyze(inputs: tuple[Path, ...], outdir: Path | None, plotlyjs: str, top: i
 
     result = api.analyze(list(inputs), outdir=outdir, options=_options(kw), plotlyjs=True if plotlyjs == "embed" else "cdn",
                          top=top, progress=not quiet, image=image, what_if=what_if, formats=formats, scheduler=scheduler,
-                         ranks=ranks, workers=workers)
+                         ranks=ranks, workers=workers, group_by=group_by)
     for r in (result.failures.itertuples(index=False) if result.failures is not None else ()):
         click.echo(f"ncuroof: error: {r.error}", err=True)
     click.echo(text.analysis_text(result, quiet), nl=False)

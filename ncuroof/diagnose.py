@@ -15,6 +15,9 @@ class                     when
 ``latency_bound``         SM and memory throughput both below ``[sol].latency_bound`` (60 %):
                           latency bound or under-occupied (small grid when < 1 wave)
 ``balanced``              both throughputs above 60 % and within ``[sol].balanced`` (10 points)
+``instruction_bound``     FP roofline memory bound, below the compute roof or without FP work, but
+                          the SM throughput >= ``[instruction].sm_min`` and >= ``ratio`` x memory
+                          (:func:`ncuroof.speed_of_light.instruction_verdict`)
 ``not_classified``        failed measurement, or no roofline point and no SpeedOfLight values
 ========================  =========================================================================
 
@@ -29,15 +32,19 @@ roof -> instruction mix, tensor cores; latency bound -> more parallelism or occu
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .catalog import Catalog, GpuCatalog, load_gpus
+from . import fmt
+from .catalog import Catalog, GpuCatalog, PipeCatalog, load_gpus
+from .catalog import load as load_catalog
 from .classify import binding_points
 from .parser.csv import NA_NOTE
 from .schema import KERNEL_SUMMARY, parse_cell, precision_title
+from .speed_of_light import instruction_verdict
 from .summary import grid_sizes, keys_of
 
 __all__ = ["CLASSES", "FLAG_CODES", "diagnose_kernels", "diagnose_launches", "launch_flags", "what_if"]
@@ -66,24 +73,9 @@ CLASSES = {
     "compute_below_roof": "compute-bound, below the roof",
     "latency_bound": "latency-bound / under-occupied",
     "balanced": "balanced",
+    "instruction_bound": "instruction-bound (non-FP work)",
     "not_classified": "not classified",
 }
-
-
-def _pct(x: float) -> str:
-    return f"{100 * x:.0f}%" if x is not None and math.isfinite(x) else "n/a"
-
-
-def _g(x: float) -> str:
-    return f"{x:.3g}" if x is not None and math.isfinite(x) else "n/a"
-
-
-def _num(x: Any) -> float:
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return math.nan
-    return v
 
 
 def _tensor_ratio(device: str, precision: str, gpus: GpuCatalog | None) -> tuple[float, str] | None:
@@ -103,11 +95,12 @@ def _tensor_ratio(device: str, precision: str, gpus: GpuCatalog | None) -> tuple
 #: The columns :func:`verdict` reads.
 _FACTS = ("status", "bound", "precision", "level", "ai_flop_per_byte", "ridge_flop_per_byte", "roof_fraction",
           "sm_throughput_frac", "memory_throughput_frac", "occupancy_frac", "theoretical_occupancy_frac", "waves_per_sm",
-          "blocks", "threads_per_block", "tensor_flop", "device_name")
+          "blocks", "threads_per_block", "tensor_flop", "device_name", "hot_pipe", "hot_pipe_frac")
 
 
 def verdict(f: dict[str, Any], sol: dict[str, Any], gpus: GpuCatalog | None = None,
-            low_occupancy: float = 0.5) -> tuple[str, str, str]:
+            low_occupancy: float = 0.5, instruction: dict[str, Any] | None = None,
+            pipes: PipeCatalog | None = None) -> tuple[str, str, str]:
     """Class, evidence and advice for one kernel or launch.
 
     Parameters
@@ -125,93 +118,133 @@ def verdict(f: dict[str, Any], sol: dict[str, Any], gpus: GpuCatalog | None = No
     low_occupancy : float, default 0.5
         ``metrics/thresholds.toml`` [diagnosis].low_occupancy: below it a latency-bound
         kernel's advice is to raise occupancy.
+    instruction : dict, optional
+        ``metrics/thresholds.toml`` [instruction] (default: the installed catalog's).
+    pipes : PipeCatalog, optional
+        ``metrics/pipes.toml``, for the hot pipe's advice (default: the installed catalog's).
 
     Returns
     -------
     (str, str, str)
         A key of :data:`CLASSES`, the numbers behind it, and what to try.
     """
-    near, latency, balanced, small = (float(sol["no_bound"]), float(sol["latency_bound"]), float(sol["balanced"]),
-                                      float(sol["small_grid_waves"]))
-    sm, mem = _num(f.get("sm_throughput_frac")), _num(f.get("memory_throughput_frac"))
-    waves, blocks, threads = _num(f.get("waves_per_sm")), _num(f.get("blocks")), _num(f.get("threads_per_block"))
-    frac, ai, ridge = _num(f.get("roof_fraction")), _num(f.get("ai_flop_per_byte")), _num(f.get("ridge_flop_per_byte"))
-    level = str(f.get("level") or "").upper()
-    prec = str(f.get("precision") or "")
-    bound = f.get("bound", "unknown")
-    sol_text = f"SM {_pct(sm)}, memory {_pct(mem)} of peak throughput" if math.isfinite(sm) and math.isfinite(mem) else ""
-    grid = ""
-    if math.isfinite(waves):
-        grid = f"{_g(waves)} waves per SM" + (f" ({blocks:.0f} blocks of {threads:.0f} threads)"
-                                              if math.isfinite(blocks) and math.isfinite(threads) else "")
-    small_grid = math.isfinite(waves) and waves < small
-    occ, theo = _num(f.get("occupancy_frac")), _num(f.get("theoretical_occupancy_frac"))
-    occ_text = (f"achieved occupancy {_pct(occ)}" + (f" (theoretical {_pct(theo)})" if math.isfinite(theo) else "")
-                if math.isfinite(occ) else "")
-    shape = "; ".join(x for x in (grid, occ_text) if x)  # for the evidence; advice quotes the grid alone
-    if f.get("status") == "failed_measurement" or bound == "unknown":
+    c = _Context.of(f, sol)
+    if f.get("status") == "failed_measurement" or c.bound == "unknown":
         why = "measurement failed in ncu" if f.get("status") == "failed_measurement" else "no roofline point and no SpeedOfLight values"
         return "not_classified", why, "re-profile this kernel (ncu --kernel-name ... --launch-count 1) before acting on it"
-    if math.isfinite(sm) and math.isfinite(mem) and sm >= latency and mem >= latency and abs(sm - mem) <= balanced:
-        return ("balanced", f"{sol_text}: both above {_pct(latency)} and within {_pct(balanced)} of each other",
+    latency, balanced = float(sol["latency_bound"]), float(sol["balanced"])
+    if math.isfinite(c.sm) and math.isfinite(c.mem) and c.sm >= latency and c.mem >= latency and abs(c.sm - c.mem) <= balanced:
+        return ("balanced", f"{c.sol_text}: both above {fmt.pct(latency)} and within {fmt.pct(balanced)} of each other",
                 "compute and memory are both busy: gains need both fewer instructions and fewer bytes; "
                 "near the best this algorithm allows")
-    if bound == "latency":
-        ev = f"{sol_text}, both below {_pct(latency)} (ncu SOLBottleneck rule)" + (f"; {shape}" if shape else "")
-        if small_grid:
-            advice = (f"too little parallel work: {grid} cannot fill the GPU; launch more blocks (split the work, "
-                      "batch small launches, or merge them with CUDA graphs)")
-        elif math.isfinite(occ) and occ < low_occupancy:
-            limit = (f"the launch allows only {_pct(theo)}: use fewer registers or less shared memory per block, or "
-                     "other block sizes" if math.isfinite(theo) and theo < low_occupancy else
-                     "achieved is well below theoretical: load imbalance or a tail of partial waves")
-            advice = (f"neither unit is busy and only {_pct(occ)} of the SM's warps are active: raise occupancy; {limit}; "
-                      "then instruction-level parallelism")
-        else:
-            advice = ("neither unit is busy: latency bound; raise instruction-level parallelism and read ncu's "
-                      "warp-stall reasons (WarpStateStats) for what the warps wait on")
-        return "latency_bound", ev, advice
-    have_point = math.isfinite(frac) and bool(level)
-    if have_point:
-        cmp = "<" if bound == "memory" else ">="
-        ev = (f"{precision_title(prec)} at {level}: AI {_g(ai)} FLOP/B {cmp} ridge {_g(ridge)}, {_pct(frac)} of roof"
-              + (f"; {sol_text}" if sol_text else "") + (f"; {shape}" if shape else ""))
+    if c.bound == "latency":
+        return _latency(c, latency, low_occupancy)
+    inst = instruction_verdict(f, sol, instruction or load_catalog().thresholds["instruction"], pipes or load_catalog().pipes)
+    if inst is not None:
+        return inst
+    if math.isfinite(c.frac) and c.level:
+        cmp = "<" if c.bound == "memory" else ">="
+        ev = (f"{precision_title(c.prec)} at {c.level}: AI {fmt.g(c.ai)} FLOP/B {cmp} ridge {fmt.g(c.ridge)}, {fmt.pct(c.frac)} of roof"
+              + (f"; {c.sol_text}" if c.sol_text else "") + (f"; {c.shape}" if c.shape else ""))
     else:
-        frac = mem if bound == "memory" else sm
-        ev = f"{sol_text} (no roofline point: from SpeedOfLight only)" + (f"; {shape}" if shape else "")
-    if bound == "memory":
-        gap = ridge / ai if math.isfinite(ridge) and math.isfinite(ai) and ai > 0 else math.nan
-        gap_text = (f"AI {_g(ai)} FLOP/B against a ridge of {_g(ridge)}: a {gap:.0f}x gap" if math.isfinite(gap) and gap >= 1.5
-                    else f"AI {_g(ai)} FLOP/B" if math.isfinite(ai) else "")
-        if math.isfinite(frac) and frac >= near:
-            advice = (f"at the {level or 'memory'} roof: only moving fewer bytes helps" + (f" ({gap_text})" if gap_text else "")
-                      + "; fuse with neighbouring kernels, tile for reuse in shared memory or registers, use smaller "
-                      "data types (bf16/fp8 move 2-4x fewer bytes)")
-            return "memory_near_roof", ev, advice
-        if math.isfinite(frac) and frac >= latency and math.isfinite(gap) and gap >= 10:
-            advice = (f"{_pct(frac)} of the {level or 'memory'} roof: bandwidth is mostly used, the lever is reuse ({gap_text}); "
-                      "tile for reuse in shared memory or registers, fuse, use smaller data types; then check coalescing")
-        else:
-            advice = (f"{_pct(frac)} of the {level or 'memory'} roof: the access pattern wastes bandwidth; check coalescing "
-                      "(sectors per request), strided or scattered accesses and bank conflicts, then reduce bytes"
-                      + (f" ({gap_text})" if gap_text else ""))
-        if small_grid:
-            advice += f"; also {grid}: too few blocks in flight to saturate memory"
-        return "memory_below_roof", ev, advice
-    # compute
-    tensor = _num(f.get("tensor_flop"))
-    ratio = _tensor_ratio(str(f.get("device_name") or ""), prec, gpus) if not (tensor > 0) else None
+        c.frac = c.mem if c.bound == "memory" else c.sm
+        ev = f"{c.sol_text} (no roofline point: from SpeedOfLight only)" + (f"; {c.shape}" if c.shape else "")
+    if c.bound == "memory":
+        return _memory(c, ev, float(sol["no_bound"]), latency)
+    return _compute(c, ev, float(sol["no_bound"]), fmt.num(f.get("tensor_flop")), str(f.get("device_name") or ""), gpus)
+
+
+@dataclass
+class _Context:
+    """The numbers one verdict reads, and their text (``shape``: grid and occupancy for the evidence)."""
+
+    bound: str
+    prec: str
+    level: str
+    sm: float
+    mem: float
+    frac: float
+    ai: float
+    ridge: float
+    occ: float
+    theo: float
+    grid: str
+    small_grid: bool
+    sol_text: str
+    shape: str
+
+    @classmethod
+    def of(cls, f: dict[str, Any], sol: dict[str, Any]) -> _Context:
+        sm, mem = fmt.num(f.get("sm_throughput_frac")), fmt.num(f.get("memory_throughput_frac"))
+        waves, blocks, threads = fmt.num(f.get("waves_per_sm")), fmt.num(f.get("blocks")), fmt.num(f.get("threads_per_block"))
+        grid = ""
+        if math.isfinite(waves):
+            grid = f"{fmt.g(waves)} waves per SM" + (f" ({blocks:.0f} blocks of {threads:.0f} threads)"
+                                                  if math.isfinite(blocks) and math.isfinite(threads) else "")
+        occ, theo = fmt.num(f.get("occupancy_frac")), fmt.num(f.get("theoretical_occupancy_frac"))
+        occ_text = (f"achieved occupancy {fmt.pct(occ)}" + (f" (theoretical {fmt.pct(theo)})" if math.isfinite(theo) else "")
+                    if math.isfinite(occ) else "")
+        return cls(bound=f.get("bound", "unknown"), prec=str(f.get("precision") or ""), level=str(f.get("level") or "").upper(),
+                   sm=sm, mem=mem, frac=fmt.num(f.get("roof_fraction")), ai=fmt.num(f.get("ai_flop_per_byte")),
+                   ridge=fmt.num(f.get("ridge_flop_per_byte")), occ=occ, theo=theo, grid=grid,
+                   small_grid=math.isfinite(waves) and waves < float(sol["small_grid_waves"]),
+                   sol_text=f"SM {fmt.pct(sm)}, memory {fmt.pct(mem)} of peak throughput" if math.isfinite(sm) and math.isfinite(mem) else "",
+                   shape="; ".join(x for x in (grid, occ_text) if x))
+
+
+def _latency(c: _Context, latency: float, low_occupancy: float) -> tuple[str, str, str]:
+    ev = f"{c.sol_text}, both below {fmt.pct(latency)} (ncu SOLBottleneck rule)" + (f"; {c.shape}" if c.shape else "")
+    if c.small_grid:
+        advice = (f"too little parallel work: {c.grid} cannot fill the GPU; launch more blocks (split the work, "
+                  "batch small launches, or merge them with CUDA graphs)")
+    elif math.isfinite(c.occ) and c.occ < low_occupancy:
+        limit = (f"the launch allows only {fmt.pct(c.theo)}: use fewer registers or less shared memory per block, or "
+                 "other block sizes" if math.isfinite(c.theo) and c.theo < low_occupancy else
+                 "achieved is well below theoretical: load imbalance or a tail of partial waves")
+        advice = (f"neither unit is busy and only {fmt.pct(c.occ)} of the SM's warps are active: raise occupancy; {limit}; "
+                  "then instruction-level parallelism")
+    else:
+        advice = ("neither unit is busy: latency bound; raise instruction-level parallelism and read ncu's "
+                  "warp-stall reasons (WarpStateStats) for what the warps wait on")
+    return "latency_bound", ev, advice
+
+
+def _memory(c: _Context, ev: str, near: float, latency: float) -> tuple[str, str, str]:
+    level, frac, ai, ridge = c.level, c.frac, c.ai, c.ridge
+    gap = ridge / ai if math.isfinite(ridge) and math.isfinite(ai) and ai > 0 else math.nan
+    gap_text = (f"AI {fmt.g(ai)} FLOP/B against a ridge of {fmt.g(ridge)}: a {gap:.0f}x gap" if math.isfinite(gap) and gap >= 1.5
+                else f"AI {fmt.g(ai)} FLOP/B" if math.isfinite(ai) else "")
+    if math.isfinite(frac) and frac >= near:
+        advice = (f"at the {level or 'memory'} roof: only moving fewer bytes helps" + (f" ({gap_text})" if gap_text else "")
+                  + "; fuse with neighbouring kernels, tile for reuse in shared memory or registers, use smaller "
+                  "data types (bf16/fp8 move 2-4x fewer bytes)")
+        return "memory_near_roof", ev, advice
+    if math.isfinite(frac) and frac >= latency and math.isfinite(gap) and gap >= 10:
+        advice = (f"{fmt.pct(frac)} of the {level or 'memory'} roof: bandwidth is mostly used, the lever is reuse ({gap_text}); "
+                  "tile for reuse in shared memory or registers, fuse, use smaller data types; then check coalescing")
+    else:
+        advice = (f"{fmt.pct(frac)} of the {level or 'memory'} roof: the access pattern wastes bandwidth; check coalescing "
+                  "(sectors per request), strided or scattered accesses and bank conflicts, then reduce bytes"
+                  + (f" ({gap_text})" if gap_text else ""))
+    if c.small_grid:
+        advice += f"; also {c.grid}: too few blocks in flight to saturate memory"
+    return "memory_below_roof", ev, advice
+
+
+def _compute(c: _Context, ev: str, near: float, tensor: float, device: str, gpus: GpuCatalog | None) -> tuple[str, str, str]:
+    prec, frac = c.prec, c.frac
+    ratio = _tensor_ratio(device, prec, gpus) if not (tensor > 0) else None
     if math.isfinite(frac) and frac >= near:
         advice = "at the compute roof: only less work (an algorithmic change) helps"
         if ratio is not None:
             advice += f", or tensor cores: the {ratio[1]} dense BF16/FP16 tensor roof is {ratio[0]:.0f}x the {precision_title(prec)} roof"
         return "compute_near_roof", ev, advice
-    advice = f"{_pct(frac)} of the {precision_title(prec) or 'compute'} roof: the instruction mix or dependencies limit it"
+    advice = f"{fmt.pct(frac)} of the {precision_title(prec) or 'compute'} roof: the instruction mix or dependencies limit it"
     if ratio is not None:
         advice += f"; no tensor-core work: the {ratio[1]} dense BF16/FP16 tensor roof is {ratio[0]:.0f}x higher"
     advice += "; raise FMA share and ILP, and read ncu's warp-stall reasons"
-    if small_grid:
-        advice += f"; also {grid}: too few blocks"
+    if c.small_grid:
+        advice += f"; also {c.grid}: too few blocks"
     return "compute_below_roof", ev, advice
 
 
@@ -261,7 +294,7 @@ def launch_flags(kernels: pd.DataFrame, points: pd.DataFrame, thresholds: dict[s
     idle = ((status == "ok") & np.isfinite(time_s) & ~(np.nan_to_num(work) > 0).any(axis=1)
             & ~(np.nan_to_num(byts) > no_work).any(axis=1) & np.isfinite(byts).any(axis=1))
     for i in np.flatnonzero(idle):
-        out[i].append(("no_work", f"{_g(time_s[i] * 1e6)} us with no FLOPs and at most {no_work:.0f} B per level"))
+        out[i].append(("no_work", f"{fmt.g(time_s[i] * 1e6)} us with no FLOPs and at most {no_work:.0f} B per level"))
     return pd.Series(out, index=kernels.index, dtype=object)
 
 
@@ -278,7 +311,7 @@ def _above_roof(kernels: pd.DataFrame, points: pd.DataFrame, thresholds: dict[st
         binding_src = r.peak_bytes_source if r.bound == "memory" else r.peak_flop_source
         if binding_src in ("datasheet", "user"):
             cause = f"the {binding_src} roof is below what this GPU reached (check --gpu / --peak-*)"
-        elif r.level == "dram" and _num(k["dram_bytes"]) < resident * _num(k["l2_bytes"]):
+        elif r.level == "dram" and fmt.num(k["dram_bytes"]) < resident * fmt.num(k["l2_bytes"]):
             cause = "data resident in L2: DRAM bytes are under a tenth of L2 bytes"
         elif bool(r.estimated):
             cause = "estimated tensor FLOP weighting (SASS opcodes or x512)"
@@ -287,7 +320,7 @@ def _above_roof(kernels: pd.DataFrame, points: pd.DataFrame, thresholds: dict[st
         else:
             cause = "the clock: the roof is at the measured clock, the work may have run at a higher one"
         found.append(((r.source, r.launch_id),
-                      ("above_roof", f"{precision_title(r.precision)} at {str(r.level).upper()} {_pct(r.roof_fraction)} of roof, likely {cause}")))
+                      ("above_roof", f"{precision_title(r.precision)} at {str(r.level).upper()} {fmt.pct(r.roof_fraction)} of roof, likely {cause}")))
     return found
 
 
@@ -295,8 +328,8 @@ def _expect_flags(r: Any, thresholds: dict[str, Any]) -> list[str]:
     """Counted work against the user's expectation (``--expect``) for one launch."""
     tol, excess = float(thresholds["expect_tolerance"]), float(thresholds["excess_bytes"])
     out = []
-    exp_f, exp_b = _num(getattr(r, "expected_flop", math.nan)), _num(getattr(r, "expected_dram_bytes", math.nan))
-    work = [_num(getattr(r, c)) for c in ("fp64_flop", "fp32_flop", "fp16_flop", "tensor_flop")]
+    exp_f, exp_b = fmt.num(getattr(r, "expected_flop", math.nan)), fmt.num(getattr(r, "expected_dram_bytes", math.nan))
+    work = [fmt.num(getattr(r, c)) for c in ("fp64_flop", "fp32_flop", "fp16_flop", "tensor_flop")]
     counted = sum(w for w in work if math.isfinite(w)) if any(math.isfinite(w) for w in work) else math.nan
     if exp_f > 0 and math.isfinite(counted) and r.status == "ok":
         ratio = counted / exp_f
@@ -306,7 +339,7 @@ def _expect_flags(r: Any, thresholds: dict[str, Any]) -> list[str]:
         elif ratio < 1 - tol:
             out.append(("flop_below_expected", f"counted FLOPs {counted:.4g} are {ratio:.2f}x the expected {exp_f:.4g}: work on "
                         "units the FLOP counters miss (tensor cores without ops metrics, integer math) or a wrong expectation"))
-    dram = _num(getattr(r, "dram_bytes", math.nan))
+    dram = fmt.num(getattr(r, "dram_bytes", math.nan))
     if exp_b > 0 and math.isfinite(dram) and r.status == "ok":
         ratio = dram / exp_b
         if ratio < 1 - tol:
@@ -345,7 +378,8 @@ def diagnose_launches(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Cata
     facts["threads_per_block"] = grid_sizes(facts["block"])
     sol = catalog.thresholds["sol"]
     low = float(catalog.thresholds["diagnosis"]["low_occupancy"])
-    res = [verdict(f, sol, gpus, low) for f in facts[[c for c in _FACTS if c in facts.columns]].to_dict("records")]
+    res = [verdict(f, sol, gpus, low, catalog.thresholds["instruction"], catalog.pipes)
+           for f in facts[[c for c in _FACTS if c in facts.columns]].to_dict("records")]
     k["diagnosis"] = [r[0] for r in res]
     k["evidence"] = [r[1] for r in res]
     k["advice"] = [r[2] for r in res]
@@ -355,12 +389,12 @@ def diagnose_launches(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Cata
 
 def _useful_ai(f: dict[str, Any]) -> str:
     """``; useful AI 512 FLOP/B (expected work / expected DRAM bytes) vs 0.17 measured at DRAM``, or ''."""
-    ef, eb = _num(f.get("expected_flop")), _num(f.get("expected_dram_bytes"))
+    ef, eb = fmt.num(f.get("expected_flop")), fmt.num(f.get("expected_dram_bytes"))
     if not (ef > 0 and eb > 0):
         return ""
-    measured = _num(f.get("counted_dram_ai_flop_per_byte"))
-    return (f"; useful AI {_g(ef / eb)} FLOP/B (expected FLOPs / expected DRAM bytes)"
-            + (f" vs {_g(measured)} measured at DRAM" if math.isfinite(measured) else ""))
+    measured = fmt.num(f.get("counted_dram_ai_flop_per_byte"))
+    return (f"; useful AI {fmt.g(ef / eb)} FLOP/B (expected FLOPs / expected DRAM bytes)"
+            + (f" vs {fmt.g(measured)} measured at DRAM" if math.isfinite(measured) else ""))
 
 
 def diagnose_kernels(summary: pd.DataFrame, kernels: pd.DataFrame, catalog: Catalog, gpus: GpuCatalog | None = None) -> pd.DataFrame:
@@ -390,7 +424,7 @@ def diagnose_kernels(summary: pd.DataFrame, kernels: pd.DataFrame, catalog: Cata
     s["status"] = np.where(failed.reindex(s["kernel_key"]).fillna(False).to_numpy(bool), "failed_measurement", "ok")
     sol = catalog.thresholds["sol"]
     low = float(catalog.thresholds["diagnosis"]["low_occupancy"])
-    res = [verdict(f, sol, gpus, low) for f in s.to_dict("records")]
+    res = [verdict(f, sol, gpus, low, catalog.thresholds["instruction"], catalog.pipes) for f in s.to_dict("records")]
     s["diagnosis"] = [r[0] for r in res]
     s["evidence"] = [r[1] + _useful_ai(f) for r, f in zip(res, s.to_dict("records"))]
     s["advice"] = [r[2] for r in res]
@@ -399,8 +433,8 @@ def diagnose_kernels(summary: pd.DataFrame, kernels: pd.DataFrame, catalog: Cata
     out = []
     for r in s.itertuples(index=False):
         f = list(flags.get(r.kernel_key, []))
-        if math.isfinite(_num(r.clock_spread)) and r.clock_spread > spread:
-            f.append(("clock_differs", f"SM clock varies {_pct(r.clock_spread)} between launches"))
+        if math.isfinite(fmt.num(r.clock_spread)) and r.clock_spread > spread:
+            f.append(("clock_differs", f"SM clock varies {fmt.pct(r.clock_spread)} between launches"))
         out.append(f)
     s["flags"] = pd.Series(out, index=s.index, dtype=object)
     return s[[c for c in KERNEL_SUMMARY if c in s.columns]]
@@ -462,7 +496,7 @@ def what_if(summary: pd.DataFrame, kernels: pd.DataFrame, target: Any, gpus: Gpu
         bound_there = "" if not math.isfinite(ridge_there) else ("memory" if ai < ridge_there else "compute")
         same = bound_here and bound_here == bound_there
         change = (f"{bound_here or '?'}-bound here, {'still ' if same else ''}{bound_there or '?'}-bound on {target.name}"
-                  f" (ridge {_g(ridge_here)} -> {_g(ridge_there)} FLOP/B, AI {_g(ai)})")
+                  f" (ridge {fmt.g(ridge_here)} -> {fmt.g(ridge_there)} FLOP/B, AI {fmt.g(ai)})")
         t_there = max(flop / there_peak if there_peak > 0 else 0.0, dram / there_bw)
         rows.append({"kernel_label": r.kernel_label, "precision": p, "dram_ai_flop_per_byte": ai, "ridge_here": ridge_here,
                      "bound_here": bound_here, "ridge_there": ridge_there, "bound_there": bound_there,

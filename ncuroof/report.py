@@ -207,7 +207,7 @@ def _kernels_json(summ: pd.DataFrame) -> str:
 
 
 def render_html(fig: go.Figure, kernels: pd.DataFrame, meta: dict[str, Any], plotlyjs: str | bool = True,
-                summary: pd.DataFrame | None = None, points: pd.DataFrame | None = None) -> str:
+                summary: pd.DataFrame | None = None, points: pd.DataFrame | None = None, extra: tuple[str, str] = ("", "")) -> str:
     """Build the self-contained roofline page: header, summary, controls, chart, tables.
 
     Parameters
@@ -227,6 +227,9 @@ def render_html(fig: go.Figure, kernels: pd.DataFrame, meta: dict[str, Any], plo
         ``points`` when not given.
     points : DataFrame, optional
         The points table, needed only when ``summary`` is not given.
+    extra : (str, str), optional
+        HTML put before and after the main chart (:func:`ncuroof.views.page_sections`: the view
+        control, the phase and instruction-roofline charts, the speed-of-light notes).
 
     Returns
     -------
@@ -267,7 +270,7 @@ def render_html(fig: go.Figure, kernels: pd.DataFrame, meta: dict[str, Any], plo
                        config={"displaylogo": False, "responsive": True})
     body = (
         _summary_html(summ, kernels, fig)
-        + "<div id='controls'></div>" + plot
+        + extra[0] + "<div id='controls'></div>" + plot + extra[1]
         + "<div id='details'>Hover over a dot: its full demangled name, NVTX range and numbers appear here.</div>"
         + f"<h2>Kernels</h2><p class='meta'>One row per kernel name, launches aggregated. Click a column to sort.</p>{ktable}"
         + f"<details><summary>{launches_title}</summary>{ltable}</details>"

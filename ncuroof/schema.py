@@ -34,6 +34,8 @@ __all__ = [
     "POINTS",
     "DOTS",
     "KERNEL_SUMMARY",
+    "PHASES",
+    "INSTRUCTION_POINTS",
     "PRECISIONS",
     "LEVELS",
     "BOUNDS",
@@ -74,7 +76,9 @@ LEVELS = ("l1", "l2", "dram")
 BOUNDS = ("memory", "compute", "latency", "unknown")
 #: Values of the ``diagnosis`` column of the kernels table (:mod:`ncuroof.diagnose`).
 DIAGNOSES = ("memory_near_roof", "memory_below_roof", "compute_near_roof", "compute_below_roof", "latency_bound", "balanced",
-             "not_classified")
+             "instruction_bound", "not_classified")
+#: Values of the ``time_at_roof_bound`` column of the kernels table (:mod:`ncuroof.speed_of_light`).
+TIME_BOUNDS = ("roofline", "sm_units", "memory_units", "")
 #: Values of the ``status`` column of the kernels table.
 STATUSES = ("ok", "no_roofline_metrics", "failed_measurement", "corrupt_record")
 #: Start of the ``input_notes`` of a launch whose record is damaged (:mod:`ncuroof.parser.validate`):
@@ -122,9 +126,18 @@ KERNELS: dict[str, Column] = {
     "waves_per_sm": Column("float64", "1", "launch__waves_per_multiprocessor"),
     "occupancy_frac": Column("float64", "1", "achieved occupancy: sm__warps_active.avg.pct_of_peak_sustained_active / 100"),
     "theoretical_occupancy_frac": Column("float64", "1", "theoretical occupancy: sm__maximum_warps_per_active_cycle_pct / 100"),
-    "time_at_roof_s": Column("float64", "s", "roofline lower bound on the duration: max over precisions of FLOP / compute roof "
-                             "and over levels of bytes / bandwidth roof"),
-    "saving_s": Column("float64", "s", "time_s - time_at_roof_s, at least 0: the time saved if the launch ran at its roof"),
+    "hot_pipe": Column("string", "", "busiest SM pipe (metrics/pipes.toml): the largest pipe of ncu's sm__throughput breakdown, "
+                       "'' when none"),
+    "hot_pipe_frac": Column("float64", "1", "utilisation of hot_pipe: its .avg.pct_of_peak_sustained_elapsed (else _active) / 100"),
+    "warp_inst": Column("float64", "inst", "warp instructions executed (smsp__inst_executed.sum; instruction roofline [DING])"),
+    **{f"{lv}_transactions": Column("float64", "sector", f"{lv.upper()} transactions, 32 B sectors (metrics/instruction_roofline.toml)")
+       for lv in LEVELS},
+    "peak_warp_inst_per_s": Column("float64", "inst/s", "instruction issue roof: SMs x 4 schedulers x SM clock [DING]"),
+    "time_at_roof_s": Column("float64", "s", "lower bound on the duration: max(roofline bound (precisions sharing a pipe add; "
+                             "max over pipes and levels), time_s x max(sm_throughput_frac, memory_throughput_frac))"),
+    "time_at_roof_bound": Column("string", "", "which bound set time_at_roof_s: roofline, sm_units or memory_units ('' when none)"),
+    "saving_s": Column("float64", "s", "time_s - time_at_roof_s, at least 0: the time saved if the launch ran at its speed of light"),
+    "speed_of_light_note": Column("string", "", "one sentence when the roofline and unit bounds differ by more than 2x, else ''"),
     "expected_flop": Column("float64", "FLOP", "algorithmic FLOPs of the launch from --expect (NaN without)"),
     "expected_dram_bytes": Column("float64", "B", "DRAM bytes the launch must move, from --expect (NaN without)"),
     "flop_source": Column("string", "", "how FLOPs were obtained: 'count', 'rate x time' or empty"),
@@ -138,7 +151,7 @@ KERNELS: dict[str, Column] = {
     "ncu_version": RAW_META["ncu_version"],
     "bound": Column("string", "", "memory, compute, latency or unknown"),
     "diagnosis": Column("string", "", "memory_near_roof, memory_below_roof, compute_near_roof, compute_below_roof, latency_bound, "
-                        "balanced or not_classified (ncuroof/diagnose.py)"),
+                        "balanced, instruction_bound or not_classified (ncuroof/diagnose.py)"),
     "evidence": Column("string", "", "the numbers behind the diagnosis"),
     "advice": Column("string", "", "what to try, from the diagnosis and its numbers"),
     "flags": Column("object", "", "plausibility flags: a list of (code, text) pairs, code from FLAG_CODES (ncuroof/diagnose.py); "
@@ -234,6 +247,9 @@ KERNEL_SUMMARY: dict[str, Column] = {
     "expected_flop": Column("float64", "FLOP", "summed --expect FLOPs"),
     "expected_dram_bytes": Column("float64", "B", "summed --expect DRAM bytes"),
     "counted_dram_ai_flop_per_byte": Column("float64", "FLOP/B", "all counted FLOPs (every precision) / DRAM bytes"),
+    "hot_pipe": Column("string", "", "the launches' hot pipe of most of the time"),
+    "hot_pipe_frac": Column("float64", "1", "hot_pipe_frac, time-weighted over launches"),
+    "time_at_roof_bound": Column("string", "", "the launches' time_at_roof_bound of most of the time"),
     **{f"{lv}_ai_flop_per_byte": Column("float64", "FLOP/B", f"AI of the main-precision dot at {lv.upper()}") for lv in LEVELS},
     **{f"{lv}_roof_fraction": Column("float64", "1", f"roof fraction of the main-precision dot at {lv.upper()}") for lv in LEVELS},
     "diagnosis": KERNELS["diagnosis"],
@@ -415,7 +431,8 @@ def validate_kernels(df: pd.DataFrame) -> pd.DataFrame:
         If a declared column is missing or a quantity is negative (a defect in ncuroof).
     """
     out = _validate(df, KERNELS, "kernels")
-    if not out["status"].isin(STATUSES).all() or not out["bound"].isin(BOUNDS).all() or not out["diagnosis"].isin(DIAGNOSES).all():
+    if (not out["status"].isin(STATUSES).all() or not out["bound"].isin(BOUNDS).all() or not out["diagnosis"].isin(DIAGNOSES).all()
+            or not out["time_at_roof_bound"].fillna("").isin(TIME_BOUNDS).all()):
         raise ValueError("kernels table has an unknown status or bound value")
     return out
 
@@ -442,6 +459,51 @@ def validate_points(df: pd.DataFrame) -> pd.DataFrame:
     if not out["level"].isin(LEVELS).all():
         raise ValueError("points table has an unknown level")
     return out
+
+
+#: One row per NVTX phase (:func:`ncuroof.phases.phase_table`, ``ncuroof analyze --group-by nvtx[:DEPTH]``,
+#: ``phases.csv``): launches aggregated by their NVTX range path.
+PHASES: dict[str, Column] = {
+    "phase": Column("string", "", "NVTX range path (' > '-joined, outermost first) cut to the depth asked for; "
+                    "'no range' for launches outside every range"),
+    "launches": Column("int64", "", "launches in the phase"),
+    "kernels": Column("int64", "", "distinct kernels (demangled names) in the phase"),
+    "time_s": Column("float64", "s", "summed launch duration"),
+    "time_share": Column("float64", "1", "time_s over all launches' time"),
+    **{f"{p}_flop": Column("float64", "FLOP", f"summed {p.upper()} FLOPs") for p in PRECISIONS},
+    "tensor_flop": Column("float64", "FLOP", "summed tensor FLOPs"),
+    "flop": Column("float64", "FLOP", "all counted FLOPs: FP64 + FP32 + FP16 + tensor"),
+    **{f"{lv}_bytes": Column("float64", "B", f"summed {lv.upper()} traffic") for lv in LEVELS},
+    "flop_per_s": Column("float64", "FLOP/s", "flop / time_s (the time-weighted mean of the launches' rates)"),
+    "dram_ai_flop_per_byte": Column("float64", "FLOP/B", "flop / dram_bytes"),
+    "bound": Column("string", "", "the launches' bound of most of the phase's time"),
+    "time_at_roof_s": Column("float64", "s", "summed launches' time_at_roof_s (speed of light: roofline or unit bound)"),
+    "saving_s": Column("float64", "s", "summed launches' saving_s"),
+    "saving_share": Column("float64", "1", "saving_s over all launches' time"),
+    "sm_throughput_frac": Column("float64", "1", "ncu SM throughput, time-weighted over the phase's launches"),
+    "memory_throughput_frac": Column("float64", "1", "ncu memory throughput, time-weighted over the phase's launches"),
+}
+
+
+#: One row per (launch, memory level) with warp instructions and transactions: the instruction
+#: roofline [DING] (:func:`ncuroof.instruction_roofline.instruction_points`, ``instruction_points.csv``).
+INSTRUCTION_POINTS: dict[str, Column] = {
+    "source": RAW_META["source"],
+    "launch_id": RAW_META["launch_id"],
+    "kernel_name": RAW_META["kernel_name"],
+    "level": Column("string", "", "l1, l2 or dram"),
+    "time_s": KERNELS["time_s"],
+    "warp_inst": KERNELS["warp_inst"],
+    "transactions": Column("float64", "sector", "32 B transactions at this level"),
+    "inst_per_transaction": Column("float64", "inst/sector", "instruction intensity: warp_inst / transactions (the x of the point)"),
+    "warp_inst_per_s": Column("float64", "inst/s", "warp_inst / time_s (the y of the point)"),
+    "peak_warp_inst_per_s": KERNELS["peak_warp_inst_per_s"],
+    "peak_transactions_per_s": Column("float64", "sector/s", "memory wall: the level's bandwidth roof / 32 B"),
+    "roof_warp_inst_per_s": Column("float64", "inst/s",
+                                   "attainable: min(peak_warp_inst_per_s, inst_per_transaction x peak_transactions_per_s)"),
+    "roof_fraction": Column("float64", "1", "warp_inst_per_s / roof_warp_inst_per_s"),
+    "bound": Column("string", "", "memory (left of the level's elbow) or instruction"),
+}
 
 
 #: Version of the table layout written to Parquet key-value metadata (``ncuroof.schema_version``);

@@ -214,8 +214,9 @@ def focus_set(time_s: pd.Series, share: float = FOCUS_SHARE) -> pd.Series:
 _SUMMARY_INPUT = ["source", "launch_id", "kernel_name", "kernel_demangled", "nvtx_range", "device_name", "grid", "block",
                   "time_s", "sm_clock_hz", "time_at_roof_s", "saving_s", "bound", "sm_throughput_frac", "memory_throughput_frac",
                   "occupancy_frac", "theoretical_occupancy_frac", "waves_per_sm", "tensor_flop", "expected_flop",
-                  "expected_dram_bytes", "fp64_flop", "fp32_flop", "fp16_flop", "dram_bytes"]
-_WEIGHTED = ("sm_throughput_frac", "memory_throughput_frac", "occupancy_frac", "theoretical_occupancy_frac")
+                  "expected_dram_bytes", "fp64_flop", "fp32_flop", "fp16_flop", "dram_bytes", "hot_pipe", "hot_pipe_frac",
+                  "time_at_roof_bound"]
+_WEIGHTED = ("sm_throughput_frac", "memory_throughput_frac", "occupancy_frac", "theoretical_occupancy_frac", "hot_pipe_frac")
 _BINDING = ("ai_flop_per_byte", "flop_per_s", "roof_fraction", "ridge_flop_per_byte", "peak_flop_per_s", "peak_bytes_per_s")
 
 
@@ -253,7 +254,16 @@ def _totals(k: pd.DataFrame) -> pd.DataFrame:
     bound_time = k.assign(_t=t).groupby(["kernel_key", "bound"], sort=False)["_t"].sum().reset_index()
     out["bound"] = (bound_time.sort_values("_t", ascending=False, kind="stable").drop_duplicates("kernel_key")
                     .set_index("kernel_key")["bound"].reindex(out.index).fillna("unknown"))
+    for col in ("hot_pipe", "time_at_roof_bound"):
+        out[col] = _most_time(k.assign(_t=t), col).reindex(out.index).fillna("")
     return out
+
+
+def _most_time(k: pd.DataFrame, col: str) -> pd.Series:
+    """Per ``kernel_key``: the non-empty value of ``col`` with the most launch time (``_t``)."""
+    v = k[["kernel_key", "_t"]].assign(_v=k[col].astype(object).where(k[col].notna(), "").astype(str))
+    v = v[v["_v"] != ""].groupby(["kernel_key", "_v"], sort=False)["_t"].sum().reset_index()
+    return v.sort_values("_t", ascending=False, kind="stable").drop_duplicates("kernel_key").set_index("kernel_key")["_v"]
 
 
 def _dot_columns(out: pd.DataFrame, dots: pd.DataFrame) -> pd.DataFrame:

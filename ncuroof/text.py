@@ -27,6 +27,9 @@ def _findings(result: Any) -> list[str]:
     for r in result.summary.head(3).itertuples(index=False):
         if r.advice:
             lines.append(f"{r.kernel_label}: {r.evidence}. Try: {r.advice}")
+        note = _speed_of_light_note(k, r.kernel_key)
+        if note:
+            lines.append(f"{r.kernel_label}: {note}")
         if r.flags:
             lines.append(f"{r.kernel_label}: check: {cell_text('flags', r.flags)}")
     if result.what_if is not None:
@@ -43,6 +46,14 @@ def _findings(result: Any) -> list[str]:
     if result.missing_metrics:
         lines.append(_NO_METRICS)
     return lines
+
+
+def _speed_of_light_note(k: Any, key: str) -> str:
+    """The ``speed_of_light_note`` of the kernel's longest launch that has one (issue 15), or ''."""
+    if "speed_of_light_note" not in k.columns or "kernel_key" not in k.columns:
+        return ""
+    rows = k[(k["kernel_key"] == key) & (k["speed_of_light_note"].fillna("") != "")]
+    return str(rows.loc[rows["time_s"].idxmax(), "speed_of_light_note"]) if len(rows) and rows["time_s"].notna().any() else ""
 
 
 def analysis_text(result: Any, quiet: bool = False) -> str:

@@ -172,7 +172,8 @@ def test_report_and_its_csv_exports_agree(csv_name: str, decimals_rel: float | N
     for m in shared_metrics:
         got, want = raw.loc[0, m], report[m]
         if decimals_rel is not None and m != "launch__waves_per_multiprocessor":
-            assert close(got, want, rel=decimals_rel), m
+            # The raw page prints 6 decimals: small percentages (pipe utilisation) agree to half a unit of the 6th.
+            assert close(got, want, rel=decimals_rel) or abs(got - want) <= 5e-7, m
         else:
             # ncu prints this value rounded (22.59 us, 3.99 Ghz, 0.29 waves): agree to half a unit
             # of the last printed digit.

@@ -112,7 +112,7 @@ def test_point_pushed_above_its_roof_is_flagged_with_the_cause():
 
 def test_verdicts_by_hand():
     base = {"status": "ok", "precision": "fp32", "level": "l2", "ai_flop_per_byte": 50.0, "ridge_flop_per_byte": 10.0,
-            "sm_throughput_frac": 0.9, "memory_throughput_frac": 0.4, "waves_per_sm": 8.0, "blocks": 1024, "threads_per_block": 256,
+            "sm_throughput_frac": 0.9, "memory_throughput_frac": 0.5, "waves_per_sm": 8.0, "blocks": 1024, "threads_per_block": 256,
             "tensor_flop": 0.0, "device_name": "NVIDIA H100 80GB HBM3"}
     cls, ev, advice = diagnose.verdict({**base, "bound": "compute", "roof_fraction": 0.9}, SOL, catalog.load_gpus())
     spec = catalog.load_gpus().by_device("NVIDIA H100 80GB HBM3")

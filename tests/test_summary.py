@@ -81,11 +81,14 @@ def test_time_at_roof_hand_arithmetic():
     k.loc[0, ["dram_bytes", "l2_bytes", "l1_bytes"]] = [2e8, 1e8, 1e8]
     k.loc[0, ["peak_dram_bytes_per_s", "peak_l2_bytes_per_s", "peak_l1_bytes_per_s"]] = [2e12, 10e12, 30e12]
     k.loc[0, "time_s"] = 5e-3
+    k.loc[0, ["sm_throughput_frac", "memory_throughput_frac"]] = [0.1, 0.15]  # unit bound 7.5e-4 s, below the roofline's
     out = calculator.time_at_roof(k)
     # max(6e9/60e12 = 1e-4, 1e9/1e12 = 1e-3, 2e8/2e12 = 1e-4, ...) = 1e-3 (FP64 binds).
     assert out.loc[0, "time_at_roof_s"] == pytest.approx(1e-3)
     assert out.loc[0, "saving_s"] == pytest.approx(4e-3)
+    assert out.loc[0, "time_at_roof_bound"] == "roofline"
     k.loc[1, "status"] = "failed_measurement"
+    k.loc[1, ["sm_throughput_frac", "memory_throughput_frac"]] = math.nan  # ncu stored NaN: no bound at all
     k.loc[2, "time_s"] = 1e-9  # faster than its roof: saving is 0, not negative
     out = calculator.time_at_roof(k)
     assert math.isnan(out.loc[1, "time_at_roof_s"]) and math.isnan(out.loc[1, "saving_s"])

@@ -1,0 +1,77 @@
+"""The instruction roofline [DING]: warp instructions per second against the instruction issue roof,
+with one memory wall per level in transactions per second.
+
+N. Ding, S. Williams, "An Instruction Roofline Model for GPUs", PMBS 2019, §III: performance is
+warp GIPS (warp instructions / time); instruction intensity is warp instructions per transaction
+of a level (32 B sectors); the roof is SMs × warp schedulers per SM × 1 warp instruction per cycle
+× clock; a level's wall is its bandwidth / 32 B. Kernels whose work is not floating point (hashing,
+random numbers, index arithmetic) sit on this chart where the FLOP roofline has no dot.
+Metric names: ``metrics/instruction_roofline.toml``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .schema import INSTRUCTION_POINTS, LEVELS, empty
+
+__all__ = ["instruction_points"]
+
+
+def instruction_points(kernels: pd.DataFrame, sector_bytes: float = 32.0) -> pd.DataFrame:
+    """One instruction-roofline point per (launch, level) where the report has the counters.
+
+    Parameters
+    ----------
+    kernels : DataFrame
+        The kernels table: ``warp_inst`` [inst], ``<level>_transactions`` [sector],
+        ``peak_warp_inst_per_s`` [inst/s], ``peak_<level>_bytes_per_s`` [B/s], ``time_s`` [s],
+        ``status``.
+    sector_bytes : float, default 32
+        Bytes per transaction (``metrics/instruction_roofline.toml``).
+
+    Returns
+    -------
+    DataFrame
+        The :data:`ncuroof.schema.INSTRUCTION_POINTS` columns: x = ``inst_per_transaction`` =
+        warp_inst / transactions, y = ``warp_inst_per_s`` = warp_inst / time_s;
+        ``peak_transactions_per_s`` = bandwidth roof / ``sector_bytes``;
+        ``roof_warp_inst_per_s`` = min(issue roof, x × wall) [DING §III]; ``bound`` memory when
+        x is below the elbow (issue roof / wall), else instruction. Launches that failed or lack
+        instructions, time or transactions of a level get no point there.
+    """
+    frames = []
+    ok = (kernels["status"] != "failed_measurement").to_numpy()
+    t = kernels["time_s"].to_numpy(float)
+    inst = kernels["warp_inst"].to_numpy(float) if "warp_inst" in kernels.columns else np.full(len(kernels), np.nan)
+    peak = kernels["peak_warp_inst_per_s"].to_numpy(float) if "peak_warp_inst_per_s" in kernels.columns else np.full(len(kernels), np.nan)
+    for lv in LEVELS:
+        col = f"{lv}_transactions"
+        if col not in kernels.columns:
+            continue
+        txn = kernels[col].to_numpy(float)
+        keep = ok & (inst > 0) & (txn > 0) & (t > 0)
+        if not keep.any():
+            continue
+        i = np.flatnonzero(keep)
+        x = inst[i] / txn[i]
+        wall = kernels[f"peak_{lv}_bytes_per_s"].to_numpy(float)[i] / sector_bytes
+        roof = np.fmin(peak[i], x * wall)  # fmin: a missing wall or issue roof leaves the other
+        y = inst[i] / t[i]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            elbow = peak[i] / wall
+        frames.append(pd.DataFrame({
+            "source": kernels["source"].to_numpy()[i], "launch_id": kernels["launch_id"].to_numpy()[i],
+            "kernel_name": kernels["kernel_name"].to_numpy()[i], "level": lv, "time_s": t[i], "warp_inst": inst[i],
+            "transactions": txn[i], "inst_per_transaction": x, "warp_inst_per_s": y, "peak_warp_inst_per_s": peak[i],
+            "peak_transactions_per_s": wall, "roof_warp_inst_per_s": roof,
+            "roof_fraction": np.where(roof > 0, y / np.where(roof > 0, roof, 1.0), np.nan),
+            "bound": np.where(np.isfinite(elbow), np.where(x < elbow, "memory", "instruction"), ""),
+        }))
+    if not frames:
+        return empty(INSTRUCTION_POINTS)
+    out = pd.concat(frames, ignore_index=True)
+    order = {lv: n for n, lv in enumerate(LEVELS)}
+    out = out.sort_values(["source", "launch_id", "level"], key=lambda s: s.map(order) if s.name == "level" else s, kind="stable")
+    return out[list(INSTRUCTION_POINTS)].reset_index(drop=True).astype({n: c.dtype for n, c in INSTRUCTION_POINTS.items()})

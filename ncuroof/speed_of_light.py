@@ -1,0 +1,296 @@
+"""A speed of light that holds for any kernel: the roofline bound with mixed pipes, the unit bound,
+and the busiest SM pipe.
+
+Three lower bounds on a launch's duration, all from what ncu measured:
+
+* **Roofline bound** [Williams et al., CACM 52(4), 2009; KPG §2.9]: FLOPs / roof per precision and
+  bytes / roof per memory level. Precisions that run on one pipe (``metrics/pipes.toml``
+  ``[[precision_pipes]]``, per compute capability) share its issue slots, so their times add;
+  pipes and memory levels run in parallel, so the bound is the largest total.
+* **Unit bound**: ncu's Compute (SM) and Memory throughputs (``sm__throughput``,
+  ``gpu__compute_memory_throughput``, % of peak over the elapsed cycles) are each the busiest
+  sub-unit of its side. A unit busy a fraction f of the launch time T does f × T of work at its
+  peak rate, so with the same instructions and bytes the launch needs at least
+  T × max(SM, memory) [NCU-SEC SpeedOfLight.section; ROOFLINE_SPEC §8.2]. It holds for work the
+  FP roofline does not count (integer, address, SFU, load/store instructions).
+* The time at the roof is the larger; ``time_at_roof_bound`` says which set it.
+
+The hot pipe is the largest pipe of ncu's ``breakdown:sm__throughput`` (``metrics/pipes.toml``).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from .catalog import PipeCatalog
+from .schema import LEVELS, PRECISIONS
+
+__all__ = ["hot_pipe", "roofline_time", "unit_time", "apply_speed_of_light", "BOUNDS_OF_TIME"]
+
+#: Values of the ``time_at_roof_bound`` column ('' when the launch has no bound).
+BOUNDS_OF_TIME = ("roofline", "sm_units", "memory_units", "")
+
+_TENSOR_COL = re.compile(r"^tensor_(.+)_flop$")
+
+
+def _col(df: pd.DataFrame, name: str) -> np.ndarray:
+    if name not in df.columns:
+        return np.full(len(df), np.nan)
+    return pd.to_numeric(df[name], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+
+
+def _nanmax(stack: list[np.ndarray], n: int) -> np.ndarray:
+    """Element-wise max ignoring NaN; NaN where every entry is NaN."""
+    if not stack:
+        return np.full(n, np.nan)
+    a = np.vstack(stack)
+    have = np.isfinite(a).any(axis=0)
+    return np.where(have, np.max(np.where(np.isfinite(a), a, -np.inf), axis=0), np.nan)
+
+
+def _nansum(stack: list[np.ndarray], n: int) -> np.ndarray:
+    """Element-wise sum ignoring NaN; NaN where every entry is NaN."""
+    if not stack:
+        return np.full(n, np.nan)
+    a = np.vstack(stack)
+    return np.where(np.isfinite(a).any(axis=0), np.nansum(a, axis=0), np.nan)
+
+
+def hot_pipe(raw: pd.DataFrame, pipes: PipeCatalog, cc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The busiest SM pipe of each launch and its utilisation.
+
+    Parameters
+    ----------
+    raw : DataFrame
+        The raw table (ncu metric columns, ``%`` values as ncu stores them).
+    pipes : PipeCatalog
+        ``metrics/pipes.toml``: pipe names, metric bases, CC ranges and the suffix families.
+    cc : ndarray of float
+        Compute capability per launch (NaN when unknown: every pipe is allowed).
+
+    Returns
+    -------
+    (ndarray of str, ndarray of float)
+        ``hot_pipe``: the display name of the pipe with the largest
+        ``<base><suffix>`` value ('' when the launch has none), and ``hot_pipe_frac``: that value
+        / 100 (NaN when none). Per launch the first suffix family (``.avg.pct_of_peak_sustained_elapsed``,
+        the sm__throughput breakdown; else ``…_active``, ncu's HighPipeUtilization rule) with any
+        value is used; families are never mixed. Source: [NCU-SEC] SpeedOfLight.section,
+        HighPipeUtilization.py.
+    """
+    n = len(raw)
+    names = np.full(n, "", dtype=object)
+    frac = np.full(n, np.nan)
+    for suffix in pipes.suffixes:
+        cols = []
+        for p in pipes.pipes:
+            v = np.full(n, np.nan)
+            for base in p.metrics:
+                v = np.where(np.isnan(v), _col(raw, base + suffix), v)
+            ok = np.ones(n, dtype=bool)
+            if p.cc_min is not None:
+                ok &= ~(cc < p.cc_min - 1e-9)
+            if p.cc_max is not None:
+                ok &= ~(cc > p.cc_max + 1e-9)
+            cols.append(np.where(ok, v, np.nan))
+        a = np.vstack(cols)
+        take = np.isnan(frac) & np.isfinite(a).any(axis=0)
+        if not take.any():
+            continue
+        best = np.argmax(np.where(np.isfinite(a), a, -np.inf), axis=0)
+        names = np.where(take, np.array([p.name for p in pipes.pipes], dtype=object)[best], names)
+        frac = np.where(take, a[best, np.arange(n)] / 100.0, frac)
+    return names, frac
+
+
+def _time(k: pd.DataFrame, work_col: str, peak_col: str) -> np.ndarray:
+    work, peak = _col(k, work_col), _col(k, peak_col)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where((work > 0) & (peak > 0), work / np.where(peak > 0, peak, 1.0), np.nan)
+
+
+def _work_times(k: pd.DataFrame) -> dict[str, np.ndarray]:
+    """FLOPs / roof per precision and for tensor work (paths of one family summed: they share the tensor pipe)."""
+    n = len(k)
+    out = {p: _time(k, f"{p}_flop", f"peak_{p}_flop_per_s") for p in PRECISIONS}
+    agg: list[np.ndarray] = []
+    ops: list[np.ndarray] = []
+    for col in k.columns:
+        m = _TENSOR_COL.match(col)
+        if m is None:
+            continue
+        (ops if m.group(1).startswith("op_") else agg).append(_time(k, col, f"peak_tensor_{m.group(1)}_flop_per_s"))
+    a, o = _nansum(agg, n), _nansum(ops, n)
+    out["tensor"] = np.where(np.isfinite(a), a, o)
+    return out
+
+
+def roofline_time(kernels: pd.DataFrame, pipes: PipeCatalog, cc: np.ndarray) -> np.ndarray:
+    """The roofline lower bound on each launch's duration, with precisions sharing a pipe added.
+
+    Parameters
+    ----------
+    kernels : DataFrame
+        ``<p>_flop`` [FLOP] and ``peak_<p>_flop_per_s`` [FLOP/s] per precision, ``tensor_<path>_flop``
+        and ``peak_tensor_<path>_flop_per_s`` per tensor datapath, ``<level>_bytes`` [B] and
+        ``peak_<level>_bytes_per_s`` [B/s] per level, ``status``.
+    pipes : PipeCatalog
+        The precision-to-pipe table per compute capability (``metrics/pipes.toml``).
+    cc : ndarray of float
+        Compute capability per launch; where no table entry applies, every precision is its own pipe.
+
+    Returns
+    -------
+    ndarray of float
+        Seconds: max(max over pipes of Σ_{p on pipe} FLOP_p / roof_p, max over levels of
+        bytes_l / roof_l) [Williams et al. 2009; ncu HighPipeUtilization.py for the sharing]. NaN
+        where the status is not ``ok`` or no term has work and a roof. Tensor datapaths of one
+        family (the ``src_*`` aggregates, else the ``op_*`` paths) add on the tensor pipe.
+    """
+    n = len(kernels)
+    work = _work_times(kernels)
+    levels = [_time(kernels, f"{lv}_bytes", f"peak_{lv}_bytes_per_s") for lv in LEVELS]
+    compute = np.full(n, np.nan)
+    cc_key = np.where(np.isfinite(cc), cc, -1.0)
+    for value in np.unique(cc_key):
+        rows = cc_key == value
+        table = pipes.pipe_of(value) if value >= 0 else {}
+        groups: dict[str, list[np.ndarray]] = {}
+        for prec, t in work.items():
+            groups.setdefault(table.get(prec, prec), []).append(t)
+        totals = [_nansum(ts, n) for ts in groups.values()]
+        compute = np.where(rows, _nanmax(totals, n), compute)
+    t = _nanmax([compute, *levels], n)
+    ok = (kernels["status"] == "ok").to_numpy()
+    return np.where(ok, t, np.nan)
+
+
+def unit_time(kernels: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """The unit bound: ``time_s`` × max(``sm_throughput_frac``, ``memory_throughput_frac``).
+
+    Parameters
+    ----------
+    kernels : DataFrame
+        ``time_s`` [s], ``sm_throughput_frac`` and ``memory_throughput_frac`` [1] (ncu's
+        ``sm__throughput`` / ``gpu__compute_memory_throughput`` ``.avg.pct_of_peak_sustained_elapsed``
+        / 100).
+
+    Returns
+    -------
+    (ndarray of float, ndarray of str)
+        Seconds (NaN without a duration or both throughputs), and which side set it:
+        ``sm_units`` or ``memory_units`` ('' when NaN). A unit busy f of the time needs at
+        least f × T at its peak: [NCU-SEC] SpeedOfLight.section (each throughput is the
+        busiest sub-unit of its side).
+    """
+    t = _col(kernels, "time_s")
+    sm, mem = _col(kernels, "sm_throughput_frac"), _col(kernels, "memory_throughput_frac")
+    frac = _nanmax([sm, mem], len(kernels))
+    side = np.where(np.isnan(frac), "", np.where(np.nan_to_num(sm, nan=-1.0) >= np.nan_to_num(mem, nan=-1.0), "sm_units", "memory_units"))
+    value = t * frac
+    return value, np.where(np.isfinite(value), side, "").astype(object)
+
+
+def _note(roof: float, unit: float, side: str, frac: float, pipe: str, pipe_frac: float, disagree: float) -> str:
+    """One sentence when the two bounds differ by more than ``disagree`` (else '')."""
+    if not (np.isfinite(roof) and np.isfinite(unit) and roof > 0 and unit > 0):
+        return ""
+    if unit > disagree * roof:
+        unit_name = "SM" if side == "sm_units" else "memory"
+        busy = f" (busiest pipe {pipe} {100 * pipe_frac:.0f}%)" if side == "sm_units" and pipe and np.isfinite(pipe_frac) else ""
+        counts = ("FP work only, not integer, address, load/store or SFU instructions" if side == "sm_units" else
+                  "bytes against the L1/L2/DRAM bandwidth roofs only, not the busiest memory unit (tags, wavefronts, queues)")
+        return (f"speed of light: the {unit_name} was busy {100 * frac:.0f}% of the launch{busy}, so with the same instructions and "
+                f"bytes it cannot run faster than {unit:.3g} s, {unit / roof:.1f}x the roofline's {roof:.3g} s, which counts {counts}")
+    if roof > disagree * unit:
+        return (f"speed of light: the roofline bound {roof:.3g} s is {roof / unit:.1f}x what the busiest unit's share of the time "
+                f"({unit:.3g} s) allows: a roof is likely below what this GPU reaches (datasheet/user roof, or the clock)")
+    return ""
+
+
+def apply_speed_of_light(kernels: pd.DataFrame, pipes: PipeCatalog, cc: np.ndarray, disagree: float = 2.0) -> pd.DataFrame:
+    """Fill ``time_at_roof_s``, ``time_at_roof_bound``, ``saving_s`` and ``speed_of_light_note``.
+
+    Parameters
+    ----------
+    kernels : DataFrame
+        The kernels table with roofs filled; ``hot_pipe``/``hot_pipe_frac`` are quoted when present.
+    pipes : PipeCatalog
+        ``metrics/pipes.toml``.
+    cc : ndarray of float
+        Compute capability per launch.
+    disagree : float, default 2.0
+        ``metrics/thresholds.toml`` [speed_of_light].disagree.
+
+    Returns
+    -------
+    DataFrame
+        A copy with ``time_at_roof_s`` [s] = max(:func:`roofline_time`, :func:`unit_time`),
+        ``time_at_roof_bound`` (``roofline``, ``sm_units``, ``memory_units`` or ''),
+        ``saving_s`` [s] = max(``time_s`` − ``time_at_roof_s``, 0) and ``speed_of_light_note``
+        (one sentence when the two bounds differ by more than ``disagree``, else '').
+    """
+    k = kernels.copy()
+    roof = roofline_time(k, pipes, cc)
+    unit, side = unit_time(k)
+    use_unit = np.isfinite(unit) & ~(roof >= unit)
+    t = np.where(use_unit, unit, roof)
+    k["time_at_roof_s"] = t
+    k["time_at_roof_bound"] = np.where(use_unit, side, np.where(np.isfinite(roof), "roofline", "")).astype(object)
+    time_s = _col(k, "time_s")
+    k["saving_s"] = np.where(np.isfinite(t) & np.isfinite(time_s), np.maximum(time_s - t, 0.0), np.nan)
+    sm, mem = _col(k, "sm_throughput_frac"), _col(k, "memory_throughput_frac")
+    frac = _nanmax([sm, mem], len(k))
+    pipe = k["hot_pipe"].astype(object).fillna("").to_numpy() if "hot_pipe" in k.columns else np.full(len(k), "", dtype=object)
+    pfrac = _col(k, "hot_pipe_frac")
+    k["speed_of_light_note"] = [_note(*args, disagree) for args in zip(roof, unit, side, frac, pipe, pfrac)]
+    return k
+
+
+def instruction_verdict(f: dict, sol: dict, instruction: dict, pipes: PipeCatalog | None) -> tuple[str, str, str] | None:
+    """The "instruction-bound (non-FP work)" class of one kernel or launch, or None when it does not apply.
+
+    Parameters
+    ----------
+    f : dict
+        ``bound`` (classify's), ``precision``, ``level``, ``roof_fraction``, ``sm_throughput_frac``,
+        ``memory_throughput_frac``, ``hot_pipe``, ``hot_pipe_frac``.
+    sol : dict
+        ``metrics/thresholds.toml`` [sol] (``no_bound``: "near the roof").
+    instruction : dict
+        ``metrics/thresholds.toml`` [instruction]: ``sm_min``, ``ratio``.
+    pipes : PipeCatalog or None
+        For what runs on the hot pipe and what to try.
+
+    Returns
+    -------
+    (str, str, str) or None
+        ``("instruction_bound", evidence, advice)`` when the FP roofline says memory bound, or
+        compute bound below ``no_bound`` of the roof, or has no point (no FP work), while the SM
+        throughput is at least ``sm_min`` and at least ``ratio`` × the memory throughput
+        ([NCU-SEC] SpeedOfLight.py compares the same two numbers). The advice is about
+        instruction count, never coalescing.
+    """
+    sm, mem = float(f.get("sm_throughput_frac", np.nan)), float(f.get("memory_throughput_frac", np.nan))
+    if not (np.isfinite(sm) and np.isfinite(mem)) or sm < float(instruction["sm_min"]) or sm < float(instruction["ratio"]) * mem:
+        return None
+    bound, frac = f.get("bound"), float(f.get("roof_fraction", np.nan))
+    has_point = np.isfinite(frac) and bool(f.get("level"))
+    if bound not in ("memory", "compute") or (bound == "compute" and has_point and frac >= float(sol["no_bound"])):
+        return None
+    pipe, pfrac = str(f.get("hot_pipe") or ""), float(f.get("hot_pipe_frac", np.nan))
+    spec = next((p for p in pipes.pipes if p.name == pipe), None) if pipes is not None else None
+    fp = (f"the FP roofline has {str(f.get('precision') or '').upper()} at {str(f.get('level')).upper()} {100 * frac:.0f}% of its roof"
+          f" ({bound}-bound)" if has_point else "no FP work counted")
+    busy = f"busiest pipe {pipe} {100 * pfrac:.0f}%" if pipe and np.isfinite(pfrac) else "no pipe metrics"
+    evidence = (f"SM {100 * sm:.0f}%, memory {100 * mem:.0f}% of peak throughput (SM >= {float(instruction['ratio']):g}x memory); "
+                f"{busy}; {fp}")
+    advice = "the SM is busy with instructions the FP roofline does not count: cut instructions, not bytes (coalescing will not help)"
+    if spec is not None:
+        advice += f"; the busiest pipe, {pipe}, runs {spec.does}: {spec.advice}"
+    advice += ("; check integer and address arithmetic, predication and divergent branches, and SFU use (ncu's InstructionStats "
+               f"section lists the mix); with these instructions the launch can get at most {1 / sm:.1f}x faster")
+    return "instruction_bound", evidence, advice

@@ -1,0 +1,107 @@
+"""NVTX phases (issue 15): phases.csv times sum to the launches inside each range, read through ncu_report."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+import pytest
+from click.testing import CliRunner
+from conftest import kernels_of, ncu_metrics, needs_ncu_report, shared
+
+from ncuroof import phases
+from ncuroof.cli import cli
+
+CUTLASS = "cutlass-panjd123__4f3955ed3c_report.ncu-rep"
+GENE = "gene-pop2020__time-flops_dzv_ak_ncuroof-time-0.ncu-rep"
+
+
+def _ranges(name: str) -> list[list[str]]:
+    """The push/pop and start/end range names of each launch, outermost first, read directly through ncu_report."""
+    import ncu_report
+
+    ctx = ncu_report.load_report(str(shared(name)))
+    out = []
+    for r in range(ctx.num_ranges()):
+        rng = ctx.range_by_idx(r)
+        for a in range(rng.num_actions()):
+            state = rng.action_by_idx(a).nvtx_state()
+            names: list[str] = []
+            for d in state.domains() if state is not None else ():
+                dom = state.domain_by_id(d)
+                names += [str(n) for n in dom.push_pop_ranges()] + [str(n) for n in dom.start_end_ranges()]
+            out.append(names)
+    return out
+
+
+def _expected_times(name: str, depth: int | None) -> dict[str, float]:
+    times: dict[str, float] = defaultdict(float)
+    for names, m in zip(_ranges(name), ncu_metrics(name)):
+        key = " > ".join(names[:depth] if depth else names) or "no range"
+        times[key] += _duration(m)
+    return dict(times)
+
+
+def _duration(m: dict[str, float]) -> float:
+    """ncu's duration, else (NERSC-style GENE reports) elapsed SM cycles over the SM clock."""
+    if "gpu__time_duration.sum" in m:
+        return m["gpu__time_duration.sum"] * 1e-9
+    return m["sm__cycles_elapsed.avg"] / m["sm__cycles_elapsed.avg.per_second"]
+
+
+@needs_ncu_report
+@pytest.mark.parametrize(("name", "depth", "count"), [(CUTLASS, None, 2), (GENE, None, 4), (GENE, 6, 4), (GENE, 5, 1), (GENE, 1, 1)])
+def test_phase_times_sum_the_launches_inside_each_range(name: str, depth: int | None, count: int) -> None:
+    table = phases.phase_table(kernels_of(name), depth).set_index("phase")
+    expected = _expected_times(name, depth)
+    assert len(table) == len(expected) == count
+    for phase, t in expected.items():
+        assert table.loc[phase, "time_s"] == pytest.approx(t, rel=1e-12)
+    assert table["time_share"].sum() == pytest.approx(1.0)
+
+
+@needs_ncu_report
+def test_cutlass_phases_by_hand() -> None:
+    k = kernels_of(CUTLASS)
+    table = phases.phase_table(k).set_index("phase")
+    assert set(table.index) == {"Non-fused-GEMM", "Fused-GEMM"}
+    assert table.loc["Non-fused-GEMM", "launches"] == 2 and table.loc["Fused-GEMM", "launches"] == 1
+    inside = k[k["nvtx_range"] == "Fused-GEMM"]
+    flop = inside[["fp64_flop", "fp32_flop", "fp16_flop", "tensor_flop"]].sum(axis=1, min_count=1).sum()
+    row = table.loc["Fused-GEMM"]
+    assert row["flop"] == pytest.approx(flop)
+    assert row["dram_ai_flop_per_byte"] == pytest.approx(flop / inside["dram_bytes"].sum())
+    assert row["flop_per_s"] == pytest.approx(flop / inside["time_s"].sum())
+    assert row["time_at_roof_s"] == pytest.approx(inside["time_at_roof_s"].sum())
+    assert row["bound"] == inside["bound"].iat[0]
+
+
+@needs_ncu_report
+def test_a_launch_outside_every_range_is_its_own_phase() -> None:
+    k = kernels_of(CUTLASS).copy()
+    k.loc[2, "nvtx_range"] = None
+    table = phases.phase_table(k).set_index("phase")
+    assert table.loc[phases.NO_RANGE, "launches"] == 1
+    assert table.loc[phases.NO_RANGE, "time_s"] == pytest.approx(ncu_metrics(CUTLASS)[2]["gpu__time_duration.sum"] * 1e-9)
+    assert "Fused-GEMM" not in table.index
+
+
+def test_group_by_values() -> None:
+    assert phases.parse_group_by("nvtx") is None and phases.parse_group_by("nvtx:3") == 3
+    for bad in ("nvtx:0", "kernel", "nvtx:", "nvtx:x"):
+        with pytest.raises(ValueError, match="nvtx:DEPTH"):
+            phases.parse_group_by(bad)
+
+
+@needs_ncu_report
+def test_analyze_group_by_writes_phases_csv(tmp_path) -> None:
+    import pandas as pd
+
+    out = tmp_path / "out"
+    res = CliRunner().invoke(cli, ["analyze", str(shared(CUTLASS)), "-o", str(out), "--group-by", "nvtx:1", "-q"])
+    assert res.exit_code == 0, res.output
+    table = pd.read_csv(out / "phases.csv").set_index("phase")
+    for phase, t in _expected_times(CUTLASS, 1).items():
+        assert math.isclose(table.loc[phase, "time_s"], t, rel_tol=1e-12)
+    bad = CliRunner().invoke(cli, ["analyze", str(shared(CUTLASS)), "-o", str(tmp_path / "x"), "--group-by", "nvtx:0"])
+    assert bad.exit_code == 2 and "nvtx:DEPTH" in bad.output and not (tmp_path / "x").exists()
