@@ -24,7 +24,8 @@ import pandas as pd
 
 from . import catalog as _catalog
 from .catalog import Catalog, Recipe, Term
-from .schema import KERNELS, LEVELS, LIST_SEPARATOR, POINTS, PRECISIONS, empty, format_sources, parse_sources
+from .parser.validate import roof_violations
+from .schema import DAMAGED, KERNELS, LEVELS, LIST_SEPARATOR, POINTS, PRECISIONS, empty, format_sources, parse_sources
 from .speed_of_light import apply_speed_of_light, hot_pipe
 
 __all__ = ["compute_kernels", "compute_points", "time_at_roof", "cc_number", "Resolved"]
@@ -114,7 +115,7 @@ def _resolve(raw: pd.DataFrame, recipes: tuple[Recipe, ...], cc: np.ndarray) -> 
 
 
 def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # an overflow is caught by _damaged
         return np.where(b > 0, a / np.where(b > 0, b, 1.0), _NAN)
 
 
@@ -314,6 +315,26 @@ def _failed_measurements(raw: pd.DataFrame, time_s: np.ndarray) -> np.ndarray:
     return failed
 
 
+def _damaged(raw: pd.DataFrame, k: pd.DataFrame, cat: Catalog) -> tuple[np.ndarray, np.ndarray]:
+    """Launches whose record is damaged: flagged by the parser (the reason is in its input notes,
+    :func:`ncuroof.parser.validate.check_values`) or with a rate beyond any roof
+    (:func:`ncuroof.parser.validate.roof_violations`, reason returned). Returns (mask, reasons)."""
+    notes = raw["input_notes"].to_numpy(dtype=object) if "input_notes" in raw.columns else np.full(len(raw), None)
+    mask = np.array([isinstance(x, str) and DAMAGED in x for x in notes], dtype=bool)
+    names = [*(f"{p}_flop" for p in PRECISIONS), *(f"{lv}_bytes" for lv in LEVELS)]
+    beyond = roof_violations({n: k[f"{n}_per_s"].to_numpy(float) for n in names},
+                             {n: k[f"peak_{n}_per_s"].to_numpy(float) for n in names}, cat)
+    reasons = np.full(len(raw), "", dtype=object)
+    for i in np.flatnonzero(beyond != ""):
+        reasons[i] = f"{DAMAGED}: {beyond[i]}, beyond any measurement error, a counter is damaged: re-run ncu, not plotted"
+    floats = [c for c in k.columns if k[c].dtype == float]
+    inf = np.isinf(k[floats].to_numpy(float))
+    for i in np.flatnonzero(inf.any(axis=1) & (reasons == "")):  # a safety net behind the parser's limits
+        reasons[i] = f"{DAMAGED}: {', '.join(np.array(floats)[inf[i]][:3])} overflowed to infinity (kept missing); re-run ncu"
+    k[floats] = np.where(inf, np.nan, k[floats].to_numpy(float))
+    return mask | (beyond != "") | inf.any(axis=1), reasons
+
+
 def _instruction_counts(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray) -> dict[str, np.ndarray]:
     """Warp instructions, transactions per level and the instruction issue roof ([DING] §III;
     ``metrics/instruction_roofline.toml``): roof = SMs x schedulers per SM x SM clock [warp inst/s]."""
@@ -424,8 +445,13 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
     has_bytes = np.isfinite(byte_cols).any(axis=1)
     failed = _failed_measurements(raw, time_s)
     status = np.where(failed, "failed_measurement", np.where(has_flop & has_bytes, "ok", "no_roofline_metrics"))
+    damaged, why = _damaged(raw, k, cat)
+    status = np.where(damaged, "corrupt_record", status)
     for i in range(n):
-        if failed[i]:
+        if damaged[i]:
+            if why[i]:
+                notes[i].insert(0, why[i])
+        elif failed[i]:
             notes[i].insert(0, "measurement failed: ncu stored NaN for the duration or the FLOP counters of this launch, not plotted")
         elif status[i] == "no_roofline_metrics":
             missing = []

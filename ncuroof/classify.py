@@ -127,7 +127,7 @@ def classify(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Catalog) -> p
     out = kernels.copy()
     sm, mem = out["sm_throughput_frac"].to_numpy(float), out["memory_throughput_frac"].to_numpy(float)
     has_sol = np.isfinite(sm) & np.isfinite(mem)
-    live = (out["status"] != "failed_measurement").to_numpy()
+    live = (~out["status"].isin(["failed_measurement", "corrupt_record"])).to_numpy()
     bind = out[["source", "launch_id"]].merge(binding_points(points), on=["source", "launch_id"], how="left")
     is_lat = live & has_sol & (sm < latency) & (mem < latency)
     is_roof = live & ~is_lat & bind["bound"].isin(["memory", "compute"]).to_numpy()

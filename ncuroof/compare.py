@@ -247,7 +247,8 @@ def warnings(before: pd.DataFrame, after: pd.DataFrame) -> list[str]:
     list of str
         Differences in GPU, ncu version, SM clock (median over launches, > 5 %: was
         ``--clock-control`` the same?) and metric set (which launches have roofline metrics,
-        which traffic definitions and roof sources were used).
+        which traffic definitions and roof sources were used), and damaged records
+        (status ``corrupt_record``) on either side.
     """
     out = []
 
@@ -261,6 +262,10 @@ def warnings(before: pd.DataFrame, after: pd.DataFrame) -> list[str]:
     cb, ca = before["sm_clock_hz"].median(), after["sm_clock_hz"].median()
     if np.isfinite(cb) and np.isfinite(ca) and abs(ca / cb - 1) > 0.05:
         out.append(f"SM clock differs: {cb / 1e6:.0f} MHz before, {ca / 1e6:.0f} MHz after (same --clock-control?)")
+    for side, k in (("before", before), ("after", after)):
+        if n := int((k["status"] == "corrupt_record").sum()):
+            out.append(f"{n} launch{'es' if n > 1 else ''} {side} {'are damaged records' if n > 1 else 'is a damaged record'} "
+                       "(status corrupt_record, see kernels.csv notes): not plotted, their numbers are not measurements; the input is damaged")
     for col, what in (("status", "metric set"), ("dram_definition", "DRAM traffic definition"),
                       ("l2_definition", "L2 traffic definition"), ("peak_source", "roof source")):
         x, y = values(before, col), values(after, col)

@@ -54,6 +54,7 @@ __all__ = ["CLASSES", "FLAG_CODES", "diagnose_kernels", "diagnose_launches", "la
 FLAG_CODES = {
     "above_roof": "a point is above its roof",
     "failed_measurement": "ncu stored NaN for the duration or the FLOP counters",
+    "corrupt_record": "the input's record of this launch is damaged: values no GPU can produce, or no name and no values",
     "na_metrics": "metrics ncu printed as n/a",
     "missing_metrics": "no FLOP counters or memory traffic",
     "no_work": "a duration but no FLOPs and next to no traffic",
@@ -277,6 +278,8 @@ def launch_flags(kernels: pd.DataFrame, points: pd.DataFrame, thresholds: dict[s
     status = kernels["status"].to_numpy()
     for i in np.flatnonzero(status == "failed_measurement"):
         out[i].append(("failed_measurement", "ncu stored NaN, not plotted"))
+    for i in np.flatnonzero(status == "corrupt_record"):
+        out[i].append(("corrupt_record", "the input is damaged (see notes), not plotted"))
     for i, cell in enumerate(kernels["notes"]):
         if any(str(n).startswith(NA_NOTE) for n in parse_cell("notes", cell)):
             out[i].append(("na_metrics", "see notes"))

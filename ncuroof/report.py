@@ -437,7 +437,8 @@ def write_outputs(outdir: Path, files: dict[str, str | bytes | Callable[[Path], 
     Raises
     ------
     OutputError
-        If the directory or a file cannot be written.
+        If the directory or a file cannot be written. Any other exception is re-raised after
+        the temporary directory is removed.
     """
     outdir = Path(outdir)
     if outdir.exists() and not outdir.is_dir():
@@ -453,7 +454,8 @@ def write_outputs(outdir: Path, files: dict[str, str | bytes | Callable[[Path], 
                 content(tmp / name)
                 continue
             mode = "wb" if isinstance(content, bytes) else "w"
-            with open(tmp / name, mode, **({} if mode == "wb" else {"encoding": "utf-8", "newline": ""})) as f:
+            # Text that cannot be UTF-8 (lone surrogates from a damaged name) is written as U+FFFD.
+            with open(tmp / name, mode, **({} if mode == "wb" else {"encoding": "utf-8", "newline": "", "errors": "replace"})) as f:
                 f.write(content)
         if not outdir.exists():
             os.rename(tmp, outdir)
@@ -464,9 +466,11 @@ def write_outputs(outdir: Path, files: dict[str, str | bytes | Callable[[Path], 
                     shutil.rmtree(outdir / name)
                 os.replace(tmp / name, outdir / name)
             shutil.rmtree(tmp, ignore_errors=True)
-    except (OSError, pa.ArrowException) as exc:
+    except BaseException as exc:  # noqa: BLE001 - whatever fails (disk, Arrow, encoding, Ctrl-C), leave no partial files
         shutil.rmtree(tmp, ignore_errors=True)
-        raise OutputError(f"cannot write the output ({getattr(exc, 'strerror', None) or exc}); choose a writable -o", outdir) from exc
+        if isinstance(exc, (OSError, pa.ArrowException)):
+            raise OutputError(f"cannot write the output ({getattr(exc, 'strerror', None) or exc}); choose a writable -o", outdir) from exc
+        raise
 
 
 def _umask() -> int:

@@ -40,6 +40,7 @@ __all__ = [
     "LEVELS",
     "BOUNDS",
     "STATUSES",
+    "DAMAGED",
     "LIST_COLUMNS",
     "cell_text",
     "parse_cell",
@@ -79,7 +80,10 @@ DIAGNOSES = ("memory_near_roof", "memory_below_roof", "compute_near_roof", "comp
 #: Values of the ``time_at_roof_bound`` column of the kernels table (:mod:`ncuroof.speed_of_light`).
 TIME_BOUNDS = ("roofline", "sm_units", "memory_units", "")
 #: Values of the ``status`` column of the kernels table.
-STATUSES = ("ok", "no_roofline_metrics", "failed_measurement")
+STATUSES = ("ok", "no_roofline_metrics", "failed_measurement", "corrupt_record")
+#: Start of the ``input_notes`` of a launch whose record is damaged (:mod:`ncuroof.parser.validate`):
+#: values no GPU can produce, no kernel name, no values. Such a launch gets status ``corrupt_record``.
+DAMAGED = "damaged record"
 
 RAW_META: dict[str, Column] = {
     "source": Column("string", "", "input file the launch was read from"),
@@ -152,7 +156,7 @@ KERNELS: dict[str, Column] = {
     "advice": Column("string", "", "what to try, from the diagnosis and its numbers"),
     "flags": Column("object", "", "plausibility flags: a list of (code, text) pairs, code from FLAG_CODES (ncuroof/diagnose.py); "
                               "written as 'code: text; ...'"),
-    "status": Column("string", "", "ok, no_roofline_metrics or failed_measurement"),
+    "status": Column("string", "", "ok, no_roofline_metrics, failed_measurement (ncu stored NaN) or corrupt_record (the input is damaged)"),
     "notes": Column("object", "", "reasons and caveats: a list of sentences; written '; '-separated"),
 }
 

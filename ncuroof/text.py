@@ -41,6 +41,8 @@ def _findings(result: Any) -> list[str]:
     failed = k[k["status"] == "failed_measurement"]
     lines += [f"launch {r.launch_id} ({r.kernel_name}): measurement failed in ncu; kept in kernels.csv, not plotted"
               for r in failed.itertuples(index=False)]
+    lines += [f"launch {r.launch_id} ({r.kernel_name}): damaged record in the input, see its notes in kernels.csv; not plotted"
+              for r in k[k["status"] == "corrupt_record"].head(5).itertuples(index=False)]
     if result.missing_metrics:
         lines.append(_NO_METRICS)
     return lines

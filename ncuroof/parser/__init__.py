@@ -21,8 +21,9 @@ from ..errors import InputError, MissingModuleError, ReportFormatError
 from ..schema import validate_raw
 from .csv import Session, read_csv, read_session, sniff
 from .merge import apply_session, merge
-from .ncu_rep import MAGIC, read_ncu_rep
+from .ncu_rep import MAGIC, check_records, read_ncu_rep
 from .nvr import UnsupportedReport, read_nvr
+from .validate import check_values
 
 __all__ = ["read", "read_many", "read_ncu_rep", "read_nvr", "read_csv", "read_session", "merge", "READERS"]
 
@@ -55,6 +56,8 @@ def _read_report(path: Path, catalog: Catalog, progress: Any, reader: str) -> pd
         raise ValueError(f"reader must be one of {', '.join(READERS)}, not {reader!r}")
     if reader == "ncu_report":
         return read_ncu_rep(path, catalog, progress)
+    if path.suffix != ".ncu-repz":
+        check_records(path)  # repeated or reordered launch records, a damaged file header (issue 14)
     try:
         return read_nvr(path, catalog, progress)
     except UnsupportedReport as exc:
@@ -86,7 +89,8 @@ def read(path: str | Path, catalog: Catalog, progress: Any = None, reader: str =
     Returns
     -------
     DataFrame
-        The validated raw table, one row per launch.
+        The validated raw table, one row per launch; values that cannot be physical are NaN and
+        their launches marked damaged (:func:`ncuroof.parser.validate.check_values`).
 
     Raises
     ------
@@ -105,7 +109,7 @@ def read(path: str | Path, catalog: Catalog, progress: Any = None, reader: str =
     path = Path(path)
     _check_path(path)
     df = _read_report(path, catalog, progress, reader) if _is_report(path) else read_csv(path, catalog)
-    return validate_raw(df, str(path))
+    return validate_raw(check_values(df, catalog), str(path))
 
 
 def read_many(paths: Sequence[str | Path], catalog: Catalog, progress: Any = None, stack: bool = False,

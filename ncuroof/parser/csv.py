@@ -108,14 +108,40 @@ def sniff(path: Path) -> str:
                     path,
                 )
             if m is None:
-                raise InputError(
-                    "is not an ncu CSV export: no header row starting \"ID\",\"Process ID\"; export one with "
-                    "ncu --import REPORT --csv --page raw (or --page details)",
-                    path,
-                )
+                raise _no_header(mm, path)
             end = mm.find(b"\n", m.start())
+            if end < 0 and mm.find(b"\r", m.start()) >= 0:
+                raise _cr_only(path)
             header = next(csv.reader([mm[m.start():end if end >= 0 else len(mm)].decode("utf-8", "replace").lstrip("\ufeff")]))
     return "details" if "Metric Name" in header and "Metric Value" in header else "raw"
+
+
+def _cr_only(path: Path) -> InputError:
+    return InputError("has CR-only line ends (classic Mac OS); convert them to LF (tr '\\r' '\\n' < FILE > FIXED.csv) "
+                      "or export it again", path)
+
+
+_OUT_OF_ORDER = re.compile(rb'^(?:\xef\xbb\xbf)?(?=")[^\r\n]*"Process ID"[^\r\n]*$', re.MULTILINE)
+
+
+def _no_header(mm: Any, path: Path) -> InputError:
+    """The error for a file without ncu's header row: another encoding, CR-only line ends,
+    columns out of order, or not an export."""
+    if mm[:2] in (b"\xff\xfe", b"\xfe\xff") or mm[:4096].count(b"\x00") > 64:
+        return InputError("is UTF-16 encoded; ncu writes UTF-8: convert it (iconv -f UTF-16 -t UTF-8 FILE > FIXED.csv) or "
+                          "export it again", path)
+    if mm.find(b"\n", 0, 1 << 16) < 0 and mm.find(b"\r", 0, 1 << 16) >= 0:
+        return _cr_only(path)
+    for m in _OUT_OF_ORDER.finditer(mm):
+        cells = next(csv.reader([m.group(0).decode("utf-8", "replace").lstrip("\ufeff")]), [])
+        if "ID" in cells and "Process ID" in cells:
+            return InputError(
+                f"has its columns out of order: ncu writes \"ID\",\"Process ID\" first, this header starts "
+                f"{', '.join(repr(c) for c in cells[:3])}; export it again (ncu --import REPORT --csv ...) instead of "
+                "editing the columns", path)
+    return InputError(
+        "is not an ncu CSV export: no header row starting \"ID\",\"Process ID\"; export one with "
+        "ncu --import REPORT --csv --page raw (or --page details)", path)
 
 
 class _RowLines(io.RawIOBase):
@@ -149,9 +175,13 @@ def _open_rows(path: Path, usecols: Any) -> pd.DataFrame:
         assert m is not None  # sniff() checked
         offset = m.start() + (3 if mm[m.start():m.start() + 3] == _BOM else 0)
         noisy = _NOISE_LINE.search(mm, offset) is not None  # type: ignore[call-overload]
-        tail = mm[max(offset, len(mm) - 4096):].rstrip(b"\r\n")
-    last = tail.rsplit(b"\n", 1)[-1]
-    if last.startswith(b'"') and not last.endswith(b'"'):
+        end = mm.find(b"\n", offset)
+        header = mm[offset:end if end >= 0 else len(mm)]
+        stop = len(mm)
+        while stop > offset and mm[stop - 1] in b"\r\n":
+            stop -= 1
+        last = mm[max(offset, mm.rfind(b"\n", offset, stop) + 1):stop]
+    if last.startswith(b'"') and (not last.endswith(b'"') or _cell_count(last) < _cell_count(header)):
         raise ReportFormatError("ends in the middle of a row: the export is truncated; export it again", path)
     kwargs: dict[str, Any] = {"dtype": str, "keep_default_na": False, "usecols": usecols, "encoding": "utf-8",
                               "encoding_errors": "replace", "skip_blank_lines": True}
@@ -163,6 +193,10 @@ def _open_rows(path: Path, usecols: Any) -> pd.DataFrame:
             return pd.read_csv(f, **kwargs)
     except (pd.errors.ParserError, ValueError, UnicodeDecodeError) as exc:
         raise InputError(f"is not a well-formed ncu CSV export ({str(exc).splitlines()[0]}); export it again", path) from exc
+
+
+def _cell_count(line: bytes) -> int:
+    return len(next(csv.reader([line.decode("utf-8", "replace").rstrip("\r")]), []))
 
 
 def _ncu_messages(path: Path) -> list[str]:
@@ -260,6 +294,34 @@ def _meta(first: pd.DataFrame, path: Path) -> pd.DataFrame:
     return out
 
 
+def _check_launch_rows(rows: pd.DataFrame, path: Path) -> None:
+    """Refuse a details page whose launches are not each one contiguous block of distinct metrics.
+
+    ncu writes a launch's metric rows together, each (section, metric) once: an ID that comes
+    back after another launch's rows, or a metric repeated within one ID, means two launches
+    share an ID (a damaged or joined export) and would be merged into one. A last launch with
+    fewer rows than every earlier launch of its kernel means the export ends inside it.
+    """
+    ids = rows["ID"].to_numpy(dtype=object)
+    if not len(ids):
+        return
+    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+    run_ids = pd.Series(ids[starts])
+    repeated = run_ids[run_ids.duplicated()]
+    key = [c for c in ("ID", "Section Name", "Metric Name") if c in rows.columns]
+    twice = rows[rows.duplicated(key)]
+    if len(repeated) or len(twice):
+        launch = repeated.iloc[0] if len(repeated) else twice["ID"].iloc[0]
+        raise InputError(f"launch ID {launch} is repeated: its rows appear twice (two launches share the ID); the export is "
+                         "damaged or joined from two exports: export it again from the report", path)
+    sizes = np.diff(np.r_[starts, len(ids)])
+    kernels = rows["Kernel Name"].to_numpy(dtype=object)[starts]
+    same = sizes[:-1][kernels[:-1] == kernels[-1]]
+    if len(same) and sizes[-1] < same.min():
+        raise ReportFormatError(f"ends inside launch {ids[-1]}: it has {sizes[-1]} metric rows, the other launches of its kernel "
+                                f"at least {same.min()}; the export is truncated: export it again", path)
+
+
 def _read_details(path: Path, catalog: Catalog, rules: CsvRules, notes: list[str]) -> pd.DataFrame:
     cols = ["ID", "Kernel Name", "Block Size", "Grid Size", "CC", "Section Name", "Metric Name", "Metric Unit", "Metric Value"]
     rows = _open_rows(path, lambda c: c in cols)
@@ -267,6 +329,7 @@ def _read_details(path: Path, catalog: Catalog, rules: CsvRules, notes: list[str
         if c not in rows.columns:
             raise InputError(f"details-page CSV without a {c!r} column; export it again with ncu --csv --page details", path)
     rows = rows[rows["Metric Name"] != ""]
+    _check_launch_rows(rows, path)
     names = rows["Metric Name"].to_numpy(dtype=object)
     sections = rows["Section Name"].to_numpy(dtype=object) if "Section Name" in rows.columns else np.full(len(rows), "")
     metric = np.empty(len(rows), dtype=object)
@@ -301,7 +364,8 @@ def _read_details(path: Path, catalog: Catalog, rules: CsvRules, notes: list[str
     except ValueError as exc:
         bad = keep[keep["Metric Value"] == exc.args[0]].iloc[0]
         raise InputError(f"launch {bad['ID']}: {bad['metric']} has the non-numeric value {exc.args[0]!r}", path) from exc
-    values = values * keep["Metric Unit"].map(factor).to_numpy(dtype=float)
+    with np.errstate(over="ignore"):  # 1e308 Kbyte: inf, refused as not physical by validate.check_values
+        values = values * keep["Metric Unit"].map(factor).to_numpy(dtype=float)
     long = pd.DataFrame({"ID": pd.to_numeric(keep["ID"]).astype("int64").to_numpy(), "metric": keep["metric"].to_numpy(),
                          "rank": keep["rank"].to_numpy(), "value": values})
     # A metric printed twice (a --metrics name and a section label for it): the metric name wins.
@@ -336,7 +400,8 @@ def _read_raw(path: Path, catalog: Catalog, rules: CsvRules, notes: list[str]) -
             values, na = _numbers(data[col])
         except ValueError as exc:
             raise InputError(f"{col} has the non-numeric value {exc.args[0]!r}", path) from exc
-        meta[col] = values * f
+        with np.errstate(over="ignore"):  # see _read_details
+            meta[col] = values * f
         if na.any():
             na_cols[col] = na
     if na_cols:

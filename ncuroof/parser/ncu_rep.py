@@ -9,20 +9,25 @@ end of the file (verified on every report in ``../shared/fixtures``).
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import math
 import mmap
 import re
 import struct
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from ..catalog import Catalog
-from ..errors import InputError, MissingModuleError, ReportFormatError
+from ..errors import InputError, ReportFormatError
+from .contained import missing_module, read_launches
 
-__all__ = ["read_ncu_rep", "check_framing", "check_file", "ncu_version", "MAGIC", "launch_row", "launch_frame"]
+__all__ = ["read_ncu_rep", "check_framing", "check_file", "check_records", "launch_sequence", "check_launches", "ResultRecord", "ncu_version",
+           "MAGIC", "launch_row", "launch_frame", "DAMAGED_TEXT"]
 
 MAGIC = b"NVR\x00"
 _PAYLOAD_FIELD = 5
@@ -33,7 +38,7 @@ def _varint(buf: bytes, i: int) -> tuple[int, int]:
     result = shift = 0
     while True:
         if i >= len(buf):
-            raise ValueError("varint runs past the block header")
+            raise ValueError("a varint runs past the end")
         byte = buf[i]
         i += 1
         result |= (byte & 0x7F) << shift
@@ -42,16 +47,16 @@ def _varint(buf: bytes, i: int) -> tuple[int, int]:
             return result, i
 
 
-def _payload_size(header: bytes) -> int:
-    """Return field 5 (payload size) of a protobuf block header, 0 when absent."""
+def _header_fields(header: bytes) -> dict[int, int]:
+    """The varint fields of a protobuf block header (field 5: payload size, field 1: number of
+    non-result records, field 2: number of result records in the payload)."""
+    fields: dict[int, int] = {}
     i = 0
     while i < len(header):
         key, i = _varint(header, i)
         field, wire = key >> 3, key & 7
         if wire == 0:
-            value, i = _varint(header, i)
-            if field == _PAYLOAD_FIELD:
-                return value
+            fields[field], i = _varint(header, i)
         elif wire == 2:
             length, i = _varint(header, i)
             i += length
@@ -63,7 +68,12 @@ def _payload_size(header: bytes) -> int:
             raise ValueError(f"wire type {wire}")
     if i != len(header):
         raise ValueError("block header overruns its size")
-    return 0
+    return fields
+
+
+def _payload_size(header: bytes) -> int:
+    """Return field 5 (payload size) of a protobuf block header, 0 when absent."""
+    return _header_fields(header).get(_PAYLOAD_FIELD, 0)
 
 
 def check_file(path: Path) -> bytes:
@@ -129,6 +139,8 @@ def check_framing(path: Path) -> int:
     size = path.stat().st_size
     with path.open("rb") as f:
         pos = 8 + struct.unpack("<I", head[4:8])[0]
+        f.seek(8)
+        _check_file_header(f.read(min(pos, size) - 8), pos, size, path)
         blocks = 0
         while pos < size:
             f.seek(pos)
@@ -154,6 +166,200 @@ def check_framing(path: Path) -> int:
     return blocks
 
 
+@dataclass(frozen=True)
+class ResultRecord:
+    """One launch (result) record of a report, as found by :func:`launch_sequence`.
+
+    ``start``/``end`` are byte offsets of the message in the file; ``process_id`` and
+    ``sequence`` are fields 1 and 2 of the result message (ncu's process ID and its increasing
+    sequence number; field 14 is a Unix timestamp), ``None`` when absent.
+    """
+
+    index: int
+    block: int
+    start: int
+    end: int
+    process_id: int | None
+    sequence: int | None
+    digest: bytes
+
+
+def _message_fields(buf: bytes) -> dict[int, int]:
+    """Top-level varint fields of one protobuf message; ValueError if its wire format is broken."""
+    fields: dict[int, int] = {}
+    i = 0
+    while i < len(buf):
+        key, i = _varint(buf, i)
+        field, wire = key >> 3, key & 7
+        if field == 0:
+            raise ValueError("field number 0")
+        if wire == 0:
+            value, i = _varint(buf, i)
+            fields.setdefault(field, value)
+        elif wire == 2:
+            length, i = _varint(buf, i)
+            i += length
+        elif wire in (1, 5):
+            i += 8 if wire == 1 else 4
+        else:
+            raise ValueError(f"wire type {wire}")
+        if i > len(buf):
+            raise ValueError("a field runs past the end of the record")
+    return fields
+
+
+def _blocks(path: Path) -> Iterator[tuple[int, int, dict[int, int], bytes]]:
+    """(block number, payload offset, header fields, payload) of a framing-checked report."""
+    with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        pos = 8 + struct.unpack("<I", data[4:8])[0]
+        n = 0
+        while pos < len(data):
+            hsize = struct.unpack("<I", data[pos:pos + 4])[0]
+            fields = _header_fields(data[pos + 4:pos + 4 + hsize])
+            start = pos + 4 + hsize
+            size = fields.get(_PAYLOAD_FIELD, 0)
+            yield n, start, fields, data[start:start + size]
+            pos = start + size
+            n += 1
+
+
+def _records(block: int, offset: int, payload: bytes, count: int, path: Path, launch: int) -> list[tuple[int, int]]:
+    """(start, end) of the ``count`` u32-size-prefixed records that must tile ``payload`` exactly
+    (``launch``: the number of the block's first launch, for the message)."""
+    out, i = [], 0
+    while i < len(payload):
+        if i + 4 > len(payload):
+            break
+        size = struct.unpack("<I", payload[i:i + 4])[0]
+        out.append((i + 4, i + 4 + size))
+        i += 4 + size
+    if i != len(payload) or len(out) != count:
+        raise ReportFormatError(
+            f"has a damaged block: launch {launch} in block {block} (bytes {offset}-{offset + len(payload)}): the block "
+            f"should hold {count} records but its contents do not add up; copy the report again or re-run ncu", path)
+    return out
+
+
+def launch_sequence(path: str | Path) -> list[ResultRecord]:
+    """Find every launch (result) record of a framing-checked report, without decoding it.
+
+    A block header's field 2 counts the result records in its payload, field 1 the records before
+    them; each record is a u32 size and a protobuf message. Each result message's wire format is
+    walked at its top level (a deleted or inserted byte breaks it) and its fields 1 (process ID)
+    and 2 (ncu's sequence number) are read. Verified on every report in ``../shared/fixtures``.
+
+    Parameters
+    ----------
+    path : str or Path
+        A report that passed :func:`check_framing`.
+
+    Returns
+    -------
+    list of ResultRecord
+        In file order.
+
+    Raises
+    ------
+    ReportFormatError
+        If a block's records do not tile its payload or a result record's wire format is broken
+        (the record is named with its byte range).
+    """
+    path = Path(path)
+    out: list[ResultRecord] = []
+    for block, offset, fields, payload in _blocks(path):
+        before, results = fields.get(1, 0), fields.get(2, 0)
+        if not results:
+            continue
+        for start, end in _records(block, offset, payload, before + results, path, len(out))[before:]:
+            msg = payload[start:end]
+            try:
+                f = _message_fields(msg)
+            except ValueError as exc:
+                raise ReportFormatError(
+                    f"has a damaged launch record: record {len(out)} (bytes {offset + start}-{offset + end}) is not "
+                    f"readable ({exc}); copy the report again or re-run ncu", path) from exc
+            out.append(ResultRecord(len(out), block, offset + start, offset + end, f.get(1), f.get(2),
+                                    hashlib.blake2b(msg, digest_size=16).digest()))
+    return out
+
+
+def check_launches(path: str | Path, records: list[ResultRecord]) -> None:
+    """Refuse a report whose launch records repeat or step backwards.
+
+    Two identical records (same bytes) are a duplicated block; within one process, ncu's sequence
+    numbers increase from record to record, so a repeated or lower number means records were
+    repeated or reordered. (A removed record leaves no trace in general.)
+
+    Parameters
+    ----------
+    path : str or Path
+        The report, for the message.
+    records : list of ResultRecord
+        From :func:`launch_sequence`.
+
+    Raises
+    ------
+    ReportFormatError
+        Naming both records, their byte ranges and sequence numbers.
+    """
+    seen: dict[bytes, ResultRecord] = {}
+    last: dict[int | None, ResultRecord] = {}
+    for r in records:
+        first = seen.setdefault(r.digest, r)
+        if first is not r:
+            raise ReportFormatError(
+                f"has a repeated launch record: record {r.index} (bytes {r.start}-{r.end}) is an exact copy of record "
+                f"{first.index} (bytes {first.start}-{first.end}), a duplicated block; the report is damaged: copy it "
+                "again or re-run ncu", path)
+        prev = last.get(r.process_id)
+        if prev is not None and r.sequence is not None and prev.sequence is not None and r.sequence <= prev.sequence:
+            raise ReportFormatError(
+                f"has launch records out of sequence: record {r.index} (bytes {r.start}-{r.end}) has ncu sequence "
+                f"number {r.sequence}, not above the {prev.sequence} of record {prev.index}; launches are repeated or "
+                "reordered, the report is damaged: copy it again or re-run ncu", path)
+        last[r.process_id] = r
+
+
+def check_records(path: Path) -> list[ResultRecord]:
+    """Framing, file header and launch records of a ``.ncu-rep`` checked, before any decoder runs.
+
+    :func:`check_framing`, then :func:`launch_sequence` and :func:`check_launches`: whichever
+    reader decodes the report then, no duplicated or reordered launch record passes silently.
+
+    Parameters
+    ----------
+    path : Path
+        An uncompressed report.
+
+    Returns
+    -------
+    list of ResultRecord
+
+    Raises
+    ------
+    InputError, ReportFormatError
+        See :func:`check_framing`, :func:`launch_sequence`, :func:`check_launches`.
+    """
+    check_framing(path)
+    records = launch_sequence(path)
+    check_launches(path, records)
+    return records
+
+
+def _check_file_header(header: bytes, end: int, size: int, path: Path) -> None:
+    """The file header (after ``NVR\\0`` and its u32 size) is a small protobuf message: it must fit
+    in the file and parse (ncu 2020-2025 write field 1, the format version)."""
+    damaged = f"has a damaged or truncated file header (bytes 0-{min(end, size)})"
+    if end > size:
+        raise ReportFormatError(f"{damaged}: it claims {end - 8} bytes, the file has {size}; copy the report again or re-run ncu", path)
+    try:
+        fields = _message_fields(header)
+    except ValueError as exc:
+        raise ReportFormatError(f"{damaged}: {exc}; copy the report again or re-run ncu", path) from exc
+    if 1 not in fields:
+        raise ReportFormatError(f"{damaged}: no format version; copy the report again or re-run ncu", path)
+
+
 def ncu_version(path: Path) -> str | None:
     """Return the version of Nsight Compute that wrote ``path`` (e.g. ``'2023.1.1.0'``).
 
@@ -174,43 +380,9 @@ def ncu_version(path: Path) -> str | None:
         return m.group(1).decode() if m else None
 
 
-def _import_ncu_report(path: Path) -> Any:
-    try:
-        import ncu_report  # type: ignore[import-not-found]
-    except ImportError as exc:
-        raise MissingModuleError(
-            "reading .ncu-rep needs NVIDIA's ncu_report module (pip install ncu-report; it has wheels for "
-            "Linux x86-64 and Windows only); run ncuroof on such a machine, or export the data with "
-            f"ncu --import {path.name} --csv --page raw --print-units base > {path.stem}.csv and analyze that CSV",
-            path,
-        ) from exc
-    return ncu_report
-
-
-def _nvtx(action: Any) -> str | None:
-    try:
-        state = action.nvtx_state()
-    except Exception:  # noqa: BLE001 - reports without NVTX data raise inside the SWIG layer
-        return None
-    if state is None:
-        return None
-    parts: list[str] = []
-    for dom_id in state.domains():
-        dom = state.domain_by_id(dom_id)
-        names = [str(n) for n in dom.push_pop_ranges()] + [str(n) for n in dom.start_end_ranges()]
-        if not names:
-            continue
-        domain = dom.name()
-        prefix = "" if domain in ("", "<default domain>") else f"{domain}:"
-        parts.extend(prefix + n for n in names)
-    return " > ".join(parts) if parts else None
-
-
-def _value(metric: Any) -> Any:
-    v = metric.value()
-    if v is None:
-        return math.nan
-    return v
+def _require_ncu_report(path: Path) -> None:
+    if importlib.util.find_spec("ncu_report") is None:
+        raise missing_module(path)
 
 
 def _dims(values: dict[str, Any], kind: str) -> str | None:
@@ -284,17 +456,12 @@ def launch_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return df
 
 
-def _actions(ctx: Any) -> Iterator[tuple[int, int, Any]]:
-    launch = 0
-    for r in range(ctx.num_ranges()):
-        rng = ctx.range_by_idx(r)
-        for a in range(rng.num_actions()):
-            yield r, launch, rng.action_by_idx(a)
-            launch += 1
-
-
-def _count_actions(ctx: Any) -> int:
-    return sum(ctx.range_by_idx(r).num_actions() for r in range(ctx.num_ranges()))
+def _spec(catalog: Catalog) -> dict[str, Any]:
+    """What the worker keeps of each launch (:mod:`._ncu_worker`)."""
+    t = catalog.tensor
+    return {"wanted": sorted(catalog.scalar_metrics), "ops_prefix": t.ops_prefix,
+            "ops_suffixes": [t.ops_count, t.ops_rate, t.ops_peak], "opcode_metric": t.opcode_metric,
+            "mma": t.looks_like_mma.pattern}
 
 
 def read_ncu_rep(path: str | Path, catalog: Catalog, progress: Any = None) -> pd.DataFrame:
@@ -325,43 +492,37 @@ def read_ncu_rep(path: str | Path, catalog: Catalog, progress: Any = None) -> pd
         If ``ncu_report`` is not installed.
     """
     path = Path(path)
+    records = None
     if path.suffix != ".ncu-repz":
-        check_framing(path)
+        records = check_records(path)
     elif not path.is_file():
         raise InputError("no such file; check the path", path)
     version = ncu_version(path) if path.suffix != ".ncu-repz" else None
-    ncu_report = _import_ncu_report(path)
-    try:
-        ctx = ncu_report.load_report(str(path))
-    except Exception as exc:  # noqa: BLE001 - the SWIG layer raises plain RuntimeError/Exception
-        raise ReportFormatError(f"ncu_report could not read it ({exc}); re-run ncu or re-export the report", path) from exc
-
-    wanted = catalog.scalar_metrics
-    tensor = catalog.tensor
-    opcode_metric = tensor.opcode_metric
-    ops_prefix = tensor.ops_prefix
-    name_base = ncu_report.IAction
-    total = _count_actions(ctx)
-    advance = progress(total) if progress is not None else None
+    _require_ncu_report(path)
+    launches = read_launches(path, _spec(catalog), progress, records)
+    if not launches:
+        raise _no_launches(path, records)
     rows: list[dict[str, Any]] = []
-    for range_id, launch_id, action in _actions(ctx):
-        names = action.metric_names()
-        values: dict[str, Any] = {}
-        for name in names:
-            if name in wanted or (name.startswith(ops_prefix) and catalog.is_tensor_path_metric(name)):
-                values[name] = _value(action.metric_by_name(name))
-        if opcode_metric in names:
-            m = action.metric_by_name(opcode_metric)
-            values[opcode_metric] = _value(m)
-            keys = m.correlation_ids() if m.has_correlation_ids() else None
-            for i in range(m.num_instances() if keys is not None else 0):
-                opcode = keys.as_string(i)
-                if tensor.looks_like_mma.search(opcode):
-                    values[f"{opcode_metric}[{opcode}]"] = m.as_double(i)
-        rows.append(launch_row(path, range_id, launch_id, action.name(name_base.NameBase_FUNCTION),
-                               action.name(name_base.NameBase_DEMANGLED), _nvtx(action), values, version))
-        if advance is not None:
-            advance()
-    if not rows:
-        raise InputError("holds no kernel launches; check ncu's --kernel-name/--launch-count filters", path)
+    for launch in launches:
+        values = {k: v for k, v in launch.items() if k not in _LAUNCH_META}
+        row = launch_row(path, launch["range_id"], launch["launch_id"], launch["kernel_name"], launch["kernel_demangled"],
+                         launch["nvtx_range"], values, version)
+        row["input_notes"] = DAMAGED_TEXT if launch.get("_damaged_text") else None
+        rows.append(row)
     return launch_frame(rows)
+
+
+#: Keys of the worker's launch dicts that are not metrics.
+_LAUNCH_META = frozenset({"range_id", "launch_id", "kernel_name", "kernel_demangled", "nvtx_range", "_damaged_text"})
+#: Input note of a launch whose names held bytes that are not UTF-8.
+DAMAGED_TEXT = "damaged record: its names hold bytes that are not UTF-8 (shown as U+FFFD), the report is damaged"
+
+
+def _no_launches(path: Path, records: list[ResultRecord] | None) -> InputError:
+    """The error for a report ncu_report reads as empty: damaged when its blocks hold launch records."""
+    if records:
+        return ReportFormatError(
+            f"is damaged: it holds {len(records)} launch records but ncu_report decodes none (its file or session "
+            "header is likely damaged); copy the report again or re-run ncu", path)
+    return InputError("holds no kernel launches: ncu profiled none (check its --kernel-name/--launch-count filters), or the "
+                      "file was cut short after its header (copy it again)", path)

@@ -1,0 +1,136 @@
+"""Values that cannot be physical, caught where data enters (issue 14).
+
+A flipped byte or an edited CSV can turn a duration, a clock or a counter into a negative,
+infinite or absurd number. Passed on, such a value becomes a silent zero (a clock of ``inf`` gives
+``time_s = 0``), an ``inf`` bandwidth, a numpy ``RuntimeWarning`` or a lowered FLOP count.
+:func:`check_values` keeps such values missing (NaN, never 0 or inf) and marks the launch as a
+damaged record, naming the metric; the calculator gives it status ``corrupt_record``
+(:data:`ncuroof.schema.DAMAGED`). The limits, with their reasons, are ``[input]`` of
+``metrics/thresholds.toml``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..catalog import Catalog
+from ..schema import DAMAGED, RAW_META
+
+__all__ = ["check_values", "roof_violations", "limits"]
+
+_DEFAULTS: dict[str, Any] = {
+    "durations_ns": ["gpu__time_duration.sum"], "min_duration_ns": 1.0, "cycle_counts": ["cycles_elapsed.avg"], "min_cycles": 1.0,
+    "clock_suffix": "cycles_elapsed.avg.per_second", "max_clock_hz": 1e10, "core_clocks": ["sm__cycles_elapsed.avg.per_second"],
+    "max_value": 1e24, "unchecked_prefix": "device__attribute_", "max_roof_multiple": 100.0,
+}
+
+
+def limits(catalog: Catalog) -> dict[str, Any]:
+    """The ``[input]`` limits of ``metrics/thresholds.toml`` (defaults for a catalog without them)."""
+    return {**_DEFAULTS, **catalog.thresholds.get("input", {})}
+
+
+def _reasons(values: np.ndarray, cols: list[str], lim: dict[str, Any]) -> np.ndarray:
+    """Per cell: '' for a plausible value or NaN, else why it cannot be physical."""
+    why = np.full(values.shape, "", dtype=object)
+    with np.errstate(invalid="ignore"):
+        why[values < 0] = "negative"
+        why[values > lim["max_value"]] = f"above {lim['max_value']:g}"
+        why[np.isinf(values)] = "infinite"
+        for j, c in enumerate(cols):
+            col = values[:, j]
+            if c in lim["durations_ns"]:
+                why[(col < lim["min_duration_ns"]) & (why[:, j] == ""), j] = f"a duration below {lim['min_duration_ns']:g} ns"
+            elif c.endswith(tuple(lim["cycle_counts"])):
+                why[(col < lim["min_cycles"]) & (why[:, j] == ""), j] = f"below {lim['min_cycles']:g} elapsed cycle"
+            elif c.endswith(lim["clock_suffix"]):
+                why[(col <= 0) & (why[:, j] == ""), j] = "a clock of 0 Hz or less"
+                if c in lim["core_clocks"]:
+                    why[(col > lim["max_clock_hz"]) & (why[:, j] == ""), j] = f"a clock above {lim['max_clock_hz'] / 1e9:g} GHz"
+    return why
+
+
+def _note(raw: pd.DataFrame, i: int, text: str) -> None:
+    old = raw.at[i, "input_notes"]
+    raw.at[i, "input_notes"] = f"{text}; {old}" if isinstance(old, str) and old else text
+
+
+def check_values(raw: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
+    """Keep values that cannot be physical missing and mark their launches as damaged records.
+
+    Parameters
+    ----------
+    raw : DataFrame
+        A parser's raw table (:data:`ncuroof.schema.RAW_META` columns, metric columns in ncu base
+        units: ns, Hz, counts, B/s).
+    catalog : Catalog
+        Its ``thresholds["input"]`` holds the limits (``metrics/thresholds.toml``).
+
+    Returns
+    -------
+    DataFrame
+        A copy of ``raw`` where every negative or infinite metric value, any value above
+        ``max_value``, a duration below ``min_duration_ns``, elapsed cycles (``cycle_counts``)
+        below ``min_cycles``, a clock (``*<clock_suffix>``)
+        at or below 0 and a core clock (``core_clocks``) above ``max_clock_hz`` is NaN; a launch without a kernel name, or
+        without any metric value (the record was emptied), is damaged too. Each damaged launch's
+        ``input_notes`` starts with :data:`ncuroof.schema.DAMAGED` and names the metrics, their
+        values and why (at most three).
+    """
+    lim = limits(catalog)
+    raw = raw.reset_index(drop=True).copy()
+    cols = [c for c in raw.columns if c not in RAW_META and not c.startswith(lim["unchecked_prefix"])
+            and pd.api.types.is_numeric_dtype(raw[c])]
+    values = raw[cols].to_numpy(dtype=float, copy=True) if cols else np.empty((len(raw), 0))
+    why = _reasons(values, cols, lim)
+    bad = why != ""
+    names = raw["kernel_name"]
+    no_name = names.isna().to_numpy() | (names.astype(str).str.strip() == "").to_numpy()
+    empty = np.isnan(values).all(axis=1) if cols else np.zeros(len(raw), dtype=bool)
+    empty &= not empty.all()  # a launch emptied among launches with values; not an export without metrics
+    empty &= ~raw["input_notes"].fillna("").astype(str).str.contains("n/a in the CSV").to_numpy()
+    for i in np.flatnonzero(bad.any(axis=1) | no_name | empty):
+        parts = [f"{cols[j]} = {values[i, j]:g} is {why[i, j]}" for j in np.flatnonzero(bad[i])[:3]]
+        if no_name[i]:
+            parts.insert(0, "no kernel name")
+        if empty[i]:
+            parts.append("no metric values")
+        _note(raw, i, f"{DAMAGED}: {', '.join(parts)}, kept missing (not 0): the input is damaged, re-run ncu or export it again")
+    if bad.any():
+        values[bad] = np.nan
+        raw[cols] = values
+    return raw
+
+
+def roof_violations(rates: dict[str, np.ndarray], peaks: dict[str, np.ndarray], catalog: Catalog) -> np.ndarray:
+    """Per launch, the achieved rates more than ``max_roof_multiple`` times their roof.
+
+    Parameters
+    ----------
+    rates, peaks : dict of str to ndarray, shape (n_launches,)
+        Achieved FLOP/s or B/s and the roof (same units) of each precision or level, by name.
+    catalog : Catalog
+        Holds ``max_roof_multiple`` (``[input]`` of ``metrics/thresholds.toml``).
+
+    Returns
+    -------
+    ndarray of object, shape (n_launches,)
+        '' where every rate is plausible or has no roof, else a note naming each rate and its
+        multiple of the roof; such a launch holds a damaged counter (status ``corrupt_record``).
+    """
+    factor = limits(catalog)["max_roof_multiple"]
+    n = len(next(iter(rates.values()))) if rates else 0
+    out = np.full(n, "", dtype=object)
+    for name, rate in rates.items():
+        peak = peaks.get(name)
+        if peak is None:
+            continue
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            multiple = rate / peak
+            hit = np.isfinite(peak) & (peak > 0) & (multiple > factor)
+        for i in np.flatnonzero(hit):
+            out[i] += f"{', ' if out[i] else ''}{name} at {multiple[i]:.3g}x its roof"
+    return out
