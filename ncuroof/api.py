@@ -360,11 +360,8 @@ def analysis_of(side: PathLike | Sequence[PathLike], options: AnalysisOptions | 
     Returns
     -------
     Analysis
-
-    Raises
-    ------
-    NcuroofError
-        Bad input, or a directory without ``kernels.csv``.
+        Of the inputs, or of the saved launch table (re-aggregated with ``options.match``);
+        NcuroofError for bad input or a directory without a saved kernels table.
     """
     options = options if options is not None else AnalysisOptions()
     paths = as_paths(side)

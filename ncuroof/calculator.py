@@ -355,43 +355,10 @@ def _fraction(raw: pd.DataFrame, metric: str) -> np.ndarray:
     return np.full(len(raw), _NAN) if col is None else col / 100.0
 
 
-def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -> pd.DataFrame:
-    """Compute the kernels table (one row per launch) from the raw table.
-
-    Parameters
-    ----------
-    raw : DataFrame
-        Parser output (:data:`ncuroof.schema.RAW_META` columns + ncu metric columns, base units).
-    catalog : Catalog
-        The metric catalog.
-    traffic : {'ncu', 'nersc'}, default 'ncu'
-        Which traffic definition each memory level prefers (``metrics/roofline.toml``).
-
-    Returns
-    -------
-    DataFrame
-        The :data:`ncuroof.schema.KERNELS` columns except ``bound`` (set to ``'unknown'``; see
-        :func:`ncuroof.classify.classify`). SI units. Missing values are NaN/empty, never 0.
-        After the declared columns, three columns per tensor datapath with work in any launch:
-        ``tensor_<path>_flop``, ``tensor_<path>_flop_per_s``, ``peak_tensor_<path>_flop_per_s``
-        (paths: ncu's ``sm__ops_path_tensor_<path>``, ``sass_hmma``/``sass_imma``/``sass_dmma``
-        for the opcode estimate, ``legacy_x512``).
-
-    Notes
-    -----
-    ``status`` is ``failed_measurement`` when ncu stored NaN for the duration or for every FLOP
-    counter the launch has (ncu could not profile it), ``no_roofline_metrics`` when the launch
-    has neither FLOP counters nor traffic of any level, else ``ok``.
-    """
-    cat = catalog
-    n = len(raw)
-    cc = cc_number(raw["cc"])
-    time = _resolve(raw, cat.time, cc)
-    time_s = time.values
-    work, flop_source = _precision_work(raw, cat, cc, time_s)
-    tpaths, tensor_flop, tensor_rate, tensor_source, notes = _tensor_work(raw, cat, cc, time_s)
-    levels = _level_traffic(raw, cat, cc, time_s, traffic)
-
+def _measured_columns(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray, time_s: np.ndarray, work: dict[str, _Work],
+                      levels: dict[str, _Traffic], tensor_flop: np.ndarray, tensor_rate: np.ndarray) -> pd.DataFrame:
+    """The launch table's identity and measured columns: time, work, traffic, rates, roofs from
+    the report, SpeedOfLight throughputs, occupancy, hot pipe and instruction counts."""
     k = pd.DataFrame(index=raw.index)
     for col in ("source", "launch_id", "kernel_name", "kernel_demangled", "nvtx_range", "device_name", "cc", "grid", "block"):
         k[col] = raw[col]
@@ -424,10 +391,11 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
         k["hot_pipe"], k["hot_pipe_frac"] = "", _NAN
     for col, values in _instruction_counts(raw, cat, cc).items():
         k[col] = values
-    k["flop_source"] = flop_source
-    k["tensor_source"] = tensor_source
-    for lv in LEVELS:
-        k[f"{lv}_definition"] = levels[lv].definition
+    return k
+
+
+def _report_roofs(k: pd.DataFrame, work: dict[str, _Work], levels: dict[str, _Traffic], tpaths: dict[str, _Work]) -> None:
+    """``peak_source``, ``ceiling_sources`` and ``datasheet_gpu`` for the roofs the report carries (in place)."""
     names = [*PRECISIONS, *LEVELS, *(f"tensor_{p}" for p in tpaths)]
     peaks = np.column_stack([work[p].peak for p in PRECISIONS] + [levels[lv].peak for lv in LEVELS]
                             + [w.peak for w in tpaths.values()])
@@ -435,19 +403,22 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
     k["peak_source"] = np.where(have.any(axis=1), "report", "")
     k["ceiling_sources"] = [format_sources({nm: "report" for nm, h in zip(names, row) if h}) for row in have]
     k["datasheet_gpu"] = ""
-    k["ncu_version"] = raw["ncu_version"]
 
-    # Status and notes.
+
+def _status_and_notes(raw: pd.DataFrame, k: pd.DataFrame, cat: Catalog, time: Resolved, work: dict[str, _Work],
+                      levels: dict[str, _Traffic], notes: list[list[str]]) -> np.ndarray:
+    """Each launch's status (ok, no_roofline_metrics, failed_measurement, corrupt_record), with
+    the reason first in its notes (``notes`` is extended in place, the reader's notes last)."""
+    time_s = time.values
     # The SASS-opcode tensor estimate alone does not make a roofline (no FP counters, no roof).
-    flop_cols = np.column_stack([work[p].flop for p in PRECISIONS] + [np.where(tensor_source == "sass_opcodes", _NAN, tensor_flop)])
-    byte_cols = np.column_stack([levels[lv].bytes for lv in LEVELS])
-    has_flop = np.isfinite(flop_cols).any(axis=1)
-    has_bytes = np.isfinite(byte_cols).any(axis=1)
+    tensor = np.where(k["tensor_source"].to_numpy() == "sass_opcodes", _NAN, k["tensor_flop"].to_numpy(float))
+    has_flop = np.isfinite(np.column_stack([work[p].flop for p in PRECISIONS] + [tensor])).any(axis=1)
+    has_bytes = np.isfinite(np.column_stack([levels[lv].bytes for lv in LEVELS])).any(axis=1)
     failed = _failed_measurements(raw, time_s)
     status = np.where(failed, "failed_measurement", np.where(has_flop & has_bytes, "ok", "no_roofline_metrics"))
     damaged, why = _damaged(raw, k, cat)
     status = np.where(damaged, "corrupt_record", status)
-    for i in range(n):
+    for i in range(len(k)):
         if damaged[i]:
             if why[i]:
                 notes[i].insert(0, why[i])
@@ -468,19 +439,66 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
         for i, note in enumerate(raw["input_notes"]):
             if isinstance(note, str) and note:
                 notes[i].extend(note.split(LIST_SEPARATOR))
-    k["time_at_roof_s"] = _NAN
-    k["time_at_roof_bound"] = ""
-    k["saving_s"] = _NAN
-    k["speed_of_light_note"] = ""
-    k["expected_flop"] = _NAN
-    k["expected_dram_bytes"] = _NAN
+    return status
+
+
+def _later_columns(k: pd.DataFrame) -> None:
+    """The columns later stages fill (roofs and time at the roof, --expect, kernel key, bound, diagnosis), empty (in place)."""
+    for col in ("time_at_roof_s", "saving_s", "expected_flop", "expected_dram_bytes"):
+        k[col] = _NAN
+    for col in ("time_at_roof_bound", "speed_of_light_note", "evidence", "advice"):
+        k[col] = ""
     k["kernel_key"] = None  # set once by the analysis (ncuroof.summary.kernel_keys, --match)
     k["bound"] = "unknown"
     k["diagnosis"] = "not_classified"
-    k["evidence"] = ""
-    k["advice"] = ""
-    k["flags"] = [[] for _ in range(n)]
-    k["status"] = status
+    k["flags"] = [[] for _ in range(len(k))]
+
+
+def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -> pd.DataFrame:
+    """Compute the kernels table (one row per launch) from the raw table.
+
+    Parameters
+    ----------
+    raw : DataFrame
+        Parser output (:data:`ncuroof.schema.RAW_META` columns + ncu metric columns, base units).
+    catalog : Catalog
+        The metric catalog.
+    traffic : {'ncu', 'nersc'}, default 'ncu'
+        Which traffic definition each memory level prefers (``metrics/roofline.toml``).
+
+    Returns
+    -------
+    DataFrame
+        The :data:`ncuroof.schema.KERNELS` columns except ``bound`` (set to ``'unknown'``; see
+        :func:`ncuroof.classify.classify`). SI units. Missing values are NaN/empty, never 0.
+        After the declared columns, three columns per tensor datapath with work in any launch:
+        ``tensor_<path>_flop``, ``tensor_<path>_flop_per_s``, ``peak_tensor_<path>_flop_per_s``
+        (paths: ncu's ``sm__ops_path_tensor_<path>``, ``sass_hmma``/``sass_imma``/``sass_dmma``
+        for the opcode estimate, ``legacy_x512``).
+
+    Notes
+    -----
+    ``status`` is ``failed_measurement`` when ncu stored NaN for the duration or for every FLOP
+    counter the launch has (ncu could not profile it), ``no_roofline_metrics`` when the launch
+    has neither FLOP counters nor traffic of any level, else ``ok``.
+    """
+    cat = catalog
+    cc = cc_number(raw["cc"])
+    time = _resolve(raw, cat.time, cc)
+    time_s = time.values
+    work, flop_source = _precision_work(raw, cat, cc, time_s)
+    tpaths, tensor_flop, tensor_rate, tensor_source, notes = _tensor_work(raw, cat, cc, time_s)
+    levels = _level_traffic(raw, cat, cc, time_s, traffic)
+
+    k = _measured_columns(raw, cat, cc, time_s, work, levels, tensor_flop, tensor_rate)
+    k["flop_source"] = flop_source
+    k["tensor_source"] = tensor_source
+    for lv in LEVELS:
+        k[f"{lv}_definition"] = levels[lv].definition
+    _report_roofs(k, work, levels, tpaths)
+    k["ncu_version"] = raw["ncu_version"]
+    k["status"] = _status_and_notes(raw, k, cat, time, work, levels, notes)
+    _later_columns(k)
     k["notes"] = notes
     k = k[list(KERNELS)].reset_index(drop=True)
     # One column triple per tensor datapath with work in any launch (ncu shows only non-zero paths).

@@ -480,12 +480,8 @@ def _tensor(ten: dict[str, Any]) -> TensorCatalog:
 
 @functools.lru_cache(maxsize=4)
 def load(directory: Path | None = None) -> Catalog:
-    """Load and validate the catalog.
-
-    Parameters
-    ----------
-    directory : Path, optional
-        Where the TOML files are; default :func:`metrics_dir`.
+    """Load and validate the metric catalog (roofline.toml, tensor.toml, thresholds.toml, pipes.toml, ...)
+    from ``directory`` (default :func:`metrics_dir`), cached per directory.
 
     Returns
     -------
@@ -649,12 +645,8 @@ class CsvRules:
 
 @functools.lru_cache(maxsize=4)
 def load_csv_rules(directory: Path | None = None) -> CsvRules:
-    """Load ``metrics/csv.toml``.
-
-    Parameters
-    ----------
-    directory : Path, optional
-        Where the TOML files are; default :func:`metrics_dir`.
+    """Load the CSV reading rules ``csv.toml`` (units, section labels) from ``directory``
+    (default :func:`metrics_dir`).
 
     Returns
     -------

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import collector
+from . import collector, fmt
 
 __all__ = ["collection_text", "collection_warnings", "clock_text", "roof_sources", "csv_limits", "page_meta", "as_paths"]
 
@@ -123,7 +123,9 @@ def page_meta(kernels: pd.DataFrame, inputs: Sequence[Path]) -> dict[str, str]:
         "GPU": devices,
         "ncu version": ", ".join(sorted(kernels["ncu_version"].dropna().astype(str).unique())),
         "launches": f"{len(kernels)} ({int((status == 'ok').sum())} with roofline metrics, "
-                    f"{int((status == 'failed_measurement').sum())} failed measurements)",
+                    f"{fmt.count(int((status == 'failed_measurement').sum()), 'failed measurement')}"
+                    + (f", {fmt.count(int(damaged), 'damaged record')} in the file" if (damaged := (status == 'corrupt_record').sum()) else "")
+                    + ")",
         "clocks": clock_text(kernels),
         "collected with": collection_text(inputs),
         "roofs": roof_sources(kernels),

@@ -37,10 +37,8 @@ def summarize(kernels: pd.DataFrame, points: pd.DataFrame, top: int = 10, catalo
 
     Parameters
     ----------
-    kernels : DataFrame
-        The classified kernels table.
-    points : DataFrame
-        Its points table.
+    kernels, points : DataFrame
+        The classified launch table and its points.
     top : int, default 10
         Number of kernels to keep.
     catalog, gpus : Catalog, GpuCatalog, optional

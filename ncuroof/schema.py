@@ -438,23 +438,8 @@ def validate_kernels(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def validate_points(df: pd.DataFrame) -> pd.DataFrame:
-    """Check the points table like :func:`validate_kernels`.
-
-    Parameters
-    ----------
-    df : DataFrame
-        The points table (:data:`POINTS`).
-
-    Returns
-    -------
-    DataFrame
-        ``df`` cast to the declared dtypes.
-
-    Raises
-    ------
-    ValueError
-        If a declared column is missing, a quantity is negative or a level is unknown.
-    """
+    """Check the points table (:data:`POINTS`) like :func:`validate_kernels` and return it cast
+    to the declared dtypes; ValueError when a column is missing, a quantity negative or a level unknown."""
     out = _validate(df, POINTS, "points")
     if not out["level"].isin(LEVELS).all():
         raise ValueError("points table has an unknown level")

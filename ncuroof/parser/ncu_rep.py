@@ -49,26 +49,8 @@ def _varint(buf: bytes, i: int) -> tuple[int, int]:
 
 def _header_fields(header: bytes) -> dict[int, int]:
     """The varint fields of a protobuf block header (field 5: payload size, field 1: number of
-    non-result records, field 2: number of result records in the payload)."""
-    fields: dict[int, int] = {}
-    i = 0
-    while i < len(header):
-        key, i = _varint(header, i)
-        field, wire = key >> 3, key & 7
-        if wire == 0:
-            fields[field], i = _varint(header, i)
-        elif wire == 2:
-            length, i = _varint(header, i)
-            i += length
-        elif wire == 1:
-            i += 8
-        elif wire == 5:
-            i += 4
-        else:
-            raise ValueError(f"wire type {wire}")
-    if i != len(header):
-        raise ValueError("block header overruns its size")
-    return fields
+    non-result records, field 2: number of result records in the payload); ValueError if broken."""
+    return _message_fields(header)
 
 
 def _payload_size(header: bytes) -> int:
@@ -116,22 +98,13 @@ def check_file(path: Path) -> bytes:
 
 
 def check_framing(path: Path) -> int:
-    """Check that ``path`` is a whole, uncompressed ``.ncu-rep`` file.
-
-    Parameters
-    ----------
-    path : Path
-        The report.
-
-    Returns
-    -------
-    int
-        The number of blocks in the file.
+    """Check that the report ``path`` is a whole, uncompressed ``.ncu-rep`` file and return its
+    number of blocks.
 
     Raises
     ------
     InputError
-        If the file is missing, empty, or not an Nsight Compute report.
+        As :func:`check_file`.
     ReportFormatError
         If the block framing does not end exactly at the end of the file (truncated or corrupt).
     """
@@ -208,12 +181,28 @@ def _message_fields(buf: bytes) -> dict[int, int]:
     return fields
 
 
+#: Bytes read from a memory-mapped report between releases of its pages (:func:`release_pages`).
+RELEASE_BYTES = 64 << 20
+
+
+def release_pages(mm: mmap.mmap, start: int, end: int) -> int:
+    """Drop the pages of ``mm[start:end]`` (already read) from the process: the resident memory of
+    a memory-mapped report stays bounded however large the file. Returns the new release mark."""
+    start -= start % mmap.PAGESIZE
+    end -= end % mmap.PAGESIZE
+    if end > start and hasattr(mm, "madvise"):
+        mm.madvise(mmap.MADV_DONTNEED, start, end - start)
+    return end
+
+
 def _blocks(path: Path) -> Iterator[tuple[int, int, dict[int, int], bytes]]:
     """(block number, payload offset, header fields, payload) of a framing-checked report."""
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
         pos = 8 + struct.unpack("<I", data[4:8])[0]
-        n = 0
+        n = released = 0
         while pos < len(data):
+            if pos - released >= RELEASE_BYTES:
+                released = release_pages(data, released, pos)
             hsize = struct.unpack("<I", data[pos:pos + 4])[0]
             fields = _header_fields(data[pos + 4:pos + 4 + hsize])
             start = pos + 4 + hsize

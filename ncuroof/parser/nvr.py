@@ -43,7 +43,7 @@ from google.protobuf.message import DecodeError
 
 from ..catalog import Catalog
 from ..errors import InputError, ReportFormatError
-from .ncu_rep import _VERSION, _varint, check_file, launch_frame, launch_row
+from .ncu_rep import _VERSION, RELEASE_BYTES, _varint, check_file, launch_frame, launch_row, release_pages
 
 __all__ = ["read_nvr", "read_stamps", "UnsupportedReport", "FORMAT_VERSION", "iter_results", "Launch"]
 
@@ -51,7 +51,6 @@ FORMAT_VERSION = 7
 KERNEL_LAUNCH = 3
 CHUNK = 4096  # launches per DataFrame chunk: bounds the memory of the per-row dicts
 _DOUBLE = struct.Struct("<d")
-_RELEASE = 64 << 20  # bytes read between releases of the mapped pages
 
 _T = descriptor_pb2.FieldDescriptorProto
 _U64, _U32, _DBL, _FLT, _BYTES, _MSG = _T.TYPE_UINT64, _T.TYPE_UINT32, _T.TYPE_DOUBLE, _T.TYPE_FLOAT, _T.TYPE_BYTES, _T.TYPE_MESSAGE
@@ -306,16 +305,6 @@ def _u32(mm: Any, pos: int) -> int:
     return struct.unpack_from("<I", mm, pos)[0]
 
 
-def _release(mm: mmap.mmap, start: int, end: int) -> int:
-    """Drop the pages of ``mm[start:end]`` (already read) from the process: the resident memory of
-    a memory-mapped report stays bounded however large the file. Returns the new release mark."""
-    start -= start % mmap.PAGESIZE
-    end -= end % mmap.PAGESIZE
-    if end > start:
-        mm.madvise(mmap.MADV_DONTNEED, start, end - start)
-    return end
-
-
 def _blocks(mm: Any, path: Path, classes: dict[str, Any]) -> Iterator[tuple[int, int, Any, int]]:
     """(block index, byte offset, block header, payload offset) of each block; checks the framing."""
     size = len(mm)
@@ -333,8 +322,8 @@ def _blocks(mm: Any, path: Path, classes: dict[str, Any]) -> Iterator[tuple[int,
     index = released = 0
     header_cls = classes["BlockHeader"]
     while pos + 4 <= size:
-        if pos - released >= _RELEASE and hasattr(mm, "madvise"):
-            released = _release(mm, released, pos)
+        if pos - released >= RELEASE_BYTES:
+            released = release_pages(mm, released, pos)
         start = pos + 4 + _u32(mm, pos)
         if start > size:
             break
