@@ -17,7 +17,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from . import analysis as _analysis
-from . import calculator, catalog, collector, diagnose, fleet, plot, provenance, report, tables_io, views
+from . import calculator, catalog, collector, diagnose, fleet, fmt, plot, provenance, report, tables_io, views
 from . import compare as _compare
 from . import phases as _phases
 from . import ranks as _ranks
@@ -25,7 +25,7 @@ from .analysis import Analysis, AnalysisOptions
 from .errors import InputError
 from .instruction_roofline import instruction_points
 from .provenance import as_paths
-from .schema import to_text, validate_points
+from .schema import BOUNDS, to_text, validate_points
 
 __all__ = ["profile", "profile_run", "load", "points", "plot_roofline", "analyze", "AnalysisResult", "AnalysisOptions", "default_outdir",
            "analysis_of", "compare_runs", "CompareResult"]
@@ -398,7 +398,7 @@ def _compare_files(result: CompareResult, before: list[Path], after: list[Path],
                                                     f"{', '.join(p.name for p in after)}")
     meta = {"before": ", ".join(str(p) for p in before), "after": ", ".join(str(p) for p in after),
             "GPU time": f"{tot['time_s_before']:.4g} s before, {tot['time_s_after']:.4g} s after (speedup {tot['speedup']:.3g}x)",
-            "after, share of time": ", ".join(f"{b} {100 * tot[f'share_{b}']:.0f}%" for b in ("memory", "compute", "latency", "unknown")),
+            "after, share of time": ", ".join(f"{b} {fmt.pct(tot[f'share_{b}'])}" for b in BOUNDS),
             "warnings": "; ".join(result.warnings)}
     cols = [("kernel_label", "kernel"), ("status", "status"), ("match", "match"), ("launches_before", "launches before"),
             ("launches_after", "launches after"), ("time_s_before", "time before [s]"), ("time_s_after", "time after [s]"),

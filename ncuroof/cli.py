@@ -197,6 +197,7 @@ def _csv_choice(allowed: tuple[str, ...]):  # noqa: ANN202 - click callback fact
 @click.option("--ncu-arg", "ncu_args", multiple=True, help="More ncu arguments, passed verbatim (repeatable).")
 @click.option("--outdir", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="Analysis output directory (default: <report stem>.ncuroof/).")
+@analysis_options
 @click.option("--no-analyze", is_flag=True, help="Only collect the report.")
 @click.option("-q", "--quiet", is_flag=True, help="No ncu progress and no summary table.")
 @click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)
@@ -211,11 +212,12 @@ def profile(output: Path | None, ncu_path: Path | None, ncu_args: tuple[str, ...
     from . import api, text
 
     cmd = tuple(c for c in cmd if c != "--") if cmd and cmd[0] == "--" else cmd
+    options = _options(fields)
     res = api.profile_run(list(cmd), output, ncu=ncu_path, echo=(lambda line: None) if quiet else None, extra=ncu_args, **fields)
     click.echo(text.profile_text(res))
     if no_analyze:
         return
-    result = api.analyze([res.report], outdir=outdir, progress=not quiet)
+    result = api.analyze([res.report], outdir=outdir, options=options, progress=not quiet)
     click.echo(text.analysis_text(result, quiet), nl=False)
 
 

@@ -25,6 +25,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from . import fmt
 from .catalog import PipeCatalog
 from .schema import LEVELS, PRECISIONS
 
@@ -285,7 +286,7 @@ def instruction_verdict(f: dict, sol: dict, instruction: dict, pipes: PipeCatalo
     spec = next((p for p in pipes.pipes if p.name == pipe), None) if pipes is not None else None
     fp = (f"the FP roofline has {str(f.get('precision') or '').upper()} at {str(f.get('level')).upper()} {100 * frac:.0f}% of its roof"
           f" ({bound}-bound)" if has_point else "no FP work counted")
-    busy = f"busiest pipe {pipe} {100 * pfrac:.0f}%" if pipe and np.isfinite(pfrac) else "no pipe metrics"
+    busy = f"busiest pipe {pipe} {fmt.pct(pfrac)}" if pipe and np.isfinite(pfrac) else "no pipe metrics"
     evidence = (f"SM {100 * sm:.0f}%, memory {100 * mem:.0f}% of peak throughput (SM >= {float(instruction['ratio']):g}x memory); "
                 f"{busy}; {fp}")
     advice = "the SM is busy with instructions the FP roofline does not count: cut instructions, not bytes (coalescing will not help)"
