@@ -21,10 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from google.protobuf.message import DecodeError
 
 from ..catalog import Catalog
 from ..errors import InputError, ReportFormatError
 from .contained import missing_module, read_launches
+from .wire import classes
 
 __all__ = ["read_ncu_rep", "check_framing", "check_file", "check_records", "launch_sequence", "check_launches", "ResultRecord", "ncu_version",
            "MAGIC", "launch_row", "launch_frame", "DAMAGED_TEXT"]
@@ -254,6 +256,7 @@ def launch_sequence(path: str | Path) -> list[ResultRecord]:
         (the record is named with its byte range).
     """
     path = Path(path)
+    stamp = classes()["Stamp"]
     out: list[ResultRecord] = []
     for block, offset, fields, payload in _blocks(path):
         before, results = fields.get(1, 0), fields.get(2, 0)
@@ -261,13 +264,14 @@ def launch_sequence(path: str | Path) -> list[ResultRecord]:
             continue
         for start, end in _records(block, offset, payload, before + results, path, len(out))[before:]:
             msg = payload[start:end]
-            try:
-                f = _message_fields(msg)
-            except ValueError as exc:
+            try:  # protobuf's C parser walks the record's wire format (a deleted or inserted byte breaks it)
+                f = stamp.FromString(msg)
+            except DecodeError as exc:
                 raise ReportFormatError(
                     f"has a damaged launch record: record {len(out)} (bytes {offset + start}-{offset + end}) is not "
                     f"readable ({exc}); copy the report again or re-run ncu", path) from exc
-            out.append(ResultRecord(len(out), block, offset + start, offset + end, f.get(1), f.get(2),
+            out.append(ResultRecord(len(out), block, offset + start, offset + end,
+                                    f.thread_id if f.HasField("thread_id") else None, f.seq if f.HasField("seq") else None,
                                     hashlib.blake2b(msg, digest_size=16).digest()))
     return out
 
