@@ -302,8 +302,9 @@ def parse_cell(name: str, text: object) -> list:
 
 
 def to_text(df: pd.DataFrame) -> pd.DataFrame:
-    """A copy of ``df`` with its list columns (:data:`LIST_COLUMNS`) as text, for CSV files and pages."""
-    out = df.copy()
+    """A copy of ``df`` with its list columns (:data:`LIST_COLUMNS`) as text, for CSV files and pages
+    (the other columns are shared with ``df``, not copied)."""
+    out = df.copy(deep=False)
     for name in LIST_COLUMNS:
         if name in out.columns:
             out[name] = [cell_text(name, c) for c in out[name]]
@@ -311,8 +312,8 @@ def to_text(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def from_text(df: pd.DataFrame) -> pd.DataFrame:
-    """Inverse of :func:`to_text`, for a table read back from CSV."""
-    out = df.copy()
+    """Inverse of :func:`to_text`, for a table read back from CSV (other columns shared with ``df``)."""
+    out = df.copy(deep=False)
     for name in LIST_COLUMNS:
         if name in out.columns:
             out[name] = pd.Series([parse_cell(name, c) for c in out[name]], index=out.index, dtype=object)

@@ -17,6 +17,7 @@ with the same values; :func:`read_table` also restores the dtypes and tells None
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -156,7 +157,8 @@ def table_files(tables: Mapping[str, pd.DataFrame], formats: Sequence[str] = ("c
     Returns
     -------
     dict
-        File name to content (bytes) or directory writer.
+        File name to writer: ``write(path)`` streams the table to ``path`` (no copy of the file is
+        held in memory), for :func:`ncuroof.report.write_outputs`.
 
     Raises
     ------
@@ -170,11 +172,15 @@ def table_files(tables: Mapping[str, pd.DataFrame], formats: Sequence[str] = ("c
     for name, df in tables.items():
         t = arrow_table(df, TABLES[name], name, inputs)
         if "csv" in formats:
-            out[f"{name}.csv"] = csv_bytes(t)
+            out[f"{name}.csv"] = functools.partial(pacsv.write_csv, t)
         if "parquet" in formats:
             part = dataset and "source" in TABLES[name] and len(t) > 0
-            out[f"{name}.parquet"] = dataset_writer(t) if part else parquet_bytes(t)
+            out[f"{name}.parquet"] = dataset_writer(t) if part else functools.partial(_write_parquet, t)
     return out
+
+
+def _write_parquet(table: pa.Table, path: Path) -> None:
+    pq.write_table(table, path, compression="zstd")
 
 
 def _to_pandas(t: pa.Table, columns: Mapping[str, Column] | None) -> pd.DataFrame:
