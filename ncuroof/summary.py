@@ -349,9 +349,3 @@ def grid_size(text: object) -> float:
         return np.nan
     nums = re.findall(r"\d+", text)
     return float(np.prod([int(n) for n in nums])) if nums else np.nan
-
-
-def levels_present(points: pd.DataFrame) -> list[str]:
-    """The memory levels that have points, in :data:`ncuroof.schema.LEVELS` order."""
-    have = set(points["level"]) if len(points) else set()
-    return [lv for lv in LEVELS if lv in have]

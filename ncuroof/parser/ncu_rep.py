@@ -32,7 +32,7 @@ __all__ = ["read_ncu_rep", "check_framing", "check_file", "check_records", "laun
            "MAGIC", "launch_row", "launch_frame", "DAMAGED_TEXT"]
 
 MAGIC = b"NVR\x00"
-_PAYLOAD_FIELD = 5
+_PAYLOAD_FIELD = 5  # block header fields: 5 payload size, 1 records before the results, 2 result records
 _VERSION = re.compile(rb"(\d{4}\.\d+\.\d+(?:\.\d+)?) \(build")
 
 
@@ -49,15 +49,9 @@ def _varint(buf: bytes, i: int) -> tuple[int, int]:
             return result, i
 
 
-def _header_fields(header: bytes) -> dict[int, int]:
-    """The varint fields of a protobuf block header (field 5: payload size, field 1: number of
-    non-result records, field 2: number of result records in the payload); ValueError if broken."""
-    return _message_fields(header)
-
-
 def _payload_size(header: bytes) -> int:
     """Return field 5 (payload size) of a protobuf block header, 0 when absent."""
-    return _header_fields(header).get(_PAYLOAD_FIELD, 0)
+    return _message_fields(header).get(_PAYLOAD_FIELD, 0)
 
 
 def check_file(path: Path) -> bytes:
@@ -206,7 +200,7 @@ def _blocks(path: Path) -> Iterator[tuple[int, int, dict[int, int], bytes]]:
             if pos - released >= RELEASE_BYTES:
                 released = release_pages(data, released, pos)
             hsize = struct.unpack("<I", data[pos:pos + 4])[0]
-            fields = _header_fields(data[pos + 4:pos + 4 + hsize])
+            fields = _message_fields(data[pos + 4:pos + 4 + hsize])
             start = pos + 4 + hsize
             size = fields.get(_PAYLOAD_FIELD, 0)
             yield n, start, fields, data[start:start + size]
