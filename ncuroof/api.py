@@ -34,8 +34,9 @@ PathLike = str | Path
 
 
 @contextlib.contextmanager
-def _progress_bar(enabled: bool, label: str = "reading launches") -> Iterator[Callable[[int], Callable[[], None]] | None]:
-    """A rich progress bar on stderr, or None when disabled or stderr is not a terminal."""
+def _progress_bar(enabled: bool, label: str = "reading launches") -> Iterator[Callable[[int], Callable[..., None]] | None]:
+    """A rich progress bar on stderr, or None when disabled or stderr is not a terminal: a factory
+    ``bar(total)`` of callables ``advance(n=1)``."""
     if not enabled or not sys.stderr.isatty():
         yield None
         return
@@ -44,9 +45,9 @@ def _progress_bar(enabled: bool, label: str = "reading launches") -> Iterator[Ca
 
     with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                   console=Console(stderr=True), transient=True) as prog:
-        def factory(total: int) -> Callable[[], None]:
+        def factory(total: int) -> Callable[..., None]:
             task = prog.add_task("read", total=total)
-            return lambda: prog.advance(task)
+            return lambda n=1: prog.advance(task, n)
 
         yield factory
 

@@ -135,9 +135,12 @@ def classify(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Catalog) -> p
     out["bound"] = np.select([is_lat, is_roof, is_sol], ["latency", bind["bound"].astype(object).to_numpy(),
                              np.where(sm >= mem, "compute", "memory")], "unknown")
     text = np.full(len(out), "", dtype=object)
-    text[is_lat] = [_latency_reason(r, latency, small) for r in out[is_lat].itertuples(index=False)]
-    text[is_roof] = [_roofline_reason(r) for r in bind[is_roof].itertuples(index=False)]
-    text[is_sol] = [_sol_only_reason(r) for r in out[is_sol].itertuples(index=False)]
+    sol_cols = ["sm_throughput_frac", "memory_throughput_frac", "waves_per_sm"]  # only these: iterating Arrow text is slow
+    text[is_lat] = [_latency_reason(r, latency, small) for r in out.loc[is_lat, sol_cols].itertuples(index=False)]
+    text[is_roof] = [_roofline_reason(r) for r in bind.loc[is_roof, ["bound", "precision", "level", "ai_flop_per_byte",
+                                                                       "ridge_flop_per_byte", "roof_fraction"]].itertuples(index=False)]
+    text[is_sol] = [_sol_only_reason(r) for r in out.loc[is_sol, sol_cols].itertuples(index=False)]
     text[live & ~is_lat & ~is_roof & ~is_sol] = "bound unknown: neither roofline points nor SpeedOfLight throughputs"
-    out["notes"] = [[*parse_cell("notes", old), t] if t else parse_cell("notes", old) for old, t in zip(out["notes"], text)]
+    out["notes"] = [[*parse_cell("notes", old), t] if t else parse_cell("notes", old)
+                    for old, t in zip(out["notes"].to_numpy(dtype=object), text)]
     return out

@@ -32,6 +32,7 @@ roof -> instruction mix, tensor cores; latency bound -> more parallelism or occu
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -379,12 +380,20 @@ def diagnose_launches(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Cata
     sol = catalog.thresholds["sol"]
     low = float(catalog.thresholds["diagnosis"]["low_occupancy"])
     res = [verdict(f, sol, gpus, low, catalog.thresholds["instruction"], catalog.pipes)
-           for f in facts[[c for c in _FACTS if c in facts.columns]].to_dict("records")]
+           for f in _records(facts, [c for c in _FACTS if c in facts.columns])]
     k["diagnosis"] = [r[0] for r in res]
     k["evidence"] = [r[1] for r in res]
     k["advice"] = [r[2] for r in res]
     k["flags"] = launch_flags(k, points, catalog.thresholds["diagnosis"]).to_numpy()
     return k
+
+
+def _records(frame: pd.DataFrame, cols: list[str]) -> Iterator[dict[str, Any]]:
+    """``frame[cols].to_dict("records")`` (Python scalars, None for missing text) without iterating
+    Arrow-backed columns element by element, which is what makes ``to_dict`` slow."""
+    arrays = [frame[c].to_numpy(dtype=object, na_value=None) if frame[c].dtype == "string" else frame[c].to_numpy(dtype=object)
+              for c in cols]
+    return (dict(zip(cols, row)) for row in zip(*arrays))
 
 
 def _useful_ai(f: dict[str, Any]) -> str:

@@ -31,6 +31,10 @@ class NcuroofError(Exception):
         self.message = message
         super().__init__(f"{path}: {message}" if path is not None else message)
 
+    def __reduce__(self) -> tuple[type, tuple[str, Path | None]]:
+        """Pickle as (message, path): an error raised in a worker process arrives whole."""
+        return type(self), (self.message, self.path)
+
 
 class InputError(NcuroofError):
     """An input file is missing, unreadable or not what its name says."""

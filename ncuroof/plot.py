@@ -19,7 +19,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -33,11 +33,14 @@ from .schema import LEVELS, precision_title
 from .summary import FOCUS_SHARE, aggregate_points, kernel_summary, with_keys
 from .viewcontract import Control, ViewContract, ViewState, apply_view
 
-__all__ = ["plot_roofline", "precision_title", "level_subsets", "SCATTERGL_THRESHOLD", "BOUND_COLORS", "KERNEL_COLORS",
+__all__ = ["plot_roofline", "precision_title", "level_subsets", "SCATTERGL_THRESHOLD", "MAX_LAUNCH_DOTS", "BOUND_COLORS", "KERNEL_COLORS",
            "OTHER_COLOR", "kernel_color", "DotGroup", "DOT_GROUPS"]
 
 #: Above this many dots in one view the dots are drawn with WebGL (``Scattergl``).
 SCATTERGL_THRESHOLD = 1000
+#: The per-launch dots show at most this many launches, the longest (the page of a 100,000-launch
+#: report stays a few MB; every launch is in kernels.csv and points.csv).
+MAX_LAUNCH_DOTS = 10_000
 
 #: Colour of each bound class (colour by bound).
 BOUND_COLORS = {"memory": "#1f77b4", "compute": "#d62728", "latency": "#9467bd", "unknown": "#7f7f7f"}
@@ -148,12 +151,12 @@ def _dot_frames(points: pd.DataFrame, kernels: pd.DataFrame, summ: pd.DataFrame,
     """
     given = dict(given or {})
     info = summ.set_index("kernel_key")
+    kern = given.get("kernel")
+    if kern is None:  # every launch, before the per-launch dots are cut to the longest
+        kern = aggregate_points(with_keys(points, kernels), by="kernel_key")
     launch = given.get("launch")
     if launch is None:
-        launch = with_keys(points, kernels)
-    kern = given.get("kernel")
-    if kern is None:
-        kern = aggregate_points(launch, by="kernel_key")
+        launch = with_keys(_longest(points, kernels, MAX_LAUNCH_DOTS), kernels)
     frames = {**given, "kernel": kern.assign(launch_id=-1), "launch": launch.assign(launches=1)}
     facts = (("kid", "kid"), ("in_focus", "in_focus"), ("main", "precision"), ("label", "kernel_label"),
              ("demangled", "kernel_demangled"), ("kbound", "bound"))
@@ -173,6 +176,22 @@ def _dot_frames(points: pd.DataFrame, kernels: pd.DataFrame, summ: pd.DataFrame,
         d["in_focus"] = d["in_focus"].astype(bool)
         out[gid] = d
     return out
+
+
+def _longest(points: pd.DataFrame, kernels: pd.DataFrame, most: int) -> pd.DataFrame:
+    """The points of the ``most`` longest launches of ``kernels`` (all of them when there are no more)."""
+    if len(kernels) <= most:
+        return points
+    longest = kernels.nlargest(most, "time_s", keep="first")
+    ids = pd.MultiIndex.from_frame(longest[["source", "launch_id"]])
+    return points[pd.MultiIndex.from_frame(points[["source", "launch_id"]]).isin(ids)]
+
+
+def _group_label(group: DotGroup, kernels: pd.DataFrame) -> DotGroup:
+    """``group``, its control label saying how many launches it shows when capped at :data:`MAX_LAUNCH_DOTS`."""
+    if group.id != "launch" or len(kernels) <= MAX_LAUNCH_DOTS:
+        return group
+    return replace(group, label=f"per launch (the {MAX_LAUNCH_DOTS:,} longest of {len(kernels):,})")
 
 
 # --- the chart's frame: roofs, views, axis ranges -------------------------------------------
@@ -497,8 +516,9 @@ def plot_roofline(points: pd.DataFrame, kernels: pd.DataFrame | None = None, tit
     levels : list of str, optional
         Visible memory levels (default: all that have points).
     per_launch : bool, default False
-        One dot per launch instead of one per kernel (launches aggregated: time, FLOPs and
-        bytes summed, so rates are time-weighted; :func:`ncuroof.summary.aggregate_points`).
+        One dot per launch (of the :data:`MAX_LAUNCH_DOTS` longest) instead of one per kernel
+        (launches aggregated: time, FLOPs and bytes summed, so rates are time-weighted;
+        :func:`ncuroof.summary.aggregate_points`).
     color : {'kernel', 'bound'}, default 'kernel'
         Colour dots by kernel (largest time first, :data:`KERNEL_COLORS`) or by the kernel's
         classified bound (:data:`BOUND_COLORS`).
@@ -557,7 +577,7 @@ def plot_roofline(points: pd.DataFrame, kernels: pd.DataFrame | None = None, tit
     state = _initial_state(ch, precision, levels, per_launch, color, show_all)
     counts: dict[str, int] = {}
     frames = _dot_frames(points, kernels, summ, dots)
-    groups = [g for g in DOT_GROUPS if g.id in frames]
+    groups = [_group_label(g, kernels) for g in DOT_GROUPS if g.id in frames]
     fig.add_traces(_roof_traces(ch) + _ridge_traces(ch)
                    + [t for g in groups for t in _group_traces(ch, g, frames[g.id], counts)] + _key_traces(ch))
     fig.add_annotation(text=_roof_note(ch), showarrow=False, xref="paper", yref="paper", x=0, y=1.0, yanchor="bottom", xanchor="left",

@@ -55,9 +55,14 @@ def test_generated_report_reads_as_n_launches_both_ways(tmp_path: Path) -> None:
     ref = read_ncu_rep(big, cat)
     assert len(ref) == 2000
     ticks: list[int] = []
-    ours = nvr.read_nvr(big, cat, progress=lambda total: (ticks.append(total), lambda: ticks.append(-1))[1], chunk=700)
-    assert ticks[0] == 2000 and ticks.count(-1) == 2000
+    ours = nvr.read_nvr(big, cat, progress=lambda total: (ticks.append(total), lambda n=1: ticks.append(-n))[1], chunk=700)
+    assert ticks[0] == 2000 and -sum(ticks[1:]) == 2000
     assert_same_tables(ref, ours)
+    ticks.clear()
+    split = nvr.read_nvr(big, cat, progress=lambda total: (ticks.append(total), lambda n=1: ticks.append(-n))[1], chunk=300,
+                         processes=3)
+    assert ticks[0] == 2000 and -sum(ticks[1:]) == 2000
+    assert_same_tables(ref, split)
     launches = list(nvr.iter_results(big.read_bytes(), big, cat))
     stamps = nvr.read_stamps(big)
     assert list(stamps["seq"]) == [launch.seq for launch in launches]
@@ -182,3 +187,28 @@ def test_edited_reports_agree_with_ncu_report(tmp_path: Path, edit) -> None:  # 
 def test_unknown_reader_is_refused() -> None:
     with pytest.raises(ValueError, match="reader must be one of auto, fast, ncu_report"):
         parser.read(shared("nsight-training__manual_nvtx.ncu-rep"), catalog.load(), reader="upb")
+
+
+def test_split_decode_is_the_same_table_and_its_errors_are_whole(tmp_path: Path) -> None:
+    """Slices decoded by worker processes give the one-process table; a damage or a repeated block in
+    a worker's slice is the same one-line error, naming the file and the launch."""
+    big = tmp_path / "big.ncu-rep"
+    _make_big_report()(shared("ESMM-Research__profile_output.ncu-rep"), big, 1200)
+    cat = catalog.load()
+    one = nvr.read_nvr(big, cat, processes=1)
+    assert len(one) == 1200 and list(one["launch_id"]) == list(range(1200))
+    assert_same_tables(one, nvr.read_nvr(big, cat, processes=2, chunk=100))
+    data = big.read_bytes()
+    blocks = list(nvr._blocks(data, big, nvr._classes()))
+    index, pos, header, start = blocks[-3]  # the third-last block: in the last slice
+    launch = sum(h.num_results for _, _, h, _ in blocks[:-3])
+    bad = tmp_path / "bad.ncu-rep"
+    bad.write_bytes(_shorten_block(data, index))
+    with pytest.raises(ReportFormatError, match=f"damaged block: launch {launch} in block {index} ") as info:
+        nvr.read_nvr(bad, cat, processes=2)
+    assert info.value.path == bad
+    first = next(i for i, (_, _, h, _) in enumerate(blocks) if h.num_results)
+    last = blocks[-1][1]  # the first launch's block again before the last one: two slices apart
+    bad.write_bytes(data[:last] + data[blocks[first][1]:blocks[first + 1][1]] + data[last:])
+    with pytest.raises(ReportFormatError, match="repeated launch record: record 1199 .* exact copy of record 0 "):
+        nvr.read_nvr(bad, cat, processes=2)

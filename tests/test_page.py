@@ -191,6 +191,25 @@ def test_ten_thousand_launches(browser, tmp_path):
     assert errors == []
 
 
+def test_per_launch_dots_are_the_longest_launches_when_there_are_many(monkeypatch):
+    """Past MAX_LAUNCH_DOTS launches the per-launch dots are those of the longest launches, and the
+    control says so; the per-kernel dots still count every launch."""
+    k = synthetic.kernels_table(600, 20, seed=3)
+    pts = ncuroof.points(k)
+    monkeypatch.setattr(plot, "MAX_LAUNCH_DOTS", 50)
+    fig = plot.plot_roofline(pts, k, title="capped", show_all=True)
+    longest = set(k.nlargest(50, "time_s")["launch_id"])
+    drawn = {int(c[8]) for t in fig.data if t.meta and t.meta.get("role") == "dots" and t.meta["mode"] == "launch"
+             for c in np.asarray(t.customdata)}
+    assert drawn == longest
+    modes = next(c for c in fig.layout.meta["view"]["controls"] if c["field"] == "mode")["options"]
+    assert ["launch", "per launch (the 50 longest of 600)"] in modes
+    per_kernel = sum(float(np.asarray(t.customdata)[:, 1].sum()) for t in fig.data
+                     if t.meta and t.meta.get("role") == "dots" and t.meta["mode"] == "kernel" and t.meta["when"]["precision"] == "main"
+                     and t.meta["when"]["levels"] == "dram")
+    assert per_kernel == len(k[k["launch_id"].isin(pts.loc[pts["level"] == "dram", "launch_id"])])
+
+
 def _png_size(data: bytes) -> tuple[int, int]:
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     return struct.unpack(">II", data[16:24])

@@ -21,7 +21,7 @@ from ..errors import InputError, MissingModuleError, ReportFormatError
 from ..schema import validate_raw
 from .csv import Session, read_csv, read_session, sniff
 from .merge import apply_session, merge
-from .ncu_rep import MAGIC, check_records, read_ncu_rep
+from .ncu_rep import MAGIC, read_ncu_rep
 from .nvr import UnsupportedReport, read_nvr
 from .validate import check_values
 
@@ -56,9 +56,7 @@ def _read_report(path: Path, catalog: Catalog, progress: Any, reader: str) -> pd
         raise ValueError(f"reader must be one of {', '.join(READERS)}, not {reader!r}")
     if reader == "ncu_report":
         return read_ncu_rep(path, catalog, progress)
-    if path.suffix != ".ncu-repz":
-        check_records(path)  # repeated or reordered launch records, a damaged file header (issue 14)
-    try:
+    try:  # the decoder checks framing and launch records in its one pass (issue 14); read_ncu_rep checks them first
         return read_nvr(path, catalog, progress)
     except UnsupportedReport as exc:
         if reader == "fast":

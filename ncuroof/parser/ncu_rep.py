@@ -28,7 +28,7 @@ from ..errors import InputError, ReportFormatError
 from .contained import missing_module, read_launches
 from .wire import classes
 
-__all__ = ["read_ncu_rep", "check_framing", "check_file", "check_records", "launch_sequence", "check_launches", "ResultRecord", "ncu_version",
+__all__ = ["read_ncu_rep", "check_framing", "check_file", "check_records", "launch_sequence", "check_launches", "LaunchLedger", "ResultRecord", "ncu_version",
            "MAGIC", "launch_row", "launch_frame", "DAMAGED_TEXT"]
 
 MAGIC = b"NVR\x00"
@@ -150,7 +150,6 @@ class ResultRecord:
     end: int
     process_id: int | None
     sequence: int | None
-    digest: bytes
 
 
 def _message_fields(buf: bytes) -> dict[int, int]:
@@ -219,10 +218,15 @@ def _records(block: int, offset: int, payload: bytes, count: int, path: Path, la
         out.append((i + 4, i + 4 + size))
         i += 4 + size
     if i != len(payload) or len(out) != count:
-        raise ReportFormatError(
-            f"has a damaged block: launch {launch} in block {block} (bytes {offset}-{offset + len(payload)}): the block "
-            f"should hold {count} records but its contents do not add up; copy the report again or re-run ncu", path)
+        raise untiled_block(path, launch, block, offset, offset + len(payload), count)
     return out
+
+
+def untiled_block(path: Path, launch: int, block: int, start: int, end: int, count: int) -> ReportFormatError:
+    """The error for a block whose ``count`` records do not tile its payload ``[start, end)``."""
+    return ReportFormatError(
+        f"has a damaged block: launch {launch} in block {block} (bytes {start}-{end}): the block "
+        f"should hold {count} records but its contents do not add up; copy the report again or re-run ncu", path)
 
 
 def launch_sequence(path: str | Path) -> list[ResultRecord]:
@@ -265,22 +269,66 @@ def launch_sequence(path: str | Path) -> list[ResultRecord]:
                     f"has a damaged launch record: record {len(out)} (bytes {offset + start}-{offset + end}) is not "
                     f"readable ({exc}); copy the report again or re-run ncu", path) from exc
             out.append(ResultRecord(len(out), block, offset + start, offset + end,
-                                    f.thread_id if f.HasField("thread_id") else None, f.seq if f.HasField("seq") else None,
-                                    hashlib.blake2b(msg, digest_size=16).digest()))
+                                    f.thread_id if f.HasField("thread_id") else None, f.seq if f.HasField("seq") else None))
     return out
 
 
-def check_launches(path: str | Path, records: list[ResultRecord]) -> None:
-    """Refuse a report whose launch records repeat or step backwards.
+class LaunchLedger:
+    """Refuses repeated or reordered launch records as they are read, one at a time.
 
     Two identical records (same bytes) are a duplicated block; within one process, ncu's sequence
     numbers increase from record to record, so a repeated or lower number means records were
-    repeated or reordered. (A removed record leaves no trace in general.)
+    repeated or reordered. (A removed record leaves no trace in general.) Records are told apart by
+    (process ID, sequence number); their bytes are compared only when those repeat, and hashed only
+    for records without a sequence number, so the check costs next to nothing in a decoder's pass.
+
+    Parameters
+    ----------
+    path : Path
+        The report, for the messages.
+    data : buffer
+        The whole report (``mmap`` or ``bytes``): ``data[r.start:r.end]`` is record ``r``.
+    """
+
+    def __init__(self, path: Path, data: Any) -> None:
+        self.path, self.data = path, data
+        self.first: dict[Any, ResultRecord] = {}
+        self.last: dict[int | None, ResultRecord] = {}
+
+    def _bytes(self, r: ResultRecord) -> bytes:
+        return bytes(self.data[r.start:r.end])
+
+    def add(self, r: ResultRecord) -> None:
+        """Take the next record in file order.
+
+        Raises
+        ------
+        ReportFormatError
+            Naming both records, their byte ranges and sequence numbers.
+        """
+        ident = (r.process_id, r.sequence) if r.sequence is not None else hashlib.blake2b(self._bytes(r), digest_size=16).digest()
+        first = self.first.setdefault(ident, r)
+        if first is not r and (r.sequence is None or self._bytes(first) == self._bytes(r)):
+            raise ReportFormatError(
+                f"has a repeated launch record: record {r.index} (bytes {r.start}-{r.end}) is an exact copy of record "
+                f"{first.index} (bytes {first.start}-{first.end}), a duplicated block; the report is damaged: copy it "
+                "again or re-run ncu", self.path)
+        prev = self.last.get(r.process_id)
+        if prev is not None and r.sequence is not None and prev.sequence is not None and r.sequence <= prev.sequence:
+            raise ReportFormatError(
+                f"has launch records out of sequence: record {r.index} (bytes {r.start}-{r.end}) has ncu sequence "
+                f"number {r.sequence}, not above the {prev.sequence} of record {prev.index}; launches are repeated or "
+                "reordered, the report is damaged: copy it again or re-run ncu", self.path)
+        self.last[r.process_id] = r
+
+
+def check_launches(path: str | Path, records: list[ResultRecord]) -> None:
+    """Refuse a report whose launch records repeat or step backwards (:class:`LaunchLedger`).
 
     Parameters
     ----------
     path : str or Path
-        The report, for the message.
+        The report.
     records : list of ResultRecord
         From :func:`launch_sequence`.
 
@@ -289,22 +337,11 @@ def check_launches(path: str | Path, records: list[ResultRecord]) -> None:
     ReportFormatError
         Naming both records, their byte ranges and sequence numbers.
     """
-    seen: dict[bytes, ResultRecord] = {}
-    last: dict[int | None, ResultRecord] = {}
-    for r in records:
-        first = seen.setdefault(r.digest, r)
-        if first is not r:
-            raise ReportFormatError(
-                f"has a repeated launch record: record {r.index} (bytes {r.start}-{r.end}) is an exact copy of record "
-                f"{first.index} (bytes {first.start}-{first.end}), a duplicated block; the report is damaged: copy it "
-                "again or re-run ncu", path)
-        prev = last.get(r.process_id)
-        if prev is not None and r.sequence is not None and prev.sequence is not None and r.sequence <= prev.sequence:
-            raise ReportFormatError(
-                f"has launch records out of sequence: record {r.index} (bytes {r.start}-{r.end}) has ncu sequence "
-                f"number {r.sequence}, not above the {prev.sequence} of record {prev.index}; launches are repeated or "
-                "reordered, the report is damaged: copy it again or re-run ncu", path)
-        last[r.process_id] = r
+    path = Path(path)
+    with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        ledger = LaunchLedger(path, data)
+        for r in records:
+            ledger.add(r)
 
 
 def check_records(path: Path) -> list[ResultRecord]:

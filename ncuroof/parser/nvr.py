@@ -27,6 +27,9 @@ falls back to ``ncu_report``; a payload that does not decode raises
 
 from __future__ import annotations
 
+import bisect
+import contextlib
+import gc
 import math
 import mmap
 import operator
@@ -41,14 +44,34 @@ from google.protobuf.message import DecodeError
 
 from ..catalog import Catalog
 from ..errors import InputError, ReportFormatError
-from .ncu_rep import _VERSION, RELEASE_BYTES, _varint, check_file, launch_frame, launch_row, release_pages
+from .ncu_rep import (
+    _VERSION,
+    RELEASE_BYTES,
+    LaunchLedger,
+    ResultRecord,
+    _check_file_header,
+    _varint,
+    check_file,
+    launch_frame,
+    launch_row,
+    release_pages,
+    untiled_block,
+)
+from .split import cores, run_split
 from .wire import classes as _classes
 
-__all__ = ["read_nvr", "read_stamps", "UnsupportedReport", "FORMAT_VERSION", "iter_results", "Launch"]
+__all__ = ["read_nvr", "read_stamps", "UnsupportedReport", "FORMAT_VERSION", "iter_results", "Launch", "Slice", "decode_slice",
+           "PROCESS_LAUNCHES"]
 
 FORMAT_VERSION = 7
 KERNEL_LAUNCH = 3
 CHUNK = 4096  # launches per DataFrame chunk: bounds the memory of the per-row dicts
+#: Launches worth one more decoding process (a worker's start costs about 8,000 launches' decoding).
+PROCESS_LAUNCHES = 25_000
+#: The launches this process decodes while a worker starts (importing ncuroof, about 0.6 s).
+START_LAUNCHES = 8_000
+#: Launches between two progress reports.
+TICK = 256
 _DOUBLE = struct.Struct("<d")
 
 class UnsupportedReport(Exception):
@@ -60,8 +83,9 @@ class Launch:
     """One decoded result (kernel launch) of a report.
 
     ``seq`` is ncu's sequence number (result field 2), ``thread_id`` the launching thread's ID
-    (result field 1; the process ID for a process's main thread) and ``timestamp`` the Unix time
-    in seconds (field 14): the launch-accounting checks use them to find repeated or reordered
+    (result field 1; the process ID for a process's main thread), both None when absent, and
+    ``timestamp`` the Unix time in seconds (field 14): the launch-accounting checks
+    (:class:`~ncuroof.parser.ncu_rep.LaunchLedger`) use them to find repeated or reordered
     blocks. ``values`` maps metric names to values in ncu's metric-name order.
     """
 
@@ -71,8 +95,8 @@ class Launch:
     demangled: str
     nvtx: str | None
     values: dict[str, Any]
-    seq: int
-    thread_id: int
+    seq: int | None
+    thread_id: int | None
     timestamp: int
 
 
@@ -248,29 +272,39 @@ def _launch(buf: Any, block: int, offset: int, wanted: _Wanted, classes: dict[st
         raise UnsupportedReport(f"a result of kind {result.kind} (not a kernel launch)")
     # an empty name (a C symbol has no demangled form) is the mangled one, as in ncu_report
     function, demangled = result.function or result.mangled, result.demangled or result.mangled
-    return Launch(block, offset, function.decode(), demangled.decode(), _nvtx(result),
-                  _values(result, wanted, classes["Metric"]), result.seq, result.thread_id, result.timestamp)
+    return Launch(block, offset, function.decode(), demangled.decode(), _nvtx(result), _values(result, wanted, classes["Metric"]),
+                  result.seq if result.HasField("seq") else None, result.thread_id if result.HasField("thread_id") else None,
+                  result.timestamp)
 
 
 def _u32(mm: Any, pos: int) -> int:
     return struct.unpack_from("<I", mm, pos)[0]
 
 
-def _blocks(mm: Any, path: Path, classes: dict[str, Any]) -> Iterator[tuple[int, int, Any, int]]:
-    """(block index, byte offset, block header, payload offset) of each block; checks the framing."""
+def _first_block(mm: Any, path: Path, classes: dict[str, Any]) -> int:
+    """Check the file header and format version; the byte offset of the first block."""
     size = len(mm)
     if size < 8:
         raise ReportFormatError("is truncated inside its file header; copy the report again", path)
     pos = 8 + _u32(mm, 4)
-    if pos > size:
-        raise ReportFormatError("is truncated inside its file header; copy the report again", path)
+    _check_file_header(mm[8:min(pos, size)], pos, size, path)
     try:
         version = classes["FileHeader"].FromString(mm[8:pos]).version
     except DecodeError as exc:
         raise ReportFormatError(f"has a damaged file header ({exc}); copy the report again or re-run ncu", path) from exc
     if version != FORMAT_VERSION:
         raise UnsupportedReport(f"report format version {version} (known: {FORMAT_VERSION})")
-    index = released = 0
+    return pos
+
+
+def _blocks(mm: Any, path: Path, classes: dict[str, Any], pos: int | None = None, index: int = 0,
+            stop: int | None = None) -> Iterator[tuple[int, int, Any, int]]:
+    """(block index, byte offset, block header, payload offset) of each block from the first (or from
+    block ``index`` at byte ``pos``) to the end of the file (or to byte ``stop``, a block boundary);
+    checks the framing."""
+    size = len(mm) if stop is None else stop
+    pos = _first_block(mm, path, classes) if pos is None else pos
+    released = pos
     header_cls = classes["BlockHeader"]
     while pos + 4 <= size:
         if pos - released >= RELEASE_BYTES:
@@ -289,26 +323,53 @@ def _blocks(mm: Any, path: Path, classes: dict[str, Any]) -> Iterator[tuple[int,
         pos = end
         index += 1
     if pos != size:
-        raise ReportFormatError(f"is truncated or corrupt: its blocks end at byte {pos} but the file has {size} bytes; "
+        raise ReportFormatError(f"is truncated or corrupt: its blocks end at byte {pos} but the file has {len(mm)} bytes; "
                                 "copy the report again or re-run ncu", path)
 
 
-def _results(mm: Any, block: int, pos: int, start: int, end: int, count: int) -> Iterator[tuple[int, Any]]:
-    """(offset, message view) of each ``[u32 length][result]`` in the payload ``mm[start:end]``."""
+class _Untiled(DecodeError):
+    """A block's records do not tile its payload."""
+
+
+def _results(mm: Any, start: int, end: int, header: Any) -> Iterator[tuple[int, Any]]:
+    """(offset, message) of each ``[u32 length][result]`` in the payload ``mm[start:end]``, after the
+    block's ``num_sources`` records of other kinds; :class:`_Untiled` if they do not tile it."""
     at = start
-    for _ in range(count):
+    for i in range(header.num_sources + header.num_results):
         if at + 4 > end or at + 4 + _u32(mm, at) > end:
-            raise DecodeError(f"result at byte {at} runs past the block's payload")
+            raise _Untiled()
         n = _u32(mm, at)
-        yield at, mm[at + 4:at + 4 + n]
+        if i >= header.num_sources:
+            yield at, mm[at + 4:at + 4 + n]
         at += 4 + n
     if at != end:
-        raise DecodeError(f"the payload has {end - at} bytes after its {count} result(s)")
+        raise _Untiled()
 
 
 def _damaged(path: Path, launch: int, block: int, pos: int, exc: Exception) -> ReportFormatError:
     return ReportFormatError(f"launch {launch} in block {block} (byte {pos}) cannot be decoded ({exc}); "
                              "the report is damaged: re-run ncu or copy the report again", path)
+
+
+def _launches(mm: Any, path: Path, blocks: Iterator[tuple[int, int, Any, int]], wanted: _Wanted,
+              launch: int) -> Iterator[tuple[int, Launch, int, int]]:
+    """(launch index, :class:`Launch`, record start, record end) of the kernel launches in ``blocks``,
+    numbered from ``launch``; a damaged payload raises :class:`ReportFormatError` naming it."""
+    classes = _classes()
+    for block, pos, header, start in blocks:
+        if header.HasField("strings"):
+            wanted.add_strings(header.strings.strings)
+        if not header.num_results:
+            continue
+        try:
+            for offset, buf in _results(mm, start, start + header.payload_size, header):
+                yield launch, _launch(buf, block, offset, wanted, classes), offset + 4, offset + 4 + len(buf)
+                launch += 1
+        except _Untiled as exc:
+            raise untiled_block(path, launch, block, start, start + header.payload_size,
+                                header.num_sources + header.num_results) from exc
+        except (DecodeError, UnicodeDecodeError, IndexError, ValueError, struct.error) as exc:
+            raise _damaged(path, launch, block, pos, exc) from exc
 
 
 def iter_results(mm: Any, path: Path, catalog: Catalog) -> Iterator[Launch]:
@@ -331,35 +392,15 @@ def iter_results(mm: Any, path: Path, catalog: Catalog) -> Iterator[Launch]:
     ------
     ReportFormatError
         For a damaged header, framing or payload: names the file, the block, its byte offset
-        and the launch (its index in the report).
+        and the launch (its index in the report); for repeated or reordered launch records
+        (:class:`~ncuroof.parser.ncu_rep.LaunchLedger`).
     UnsupportedReport
         For a format version, value kind or structure not seen in the reports we verified.
     """
-    classes = _classes()
-    wanted = _Wanted(catalog)
-    launch = 0
-    for block, pos, header, start in _blocks(mm, path, classes):
-        if header.HasField("strings"):
-            wanted.add_strings(header.strings.strings)
-        if not header.num_results:
-            continue
-        try:
-            for offset, buf in _results(mm, block, pos, start, start + header.payload_size, header.num_results):
-                yield _launch(buf, block, offset, wanted, classes)
-                launch += 1
-        except (DecodeError, UnicodeDecodeError, IndexError, ValueError, struct.error) as exc:
-            raise _damaged(path, launch, block, pos, exc) from exc
-
-
-def _version(mm: Any, path: Path) -> str | None:
-    """The ncu version in the first block header that is not a result's (the session details), as
-    :func:`~ncuroof.parser.ncu_rep.ncu_version` finds it, without reading the results."""
-    for _, pos, header, start in _blocks(mm, path, _classes()):
-        if not header.num_results:
-            m = _VERSION.search(mm, pos, start)
-            if m:
-                return m.group(1).decode()
-    return None
+    ledger = LaunchLedger(path, mm)
+    for index, got, start, end in _launches(mm, path, _blocks(mm, path, _classes()), _Wanted(catalog), 0):
+        ledger.add(ResultRecord(index, got.block, start, end, got.thread_id, got.seq))
+        yield got
 
 
 def read_stamps(path: str | Path) -> pd.DataFrame:
@@ -396,7 +437,7 @@ def read_stamps(path: str | Path) -> pd.DataFrame:
             if not header.num_results:
                 continue
             try:
-                for offset, buf in _results(mm, block, pos, start, start + header.payload_size, header.num_results):
+                for offset, buf in _results(mm, start, start + header.payload_size, header):
                     m = stamp.FromString(buf)
                     rows.append((len(rows), block, offset, m.seq, m.thread_id, m.timestamp))
             except DecodeError as exc:
@@ -404,13 +445,119 @@ def read_stamps(path: str | Path) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["launch_id", "block", "offset", "seq", "thread_id", "timestamp"], dtype="int64")
 
 
-def _count(mm: Any, path: Path) -> int:
-    return sum(h.num_results for _, _, h, _ in _blocks(mm, path, _classes()))
+@dataclass
+class _Plan:
+    """What one walk over a report's block headers finds: the ncu version (as
+    :func:`~ncuroof.parser.ncu_rep.ncu_version` finds it: in the first non-result block header that
+    has one), the number of launches, and for each result block its byte offset, block index, the
+    launches and the strings before it; ``strings`` is the whole string table."""
+
+    version: str | None = None
+    total: int = 0
+    marks: list[tuple[int, int, int, int]] = field(default_factory=list)
+    strings: list[bytes] = field(default_factory=list)
 
 
-def read_nvr(path: str | Path, catalog: Catalog, progress: Callable[[int], Callable[[], None]] | None = None,
-             chunk: int = CHUNK) -> pd.DataFrame:
+def _plan(mm: Any, path: Path) -> _Plan:
+    plan = _Plan()
+    for block, pos, header, start in _blocks(mm, path, _classes()):
+        if header.num_results:
+            plan.marks.append((pos, block, plan.total, len(plan.strings)))
+            plan.total += header.num_results
+        elif plan.version is None:
+            m = _VERSION.search(mm, pos, start)
+            plan.version = m.group(1).decode() if m else None
+        if header.HasField("strings"):
+            plan.strings.extend(header.strings.strings)
+    return plan
+
+
+@dataclass(frozen=True)
+class Slice:
+    """The blocks of a report one process decodes: from byte ``pos`` (None: the first block) to
+    byte ``stop`` (None: the end), starting with block ``block`` and launch ``launch``, with the
+    string-table entries of the blocks before."""
+
+    pos: int | None = None
+    stop: int | None = None
+    block: int = 0
+    launch: int = 0
+    strings: tuple[bytes, ...] = ()
+
+
+def _slices(plan: _Plan, processes: int) -> list[Slice]:
+    """Cut the result blocks into ``processes`` slices at block boundaries; the first (decoded in
+    this process while the workers start) is longer by :data:`START_LAUNCHES` per worker."""
+    if processes <= 1 or len(plan.marks) < processes:
+        return [Slice()]
+    head = min(START_LAUNCHES, plan.total // (2 * processes))
+    first = (plan.total + (processes - 1) * head) / processes
+    width = (plan.total - first) / (processes - 1)
+    launches = [m[2] for m in plan.marks]
+    cuts = sorted({bisect.bisect_left(launches, first + k * width) for k in range(processes - 1)} - {0, len(launches)})
+    bounds = [plan.marks[i] for i in cuts]
+    out = [Slice(stop=bounds[0][0])]
+    for (pos, block, launch, n_strings), nxt in zip(bounds, [*bounds[1:], None]):
+        out.append(Slice(pos, None if nxt is None else nxt[0], block, launch, tuple(plan.strings[:n_strings])))
+    return out
+
+
+def decode_slice(path: Path, catalog: Catalog, part: Slice, chunk: int, version: str | None,
+                 progress: Callable[[int], None] | None = None) -> tuple[list[pd.DataFrame], list[tuple[int, ...]]]:
+    """Decode the launches of one :class:`Slice` of a report (in this process or a worker's).
+
+    Returns the raw-table chunks (:func:`~ncuroof.parser.ncu_rep.launch_frame`, ``chunk`` launches
+    each) and one record per launch (index, block, start, end, thread ID, sequence number) for
+    :class:`~ncuroof.parser.ncu_rep.LaunchLedger`. ``progress(n)`` is told every
+    :data:`TICK` launches. Python's cyclic garbage collector is paused meanwhile: the decoder
+    makes no cycles, and its collections over the growing table cost a third of the time.
+    """
+    frames: list[pd.DataFrame] = []
+    rows: list[dict[str, Any]] = []
+    records: list[tuple[int, ...]] = []
+    wanted = _Wanted(catalog)
+    wanted.add_strings(part.strings)
+    with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm, _gc_paused():
+        blocks = _blocks(mm, path, _classes(), part.pos, part.block, part.stop)
+        for index, got, start, end in _launches(mm, path, blocks, wanted, part.launch):
+            records.append((index, got.block, start, end, got.thread_id, got.seq))
+            rows.append(launch_row(path, 0, index, got.function, got.demangled, got.nvtx, got.values, version))
+            if len(rows) == chunk:
+                frames.append(launch_frame(rows))
+                rows = []
+            if progress is not None and len(records) % TICK == 0:
+                progress(TICK)
+    if rows:
+        frames.append(launch_frame(rows))
+    if progress is not None and len(records) % TICK:
+        progress(len(records) % TICK)
+    return frames, records
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _processes(total: int) -> int:
+    """Decoding processes for a report of ``total`` launches: one per :data:`PROCESS_LAUNCHES`, at
+    most one per core."""
+    return max(1, min(cores(), total // PROCESS_LAUNCHES))
+
+
+def read_nvr(path: str | Path, catalog: Catalog, progress: Callable[[int], Callable[..., None]] | None = None,
+             chunk: int = CHUNK, processes: int | None = None) -> pd.DataFrame:
     """Read every launch of a report into the raw table, without ``ncu_report``.
+
+    One walk over the block headers counts the launches; the result blocks are then decoded in
+    slices, on several processes for a big report (:func:`ncuroof.parser.split.run_split`), and
+    every launch record is checked in file order (:class:`~ncuroof.parser.ncu_rep.LaunchLedger`).
 
     Parameters
     ----------
@@ -421,9 +568,13 @@ def read_nvr(path: str | Path, catalog: Catalog, progress: Callable[[int], Calla
         ``sm__ops_path_tensor_*`` count/rate/peak, and the MMA opcodes of
         ``sass__inst_executed_per_opcode_with_modifier_all``.
     progress : callable, optional
-        ``progress(total)`` returns a callable advanced once per launch (a progress bar).
+        ``progress(total)`` returns a callable advanced by ``advance(n)`` as launches are read
+        (a progress bar).
     chunk : int, default 4096
         Launches turned into a DataFrame at a time (bounds memory; the result does not depend on it).
+    processes : int, optional
+        Decoding processes; default one per :data:`PROCESS_LAUNCHES` launches, at most one per
+        core. The result does not depend on it.
 
     Returns
     -------
@@ -444,21 +595,18 @@ def read_nvr(path: str | Path, catalog: Catalog, progress: Callable[[int], Calla
         raise UnsupportedReport("a compressed .ncu-repz report")
     check_file(path)
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        version = _version(mm, path)
-        advance = progress(_count(mm, path)) if progress is not None else None
-        frames: list[pd.DataFrame] = []
-        rows: list[dict[str, Any]] = []
-        for launch_id, launch in enumerate(iter_results(mm, path, catalog)):
-            rows.append(launch_row(path, 0, launch_id, launch.function, launch.demangled, launch.nvtx,
-                                   launch.values, version))
-            if len(rows) == chunk:
-                frames.append(launch_frame(rows))
-                rows = []
-            if advance is not None:
-                advance()
-    if rows:
-        frames.append(launch_frame(rows))
-    if not frames:
+        plan = _plan(mm, path)
+    if not plan.total:
         raise InputError("holds no kernel launches; check ncu's --kernel-name/--launch-count filters", path)
+    slices = _slices(plan, _processes(plan.total) if processes is None else processes)
+    advance = progress(plan.total) if progress is not None else None
+    parts = run_split(decode_slice, [(path, catalog, part, chunk, plan.version) for part in slices], progress=advance)
+    if advance is not None:
+        advance(sum(len(records) for _, records in parts[1:]))
+    with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        ledger = LaunchLedger(path, mm)
+        for _, records in parts:
+            for r in records:
+                ledger.add(ResultRecord(*r))
+    frames = [frame for part_frames, _ in parts for frame in part_frames]
     return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
-
