@@ -26,9 +26,10 @@ import pandas as pd
 
 from .analysis import AnalysisOptions
 from .errors import InputError, NcuroofError
+from .parser.nvr import PROCESSES_ENV
 from .schema import FAILURES, validate_kernels
 
-__all__ = ["FLEET_MIN_INPUTS", "FleetResult", "analyze_input", "run", "wanted"]
+__all__ = ["FLEET_MIN_INPUTS", "FleetResult", "analyze_input", "analyze_on_worker", "run", "wanted"]
 
 #: Stacks of at least this many inputs run on dask; smaller ones in this process (no cluster start-up).
 FLEET_MIN_INPUTS = 4
@@ -88,6 +89,13 @@ def analyze_input(path: str, source: str, options: AnalysisOptions) -> dict[str,
     return {"source": source, "kernels": k.assign(source=source)}
 
 
+def analyze_on_worker(path: str, source: str, options: AnalysisOptions) -> dict[str, Any]:
+    """:func:`analyze_input` as a dask task: the worker decodes reports in its own process only
+    (the cluster already runs a process per core; :data:`ncuroof.parser.nvr.PROCESSES_ENV`)."""
+    os.environ[PROCESSES_ENV] = "1"
+    return analyze_input(path, source, options)
+
+
 def _failure(source: str, exc: BaseException) -> dict[str, Any]:
     return {"source": source, "error": f"{source}: internal error while analyzing it: {type(exc).__name__}: {exc}"}
 
@@ -128,7 +136,7 @@ def _on_dask(tasks: list[tuple[str, str]], options: AnalysisOptions, scheduler: 
     from distributed import as_completed
 
     with _quiet_dask(), _client(scheduler, workers) as client:
-        futures = client.map(analyze_input, [p for p, _ in tasks], [s for _, s in tasks], options=options, pure=False)
+        futures = client.map(analyze_on_worker, [p for p, _ in tasks], [s for _, s in tasks], options=options, pure=False)
         where = {f.key: i for i, f in enumerate(futures)}
         out: list[dict[str, Any]] = [{}] * len(tasks)
         for f in as_completed(futures):

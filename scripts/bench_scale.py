@@ -8,11 +8,13 @@ peak resident memory of its process tree (sampled from /proc every 20 ms, and th
 ru_maxrss of the process), and, at 1,000 and 10,000 launches, the ncu_report floor: the time of
 reading, through ncu_report alone, exactly the metrics ncuroof reads (``bench_analyze.floor``),
 in a subprocess of its own. Targets (issue 12, 2 cores): 100,000 launches end to end in at most
-0.1 x floor per launch x launches, with peak RSS at most 1 GB; time per launch flat.
+0.1 x floor per launch x launches, with peak RSS at most 1 GB; time per launch flat. The fixed
+cost of one run (starting Python, importing, writing a page: ``analyze`` of the source report
+itself) is measured too, and the time per launch is also given without it (``marginal``).
 
     .venv/bin/python scripts/bench_scale.py [--report R] [--sizes 1000 10000 100000] [--profile]
 
-``--profile`` adds a cProfile of analyze at the largest size: the cumulative time of its stages.
+``--profile`` adds the wall time of each stage of analyze at the largest size (``scripts/stage_times.py``).
 """
 
 from __future__ import annotations
@@ -35,13 +37,6 @@ from make_big_report import make_big_report  # noqa: E402
 ENV = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
 FLOOR = ("import sys, time; sys.path.insert(0, sys.argv[2]); from bench_analyze import floor; "
          "t = time.perf_counter(); n = floor(__import__('pathlib').Path(sys.argv[1])); print(n, time.perf_counter() - t)")
-STAGES = (("parser/__init__.py", "read_many"), ("calculator.py", "compute_kernels"), ("ceilings.py", "fill_ceilings"),
-          ("calculator.py", "compute_points"), ("classify.py", "classify"), ("diagnose.py", "diagnose_launches"),
-          ("api.py", "points"), ("summary.py", "kernel_summary"), ("diagnose.py", "diagnose_kernels"),
-          ("plot.py", "plot_roofline"), ("report.py", "render_html"), ("pandas/core/generic.py", "to_csv"),
-          ("report.py", "write_outputs"))
-
-
 def _tree_rss(pid: int) -> int:
     """Resident bytes of ``pid`` and all its descendants, from /proc (0 once gone)."""
     total, todo = 0, [pid]
@@ -92,18 +87,10 @@ def floor_per_launch(report: Path, launches: int) -> float:
 
 
 def profile(report: Path, tmp: Path) -> None:
-    """cProfile ``analyze`` and print the cumulative time of each stage."""
-    import pstats
-
-    prof = tmp / "analyze.prof"
-    subprocess.run([sys.executable, "-m", "cProfile", "-o", str(prof), "-m", "ncuroof", "analyze", str(report), "-o",
-                    str(tmp / "prof.out"), "-q"], check=True, env=ENV, capture_output=True)
-    stats = pstats.Stats(str(prof)).stats  # type: ignore[attr-defined]
-    total = max(v[3] for v in stats.values())
-    print(f"\nprofile of analyze at {report.name} (cProfile, {total:.1f} s in all; stages by cumulative time):")
-    for module, function in STAGES:
-        cum = sum(v[3] for (file, _, name), v in stats.items() if name == function and file.endswith(f"/{module}"))
-        print(f"  {module.split('/')[-1][:-3] + '.' + function:<28} {cum:7.2f} s  {cum / total:6.1%}")
+    """Where the time of ``analyze`` goes, stage by stage (``scripts/stage_times.py``: wall clock)."""
+    proc = subprocess.run([sys.executable, str(Path(__file__).with_name("stage_times.py")), "analyze", str(report), "-o",
+                           str(tmp / "prof.out"), "-q"], env=ENV, capture_output=True, text=True, check=True)
+    print(f"\nstages of analyze at {report.name} (wall clock):{proc.stderr}")
 
 
 def main() -> int:
@@ -117,7 +104,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="ncuroof-bench-") as d:
         tmp = Path(d)
         print(f"source {args.report.name}; {os.cpu_count()} cores")
-        print(f"{'launches':>9} {'file MB':>8} {'wall s':>7} {'ms/launch':>9} {'peak RSS MB':>11} {'floor ms/launch':>15}")
+        fixed, _, _ = run_measured([sys.executable, "-m", "ncuroof", "analyze", str(args.report), "-o", str(tmp / "out0"), "-q"])
+        print(f"fixed cost (analyze of the source report itself): {fixed:.2f} s")
+        print(f"{'launches':>9} {'file MB':>8} {'wall s':>7} {'ms/launch':>9} {'marginal':>9} {'peak RSS MB':>11} {'floor ms/launch':>15}")
         rows = []
         for n in args.sizes:
             big = tmp / f"big{n}.ncu-rep"
@@ -127,7 +116,7 @@ def main() -> int:
             if fl is not None:
                 floors.append(fl)
             rows.append((n, wall, rss))
-            print(f"{n:>9} {big.stat().st_size / 1e6:>8.0f} {wall:>7.2f} {wall / n * 1e3:>9.3f} {rss / 2**20:>11.0f} "
+            print(f"{n:>9} {big.stat().st_size / 1e6:>8.0f} {wall:>7.2f} {wall / n * 1e3:>9.3f} {(wall - fixed) / n * 1e3:>9.3f} {rss / 2**20:>11.0f} "
                   f"{'' if fl is None else f'{fl * 1e3:.3f}':>15}")
             if n != max(args.sizes) or not args.profile:
                 big.unlink()

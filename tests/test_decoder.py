@@ -212,3 +212,13 @@ def test_split_decode_is_the_same_table_and_its_errors_are_whole(tmp_path: Path)
     bad.write_bytes(data[:last] + data[blocks[first][1]:blocks[first + 1][1]] + data[last:])
     with pytest.raises(ReportFormatError, match="repeated launch record: record 1199 .* exact copy of record 0 "):
         nvr.read_nvr(bad, cat, processes=2)
+
+
+def test_decoding_processes_follow_cores_size_and_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(nvr.PROCESSES_ENV, raising=False)
+    monkeypatch.setattr(nvr, "cores", lambda: 4)
+    assert [nvr._processes(n) for n in (10, 49_999, 50_000, 100_000, 10**6)] == [1, 1, 2, 4, 4]
+    monkeypatch.setenv(nvr.PROCESSES_ENV, "1")  # what a dask worker of a fleet sets (ncuroof.fleet.analyze_on_worker)
+    assert nvr._processes(10**6) == 1
+    monkeypatch.setenv(nvr.PROCESSES_ENV, "many")
+    assert nvr._processes(10**6) == 4

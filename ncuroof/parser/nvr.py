@@ -33,6 +33,7 @@ import gc
 import math
 import mmap
 import operator
+import os
 import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -61,7 +62,7 @@ from .split import cores, run_split
 from .wire import classes as _classes
 
 __all__ = ["read_nvr", "read_stamps", "UnsupportedReport", "FORMAT_VERSION", "iter_results", "Launch", "Slice", "decode_slice",
-           "PROCESS_LAUNCHES"]
+           "PROCESS_LAUNCHES", "PROCESSES_ENV"]
 
 FORMAT_VERSION = 7
 KERNEL_LAUNCH = 3
@@ -70,6 +71,8 @@ CHUNK = 4096  # launches per DataFrame chunk: bounds the memory of the per-row d
 PROCESS_LAUNCHES = 25_000
 #: The launches this process decodes while a worker starts (importing ncuroof, about 0.6 s).
 START_LAUNCHES = 8_000
+#: Environment variable that sets the number of decoding processes (1: decode in this process only).
+PROCESSES_ENV = "NCUROOF_DECODE_PROCESSES"
 #: Launches between two progress reports.
 TICK = 256
 _DOUBLE = struct.Struct("<d")
@@ -546,8 +549,11 @@ def _gc_paused() -> Iterator[None]:
 
 
 def _processes(total: int) -> int:
-    """Decoding processes for a report of ``total`` launches: one per :data:`PROCESS_LAUNCHES`, at
-    most one per core."""
+    """Decoding processes for a report of ``total`` launches: ``$NCUROOF_DECODE_PROCESSES``
+    (:data:`PROCESSES_ENV`) when set, else one per :data:`PROCESS_LAUNCHES`, at most one per core."""
+    given = os.environ.get(PROCESSES_ENV, "")
+    if given.strip().isdigit() and int(given) > 0:
+        return int(given)
     return max(1, min(cores(), total // PROCESS_LAUNCHES))
 
 
@@ -573,8 +579,8 @@ def read_nvr(path: str | Path, catalog: Catalog, progress: Callable[[int], Calla
     chunk : int, default 4096
         Launches turned into a DataFrame at a time (bounds memory; the result does not depend on it).
     processes : int, optional
-        Decoding processes; default one per :data:`PROCESS_LAUNCHES` launches, at most one per
-        core. The result does not depend on it.
+        Decoding processes; default ``$NCUROOF_DECODE_PROCESSES``, else one per
+        :data:`PROCESS_LAUNCHES` launches, at most one per core. The result does not depend on it.
 
     Returns
     -------

@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""Run ``ncuroof`` with a wall-clock timer and the peak RSS on each pipeline stage: where the time goes.
+
+    .venv/bin/python scripts/stage_times.py analyze REPORT -o OUT -q
+
+Each stage function below is wrapped (module attribute replaced, so calls through the module are
+timed; nested stages count in both). Printed on stderr after the run: seconds per stage, the
+process's peak RSS when the stage ended, and the rest (start-up, imports, glue). Unlike cProfile
+it adds no per-call overhead, so the numbers are those of a plain run. Decoding worker processes
+(:mod:`ncuroof.parser.split`) run inside ``parser.read_many``.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import resource
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+STAGES = (("parser", "read_many"), ("calculator", "compute_kernels"), ("ceilings", "fill_ceilings"), ("calculator", "time_at_roof"),
+          ("calculator", "compute_points"), ("classify", "classify"), ("diagnose", "diagnose_launches"), ("summary", "kernel_dots"),
+          ("summary", "kernel_summary"), ("diagnose", "diagnose_kernels"), ("plot", "plot_roofline"), ("report", "render_html"),
+          ("report", "write_outputs"))
+T0 = time.perf_counter()
+TIMES: dict[str, list[float]] = {}
+
+
+def _wrap(module: str, name: str) -> None:
+    mod = importlib.import_module(f"ncuroof.{module}")
+    fn = getattr(mod, name)
+
+    @functools.wraps(fn)
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        t = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            entry = TIMES.setdefault(f"{module}.{name}", [0.0, 0.0])
+            entry[0] += time.perf_counter() - t
+            entry[1] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+    setattr(mod, name, timed)
+
+
+def main() -> None:
+    import ncuroof.cli
+
+    imported = time.perf_counter() - T0
+    for module, name in STAGES:
+        _wrap(module, name)
+    try:
+        ncuroof.cli.main(sys.argv[1:])
+    except SystemExit:
+        pass
+    total = time.perf_counter() - T0
+    print(f"\n{'stage':<30} {'s':>7} {'peak RSS MB':>12}\n{'import ncuroof':<30} {imported:>7.2f}", file=sys.stderr)
+    for stage, (seconds, rss) in TIMES.items():
+        print(f"{stage:<30} {seconds:>7.2f} {rss:>12.0f}", file=sys.stderr)
+    print(f"{'rest (glue, tables to text)':<30} {total - imported - sum(s for s, _ in TIMES.values()):>7.2f}\n{'total':<30} {total:>7.2f}",
+          file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
