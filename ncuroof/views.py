@@ -229,7 +229,7 @@ def rank_section(ranks: pd.DataFrame, summary: pd.DataFrame, imbalance: float | 
         kernel_label=shown["kernel_key"].map(labels).fillna(shown["kernel_name"]),
         ai_text=[fmt.span(lo, hi) for lo, hi in zip(shown["ai_flop_per_byte_min"], shown["ai_flop_per_byte_max"])],
         roof_text=[fmt.span(lo, hi, fmt.pct) for lo, hi in zip(shown["roof_fraction_min"], shown["roof_fraction_max"])],
-        flag=["load imbalance" if f else "" for f in flags])
+        flag=["imbalanced" if f else "" for f in flags])
     table = report.html_table(rows, _RANK_COLUMNS, title_col="kernel_key", kinds=_RANK_KINDS,
                               row_classes=["imbalanced" if f else "" for f in flags])
     return report.render_fragment("ranks.html.j2", ranks=int(ranks["ranks"].max()) if len(ranks) else 0, threshold=fmt.pct(imbalance),

@@ -204,7 +204,7 @@ def test_page_shows_the_spread_over_ranks(tmp_path: Path, monkeypatch: pytest.Mo
         assert ai.loc[key, "min"] == pytest.approx(ai.loc[key, "max"], rel=1e-12)  # the synthetic ranks keep the AI
         assert ai_text == [fmt.g(ai.loc[key, "min"]), None, None]
         assert rf_text[0] == f"{100 * rf.loc[key, 'min']:.0f}%–{100 * rf.loc[key, 'max']:.0f}%"
-        assert (flag[0], row["cls"]) == (("load imbalance", "imbalanced") if over > 0.10 else ("", ""))
+        assert (flag[0], row["cls"]) == (("imbalanced", "imbalanced") if over > 0.10 else ("", ""))
     marked = [r["cells"][0][0] for r in section.rows if r["cls"] == "imbalanced"]
     assert marked == ["warptiling"]
     warp = rows[next(key for key in rows if rows[key]["cells"][0][0] == "warptiling")]["cells"]
