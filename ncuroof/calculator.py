@@ -25,7 +25,7 @@ import pandas as pd
 from . import catalog as _catalog
 from .catalog import Catalog, Recipe, Term
 from .parser.validate import roof_violations
-from .schema import DAMAGED, KERNELS, LEVELS, LIST_SEPARATOR, POINTS, PRECISIONS, empty, format_sources, parse_sources
+from .schema import DAMAGED, KERNELS, LEVELS, LIST_SEPARATOR, POINTS, PRECISIONS, empty, format_sources, parse_sources_column
 from .speed_of_light import apply_speed_of_light, hot_pipe
 
 __all__ = ["compute_kernels", "compute_points", "time_at_roof", "cc_number", "Resolved"]
@@ -401,7 +401,9 @@ def _report_roofs(k: pd.DataFrame, work: dict[str, _Work], levels: dict[str, _Tr
                             + [w.peak for w in tpaths.values()])
     have = np.isfinite(peaks)
     k["peak_source"] = np.where(have.any(axis=1), "report", "")
-    k["ceiling_sources"] = [format_sources({nm: "report" for nm, h in zip(names, row) if h}) for row in have]
+    rows, which = np.unique(have, axis=0, return_inverse=True)  # launches share a handful of roof sets
+    text = np.array([format_sources({nm: "report" for nm, h in zip(names, row) if h}) for row in rows], dtype=object)
+    k["ceiling_sources"] = text[which.reshape(-1)]
     k["datasheet_gpu"] = ""
 
 
@@ -548,7 +550,7 @@ def compute_points(kernels: pd.DataFrame) -> pd.DataFrame:
         peak = kernels[peak_col].to_numpy(float) if peak_col in kernels.columns else np.full(n, _NAN)
         precisions.append((f"tensor:{path}", kernels[col].to_numpy(float), kernels[f"tensor_{path}_flop_per_s"].to_numpy(float), peak, estimated))
 
-    sources = [parse_sources(s) for s in kernels["ceiling_sources"]]
+    sources = parse_sources_column(kernels["ceiling_sources"])
     frames = []
     for lv in LEVELS:
         bytes_ = kernels[f"{lv}_bytes"].to_numpy(float)

@@ -22,7 +22,7 @@ import pandas as pd
 
 from .catalog import GpuCatalog, GpuSpec
 from .errors import InputError
-from .schema import LEVELS, PRECISIONS, format_sources, parse_cell, parse_sources
+from .schema import LEVELS, PRECISIONS, format_sources_column, parse_cell, parse_sources_column
 
 __all__ = ["fill_ceilings", "parse_peak", "SOURCES"]
 
@@ -116,7 +116,7 @@ def fill_ceilings(kernels: pd.DataFrame, gpus: GpuCatalog, gpu: str | None = Non
                          f"and {', '.join(LEVELS)} for bandwidth")
     k = kernels.copy()
     tensor_cols = {m.group(1): c for c in k.columns if (m := _TENSOR_PEAK.match(c))}
-    sources = [parse_sources(s) for s in k["ceiling_sources"]]
+    sources = parse_sources_column(k["ceiling_sources"])
     notes = [list(parse_cell("notes", x)) for x in k["notes"]]
     devices = k["device_name"].astype(object).where(k["device_name"].notna(), "").to_numpy()
     spec_of = {d: _spec_for(d, gpus, forced) for d in pd.unique(devices)}
@@ -129,8 +129,9 @@ def fill_ceilings(kernels: pd.DataFrame, gpus: GpuCatalog, gpu: str | None = Non
         for src in sources:
             src[name] = "user"
     _no_roof_notes(k, devices, spec_of, sources, notes, gpus)
-    k["ceiling_sources"] = [format_sources(s) for s in sources]
-    k["peak_source"] = ["+".join(x for x in SOURCES if x in s.values()) for s in sources]
+    k["ceiling_sources"] = text = format_sources_column(sources)
+    kinds = {t: "+".join(x for x in SOURCES if x in s.values()) for t, s in zip(text, sources)}
+    k["peak_source"] = [kinds[t] for t in text]
     k["datasheet_gpu"] = datasheet
     k["notes"] = notes
     return k

@@ -252,7 +252,8 @@ def _axis_ranges(points: pd.DataFrame, compute: dict[str, float], memory: dict[s
 def _chart(points: pd.DataFrame, kernels: pd.DataFrame, summ: pd.DataFrame, cat: Any) -> _Chart:
     compute, memory, source = _roofs(points)
     x_range, y_range = _axis_ranges(points, compute, memory)
-    return _Chart(points=points, summ=summ, present=[lv for lv in LEVELS if lv in set(points["level"])],
+    levels = set(points["level"].unique())
+    return _Chart(points=points, summ=summ, present=[lv for lv in LEVELS if lv in levels],
                   views=_views(points), main_precisions=sorted(set(summ["precision"]) - {""}),
                   compute=compute, memory=memory, source=source, x_range=x_range, y_range=y_range,
                   total_time=float(np.nansum(kernels["time_s"].to_numpy(float))), cat=cat)

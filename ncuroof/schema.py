@@ -53,6 +53,8 @@ __all__ = [
     "empty",
     "parse_sources",
     "format_sources",
+    "parse_sources_column",
+    "format_sources_column",
     "SCHEMA_VERSION",
     "RANKS",
     "FAILURES",
@@ -342,6 +344,31 @@ def parse_sources(text: object) -> dict[str, str]:
 def format_sources(sources: dict[str, str]) -> str:
     """Write a ``ceiling_sources`` cell (inverse of :func:`parse_sources`)."""
     return ",".join(f"{k}:{v}" for k, v in sources.items())
+
+
+def parse_sources_column(cells: pd.Series) -> list[dict[str, str]]:
+    """:func:`parse_sources` of every cell, a dict of its own per row; each distinct text is parsed
+    once (a report's launches share a handful of them)."""
+    parsed: dict[str, dict[str, str]] = {}
+    out = []
+    for cell in cells.to_numpy(dtype=object):
+        key = cell if isinstance(cell, str) else ""
+        if key not in parsed:
+            parsed[key] = parse_sources(key)
+        out.append(dict(parsed[key]))
+    return out
+
+
+def format_sources_column(sources: list[dict[str, str]]) -> list[str]:
+    """:func:`format_sources` of every row, each distinct set of sources written once."""
+    written: dict[tuple[tuple[str, str], ...], str] = {}
+    out = []
+    for src in sources:
+        key = tuple(src.items())
+        if key not in written:
+            written[key] = format_sources(src)
+        out.append(written[key])
+    return out
 
 
 def empty(columns: dict[str, Column]) -> pd.DataFrame:
