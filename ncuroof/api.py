@@ -218,7 +218,8 @@ def _page_files(a: Analysis, plotlyjs: str | bool, image: str | None, formats: S
                 ipts: pd.DataFrame | None = None) -> dict[str, Any]:
     """The tables (:func:`ncuroof.tables_io.table_files`), roofline.html and the optional image
     of one analysis; a fleet's or multi-rank run's (``failures`` given) as Parquet datasets by input;
-    the page with the phase and instruction-roofline views of :mod:`ncuroof.views` when given."""
+    the page with the phase and instruction-roofline views and the spread over ranks of
+    :mod:`ncuroof.views` when given."""
     kernels, summ = to_text(a.kernels), to_text(a.summary)  # list columns as text for files and the page
     fig = plot.plot_roofline(a.points, kernels, title=f"Hierarchical roofline — {a.inputs[0].name}", focus=a.options.focus,
                              summary=summ, dots={"kernel": a.dots}, catalog=a.catalog)
@@ -229,7 +230,8 @@ def _page_files(a: Analysis, plotlyjs: str | bool, image: str | None, formats: S
     files: dict[str, Any] = {
         **tables_io.table_files(tables, sorted(set(formats) | ({"parquet"} if apart else set())), a.inputs, dataset=apart),
         "roofline.html": report.render_html(fig, kernels, meta, plotlyjs=plotlyjs, summary=summ, focus=a.options.focus,
-                                            extra=views.page_sections(a.kernels, summ, phases, ipts)),
+                                            extra=views.page_sections(a.kernels, summ, phases, ipts, ranks,
+                                                                      a.catalog.thresholds["ranks"]["imbalance"])),
     }
     if image is not None:
         files[f"roofline.{image}"] = report.render_image(fig, image)

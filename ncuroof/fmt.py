@@ -4,9 +4,10 @@ the diagnosis. Every function returns ``'n/a'`` for a missing or non-finite valu
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["num", "g", "pct", "time", "si", "plural", "count", "agree"]
+__all__ = ["num", "g", "pct", "time", "si", "span", "plural", "count", "agree"]
 
 _SI = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
 
@@ -54,6 +55,14 @@ def si(value: Any, unit: str = "") -> str:
         if abs(v) >= factor:
             return f"{v / factor:.3g} {prefix}{unit}"
     return f"{v:.3g} {unit}".rstrip()
+
+
+def span(lo: Any, hi: Any, show: Callable[[Any], str] = g) -> str:
+    """A range as text, each end through ``show`` (one of this module's functions):
+    ``span(0.12, 0.3, pct)`` -> ``'12%–30%'``; one value when both ends read alike
+    (``span(2, 2.0001)`` -> ``'2'``); ``'n/a'`` when both are missing."""
+    a, b = show(lo), show(hi)
+    return a if a == b else f"{a}–{b}"
 
 
 def plural(n: int, noun: str, plural: str | None = None) -> str:

@@ -183,7 +183,7 @@ def page_meta(ranks: pd.DataFrame | None) -> dict[str, str]:
     if ranks is None:
         return {}
     flagged = ranks[ranks["load_imbalance"]]
-    text = f"{int(ranks['ranks'].max()) if len(ranks) else 0} ranks merged; spread per kernel in ranks.csv"
+    text = f"{int(ranks['ranks'].max()) if len(ranks) else 0} ranks merged; spread per kernel under the chart and in ranks.csv"
     if len(flagged):
         text += "; load imbalance (slowest rank over the median by): " + ", ".join(
             f"{r.kernel_name} {100 * r.imbalance:.0f}% (rank {r.slowest_rank})" for r in flagged.head(5).itertuples(index=False))

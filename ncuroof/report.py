@@ -28,7 +28,8 @@ from .errors import OutputError
 from .schema import cell_text, parse_cell, precision_title, to_text
 from .summary import FOCUS_SHARE, kernel_summary
 
-__all__ = ["summarize", "summary_text", "render_html", "render_image", "render_page", "html_table", "write_outputs"]
+__all__ = ["summarize", "summary_text", "render_html", "render_image", "render_page", "render_fragment", "html_table",
+           "write_outputs"]
 
 
 def summarize(kernels: pd.DataFrame, points: pd.DataFrame, top: int = 10, catalog: Catalog | None = None,
@@ -335,7 +336,8 @@ _KINDS = {"int": lambda v: f"{v:.0f}", "num": lambda v: f"{v:.4g}", "pct": lambd
 
 
 def html_table(df: pd.DataFrame, cols: list[tuple[str, str]], title_col: str | None = None,
-               kinds: dict[str, str] | None = None, swatches: list[str] | None = None) -> str:
+               kinds: dict[str, str] | None = None, swatches: list[str] | None = None,
+               row_classes: list[str] | None = None) -> str:
     """A sortable HTML table of ``df``'s columns ``cols`` (name, header), from ``templates/table.html.j2``.
 
     Parameters
@@ -352,6 +354,8 @@ def html_table(df: pd.DataFrame, cols: list[tuple[str, str]], title_col: str | N
         (seconds with a unit), ``si`` (SI prefix); see :mod:`ncuroof.fmt`.
     swatches : list of str or None, optional
         A colour per row (None: no dot), drawn as a dot before the first cell's text.
+    row_classes : list of str, optional
+        A CSS class per row (``''``: none), e.g. ``imbalanced`` (``templates/page.css``).
 
     Returns
     -------
@@ -367,7 +371,7 @@ def html_table(df: pd.DataFrame, cols: list[tuple[str, str]], title_col: str | N
     rows = [list(r) for r in zip(*cells.values())] if cols else []
     for row, color in zip(rows, swatches or []):
         row[0] = {**row[0], "swatch": color}
-    return _env().get_template("table.html.j2").render(head=head, rows=rows)
+    return _env().get_template("table.html.j2").render(head=head, rows=rows, row_classes=row_classes or [""] * len(rows))
 
 
 def _number_cells(values: pd.Series, shown: Any) -> list[dict[str, Any]]:
@@ -381,6 +385,25 @@ def _text_cells(values: pd.Series, name: bool, titles: pd.Series | None) -> list
     text = values.astype(object).where(values.notna(), "").astype(str)
     tips = [None] * len(values) if titles is None else titles.astype(str).tolist()
     return [dict(cls=cls, v=None, text=t, title=tip, swatch=None) for t, tip in zip(text, tips)]
+
+
+def render_fragment(template: str, **context: Any) -> str:
+    """A part of a page from a template of ``ncuroof/templates`` (text escaped unless it is
+    :class:`markupsafe.Markup`); :func:`ncuroof.views.page_sections` renders its sections with it.
+
+    Parameters
+    ----------
+    template : str
+        File name in ``ncuroof/templates``, e.g. ``ranks.html.j2``.
+    **context
+        The template's variables (all required: a missing one raises
+        :class:`jinja2.UndefinedError`).
+
+    Returns
+    -------
+    str
+    """
+    return _env().get_template(template).render(**context)
 
 
 def _asset(name: str) -> str:

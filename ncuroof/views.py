@@ -1,6 +1,6 @@
 """Extra views of the roofline page (issue 15): NVTX phases, the instruction roofline and the
 speed-of-light notes, with a control that switches the chart between kernels, phases and
-instructions.
+instructions; on a multi-rank run (issue 12) each kernel's spread over the ranks.
 
 Kept apart from :mod:`ncuroof.plot`/:mod:`ncuroof.report` so the main chart's code is untouched:
 :func:`page_sections` returns one HTML fragment that :func:`ncuroof.report.render_html` places
@@ -15,13 +15,17 @@ import re
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+from markupsafe import Markup
 
+from . import fmt, report
 from .schema import LEVELS, PRECISIONS
 
-__all__ = ["instruction_figure", "phase_figure", "page_sections", "LEVEL_COLORS"]
+__all__ = ["instruction_figure", "phase_figure", "page_sections", "rank_section", "LEVEL_COLORS", "RANKS_ON_PAGE"]
 
 #: One colour per memory level (plotly's default sequence).
 LEVEL_COLORS = {"l1": "#2ca02c", "l2": "#ff7f0e", "dram": "#1f77b4"}
+#: Kernels listed in the spread-over-ranks section: the longest by median time per rank.
+RANKS_ON_PAGE = 15
 _LOG = dict(type="log", exponentformat="power", showgrid=True)
 _TENSOR_COL = re.compile(r"^tensor_(.+)_flop$")
 
@@ -132,8 +136,10 @@ const first=bar.querySelector('button');if(first){first.classList.add('on');}})(
 
 
 def page_sections(kernels: pd.DataFrame, summary: pd.DataFrame, phases: pd.DataFrame | None = None,
-                  ipts: pd.DataFrame | None = None) -> tuple[str, str]:
-    """The HTML the page adds for issue 15: the view control, the phase and instruction charts, the notes.
+                  ipts: pd.DataFrame | None = None, ranks: pd.DataFrame | None = None,
+                  imbalance: float | None = None) -> tuple[str, str]:
+    """The HTML the page adds for issues 15 and 12: the view control, the phase and instruction
+    charts, the spread over ranks, the notes.
 
     Parameters
     ----------
@@ -145,13 +151,18 @@ def page_sections(kernels: pd.DataFrame, summary: pd.DataFrame, phases: pd.DataF
         :func:`ncuroof.phases.phase_table` (``--group-by nvtx``).
     ipts : DataFrame, optional
         :func:`ncuroof.instruction_roofline.instruction_points`.
+    ranks : DataFrame, optional
+        A multi-rank run's :func:`ncuroof.ranks.spread` (:data:`ncuroof.schema.RANKS`).
+    imbalance : float, optional
+        The threshold ``ranks`` was flagged with (``[ranks].imbalance``); default the catalog's.
 
     Returns
     -------
     (str, str)
         HTML to put before the main chart (the view buttons, empty with no extra view) and after
         it (the extra charts' divs ``phase-roofline``/``instruction-roofline`` with their script,
-        then "Speed of light" notes, one sentence per kernel whose bounds disagree by more than 2x).
+        the :func:`rank_section` when ``ranks`` is given, then "Speed of light" notes, one
+        sentence per kernel whose bounds disagree by more than 2x).
     """
     views = [("roofline", "Kernels (FLOP roofline)")]
     after = []
@@ -165,11 +176,74 @@ def page_sections(kernels: pd.DataFrame, summary: pd.DataFrame, phases: pd.DataF
     if len(views) > 1:
         before = "<div id='ncuroof-views' class='controls'><b>view:</b> </div>"
         after.append(f"<script>{_SWITCH_JS % _js_list(views)}</script>")
+    if ranks is not None:
+        after.append(rank_section(ranks, summary, imbalance))
     notes = _notes(kernels, summary)
     if notes:
         after.append("<h2>Speed of light</h2><p class='meta'>Where the roofline bound and the busiest unit's bound "
                      "(time x max(SM, memory throughput)) differ by more than 2x:</p><ul>" + notes + "</ul>")
     return before, "".join(after)
+
+
+_RANK_COLUMNS = [("kernel_label", "kernel"), ("ranks", "ranks"), ("time_s_min", "time per rank: fastest"),
+                 ("time_s_median", "median"), ("time_s_max", "slowest"), ("slowest_rank", "slowest rank"),
+                 ("imbalance", "slowest over median"), ("ai_text", "AI [FLOP/B]"), ("roof_text", "fraction of roof"),
+                 ("flag", "load imbalance")]
+_RANK_KINDS = {"kernel_label": "name", "ranks": "int", "time_s_min": "time", "time_s_median": "time", "time_s_max": "time",
+               "slowest_rank": "text", "imbalance": "pct", "ai_text": "text", "roof_text": "text", "flag": "text"}
+
+
+def rank_section(ranks: pd.DataFrame, summary: pd.DataFrame, imbalance: float | None = None, top: int = RANKS_ON_PAGE) -> str:
+    """A multi-rank run's section of the page: each kernel's spread over the ranks (template ``ranks.html.j2``).
+
+    Parameters
+    ----------
+    ranks : DataFrame
+        :func:`ncuroof.ranks.spread` (:data:`ncuroof.schema.RANKS`), longest median time first.
+    summary : DataFrame
+        The kernel summary (``kernel_key``, ``kernel_label``), for naming the kernels as the
+        page's other tables do (``kernel_name`` for a key it lacks).
+    imbalance : float, optional
+        The ``[ranks].imbalance`` threshold of the flag (a fraction); default the catalog's.
+    top : int, default :data:`RANKS_ON_PAGE`
+        Kernels listed, the first of ``ranks``; the section counts those left out (all are in ``ranks.csv``).
+
+    Returns
+    -------
+    str
+        ``<section id="ranks">``: a sortable table, one row per kernel with ``ranks`` launching
+        it, the fastest, median and slowest rank's time [s] (:func:`ncuroof.fmt.time`), the slowest
+        rank, ``imbalance`` (slowest / median - 1, in percent), the ranges of
+        ``ai_flop_per_byte`` [FLOP/B] and ``roof_fraction`` (:func:`ncuroof.fmt.span`); the rows
+        of ``load_imbalance`` kernels have class ``imbalanced`` and say so in the last column.
+    """
+    if imbalance is None:
+        from . import catalog
+
+        imbalance = catalog.load().thresholds["ranks"]["imbalance"]
+    shown = ranks.head(top)
+    labels = summary.set_index("kernel_key")["kernel_label"] if "kernel_label" in summary.columns else pd.Series(dtype=object)
+    every = ranks["load_imbalance"].fillna(False).astype(bool).tolist()
+    flags = every[:len(shown)]
+    rows = shown.assign(
+        kernel_label=shown["kernel_key"].map(labels).fillna(shown["kernel_name"]),
+        ai_text=[fmt.span(lo, hi) for lo, hi in zip(shown["ai_flop_per_byte_min"], shown["ai_flop_per_byte_max"])],
+        roof_text=[fmt.span(lo, hi, fmt.pct) for lo, hi in zip(shown["roof_fraction_min"], shown["roof_fraction_max"])],
+        flag=["imbalanced" if f else "" for f in flags])
+    table = report.html_table(rows, _RANK_COLUMNS, title_col="kernel_key", kinds=_RANK_KINDS,
+                              row_classes=["imbalanced" if f else "" for f in flags])
+    return report.render_fragment("ranks.html.j2", ranks=int(ranks["ranks"].max()) if len(ranks) else 0, threshold=fmt.pct(imbalance),
+                                  flagged=f"{sum(every)} of {fmt.count(len(ranks), 'kernel')} {fmt.agree(sum(every))}",
+                                  shown=_left_out(len(shown), sum(every[len(shown):]), len(ranks)), table=Markup(table))
+
+
+def _left_out(shown: int, flagged_left: int, n: int) -> str:
+    """The section's sentence on how many kernels it lists and how many (load-imbalanced ones among them) it leaves out."""
+    if shown == n:
+        return f"All {fmt.count(n, 'kernel')}, longest median time per rank first."
+    left = n - shown
+    return (f"The {shown} longest of {fmt.count(n, 'kernel')} by median time per rank; {left} more ({flagged_left} of them "
+            f"load-imbalanced) {fmt.agree(left)} left out here, all in ranks.csv.")
 
 
 def _js_list(views: list[tuple[str, str]]) -> str:

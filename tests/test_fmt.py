@@ -34,3 +34,8 @@ def test_counts_in_words():
     assert fmt.count(2, "matrix", "matrices") == "2 matrices"
     assert (fmt.agree(1), fmt.agree(2), fmt.agree(1, "has", "have"), fmt.agree(5, "has", "have")) == ("is", "are", "has", "have")
     assert fmt.g(1234.5) == "1.23e+03" and fmt.g(0.012345, 2) == "0.012" and fmt.g(None) == "n/a"
+
+
+def test_span():
+    assert fmt.span(0.12, 0.3, fmt.pct) == "12%–30%" and fmt.span(2, 2.0001) == "2" and fmt.span(None, float("nan")) == "n/a"
+    assert fmt.span(1.5e-3, 2e-3, fmt.time) == "1.5 ms–2 ms"

@@ -1,13 +1,16 @@
 """Multi-rank runs: the spread over ranks and the load-imbalance flag checked by hand arithmetic on
 synthetic ranks made from a real report; rank recognition from file names and from the process
-ID stored in the report (binary-edited copies)."""
+ID stored in the report (binary-edited copies); the page's spread-over-ranks section against the
+ranks reduced again with pandas from the kernels.csv written beside it."""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
+from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +19,7 @@ import pytest
 from conftest import REPO, kernels_of, needs_ncu_report, shared
 
 import ncuroof
-from ncuroof import catalog, ranks
+from ncuroof import catalog, fleet, fmt, ranks, views
 from ncuroof.summary import kernel_summary
 
 pytestmark = needs_ncu_report
@@ -113,3 +116,118 @@ def test_analyze_ranks_writes_the_spread(tmp_path: Path, flag: list[str]) -> Non
         np.testing.assert_array_equal(table[f"time_s_{stat}"].to_numpy(float), s0.loc[table.index, "time_s"].to_numpy(float))
     assert len(ncuroof.load(tmp_path / "out")) == 3 * len(kernels_of(ESMM))
     assert "MPI ranks" in (tmp_path / "out" / "roofline.html").read_text()
+
+
+def imbalanced_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``analyze --ranks`` of three copies of a real report named ``app.R.ncu-rep``, each rank's
+    table being :func:`_rank` R of the report's (fleet.run, which would read the three identical
+    copies, replaced); the output directory."""
+    base = kernels_of(ESMM)
+    inputs = [tmp_path / f"app.{r}.ncu-rep" for r in range(3)]
+    for p in inputs:
+        shutil.copyfile(shared(ESMM), p)
+
+    def run(paths, options=None, **_):
+        assert [str(p) for p in paths] == [str(p) for p in inputs]
+        k = pd.concat([_rank(base, r).assign(source=str(p)) for r, p in enumerate(paths)], ignore_index=True)
+        return fleet.FleetResult(k.astype({"source": "string"}), pd.DataFrame({"source": pd.Series(dtype="string"),
+                                                                             "error": pd.Series(dtype="string")}))
+
+    monkeypatch.setattr(fleet, "run", run)
+    ncuroof.analyze(inputs, tmp_path / "out", ranks=True)
+    return tmp_path / "out"
+
+
+class _Section(HTMLParser):
+    """The body rows of the table in ``<section id="ranks">``: per row its class and each cell's
+    (text, data-v, title)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inside, self.body, self.cell = False, False, None
+        self.rows: list[dict] = []
+        self.text = ""
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        self.inside |= tag == "section" and a.get("id") == "ranks"
+        self.body |= self.inside and tag == "tbody"
+        if self.body and tag == "tr":
+            self.rows.append({"cls": a.get("class") or "", "cells": []})
+        elif self.body and tag == "td":
+            self.cell = ["", a.get("data-v"), a.get("title")]
+            self.rows[-1]["cells"].append(self.cell)
+
+    def handle_endtag(self, tag):
+        if tag == "section":
+            self.inside = self.body = False
+        if tag == "td":
+            self.cell = None
+
+    def handle_data(self, data):
+        if self.cell is not None:
+            self.cell[0] += data
+        elif self.inside:
+            self.text += data
+
+
+def section_of(page: str) -> _Section:
+    """The page's spread-over-ranks section, parsed."""
+    parser = _Section()
+    parser.feed(page)
+    return parser
+
+
+def test_page_shows_the_spread_over_ranks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = imbalanced_run(tmp_path, monkeypatch)
+    section = section_of((out / "roofline.html").read_text(encoding="utf-8"))
+    # Second path: per rank (source) each kernel's summed launch time, reduced over ranks with pandas.
+    k = pd.read_csv(out / "kernels.csv")
+    per_rank = k.groupby(["kernel_key", "source"])["time_s"].sum().reset_index()
+    t = per_rank.groupby("kernel_key")["time_s"].agg(["min", "median", "max", "count"]).sort_values("median", ascending=False)
+    slowest = per_rank.loc[per_rank.groupby("kernel_key")["time_s"].idxmax()].set_index("kernel_key")["source"]
+    # AI and roof fraction: each rank's kernel summary of its rows read back, min and max with pandas.
+    back = ncuroof.load(out)
+    dots = pd.concat([kernel_summary(g, ncuroof.points(g)).assign(source=s) for s, g in back.groupby("source")])
+    ai = dots.groupby("kernel_key")["ai_flop_per_byte"].agg(["min", "max"])
+    rf = dots.groupby("kernel_key")["roof_fraction"].agg(["min", "max"])
+    rows = {r["cells"][0][2]: r for r in section.rows}
+    assert list(rows) == list(t.index) and 1 < len(t) < views.RANKS_ON_PAGE  # longest median first, every kernel
+    for key, row in rows.items():
+        _, n, tmin, tmed, tmax, slow, imb, ai_text, rf_text, flag = row["cells"]
+        assert n[0] == "3" and t.loc[key, "count"] == 3
+        for cell, stat in zip((tmin, tmed, tmax), ("min", "median", "max")):
+            assert cell[0] == fmt.time(t.loc[key, stat]) and float(cell[1]) == pytest.approx(t.loc[key, stat], rel=1e-12)
+        assert slow[0] == re.fullmatch(r".*app\.(\d)\.ncu-rep", slowest[key]).group(1)
+        over = t.loc[key, "max"] / t.loc[key, "median"] - 1
+        assert float(imb[1]) == pytest.approx(over, rel=1e-9, abs=1e-12) and imb[0] == f"{100 * over:.1f}%"
+        assert ai.loc[key, "min"] == pytest.approx(ai.loc[key, "max"], rel=1e-12)  # the synthetic ranks keep the AI
+        assert ai_text == [fmt.g(ai.loc[key, "min"]), None, None]
+        assert rf_text[0] == f"{100 * rf.loc[key, 'min']:.0f}%–{100 * rf.loc[key, 'max']:.0f}%"
+        assert (flag[0], row["cls"]) == (("imbalanced", "imbalanced") if over > 0.10 else ("", ""))
+    marked = [r["cells"][0][0] for r in section.rows if r["cls"] == "imbalanced"]
+    assert marked == ["warptiling"]
+    warp = rows[next(key for key in rows if rows[key]["cells"][0][0] == "warptiling")]["cells"]
+    assert warp[5][0] == "1" and warp[6][0] == f"{100 * (1.25 / 1.05 - 1):.1f}%"  # FACTORS by hand
+    text = " ".join(section.text.split())
+    assert "Spread over 3 MPI ranks" in text and f"1 of {len(t)} kernels is load-imbalanced" in text
+    assert "by more than 10%" in text and f"All {len(t)} kernels, longest median time per rank first." in text
+
+
+def test_rank_section_says_how_many_are_left_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = imbalanced_run(tmp_path, monkeypatch)
+    table = pd.read_csv(out / "ranks.csv", dtype={"slowest_rank": str, "fastest_rank": str})
+    summ = kernel_summary(kernels_of(ESMM), ncuroof.points(kernels_of(ESMM)))
+    section = section_of(views.rank_section(table, summ, 0.10, top=2))
+    per_rank = pd.read_csv(out / "kernels.csv").groupby(["kernel_key", "source"])["time_s"].sum()
+    t = per_rank.groupby("kernel_key").agg(["median", "max"]).sort_values("median", ascending=False)
+    left_flagged = int((t["max"] / t["median"] - 1 > 0.10).iloc[2:].sum())
+    assert [r["cells"][0][2] for r in section.rows] == list(t.index[:2]) and len(t) == 4 and left_flagged == 1
+    assert ("The 2 longest of 4 kernels by median time per rank; 2 more (1 of them load-imbalanced) are left out here, "
+            "all in ranks.csv.") in " ".join(section.text.split())
+
+
+def test_single_input_page_has_no_rank_section(tmp_path: Path) -> None:
+    ncuroof.analyze(shared(ESMM), tmp_path / "one")
+    page = (tmp_path / "one" / "roofline.html").read_text(encoding="utf-8")
+    assert 'id="ranks"' not in page and "MPI ranks" not in page and section_of(page).rows == []
