@@ -222,3 +222,17 @@ def test_decoding_processes_follow_cores_size_and_the_environment(monkeypatch: p
     assert nvr._processes(10**6) == 1
     monkeypatch.setenv(nvr.PROCESSES_ENV, "many")
     assert nvr._processes(10**6) == 4
+
+
+@pytest.mark.parametrize("name", ["alife_cuda__profile_output.ncu-rep", "cutlass-panjd123__4f3955ed3c_report.ncu-rep"])
+def test_values_read_in_one_match_equal_values_read_one_by_one(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """The learned reader (nvr._Doubles) against the value-by-value decoder, on every launch."""
+    cat = catalog.load()
+    report = shared(name)
+    learned: list[object] = []
+    learn = nvr._Doubles.learn
+    monkeypatch.setattr(nvr._Doubles, "learn", classmethod(lambda cls, layout, raws: learned.append(1) or learn(layout, raws)))
+    fast = nvr.read_nvr(report, cat, processes=1)
+    monkeypatch.setattr(nvr._Doubles, "learn", classmethod(lambda cls, layout, raws: None))
+    assert learned and len(fast) > len(learned), "the learned reader read most launches"
+    assert_same_tables(nvr.read_nvr(report, cat, processes=1), fast)

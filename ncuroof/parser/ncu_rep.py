@@ -475,8 +475,9 @@ def launch_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
         Identity columns first, then metric columns in order of first appearance.
     """
     df = pd.DataFrame.from_records(rows)
-    metric_cols = [c for c in df.columns if c not in _META]
-    df[metric_cols] = df[metric_cols].apply(pd.to_numeric, errors="coerce")
+    text = [c for c in df.columns if c not in _META and not pd.api.types.is_numeric_dtype(df[c])]  # the rest are numbers already
+    if text:
+        df[text] = df[text].apply(pd.to_numeric, errors="coerce")
     return df
 
 

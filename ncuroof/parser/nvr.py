@@ -34,6 +34,7 @@ import math
 import mmap
 import operator
 import os
+import re
 import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -58,7 +59,7 @@ from .ncu_rep import (
     release_pages,
     untiled_block,
 )
-from .split import cores, run_split
+from .split import Workers, cores
 from .wire import classes as _classes
 
 __all__ = ["read_nvr", "read_stamps", "UnsupportedReport", "FORMAT_VERSION", "iter_results", "Launch", "Slice", "decode_slice",
@@ -112,17 +113,60 @@ def _key(name_id: int) -> bytes:
     return bytes(out) + bytes([name_id, 0x12])
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Layout:
     """Where a result's wanted metrics are: ``get(metrics)`` returns their raw metric results, each
     starting with its ``keys`` entry; the first ``len(names)`` are the scalars, in ncu's name order,
-    whose value messages start at ``ats``, then the opcode metric if ``opcode``."""
+    whose value messages start at ``ats``, then the opcode metric if ``opcode``. ``doubles`` reads
+    them all at once once learned (:class:`_Doubles`)."""
 
     names: tuple[str, ...]
     ats: tuple[int, ...]
     keys: tuple[bytes, ...]
     get: Callable[[Any], tuple[bytes, ...]]
     opcode: bool
+    doubles: _Doubles | None = None
+
+
+@dataclass(frozen=True)
+class _Doubles:
+    """Reads a layout's scalar values in a few C calls: nearly all are one double (the raw metric
+    result is key, ``\x12\x09\x19`` and 8 bytes, then maybe ncu's flag field). Those raw results,
+    joined, must match ``pattern``, their exact bytes as in the launch the reader was learned from
+    with any 8 bytes for each value (so every key and tag is checked); ``unpack`` then reads the
+    doubles in place. The ``others`` (position, value offset) are read one by one."""
+
+    get: Callable[[tuple[bytes, ...]], tuple[bytes, ...]]
+    pattern: re.Pattern[bytes]
+    unpack: Callable[[bytes], tuple[float, ...]]
+    others: tuple[tuple[int, int], ...]
+
+    @classmethod
+    def learn(cls, layout: _Layout, raws: tuple[bytes, ...]) -> _Doubles | None:
+        """The reader of ``layout``'s values from one launch's ``raws`` (None with fewer than 2 doubles)."""
+        doubles, others, pattern, fmt = [], [], [], ["<"]
+        for i, (raw, at) in enumerate(zip(raws, layout.ats)):
+            if raw.startswith(b"\x09\x19", at) and len(raw) >= at + 10:
+                doubles.append(i)
+                pattern.append(re.escape(raw[:at + 2]) + rb".{8}" + re.escape(raw[at + 10:]))
+                fmt.append(f"{at + 2}xd{len(raw) - at - 10}x")
+            else:
+                others.append((i, at))
+        if len(doubles) < 2:
+            return None
+        return cls(_getter(doubles), re.compile(b"".join(pattern), re.DOTALL), struct.Struct("".join(fmt)).unpack, tuple(others))
+
+    def read(self, layout: _Layout, raws: tuple[bytes, ...], metric_cls: Any) -> list[Any] | None:
+        """The scalar values of ``raws`` in name order, or None where they are not laid out as learned."""
+        blob = b"".join(self.get(raws))
+        if self.pattern.fullmatch(blob) is None or (layout.opcode and not raws[-1].startswith(layout.keys[-1])):
+            return None
+        values: list[Any] = list(self.unpack(blob))
+        for i, at in self.others:
+            if not raws[i].startswith(layout.keys[i]):
+                return None
+            values.insert(i, _value_at(raws[i], at, metric_cls))
+        return values
 
 
 def _getter(indices: list[int]) -> Callable[[Any], tuple[bytes, ...]]:
@@ -142,13 +186,26 @@ class _Wanted:
     layouts: dict[int, list[_Layout]] = field(default_factory=dict)
 
     def add_strings(self, new: Any) -> None:
+        """Extend the string table; the cached layouts go when a wanted metric's name arrives (a result
+        with as many metrics as a cached layout could then hold a wanted one it does not pick)."""
         cat = self.catalog
+        wanted = len(self.ids)
         for raw in new:
             name = raw.decode("utf-8", "surrogateescape")
             if name in cat.scalar_metrics or cat.is_tensor_path_metric(name) or name == cat.tensor.opcode_metric:
                 self.ids[len(self.strings)] = name
             self.strings.append(name)
-        self.layouts.clear()
+        if len(self.ids) != wanted:
+            self.layouts.clear()
+
+    def read_doubles(self, metrics: Any, metric_cls: Any) -> tuple[Any, Any, list[Any] | None]:
+        """(layout, raws, values) through the latest layout of this many metrics that has a
+        :class:`_Doubles` reader; values None when there is none or it does not match."""
+        for layout in self.layouts.get(len(metrics), ()):
+            if layout.doubles is not None:
+                raws = layout.get(metrics)
+                return layout, raws, layout.doubles.read(layout, raws, metric_cls)
+        return None, None, None
 
     def raw_metrics(self, metrics: Any) -> tuple[_Layout, tuple[bytes, ...]]:
         """The layout of ``metrics`` (a result's raw metric results) and the wanted ones."""
@@ -259,14 +316,19 @@ def _opcodes(values: dict[str, Any], metric: Any, cat: Catalog) -> None:
 
 
 def _values(result: Any, wanted: _Wanted, metric_cls: Any) -> dict[str, Any]:
-    layout, raws = wanted.raw_metrics(result.metrics)
-    unpack = _DOUBLE.unpack_from
-    values = dict(zip(layout.names, [
-        unpack(raw, at + 2)[0] if raw.startswith(b"\x09\x19", at) else _value_at(raw, at, metric_cls)
-        for raw, at in zip(raws, layout.ats)]))
+    metrics = result.metrics
+    layout, raws, values = wanted.read_doubles(metrics, metric_cls)
+    if values is None:
+        layout, raws = wanted.raw_metrics(metrics)
+        unpack = _DOUBLE.unpack_from
+        values = [unpack(raw, at + 2)[0] if raw.startswith(b"\x09\x19", at) else _value_at(raw, at, metric_cls)
+                  for raw, at in zip(raws, layout.ats)]
+        if layout.doubles is None:
+            layout.doubles = _Doubles.learn(layout, raws)
+    out = dict(zip(layout.names, values))
     if layout.opcode:
-        _opcodes(values, metric_cls.FromString(raws[-1]), wanted.catalog)
-    return values
+        _opcodes(out, metric_cls.FromString(raws[-1]), wanted.catalog)
+    return out
 
 
 def _launch(buf: Any, block: int, offset: int, wanted: _Wanted, classes: dict[str, Any]) -> Launch:
@@ -548,6 +610,14 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+def _estimate(mm: Any, path: Path) -> int:
+    """The launches of a report, estimated from the size of its first result block (0 without one)."""
+    for _, _, header, start in _blocks(mm, path, _classes()):
+        if header.num_results:
+            return int((len(mm) - start) * header.num_results / max(header.payload_size, 1))
+    return 0
+
+
 def _processes(total: int) -> int:
     """Decoding processes for a report of ``total`` launches: ``$NCUROOF_DECODE_PROCESSES``
     (:data:`PROCESSES_ENV`) when set, else one per :data:`PROCESS_LAUNCHES`, at most one per core."""
@@ -562,8 +632,9 @@ def read_nvr(path: str | Path, catalog: Catalog, progress: Callable[[int], Calla
     """Read every launch of a report into the raw table, without ``ncu_report``.
 
     One walk over the block headers counts the launches; the result blocks are then decoded in
-    slices, on several processes for a big report (:func:`ncuroof.parser.split.run_split`), and
-    every launch record is checked in file order (:class:`~ncuroof.parser.ncu_rep.LaunchLedger`).
+    slices, on several processes for a big report (:class:`ncuroof.parser.split.Workers`, as many
+    as the size of the first result block says the report needs), and every launch record is
+    checked in file order (:class:`~ncuroof.parser.ncu_rep.LaunchLedger`).
 
     Parameters
     ----------
@@ -601,12 +672,14 @@ def read_nvr(path: str | Path, catalog: Catalog, progress: Callable[[int], Calla
         raise UnsupportedReport("a compressed .ncu-repz report")
     check_file(path)
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        plan = _plan(mm, path)
-    if not plan.total:
-        raise InputError("holds no kernel launches; check ncu's --kernel-name/--launch-count filters", path)
-    slices = _slices(plan, _processes(plan.total) if processes is None else processes)
-    advance = progress(plan.total) if progress is not None else None
-    parts = run_split(decode_slice, [(path, catalog, part, chunk, plan.version) for part in slices], progress=advance)
+        n = processes if processes is not None else _processes(_estimate(mm, path))
+        with Workers(n - 1, __name__) as workers:  # they start (import ncuroof) while the blocks are walked
+            plan = _plan(mm, path)
+            if not plan.total:
+                raise InputError("holds no kernel launches; check ncu's --kernel-name/--launch-count filters", path)
+            slices = _slices(plan, n)
+            advance = progress(plan.total) if progress is not None else None
+            parts = workers.run(decode_slice, [(path, catalog, part, chunk, plan.version) for part in slices], progress=advance)
     if advance is not None:
         advance(sum(len(records) for _, records in parts[1:]))
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:

@@ -33,24 +33,27 @@ def limits(catalog: Catalog) -> dict[str, Any]:
     return {**_DEFAULTS, **catalog.thresholds.get("input", {})}
 
 
-def _reasons(values: np.ndarray, cols: list[str], lim: dict[str, Any]) -> np.ndarray:
-    """Per cell: '' for a plausible value or NaN, else why it cannot be physical."""
-    why = np.full(values.shape, "", dtype=object)
+def _reasons(values: np.ndarray, cols: list[str], lim: dict[str, Any]) -> tuple[np.ndarray, list[str]]:
+    """Per cell: 0 for a plausible value or NaN, else the index of why it cannot be physical in
+    the returned texts (small integer codes: a 100,000-launch table stays cheap to check)."""
+    texts = ["", "negative", f"above {lim['max_value']:g}", "infinite", f"a duration below {lim['min_duration_ns']:g} ns",
+             f"below {lim['min_cycles']:g} elapsed cycle", "a clock of 0 Hz or less", f"a clock above {lim['max_clock_hz'] / 1e9:g} GHz"]
+    why = np.zeros(values.shape, dtype=np.uint8)
     with np.errstate(invalid="ignore"):
-        why[values < 0] = "negative"
-        why[values > lim["max_value"]] = f"above {lim['max_value']:g}"
-        why[np.isinf(values)] = "infinite"
+        why[values < 0] = 1
+        why[values > lim["max_value"]] = 2
+        why[np.isinf(values)] = 3
         for j, c in enumerate(cols):
             col = values[:, j]
             if c in lim["durations_ns"]:
-                why[(col < lim["min_duration_ns"]) & (why[:, j] == ""), j] = f"a duration below {lim['min_duration_ns']:g} ns"
+                why[(col < lim["min_duration_ns"]) & (why[:, j] == 0), j] = 4
             elif c.endswith(tuple(lim["cycle_counts"])):
-                why[(col < lim["min_cycles"]) & (why[:, j] == ""), j] = f"below {lim['min_cycles']:g} elapsed cycle"
+                why[(col < lim["min_cycles"]) & (why[:, j] == 0), j] = 5
             elif c.endswith(lim["clock_suffix"]):
-                why[(col <= 0) & (why[:, j] == ""), j] = "a clock of 0 Hz or less"
+                why[(col <= 0) & (why[:, j] == 0), j] = 6
                 if c in lim["core_clocks"]:
-                    why[(col > lim["max_clock_hz"]) & (why[:, j] == ""), j] = f"a clock above {lim['max_clock_hz'] / 1e9:g} GHz"
-    return why
+                    why[(col > lim["max_clock_hz"]) & (why[:, j] == 0), j] = 7
+    return why, texts
 
 
 def _note(raw: pd.DataFrame, i: int, text: str) -> None:
@@ -85,15 +88,15 @@ def check_values(raw: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
     cols = [c for c in raw.columns if c not in RAW_META and not c.startswith(lim["unchecked_prefix"])
             and pd.api.types.is_numeric_dtype(raw[c])]
     values = raw[cols].to_numpy(dtype=float, copy=True) if cols else np.empty((len(raw), 0))
-    why = _reasons(values, cols, lim)
-    bad = why != ""
+    why, texts = _reasons(values, cols, lim)
+    bad = why != 0
     names = raw["kernel_name"]
     no_name = names.isna().to_numpy() | (names.astype(str).str.strip() == "").to_numpy()
     empty = np.isnan(values).all(axis=1) if cols else np.zeros(len(raw), dtype=bool)
     empty &= not empty.all()  # a launch emptied among launches with values; not an export without metrics
     empty &= ~raw["input_notes"].fillna("").astype(str).str.contains("n/a in the CSV").to_numpy()
     for i in np.flatnonzero(bad.any(axis=1) | no_name | empty):
-        parts = [f"{cols[j]} = {values[i, j]:g} is {why[i, j]}" for j in np.flatnonzero(bad[i])[:3]]
+        parts = [f"{cols[j]} = {values[i, j]:g} is {texts[why[i, j]]}" for j in np.flatnonzero(bad[i])[:3]]
         if no_name[i]:
             parts.insert(0, "no kernel name")
         if empty[i]:
