@@ -287,14 +287,16 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
     scheduler : str, optional
         With ``stack`` or ``ranks``: the dask scheduler (``tcp://HOST:PORT``) whose workers
         analyze the inputs (:func:`ncuroof.fleet.run`). Without it, stacks of
-        :data:`ncuroof.fleet.FLEET_MIN_INPUTS` or more inputs run on a local dask cluster.
+        :data:`ncuroof.fleet.FLEET_MIN_INPUTS` or more inputs (or with ``workers``) run on a
+        local dask cluster.
     ranks : bool, optional
         The inputs are one report per MPI rank of one run: each is analyzed alone and
         ``ranks.csv`` gives each kernel's spread over ranks (:func:`ncuroof.ranks.spread`).
         None (default): recognised from the file names and processes
         (:func:`ncuroof.ranks.looks_like_ranks`) unless ``stack``.
     workers : int, optional
-        Worker processes of the local dask cluster (default: the cores).
+        Worker processes of the local dask cluster (default: the cores); giving it runs a stack
+        on the cluster whatever its size.
     group_by : str, optional
         ``nvtx`` or ``nvtx:DEPTH``: aggregate launches by NVTX range path
         (:func:`ncuroof.phases.phase_table`) and write ``phases.csv``.
@@ -321,7 +323,7 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
     if ranks is None:
         ranks = not opts.stack and len(inputs) > 1 and _ranks.looks_like_ranks(inputs)
     failures = rank_table = None
-    if ranks or (opts.stack and fleet.wanted(len(inputs), scheduler)):
+    if ranks or (opts.stack and fleet.wanted(len(inputs), scheduler, workers)):
         a, failures, rank_table = _analyze_apart(inputs, opts, scheduler, workers, ranks, progress)
     else:
         with _progress_bar(progress) as bar:

@@ -1,7 +1,7 @@
 """Fleets: many unrelated reports analyzed one by one as one ``dask.distributed`` job.
 
 ``ncuroof analyze runs/*.ncu-rep --stack`` with :data:`FLEET_MIN_INPUTS` or more inputs (or with
-``--scheduler``) analyzes every input alone in a task (:func:`analyze_input`: read, kernels,
+``--scheduler`` or ``--workers``) analyzes every input alone in a task (:func:`analyze_input`: read, kernels,
 roofs, classification, diagnosis) on a :class:`distributed.LocalCluster` of this machine's
 cores, or on an existing cluster given by its scheduler address. The launch tables of the inputs
 that succeed are concatenated in input order: they equal the tables of each report analyzed
@@ -32,7 +32,11 @@ from .schema import FAILURES, validate_kernels
 __all__ = ["FLEET_MIN_INPUTS", "FleetResult", "analyze_input", "analyze_on_worker", "run", "wanted"]
 
 #: Stacks of at least this many inputs run on dask; smaller ones in this process (no cluster start-up).
-FLEET_MIN_INPUTS = 4
+#: ``scripts/bench_fleet.py`` on 2 cores: a local cluster costs about 1.5 s to start, and copies of
+#: a 4-launch report analyze in 0.16 s each in-process, so dask pays from about 16 of them (0.95 of
+#: the in-process time; 32: 0.89; 8: 1.49); stacks of four 5,000-launch reports are still faster
+#: in-process (a big report is decoded on several processes anyway, :mod:`ncuroof.parser.split`).
+FLEET_MIN_INPUTS = 16
 
 #: Seconds to wait for an existing scheduler to answer.
 CONNECT_TIMEOUT_S = 10
@@ -55,9 +59,10 @@ class FleetResult:
     failures: pd.DataFrame
 
 
-def wanted(n_inputs: int, scheduler: str | None) -> bool:
-    """Whether a stack of ``n_inputs`` runs on dask: with a scheduler, or from :data:`FLEET_MIN_INPUTS` inputs."""
-    return scheduler is not None or n_inputs >= FLEET_MIN_INPUTS
+def wanted(n_inputs: int, scheduler: str | None, workers: int | None = None) -> bool:
+    """Whether a stack of ``n_inputs`` runs on dask: with a scheduler or a number of local workers
+    asked for, or from :data:`FLEET_MIN_INPUTS` inputs."""
+    return scheduler is not None or workers is not None or n_inputs >= FLEET_MIN_INPUTS
 
 
 def analyze_input(path: str, source: str, options: AnalysisOptions) -> dict[str, Any]:
@@ -202,7 +207,7 @@ def run(paths: Sequence[str | Path], options: AnalysisOptions | None = None, sch
     if options.expect is not None:
         options = replace(options, expect=Path(options.expect).resolve())
     advance = progress(len(tasks)) if progress is not None else (lambda: None)
-    if wanted(len(tasks), scheduler):
+    if wanted(len(tasks), scheduler, workers):
         n = workers or max(1, min(os.cpu_count() or 1, len(tasks)))
         outcomes = _on_dask(tasks, options, scheduler, n, advance)
     else:

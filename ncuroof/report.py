@@ -10,6 +10,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -470,14 +471,7 @@ def write_outputs(outdir: Path, files: dict[str, str | bytes | Callable[[Path], 
     except OSError as exc:
         raise OutputError(f"cannot create the output directory ({exc.strerror}); choose a writable -o", outdir) from exc
     try:
-        for name, content in files.items():
-            if callable(content):
-                content(tmp / name)
-                continue
-            mode = "wb" if isinstance(content, bytes) else "w"
-            # Text that cannot be UTF-8 (lone surrogates from a damaged name) is written as U+FFFD.
-            with open(tmp / name, mode, **({} if mode == "wb" else {"encoding": "utf-8", "newline": "", "errors": "replace"})) as f:
-                f.write(content)
+        _write_files(tmp, files)
         if not outdir.exists():
             os.rename(tmp, outdir)
             os.chmod(outdir, 0o777 & ~_umask())
@@ -492,6 +486,23 @@ def write_outputs(outdir: Path, files: dict[str, str | bytes | Callable[[Path], 
         if isinstance(exc, (OSError, pa.ArrowException)):
             raise OutputError(f"cannot write the output ({getattr(exc, 'strerror', None) or exc}); choose a writable -o", outdir) from exc
         raise
+
+
+def _write_files(directory: Path, files: dict[str, str | bytes | Callable[[Path], None]]) -> None:
+    """Write ``files`` into ``directory``; the writers (pyarrow's, which release the GIL) run on
+    threads side by side, then the text and bytes are written."""
+    writers = [(name, content) for name, content in files.items() if callable(content)]
+    if writers:
+        with ThreadPoolExecutor(max_workers=min(len(writers), os.cpu_count() or 1)) as pool:
+            for done in [pool.submit(write, directory / name) for name, write in writers]:
+                done.result()
+    for name, content in files.items():
+        if callable(content):
+            continue
+        mode = "wb" if isinstance(content, bytes) else "w"
+        # Text that cannot be UTF-8 (lone surrogates from a damaged name) is written as U+FFFD.
+        with open(directory / name, mode, **({} if mode == "wb" else {"encoding": "utf-8", "newline": "", "errors": "replace"})) as f:
+            f.write(content)
 
 
 def _umask() -> int:

@@ -134,3 +134,11 @@ def test_unreachable_scheduler_is_an_input_error(tmp_path: Path, monkeypatch: py
     monkeypatch.setattr(fleet, "CONNECT_TIMEOUT_S", 2)
     with pytest.raises(InputError, match="cannot reach the dask scheduler"):
         fleet.run([shared(SMALL[0])], scheduler=f"tcp://127.0.0.1:{_free_port()}")
+
+
+def test_a_stack_runs_on_dask_from_sixteen_inputs_or_when_asked() -> None:
+    from ncuroof.fleet import FLEET_MIN_INPUTS, wanted
+
+    assert FLEET_MIN_INPUTS == 16  # scripts/bench_fleet.py: dask pays from about 16 small reports on 2 cores
+    assert not wanted(15, None) and wanted(16, None)
+    assert wanted(2, None, workers=2) and wanted(1, "tcp://127.0.0.1:8786")
