@@ -236,3 +236,22 @@ def test_values_read_in_one_match_equal_values_read_one_by_one(monkeypatch: pyte
     monkeypatch.setattr(nvr._Doubles, "learn", classmethod(lambda cls, layout, raws: None))
     assert learned and len(fast) > len(learned), "the learned reader read most launches"
     assert_same_tables(nvr.read_nvr(report, cat, processes=1), fast)
+
+
+@needs_ncu_report
+def test_launches_of_another_process_stay_in_range_0_both_ways(tmp_path: Path) -> None:
+    """ncu_report makes no new range for blocks of another process (block header field 6: process ID,
+    host, executable); the decoder's range_id 0 agrees. (A result of another kind than a kernel
+    launch, as range replay writes, makes the decoder give the report to ncu_report.)"""
+    data = bytearray(shared("ESMM-Research__profile_output.ncu-rep").read_bytes())
+    blocks = [b for b in nvr._blocks(bytes(data), Path("x"), nvr._classes()) if b[2].num_results]
+    for _, pos, _, start in blocks[-2:]:
+        at = bytes(data[pos:start]).find(b"\x08\xceG\x12\t127.0.0.1")  # process 9166 on 127.0.0.1
+        assert at > 0
+        data[pos + at + 1] = 0xCF  # process 9167
+    report = tmp_path / "two-processes.ncu-rep"
+    report.write_bytes(bytes(data))
+    cat = catalog.load()
+    ref = read_ncu_rep(report, cat)
+    assert list(ref["range_id"]) == [0, 0, 0, 0] and list(ref["launch_id"]) == [0, 1, 2, 3]
+    assert_same_tables(ref, nvr.read_nvr(report, cat))
