@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -34,7 +35,7 @@ from .summary import FOCUS_SHARE, aggregate_points, kernel_summary, with_keys
 from .viewcontract import Control, ViewContract, ViewState, apply_view
 
 __all__ = ["plot_roofline", "precision_title", "level_subsets", "SCATTERGL_THRESHOLD", "MAX_LAUNCH_DOTS", "BOUND_COLORS", "KERNEL_COLORS",
-           "OTHER_COLOR", "kernel_color", "DotGroup", "DOT_GROUPS"]
+           "OTHER_COLOR", "kernel_color", "DotGroup", "DOT_GROUPS", "CUSTOMDATA", "customdata_fields"]
 
 #: Above this many dots in one view the dots are drawn with WebGL (``Scattergl``).
 SCATTERGL_THRESHOLD = 1000
@@ -108,7 +109,8 @@ class DotGroup:
     names : callable
         Dots frame -> the hover text's head per dot (HTML).
     head : str
-        Hover template before the numbers (``%{text}`` is the name from ``names``).
+        Hover template before the numbers (``%{text}`` is the name from ``names``, ``%{@column}`` a
+        :data:`CUSTOMDATA` column, :func:`customdata_fields`).
     """
 
     id: str
@@ -122,7 +124,7 @@ class DotGroup:
 #: frame for it in :func:`plot_roofline`'s ``dots`` (columns as :func:`_dot_frames` makes).
 DOT_GROUPS = (
     DotGroup("kernel", "per kernel", ("kernel_key",), _kernel_names, "%{text} · "),
-    DotGroup("launch", "per launch", ("source", "launch_id"), _launch_names, "<b>%{text}</b> · launch %{customdata[8]:.0f}<br>"),
+    DotGroup("launch", "per launch", ("source", "launch_id"), _launch_names, "<b>%{text}</b> · launch %{@launch_id:.0f}<br>"),
 )
 
 
@@ -383,8 +385,33 @@ def _trail(dots: pd.DataFrame, levels: tuple[str, ...], key: list[str]) -> tuple
     return x[:-1], y[:-1]
 
 
-#: Columns of a dot trace's ``customdata``, in order (the hover template and roofline.js index them).
+#: Columns of a dot trace's ``customdata``, in order: declared here only. The hover templates name
+#: them (:func:`customdata_fields`) and the view contract carries them to the page's script
+#: (:attr:`ncuroof.viewcontract.ViewContract.customdata`), which looks their indices up by name.
 CUSTOMDATA = ("kid", "launches", "time_s", "share", "flop", "bytes", "roof_flop_per_s", "roof_fraction", "launch_id", "bytes_per_s")
+_FIELD = re.compile(r"%\{@(\w+)")
+
+
+def customdata_fields(template: str) -> str:
+    """A hover template with each ``%{@column`` written as plotly's ``%{customdata[i]`` (``i`` the
+    column's place in :data:`CUSTOMDATA`), so no template counts columns.
+
+    Parameters
+    ----------
+    template : str
+        Plotly hover template; ``%{@time_s:.3s}`` becomes ``%{customdata[2]:.3s}``.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    KeyError
+        For a column not in :data:`CUSTOMDATA`.
+    """
+    index = {name: i for i, name in enumerate(CUSTOMDATA)}
+    return _FIELD.sub(lambda m: f"%{{customdata[{index[m.group(1)]}]", template)
 
 
 def _hover(ch: _Chart, dots: pd.DataFrame, lv: str, group: DotGroup) -> str:
@@ -398,14 +425,15 @@ def _hover(ch: _Chart, dots: pd.DataFrame, lv: str, group: DotGroup) -> str:
     srcs = " / ".join(dict.fromkeys(s or "?" for s in distinct("peak_flop_source")))
     bsrcs = " / ".join(dict.fromkeys(s or "?" for s in distinct("peak_bytes_source")))
     est = " (estimated)" if dots["estimated"].any() else ""
-    return (group.head + "time %{customdata[2]:.3s}s, %{customdata[3]:.1%} of GPU time<br>"
-            + f"{'/'.join(precision_title(p) for p in precs)}{est}: %{{customdata[4]:.4s}}FLOP · {lv.upper()}: %{{customdata[5]:.4s}}B<br>"
-            + f"AI %{{x:.3g}} FLOP/B at {lv.upper()}<br>"
-            + "achieved %{y:.3s}FLOP/s, %{customdata[9]:.3s}B/s<br>"
-            + "roof %{customdata[6]:.3s}FLOP/s: <b>%{customdata[7]:.1%} of roof</b><br>"
-            + "bound: %{hovertext}<br>"
-            + f"<span style='font-size:10px'>{formula}<br>{lv.upper()} bytes = {ch.cat.formula(lv, defs)} ({defs})<br>"
-            + f"roofs: compute {srcs}, {lv.upper()} {bsrcs}</span><extra></extra>")
+    return customdata_fields(
+        group.head + "time %{@time_s:.3s}s, %{@share:.1%} of GPU time<br>"
+        + f"{'/'.join(precision_title(p) for p in precs)}{est}: %{{@flop:.4s}}FLOP · {lv.upper()}: %{{@bytes:.4s}}B<br>"
+        + f"AI %{{x:.3g}} FLOP/B at {lv.upper()}<br>"
+        + "achieved %{y:.3s}FLOP/s, %{@bytes_per_s:.3s}B/s<br>"
+        + "roof %{@roof_flop_per_s:.3s}FLOP/s: <b>%{@roof_fraction:.1%} of roof</b><br>"
+        + "bound: %{hovertext}<br>"
+        + f"<span style='font-size:10px'>{formula}<br>{lv.upper()} bytes = {ch.cat.formula(lv, defs)} ({defs})<br>"
+        + f"roofs: compute {srcs}, {lv.upper()} {bsrcs}</span><extra></extra>")
 
 
 def _dot_trace(ch: _Chart, dots: pd.DataFrame, lv: str, group: DotGroup, scatter: type, sizeref: float,
@@ -469,7 +497,7 @@ def _contract(ch: _Chart, state: ViewState, groups: list[DotGroup], counts: dict
     n = max(len(ch.summ), 1)
     styles = {"color": {"kernel": {"dots": {"marker.colorscale": _kernel_colorscale(n)}},
                         "bound": {"dots": {"marker.colorscale": _bound_colorscale(list(ch.summ["bound"]))}}}}
-    return ViewContract(state=state, controls=controls, styles=styles, counts=counts)
+    return ViewContract(state=state, controls=controls, styles=styles, counts=counts, customdata=list(CUSTOMDATA))
 
 
 def _initial_state(ch: _Chart, precision: str, levels: list[str] | None, per_launch: bool, color: str,

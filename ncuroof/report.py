@@ -225,7 +225,7 @@ def _launch_table(kernels: pd.DataFrame) -> tuple[str, str]:
 
 
 def _kernels_json(summ: pd.DataFrame) -> str:
-    """Per kernel (in colour order) what the details panel shows; ``customdata[0]`` of a dot indexes it."""
+    """Per kernel (in colour order) what the details panel shows; a dot's ``kid`` customdata column indexes it."""
     rows = [{"name": r.kernel_label, "demangled": r.kernel_demangled or "", "nvtx": r.nvtx_range or "", "bound": r.bound,
              "launches": int(r.launches), "saving_s": float(r.saving_s) if np.isfinite(r.saving_s) else None,
              "diagnosis": DIAGNOSIS_TEXT.get(getattr(r, "diagnosis", ""), ""), "advice": getattr(r, "advice", "") or "",

@@ -99,6 +99,9 @@ class ViewContract:
         the state field has that value (e.g. axis titles and ranges of another roofline kind).
     counts : dict of str to int
         Dots per ``<mode>/<precision view>/<focus|rest>`` (for benchmarks and tests).
+    customdata : list of str
+        The columns of the ``customdata`` of the ``dots`` traces, in order
+        (:data:`ncuroof.plot.CUSTOMDATA`); the script finds a column's index by its name here.
     """
 
     state: ViewState
@@ -106,6 +109,7 @@ class ViewContract:
     styles: dict[str, dict[str, dict[str, dict[str, Any]]]] = field(default_factory=dict)
     layouts: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
+    customdata: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able dict (what the page's script reads)."""

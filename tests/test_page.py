@@ -127,7 +127,8 @@ def test_controls_switch_views(browser, tmp_path):
     # Colour: the largest kernel's dot has the first palette colour, then its bound's colour.
     first = page.evaluate("""() => { const gd = document.getElementById('roofline');
       const t = gd._fullData.find(t => t.visible === true && t.meta && t.meta.role === 'dots');
-      const i = Array.from(t.customdata).findIndex(c => c[0] === 0);
+      const kid = gd.layout.meta.view.customdata.indexOf('kid');
+      const i = Array.from(t.customdata).findIndex(c => c[kid] === 0);
       return i; }""")
     assert first >= 0
     top = k.groupby("kernel_demangled")["time_s"].sum().idxmax()
@@ -199,12 +200,13 @@ def test_per_launch_dots_are_the_longest_launches_when_there_are_many(monkeypatc
     monkeypatch.setattr(plot, "MAX_LAUNCH_DOTS", 50)
     fig = plot.plot_roofline(pts, k, title="capped", show_all=True)
     longest = set(k.nlargest(50, "time_s")["launch_id"])
-    drawn = {int(c[8]) for t in fig.data if t.meta and t.meta.get("role") == "dots" and t.meta["mode"] == "launch"
+    at = plot.CUSTOMDATA.index("launch_id")
+    drawn = {int(c[at]) for t in fig.data if t.meta and t.meta.get("role") == "dots" and t.meta["mode"] == "launch"
              for c in np.asarray(t.customdata)}
     assert drawn == longest
     modes = next(c for c in fig.layout.meta["view"]["controls"] if c["field"] == "mode")["options"]
     assert ["launch", "per launch (the 50 longest of 600)"] in modes
-    per_kernel = sum(float(np.asarray(t.customdata)[:, 1].sum()) for t in fig.data
+    per_kernel = sum(float(np.asarray(t.customdata)[:, plot.CUSTOMDATA.index("launches")].sum()) for t in fig.data
                      if t.meta and t.meta.get("role") == "dots" and t.meta["mode"] == "kernel" and t.meta["when"]["precision"] == "main"
                      and t.meta["when"]["levels"] == "dram")
     assert per_kernel == len(k[k["launch_id"].isin(pts.loc[pts["level"] == "dram", "launch_id"])])
@@ -391,3 +393,44 @@ def test_view_rule_by_hand():
     contract.state.color = "kernel"
     apply_view(fig, contract)
     assert [t.visible for t in fig.data] == [False, True] and fig.layout.title.text == "by kernel"
+
+
+_SI = {"P": 1e15, "T": 1e12, "G": 1e9, "M": 1e6, "k": 1e3, "": 1.0, "m": 1e-3, "µ": 1e-6, "u": 1e-6, "n": 1e-9}
+
+
+def _si_number(text: str, pattern: str) -> float:
+    """The number ``pattern``'s groups (value, SI prefix) find in ``text``, in base units."""
+    import re
+
+    m = re.search(pattern, text)
+    assert m, f"{pattern!r} not in {text!r}"
+    return float(m.group(1)) * _SI[m.group(2)]
+
+
+def test_customdata_columns_are_named_once(browser, tmp_path, monkeypatch):
+    """The customdata columns are declared once (plot.CUSTOMDATA): in another order, the hover label
+    (Python's template) and the details panel (the script) still give the largest kernel's time, share
+    and launches, as pandas sums them from the kernels and points tables."""
+    declared = plot.CUSTOMDATA
+    monkeypatch.setattr(plot, "CUSTOMDATA", tuple(reversed(declared)))
+    k = synthetic.kernels_table(300, 12, seed=4)
+    path, fig, pts = _page(tmp_path, k)
+    assert fig.layout.meta["view"]["customdata"] == list(reversed(declared))
+    top = k.groupby("kernel_demangled")["time_s"].sum().sort_values(ascending=False)
+    mine = k[k["kernel_demangled"] == top.index[0]]
+    dram = pts[(pts["level"] == "dram") & pts["launch_id"].isin(mine["launch_id"])]
+    curve = next(i for i, t in enumerate(fig.data) if t.visible is True and t.meta.get("role") == "dots" and t.meta["level"] == "dram")
+    point = int(np.flatnonzero(np.asarray(fig.data[curve].customdata)[:, plot.CUSTOMDATA.index("kid")] == 0)[0])
+    page, errors = _open(browser, path)
+    # Hover that very dot (a mouse at its centre may pick a smaller dot inside it); plotly emits no
+    # event for a hover called from code, so the page's handler gets plotly's hover data as a mouse gives it.
+    page.evaluate("""([c, p]) => { const gd = document.getElementById('roofline');
+      Plotly.Fx.hover(gd, [{curveNumber: c, pointNumber: p}]); gd.emit('plotly_hover', {points: gd._hoverdata}); }""", [curve, point])
+    page.wait_for_timeout(300)
+    label = " ".join(page.evaluate("() => document.querySelector('#roofline .hoverlayer').textContent").split())
+    details = " ".join(page.evaluate("() => document.getElementById('details').textContent").split())
+    assert errors == []
+    assert top.index[0] in details and f"{dram['launch_id'].nunique()} launches aggregated" in details
+    for text in (label, details):
+        assert np.isclose(_si_number(text, r"time ([\d.]+) ?([a-zµ]?)s"), top.iat[0], rtol=5e-3)
+        assert np.isclose(float(text.split("% of GPU time")[0].split()[-1].strip("(")), 100 * top.iat[0] / k["time_s"].sum(), atol=0.05)

@@ -89,17 +89,23 @@
     controls.querySelectorAll("select, input").forEach((e) => e.addEventListener("change", update));
   }
 
+  // A dot's customdata as {column: value}: the columns are named in the contract (ncuroof.plot.CUSTOMDATA).
+  function columns(pt) {
+    const names = ((gd.layout.meta || {}).view || {}).customdata || [];
+    return Object.fromEntries(names.map((name, i) => [name, pt.customdata[i]]));
+  }
+
   function showDetails(ev) {
     const pt = ev.points && ev.points[0];
     if (!pt || !pt.data.meta || pt.data.meta.role !== "dots") return;
-    const c = pt.customdata;  // ncuroof.plot.CUSTOMDATA
-    const k = kernels[c[0]];
-    const launch = c[8] >= 0 ? ` · launch ${c[8]}` : ` · ${c[1]} launch${c[1] === 1 ? "" : "es"} aggregated`;
+    const c = columns(pt);
+    const k = kernels[c.kid];
+    const launch = c.launch_id >= 0 ? ` · launch ${c.launch_id}` : ` · ${c.launches} launch${c.launches === 1 ? "" : "es"} aggregated`;
     details.innerHTML =
       `<div class="name">${esc(k.demangled || k.name)}</div>` +
       `<div>${esc(k.name)}${launch}${k.nvtx ? " · NVTX " + esc(k.nvtx) : ""} · ${esc(pt.data.meta.level.toUpperCase())}</div>` +
-      `<div>time ${fmt(c[2], "s")} (${(c[3] * 100).toFixed(1)}% of GPU time) · AI ${fmt(pt.x, "FLOP/B")} · ` +
-      `${fmt(pt.y, "FLOP/s")} of a ${fmt(c[6], "FLOP/s")} roof (${isFinite(c[7]) ? (c[7] * 100).toFixed(1) + "%" : "n/a"}) · ` +
+      `<div>time ${fmt(c.time_s, "s")} (${(c.share * 100).toFixed(1)}% of GPU time) · AI ${fmt(pt.x, "FLOP/B")} · ` +
+      `${fmt(pt.y, "FLOP/s")} of a ${fmt(c.roof_flop_per_s, "FLOP/s")} roof (${isFinite(c.roof_fraction) ? (c.roof_fraction * 100).toFixed(1) + "%" : "n/a"}) · ` +
       `kernel bound: ${esc(k.bound)}${k.saving_s !== null && isFinite(k.saving_s) ? " · saves " + fmt(k.saving_s, "s") + " at its roof" : ""}</div>` +
       (k.diagnosis ? `<div><b>${esc(k.diagnosis)}</b>: ${esc(k.advice)}</div>` : "") +
       (k.flags ? `<div class="note">Check: ${esc(k.flags)}</div>` : "");
