@@ -222,7 +222,7 @@ def _page_files(a: Analysis, plotlyjs: str | bool, image: str | None, formats: S
     :mod:`ncuroof.views` when given."""
     kernels, summ = to_text(a.kernels), to_text(a.summary)  # list columns as text for files and the page
     fig = plot.plot_roofline(a.points, kernels, title=f"Hierarchical roofline — {a.inputs[0].name}", focus=a.options.focus,
-                             summary=summ, dots={"kernel": a.dots}, catalog=a.catalog)
+                             summary=summ, dots={"kernel": a.dots}, catalog=a.catalog, charts=views.page_charts(a.kernels, phases, ipts))
     meta = {**provenance.page_meta(a.kernels, a.inputs), **fleet.page_meta(failures), **_ranks.page_meta(ranks)}
     tables = {"kernels": kernels, "points": a.points, **({"failures": failures} if failures is not None else {}),
               **({"ranks": ranks} if ranks is not None else {})}
@@ -230,8 +230,7 @@ def _page_files(a: Analysis, plotlyjs: str | bool, image: str | None, formats: S
     files: dict[str, Any] = {
         **tables_io.table_files(tables, sorted(set(formats) | ({"parquet"} if apart else set())), a.inputs, dataset=apart),
         "roofline.html": report.render_html(fig, kernels, meta, plotlyjs=plotlyjs, summary=summ, focus=a.options.focus,
-                                            extra=views.page_sections(a.kernels, summ, phases, ipts, ranks,
-                                                                      a.catalog.thresholds["ranks"]["imbalance"])),
+                                            extra=views.page_sections(a.kernels, summ, ranks, a.catalog.thresholds["ranks"]["imbalance"])),
     }
     if image is not None:
         files[f"roofline.{image}"] = report.render_image(fig, image)

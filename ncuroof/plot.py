@@ -8,6 +8,7 @@ L1→L2→DRAM intensity trail. Every view the page offers (precision, levels, d
 kernel or by bound, focus or all kernels) is in the figure as traces whose ``meta["when"]`` says
 in which states of the page's view they show (:mod:`ncuroof.viewcontract`, the one place that rule
 lives); the arguments choose the initial state and the page's controls switch it in the browser.
+Other charts (``charts=``, :mod:`ncuroof.views`) join the figure as options of its ``chart`` control.
 
 The figure is built in parts: :func:`_chart` (roofs, views, axis ranges), :func:`_roof_traces`,
 :func:`_ridge_traces`, :func:`_group_traces` per dot group of :data:`DOT_GROUPS`,
@@ -19,7 +20,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -32,10 +33,11 @@ from . import fmt
 from .classify import binding_points
 from .schema import LEVELS, precision_title
 from .summary import FOCUS_SHARE, aggregate_points, kernel_summary, with_keys
-from .viewcontract import Control, ViewContract, ViewState, apply_view
+from .viewcontract import Chart, Control, ViewContract, ViewState, add_charts, apply_view
 
 __all__ = ["plot_roofline", "precision_title", "level_subsets", "SCATTERGL_THRESHOLD", "MAX_LAUNCH_DOTS", "BOUND_COLORS", "KERNEL_COLORS",
-           "OTHER_COLOR", "kernel_color", "DotGroup", "DOT_GROUPS", "CUSTOMDATA", "customdata_fields"]
+           "OTHER_COLOR", "kernel_color", "DotGroup", "DOT_GROUPS", "CUSTOMDATA", "customdata_fields",
+           "OWN_CHART"]
 
 #: Above this many dots in one view the dots are drawn with WebGL (``Scattergl``).
 SCATTERGL_THRESHOLD = 1000
@@ -58,6 +60,8 @@ _MIN_DOT_PX = 6.0
 _NAME_CHARS = 200
 #: Kernels with a colour key in the legend (largest first); the page's tables give every kernel's colour.
 _KEYED_KERNELS = 6
+#: The view control's text for the figure's own chart when other charts are added (``charts=``).
+OWN_CHART = "Kernels (FLOP roofline)"
 
 
 def kernel_color(kid: int) -> str:
@@ -515,10 +519,15 @@ def _initial_state(ch: _Chart, precision: str, levels: list[str] | None, per_lau
                      all=bool(show_all))
 
 
-def _empty_figure(fig: go.Figure) -> go.Figure:
+def _empty_figure(fig: go.Figure, charts: list[Chart]) -> go.Figure:
+    """The figure without roofline points: a note, and the other charts (the first of them shown)."""
     fig.add_annotation(text="No roofline points: the input has no FLOP counters or no memory traffic.",
                        showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)
-    apply_view(fig, ViewContract(state=ViewState()))
+    contract = ViewContract(state=ViewState())
+    add_charts(fig, contract, charts, OWN_CHART)
+    if charts:
+        contract.state.chart = charts[0].id
+    apply_view(fig, contract)
     return fig
 
 
@@ -526,7 +535,7 @@ def plot_roofline(points: pd.DataFrame, kernels: pd.DataFrame | None = None, tit
                   precision: str = "main", levels: list[str] | None = None, per_launch: bool = False,
                   color: str = "kernel", focus: float = FOCUS_SHARE, show_all: bool = False,
                   summary: pd.DataFrame | None = None, dots: Mapping[str, pd.DataFrame] | None = None,
-                  catalog: _catalog.Catalog | None = None, height: int = 800) -> go.Figure:
+                  catalog: _catalog.Catalog | None = None, height: int = 800, charts: Sequence[Chart] = ()) -> go.Figure:
     """Draw the whole application on one log-log hierarchical roofline.
 
     Parameters
@@ -564,8 +573,11 @@ def plot_roofline(points: pd.DataFrame, kernels: pd.DataFrame | None = None, tit
         ``with_keys(points, kernels)``; the missing ones are computed.
     catalog : Catalog, optional
         The metric catalog (formulas in the hover text); :func:`ncuroof.catalog.load` otherwise.
-    height : int, default 680
+    height : int, default 800
         Figure height [px].
+    charts : sequence of Chart, optional
+        Other charts the page's ``chart`` control switches to (:func:`ncuroof.views.page_charts`;
+        :func:`ncuroof.viewcontract.add_charts`), hidden at first (shown first when there are no points).
 
     Returns
     -------
@@ -578,7 +590,7 @@ def plot_roofline(points: pd.DataFrame, kernels: pd.DataFrame | None = None, tit
         a group has more than :data:`SCATTERGL_THRESHOLD` dots in a view; trails joining each
         kernel's dots, one trace per subset of levels. Each trace's ``meta`` names its ``role``
         (``roof_mem``, ``roof_flop``, ``ridge``, ``dots``, ``trail``, ``key_level``,
-        ``key_bound``, ``key_kernel``) and ``when`` it is visible (:mod:`ncuroof.viewcontract`);
+        ``key_bound``, ``key_kernel``; the ``charts``' own roles) and ``when`` it is visible (:mod:`ncuroof.viewcontract`);
         ``layout.meta["view"]`` is the :class:`ncuroof.viewcontract.ViewContract` (controls, initial
         state, colour scales, dot counts) the page's script reads.
 
@@ -597,7 +609,7 @@ def plot_roofline(points: pd.DataFrame, kernels: pd.DataFrame | None = None, tit
         legend=dict(groupclick="toggleitem", itemsizing="constant", orientation="h", x=0, y=-0.12, yanchor="top",
                     font=dict(size=11), tracegroupgap=4))
     if points.empty:
-        return _empty_figure(fig)
+        return _empty_figure(fig, list(charts))
     if kernels is None:
         kernels = _kernels_from_points(points)
     summ = (kernel_summary(kernels, points, focus=focus) if summary is None else summary).reset_index(drop=True)
@@ -611,8 +623,10 @@ def plot_roofline(points: pd.DataFrame, kernels: pd.DataFrame | None = None, tit
                    + [t for g in groups for t in _group_traces(ch, g, frames[g.id], counts)] + _key_traces(ch))
     fig.add_annotation(text=_roof_note(ch), showarrow=False, xref="paper", yref="paper", x=0, y=1.0, yanchor="bottom", xanchor="left",
                        font=dict(size=11, color="#666"))
-    apply_view(fig, _contract(ch, state, groups, counts, focus))
     (x_lo, x_hi), (y_lo, p_max) = ch.x_range, ch.y_range
     fig.update_xaxes(range=[math.log10(x_lo), math.log10(x_hi)])
     fig.update_yaxes(range=[math.log10(y_lo), math.log10(p_max) + 0.4])
+    contract = _contract(ch, state, groups, counts, focus)
+    add_charts(fig, contract, list(charts), OWN_CHART)
+    apply_view(fig, contract)
     return fig

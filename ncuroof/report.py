@@ -237,13 +237,13 @@ def _kernels_json(summ: pd.DataFrame) -> str:
 
 def render_html(fig: go.Figure, kernels: pd.DataFrame, meta: dict[str, Any], plotlyjs: str | bool = True,
                 summary: pd.DataFrame | None = None, points: pd.DataFrame | None = None, focus: float = FOCUS_SHARE,
-                top: int = TOP_ON_PAGE, extra: tuple[str, str] = ("", "")) -> str:
+                top: int = TOP_ON_PAGE, extra: str = "") -> str:
     """Build the self-contained roofline page (template ``templates/roofline.html.j2``).
 
     The page leads with the chart: a one-line header (GPU, total GPU time, launches, kernels),
     the view controls, the chart with the top kernels and the hover details beside it; below it
     the summary (focus, savings, the top kernels' diagnoses), the kernels and launch tables and
-    the input's facts. ``extra`` goes above the controls and under the chart, in its column.
+    the input's facts. ``extra`` goes under the chart, in its column.
 
     Parameters
     ----------
@@ -266,9 +266,9 @@ def render_html(fig: go.Figure, kernels: pd.DataFrame, meta: dict[str, Any], plo
         The share of GPU time the summary's ``in_focus`` was computed with (said on the page).
     top : int, default :data:`TOP_ON_PAGE`
         Kernels listed beside the chart and described below it.
-    extra : (str, str), optional
-        HTML put before the controls and after the chart (:func:`ncuroof.views.page_sections`: the view
-        control, the phase and instruction-roofline charts, the speed-of-light notes).
+    extra : str, optional
+        HTML put under the chart (:func:`ncuroof.views.page_sections`: the spread over ranks, the
+        speed-of-light notes).
 
     Returns
     -------
@@ -294,7 +294,7 @@ def render_html(fig: go.Figure, kernels: pd.DataFrame, meta: dict[str, Any], plo
         items=_items(summ, top, hide="missing_metrics" if none else None), by_saving=by_saving, families=families,
         kernel_table=Markup(_kernel_table(summ)), launch_table=Markup(launch_table), launches_title=launches_title,
         facts=meta, kernels_json=Markup(_kernels_json(summ)), sort_js=Markup(_asset("sort.js")),
-        roofline_js=Markup(_asset("roofline.js")), extra_before=Markup(extra[0]), extra_after=Markup(extra[1]))
+        roofline_js=Markup(_asset("roofline.js")), extra=Markup(extra))
 
 
 def render_image(fig: go.Figure, fmt: str, width: int = 1400, height: int = 800) -> bytes:

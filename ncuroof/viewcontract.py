@@ -12,10 +12,13 @@ the same data in the browser:
 - state field holds a list, ``when`` a list: the same members.
 
 A field absent from ``when`` does not matter to that trace. The :class:`ViewContract` also
-lists the controls (one per state field, each with its options), the per-state restyles
+lists the controls (one per state field, each with its options, shown in the states its own
+``when`` allows), the per-state restyles
 (colour scales) and relayouts (axes), and is serialised into the figure's ``layout.meta["view"]``, where the
 script reads it. So a new view is a new option of a control (or a new state field with its
-control) plus traces whose ``when`` names it; no visibility logic is added anywhere.
+control) plus traces whose ``when`` names it; no visibility logic is added anywhere. Whole other
+charts (the NVTX phases, the instruction roofline: :mod:`ncuroof.views`) are :class:`Chart` objects that
+:func:`add_charts` turns into options of a ``chart`` field, with their axes as that field's relayouts.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-__all__ = ["ViewState", "Control", "ViewContract", "visible", "apply_view"]
+__all__ = ["ViewState", "Control", "ViewContract", "Chart", "visible", "apply_view", "add_charts"]
 
 
 @dataclass
@@ -45,6 +48,9 @@ class ViewState:
         Dot colouring: ``'kernel'`` or ``'bound'``.
     all : bool
         Also the kernels outside the focus set.
+    chart : str
+        Which chart the figure shows: ``'roofline'`` (the kernels' FLOP roofline) or the ``id`` of
+        a :class:`Chart` added by :func:`add_charts`.
     """
 
     precision: str = "main"
@@ -52,6 +58,7 @@ class ViewState:
     mode: str = "kernel"
     color: str = "kernel"
     all: bool = False
+    chart: str = "roofline"
 
 
 @dataclass
@@ -71,6 +78,9 @@ class Control:
         Text before the control (for ``checkbox``, after the box).
     options : list of [value, text]
         The choices (none for ``checkbox``).
+    when : dict
+        The states it is shown in (:func:`visible`; empty: always), e.g. the precision control
+        only while the chart is the FLOP roofline.
     """
 
     id: str
@@ -78,6 +88,7 @@ class Control:
     kind: str
     label: str
     options: list[list[str]] = field(default_factory=list)
+    when: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -114,6 +125,32 @@ class ViewContract:
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able dict (what the page's script reads)."""
         return asdict(self)
+
+
+@dataclass
+class Chart:
+    """Another chart the figure can show instead of its own (an option of the ``chart`` control).
+
+    Attributes
+    ----------
+    id : str
+        The ``chart`` value that shows it.
+    label : str
+        The control's text for it.
+    traces : list of plotly traces
+        Its traces; ``meta["role"]`` names them (not ``dots``: the details panel reads those) and
+        ``meta["when"]`` may name the fields in ``fields``.
+    layout : dict
+        ``{plotly layout attribute: value}`` while it shows (title, axis titles; the axes autorange).
+    fields : tuple of str
+        Other state fields its traces follow (e.g. ``('levels',)``): their controls show with it.
+    """
+
+    id: str
+    label: str
+    traces: list[Any]
+    layout: dict[str, Any] = field(default_factory=dict)
+    fields: tuple[str, ...] = ()
 
 
 def visible(when: dict[str, Any], state: ViewState | dict[str, Any]) -> bool:
@@ -170,3 +207,58 @@ def apply_view(fig: go.Figure, contract: ViewContract) -> None:
         for attr, value in per_value.get(str(st[fld]), {}).items():
             fig.layout[attr] = value
     fig.update_layout(meta=dict(view=contract.to_dict()))
+
+
+def _own_layout(fig: go.Figure) -> dict[str, Any]:
+    """The relayout that brings back the figure's own chart: title, axis titles and ranges, notes."""
+    lay = fig.layout
+    out: dict[str, Any] = {"title.text": lay.title.text, "xaxis.title.text": lay.xaxis.title.text,
+                           "yaxis.title.text": lay.yaxis.title.text}
+    for ax in ("xaxis", "yaxis"):
+        rng = lay[ax].range
+        out.update({f"{ax}.range": list(rng)} if rng is not None else {f"{ax}.autorange": True})
+    return out | {f"annotations[{i}].visible": True for i in range(len(lay.annotations))}
+
+
+def add_charts(fig: go.Figure, contract: ViewContract, charts: list[Chart], label: str) -> None:
+    """Put other charts into ``fig`` as options of a ``chart`` control (first in ``contract``'s controls).
+
+    The figure's own traces get ``chart = contract.state.chart`` in their ``when``, each chart's
+    traces its ``id``; conditions of a chart's traces on fields that no control can switch to the
+    needed value are dropped (the trace always shows with its chart). The other controls show
+    with the figure's own chart and with the charts that follow their field. ``contract.layouts``
+    gets, per ``chart`` value, the chart's title, axes and (for the figure's own) its annotations.
+    Call :func:`apply_view` afterwards.
+
+    Parameters
+    ----------
+    fig : Figure
+        The figure with its own chart's traces, layout and annotations.
+    contract : ViewContract
+        Its view contract; changed in place.
+    charts : list of Chart
+        Nothing is done when empty.
+    label : str
+        The control's text for the figure's own chart.
+    """
+    if not charts:
+        return
+    own = contract.state.chart
+    for tr in fig.data:
+        m = tr.meta if isinstance(tr.meta, dict) else {}
+        tr.meta = {**m, "when": {**m.get("when", {}), "chart": own}}
+    options = {c.field: {o[0] for o in c.options} | ({True, False} if c.kind == "checkbox" else set()) for c in contract.controls}
+    hide_notes = {f"annotations[{i}].visible": False for i in range(len(fig.layout.annotations))}
+    layouts = {own: _own_layout(fig)}
+    for chart in charts:
+        for tr in chart.traces:
+            m = tr.meta if isinstance(tr.meta, dict) else {}
+            when = {k: v for k, v in m.get("when", {}).items()
+                    if k in options and set(v if isinstance(v, list) else [v]) <= options[k]}
+            tr.meta = {**m, "when": {**when, "chart": chart.id}}
+        fig.add_traces(chart.traces)
+        layouts[chart.id] = {"xaxis.autorange": True, "yaxis.autorange": True, **hide_notes, **chart.layout}
+    for ctl in contract.controls:
+        ctl.when = {**ctl.when, "chart": [own] + [c.id for c in charts if ctl.field in c.fields]}
+    contract.controls.insert(0, Control("chart", "chart", "radio", "View", [[own, label]] + [[c.id, c.label] for c in charts]))
+    contract.layouts["chart"] = layouts

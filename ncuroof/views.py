@@ -1,16 +1,19 @@
 """Extra views of the roofline page (issue 15): NVTX phases, the instruction roofline and the
-speed-of-light notes, with a control that switches the chart between kernels, phases and
-instructions; on a multi-rank run (issue 12) each kernel's spread over the ranks.
+speed-of-light notes; on a multi-rank run (issue 12) each kernel's spread over the ranks.
 
-Kept apart from :mod:`ncuroof.plot`/:mod:`ncuroof.report` so the main chart's code is untouched:
-:func:`page_sections` returns one HTML fragment that :func:`ncuroof.report.render_html` places
-after the main chart (``extra=``).
+The phase chart and the instruction roofline are :class:`ncuroof.viewcontract.Chart` objects
+(:func:`page_charts`) that :func:`ncuroof.plot.plot_roofline` adds to the roofline figure as
+options of its view contract's ``chart`` control (``charts=``): the page's script switches them as
+it switches every other view, and the instruction roofline follows the levels control. The
+sections below the chart (:func:`page_sections`) are rendered from ``templates/views.html.j2`` and
+``templates/ranks.html.j2``; :func:`ncuroof.report.render_html` places them (``extra=``).
 """
 
 from __future__ import annotations
 
 import html
 import re
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -19,14 +22,14 @@ from markupsafe import Markup
 
 from . import fmt, report
 from .schema import LEVELS, PRECISIONS
+from .viewcontract import Chart
 
-__all__ = ["instruction_figure", "phase_figure", "page_sections", "rank_section", "LEVEL_COLORS", "RANKS_ON_PAGE"]
+__all__ = ["instruction_chart", "phase_chart", "page_charts", "page_sections", "rank_section", "LEVEL_COLORS", "RANKS_ON_PAGE"]
 
 #: One colour per memory level (plotly's default sequence).
 LEVEL_COLORS = {"l1": "#2ca02c", "l2": "#ff7f0e", "dram": "#1f77b4"}
 #: Kernels listed in the spread-over-ranks section: the longest by median time per rank.
 RANKS_ON_PAGE = 15
-_LOG = dict(type="log", exponentformat="power", showgrid=True)
 _TENSOR_COL = re.compile(r"^tensor_(.+)_flop$")
 
 
@@ -43,7 +46,7 @@ def _x_range(x: np.ndarray, elbows: list[float]) -> np.ndarray:
     return np.geomspace(lo, hi, 64)
 
 
-def instruction_figure(ipts: pd.DataFrame) -> go.Figure:
+def instruction_chart(ipts: pd.DataFrame) -> Chart:
     """The instruction roofline [DING]: one dot per (launch, level), the issue roof and one wall per level.
 
     Parameters
@@ -53,34 +56,35 @@ def instruction_figure(ipts: pd.DataFrame) -> go.Figure:
 
     Returns
     -------
-    Figure
-        Log-log: x warp instructions per 32 B transaction, y warp instructions per second;
-        roofs at the time-weighted issue roof and walls (traces with ``meta.role`` ``roof`` and
-        ``dots``).
+    Chart
+        ``id`` ``instructions``, following the levels control. Log-log: x warp instructions per
+        32 B transaction, y warp instructions per second; roofs at the time-weighted issue roof
+        and walls (traces with ``meta.role`` ``instruction_roof`` and ``instruction_dots``, ``meta.when``
+        their level).
     """
-    fig = go.Figure()
+    traces: list[Any] = []
     peak = _tw(ipts["peak_warp_inst_per_s"], ipts["time_s"])
     walls = {lv: _tw(g["peak_transactions_per_s"], g["time_s"]) for lv, g in ipts.groupby("level", sort=False)}
     xs = _x_range(ipts["inst_per_transaction"].to_numpy(float), [peak / w for w in walls.values() if w > 0])
     for lv in [lv for lv in LEVELS if lv in walls]:
         roof = np.fmin(peak, xs * walls[lv]) if np.isfinite(walls[lv]) else np.full(len(xs), peak)
-        fig.add_trace(go.Scatter(x=xs, y=roof, mode="lines", line=dict(color=LEVEL_COLORS[lv], width=1.5), name=f"{lv.upper()} wall",
-                                 meta=dict(role="roof", level=lv), hoverinfo="skip"))
+        traces.append(go.Scatter(x=xs, y=roof, mode="lines", line=dict(color=LEVEL_COLORS[lv], width=1.5), name=f"{lv.upper()} wall",
+                                 meta=dict(role="instruction_roof", level=lv, when={"levels": lv}), hoverinfo="skip"))
     for lv in [lv for lv in LEVELS if lv in walls]:
         g = ipts[ipts["level"] == lv]
         text = [f"{html.escape(str(r.kernel_name))} (launch {r.launch_id}) {lv.upper()}<br>{r.inst_per_transaction:.3g} inst/sector, "
                 f"{r.warp_inst_per_s / 1e9:.3g} warp GIPS, {100 * r.roof_fraction:.0f}% of roof ({r.bound} side)"
                 for r in g.itertuples(index=False)]
-        fig.add_trace(go.Scatter(x=g["inst_per_transaction"], y=g["warp_inst_per_s"], mode="markers", name=f"{lv.upper()} points",
+        traces.append(go.Scatter(x=g["inst_per_transaction"], y=g["warp_inst_per_s"], mode="markers", name=f"{lv.upper()} points",
                                  marker=dict(color=LEVEL_COLORS[lv], size=9, line=dict(width=1, color="#333")), text=text,
-                                 hovertemplate="%{text}<extra></extra>", meta=dict(role="dots", level=lv)))
-    fig.update_layout(title="Instruction roofline (Ding & Williams, PMBS 2019): warp instructions per second",
-                      xaxis=dict(title="instruction intensity [warp instructions per 32 B transaction]", **_LOG),
-                      yaxis=dict(title="warp instructions / s", **_LOG), height=600, template="plotly_white")
-    return fig
+                                 hovertemplate="%{text}<extra></extra>", meta=dict(role="instruction_dots", level=lv, when={"levels": lv})))
+    return Chart("instructions", "Instruction roofline", traces, fields=("levels",), layout={
+        "title.text": "Instruction roofline (Ding & Williams, PMBS 2019): warp instructions per second",
+        "xaxis.title.text": "instruction intensity [warp instructions per 32 B transaction]",
+        "yaxis.title.text": "warp instructions / s"})
 
 
-def phase_figure(phases: pd.DataFrame, kernels: pd.DataFrame) -> go.Figure:
+def phase_chart(phases: pd.DataFrame, kernels: pd.DataFrame) -> Chart:
     """One time-weighted dot per NVTX phase at DRAM, under the DRAM roof and each precision's and tensor path's compute roof.
 
     Parameters
@@ -92,11 +96,12 @@ def phase_figure(phases: pd.DataFrame, kernels: pd.DataFrame) -> go.Figure:
 
     Returns
     -------
-    Figure
-        x = ``dram_ai_flop_per_byte``, y = ``flop_per_s``, marker area by time share; phases
-        without FLOPs or DRAM bytes are listed in the title, not drawn.
+    Chart
+        ``id`` ``phases``: x = ``dram_ai_flop_per_byte``, y = ``flop_per_s``, marker area by time
+        share (traces with ``meta.role`` ``phase_roof`` and ``phase_dots``); phases without FLOPs
+        or DRAM bytes are counted in the title, not drawn.
     """
-    fig = go.Figure()
+    traces: list[Any] = []
     bw = _tw(kernels["peak_dram_bytes_per_s"], kernels["time_s"])
     drawn = phases[(phases["flop"] > 0) & (phases["dram_bytes"] > 0)]
     peaks = {p.upper(): _tw(kernels[f"peak_{p}_flop_per_s"], kernels["time_s"]) for p in PRECISIONS
@@ -108,49 +113,54 @@ def phase_figure(phases: pd.DataFrame, kernels: pd.DataFrame) -> go.Figure:
     xs = _x_range(drawn["dram_ai_flop_per_byte"].to_numpy(float), [v / bw for v in peaks.values() if bw > 0])
     for p, peak in peaks.items():
         if np.isfinite(peak) and np.isfinite(bw):
-            fig.add_trace(go.Scatter(x=xs, y=np.fmin(peak, xs * bw), mode="lines", name=f"{p} roof at DRAM",
-                                     line=dict(width=1.5), meta=dict(role="roof"), hoverinfo="skip"))
+            traces.append(go.Scatter(x=xs, y=np.fmin(peak, xs * bw), mode="lines", name=f"{p} roof at DRAM",
+                                     line=dict(width=1.5), meta=dict(role="phase_roof"), hoverinfo="skip"))
     text = [f"{html.escape(r.phase)}<br>{r.launches} launches, {r.time_s * 1e3:.3g} ms ({100 * r.time_share:.0f}%), {r.bound}-bound<br>"
             f"AI {r.dram_ai_flop_per_byte:.3g} FLOP/B, {r.flop_per_s / 1e9:.3g} GFLOP/s; at its speed of light {r.time_at_roof_s * 1e3:.3g} ms"
             for r in drawn.itertuples(index=False)]
-    fig.add_trace(go.Scatter(x=drawn["dram_ai_flop_per_byte"], y=drawn["flop_per_s"], mode="markers+text", name="phases",
+    traces.append(go.Scatter(x=drawn["dram_ai_flop_per_byte"], y=drawn["flop_per_s"], mode="markers+text", name="phases",
                              text=[p if len(p) < 40 else "…" + p[-38:] for p in drawn["phase"]], textposition="top center",
-                             hovertext=text, hovertemplate="%{hovertext}<extra></extra>", meta=dict(role="dots"),
+                             hovertext=text, hovertemplate="%{hovertext}<extra></extra>", meta=dict(role="phase_dots"),
                              marker=dict(size=10 + 30 * np.sqrt(drawn["time_share"].fillna(0).to_numpy(float)), color="#9467bd",
                                          line=dict(width=1, color="#333"))))
     skipped = len(phases) - len(drawn)
-    fig.update_layout(title="NVTX phases: one time-weighted dot per phase (all counted FLOPs / DRAM bytes)"
+    return Chart("phases", "NVTX phases", traces, layout={
+        "title.text": "NVTX phases: one time-weighted dot per phase (all counted FLOPs / DRAM bytes)"
                       + (f"; {skipped} without FLOPs or DRAM bytes not drawn" if skipped else ""),
-                      xaxis=dict(title="arithmetic intensity at DRAM [FLOP/B]", **_LOG),
-                      yaxis=dict(title="FLOP/s", **_LOG), height=600, template="plotly_white")
-    return fig
+        "xaxis.title.text": "arithmetic intensity at DRAM [FLOP/B]", "yaxis.title.text": "FLOP/s"})
 
 
-_SWITCH_JS = """(function(){const ids=%s;const bar=document.getElementById('ncuroof-views');
-ids.forEach(function(v){const b=document.createElement('button');b.textContent=v[1];b.dataset.view=v[0];
-b.onclick=function(){ids.forEach(function(w){const el=document.getElementById(w[0]);if(el){el.style.display=w[0]===v[0]?'':'none';}});
-bar.querySelectorAll('button').forEach(function(x){x.classList.toggle('on',x===b);});
-const el=document.getElementById(v[0]);if(window.Plotly&&el&&el._fullLayout){Plotly.Plots.resize(el);}};bar.appendChild(b);});
-ids.slice(1).forEach(function(w){const el=document.getElementById(w[0]);if(el){el.style.display='none';}});
-const first=bar.querySelector('button');if(first){first.classList.add('on');}})();"""
-
-
-def page_sections(kernels: pd.DataFrame, summary: pd.DataFrame, phases: pd.DataFrame | None = None,
-                  ipts: pd.DataFrame | None = None, ranks: pd.DataFrame | None = None,
-                  imbalance: float | None = None) -> tuple[str, str]:
-    """The HTML the page adds for issues 15 and 12: the view control, the phase and instruction
-    charts, the spread over ranks, the notes.
+def page_charts(kernels: pd.DataFrame, phases: pd.DataFrame | None = None, ipts: pd.DataFrame | None = None) -> list[Chart]:
+    """The charts the roofline figure switches to (:func:`ncuroof.plot.plot_roofline` ``charts=``).
 
     Parameters
     ----------
     kernels : DataFrame
-        The kernels table (``speed_of_light_note``, ``kernel_key``, roofs).
-    summary : DataFrame
-        The kernel summary (``kernel_key``, ``kernel_label``), for naming the notes.
+        The kernels table (the phase chart's roofs).
     phases : DataFrame, optional
         :func:`ncuroof.phases.phase_table` (``--group-by nvtx``).
     ipts : DataFrame, optional
         :func:`ncuroof.instruction_roofline.instruction_points`.
+
+    Returns
+    -------
+    list of Chart
+        :func:`phase_chart` and :func:`instruction_chart`, each when its table has rows.
+    """
+    return ([phase_chart(phases, kernels)] if phases is not None and len(phases) else []) + \
+        ([instruction_chart(ipts)] if ipts is not None and len(ipts) else [])
+
+
+def page_sections(kernels: pd.DataFrame, summary: pd.DataFrame, ranks: pd.DataFrame | None = None,
+                  imbalance: float | None = None) -> str:
+    """The sections the page adds under the chart for issues 12 and 15 (template ``views.html.j2``).
+
+    Parameters
+    ----------
+    kernels : DataFrame
+        The kernels table (``speed_of_light_note``, ``kernel_key``, ``time_s``).
+    summary : DataFrame
+        The kernel summary (``kernel_key``, ``kernel_label``), for naming the notes.
     ranks : DataFrame, optional
         A multi-rank run's :func:`ncuroof.ranks.spread` (:data:`ncuroof.schema.RANKS`).
     imbalance : float, optional
@@ -158,31 +168,13 @@ def page_sections(kernels: pd.DataFrame, summary: pd.DataFrame, phases: pd.DataF
 
     Returns
     -------
-    (str, str)
-        HTML to put before the main chart (the view buttons, empty with no extra view) and after
-        it (the extra charts' divs ``phase-roofline``/``instruction-roofline`` with their script,
-        the :func:`rank_section` when ``ranks`` is given, then "Speed of light" notes, one
-        sentence per kernel whose bounds disagree by more than 2x).
+    str
+        HTML: the :func:`rank_section` when ``ranks`` is given, then the "Speed of light" notes,
+        one per kernel whose roofline and unit bounds differ by more than 2x (longest first);
+        empty when there is neither.
     """
-    views = [("roofline", "Kernels (FLOP roofline)")]
-    after = []
-    figures = ((phase_figure(phases, kernels) if phases is not None and len(phases) else None, "phase-roofline", "NVTX phases"),
-               (instruction_figure(ipts) if ipts is not None and len(ipts) else None, "instruction-roofline", "Instruction roofline"))
-    for fig, div, label in figures:
-        if fig is not None:
-            views.append((div, label))
-            after.append(fig.to_html(full_html=False, include_plotlyjs=False, div_id=div, config={"displaylogo": False, "responsive": True}))
-    before = ""
-    if len(views) > 1:
-        before = "<div id='ncuroof-views' class='controls'><b>view:</b> </div>"
-        after.append(f"<script>{_SWITCH_JS % _js_list(views)}</script>")
-    if ranks is not None:
-        after.append(rank_section(ranks, summary, imbalance))
-    notes = _notes(kernels, summary)
-    if notes:
-        after.append("<h2>Speed of light</h2><p class='meta'>Where the roofline bound and the busiest unit's bound "
-                     "(time x max(SM, memory throughput)) differ by more than 2x:</p><ul>" + notes + "</ul>")
-    return before, "".join(after)
+    return report.render_fragment("views.html.j2", ranks=Markup(rank_section(ranks, summary, imbalance) if ranks is not None else ""),
+                                  notes=_notes(kernels, summary))
 
 
 _RANK_COLUMNS = [("kernel_label", "kernel"), ("ranks", "ranks"), ("time_s_min", "time per rank: fastest"),
@@ -246,20 +238,14 @@ def _left_out(shown: int, flagged_left: int, n: int) -> str:
             f"load-imbalanced) {fmt.agree(left)} left out here, all in ranks.csv.")
 
 
-def _js_list(views: list[tuple[str, str]]) -> str:
-    import json
-
-    return json.dumps([list(v) for v in views])
-
-
-def _notes(kernels: pd.DataFrame, summary: pd.DataFrame) -> str:
+def _notes(kernels: pd.DataFrame, summary: pd.DataFrame) -> list[dict[str, str]]:
+    """Per kernel with a ``speed_of_light_note`` (its longest launch's), in summary order: ``label`` and ``note``."""
     if "speed_of_light_note" not in kernels.columns or "kernel_key" not in kernels.columns:
-        return ""
+        return []
     k = kernels[kernels["speed_of_light_note"].fillna("") != ""]
     if k.empty:
-        return ""
+        return []
     longest = k.sort_values("time_s", ascending=False, kind="stable").drop_duplicates("kernel_key")
     labels = summary.set_index("kernel_key")["kernel_label"] if "kernel_label" in summary.columns else pd.Series(dtype=str)
-    order = [key for key in summary["kernel_key"] if key in set(longest["kernel_key"])]
     by_key = longest.set_index("kernel_key")["speed_of_light_note"]
-    return "".join(f"<li><b>{html.escape(str(labels.get(key, key)))}</b>: {html.escape(str(by_key[key]))}</li>" for key in order)
+    return [{"label": str(labels.get(key, key)), "note": str(by_key[key])} for key in summary["kernel_key"] if key in by_key.index]

@@ -15,41 +15,92 @@ from test_ranks import imbalanced_run
 
 import ncuroof
 
-DRAWN = "(id) => document.querySelectorAll('#' + id + ' .scatterlayer .points path').length"
-SHOWN = "(id) => getComputedStyle(document.getElementById(id)).display !== 'none'"
+# Drawn points of the visible traces of one role in the roofline figure.
+DRAWN = """(role) => { const gd = document.getElementById('roofline'); let n = 0;
+  gd._fullData.forEach(t => { if (t.visible === true && t.meta && t.meta.role === role) {
+    n += document.querySelectorAll('#roofline .trace' + t.uid + ' .points path').length; } });
+  return n; }"""
+# Whether the control holding this element shows.
+SHOWN = "(sel) => getComputedStyle(document.querySelector(sel).closest('.control')).display !== 'none'"
+LAYOUT = "() => { const l = document.getElementById('roofline').layout; return [l.title.text, l.xaxis.range, l.yaxis.range]; }"
 
 
 @needs_ncu_report
 def test_phase_and_instruction_views(browser, tmp_path):  # noqa: F811 - the fixture
+    """The view control switches the one roofline figure between its charts from the view contract:
+    drawn dots counted against phases.csv / instruction_points.csv, controls shown with their charts,
+    the levels control filtering the instruction roofline, the roofline's axes back on return."""
     out = tmp_path / "cutlass"
     ncuroof.analyze(shared("cutlass-panjd123__4f3955ed3c_report.ncu-rep"), out, group_by="nvtx")
     phases = pd.read_csv(out / "phases.csv")
     ipts = pd.read_csv(out / "instruction_points.csv")
     page, errors = _open(browser, out / "roofline.html")
-    buttons = page.locator("#ncuroof-views button")
-    assert buttons.all_inner_texts() == ["Kernels (FLOP roofline)", "NVTX phases", "Instruction roofline"]
-    assert page.evaluate(SHOWN, "roofline") and not page.evaluate(SHOWN, "phase-roofline")
+    chart = page.locator('input[name="ctl-chart"]')
+    labels = page.evaluate("() => [...document.querySelectorAll('input[name=ctl-chart]')].map(e => e.parentElement.textContent)")
+    assert labels == ["Kernels (FLOP roofline)", "NVTX phases", "Instruction roofline"]
+    roofline = page.evaluate(LAYOUT)
+    kernel_dots = page.evaluate(DRAWN, "dots")
+    assert kernel_dots > 0 and page.evaluate(DRAWN, "phase_dots") == 0 and page.evaluate(SHOWN, "#ctl-precision")
 
-    buttons.nth(1).click()
+    chart.nth(1).check()
     page.wait_for_timeout(400)
-    assert page.evaluate(SHOWN, "phase-roofline") and not page.evaluate(SHOWN, "roofline")
     drawn = phases[(phases["flop"] > 0) & (phases["dram_bytes"] > 0)]
-    assert len(drawn) == 2 and page.evaluate(DRAWN, "phase-roofline") == len(drawn)
-    labels = page.evaluate("() => [...document.querySelectorAll('#phase-roofline .textpoint')].map(e => e.textContent)")
+    assert len(drawn) == 2 and page.evaluate(DRAWN, "phase_dots") == len(drawn) and page.evaluate(DRAWN, "dots") == 0
+    assert not page.evaluate(SHOWN, "#ctl-precision") and not page.evaluate(SHOWN, ".ctl-level")
+    assert page.evaluate(LAYOUT)[0].startswith("NVTX phases")
+    labels = page.evaluate("""() => { const gd = document.getElementById('roofline');
+      const t = gd._fullData.find(t => t.meta && t.meta.role === 'phase_dots');
+      return [...document.querySelectorAll('#roofline .trace' + t.uid + ' .textpoint')].map(e => e.textContent); }""")
     assert sorted(labels) == ["Fused-GEMM", "Non-fused-GEMM"]
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "roofline-phases-cutlass.png"), full_page=True)
 
-    buttons.nth(2).click()
+    chart.nth(2).check()
     page.wait_for_timeout(400)
-    assert page.evaluate(SHOWN, "instruction-roofline") and not page.evaluate(SHOWN, "phase-roofline")
-    assert len(ipts) == 9 and page.evaluate(DRAWN, "instruction-roofline") == len(ipts)  # 3 launches x L1, L2, DRAM
+    assert len(ipts) == 9 and page.evaluate(DRAWN, "instruction_dots") == len(ipts)  # 3 launches x L1, L2, DRAM
+    assert page.evaluate(DRAWN, "phase_dots") == 0 and page.evaluate(SHOWN, ".ctl-level") and not page.evaluate(SHOWN, "#ctl-precision")
     page.screenshot(path=str(ARTIFACTS / "roofline-instructions-cutlass.png"), full_page=True)
+    page.uncheck('.ctl-level[value="l1"]')
+    page.wait_for_timeout(300)
+    assert page.evaluate(DRAWN, "instruction_dots") == int((ipts["level"] != "l1").sum()) == 6
 
-    buttons.nth(0).click()
-    page.wait_for_timeout(200)
-    assert page.evaluate(SHOWN, "roofline") and not page.evaluate(SHOWN, "instruction-roofline")
+    chart.nth(0).check()
+    page.wait_for_timeout(300)
+    assert page.evaluate(LAYOUT) == roofline and page.evaluate(DRAWN, "instruction_dots") == 0
+    assert 0 < page.evaluate(DRAWN, "dots") < kernel_dots  # L1 is still off
     assert errors == []
+
+
+def test_charts_join_the_view_contract_by_hand():
+    """add_charts: the figure's own traces show with its chart, a chart's traces with theirs and the
+    levels they name; a condition no control can meet is dropped; the axes and notes follow the chart."""
+    import plotly.graph_objects as go
+
+    from ncuroof.viewcontract import Chart, Control, ViewContract, ViewState, add_charts, apply_view
+
+    fig = go.Figure([go.Scatter(x=[1], y=[1], meta={"role": "dots", "when": {"levels": "l2"}})])
+    fig.update_layout(title="own", xaxis_range=[0, 3])
+    fig.add_annotation(text="note")
+    contract = ViewContract(ViewState(levels=["l1", "l2"]), [Control("level", "levels", "checkboxes", "Levels", [["l1", "L1"], ["l2", "L2"]]),
+                                                            Control("color", "color", "radio", "Colour", [["kernel", "k"]])])
+    other = Chart("other", "Other", [go.Scatter(x=[1], y=[2], meta={"role": "o", "when": {"levels": "l1"}}),
+                                     go.Scatter(x=[1], y=[3], meta={"role": "o", "when": {"levels": "l3"}})],
+                  layout={"title.text": "other"}, fields=("levels",))
+    add_charts(fig, contract, [other], "Own")
+    assert [t.meta["when"] for t in fig.data] == [{"levels": "l2", "chart": "roofline"}, {"levels": "l1", "chart": "other"},
+                                                  {"chart": "other"}]
+    assert contract.controls[0].options == [["roofline", "Own"], ["other", "Other"]]
+    assert contract.controls[1].when == {"chart": ["roofline", "other"]} and contract.controls[2].when == {"chart": ["roofline"]}
+    apply_view(fig, contract)
+    assert [t.visible for t in fig.data] == [True, False, False] and fig.layout.annotations[0].visible
+    contract.state.chart = "other"
+    contract.state.levels = ["l1"]
+    apply_view(fig, contract)
+    assert [t.visible for t in fig.data] == [False, True, True] and fig.layout.title.text == "other"
+    assert fig.layout.annotations[0].visible is False and fig.layout.xaxis.autorange is True
+    contract.state.chart = "roofline"
+    apply_view(fig, contract)
+    assert fig.layout.title.text == "own" and tuple(fig.layout.xaxis.range) == (0, 3) and fig.layout.annotations[0].visible
 
 
 @needs_ncu_report
@@ -71,3 +122,19 @@ def test_rank_section_in_the_browser(browser, tmp_path, monkeypatch):  # noqa: F
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     section.screenshot(path=str(ARTIFACTS / "roofline-ranks-esmm.png"))
     assert errors == []
+
+
+def test_figure_without_points_opens_on_its_first_chart():
+    """No roofline points (no FLOP counters) but another chart: the page opens on that chart, whose
+    level condition no control can meet (there is no levels control) and is dropped."""
+    import plotly.graph_objects as go
+
+    from ncuroof import plot
+    from ncuroof.viewcontract import Chart
+
+    other = Chart("other", "Other", [go.Scatter(x=[1], y=[2], meta={"role": "o", "when": {"levels": "l1"}})], fields=("levels",))
+    fig = plot.plot_roofline(pd.DataFrame(columns=["level"]), charts=[other])
+    view = fig.layout.meta["view"]
+    assert view["state"]["chart"] == "other" and [c["id"] for c in view["controls"]] == ["chart"]
+    assert fig.data[0].visible is True and fig.data[0].meta["when"] == {"chart": "other"}
+    assert fig.layout.annotations[0].visible is False  # the "no roofline points" note belongs to the roofline

@@ -32,7 +32,9 @@
     });
   }
 
-  function apply(view, st) {
+  // Visibility and restyles for state `st`; the relayouts of the fields that differ from `before` (all when
+  // there is none), so a control that does not change the axes keeps the user's zoom.
+  function apply(view, st, before) {
     const idx = gd.data.map((_, i) => i);
     const p = Plotly.restyle(gd, { visible: gd.data.map((tr) => visible((tr.meta || {}).when, st)) }, idx);
     let chain = p;
@@ -47,7 +49,7 @@
     }
     for (const [field, perValue] of Object.entries(view.layouts || {})) {
       const patch = perValue[String(st[field])];
-      if (patch) chain = chain.then(() => Plotly.relayout(gd, patch));
+      if (patch && (!before || String(before[field]) !== String(st[field]))) chain = chain.then(() => Plotly.relayout(gd, patch));
     }
     return chain;
   }
@@ -77,14 +79,22 @@
     return document.getElementById(id).checked;
   }
 
+  // Each control shows in the states its `when` allows (the same rule as the traces').
+  function showControls(view, st) {
+    view.controls.forEach((c, i) => { controls.children[i].style.display = visible(c.when, st) ? "" : "none"; });
+  }
+
   function build() {
     const view = (gd.layout.meta || {}).view;
     if (!view || !view.controls || !view.controls.length) { controls.textContent = ""; return; }
     const st = JSON.parse(JSON.stringify(view.state));
-    controls.innerHTML = view.controls.map((c) => controlHtml(c, st)).join(" ");
+    controls.innerHTML = view.controls.map((c) => `<span class="control">${controlHtml(c, st)}</span>`).join("");
+    showControls(view, st);
     const update = () => {
+      const before = JSON.parse(JSON.stringify(st));
       view.controls.forEach((c) => { st[c.field] = readControl(c); });
-      apply(view, st);
+      showControls(view, st);
+      apply(view, st, before);
     };
     controls.querySelectorAll("select, input").forEach((e) => e.addEventListener("change", update));
   }
