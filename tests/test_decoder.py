@@ -255,3 +255,14 @@ def test_launches_of_another_process_stay_in_range_0_both_ways(tmp_path: Path) -
     ref = read_ncu_rep(report, cat)
     assert list(ref["range_id"]) == [0, 0, 0, 0] and list(ref["launch_id"]) == [0, 1, 2, 3]
     assert_same_tables(ref, nvr.read_nvr(report, cat))
+
+
+def test_a_dead_worker_s_slice_is_decoded_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker killed before it answers (out of memory, a signal) costs time, not the analysis."""
+    from ncuroof.parser import split
+
+    big = tmp_path / "big.ncu-rep"
+    _make_big_report()(shared("ESMM-Research__profile_output.ncu-rep"), big, 600)
+    cat = catalog.load()
+    monkeypatch.setattr(split, "_BOOT", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
+    assert_same_tables(nvr.read_nvr(big, cat, processes=1), nvr.read_nvr(big, cat, processes=3))

@@ -19,7 +19,12 @@ were reverse-engineered against ``ncu_report`` on every report in
 declared at run time, so no generated code is needed; fields not declared are skipped.
 
 :func:`read_nvr` reads only the metrics the catalog asks for, straight from a memory map, and
-builds the same raw table as :func:`ncuroof.parser.ncu_rep.read_ncu_rep`. A report using anything
+builds the same raw table as :func:`ncuroof.parser.ncu_rep.read_ncu_rep`, in one pass that also
+checks the framing and every launch record (:class:`~ncuroof.parser.ncu_rep.LaunchLedger`). A big
+report is cut into slices of result blocks decoded side by side by worker processes
+(:mod:`ncuroof.parser.split`). Per launch, the wanted metric results are found by a cached layout
+(positions checked by their leading bytes) and their values read in one regex match and one
+``struct`` unpack (:class:`_Doubles`), else one by one. A report using anything
 not seen in those reports raises :class:`UnsupportedReport`, on which :func:`ncuroof.parser.read`
 falls back to ``ncu_report``; a payload that does not decode raises
 :class:`~ncuroof.errors.ReportFormatError` naming the block, its byte offset and the launch.

@@ -47,6 +47,10 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
+class _WorkerDied(RuntimeError):
+    """A worker ended without a result."""
+
+
 @dataclass
 class _Worker:
     proc: subprocess.Popen[bytes]
@@ -78,11 +82,19 @@ def _finish(w: _Worker) -> Any:
     if code != 0 or not data:
         w.err.seek(0)
         lines = w.err.read().decode("utf-8", "replace").strip().splitlines()
-        raise RuntimeError(f"a worker process ended with code {code}: {lines[-1] if lines else 'no message'}")
+        raise _WorkerDied(f"a worker process ended with code {code}: {lines[-1] if lines else 'no message'}")
     status, value = pickle.loads(data)
     if status == "error":
         raise value
     return value
+
+
+def _finish_or_here(w: _Worker, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+    """The worker's result; its call run in this process when the worker died without one."""
+    try:
+        return _finish(w)
+    except _WorkerDied:
+        return fn(*args)
 
 
 class Workers:
@@ -136,9 +148,10 @@ class Workers:
         Raises
         ------
         Exception
-            Whatever a call raised (the first call's, or a worker's, re-raised here).
-        RuntimeError
-            When a worker process dies without a result.
+            Whatever a call raised (the first call's, or a worker's, re-raised here). A worker
+            that dies without a result (killed, out of memory) has its call run here instead.
+        ValueError
+            For more calls than workers plus one.
         """
         if len(calls) - 1 > len(self.workers):
             raise ValueError(f"{len(calls) - 1} calls for {len(self.workers)} workers")
@@ -148,7 +161,7 @@ class Workers:
         for w in self.workers[len(busy):]:
             _send(w, b"")
         first = fn(*calls[0], **here)
-        return [first, *(_finish(w) for w in busy)]
+        return [first, *(_finish_or_here(w, fn, args) for w, args in zip(busy, calls[1:]))]
 
 
 def run_split(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], **here: Any) -> list[Any]:
