@@ -4,11 +4,13 @@ worker interpreters.
 The workers are plain child interpreters (``python -c``), not ``multiprocessing`` children: they do
 not re-run the caller's ``__main__`` (a user's script without a ``__name__`` guard) and inherit no
 threads. Each imports a module named on its command line, then reads one pickled call
-``(module, function, args)`` on stdin (none: it exits) and writes one pickled ``("ok", result)`` or
+``(module, function, args)`` on stdin (none: it exits), runs it with a ``progress(n)`` keyword that
+writes ``\\0progress n`` lines on its stderr, and writes one pickled ``("ok", result)`` or
 ``("error", exception)`` on stdout; an exception raised in a worker is raised again here, as it
-was. Starting one costs about the import of ``ncuroof`` (0.6 s on the 2-core reference machine), so
-:class:`Workers` are started before the work is planned (the imports overlap the planning) and
-callers split only work worth several times that.
+was. Two threads per worker read its stdout and stderr, so the caller's progress bar counts the
+workers' work as it is done. Starting one costs about the import of ``ncuroof`` (0.6 s on the
+2-core reference machine), so :class:`Workers` are started before the work is planned (the imports
+overlap the planning) and callers split only work worth several times that.
 """
 
 from __future__ import annotations
@@ -17,23 +19,27 @@ import os
 import pickle
 import subprocess
 import sys
-import tempfile
+import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 __all__ = ["Workers", "run_split", "cores"]
 
 _ROOT = str(Path(__file__).resolve().parent.parent.parent)
+_PROGRESS = b"\0progress "
 _BOOT = ("import importlib, pickle, sys\n"
          "importlib.import_module(sys.argv[1])\n"
          "call = sys.stdin.buffer.read()\n"
          "if not call:\n"
          "    sys.exit(0)\n"
          "module, name, args = pickle.loads(call)\n"
+         "def progress(n):\n"
+         "    sys.stderr.write(f'\\0progress {n}\\n')\n"
+         "    sys.stderr.flush()\n"
          "try:\n"
-         "    out = ('ok', getattr(importlib.import_module(module), name)(*args))\n"
+         "    out = ('ok', getattr(importlib.import_module(module), name)(*args, progress=progress))\n"
          "except Exception as exc:\n"
          "    out = ('error', exc)\n"
          "pickle.dump(out, sys.stdout.buffer, protocol=pickle.HIGHEST_PROTOCOL)\n")
@@ -53,16 +59,43 @@ class _WorkerDied(RuntimeError):
 
 @dataclass
 class _Worker:
+    """A worker process and what its reader threads have gathered: stdout, stderr lines, progress."""
+
     proc: subprocess.Popen[bytes]
-    err: Any  # a temporary file: stderr without a pipe to fill
+    out: list[bytes] = field(default_factory=list)
+    err: list[bytes] = field(default_factory=list)
+    done: int = 0  # work the worker reported through progress(n)
+    passed: int = 0  # of which passed on to this process's progress
+    readers: list[threading.Thread] = field(default_factory=list)
+
+    def read(self) -> None:
+        """Start the threads that read the worker's stdout and stderr to their end."""
+        def stdout() -> None:
+            self.out.append(self.proc.stdout.read())  # type: ignore[union-attr]
+
+        def stderr() -> None:
+            for line in self.proc.stderr:  # type: ignore[union-attr]
+                if line.startswith(_PROGRESS):
+                    self.done += int(line[len(_PROGRESS):])
+                else:
+                    self.err.append(line)
+
+        self.readers = [threading.Thread(target=stdout, daemon=True), threading.Thread(target=stderr, daemon=True)]
+        for t in self.readers:
+            t.start()
+
+    def pass_progress(self, progress: Callable[[int], None] | None) -> None:
+        """Tell ``progress`` the work reported since the last call."""
+        new, self.passed = self.done - self.passed, self.done
+        if progress is not None and new:
+            progress(new)
 
 
 def _start(module: str) -> _Worker:
     """A worker interpreter importing ``module``, then waiting for its call."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (_ROOT, os.environ.get("PYTHONPATH", "")) if p))
-    err = tempfile.TemporaryFile()
-    proc = subprocess.Popen([sys.executable, "-c", _BOOT, module], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=env)
-    return _Worker(proc, err)
+    return _Worker(subprocess.Popen([sys.executable, "-c", _BOOT, module], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, env=env))
 
 
 def _send(w: _Worker, call: bytes) -> None:
@@ -74,27 +107,23 @@ def _send(w: _Worker, call: bytes) -> None:
         pass
 
 
-def _finish(w: _Worker) -> Any:
-    """The worker's result, or its exception raised again."""
-    assert w.proc.stdout is not None
-    data = w.proc.stdout.read()
+def _finish(w: _Worker, progress: Callable[[int], None] | None) -> Any:
+    """The worker's result, or its exception raised again; its progress passed on meanwhile."""
+    while any(t.is_alive() for t in w.readers):
+        w.readers[0].join(timeout=0.1)
+        w.pass_progress(progress)
+    for t in w.readers:
+        t.join()
+    w.pass_progress(progress)
     code = w.proc.wait()
+    data = b"".join(w.out)
     if code != 0 or not data:
-        w.err.seek(0)
-        lines = w.err.read().decode("utf-8", "replace").strip().splitlines()
+        lines = b"".join(w.err).decode("utf-8", "replace").strip().splitlines()
         raise _WorkerDied(f"a worker process ended with code {code}: {lines[-1] if lines else 'no message'}")
     status, value = pickle.loads(data)
     if status == "error":
         raise value
     return value
-
-
-def _finish_or_here(w: _Worker, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
-    """The worker's result; its call run in this process when the worker died without one."""
-    try:
-        return _finish(w)
-    except _WorkerDied:
-        return fn(*args)
 
 
 class Workers:
@@ -122,23 +151,26 @@ class Workers:
             if w.proc.poll() is None:
                 w.proc.kill()
             w.proc.wait()
-            w.proc.stdout.close()  # type: ignore[union-attr]
-            w.err.close()
+            for t in w.readers:
+                t.join()
+            for stream in (w.proc.stdout, w.proc.stderr):
+                stream.close()  # type: ignore[union-attr]
 
-    def run(self, fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], **here: Any) -> list[Any]:
-        """``[fn(*args) for args in calls]``: the first call here, the others at the same time on the
-        workers (at most one call each; workers left over exit unused).
+    def run(self, fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]],
+            progress: Callable[[int], None] | None = None) -> list[Any]:
+        """``[fn(*args, progress=...) for args in calls]``: the first call here, the others at the
+        same time on the workers (at most one call each; workers left over exit unused).
 
         Parameters
         ----------
         fn : callable
-            A module-level function (workers import it by module and name); its arguments and
-            result must pickle.
+            A module-level function (workers import it by module and name) taking a ``progress``
+            keyword (a callable told ``progress(n)`` as ``n`` more units of work are done); its
+            arguments and result must pickle.
         calls : sequence of tuple
             The positional arguments of each call; at most one more than the workers.
-        **here
-            Keyword arguments for the first call only (such as a progress callback, which cannot
-            travel to another process).
+        progress : callable, optional
+            Told the work of every call, the workers' included, as it is done (a progress bar).
 
         Returns
         -------
@@ -157,14 +189,39 @@ class Workers:
             raise ValueError(f"{len(calls) - 1} calls for {len(self.workers)} workers")
         busy = self.workers[:len(calls) - 1]
         for w, args in zip(busy, calls[1:]):
+            w.read()
             _send(w, pickle.dumps((fn.__module__, fn.__name__, args), protocol=pickle.HIGHEST_PROTOCOL))
         for w in self.workers[len(busy):]:
             _send(w, b"")
-        first = fn(*calls[0], **here)
-        return [first, *(_finish_or_here(w, fn, args) for w, args in zip(busy, calls[1:]))]
+
+        def here(n: int) -> None:  # this process's work, and the workers' reported meanwhile
+            if progress is not None:
+                progress(n)
+                for w in busy:
+                    w.pass_progress(progress)
+
+        results = [fn(*calls[0], progress=here)]
+        for w, args in zip(busy, calls[1:]):
+            try:
+                results.append(_finish(w, progress))
+            except _WorkerDied:
+                results.append(fn(*args, progress=_skipping(progress, w.passed)))
+        return results
 
 
-def run_split(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], **here: Any) -> list[Any]:
+def _skipping(progress: Callable[[int], None] | None, done: int) -> Callable[[int], None]:
+    """``progress`` less the first ``done`` units (already counted when a dead worker's call is run again)."""
+    left = [done]
+
+    def tell(n: int) -> None:
+        skip = min(n, left[0])
+        left[0] -= skip
+        if progress is not None and n > skip:
+            progress(n - skip)
+    return tell
+
+
+def run_split(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], progress: Callable[[int], None] | None = None) -> list[Any]:
     """:meth:`Workers.run` on workers started for it (one per call after the first)."""
     with Workers(len(calls) - 1, fn.__module__) as workers:
-        return workers.run(fn, calls, **here)
+        return workers.run(fn, calls, progress)
