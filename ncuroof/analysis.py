@@ -154,7 +154,8 @@ def read_kernels(inputs: Sequence[Path], options: AnalysisOptions, cat: Catalog,
         raise InputError("no input files given")
     raw = parser.read_many(list(inputs), cat, progress, stack=options.stack, reader=options.reader)
     k = calculator.compute_kernels(raw, cat, traffic=options.traffic)
-    k = ceilings.fill_ceilings(k, gpus, gpu=options.gpu, peak_flops=options.peak_flops, peak_bandwidth=options.peak_bandwidth)
+    k = ceilings.fill_ceilings(k, gpus, gpu=options.gpu, peak_flops=options.peak_flops, peak_bandwidth=options.peak_bandwidth,
+                               catalog=cat)
     k = calculator.time_at_roof(k, cat)
     if options.expect is not None:
         k = expect.apply_expectations(k, expect.read_expectations(options.expect))

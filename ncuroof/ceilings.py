@@ -20,9 +20,11 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from .catalog import GpuCatalog, GpuSpec
+from .catalog import Catalog, GpuCatalog, GpuSpec
+from .catalog import load as load_catalog
 from .errors import InputError
-from .schema import LEVELS, PRECISIONS, format_sources_column, parse_cell, parse_sources_column
+from .parser.validate import roof_violations
+from .schema import DAMAGED, LEVELS, PRECISIONS, format_sources_column, parse_cell, parse_sources_column
 
 __all__ = ["fill_ceilings", "parse_peak", "SOURCES"]
 
@@ -75,7 +77,7 @@ def _spec_for(device: object, gpus: GpuCatalog, forced: GpuSpec | None) -> GpuSp
 
 def fill_ceilings(kernels: pd.DataFrame, gpus: GpuCatalog, gpu: str | None = None,
                   peak_flops: Mapping[str, float] | None = None,
-                  peak_bandwidth: Mapping[str, float] | None = None) -> pd.DataFrame:
+                  peak_bandwidth: Mapping[str, float] | None = None, catalog: Catalog | None = None) -> pd.DataFrame:
     """Fill the roofs a launch lacks from a datasheet, and apply user roofs.
 
     Parameters
@@ -94,6 +96,9 @@ def fill_ceilings(kernels: pd.DataFrame, gpus: GpuCatalog, gpu: str | None = Non
         ``"*"`` for all). They replace any other roof of that precision.
     peak_bandwidth : mapping, optional
         User bandwidth roofs in B/s by level (``dram``, ``l2``, ``l1``).
+    catalog : Catalog, optional
+        For ``max_roof_multiple`` (``[input]`` of ``metrics/thresholds.toml``); the installed one
+        by default.
 
     Returns
     -------
@@ -101,7 +106,10 @@ def fill_ceilings(kernels: pd.DataFrame, gpus: GpuCatalog, gpu: str | None = Non
         A copy with the roof columns filled, ``ceiling_sources``, ``peak_source`` (the sources
         used, ``+``-joined), ``datasheet_gpu`` and ``notes`` updated. A datasheet roof is used
         only where the input has none; datasheet numbers assume the boost clock
-        (ROOFLINE_SPEC §9), and the note gives the launch's measured clock beside it.
+        (ROOFLINE_SPEC §9), and the note gives the launch's measured clock beside it. A launch
+        achieving more than ``max_roof_multiple`` times a datasheet roof holds a damaged counter:
+        its status becomes ``corrupt_record`` (as the calculator does for the report's own roofs,
+        :func:`ncuroof.parser.validate.roof_violations`; user roofs are taken as given).
 
     Raises
     ------
@@ -129,12 +137,32 @@ def fill_ceilings(kernels: pd.DataFrame, gpus: GpuCatalog, gpu: str | None = Non
         for src in sources:
             src[name] = "user"
     _no_roof_notes(k, devices, spec_of, sources, notes, gpus)
+    _beyond_datasheet(k, sources, notes, catalog if catalog is not None else load_catalog())
     k["ceiling_sources"] = text = format_sources_column(sources)
     kinds = {t: "+".join(x for x in SOURCES if x in s.values()) for t, s in zip(text, sources)}
     k["peak_source"] = [kinds[t] for t in text]
     k["datasheet_gpu"] = datasheet
     k["notes"] = notes
     return k
+
+
+def _beyond_datasheet(k: pd.DataFrame, sources: list[dict[str, str]], notes: list[list[str]], cat: Catalog) -> None:
+    """Mark the ``ok`` launches whose FLOP/s or B/s exceed a datasheet roof by more than
+    ``max_roof_multiple`` as damaged records (in place: ``status``, ``notes``)."""
+    ok = (k["status"] == "ok").to_numpy()
+    rates, peaks = {}, {}
+    for key, unit in [*((p, "flop") for p in PRECISIONS), *((lv, "bytes") for lv in LEVELS)]:
+        if f"{key}_{unit}_per_s" not in k.columns or f"peak_{key}_{unit}_per_s" not in k.columns:
+            continue
+        sheet = ok & np.array([s.get(key) == "datasheet" for s in sources], dtype=bool)
+        rates[f"{key}_{unit}"] = k[f"{key}_{unit}_per_s"].to_numpy(float)
+        peaks[f"{key}_{unit}"] = np.where(sheet, k[f"peak_{key}_{unit}_per_s"].to_numpy(float), np.nan)
+    beyond = roof_violations(rates, peaks, cat)
+    for i in np.flatnonzero(beyond != ""):
+        notes[i].insert(0, f"{DAMAGED}: {beyond[i]} (a datasheet roof), beyond any measurement error, a counter is damaged: "
+                           "re-run ncu, not plotted")
+    if (beyond != "").any():
+        k["status"] = np.where(beyond != "", "corrupt_record", k["status"].to_numpy(dtype=object))
 
 
 def _forced_spec(gpus: GpuCatalog, gpu: str | None) -> GpuSpec | None:

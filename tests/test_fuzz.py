@@ -367,3 +367,28 @@ def test_csv_reader_never_passes_an_impossible_value(tmp_path: Path, values: lis
                 assert text.strip() in ("n/a", "", "nan") or "damaged record" in note
             else:  # kept: the number as written (all four units are ncu base units, factor 1)
                 assert v == float(text.replace(",", ""))
+
+
+def test_a_rate_far_beyond_a_datasheet_roof_is_a_damaged_record() -> None:
+    """The 100x-roof check also holds where the roof comes from metrics/gpus.toml (an export without
+    ncu's peak metrics, roofs from --gpu), not only from the report; user roofs are taken as given."""
+    from ncuroof.calculator import compute_kernels
+    from ncuroof.ceilings import fill_ceilings
+
+    cat, gpus = catalog.load(), catalog.load_gpus()
+    raw = read_csv(shared("ESMM-Research__metrics.csv"), cat)
+    raw = raw.drop(columns=[c for c in raw.columns if "peak_sustained" in c])  # no report roofs
+
+    def analyzed(**roofs: object) -> pd.DataFrame:
+        return fill_ceilings(compute_kernels(check_values(raw, cat), cat), gpus, gpu="A40", catalog=cat, **roofs)
+
+    k = analyzed()
+    assert (k["status"] == "ok").all() and k["ceiling_sources"].str.contains("dram:datasheet").all()
+    rate, roof = k.loc[0, "dram_bytes_per_s"], k.loc[0, "peak_dram_bytes_per_s"]
+    assert 0 < rate < roof
+    dram = [c for c in raw.columns if c.startswith("dram__bytes")]
+    raw.loc[0, dram] = raw.loc[0, dram] * (200 * roof / rate)  # launch 0's DRAM traffic at 200x the A40 datasheet roof
+    bad = analyzed()
+    assert list(bad["status"]) == ["corrupt_record"] + ["ok"] * (len(bad) - 1)
+    assert bad.loc[0, "notes"][0].startswith("damaged record: dram_bytes at 200x its roof (a datasheet roof)")
+    assert (analyzed(peak_bandwidth={"dram": roof})["status"] == "ok").all()
