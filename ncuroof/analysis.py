@@ -66,8 +66,7 @@ class AnalysisOptions:
     reader: str = "auto"
 
     def __post_init__(self) -> None:
-        if self.reader not in parser.READERS:
-            raise ValueError(f"reader must be one of {', '.join(parser.READERS)}, not {self.reader!r}")
+        parser.check_reader(self.reader)
         if self.traffic not in TRAFFIC_CHOICES:
             raise ValueError(f"traffic must be one of {', '.join(TRAFFIC_CHOICES)}, not {self.traffic!r}")
         if self.match not in KEY_CHOICES:

@@ -24,7 +24,7 @@ import pandas as pd
 
 from . import catalog as _catalog
 from .catalog import Catalog, Recipe, Term
-from .parser.validate import roof_violations
+from .parser.validate import roof_damage
 from .schema import DAMAGED, KERNELS, LEVELS, LIST_SEPARATOR, POINTS, PRECISIONS, empty, format_sources, parse_sources_column
 from .speed_of_light import apply_speed_of_light, hot_pipe
 
@@ -318,21 +318,18 @@ def _failed_measurements(raw: pd.DataFrame, time_s: np.ndarray) -> np.ndarray:
 def _damaged(raw: pd.DataFrame, k: pd.DataFrame, cat: Catalog) -> tuple[np.ndarray, np.ndarray]:
     """Launches whose record is damaged: flagged by the parser (the reason is in its input notes,
     :func:`ncuroof.parser.validate.check_values`) or with a rate beyond any roof
-    (:func:`ncuroof.parser.validate.roof_violations`, reason returned). Returns (mask, reasons)."""
+    (:func:`ncuroof.parser.validate.roof_damage`, reason returned). Returns (mask, reasons)."""
     notes = raw["input_notes"].to_numpy(dtype=object) if "input_notes" in raw.columns else np.full(len(raw), None)
     mask = np.array([isinstance(x, str) and DAMAGED in x for x in notes], dtype=bool)
     names = [*(f"{p}_flop" for p in PRECISIONS), *(f"{lv}_bytes" for lv in LEVELS)]
-    beyond = roof_violations({n: k[f"{n}_per_s"].to_numpy(float) for n in names},
-                             {n: k[f"peak_{n}_per_s"].to_numpy(float) for n in names}, cat)
-    reasons = np.full(len(raw), "", dtype=object)
-    for i in np.flatnonzero(beyond != ""):
-        reasons[i] = f"{DAMAGED}: {beyond[i]}, beyond any measurement error, a counter is damaged: re-run ncu, not plotted"
+    reasons = roof_damage({n: k[f"{n}_per_s"].to_numpy(float) for n in names}, {n: k[f"peak_{n}_per_s"].to_numpy(float) for n in names}, cat)
+    beyond = reasons != ""
     floats = [c for c in k.columns if k[c].dtype == float]
     inf = np.isinf(k[floats].to_numpy(float))
     for i in np.flatnonzero(inf.any(axis=1) & (reasons == "")):  # a safety net behind the parser's limits
         reasons[i] = f"{DAMAGED}: {', '.join(np.array(floats)[inf[i]][:3])} overflowed to infinity (kept missing); re-run ncu"
     k[floats] = np.where(inf, np.nan, k[floats].to_numpy(float))
-    return mask | (beyond != "") | inf.any(axis=1), reasons
+    return mask | beyond | inf.any(axis=1), reasons
 
 
 def _instruction_counts(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray) -> dict[str, np.ndarray]:

@@ -23,8 +23,8 @@ import pandas as pd
 from .catalog import Catalog, GpuCatalog, GpuSpec
 from .catalog import load as load_catalog
 from .errors import InputError
-from .parser.validate import roof_violations
-from .schema import DAMAGED, LEVELS, PRECISIONS, format_sources_column, parse_cell, parse_sources_column
+from .parser.validate import roof_damage
+from .schema import LEVELS, PRECISIONS, format_sources_column, parse_cell, parse_sources_column
 
 __all__ = ["fill_ceilings", "parse_peak", "SOURCES"]
 
@@ -157,12 +157,11 @@ def _beyond_datasheet(k: pd.DataFrame, sources: list[dict[str, str]], notes: lis
         sheet = ok & np.array([s.get(key) == "datasheet" for s in sources], dtype=bool)
         rates[f"{key}_{unit}"] = k[f"{key}_{unit}_per_s"].to_numpy(float)
         peaks[f"{key}_{unit}"] = np.where(sheet, k[f"peak_{key}_{unit}_per_s"].to_numpy(float), np.nan)
-    beyond = roof_violations(rates, peaks, cat)
-    for i in np.flatnonzero(beyond != ""):
-        notes[i].insert(0, f"{DAMAGED}: {beyond[i]} (a datasheet roof), beyond any measurement error, a counter is damaged: "
-                           "re-run ncu, not plotted")
-    if (beyond != "").any():
-        k["status"] = np.where(beyond != "", "corrupt_record", k["status"].to_numpy(dtype=object))
+    damage = roof_damage(rates, peaks, cat, " (a datasheet roof)")
+    for i in np.flatnonzero(damage != ""):
+        notes[i].insert(0, damage[i])
+    if (damage != "").any():
+        k["status"] = np.where(damage != "", "corrupt_record", k["status"].to_numpy(dtype=object))
 
 
 def _forced_spec(gpus: GpuCatalog, gpu: str | None) -> GpuSpec | None:

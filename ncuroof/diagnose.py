@@ -433,9 +433,10 @@ def diagnose_kernels(summary: pd.DataFrame, kernels: pd.DataFrame, catalog: Cata
     s["status"] = np.where(failed.reindex(s["kernel_key"]).fillna(False).to_numpy(bool), "failed_measurement", "ok")
     sol = catalog.thresholds["sol"]
     low = float(catalog.thresholds["diagnosis"]["low_occupancy"])
-    res = [verdict(f, sol, gpus, low, catalog.thresholds["instruction"], catalog.pipes) for f in s.to_dict("records")]
+    facts = list(_records(s, list(s.columns)))
+    res = [verdict(f, sol, gpus, low, catalog.thresholds["instruction"], catalog.pipes) for f in facts]
     s["diagnosis"] = [r[0] for r in res]
-    s["evidence"] = [r[1] + _useful_ai(f) for r, f in zip(res, s.to_dict("records"))]
+    s["evidence"] = [r[1] + _useful_ai(f) for r, f in zip(res, facts)]
     s["advice"] = [r[2] for r in res]
     spread = float(catalog.thresholds["diagnosis"]["clock_spread"])
     flags = k.groupby("kernel_key")["flags"].agg(lambda x: list(dict.fromkeys(tuple(f) for v in x for f in parse_cell("flags", v))))

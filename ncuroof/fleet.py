@@ -224,6 +224,6 @@ def page_meta(failures: pd.DataFrame | None) -> dict[str, str]:
     """The page header's line on a fleet's failed inputs (empty when none or not a fleet)."""
     if failures is None or not len(failures):
         return {}
-    shown = "; ".join(f"{r.source}: {r.error}" for r in failures.head(5).itertuples(index=False))
+    shown = "; ".join(failures["error"].head(5))  # each error names its input
     more = f" (and {len(failures) - 5} more, see failures.csv)" if len(failures) > 5 else " (failures.csv)"
     return {"failed inputs": f"{len(failures)}: {shown}{more}"}

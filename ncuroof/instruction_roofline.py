@@ -42,7 +42,7 @@ def instruction_points(kernels: pd.DataFrame, sector_bytes: float = 32.0) -> pd.
         instructions, time or transactions of a level get no point there.
     """
     frames = []
-    ok = (kernels["status"] != "failed_measurement").to_numpy()
+    ok = (~kernels["status"].isin(["failed_measurement", "corrupt_record"])).to_numpy()  # damaged records are not plotted
     t = kernels["time_s"].to_numpy(float)
     inst = kernels["warp_inst"].to_numpy(float) if "warp_inst" in kernels.columns else np.full(len(kernels), np.nan)
     peak = kernels["peak_warp_inst_per_s"].to_numpy(float) if "peak_warp_inst_per_s" in kernels.columns else np.full(len(kernels), np.nan)

@@ -103,9 +103,13 @@ def phase_table(kernels: pd.DataFrame, depth: int | None = None) -> pd.DataFrame
     k = kernels
     key = phase_of(k["nvtx_range"], depth).rename("phase")
     t = k["time_s"].fillna(0.0).to_numpy(float)
-    g = k.assign(flop=counted_flop(k)).groupby(key, sort=False)
     sums = ["time_s", *(f"{p}_flop" for p in PRECISIONS), "tensor_flop", "flop", *(f"{lv}_bytes" for lv in LEVELS),
             "time_at_roof_s", "saving_s"]
+    work = [c for c in sums if c != "time_s"]
+    damaged = k["status"].isin(["failed_measurement", "corrupt_record"]).to_numpy()  # their counters are not summed
+    k = k.assign(flop=counted_flop(k))
+    k.loc[damaged, work] = np.nan
+    g = k.groupby(key, sort=False)
     out = pd.DataFrame({"launches": g.size(), "kernels": g["kernel_demangled"].nunique(dropna=False),
                         **{c: g[c].sum(min_count=1) for c in sums}})
     total = float(t.sum())

@@ -35,8 +35,8 @@ from .schema import LEVELS, precision_title
 from .summary import FOCUS_SHARE, aggregate_points, kernel_summary, with_keys
 from .viewcontract import Chart, Control, ViewContract, ViewState, add_charts, apply_view
 
-__all__ = ["plot_roofline", "precision_title", "level_subsets", "SCATTERGL_THRESHOLD", "MAX_LAUNCH_DOTS", "BOUND_COLORS", "KERNEL_COLORS",
-           "OTHER_COLOR", "kernel_color", "DotGroup", "DOT_GROUPS", "CUSTOMDATA", "customdata_fields",
+__all__ = ["plot_roofline", "precision_title", "level_subsets", "SCATTERGL_THRESHOLD", "MAX_LAUNCH_DOTS", "longest_launches", "LEVEL_COLORS", "BOUND_COLORS",
+           "KERNEL_COLORS", "OTHER_COLOR", "kernel_color", "DotGroup", "DOT_GROUPS", "CUSTOMDATA", "customdata_fields",
            "OWN_CHART"]
 
 #: Above this many dots in one view the dots are drawn with WebGL (``Scattergl``).
@@ -53,7 +53,8 @@ KERNEL_COLORS = ("#2E91E5", "#E15F99", "#1CA71C", "#FB0D0D", "#DA16FF", "#B68100
                  "#1616A7", "#DA60CA", "#6C4516", "#0D2A63", "#AF0038", "#222A2A")
 OTHER_COLOR = "#b0b0b0"
 _LEVEL_SYMBOL = {"l1": "circle", "l2": "square", "dram": "diamond"}
-_LEVEL_COLOR = {"l1": "#1f77b4", "l2": "#2ca02c", "dram": "#d62728"}
+#: Colour of each memory level (roof labels here, the instruction roofline of :mod:`ncuroof.views`).
+LEVEL_COLORS = {"l1": "#1f77b4", "l2": "#2ca02c", "dram": "#d62728"}
 _PRECISION_DASH = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]
 _MAX_DOT_PX = 36.0
 _MIN_DOT_PX = 6.0
@@ -162,7 +163,7 @@ def _dot_frames(points: pd.DataFrame, kernels: pd.DataFrame, summ: pd.DataFrame,
         kern = aggregate_points(with_keys(points, kernels), by="kernel_key")
     launch = given.get("launch")
     if launch is None:
-        launch = with_keys(_longest(points, kernels, MAX_LAUNCH_DOTS), kernels)
+        launch = with_keys(longest_launches(points, kernels, MAX_LAUNCH_DOTS), kernels)
     frames = {**given, "kernel": kern.assign(launch_id=-1), "launch": launch.assign(launches=1)}
     facts = (("kid", "kid"), ("in_focus", "in_focus"), ("main", "precision"), ("label", "kernel_label"),
              ("demangled", "kernel_demangled"), ("kbound", "bound"))
@@ -184,8 +185,9 @@ def _dot_frames(points: pd.DataFrame, kernels: pd.DataFrame, summ: pd.DataFrame,
     return out
 
 
-def _longest(points: pd.DataFrame, kernels: pd.DataFrame, most: int) -> pd.DataFrame:
-    """The points of the ``most`` longest launches of ``kernels`` (all of them when there are no more)."""
+def longest_launches(points: pd.DataFrame, kernels: pd.DataFrame, most: int) -> pd.DataFrame:
+    """The rows of ``points`` (any table with ``source`` and ``launch_id``) of the ``most`` longest
+    launches of ``kernels`` (all of them when there are no more): what the page draws per launch."""
     if len(kernels) <= most:
         return points
     longest = kernels.nlargest(most, "time_s", keep="first")
@@ -283,7 +285,7 @@ def _roof_traces(ch: _Chart) -> list[go.Scatter]:
         x_start = max(x_lo, y_lo / bw) * 1.2  # where the roof enters the chart, so its label shows
         traces.append(go.Scatter(
             x=[x_start, p_max / bw], y=[x_start * bw, p_max], mode="lines+text", text=[label, ""],
-            textposition="top right", textfont=dict(size=11, color=_LEVEL_COLOR[lv]), line=dict(color=_LEVEL_COLOR[lv], width=2),
+            textposition="top right", textfont=dict(size=11, color=LEVEL_COLORS[lv]), line=dict(color=LEVEL_COLORS[lv], width=2),
             name=f"{lv.upper()} roof {fmt.si(bw, 'B/s')}{_tag(src)}", legendgroup="roofs", legendgrouptitle_text="Roofs",
             hovertemplate=f"{lv.upper()} bandwidth roof: {fmt.si(bw, 'B/s')} ({src or 'unknown source'})<extra></extra>",
             meta=dict(role="roof_mem", level=lv, when={"levels": lv})))

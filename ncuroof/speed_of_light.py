@@ -29,10 +29,9 @@ from . import fmt
 from .catalog import PipeCatalog
 from .schema import LEVELS, PRECISIONS
 
-__all__ = ["hot_pipe", "roofline_time", "unit_time", "apply_speed_of_light", "BOUNDS_OF_TIME"]
+__all__ = ["hot_pipe", "roofline_time", "unit_time", "apply_speed_of_light"]
 
 #: Values of the ``time_at_roof_bound`` column ('' when the launch has no bound).
-BOUNDS_OF_TIME = ("roofline", "sm_units", "memory_units", "")
 
 _TENSOR_COL = re.compile(r"^tensor_(.+)_flop$")
 

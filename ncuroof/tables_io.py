@@ -34,7 +34,7 @@ from .errors import InputError
 from .schema import Column
 
 __all__ = ["FORMATS", "TABLES", "arrow_table", "csv_bytes", "parquet_bytes", "table_files", "dataset_writer", "read_table",
-           "read_saved", "saved_kernels"]
+           "saved_kernels"]
 
 #: Output formats of ``ncuroof analyze --format``.
 FORMATS = ("csv", "parquet")
@@ -274,31 +274,3 @@ def saved_kernels(path: str | Path) -> Path | None:
     return None
 
 
-def read_saved(directory: str | Path) -> dict[str, pd.DataFrame]:
-    """Every table of a saved analysis directory, Parquet preferred over CSV.
-
-    Parameters
-    ----------
-    directory : path
-        An output directory of ``ncuroof analyze``.
-
-    Returns
-    -------
-    dict of str to DataFrame
-        Table name (``kernels``, ``points``, ``ranks``, ``failures``) to table, for those present.
-
-    Raises
-    ------
-    InputError
-        When the directory holds no kernels table, or a table is unreadable.
-    """
-    d = Path(directory)
-    if saved_kernels(d) is None:
-        raise InputError("holds no kernels.parquet or kernels.csv; pass an ncuroof analyze output directory", d)
-    out: dict[str, pd.DataFrame] = {}
-    for name in TABLES:
-        for suffix in (".parquet", ".csv"):
-            if (d / f"{name}{suffix}").exists():
-                out[name] = read_table(d / f"{name}{suffix}", name)
-                break
-    return out

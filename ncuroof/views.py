@@ -21,13 +21,12 @@ import plotly.graph_objects as go
 from markupsafe import Markup
 
 from . import fmt, report
+from .plot import LEVEL_COLORS, MAX_LAUNCH_DOTS, longest_launches
 from .schema import LEVELS, PRECISIONS
 from .viewcontract import Chart
 
-__all__ = ["instruction_chart", "phase_chart", "page_charts", "page_sections", "rank_section", "LEVEL_COLORS", "RANKS_ON_PAGE"]
+__all__ = ["instruction_chart", "phase_chart", "page_charts", "page_sections", "rank_section", "RANKS_ON_PAGE"]
 
-#: One colour per memory level (plotly's default sequence).
-LEVEL_COLORS = {"l1": "#2ca02c", "l2": "#ff7f0e", "dram": "#1f77b4"}
 #: Kernels listed in the spread-over-ranks section: the longest by median time per rank.
 RANKS_ON_PAGE = 15
 _TENSOR_COL = re.compile(r"^tensor_(.+)_flop$")
@@ -145,8 +144,12 @@ def page_charts(kernels: pd.DataFrame, phases: pd.DataFrame | None = None, ipts:
     Returns
     -------
     list of Chart
-        :func:`phase_chart` and :func:`instruction_chart`, each when its table has rows.
+        :func:`phase_chart` and :func:`instruction_chart` (the points of the
+        :data:`ncuroof.plot.MAX_LAUNCH_DOTS` longest launches, as the per-launch dots), each when
+        its table has rows.
     """
+    if ipts is not None:
+        ipts = longest_launches(ipts, kernels, MAX_LAUNCH_DOTS)
     return ([phase_chart(phases, kernels)] if phases is not None and len(phases) else []) + \
         ([instruction_chart(ipts)] if ipts is not None and len(ipts) else [])
 

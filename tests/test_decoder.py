@@ -266,3 +266,10 @@ def test_a_dead_worker_s_slice_is_decoded_here(tmp_path: Path, monkeypatch: pyte
     cat = catalog.load()
     monkeypatch.setattr(split, "_BOOT", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
     assert_same_tables(nvr.read_nvr(big, cat, processes=1), nvr.read_nvr(big, cat, processes=3))
+
+
+def test_an_unknown_reader_is_refused_whatever_the_input() -> None:
+    cat = catalog.load()
+    for name in ("ESMM-Research__metrics.csv", "ESMM-Research__profile_output.ncu-rep"):
+        with pytest.raises(ValueError, match="reader must be one of auto, fast, ncu_report"):
+            parser.read(shared(name), cat, reader="bogus")

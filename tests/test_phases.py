@@ -76,6 +76,19 @@ def test_cutlass_phases_by_hand() -> None:
     assert row["bound"] == inside["bound"].iat[0]
 
 
+def test_a_damaged_record_adds_no_work_to_its_phase() -> None:
+    """Damaged records are not plotted (compute_points keeps status ok), so their counters add nothing."""
+    k = kernels_of(CUTLASS).copy()
+    inside = k.index[k["nvtx_range"] == "Non-fused-GEMM"]
+    good = k.loc[inside[1]]
+    k.loc[inside[0], "status"] = "corrupt_record"
+    k.loc[inside[0], "fp32_flop"] = 1e30  # the damaged counter
+    row = phases.phase_table(k).set_index("phase").loc["Non-fused-GEMM"]
+    assert row["launches"] == 2 and row["time_s"] == pytest.approx(k.loc[inside, "time_s"].sum())
+    flop = good[["fp64_flop", "fp32_flop", "fp16_flop", "tensor_flop"]].sum(min_count=1)
+    assert row["flop"] == pytest.approx(flop) and row["dram_bytes"] == pytest.approx(good["dram_bytes"])
+
+
 @needs_ncu_report
 def test_a_launch_outside_every_range_is_its_own_phase() -> None:
     k = kernels_of(CUTLASS).copy()

@@ -25,7 +25,7 @@ from .ncu_rep import MAGIC, read_ncu_rep
 from .nvr import UnsupportedReport, read_nvr
 from .validate import check_values
 
-__all__ = ["read", "read_many", "read_ncu_rep", "read_nvr", "read_csv", "read_session", "merge", "READERS"]
+__all__ = ["read", "read_many", "check_reader", "read_ncu_rep", "read_nvr", "read_csv", "read_session", "merge", "READERS"]
 
 READERS = ("auto", "fast", "ncu_report")
 
@@ -49,11 +49,15 @@ def _is_report(path: Path) -> bool:
     raise InputError("unknown input type; pass a .ncu-rep report or an ncu CSV export (.csv)", path)
 
 
+def check_reader(reader: str) -> None:
+    """Raise ValueError unless ``reader`` is one of :data:`READERS`."""
+    if reader not in READERS:
+        raise ValueError(f"reader must be one of {', '.join(READERS)}, not {reader!r}")
+
+
 def _read_report(path: Path, catalog: Catalog, progress: Any, reader: str) -> pd.DataFrame:
     """A ``.ncu-rep`` through the chosen reader; ``auto`` falls back to ``ncu_report`` when the
     decoder meets something it was not verified on (never on a damaged payload)."""
-    if reader not in READERS:
-        raise ValueError(f"reader must be one of {', '.join(READERS)}, not {reader!r}")
     if reader == "ncu_report":
         return read_ncu_rep(path, catalog, progress)
     try:  # the decoder checks framing and launch records in its one pass (issue 14); read_ncu_rep checks them first
@@ -104,6 +108,7 @@ def read(path: str | Path, catalog: Catalog, progress: Any = None, reader: str =
     ValueError
         For an unknown ``reader``.
     """
+    check_reader(reader)
     path = Path(path)
     _check_path(path)
     df = _read_report(path, catalog, progress, reader) if _is_report(path) else read_csv(path, catalog)
@@ -140,7 +145,10 @@ def read_many(paths: Sequence[str | Path], catalog: Catalog, progress: Any = Non
     InputError
         Bad input (see :func:`read`), only session pages, launches that do not line up, or a
         session page for another device.
+    ValueError
+        For an unknown ``reader``.
     """
+    check_reader(reader)
     tables: list[pd.DataFrame] = []
     sessions: list[tuple[Path, Session]] = []
     for p in (Path(x) for x in paths):

@@ -24,9 +24,11 @@ __all__ = ["read_launches", "missing_module", "WORKER"]
 
 #: The worker script, run by path.
 WORKER = Path(__file__).with_name("_ncu_worker.py")
-# Run the worker without its own directory on sys.path (it holds csv.py, which would shadow the
-# standard library's csv module), keeping PYTHONPATH (ncu's extras/python is often put there).
-_BOOT = "import runpy, sys; del sys.path[0]; sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
+# Run the worker by path (its directory, which holds csv.py, is not put on sys.path) and without the
+# current directory ``python -c`` puts first (absent under PYTHONSAFEPATH), keeping PYTHONPATH (ncu's
+# extras/python is often put there).
+_BOOT = ("import runpy, sys; sys.path[:1] = [p for p in sys.path[:1] if p]; sys.argv = sys.argv[1:]; "
+         "runpy.run_path(sys.argv[0], run_name='__main__')")
 
 
 def missing_module(path: Path) -> MissingModuleError:

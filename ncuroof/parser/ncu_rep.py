@@ -25,6 +25,7 @@ from google.protobuf.message import DecodeError
 
 from ..catalog import Catalog
 from ..errors import InputError, ReportFormatError
+from ..schema import DAMAGED
 from .contained import missing_module, read_launches
 from .wire import classes
 
@@ -540,7 +541,7 @@ def read_ncu_rep(path: str | Path, catalog: Catalog, progress: Any = None) -> pd
 #: Keys of the worker's launch dicts that are not metrics.
 _LAUNCH_META = frozenset({"range_id", "launch_id", "kernel_name", "kernel_demangled", "nvtx_range", "_damaged_text"})
 #: Input note of a launch whose names held bytes that are not UTF-8.
-DAMAGED_TEXT = "damaged record: its names hold bytes that are not UTF-8 (shown as U+FFFD), the report is damaged"
+DAMAGED_TEXT = f"{DAMAGED}: its names hold bytes that are not UTF-8 (shown as U+FFFD), the report is damaged"
 
 
 def _no_launches(path: Path, records: list[ResultRecord] | None) -> InputError:

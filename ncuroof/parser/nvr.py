@@ -685,7 +685,6 @@ def read_nvr(path: str | Path, catalog: Catalog, progress: Callable[[int], Calla
             slices = _slices(plan, n)
             advance = progress(plan.total) if progress is not None else None
             parts = workers.run(decode_slice, [(path, catalog, part, chunk, plan.version) for part in slices], advance)
-    with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
         ledger = LaunchLedger(path, mm)
         for _, records in parts:
             for r in records:

@@ -25,11 +25,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Workers", "run_split", "cores"]
+__all__ = ["Workers", "cores"]
 
 _ROOT = str(Path(__file__).resolve().parent.parent.parent)
 _PROGRESS = b"\0progress "
 _BOOT = ("import importlib, pickle, sys\n"
+         "sys.path[:1] = [p for p in sys.path[:1] if p]\n"  # not the current directory python -c puts first
          "importlib.import_module(sys.argv[1])\n"
          "call = sys.stdin.buffer.read()\n"
          "if not call:\n"
@@ -219,9 +220,3 @@ def _skipping(progress: Callable[[int], None] | None, done: int) -> Callable[[in
         if progress is not None and n > skip:
             progress(n - skip)
     return tell
-
-
-def run_split(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], progress: Callable[[int], None] | None = None) -> list[Any]:
-    """:meth:`Workers.run` on workers started for it (one per call after the first)."""
-    with Workers(len(calls) - 1, fn.__module__) as workers:
-        return workers.run(fn, calls, progress)

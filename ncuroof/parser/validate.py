@@ -18,8 +18,9 @@ import pandas as pd
 
 from ..catalog import Catalog
 from ..schema import DAMAGED, RAW_META
+from .csv import NA_NOTE
 
-__all__ = ["check_values", "roof_violations", "limits"]
+__all__ = ["check_values", "roof_violations", "roof_damage", "limits"]
 
 _DEFAULTS: dict[str, Any] = {
     "durations_ns": ["gpu__time_duration.sum"], "min_duration_ns": 1.0, "cycle_counts": ["cycles_elapsed.avg"], "min_cycles": 1.0,
@@ -84,7 +85,7 @@ def check_values(raw: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
         values and why (at most three).
     """
     lim = limits(catalog)
-    raw = raw.reset_index(drop=True).copy()
+    raw = raw.reset_index(drop=True)
     cols = [c for c in raw.columns if c not in RAW_META and not c.startswith(lim["unchecked_prefix"])
             and pd.api.types.is_numeric_dtype(raw[c])]
     values = raw[cols].to_numpy(dtype=float, copy=True) if cols else np.empty((len(raw), 0))
@@ -94,7 +95,7 @@ def check_values(raw: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
     no_name = names.isna().to_numpy() | (names.astype(str).str.strip() == "").to_numpy()
     empty = np.isnan(values).all(axis=1) if cols else np.zeros(len(raw), dtype=bool)
     empty &= not empty.all()  # a launch emptied among launches with values; not an export without metrics
-    empty &= ~raw["input_notes"].fillna("").astype(str).str.contains("n/a in the CSV").to_numpy()
+    empty &= ~raw["input_notes"].fillna("").astype(str).str.contains(NA_NOTE, regex=False).to_numpy()
     for i in np.flatnonzero(bad.any(axis=1) | no_name | empty):
         parts = [f"{cols[j]} = {values[i, j]:g} is {texts[why[i, j]]}" for j in np.flatnonzero(bad[i])[:3]]
         if no_name[i]:
@@ -106,6 +107,14 @@ def check_values(raw: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
         values[bad] = np.nan
         raw[cols] = values
     return raw
+
+
+def roof_damage(rates: dict[str, np.ndarray], peaks: dict[str, np.ndarray], catalog: Catalog, roofs: str = "") -> np.ndarray:
+    """Per launch, '' or the damaged-record note of :func:`roof_violations` (``roofs`` says whose
+    roofs, e.g. ``" (a datasheet roof)"``); the calculator and the datasheet roofs both use it."""
+    beyond = roof_violations(rates, peaks, catalog)
+    return np.array([f"{DAMAGED}: {b}{roofs}, beyond any measurement error, a counter is damaged: re-run ncu, not plotted" if b else ""
+                     for b in beyond], dtype=object)
 
 
 def roof_violations(rates: dict[str, np.ndarray], peaks: dict[str, np.ndarray], catalog: Catalog) -> np.ndarray:
