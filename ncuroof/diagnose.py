@@ -44,7 +44,7 @@ from .catalog import Catalog, GpuCatalog, PipeCatalog, load_gpus
 from .catalog import load as load_catalog
 from .classify import binding_points
 from .parser.csv import NA_NOTE
-from .schema import KERNEL_SUMMARY, parse_cell, precision_title
+from .schema import INCONSISTENT, KERNEL_SUMMARY, parse_cell, precision_title
 from .speed_of_light import instruction_verdict
 from .summary import grid_sizes, keys_of
 
@@ -56,6 +56,7 @@ FLAG_CODES = {
     "above_roof": "a point is above its roof",
     "failed_measurement": "ncu stored NaN for the duration or the FLOP counters",
     "corrupt_record": "the input's record of this launch is damaged: values no GPU can produce, or no name and no values",
+    "inconsistent_read": "the counts and rates read for this launch disagree on its duration: the reader may have misread it",
     "na_metrics": "metrics ncu printed as n/a",
     "missing_metrics": "no FLOP counters or memory traffic",
     "no_work": "a duration but no FLOPs and next to no traffic",
@@ -282,8 +283,11 @@ def launch_flags(kernels: pd.DataFrame, points: pd.DataFrame, thresholds: dict[s
     for i in np.flatnonzero(status == "corrupt_record"):
         out[i].append(("corrupt_record", "the input is damaged (see notes), not plotted"))
     for i, cell in enumerate(kernels["notes"]):
-        if any(str(n).startswith(NA_NOTE) for n in parse_cell("notes", cell)):
+        notes = [str(n) for n in parse_cell("notes", cell)]
+        if any(n.startswith(NA_NOTE) for n in notes):
             out[i].append(("na_metrics", "see notes"))
+        if any(n.startswith(INCONSISTENT) for n in notes):
+            out[i].append(("inconsistent_read", "see notes; check it with --reader ncu_report"))
     for i in np.flatnonzero(status == "no_roofline_metrics"):
         out[i].append(("missing_metrics", "no FLOP counters or memory traffic (time and SpeedOfLight only)"))
     expected = kernels.reindex(columns=["expected_flop", "expected_dram_bytes"]).to_numpy(float)

@@ -86,6 +86,9 @@ STATUSES = ("ok", "no_roofline_metrics", "failed_measurement", "corrupt_record")
 #: Start of the ``input_notes`` of a launch whose record is damaged (:mod:`ncuroof.parser.validate`):
 #: values no GPU can produce, no kernel name, no values. Such a launch gets status ``corrupt_record``.
 DAMAGED = "damaged record"
+#: Start of the ``input_notes`` of a launch whose counts and rates disagree on its duration
+#: (:func:`ncuroof.parser.verify.check_rates`): flagged ``inconsistent_read``.
+INCONSISTENT = "inconsistent values"
 
 RAW_META: dict[str, Column] = {
     "source": Column("string", "", "input file the launch was read from"),
@@ -99,6 +102,8 @@ RAW_META: dict[str, Column] = {
     "grid": Column("string", "", "grid dimensions '(x, y, z)'"),
     "block": Column("string", "", "block dimensions '(x, y, z)'"),
     "ncu_version": Column("string", "", "Nsight Compute version that wrote the report, when known"),
+    "reader": Column("string", "", "what read the values: ncuroof's decoder (verified against ncu_report on a sample, or not, "
+                     "and why), NVIDIA's ncu_report (and why), or the CSV reader (ncuroof.parser.read)"),
     "input_notes": Column("string", "", "what the reader noticed in the input: n/a values, ignored labels, ncu warnings, merges"),
 }
 
@@ -151,6 +156,7 @@ KERNELS: dict[str, Column] = {
     "ceiling_sources": Column("string", "", "source of each roof, 'name:source' comma-separated (fp32:report,dram:datasheet,tensor_<path>:datasheet)"),
     "datasheet_gpu": Column("string", "", "metrics/gpus.toml entry whose datasheet roofs were used, empty if none"),
     "ncu_version": RAW_META["ncu_version"],
+    "reader": RAW_META["reader"],
     "bound": Column("string", "", "memory, compute, latency or unknown"),
     "diagnosis": Column("string", "", "memory_near_roof, memory_below_roof, compute_near_roof, compute_below_roof, latency_bound, "
                         "balanced, instruction_bound or not_classified (ncuroof/diagnose.py)"),

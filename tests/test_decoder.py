@@ -13,7 +13,8 @@ import pandas as pd
 import pytest
 from conftest import REPO, REPORTS, needs_ncu_report, needs_shared, shared
 
-from ncuroof import catalog, parser
+import ncuroof
+from ncuroof import catalog, parser, schema
 from ncuroof.errors import ReportFormatError
 from ncuroof.parser import nvr
 from ncuroof.parser.ncu_rep import read_ncu_rep
@@ -39,12 +40,19 @@ def assert_same_tables(a: pd.DataFrame, b: pd.DataFrame) -> None:
 @needs_shared
 @pytest.mark.parametrize("report", REPORTS, ids=lambda p: p.name)
 def test_same_raw_table_as_ncu_report(report: Path) -> None:
+    """Every shared report, every launch, every value ncuroof reads: the decoder equals ncu_report bit
+    for bit, and ``auto`` verifies it on a sample and keeps the decoder's table."""
     cat = catalog.load()
     ref = read_ncu_rep(report, cat)
     ours = parser.read(report, cat, reader="fast")
-    assert_same_tables(parser.read(report, cat, reader="ncu_report"), ours)
+    theirs = parser.read(report, cat, reader="ncu_report")
+    assert_same_tables(theirs.drop(columns="reader"), ours.drop(columns="reader"))
     assert_same_tables(ref, nvr.read_nvr(report, cat))
     assert ref["nvtx_range"].notna().any() == (report.name.startswith(("cutlass", "gene", "nsight")))
+    auto = parser.read(report, cat)
+    assert auto["reader"].str.fullmatch(rf"ncuroof decoder, verified against ncu_report on \d+ of {len(ref)} launches").all()
+    assert_same_tables(theirs.drop(columns="reader"), auto.drop(columns="reader"))
+    assert (theirs["reader"] == "ncu_report (--reader ncu_report)").all()
 
 
 @needs_ncu_report
@@ -80,7 +88,9 @@ def test_unknown_format_version_falls_back_or_says_what_to_do(monkeypatch: pytes
         monkeypatch.setattr(nvr, "FORMAT_VERSION", 7)
         expected = parser.read(report, cat, reader="fast")
         monkeypatch.setattr(nvr, "FORMAT_VERSION", 6)
-        assert_same_tables(expected, parser.read(report, cat))
+        got = parser.read(report, cat)
+        assert_same_tables(expected.drop(columns="reader"), got.drop(columns="reader"))
+        assert (got["reader"] == "ncu_report (the built-in decoder does not know this report: report format version 7 (known: 6))").all()
 
 
 def _shorten_block(data: bytes, block: int) -> bytes:
@@ -114,6 +124,12 @@ def test_damaged_payload_is_one_line_exit_2(tmp_path: Path, reader: str, damage:
     bad.write_bytes(edit(shared(name).read_bytes()))
     proc = subprocess.run([*NCUROOF, "analyze", str(bad), "-o", str(tmp_path / "out"), "--reader", reader],
                           capture_output=True, text=True, timeout=120)
+    if damage == "flipped name byte" and reader == "auto":  # framing holds: ncu_report decides, and reads it
+        assert proc.returncode == 0, proc.stderr
+        k = pd.read_csv(tmp_path / "out" / "kernels.csv")
+        assert k["reader"].str.startswith(f"ncu_report (the built-in decoder could not decode it: {where} (byte ").all()
+        assert k.loc[0, "status"] == "corrupt_record" and "damaged record: its names hold bytes" in k.loc[0, "notes"]
+        return
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in proc.stderr
@@ -273,3 +289,108 @@ def test_an_unknown_reader_is_refused_whatever_the_input() -> None:
     for name in ("ESMM-Research__metrics.csv", "ESMM-Research__profile_output.ncu-rep"):
         with pytest.raises(ValueError, match="reader must be one of auto, fast, ncu_report"):
             parser.read(shared(name), cat, reader="bogus")
+
+
+def _strings_after_first_result(src: Path, dst: Path) -> None:
+    """Write ``src`` with the first result block's string table moved into header-only blocks of one
+    string each right after it, as an H800 report of ncu 2023.3 lays them out: that launch names
+    strings defined later in the file. Every string keeps its index."""
+    data = src.read_bytes()
+    classes = nvr._classes()
+    out = [data[:8 + struct.unpack_from("<I", data, 4)[0]]]
+    moved: list[bytes] = []
+    for _, _, header, start in nvr._blocks(data, src, classes):
+        payload = data[start:start + header.payload_size]
+        first = header.num_results and not moved and len(header.strings.strings) > 0
+        if first:
+            moved = list(header.strings.strings)
+            del header.strings.strings[:]
+        raw = header.SerializeToString()
+        out.append(struct.pack("<I", len(raw)) + raw + payload)
+        for string in moved if first else ():
+            one = classes["BlockHeader"](payload_size=0)
+            one.strings.strings.append(string)
+            raw = one.SerializeToString()
+            out.append(struct.pack("<I", len(raw)) + raw)
+    dst.write_bytes(b"".join(out))
+
+
+@needs_ncu_report
+def test_strings_defined_after_the_launch_that_names_them(tmp_path: Path) -> None:
+    """Names resolve against the whole report's string table, in every slice and process; ncu_report
+    reads such a report as the original."""
+    cat = catalog.load()
+    moved = tmp_path / "moved.ncu-rep"
+    _strings_after_first_result(shared("nsight-training__manual_nvtx.ncu-rep"), moved)
+    ref = read_ncu_rep(shared("nsight-training__manual_nvtx.ncu-rep"), cat).drop(columns="source")
+    assert_same_tables(ref, read_ncu_rep(moved, cat).drop(columns="source"))
+    assert_same_tables(ref, nvr.read_nvr(moved, cat).drop(columns="source"))
+    assert parser.read(moved, cat)["reader"].str.startswith("ncuroof decoder, verified").all()
+    big, big_moved = tmp_path / "big.ncu-rep", tmp_path / "big-moved.ncu-rep"
+    _make_big_report()(shared("ESMM-Research__profile_output.ncu-rep"), big, 1200)
+    _strings_after_first_result(big, big_moved)
+    assert_same_tables(nvr.read_nvr(big, cat, processes=1).drop(columns="source"),
+                       nvr.read_nvr(big_moved, cat, processes=2, chunk=100).drop(columns="source"))
+
+
+def _first_copy_wins(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bring back the decoder's old reading of a repeated metric: the first copy (issue 20)."""
+    scan = nvr._Wanted._scan
+
+    def first(self, metrics):  # noqa: ANN001, ANN202
+        found, earlier = scan(self, metrics)
+        for mid, i in earlier[::-1]:
+            found[mid] = i
+        return found, []
+
+    monkeypatch.setattr(nvr._Wanted, "_scan", first)
+
+
+@needs_ncu_report
+def test_auto_reads_with_ncu_report_where_the_sample_differs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A decoder that misreads a repeated metric (GH200: gpu__time_duration.sum beside the NVLink-C2C
+    counters) is caught by the sample check, and the whole report is read by ncu_report."""
+    report = shared("cs599k__silu-2025-04-18-v1.ncu-rep")
+    cat = catalog.load()
+    ref = parser.read(report, cat, reader="ncu_report").drop(columns="reader")
+    _first_copy_wins(monkeypatch)
+    wrong = nvr.read_nvr(report, cat)
+    assert (wrong["gpu__time_duration.sum"] != ref["gpu__time_duration.sum"]).all()
+    got = parser.read(report, cat)
+    assert_same_tables(ref, got.drop(columns="reader"))
+    assert got["reader"].str.fullmatch(r"ncu_report \(the built-in decoder differed from it: launch 0: gpu__time_duration\.sum is "
+                                       r"\d+ decoded, \d+ in ncu_report\)").all()
+
+
+def test_counts_that_disagree_with_rates_are_flagged_without_a_second_reader(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where no ncu_report checks the decoder (--reader fast, aarch64), X.sum / X.sum.per_second must
+    equal gpu__time_duration.sum; a misread duration flags the launch, naming the pair."""
+    report = shared("cs599k__rms_norm_triton_looping.ncu-rep")
+    cat = catalog.load()
+    good = parser.read(report, cat, reader="fast")
+    assert good["input_notes"].isna().all()
+    _first_copy_wins(monkeypatch)
+    raw = parser.read(report, cat, reader="fast")
+    pair = raw["dram__bytes_read.sum"] / raw["dram__bytes_read.sum.per_second"] * 1e9
+    apart = (pair - raw["gpu__time_duration.sum"]).abs() / raw["gpu__time_duration.sum"]
+    assert (apart > 0.005).all()
+    assert raw["input_notes"].str.match(r"inconsistent values: \S+\.sum / \S+\.sum\.per_second is [\d.]+ ns but "
+                                        r"gpu__time_duration\.sum is \d+ ns \((0\.[5-9]\d|1\.\d\d)% apart\)").all()
+    k = ncuroof.load(report, reader="fast")
+    assert all("inconsistent_read" in schema.flag_codes(f) for f in k["flags"])
+
+
+@needs_ncu_report
+def test_a_launch_the_decoder_cannot_decode_goes_to_ncu_report(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A launch that frames well but does not decode is damaged only if ncu_report fails on it too."""
+    report = shared("nsight-training__manual_nvtx.ncu-rep")
+    cat = catalog.load()
+    ref = parser.read(report, cat, reader="ncu_report").drop(columns="reader")
+    launch = nvr._launch
+    monkeypatch.setattr(nvr, "_launch", lambda buf, block, *a: (_ for _ in ()).throw(nvr.DecodeError("a layout never seen"))
+                        if block == 12 else launch(buf, block, *a))
+    with pytest.raises(nvr.PayloadError, match=r"launch 2 in block 12 \(byte 119733\) cannot be decoded \(a layout never seen\)"):
+        parser.read(report, cat, reader="fast")
+    got = parser.read(report, cat)
+    assert_same_tables(ref, got.drop(columns="reader"))
+    assert got["reader"].str.startswith("ncu_report (the built-in decoder could not decode it: launch 2 in block 12").all()

@@ -10,6 +10,7 @@ device name and ncu version.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,8 +23,17 @@ from ..schema import validate_raw
 from .csv import Session, read_csv, read_session, sniff
 from .merge import apply_session, merge
 from .ncu_rep import MAGIC, read_ncu_rep
-from .nvr import UnsupportedReport, read_nvr
+from .nvr import LEARNED, PayloadError, UnsupportedReport, read_nvr
 from .validate import check_values
+from .verify import check_rates, verify
+
+
+def have_ncu_report() -> bool:
+    """Whether NVIDIA's ``ncu_report`` can be imported here (it has no wheel for aarch64 or macOS hosts)."""
+    try:
+        return importlib.util.find_spec("ncu_report") is not None
+    except (ImportError, ValueError):
+        return False
 
 __all__ = ["read", "read_many", "check_reader", "read_ncu_rep", "read_nvr", "read_csv", "read_session", "merge", "READERS"]
 
@@ -56,19 +66,59 @@ def check_reader(reader: str) -> None:
 
 
 def _read_report(path: Path, catalog: Catalog, progress: Any, reader: str) -> pd.DataFrame:
-    """A ``.ncu-rep`` through the chosen reader; ``auto`` falls back to ``ncu_report`` when the
-    decoder meets something it was not verified on (never on a damaged payload)."""
+    """A ``.ncu-rep`` through the chosen reader, its ``reader`` column saying which and why.
+
+    ``auto`` reads with the decoder, then checks it against ``ncu_report`` on a sample
+    (:func:`.verify.verify`) wherever that is installed, and reads the whole report with
+    ``ncu_report`` when the decoder meets something it was not verified on, when a launch does
+    not decode as it knows results (a damaged report only if ``ncu_report`` fails on it too), or
+    when the sample differs. Decoded tables are checked for counts and rates that disagree on
+    the duration (:func:`.verify.check_rates`).
+    """
     if reader == "ncu_report":
-        return read_ncu_rep(path, catalog, progress)
+        return _by(read_ncu_rep(path, catalog, progress), "ncu_report (--reader ncu_report)")
     try:  # the decoder checks framing and launch records in its one pass (issue 14); read_ncu_rep checks them first
-        return read_nvr(path, catalog, progress)
+        df = read_nvr(path, catalog, progress)
     except UnsupportedReport as exc:
         if reader == "fast":
             raise ReportFormatError(f"the built-in reader does not know this report ({exc}); read it with --reader ncu_report", path) from exc
-        try:
-            return read_ncu_rep(path, catalog, progress)
-        except MissingModuleError as missing:
-            raise MissingModuleError(f"the built-in reader does not know this report ({exc}); {missing.message}", path) from missing
+        return _by(_fallback(path, catalog, progress, f"the built-in reader does not know this report ({exc})"),
+                   f"ncu_report (the built-in decoder does not know this report: {exc})")
+    except PayloadError as exc:
+        if reader == "fast" or not have_ncu_report():
+            raise
+        return _by(_second_opinion(path, catalog, progress, exc), f"ncu_report (the built-in decoder could not decode it: {exc.message})")
+    learned = df.attrs.get(LEARNED, [])
+    if reader == "fast" or not have_ncu_report():
+        why = "--reader fast" if reader == "fast" else "ncu_report is not installed on this host"
+        return _by(check_rates(df, catalog), f"ncuroof decoder, not verified against ncu_report ({why}); counts checked against rates")
+    verdict = verify(path, df, catalog, learned)
+    if verdict.difference:
+        return _by(read_ncu_rep(path, catalog, progress), f"ncu_report (the built-in decoder differed from it: {verdict.difference})")
+    return _by(check_rates(df, catalog), f"ncuroof decoder, verified against ncu_report on {verdict.launches} of {len(df)} launches")
+
+
+def _by(df: pd.DataFrame, text: str) -> pd.DataFrame:
+    df["reader"] = text
+    return df
+
+
+def _fallback(path: Path, catalog: Catalog, progress: Any, why: str) -> pd.DataFrame:
+    """The report through ``ncu_report``, or a missing-module error saying ``why`` it was needed."""
+    try:
+        return read_ncu_rep(path, catalog, progress)
+    except MissingModuleError as missing:
+        raise MissingModuleError(f"{why}; {missing.message}", path) from missing
+
+
+def _second_opinion(path: Path, catalog: Catalog, progress: Any, exc: PayloadError) -> pd.DataFrame:
+    """The report through ``ncu_report`` after the decoder failed on a launch; damaged only if
+    ``ncu_report`` fails too (then the decoder's error, which names the block and launch)."""
+    try:
+        return read_ncu_rep(path, catalog, progress)
+    except ReportFormatError as theirs:
+        raise ReportFormatError(f"{exc.message.split(': the report is damaged or')[0]}, and ncu_report cannot read it either "
+                                f"({theirs.message}): the report is damaged; re-run ncu or copy the report again", path) from exc
 
 
 def read(path: str | Path, catalog: Catalog, progress: Any = None, reader: str = "auto") -> pd.DataFrame:
@@ -111,7 +161,7 @@ def read(path: str | Path, catalog: Catalog, progress: Any = None, reader: str =
     check_reader(reader)
     path = Path(path)
     _check_path(path)
-    df = _read_report(path, catalog, progress, reader) if _is_report(path) else read_csv(path, catalog)
+    df = _read_report(path, catalog, progress, reader) if _is_report(path) else _by(read_csv(path, catalog), "ncuroof CSV reader")
     return validate_raw(check_values(df, catalog), str(path))
 
 

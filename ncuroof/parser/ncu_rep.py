@@ -425,7 +425,7 @@ def _cc(values: dict[str, Any]) -> str | None:
     return f"{int(major)}.{int(minor)}"
 
 _META = ("source", "range_id", "launch_id", "kernel_name", "kernel_demangled", "nvtx_range", "device_name", "cc", "grid",
-         "block", "ncu_version", "input_notes")
+         "block", "ncu_version", "reader", "input_notes")
 
 
 def launch_row(path: Path, range_id: int, launch_id: int, kernel_name: str, demangled: str, nvtx: str | None,
@@ -457,7 +457,7 @@ def launch_row(path: Path, range_id: int, launch_id: int, kernel_name: str, dema
     display = values.pop("device__attribute_display_name", None)
     row = dict(zip(_META, (str(path), range_id, launch_id, kernel_name, demangled, nvtx,
                            display if isinstance(display, str) else None, _cc(values), _dims(values, "grid"),
-                           _dims(values, "block"), version, None)))
+                           _dims(values, "block"), version, None, None)))
     row.update(values)
     return row
 

@@ -67,7 +67,7 @@ from .ncu_rep import (
 from .split import Workers, cores
 from .wire import classes as _classes
 
-__all__ = ["read_nvr", "read_stamps", "UnsupportedReport", "FORMAT_VERSION", "iter_results", "Launch", "Slice", "decode_slice",
+__all__ = ["read_nvr", "read_stamps", "UnsupportedReport", "PayloadError", "LEARNED", "FORMAT_VERSION", "iter_results", "Launch", "Slice", "decode_slice",
            "PROCESS_LAUNCHES", "PROCESSES_ENV"]
 
 FORMAT_VERSION = 7
@@ -81,6 +81,8 @@ START_LAUNCHES = 8_000
 PROCESSES_ENV = "NCUROOF_DECODE_PROCESSES"
 #: Launches between two progress reports.
 TICK = 256
+#: ``DataFrame.attrs`` key of :func:`read_nvr`'s table: the launches whose layout was learned by a full scan.
+LEARNED = "ncuroof.learned_launches"
 _DOUBLE = struct.Struct("<d")
 
 class UnsupportedReport(Exception):
@@ -122,8 +124,9 @@ def _key(name_id: int) -> bytes:
 class _Layout:
     """Where a result's wanted metrics are: ``get(metrics)`` returns their raw metric results, each
     starting with its ``keys`` entry; the first ``len(names)`` are the scalars, in ncu's name order,
-    whose value messages start at ``ats``, then the opcode metric if ``opcode``. ``doubles`` reads
-    them all at once once learned (:class:`_Doubles`)."""
+    whose value messages start at ``ats``, then the opcode metric if ``opcode`` (``n_read`` in all),
+    then the earlier copies of repeated metrics (checked, not read). ``doubles`` reads them all at
+    once once learned (:class:`_Doubles`)."""
 
     names: tuple[str, ...]
     ats: tuple[int, ...]
@@ -131,6 +134,16 @@ class _Layout:
     get: Callable[[Any], tuple[bytes, ...]]
     opcode: bool
     doubles: _Doubles | None = None
+    n_read: int = 0
+
+    def same_extras(self, raws: tuple[bytes, ...]) -> bool:
+        """Whether the opcode metric and the earlier copies of repeated metrics are where learned."""
+        at = len(self.names)
+        return all(map(bytes.startswith, raws[at:], self.keys[at:])) if len(raws) > at else True
+
+    def opcode_raw(self, raws: tuple[bytes, ...]) -> bytes:
+        """The raw opcode metric result among ``raws`` (``opcode`` layouts only)."""
+        return raws[len(self.names)]
 
 
 @dataclass(frozen=True)
@@ -164,7 +177,7 @@ class _Doubles:
     def read(self, layout: _Layout, raws: tuple[bytes, ...], metric_cls: Any) -> list[Any] | None:
         """The scalar values of ``raws`` in name order, or None where they are not laid out as learned."""
         blob = b"".join(self.get(raws))
-        if self.pattern.fullmatch(blob) is None or (layout.opcode and not raws[-1].startswith(layout.keys[-1])):
+        if self.pattern.fullmatch(blob) is None or not layout.same_extras(raws):
             return None
         values: list[Any] = list(self.unpack(blob))
         for i, at in self.others:
@@ -182,26 +195,30 @@ def _getter(indices: list[int]) -> Callable[[Any], tuple[bytes, ...]]:
 
 @dataclass
 class _Wanted:
-    """The metrics to read, by string-table index, and a cache of the last layouts (:class:`_Layout`)
-    by number of metrics in a result; each use checks every position by its leading bytes."""
+    """The metrics to read, by index in the whole report's string table, and a cache of the last
+    layouts (:class:`_Layout`) by number of metrics in a result; each use checks every position by
+    its leading bytes. ``scans`` counts the results whose layout was learned by a full scan (the
+    launches :mod:`.verify` compares with ``ncu_report`` first)."""
 
     catalog: Catalog
     strings: list[str] = field(default_factory=list)
     ids: dict[int, str] = field(default_factory=dict)
     layouts: dict[int, list[_Layout]] = field(default_factory=dict)
+    scans: int = 0
 
-    def add_strings(self, new: Any) -> None:
-        """Extend the string table; the cached layouts go when a wanted metric's name arrives (a result
-        with as many metrics as a cached layout could then hold a wanted one it does not pick)."""
-        cat = self.catalog
-        wanted = len(self.ids)
-        for raw in new:
+    @classmethod
+    def of(cls, catalog: Catalog, strings: Any) -> _Wanted:
+        """The wanted metrics among ``strings``, the report's WHOLE string table: a result may name
+        a string that a block after it defines (an H800 report of ncu 2023.3 does), and
+        ``ncu_report`` resolves it."""
+        wanted = cls(catalog)
+        is_tensor, opcode = catalog.is_tensor_path_metric, catalog.tensor.opcode_metric
+        for raw in strings:
             name = raw.decode("utf-8", "surrogateescape")
-            if name in cat.scalar_metrics or cat.is_tensor_path_metric(name) or name == cat.tensor.opcode_metric:
-                self.ids[len(self.strings)] = name
-            self.strings.append(name)
-        if len(self.ids) != wanted:
-            self.layouts.clear()
+            if name in catalog.scalar_metrics or is_tensor(name) or name == opcode:
+                wanted.ids[len(wanted.strings)] = name
+            wanted.strings.append(name)
+        return wanted
 
     def read_doubles(self, metrics: Any, metric_cls: Any) -> tuple[Any, Any, list[Any] | None]:
         """(layout, raws, values) through the latest layout of this many metrics that has a
@@ -213,31 +230,50 @@ class _Wanted:
         return None, None, None
 
     def raw_metrics(self, metrics: Any) -> tuple[_Layout, tuple[bytes, ...]]:
-        """The layout of ``metrics`` (a result's raw metric results) and the wanted ones."""
+        """The layout of ``metrics`` (a result's raw metric results) and the wanted ones.
+
+        A metric named more than once in one result (a GH200 report stores
+        ``gpu__time_duration.sum`` beside the NVLink-C2C counters of one pass and again in the
+        main list) is read from its LAST copy, as ``ncu_report`` keeps it; the layout also checks
+        where the earlier copies were, so a cached layout is used only on results with the same repeats.
+        """
         known = self.layouts.setdefault(len(metrics), [])
         for layout in known:
             raws = layout.get(metrics)
             if all(map(bytes.startswith, raws, layout.keys)):
                 return layout, raws
+        self.scans += 1
+        found, earlier = self._scan(metrics)
+        cat = self.catalog
+        opcode_metric = cat.tensor.opcode_metric
+        ids = self.ids
+        scalars = sorted((ids[mid], mid, i) for mid, i in found.items() if ids[mid] != opcode_metric or opcode_metric in cat.scalar_metrics)
+        picked = [(mid, i) for _, mid, i in scalars] + [(mid, i) for mid, i in found.items() if ids[mid] == opcode_metric]
+        picked += earlier  # checked, never read
+        keys = tuple(_key(mid) for mid, _ in picked)
+        n_read = len(picked) - len(earlier)
+        layout = _Layout(tuple(name for name, _, _ in scalars), tuple(len(k) for k in keys[:len(scalars)]), keys,
+                         _getter([i for _, i in picked]), n_read > len(scalars), n_read=n_read)
+        known[:] = [layout, *known[:3]]
+        return layout, layout.get(metrics)
+
+    def _scan(self, metrics: Any) -> tuple[dict[int, int], list[tuple[int, int]]]:
+        """Every wanted metric's last position in ``metrics`` by name index, and (name index,
+        position) of the earlier copies of repeated ones."""
         ids, n_strings = self.ids, len(self.strings)
         found: dict[int, int] = {}
+        earlier: list[tuple[int, int]] = []
         for i, raw in enumerate(metrics):
             if raw[:1] != b"\x08":
                 raise DecodeError(f"metric result {i} does not start with its name")
             mid = _varint(raw, 1)[0]
             if mid >= n_strings:
-                raise DecodeError(f"metric result {i} names string {mid}, beyond the string table")
-            if mid in ids and mid not in found:
+                raise DecodeError(f"metric result {i} names string {mid}, beyond the report's string table of {n_strings}")
+            if mid in ids:
+                if mid in found:
+                    earlier.append((mid, found[mid]))
                 found[mid] = i
-        cat = self.catalog
-        opcode_metric = cat.tensor.opcode_metric
-        scalars = sorted((ids[mid], mid, i) for mid, i in found.items() if ids[mid] != opcode_metric or opcode_metric in cat.scalar_metrics)
-        picked = [(mid, i) for _, mid, i in scalars] + [(mid, i) for mid, i in found.items() if ids[mid] == opcode_metric]
-        keys = tuple(_key(mid) for mid, _ in picked)
-        layout = _Layout(tuple(name for name, _, _ in scalars), tuple(len(k) for k in keys[:len(scalars)]), keys,
-                         _getter([i for _, i in picked]), len(picked) > len(scalars))
-        known[:] = [layout, *known[:3]]
-        return layout, layout.get(metrics)
+        return found, earlier
 
 
 def _scalar(v: Any) -> Any:
@@ -332,7 +368,7 @@ def _values(result: Any, wanted: _Wanted, metric_cls: Any) -> dict[str, Any]:
             layout.doubles = _Doubles.learn(layout, raws)
     out = dict(zip(layout.names, values))
     if layout.opcode:
-        _opcodes(out, metric_cls.FromString(raws[-1]), wanted.catalog)
+        _opcodes(out, metric_cls.FromString(layout.opcode_raw(raws)), wanted.catalog)
     return out
 
 
@@ -416,19 +452,24 @@ def _results(mm: Any, start: int, end: int, header: Any) -> Iterator[tuple[int, 
         raise _Untiled()
 
 
-def _damaged(path: Path, launch: int, block: int, pos: int, exc: Exception) -> ReportFormatError:
-    return ReportFormatError(f"launch {launch} in block {block} (byte {pos}) cannot be decoded ({exc}); "
-                             "the report is damaged: re-run ncu or copy the report again", path)
+class PayloadError(ReportFormatError):
+    """A launch record that frames well but does not decode as the decoder knows results: the
+    report is damaged or lays results out in a way never seen. Only ``ncu_report`` can tell: with
+    ``--reader auto`` it is asked (:func:`ncuroof.parser.read`)."""
+
+
+def _damaged(path: Path, launch: int, block: int, pos: int, exc: Exception) -> PayloadError:
+    return PayloadError(f"launch {launch} in block {block} (byte {pos}) cannot be decoded ({exc}): the report is damaged or "
+                        "lays results out in a way the built-in reader does not know; re-run ncu, or read it with --reader ncu_report", path)
 
 
 def _launches(mm: Any, path: Path, blocks: Iterator[tuple[int, int, Any, int]], wanted: _Wanted,
               launch: int) -> Iterator[tuple[int, Launch, int, int]]:
     """(launch index, :class:`Launch`, record start, record end) of the kernel launches in ``blocks``,
-    numbered from ``launch``; a damaged payload raises :class:`ReportFormatError` naming it."""
+    numbered from ``launch``, their metric names resolved in ``wanted`` (the whole report's string
+    table); a payload that does not decode raises :class:`PayloadError` naming it."""
     classes = _classes()
     for block, pos, header, start in blocks:
-        if header.HasField("strings"):
-            wanted.add_strings(header.strings.strings)
         if not header.num_results:
             continue
         try:
@@ -468,7 +509,8 @@ def iter_results(mm: Any, path: Path, catalog: Catalog) -> Iterator[Launch]:
         For a format version, value kind or structure not seen in the reports we verified.
     """
     ledger = LaunchLedger(path, mm)
-    for index, got, start, end in _launches(mm, path, _blocks(mm, path, _classes()), _Wanted(catalog), 0):
+    wanted = _Wanted.of(catalog, _plan(mm, path).strings)
+    for index, got, start, end in _launches(mm, path, _blocks(mm, path, _classes()), wanted, 0):
         ledger.add(ResultRecord(index, got.block, start, end, got.thread_id, got.seq))
         yield got
 
@@ -519,12 +561,12 @@ def read_stamps(path: str | Path) -> pd.DataFrame:
 class _Plan:
     """What one walk over a report's block headers finds: the ncu version (as
     :func:`~ncuroof.parser.ncu_rep.ncu_version` finds it: in the first non-result block header that
-    has one), the number of launches, and for each result block its byte offset, block index, the
-    launches and the strings before it; ``strings`` is the whole string table."""
+    has one), the number of launches, for each result block its byte offset, block index and first
+    launch, and ``strings``, the whole string table (every block's, in file order)."""
 
     version: str | None = None
     total: int = 0
-    marks: list[tuple[int, int, int, int]] = field(default_factory=list)
+    marks: list[tuple[int, int, int]] = field(default_factory=list)
     strings: list[bytes] = field(default_factory=list)
 
 
@@ -532,7 +574,7 @@ def _plan(mm: Any, path: Path) -> _Plan:
     plan = _Plan()
     for block, pos, header, start in _blocks(mm, path, _classes()):
         if header.num_results:
-            plan.marks.append((pos, block, plan.total, len(plan.strings)))
+            plan.marks.append((pos, block, plan.total))
             plan.total += header.num_results
         elif plan.version is None:
             m = _VERSION.search(mm, pos, start)
@@ -546,7 +588,7 @@ def _plan(mm: Any, path: Path) -> _Plan:
 class Slice:
     """The blocks of a report one process decodes: from byte ``pos`` (None: the first block) to
     byte ``stop`` (None: the end), starting with block ``block`` and launch ``launch``, with the
-    string-table entries of the blocks before."""
+    report's whole string table."""
 
     pos: int | None = None
     stop: int | None = None
@@ -558,17 +600,18 @@ class Slice:
 def _slices(plan: _Plan, processes: int) -> list[Slice]:
     """Cut the result blocks into ``processes`` slices at block boundaries; the first (decoded in
     this process while the workers start) is longer by :data:`START_LAUNCHES` per worker."""
+    strings = tuple(plan.strings)
     if processes <= 1 or len(plan.marks) < processes:
-        return [Slice()]
+        return [Slice(strings=strings)]
     head = min(START_LAUNCHES, plan.total // (2 * processes))
     first = (plan.total + (processes - 1) * head) / processes
     width = (plan.total - first) / (processes - 1)
     launches = [m[2] for m in plan.marks]
     cuts = sorted({bisect.bisect_left(launches, first + k * width) for k in range(processes - 1)} - {0, len(launches)})
     bounds = [plan.marks[i] for i in cuts]
-    out = [Slice(stop=bounds[0][0])]
-    for (pos, block, launch, n_strings), nxt in zip(bounds, [*bounds[1:], None]):
-        out.append(Slice(pos, None if nxt is None else nxt[0], block, launch, tuple(plan.strings[:n_strings])))
+    out = [Slice(stop=bounds[0][0], strings=strings)]
+    for (pos, block, launch), nxt in zip(bounds, [*bounds[1:], None]):
+        out.append(Slice(pos, None if nxt is None else nxt[0], block, launch, strings))
     return out
 
 
@@ -585,12 +628,13 @@ def decode_slice(path: Path, catalog: Catalog, part: Slice, chunk: int, version:
     frames: list[pd.DataFrame] = []
     rows: list[dict[str, Any]] = []
     records: list[tuple[int, ...]] = []
-    wanted = _Wanted(catalog)
-    wanted.add_strings(part.strings)
+    wanted = _Wanted.of(catalog, part.strings)
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm, _gc_paused():
         blocks = _blocks(mm, path, _classes(), part.pos, part.block, part.stop)
+        scans = 0
         for index, got, start, end in _launches(mm, path, blocks, wanted, part.launch):
-            records.append((index, got.block, start, end, got.thread_id, got.seq))
+            records.append((index, got.block, start, end, got.thread_id, got.seq, wanted.scans > scans))
+            scans = wanted.scans
             rows.append(launch_row(path, 0, index, got.function, got.demangled, got.nvtx, got.values, version))
             if len(rows) == chunk:
                 frames.append(launch_frame(rows))
@@ -686,8 +730,13 @@ def read_nvr(path: str | Path, catalog: Catalog, progress: Callable[[int], Calla
             advance = progress(plan.total) if progress is not None else None
             parts = workers.run(decode_slice, [(path, catalog, part, chunk, plan.version) for part in slices], advance)
         ledger = LaunchLedger(path, mm)
+        learned = []
         for _, records in parts:
             for r in records:
-                ledger.add(ResultRecord(*r))
+                ledger.add(ResultRecord(*r[:6]))
+                if r[6]:
+                    learned.append(r[0])
     frames = [frame for part_frames, _ in parts for frame in part_frames]
-    return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+    df = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+    df.attrs[LEARNED] = learned
+    return df

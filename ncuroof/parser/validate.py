@@ -25,7 +25,7 @@ __all__ = ["check_values", "roof_violations", "roof_damage", "limits"]
 _DEFAULTS: dict[str, Any] = {
     "durations_ns": ["gpu__time_duration.sum"], "min_duration_ns": 1.0, "cycle_counts": ["cycles_elapsed.avg"], "min_cycles": 1.0,
     "clock_suffix": "cycles_elapsed.avg.per_second", "max_clock_hz": 1e10, "core_clocks": ["sm__cycles_elapsed.avg.per_second"],
-    "max_value": 1e24, "unchecked_prefix": "device__attribute_", "max_roof_multiple": 100.0,
+    "max_value": 1e24, "unchecked_prefix": "device__attribute_", "max_roof_multiple": 100.0, "rate_consistency": 1e-9,
 }
 
 

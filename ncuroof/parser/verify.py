@@ -1,0 +1,223 @@
+"""Check the built-in decoder against NVIDIA's ``ncu_report`` on a sample of launches, and check a
+decoded table against itself where no second reader exists.
+
+:func:`verify` is what ``--reader auto`` runs after :func:`ncuroof.parser.nvr.read_nvr` wherever
+``ncu_report`` is installed: the first launch of every metric layout the decoder learned (see
+:data:`ncuroof.parser.nvr.LEARNED`) and :data:`SAMPLE_EXTRA` more picked with a fixed seed are cut
+out of the report into a small report of their own (file header, every block without results,
+the result blocks of the sampled launches, and the string tables of the others), which
+``ncu_report`` reads in its contained worker (:mod:`.contained`); every value ncuroof reads must
+be equal bit for bit. The check costs one worker start and a few launches, whatever the size of
+the report.
+
+:func:`check_rates` needs no second reader: ncu stores a count and its rate (``X.sum`` and
+``X.sum.per_second``) computed from one duration, so ``X.sum / X.sum.per_second`` equals
+``gpu__time_duration.sum`` (to about 1e-16 on every shared report read by ``ncu_report``; 0.9 to
+1.7 % off on the GH200 reports the decoder once misread). A launch where they differ by more than
+``[input].rate_consistency`` (``metrics/thresholds.toml``) is noted :data:`ncuroof.schema.INCONSISTENT`
+and flagged, never silently kept.
+"""
+
+from __future__ import annotations
+
+import math
+import mmap
+import struct
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..catalog import Catalog
+from ..schema import INCONSISTENT, RAW_META
+from .contained import read_launches
+from .ncu_rep import _spec
+from .nvr import _blocks, _first_block
+from .validate import limits
+from .wire import classes as _classes
+
+__all__ = ["verify", "cut_report", "sample_launches", "check_rates", "Verdict", "SAMPLE_EXTRA", "SEED"]
+
+#: Launches checked beyond the first of every learned layout.
+SAMPLE_EXTRA = 8
+#: Seed of the extra sample: the same report is always checked on the same launches.
+SEED = 20
+#: Columns of the raw table that ``ncu_report``'s worker gives under the same name.
+_NAMES = ("kernel_name", "kernel_demangled", "nvtx_range")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of :func:`verify`: the launches compared and the first difference ('' if none)."""
+
+    launches: int
+    difference: str = ""
+
+
+def sample_launches(learned: list[int], total: int, extra: int = SAMPLE_EXTRA, seed: int = SEED) -> list[int]:
+    """The launches to check: launch 0, each of ``learned`` and ``extra`` more drawn with ``seed``.
+
+    Parameters
+    ----------
+    learned : list of int
+        Launch indices (0-based, report order) where the decoder learned a metric layout.
+    total : int
+        Launches in the report.
+
+    Returns
+    -------
+    list of int
+        Sorted, distinct, all below ``total``.
+    """
+    rng = np.random.default_rng(seed)
+    drawn = rng.choice(total, size=min(extra, total), replace=False) if total else []
+    return sorted({0, *learned, *(int(i) for i in drawn)} & set(range(total)))
+
+
+def cut_report(path: Path, launches: list[int], dst: Path) -> list[int]:
+    """Write a report holding only the result blocks of ``launches`` (and everything else but results).
+
+    A dropped result block leaves its string table behind in a block of its own (as ncu writes
+    header-only blocks), so every later string keeps its index.
+
+    Parameters
+    ----------
+    path : Path
+        A framing-checked ``.ncu-rep``.
+    launches : list of int
+        Launch indices to keep (0-based, report order).
+    dst : Path
+        Where to write the cut report.
+
+    Returns
+    -------
+    list of int
+        The launch indices the cut report holds, in its order (whole blocks are kept, so a block
+        of several results brings all of them).
+    """
+    wanted, kept, parts, launch = set(launches), [], [], 0
+    header_cls = _classes()["BlockHeader"]
+    with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        parts.append(mm[:_first_block(mm, path, _classes())])
+        for _, pos, header, start in _blocks(mm, path, _classes()):
+            n = header.num_results
+            if not n or header.num_sources or wanted & set(range(launch, launch + n)):
+                parts.append(mm[pos:start + header.payload_size])
+                kept.extend(range(launch, launch + n))
+            elif header.HasField("strings") and header.strings.strings:
+                raw = header_cls(payload_size=0, strings=header.strings).SerializeToString()
+                parts.append(struct.pack("<I", len(raw)) + raw)
+            launch += n
+    dst.write_bytes(b"".join(parts))
+    return kept
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal as the raw table holds them: numbers bit for bit after float conversion, NaN as NaN."""
+    if isinstance(a, str) or isinstance(b, str) or a is None or b is None:
+        return (None if a is None or a is pd.NA else a) == (None if b is None or b is pd.NA else b)
+    x, y = float(a), float(b)
+    return (math.isnan(x) and math.isnan(y)) or struct.pack("<d", x) == struct.pack("<d", y)
+
+
+def _show(value: Any) -> str:
+    """A value of a difference, as read: text quoted, numbers in full precision, None as missing."""
+    if value is None:
+        return "missing"
+    return repr(value) if isinstance(value, str) else f"{float(value):.17g}"
+
+
+def _difference(ours: pd.DataFrame, rows: list[dict[str, Any]], kept: list[int]) -> str:
+    """The first value where the decoder's table and ``ncu_report``'s launch dicts differ ('' if none)."""
+    if len(rows) != len(kept):
+        return f"ncu_report reads {len(rows)} launches in the sample, the decoder {len(kept)}"
+    metrics = [c for c in ours.columns if c not in RAW_META]
+    for launch, row in zip(kept, rows):
+        mine = ours.iloc[launch]
+        for name in (*_NAMES, *metrics, *(k for k in row if k not in ours.columns and not k.startswith("_"))):
+            theirs = row.get(name, math.nan if name not in _NAMES else None)
+            if name == "device__attribute_display_name":
+                continue  # moved to device_name by launch_row in both readers
+            value = mine.get(name, math.nan)
+            value = None if value is pd.NA else value
+            if not _same(value, theirs):
+                return f"launch {launch}: {name} is {_show(value)} decoded, {_show(theirs)} in ncu_report"
+    return ""
+
+
+def verify(path: Path, ours: pd.DataFrame, catalog: Catalog, learned: list[int]) -> Verdict:
+    """Compare the decoder's raw table with ``ncu_report`` on a sample of launches.
+
+    Parameters
+    ----------
+    path : Path
+        The report the decoder read.
+    ours : DataFrame
+        The decoder's raw table of it (:func:`ncuroof.parser.nvr.read_nvr`), one row per launch
+        in report order.
+    catalog : Catalog
+        Which metrics were read.
+    learned : list of int
+        The launches where the decoder learned a layout.
+
+    Returns
+    -------
+    Verdict
+        The number of launches compared and the first difference ('' when all agree).
+
+    Raises
+    ------
+    ReportFormatError
+        If ``ncu_report`` cannot read the cut report.
+    MissingModuleError
+        If ``ncu_report`` is not installed.
+    """
+    with tempfile.TemporaryDirectory(prefix="ncuroof-verify-") as tmp:
+        cut = Path(tmp) / "sample.ncu-rep"
+        kept = cut_report(path, sample_launches(learned, len(ours)), cut)
+        rows = read_launches(cut, _spec(catalog))
+    return Verdict(len(kept), _difference(ours, rows, kept))
+
+
+def check_rates(raw: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
+    """Note the launches whose counts and rates do not share ncu's duration.
+
+    Parameters
+    ----------
+    raw : DataFrame
+        A decoded raw table (metric columns in ncu base units: ns, counts, count/s).
+    catalog : Catalog
+        ``[input].rate_consistency`` (relative tolerance) and ``durations_ns`` in ``metrics/thresholds.toml``.
+
+    Returns
+    -------
+    DataFrame
+        ``raw`` with ``input_notes`` starting with :data:`ncuroof.schema.INCONSISTENT` on each
+        launch where ``X.sum / X.sum.per_second × 1e9`` differs from ``gpu__time_duration.sum``
+        (ns) by more than the tolerance, naming the worst pair.
+    """
+    lim = limits(catalog)
+    duration = lim["durations_ns"][0]
+    pairs = [c for c in raw.columns if c.endswith(".sum") and f"{c}.per_second" in raw.columns]
+    if duration not in raw.columns or not pairs:
+        return raw
+    d = raw[duration].to_numpy(float)
+    worst, which = np.zeros(len(raw)), np.full(len(raw), "", dtype=object)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for c in pairs:
+            count, rate = raw[c].to_numpy(float), raw[f"{c}.per_second"].to_numpy(float)
+            rel = np.abs(count / rate * 1e9 - d) / d
+            rel[~((count > 0) & (rate > 0) & (d > 0) & np.isfinite(rel))] = 0.0
+            hit = rel > worst
+            worst[hit], which[hit] = rel[hit], c
+    for i in np.flatnonzero(worst > float(lim["rate_consistency"])):
+        c = which[i]
+        text = (f"{INCONSISTENT}: {c} / {c}.per_second is {raw.at[i, c] / raw.at[i, c + '.per_second'] * 1e9:.6g} ns but "
+                f"{duration} is {d[i]:.6g} ns ({worst[i]:.2%} apart): the reader may have misread this launch; "
+                "check it with --reader ncu_report")
+        old = raw.at[i, "input_notes"]
+        raw.at[i, "input_notes"] = f"{text}; {old}" if isinstance(old, str) and old else text
+    return raw
