@@ -496,7 +496,7 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
         k[f"{lv}_definition"] = levels[lv].definition
     _report_roofs(k, work, levels, tpaths)
     k["ncu_version"] = raw["ncu_version"]
-    k["reader"] = raw["reader"]
+    k["reader"] = raw["reader"] if "reader" in raw.columns else None
     k["status"] = _status_and_notes(raw, k, cat, time, work, levels, notes)
     _later_columns(k)
     k["notes"] = notes

@@ -12,7 +12,7 @@ import pandas as pd
 
 from . import collector, fmt
 
-__all__ = ["collection_text", "collection_warnings", "clock_text", "roof_sources", "csv_limits", "page_meta", "as_paths"]
+__all__ = ["collection_text", "collection_warnings", "clock_text", "roof_sources", "readers", "csv_limits", "page_meta", "as_paths"]
 
 PathLike = str | Path
 
@@ -85,6 +85,13 @@ def roof_sources(kernels: pd.DataFrame) -> str:
     return "; ".join(parts) or "none: the input has no peak_sustained metrics and no datasheet entry matched (use --gpu)"
 
 
+def readers(kernels: pd.DataFrame) -> str:
+    """One line saying what read the values and whether they were verified (the ``reader`` column:
+    ncuroof's decoder checked against ``ncu_report`` on a sample, ``ncu_report`` and why, or CSV)."""
+    col = kernels["reader"] if "reader" in kernels.columns else pd.Series(dtype=object)
+    return "; ".join(dict.fromkeys(col.dropna().astype(str))) or "not recorded (a table saved before ncuroof named its reader)"
+
+
 def csv_limits(kernels: pd.DataFrame, inputs: Sequence[PathLike]) -> str | None:
     """What the CSV inputs could not carry, in one line, or None when no input is a CSV."""
     if not any(Path(p).suffix.lower() in (".csv", ".txt", ".log") for p in inputs):
@@ -129,6 +136,7 @@ def page_meta(kernels: pd.DataFrame, inputs: Sequence[Path]) -> dict[str, str]:
         "clocks": clock_text(kernels),
         "collected with": collection_text(inputs),
         "roofs": roof_sources(kernels),
+        "read by": readers(kernels),
     }
     limits = csv_limits(kernels, inputs)
     return meta | ({"CSV input": limits} if limits else {})

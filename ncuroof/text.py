@@ -35,6 +35,7 @@ def _findings(result: Any) -> list[str]:
     if result.what_if is not None:
         lines += [f"what-if {r.kernel_label}: {r.change}" for r in result.what_if.itertuples(index=False)]
     lines.append(f"roofs: {provenance.roof_sources(k)}")
+    lines.append(f"read by: {provenance.readers(k)}")
     limits = provenance.csv_limits(k, result.analysis.inputs)
     if limits:
         lines.append(f"note: {limits}")

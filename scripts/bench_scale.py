@@ -10,7 +10,9 @@ reading, through ncu_report alone, exactly the metrics ncuroof reads (``bench_an
 in a subprocess of its own. Targets (issue 12, 2 cores): 100,000 launches end to end in at most
 0.1 x floor per launch x launches, with peak RSS at most 1 GB; time per launch flat. The fixed
 cost of one run (starting Python, importing, writing a page: ``analyze`` of the source report
-itself) is measured too, and the time per launch is also given without it (``marginal``).
+itself) is measured too, and the time per launch is also given without it (``marginal``). The
+``verify`` column is the part of the wall time that ``--reader auto`` spends checking the decoder
+against ncu_report on a sample of launches (``ncuroof.parser.verify``), measured alone.
 
     .venv/bin/python scripts/bench_scale.py [--report R] [--sizes 1000 10000 100000] [--profile]
 
@@ -35,6 +37,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_big_report import make_big_report  # noqa: E402
 
 ENV = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+# The sample check of --reader auto alone (issue 20): cut the sampled launches out, read them through ncu_report.
+VERIFY = ("import sys, time; from pathlib import Path; from ncuroof import catalog; from ncuroof.parser import nvr, verify; "
+          "c = catalog.load(); p = Path(sys.argv[1]); df = nvr.read_nvr(p, c); t = time.perf_counter(); "
+          "v = verify.against_ncu_report(p, df, c, df.attrs[nvr.LEARNED]); print(v.launches, time.perf_counter() - t, repr(v.difference))")
 FLOOR = ("import sys, time; sys.path.insert(0, sys.argv[2]); from bench_analyze import floor; "
          "t = time.perf_counter(); n = floor(__import__('pathlib').Path(sys.argv[1])); print(n, time.perf_counter() - t)")
 def _tree_rss(pid: int) -> int:
@@ -86,6 +92,15 @@ def floor_per_launch(report: Path, launches: int) -> float:
     return float(seconds) / launches
 
 
+def verify_cost(report: Path) -> tuple[int, float]:
+    """(launches compared, seconds) of the sample check against ncu_report, which must agree."""
+    _, _, out = run_measured([sys.executable, "-c", VERIFY, str(report)])
+    n, seconds, difference = out.split(maxsplit=2)
+    if difference.strip() != "''":
+        raise SystemExit(f"the decoder differs from ncu_report on {report}: {difference}")
+    return int(n), float(seconds)
+
+
 def profile(report: Path, tmp: Path) -> None:
     """Where the time of ``analyze`` goes, stage by stage (``scripts/stage_times.py``: wall clock)."""
     proc = subprocess.run([sys.executable, str(Path(__file__).with_name("stage_times.py")), "analyze", str(report), "-o",
@@ -105,19 +120,22 @@ def main() -> int:
         tmp = Path(d)
         print(f"source {args.report.name}; {os.cpu_count()} cores")
         fixed, _, _ = run_measured([sys.executable, "-m", "ncuroof", "analyze", str(args.report), "-o", str(tmp / "out0"), "-q"])
-        print(f"fixed cost (analyze of the source report itself): {fixed:.2f} s")
-        print(f"{'launches':>9} {'file MB':>8} {'wall s':>7} {'ms/launch':>9} {'marginal':>9} {'peak RSS MB':>11} {'floor ms/launch':>15}")
+        checked, cost = verify_cost(args.report)
+        print(f"fixed cost (analyze of the source report itself): {fixed:.2f} s, of which verify {cost:.2f} s ({checked} launches)")
+        print(f"{'launches':>9} {'file MB':>8} {'wall s':>7} {'ms/launch':>9} {'marginal':>9} {'peak RSS MB':>11} {'floor ms/launch':>15} "
+              f"{'verify s':>9}")
         rows = []
         for n in args.sizes:
             big = tmp / f"big{n}.ncu-rep"
             make_big_report(args.report, big, n)
             wall, rss, _ = run_measured([sys.executable, "-m", "ncuroof", "analyze", str(big), "-o", str(tmp / "out"), "-q"])
+            checked, cost = verify_cost(big)
             fl = floor_per_launch(big, n) if n in args.floor_sizes else None
             if fl is not None:
                 floors.append(fl)
             rows.append((n, wall, rss))
             print(f"{n:>9} {big.stat().st_size / 1e6:>8.0f} {wall:>7.2f} {wall / n * 1e3:>9.3f} {(wall - fixed) / n * 1e3:>9.3f} {rss / 2**20:>11.0f} "
-                  f"{'' if fl is None else f'{fl * 1e3:.3f}':>15}")
+                  f"{'' if fl is None else f'{fl * 1e3:.3f}':>15} {cost:>6.2f} ({checked})")
             if n != max(args.sizes) or not args.profile:
                 big.unlink()
         if floors:

@@ -26,6 +26,10 @@ PROVENANCE = {
     "accelsim-test__algo23_profile.ncu-rep": (1, "2025.2.1.0"),
     "alife_cuda__profile_output.ncu-rep": (143, "2023.3.1.0"),
     "cs599k__2025-04-21-vector-based.ncu-rep": (3, "2025.1.0.0"),
+    "cs599k__2025-04-21-77_06-MT.ncu-rep": (3, "2025.1.0.0"),
+    "cs599k__rms_norm_triton_looping.ncu-rep": (1, "2025.1.0.0"),
+    "cs599k__silu-2025-04-18-v1.ncu-rep": (1, "2025.1.0.0"),
+    "cs599k__silu-2025-04-19-v1.ncu-rep": (3, "2025.1.0.0"),
     "cutlass-panjd123__4f3955ed3c_report.ncu-rep": (3, "2024.1.1.0"),
     "cutlass-panjd123__4fb3ff3f6a_report-s8.ncu-rep": (2, "2024.1.1.0"),
     "gene-pop2020__time-dram_dzv_ak_ncuroof-time-0.ncu-rep": (4, None),  # ncu 2020.1 stores no version text

@@ -25,7 +25,7 @@ from .merge import apply_session, merge
 from .ncu_rep import MAGIC, read_ncu_rep
 from .nvr import LEARNED, PayloadError, UnsupportedReport, read_nvr
 from .validate import check_values
-from .verify import check_rates, verify
+from .verify import against_ncu_report, check_rates
 
 
 def have_ncu_report() -> bool:
@@ -69,7 +69,7 @@ def _read_report(path: Path, catalog: Catalog, progress: Any, reader: str) -> pd
     """A ``.ncu-rep`` through the chosen reader, its ``reader`` column saying which and why.
 
     ``auto`` reads with the decoder, then checks it against ``ncu_report`` on a sample
-    (:func:`.verify.verify`) wherever that is installed, and reads the whole report with
+    (:func:`.verify.against_ncu_report`) wherever that is installed, and reads the whole report with
     ``ncu_report`` when the decoder meets something it was not verified on, when a launch does
     not decode as it knows results (a damaged report only if ``ncu_report`` fails on it too), or
     when the sample differs. Decoded tables are checked for counts and rates that disagree on
@@ -92,7 +92,7 @@ def _read_report(path: Path, catalog: Catalog, progress: Any, reader: str) -> pd
     if reader == "fast" or not have_ncu_report():
         why = "--reader fast" if reader == "fast" else "ncu_report is not installed on this host"
         return _by(check_rates(df, catalog), f"ncuroof decoder, not verified against ncu_report ({why}); counts checked against rates")
-    verdict = verify(path, df, catalog, learned)
+    verdict = against_ncu_report(path, df, catalog, learned)
     if verdict.difference:
         return _by(read_ncu_rep(path, catalog, progress), f"ncu_report (the built-in decoder differed from it: {verdict.difference})")
     return _by(check_rates(df, catalog), f"ncuroof decoder, verified against ncu_report on {verdict.launches} of {len(df)} launches")

@@ -1,7 +1,7 @@
 """Check the built-in decoder against NVIDIA's ``ncu_report`` on a sample of launches, and check a
 decoded table against itself where no second reader exists.
 
-:func:`verify` is what ``--reader auto`` runs after :func:`ncuroof.parser.nvr.read_nvr` wherever
+:func:`against_ncu_report` is what ``--reader auto`` runs after :func:`ncuroof.parser.nvr.read_nvr` wherever
 ``ncu_report`` is installed: the first launch of every metric layout the decoder learned (see
 :data:`ncuroof.parser.nvr.LEARNED`) and :data:`SAMPLE_EXTRA` more picked with a fixed seed are cut
 out of the report into a small report of their own (file header, every block without results,
@@ -39,7 +39,7 @@ from .nvr import _blocks, _first_block
 from .validate import limits
 from .wire import classes as _classes
 
-__all__ = ["verify", "cut_report", "sample_launches", "check_rates", "Verdict", "SAMPLE_EXTRA", "SEED"]
+__all__ = ["against_ncu_report", "cut_report", "sample_launches", "check_rates", "Verdict", "SAMPLE_EXTRA", "SEED"]
 
 #: Launches checked beyond the first of every learned layout.
 SAMPLE_EXTRA = 8
@@ -51,7 +51,7 @@ _NAMES = ("kernel_name", "kernel_demangled", "nvtx_range")
 
 @dataclass(frozen=True)
 class Verdict:
-    """The outcome of :func:`verify`: the launches compared and the first difference ('' if none)."""
+    """The outcome of :func:`against_ncu_report`: the launches compared and the first difference ('' if none)."""
 
     launches: int
     difference: str = ""
@@ -148,7 +148,7 @@ def _difference(ours: pd.DataFrame, rows: list[dict[str, Any]], kept: list[int])
     return ""
 
 
-def verify(path: Path, ours: pd.DataFrame, catalog: Catalog, learned: list[int]) -> Verdict:
+def against_ncu_report(path: Path, ours: pd.DataFrame, catalog: Catalog, learned: list[int]) -> Verdict:
     """Compare the decoder's raw table with ``ncu_report`` on a sample of launches.
 
     Parameters
