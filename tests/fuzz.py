@@ -35,10 +35,10 @@ SHARED = REPO.parent / "shared" / "fixtures"
 #: Small reports (fast to decode) that cover ncu 2020-2025 and NVTX.
 REPORTS = ("nsight-training__manual_nvtx.ncu-rep", "RooflineAnalysis_On_NVIDIA_GPU__output0.ncu-rep",
            "gene-pop2020__time-flops_dzv_ak_ncuroof-time-0.ncu-rep", "ESMM-Research__profile_output.ncu-rep")
-#: CSV exports: details page (old and new ncu), raw page with and without units.
+#: CSV exports: details page (old and new ncu), raw page with and without units, two runs written into one file.
 CSVS = ("ESMM-Research__metrics.csv", "GPU-Roofline-Profiler__saxpy.csv", "RooflineAnalysis_On_NVIDIA_GPU__output0.csv",
         "accelsim-test__algo23_details.csv", "accelsim-test__algo23_raw.csv", "llm-perf-opt__kernel_0001_ncu.metrics.csv",
-        "gene-pop2020__time-flops_dzv_ak_ncuroof-time-0.csv")
+        "gene-pop2020__time-flops_dzv_ak_ncuroof-time-0.csv", "gene-pop2020__out_nvroof_ncuroof_region-dgdxy-1.csv")
 #: Columns of kernels.csv whose values the "no silent zero / non-finite" check compares.
 VALUE_COLUMNS = ("time_s", "sm_clock_hz", "fp64_flop", "fp32_flop", "fp16_flop", "dram_bytes", "l2_bytes", "l1_bytes",
                  "fp64_flop_per_s", "fp32_flop_per_s", "dram_bytes_per_s", "l2_bytes_per_s")

@@ -29,6 +29,7 @@ LAUNCHES = {
     "cuda-roofline__output.csv": 11,
     "gene-pop2020__time-dram_dzv_ak_ncuroof-time-0.csv": 4,
     "gene-pop2020__time-flops_dzv_ak_ncuroof-time-0.csv": 4,
+    "gene-pop2020__out_nvroof_ncuroof_region-dgdxy-1.csv": 8,  # IDs 0-7, each once per process (two runs)
     "llm-perf-opt__kernel_0001_ncu.metrics.csv": 1,
 }
 
@@ -47,12 +48,13 @@ LABELS = {"Duration": "gpu__time_duration.sum", "Memory Throughput": "gpu__compu
           "Block Size": "launch__block_size", "Grid Size": "launch__grid_size"}
 
 
-def independent_rows(name: str) -> tuple[str, list[dict[str, str]], list[str] | None]:
-    """Parse an export with the stdlib only: (page, rows as dicts, units row or None)."""
-    text = shared(name).read_bytes().decode("utf-8").lstrip("\ufeff")
+def independent_rows(name: str | Path) -> tuple[str, list[dict[str, str]], list[str] | None]:
+    """Parse an export (a shared fixture's name or a path) with the stdlib only: (page, rows as
+    dicts, units row or None). A header line repeated by ``cat`` is dropped."""
+    text = (name if isinstance(name, Path) else shared(name)).read_bytes().decode("utf-8").lstrip("\ufeff")
     lines = text.splitlines()
     start = next(i for i, line in enumerate(lines) if line.lstrip("\ufeff").startswith('"ID","Process ID"'))
-    body = [lines[start]] + [line for line in lines[start + 1:] if line.startswith('"')]
+    body = [lines[start]] + [line for line in lines[start + 1:] if line.startswith('"') and line != lines[start]]
     rows = list(csv.reader(io.StringIO("\n".join(body))))
     header = rows[0]
     if "Metric Name" in header:
@@ -340,7 +342,7 @@ def test_merge_refuses_runs_that_do_not_line_up(tmp_path: Path) -> None:
     assert "launch 1 is 'other' here but 'k2' there" in proc.stderr
     proc = run("analyze", str(a), str(c), "-o", str(tmp_path / "out"))
     assert_clean_failure(proc, c, tmp_path / "out")
-    assert "2 launches and this file 1" in proc.stderr
+    assert "2 launches and this one 1" in proc.stderr
     # --stack keeps unrelated inputs side by side.
     proc = run("analyze", str(a), str(c), "--stack", "-q", "-o", str(tmp_path / "out"))
     assert proc.returncode == 0, proc.stderr
@@ -356,3 +358,158 @@ def test_session_page_for_another_gpu_is_refused(tmp_path: Path, cat) -> None:
     session.write_text(shared("accelsim-test__algo23_session.csv").read_text().replace('"display_name","NVIDIA B200"', '"display_name","NVIDIA H100 PCIe"'))
     with pytest.raises(InputError, match="session page of a run on NVIDIA H100 PCIe"):
         read_many([raw, session], cat)
+
+
+# --- two runs written into one file; kernel names of any length ---------------------------------
+
+GENE_JOINED = "gene-pop2020__out_nvroof_ncuroof_region-dgdxy-1.csv"
+GENE_PAIR = "gene-pop2020__time-{}_dzv_ak_ncuroof-time-0.csv"
+
+
+def split_by_process(path: Path, outdir: Path) -> list[Path]:
+    """Write the rows of each process ID of a details export to its own file, with the same header,
+    in the order the processes first appear (the stdlib csv module, not ncuroof's reader)."""
+    _, rows, _ = independent_rows(path)
+    header = list(rows[0].keys())
+    parts: dict[str, list[dict[str, str]]] = {}
+    for r in rows:
+        parts.setdefault(r["Process ID"], []).append(r)
+    out = []
+    for pid, part in parts.items():
+        f = outdir / f"process-{pid}.csv"
+        with f.open("w", newline="") as fh:
+            w = csv.DictWriter(fh, header, quoting=csv.QUOTE_ALL, lineterminator="\n")
+            w.writeheader()
+            w.writerows(part)
+        out.append(f)
+    return out
+
+
+def assert_same_tables(one_file: Path, halves: list[Path]) -> pd.DataFrame:
+    """The kernels and points tables of ``one_file`` equal those of ``halves`` merged as files, but
+    for ``source`` and the note that says the runs were joined; returns the one-file kernels table."""
+    import ncuroof
+
+    a = ncuroof.load(one_file, gpu="v100-sxm2")
+    b = ncuroof.load(halves, gpu="v100-sxm2")
+    assert len(a) == len(b) > 0
+    pids = [h.stem.removeprefix("process-") for h in halves]
+    joined = f"{len(halves)} ncu runs of the same launches (processes {', '.join(pids)}) written one after the other into this file"
+    for i in range(len(a)):
+        notes = [n for n in a.loc[i, "notes"] if not n.startswith(joined)]
+        assert len(notes) == len(a.loc[i, "notes"]) - 1, a.loc[i, "notes"]
+        for pid, half in zip(pids, halves):  # the merge names the run a value came from
+            notes = [n.replace(f"{one_file.name} (process {pid})", half.name) for n in notes]
+        assert notes == b.loc[i, "notes"]
+    assert (a["source"] == str(one_file)).all()
+    rest = [c for c in a.columns if c not in ("source", "notes")]
+    pd.testing.assert_frame_equal(a[rest], b[rest])
+    pa, pb = ncuroof.points(a), ncuroof.points(b)
+    pd.testing.assert_frame_equal(pa.drop(columns="source"), pb.drop(columns="source"))
+    return a
+
+
+def test_two_runs_written_into_one_file_equal_their_halves_as_two_files(tmp_path: Path) -> None:
+    """The GENE authors' file: IDs 0-7 once per process, time and DRAM bytes from one run, FP64
+    op counts from the other; the same numbers as its two halves passed as two files, and each
+    value recomputed here from the file's cells."""
+    path = shared(GENE_JOINED)
+    halves = split_by_process(path, tmp_path)
+    assert [h.name for h in halves] == ["process-85801.csv", "process-127605.csv"]
+    k = assert_same_tables(path, halves).set_index("launch_id")
+    _, rows, _ = independent_rows(path)
+    cells: dict[int, dict[str, float]] = {}
+    for r in rows:
+        cells.setdefault(int(r["ID"]), {})[r["Metric Name"]] = number(r["Metric Value"])
+    op = "sm__sass_thread_inst_executed_op_{}_pred_on.sum"
+    assert sorted(cells) == list(range(8)) == sorted(k.index)
+    for launch, m in cells.items():
+        assert k.loc[launch, "fp64_flop"] == m[op.format("dadd")] + m[op.format("dmul")] + 2 * m[op.format("dfma")]
+        assert k.loc[launch, "dram_bytes"] == m["dram__bytes.sum"]
+        assert k.loc[launch, "time_s"] == pytest.approx(m["sm__cycles_elapsed.avg"] / m["sm__cycles_elapsed.avg.per_second"], rel=1e-12)
+    # By hand from the cells: launch 0 (ij_deriv_kernel) 0 + 55,050,240 + 2 x 137,625,600 FP64 operations
+    # in 1,209,252.43 cycles at 1,309,394,950.84 cycles/s; launch 1 (add_i_col_times_ij_block_kernel) 4 x 27,525,120.
+    assert k.loc[0, "kernel_name"] == "ij_deriv_kernel" and k.loc[1, "kernel_name"] == "add_i_col_times_ij_block_kernel"
+    assert k.loc[0, "fp64_flop"] == 330_301_440 and k.loc[1, "fp64_flop"] == 110_100_480
+    assert k.loc[0, "dram_bytes"] == 690_960_320 and k.loc[7, "dram_bytes"] == 891_799_648
+    assert k.loc[0, "time_s"] == pytest.approx(9.23519e-4, rel=1e-5)
+
+
+@pytest.mark.parametrize("order", [("dram", "flops"), ("flops", "dram")])
+@pytest.mark.parametrize("repeat_header", [True, False])
+def test_separate_gene_exports_concatenated_equal_the_two_files(tmp_path: Path, order: tuple[str, str], repeat_header: bool) -> None:
+    """The time-dram and time-flops exports written into one file (``cat``, or without the second
+    header as the GENE authors did): both carry sm__cycles_elapsed.avg, and, as for two files, it
+    is taken from the run without SASS-patched metrics whichever comes first."""
+    first, second = (shared(GENE_PAIR.format(x)).read_text() for x in order)
+    one = tmp_path / "concatenated.csv"
+    one.write_text(first + (second if repeat_header else second.split("\n", 1)[1]))
+    halves = [tmp_path / f"process-{ {'dram': 169988, 'flops': 6242}[x]}.csv" for x in order]  # the files' process IDs
+    for x, half in zip(order, halves):
+        half.write_text(shared(GENE_PAIR.format(x)).read_text())
+    k = assert_same_tables(one, halves)
+    _, rows, _ = independent_rows(GENE_PAIR.format("dram"))
+    m = {(int(r["ID"]), r["Metric Name"]): number(r["Metric Value"]) for r in rows}
+    for i in range(4):
+        t = m[(i, "sm__cycles_elapsed.avg")] / m[(i, "sm__cycles_elapsed.avg.per_second")]
+        assert k.loc[i, "time_s"] == pytest.approx(t, rel=1e-12) and 0.001 < t < 0.0013  # the FLOP run took ~0.11 s
+        assert "SASS-patched" in cell_text("notes", k.loc[i, "notes"])
+    assert (k["fp64_flop"] == 27_525_120 + 2 * 330_301_440).all()  # dmul + 2 dfma, every launch of the FLOP run
+
+
+def _rewrite(name: str, tmp_path: Path, edit) -> Path:
+    lines = shared(name).read_text().splitlines(keepends=True)
+    out = tmp_path / "edited.csv"
+    out.write_text("".join(edit(line) for line in lines))
+    return out
+
+
+@pytest.mark.parametrize("edit,needle", [
+    (lambda ln: '"5"' + ln[3:] if ln.startswith('"7","127605"') else ln, "launch ID 5 is repeated in process 127605"),
+    (lambda ln: ln.replace("add_i_col_", "other_") if ln.startswith('"1","127605"') else ln,
+     "launch 1 is 'other_times_ij_block_kernel' here but 'add_i_col_times_ij_block_kernel' there"),
+    (lambda ln: "" if ln.startswith('"7","127605"') else ln, "it has 8 launches and this one 7"),
+])
+def test_runs_in_one_file_that_do_not_line_up_are_refused(tmp_path: Path, edit, needle: str) -> None:
+    """A launch ID repeated within one process is two launches sharing an ID (refused as before);
+    processes whose launches differ are not two runs of the same launches."""
+    from test_bad_input import assert_clean_failure, run
+
+    path = _rewrite(GENE_JOINED, tmp_path, edit)
+    proc = run("analyze", str(path), "-o", str(tmp_path / "out"))
+    assert_clean_failure(proc, path, tmp_path / "out")
+    assert needle in proc.stderr
+
+
+def test_kernel_names_of_any_length(tmp_path: Path, cat) -> None:
+    """A 300 KiB kernel name (deep expression templates) on the first and the last launch: read whole,
+    the values unchanged; cut inside the name, the file is still called truncated."""
+    from test_bad_input import assert_clean_failure, run
+
+    from ncuroof.parser import read
+    from ncuroof.parser.csv import read_session
+
+    name = "ESMM-Research__metrics.csv"
+    long = "void gt::detail::kernel_assign_6<" + "gt::gfunction<gt::ops::plus, " * 11_000 + "double" + ">" * 11_000 + ">(int)"
+    assert len(long) > 300 * 1024
+    first, last = "basic(int, int, int, const float *, const float *, float *)", "ampere_sgemm_128x64_nn"
+    path = tmp_path / "long.csv"
+    path.write_text(shared(name).read_text().replace(first, long).replace(f'"{last}"', f'"{long}"'))
+    raw, ref = read(path, cat), read(shared(name), cat)
+    renamed = ref["kernel_demangled"].isin([first, last])
+    assert list(renamed[renamed].index) == [0, 7, 8]  # ampere_sgemm_128x64_nn ran twice, last
+    assert (raw.loc[renamed, "kernel_demangled"] == long).all() and (raw.loc[renamed, "kernel_name"] == "kernel_assign_6").all()
+    assert (raw.loc[~renamed, "kernel_demangled"] == ref.loc[~renamed, "kernel_demangled"]).all()
+    metrics = [c for c in ref.columns if "__" in c]
+    pd.testing.assert_frame_equal(raw[metrics], ref[metrics])
+    proc = run("analyze", str(path), "-q", "-o", str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stderr
+    assert (pd.read_csv(tmp_path / "out" / "kernels.csv")["kernel_demangled"].str.len() == len(long)).sum() == 3
+    cut = tmp_path / "cut.csv"
+    cut.write_bytes(path.read_bytes()[:-len(long) // 2])  # inside the last launch's name
+    proc = run("analyze", str(cut), "-o", str(tmp_path / "out2"))
+    assert_clean_failure(proc, cut, tmp_path / "out2")
+    assert "truncated" in proc.stderr
+    session = tmp_path / "session.csv"
+    session.write_text(shared("accelsim-test__algo23_session.csv").read_text().replace('"NVIDIA B200"', f'"{long}"'))
+    assert read_session(session).device_name == long

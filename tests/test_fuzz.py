@@ -30,8 +30,8 @@ from ncuroof.parser.contained import read_launches
 from ncuroof.parser.validate import check_values, roof_violations
 from ncuroof.report import write_outputs
 
-#: One case per family and fixture in CI (~110 cases, ~1 min on 2 cores); NCUROOF_FUZZ_PER=3 runs what
-#: scripts/fuzz_report.py counts (~270 cases).
+#: One case per family and fixture in CI (~120 cases, ~1 min on 2 cores); NCUROOF_FUZZ_PER=3 runs what
+#: scripts/fuzz_report.py counts (~280 cases).
 PER = int(os.environ.get("NCUROOF_FUZZ_PER", "1"))
 CASES = fuzz.all_cases(seed=14, per_report=PER, per_csv=PER) if fuzz.SHARED.is_dir() else []
 

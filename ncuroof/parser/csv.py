@@ -22,6 +22,11 @@ refused. ``n/a`` is missing (NaN, named in the launch's ``input_notes``), never 
 separators, quoted numbers, a UTF-8 BOM and lines that are not CSV rows (the profiled program's
 output, ``==PROF==``/``==WARNING==``/``==ERROR==``) before or between the rows are handled; ncu's
 own warnings and errors are kept in ``input_notes``.
+
+A details page whose launch IDs repeat across process IDs holds the exports of several ncu runs of
+the same launches written one after the other (the NERSC/GENE two-run workflow in one file): each
+process's rows are read as one file and the runs joined as the files of one run are
+(:func:`ncuroof.parser.merge.merge`). A launch ID repeated within one process is refused.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ import pandas as pd
 
 from ..catalog import Catalog, CsvRules, load_csv_rules
 from ..errors import InputError, ReportFormatError
+from .merge import merge
 
 __all__ = ["read_csv", "read_session", "sniff", "function_name", "Session"]
 
@@ -112,7 +118,7 @@ def sniff(path: Path) -> str:
             end = mm.find(b"\n", m.start())
             if end < 0 and mm.find(b"\r", m.start()) >= 0:
                 raise _cr_only(path)
-            header = next(csv.reader([mm[m.start():end if end >= 0 else len(mm)].decode("utf-8", "replace").lstrip("\ufeff")]))
+            header = _cells(mm[m.start():end if end >= 0 else len(mm)].decode("utf-8", "replace").lstrip("\ufeff"))
     return "details" if "Metric Name" in header and "Metric Value" in header else "raw"
 
 
@@ -133,7 +139,7 @@ def _no_header(mm: Any, path: Path) -> InputError:
     if mm.find(b"\n", 0, 1 << 16) < 0 and mm.find(b"\r", 0, 1 << 16) >= 0:
         return _cr_only(path)
     for m in _OUT_OF_ORDER.finditer(mm):
-        cells = next(csv.reader([m.group(0).decode("utf-8", "replace").lstrip("\ufeff")]), [])
+        cells = _cells(m.group(0).decode("utf-8", "replace").lstrip("\ufeff"))
         if "ID" in cells and "Process ID" in cells:
             return InputError(
                 f"has its columns out of order: ncu writes \"ID\",\"Process ID\" first, this header starts "
@@ -196,7 +202,23 @@ def _open_rows(path: Path, usecols: Any) -> pd.DataFrame:
 
 
 def _cell_count(line: bytes) -> int:
-    return len(next(csv.reader([line.decode("utf-8", "replace").rstrip("\r")]), []))
+    return len(_cells(line.decode("utf-8", "replace").rstrip("\r")))
+
+
+def _rows(text: str) -> list[list[str]]:
+    """The CSV rows of ``text``, with cells of any length: kernel names of deep expression templates
+    exceed the csv module's default field limit (128 KiB), which is raised for this call only."""
+    limit = csv.field_size_limit()
+    csv.field_size_limit(max(limit, len(text) + 1))
+    try:
+        return list(csv.reader(io.StringIO(text)))
+    finally:
+        csv.field_size_limit(limit)
+
+
+def _cells(line: str) -> list[str]:
+    """The cells of one CSV line (see :func:`_rows`)."""
+    return next(iter(_rows(line)), [])
 
 
 def _ncu_messages(path: Path) -> list[str]:
@@ -312,8 +334,9 @@ def _check_launch_rows(rows: pd.DataFrame, path: Path) -> None:
     twice = rows[rows.duplicated(key)]
     if len(repeated) or len(twice):
         launch = repeated.iloc[0] if len(repeated) else twice["ID"].iloc[0]
-        raise InputError(f"launch ID {launch} is repeated: its rows appear twice (two launches share the ID); the export is "
-                         "damaged or joined from two exports: export it again from the report", path)
+        pid = f" in process {rows['Process ID'].iloc[0]}" if "Process ID" in rows.columns and rows["Process ID"].nunique() == 1 else ""
+        raise InputError(f"launch ID {launch} is repeated{pid}: its rows appear twice (two launches share the ID); the export "
+                         "is damaged or joined from two exports: export it again from the report", path)
     sizes = np.diff(np.r_[starts, len(ids)])
     kernels = rows["Kernel Name"].to_numpy(dtype=object)[starts]
     same = sizes[:-1][kernels[:-1] == kernels[-1]]
@@ -322,13 +345,48 @@ def _check_launch_rows(rows: pd.DataFrame, path: Path) -> None:
                                 f"at least {same.min()}; the export is truncated: export it again", path)
 
 
-def _read_details(path: Path, catalog: Catalog, rules: CsvRules, notes: list[str]) -> pd.DataFrame:
-    cols = ["ID", "Kernel Name", "Block Size", "Grid Size", "CC", "Section Name", "Metric Name", "Metric Unit", "Metric Value"]
+def _details_rows(path: Path) -> pd.DataFrame:
+    """The metric rows of a details page; a repeated header row (two exports written into one file
+    with ``cat``) is dropped."""
+    cols = ["ID", "Process ID", "Kernel Name", "Block Size", "Grid Size", "CC", "Section Name", "Metric Name",
+            "Metric Unit", "Metric Value"]
     rows = _open_rows(path, lambda c: c in cols)
     for c in ("ID", "Kernel Name", "Metric Name", "Metric Unit", "Metric Value"):
         if c not in rows.columns:
             raise InputError(f"details-page CSV without a {c!r} column; export it again with ncu --csv --page details", path)
-    rows = rows[rows["Metric Name"] != ""]
+    header = rows["ID"].to_numpy(dtype=object) == "ID"
+    if header.any():
+        header &= np.logical_and.reduce([rows[c].to_numpy(dtype=object) == c for c in rows.columns])
+    return rows[(rows["Metric Name"] != "") & ~header]
+
+
+def _runs(rows: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The ncu runs in a details page: one per process ID when launch IDs repeat across process IDs
+    (the exports of two runs of the same launches written one after the other into one file, as the
+    GENE authors fed their roofline script), else the whole page under the key ``''``."""
+    pids = rows["Process ID"].to_numpy(dtype=object) if "Process ID" in rows.columns else np.array([], dtype=object)
+    if not len(pids) or (pids == pids[0]).all():
+        return {"": rows}
+    pairs = rows[["Process ID", "ID"]].drop_duplicates()
+    if not pairs["ID"].duplicated().any():  # one multi-process run: every launch ID once
+        return {"": rows}
+    return {str(pid): part for pid, part in rows.groupby("Process ID", sort=False)}
+
+
+def _join(runs: dict[str, pd.DataFrame], path: Path) -> pd.DataFrame:
+    """Join the raw tables of the runs of one file launch by launch, as the files of one run are
+    joined (:func:`ncuroof.parser.merge.merge`); every launch says so in ``input_notes``."""
+    tables = [raw.assign(source=f"{path} (process {pid})") for pid, raw in runs.items()]
+    raw = merge(tables, advice="the processes of this file are not runs of the same launches: export each run to its "
+                               "own file (ncu --import REPORT --csv) and pass them with --stack")
+    raw["source"] = str(path)
+    note = (f"{len(runs)} ncu runs of the same launches (processes {', '.join(runs)}) written one after the other into "
+            "this file: joined launch by launch, as separate files of one run are")
+    raw["input_notes"] = [f"{note}; {n}" if isinstance(n, str) and n else note for n in raw["input_notes"]]
+    return raw
+
+
+def _read_details(rows: pd.DataFrame, path: Path, catalog: Catalog, rules: CsvRules, notes: list[str]) -> pd.DataFrame:
     _check_launch_rows(rows, path)
     names = rows["Metric Name"].to_numpy(dtype=object)
     sections = rows["Section Name"].to_numpy(dtype=object) if "Section Name" in rows.columns else np.full(len(rows), "")
@@ -428,7 +486,7 @@ def read_session(path: str | Path) -> Session:
     path = Path(path)
     session = Session()
     text = path.read_bytes().decode("utf-8", "replace").lstrip("\ufeff")
-    for row in csv.reader(io.StringIO(text)):
+    for row in _rows(text):
         if len(row) < 2:
             continue
         key, value = row[0], row[1]
@@ -464,13 +522,14 @@ def read_csv(path: str | Path, catalog: Catalog, rules: CsvRules | None = None) 
         The raw table of :mod:`ncuroof.schema`, one row per launch, metric values in ncu base
         units. ``kernel_demangled`` is the CSV's ``Kernel Name`` and ``kernel_name`` the bare
         function name (:func:`function_name`). ``input_notes`` names metrics that were ``n/a``,
-        ignored section labels and ncu's own warnings.
+        ignored section labels, ncu's own warnings and runs joined from one file (see the module).
 
     Raises
     ------
     InputError
         Not an ncu CSV export, a session page (no launches), a unit it does not know on a metric
-        it reads, a non-numeric value, a non-integer launch ID.
+        it reads, a non-numeric value, a non-integer launch ID, a launch ID repeated within one
+        process, runs in one file whose launches do not line up.
     ReportFormatError
         The file ends inside a row (truncated).
     """
@@ -480,11 +539,21 @@ def read_csv(path: str | Path, catalog: Catalog, rules: CsvRules | None = None) 
     if page == "session":
         raise InputError("is a session-page export with no kernel launches; pass it together with the raw or "
                          "details export of the same run (it adds the device name and ncu version)", path)
+    messages = _ncu_messages(path)
     notes: list[str] = []
-    raw = (_read_details if page == "details" else _read_raw)(path, catalog, rules, notes)
+    if page == "raw":
+        return _with_notes(_read_raw(path, catalog, rules, notes), notes + messages, path)
+    tables: dict[str, pd.DataFrame] = {}
+    for pid, rows in _runs(_details_rows(path)).items():
+        notes = []
+        tables[pid] = _with_notes(_read_details(rows, path, catalog, rules, notes), notes + messages, path)
+    return _join(tables, path) if len(tables) > 1 else tables[""]
+
+
+def _with_notes(raw: pd.DataFrame, notes: list[str], path: Path) -> pd.DataFrame:
+    """``raw`` with its ``input_notes``: the launch's n/a metrics, then ``notes`` (common to all launches)."""
     if raw.empty:
         raise InputError("holds no kernel launches; check ncu's --kernel-name/--launch-count filters", path)
-    notes += _ncu_messages(path)
     common = "; ".join(notes)
     na = raw.pop("_na") if "_na" in raw.columns else pd.Series(None, index=raw.index)
     raw["input_notes"] = [

@@ -5,19 +5,23 @@ bytes, once for the SASS FLOP counters, because SASS patching (the instrumentati
 ``*sass*`` metrics) inflates durations and cycles measured in the same pass (the V100 GENE pair
 shows 0.0012 s in the time run and 0.113 s in the FLOP run for the same launch). Merging joins
 the files on (range, launch ID) after checking that every launch runs the same kernel, and takes
-a metric that several files carry from the file without SASS-patched metrics.
+a metric that several files carry from the file without SASS-patched metrics. The exports of such
+runs written into one CSV file are joined by the same function (:mod:`ncuroof.parser.csv`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from ..errors import InputError
 from ..schema import RAW_META
-from .csv import Session
+
+if TYPE_CHECKING:  # csv.py joins the runs of one file with merge()
+    from .csv import Session
 
 __all__ = ["merge", "apply_session", "sass_patched"]
 
@@ -46,25 +50,26 @@ def _name(raw: pd.DataFrame) -> str:
     return str(raw["source"].iloc[0])
 
 
-def _check_lineup(base: pd.DataFrame, other: pd.DataFrame) -> None:
+_ADVICE = "merge only files of the same ncu run (or pass --stack)"
+
+
+def _check_lineup(base: pd.DataFrame, other: pd.DataFrame, advice: str) -> None:
     a, b = _name(base), _name(other)
     if len(base) != len(other):
-        raise InputError(f"cannot merge with {a}: it has {len(base)} launches and this file {len(other)}; "
-                         "merge only files of the same ncu run (or pass --stack for unrelated inputs)", b)
+        raise InputError(f"cannot merge with {a}: it has {len(base)} launches and this one {len(other)}; {advice}", b)
     joined = base[_KEY + ["kernel_name"]].merge(other[_KEY + ["kernel_name"]], on=_KEY, how="outer", suffixes=("_a", "_b"), indicator=True)
     missing = joined[joined["_merge"] != "both"]
     if not missing.empty:
         r = missing.iloc[0]
-        raise InputError(f"cannot merge with {a}: launch {int(r['launch_id'])} is in only one of the two files; "
-                         "merge only files of the same ncu run (or pass --stack)", b)
+        raise InputError(f"cannot merge with {a}: launch {int(r['launch_id'])} is in only one of the two; {advice}", b)
     differ = joined[joined["kernel_name_a"] != joined["kernel_name_b"]]
     if not differ.empty:
         r = differ.iloc[0]
         raise InputError(f"cannot merge with {a}: launch {int(r['launch_id'])} is {r['kernel_name_b']!r} here but "
-                         f"{r['kernel_name_a']!r} there; the files are not of the same run (or pass --stack)", b)
+                         f"{r['kernel_name_a']!r} there; {advice}", b)
 
 
-def merge(tables: list[pd.DataFrame]) -> pd.DataFrame:
+def merge(tables: list[pd.DataFrame], advice: str = _ADVICE) -> pd.DataFrame:
     """Merge raw tables of the same run into one, launch by launch.
 
     Parameters
@@ -72,6 +77,8 @@ def merge(tables: list[pd.DataFrame]) -> pd.DataFrame:
     tables : list of DataFrame
         Raw tables (one per input file), each with the same (range_id, launch_id) set and the same
         kernel (function name) per launch.
+    advice : str, optional
+        What to do when they do not line up, the end of the error message (default: for files).
 
     Returns
     -------
@@ -89,7 +96,7 @@ def merge(tables: list[pd.DataFrame]) -> pd.DataFrame:
     base = tables[0].sort_values(_KEY).reset_index(drop=True)
     others = [t.sort_values(_KEY).reset_index(drop=True) for t in tables[1:]]
     for t in others:
-        _check_lineup(base, t)
+        _check_lineup(base, t, advice)
     ordered = sorted([base, *others], key=sass_patched)  # stable: unpatched files first, then input order
     patched = {_name(t): sass_patched(t) for t in ordered}
     out = base[_KEY].copy()
