@@ -156,8 +156,9 @@ def test_fast_reader_without_ncu_report(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "pip install ncu-report" in proc.stderr
 
 
-def _edit_results(src: Path, dst: Path, edit) -> None:  # noqa: ANN001 - edit(result message) in place
-    """Write ``src`` with every result message edited (through the decoder's own message types)."""
+def _edit_results(src: Path, dst: Path, edit, extra: bytes = b"") -> None:  # noqa: ANN001 - edit(result message) in place
+    """Write ``src`` with every result message edited (through the decoder's own message types), and
+    ``extra`` (raw fields) appended to each."""
     data = src.read_bytes()
     classes = nvr._classes()
     out = [data[:8 + struct.unpack_from("<I", data, 4)[0]]]
@@ -166,7 +167,7 @@ def _edit_results(src: Path, dst: Path, edit) -> None:  # noqa: ANN001 - edit(re
         if header.num_results:
             result = classes["Result"].FromString(payload[4:])
             edit(result)
-            body = result.SerializeToString()
+            body = result.SerializeToString() + extra
             payload = struct.pack("<I", len(body)) + body
             header.payload_size = len(payload)
         raw = header.SerializeToString()
@@ -394,3 +395,18 @@ def test_a_launch_the_decoder_cannot_decode_goes_to_ncu_report(monkeypatch: pyte
     got = parser.read(report, cat)
     assert_same_tables(ref, got.drop(columns="reader"))
     assert got["reader"].str.startswith("ncu_report (the built-in decoder could not decode it: launch 2 in block 12").all()
+
+
+@needs_ncu_report
+def test_a_result_field_never_seen_goes_to_ncu_report(tmp_path: Path) -> None:
+    """A field no verified report has (here field 40 of each result) is not guessed at: fast declines,
+    auto reads with ncu_report and says why."""
+    edited = tmp_path / "new-field.ncu-rep"
+    _edit_results(shared("nsight-training__manual_nvtx.ncu-rep"), edited, lambda r: None, extra=b"\xc0\x02\x01")
+    cat = catalog.load()
+    with pytest.raises(ReportFormatError, match=r"does not know this report \(launch 0: Result fields never seen \[\(40, 0\)\]"):
+        parser.read(edited, cat, reader="fast")
+    got = parser.read(edited, cat)
+    assert got["reader"].str.startswith("ncu_report (the built-in decoder does not know this report: launch 0: Result fields").all()
+    ref = parser.read(shared("nsight-training__manual_nvtx.ncu-rep"), cat, reader="ncu_report")
+    assert_same_tables(ref.drop(columns=["reader", "source"]), got.drop(columns=["reader", "source"]))

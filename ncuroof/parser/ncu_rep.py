@@ -28,6 +28,7 @@ from ..errors import InputError, ReportFormatError
 from ..schema import DAMAGED
 from .contained import missing_module, read_launches
 from .wire import classes
+from .wire import varint as _varint
 
 __all__ = ["read_ncu_rep", "check_framing", "check_file", "check_records", "launch_sequence", "check_launches", "LaunchLedger", "ResultRecord", "ncu_version",
            "MAGIC", "launch_row", "launch_frame", "DAMAGED_TEXT"]
@@ -35,19 +36,6 @@ __all__ = ["read_ncu_rep", "check_framing", "check_file", "check_records", "laun
 MAGIC = b"NVR\x00"
 _PAYLOAD_FIELD = 5  # block header fields: 5 payload size, 1 records before the results, 2 result records
 _VERSION = re.compile(rb"(\d{4}\.\d+\.\d+(?:\.\d+)?) \(build")
-
-
-def _varint(buf: bytes, i: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if i >= len(buf):
-            raise ValueError("a varint runs past the end")
-        byte = buf[i]
-        i += 1
-        result |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            return result, i
 
 
 def _payload_size(header: bytes) -> int:

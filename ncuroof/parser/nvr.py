@@ -3,31 +3,41 @@
 A report is ``NVR\\0``, a u32 little-endian header size and the file header (a protobuf message
 whose field 1 is the format version, 7 in every report from ncu 2020.1 to 2025.2), then blocks of
 [u32 block-header size][block header][payload]. The block header's fields used here: 1 number of
-source blocks, 2 number of results, 4 the string table (strings in its field 1; one global table
-that grows across blocks), 5 the payload size. A result payload is [u32 length][result message].
+source blocks, 2 number of results, 4 the string table (strings in its field 1), 5 the payload
+size. The string table is ONE table for the whole report, the concatenation of every block's in
+file order; a result may name a string that a later block defines (an H800 report of ncu 2023.3
+has header-only blocks of one string each after its results), so the whole table is read first
+and handed to every slice. A result payload is [u32 length][result message].
 Result message: 1 the launching thread's ID (the process ID for the main thread), 2 ncu's
 sequence number, 5, 6 and 7 the mangled, function and demangled names (an empty one stands for
 the mangled name: C symbols have no demangled form), 8 the workload kind (3: a kernel launch),
 13 the metric results, 14 a Unix timestamp, 21 the NVTX state. Metric result: 1 the metric
 name's string-table index, 2 the value, 3 instances (1 the correlation ID, 2 the instance value).
-Value: 1 string, 3 double, 5 uint64 (2 float and 4 uint32 are never written by the ncu versions
+A metric may be stored more than once in one result (GH200: ``gpu__time_duration.sum`` beside the
+NVLink-C2C counters and again in the main list); ``ncu_report`` keeps the last copy, and so does
+the decoder. Value: 1 string, 3 double, 5 uint64 (2 float and 4 uint32 are never written by the ncu versions
 we know). NVTX state: 1 domains (1 ID, 2 name), 2 threads (1 thread ID, 2 per-domain push/pop
 stacks: 1 domain ID, 3 ranges with the name in field 1; the launch's ranges are those of the
 thread whose ID is result field 1, as ncu_report picks them), 3 start/end ranges. The formats
 were reverse-engineered against ``ncu_report`` on every report in
 ``../shared/fixtures`` (tests/test_decoder.py requires identical raw tables); the messages are
-declared at run time, so no generated code is needed; fields not declared are skipped.
+declared at run time, so no generated code is needed; fields not declared are skipped, but a block
+header or result field never seen in those reports (:data:`~ncuroof.parser.wire.SEEN_FIELDS`) is
+not: the report is unsupported.
 
 :func:`read_nvr` reads only the metrics the catalog asks for, straight from a memory map, and
 builds the same raw table as :func:`ncuroof.parser.ncu_rep.read_ncu_rep`, in one pass that also
 checks the framing and every launch record (:class:`~ncuroof.parser.ncu_rep.LaunchLedger`). A big
 report is cut into slices of result blocks decoded side by side by worker processes
 (:mod:`ncuroof.parser.split`). Per launch, the wanted metric results are found by a cached layout
-(positions checked by their leading bytes) and their values read in one regex match and one
-``struct`` unpack (:class:`_Doubles`), else one by one. A report using anything
-not seen in those reports raises :class:`UnsupportedReport`, on which :func:`ncuroof.parser.read`
-falls back to ``ncu_report``; a payload that does not decode raises
-:class:`~ncuroof.errors.ReportFormatError` naming the block, its byte offset and the launch.
+(positions checked by their leading bytes, earlier copies of repeated metrics included) and their
+values read in one regex match and one ``struct`` unpack (:class:`_Doubles`), else one by one. A
+report using anything not seen in those reports raises :class:`UnsupportedReport`, on which
+:func:`ncuroof.parser.read` falls back to ``ncu_report``; a payload that does not decode raises
+:class:`PayloadError` naming the block, its byte offset and the launch (damaged, or a layout
+never seen: ``--reader auto`` asks ``ncu_report``). The launches where a layout was learned are
+listed in the table's ``attrs[LEARNED]``: ``--reader auto`` checks them against ``ncu_report``
+(:mod:`ncuroof.parser.verify`).
 """
 
 from __future__ import annotations
@@ -66,6 +76,7 @@ from .ncu_rep import (
 )
 from .split import Workers, cores
 from .wire import classes as _classes
+from .wire import unseen_fields
 
 __all__ = ["read_nvr", "read_stamps", "UnsupportedReport", "PayloadError", "LEARNED", "FORMAT_VERSION", "iter_results", "Launch", "Slice", "decode_slice",
            "PROCESS_LAUNCHES", "PROCESSES_ENV"]
@@ -474,7 +485,11 @@ def _launches(mm: Any, path: Path, blocks: Iterator[tuple[int, int, Any, int]], 
             continue
         try:
             for offset, buf in _results(mm, start, start + header.payload_size, header):
-                yield launch, _launch(buf, block, offset, wanted, classes), offset + 4, offset + 4 + len(buf)
+                scans = wanted.scans
+                got = _launch(buf, block, offset, wanted, classes)
+                if wanted.scans != scans:  # a new layout: are its fields all known?
+                    _check_seen(buf, "Result", f"launch {launch}")
+                yield launch, got, offset + 4, offset + 4 + len(buf)
                 launch += 1
         except _Untiled as exc:
             raise untiled_block(path, launch, block, start, start + header.payload_size,
@@ -570,9 +585,19 @@ class _Plan:
     strings: list[bytes] = field(default_factory=list)
 
 
+def _check_seen(buf: Any, message: str, where: str) -> None:
+    """Raise :class:`UnsupportedReport` for a field of ``message`` never seen in a verified report."""
+    unseen = unseen_fields(bytes(buf), message)
+    if unseen:
+        raise UnsupportedReport(f"{where}: {message} fields never seen {unseen[:3]} (field number, wire type)")
+
+
 def _plan(mm: Any, path: Path) -> _Plan:
+    """One walk over the block headers (checked for fields never seen, but for result blocks after the first)."""
     plan = _Plan()
     for block, pos, header, start in _blocks(mm, path, _classes()):
+        if not plan.marks or not header.num_results:
+            _check_seen(mm[pos + 4:start], "BlockHeader", f"block {block}")
         if header.num_results:
             plan.marks.append((pos, block, plan.total))
             plan.total += header.num_results
