@@ -75,8 +75,8 @@ def analysis_options(f):  # noqa: ANN001, ANN201 - click decorator
         click.option("--focus", type=click.FloatRange(0, 1, min_open=True), default=0.95, show_default=True,
                      help="The chart shows the fewest kernels making up this share of GPU time (the page can show the rest)."),
         click.option("--reader", type=click.Choice(["auto", "fast", "ncu_report"]), default="auto", show_default=True,
-                     help=".ncu-rep reader: ncuroof's own decoder (fast), NVIDIA's ncu_report module, or the decoder with "
-                          "ncu_report for reports it does not know (auto)."),
+                     help=".ncu-rep reader: ncuroof's own decoder (fast), NVIDIA's ncu_report module, or the decoder checked "
+                          "against ncu_report on a sample, with ncu_report for whatever it does not know or reads differently (auto)."),
     ]
     for option in reversed(options):
         f = option(f)
