@@ -313,6 +313,7 @@ def _meta(first: pd.DataFrame, path: Path) -> pd.DataFrame:
     for col, name in (("CC", "cc"), ("Grid Size", "grid"), ("Block Size", "block")):
         out[name] = first[col].replace("", None).to_numpy(dtype=object) if col in first.columns else None
     out["ncu_version"] = None
+    out["reader"] = None  # parser.read names it
     return out
 
 
