@@ -58,6 +58,8 @@ __all__ = [
     "SCHEMA_VERSION",
     "RANKS",
     "FAILURES",
+    "TIMELINE_LAUNCH",
+    "validate_timeline",
 ]
 
 
@@ -547,3 +549,49 @@ FAILURES: dict[str, Column] = {
     "source": RAW_META["source"],
     "error": Column("string", "", "the one-line error (what went wrong and what to do)"),
 }
+
+#: Production timelines (:func:`ncuroof.parser.timeline.read_timeline`, ``--timeline``): one row per kernel
+#: launch of a PyTorch profiler (Kineto) trace or an Nsight Systems SQLite export, on one device.
+TIMELINE_LAUNCH: dict[str, Column] = {
+    "kernel_name": Column("string", "", "kernel name as the trace gives it (Kineto 'name'; nsys demangledName)"),
+    "start_s": Column("float64", "s", "launch start, from the earliest kernel start on the device"),
+    "duration_s": Column("float64", "s", "launch duration in the production run"),
+    "device": Column("Int64", "", "CUDA device index (Kineto args 'device'; nsys deviceId)"),
+    "stream": Column("Int64", "", "CUDA stream (Kineto args 'stream'; nsys streamId)"),
+    **{f"{k}_{a}": Column("Int64", "", f"{k} dimension {a}, missing when the trace lacks it")
+       for k in ("grid", "block") for a in "xyz"},
+    "correlation": Column("Int64", "", "CUPTI correlation ID linking the launch to its runtime API call"),
+    "op": Column("string", "", "PyTorch operator (cpu_op) that launched the kernel, missing when unknown (Kineto only)"),
+    "scope": Column("string", "", "user_annotation ranges and module scopes enclosing the launching op (else the "
+                    "kernel), outermost first, joined by ' > ' like nvtx_range (Kineto only)"),
+    "nvtx": Column("string", "", "NVTX ranges open on the launching thread at the launch, outermost first, "
+                   "joined by ' > ' (nsys only)"),
+}
+
+
+def validate_timeline(df: pd.DataFrame, path: str) -> pd.DataFrame:
+    """Check a timeline table (:data:`TIMELINE_LAUNCH`) and cast it to the declared dtypes.
+
+    Parameters
+    ----------
+    df : DataFrame
+        One row per production kernel launch; extra columns are kept.
+    path : str
+        The timeline file, for error messages.
+
+    Returns
+    -------
+    DataFrame
+        ``df`` cast to the declared dtypes.
+
+    Raises
+    ------
+    InputError
+        If a start or duration is missing or a duration negative (a damaged trace).
+    """
+    _check_columns(df, TIMELINE_LAUNCH, "timeline")
+    start, dur = (df[c].to_numpy(dtype=float, na_value=np.nan) for c in ("start_s", "duration_s"))
+    bad = ~np.isfinite(start) | ~np.isfinite(dur) | (dur < 0)
+    if bad.any():
+        raise InputError(f"{int(bad.sum())} kernel events without a start or with a negative duration; re-export the trace", path)
+    return _validate(df, TIMELINE_LAUNCH, "timeline")
