@@ -95,6 +95,8 @@ def join(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
         DRAM, else the outermost level both have). Sorted by the time the change saved or cost,
         largest first.
     """
+    # Speedups compare ncu's durations: with a timeline (--timeline) time_s is production's, the same run on both sides.
+    before, after = (s.assign(time_s=s["profiled_time_s"]) if "profiled_time_s" in s.columns else s for s in (before, after))
     pairs = match(before, after)
     b = before.set_index("kernel_key")[_SIDE].add_suffix("_before")
     a = after.set_index("kernel_key")[_SIDE].add_suffix("_after")

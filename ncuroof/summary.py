@@ -23,7 +23,7 @@ from .parser.csv import function_name
 from .schema import LEVELS
 
 __all__ = ["aggregate_points", "kernel_summary", "kernel_keys", "kernel_dots", "with_keys", "focus_set", "grid_size", "grid_sizes",
-           "keys_of", "KEY_CHOICES", "FOCUS_SHARE", "pair_keys", "spelling", "FALLBACKS"]
+           "keys_of", "KEY_CHOICES", "FOCUS_SHARE", "pair_keys", "spelling", "FALLBACKS", "most_time"]
 
 #: Default share of GPU time the page focuses on: the fewest kernels that add up to it.
 FOCUS_SHARE = 0.95
@@ -352,12 +352,13 @@ def _totals(k: pd.DataFrame) -> pd.DataFrame:
     out["bound"] = (bound_time.sort_values("_t", ascending=False, kind="stable").drop_duplicates("kernel_key")
                     .set_index("kernel_key")["bound"].reindex(out.index).fillna("unknown"))
     for col in ("hot_pipe", "time_at_roof_bound"):
-        out[col] = _most_time(k.assign(_t=t), col).reindex(out.index).fillna("")
+        out[col] = most_time(k.assign(_t=t), col).reindex(out.index).fillna("")
     return out
 
 
-def _most_time(k: pd.DataFrame, col: str) -> pd.Series:
-    """Per ``kernel_key``: the non-empty value of ``col`` with the most launch time (``_t``)."""
+def most_time(k: pd.DataFrame, col: str) -> pd.Series:
+    """Per ``kernel_key``: the non-empty value of ``col`` with the most launch time (``_t`` [s]); a
+    key without one is absent."""
     v = k[["kernel_key", "_t"]].assign(_v=k[col].astype(object).where(k[col].notna(), "").astype(str))
     v = v[v["_v"] != ""].groupby(["kernel_key", "_v"], sort=False)["_t"].sum().reset_index()
     return v.sort_values("_t", ascending=False, kind="stable").drop_duplicates("kernel_key").set_index("kernel_key")["_v"]
