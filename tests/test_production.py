@@ -19,6 +19,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 from conftest import kernels_of, shared
+from test_page import browser  # noqa: F401 - a pytest fixture
 
 import ncuroof
 from ncuroof import fmt, production, summary
@@ -209,3 +210,26 @@ def test_real_trace_production_time_is_the_sum_of_its_kernel_events() -> None:
     assert list(row["match"]) == ["base name"] and math.isclose(row["production_time_s"].iat[0], sum(uniform), rel_tol=1e-12)
     assert math.isclose(a.production.coverage, sum(uniform) / a.production.total_s, rel_tol=1e-12)
     assert any("ran on NVIDIA A100-PG509-200" in w for w in a.production.warnings)
+
+
+def test_operator_view_in_the_browser(tmp_path, browser) -> None:  # noqa: F811 - the fixture
+    """--group-by op on the page: the chart control offers the operators, each operator with work
+    is one drawn dot, the top kernel beside the chart has its production share."""
+    from test_page import _open
+    from test_views_page import DRAWN
+
+    trace, out = tmp_path / "run.json.gz", tmp_path / "out"
+    _kineto(trace, _launches())
+    ncuroof.analyze(shared(GEMM), out, timeline=trace, group_by="op")
+    ops = pd.read_csv(out / "ops.csv")
+    page, errors = _open(browser, out / "roofline.html")
+    labels = page.evaluate("() => [...document.querySelectorAll('input[name=ctl-chart]')].map(e => e.parentElement.textContent)")
+    assert "PyTorch operators" in labels
+    top = page.locator("ol.top li").first.inner_text()
+    t = pd.read_csv(out / "timeline.csv").set_index("kernel_key")
+    assert top.strip().startswith(SGEMM) and fmt.pct(t.loc[SGEMM, "production_share"], 1) in top
+    page.locator('input[name="ctl-chart"]').nth(labels.index("PyTorch operators")).check()
+    page.wait_for_timeout(400)
+    drawn = ops[(ops["flop"] > 0) & (ops["dram_bytes"] > 0)]
+    assert len(drawn) == 2 and page.evaluate(DRAWN, "phase_dots") == len(drawn) and page.evaluate(DRAWN, "dots") == 0
+    assert errors == []
