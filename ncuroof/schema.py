@@ -607,7 +607,7 @@ TIMELINE_KERNEL: dict[str, Column] = {
     "kernel_key": Column("string", "", "kernel identity (--match, ncuroof.summary.kernel_keys): ncu's key when profiled, "
                          "else the timeline's"),
     "kernel_name": Column("string", "", "function name (ncu's, else the timeline name's)"),
-    "timeline_name": Column("string", "", "the name the timeline gives (most production time), '' when not in the timeline"),
+    "timeline_name": Column("string", "", "the name the timeline gives, '' when not in the timeline"),
     "match": Column("string", "", "how the timeline's kernel was paired with ncu's (ncuroof.summary.pair_keys): name, spelling, "
                     "base name; unprofiled (not in the ncu report) or not_in_timeline"),
     "production_launches": Column("int64", "", "launches in the timeline"),

@@ -87,15 +87,17 @@ _NUM = re.compile(r"\d+")
 _CAST = re.compile(r"\((?:(?:un)?signed )?(?:int|long|long long|short|char|bool)\)\s*(-?\d+)")
 _LITERAL = re.compile(r"\b(\d+)(?:ull|ul|ll|u|l)\b", re.IGNORECASE)
 _SPACES = re.compile(r"\s+|\bconst\b")
+_LAMBDA = re.compile(r"\{lambda\(([^{}]*?)\)#(\d+)\}")
 
 
 def spelling(demangled: str) -> str:
     """A demangled name with the demanglers' differences of spelling removed.
 
     ncu and Nsight Systems write ``(anonymous namespace)`` as ``<unnamed>``, integer template
-    arguments as casts (``(int)4``, ``(bool)0``) and ``float *``; the Itanium demangler PyTorch's
-    profiler uses (``__cxa_demangle``) writes ``4``, ``4ul``, ``false`` and ``float const*``. Both
-    become ``<unnamed>``, ``4``, ``0`` and ``float*`` here, ``const`` and blanks dropped.
+    arguments as casts (``(int)4``, ``(bool)0``), ``float *`` and lambdas ``[lambda(int) (instance 1)]``;
+    the Itanium demangler PyTorch's profiler uses (``__cxa_demangle``) writes ``4``, ``4ul``,
+    ``false``, ``float const*`` and ``{lambda(int)#1}``. Both become ``<unnamed>``, ``4``, ``0``,
+    ``float*`` and ``[lambda(int)(instance1)]`` here, ``const`` and blanks dropped.
 
     Parameters
     ----------
@@ -107,7 +109,7 @@ def spelling(demangled: str) -> str:
     str
         The name in the one spelling (a key for matching, not for display).
     """
-    s = demangled.replace("(anonymous namespace)", "<unnamed>")
+    s = _LAMBDA.sub(r"[lambda(\1) (instance \2)]", demangled.replace("(anonymous namespace)", "<unnamed>"))
     s = _LITERAL.sub(r"\1", _CAST.sub(r"\1", s))
     s = re.sub(r"\btrue\b", "1", re.sub(r"\bfalse\b", "0", s))
     return _SPACES.sub("", s)

@@ -233,3 +233,11 @@ def test_operator_view_in_the_browser(tmp_path, browser) -> None:  # noqa: F811 
     drawn = ops[(ops["flop"] > 0) & (ops["dram_bytes"] > 0)]
     assert len(drawn) == 2 and page.evaluate(DRAWN, "phase_dots") == len(drawn) and page.evaluate(DRAWN, "dots") == 0
     assert errors == []
+
+
+def test_one_spelling_of_the_two_demanglers() -> None:
+    # ncu / Nsight Systems (NVIDIA's demangler) against PyTorch's profiler (__cxa_demangle), by hand.
+    ncu = "void at::native::<unnamed>::k<(int)4, (bool)1, (unsigned long)8>(const float *, [lambda(int) (instance 1)])"
+    itanium = "void at::native::(anonymous namespace)::k<4, true, 8ul>(float const*, {lambda(int)#1})"
+    assert summary.spelling(ncu) == summary.spelling(itanium) == "voidat::native::<unnamed>::k<4,1,8>(float*,[lambda(int)(instance1)])"
+    assert summary.spelling("k<(int)4>(int)") != summary.spelling("k<5>(int)")
