@@ -202,12 +202,13 @@ def _same_gpu(name: str | None, report_gpu: str) -> bool:
 _NSYS_QUERY = """
 SELECT k.start AS start, k.end AS end, k.deviceId AS device, k.streamId AS stream, k.correlationId AS correlation,
        k.gridX AS grid_x, k.gridY AS grid_y, k.gridZ AS grid_z, k.blockX AS block_x, k.blockY AS block_y, k.blockZ AS block_z,
-       COALESCE(dn.value, sn.value) AS kernel_name, r.globalTid AS tid, r.start AS launch
+       k.{name} AS name_id, r.globalTid AS tid, r.start AS launch
 FROM CUPTI_ACTIVITY_KIND_KERNEL AS k
-LEFT JOIN StringIds AS dn ON dn.id = k.{name}
-LEFT JOIN StringIds AS sn ON sn.id = k.shortName
 LEFT JOIN {runtime} AS r ON r.correlationId = k.correlationId{same_process}
 """
+_NAMES_QUERY = "SELECT id, value FROM StringIds WHERE id IN (SELECT DISTINCT {name} FROM CUPTI_ACTIVITY_KIND_KERNEL)"
+# Rows fetched from SQLite at a time: each batch becomes numeric columns before the next is fetched.
+_SQL_ROWS = 100_000
 _NVTX_QUERY = """
 SELECT e.globalTid AS tid, e.start AS start, e.end AS end, COALESCE(e.text, s.value) AS label
 FROM NVTX_EVENTS AS e LEFT JOIN StringIds AS s ON s.id = e.textId
@@ -228,15 +229,19 @@ def _read_nsys(path: Path) -> tuple[pd.DataFrame, dict[int, str]]:
             cols = {r[1] for r in con.execute("PRAGMA table_info(CUPTI_ACTIVITY_KIND_KERNEL)")}
             runtime = "CUPTI_ACTIVITY_KIND_RUNTIME" if "CUPTI_ACTIVITY_KIND_RUNTIME" in tables else _NO_RUNTIME
             same = " AND (r.globalTid >> 24) = (k.globalPid >> 24)" if "globalPid" in cols and runtime != _NO_RUNTIME else ""
-            query = _NSYS_QUERY.format(name="demangledName" if "demangledName" in cols else "shortName", runtime=runtime, same_process=same)
-            raw = pd.read_sql_query(query, con)
+            name = "demangledName" if "demangledName" in cols else "shortName"
+            batches = pd.read_sql_query(_NSYS_QUERY.format(name=name, runtime=runtime, same_process=same), con, chunksize=_SQL_ROWS)
+            raw = pd.concat([b.astype("float64") for b in batches] or [pd.DataFrame()], ignore_index=True)
+            names = dict(con.execute(_NAMES_QUERY.format(name=name)))
             nvtx = pd.read_sql_query(_NVTX_QUERY, con) if "NVTX_EVENTS" in tables else None
             gpus = _nsys_gpus(con, tables)
     except sqlite3.DatabaseError as exc:
         raise InputError(f"not a readable SQLite database ({exc}); re-export it with nsys export --type sqlite", path) from None
     if raw.empty:
         raise InputError("the export holds no kernel launches (CUPTI_ACTIVITY_KIND_KERNEL is empty)", path)
-    out = raw.assign(start_s=raw["start"] * 1e-9, duration_s=(raw["end"] - raw["start"]) * 1e-9, op=pd.NA, scope=pd.NA)
+    base = raw["start"].min()
+    out = raw.assign(kernel_name=raw["name_id"].map(names), start_s=(raw["start"] - base) * 1e-9,
+                     duration_s=(raw["end"] - raw["start"]) * 1e-9, op=pd.NA, scope=pd.NA)
     out["nvtx"] = pd.NA if nvtx is None or nvtx.empty else _enclosing(nvtx, raw[["tid", "launch"]].rename(columns={"launch": "start"}))[1]
     return out, gpus
 
