@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import phases, summary
+from . import fmt, phases, summary
 from .errors import InputError
 from .parser.csv import function_name
 from .schema import OPS, TIMELINE_KERNEL
@@ -221,7 +221,7 @@ def join(kernels: pd.DataFrame, dots: pd.DataFrame, timeline: pd.DataFrame, by: 
                       float(a.get("busy_s", np.nan)), Path(a.get("path", "")), str(a.get("format", "")), a.get("device"),
                       str(a.get("gpu_name") or ""), differs=differs)
     if len(side) and not ((pairs["key_left"] != "") & (pairs["key_right"] != "")).any():
-        prod.warnings.append(f"timeline {prod.path.name}: none of its {len(side)} kernels is one of the report's; shares count "
+        prod.warnings.append(f"timeline {prod.path.name}: none of its {fmt.count(len(side), 'kernel')} is one of the report's; shares count "
                              "production time, but no kernel with a roofline point has any (is it the same program?)")
     return prod
 

@@ -241,3 +241,19 @@ def test_one_spelling_of_the_two_demanglers() -> None:
     itanium = "void at::native::(anonymous namespace)::k<4, true, 8ul>(float const*, {lambda(int)#1})"
     assert summary.spelling(ncu) == summary.spelling(itanium) == "voidat::native::<unnamed>::k<4,1,8>(float*,[lambda(int)(instance1)])"
     assert summary.spelling("k<(int)4>(int)") != summary.spelling("k<5>(int)")
+
+
+def test_real_nsys_export_every_kernel_unprofiled() -> None:
+    # A T4 Nsight Systems export (vecAdd on several streams) against the RTX 3080 GEMM report: no
+    # kernel in common, so all of its time is unprofiled, coverage 0, and two warnings.
+    import sqlite3
+
+    export = shared("gpu4__report.sqlite")
+    with sqlite3.connect(export) as con:
+        n, ns = con.execute("SELECT COUNT(*), SUM(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()
+    p = ncuroof.analyze(shared(GEMM), write=False, timeline=export).analysis.production
+    t = p.table
+    assert math.isclose(p.total_s, ns * 1e-9, rel_tol=1e-12) and t["production_launches"].sum() == n
+    assert set(t["match"]) == {"unprofiled", "not_in_timeline"} and p.coverage == 0.0
+    assert t.loc[t["match"] == "unprofiled", "ncu_filter"].tolist() == ["-k 'regex:^vecAdd$'"]
+    assert len(p.warnings) == 2 and "ran on Tesla T4" in p.warnings[0] and "none of its 1 kernel is" in p.warnings[1]
