@@ -164,11 +164,10 @@ def analyze(inputs: tuple[Path, ...], outdir: Path | None, plotlyjs: str, top: i
     click.echo(text.analysis_text(result, quiet), nl=False)
 
 
-def _warn(*analyses: object) -> None:
+def _warn(analysis: "Analysis") -> None:  # noqa: F821, UP037 - imported lazily
     """The production timeline's warnings (another GPU than the report's, ...) on stderr."""
-    for a in analyses:
-        for w in (a.production.warnings if getattr(a, "production", None) is not None else ()):
-            click.echo(f"warning: {w}", err=True)
+    for w in analysis.production.warnings if analysis.production is not None else ():
+        click.echo(f"warning: {w}", err=True)
 
 
 _CHOICE_LEVELS = ("dram", "l2", "l1")
