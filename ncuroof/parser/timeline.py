@@ -53,6 +53,8 @@ _KERNEL = frozenset({"kernel", "Kernel"})
 _OP = frozenset({"cpu_op", "Operator"})
 _LAUNCH = frozenset({"cuda_runtime", "cuda_driver", "Runtime"})
 _SCOPE = frozenset({"user_annotation"})
+_GPU_SCOPE = "gpu_user_annotation"
+_FLOW = "ac2g"
 _PYTHON = "python_function"
 # Head of a Kineto file searched for its metadata (deviceProperties precede traceEvents).
 _HEAD_BYTES = 1 << 22
@@ -306,7 +308,7 @@ class _KinetoScan:
     into one table of distinct strings, so what is kept costs no Python object per event.
     """
 
-    KERNEL = ("name", "ts", "dur", "device", "stream", "correlation", "external", "grid_x", "grid_y", "grid_z",
+    KERNEL = ("name", "thread", "ts", "dur", "device", "stream", "correlation", "external", "grid_x", "grid_y", "grid_z",
               "block_x", "block_y", "block_z")
     LAUNCH = ("thread", "ts", "correlation")
     RANGE = ("thread", "ts", "dur", "name", "external")
@@ -319,6 +321,7 @@ class _KinetoScan:
         self.launch = {c: array("d") for c in self.LAUNCH}
         self.op = {c: array("d") for c in self.RANGE}
         self.scope = {c: array("d") for c in self.RANGE}
+        self.gpu_scope = {c: array("d") for c in self.RANGE}
 
     def add(self, e: dict) -> None:
         """File one event (a dict of the trace's ``traceEvents``) under its category, or drop it."""
@@ -329,16 +332,25 @@ class _KinetoScan:
         elif cat in _OP:
             self._range(self.op, e)
         elif cat in _LAUNCH:
-            col, args = self.launch, e.get("args") or {}
-            col["thread"].append(self.threads.setdefault((e.get("pid"), e.get("tid")), len(self.threads)))
-            col["ts"].append(e.get("ts", _NAN))
-            col["correlation"].append(args.get("correlation", _NAN))
+            self._launch(e, (e.get("args") or {}).get("correlation", _NAN))
+        elif cat == _FLOW:
+            if e.get("ph") == "s":  # the flow from a launch call to its kernel starts at the call
+                self._launch(e, e.get("id", _NAN))
         elif cat in _SCOPE or (cat == _PYTHON and _is_module(e.get("name"))):
             self._range(self.scope, e)
+        elif cat == _GPU_SCOPE:
+            self._range(self.gpu_scope, e)
+
+    def _launch(self, e: dict, correlation: Any) -> None:
+        col = self.launch
+        col["thread"].append(self.threads.setdefault((e.get("pid"), e.get("tid")), len(self.threads)))
+        col["ts"].append(e.get("ts", _NAN))
+        col["correlation"].append(correlation)
 
     def _kernel(self, e: dict, args: dict) -> None:
         col = self.kernel
         col["name"].append(self.strings.setdefault(e.get("name"), len(self.strings)))
+        col["thread"].append(self.threads.setdefault((e.get("pid"), e.get("tid")), len(self.threads)))
         for key, arg in (("ts", "ts"), ("dur", "dur")):
             col[key].append(e.get(arg, _NAN))
         for key, arg in (("device", "device"), ("stream", "stream"), ("correlation", "correlation"), ("external", "External id")):
@@ -357,7 +369,7 @@ class _KinetoScan:
         col["external"].append((e.get("args") or {}).get("External id", _NAN))
 
     def frame(self, kind: str) -> pd.DataFrame:
-        """One kind of event (``kernel``, ``launch``, ``op``, ``scope``) as a frame of float64 columns
+        """One kind of event (``kernel``, ``launch``, ``op``, ``scope``, ``gpu_scope``) as a frame of float64 columns
         (names as strings)."""
         out = pd.DataFrame({c: np.frombuffer(a, dtype=np.float64) if len(a) else np.empty(0) for c, a in getattr(self, kind).items()})
         if "name" in out:
@@ -395,25 +407,37 @@ def _scan_kineto(path: Path, progress: Callable[[int], Callable[..., None]] | No
 def _read_kineto(path: Path, progress: Callable[[int], Callable[..., None]] | None) -> tuple[pd.DataFrame, dict[int, str]]:
     """The launches of every device of a Kineto trace, with their op and scope, and the GPU names by device."""
     scan = _scan_kineto(path, progress)
-    k = scan.frame("kernel")
-    launch = scan.frame("launch").drop_duplicates("correlation")
-    k = k.merge(launch.rename(columns={"ts": "launch_ts"}), on="correlation", how="left")
-    op, scope = scan.frame("op"), scan.frame("scope")
-    for ranges in (op, scope):
-        ranges["start"], ranges["end"], ranges["label"] = ranges["ts"], ranges["ts"] + ranges["dur"], ranges["name"]
-        ranges["tid"] = ranges["thread"]
+    launch = scan.frame("launch").drop_duplicates("correlation").rename(columns={"ts": "launch_ts"})
+    k = scan.frame("kernel").rename(columns={"thread": "gpu_thread"}).merge(launch, on="correlation", how="left")
+    op, scope, gpu_scope = (_ranges(scan.frame(kind)) for kind in ("op", "scope", "gpu_scope"))
     queries = pd.DataFrame({"tid": k["thread"], "start": k["launch_ts"]})
     k["op"] = _enclosing(op, queries, paths=False)[0]
-    # A kernel whose runtime call is not in the trace: the cpu_op of its External id, at that op's start.
-    by_ext = op.dropna(subset=["external"]).drop_duplicates("external").set_index("external")
-    lost = k["op"].isna() & k["launch_ts"].isna()
-    k.loc[lost, "op"] = k.loc[lost, "external"].map(by_ext["name"])
-    queries.loc[lost, "tid"] = k.loc[lost, "external"].map(by_ext["tid"])
-    queries.loc[lost, "start"] = k.loc[lost, "external"].map(by_ext["start"])
-    k["scope"] = _enclosing(scope, queries)[1]
+    _op_by_external_id(k, op, queries)
+    cpu_side = _enclosing(scope, queries)[1]
+    gpu_side = _enclosing(gpu_scope, pd.DataFrame({"tid": k["gpu_thread"], "start": k["ts"]}))[1]
+    k["scope"] = np.where(pd.isna(cpu_side), gpu_side, cpu_side)
     base = np.nanmin(k["ts"].to_numpy())
     out = k.assign(kernel_name=k["name"], start_s=(k["ts"] - base) * 1e-6, duration_s=k["dur"] * 1e-6, nvtx=pd.NA)
     return out, _gpu_names(path)
+
+
+def _ranges(events: pd.DataFrame) -> pd.DataFrame:
+    """Profiler events as the ranges of :func:`_enclosing` (``tid``, ``start``, ``end``, ``label``)."""
+    return events.assign(tid=events["thread"], start=events["ts"], end=events["ts"] + events["dur"], label=events["name"])
+
+
+def _op_by_external_id(k: pd.DataFrame, op: pd.DataFrame, queries: pd.DataFrame) -> None:
+    """For kernels whose launch call is not in the trace, the ``cpu_op`` of the same ``External id``
+    (and the scope query at that op's start). Skipped where the kernel's External id is its
+    correlation: such traces number runtime calls, not operators, with it."""
+    lost = (k["op"].isna() & k["launch_ts"].isna() & (k["external"] != k["correlation"])).to_numpy()
+    if not lost.any():
+        return
+    by_ext = op.dropna(subset=["external"]).drop_duplicates("external").set_index("external")
+    ext = k.loc[lost, "external"]
+    k.loc[lost, "op"] = ext.map(by_ext["name"])
+    queries.loc[lost, "tid"] = ext.map(by_ext["tid"])
+    queries.loc[lost, "start"] = ext.map(by_ext["start"])
 
 
 # --- ranges open at a launch -------------------------------------------------------------------
