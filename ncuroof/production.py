@@ -105,6 +105,20 @@ def _dims(tl: pd.DataFrame, kind: str) -> pd.Series:
     return text.astype(object).where(have, None)
 
 
+def _key_input(tl: pd.DataFrame) -> pd.DataFrame:
+    """What :func:`ncuroof.summary.kernel_keys` reads, for timeline rows (function names parsed once per name)."""
+    names = tl["kernel_name"].astype(object).fillna("").astype(str)
+    functions = {n: function_name(n) for n in names.unique()}
+    return pd.DataFrame({"source": "timeline", "launch_id": tl["start_s"].rank(method="first").fillna(0).astype(int),
+                         "kernel_name": names.map(functions), "kernel_demangled": names,
+                         "grid": _dims(tl, "grid"), "block": _dims(tl, "block"),
+                         "nvtx_range": tl["nvtx"].astype(object) if "nvtx" in tl.columns else None}, index=tl.index)
+
+
+#: The timeline columns a kernel key is made of (all but the start, for ``--match launch``).
+_KEY_COLUMNS = ["kernel_name", *(f"{k}_{a}" for k in ("grid", "block") for a in "xyz"), "nvtx"]
+
+
 def timeline_keys(timeline: pd.DataFrame, by: str = "kernel") -> pd.Series:
     """The kernel identity of each production launch: :func:`ncuroof.summary.kernel_keys` of the timeline.
 
@@ -119,14 +133,15 @@ def timeline_keys(timeline: pd.DataFrame, by: str = "kernel") -> pd.Series:
     Returns
     -------
     Series of str
-        Same index.
+        Same index. Keys are made once per distinct name, grid, block and NVTX path (a training
+        run's millions of launches have a few thousand), except for ``launch``.
     """
-    names = timeline["kernel_name"].astype(object).fillna("").astype(str)
-    frame = pd.DataFrame({"source": "timeline", "launch_id": timeline["start_s"].rank(method="first").fillna(0).astype(int),
-                          "kernel_name": names.map(function_name), "kernel_demangled": names,
-                          "grid": _dims(timeline, "grid"), "block": _dims(timeline, "block"),
-                          "nvtx_range": timeline["nvtx"].astype(object) if "nvtx" in timeline.columns else None}, index=timeline.index)
-    return summary.kernel_keys(frame, by)
+    if by == "launch" or timeline.empty:
+        return summary.kernel_keys(_key_input(timeline), by)
+    codes = timeline.groupby([c for c in _KEY_COLUMNS if c in timeline.columns], dropna=False, sort=False).ngroup().to_numpy()
+    first = timeline[~pd.Series(codes).duplicated().to_numpy()]  # in code order: ngroup numbers groups as they appear
+    keys = summary.kernel_keys(_key_input(first), by).to_numpy()
+    return pd.Series(keys[codes], index=timeline.index, dtype=object)
 
 
 def _ncu_side(kernels: pd.DataFrame) -> pd.DataFrame:
