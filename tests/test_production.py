@@ -65,13 +65,17 @@ def _frame(launches: list[tuple[str, float, str]], gpu: str = "NVIDIA GeForce RT
 
 
 def _kineto(path, launches: list[tuple[str, float, str]], gpu: str = "NVIDIA GeForce RTX 3080") -> None:
-    """The same launches as a PyTorch profiler trace: a cpu_op per launch, its kernel 1 us later (ts/dur in us)."""
+    """The same launches as a PyTorch profiler trace: per launch a cpu_op, the cudaLaunchKernel inside it
+    and the kernel 1 us after the op (ts/dur in us), linked by correlation ID as Kineto links them."""
     events, ts = [], 0.0
     for i, (name, dur, op) in enumerate(launches):
-        events.append({"ph": "X", "cat": "cpu_op", "name": op, "pid": 1, "tid": 1, "ts": ts, "dur": 1.0, "args": {"External id": i}})
-        events.append({"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": ts + 1.0, "dur": dur * 1e6,
-                       "args": {"External id": i, "correlation": i, "device": 0, "stream": 7, "grid": [1, 1, 1], "block": [1, 1, 1]}})
-        ts += dur * 1e6 + 2.0
+        link = {"External id": i, "correlation": 1000 + i}
+        events.append({"ph": "X", "cat": "cpu_op", "name": op, "pid": 1, "tid": 1, "ts": ts, "dur": 2.0, "args": {"External id": i}})
+        events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": ts + 0.5, "dur": 1.0,
+                       "args": link})
+        events.append({"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": ts + 3.0, "dur": dur * 1e6,
+                       "args": {**link, "device": 0, "stream": 7, "grid": [1, 1, 1], "block": [1, 1, 1]}})
+        ts += dur * 1e6 + 4.0
     with gzip.open(path, "wt") as f:
         json.dump({"deviceProperties": [{"id": 0, "name": gpu}], "traceEvents": events}, f)
 
