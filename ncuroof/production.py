@@ -6,7 +6,8 @@ all of the GPU time. A production timeline (a PyTorch profiler trace or an Nsigh
 read by :func:`ncuroof.parser.timeline.read_timeline`) has both. Here its launches get the kernel
 identity of the analysis (:func:`ncuroof.summary.kernel_keys`, the ``--match`` identity) and are
 paired with ncu's kernels (:func:`ncuroof.summary.pair_keys`: the same key, else the same name in
-one demangler spelling, else the same unambiguous base name). The result, :class:`Production`,
+one demangler spelling, else the same unambiguous base name, else the same base name and launch
+configuration). The result, :class:`Production`,
 gives each kernel its production launches and time beside ncu's (``timeline.csv``,
 :data:`ncuroof.schema.TIMELINE_KERNEL`), the time basis of the kernel summary
 (:func:`ncuroof.summary.kernel_summary` ``production_s``), the coverage of the roofline, the idle
@@ -144,11 +145,23 @@ def timeline_keys(timeline: pd.DataFrame, by: str = "kernel") -> pd.Series:
     return pd.Series(keys[codes], index=timeline.index, dtype=object)
 
 
+def _config(keys: pd.Series, grid: pd.Series, block: pd.Series, launches: pd.Series | int = 1) -> pd.Series:
+    """Per kernel key: the launch configuration ``'grid block'`` of most launches (``launches`` per row)."""
+    f = pd.DataFrame({"kernel_key": keys.to_numpy(), "g": grid.astype(object).fillna("?").astype(str).to_numpy(),
+                      "b": block.astype(object).fillna("?").astype(str).to_numpy(),
+                      "n": launches.to_numpy() if isinstance(launches, pd.Series) else launches})
+    top = f.groupby(["kernel_key", "g", "b"], sort=False)["n"].sum().reset_index() \
+        .sort_values("n", ascending=False, kind="stable").drop_duplicates("kernel_key")
+    return pd.Series((top["g"] + " " + top["b"]).to_numpy(), index=top["kernel_key"].to_numpy())
+
+
 def _ncu_side(kernels: pd.DataFrame) -> pd.DataFrame:
-    """One row per ncu kernel key: names, profiled launches and time."""
+    """One row per ncu kernel key: names, launch configuration, profiled launches and time."""
     g = kernels.groupby("kernel_key", sort=False)
-    return pd.DataFrame({"kernel_name": g["kernel_name"].first(), "kernel_demangled": g["kernel_demangled"].first(),
-                         "profiled_launches": g.size(), "profiled_time_s": g["time_s"].sum()}).rename_axis("kernel_key").reset_index()
+    out = pd.DataFrame({"kernel_name": g["kernel_name"].first(), "kernel_demangled": g["kernel_demangled"].first(),
+                        "profiled_launches": g.size(), "profiled_time_s": g["time_s"].sum()})
+    out["config"] = _config(kernels["kernel_key"], kernels["grid"], kernels["block"]).reindex(out.index)
+    return out.rename_axis("kernel_key").reset_index()
 
 
 def _timeline_side(tl: pd.DataFrame) -> pd.DataFrame:
@@ -157,6 +170,9 @@ def _timeline_side(tl: pd.DataFrame) -> pd.DataFrame:
     g = t.groupby("kernel_key", sort=False)
     out = pd.DataFrame({"timeline_name": g["kernel_name"].first(), "production_launches": g.size(),
                         "production_time_s": g["_t"].sum()})
+    dims = t.groupby(["kernel_key", *(f"{k}_{a}" for k in ("grid", "block") for a in "xyz")], dropna=False, sort=False).size()
+    dims = dims.rename("n").reset_index()
+    out["config"] = _config(dims["kernel_key"], _dims(dims, "grid"), _dims(dims, "block"), dims["n"]).reindex(out.index)
     for col in ("op", "scope"):
         out[col] = summary.most_time(t, col).reindex(out.index).fillna("") if col in t.columns else ""
     out = out.rename_axis("kernel_key").reset_index()
@@ -226,7 +242,7 @@ def join(kernels: pd.DataFrame, dots: pd.DataFrame, timeline: pd.DataFrame, by: 
     """
     tl = timeline.assign(kernel_key=timeline_keys(timeline, by).to_numpy())
     ncu, side = _ncu_side(kernels), _timeline_side(tl)
-    pairs = summary.pair_keys(ncu, side, ("spelling", "base name"), _UNMATCHED)
+    pairs = summary.pair_keys(ncu, side, ("spelling", "base name", "base name and configuration"), _UNMATCHED)
     table = _assemble(pairs, ncu, side, set(dots["kernel_key"]) if len(dots) else set(), differs)
     to_ncu = dict(zip(pairs["key_right"], np.where(pairs["key_left"] != "", pairs["key_left"], pairs["key_right"])))
     op = tl["op"].astype(object).where(tl["op"].notna(), "") if "op" in tl.columns else ""

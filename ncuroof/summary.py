@@ -126,11 +126,14 @@ def _name(r: Any) -> str:
 
 
 #: Fallbacks of :func:`pair_keys`, in the order they are tried: the same name in one spelling
-#: (:func:`spelling`), the same base name (template arguments and parameters stripped), function
-#: names that differ only in their numbers (OpenACC/OpenMP kernels named after a source line).
+#: (:func:`spelling`), the same base name (template arguments and parameters stripped), the same
+#: base name and launch configuration (a ``config`` column: grid and block of most launches, for
+#: instantiations the demanglers spell too differently), function names that differ only in their
+#: numbers (OpenACC/OpenMP kernels named after a source line).
 FALLBACKS: dict[str, Callable[[Any], str]] = {
     "spelling": lambda r: spelling(_name(r)) + _suffix(r),
     "base name": lambda r: function_name(_name(r)) + _suffix(r),
+    "base name and configuration": lambda r: function_name(_name(r)) + _suffix(r) + " " + str(getattr(r, "config", "")),
     "numbers differ": lambda r: _NUM.sub("#", r.kernel_name) + _suffix(r),
 }
 

@@ -51,13 +51,17 @@ def _launches() -> list[tuple[str, float, str]]:
         [(ADD, 200e-6, "aten::add_")] * 4
 
 
-def _frame(launches: list[tuple[str, float, str]], gpu: str = "NVIDIA GeForce RTX 3080") -> pd.DataFrame:
-    """A :data:`ncuroof.schema.TIMELINE_LAUNCH` table by hand, back to back, 1 us apart."""
+def _frame(launches: list[tuple[str, float, str]], gpu: str = "NVIDIA GeForce RTX 3080", dims: list[tuple[int, ...]] | None = None
+           ) -> pd.DataFrame:
+    """A :data:`ncuroof.schema.TIMELINE_LAUNCH` table by hand, back to back, 1 us apart; ``dims``:
+    (grid x, y, z, block x, y, z) per launch, default all 1."""
     n = len(launches)
     dur = np.array([d for _, d, _ in launches])
     start = np.concatenate([[0.0], np.cumsum(dur + 1e-6)[:-1]])
+    dims = np.array(dims or [(1,) * 6] * n)
     tl = pd.DataFrame({"kernel_name": [k for k, _, _ in launches], "start_s": start, "duration_s": dur, "device": 0, "stream": 7,
-                       **{f"{k}_{a}": 1 for k in ("grid", "block") for a in "xyz"}, "correlation": np.arange(n),
+                       **{f"{k}_{a}": dims[:, i] for i, (k, a) in enumerate((k, a) for k in ("grid", "block") for a in "xyz")},
+                       "correlation": np.arange(n),
                        "op": [o for _, _, o in launches], "scope": None, "nvtx": None}).astype({c: v.dtype for c, v in TIMELINE_LAUNCH.items()})
     tl.attrs = {"format": "kineto", "path": "hand.json", "device": 0, "gpu_name": gpu, "devices": [0],
                 "span_s": float(start[-1] + dur[-1]), "busy_s": float(dur.sum())}
@@ -261,3 +265,16 @@ def test_real_nsys_export_every_kernel_unprofiled() -> None:
     assert set(t["match"]) == {"unprofiled", "not_in_timeline"} and p.coverage == 0.0
     assert t.loc[t["match"] == "unprofiled", "ncu_filter"].tolist() == ["-k 'regex:^vecAdd$'"]
     assert len(p.warnings) == 2 and "ran on Tesla T4" in p.warnings[0] and "none of its 1 kernel is" in p.warnings[1]
+
+
+def test_instantiations_told_apart_by_launch_configuration() -> None:
+    # Two instantiations of gemm in the timeline, spelled unlike ncu: the base name is ambiguous,
+    # the one launched as ncu's gemm was (grid (25, 11, 1), block (16, 16, 1)) pairs with it.
+    a, b = "void gemm<A>(float*)", "void gemm<B>(float*)"
+    tl = _frame([(a, 1e-3, "aten::mm"), (b, 2e-3, "aten::mm")], dims=[(25, 11, 1, 16, 16, 1), (1, 1, 1, 1, 1, 1)])
+    k = kernels_of(GEMM)
+    assert set(k.loc[k["kernel_name"] == "gemm", ["grid", "block"]].itertuples(index=False)) == {("(25, 11, 1)", "(16, 16, 1)")}
+    analysis = ncuroof.analyze(shared(GEMM), write=False).analysis
+    t = production.join(analysis.kernels, analysis.dots, tl).table.set_index("timeline_name")
+    assert t.loc[a, "match"] == "base name and configuration" and t.loc[a, "kernel_key"] == _gemm_key()
+    assert t.loc[b, "match"] == "unprofiled" and t.loc[a, "profiled_launches"] == 1
