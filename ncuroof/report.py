@@ -209,9 +209,12 @@ def _kernel_table(summ: pd.DataFrame) -> str:
                        flags=[cell_text("flags", f) for f in summ["flags"]],
                        precision=[precision_title(p) if p else "" for p in summ["precision"]],
                        level=[lv.upper() for lv in summ["level"]], in_focus=np.where(summ["in_focus"], "yes", "no"))
+    if "profiled_time_s" in summ.columns and not summ["profiled_time_s"].equals(summ["time_s"]):  # production basis (--timeline)
+        cols[2:4] = [("time_s", "production time", "time"), ("time_share", "production share", "pct"),
+                     ("profiled_time_s", "ncu time", "time")]
     if "expected_flop" in summ.columns and summ["expected_flop"].notna().any():
         view["useful_ai"] = summ["expected_flop"] / summ["expected_dram_bytes"]
-        cols.insert(8, ("useful_ai", "useful AI [FLOP/B] (--expect)", "num"))
+        cols.insert([c for c, _, _ in cols].index("flop_per_s"), ("useful_ai", "useful AI [FLOP/B] (--expect)", "num"))
     return html_table(view, [(c, t) for c, t, _ in cols], title_col="kernel_demangled", kinds={c: k for c, _, k in cols},
                       swatches=[plot.kernel_color(i) if p else None for i, p in enumerate(summ["precision"])])
 

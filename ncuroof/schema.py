@@ -609,7 +609,7 @@ TIMELINE_KERNEL: dict[str, Column] = {
     "kernel_name": Column("string", "", "function name (ncu's, else the timeline name's)"),
     "timeline_name": Column("string", "", "the name the timeline gives, '' when not in the timeline"),
     "match": Column("string", "", "how the timeline's kernel was paired with ncu's (ncuroof.summary.pair_keys): name, spelling, "
-                    "base name; unprofiled (not in the ncu report) or not_in_timeline"),
+                    "base name, base name and configuration; unprofiled (not in the ncu report) or not_in_timeline"),
     "production_launches": Column("int64", "", "launches in the timeline"),
     "production_time_s": Column("float64", "s", "summed launch duration in the timeline"),
     "production_share": Column("float64", "1", "production_time_s over the timeline's kernel time on the device"),

@@ -168,6 +168,7 @@ def test_cli_writes_timeline_csv_and_page_follow_production(tmp_path) -> None:
     share = fmt.pct(15e-3 / t["production_time_s"].sum(), 1)
     page = (out / "roofline.html").read_text()
     assert "Time basis: production timeline run.json.gz" in page and "regex:^vectorized_elementwise_kernel$" in page
+    assert ">production share<" in page and ">ncu time<" in page
     assert share in page and share in res.output  # the top kernel's share, production's, on the page and in the CLI
     assert "not profiled: vectorized_elementwise_kernel" in res.output
 
