@@ -72,7 +72,8 @@ def load(paths: PathLike | Sequence[PathLike], options: AnalysisOptions | None =
         Show a progress bar on stderr while reading (only when stderr is a terminal).
     **option_fields
         Fields of :class:`~ncuroof.analysis.AnalysisOptions` overriding ``options``
-        (``traffic``, ``gpu``, ``peak_flops``, ``peak_bandwidth``, ``expect``, ``match``, ``stack``).
+        (``traffic``, ``gpu``, ``peak_flops``, ``peak_bandwidth``, ``expect``, ``match``, ``stack``,
+        ``timeline``, ``device``).
 
     Returns
     -------
