@@ -211,6 +211,8 @@ LEFT JOIN {runtime} AS r ON r.correlationId = k.correlationId{same_process}
 _NAMES_QUERY = "SELECT id, value FROM StringIds WHERE id IN (SELECT DISTINCT {name} FROM CUPTI_ACTIVITY_KIND_KERNEL)"
 # Rows fetched from SQLite at a time: each batch becomes numeric columns before the next is fetched.
 _SQL_ROWS = 100_000
+# Events converted to Python values at a time by the range sweep.
+_SWEEP_ROWS = 65_536
 _NVTX_QUERY = """
 SELECT e.globalTid AS tid, e.start AS start, e.end AS end, COALESCE(e.text, s.value) AS label
 FROM NVTX_EVENTS AS e LEFT JOIN StringIds AS s ON s.id = e.textId
@@ -480,7 +482,7 @@ def _enclosing(ranges: pd.DataFrame, queries: pd.DataFrame, paths: bool = True) 
     names: list[Any] = []
     joined: list[Any] = []
     current = None
-    for g, s, e, q, j in zip(*(a[order].tolist() for a in (tid, start, end, is_query, ref))):
+    for g, s, e, q, j in _in_order(order, (tid, start, end, is_query, ref)):
         if g != current:
             ends, names, joined, current = [], [], [], g
         while ends and ends[-1] < s:
@@ -493,3 +495,11 @@ def _enclosing(ranges: pd.DataFrame, queries: pd.DataFrame, paths: bool = True) 
         ends.append(e), names.append(label)
         joined.append((joined[-1] + _PATH_SEP + label if joined else label) if paths else None)
     return inner, path
+
+
+def _in_order(order: np.ndarray, columns: tuple[np.ndarray, ...]) -> Iterator[tuple]:
+    """The rows of ``columns`` in ``order`` as tuples of Python values, converted a block at a time
+    (a whole column as Python objects would cost more memory than the trace's events)."""
+    for lo in range(0, len(order), _SWEEP_ROWS):
+        block = order[lo:lo + _SWEEP_ROWS]
+        yield from zip(*(c[block].tolist() for c in columns))
