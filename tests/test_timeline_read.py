@@ -384,3 +384,28 @@ def test_gpu_annotation_scope_when_nothing_on_the_cpu_side(tmp_path):
     trace["traceEvents"] = [e for e in trace["traceEvents"] if e["cat"] not in ("cpu_op", "user_annotation", "python_function")]
     df = read_timeline(_write(tmp_path, trace))
     assert df["scope"].tolist() == ["on the stream", "on the stream"] and df["op"].isna().all()
+
+
+def _fake_nsys(tmp_path, body: str):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    nsys = bin_dir / "nsys"
+    nsys.write_text("#!/bin/sh\n" + body + "\n")
+    nsys.chmod(0o755)
+    return bin_dir
+
+
+def test_nsys_rep_exported_with_nsys_from_path(tmp_path, monkeypatch):
+    rep = tmp_path / "run.nsys-rep"
+    rep.write_bytes(b"\0" * 16)
+    # A stand-in for `nsys export --type sqlite --output OUT REP` that writes the real export.
+    monkeypatch.setenv("PATH", str(_fake_nsys(tmp_path, f'{shutil.which("cp")} "{shared(NSYS)}" "$5"')))
+    df = read_timeline(rep)
+    assert len(df) == 4 and df.attrs["path"] == str(rep) and df.attrs["format"] == "nsys-sqlite"
+
+
+def test_nsys_rep_export_failure(tmp_path, monkeypatch):
+    rep = tmp_path / "run.nsys-rep"
+    rep.write_bytes(b"\0" * 16)
+    monkeypatch.setenv("PATH", str(_fake_nsys(tmp_path, 'echo "ERROR: not a report" >&2; exit 1')))
+    _refused(rep, "nsys export failed .ERROR: not a report.")

@@ -103,7 +103,13 @@ def read_timeline(path: str | Path, device: int | None = None, progress: Callabl
     fmt = _sniff(path)
     if fmt == "nsys-rep":
         with tempfile.TemporaryDirectory(prefix="ncuroof-nsys-") as tmp:
-            return read_timeline(_export_nsys_rep(path, Path(tmp)), device, progress, report_gpu=report_gpu)
+            exported = _export_nsys_rep(path, Path(tmp))
+            try:
+                out = read_timeline(exported, device, progress, report_gpu=report_gpu)
+            except InputError as exc:
+                raise InputError(f"exported to SQLite: {exc.message}", path) from None
+        out.attrs["path"] = str(path)
+        return out
     launches, gpus = _read_nsys(path) if fmt == "nsys-sqlite" else _read_kineto(path, progress)
     chosen = _choose_device(launches["device"], gpus, device, report_gpu, path)
     out = launches[launches["device"] == chosen].sort_values("start_s", kind="stable").reset_index(drop=True)
@@ -148,8 +154,11 @@ def _sniff(path: Path) -> str:
         raise InputError("is a directory; pass a PyTorch profiler trace (.json, .json.gz) or an Nsight Systems export (.sqlite)", path)
     if path.suffix == ".nsys-rep":
         return "nsys-rep"
-    with path.open("rb") as f:
-        head = f.read(16)
+    try:
+        with path.open("rb") as f:
+            head = f.read(16)
+    except OSError as exc:
+        raise InputError(f"cannot read ({exc.strerror}); check the file's permissions", path) from None
     if head.startswith(_SQLITE_MAGIC):
         return "nsys-sqlite"
     if head.startswith(_GZIP_MAGIC) or head.lstrip()[:1] in (b"{", b"["):
@@ -287,6 +296,8 @@ def _open_trace(path: Path, progress: Callable[[int], Callable[..., None]] | Non
             yield gzip.GzipFile(fileobj=counted) if zipped else counted
         except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
             raise InputError(f"truncated or damaged gzip file ({exc}); copy or save the trace again", path) from None
+        except OSError as exc:
+            raise InputError(f"cannot read ({exc}); copy the trace again", path) from None
 
 
 def _gpu_names(path: Path) -> dict[int, str]:
