@@ -571,25 +571,9 @@ TIMELINE_LAUNCH: dict[str, Column] = {
 
 
 def validate_timeline(df: pd.DataFrame, path: str) -> pd.DataFrame:
-    """Check a timeline table (:data:`TIMELINE_LAUNCH`) and cast it to the declared dtypes.
-
-    Parameters
-    ----------
-    df : DataFrame
-        One row per production kernel launch; extra columns are kept.
-    path : str
-        The timeline file, for error messages.
-
-    Returns
-    -------
-    DataFrame
-        ``df`` cast to the declared dtypes.
-
-    Raises
-    ------
-    InputError
-        If a start or duration is missing or a duration negative (a damaged trace).
-    """
+    """Check a timeline table (:data:`TIMELINE_LAUNCH`, one row per production launch; extra columns
+    kept) and return it cast to the declared dtypes; InputError naming ``path`` when a start or a
+    duration is missing or a duration negative (a damaged trace)."""
     _check_columns(df, TIMELINE_LAUNCH, "timeline")
     start, dur = (df[c].to_numpy(dtype=float, na_value=np.nan) for c in ("start_s", "duration_s"))
     bad = ~np.isfinite(start) | ~np.isfinite(dur) | (dur < 0)

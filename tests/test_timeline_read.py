@@ -4,6 +4,7 @@ profiler traces and Nsight Systems export, checked against independent reads of 
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import shutil
@@ -197,11 +198,17 @@ def test_same_gpus_need_a_device(tmp_path):
         read_timeline(path, report_gpu="NVIDIA A100-PG509-200")
 
 
-def test_nsys_two_devices(tmp_path):
-    db = tmp_path / "two.sqlite"
+def _nsys_copy(tmp_path, sql: str):
+    """A copy of the shared nsys export changed by one SQL statement."""
+    db = tmp_path / "changed.sqlite"
     shutil.copy(shared(NSYS), db)
-    with sqlite3.connect(db) as con:
-        con.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = 1 WHERE correlationId = 126")
+    with contextlib.closing(sqlite3.connect(db)) as con, con:
+        con.execute(sql)
+    return db
+
+
+def test_nsys_two_devices(tmp_path):
+    db = _nsys_copy(tmp_path, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = 1 WHERE correlationId = 126")
     with pytest.raises(InputError, match=r"0 \(Tesla T4\), 1.*--device N"):
         read_timeline(db)
     assert len(read_timeline(db, device=0)) == 3 and len(read_timeline(db, device=1)) == 1
@@ -266,20 +273,10 @@ def test_events_that_are_not_events(tmp_path):
     _refused(path, "not a Chrome trace event")
 
 
-def test_sqlite_without_kernel_table(tmp_path):
-    db = tmp_path / "nokernels.sqlite"
-    shutil.copy(shared(NSYS), db)
-    with sqlite3.connect(db) as con:
-        con.execute("DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL")
-    _refused(db, "no CUPTI_ACTIVITY_KIND_KERNEL table")
-
-
-def test_sqlite_with_empty_kernel_table(tmp_path):
-    db = tmp_path / "empty.sqlite"
-    shutil.copy(shared(NSYS), db)
-    with sqlite3.connect(db) as con:
-        con.execute("DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL")
-    _refused(db, "no kernel launches")
+@pytest.mark.parametrize(("sql", "match"), [("DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL", "no CUPTI_ACTIVITY_KIND_KERNEL table"),
+                                            ("DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL", "no kernel launches")])
+def test_sqlite_without_kernels(tmp_path, sql, match):
+    _refused(_nsys_copy(tmp_path, sql), match)
 
 
 def test_truncated_sqlite(tmp_path):
