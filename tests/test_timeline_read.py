@@ -207,6 +207,12 @@ def _nsys_copy(tmp_path, sql: str):
     return db
 
 
+def test_nsys_runtime_call_twice_counts_the_kernel_once(tmp_path):
+    db = _nsys_copy(tmp_path, "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME SELECT * FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE correlationId = 124")
+    df = read_timeline(db)
+    assert len(df) == 4 and df["correlation"].tolist() == [123, 124, 125, 126]
+
+
 def test_nsys_two_devices(tmp_path):
     db = _nsys_copy(tmp_path, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = 1 WHERE correlationId = 126")
     with pytest.raises(InputError, match=r"0 \(Tesla T4\), 1.*--device N"):

@@ -15,8 +15,11 @@ Two formats, told apart by their content:
 
 The launching operator (``op``) is the innermost ``cpu_op`` open on the launching thread when the
 runtime call was made; ``scope`` and ``nvtx`` are the paths of the ranges open on that thread then
-(:func:`_enclosing`). This needs no ``External id`` convention (traces differ on what it names);
-a kernel without its runtime call falls back to the ``cpu_op`` of the same ``External id``.
+(:func:`_enclosing`). This needs no ``External id`` convention (traces differ on what it names).
+A kernel whose runtime call is not in the trace is placed by the start of its ``ac2g`` flow, else
+given the ``cpu_op`` of its ``External id`` (unless that id is its correlation, as in traces that
+number runtime calls with it); a kernel with nothing open on the CPU side takes its scope from the
+``gpu_user_annotation`` ranges of its stream.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ import pandas as pd
 from ..errors import InputError
 from ..schema import TIMELINE_LAUNCH, validate_timeline
 
-__all__ = ["read_timeline", "FORMATS"]
+__all__ = ["read_timeline", "busy_time", "FORMATS"]
 
 #: Values of the ``format`` attribute of a timeline table.
 FORMATS = ("kineto", "nsys-sqlite")
@@ -227,6 +230,9 @@ SELECT e.globalTid AS tid, e.start AS start, e.end AS end, COALESCE(e.text, s.va
 FROM NVTX_EVENTS AS e LEFT JOIN StringIds AS s ON s.id = e.textId
 WHERE e.eventType = 59 AND e.end IS NOT NULL
 """
+# One runtime call per correlation ID (of a process: IDs are per process), so no kernel is counted twice.
+_RUNTIME = ("(SELECT correlationId, globalTid, MIN(start) AS start FROM CUPTI_ACTIVITY_KIND_RUNTIME "
+            "GROUP BY {process}correlationId)")
 _NO_RUNTIME = "(SELECT NULL AS globalTid, NULL AS start, NULL AS correlationId)"
 
 
@@ -240,8 +246,10 @@ def _read_nsys(path: Path) -> tuple[pd.DataFrame, dict[int, str]]:
                 raise InputError("no CUPTI_ACTIVITY_KIND_KERNEL table: the export holds no CUDA kernels "
                                  "(profile with nsys profile --trace=cuda and export with nsys export --type sqlite)", path)
             cols = {r[1] for r in con.execute("PRAGMA table_info(CUPTI_ACTIVITY_KIND_KERNEL)")}
-            runtime = "CUPTI_ACTIVITY_KIND_RUNTIME" if "CUPTI_ACTIVITY_KIND_RUNTIME" in tables else _NO_RUNTIME
-            same = " AND (r.globalTid >> 24) = (k.globalPid >> 24)" if "globalPid" in cols and runtime != _NO_RUNTIME else ""
+            by_process = "globalPid" in cols and "CUPTI_ACTIVITY_KIND_RUNTIME" in tables
+            runtime = _RUNTIME.format(process="globalTid >> 24, " if by_process else "") if "CUPTI_ACTIVITY_KIND_RUNTIME" in tables \
+                else _NO_RUNTIME
+            same = " AND (r.globalTid >> 24) = (k.globalPid >> 24)" if by_process else ""
             name = "demangledName" if "demangledName" in cols else "shortName"
             batches = pd.read_sql_query(_NSYS_QUERY.format(name=name, runtime=runtime, same_process=same), con, chunksize=_SQL_ROWS)
             raw = pd.concat([b.astype("float64") for b in batches] or [pd.DataFrame()], ignore_index=True)
@@ -366,8 +374,10 @@ class _KinetoScan:
         col["thread"].append(self.threads.setdefault((e.get("pid"), e.get("tid")), len(self.threads)))
         for key, arg in (("ts", "ts"), ("dur", "dur")):
             col[key].append(e.get(arg, _NAN))
-        for key, arg in (("device", "device"), ("stream", "stream"), ("correlation", "correlation"), ("external", "External id")):
+        for key, arg in (("stream", "stream"), ("correlation", "correlation"), ("external", "External id")):
             col[key].append(args.get(arg, _NAN))
+        device = args.get("device", e.get("pid"))  # Kineto's GPU rows: pid is the device
+        col["device"].append(device if isinstance(device, (int, float)) else _NAN)
         for kind in ("grid", "block"):
             dims = args.get(kind)
             dims = dims if isinstance(dims, list) and len(dims) == 3 else _NO_DIMS
@@ -420,7 +430,7 @@ def _scan_kineto(path: Path, progress: Callable[[int], Callable[..., None]] | No
 def _read_kineto(path: Path, progress: Callable[[int], Callable[..., None]] | None) -> tuple[pd.DataFrame, dict[int, str]]:
     """The launches of every device of a Kineto trace, with their op and scope, and the GPU names by device."""
     scan = _scan_kineto(path, progress)
-    launch = scan.frame("launch").drop_duplicates("correlation").rename(columns={"ts": "launch_ts"})
+    launch = scan.frame("launch").dropna(subset=["correlation"]).drop_duplicates("correlation").rename(columns={"ts": "launch_ts"})
     k = scan.frame("kernel").rename(columns={"thread": "gpu_thread"}).merge(launch, on="correlation", how="left")
     op, scope, gpu_scope = (_ranges(scan.frame(kind)) for kind in ("op", "scope", "gpu_scope"))
     queries = pd.DataFrame({"tid": k["thread"], "start": k["launch_ts"]})
