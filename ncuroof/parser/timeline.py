@@ -114,14 +114,20 @@ def read_timeline(path: str | Path, device: int | None = None, progress: Callabl
         out.attrs["path"] = str(path)
         return out
     launches, gpus = _read_nsys(path) if fmt == "nsys-sqlite" else _read_kineto(path, progress)
-    chosen = _choose_device(launches["device"], gpus, device, report_gpu, path)
-    out = launches[launches["device"] == chosen].sort_values("start_s", kind="stable").reset_index(drop=True)
-    start, end = out["start_s"].to_numpy(dtype=float), (out["start_s"] + out["duration_s"]).to_numpy(dtype=float)
+    launches = launches[list(TIMELINE_LAUNCH)]
+    devices = sorted(int(d) for d in launches["device"].dropna().unique())
+    chosen = _choose_device(devices, gpus, device, report_gpu, path)
+    on_device = (launches["device"] == chosen).to_numpy(dtype=bool, na_value=False)
+    out = launches if on_device.all() else launches[on_device]
+    del launches
+    start = out["start_s"].to_numpy(dtype=float)
+    if np.any(start[1:] < start[:-1]):
+        out = out.iloc[np.argsort(start, kind="stable")]
+        start = out["start_s"].to_numpy(dtype=float)
+    end = start + out["duration_s"].to_numpy(dtype=float)
     t0 = start.min()
-    out["start_s"] = start - t0
-    out = validate_timeline(out[list(TIMELINE_LAUNCH)], str(path))
-    out.attrs = {"format": fmt, "path": str(path), "device": chosen, "gpu_name": gpus.get(chosen),
-                 "devices": sorted(int(d) for d in launches["device"].dropna().unique()),
+    out = validate_timeline(out.assign(start_s=start - t0).reset_index(drop=True), str(path))
+    out.attrs = {"format": fmt, "path": str(path), "device": chosen, "gpu_name": gpus.get(chosen), "devices": devices,
                  "span_s": float(end.max() - t0), "busy_s": busy_time(start, end)}
     return out
 
@@ -183,9 +189,9 @@ def _export_nsys_rep(path: Path, outdir: Path) -> Path:
     return out
 
 
-def _choose_device(devices: pd.Series, gpus: dict[int, str], device: int | None, report_gpu: str | None, path: Path) -> int:
-    """The device to read: ``device``, else the only one with kernels, else the one named ``report_gpu``."""
-    have = sorted(int(d) for d in devices.dropna().unique())
+def _choose_device(have: list[int], gpus: dict[int, str], device: int | None, report_gpu: str | None, path: Path) -> int:
+    """The device to read among those with kernels (``have``): ``device``, else the only one, else
+    the one named ``report_gpu``."""
     listing = ", ".join(f"{d} ({gpus[d]})" if d in gpus else str(d) for d in have)
     if device is not None:
         if device not in have:
@@ -251,8 +257,8 @@ def _read_nsys(path: Path) -> tuple[pd.DataFrame, dict[int, str]]:
                 else _NO_RUNTIME
             same = " AND (r.globalTid >> 24) = (k.globalPid >> 24)" if by_process else ""
             name = "demangledName" if "demangledName" in cols else "shortName"
-            batches = pd.read_sql_query(_NSYS_QUERY.format(name=name, runtime=runtime, same_process=same), con, chunksize=_SQL_ROWS)
-            raw = pd.concat([b.astype("float64") for b in batches] or [pd.DataFrame()], ignore_index=True)
+            raw = _numbers(con, _NSYS_QUERY.format(name=name, runtime=runtime, same_process=same),
+                           con.execute("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0])
             names = dict(con.execute(_NAMES_QUERY.format(name=name)))
             nvtx = pd.read_sql_query(_NVTX_QUERY, con) if "NVTX_EVENTS" in tables else None
             gpus = _nsys_gpus(con, tables)
@@ -265,6 +271,18 @@ def _read_nsys(path: Path) -> tuple[pd.DataFrame, dict[int, str]]:
                      duration_s=(raw["end"] - raw["start"]) * 1e-9, op=pd.NA, scope=pd.NA)
     out["nvtx"] = pd.NA if nvtx is None or nvtx.empty else _enclosing(nvtx, raw[["tid", "launch"]].rename(columns={"launch": "start"}))[1]
     return out, gpus
+
+
+def _numbers(con: sqlite3.Connection, query: str, rows: int) -> pd.DataFrame:
+    """The result of a query of at most ``rows`` rows of numbers as float64 columns (NULL as NaN),
+    filled a batch at a time into one array: no Python object per value outlives its batch."""
+    cursor = con.execute(query)
+    data = np.empty((rows, len(cursor.description)))
+    done = 0
+    while batch := cursor.fetchmany(_SQL_ROWS):
+        data[done:done + len(batch)] = np.array(batch, dtype=np.float64)
+        done += len(batch)
+    return pd.DataFrame(data[:done], columns=[d[0] for d in cursor.description], copy=False)
 
 
 def _nsys_gpus(con: sqlite3.Connection, tables: set[str]) -> dict[int, str]:
