@@ -5,7 +5,8 @@ Generates, with a fixed seed, a PyTorch profiler (Kineto) trace of N kernel even
 1,000,000) with what a real one has around them (a ``cpu_op`` per launch and a parent op per two,
 the ``cuda_runtime`` launch, the two ``ac2g`` flow events, a ``ProfilerStep`` annotation per 1,000
 launches) and an Nsight Systems SQLite export of as many kernels (kernel, runtime and NVTX tables).
-Each reader runs in a subprocess of its own so that its peak RSS (``ru_maxrss``) is its own.
+Each reader runs in a subprocess of its own; its peak memory is its peak resident set (``VmHWM``,
+Linux) less its resident set before reading, with pandas and the reader imported.
 
 Targets: ``read_timeline`` of the Kineto trace in at most the time of ``json.load`` of the same
 file, peak memory (above the interpreter with pandas imported) at most twice the file's size.
@@ -132,16 +133,23 @@ READERS = {
     "sql_sum": ("import sqlite3", "n = sqlite3.connect(P).execute('SELECT COUNT(*), SUM(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL').fetchone()[0]"),
     "sql_frame": ("import sqlite3", "n = len(pandas.read_sql_query('SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL', sqlite3.connect(P)))"),
 }
+# Memory from /proc/self/status: VmHWM is this process's own peak, where ru_maxrss on Linux starts
+# from the parent's peak at fork (the parent wrote the files: it would hide the readers' peaks).
 CHILD = """
-import resource, sys, time
+import sys, time
 import pandas
 {setup}
+
+def vm(key):
+    with open('/proc/self/status') as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith(key + ':'))
+
 P = sys.argv[1]
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+base = vm('VmRSS')
 t0, c0 = time.perf_counter(), time.process_time()
 {code}
 dt, dc = time.perf_counter() - t0, time.process_time() - c0
-print(n, dt, dc, base * 1024, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+print(n, dt, dc, base, vm('VmHWM'))
 """
 
 
