@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import calculator, catalog, ceilings, classify, diagnose, expect, parser, summary
+from . import calculator, catalog, ceilings, classify, diagnose, expect, parser, production, summary
 from .catalog import Catalog, GpuCatalog
 from .errors import InputError
 from .schema import KERNELS, from_text, validate_kernels, validate_points
@@ -53,6 +53,11 @@ class AnalysisOptions:
     reader : {'auto', 'fast', 'ncu_report'}
         How ``.ncu-rep`` files are read (:func:`ncuroof.parser.read`); the numbers do not depend
         on it.
+    timeline : path, optional
+        A production timeline (PyTorch profiler trace or Nsight Systems export): shares, focus,
+        savings and the kernel order follow its kernel time (:mod:`ncuroof.production`).
+    device : int, optional
+        The timeline's device (default: the only one with kernels, else the report's GPU).
     """
 
     traffic: str = "ncu"
@@ -64,6 +69,8 @@ class AnalysisOptions:
     focus: float = FOCUS_SHARE
     stack: bool = False
     reader: str = "auto"
+    timeline: Path | None = None
+    device: int | None = None
 
     def __post_init__(self) -> None:
         parser.check_reader(self.reader)
@@ -79,8 +86,9 @@ class AnalysisOptions:
         """``options`` (default: the defaults) with the non-None ``overrides`` applied."""
         base = options if options is not None else cls()
         given = {k: v for k, v in overrides.items() if v is not None}
-        if "expect" in given:
-            given["expect"] = Path(given["expect"])
+        for name in ("expect", "timeline"):
+            if name in given:
+                given[name] = Path(given[name])
         return replace(base, **given)
 
 
@@ -106,6 +114,8 @@ class Analysis:
         The metric catalog.
     gpus : GpuCatalog
         The datasheet catalog.
+    production : Production, optional
+        The timeline joined to the analysis (``options.timeline``), the summary's time basis.
     """
 
     inputs: list[Path]
@@ -117,6 +127,7 @@ class Analysis:
     catalog: Catalog
     gpus: GpuCatalog
     notes: list[str] = field(default_factory=list)
+    production: production.Production | None = None
 
     @property
     def missing_metrics(self) -> bool:
@@ -170,7 +181,7 @@ def from_kernels(kernels: pd.DataFrame, options: AnalysisOptions, cat: Catalog, 
     kernels : DataFrame
         From :func:`read_kernels`, or a saved ``kernels.csv`` after :func:`restore_kernels`.
     options : AnalysisOptions
-        ``match`` and ``focus`` are used here.
+        ``match``, ``focus``, ``timeline`` and ``device`` are used here.
     cat, gpus : Catalog, GpuCatalog
         The catalogs.
     inputs : sequence of Path
@@ -190,9 +201,11 @@ def from_kernels(kernels: pd.DataFrame, options: AnalysisOptions, cat: Catalog, 
     k = k.assign(kernel_key=summary.kernel_keys(k, options.match).to_numpy())
     k = validate_kernels(k)
     dots = summary.kernel_dots(k, pts)
-    summ = summary.kernel_summary(k, focus=options.focus, dots=dots)
+    prod = production.from_options(k, dots, options.timeline, options.device, options.match, cat.thresholds)
+    summ = summary.kernel_summary(k, focus=options.focus, dots=dots, production_s=prod.weights if prod else None,
+                                  production_total_s=prod.total_s if prod else None)
     summ = diagnose.diagnose_kernels(summ, k, cat, gpus)
-    return Analysis(list(inputs), options, k, pts, dots, summ, cat, gpus)
+    return Analysis(list(inputs), options, k, pts, dots, summ, cat, gpus, production=prod)
 
 
 def build(paths: Sequence[Path], options: AnalysisOptions | None = None,

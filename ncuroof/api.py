@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from . import analysis as _analysis
 from . import calculator, catalog, collector, diagnose, fleet, fmt, plot, provenance, report, tables_io, views
 from . import compare as _compare
 from . import phases as _phases
+from . import production as _production
 from . import ranks as _ranks
 from .analysis import Analysis, AnalysisOptions
 from .errors import InputError
@@ -71,7 +72,8 @@ def load(paths: PathLike | Sequence[PathLike], options: AnalysisOptions | None =
         Show a progress bar on stderr while reading (only when stderr is a terminal).
     **option_fields
         Fields of :class:`~ncuroof.analysis.AnalysisOptions` overriding ``options``
-        (``traffic``, ``gpu``, ``peak_flops``, ``peak_bandwidth``, ``expect``, ``match``, ``stack``).
+        (``traffic``, ``gpu``, ``peak_flops``, ``peak_bandwidth``, ``expect``, ``match``, ``stack``,
+        ``timeline``, ``device``).
 
     Returns
     -------
@@ -189,6 +191,7 @@ class AnalysisResult:
     ranks: pd.DataFrame | None = None
     phases: pd.DataFrame | None = None
     instruction_points: pd.DataFrame | None = None
+    ops: pd.DataFrame | None = None
 
     @property
     def kernels(self) -> pd.DataFrame:
@@ -215,22 +218,27 @@ def _what_if(a: Analysis, name: str) -> pd.DataFrame:
 
 def _page_files(a: Analysis, plotlyjs: str | bool, image: str | None, formats: Sequence[str] = ("csv",),
                 failures: pd.DataFrame | None = None, ranks: pd.DataFrame | None = None, phases: pd.DataFrame | None = None,
-                ipts: pd.DataFrame | None = None) -> dict[str, Any]:
+                ipts: pd.DataFrame | None = None, ops: pd.DataFrame | None = None) -> dict[str, Any]:
     """The tables (:func:`ncuroof.tables_io.table_files`), roofline.html and the optional image
     of one analysis; a fleet's or multi-rank run's (``failures`` given) as Parquet datasets by input;
-    the page with the phase and instruction-roofline views and the spread over ranks of
-    :mod:`ncuroof.views` when given."""
+    the page with the phase, operator and instruction-roofline views, the spread over ranks and the
+    production timeline of :mod:`ncuroof.views` when given."""
     kernels, summ = to_text(a.kernels), to_text(a.summary)  # list columns as text for files and the page
     fig = plot.plot_roofline(a.points, kernels, title=f"Hierarchical roofline — {a.inputs[0].name}", focus=a.options.focus,
-                             summary=summ, dots={"kernel": a.dots}, catalog=a.catalog, charts=views.page_charts(a.kernels, phases, ipts))
+                             summary=summ, dots={"kernel": a.dots}, catalog=a.catalog,
+                             charts=views.page_charts(a.kernels, phases, ipts, ops))
     meta = {**provenance.page_meta(a.kernels, a.inputs), **fleet.page_meta(failures), **_ranks.page_meta(ranks)}
+    prod = a.production
     tables = {"kernels": kernels, "points": a.points, **({"failures": failures} if failures is not None else {}),
-              **({"ranks": ranks} if ranks is not None else {})}
+              **({"ranks": ranks} if ranks is not None else {}), **({"timeline": prod.table} if prod is not None else {}),
+              **({"ops": ops} if ops is not None else {})}
     apart = failures is not None
     files: dict[str, Any] = {
         **tables_io.table_files(tables, sorted(set(formats) | ({"parquet"} if apart else set())), a.inputs, dataset=apart),
         "roofline.html": report.render_html(fig, kernels, meta, plotlyjs=plotlyjs, summary=summ, focus=a.options.focus,
-                                            extra=views.page_sections(a.kernels, summ, ranks, a.catalog.thresholds["ranks"]["imbalance"])),
+                                            extra=views.page_sections(a.kernels, summ, ranks, a.catalog.thresholds["ranks"]["imbalance"],
+                                                                      prod),
+                                            basis=views.time_basis(prod)),
     }
     if image is not None:
         files[f"roofline.{image}"] = report.render_image(fig, image)
@@ -241,14 +249,23 @@ def _analyze_apart(inputs: list[Path], options: AnalysisOptions, scheduler: str 
                    progress: bool) -> tuple[Analysis, pd.DataFrame, pd.DataFrame | None]:
     """Each input analyzed alone (:func:`ncuroof.fleet.run`), then one analysis of them all; the
     failures, and the spread over ranks when ``ranks`` (:func:`ncuroof.ranks.spread`)."""
-    with _progress_bar(progress, "analyzing inputs") as bar:
-        fr = fleet.run(inputs, options, scheduler=scheduler, workers=workers, progress=bar)
+    with _progress_bar(progress, "analyzing inputs") as bar:  # the timeline is joined once, to the whole
+        fr = fleet.run(inputs, replace(options, timeline=None), scheduler=scheduler, workers=workers, progress=bar)
     cat, gpus = catalog.load(), catalog.load_gpus()
     a = _analysis.from_kernels(fr.kernels, options, cat, gpus, inputs=inputs, classified=True)
     if not ranks:
         return a, fr.failures, None
     labels = dict(zip(map(str, inputs), _ranks.rank_labels(inputs), strict=True))
     return a, fr.failures, _ranks.spread(a.kernels, a.points, labels, cat.thresholds["ranks"]["imbalance"], by=options.match)
+
+
+def _op_rows(a: Analysis) -> pd.DataFrame:
+    """``--group-by op``: :func:`ncuroof.production.op_table`, or InputError without a PyTorch profiler trace."""
+    prod = a.production
+    if prod is None or prod.format != "kineto":
+        raise InputError("--group-by op needs the PyTorch profiler trace of the run (--timeline trace.json or .json.gz): "
+                         "it names the operator that launched each kernel")
+    return _production.op_table(a.kernels, prod)
 
 
 def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None, options: AnalysisOptions | None = None, *,
@@ -298,7 +315,9 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
         on the cluster whatever its size.
     group_by : str, optional
         ``nvtx`` or ``nvtx:DEPTH``: aggregate launches by NVTX range path
-        (:func:`ncuroof.phases.phase_table`) and write ``phases.csv``.
+        (:func:`ncuroof.phases.phase_table`) and write ``phases.csv``. ``op``: one dot per PyTorch
+        operator of the timeline (:func:`ncuroof.production.op_table`), ``ops.csv``; needs a PyTorch
+        profiler trace as ``timeline``.
 
     Notes
     -----
@@ -328,14 +347,15 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
         with _progress_bar(progress) as bar:
             a = _analysis.build(inputs, opts, bar)
     projected = _what_if(a, what_if) if what_if is not None else None
-    phase_rows = _phases.phase_table(a.kernels, _phases.parse_group_by(group_by)) if group_by is not None else None
+    op_rows = _op_rows(a) if group_by == "op" else None
+    phase_rows = _phases.phase_table(a.kernels, _phases.parse_group_by(group_by)) if group_by not in (None, "op") else None
     ipts = instruction_points(a.kernels, a.catalog.instruction.sector_bytes if a.catalog.instruction else 32.0)
     result = AnalysisResult(a, a.summary.head(top).reset_index(drop=True), what_if=projected, failures=failures, ranks=rank_table,
-                            phases=phase_rows, instruction_points=ipts)
+                            phases=phase_rows, instruction_points=ipts, ops=op_rows)
     if not write:
         return result
     out = Path(outdir) if outdir is not None else default_outdir(inputs[0])
-    files = _page_files(a, plotlyjs, image, formats, failures, rank_table, phase_rows, ipts)
+    files = _page_files(a, plotlyjs, image, formats, failures, rank_table, phase_rows, ipts, op_rows)
     if projected is not None:
         files["whatif.csv"] = projected.to_csv(index=False)
     if phase_rows is not None:
@@ -457,6 +477,7 @@ def compare_runs(before: PathLike | Sequence[PathLike], after: PathLike | Sequen
     warns = _compare.warnings(ab.kernels, aa.kernels) + provenance.collection_warnings(before, after)
     if strict and warns:
         raise InputError("the runs are not comparable point for point: " + "; ".join(warns) + " (drop --strict to compare anyway)")
+    warns += list(dict.fromkeys(w for a in (ab, aa) if a.production is not None for w in a.production.warnings))
     result = CompareResult(_compare.join(ab.summary, aa.summary), warns, _compare.totals(ab.kernels, aa.kernels))
     if not write:
         return result

@@ -77,6 +77,12 @@ def analysis_options(f):  # noqa: ANN001, ANN201 - click decorator
         click.option("--reader", type=click.Choice(["auto", "fast", "ncu_report"]), default="auto", show_default=True,
                      help=".ncu-rep reader: ncuroof's own decoder (fast), NVIDIA's ncu_report module, or the decoder checked "
                           "against ncu_report on a sample, with ncu_report for whatever it does not know or reads differently (auto)."),
+        click.option("--timeline", type=click.Path(path_type=Path, dir_okay=False), default=None, metavar="TRACE",
+                     help="Production timeline of the run: a PyTorch profiler trace (.json, .json.gz) or an Nsight Systems "
+                          "export (.sqlite, .nsys-rep). Shares, focus, savings and the top kernels follow its kernel time; "
+                          "writes timeline.csv (production vs profiled time per kernel, kernels ncu did not profile)."),
+        click.option("--device", type=click.IntRange(0), default=None, metavar="N",
+                     help="The timeline's CUDA device (default: the only one with kernels, else the report's GPU)."),
     ]
     for option in reversed(options):
         f = option(f)
@@ -90,12 +96,13 @@ def _options(kw: dict) -> "AnalysisOptions":  # noqa: F821, UP037 - imported laz
     match = kw.pop("match")
     return AnalysisOptions(traffic=kw.pop("traffic"), stack=kw.pop("stack"), gpu=kw.pop("gpu"), peak_flops=kw.pop("peak_flops") or None,
                            peak_bandwidth=kw.pop("peak_bandwidth") or None, expect=kw.pop("expect"),
-                           match="kernel" if match == "name" else match, focus=kw.pop("focus"), reader=kw.pop("reader"))
+                           match="kernel" if match == "name" else match, focus=kw.pop("focus"), reader=kw.pop("reader"),
+                           timeline=kw.pop("timeline"), device=kw.pop("device"))
 
 
 def _group_by(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """Check ``--group-by`` (:func:`ncuroof.phases.parse_group_by`)."""
-    if value is not None:
+    """Check ``--group-by``: ``op`` or :func:`ncuroof.phases.parse_group_by`."""
+    if value is not None and value != "op":
         from .phases import parse_group_by
 
         try:
@@ -129,9 +136,10 @@ def _group_by(ctx: click.Context, param: click.Parameter, value: str | None) -> 
               help="Inputs are one report per MPI rank of one run: merge them into each kernel's spread over ranks "
                    "(ranks.csv, load-imbalance flag). Default: recognised from file names differing in one number and "
                    "distinct processes.")
-@click.option("--group-by", "group_by", metavar="nvtx[:DEPTH]", default=None, callback=_group_by,
+@click.option("--group-by", "group_by", metavar="nvtx[:DEPTH]|op", default=None, callback=_group_by,
               help="Also aggregate launches by NVTX range path (its first DEPTH ranges): phases.csv with time, FLOPs, bytes, "
-                   "AI, bound and time at the roof per phase; launches outside every range are the phase 'no range'.")
+                   "AI, bound and time at the roof per phase; launches outside every range are the phase 'no range'. "
+                   "op: one dot per PyTorch operator of the --timeline trace (ops.csv).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary table.")
 def analyze(inputs: tuple[Path, ...], outdir: Path | None, plotlyjs: str, top: int, image: str | None, what_if: str | None,
             formats: tuple[str, ...], scheduler: str | None, workers: int | None, ranks: bool | None, group_by: str | None,
@@ -152,7 +160,14 @@ def analyze(inputs: tuple[Path, ...], outdir: Path | None, plotlyjs: str, top: i
                          ranks=ranks, workers=workers, group_by=group_by)
     for r in (result.failures.itertuples(index=False) if result.failures is not None else ()):
         click.echo(f"ncuroof: error: {r.error}", err=True)
+    _warn(result.analysis)
     click.echo(text.analysis_text(result, quiet), nl=False)
+
+
+def _warn(analysis: "Analysis") -> None:  # noqa: F821, UP037 - imported lazily
+    """The production timeline's warnings (another GPU than the report's, ...) on stderr."""
+    for w in analysis.production.warnings if analysis.production is not None else ():
+        click.echo(f"warning: {w}", err=True)
 
 
 _CHOICE_LEVELS = ("dram", "l2", "l1")
@@ -218,6 +233,7 @@ def profile(output: Path | None, ncu_path: Path | None, ncu_args: tuple[str, ...
     if no_analyze:
         return
     result = api.analyze([res.report], outdir=outdir, options=options, progress=not quiet)
+    _warn(result.analysis)
     click.echo(text.analysis_text(result, quiet), nl=False)
 
 

@@ -13,8 +13,6 @@ pairing is unambiguous.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -23,67 +21,24 @@ import plotly.graph_objects as go
 
 from . import fmt
 from .calculator import compute_points
-from .parser.csv import function_name
 from .schema import BOUNDS, LEVELS
-from .summary import kernel_summary
+from .summary import kernel_summary, pair_keys
 
 __all__ = ["match", "join", "compare", "totals", "slower", "movement", "warnings", "plot_compare", "MOVE_THRESHOLD"]
 
 #: Relative change below which AI or roof fraction counts as unchanged.
 MOVE_THRESHOLD = 0.05
-_NUM = re.compile(r"\d+")
 
 
 _SIDE = ["kernel_name", "kernel_label", "launches", "time_s", "flop_per_s", "bound", "precision", "level", "ai_flop_per_byte",
          "roof_fraction", *(f"{lv}_{m}" for lv in LEVELS for m in ("ai_flop_per_byte", "roof_fraction"))]
 
 
-def _fallback_pairs(before: pd.DataFrame, after: pd.DataFrame, key: Callable[[Any], str]) -> dict[str, str]:
-    """Pair kernel keys whose ``key(row)`` is equal and unique on both sides."""
-    kb = pd.Series([key(r) for r in before.itertuples(index=False)], index=before["kernel_key"].to_numpy(), dtype=object)
-    ka = pd.Series([key(r) for r in after.itertuples(index=False)], index=after["kernel_key"].to_numpy(), dtype=object)
-    ub, ua = kb[~kb.duplicated(keep=False)], ka[~ka.duplicated(keep=False)]
-    back = pd.Series(ua.index, index=ua.to_numpy())
-    return {b: back[v] for b, v in ub.items() if v in back.index}
-
-
-def _suffix(r: Any) -> str:
-    """What a finer kernel key (``--match config/nvtx/launch``) adds to the name."""
-    name = r.kernel_demangled if isinstance(r.kernel_demangled, str) and r.kernel_demangled else r.kernel_name
-    return r.kernel_key[len(name):] if r.kernel_key.startswith(name) else ""
-
-
 def match(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
-    """Pair the kernels of two kernel summaries.
-
-    Kernels pair on their ``kernel_key``; those left pair by fallbacks that say they were used:
-    the same base name once template arguments and parameters are stripped, then function names
-    that differ only in their numbers, when that pairing is unambiguous.
-
-    Parameters
-    ----------
-    before, after : DataFrame
-        :func:`ncuroof.summary.kernel_summary` tables (``kernel_key``, ``kernel_name``, ``kernel_demangled``).
-
-    Returns
-    -------
-    DataFrame
-        Columns ``key_before``, ``key_after`` (empty on the side a kernel is missing from),
-        ``match`` (``name``, ``base name``, ``numbers differ``, ``only_before``, ``only_after``).
-    """
-    after_keys = set(after["kernel_key"])
-    pairs = [(k, k, "name") for k in before["kernel_key"] if k in after_keys]
-    left = before[~before["kernel_key"].isin(after_keys)]
-    right = after[~after["kernel_key"].isin(set(before["kernel_key"]))]
-    for how, keyfn in (("base name", lambda r: function_name(r.kernel_demangled if isinstance(r.kernel_demangled, str) and r.kernel_demangled
-                                                                   else r.kernel_name) + _suffix(r)),
-                       ("numbers differ", lambda r: _NUM.sub("#", r.kernel_name) + _suffix(r))):
-        found = _fallback_pairs(left, right, keyfn)
-        pairs += [(b, a, how) for b, a in found.items()]
-        left = left[~left["kernel_key"].isin(set(found))]
-        right = right[~right["kernel_key"].isin(set(found.values()))]
-    pairs += [(k, "", "only_before") for k in left["kernel_key"]] + [("", k, "only_after") for k in right["kernel_key"]]
-    return pd.DataFrame(pairs, columns=["key_before", "key_after", "match"])
+    """Pair the kernels of two kernel summaries: :func:`ncuroof.summary.pair_keys` with its fallbacks
+    ``base name`` and ``numbers differ`` (columns ``key_before``, ``key_after``, ``match``)."""
+    return pair_keys(before, after, ("base name", "numbers differ"), ("only_before", "only_after")).rename(
+        columns={"key_left": "key_before", "key_right": "key_after"})
 
 
 def movement(ai_before: float, ai_after: float, frac_before: float, frac_after: float) -> str:
@@ -140,6 +95,8 @@ def join(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
         DRAM, else the outermost level both have). Sorted by the time the change saved or cost,
         largest first.
     """
+    # Speedups compare ncu's durations: with a timeline (--timeline) time_s is production's, the same run on both sides.
+    before, after = (s.assign(time_s=s["profiled_time_s"]) if "profiled_time_s" in s.columns else s for s in (before, after))
     pairs = match(before, after)
     b = before.set_index("kernel_key")[_SIDE].add_suffix("_before")
     a = after.set_index("kernel_key")[_SIDE].add_suffix("_after")

@@ -47,7 +47,8 @@ def parse_group_by(text: str) -> int | None:
     """
     m = _GROUP_BY.match(text.strip())
     if m is None:
-        raise ValueError(f"--group-by {text!r}: use nvtx (whole NVTX path) or nvtx:DEPTH (its first DEPTH ranges, DEPTH >= 1)")
+        raise ValueError(f"--group-by {text!r}: use nvtx (whole NVTX path), nvtx:DEPTH (its first DEPTH ranges, DEPTH >= 1) "
+                         "or op (PyTorch operators of a --timeline trace)")
     return int(m.group(1)) if m.group(1) else None
 
 

@@ -172,8 +172,9 @@ def _dot_frames(points: pd.DataFrame, kernels: pd.DataFrame, summ: pd.DataFrame,
         d = d.copy()
         if gid == "launch":  # each launch's own classified bound
             d = d.merge(kernels[["source", "launch_id", "bound"]].rename(columns={"bound": "kbound"}), on=["source", "launch_id"], how="left")
-        elif gid == "kernel":  # area from all the kernel's launches, those without points too
+        elif gid == "kernel":  # area from all the kernel's launches, those without points too; the summary's share (time basis)
             d["time_s"] = info["time_s"].reindex(d["kernel_key"]).to_numpy()
+            d["share"] = info["time_share"].reindex(d["kernel_key"]).to_numpy()
         for col, src in facts:
             if col not in d.columns:
                 d[col] = info[src].reindex(d["kernel_key"]).to_numpy()
@@ -462,7 +463,8 @@ def _dot_trace(ch: _Chart, dots: pd.DataFrame, lv: str, group: DotGroup, scatter
 def _group_traces(ch: _Chart, group: DotGroup, d: pd.DataFrame, counts: dict[str, int]) -> list[Any]:
     """Dots and trails of one dot group, per precision view, focus subset and level (trails per
     subset of levels; per-launch trails only while the dots are few enough to read them)."""
-    d = d.assign(share=d["time_s"].to_numpy(float) / ch.total_time if ch.total_time > 0 else np.nan)
+    if "share" not in d.columns:
+        d = d.assign(share=d["time_s"].to_numpy(float) / ch.total_time if ch.total_time > 0 else np.nan)
     max_share = float(np.nanmax(d["share"])) if np.isfinite(d["share"]).any() else 1.0
     sizeref = 2.0 * max_share / _MAX_DOT_PX ** 2 if max_share > 0 else 1.0
     per_view = {v: d[d["precision"] == (d["main"] if v == "main" else v)] for v, _ in ch.views}

@@ -122,11 +122,12 @@ def _verdict(r: Any) -> str:
     return DIAGNOSIS_TEXT.get(d, d) or f"{r.bound} bound"
 
 
-def _header(kernels: pd.DataFrame, summ: pd.DataFrame, meta: dict[str, Any]) -> dict[str, Any]:
-    """The line above the chart: GPU, total GPU time, launches and kernels."""
+def _header(kernels: pd.DataFrame, summ: pd.DataFrame, meta: dict[str, Any], basis: dict[str, Any] | None) -> dict[str, Any]:
+    """The line above the chart: GPU, total GPU time (ncu's), launches and kernels; the time basis with a timeline."""
     gpu = meta.get("GPU") or ", ".join(str(d) for d in kernels.get("device_name", pd.Series(dtype=object)).dropna().unique())
     return dict(gpu=gpu, total_time=fmt.time(float(np.nansum(kernels["time_s"].to_numpy(float)))),
-                launches=fmt.count(len(kernels), "launch"), kernels=fmt.count(len(summ), "kernel"))
+                launches=fmt.count(len(kernels), "launch"), kernels=fmt.count(len(summ), "kernel"),
+                basis=basis["text"] if basis else "")
 
 
 def _side_top(summ: pd.DataFrame, top: int) -> list[dict[str, Any]]:
@@ -208,9 +209,12 @@ def _kernel_table(summ: pd.DataFrame) -> str:
                        flags=[cell_text("flags", f) for f in summ["flags"]],
                        precision=[precision_title(p) if p else "" for p in summ["precision"]],
                        level=[lv.upper() for lv in summ["level"]], in_focus=np.where(summ["in_focus"], "yes", "no"))
+    if "profiled_time_s" in summ.columns and not summ["profiled_time_s"].equals(summ["time_s"]):  # production basis (--timeline)
+        cols[2:4] = [("time_s", "production time", "time"), ("time_share", "production share", "pct"),
+                     ("profiled_time_s", "ncu time", "time")]
     if "expected_flop" in summ.columns and summ["expected_flop"].notna().any():
         view["useful_ai"] = summ["expected_flop"] / summ["expected_dram_bytes"]
-        cols.insert(8, ("useful_ai", "useful AI [FLOP/B] (--expect)", "num"))
+        cols.insert([c for c, _, _ in cols].index("flop_per_s"), ("useful_ai", "useful AI [FLOP/B] (--expect)", "num"))
     return html_table(view, [(c, t) for c, t, _ in cols], title_col="kernel_demangled", kinds={c: k for c, _, k in cols},
                       swatches=[plot.kernel_color(i) if p else None for i, p in enumerate(summ["precision"])])
 
@@ -237,7 +241,7 @@ def _kernels_json(summ: pd.DataFrame) -> str:
 
 def render_html(fig: go.Figure, kernels: pd.DataFrame, meta: dict[str, Any], plotlyjs: str | bool = True,
                 summary: pd.DataFrame | None = None, points: pd.DataFrame | None = None, focus: float = FOCUS_SHARE,
-                top: int = TOP_ON_PAGE, extra: str = "") -> str:
+                top: int = TOP_ON_PAGE, extra: str = "", basis: dict[str, Any] | None = None) -> str:
     """Build the self-contained roofline page (template ``templates/roofline.html.j2``).
 
     The page leads with the chart: a one-line header (GPU, total GPU time, launches, kernels),
@@ -269,6 +273,9 @@ def render_html(fig: go.Figure, kernels: pd.DataFrame, meta: dict[str, Any], plo
     extra : str, optional
         HTML put under the chart (:func:`ncuroof.views.page_sections`: the spread over ranks, the
         speed-of-light notes).
+    basis : dict, optional
+        With a production timeline (:func:`ncuroof.views.time_basis`): ``total_s``, the time the
+        summary's shares are of (the savings' share too), and ``text``, the header's sentence on it.
 
     Returns
     -------
@@ -282,14 +289,14 @@ def render_html(fig: go.Figure, kernels: pd.DataFrame, meta: dict[str, Any], plo
     summ = summary.reset_index(drop=True)
     if "diagnosis" not in summ.columns:
         summ = summ.assign(diagnosis="", evidence="", advice="", flags="")
-    total = float(np.nansum(kernels["time_s"].to_numpy(float)))
+    total = float(basis["total_s"]) if basis else float(np.nansum(kernels["time_s"].to_numpy(float)))
     none = bool((kernels["status"] == "no_roofline_metrics").all())
     by_saving, families = _savings(summ, total, top)
     launch_table, launches_title = _launch_table(kernels)
     plot_div = fig.to_html(full_html=False, include_plotlyjs=plotlyjs, div_id="roofline",
                            config={"displaylogo": False, "responsive": True})
     return _env().get_template("roofline.html.j2").render(
-        title="ncuroof roofline", **_header(kernels, summ, meta), plot=Markup(plot_div), top=_side_top(summ, top),
+        title="ncuroof roofline", **_header(kernels, summ, meta, basis), plot=Markup(plot_div), top=_side_top(summ, top),
         focus=_focus(summ, focus) if (summ["precision"].astype(str) != "").any() else None, saving=_saving(summ, total), missing_metrics=none,
         items=_items(summ, top, hide="missing_metrics" if none else None), by_saving=by_saving, families=families,
         kernel_table=Markup(_kernel_table(summ)), launch_table=Markup(launch_table), launches_title=launches_title,

@@ -58,6 +58,8 @@ __all__ = [
     "SCHEMA_VERSION",
     "RANKS",
     "FAILURES",
+    "TIMELINE_LAUNCH",
+    "validate_timeline",
 ]
 
 
@@ -226,8 +228,9 @@ KERNEL_SUMMARY: dict[str, Column] = {
     "kernel_label": Column("string", "", "function name, numbered 'name (2)' where kernels share it"),
     "kernel_demangled": RAW_META["kernel_demangled"],
     "launches": Column("int64", "", "launches of the kernel"),
-    "time_s": Column("float64", "s", "summed duration"),
-    "time_share": Column("float64", "1", "time_s over all launches' time"),
+    "time_s": Column("float64", "s", "summed duration: production time with a timeline (--timeline), else ncu's"),
+    "profiled_time_s": Column("float64", "s", "summed duration ncu measured (equal to time_s without a timeline)"),
+    "time_share": Column("float64", "1", "time_s over all launches' time (the timeline's kernel time on its device with --timeline)"),
     "in_focus": Column("bool", "", "among the fewest kernels that make up the focus share of time"),
     "precision": Column("string", "", "main precision: most FLOPs over all launches (empty without work)"),
     "bound": Column("string", "", "the launches' bound of most of the time"),
@@ -553,3 +556,72 @@ FAILURES: dict[str, Column] = {
     "source": RAW_META["source"],
     "error": Column("string", "", "the one-line error (what went wrong and what to do)"),
 }
+
+#: Production timelines (:func:`ncuroof.parser.timeline.read_timeline`, ``--timeline``): one row per kernel
+#: launch of a PyTorch profiler (Kineto) trace or an Nsight Systems SQLite export, on one device.
+TIMELINE_LAUNCH: dict[str, Column] = {
+    "kernel_name": Column("string", "", "kernel name as the trace gives it (Kineto 'name'; nsys demangledName)"),
+    "start_s": Column("float64", "s", "launch start, from the earliest kernel start on the device"),
+    "duration_s": Column("float64", "s", "launch duration in the production run"),
+    "device": Column("Int64", "", "CUDA device index (Kineto args 'device'; nsys deviceId)"),
+    "stream": Column("Int64", "", "CUDA stream (Kineto args 'stream'; nsys streamId)"),
+    **{f"{k}_{a}": Column("Int64", "", f"{k} dimension {a}, missing when the trace lacks it")
+       for k in ("grid", "block") for a in "xyz"},
+    "correlation": Column("Int64", "", "CUPTI correlation ID linking the launch to its runtime API call"),
+    "op": Column("string", "", "PyTorch operator (cpu_op) that launched the kernel, missing when unknown (Kineto only)"),
+    "scope": Column("string", "", "user_annotation ranges and module scopes enclosing the launching op (else the "
+                    "kernel), outermost first, joined by ' > ' like nvtx_range (Kineto only)"),
+    "nvtx": Column("string", "", "NVTX ranges open on the launching thread at the launch, outermost first, "
+                   "joined by ' > ' (nsys only)"),
+}
+
+
+def validate_timeline(df: pd.DataFrame, path: str) -> pd.DataFrame:
+    """Check a timeline table (:data:`TIMELINE_LAUNCH`, one row per production launch; extra columns
+    kept) and return it cast to the declared dtypes; InputError naming ``path`` when a start or a
+    duration is missing or a duration negative (a damaged trace)."""
+    _check_columns(df, TIMELINE_LAUNCH, "timeline")
+    start, dur = (df[c].to_numpy(dtype=float, na_value=np.nan) for c in ("start_s", "duration_s"))
+    bad = ~np.isfinite(start) | ~np.isfinite(dur) | (dur < 0)
+    if bad.any():
+        raise InputError(f"{int(bad.sum())} kernel events without a start or with a negative duration; re-export the trace", path)
+    return _validate(df, TIMELINE_LAUNCH, "timeline")
+
+
+# --- issue 24, the join of a production timeline to the analysis (ncuroof.production) ---------
+
+#: One row per kernel identity of a timeline joined to the analysis (:func:`ncuroof.production.join`,
+#: ``timeline.csv``): production launches and time beside ncu's. Kernels of the timeline ncu did not
+#: profile are rows too, so ``production_time_s`` adds up to the timeline's kernel time on its device.
+TIMELINE_KERNEL: dict[str, Column] = {
+    "kernel_key": Column("string", "", "kernel identity (--match, ncuroof.summary.kernel_keys): ncu's key when profiled, "
+                         "else the timeline's"),
+    "kernel_name": Column("string", "", "function name (ncu's, else the timeline name's)"),
+    "timeline_name": Column("string", "", "the name the timeline gives, '' when not in the timeline"),
+    "match": Column("string", "", "how the timeline's kernel was paired with ncu's (ncuroof.summary.pair_keys): name, spelling, "
+                    "base name, base name and configuration; unprofiled (not in the ncu report) or not_in_timeline"),
+    "production_launches": Column("int64", "", "launches in the timeline"),
+    "production_time_s": Column("float64", "s", "summed launch duration in the timeline"),
+    "production_share": Column("float64", "1", "production_time_s over the timeline's kernel time on the device"),
+    "profiled_launches": Column("int64", "", "launches ncu profiled"),
+    "profiled_time_s": Column("float64", "s", "summed duration ncu measured"),
+    "production_time_per_launch_s": Column("float64", "s", "production_time_s / production_launches"),
+    "profiled_time_per_launch_s": Column("float64", "s", "profiled_time_s / profiled_launches"),
+    "duration_ratio": Column("float64", "1", "production over profiled time per launch (ncu's replay: caches flushed, clocks locked)"),
+    "duration_differs": Column("bool", "", "duration_ratio off 1 by more than [timeline].duration_differs of metrics/thresholds.toml"),
+    "has_roofline_point": Column("bool", "", "the kernel has a dot on the roofline"),
+    "op": Column("string", "", "PyTorch operator that launched most of its production time ('' when unknown)"),
+    "scope": Column("string", "", "module scope / annotation path of most of its production time ('' when unknown)"),
+    "ncu_filter": Column("string", "", "for a kernel ncu did not profile: the ncu option collecting it (-k 'regex:^name$')"),
+}
+
+#: One row per PyTorch operator (``--group-by op``, ``ops.csv``): the :data:`PHASES` columns with
+#: ``op`` for ``phase``; work (FLOPs, bytes, ncu time) is each kernel's ncu totals times the share of
+#: its production time spent under the operator; ``time_s``, ``time_share``, ``launches`` are production's.
+OPS: dict[str, Column] = {
+    "op": Column("string", "", "PyTorch operator (Kineto cpu_op) that launched the kernels; 'no operator' for the others"),
+    **{name: col for name, col in PHASES.items() if name != "phase"},
+    "profiled_time_s": Column("float64", "s", "the kernels' ncu time under the operator (the FLOP/s denominator)"),
+}
+
+__all__ += ["TIMELINE_KERNEL", "OPS"]

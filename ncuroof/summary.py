@@ -11,16 +11,19 @@ means.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from .classify import binding_points, main_precision
 from .expect import counted_flop
+from .parser.csv import function_name
 from .schema import LEVELS
 
 __all__ = ["aggregate_points", "kernel_summary", "kernel_keys", "kernel_dots", "with_keys", "focus_set", "grid_size", "grid_sizes",
-           "keys_of", "KEY_CHOICES", "FOCUS_SHARE"]
+           "keys_of", "KEY_CHOICES", "FOCUS_SHARE", "pair_keys", "spelling", "FALLBACKS", "most_time"]
 
 #: Default share of GPU time the page focuses on: the fewest kernels that add up to it.
 FOCUS_SHARE = 0.95
@@ -78,6 +81,105 @@ def kernel_keys(kernels: pd.DataFrame, by: str = "kernel") -> pd.Series:
         nth = order.groupby("k", sort=False).cumcount().reindex(kernels.index)
         return name + "#" + nth.astype(str)
     raise ValueError(f"unknown kernel key {by!r}; use one of {', '.join(KEY_CHOICES)}")
+
+
+_NUM = re.compile(r"\d+")
+_CAST = re.compile(r"\((?:(?:un)?signed )?(?:int|long|long long|short|char|bool)\)\s*(-?\d+)")
+_LITERAL = re.compile(r"\b(\d+)(?:ull|ul|ll|u|l)\b", re.IGNORECASE)
+_SPACES = re.compile(r"\s+|\bconst\b")
+_LAMBDA = re.compile(r"\{lambda\(([^{}]*?)\)#(\d+)\}")
+
+
+def spelling(demangled: str) -> str:
+    """A demangled name with the demanglers' differences of spelling removed.
+
+    ncu and Nsight Systems write ``(anonymous namespace)`` as ``<unnamed>``, integer template
+    arguments as casts (``(int)4``, ``(bool)0``), ``float *`` and lambdas ``[lambda(int) (instance 1)]``;
+    the Itanium demangler PyTorch's profiler uses (``__cxa_demangle``) writes ``4``, ``4ul``,
+    ``false``, ``float const*`` and ``{lambda(int)#1}``. Both become ``<unnamed>``, ``4``, ``0``,
+    ``float*`` and ``[lambda(int)(instance1)]`` here, ``const`` and blanks dropped.
+
+    Parameters
+    ----------
+    demangled : str
+        A demangled kernel name.
+
+    Returns
+    -------
+    str
+        The name in the one spelling (a key for matching, not for display).
+    """
+    s = _LAMBDA.sub(r"[lambda(\1) (instance \2)]", demangled.replace("(anonymous namespace)", "<unnamed>"))
+    s = _LITERAL.sub(r"\1", _CAST.sub(r"\1", s))
+    s = re.sub(r"\btrue\b", "1", re.sub(r"\bfalse\b", "0", s))
+    return _SPACES.sub("", s)
+
+
+def _suffix(r: Any) -> str:
+    """What a finer kernel key (``--match config/nvtx/launch``) adds to the name."""
+    name = r.kernel_demangled if isinstance(r.kernel_demangled, str) and r.kernel_demangled else r.kernel_name
+    return r.kernel_key[len(name):] if r.kernel_key.startswith(name) else ""
+
+
+def _name(r: Any) -> str:
+    return r.kernel_demangled if isinstance(r.kernel_demangled, str) and r.kernel_demangled else r.kernel_name
+
+
+#: Fallbacks of :func:`pair_keys`, in the order they are tried: the same name in one spelling
+#: (:func:`spelling`), the same base name (template arguments and parameters stripped), the same
+#: base name and launch configuration (a ``config`` column: grid and block of most launches, for
+#: instantiations the demanglers spell too differently), function names that differ only in their
+#: numbers (OpenACC/OpenMP kernels named after a source line).
+FALLBACKS: dict[str, Callable[[Any], str]] = {
+    "spelling": lambda r: spelling(_name(r)) + _suffix(r),
+    "base name": lambda r: function_name(_name(r)) + _suffix(r),
+    "base name and configuration": lambda r: function_name(_name(r)) + _suffix(r) + " " + str(getattr(r, "config", "")),
+    "numbers differ": lambda r: _NUM.sub("#", r.kernel_name) + _suffix(r),
+}
+
+
+def _fallback_pairs(left: pd.DataFrame, right: pd.DataFrame, key: Callable[[Any], str]) -> dict[str, str]:
+    """Pair kernel keys whose ``key(row)`` is equal and unique on both sides."""
+    kb = pd.Series([key(r) for r in left.itertuples(index=False)], index=left["kernel_key"].to_numpy(), dtype=object)
+    ka = pd.Series([key(r) for r in right.itertuples(index=False)], index=right["kernel_key"].to_numpy(), dtype=object)
+    ub, ua = kb[~kb.duplicated(keep=False)], ka[~ka.duplicated(keep=False)]
+    back = pd.Series(ua.index, index=ua.to_numpy())
+    return {b: back[v] for b, v in ub.items() if v in back.index}
+
+
+def pair_keys(left: pd.DataFrame, right: pd.DataFrame, fallbacks: Sequence[str] = ("spelling", "base name"),
+              unmatched: tuple[str, str] = ("only_left", "only_right")) -> pd.DataFrame:
+    """Pair the kernels of two tables of kernel identities (two runs, or a run and its timeline).
+
+    Kernels pair on their ``kernel_key``; those left pair by the ``fallbacks`` (:data:`FALLBACKS`),
+    each said in ``match``, when the pairing is unambiguous (the fallback's key unique on both sides).
+
+    Parameters
+    ----------
+    left, right : DataFrame
+        One row per kernel: ``kernel_key``, ``kernel_name`` (function name), ``kernel_demangled``.
+    fallbacks : sequence of str, default ('spelling', 'base name')
+        Keys of :data:`FALLBACKS`, tried in this order.
+    unmatched : (str, str)
+        The ``match`` of a kernel found only on the left, only on the right.
+
+    Returns
+    -------
+    DataFrame
+        ``key_left``, ``key_right`` (empty on the side a kernel is missing from), ``match``
+        (``name``, a fallback's name, or one of ``unmatched``).
+    """
+    right_keys = set(right["kernel_key"])
+    pairs = [(k, k, "name") for k in left["kernel_key"] if k in right_keys]
+    lo = left[~left["kernel_key"].isin(right_keys)]
+    ro = right[~right["kernel_key"].isin(set(left["kernel_key"]))]
+    for how in fallbacks:
+        found = _fallback_pairs(lo, ro, FALLBACKS[how])
+        pairs += [(b, a, how) for b, a in found.items()]
+        lo = lo[~lo["kernel_key"].isin(set(found))]
+        ro = ro[~ro["kernel_key"].isin(set(found.values()))]
+    pairs += [(k, "", unmatched[0]) for k in lo["kernel_key"]] + [("", k, unmatched[1]) for k in ro["kernel_key"]]
+    return pd.DataFrame(pairs, columns=["key_left", "key_right", "match"])
 
 
 def keys_of(kernels: pd.DataFrame, by: str = "kernel") -> pd.Series:
@@ -255,12 +357,13 @@ def _totals(k: pd.DataFrame) -> pd.DataFrame:
     out["bound"] = (bound_time.sort_values("_t", ascending=False, kind="stable").drop_duplicates("kernel_key")
                     .set_index("kernel_key")["bound"].reindex(out.index).fillna("unknown"))
     for col in ("hot_pipe", "time_at_roof_bound"):
-        out[col] = _most_time(k.assign(_t=t), col).reindex(out.index).fillna("")
+        out[col] = most_time(k.assign(_t=t), col).reindex(out.index).fillna("")
     return out
 
 
-def _most_time(k: pd.DataFrame, col: str) -> pd.Series:
-    """Per ``kernel_key``: the non-empty value of ``col`` with the most launch time (``_t``)."""
+def most_time(k: pd.DataFrame, col: str) -> pd.Series:
+    """Per ``kernel_key``: the non-empty value of ``col`` with the most launch time (``_t`` [s]); a
+    key without one is absent."""
     v = k[["kernel_key", "_t"]].assign(_v=k[col].astype(object).where(k[col].notna(), "").astype(str))
     v = v[v["_v"] != ""].groupby(["kernel_key", "_v"], sort=False)["_t"].sum().reset_index()
     return v.sort_values("_t", ascending=False, kind="stable").drop_duplicates("kernel_key").set_index("kernel_key")["_v"]
@@ -293,8 +396,20 @@ def _labels(out: pd.DataFrame) -> pd.Series:
     return pd.Series(np.where(shared, out["kernel_name"] + " (" + nth.astype(str) + ")", out["kernel_name"]), index=out.index)
 
 
+def _production_basis(out: pd.DataFrame, production_s: pd.Series) -> pd.DataFrame:
+    """``out`` (indexed by kernel key) on the production basis: ``time_s`` the production time
+    (0 for a kernel the timeline lacks), ``time_at_roof_s`` and ``saving_s`` scaled by production
+    over profiled time (Amdahl per kernel: the same fraction of each launch is saved)."""
+    prod = pd.to_numeric(production_s.reindex(out.index), errors="coerce").fillna(0.0)
+    profiled = out["profiled_time_s"].to_numpy(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = np.where(profiled > 0, prod.to_numpy(float) / profiled, np.nan)
+    return out.assign(time_s=prod.to_numpy(float), time_at_roof_s=out["time_at_roof_s"] * scale, saving_s=out["saving_s"] * scale)
+
+
 def kernel_summary(kernels: pd.DataFrame, points: pd.DataFrame | None = None, focus: float = FOCUS_SHARE, by: str = "kernel",
-                   dots: pd.DataFrame | None = None) -> pd.DataFrame:
+                   dots: pd.DataFrame | None = None, production_s: pd.Series | None = None,
+                   production_total_s: float | None = None) -> pd.DataFrame:
     """One row per kernel: time, share, main precision, bound, binding dot, distance to the roof, saving.
 
     The one aggregation of launches into kernels that the page, the CLI summary and ``compare``
@@ -314,11 +429,20 @@ def kernel_summary(kernels: pd.DataFrame, points: pd.DataFrame | None = None, fo
         Kernel identity (:data:`KEY_CHOICES`).
     dots : DataFrame, optional
         :func:`kernel_dots` of the same data and ``by``, when already computed.
+    production_s : Series, optional
+        Production time [s] per kernel key, from a timeline (:func:`ncuroof.production.join`):
+        the time basis of ``time_s``, the shares, the focus set and the order. ``time_at_roof_s``
+        and ``saving_s`` are scaled by production over profiled time; the roofline position, AI and
+        roof fraction stay ncu's. Without it the basis is ncu's durations.
+    production_total_s : float, optional
+        With ``production_s``: the shares' denominator, the timeline's kernel time on its device
+        (kernels ncu did not profile included). Default: the sum of ``production_s``.
 
     Returns
     -------
     DataFrame
-        The :data:`ncuroof.schema.KERNEL_SUMMARY` columns, sorted by ``time_s`` descending.
+        The :data:`ncuroof.schema.KERNEL_SUMMARY` columns, sorted by ``time_s`` descending;
+        ``profiled_time_s`` is ncu's summed duration on either basis.
     """
     from .schema import KERNEL_SUMMARY
 
@@ -327,7 +451,11 @@ def kernel_summary(kernels: pd.DataFrame, points: pd.DataFrame | None = None, fo
     if dots is None:
         dots = kernel_dots(kernels, points, by) if points is not None and len(points) else pd.DataFrame()
     out = _dot_columns(_totals(k), dots)
+    out["profiled_time_s"] = out["time_s"]
     total = float(k["time_s"].fillna(0.0).sum())
+    if production_s is not None:
+        out = _production_basis(out, production_s)
+        total = float(production_s.sum()) if production_total_s is None else float(production_total_s)
     out["time_share"] = out["time_s"] / total if total > 0 else np.nan
     out["saving_share"] = out["saving_s"] / total if total > 0 else np.nan
     out = out.rename_axis("kernel_key").reset_index()

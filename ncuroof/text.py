@@ -23,7 +23,7 @@ _NO_METRICS = ("No launch has roofline metrics (FLOP counters and memory traffic
 def _findings(result: Any) -> list[str]:
     """Advice and flags of the top kernels, the what-if projection, roofs, caveats, failed launches."""
     k = result.kernels
-    lines = []
+    lines = _production_lines(result.analysis.production)
     for r in result.summary.head(3).itertuples(index=False):
         if r.advice:
             lines.append(f"{r.kernel_label}: {r.evidence}. Try: {r.advice}")
@@ -46,6 +46,27 @@ def _findings(result: Any) -> list[str]:
               for r in k[k["status"] == "corrupt_record"].head(5).itertuples(index=False)]
     if result.missing_metrics:
         lines.append(_NO_METRICS)
+    return lines
+
+
+#: Unprofiled kernels and kernels whose production duration differs named in the CLI summary.
+_TIMELINE_LINES = 3
+
+
+def _production_lines(prod: Any) -> list[str]:
+    """With a timeline: the time basis, the biggest kernels ncu did not profile with their filter,
+    the kernels whose production duration per launch differs from ncu's."""
+    if prod is None:
+        return []
+    from .views import time_basis
+
+    t = prod.table
+    lines = [time_basis(prod)["text"]]
+    for r in t[t["match"] == "unprofiled"].head(_TIMELINE_LINES).itertuples(index=False):
+        lines.append(f"not profiled: {r.kernel_name}, {fmt.pct(r.production_share, 1)} of production kernel time; ncu {r.ncu_filter}")
+    for r in t[t["duration_differs"]].head(_TIMELINE_LINES).itertuples(index=False):
+        lines.append(f"{r.kernel_name}: {fmt.time(r.production_time_per_launch_s)} per launch in production, "
+                     f"{fmt.time(r.profiled_time_per_launch_s)} under ncu ({r.duration_ratio:.2f}x)")
     return lines
 
 

@@ -22,10 +22,12 @@ from markupsafe import Markup
 
 from . import fmt, report
 from .plot import LEVEL_COLORS, MAX_LAUNCH_DOTS, longest_launches
+from .production import Production
 from .schema import LEVELS, PRECISIONS
 from .viewcontract import Chart
 
-__all__ = ["instruction_chart", "phase_chart", "page_charts", "page_sections", "rank_section", "RANKS_ON_PAGE"]
+__all__ = ["instruction_chart", "phase_chart", "page_charts", "page_sections", "rank_section", "RANKS_ON_PAGE", "time_basis",
+           "timeline_section", "TIMELINE_ON_PAGE"]
 
 #: Kernels listed in the spread-over-ranks section: the longest by median time per rank.
 RANKS_ON_PAGE = 15
@@ -83,20 +85,24 @@ def instruction_chart(ipts: pd.DataFrame) -> Chart:
         "yaxis.title.text": "warp instructions / s"})
 
 
-def phase_chart(phases: pd.DataFrame, kernels: pd.DataFrame) -> Chart:
+def phase_chart(phases: pd.DataFrame, kernels: pd.DataFrame, chart_id: str = "phases", label: str = "NVTX phases") -> Chart:
     """One time-weighted dot per NVTX phase at DRAM, under the DRAM roof and each precision's and tensor path's compute roof.
 
     Parameters
     ----------
     phases : DataFrame
-        :func:`ncuroof.phases.phase_table`.
+        :func:`ncuroof.phases.phase_table` (or :func:`ncuroof.production.op_table` with ``op``
+        renamed ``phase``).
     kernels : DataFrame
         The kernels table, for the roofs (time-weighted over launches).
+    chart_id, label : str
+        The chart's ``id`` and its name (control, title, hover): ``phases``, ``NVTX phases`` by
+        default; ``ops``, ``PyTorch operators`` for ``--group-by op``.
 
     Returns
     -------
     Chart
-        ``id`` ``phases``: x = ``dram_ai_flop_per_byte``, y = ``flop_per_s``, marker area by time
+        ``id`` ``chart_id``: x = ``dram_ai_flop_per_byte``, y = ``flop_per_s``, marker area by time
         share (traces with ``meta.role`` ``phase_roof`` and ``phase_dots``); phases without FLOPs
         or DRAM bytes are counted in the title, not drawn.
     """
@@ -117,19 +123,20 @@ def phase_chart(phases: pd.DataFrame, kernels: pd.DataFrame) -> Chart:
     text = [f"{html.escape(r.phase)}<br>{r.launches} launches, {r.time_s * 1e3:.3g} ms ({100 * r.time_share:.0f}%), {r.bound}-bound<br>"
             f"AI {r.dram_ai_flop_per_byte:.3g} FLOP/B, {r.flop_per_s / 1e9:.3g} GFLOP/s; at its speed of light {r.time_at_roof_s * 1e3:.3g} ms"
             for r in drawn.itertuples(index=False)]
-    traces.append(go.Scatter(x=drawn["dram_ai_flop_per_byte"], y=drawn["flop_per_s"], mode="markers+text", name="phases",
+    traces.append(go.Scatter(x=drawn["dram_ai_flop_per_byte"], y=drawn["flop_per_s"], mode="markers+text", name=chart_id,
                              text=[p if len(p) < 40 else "…" + p[-38:] for p in drawn["phase"]], textposition="top center",
                              hovertext=text, hovertemplate="%{hovertext}<extra></extra>", meta=dict(role="phase_dots"),
                              marker=dict(size=10 + 30 * np.sqrt(drawn["time_share"].fillna(0).to_numpy(float)), color="#9467bd",
                                          line=dict(width=1, color="#333"))))
     skipped = len(phases) - len(drawn)
-    return Chart("phases", "NVTX phases", traces, layout={
-        "title.text": "NVTX phases: one time-weighted dot per phase (all counted FLOPs / DRAM bytes)"
+    return Chart(chart_id, label, traces, layout={
+        "title.text": f"{label}: one time-weighted dot each (all counted FLOPs / DRAM bytes)"
                       + (f"; {skipped} without FLOPs or DRAM bytes not drawn" if skipped else ""),
         "xaxis.title.text": "arithmetic intensity at DRAM [FLOP/B]", "yaxis.title.text": "FLOP/s"})
 
 
-def page_charts(kernels: pd.DataFrame, phases: pd.DataFrame | None = None, ipts: pd.DataFrame | None = None) -> list[Chart]:
+def page_charts(kernels: pd.DataFrame, phases: pd.DataFrame | None = None, ipts: pd.DataFrame | None = None,
+                ops: pd.DataFrame | None = None) -> list[Chart]:
     """The charts the roofline figure switches to (:func:`ncuroof.plot.plot_roofline` ``charts=``).
 
     Parameters
@@ -140,22 +147,25 @@ def page_charts(kernels: pd.DataFrame, phases: pd.DataFrame | None = None, ipts:
         :func:`ncuroof.phases.phase_table` (``--group-by nvtx``).
     ipts : DataFrame, optional
         :func:`ncuroof.instruction_roofline.instruction_points`.
+    ops : DataFrame, optional
+        :func:`ncuroof.production.op_table` (``--group-by op``): one dot per PyTorch operator.
 
     Returns
     -------
     list of Chart
-        :func:`phase_chart` and :func:`instruction_chart` (the points of the
+        :func:`phase_chart` of the phases and of the operators, and :func:`instruction_chart` (the points of the
         :data:`ncuroof.plot.MAX_LAUNCH_DOTS` longest launches, as the per-launch dots), each when
         its table has rows.
     """
     if ipts is not None:
         ipts = longest_launches(ipts, kernels, MAX_LAUNCH_DOTS)
     return ([phase_chart(phases, kernels)] if phases is not None and len(phases) else []) + \
+        ([phase_chart(ops.rename(columns={"op": "phase"}), kernels, "ops", "PyTorch operators")] if ops is not None and len(ops) else []) + \
         ([instruction_chart(ipts)] if ipts is not None and len(ipts) else [])
 
 
 def page_sections(kernels: pd.DataFrame, summary: pd.DataFrame, ranks: pd.DataFrame | None = None,
-                  imbalance: float | None = None) -> str:
+                  imbalance: float | None = None, production: Production | None = None) -> str:
     """The sections the page adds under the chart for issues 12 and 15 (template ``views.html.j2``).
 
     Parameters
@@ -168,16 +178,19 @@ def page_sections(kernels: pd.DataFrame, summary: pd.DataFrame, ranks: pd.DataFr
         A multi-rank run's :func:`ncuroof.ranks.spread` (:data:`ncuroof.schema.RANKS`).
     imbalance : float, optional
         The threshold ``ranks`` was flagged with (``[ranks].imbalance``); default the catalog's.
+    production : Production, optional
+        A production timeline joined to the analysis: its :func:`timeline_section` comes first.
 
     Returns
     -------
     str
-        HTML: the :func:`rank_section` when ``ranks`` is given, then the "Speed of light" notes,
+        HTML: the :func:`timeline_section` with a timeline, the :func:`rank_section` when ``ranks`` is given, then the "Speed of light" notes,
         one per kernel whose roofline and unit bounds differ by more than 2x (longest first);
         empty when there is neither.
     """
-    return report.render_fragment("views.html.j2", ranks=Markup(rank_section(ranks, summary, imbalance) if ranks is not None else ""),
-                                  notes=_notes(kernels, summary))
+    timeline = timeline_section(production, summary) if production is not None else ""
+    return timeline + report.render_fragment("views.html.j2", ranks=Markup(rank_section(ranks, summary, imbalance) if ranks is not None
+                                                                          else ""), notes=_notes(kernels, summary))
 
 
 _RANK_COLUMNS = [("kernel_label", "kernel"), ("ranks", "ranks"), ("time_s_min", "time per rank: fastest"),
@@ -252,3 +265,82 @@ def _notes(kernels: pd.DataFrame, summary: pd.DataFrame) -> list[dict[str, str]]
     labels = summary.set_index("kernel_key")["kernel_label"] if "kernel_label" in summary.columns else pd.Series(dtype=str)
     by_key = longest.set_index("kernel_key")["speed_of_light_note"]
     return [{"label": str(labels.get(key, key)), "note": str(by_key[key])} for key in summary["kernel_key"] if key in by_key.index]
+
+
+#: Kernels listed in each table of the production-timeline section (all are in ``timeline.csv``).
+TIMELINE_ON_PAGE = 15
+
+
+def time_basis(production: Production | None) -> dict[str, Any] | None:
+    """The page header's time basis with a timeline (:func:`ncuroof.report.render_html` ``basis``), else None.
+
+    Parameters
+    ----------
+    production : Production, optional
+        :func:`ncuroof.production.join`.
+
+    Returns
+    -------
+    dict or None
+        ``total_s``: the timeline's kernel time on its device [s], the shares' denominator; ``text``:
+        one sentence with the trace, the device, that time, the coverage (share of it whose kernels
+        have a roofline point) and the idle share (no kernel running: 1 - busy / span).
+    """
+    if production is None:
+        return None
+    p = production
+    gpu = f" ({p.gpu_name})" if p.gpu_name else ""
+    text = (f"Time basis: production timeline {p.path.name}, device {p.device}{gpu}: {fmt.time(p.total_s)} of kernel time; "
+            f"{fmt.pct(p.coverage, 1)} of it in kernels with a roofline point; GPU idle {fmt.pct(p.idle_share, 1)} of the "
+            f"{fmt.time(p.span_s)} timeline (no kernel running: no roofline can help there).")
+    return {"total_s": p.total_s, "text": text}
+
+
+_UNPROFILED_COLUMNS = [("kernel_name", "kernel"), ("production_launches", "launches"), ("production_time_s", "production time"),
+                       ("production_share", "share"), ("op", "operator"), ("ncu_filter", "ncu filter")]
+_DURATION_COLUMNS = [("kernel_label", "kernel"), ("production_launches", "production launches"), ("profiled_launches", "profiled launches"),
+                     ("production_time_per_launch_s", "production per launch"), ("profiled_time_per_launch_s", "profiled per launch"),
+                     ("duration_ratio", "production / profiled"), ("flag", "differs")]
+_TIMELINE_KINDS = {"kernel_name": "name", "kernel_label": "name", "production_launches": "int", "profiled_launches": "int",
+                   "production_time_s": "time", "production_share": "pct", "production_time_per_launch_s": "time",
+                   "profiled_time_per_launch_s": "time", "duration_ratio": "num", "op": "text", "ncu_filter": "text", "flag": "text"}
+
+
+def timeline_section(production: Production, summary: pd.DataFrame, top: int = TIMELINE_ON_PAGE) -> str:
+    """The page's section on the production timeline (template ``timeline.html.j2``).
+
+    Parameters
+    ----------
+    production : Production
+        :func:`ncuroof.production.join`.
+    summary : DataFrame
+        The kernel summary (``kernel_key``, ``kernel_label``), to name profiled kernels as the page does.
+    top : int, default :data:`TIMELINE_ON_PAGE`
+        Rows of each table.
+
+    Returns
+    -------
+    str
+        ``<section id="timeline">``: the time basis; the ``top`` biggest kernels ncu did not profile
+        by production time with their share and ``-k 'regex:...'`` filter; per profiled kernel of
+        the timeline, production and profiled time per launch and their ratio, the rows of
+        ``duration_differs`` kernels marked.
+    """
+    t = production.table
+    un = t[t["match"] == "unprofiled"]
+    both = t[(t["production_launches"] > 0) & (t["profiled_launches"] > 0)]
+    labels = summary.set_index("kernel_key")["kernel_label"] if "kernel_label" in summary.columns else pd.Series(dtype=object)
+    shown = both.head(top).assign(kernel_label=lambda d: d["kernel_key"].map(labels).fillna(d["kernel_name"]),
+                                  flag=lambda d: np.where(d["duration_differs"], "yes", ""))
+    marks = ["imbalanced" if f else "" for f in shown["duration_differs"]]
+    differs = production.table["duration_differs"]
+    band = f"[{1 / (1 + production.differs):.2f}, {1 + production.differs:.2f}]"
+    return report.render_fragment(
+        "timeline.html.j2", basis=(time_basis(production) or {}).get("text", ""),
+        unprofiled=Markup(report.html_table(un.head(top), _UNPROFILED_COLUMNS, kinds=_TIMELINE_KINDS)) if len(un) else "",
+        unprofiled_note=f"{fmt.count(len(un), 'kernel')}, {fmt.pct(un['production_share'].sum(), 1)} of production kernel time"
+                        + (f"; the {top} biggest shown." if len(un) > top else "."),
+        durations=Markup(report.html_table(shown, _DURATION_COLUMNS, title_col="kernel_key", kinds=_TIMELINE_KINDS, row_classes=marks))
+        if len(shown) else "",
+        flagged=f"{int(differs.sum())} of {fmt.count(len(both), 'kernel')} {fmt.agree(int(differs.sum()), 'differs', 'differ')}",
+        band=band)

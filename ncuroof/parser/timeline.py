@@ -1,0 +1,544 @@
+"""Production timelines: the kernel launches of a real run, from a PyTorch profiler trace or an
+Nsight Systems export (issue 24), as the :data:`ncuroof.schema.TIMELINE_LAUNCH` table.
+
+Two formats, told apart by their content:
+
+* a PyTorch profiler (Kineto) Chrome trace, ``.json`` or ``.json.gz``. Its ``traceEvents`` are
+  streamed through ``ijson`` (C backend ``yajl2_c``): one event at a time, never the whole
+  document in memory. Only the events that make the table are kept, in columns: ``kernel``
+  events, the ``cuda_runtime``/``cuda_driver`` calls that launched them (same ``correlation``,
+  which is also what the ``ac2g`` flow events link), the ``cpu_op`` events and the
+  ``user_annotation`` ranges and ``python_function`` module scopes of the launching thread;
+* an Nsight Systems SQLite export (``nsys export --type sqlite``), read with one SQL query joining
+  ``CUPTI_ACTIVITY_KIND_KERNEL`` to ``StringIds`` and ``CUPTI_ACTIVITY_KIND_RUNTIME``; NVTX push/pop
+  ranges come from ``NVTX_EVENTS``. A ``.nsys-rep`` is exported first when ``nsys`` is on PATH.
+
+The launching operator (``op``) is the innermost ``cpu_op`` open on the launching thread when the
+runtime call was made; ``scope`` and ``nvtx`` are the paths of the ranges open on that thread then
+(:func:`_enclosing`). This needs no ``External id`` convention (traces differ on what it names).
+A kernel whose runtime call is not in the trace is placed by the start of its ``ac2g`` flow, else
+given the ``cpu_op`` of its ``External id`` (unless that id is its correlation, as in traces that
+number runtime calls with it); a kernel with nothing open on the CPU side takes its scope from the
+``gpu_user_annotation`` ranges of its stream.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import shutil
+import sqlite3
+import subprocess
+import tempfile
+import zlib
+from array import array
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+from ..schema import TIMELINE_LAUNCH, validate_timeline
+
+__all__ = ["read_timeline", "busy_time", "FORMATS"]
+
+#: Values of the ``format`` attribute of a timeline table.
+FORMATS = ("kineto", "nsys-sqlite")
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_GZIP_MAGIC = b"\x1f\x8b"
+_PATH_SEP = " > "
+# Kineto event categories (older PyTorch releases capitalised some of them).
+_KERNEL = frozenset({"kernel", "Kernel"})
+_OP = frozenset({"cpu_op", "Operator"})
+_LAUNCH = frozenset({"cuda_runtime", "cuda_driver", "Runtime"})
+_SCOPE = frozenset({"user_annotation"})
+_GPU_SCOPE = "gpu_user_annotation"
+_FLOW = "ac2g"
+_PYTHON = "python_function"
+# Head of a Kineto file searched for its metadata (deviceProperties precede traceEvents).
+_HEAD_BYTES = 1 << 22
+_READ_BYTES = 1 << 20
+# ijson reads this much at a time (its default: larger buffers measured slower).
+_JSON_BYTES = 1 << 16
+_NAN = float("nan")
+_NO_DIMS = (_NAN, _NAN, _NAN)
+
+
+def read_timeline(path: str | Path, device: int | None = None, progress: Callable[[int], Callable[..., None]] | None = None, *,
+                  report_gpu: str | None = None) -> pd.DataFrame:
+    """Read the kernel launches of one device of a production timeline.
+
+    Parameters
+    ----------
+    path : str or Path
+        A PyTorch profiler trace (``.json``, ``.json.gz``), an Nsight Systems SQLite export
+        (``.sqlite``) or an Nsight Systems report (``.nsys-rep``, exported with ``nsys`` from PATH).
+    device : int, optional
+        CUDA device index (``--device N``). Default: the only device with kernels, else the one
+        whose name matches ``report_gpu``.
+    progress : callable, optional
+        Progress-bar factory ``progress(total) -> advance(n)``; advanced by the bytes of a Kineto
+        trace as they are read.
+    report_gpu : str, optional
+        The ncu report's GPU name, to choose among several devices.
+
+    Returns
+    -------
+    DataFrame
+        One row per kernel launch on the device, columns :data:`ncuroof.schema.TIMELINE_LAUNCH`
+        (times in s: Kineto's µs x 1e-6, nsys's ns x 1e-9), sorted by start. ``attrs``: ``format``
+        (one of :data:`FORMATS`), ``path``, ``device``, ``gpu_name`` (Kineto ``deviceProperties`` /
+        nsys ``TARGET_INFO_GPU``, None when absent), ``devices`` (devices with kernels), ``span_s``
+        (first kernel start to last kernel end on the device), ``busy_s`` (length of the union of the
+        kernel intervals: the idle share of the timeline is ``1 - busy_s / span_s``).
+
+    Raises
+    ------
+    InputError
+        Missing or unknown file, truncated gzip or JSON, a trace without kernel events, an SQLite
+        file without the kernel table, an unknown device or several devices and no way to choose.
+    """
+    path = Path(path)
+    fmt = _sniff(path)
+    if fmt == "nsys-rep":
+        with tempfile.TemporaryDirectory(prefix="ncuroof-nsys-") as tmp:
+            exported = _export_nsys_rep(path, Path(tmp))
+            try:
+                out = read_timeline(exported, device, progress, report_gpu=report_gpu)
+            except InputError as exc:
+                raise InputError(f"exported to SQLite: {exc.message}", path) from None
+        out.attrs["path"] = str(path)
+        return out
+    launches, gpus = _read_nsys(path) if fmt == "nsys-sqlite" else _read_kineto(path, progress)
+    launches = launches[list(TIMELINE_LAUNCH)]
+    devices = sorted(int(d) for d in launches["device"].dropna().unique())
+    chosen = _choose_device(devices, gpus, device, report_gpu, path)
+    on_device = (launches["device"] == chosen).to_numpy(dtype=bool, na_value=False)
+    out = launches if on_device.all() else launches[on_device]
+    del launches
+    start = out["start_s"].to_numpy(dtype=float)
+    if np.any(start[1:] < start[:-1]):
+        out = out.iloc[np.argsort(start, kind="stable")]
+        start = out["start_s"].to_numpy(dtype=float)
+    end = start + out["duration_s"].to_numpy(dtype=float)
+    t0 = start.min()
+    out = validate_timeline(out.assign(start_s=start - t0).reset_index(drop=True), str(path))
+    out.attrs = {"format": fmt, "path": str(path), "device": chosen, "gpu_name": gpus.get(chosen), "devices": devices,
+                 "span_s": float(end.max() - t0), "busy_s": busy_time(start, end)}
+    return out
+
+
+def busy_time(start: np.ndarray, end: np.ndarray) -> float:
+    """Length of the union of the intervals ``[start, end)``: the time at least one kernel runs.
+
+    Parameters
+    ----------
+    start, end : ndarray of float, shape (n,)
+        Interval bounds (s), in any order.
+
+    Returns
+    -------
+    float
+        Summed length of the merged intervals (s); 0 for no interval.
+    """
+    if len(start) == 0:
+        return 0.0
+    order = np.argsort(start, kind="stable")
+    s, e = start[order], np.maximum.accumulate(end[order])
+    gaps = np.clip(s[1:] - e[:-1], 0.0, None)
+    return float(e[-1] - s[0] - gaps.sum())
+
+
+# --- format and device -------------------------------------------------------------------------
+
+def _sniff(path: Path) -> str:
+    """The format of ``path`` from its first bytes (and the ``.nsys-rep`` suffix)."""
+    if not path.exists():
+        raise InputError("no such file; check the path", path)
+    if path.is_dir():
+        raise InputError("is a directory; pass a PyTorch profiler trace (.json, .json.gz) or an Nsight Systems export (.sqlite)", path)
+    if path.suffix == ".nsys-rep":
+        return "nsys-rep"
+    try:
+        with path.open("rb") as f:
+            head = f.read(16)
+    except OSError as exc:
+        raise InputError(f"cannot read ({exc.strerror}); check the file's permissions", path) from None
+    if head.startswith(_SQLITE_MAGIC):
+        return "nsys-sqlite"
+    if head.startswith(_GZIP_MAGIC) or head.lstrip()[:1] in (b"{", b"["):
+        return "kineto"
+    raise InputError("unknown timeline format; pass a PyTorch profiler trace (.json, .json.gz) or an Nsight Systems "
+                     "SQLite export (nsys export --type sqlite)", path)
+
+
+def _export_nsys_rep(path: Path, outdir: Path) -> Path:
+    """Export an ``.nsys-rep`` to SQLite in ``outdir`` with ``nsys`` from PATH."""
+    out = outdir / (path.stem + ".sqlite")
+    command = ["nsys", "export", "--type", "sqlite", "--output", str(out), str(path)]
+    if shutil.which("nsys") is None:
+        raise InputError(f"nsys is not on PATH; export the report with: nsys export --type sqlite {path} and pass the .sqlite file", path)
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0 or not out.exists():
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise InputError(f"nsys export failed ({last}); export it by hand: {' '.join(command[:4])} {path}", path)
+    return out
+
+
+def _choose_device(have: list[int], gpus: dict[int, str], device: int | None, report_gpu: str | None, path: Path) -> int:
+    """The device to read among those with kernels (``have``): ``device``, else the only one, else
+    the one named ``report_gpu``."""
+    listing = ", ".join(f"{d} ({gpus[d]})" if d in gpus else str(d) for d in have)
+    if device is not None:
+        if device not in have:
+            raise InputError(f"no kernels on device {device}; devices with kernels: {listing}", path)
+        return int(device)
+    if len(have) == 1:
+        return have[0]
+    if report_gpu:
+        named = [d for d in have if _same_gpu(gpus.get(d), report_gpu)]
+        if len(named) == 1:
+            return named[0]
+    raise InputError(f"kernels on {len(have)} devices: {listing}; choose one with --device N", path)
+
+
+def _same_gpu(name: str | None, report_gpu: str) -> bool:
+    """Whether a timeline's GPU name and a report's name the same product (case and 'NVIDIA ' aside)."""
+    if not name:
+        return False
+
+    def norm(s: str) -> str:
+        return s.lower().removeprefix("nvidia ").strip()
+
+    return norm(name) == norm(report_gpu)
+
+
+# --- nsys SQLite -------------------------------------------------------------------------------
+
+_NSYS_QUERY = """
+SELECT k.start AS start, k.end AS end, k.deviceId AS device, k.streamId AS stream, k.correlationId AS correlation,
+       k.gridX AS grid_x, k.gridY AS grid_y, k.gridZ AS grid_z, k.blockX AS block_x, k.blockY AS block_y, k.blockZ AS block_z,
+       k.{name} AS name_id, r.globalTid AS tid, r.start AS launch
+FROM CUPTI_ACTIVITY_KIND_KERNEL AS k
+LEFT JOIN {runtime} AS r ON r.correlationId = k.correlationId{same_process}
+"""
+_NAMES_QUERY = "SELECT id, value FROM StringIds WHERE id IN (SELECT DISTINCT {name} FROM CUPTI_ACTIVITY_KIND_KERNEL)"
+# Rows fetched from SQLite at a time: each batch becomes numeric columns before the next is fetched.
+_SQL_ROWS = 100_000
+# Events converted to Python values at a time by the range sweep.
+_SWEEP_ROWS = 65_536
+_NVTX_QUERY = """
+SELECT e.globalTid AS tid, e.start AS start, e.end AS end, COALESCE(e.text, s.value) AS label
+FROM NVTX_EVENTS AS e LEFT JOIN StringIds AS s ON s.id = e.textId
+WHERE e.eventType = 59 AND e.end IS NOT NULL
+"""
+# One runtime call per correlation ID (of a process: IDs are per process), so no kernel is counted twice.
+_RUNTIME = ("(SELECT correlationId, globalTid, MIN(start) AS start FROM CUPTI_ACTIVITY_KIND_RUNTIME "
+            "GROUP BY {process}correlationId)")
+_NO_RUNTIME = "(SELECT NULL AS globalTid, NULL AS start, NULL AS correlationId)"
+
+
+def _read_nsys(path: Path) -> tuple[pd.DataFrame, dict[int, str]]:
+    """The launches of every device of an nsys SQLite export and the GPU names by device."""
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        with contextlib.closing(con):
+            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if "CUPTI_ACTIVITY_KIND_KERNEL" not in tables:
+                raise InputError("no CUPTI_ACTIVITY_KIND_KERNEL table: the export holds no CUDA kernels "
+                                 "(profile with nsys profile --trace=cuda and export with nsys export --type sqlite)", path)
+            cols = {r[1] for r in con.execute("PRAGMA table_info(CUPTI_ACTIVITY_KIND_KERNEL)")}
+            by_process = "globalPid" in cols and "CUPTI_ACTIVITY_KIND_RUNTIME" in tables
+            runtime = _RUNTIME.format(process="globalTid >> 24, " if by_process else "") if "CUPTI_ACTIVITY_KIND_RUNTIME" in tables \
+                else _NO_RUNTIME
+            same = " AND (r.globalTid >> 24) = (k.globalPid >> 24)" if by_process else ""
+            name = "demangledName" if "demangledName" in cols else "shortName"
+            raw = _numbers(con, _NSYS_QUERY.format(name=name, runtime=runtime, same_process=same),
+                           con.execute("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0])
+            names = dict(con.execute(_NAMES_QUERY.format(name=name)))
+            nvtx = pd.read_sql_query(_NVTX_QUERY, con) if "NVTX_EVENTS" in tables else None
+            gpus = _nsys_gpus(con, tables)
+    except sqlite3.DatabaseError as exc:
+        raise InputError(f"not a readable SQLite database ({exc}); re-export it with nsys export --type sqlite", path) from None
+    if raw.empty:
+        raise InputError("the export holds no kernel launches (CUPTI_ACTIVITY_KIND_KERNEL is empty)", path)
+    base = raw["start"].min()
+    out = raw.assign(kernel_name=raw["name_id"].map(names), start_s=(raw["start"] - base) * 1e-9,
+                     duration_s=(raw["end"] - raw["start"]) * 1e-9, op=pd.NA, scope=pd.NA)
+    out["nvtx"] = pd.NA if nvtx is None or nvtx.empty else _enclosing(nvtx, raw[["tid", "launch"]].rename(columns={"launch": "start"}))[1]
+    return out, gpus
+
+
+def _numbers(con: sqlite3.Connection, query: str, rows: int) -> pd.DataFrame:
+    """The result of a query of at most ``rows`` rows of numbers as float64 columns (NULL as NaN),
+    filled a batch at a time into one array: no Python object per value outlives its batch."""
+    cursor = con.execute(query)
+    data = np.empty((rows, len(cursor.description)))
+    done = 0
+    while batch := cursor.fetchmany(_SQL_ROWS):
+        data[done:done + len(batch)] = np.array(batch, dtype=np.float64)
+        done += len(batch)
+    return pd.DataFrame(data[:done], columns=[d[0] for d in cursor.description], copy=False)
+
+
+def _nsys_gpus(con: sqlite3.Connection, tables: set[str]) -> dict[int, str]:
+    """GPU names by device ID from ``TARGET_INFO_GPU`` (empty when the table is absent)."""
+    if "TARGET_INFO_GPU" not in tables:
+        return {}
+    return {int(i): str(n) for i, n in con.execute("SELECT id, name FROM TARGET_INFO_GPU") if i is not None and n}
+
+
+# --- Kineto -------------------------------------------------------------------------------------
+
+class _Counted(io.RawIOBase):
+    """A binary file that reports the bytes read to a progress callback."""
+
+    def __init__(self, raw: BinaryIO, advance: Callable[..., None] | None) -> None:
+        self._raw, self._advance = raw, advance
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        n = self._raw.readinto(b)
+        if self._advance is not None and n:
+            self._advance(n)
+        return n or 0
+
+
+@contextlib.contextmanager
+def _open_trace(path: Path, progress: Callable[[int], Callable[..., None]] | None) -> Iterator[BinaryIO]:
+    """The decompressed bytes of a Kineto trace, plain or gzipped; read errors become InputError."""
+    advance = progress(path.stat().st_size) if progress is not None else None
+    with path.open("rb") as raw:
+        zipped = raw.read(2) == _GZIP_MAGIC
+        raw.seek(0)
+        counted = io.BufferedReader(_Counted(raw, advance), _READ_BYTES)
+        try:
+            yield gzip.GzipFile(fileobj=counted) if zipped else counted
+        except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+            raise InputError(f"truncated or damaged gzip file ({exc}); copy or save the trace again", path) from None
+        except OSError as exc:
+            raise InputError(f"cannot read ({exc}); copy the trace again", path) from None
+
+
+def _gpu_names(path: Path) -> dict[int, str]:
+    """GPU names by device from the ``deviceProperties`` of a Kineto trace's head (Kineto writes them first)."""
+    import ijson
+
+    with _open_trace(path, None) as fh:
+        head = fh.read(_HEAD_BYTES)
+    names: dict[int, str] = {}
+    with contextlib.suppress(ijson.JSONError):  # the head ends mid-document
+        for prop in ijson.items(io.BytesIO(head), "deviceProperties.item", use_float=True):
+            if isinstance(prop, dict) and "id" in prop and prop.get("name"):
+                names[int(prop["id"])] = str(prop["name"])
+    return names
+
+
+class _KinetoScan:
+    """Columns of the Kineto events kept, filled one streamed event at a time.
+
+    Numbers go to ``array('d')`` columns (8 bytes a value, NaN when absent) and strings to codes
+    into one table of distinct strings, so what is kept costs no Python object per event.
+    """
+
+    KERNEL = ("name", "thread", "ts", "dur", "device", "stream", "correlation", "external", "grid_x", "grid_y", "grid_z",
+              "block_x", "block_y", "block_z")
+    LAUNCH = ("thread", "ts", "correlation")
+    RANGE = ("thread", "ts", "dur", "name", "external")
+
+    def __init__(self) -> None:
+        self.strings: dict[Any, int] = {}
+        self.threads: dict[Any, int] = {}
+        self.events = 0
+        self.kernel = {c: array("d") for c in self.KERNEL}
+        self.launch = {c: array("d") for c in self.LAUNCH}
+        self.op = {c: array("d") for c in self.RANGE}
+        self.scope = {c: array("d") for c in self.RANGE}
+        self.gpu_scope = {c: array("d") for c in self.RANGE}
+
+    def add(self, e: dict) -> None:
+        """File one event (a dict of the trace's ``traceEvents``) under its category, or drop it."""
+        self.events += 1
+        cat = e.get("cat")
+        if cat in _KERNEL:
+            self._kernel(e, e.get("args") or {})
+        elif cat in _OP:
+            self._range(self.op, e)
+        elif cat in _LAUNCH:
+            self._launch(e, (e.get("args") or {}).get("correlation", _NAN))
+        elif cat == _FLOW:
+            if e.get("ph") == "s":  # the flow from a launch call to its kernel starts at the call
+                self._launch(e, e.get("id", _NAN))
+        elif cat in _SCOPE or (cat == _PYTHON and _is_module(e.get("name"))):
+            self._range(self.scope, e)
+        elif cat == _GPU_SCOPE:
+            self._range(self.gpu_scope, e)
+
+    def _launch(self, e: dict, correlation: Any) -> None:
+        col = self.launch
+        col["thread"].append(self.threads.setdefault((e.get("pid"), e.get("tid")), len(self.threads)))
+        col["ts"].append(e.get("ts", _NAN))
+        col["correlation"].append(correlation)
+
+    def _kernel(self, e: dict, args: dict) -> None:
+        col = self.kernel
+        col["name"].append(self.strings.setdefault(e.get("name"), len(self.strings)))
+        col["thread"].append(self.threads.setdefault((e.get("pid"), e.get("tid")), len(self.threads)))
+        for key, arg in (("ts", "ts"), ("dur", "dur")):
+            col[key].append(e.get(arg, _NAN))
+        for key, arg in (("stream", "stream"), ("correlation", "correlation"), ("external", "External id")):
+            col[key].append(args.get(arg, _NAN))
+        device = args.get("device", e.get("pid"))  # Kineto's GPU rows: pid is the device
+        col["device"].append(device if isinstance(device, (int, float)) else _NAN)
+        for kind in ("grid", "block"):
+            dims = args.get(kind)
+            dims = dims if isinstance(dims, list) and len(dims) == 3 else _NO_DIMS
+            for axis, value in zip("xyz", dims):
+                col[f"{kind}_{axis}"].append(value)
+
+    def _range(self, col: dict[str, array], e: dict) -> None:
+        col["thread"].append(self.threads.setdefault((e.get("pid"), e.get("tid")), len(self.threads)))
+        col["ts"].append(e.get("ts", _NAN))
+        col["dur"].append(e.get("dur", _NAN))
+        col["name"].append(self.strings.setdefault(e.get("name"), len(self.strings)))
+        col["external"].append((e.get("args") or {}).get("External id", _NAN))
+
+    def frame(self, kind: str) -> pd.DataFrame:
+        """One kind of event (``kernel``, ``launch``, ``op``, ``scope``, ``gpu_scope``) as a frame of float64 columns
+        (names as strings)."""
+        out = pd.DataFrame({c: np.frombuffer(a, dtype=np.float64) if len(a) else np.empty(0) for c, a in getattr(self, kind).items()})
+        if "name" in out:
+            table = np.array(list(self.strings), dtype=object)
+            out["name"] = table[out["name"].to_numpy(dtype=np.int64)] if len(out) else pd.Series(dtype=object)
+        return out
+
+
+def _is_module(name: object) -> bool:
+    """A ``python_function`` event that is a module scope (``nn.Module: Linear_0`` or ``## name ##``)."""
+    return isinstance(name, str) and (name.startswith("nn.Module: ") or (name.startswith("## ") and name.endswith(" ##")))
+
+
+def _scan_kineto(path: Path, progress: Callable[[int], Callable[..., None]] | None) -> _KinetoScan:
+    """Stream the ``traceEvents`` of a Kineto trace into a :class:`_KinetoScan`."""
+    import ijson
+
+    scan = _KinetoScan()
+    with _open_trace(path, progress) as fh:
+        try:
+            add = scan.add
+            for event in ijson.items(fh, "traceEvents.item", use_float=True, buf_size=_JSON_BYTES):
+                add(event)
+        except ijson.JSONError as exc:
+            raise InputError(f"not valid JSON, truncated or damaged ({str(exc).splitlines()[0][:80]}); save the trace again", path) from None
+        except (AttributeError, TypeError, ValueError) as exc:
+            raise InputError(f"an event of traceEvents is not a Chrome trace event ({exc}); pass a PyTorch profiler trace", path) from None
+    if scan.events == 0:
+        raise InputError("no traceEvents: not a PyTorch profiler (Kineto) trace", path)
+    if not len(scan.kernel["ts"]):
+        raise InputError("the trace has no kernel events; profile with ProfilerActivity.CUDA in torch.profiler's activities", path)
+    return scan
+
+
+def _read_kineto(path: Path, progress: Callable[[int], Callable[..., None]] | None) -> tuple[pd.DataFrame, dict[int, str]]:
+    """The launches of every device of a Kineto trace, with their op and scope, and the GPU names by device."""
+    scan = _scan_kineto(path, progress)
+    launch = scan.frame("launch").dropna(subset=["correlation"]).drop_duplicates("correlation").rename(columns={"ts": "launch_ts"})
+    k = scan.frame("kernel").rename(columns={"thread": "gpu_thread"}).merge(launch, on="correlation", how="left")
+    op, scope, gpu_scope = (_ranges(scan.frame(kind)) for kind in ("op", "scope", "gpu_scope"))
+    queries = pd.DataFrame({"tid": k["thread"], "start": k["launch_ts"]})
+    k["op"] = _enclosing(op, queries, paths=False)[0]
+    _op_by_external_id(k, op, queries)
+    cpu_side = _enclosing(scope, queries)[1]
+    gpu_side = _enclosing(gpu_scope, pd.DataFrame({"tid": k["gpu_thread"], "start": k["ts"]}))[1]
+    k["scope"] = np.where(pd.isna(cpu_side), gpu_side, cpu_side)
+    base = np.nanmin(k["ts"].to_numpy())
+    out = k.assign(kernel_name=k["name"], start_s=(k["ts"] - base) * 1e-6, duration_s=k["dur"] * 1e-6, nvtx=pd.NA)
+    return out, _gpu_names(path)
+
+
+def _ranges(events: pd.DataFrame) -> pd.DataFrame:
+    """Profiler events as the ranges of :func:`_enclosing` (``tid``, ``start``, ``end``, ``label``)."""
+    return events.assign(tid=events["thread"], start=events["ts"], end=events["ts"] + events["dur"], label=events["name"])
+
+
+def _op_by_external_id(k: pd.DataFrame, op: pd.DataFrame, queries: pd.DataFrame) -> None:
+    """For kernels whose launch call is not in the trace, the ``cpu_op`` of the same ``External id``
+    (and the scope query at that op's start). Skipped where the kernel's External id is its
+    correlation: such traces number runtime calls, not operators, with it."""
+    lost = (k["op"].isna() & k["launch_ts"].isna() & (k["external"] != k["correlation"])).to_numpy()
+    if not lost.any():
+        return
+    by_ext = op.dropna(subset=["external"]).drop_duplicates("external").set_index("external")
+    ext = k.loc[lost, "external"]
+    k.loc[lost, "op"] = ext.map(by_ext["name"])
+    queries.loc[lost, "tid"] = ext.map(by_ext["tid"])
+    queries.loc[lost, "start"] = ext.map(by_ext["start"])
+
+
+# --- ranges open at a launch -------------------------------------------------------------------
+
+def _enclosing(ranges: pd.DataFrame, queries: pd.DataFrame, paths: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """For each query (a thread and a time), the innermost range of that thread open then and the
+    path of all of them, outermost first, joined by ``' > '``.
+
+    Parameters
+    ----------
+    ranges : DataFrame
+        Columns ``tid``, ``start``, ``end`` (one time unit) and ``label``; ranges of one thread nest
+        (push/pop ranges, a thread's profiler events).
+    queries : DataFrame
+        Columns ``tid`` and ``start``; rows with a missing value get no range.
+    paths : bool, default True
+        Also build the paths (not needed for the innermost range alone).
+
+    Returns
+    -------
+    (ndarray, ndarray) of object, each of the length of ``queries``
+        Innermost label and path; None where no range is open. A range contains the times from its
+        start to its end, both included. One sweep over the events sorted by thread and time.
+    """
+    ok = queries["tid"].notna().to_numpy() & queries["start"].notna().to_numpy()
+    qpos = np.flatnonzero(ok)
+    inner, path = np.full(len(queries), None, dtype=object), np.full(len(queries), None, dtype=object)
+    r = ranges.dropna(subset=["tid", "start", "end"])
+    if not len(qpos) or r.empty:
+        return inner, path
+    n = len(r)
+    tid = np.concatenate([r["tid"].to_numpy(dtype=np.float64), queries["tid"].to_numpy(dtype=np.float64)[qpos]])
+    start = np.concatenate([r["start"].to_numpy(dtype=np.float64), queries["start"].to_numpy(dtype=np.float64)[qpos]])
+    end = np.concatenate([r["end"].to_numpy(dtype=np.float64), np.zeros(len(qpos))])
+    is_query = np.concatenate([np.zeros(n, dtype=bool), np.ones(len(qpos), dtype=bool)])
+    ref = np.concatenate([np.arange(n), qpos])
+    order = np.lexsort((-end, is_query, start, tid))
+    labels = r["label"].to_numpy(dtype=object)
+    ends: list[float] = []
+    names: list[Any] = []
+    joined: list[Any] = []
+    current = None
+    for g, s, e, q, j in _in_order(order, (tid, start, end, is_query, ref)):
+        if g != current:
+            ends, names, joined, current = [], [], [], g
+        while ends and ends[-1] < s:
+            ends.pop(), names.pop(), joined.pop()
+        if q:
+            if ends:
+                inner[j], path[j] = names[-1], joined[-1]
+            continue
+        label = labels[j]
+        ends.append(e), names.append(label)
+        joined.append((joined[-1] + _PATH_SEP + label if joined else label) if paths else None)
+    return inner, path
+
+
+def _in_order(order: np.ndarray, columns: tuple[np.ndarray, ...]) -> Iterator[tuple]:
+    """The rows of ``columns`` in ``order`` as tuples of Python values, converted a block at a time
+    (a whole column as Python objects would cost more memory than the trace's events)."""
+    for lo in range(0, len(order), _SWEEP_ROWS):
+        block = order[lo:lo + _SWEEP_ROWS]
+        yield from zip(*(c[block].tolist() for c in columns))
