@@ -85,6 +85,45 @@ def roof_sources(kernels: pd.DataFrame) -> str:
     return "; ".join(parts) or "none: the input has no peak_sustained metrics and no datasheet entry matched (use --gpu)"
 
 
+def evidence_note(kernels: pd.DataFrame, instruction_chart: bool = False) -> str | None:
+    """What the verdicts rest on when no launch has roofline metrics, in the report's own terms.
+
+    Parameters
+    ----------
+    kernels : DataFrame
+        The classified launch table (``status``, ``sm_throughput_frac``,
+        ``memory_throughput_frac``, ``warp_inst``).
+    instruction_chart : bool, default False
+        Whether the page or output has an instruction roofline (warp-instruction counters).
+
+    Returns
+    -------
+    str or None
+        None when some launch has roofline metrics (FLOP counters and memory traffic). Otherwise
+        one sentence: the verdicts come from ncu's SpeedOfLight throughputs (with how many
+        launches have them) or, when no launch has them, no kernel can be classified; plus where
+        the instruction roofline stands in, and how to collect the missing metrics.
+    """
+    if not len(kernels) or not (kernels["status"] == "no_roofline_metrics").all():
+        return None
+    sol = np.zeros(len(kernels), dtype=bool)
+    for col in ("sm_throughput_frac", "memory_throughput_frac"):
+        if col in kernels.columns:
+            sol |= np.isfinite(kernels[col].to_numpy(float))
+    n = int(sol.sum())
+    head = "No launch has roofline metrics (FLOP counters and memory traffic)"
+    if n == len(kernels):
+        text = f"{head}: the verdicts come from ncu's SpeedOfLight throughputs alone."
+    elif n:
+        text = (f"{head}: the verdicts of the {fmt.count(n, 'launch')} with ncu's SpeedOfLight throughputs come from them alone; "
+                f"the other {fmt.count(len(kernels) - n, 'launch')} cannot be classified.")
+    else:
+        text = f"{head} and none has ncu's SpeedOfLight throughputs: no kernel can be classified, only timed."
+    if instruction_chart:
+        text += " The instruction roofline (warp instructions per transaction) places every launch with instruction counters."
+    return text + " Collect the metrics with ncuroof profile -- ./app (ncu --set roofline)."
+
+
 def csv_limits(kernels: pd.DataFrame, inputs: Sequence[PathLike]) -> str | None:
     """What the CSV inputs could not carry, in one line, or None when no input is a CSV."""
     if not any(Path(p).suffix.lower() in (".csv", ".txt", ".log") for p in inputs):

@@ -22,7 +22,7 @@ import plotly.graph_objects as go
 import pyarrow as pa
 from markupsafe import Markup
 
-from . import fmt, plot
+from . import fmt, plot, provenance
 from .catalog import Catalog, GpuCatalog
 from .diagnose import CLASSES as DIAGNOSIS_TEXT
 from .errors import OutputError
@@ -127,6 +127,11 @@ def _header(kernels: pd.DataFrame, summ: pd.DataFrame, meta: dict[str, Any]) -> 
     gpu = meta.get("GPU") or ", ".join(str(d) for d in kernels.get("device_name", pd.Series(dtype=object)).dropna().unique())
     return dict(gpu=gpu, total_time=fmt.time(float(np.nansum(kernels["time_s"].to_numpy(float)))),
                 launches=fmt.count(len(kernels), "launch"), kernels=fmt.count(len(summ), "kernel"))
+
+
+def _has_role(fig: go.Figure, role: str) -> bool:
+    """Whether ``fig`` has a trace of ``meta.role`` ``role`` with data."""
+    return any(isinstance(t.meta, dict) and t.meta.get("role") == role and t.x is not None and len(t.x) for t in fig.data)
 
 
 def _side_top(summ: pd.DataFrame, top: int) -> list[dict[str, Any]]:
@@ -290,7 +295,8 @@ def render_html(fig: go.Figure, kernels: pd.DataFrame, meta: dict[str, Any], plo
                            config={"displaylogo": False, "responsive": True})
     return _env().get_template("roofline.html.j2").render(
         title="ncuroof roofline", **_header(kernels, summ, meta), plot=Markup(plot_div), top=_side_top(summ, top),
-        focus=_focus(summ, focus) if (summ["precision"].astype(str) != "").any() else None, saving=_saving(summ, total), missing_metrics=none,
+        focus=_focus(summ, focus) if (summ["precision"].astype(str) != "").any() else None, saving=_saving(summ, total),
+        missing_metrics=provenance.evidence_note(kernels, _has_role(fig, "instruction_dots")) if none else None,
         items=_items(summ, top, hide="missing_metrics" if none else None), by_saving=by_saving, families=families,
         kernel_table=Markup(_kernel_table(summ)), launch_table=Markup(launch_table), launches_title=launches_title,
         facts=meta, kernels_json=Markup(_kernels_json(summ)), sort_js=Markup(_asset("sort.js")),

@@ -511,6 +511,7 @@ INSTRUCTION_POINTS: dict[str, Column] = {
     "inst_per_transaction": Column("float64", "inst/sector", "instruction intensity: warp_inst / transactions (the x of the point)"),
     "warp_inst_per_s": Column("float64", "inst/s", "warp_inst / time_s (the y of the point)"),
     "peak_warp_inst_per_s": KERNELS["peak_warp_inst_per_s"],
+    "peak_warp_inst_source": Column("string", "", "report (SMs and clock ncu measured) or datasheet (metrics/gpus.toml SMs x 4 x clock); empty if none"),
     "peak_transactions_per_s": Column("float64", "sector/s", "memory wall: the level's bandwidth roof / 32 B"),
     "roof_warp_inst_per_s": Column("float64", "inst/s",
                                    "attainable: min(peak_warp_inst_per_s, inst_per_transaction x peak_transactions_per_s)"),

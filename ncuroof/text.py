@@ -15,9 +15,6 @@ from .schema import cell_text
 
 __all__ = ["analysis_text", "compare_text", "profile_text"]
 
-_NO_METRICS = ("No launch has roofline metrics (FLOP counters and memory traffic); the table above shows time and "
-               "SpeedOfLight throughputs only. Collect them with: ncu --set roofline -o report ./app "
-               "(or --set full). See kernels.csv 'notes' for what each launch lacks.")
 
 
 def _findings(result: Any) -> list[str]:
@@ -43,8 +40,10 @@ def _findings(result: Any) -> list[str]:
               for r in failed.itertuples(index=False)]
     lines += [f"launch {r.launch_id} ({r.kernel_name}): damaged record in the input, see its notes in kernels.csv; not plotted"
               for r in k[k["status"] == "corrupt_record"].head(5).itertuples(index=False)]
-    if result.missing_metrics:
-        lines.append(_NO_METRICS)
+    ipts = getattr(result, "instruction_points", None)
+    note = provenance.evidence_note(k, ipts is not None and len(ipts) > 0)
+    if note:
+        lines.append(f"{note} See kernels.csv 'notes' for what each launch lacks.")
     return lines
 
 
