@@ -71,14 +71,16 @@ def load(paths: PathLike | Sequence[PathLike], options: AnalysisOptions | None =
         Show a progress bar on stderr while reading (only when stderr is a terminal).
     **option_fields
         Fields of :class:`~ncuroof.analysis.AnalysisOptions` overriding ``options``
-        (``traffic``, ``gpu``, ``peak_flops``, ``peak_bandwidth``, ``expect``, ``match``, ``stack``).
+        (``traffic``, ``gpu``, ``peak_flops``, ``peak_bandwidth``, ``achievable_flops``,
+        ``achievable_bandwidth``, ``expect``, ``match``, ``stack``).
 
     Returns
     -------
     DataFrame
         The :data:`ncuroof.schema.KERNELS` table (SI units, missing values NaN, never 0),
         followed by ``tensor_<path>_flop``, ``tensor_<path>_flop_per_s`` and
-        ``peak_tensor_<path>_flop_per_s`` for each tensor datapath with work.
+        ``peak_tensor_<path>_flop_per_s`` for each tensor datapath with work (and
+        ``achievable_tensor_<path>_flop_per_s`` where a datapath has an achievable roof).
 
     Raises
     ------
