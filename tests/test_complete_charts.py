@@ -1,0 +1,233 @@
+"""Issue 21: charts complete in every view. Every shown dot has the flat roof of its precision drawn
+above or through it and lies inside the axis ranges with its marker; memory roofs run up to the
+highest shown compute roof; ridge points are inside the ranges; the instruction roofline has an
+issue roof wherever the report or the datasheet gives SMs and clock, and its legend lists only
+drawn traces; the page header does not claim evidence the report lacks.
+
+The checks read the figure JSON out of the written ``roofline.html`` and recompute the dots and roofs
+from ``points.csv`` with pandas (sums and medians), not from ncuroof's plotting code. One check
+runs in Chromium on the rendered page.
+"""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import REPORTS, ncu_metrics, needs_ncu_report, shared
+
+import ncuroof
+from ncuroof import catalog, parser
+
+CUTLASS = "cutlass-panjd123__4f3955ed3c_report.ncu-rep"
+GEMM = "Cuda_Gemm_Practice__gemm_v9.ncu-rep"
+# What the instruction-only input keeps: identity, launch attributes, time, warp instructions, sectors.
+_INSTRUCTIONS_ONLY = re.compile(r"^(source|range_id|launch_id|kernel_name|kernel_demangled|nvtx_range|device_name|cc|grid|block|"
+                                r"ncu_version|input_notes|device__attribute_.*|launch__.*|gpu__time_duration\.sum|smsp__inst_executed\.sum|"
+                                r"l1tex__t_sectors_pipe_lsu_mem_.*|lts__t_sectors\.sum|dram__sectors_(read|write)\.sum)$")
+
+
+def arr(v: object) -> np.ndarray:
+    """A figure JSON array: a list, or plotly's typed array ``{"dtype": "f4", "bdata": base64}``."""
+    if isinstance(v, dict):
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"])).astype(float)
+    return np.asarray([np.nan if e is None else e for e in v], dtype=float)
+
+
+def figure_of(page: Path) -> tuple[list[dict], dict]:
+    """The data and layout of the roofline figure, parsed from the page's ``Plotly.newPlot`` call."""
+    html = page.read_text(encoding="utf-8")
+    m = re.search(r'Plotly\.newPlot\(\s*"roofline",\s*', html)
+    dec = json.JSONDecoder()
+    data, j = dec.raw_decode(html, m.end())
+    layout, _ = dec.raw_decode(html, html.index("{", j))
+    return data, layout
+
+
+def _shows(when: dict, state: dict) -> bool:
+    """The view contract's visibility rule, restated here (ncuroof.viewcontract.visible)."""
+    for key, want in when.items():
+        have = state[key]
+        if isinstance(have, list):
+            ok = set(want) == set(have) if isinstance(want, list) else want in have
+        else:
+            ok = have in want if isinstance(want, list) else have == want
+        if not ok:
+            return False
+    return True
+
+
+def _states(layout: dict) -> list[dict]:
+    """Every state of the FLOP roofline's controls: precision view x dots x all kernels x achievable roofs."""
+    view = layout["meta"]["view"]
+    base = dict(view["state"], chart=next((c["options"][0][0] for c in view["controls"] if c["field"] == "chart"), view["state"]["chart"]))
+    opts = {c["field"]: ([o[0] for o in c["options"]] if c["options"] else [False, True]) for c in view["controls"]
+            if c["field"] in ("precision", "mode", "all", "achievable")}
+    return [dict(base, **dict(zip(opts, combo))) for combo in itertools.product(*opts.values())]
+
+
+def _expected_dots(points: pd.DataFrame, kernels: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Dots recomputed with pandas: per launch the points rows; per kernel (demangled name) the sums
+    of FLOPs, bytes and time of its launches at each precision and level."""
+    key = kernels.assign(key=kernels["kernel_demangled"].fillna(kernels["kernel_name"]).astype(str))[["source", "launch_id", "key"]]
+    p = points.merge(key, on=["source", "launch_id"])
+    per = p.groupby(["key", "precision", "level"])[["flop", "bytes", "time_s"]].sum().reset_index()
+    per["x"], per["y"] = per["flop"] / per["bytes"], per["flop"] / per["time_s"]
+    return {"kernel": per, "launch": p.assign(x=p["ai_flop_per_byte"], y=p["flop_per_s"])}
+
+
+def _radius_px(trace: dict) -> np.ndarray:
+    """Marker radius of each dot [px] (plotly's area sizing: diameter = sqrt(size / sizeref), at least sizemin)."""
+    m = trace["marker"]
+    size = arr(m["size"]) if isinstance(m["size"], (list, dict)) else np.full(len(arr(trace["x"])), float(m["size"]))
+    return np.maximum(np.sqrt(np.nan_to_num(size) / m.get("sizeref", 1.0)), m.get("sizemin", 0.0)) / 2 + 1
+
+
+def check_complete(out: Path, width_px: float = 600.0) -> int:
+    """Every check of the module docstring on the FLOP roofline of the page in ``out``, in every state; dots checked."""
+    data, layout = figure_of(out / "roofline.html")
+    points, kernels = pd.read_csv(out / "points.csv"), pd.read_csv(out / "kernels.csv")
+    expected = _expected_dots(points, kernels)
+    peaks = points.groupby("precision")["peak_flop_per_s"].median().dropna()
+    (x0, x1), (y0, y1) = layout["xaxis"]["range"], layout["yaxis"]["range"]
+    h_px = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]
+    checked = 0
+    for st in _states(layout):
+        shown = [t for t in data if _shows(t.get("meta", {}).get("when", {}), st)]
+        flat = {t["meta"]["precision"]: arr(t["y"])[0] for t in shown if t["meta"].get("role") == "roof_flop"}
+        for prec, y in flat.items():
+            assert y == pytest.approx(peaks[prec], rel=1e-9), f"{prec} roof is not the median of points.csv's"
+        for t in (t for t in shown if t["meta"].get("role") == "roof_mem"):
+            assert arr(t["y"]).max() >= max(flat.values(), default=0) * (1 - 1e-9), f"{t['name']} stops below a shown compute roof in {st}"
+        for t in (t for t in shown if t["meta"].get("role") == "ridge"):
+            assert all(x0 <= math.log10(x) <= x1 and y0 <= math.log10(y) <= y1 for x, y in zip(arr(t["x"]), arr(t["y"]))), f"ridge outside in {st}"
+        for t in (t for t in shown if t["meta"].get("role") == "dots"):
+            want = expected[t["meta"]["mode"]]
+            want = want[want["level"] == t["meta"]["level"]]
+            r = _radius_px(t)
+            for x, y, rad in zip(arr(t["x"]), arr(t["y"]), r):
+                rows = want[np.isclose(want["x"], x, rtol=2e-6) & np.isclose(want["y"], y, rtol=2e-6)]
+                assert len(rows), f"dot ({x}, {y}) matches no row of points.csv"
+                roofs = [flat[p] for p in set(rows["precision"]) if p in flat]
+                assert roofs, f"{st}: dot at {set(rows['precision'])} has no roof drawn"
+                assert max(roofs) * 10 ** (rad / h_px * (y1 - y0)) >= y, f"{st}: the roof is below the dot"
+                dx, dy = rad / width_px * (x1 - x0), rad / h_px * (y1 - y0)
+                assert x0 + dx <= math.log10(x) <= x1 - dx and y0 + dy <= math.log10(y) <= y1 - dy, f"{st}: dot ({x}, {y}) outside the axes"
+                checked += 1
+    return checked
+
+
+@needs_ncu_report
+@pytest.mark.parametrize("name", [p.name for p in REPORTS])
+def test_every_dot_has_its_roof_in_every_view(name: str, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    res = ncuroof.analyze(shared(name), out)
+    if res.points.empty:  # no FLOP roofline: the page opens on another chart or says why
+        data, layout = figure_of(out / "roofline.html")
+        assert layout["meta"]["view"]["state"]["chart"] != "roofline" or "No roofline points" in layout["annotations"][0]["text"]
+        return
+    assert check_complete(out) > 0
+
+
+def _relabelled(name: str, old: str, new: str) -> pd.DataFrame:
+    """A shared report's raw table with its MMA opcode counters renamed (``old`` -> ``new`` in the opcode)."""
+    cat = catalog.load()
+    raw = parser.read(shared(name), cat)
+    return raw.rename(columns={c: c.replace(old, new) for c in raw.columns if c.startswith(cat.tensor.opcode_metric + "[")})
+
+
+@needs_ncu_report
+def test_hmma_work_from_opcodes_has_a_roof(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The A40 case: tensor work estimated from HMMA opcodes is each kernel's main precision; the
+    default view draws a flat roof over every dot (IMMA.16832 relabelled HMMA.16816: same count)."""
+    raw = _relabelled(CUTLASS, "IMMA.16832.S8.S8.SAT", "HMMA.16816.F32")
+    assert any("HMMA.16816.F32" in c for c in raw.columns)
+    monkeypatch.setattr(parser, "read_many", lambda *a, **k: raw)
+    out = tmp_path / "hmma"
+    res = ncuroof.analyze(shared(CUTLASS), out)
+    assert set(res.summary["precision"]) != {""}
+    assert check_complete(out) > 0
+
+
+@needs_ncu_report
+def test_a_view_without_a_roof_says_why(tmp_path: Path) -> None:
+    """A precision whose roof is gone from every launch: no flat roof is drawn for it, and the chart's
+    note, set per view, names it in its own view (and in 'main' when it is a kernel's precision)."""
+    from ncuroof import plot, summary
+
+    res = ncuroof.analyze(shared("cutlass-panjd123__4fb3ff3f6a_report-s8.ncu-rep"), write=False)
+    pts = res.points.assign(peak_flop_per_s=res.points["peak_flop_per_s"].where(res.points["precision"] != "fp32"))
+    summ = summary.kernel_summary(res.kernels, pts)
+    fig = plot.plot_roofline(pts, res.kernels, summary=summ)
+    view = fig.layout.meta["view"]
+    assert not [t for t in fig.data if t.meta["role"] == "roof_flop" and t.meta["precision"] == "fp32"]
+    notes = {v: patch for v, patch in view["layouts"]["precision"].items()}
+    text = next(iter(notes["fp32"].values()))
+    assert "no FP32 roof" in text and "--peak-flops" in text
+    assert "FP32" not in next(iter(notes["tensor:sass_imma"].values()))
+
+
+@needs_ncu_report
+def test_instruction_only_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The RTX 4090 case: instruction counters, but neither FLOP counters nor SpeedOfLight nor the SM
+    clock. The instruction roofline gets the datasheet's issue roof (RTX 3080: 68 SMs x 4 x 1.71 GHz),
+    labelled; walls only where a bandwidth roof exists (DRAM from the datasheet; not L1, L2); the legend
+    lists only drawn traces; the header does not say the verdicts come from SpeedOfLight."""
+    raw = parser.read(shared(GEMM), catalog.load())
+    raw = raw[[c for c in raw.columns if _INSTRUCTIONS_ONLY.match(c)]]
+    monkeypatch.setattr(parser, "read_many", lambda *a, **k: raw)
+    out = tmp_path / "inst"
+    ncuroof.analyze(shared(GEMM), out)
+    data, layout = figure_of(out / "roofline.html")
+    inst = [t for t in data if t.get("meta", {}).get("when", {}).get("chart") == "instructions"]
+    issue = [t for t in inst if t["meta"].get("level") == "issue"]
+    assert len(issue) == 1 and arr(issue[0]["y"])[0] == pytest.approx(68 * 4 * 1.71e9, rel=1e-12) and "datasheet" in issue[0]["name"]
+    walls = {t["meta"]["level"] for t in inst if t["meta"]["role"] == "instruction_roof"} - {"issue"}
+    assert walls == {"dram"}
+    for t in inst:  # a legend entry has something drawn
+        if t.get("showlegend", True):
+            assert np.isfinite(arr(t["y"])).any(), f"{t['name']} is in the legend but draws nothing"
+    html = (out / "roofline.html").read_text(encoding="utf-8")
+    assert "SpeedOfLight throughputs alone" not in html and "no kernel can be classified" in html
+    title = layout["meta"]["view"]["layouts"]["chart"]["instructions"]["title.text"]
+    assert "no L1/L2 wall" in title
+
+
+def _issue_roofs_from_ncu(name: str) -> list[float]:
+    """Each launch's issue roof from what ncu stored (SMs x 4 x SM clock) or, lacking those, the
+    datasheet entry matching its device (SMs x 4 x boost clock); NaN when neither."""
+    gpus = catalog.load_gpus()
+    out = []
+    for m, dev in zip(ncu_metrics(name), ncuroof.load(shared(name))["device_name"]):
+        peak = m.get("device__attribute_multiprocessor_count", math.nan) * 4 * m.get("sm__cycles_elapsed.avg.per_second", math.nan)
+        gpu = gpus.by_device(str(dev)) if not math.isfinite(peak) else None
+        out.append(gpu.sms * 4 * gpu.boost_hz if gpu is not None else peak)
+    return out
+
+
+@needs_ncu_report
+@pytest.mark.parametrize("name", [p.name for p in REPORTS])
+def test_instruction_chart_has_an_issue_roof(name: str, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    res = ncuroof.analyze(shared(name), out)
+    ipts = res.instruction_points
+    if ipts is None or ipts.empty:
+        pytest.skip(f"{name} has no warp-instruction and transaction counters")
+    data, _ = figure_of(out / "roofline.html")
+    inst = [t for t in data if t.get("meta", {}).get("when", {}).get("chart") == "instructions"]
+    issue = [t for t in inst if t["meta"].get("level") == "issue"]
+    roofs = [r for i, r in enumerate(_issue_roofs_from_ncu(name)) if i in set(ipts["launch_id"]) and math.isfinite(r)]
+    if not roofs:
+        assert not issue
+        return
+    assert len(issue) == 1 and min(roofs) * (1 - 1e-9) <= arr(issue[0]["y"])[0] <= max(roofs) * (1 + 1e-9)
+    for t in inst:
+        if t.get("showlegend", True):
+            assert np.isfinite(arr(t["y"])).any(), f"{t['name']} is in the legend but draws nothing"
