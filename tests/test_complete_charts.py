@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import REPORTS, ncu_metrics, needs_ncu_report, shared
+from test_page import browser  # noqa: F401 - a pytest fixture
 
 import ncuroof
 from ncuroof import catalog, parser
@@ -231,3 +232,65 @@ def test_instruction_chart_has_an_issue_roof(name: str, tmp_path: Path) -> None:
     for t in inst:
         if t.get("showlegend", True):
             assert np.isfinite(arr(t["y"])).any(), f"{t['name']} is in the legend but draws nothing"
+
+
+# In the rendered page: the plot area, every drawn dot's box, the axis ranges plotly settled on and
+# the data of the visible dots, and which precisions have a drawn flat roof (a line path with points).
+_RENDERED = """() => { const gd = document.getElementById('roofline'); const fl = gd._fullLayout;
+  const area = document.querySelector('#roofline .nsewdrag').getBoundingClientRect();
+  const boxes = [], xs = [], ys = [], roofs = [];
+  gd._fullData.forEach(t => { if (t.visible !== true || !t.meta) return;
+    if (t.meta.role === 'dots') {
+      document.querySelectorAll('#roofline .trace' + t.uid + ' .points path').forEach(p => {
+        const r = p.getBoundingClientRect(); boxes.push([r.left, r.top, r.right, r.bottom]); });
+      xs.push(...Array.from(t.x)); ys.push(...Array.from(t.y)); }
+    if (t.meta.role === 'roof_flop') {
+      const line = document.querySelector('#roofline .trace' + t.uid + ' .js-line');
+      if (line && (line.getAttribute('d') || '').length > 2) roofs.push([t.meta.precision, t.y[0]]); } });
+  return {area: [area.left, area.top, area.right, area.bottom], boxes, xs, ys, roofs,
+          xrange: fl.xaxis.range, yrange: fl.yaxis.range}; }"""
+
+
+def _rendered_complete(page, points: pd.DataFrame) -> int:
+    """The rendered state's dots inside the plot area and the axis ranges, each under a drawn flat
+    roof of a precision it has in points.csv; the number of dots."""
+    got = page.evaluate(_RENDERED)
+    left, top, right, bottom = got["area"]
+    for x0, y0, x1, y1 in got["boxes"]:
+        assert left - 1 <= x0 and x1 <= right + 1 and top - 1 <= y0 and y1 <= bottom + 1, "a dot is cut by the plot area"
+    roofs = dict(got["roofs"])
+    for x, y in zip(got["xs"], got["ys"]):
+        assert got["xrange"][0] < math.log10(x) < got["xrange"][1] and got["yrange"][0] < math.log10(y) < got["yrange"][1]
+        precs = set(points.loc[np.isclose(points["flop_per_s"], y, rtol=1e-3) & np.isclose(points["ai_flop_per_byte"], x, rtol=1e-3),
+                               "precision"])
+        assert any(roofs.get(p, 0) >= y * 0.98 for p in precs), f"dot at {y:.3g} FLOP/s has no drawn roof of {precs}"
+    return len(got["boxes"])
+
+
+@needs_ncu_report
+@pytest.mark.parametrize("relabel", [False, True], ids=["imma", "hmma"])
+def test_rendered_page_holds_every_dot_under_its_roof(browser, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, relabel: bool) -> None:  # noqa: F811
+    """In Chromium, every precision view and both dot groups, all kernels shown, of the CUTLASS INT8
+    report (and of it with its IMMA opcodes relabelled HMMA, the A40 case): each drawn dot inside the
+    plot area and the rendered axis ranges, under a drawn flat roof of its precision (single-launch
+    kernels: a kernel's dot is its launch's point)."""
+    from test_page import _open
+
+    name = "cutlass-panjd123__4fb3ff3f6a_report-s8.ncu-rep"
+    if relabel:
+        raw = _relabelled(name, "IMMA.16832.S8.S8.SAT", "HMMA.16816.F32")
+        monkeypatch.setattr(parser, "read_many", lambda *a, **k: raw)
+    out = tmp_path / "page"
+    ncuroof.analyze(shared(name), out)
+    points = pd.read_csv(out / "points.csv")
+    page, errors = _open(browser, out / "roofline.html")
+    options = page.evaluate("() => [...document.querySelectorAll('#ctl-precision option')].map(o => o.value)")
+    assert len(options) == 3  # main, the tensor path, FP32
+    page.check("#ctl-all")  # the tensor GEMM is outside the top 95 % of GPU time
+    drawn = 0
+    for view, mode in itertools.product(options, ("kernel", "launch")):
+        page.select_option("#ctl-precision", view)
+        page.check(f'input[name="ctl-mode"][value="{mode}"]')
+        page.wait_for_timeout(300)
+        drawn += _rendered_complete(page, points)
+    assert drawn >= 12 and errors == []
