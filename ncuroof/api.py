@@ -410,6 +410,7 @@ def _compare_files(result: CompareResult, before: list[Path], after: list[Path],
             ("launches_after", "launches after"), ("time_s_before", "time before [s]"), ("time_s_after", "time after [s]"),
             ("speedup", "speedup"), ("ai_flop_per_byte_before", "AI before"), ("ai_flop_per_byte_after", "AI after"),
             ("roof_fraction_before", "roof frac before"), ("roof_fraction_after", "roof frac after"),
+            ("achievable_roof_fraction_before", "achievable frac before"), ("achievable_roof_fraction_after", "achievable frac after"),
             ("bound_before", "bound before"), ("bound_after", "bound after"), ("movement", "movement")]
     return {"compare.csv": result.table.to_csv(index=False),
             "compare.html": report.render_page("ncuroof compare", fig, meta, "Kernels", report.html_table(result.table, cols), plotlyjs)}

@@ -285,6 +285,11 @@ def _apply_datasheet(k: pd.DataFrame, idx: np.ndarray, spec: GpuSpec, gpus: GpuC
                if np.isfinite(clock[i]) else "")
         notes[i].append(f"roofs for {', '.join(names)} from the {spec.name} datasheet "
                         f"(boost clock {spec.boost_hz / 1e6:.0f} MHz{ran}, confidence {spec.confidence})")
+        for name in names:
+            rule = gpus.tensor_rule(name[len("tensor "):]) if name.startswith("tensor ") else None
+            if rule is not None and rule.assumption:
+                notes[i].append(f"{name} roof = datasheet {rule.key.upper()} {fmt.si(spec.tensor[rule.key], 'FLOP/s')}: "
+                                f"{rule.assumption} (confidence {rule.confidence})")
 
 
 def _user_roofs(peak_flops: dict[str, float], peak_bandwidth: dict[str, float],

@@ -55,7 +55,7 @@ def main_precision(points: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 BINDING_COLUMNS = ["precision", "level", "ai_flop_per_byte", "flop_per_s", "ridge_flop_per_byte", "roof_flop_per_s", "roof_fraction",
                    "peak_flop_per_s", "peak_bytes_per_s", "bound", "achievable_flop_per_s", "achievable_bytes_per_s",
                    "achievable_flop_source", "achievable_bytes_source", "achievable_roof_flop_per_s", "achievable_roof_fraction",
-                   "main_precision"]
+                   "peak_flop_source", "peak_bytes_source", "main_precision"]
 
 
 def binding_points(points: pd.DataFrame, keys: list[str] | tuple[str, ...] = ("source", "launch_id")) -> pd.DataFrame:
@@ -82,7 +82,7 @@ def binding_points(points: pd.DataFrame, keys: list[str] | tuple[str, ...] = ("s
         ``level``, ``ai_flop_per_byte``, ``flop_per_s``, ``ridge_flop_per_byte``,
         ``roof_flop_per_s``, ``roof_fraction``, ``peak_flop_per_s``, ``peak_bytes_per_s``,
         ``bound``, the binding point's achievable roofs and fraction (NaN or empty where none),
-        and ``main_precision``; groups without a binding point are absent.
+        the sources of its peak roofs and ``main_precision``; groups without a binding point are absent.
     """
     keys = list(keys)
     cols = keys + BINDING_COLUMNS
@@ -106,10 +106,15 @@ def _roofline_reason(r: Any) -> str:
             f"FLOP/B {cmp} ridge {r.ridge_flop_per_byte:.3g} FLOP/B, {fmt.pct(float(r.roof_fraction))} of roof")
     if np.isfinite(r.achievable_roof_fraction):
         text += f" ({fmt.pct(float(r.achievable_roof_fraction))} of the achievable roof)"
-    if isinstance(r.main_precision, str) and r.main_precision != r.precision:
-        text += (f"; placed at {str(r.precision).upper()}: no source has a roof for its main precision "
-                 f"{str(r.main_precision).upper()} (pass --peak-flops)")
     return text
+
+
+def _placed_note(r: Any) -> str:
+    """Where a launch whose main precision has no roof was placed (:func:`binding_points`), else ''."""
+    if not isinstance(r.main_precision, str) or not isinstance(r.precision, str) or r.main_precision == r.precision:
+        return ""
+    return (f"placed at {r.precision.upper()} on the roofline: no source has a roof for its main precision "
+            f"{r.main_precision.upper()} (pass --peak-flops {'tensor' if r.main_precision.startswith('tensor') else r.main_precision}=VALUE)")
 
 
 def _latency_reason(r: Any, latency: float, small: float) -> str:
@@ -163,10 +168,12 @@ def classify(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Catalog) -> p
     for col in ("roof_fraction", "achievable_roof_fraction"):
         out[col] = np.where(live, pd.to_numeric(bind[col], errors="coerce").to_numpy(float), np.nan)
     text[is_roof] = [_roofline_reason(r) for r in bind.loc[is_roof, ["bound", "precision", "level", "ai_flop_per_byte",
-                                                                       "ridge_flop_per_byte", "roof_fraction", "achievable_roof_fraction",
-                                                                       "main_precision"]].itertuples(index=False)]
+                                                                       "ridge_flop_per_byte", "roof_fraction",
+                                                                       "achievable_roof_fraction"]].itertuples(index=False)]
     text[is_sol] = [_sol_only_reason(r) for r in out.loc[is_sol, sol_cols].itertuples(index=False)]
     text[live & ~is_lat & ~is_roof & ~is_sol] = "bound unknown: neither roofline points nor SpeedOfLight throughputs"
-    out["notes"] = [[*parse_cell("notes", old), t] if t else parse_cell("notes", old)
-                    for old, t in zip(out["notes"].to_numpy(dtype=object), text)]
+    placed = np.full(len(out), "", dtype=object)
+    moved = live & (bind["main_precision"].notna() & (bind["main_precision"] != bind["precision"])).to_numpy(bool)
+    placed[moved] = [_placed_note(r) for r in bind.loc[moved, ["precision", "main_precision"]].itertuples(index=False)]
+    out["notes"] = [[*parse_cell("notes", old), *(x for x in (t, p) if x)] for old, t, p in zip(out["notes"].to_numpy(dtype=object), text, placed)]
     return out
