@@ -226,7 +226,7 @@ def _opcode_work(raw: pd.DataFrame, cat: Catalog, time_s: np.ndarray, st: _Tenso
             for i in np.flatnonzero(use & (counts > 0)):
                 st.notes[i].append(f"tensor work incomplete: no MMA shape known for SASS opcode {opcode}")
             continue
-        per_path[shape.path] = per_path.get(shape.path, np.zeros(n)) + counts * shape.ops
+        per_path[shape.path] = per_path.get(shape.path, np.zeros(n)) + counts * shape.ops_of(opcode)
     est_total = np.zeros(n)
     for path, ops in per_path.items():
         flop = np.where(use, ops, _NAN)

@@ -128,11 +128,21 @@ class Level:
 
 @dataclass(frozen=True)
 class MmaShape:
-    """Ops of one warp-level MMA instruction whose opcode matches ``pattern``."""
+    """Ops of one warp-level MMA instruction whose opcode matches ``pattern``: ``ops``, or where the
+    pattern captures the shape (groups ``m``, ``n``, ``k``: Hopper's warpgroup MMAs name it in the
+    opcode) 2·M·N·K / ``warps``, the warps that each execute the instruction."""
 
     pattern: re.Pattern[str]
     ops: float
     path: str
+    warps: int = 1
+
+    def ops_of(self, opcode: str) -> float:
+        """Ops of one executed instruction of ``opcode`` (which matches ``pattern``)."""
+        m = self.pattern.search(opcode)
+        if m is None or "m" not in self.pattern.groupindex:
+            return self.ops
+        return 2.0 * int(m["m"]) * int(m["n"]) * int(m["k"]) / self.warps
 
 
 @dataclass(frozen=True)
@@ -455,10 +465,12 @@ def _tensor(ten: dict[str, Any]) -> TensorCatalog:
     """tensor.toml: ops-path metrics, SASS MMA shapes and the legacy x512 rule."""
     shapes = []
     for s in ten["sass_opcodes"]["shapes"]:
+        pattern = re.compile(s["pattern"])
+        captured = {"m", "n", "k"} <= set(pattern.groupindex)
         ops = s.get("ops", 2.0 * s.get("m", 0) * s.get("n", 0) * s.get("k", 0))
-        if ops <= 0:
-            raise ValueError(f"tensor.toml: shape {s} has no ops or m/n/k")
-        shapes.append(MmaShape(re.compile(s["pattern"]), float(ops), s["path"]))
+        if (ops <= 0 and not captured) or int(s.get("warps", 1)) < 1:
+            raise ValueError(f"tensor.toml: shape {s} has no ops, m/n/k or captured (?P<m>)(?P<n>)(?P<k>) groups, or warps < 1")
+        shapes.append(MmaShape(pattern, float(ops), s["path"], int(s.get("warps", 1))))
     op, so, lg = ten["ops_path"], ten["sass_opcodes"], ten["legacy_x512"]
     return TensorCatalog(
         ops_prefix=op["prefix"],

@@ -101,3 +101,19 @@ def test_opcode_tensor_paths_get_the_most_generous_roof_with_their_assumption(tm
     (tmp_path / "gpus.toml").write_text(bad)
     with pytest.raises(ValueError, match="rtx-5070"):
         catalog.load_gpus(tmp_path)
+
+
+@pytest.mark.parametrize("opcode, path, ops", [
+    ("HMMA.16816.F32.BF16", "sass_hmma", 2 * 16 * 8 * 16), ("IMMA.16832.S8.S8.SAT", "sass_imma", 2 * 16 * 8 * 32),
+    ("HGMMA.64x128x16.F32.BF16", "sass_hgmma_bf16", 2 * 64 * 128 * 16 / 4), ("HGMMA.64x256x16.F16", "sass_hgmma_fp16", 2 * 64 * 256 * 16 / 4),
+    ("HGMMA.64x64x8.F32.TF32", "sass_hgmma_tf32", 2 * 64 * 64 * 8 / 4), ("HGMMA.64x96x16.F32", "sass_hgmma_fp16_fp32acc", 2 * 64 * 96 * 16 / 4),
+    ("IGMMA.64x256x32.S8.S8", "sass_igmma_int8", 2 * 64 * 256 * 32 / 4),
+    ("QGMMA.64x128x32.F32.E4M3.E4M3", "sass_qgmma_fp8", 2 * 64 * 128 * 32 / 4), ("HGMMA.64x128x32.F32.BF16.SP", None, 0),
+])
+def test_mma_shapes_by_hand(opcode: str, path: str | None, ops: float) -> None:
+    shape = next((s for s in catalog.load().tensor.shapes if s.pattern.search(opcode)), None)
+    if path is None:  # sparse wgmma: no dense shape, reported as incomplete work
+        assert shape is None
+        return
+    assert shape.path == path and shape.ops_of(opcode) == ops
+    assert catalog.load_gpus().tensor_key(path)  # every opcode path has a datasheet key

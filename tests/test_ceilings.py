@@ -148,9 +148,9 @@ CUTLASS = "cutlass-panjd123__4f3955ed3c_report.ncu-rep"
 IMMA_PER_GEMM = 110_592  # IMMA.16832 instructions per 3072x384x384 GEMM (PROVENANCE.md)
 
 
-def _hmma_analysis(gpu: str | None = None, **roofs):
-    """The CUTLASS IMMA report with its opcode counters relabelled HMMA.16816 (16x8x16: 4096 ops each),
-    through the pipeline: the HMMA case of issue 21 on real counters."""
+def _hmma_analysis(gpu: str | None = None, opcode: str = "HMMA.16816.F32", **roofs):
+    """The CUTLASS IMMA report with its opcode counters relabelled (default HMMA.16816: 16x8x16, 4096 ops
+    each), through the pipeline: the HMMA case of issue 21 on real counters."""
     from ncuroof import calculator, catalog, ceilings, classify, parser
 
     cat, gpus = catalog.load(), catalog.load_gpus()
@@ -158,7 +158,7 @@ def _hmma_analysis(gpu: str | None = None, **roofs):
     prefix = "sass__inst_executed_per_opcode_with_modifier_all["
     imma = [c for c in raw.columns if c.startswith(prefix + "IMMA.16832")]
     assert imma, "the report's IMMA counters"
-    raw = raw.rename(columns={c: c.replace("IMMA.16832.S8.S8", "HMMA.16816.F32") for c in imma})
+    raw = raw.rename(columns={c: prefix + opcode + "]" for c in imma})
     k = ceilings.fill_ceilings(calculator.compute_kernels(raw, cat), gpus, gpu=gpu, catalog=cat, **roofs)
     pts = calculator.compute_points(k)
     return classify.classify(k, pts, cat), pts, gpus
@@ -190,6 +190,21 @@ def test_sass_hmma_work_gets_the_datasheet_dense_fp16_roof() -> None:
     assert user["peak_tensor_sass_hmma_flop_per_s"] == 100e12 and "tensor_sass_hmma:user" in user["ceiling_sources"]
     assert user["roof_fraction"] == pytest.approx(fps / min(100e12, *(fps / user[f"{lv}_bytes_per_s"] * user[f"peak_{lv}_bytes_per_s"]
                                                                      for lv in ("l1", "l2", "dram"))), rel=1e-6)
+
+
+@needs_ncu_report
+@pytest.mark.parametrize("opcode, path, key", [
+    ("HGMMA.64x128x16.F32.BF16", "sass_hgmma_bf16", "bf16"), ("HGMMA.64x128x8.F32.TF32", "sass_hgmma_tf32", "tf32"),
+    ("HGMMA.64x128x16.F32", "sass_hgmma_fp16_fp32acc", "fp16_fp32acc"), ("IGMMA.64x128x32.S8.S8", "sass_igmma_int8", "int8"),
+])
+def test_hopper_warpgroup_mma_gets_the_roof_of_its_source_type(opcode: str, path: str, key: str, gpus) -> None:
+    # The same counters as Hopper wgmma opcodes: each of a warpgroup's 4 warps executes the instruction,
+    # so one counts 2*M*N*K/4 ops; the roof is the H100 SXM datasheet's for the type the opcode names.
+    k = _hmma_analysis(gpu="h100-sxm", opcode=opcode)[0].set_index("launch_id")
+    m, n, kk = (int(x) for x in opcode.split(".")[1].split("x"))
+    assert k.loc[0, f"tensor_{path}_flop"] == IMMA_PER_GEMM * 2 * m * n * kk / 4
+    assert k.loc[0, f"peak_tensor_{path}_flop_per_s"] == gpus.by_name("h100-sxm").tensor[key]
+    assert np.isfinite(k.loc[0, "roof_fraction"])
 
 
 @needs_ncu_report
