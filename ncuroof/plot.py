@@ -183,6 +183,9 @@ def _dot_frames(points: pd.DataFrame, kernels: pd.DataFrame, summ: pd.DataFrame,
                 d[col] = info[src].reindex(d["kernel_key"]).to_numpy()
         if "launch_id" not in d.columns:
             d["launch_id"] = -1
+        for col in ("achievable_roof_flop_per_s", "achievable_roof_fraction"):  # tables from before achievable roofs
+            if col not in d.columns:
+                d[col] = np.nan
         d["kbound"] = d["kbound"].fillna("unknown")
         d["in_focus"] = d["in_focus"].astype(bool)
         out[gid] = d
@@ -516,7 +519,8 @@ def _trail(dots: pd.DataFrame, levels: tuple[str, ...], key: list[str]) -> tuple
 #: Columns of a dot trace's ``customdata``, in order: declared here only. The hover templates name
 #: them (:func:`customdata_fields`) and the view contract carries them to the page's script
 #: (:attr:`ncuroof.viewcontract.ViewContract.customdata`), which looks their indices up by name.
-CUSTOMDATA = ("kid", "launches", "time_s", "share", "flop", "bytes", "roof_flop_per_s", "roof_fraction", "launch_id", "bytes_per_s")
+CUSTOMDATA = ("kid", "launches", "time_s", "share", "flop", "bytes", "roof_flop_per_s", "roof_fraction", "launch_id", "bytes_per_s",
+              "achievable_roof_flop_per_s", "achievable_roof_fraction")
 _FIELD = re.compile(r"%\{@(\w+)")
 
 
@@ -559,6 +563,8 @@ def _hover(ch: _Chart, dots: pd.DataFrame, lv: str, group: DotGroup) -> str:
         + f"AI %{{x:.3g}} FLOP/B at {lv.upper()}<br>"
         + "achieved %{y:.3s}FLOP/s, %{@bytes_per_s:.3s}B/s<br>"
         + "roof %{@roof_flop_per_s:.3s}FLOP/s: <b>%{@roof_fraction:.1%} of roof</b><br>"
+        + ("achievable roof %{@achievable_roof_flop_per_s:.3s}FLOP/s: %{@achievable_roof_fraction:.1%} of achievable<br>"
+           if np.isfinite(dots["achievable_roof_fraction"].to_numpy(float)).any() else "")
         + "bound: %{hovertext}<br>"
         + f"<span style='font-size:10px'>{formula}<br>{lv.upper()} bytes = {ch.cat.formula(lv, defs)} ({defs})<br>"
         + f"roofs: compute {srcs}, {lv.upper()} {bsrcs}</span><extra></extra>")

@@ -83,16 +83,17 @@ def summary_text(summary: pd.DataFrame, width: int = 120) -> str:
     from rich.table import Table
 
     table = Table(title="Top kernels by GPU time")
+    ach = _has_achievable(summary)
     for col, just in (("kernel", "left"), ("launches", "right"), ("time", "right"), ("share", "right"),
-                      ("precision", "left"), ("diagnosis", "left"), ("% of roof", "right"), ("at roof", "right"),
-                      ("saving", "right")):
+                      ("precision", "left"), ("diagnosis", "left"), ("% of roof", "right"),
+                      *([("% achievable", "right")] if ach else []), ("at roof", "right"), ("saving", "right")):
         table.add_column(col, justify=just)  # type: ignore[arg-type]
     for r in summary.itertuples(index=False):
         name = r.kernel_label if len(r.kernel_label) <= 50 else r.kernel_label[:47] + "..."
         table.add_row(name, str(r.launches), fmt.time(r.time_s), fmt.pct(r.time_share, 1),
                       precision_title(r.precision) if r.precision else "-",
                       DIAGNOSIS_TEXT.get(getattr(r, "diagnosis", ""), r.bound), fmt.pct(r.roof_fraction, 1),
-                      fmt.time(r.time_at_roof_s), fmt.pct(r.saving_share, 1))
+                      *([fmt.pct(r.achievable_roof_fraction, 1)] if ach else []), fmt.time(r.time_at_roof_s), fmt.pct(r.saving_share, 1))
     buf = io.StringIO()
     Console(file=buf, width=width, force_terminal=False, color_system=None).print(table)
     return buf.getvalue()
@@ -134,10 +135,27 @@ def _has_role(fig: go.Figure, role: str) -> bool:
     return any(isinstance(t.meta, dict) and t.meta.get("role") == role and t.x is not None and len(t.x) for t in fig.data)
 
 
+def _has_achievable(summ: pd.DataFrame) -> bool:
+    """Whether some kernel has a fraction of an achievable roof (``achievable_roof_fraction``)."""
+    return "achievable_roof_fraction" in summ.columns and bool(np.isfinite(summ["achievable_roof_fraction"].to_numpy(float)).any())
+
+
+def roof_text(peak_fraction: Any, achievable_fraction: Any = None) -> str:
+    """A kernel's fraction of its roof, and of its achievable roof beside it when it has one:
+    ``'82% of roof'`` or ``'82% of roof (93% of achievable)'``; empty without a roof fraction."""
+    if not np.isfinite(fmt.num(peak_fraction)):
+        return ""
+    text = f"{fmt.pct(peak_fraction)} of roof"
+    ach = fmt.num(achievable_fraction) if achievable_fraction is not None else float("nan")
+    return text + (f" ({fmt.pct(ach)} of achievable)" if np.isfinite(ach) else "")
+
+
 def _side_top(summ: pd.DataFrame, top: int) -> list[dict[str, Any]]:
-    """The top kernels beside the chart, each with its dot colour (none without a dot)."""
+    """The top kernels beside the chart, each with its dot colour (none without a dot) and its
+    fraction of the roof (of the achievable roof beside it)."""
     return [dict(color=plot.kernel_color(i) if r.precision else None, label=r.kernel_label, demangled=r.kernel_demangled or "",
-                 share=fmt.pct(r.time_share, 1), time=fmt.time(r.time_s), verdict=_verdict(r), roof=fmt.pct(r.roof_fraction))
+                 share=fmt.pct(r.time_share, 1), time=fmt.time(r.time_s), verdict=_verdict(r),
+                 roof=roof_text(r.roof_fraction, getattr(r, "achievable_roof_fraction", None)))
             for i, r in enumerate(summ.head(top).itertuples(index=False))]
 
 
@@ -213,6 +231,8 @@ def _kernel_table(summ: pd.DataFrame) -> str:
                        flags=[cell_text("flags", f) for f in summ["flags"]],
                        precision=[precision_title(p) if p else "" for p in summ["precision"]],
                        level=[lv.upper() for lv in summ["level"]], in_focus=np.where(summ["in_focus"], "yes", "no"))
+    if _has_achievable(summ):
+        cols.insert(cols.index(("roof_fraction", "% of roof", "pct")) + 1, ("achievable_roof_fraction", "% of achievable roof", "pct"))
     if "expected_flop" in summ.columns and summ["expected_flop"].notna().any():
         view["useful_ai"] = summ["expected_flop"] / summ["expected_dram_bytes"]
         cols.insert(8, ("useful_ai", "useful AI [FLOP/B] (--expect)", "num"))

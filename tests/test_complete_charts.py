@@ -294,3 +294,38 @@ def test_rendered_page_holds_every_dot_under_its_roof(browser, tmp_path: Path, m
         page.wait_for_timeout(300)
         drawn += _rendered_complete(page, points)
     assert drawn >= 12 and errors == []
+
+
+@needs_ncu_report
+def test_achievable_roofs_beside_the_peaks(tmp_path: Path) -> None:
+    """User achievable roofs (as --achievable-flops/--achievable-bandwidth give them) are drawn dashed
+    and labelled beside the peak roofs, which stay; the checkbox hides only them; the page and the
+    terminal give the fraction of the achievable roof beside the fraction of the roof, recomputed here
+    from points.csv at the kernel's binding level."""
+    from ncuroof import text
+
+    name = "cutlass-panjd123__4fb3ff3f6a_report-s8.ncu-rep"
+    out = tmp_path / "ach"
+    res = ncuroof.analyze(shared(name), out, achievable_flops={"fp32": 1.2e13}, achievable_bandwidth={"l1": 1.0e13, "dram": 1.5e12})
+    data, layout = figure_of(out / "roofline.html")
+    points = pd.read_csv(out / "points.csv")
+    ach = {t["meta"].get("level") or t["meta"].get("precision"): t for t in data
+           if t.get("meta", {}).get("role") in ("roof_mem_achievable", "roof_flop_achievable")}
+    assert set(ach) == {"l1", "dram", "fp32"}
+    for key, value in (("l1", 1.0e13), ("dram", 1.5e12)):
+        x, y = arr(ach[key]["x"]), arr(ach[key]["y"])
+        assert y[-1] / x[-1] == pytest.approx(value, rel=1e-9) and ach[key]["line"]["dash"] == "dash" and "(user)" in ach[key]["name"]
+    assert arr(ach["fp32"]["y"])[0] == pytest.approx(1.2e13) and "achievable FP32" in ach["fp32"]["name"]
+    peaks = {t["meta"]["level"]: arr(t["y"])[-1] / arr(t["x"])[-1] for t in data if t.get("meta", {}).get("role") == "roof_mem"}
+    assert peaks["dram"] == pytest.approx(points.loc[points["level"] == "dram", "peak_bytes_per_s"].median(), rel=1e-9)
+    state = dict(layout["meta"]["view"]["state"], chart=layout["meta"]["view"]["state"]["chart"])
+    assert all(_shows(t["meta"]["when"], state) == t.get("visible", True) for t in ach.values())  # shown at first
+    assert not any(_shows(t["meta"]["when"], dict(state, achievable=False)) for t in ach.values())
+    # The longest kernel (one launch, FP32) at its binding level: achieved / min(achievable FP32, AI x achievable bandwidth).
+    top = res.summary.iloc[0]
+    row = points[(points["launch_id"] == 1) & (points["precision"] == "fp32") & (points["level"] == top["level"])].iloc[0]
+    want = row["flop_per_s"] / min(1.2e13, row["ai_flop_per_byte"] * {"l1": 1.0e13, "dram": 1.5e12}.get(top["level"], math.inf))
+    html = (out / "roofline.html").read_text(encoding="utf-8")
+    assert f"({100 * want:.0f}% of achievable)" in html and "% of achievable roof" in html
+    terminal = text.analysis_text(res)
+    assert "achievable" in terminal and f"{100 * want:.1f}%" in terminal
