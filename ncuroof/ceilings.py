@@ -227,7 +227,7 @@ def _apply_measured(k: pd.DataFrame, idx: np.ndarray, spec: GpuSpec, gpus: GpuCa
                 sources[i][name] = "measured"
         if targets and len(idx):
             text = (f"achievable {quantity.replace('_', ' ').upper()} roof {fmt.si(m.value, 'B/s' if quantity in LEVELS else 'FLOP/s')}: "
-                    f"{m.what}; {m.source} (confidence {m.confidence})")
+                    f"{m.what} ({m.source}, confidence {m.confidence})")
             for i in idx:
                 notes[i].append(text)
 

@@ -144,6 +144,37 @@ def test_cli_peaks_end_to_end(tmp_path) -> None:
     assert bad.returncode == 2 and "fp7" in bad.stderr and not (tmp_path / "p").exists()
 
 
+def test_achievable_roofs_from_measurements_and_the_user(gpus) -> None:
+    import dataclasses
+
+    from ncuroof.catalog import Measurement
+    from ncuroof.ceilings import fill_achievable, fill_ceilings
+    from ncuroof.schema import parse_sources
+
+    # A10G has no published measurement: nothing achievable unless the user gives it.
+    k = fill_ceilings(_kernels(), gpus)
+    assert np.isnan(k.loc[0, "achievable_dram_bytes_per_s"]) and k.loc[0, "achievable_sources"] == ""
+    # A measured tensor roof reaches the datapaths whose datasheet key it names.
+    spec = dataclasses.replace(gpus.by_name("a10g"), measured=(
+        Measurement("tensor_fp16_fp32acc", 56e12, "a GEMM", "cuBLAS", "2025", "somewhere", "M"),
+        Measurement("dram", 500e9, "copy", "STREAM", "2025", "somewhere", "M"), Measurement("dram", 520e9, "read", "STREAM", "2025", "x", "M")))
+    k = fill_achievable(_kernels(), gpus, {"NVIDIA A10G": spec})
+    row = k.loc[0]
+    assert row["achievable_tensor_src_fp16_dst_fp32_flop_per_s"] == 56e12 and row["achievable_dram_bytes_per_s"] == 520e9  # the highest
+    assert parse_sources(row["achievable_sources"]) == {"tensor_src_fp16_dst_fp32": "measured", "dram": "measured"}
+    assert "achievable DRAM roof 520 GB/s: read (x, confidence M)" in cell_text("notes", row["notes"])
+    # User values replace the measurements; '*' is every precision and the tensor datapaths.
+    k = fill_achievable(_kernels(), gpus, {"NVIDIA A10G": spec}, achievable_flops={"*": 20e12, "fp64": 0.5e12},
+                        achievable_bandwidth={"dram": 450e9, "l2": 2e12})
+    row = k.loc[0]
+    assert (row["achievable_fp64_flop_per_s"], row["achievable_fp32_flop_per_s"], row["achievable_tensor_src_fp16_dst_fp32_flop_per_s"],
+            row["achievable_dram_bytes_per_s"], row["achievable_l2_bytes_per_s"]) == (0.5e12, 20e12, 20e12, 450e9, 2e12)
+    assert set(parse_sources(row["achievable_sources"]).values()) == {"user"}
+    assert np.isnan(row["peak_dram_bytes_per_s"])  # peaks untouched
+    with pytest.raises(ValueError, match="unknown roof names"):
+        fill_achievable(_kernels(), gpus, {}, achievable_bandwidth={"hbm": 1e12})
+
+
 CUTLASS = "cutlass-panjd123__4f3955ed3c_report.ncu-rep"
 IMMA_PER_GEMM = 110_592  # IMMA.16832 instructions per 3072x384x384 GEMM (PROVENANCE.md)
 
