@@ -312,10 +312,25 @@ def _view_tops(points: pd.DataFrame, views: list[tuple[str, str]], main: list[st
     return tops
 
 
+def _moved_note(summ: pd.DataFrame) -> str:
+    """The ``main`` view's sentence on kernels drawn at another precision than their main one
+    (summary ``precision`` differs from ``main_precision``: the main one has no roof), or ''."""
+    if "main_precision" not in summ.columns:
+        return ""
+    moved = summ[(summ["main_precision"].astype(str) != "") & (summ["precision"].astype(str) != "")
+                 & (summ["main_precision"].astype(str) != summ["precision"].astype(str))]
+    if moved.empty:
+        return ""
+    pairs = sorted({(precision_title(a), precision_title(b)) for a, b in zip(moved["main_precision"], moved["precision"])})
+    return (f"{fmt.count(len(moved), 'kernel')} drawn at another precision with work: "
+            + ", ".join(f"{a} has no roof, so at {b}" for a, b in pairs))
+
+
 def _view_notes(points: pd.DataFrame, views: list[tuple[str, str]], main: list[str], compute: dict[str, float],
-                memory: dict[str, float]) -> dict[str, str]:
+                memory: dict[str, float], moved: str = "") -> dict[str, str]:
     """Per view, what it cannot draw: a precision with dots but no compute roof, a level with dots
-    but no bandwidth roof, and why (empty when every dot has its roofs)."""
+    but no bandwidth roof, and why; in ``main`` also ``moved`` (:func:`_moved_note`). Empty when
+    every dot has its roofs."""
     notes = {}
     for v, _ in views:
         precs = _dot_precisions(v, main)
@@ -327,6 +342,8 @@ def _view_notes(points: pd.DataFrame, views: list[tuple[str, str]], main: list[s
         if levels:
             parts.append(f"no {'/'.join(lv.upper() for lv in levels)} bandwidth roof: none in the report or datasheet "
                          "(set one with --peak-bandwidth)")
+        if v == "main" and moved:
+            parts.append(moved)
         notes[v] = "; ".join(parts)
     return notes
 
@@ -343,7 +360,7 @@ def _chart(points: pd.DataFrame, kernels: pd.DataFrame, summ: pd.DataFrame, cat:
     return _Chart(points=points, summ=summ, present=[lv for lv in LEVELS if lv in levels], views=views, main_precisions=main,
                   compute=compute, memory=memory, source=source, achievable=achievable, ach_source=ach_source,
                   x_range=x_range, y_range=y_range, tops=_view_tops(points, views, main, compute, y_range[1]),
-                  notes=_view_notes(points, views, main, compute, memory),
+                  notes=_view_notes(points, views, main, compute, memory, _moved_note(summ)),
                   total_time=float(np.nansum(kernels["time_s"].to_numpy(float))), cat=cat)
 
 

@@ -160,10 +160,14 @@ def _side_top(summ: pd.DataFrame, top: int) -> list[dict[str, Any]]:
 
 
 def _focus(summ: pd.DataFrame, focus: float) -> dict[str, Any]:
-    """What the chart leaves out: the kernels outside the focus set (``summ.in_focus``)."""
+    """What the chart leaves out: the kernels outside the focus set (``summ.in_focus``), and those
+    in it without a dot (no precision)."""
     kept = int(summ["in_focus"].sum())
     left = summ[~summ["in_focus"].astype(bool)]
+    undrawn = int((summ["in_focus"].astype(bool) & (summ["precision"].astype(str) == "")).sum())
     return dict(kept=fmt.count(kept, "kernel"), make=fmt.agree(kept, "makes", "make"), share=fmt.pct(focus),
+                undrawn=f"{undrawn} of them {fmt.agree(undrawn, 'has', 'have')} no roofline point (no FLOP work or traffic)"
+                if undrawn else "",
                 left=fmt.count(len(left), "kernel") if len(left) else "", left_share=fmt.pct(left["time_share"].sum(), 1),
                 them=fmt.agree(len(left), "it", "them"), **{"is": fmt.agree(len(left))})
 

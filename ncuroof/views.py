@@ -139,7 +139,7 @@ def phase_chart(phases: pd.DataFrame, kernels: pd.DataFrame) -> Chart:
     Chart
         ``id`` ``phases``: x = ``dram_ai_flop_per_byte``, y = ``flop_per_s``, marker area by time
         share (traces with ``meta.role`` ``phase_roof`` and ``phase_dots``); phases without FLOPs
-        or DRAM bytes are counted in the title, not drawn.
+        or DRAM bytes are counted in the title, not drawn; the title says when no roof can be drawn.
     """
     traces: list[Any] = []
     bw = _tw(kernels["peak_dram_bytes_per_s"], kernels["time_s"])
@@ -164,9 +164,11 @@ def phase_chart(phases: pd.DataFrame, kernels: pd.DataFrame) -> Chart:
                              marker=dict(size=10 + 30 * np.sqrt(drawn["time_share"].fillna(0).to_numpy(float)), color="#9467bd",
                                          line=dict(width=1, color="#333"))))
     skipped = len(phases) - len(drawn)
+    why = "no DRAM bandwidth roof" if not np.isfinite(bw) else "no compute roof of a precision with work"
+    roofless = "" if len(traces) > 1 else f"<br><sup>no roof: {why} (set one with --peak-bandwidth/--peak-flops)</sup>"
     return Chart("phases", "NVTX phases", traces, layout={
         "title.text": "NVTX phases: one time-weighted dot per phase (all counted FLOPs / DRAM bytes)"
-                      + (f"; {skipped} without FLOPs or DRAM bytes not drawn" if skipped else ""),
+                      + (f"; {skipped} without FLOPs or DRAM bytes not drawn" if skipped else "") + roofless,
         "xaxis.title.text": "arithmetic intensity at DRAM [FLOP/B]", "yaxis.title.text": "FLOP/s"})
 
 

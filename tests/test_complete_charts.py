@@ -66,11 +66,15 @@ def _shows(when: dict, state: dict) -> bool:
 
 
 def _states(layout: dict) -> list[dict]:
-    """Every state of the FLOP roofline's controls: precision view x dots x all kernels x achievable roofs."""
+    """Every state of the FLOP roofline's controls: precision view x levels (all, each one) x dots x
+    all kernels x achievable roofs."""
     view = layout["meta"]["view"]
     base = dict(view["state"], chart=next((c["options"][0][0] for c in view["controls"] if c["field"] == "chart"), view["state"]["chart"]))
     opts = {c["field"]: ([o[0] for o in c["options"]] if c["options"] else [False, True]) for c in view["controls"]
             if c["field"] in ("precision", "mode", "all", "achievable")}
+    levels = next((c["options"] for c in view["controls"] if c["field"] == "levels"), [])
+    if levels:
+        opts["levels"] = [[lv for lv, _ in levels]] + ([[lv] for lv, _ in levels] if len(levels) > 1 else [])
     return [dict(base, **dict(zip(opts, combo))) for combo in itertools.product(*opts.values())]
 
 
@@ -158,21 +162,26 @@ def test_hmma_work_from_opcodes_has_a_roof(tmp_path: Path, monkeypatch: pytest.M
 
 
 @needs_ncu_report
-def test_a_view_without_a_roof_says_why(tmp_path: Path) -> None:
+@pytest.mark.parametrize("gone", ["fp32", "tensor:sass_imma"])
+def test_a_view_without_a_roof_says_why(gone: str) -> None:
     """A precision whose roof is gone from every launch: no flat roof is drawn for it, and the chart's
-    note, set per view, names it in its own view (and in 'main' when it is a kernel's precision)."""
+    note, set per view, names it in its own view; a kernel whose main precision lost its roof is drawn
+    at its other roofed precision with work, and the 'main' view's note says so."""
     from ncuroof import plot, summary
 
     res = ncuroof.analyze(shared("cutlass-panjd123__4fb3ff3f6a_report-s8.ncu-rep"), write=False)
-    pts = res.points.assign(peak_flop_per_s=res.points["peak_flop_per_s"].where(res.points["precision"] != "fp32"))
+    pts = res.points.assign(peak_flop_per_s=res.points["peak_flop_per_s"].where(res.points["precision"] != gone))
     summ = summary.kernel_summary(res.kernels, pts)
     fig = plot.plot_roofline(pts, res.kernels, summary=summ)
     view = fig.layout.meta["view"]
-    assert not [t for t in fig.data if t.meta["role"] == "roof_flop" and t.meta["precision"] == "fp32"]
-    notes = {v: patch for v, patch in view["layouts"]["precision"].items()}
-    text = next(iter(notes["fp32"].values()))
-    assert "no FP32 roof" in text and "--peak-flops" in text
-    assert "FP32" not in next(iter(notes["tensor:sass_imma"].values()))
+    assert not [t for t in fig.data if t.meta["role"] == "roof_flop" and t.meta["precision"] == gone]
+    notes = {v: next(iter(patch.values())) for v, patch in view["layouts"]["precision"].items()}
+    title = {"fp32": "FP32", "tensor:sass_imma": "Tensor sass_imma"}
+    assert f"no {title[gone]} roof" in notes[gone] and "--peak-flops" in notes[gone]
+    other = next(p for p in title if p != gone)
+    assert title[gone] not in notes[other]
+    moved = "1 kernel drawn at another precision with work: Tensor sass_imma has no roof, so at FP32"
+    assert (moved in notes["main"]) == (gone == "tensor:sass_imma")  # the IMMA GEMM has FP32 work too; the FP32 GEMM nothing else
 
 
 @needs_ncu_report
@@ -329,3 +338,32 @@ def test_achievable_roofs_beside_the_peaks(tmp_path: Path) -> None:
     assert f"({100 * want:.0f}% of achievable)" in html and "% of achievable roof" in html
     terminal = text.analysis_text(res)
     assert "achievable" in terminal and f"{100 * want:.1f}%" in terminal
+
+
+def test_focus_sentence_counts_kernels_without_a_dot(tmp_path: Path) -> None:
+    """The page's 'the chart shows the N kernels' sentence says how many of them have no dot: the
+    largest synthetic kernel with its FLOP counters removed is in the focus set but not on the chart."""
+    import synthetic
+    from test_page import _page
+
+    k = synthetic.kernels_table(200, 12, seed=2)
+    top = k.groupby("kernel_demangled")["time_s"].sum().idxmax()
+    for p in ("fp64", "fp32", "fp16"):
+        k.loc[k["kernel_demangled"] == top, [f"{p}_flop", f"{p}_flop_per_s"]] = np.nan
+    path, fig, pts = _page(tmp_path, k)
+    assert not pts["kernel_name"].eq(top.split("<")[0].removeprefix("void ")).any()
+    text = " ".join(path.read_text(encoding="utf-8").split())
+    assert "(1 of them has no roofline point (no FLOP work or traffic))" in text
+
+
+@needs_ncu_report
+def test_phase_chart_says_when_it_has_no_roof() -> None:
+    """The NVTX phase chart of the CUTLASS report draws a roof per precision with work at DRAM; with
+    the DRAM roof gone it draws none and its title says why."""
+    from ncuroof import views
+
+    res = ncuroof.analyze(shared(CUTLASS), write=False, group_by="nvtx")
+    chart = views.phase_chart(res.phases, res.kernels)
+    assert [t.meta["role"] for t in chart.traces].count("phase_roof") >= 1 and "no roof" not in chart.layout["title.text"]
+    chart = views.phase_chart(res.phases, res.kernels.assign(peak_dram_bytes_per_s=np.nan))
+    assert [t.meta["role"] for t in chart.traces] == ["phase_dots"] and "no roof: no DRAM bandwidth roof" in chart.layout["title.text"]
