@@ -12,7 +12,7 @@ import pandas as pd
 
 from . import collector, fmt
 
-__all__ = ["collection_text", "collection_warnings", "clock_text", "roof_sources", "csv_limits", "page_meta", "as_paths"]
+__all__ = ["collection_text", "collection_warnings", "clock_text", "roof_sources", "csv_limits", "page_meta", "as_paths", "evidence_note"]
 
 PathLike = str | Path
 

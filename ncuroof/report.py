@@ -29,7 +29,7 @@ from .errors import OutputError
 from .schema import cell_text, parse_cell, precision_title, to_text
 from .summary import FOCUS_SHARE, kernel_summary
 
-__all__ = ["summarize", "summary_text", "render_html", "render_image", "render_page", "render_fragment", "html_table",
+__all__ = ["summarize", "summary_text", "roof_text", "render_html", "render_image", "render_page", "render_fragment", "html_table",
            "write_outputs"]
 
 
@@ -141,8 +141,22 @@ def _has_achievable(summ: pd.DataFrame) -> bool:
 
 
 def roof_text(peak_fraction: Any, achievable_fraction: Any = None) -> str:
-    """A kernel's fraction of its roof, and of its achievable roof beside it when it has one:
-    ``'82% of roof'`` or ``'82% of roof (93% of achievable)'``; empty without a roof fraction."""
+    """A kernel's fraction of its roof, and of its achievable roof beside it when it has one.
+
+    Parameters
+    ----------
+    peak_fraction : float
+        Achieved over the attainable peak roof at the binding point (``roof_fraction``) [1].
+    achievable_fraction : float, optional
+        Achieved over the attainable achievable roof (``achievable_roof_fraction``) [1]; NaN or
+        None when no achievable roof applies.
+
+    Returns
+    -------
+    str
+        ``'82% of roof'`` or ``'82% of roof (93% of achievable)'`` (:func:`ncuroof.fmt.pct`);
+        empty without a finite ``peak_fraction``.
+    """
     if not np.isfinite(fmt.num(peak_fraction)):
         return ""
     text = f"{fmt.pct(peak_fraction)} of roof"
@@ -312,7 +326,7 @@ def render_html(fig: go.Figure, kernels: pd.DataFrame, meta: dict[str, Any], plo
     if "diagnosis" not in summ.columns:
         summ = summ.assign(diagnosis="", evidence="", advice="", flags="")
     total = float(np.nansum(kernels["time_s"].to_numpy(float)))
-    none = bool((kernels["status"] == "no_roofline_metrics").all())
+    note = provenance.evidence_note(kernels, _has_role(fig, "instruction_dots"))  # None unless no launch has roofline metrics
     by_saving, families = _savings(summ, total, top)
     launch_table, launches_title = _launch_table(kernels)
     plot_div = fig.to_html(full_html=False, include_plotlyjs=plotlyjs, div_id="roofline",
@@ -320,8 +334,7 @@ def render_html(fig: go.Figure, kernels: pd.DataFrame, meta: dict[str, Any], plo
     return _env().get_template("roofline.html.j2").render(
         title="ncuroof roofline", **_header(kernels, summ, meta), plot=Markup(plot_div), top=_side_top(summ, top),
         focus=_focus(summ, focus) if (summ["precision"].astype(str) != "").any() else None, saving=_saving(summ, total),
-        missing_metrics=provenance.evidence_note(kernels, _has_role(fig, "instruction_dots")) if none else None,
-        items=_items(summ, top, hide="missing_metrics" if none else None), by_saving=by_saving, families=families,
+        missing_metrics=note, items=_items(summ, top, hide="missing_metrics" if note else None), by_saving=by_saving, families=families,
         kernel_table=Markup(_kernel_table(summ)), launch_table=Markup(launch_table), launches_title=launches_title,
         facts=meta, kernels_json=Markup(_kernels_json(summ)), sort_js=Markup(_asset("sort.js")),
         roofline_js=Markup(_asset("roofline.js")), extra=Markup(extra))
