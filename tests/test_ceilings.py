@@ -314,6 +314,9 @@ def test_user_achievable_roofs_on_an_h100_report(gpus) -> None:
     assert (k["bound"] == "memory").all()  # the SiLU kernels bind at DRAM
     assert k["achievable_roof_fraction"].to_numpy() == pytest.approx((k["dram_bytes_per_s"] / 1.7e12).to_numpy(), rel=1e-9)
     assert k["roof_fraction"].to_numpy() == pytest.approx((k["dram_bytes_per_s"] / k["peak_dram_bytes_per_s"]).to_numpy(), rel=1e-9)
+    frac = k["dram_bytes_per_s"].iat[0]
+    assert (f"at {100 * frac / 1.7e12:.0f}% of achievable DRAM bandwidth ({100 * frac / k['peak_dram_bytes_per_s'].iat[0]:.0f}% "
+            "of the report's)") in k["evidence"].iat[0]
     assert "of achievable DRAM bandwidth (" in a.summary["evidence"].iat[0]
 
 
