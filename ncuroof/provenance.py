@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from . import collector, fmt
+from .schema import parse_sources
 
 __all__ = ["collection_text", "collection_warnings", "clock_text", "roof_sources", "csv_limits", "page_meta", "as_paths", "evidence_note"]
 
@@ -82,7 +83,22 @@ def roof_sources(kernels: pd.DataFrame) -> str:
         parts.append(f"datasheet ({', '.join(names)}): boost clock, metrics/gpus.toml")
     if "user" in used:
         parts.append("user: --peak-flops/--peak-bandwidth")
-    return "; ".join(parts) or "none: the input has no peak_sustained metrics and no datasheet entry matched (use --gpu)"
+    text = "; ".join(parts) or "none: the input has no peak_sustained metrics and no datasheet entry matched (use --gpu)"
+    achievable = _achievable_text(kernels)
+    return f"{text}; {achievable}" if achievable else text
+
+
+def _achievable_text(kernels: pd.DataFrame) -> str:
+    """``achievable beside them: dram (published measurement, cited in notes), fp32 (--achievable-*)``, or ''."""
+    if "achievable_sources" not in kernels.columns:
+        return ""
+    by_source: dict[str, set[str]] = {}
+    for cell in kernels["achievable_sources"].dropna().astype(str).unique():
+        for name, source in parse_sources(cell).items():
+            by_source.setdefault(source, set()).add(name)
+    what = {"measured": "published measurement, metrics/gpus.toml, cited in notes", "user": "--achievable-flops/--achievable-bandwidth"}
+    parts = [f"{', '.join(sorted(names))} ({what.get(src, src)})" for src, names in sorted(by_source.items())]
+    return "achievable roofs beside them: " + "; ".join(parts) if parts else ""
 
 
 def evidence_note(kernels: pd.DataFrame, instruction_chart: bool = False) -> str | None:

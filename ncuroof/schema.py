@@ -125,10 +125,10 @@ KERNELS: dict[str, Column] = {
     **{f"peak_{p}_flop_per_s": Column("float64", "FLOP/s", f"{p.upper()} roof at the measured clock") for p in PRECISIONS},
     **{f"peak_{lv}_bytes_per_s": Column("float64", "B/s", f"{lv.upper()} roof at the measured clock") for lv in LEVELS},
     **{f"achievable_{p}_flop_per_s": Column("float64", "FLOP/s", f"achievable {p.upper()} roof: what a benchmark sustained "
-                                            "(metrics/gpus.toml [measured]) or --achievable-flops; NaN where none")
+                                            "(metrics/gpus.toml [[gpu.measured]]) or --achievable-flops; NaN where none")
        for p in PRECISIONS},
     **{f"achievable_{lv}_bytes_per_s": Column("float64", "B/s", f"achievable {lv.upper()} roof: what a benchmark sustained "
-                                              "(metrics/gpus.toml [measured]) or --achievable-bandwidth; NaN where none")
+                                              "(metrics/gpus.toml [[gpu.measured]]) or --achievable-bandwidth; NaN where none")
        for lv in LEVELS},
     "achievable_sources": Column("string", "", "source of each achievable roof, 'name:source' comma-separated (dram:measured,"
                                  "fp32:user,tensor_<path>:user); measured: a published measurement in metrics/gpus.toml, cited in notes"),
@@ -179,8 +179,8 @@ KERNELS: dict[str, Column] = {
 ACHIEVABLE_POINT: dict[str, Column] = {
     "achievable_flop_per_s": Column("float64", "FLOP/s", "achievable compute roof of this precision (NaN where none)"),
     "achievable_bytes_per_s": Column("float64", "B/s", "achievable bandwidth roof of this level (NaN where none)"),
-    "achievable_flop_source": Column("string", "", "measured (metrics/gpus.toml [measured]), user or empty"),
-    "achievable_bytes_source": Column("string", "", "measured (metrics/gpus.toml [measured]), user or empty"),
+    "achievable_flop_source": Column("string", "", "measured (metrics/gpus.toml [[gpu.measured]]), user or empty"),
+    "achievable_bytes_source": Column("string", "", "measured (metrics/gpus.toml [[gpu.measured]]), user or empty"),
     "achievable_roof_flop_per_s": Column("float64", "FLOP/s", "attainable under the achievable roofs: min(achievable FLOP/s, "
                                          "ai x achievable B/s), a missing achievable roof taken at its peak; NaN where the "
                                          "point has no achievable roof at all"),

@@ -318,6 +318,9 @@ def test_user_achievable_roofs_on_an_h100_report(gpus) -> None:
     assert (f"at {100 * frac / 1.7e12:.0f}% of achievable DRAM bandwidth ({100 * frac / k['peak_dram_bytes_per_s'].iat[0]:.0f}% "
             "of the report's)") in k["evidence"].iat[0]
     assert "of achievable DRAM bandwidth (" in a.summary["evidence"].iat[0]
+    from ncuroof import provenance
+
+    assert provenance.roof_sources(k).endswith("achievable roofs beside them: dram, fp32 (--achievable-flops/--achievable-bandwidth)")
 
 
 @needs_ncu_report
