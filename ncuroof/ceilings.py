@@ -228,8 +228,11 @@ def _apply_measured(k: pd.DataFrame, idx: np.ndarray, spec: GpuSpec, gpus: GpuCa
         if targets and len(idx):
             text = (f"achievable {quantity.replace('_', ' ').upper()} roof {fmt.si(m.value, 'B/s' if quantity in LEVELS else 'FLOP/s')}: "
                     f"{m.what} ({m.source}, confidence {m.confidence})")
+            peaks = np.column_stack([k[c.replace("achievable_", "peak_", 1)].to_numpy(float) if c.replace("achievable_", "peak_", 1)
+                                     in k.columns else np.full(len(k), np.nan) for _, c in targets])
             for i in idx:
-                notes[i].append(text)
+                above = bool((peaks[i] < m.value).any())
+                notes[i].append(text + (": above this launch's peak roof, which is at the clock ncu measured" if above else ""))
 
 
 def _beyond_datasheet(k: pd.DataFrame, sources: list[dict[str, str]], notes: list[list[str]], cat: Catalog) -> None:

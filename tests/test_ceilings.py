@@ -163,6 +163,10 @@ def test_achievable_roofs_from_measurements_and_the_user(gpus) -> None:
     assert row["achievable_tensor_src_fp16_dst_fp32_flop_per_s"] == 56e12 and row["achievable_dram_bytes_per_s"] == 520e9  # the highest
     assert parse_sources(row["achievable_sources"]) == {"tensor_src_fp16_dst_fp32": "measured", "dram": "measured"}
     assert "achievable DRAM roof 520 GB/s: read (x, confidence M)" in cell_text("notes", row["notes"])
+    assert "above this launch's peak roof" not in cell_text("notes", row["notes"])
+    low = fill_achievable(_kernels(peak_dram_bytes_per_s=480e9), gpus, {"NVIDIA A10G": spec}).loc[0]
+    assert "520 GB/s: read (x, confidence M): above this launch's peak roof, which is at the clock ncu measured" in \
+        cell_text("notes", low["notes"])
     # User values replace the measurements; '*' is every precision and the tensor datapaths.
     k = fill_achievable(_kernels(), gpus, {"NVIDIA A10G": spec}, achievable_flops={"*": 20e12, "fp64": 0.5e12},
                         achievable_bandwidth={"dram": 450e9, "l2": 2e12})
