@@ -2,9 +2,12 @@
 is left to the caller (:mod:`ncuroof.report`).
 
 :func:`plot_roofline` draws the whole application on one hierarchical roofline: a sloped roof per
-memory level, a flat roof per precision, the ridge points, and one dot per kernel and level (or
-per launch and level) whose area is its share of GPU time, the dots of one kernel joined into its
-L1→L2→DRAM intensity trail. Every view the page offers (precision, levels, dot groups, colour by
+memory level, a flat roof per precision (the achievable roofs beside them, dashed), the ridge
+points, and one dot per kernel and level (or per launch and level) whose area is its share of GPU
+time, the dots of one kernel joined into its L1→L2→DRAM intensity trail. Every view is complete:
+each shown dot has the flat roof of its precision drawn, the memory roofs run up to the view's
+highest compute roof, the axes hold every dot and ridge point, and a view that cannot draw a roof
+says why in its note. Every view the page offers (precision, levels, dot groups, colour by
 kernel or by bound, focus or all kernels) is in the figure as traces whose ``meta["when"]`` says
 in which states of the page's view they show (:mod:`ncuroof.viewcontract`, the one place that rule
 lives); the arguments choose the initial state and the page's controls switch it in the browser.
@@ -295,14 +298,14 @@ def _axis_ranges(points: pd.DataFrame, roofs: list[float], bandwidths: list[floa
     xs = np.log10(np.concatenate([ai[np.isfinite(ai) & (ai > 0)], np.asarray(ridges, dtype=float)]))
     ys = points["flop_per_s"].to_numpy(float)
     ys = np.log10(np.concatenate([ys[np.isfinite(ys) & (ys > 0)], np.asarray(roofs, dtype=float)]))
+    xs, ys = (v[np.isfinite(v)] if np.isfinite(v).any() else np.array([-2.0, 3.0]) for v in (xs, ys))  # nothing to hold: a default decade span
     x_pad = max(0.5, _pad(float(xs.max() - xs.min()), _MIN_PLOT_WIDTH_PX))
     y_pad = max(0.5, _pad(float(ys.max() - ys.min()), height - _MARGIN_PX))
     x = (10 ** math.floor(xs.min() - x_pad), 10 ** math.ceil(xs.max() + x_pad))
     return x, (10 ** math.floor(ys.min() - y_pad), 10 ** (ys.max() + max(0.4, y_pad)))
 
 
-def _view_tops(points: pd.DataFrame, views: list[tuple[str, str]], main: list[str], compute: dict[str, float],
-               y_top: float) -> dict[str, float]:
+def _view_tops(views: list[tuple[str, str]], main: list[str], compute: dict[str, float], y_top: float) -> dict[str, float]:
     """Per view, the FLOP/s the memory roofs run up to: its highest compute roof, else (no roof
     in the view) the top of the chart."""
     tops = {}
@@ -359,7 +362,7 @@ def _chart(points: pd.DataFrame, kernels: pd.DataFrame, summ: pd.DataFrame, cat:
     x_range, y_range = _axis_ranges(points, list(compute.values()) + ach_roofs, list(memory.values()) + ach_bw, height)
     return _Chart(points=points, summ=summ, present=[lv for lv in LEVELS if lv in levels], views=views, main_precisions=main,
                   compute=compute, memory=memory, source=source, achievable=achievable, ach_source=ach_source,
-                  x_range=x_range, y_range=y_range, tops=_view_tops(points, views, main, compute, y_range[1]),
+                  x_range=x_range, y_range=y_range, tops=_view_tops(views, main, compute, y_range[1]),
                   notes=_view_notes(points, views, main, compute, memory, _moved_note(summ)),
                   total_time=float(np.nansum(kernels["time_s"].to_numpy(float))), cat=cat)
 
@@ -732,9 +735,14 @@ def plot_roofline(points: pd.DataFrame, kernels: pd.DataFrame | None = None, tit
     Returns
     -------
     plotly.graph_objects.Figure
-        Sloped roofs (one per level, B/s from ``peak_bytes_per_s``) and flat roofs (one per
-        precision, FLOP/s from ``peak_flop_per_s``), medians over launches and labelled on the
-        chart (non-report roofs tagged with their source); ridge points (peak FLOP/s / peak B/s,
+        Sloped roofs (one per level, B/s from ``peak_bytes_per_s``, running up to the highest
+        compute roof the precision view shows) and flat roofs (one per precision, FLOP/s from
+        ``peak_flop_per_s``), medians over launches and labelled on the chart (non-report roofs
+        tagged with their source); beside them, dashed, the achievable roofs of the points'
+        ``achievable_flop_per_s``/``achievable_bytes_per_s`` (roles ``roof_mem_achievable``,
+        ``roof_flop_achievable``, shown in the ``achievable`` state); a note per precision view
+        naming the roofs it cannot draw and why; axis ranges holding every dot of every view with
+        its largest marker, every roof and every ridge point; ridge points (peak FLOP/s / peak B/s,
         [KPG §2.9]); dots at (AI [FLOP/B], achieved FLOP/s) with area proportional to the time
         share, one trace per (dot group, precision view, focus subset, level), ``Scattergl`` when
         a group has more than :data:`SCATTERGL_THRESHOLD` dots in a view; trails joining each
