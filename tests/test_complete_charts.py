@@ -26,6 +26,7 @@ from test_page import browser  # noqa: F401 - a pytest fixture
 
 import ncuroof
 from ncuroof import catalog, parser
+from ncuroof.viewcontract import visible
 
 CUTLASS = "cutlass-panjd123__4f3955ed3c_report.ncu-rep"
 GEMM = "Cuda_Gemm_Practice__gemm_v9.ncu-rep"
@@ -50,19 +51,6 @@ def figure_of(page: Path) -> tuple[list[dict], dict]:
     data, j = dec.raw_decode(html, m.end())
     layout, _ = dec.raw_decode(html, html.index("{", j))
     return data, layout
-
-
-def _shows(when: dict, state: dict) -> bool:
-    """The view contract's visibility rule, restated here (ncuroof.viewcontract.visible)."""
-    for key, want in when.items():
-        have = state[key]
-        if isinstance(have, list):
-            ok = set(want) == set(have) if isinstance(want, list) else want in have
-        else:
-            ok = have in want if isinstance(want, list) else have == want
-        if not ok:
-            return False
-    return True
 
 
 def _states(layout: dict) -> list[dict]:
@@ -105,7 +93,7 @@ def check_complete(out: Path, width_px: float = 600.0) -> int:
     h_px = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]
     checked = 0
     for st in _states(layout):
-        shown = [t for t in data if _shows(t.get("meta", {}).get("when", {}), st)]
+        shown = [t for t in data if visible(t.get("meta", {}).get("when", {}), st)]
         flat = {t["meta"]["precision"]: arr(t["y"])[0] for t in shown if t["meta"].get("role") == "roof_flop"}
         for prec, y in flat.items():
             assert y == pytest.approx(peaks[prec], rel=1e-9), f"{prec} roof is not the median of points.csv's"
@@ -129,11 +117,23 @@ def check_complete(out: Path, width_px: float = 600.0) -> int:
     return checked
 
 
+@pytest.fixture(scope="module")
+def analyzed(tmp_path_factory: pytest.TempPathFactory):
+    """Shared report name -> (output directory, analysis), each analyzed once for this module."""
+    done: dict[str, tuple[Path, ncuroof.AnalysisResult]] = {}
+
+    def get(name: str) -> tuple[Path, ncuroof.AnalysisResult]:
+        if name not in done:
+            out = tmp_path_factory.mktemp("page")
+            done[name] = (out, ncuroof.analyze(shared(name), out))
+        return done[name]
+    return get
+
+
 @needs_ncu_report
 @pytest.mark.parametrize("name", [p.name for p in REPORTS])
-def test_every_dot_has_its_roof_in_every_view(name: str, tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    res = ncuroof.analyze(shared(name), out)
+def test_every_dot_has_its_roof_in_every_view(name: str, analyzed) -> None:
+    out, res = analyzed(name)
     if res.points.empty:  # no FLOP roofline: the page opens on another chart or says why
         data, layout = figure_of(out / "roofline.html")
         assert layout["meta"]["view"]["state"]["chart"] != "roofline" or "No roofline points" in layout["annotations"][0]["text"]
@@ -224,9 +224,8 @@ def _issue_roofs_from_ncu(name: str) -> list[float]:
 
 @needs_ncu_report
 @pytest.mark.parametrize("name", [p.name for p in REPORTS])
-def test_instruction_chart_has_an_issue_roof(name: str, tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    res = ncuroof.analyze(shared(name), out)
+def test_instruction_chart_has_an_issue_roof(name: str, analyzed) -> None:
+    out, res = analyzed(name)
     ipts = res.instruction_points
     if ipts is None or ipts.empty:
         pytest.skip(f"{name} has no warp-instruction and transaction counters")
@@ -328,8 +327,8 @@ def test_achievable_roofs_beside_the_peaks(tmp_path: Path) -> None:
     peaks = {t["meta"]["level"]: arr(t["y"])[-1] / arr(t["x"])[-1] for t in data if t.get("meta", {}).get("role") == "roof_mem"}
     assert peaks["dram"] == pytest.approx(points.loc[points["level"] == "dram", "peak_bytes_per_s"].median(), rel=1e-9)
     state = dict(layout["meta"]["view"]["state"], chart=layout["meta"]["view"]["state"]["chart"])
-    assert all(_shows(t["meta"]["when"], state) == t.get("visible", True) for t in ach.values())  # shown at first
-    assert not any(_shows(t["meta"]["when"], dict(state, achievable=False)) for t in ach.values())
+    assert all(visible(t["meta"]["when"], state) == t.get("visible", True) for t in ach.values())  # shown at first
+    assert not any(visible(t["meta"]["when"], dict(state, achievable=False)) for t in ach.values())
     # The longest kernel (one launch, FP32) at its binding level: achieved / min(achievable FP32, AI x achievable bandwidth).
     top = res.summary.iloc[0]
     row = points[(points["launch_id"] == 1) & (points["precision"] == "fp32") & (points["level"] == top["level"])].iloc[0]
