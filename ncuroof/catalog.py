@@ -14,7 +14,7 @@ import functools
 import os
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -670,7 +670,7 @@ def load_gpus(directory: Path | None = None) -> GpuCatalog:
             dram_bytes_per_s=float(g["dram_gbps"]) * 1e9, l2_bytes=float(g["l2_mb"]) * 1e6,
             source=g["source"], confidence=g["confidence"],
         )
-        gpus.append(GpuSpec(**{**spec.__dict__, "measured": tuple(_measurement(spec, m) for m in g.get("measured", []))}))
+        gpus.append(replace(spec, measured=tuple(_measurement(spec, m) for m in g.get("measured", []))))
     paths = tuple(TensorRoofRule(re.compile(t["pattern"]), t["key"], t.get("assumption", ""), t.get("confidence", ""))
                   for t in data["tensor_paths"])
     return GpuCatalog(tuple(gpus), paths)

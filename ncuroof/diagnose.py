@@ -175,7 +175,7 @@ class _Context:
     small_grid: bool
     sol_text: str
     shape: str
-    achieved: float = math.nan
+    achievable_frac: float = math.nan
     achievable_text: str = ""
     placed: str = ""
 
@@ -212,7 +212,7 @@ def _achievable(f: dict[str, Any]) -> dict[str, Any]:
     compute = f.get("bound") == "compute" and math.isfinite(fmt.num(f.get("achievable_flop_per_s")))
     roof = f"{level} bandwidth" if memory else f"{precision_title(prec)} roof" if compute else "roof"
     source = f.get("peak_bytes_source") if f.get("bound") == "memory" else f.get("peak_flop_source")
-    return {"achieved": ach, "placed": placed,
+    return {"achievable_frac": ach, "placed": placed,
             "achievable_text": fmt.achievable(ach, f.get("roof_fraction"), roof, source if isinstance(source, str) else "")}
 
 
@@ -250,8 +250,8 @@ def _memory(c: _Context, ev: str, near: float, latency: float) -> tuple[str, str
         advice = (f"{fmt.pct(frac)} of the {level or 'memory'} roof: the access pattern wastes bandwidth; check coalescing "
                   "(sectors per request), strided or scattered accesses and bank conflicts, then reduce bytes"
                   + (f" ({gap_text})" if gap_text else ""))
-    if math.isfinite(c.achieved) and c.achieved >= near:
-        advice = (f"{fmt.pct(c.achieved)} of the achievable {level or 'memory'} bandwidth: near what this GPU sustains, so "
+    if math.isfinite(c.achievable_frac) and c.achievable_frac >= near:
+        advice = (f"{fmt.pct(c.achievable_frac)} of the achievable {level or 'memory'} bandwidth: near what this GPU sustains, so "
                   "only moving fewer bytes helps" + (f" ({gap_text})" if gap_text else "")
                   + "; fuse, tile for reuse, use smaller data types")
     if c.small_grid:
