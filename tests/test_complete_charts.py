@@ -184,17 +184,23 @@ def test_a_view_without_a_roof_says_why(gone: str) -> None:
     assert (moved in notes["main"]) == (gone == "tensor:sass_imma")  # the IMMA GEMM has FP32 work too; the FP32 GEMM nothing else
 
 
+def _instructions_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The page of the RTX 3080 report cut to instruction counters (no FLOPs, SpeedOfLight or SM clock)."""
+    raw = parser.read(shared(GEMM), catalog.load())
+    raw = raw[[c for c in raw.columns if _INSTRUCTIONS_ONLY.match(c)]]
+    monkeypatch.setattr(parser, "read_many", lambda *a, **k: raw)
+    out = tmp_path / "inst"
+    ncuroof.analyze(shared(GEMM), out)
+    return out
+
+
 @needs_ncu_report
 def test_instruction_only_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The RTX 4090 case: instruction counters, but neither FLOP counters nor SpeedOfLight nor the SM
     clock. The instruction roofline gets the datasheet's issue roof (RTX 3080: 68 SMs x 4 x 1.71 GHz),
     labelled; walls only where a bandwidth roof exists (DRAM from the datasheet; not L1, L2); the legend
     lists only drawn traces; the header does not say the verdicts come from SpeedOfLight."""
-    raw = parser.read(shared(GEMM), catalog.load())
-    raw = raw[[c for c in raw.columns if _INSTRUCTIONS_ONLY.match(c)]]
-    monkeypatch.setattr(parser, "read_many", lambda *a, **k: raw)
-    out = tmp_path / "inst"
-    ncuroof.analyze(shared(GEMM), out)
+    out = _instructions_only(tmp_path, monkeypatch)
     data, layout = figure_of(out / "roofline.html")
     inst = [t for t in data if t.get("meta", {}).get("when", {}).get("chart") == "instructions"]
     issue = [t for t in inst if t["meta"].get("level") == "issue"]
@@ -366,3 +372,27 @@ def test_phase_chart_says_when_it_has_no_roof() -> None:
     assert [t.meta["role"] for t in chart.traces].count("phase_roof") >= 1 and "no roof" not in chart.layout["title.text"]
     chart = views.phase_chart(res.phases, res.kernels.assign(peak_dram_bytes_per_s=np.nan))
     assert [t.meta["role"] for t in chart.traces] == ["phase_dots"] and "no roof: no DRAM bandwidth roof" in chart.layout["title.text"]
+
+
+@needs_ncu_report
+def test_rendered_instruction_legend_lists_what_is_drawn(browser, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """In Chromium, the instruction-only page opens on the instruction roofline: its legend names
+    exactly the traces with a drawn line or drawn points (the issue roof, the DRAM wall, the dots of
+    each level), and every drawn dot lies inside the plot area."""
+    from test_page import _open
+
+    page, errors = _open(browser, _instructions_only(tmp_path, monkeypatch) / "roofline.html")
+    got = page.evaluate("""() => { const gd = document.getElementById('roofline');
+      const legend = [...document.querySelectorAll('#roofline .legend .traces .legendtext')].map(e => e.textContent);
+      const drawn = gd._fullData.filter(t => t.visible === true && t.showlegend !== false).filter(t => {
+        const g = document.querySelector('#roofline .trace' + t.uid);
+        const line = g && g.querySelector('.js-line'); const pts = g ? g.querySelectorAll('.points path').length : 0;
+        return pts > 0 || (line && (line.getAttribute('d') || '').length > 2); }).map(t => t.name);
+      const area = document.querySelector('#roofline .nsewdrag').getBoundingClientRect();
+      const out = [...document.querySelectorAll('#roofline .scatterlayer .points path')].filter(p => {
+        const r = p.getBoundingClientRect();
+        return r.left < area.left - 1 || r.right > area.right + 1 || r.top < area.top - 1 || r.bottom > area.bottom + 1; });
+      return {legend, drawn, out: out.length}; }""")
+    assert sorted(got["legend"]) == sorted(got["drawn"]) and len(got["drawn"]) == 5  # issue roof, DRAM wall, L1/L2/DRAM points
+    assert any(n.startswith("issue roof") for n in got["legend"]) and not any("L1 wall" in n for n in got["legend"])
+    assert got["out"] == 0 and errors == []
