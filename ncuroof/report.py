@@ -242,11 +242,11 @@ _LAUNCH_COLUMNS = [
     ("notes", "notes")]
 
 
-def _kernel_table(summ: pd.DataFrame) -> str:
-    """The sortable kernels table, one row per kernel with its dot colour."""
+def _kernel_table(summ: pd.DataFrame, hide: str | None = None) -> str:
+    """The sortable kernels table, one row per kernel with its dot colour (flags with code ``hide`` left out)."""
     cols = list(_KERNEL_COLUMNS)
     view = summ.assign(diagnosis=[DIAGNOSIS_TEXT.get(d, d) for d in summ["diagnosis"]],
-                       flags=[cell_text("flags", f) for f in summ["flags"]],
+                       flags=[cell_text("flags", [(c, t) for c, t in parse_cell("flags", f) if c != hide]) for f in summ["flags"]],
                        precision=[precision_title(p) if p else "" for p in summ["precision"]],
                        level=[lv.upper() for lv in summ["level"]], in_focus=np.where(summ["in_focus"], "yes", "no"))
     if _has_achievable(summ):
@@ -258,21 +258,22 @@ def _kernel_table(summ: pd.DataFrame) -> str:
                       swatches=[plot.kernel_color(i) if p else None for i, p in enumerate(summ["precision"])])
 
 
-def _launch_table(kernels: pd.DataFrame) -> tuple[str, str]:
-    """The table of the longest launches and its title."""
+def _launch_table(kernels: pd.DataFrame, hide: str | None = None) -> tuple[str, str]:
+    """The table of the longest launches (flags with code ``hide`` left out) and its title."""
     longest = kernels.sort_values("time_s", ascending=False, na_position="last", kind="stable").head(MAX_LAUNCH_ROWS)
+    longest = longest.assign(flags=[[(c, t) for c, t in parse_cell("flags", f) if c != hide] for f in longest["flags"]])
     n = len(kernels)
     title = f"Every launch ({n})" if n <= MAX_LAUNCH_ROWS else \
         f"The {MAX_LAUNCH_ROWS} longest of {n} launches (all of them are in kernels.csv)"
     return html_table(to_text(longest), _LAUNCH_COLUMNS, title_col="kernel_demangled"), title
 
 
-def _kernels_json(summ: pd.DataFrame) -> str:
+def _kernels_json(summ: pd.DataFrame, hide: str | None = None) -> str:
     """Per kernel (in colour order) what the details panel shows; a dot's ``kid`` customdata column indexes it."""
     rows = [{"name": r.kernel_label, "demangled": r.kernel_demangled or "", "nvtx": r.nvtx_range or "", "bound": r.bound,
              "launches": int(r.launches), "saving_s": float(r.saving_s) if np.isfinite(r.saving_s) else None,
              "diagnosis": DIAGNOSIS_TEXT.get(getattr(r, "diagnosis", ""), ""), "advice": getattr(r, "advice", "") or "",
-             "flags": _flag_texts(getattr(r, "flags", ""))}
+             "flags": _flag_texts(getattr(r, "flags", ""), hide)}
             for r in summ.itertuples(index=False)]
     # Escape '<' so a kernel name can never close the script element.
     return json.dumps(rows).replace("<", "\\u003c")
@@ -327,16 +328,17 @@ def render_html(fig: go.Figure, kernels: pd.DataFrame, meta: dict[str, Any], plo
         summ = summ.assign(diagnosis="", evidence="", advice="", flags="")
     total = float(np.nansum(kernels["time_s"].to_numpy(float)))
     note = provenance.evidence_note(kernels, _has_role(fig, "instruction_dots"))  # None unless no launch has roofline metrics
+    hide = "missing_metrics" if note else None  # said once, by the note, in the report's own terms
+    launch_table, launches_title = _launch_table(kernels, hide)
     by_saving, families = _savings(summ, total, top)
-    launch_table, launches_title = _launch_table(kernels)
     plot_div = fig.to_html(full_html=False, include_plotlyjs=plotlyjs, div_id="roofline",
                            config={"displaylogo": False, "responsive": True})
     return _env().get_template("roofline.html.j2").render(
         title="ncuroof roofline", **_header(kernels, summ, meta), plot=Markup(plot_div), top=_side_top(summ, top),
         focus=_focus(summ, focus) if (summ["precision"].astype(str) != "").any() else None, saving=_saving(summ, total),
-        missing_metrics=note, items=_items(summ, top, hide="missing_metrics" if note else None), by_saving=by_saving, families=families,
-        kernel_table=Markup(_kernel_table(summ)), launch_table=Markup(launch_table), launches_title=launches_title,
-        facts=meta, kernels_json=Markup(_kernels_json(summ)), sort_js=Markup(_asset("sort.js")),
+        missing_metrics=note, items=_items(summ, top, hide), by_saving=by_saving, families=families,
+        kernel_table=Markup(_kernel_table(summ, hide)), launch_table=Markup(launch_table), launches_title=launches_title,
+        facts=meta, kernels_json=Markup(_kernels_json(summ, hide)), sort_js=Markup(_asset("sort.js")),
         roofline_js=Markup(_asset("roofline.js")), extra=Markup(extra))
 
 

@@ -211,7 +211,7 @@ def test_instruction_only_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         if t.get("showlegend", True):
             assert np.isfinite(arr(t["y"])).any(), f"{t['name']} is in the legend but draws nothing"
     html = (out / "roofline.html").read_text(encoding="utf-8")
-    assert "SpeedOfLight throughputs alone" not in html and "no kernel can be classified" in html
+    assert "SpeedOfLight throughputs alone" not in html and "SpeedOfLight only" not in html and "no kernel can be classified" in html
     title = layout["meta"]["view"]["layouts"]["chart"]["instructions"]["title.text"]
     assert "no L1/L2 wall" in title
 
