@@ -112,10 +112,14 @@ def _env() -> jinja2.Environment:
                               trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
 
 
+def _kept_flags(flags: Any, hide: str | None = None) -> list[tuple[str, str]]:
+    """The ``(code, text)`` pairs of a flags cell (pairs, or their CSV text) but those with code ``hide``."""
+    return [(code, text) for code, text in parse_cell("flags", flags) if code != hide]
+
+
 def _flag_texts(flags: Any, hide: str | None = None) -> str:
-    """The texts of a flags cell (``(code, text)`` pairs, or their CSV text), ``; ``-joined, but
-    those with code ``hide``."""
-    return "; ".join(text for code, text in parse_cell("flags", flags) if code != hide)
+    """The texts of a flags cell, ``; ``-joined, but those with code ``hide``."""
+    return "; ".join(text for _, text in _kept_flags(flags, hide))
 
 
 def _verdict(r: Any) -> str:
@@ -246,7 +250,7 @@ def _kernel_table(summ: pd.DataFrame, hide: str | None = None) -> str:
     """The sortable kernels table, one row per kernel with its dot colour (flags with code ``hide`` left out)."""
     cols = list(_KERNEL_COLUMNS)
     view = summ.assign(diagnosis=[DIAGNOSIS_TEXT.get(d, d) for d in summ["diagnosis"]],
-                       flags=[cell_text("flags", [(c, t) for c, t in parse_cell("flags", f) if c != hide]) for f in summ["flags"]],
+                       flags=[cell_text("flags", _kept_flags(f, hide)) for f in summ["flags"]],
                        precision=[precision_title(p) if p else "" for p in summ["precision"]],
                        level=[lv.upper() for lv in summ["level"]], in_focus=np.where(summ["in_focus"], "yes", "no"))
     if _has_achievable(summ):
@@ -261,7 +265,7 @@ def _kernel_table(summ: pd.DataFrame, hide: str | None = None) -> str:
 def _launch_table(kernels: pd.DataFrame, hide: str | None = None) -> tuple[str, str]:
     """The table of the longest launches (flags with code ``hide`` left out) and its title."""
     longest = kernels.sort_values("time_s", ascending=False, na_position="last", kind="stable").head(MAX_LAUNCH_ROWS)
-    longest = longest.assign(flags=[[(c, t) for c, t in parse_cell("flags", f) if c != hide] for f in longest["flags"]])
+    longest = longest.assign(flags=[_kept_flags(f, hide) for f in longest["flags"]])
     n = len(kernels)
     title = f"Every launch ({n})" if n <= MAX_LAUNCH_ROWS else \
         f"The {MAX_LAUNCH_ROWS} longest of {n} launches (all of them are in kernels.csv)"

@@ -16,7 +16,6 @@ from .schema import cell_text, parse_cell
 __all__ = ["analysis_text", "compare_text", "profile_text"]
 
 
-
 def _findings(result: Any) -> list[str]:
     """Advice and flags of the top kernels, the what-if projection, roofs, caveats, failed launches."""
     k = result.kernels
