@@ -107,8 +107,7 @@ def evidence_note(kernels: pd.DataFrame, instruction_chart: bool = False) -> str
     Parameters
     ----------
     kernels : DataFrame
-        The classified launch table (``status``, ``sm_throughput_frac``,
-        ``memory_throughput_frac``, ``warp_inst``).
+        The classified launch table (``status``, ``sm_throughput_frac``, ``memory_throughput_frac``).
     instruction_chart : bool, default False
         Whether the page or output has an instruction roofline (warp-instruction counters).
 

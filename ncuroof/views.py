@@ -53,8 +53,7 @@ def _issue_roof(ipts: pd.DataFrame) -> tuple[float, str]:
     return peak, "+".join(sorted(set(have["peak_warp_inst_source"].fillna("").astype(str)) - {""}))
 
 
-def _instruction_roofs(ipts: pd.DataFrame, xs: np.ndarray, peak: float, source: str,
-                       walls: dict[str, float]) -> list[Any]:
+def _instruction_roofs(xs: np.ndarray, peak: float, source: str, walls: dict[str, float]) -> list[Any]:
     """The issue roof (flat, labelled with its source) and each level's wall up to its elbow
     (beyond the chart's x range when there is no issue roof); levels without a wall get none."""
     traces: list[Any] = []
@@ -107,7 +106,7 @@ def instruction_chart(ipts: pd.DataFrame) -> Chart:
     levels = [lv for lv in LEVELS if lv in walls]
     elbows = [peak / w for w in walls.values() if np.isfinite(peak) and np.isfinite(w) and w > 0]
     xs = _x_range(ipts["inst_per_transaction"].to_numpy(float), elbows)
-    traces = _instruction_roofs(ipts, xs, peak, source, walls)
+    traces = _instruction_roofs(xs, peak, source, walls)
     for lv in levels:
         g = ipts[ipts["level"] == lv]
         text = [f"{html.escape(str(r.kernel_name))} (launch {r.launch_id}) {lv.upper()}<br>{fmt.g(r.inst_per_transaction)} inst/sector, "
