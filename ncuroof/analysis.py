@@ -41,6 +41,9 @@ class AnalysisOptions:
         Datasheet entry (``metrics/gpus.toml`` id or name) for roofs the input lacks.
     peak_flops, peak_bandwidth : mapping, optional
         User roofs in FLOP/s by precision and B/s by level; they replace all others.
+    achievable_flops, achievable_bandwidth : mapping, optional
+        User achievable roofs, named the same way; they replace the published measurements of
+        ``metrics/gpus.toml`` and sit beside the peak roofs (:func:`ncuroof.ceilings.fill_achievable`).
     expect : path, optional
         Expected FLOPs and DRAM bytes per kernel-name pattern (:mod:`ncuroof.expect`).
     match : str
@@ -64,6 +67,8 @@ class AnalysisOptions:
     gpu: str | None = None
     peak_flops: Mapping[str, float] | None = None
     peak_bandwidth: Mapping[str, float] | None = None
+    achievable_flops: Mapping[str, float] | None = None
+    achievable_bandwidth: Mapping[str, float] | None = None
     expect: Path | None = None
     match: str = "kernel"
     focus: float = FOCUS_SHARE
@@ -165,7 +170,8 @@ def read_kernels(inputs: Sequence[Path], options: AnalysisOptions, cat: Catalog,
     raw = parser.read_many(list(inputs), cat, progress, stack=options.stack, reader=options.reader)
     k = calculator.compute_kernels(raw, cat, traffic=options.traffic)
     k = ceilings.fill_ceilings(k, gpus, gpu=options.gpu, peak_flops=options.peak_flops, peak_bandwidth=options.peak_bandwidth,
-                               catalog=cat)
+                               catalog=cat, achievable_flops=options.achievable_flops,
+                               achievable_bandwidth=options.achievable_bandwidth)
     k = calculator.time_at_roof(k, cat)
     if options.expect is not None:
         k = expect.apply_expectations(k, expect.read_expectations(options.expect))
@@ -238,7 +244,8 @@ def build(paths: Sequence[Path], options: AnalysisOptions | None = None,
 
 #: Columns a saved kernels table may lack (written by an older ncuroof): recomputed on reading.
 _DERIVED = ("kernel_key", "time_at_roof_s", "saving_s", "expected_flop", "expected_dram_bytes", "diagnosis", "evidence",
-            "advice", "flags", "hot_pipe", "hot_pipe_frac", "time_at_roof_bound", "speed_of_light_note")
+            "advice", "flags", "hot_pipe", "hot_pipe_frac", "time_at_roof_bound", "speed_of_light_note",
+            *(c for c in KERNELS if c.startswith("achievable_")), "roof_fraction")
 
 
 def restore_kernels(table: pd.DataFrame, where: Path, cat: Catalog, gpus: GpuCatalog) -> tuple[pd.DataFrame, bool]:
@@ -276,14 +283,17 @@ def restore_kernels(table: pd.DataFrame, where: Path, cat: Catalog, gpus: GpuCat
         k["hot_pipe"], k["hot_pipe_frac"] = "", np.nan
     if any(c not in k.columns for c in ("time_at_roof_s", "saving_s", "time_at_roof_bound", "speed_of_light_note")):
         k = calculator.time_at_roof(k, cat)
-    for c in ("expected_flop", "expected_dram_bytes"):
+    for c in ("expected_flop", "expected_dram_bytes", *(c for c in KERNELS if c.startswith("achievable_"))):
         if c not in k.columns:
-            k[c] = np.nan
+            k[c] = "" if c == "achievable_sources" else np.nan
+    if "roof_fraction" not in table.columns:  # written before issue 21
+        bind = k[["source", "launch_id"]].merge(classify.binding_points(calculator.compute_points(k)), how="left")
+        k["roof_fraction"] = pd.to_numeric(bind["roof_fraction"], errors="coerce").to_numpy(float)
     if any(c not in table.columns for c in ("diagnosis", "evidence", "advice", "flags")):
         k = diagnose.diagnose_launches(k, calculator.compute_points(k), cat, gpus)
     return k.drop(columns=["kernel_key"], errors="ignore"), True
 
 
 #: Text columns whose missing value is the empty string (not None) in a launch table.
-_TEXT_EMPTY = ("diagnosis", "evidence", "advice", "grid", "block", "ceiling_sources", "datasheet_gpu",
+_TEXT_EMPTY = ("diagnosis", "evidence", "advice", "grid", "block", "ceiling_sources", "achievable_sources", "datasheet_gpu",
                "flop_source", "tensor_source", "input_notes", "hot_pipe", "time_at_roof_bound", "speed_of_light_note")

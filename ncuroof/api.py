@@ -72,15 +72,16 @@ def load(paths: PathLike | Sequence[PathLike], options: AnalysisOptions | None =
         Show a progress bar on stderr while reading (only when stderr is a terminal).
     **option_fields
         Fields of :class:`~ncuroof.analysis.AnalysisOptions` overriding ``options``
-        (``traffic``, ``gpu``, ``peak_flops``, ``peak_bandwidth``, ``expect``, ``match``, ``stack``,
-        ``timeline``, ``device``).
+        (``traffic``, ``gpu``, ``peak_flops``, ``peak_bandwidth``, ``achievable_flops``,
+        ``achievable_bandwidth``, ``expect``, ``match``, ``stack``, ``timeline``, ``device``).
 
     Returns
     -------
     DataFrame
         The :data:`ncuroof.schema.KERNELS` table (SI units, missing values NaN, never 0),
         followed by ``tensor_<path>_flop``, ``tensor_<path>_flop_per_s`` and
-        ``peak_tensor_<path>_flop_per_s`` for each tensor datapath with work.
+        ``peak_tensor_<path>_flop_per_s`` for each tensor datapath with work (and
+        ``achievable_tensor_<path>_flop_per_s`` where a datapath has an achievable roof).
 
     Raises
     ------
@@ -428,6 +429,7 @@ def _compare_files(result: CompareResult, before: list[Path], after: list[Path],
             ("launches_after", "launches after"), ("time_s_before", "time before [s]"), ("time_s_after", "time after [s]"),
             ("speedup", "speedup"), ("ai_flop_per_byte_before", "AI before"), ("ai_flop_per_byte_after", "AI after"),
             ("roof_fraction_before", "roof frac before"), ("roof_fraction_after", "roof frac after"),
+            ("achievable_roof_fraction_before", "achievable frac before"), ("achievable_roof_fraction_after", "achievable frac after"),
             ("bound_before", "bound before"), ("bound_after", "bound after"), ("movement", "movement")]
     return {"compare.csv": result.table.to_csv(index=False),
             "compare.html": report.render_page("ncuroof compare", fig, meta, "Kernels", report.html_table(result.table, cols), plotlyjs)}

@@ -28,7 +28,7 @@ from .parser.validate import roof_damage
 from .schema import DAMAGED, KERNELS, LEVELS, LIST_SEPARATOR, POINTS, PRECISIONS, empty, format_sources, parse_sources_column
 from .speed_of_light import apply_speed_of_light, hot_pipe
 
-__all__ = ["compute_kernels", "compute_points", "time_at_roof", "cc_number", "Resolved"]
+__all__ = ["compute_kernels", "compute_points", "achievable_roof", "time_at_roof", "cc_number", "Resolved"]
 
 _NAN = np.nan
 _TENSOR_COL = re.compile(r"^tensor_(.+)_flop$")
@@ -226,7 +226,7 @@ def _opcode_work(raw: pd.DataFrame, cat: Catalog, time_s: np.ndarray, st: _Tenso
             for i in np.flatnonzero(use & (counts > 0)):
                 st.notes[i].append(f"tensor work incomplete: no MMA shape known for SASS opcode {opcode}")
             continue
-        per_path[shape.path] = per_path.get(shape.path, np.zeros(n)) + counts * shape.ops
+        per_path[shape.path] = per_path.get(shape.path, np.zeros(n)) + counts * shape.ops_of(opcode)
     est_total = np.zeros(n)
     for path, ops in per_path.items():
         flop = np.where(use, ops, _NAN)
@@ -376,6 +376,10 @@ def _measured_columns(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray, time_s: n
         k[f"peak_{p}_flop_per_s"] = work[p].peak
     for lv in LEVELS:
         k[f"peak_{lv}_bytes_per_s"] = levels[lv].peak
+    for name in (*(f"achievable_{p}_flop_per_s" for p in PRECISIONS), *(f"achievable_{lv}_bytes_per_s" for lv in LEVELS),
+                 "roof_fraction", "achievable_roof_fraction"):
+        k[name] = _NAN  # achievable roofs: ncuroof.ceilings.fill_ceilings; fractions: ncuroof.classify.classify
+    k["achievable_sources"] = ""
     k["sm_throughput_frac"] = _fraction(raw, cat.throughput["sm"])
     k["memory_throughput_frac"] = _fraction(raw, cat.throughput["memory"])
     waves = _column(raw, cat.throughput["waves"])
@@ -531,67 +535,116 @@ def compute_points(kernels: pd.DataFrame) -> pd.DataFrame:
         ``roof_flop_per_s`` = min(``peak_flop_per_s``, AI × ``peak_bytes_per_s``) [KPG §2.9];
         ``roof_fraction`` = ``flop_per_s`` / ``roof_flop_per_s``; ``bound`` = memory when AI is
         below the ridge. Points without a roof have NaN roof columns and an empty ``bound``.
+        Achievable roofs (``achievable_<p>_flop_per_s``, ``achievable_<level>_bytes_per_s``,
+        ``achievable_sources`` of the kernels table, :func:`ncuroof.ceilings.fill_ceilings`) give
+        ``achievable_roof_flop_per_s`` = min(achievable FLOP/s, AI × achievable B/s), an absent
+        achievable roof taken at its peak, NaN where the point has neither; and
+        ``achievable_roof_fraction`` = ``flop_per_s`` / that.
     """
-    n = len(kernels)
     ok = (kernels["status"] == "ok").to_numpy()
-    precisions: list[tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
-    for p in PRECISIONS:
-        precisions.append((p, kernels[f"{p}_flop"].to_numpy(float), kernels[f"{p}_flop_per_s"].to_numpy(float),
-                           kernels[f"peak_{p}_flop_per_s"].to_numpy(float), np.zeros(n, dtype=bool)))
-    estimated = kernels["tensor_source"].isin(["sass_opcodes", "legacy_x512"]).to_numpy()
-    for col in kernels.columns:
-        m = _TENSOR_COL.match(col)
-        if m is None:
-            continue
-        path = m.group(1)
-        peak_col = f"peak_tensor_{path}_flop_per_s"
-        peak = kernels[peak_col].to_numpy(float) if peak_col in kernels.columns else np.full(n, _NAN)
-        precisions.append((f"tensor:{path}", kernels[col].to_numpy(float), kernels[f"tensor_{path}_flop_per_s"].to_numpy(float), peak, estimated))
-
     sources = parse_sources_column(kernels["ceiling_sources"])
+    achievable = parse_sources_column(kernels["achievable_sources"]) if "achievable_sources" in kernels.columns else [{}] * len(kernels)
     frames = []
+    work = _point_work(kernels)
     for lv in LEVELS:
-        bytes_ = kernels[f"{lv}_bytes"].to_numpy(float)
-        bps = kernels[f"{lv}_bytes_per_s"].to_numpy(float)
-        peak_b = kernels[f"peak_{lv}_bytes_per_s"].to_numpy(float)
-        for name, flop, fps, peak_f, est in precisions:
-            key = "tensor_" + name.split(":", 1)[1] if name.startswith("tensor:") else name
-            keep = ok & (flop > 0) & (fps > 0) & (bps > 0)
-            if not keep.any():
-                continue
-            idx = np.flatnonzero(keep)
-            ai = fps[idx] / bps[idx]
-            ridge = _div(peak_f[idx], peak_b[idx])
-            roof = np.minimum(peak_f[idx], ai * peak_b[idx])
-            frames.append(pd.DataFrame({
-                "source": kernels["source"].to_numpy()[idx],
-                "launch_id": kernels["launch_id"].to_numpy()[idx],
-                "kernel_name": kernels["kernel_name"].to_numpy()[idx],
-                "precision": name,
-                "level": lv,
-                "time_s": kernels["time_s"].to_numpy(float)[idx],
-                "flop": flop[idx],
-                "bytes": bytes_[idx],
-                "ai_flop_per_byte": ai,
-                "flop_per_s": fps[idx],
-                "bytes_per_s": bps[idx],
-                "peak_flop_per_s": peak_f[idx],
-                "peak_bytes_per_s": peak_b[idx],
-                "peak_flop_source": [sources[i].get(key, "") for i in idx],
-                "peak_bytes_source": [sources[i].get(lv, "") for i in idx],
-                "ridge_flop_per_byte": ridge,
-                "roof_flop_per_s": roof,
-                "roof_fraction": _div(fps[idx], roof),
-                "bound": np.where(np.isnan(ridge), "", np.where(ai < ridge, "memory", "compute")),
-                "estimated": est[idx].astype(bool),
-                "definition": kernels[f"{lv}_definition"].to_numpy()[idx],
-            }))
+        for w in work:
+            keep = ok & (w.flop > 0) & (w.flop_per_s > 0) & (kernels[f"{lv}_bytes_per_s"].to_numpy(float) > 0)
+            if keep.any():
+                frames.append(_point_frame(kernels, np.flatnonzero(keep), lv, w, sources, achievable))
     if not frames:
         return empty(POINTS)
     pts = pd.concat(frames, ignore_index=True)
     order = {lv: i for i, lv in enumerate(LEVELS)}
     pts = pts.sort_values(["source", "launch_id", "precision", "level"], key=lambda s: s.map(order) if s.name == "level" else s, kind="stable")
     return pts[list(POINTS)].reset_index(drop=True)
+
+
+def achievable_roof(ai: np.ndarray, peak_flop: np.ndarray, peak_bytes: np.ndarray, achievable_flop: np.ndarray,
+                    achievable_bytes: np.ndarray) -> np.ndarray:
+    """The attainable roof under the achievable roofs, per point.
+
+    Parameters
+    ----------
+    ai : ndarray
+        Arithmetic intensity [FLOP/B].
+    peak_flop, peak_bytes : ndarray
+        Peak compute [FLOP/s] and bandwidth [B/s] roofs.
+    achievable_flop, achievable_bytes : ndarray
+        Achievable roofs [FLOP/s, B/s], NaN where none.
+
+    Returns
+    -------
+    ndarray
+        min(achievable FLOP/s, AI × achievable B/s) [FLOP/s] ([KPG §2.9] with the roofs a
+        benchmark sustained), an absent achievable roof taken at its peak; NaN where the point
+        has neither achievable roof.
+    """
+    ach_f, ach_b = np.isfinite(achievable_flop), np.isfinite(achievable_bytes)
+    both = np.minimum(np.where(ach_f, achievable_flop, peak_flop), ai * np.where(ach_b, achievable_bytes, peak_bytes))
+    return np.where(ach_f | ach_b, both, _NAN)
+
+
+@dataclass
+class _PointWork:
+    """One precision or tensor datapath of the kernels table, as :func:`compute_points` reads it."""
+
+    name: str
+    key: str
+    flop: np.ndarray
+    flop_per_s: np.ndarray
+    peak: np.ndarray
+    achievable: np.ndarray
+    estimated: np.ndarray
+
+
+def _point_work(kernels: pd.DataFrame) -> list[_PointWork]:
+    """Every precision and tensor datapath of ``kernels``: work, rate, peak and achievable roof per launch."""
+    n = len(kernels)
+
+    def col(name: str) -> np.ndarray:
+        return kernels[name].to_numpy(float) if name in kernels.columns else np.full(n, _NAN)
+
+    out = [_PointWork(p, p, col(f"{p}_flop"), col(f"{p}_flop_per_s"), col(f"peak_{p}_flop_per_s"), col(f"achievable_{p}_flop_per_s"),
+                      np.zeros(n, dtype=bool)) for p in PRECISIONS]
+    estimated = kernels["tensor_source"].isin(["sass_opcodes", "legacy_x512"]).to_numpy()
+    for c in kernels.columns:
+        m = _TENSOR_COL.match(c)
+        if m is not None:
+            key = f"tensor_{m.group(1)}"
+            out.append(_PointWork(f"tensor:{m.group(1)}", key, col(c), col(f"{key}_flop_per_s"), col(f"peak_{key}_flop_per_s"),
+                                  col(f"achievable_{key}_flop_per_s"), estimated))
+    return out
+
+
+def _point_frame(kernels: pd.DataFrame, idx: np.ndarray, lv: str, w: _PointWork, sources: list[dict[str, str]],
+                 achievable: list[dict[str, str]]) -> pd.DataFrame:
+    """The points of the launches ``idx`` for one precision ``w`` at level ``lv`` ([KPG §2.9])."""
+    fps, bps = w.flop_per_s[idx], kernels[f"{lv}_bytes_per_s"].to_numpy(float)[idx]
+    peak_f, peak_b = w.peak[idx], kernels[f"peak_{lv}_bytes_per_s"].to_numpy(float)[idx]
+    ach_f, ach_b = w.achievable[idx], kernels[f"achievable_{lv}_bytes_per_s"].to_numpy(float)[idx] \
+        if f"achievable_{lv}_bytes_per_s" in kernels.columns else np.full(len(idx), _NAN)
+    ai = fps / bps
+    ridge = _div(peak_f, peak_b)
+    roof = np.minimum(peak_f, ai * peak_b)
+    ach_roof = achievable_roof(ai, peak_f, peak_b, ach_f, ach_b)
+
+    def pick(name: str) -> np.ndarray:
+        return kernels[name].to_numpy()[idx]
+
+    return pd.DataFrame({
+        "source": pick("source"), "launch_id": pick("launch_id"), "kernel_name": pick("kernel_name"),
+        "precision": w.name, "level": lv, "time_s": pick("time_s").astype(float), "flop": w.flop[idx],
+        "bytes": pick(f"{lv}_bytes").astype(float), "ai_flop_per_byte": ai, "flop_per_s": fps, "bytes_per_s": bps,
+        "peak_flop_per_s": peak_f, "peak_bytes_per_s": peak_b,
+        "peak_flop_source": [sources[i].get(w.key, "") for i in idx], "peak_bytes_source": [sources[i].get(lv, "") for i in idx],
+        "ridge_flop_per_byte": ridge, "roof_flop_per_s": roof, "roof_fraction": _div(fps, roof),
+        "bound": np.where(np.isnan(ridge), "", np.where(ai < ridge, "memory", "compute")),
+        "estimated": w.estimated[idx].astype(bool), "definition": pick(f"{lv}_definition"),
+        "achievable_flop_per_s": ach_f, "achievable_bytes_per_s": ach_b,
+        "achievable_flop_source": [achievable[i].get(w.key, "") for i in idx],
+        "achievable_bytes_source": [achievable[i].get(lv, "") for i in idx],
+        "achievable_roof_flop_per_s": ach_roof, "achievable_roof_fraction": _div(fps, ach_roof),
+    })
 
 
 def time_at_roof(kernels: pd.DataFrame, catalog: Catalog | None = None) -> pd.DataFrame:

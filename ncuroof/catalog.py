@@ -14,7 +14,7 @@ import functools
 import os
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,8 @@ __all__ = [
     "InstructionCatalog",
     "Catalog",
     "GpuSpec",
+    "Measurement",
+    "TensorRoofRule",
     "GpuCatalog",
     "CsvRules",
     "metrics_dir",
@@ -126,11 +128,21 @@ class Level:
 
 @dataclass(frozen=True)
 class MmaShape:
-    """Ops of one warp-level MMA instruction whose opcode matches ``pattern``."""
+    """Ops of one warp-level MMA instruction whose opcode matches ``pattern``: ``ops``, or where the
+    pattern captures the shape (groups ``m``, ``n``, ``k``: Hopper's warpgroup MMAs name it in the
+    opcode) 2·M·N·K / ``warps``, the warps that each execute the instruction."""
 
     pattern: re.Pattern[str]
     ops: float
     path: str
+    warps: int = 1
+
+    def ops_of(self, opcode: str) -> float:
+        """Ops of one executed instruction of ``opcode`` (which matches ``pattern``)."""
+        m = self.pattern.search(opcode)
+        if m is None or "m" not in self.pattern.groupindex:
+            return self.ops
+        return 2.0 * int(m["m"]) * int(m["n"]) * int(m["k"]) / self.warps
 
 
 @dataclass(frozen=True)
@@ -453,10 +465,12 @@ def _tensor(ten: dict[str, Any]) -> TensorCatalog:
     """tensor.toml: ops-path metrics, SASS MMA shapes and the legacy x512 rule."""
     shapes = []
     for s in ten["sass_opcodes"]["shapes"]:
+        pattern = re.compile(s["pattern"])
+        captured = {"m", "n", "k"} <= set(pattern.groupindex)
         ops = s.get("ops", 2.0 * s.get("m", 0) * s.get("n", 0) * s.get("k", 0))
-        if ops <= 0:
-            raise ValueError(f"tensor.toml: shape {s} has no ops or m/n/k")
-        shapes.append(MmaShape(re.compile(s["pattern"]), float(ops), s["path"]))
+        if (ops <= 0 and not captured) or int(s.get("warps", 1)) < 1:
+            raise ValueError(f"tensor.toml: shape {s} has no ops, m/n/k or captured (?P<m>)(?P<n>)(?P<k>) groups, or warps < 1")
+        shapes.append(MmaShape(pattern, float(ops), s["path"], int(s.get("warps", 1))))
     op, so, lg = ten["ops_path"], ten["sass_opcodes"], ten["legacy_x512"]
     return TensorCatalog(
         ops_prefix=op["prefix"],
@@ -514,6 +528,24 @@ def load(directory: Path | None = None) -> Catalog:
 
 
 @dataclass(frozen=True)
+class Measurement:
+    """One published measurement of what a GPU sustains (``[[gpu.measured]]`` of ``metrics/gpus.toml``).
+
+    ``quantity`` is a roof name: a memory level (``dram``, ``l2``, ``l1``), a precision (``fp64``,
+    ``fp32``, ``fp16``) or ``tensor_<datasheet key>`` (``tensor_fp16``); ``value`` is in SI units
+    (B/s or FLOP/s).
+    """
+
+    quantity: str
+    value: float
+    what: str
+    method: str
+    date: str
+    source: str
+    confidence: str
+
+
+@dataclass(frozen=True)
 class GpuSpec:
     """Datasheet ceilings of one GPU (``metrics/gpus.toml``), in SI units.
 
@@ -534,10 +566,40 @@ class GpuSpec:
     l2_bytes: float
     source: str
     confidence: str
+    measured: tuple[Measurement, ...] = ()
 
     def matches(self, device_name: str) -> bool:
         """Whether ``device_name`` (``device__attribute_display_name``) is this GPU."""
         return any(p.search(device_name) for p in self.match)
+
+    def datasheet_value(self, quantity: str) -> float | None:
+        """The datasheet roof of a roof name (``dram``, ``fp32``, ``tensor_fp16``...) in SI units, or None."""
+        if quantity == "dram":
+            return self.dram_bytes_per_s
+        if quantity.startswith("tensor_"):
+            return self.tensor.get(quantity[len("tensor_"):])
+        return self.flop_per_s.get(quantity)
+
+    def achievable(self) -> dict[str, Measurement]:
+        """The achievable roof of each measured quantity: its highest measurement (a roof bounds
+        what any kernel sustained), by roof name."""
+        best: dict[str, Measurement] = {}
+        for m in self.measured:
+            if m.quantity not in best or m.value > best[m.quantity].value:
+                best[m.quantity] = m
+        return best
+
+
+@dataclass(frozen=True)
+class TensorRoofRule:
+    """Which datasheet key is the roof of the tensor datapaths matching ``pattern`` (``[[tensor_paths]]``
+    of ``metrics/gpus.toml``); ``assumption`` and ``confidence`` say what is assumed where the path
+    does not name its datatype (the SASS-opcode estimate), empty where nothing is."""
+
+    pattern: re.Pattern[str]
+    key: str
+    assumption: str = ""
+    confidence: str = ""
 
 
 @dataclass(frozen=True)
@@ -545,7 +607,7 @@ class GpuCatalog:
     """Every :class:`GpuSpec`, in file order, and the tensor-path to datasheet-key rules."""
 
     gpus: tuple[GpuSpec, ...]
-    tensor_paths: tuple[tuple[re.Pattern[str], str], ...]
+    tensor_paths: tuple[TensorRoofRule, ...]
 
     def by_device(self, device_name: str) -> GpuSpec | None:
         """The first GPU whose ``match`` finds ``device_name``, or None."""
@@ -561,7 +623,11 @@ class GpuCatalog:
 
     def tensor_key(self, path: str) -> str:
         """The datasheet key of a tensor datapath, ``""`` when it has none (sparse, unknown)."""
-        return next((key for pattern, key in self.tensor_paths if pattern.search(path)), "")
+        return self.tensor_rule(path).key
+
+    def tensor_rule(self, path: str) -> TensorRoofRule:
+        """The first :class:`TensorRoofRule` matching a tensor datapath (key ``""`` when none does)."""
+        return next((r for r in self.tensor_paths if r.pattern.search(path)), TensorRoofRule(re.compile(""), ""))
 
 
 @functools.lru_cache(maxsize=4)
@@ -598,14 +664,43 @@ def load_gpus(directory: Path | None = None) -> GpuCatalog:
         values = [*flops.values(), *tensor.values(), g["dram_gbps"], g["l2_mb"], g["boost_mhz"]]
         if any(v <= 0 for v in values) or g["confidence"] not in ("H", "M", "L", "H/M", "M/L"):
             raise ValueError(f"gpus.toml: entry {g['id']!r} has a non-positive number or an unknown confidence")
-        gpus.append(GpuSpec(
+        spec = GpuSpec(
             id=g["id"], name=g["name"], match=tuple(re.compile(m, re.IGNORECASE) for m in g["match"]), cc=g["cc"],
             sms=int(g["sms"]), boost_hz=float(g["boost_mhz"]) * 1e6, flop_per_s=flops, tensor=tensor,
             dram_bytes_per_s=float(g["dram_gbps"]) * 1e9, l2_bytes=float(g["l2_mb"]) * 1e6,
             source=g["source"], confidence=g["confidence"],
-        ))
-    paths = tuple((re.compile(t["pattern"]), t["key"]) for t in data["tensor_paths"])
+        )
+        gpus.append(replace(spec, measured=tuple(_measurement(spec, m) for m in g.get("measured", []))))
+    paths = tuple(TensorRoofRule(re.compile(t["pattern"]), t["key"], t.get("assumption", ""), t.get("confidence", ""))
+                  for t in data["tensor_paths"])
     return GpuCatalog(tuple(gpus), paths)
+
+
+#: Fields every ``[[gpu.measured]]`` entry has; ``value`` or ``fraction`` gives the number.
+_MEASURED_FIELDS = ("quantity", "what", "method", "date", "source", "confidence")
+
+
+def _measurement(spec: GpuSpec, m: dict[str, Any]) -> Measurement:
+    """One ``[[gpu.measured]]`` entry of ``spec``, in SI units: ``value`` in GB/s (levels) or TFLOP/s
+    (precisions, ``tensor_<key>``), or ``fraction`` of the datasheet's value of the same quantity."""
+    missing = [f for f in _MEASURED_FIELDS if not str(m.get(f, "")).strip()]
+    quantity = str(m.get("quantity", ""))
+    level = quantity in ("dram", "l2", "l1")
+    known = level or quantity in ("fp64", "fp32", "fp16") or quantity.startswith("tensor_")
+    if missing or not known or ("value" in m) == ("fraction" in m):
+        raise ValueError(f"gpus.toml: a measured entry of {spec.id!r} lacks {missing}, names an unknown quantity "
+                         f"{quantity!r}, or gives not exactly one of value and fraction")
+    if "fraction" in m:
+        base = spec.datasheet_value(quantity)
+        if base is None or not 0 < float(m["fraction"]) <= 1.5:
+            raise ValueError(f"gpus.toml: measured {quantity} of {spec.id!r} is a fraction of a datasheet value it lacks, "
+                             "or not in (0, 1.5]")
+        value = float(m["fraction"]) * base
+    else:
+        value = float(m["value"]) * (1e9 if level else 1e12)
+    if not value > 0 or m["confidence"] not in ("H", "M", "L"):
+        raise ValueError(f"gpus.toml: measured {quantity} of {spec.id!r} is not positive or has an unknown confidence")
+    return Measurement(quantity, value, str(m["what"]), str(m["method"]), str(m["date"]), str(m["source"]), str(m["confidence"]))
 
 
 @dataclass(frozen=True)

@@ -20,13 +20,14 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from . import fmt
 from .catalog import Catalog, GpuCatalog, GpuSpec
 from .catalog import load as load_catalog
 from .errors import InputError
 from .parser.validate import roof_damage
 from .schema import LEVELS, PRECISIONS, format_sources_column, parse_cell, parse_sources_column
 
-__all__ = ["fill_ceilings", "parse_peak", "SOURCES"]
+__all__ = ["fill_ceilings", "fill_achievable", "parse_peak", "SOURCES"]
 
 #: Values a roof's source takes, in the order they are listed.
 SOURCES = ("report", "datasheet", "user")
@@ -77,7 +78,9 @@ def _spec_for(device: object, gpus: GpuCatalog, forced: GpuSpec | None) -> GpuSp
 
 def fill_ceilings(kernels: pd.DataFrame, gpus: GpuCatalog, gpu: str | None = None,
                   peak_flops: Mapping[str, float] | None = None,
-                  peak_bandwidth: Mapping[str, float] | None = None, catalog: Catalog | None = None) -> pd.DataFrame:
+                  peak_bandwidth: Mapping[str, float] | None = None, catalog: Catalog | None = None,
+                  achievable_flops: Mapping[str, float] | None = None,
+                  achievable_bandwidth: Mapping[str, float] | None = None) -> pd.DataFrame:
     """Fill the roofs a launch lacks from a datasheet, and apply user roofs.
 
     Parameters
@@ -99,6 +102,9 @@ def fill_ceilings(kernels: pd.DataFrame, gpus: GpuCatalog, gpu: str | None = Non
     catalog : Catalog, optional
         For ``max_roof_multiple`` (``[input]`` of ``metrics/thresholds.toml``); the installed one
         by default.
+    achievable_flops, achievable_bandwidth : mapping, optional
+        User achievable roofs, named as ``peak_flops`` and ``peak_bandwidth``; they replace the
+        published measurements of ``metrics/gpus.toml`` (see :func:`fill_achievable`).
 
     Returns
     -------
@@ -117,11 +123,7 @@ def fill_ceilings(kernels: pd.DataFrame, gpus: GpuCatalog, gpu: str | None = Non
         If ``gpu`` names no catalog entry.
     """
     forced = _forced_spec(gpus, gpu)
-    peak_flops, peak_bandwidth = dict(peak_flops or {}), dict(peak_bandwidth or {})
-    unknown = [n for n in peak_flops if n not in (*PRECISIONS, "tensor", "*")] + [n for n in peak_bandwidth if n not in LEVELS]
-    if unknown:
-        raise ValueError(f"unknown roof names {unknown}: use {', '.join(PRECISIONS)}, tensor or * for FLOP/s "
-                         f"and {', '.join(LEVELS)} for bandwidth")
+    peak_flops, peak_bandwidth = _check_names(peak_flops, peak_bandwidth)
     k = kernels.copy()
     tensor_cols = {m.group(1): c for c in k.columns if (m := _TENSOR_PEAK.match(c))}
     sources = parse_sources_column(k["ceiling_sources"])
@@ -143,7 +145,94 @@ def fill_ceilings(kernels: pd.DataFrame, gpus: GpuCatalog, gpu: str | None = Non
     k["peak_source"] = [kinds[t] for t in text]
     k["datasheet_gpu"] = datasheet
     k["notes"] = notes
+    return fill_achievable(k, gpus, {d: s for d, s in spec_of.items() if s is not None}, achievable_flops, achievable_bandwidth)
+
+
+def _check_names(flops: Mapping[str, float] | None, bandwidth: Mapping[str, float] | None) -> tuple[dict[str, float], dict[str, float]]:
+    """The user roofs as dicts; ValueError for a name that is no precision (or tensor, ``*``) or level."""
+    flops, bandwidth = dict(flops or {}), dict(bandwidth or {})
+    unknown = [n for n in flops if n not in (*PRECISIONS, "tensor", "*")] + [n for n in bandwidth if n not in LEVELS]
+    if unknown:
+        raise ValueError(f"unknown roof names {unknown}: use {', '.join(PRECISIONS)}, tensor or * for FLOP/s "
+                         f"and {', '.join(LEVELS)} for bandwidth")
+    return flops, bandwidth
+
+
+def fill_achievable(kernels: pd.DataFrame, gpus: GpuCatalog, spec_of: Mapping[str, GpuSpec],
+                    achievable_flops: Mapping[str, float] | None = None,
+                    achievable_bandwidth: Mapping[str, float] | None = None) -> pd.DataFrame:
+    """Set the achievable roofs: published measurements of the launch's GPU, or the user's.
+
+    Parameters
+    ----------
+    kernels : DataFrame
+        With ``device_name``, the ``peak_*`` roofs, ``achievable_<p>_flop_per_s`` [FLOP/s],
+        ``achievable_<level>_bytes_per_s`` [B/s], ``achievable_sources`` (made where absent),
+        ``notes`` and a ``peak_tensor_<path>_flop_per_s`` column per tensor datapath.
+    gpus : GpuCatalog
+        For the datasheet key of each tensor datapath.
+    spec_of : mapping
+        Device name -> the :class:`ncuroof.catalog.GpuSpec` the launches of that device use.
+    achievable_flops, achievable_bandwidth : mapping, optional
+        User achievable roofs [FLOP/s by precision, ``tensor`` or ``*``; B/s by level]
+        (``--achievable-flops``, ``--achievable-bandwidth``).
+
+    Returns
+    -------
+    DataFrame
+        A copy with the achievable roofs (``achievable_tensor_<path>_flop_per_s`` added where a
+        tensor datapath has one), ``achievable_sources`` (``measured``: the highest measurement
+        of the quantity in ``metrics/gpus.toml``, :meth:`ncuroof.catalog.GpuSpec.achievable`;
+        ``user``) and a note citing each measurement used. Peak roofs are left as they are.
+
+    Raises
+    ------
+    ValueError
+        For a user roof name that is no precision or level.
+    """
+    flops, bandwidth = _check_names(achievable_flops, achievable_bandwidth)
+    k = kernels.copy()
+    paths = [m.group(1) for c in k.columns if (m := _TENSOR_PEAK.match(c))]
+    for col in (*(f"achievable_{p}_flop_per_s" for p in PRECISIONS), *(f"achievable_{lv}_bytes_per_s" for lv in LEVELS)):
+        if col not in k.columns:
+            k[col] = np.nan
+    sources = parse_sources_column(k["achievable_sources"] if "achievable_sources" in k.columns else pd.Series([""] * len(k)))
+    notes = [list(parse_cell("notes", x)) for x in k["notes"]]
+    devices = k["device_name"].astype(object).where(k["device_name"].notna(), "").to_numpy()
+    for device, spec in spec_of.items():
+        _apply_measured(k, np.flatnonzero(devices == device), spec, gpus, paths, sources, notes)
+    for name, col, value in _user_roofs(flops, bandwidth, {p: f"peak_tensor_{p}_flop_per_s" for p in paths}):
+        k["achievable_" + col[len("peak_"):]] = float(value)
+        for src in sources:
+            src[name] = "user"
+    k["achievable_sources"] = format_sources_column(sources)
+    k["notes"] = notes
     return k
+
+
+def _apply_measured(k: pd.DataFrame, idx: np.ndarray, spec: GpuSpec, gpus: GpuCatalog, paths: list[str],
+                    sources: list[dict[str, str]], notes: list[list[str]]) -> None:
+    """Set the launches ``idx``'s achievable roofs from ``spec``'s measurements, in place, citing each in the notes."""
+    for quantity, m in spec.achievable().items():
+        if quantity.startswith("tensor_"):
+            targets = [(f"tensor_{p}", f"achievable_tensor_{p}_flop_per_s") for p in paths if gpus.tensor_key(p) == quantity[7:]]
+        else:
+            unit = "bytes" if quantity in LEVELS else "flop"
+            targets = [(quantity, f"achievable_{quantity}_{unit}_per_s")]
+        for name, col in targets:
+            values = k[col].to_numpy(float).copy() if col in k.columns else np.full(len(k), np.nan)
+            values[idx] = m.value
+            k[col] = values
+            for i in idx:
+                sources[i][name] = "measured"
+        if targets and len(idx):
+            text = (f"achievable {quantity.replace('_', ' ').upper()} roof {fmt.si(m.value, 'B/s' if quantity in LEVELS else 'FLOP/s')}: "
+                    f"{m.what} ({m.source}, confidence {m.confidence})")
+            peaks = np.column_stack([k[c.replace("achievable_", "peak_", 1)].to_numpy(float) if c.replace("achievable_", "peak_", 1)
+                                     in k.columns else np.full(len(k), np.nan) for _, c in targets])
+            for i in idx:
+                above = bool((peaks[i] < m.value).any())
+                notes[i].append(text + (": above this launch's peak roof, which is at the clock ncu measured" if above else ""))
 
 
 def _beyond_datasheet(k: pd.DataFrame, sources: list[dict[str, str]], notes: list[list[str]], cat: Catalog) -> None:
@@ -199,6 +288,11 @@ def _apply_datasheet(k: pd.DataFrame, idx: np.ndarray, spec: GpuSpec, gpus: GpuC
                if np.isfinite(clock[i]) else "")
         notes[i].append(f"roofs for {', '.join(names)} from the {spec.name} datasheet "
                         f"(boost clock {spec.boost_hz / 1e6:.0f} MHz{ran}, confidence {spec.confidence})")
+        for name in names:
+            rule = gpus.tensor_rule(name[len("tensor "):]) if name.startswith("tensor ") else None
+            if rule is not None and rule.assumption:
+                notes[i].append(f"{name} roof = datasheet {rule.key.upper()} {fmt.si(spec.tensor[rule.key], 'FLOP/s')}: "
+                                f"{rule.assumption} (confidence {rule.confidence})")
 
 
 def _user_roofs(peak_flops: dict[str, float], peak_bandwidth: dict[str, float],

@@ -24,7 +24,7 @@ from . import fmt
 from .catalog import Catalog
 from .schema import parse_cell
 
-__all__ = ["classify", "binding_points", "main_precision"]
+__all__ = ["classify", "binding_points", "main_precision", "BINDING_COLUMNS"]
 
 
 def _sol_reason(sm: float, mem: float) -> str:
@@ -51,10 +51,19 @@ def main_precision(points: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return work.loc[work.groupby(keys, sort=False)["flop"].idxmax(), keys + ["precision"]]
 
 
+#: The columns of :func:`binding_points` after the group keys.
+BINDING_COLUMNS = ["precision", "level", "ai_flop_per_byte", "flop_per_s", "ridge_flop_per_byte", "roof_flop_per_s", "roof_fraction",
+                   "peak_flop_per_s", "peak_bytes_per_s", "bound", "achievable_flop_per_s", "achievable_bytes_per_s",
+                   "achievable_flop_source", "achievable_bytes_source", "achievable_roof_flop_per_s", "achievable_roof_fraction",
+                   "peak_flop_source", "peak_bytes_source", "main_precision"]
+
+
 def binding_points(points: pd.DataFrame, keys: list[str] | tuple[str, ...] = ("source", "launch_id")) -> pd.DataFrame:
     """The one binding-point rule: at the precision with the most FLOPs (:func:`main_precision`),
-    the level with the lowest attainable roof min(P, AI × B) [KPG §2.9; YANG-CCPE]; points without
-    a roof are left out, so a group whose main precision has no roof has no binding point.
+    the level with the lowest attainable roof min(P, AI × B) [KPG §2.9; YANG-CCPE]. Points without
+    a roof are left out; where the main precision has none at any level, the group is placed at
+    the roofed precision with the most FLOPs instead (``precision`` then differs from
+    ``main_precision``), and a group without any roofed point has no binding point.
 
     :func:`classify` (per launch), :func:`ncuroof.summary.kernel_summary` and through it
     ``compare`` (per kernel), the diagnosis and the page all call this.
@@ -62,33 +71,50 @@ def binding_points(points: pd.DataFrame, keys: list[str] | tuple[str, ...] = ("s
     Parameters
     ----------
     points : DataFrame
-        A points table or aggregated dots.
+        A points table or aggregated dots (with their ``achievable_*`` columns, when present).
     keys : sequence of str, default ('source', 'launch_id')
         What a group is: a launch, or ``("kernel_key",)`` for a kernel.
 
     Returns
     -------
     DataFrame
-        ``keys``, ``precision``, ``level``, ``ai_flop_per_byte``, ``flop_per_s``,
-        ``ridge_flop_per_byte``, ``roof_flop_per_s``, ``roof_fraction``, ``peak_flop_per_s``,
-        ``peak_bytes_per_s``, ``bound``; groups without a binding point are absent.
+        ``keys``, then :data:`BINDING_COLUMNS`: ``precision`` (where the group is placed),
+        ``level``, ``ai_flop_per_byte``, ``flop_per_s``, ``ridge_flop_per_byte``,
+        ``roof_flop_per_s``, ``roof_fraction``, ``peak_flop_per_s``, ``peak_bytes_per_s``,
+        ``bound``, the binding point's achievable roofs and fraction (NaN or empty where none),
+        the sources of its peak roofs and ``main_precision``; groups without a binding point are absent.
     """
     keys = list(keys)
-    cols = keys + ["precision", "level", "ai_flop_per_byte", "flop_per_s", "ridge_flop_per_byte", "roof_flop_per_s",
-                   "roof_fraction", "peak_flop_per_s", "peak_bytes_per_s", "bound"]
+    cols = keys + BINDING_COLUMNS
     if points.empty:
         return pd.DataFrame(columns=cols)
-    p = points.merge(main_precision(points, keys), on=keys + ["precision"])
-    p = p[np.isfinite(p["roof_flop_per_s"].to_numpy(float))]
-    if p.empty:
+    main = main_precision(points, keys)
+    roofed = points[np.isfinite(points["roof_flop_per_s"].to_numpy(float))]
+    if roofed.empty:
         return pd.DataFrame(columns=cols)
+    placed = roofed.merge(main, on=keys + ["precision"])[keys + ["precision"]].drop_duplicates()
+    elsewhere = main_precision(roofed, keys).merge(placed[keys].drop_duplicates(), on=keys, how="left", indicator=True)
+    placed = pd.concat([placed, elsewhere.loc[elsewhere["_merge"] == "left_only", keys + ["precision"]]], ignore_index=True)
+    p = roofed.merge(placed, on=keys + ["precision"]).merge(main.rename(columns={"precision": "main_precision"}), on=keys)
+    p = p.reindex(columns=list(dict.fromkeys([*p.columns, *cols])))  # a table without achievable roofs: NaN
     return p.loc[p.groupby(keys, sort=False)["roof_flop_per_s"].idxmin(), cols].reset_index(drop=True)
 
 
 def _roofline_reason(r: Any) -> str:
     cmp = "<" if r.bound == "memory" else ">="
-    return (f"{r.bound} bound: {str(r.precision).upper()} at {str(r.level).upper()} (binding level), AI {r.ai_flop_per_byte:.3g} "
+    text = (f"{r.bound} bound: {str(r.precision).upper()} at {str(r.level).upper()} (binding level), AI {r.ai_flop_per_byte:.3g} "
             f"FLOP/B {cmp} ridge {r.ridge_flop_per_byte:.3g} FLOP/B, {fmt.pct(float(r.roof_fraction))} of roof")
+    if np.isfinite(r.achievable_roof_fraction):
+        text += f" ({fmt.pct(float(r.achievable_roof_fraction))} of the achievable roof)"
+    return text
+
+
+def _placed_note(r: Any) -> str:
+    """Where a launch whose main precision has no roof was placed (:func:`binding_points`), else ''."""
+    if not isinstance(r.main_precision, str) or not isinstance(r.precision, str) or r.main_precision == r.precision:
+        return ""
+    return (f"placed at {r.precision.upper()} on the roofline: no source has a roof for its main precision "
+            f"{r.main_precision.upper()} (pass --peak-flops {'tensor' if r.main_precision.startswith('tensor') else r.main_precision}=VALUE)")
 
 
 def _latency_reason(r: Any, latency: float, small: float) -> str:
@@ -120,7 +146,9 @@ def classify(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Catalog) -> p
     -------
     DataFrame
         A copy of ``kernels`` with ``bound`` in {memory, compute, latency, unknown} and the
-        numbers behind each verdict in ``notes``.
+        numbers behind each verdict in ``notes``; ``roof_fraction`` and
+        ``achievable_roof_fraction`` of each launch's binding point (NaN without one, and for
+        damaged or failed launches).
     """
     sol = catalog.thresholds["sol"]
     latency, small = float(sol["latency_bound"]), float(sol["small_grid_waves"])
@@ -137,10 +165,15 @@ def classify(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Catalog) -> p
     text = np.full(len(out), "", dtype=object)
     sol_cols = ["sm_throughput_frac", "memory_throughput_frac", "waves_per_sm"]  # only these: iterating Arrow text is slow
     text[is_lat] = [_latency_reason(r, latency, small) for r in out.loc[is_lat, sol_cols].itertuples(index=False)]
+    for col in ("roof_fraction", "achievable_roof_fraction"):
+        out[col] = np.where(live, pd.to_numeric(bind[col], errors="coerce").to_numpy(float), np.nan)
     text[is_roof] = [_roofline_reason(r) for r in bind.loc[is_roof, ["bound", "precision", "level", "ai_flop_per_byte",
-                                                                       "ridge_flop_per_byte", "roof_fraction"]].itertuples(index=False)]
+                                                                       "ridge_flop_per_byte", "roof_fraction",
+                                                                       "achievable_roof_fraction"]].itertuples(index=False)]
     text[is_sol] = [_sol_only_reason(r) for r in out.loc[is_sol, sol_cols].itertuples(index=False)]
     text[live & ~is_lat & ~is_roof & ~is_sol] = "bound unknown: neither roofline points nor SpeedOfLight throughputs"
-    out["notes"] = [[*parse_cell("notes", old), t] if t else parse_cell("notes", old)
-                    for old, t in zip(out["notes"].to_numpy(dtype=object), text)]
+    placed = np.full(len(out), "", dtype=object)
+    moved = live & (bind["main_precision"].notna() & (bind["main_precision"] != bind["precision"])).to_numpy(bool)
+    placed[moved] = [_placed_note(r) for r in bind.loc[moved, ["precision", "main_precision"]].itertuples(index=False)]
+    out["notes"] = [[*parse_cell("notes", old), *(x for x in (t, p) if x)] for old, t, p in zip(out["notes"].to_numpy(dtype=object), text, placed)]
     return out

@@ -67,6 +67,13 @@ def analysis_options(f):  # noqa: ANN001, ANN201 - click decorator
                      help="Compute roof in FLOP/s, e.g. 19.5T or fp64=9.7e12 (PREC: fp64, fp32, fp16, tensor; bare = all). Repeatable."),
         click.option("--peak-bandwidth", "peak_bandwidth", metavar="[LEVEL=]VALUE", multiple=True, callback=_peaks("bandwidth"),
                      help="Bandwidth roof in B/s, e.g. 900G or l2=3T (LEVEL: dram, l2, l1; bare = dram). Repeatable."),
+        click.option("--achievable-flops", "achievable_flops", metavar="[PREC=]VALUE", multiple=True, callback=_peaks("flops"),
+                     help="Achievable compute roof in FLOP/s (what a benchmark sustained), same syntax as --peak-flops: drawn "
+                          "and reported beside the peak roof, replacing metrics/gpus.toml's published measurements. Repeatable."),
+        click.option("--achievable-bandwidth", "achievable_bandwidth", metavar="[LEVEL=]VALUE", multiple=True,
+                     callback=_peaks("bandwidth"),
+                     help="Achievable bandwidth roof in B/s (e.g. a STREAM copy), same syntax as --peak-bandwidth, beside the "
+                          "peak roof. Repeatable."),
         click.option("--expect", "expect", type=click.Path(path_type=Path, dir_okay=False), default=None, metavar="FILE",
                      help="TOML (or YAML) of expected FLOPs and DRAM bytes per kernel-name pattern, formulas of named sizes: "
                           "useful vs measured intensity, and flags where the counted work differs."),
@@ -95,7 +102,8 @@ def _options(kw: dict) -> "AnalysisOptions":  # noqa: F821, UP037 - imported laz
 
     match = kw.pop("match")
     return AnalysisOptions(traffic=kw.pop("traffic"), stack=kw.pop("stack"), gpu=kw.pop("gpu"), peak_flops=kw.pop("peak_flops") or None,
-                           peak_bandwidth=kw.pop("peak_bandwidth") or None, expect=kw.pop("expect"),
+                           peak_bandwidth=kw.pop("peak_bandwidth") or None, achievable_flops=kw.pop("achievable_flops") or None,
+                           achievable_bandwidth=kw.pop("achievable_bandwidth") or None, expect=kw.pop("expect"),
                            match="kernel" if match == "name" else match, focus=kw.pop("focus"), reader=kw.pop("reader"),
                            timeline=kw.pop("timeline"), device=kw.pop("device"))
 

@@ -31,7 +31,7 @@ MOVE_THRESHOLD = 0.05
 
 
 _SIDE = ["kernel_name", "kernel_label", "launches", "time_s", "flop_per_s", "bound", "precision", "level", "ai_flop_per_byte",
-         "roof_fraction", *(f"{lv}_{m}" for lv in LEVELS for m in ("ai_flop_per_byte", "roof_fraction"))]
+         "roof_fraction", "achievable_roof_fraction", *(f"{lv}_{m}" for lv in LEVELS for m in ("ai_flop_per_byte", "roof_fraction"))]
 
 
 def match(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
@@ -89,7 +89,8 @@ def join(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
         ``kernel_key``, ``kernel_name`` (before's, else after's), ``kernel_label``,
         ``kernel_name_after``, ``status`` (matched, only_before, only_after), ``match``, for each
         side ``launches``, ``time_s`` [s], ``flop_per_s`` [FLOP/s], ``bound``, ``precision``,
-        ``level``, ``ai_flop_per_byte`` [FLOP/B], ``roof_fraction`` and per level
+        ``level``, ``ai_flop_per_byte`` [FLOP/B], ``roof_fraction``, ``achievable_roof_fraction``
+        (of the achievable roof at the same binding dot, NaN where none) and per level
         ``<level>_ai_flop_per_byte``/``<level>_roof_fraction`` with ``_before``/``_after``;
         ``speedup`` (before / after time), ``time_delta_s`` (after − before) and ``movement`` (at
         DRAM, else the outermost level both have). Sorted by the time the change saved or cost,

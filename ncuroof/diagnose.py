@@ -97,7 +97,8 @@ def _tensor_ratio(device: str, precision: str, gpus: GpuCatalog | None) -> tuple
 #: The columns :func:`verdict` reads.
 _FACTS = ("status", "bound", "precision", "level", "ai_flop_per_byte", "ridge_flop_per_byte", "roof_fraction",
           "sm_throughput_frac", "memory_throughput_frac", "occupancy_frac", "theoretical_occupancy_frac", "waves_per_sm",
-          "blocks", "threads_per_block", "tensor_flop", "device_name", "hot_pipe", "hot_pipe_frac")
+          "blocks", "threads_per_block", "tensor_flop", "device_name", "hot_pipe", "hot_pipe_frac", "achievable_roof_fraction",
+          "achievable_flop_per_s", "achievable_bytes_per_s", "peak_flop_source", "peak_bytes_source", "main_precision")
 
 
 def verdict(f: dict[str, Any], sol: dict[str, Any], gpus: GpuCatalog | None = None,
@@ -146,7 +147,8 @@ def verdict(f: dict[str, Any], sol: dict[str, Any], gpus: GpuCatalog | None = No
         return inst
     if math.isfinite(c.frac) and c.level:
         cmp = "<" if c.bound == "memory" else ">="
-        ev = (f"{precision_title(c.prec)} at {c.level}: AI {fmt.g(c.ai)} FLOP/B {cmp} ridge {fmt.g(c.ridge)}, {fmt.pct(c.frac)} of roof"
+        ev = (f"{precision_title(c.prec)} at {c.level}: AI {fmt.g(c.ai)} FLOP/B {cmp} ridge {fmt.g(c.ridge)}, "
+              + (c.achievable_text or f"{fmt.pct(c.frac)} of roof") + (f"; {c.placed}" if c.placed else "")
               + (f"; {c.sol_text}" if c.sol_text else "") + (f"; {c.shape}" if c.shape else ""))
     else:
         c.frac = c.mem if c.bound == "memory" else c.sm
@@ -174,6 +176,9 @@ class _Context:
     small_grid: bool
     sol_text: str
     shape: str
+    achievable_frac: float = math.nan
+    achievable_text: str = ""
+    placed: str = ""
 
     @classmethod
     def of(cls, f: dict[str, Any], sol: dict[str, Any]) -> _Context:
@@ -191,7 +196,25 @@ class _Context:
                    ridge=fmt.num(f.get("ridge_flop_per_byte")), occ=occ, theo=theo, grid=grid,
                    small_grid=math.isfinite(waves) and waves < float(sol["small_grid_waves"]),
                    sol_text=f"SM {fmt.pct(sm)}, memory {fmt.pct(mem)} of peak throughput" if math.isfinite(sm) and math.isfinite(mem) else "",
-                   shape="; ".join(x for x in (grid, occ_text) if x))
+                   shape="; ".join(x for x in (grid, occ_text) if x), **_achievable(f))
+
+
+def _achievable(f: dict[str, Any]) -> dict[str, Any]:
+    """The binding point's achievable-roof fraction and its text (:func:`ncuroof.fmt.achievable`), and
+    where the kernel was placed when its main precision has no roof."""
+    prec, main = str(f.get("precision") or ""), str(f.get("main_precision") or "")
+    placed = (f"placed at {precision_title(prec)}: no roof for its main precision {precision_title(main)}"
+              if prec and main and prec != main else "")
+    ach = fmt.num(f.get("achievable_roof_fraction"))
+    if not math.isfinite(ach):
+        return {"placed": placed}
+    level = str(f.get("level") or "").upper()
+    memory = f.get("bound") == "memory" and math.isfinite(fmt.num(f.get("achievable_bytes_per_s")))
+    compute = f.get("bound") == "compute" and math.isfinite(fmt.num(f.get("achievable_flop_per_s")))
+    roof = f"{level} bandwidth" if memory else f"{precision_title(prec)} roof" if compute else "roof"
+    source = f.get("peak_bytes_source") if f.get("bound") == "memory" else f.get("peak_flop_source")
+    return {"achievable_frac": ach, "placed": placed,
+            "achievable_text": fmt.achievable(ach, f.get("roof_fraction"), roof, source if isinstance(source, str) else "")}
 
 
 def _latency(c: _Context, latency: float, low_occupancy: float) -> tuple[str, str, str]:
@@ -228,6 +251,10 @@ def _memory(c: _Context, ev: str, near: float, latency: float) -> tuple[str, str
         advice = (f"{fmt.pct(frac)} of the {level or 'memory'} roof: the access pattern wastes bandwidth; check coalescing "
                   "(sectors per request), strided or scattered accesses and bank conflicts, then reduce bytes"
                   + (f" ({gap_text})" if gap_text else ""))
+    if math.isfinite(c.achievable_frac) and c.achievable_frac >= near:
+        advice = (f"{fmt.pct(c.achievable_frac)} of the achievable {level or 'memory'} bandwidth: near what this GPU sustains, so "
+                  "only moving fewer bytes helps" + (f" ({gap_text})" if gap_text else "")
+                  + "; fuse, tile for reuse, use smaller data types")
     if c.small_grid:
         advice += f"; also {c.grid}: too few blocks in flight to saturate memory"
     return "memory_below_roof", ev, advice

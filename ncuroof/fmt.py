@@ -7,7 +7,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["num", "g", "pct", "time", "si", "span", "plural", "count", "agree"]
+__all__ = ["num", "g", "pct", "time", "si", "span", "plural", "count", "agree", "achievable"]
 
 _SI = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
 
@@ -84,3 +84,14 @@ def count(n: int, noun: str, plural_form: str | None = None) -> str:
 def agree(n: int, one: str = "is", many: str = "are") -> str:
     """The verb that agrees with ``n`` things: ``agree(1)`` -> ``'is'``, ``agree(2, 'has', 'have')`` -> ``'have'``."""
     return one if n == 1 else many
+
+
+def achievable(fraction: Any, peak_fraction: Any, roof: str, peak_source: str = "") -> str:
+    """A fraction of an achievable roof beside the fraction of the peak one:
+    ``achievable(0.93, 0.82, 'DRAM bandwidth', 'datasheet')`` ->
+    ``'at 93% of achievable DRAM bandwidth (82% of the datasheet's)'``; ``'(82% of peak)'`` without
+    a source; ``''`` when ``fraction`` is missing."""
+    if not math.isfinite(num(fraction)):
+        return ""
+    of = f"the {peak_source}'s" if peak_source in ("datasheet", "report", "user") else "peak"
+    return f"at {pct(fraction)} of achievable {roof} ({pct(peak_fraction)} of {of})"

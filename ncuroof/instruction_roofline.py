@@ -6,7 +6,9 @@ warp GIPS (warp instructions / time); instruction intensity is warp instructions
 of a level (32 B sectors); the roof is SMs × warp schedulers per SM × 1 warp instruction per cycle
 × clock; a level's wall is its bandwidth / 32 B. Kernels whose work is not floating point (hashing,
 random numbers, index arithmetic) sit on this chart where the FLOP roofline has no dot.
-Metric names: ``metrics/instruction_roofline.toml``.
+Metric names: ``metrics/instruction_roofline.toml``. A launch whose report lacks the SM count or the
+clock gets the issue roof of its datasheet entry (``metrics/gpus.toml``: SMs × 4 × boost clock),
+labelled ``datasheet`` in ``peak_warp_inst_source``.
 """
 
 from __future__ import annotations
@@ -14,12 +16,54 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from . import catalog as _catalog
 from .schema import INSTRUCTION_POINTS, LEVELS, empty
 
-__all__ = ["instruction_points"]
+__all__ = ["instruction_points", "issue_roofs"]
 
 
-def instruction_points(kernels: pd.DataFrame, sector_bytes: float = 32.0) -> pd.DataFrame:
+def issue_roofs(kernels: pd.DataFrame, gpus: _catalog.GpuCatalog | None = None,
+                schedulers_per_sm: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Each launch's instruction issue roof [warp inst/s] and where it comes from.
+
+    Parameters
+    ----------
+    kernels : DataFrame
+        The kernels table: ``peak_warp_inst_per_s`` (the report's SMs × schedulers × measured
+        clock, :mod:`ncuroof.calculator`), ``datasheet_gpu``, ``device_name``.
+    gpus : GpuCatalog, optional
+        The datasheet catalog (default :func:`ncuroof.catalog.load_gpus`), read only when some
+        launch lacks the report's roof.
+    schedulers_per_sm : float, optional
+        Warp schedulers per SM (default ``metrics/instruction_roofline.toml``, 4).
+
+    Returns
+    -------
+    (ndarray of float, ndarray of str)
+        The roof: the report's where finite, else the datasheet entry's SMs × schedulers × boost
+        clock [DING §III] (the entry the roofs used, ``datasheet_gpu``, else the one matching
+        ``device_name``), else NaN; and ``report``, ``datasheet`` or ``""`` per launch.
+    """
+    peak = kernels["peak_warp_inst_per_s"].to_numpy(float) if "peak_warp_inst_per_s" in kernels.columns else np.full(len(kernels), np.nan)
+    source = np.where(np.isfinite(peak), "report", "").astype(object)
+    lacking = np.flatnonzero(~np.isfinite(peak))
+    if not len(lacking):
+        return peak, source
+    gpus = gpus if gpus is not None else _catalog.load_gpus()
+    if schedulers_per_sm is None:
+        ins = _catalog.load().instruction
+        schedulers_per_sm = ins.schedulers_per_sm if ins is not None else 4.0
+    peak = peak.copy()
+    names, devices = (kernels[c].fillna("").astype(str).to_numpy() if c in kernels.columns else np.full(len(kernels), "")
+                      for c in ("datasheet_gpu", "device_name"))
+    for i in lacking:
+        gpu = gpus.by_name(names[i]) if names[i] else (gpus.by_device(devices[i]) if devices[i] else None)
+        if gpu is not None:
+            peak[i], source[i] = gpu.sms * schedulers_per_sm * gpu.boost_hz, "datasheet"
+    return peak, source
+
+
+def instruction_points(kernels: pd.DataFrame, sector_bytes: float = 32.0, gpus: _catalog.GpuCatalog | None = None) -> pd.DataFrame:
     """One instruction-roofline point per (launch, level) where the report has the counters.
 
     Parameters
@@ -30,12 +74,15 @@ def instruction_points(kernels: pd.DataFrame, sector_bytes: float = 32.0) -> pd.
         ``status``.
     sector_bytes : float, default 32
         Bytes per transaction (``metrics/instruction_roofline.toml``).
+    gpus : GpuCatalog, optional
+        The datasheet catalog for launches without the report's issue roof (:func:`issue_roofs`).
 
     Returns
     -------
     DataFrame
         The :data:`ncuroof.schema.INSTRUCTION_POINTS` columns: x = ``inst_per_transaction`` =
         warp_inst / transactions, y = ``warp_inst_per_s`` = warp_inst / time_s;
+        ``peak_warp_inst_per_s`` and ``peak_warp_inst_source`` from :func:`issue_roofs`;
         ``peak_transactions_per_s`` = bandwidth roof / ``sector_bytes``;
         ``roof_warp_inst_per_s`` = min(issue roof, x × wall) [DING §III]; ``bound`` memory when
         x is below the elbow (issue roof / wall), else instruction. Launches that failed or lack
@@ -45,7 +92,7 @@ def instruction_points(kernels: pd.DataFrame, sector_bytes: float = 32.0) -> pd.
     ok = (~kernels["status"].isin(["failed_measurement", "corrupt_record"])).to_numpy()  # damaged records are not plotted
     t = kernels["time_s"].to_numpy(float)
     inst = kernels["warp_inst"].to_numpy(float) if "warp_inst" in kernels.columns else np.full(len(kernels), np.nan)
-    peak = kernels["peak_warp_inst_per_s"].to_numpy(float) if "peak_warp_inst_per_s" in kernels.columns else np.full(len(kernels), np.nan)
+    peak, peak_source = issue_roofs(kernels, gpus) if len(kernels) else (np.array([]), np.array([], dtype=object))
     for lv in LEVELS:
         col = f"{lv}_transactions"
         if col not in kernels.columns:
@@ -65,6 +112,7 @@ def instruction_points(kernels: pd.DataFrame, sector_bytes: float = 32.0) -> pd.
             "source": kernels["source"].to_numpy()[i], "launch_id": kernels["launch_id"].to_numpy()[i],
             "kernel_name": kernels["kernel_name"].to_numpy()[i], "level": lv, "time_s": t[i], "warp_inst": inst[i],
             "transactions": txn[i], "inst_per_transaction": x, "warp_inst_per_s": y, "peak_warp_inst_per_s": peak[i],
+            "peak_warp_inst_source": peak_source[i],
             "peak_transactions_per_s": wall, "roof_warp_inst_per_s": roof,
             "roof_fraction": np.where(roof > 0, y / np.where(roof > 0, roof, 1.0), np.nan),
             "bound": np.where(np.isfinite(elbow), np.where(x < elbow, "memory", "instruction"), ""),

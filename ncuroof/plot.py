@@ -2,9 +2,12 @@
 is left to the caller (:mod:`ncuroof.report`).
 
 :func:`plot_roofline` draws the whole application on one hierarchical roofline: a sloped roof per
-memory level, a flat roof per precision, the ridge points, and one dot per kernel and level (or
-per launch and level) whose area is its share of GPU time, the dots of one kernel joined into its
-L1→L2→DRAM intensity trail. Every view the page offers (precision, levels, dot groups, colour by
+memory level, a flat roof per precision (the achievable roofs beside them, dashed), the ridge
+points, and one dot per kernel and level (or per launch and level) whose area is its share of GPU
+time, the dots of one kernel joined into its L1→L2→DRAM intensity trail. Every view is complete:
+each shown dot has the flat roof of its precision drawn, the memory roofs run up to the view's
+highest compute roof, the axes hold every dot and ridge point, and a view that cannot draw a roof
+says why in its note. Every view the page offers (precision, levels, dot groups, colour by
 kernel or by bound, focus or all kernels) is in the figure as traces whose ``meta["when"]`` says
 in which states of the page's view they show (:mod:`ncuroof.viewcontract`, the one place that rule
 lives); the arguments choose the initial state and the page's controls switch it in the browser.
@@ -58,6 +61,10 @@ LEVEL_COLORS = {"l1": "#1f77b4", "l2": "#2ca02c", "dram": "#d62728"}
 _PRECISION_DASH = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]
 _MAX_DOT_PX = 36.0
 _MIN_DOT_PX = 6.0
+#: The narrowest plot area the x-axis margins are sized for [px], and the figure's vertical margins
+#: (top + bottom, the legend below) [px]: axis ranges leave room for the largest dot.
+_MIN_PLOT_WIDTH_PX = 600.0
+_MARGIN_PX = 220
 _NAME_CHARS = 200
 #: Kernels with a colour key in the legend (largest first); the page's tables give every kernel's colour.
 _KEYED_KERNELS = 6
@@ -180,6 +187,9 @@ def _dot_frames(points: pd.DataFrame, kernels: pd.DataFrame, summ: pd.DataFrame,
                 d[col] = info[src].reindex(d["kernel_key"]).to_numpy()
         if "launch_id" not in d.columns:
             d["launch_id"] = -1
+        for col in ("achievable_roof_flop_per_s", "achievable_roof_fraction"):  # tables from before achievable roofs
+            if col not in d.columns:
+                d[col] = np.nan
         d["kbound"] = d["kbound"].fillna("unknown")
         d["in_focus"] = d["in_focus"].astype(bool)
         out[gid] = d
@@ -207,7 +217,13 @@ def _group_label(group: DotGroup, kernels: pd.DataFrame) -> DotGroup:
 
 @dataclass
 class _Chart:
-    """What every part of the figure reads: the data, the roofs and the axis ranges."""
+    """What every part of the figure reads: the data, the roofs per view and the axis ranges.
+
+    ``tops`` is, per precision view, the FLOP/s the memory roofs run up to (the highest compute
+    roof shown there, else the top of the chart); ``notes`` per view says which of its dots have no
+    roof drawn and why; ``achievable`` holds the achievable roofs (by precision and level) and
+    ``ach_source`` their sources.
+    """
 
     points: pd.DataFrame
     summ: pd.DataFrame
@@ -217,22 +233,40 @@ class _Chart:
     compute: dict[str, float]
     memory: dict[str, float]
     source: dict[str, str]
+    achievable: dict[str, float]
+    ach_source: dict[str, str]
     x_range: tuple[float, float]
     y_range: tuple[float, float]
+    tops: dict[str, float]
+    notes: dict[str, str]
     total_time: float
     cat: Any
+
+
+def _medians(points: pd.DataFrame, key: str, col: str, src: str) -> tuple[dict[str, float], dict[str, str]]:
+    """Median of ``col`` per ``key`` over the points that have it, and the most common ``src`` there."""
+    if col not in points.columns:
+        return {}, {}
+    have = points[np.isfinite(points[col].to_numpy(float))]
+    value = have.groupby(key)[col].median().to_dict()
+    source = have.groupby(key)[src].agg(lambda s: s.mode().iat[0] if len(s.mode()) else "").to_dict() if src in have.columns else {}
+    return value, {k: str(v) for k, v in source.items()}
 
 
 def _roofs(points: pd.DataFrame) -> tuple[dict[str, float], dict[str, float], dict[str, str]]:
     """Median roof per precision and per level over the points (launches may differ in clock),
     and the source of each roof (``report``, ``datasheet``, ``user``; the most common one)."""
-    compute = points.groupby("precision")["peak_flop_per_s"].median().dropna().to_dict()
-    memory = points.groupby("level")["peak_bytes_per_s"].median().dropna().to_dict()
-    source: dict[str, str] = {}
-    for key, col, src in (("precision", "peak_flop_per_s", "peak_flop_source"), ("level", "peak_bytes_per_s", "peak_bytes_source")):
-        have = points[points[col].notna()]
-        source.update(have.groupby(key)[src].agg(lambda s: s.mode().iat[0] if len(s.mode()) else "").to_dict())
-    return compute, memory, source
+    compute, csrc = _medians(points, "precision", "peak_flop_per_s", "peak_flop_source")
+    memory, msrc = _medians(points, "level", "peak_bytes_per_s", "peak_bytes_source")
+    return compute, memory, {**csrc, **msrc}
+
+
+def _achievable(points: pd.DataFrame) -> tuple[dict[str, float], dict[str, str]]:
+    """Median achievable roof per precision and per level (``achievable_flop_per_s``,
+    ``achievable_bytes_per_s`` of the points; none when the points lack them) and their sources."""
+    compute, csrc = _medians(points, "precision", "achievable_flop_per_s", "achievable_flop_source")
+    memory, msrc = _medians(points, "level", "achievable_bytes_per_s", "achievable_bytes_source")
+    return {**compute, **memory}, {**csrc, **msrc}
 
 
 def _views(points: pd.DataFrame) -> list[tuple[str, str]]:
@@ -243,28 +277,94 @@ def _views(points: pd.DataFrame) -> list[tuple[str, str]]:
     return views + [(p, precision_title(p)) for p in work.index]
 
 
-def _axis_ranges(points: pd.DataFrame, compute: dict[str, float], memory: dict[str, float]) -> tuple[tuple[float, float], tuple[float, float]]:
-    """x (AI) and y (FLOP/s) ranges, in data units, holding every dot of every view and every
-    ridge point, half a decade of margin; y tops out at the highest compute roof."""
+def _dot_precisions(view: str, main_precisions: list[str]) -> list[str]:
+    """The precisions whose dots a view shows: the kernels' own (``main``) or the view's."""
+    return list(main_precisions) if view == "main" else [view]
+
+
+def _pad(span: float, px: float) -> float:
+    """Decades to add on each side of a log axis of ``span`` data decades drawn over ``px`` pixels
+    so that a dot of the largest marker radius (:data:`_MAX_DOT_PX` / 2, outline included) stays inside."""
+    r = _MAX_DOT_PX / 2 + 2
+    return r * max(span, 1.0) / max(px - 2 * r, r)
+
+
+def _axis_ranges(points: pd.DataFrame, roofs: list[float], bandwidths: list[float],
+                 height: int) -> tuple[tuple[float, float], tuple[float, float]]:
+    """x (AI) and y (FLOP/s) ranges, in data units, holding every dot of every view (with its
+    largest marker), every roof and every ridge point: at least half a decade of margin (0.4 above
+    the top roof, room for its label), whole decades but at the top."""
     ai = points["ai_flop_per_byte"].to_numpy(float)
-    ridges = [c / m for c in compute.values() for m in memory.values() if m > 0]
-    xs = np.concatenate([ai[np.isfinite(ai) & (ai > 0)], np.asarray(ridges, dtype=float)])
-    x_lo = 10 ** math.floor(math.log10(xs.min()) - 0.5)
-    x_hi = 10 ** math.ceil(math.log10(xs.max()) + 0.5)
-    p_max = max(compute.values()) if compute else float(points["flop_per_s"].max()) * 2
+    ridges = [c / m for c in roofs for m in bandwidths if m > 0]
+    xs = np.log10(np.concatenate([ai[np.isfinite(ai) & (ai > 0)], np.asarray(ridges, dtype=float)]))
     ys = points["flop_per_s"].to_numpy(float)
-    ys = ys[np.isfinite(ys) & (ys > 0)]
-    y_lo = 10 ** math.floor(math.log10(min(ys.min(), p_max)) - 0.5) if len(ys) else p_max / 1e4
-    return (x_lo, x_hi), (y_lo, p_max)
+    ys = np.log10(np.concatenate([ys[np.isfinite(ys) & (ys > 0)], np.asarray(roofs, dtype=float)]))
+    xs, ys = (v[np.isfinite(v)] if np.isfinite(v).any() else np.array([-2.0, 3.0]) for v in (xs, ys))  # nothing to hold: a default decade span
+    x_pad = max(0.5, _pad(float(xs.max() - xs.min()), _MIN_PLOT_WIDTH_PX))
+    y_pad = max(0.5, _pad(float(ys.max() - ys.min()), height - _MARGIN_PX))
+    x = (10 ** math.floor(xs.min() - x_pad), 10 ** math.ceil(xs.max() + x_pad))
+    return x, (10 ** math.floor(ys.min() - y_pad), 10 ** (ys.max() + max(0.4, y_pad)))
 
 
-def _chart(points: pd.DataFrame, kernels: pd.DataFrame, summ: pd.DataFrame, cat: Any) -> _Chart:
+def _view_tops(views: list[tuple[str, str]], main: list[str], compute: dict[str, float], y_top: float) -> dict[str, float]:
+    """Per view, the FLOP/s the memory roofs run up to: its highest compute roof, else (no roof
+    in the view) the top of the chart."""
+    tops = {}
+    for v, _ in views:
+        shown = [compute[p] for p in _dot_precisions(v, main) if p in compute]
+        tops[v] = max(shown) if shown else y_top
+    return tops
+
+
+def _moved_note(summ: pd.DataFrame) -> str:
+    """The ``main`` view's sentence on kernels drawn at another precision than their main one
+    (summary ``precision`` differs from ``main_precision``: the main one has no roof), or ''."""
+    if "main_precision" not in summ.columns:
+        return ""
+    moved = summ[(summ["main_precision"].astype(str) != "") & (summ["precision"].astype(str) != "")
+                 & (summ["main_precision"].astype(str) != summ["precision"].astype(str))]
+    if moved.empty:
+        return ""
+    pairs = sorted({(precision_title(a), precision_title(b)) for a, b in zip(moved["main_precision"], moved["precision"])})
+    return (f"{fmt.count(len(moved), 'kernel')} drawn at another precision with work: "
+            + ", ".join(f"{a} has no roof, so at {b}" for a, b in pairs))
+
+
+def _view_notes(points: pd.DataFrame, views: list[tuple[str, str]], main: list[str], compute: dict[str, float],
+                memory: dict[str, float], moved: str = "") -> dict[str, str]:
+    """Per view, what it cannot draw: a precision with dots but no compute roof, a level with dots
+    but no bandwidth roof, and why; in ``main`` also ``moved`` (:func:`_moved_note`). Empty when
+    every dot has its roofs."""
+    notes = {}
+    for v, _ in views:
+        precs = _dot_precisions(v, main)
+        shown = points[points["precision"].isin(precs)]
+        lacking = [p for p in precs if p not in compute and (shown["precision"] == p).any()]
+        levels = [lv for lv in LEVELS if lv not in memory and (shown["level"] == lv).any()]
+        parts = [f"no {precision_title(p)} roof: no report, datasheet or user value for it (set one with --peak-flops)"
+                 for p in lacking]
+        if levels:
+            parts.append(f"no {'/'.join(lv.upper() for lv in levels)} bandwidth roof: none in the report or datasheet "
+                         "(set one with --peak-bandwidth)")
+        if v == "main" and moved:
+            parts.append(moved)
+        notes[v] = "; ".join(parts)
+    return notes
+
+
+def _chart(points: pd.DataFrame, kernels: pd.DataFrame, summ: pd.DataFrame, cat: Any, height: int) -> _Chart:
     compute, memory, source = _roofs(points)
-    x_range, y_range = _axis_ranges(points, compute, memory)
+    achievable, ach_source = _achievable(points)
     levels = set(points["level"].unique())
-    return _Chart(points=points, summ=summ, present=[lv for lv in LEVELS if lv in levels],
-                  views=_views(points), main_precisions=sorted(set(summ["precision"]) - {""}),
-                  compute=compute, memory=memory, source=source, x_range=x_range, y_range=y_range,
+    views = _views(points)
+    main = sorted(set(summ["precision"]) - {""})
+    ach_roofs = [v for k, v in achievable.items() if k not in LEVELS]
+    ach_bw = [v for k, v in achievable.items() if k in LEVELS]
+    x_range, y_range = _axis_ranges(points, list(compute.values()) + ach_roofs, list(memory.values()) + ach_bw, height)
+    return _Chart(points=points, summ=summ, present=[lv for lv in LEVELS if lv in levels], views=views, main_precisions=main,
+                  compute=compute, memory=memory, source=source, achievable=achievable, ach_source=ach_source,
+                  x_range=x_range, y_range=y_range, tops=_view_tops(views, main, compute, y_range[1]),
+                  notes=_view_notes(points, views, main, compute, memory, _moved_note(summ)),
                   total_time=float(np.nansum(kernels["time_s"].to_numpy(float))), cat=cat)
 
 
@@ -275,30 +375,64 @@ def _precision_when(ch: _Chart, prec: str) -> dict[str, Any]:
     return {"precision": [prec, "main"] if prec in ch.main_precisions else [prec]}
 
 
+def _by_top(ch: _Chart) -> dict[float, list[str]]:
+    """The precision views grouped by the FLOP/s their memory roofs run up to."""
+    groups: dict[float, list[str]] = {}
+    for v, _ in ch.views:
+        groups.setdefault(ch.tops[v], []).append(v)
+    return groups
+
+
+def _memory_roofs(ch: _Chart, lv: str, bw: float, achievable: bool) -> list[go.Scatter]:
+    """The sloped roof of one level, one trace per group of views with the same top (it runs up to
+    the highest compute roof the view shows); dashed and in the ``achievable`` state when ``achievable``."""
+    (x_lo, _), (y_lo, _) = ch.x_range, ch.y_range
+    src = (ch.ach_source if achievable else ch.source).get(lv, "")
+    what = "achievable " if achievable else ""
+    tag = f" ({src or '?'})" if achievable else _tag(src)
+    label = f"{what}{lv.upper()} {fmt.si(bw, 'B/s')}{tag}"
+    x_start = max(x_lo, y_lo / bw) * (1.2 if not achievable else 2.0)  # where the roof enters the chart, so its label shows
+    return [go.Scatter(
+        x=[x_start, top / bw], y=[x_start * bw, top], mode="lines+text", text=[label, ""], textposition="top right",
+        textfont=dict(size=11, color=LEVEL_COLORS[lv]), line=dict(color=LEVEL_COLORS[lv], width=2 if not achievable else 1.5,
+                                                                  dash="solid" if not achievable else "dash"),
+        name=f"{what}{lv.upper()} roof {fmt.si(bw, 'B/s')}{tag}",
+        legendgroup="roofs", legendgrouptitle_text="Roofs",
+        hovertemplate=f"{what}{lv.upper()} bandwidth roof: {fmt.si(bw, 'B/s')} ({src or 'unknown source'})<extra></extra>",
+        meta=dict(role="roof_mem_achievable" if achievable else "roof_mem", level=lv,
+                  when={"levels": lv, "precision": views, **({"achievable": True} if achievable else {})}))
+        for top, views in _by_top(ch).items()]
+
+
+def _flat_roof(ch: _Chart, i: int, prec: str, peak: float, achievable: bool) -> go.Scatter:
+    """The flat roof of one precision from its ridge with the fastest level; dashed and thinner,
+    in the ``achievable`` state, for an achievable roof."""
+    (x_lo, x_hi) = ch.x_range
+    bws = [v for k, v in ch.achievable.items() if k in LEVELS] if achievable else []
+    b_max = max(bws or list(ch.memory.values()) or [0.0])
+    title = precision_title(prec)
+    src = (ch.ach_source if achievable else ch.source).get(prec, "")
+    what = "achievable " if achievable else ""
+    tag = f" ({src or '?'})" if achievable else _tag(src)
+    return go.Scatter(
+        x=[peak / b_max if b_max else x_lo, x_hi], y=[peak, peak], mode="lines+text",
+        text=["", f"{what}{title} {fmt.si(peak, 'FLOP/s')}{tag}"], textposition="top left" if not achievable else "bottom left",
+        textfont=dict(size=11, color="#333" if not achievable else "#777"),
+        line=dict(color="#444" if not achievable else "#888", width=2 if not achievable else 1.5,
+                  dash=_PRECISION_DASH[i % len(_PRECISION_DASH)] if not achievable else "dash"),
+        name=f"{what}{title} roof {fmt.si(peak, 'FLOP/s')}{tag}", legendgroup="roofs",
+        hovertemplate=f"{what}{title} compute roof: {fmt.si(peak, 'FLOP/s')} ({src or 'unknown source'})<extra></extra>",
+        meta=dict(role="roof_flop_achievable" if achievable else "roof_flop", precision=prec,
+                  when={**_precision_when(ch, prec), **({"achievable": True} if achievable else {})}))
+
+
 def _roof_traces(ch: _Chart) -> list[go.Scatter]:
-    """One sloped roof per level (B/s) and one flat roof per precision (FLOP/s), labelled on the chart."""
-    (x_lo, x_hi), (y_lo, p_max) = ch.x_range, ch.y_range
-    b_max = max(ch.memory.values()) if ch.memory else None
-    traces = []
-    for lv in (lv for lv in LEVELS if lv in ch.memory):
-        bw, src = ch.memory[lv], ch.source.get(lv, "")
-        label = f"{lv.upper()} {fmt.si(bw, 'B/s')}{_tag(src)}"
-        x_start = max(x_lo, y_lo / bw) * 1.2  # where the roof enters the chart, so its label shows
-        traces.append(go.Scatter(
-            x=[x_start, p_max / bw], y=[x_start * bw, p_max], mode="lines+text", text=[label, ""],
-            textposition="top right", textfont=dict(size=11, color=LEVEL_COLORS[lv]), line=dict(color=LEVEL_COLORS[lv], width=2),
-            name=f"{lv.upper()} roof {fmt.si(bw, 'B/s')}{_tag(src)}", legendgroup="roofs", legendgrouptitle_text="Roofs",
-            hovertemplate=f"{lv.upper()} bandwidth roof: {fmt.si(bw, 'B/s')} ({src or 'unknown source'})<extra></extra>",
-            meta=dict(role="roof_mem", level=lv, when={"levels": lv})))
-    for i, (prec, peak) in enumerate(sorted(ch.compute.items(), key=lambda kv: -kv[1])):
-        title, src = precision_title(prec), ch.source.get(prec, "")
-        traces.append(go.Scatter(
-            x=[peak / b_max if b_max else x_lo, x_hi], y=[peak, peak], mode="lines+text",
-            text=["", f"{title} {fmt.si(peak, 'FLOP/s')}{_tag(src)}"], textposition="top left", textfont=dict(size=11, color="#333"),
-            line=dict(color="#444", width=2, dash=_PRECISION_DASH[i % len(_PRECISION_DASH)]),
-            name=f"{title} roof {fmt.si(peak, 'FLOP/s')}{_tag(src)}", legendgroup="roofs",
-            hovertemplate=f"{title} compute roof: {fmt.si(peak, 'FLOP/s')} ({src or 'unknown source'})<extra></extra>",
-            meta=dict(role="roof_flop", precision=prec, when=_precision_when(ch, prec))))
+    """Sloped roofs per level (B/s) and flat roofs per precision (FLOP/s), labelled on the chart;
+    the achievable roofs beside them, dashed."""
+    traces = [t for lv in LEVELS if lv in ch.memory for t in _memory_roofs(ch, lv, ch.memory[lv], False)]
+    traces += [_flat_roof(ch, i, prec, peak, False) for i, (prec, peak) in enumerate(sorted(ch.compute.items(), key=lambda kv: -kv[1]))]
+    traces += [t for lv in LEVELS if lv in ch.achievable for t in _memory_roofs(ch, lv, ch.achievable[lv], True)]
+    traces += [_flat_roof(ch, 0, prec, v, True) for prec, v in ch.achievable.items() if prec not in LEVELS]
     return traces
 
 
@@ -331,6 +465,17 @@ def _key_traces(ch: _Chart) -> list[go.Scatter]:
         traces.append(key(label, "kernels", "Colour: kernel", dict(color=kernel_color(r.kid), size=10),
                           dict(role="key_kernel", when={"color": "kernel"})))
     return traces
+
+
+def _add_view_notes(fig: go.Figure, ch: _Chart, contract: ViewContract) -> None:
+    """When some precision view cannot draw a roof of its dots: a second note on the chart whose
+    text each view sets (``contract.layouts["precision"]``), saying which roof is missing and why."""
+    if not any(ch.notes.values()):
+        return
+    fig.add_annotation(text="", showarrow=False, xref="paper", yref="paper", x=0.01, y=0.99, xanchor="left", yanchor="top",
+                       align="left", font=dict(size=12, color="#a40000"), name="view_note")
+    i = len(fig.layout.annotations) - 1
+    contract.layouts["precision"] = {v: {f"annotations[{i}].text": ch.notes[v] or " "} for v, _ in ch.views}
 
 
 def _roof_note(ch: _Chart) -> str:
@@ -395,7 +540,8 @@ def _trail(dots: pd.DataFrame, levels: tuple[str, ...], key: list[str]) -> tuple
 #: Columns of a dot trace's ``customdata``, in order: declared here only. The hover templates name
 #: them (:func:`customdata_fields`) and the view contract carries them to the page's script
 #: (:attr:`ncuroof.viewcontract.ViewContract.customdata`), which looks their indices up by name.
-CUSTOMDATA = ("kid", "launches", "time_s", "share", "flop", "bytes", "roof_flop_per_s", "roof_fraction", "launch_id", "bytes_per_s")
+CUSTOMDATA = ("kid", "launches", "time_s", "share", "flop", "bytes", "roof_flop_per_s", "roof_fraction", "launch_id", "bytes_per_s",
+              "achievable_roof_flop_per_s", "achievable_roof_fraction")
 _FIELD = re.compile(r"%\{@(\w+)")
 
 
@@ -438,6 +584,8 @@ def _hover(ch: _Chart, dots: pd.DataFrame, lv: str, group: DotGroup) -> str:
         + f"AI %{{x:.3g}} FLOP/B at {lv.upper()}<br>"
         + "achieved %{y:.3s}FLOP/s, %{@bytes_per_s:.3s}B/s<br>"
         + "roof %{@roof_flop_per_s:.3s}FLOP/s: <b>%{@roof_fraction:.1%} of roof</b><br>"
+        + ("achievable roof %{@achievable_roof_flop_per_s:.3s}FLOP/s: %{@achievable_roof_fraction:.1%} of achievable<br>"
+           if np.isfinite(dots["achievable_roof_fraction"].to_numpy(float)).any() else "")
         + "bound: %{hovertext}<br>"
         + f"<span style='font-size:10px'>{formula}<br>{lv.upper()} bytes = {ch.cat.formula(lv, defs)} ({defs})<br>"
         + f"roofs: compute {srcs}, {lv.upper()} {bsrcs}</span><extra></extra>")
@@ -502,6 +650,9 @@ def _contract(ch: _Chart, state: ViewState, groups: list[DotGroup], counts: dict
         controls.append(Control("all", "all", "checkbox",
                                 f"also the {fmt.count(len(left), 'kernel')} outside the top {focus:.0%} "
                                 f"({fmt.pct(left['time_share'].sum(), 1)} of GPU time)"))
+    if ch.achievable:
+        controls.append(Control("achievable", "achievable", "checkbox", "achievable roofs (dashed, beside the peaks: "
+                                + ", ".join(sorted(set(ch.ach_source.values()) - {""}) or ["?"]) + ")"))
     n = max(len(ch.summ), 1)
     styles = {"color": {"kernel": {"dots": {"marker.colorscale": _kernel_colorscale(n)}},
                         "bound": {"dots": {"marker.colorscale": _bound_colorscale(list(ch.summ["bound"]))}}}}
@@ -586,9 +737,14 @@ def plot_roofline(points: pd.DataFrame, kernels: pd.DataFrame | None = None, tit
     Returns
     -------
     plotly.graph_objects.Figure
-        Sloped roofs (one per level, B/s from ``peak_bytes_per_s``) and flat roofs (one per
-        precision, FLOP/s from ``peak_flop_per_s``), medians over launches and labelled on the
-        chart (non-report roofs tagged with their source); ridge points (peak FLOP/s / peak B/s,
+        Sloped roofs (one per level, B/s from ``peak_bytes_per_s``, running up to the highest
+        compute roof the precision view shows) and flat roofs (one per precision, FLOP/s from
+        ``peak_flop_per_s``), medians over launches and labelled on the chart (non-report roofs
+        tagged with their source); beside them, dashed, the achievable roofs of the points'
+        ``achievable_flop_per_s``/``achievable_bytes_per_s`` (roles ``roof_mem_achievable``,
+        ``roof_flop_achievable``, shown in the ``achievable`` state); a note per precision view
+        naming the roofs it cannot draw and why; axis ranges holding every dot of every view with
+        its largest marker, every roof and every ridge point; ridge points (peak FLOP/s / peak B/s,
         [KPG §2.9]); dots at (AI [FLOP/B], achieved FLOP/s) with area proportional to the time
         share, one trace per (dot group, precision view, focus subset, level), ``Scattergl`` when
         a group has more than :data:`SCATTERGL_THRESHOLD` dots in a view; trails joining each
@@ -618,7 +774,7 @@ def plot_roofline(points: pd.DataFrame, kernels: pd.DataFrame | None = None, tit
         kernels = _kernels_from_points(points)
     summ = (kernel_summary(kernels, points, focus=focus) if summary is None else summary).reset_index(drop=True)
     summ["kid"] = np.arange(len(summ))
-    ch = _chart(points, kernels, summ, catalog if catalog is not None else _catalog.load())
+    ch = _chart(points, kernels, summ, catalog if catalog is not None else _catalog.load(), height)
     state = _initial_state(ch, precision, levels, per_launch, color, show_all)
     counts: dict[str, int] = {}
     frames = _dot_frames(points, kernels, summ, dots)
@@ -627,10 +783,10 @@ def plot_roofline(points: pd.DataFrame, kernels: pd.DataFrame | None = None, tit
                    + [t for g in groups for t in _group_traces(ch, g, frames[g.id], counts)] + _key_traces(ch))
     fig.add_annotation(text=_roof_note(ch), showarrow=False, xref="paper", yref="paper", x=0, y=1.0, yanchor="bottom", xanchor="left",
                        font=dict(size=11, color="#666"))
-    (x_lo, x_hi), (y_lo, p_max) = ch.x_range, ch.y_range
-    fig.update_xaxes(range=[math.log10(x_lo), math.log10(x_hi)])
-    fig.update_yaxes(range=[math.log10(y_lo), math.log10(p_max) + 0.4])
+    fig.update_xaxes(range=[math.log10(v) for v in ch.x_range])
+    fig.update_yaxes(range=[math.log10(v) for v in ch.y_range])
     contract = _contract(ch, state, groups, counts, focus)
+    _add_view_notes(fig, ch, contract)
     add_charts(fig, contract, list(charts), OWN_CHART)
     apply_view(fig, contract)
     return fig

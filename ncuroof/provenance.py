@@ -11,8 +11,10 @@ import numpy as np
 import pandas as pd
 
 from . import collector, fmt
+from .schema import parse_sources
 
-__all__ = ["collection_text", "collection_warnings", "clock_text", "roof_sources", "readers", "csv_limits", "page_meta", "as_paths"]
+__all__ = ["collection_text", "collection_warnings", "clock_text", "roof_sources", "readers", "csv_limits", "page_meta", "as_paths",
+           "evidence_note"]
 
 PathLike = str | Path
 
@@ -82,7 +84,60 @@ def roof_sources(kernels: pd.DataFrame) -> str:
         parts.append(f"datasheet ({', '.join(names)}): boost clock, metrics/gpus.toml")
     if "user" in used:
         parts.append("user: --peak-flops/--peak-bandwidth")
-    return "; ".join(parts) or "none: the input has no peak_sustained metrics and no datasheet entry matched (use --gpu)"
+    text = "; ".join(parts) or "none: the input has no peak_sustained metrics and no datasheet entry matched (use --gpu)"
+    achievable = _achievable_text(kernels)
+    return f"{text}; {achievable}" if achievable else text
+
+
+def _achievable_text(kernels: pd.DataFrame) -> str:
+    """``achievable beside them: dram (published measurement, cited in notes), fp32 (--achievable-*)``, or ''."""
+    if "achievable_sources" not in kernels.columns:
+        return ""
+    by_source: dict[str, set[str]] = {}
+    for cell in kernels["achievable_sources"].dropna().astype(str).unique():
+        for name, source in parse_sources(cell).items():
+            by_source.setdefault(source, set()).add(name)
+    what = {"measured": "published measurement, metrics/gpus.toml, cited in notes", "user": "--achievable-flops/--achievable-bandwidth"}
+    parts = [f"{', '.join(sorted(names))} ({what.get(src, src)})" for src, names in sorted(by_source.items())]
+    return "achievable roofs beside them: " + "; ".join(parts) if parts else ""
+
+
+def evidence_note(kernels: pd.DataFrame, instruction_chart: bool = False) -> str | None:
+    """What the verdicts rest on when no launch has roofline metrics, in the report's own terms.
+
+    Parameters
+    ----------
+    kernels : DataFrame
+        The classified launch table (``status``, ``sm_throughput_frac``, ``memory_throughput_frac``).
+    instruction_chart : bool, default False
+        Whether the page or output has an instruction roofline (warp-instruction counters).
+
+    Returns
+    -------
+    str or None
+        None when some launch has roofline metrics (FLOP counters and memory traffic). Otherwise
+        one sentence: the verdicts come from ncu's SpeedOfLight throughputs (with how many
+        launches have them) or, when no launch has them, no kernel can be classified; plus where
+        the instruction roofline stands in, and how to collect the missing metrics.
+    """
+    if not len(kernels) or not (kernels["status"] == "no_roofline_metrics").all():
+        return None
+    sol = np.zeros(len(kernels), dtype=bool)
+    for col in ("sm_throughput_frac", "memory_throughput_frac"):
+        if col in kernels.columns:
+            sol |= np.isfinite(kernels[col].to_numpy(float))
+    n = int(sol.sum())
+    head = "No launch has roofline metrics (FLOP counters and memory traffic)"
+    if n == len(kernels):
+        text = f"{head}: the verdicts come from ncu's SpeedOfLight throughputs alone."
+    elif n:
+        text = (f"{head}: the verdicts of the {fmt.count(n, 'launch')} with ncu's SpeedOfLight throughputs come from them alone; "
+                f"the other {fmt.count(len(kernels) - n, 'launch')} cannot be classified.")
+    else:
+        text = f"{head} and none has ncu's SpeedOfLight throughputs: no kernel can be classified, only timed."
+    if instruction_chart:
+        text += " The instruction roofline (warp instructions per transaction) places every launch with instruction counters."
+    return text + " Collect the metrics with ncuroof profile -- ./app (ncu --set roofline)."
 
 
 def readers(kernels: pd.DataFrame) -> str:

@@ -22,14 +22,14 @@ import plotly.graph_objects as go
 import pyarrow as pa
 from markupsafe import Markup
 
-from . import fmt, plot
+from . import fmt, plot, provenance
 from .catalog import Catalog, GpuCatalog
 from .diagnose import CLASSES as DIAGNOSIS_TEXT
 from .errors import OutputError
 from .schema import cell_text, parse_cell, precision_title, to_text
 from .summary import FOCUS_SHARE, kernel_summary
 
-__all__ = ["summarize", "summary_text", "render_html", "render_image", "render_page", "render_fragment", "html_table",
+__all__ = ["summarize", "summary_text", "roof_text", "render_html", "render_image", "render_page", "render_fragment", "html_table",
            "write_outputs"]
 
 
@@ -83,16 +83,17 @@ def summary_text(summary: pd.DataFrame, width: int = 120) -> str:
     from rich.table import Table
 
     table = Table(title="Top kernels by GPU time")
+    ach = _has_achievable(summary)
     for col, just in (("kernel", "left"), ("launches", "right"), ("time", "right"), ("share", "right"),
-                      ("precision", "left"), ("diagnosis", "left"), ("% of roof", "right"), ("at roof", "right"),
-                      ("saving", "right")):
+                      ("precision", "left"), ("diagnosis", "left"), ("% of roof", "right"),
+                      *([("% achievable", "right")] if ach else []), ("at roof", "right"), ("saving", "right")):
         table.add_column(col, justify=just)  # type: ignore[arg-type]
     for r in summary.itertuples(index=False):
         name = r.kernel_label if len(r.kernel_label) <= 50 else r.kernel_label[:47] + "..."
         table.add_row(name, str(r.launches), fmt.time(r.time_s), fmt.pct(r.time_share, 1),
                       precision_title(r.precision) if r.precision else "-",
                       DIAGNOSIS_TEXT.get(getattr(r, "diagnosis", ""), r.bound), fmt.pct(r.roof_fraction, 1),
-                      fmt.time(r.time_at_roof_s), fmt.pct(r.saving_share, 1))
+                      *([fmt.pct(r.achievable_roof_fraction, 1)] if ach else []), fmt.time(r.time_at_roof_s), fmt.pct(r.saving_share, 1))
     buf = io.StringIO()
     Console(file=buf, width=width, force_terminal=False, color_system=None).print(table)
     return buf.getvalue()
@@ -111,10 +112,14 @@ def _env() -> jinja2.Environment:
                               trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
 
 
+def _kept_flags(flags: Any, hide: str | None = None) -> list[tuple[str, str]]:
+    """The ``(code, text)`` pairs of a flags cell (pairs, or their CSV text) but those with code ``hide``."""
+    return [(code, text) for code, text in parse_cell("flags", flags) if code != hide]
+
+
 def _flag_texts(flags: Any, hide: str | None = None) -> str:
-    """The texts of a flags cell (``(code, text)`` pairs, or their CSV text), ``; ``-joined, but
-    those with code ``hide``."""
-    return "; ".join(text for code, text in parse_cell("flags", flags) if code != hide)
+    """The texts of a flags cell, ``; ``-joined, but those with code ``hide``."""
+    return "; ".join(text for _, text in _kept_flags(flags, hide))
 
 
 def _verdict(r: Any) -> str:
@@ -130,18 +135,58 @@ def _header(kernels: pd.DataFrame, summ: pd.DataFrame, meta: dict[str, Any], bas
                 basis=basis["text"] if basis else "")
 
 
+def _has_role(fig: go.Figure, role: str) -> bool:
+    """Whether ``fig`` has a trace of ``meta.role`` ``role`` with data."""
+    return any(isinstance(t.meta, dict) and t.meta.get("role") == role and t.x is not None and len(t.x) for t in fig.data)
+
+
+def _has_achievable(summ: pd.DataFrame) -> bool:
+    """Whether some kernel has a fraction of an achievable roof (``achievable_roof_fraction``)."""
+    return "achievable_roof_fraction" in summ.columns and bool(np.isfinite(summ["achievable_roof_fraction"].to_numpy(float)).any())
+
+
+def roof_text(peak_fraction: Any, achievable_fraction: Any = None) -> str:
+    """A kernel's fraction of its roof, and of its achievable roof beside it when it has one.
+
+    Parameters
+    ----------
+    peak_fraction : float
+        Achieved over the attainable peak roof at the binding point (``roof_fraction``) [1].
+    achievable_fraction : float, optional
+        Achieved over the attainable achievable roof (``achievable_roof_fraction``) [1]; NaN or
+        None when no achievable roof applies.
+
+    Returns
+    -------
+    str
+        ``'82% of roof'`` or ``'82% of roof (93% of achievable)'`` (:func:`ncuroof.fmt.pct`);
+        empty without a finite ``peak_fraction``.
+    """
+    if not np.isfinite(fmt.num(peak_fraction)):
+        return ""
+    text = f"{fmt.pct(peak_fraction)} of roof"
+    ach = fmt.num(achievable_fraction) if achievable_fraction is not None else float("nan")
+    return text + (f" ({fmt.pct(ach)} of achievable)" if np.isfinite(ach) else "")
+
+
 def _side_top(summ: pd.DataFrame, top: int) -> list[dict[str, Any]]:
-    """The top kernels beside the chart, each with its dot colour (none without a dot)."""
+    """The top kernels beside the chart, each with its dot colour (none without a dot) and its
+    fraction of the roof (of the achievable roof beside it)."""
     return [dict(color=plot.kernel_color(i) if r.precision else None, label=r.kernel_label, demangled=r.kernel_demangled or "",
-                 share=fmt.pct(r.time_share, 1), time=fmt.time(r.time_s), verdict=_verdict(r), roof=fmt.pct(r.roof_fraction))
+                 share=fmt.pct(r.time_share, 1), time=fmt.time(r.time_s), verdict=_verdict(r),
+                 roof=roof_text(r.roof_fraction, getattr(r, "achievable_roof_fraction", None)))
             for i, r in enumerate(summ.head(top).itertuples(index=False))]
 
 
 def _focus(summ: pd.DataFrame, focus: float) -> dict[str, Any]:
-    """What the chart leaves out: the kernels outside the focus set (``summ.in_focus``)."""
+    """What the chart leaves out: the kernels outside the focus set (``summ.in_focus``), and those
+    in it without a dot (no precision)."""
     kept = int(summ["in_focus"].sum())
     left = summ[~summ["in_focus"].astype(bool)]
+    undrawn = int((summ["in_focus"].astype(bool) & (summ["precision"].astype(str) == "")).sum())
     return dict(kept=fmt.count(kept, "kernel"), make=fmt.agree(kept, "makes", "make"), share=fmt.pct(focus),
+                undrawn=f"{undrawn} of them {fmt.agree(undrawn, 'has', 'have')} no roofline point (no FLOP work or traffic)"
+                if undrawn else "",
                 left=fmt.count(len(left), "kernel") if len(left) else "", left_share=fmt.pct(left["time_share"].sum(), 1),
                 them=fmt.agree(len(left), "it", "them"), **{"is": fmt.agree(len(left))})
 
@@ -202,16 +247,18 @@ _LAUNCH_COLUMNS = [
     ("notes", "notes")]
 
 
-def _kernel_table(summ: pd.DataFrame) -> str:
-    """The sortable kernels table, one row per kernel with its dot colour."""
+def _kernel_table(summ: pd.DataFrame, hide: str | None = None) -> str:
+    """The sortable kernels table, one row per kernel with its dot colour (flags with code ``hide`` left out)."""
     cols = list(_KERNEL_COLUMNS)
     view = summ.assign(diagnosis=[DIAGNOSIS_TEXT.get(d, d) for d in summ["diagnosis"]],
-                       flags=[cell_text("flags", f) for f in summ["flags"]],
+                       flags=[cell_text("flags", _kept_flags(f, hide)) for f in summ["flags"]],
                        precision=[precision_title(p) if p else "" for p in summ["precision"]],
                        level=[lv.upper() for lv in summ["level"]], in_focus=np.where(summ["in_focus"], "yes", "no"))
     if "profiled_time_s" in summ.columns and not summ["profiled_time_s"].equals(summ["time_s"]):  # production basis (--timeline)
         cols[2:4] = [("time_s", "production time", "time"), ("time_share", "production share", "pct"),
                      ("profiled_time_s", "ncu time", "time")]
+    if _has_achievable(summ):
+        cols.insert(cols.index(("roof_fraction", "% of roof", "pct")) + 1, ("achievable_roof_fraction", "% of achievable roof", "pct"))
     if "expected_flop" in summ.columns and summ["expected_flop"].notna().any():
         view["useful_ai"] = summ["expected_flop"] / summ["expected_dram_bytes"]
         cols.insert([c for c, _, _ in cols].index("flop_per_s"), ("useful_ai", "useful AI [FLOP/B] (--expect)", "num"))
@@ -219,21 +266,22 @@ def _kernel_table(summ: pd.DataFrame) -> str:
                       swatches=[plot.kernel_color(i) if p else None for i, p in enumerate(summ["precision"])])
 
 
-def _launch_table(kernels: pd.DataFrame) -> tuple[str, str]:
-    """The table of the longest launches and its title."""
+def _launch_table(kernels: pd.DataFrame, hide: str | None = None) -> tuple[str, str]:
+    """The table of the longest launches (flags with code ``hide`` left out) and its title."""
     longest = kernels.sort_values("time_s", ascending=False, na_position="last", kind="stable").head(MAX_LAUNCH_ROWS)
+    longest = longest.assign(flags=[_kept_flags(f, hide) for f in longest["flags"]])
     n = len(kernels)
     title = f"Every launch ({n})" if n <= MAX_LAUNCH_ROWS else \
         f"The {MAX_LAUNCH_ROWS} longest of {n} launches (all of them are in kernels.csv)"
     return html_table(to_text(longest), _LAUNCH_COLUMNS, title_col="kernel_demangled"), title
 
 
-def _kernels_json(summ: pd.DataFrame) -> str:
+def _kernels_json(summ: pd.DataFrame, hide: str | None = None) -> str:
     """Per kernel (in colour order) what the details panel shows; a dot's ``kid`` customdata column indexes it."""
     rows = [{"name": r.kernel_label, "demangled": r.kernel_demangled or "", "nvtx": r.nvtx_range or "", "bound": r.bound,
              "launches": int(r.launches), "saving_s": float(r.saving_s) if np.isfinite(r.saving_s) else None,
              "diagnosis": DIAGNOSIS_TEXT.get(getattr(r, "diagnosis", ""), ""), "advice": getattr(r, "advice", "") or "",
-             "flags": _flag_texts(getattr(r, "flags", ""))}
+             "flags": _flag_texts(getattr(r, "flags", ""), hide)}
             for r in summ.itertuples(index=False)]
     # Escape '<' so a kernel name can never close the script element.
     return json.dumps(rows).replace("<", "\\u003c")
@@ -290,17 +338,18 @@ def render_html(fig: go.Figure, kernels: pd.DataFrame, meta: dict[str, Any], plo
     if "diagnosis" not in summ.columns:
         summ = summ.assign(diagnosis="", evidence="", advice="", flags="")
     total = float(basis["total_s"]) if basis else float(np.nansum(kernels["time_s"].to_numpy(float)))
-    none = bool((kernels["status"] == "no_roofline_metrics").all())
+    note = provenance.evidence_note(kernels, _has_role(fig, "instruction_dots"))  # None unless no launch has roofline metrics
+    hide = "missing_metrics" if note else None  # said once, by the note, in the report's own terms
+    launch_table, launches_title = _launch_table(kernels, hide)
     by_saving, families = _savings(summ, total, top)
-    launch_table, launches_title = _launch_table(kernels)
     plot_div = fig.to_html(full_html=False, include_plotlyjs=plotlyjs, div_id="roofline",
                            config={"displaylogo": False, "responsive": True})
     return _env().get_template("roofline.html.j2").render(
         title="ncuroof roofline", **_header(kernels, summ, meta, basis), plot=Markup(plot_div), top=_side_top(summ, top),
-        focus=_focus(summ, focus) if (summ["precision"].astype(str) != "").any() else None, saving=_saving(summ, total), missing_metrics=none,
-        items=_items(summ, top, hide="missing_metrics" if none else None), by_saving=by_saving, families=families,
-        kernel_table=Markup(_kernel_table(summ)), launch_table=Markup(launch_table), launches_title=launches_title,
-        facts=meta, kernels_json=Markup(_kernels_json(summ)), sort_js=Markup(_asset("sort.js")),
+        focus=_focus(summ, focus) if (summ["precision"].astype(str) != "").any() else None, saving=_saving(summ, total),
+        missing_metrics=note, items=_items(summ, top, hide), by_saving=by_saving, families=families,
+        kernel_table=Markup(_kernel_table(summ, hide)), launch_table=Markup(launch_table), launches_title=launches_title,
+        facts=meta, kernels_json=Markup(_kernels_json(summ, hide)), sort_js=Markup(_asset("sort.js")),
         roofline_js=Markup(_asset("roofline.js")), extra=Markup(extra))
 
 

@@ -32,6 +32,7 @@ __all__ = [
     "RAW_META",
     "KERNELS",
     "POINTS",
+    "ACHIEVABLE_POINT",
     "DOTS",
     "KERNEL_SUMMARY",
     "PHASES",
@@ -130,6 +131,18 @@ KERNELS: dict[str, Column] = {
     **{f"{lv}_bytes_per_s": Column("float64", "B/s", f"achieved {lv.upper()} bandwidth") for lv in LEVELS},
     **{f"peak_{p}_flop_per_s": Column("float64", "FLOP/s", f"{p.upper()} roof at the measured clock") for p in PRECISIONS},
     **{f"peak_{lv}_bytes_per_s": Column("float64", "B/s", f"{lv.upper()} roof at the measured clock") for lv in LEVELS},
+    **{f"achievable_{p}_flop_per_s": Column("float64", "FLOP/s", f"achievable {p.upper()} roof: what a benchmark sustained "
+                                            "(metrics/gpus.toml [[gpu.measured]]) or --achievable-flops; NaN where none")
+       for p in PRECISIONS},
+    **{f"achievable_{lv}_bytes_per_s": Column("float64", "B/s", f"achievable {lv.upper()} roof: what a benchmark sustained "
+                                              "(metrics/gpus.toml [[gpu.measured]]) or --achievable-bandwidth; NaN where none")
+       for lv in LEVELS},
+    "achievable_sources": Column("string", "", "source of each achievable roof, 'name:source' comma-separated (dram:measured,"
+                                 "fp32:user,tensor_<path>:user); measured: a published measurement in metrics/gpus.toml, cited in notes"),
+    "roof_fraction": Column("float64", "1", "at the binding point (ncuroof.classify.binding_points): flop_per_s / attainable roof "
+                            "min(peak FLOP/s, AI x peak B/s); NaN without a binding point"),
+    "achievable_roof_fraction": Column("float64", "1", "at the same binding point: flop_per_s / achievable_roof_flop_per_s of the "
+                                       "points table; NaN where no achievable roof applies"),
     "sm_throughput_frac": Column("float64", "1", "ncu Compute (SM) Throughput, fraction of peak"),
     "memory_throughput_frac": Column("float64", "1", "ncu Memory Throughput, fraction of peak"),
     "waves_per_sm": Column("float64", "1", "launch__waves_per_multiprocessor"),
@@ -170,6 +183,18 @@ KERNELS: dict[str, Column] = {
     "notes": Column("object", "", "reasons and caveats: a list of sentences; written '; '-separated"),
 }
 
+#: The achievable roofs of a point or dot (beside its peak roofs, never instead of them).
+ACHIEVABLE_POINT: dict[str, Column] = {
+    "achievable_flop_per_s": Column("float64", "FLOP/s", "achievable compute roof of this precision (NaN where none)"),
+    "achievable_bytes_per_s": Column("float64", "B/s", "achievable bandwidth roof of this level (NaN where none)"),
+    "achievable_flop_source": Column("string", "", "measured (metrics/gpus.toml [[gpu.measured]]), user or empty"),
+    "achievable_bytes_source": Column("string", "", "measured (metrics/gpus.toml [[gpu.measured]]), user or empty"),
+    "achievable_roof_flop_per_s": Column("float64", "FLOP/s", "attainable under the achievable roofs: min(achievable FLOP/s, "
+                                         "ai x achievable B/s), a missing achievable roof taken at its peak; NaN where the "
+                                         "point has no achievable roof at all"),
+    "achievable_roof_fraction": Column("float64", "1", "flop_per_s / achievable_roof_flop_per_s"),
+}
+
 POINTS: dict[str, Column] = {
     "source": RAW_META["source"],
     "launch_id": RAW_META["launch_id"],
@@ -192,6 +217,7 @@ POINTS: dict[str, Column] = {
     "bound": Column("string", "", "memory (ai below the ridge) or compute"),
     "estimated": Column("bool", "", "True when the work is estimated (tensor work from SASS opcodes, legacy x512)"),
     "definition": Column("string", "", "traffic definition of the level"),
+    **ACHIEVABLE_POINT,
 }
 
 
@@ -218,6 +244,9 @@ DOTS: dict[str, Column] = {
     "definition": POINTS["definition"],
     "peak_flop_source": POINTS["peak_flop_source"],
     "peak_bytes_source": POINTS["peak_bytes_source"],
+    **{name: Column(col.dtype, col.unit, col.description + (" (time-weighted over launches, NaN if one lacks it)"
+                                                           if name in ("achievable_flop_per_s", "achievable_bytes_per_s") else ""))
+       for name, col in ACHIEVABLE_POINT.items()},
 }
 
 #: One row per kernel (:func:`ncuroof.summary.kernel_summary` then :func:`ncuroof.diagnose.diagnose_kernels`):
@@ -232,12 +261,16 @@ KERNEL_SUMMARY: dict[str, Column] = {
     "profiled_time_s": Column("float64", "s", "summed duration ncu measured (equal to time_s without a timeline)"),
     "time_share": Column("float64", "1", "time_s over all launches' time (the timeline's kernel time on its device with --timeline)"),
     "in_focus": Column("bool", "", "among the fewest kernels that make up the focus share of time"),
-    "precision": Column("string", "", "main precision: most FLOPs over all launches (empty without work)"),
+    "precision": Column("string", "", "the kernel's precision: its main precision, or where that has no roof the roofed "
+                        "precision with the most work that its binding dot is at (empty without work)"),
+    "main_precision": Column("string", "", "main precision: most FLOPs over all launches (empty without work)"),
     "bound": Column("string", "", "the launches' bound of most of the time"),
     "level": Column("string", "", "binding level (ncuroof.summary.binding_points), empty without a roof"),
     "ai_flop_per_byte": Column("float64", "FLOP/B", "AI of the binding dot"),
     "flop_per_s": Column("float64", "FLOP/s", "achieved FLOP/s of the binding dot (else of the outermost main-precision dot)"),
     "roof_fraction": Column("float64", "1", "binding dot: flop_per_s / attainable roof"),
+    "achievable_roof_fraction": Column("float64", "1", "binding dot: flop_per_s / attainable achievable roof "
+                                       "(NaN where no achievable roof applies)"),
     "time_at_roof_s": Column("float64", "s", "summed launches' time_at_roof_s"),
     "saving_s": Column("float64", "s", "summed launches' saving_s"),
     "saving_share": Column("float64", "1", "saving_s over all launches' time"),
@@ -245,6 +278,10 @@ KERNEL_SUMMARY: dict[str, Column] = {
     "ridge_flop_per_byte": Column("float64", "FLOP/B", "ridge of the binding dot"),
     "peak_flop_per_s": Column("float64", "FLOP/s", "compute roof of the binding dot"),
     "peak_bytes_per_s": Column("float64", "B/s", "bandwidth roof of the binding dot"),
+    "achievable_flop_per_s": Column("float64", "FLOP/s", "achievable compute roof of the binding dot (NaN where none)"),
+    "achievable_bytes_per_s": Column("float64", "B/s", "achievable bandwidth roof of the binding dot (NaN where none)"),
+    "achievable_source": Column("string", "", "sources of the binding dot's achievable roofs, 'name:source' comma-separated "
+                                "(dram:measured), empty where none"),
     "sm_throughput_frac": Column("float64", "1", "ncu SM throughput, time-weighted"),
     "memory_throughput_frac": Column("float64", "1", "ncu memory throughput, time-weighted"),
     "occupancy_frac": Column("float64", "1", "achieved occupancy, time-weighted"),
@@ -520,6 +557,7 @@ INSTRUCTION_POINTS: dict[str, Column] = {
     "inst_per_transaction": Column("float64", "inst/sector", "instruction intensity: warp_inst / transactions (the x of the point)"),
     "warp_inst_per_s": Column("float64", "inst/s", "warp_inst / time_s (the y of the point)"),
     "peak_warp_inst_per_s": KERNELS["peak_warp_inst_per_s"],
+    "peak_warp_inst_source": Column("string", "", "report (SMs and clock ncu measured) or datasheet (metrics/gpus.toml SMs x 4 x clock); empty if none"),
     "peak_transactions_per_s": Column("float64", "sector/s", "memory wall: the level's bandwidth roof / 32 B"),
     "roof_warp_inst_per_s": Column("float64", "inst/s",
                                    "attainable: min(peak_warp_inst_per_s, inst_per_transaction x peak_transactions_per_s)"),

@@ -17,10 +17,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .classify import binding_points, main_precision
+from .calculator import achievable_roof
+from .classify import BINDING_COLUMNS, binding_points, main_precision
 from .expect import counted_flop
 from .parser.csv import function_name
-from .schema import LEVELS
+from .schema import ACHIEVABLE_POINT, LEVELS, format_sources
 
 __all__ = ["aggregate_points", "kernel_summary", "kernel_keys", "kernel_dots", "with_keys", "focus_set", "grid_size", "grid_sizes",
            "keys_of", "KEY_CHOICES", "FOCUS_SHARE", "pair_keys", "spelling", "FALLBACKS", "most_time"]
@@ -239,20 +240,21 @@ def aggregate_points(points: pd.DataFrame, by: str = "kernel_name") -> pd.DataFr
         AI × peak B/s), ``roof_fraction`` and ``bound`` (memory when AI < ridge) as in
         :func:`ncuroof.calculator.compute_points` [KPG §2.9]; ``estimated`` (any launch
         estimated); ``definition``, ``peak_flop_source``, ``peak_bytes_source`` (distinct values
-        joined with `` / ``).
+        joined with `` / ``); the achievable roofs likewise (:data:`ncuroof.schema.ACHIEVABLE_POINT`,
+        :func:`ncuroof.calculator.achievable_roof`).
     """
     cols = [*dict.fromkeys([by, "kernel_name"]), "precision", "level", "launches", "time_s", "flop", "bytes", "ai_flop_per_byte", "flop_per_s",
             "bytes_per_s", "peak_flop_per_s", "peak_bytes_per_s", "ridge_flop_per_byte", "roof_flop_per_s", "roof_fraction",
-            "bound", "estimated", "definition", "peak_flop_source", "peak_bytes_source"]
+            "bound", "estimated", "definition", "peak_flop_source", "peak_bytes_source", *ACHIEVABLE_POINT]
     if points.empty:
         return pd.DataFrame(columns=cols)
-    p = points.copy()
+    p = points.reindex(columns=list(dict.fromkeys([*points.columns, *ACHIEVABLE_POINT])))  # a table without achievable roofs: NaN
     t = p["time_s"].to_numpy(float)
-    p["_wf"] = p["peak_flop_per_s"].to_numpy(float) * t
-    p["_wb"] = p["peak_bytes_per_s"].to_numpy(float) * t
     keys = [by, "precision", "level"]
-    p["_nf"] = p["peak_flop_per_s"].isna()
-    p["_nb"] = p["peak_bytes_per_s"].isna()
+    roofs = ("peak_flop_per_s", "peak_bytes_per_s", "achievable_flop_per_s", "achievable_bytes_per_s")
+    for i, col in enumerate(roofs):
+        p[f"_w{i}"] = p[col].to_numpy(float) * t
+        p[f"_n{i}"] = p[col].isna()
     g = p.groupby(keys, sort=False)
     out = pd.DataFrame({
         **({"kernel_name": g["kernel_name"].first()} if by != "kernel_name" else {}),
@@ -261,11 +263,10 @@ def aggregate_points(points: pd.DataFrame, by: str = "kernel_name") -> pd.DataFr
         "flop": g["flop"].sum(),
         "bytes": g["bytes"].sum(),
         # A launch without the roof makes the aggregate roof NaN.
-        "_wf": g["_wf"].sum(min_count=1).where(~g["_nf"].any()),
-        "_wb": g["_wb"].sum(min_count=1).where(~g["_nb"].any()),
+        **{f"_w{i}": g[f"_w{i}"].sum(min_count=1).where(~g[f"_n{i}"].any()) for i in range(len(roofs))},
         "estimated": g["estimated"].any(),
     })
-    for col in ("definition", "peak_flop_source", "peak_bytes_source"):
+    for col in ("definition", "peak_flop_source", "peak_bytes_source", "achievable_flop_source", "achievable_bytes_source"):
         out[col] = _join_unique(p, keys, col).reindex(out.index).fillna("")
     out = out.reset_index()
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -275,13 +276,15 @@ def aggregate_points(points: pd.DataFrame, by: str = "kernel_name") -> pd.DataFr
         out["ai_flop_per_byte"] = np.where(by > 0, flop / by, np.nan)
         out["flop_per_s"] = np.where(t > 0, flop / t, np.nan)
         out["bytes_per_s"] = np.where(t > 0, by / t, np.nan)
-        out["peak_flop_per_s"] = np.where(t > 0, out["_wf"].to_numpy(float) / t, np.nan)
-        out["peak_bytes_per_s"] = np.where(t > 0, out["_wb"].to_numpy(float) / t, np.nan)
+        for i, col in enumerate(roofs):
+            out[col] = np.where(t > 0, out[f"_w{i}"].to_numpy(float) / t, np.nan)
         ridge = out["peak_flop_per_s"] / out["peak_bytes_per_s"]
         roof = np.minimum(out["peak_flop_per_s"], out["ai_flop_per_byte"] * out["peak_bytes_per_s"])
         out["ridge_flop_per_byte"] = ridge
         out["roof_flop_per_s"] = roof
         out["roof_fraction"] = out["flop_per_s"] / roof
+        out["achievable_roof_flop_per_s"] = achievable_roof(*(out[c].to_numpy(float) for c in ("ai_flop_per_byte", *roofs)))
+        out["achievable_roof_fraction"] = out["flop_per_s"] / out["achievable_roof_flop_per_s"]
     out["bound"] = np.where(ridge.isna(), "", np.where(out["ai_flop_per_byte"] < ridge, "memory", "compute"))
     return out[cols]
 
@@ -319,7 +322,8 @@ _SUMMARY_INPUT = ["source", "launch_id", "kernel_name", "kernel_demangled", "nvt
                   "expected_dram_bytes", "fp64_flop", "fp32_flop", "fp16_flop", "dram_bytes", "hot_pipe", "hot_pipe_frac",
                   "time_at_roof_bound"]
 _WEIGHTED = ("sm_throughput_frac", "memory_throughput_frac", "occupancy_frac", "theoretical_occupancy_frac", "hot_pipe_frac")
-_BINDING = ("ai_flop_per_byte", "flop_per_s", "roof_fraction", "ridge_flop_per_byte", "peak_flop_per_s", "peak_bytes_per_s")
+_BINDING = ("ai_flop_per_byte", "flop_per_s", "roof_fraction", "ridge_flop_per_byte", "peak_flop_per_s", "peak_bytes_per_s",
+            "achievable_roof_fraction", "achievable_flop_per_s", "achievable_bytes_per_s")
 
 
 def _mode_or_empty(s: pd.Series) -> str:
@@ -370,16 +374,19 @@ def most_time(k: pd.DataFrame, col: str) -> pd.Series:
 
 
 def _dot_columns(out: pd.DataFrame, dots: pd.DataFrame) -> pd.DataFrame:
-    """Add the main precision, the binding dot (:func:`binding_points`) and, per level, the AI and
-    roof fraction of the main-precision dot."""
+    """Add the main precision, the binding dot (:func:`binding_points`: its precision, level, roofs,
+    achievable roofs and their sources) and, per level, the AI and roof fraction of the kernel's
+    dot at that precision."""
     idx = out.index
     main = main_precision(dots, ["kernel_key"]).set_index("kernel_key")["precision"] if len(dots) else pd.Series(dtype=object)
-    bind = binding_points(dots, ["kernel_key"]).set_index("kernel_key") if len(dots) else pd.DataFrame(columns=["level", *_BINDING])
-    out["precision"] = main.reindex(idx).fillna("").astype(str)
+    bind = binding_points(dots, ["kernel_key"]).set_index("kernel_key") if len(dots) else pd.DataFrame(columns=BINDING_COLUMNS)
+    out["main_precision"] = main.reindex(idx).fillna("").astype(str)
+    out["precision"] = bind["precision"].reindex(idx).fillna(out["main_precision"]).astype(str)
     out["level"] = bind["level"].reindex(idx).fillna("").astype(str)
     for c in _BINDING:
         out[c] = pd.to_numeric(bind[c].reindex(idx), errors="coerce")
-    at_main = dots.merge(main.rename("precision").rename_axis("kernel_key").reset_index(), on=["kernel_key", "precision"]) \
+    out["achievable_source"] = [_achievable_source(r) for r in bind.reindex(idx).itertuples()]
+    at_main = dots.merge(out["precision"].rename_axis("kernel_key").reset_index(), on=["kernel_key", "precision"]) \
         if len(dots) else dots
     for lv in reversed(LEVELS):  # without a binding dot, the y of the outermost level's dot
         d = at_main[at_main["level"] == lv].set_index("kernel_key") if len(at_main) else pd.DataFrame(columns=_BINDING)
@@ -387,6 +394,16 @@ def _dot_columns(out: pd.DataFrame, dots: pd.DataFrame) -> pd.DataFrame:
         out[f"{lv}_roof_fraction"] = pd.to_numeric(d["roof_fraction"].reindex(idx), errors="coerce")
         out["flop_per_s"] = out["flop_per_s"].fillna(pd.to_numeric(d["flop_per_s"].reindex(idx), errors="coerce"))
     return out
+
+
+def _achievable_source(r: object) -> str:
+    """``ceiling_sources``-style text of a binding dot's achievable roofs (``dram:measured``), '' when none."""
+    items = {}
+    if isinstance(getattr(r, "achievable_flop_source", None), str) and r.achievable_flop_source:
+        items[str(r.precision).replace(":", "_")] = r.achievable_flop_source
+    if isinstance(getattr(r, "achievable_bytes_source", None), str) and r.achievable_bytes_source:
+        items[str(r.level)] = r.achievable_bytes_source
+    return format_sources(items)
 
 
 def _labels(out: pd.DataFrame) -> pd.Series:

@@ -11,18 +11,16 @@ from typing import Any
 
 from . import fmt, provenance
 from .report import summary_text
-from .schema import cell_text
+from .schema import cell_text, parse_cell
 
 __all__ = ["analysis_text", "compare_text", "profile_text"]
-
-_NO_METRICS = ("No launch has roofline metrics (FLOP counters and memory traffic); the table above shows time and "
-               "SpeedOfLight throughputs only. Collect them with: ncu --set roofline -o report ./app "
-               "(or --set full). See kernels.csv 'notes' for what each launch lacks.")
 
 
 def _findings(result: Any) -> list[str]:
     """Advice and flags of the top kernels, the what-if projection, roofs, caveats, failed launches."""
     k = result.kernels
+    ipts = getattr(result, "instruction_points", None)
+    evidence = provenance.evidence_note(k, ipts is not None and len(ipts) > 0)
     lines = _production_lines(result.analysis.production)
     for r in result.summary.head(3).itertuples(index=False):
         if r.advice:
@@ -30,8 +28,9 @@ def _findings(result: Any) -> list[str]:
         note = _speed_of_light_note(k, r.kernel_key)
         if note:
             lines.append(f"{r.kernel_label}: {note}")
-        if r.flags:
-            lines.append(f"{r.kernel_label}: check: {cell_text('flags', r.flags)}")
+        flags = cell_text("flags", [(c, t) for c, t in parse_cell("flags", r.flags) if not (evidence and c == "missing_metrics")])
+        if flags:  # missing metrics are said once, by the note, in the report's own terms
+            lines.append(f"{r.kernel_label}: check: {flags}")
     if result.what_if is not None:
         lines += [f"what-if {r.kernel_label}: {r.change}" for r in result.what_if.itertuples(index=False)]
     lines.append(f"roofs: {provenance.roof_sources(k)}")
@@ -44,8 +43,8 @@ def _findings(result: Any) -> list[str]:
               for r in failed.itertuples(index=False)]
     lines += [f"launch {r.launch_id} ({r.kernel_name}): damaged record in the input, see its notes in kernels.csv; not plotted"
               for r in k[k["status"] == "corrupt_record"].head(5).itertuples(index=False)]
-    if result.missing_metrics:
-        lines.append(_NO_METRICS)
+    if evidence:
+        lines.append(f"{evidence} See kernels.csv 'notes' for what each launch lacks.")
     return lines
 
 

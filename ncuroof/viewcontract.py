@@ -51,6 +51,8 @@ class ViewState:
     chart : str
         Which chart the figure shows: ``'roofline'`` (the kernels' FLOP roofline) or the ``id`` of
         a :class:`Chart` added by :func:`add_charts`.
+    achievable : bool
+        Also the achievable roofs (dashed, beside the peak roofs, never instead of them).
     """
 
     precision: str = "main"
@@ -59,6 +61,7 @@ class ViewState:
     color: str = "kernel"
     all: bool = False
     chart: str = "roofline"
+    achievable: bool = True
 
 
 @dataclass

@@ -47,6 +47,44 @@ def _x_range(x: np.ndarray, elbows: list[float]) -> np.ndarray:
     return np.geomspace(lo, hi, 64)
 
 
+def _issue_roof(ipts: pd.DataFrame) -> tuple[float, str]:
+    """The chart's issue roof: time-weighted over the points that have one, and its source
+    (``report``, ``datasheet`` or both joined by ``+``; empty when no point has a roof)."""
+    peak = _tw(ipts["peak_warp_inst_per_s"], ipts["time_s"])
+    have = ipts[np.isfinite(ipts["peak_warp_inst_per_s"].to_numpy(float))]
+    return peak, "+".join(sorted(set(have["peak_warp_inst_source"].fillna("").astype(str)) - {""}))
+
+
+def _instruction_roofs(xs: np.ndarray, peak: float, source: str, walls: dict[str, float]) -> list[Any]:
+    """The issue roof (flat, labelled with its source) and each level's wall up to its elbow
+    (beyond the chart's x range when there is no issue roof); levels without a wall get none."""
+    traces: list[Any] = []
+    if np.isfinite(peak):
+        label = f"issue roof {fmt.si(peak)} warp inst/s ({source or 'unknown source'}"
+        label += ": SMs × 4 schedulers × boost clock)" if source == "datasheet" else ")"
+        traces.append(go.Scatter(x=[xs[0], xs[-1]], y=[peak, peak], mode="lines+text", text=["", label], textposition="top left",
+                                 line=dict(color="#444", width=2), name=label, hoverinfo="skip",
+                                 meta=dict(role="instruction_roof", level="issue", source=source)))
+    for lv in [lv for lv in LEVELS if np.isfinite(walls.get(lv, np.nan)) and walls[lv] > 0]:
+        top = peak if np.isfinite(peak) else xs[-1] * walls[lv]
+        x_end = top / walls[lv]
+        traces.append(go.Scatter(x=[xs[0], x_end], y=[xs[0] * walls[lv], top], mode="lines", line=dict(color=LEVEL_COLORS[lv], width=1.5),
+                                 name=f"{lv.upper()} wall {fmt.si(walls[lv], 'sector/s')}", hoverinfo="skip",
+                                 meta=dict(role="instruction_roof", level=lv, when={"levels": lv})))
+    return traces
+
+
+def _instruction_note(levels: list[str], peak: float, walls: dict[str, float]) -> str:
+    """What the instruction roofline cannot draw, and why (empty when it draws every roof)."""
+    missing = []
+    if not np.isfinite(peak):
+        missing.append("no issue roof: the report has no SM count and clock, and no metrics/gpus.toml entry matched (use --gpu)")
+    lacking = [lv.upper() for lv in levels if not (np.isfinite(walls.get(lv, np.nan)) and walls[lv] > 0)]
+    if lacking:
+        missing.append(f"no {'/'.join(lacking)} wall: no bandwidth roof for {'that level' if len(lacking) == 1 else 'those levels'}")
+    return "; ".join(missing)
+
+
 def instruction_chart(ipts: pd.DataFrame) -> Chart:
     """The instruction roofline [DING]: one dot per (launch, level), the issue roof and one wall per level.
 
@@ -59,28 +97,30 @@ def instruction_chart(ipts: pd.DataFrame) -> Chart:
     -------
     Chart
         ``id`` ``instructions``, following the levels control. Log-log: x warp instructions per
-        32 B transaction, y warp instructions per second; roofs at the time-weighted issue roof
-        and walls (traces with ``meta.role`` ``instruction_roof`` and ``instruction_dots``, ``meta.when``
-        their level).
+        32 B transaction, y warp instructions per second. The issue roof (time-weighted over the
+        points; from the report or, labelled, the datasheet) and a wall per level with a known
+        transaction rate, up to its elbow; the title says which of them cannot be drawn and why.
+        Traces: ``meta.role`` ``instruction_roof`` (``meta.level`` ``issue`` or the level) and
+        ``instruction_dots``; ``meta.when`` their level. Only drawn traces are in the legend.
     """
-    traces: list[Any] = []
-    peak = _tw(ipts["peak_warp_inst_per_s"], ipts["time_s"])
+    peak, source = _issue_roof(ipts)
     walls = {lv: _tw(g["peak_transactions_per_s"], g["time_s"]) for lv, g in ipts.groupby("level", sort=False)}
-    xs = _x_range(ipts["inst_per_transaction"].to_numpy(float), [peak / w for w in walls.values() if w > 0])
-    for lv in [lv for lv in LEVELS if lv in walls]:
-        roof = np.fmin(peak, xs * walls[lv]) if np.isfinite(walls[lv]) else np.full(len(xs), peak)
-        traces.append(go.Scatter(x=xs, y=roof, mode="lines", line=dict(color=LEVEL_COLORS[lv], width=1.5), name=f"{lv.upper()} wall",
-                                 meta=dict(role="instruction_roof", level=lv, when={"levels": lv}), hoverinfo="skip"))
-    for lv in [lv for lv in LEVELS if lv in walls]:
+    levels = [lv for lv in LEVELS if lv in walls]
+    elbows = [peak / w for w in walls.values() if np.isfinite(peak) and np.isfinite(w) and w > 0]
+    xs = _x_range(ipts["inst_per_transaction"].to_numpy(float), elbows)
+    traces = _instruction_roofs(xs, peak, source, walls)
+    for lv in levels:
         g = ipts[ipts["level"] == lv]
-        text = [f"{html.escape(str(r.kernel_name))} (launch {r.launch_id}) {lv.upper()}<br>{r.inst_per_transaction:.3g} inst/sector, "
-                f"{r.warp_inst_per_s / 1e9:.3g} warp GIPS, {100 * r.roof_fraction:.0f}% of roof ({r.bound} side)"
-                for r in g.itertuples(index=False)]
+        text = [f"{html.escape(str(r.kernel_name))} (launch {r.launch_id}) {lv.upper()}<br>{fmt.g(r.inst_per_transaction)} inst/sector, "
+                f"{fmt.si(r.warp_inst_per_s, 'warp inst/s')}, {fmt.pct(r.roof_fraction)} of roof"
+                + (f" ({r.bound} side)" if r.bound else "") for r in g.itertuples(index=False)]
         traces.append(go.Scatter(x=g["inst_per_transaction"], y=g["warp_inst_per_s"], mode="markers", name=f"{lv.upper()} points",
                                  marker=dict(color=LEVEL_COLORS[lv], size=9, line=dict(width=1, color="#333")), text=text,
                                  hovertemplate="%{text}<extra></extra>", meta=dict(role="instruction_dots", level=lv, when={"levels": lv})))
+    note = _instruction_note(levels, peak, walls)
     return Chart("instructions", "Instruction roofline", traces, fields=("levels",), layout={
-        "title.text": "Instruction roofline (Ding & Williams, PMBS 2019): warp instructions per second",
+        "title.text": "Instruction roofline (Ding & Williams, PMBS 2019): warp instructions per second"
+                      + (f"<br><sup>{html.escape(note)}</sup>" if note else ""),
         "xaxis.title.text": "instruction intensity [warp instructions per 32 B transaction]",
         "yaxis.title.text": "warp instructions / s"})
 
@@ -104,7 +144,7 @@ def phase_chart(phases: pd.DataFrame, kernels: pd.DataFrame, chart_id: str = "ph
     Chart
         ``id`` ``chart_id``: x = ``dram_ai_flop_per_byte``, y = ``flop_per_s``, marker area by time
         share (traces with ``meta.role`` ``phase_roof`` and ``phase_dots``); phases without FLOPs
-        or DRAM bytes are counted in the title, not drawn.
+        or DRAM bytes are counted in the title, not drawn; the title says when no roof can be drawn.
     """
     traces: list[Any] = []
     bw = _tw(kernels["peak_dram_bytes_per_s"], kernels["time_s"])
@@ -129,9 +169,11 @@ def phase_chart(phases: pd.DataFrame, kernels: pd.DataFrame, chart_id: str = "ph
                              marker=dict(size=10 + 30 * np.sqrt(drawn["time_share"].fillna(0).to_numpy(float)), color="#9467bd",
                                          line=dict(width=1, color="#333"))))
     skipped = len(phases) - len(drawn)
+    why = "no DRAM bandwidth roof" if not np.isfinite(bw) else "no compute roof of a precision with work"
+    roofless = "" if len(traces) > 1 else f"<br><sup>no roof: {why} (set one with --peak-bandwidth/--peak-flops)</sup>"
     return Chart(chart_id, label, traces, layout={
         "title.text": f"{label}: one time-weighted dot each (all counted FLOPs / DRAM bytes)"
-                      + (f"; {skipped} without FLOPs or DRAM bytes not drawn" if skipped else ""),
+                      + (f"; {skipped} without FLOPs or DRAM bytes not drawn" if skipped else "") + roofless,
         "xaxis.title.text": "arithmetic intensity at DRAM [FLOP/B]", "yaxis.title.text": "FLOP/s"})
 
 

@@ -64,3 +64,56 @@ def test_labels_point_at_metrics_the_catalog_reads() -> None:
     for (section, label), metric in catalog.load_csv_rules().labels.items():
         assert section and label
         assert metric in cat.scalar_metrics, (label, metric)
+
+
+def test_achievable_roofs_are_the_published_measurements() -> None:
+    gpus = {g.id: g for g in catalog.load_gpus().gpus}
+    # H200: TileOPs PR #1993 copy/triad/read at 0.82/0.84/0.94 of the theoretical 4.8 TB/s; the roof is the highest.
+    assert sorted(m.value for m in gpus["h200"].measured) == pytest.approx([0.82 * 4.8e12, 0.84 * 4.8e12, 0.94 * 4.8e12])
+    assert gpus["h200"].achievable()["dram"].value == pytest.approx(4.512e12) and "read" in gpus["h200"].achievable()["dram"].what
+    # STREAM-like copies (issue 21): V100 820 GB/s, A100 1,800 GB/s, H100 SXM 2,900 GB/s, never on a GPU they exceed.
+    for gpu_id, value in (("v100-sxm2", 820e9), ("v100-pcie", 820e9), ("a100-80gb-sxm", 1.8e12), ("a100-80gb-pcie", 1.8e12),
+                          ("h100-sxm", 2.9e12)):
+        assert gpus[gpu_id].achievable()["dram"].value == value, gpu_id
+    for gpu_id in ("a100-40gb", "h100-pcie", "gh200", "a40"):
+        assert gpus[gpu_id].achievable() == {}, gpu_id
+    # RTX 5070: GPU-Roofline-Profiler's FMA microbenchmark and device-to-device copy.
+    ach = gpus["rtx-5070"].achievable()
+    assert ach["fp32"].value == pytest.approx(33.49e12) and ach["dram"].value == pytest.approx(591.6e9)
+    for g in gpus.values():
+        for m in g.measured:
+            assert m.what and m.method and m.date and m.source and m.confidence in ("H", "M", "L"), g.id
+            if m.quantity == "dram":
+                assert m.value <= g.dram_bytes_per_s, g.id  # a copy cannot beat the bus
+
+
+def test_opcode_tensor_paths_get_the_most_generous_roof_with_their_assumption(tmp_path) -> None:
+    gpus = catalog.load_gpus()
+    for path, key in (("sass_hmma", "fp16"), ("sass_imma", "int8"), ("sass_dmma", "fp64"), ("src_fp16_dst_fp32", "fp16_fp32acc"),
+                      ("op_hmma_src_fp16_sparsity_on", ""), ("legacy_x512", "fp16_fp32acc")):
+        assert gpus.tensor_key(path) == key, path
+    for path in ("sass_hmma", "sass_imma", "sass_dmma"):
+        rule = gpus.tensor_rule(path)
+        assert rule.assumption and rule.confidence in ("H", "M", "L"), path
+    text = (catalog.metrics_dir() / "gpus.toml").read_text()
+    bad = text.replace('quantity = "fp32"\nvalue = 33.49', 'quantity = "fp32"\nvalue = 33.49\nfraction = 1.0')
+    assert bad != text
+    (tmp_path / "gpus.toml").write_text(bad)
+    with pytest.raises(ValueError, match="rtx-5070"):
+        catalog.load_gpus(tmp_path)
+
+
+@pytest.mark.parametrize("opcode, path, ops", [
+    ("HMMA.16816.F32.BF16", "sass_hmma", 2 * 16 * 8 * 16), ("IMMA.16832.S8.S8.SAT", "sass_imma", 2 * 16 * 8 * 32),
+    ("HGMMA.64x128x16.F32.BF16", "sass_hgmma_bf16", 2 * 64 * 128 * 16 / 4), ("HGMMA.64x256x16.F16", "sass_hgmma_fp16", 2 * 64 * 256 * 16 / 4),
+    ("HGMMA.64x64x8.F32.TF32", "sass_hgmma_tf32", 2 * 64 * 64 * 8 / 4), ("HGMMA.64x96x16.F32", "sass_hgmma_fp16_fp32acc", 2 * 64 * 96 * 16 / 4),
+    ("IGMMA.64x256x32.S8.S8", "sass_igmma_int8", 2 * 64 * 256 * 32 / 4),
+    ("QGMMA.64x128x32.F32.E4M3.E4M3", "sass_qgmma_fp8", 2 * 64 * 128 * 32 / 4), ("HGMMA.64x128x32.F32.BF16.SP", None, 0),
+])
+def test_mma_shapes_by_hand(opcode: str, path: str | None, ops: float) -> None:
+    shape = next((s for s in catalog.load().tensor.shapes if s.pattern.search(opcode)), None)
+    if path is None:  # sparse wgmma: no dense shape, reported as incomplete work
+        assert shape is None
+        return
+    assert shape.path == path and shape.ops_of(opcode) == ops
+    assert catalog.load_gpus().tensor_key(path)  # every opcode path has a datasheet key

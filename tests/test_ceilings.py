@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import kernels_of, needs_ncu_report, shared
+from conftest import REPORTS, kernels_of, needs_ncu_report, shared
 
 from ncuroof.schema import cell_text
 
@@ -142,3 +142,199 @@ def test_cli_peaks_end_to_end(tmp_path) -> None:
     assert set(pts["peak_bytes_source"]) == {"user"} and set(pts["peak_flop_source"]) == {"datasheet"}
     bad = run("analyze", str(csv), "--peak-flops", "fp7=1T", "-o", str(tmp_path / "p"))
     assert bad.returncode == 2 and "fp7" in bad.stderr and not (tmp_path / "p").exists()
+
+
+def test_achievable_roofs_from_measurements_and_the_user(gpus) -> None:
+    import dataclasses
+
+    from ncuroof.catalog import Measurement
+    from ncuroof.ceilings import fill_achievable, fill_ceilings
+    from ncuroof.schema import parse_sources
+
+    # A10G has no published measurement: nothing achievable unless the user gives it.
+    k = fill_ceilings(_kernels(), gpus)
+    assert np.isnan(k.loc[0, "achievable_dram_bytes_per_s"]) and k.loc[0, "achievable_sources"] == ""
+    # A measured tensor roof reaches the datapaths whose datasheet key it names.
+    spec = dataclasses.replace(gpus.by_name("a10g"), measured=(
+        Measurement("tensor_fp16_fp32acc", 56e12, "a GEMM", "cuBLAS", "2025", "somewhere", "M"),
+        Measurement("dram", 500e9, "copy", "STREAM", "2025", "somewhere", "M"), Measurement("dram", 520e9, "read", "STREAM", "2025", "x", "M")))
+    k = fill_achievable(_kernels(), gpus, {"NVIDIA A10G": spec})
+    row = k.loc[0]
+    assert row["achievable_tensor_src_fp16_dst_fp32_flop_per_s"] == 56e12 and row["achievable_dram_bytes_per_s"] == 520e9  # the highest
+    assert parse_sources(row["achievable_sources"]) == {"tensor_src_fp16_dst_fp32": "measured", "dram": "measured"}
+    assert "achievable DRAM roof 520 GB/s: read (x, confidence M)" in cell_text("notes", row["notes"])
+    assert "above this launch's peak roof" not in cell_text("notes", row["notes"])
+    low = fill_achievable(_kernels(peak_dram_bytes_per_s=480e9), gpus, {"NVIDIA A10G": spec}).loc[0]
+    assert "520 GB/s: read (x, confidence M): above this launch's peak roof, which is at the clock ncu measured" in \
+        cell_text("notes", low["notes"])
+    # User values replace the measurements; '*' is every precision and the tensor datapaths.
+    k = fill_achievable(_kernels(), gpus, {"NVIDIA A10G": spec}, achievable_flops={"*": 20e12, "fp64": 0.5e12},
+                        achievable_bandwidth={"dram": 450e9, "l2": 2e12})
+    row = k.loc[0]
+    assert (row["achievable_fp64_flop_per_s"], row["achievable_fp32_flop_per_s"], row["achievable_tensor_src_fp16_dst_fp32_flop_per_s"],
+            row["achievable_dram_bytes_per_s"], row["achievable_l2_bytes_per_s"]) == (0.5e12, 20e12, 20e12, 450e9, 2e12)
+    assert set(parse_sources(row["achievable_sources"]).values()) == {"user"}
+    assert np.isnan(row["peak_dram_bytes_per_s"])  # peaks untouched
+    with pytest.raises(ValueError, match="unknown roof names"):
+        fill_achievable(_kernels(), gpus, {}, achievable_bandwidth={"hbm": 1e12})
+
+
+CUTLASS = "cutlass-panjd123__4f3955ed3c_report.ncu-rep"
+IMMA_PER_GEMM = 110_592  # IMMA.16832 instructions per 3072x384x384 GEMM (PROVENANCE.md)
+
+
+def _hmma_analysis(gpu: str | None = None, opcode: str = "HMMA.16816.F32", **roofs):
+    """The CUTLASS IMMA report with its opcode counters relabelled (default HMMA.16816: 16x8x16, 4096 ops
+    each), through the pipeline: the HMMA case of issue 21 on real counters."""
+    from ncuroof import calculator, catalog, ceilings, classify, parser
+
+    cat, gpus = catalog.load(), catalog.load_gpus()
+    raw = parser.read(shared(CUTLASS), cat)
+    prefix = "sass__inst_executed_per_opcode_with_modifier_all["
+    imma = [c for c in raw.columns if c.startswith(prefix + "IMMA.16832")]
+    assert imma, "the report's IMMA counters"
+    raw = raw.rename(columns={c: prefix + opcode + "]" for c in imma})
+    k = ceilings.fill_ceilings(calculator.compute_kernels(raw, cat), gpus, gpu=gpu, catalog=cat, **roofs)
+    pts = calculator.compute_points(k)
+    return classify.classify(k, pts, cat), pts, gpus
+
+
+@needs_ncu_report
+def test_sass_hmma_work_gets_the_datasheet_dense_fp16_roof() -> None:
+    k, pts, gpus = _hmma_analysis()
+    row = k.set_index("launch_id").loc[0]
+    assert row["tensor_sass_hmma_flop"] == IMMA_PER_GEMM * 2 * 16 * 8 * 16
+    # A100 80GB PCIe datasheet: 312 TFLOP/s dense FP16 (the most generous type an HMMA allows), labelled.
+    assert gpus.by_device(row["device_name"]).tensor["fp16"] == 312e12
+    assert row["peak_tensor_sass_hmma_flop_per_s"] == 312e12
+    assert "tensor_sass_hmma:datasheet" in row["ceiling_sources"]
+    notes = cell_text("notes", row["notes"])
+    assert "tensor sass_hmma roof = datasheet FP16 312 TFLOP/s" in notes and "(confidence L)" in notes
+    # The binding point by hand: tensor work is the main precision; at each level the attainable roof is
+    # min(312e12, AI x the report's bandwidth roof); the lowest binds, and the fraction is achieved / that roof.
+    fps = row["tensor_sass_hmma_flop"] / row["time_s"]
+    roofs = {lv: min(312e12, fps / row[f"{lv}_bytes_per_s"] * row[f"peak_{lv}_bytes_per_s"]) for lv in ("l1", "l2", "dram")}
+    level = min(roofs, key=roofs.get)
+    mine = pts[(pts["launch_id"] == 0) & (pts["precision"] == "tensor:sass_hmma")].set_index("level")
+    assert mine.loc[level, "roof_flop_per_s"] == pytest.approx(roofs[level], rel=1e-9)
+    assert row["roof_fraction"] == pytest.approx(fps / roofs[level], rel=1e-6)
+    # On an A40 (the issue's report): 149.7 TFLOP/s; a user tensor roof overrides either.
+    a40 = _hmma_analysis(gpu="a40")[0].set_index("launch_id").loc[0]
+    assert a40["peak_tensor_sass_hmma_flop_per_s"] == pytest.approx(149.7e12)
+    user = _hmma_analysis(peak_flops={"tensor": 100e12})[0].set_index("launch_id").loc[0]
+    assert user["peak_tensor_sass_hmma_flop_per_s"] == 100e12 and "tensor_sass_hmma:user" in user["ceiling_sources"]
+    assert user["roof_fraction"] == pytest.approx(fps / min(100e12, *(fps / user[f"{lv}_bytes_per_s"] * user[f"peak_{lv}_bytes_per_s"]
+                                                                     for lv in ("l1", "l2", "dram"))), rel=1e-6)
+
+
+@needs_ncu_report
+@pytest.mark.parametrize("opcode, path, key", [
+    ("HGMMA.64x128x16.F32.BF16", "sass_hgmma_bf16", "bf16"), ("HGMMA.64x128x8.F32.TF32", "sass_hgmma_tf32", "tf32"),
+    ("HGMMA.64x128x16.F32", "sass_hgmma_fp16_fp32acc", "fp16_fp32acc"), ("IGMMA.64x128x32.S8.S8", "sass_igmma_int8", "int8"),
+])
+def test_hopper_warpgroup_mma_gets_the_roof_of_its_source_type(opcode: str, path: str, key: str, gpus) -> None:
+    # The same counters as Hopper wgmma opcodes: each of a warpgroup's 4 warps executes the instruction,
+    # so one counts 2*M*N*K/4 ops; the roof is the H100 SXM datasheet's for the type the opcode names.
+    k = _hmma_analysis(gpu="h100-sxm", opcode=opcode)[0].set_index("launch_id")
+    m, n, kk = (int(x) for x in opcode.split(".")[1].split("x"))
+    assert k.loc[0, f"tensor_{path}_flop"] == IMMA_PER_GEMM * 2 * m * n * kk / 4
+    assert k.loc[0, f"peak_tensor_{path}_flop_per_s"] == gpus.by_name("h100-sxm").tensor[key]
+    assert np.isfinite(k.loc[0, "roof_fraction"])
+
+
+@needs_ncu_report
+def test_a_kernel_whose_main_precision_has_no_roof_is_placed_at_another() -> None:
+    # The RTX 5070 datasheet has no tensor rates: the HMMA work (the main precision) has no roof. The fused
+    # launch 2 also runs FP32 work (its epilogue), which has the report's roof: it is placed there instead
+    # of nowhere, and says so. Launches 0 and 1 have no other work: nothing to place them at.
+    k, pts, _ = _hmma_analysis(gpu="rtx-5070")
+    k = k.set_index("launch_id")
+    assert k["peak_tensor_sass_hmma_flop_per_s"].isna().all()
+    assert k.loc[2, "tensor_sass_hmma_flop"] > 100 * k.loc[2, "fp32_flop"] > 0
+    fp32 = pts[(pts["launch_id"] == 2) & (pts["precision"] == "fp32")]
+    assert k.loc[2, "roof_fraction"] == fp32.loc[fp32["roof_flop_per_s"].idxmin(), "roof_fraction"]
+    assert ("placed at FP32 on the roofline: no source has a roof for its main precision TENSOR:SASS_HMMA "
+            "(pass --peak-flops tensor=VALUE)") in cell_text("notes", k.loc[2, "notes"])
+    assert k.loc[[0, 1], "roof_fraction"].isna().all()
+
+
+@needs_ncu_report
+@pytest.mark.parametrize("names, bandwidth", [
+    ([CUTLASS], 1800e9),  # A100 80GB PCIe: STREAM-like copy, metrics/gpus.toml [measured]
+    (["gene-pop2020__time-dram_dzv_ak_ncuroof-time-0.ncu-rep", "gene-pop2020__time-flops_dzv_ak_ncuroof-time-0.ncu-rep"], 820e9),  # V100
+])
+def test_published_achievable_bandwidth_on_real_reports(names: list[str], bandwidth: float, gpus) -> None:
+    from ncuroof import analysis
+
+    a = analysis.build([shared(n) for n in names])
+    spec = gpus.by_device(a.kernels["device_name"].iat[0])
+    assert spec.achievable()["dram"].value == bandwidth
+    assert (a.kernels["achievable_dram_bytes_per_s"] == bandwidth).all()
+    assert (a.kernels["achievable_sources"] == "dram:measured").all()
+    assert all("achievable DRAM roof" in cell_text("notes", n) and "issue 21" in cell_text("notes", n) for n in a.kernels["notes"])
+    # Peak roofs stay as they were (report or datasheet).
+    assert (a.kernels["peak_dram_bytes_per_s"] != bandwidth).all()
+    _check_achievable_by_hand(a, bandwidth)
+
+
+def _check_achievable_by_hand(a, bandwidth: float) -> None:
+    """Every DRAM point: achievable roof = min(peak FLOP/s, AI x achievable B/s), fraction = achieved / that,
+    from the launch table's own rates; and where DRAM binds, kernels.csv and the summary carry the same."""
+    k = a.kernels.set_index(["source", "launch_id"])
+    dram = a.points[a.points["level"] == "dram"]
+    assert len(dram)
+    for p in dram.itertuples():
+        row = k.loc[(p.source, p.launch_id)]
+        col = f"{p.precision}_flop_per_s" if ":" not in p.precision else f"tensor_{p.precision.split(':')[1]}_flop_per_s"
+        ai = row[col] / row["dram_bytes_per_s"]
+        roof = min(p.peak_flop_per_s, ai * bandwidth)
+        assert p.achievable_roof_flop_per_s == pytest.approx(roof, rel=1e-9)
+        assert p.achievable_roof_fraction == pytest.approx(row[col] / roof, rel=1e-9)
+        assert p.achievable_bytes_source == "measured"
+    bound = a.kernels[a.kernels["notes"].map(lambda n: "at DRAM (binding level)" in cell_text("notes", n))]
+    for r in bound.itertuples():
+        if r.bound == "memory":  # memory bound at DRAM: the fraction of the achievable roof is bandwidth over bandwidth
+            assert r.achievable_roof_fraction == pytest.approx(r.dram_bytes_per_s / bandwidth, rel=1e-9)
+    s = a.summary[a.summary["level"] == "dram"]
+    assert np.isfinite(s["achievable_roof_fraction"]).all() and (s["achievable_bytes_per_s"] == bandwidth).all()
+    assert (s["achievable_source"] == "dram:measured").all()
+
+
+@needs_ncu_report
+def test_user_achievable_roofs_on_an_h100_report(gpus) -> None:
+    from ncuroof import analysis
+
+    # H100 PCIe: no published measurement in the catalog (2,900 GB/s is an H100 SXM's), so none is assumed;
+    # the user's --achievable-bandwidth applies, beside the report's peak.
+    name = "cs599k__2025-04-21-vector-based.ncu-rep"
+    plain = analysis.build([shared(name)])
+    assert gpus.by_device(plain.kernels["device_name"].iat[0]).achievable() == {}
+    assert plain.kernels["achievable_dram_bytes_per_s"].isna().all() and plain.kernels["achievable_roof_fraction"].isna().all()
+    opts = analysis.AnalysisOptions(achievable_bandwidth={"dram": 1.7e12}, achievable_flops={"fp32": 40e12})
+    a = analysis.build([shared(name)], opts)
+    assert (a.kernels["achievable_sources"] == "fp32:user,dram:user").all()
+    assert (a.kernels["peak_dram_bytes_per_s"] == plain.kernels["peak_dram_bytes_per_s"]).all()
+    k = a.kernels
+    assert (k["bound"] == "memory").all()  # the SiLU kernels bind at DRAM
+    assert k["achievable_roof_fraction"].to_numpy() == pytest.approx((k["dram_bytes_per_s"] / 1.7e12).to_numpy(), rel=1e-9)
+    assert k["roof_fraction"].to_numpy() == pytest.approx((k["dram_bytes_per_s"] / k["peak_dram_bytes_per_s"]).to_numpy(), rel=1e-9)
+    frac = k["dram_bytes_per_s"].iat[0]
+    assert (f"at {100 * frac / 1.7e12:.0f}% of achievable DRAM bandwidth ({100 * frac / k['peak_dram_bytes_per_s'].iat[0]:.0f}% "
+            "of the report's)") in k["evidence"].iat[0]
+    assert "of achievable DRAM bandwidth (" in a.summary["evidence"].iat[0]
+    from ncuroof import provenance
+
+    assert provenance.roof_sources(k).endswith("achievable roofs beside them: dram, fp32 (--achievable-flops/--achievable-bandwidth)")
+
+
+@needs_ncu_report
+@pytest.mark.parametrize("path", REPORTS, ids=lambda p: p.name)
+def test_every_launch_with_work_has_a_roof_and_a_roof_fraction(path) -> None:
+    from ncuroof import analysis
+
+    a = analysis.build([path])
+    work = a.points.groupby(["source", "launch_id"])["flop"].max()
+    k = a.kernels.set_index(["source", "launch_id"]).loc[work.index]
+    assert np.isfinite(k["roof_fraction"]).all(), k.loc[~np.isfinite(k["roof_fraction"]), "notes"].tolist()
+    bind = a.points.merge(k.reset_index()[["source", "launch_id"]])
+    assert bind.groupby(["source", "launch_id"])["roof_flop_per_s"].min().map(np.isfinite).all()

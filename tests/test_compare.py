@@ -146,3 +146,26 @@ def test_cli_saved_directory_fail_if_slower_and_strict(tmp_path: Path) -> None:
     assert_clean_failure(strict, "not comparable", tmp_path / "c2")
     missing = run("compare", str(tmp_path), str(report), "-o", str(tmp_path / "c3"))
     assert_clean_failure(missing, tmp_path, tmp_path / "c3")
+
+
+@needs_ncu_report
+def test_compare_carries_the_peak_and_the_achievable_fraction(tmp_path: Path) -> None:
+    # V100 GENE kernels (time+DRAM run joined with the FLOP run): memory bound at DRAM, where the catalog's
+    # published STREAM-like copy (820 GB/s) is the achievable roof. A kernels.csv written before issue 21
+    # (without the new columns) still compares: its fractions are recomputed, its achievable roof absent.
+    import ncuroof
+
+    runs = [shared(f"gene-pop2020__time-{x}_dzv_ak_ncuroof-time-0.ncu-rep") for x in ("dram", "flops")]
+    assert run("analyze", *map(str, runs), "-q", "-o", str(tmp_path / "a")).returncode == 0
+    k = pd.read_csv(tmp_path / "a" / "kernels.csv")
+    (tmp_path / "old").mkdir()
+    k.drop(columns=[c for c in k.columns if c.startswith("achievable_") or c == "roof_fraction"]).to_csv(
+        tmp_path / "old" / "kernels.csv", index=False)
+    t = ncuroof.compare_runs(tmp_path / "old", tmp_path / "a", write=False).table.iloc[0]
+    s = ncuroof.analyze(runs, write=False).summary.iloc[0]
+    assert s["level"] == "dram" and s["achievable_source"] == "dram:measured"
+    bps = float((k["dram_bytes"].sum()) / k["time_s"].sum())  # the kernel's DRAM bandwidth, time-weighted
+    assert s["achievable_roof_fraction"] == pytest.approx(bps / 820e9, rel=1e-9)
+    assert t["roof_fraction_before"] == pytest.approx(t["roof_fraction_after"], rel=1e-12)
+    assert t["roof_fraction_after"] == pytest.approx(s["roof_fraction"], rel=1e-12)
+    assert np.isnan(t["achievable_roof_fraction_before"]) and t["achievable_roof_fraction_after"] == pytest.approx(bps / 820e9, rel=1e-9)

@@ -129,6 +129,23 @@ def test_verdicts_by_hand():
     assert cls == "not_classified"
 
 
+def test_achievable_roof_in_the_verdict_by_hand():
+    base = {"status": "ok", "precision": "fp32", "level": "dram", "ai_flop_per_byte": 0.5, "ridge_flop_per_byte": 10.0,
+            "sm_throughput_frac": 0.2, "memory_throughput_frac": 0.7, "waves_per_sm": 8.0, "tensor_flop": 0.0, "bound": "memory",
+            "roof_fraction": 0.76, "peak_bytes_source": "datasheet"}
+    # 76% of the datasheet's DRAM bandwidth but 93% of what the GPU sustains: the class stays the peak's, the
+    # evidence gives both, and the advice says the bandwidth is used up.
+    cls, ev, advice = diagnose.verdict({**base, "achievable_roof_fraction": 0.93, "achievable_bytes_per_s": 1.8e12}, SOL)
+    assert cls == "memory_below_roof"
+    assert "FP32 at DRAM: AI 0.5 FLOP/B < ridge 10, at 93% of achievable DRAM bandwidth (76% of the datasheet's)" in ev
+    assert advice.startswith("93% of the achievable DRAM bandwidth: near what this GPU sustains, so only moving fewer bytes helps")
+    cls, ev, advice = diagnose.verdict({**base, "achievable_roof_fraction": math.nan}, SOL)
+    assert "76% of roof" in ev and "achievable" not in ev + advice
+    # Placed at another precision: said in the evidence.
+    _, ev, _ = diagnose.verdict({**base, "main_precision": "tensor:sass_hmma"}, SOL)
+    assert "placed at FP32: no roof for its main precision Tensor sass_hmma" in ev
+
+
 @needs_ncu_report
 def test_what_if_by_hand():
     k = kernels_of("Cuda_Gemm_Practice__gemm_v9.ncu-rep")

@@ -39,3 +39,9 @@ def test_counts_in_words():
 def test_span():
     assert fmt.span(0.12, 0.3, fmt.pct) == "12%–30%" and fmt.span(2, 2.0001) == "2" and fmt.span(None, float("nan")) == "n/a"
     assert fmt.span(1.5e-3, 2e-3, fmt.time) == "1.5 ms–2 ms"
+
+
+def test_achievable_beside_peak():
+    assert fmt.achievable(0.93, 0.82, "DRAM bandwidth", "datasheet") == "at 93% of achievable DRAM bandwidth (82% of the datasheet's)"
+    assert fmt.achievable(0.5, 0.4, "FP32 roof") == "at 50% of achievable FP32 roof (40% of peak)"
+    assert fmt.achievable(float("nan"), 0.4, "roof") == ""

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 from conftest import REPORTS, kernels_of, ncu_metrics, needs_ncu_report
 
+from ncuroof.catalog import load_gpus
 from ncuroof.instruction_roofline import instruction_points
 
 _L1 = ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
@@ -30,6 +31,7 @@ def _raw_transactions(m: dict[str, float]) -> dict[str, float]:
 @pytest.mark.parametrize("name", [p.name for p in REPORTS])
 def test_points_recomputed_from_raw_counters(name: str) -> None:
     pts = instruction_points(kernels_of(name)).set_index(["launch_id", "level"])
+    gpus = load_gpus()
     seen = 0
     for i, m in enumerate(ncu_metrics(name)):
         inst, ns = m.get("smsp__inst_executed.sum", math.nan), m.get("gpu__time_duration.sum", math.nan)
@@ -42,10 +44,13 @@ def test_points_recomputed_from_raw_counters(name: str) -> None:
             row = pts.loc[(i, level)]
             assert row["inst_per_transaction"] == pytest.approx(inst / txn, rel=1e-12)
             assert row["warp_inst_per_s"] == pytest.approx(inst / (ns * 1e-9), rel=1e-12)
-            if math.isnan(peak):  # no SM clock in this report: no issue roof, never a made-up one
-                assert math.isnan(row["peak_warp_inst_per_s"])
+            if math.isnan(peak):  # no SM clock in this report: the datasheet's roof, labelled, or none
+                gpu = gpus.by_device(kernels_of(name)["device_name"].iat[i])
+                want = gpu.sms * 4 * gpu.boost_hz if gpu is not None else math.nan
+                assert row["peak_warp_inst_source"] == ("datasheet" if gpu is not None else "")
+                assert math.isnan(row["peak_warp_inst_per_s"]) if gpu is None else row["peak_warp_inst_per_s"] == pytest.approx(want, rel=1e-12)
             else:
-                assert row["peak_warp_inst_per_s"] == pytest.approx(peak, rel=1e-12)
+                assert row["peak_warp_inst_per_s"] == pytest.approx(peak, rel=1e-12) and row["peak_warp_inst_source"] == "report"
             seen += 1
     assert seen == len(pts)
 

@@ -101,14 +101,19 @@ def test_binding_point_rule_by_hand() -> None:
         _pt(0, "fp64", "dram", 1e6, 0.01, 3e13, 1e12),
         # launch 1: compute bound at L1 (AI 1000 > ridge 60 at every level; min roof = peak, first in order).
         _pt(1, "fp32", "l1", 1e9, 1000, 6e13, 1e12), _pt(1, "fp32", "dram", 1e9, 2000, 6e13, 1e12),
-        # launch 2: the main precision (tensor) has no roof: no binding point, although FP32 has one.
+        # launch 2: the main precision (tensor) has no roof: placed at FP32, the roofed precision with the most work
+        # (more than FP64's), not nowhere.
         {**_pt(2, "tensor:fp16", "dram", 1e12, 100, np.nan, 1e12), "roof_flop_per_s": np.nan},
-        _pt(2, "fp32", "dram", 1e6, 1, 6e13, 1e12),
+        _pt(2, "fp32", "dram", 1e6, 1, 6e13, 1e12), _pt(2, "fp64", "dram", 1e3, 0.1, 3e13, 1e12),
+        # launch 3: no roofed point at all: no binding point.
+        {**_pt(3, "fp32", "dram", 1e6, 1, np.nan, 1e12), "roof_flop_per_s": np.nan},
     ])
     b = classify.binding_points(pts).set_index("launch_id")
-    assert list(b.index) == [0, 1]
+    assert list(b.index) == [0, 1, 2]
     assert (b.loc[0, "precision"], b.loc[0, "level"], b.loc[0, "bound"]) == ("fp32", "dram", "memory")
     assert (b.loc[1, "level"], b.loc[1, "bound"]) == ("l1", "compute")
+    assert b.loc[0, "main_precision"] == "fp32"
+    assert (b.loc[2, "precision"], b.loc[2, "main_precision"], b.loc[2, "roof_flop_per_s"]) == ("fp32", "tensor:fp16", 1e12)
     # The same rule for a kernel: group by kernel_key.
     per_kernel = classify.binding_points(pts.assign(kernel_key="k").query("launch_id == 0"), ["kernel_key"])
     assert per_kernel.loc[0, "level"] == "dram"

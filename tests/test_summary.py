@@ -54,6 +54,25 @@ def test_aggregate_roof_missing_in_one_launch_is_missing():
     assert math.isnan(r["peak_flop_per_s"]) and math.isnan(r["roof_fraction"]) and r["bound"] == ""
 
 
+def test_aggregate_achievable_roofs_time_weighted_beside_the_peaks():
+    # Same two launches; achievable DRAM roofs 1.6e12 (1 ms) and 0.8e12 (3 ms), no achievable compute roof.
+    p = _points([
+        ("r", 0, "k", "fp32", "dram", 1e-3, 2e9, 1e9, 20e12, 2e12, False, "ncu", "report", "report"),
+        ("r", 1, "k", "fp32", "dram", 3e-3, 2e9, 3e9, 10e12, 1e12, False, "ncu", "report", "report"),
+    ]).assign(achievable_bytes_per_s=[1.6e12, 0.8e12], achievable_flop_per_s=np.nan, achievable_bytes_source="measured",
+              achievable_flop_source="")
+    r = summary.aggregate_points(p).iloc[0]
+    assert r["achievable_bytes_per_s"] == pytest.approx((1.6e12 * 1 + 0.8e12 * 3) / 4)
+    # min(peak 12.5e12 (no achievable compute roof), AI 1 x 1e12) and 1e12 FLOP/s achieved.
+    assert r["achievable_roof_flop_per_s"] == pytest.approx(1e12) and r["achievable_roof_fraction"] == pytest.approx(1.0)
+    assert r["roof_fraction"] == pytest.approx(0.8) and r["achievable_bytes_source"] == "measured"
+    # A launch without the achievable roof makes the aggregate's missing; without any, there is no achievable point.
+    r = summary.aggregate_points(p.assign(achievable_bytes_per_s=[1.6e12, np.nan])).iloc[0]
+    assert math.isnan(r["achievable_bytes_per_s"]) and math.isnan(r["achievable_roof_fraction"])
+    # A table from before issue 21 (no achievable columns) aggregates with NaN achievable roofs.
+    assert math.isnan(summary.aggregate_points(_points(p.iloc[:, :14].to_numpy().tolist())).iloc[0]["achievable_roof_fraction"])
+
+
 def test_focus_set_hand_cases():
     t = pd.Series([50.0, 30.0, 10.0, 6.0, 4.0], index=list("abcde"))
     assert list(summary.focus_set(t, 0.95)[lambda s: s].index) == ["a", "b", "c", "d"]  # 96 % with d, 90 % without

@@ -115,7 +115,8 @@
       `<div class="name">${esc(k.demangled || k.name)}</div>` +
       `<div>${esc(k.name)}${launch}${k.nvtx ? " · NVTX " + esc(k.nvtx) : ""} · ${esc(pt.data.meta.level.toUpperCase())}</div>` +
       `<div>time ${fmt(c.time_s, "s")} (${(c.share * 100).toFixed(1)}% of GPU time) · AI ${fmt(pt.x, "FLOP/B")} · ` +
-      `${fmt(pt.y, "FLOP/s")} of a ${fmt(c.roof_flop_per_s, "FLOP/s")} roof (${isFinite(c.roof_fraction) ? (c.roof_fraction * 100).toFixed(1) + "%" : "n/a"}) · ` +
+      `${fmt(pt.y, "FLOP/s")} of a ${fmt(c.roof_flop_per_s, "FLOP/s")} roof (${isFinite(c.roof_fraction) ? (c.roof_fraction * 100).toFixed(1) + "%" : "n/a"}` +
+      `${isFinite(c.achievable_roof_fraction) ? "; " + (c.achievable_roof_fraction * 100).toFixed(1) + "% of the achievable " + fmt(c.achievable_roof_flop_per_s, "FLOP/s") : ""}) · ` +
       `kernel bound: ${esc(k.bound)}${k.saving_s !== null && isFinite(k.saving_s) ? " · saves " + fmt(k.saving_s, "s") + " at its roof" : ""}</div>` +
       (k.diagnosis ? `<div><b>${esc(k.diagnosis)}</b>: ${esc(k.advice)}</div>` : "") +
       (k.flags ? `<div class="note">Check: ${esc(k.flags)}</div>` : "");
