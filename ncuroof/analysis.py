@@ -24,7 +24,7 @@ from .errors import InputError
 from .schema import KERNELS, from_text, validate_kernels, validate_points
 from .summary import FOCUS_SHARE, KEY_CHOICES
 
-__all__ = ["AnalysisOptions", "Analysis", "build", "from_kernels", "restore_kernels"]
+__all__ = ["AnalysisOptions", "Analysis", "build", "from_kernels", "launch_table", "restore_kernels"]
 
 TRAFFIC_CHOICES = ("ncu", "nersc")
 
@@ -183,16 +183,51 @@ def from_kernels(kernels: pd.DataFrame, options: AnalysisOptions, cat: Catalog, 
     Analysis
     """
     pts = validate_points(calculator.compute_points(kernels))
-    k = kernels
-    if not classified:
-        k = classify.classify(k, pts, cat)
-        k = diagnose.diagnose_launches(k, pts, cat, gpus)
-    k = k.assign(kernel_key=summary.kernel_keys(k, options.match).to_numpy())
-    k = validate_kernels(k)
+    k = _classified(kernels, pts, options, cat, gpus) if not classified else _keyed(kernels, options)
     dots = summary.kernel_dots(k, pts)
     summ = summary.kernel_summary(k, focus=options.focus, dots=dots)
     summ = diagnose.diagnose_kernels(summ, k, cat, gpus)
     return Analysis(list(inputs), options, k, pts, dots, summ, cat, gpus)
+
+
+def _keyed(kernels: pd.DataFrame, options: AnalysisOptions) -> pd.DataFrame:
+    """The classified launch table with its ``kernel_key`` (``options.match``), validated."""
+    return validate_kernels(kernels.assign(kernel_key=summary.kernel_keys(kernels, options.match).to_numpy()))
+
+
+def _classified(kernels: pd.DataFrame, points: pd.DataFrame, options: AnalysisOptions, cat: Catalog, gpus: GpuCatalog) -> pd.DataFrame:
+    """:func:`read_kernels`' table classified and diagnosed launch by launch (``points``: its points), keyed."""
+    k = classify.classify(kernels, points, cat)
+    return _keyed(diagnose.diagnose_launches(k, points, cat, gpus), options)
+
+
+def launch_table(paths: Sequence[Path], options: AnalysisOptions | None = None) -> pd.DataFrame:
+    """The launch table of ``paths`` alone, as :func:`build` makes it, without the rest of the analysis.
+
+    What a fleet worker keeps of each input (:mod:`ncuroof.fleet`): read, work, traffic, roofs,
+    classification and diagnosis of every launch; no kernel aggregation.
+
+    Parameters
+    ----------
+    paths : sequence of Path
+        Reports and CSV exports.
+    options : AnalysisOptions, optional
+        Default: :class:`AnalysisOptions` defaults.
+
+    Returns
+    -------
+    DataFrame
+        :data:`ncuroof.schema.KERNELS`, equal to ``build(paths, options).kernels``.
+
+    Raises
+    ------
+    NcuroofError
+        Bad input (one line naming the file).
+    """
+    options = options if options is not None else AnalysisOptions()
+    cat, gpus = catalog.load(), catalog.load_gpus()
+    k = read_kernels(paths, options, cat, gpus)
+    return _classified(k, validate_points(calculator.compute_points(k)), options, cat, gpus)
 
 
 def build(paths: Sequence[Path], options: AnalysisOptions | None = None,
