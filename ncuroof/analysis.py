@@ -263,7 +263,7 @@ _DERIVED = ("kernel_key", "time_at_roof_s", "saving_s", "expected_flop", "expect
             "advice", "flags", "hot_pipe", "hot_pipe_frac", "time_at_roof_bound", "speed_of_light_note")
 
 
-def restore_kernels(table: pd.DataFrame, where: Path, cat: Catalog, gpus: GpuCatalog) -> tuple[pd.DataFrame, bool]:
+def restore_kernels(table: pd.DataFrame, where: Path, cat: Catalog, gpus: GpuCatalog) -> pd.DataFrame:
     """A launch table read back from a saved ``kernels.csv``, with the declared dtypes and any
     derived column an older ncuroof did not write recomputed.
 
@@ -278,8 +278,9 @@ def restore_kernels(table: pd.DataFrame, where: Path, cat: Catalog, gpus: GpuCat
 
     Returns
     -------
-    (DataFrame, bool)
-        The table cast to :data:`ncuroof.schema.KERNELS` dtypes, and whether it is classified.
+    DataFrame
+        The classified table (``bound`` and the launch diagnosis filled), cast to
+        :data:`ncuroof.schema.KERNELS` dtypes.
 
     Raises
     ------
@@ -303,7 +304,7 @@ def restore_kernels(table: pd.DataFrame, where: Path, cat: Catalog, gpus: GpuCat
             k[c] = np.nan
     if any(c not in table.columns for c in ("diagnosis", "evidence", "advice", "flags")):
         k = diagnose.diagnose_launches(k, calculator.compute_points(k), cat, gpus)
-    return k.drop(columns=["kernel_key"], errors="ignore"), True
+    return k.drop(columns=["kernel_key"], errors="ignore")
 
 
 #: Text columns whose missing value is the empty string (not None) in a launch table.
