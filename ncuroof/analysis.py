@@ -24,7 +24,7 @@ from .errors import InputError
 from .schema import KERNELS, from_text, validate_kernels, validate_points
 from .summary import FOCUS_SHARE, KEY_CHOICES
 
-__all__ = ["AnalysisOptions", "Analysis", "build", "from_kernels", "restore_kernels"]
+__all__ = ["AnalysisOptions", "Analysis", "build", "from_kernels", "launch_table", "restore_kernels"]
 
 TRAFFIC_CHOICES = ("ncu", "nersc")
 
@@ -200,18 +200,53 @@ def from_kernels(kernels: pd.DataFrame, options: AnalysisOptions, cat: Catalog, 
     Analysis
     """
     pts = validate_points(calculator.compute_points(kernels))
-    k = kernels
-    if not classified:
-        k = classify.classify(k, pts, cat)
-        k = diagnose.diagnose_launches(k, pts, cat, gpus)
-    k = k.assign(kernel_key=summary.kernel_keys(k, options.match).to_numpy())
-    k = validate_kernels(k)
+    k = _classified(kernels, pts, options, cat, gpus) if not classified else _keyed(kernels, options)
     dots = summary.kernel_dots(k, pts)
     prod = production.from_options(k, dots, options.timeline, options.device, options.match, cat.thresholds)
     summ = summary.kernel_summary(k, focus=options.focus, dots=dots, production_s=prod.weights if prod else None,
                                   production_total_s=prod.total_s if prod else None)
     summ = diagnose.diagnose_kernels(summ, k, cat, gpus)
     return Analysis(list(inputs), options, k, pts, dots, summ, cat, gpus, production=prod)
+
+
+def _keyed(kernels: pd.DataFrame, options: AnalysisOptions) -> pd.DataFrame:
+    """The classified launch table with its ``kernel_key`` (``options.match``), validated."""
+    return validate_kernels(kernels.assign(kernel_key=summary.kernel_keys(kernels, options.match).to_numpy()))
+
+
+def _classified(kernels: pd.DataFrame, points: pd.DataFrame, options: AnalysisOptions, cat: Catalog, gpus: GpuCatalog) -> pd.DataFrame:
+    """:func:`read_kernels`' table classified and diagnosed launch by launch (``points``: its points), keyed."""
+    k = classify.classify(kernels, points, cat)
+    return _keyed(diagnose.diagnose_launches(k, points, cat, gpus), options)
+
+
+def launch_table(paths: Sequence[Path], options: AnalysisOptions | None = None) -> pd.DataFrame:
+    """The launch table of ``paths`` alone, as :func:`build` makes it, without the rest of the analysis.
+
+    What a fleet worker keeps of each input (:mod:`ncuroof.fleet`): read, work, traffic, roofs,
+    classification and diagnosis of every launch; no kernel aggregation.
+
+    Parameters
+    ----------
+    paths : sequence of Path
+        Reports and CSV exports.
+    options : AnalysisOptions, optional
+        Default: :class:`AnalysisOptions` defaults.
+
+    Returns
+    -------
+    DataFrame
+        :data:`ncuroof.schema.KERNELS`, equal to ``build(paths, options).kernels``.
+
+    Raises
+    ------
+    NcuroofError
+        Bad input (one line naming the file).
+    """
+    options = options if options is not None else AnalysisOptions()
+    cat, gpus = catalog.load(), catalog.load_gpus()
+    k = read_kernels(paths, options, cat, gpus)
+    return _classified(k, validate_points(calculator.compute_points(k)), options, cat, gpus)
 
 
 def build(paths: Sequence[Path], options: AnalysisOptions | None = None,
@@ -248,7 +283,7 @@ _DERIVED = ("kernel_key", "time_at_roof_s", "saving_s", "expected_flop", "expect
             *(c for c in KERNELS if c.startswith("achievable_")), "roof_fraction")
 
 
-def restore_kernels(table: pd.DataFrame, where: Path, cat: Catalog, gpus: GpuCatalog) -> tuple[pd.DataFrame, bool]:
+def restore_kernels(table: pd.DataFrame, where: Path, cat: Catalog, gpus: GpuCatalog) -> pd.DataFrame:
     """A launch table read back from a saved ``kernels.csv``, with the declared dtypes and any
     derived column an older ncuroof did not write recomputed.
 
@@ -263,8 +298,9 @@ def restore_kernels(table: pd.DataFrame, where: Path, cat: Catalog, gpus: GpuCat
 
     Returns
     -------
-    (DataFrame, bool)
-        The table cast to :data:`ncuroof.schema.KERNELS` dtypes, and whether it is classified.
+    DataFrame
+        The classified table (``bound`` and the launch diagnosis filled), cast to
+        :data:`ncuroof.schema.KERNELS` dtypes.
 
     Raises
     ------
@@ -291,7 +327,7 @@ def restore_kernels(table: pd.DataFrame, where: Path, cat: Catalog, gpus: GpuCat
         k["roof_fraction"] = pd.to_numeric(bind["roof_fraction"], errors="coerce").to_numpy(float)
     if any(c not in table.columns for c in ("diagnosis", "evidence", "advice", "flags")):
         k = diagnose.diagnose_launches(k, calculator.compute_points(k), cat, gpus)
-    return k.drop(columns=["kernel_key"], errors="ignore"), True
+    return k.drop(columns=["kernel_key"], errors="ignore")
 
 
 #: Text columns whose missing value is the empty string (not None) in a launch table.

@@ -396,8 +396,8 @@ def analysis_of(side: PathLike | Sequence[PathLike], options: AnalysisOptions | 
             raise InputError("is a directory without kernels.csv; pass an ncuroof output directory, a report or a CSV export", paths[0])
         cat, gpus = catalog.load(), catalog.load_gpus()
         frame = tables_io.read_table(table, "kernels") if table.suffix == ".parquet" else pd.read_csv(table, keep_default_na=True)
-        k, classified = _analysis.restore_kernels(frame, table, cat, gpus)
-        return _analysis.from_kernels(k, options, cat, gpus, inputs=paths, classified=classified)
+        k = _analysis.restore_kernels(frame, table, cat, gpus)
+        return _analysis.from_kernels(k, options, cat, gpus, inputs=paths, classified=True)
     with _progress_bar(progress) as bar:
         return _analysis.build(paths, options, bar)
 

@@ -14,6 +14,7 @@ import click
 
 from . import __version__
 from .errors import NcuNotFoundError, NcuroofError
+from .fleet import FLEET_MIN_INPUTS
 
 __all__ = ["main", "cli"]
 
@@ -138,7 +139,7 @@ def _group_by(ctx: click.Context, param: click.Parameter, value: str | None) -> 
               help="Table formats: kernels/points as CSV and/or Parquet (schema dtypes, units and inputs in its metadata).")
 @click.option("--scheduler", metavar="tcp://HOST:PORT", default=None,
               help="With --stack or --ranks: analyze each input as a task on this dask scheduler's workers (they must see "
-                   "the inputs). Default: stacks of 4 or more inputs run on a local dask cluster of this machine's cores.")
+                   f"the inputs). Default: stacks of {FLEET_MIN_INPUTS} or more inputs run on a local dask cluster of this machine's cores.")
 @click.option("--workers", type=click.IntRange(1), default=None, help="Worker processes of the local dask cluster (default: the cores).")
 @click.option("--ranks/--no-ranks", "ranks", default=None,
               help="Inputs are one report per MPI rank of one run: merge them into each kernel's spread over ranks "

@@ -1,9 +1,10 @@
 """Fleets: many unrelated reports analyzed one by one as one ``dask.distributed`` job.
 
 ``ncuroof analyze runs/*.ncu-rep --stack`` with :data:`FLEET_MIN_INPUTS` or more inputs (or with
-``--scheduler`` or ``--workers``) analyzes every input alone in a task (:func:`analyze_input`: read, kernels,
-roofs, classification, diagnosis) on a :class:`distributed.LocalCluster` of this machine's
-cores, or on an existing cluster given by its scheduler address. The launch tables of the inputs
+``--scheduler`` or ``--workers``) analyzes every input alone in a task (:func:`analyze_input`: only its
+launch table, :func:`ncuroof.analysis.launch_table`: read, kernels, roofs, classification, diagnosis of
+each launch) on a :class:`distributed.LocalCluster` of this machine's cores, or on an existing cluster
+given by its scheduler address. The launch tables of the inputs
 that succeed are concatenated in input order: they equal the tables of each report analyzed
 alone, and :func:`ncuroof.analysis.from_kernels` makes one analysis of them (points, dots,
 summary: computed once for the fleet, every step per launch or per kernel). An input
@@ -66,7 +67,7 @@ def wanted(n_inputs: int, scheduler: str | None, workers: int | None = None) -> 
 
 
 def analyze_input(path: str, source: str, options: AnalysisOptions) -> dict[str, Any]:
-    """Analyze one input alone (a dask task): its launch table, or its error.
+    """Analyze one input alone (a dask task): its launch table (:func:`ncuroof.analysis.launch_table`), or its error.
 
     Parameters
     ----------
@@ -87,7 +88,7 @@ def analyze_input(path: str, source: str, options: AnalysisOptions) -> dict[str,
     from . import analysis
 
     try:
-        k = analysis.build([Path(path)], replace(options, stack=False)).kernels
+        k = analysis.launch_table([Path(path)], replace(options, stack=False))
     except NcuroofError as exc:
         about_input = exc.path is None or exc.path == Path(path)
         return {"source": source, "error": f"{source}: {exc.message}" if about_input else str(exc)}

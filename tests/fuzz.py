@@ -70,18 +70,10 @@ class Block:
 
 
 def blocks(data: bytes) -> list[Block]:
-    """Walk the framing of an undamaged report (see :func:`ncuroof.parser.ncu_rep.check_framing`)."""
-    from ncuroof.parser.ncu_rep import _payload_size
+    """Walk the framing of an undamaged report (with :func:`ncuroof.parser.blocks.walk`)."""
+    from ncuroof.parser.blocks import walk
 
-    pos = 8 + struct.unpack("<I", data[4:8])[0]
-    out = []
-    while pos < len(data):
-        hsize = struct.unpack("<I", data[pos:pos + 4])[0]
-        header = data[pos + 4:pos + 4 + hsize]
-        size = _payload_size(header)
-        out.append(Block(pos, header, pos + 4 + hsize, size))
-        pos += 4 + hsize + size
-    return out
+    return [Block(pos, data[pos + 4:start], start, header.payload_size) for _, pos, header, start in walk(data, Path("undamaged"))]
 
 
 def _varint(n: int) -> bytes:
@@ -96,7 +88,7 @@ def _varint(n: int) -> bytes:
 
 def _with_payload_size(header: bytes, size: int) -> bytes:
     """The block header with field 5 (payload size) set to ``size``, other fields kept."""
-    from ncuroof.parser.ncu_rep import _varint as read_varint
+    from ncuroof.parser.wire import varint as read_varint
 
     out, i = bytearray(), 0
     while i < len(header):

@@ -95,7 +95,7 @@ def test_unknown_format_version_falls_back_or_says_what_to_do(monkeypatch: pytes
 
 def _shorten_block(data: bytes, block: int) -> bytes:
     """Delete one byte in the middle of ``block``'s payload and lower its payload size by one."""
-    for index, pos, header, start in nvr._blocks(data, Path("x"), nvr._classes()):
+    for index, pos, header, start in nvr._blocks(data, Path("x")):
         if index == block:
             size = header.payload_size
             header.payload_size = size - 1
@@ -162,7 +162,7 @@ def _edit_results(src: Path, dst: Path, edit, extra: bytes = b"") -> None:  # no
     data = src.read_bytes()
     classes = nvr._classes()
     out = [data[:8 + struct.unpack_from("<I", data, 4)[0]]]
-    for _, _, header, start in nvr._blocks(data, src, classes):
+    for _, _, header, start in nvr._blocks(data, src):
         payload = data[start:start + header.payload_size]
         if header.num_results:
             result = classes["Result"].FromString(payload[4:])
@@ -216,7 +216,7 @@ def test_split_decode_is_the_same_table_and_its_errors_are_whole(tmp_path: Path)
     assert len(one) == 1200 and list(one["launch_id"]) == list(range(1200))
     assert_same_tables(one, nvr.read_nvr(big, cat, processes=2, chunk=100))
     data = big.read_bytes()
-    blocks = list(nvr._blocks(data, big, nvr._classes()))
+    blocks = list(nvr._blocks(data, big))
     index, pos, header, start = blocks[-3]  # the third-last block: in the last slice
     launch = sum(h.num_results for _, _, h, _ in blocks[:-3])
     bad = tmp_path / "bad.ncu-rep"
@@ -261,7 +261,7 @@ def test_launches_of_another_process_stay_in_range_0_both_ways(tmp_path: Path) -
     host, executable); the decoder's range_id 0 agrees. (A result of another kind than a kernel
     launch, as range replay writes, makes the decoder give the report to ncu_report.)"""
     data = bytearray(shared("ESMM-Research__profile_output.ncu-rep").read_bytes())
-    blocks = [b for b in nvr._blocks(bytes(data), Path("x"), nvr._classes()) if b[2].num_results]
+    blocks = [b for b in nvr._blocks(bytes(data), Path("x")) if b[2].num_results]
     for _, pos, _, start in blocks[-2:]:
         at = bytes(data[pos:start]).find(b"\x08\xceG\x12\t127.0.0.1")  # process 9166 on 127.0.0.1
         assert at > 0
@@ -300,7 +300,7 @@ def _strings_after_first_result(src: Path, dst: Path) -> None:
     classes = nvr._classes()
     out = [data[:8 + struct.unpack_from("<I", data, 4)[0]]]
     moved: list[bytes] = []
-    for _, _, header, start in nvr._blocks(data, src, classes):
+    for _, _, header, start in nvr._blocks(data, src):
         payload = data[start:start + header.payload_size]
         first = header.num_results and not moved and len(header.strings.strings) > 0
         if first:

@@ -224,7 +224,7 @@ def test_duplicated_or_reordered_result_blocks_are_refused(tmp_path: Path) -> No
 
 
 def test_launch_sequence_reads_ncu_sequence_numbers() -> None:
-    records = ncu_rep.launch_sequence(shared("ESMM-Research__profile_output.ncu-rep"))
+    records = ncu_rep.check_records(shared("ESMM-Research__profile_output.ncu-rep")).records
     assert [r.sequence for r in records] == [519, 525, 531, 537]
     assert {r.process_id for r in records} == {9166}
 

@@ -20,9 +20,10 @@ import pandas as pd
 from ..catalog import Catalog
 from ..errors import InputError, MissingModuleError, ReportFormatError
 from ..schema import validate_raw
+from .blocks import MAGIC
 from .csv import Session, read_csv, read_session, sniff
 from .merge import apply_session, merge
-from .ncu_rep import MAGIC, read_ncu_rep
+from .ncu_rep import read_ncu_rep
 from .nvr import LEARNED, PayloadError, UnsupportedReport, read_nvr
 from .validate import check_values
 from .verify import against_ncu_report, check_rates

@@ -105,7 +105,7 @@ def read_launches(path: Path, spec: dict[str, Any], progress: Any = None, record
     progress : callable, optional
         ``progress(total)`` returns a callable advanced once per launch.
     records : list of ResultRecord, optional
-        From :func:`ncuroof.parser.ncu_rep.launch_sequence`, to name the byte range of the
+        From :func:`ncuroof.parser.ncu_rep.check_records`, to name the byte range of the
         launch being decoded when the decoder aborts.
 
     Returns

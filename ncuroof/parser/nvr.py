@@ -27,7 +27,7 @@ not: the report is unsupported.
 
 :func:`read_nvr` reads only the metrics the catalog asks for, straight from a memory map, and
 builds the same raw table as :func:`ncuroof.parser.ncu_rep.read_ncu_rep`, in one pass that also
-checks the framing and every launch record (:class:`~ncuroof.parser.ncu_rep.LaunchLedger`). A big
+checks the framing and every launch record (:class:`~ncuroof.parser.blocks.LaunchLedger`). A big
 report is cut into slices of result blocks decoded side by side by worker processes
 (:mod:`ncuroof.parser.split`). Per launch, the wanted metric results are found by a cached layout
 (positions checked by their leading bytes, earlier copies of repeated metrics included) and their
@@ -61,22 +61,12 @@ from google.protobuf.message import DecodeError
 
 from ..catalog import Catalog
 from ..errors import InputError, ReportFormatError
-from .ncu_rep import (
-    _VERSION,
-    RELEASE_BYTES,
-    LaunchLedger,
-    ResultRecord,
-    _check_file_header,
-    _varint,
-    check_file,
-    launch_frame,
-    launch_row,
-    release_pages,
-    untiled_block,
-)
+from .blocks import LaunchLedger, Plan, ResultRecord, Untiled, check_file, first_block, plan, results, untiled_block, walk
+from .ncu_rep import launch_frame, launch_row
 from .split import Workers, cores
 from .wire import classes as _classes
 from .wire import unseen_fields
+from .wire import varint as _varint
 
 __all__ = ["read_nvr", "read_stamps", "UnsupportedReport", "PayloadError", "LEARNED", "FORMAT_VERSION", "iter_results", "Launch", "Slice", "decode_slice",
            "PROCESS_LAUNCHES", "PROCESSES_ENV"]
@@ -107,7 +97,7 @@ class Launch:
     ``seq`` is ncu's sequence number (result field 2), ``thread_id`` the launching thread's ID
     (result field 1; the process ID for a process's main thread), both None when absent, and
     ``timestamp`` the Unix time in seconds (field 14): the launch-accounting checks
-    (:class:`~ncuroof.parser.ncu_rep.LaunchLedger`) use them to find repeated or reordered
+    (:class:`~ncuroof.parser.blocks.LaunchLedger`) use them to find repeated or reordered
     blocks. ``values`` maps metric names to values in ncu's metric-name order.
     """
 
@@ -315,7 +305,7 @@ def _metric_value(m: Any) -> Any:
 
 
 def _nvtx(result: Any) -> str | None:
-    """The NVTX push/pop ranges open at launch, as :func:`ncuroof.parser.ncu_rep._nvtx` joins them."""
+    """The NVTX push/pop ranges open at launch, as :func:`ncuroof.parser._ncu_worker._nvtx` joins them."""
     if not result.HasField("nvtx"):
         return None
     state = result.nvtx
@@ -394,73 +384,18 @@ def _launch(buf: Any, block: int, offset: int, wanted: _Wanted, classes: dict[st
                   result.timestamp)
 
 
-def _u32(mm: Any, pos: int) -> int:
-    return struct.unpack_from("<I", mm, pos)[0]
-
-
-def _first_block(mm: Any, path: Path, classes: dict[str, Any]) -> int:
+def _first_block(mm: Any, path: Path) -> int:
     """Check the file header and format version; the byte offset of the first block."""
-    size = len(mm)
-    if size < 8:
-        raise ReportFormatError("is truncated inside its file header; copy the report again", path)
-    pos = 8 + _u32(mm, 4)
-    _check_file_header(mm[8:min(pos, size)], pos, size, path)
-    try:
-        version = classes["FileHeader"].FromString(mm[8:pos]).version
-    except DecodeError as exc:
-        raise ReportFormatError(f"has a damaged file header ({exc}); copy the report again or re-run ncu", path) from exc
+    pos, version = first_block(mm, path)
     if version != FORMAT_VERSION:
         raise UnsupportedReport(f"report format version {version} (known: {FORMAT_VERSION})")
     return pos
 
 
-def _blocks(mm: Any, path: Path, classes: dict[str, Any], pos: int | None = None, index: int = 0,
-            stop: int | None = None) -> Iterator[tuple[int, int, Any, int]]:
-    """(block index, byte offset, block header, payload offset) of each block from the first (or from
-    block ``index`` at byte ``pos``) to the end of the file (or to byte ``stop``, a block boundary);
-    checks the framing."""
-    size = len(mm) if stop is None else stop
-    pos = _first_block(mm, path, classes) if pos is None else pos
-    released = pos
-    header_cls = classes["BlockHeader"]
-    while pos + 4 <= size:
-        if pos - released >= RELEASE_BYTES:
-            released = release_pages(mm, released, pos)
-        start = pos + 4 + _u32(mm, pos)
-        if start > size:
-            break
-        try:
-            header = header_cls.FromString(mm[pos + 4:start])
-        except DecodeError as exc:
-            raise ReportFormatError(f"block {index} at byte {pos} has a corrupt header ({exc}); the report is damaged", path) from exc
-        end = start + header.payload_size
-        if end > size:
-            break
-        yield index, pos, header, start
-        pos = end
-        index += 1
-    if pos != size:
-        raise ReportFormatError(f"is truncated or corrupt: its blocks end at byte {pos} but the file has {len(mm)} bytes; "
-                                "copy the report again or re-run ncu", path)
-
-
-class _Untiled(DecodeError):
-    """A block's records do not tile its payload."""
-
-
-def _results(mm: Any, start: int, end: int, header: Any) -> Iterator[tuple[int, Any]]:
-    """(offset, message) of each ``[u32 length][result]`` in the payload ``mm[start:end]``, after the
-    block's ``num_sources`` records of other kinds; :class:`_Untiled` if they do not tile it."""
-    at = start
-    for i in range(header.num_sources + header.num_results):
-        if at + 4 > end or at + 4 + _u32(mm, at) > end:
-            raise _Untiled()
-        n = _u32(mm, at)
-        if i >= header.num_sources:
-            yield at, mm[at + 4:at + 4 + n]
-        at += 4 + n
-    if at != end:
-        raise _Untiled()
+def _blocks(mm: Any, path: Path, pos: int | None = None, index: int = 0, stop: int | None = None) -> Iterator[tuple[int, int, Any, int]]:
+    """The blocks of :func:`ncuroof.parser.blocks.walk`, from the first (its format version
+    checked) or from block ``index`` at byte ``pos``, to the end of the file or to byte ``stop``."""
+    return walk(mm, path, _first_block(mm, path) if pos is None else pos, index, stop)
 
 
 class PayloadError(ReportFormatError):
@@ -484,14 +419,14 @@ def _launches(mm: Any, path: Path, blocks: Iterator[tuple[int, int, Any, int]], 
         if not header.num_results:
             continue
         try:
-            for offset, buf in _results(mm, start, start + header.payload_size, header):
+            for offset, buf in results(mm, start, start + header.payload_size, header):
                 scans = wanted.scans
                 got = _launch(buf, block, offset, wanted, classes)
                 if wanted.scans != scans:  # a new layout: are its fields all known?
                     _check_seen(buf, "Result", f"launch {launch}")
                 yield launch, got, offset + 4, offset + 4 + len(buf)
                 launch += 1
-        except _Untiled as exc:
+        except Untiled as exc:
             raise untiled_block(path, launch, block, start, start + header.payload_size,
                                 header.num_sources + header.num_results) from exc
         except (DecodeError, UnicodeDecodeError, IndexError, ValueError, struct.error) as exc:
@@ -519,13 +454,13 @@ def iter_results(mm: Any, path: Path, catalog: Catalog) -> Iterator[Launch]:
     ReportFormatError
         For a damaged header, framing or payload: names the file, the block, its byte offset
         and the launch (its index in the report); for repeated or reordered launch records
-        (:class:`~ncuroof.parser.ncu_rep.LaunchLedger`).
+        (:class:`~ncuroof.parser.blocks.LaunchLedger`).
     UnsupportedReport
         For a format version, value kind or structure not seen in the reports we verified.
     """
     ledger = LaunchLedger(path, mm)
     wanted = _Wanted.of(catalog, _plan(mm, path).strings)
-    for index, got, start, end in _launches(mm, path, _blocks(mm, path, _classes()), wanted, 0):
+    for index, got, start, end in _launches(mm, path, _blocks(mm, path), wanted, 0):
         ledger.add(ResultRecord(index, got.block, start, end, got.thread_id, got.seq))
         yield got
 
@@ -560,29 +495,16 @@ def read_stamps(path: str | Path) -> pd.DataFrame:
     stamp = _classes()["Stamp"]
     rows: list[tuple[int, int, int, int, int, int]] = []
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        for block, pos, header, start in _blocks(mm, path, _classes()):
+        for block, pos, header, start in _blocks(mm, path):
             if not header.num_results:
                 continue
             try:
-                for offset, buf in _results(mm, start, start + header.payload_size, header):
+                for offset, buf in results(mm, start, start + header.payload_size, header):
                     m = stamp.FromString(buf)
                     rows.append((len(rows), block, offset, m.seq, m.thread_id, m.timestamp))
             except DecodeError as exc:
                 raise _damaged(path, len(rows), block, pos, exc) from exc
     return pd.DataFrame(rows, columns=["launch_id", "block", "offset", "seq", "thread_id", "timestamp"], dtype="int64")
-
-
-@dataclass
-class _Plan:
-    """What one walk over a report's block headers finds: the ncu version (as
-    :func:`~ncuroof.parser.ncu_rep.ncu_version` finds it: in the first non-result block header that
-    has one), the number of launches, for each result block its byte offset, block index and first
-    launch, and ``strings``, the whole string table (every block's, in file order)."""
-
-    version: str | None = None
-    total: int = 0
-    marks: list[tuple[int, int, int]] = field(default_factory=list)
-    strings: list[bytes] = field(default_factory=list)
 
 
 def _check_seen(buf: Any, message: str, where: str) -> None:
@@ -592,21 +514,19 @@ def _check_seen(buf: Any, message: str, where: str) -> None:
         raise UnsupportedReport(f"{where}: {message} fields never seen {unseen[:3]} (field number, wire type)")
 
 
-def _plan(mm: Any, path: Path) -> _Plan:
-    """One walk over the block headers (checked for fields never seen, but for result blocks after the first)."""
-    plan = _Plan()
-    for block, pos, header, start in _blocks(mm, path, _classes()):
-        if not plan.marks or not header.num_results:
+def _seen(mm: Any, blocks: Iterator[tuple[int, int, Any, int]]) -> Iterator[tuple[int, int, Any, int]]:
+    """``blocks``, their headers checked for fields never seen (but for result blocks after the first)."""
+    after_results = False
+    for block, pos, header, start in blocks:
+        if not after_results or not header.num_results:
             _check_seen(mm[pos + 4:start], "BlockHeader", f"block {block}")
-        if header.num_results:
-            plan.marks.append((pos, block, plan.total))
-            plan.total += header.num_results
-        elif plan.version is None:
-            m = _VERSION.search(mm, pos, start)
-            plan.version = m.group(1).decode() if m else None
-        if header.HasField("strings"):
-            plan.strings.extend(header.strings.strings)
-    return plan
+        after_results = after_results or bool(header.num_results)
+        yield block, pos, header, start
+
+
+def _plan(mm: Any, path: Path) -> Plan:
+    """One walk over the block headers (:func:`ncuroof.parser.blocks.plan`), checked for fields never seen."""
+    return plan(mm, path, _seen(mm, _blocks(mm, path)))
 
 
 @dataclass(frozen=True)
@@ -622,7 +542,7 @@ class Slice:
     strings: tuple[bytes, ...] = ()
 
 
-def _slices(plan: _Plan, processes: int) -> list[Slice]:
+def _slices(plan: Plan, processes: int) -> list[Slice]:
     """Cut the result blocks into ``processes`` slices at block boundaries; the first (decoded in
     this process while the workers start) is longer by :data:`START_LAUNCHES` per worker."""
     strings = tuple(plan.strings)
@@ -646,7 +566,7 @@ def decode_slice(path: Path, catalog: Catalog, part: Slice, chunk: int, version:
 
     Returns the raw-table chunks (:func:`~ncuroof.parser.ncu_rep.launch_frame`, ``chunk`` launches
     each) and one record per launch (index, block, start, end, thread ID, sequence number) for
-    :class:`~ncuroof.parser.ncu_rep.LaunchLedger`. ``progress(n)`` is told every
+    :class:`~ncuroof.parser.blocks.LaunchLedger`. ``progress(n)`` is told every
     :data:`TICK` launches. Python's cyclic garbage collector is paused meanwhile: the decoder
     makes no cycles, and its collections over the growing table cost a third of the time.
     """
@@ -655,7 +575,7 @@ def decode_slice(path: Path, catalog: Catalog, part: Slice, chunk: int, version:
     records: list[tuple[int, ...]] = []
     wanted = _Wanted.of(catalog, part.strings)
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm, _gc_paused():
-        blocks = _blocks(mm, path, _classes(), part.pos, part.block, part.stop)
+        blocks = _blocks(mm, path, part.pos, part.block, part.stop)
         scans = 0
         for index, got, start, end in _launches(mm, path, blocks, wanted, part.launch):
             records.append((index, got.block, start, end, got.thread_id, got.seq, wanted.scans > scans))
@@ -686,7 +606,7 @@ def _gc_paused() -> Iterator[None]:
 
 def _estimate(mm: Any, path: Path) -> int:
     """The launches of a report, estimated from the size of its first result block (0 without one)."""
-    for _, _, header, start in _blocks(mm, path, _classes()):
+    for _, _, header, start in _blocks(mm, path):
         if header.num_results:
             return int((len(mm) - start) * header.num_results / max(header.payload_size, 1))
     return 0
@@ -708,7 +628,7 @@ def read_nvr(path: str | Path, catalog: Catalog, progress: Callable[[int], Calla
     One walk over the block headers counts the launches; the result blocks are then decoded in
     slices, on several processes for a big report (:class:`ncuroof.parser.split.Workers`, as many
     as the size of the first result block says the report needs), and every launch record is
-    checked in file order (:class:`~ncuroof.parser.ncu_rep.LaunchLedger`).
+    checked in file order (:class:`~ncuroof.parser.blocks.LaunchLedger`).
 
     Parameters
     ----------

@@ -33,9 +33,9 @@ import pandas as pd
 
 from ..catalog import Catalog
 from ..schema import INCONSISTENT, RAW_META
+from .blocks import first_block, walk
 from .contained import read_launches
 from .ncu_rep import _spec
-from .nvr import _blocks, _first_block
 from .validate import limits
 from .wire import classes as _classes
 
@@ -101,8 +101,8 @@ def cut_report(path: Path, launches: list[int], dst: Path) -> list[int]:
     wanted, kept, parts, launch = set(launches), [], [], 0
     header_cls = _classes()["BlockHeader"]
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        parts.append(mm[:_first_block(mm, path, _classes())])
-        for _, pos, header, start in _blocks(mm, path, _classes()):
+        parts.append(mm[:first_block(mm, path)[0]])
+        for _, pos, header, start in walk(mm, path):
             n = header.num_results
             if not n or header.num_sources or wanted & set(range(launch, launch + n)):
                 parts.append(mm[pos:start + header.payload_size])

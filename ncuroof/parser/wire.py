@@ -7,12 +7,13 @@ was verified against NVIDIA's ``ncu_report`` on every report in ``../shared/fixt
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from functools import cache
 from typing import Any
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-__all__ = ["classes", "SEEN_FIELDS", "unseen_fields", "varint"]
+__all__ = ["classes", "SEEN_FIELDS", "unseen_fields", "fields", "varint"]
 
 _T = descriptor_pb2.FieldDescriptorProto
 _U64, _U32, _DBL, _FLT, _BYTES, _MSG = _T.TYPE_UINT64, _T.TYPE_UINT32, _T.TYPE_DOUBLE, _T.TYPE_FLOAT, _T.TYPE_BYTES, _T.TYPE_MESSAGE
@@ -56,14 +57,23 @@ def unseen_fields(buf: bytes, message: str) -> list[tuple[int, int]]:
     """The (field number, wire type) pairs of the protobuf message ``buf`` not in ``SEEN_FIELDS[message]``.
 
     Raises ValueError for a broken wire format (the caller's decoder reports it)."""
-    seen, out, i, end = SEEN_FIELDS[message], [], 0, len(buf)
+    seen = SEEN_FIELDS[message]
+    return [(number, wire) for number, wire, _ in fields(buf) if (number, wire) not in seen]
+
+
+def fields(buf: bytes) -> Iterator[tuple[int, int, int | None]]:
+    """(field number, wire type, value) of each top-level field of the protobuf message ``buf``, in
+    order; the value of varint fields only (None for the others).
+
+    Raises ValueError for a broken wire format (saying what is broken)."""
+    i, end = 0, len(buf)
     while i < end:
         key, i = varint(buf, i)
-        number, wire = key >> 3, key & 7
-        if (number, wire) not in seen:
-            out.append((number, wire))
+        number, wire, value = key >> 3, key & 7, None
+        if number == 0:
+            raise ValueError("field number 0")
         if wire == 0:
-            i = varint(buf, i)[1]
+            value, i = varint(buf, i)
         elif wire == 2:
             length, i = varint(buf, i)
             i += length
@@ -71,9 +81,9 @@ def unseen_fields(buf: bytes, message: str) -> list[tuple[int, int]]:
             i += 8 if wire == 1 else 4
         else:
             raise ValueError(f"wire type {wire}")
-    if i > end:
-        raise ValueError("a field runs past the end of the message")
-    return out
+        if i > end:
+            raise ValueError("a field runs past the end of the message")
+        yield number, wire, value
 
 
 def varint(buf: bytes, i: int) -> tuple[int, int]:

@@ -1,0 +1,356 @@
+"""The framing of an Nsight Compute ``.ncu-rep`` report, walked the same way by both readers.
+
+A report is ``NVR\\0``, a u32 little-endian header size and the file header (a protobuf message
+whose field 1 is the format version), then blocks of [u32 block-header size][block header][payload],
+ending exactly at the end of the file (verified on every report in ``../shared/fixtures``). The
+block header's fields used here: 1 number of source records, 2 number of result (launch) records,
+4 the string table, 5 the payload size; a payload is its records, each a u32 length and a protobuf
+message, the sources first.
+
+:func:`walk` is the one block walker (it checks the framing as it goes), :func:`plan` the one pass
+over the block headers that both readers start from: the decoder (:mod:`.nvr`) to cut the report
+into slices, the ``ncu_report`` path (:mod:`.ncu_rep`) to check every launch record with the
+:class:`LaunchLedger` before ``ncu_report``, which reads a damaged report silently, sees it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import mmap
+import re
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from google.protobuf.message import DecodeError
+
+from ..errors import InputError, ReportFormatError
+from .wire import classes, fields
+
+__all__ = ["MAGIC", "RELEASE_BYTES", "check_file", "check_header", "first_block", "walk", "results", "Untiled",
+           "untiled_block", "release_pages", "ResultRecord", "LaunchLedger", "Plan", "plan"]
+
+MAGIC = b"NVR\x00"
+#: Bytes read from a memory-mapped report between releases of its pages (:func:`release_pages`).
+RELEASE_BYTES = 64 << 20
+_VERSION = re.compile(rb"(\d{4}\.\d+\.\d+(?:\.\d+)?) \(build")
+
+
+def check_file(path: Path) -> bytes:
+    """Check that ``path`` is a non-empty file starting with ``NVR\\0`` and a header size.
+
+    Parameters
+    ----------
+    path : Path
+        The report.
+
+    Returns
+    -------
+    bytes
+        Its first 8 bytes.
+
+    Raises
+    ------
+    InputError
+        If the file is missing, empty, or not an Nsight Compute report.
+    ReportFormatError
+        If it ends inside its first 8 bytes.
+    """
+    if not path.exists():
+        raise InputError("no such file; check the path", path)
+    if not path.is_file():
+        raise InputError("is not a file; pass a .ncu-rep report or an ncu CSV export", path)
+    size = path.stat().st_size
+    if size == 0:
+        raise InputError("is empty; re-run ncu with -o to write the report again", path)
+    with path.open("rb") as f:
+        head = f.read(8)
+        if head[:4] != MAGIC:
+            hint = ""
+            if head and all(32 <= b < 127 or b in (9, 10, 13) for b in head[:4]) or head.startswith(b"\xef\xbb\xbf"):
+                hint = " (it looks like text: if it is an ncu CSV export, give it a .csv name)"
+            raise InputError(f"is not an Nsight Compute report: it does not start with NVR\\0{hint}", path)
+        if len(head) < 8:
+            raise ReportFormatError("is truncated inside its file header; copy the report again", path)
+    return head
+
+
+def check_header(header: bytes, end: int, size: int, path: Path) -> None:
+    """Check the file header ``header`` (after ``NVR\\0`` and its u32 size, ending at byte ``end``
+    of a file of ``size`` bytes): it must fit in the file and parse, with field 1, the format
+    version (ncu 2020-2025 write it).
+
+    Raises
+    ------
+    ReportFormatError
+        Naming its byte range and what is wrong.
+    """
+    damaged = f"has a damaged or truncated file header (bytes 0-{min(end, size)})"
+    if end > size:
+        raise ReportFormatError(f"{damaged}: it claims {end - 8} bytes, the file has {size}; copy the report again or re-run ncu", path)
+    try:
+        numbers = {number for number, wire, _ in fields(header) if wire == 0}
+    except ValueError as exc:
+        raise ReportFormatError(f"{damaged}: {exc}; copy the report again or re-run ncu", path) from exc
+    if 1 not in numbers:
+        raise ReportFormatError(f"{damaged}: no format version; copy the report again or re-run ncu", path)
+
+
+def _u32(mm: Any, pos: int) -> int:
+    return struct.unpack_from("<I", mm, pos)[0]
+
+
+def first_block(mm: Any, path: Path) -> tuple[int, int]:
+    """Check the file header of the report ``mm`` (an ``mmap`` or ``bytes``).
+
+    Returns
+    -------
+    (int, int)
+        The byte offset of the first block and the report's format version (7 from ncu 2020.1 to 2025.2).
+
+    Raises
+    ------
+    ReportFormatError
+        For a truncated or damaged file header (:func:`check_header`).
+    """
+    size = len(mm)
+    if size < 8:
+        raise ReportFormatError("is truncated inside its file header; copy the report again", path)
+    pos = 8 + _u32(mm, 4)
+    check_header(mm[8:min(pos, size)], pos, size, path)
+    try:
+        version = classes()["FileHeader"].FromString(mm[8:pos]).version
+    except DecodeError as exc:
+        raise ReportFormatError(f"has a damaged file header ({exc}); copy the report again or re-run ncu", path) from exc
+    return pos, version
+
+
+def release_pages(mm: mmap.mmap, start: int, end: int) -> int:
+    """Drop the pages of ``mm[start:end]`` (already read) from the process: the resident memory of
+    a memory-mapped report stays bounded however large the file. Returns the new release mark."""
+    start -= start % mmap.PAGESIZE
+    end -= end % mmap.PAGESIZE
+    if end > start and hasattr(mm, "madvise"):
+        mm.madvise(mmap.MADV_DONTNEED, start, end - start)
+    return end
+
+
+def walk(mm: Any, path: Path, pos: int | None = None, index: int = 0, stop: int | None = None) -> Iterator[tuple[int, int, Any, int]]:
+    """Walk the blocks of a report, checking its framing.
+
+    Parameters
+    ----------
+    mm : buffer
+        The whole report (an ``mmap`` or ``bytes``).
+    path : Path
+        The report, for error messages.
+    pos, index : int, optional
+        Start at block ``index``, at byte ``pos`` (default: the first block, after :func:`first_block`).
+    stop : int, optional
+        End at this byte, a block boundary (default: the end of the file).
+
+    Yields
+    ------
+    (int, int, BlockHeader, int)
+        Block index, byte offset, decoded block header, byte offset of its payload.
+
+    Raises
+    ------
+    ReportFormatError
+        For a damaged file header or block header, or blocks that do not end exactly at ``stop``
+        (a truncated or corrupt report).
+    """
+    size = len(mm) if stop is None else stop
+    pos = first_block(mm, path)[0] if pos is None else pos
+    released = pos
+    header_cls = classes()["BlockHeader"]
+    while pos + 4 <= size:
+        if pos - released >= RELEASE_BYTES:
+            released = release_pages(mm, released, pos)
+        start = pos + 4 + _u32(mm, pos)
+        if start > size:
+            break
+        try:
+            header = header_cls.FromString(mm[pos + 4:start])
+        except DecodeError as exc:
+            raise ReportFormatError(f"block {index} at byte {pos} has a corrupt header ({exc}); the report is damaged", path) from exc
+        end = start + header.payload_size
+        if end > size:
+            break
+        yield index, pos, header, start
+        pos = end
+        index += 1
+    if pos != size:
+        raise ReportFormatError(f"is truncated or corrupt: its blocks end at byte {pos} but the file has {len(mm)} bytes; "
+                                "copy the report again or re-run ncu", path)
+
+
+class Untiled(DecodeError):
+    """A block's records do not tile its payload (:func:`untiled_block` says it for a report)."""
+
+
+def results(mm: Any, start: int, end: int, header: Any) -> Iterator[tuple[int, Any]]:
+    """(offset, message) of each ``[u32 length][result]`` in the payload ``mm[start:end]``, after the
+    block's ``num_sources`` records of other kinds; :class:`Untiled` if they do not tile it."""
+    at = start
+    for i in range(header.num_sources + header.num_results):
+        if at + 4 > end or at + 4 + _u32(mm, at) > end:
+            raise Untiled()
+        n = _u32(mm, at)
+        if i >= header.num_sources:
+            yield at, mm[at + 4:at + 4 + n]
+        at += 4 + n
+    if at != end:
+        raise Untiled()
+
+
+def untiled_block(path: Path, launch: int, block: int, start: int, end: int, count: int) -> ReportFormatError:
+    """The error for a block whose ``count`` records do not tile its payload ``[start, end)``."""
+    return ReportFormatError(
+        f"has a damaged block: launch {launch} in block {block} (bytes {start}-{end}): the block "
+        f"should hold {count} records but its contents do not add up; copy the report again or re-run ncu", path)
+
+
+@dataclass(frozen=True)
+class ResultRecord:
+    """One launch (result) record of a report.
+
+    ``start``/``end`` are byte offsets of the message in the file; ``process_id`` and
+    ``sequence`` are fields 1 and 2 of the result message (ncu's process ID and its increasing
+    sequence number; field 14 is a Unix timestamp), ``None`` when absent.
+    """
+
+    index: int
+    block: int
+    start: int
+    end: int
+    process_id: int | None
+    sequence: int | None
+
+
+class LaunchLedger:
+    """Refuses repeated or reordered launch records as they are read, one at a time.
+
+    Two identical records (same bytes) are a duplicated block; within one process, ncu's sequence
+    numbers increase from record to record, so a repeated or lower number means records were
+    repeated or reordered. (A removed record leaves no trace in general.) Records are told apart by
+    (process ID, sequence number); their bytes are compared only when those repeat, and hashed only
+    for records without a sequence number, so the check costs next to nothing in a reader's pass.
+
+    Parameters
+    ----------
+    path : Path
+        The report, for the messages.
+    data : buffer
+        The whole report (``mmap`` or ``bytes``): ``data[r.start:r.end]`` is record ``r``.
+    """
+
+    def __init__(self, path: Path, data: Any) -> None:
+        self.path, self.data = path, data
+        self.first: dict[Any, ResultRecord] = {}
+        self.last: dict[int | None, ResultRecord] = {}
+
+    def _bytes(self, r: ResultRecord) -> bytes:
+        return bytes(self.data[r.start:r.end])
+
+    def add(self, r: ResultRecord) -> None:
+        """Take the next record in file order.
+
+        Raises
+        ------
+        ReportFormatError
+            Naming both records, their byte ranges and sequence numbers.
+        """
+        ident = (r.process_id, r.sequence) if r.sequence is not None else hashlib.blake2b(self._bytes(r), digest_size=16).digest()
+        first = self.first.setdefault(ident, r)
+        if first is not r and (r.sequence is None or self._bytes(first) == self._bytes(r)):
+            raise ReportFormatError(
+                f"has a repeated launch record: record {r.index} (bytes {r.start}-{r.end}) is an exact copy of record "
+                f"{first.index} (bytes {first.start}-{first.end}), a duplicated block; the report is damaged: copy it "
+                "again or re-run ncu", self.path)
+        prev = self.last.get(r.process_id)
+        if prev is not None and r.sequence is not None and prev.sequence is not None and r.sequence <= prev.sequence:
+            raise ReportFormatError(
+                f"has launch records out of sequence: record {r.index} (bytes {r.start}-{r.end}) has ncu sequence "
+                f"number {r.sequence}, not above the {prev.sequence} of record {prev.index}; launches are repeated or "
+                "reordered, the report is damaged: copy it again or re-run ncu", self.path)
+        self.last[r.process_id] = r
+
+
+@dataclass
+class Plan:
+    """What one walk over a report's block headers finds (:func:`plan`): the ncu version (in the
+    first block header without results that has one; ``ncu_report`` does not expose it), the
+    number of launches, for each result block its byte offset, block index and first launch,
+    ``strings``, the whole string table (every block's, in file order), and ``records``, every
+    launch record, when the walk was given a ledger."""
+
+    version: str | None = None
+    total: int = 0
+    marks: list[tuple[int, int, int]] = field(default_factory=list)
+    strings: list[bytes] = field(default_factory=list)
+    records: list[ResultRecord] = field(default_factory=list)
+
+
+def plan(mm: Any, path: Path, blocks: Iterator[tuple[int, int, Any, int]], ledger: LaunchLedger | None = None) -> Plan:
+    """Walk the block headers once.
+
+    Parameters
+    ----------
+    mm : buffer
+        The whole report (an ``mmap`` or ``bytes``).
+    path : Path
+        The report, for error messages.
+    blocks : iterator
+        Its blocks, from :func:`walk`.
+    ledger : LaunchLedger, optional
+        When given, every launch record is also read (its process ID and sequence number), checked
+        in file order by the ledger and kept in ``records``: a damaged record is refused before a
+        reader that does not check it (``ncu_report``) decodes the report.
+
+    Returns
+    -------
+    Plan
+
+    Raises
+    ------
+    ReportFormatError
+        As :func:`walk`; with a ledger, for a block whose records do not tile its payload, an
+        unreadable launch record (named with its byte range), or repeated or reordered records.
+    """
+    out = Plan()
+    for block, pos, header, start in blocks:
+        if header.num_results:
+            out.marks.append((pos, block, out.total))
+            if ledger is not None:
+                out.records.extend(_stamps(mm, path, block, start, header, out.total, ledger))
+            out.total += header.num_results
+        elif out.version is None:
+            m = _VERSION.search(mm, pos, start)
+            out.version = m.group(1).decode() if m else None
+        if header.HasField("strings"):
+            out.strings.extend(header.strings.strings)
+    return out
+
+
+def _stamps(mm: Any, path: Path, block: int, start: int, header: Any, launch: int, ledger: LaunchLedger) -> list[ResultRecord]:
+    """The launch records of one block, numbered from ``launch``, each added to ``ledger``."""
+    stamp, out = classes()["Stamp"], []
+    try:
+        for offset, buf in results(mm, start, start + header.payload_size, header):
+            begin, end = offset + 4, offset + 4 + len(buf)
+            try:  # protobuf's C parser walks the record's wire format (a deleted or inserted byte breaks it)
+                f = stamp.FromString(buf)
+            except DecodeError as exc:
+                raise ReportFormatError(f"has a damaged launch record: record {launch} (bytes {begin}-{end}) is not "
+                                        f"readable ({exc}); copy the report again or re-run ncu", path) from exc
+            r = ResultRecord(launch, block, begin, end, f.thread_id if f.HasField("thread_id") else None,
+                             f.seq if f.HasField("seq") else None)
+            ledger.add(r)
+            out.append(r)
+            launch += 1
+    except Untiled as exc:
+        raise untiled_block(path, launch, block, start, start + header.payload_size, header.num_sources + header.num_results) from exc
+    return out
