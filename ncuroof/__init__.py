@@ -15,10 +15,9 @@ Importing ncuroof has no side effects: it runs no ncu and imports ncu_report onl
 
 from __future__ import annotations
 
+from ._version import __version__
 from .api import AnalysisResult, CompareResult, analyze, compare_runs, load, plot_roofline, points, profile
 from .errors import NcuroofError
 
 __all__ = ["profile", "load", "points", "plot_roofline", "analyze", "AnalysisResult", "compare_runs", "CompareResult", "NcuroofError",
            "__version__"]
-
-__version__ = "0.1.0"

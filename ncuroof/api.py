@@ -1,6 +1,6 @@
-"""The Python API behind the command line: a facade over :mod:`ncuroof.analysis` and the renderers.
+"""The Python API behind the command line: a facade over :mod:`ncuroof.model.analysis` and the renderers.
 
-Every function here takes the same :class:`~ncuroof.analysis.AnalysisOptions` (or its fields as
+Every function here takes the same :class:`~ncuroof.model.analysis.AnalysisOptions` (or its fields as
 keyword arguments), builds the analysis once and hands it to the page, the tables or ``compare``.
 """
 
@@ -16,16 +16,23 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
-from . import analysis as _analysis
-from . import calculator, catalog, collector, diagnose, fleet, fmt, plot, provenance, report, tables_io, views
-from . import compare as _compare
-from . import phases as _phases
-from . import production as _production
-from . import ranks as _ranks
-from .analysis import Analysis, AnalysisOptions
+from . import catalog, fmt
+from .collector import ncu as collector
 from .errors import InputError
-from .instruction_roofline import instruction_points
-from .provenance import as_paths
+from .model import analysis as _analysis
+from .model import calculator, diagnose
+from .model import phases as _phases
+from .model import production as _production
+from .model.analysis import Analysis, AnalysisOptions
+from .model.instruction_roofline import instruction_points
+from .parser import tables_io
+from .render import figure as plot
+from .render import page as report
+from .render import provenance, views
+from .render.provenance import as_paths
+from .runs import compare as _compare
+from .runs import fleet
+from .runs import ranks as _ranks
 from .schema import BOUNDS, to_text, validate_points
 
 __all__ = ["profile", "profile_run", "load", "points", "plot_roofline", "analyze", "AnalysisResult", "AnalysisOptions", "default_outdir",
@@ -64,14 +71,14 @@ def load(paths: PathLike | Sequence[PathLike], options: AnalysisOptions | None =
         are taken as parts of one ncu run and merged launch by launch
         (:func:`ncuroof.parser.merge.merge`), unless ``stack``. Or one saved analysis: an
         ``ncuroof analyze`` output directory or a ``kernels.parquet`` file or dataset, read
-        back as saved with its dtypes (:func:`ncuroof.tables_io.read_table`; ``attrs['units']``
+        back as saved with its dtypes (:func:`ncuroof.parser.tables_io.read_table`; ``attrs['units']``
         holds each column's unit), the options ignored.
     options : AnalysisOptions, optional
         How to analyze (traffic definition, roofs, ``--expect``, kernel identity, ...).
     progress : bool, default False
         Show a progress bar on stderr while reading (only when stderr is a terminal).
     **option_fields
-        Fields of :class:`~ncuroof.analysis.AnalysisOptions` overriding ``options``
+        Fields of :class:`~ncuroof.model.analysis.AnalysisOptions` overriding ``options``
         (``traffic``, ``gpu``, ``peak_flops``, ``peak_bandwidth``, ``achievable_flops``,
         ``achievable_bandwidth``, ``expect``, ``match``, ``stack``, ``timeline``, ``device``).
 
@@ -108,14 +115,14 @@ def points(kernels: pd.DataFrame) -> pd.DataFrame:
     Returns
     -------
     DataFrame
-        The :data:`ncuroof.schema.POINTS` table, see :func:`ncuroof.calculator.compute_points`.
+        The :data:`ncuroof.schema.POINTS` table, see :func:`ncuroof.model.calculator.compute_points`.
     """
     return validate_points(calculator.compute_points(kernels))
 
 
 def plot_roofline(points: pd.DataFrame, kernels: pd.DataFrame | None = None, title: str = "Hierarchical roofline",
                   **options: Any) -> go.Figure:
-    """Plot a points table (and its kernels table); see :func:`ncuroof.plot.plot_roofline` for ``options``."""
+    """Plot a points table (and its kernels table); see :func:`ncuroof.render.figure.plot_roofline` for ``options``."""
     return plot.plot_roofline(points, kernels, title=title, **options)
 
 
@@ -125,7 +132,7 @@ def profile_run(cmd: Sequence[str], output: PathLike | None = None, *, ncu: Path
 
     Returns
     -------
-    ncuroof.collector.ProfileResult
+    ncuroof.collector.ncu.ProfileResult
         The report, ncu's version, the metrics of an explicit list and the replay passes per launch.
     """
     if not cmd:
@@ -150,11 +157,11 @@ def profile(cmd: Sequence[str], output: PathLike | None = None, *, ncu: PathLike
         The report (``.ncu-rep`` appended when missing); default ``<program name>.ncu-rep`` in
         the current directory.
     ncu : path, optional
-        The ncu executable (default: :func:`ncuroof.collector.find_ncu`).
+        The ncu executable (default: :func:`ncuroof.collector.ncu.find_ncu`).
     echo : callable, optional
         Receives each line ncu and the program print (default: stderr).
     **options
-        Fields of :class:`ncuroof.collector.ProfileOptions` (``levels``, ``precisions``,
+        Fields of :class:`ncuroof.collector.ncu.ProfileOptions` (``levels``, ``precisions``,
         ``kernel_name``, ``launch_count``, ``nvtx_include``, ``clock_control``, ``force``, ...).
 
     Returns
@@ -220,10 +227,10 @@ def _what_if(a: Analysis, name: str) -> pd.DataFrame:
 def _page_files(a: Analysis, plotlyjs: str | bool, image: str | None, formats: Sequence[str] = ("csv",),
                 failures: pd.DataFrame | None = None, ranks: pd.DataFrame | None = None, phases: pd.DataFrame | None = None,
                 ipts: pd.DataFrame | None = None, ops: pd.DataFrame | None = None) -> dict[str, Any]:
-    """The tables (:func:`ncuroof.tables_io.table_files`), roofline.html and the optional image
+    """The tables (:func:`ncuroof.parser.tables_io.table_files`), roofline.html and the optional image
     of one analysis; a fleet's or multi-rank run's (``failures`` given) as Parquet datasets by input;
     the page with the phase, operator and instruction-roofline views, the spread over ranks and the
-    production timeline of :mod:`ncuroof.views` when given."""
+    production timeline of :mod:`ncuroof.render.views` when given."""
     kernels, summ = to_text(a.kernels), to_text(a.summary)  # list columns as text for files and the page
     fig = plot.plot_roofline(a.points, kernels, title=f"Hierarchical roofline — {a.inputs[0].name}", focus=a.options.focus,
                              summary=summ, dots={"kernel": a.dots}, catalog=a.catalog,
@@ -248,8 +255,8 @@ def _page_files(a: Analysis, plotlyjs: str | bool, image: str | None, formats: S
 
 def _analyze_apart(inputs: list[Path], options: AnalysisOptions, scheduler: str | None, workers: int | None, ranks: bool,
                    progress: bool) -> tuple[Analysis, pd.DataFrame, pd.DataFrame | None]:
-    """Each input analyzed alone (:func:`ncuroof.fleet.run`), then one analysis of them all; the
-    failures, and the spread over ranks when ``ranks`` (:func:`ncuroof.ranks.spread`)."""
+    """Each input analyzed alone (:func:`ncuroof.runs.fleet.run`), then one analysis of them all; the
+    failures, and the spread over ranks when ``ranks`` (:func:`ncuroof.runs.ranks.spread`)."""
     with _progress_bar(progress, "analyzing inputs") as bar:  # the timeline is joined once, to the whole
         fr = fleet.run(inputs, replace(options, timeline=None), scheduler=scheduler, workers=workers, progress=bar)
     cat, gpus = catalog.load(), catalog.load_gpus()
@@ -261,7 +268,7 @@ def _analyze_apart(inputs: list[Path], options: AnalysisOptions, scheduler: str 
 
 
 def _op_rows(a: Analysis) -> pd.DataFrame:
-    """``--group-by op``: :func:`ncuroof.production.op_table`, or InputError without a PyTorch profiler trace."""
+    """``--group-by op``: :func:`ncuroof.model.production.op_table`, or InputError without a PyTorch profiler trace."""
     prod = a.production
     if prod is None or prod.format != "kineto":
         raise InputError("--group-by op needs the PyTorch profiler trace of the run (--timeline trace.json or .json.gz): "
@@ -297,32 +304,32 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
         export (kaleido and a Chrome or Chromium browser).
     what_if : str, optional
         A ``metrics/gpus.toml`` entry: project every kernel onto its datasheet roofs
-        (:func:`ncuroof.diagnose.what_if`) and write ``whatif.csv``.
+        (:func:`ncuroof.model.diagnose.what_if`) and write ``whatif.csv``.
     formats : sequence of {'csv', 'parquet'}, default ('csv',)
-        Table formats (:func:`ncuroof.tables_io.table_files`). A fleet or a multi-rank run
+        Table formats (:func:`ncuroof.parser.tables_io.table_files`). A fleet or a multi-rank run
         always writes Parquet too, as datasets partitioned by input (``kernels.parquet/``...).
     scheduler : str, optional
         With ``stack`` or ``ranks``: the dask scheduler (``tcp://HOST:PORT``) whose workers
-        analyze the inputs (:func:`ncuroof.fleet.run`). Without it, stacks of
-        :data:`ncuroof.fleet.FLEET_MIN_INPUTS` or more inputs (or with ``workers``) run on a
+        analyze the inputs (:func:`ncuroof.runs.fleet.run`). Without it, stacks of
+        :data:`ncuroof.runs.fleet.FLEET_MIN_INPUTS` or more inputs (or with ``workers``) run on a
         local dask cluster.
     ranks : bool, optional
         The inputs are one report per MPI rank of one run: each is analyzed alone and
-        ``ranks.csv`` gives each kernel's spread over ranks (:func:`ncuroof.ranks.spread`).
+        ``ranks.csv`` gives each kernel's spread over ranks (:func:`ncuroof.runs.ranks.spread`).
         None (default): recognised from the file names and processes
-        (:func:`ncuroof.ranks.looks_like_ranks`) unless ``stack``.
+        (:func:`ncuroof.runs.ranks.looks_like_ranks`) unless ``stack``.
     workers : int, optional
         Worker processes of the local dask cluster (default: the cores); giving it runs a stack
         on the cluster whatever its size.
     group_by : str, optional
         ``nvtx`` or ``nvtx:DEPTH``: aggregate launches by NVTX range path
-        (:func:`ncuroof.phases.phase_table`) and write ``phases.csv``. ``op``: one dot per PyTorch
-        operator of the timeline (:func:`ncuroof.production.op_table`), ``ops.csv``; needs a PyTorch
+        (:func:`ncuroof.model.phases.phase_table`) and write ``phases.csv``. ``op``: one dot per PyTorch
+        operator of the timeline (:func:`ncuroof.model.production.op_table`), ``ops.csv``; needs a PyTorch
         profiler trace as ``timeline``.
 
     Notes
     -----
-    ``instruction_points.csv`` (the instruction roofline, :func:`ncuroof.instruction_roofline.instruction_points`)
+    ``instruction_points.csv`` (the instruction roofline, :func:`ncuroof.model.instruction_roofline.instruction_points`)
     is written when the report has warp-instruction and transaction counters.
 
     Returns
@@ -413,7 +420,7 @@ class CompareResult:
     files: dict[str, Path] = field(default_factory=dict)
 
     def slower(self, pct: float) -> list[str]:
-        """The CI gate's findings: see :func:`ncuroof.compare.slower`."""
+        """The CI gate's findings: see :func:`ncuroof.runs.compare.slower`."""
         return _compare.slower(self.table, self.totals, pct)
 
 
@@ -441,7 +448,7 @@ def compare_runs(before: PathLike | Sequence[PathLike], after: PathLike | Sequen
     """Compare two runs: match kernels, speedups, how each dot moved; write compare.csv/.html.
 
     Both sides are analyzed with the same options, and the comparison is a join of their kernel
-    summaries (:func:`ncuroof.compare.join`): each kernel's AI and roof fraction equal its row on
+    summaries (:func:`ncuroof.runs.compare.join`): each kernel's AI and roof fraction equal its row on
     each side's page.
 
     Parameters
@@ -466,8 +473,8 @@ def compare_runs(before: PathLike | Sequence[PathLike], after: PathLike | Sequen
     Returns
     -------
     CompareResult
-        ``table`` from :func:`ncuroof.compare.join`; ``warnings`` (why the runs may not be
-        comparable point for point); ``totals`` from :func:`ncuroof.compare.totals`.
+        ``table`` from :func:`ncuroof.runs.compare.join`; ``warnings`` (why the runs may not be
+        comparable point for point); ``totals`` from :func:`ncuroof.runs.compare.totals`.
 
     Raises
     ------

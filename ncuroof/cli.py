@@ -14,7 +14,7 @@ import click
 
 from . import __version__
 from .errors import NcuNotFoundError, NcuroofError
-from .fleet import FLEET_MIN_INPUTS
+from .runs.fleet import FLEET_MIN_INPUTS
 
 __all__ = ["main", "cli"]
 
@@ -30,7 +30,7 @@ def cli(verbose: int) -> None:
 
 def _peaks(kind: str):  # noqa: ANN202 - click callback factory
     """A click callback turning repeated ``[NAME=]VALUE`` options into ``{name: SI value}``."""
-    from .ceilings import parse_peak
+    from .model.ceilings import parse_peak
     from .schema import LEVELS, PRECISIONS
 
     allowed, default = ((*PRECISIONS, "tensor"), "*") if kind == "flops" else (LEVELS, "dram")
@@ -53,8 +53,8 @@ _MATCH_HELP = ("What one kernel is: kernel (the demangled name: template instant
 
 
 def analysis_options(f):  # noqa: ANN001, ANN201 - click decorator
-    """The options of :class:`ncuroof.analysis.AnalysisOptions`, shared by every command that analyzes."""
-    from .summary import KEY_CHOICES
+    """The options of :class:`ncuroof.model.analysis.AnalysisOptions`, shared by every command that analyzes."""
+    from .model.summary import KEY_CHOICES
 
     options = [
         click.option("--traffic", type=click.Choice(["ncu", "nersc"]), default="ncu", show_default=True,
@@ -99,7 +99,7 @@ def analysis_options(f):  # noqa: ANN001, ANN201 - click decorator
 
 def _options(kw: dict) -> "AnalysisOptions":  # noqa: F821, UP037 - imported lazily
     """Pop the :func:`analysis_options` values out of a command's keyword arguments."""
-    from .analysis import AnalysisOptions
+    from .model.analysis import AnalysisOptions
 
     match = kw.pop("match")
     return AnalysisOptions(traffic=kw.pop("traffic"), stack=kw.pop("stack"), gpu=kw.pop("gpu"), peak_flops=kw.pop("peak_flops") or None,
@@ -110,9 +110,9 @@ def _options(kw: dict) -> "AnalysisOptions":  # noqa: F821, UP037 - imported laz
 
 
 def _group_by(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """Check ``--group-by``: ``op`` or :func:`ncuroof.phases.parse_group_by`."""
+    """Check ``--group-by``: ``op`` or :func:`ncuroof.model.phases.parse_group_by`."""
     if value is not None and value != "op":
-        from .phases import parse_group_by
+        from .model.phases import parse_group_by
 
         try:
             parse_group_by(value)
@@ -162,7 +162,8 @@ def analyze(inputs: tuple[Path, ...], outdir: Path | None, plotlyjs: str, top: i
     least one report was analyzed (2 when none). With --ranks (one report per MPI rank) ranks.csv
     gives each kernel's spread over ranks.
     """
-    from . import api, text
+    from . import api
+    from .render import text
 
     result = api.analyze(list(inputs), outdir=outdir, options=_options(kw), plotlyjs=True if plotlyjs == "embed" else "cdn",
                          top=top, progress=not quiet, image=image, what_if=what_if, formats=formats, scheduler=scheduler,
@@ -233,7 +234,8 @@ def profile(output: Path | None, ncu_path: Path | None, ncu_args: tuple[str, ...
     program succeed; <report>.ncuroof.json records the ncu command, version, clock and cache
     control and the replay passes.
     """
-    from . import api, text
+    from . import api
+    from .render import text
 
     cmd = tuple(c for c in cmd if c != "--") if cmd and cmd[0] == "--" else cmd
     options = _options(fields)
@@ -252,7 +254,7 @@ def doctor() -> None:
 
     Exit 0 when everything needed is there, 1 when a check failed, 2 when ncu is missing.
     """
-    from . import collector
+    from .collector import ncu as collector
 
     checks = collector.doctor()
     for c in checks:
@@ -286,7 +288,8 @@ def compare_cmd(before: Path, after: Path, outdir: Path | None, strict: bool, fa
     compare.csv (one row per matched kernel: speedup, AI and roof fraction before and after,
     bound, movement) and compare.html (both runs on one roofline, an arrow per kernel).
     """
-    from . import api, text
+    from . import api
+    from .render import text
 
     result = api.compare_runs(before, after, outdir=outdir, options=_options(kw), strict=strict, progress=not quiet,
                               plotlyjs=True if plotlyjs == "embed" else "cdn")

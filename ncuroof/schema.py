@@ -79,10 +79,10 @@ PRECISIONS = ("fp64", "fp32", "fp16")
 LEVELS = ("l1", "l2", "dram")
 #: Values of the ``bound`` column of the kernels table.
 BOUNDS = ("memory", "compute", "latency", "unknown")
-#: Values of the ``diagnosis`` column of the kernels table (:mod:`ncuroof.diagnose`).
+#: Values of the ``diagnosis`` column of the kernels table (:mod:`ncuroof.model.diagnose`).
 DIAGNOSES = ("memory_near_roof", "memory_below_roof", "compute_near_roof", "compute_below_roof", "latency_bound", "balanced",
              "instruction_bound", "not_classified")
-#: Values of the ``time_at_roof_bound`` column of the kernels table (:mod:`ncuroof.speed_of_light`).
+#: Values of the ``time_at_roof_bound`` column of the kernels table (:mod:`ncuroof.model.speed_of_light`).
 TIME_BOUNDS = ("roofline", "sm_units", "memory_units", "")
 #: Values of the ``status`` column of the kernels table.
 STATUSES = ("ok", "no_roofline_metrics", "failed_measurement", "corrupt_record")
@@ -115,7 +115,7 @@ KERNELS: dict[str, Column] = {
     "launch_id": RAW_META["launch_id"],
     "kernel_name": RAW_META["kernel_name"],
     "kernel_demangled": RAW_META["kernel_demangled"],
-    "kernel_key": Column("string", "", "kernel identity chosen by --match (ncuroof.summary.kernel_keys): the demangled name by default"),
+    "kernel_key": Column("string", "", "kernel identity chosen by --match (ncuroof.model.summary.kernel_keys): the demangled name by default"),
     "nvtx_range": RAW_META["nvtx_range"],
     "device_name": RAW_META["device_name"],
     "cc": RAW_META["cc"],
@@ -139,7 +139,7 @@ KERNELS: dict[str, Column] = {
        for lv in LEVELS},
     "achievable_sources": Column("string", "", "source of each achievable roof, 'name:source' comma-separated (dram:measured,"
                                  "fp32:user,tensor_<path>:user); measured: a published measurement in metrics/gpus.toml, cited in notes"),
-    "roof_fraction": Column("float64", "1", "at the binding point (ncuroof.classify.binding_points): flop_per_s / attainable roof "
+    "roof_fraction": Column("float64", "1", "at the binding point (ncuroof.model.classify.binding_points): flop_per_s / attainable roof "
                             "min(peak FLOP/s, AI x peak B/s); NaN without a binding point"),
     "achievable_roof_fraction": Column("float64", "1", "at the same binding point: flop_per_s / achievable_roof_flop_per_s of the "
                                        "points table; NaN where no achievable roof applies"),
@@ -174,10 +174,10 @@ KERNELS: dict[str, Column] = {
     "reader": RAW_META["reader"],
     "bound": Column("string", "", "memory, compute, latency or unknown"),
     "diagnosis": Column("string", "", "memory_near_roof, memory_below_roof, compute_near_roof, compute_below_roof, latency_bound, "
-                        "balanced, instruction_bound or not_classified (ncuroof/diagnose.py)"),
+                        "balanced, instruction_bound or not_classified (ncuroof/model/diagnose.py)"),
     "evidence": Column("string", "", "the numbers behind the diagnosis"),
     "advice": Column("string", "", "what to try, from the diagnosis and its numbers"),
-    "flags": Column("object", "", "plausibility flags: a list of (code, text) pairs, code from FLAG_CODES (ncuroof/diagnose.py); "
+    "flags": Column("object", "", "plausibility flags: a list of (code, text) pairs, code from FLAG_CODES (ncuroof/model/diagnose.py); "
                               "written as 'code: text; ...'"),
     "status": Column("string", "", "ok, no_roofline_metrics, failed_measurement (ncu stored NaN) or corrupt_record (the input is damaged)"),
     "notes": Column("object", "", "reasons and caveats: a list of sentences; written '; '-separated"),
@@ -221,7 +221,7 @@ POINTS: dict[str, Column] = {
 }
 
 
-#: Aggregated dots: one row per (kernel, precision, level) (:func:`ncuroof.summary.aggregate_points`).
+#: Aggregated dots: one row per (kernel, precision, level) (:func:`ncuroof.model.summary.aggregate_points`).
 DOTS: dict[str, Column] = {
     "kernel_key": KERNELS["kernel_key"],
     "kernel_name": RAW_META["kernel_name"],
@@ -249,7 +249,7 @@ DOTS: dict[str, Column] = {
        for name, col in ACHIEVABLE_POINT.items()},
 }
 
-#: One row per kernel (:func:`ncuroof.summary.kernel_summary` then :func:`ncuroof.diagnose.diagnose_kernels`):
+#: One row per kernel (:func:`ncuroof.model.summary.kernel_summary` then :func:`ncuroof.model.diagnose.diagnose_kernels`):
 #: what the page's and the CLI's kernel tables show and what ``compare`` joins.
 KERNEL_SUMMARY: dict[str, Column] = {
     "kernel_key": DOTS["kernel_key"],
@@ -265,7 +265,7 @@ KERNEL_SUMMARY: dict[str, Column] = {
                         "precision with the most work that its binding dot is at (empty without work)"),
     "main_precision": Column("string", "", "main precision: most FLOPs over all launches (empty without work)"),
     "bound": Column("string", "", "the launches' bound of most of the time"),
-    "level": Column("string", "", "binding level (ncuroof.summary.binding_points), empty without a roof"),
+    "level": Column("string", "", "binding level (ncuroof.model.summary.binding_points), empty without a roof"),
     "ai_flop_per_byte": Column("float64", "FLOP/B", "AI of the binding dot"),
     "flop_per_s": Column("float64", "FLOP/s", "achieved FLOP/s of the binding dot (else of the outermost main-precision dot)"),
     "roof_fraction": Column("float64", "1", "binding dot: flop_per_s / attainable roof"),
@@ -520,7 +520,7 @@ def validate_points(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-#: One row per NVTX phase (:func:`ncuroof.phases.phase_table`, ``ncuroof analyze --group-by nvtx[:DEPTH]``,
+#: One row per NVTX phase (:func:`ncuroof.model.phases.phase_table`, ``ncuroof analyze --group-by nvtx[:DEPTH]``,
 #: ``phases.csv``): launches aggregated by their NVTX range path.
 PHASES: dict[str, Column] = {
     "phase": Column("string", "", "NVTX range path (' > '-joined, outermost first) cut to the depth asked for; "
@@ -545,7 +545,7 @@ PHASES: dict[str, Column] = {
 
 
 #: One row per (launch, memory level) with warp instructions and transactions: the instruction
-#: roofline [DING] (:func:`ncuroof.instruction_roofline.instruction_points`, ``instruction_points.csv``).
+#: roofline [DING] (:func:`ncuroof.model.instruction_roofline.instruction_points`, ``instruction_points.csv``).
 INSTRUCTION_POINTS: dict[str, Column] = {
     "source": RAW_META["source"],
     "launch_id": RAW_META["launch_id"],
@@ -570,11 +570,11 @@ INSTRUCTION_POINTS: dict[str, Column] = {
 #: raised when a column changes meaning or dtype, not when one is added.
 SCHEMA_VERSION = 1
 
-#: Multi-rank runs (:mod:`ncuroof.ranks`): one row per kernel, its spread over the MPI ranks. A
+#: Multi-rank runs (:mod:`ncuroof.runs.ranks`): one row per kernel, its spread over the MPI ranks. A
 #: kernel's per-rank values are those of its row in that rank's kernel summary
-#: (:func:`ncuroof.summary.kernel_summary`): summed time, AI and roof fraction of the binding dot.
+#: (:func:`ncuroof.model.summary.kernel_summary`): summed time, AI and roof fraction of the binding dot.
 RANKS: dict[str, Column] = {
-    "kernel_key": Column("string", "", "kernel identity (ncuroof.summary.kernel_keys): the demangled name"),
+    "kernel_key": Column("string", "", "kernel identity (ncuroof.model.summary.kernel_keys): the demangled name"),
     "kernel_name": RAW_META["kernel_name"],
     "ranks": Column("int64", "", "ranks that launched the kernel"),
     **{f"time_s_{s}": Column("float64", "s", f"{s} over ranks of the kernel's summed launch time on the rank")
@@ -589,7 +589,7 @@ RANKS: dict[str, Column] = {
     "load_imbalance": Column("bool", "", "imbalance above [ranks].imbalance of metrics/thresholds.toml (0.10)"),
 }
 
-#: Fleets (:mod:`ncuroof.fleet`): one row per input that could not be analyzed.
+#: Fleets (:mod:`ncuroof.runs.fleet`): one row per input that could not be analyzed.
 FAILURES: dict[str, Column] = {
     "source": RAW_META["source"],
     "error": Column("string", "", "the one-line error (what went wrong and what to do)"),
@@ -626,17 +626,17 @@ def validate_timeline(df: pd.DataFrame, path: str) -> pd.DataFrame:
     return _validate(df, TIMELINE_LAUNCH, "timeline")
 
 
-# --- issue 24, the join of a production timeline to the analysis (ncuroof.production) ---------
+# --- issue 24, the join of a production timeline to the analysis (ncuroof.model.production) ---------
 
-#: One row per kernel identity of a timeline joined to the analysis (:func:`ncuroof.production.join`,
+#: One row per kernel identity of a timeline joined to the analysis (:func:`ncuroof.model.production.join`,
 #: ``timeline.csv``): production launches and time beside ncu's. Kernels of the timeline ncu did not
 #: profile are rows too, so ``production_time_s`` adds up to the timeline's kernel time on its device.
 TIMELINE_KERNEL: dict[str, Column] = {
-    "kernel_key": Column("string", "", "kernel identity (--match, ncuroof.summary.kernel_keys): ncu's key when profiled, "
+    "kernel_key": Column("string", "", "kernel identity (--match, ncuroof.model.summary.kernel_keys): ncu's key when profiled, "
                          "else the timeline's"),
     "kernel_name": Column("string", "", "function name (ncu's, else the timeline name's)"),
     "timeline_name": Column("string", "", "the name the timeline gives, '' when not in the timeline"),
-    "match": Column("string", "", "how the timeline's kernel was paired with ncu's (ncuroof.summary.pair_keys): name, spelling, "
+    "match": Column("string", "", "how the timeline's kernel was paired with ncu's (ncuroof.model.summary.pair_keys): name, spelling, "
                     "base name, base name and configuration; unprofiled (not in the ncu report) or not_in_timeline"),
     "production_launches": Column("int64", "", "launches in the timeline"),
     "production_time_s": Column("float64", "s", "summed launch duration in the timeline"),

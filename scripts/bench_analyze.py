@@ -58,7 +58,7 @@ def analysis(path: Path) -> int:
 def summarizing(path: Path) -> int:
     """Per-kernel aggregation and diagnosis (issue 7): a cost that grows with kernels, timed alone."""
     import ncuroof
-    from ncuroof import report
+    from ncuroof.render import page as report
 
     kernels = ncuroof.load(path)
     pts = ncuroof.points(kernels)
@@ -71,7 +71,7 @@ def summarizing(path: Path) -> int:
 def drawing(path: Path) -> int:
     """Figure and HTML page: a per-report cost that grows with points, not with metrics read."""
     import ncuroof
-    from ncuroof import report
+    from ncuroof.render import page as report
 
     result = ncuroof.analyze(path, write=False)
     t0 = time.perf_counter()

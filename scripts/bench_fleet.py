@@ -3,9 +3,9 @@
 
 Inputs are copies of a shared report (default ESMM-Research__profile_output.ncu-rep, 4 launches)
 and of a bigger one made from it by ``scripts/make_big_report.py`` (``--launches``, default 5,000),
-in a temporary directory. For each stack it prints the wall time of ``ncuroof.fleet.run`` in
+in a temporary directory. For each stack it prints the wall time of ``ncuroof.runs.fleet.run`` in
 this process and on a :class:`distributed.LocalCluster` of this machine's cores (start-up
-included), and their ratio: the threshold of :func:`ncuroof.fleet.wanted` comes from here.
+included), and their ratio: the threshold of :func:`ncuroof.runs.fleet.wanted` comes from here.
 
     .venv/bin/python scripts/bench_fleet.py [--counts 4 8 16 32] [--big 4] [--launches 5000]
 """
@@ -24,7 +24,7 @@ sys.path[:0] = [str(ROOT), str(Path(__file__).resolve().parent)]
 
 from make_big_report import make_big_report  # noqa: E402
 
-from ncuroof import fleet  # noqa: E402
+from ncuroof.runs import fleet  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "fixtures"
 

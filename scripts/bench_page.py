@@ -55,7 +55,9 @@ def main() -> None:
     from playwright.sync_api import sync_playwright
 
     import ncuroof
-    from ncuroof import plot, report, summary
+    from ncuroof.model import summary
+    from ncuroof.render import figure as plot
+    from ncuroof.render import page as report
 
     chromium = os.environ.get("NCUROOF_CHROMIUM") or shutil.which("chromium")
     if chromium is None:

@@ -7,10 +7,10 @@ Builds an N-launch kernels table (default 100,000) by repeating the launches of 
 multiplied by lognormal noise (seed 0, so no two values repeat), computes its points table,
 and times, best of ``--repeat`` runs each:
 
-* ``DataFrame.to_csv``: the baseline (what analyze wrote before ``ncuroof.tables_io``);
-* ``tables_io CSV``: :func:`ncuroof.tables_io.arrow_table` + :func:`~ncuroof.tables_io.csv_bytes`;
-* ``tables_io Parquet``: :func:`~ncuroof.tables_io.arrow_table` + :func:`~ncuroof.tables_io.parquet_bytes`;
-* ``read_table Parquet``: reading that Parquet back with dtypes (:func:`ncuroof.tables_io.read_table`).
+* ``DataFrame.to_csv``: the baseline (what analyze wrote before ``ncuroof.parser.tables_io``);
+* ``tables_io CSV``: :func:`ncuroof.parser.tables_io.arrow_table` + :func:`~ncuroof.parser.tables_io.csv_bytes`;
+* ``tables_io Parquet``: :func:`~ncuroof.parser.tables_io.arrow_table` + :func:`~ncuroof.parser.tables_io.parquet_bytes`;
+* ``read_table Parquet``: reading that Parquet back with dtypes (:func:`ncuroof.parser.tables_io.read_table`).
 
     .venv/bin/python scripts/bench_tables_io.py [--launches N] [--repeat R]
 """
@@ -27,7 +27,8 @@ import numpy as np
 import pandas as pd
 
 import ncuroof
-from ncuroof import schema, tables_io
+from ncuroof import schema
+from ncuroof.parser import tables_io
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT.parent / "shared" / "fixtures" / "ESMM-Research__profile_output.ncu-rep"

@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ncuroof import calculator, catalog, diagnose
+from ncuroof import catalog
+from ncuroof.model import calculator, diagnose
 from ncuroof.schema import KERNELS, empty, validate_kernels
 
 PEAK = {"fp64": 33.5e12, "fp32": 67e12, "fp16": 134e12}

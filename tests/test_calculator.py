@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ncuroof import calculator, catalog, classify
+from ncuroof import catalog
 from ncuroof.catalog import parse_term
+from ncuroof.model import calculator, classify
 from ncuroof.schema import cell_text
 
 CAT = catalog.load()

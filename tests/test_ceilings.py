@@ -80,7 +80,7 @@ def _kernels(**over) -> pd.DataFrame:
 
 
 def test_fill_from_datasheet_keeps_report_roofs_and_labels_each(gpus) -> None:
-    from ncuroof.ceilings import fill_ceilings
+    from ncuroof.model.ceilings import fill_ceilings
     from ncuroof.schema import parse_sources
 
     k = fill_ceilings(_kernels(peak_fp32_flop_per_s=27e12, ceiling_sources="fp32:report"), gpus)
@@ -96,8 +96,8 @@ def test_fill_from_datasheet_keeps_report_roofs_and_labels_each(gpus) -> None:
 
 
 def test_gpu_option_and_user_roofs(gpus) -> None:
-    from ncuroof.ceilings import fill_ceilings
     from ncuroof.errors import InputError
+    from ncuroof.model.ceilings import fill_ceilings
 
     k = fill_ceilings(_kernels(device_name=None), gpus)
     assert np.isnan(k.loc[0, "peak_fp32_flop_per_s"])
@@ -116,14 +116,14 @@ def test_gpu_option_and_user_roofs(gpus) -> None:
 
 @pytest.mark.parametrize("text,name,value", [("19.5T", "*", 19.5e12), ("fp64=9.7e12", "fp64", 9.7e12), ("FP32 = 900G", "fp32", 900e9)])
 def test_parse_peak(text: str, name: str, value: float) -> None:
-    from ncuroof.ceilings import parse_peak
+    from ncuroof.model.ceilings import parse_peak
 
     assert parse_peak(text, ("fp64", "fp32", "fp16", "tensor"), "*") == (name, pytest.approx(value))
 
 
 @pytest.mark.parametrize("text", ["fp128=1T", "-5", "fast", "1X"])
 def test_parse_peak_refuses(text: str) -> None:
-    from ncuroof.ceilings import parse_peak
+    from ncuroof.model.ceilings import parse_peak
 
     with pytest.raises(ValueError):
         parse_peak(text, ("fp64", "fp32", "fp16", "tensor"), "*")
@@ -148,7 +148,7 @@ def test_achievable_roofs_from_measurements_and_the_user(gpus) -> None:
     import dataclasses
 
     from ncuroof.catalog import Measurement
-    from ncuroof.ceilings import fill_achievable, fill_ceilings
+    from ncuroof.model.ceilings import fill_achievable, fill_ceilings
     from ncuroof.schema import parse_sources
 
     # A10G has no published measurement: nothing achievable unless the user gives it.
@@ -186,7 +186,8 @@ IMMA_PER_GEMM = 110_592  # IMMA.16832 instructions per 3072x384x384 GEMM (PROVEN
 def _hmma_analysis(gpu: str | None = None, opcode: str = "HMMA.16816.F32", **roofs):
     """The CUTLASS IMMA report with its opcode counters relabelled (default HMMA.16816: 16x8x16, 4096 ops
     each), through the pipeline: the HMMA case of issue 21 on real counters."""
-    from ncuroof import calculator, catalog, ceilings, classify, parser
+    from ncuroof import catalog, parser
+    from ncuroof.model import calculator, ceilings, classify
 
     cat, gpus = catalog.load(), catalog.load_gpus()
     raw = parser.read(shared(CUTLASS), cat)
@@ -264,7 +265,7 @@ def test_a_kernel_whose_main_precision_has_no_roof_is_placed_at_another() -> Non
     (["gene-pop2020__time-dram_dzv_ak_ncuroof-time-0.ncu-rep", "gene-pop2020__time-flops_dzv_ak_ncuroof-time-0.ncu-rep"], 820e9),  # V100
 ])
 def test_published_achievable_bandwidth_on_real_reports(names: list[str], bandwidth: float, gpus) -> None:
-    from ncuroof import analysis
+    from ncuroof.model import analysis
 
     a = analysis.build([shared(n) for n in names])
     spec = gpus.by_device(a.kernels["device_name"].iat[0])
@@ -302,7 +303,7 @@ def _check_achievable_by_hand(a, bandwidth: float) -> None:
 
 @needs_ncu_report
 def test_user_achievable_roofs_on_an_h100_report(gpus) -> None:
-    from ncuroof import analysis
+    from ncuroof.model import analysis
 
     # H100 PCIe: no published measurement in the catalog (2,900 GB/s is an H100 SXM's), so none is assumed;
     # the user's --achievable-bandwidth applies, beside the report's peak.
@@ -322,7 +323,7 @@ def test_user_achievable_roofs_on_an_h100_report(gpus) -> None:
     assert (f"at {100 * frac / 1.7e12:.0f}% of achievable DRAM bandwidth ({100 * frac / k['peak_dram_bytes_per_s'].iat[0]:.0f}% "
             "of the report's)") in k["evidence"].iat[0]
     assert "of achievable DRAM bandwidth (" in a.summary["evidence"].iat[0]
-    from ncuroof import provenance
+    from ncuroof.render import provenance
 
     assert provenance.roof_sources(k).endswith("achievable roofs beside them: dram, fp32 (--achievable-flops/--achievable-bandwidth)")
 
@@ -330,7 +331,7 @@ def test_user_achievable_roofs_on_an_h100_report(gpus) -> None:
 @needs_ncu_report
 @pytest.mark.parametrize("path", REPORTS, ids=lambda p: p.name)
 def test_every_launch_with_work_has_a_roof_and_a_roof_fraction(path) -> None:
-    from ncuroof import analysis
+    from ncuroof.model import analysis
 
     a = analysis.build([path])
     work = a.points.groupby(["source", "launch_id"])["flop"].max()

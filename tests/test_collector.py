@@ -14,8 +14,9 @@ import pytest
 from conftest import needs_ncu_report, shared
 
 import ncuroof
-from ncuroof import catalog, cli, collector
-from ncuroof.collector import ProfileOptions, build_command, metric_list
+from ncuroof import catalog, cli
+from ncuroof.collector import ncu as collector
+from ncuroof.collector.ncu import ProfileOptions, build_command, metric_list
 
 FAKE = Path(__file__).resolve().parent / "fake_ncu"
 

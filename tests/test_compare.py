@@ -18,7 +18,7 @@ from test_bad_input import assert_clean_failure, run
     ((1, 2), (0.6, 0.5), "more reuse, lower utilization"), ((1, np.nan), (np.nan, 0.5), "unknown"),
 ])
 def test_movement_by_hand(ai, frac, expect) -> None:
-    from ncuroof.compare import movement
+    from ncuroof.runs.compare import movement
 
     assert movement(ai[0], ai[1], frac[0], frac[1]) == expect
 
@@ -95,7 +95,7 @@ def _k(names: list[str], times: list[float], **over) -> pd.DataFrame:
 
 
 def test_fallback_matching_says_so() -> None:
-    from ncuroof.compare import compare
+    from ncuroof.runs.compare import compare
 
     before = _k(["sigma_gpp_gpu_34", "foo<1>", "stay", "gone"], [1.0, 1.0, 1.0, 1.0])
     after = _k(["sigma_gpp_gpu_35", "foo<2>", "stay", "new"], [0.5, 1.0, 2.0, 1.0])
@@ -110,14 +110,14 @@ def test_fallback_matching_says_so() -> None:
 
 
 def test_match_by_launch_pairs_in_order() -> None:
-    from ncuroof.compare import compare
+    from ncuroof.runs.compare import compare
 
     t = compare(_k(["a", "a"], [1.0, 3.0]), _k(["a", "a"], [2.0, 1.0]), by_launch=True).set_index("kernel_name")
     assert len(t) == 2 and sorted(t["speedup"]) == [0.5, 3.0]
 
 
 def test_dot_movement_with_more_reuse() -> None:
-    from ncuroof.compare import compare
+    from ncuroof.runs.compare import compare
 
     # Same FLOPs, half the DRAM bytes and half the time: AI x2, FLOP/s x2 (roof = min(1e13, AI*1e12)).
     t = compare(_k(["g"], [1.0]), _k(["g"], [0.5], dram_bytes=5e7)).iloc[0]

@@ -26,7 +26,7 @@ from test_page import browser  # noqa: F401 - a pytest fixture
 
 import ncuroof
 from ncuroof import catalog, parser
-from ncuroof.viewcontract import visible
+from ncuroof.render.viewcontract import visible
 
 CUTLASS = "cutlass-panjd123__4f3955ed3c_report.ncu-rep"
 GEMM = "Cuda_Gemm_Practice__gemm_v9.ncu-rep"
@@ -167,7 +167,8 @@ def test_a_view_without_a_roof_says_why(gone: str) -> None:
     """A precision whose roof is gone from every launch: no flat roof is drawn for it, and the chart's
     note, set per view, names it in its own view; a kernel whose main precision lost its roof is drawn
     at its other roofed precision with work, and the 'main' view's note says so."""
-    from ncuroof import plot, summary
+    from ncuroof.model import summary
+    from ncuroof.render import figure as plot
 
     res = ncuroof.analyze(shared("cutlass-panjd123__4fb3ff3f6a_report-s8.ncu-rep"), write=False)
     pts = res.points.assign(peak_flop_per_s=res.points["peak_flop_per_s"].where(res.points["precision"] != gone))
@@ -316,7 +317,7 @@ def test_achievable_roofs_beside_the_peaks(tmp_path: Path) -> None:
     and labelled beside the peak roofs, which stay; the checkbox hides only them; the page and the
     terminal give the fraction of the achievable roof beside the fraction of the roof, recomputed here
     from points.csv at the kernel's binding level."""
-    from ncuroof import text
+    from ncuroof.render import text
 
     name = "cutlass-panjd123__4fb3ff3f6a_report-s8.ncu-rep"
     out = tmp_path / "ach"
@@ -365,7 +366,7 @@ def test_focus_sentence_counts_kernels_without_a_dot(tmp_path: Path) -> None:
 def test_phase_chart_says_when_it_has_no_roof() -> None:
     """The NVTX phase chart of the CUTLASS report draws a roof per precision with work at DRAM; with
     the DRAM roof gone it draws none and its title says why."""
-    from ncuroof import views
+    from ncuroof.render import views
 
     res = ncuroof.analyze(shared(CUTLASS), write=False, group_by="nvtx")
     chart = views.phase_chart(res.phases, res.kernels)

@@ -235,7 +235,7 @@ def test_decoding_processes_follow_cores_size_and_the_environment(monkeypatch: p
     monkeypatch.delenv(nvr.PROCESSES_ENV, raising=False)
     monkeypatch.setattr(nvr, "cores", lambda: 4)
     assert [nvr._processes(n) for n in (10, 49_999, 50_000, 100_000, 10**6)] == [1, 1, 2, 4, 4]
-    monkeypatch.setenv(nvr.PROCESSES_ENV, "1")  # what a dask worker of a fleet sets (ncuroof.fleet.analyze_on_worker)
+    monkeypatch.setenv(nvr.PROCESSES_ENV, "1")  # what a dask worker of a fleet sets (ncuroof.runs.fleet.analyze_on_worker)
     assert nvr._processes(10**6) == 1
     monkeypatch.setenv(nvr.PROCESSES_ENV, "many")
     assert nvr._processes(10**6) == 4

@@ -11,7 +11,8 @@ import pytest
 from conftest import kernels_of, ncu_metrics, needs_ncu_report, shared
 
 import ncuroof
-from ncuroof import catalog, diagnose, summary
+from ncuroof import catalog
+from ncuroof.model import diagnose, summary
 from ncuroof.schema import cell_text, flag_codes
 
 SOL = catalog.load().thresholds["sol"]
@@ -183,7 +184,7 @@ flop = 5e8
 
 
 def test_formulas():
-    from ncuroof.expect import evaluate
+    from ncuroof.model.expect import evaluate
 
     assert evaluate("2*M*N*K", {"M": 2, "N": 3, "K": 4}) == 48
     assert evaluate("(M + 1) ** 2 // 3 - -1", {"M": 5}) == 13

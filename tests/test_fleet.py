@@ -17,8 +17,9 @@ import pytest
 from conftest import REPO, needs_ncu_report, shared
 
 import ncuroof
-from ncuroof import fleet, tables_io
 from ncuroof.errors import InputError
+from ncuroof.parser import tables_io
+from ncuroof.runs import fleet
 
 pytestmark = needs_ncu_report
 
@@ -137,7 +138,7 @@ def test_unreachable_scheduler_is_an_input_error(tmp_path: Path, monkeypatch: py
 
 
 def test_a_stack_runs_on_dask_from_sixteen_inputs_or_when_asked() -> None:
-    from ncuroof.fleet import FLEET_MIN_INPUTS, wanted
+    from ncuroof.runs.fleet import FLEET_MIN_INPUTS, wanted
 
     assert FLEET_MIN_INPUTS == 16  # scripts/bench_fleet.py: dask pays from about 16 small reports on 2 cores
     assert not wanted(15, None) and wanted(16, None)

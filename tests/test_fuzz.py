@@ -28,7 +28,7 @@ from ncuroof.errors import ReportFormatError
 from ncuroof.parser import ncu_rep, read_csv
 from ncuroof.parser.contained import read_launches
 from ncuroof.parser.validate import check_values, roof_violations
-from ncuroof.report import write_outputs
+from ncuroof.render.page import write_outputs
 
 #: One case per family and fixture in CI (~120 cases, ~1 min on 2 cores); NCUROOF_FUZZ_PER=3 runs what
 #: scripts/fuzz_report.py counts (~280 cases).
@@ -266,7 +266,7 @@ def test_swapped_id_columns_are_named(tmp_path: Path) -> None:
 
 def test_damaged_record_has_its_own_status() -> None:
     """No name and no values: corrupt_record; ncu's NaN duration: failed_measurement."""
-    from ncuroof.calculator import compute_kernels
+    from ncuroof.model.calculator import compute_kernels
 
     cat = catalog.load()
     raw = read_csv(shared("ESMM-Research__metrics.csv"), cat)
@@ -372,8 +372,8 @@ def test_csv_reader_never_passes_an_impossible_value(tmp_path: Path, values: lis
 def test_a_rate_far_beyond_a_datasheet_roof_is_a_damaged_record() -> None:
     """The 100x-roof check also holds where the roof comes from metrics/gpus.toml (an export without
     ncu's peak metrics, roofs from --gpu), not only from the report; user roofs are taken as given."""
-    from ncuroof.calculator import compute_kernels
-    from ncuroof.ceilings import fill_ceilings
+    from ncuroof.model.calculator import compute_kernels
+    from ncuroof.model.ceilings import fill_ceilings
 
     cat, gpus = catalog.load(), catalog.load_gpus()
     raw = read_csv(shared("ESMM-Research__metrics.csv"), cat)

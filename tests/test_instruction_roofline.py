@@ -10,7 +10,7 @@ import pytest
 from conftest import REPORTS, kernels_of, ncu_metrics, needs_ncu_report
 
 from ncuroof.catalog import load_gpus
-from ncuroof.instruction_roofline import instruction_points
+from ncuroof.model.instruction_roofline import instruction_points
 
 _L1 = ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
        "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum")

@@ -10,7 +10,8 @@ import synthetic
 from conftest import needs_ncu_report, shared
 
 import ncuroof
-from ncuroof import analysis, api, calculator, classify, diagnose, summary
+from ncuroof import api
+from ncuroof.model import analysis, calculator, classify, diagnose, summary
 
 CUTLASS = "cutlass-panjd123__4f3955ed3c_report.ncu-rep"
 
@@ -53,7 +54,7 @@ def _pytorch_like(scale: dict[int, float]) -> pd.DataFrame:
 
 
 def test_template_instantiations_moving_opposite_ways_stay_two_rows() -> None:
-    from ncuroof.compare import compare
+    from ncuroof.runs.compare import compare
 
     before = _pytorch_like({})
     after = _pytorch_like({0: 0.5, 1: 2.0})  # Add twice as fast, Mul twice as slow
@@ -140,3 +141,19 @@ def test_one_analyze_computes_each_table_once(monkeypatch: pytest.MonkeyPatch, t
     assert calls == {"compute_points": 1, "classify": 1, "kernel_dots": 1, "kernel_summary": 1, "diagnose_kernels": 1}
     api._page_files(a, plotlyjs="cdn", image=None)  # the page reads the analysis, recomputes nothing
     assert calls == {"compute_points": 1, "classify": 1, "kernel_dots": 1, "kernel_summary": 1, "diagnose_kernels": 1}
+
+
+def test_the_old_analysis_module_still_imports_with_a_warning() -> None:
+    """ncuroof.analysis moved to ncuroof.model.analysis (issue 22): the old import path keeps working, warned."""
+    import importlib
+    import warnings
+
+    from ncuroof.model import analysis
+
+    old = importlib.import_module("ncuroof.analysis")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        build, options = old.build, old.AnalysisOptions
+    assert build is analysis.build and options is analysis.AnalysisOptions
+    assert [w.category for w in caught] == [DeprecationWarning, DeprecationWarning]
+    assert "ncuroof.model.analysis" in str(caught[0].message)

@@ -20,8 +20,10 @@ import synthetic
 from conftest import needs_ncu_report, shared
 
 import ncuroof
-from ncuroof import plot, report, summary
-from ncuroof.plot import BOUND_COLORS, KERNEL_COLORS
+from ncuroof.model import summary
+from ncuroof.render import figure as plot
+from ncuroof.render import page as report
+from ncuroof.render.figure import BOUND_COLORS, KERNEL_COLORS
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = Path(os.environ.get("NCUROOF_ARTIFACTS", ROOT / "test-artifacts"))
@@ -267,9 +269,9 @@ def test_chart_leads_the_page(browser, tmp_path):
 
 
 def test_python_and_script_apply_one_view_rule(browser, tmp_path):
-    """The script's visibility after a control change equals ncuroof.viewcontract.visible of each trace's
+    """The script's visibility after a control change equals ncuroof.render.viewcontract.visible of each trace's
     `when` in that state, and the dot colour scale is the contract's for the colouring."""
-    from ncuroof.viewcontract import visible
+    from ncuroof.render.viewcontract import visible
 
     k = synthetic.kernels_table(300, 30, seed=5)
     path, fig, _ = _page(tmp_path, k)
@@ -375,7 +377,7 @@ def test_a_new_view_is_a_dot_group_and_a_frame(browser, tmp_path, monkeypatch):
 def test_view_rule_by_hand():
     import plotly.graph_objects as go
 
-    from ncuroof.viewcontract import Control, ViewContract, ViewState, apply_view, visible
+    from ncuroof.render.viewcontract import Control, ViewContract, ViewState, apply_view, visible
 
     st = {"precision": "main", "levels": ["l1", "l2"], "mode": "kernel", "color": "kernel", "all": False}
     assert visible({"levels": "l1"}, st) and not visible({"levels": "dram"}, st)

@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 from conftest import kernels_of, ncu_metrics, needs_ncu_report, shared
 
-from ncuroof import phases
 from ncuroof.cli import cli
+from ncuroof.model import phases
 
 CUTLASS = "cutlass-panjd123__4f3955ed3c_report.ncu-rep"
 GENE = "gene-pop2020__time-flops_dzv_ak_ncuroof-time-0.ncu-rep"

@@ -22,8 +22,9 @@ from conftest import kernels_of, shared
 from test_page import browser  # noqa: F401 - a pytest fixture
 
 import ncuroof
-from ncuroof import fmt, production, summary
+from ncuroof import fmt
 from ncuroof.cli import cli
+from ncuroof.model import production, summary
 from ncuroof.schema import TIMELINE_LAUNCH
 
 GEMM = "Cuda_Gemm_Practice__gemm_v9.ncu-rep"

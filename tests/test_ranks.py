@@ -19,8 +19,10 @@ import pytest
 from conftest import REPO, kernels_of, needs_ncu_report, shared
 
 import ncuroof
-from ncuroof import catalog, fleet, fmt, ranks, views
-from ncuroof.summary import kernel_summary
+from ncuroof import catalog, fmt
+from ncuroof.model.summary import kernel_summary
+from ncuroof.render import views
+from ncuroof.runs import fleet, ranks
 
 pytestmark = needs_ncu_report
 

@@ -15,7 +15,8 @@ import synthetic
 from conftest import REPORTS, kernels_of, ncu_metrics, needs_ncu_report
 
 import ncuroof
-from ncuroof import calculator, catalog, diagnose, summary
+from ncuroof import catalog
+from ncuroof.model import calculator, diagnose, summary
 
 SOL = catalog.load().thresholds["sol"]
 _PIPE = re.compile(r"^sm__(pipe_[a-z0-9_]+_cycles_active(_v2)?|inst_executed_pipe_[a-z0-9_]+)\.avg\.pct_of_peak_sustained_elapsed$")

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ncuroof
-from ncuroof import calculator, summary
+from ncuroof.model import calculator, summary
 
 
 def _points(rows):

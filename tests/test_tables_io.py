@@ -16,8 +16,10 @@ import pytest
 from conftest import REPO, kernels_of, needs_ncu_report, shared
 
 import ncuroof
-from ncuroof import report, schema, tables_io
+from ncuroof import schema
 from ncuroof.errors import InputError, OutputError
+from ncuroof.parser import tables_io
+from ncuroof.render import page as report
 
 ESMM = "ESMM-Research__profile_output.ncu-rep"
 

@@ -76,7 +76,7 @@ def test_charts_join_the_view_contract_by_hand():
     levels they name; a condition no control can meet is dropped; the axes and notes follow the chart."""
     import plotly.graph_objects as go
 
-    from ncuroof.viewcontract import Chart, Control, ViewContract, ViewState, add_charts, apply_view
+    from ncuroof.render.viewcontract import Chart, Control, ViewContract, ViewState, add_charts, apply_view
 
     fig = go.Figure([go.Scatter(x=[1], y=[1], meta={"role": "dots", "when": {"levels": "l2"}})])
     fig.update_layout(title="own", xaxis_range=[0, 3])
@@ -129,8 +129,8 @@ def test_figure_without_points_opens_on_its_first_chart():
     level condition no control can meet (there is no levels control) and is dropped."""
     import plotly.graph_objects as go
 
-    from ncuroof import plot
-    from ncuroof.viewcontract import Chart
+    from ncuroof.render import figure as plot
+    from ncuroof.render.viewcontract import Chart
 
     other = Chart("other", "Other", [go.Scatter(x=[1], y=[2], meta={"role": "o", "when": {"levels": "l1"}})], fields=("levels",))
     fig = plot.plot_roofline(pd.DataFrame(columns=["level"]), charts=[other])

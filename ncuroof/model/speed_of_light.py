@@ -25,9 +25,9 @@ import re
 import numpy as np
 import pandas as pd
 
-from . import fmt
-from .catalog import PipeCatalog
-from .schema import LEVELS, PRECISIONS
+from .. import fmt
+from ..catalog import PipeCatalog
+from ..schema import LEVELS, PRECISIONS
 
 __all__ = ["hot_pipe", "roofline_time", "unit_time", "apply_speed_of_light"]
 

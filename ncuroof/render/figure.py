@@ -1,5 +1,5 @@
 """Plotly figures of the roofline. Functions take DataFrames and return ``go.Figure``; saving
-is left to the caller (:mod:`ncuroof.report`).
+is left to the caller (:mod:`ncuroof.render.page`).
 
 :func:`plot_roofline` draws the whole application on one hierarchical roofline: a sloped roof per
 memory level, a flat roof per precision (the achievable roofs beside them, dashed), the ridge
@@ -9,9 +9,9 @@ each shown dot has the flat roof of its precision drawn, the memory roofs run up
 highest compute roof, the axes hold every dot and ridge point, and a view that cannot draw a roof
 says why in its note. Every view the page offers (precision, levels, dot groups, colour by
 kernel or by bound, focus or all kernels) is in the figure as traces whose ``meta["when"]`` says
-in which states of the page's view they show (:mod:`ncuroof.viewcontract`, the one place that rule
+in which states of the page's view they show (:mod:`ncuroof.render.viewcontract`, the one place that rule
 lives); the arguments choose the initial state and the page's controls switch it in the browser.
-Other charts (``charts=``, :mod:`ncuroof.views`) join the figure as options of its ``chart`` control.
+Other charts (``charts=``, :mod:`ncuroof.render.views`) join the figure as options of its ``chart`` control.
 
 The figure is built in parts: :func:`_chart` (roofs, views, axis ranges), :func:`_roof_traces`,
 :func:`_ridge_traces`, :func:`_group_traces` per dot group of :data:`DOT_GROUPS`,
@@ -31,11 +31,11 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from . import catalog as _catalog
-from . import fmt
-from .classify import binding_points
-from .schema import LEVELS, precision_title
-from .summary import FOCUS_SHARE, aggregate_points, kernel_summary, with_keys
+from .. import catalog as _catalog
+from .. import fmt
+from ..model.classify import binding_points
+from ..model.summary import FOCUS_SHARE, aggregate_points, kernel_summary, with_keys
+from ..schema import LEVELS, precision_title
 from .viewcontract import Chart, Control, ViewContract, ViewState, add_charts, apply_view
 
 __all__ = ["plot_roofline", "precision_title", "level_subsets", "SCATTERGL_THRESHOLD", "MAX_LAUNCH_DOTS", "longest_launches", "LEVEL_COLORS", "BOUND_COLORS",
@@ -56,7 +56,7 @@ KERNEL_COLORS = ("#2E91E5", "#E15F99", "#1CA71C", "#FB0D0D", "#DA16FF", "#B68100
                  "#1616A7", "#DA60CA", "#6C4516", "#0D2A63", "#AF0038", "#222A2A")
 OTHER_COLOR = "#b0b0b0"
 _LEVEL_SYMBOL = {"l1": "circle", "l2": "square", "dram": "diamond"}
-#: Colour of each memory level (roof labels here, the instruction roofline of :mod:`ncuroof.views`).
+#: Colour of each memory level (roof labels here, the instruction roofline of :mod:`ncuroof.render.views`).
 LEVEL_COLORS = {"l1": "#1f77b4", "l2": "#2ca02c", "dram": "#d62728"}
 _PRECISION_DASH = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]
 _MAX_DOT_PX = 36.0
@@ -159,8 +159,8 @@ def _dot_frames(points: pd.DataFrame, kernels: pd.DataFrame, summ: pd.DataFrame,
     summary row of each dot's ``kernel_key`` (unless the frame has them), ``launch_id`` (-1 when
     aggregated).
 
-    ``given`` may hold precomputed frames: ``kernel`` = :func:`ncuroof.summary.kernel_dots`,
-    ``launch`` = :func:`ncuroof.summary.with_keys`; other keys are further dot groups of
+    ``given`` may hold precomputed frames: ``kernel`` = :func:`ncuroof.model.summary.kernel_dots`,
+    ``launch`` = :func:`ncuroof.model.summary.with_keys`; other keys are further dot groups of
     :data:`DOT_GROUPS` (aggregated dots with a ``kernel_key``, or their own facts columns).
     """
     given = dict(given or {})
@@ -539,7 +539,7 @@ def _trail(dots: pd.DataFrame, levels: tuple[str, ...], key: list[str]) -> tuple
 
 #: Columns of a dot trace's ``customdata``, in order: declared here only. The hover templates name
 #: them (:func:`customdata_fields`) and the view contract carries them to the page's script
-#: (:attr:`ncuroof.viewcontract.ViewContract.customdata`), which looks their indices up by name.
+#: (:attr:`ncuroof.render.viewcontract.ViewContract.customdata`), which looks their indices up by name.
 CUSTOMDATA = ("kid", "launches", "time_s", "share", "flop", "bytes", "roof_flop_per_s", "roof_fraction", "launch_id", "bytes_per_s",
               "achievable_roof_flop_per_s", "achievable_roof_fraction")
 _FIELD = re.compile(r"%\{@(\w+)")
@@ -711,16 +711,16 @@ def plot_roofline(points: pd.DataFrame, kernels: pd.DataFrame | None = None, tit
     per_launch : bool, default False
         One dot per launch (of the :data:`MAX_LAUNCH_DOTS` longest) instead of one per kernel
         (launches aggregated: time, FLOPs and bytes summed, so rates are time-weighted;
-        :func:`ncuroof.summary.aggregate_points`).
+        :func:`ncuroof.model.summary.aggregate_points`).
     color : {'kernel', 'bound'}, default 'kernel'
         Colour dots by kernel (largest time first, :data:`KERNEL_COLORS`) or by the kernel's
         classified bound (:data:`BOUND_COLORS`).
     focus : float, default 0.95
-        Show the fewest kernels that make up this share of GPU time (:func:`ncuroof.summary.focus_set`).
+        Show the fewest kernels that make up this share of GPU time (:func:`ncuroof.model.summary.focus_set`).
     show_all : bool, default False
         Also show the kernels outside the focus set.
     summary : DataFrame, optional
-        :func:`ncuroof.summary.kernel_summary` of the same data with the same ``focus``, when
+        :func:`ncuroof.model.summary.kernel_summary` of the same data with the same ``focus``, when
         the caller has it already (kernel colours follow its order); computed otherwise.
     dots : mapping of str to DataFrame, optional
         Precomputed dots per dot group (:func:`_dot_frames`): ``kernel`` =
@@ -731,8 +731,8 @@ def plot_roofline(points: pd.DataFrame, kernels: pd.DataFrame | None = None, tit
     height : int, default 800
         Figure height [px].
     charts : sequence of Chart, optional
-        Other charts the page's ``chart`` control switches to (:func:`ncuroof.views.page_charts`;
-        :func:`ncuroof.viewcontract.add_charts`), hidden at first (shown first when there are no points).
+        Other charts the page's ``chart`` control switches to (:func:`ncuroof.render.views.page_charts`;
+        :func:`ncuroof.render.viewcontract.add_charts`), hidden at first (shown first when there are no points).
 
     Returns
     -------
@@ -750,8 +750,8 @@ def plot_roofline(points: pd.DataFrame, kernels: pd.DataFrame | None = None, tit
         a group has more than :data:`SCATTERGL_THRESHOLD` dots in a view; trails joining each
         kernel's dots, one trace per subset of levels. Each trace's ``meta`` names its ``role``
         (``roof_mem``, ``roof_flop``, ``ridge``, ``dots``, ``trail``, ``key_level``,
-        ``key_bound``, ``key_kernel``; the ``charts``' own roles) and ``when`` it is visible (:mod:`ncuroof.viewcontract`);
-        ``layout.meta["view"]`` is the :class:`ncuroof.viewcontract.ViewContract` (controls, initial
+        ``key_bound``, ``key_kernel``; the ``charts``' own roles) and ``when`` it is visible (:mod:`ncuroof.render.viewcontract`);
+        ``layout.meta["view"]`` is the :class:`ncuroof.render.viewcontract.ViewContract` (controls, initial
         state, colour scales, dot counts) the page's script reads.
 
     Raises

@@ -4,7 +4,7 @@ A phase is the ``nvtx_range`` of a launch (push/pop and start/end ranges active 
 outermost first, joined by `` > ``; :mod:`ncuroof.parser.ncu_rep`), cut to its first ``DEPTH``
 ranges. Launches outside every range form the phase ``no range``. Time, FLOPs and bytes are
 summed, so the phase's FLOP/s is the time-weighted mean of its launches' rates and its AI is total
-FLOPs over total DRAM bytes, as for kernels (:mod:`ncuroof.summary`).
+FLOPs over total DRAM bytes, as for kernels (:mod:`ncuroof.model.summary`).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import re
 import numpy as np
 import pandas as pd
 
+from ..schema import LEVELS, PHASES, PRECISIONS
 from .expect import counted_flop
-from .schema import LEVELS, PHASES, PRECISIONS
 
 __all__ = ["NO_RANGE", "SEPARATOR", "parse_group_by", "phase_of", "phase_table"]
 
@@ -95,7 +95,7 @@ def phase_table(kernels: pd.DataFrame, depth: int | None = None) -> pd.DataFrame
     -------
     DataFrame
         The :data:`ncuroof.schema.PHASES` columns, longest phase first: sums of ``time_s``,
-        FLOPs per precision, ``flop`` (all counted FLOPs, :func:`ncuroof.expect.counted_flop`),
+        FLOPs per precision, ``flop`` (all counted FLOPs, :func:`ncuroof.model.expect.counted_flop`),
         bytes per level, ``time_at_roof_s`` and ``saving_s`` (NaN where no launch has them);
         ``flop_per_s`` = flop / time_s; ``dram_ai_flop_per_byte`` = flop / dram_bytes
         [Williams et al., CACM 52(4), 2009]; ``bound`` of most of the time; SpeedOfLight

@@ -22,12 +22,14 @@ import plotly.graph_objects as go
 import pyarrow as pa
 from markupsafe import Markup
 
-from . import fmt, plot, provenance
-from .catalog import Catalog, GpuCatalog
-from .diagnose import CLASSES as DIAGNOSIS_TEXT
-from .errors import OutputError
-from .schema import cell_text, parse_cell, precision_title, to_text
-from .summary import FOCUS_SHARE, kernel_summary
+from .. import fmt
+from ..catalog import Catalog, GpuCatalog
+from ..errors import OutputError
+from ..model.diagnose import CLASSES as DIAGNOSIS_TEXT
+from ..model.summary import FOCUS_SHARE, kernel_summary
+from ..schema import cell_text, parse_cell, precision_title, to_text
+from . import figure as plot
+from . import provenance
 
 __all__ = ["summarize", "summary_text", "roof_text", "render_html", "render_image", "render_page", "render_fragment", "html_table",
            "write_outputs"]
@@ -35,7 +37,7 @@ __all__ = ["summarize", "summary_text", "roof_text", "render_html", "render_imag
 
 def summarize(kernels: pd.DataFrame, points: pd.DataFrame, top: int = 10, catalog: Catalog | None = None,
               gpus: GpuCatalog | None = None) -> pd.DataFrame:
-    """The ``top`` kernels by total time (:func:`ncuroof.summary.kernel_summary`).
+    """The ``top`` kernels by total time (:func:`ncuroof.model.summary.kernel_summary`).
 
     Parameters
     ----------
@@ -50,15 +52,15 @@ def summarize(kernels: pd.DataFrame, points: pd.DataFrame, top: int = 10, catalo
     Returns
     -------
     DataFrame
-        The first ``top`` rows of :func:`ncuroof.summary.kernel_summary`: ``kernel_name``,
+        The first ``top`` rows of :func:`ncuroof.model.summary.kernel_summary`: ``kernel_name``,
         ``launches``, ``time_s`` [s], ``time_share``, ``precision`` (most FLOPs), ``bound`` (of
         most of the time), ``level`` and ``roof_fraction`` (the binding level's aggregate dot;
         NaN when that precision has no roof, as for tensor work estimated from SASS opcodes),
         ``time_at_roof_s``, ``saving_s`` [s], ``saving_share``, ..., and the diagnosis columns of
-        :func:`ncuroof.diagnose.diagnose_kernels` (``diagnosis``, ``evidence``, ``advice``, ``flags``).
+        :func:`ncuroof.model.diagnose.diagnose_kernels` (``diagnosis``, ``evidence``, ``advice``, ``flags``).
     """
-    from . import catalog as _catalog
-    from . import diagnose
+    from .. import catalog as _catalog
+    from ..model import diagnose
 
     summ = diagnose.diagnose_kernels(kernel_summary(kernels, points), kernels, catalog if catalog is not None else _catalog.load(),
                                      gpus if gpus is not None else _catalog.load_gpus())
@@ -107,8 +109,8 @@ TOP_ON_PAGE = 5
 
 @functools.cache
 def _env() -> jinja2.Environment:
-    """The Jinja2 environment of ``ncuroof/templates`` (HTML escaped unless marked safe)."""
-    return jinja2.Environment(loader=jinja2.PackageLoader("ncuroof", "templates"), autoescape=True,
+    """The Jinja2 environment of ``ncuroof/render/templates`` (HTML escaped unless marked safe)."""
+    return jinja2.Environment(loader=jinja2.PackageLoader("ncuroof.render", "templates"), autoescape=True,
                               trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
 
 
@@ -300,7 +302,7 @@ def render_html(fig: go.Figure, kernels: pd.DataFrame, meta: dict[str, Any], plo
     Parameters
     ----------
     fig : Figure
-        From :func:`ncuroof.plot.plot_roofline` (its view contract drives the controls).
+        From :func:`ncuroof.render.figure.plot_roofline` (its view contract drives the controls).
     kernels : DataFrame
         The classified kernels table (one row per launch).
     meta : dict
@@ -309,20 +311,20 @@ def render_html(fig: go.Figure, kernels: pd.DataFrame, meta: dict[str, Any], plo
     plotlyjs : True or 'cdn', default True
         True embeds plotly.js (opens offline); ``'cdn'`` links it.
     summary : DataFrame, optional
-        :func:`summarize` (or :func:`ncuroof.summary.kernel_summary`) of the same data, all
+        :func:`summarize` (or :func:`ncuroof.model.summary.kernel_summary`) of the same data, all
         kernels, in the order ``fig`` was drawn from (kernel colours follow it); computed from
         ``kernels`` and ``points`` when not given.
     points : DataFrame, optional
         The points table, needed only when ``summary`` is not given.
-    focus : float, default :data:`ncuroof.summary.FOCUS_SHARE`
+    focus : float, default :data:`ncuroof.model.summary.FOCUS_SHARE`
         The share of GPU time the summary's ``in_focus`` was computed with (said on the page).
     top : int, default :data:`TOP_ON_PAGE`
         Kernels listed beside the chart and described below it.
     extra : str, optional
-        HTML put under the chart (:func:`ncuroof.views.page_sections`: the spread over ranks, the
+        HTML put under the chart (:func:`ncuroof.render.views.page_sections`: the spread over ranks, the
         speed-of-light notes).
     basis : dict, optional
-        With a production timeline (:func:`ncuroof.views.time_basis`): ``total_s``, the time the
+        With a production timeline (:func:`ncuroof.render.views.time_basis`): ``total_s``, the time the
         summary's shares are of (the savings' share too), and ``text``, the header's sentence on it.
 
     Returns
@@ -445,13 +447,13 @@ def _text_cells(values: pd.Series, name: bool, titles: pd.Series | None) -> list
 
 
 def render_fragment(template: str, **context: Any) -> str:
-    """A part of a page from a template of ``ncuroof/templates`` (text escaped unless it is
-    :class:`markupsafe.Markup`); :func:`ncuroof.views.page_sections` renders its sections with it.
+    """A part of a page from a template of ``ncuroof/render/templates`` (text escaped unless it is
+    :class:`markupsafe.Markup`); :func:`ncuroof.render.views.page_sections` renders its sections with it.
 
     Parameters
     ----------
     template : str
-        File name in ``ncuroof/templates``, e.g. ``ranks.html.j2``.
+        File name in ``ncuroof/render/templates``, e.g. ``ranks.html.j2``.
     **context
         The template's variables (all required: a missing one raises
         :class:`jinja2.UndefinedError`).
@@ -464,8 +466,8 @@ def render_fragment(template: str, **context: Any) -> str:
 
 
 def _asset(name: str) -> str:
-    """The text of a script in ``ncuroof/assets``."""
-    return resources.files("ncuroof").joinpath("assets", name).read_text(encoding="utf-8")
+    """The text of a script in ``ncuroof/render/assets``."""
+    return resources.files("ncuroof.render").joinpath("assets", name).read_text(encoding="utf-8")
 
 
 def render_page(title: str, fig: go.Figure, meta: dict[str, Any], table_title: str, table: str,
@@ -510,7 +512,7 @@ def write_outputs(outdir: Path, files: dict[str, str | bytes | Callable[[Path], 
         Output directory (created if missing; its parent must exist or be creatable).
     files : dict of str to str, bytes or callable
         File name to content, or to a writer called with the path to create (a Parquet dataset
-        directory, :func:`ncuroof.tables_io.dataset_writer`).
+        directory, :func:`ncuroof.parser.tables_io.dataset_writer`).
 
     Raises
     ------

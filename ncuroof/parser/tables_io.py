@@ -29,9 +29,10 @@ import pyarrow.csv as pacsv
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
-from . import schema
-from .errors import InputError
-from .schema import Column
+from .. import schema
+from .._version import __version__
+from ..errors import InputError
+from ..schema import Column
 
 __all__ = ["FORMATS", "TABLES", "arrow_table", "csv_bytes", "parquet_bytes", "table_files", "dataset_writer", "read_table",
            "saved_kernels"]
@@ -83,8 +84,6 @@ def arrow_table(df: pd.DataFrame, columns: Mapping[str, Column], table: str, inp
     ValueError
         If a declared column is missing or does not convert to its type (a defect in ncuroof).
     """
-    from . import __version__
-
     missing = [c for c in columns if c not in df.columns]
     if missing:
         raise ValueError(f"{table} table lacks columns {missing}")
@@ -128,7 +127,7 @@ def dataset_writer(table: pa.Table, partition: str = "source") -> Callable[[Path
     callable
         ``write(path)`` creates the dataset directory ``path`` (see
         :func:`pyarrow.dataset.write_dataset`); every file keeps the table's metadata. For
-        :func:`ncuroof.report.write_outputs`.
+        :func:`ncuroof.render.page.write_outputs`.
     """
     def write(path: Path) -> None:
         pads.write_dataset(table, path, format="parquet", partitioning=[partition], partitioning_flavor="hive",
@@ -140,7 +139,7 @@ def dataset_writer(table: pa.Table, partition: str = "source") -> Callable[[Path
 
 def table_files(tables: Mapping[str, pd.DataFrame], formats: Sequence[str] = ("csv",), inputs: Sequence[str | Path] = (),
                 dataset: bool = False) -> dict[str, bytes | Callable[[Path], None]]:
-    """The output files of some tables, for :func:`ncuroof.report.write_outputs`.
+    """The output files of some tables, for :func:`ncuroof.render.page.write_outputs`.
 
     Parameters
     ----------
@@ -158,7 +157,7 @@ def table_files(tables: Mapping[str, pd.DataFrame], formats: Sequence[str] = ("c
     -------
     dict
         File name to writer: ``write(path)`` streams the table to ``path`` (no copy of the file is
-        held in memory), for :func:`ncuroof.report.write_outputs`.
+        held in memory), for :func:`ncuroof.render.page.write_outputs`.
 
     Raises
     ------

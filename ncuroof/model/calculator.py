@@ -22,10 +22,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from . import catalog as _catalog
-from .catalog import Catalog, Recipe, Term
-from .parser.validate import roof_damage
-from .schema import DAMAGED, KERNELS, LEVELS, LIST_SEPARATOR, POINTS, PRECISIONS, empty, format_sources, parse_sources_column
+from .. import catalog as _catalog
+from ..catalog import Catalog, Recipe, Term
+from ..parser.validate import roof_damage
+from ..schema import DAMAGED, KERNELS, LEVELS, LIST_SEPARATOR, POINTS, PRECISIONS, empty, format_sources, parse_sources_column
 from .speed_of_light import apply_speed_of_light, hot_pipe
 
 __all__ = ["compute_kernels", "compute_points", "achievable_roof", "time_at_roof", "cc_number", "Resolved"]
@@ -378,7 +378,7 @@ def _measured_columns(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray, time_s: n
         k[f"peak_{lv}_bytes_per_s"] = levels[lv].peak
     for name in (*(f"achievable_{p}_flop_per_s" for p in PRECISIONS), *(f"achievable_{lv}_bytes_per_s" for lv in LEVELS),
                  "roof_fraction", "achievable_roof_fraction"):
-        k[name] = _NAN  # achievable roofs: ncuroof.ceilings.fill_ceilings; fractions: ncuroof.classify.classify
+        k[name] = _NAN  # achievable roofs: ncuroof.model.ceilings.fill_ceilings; fractions: ncuroof.model.classify.classify
     k["achievable_sources"] = ""
     k["sm_throughput_frac"] = _fraction(raw, cat.throughput["sm"])
     k["memory_throughput_frac"] = _fraction(raw, cat.throughput["memory"])
@@ -451,7 +451,7 @@ def _later_columns(k: pd.DataFrame) -> None:
         k[col] = _NAN
     for col in ("time_at_roof_bound", "speed_of_light_note", "evidence", "advice"):
         k[col] = ""
-    k["kernel_key"] = None  # set once by the analysis (ncuroof.summary.kernel_keys, --match)
+    k["kernel_key"] = None  # set once by the analysis (ncuroof.model.summary.kernel_keys, --match)
     k["bound"] = "unknown"
     k["diagnosis"] = "not_classified"
     k["flags"] = [[] for _ in range(len(k))]
@@ -473,7 +473,7 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
     -------
     DataFrame
         The :data:`ncuroof.schema.KERNELS` columns except ``bound`` (set to ``'unknown'``; see
-        :func:`ncuroof.classify.classify`). SI units. Missing values are NaN/empty, never 0.
+        :func:`ncuroof.model.classify.classify`). SI units. Missing values are NaN/empty, never 0.
         After the declared columns, three columns per tensor datapath with work in any launch:
         ``tensor_<path>_flop``, ``tensor_<path>_flop_per_s``, ``peak_tensor_<path>_flop_per_s``
         (paths: ncu's ``sm__ops_path_tensor_<path>``, ``sass_hmma``/``sass_imma``/``sass_dmma``
@@ -536,7 +536,7 @@ def compute_points(kernels: pd.DataFrame) -> pd.DataFrame:
         ``roof_fraction`` = ``flop_per_s`` / ``roof_flop_per_s``; ``bound`` = memory when AI is
         below the ridge. Points without a roof have NaN roof columns and an empty ``bound``.
         Achievable roofs (``achievable_<p>_flop_per_s``, ``achievable_<level>_bytes_per_s``,
-        ``achievable_sources`` of the kernels table, :func:`ncuroof.ceilings.fill_ceilings`) give
+        ``achievable_sources`` of the kernels table, :func:`ncuroof.model.ceilings.fill_ceilings`) give
         ``achievable_roof_flop_per_s`` = min(achievable FLOP/s, AI × achievable B/s), an absent
         achievable roof taken at its peak, NaN where the point has neither; and
         ``achievable_roof_fraction`` = ``flop_per_s`` / that.
@@ -653,7 +653,7 @@ def time_at_roof(kernels: pd.DataFrame, catalog: Catalog | None = None) -> pd.Da
     Parameters
     ----------
     kernels : DataFrame
-        The kernels table with its roofs filled (:func:`ncuroof.ceilings.fill_ceilings`):
+        The kernels table with its roofs filled (:func:`ncuroof.model.ceilings.fill_ceilings`):
         ``<p>_flop`` [FLOP] and ``peak_<p>_flop_per_s`` [FLOP/s] per precision and tensor
         datapath, ``<level>_bytes`` [B] and ``peak_<level>_bytes_per_s`` [B/s] per level,
         ``time_s``, ``sm_throughput_frac``, ``memory_throughput_frac``.
@@ -669,7 +669,7 @@ def time_at_roof(kernels: pd.DataFrame, catalog: Catalog | None = None) -> pd.Da
         ``time_s`` × max(SM, memory throughput) ([NCU-SEC] SpeedOfLight) — with
         ``time_at_roof_bound`` saying which set it, ``saving_s`` [s] = max(``time_s`` −
         ``time_at_roof_s``, 0) and ``speed_of_light_note``; see
-        :func:`ncuroof.speed_of_light.apply_speed_of_light`. The roofline bound is NaN for
+        :func:`ncuroof.model.speed_of_light.apply_speed_of_light`. The roofline bound is NaN for
         launches whose ``status`` is not ``ok``; the unit bound exists wherever ncu stored the
         duration and a throughput.
     """

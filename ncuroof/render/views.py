@@ -1,12 +1,12 @@
 """Extra views of the roofline page (issue 15): NVTX phases, the instruction roofline and the
 speed-of-light notes; on a multi-rank run (issue 12) each kernel's spread over the ranks.
 
-The phase chart and the instruction roofline are :class:`ncuroof.viewcontract.Chart` objects
-(:func:`page_charts`) that :func:`ncuroof.plot.plot_roofline` adds to the roofline figure as
+The phase chart and the instruction roofline are :class:`ncuroof.render.viewcontract.Chart` objects
+(:func:`page_charts`) that :func:`ncuroof.render.figure.plot_roofline` adds to the roofline figure as
 options of its view contract's ``chart`` control (``charts=``): the page's script switches them as
 it switches every other view, and the instruction roofline follows the levels control. The
 sections below the chart (:func:`page_sections`) are rendered from ``templates/views.html.j2`` and
-``templates/ranks.html.j2``; :func:`ncuroof.report.render_html` places them (``extra=``).
+``templates/ranks.html.j2``; :func:`ncuroof.render.page.render_html` places them (``extra=``).
 """
 
 from __future__ import annotations
@@ -20,10 +20,11 @@ import pandas as pd
 import plotly.graph_objects as go
 from markupsafe import Markup
 
-from . import fmt, report
-from .plot import LEVEL_COLORS, MAX_LAUNCH_DOTS, longest_launches
-from .production import Production
-from .schema import LEVELS, PRECISIONS
+from .. import fmt
+from ..model.production import Production
+from ..schema import LEVELS, PRECISIONS
+from . import page as report
+from .figure import LEVEL_COLORS, MAX_LAUNCH_DOTS, longest_launches
 from .viewcontract import Chart
 
 __all__ = ["instruction_chart", "phase_chart", "page_charts", "page_sections", "rank_section", "RANKS_ON_PAGE", "time_basis",
@@ -91,7 +92,7 @@ def instruction_chart(ipts: pd.DataFrame) -> Chart:
     Parameters
     ----------
     ipts : DataFrame
-        :func:`ncuroof.instruction_roofline.instruction_points`.
+        :func:`ncuroof.model.instruction_roofline.instruction_points`.
 
     Returns
     -------
@@ -131,7 +132,7 @@ def phase_chart(phases: pd.DataFrame, kernels: pd.DataFrame, chart_id: str = "ph
     Parameters
     ----------
     phases : DataFrame
-        :func:`ncuroof.phases.phase_table` (or :func:`ncuroof.production.op_table` with ``op``
+        :func:`ncuroof.model.phases.phase_table` (or :func:`ncuroof.model.production.op_table` with ``op``
         renamed ``phase``).
     kernels : DataFrame
         The kernels table, for the roofs (time-weighted over launches).
@@ -179,24 +180,24 @@ def phase_chart(phases: pd.DataFrame, kernels: pd.DataFrame, chart_id: str = "ph
 
 def page_charts(kernels: pd.DataFrame, phases: pd.DataFrame | None = None, ipts: pd.DataFrame | None = None,
                 ops: pd.DataFrame | None = None) -> list[Chart]:
-    """The charts the roofline figure switches to (:func:`ncuroof.plot.plot_roofline` ``charts=``).
+    """The charts the roofline figure switches to (:func:`ncuroof.render.figure.plot_roofline` ``charts=``).
 
     Parameters
     ----------
     kernels : DataFrame
         The kernels table (the phase chart's roofs).
     phases : DataFrame, optional
-        :func:`ncuroof.phases.phase_table` (``--group-by nvtx``).
+        :func:`ncuroof.model.phases.phase_table` (``--group-by nvtx``).
     ipts : DataFrame, optional
-        :func:`ncuroof.instruction_roofline.instruction_points`.
+        :func:`ncuroof.model.instruction_roofline.instruction_points`.
     ops : DataFrame, optional
-        :func:`ncuroof.production.op_table` (``--group-by op``): one dot per PyTorch operator.
+        :func:`ncuroof.model.production.op_table` (``--group-by op``): one dot per PyTorch operator.
 
     Returns
     -------
     list of Chart
         :func:`phase_chart` of the phases and of the operators, and :func:`instruction_chart` (the points of the
-        :data:`ncuroof.plot.MAX_LAUNCH_DOTS` longest launches, as the per-launch dots), each when
+        :data:`ncuroof.render.figure.MAX_LAUNCH_DOTS` longest launches, as the per-launch dots), each when
         its table has rows.
     """
     if ipts is not None:
@@ -217,7 +218,7 @@ def page_sections(kernels: pd.DataFrame, summary: pd.DataFrame, ranks: pd.DataFr
     summary : DataFrame
         The kernel summary (``kernel_key``, ``kernel_label``), for naming the notes.
     ranks : DataFrame, optional
-        A multi-rank run's :func:`ncuroof.ranks.spread` (:data:`ncuroof.schema.RANKS`).
+        A multi-rank run's :func:`ncuroof.runs.ranks.spread` (:data:`ncuroof.schema.RANKS`).
     imbalance : float, optional
         The threshold ``ranks`` was flagged with (``[ranks].imbalance``); default the catalog's.
     production : Production, optional
@@ -249,7 +250,7 @@ def rank_section(ranks: pd.DataFrame, summary: pd.DataFrame, imbalance: float | 
     Parameters
     ----------
     ranks : DataFrame
-        :func:`ncuroof.ranks.spread` (:data:`ncuroof.schema.RANKS`), longest median time first.
+        :func:`ncuroof.runs.ranks.spread` (:data:`ncuroof.schema.RANKS`), longest median time first.
     summary : DataFrame
         The kernel summary (``kernel_key``, ``kernel_label``), for naming the kernels as the
         page's other tables do (``kernel_name`` for a key it lacks).
@@ -268,7 +269,7 @@ def rank_section(ranks: pd.DataFrame, summary: pd.DataFrame, imbalance: float | 
         of ``load_imbalance`` kernels have class ``imbalanced`` and say so in the last column.
     """
     if imbalance is None:
-        from . import catalog
+        from .. import catalog
 
         imbalance = catalog.load().thresholds["ranks"]["imbalance"]
     shown = ranks.head(top)
@@ -314,12 +315,12 @@ TIMELINE_ON_PAGE = 15
 
 
 def time_basis(production: Production | None) -> dict[str, Any] | None:
-    """The page header's time basis with a timeline (:func:`ncuroof.report.render_html` ``basis``), else None.
+    """The page header's time basis with a timeline (:func:`ncuroof.render.page.render_html` ``basis``), else None.
 
     Parameters
     ----------
     production : Production, optional
-        :func:`ncuroof.production.join`.
+        :func:`ncuroof.model.production.join`.
 
     Returns
     -------
@@ -354,7 +355,7 @@ def timeline_section(production: Production, summary: pd.DataFrame, top: int = T
     Parameters
     ----------
     production : Production
-        :func:`ncuroof.production.join`.
+        :func:`ncuroof.model.production.join`.
     summary : DataFrame
         The kernel summary (``kernel_key``, ``kernel_label``), to name profiled kernels as the page does.
     top : int, default :data:`TIMELINE_ON_PAGE`

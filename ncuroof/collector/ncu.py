@@ -21,8 +21,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import catalog as _catalog
-from .errors import NcuNotFoundError, ProfileError
+from .. import catalog as _catalog
+from ..errors import NcuNotFoundError, ProfileError
 
 __all__ = ["find_ncu", "ncu_version", "ProfileOptions", "ProfileResult", "metric_list", "build_command", "run_profile",
            "diagnose", "doctor", "Check", "ProfileError", "NcuNotFoundError", "MIN_NCU_VERSION", "sidecar_path",

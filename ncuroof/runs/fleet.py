@@ -2,11 +2,11 @@
 
 ``ncuroof analyze runs/*.ncu-rep --stack`` with :data:`FLEET_MIN_INPUTS` or more inputs (or with
 ``--scheduler`` or ``--workers``) analyzes every input alone in a task (:func:`analyze_input`: only its
-launch table, :func:`ncuroof.analysis.launch_table`: read, kernels, roofs, classification, diagnosis of
+launch table, :func:`ncuroof.model.analysis.launch_table`: read, kernels, roofs, classification, diagnosis of
 each launch) on a :class:`distributed.LocalCluster` of this machine's cores, or on an existing cluster
 given by its scheduler address. The launch tables of the inputs
 that succeed are concatenated in input order: they equal the tables of each report analyzed
-alone, and :func:`ncuroof.analysis.from_kernels` makes one analysis of them (points, dots,
+alone, and :func:`ncuroof.model.analysis.from_kernels` makes one analysis of them (points, dots,
 summary: computed once for the fleet, every step per launch or per kernel). An input
 that fails (missing, corrupt, foreign, or a worker that died on it) is listed in the failures
 table and never stops the others; when no input succeeds the whole job fails with the first
@@ -25,10 +25,10 @@ from typing import Any
 
 import pandas as pd
 
-from .analysis import AnalysisOptions
-from .errors import InputError, NcuroofError
-from .parser.nvr import PROCESSES_ENV
-from .schema import FAILURES, validate_kernels
+from ..errors import InputError, NcuroofError
+from ..model.analysis import AnalysisOptions
+from ..parser.nvr import PROCESSES_ENV
+from ..schema import FAILURES, validate_kernels
 
 __all__ = ["FLEET_MIN_INPUTS", "FleetResult", "analyze_input", "analyze_on_worker", "run", "wanted"]
 
@@ -67,7 +67,7 @@ def wanted(n_inputs: int, scheduler: str | None, workers: int | None = None) -> 
 
 
 def analyze_input(path: str, source: str, options: AnalysisOptions) -> dict[str, Any]:
-    """Analyze one input alone (a dask task): its launch table (:func:`ncuroof.analysis.launch_table`), or its error.
+    """Analyze one input alone (a dask task): its launch table (:func:`ncuroof.model.analysis.launch_table`), or its error.
 
     Parameters
     ----------
@@ -76,7 +76,7 @@ def analyze_input(path: str, source: str, options: AnalysisOptions) -> dict[str,
     source : str
         The input as the user gave it: the ``source`` column of the tables.
     options : AnalysisOptions
-        How to analyze (:func:`ncuroof.analysis.build`).
+        How to analyze (:func:`ncuroof.model.analysis.build`).
 
     Returns
     -------
@@ -85,7 +85,7 @@ def analyze_input(path: str, source: str, options: AnalysisOptions) -> dict[str,
         message of the :class:`~ncuroof.errors.NcuroofError`, naming the input as given). Other exceptions propagate (a
         defect, reported by :func:`run` as an internal error of that input).
     """
-    from . import analysis
+    from ..model import analysis
 
     try:
         k = analysis.launch_table([Path(path)], replace(options, stack=False))

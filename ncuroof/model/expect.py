@@ -14,7 +14,7 @@ work one launch must do::
     bytes = "2*(M*K + K*N + M*N)" # the DRAM bytes the kernel must move at least
 
 The first matching entry applies. The kernels table gets ``expected_flop`` and
-``expected_dram_bytes`` per launch; :mod:`ncuroof.diagnose` compares them with the counted work.
+``expected_dram_bytes`` per launch; :mod:`ncuroof.model.diagnose` compares them with the counted work.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .errors import InputError
+from ..errors import InputError
 
 __all__ = ["Expectation", "read_expectations", "apply_expectations", "evaluate", "counted_flop"]
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from . import fmt, provenance
-from .report import summary_text
-from .schema import cell_text, parse_cell
+from .. import fmt
+from ..schema import cell_text, parse_cell
+from . import provenance
+from .page import summary_text
 
 __all__ = ["analysis_text", "compare_text", "profile_text"]
 
@@ -153,7 +154,7 @@ def profile_text(res: Any) -> str:
 
     Parameters
     ----------
-    res : ncuroof.collector.ProfileResult
+    res : ncuroof.collector.ncu.ProfileResult
         From :func:`ncuroof.api.profile_run`.
 
     Returns

@@ -17,11 +17,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..parser.csv import function_name
+from ..schema import ACHIEVABLE_POINT, LEVELS, format_sources
 from .calculator import achievable_roof
 from .classify import BINDING_COLUMNS, binding_points, main_precision
 from .expect import counted_flop
-from .parser.csv import function_name
-from .schema import ACHIEVABLE_POINT, LEVELS, format_sources
 
 __all__ = ["aggregate_points", "kernel_summary", "kernel_keys", "kernel_dots", "with_keys", "focus_set", "grid_size", "grid_sizes",
            "keys_of", "KEY_CHOICES", "FOCUS_SHARE", "pair_keys", "spelling", "FALLBACKS", "most_time"]
@@ -184,7 +184,7 @@ def pair_keys(left: pd.DataFrame, right: pd.DataFrame, fallbacks: Sequence[str] 
 
 
 def keys_of(kernels: pd.DataFrame, by: str = "kernel") -> pd.Series:
-    """The ``kernel_key`` column the analysis set once (:func:`ncuroof.analysis.build`), else
+    """The ``kernel_key`` column the analysis set once (:func:`ncuroof.model.analysis.build`), else
     :func:`kernel_keys` of ``kernels`` by ``by``."""
     if "kernel_key" in kernels.columns and kernels["kernel_key"].notna().all():
         return kernels["kernel_key"].astype(str)
@@ -238,10 +238,10 @@ def aggregate_points(points: pd.DataFrame, by: str = "kernel_name") -> pd.DataFr
         ``peak_flop_per_s`` and ``peak_bytes_per_s`` time-weighted over launches (NaN if any
         launch lacks the roof); ``ridge_flop_per_byte``, ``roof_flop_per_s`` = min(peak FLOP/s,
         AI × peak B/s), ``roof_fraction`` and ``bound`` (memory when AI < ridge) as in
-        :func:`ncuroof.calculator.compute_points` [KPG §2.9]; ``estimated`` (any launch
+        :func:`ncuroof.model.calculator.compute_points` [KPG §2.9]; ``estimated`` (any launch
         estimated); ``definition``, ``peak_flop_source``, ``peak_bytes_source`` (distinct values
         joined with `` / ``); the achievable roofs likewise (:data:`ncuroof.schema.ACHIEVABLE_POINT`,
-        :func:`ncuroof.calculator.achievable_roof`).
+        :func:`ncuroof.model.calculator.achievable_roof`).
     """
     cols = [*dict.fromkeys([by, "kernel_name"]), "precision", "level", "launches", "time_s", "flop", "bytes", "ai_flop_per_byte", "flop_per_s",
             "bytes_per_s", "peak_flop_per_s", "peak_bytes_per_s", "ridge_flop_per_byte", "roof_flop_per_s", "roof_fraction",
@@ -447,7 +447,7 @@ def kernel_summary(kernels: pd.DataFrame, points: pd.DataFrame | None = None, fo
     dots : DataFrame, optional
         :func:`kernel_dots` of the same data and ``by``, when already computed.
     production_s : Series, optional
-        Production time [s] per kernel key, from a timeline (:func:`ncuroof.production.join`):
+        Production time [s] per kernel key, from a timeline (:func:`ncuroof.model.production.join`):
         the time basis of ``time_s``, the shares, the focus set and the order. ``time_at_roof_s``
         and ``saving_s`` are scaled by production over profiled time; the roofline position, AI and
         roof fraction stay ncu's. Without it the basis is ncu's durations.
@@ -461,7 +461,7 @@ def kernel_summary(kernels: pd.DataFrame, points: pd.DataFrame | None = None, fo
         The :data:`ncuroof.schema.KERNEL_SUMMARY` columns, sorted by ``time_s`` descending;
         ``profiled_time_s`` is ncu's summed duration on either basis.
     """
-    from .schema import KERNEL_SUMMARY
+    from ..schema import KERNEL_SUMMARY
 
     k = kernels.reindex(columns=_SUMMARY_INPUT)  # a column a partial table lacks is NaN
     k["kernel_key"] = keys_of(kernels, by).to_numpy()

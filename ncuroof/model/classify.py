@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import fmt
-from .catalog import Catalog
-from .schema import parse_cell
+from .. import fmt
+from ..catalog import Catalog
+from ..schema import parse_cell
 
 __all__ = ["classify", "binding_points", "main_precision", "BINDING_COLUMNS"]
 
@@ -37,7 +37,7 @@ def main_precision(points: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     Parameters
     ----------
     points : DataFrame
-        A points table or aggregated dots (:func:`ncuroof.summary.aggregate_points`), with
+        A points table or aggregated dots (:func:`ncuroof.model.summary.aggregate_points`), with
         ``keys``, ``precision`` and ``flop``.
     keys : list of str
         The grouping columns (``["source", "launch_id"]`` per launch, ``["kernel_key"]`` per kernel).
@@ -65,7 +65,7 @@ def binding_points(points: pd.DataFrame, keys: list[str] | tuple[str, ...] = ("s
     the roofed precision with the most FLOPs instead (``precision`` then differs from
     ``main_precision``), and a group without any roofed point has no binding point.
 
-    :func:`classify` (per launch), :func:`ncuroof.summary.kernel_summary` and through it
+    :func:`classify` (per launch), :func:`ncuroof.model.summary.kernel_summary` and through it
     ``compare`` (per kernel), the diagnosis and the page all call this.
 
     Parameters
@@ -131,14 +131,14 @@ def classify(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Catalog) -> p
     """Fill the ``bound`` column of the kernels table and append the reason to ``notes``.
 
     Vectorised over launches; the roofline verdict is the binding point of
-    :func:`ncuroof.summary.binding_points` (the one rule the page and ``compare`` use too).
+    :func:`ncuroof.model.summary.binding_points` (the one rule the page and ``compare`` use too).
 
     Parameters
     ----------
     kernels : DataFrame
-        Kernels table from :func:`ncuroof.calculator.compute_kernels`.
+        Kernels table from :func:`ncuroof.model.calculator.compute_kernels`.
     points : DataFrame
-        Its points table (:func:`ncuroof.calculator.compute_points`).
+        Its points table (:func:`ncuroof.model.calculator.compute_points`).
     catalog : Catalog
         For the thresholds in ``metrics/thresholds.toml``.
 

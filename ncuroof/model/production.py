@@ -4,13 +4,13 @@ ncu replays each kernel alone, caches flushed and clocks locked, often on a filt
 launches (``-c``, ``-k``, NVTX filters): its durations are not production's and its kernels are not
 all of the GPU time. A production timeline (a PyTorch profiler trace or an Nsight Systems export,
 read by :func:`ncuroof.parser.timeline.read_timeline`) has both. Here its launches get the kernel
-identity of the analysis (:func:`ncuroof.summary.kernel_keys`, the ``--match`` identity) and are
-paired with ncu's kernels (:func:`ncuroof.summary.pair_keys`: the same key, else the same name in
+identity of the analysis (:func:`ncuroof.model.summary.kernel_keys`, the ``--match`` identity) and are
+paired with ncu's kernels (:func:`ncuroof.model.summary.pair_keys`: the same key, else the same name in
 one demangler spelling, else the same unambiguous base name, else the same base name and launch
 configuration). The result, :class:`Production`,
 gives each kernel its production launches and time beside ncu's (``timeline.csv``,
 :data:`ncuroof.schema.TIMELINE_KERNEL`), the time basis of the kernel summary
-(:func:`ncuroof.summary.kernel_summary` ``production_s``), the coverage of the roofline, the idle
+(:func:`ncuroof.model.summary.kernel_summary` ``production_s``), the coverage of the roofline, the idle
 share of the timeline and, for PyTorch traces, one dot per operator (:func:`op_table`).
 """
 
@@ -26,16 +26,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import fmt, phases, summary
-from .errors import InputError
-from .parser.csv import function_name
-from .schema import OPS, TIMELINE_KERNEL
+from .. import fmt
+from ..errors import InputError
+from ..parser.csv import function_name
+from ..schema import OPS, TIMELINE_KERNEL
+from . import phases, summary
 
 __all__ = ["Production", "NO_OPERATOR", "timeline_keys", "join", "read", "op_table", "ncu_filter", "gpu_warning"]
 
 #: The operator of launches the timeline ties to no PyTorch operator.
 NO_OPERATOR = "no operator"
-#: ``match`` of kernels found on one side only (:func:`ncuroof.summary.pair_keys` ``unmatched``).
+#: ``match`` of kernels found on one side only (:func:`ncuroof.model.summary.pair_keys` ``unmatched``).
 _UNMATCHED = ("not_in_timeline", "unprofiled")
 
 
@@ -107,7 +108,7 @@ def _dims(tl: pd.DataFrame, kind: str) -> pd.Series:
 
 
 def _key_input(tl: pd.DataFrame) -> pd.DataFrame:
-    """What :func:`ncuroof.summary.kernel_keys` reads, for timeline rows (function names parsed once per name)."""
+    """What :func:`ncuroof.model.summary.kernel_keys` reads, for timeline rows (function names parsed once per name)."""
     names = tl["kernel_name"].astype(object).fillna("").astype(str)
     functions = {n: function_name(n) for n in names.unique()}
     return pd.DataFrame({"source": "timeline", "launch_id": tl["start_s"].rank(method="first").fillna(0).astype(int),
@@ -121,7 +122,7 @@ _KEY_COLUMNS = ["kernel_name", *(f"{k}_{a}" for k in ("grid", "block") for a in 
 
 
 def timeline_keys(timeline: pd.DataFrame, by: str = "kernel") -> pd.Series:
-    """The kernel identity of each production launch: :func:`ncuroof.summary.kernel_keys` of the timeline.
+    """The kernel identity of each production launch: :func:`ncuroof.model.summary.kernel_keys` of the timeline.
 
     Parameters
     ----------
@@ -220,9 +221,9 @@ def join(kernels: pd.DataFrame, dots: pd.DataFrame, timeline: pd.DataFrame, by: 
     Parameters
     ----------
     kernels : DataFrame
-        The analysis' launch table, ``kernel_key`` set (:func:`ncuroof.analysis.from_kernels`).
+        The analysis' launch table, ``kernel_key`` set (:func:`ncuroof.model.analysis.from_kernels`).
     dots : DataFrame
-        Its per-kernel dots (:func:`ncuroof.summary.kernel_dots`): which kernels have a roofline point.
+        Its per-kernel dots (:func:`ncuroof.model.summary.kernel_dots`): which kernels have a roofline point.
     timeline : DataFrame
         :data:`ncuroof.schema.TIMELINE_LAUNCH` rows of one device; ``attrs`` ``path``, ``format``,
         ``device``, ``gpu_name``, ``span_s``, ``busy_s`` (:func:`ncuroof.parser.timeline.read_timeline`).
@@ -274,7 +275,7 @@ def gpu_warning(gpu_name: str, report_gpus: list[str], path: Path) -> str:
     str
         One sentence; names compare as the reader chooses a device (without case and a leading ``NVIDIA``).
     """
-    from .parser.timeline import _same_gpu
+    from ..parser.timeline import _same_gpu
 
     if not gpu_name or not report_gpus or any(_same_gpu(gpu_name, g) for g in report_gpus):
         return ""
@@ -306,7 +307,7 @@ def read(path: Path, device: int | None, report_gpus: list[str], progress: Calla
     NcuroofError
         A bad or unreadable timeline, or a device to choose (one line naming the file).
     """
-    from .parser.timeline import read_timeline
+    from ..parser.timeline import read_timeline
 
     tl = read_timeline(Path(path), device=device, progress=progress, report_gpu=report_gpus[0] if report_gpus else None)
     if tl.empty:
@@ -350,12 +351,12 @@ _WORK = ("time_s", "fp64_flop", "fp32_flop", "fp16_flop", "tensor_flop", "l1_byt
 
 
 def op_table(kernels: pd.DataFrame, production: Production) -> pd.DataFrame:
-    """One row per PyTorch operator (``--group-by op``): the kernels under it, as a phase (:func:`ncuroof.phases.phase_table`).
+    """One row per PyTorch operator (``--group-by op``): the kernels under it, as a phase (:func:`ncuroof.model.phases.phase_table`).
 
     A kernel key whose production launches ran under several operators is split between them by
     its production time: operator O gets the share w = (its production time under O) / (its
     production time) of the kernel's ncu FLOPs, bytes and ncu time, and of its time at the roof and
-    saving scaled to production time (:func:`ncuroof.summary.kernel_summary`). The shares of a kernel
+    saving scaled to production time (:func:`ncuroof.model.summary.kernel_summary`). The shares of a kernel
     add to 1, so the operators' FLOPs, bytes and production time add up to the kernels'.
 
     Parameters

@@ -1,7 +1,7 @@
 """Multi-rank runs: one report per MPI rank of one run, merged into each kernel's spread over ranks.
 
 ncu writes one report per process when its ``-o`` holds ``%q{OMPI_COMM_WORLD_RANK}``, ``%h``
-(host) or ``%p`` (process ID). Each rank's report is analyzed alone (:mod:`ncuroof.fleet`); here
+(host) or ``%p`` (process ID). Each rank's report is analyzed alone (:mod:`ncuroof.runs.fleet`); here
 each kernel's per-rank numbers (its row of that rank's kernel summary) are reduced to min,
 median and max over ranks, and a kernel whose slowest rank spends more than ``[ranks].imbalance``
 (``metrics/thresholds.toml``, 10 %) more time in it than the median rank is flagged as load
@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .schema import RANKS
-from .summary import kernel_summary
+from ..model.summary import kernel_summary
+from ..schema import RANKS
 
 __all__ = ["process_of", "rank_labels", "looks_like_ranks", "spread"]
 
@@ -137,20 +137,20 @@ def spread(kernels: pd.DataFrame, points: pd.DataFrame, labels: dict[str, str], 
     Parameters
     ----------
     kernels, points : DataFrame
-        The concatenated tables of the ranks (:func:`ncuroof.fleet.run`); ``source`` is the rank's report.
+        The concatenated tables of the ranks (:func:`ncuroof.runs.fleet.run`); ``source`` is the rank's report.
     labels : dict of str to str
         ``source`` -> rank label (:func:`rank_labels`).
     threshold : float
         ``[ranks].imbalance`` of ``metrics/thresholds.toml``: flag when max / median - 1 exceeds it.
     by : str, default 'kernel'
-        Kernel identity (:func:`ncuroof.summary.kernel_keys`, ``--match``).
+        Kernel identity (:func:`ncuroof.model.summary.kernel_keys`, ``--match``).
 
     Returns
     -------
     DataFrame
         :data:`ncuroof.schema.RANKS`, one row per kernel (``kernel_key``), longest median time
         first. Per rank, a kernel's ``time_s`` is its summed launch time, ``ai_flop_per_byte``
-        and ``roof_fraction`` those of its binding dot (:func:`ncuroof.summary.kernel_summary`);
+        and ``roof_fraction`` those of its binding dot (:func:`ncuroof.model.summary.kernel_summary`);
         min, median (:func:`numpy.median`: mean of the middle two for an even count) and max
         are over the ranks that launched it. NaN values are left out of the statistics.
         ``imbalance`` = ``time_s_max`` / ``time_s_median`` - 1.

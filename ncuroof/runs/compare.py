@@ -1,9 +1,9 @@
 """Compare two analyses: match kernels, say how far each dot moved and what got slower.
 
-A comparison is a join of the two runs' kernel summaries (:func:`ncuroof.summary.kernel_summary`,
+A comparison is a join of the two runs' kernel summaries (:func:`ncuroof.model.summary.kernel_summary`,
 the page's own aggregation and binding point), so a kernel's AI and roof fraction before and
 after are those of its row on each page. Kernels are matched on their kernel identity
-(:func:`ncuroof.summary.kernel_keys`: the demangled name, or finer keys with ``--match``; the
+(:func:`ncuroof.model.summary.kernel_keys`: the demangled name, or finer keys with ``--match``; the
 k-th launch of each kernel with ``--match launch``). Kernels left unmatched are paired by
 fallbacks that say they were used: the same base name once template arguments and parameters
 are stripped, then names that differ only in their numbers (``sigma_gpp_gpu_34`` →
@@ -19,10 +19,10 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from . import fmt
-from .calculator import compute_points
-from .schema import BOUNDS, LEVELS
-from .summary import kernel_summary, pair_keys
+from .. import fmt
+from ..model.calculator import compute_points
+from ..model.summary import kernel_summary, pair_keys
+from ..schema import BOUNDS, LEVELS
 
 __all__ = ["match", "join", "compare", "totals", "slower", "movement", "warnings", "plot_compare", "MOVE_THRESHOLD"]
 
@@ -35,7 +35,7 @@ _SIDE = ["kernel_name", "kernel_label", "launches", "time_s", "flop_per_s", "bou
 
 
 def match(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
-    """Pair the kernels of two kernel summaries: :func:`ncuroof.summary.pair_keys` with its fallbacks
+    """Pair the kernels of two kernel summaries: :func:`ncuroof.model.summary.pair_keys` with its fallbacks
     ``base name`` and ``numbers differ`` (columns ``key_before``, ``key_after``, ``match``)."""
     return pair_keys(before, after, ("base name", "numbers differ"), ("only_before", "only_after")).rename(
         columns={"key_left": "key_before", "key_right": "key_after"})
@@ -75,7 +75,7 @@ def _movement(row: Any) -> str:
 def join(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
     """The comparison table: two kernel summaries joined on matched kernels.
 
-    Every number is the page's own (:func:`ncuroof.summary.kernel_summary`): a kernel's AI and
+    Every number is the page's own (:func:`ncuroof.model.summary.kernel_summary`): a kernel's AI and
     roof fraction before and after equal its row in each page's kernel table.
 
     Parameters
@@ -131,7 +131,7 @@ def compare(before: pd.DataFrame, after: pd.DataFrame, by_launch: bool = False, 
     by_launch : bool, default False
         Pair the k-th launch of each kernel instead of aggregating (``match='launch'``).
     match : str, default 'kernel'
-        Kernel identity (:data:`ncuroof.summary.KEY_CHOICES`).
+        Kernel identity (:data:`ncuroof.model.summary.KEY_CHOICES`).
 
     Returns
     -------

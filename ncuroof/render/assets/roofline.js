@@ -1,5 +1,5 @@
 // ncuroof roofline page: controls over the figure's views and a details panel.
-// The view contract (ncuroof/viewcontract.py) is in the figure's layout.meta.view: the initial state, the
+// The view contract (ncuroof/render/viewcontract.py) is in the figure's layout.meta.view: the initial state, the
 // controls (one per state field) and the restyles and relayouts per state. Each trace's meta.when says in which
 // states it shows; `visible` below is the same rule as ncuroof.viewcontract.visible, nothing else here
 // knows which trace belongs to which view.

@@ -1,7 +1,7 @@
 """Where each roof comes from: the report, a GPU datasheet, or the user.
 
 A ``.ncu-rep`` from the roofline or full set carries ``peak_sustained`` metrics, and
-:func:`ncuroof.calculator.compute_kernels` turns them into roofs at the clock ncu measured
+:func:`ncuroof.model.calculator.compute_kernels` turns them into roofs at the clock ncu measured
 (source ``report``). CSV exports and custom ``--metrics`` reports usually carry none; for them
 :func:`fill_ceilings` takes the missing roofs from the datasheet catalog ``metrics/gpus.toml``
 (source ``datasheet``, boost clock), matched on the device name or named with ``--gpu``, and the
@@ -20,12 +20,12 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from . import fmt
-from .catalog import Catalog, GpuCatalog, GpuSpec
-from .catalog import load as load_catalog
-from .errors import InputError
-from .parser.validate import roof_damage
-from .schema import LEVELS, PRECISIONS, format_sources_column, parse_cell, parse_sources_column
+from .. import fmt
+from ..catalog import Catalog, GpuCatalog, GpuSpec
+from ..catalog import load as load_catalog
+from ..errors import InputError
+from ..parser.validate import roof_damage
+from ..schema import LEVELS, PRECISIONS, format_sources_column, parse_cell, parse_sources_column
 
 __all__ = ["fill_ceilings", "fill_achievable", "parse_peak", "SOURCES"]
 
@@ -86,7 +86,7 @@ def fill_ceilings(kernels: pd.DataFrame, gpus: GpuCatalog, gpu: str | None = Non
     Parameters
     ----------
     kernels : DataFrame
-        From :func:`ncuroof.calculator.compute_kernels`: ``peak_<p>_flop_per_s`` [FLOP/s],
+        From :func:`ncuroof.model.calculator.compute_kernels`: ``peak_<p>_flop_per_s`` [FLOP/s],
         ``peak_<level>_bytes_per_s`` [B/s], ``peak_tensor_<path>_flop_per_s``, ``device_name``,
         ``cc``, ``sm_clock_hz``, ``status``, ``ceiling_sources``, ``notes``.
     gpus : GpuCatalog

@@ -10,8 +10,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import collector, fmt
-from .schema import parse_sources
+from .. import fmt
+from ..collector import ncu as collector
+from ..schema import parse_sources
 
 __all__ = ["collection_text", "collection_warnings", "clock_text", "roof_sources", "readers", "csv_limits", "page_meta", "as_paths",
            "evidence_note"]

@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from . import catalog as _catalog
-from .schema import INSTRUCTION_POINTS, LEVELS, empty
+from .. import catalog as _catalog
+from ..schema import INSTRUCTION_POINTS, LEVELS, empty
 
 __all__ = ["instruction_points", "issue_roofs"]
 
@@ -30,7 +30,7 @@ def issue_roofs(kernels: pd.DataFrame, gpus: _catalog.GpuCatalog | None = None,
     ----------
     kernels : DataFrame
         The kernels table: ``peak_warp_inst_per_s`` (the report's SMs × schedulers × measured
-        clock, :mod:`ncuroof.calculator`), ``datasheet_gpu``, ``device_name``.
+        clock, :mod:`ncuroof.model.calculator`), ``datasheet_gpu``, ``device_name``.
     gpus : GpuCatalog, optional
         The datasheet catalog (default :func:`ncuroof.catalog.load_gpus`), read only when some
         launch lacks the report's roof.

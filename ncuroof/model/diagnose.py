@@ -1,7 +1,7 @@
 """Diagnosis: for every kernel (and launch), what limits it, how far it is from that limit, what
 to try, and whether its point can be trusted.
 
-The class comes from the bound :mod:`ncuroof.classify` gave (roofline position at the binding
+The class comes from the bound :mod:`ncuroof.model.classify` gave (roofline position at the binding
 level, or ncu's SpeedOfLight rule), refined with the roof fraction and the SpeedOfLight
 throughputs:
 
@@ -17,7 +17,7 @@ class                     when
 ``balanced``              both throughputs above 60 % and within ``[sol].balanced`` (10 points)
 ``instruction_bound``     FP roofline memory bound, below the compute roof or without FP work, but
                           the SM throughput >= ``[instruction].sm_min`` and >= ``ratio`` x memory
-                          (:func:`ncuroof.speed_of_light.instruction_verdict`)
+                          (:func:`ncuroof.model.speed_of_light.instruction_verdict`)
 ``not_classified``        failed measurement, or no roofline point and no SpeedOfLight values
 ========================  =========================================================================
 
@@ -39,12 +39,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import fmt
-from .catalog import Catalog, GpuCatalog, PipeCatalog, load_gpus
-from .catalog import load as load_catalog
+from .. import fmt
+from ..catalog import Catalog, GpuCatalog, PipeCatalog, load_gpus
+from ..catalog import load as load_catalog
+from ..parser.csv import NA_NOTE
+from ..schema import INCONSISTENT, KERNEL_SUMMARY, parse_cell, precision_title
 from .classify import binding_points
-from .parser.csv import NA_NOTE
-from .schema import INCONSISTENT, KERNEL_SUMMARY, parse_cell, precision_title
 from .speed_of_light import instruction_verdict
 from .summary import grid_sizes, keys_of
 
@@ -438,12 +438,12 @@ def _useful_ai(f: dict[str, Any]) -> str:
 
 
 def diagnose_kernels(summary: pd.DataFrame, kernels: pd.DataFrame, catalog: Catalog, gpus: GpuCatalog | None = None) -> pd.DataFrame:
-    """Diagnose each kernel of a :func:`ncuroof.summary.kernel_summary` (launches aggregated).
+    """Diagnose each kernel of a :func:`ncuroof.model.summary.kernel_summary` (launches aggregated).
 
     Parameters
     ----------
     summary : DataFrame
-        From :func:`ncuroof.summary.kernel_summary`.
+        From :func:`ncuroof.model.summary.kernel_summary`.
     kernels : DataFrame
         The kernels table after :func:`diagnose_launches` (its ``flags`` and ``status``).
     catalog : Catalog
@@ -487,7 +487,7 @@ def what_if(summary: pd.DataFrame, kernels: pd.DataFrame, target: Any, gpus: Gpu
     Parameters
     ----------
     summary : DataFrame
-        From :func:`ncuroof.summary.kernel_summary` (``precision``, ``ai_flop_per_byte``...).
+        From :func:`ncuroof.model.summary.kernel_summary` (``precision``, ``ai_flop_per_byte``...).
     kernels : DataFrame
         The kernels table (FLOPs per precision, DRAM bytes, roofs of the measured GPU).
     target : GpuSpec

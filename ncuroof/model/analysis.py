@@ -1,0 +1,336 @@
+"""One analysis, computed once: the tables every renderer and ``compare`` consume.
+
+:func:`build` runs the pipeline once (parser → calculator → roofs → classify → summary →
+diagnose) and returns an :class:`Analysis` holding the launch table (``kernels``), its roofline
+points, the per-kernel dots and the per-kernel summary, with the catalog and the options used.
+The page (:mod:`ncuroof.render.figure`, :mod:`ncuroof.render.page`), the CLI summary and :mod:`ncuroof.runs.compare`
+read these tables; none of them recomputes a point, a dot or a summary.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .. import catalog, parser
+from ..catalog import Catalog, GpuCatalog
+from ..errors import InputError
+from ..schema import KERNELS, from_text, validate_kernels, validate_points
+from . import calculator, ceilings, classify, diagnose, expect, production, summary
+from .summary import FOCUS_SHARE, KEY_CHOICES
+
+__all__ = ["AnalysisOptions", "Analysis", "build", "from_kernels", "launch_table", "restore_kernels"]
+
+TRAFFIC_CHOICES = ("ncu", "nersc")
+
+
+@dataclass(frozen=True)
+class AnalysisOptions:
+    """Everything that changes the numbers of an analysis; every command that analyzes takes it.
+
+    Attributes
+    ----------
+    traffic : {'ncu', 'nersc'}
+        Preferred traffic definition of the L1/L2 levels (``metrics/roofline.toml``).
+    gpu : str, optional
+        Datasheet entry (``metrics/gpus.toml`` id or name) for roofs the input lacks.
+    peak_flops, peak_bandwidth : mapping, optional
+        User roofs in FLOP/s by precision and B/s by level; they replace all others.
+    achievable_flops, achievable_bandwidth : mapping, optional
+        User achievable roofs, named the same way; they replace the published measurements of
+        ``metrics/gpus.toml`` and sit beside the peak roofs (:func:`ncuroof.model.ceilings.fill_achievable`).
+    expect : path, optional
+        Expected FLOPs and DRAM bytes per kernel-name pattern (:mod:`ncuroof.model.expect`).
+    match : str
+        Kernel identity (:data:`ncuroof.model.summary.KEY_CHOICES`): ``kernel`` (demangled name),
+        ``config``, ``nvtx`` or ``launch``.
+    focus : float
+        Share of GPU time whose kernels the page shows first (:func:`ncuroof.model.summary.focus_set`).
+    stack : bool
+        Stack unrelated inputs instead of merging them as files of one run.
+    reader : {'auto', 'fast', 'ncu_report'}
+        How ``.ncu-rep`` files are read (:func:`ncuroof.parser.read`); the numbers do not depend
+        on it.
+    timeline : path, optional
+        A production timeline (PyTorch profiler trace or Nsight Systems export): shares, focus,
+        savings and the kernel order follow its kernel time (:mod:`ncuroof.model.production`).
+    device : int, optional
+        The timeline's device (default: the only one with kernels, else the report's GPU).
+    """
+
+    traffic: str = "ncu"
+    gpu: str | None = None
+    peak_flops: Mapping[str, float] | None = None
+    peak_bandwidth: Mapping[str, float] | None = None
+    achievable_flops: Mapping[str, float] | None = None
+    achievable_bandwidth: Mapping[str, float] | None = None
+    expect: Path | None = None
+    match: str = "kernel"
+    focus: float = FOCUS_SHARE
+    stack: bool = False
+    reader: str = "auto"
+    timeline: Path | None = None
+    device: int | None = None
+
+    def __post_init__(self) -> None:
+        parser.check_reader(self.reader)
+        if self.traffic not in TRAFFIC_CHOICES:
+            raise ValueError(f"traffic must be one of {', '.join(TRAFFIC_CHOICES)}, not {self.traffic!r}")
+        if self.match not in KEY_CHOICES:
+            raise ValueError(f"match must be one of {', '.join(KEY_CHOICES)}, not {self.match!r}")
+        if not (0 < self.focus <= 1) or math.isnan(self.focus):
+            raise ValueError(f"focus must be in (0, 1], not {self.focus!r}")
+
+    @classmethod
+    def of(cls, options: AnalysisOptions | None = None, **overrides: Any) -> AnalysisOptions:
+        """``options`` (default: the defaults) with the non-None ``overrides`` applied."""
+        base = options if options is not None else cls()
+        given = {k: v for k, v in overrides.items() if v is not None}
+        for name in ("expect", "timeline"):
+            if name in given:
+                given[name] = Path(given[name])
+        return replace(base, **given)
+
+
+@dataclass
+class Analysis:
+    """The result of one analysis (see the module docstring).
+
+    Attributes
+    ----------
+    inputs : list of Path
+        The files analyzed.
+    options : AnalysisOptions
+        The options used.
+    kernels : DataFrame
+        One row per launch (:data:`ncuroof.schema.KERNELS`), ``kernel_key`` set by ``options.match``.
+    points : DataFrame
+        One row per (launch, precision, level) (:data:`ncuroof.schema.POINTS`).
+    dots : DataFrame
+        One row per (kernel, precision, level) (:data:`ncuroof.schema.DOTS`).
+    summary : DataFrame
+        One row per kernel, diagnosed, longest first (:data:`ncuroof.schema.KERNEL_SUMMARY`).
+    catalog : Catalog
+        The metric catalog.
+    gpus : GpuCatalog
+        The datasheet catalog.
+    production : Production, optional
+        The timeline joined to the analysis (``options.timeline``), the summary's time basis.
+    """
+
+    inputs: list[Path]
+    options: AnalysisOptions
+    kernels: pd.DataFrame
+    points: pd.DataFrame
+    dots: pd.DataFrame
+    summary: pd.DataFrame
+    catalog: Catalog
+    gpus: GpuCatalog
+    notes: list[str] = field(default_factory=list)
+    production: production.Production | None = None
+
+    @property
+    def missing_metrics(self) -> bool:
+        """True when no launch has roofline metrics (a basic-set report)."""
+        return bool(len(self.kernels)) and bool((self.kernels["status"] == "no_roofline_metrics").all())
+
+
+def read_kernels(inputs: Sequence[Path], options: AnalysisOptions, cat: Catalog, gpus: GpuCatalog,
+                 progress: Callable[[int], Callable[[], None]] | None = None) -> pd.DataFrame:
+    """Read the inputs and compute each launch's work, traffic, roofs and time at the roof.
+
+    Parameters
+    ----------
+    inputs : sequence of Path
+        Reports and CSV exports (:func:`ncuroof.parser.read_many`).
+    options : AnalysisOptions
+        ``traffic``, ``gpu``, user roofs, ``expect``, ``stack``.
+    cat, gpus : Catalog, GpuCatalog
+        The catalogs.
+    progress : callable, optional
+        Progress-bar factory for reading.
+
+    Returns
+    -------
+    DataFrame
+        The launch table before classification (``bound``/``diagnosis`` not yet filled).
+
+    Raises
+    ------
+    NcuroofError
+        Bad input (one line naming the file).
+    """
+    if not inputs:
+        raise InputError("no input files given")
+    raw = parser.read_many(list(inputs), cat, progress, stack=options.stack, reader=options.reader)
+    k = calculator.compute_kernels(raw, cat, traffic=options.traffic)
+    k = ceilings.fill_ceilings(k, gpus, gpu=options.gpu, peak_flops=options.peak_flops, peak_bandwidth=options.peak_bandwidth,
+                               catalog=cat, achievable_flops=options.achievable_flops,
+                               achievable_bandwidth=options.achievable_bandwidth)
+    k = calculator.time_at_roof(k, cat)
+    if options.expect is not None:
+        k = expect.apply_expectations(k, expect.read_expectations(options.expect))
+    return k
+
+
+def from_kernels(kernels: pd.DataFrame, options: AnalysisOptions, cat: Catalog, gpus: GpuCatalog,
+                 inputs: Sequence[Path] = (), classified: bool = False) -> Analysis:
+    """Finish an analysis from a launch table: points, bound, diagnosis, dots and summary, once each.
+
+    Parameters
+    ----------
+    kernels : DataFrame
+        From :func:`read_kernels`, or a saved ``kernels.csv`` after :func:`restore_kernels`.
+    options : AnalysisOptions
+        ``match``, ``focus``, ``timeline`` and ``device`` are used here.
+    cat, gpus : Catalog, GpuCatalog
+        The catalogs.
+    inputs : sequence of Path
+        The files the table came from.
+    classified : bool, default False
+        True when ``bound`` and the launch diagnosis are already filled (a saved table).
+
+    Returns
+    -------
+    Analysis
+    """
+    pts = validate_points(calculator.compute_points(kernels))
+    k = _classified(kernels, pts, options, cat, gpus) if not classified else _keyed(kernels, options)
+    dots = summary.kernel_dots(k, pts)
+    prod = production.from_options(k, dots, options.timeline, options.device, options.match, cat.thresholds)
+    summ = summary.kernel_summary(k, focus=options.focus, dots=dots, production_s=prod.weights if prod else None,
+                                  production_total_s=prod.total_s if prod else None)
+    summ = diagnose.diagnose_kernels(summ, k, cat, gpus)
+    return Analysis(list(inputs), options, k, pts, dots, summ, cat, gpus, production=prod)
+
+
+def _keyed(kernels: pd.DataFrame, options: AnalysisOptions) -> pd.DataFrame:
+    """The classified launch table with its ``kernel_key`` (``options.match``), validated."""
+    return validate_kernels(kernels.assign(kernel_key=summary.kernel_keys(kernels, options.match).to_numpy()))
+
+
+def _classified(kernels: pd.DataFrame, points: pd.DataFrame, options: AnalysisOptions, cat: Catalog, gpus: GpuCatalog) -> pd.DataFrame:
+    """:func:`read_kernels`' table classified and diagnosed launch by launch (``points``: its points), keyed."""
+    k = classify.classify(kernels, points, cat)
+    return _keyed(diagnose.diagnose_launches(k, points, cat, gpus), options)
+
+
+def launch_table(paths: Sequence[Path], options: AnalysisOptions | None = None) -> pd.DataFrame:
+    """The launch table of ``paths`` alone, as :func:`build` makes it, without the rest of the analysis.
+
+    What a fleet worker keeps of each input (:mod:`ncuroof.runs.fleet`): read, work, traffic, roofs,
+    classification and diagnosis of every launch; no kernel aggregation.
+
+    Parameters
+    ----------
+    paths : sequence of Path
+        Reports and CSV exports.
+    options : AnalysisOptions, optional
+        Default: :class:`AnalysisOptions` defaults.
+
+    Returns
+    -------
+    DataFrame
+        :data:`ncuroof.schema.KERNELS`, equal to ``build(paths, options).kernels``.
+
+    Raises
+    ------
+    NcuroofError
+        Bad input (one line naming the file).
+    """
+    options = options if options is not None else AnalysisOptions()
+    cat, gpus = catalog.load(), catalog.load_gpus()
+    k = read_kernels(paths, options, cat, gpus)
+    return _classified(k, validate_points(calculator.compute_points(k)), options, cat, gpus)
+
+
+def build(paths: Sequence[Path], options: AnalysisOptions | None = None,
+          progress: Callable[[int], Callable[[], None]] | None = None) -> Analysis:
+    """Run the whole analysis of ``paths`` once.
+
+    Parameters
+    ----------
+    paths : sequence of Path
+        Reports and CSV exports.
+    options : AnalysisOptions, optional
+        Default: :class:`AnalysisOptions` defaults.
+    progress : callable, optional
+        Progress-bar factory for reading.
+
+    Returns
+    -------
+    Analysis
+
+    Raises
+    ------
+    NcuroofError
+        Bad input (one line naming the file).
+    """
+    options = options if options is not None else AnalysisOptions()
+    cat, gpus = catalog.load(), catalog.load_gpus()
+    k = read_kernels(paths, options, cat, gpus, progress)
+    return from_kernels(k, options, cat, gpus, inputs=paths)
+
+
+#: Columns a saved kernels table may lack (written by an older ncuroof): recomputed on reading.
+_DERIVED = ("kernel_key", "time_at_roof_s", "saving_s", "expected_flop", "expected_dram_bytes", "diagnosis", "evidence",
+            "advice", "flags", "hot_pipe", "hot_pipe_frac", "time_at_roof_bound", "speed_of_light_note",
+            *(c for c in KERNELS if c.startswith("achievable_")), "roof_fraction")
+
+
+def restore_kernels(table: pd.DataFrame, where: Path, cat: Catalog, gpus: GpuCatalog) -> pd.DataFrame:
+    """A launch table read back from a saved ``kernels.csv``, with the declared dtypes and any
+    derived column an older ncuroof did not write recomputed.
+
+    Parameters
+    ----------
+    table : DataFrame
+        As read by :func:`pandas.read_csv`.
+    where : Path
+        The file, for error messages.
+    cat, gpus : Catalog, GpuCatalog
+        The catalogs (for a re-diagnosis).
+
+    Returns
+    -------
+    DataFrame
+        The classified table (``bound`` and the launch diagnosis filled), cast to
+        :data:`ncuroof.schema.KERNELS` dtypes.
+
+    Raises
+    ------
+    InputError
+        When a declared column that cannot be recomputed is missing.
+    """
+    missing = [c for c in KERNELS if c not in table.columns and c not in _DERIVED]
+    if missing:
+        raise InputError(f"kernels.csv lacks {missing[:4]}; it was not written by this version of ncuroof analyze", where)
+    k = from_text(table)
+    for name, col in KERNELS.items():
+        if name in k.columns and col.dtype == "string":
+            k[name] = k[name].astype(object).where(k[name].notna(), "" if name in _TEXT_EMPTY else None)
+    k["cc"] = k["cc"].map(lambda c: f"{c:.1f}" if isinstance(c, float) and np.isfinite(c) else c)
+    if "hot_pipe" not in k.columns:  # written before issue 15
+        k["hot_pipe"], k["hot_pipe_frac"] = "", np.nan
+    if any(c not in k.columns for c in ("time_at_roof_s", "saving_s", "time_at_roof_bound", "speed_of_light_note")):
+        k = calculator.time_at_roof(k, cat)
+    for c in ("expected_flop", "expected_dram_bytes", *(c for c in KERNELS if c.startswith("achievable_"))):
+        if c not in k.columns:
+            k[c] = "" if c == "achievable_sources" else np.nan
+    if "roof_fraction" not in table.columns:  # written before issue 21
+        bind = k[["source", "launch_id"]].merge(classify.binding_points(calculator.compute_points(k)), how="left")
+        k["roof_fraction"] = pd.to_numeric(bind["roof_fraction"], errors="coerce").to_numpy(float)
+    if any(c not in table.columns for c in ("diagnosis", "evidence", "advice", "flags")):
+        k = diagnose.diagnose_launches(k, calculator.compute_points(k), cat, gpus)
+    return k.drop(columns=["kernel_key"], errors="ignore")
+
+
+#: Text columns whose missing value is the empty string (not None) in a launch table.
+_TEXT_EMPTY = ("diagnosis", "evidence", "advice", "grid", "block", "ceiling_sources", "achievable_sources", "datasheet_gpu",
+               "flop_source", "tensor_source", "input_notes", "hot_pipe", "time_at_roof_bound", "speed_of_light_note")
