@@ -102,11 +102,14 @@ def _options(kw: dict) -> "AnalysisOptions":  # noqa: F821, UP037 - imported laz
     from .model.analysis import AnalysisOptions
 
     match = kw.pop("match")
-    return AnalysisOptions(traffic=kw.pop("traffic"), stack=kw.pop("stack"), gpu=kw.pop("gpu"), peak_flops=kw.pop("peak_flops") or None,
-                           peak_bandwidth=kw.pop("peak_bandwidth") or None, achievable_flops=kw.pop("achievable_flops") or None,
-                           achievable_bandwidth=kw.pop("achievable_bandwidth") or None, expect=kw.pop("expect"),
-                           match="kernel" if match == "name" else match, focus=kw.pop("focus"), reader=kw.pop("reader"),
-                           timeline=kw.pop("timeline"), device=kw.pop("device"))
+    try:
+        return AnalysisOptions(traffic=kw.pop("traffic"), stack=kw.pop("stack"), gpu=kw.pop("gpu"), peak_flops=kw.pop("peak_flops") or None,
+                               peak_bandwidth=kw.pop("peak_bandwidth") or None, achievable_flops=kw.pop("achievable_flops") or None,
+                               achievable_bandwidth=kw.pop("achievable_bandwidth") or None, expect=kw.pop("expect"),
+                               match="kernel" if match == "name" else match, focus=kw.pop("focus"), reader=kw.pop("reader"),
+                               timeline=kw.pop("timeline"), device=kw.pop("device"))
+    except ValueError as exc:  # a combination of options that click does not check alone
+        raise click.UsageError(str(exc)) from exc
 
 
 def _group_by(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:

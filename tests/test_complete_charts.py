@@ -215,6 +215,8 @@ def test_instruction_only_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert "SpeedOfLight throughputs alone" not in html and "SpeedOfLight only" not in html and "no kernel can be classified" in html
     title = layout["meta"]["view"]["layouts"]["chart"]["instructions"]["title.text"]
     assert "no L1/L2 wall" in title
+    flags = pd.read_csv(out / "kernels.csv")["flags"]  # kernels.csv says what the report holds too
+    assert flags.str.contains("missing_metrics: no FLOP counters or memory traffic (time only: no SpeedOfLight either)", regex=False).all()
 
 
 def _issue_roofs_from_ncu(name: str) -> list[float]:

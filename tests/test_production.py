@@ -193,6 +193,15 @@ def test_group_by_op_without_a_kineto_trace_is_refused(tmp_path) -> None:
         assert not (tmp_path / "out").exists()
 
 
+def test_device_without_a_timeline_is_refused(tmp_path) -> None:
+    """--device picks a device of the timeline: alone it would be silently ignored."""
+    proc = _main("analyze", str(shared(GEMM)), "--device", "1", "-o", str(tmp_path / "out"))
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1].endswith("give the timeline too (--timeline TRACE)")
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(ValueError, match="give the timeline too"):
+        ncuroof.load(shared(GEMM), device=1)
+
+
 def _main(*args: str) -> subprocess.CompletedProcess[str]:
     """``ncuroof ARGS`` as the console script runs it (errors become one line and exit 2 there)."""
     return subprocess.run([sys.executable, "-m", "ncuroof", *args], capture_output=True, text=True, timeout=300)

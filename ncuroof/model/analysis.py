@@ -86,6 +86,8 @@ class AnalysisOptions:
             raise ValueError(f"match must be one of {', '.join(KEY_CHOICES)}, not {self.match!r}")
         if not (0 < self.focus <= 1) or math.isnan(self.focus):
             raise ValueError(f"focus must be in (0, 1], not {self.focus!r}")
+        if self.device is not None and self.timeline is None:
+            raise ValueError("device (--device) picks a device of the production timeline: give the timeline too (--timeline TRACE)")
 
     @classmethod
     def of(cls, options: AnalysisOptions | None = None, **overrides: Any) -> AnalysisOptions:

@@ -315,8 +315,13 @@ def launch_flags(kernels: pd.DataFrame, points: pd.DataFrame, thresholds: dict[s
             out[i].append(("na_metrics", "see notes"))
         if any(n.startswith(INCONSISTENT) for n in notes):
             out[i].append(("inconsistent_read", "see notes; check it with --reader ncu_report"))
+    sol = np.zeros(len(kernels), dtype=bool)
+    for col in ("sm_throughput_frac", "memory_throughput_frac"):
+        if col in kernels.columns:
+            sol |= np.isfinite(kernels[col].to_numpy(float))
     for i in np.flatnonzero(status == "no_roofline_metrics"):
-        out[i].append(("missing_metrics", "no FLOP counters or memory traffic (time and SpeedOfLight only)"))
+        has = "time and SpeedOfLight only" if sol[i] else "time only: no SpeedOfLight either"
+        out[i].append(("missing_metrics", f"no FLOP counters or memory traffic ({has})"))
     expected = kernels.reindex(columns=["expected_flop", "expected_dram_bytes"]).to_numpy(float)
     for i in np.flatnonzero(np.isfinite(expected).any(axis=1)):
         out[i] += _expect_flags(kernels.iloc[i], thresholds)

@@ -275,9 +275,9 @@ def gpu_warning(gpu_name: str, report_gpus: list[str], path: Path) -> str:
     str
         One sentence; names compare as the reader chooses a device (without case and a leading ``NVIDIA``).
     """
-    from ..parser.timeline import _same_gpu
+    from ..parser.timeline import same_gpu
 
-    if not gpu_name or not report_gpus or any(_same_gpu(gpu_name, g) for g in report_gpus):
+    if not gpu_name or not report_gpus or any(same_gpu(gpu_name, g) for g in report_gpus):
         return ""
     return (f"timeline {path.name} ran on {gpu_name}, the report on {', '.join(sorted(set(report_gpus)))}: production times are "
             "another GPU's, so shares and savings mix two GPUs")

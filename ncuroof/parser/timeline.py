@@ -43,7 +43,7 @@ import pandas as pd
 from ..errors import InputError
 from ..schema import TIMELINE_LAUNCH, validate_timeline
 
-__all__ = ["read_timeline", "busy_time", "FORMATS"]
+__all__ = ["read_timeline", "busy_time", "same_gpu", "FORMATS"]
 
 #: Values of the ``format`` attribute of a timeline table.
 FORMATS = ("kineto", "nsys-sqlite")
@@ -200,13 +200,13 @@ def _choose_device(have: list[int], gpus: dict[int, str], device: int | None, re
     if len(have) == 1:
         return have[0]
     if report_gpu:
-        named = [d for d in have if _same_gpu(gpus.get(d), report_gpu)]
+        named = [d for d in have if same_gpu(gpus.get(d), report_gpu)]
         if len(named) == 1:
             return named[0]
     raise InputError(f"kernels on {len(have)} devices: {listing}; choose one with --device N", path)
 
 
-def _same_gpu(name: str | None, report_gpu: str) -> bool:
+def same_gpu(name: str | None, report_gpu: str) -> bool:
     """Whether a timeline's GPU name and a report's name the same product (case and 'NVIDIA ' aside)."""
     if not name:
         return False
