@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from conftest import REPORTS, kernels_of, needs_ncu_report, shared
 
-from ncuroof.schema import cell_text
+from ncuroof.schema import cell_text, parse_sources
 
 
 @pytest.fixture(scope="module")
@@ -43,8 +43,6 @@ def test_datasheet_agrees_with_ncu_peak_sustained(name: str, gpu_id: str, gpus) 
         assert per_cycle_datasheet == pytest.approx(per_cycle_report, rel=0.02), p
     assert spec.dram_bytes_per_s == pytest.approx(row["peak_dram_bytes_per_s"], rel=0.05)
     # Report roofs are kept, never replaced by the datasheet (which may fill roofs the report lacks).
-    from ncuroof.schema import parse_sources
-
     sources = parse_sources(row["ceiling_sources"])
     assert sources["fp32"] == sources["fp64"] == sources["dram"] == "report"
 
@@ -305,15 +303,17 @@ def _check_achievable_by_hand(a, bandwidth: float) -> None:
 def test_user_achievable_roofs_on_an_h100_report(gpus) -> None:
     from ncuroof.model import analysis
 
-    # H100 PCIe: no published measurement in the catalog (2,900 GB/s is an H100 SXM's), so none is assumed;
-    # the user's --achievable-bandwidth applies, beside the report's peak.
+    # H100 PCIe: the published memcpy measurement (1,860 GB/s, metrics/gpus.toml) is its achievable DRAM
+    # roof; the user's --achievable-bandwidth replaces it, beside the report's peak.
     name = "cs599k__2025-04-21-vector-based.ncu-rep"
     plain = analysis.build([shared(name)])
-    assert gpus.by_device(plain.kernels["device_name"].iat[0]).achievable() == {}
-    assert plain.kernels["achievable_dram_bytes_per_s"].isna().all() and plain.kernels["achievable_roof_fraction"].isna().all()
+    assert {q: m.value for q, m in gpus.by_device(plain.kernels["device_name"].iat[0]).achievable().items()} == {"dram": 1.86e12}
+    assert (plain.kernels["achievable_dram_bytes_per_s"] == 1.86e12).all() and (plain.kernels["achievable_sources"] == "dram:measured").all()
+    assert plain.kernels["achievable_roof_fraction"].to_numpy() == pytest.approx((plain.kernels["dram_bytes_per_s"] / 1.86e12).to_numpy(),
+                                                                                  rel=1e-9)
     opts = analysis.AnalysisOptions(achievable_bandwidth={"dram": 1.7e12}, achievable_flops={"fp32": 40e12})
     a = analysis.build([shared(name)], opts)
-    assert (a.kernels["achievable_sources"] == "fp32:user,dram:user").all()
+    assert all(parse_sources(c) == {"fp32": "user", "dram": "user"} for c in a.kernels["achievable_sources"])
     assert (a.kernels["peak_dram_bytes_per_s"] == plain.kernels["peak_dram_bytes_per_s"]).all()
     k = a.kernels
     assert (k["bound"] == "memory").all()  # the SiLU kernels bind at DRAM
