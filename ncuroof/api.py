@@ -234,7 +234,7 @@ def _page_files(a: Analysis, plotlyjs: str | bool, image: str | None, formats: S
     kernels, summ = to_text(a.kernels), to_text(a.summary)  # list columns as text for files and the page
     fig = plot.plot_roofline(a.points, kernels, title=f"Hierarchical roofline — {a.inputs[0].name}", focus=a.options.focus,
                              summary=summ, dots={"kernel": a.dots}, catalog=a.catalog,
-                             charts=views.page_charts(a.kernels, phases, ipts, ops))
+                             charts=views.page_charts(a.points, a.kernels, a.summary, phases, ipts, ops))
     meta = {**provenance.page_meta(a.kernels, a.inputs), **fleet.page_meta(failures), **_ranks.page_meta(ranks)}
     prod = a.production
     tables = {"kernels": kernels, "points": a.points, **({"failures": failures} if failures is not None else {}),

@@ -521,7 +521,8 @@ def validate_points(df: pd.DataFrame) -> pd.DataFrame:
 
 
 #: One row per NVTX phase (:func:`ncuroof.model.phases.phase_table`, ``ncuroof analyze --group-by nvtx[:DEPTH]``,
-#: ``phases.csv``): launches aggregated by their NVTX range path.
+#: ``phases.csv``): launches aggregated by their NVTX range path. After these columns, one ``tensor_<path>_flop``
+#: [FLOP] per tensor datapath of the kernels table (summed, as ``tensor_flop``), so each precision view has its FLOPs.
 PHASES: dict[str, Column] = {
     "phase": Column("string", "", "NVTX range path (' > '-joined, outermost first) cut to the depth asked for; "
                     "'no range' for launches outside every range"),

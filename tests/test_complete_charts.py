@@ -371,10 +371,11 @@ def test_phase_chart_says_when_it_has_no_roof() -> None:
     from ncuroof.render import views
 
     res = ncuroof.analyze(shared(CUTLASS), write=False, group_by="nvtx")
-    chart = views.phase_chart(res.phases, res.kernels)
+    chart = views.phase_chart(res.phases, res.points, res.summary)
     assert [t.meta["role"] for t in chart.traces].count("phase_roof") >= 1 and "no roof" not in chart.layout["title.text"]
-    chart = views.phase_chart(res.phases, res.kernels.assign(peak_dram_bytes_per_s=np.nan))
-    assert [t.meta["role"] for t in chart.traces] == ["phase_dots"] and "no roof: no DRAM bandwidth roof" in chart.layout["title.text"]
+    no_dram = res.points.assign(peak_bytes_per_s=res.points["peak_bytes_per_s"].where(res.points["level"] != "dram"))
+    chart = views.phase_chart(res.phases, no_dram, res.summary)
+    assert {t.meta["role"] for t in chart.traces} == {"phase_dots"} and "no roof: no DRAM bandwidth roof" in chart.layout["title.text"]
 
 
 @needs_ncu_report

@@ -118,3 +118,77 @@ def test_analyze_group_by_writes_phases_csv(tmp_path) -> None:
         assert math.isclose(table.loc[phase, "time_s"], t, rel_tol=1e-12)
     bad = CliRunner().invoke(cli, ["analyze", str(shared(CUTLASS)), "-o", str(tmp_path / "x"), "--group-by", "nvtx:0"])
     assert bad.exit_code == 2 and "nvtx:DEPTH" in bad.output and not (tmp_path / "x").exists()
+
+
+def _cutlass_page(tmp_path):
+    """The CUTLASS report analyzed by NVTX phase: phases.csv read back with pandas, the page's figure."""
+    import pandas as pd
+    from test_complete_charts import figure_of
+
+    import ncuroof
+
+    out = tmp_path / "cutlass"
+    ncuroof.analyze(shared(CUTLASS), out, group_by="nvtx")
+    data, layout = figure_of(out / "roofline.html")
+    return pd.read_csv(out / "phases.csv"), data, layout["meta"]["view"]
+
+
+def _phase_flop_column(view: str) -> str:
+    """phases.csv's column of a precision view's FLOPs, spelled here from the points' precision names."""
+    return "flop" if view == "main" else (f"tensor_{view[7:]}_flop" if view.startswith("tensor:") else f"{view}_flop")
+
+
+def test_phase_dots_follow_the_precision_views_with_their_numbers_from_phases_csv(tmp_path) -> None:
+    """One phase-dot trace per precision view of the page; its dots and the customdata its hover
+    template reads are phases.csv's numbers recomputed with pandas: the view's FLOPs over the
+    phase's DRAM bytes and over its time."""
+    from test_complete_charts import arr
+
+    from ncuroof.render.views import PHASE_CUSTOMDATA
+
+    table, data, view = _cutlass_page(tmp_path)
+    precisions = [v for v, _ in next(c for c in view["controls"] if c["id"] == "precision")["options"]]
+    assert precisions == ["main", "tensor:sass_imma", "fp32"]
+    dots = {t["meta"]["precision"]: t for t in data if t.get("meta", {}).get("role") == "phase_dots"}
+    assert list(dots) == precisions
+    for v, t in dots.items():
+        assert t["meta"]["when"] == {"precision": v, "chart": "phases"}
+        flop = table[_phase_flop_column(v)]
+        drawn = table[(flop > 0) & (table["dram_bytes"] > 0)]
+        assert len(drawn) == (2 if v != "fp32" else 1)
+        f = drawn[_phase_flop_column(v)].to_numpy(float)
+        assert arr(t["x"]) == pytest.approx(f / drawn["dram_bytes"].to_numpy(float), rel=1e-12)
+        assert arr(t["y"]) == pytest.approx(f / drawn["time_s"].to_numpy(float), rel=1e-12)
+        custom = arr(t["customdata"]).reshape(len(drawn), len(PHASE_CUSTOMDATA))
+        custom = dict(zip(PHASE_CUSTOMDATA, custom.T))
+        assert t["hovertext"] == [f"{p} · {b}-bound" for p, b in zip(drawn["phase"], drawn["bound"])]
+        for c in ("launches", "time_s", "time_share", "time_at_roof_s"):
+            assert custom[c] == pytest.approx(drawn[c].to_numpy(float), rel=1e-12)
+        assert custom["flop"] == pytest.approx(f, rel=1e-12)
+        for i in range(len(PHASE_CUSTOMDATA)):  # the template reads every column, by its place
+            assert f"%{{customdata[{i}]" in t["hovertemplate"]
+
+
+def test_phase_roofs_are_the_roofline_figures_roofs(tmp_path) -> None:
+    """In every precision view the phase chart draws the roofline figure's compute roofs of that view
+    (the same FLOP/s) under its DRAM roof (the same B/s), and no other."""
+    from test_complete_charts import arr
+
+    from ncuroof.render.viewcontract import visible
+
+    _, data, view = _cutlass_page(tmp_path)
+    state = view["state"]
+    for v, _ in next(c for c in view["controls"] if c["id"] == "precision")["options"]:
+        def shown(role: str, chart: str, v: str = v) -> list[dict]:
+            return [t for t in data if t.get("meta", {}).get("role") == role
+                    and visible(t["meta"]["when"], {**state, "chart": chart, "precision": v, "achievable": False})]
+
+        flat = sorted(arr(t["y"])[0] for t in shown("roof_flop", "roofline"))
+        dram = [t for t in shown("roof_mem", "roofline") if t["meta"]["level"] == "dram"]
+        bw = {arr(t["y"])[0] / arr(t["x"])[0] for t in dram}
+        phase_roofs = shown("phase_roof", "phases")
+        assert flat and len(bw) == 1 and len(phase_roofs) == len(flat)
+        assert sorted(arr(t["y"]).max() for t in phase_roofs) == pytest.approx(flat, rel=1e-12)
+        for t in phase_roofs:  # the line starts on its slope: attainable = AI x the DRAM roof
+            x, y = arr(t["x"]), arr(t["y"])
+            assert y[0] < y.max() and y[0] / x[0] == pytest.approx(next(iter(bw)), rel=1e-12)

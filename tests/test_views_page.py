@@ -8,7 +8,10 @@ ranks section's rows against ranks.csv; screenshots go to ``test-artifacts/`` (o
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
+import pytest
 from conftest import needs_ncu_report, shared
 from test_page import ARTIFACTS, _open, browser  # noqa: F401 - browser is a pytest fixture
 from test_ranks import imbalanced_run
@@ -46,7 +49,8 @@ def test_phase_and_instruction_views(browser, tmp_path):  # noqa: F811 - the fix
     page.wait_for_timeout(400)
     drawn = phases[(phases["flop"] > 0) & (phases["dram_bytes"] > 0)]
     assert len(drawn) == 2 and page.evaluate(DRAWN, "phase_dots") == len(drawn) and page.evaluate(DRAWN, "dots") == 0
-    assert not page.evaluate(SHOWN, "#ctl-precision") and not page.evaluate(SHOWN, ".ctl-level")
+    assert page.evaluate(SHOWN, "#ctl-precision") and not page.evaluate(SHOWN, ".ctl-level")
+    _check_phase_precisions(page, phases)
     assert page.evaluate(LAYOUT)[0].startswith("NVTX phases")
     labels = page.evaluate("""() => { const gd = document.getElementById('roofline');
       const t = gd._fullData.find(t => t.meta && t.meta.role === 'phase_dots');
@@ -69,6 +73,53 @@ def test_phase_and_instruction_views(browser, tmp_path):  # noqa: F811 - the fix
     assert page.evaluate(LAYOUT) == roofline and page.evaluate(DRAWN, "instruction_dots") == 0
     assert 0 < page.evaluate(DRAWN, "dots") < kernel_dots  # L1 is still off
     assert errors == []
+
+
+# Hover one phase dot of a precision view; its hover label's lines; the precisions of the drawn phase roofs.
+PHASE_HOVER = """([prec, i]) => { const gd = document.getElementById('roofline');
+  const n = gd.data.findIndex(t => t.meta && t.meta.role === 'phase_dots' && t.meta.precision === prec);
+  Plotly.Fx.hover(gd, [{curveNumber: n, pointNumber: i}]); }"""
+HOVER_LINES = """() => { const h = document.querySelector('#roofline .hoverlayer .hovertext');
+  return h ? [...h.querySelectorAll('tspan.line')].map(e => e.textContent) : null; }"""
+PHASE_ROOFS = """() => document.getElementById('roofline')._fullData.filter(t => t.visible === true && t.meta
+  && t.meta.role === 'phase_roof').map(t => t.meta.precision)"""
+_SI = {"": 1.0, "n": 1e-9, "µ": 1e-6, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+_NUM = r"([0-9.]+(?:e[+-]?[0-9]+)?)([nµmkMGTP]?)"
+
+
+def _hover_numbers(lines: list[str]) -> dict[str, float | str]:
+    """The numbers of a phase dot's hover label, one line each (plotly's SI-prefixed text)."""
+    m = re.fullmatch(rf"(.+) · (\w+)-bound\n([0-9]+) launches, {_NUM}s \(([0-9]+)%\)\n.*FLOPs {_NUM}FLOP: AI {_NUM} FLOP/B at DRAM, "
+                     rf"{_NUM}FLOP/s\nat its speed of light {_NUM}s", "\n".join(lines))
+    assert m, lines
+    g = m.groups()
+    si = [float(g[i]) * _SI[g[i + 1]] for i in (3, 6, 8, 10, 12)]
+    return {"phase": g[0], "bound": g[1], "launches": float(g[2]), "time_s": si[0], "time_share": float(g[5]) / 100,
+            "flop": si[1], "ai": si[2], "flop_per_s": si[3], "time_at_roof_s": si[4]}
+
+
+def _check_phase_precisions(page, phases: pd.DataFrame) -> None:
+    """On the phase chart, the precision control changes the phase dots and roofs: all counted FLOPs under
+    the roof of the kernels' main precision (tensor), FP32 FLOPs under the FP32 roof; each view's hover
+    label holds phases.csv's numbers recomputed with pandas (3 significant digits, the label's)."""
+    views = {"main": ("flop", ["tensor:sass_imma"]), "fp32": ("fp32_flop", ["fp32"]), "tensor:sass_imma": ("tensor_sass_imma_flop",
+                                                                                                             ["tensor:sass_imma"])}
+    for view, (col, roofs) in [*views.items(), ("main", views["main"])]:
+        page.select_option("#ctl-precision", view)
+        page.wait_for_timeout(300)
+        drawn = phases[(phases[col] > 0) & (phases["dram_bytes"] > 0)].reset_index(drop=True)
+        assert page.evaluate(DRAWN, "phase_dots") == len(drawn) == (1 if view == "fp32" else 2)
+        assert page.evaluate(PHASE_ROOFS) == roofs
+        for i, row in drawn.iterrows():
+            page.wait_for_timeout(100)  # plotly throttles hover events
+            page.evaluate(PHASE_HOVER, [view, i])
+            got = _hover_numbers(page.evaluate(HOVER_LINES))
+            assert (got["phase"], got["bound"], got["launches"]) == (row["phase"], row["bound"], row["launches"])
+            assert got["time_share"] == pytest.approx(row["time_share"], abs=0.005)
+            want = {"time_s": row["time_s"], "flop": row[col], "ai": row[col] / row["dram_bytes"], "flop_per_s": row[col] / row["time_s"],
+                    "time_at_roof_s": row["time_at_roof_s"]}
+            for k, v in want.items():
+                assert got[k] == pytest.approx(v, rel=5e-3), (view, k)
 
 
 def test_charts_join_the_view_contract_by_hand():

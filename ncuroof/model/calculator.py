@@ -17,6 +17,7 @@ Compute's own roofline sections): this module only evaluates recipes and combine
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,7 +29,7 @@ from ..parser.validate import roof_damage
 from ..schema import DAMAGED, KERNELS, LEVELS, LIST_SEPARATOR, POINTS, PRECISIONS, empty, format_sources, parse_sources_column
 from .speed_of_light import apply_speed_of_light, hot_pipe
 
-__all__ = ["compute_kernels", "compute_points", "achievable_roof", "time_at_roof", "cc_number", "Resolved"]
+__all__ = ["compute_kernels", "compute_points", "achievable_roof", "time_at_roof", "cc_number", "Resolved", "flop_columns"]
 
 _NAN = np.nan
 _TENSOR_COL = re.compile(r"^tensor_(.+)_flop$")
@@ -584,6 +585,25 @@ def achievable_roof(ai: np.ndarray, peak_flop: np.ndarray, peak_bytes: np.ndarra
     return np.where(ach_f | ach_b, both, _NAN)
 
 
+def flop_columns(columns: Iterable[str]) -> dict[str, str]:
+    """The FLOP column of each precision in a table with the kernels table's work columns.
+
+    Parameters
+    ----------
+    columns : iterable of str
+        The table's columns (the kernels table, :data:`ncuroof.schema.PHASES`, :data:`ncuroof.schema.OPS`).
+
+    Returns
+    -------
+    dict of str to str
+        Precision (as the points table spells it) -> column [FLOP]: ``fp64`` -> ``fp64_flop`` for every
+        precision of :data:`ncuroof.schema.PRECISIONS` (present or not), then ``tensor:<path>`` ->
+        ``tensor_<path>_flop`` for each tensor datapath column present, in column order.
+    """
+    tensor = {f"tensor:{m.group(1)}": c for c in columns if (m := _TENSOR_COL.match(c))}
+    return {p: f"{p}_flop" for p in PRECISIONS} | tensor
+
+
 @dataclass
 class _PointWork:
     """One precision or tensor datapath of the kernels table, as :func:`compute_points` reads it."""
@@ -604,15 +624,12 @@ def _point_work(kernels: pd.DataFrame) -> list[_PointWork]:
     def col(name: str) -> np.ndarray:
         return kernels[name].to_numpy(float) if name in kernels.columns else np.full(n, _NAN)
 
-    out = [_PointWork(p, p, col(f"{p}_flop"), col(f"{p}_flop_per_s"), col(f"peak_{p}_flop_per_s"), col(f"achievable_{p}_flop_per_s"),
-                      np.zeros(n, dtype=bool)) for p in PRECISIONS]
     estimated = kernels["tensor_source"].isin(["sass_opcodes", "legacy_x512"]).to_numpy()
-    for c in kernels.columns:
-        m = _TENSOR_COL.match(c)
-        if m is not None:
-            key = f"tensor_{m.group(1)}"
-            out.append(_PointWork(f"tensor:{m.group(1)}", key, col(c), col(f"{key}_flop_per_s"), col(f"peak_{key}_flop_per_s"),
-                                  col(f"achievable_{key}_flop_per_s"), estimated))
+    out = []
+    for prec, c in flop_columns(kernels.columns).items():
+        key = c.removesuffix("_flop")
+        out.append(_PointWork(prec, key, col(c), col(f"{key}_flop_per_s"), col(f"peak_{key}_flop_per_s"), col(f"achievable_{key}_flop_per_s"),
+                              estimated if prec.startswith("tensor:") else np.zeros(n, dtype=bool)))
     return out
 
 

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..schema import LEVELS, PHASES, PRECISIONS
+from .calculator import flop_columns
 from .expect import counted_flop
 
 __all__ = ["NO_RANGE", "SEPARATOR", "parse_group_by", "phase_of", "phase_table"]
@@ -94,8 +95,9 @@ def phase_table(kernels: pd.DataFrame, depth: int | None = None) -> pd.DataFrame
     Returns
     -------
     DataFrame
-        The :data:`ncuroof.schema.PHASES` columns, longest phase first: sums of ``time_s``,
-        FLOPs per precision, ``flop`` (all counted FLOPs, :func:`ncuroof.model.expect.counted_flop`),
+        The :data:`ncuroof.schema.PHASES` columns, longest phase first, then a ``tensor_<path>_flop``
+        column per tensor datapath column of ``kernels`` (:func:`ncuroof.model.calculator.flop_columns`):
+        sums of ``time_s``, FLOPs per precision and tensor datapath, ``flop`` (all counted FLOPs, :func:`ncuroof.model.expect.counted_flop`),
         bytes per level, ``time_at_roof_s`` and ``saving_s`` (NaN where no launch has them);
         ``flop_per_s`` = flop / time_s; ``dram_ai_flop_per_byte`` = flop / dram_bytes
         [Williams et al., CACM 52(4), 2009]; ``bound`` of most of the time; SpeedOfLight
@@ -104,7 +106,8 @@ def phase_table(kernels: pd.DataFrame, depth: int | None = None) -> pd.DataFrame
     k = kernels
     key = phase_of(k["nvtx_range"], depth).rename("phase")
     t = k["time_s"].fillna(0.0).to_numpy(float)
-    sums = ["time_s", *(f"{p}_flop" for p in PRECISIONS), "tensor_flop", "flop", *(f"{lv}_bytes" for lv in LEVELS),
+    paths = [c for p, c in flop_columns(k.columns).items() if p not in PRECISIONS]  # tensor datapaths
+    sums = ["time_s", *(f"{p}_flop" for p in PRECISIONS), "tensor_flop", *paths, "flop", *(f"{lv}_bytes" for lv in LEVELS),
             "time_at_roof_s", "saving_s"]
     work = [c for c in sums if c != "time_s"]
     damaged = k["status"].isin(["failed_measurement", "corrupt_record"]).to_numpy()  # their counters are not summed
@@ -126,4 +129,4 @@ def phase_table(kernels: pd.DataFrame, depth: int | None = None) -> pd.DataFrame
         out[col] = _weighted(k, col, t, key)
     out = out.rename_axis("phase").reset_index()
     out = out.sort_values("time_s", ascending=False, na_position="last", kind="stable").reset_index(drop=True)
-    return out[list(PHASES)].astype({name: c.dtype for name, c in PHASES.items()})
+    return out[[*PHASES, *paths]].astype({name: c.dtype for name, c in PHASES.items()})

@@ -31,6 +31,7 @@ from ..errors import InputError
 from ..parser.csv import function_name
 from ..schema import OPS, TIMELINE_KERNEL
 from . import phases, summary
+from .calculator import flop_columns
 
 __all__ = ["Production", "NO_OPERATOR", "timeline_keys", "join", "read", "op_table", "ncu_filter", "gpu_warning"]
 
@@ -369,7 +370,7 @@ def op_table(kernels: pd.DataFrame, production: Production) -> pd.DataFrame:
     Returns
     -------
     DataFrame
-        :data:`ncuroof.schema.OPS`, most production time first: ``flop_per_s`` and
+        :data:`ncuroof.schema.OPS`, most production time first (then the phase table's ``tensor_<path>_flop`` columns): ``flop_per_s`` and
         ``dram_ai_flop_per_byte`` from ncu's work and ncu's time (``profiled_time_s``), the dot's
         position; ``time_s``, ``time_share`` (of :attr:`Production.total_s`), ``launches`` and
         ``kernels`` (distinct kernel keys) the production run's.
@@ -382,7 +383,7 @@ def op_table(kernels: pd.DataFrame, production: Production) -> pd.DataFrame:
         per["w"] = np.where(key_time > 0, per["sum"].to_numpy(float) / key_time, 0.0)
         per["scale"] = per["sum"].to_numpy(float) / profiled.reindex(per["kernel_key"]).to_numpy(float)
     k = kernels.drop(columns=["nvtx_range"]).merge(per[["kernel_key", "op", "w", "scale"]], on="kernel_key")
-    for col in [c for c in _WORK if c in k.columns]:
+    for col in dict.fromkeys([c for c in (*_WORK, *flop_columns(k.columns).values()) if c in k.columns]):  # tensor datapaths too
         k[col] = k[col] * k["w"]
     for col in ("time_at_roof_s", "saving_s"):
         k[col] = k[col] * k["scale"]
@@ -395,4 +396,4 @@ def op_table(kernels: pd.DataFrame, production: Production) -> pd.DataFrame:
     out["saving_share"] = out["saving_s"] / total if total > 0 else np.nan
     out["bound"] = out["bound"].fillna("unknown")
     out = out.rename_axis("op").reset_index().sort_values("time_s", ascending=False, kind="stable").reset_index(drop=True)
-    return out[list(OPS)].astype({n: c.dtype for n, c in OPS.items()})
+    return out[[*OPS, *(c for c in work.columns if c not in OPS)]].astype({n: c.dtype for n, c in OPS.items()})

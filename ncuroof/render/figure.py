@@ -40,7 +40,7 @@ from .viewcontract import Chart, Control, ViewContract, ViewState, add_charts, a
 
 __all__ = ["plot_roofline", "precision_title", "level_subsets", "SCATTERGL_THRESHOLD", "MAX_LAUNCH_DOTS", "longest_launches", "LEVEL_COLORS", "BOUND_COLORS",
            "KERNEL_COLORS", "OTHER_COLOR", "kernel_color", "DotGroup", "DOT_GROUPS", "CUSTOMDATA", "customdata_fields",
-           "OWN_CHART"]
+           "OWN_CHART", "roofs", "precision_views", "main_precisions", "precision_when"]
 
 #: Above this many dots in one view the dots are drawn with WebGL (``Scattergl``).
 SCATTERGL_THRESHOLD = 1000
@@ -253,9 +253,22 @@ def _medians(points: pd.DataFrame, key: str, col: str, src: str) -> tuple[dict[s
     return value, {k: str(v) for k, v in source.items()}
 
 
-def _roofs(points: pd.DataFrame) -> tuple[dict[str, float], dict[str, float], dict[str, str]]:
-    """Median roof per precision and per level over the points (launches may differ in clock),
-    and the source of each roof (``report``, ``datasheet``, ``user``; the most common one)."""
+def roofs(points: pd.DataFrame) -> tuple[dict[str, float], dict[str, float], dict[str, str]]:
+    """The roofs of the page's FLOP charts (the roofline and the phase charts): one per precision and one per memory level.
+
+    Parameters
+    ----------
+    points : DataFrame
+        The points table (``precision``, ``level``, ``peak_flop_per_s`` [FLOP/s], ``peak_bytes_per_s``
+        [B/s] and their ``peak_flop_source``/``peak_bytes_source``).
+
+    Returns
+    -------
+    (dict, dict, dict)
+        Compute roof per precision [FLOP/s] and bandwidth roof per level [B/s]: the median over the
+        points that have one (launches may differ in clock); the source of each roof (``report``,
+        ``datasheet``, ``user``; the most common one), keyed by precision and level.
+    """
     compute, csrc = _medians(points, "precision", "peak_flop_per_s", "peak_flop_source")
     memory, msrc = _medians(points, "level", "peak_bytes_per_s", "peak_bytes_source")
     return compute, memory, {**csrc, **msrc}
@@ -269,9 +282,10 @@ def _achievable(points: pd.DataFrame) -> tuple[dict[str, float], dict[str, str]]
     return {**compute, **memory}, {**csrc, **msrc}
 
 
-def _views(points: pd.DataFrame) -> list[tuple[str, str]]:
-    """Precision views: ``main`` (each kernel at the precision of most of its FLOPs), then every
-    precision with work, most FLOPs first."""
+def precision_views(points: pd.DataFrame) -> list[tuple[str, str]]:
+    """The precision control's views, ``(value, text)``: ``main`` (each kernel at the precision of most
+    of its FLOPs; only with more than one precision), then every precision with work in ``points``,
+    most FLOPs first."""
     work = points.groupby("precision")["flop"].sum().sort_values(ascending=False)
     views = [("main", "Each kernel's main precision")] if len(work) > 1 else []
     return views + [(p, precision_title(p)) for p in work.index]
@@ -353,11 +367,11 @@ def _view_notes(points: pd.DataFrame, views: list[tuple[str, str]], main: list[s
 
 
 def _chart(points: pd.DataFrame, kernels: pd.DataFrame, summ: pd.DataFrame, cat: Any, height: int) -> _Chart:
-    compute, memory, source = _roofs(points)
+    compute, memory, source = roofs(points)
     achievable, ach_source = _achievable(points)
     levels = set(points["level"].unique())
-    views = _views(points)
-    main = sorted(set(summ["precision"]) - {""})
+    views = precision_views(points)
+    main = main_precisions(summ)
     ach_roofs = [v for k, v in achievable.items() if k not in LEVELS]
     ach_bw = [v for k, v in achievable.items() if k in LEVELS]
     x_range, y_range = _axis_ranges(points, list(compute.values()) + ach_roofs, list(memory.values()) + ach_bw, height)
@@ -370,9 +384,14 @@ def _chart(points: pd.DataFrame, kernels: pd.DataFrame, summ: pd.DataFrame, cat:
 
 # --- roofs, ridge points, legend keys ---------------------------------------------------------
 
-def _precision_when(ch: _Chart, prec: str) -> dict[str, Any]:
-    """A precision's roof shows in its own view and, when it is some kernel's main precision, in ``main``."""
-    return {"precision": [prec, "main"] if prec in ch.main_precisions else [prec]}
+def main_precisions(summ: pd.DataFrame) -> list[str]:
+    """The precisions the ``main`` view draws: the kernel summary's ``precision`` values (sorted)."""
+    return sorted(set(summ["precision"]) - {""})
+
+
+def precision_when(prec: str, main: list[str]) -> dict[str, Any]:
+    """A precision's roof shows in its own view and, when it is in ``main`` (:func:`main_precisions`), in ``main``."""
+    return {"precision": [prec, "main"] if prec in main else [prec]}
 
 
 def _by_top(ch: _Chart) -> dict[float, list[str]]:
@@ -423,7 +442,7 @@ def _flat_roof(ch: _Chart, i: int, prec: str, peak: float, achievable: bool) -> 
         name=f"{what}{title} roof {fmt.si(peak, 'FLOP/s')}{tag}", legendgroup="roofs",
         hovertemplate=f"{what}{title} compute roof: {fmt.si(peak, 'FLOP/s')} ({src or 'unknown source'})<extra></extra>",
         meta=dict(role="roof_flop_achievable" if achievable else "roof_flop", precision=prec,
-                  when={**_precision_when(ch, prec), **({"achievable": True} if achievable else {})}))
+                  when={**precision_when(prec, ch.main_precisions), **({"achievable": True} if achievable else {})}))
 
 
 def _roof_traces(ch: _Chart) -> list[go.Scatter]:
@@ -445,7 +464,7 @@ def _ridge_traces(ch: _Chart) -> list[go.Scatter]:
         name=f"{precision_title(prec)} ridge points", legendgroup="ridges", legendgrouptitle_text="Ridge points",
         customdata=[lv.upper() for lv in rl],
         hovertemplate=f"ridge point {precision_title(prec)} / %{{customdata}}: AI %{{x:.3g}} FLOP/B<extra></extra>",
-        meta=dict(role="ridge", precision=prec, levels=rl, when=_precision_when(ch, prec)))
+        meta=dict(role="ridge", precision=prec, levels=rl, when=precision_when(prec, ch.main_precisions)))
         for prec, peak in sorted(ch.compute.items(), key=lambda kv: -kv[1])]
 
 
@@ -545,14 +564,17 @@ CUSTOMDATA = ("kid", "launches", "time_s", "share", "flop", "bytes", "roof_flop_
 _FIELD = re.compile(r"%\{@(\w+)")
 
 
-def customdata_fields(template: str) -> str:
+def customdata_fields(template: str, columns: Sequence[str] = CUSTOMDATA) -> str:
     """A hover template with each ``%{@column`` written as plotly's ``%{customdata[i]`` (``i`` the
-    column's place in :data:`CUSTOMDATA`), so no template counts columns.
+    column's place in ``columns``), so no template counts columns.
 
     Parameters
     ----------
     template : str
         Plotly hover template; ``%{@time_s:.3s}`` becomes ``%{customdata[2]:.3s}``.
+    columns : sequence of str, default :data:`CUSTOMDATA`
+        The trace's ``customdata`` columns, in order (the other charts declare their own:
+        :mod:`ncuroof.render.views`).
 
     Returns
     -------
@@ -561,9 +583,9 @@ def customdata_fields(template: str) -> str:
     Raises
     ------
     KeyError
-        For a column not in :data:`CUSTOMDATA`.
+        For a column not in ``columns``.
     """
-    index = {name: i for i, name in enumerate(CUSTOMDATA)}
+    index = {name: i for i, name in enumerate(columns)}
     return _FIELD.sub(lambda m: f"%{{customdata[{index[m.group(1)]}]", template)
 
 

@@ -12,7 +12,6 @@ sections below the chart (:func:`page_sections`) are rendered from ``templates/v
 from __future__ import annotations
 
 import html
-import re
 from typing import Any
 
 import numpy as np
@@ -21,18 +20,19 @@ import plotly.graph_objects as go
 from markupsafe import Markup
 
 from .. import fmt
+from ..model.calculator import flop_columns
 from ..model.production import Production
-from ..schema import LEVELS, PRECISIONS
+from ..schema import LEVELS, precision_title
 from . import page as report
-from .figure import LEVEL_COLORS, MAX_LAUNCH_DOTS, longest_launches
+from .figure import LEVEL_COLORS, MAX_LAUNCH_DOTS, customdata_fields, longest_launches, main_precisions, precision_views, precision_when, roofs
 from .viewcontract import Chart
 
-__all__ = ["instruction_chart", "phase_chart", "page_charts", "page_sections", "rank_section", "RANKS_ON_PAGE", "time_basis",
+__all__ = ["instruction_chart", "phase_chart", "page_charts", "PHASE_CUSTOMDATA", "INSTRUCTION_CUSTOMDATA",
+           "page_sections", "rank_section", "RANKS_ON_PAGE", "time_basis",
            "timeline_section", "TIMELINE_ON_PAGE"]
 
 #: Kernels listed in the spread-over-ranks section: the longest by median time per rank.
 RANKS_ON_PAGE = 15
-_TENSOR_COL = re.compile(r"^tensor_(.+)_flop$")
 
 
 def _tw(values: pd.Series, time_s: pd.Series) -> float:
@@ -75,6 +75,10 @@ def _instruction_roofs(xs: np.ndarray, peak: float, source: str, walls: dict[str
     return traces
 
 
+#: Columns of an instruction dot's ``customdata``, in order (its hover template names them; numbers only).
+INSTRUCTION_CUSTOMDATA = ("launch_id", "roof_fraction")
+
+
 def _instruction_note(levels: list[str], peak: float, walls: dict[str, float]) -> str:
     """What the instruction roofline cannot draw, and why (empty when it draws every roof)."""
     missing = []
@@ -112,12 +116,13 @@ def instruction_chart(ipts: pd.DataFrame) -> Chart:
     traces = _instruction_roofs(xs, peak, source, walls)
     for lv in levels:
         g = ipts[ipts["level"] == lv]
-        text = [f"{html.escape(str(r.kernel_name))} (launch {r.launch_id}) {lv.upper()}<br>{fmt.g(r.inst_per_transaction)} inst/sector, "
-                f"{fmt.si(r.warp_inst_per_s, 'warp inst/s')}, {fmt.pct(r.roof_fraction)} of roof"
-                + (f" ({r.bound} side)" if r.bound else "") for r in g.itertuples(index=False)]
+        hover = customdata_fields(f"%{{text}} (launch %{{@launch_id:.0f}}) {lv.upper()}<br>%{{x:.4g}} inst/sector, %{{y:.3s}} warp inst/s, "
+                                  "%{@roof_fraction:.1%} of roof, %{hovertext}-bound<extra></extra>", INSTRUCTION_CUSTOMDATA)
         traces.append(go.Scatter(x=g["inst_per_transaction"], y=g["warp_inst_per_s"], mode="markers", name=f"{lv.upper()} points",
-                                 marker=dict(color=LEVEL_COLORS[lv], size=9, line=dict(width=1, color="#333")), text=text,
-                                 hovertemplate="%{text}<extra></extra>", meta=dict(role="instruction_dots", level=lv, when={"levels": lv})))
+                                 marker=dict(color=LEVEL_COLORS[lv], size=9, line=dict(width=1, color="#333")),
+                                 text=g["kernel_name"].astype(str).map(html.escape), hovertext=g["bound"].replace("", "unknown"),
+                                 customdata=g[list(INSTRUCTION_CUSTOMDATA)].to_numpy(float), hovertemplate=hover,
+                                 meta=dict(role="instruction_dots", level=lv, when={"levels": lv})))
     note = _instruction_note(levels, peak, walls)
     return Chart("instructions", "Instruction roofline", traces, fields=("levels",), layout={
         "title.text": "Instruction roofline (Ding & Williams, PMBS 2019): warp instructions per second"
@@ -126,16 +131,53 @@ def instruction_chart(ipts: pd.DataFrame) -> Chart:
         "yaxis.title.text": "warp instructions / s"})
 
 
-def phase_chart(phases: pd.DataFrame, kernels: pd.DataFrame, chart_id: str = "phases", label: str = "NVTX phases") -> Chart:
-    """One time-weighted dot per NVTX phase at DRAM, under the DRAM roof and each precision's and tensor path's compute roof.
+#: Columns of a phase dot's ``customdata``, in order: its hover template names them
+#: (:func:`ncuroof.render.figure.customdata_fields`); ``flop`` is the precision view's. Numbers only, as
+#: the roofline's dots (NaN stays NaN; plotly would show a missing value in a mixed array as 0).
+PHASE_CUSTOMDATA = ("launches", "time_s", "time_share", "flop", "time_at_roof_s")
+
+
+def _phase_dots(phases: pd.DataFrame, view: str) -> pd.DataFrame:
+    """The phases with FLOPs of a precision view and DRAM bytes, at that view: ``flop`` the view's
+    column (:func:`ncuroof.model.calculator.flop_columns`; all counted FLOPs in ``main``), ``x`` and
+    ``y`` the table's AI and FLOP/s scaled by its share of ``flop`` (same bytes, same time)."""
+    col = "flop" if view == "main" else flop_columns(phases.columns).get(view, "")
+    flop = phases[col] if col in phases.columns else pd.Series(np.nan, index=phases.index)
+    share = flop / phases["flop"]
+    d = phases.assign(flop=flop, x=phases["dram_ai_flop_per_byte"] * share, y=phases["flop_per_s"] * share)
+    return d[(d["flop"] > 0) & (d["dram_bytes"] > 0)]
+
+
+def _phase_trace(d: pd.DataFrame, view: str, label: str) -> go.Scatter:
+    """The dots of one precision view: labelled on the chart (``text``), area by time share, hover from
+    :data:`PHASE_CUSTOMDATA` under the phase and its bound (``hovertext``)."""
+    work = "all counted FLOPs" if view == "main" else f"{precision_title(view)} FLOPs"
+    hover = customdata_fields("%{hovertext}<br>%{@launches:.0f} launches, %{@time_s:.3s}s (%{@time_share:.0%})<br>"
+                              + work + " %{@flop:.4s}FLOP: AI %{x:.3g} FLOP/B at DRAM, %{y:.3s}FLOP/s<br>"
+                              "at its speed of light %{@time_at_roof_s:.3s}s<extra></extra>", PHASE_CUSTOMDATA)
+    return go.Scatter(x=d["x"], y=d["y"], mode="markers+text", name=f"{label}: {work}", textposition="top center",
+                      text=d["phase"].where(d["phase"].str.len() < 40, "…" + d["phase"].str[-38:]),
+                      hovertext=d["phase"].map(html.escape) + " · " + d["bound"].astype(str) + "-bound",
+                      customdata=d[list(PHASE_CUSTOMDATA)].to_numpy(float),
+                      hovertemplate=hover, meta=dict(role="phase_dots", precision=view, when={"precision": view}),
+                      marker=dict(size=10 + 30 * np.sqrt(d["time_share"].fillna(0).to_numpy(float)), color="#9467bd",
+                                  line=dict(width=1, color="#333")))
+
+
+def phase_chart(phases: pd.DataFrame, points: pd.DataFrame, summary: pd.DataFrame, chart_id: str = "phases",
+                label: str = "NVTX phases") -> Chart:
+    """One time-weighted dot per NVTX phase at DRAM under the roofline figure's DRAM and compute roofs,
+    following its precision control.
 
     Parameters
     ----------
     phases : DataFrame
         :func:`ncuroof.model.phases.phase_table` (or :func:`ncuroof.model.production.op_table` with ``op``
         renamed ``phase``).
-    kernels : DataFrame
-        The kernels table, for the roofs (time-weighted over launches).
+    points, summary : DataFrame
+        The points table and kernel summary the roofline figure draws: the roofs
+        (:func:`ncuroof.render.figure.roofs`), the precision views and when each roof shows in them
+        (:func:`ncuroof.render.figure.precision_views`, :func:`ncuroof.render.figure.precision_when`).
     chart_id, label : str
         The chart's ``id`` and its name (control, title, hover): ``phases``, ``NVTX phases`` by
         default; ``ops``, ``PyTorch operators`` for ``--group-by op``.
@@ -143,49 +185,44 @@ def phase_chart(phases: pd.DataFrame, kernels: pd.DataFrame, chart_id: str = "ph
     Returns
     -------
     Chart
-        ``id`` ``chart_id``: x = ``dram_ai_flop_per_byte``, y = ``flop_per_s``, marker area by time
-        share (traces with ``meta.role`` ``phase_roof`` and ``phase_dots``); phases without FLOPs
-        or DRAM bytes are counted in the title, not drawn; the title says when no roof can be drawn.
+        ``id`` ``chart_id``, following the ``precision`` field: per precision view, dots at x = the
+        view's FLOPs / ``dram_bytes`` [FLOP/B], y = the view's FLOPs / time [FLOP/s] (``main``: all
+        counted FLOPs, the table's ``dram_ai_flop_per_byte`` and ``flop_per_s``), marker area by time
+        share (``meta.role`` ``phase_dots``, ``meta.when`` the view); per precision with a roof,
+        min(its compute roof, AI × the DRAM roof) (``phase_roof``), in the views where the figure
+        draws that roof. Phases without FLOPs or DRAM bytes are counted in the title, not drawn; the
+        title says when no roof can be drawn.
     """
-    traces: list[Any] = []
-    bw = _tw(kernels["peak_dram_bytes_per_s"], kernels["time_s"])
-    drawn = phases[(phases["flop"] > 0) & (phases["dram_bytes"] > 0)]
-    peaks = {p.upper(): _tw(kernels[f"peak_{p}_flop_per_s"], kernels["time_s"]) for p in PRECISIONS
-             if (kernels[f"{p}_flop"].fillna(0) > 0).any()}
-    for col in kernels.columns:  # tensor datapaths with work and a roof
-        m = _TENSOR_COL.match(col)
-        if m and f"peak_tensor_{m.group(1)}_flop_per_s" in kernels.columns and (kernels[col].fillna(0) > 0).any():
-            peaks[f"Tensor {m.group(1)}"] = _tw(kernels[f"peak_tensor_{m.group(1)}_flop_per_s"], kernels["time_s"])
-    xs = _x_range(drawn["dram_ai_flop_per_byte"].to_numpy(float), [v / bw for v in peaks.values() if bw > 0])
-    for p, peak in peaks.items():
-        if np.isfinite(peak) and np.isfinite(bw):
-            traces.append(go.Scatter(x=xs, y=np.fmin(peak, xs * bw), mode="lines", name=f"{p} roof at DRAM",
-                                     line=dict(width=1.5), meta=dict(role="phase_roof"), hoverinfo="skip"))
-    text = [f"{html.escape(r.phase)}<br>{r.launches} launches, {r.time_s * 1e3:.3g} ms ({100 * r.time_share:.0f}%), {r.bound}-bound<br>"
-            f"AI {r.dram_ai_flop_per_byte:.3g} FLOP/B, {r.flop_per_s / 1e9:.3g} GFLOP/s; at its speed of light {r.time_at_roof_s * 1e3:.3g} ms"
-            for r in drawn.itertuples(index=False)]
-    traces.append(go.Scatter(x=drawn["dram_ai_flop_per_byte"], y=drawn["flop_per_s"], mode="markers+text", name=chart_id,
-                             text=[p if len(p) < 40 else "…" + p[-38:] for p in drawn["phase"]], textposition="top center",
-                             hovertext=text, hovertemplate="%{hovertext}<extra></extra>", meta=dict(role="phase_dots"),
-                             marker=dict(size=10 + 30 * np.sqrt(drawn["time_share"].fillna(0).to_numpy(float)), color="#9467bd",
-                                         line=dict(width=1, color="#333"))))
-    skipped = len(phases) - len(drawn)
+    compute, memory, _ = roofs(points)
+    views = [v for v, _ in precision_views(points)] or ["main"]
+    main = main_precisions(summary)
+    dots = {v: _phase_dots(phases, v) for v in views}
+    bw = memory.get("dram", np.nan)
+    xs = _x_range(np.concatenate([d["x"].to_numpy(float) for d in dots.values()]), [v / bw for v in compute.values() if bw > 0])
+    traces: list[Any] = [go.Scatter(x=xs, y=np.fmin(peak, xs * bw), mode="lines", name=f"{precision_title(p)} roof at DRAM",
+                                    line=dict(width=1.5), hoverinfo="skip", meta=dict(role="phase_roof", precision=p, when=precision_when(p, main)))
+                         for p, peak in sorted(compute.items(), key=lambda kv: -kv[1]) if np.isfinite(peak) and np.isfinite(bw)]
+    has_roof = bool(traces)
+    traces += [_phase_trace(d, v, label) for v, d in dots.items()]
+    skipped = len(phases) - len(_phase_dots(phases, "main"))
     why = "no DRAM bandwidth roof" if not np.isfinite(bw) else "no compute roof of a precision with work"
-    roofless = "" if len(traces) > 1 else f"<br><sup>no roof: {why} (set one with --peak-bandwidth/--peak-flops)</sup>"
-    return Chart(chart_id, label, traces, layout={
-        "title.text": f"{label}: one time-weighted dot each (all counted FLOPs / DRAM bytes)"
+    roofless = "" if has_roof else f"<br><sup>no roof: {why} (set one with --peak-bandwidth/--peak-flops)</sup>"
+    return Chart(chart_id, label, traces, fields=("precision",), layout={
+        "title.text": f"{label}: one time-weighted dot each (the precision's FLOPs / DRAM bytes; all counted FLOPs in the main view)"
                       + (f"; {skipped} without FLOPs or DRAM bytes not drawn" if skipped else "") + roofless,
         "xaxis.title.text": "arithmetic intensity at DRAM [FLOP/B]", "yaxis.title.text": "FLOP/s"})
 
 
-def page_charts(kernels: pd.DataFrame, phases: pd.DataFrame | None = None, ipts: pd.DataFrame | None = None,
-                ops: pd.DataFrame | None = None) -> list[Chart]:
+def page_charts(points: pd.DataFrame, kernels: pd.DataFrame, summary: pd.DataFrame, phases: pd.DataFrame | None = None,
+                ipts: pd.DataFrame | None = None, ops: pd.DataFrame | None = None) -> list[Chart]:
     """The charts the roofline figure switches to (:func:`ncuroof.render.figure.plot_roofline` ``charts=``).
 
     Parameters
     ----------
+    points, summary : DataFrame
+        The points table and kernel summary of the roofline figure (the phase charts' roofs and precision views).
     kernels : DataFrame
-        The kernels table (the phase chart's roofs).
+        The kernels table (the longest launches of the instruction roofline).
     phases : DataFrame, optional
         :func:`ncuroof.model.phases.phase_table` (``--group-by nvtx``).
     ipts : DataFrame, optional
@@ -202,8 +239,8 @@ def page_charts(kernels: pd.DataFrame, phases: pd.DataFrame | None = None, ipts:
     """
     if ipts is not None:
         ipts = longest_launches(ipts, kernels, MAX_LAUNCH_DOTS)
-    return ([phase_chart(phases, kernels)] if phases is not None and len(phases) else []) + \
-        ([phase_chart(ops.rename(columns={"op": "phase"}), kernels, "ops", "PyTorch operators")] if ops is not None and len(ops) else []) + \
+    return ([phase_chart(phases, points, summary)] if phases is not None and len(phases) else []) + \
+        ([phase_chart(ops.rename(columns={"op": "phase"}), points, summary, "ops", "PyTorch operators")] if ops is not None and len(ops) else []) + \
         ([instruction_chart(ipts)] if ipts is not None and len(ipts) else [])
 
 
