@@ -244,7 +244,7 @@ def _page_files(a: Analysis, plotlyjs: str | bool, image: str | None, formats: S
     files: dict[str, Any] = {
         **tables_io.table_files(tables, sorted(set(formats) | ({"parquet"} if apart else set())), a.inputs, dataset=apart),
         "roofline.html": report.render_html(fig, kernels, meta, plotlyjs=plotlyjs, summary=summ, focus=a.options.focus,
-                                            extra=views.page_sections(a.kernels, summ, ranks, a.catalog.thresholds["ranks"]["imbalance"],
+                                            extra=views.page_sections(summ, ranks, a.catalog.thresholds["ranks"]["imbalance"],
                                                                       prod),
                                             basis=views.time_basis(prod)),
     }

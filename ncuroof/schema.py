@@ -298,6 +298,7 @@ KERNEL_SUMMARY: dict[str, Column] = {
     "hot_pipe": Column("string", "", "the launches' hot pipe of most of the time"),
     "hot_pipe_frac": Column("float64", "1", "hot_pipe_frac, time-weighted over launches"),
     "time_at_roof_bound": Column("string", "", "the launches' time_at_roof_bound of most of the time"),
+    "speed_of_light_note": Column("string", "", "the speed_of_light_note of the kernel's longest launch that has one, else ''"),
     **{f"{lv}_ai_flop_per_byte": Column("float64", "FLOP/B", f"AI of the main-precision dot at {lv.upper()}") for lv in LEVELS},
     **{f"{lv}_roof_fraction": Column("float64", "1", f"roof fraction of the main-precision dot at {lv.upper()}") for lv in LEVELS},
     "diagnosis": KERNELS["diagnosis"],

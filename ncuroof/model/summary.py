@@ -320,7 +320,7 @@ _SUMMARY_INPUT = ["source", "launch_id", "kernel_name", "kernel_demangled", "nvt
                   "time_s", "sm_clock_hz", "time_at_roof_s", "saving_s", "bound", "sm_throughput_frac", "memory_throughput_frac",
                   "occupancy_frac", "theoretical_occupancy_frac", "waves_per_sm", "tensor_flop", "expected_flop",
                   "expected_dram_bytes", "fp64_flop", "fp32_flop", "fp16_flop", "dram_bytes", "hot_pipe", "hot_pipe_frac",
-                  "time_at_roof_bound"]
+                  "time_at_roof_bound", "speed_of_light_note"]
 _WEIGHTED = ("sm_throughput_frac", "memory_throughput_frac", "occupancy_frac", "theoretical_occupancy_frac", "hot_pipe_frac")
 _BINDING = ("ai_flop_per_byte", "flop_per_s", "roof_fraction", "ridge_flop_per_byte", "peak_flop_per_s", "peak_bytes_per_s",
             "achievable_roof_fraction", "achievable_flop_per_s", "achievable_bytes_per_s")
@@ -362,7 +362,16 @@ def _totals(k: pd.DataFrame) -> pd.DataFrame:
                     .set_index("kernel_key")["bound"].reindex(out.index).fillna("unknown"))
     for col in ("hot_pipe", "time_at_roof_bound"):
         out[col] = most_time(k.assign(_t=t), col).reindex(out.index).fillna("")
+    out["speed_of_light_note"] = _longest_launch(k, "speed_of_light_note").reindex(out.index).fillna("")
     return out
+
+
+def _longest_launch(k: pd.DataFrame, col: str) -> pd.Series:
+    """Per ``kernel_key``: the non-empty value of ``col`` of the longest launch (``time_s``) that has one; a key
+    without one is absent."""
+    v = k[["kernel_key", "time_s"]].assign(_v=k[col].astype(object).where(k[col].notna(), "").astype(str))
+    v = v[v["_v"] != ""].sort_values("time_s", ascending=False, kind="stable")
+    return v.drop_duplicates("kernel_key").set_index("kernel_key")["_v"]
 
 
 def most_time(k: pd.DataFrame, col: str) -> pd.Series:

@@ -26,9 +26,8 @@ def _findings(result: Any) -> list[str]:
     for r in result.summary.head(3).itertuples(index=False):
         if r.advice:
             lines.append(f"{r.kernel_label}: {r.evidence}. Try: {r.advice}")
-        note = _speed_of_light_note(k, r.kernel_key)
-        if note:
-            lines.append(f"{r.kernel_label}: {note}")
+        if r.speed_of_light_note:
+            lines.append(f"{r.kernel_label}: {r.speed_of_light_note}")
         flags = cell_text("flags", [(c, t) for c, t in parse_cell("flags", r.flags) if not (evidence and c == "missing_metrics")])
         if flags:  # missing metrics are said once, by the note, in the report's own terms
             lines.append(f"{r.kernel_label}: check: {flags}")
@@ -68,14 +67,6 @@ def _production_lines(prod: Any) -> list[str]:
         lines.append(f"{r.kernel_name}: {fmt.time(r.production_time_per_launch_s)} per launch in production, "
                      f"{fmt.time(r.profiled_time_per_launch_s)} under ncu ({r.duration_ratio:.2f}x)")
     return lines
-
-
-def _speed_of_light_note(k: Any, key: str) -> str:
-    """The ``speed_of_light_note`` of the kernel's longest launch that has one (issue 15), or ''."""
-    if "speed_of_light_note" not in k.columns or "kernel_key" not in k.columns:
-        return ""
-    rows = k[(k["kernel_key"] == key) & (k["speed_of_light_note"].fillna("") != "")]
-    return str(rows.loc[rows["time_s"].idxmax(), "speed_of_light_note"]) if len(rows) and rows["time_s"].notna().any() else ""
 
 
 def analysis_text(result: Any, quiet: bool = False) -> str:

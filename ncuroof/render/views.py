@@ -244,16 +244,14 @@ def page_charts(points: pd.DataFrame, kernels: pd.DataFrame, summary: pd.DataFra
         ([instruction_chart(ipts)] if ipts is not None and len(ipts) else [])
 
 
-def page_sections(kernels: pd.DataFrame, summary: pd.DataFrame, ranks: pd.DataFrame | None = None,
+def page_sections(summary: pd.DataFrame, ranks: pd.DataFrame | None = None,
                   imbalance: float | None = None, production: Production | None = None) -> str:
     """The sections the page adds under the chart for issues 12 and 15 (template ``views.html.j2``).
 
     Parameters
     ----------
-    kernels : DataFrame
-        The kernels table (``speed_of_light_note``, ``kernel_key``, ``time_s``).
     summary : DataFrame
-        The kernel summary (``kernel_key``, ``kernel_label``), for naming the notes.
+        The kernel summary (``kernel_key``, ``kernel_label``, ``speed_of_light_note``).
     ranks : DataFrame, optional
         A multi-rank run's :func:`ncuroof.runs.ranks.spread` (:data:`ncuroof.schema.RANKS`).
     imbalance : float, optional
@@ -270,7 +268,7 @@ def page_sections(kernels: pd.DataFrame, summary: pd.DataFrame, ranks: pd.DataFr
     """
     timeline = timeline_section(production, summary) if production is not None else ""
     return timeline + report.render_fragment("views.html.j2", ranks=Markup(rank_section(ranks, summary, imbalance) if ranks is not None
-                                                                          else ""), notes=_notes(kernels, summary))
+                                                                          else ""), notes=_notes(summary))
 
 
 _RANK_COLUMNS = [("kernel_label", "kernel"), ("ranks", "ranks"), ("time_s_min", "time per rank: fastest"),
@@ -334,17 +332,10 @@ def _left_out(shown: int, flagged_left: int, n: int) -> str:
             f"load-imbalanced) {fmt.agree(left)} left out here, all in ranks.csv.")
 
 
-def _notes(kernels: pd.DataFrame, summary: pd.DataFrame) -> list[dict[str, str]]:
-    """Per kernel with a ``speed_of_light_note`` (its longest launch's), in summary order: ``label`` and ``note``."""
-    if "speed_of_light_note" not in kernels.columns or "kernel_key" not in kernels.columns:
-        return []
-    k = kernels[kernels["speed_of_light_note"].fillna("") != ""]
-    if k.empty:
-        return []
-    longest = k.sort_values("time_s", ascending=False, kind="stable").drop_duplicates("kernel_key")
-    labels = summary.set_index("kernel_key")["kernel_label"] if "kernel_label" in summary.columns else pd.Series(dtype=str)
-    by_key = longest.set_index("kernel_key")["speed_of_light_note"]
-    return [{"label": str(labels.get(key, key)), "note": str(by_key[key])} for key in summary["kernel_key"] if key in by_key.index]
+def _notes(summary: pd.DataFrame) -> list[dict[str, str]]:
+    """Per kernel with a ``speed_of_light_note`` (:func:`ncuroof.model.summary.kernel_summary`), in summary order:
+    ``label`` and ``note``."""
+    return [{"label": r.kernel_label, "note": r.speed_of_light_note} for r in summary.itertuples(index=False) if r.speed_of_light_note]
 
 
 #: Kernels listed in each table of the production-timeline section (all are in ``timeline.csv``).
