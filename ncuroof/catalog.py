@@ -23,6 +23,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
+from .schema import tensor_path
+
 __all__ = [
     "load_toml",
     "Alt",
@@ -298,8 +300,8 @@ class Catalog:
         """
         if key in self.precisions:
             return self.precisions[key].count[0].label
-        if key.startswith("tensor:"):
-            path = key.split(":", 1)[1]
+        path = tensor_path(key)
+        if path is not None:
             if path.startswith("sass_"):
                 return f"{path[5:].upper()} SASS opcode counts x ops per instruction shape (estimated)"
             if path == "legacy_x512":

@@ -20,7 +20,10 @@ calculator.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -39,6 +42,11 @@ __all__ = [
     "INSTRUCTION_POINTS",
     "PRECISIONS",
     "LEVELS",
+    "TensorColumns",
+    "tensor_columns",
+    "tensor_paths",
+    "tensor_path",
+    "flop_name",
     "BOUNDS",
     "STATUSES",
     "DAMAGED",
@@ -77,6 +85,22 @@ class Column:
 PRECISIONS = ("fp64", "fp32", "fp16")
 #: Memory levels, from the SM outwards.
 LEVELS = ("l1", "l2", "dram")
+_TENSOR_PRECISION = "tensor:"
+
+
+class TensorColumns(NamedTuple):
+    """The names of one tensor datapath ``<path>`` (:func:`tensor_columns`). The kernels table has its four columns
+    after the declared ones for each datapath with work in any launch (:func:`ncuroof.model.calculator.compute_kernels`;
+    the achievable roof where one applies, :func:`ncuroof.model.ceilings.fill_achievable`)."""
+
+    name: str  #: ``tensor_<path>``: its roofs' name in ``ceiling_sources`` and ``achievable_sources``
+    precision: str  #: ``tensor:<path>``: its precision in the points table
+    flop: str  #: ``tensor_<path>_flop`` [FLOP]: tensor-core operations of the datapath (2 per MAC)
+    flop_per_s: str  #: ``tensor_<path>_flop_per_s`` [FLOP/s]: its achieved throughput
+    peak: str  #: ``peak_tensor_<path>_flop_per_s`` [FLOP/s]: its roof at the measured clock
+    achievable: str  #: ``achievable_tensor_<path>_flop_per_s`` [FLOP/s]: its achievable roof
+
+
 #: Values of the ``bound`` column of the kernels table.
 BOUNDS = ("memory", "compute", "latency", "unknown")
 #: Values of the ``diagnosis`` column of the kernels table (:mod:`ncuroof.model.diagnose`).
@@ -374,11 +398,50 @@ def flag_codes(cell: object) -> list[str]:
     return [c for c, _ in parse_cell("flags", cell)]
 
 
+def tensor_columns(path: str) -> TensorColumns:
+    """The names of a tensor datapath ``<path>`` (ncu's ``sm__ops_path_tensor_<path>``; ``sass_hmma``, ``sass_imma``,
+    ``sass_dmma`` for the SASS-opcode estimate; ``legacy_x512``): its roof name, precision and columns
+    (:class:`TensorColumns`), named as a precision called ``tensor_<path>`` is."""
+    name = f"tensor_{path}"
+    return TensorColumns(name, _TENSOR_PRECISION + path, f"{name}_flop", f"{name}_flop_per_s", f"peak_{name}_flop_per_s",
+                         f"achievable_{name}_flop_per_s")
+
+
+def tensor_paths(columns: Iterable[str], which: str = "flop") -> list[str]:
+    """The tensor datapaths that have a column among ``columns``, in column order.
+
+    Parameters
+    ----------
+    columns : iterable of str
+        Column names (a kernels table's).
+    which : {'flop', 'flop_per_s', 'peak', 'achievable'}, default 'flop'
+        The :class:`TensorColumns` field looked for: ``flop`` (``tensor_<path>_flop``) for the datapaths with
+        work, ``peak`` (``peak_tensor_<path>_flop_per_s``) for those with a roof column.
+
+    Returns
+    -------
+    list of str
+        The ``<path>`` of each such column.
+    """
+    pattern = re.compile("^" + re.escape(getattr(tensor_columns("\0"), which)).replace("\0", "(.+)") + "$")  # \0: the path
+    return [m.group(1) for c in columns if (m := pattern.match(c))]
+
+
+def tensor_path(precision: str) -> str | None:
+    """The datapath of a tensor precision (``tensor:src_fp16`` -> ``src_fp16``); None for another precision."""
+    return precision[len(_TENSOR_PRECISION):] if precision.startswith(_TENSOR_PRECISION) else None
+
+
+def flop_name(precision: str) -> str:
+    """The name of a precision's columns and roofs: ``fp32`` (``fp32_flop``...), ``tensor:<path>`` -> ``tensor_<path>``."""
+    path = tensor_path(precision)
+    return precision if path is None else tensor_columns(path).name
+
+
 def precision_title(precision: str) -> str:
     """Display name of a precision: ``fp32`` -> ``FP32``, ``tensor:src_fp16`` -> ``Tensor src_fp16``."""
-    if precision.startswith("tensor:"):
-        return "Tensor " + precision.split(":", 1)[1]
-    return precision.upper()
+    path = tensor_path(precision)
+    return precision.upper() if path is None else "Tensor " + path
 
 
 def parse_sources(text: object) -> dict[str, str]:

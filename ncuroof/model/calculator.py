@@ -16,7 +16,6 @@ Compute's own roofline sections): this module only evaluates recipes and combine
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -26,13 +25,12 @@ import pandas as pd
 from .. import catalog as _catalog
 from ..catalog import Catalog, Recipe, Term
 from ..parser.validate import roof_damage
-from ..schema import DAMAGED, KERNELS, LEVELS, LIST_SEPARATOR, POINTS, PRECISIONS, empty, format_sources, parse_sources_column
+from ..schema import DAMAGED, KERNELS, LEVELS, LIST_SEPARATOR, POINTS, PRECISIONS, empty, format_sources, parse_sources_column, tensor_columns, tensor_paths
 from .speed_of_light import apply_speed_of_light, hot_pipe
 
 __all__ = ["compute_kernels", "compute_points", "achievable_roof", "time_at_roof", "cc_number", "Resolved", "flop_columns"]
 
 _NAN = np.nan
-_TENSOR_COL = re.compile(r"^tensor_(.+)_flop$")
 
 
 @dataclass
@@ -398,7 +396,7 @@ def _measured_columns(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray, time_s: n
 
 def _report_roofs(k: pd.DataFrame, work: dict[str, _Work], levels: dict[str, _Traffic], tpaths: dict[str, _Work]) -> None:
     """``peak_source``, ``ceiling_sources`` and ``datasheet_gpu`` for the roofs the report carries (in place)."""
-    names = [*PRECISIONS, *LEVELS, *(f"tensor_{p}" for p in tpaths)]
+    names = [*PRECISIONS, *LEVELS, *(tensor_columns(p).name for p in tpaths)]
     peaks = np.column_stack([work[p].peak for p in PRECISIONS] + [levels[lv].peak for lv in LEVELS]
                             + [w.peak for w in tpaths.values()])
     have = np.isfinite(peaks)
@@ -510,9 +508,8 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
     extra = {}
     for path, w in tpaths.items():
         if (np.nan_to_num(w.flop) > 0).any():
-            extra[f"tensor_{path}_flop"] = w.flop
-            extra[f"tensor_{path}_flop_per_s"] = w.flop_per_s
-            extra[f"peak_tensor_{path}_flop_per_s"] = w.peak
+            t = tensor_columns(path)
+            extra |= {t.flop: w.flop, t.flop_per_s: w.flop_per_s, t.peak: w.peak}
     if extra:
         k = pd.concat([k, pd.DataFrame(extra)], axis=1)
     return k
@@ -600,7 +597,7 @@ def flop_columns(columns: Iterable[str]) -> dict[str, str]:
         precision of :data:`ncuroof.schema.PRECISIONS` (present or not), then ``tensor:<path>`` ->
         ``tensor_<path>_flop`` for each tensor datapath column present, in column order.
     """
-    tensor = {f"tensor:{m.group(1)}": c for c in columns if (m := _TENSOR_COL.match(c))}
+    tensor = {t.precision: t.flop for t in map(tensor_columns, tensor_paths(columns))}
     return {p: f"{p}_flop" for p in PRECISIONS} | tensor
 
 
@@ -629,7 +626,7 @@ def _point_work(kernels: pd.DataFrame) -> list[_PointWork]:
     for prec, c in flop_columns(kernels.columns).items():
         key = c.removesuffix("_flop")
         out.append(_PointWork(prec, key, col(c), col(f"{key}_flop_per_s"), col(f"peak_{key}_flop_per_s"), col(f"achievable_{key}_flop_per_s"),
-                              estimated if prec.startswith("tensor:") else np.zeros(n, dtype=bool)))
+                              np.zeros(n, dtype=bool) if prec in PRECISIONS else estimated))
     return out
 
 

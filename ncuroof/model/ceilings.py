@@ -25,13 +25,12 @@ from ..catalog import Catalog, GpuCatalog, GpuSpec
 from ..catalog import load as load_catalog
 from ..errors import InputError
 from ..parser.validate import roof_damage
-from ..schema import LEVELS, PRECISIONS, format_sources_column, parse_cell, parse_sources_column
+from ..schema import LEVELS, PRECISIONS, format_sources_column, parse_cell, parse_sources_column, tensor_columns, tensor_paths
 
 __all__ = ["fill_ceilings", "fill_achievable", "parse_peak", "SOURCES"]
 
 #: Values a roof's source takes, in the order they are listed.
 SOURCES = ("report", "datasheet", "user")
-_TENSOR_PEAK = re.compile(r"^peak_tensor_(.+)_flop_per_s$")
 _SI = {"": 1.0, "K": 1e3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 _NUMBER = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?\d+)?)\s*([kKMGTP]?)\s*$")
 
@@ -125,7 +124,7 @@ def fill_ceilings(kernels: pd.DataFrame, gpus: GpuCatalog, gpu: str | None = Non
     forced = _forced_spec(gpus, gpu)
     peak_flops, peak_bandwidth = _check_names(peak_flops, peak_bandwidth)
     k = kernels.copy()
-    tensor_cols = {m.group(1): c for c in k.columns if (m := _TENSOR_PEAK.match(c))}
+    tensor_cols = {p: tensor_columns(p).peak for p in tensor_paths(k.columns, "peak")}
     sources = parse_sources_column(k["ceiling_sources"])
     notes = [list(parse_cell("notes", x)) for x in k["notes"]]
     devices = k["device_name"].astype(object).where(k["device_name"].notna(), "").to_numpy()
@@ -192,7 +191,7 @@ def fill_achievable(kernels: pd.DataFrame, gpus: GpuCatalog, spec_of: Mapping[st
     """
     flops, bandwidth = _check_names(achievable_flops, achievable_bandwidth)
     k = kernels.copy()
-    paths = [m.group(1) for c in k.columns if (m := _TENSOR_PEAK.match(c))]
+    paths = tensor_paths(k.columns, "peak")
     for col in (*(f"achievable_{p}_flop_per_s" for p in PRECISIONS), *(f"achievable_{lv}_bytes_per_s" for lv in LEVELS)):
         if col not in k.columns:
             k[col] = np.nan
@@ -201,7 +200,7 @@ def fill_achievable(kernels: pd.DataFrame, gpus: GpuCatalog, spec_of: Mapping[st
     devices = k["device_name"].astype(object).where(k["device_name"].notna(), "").to_numpy()
     for device, spec in spec_of.items():
         _apply_measured(k, np.flatnonzero(devices == device), spec, gpus, paths, sources, notes)
-    for name, col, value in _user_roofs(flops, bandwidth, {p: f"peak_tensor_{p}_flop_per_s" for p in paths}):
+    for name, col, value in _user_roofs(flops, bandwidth, {p: tensor_columns(p).peak for p in paths}):
         k["achievable_" + col[len("peak_"):]] = float(value)
         for src in sources:
             src[name] = "user"
@@ -215,7 +214,7 @@ def _apply_measured(k: pd.DataFrame, idx: np.ndarray, spec: GpuSpec, gpus: GpuCa
     """Set the launches ``idx``'s achievable roofs from ``spec``'s measurements, in place, citing each in the notes."""
     for quantity, m in spec.achievable().items():
         if quantity.startswith("tensor_"):
-            targets = [(f"tensor_{p}", f"achievable_tensor_{p}_flop_per_s") for p in paths if gpus.tensor_key(p) == quantity[7:]]
+            targets = [(t.name, t.achievable) for p, t in zip(paths, map(tensor_columns, paths)) if gpus.tensor_key(p) == quantity[7:]]
         else:
             unit = "bytes" if quantity in LEVELS else "flop"
             targets = [(quantity, f"achievable_{quantity}_{unit}_per_s")]
@@ -269,7 +268,7 @@ def _apply_datasheet(k: pd.DataFrame, idx: np.ndarray, spec: GpuSpec, gpus: GpuC
     """Fill the roofs the launches ``idx`` lack from ``spec``, in place, and say so in their notes."""
     targets = [(p, f"peak_{p}_flop_per_s", spec.flop_per_s.get(p)) for p in PRECISIONS]
     targets.append(("dram", "peak_dram_bytes_per_s", spec.dram_bytes_per_s))
-    targets += [(f"tensor_{path}", col, spec.tensor.get(gpus.tensor_key(path))) for path, col in tensor_cols.items()]
+    targets += [(tensor_columns(path).name, col, spec.tensor.get(gpus.tensor_key(path))) for path, col in tensor_cols.items()]
     filled: dict[int, list[str]] = {}
     for name, col, value in targets:
         if value is None:
@@ -301,7 +300,7 @@ def _user_roofs(peak_flops: dict[str, float], peak_bandwidth: dict[str, float],
     user = [(name, f"peak_{name}_flop_per_s", v) for name, v in peak_flops.items() if name in PRECISIONS]
     for name, v in peak_flops.items():
         if name in ("*", "tensor"):
-            user += [(f"tensor_{p}", c, v) for p, c in tensor_cols.items()]
+            user += [(tensor_columns(p).name, c, v) for p, c in tensor_cols.items()]
         if name == "*":
             user += [(p, f"peak_{p}_flop_per_s", v) for p in PRECISIONS if p not in peak_flops]
     return user + [(name, f"peak_{name}_bytes_per_s", v) for name, v in peak_bandwidth.items()]

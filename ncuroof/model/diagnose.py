@@ -43,7 +43,7 @@ from .. import fmt
 from ..catalog import Catalog, GpuCatalog, PipeCatalog, load_gpus
 from ..catalog import load as load_catalog
 from ..parser.csv import NA_NOTE
-from ..schema import INCONSISTENT, KERNEL_SUMMARY, parse_cell, precision_title
+from ..schema import INCONSISTENT, KERNEL_SUMMARY, flop_name, parse_cell, precision_title, tensor_path
 from .classify import binding_points
 from .speed_of_light import instruction_verdict
 from .summary import grid_sizes, keys_of
@@ -518,8 +518,7 @@ def what_if(summary: pd.DataFrame, kernels: pd.DataFrame, target: Any, gpus: Gpu
         g = k[(k["kernel_key"] == r.kernel_key) & (k["status"] == "ok")]
         if not p or g.empty:
             continue
-        flop_col = f"{p}_flop" if not p.startswith("tensor:") else f"tensor_{p.split(':', 1)[1]}_flop"
-        peak_col = f"peak_{p}_flop_per_s" if not p.startswith("tensor:") else f"peak_tensor_{p.split(':', 1)[1]}_flop_per_s"
+        flop_col, peak_col = f"{flop_name(p)}_flop", f"peak_{flop_name(p)}_flop_per_s"
         if flop_col not in g.columns:
             continue
         flop = float(np.nansum(g[flop_col]))
@@ -529,8 +528,8 @@ def what_if(summary: pd.DataFrame, kernels: pd.DataFrame, target: Any, gpus: Gpu
         t = g["time_s"].to_numpy(float)
         here_peak = float(np.nansum(g[peak_col].to_numpy(float) * t) / np.nansum(t)) if peak_col in g.columns else math.nan
         here_bw = float(np.nansum(g["peak_dram_bytes_per_s"].to_numpy(float) * t) / np.nansum(t))
-        if p.startswith("tensor:"):
-            key = (gpus or load_gpus()).tensor_key(p.split(":", 1)[1])
+        if (path := tensor_path(p)) is not None:
+            key = (gpus or load_gpus()).tensor_key(path)
             there_peak = target.tensor.get(key, math.nan) if key else math.nan
         else:
             there_peak = target.flop_per_s.get(p, math.nan)

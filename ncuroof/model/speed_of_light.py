@@ -20,20 +20,16 @@ The hot pipe is the largest pipe of ncu's ``breakdown:sm__throughput`` (``metric
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pandas as pd
 
 from .. import fmt
 from ..catalog import PipeCatalog
-from ..schema import LEVELS, PRECISIONS
+from ..schema import LEVELS, PRECISIONS, tensor_columns, tensor_paths
 
 __all__ = ["hot_pipe", "roofline_time", "unit_time", "apply_speed_of_light"]
 
 #: Values of the ``time_at_roof_bound`` column ('' when the launch has no bound).
-
-_TENSOR_COL = re.compile(r"^tensor_(.+)_flop$")
 
 
 def _col(df: pd.DataFrame, name: str) -> np.ndarray:
@@ -118,11 +114,9 @@ def _work_times(k: pd.DataFrame) -> dict[str, np.ndarray]:
     out = {p: _time(k, f"{p}_flop", f"peak_{p}_flop_per_s") for p in PRECISIONS}
     agg: list[np.ndarray] = []
     ops: list[np.ndarray] = []
-    for col in k.columns:
-        m = _TENSOR_COL.match(col)
-        if m is None:
-            continue
-        (ops if m.group(1).startswith("op_") else agg).append(_time(k, col, f"peak_tensor_{m.group(1)}_flop_per_s"))
+    for path in tensor_paths(k.columns):
+        t = tensor_columns(path)
+        (ops if path.startswith("op_") else agg).append(_time(k, t.flop, t.peak))
     a, o = _nansum(agg, n), _nansum(ops, n)
     out["tensor"] = np.where(np.isfinite(a), a, o)
     return out
