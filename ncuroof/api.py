@@ -355,8 +355,8 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
         with _progress_bar(progress) as bar:
             a = _analysis.build(inputs, opts, bar)
     projected = _what_if(a, what_if) if what_if is not None else None
-    op_rows = _op_rows(a) if group_by == "op" else None
-    phase_rows = _phases.phase_table(a.kernels, _phases.parse_group_by(group_by)) if group_by not in (None, "op") else None
+    op_rows = _op_rows(a) if group_by == _phases.BY_OPERATOR else None
+    phase_rows = _phases.phase_table(a.kernels, _phases.parse_group_by(group_by)) if group_by not in (None, _phases.BY_OPERATOR) else None
     ipts = instruction_points(a.kernels, a.catalog.instruction.sector_bytes if a.catalog.instruction else 32.0)
     result = AnalysisResult(a, a.summary.head(top).reset_index(drop=True), what_if=projected, failures=failures, ranks=rank_table,
                             phases=phase_rows, instruction_points=ipts, ops=op_rows)

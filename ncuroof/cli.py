@@ -13,8 +13,17 @@ from pathlib import Path
 import click
 
 from . import __version__
+from .collector.ncu import collectable
 from .errors import NcuNotFoundError, NcuroofError
+from .model.analysis import TRAFFIC_CHOICES, AnalysisOptions
+from .model.ceilings import FLOP_ROOFS, parse_peak
+from .model.phases import BY_OPERATOR, parse_group_by
+from .model.summary import KEY_CHOICES
+from .parser import READERS
+from .parser.tables_io import FORMATS
+from .render.page import IMAGE_FORMATS, PLOTLYJS
 from .runs.fleet import FLEET_MIN_INPUTS
+from .schema import LEVELS
 
 __all__ = ["main", "cli"]
 
@@ -30,10 +39,7 @@ def cli(verbose: int) -> None:
 
 def _peaks(kind: str):  # noqa: ANN202 - click callback factory
     """A click callback turning repeated ``[NAME=]VALUE`` options into ``{name: SI value}``."""
-    from .model.ceilings import parse_peak
-    from .schema import LEVELS, PRECISIONS
-
-    allowed, default = ((*PRECISIONS, "tensor"), "*") if kind == "flops" else (LEVELS, "dram")
+    allowed, default = (FLOP_ROOFS, "*") if kind == "flops" else (LEVELS, "dram")
 
     def callback(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, float]:
         out = {}
@@ -54,10 +60,9 @@ _MATCH_HELP = ("What one kernel is: kernel (the demangled name: template instant
 
 def analysis_options(f):  # noqa: ANN001, ANN201 - click decorator
     """The options of :class:`ncuroof.model.analysis.AnalysisOptions`, shared by every command that analyzes."""
-    from .model.summary import KEY_CHOICES
-
+    default = AnalysisOptions()
     options = [
-        click.option("--traffic", type=click.Choice(["ncu", "nersc"]), default="ncu", show_default=True,
+        click.option("--traffic", type=click.Choice(TRAFFIC_CHOICES), default=default.traffic, show_default=True,
                      help="Traffic definition preferred for L1/L2: ncu's charts, or NERSC's lts__t_bytes/l1tex__t_bytes."),
         click.option("--stack", is_flag=True, help="Inputs are unrelated runs: stack them. Default: several inputs are files "
                                                   "of one run, merged launch by launch."),
@@ -65,9 +70,9 @@ def analysis_options(f):  # noqa: ANN001, ANN201 - click decorator
                      help="Datasheet entry for roofs the input lacks (e.g. a10g, v100-sxm2; see metrics/gpus.toml). "
                           "Default: matched on the device name."),
         click.option("--peak-flops", "peak_flops", metavar="[PREC=]VALUE", multiple=True, callback=_peaks("flops"),
-                     help="Compute roof in FLOP/s, e.g. 19.5T or fp64=9.7e12 (PREC: fp64, fp32, fp16, tensor; bare = all). Repeatable."),
+                     help=f"Compute roof in FLOP/s, e.g. 19.5T or fp64=9.7e12 (PREC: {', '.join(FLOP_ROOFS)}; bare = all). Repeatable."),
         click.option("--peak-bandwidth", "peak_bandwidth", metavar="[LEVEL=]VALUE", multiple=True, callback=_peaks("bandwidth"),
-                     help="Bandwidth roof in B/s, e.g. 900G or l2=3T (LEVEL: dram, l2, l1; bare = dram). Repeatable."),
+                     help=f"Bandwidth roof in B/s, e.g. 900G or l2=3T (LEVEL: {', '.join(LEVELS)}; bare = dram). Repeatable."),
         click.option("--achievable-flops", "achievable_flops", metavar="[PREC=]VALUE", multiple=True, callback=_peaks("flops"),
                      help="Achievable compute roof in FLOP/s (what a benchmark sustained), same syntax as --peak-flops: drawn "
                           "and reported beside the peak roof, replacing metrics/gpus.toml's published measurements. Repeatable."),
@@ -78,11 +83,11 @@ def analysis_options(f):  # noqa: ANN001, ANN201 - click decorator
         click.option("--expect", "expect", type=click.Path(path_type=Path, dir_okay=False), default=None, metavar="FILE",
                      help="TOML (or YAML) of expected FLOPs and DRAM bytes per kernel-name pattern, formulas of named sizes: "
                           "useful vs measured intensity, and flags where the counted work differs."),
-        click.option("--match", "match", type=click.Choice([*KEY_CHOICES, "name"]), default="kernel", show_default=True,
+        click.option("--match", "match", type=click.Choice([*KEY_CHOICES, "name"]), default=default.match, show_default=True,
                      help=_MATCH_HELP + " 'name' is the old spelling of 'kernel'."),
-        click.option("--focus", type=click.FloatRange(0, 1, min_open=True), default=0.95, show_default=True,
+        click.option("--focus", type=click.FloatRange(0, 1, min_open=True), default=default.focus, show_default=True,
                      help="The chart shows the fewest kernels making up this share of GPU time (the page can show the rest)."),
-        click.option("--reader", type=click.Choice(["auto", "fast", "ncu_report"]), default="auto", show_default=True,
+        click.option("--reader", type=click.Choice(READERS), default=default.reader, show_default=True,
                      help=".ncu-rep reader: ncuroof's own decoder (fast), NVIDIA's ncu_report module, or the decoder checked "
                           "against ncu_report on a sample, with ncu_report for whatever it does not know or reads differently (auto)."),
         click.option("--timeline", type=click.Path(path_type=Path, dir_okay=False), default=None, metavar="TRACE",
@@ -97,10 +102,8 @@ def analysis_options(f):  # noqa: ANN001, ANN201 - click decorator
     return f
 
 
-def _options(kw: dict) -> "AnalysisOptions":  # noqa: F821, UP037 - imported lazily
+def _options(kw: dict) -> AnalysisOptions:
     """Pop the :func:`analysis_options` values out of a command's keyword arguments."""
-    from .model.analysis import AnalysisOptions
-
     match = kw.pop("match")
     try:
         return AnalysisOptions(traffic=kw.pop("traffic"), stack=kw.pop("stack"), gpu=kw.pop("gpu"), peak_flops=kw.pop("peak_flops") or None,
@@ -113,10 +116,8 @@ def _options(kw: dict) -> "AnalysisOptions":  # noqa: F821, UP037 - imported laz
 
 
 def _group_by(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """Check ``--group-by``: ``op`` or :func:`ncuroof.model.phases.parse_group_by`."""
-    if value is not None and value != "op":
-        from .model.phases import parse_group_by
-
+    """Check ``--group-by``: :data:`ncuroof.model.phases.BY_OPERATOR` or :func:`ncuroof.model.phases.parse_group_by`."""
+    if value is not None and value != BY_OPERATOR:
         try:
             parse_group_by(value)
         except ValueError as exc:
@@ -124,21 +125,44 @@ def _group_by(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     return value
 
 
+def _csv_choice(allowed: tuple[str, ...]):  # noqa: ANN202 - click callback factory
+    """A click callback reading a comma-separated subset of ``allowed``."""
+
+    def callback(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, ...] | None:
+        if value is None:
+            return None
+        items = tuple(v.strip().lower() for v in value.split(",") if v.strip())
+        bad = [v for v in items if v not in allowed]
+        if bad or not items:
+            raise click.BadParameter(f"{','.join(bad) or value!r}: choose from {','.join(allowed)}", ctx=ctx, param=param)
+        return items
+
+    return callback
+
+
+def _csv_metavar(allowed: tuple[str, ...]) -> str:
+    """``csv[,parquet]``: how a :func:`_csv_choice` option is written."""
+    return f"{allowed[0]}[,{','.join(allowed[1:])}]"
+
+
+#: What ``profile --precisions`` and ``--levels`` can collect (``metrics/collect.toml``).
+_COLLECTABLE = collectable()
+
+
 @cli.command()
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=True))
 @click.option("-o", "--outdir", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="Output directory (default: <input stem>.ncuroof/ next to the first input).")
 @analysis_options
-@click.option("--plotlyjs", type=click.Choice(["embed", "cdn"]), default="embed", show_default=True,
+@click.option("--plotlyjs", type=click.Choice(list(PLOTLYJS)), default="embed", show_default=True,
               help="Embed plotly.js in roofline.html (works offline) or link it from the CDN (smaller file).")
 @click.option("--top", type=click.IntRange(1), default=10, show_default=True, help="Kernels in the summary table.")
-@click.option("--image", type=click.Choice(["png", "svg"]), default=None,
+@click.option("--image", type=click.Choice(IMAGE_FORMATS), default=None,
               help="Also write roofline.png/.svg through plotly's image export (needs kaleido and Chrome/Chromium).")
 @click.option("--what-if", "what_if", metavar="GPU", default=None,
               help="Project each kernel's FLOPs and DRAM bytes onto another GPU's datasheet roofs (metrics/gpus.toml): "
                    "which kernels change bound, time at the roof there (whatif.csv).")
-@click.option("--format", "formats", callback=lambda ctx, param, v: _csv_choice(("csv", "parquet"))(ctx, param, v),  # defined below
-              default="csv", show_default=True, metavar="csv[,parquet]",
+@click.option("--format", "formats", callback=_csv_choice(FORMATS), default="csv", show_default=True, metavar=_csv_metavar(FORMATS),
               help="Table formats: kernels/points as CSV and/or Parquet (schema dtypes, units and inputs in its metadata).")
 @click.option("--scheduler", metavar="tcp://HOST:PORT", default=None,
               help="With --stack or --ranks: analyze each input as a task on this dask scheduler's workers (they must see "
@@ -148,10 +172,10 @@ def _group_by(ctx: click.Context, param: click.Parameter, value: str | None) -> 
               help="Inputs are one report per MPI rank of one run: merge them into each kernel's spread over ranks "
                    "(ranks.csv, load-imbalance flag). Default: recognised from file names differing in one number and "
                    "distinct processes.")
-@click.option("--group-by", "group_by", metavar="nvtx[:DEPTH]|op", default=None, callback=_group_by,
+@click.option("--group-by", "group_by", metavar=f"nvtx[:DEPTH]|{BY_OPERATOR}", default=None, callback=_group_by,
               help="Also aggregate launches by NVTX range path (its first DEPTH ranges): phases.csv with time, FLOPs, bytes, "
                    "AI, bound and time at the roof per phase; launches outside every range are the phase 'no range'. "
-                   "op: one dot per PyTorch operator of the --timeline trace (ops.csv).")
+                   f"{BY_OPERATOR}: one dot per PyTorch operator of the --timeline trace (ops.csv).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary table.")
 def analyze(inputs: tuple[Path, ...], outdir: Path | None, plotlyjs: str, top: int, image: str | None, what_if: str | None,
             formats: tuple[str, ...], scheduler: str | None, workers: int | None, ranks: bool | None, group_by: str | None,
@@ -168,7 +192,7 @@ def analyze(inputs: tuple[Path, ...], outdir: Path | None, plotlyjs: str, top: i
     from . import api
     from .render import text
 
-    result = api.analyze(list(inputs), outdir=outdir, options=_options(kw), plotlyjs=True if plotlyjs == "embed" else "cdn",
+    result = api.analyze(list(inputs), outdir=outdir, options=_options(kw), plotlyjs=PLOTLYJS[plotlyjs],
                          top=top, progress=not quiet, image=image, what_if=what_if, formats=formats, scheduler=scheduler,
                          ranks=ranks, workers=workers, group_by=group_by)
     for r in (result.failures.itertuples(index=False) if result.failures is not None else ()):
@@ -183,30 +207,14 @@ def _warn(analysis: "Analysis") -> None:  # noqa: F821, UP037 - imported lazily
         click.echo(f"warning: {w}", err=True)
 
 
-_CHOICE_LEVELS = ("dram", "l2", "l1")
-_CHOICE_PRECISIONS = ("fp64", "fp32", "fp16", "tensor")
-
-
-def _csv_choice(allowed: tuple[str, ...]):  # noqa: ANN202 - click callback factory
-    def callback(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, ...] | None:
-        if value is None:
-            return None
-        items = tuple(v.strip().lower() for v in value.split(",") if v.strip())
-        bad = [v for v in items if v not in allowed]
-        if bad or not items:
-            raise click.BadParameter(f"{','.join(bad) or value!r}: choose from {','.join(allowed)}", ctx=ctx, param=param)
-        return items
-
-    return callback
-
-
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="Report to write (default: <program>.ncu-rep here; .ncu-rep is appended when missing).")
 @click.option("--force", is_flag=True, help="Overwrite an existing report.")
-@click.option("--levels", callback=_csv_choice(_CHOICE_LEVELS), default=None, metavar="dram[,l2,l1]",
+@click.option("--levels", callback=_csv_choice(_COLLECTABLE["level"]), default=None, metavar=_csv_metavar(_COLLECTABLE["level"]),
               help="Collect only these memory levels with an explicit metric list (fewer replay passes) instead of --set roofline.")
-@click.option("--precisions", callback=_csv_choice(_CHOICE_PRECISIONS), default=None, metavar="fp32[,fp64,fp16,tensor]",
+@click.option("--precisions", callback=_csv_choice(_COLLECTABLE["precision"]), default=None,
+              metavar=_csv_metavar(_COLLECTABLE["precision"]),
               help="Collect only these precisions with an explicit metric list instead of --set roofline.")
 @click.option("--cc", metavar="MAJOR.MINOR", default=None, help="GPU compute capability for --levels/--precisions (default: nvidia-smi).")
 @click.option("-k", "--kernel-name", default=None, help="ncu --kernel-name: a name or regex:<expr>.")
@@ -280,7 +288,7 @@ def doctor() -> None:
 @click.option("--strict", is_flag=True, help="Refuse (exit 2) when the runs differ in GPU, ncu version, clocks or metric set.")
 @click.option("--fail-if-slower", "fail_pct", type=click.FloatRange(min=0), default=None, metavar="PCT",
               help="Exit 1 when a kernel's time (or the total) grew by more than PCT percent, listing each.")
-@click.option("--plotlyjs", type=click.Choice(["embed", "cdn"]), default="embed", show_default=True)
+@click.option("--plotlyjs", type=click.Choice(list(PLOTLYJS)), default="embed", show_default=True)
 @click.option("--top", type=click.IntRange(1), default=10, show_default=True, help="Kernels in the summary.")
 @click.option("-q", "--quiet", is_flag=True, help="No summary table.")
 def compare_cmd(before: Path, after: Path, outdir: Path | None, strict: bool, fail_pct: float | None, plotlyjs: str, top: int,
@@ -295,7 +303,7 @@ def compare_cmd(before: Path, after: Path, outdir: Path | None, strict: bool, fa
     from .render import text
 
     result = api.compare_runs(before, after, outdir=outdir, options=_options(kw), strict=strict, progress=not quiet,
-                              plotlyjs=True if plotlyjs == "embed" else "cdn")
+                              plotlyjs=PLOTLYJS[plotlyjs])
     for w in result.warnings:
         click.echo(f"warning: {w}", err=True)
     click.echo(text.compare_text(result, top, quiet), nl=False)

@@ -24,7 +24,7 @@ from typing import Any
 from .. import catalog as _catalog
 from ..errors import NcuNotFoundError, ProfileError
 
-__all__ = ["find_ncu", "ncu_version", "ProfileOptions", "ProfileResult", "metric_list", "build_command", "run_profile",
+__all__ = ["find_ncu", "ncu_version", "ProfileOptions", "ProfileResult", "metric_list", "collectable", "build_command", "run_profile",
            "diagnose", "doctor", "Check", "ProfileError", "NcuNotFoundError", "MIN_NCU_VERSION", "sidecar_path",
            "read_sidecar"]
 
@@ -159,6 +159,23 @@ class ProfileOptions:
 
 def _cc_ok(variant: dict[str, Any], cc: float) -> bool:
     return float(variant.get("cc_min", -1)) <= cc <= float(variant.get("cc_max", 1e9))
+
+
+def collectable(directory: Path | None = None) -> dict[str, tuple[str, ...]]:
+    """What an explicit metric list can collect (:func:`metric_list`, ``--precisions`` and ``--levels``).
+
+    Parameters
+    ----------
+    directory : Path, optional
+        Catalog directory (default the packaged ``metrics/``).
+
+    Returns
+    -------
+    dict
+        ``precision`` and ``level``: the names ``metrics/collect.toml`` has metrics for, in its order.
+    """
+    data = _catalog.load_toml(directory, "collect.toml")
+    return {kind: tuple(data[kind]) for kind in ("precision", "level")}
 
 
 def metric_list(levels: Sequence[str], precisions: Sequence[str], cc: str, directory: Path | None = None) -> list[str]:

@@ -27,10 +27,13 @@ from ..errors import InputError
 from ..parser.validate import roof_damage
 from ..schema import LEVELS, PRECISIONS, format_sources_column, parse_cell, parse_sources_column, tensor_columns, tensor_paths
 
-__all__ = ["fill_ceilings", "fill_achievable", "parse_peak", "SOURCES"]
+__all__ = ["fill_ceilings", "fill_achievable", "parse_peak", "SOURCES", "FLOP_ROOFS"]
 
 #: Values a roof's source takes, in the order they are listed.
 SOURCES = ("report", "datasheet", "user")
+#: Names of a user compute roof (``--peak-flops``, ``--achievable-flops``): a precision, or ``tensor`` for every
+#: tensor datapath; ``*`` names them all. Bandwidth roofs are named by level (:data:`ncuroof.schema.LEVELS`).
+FLOP_ROOFS = (*PRECISIONS, "tensor")
 _SI = {"": 1.0, "K": 1e3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 _NUMBER = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?\d+)?)\s*([kKMGTP]?)\s*$")
 
@@ -150,9 +153,9 @@ def fill_ceilings(kernels: pd.DataFrame, gpus: GpuCatalog, gpu: str | None = Non
 def _check_names(flops: Mapping[str, float] | None, bandwidth: Mapping[str, float] | None) -> tuple[dict[str, float], dict[str, float]]:
     """The user roofs as dicts; ValueError for a name that is no precision (or tensor, ``*``) or level."""
     flops, bandwidth = dict(flops or {}), dict(bandwidth or {})
-    unknown = [n for n in flops if n not in (*PRECISIONS, "tensor", "*")] + [n for n in bandwidth if n not in LEVELS]
+    unknown = [n for n in flops if n not in (*FLOP_ROOFS, "*")] + [n for n in bandwidth if n not in LEVELS]
     if unknown:
-        raise ValueError(f"unknown roof names {unknown}: use {', '.join(PRECISIONS)}, tensor or * for FLOP/s "
+        raise ValueError(f"unknown roof names {unknown}: use {', '.join(FLOP_ROOFS)} or * for FLOP/s "
                          f"and {', '.join(LEVELS)} for bandwidth")
     return flops, bandwidth
 

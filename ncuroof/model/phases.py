@@ -18,12 +18,15 @@ from ..schema import LEVELS, PHASES, PRECISIONS
 from .calculator import flop_columns
 from .expect import counted_flop
 
-__all__ = ["NO_RANGE", "SEPARATOR", "parse_group_by", "phase_of", "phase_table"]
+__all__ = ["NO_RANGE", "SEPARATOR", "BY_OPERATOR", "parse_group_by", "phase_of", "phase_table"]
 
 #: The phase of launches outside every NVTX range.
 NO_RANGE = "no range"
 #: How :mod:`ncuroof.parser` joins nested ranges.
 SEPARATOR = " > "
+#: The ``--group-by`` value for one dot per PyTorch operator of a timeline (:func:`ncuroof.model.production.op_table`),
+#: beside ``nvtx[:DEPTH]`` (:func:`parse_group_by`).
+BY_OPERATOR = "op"
 
 _GROUP_BY = re.compile(r"^nvtx(?::([1-9][0-9]*))?$")
 
@@ -49,7 +52,7 @@ def parse_group_by(text: str) -> int | None:
     m = _GROUP_BY.match(text.strip())
     if m is None:
         raise ValueError(f"--group-by {text!r}: use nvtx (whole NVTX path), nvtx:DEPTH (its first DEPTH ranges, DEPTH >= 1) "
-                         "or op (PyTorch operators of a --timeline trace)")
+                         f"or {BY_OPERATOR} (PyTorch operators of a --timeline trace)")
     return int(m.group(1)) if m.group(1) else None
 
 

@@ -32,7 +32,13 @@ from . import figure as plot
 from . import provenance
 
 __all__ = ["summarize", "summary_text", "roof_text", "render_html", "render_image", "render_page", "render_fragment", "html_table",
-           "write_outputs"]
+           "write_outputs", "PLOTLYJS", "IMAGE_FORMATS"]
+
+#: How a page gets plotly.js (``--plotlyjs``): its ``plotlyjs`` argument of :func:`render_html` and
+#: :func:`render_page`; embedded, the page opens offline, linked from the CDN it is smaller.
+PLOTLYJS: dict[str, str | bool] = {"embed": True, "cdn": "cdn"}
+#: The formats of :func:`render_image` (``--image``).
+IMAGE_FORMATS = ("png", "svg")
 
 
 def summarize(kernels: pd.DataFrame, points: pd.DataFrame, top: int = 10, catalog: Catalog | None = None,
@@ -376,8 +382,8 @@ def render_image(fig: go.Figure, fmt: str, width: int = 1400, height: int = 800)
     OutputError
         When kaleido is not installed or finds no Chrome/Chromium to render with.
     """
-    if fmt not in ("png", "svg"):
-        raise ValueError(f"image format must be png or svg, not {fmt!r}")
+    if fmt not in IMAGE_FORMATS:
+        raise ValueError(f"image format must be {' or '.join(IMAGE_FORMATS)}, not {fmt!r}")
     try:
         import kaleido  # noqa: F401
     except ImportError as exc:
