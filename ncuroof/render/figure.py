@@ -564,7 +564,7 @@ CUSTOMDATA = ("kid", "launches", "time_s", "share", "flop", "bytes", "roof_flop_
 _FIELD = re.compile(r"%\{@(\w+)")
 
 
-def customdata_fields(template: str, columns: Sequence[str] = CUSTOMDATA) -> str:
+def customdata_fields(template: str, columns: Sequence[str] | None = None) -> str:
     """A hover template with each ``%{@column`` written as plotly's ``%{customdata[i]`` (``i`` the
     column's place in ``columns``), so no template counts columns.
 
@@ -572,9 +572,9 @@ def customdata_fields(template: str, columns: Sequence[str] = CUSTOMDATA) -> str
     ----------
     template : str
         Plotly hover template; ``%{@time_s:.3s}`` becomes ``%{customdata[2]:.3s}``.
-    columns : sequence of str, default :data:`CUSTOMDATA`
-        The trace's ``customdata`` columns, in order (the other charts declare their own:
-        :mod:`ncuroof.render.views`).
+    columns : sequence of str, optional
+        The trace's ``customdata`` columns, in order (default :data:`CUSTOMDATA`, looked up at the
+        call; the other charts declare their own: :mod:`ncuroof.render.views`).
 
     Returns
     -------
@@ -585,7 +585,7 @@ def customdata_fields(template: str, columns: Sequence[str] = CUSTOMDATA) -> str
     KeyError
         For a column not in ``columns``.
     """
-    index = {name: i for i, name in enumerate(columns)}
+    index = {name: i for i, name in enumerate(CUSTOMDATA if columns is None else columns)}
     return _FIELD.sub(lambda m: f"%{{customdata[{index[m.group(1)]}]", template)
 
 
