@@ -22,10 +22,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-STAGES = (("parser", "read_many"), ("calculator", "compute_kernels"), ("ceilings", "fill_ceilings"), ("calculator", "time_at_roof"),
-          ("calculator", "compute_points"), ("classify", "classify"), ("diagnose", "diagnose_launches"), ("summary", "kernel_dots"),
-          ("summary", "kernel_summary"), ("diagnose", "diagnose_kernels"), ("plot", "plot_roofline"), ("report", "render_html"),
-          ("report", "write_outputs"))
+STAGES = (("parser", "read_many"), ("model.calculator", "compute_kernels"), ("model.ceilings", "fill_ceilings"),
+          ("model.calculator", "time_at_roof"), ("model.calculator", "compute_points"), ("model.classify", "classify"),
+          ("model.diagnose", "diagnose_launches"), ("model.summary", "kernel_dots"), ("model.summary", "kernel_summary"),
+          ("model.diagnose", "diagnose_kernels"), ("render.figure", "plot_roofline"), ("render.page", "render_html"),
+          ("render.page", "write_outputs"))
 T0 = time.perf_counter()
 TIMES: dict[str, list[float]] = {}
 
@@ -58,10 +59,10 @@ def main() -> None:
     except SystemExit:
         pass
     total = time.perf_counter() - T0
-    print(f"\n{'stage':<30} {'s':>7} {'peak RSS MB':>12}\n{'import ncuroof':<30} {imported:>7.2f}", file=sys.stderr)
+    print(f"\n{'stage':<36} {'s':>7} {'peak RSS MB':>12}\n{'import ncuroof':<36} {imported:>7.2f}", file=sys.stderr)
     for stage, (seconds, rss) in TIMES.items():
-        print(f"{stage:<30} {seconds:>7.2f} {rss:>12.0f}", file=sys.stderr)
-    print(f"{'rest (glue, tables to text)':<30} {total - imported - sum(s for s, _ in TIMES.values()):>7.2f}\n{'total':<30} {total:>7.2f}",
+        print(f"{stage:<36} {seconds:>7.2f} {rss:>12.0f}", file=sys.stderr)
+    print(f"{'rest (glue, tables to text)':<36} {total - imported - sum(s for s, _ in TIMES.values()):>7.2f}\n{'total':<36} {total:>7.2f}",
           file=sys.stderr)
 
 
