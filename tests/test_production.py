@@ -215,8 +215,10 @@ def test_another_gpu_is_a_warning(tmp_path) -> None:
 
 
 def test_real_trace_production_time_is_the_sum_of_its_kernel_events() -> None:
-    # AlexNet on an A100 (PyTorch profiler) against a GH200 report of PyTorch's uniform_ kernel:
-    # the one kernel they share pairs by its base name (the demanglers spell it differently).
+    # AlexNet on an A100 (PyTorch profiler) against a GH200 report of PyTorch's uniform_ kernel: both
+    # run distribution_elementwise_grid_stride_kernel, but two instantiations of it (the trace's
+    # uniform_and_transform has one more template argument) at another grid (864 against 1056 blocks):
+    # two kernels, not paired by their base name alone, so no production time has a roofline point.
     trace = shared("hta__alexnet_trace.json.gz")
     with gzip.open(trace, "rt") as f:
         kernels = [e for e in json.load(f)["traceEvents"] if e.get("cat") == "kernel"]
@@ -224,10 +226,10 @@ def test_real_trace_production_time_is_the_sum_of_its_kernel_events() -> None:
     t = a.production.table.set_index("kernel_key")
     assert math.isclose(t["production_time_s"].sum(), sum(e["dur"] for e in kernels) * 1e-6, rel_tol=1e-12)
     assert t["production_launches"].sum() == len(kernels) == 79
-    row = t[t["match"] != "unprofiled"]
-    uniform = [e["dur"] * 1e-6 for e in kernels if "distribution_elementwise_grid_stride_kernel" in e["name"]]
-    assert list(row["match"]) == ["base name"] and math.isclose(row["production_time_s"].iat[0], sum(uniform), rel_tol=1e-12)
-    assert math.isclose(a.production.coverage, sum(uniform) / a.production.total_s, rel_tol=1e-12)
+    uniform = [e for e in kernels if "distribution_elementwise_grid_stride_kernel" in e["name"]]
+    assert uniform and {tuple(e["args"]["grid"]) for e in uniform} == {(864, 1, 1)}
+    assert sorted(t["match"].unique()) == ["not_in_timeline", "unprofiled"] and a.production.coverage == 0
+    assert any("none of its" in w and "is one of the report's" in w for w in a.production.warnings)
     assert any("ran on NVIDIA A100-PG509-200" in w for w in a.production.warnings)
 
 
@@ -289,3 +291,15 @@ def test_instantiations_told_apart_by_launch_configuration() -> None:
     t = production.join(analysis.kernels, analysis.dots, tl).table.set_index("timeline_name")
     assert t.loc[a, "match"] == "base name and configuration" and t.loc[a, "kernel_key"] == _gemm_key()
     assert t.loc[b, "match"] == "unprofiled" and t.loc[a, "profiled_launches"] == 1
+
+
+def test_another_instantiation_at_another_configuration_is_not_paired() -> None:
+    """The only gemm of the timeline, with other template arguments and another launch configuration
+    than ncu's gemm, is another kernel: unprofiled, its time given no roofline point (the base name
+    alone would pair the two, and coverage would count it)."""
+    tl = _frame([("void gemm<64>(float*)", 1e-3, "aten::mm")], dims=[(9, 1, 1, 64, 1, 1)])
+    analysis = ncuroof.analyze(shared(GEMM), write=False).analysis
+    prod = production.join(analysis.kernels, analysis.dots, tl)
+    t = prod.table.set_index("timeline_name")
+    assert t.loc["void gemm<64>(float*)", "match"] == "unprofiled" and prod.coverage == 0
+    assert t.loc["void gemm<64>(float*)", "ncu_filter"] == "-k 'regex:^gemm$'"

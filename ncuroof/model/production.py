@@ -6,8 +6,8 @@ all of the GPU time. A production timeline (a PyTorch profiler trace or an Nsigh
 read by :func:`ncuroof.parser.timeline.read_timeline`) has both. Here its launches get the kernel
 identity of the analysis (:func:`ncuroof.model.summary.kernel_keys`, the ``--match`` identity) and are
 paired with ncu's kernels (:func:`ncuroof.model.summary.pair_keys`: the same key, else the same name in
-one demangler spelling, else the same unambiguous base name, else the same base name and launch
-configuration). The result, :class:`Production`,
+one demangler spelling, else the same unambiguous base name and launch configuration; never the base
+name alone, which would credit one instantiation's production time to another). The result, :class:`Production`,
 gives each kernel its production launches and time beside ncu's (``timeline.csv``,
 :data:`ncuroof.schema.TIMELINE_KERNEL`), the time basis of the kernel summary
 (:func:`ncuroof.model.summary.kernel_summary` ``production_s``), the coverage of the roofline, the idle
@@ -244,7 +244,9 @@ def join(kernels: pd.DataFrame, dots: pd.DataFrame, timeline: pd.DataFrame, by: 
     """
     tl = timeline.assign(kernel_key=timeline_keys(timeline, by).to_numpy())
     ncu, side = _ncu_side(kernels), _timeline_side(tl)
-    pairs = summary.pair_keys(ncu, side, ("spelling", "base name", "base name and configuration"), _UNMATCHED)
+    # not the base name alone: two instantiations of one template are two kernels (a timeline pairs a profiled
+    # kernel only by its name in one spelling, or by its base name and launch configuration)
+    pairs = summary.pair_keys(ncu, side, ("spelling", "base name and configuration"), _UNMATCHED)
     table = _assemble(pairs, ncu, side, set(dots["kernel_key"]) if len(dots) else set(), differs)
     to_ncu = dict(zip(pairs["key_right"], np.where(pairs["key_left"] != "", pairs["key_left"], pairs["key_right"])))
     op = tl["op"].astype(object).where(tl["op"].notna(), "") if "op" in tl.columns else ""
