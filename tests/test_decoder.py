@@ -410,3 +410,24 @@ def test_a_result_field_never_seen_goes_to_ncu_report(tmp_path: Path) -> None:
     assert got["reader"].str.startswith("ncu_report (the built-in decoder does not know this report: launch 0: Result fields").all()
     ref = parser.read(shared("nsight-training__manual_nvtx.ncu-rep"), cat, reader="ncu_report")
     assert_same_tables(ref.drop(columns=["reader", "source"]), got.drop(columns=["reader", "source"]))
+
+
+@needs_ncu_report
+def test_a_sample_check_that_cannot_run_never_refuses_the_report(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """ncu_report failing on the sample cut from a report reads the report itself; failing on the report
+    too leaves the decoder's table, said unverified, instead of refusing a report one reader reads."""
+    report = shared("nsight-training__manual_nvtx.ncu-rep")
+    cat = catalog.load()
+    ref = parser.read(report, cat, reader="ncu_report").drop(columns="reader")
+
+    def no_sample(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise ReportFormatError("ncu_report could not read it (a test)", tmp_path / "sample.ncu-rep")
+
+    monkeypatch.setattr(parser, "against_ncu_report", no_sample)
+    got = parser.read(report, cat)
+    assert_same_tables(ref, got.drop(columns="reader"))
+    assert (got["reader"] == "ncu_report (the sample check against it could not run: ncu_report could not read it (a test))").all()
+    monkeypatch.setattr(parser, "read_ncu_rep", no_sample)
+    got = parser.read(report, cat)
+    assert_same_tables(ref, got.drop(columns="reader"))
+    assert got["reader"].str.startswith("ncuroof decoder, not verified: ncu_report cannot read this report").all()

@@ -412,3 +412,10 @@ def test_nsys_rep_export_failure(tmp_path, monkeypatch):
     rep.write_bytes(b"\0" * 16)
     monkeypatch.setenv("PATH", str(_fake_nsys(tmp_path, 'echo "ERROR: not a report" >&2; exit 1')))
     _refused(rep, "nsys export failed .ERROR: not a report.")
+
+
+def test_sqlite_path_with_uri_characters(tmp_path):
+    """'#', '?' and '%' in a path are escaped in the read-only SQLite URI, not cut there."""
+    odd = tmp_path / "run #3?50%.sqlite"
+    shutil.copy(shared("gpu4__report.sqlite"), odd)
+    assert len(read_timeline(odd)) == len(read_timeline(shared("gpu4__report.sqlite"))) == 4

@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 from ..catalog import Catalog
-from ..errors import InputError, MissingModuleError, ReportFormatError
+from ..errors import InputError, MissingModuleError, NcuroofError, ReportFormatError
 from ..schema import validate_raw
 from .blocks import MAGIC
 from .csv import Session, read_csv, read_session, sniff
@@ -93,7 +93,22 @@ def _read_report(path: Path, catalog: Catalog, progress: Any, reader: str) -> pd
     if reader == "fast" or not have_ncu_report():
         why = "--reader fast" if reader == "fast" else "ncu_report is not installed on this host"
         return _by(check_rates(df, catalog), f"ncuroof decoder, not verified against ncu_report ({why}); counts checked against rates")
-    verdict = against_ncu_report(path, df, catalog, learned)
+    return _verified(path, df, catalog, progress, learned)
+
+
+def _verified(path: Path, df: pd.DataFrame, catalog: Catalog, progress: Any, learned: list[int]) -> pd.DataFrame:
+    """The decoder's table checked against ``ncu_report`` on a sample, or ``ncu_report``'s table
+    where they differ. Where ``ncu_report`` cannot read the sample cut from the report, it reads the
+    report itself; where it cannot read that either, the decoder's table stays, said unverified
+    (one reader reading a report is no reason to refuse it)."""
+    try:
+        verdict = against_ncu_report(path, df, catalog, learned)
+    except NcuroofError as exc:
+        try:
+            return _by(read_ncu_rep(path, catalog, progress), f"ncu_report (the sample check against it could not run: {exc.message})")
+        except NcuroofError as theirs:
+            return _by(check_rates(df, catalog), f"ncuroof decoder, not verified: ncu_report cannot read this report ({theirs.message}); "
+                                                 "counts checked against rates")
     if verdict.difference:
         return _by(read_ncu_rep(path, catalog, progress), f"ncu_report (the built-in decoder differed from it: {verdict.difference})")
     return _by(check_rates(df, catalog), f"ncuroof decoder, verified against ncu_report on {verdict.launches} of {len(df)} launches")

@@ -207,13 +207,12 @@ def _cell_count(line: bytes) -> int:
 
 def _rows(text: str) -> list[list[str]]:
     """The CSV rows of ``text``, with cells of any length: kernel names of deep expression templates
-    exceed the csv module's default field limit (128 KiB), which is raised for this call only."""
-    limit = csv.field_size_limit()
-    csv.field_size_limit(max(limit, len(text) + 1))
-    try:
-        return list(csv.reader(io.StringIO(text)))
-    finally:
-        csv.field_size_limit(limit)
+    exceed the csv module's default field limit (128 KiB). The limit (one for the whole process) is
+    only ever raised, to the length of the text, never lowered again: readers on other threads (dask
+    workers) never see it drop under a field they are reading."""
+    if csv.field_size_limit() <= len(text):
+        csv.field_size_limit(len(text) + 1)
+    return list(csv.reader(io.StringIO(text)))
 
 
 def _cells(line: str) -> list[str]:

@@ -406,7 +406,8 @@ class PayloadError(ReportFormatError):
 
 def _damaged(path: Path, launch: int, block: int, pos: int, exc: Exception) -> PayloadError:
     return PayloadError(f"launch {launch} in block {block} (byte {pos}) cannot be decoded ({exc}): the report is damaged or "
-                        "lays results out in a way the built-in reader does not know; re-run ncu, or read it with --reader ncu_report", path)
+                        "lays results out in a way the built-in reader does not know; re-run ncu, or read it with --reader ncu_report "
+                        "(NVIDIA's ncu-report package: Linux x86-64 and Windows hosts)", path)
 
 
 def _launches(mm: Any, path: Path, blocks: Iterator[tuple[int, int, Any, int]], wanted: _Wanted,

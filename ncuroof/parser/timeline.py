@@ -245,7 +245,7 @@ _NO_RUNTIME = "(SELECT NULL AS globalTid, NULL AS start, NULL AS correlationId)"
 def _read_nsys(path: Path) -> tuple[pd.DataFrame, dict[int, str]]:
     """The launches of every device of an nsys SQLite export and the GPU names by device."""
     try:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        con = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)  # as a URI: '#', '?' or '%' in a path are escaped
         with contextlib.closing(con):
             tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
             if "CUPTI_ACTIVITY_KIND_KERNEL" not in tables:
