@@ -139,3 +139,11 @@ def test_summary_of_silu_report():
     assert r["flop_per_s"] == pytest.approx(dram["flop"].sum() / dram["time_s"].sum())
     assert r["time_at_roof_s"] == pytest.approx((dram["bytes"] / dram["peak_bytes_per_s"]).sum(), rel=1e-9)
     assert r["saving_s"] == pytest.approx(k["time_s"].sum() - r["time_at_roof_s"])
+
+
+def test_focus_share_of_a_larger_total() -> None:
+    """With a production timeline the share is of its whole kernel time, unprofiled kernels included."""
+    t = pd.Series([6.0, 3.0, 1.0], index=["a", "b", "c"])
+    assert list(summary.focus_set(t, 0.5)) == [True, False, False]  # 6 s reach half of 10 s
+    assert list(summary.focus_set(t, 0.5, total_s=20.0)) == [True, True, True]  # half of 20 s needs all 10 s
+    assert list(summary.focus_set(t, 0.5, total_s=14.0)) == [True, True, False]  # 6 < 7 <= 9

@@ -52,7 +52,9 @@ def issue_roofs(kernels: pd.DataFrame, gpus: _catalog.GpuCatalog | None = None,
     gpus = gpus if gpus is not None else _catalog.load_gpus()
     if schedulers_per_sm is None:
         ins = _catalog.load().instruction
-        schedulers_per_sm = ins.schedulers_per_sm if ins is not None else 4.0
+        if ins is None:  # no metrics/instruction_roofline.toml: no schedulers per SM to build a roof from
+            return peak, source
+        schedulers_per_sm = ins.schedulers_per_sm
     peak = peak.copy()
     names, devices = (kernels[c].fillna("").astype(str).to_numpy() if c in kernels.columns else np.full(len(kernels), "")
                       for c in ("datasheet_gpu", "device_name"))

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import fmt
+from .. import catalog, fmt
 from ..errors import InputError
 from ..parser.csv import function_name
 from ..schema import OPS, TIMELINE_KERNEL
@@ -80,7 +80,7 @@ class Production:
     device: int | None = None
     gpu_name: str = ""
     warnings: list[str] = field(default_factory=list)
-    differs: float = 0.25
+    differs: float = float("nan")
 
     @property
     def coverage(self) -> float:
@@ -216,7 +216,7 @@ def _assemble(pairs: pd.DataFrame, ncu: pd.DataFrame, tl: pd.DataFrame, dots_key
     return t[list(TIMELINE_KERNEL)].astype({n: c.dtype for n, c in TIMELINE_KERNEL.items()})
 
 
-def join(kernels: pd.DataFrame, dots: pd.DataFrame, timeline: pd.DataFrame, by: str = "kernel", differs: float = 0.25) -> Production:
+def join(kernels: pd.DataFrame, dots: pd.DataFrame, timeline: pd.DataFrame, by: str = "kernel", differs: float | None = None) -> Production:
     """Join a production timeline to an analysis, kernel identity by kernel identity.
 
     Parameters
@@ -230,8 +230,8 @@ def join(kernels: pd.DataFrame, dots: pd.DataFrame, timeline: pd.DataFrame, by: 
         ``device``, ``gpu_name``, ``span_s``, ``busy_s`` (:func:`ncuroof.parser.timeline.read_timeline`).
     by : str, default 'kernel'
         ``--match``, the identity of both sides (:func:`timeline_keys`).
-    differs : float, default 0.25
-        ``[timeline].duration_differs`` of ``metrics/thresholds.toml``: ``duration_differs`` when the
+    differs : float, optional
+        Default ``[timeline].duration_differs`` of ``metrics/thresholds.toml``: ``duration_differs`` when the
         production over profiled time per launch is above 1 + ``differs`` or below 1 / (1 + ``differs``).
 
     Returns
@@ -242,6 +242,8 @@ def join(kernels: pd.DataFrame, dots: pd.DataFrame, timeline: pd.DataFrame, by: 
         one the timeline lacks ``not_in_timeline`` and no production time); ``warnings`` when
         nothing paired.
     """
+    if differs is None:
+        differs = float(catalog.load().thresholds["timeline"]["duration_differs"])
     tl = timeline.assign(kernel_key=timeline_keys(timeline, by).to_numpy())
     ncu, side = _ncu_side(kernels), _timeline_side(tl)
     # not the base name alone: two instantiations of one template are two kernels (a timeline pairs a profiled

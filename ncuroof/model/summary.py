@@ -289,7 +289,7 @@ def aggregate_points(points: pd.DataFrame, by: str = "kernel_name") -> pd.DataFr
     return out[cols]
 
 
-def focus_set(time_s: pd.Series, share: float = FOCUS_SHARE) -> pd.Series:
+def focus_set(time_s: pd.Series, share: float = FOCUS_SHARE, total_s: float | None = None) -> pd.Series:
     """Which kernels make up ``share`` of the time: the fewest, largest first.
 
     Parameters
@@ -298,6 +298,10 @@ def focus_set(time_s: pd.Series, share: float = FOCUS_SHARE) -> pd.Series:
         Time per kernel [s], any order.
     share : float, default :data:`FOCUS_SHARE`
         Fraction of the total, in (0, 1]; 1 keeps every kernel.
+    total_s : float, optional
+        The total [s] the share is of: default the sum of ``time_s``; with a production timeline, its
+        whole kernel time, unprofiled kernels included (when the kernels here make up less than
+        ``share`` of it, all of them are kept).
 
     Returns
     -------
@@ -307,7 +311,7 @@ def focus_set(time_s: pd.Series, share: float = FOCUS_SHARE) -> pd.Series:
         unless ``share`` is 1.
     """
     t = time_s.fillna(0.0).astype(float)
-    total = float(t.sum())
+    total = float(t.sum()) if total_s is None else float(total_s)
     if share >= 1 or total <= 0:
         return pd.Series(True, index=time_s.index)
     order = t.sort_values(ascending=False, kind="stable")
@@ -487,7 +491,7 @@ def kernel_summary(kernels: pd.DataFrame, points: pd.DataFrame | None = None, fo
     out = out.rename_axis("kernel_key").reset_index()
     out = out.sort_values("time_s", ascending=False, na_position="last", kind="stable").reset_index(drop=True)
     out["kernel_label"] = _labels(out)
-    out["in_focus"] = focus_set(out["time_s"], focus)
+    out["in_focus"] = focus_set(out["time_s"], focus, total if production_s is not None else None)
     return out[list(KERNEL_SUMMARY)[: list(KERNEL_SUMMARY).index("diagnosis")]]
 
 
