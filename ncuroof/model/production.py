@@ -184,8 +184,19 @@ def _timeline_side(tl: pd.DataFrame) -> pd.DataFrame:
 
 
 def ncu_filter(name: str) -> str:
-    """The ncu option that profiles the kernels of this function name: ``-k 'regex:^name$'``
-    (regex-escaped, quoted for a POSIX shell; ncu matches ``-k`` against the function name by default)."""
+    """The ncu option that profiles the kernels of this function name.
+
+    Parameters
+    ----------
+    name : str
+        A kernel's function name (ncu's ``--kernel-name-base function``).
+
+    Returns
+    -------
+    str
+        ``-k 'regex:^name$'``: regex-escaped and quoted for a POSIX shell (ncu matches ``-k``
+        against the function name by default).
+    """
     return "-k " + shlex.quote("regex:^" + re.escape(name) + "$")
 
 

@@ -82,6 +82,15 @@ def check_header(header: bytes, end: int, size: int, path: Path) -> None:
     of a file of ``size`` bytes): it must fit in the file and parse, with field 1, the format
     version (ncu 2020-2025 write it).
 
+    Parameters
+    ----------
+    header : bytes
+        The file header's bytes (possibly cut short by the end of the file).
+    end, size : int
+        Where the header says it ends, and the file's size, in bytes.
+    path : Path
+        The report, for the error.
+
     Raises
     ------
     ReportFormatError
@@ -192,8 +201,27 @@ class Untiled(DecodeError):
 
 
 def results(mm: Any, start: int, end: int, header: Any) -> Iterator[tuple[int, Any]]:
-    """(offset, message) of each ``[u32 length][result]`` in the payload ``mm[start:end]``, after the
-    block's ``num_sources`` records of other kinds; :class:`Untiled` if they do not tile it."""
+    """The result records of one block's payload.
+
+    Parameters
+    ----------
+    mm : buffer
+        The whole report.
+    start, end : int
+        The payload's byte range in ``mm``.
+    header : BlockHeader
+        The block's header (``num_sources`` records of other kinds come first, then ``num_results``).
+
+    Yields
+    ------
+    (int, buffer)
+        Byte offset of each ``[u32 length][result]`` record and the result message.
+
+    Raises
+    ------
+    Untiled
+        If the records do not tile the payload exactly.
+    """
     at = start
     for i in range(header.num_sources + header.num_results):
         if at + 4 > end or at + 4 + _u32(mm, at) > end:
@@ -207,7 +235,24 @@ def results(mm: Any, start: int, end: int, header: Any) -> Iterator[tuple[int, A
 
 
 def untiled_block(path: Path, launch: int, block: int, start: int, end: int, count: int) -> ReportFormatError:
-    """The error for a block whose ``count`` records do not tile its payload ``[start, end)``."""
+    """The error for a block whose records do not tile its payload.
+
+    Parameters
+    ----------
+    path : Path
+        The report.
+    launch, block : int
+        The launch being read and its block's index.
+    start, end : int
+        The payload's byte range.
+    count : int
+        The records the block header announces.
+
+    Returns
+    -------
+    ReportFormatError
+        One line naming the launch, the block and its bytes.
+    """
     return ReportFormatError(
         f"has a damaged block: launch {launch} in block {block} (bytes {start}-{end}): the block "
         f"should hold {count} records but its contents do not add up; copy the report again or re-run ncu", path)

@@ -207,7 +207,20 @@ def _choose_device(have: list[int], gpus: dict[int, str], device: int | None, re
 
 
 def same_gpu(name: str | None, report_gpu: str) -> bool:
-    """Whether a timeline's GPU name and a report's name the same product (case and 'NVIDIA ' aside)."""
+    """Whether a timeline's GPU name and a report's name the same product (case and 'NVIDIA ' aside).
+
+    Parameters
+    ----------
+    name : str or None
+        The timeline's device name (Kineto ``deviceProperties``, nsys ``TARGET_INFO_GPU``).
+    report_gpu : str
+        The report's ``device__attribute_display_name``.
+
+    Returns
+    -------
+    bool
+        False when ``name`` is empty or None.
+    """
     if not name:
         return False
 

@@ -54,18 +54,47 @@ SEEN_FIELDS: dict[str, frozenset[tuple[int, int]]] = {
 
 
 def unseen_fields(buf: bytes, message: str) -> list[tuple[int, int]]:
-    """The (field number, wire type) pairs of the protobuf message ``buf`` not in ``SEEN_FIELDS[message]``.
+    """The fields of a message that no verified report has.
 
-    Raises ValueError for a broken wire format (the caller's decoder reports it)."""
+    Parameters
+    ----------
+    buf : bytes
+        One serialized ``message``.
+    message : str
+        A key of :data:`SEEN_FIELDS` (``BlockHeader`` or ``Result``).
+
+    Returns
+    -------
+    list of (int, int)
+        (field number, wire type) of each field of ``buf`` not in ``SEEN_FIELDS[message]``, in order.
+
+    Raises
+    ------
+    ValueError
+        For a broken wire format (see :func:`fields`); the caller's decoder reports it.
+    """
     seen = SEEN_FIELDS[message]
     return [(number, wire) for number, wire, _ in fields(buf) if (number, wire) not in seen]
 
 
 def fields(buf: bytes) -> Iterator[tuple[int, int, int | None]]:
-    """(field number, wire type, value) of each top-level field of the protobuf message ``buf``, in
-    order; the value of varint fields only (None for the others).
+    """The top-level fields of a protobuf message, in order, without a schema.
 
-    Raises ValueError for a broken wire format (saying what is broken)."""
+    Parameters
+    ----------
+    buf : bytes
+        One serialized message.
+
+    Yields
+    ------
+    (int, int, int or None)
+        Field number, wire type, and the value of a varint field (None for the other wire types).
+
+    Raises
+    ------
+    ValueError
+        For a broken wire format (field number 0, an unknown wire type, a field past the end).
+    """
     i, end = 0, len(buf)
     while i < end:
         key, i = varint(buf, i)
@@ -87,7 +116,25 @@ def fields(buf: bytes) -> Iterator[tuple[int, int, int | None]]:
 
 
 def varint(buf: bytes, i: int) -> tuple[int, int]:
-    """The varint at ``buf[i]`` and the index after it."""
+    """Read one protobuf varint.
+
+    Parameters
+    ----------
+    buf : bytes
+        A buffer.
+    i : int
+        Where the varint starts.
+
+    Returns
+    -------
+    (int, int)
+        Its value and the index after it.
+
+    Raises
+    ------
+    ValueError
+        If it runs past the end of ``buf``.
+    """
     value = shift = 0
     while True:
         if i >= len(buf):

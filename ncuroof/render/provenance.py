@@ -75,7 +75,19 @@ def clock_text(kernels: pd.DataFrame) -> str:
 
 
 def roof_sources(kernels: pd.DataFrame) -> str:
-    """One line saying where the roofs of a kernels table come from, for headers and summaries."""
+    """One line saying where the roofs of a kernels table come from, for headers and summaries.
+
+    Parameters
+    ----------
+    kernels : DataFrame
+        A launch table (``peak_source``, ``datasheet_gpu``, ``achievable_sources``).
+
+    Returns
+    -------
+    str
+        The peak roofs' sources (report: ``peak_sustained`` × the measured clock; datasheet: boost
+        clock, ``metrics/gpus.toml``; user), then the achievable roofs beside them with theirs.
+    """
     parts = []
     used = set("+".join(kernels["peak_source"].dropna().astype(str)).split("+")) - {""}
     if "report" in used:
@@ -142,8 +154,20 @@ def evidence_note(kernels: pd.DataFrame, instruction_chart: bool = False) -> str
 
 
 def readers(kernels: pd.DataFrame) -> str:
-    """One line saying what read the values and whether they were verified (the ``reader`` column:
-    ncuroof's decoder checked against ``ncu_report`` on a sample, ``ncu_report`` and why, or CSV)."""
+    """One line saying what read the values and whether they were verified.
+
+    Parameters
+    ----------
+    kernels : DataFrame
+        A launch table; its ``reader`` column (:data:`ncuroof.schema.KERNELS`): ncuroof's decoder
+        checked against ``ncu_report`` on a sample, ``ncu_report`` and why, or the CSV reader.
+
+    Returns
+    -------
+    str
+        The distinct readers, ``'; '``-joined in order of appearance; a note for a table saved
+        before the column existed.
+    """
     col = kernels["reader"] if "reader" in kernels.columns else pd.Series(dtype=object)
     return "; ".join(dict.fromkeys(col.dropna().astype(str))) or "not recorded (a table saved before ncuroof named its reader)"
 
