@@ -182,7 +182,8 @@ def read_kernels(inputs: Sequence[Path], options: AnalysisOptions, cat: Catalog,
 
 
 def from_kernels(kernels: pd.DataFrame, options: AnalysisOptions, cat: Catalog, gpus: GpuCatalog,
-                 inputs: Sequence[Path] = (), classified: bool = False) -> Analysis:
+                 inputs: Sequence[Path] = (), classified: bool = False,
+                 progress: Callable[[int], Callable[..., None]] | None = None) -> Analysis:
     """Finish an analysis from a launch table: points, bound, diagnosis, dots and summary, once each.
 
     Parameters
@@ -197,6 +198,8 @@ def from_kernels(kernels: pd.DataFrame, options: AnalysisOptions, cat: Catalog, 
         The files the table came from.
     classified : bool, default False
         True when ``bound`` and the launch diagnosis are already filled (a saved table).
+    progress : callable, optional
+        Progress-bar factory for reading the production timeline (``--timeline``).
 
     Returns
     -------
@@ -205,7 +208,7 @@ def from_kernels(kernels: pd.DataFrame, options: AnalysisOptions, cat: Catalog, 
     pts = validate_points(calculator.compute_points(kernels))
     k = _classified(kernels, pts, options, cat, gpus) if not classified else _keyed(kernels, options)
     dots = summary.kernel_dots(k, pts)
-    prod = production.from_options(k, dots, options.timeline, options.device, options.match, cat.thresholds)
+    prod = production.from_options(k, dots, options.timeline, options.device, options.match, cat.thresholds, progress)
     summ = summary.kernel_summary(k, focus=options.focus, dots=dots, production_s=prod.weights if prod else None,
                                   production_total_s=prod.total_s if prod else None)
     summ = diagnose.diagnose_kernels(summ, k, cat, gpus)
@@ -277,7 +280,7 @@ def build(paths: Sequence[Path], options: AnalysisOptions | None = None,
     options = options if options is not None else AnalysisOptions()
     cat, gpus = catalog.load(), catalog.load_gpus()
     k = read_kernels(paths, options, cat, gpus, progress)
-    return from_kernels(k, options, cat, gpus, inputs=paths)
+    return from_kernels(k, options, cat, gpus, inputs=paths, progress=progress)
 
 
 #: Columns a saved kernels table may lack (written by an older ncuroof): recomputed on reading.

@@ -332,7 +332,7 @@ def read(path: Path, device: int | None, report_gpus: list[str], progress: Calla
 
 
 def from_options(kernels: pd.DataFrame, dots: pd.DataFrame, timeline: Path | None, device: int | None, by: str,
-                 thresholds: dict[str, Any]) -> Production | None:
+                 thresholds: dict[str, Any], progress: Callable[[int], Callable[..., None]] | None = None) -> Production | None:
     """:func:`read` and :func:`join` for an analysis (None without a timeline), with the GPU warning.
 
     Parameters
@@ -347,6 +347,8 @@ def from_options(kernels: pd.DataFrame, dots: pd.DataFrame, timeline: Path | Non
         ``--match``.
     thresholds : dict
         ``metrics/thresholds.toml`` (its ``[timeline]`` table).
+    progress : callable, optional
+        Progress-bar factory ``progress(total) -> advance(n)`` for reading the timeline (bytes of a trace).
 
     Returns
     -------
@@ -355,7 +357,7 @@ def from_options(kernels: pd.DataFrame, dots: pd.DataFrame, timeline: Path | Non
     if timeline is None:
         return None
     gpus = [str(g) for g in kernels["device_name"].dropna().unique()] if "device_name" in kernels.columns else []
-    tl = read(Path(timeline), device, gpus)
+    tl = read(Path(timeline), device, gpus, progress)
     prod = join(kernels, dots, tl, by, float(thresholds["timeline"]["duration_differs"]))
     warning = gpu_warning(prod.gpu_name, gpus, prod.path)
     prod.warnings[:0] = [warning] if warning else []
