@@ -249,9 +249,7 @@ def launch_table(paths: Sequence[Path], options: AnalysisOptions | None = None) 
     NcuroofError
         Bad input (one line naming the file).
     """
-    options = options if options is not None else AnalysisOptions()
-    cat, gpus = catalog.load(), catalog.load_gpus()
-    k = read_kernels(paths, options, cat, gpus)
+    options, cat, gpus, k = _read(paths, options)
     return _classified(k, validate_points(calculator.compute_points(k)), options, cat, gpus)
 
 
@@ -277,10 +275,16 @@ def build(paths: Sequence[Path], options: AnalysisOptions | None = None,
     NcuroofError
         Bad input (one line naming the file).
     """
+    options, cat, gpus, k = _read(paths, options, progress)
+    return from_kernels(k, options, cat, gpus, inputs=paths, progress=progress)
+
+
+def _read(paths: Sequence[Path], options: AnalysisOptions | None, progress: Callable[[int], Callable[[], None]] | None = None
+          ) -> tuple[AnalysisOptions, Catalog, GpuCatalog, pd.DataFrame]:
+    """The options (defaults for None), the catalogs and :func:`read_kernels` of ``paths``."""
     options = options if options is not None else AnalysisOptions()
     cat, gpus = catalog.load(), catalog.load_gpus()
-    k = read_kernels(paths, options, cat, gpus, progress)
-    return from_kernels(k, options, cat, gpus, inputs=paths, progress=progress)
+    return options, cat, gpus, read_kernels(paths, options, cat, gpus, progress)
 
 
 #: Columns a saved kernels table may lack (written by an older ncuroof): recomputed on reading.

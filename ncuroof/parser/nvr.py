@@ -411,10 +411,11 @@ def _damaged(path: Path, launch: int, block: int, pos: int, exc: Exception) -> P
 
 
 def _launches(mm: Any, path: Path, blocks: Iterator[tuple[int, int, Any, int]], wanted: _Wanted,
-              launch: int) -> Iterator[tuple[int, Launch, int, int]]:
-    """(launch index, :class:`Launch`, record start, record end) of the kernel launches in ``blocks``,
-    numbered from ``launch``, their metric names resolved in ``wanted`` (the whole report's string
-    table); a payload that does not decode raises :class:`PayloadError` naming it."""
+              launch: int) -> Iterator[tuple[int, Launch, int, int, bool]]:
+    """(launch index, :class:`Launch`, record start, record end, whether its metric layout was
+    learned here) of the kernel launches in ``blocks``, numbered from ``launch``, their metric names
+    resolved in ``wanted`` (the whole report's string table); the result fields of a learned layout
+    are checked (:func:`_check_seen`); a payload that does not decode raises :class:`PayloadError`."""
     classes = _classes()
     for block, pos, header, start in blocks:
         if not header.num_results:
@@ -423,9 +424,10 @@ def _launches(mm: Any, path: Path, blocks: Iterator[tuple[int, int, Any, int]], 
             for offset, buf in results(mm, start, start + header.payload_size, header):
                 scans = wanted.scans
                 got = _launch(buf, block, offset, wanted, classes)
-                if wanted.scans != scans:  # a new layout: are its fields all known?
+                learned = wanted.scans != scans
+                if learned:  # a new layout: are its fields all known?
                     _check_seen(buf, "Result", f"launch {launch}")
-                yield launch, got, offset + 4, offset + 4 + len(buf)
+                yield launch, got, offset + 4, offset + 4 + len(buf), learned
                 launch += 1
         except Untiled as exc:
             raise untiled_block(path, launch, block, start, start + header.payload_size,
@@ -461,7 +463,7 @@ def iter_results(mm: Any, path: Path, catalog: Catalog) -> Iterator[Launch]:
     """
     ledger = LaunchLedger(path, mm)
     wanted = _Wanted.of(catalog, _plan(mm, path).strings)
-    for index, got, start, end in _launches(mm, path, _blocks(mm, path), wanted, 0):
+    for index, got, start, end, _ in _launches(mm, path, _blocks(mm, path), wanted, 0):
         ledger.add(ResultRecord(index, got.block, start, end, got.thread_id, got.seq))
         yield got
 
@@ -567,7 +569,8 @@ def decode_slice(path: Path, catalog: Catalog, part: Slice, chunk: int, version:
 
     Returns the raw-table chunks (:func:`~ncuroof.parser.ncu_rep.launch_frame`, ``chunk`` launches
     each) and one record per launch (index, block, start, end, thread ID, sequence number) for
-    :class:`~ncuroof.parser.blocks.LaunchLedger`. ``progress(n)`` is told every
+    :class:`~ncuroof.parser.blocks.LaunchLedger`, then whether its metric layout was learned there
+    (:data:`LEARNED`). ``progress(n)`` is told every
     :data:`TICK` launches. Python's cyclic garbage collector is paused meanwhile: the decoder
     makes no cycles, and its collections over the growing table cost a third of the time.
     """
@@ -577,10 +580,8 @@ def decode_slice(path: Path, catalog: Catalog, part: Slice, chunk: int, version:
     wanted = _Wanted.of(catalog, part.strings)
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm, _gc_paused():
         blocks = _blocks(mm, path, part.pos, part.block, part.stop)
-        scans = 0
-        for index, got, start, end in _launches(mm, path, blocks, wanted, part.launch):
-            records.append((index, got.block, start, end, got.thread_id, got.seq, wanted.scans > scans))
-            scans = wanted.scans
+        for index, got, start, end, learned in _launches(mm, path, blocks, wanted, part.launch):
+            records.append((index, got.block, start, end, got.thread_id, got.seq, learned))
             rows.append(launch_row(path, 0, index, got.function, got.demangled, got.nvtx, got.values, version))
             if len(rows) == chunk:
                 frames.append(launch_frame(rows))

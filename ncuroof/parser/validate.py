@@ -20,7 +20,7 @@ from ..catalog import Catalog
 from ..schema import DAMAGED, RAW_META
 from .csv import NA_NOTE
 
-__all__ = ["check_values", "roof_violations", "roof_damage", "limits"]
+__all__ = ["check_values", "roof_violations", "roof_damage", "limits", "add_note"]
 
 _DEFAULTS: dict[str, Any] = {
     "durations_ns": ["gpu__time_duration.sum"], "min_duration_ns": 1.0, "cycle_counts": ["cycles_elapsed.avg"], "min_cycles": 1.0,
@@ -57,7 +57,8 @@ def _reasons(values: np.ndarray, cols: list[str], lim: dict[str, Any]) -> tuple[
     return why, texts
 
 
-def _note(raw: pd.DataFrame, i: int, text: str) -> None:
+def add_note(raw: pd.DataFrame, i: int, text: str) -> None:
+    """Put ``text`` first in launch ``i``'s ``input_notes`` (``'; '``-joined with what is there)."""
     old = raw.at[i, "input_notes"]
     raw.at[i, "input_notes"] = f"{text}; {old}" if isinstance(old, str) and old else text
 
@@ -102,7 +103,7 @@ def check_values(raw: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
             parts.insert(0, "no kernel name")
         if empty[i]:
             parts.append("no metric values")
-        _note(raw, i, f"{DAMAGED}: {', '.join(parts)}, kept missing (not 0): the input is damaged, re-run ncu or export it again")
+        add_note(raw, i, f"{DAMAGED}: {', '.join(parts)}, kept missing (not 0): the input is damaged, re-run ncu or export it again")
     if bad.any():
         values[bad] = np.nan
         raw[cols] = values

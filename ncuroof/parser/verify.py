@@ -36,7 +36,7 @@ from ..schema import INCONSISTENT, RAW_META
 from .blocks import first_block, walk
 from .contained import read_launches
 from .ncu_rep import _spec
-from .validate import limits
+from .validate import add_note, limits
 from .wire import classes as _classes
 
 __all__ = ["against_ncu_report", "cut_report", "sample_launches", "check_rates", "Verdict", "SAMPLE_EXTRA", "SEED"]
@@ -218,6 +218,5 @@ def check_rates(raw: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
         text = (f"{INCONSISTENT}: {c} / {c}.per_second is {raw.at[i, c] / raw.at[i, c + '.per_second'] * 1e9:.6g} ns but "
                 f"{duration} is {d[i]:.6g} ns ({worst[i]:.2%} apart): the reader may have misread this launch; "
                 "check it with --reader ncu_report")
-        old = raw.at[i, "input_notes"]
-        raw.at[i, "input_notes"] = f"{text}; {old}" if isinstance(old, str) and old else text
+        add_note(raw, i, text)
     return raw
