@@ -370,7 +370,7 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
         files["phases.csv"] = phase_rows.to_csv(index=False)
     if len(ipts):
         files["instruction_points.csv"] = ipts.to_csv(index=False)
-    report.write_outputs(out, files)
+    report.write_outputs(out, files, [*inputs, *([opts.timeline] if opts.timeline is not None else [])])
     result.outdir = out
     result.files = {name: out / name for name in files}
     return result
@@ -402,7 +402,7 @@ def analysis_of(side: PathLike | Sequence[PathLike], options: AnalysisOptions | 
         if table is None:
             raise InputError("is a directory without kernels.csv; pass an ncuroof output directory, a report or a CSV export", paths[0])
         cat, gpus = catalog.load(), catalog.load_gpus()
-        frame = tables_io.read_table(table, "kernels") if table.suffix == ".parquet" else pd.read_csv(table, keep_default_na=True)
+        frame = tables_io.read_table(table, "kernels")
         k = _analysis.restore_kernels(frame, table, cat, gpus)
         return _analysis.from_kernels(k, options, cat, gpus, inputs=paths, classified=True)
     with _progress_bar(progress) as bar:
@@ -494,7 +494,7 @@ def compare_runs(before: PathLike | Sequence[PathLike], after: PathLike | Sequen
     out = Path(outdir) if outdir is not None else first_after.with_name(
         (first_after.name if first_after.is_dir() else default_outdir(first_after).stem) + ".compare")
     files = _compare_files(result, as_paths(before), as_paths(after), plotlyjs)
-    report.write_outputs(out, files)
+    report.write_outputs(out, files, [*as_paths(before), *as_paths(after)])
     result.outdir = out
     result.files = {name: out / name for name in files}
     return result

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -34,8 +35,13 @@ from .._version import __version__
 from ..errors import InputError
 from ..schema import Column
 
-__all__ = ["FORMATS", "TABLES", "arrow_table", "csv_bytes", "parquet_bytes", "table_files", "dataset_writer", "read_table",
-           "saved_kernels"]
+__all__ = ["FORMATS", "TABLES", "MANIFEST", "arrow_table", "csv_bytes", "parquet_bytes", "table_files", "dataset_writer",
+           "read_table", "saved_kernels", "read_manifest", "manifest_text"]
+
+#: The file in every output folder listing the files ncuroof wrote there (JSON ``{"files": [...]}``):
+#: the only ones a later run replaces or removes, and the only ones read back from the folder.
+MANIFEST = "ncuroof-manifest.json"
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}")
 
 #: Output formats of ``ncuroof analyze --format``.
 FORMATS = ("csv", "parquet")
@@ -257,18 +263,60 @@ def read_table(path: str | Path, table: str | None = None) -> pd.DataFrame:
     return _to_pandas(t, TABLES.get(name))
 
 
+def read_manifest(directory: str | Path) -> list[str] | None:
+    """The files ncuroof wrote in an output folder, from its :data:`MANIFEST`.
+
+    Parameters
+    ----------
+    directory : path
+        An output folder.
+
+    Returns
+    -------
+    list of str or None
+        The file names listed (plain names inside the folder only: an entry with a path
+        separator, ``..`` or a leading dot is dropped), or None when the folder has no manifest
+        (a folder written before manifests, or not by ncuroof).
+
+    Raises
+    ------
+    InputError
+        When the manifest is not the JSON ncuroof writes.
+    """
+    path = Path(directory) / MANIFEST
+    if not path.is_file():
+        return None
+    try:
+        with open(path, "rb") as f:
+            data = json.loads(f.read(1 << 20))
+        names = data["files"]
+        if not isinstance(names, list):
+            raise TypeError("files is not a list")
+    except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
+        raise InputError(f"is not a manifest ncuroof wrote ({type(exc).__name__}); remove it and rerun the analysis", path) from exc
+    return [n for n in names if isinstance(n, str) and _NAME.fullmatch(n) and n != MANIFEST]
+
+
+def manifest_text(names: Sequence[str]) -> str:
+    """The :data:`MANIFEST` of an output folder holding ``names``, as JSON text."""
+    return json.dumps({"written_by": f"ncuroof {__version__}", "files": sorted(names)}, indent=1) + "\n"
+
+
 def saved_kernels(path: str | Path) -> Path | None:
     """The kernels table of a saved analysis, or None when ``path`` is not one.
 
     ``path`` is a ``.parquet`` file or dataset, or an output directory of ``ncuroof analyze``
-    (its ``kernels.parquet``, else its ``kernels.csv``).
+    (its ``kernels.parquet``, else its ``kernels.csv``). A folder with a :data:`MANIFEST` is read
+    only through it: a table a later run did not write (a stale ``kernels.parquet``) is never
+    read; a folder without one (written before manifests) is read as it is.
     """
     p = Path(path)
     if p.suffix == ".parquet" and p.exists():
         return p
     if p.is_dir():
+        listed = read_manifest(p)
         for name in ("kernels.parquet", "kernels.csv"):
-            if (p / name).exists():
+            if (listed is None or name in listed) and (p / name).exists():
                 return p / name
     return None
 
