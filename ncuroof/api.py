@@ -7,6 +7,7 @@ keyword arguments), builds the analysis once and hands it to the page, the table
 from __future__ import annotations
 
 import contextlib
+import html
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -232,7 +233,7 @@ def _page_files(a: Analysis, plotlyjs: str | bool, image: str | None, formats: S
     the page with the phase, operator and instruction-roofline views, the spread over ranks and the
     production timeline of :mod:`ncuroof.render.views` when given."""
     kernels, summ = to_text(a.kernels), to_text(a.summary)  # list columns as text for files and the page
-    fig = plot.plot_roofline(a.points, kernels, title=f"Hierarchical roofline — {a.inputs[0].name}", focus=a.options.focus,
+    fig = plot.plot_roofline(a.points, kernels, title=f"Hierarchical roofline — {html.escape(a.inputs[0].name)}", focus=a.options.focus,
                              summary=summ, dots={"kernel": a.dots}, catalog=a.catalog,
                              charts=views.page_charts(a.points, a.kernels, a.summary, phases, ipts, ops))
     meta = {**provenance.page_meta(a.kernels, a.inputs), **fleet.page_meta(failures), **_ranks.page_meta(ranks)}
@@ -365,11 +366,11 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
     out = Path(outdir) if outdir is not None else default_outdir(inputs[0])
     files = _page_files(a, plotlyjs, image, formats, failures, rank_table, phase_rows, ipts, op_rows)
     if projected is not None:
-        files["whatif.csv"] = projected.to_csv(index=False)
+        files["whatif.csv"] = tables_io.frame_csv(projected)
     if phase_rows is not None:
-        files["phases.csv"] = phase_rows.to_csv(index=False)
+        files["phases.csv"] = tables_io.frame_csv(phase_rows)
     if len(ipts):
-        files["instruction_points.csv"] = ipts.to_csv(index=False)
+        files["instruction_points.csv"] = tables_io.frame_csv(ipts)
     report.write_outputs(out, files, [*inputs, *([opts.timeline] if opts.timeline is not None else [])])
     result.outdir = out
     result.files = {name: out / name for name in files}
@@ -426,8 +427,8 @@ class CompareResult:
 
 def _compare_files(result: CompareResult, before: list[Path], after: list[Path], plotlyjs: str | bool) -> dict[str, str | bytes]:
     tot = result.totals
-    fig = _compare.plot_compare(result.table, title=f"Before → after at DRAM — {', '.join(p.name for p in before)} → "
-                                                    f"{', '.join(p.name for p in after)}")
+    fig = _compare.plot_compare(result.table, title=html.escape(f"Before → after at DRAM — {', '.join(p.name for p in before)} → "
+                                                                f"{', '.join(p.name for p in after)}"))
     meta = {"before": ", ".join(str(p) for p in before), "after": ", ".join(str(p) for p in after),
             "GPU time": f"{tot['time_s_before']:.4g} s before, {tot['time_s_after']:.4g} s after (speedup {tot['speedup']:.3g}x)",
             "after, share of time": ", ".join(f"{b} {fmt.pct(tot[f'share_{b}'])}" for b in BOUNDS),
@@ -438,7 +439,7 @@ def _compare_files(result: CompareResult, before: list[Path], after: list[Path],
             ("roof_fraction_before", "roof frac before"), ("roof_fraction_after", "roof frac after"),
             ("achievable_roof_fraction_before", "achievable frac before"), ("achievable_roof_fraction_after", "achievable frac after"),
             ("bound_before", "bound before"), ("bound_after", "bound after"), ("movement", "movement")]
-    return {"compare.csv": result.table.to_csv(index=False),
+    return {"compare.csv": tables_io.frame_csv(result.table),
             "compare.html": report.render_page("ncuroof compare", fig, meta, "Kernels", report.html_table(result.table, cols), plotlyjs)}
 
 

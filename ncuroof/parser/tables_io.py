@@ -26,17 +26,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
-from .. import schema
+from .. import fmt, schema
 from .._version import __version__
 from ..errors import InputError
 from ..schema import Column
 
 __all__ = ["FORMATS", "TABLES", "MANIFEST", "arrow_table", "csv_bytes", "parquet_bytes", "table_files", "dataset_writer",
-           "read_table", "saved_kernels", "read_manifest", "manifest_text"]
+           "read_table", "saved_kernels", "read_manifest", "manifest_text", "csv_safe", "frame_csv"]
 
 #: The file in every output folder listing the files ncuroof wrote there (JSON ``{"files": [...]}``):
 #: the only ones a later run replaces or removes, and the only ones read back from the folder.
@@ -177,11 +178,48 @@ def table_files(tables: Mapping[str, pd.DataFrame], formats: Sequence[str] = ("c
     for name, df in tables.items():
         t = arrow_table(df, TABLES[name], name, inputs)
         if "csv" in formats:
-            out[f"{name}.csv"] = functools.partial(pacsv.write_csv, t)
+            out[f"{name}.csv"] = functools.partial(pacsv.write_csv, csv_safe(t))
         if "parquet" in formats:
             part = dataset and "source" in TABLES[name] and len(t) > 0
             out[f"{name}.parquet"] = dataset_writer(t) if part else functools.partial(_write_parquet, t)
     return out
+
+
+def _text_columns(table: pa.Table) -> list[int]:
+    return [i for i, f in enumerate(table.schema) if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
+
+
+def csv_safe(table: pa.Table) -> pa.Table:
+    """The table with every text cell a spreadsheet would run as a formula behind a ``'``.
+
+    The OWASP CSV-injection guidance, as :func:`ncuroof.fmt.csv_cell` (``=HYPERLINK(...)`` ->
+    ``'=HYPERLINK(...)``; a cell already beginning with ``'`` gets one more); for the CSV files
+    only: Parquet keeps the raw value, and :func:`read_table` strips the ``'`` again.
+    """
+    for i in _text_columns(table):
+        col = table.column(i)
+        signed = pc.and_(pc.match_substring_regex(col, fmt.CSV_SIGNED), pc.invert(pc.match_substring_regex(col, fmt.CSV_SIGNED_NUMBER)))
+        mask = pc.or_(pc.match_substring_regex(col, fmt.CSV_FORMULA), signed)
+        if pc.any(mask).as_py():
+            table = table.set_column(i, table.schema.field(i), pc.if_else(mask, pc.binary_join_element_wise("'", col, ""), col))
+    return table
+
+
+def frame_csv(df: pd.DataFrame) -> str:
+    """A table not declared in :data:`TABLES` (``whatif.csv``, ``phases.csv``, ``compare.csv``) as CSV
+    text through :meth:`pandas.DataFrame.to_csv`, its text cells neutralized as :func:`csv_safe` does."""
+    text = [c for c in df.columns if df[c].dtype == object or pd.api.types.is_string_dtype(df[c])]
+    return df.assign(**{c: df[c].map(fmt.csv_cell) for c in text}).to_csv(index=False)
+
+
+def _csv_raw(table: pa.Table) -> pa.Table:
+    """The inverse of :func:`csv_safe`: one leading ``'`` stripped from the text cells."""
+    for i in _text_columns(table):
+        col = table.column(i)
+        quoted = pc.starts_with(col, "'")
+        if pc.any(quoted).as_py():
+            table = table.set_column(i, table.schema.field(i), pc.if_else(quoted, pc.utf8_slice_codeunits(col, 1), col))
+    return table
 
 
 def _write_parquet(table: pa.Table, path: Path) -> None:
@@ -250,7 +288,7 @@ def read_table(path: str | Path, table: str | None = None) -> pd.DataFrame:
             columns = TABLES.get(table or path.stem, {})
             opts = pacsv.ConvertOptions(column_types={n: _ARROW[c.dtype] for n, c in columns.items()},
                                         strings_can_be_null=True, quoted_strings_can_be_null=False)
-            return _to_pandas(pacsv.read_csv(path, convert_options=opts), columns)
+            return _to_pandas(_csv_raw(pacsv.read_csv(path, convert_options=opts)), columns)
         t = _read_parquet(path)
     except (pa.ArrowInvalid, OSError, IndexError) as exc:
         raise InputError(f"is not a table ncuroof wrote ({str(exc).splitlines()[0]}); pass an ncuroof output", path) from exc

@@ -101,13 +101,14 @@ def summary_text(summary: pd.DataFrame, width: int = 120) -> str:
                       *([("% achievable", "right")] if ach else []), ("at roof", "right"), ("saving", "right")):
         table.add_column(col, justify=just)  # type: ignore[arg-type]
     for r in summary.itertuples(index=False):
-        name = r.kernel_label if len(r.kernel_label) <= 50 else r.kernel_label[:47] + "..."
+        label = fmt.printable(r.kernel_label, layout=False)
+        name = label if len(label) <= 50 else label[:47] + "..."
         table.add_row(name, str(r.launches), fmt.time(r.time_s), fmt.pct(r.time_share, 1),
                       precision_title(r.precision) if r.precision else "-",
                       DIAGNOSIS_TEXT.get(getattr(r, "diagnosis", ""), r.bound), fmt.pct(r.roof_fraction, 1),
                       *([fmt.pct(r.achievable_roof_fraction, 1)] if ach else []), fmt.time(r.time_at_roof_s), fmt.pct(r.saving_share, 1))
     buf = io.StringIO()
-    Console(file=buf, width=width, force_terminal=False, color_system=None).print(table)
+    Console(file=buf, width=width, force_terminal=False, color_system=None, markup=False).print(table)  # names are text
     return buf.getvalue()
 
 

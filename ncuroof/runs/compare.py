@@ -13,6 +13,7 @@ pairing is unambiguous.
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 import numpy as np
@@ -261,7 +262,7 @@ def plot_compare(table: pd.DataFrame, level: str = "dram", title: str = "Before 
         sel = table[ok]
         fig.add_trace(go.Scatter(
             x=ai[ok], y=y[ok], mode="markers", name=side, marker=dict(symbol=symbol, size=11, line=dict(width=2)),
-            customdata=np.column_stack([sel["kernel_name"].astype(str), sel["speedup"].map(lambda s: f"{s:.2f}x" if np.isfinite(s) else "n/a"),
+            customdata=np.column_stack([sel["kernel_name"].astype(str).map(html.escape), sel["speedup"].map(lambda s: f"{s:.2f}x" if np.isfinite(s) else "n/a"),
                                         sel["movement"].astype(str)]),
             hovertemplate=f"<b>%{{customdata[0]}}</b> ({side})<br>AI %{{x:.3g}} FLOP/B<br>%{{y:.3g}} FLOP/s<br>"
                           "speedup %{customdata[1]} · %{customdata[2]}<extra></extra>",
