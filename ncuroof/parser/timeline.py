@@ -40,6 +40,7 @@ from typing import Any, BinaryIO
 import numpy as np
 import pandas as pd
 
+from .. import catalog
 from ..errors import InputError
 from ..schema import TIMELINE_LAUNCH, validate_timeline
 
@@ -113,7 +114,10 @@ def read_timeline(path: str | Path, device: int | None = None, progress: Callabl
                 raise InputError(f"exported to SQLite: {exc.message}", path) from None
         out.attrs["path"] = str(path)
         return out
-    launches, gpus = _read_nsys(path) if fmt == "nsys-sqlite" else _read_kineto(path, progress)
+    try:
+        launches, gpus = _read_nsys(path) if fmt == "nsys-sqlite" else _read_kineto(path, progress)
+    except _LimitHit as exc:
+        raise InputError(f"cannot be read within ncuroof's limits: {exc}", path) from None
     launches = launches[list(TIMELINE_LAUNCH)]
     devices = sorted(int(d) for d in launches["device"].dropna().unique())
     chosen = _choose_device(devices, gpus, device, report_gpu, path)
@@ -323,6 +327,98 @@ class _Counted(io.RawIOBase):
         return n or 0
 
 
+class _Consumed:
+    """A binary file counting the bytes read from it (``consumed``)."""
+
+    def __init__(self, f: BinaryIO) -> None:
+        self._f, self.consumed = f, 0
+
+    def read(self, size: int = -1) -> bytes:
+        b = self._f.read(size)
+        self.consumed += len(b)
+        return b
+
+    def readinto(self, b: Any) -> int:
+        n = self._f.readinto(b) or 0
+        self.consumed += n
+        return n
+
+    def readable(self) -> bool:
+        return True
+
+
+class _LimitHit(Exception):
+    """An input past one of the ``[limits]`` of ``metrics/thresholds.toml`` (the message says which)."""
+
+
+# Every byte but the ones that open or close a JSON string, array or object.
+_NOT_STRUCTURE = bytes(sorted(set(range(256)) - set(b'"[]{}')))
+
+
+class _Guard(io.RawIOBase):
+    """The decompressed bytes of a trace as they stream to the JSON parser, checked against the
+    ``[limits]``: the decompressed size and ratio (a gzip bomb) and the nesting depth of the JSON
+    (a parser's work per token grows with the depth), all without a copy of the data.
+
+    The depth is counted a chunk at a time with C-speed byte operations: escaped backslashes and
+    quotes are dropped, then everything but quotes and brackets, and numpy counts the brackets
+    outside strings.
+    """
+
+    def __init__(self, inner: BinaryIO, counted: _Consumed, zipped: bool) -> None:
+        lim = catalog.limits()
+        self._inner, self._counted, self._zipped = inner, counted, zipped
+        self._max_bytes, self._ratio, self._floor = lim["decompressed_bytes"], lim["decompressed_ratio"], lim["decompressed_floor_bytes"]
+        self._max_depth = int(lim["json_depth"])
+        self._max_chars = int(lim["name_chars"])
+        self._out = self._depth = self._quotes = self._open = 0
+        self._carry = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        n = self._inner.readinto(b) or 0
+        self._out += n
+        if self._out > self._max_bytes:
+            raise _LimitHit(catalog.over_limit("decompressed_bytes", f"it decompresses to more than {self._max_bytes:.3g} bytes"))
+        if self._zipped and self._out > self._floor and self._out > self._ratio * max(self._counted.consumed, 1):
+            raise _LimitHit(catalog.over_limit("decompressed_ratio", f"it decompresses to more than {self._ratio:g} times its size "
+                                                                     "(a gzip bomb?)"))
+        if n:
+            self._nesting(bytes(memoryview(b)[:n]))
+        return n
+
+    def _nesting(self, data: bytes) -> None:
+        data = self._carry + data
+        tail = len(data) - len(data.rstrip(b"\\"))  # a backslash run may go on in the next chunk
+        self._carry, data = (data[-tail:], data[:-tail]) if tail else (b"", data)
+        clean = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+        self._strings(np.flatnonzero(np.frombuffer(clean, dtype=np.uint8) == ord('"')), len(clean))
+        marks = clean.translate(None, _NOT_STRUCTURE)
+        if not marks:
+            return
+        a = np.frombuffer(marks, dtype=np.uint8)
+        quote = a == ord('"')
+        outside = (np.cumsum(quote) + self._quotes) % 2 == 0
+        step = (outside & ((a == ord("[")) | (a == ord("{")))).astype(np.int64) - (outside & ((a == ord("]")) | (a == ord("}"))))
+        depth = self._depth + np.cumsum(step)
+        if depth.max() > self._max_depth:
+            raise _LimitHit(catalog.over_limit("json_depth", f"its JSON nests deeper than {self._max_depth} levels"))
+        self._depth, self._quotes = int(depth[-1]), (self._quotes + int(quote.sum())) % 2
+
+    def _strings(self, quotes: np.ndarray, size: int) -> None:
+        """Check the length of the JSON strings of a chunk (``quotes``: its unescaped quotes) and of
+        the one still open from the chunks before: the parser's work on one string grows faster than
+        its length."""
+        bounds = np.concatenate([[-1 - self._open], quotes]) if self._quotes else quotes
+        closed = bounds[1::2][:len(bounds) // 2] - bounds[0::2][:len(bounds) // 2] - 1
+        self._open = size - int(bounds[-1]) - 1 if len(bounds) % 2 else 0
+        longest = max(int(closed.max()) if len(closed) else 0, self._open)
+        if longest > self._max_chars:
+            raise _LimitHit(catalog.over_limit("name_chars", f"a JSON string has more than {self._max_chars} characters"))
+
+
 @contextlib.contextmanager
 def _open_trace(path: Path, progress: Callable[[int], Callable[..., None]] | None) -> Iterator[BinaryIO]:
     """The decompressed bytes of a Kineto trace, plain or gzipped; read errors become InputError."""
@@ -332,7 +428,8 @@ def _open_trace(path: Path, progress: Callable[[int], Callable[..., None]] | Non
         raw.seek(0)
         counted = io.BufferedReader(_Counted(raw, advance), _READ_BYTES)
         try:
-            yield gzip.GzipFile(fileobj=counted) if zipped else counted
+            consumed = _Consumed(counted)  # the ratio is of the bytes gzip consumed, not of what the buffer read ahead
+            yield io.BufferedReader(_Guard(gzip.GzipFile(fileobj=consumed) if zipped else consumed, consumed, zipped), _JSON_BYTES)
         except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
             raise InputError(f"truncated or damaged gzip file ({exc}); copy or save the trace again", path) from None
         except OSError as exc:
@@ -348,8 +445,9 @@ def _gpu_names(path: Path) -> dict[int, str]:
     names: dict[int, str] = {}
     with contextlib.suppress(ijson.JSONError):  # the head ends mid-document
         for prop in ijson.items(io.BytesIO(head), "deviceProperties.item", use_float=True):
-            if isinstance(prop, dict) and "id" in prop and prop.get("name"):
-                names[int(prop["id"])] = str(prop["name"])
+            with contextlib.suppress(TypeError, ValueError, OverflowError):  # an id that is no device number names none
+                if isinstance(prop, dict) and "id" in prop and prop.get("name"):
+                    names[int(prop["id"])] = str(prop["name"])[:256]
     return names
 
 
@@ -367,6 +465,7 @@ class _KinetoScan:
 
     def __init__(self) -> None:
         self.strings: dict[Any, int] = {}
+        self.name_chars = int(catalog.limits()["name_chars"])
         self.threads: dict[Any, int] = {}
         self.events = 0
         self.kernel = {c: array("d") for c in self.KERNEL}
@@ -401,7 +500,7 @@ class _KinetoScan:
 
     def _kernel(self, e: dict, args: dict) -> None:
         col = self.kernel
-        col["name"].append(self.strings.setdefault(e.get("name"), len(self.strings)))
+        col["name"].append(self._name(e))
         col["thread"].append(self.threads.setdefault((e.get("pid"), e.get("tid")), len(self.threads)))
         for key, arg in (("ts", "ts"), ("dur", "dur")):
             col[key].append(e.get(arg, _NAN))
@@ -419,8 +518,17 @@ class _KinetoScan:
         col["thread"].append(self.threads.setdefault((e.get("pid"), e.get("tid")), len(self.threads)))
         col["ts"].append(e.get("ts", _NAN))
         col["dur"].append(e.get("dur", _NAN))
-        col["name"].append(self.strings.setdefault(e.get("name"), len(self.strings)))
+        col["name"].append(self._name(e))
         col["external"].append((e.get("args") or {}).get("External id", _NAN))
+
+    def _name(self, e: dict) -> int:
+        """The index of the event's name in :attr:`strings`: text (a missing name is ``''``, a number its
+        text), at most ``[limits] name_chars`` long."""
+        name = e.get("name")
+        name = "" if name is None else name if isinstance(name, str) else str(name)[:64]
+        if len(name) > self.name_chars:
+            raise _LimitHit(catalog.over_limit("name_chars", f"an event name has {len(name)} characters"))
+        return self.strings.setdefault(name, len(self.strings))
 
     def frame(self, kind: str) -> pd.DataFrame:
         """One kind of event (``kernel``, ``launch``, ``op``, ``scope``, ``gpu_scope``) as a frame of float64 columns
@@ -530,23 +638,40 @@ def _enclosing(ranges: pd.DataFrame, queries: pd.DataFrame, paths: bool = True) 
     ref = np.concatenate([np.arange(n), qpos])
     order = np.lexsort((-end, is_query, start, tid))
     labels = r["label"].to_numpy(dtype=object)
+    max_depth = int(catalog.limits()["range_depth"])
     ends: list[float] = []
-    names: list[Any] = []
-    joined: list[Any] = []
+    stack: list[int] = []  # the open ranges, outermost first, as indices of ``labels``
+    parent = np.full(n, -1, dtype=np.int64)  # each range's enclosing range: paths are built only when asked
+    built: dict[int, Any] = {}
     current = None
     for g, s, e, q, j in _in_order(order, (tid, start, end, is_query, ref)):
         if g != current:
-            ends, names, joined, current = [], [], [], g
+            ends, stack, current = [], [], g
         while ends and ends[-1] < s:
-            ends.pop(), names.pop(), joined.pop()
+            ends.pop(), stack.pop()
         if q:
-            if ends:
-                inner[j], path[j] = names[-1], joined[-1]
+            if stack:
+                inner[j] = labels[stack[-1]]
+                path[j] = _path(stack[-1], labels, parent, built) if paths else None
             continue
-        label = labels[j]
-        ends.append(e), names.append(label)
-        joined.append((joined[-1] + _PATH_SEP + label if joined else label) if paths else None)
+        parent[j] = stack[-1] if stack else -1
+        ends.append(e), stack.append(j)
+        if len(stack) > max_depth:
+            raise _LimitHit(catalog.over_limit("range_depth", f"a thread has more than {max_depth} ranges open at once"))
     return inner, path
+
+
+def _path(node: int, labels: np.ndarray, parent: np.ndarray, built: dict[int, Any]) -> Any:
+    """The path of range ``node``, outermost first, joined by ``' > '``: built from the parent links
+    when first asked for (memory of the paths asked for, not of every level of every open range)."""
+    if node not in built:
+        chain = []
+        at = node
+        while at >= 0:
+            chain.append(labels[at])
+            at = int(parent[at])
+        built[node] = chain[0] if len(chain) == 1 else _PATH_SEP.join("" if x is None else str(x) for x in reversed(chain))
+    return built[node]
 
 
 def _in_order(order: np.ndarray, columns: tuple[np.ndarray, ...]) -> Iterator[tuple]:
