@@ -31,6 +31,7 @@ import shutil
 import sqlite3
 import subprocess
 import tempfile
+import time
 import zlib
 from array import array
 from collections.abc import Callable, Iterator
@@ -263,10 +264,11 @@ def _read_nsys(path: Path) -> tuple[pd.DataFrame, dict[int, str]]:
     """The launches of every device of an nsys SQLite export and the GPU names by device."""
     try:
         con = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)  # as a URI: '#', '?' or '%' in a path are escaped
+        budget = _bounded(con)
         with contextlib.closing(con):
             tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            if "CUPTI_ACTIVITY_KIND_KERNEL" not in tables:
-                raise InputError("no CUPTI_ACTIVITY_KIND_KERNEL table: the export holds no CUDA kernels "
+            if "CUPTI_ACTIVITY_KIND_KERNEL" not in tables or "StringIds" not in tables:
+                raise InputError("no CUPTI_ACTIVITY_KIND_KERNEL or StringIds table (a view of that name is not read): no CUDA kernels "
                                  "(profile with nsys profile --trace=cuda and export with nsys export --type sqlite)", path)
             cols = {r[1] for r in con.execute("PRAGMA table_info(CUPTI_ACTIVITY_KIND_KERNEL)")}
             by_process = "globalPid" in cols and "CUPTI_ACTIVITY_KIND_RUNTIME" in tables
@@ -276,11 +278,16 @@ def _read_nsys(path: Path) -> tuple[pd.DataFrame, dict[int, str]]:
             name = "demangledName" if "demangledName" in cols else "shortName"
             raw = _numbers(con, _NSYS_QUERY.format(name=name, runtime=runtime, same_process=same),
                            con.execute("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0])
-            names = dict(con.execute(_NAMES_QUERY.format(name=name)))
+            names = _names(con, _NAMES_QUERY.format(name=name))
             nvtx = pd.read_sql_query(_NVTX_QUERY, con) if "NVTX_EVENTS" in tables else None
             gpus = _nsys_gpus(con, tables)
     except sqlite3.DatabaseError as exc:
+        if budget.hit is not None:
+            raise _LimitHit(budget.hit) from None
         raise InputError(f"not a readable SQLite database ({exc}); re-export it with nsys export --type sqlite", path) from None
+    except (ValueError, TypeError) as exc:  # TEXT or a BLOB where nsys writes numbers
+        raise InputError(f"a kernel column holds a value that is not a number ({str(exc)[:80]}); re-export it with nsys export "
+                         "--type sqlite", path) from None
     if raw.empty:
         raise InputError("the export holds no kernel launches (CUPTI_ACTIVITY_KIND_KERNEL is empty)", path)
     base = raw["start"].min()
@@ -288,6 +295,45 @@ def _read_nsys(path: Path) -> tuple[pd.DataFrame, dict[int, str]]:
                      duration_s=(raw["end"] - raw["start"]) * 1e-9, op=pd.NA, scope=pd.NA)
     out["nvtx"] = pd.NA if nvtx is None or nvtx.empty else _enclosing(nvtx, raw[["tid", "launch"]].rename(columns={"launch": "start"}))[1]
     return out, gpus
+
+
+class _Budget:
+    """The time and virtual-machine steps an SQLite connection may spend ([limits] ``sql_seconds``,
+    ``sql_steps_millions``): its progress handler interrupts a query past either (a recursive view,
+    a join without end), also on Ctrl-C, which a long SQLite query otherwise ignores."""
+
+    _EVERY = 100_000  # steps between calls of the handler
+
+    def __init__(self) -> None:
+        lim = catalog.limits()
+        self.seconds, self.calls = lim["sql_seconds"], lim["sql_steps_millions"] * 1e6 / self._EVERY
+        self.start, self.n, self.hit = time.monotonic(), 0, None
+
+    def __call__(self) -> int:
+        self.n += 1
+        if time.monotonic() - self.start > self.seconds:
+            self.hit = catalog.over_limit("sql_seconds", f"its queries ran more than {self.seconds:g} s")
+        elif self.n > self.calls:
+            self.hit = catalog.over_limit("sql_steps_millions", "its queries took more SQLite steps than allowed")
+        return self.hit is not None
+
+
+def _bounded(con: sqlite3.Connection) -> _Budget:
+    budget = _Budget()
+    con.set_progress_handler(budget, _Budget._EVERY)
+    return budget
+
+
+def _names(con: sqlite3.Connection, query: str) -> dict[Any, str]:
+    """``id -> value`` of StringIds, each value at most ``[limits] name_chars`` long (longer is refused)."""
+    limit = int(catalog.limits()["name_chars"])
+    out = {}
+    for i, v in con.execute(f"SELECT id, substr(value, 1, {limit + 1}) FROM ({query})"):
+        v = "" if v is None else str(v)
+        if len(v) > limit:
+            raise _LimitHit(catalog.over_limit("name_chars", f"a kernel name of StringIds has more than {limit} characters"))
+        out[i] = v
+    return out
 
 
 def _numbers(con: sqlite3.Connection, query: str, rows: int) -> pd.DataFrame:
