@@ -120,6 +120,7 @@ def read_timeline(path: str | Path, device: int | None = None, progress: Callabl
     except _LimitHit as exc:
         raise InputError(f"cannot be read within ncuroof's limits: {exc}", path) from None
     launches = launches[list(TIMELINE_LAUNCH)]
+    _whole_numbers(launches, path)
     devices = sorted(int(d) for d in launches["device"].dropna().unique())
     chosen = _choose_device(devices, gpus, device, report_gpu, path)
     on_device = (launches["device"] == chosen).to_numpy(dtype=bool, na_value=False)
@@ -135,6 +136,20 @@ def read_timeline(path: str | Path, device: int | None = None, progress: Callabl
     out.attrs = {"format": fmt, "path": str(path), "device": chosen, "gpu_name": gpus.get(chosen), "devices": devices,
                  "span_s": float(end.max() - t0), "busy_s": busy_time(start, end)}
     return out
+
+
+def _whole_numbers(launches: pd.DataFrame, path: Path) -> None:
+    """InputError when a device, stream, grid, block or correlation is not a whole number an int64
+    holds (``grid [1.5, 1, 1]``, ``device 1e20``): a damaged or hand-made trace."""
+    for name, col in TIMELINE_LAUNCH.items():
+        if col.dtype != "Int64":
+            continue
+        v = pd.to_numeric(launches[name], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        given = ~np.isnan(v)
+        bad = given & ((np.abs(v) >= 2.0**53) | (v != np.round(v)))
+        if bad.any():
+            raise InputError(f"{int(bad.sum())} kernel events with a {name} that is not a whole number below 2**53 (e.g. {v[bad][0]:g}); "
+                             "re-export the trace", path)
 
 
 def busy_time(start: np.ndarray, end: np.ndarray) -> float:
@@ -267,9 +282,11 @@ def _read_nsys(path: Path) -> tuple[pd.DataFrame, dict[int, str]]:
         budget = _bounded(con)
         with contextlib.closing(con):
             tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            if "CUPTI_ACTIVITY_KIND_KERNEL" not in tables or "StringIds" not in tables:
-                raise InputError("no CUPTI_ACTIVITY_KIND_KERNEL or StringIds table (a view of that name is not read): no CUDA kernels "
+            if "CUPTI_ACTIVITY_KIND_KERNEL" not in tables:
+                raise InputError("no CUPTI_ACTIVITY_KIND_KERNEL table: the export holds no CUDA kernels "
                                  "(profile with nsys profile --trace=cuda and export with nsys export --type sqlite)", path)
+            if "StringIds" not in tables:  # only real tables are read: a view can run forever
+                raise InputError("no StringIds table (a view of that name is not read); re-export it with nsys export --type sqlite", path)
             cols = {r[1] for r in con.execute("PRAGMA table_info(CUPTI_ACTIVITY_KIND_KERNEL)")}
             by_process = "globalPid" in cols and "CUPTI_ACTIVITY_KIND_RUNTIME" in tables
             runtime = _RUNTIME.format(process="globalTid >> 24, " if by_process else "") if "CUPTI_ACTIVITY_KIND_RUNTIME" in tables \
