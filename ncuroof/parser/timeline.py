@@ -181,6 +181,9 @@ def _sniff(path: Path) -> str:
         raise InputError("no such file; check the path", path)
     if path.is_dir():
         raise InputError("is a directory; pass a PyTorch profiler trace (.json, .json.gz) or an Nsight Systems export (.sqlite)", path)
+    if not path.is_file():  # checked before opening: opening a FIFO blocks until someone writes
+        raise InputError("is not a regular file (a FIFO, socket or device); pass a PyTorch profiler trace or an Nsight Systems "
+                         "export", path)
     if path.suffix == ".nsys-rep":
         return "nsys-rep"
     try:
