@@ -402,7 +402,8 @@ def _join(runs: dict[str, pd.DataFrame], path: Path) -> pd.DataFrame:
                                "own file (ncu --import REPORT --csv) and pass them with --stack")
     raw["source"] = str(path)
     note = (f"{len(runs)} ncu runs of the same launches (processes {', '.join(runs)}) written one after the other into "
-            "this file: joined launch by launch, as separate files of one run are")
+            "this file: joined launch by launch, each metric from the first run that has it (values the runs disagree on "
+            "are named here and warned about)")
     raw["input_notes"] = [f"{note}; {n}" if isinstance(n, str) and n else note for n in raw["input_notes"]]
     return raw
 
