@@ -18,6 +18,7 @@ with the same values; :func:`read_table` also restores the dtypes and tells None
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -118,16 +119,27 @@ def parquet_bytes(table: pa.Table) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
+#: The column a dataset is partitioned by: a short key of each input (a hash of its ``source``), so
+#: that a long input path never makes a directory name the file system refuses (errno 36).
+PART = "input_key"
+
+
+def _input_keys(sources: pa.ChunkedArray) -> pa.Array:
+    keys = {v: hashlib.sha1(str(v).encode("utf-8", "surrogatepass")).hexdigest()[:16] for v in sources.unique().to_pylist()}
+    return pa.array([keys[v] for v in sources.to_pylist()], type=pa.string())
+
+
 def dataset_writer(table: pa.Table, partition: str = "source") -> Callable[[Path], None]:
-    """A writer of ``table`` as a Parquet dataset directory partitioned by one column.
+    """A writer of ``table`` as a Parquet dataset directory partitioned by input.
 
     Parameters
     ----------
     table : pyarrow.Table
         From :func:`arrow_table`.
     partition : str, default 'source'
-        The column: one hive directory ``<partition>=<value>`` per value (the value URI-encoded,
-        so input paths with ``/`` stay one directory level).
+        The column telling the inputs apart: one hive directory ``input_key=<key>`` per value,
+        the key a 16-hex-digit hash of the value (:data:`PART`); the value itself stays a column
+        of the files (an input path of any length costs no long directory name).
 
     Returns
     -------
@@ -136,8 +148,10 @@ def dataset_writer(table: pa.Table, partition: str = "source") -> Callable[[Path
         :func:`pyarrow.dataset.write_dataset`); every file keeps the table's metadata. For
         :func:`ncuroof.render.page.write_outputs`.
     """
+    keyed = table.append_column(PART, _input_keys(table.column(partition))).replace_schema_metadata(table.schema.metadata)
+
     def write(path: Path) -> None:
-        pads.write_dataset(table, path, format="parquet", partitioning=[partition], partitioning_flavor="hive",
+        pads.write_dataset(keyed, path, format="parquet", partitioning=[PART], partitioning_flavor="hive",
                            basename_template="part-{i}.parquet", existing_data_behavior="error",
                            file_options=pads.ParquetFileFormat().make_write_options(compression="zstd"))
 
@@ -245,8 +259,9 @@ def _read_parquet(path: Path) -> pa.Table:
     meta = first.metadata or {}
     declared = TABLES.get(meta.get(f"{_PREFIX}table".encode(), path.stem.encode()).decode(), {})
     t = data.to_table()
-    # The partition column is in the directory names, not the files: put it back in its place.
-    names = [n for n in declared if n in t.column_names] + [n for n in first.names if n not in declared]
+    # The partition column is in the directory names, not the files: put it back in its place (a
+    # dataset partitioned by source), or drop the input key (one partitioned by PART).
+    names = [n for n in declared if n in t.column_names] + [n for n in first.names if n not in declared and n != PART]
     fields = [first.field(n) if n in first.names else _field(n, declared[n], t.schema.field(n).type) for n in names]
     t = t.select(names).cast(pa.schema(fields))
     if "source" in names and len(t):

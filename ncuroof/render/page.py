@@ -4,6 +4,7 @@ whole or not at all."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import io
 import json
@@ -565,7 +566,9 @@ def write_outputs(outdir: Path, files: dict[str, str | bytes | Callable[[Path], 
             shutil.rmtree(tmp, ignore_errors=True)
             if isinstance(exc, (OSError, pa.ArrowException)):
                 why = getattr(exc, "strerror", None) or exc
-                raise OutputError(f"cannot write the output ({why}); the previous files are kept; choose a writable -o", outdir) from exc
+                denied = getattr(exc, "errno", None) in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT)
+                advice = "choose a writable -o" if denied else "choose another -o"
+                raise OutputError(f"cannot write the output ({why}); the previous files are kept; {advice}", outdir) from exc
             raise
         shutil.rmtree(tmp, ignore_errors=True)
 
