@@ -348,3 +348,15 @@ def test_a_long_input_path_costs_no_partition(tmp_path: Path) -> None:
     page.write_outputs(tmp_path / "out", {"failures.parquet": tables_io.dataset_writer(t)})
     back = tables_io.read_table(tmp_path / "out" / "failures.parquet")
     assert back["source"].tolist() == [source, "b"] and list(back.columns) == ["source", "error"]
+
+
+@pytest.mark.parametrize("tail", [32 << 20, 1 << 30])
+def test_zeros_appended_to_a_report_are_damage(tmp_path: Path, tail: int) -> None:
+    data = shared("ESMM-Research__profile_output.ncu-rep").read_bytes()
+    path = tmp_path / "z.ncu-rep"
+    with open(path, "wb") as f:
+        f.write(data)
+        f.truncate(len(data) + tail)  # a sparse tail of zeros
+    run = ncuroof_cli("analyze", path, "-o", "out", "-q", cwd=tmp_path)
+    refused(run, "empty header", "zeros appended")
+    assert run.seconds < 30 and path.stat().st_size == len(data) + tail
