@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
-from . import catalog, fmt
+from . import catalog
 from .collector import ncu as collector
 from .errors import InputError
 from .model import analysis as _analysis
@@ -33,7 +33,7 @@ from .render.provenance import as_paths
 from .runs import compare as _compare
 from .runs import fleet
 from .runs import ranks as _ranks
-from .schema import BOUNDS, to_text, validate_points
+from .schema import to_text, validate_points
 
 __all__ = ["profile", "profile_run", "load", "points", "plot_roofline", "analyze", "AnalysisResult", "AnalysisOptions", "default_outdir",
            "analysis_of", "compare_runs", "CompareResult"]
@@ -418,38 +418,38 @@ class CompareResult:
     totals: dict[str, float]
     outdir: Path | None = None
     files: dict[str, Path] = field(default_factory=dict)
+    gate: _compare.Gate | None = None
 
     def slower(self, pct: float) -> list[str]:
-        """The CI gate's findings: see :func:`ncuroof.runs.compare.slower`."""
+        """The CI gate's failures and what it could not judge: see :func:`ncuroof.runs.compare.slower`."""
         return _compare.slower(self.table, self.totals, pct)
 
+    def judge(self, pct: float, **gate_options: bool) -> _compare.Gate:
+        """The CI gate's verdict (:func:`ncuroof.runs.compare.gate`; ``fail_on_new``, ``fail_on_gone``,
+        ``allow_unmatched``)."""
+        return _compare.gate(self.table, self.totals, pct, **gate_options)
 
-def _compare_files(result: CompareResult, before: list[Path], after: list[Path], plotlyjs: str | bool) -> dict[str, str | bytes]:
-    tot = result.totals
-    fig = _compare.plot_compare(result.table, title=f"Before → after at DRAM — {', '.join(p.name for p in before)} → "
-                                                    f"{', '.join(p.name for p in after)}")
-    meta = {"before": ", ".join(str(p) for p in before), "after": ", ".join(str(p) for p in after),
-            "GPU time": f"{tot['time_s_before']:.4g} s before, {tot['time_s_after']:.4g} s after (speedup {tot['speedup']:.3g}x)",
-            "after, share of time": ", ".join(f"{b} {fmt.pct(tot[f'share_{b}'])}" for b in BOUNDS),
-            "warnings": "; ".join(result.warnings)}
-    cols = [("kernel_label", "kernel"), ("status", "status"), ("match", "match"), ("launches_before", "launches before"),
-            ("launches_after", "launches after"), ("time_s_before", "time before [s]"), ("time_s_after", "time after [s]"),
-            ("speedup", "speedup"), ("ai_flop_per_byte_before", "AI before"), ("ai_flop_per_byte_after", "AI after"),
-            ("roof_fraction_before", "roof frac before"), ("roof_fraction_after", "roof frac after"),
-            ("achievable_roof_fraction_before", "achievable frac before"), ("achievable_roof_fraction_after", "achievable frac after"),
-            ("bound_before", "bound before"), ("bound_after", "bound after"), ("movement", "movement")]
-    return {"compare.csv": result.table.to_csv(index=False),
-            "compare.html": report.render_page("ncuroof compare", fig, meta, "Kernels", report.html_table(result.table, cols), plotlyjs)}
+
+def _compare_files(result: CompareResult, before: list[Path], after: list[Path], sides: tuple[Analysis, Analysis],
+                   plotlyjs: str | bool, formats: Sequence[str]) -> dict[str, Any]:
+    from .render import compare as compare_page
+
+    names = f"{', '.join(p.name for p in before)} → {', '.join(p.name for p in after)}"
+    html = compare_page.compare_page(result, sides[0].points, sides[1].points, before, after, f"Before → after — {names}", plotlyjs)
+    return {**tables_io.table_files({"compare": result.table}, formats, [*before, *after]), "compare.html": html}
 
 
 def compare_runs(before: PathLike | Sequence[PathLike], after: PathLike | Sequence[PathLike], outdir: PathLike | None = None,
                  options: AnalysisOptions | None = None, *, by_launch: bool = False, plotlyjs: str | bool = True, write: bool = True,
-                 strict: bool = False, progress: bool = False, **option_fields: Any) -> CompareResult:
-    """Compare two runs: match kernels, speedups, how each dot moved; write compare.csv/.html.
+                 strict: bool = False, progress: bool = False, pairs: Sequence[tuple[str, str]] = (),
+                 pair_file: PathLike | None = None, fail_if_slower: float | None = None, fail_on_new: bool = False,
+                 fail_on_gone: bool = False, allow_unmatched: bool = False, formats: Sequence[str] = ("csv",),
+                 **option_fields: Any) -> CompareResult:
+    """Compare two runs: match kernels, speedups, work and how each dot moved; write compare.csv/.html; gate.
 
     Both sides are analyzed with the same options, and the comparison is a join of their kernel
     summaries (:func:`ncuroof.runs.compare.join`): each kernel's AI and roof fraction equal its row on
-    each side's page.
+    each side's page; its work and traffic are its launches' sums.
 
     Parameters
     ----------
@@ -464,32 +464,56 @@ def compare_runs(before: PathLike | Sequence[PathLike], after: PathLike | Sequen
     plotlyjs : True or 'cdn', default True
         See :func:`analyze`.
     write : bool, default True
-        Write ``compare.csv`` and ``compare.html`` (whole or not at all).
+        Write ``compare.csv`` (and ``compare.parquet`` with ``formats``) and ``compare.html`` (whole or not at all).
     strict : bool, default False
         Raise instead of warning when the runs are not comparable point for point.
     progress : bool, default False
         Progress bar while reading.
+    pairs : sequence of (str, str)
+        Kernels paired by hand, ``(OLD, NEW)``: see :func:`ncuroof.runs.compare.resolve_pairs`.
+    pair_file : path, optional
+        More pairs, from TOML ``[[pair]]`` tables (:func:`ncuroof.runs.compare.read_pair_file`).
+    fail_if_slower : float, optional
+        Evaluate the CI gate at this threshold [%] (:func:`ncuroof.runs.compare.gate`, with
+        ``fail_on_new``, ``fail_on_gone``, ``allow_unmatched``) into ``result.gate``.
+    formats : sequence of {'csv', 'parquet'}, default ('csv',)
+        Formats of the compare table (:func:`ncuroof.parser.tables_io.table_files`).
 
     Returns
     -------
     CompareResult
-        ``table`` from :func:`ncuroof.runs.compare.join`; ``warnings`` (why the runs may not be
-        comparable point for point); ``totals`` from :func:`ncuroof.runs.compare.totals`.
+        ``table`` (:data:`ncuroof.schema.COMPARE`) from :func:`ncuroof.runs.compare.join`;
+        ``warnings`` (why the runs may not be comparable point for point); ``totals`` from
+        :func:`ncuroof.runs.compare.totals`; ``gate`` with ``fail_if_slower``.
 
     Raises
     ------
     NcuroofError
-        Bad input; with ``strict``, runs that differ in GPU, ncu version, clocks or metric set.
+        Bad input (a pair naming no kernel or several); with ``strict``, runs that differ in GPU,
+        ncu version, clocks or metric set.
     """
     opts = AnalysisOptions.of(options, **option_fields, **({"match": "launch"} if by_launch else {}))
+    specs = [*pairs, *(_compare.read_pair_file(pair_file) if pair_file is not None else [])]
     ab, aa = analysis_of(before, opts, progress), analysis_of(after, opts, progress)
     warns = _compare.warnings(ab.kernels, aa.kernels) + provenance.collection_warnings(before, after)
     if strict and warns:
         raise InputError("the runs are not comparable point for point: " + "; ".join(warns) + " (drop --strict to compare anyway)")
     warns += list(dict.fromkeys(w for a in (ab, aa) if a.production is not None for w in a.production.warnings))
-    result = CompareResult(_compare.join(ab.summary, aa.summary), warns, _compare.totals(ab.kernels, aa.kernels))
+    resolved = _compare.resolve_pairs(specs, ab.summary, aa.summary, "--pair-file" if pair_file and not pairs else "--pair")
+    table = _compare.join(ab.summary, aa.summary, kernels=(ab.kernels, aa.kernels), by=opts.match, pairs=resolved)
+    result = CompareResult(table, warns, _compare.totals(table, ab.kernels, aa.kernels))
+    if fail_if_slower is not None:
+        result.gate = result.judge(fail_if_slower, fail_on_new=fail_on_new, fail_on_gone=fail_on_gone, allow_unmatched=allow_unmatched)
     if not write:
         return result
+    first_after = as_paths(after)[0]
+    out = Path(outdir) if outdir is not None else first_after.with_name(
+        (first_after.name if first_after.is_dir() else default_outdir(first_after).stem) + ".compare")
+    files = _compare_files(result, as_paths(before), as_paths(after), (ab, aa), plotlyjs, formats)
+    report.write_outputs(out, files)
+    result.outdir = out
+    result.files = {name: out / name for name in files}
+    return result
     first_after = as_paths(after)[0]
     out = Path(outdir) if outdir is not None else first_after.with_name(
         (first_after.name if first_after.is_dir() else default_outdir(first_after).stem) + ".compare")

@@ -279,7 +279,29 @@ def doctor() -> None:
         sys.exit(1)
 
 
-@cli.command(name="compare")
+def _pair(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> list[tuple[str, str]]:
+    """``--pair OLD=NEW`` (repeatable) as ``[(OLD, NEW)]``."""
+    out = []
+    for v in values:
+        old, sep, new = v.partition("=")
+        if not sep or not old or not new:
+            raise click.BadParameter(f"{v!r} is not OLD=NEW (a kernel of each run: name, demangled name or regex:PATTERN)",
+                                     ctx=ctx, param=param)
+        out.append((old, new))
+    return out
+
+
+_GATE_EPILOG = """\b
+Exit codes: 0 the comparison was written (and the gate, if set, passed);
+1 the gate failed (a matched kernel, or the matched kernels' total, slower
+by more than PCT %; a kernel in one run only with --fail-on-new/--fail-on-gone;
+an unpaired kernel whose likely partner is slower, unless --allow-unmatched);
+2 bad input, or the gate cannot judge (a run without kernels, no kernel in
+both runs, a matched kernel without a duration: unknown is not fast).
+"""
+
+
+@cli.command(name="compare", epilog=_GATE_EPILOG)
 @click.argument("before", type=click.Path(path_type=Path))
 @click.argument("after", type=click.Path(path_type=Path))
 @click.option("-o", "--outdir", type=click.Path(path_type=Path, file_okay=False), default=None,
@@ -287,33 +309,48 @@ def doctor() -> None:
 @analysis_options
 @click.option("--strict", is_flag=True, help="Refuse (exit 2) when the runs differ in GPU, ncu version, clocks or metric set.")
 @click.option("--fail-if-slower", "fail_pct", type=click.FloatRange(min=0), default=None, metavar="PCT",
-              help="Exit 1 when a kernel's time (or the total) grew by more than PCT percent, listing each.")
+              help="CI gate: exit 1 when a matched kernel's time (or the matched kernels' total) grew by more than PCT percent, "
+                   "listing each; kernels in one run only are listed with their time (see the exit codes below).")
+@click.option("--fail-on-new", is_flag=True, help="With --fail-if-slower: also fail on kernels only in AFTER.")
+@click.option("--fail-on-gone", is_flag=True, help="With --fail-if-slower: also fail on kernels only in BEFORE.")
+@click.option("--allow-unmatched", is_flag=True,
+              help="With --fail-if-slower: do not fail on an unpaired kernel whose likely partner in the other run is slower "
+                   "(it is still listed).")
+@click.option("--pair", "pairs", multiple=True, callback=_pair, metavar="OLD=NEW",
+              help="Pair a renamed kernel by hand (repeatable): each side a kernel_name, demangled name or regex:PATTERN "
+                   "naming one kernel of its run. Paired kernels are matched in every table and in the gate.")
+@click.option("--pair-file", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help='TOML file of pairs: [[pair]] tables with before = "OLD" and after = "NEW".')
+@click.option("--format", "formats", callback=_csv_choice(FORMATS), default="csv", show_default=True, metavar=_csv_metavar(FORMATS),
+              help="Formats of the compare table: compare.csv and/or compare.parquet (schema dtypes and units).")
 @click.option("--plotlyjs", type=click.Choice(list(PLOTLYJS)), default="embed", show_default=True)
 @click.option("--top", type=click.IntRange(1), default=10, show_default=True, help="Kernels in the summary.")
 @click.option("-q", "--quiet", is_flag=True, help="No summary table.")
-def compare_cmd(before: Path, after: Path, outdir: Path | None, strict: bool, fail_pct: float | None, plotlyjs: str, top: int,
-                quiet: bool, **kw: object) -> None:
-    """Compare two runs (reports, CSV exports or analyze output directories): did the dot move?
+def compare_cmd(before: Path, after: Path, outdir: Path | None, strict: bool, fail_pct: float | None, fail_on_new: bool,
+                fail_on_gone: bool, allow_unmatched: bool, pairs: list[tuple[str, str]], pair_file: Path | None,
+                formats: tuple[str, ...], plotlyjs: str, top: int, quiet: bool, **kw: object) -> None:
+    """Compare two runs (reports, CSV exports or analyze output directories): did the dot move, did the work change?
 
-    Both runs are analyzed with the same options; kernels are matched by --match. Writes
-    compare.csv (one row per matched kernel: speedup, AI and roof fraction before and after,
-    bound, movement) and compare.html (both runs on one roofline, an arrow per kernel).
+    Both runs are analyzed with the same options; kernels are matched by --match (and --pair).
+    Writes compare.csv (one row per kernel of either run: speedup, work per precision and
+    traffic per level before and after, what changed, AI and roof fraction at one named level,
+    bound, movement) and compare.html (both runs' roofs on one log-log roofline, an arrow per
+    kernel from before to after). The headline speedup is over matched kernels, beside both
+    runs' totals.
     """
     from . import api
     from .render import text
 
     result = api.compare_runs(before, after, outdir=outdir, options=_options(kw), strict=strict, progress=not quiet,
-                              plotlyjs=PLOTLYJS[plotlyjs])
+                              plotlyjs=PLOTLYJS[plotlyjs], pairs=pairs, pair_file=pair_file, fail_if_slower=fail_pct,
+                              fail_on_new=fail_on_new, fail_on_gone=fail_on_gone, allow_unmatched=allow_unmatched, formats=formats)
     for w in result.warnings:
         click.echo(f"warning: {w}", err=True)
     click.echo(text.compare_text(result, top, quiet), nl=False)
-    if fail_pct is not None:
-        lines = result.slower(fail_pct)
-        for line in lines:
-            click.echo(line, err=True)
-        if lines:
-            click.echo(f"ncuroof: {len(lines)} slower by more than {fail_pct:g}% (kernels and total)", err=True)
-            sys.exit(1)
+    if result.gate is not None:
+        click.echo(text.gate_text(result.gate), err=True, nl=False)
+        if result.gate.exit_code:
+            sys.exit(result.gate.exit_code)
 
 
 def main(argv: list[str] | None = None) -> None:

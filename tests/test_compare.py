@@ -123,7 +123,24 @@ def test_dot_movement_with_more_reuse() -> None:
     t = compare(_k(["g"], [1.0]), _k(["g"], [0.5], dram_bytes=5e7)).iloc[0]
     assert t["dram_ai_flop_per_byte_before"] == 10 and t["dram_ai_flop_per_byte_after"] == 20
     assert t["dram_roof_fraction_before"] == pytest.approx(1e9 / 1e13) and t["dram_roof_fraction_after"] == pytest.approx(2e9 / 1e13)
-    assert t["movement"] == "both" and t["speedup"] == 2.0
+    # The movement speaks of the after run's binding level (L1 and L2 kept AI 10 there: only utilization rose), named.
+    assert t["level_after"] in ("l1", "l2") and t["movement_level"] == t["level_after"]
+    assert t["movement"] == "better utilization" and t["speedup"] == 2.0
+    assert t["movement_ai_flop_per_byte_before"] == t["movement_ai_flop_per_byte_after"] == 10
+    assert t["change"] == "DRAM traffic −50 %, throughput +100 %"
+
+
+def test_movement_and_ai_columns_speak_of_one_level() -> None:
+    from ncuroof.runs.compare import compare
+
+    # L1 and L2 traffic a tenth of DRAM's and bandwidth roofs of 1e11 B/s: DRAM binds (AI 10 -> 20 there, 100 at L1/L2).
+    lo = {"l1_bytes": 1e7, "l2_bytes": 1e7, **{f"peak_{lv}_bytes_per_s": 1e11 for lv in ("l1", "l2", "dram")}}
+    t = compare(_k(["g"], [1.0], **lo), _k(["g"], [0.5], dram_bytes=5e7, **lo)).iloc[0]
+    assert t["level_before"] == t["level_after"] == t["movement_level"] == "dram"
+    assert (t["movement_ai_flop_per_byte_before"], t["movement_ai_flop_per_byte_after"]) == (10, 20)
+    # Roof at DRAM: AI x 1e11; FLOP/s 1e9 -> 2e9: the fraction is 1e9 / 1e12 = 2e9 / 2e12 on both sides.
+    assert t["movement_roof_fraction_before"] == pytest.approx(1e-3) and t["movement_roof_fraction_after"] == pytest.approx(1e-3)
+    assert t["movement"] == "more reuse"
 
 
 @needs_ncu_report
