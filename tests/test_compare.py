@@ -186,3 +186,144 @@ def test_compare_carries_the_peak_and_the_achievable_fraction(tmp_path: Path) ->
     assert t["roof_fraction_before"] == pytest.approx(t["roof_fraction_after"], rel=1e-12)
     assert t["roof_fraction_after"] == pytest.approx(s["roof_fraction"], rel=1e-12)
     assert np.isnan(t["achievable_roof_fraction_before"]) and t["achievable_roof_fraction_after"] == pytest.approx(bps / 820e9, rel=1e-9)
+
+
+# --- issue 28: a compare you can put in CI ---------------------------------------------------------
+
+ESMM = "ESMM-Research__profile_output.ncu-rep"
+
+
+def _saved(tmp_path: Path, name: str, report: str) -> Path:
+    out = tmp_path / name
+    assert run("analyze", str(shared(report)), "-q", "-o", str(out)).returncode == 0
+    return out
+
+
+def _folder(tmp_path: Path, name: str, k: pd.DataFrame) -> Path:
+    (tmp_path / name).mkdir()
+    k.to_csv(tmp_path / name / "kernels.csv", index=False)
+    return tmp_path / name
+
+
+@needs_ncu_report
+def test_one_more_kernel_after_passes_the_gate_and_sums_equal_each_run(tmp_path: Path) -> None:
+    import ncuroof
+
+    a = _saved(tmp_path, "a", ESMM)
+    extra = pd.read_csv(_saved(tmp_path, "x", "CudaCode__naive.ncu-rep") / "kernels.csv").head(1)
+    b = _folder(tmp_path, "b", pd.concat([pd.read_csv(a / "kernels.csv"), extra], ignore_index=True))
+    ok = run("compare", str(a), str(b), "--fail-if-slower", "5", "-o", str(tmp_path / "c"))
+    assert ok.returncode == 0, ok.stderr
+    assert "new: naive_gemm (after run only)" in ok.stderr and "gate passed" in ok.stderr
+    assert "speedup 1x over 4 matched kernels" in ok.stdout and "(4 kernels)" in ok.stdout and "(5 kernels)" in ok.stdout
+    new = run("compare", str(a), str(b), "--fail-if-slower", "5", "--fail-on-new", "-o", str(tmp_path / "c2"))
+    assert new.returncode == 1 and "new: naive_gemm" in new.stderr and "gate failed" in new.stderr
+    back = run("compare", str(b), str(a), "--fail-if-slower", "5", "-o", str(tmp_path / "c3"))
+    assert back.returncode == 0 and "gone: naive_gemm (before run only)" in back.stderr
+    assert run("compare", str(b), str(a), "--fail-if-slower", "5", "--fail-on-gone", "-o", str(tmp_path / "c4")).returncode == 1
+    # The work columns are each run's own sums (ncuroof.load of that run alone).
+    t = pd.read_csv(tmp_path / "c" / "compare.csv").set_index("kernel_name")
+    kb, ka = ncuroof.load(shared(ESMM)), ncuroof.load(b)
+    for side, k in (("before", kb), ("after", ka)):
+        for col in ("fp32_flop", "dram_bytes", "l2_bytes", "l1_bytes", "time_s"):
+            sums = k.groupby("kernel_name")[col].sum()
+            for name in t.index[t[f"launches_{side}"] > 0]:
+                assert t.loc[name, f"{col}_{side}"] == pytest.approx(sums[name], rel=1e-12), (side, col, name)
+    assert t.loc["naive_gemm", "status"] == "only_after" and np.isnan(t.loc["naive_gemm", "time_s_before"])
+    assert (t.loc[t["status"] == "matched", "change"] == t.loc[t["status"] == "matched", "change"].iloc[0]).all()
+    assert t.loc["warptiling", "change"] == "same work and traffic, throughput ±0 %"
+
+
+@needs_ncu_report
+def test_unknown_times_never_pass_the_gate(tmp_path: Path) -> None:
+    # silu 04-19 stores no duration (247 metrics, no gpu__time_duration): its matched kernel's time is unknown.
+    before, after = shared("cs599k__silu-2025-04-18-v1.ncu-rep"), shared("cs599k__silu-2025-04-19-v1.ncu-rep")
+    proc = run("compare", str(before), str(after), "--fail-if-slower", "5", "-o", str(tmp_path / "c"))
+    assert proc.returncode == 2 and "time unknown after" in proc.stderr and "0 ns" not in proc.stdout + proc.stderr
+    assert "143 us -> n/a" not in proc.stdout and "n/a after" in proc.stdout
+    t = pd.read_csv(tmp_path / "c" / "compare.csv")
+    assert np.isnan(t.loc[0, "time_s_after"]) and np.isnan(t.loc[0, "speedup"])
+    assert t.loc[0, "change"].startswith("work and traffic unknown")
+    a = _saved(tmp_path, "a", ESMM)
+    empty = _folder(tmp_path, "empty", pd.read_csv(a / "kernels.csv").head(0))
+    proc = run("compare", str(a), str(empty), "--fail-if-slower", "5", "-o", str(tmp_path / "c2"))
+    assert proc.returncode == 2 and "the after run has no kernels" in proc.stderr
+
+
+def _renamed(k: pd.DataFrame, old: str, new: str, factor: float) -> pd.DataFrame:
+    k = k.copy()
+    at = k["kernel_name"] == old
+    for col in ("kernel_name", "kernel_demangled", "kernel_key"):
+        k.loc[at, col] = k.loc[at, col].str.replace(old, new, regex=False)
+    k.loc[at, "time_s"] *= factor
+    return k
+
+
+@needs_ncu_report
+def test_a_renamed_slower_kernel_fails_unless_paired_or_allowed(tmp_path: Path) -> None:
+    a = _saved(tmp_path, "a", ESMM)
+    b = _folder(tmp_path, "b", _renamed(pd.read_csv(a / "kernels.csv"), "warptiling", "warptiling_v2", 4.0))
+    # The matched total grows 222 us x 3 / 1.21 ms < 100 %: only the partner rule catches it.
+    proc = run("compare", str(a), str(b), "--fail-if-slower", "100", "-o", str(tmp_path / "c"))
+    assert proc.returncode == 1 and "slower, likely renamed: warptiling -> warptiling_v2" in proc.stderr
+    t = pd.read_csv(tmp_path / "c" / "compare.csv").set_index("kernel_name")
+    assert t.loc["warptiling", "status"] == "only_before" and t.loc["warptiling", "partner"] == t.loc["warptiling_v2", "kernel_key"]
+    allowed = run("compare", str(a), str(b), "--fail-if-slower", "100", "--allow-unmatched", "-o", str(tmp_path / "c2"))
+    assert allowed.returncode == 0 and "allowed by --allow-unmatched" in allowed.stderr
+    paired = run("compare", str(a), str(b), "--fail-if-slower", "100", "--pair", "warptiling=regex:_v2$", "-o", str(tmp_path / "c3"))
+    assert paired.returncode == 1 and "slower: warptiling: " in paired.stderr and "+300.0%" in paired.stderr
+    t = pd.read_csv(tmp_path / "c3" / "compare.csv").set_index("kernel_name")
+    assert t.loc["warptiling", "match"] == "by hand" and t.loc["warptiling", "speedup"] == pytest.approx(0.25)
+    (tmp_path / "pairs.toml").write_text('[[pair]]\nbefore = "warptiling"\nafter = "warptiling_v2"\n')
+    filed = run("compare", str(a), str(b), "--pair-file", str(tmp_path / "pairs.toml"), "-o", str(tmp_path / "c4"), "-q")
+    assert filed.returncode == 0 and pd.read_csv(tmp_path / "c4" / "compare.csv")["status"].eq("matched").all()
+    bad = run("compare", str(a), str(b), "--pair", "regex:tiling=warptiling_v2", "-o", str(tmp_path / "c5"))
+    assert_clean_failure(bad, "'regex:tiling' names 4 kernels (one_blocktiling, two_blocktiling, vectorized_blocktiling, …) "
+                              "of the before run", tmp_path / "c5")
+
+
+@needs_ncu_report
+def test_a_rewritten_kernel_paired_by_hand_names_the_work_that_changed(tmp_path: Path) -> None:
+    import ncuroof
+    from ncuroof.parser import tables_io
+
+    before, after = shared("CudaCode__naive.ncu-rep"), shared("Cuda_Gemm_Practice__gemm_v9.ncu-rep")
+    r = ncuroof.compare_runs(before, after, pairs=[("naive_gemm", "gemm")], outdir=tmp_path / "c", formats=("csv", "parquet"))
+    t = r.table.set_index("kernel_name")
+    kb, ka = ncuroof.load(before), ncuroof.load(after)
+    fb, fa = kb["fp32_flop"].sum(), ka.loc[ka["kernel_name"] == "gemm", "fp32_flop"].sum()
+    assert fa == pytest.approx(2 * 1312 * 110 * 3122, rel=1e-6)  # the report's own M, N, K (PROVENANCE)
+    row = t.loc["naive_gemm"]
+    assert row["match"] == "by hand" and row["fp32_flop_before"] == fb and row["fp32_flop_after"] == fa
+    assert row["speedup"] == pytest.approx(kb["time_s"].sum() / ka.loc[ka["kernel_name"] == "gemm", "time_s"].sum(), rel=1e-12)
+    assert row["change"].startswith(f"FP32 work −{100 * (1 - fa / fb):.0f} %")
+    assert r.totals["matched_kernels"] == 1 and r.totals["time_s_after"] == pytest.approx(ka["time_s"].sum())
+    back = tables_io.read_table(tmp_path / "c" / "compare.parquet")
+    assert list(back.columns[:len(r.table.columns)]) == list(r.table.columns) and back.attrs["units"]["fp32_flop_before"] == "FLOP"
+    assert back.set_index("kernel_name").loc["naive_gemm", "fp32_flop_after"] == fa
+
+
+def test_gate_by_hand() -> None:
+    from ncuroof.runs.compare import compare, gate, totals
+
+    before = _k(["a", "b", "gone"], [1.0, 1.0, 1.0])
+    after = _k(["a", "b", "new", "new2"], [1.04, 1.5, 1.0, 2.0], grid="(1, 1, 1)", block="(32, 1, 1)")
+    t = compare(before, after)
+    tot = totals(t, before, after)
+    assert tot["speedup"] == pytest.approx(2 / 2.54) and tot["time_s_after"] == pytest.approx(5.54)
+    g = gate(t, tot, 5)
+    assert g.verdict == "fail" and g.exit_code == 1
+    assert g.failures == ["slower: b: 1 s -> 1.5 s (+50.0%)", "slower: total of 2 matched kernels 2 s -> 2.54 s"]
+    # Same FLOPs (1e9 each): 'gone' has two candidates; 'new' also has its time (1 s), so it is the partner, 'new2' is not.
+    p = t.set_index("kernel_name")["partner"]
+    assert p["gone"] == "new" and p["new"] == "gone" and p["new2"] == "" and p["a"] == ""
+    g = gate(t, tot, 60)
+    assert g.verdict == "pass" and g.exit_code == 0 and not g.failures
+    assert "new: new2 (after run only): 2 s, 1 launch" in g.notes and any(n.startswith("likely partner: gone (before) -> new") for n in g.notes)
+    assert sorted(gate(t, tot, 60, fail_on_new=True).failures) == ["new: new (after run only): 1 s, 1 launch",
+                                                                   "new: new2 (after run only): 2 s, 1 launch"]
+    # The partner slower than the threshold fails unless allowed.
+    slow = compare(before, _k(["a", "b", "new"], [1.0, 1.0, 3.0]))
+    assert gate(slow, totals(slow, before, after), 60).failures[0].startswith("slower, likely renamed: gone -> new: 1 s -> 3 s (+200 %)")
+    assert gate(slow, totals(slow, before, after), 60, allow_unmatched=True).verdict == "pass"
+    assert set(g.to_dict()) == {"verdict", "exit_code", "threshold_pct", "headline", "failures", "unknown", "notes"}

@@ -338,7 +338,8 @@ def _side_keys(spec: str, summary: pd.DataFrame, side: str, where: str) -> str:
         hit = (names == spec).any(axis=1)
     keys = list(dict.fromkeys(names.loc[hit, "kernel_key"]))
     if len(keys) != 1:
-        found = "no kernel" if not keys else f"{len(keys)} kernels ({', '.join(fmt_name(k) for k in keys[:3])}{', …' if len(keys) > 3 else ''})"
+        shown = list(dict.fromkeys(names.loc[hit, "kernel_name"]))
+        found = "no kernel" if not keys else f"{len(keys)} kernels ({', '.join(fmt_name(k) for k in shown[:3])}{', …' if len(shown) > 3 else ''})"
         raise InputError(f"{spec!r} names {found} of the {side} run; give one kernel's name, demangled name or a "
                          "regex:PATTERN that matches one", where)
     return keys[0]
