@@ -85,8 +85,8 @@ def _dot_traces(table: pd.DataFrame) -> tuple[list[go.Scatter], list[float], lis
         traces.append(go.Scatter(
             x=x, y=y, mode="markers", name=marker["name"], meta={"role": "dots", "side": side},
             marker=dict(symbol=marker["symbol"], size=12, line=dict(width=2)), customdata=_hover(rows, side),
-            hovertemplate=(f"<b>%{{customdata[0]}}</b> ({marker['name']})<br>%{{customdata[5]}}: AI %{{x:.3g}} FLOP/B<br>"
-                           "%{y:.3s}FLOP/s, %{customdata[6]} of roof<br>time %{customdata[1]} · speedup %{customdata[2]}<br>"
+            hovertemplate=(f"<b>%{{customdata[0]}}</b> · {marker['name']}<br>%{{customdata[5]}}: AI %{{x:.3g}} FLOP/B<br>"
+                           "%{y:.3s} FLOP/s, %{customdata[6]} of roof<br>time %{customdata[1]} · speedup %{customdata[2]}<br>"
                            "movement: %{customdata[3]}<br>%{customdata[4]}<extra></extra>")))
     return traces, xs, ys
 
