@@ -50,6 +50,13 @@ def test_report_against_its_csv_exports() -> None:
     assert row["speedup"] == pytest.approx(1.0, rel=1e-6)
     assert row["dram_ai_flop_per_byte_after"] == pytest.approx(row["dram_ai_flop_per_byte_before"], rel=1e-6)
     assert row["movement"] == "none"
+    # The work columns are each side's own sums (ncuroof.load of that side alone): FP64 work of the GENE kernel.
+    for side, paths in (("before", [shared(F.format(x, "ncu-rep")) for x in ("dram", "flops")]),
+                        ("after", [shared(F.format(x, "csv")) for x in ("dram", "flops")])):
+        k = ncuroof.load(paths, gpu="v100-sxm2")
+        assert row[f"fp64_flop_{side}"] == pytest.approx(k["fp64_flop"].sum(), rel=1e-12) and k["fp64_flop"].sum() > 0
+        assert row[f"dram_bytes_{side}"] == pytest.approx(k["dram_bytes"].sum(), rel=1e-12)
+    assert row["change"] == "same work and traffic, throughput ±0 %"
 
 
 @needs_ncu_report
@@ -215,7 +222,7 @@ def test_one_more_kernel_after_passes_the_gate_and_sums_equal_each_run(tmp_path:
     ok = run("compare", str(a), str(b), "--fail-if-slower", "5", "-o", str(tmp_path / "c"))
     assert ok.returncode == 0, ok.stderr
     assert "new: naive_gemm (after run only)" in ok.stderr and "gate passed" in ok.stderr
-    assert "speedup 1x over 4 matched kernels" in ok.stdout and "(4 kernels)" in ok.stdout and "(5 kernels)" in ok.stdout
+    assert "speedup 1.00x over 4 matched kernels" in ok.stdout and "(4 kernels)" in ok.stdout and "(5 kernels)" in ok.stdout
     new = run("compare", str(a), str(b), "--fail-if-slower", "5", "--fail-on-new", "-o", str(tmp_path / "c2"))
     assert new.returncode == 1 and "new: naive_gemm" in new.stderr and "gate failed" in new.stderr
     back = run("compare", str(b), str(a), "--fail-if-slower", "5", "-o", str(tmp_path / "c3"))

@@ -476,7 +476,7 @@ def headline(tot: dict[str, float]) -> str:
         return f"{fmt.time(tot[f'time_s_{side}'])} {side} ({fmt.count(n, 'kernel')}{extra})"
 
     n = int(tot["matched_kernels"])
-    sp = f"{tot['speedup']:.3g}x" if np.isfinite(tot["speedup"]) else "n/a"
+    sp = f"{tot['speedup']:.2f}x" if np.isfinite(tot["speedup"]) else "n/a"
     known = "" if tot["matched_known"] == n else f", {int(tot['matched_known'])} with both times known"
     return (f"speedup {sp} over {fmt.count(n, 'matched kernel')}{known} ({fmt.time(tot['matched_time_s_before'])} -> "
             f"{fmt.time(tot['matched_time_s_after'])}); whole runs: {run('before')}, {run('after')}")
