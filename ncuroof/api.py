@@ -36,7 +36,7 @@ from .runs import ranks as _ranks
 from .schema import to_text, validate_points
 
 __all__ = ["profile", "profile_run", "load", "points", "plot_roofline", "analyze", "AnalysisResult", "AnalysisOptions", "default_outdir",
-           "analysis_of", "compare_runs", "CompareResult"]
+           "analysis_of", "compare_runs", "CompareResult", "compare_series", "SeriesResult", "runs_in"]
 
 PathLike = str | Path
 
@@ -521,4 +521,81 @@ def compare_runs(before: PathLike | Sequence[PathLike], after: PathLike | Sequen
     report.write_outputs(out, files)
     result.outdir = out
     result.files = {name: out / name for name in files}
+    return result
+
+
+@dataclass
+class SeriesResult:
+    """What :func:`compare_series` produced."""
+
+    table: pd.DataFrame
+    names: list[str]
+    warnings: list[str]
+    outdir: Path | None = None
+    files: dict[str, Path] = field(default_factory=dict)
+
+
+def runs_in(directory: PathLike) -> list[Path]:
+    """The runs of a directory, in name order: its ``.ncu-rep`` reports, ncu CSV exports and saved
+    analyses (subdirectories with a kernels table). InputError when it holds fewer than two."""
+    d = Path(directory)
+    found = sorted(p for p in d.iterdir() if (p.is_file() and (p.name.endswith(".ncu-rep") or p.suffix == ".csv"))
+                   or (p.is_dir() and tables_io.saved_kernels(p) is not None))
+    if len(found) < 2:
+        raise InputError("holds fewer than two runs (.ncu-rep, .csv or analyze output directories); pass the runs themselves", d)
+    return found
+
+
+def compare_series(runs: Sequence[PathLike | Sequence[PathLike]], outdir: PathLike | None = None,
+                   options: AnalysisOptions | None = None, *, plotlyjs: str | bool = True, write: bool = True,
+                   progress: bool = False, pairs: Sequence[tuple[str, str]] = (), pair_file: PathLike | None = None,
+                   formats: Sequence[str] = ("csv",), **option_fields: Any) -> SeriesResult:
+    """Several runs in order: each kernel's trail through them; write trail.csv/.html.
+
+    Parameters
+    ----------
+    runs : sequence
+        Each a report, CSV export(s) or an ncuroof output directory (:func:`analysis_of`), in order.
+    outdir : path, optional
+        Output directory; default ``<last run's stem>.trail/`` next to the last run.
+    options : AnalysisOptions, optional
+        How to analyze every run; ``**option_fields`` override its fields.
+    plotlyjs, write, progress, formats
+        As in :func:`compare_runs`.
+    pairs, pair_file
+        Pairs by hand (:func:`ncuroof.runs.compare.series`).
+
+    Returns
+    -------
+    SeriesResult
+        ``table`` (:data:`ncuroof.schema.COMPARE_TRAIL`), the run names, the warnings of each
+        consecutive pair of runs.
+
+    Raises
+    ------
+    NcuroofError
+        Bad input; fewer than two runs; a pair naming one kernel in no two consecutive runs.
+    """
+    if len(runs) < 2:
+        raise InputError("a series needs at least two runs", ", ".join(str(r) for r in runs))
+    opts = AnalysisOptions.of(options, **option_fields)
+    specs = [*pairs, *(_compare.read_pair_file(pair_file) if pair_file is not None else [])]
+    sides = [analysis_of(r, opts, progress) for r in runs]
+    names = [", ".join(p.name for p in as_paths(r)) for r in runs]
+    warns = [f"runs {i} → {i + 1}: {w}" for i in range(1, len(sides))
+             for w in _compare.warnings(sides[i - 1].kernels, sides[i].kernels)]
+    table = _compare.series([a.summary for a in sides], [a.kernels for a in sides], names, opts.match, specs)
+    result = SeriesResult(table, names, warns)
+    if not write:
+        return result
+    last = as_paths(runs[-1])[0]
+    out = Path(outdir) if outdir is not None else last.with_name(
+        (last.name if last.is_dir() else default_outdir(last).stem) + ".trail")
+    from .render import compare as compare_page
+
+    inputs = [p for r in runs for p in as_paths(r)]
+    files = {**tables_io.table_files({"trail": table}, formats, inputs),
+             "trail.html": compare_page.trail_page(table, sides[0].points, sides[-1].points, names, warns, plotlyjs)}
+    report.write_outputs(out, files)
+    result.outdir, result.files = out, {name: out / name for name in files}
     return result

@@ -302,10 +302,9 @@ both runs, a matched kernel without a duration: unknown is not fast).
 
 
 @cli.command(name="compare", epilog=_GATE_EPILOG)
-@click.argument("before", type=click.Path(path_type=Path))
-@click.argument("after", type=click.Path(path_type=Path))
+@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path), metavar="BEFORE AFTER [RUN]...")
 @click.option("-o", "--outdir", type=click.Path(path_type=Path, file_okay=False), default=None,
-              help="Output directory (default: <after stem>.compare/ next to AFTER).")
+              help="Output directory (default: <after stem>.compare/ next to AFTER; <last stem>.trail/ for more runs).")
 @analysis_options
 @click.option("--strict", is_flag=True, help="Refuse (exit 2) when the runs differ in GPU, ncu version, clocks or metric set.")
 @click.option("--fail-if-slower", "fail_pct", type=click.FloatRange(min=0), default=None, metavar="PCT",
@@ -326,7 +325,7 @@ both runs, a matched kernel without a duration: unknown is not fast).
 @click.option("--plotlyjs", type=click.Choice(list(PLOTLYJS)), default="embed", show_default=True)
 @click.option("--top", type=click.IntRange(1), default=10, show_default=True, help="Kernels in the summary.")
 @click.option("-q", "--quiet", is_flag=True, help="No summary table.")
-def compare_cmd(before: Path, after: Path, outdir: Path | None, strict: bool, fail_pct: float | None, fail_on_new: bool,
+def compare_cmd(runs: tuple[Path, ...], outdir: Path | None, strict: bool, fail_pct: float | None, fail_on_new: bool,
                 fail_on_gone: bool, allow_unmatched: bool, pairs: list[tuple[str, str]], pair_file: Path | None,
                 formats: tuple[str, ...], plotlyjs: str, top: int, quiet: bool, **kw: object) -> None:
     """Compare two runs (reports, CSV exports or analyze output directories): did the dot move, did the work change?
@@ -337,10 +336,28 @@ def compare_cmd(before: Path, after: Path, outdir: Path | None, strict: bool, fa
     bound, movement) and compare.html (both runs' roofs on one log-log roofline, an arrow per
     kernel from before to after). The headline speedup is over matched kernels, beside both
     runs' totals.
+
+    Three or more runs (or one directory of runs, in name order) give each kernel's trail
+    through them: trail.csv (one row per kernel and run: time, speedups, work, AI and roof
+    fraction at one level) and trail.html (one roofline, each kernel's trail numbered by run).
     """
     from . import api
     from .render import text
 
+    if len(runs) == 1 and runs[0].is_dir() and not (runs[0] / "kernels.csv").exists() and not (runs[0] / "kernels.parquet").exists():
+        runs = tuple(api.runs_in(runs[0]))
+    if len(runs) < 2:
+        raise click.UsageError("compare needs BEFORE AFTER, more runs in order, or a directory of runs")
+    if len(runs) > 2:
+        if fail_pct is not None or strict:
+            raise click.UsageError("--fail-if-slower and --strict compare two runs; pass BEFORE AFTER")
+        series = api.compare_series(list(runs), outdir=outdir, options=_options(kw), progress=not quiet, plotlyjs=PLOTLYJS[plotlyjs],
+                                    pairs=pairs, pair_file=pair_file, formats=formats)
+        for w in series.warnings:
+            click.echo(f"warning: {w}", err=True)
+        click.echo(text.series_text(series, top, quiet), nl=False)
+        return
+    before, after = runs
     result = api.compare_runs(before, after, outdir=outdir, options=_options(kw), strict=strict, progress=not quiet,
                               plotlyjs=PLOTLYJS[plotlyjs], pairs=pairs, pair_file=pair_file, fail_if_slower=fail_pct,
                               fail_on_new=fail_on_new, fail_on_gone=fail_on_gone, allow_unmatched=allow_unmatched, formats=formats)

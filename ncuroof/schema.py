@@ -795,3 +795,34 @@ COMPARE_GATE: dict[str, Column] = {
 }
 
 __all__ += ["COMPARE", "COMPARE_GATE"]
+
+#: Several runs in order (:func:`ncuroof.runs.compare.series`, ``trail.csv``): one row per kernel and run
+#: it is in; a kernel matched between consecutive runs keeps its ``trail``.
+COMPARE_TRAIL: dict[str, Column] = {
+    "trail": Column("int64", "", "the kernel's trail: one id through the runs it was matched in, first appearance order"),
+    "run": Column("int64", "", "the run's position, 0 first"),
+    "run_name": Column("string", "", "the run's input"),
+    "kernel_key": Column("string", "", "kernel identity (--match) in this run"),
+    "kernel_name": RAW_META["kernel_name"],
+    "kernel_label": KERNEL_SUMMARY["kernel_label"],
+    "match": Column("string", "", "how it was matched to the previous run's kernel (ncuroof.model.summary.pair_keys: name, by hand, "
+                    "base name, numbers differ); first (the first run) or new (a trail starting here)"),
+    "launches": KERNEL_SUMMARY["launches"],
+    "time_s": Column("float64", "s", "summed launch duration; missing unless every launch has one"),
+    "speedup_vs_first": Column("float64", "1", "the trail's first time / this time"),
+    "speedup_vs_previous": Column("float64", "1", "the trail's previous time / this time"),
+    **{f"{p}_flop": Column("float64", "FLOP", f"summed {p.upper()} operations") for p in (*PRECISIONS, "tensor")},
+    **{f"{lv}_bytes": Column("float64", "B", f"summed {lv.upper()} traffic") for lv in LEVELS},
+    "flop_per_s": KERNEL_SUMMARY["flop_per_s"],
+    "precision": KERNEL_SUMMARY["precision"],
+    "level": KERNEL_SUMMARY["level"],
+    "ai_flop_per_byte": KERNEL_SUMMARY["ai_flop_per_byte"],
+    "roof_fraction": KERNEL_SUMMARY["roof_fraction"],
+    "trail_level": Column("string", "", "the one level the trail is drawn at: the kernel's binding level in its last run (else DRAM)"),
+    "trail_ai_flop_per_byte": Column("float64", "FLOP/B", "AI of the kernel's dot at trail_level"),
+    "trail_roof_fraction": Column("float64", "1", "roof fraction of the kernel's dot at trail_level"),
+    "grid": Column("string", "", "grid dimensions of most of the time"),
+    "block": Column("string", "", "block dimensions of most of the time"),
+}
+
+__all__ += ["COMPARE_TRAIL"]

@@ -334,3 +334,35 @@ def test_gate_by_hand() -> None:
     assert gate(slow, totals(slow, before, after), 60).failures[0].startswith("slower, likely renamed: gone -> new: 1 s -> 3 s (+200 %)")
     assert gate(slow, totals(slow, before, after), 60, allow_unmatched=True).verdict == "pass"
     assert set(g.to_dict()) == {"verdict", "exit_code", "threshold_pct", "headline", "failures", "unknown", "notes"}
+
+
+@needs_ncu_report
+def test_three_runs_give_each_kernels_trail(tmp_path: Path) -> None:
+    import ncuroof
+
+    runs = [shared("ESMM-Research__metrics.csv"), shared(ESMM)]
+    a = _saved(tmp_path, "a", ESMM)
+    renamed = _renamed(pd.read_csv(a / "kernels.csv"), "warptiling", "warptiling_v2", 0.5)
+    runs.append(_folder(tmp_path, "v2", renamed))
+    proc = run("compare", *map(str, runs), "--gpu", "a10g", "--pair", "warptiling=warptiling_v2", "-o", str(tmp_path / "t"),
+               "--format", "csv,parquet")
+    assert proc.returncode == 0, proc.stderr
+    assert "warptiling_v2: " in proc.stdout and "(2.01x its first)" in proc.stdout and "basic: 10.8 ms -> - -> -\n" in proc.stdout
+    t = pd.read_csv(tmp_path / "t" / "trail.csv")
+    w = t[t["trail"] == t.loc[t["kernel_name"] == "warptiling_v2", "trail"].iat[0]].set_index("run")
+    assert list(w.index) == [0, 1, 2] and list(w["match"]) == ["first", "name", "by hand"]
+    loads = [ncuroof.load(r, gpu="a10g") for r in runs]
+    names = ["warptiling", "warptiling", "warptiling_v2"]
+    for i, (k, name) in enumerate(zip(loads, names, strict=True)):
+        sel = k[k["kernel_name"] == name]
+        assert w.at[i, "time_s"] == pytest.approx(sel["time_s"].sum(), rel=1e-12)
+        assert w.at[i, "fp32_flop"] == pytest.approx(sel["fp32_flop"].sum(), rel=1e-12)
+    assert w.at[2, "speedup_vs_first"] == pytest.approx(w.at[0, "time_s"] / w.at[2, "time_s"], rel=1e-12)
+    assert w.at[2, "speedup_vs_previous"] == pytest.approx(2.0, rel=1e-12)
+    assert len(t[t["kernel_name"] == "basic"]) == 1 and (w["trail_level"] == w["trail_level"].iat[-1]).all()
+    # A directory of runs is the runs in name order.
+    (tmp_path / "dir").mkdir()
+    for i, r in enumerate(runs[1:]):
+        (tmp_path / "dir" / f"{i}-{r.name}").symlink_to(r)
+    assert run("compare", str(tmp_path / "dir"), "-q", "-o", str(tmp_path / "t2")).returncode == 0
+    assert run("compare", *map(str, runs), "--fail-if-slower", "5", "-o", str(tmp_path / "t3")).returncode == 2

@@ -43,7 +43,7 @@ FORMATS = ("csv", "parquet")
 #: File stem -> declared columns of each table ncuroof writes.
 TABLES: dict[str, dict[str, Column]] = {"kernels": schema.KERNELS, "points": schema.POINTS, "ranks": schema.RANKS,
                                         "failures": schema.FAILURES, "timeline": schema.TIMELINE_KERNEL, "ops": schema.OPS,
-                                        "compare": schema.COMPARE}
+                                        "compare": schema.COMPARE, "trail": schema.COMPARE_TRAIL}
 
 # List columns (schema.LIST_COLUMNS) are stored as their text (schema.to_text) and parsed back.
 _ARROW = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_(), "object": pa.string()}

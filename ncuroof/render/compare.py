@@ -22,14 +22,13 @@ import plotly.graph_objects as go
 from .. import fmt
 from ..schema import BOUNDS, precision_title
 from . import page as report
-from .figure import LEVEL_COLORS, roofs
+from .figure import KERNEL_COLORS, LEVEL_COLORS, roofs
 
-__all__ = ["plot_compare", "compare_page", "SAME_ROOF"]
+__all__ = ["plot_compare", "compare_page", "plot_trails", "trail_page", "SAME_ROOF"]
 
 #: Roofs of the two runs within this relative difference are drawn once, as both runs'.
 SAME_ROOF = 0.01
 
-_RUN_DASH = {"both runs": "solid", "before": "dash", "after": "solid"}
 _SIDES = {"before": dict(symbol="circle-open", name="before"), "after": dict(symbol="circle", name="after")}
 _ONLY = {"only_before": ("before", dict(symbol="x", name="only before (gone)")),
          "only_after": ("after", dict(symbol="star", name="only after (new)"))}
@@ -40,18 +39,19 @@ def _same(a: dict[str, float], b: dict[str, float]) -> bool:
 
 
 def _run_roofs(points_before: pd.DataFrame | None, points_after: pd.DataFrame | None, precisions: set[str],
-               levels: set[str]) -> list[tuple[str, dict[str, float], dict[str, float]]]:
-    """``[(who, compute roof per precision, bandwidth roof per level)]``: one entry ``both runs`` when
-    the runs' roofs agree, else one per run that has roofs."""
+               levels: set[str], labels: tuple[str, str] = ("before", "after"),
+               ) -> list[tuple[str, str, dict[str, float], dict[str, float]]]:
+    """``[(label, dash, compute roof per precision, bandwidth roof per level)]``: one entry ``both
+    runs`` (solid) when the runs' roofs agree, else one per run that has roofs (the first dashed)."""
     runs = []
-    for who, pts in (("before", points_before), ("after", points_after)):
+    for who, dash, pts in ((labels[0], "dash", points_before), (labels[1], "solid", points_after)):
         if pts is None or not len(pts):
             continue
         compute, memory, _ = roofs(pts)
-        runs.append((who, {p: v for p, v in compute.items() if p in precisions and v > 0},
+        runs.append((who, dash, {p: v for p, v in compute.items() if p in precisions and v > 0},
                      {lv: v for lv, v in memory.items() if lv in levels and v > 0}))
-    if len(runs) == 2 and _same(runs[0][1], runs[1][1]) and _same(runs[0][2], runs[1][2]):
-        return [("both runs", runs[0][1], runs[0][2])]
+    if len(runs) == 2 and _same(runs[0][2], runs[1][2]) and _same(runs[0][3], runs[1][3]):
+        return [("both runs", "solid", runs[0][2], runs[0][3])]
     return runs
 
 
@@ -103,12 +103,11 @@ def _arrows(table: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
-def _roof_traces(runs: list[tuple[str, dict[str, float], dict[str, float]]], x_lo: float, x_hi: float) -> list[go.Scatter]:
+def _roof_traces(runs: list[tuple[str, str, dict[str, float], dict[str, float]]], x_lo: float, x_hi: float) -> list[go.Scatter]:
     """Sloped roofs up to the run's highest compute roof, flat roofs from the run's widest bandwidth roof."""
     out = []
-    for who, compute, memory in runs:
+    for who, dash, compute, memory in runs:
         top, widest = max(compute.values(), default=np.nan), max(memory.values(), default=np.nan)
-        dash = _RUN_DASH[who]
         for lv, bw in memory.items():
             x_end = top / bw if np.isfinite(top) else x_hi
             out.append(go.Scatter(x=[x_lo, x_end], y=[bw * x_lo, bw * x_end], mode="lines", name=f"{who}: {lv.upper()} {fmt.si(bw, 'B/s')}",
@@ -152,7 +151,15 @@ def plot_compare(table: pd.DataFrame, points_before: pd.DataFrame | None = None,
     levels = set(dotted["movement_level"])
     precisions = set(dotted["precision_before"]) | set(dotted["precision_after"])
     runs = _run_roofs(points_before, points_after, precisions, levels)
-    ridges = [c / m for _, comp, mem in runs for c in comp.values() for m in mem.values()]
+    _frame(fig, traces, xs, ys, runs, levels, title)
+    fig.update_layout(annotations=list(fig.layout.annotations) + _arrows(table))
+    return fig
+
+
+def _frame(fig: go.Figure, traces: list[go.Scatter], xs: list[float], ys: list[float],
+           runs: list[tuple[str, str, dict[str, float], dict[str, float]]], levels: set[str], title: str) -> None:
+    """Roofs, dots, log axes holding every dot and ridge point, and a note where no dot or no roof is drawn."""
+    ridges = [c / m for _, _, comp, mem in runs for c in comp.values() for m in mem.values()]
     x_all = [v for v in xs + ridges if np.isfinite(v) and v > 0] or [0.1, 10.0]
     x_lo, x_hi = min(x_all) / 4, max(x_all) * 4
     roof_traces = _roof_traces(runs, x_lo, x_hi)
@@ -163,15 +170,90 @@ def plot_compare(table: pd.DataFrame, points_before: pd.DataFrame | None = None,
                       xaxis=dict(type="log", title=f"Arithmetic intensity at {level} [FLOP/byte]",
                                  range=[math.log10(x_lo), math.log10(x_hi)]),
                       yaxis=dict(type="log", title="Performance [FLOP/s]",
-                                 range=[math.log10(min(y_all) / 2), math.log10(max(y_all) * 2)]),
-                      annotations=_arrows(table))
-    if not xs:
+                                 range=[math.log10(min(y_all) / 2), math.log10(max(y_all) * 2)]))
+    if not [x for x in xs if np.isfinite(x) and x > 0]:
         fig.add_annotation(text="No dots: the inputs have no FLOP counters or no traffic counters.", showarrow=False,
                            xref="paper", yref="paper", x=0.5, y=0.5)
     if not runs:
-        fig.add_annotation(text="No roofs: neither run has a roof (no peak in the report, no datasheet entry).", showarrow=False,
+        fig.add_annotation(text="No roofs: no run has a roof (no peak in the report, no datasheet entry).", showarrow=False,
                            xref="paper", yref="paper", x=0.5, y=0.95)
+
+
+def plot_trails(trail: pd.DataFrame, points_first: pd.DataFrame | None = None, points_last: pd.DataFrame | None = None,
+                title: str = "Kernels through the runs") -> go.Figure:
+    """Each kernel's trail through several runs on one roofline, the runs numbered along it.
+
+    Parameters
+    ----------
+    trail : DataFrame
+        From :func:`ncuroof.runs.compare.series` (:data:`ncuroof.schema.COMPARE_TRAIL`).
+    points_first, points_last : DataFrame, optional
+        The first and last runs' points tables: their roofs (once, as both runs', when they agree).
+    title : str, optional
+        Figure title (escaped).
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        Log-log axes, AI at each trail's ``trail_level`` × FLOP/s; one ``lines+markers+text`` trace per
+        trail (``meta.role == 'trail'``), its points labelled with the run's number (1 first), hover
+        with the kernel, run, time, speedup against the trail's first run, level and roof fraction.
+    """
+    fig = go.Figure()
+    ok = trail[(trail["trail_ai_flop_per_byte"] > 0) & (trail["flop_per_s"] > 0)]
+    traces = []
+    for i, (tid, t) in enumerate(ok.groupby("trail", sort=True)):
+        data = np.column_stack([[html.escape(str(v)) for v in t["kernel_label"]], [html.escape(str(v)) for v in t["run_name"]],
+                                [fmt.time(v) for v in t["time_s"]],
+                                [f"{v:.2f}x" if np.isfinite(v) else "n/a" for v in t["speedup_vs_first"]],
+                                [str(v).upper() for v in t["trail_level"]], [fmt.pct(v) for v in t["trail_roof_fraction"]]])
+        traces.append(go.Scatter(
+            x=t["trail_ai_flop_per_byte"], y=t["flop_per_s"], mode="lines+markers+text", text=[str(r + 1) for r in t["run"]],
+            textposition="top center", name=html.escape(str(t["kernel_label"].iat[-1])), meta={"role": "trail", "trail": int(tid)},
+            line=dict(color=KERNEL_COLORS[i % len(KERNEL_COLORS)]), marker=dict(size=10), customdata=data,
+            hovertemplate=("<b>%{customdata[0]}</b><br>run %{text}: %{customdata[1]}<br>%{customdata[4]}: AI %{x:.3g} FLOP/B<br>"
+                           "%{y:.3s} FLOP/s, %{customdata[5]} of roof<br>time %{customdata[2]} · %{customdata[3]} the first run's"
+                           "<extra></extra>")))
+    levels, precisions = set(ok["trail_level"]), set(ok["precision"])
+    runs = _run_roofs(points_first, points_last, precisions, levels, labels=("first run", "last run"))
+    _frame(fig, traces, list(ok["trail_ai_flop_per_byte"]), list(ok["flop_per_s"]), runs, levels, title)
     return fig
+
+
+_TRAIL_TABLE = [("kernel_label", "kernel"), ("run", "run"), ("run_name", "input"), ("match", "match"), ("launches", "launches"),
+                ("time_s", "time"), ("speedup_vs_first", "speedup vs first"), ("speedup_vs_previous", "speedup vs previous"),
+                *((f"{p}_flop", f"{p.upper()} FLOP") for p in ("fp64", "fp32", "fp16", "tensor")), ("dram_bytes", "DRAM bytes"),
+                ("trail_level", "level"), ("trail_ai_flop_per_byte", "AI"), ("trail_roof_fraction", "roof frac")]
+
+
+def trail_page(trail: pd.DataFrame, points_first: pd.DataFrame | None, points_last: pd.DataFrame | None, names: list[str],
+               warnings: list[str], plotlyjs: str | bool = True) -> str:
+    """The page of several runs (``trail.html``): the runs in order, :func:`plot_trails`, the table of each kernel per run.
+
+    Parameters
+    ----------
+    trail : DataFrame
+        From :func:`ncuroof.runs.compare.series`.
+    points_first, points_last : DataFrame, optional
+        The first and last runs' points tables.
+    names : list of str
+        The runs, in order.
+    warnings : list of str
+        Why consecutive runs may not compare point for point.
+    plotlyjs : True or 'cdn', default True
+
+    Returns
+    -------
+    str
+        The HTML document.
+    """
+    meta = {"runs": " → ".join(f"{i + 1}. {n}" for i, n in enumerate(names)), "warnings": "; ".join(warnings)}
+    kinds = {"kernel_label": "name", "time_s": "time", "run": "int", "launches": "int", "trail_roof_fraction": "pct",
+             "dram_bytes": "si", **{f"{p}_flop": "si" for p in ("fp64", "fp32", "fp16", "tensor")}}
+    shown = trail.assign(run=trail["run"] + 1)
+    fig = plot_trails(trail, points_first, points_last, f"Kernels through {len(names)} runs")
+    return report.render_page("ncuroof compare (runs)", fig, meta, "Each kernel per run",
+                              report.html_table(shown, _TRAIL_TABLE, kinds=kinds), plotlyjs)
 
 
 _TABLE = [("kernel_label", "kernel"), ("status", "status"), ("match", "match"), ("launches_before", "launches before"),

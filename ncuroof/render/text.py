@@ -14,7 +14,7 @@ from ..schema import cell_text, parse_cell
 from . import provenance
 from .page import summary_text
 
-__all__ = ["analysis_text", "compare_text", "gate_text", "profile_text"]
+__all__ = ["analysis_text", "compare_text", "gate_text", "series_text", "profile_text"]
 
 
 def _findings(result: Any) -> list[str]:
@@ -164,6 +164,38 @@ def gate_text(gate: Any) -> str:
     else:
         lines.append(f"ncuroof: gate passed at --fail-if-slower {gate.threshold_pct:g} ({gate.headline})")
     return "".join(line + "\n" for line in lines)
+
+
+def series_text(result: Any, top: int = 10, quiet: bool = False) -> str:
+    """What ``compare`` prints for several runs: each kernel's time through the runs (longest last time first).
+
+    Parameters
+    ----------
+    result : ncuroof.api.SeriesResult
+    top : int, default 10
+        Kernels listed.
+    quiet : bool, default False
+        Only the line saying where the output went.
+
+    Returns
+    -------
+    str
+        ``name: 1.2 ms -> - -> 0.8 ms (1.50x its first)`` lines (``-``: not in that run), then ``wrote DIR/ (files)``.
+    """
+    out = []
+    if not quiet:
+        t = result.table
+        n = len(result.names)
+        out.append(f"{n} runs: " + " -> ".join(f"{i + 1}. {name}" for i, name in enumerate(result.names)))
+        last = t.groupby("trail")["time_s"].last().sort_values(ascending=False, na_position="last")
+        for tid in last.index[:top]:
+            rows = t[t["trail"] == tid].set_index("run")
+            times = [fmt.time(rows.at[i, "time_s"]) if i in rows.index else "-" for i in range(n)]
+            sp = rows["speedup_vs_first"].iat[-1]
+            out.append(f"{rows['kernel_label'].iat[-1]}: {' -> '.join(times)}" + (f" ({sp:.2f}x its first)" if len(rows) > 1 and sp == sp else ""))
+    if result.outdir is not None:
+        out.append(f"wrote {result.outdir}/ ({', '.join(result.files)})")
+    return "".join(line + "\n" for line in out)
 
 
 def profile_text(res: Any) -> str:

@@ -40,7 +40,7 @@ from ..model.summary import kernel_summary, keys_of, most_time, pair_keys
 from ..schema import BOUNDS, COMPARE, LEVELS, PRECISIONS
 
 __all__ = ["match", "join", "compare", "totals", "gate", "Gate", "slower", "movement", "warnings", "work", "partners",
-           "resolve_pairs", "read_pair_file", "change", "thresholds", "MOVE_THRESHOLD", "WORK_PRECISIONS"]
+           "resolve_pairs", "resolve_pairs_ok", "read_pair_file", "series", "change", "thresholds", "MOVE_THRESHOLD", "WORK_PRECISIONS"]
 
 #: Precisions whose work compare.csv carries (``<p>_flop_before``/``_after``).
 WORK_PRECISIONS = (*PRECISIONS, "tensor")
@@ -639,3 +639,92 @@ def warnings(before: pd.DataFrame, after: pd.DataFrame) -> list[str]:
         if x != y:
             out.append(f"different {what}: {', '.join(sorted(x)) or 'none'} before, {', '.join(sorted(y)) or 'none'} after")
     return out
+
+
+def _trail_ids(summaries: Sequence[pd.DataFrame], pairs: Sequence[Sequence[tuple[str, str]]]) -> list[dict[str, tuple[int, str]]]:
+    """Per run: kernel key -> (trail id, how it was matched to the previous run). A kernel matched
+    (:func:`match`) to one of the previous run continues its trail; any other starts a new one."""
+    out: list[dict[str, tuple[int, str]]] = [{k: (i, "first") for i, k in enumerate(summaries[0]["kernel_key"])}]
+    n = len(out[0])
+    for i in range(1, len(summaries)):
+        ids: dict[str, tuple[int, str]] = {}
+        for r in match(summaries[i - 1], summaries[i], pairs[i - 1]).itertuples(index=False):
+            if not r.key_after:
+                continue
+            if r.key_before:
+                ids[r.key_after] = (out[-1][r.key_before][0], r.match)
+            else:
+                ids[r.key_after], n = (n, "new"), n + 1
+        out.append(ids)
+    return out
+
+
+def series(summaries: Sequence[pd.DataFrame], kernels: Sequence[pd.DataFrame], names: Sequence[str], by: str = "kernel",
+           pairs: Sequence[tuple[str, str]] = ()) -> pd.DataFrame:
+    """Each kernel's trail through several runs, in order (:data:`ncuroof.schema.COMPARE_TRAIL`).
+
+    Consecutive runs are matched like two (:func:`match`: names, fallbacks, and each pair by hand
+    whose sides name one kernel of those two runs); a matched kernel continues its trail.
+
+    Parameters
+    ----------
+    summaries, kernels : sequence of DataFrame
+        Each run's kernel summary and launch table, in run order.
+    names : sequence of str
+        Each run's name (its input).
+    by : str, default 'kernel'
+        The kernel identity of the summaries.
+    pairs : sequence of (str, str)
+        Pairs by hand (:func:`resolve_pairs`); each must resolve between at least one pair of consecutive runs.
+
+    Returns
+    -------
+    DataFrame
+        One row per (trail, run the kernel is in), ordered by trail then run: time, work and
+        traffic (:func:`work`), the binding dot, the AI and roof fraction at the trail's level (the
+        binding level in its last run), speedups against the trail's first and previous rows.
+
+    Raises
+    ------
+    InputError
+        A pair that names one kernel in no two consecutive runs.
+    """
+    steps = [[resolve_pairs([spec], summaries[i - 1], summaries[i])[0] for spec in pairs
+              if resolve_pairs_ok(spec, summaries[i - 1], summaries[i])] for i in range(1, len(summaries))]
+    unused = [f"{b}={a}" for b, a in pairs if not any(resolve_pairs_ok((b, a), summaries[i - 1], summaries[i])
+                                                      for i in range(1, len(summaries)))]
+    if unused:
+        raise InputError(f"names one kernel in no two consecutive runs: {', '.join(unused)}", "--pair")
+    ids = _trail_ids(summaries, steps)
+    rows = []
+    for run, (s, k) in enumerate(zip(summaries, kernels, strict=True)):
+        w = work(k, by)
+        t = s.set_index("kernel_key")
+        for key, (trail, how) in ids[run].items():
+            r = t.loc[key]
+            rows.append({"trail": trail, "run": run, "run_name": names[run], "kernel_key": key, "match": how,
+                         **{c: r[c] for c in ("kernel_name", "kernel_label", "launches", "flop_per_s", "precision", "level",
+                                              "ai_flop_per_byte", "roof_fraction",
+                                              *(f"{lv}_{m}" for lv in LEVELS for m in ("ai_flop_per_byte", "roof_fraction")))},
+                         **w.loc[key].to_dict()})
+    out = pd.DataFrame(rows).sort_values(["trail", "run"], kind="stable").reset_index(drop=True)
+    last = out.groupby("trail")["level"].transform("last").where(lambda v: v.isin(LEVELS), "dram")
+    out["trail_level"] = last
+    for m in ("ai_flop_per_byte", "roof_fraction"):
+        out[f"trail_{m}"] = [getattr(r, f"{r.trail_level}_{m}") for r in out.itertuples(index=False)]
+    t = out["time_s"].to_numpy(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out["speedup_vs_first"] = out.groupby("trail")["time_s"].transform("first").to_numpy(float) / t
+        out["speedup_vs_previous"] = out.groupby("trail")["time_s"].shift(1).to_numpy(float) / t
+    from ..schema import COMPARE_TRAIL
+
+    return out.reindex(columns=list(COMPARE_TRAIL))
+
+
+def resolve_pairs_ok(spec: tuple[str, str], before: pd.DataFrame, after: pd.DataFrame) -> bool:
+    """Whether a pair by hand names one kernel in each of two runs (:func:`resolve_pairs`)."""
+    try:
+        resolve_pairs([spec], before, after)
+    except InputError:
+        return False
+    return True
