@@ -818,7 +818,8 @@ COMPARE_TRAIL: dict[str, Column] = {
     "level": KERNEL_SUMMARY["level"],
     "ai_flop_per_byte": KERNEL_SUMMARY["ai_flop_per_byte"],
     "roof_fraction": KERNEL_SUMMARY["roof_fraction"],
-    "trail_level": Column("string", "", "the one level the trail is drawn at: the kernel's binding level in its last run (else DRAM)"),
+    "trail_level": Column("string", "", "the one level the trail is drawn at: the kernel's binding level in its last run, else the outermost "
+                          "level every run of the trail has"),
     "trail_ai_flop_per_byte": Column("float64", "FLOP/B", "AI of the kernel's dot at trail_level"),
     "trail_roof_fraction": Column("float64", "1", "roof fraction of the kernel's dot at trail_level"),
     "grid": Column("string", "", "grid dimensions of most of the time"),

@@ -79,3 +79,20 @@ def test_same_roofs_are_drawn_once_as_both_runs(browser, tmp_path):  # noqa: F81
     assert s["arrows"] == []  # nothing moved
     assert {d["name"]: d["n"] for d in s["dots"]}["after"] == len(r.table) == 4
     assert np.all(r.table["speedup"] == 1.0) and errors == []
+
+
+@needs_ncu_report
+def test_trail_page_draws_each_kernels_trail(browser, tmp_path):  # noqa: F811
+    runs = [shared("ESMM-Research__metrics.csv"), shared("ESMM-Research__profile_output.ncu-rep")]
+    r = ncuroof.api.compare_series(runs, tmp_path / "t", gpu="a10g")
+    page, errors = _open(browser, tmp_path / "t" / "trail.html")
+    trails = page.evaluate("""() => document.querySelector('.plotly-graph-div')._fullData
+      .filter(t => t.meta && t.meta.role === 'trail').map(t => ({trail: t.meta.trail, text: Array.from(t.text), x: Array.from(t.x)}))""")
+    t = r.table[(r.table["trail_ai_flop_per_byte"] > 0) & (r.table["flop_per_s"] > 0)]
+    assert sorted(tr["trail"] for tr in trails) == sorted(t["trail"].unique())
+    for tr in trails:
+        rows = t[t["trail"] == tr["trail"]]
+        assert tr["text"] == [str(i + 1) for i in rows["run"]] and tr["x"] == pytest.approx(list(rows["trail_ai_flop_per_byte"]))
+    assert max(len(tr["text"]) for tr in trails) == 2 and page.evaluate(STATE_JS)["x"] == "log"
+    page.screenshot(path=str(ARTIFACTS / "trail-ESMM.png"), full_page=True)
+    assert errors == []

@@ -708,8 +708,7 @@ def series(summaries: Sequence[pd.DataFrame], kernels: Sequence[pd.DataFrame], n
                                               *(f"{lv}_{m}" for lv in LEVELS for m in ("ai_flop_per_byte", "roof_fraction")))},
                          **w.loc[key].to_dict()})
     out = pd.DataFrame(rows).sort_values(["trail", "run"], kind="stable").reset_index(drop=True)
-    last = out.groupby("trail")["level"].transform("last").where(lambda v: v.isin(LEVELS), "dram")
-    out["trail_level"] = last
+    out["trail_level"] = out.groupby("trail", sort=False)["trail"].transform(lambda ix: _trail_level(out.loc[ix.index]))
     for m in ("ai_flop_per_byte", "roof_fraction"):
         out[f"trail_{m}"] = [getattr(r, f"{r.trail_level}_{m}") for r in out.itertuples(index=False)]
     t = out["time_s"].to_numpy(float)
@@ -719,6 +718,16 @@ def series(summaries: Sequence[pd.DataFrame], kernels: Sequence[pd.DataFrame], n
     from ..schema import COMPARE_TRAIL
 
     return out.reindex(columns=list(COMPARE_TRAIL))
+
+
+def _trail_level(rows: pd.DataFrame) -> str:
+    """The one level a trail is drawn at: the kernel's binding level in its last run, else DRAM, L2,
+    L1, the first where every run of the trail has an AI; else that binding level (DRAM without one)."""
+    last = rows["level"].iat[-1] if rows["level"].iat[-1] in LEVELS else "dram"
+    for lv in dict.fromkeys([last, "dram", "l2", "l1"]):
+        if np.isfinite(rows[f"{lv}_ai_flop_per_byte"].to_numpy(float)).all():
+            return lv
+    return last
 
 
 def resolve_pairs_ok(spec: tuple[str, str], before: pd.DataFrame, after: pd.DataFrame) -> bool:
