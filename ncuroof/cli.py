@@ -297,7 +297,8 @@ Exit codes: 0 the comparison was written (and the gate, if set, passed);
 by more than PCT %; a kernel in one run only with --fail-on-new/--fail-on-gone;
 an unpaired kernel whose likely partner is slower, unless --allow-unmatched);
 2 bad input, or the gate cannot judge (a run without kernels, no kernel in
-both runs, a matched kernel without a duration: unknown is not fast).
+both runs, a matched kernel with a duration in one run only, no matched
+kernel with durations in both: unknown is not fast).
 """
 
 

@@ -255,6 +255,13 @@ def test_unknown_times_never_pass_the_gate(tmp_path: Path) -> None:
     empty = _folder(tmp_path, "empty", pd.read_csv(a / "kernels.csv").head(0))
     proc = run("compare", str(a), str(empty), "--fail-if-slower", "5", "-o", str(tmp_path / "c2"))
     assert proc.returncode == 2 and "the after run has no kernels" in proc.stderr
+    # Durations in neither run: nothing to judge. A kernel ncu failed to measure in both runs is not judged, the rest is.
+    proc = run("compare", str(after), str(after), "--fail-if-slower", "5", "-q", "-o", str(tmp_path / "c3"))
+    assert proc.returncode == 2 and "no matched kernel has a duration in both runs" in proc.stderr
+    bba = shared("BBAStar__profile_output.ncu-rep")
+    proc = run("compare", str(bba), str(bba), "--fail-if-slower", "0", "-q", "-o", str(tmp_path / "c4"))
+    assert proc.returncode == 0 and "not judged: biAStarMultipleBucketsSingleKernel: no duration in either run" in proc.stderr
+    assert "over 2 matched kernels, 1 with both times known" in proc.stderr
 
 
 def _renamed(k: pd.DataFrame, old: str, new: str, factor: float) -> pd.DataFrame:

@@ -274,6 +274,10 @@ def _close(x: np.ndarray, y: np.ndarray, tol: float) -> np.ndarray:
         return (x > 0) & (y > 0) & (np.abs(y / x - 1) <= tol)
 
 
+#: Above this many (gone, new) kernel pairs :func:`partners` weighs only pairs of the same configuration.
+_MAX_CANDIDATES = 1_000_000
+
+
 def partners(table: pd.DataFrame) -> list[str]:
     """The likely partner of each kernel found in one run only: a suggestion, never a pairing.
 
@@ -281,7 +285,8 @@ def partners(table: pd.DataFrame) -> list[str]:
     (all precisions; without FLOPs on either, DRAM bytes) within ``[compare].partner_work`` of
     ``metrics/thresholds.toml`` (a rewrite keeps the work, a rename keeps both). A candidate's rank:
     criteria met (configuration, work, time within ``partner_time``), then the closest work, then
-    the closest time; pairs are taken best first, each kernel once.
+    the closest time; pairs are taken best first, each kernel once. Above a million (gone, new)
+    pairs only those of the same configuration are weighed (memory stays bounded).
 
     Parameters
     ----------
@@ -300,8 +305,13 @@ def partners(table: pd.DataFrame) -> list[str]:
     if not len(gone) or not len(new):
         return out
     b, a = table.iloc[gone], table.iloc[new]
-    bi, ai = np.meshgrid(np.arange(len(b)), np.arange(len(a)), indexing="ij")
-    bi, ai = bi.ravel(), ai.ravel()
+    if len(b) * len(a) <= _MAX_CANDIDATES:
+        bi, ai = (g.ravel() for g in np.meshgrid(np.arange(len(b)), np.arange(len(a)), indexing="ij"))
+    else:  # too many to weigh every pair: candidates of the same configuration only
+        both = pd.DataFrame({"c": (b["grid_before"] + "|" + b["block_before"]).to_numpy(), "bi": np.arange(len(b))}).merge(
+            pd.DataFrame({"c": (a["grid_after"] + "|" + a["block_after"]).to_numpy(), "ai": np.arange(len(a))}), on="c")
+        both = both[both["c"] != "|"].head(_MAX_CANDIDATES)
+        bi, ai = both["bi"].to_numpy(int), both["ai"].to_numpy(int)
     gb, ga = (b["grid_before"] + "|" + b["block_before"]).to_numpy(), (a["grid_after"] + "|" + a["block_after"]).to_numpy()
     config = (gb[bi] == ga[ai]) & (b["grid_before"].to_numpy()[bi] != "")
     fb, fa = _flop(b, "before")[bi], _flop(a, "after")[ai]
@@ -534,19 +544,27 @@ def _renamed(table: pd.DataFrame, limit: float) -> list[str]:
     return out
 
 
-def _unknown(table: pd.DataFrame, tot: dict[str, float]) -> list[str]:
-    """What the gate cannot judge: an empty run, no kernel in both runs, matched kernels of unknown time."""
+def _unknown(table: pd.DataFrame, tot: dict[str, float]) -> tuple[list[str], list[str]]:
+    """(what the gate cannot judge, notes): an empty run, no kernel in both runs, a matched kernel whose
+    time is known in one run only, no matched kernel known in both; a kernel without a duration in
+    either run (a launch ncu failed to measure each time) is a note, not judged."""
     out = [f"the {side} run has no kernels: nothing to judge" for side in ("before", "after") if not tot[f"kernels_{side}"]]
     m = table[table["status"] == "matched"]
     if not out and not len(m):
         out.append("no kernel is in both runs: nothing to judge (pair renamed kernels with --pair OLD=NEW)")
-    for side in ("before", "after"):
-        bad = m[~np.isfinite(m[f"time_s_{side}"].to_numpy(float))]
+    known = {s: np.isfinite(m[f"time_s_{s}"].to_numpy(float)) for s in ("before", "after")}
+    for side, other in (("before", "after"), ("after", "before")):
+        bad = m[~known[side] & known[other]]
         if len(bad):
             names = ", ".join(_label(r) for r in bad.head(5).itertuples(index=False)) + (", …" if len(bad) > 5 else "")
             out.append(f"time unknown {side}: {fmt.count(len(bad), 'matched kernel')} without a duration in the {side} run "
                        f"({names}): the gate cannot pass on unknown times")
-    return out
+    neither = m[~known["before"] & ~known["after"]]
+    if len(m) and len(neither) == len(m):
+        out.append(f"time unknown: no matched kernel has a duration in both runs ({fmt.count(len(m), 'matched kernel')}): "
+                   "the gate cannot pass on unknown times")
+        return out, []
+    return out, [f"not judged: {_label(r)}: no duration in either run" for r in neither.itertuples(index=False)]
 
 
 def gate(table: pd.DataFrame, tot: dict[str, float], pct: float, *, fail_on_new: bool = False, fail_on_gone: bool = False,
@@ -572,8 +590,10 @@ def gate(table: pd.DataFrame, tot: dict[str, float], pct: float, *, fail_on_new:
     -------
     Gate
         ``fail`` (exit 1) with a line per offender when anything failed; else ``unknown`` (exit 2)
-        when a run has no kernels, no kernel is in both runs, or a matched kernel's time is not
-        known on a side (unknown is not fast); else ``pass`` (exit 0).
+        when a run has no kernels, no kernel is in both runs, a matched kernel's time is known in
+        one run only, or no matched kernel's time is known in both (unknown is not fast); else
+        ``pass`` (exit 0). A matched kernel without a duration in either run (ncu failed to
+        measure it both times) is a note, not judged.
     """
     limit = 1 + pct / 100
     m = table[table["status"] == "matched"]
@@ -589,7 +609,8 @@ def gate(table: pd.DataFrame, tot: dict[str, float], pct: float, *, fail_on_new:
     fails += one_fails + ([] if allow_unmatched else renamed)
     notes += [line.replace("; pair them with", " (allowed by --allow-unmatched); pair them with") for line in renamed] \
         if allow_unmatched else []
-    unknown = _unknown(table, tot)
+    unknown, unjudged = _unknown(table, tot)
+    notes += unjudged
     verdict, code = ("fail", 1) if fails else (("unknown", 2) if unknown else ("pass", 0))
     return Gate(verdict, code, float(pct), headline(tot), fails, unknown, notes)
 
