@@ -24,7 +24,7 @@ from ..schema import BOUNDS, precision_title
 from . import page as report
 from .figure import KERNEL_COLORS, LEVEL_COLORS, roofs
 
-__all__ = ["plot_compare", "compare_page", "plot_trails", "trail_page", "SAME_ROOF"]
+__all__ = ["plot_compare", "compare_page", "plot_trails", "trail_page", "SAME_ROOF", "MAX_ARROWS"]
 
 #: Roofs of the two runs within this relative difference are drawn once, as both runs'.
 SAME_ROOF = 0.01
@@ -91,10 +91,16 @@ def _dot_traces(table: pd.DataFrame) -> tuple[list[go.Scatter], list[float], lis
     return traces, xs, ys
 
 
+#: Arrows drawn at most (the kernels whose time changed most; plotly slows down with thousands of annotations).
+MAX_ARROWS = 300
+
+
 def _arrows(table: pd.DataFrame) -> list[dict[str, Any]]:
-    """One arrow annotation per matched kernel whose dot moved, before → after (log axes: positions in decades)."""
+    """One arrow annotation per matched kernel whose dot moved, before → after (log axes: positions in
+    decades), for the :data:`MAX_ARROWS` whose time changed most."""
     out = []
     m = table[table["status"] == "matched"]
+    m = m.loc[m["time_delta_s"].abs().sort_values(ascending=False, kind="stable").index[:MAX_ARROWS]]
     for xb, xa, yb, ya in zip(m["movement_ai_flop_per_byte_before"], m["movement_ai_flop_per_byte_after"],
                               m["flop_per_s_before"], m["flop_per_s_after"], strict=True):
         if all(np.isfinite(v) and v > 0 for v in (xb, xa, yb, ya)) and (xb, yb) != (xa, ya):
@@ -143,7 +149,8 @@ def plot_compare(table: pd.DataFrame, points_before: pd.DataFrame | None = None,
         dot and ridge point; roof traces (``meta.role == 'roof'``, ``meta.run`` ``both runs``, ``before``
         or ``after``), dot traces (``meta.role == 'dots'``: hollow before, filled after, ``x`` only
         before, star only after; hover as on the analyze page: name, level, AI, FLOP/s, roof
-        fraction, time, speedup, movement, change), one arrow annotation per moved matched kernel.
+        fraction, time, speedup, movement, change), one arrow annotation per moved matched kernel
+        (the :data:`MAX_ARROWS` whose time changed most).
     """
     fig = go.Figure()
     traces, xs, ys = _dot_traces(table)
