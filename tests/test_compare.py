@@ -373,3 +373,24 @@ def test_three_runs_give_each_kernels_trail(tmp_path: Path) -> None:
         (tmp_path / "dir" / f"{i}-{r.name}").symlink_to(r)
     assert run("compare", str(tmp_path / "dir"), "-q", "-o", str(tmp_path / "t2")).returncode == 0
     assert run("compare", *map(str, runs), "--fail-if-slower", "5", "-o", str(tmp_path / "t3")).returncode == 2
+
+
+def test_change_by_hand() -> None:
+    from types import SimpleNamespace
+
+    from ncuroof import fmt
+    from ncuroof.runs.compare import WORK_PRECISIONS, change
+
+    assert (fmt.change(-0.47), fmt.change(0.04), fmt.change(0.0), fmt.change(float("nan"))) == ("−47 %", "+4 %", "±0 %", "n/a")
+    # The case: FP64 work 4.23e12 -> 2.22e12 FLOP in 1/1.99 of the time: throughput x (2.22/4.23)*1.99 = 1.044.
+    side = {f"{p}_flop_{s}": 0.0 for p in WORK_PRECISIONS for s in ("before", "after")}
+    side.update({f"{lv}_bytes_{s}": 1e9 for lv in ("l1", "l2", "dram") for s in ("before", "after")})
+    r = SimpleNamespace(**side, launches_before=3, launches_after=3, precision_before="fp64", precision_after="fp64",
+                        flop_per_s_before=4.23e12 / 1.0, flop_per_s_after=2.22e12 / (1 / 1.99))
+    r.fp64_flop_before, r.fp64_flop_after = 4.23e12, 2.22e12
+    assert change(r) == "FP64 work −48 %, throughput +4 %"
+    r.dram_bytes_after, r.launches_after, r.fp64_flop_after = 0.5e9, 6, 4.23e12
+    assert change(r) == "DRAM traffic −50 %, launches 3 → 6, throughput +4 %"
+    r.fp64_flop_after = float("nan")
+    r.dram_bytes_after = 1e9
+    assert change(r) == "launches 3 → 6, throughput +4 %"
