@@ -40,7 +40,7 @@ from ..model.summary import kernel_summary, keys_of, most_time, pair_keys
 from ..schema import BOUNDS, COMPARE, LEVELS, PRECISIONS
 
 __all__ = ["match", "join", "compare", "totals", "gate", "Gate", "slower", "movement", "warnings", "work", "partners",
-           "resolve_pairs", "resolve_pairs_ok", "read_pair_file", "series", "change", "thresholds", "MOVE_THRESHOLD", "WORK_PRECISIONS"]
+           "resolve_pairs", "resolve_pairs_ok", "read_pair_file", "series", "change", "thresholds", "headline", "fmt_name", "WORK_PRECISIONS"]
 
 #: Precisions whose work compare.csv carries (``<p>_flop_before``/``_after``).
 WORK_PRECISIONS = (*PRECISIONS, "tensor")
@@ -56,9 +56,12 @@ def thresholds() -> dict[str, float]:
     return {k: float(t[k]) for k in ("move", "partner_work", "partner_time")}
 
 
-#: Relative change below which AI, roof fraction, work, traffic or throughput counts as unchanged
-#: (``[compare].move`` of ``metrics/thresholds.toml``).
-MOVE_THRESHOLD = thresholds()["move"]
+def __getattr__(name: str) -> float:
+    """``MOVE_THRESHOLD``: the relative change below which AI, roof fraction, work, traffic or
+    throughput counts as unchanged (``[compare].move`` of ``metrics/thresholds.toml``), read when first asked."""
+    if name == "MOVE_THRESHOLD":
+        return thresholds()["move"]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 _SIDE = ["kernel_name", "kernel_label", "launches", "time_s", "flop_per_s", "bound", "precision", "level", "ai_flop_per_byte",
          "roof_fraction", "achievable_roof_fraction", *(f"{lv}_{m}" for lv in LEVELS for m in ("ai_flop_per_byte", "roof_fraction"))]
@@ -102,10 +105,11 @@ def match(before: pd.DataFrame, after: pd.DataFrame, pairs: Sequence[tuple[str, 
         columns={"key_left": "key_before", "key_right": "key_after"})
 
 
-def movement(ai_before: float, ai_after: float, frac_before: float, frac_after: float, threshold: float = MOVE_THRESHOLD) -> str:
+def movement(ai_before: float, ai_after: float, frac_before: float, frac_after: float, threshold: float | None = None) -> str:
     """Which way a dot moved: ``more reuse`` (AI up), ``better utilization`` (roof fraction up),
     ``both``, ``worse`` (both down), mixed (``more reuse, lower utilization``, …), ``none``, or
-    ``unknown`` when a value is missing. Changes under ``threshold`` count as none."""
+    ``unknown`` when a value is missing. Changes under ``threshold`` (default ``MOVE_THRESHOLD``) count as none."""
+    threshold = thresholds()["move"] if threshold is None else threshold
     def step(a: float, b: float) -> int | None:
         if not (np.isfinite(a) and np.isfinite(b)) or a <= 0:
             return None
@@ -140,7 +144,7 @@ def _ratio(b: float, a: float) -> float:
     return a / b - 1 if np.isfinite(a) and np.isfinite(b) and b > 0 else np.nan
 
 
-def change(row: Any, threshold: float = MOVE_THRESHOLD) -> str:
+def change(row: Any, threshold: float | None = None) -> str:
     """What moved between before and after, with the numbers: ``FP64 work −47 %, throughput +4 %``.
 
     Work per precision (:data:`WORK_PRECISIONS`), traffic per level and launches are named when they
@@ -152,7 +156,8 @@ def change(row: Any, threshold: float = MOVE_THRESHOLD) -> str:
     ----------
     row : namedtuple
         A row of :func:`join` (before its ``change`` column).
-    threshold : float, default :data:`MOVE_THRESHOLD`
+    threshold : float, optional
+        Default ``MOVE_THRESHOLD``.
 
     Returns
     -------
@@ -161,6 +166,7 @@ def change(row: Any, threshold: float = MOVE_THRESHOLD) -> str:
     """
     if not (row.launches_before and row.launches_after):
         return ""
+    threshold = thresholds()["move"] if threshold is None else threshold
     parts, known = [], 0
     for name, cols in ([(f"{p.upper()} work", f"{p}_flop") for p in WORK_PRECISIONS]
                        + [(f"{lv.upper()} traffic", f"{lv}_bytes") for lv in reversed(LEVELS)]):
