@@ -16,7 +16,7 @@ import ncuroof
 
 STATE_JS = """() => { const gd = document.querySelector('.plotly-graph-div');
   const roofs = gd._fullData.filter(t => t.meta && t.meta.role === 'roof');
-  const dots = gd._fullData.filter(t => t.meta && t.meta.role === 'dots');
+  const dots = gd._fullData.filter(t => t.meta && t.meta.role === 'dots' && t.visible === true);
   return {x: gd._fullLayout.xaxis.type, y: gd._fullLayout.yaxis.type, xr: gd._fullLayout.xaxis.range, yr: gd._fullLayout.yaxis.range,
           roofs: roofs.map(t => ({name: t.name, run: t.meta.run, level: t.meta.level || '', x: Array.from(t.x), y: Array.from(t.y)})),
           dots: dots.map(t => ({name: t.name, n: document.querySelectorAll('.trace' + t.uid + ' .points path').length,
@@ -54,18 +54,33 @@ def test_compare_page_is_a_roofline_of_both_runs(browser, tmp_path):  # noqa: F8
                                       row["movement_ai_flop_per_byte_after"], row["flop_per_s_after"])]
     assert len(s["arrows"]) == 1 and s["arrows"][0] == pytest.approx(expect, rel=1e-9)
     counts = {d["name"]: d["n"] for d in s["dots"]}
-    assert counts == {"before": 1, "after": 1, "only before (gone)": 0, "only after (new)": 1}
+    assert counts == {"before": 1, "after": 1, "only after (new)": 1}
     # Every dot and every ridge point inside the axes.
     xs = [x for d in s["dots"] for x in d["x"]] + [rf["x"][0] for rf in s["roofs"] if not rf["level"]]
     assert all(s["xr"][0] < math.log10(x) < s["xr"][1] for x in xs)
-    curve = next(i for i, d in enumerate(page.evaluate("() => document.querySelector('.plotly-graph-div')._fullData.map(t => t.name)"))
-                 if d == "only after (new)")
+    curve = next(i for i, d in enumerate(page.evaluate(
+        "() => document.querySelector('.plotly-graph-div')._fullData.map(t => t.visible === true ? t.name : '')")) if d == "only after (new)")
     page.evaluate("""([c]) => { const gd = document.querySelector('.plotly-graph-div');
       Plotly.Fx.hover(gd, [{curveNumber: c, pointNumber: 0}]); }""", [curve])
     label = " ".join(page.evaluate("() => document.querySelector('.hoverlayer').textContent").split())
     assert "ampere_sgemm_128x64_nn" in label and "only after (new)" in label and "77.4 us" in label
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "compare-CudaCode-Cuda_Gemm.png"), full_page=True)
+    # The level control: L1 for every kernel moves the dots and the arrow to the L1 columns of the table.
+    labels = page.evaluate("() => document.querySelector('.plotly-graph-div').layout.updatemenus[0].buttons.map(b => b.label)")
+    assert labels == ["each kernel's level", "DRAM", "L2", "L1"]
+    page.evaluate("""() => { const gd = document.querySelector('.plotly-graph-div'); const b = gd.layout.updatemenus[0].buttons[3];
+      return Plotly.update(gd, b.args[0], b.args[1]); }""")
+    page.wait_for_timeout(300)
+    s = page.evaluate(STATE_JS)
+    l1 = [math.log10(v) for v in (row["l1_ai_flop_per_byte_before"], row["flop_per_s_before"], row["l1_ai_flop_per_byte_after"],
+                                  row["flop_per_s_after"])]
+    assert len(s["arrows"]) == 1 and s["arrows"][0] == pytest.approx(l1, rel=1e-9)
+    assert {d["name"]: d["n"] for d in s["dots"]} == {"before": 1, "after": 1, "only after (new)": 1}
+    only = r.table.set_index("kernel_name").loc["ampere_sgemm_128x64_nn", "l1_ai_flop_per_byte_after"]
+    assert next(d for d in s["dots"] if d["name"] == "only after (new)")["x"] == pytest.approx([only])
+    assert page.evaluate("() => document.querySelector('.plotly-graph-div')._fullLayout.xaxis.title.text") == \
+        "Arithmetic intensity at L1 [FLOP/byte]"
     assert errors == []
 
 

@@ -20,7 +20,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from .. import fmt
-from ..schema import BOUNDS, precision_title
+from ..schema import BOUNDS, LEVELS, precision_title
 from . import page as report
 from .figure import KERNEL_COLORS, LEVEL_COLORS, roofs
 
@@ -29,9 +29,10 @@ __all__ = ["plot_compare", "compare_page", "plot_trails", "trail_page", "SAME_RO
 #: Roofs of the two runs within this relative difference are drawn once, as both runs'.
 SAME_ROOF = 0.01
 
-_SIDES = {"before": dict(symbol="circle-open", name="before"), "after": dict(symbol="circle", name="after")}
-_ONLY = {"only_before": ("before", dict(symbol="x", name="only before (gone)")),
-         "only_after": ("after", dict(symbol="star", name="only after (new)"))}
+_SIDES = {"before": dict(symbol="circle-open", name="before", color="#555555"),
+          "after": dict(symbol="circle", name="after", color="#ff7f0e")}
+_ONLY = {"only_before": ("before", dict(symbol="x", name="only before (gone)", color="#7f7f7f")),
+         "only_after": ("after", dict(symbol="star", name="only after (new)", color="#9467bd"))}
 
 
 def _same(a: dict[str, float], b: dict[str, float]) -> bool:
@@ -84,7 +85,7 @@ def _dot_traces(table: pd.DataFrame) -> tuple[list[go.Scatter], list[float], lis
         ys += list(y)
         traces.append(go.Scatter(
             x=x, y=y, mode="markers", name=marker["name"], meta={"role": "dots", "side": side},
-            marker=dict(symbol=marker["symbol"], size=12, line=dict(width=2)), customdata=_hover(rows, side),
+            marker=dict(symbol=marker["symbol"], size=12, color=marker["color"], line=dict(width=2)), customdata=_hover(rows, side),
             hovertemplate=(f"<b>%{{customdata[0]}}</b> · {marker['name']}<br>%{{customdata[5]}}: AI %{{x:.3g}} FLOP/B<br>"
                            "%{y:.3s} FLOP/s, %{customdata[6]} of roof<br>time %{customdata[1]} · speedup %{customdata[2]}<br>"
                            "movement: %{customdata[3]}<br>%{customdata[4]}<extra></extra>")))
@@ -150,17 +151,48 @@ def plot_compare(table: pd.DataFrame, points_before: pd.DataFrame | None = None,
         or ``after``), dot traces (``meta.role == 'dots'``: hollow before, filled after, ``x`` only
         before, star only after; hover as on the analyze page: name, level, AI, FLOP/s, roof
         fraction, time, speedup, movement, change), one arrow annotation per moved matched kernel
-        (the :data:`MAX_ARROWS` whose time changed most).
+        (the :data:`MAX_ARROWS` whose time changed most). With dots at more than one level, a level
+        control (``updatemenus``) switches between each kernel's ``movement_level`` and one level for
+        all (``meta.view`` of the dot traces), arrows and axis title with it.
     """
     fig = go.Figure()
-    traces, xs, ys = _dot_traces(table)
-    dotted = table[table["movement_level"] != ""]
-    levels = set(dotted["movement_level"])
-    precisions = set(dotted["precision_before"]) | set(dotted["precision_after"])
-    runs = _run_roofs(points_before, points_after, precisions, levels)
-    _frame(fig, traces, xs, ys, runs, levels, title)
-    fig.update_layout(annotations=list(fig.layout.annotations) + _arrows(table))
+    views = _views(table)
+    traces, xs, ys, owner = [], [], [], []
+    for i, (_, _, v) in enumerate(views):
+        t, x, y = _dot_traces(v)
+        for tr in t:
+            tr.visible = i == 0
+            tr.meta = {**tr.meta, "view": views[i][0]}
+        traces += t
+        xs, ys, owner = xs + x, ys + y, owner + [i] * len(t)
+    levels = {lv for _, _, v in views for lv in v["movement_level"] if lv}
+    precisions = set(table["precision_before"]) | set(table["precision_after"])
+    runs = _run_roofs(points_before, points_after, precisions, levels - {""})
+    _frame(fig, traces, xs, ys, runs, set(views[0][2]["movement_level"]) - {""}, title)
+    notes, n_roofs = list(fig.layout.annotations), len(fig.data) - len(traces)
+    fig.update_layout(annotations=notes + _arrows(views[0][2]))
+    if len(views) > 1:
+        buttons = [dict(label=label, method="update",
+                        args=[{"visible": [True] * n_roofs + [o == i for o in owner]},
+                              {"annotations": notes + _arrows(v), "xaxis.title.text": f"Arithmetic intensity at {label} [FLOP/byte]"}])
+                   for i, (_, label, v) in enumerate(views)]
+        fig.update_layout(updatemenus=[dict(type="buttons", direction="right", x=1, xanchor="right", y=1.02, yanchor="bottom",
+                                            buttons=buttons, showactive=True)])
     return fig
+
+
+def _views(table: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]]:
+    """The level control's views ``(name, label, table)``: each kernel at its ``movement_level``, then
+    every level some kernel has a dot at, outermost first, the ``movement_*`` columns set to that level's."""
+    out = [("movement", "each kernel's level", table)]
+    for lv in reversed(LEVELS):
+        cols = [f"{lv}_ai_flop_per_byte_{s}" for s in ("before", "after")]
+        if not (table[cols].to_numpy(float) > 0).any():
+            continue
+        out.append((lv, lv.upper(), table.assign(
+            movement_level=np.where(table["launches_before"] + table["launches_after"] > 0, lv, ""),
+            **{f"movement_{m}_{s}": table[f"{lv}_{m}_{s}"] for m in ("ai_flop_per_byte", "roof_fraction") for s in ("before", "after")})))
+    return out if len(out) > 2 else out[:1]
 
 
 def _frame(fig: go.Figure, traces: list[go.Scatter], xs: list[float], ys: list[float],
