@@ -418,6 +418,10 @@ class CompareResult:
     totals: dict[str, float]
     outdir: Path | None = None
     files: dict[str, Path] = field(default_factory=dict)
+    #: The two sides' analyses and the kernel pairing (:func:`ncuroof.runs.compare.match`), for the ``--json`` document.
+    before: Analysis | None = None
+    after: Analysis | None = None
+    pairs: pd.DataFrame | None = None
 
     def slower(self, pct: float) -> list[str]:
         """The CI gate's findings: see :func:`ncuroof.runs.compare.slower`."""
@@ -488,6 +492,7 @@ def compare_runs(before: PathLike | Sequence[PathLike], after: PathLike | Sequen
         raise InputError("the runs are not comparable point for point: " + "; ".join(warns) + " (drop --strict to compare anyway)")
     warns += list(dict.fromkeys(w for a in (ab, aa) if a.production is not None for w in a.production.warnings))
     result = CompareResult(_compare.join(ab.summary, aa.summary), warns, _compare.totals(ab.kernels, aa.kernels))
+    result.before, result.after, result.pairs = ab, aa, _compare.match(ab.summary, aa.summary)
     if not write:
         return result
     first_after = as_paths(after)[0]
