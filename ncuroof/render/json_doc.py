@@ -42,7 +42,7 @@ from ..schema import (
 from . import provenance
 
 __all__ = ["DOCUMENT_VERSION", "analysis_document", "compare_document", "dumps", "json_schema", "kernel_work", "explain_document",
-           "file_sha256", "schema_text", "shipped_schema", "roofs", "value", "column_schema", "gate"]
+           "file_sha256", "gpus_document", "schema_text", "shipped_schema", "roofs", "value", "column_schema", "gate"]
 
 #: Version of the documents' layout (``schema_version`` in each document and its schema). Raised only when
 #: a key changes meaning, unit or type, or is removed, with the reason in README.md ("In a loop or an agent");
@@ -315,6 +315,23 @@ def explain_document(analysis: Any, kernel: str) -> dict[str, Any]:
                    "time_at_roof_s", "saving_s", "status"]
     return {"schema": "ncuroof.explain", "schema_version": DOCUMENT_VERSION, "ncuroof_version": __version__, "kernel": record,
             "launches": _records(k, launch_cols)}
+
+
+def gpus_document(gpus: Any) -> dict[str, Any]:
+    """The datasheet GPUs of ``metrics/gpus.toml`` (:class:`ncuroof.catalog.GpuCatalog`), for ``list_gpus``.
+
+    Returns
+    -------
+    dict
+        ``schema`` (``ncuroof.gpus``), ``schema_version`` and ``gpus``: each GPU's ``id`` (what ``--gpu``
+        and ``--what-if`` take), ``name``, ``cc``, ``sms``, ``boost_hz``, ``flop_per_s`` (dense peak by
+        precision at the boost clock), ``tensor_flop_per_s`` (by datasheet key), ``dram_bytes_per_s``,
+        ``l2_bytes``, ``source``, ``confidence`` and ``measured`` (published achievable roofs).
+    """
+    out = [{"id": g.id, "name": g.name, "cc": g.cc, "sms": g.sms, "boost_hz": value(g.boost_hz), "flop_per_s": value(g.flop_per_s),
+            "tensor_flop_per_s": value(g.tensor), "dram_bytes_per_s": value(g.dram_bytes_per_s), "l2_bytes": value(g.l2_bytes),
+            "source": g.source, "confidence": g.confidence, "measured": [value(m) for m in g.measured]} for g in gpus.gpus]
+    return {"schema": "ncuroof.gpus", "schema_version": DOCUMENT_VERSION, "ncuroof_version": __version__, "gpus": out}
 
 
 def _compare_declared() -> dict[str, Column] | None:
