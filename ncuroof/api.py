@@ -11,10 +11,9 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
-import plotly.graph_objects as go
 
 from . import catalog, fmt
 from .collector import ncu as collector
@@ -34,6 +33,9 @@ from .runs import compare as _compare
 from .runs import fleet
 from .runs import ranks as _ranks
 from .schema import BOUNDS, to_text, validate_points
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
 
 __all__ = ["profile", "profile_run", "load", "points", "plot_roofline", "analyze", "AnalysisResult", "AnalysisOptions", "default_outdir",
            "analysis_of", "compare_runs", "CompareResult"]
