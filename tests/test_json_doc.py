@@ -168,3 +168,10 @@ def test_bad_input_with_json_is_one_line_on_stderr_and_nothing_on_stdout(tmp_pat
     proc = run_cli("analyze", str(tmp_path / "missing.ncu-rep"), "--json")
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.count("\n") == 1 and "missing.ncu-rep" in proc.stderr
+
+
+def test_dumps_escapes_what_a_terminal_would_act_on():
+    name = "k\x1b[31m\x9b2J\u202eevil\x7f"
+    text = json_doc.dumps({"kernel_name": name, "x": math.nan and None})
+    assert not any(c in text for c in "\x1b\x9b\u202e\x7f")
+    assert json.loads(text)["kernel_name"] == name  # escapes, decoded back to the same text

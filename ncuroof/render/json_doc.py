@@ -18,6 +18,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -142,18 +143,18 @@ def kernel_work(kernels: pd.DataFrame, key: str = "kernel_key") -> pd.DataFrame:
     return out
 
 
-def _input(path: Path, kernels: pd.DataFrame) -> dict[str, Any]:
+def _input(path: Path, kernels: pd.DataFrame, alone: bool = True) -> dict[str, Any]:
     """One input: its path, SHA-256 and what its launches say about the GPU, ncu and the reader."""
-    src = kernels["source"].astype(str)
-    mine = kernels[src.map(lambda s: str(path) in s.split(" + "))]
-    rows = mine if len(mine) else kernels
+    src = kernels["source"].astype(str) if "source" in kernels.columns else pd.Series(dtype=str)
+    mine = kernels[src.map(lambda s: str(path) in s.split(" + "))] if len(kernels) else kernels
+    rows = mine if len(mine) or not alone else kernels  # a saved directory's launches name the report it was made of
 
     def distinct(col: str) -> str | None:
         vals = list(dict.fromkeys(v for v in rows[col].dropna().astype(str) if v)) if col in rows.columns else []
         return ", ".join(vals) or None
 
     return {"path": str(path), "sha256": file_sha256(path), "kind": "directory" if path.is_dir() else "file",
-            "launches": int(len(mine)), "gpu": distinct("device_name"), "cc": distinct("cc"), "ncu_version": distinct("ncu_version"),
+            "launches": int(len(rows)), "gpu": distinct("device_name"), "cc": distinct("cc"), "ncu_version": distinct("ncu_version"),
             "reader": distinct("reader")}
 
 
@@ -272,7 +273,7 @@ def analysis_document(analysis: Any, outdir: Path | None = None, files: Sequence
     return {
         "schema": "ncuroof.analyze", "schema_version": DOCUMENT_VERSION, "ncuroof_version": __version__,
         "options": _options(analysis.options),
-        "inputs": [_input(Path(p), k) for p in analysis.inputs],
+        "inputs": [_input(Path(p), k, len(analysis.inputs) == 1) for p in analysis.inputs],
         "roofs": roofs(k), "totals": _totals(k, summ),
         "kernels": _kernel_records(summ, k, analysis.dots),
         "notes": _notes(analysis),
@@ -412,7 +413,7 @@ def compare_document(result: Any, before: Sequence[Path], after: Sequence[Path],
     return {
         "schema": "ncuroof.compare", "schema_version": DOCUMENT_VERSION, "ncuroof_version": __version__,
         "options": _options(getattr(ab, "options", None)),
-        "inputs": {side: [_input(Path(p), a.kernels if a is not None else pd.DataFrame(columns=["source"])) for p in paths]
+        "inputs": {side: [_input(Path(p), a.kernels if a is not None else pd.DataFrame(columns=["source"]), len(paths) == 1) for p in paths]
                    for side, a, paths in (("before", ab, before), ("after", aa, after))},
         "totals": {k: value(v) for k, v in result.totals.items()},
         "warnings": [str(w) for w in result.warnings],
@@ -422,9 +423,16 @@ def compare_document(result: Any, before: Sequence[Path], after: Sequence[Path],
     }
 
 
+#: Characters JSON may carry raw that a terminal would act on (DEL, C1 controls such as CSI, line and
+#: paragraph separators, bidirectional overrides): written as ``\\uXXXX`` escapes (C0 controls json escapes itself).
+_TERMINAL_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
 def dumps(doc: dict[str, Any]) -> str:
-    """The document as JSON text (UTF-8, indented, NaN refused: :func:`value` leaves none)."""
-    return json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+    """The document as JSON text: UTF-8, indented, NaN refused (:func:`value` leaves none), and no character
+    from an input that a terminal would act on (escaped as ``\\uXXXX``, which JSON readers decode back)."""
+    text = json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False)
+    return _TERMINAL_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
 
 
 # --- the JSON Schemas of the documents, from the same declarations ------------------------------------
