@@ -11,10 +11,9 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
-import plotly.graph_objects as go
 
 from . import catalog, fmt
 from .collector import ncu as collector
@@ -34,6 +33,9 @@ from .runs import compare as _compare
 from .runs import fleet
 from .runs import ranks as _ranks
 from .schema import BOUNDS, to_text, validate_points
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
 
 __all__ = ["profile", "profile_run", "load", "points", "plot_roofline", "analyze", "AnalysisResult", "AnalysisOptions", "default_outdir",
            "analysis_of", "compare_runs", "CompareResult"]
@@ -418,6 +420,10 @@ class CompareResult:
     totals: dict[str, float]
     outdir: Path | None = None
     files: dict[str, Path] = field(default_factory=dict)
+    #: The two sides' analyses and the kernel pairing (:func:`ncuroof.runs.compare.match`), for the ``--json`` document.
+    before: Analysis | None = None
+    after: Analysis | None = None
+    pairs: pd.DataFrame | None = None
 
     def slower(self, pct: float) -> list[str]:
         """The CI gate's findings: see :func:`ncuroof.runs.compare.slower`."""
@@ -488,6 +494,7 @@ def compare_runs(before: PathLike | Sequence[PathLike], after: PathLike | Sequen
         raise InputError("the runs are not comparable point for point: " + "; ".join(warns) + " (drop --strict to compare anyway)")
     warns += list(dict.fromkeys(w for a in (ab, aa) if a.production is not None for w in a.production.warnings))
     result = CompareResult(_compare.join(ab.summary, aa.summary), warns, _compare.totals(ab.kernels, aa.kernels))
+    result.before, result.after, result.pairs = ab, aa, _compare.match(ab.summary, aa.summary)
     if not write:
         return result
     first_after = as_paths(after)[0]

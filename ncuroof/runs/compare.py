@@ -17,12 +17,14 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 
 from .. import fmt
+from .._lazy import LazyModule
 from ..model.calculator import compute_points
 from ..model.summary import kernel_summary, pair_keys
 from ..schema import BOUNDS, LEVELS
+
+go = LazyModule("plotly.graph_objects")  # imported when compare.html is drawn
 
 __all__ = ["match", "join", "compare", "totals", "slower", "movement", "warnings", "plot_compare", "MOVE_THRESHOLD"]
 
