@@ -11,10 +11,9 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
-import plotly.graph_objects as go
 
 from . import catalog
 from .collector import ncu as collector
@@ -34,6 +33,9 @@ from .runs import compare as _compare
 from .runs import fleet
 from .runs import ranks as _ranks
 from .schema import to_text, validate_points
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
 
 __all__ = ["profile", "profile_run", "load", "points", "plot_roofline", "analyze", "AnalysisResult", "AnalysisOptions", "default_outdir",
            "analysis_of", "compare_runs", "CompareResult", "compare_series", "SeriesResult", "runs_in"]
@@ -419,6 +421,10 @@ class CompareResult:
     outdir: Path | None = None
     files: dict[str, Path] = field(default_factory=dict)
     gate: _compare.Gate | None = None
+    #: The two sides' analyses and the kernel pairing (:func:`ncuroof.runs.compare.match`), for the ``--json`` document.
+    before: Analysis | None = None
+    after: Analysis | None = None
+    pairs: pd.DataFrame | None = None
 
     def slower(self, pct: float) -> list[str]:
         """The CI gate's failures and what it could not judge: see :func:`ncuroof.runs.compare.slower`."""
@@ -504,6 +510,7 @@ def compare_runs(before: PathLike | Sequence[PathLike], after: PathLike | Sequen
     result = CompareResult(table, warns, _compare.totals(table, ab.kernels, aa.kernels))
     if fail_if_slower is not None:
         result.gate = result.judge(fail_if_slower, fail_on_new=fail_on_new, fail_on_gone=fail_on_gone, allow_unmatched=allow_unmatched)
+    result.before, result.after, result.pairs = ab, aa, _compare.match(ab.summary, aa.summary, resolved)
     if not write:
         return result
     first_after = as_paths(after)[0]

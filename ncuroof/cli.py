@@ -5,6 +5,7 @@ Every user error is printed as one line on stderr and exits with code 2; no trac
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -56,6 +57,10 @@ def _peaks(kind: str):  # noqa: ANN202 - click callback factory
 
 _MATCH_HELP = ("What one kernel is: kernel (the demangled name: template instantiations stay apart), config (also grid and "
                "block), nvtx (also the NVTX range path), launch (each launch apart; compare pairs the k-th launches).")
+
+
+_JSON_HELP = ("Print one JSON document on stdout (ncuroof/schemas/{kind}.schema.json) instead of the summary; messages stay "
+              "on stderr, the other outputs are still written.")
 
 
 def analysis_options(f):  # noqa: ANN001, ANN201 - click decorator
@@ -177,9 +182,10 @@ _COLLECTABLE = collectable()
                    "AI, bound and time at the roof per phase; launches outside every range are the phase 'no range'. "
                    f"{BY_OPERATOR}: one dot per PyTorch operator of the --timeline trace (ops.csv).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary table.")
+@click.option("--json", "as_json", is_flag=True, help=_JSON_HELP.format(kind="analyze"))
 def analyze(inputs: tuple[Path, ...], outdir: Path | None, plotlyjs: str, top: int, image: str | None, what_if: str | None,
             formats: tuple[str, ...], scheduler: str | None, workers: int | None, ranks: bool | None, group_by: str | None,
-            quiet: bool, **kw: object) -> None:
+            quiet: bool, as_json: bool = False, **kw: object) -> None:
     """Analyze ncu reports (.ncu-rep) or CSV exports: write kernels.csv, points.csv and roofline.html.
 
     Several INPUTS are files of one ncu run (e.g. a time/DRAM run and a FLOP run, or a raw export
@@ -190,15 +196,44 @@ def analyze(inputs: tuple[Path, ...], outdir: Path | None, plotlyjs: str, top: i
     gives each kernel's spread over ranks.
     """
     from . import api
-    from .render import text
 
-    result = api.analyze(list(inputs), outdir=outdir, options=_options(kw), plotlyjs=PLOTLYJS[plotlyjs],
-                         top=top, progress=not quiet, image=image, what_if=what_if, formats=formats, scheduler=scheduler,
-                         ranks=ranks, workers=workers, group_by=group_by)
+    with _stdout_to_stderr(as_json):
+        result = api.analyze(list(inputs), outdir=outdir, options=_options(kw), plotlyjs=PLOTLYJS[plotlyjs],
+                             top=top, progress=not quiet, image=image, what_if=what_if, formats=formats, scheduler=scheduler,
+                             ranks=ranks, workers=workers, group_by=group_by)
     for r in (result.failures.itertuples(index=False) if result.failures is not None else ()):
         click.echo(f"ncuroof: error: {r.error}", err=True)
     _warn(result.analysis)
+    if as_json:
+        from .render import json_doc
+
+        click.echo(json_doc.dumps(json_doc.analysis_document(result.analysis, result.outdir, list(result.files), result.failures)), nl=False)
+        return
+    from .render import text
+
     click.echo(text.analysis_text(result, quiet), nl=False)
+
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr(enabled: bool):  # noqa: ANN202 - a context manager
+    """While analyzing for ``--json``: whatever anything prints to stdout (Python or a child process) goes to stderr."""
+    if not enabled:
+        yield
+        return
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+        os.dup2(2, 1)
+    except OSError:  # no file descriptors to move (an embedding host): Python's own stdout only
+        saved = None
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        if saved is not None:
+            os.dup2(saved, 1)
+            os.close(saved)
 
 
 def _warn(analysis: "Analysis") -> None:  # noqa: F821, UP037 - imported lazily
@@ -326,9 +361,10 @@ kernel with durations in both: unknown is not fast).
 @click.option("--plotlyjs", type=click.Choice(list(PLOTLYJS)), default="embed", show_default=True)
 @click.option("--top", type=click.IntRange(1), default=10, show_default=True, help="Kernels in the summary.")
 @click.option("-q", "--quiet", is_flag=True, help="No summary table.")
+@click.option("--json", "as_json", is_flag=True, help=_JSON_HELP.format(kind="compare"))
 def compare_cmd(runs: tuple[Path, ...], outdir: Path | None, strict: bool, fail_pct: float | None, fail_on_new: bool,
                 fail_on_gone: bool, allow_unmatched: bool, pairs: list[tuple[str, str]], pair_file: Path | None,
-                formats: tuple[str, ...], plotlyjs: str, top: int, quiet: bool, **kw: object) -> None:
+                formats: tuple[str, ...], plotlyjs: str, top: int, quiet: bool, as_json: bool = False, **kw: object) -> None:
     """Compare two runs (reports, CSV exports or analyze output directories): did the dot move, did the work change?
 
     Both runs are analyzed with the same options; kernels are matched by --match (and --pair).
@@ -343,32 +379,64 @@ def compare_cmd(runs: tuple[Path, ...], outdir: Path | None, strict: bool, fail_
     fraction at one level) and trail.html (one roofline, each kernel's trail numbered by run).
     """
     from . import api
-    from .render import text
 
     if len(runs) == 1 and runs[0].is_dir() and not (runs[0] / "kernels.csv").exists() and not (runs[0] / "kernels.parquet").exists():
         runs = tuple(api.runs_in(runs[0]))
     if len(runs) < 2:
         raise click.UsageError("compare needs BEFORE AFTER, more runs in order, or a directory of runs")
     if len(runs) > 2:
-        if fail_pct is not None or strict:
-            raise click.UsageError("--fail-if-slower and --strict compare two runs; pass BEFORE AFTER")
-        series = api.compare_series(list(runs), outdir=outdir, options=_options(kw), progress=not quiet, plotlyjs=PLOTLYJS[plotlyjs],
-                                    pairs=pairs, pair_file=pair_file, formats=formats)
-        for w in series.warnings:
-            click.echo(f"warning: {w}", err=True)
-        click.echo(text.series_text(series, top, quiet), nl=False)
+        _compare_series(runs, outdir, strict or fail_pct is not None or as_json, pairs, pair_file, formats, plotlyjs, top, quiet, kw)
         return
     before, after = runs
-    result = api.compare_runs(before, after, outdir=outdir, options=_options(kw), strict=strict, progress=not quiet,
-                              plotlyjs=PLOTLYJS[plotlyjs], pairs=pairs, pair_file=pair_file, fail_if_slower=fail_pct,
-                              fail_on_new=fail_on_new, fail_on_gone=fail_on_gone, allow_unmatched=allow_unmatched, formats=formats)
+    with _stdout_to_stderr(as_json):
+        result = api.compare_runs(before, after, outdir=outdir, options=_options(kw), strict=strict, progress=not quiet,
+                                  plotlyjs=PLOTLYJS[plotlyjs], pairs=pairs, pair_file=pair_file, fail_if_slower=fail_pct,
+                                  fail_on_new=fail_on_new, fail_on_gone=fail_on_gone, allow_unmatched=allow_unmatched,
+                                  formats=formats)
     for w in result.warnings:
         click.echo(f"warning: {w}", err=True)
-    click.echo(text.compare_text(result, top, quiet), nl=False)
+    from .render import text
+
+    if as_json:
+        from .render import json_doc
+
+        click.echo(json_doc.dumps(json_doc.compare_document(result, [before], [after], fail_pct)), nl=False)
+    else:
+        click.echo(text.compare_text(result, top, quiet), nl=False)
     if result.gate is not None:
         click.echo(text.gate_text(result.gate), err=True, nl=False)
         if result.gate.exit_code:
             sys.exit(result.gate.exit_code)
+
+
+def _compare_series(runs: tuple[Path, ...], outdir: Path | None, two_only: bool, pairs: list[tuple[str, str]], pair_file: Path | None,
+                    formats: tuple[str, ...], plotlyjs: str, top: int, quiet: bool, kw: dict[str, object]) -> None:
+    """``compare`` of three or more runs: each kernel's trail (:func:`ncuroof.api.compare_series`)."""
+    from . import api
+    from .render import text
+
+    if two_only:
+        raise click.UsageError("--fail-if-slower, --strict and --json compare two runs; pass BEFORE AFTER")
+    series = api.compare_series(list(runs), outdir=outdir, options=_options(kw), progress=not quiet, plotlyjs=PLOTLYJS[plotlyjs],
+                                pairs=pairs, pair_file=pair_file, formats=formats)
+    for w in series.warnings:
+        click.echo(f"warning: {w}", err=True)
+    click.echo(text.series_text(series, top, quiet), nl=False)
+
+
+@cli.command(name="mcp")
+@click.option("--outdir", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="The only directory the tools may write into (analyze/compare with write=true, profile's reports). "
+                   "Default: the server writes nothing.")
+@click.option("--allow-profile", is_flag=True, help="Offer the profile tool, which runs ncu on a command the client gives (needs --outdir).")
+def mcp_cmd(outdir: Path | None, allow_profile: bool) -> None:
+    """Serve analyze, compare, explain and list_gpus to an MCP client (an agent) over stdio.
+
+    The tools return the documents of --json. Needs the MCP SDK: pip install 'ncuroof[mcp]'.
+    """
+    from . import mcp_server
+
+    mcp_server.serve(outdir, allow_profile)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -827,3 +827,23 @@ COMPARE_TRAIL: dict[str, Column] = {
 }
 
 __all__ += ["COMPARE_TRAIL"]
+
+
+# --- issue 30, the machine-readable verdict (ncuroof.render.json_doc, analyze/compare --json) --------
+
+#: A kernel's work and traffic summed over its launches, and their rates, beside its
+#: :data:`KERNEL_SUMMARY` row in the ``--json`` documents (:func:`ncuroof.render.json_doc.kernel_work`).
+#: Followed there by ``tensor_<path>_flop`` [FLOP] and ``tensor_<path>_flop_per_s`` [FLOP/s] per tensor datapath with work.
+KERNEL_WORK: dict[str, Column] = {
+    **{f"{p}_flop": Column("float64", "FLOP", f"summed {p.upper()} FLOPs of the launches (missing when no launch has the count)")
+       for p in PRECISIONS},
+    "tensor_flop": Column("float64", "FLOP", "summed tensor FLOPs"),
+    **{f"{lv}_bytes": Column("float64", "B", f"summed {lv.upper()} traffic of the launches") for lv in LEVELS},
+    **{f"{p}_flop_per_s": Column("float64", "FLOP/s", f"achieved {p.upper()} FLOP/s: {p}_flop over the time of the launches "
+                                 "that have it") for p in PRECISIONS},
+    "tensor_flop_per_s": Column("float64", "FLOP/s", "achieved tensor FLOP/s: tensor_flop over the time of the launches that have it"),
+    **{f"{lv}_bytes_per_s": Column("float64", "B/s", f"achieved {lv.upper()} bandwidth: {lv}_bytes over the time of the launches "
+                                   "that have it") for lv in LEVELS},
+}
+
+__all__ += ["KERNEL_WORK"]

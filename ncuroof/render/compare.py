@@ -17,12 +17,14 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 
 from .. import fmt
+from .._lazy import LazyModule
 from ..schema import BOUNDS, LEVELS, precision_title
 from . import page as report
 from .figure import KERNEL_COLORS, LEVEL_COLORS, roofs
+
+go = LazyModule("plotly.graph_objects")  # imported when a figure is drawn
 
 __all__ = ["plot_compare", "compare_page", "plot_trails", "trail_page", "SAME_ROOF", "MAX_ARROWS"]
 
