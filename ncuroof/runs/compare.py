@@ -37,7 +37,7 @@ from .. import fmt
 from ..errors import InputError
 from ..model.calculator import compute_points
 from ..model.summary import kernel_summary, keys_of, most_time, pair_keys
-from ..schema import BOUNDS, COMPARE, LEVELS, PRECISIONS
+from ..schema import BOUNDS, COMPARE, COMPARE_TRAIL, LEVELS, PRECISIONS
 
 __all__ = ["match", "join", "compare", "totals", "gate", "Gate", "slower", "movement", "warnings", "work", "partners",
            "resolve_pairs", "resolve_pairs_ok", "read_pair_file", "series", "change", "thresholds", "headline", "fmt_name", "WORK_PRECISIONS"]
@@ -734,16 +734,16 @@ def series(summaries: Sequence[pd.DataFrame], kernels: Sequence[pd.DataFrame], n
                                               "ai_flop_per_byte", "roof_fraction",
                                               *(f"{lv}_{m}" for lv in LEVELS for m in ("ai_flop_per_byte", "roof_fraction")))},
                          **w.loc[key].to_dict()})
+    if not rows:
+        return pd.DataFrame(columns=list(COMPARE_TRAIL))
     out = pd.DataFrame(rows).sort_values(["trail", "run"], kind="stable").reset_index(drop=True)
     out["trail_level"] = out.groupby("trail", sort=False)["trail"].transform(lambda ix: _trail_level(out.loc[ix.index]))
     for m in ("ai_flop_per_byte", "roof_fraction"):
         out[f"trail_{m}"] = [getattr(r, f"{r.trail_level}_{m}") for r in out.itertuples(index=False)]
     t = out["time_s"].to_numpy(float)
     with np.errstate(divide="ignore", invalid="ignore"):
-        out["speedup_vs_first"] = out.groupby("trail")["time_s"].transform("first").to_numpy(float) / t
+        out["speedup_vs_first"] = out.groupby("trail")["time_s"].transform(lambda v: v.iloc[0]).to_numpy(float) / t
         out["speedup_vs_previous"] = out.groupby("trail")["time_s"].shift(1).to_numpy(float) / t
-    from ..schema import COMPARE_TRAIL
-
     return out.reindex(columns=list(COMPARE_TRAIL))
 
 
