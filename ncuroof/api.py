@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from . import catalog
+from . import catalog, fmt
 from .collector import ncu as collector
 from .errors import InputError
 from .model import analysis as _analysis
@@ -445,6 +445,24 @@ def _compare_files(result: CompareResult, before: list[Path], after: list[Path],
     return {**tables_io.table_files({"compare": result.table}, formats, [*before, *after]), "compare.html": html}
 
 
+def _refuse_stale(side: PathLike | Sequence[PathLike]) -> None:
+    """InputError when a saved analysis directory holds a ``kernels.csv`` and a ``kernels.parquet`` that
+    disagree (launches or summed time): one is left from an earlier ``analyze``, and a gate must not
+    read the stale one."""
+    paths = as_paths(side)
+    if len(paths) != 1 or not paths[0].is_dir():
+        return
+    csv, parquet = paths[0] / "kernels.csv", paths[0] / "kernels.parquet"
+    if not (csv.is_file() and parquet.exists()):
+        return
+    a, b = (tables_io.read_table(p, "kernels") for p in (csv, parquet))
+    ta, tb = (pd.to_numeric(t["time_s"], errors="coerce") for t in (a, b))
+    if len(a) != len(b) or ta.isna().sum() != tb.isna().sum() or abs(ta.sum() - tb.sum()) > 1e-9 * max(abs(ta.sum()), 1e-30):
+        raise InputError(f"holds a kernels.csv ({len(a)} launches, {fmt.time(ta.sum())}) and a kernels.parquet ({len(b)} launches, "
+                         f"{fmt.time(tb.sum())}) that disagree: one is left from an earlier analyze; re-run analyze into an "
+                         "empty directory or remove the stale file", paths[0])
+
+
 def compare_runs(before: PathLike | Sequence[PathLike], after: PathLike | Sequence[PathLike], outdir: PathLike | None = None,
                  options: AnalysisOptions | None = None, *, by_launch: bool = False, plotlyjs: str | bool = True, write: bool = True,
                  strict: bool = False, progress: bool = False, pairs: Sequence[tuple[str, str]] = (),
@@ -500,6 +518,8 @@ def compare_runs(before: PathLike | Sequence[PathLike], after: PathLike | Sequen
     """
     opts = AnalysisOptions.of(options, **option_fields, **({"match": "launch"} if by_launch else {}))
     specs = [*pairs, *(_compare.read_pair_file(pair_file) if pair_file is not None else [])]
+    for side in (before, after):
+        _refuse_stale(side)
     ab, aa = analysis_of(before, opts, progress), analysis_of(after, opts, progress)
     warns = _compare.warnings(ab.kernels, aa.kernels) + provenance.collection_warnings(before, after)
     if strict and warns:

@@ -394,3 +394,20 @@ def test_change_by_hand() -> None:
     r.fp64_flop_after = float("nan")
     r.dram_bytes_after = 1e9
     assert change(r) == "launches 3 → 6, throughput +4 %"
+
+
+@needs_ncu_report
+def test_a_stale_parquet_beside_a_new_csv_is_refused(tmp_path: Path) -> None:
+    # issue 34: analyzed with csv,parquet, then again with csv only: the old kernels.parquet must not be what the gate reads.
+    report = shared(ESMM)
+    out = tmp_path / "run"
+    assert run("analyze", str(report), "-q", "-o", str(out), "--format", "csv,parquet").returncode == 0
+    slow = pd.read_csv(out / "kernels.csv")
+    slow["time_s"] *= 3
+    slow.to_csv(out / "kernels.csv", index=False)
+    base = _saved(tmp_path, "base", ESMM)
+    proc = run("compare", str(base), str(out), "--fail-if-slower", "5", "-o", str(tmp_path / "c"))
+    assert_clean_failure(proc, "disagree: one is left from an earlier analyze", tmp_path / "c")
+    (out / "kernels.parquet").unlink()
+    proc = run("compare", str(base), str(out), "--fail-if-slower", "5", "-q", "-o", str(tmp_path / "c2"))
+    assert proc.returncode == 1 and "+200.0%" in proc.stderr
