@@ -314,49 +314,114 @@ def doctor() -> None:
         sys.exit(1)
 
 
-@cli.command(name="compare")
-@click.argument("before", type=click.Path(path_type=Path))
-@click.argument("after", type=click.Path(path_type=Path))
+def _pair(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> list[tuple[str, str]]:
+    """``--pair OLD=NEW`` (repeatable) as ``[(OLD, NEW)]``."""
+    out = []
+    for v in values:
+        old, sep, new = v.partition("=")
+        if not sep or not old or not new:
+            raise click.BadParameter(f"{v!r} is not OLD=NEW (a kernel of each run: name, demangled name or regex:PATTERN)",
+                                     ctx=ctx, param=param)
+        out.append((old, new))
+    return out
+
+
+_GATE_EPILOG = """\b
+Exit codes: 0 the comparison was written (and the gate, if set, passed);
+1 the gate failed (a matched kernel, or the matched kernels' total, slower
+by more than PCT %; a kernel in one run only with --fail-on-new/--fail-on-gone;
+an unpaired kernel whose likely partner is slower, unless --allow-unmatched);
+2 bad input, or the gate cannot judge (a run without kernels, no kernel in
+both runs, a matched kernel with a duration in one run only, no matched
+kernel with durations in both: unknown is not fast).
+"""
+
+
+@cli.command(name="compare", epilog=_GATE_EPILOG)
+@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path), metavar="BEFORE AFTER [RUN]...")
 @click.option("-o", "--outdir", type=click.Path(path_type=Path, file_okay=False), default=None,
-              help="Output directory (default: <after stem>.compare/ next to AFTER).")
+              help="Output directory (default: <after stem>.compare/ next to AFTER; <last stem>.trail/ for more runs).")
 @analysis_options
 @click.option("--strict", is_flag=True, help="Refuse (exit 2) when the runs differ in GPU, ncu version, clocks or metric set.")
 @click.option("--fail-if-slower", "fail_pct", type=click.FloatRange(min=0), default=None, metavar="PCT",
-              help="Exit 1 when a kernel's time (or the total) grew by more than PCT percent, listing each.")
+              help="CI gate: exit 1 when a matched kernel's time (or the matched kernels' total) grew by more than PCT percent, "
+                   "listing each; kernels in one run only are listed with their time (see the exit codes below).")
+@click.option("--fail-on-new", is_flag=True, help="With --fail-if-slower: also fail on kernels only in AFTER.")
+@click.option("--fail-on-gone", is_flag=True, help="With --fail-if-slower: also fail on kernels only in BEFORE.")
+@click.option("--allow-unmatched", is_flag=True,
+              help="With --fail-if-slower: do not fail on an unpaired kernel whose likely partner in the other run is slower "
+                   "(it is still listed).")
+@click.option("--pair", "pairs", multiple=True, callback=_pair, metavar="OLD=NEW",
+              help="Pair a renamed kernel by hand (repeatable): each side a kernel_name, demangled name or regex:PATTERN "
+                   "naming one kernel of its run. Paired kernels are matched in every table and in the gate.")
+@click.option("--pair-file", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help='TOML file of pairs: [[pair]] tables with before = "OLD" and after = "NEW".')
+@click.option("--format", "formats", callback=_csv_choice(FORMATS), default="csv", show_default=True, metavar=_csv_metavar(FORMATS),
+              help="Formats of the compare table: compare.csv and/or compare.parquet (schema dtypes and units).")
 @click.option("--plotlyjs", type=click.Choice(list(PLOTLYJS)), default="embed", show_default=True)
 @click.option("--top", type=click.IntRange(1), default=10, show_default=True, help="Kernels in the summary.")
 @click.option("-q", "--quiet", is_flag=True, help="No summary table.")
 @click.option("--json", "as_json", is_flag=True, help=_JSON_HELP.format(kind="compare"))
-def compare_cmd(before: Path, after: Path, outdir: Path | None, strict: bool, fail_pct: float | None, plotlyjs: str, top: int,
-                quiet: bool, as_json: bool = False, **kw: object) -> None:
-    """Compare two runs (reports, CSV exports or analyze output directories): did the dot move?
+def compare_cmd(runs: tuple[Path, ...], outdir: Path | None, strict: bool, fail_pct: float | None, fail_on_new: bool,
+                fail_on_gone: bool, allow_unmatched: bool, pairs: list[tuple[str, str]], pair_file: Path | None,
+                formats: tuple[str, ...], plotlyjs: str, top: int, quiet: bool, as_json: bool = False, **kw: object) -> None:
+    """Compare two runs (reports, CSV exports or analyze output directories): did the dot move, did the work change?
 
-    Both runs are analyzed with the same options; kernels are matched by --match. Writes
-    compare.csv (one row per matched kernel: speedup, AI and roof fraction before and after,
-    bound, movement) and compare.html (both runs on one roofline, an arrow per kernel).
+    Both runs are analyzed with the same options; kernels are matched by --match (and --pair).
+    Writes compare.csv (one row per kernel of either run: speedup, work per precision and
+    traffic per level before and after, what changed, AI and roof fraction at one named level,
+    bound, movement) and compare.html (both runs' roofs on one log-log roofline, an arrow per
+    kernel from before to after). The headline speedup is over matched kernels, beside both
+    runs' totals.
+
+    Three or more runs (or one directory of runs, in name order) give each kernel's trail
+    through them: trail.csv (one row per kernel and run: time, speedups, work, AI and roof
+    fraction at one level) and trail.html (one roofline, each kernel's trail numbered by run).
     """
     from . import api
 
+    if len(runs) == 1 and runs[0].is_dir() and not (runs[0] / "kernels.csv").exists() and not (runs[0] / "kernels.parquet").exists():
+        runs = tuple(api.runs_in(runs[0]))
+    if len(runs) < 2:
+        raise click.UsageError("compare needs BEFORE AFTER, more runs in order, or a directory of runs")
+    if len(runs) > 2:
+        _compare_series(runs, outdir, strict or fail_pct is not None or as_json, pairs, pair_file, formats, plotlyjs, top, quiet, kw)
+        return
+    before, after = runs
     with _stdout_to_stderr(as_json):
         result = api.compare_runs(before, after, outdir=outdir, options=_options(kw), strict=strict, progress=not quiet,
-                                  plotlyjs=PLOTLYJS[plotlyjs])
+                                  plotlyjs=PLOTLYJS[plotlyjs], pairs=pairs, pair_file=pair_file, fail_if_slower=fail_pct,
+                                  fail_on_new=fail_on_new, fail_on_gone=fail_on_gone, allow_unmatched=allow_unmatched,
+                                  formats=formats)
     for w in result.warnings:
         click.echo(f"warning: {w}", err=True)
+    from .render import text
+
     if as_json:
         from .render import json_doc
 
         click.echo(json_doc.dumps(json_doc.compare_document(result, [before], [after], fail_pct)), nl=False)
     else:
-        from .render import text
-
         click.echo(text.compare_text(result, top, quiet), nl=False)
-    if fail_pct is not None:
-        lines = result.slower(fail_pct)
-        for line in lines:
-            click.echo(line, err=True)
-        if lines:
-            click.echo(f"ncuroof: {len(lines)} slower by more than {fail_pct:g}% (kernels and total)", err=True)
-            sys.exit(1)
+    if result.gate is not None:
+        click.echo(text.gate_text(result.gate), err=True, nl=False)
+        if result.gate.exit_code:
+            sys.exit(result.gate.exit_code)
+
+
+def _compare_series(runs: tuple[Path, ...], outdir: Path | None, two_only: bool, pairs: list[tuple[str, str]], pair_file: Path | None,
+                    formats: tuple[str, ...], plotlyjs: str, top: int, quiet: bool, kw: dict[str, object]) -> None:
+    """``compare`` of three or more runs: each kernel's trail (:func:`ncuroof.api.compare_series`)."""
+    from . import api
+    from .render import text
+
+    if two_only:
+        raise click.UsageError("--fail-if-slower, --strict and --json compare two runs; pass BEFORE AFTER")
+    series = api.compare_series(list(runs), outdir=outdir, options=_options(kw), progress=not quiet, plotlyjs=PLOTLYJS[plotlyjs],
+                                pairs=pairs, pair_file=pair_file, formats=formats)
+    for w in series.warnings:
+        click.echo(f"warning: {w}", err=True)
+    click.echo(text.series_text(series, top, quiet), nl=False)
 
 
 @cli.command(name="mcp")

@@ -143,7 +143,8 @@ class Session:
         """The ``compare --json`` document (``compare.csv``/``.html`` written into ``outdir`` when ``write``)."""
         b, a, opts = as_paths(before), as_paths(after), options_of(**options)
         out = self._write_to(write, (a[0].name if a[0].is_dir() else api.default_outdir(a[0]).stem) + ".compare")
-        result = api.compare_runs(b, a, out, opts, write=out is not None, strict=strict)
+        result = api.compare_runs(b, a, out, opts, write=out is not None, strict=strict,
+                                  fail_if_slower=fail_if_slower_pct)
         return json_doc.compare_document(result, b, a, fail_if_slower_pct)
 
     def explain(self, path: str | list[str], kernel: str, **options: Any) -> dict[str, Any]:

@@ -41,7 +41,8 @@ FORMATS = ("csv", "parquet")
 
 #: File stem -> declared columns of each table ncuroof writes.
 TABLES: dict[str, dict[str, Column]] = {"kernels": schema.KERNELS, "points": schema.POINTS, "ranks": schema.RANKS,
-                                        "failures": schema.FAILURES, "timeline": schema.TIMELINE_KERNEL, "ops": schema.OPS}
+                                        "failures": schema.FAILURES, "timeline": schema.TIMELINE_KERNEL, "ops": schema.OPS,
+                                        "compare": schema.COMPARE, "trail": schema.COMPARE_TRAIL}
 
 # List columns (schema.LIST_COLUMNS) are stored as their text (schema.to_text) and parsed back.
 _ARROW_TYPES = {"string": "string", "int64": "int64", "float64": "float64", "bool": "bool_", "object": "string"}

@@ -370,6 +370,11 @@ def gate(result: Any, pct: float | None) -> dict[str, Any] | None:
     object whose fields are serialized)."""
     if pct is None:
         return None
+    verdict = getattr(result, "gate", None)
+    if verdict is not None and dataclasses.is_dataclass(verdict):  # the gate's own verdict (ncuroof.runs.compare.Gate)
+        body = value(verdict)
+        return {"fail_if_slower_pct": float(pct), **body, "passed": body.get("verdict") == "pass",
+                "findings": [*body.get("failures", []), *body.get("unknown", [])]}
     found = result.slower(pct)
     if isinstance(found, (list, tuple)):
         return {"fail_if_slower_pct": float(pct), "passed": not found, "findings": [str(x) for x in found]}
@@ -527,7 +532,8 @@ def _compare_schema() -> dict[str, Any]:
     props = {**(_declared(declared) if declared else {}), **side,
              "kernel_key": {"type": "string", "description": "kernel identity (--match), before's when matched"},
              "status": {"type": "string", "description": "matched, only_before or only_after"}}
-    row = _object(props, required=["kernel_key", "status", *(declared or {})], extra=_SCALAR, patterns=_TENSOR_PATTERN)
+    row = _object(props, required=list(dict.fromkeys(["kernel_key", "status", *(declared or {})])), extra=_SCALAR,
+                  patterns=_TENSOR_PATTERN)
     gate_schema = {"type": ["object", "null"], "required": ["fail_if_slower_pct", "passed"],
                    "properties": {"fail_if_slower_pct": {"type": "number"}, "passed": {"type": "boolean"},
                                   "findings": {"type": "array"}}}
