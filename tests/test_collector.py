@@ -10,6 +10,7 @@ import re
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from conftest import needs_ncu_report, shared
 
@@ -158,6 +159,9 @@ def test_profile_keeps_report_records_collection_and_analyzes(fake_env, version,
     assert rec["report"] == report.name and rec["ncu_command"][rec["ncu_command"].index("-o") + 1] == report.name
     html = (tmp_path / "silu.ncuroof" / "roofline.html").read_text()
     assert "clock control none" in html and "silu_kernel_vector" in html
+    # the report's own clock status (the stand-in copies a real report: locked), then the record's --clock-control
+    kernels = pd.read_csv(tmp_path / "silu.ncuroof" / "kernels.csv")
+    assert (kernels["clock_control"] == "locked: none").all() and "locked: none" in html
 
 
 def test_existing_report_is_not_overwritten(fake_env, version, tmp_path, capsys):

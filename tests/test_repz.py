@@ -180,3 +180,24 @@ def test_ncu_report_and_the_decoder_agree_on_the_repz_of_2026() -> None:
     cat = catalog.load()
     pd.testing.assert_frame_equal(parser.read(report, cat, reader="ncu_report").drop(columns="reader"),
                                   parser.read(report, cat, reader="fast").drop(columns="reader"), check_exact=True)
+
+
+def test_clock_control_comes_from_the_report_and_compare_warns(tmp_path: Path) -> None:
+    """Result field 25 (ClockStatus: RequestedLock, ExecutedLocked) says whether ncu locked the clocks:
+    every shared report was collected with ncu's default (locked); the same report with RequestedLock
+    0 (as --clock-control none writes it) reads as not locked, and compare warns about the difference."""
+    import ncuroof
+    from ncuroof.parser import clocks
+
+    src = shared("ESMM-Research__profile_output.ncu-rep")
+    locked_tag = b"\xca\x01\x04\x08\x01\x10\x01"  # field 25, 4 bytes: RequestedLock 1, ExecutedLocked 1
+    data = src.read_bytes()
+    assert data.count(locked_tag) == 4  # one per launch
+    unlocked = tmp_path / "none.ncu-repz"
+    unlocked.write_bytes(fuzz.compress(data.replace(locked_tag, b"\xca\x01\x04\x08\x00\x10\x00")))
+    assert clocks.report_clock(src) == clocks.LOCKED and clocks.report_clock(unlocked) == clocks.NOT_LOCKED
+    assert clocks.report_clock(shared("ESMM-Research__metrics.csv")) is None
+    assert (ncuroof.load(src)["clock_control"] == "locked").all()
+    assert (ncuroof.load(unlocked)["clock_control"] == "not locked").all()
+    warns = ncuroof.compare_runs(src, unlocked, write=False).warnings
+    assert "different clock control: locked before, not locked after" in warns

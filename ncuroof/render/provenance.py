@@ -214,6 +214,7 @@ def page_meta(kernels: pd.DataFrame, inputs: Sequence[Path]) -> dict[str, str]:
                     + (f", {fmt.count(int(damaged), 'damaged record')} in the file" if (damaged := (status == 'corrupt_record').sum()) else "")
                     + ")",
         "clocks": clock_text(kernels),
+        "clock control": ", ".join(sorted(kernels["clock_control"].dropna().astype(str).unique())) if "clock_control" in kernels else "",
         "collected with": collection_text(inputs),
         "roofs": roof_sources(kernels),
         "read by": readers(kernels),
