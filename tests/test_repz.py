@@ -161,6 +161,8 @@ def test_a_block_with_graphs_is_declined(tmp_path: Path) -> None:
     """NumGraphs is verified only at 0: a block that counts graph records is unknown to the decoder."""
     assert wire.unseen_fields(bytes([0x50, 0x00]), "BlockHeader") == []
     assert wire.unseen_fields(bytes([0x50, 0x02]), "BlockHeader") == [(10, 0)]
+    assert wire.unseen_fields(bytes([0x40, 0x00, 0x48, 0x00]), "BlockHeader") == []  # NumCmdlistResults, NumGraphResults at 0
+    assert wire.unseen_fields(bytes([0x40, 0x01, 0x48, 0x03]), "BlockHeader") == [(8, 0), (9, 0)]
     src = shared("ai-infra-notes__leetgpu_matmul_full.ncu-rep").read_bytes()
     first = 8 + struct.unpack_from("<I", src, 4)[0]
     size = struct.unpack_from("<I", src, first)[0]
@@ -201,3 +203,23 @@ def test_clock_control_comes_from_the_report_and_compare_warns(tmp_path: Path) -
     assert (ncuroof.load(unlocked)["clock_control"] == "not locked").all()
     warns = ncuroof.compare_runs(src, unlocked, write=False).warnings
     assert "different clock control: locked before, not locked after" in warns
+
+
+@needs_ncu_report
+def test_metadata_fields_of_the_proto_are_skipped_and_values_stay_ncu_report_s(tmp_path: Path) -> None:
+    """Result fields 37 (GraphViewerDataInfo) and 39 (SectionSetIdentifier), declared in NVIDIA's
+    ProfilerReport.proto but in no shared report, added to every launch: the decoder reads the report
+    (auto keeps its table) and equals ncu_report; an unknown field number is still declined."""
+    from test_decoder import _edit_results
+
+    src = shared("nsight-training__manual_nvtx.ncu-rep")
+    edited = tmp_path / "meta.ncu-rep"
+    _edit_results(src, edited, lambda r: None, extra=b"\xaa\x02\x02\x08\x01" + b"\xba\x02\x04full")
+    cat = catalog.load()
+    auto = parser.read(edited, cat)
+    assert auto["reader"].str.startswith("ncuroof decoder, verified").all()
+    assert_same_tables(parser.read(edited, cat, reader="ncu_report").drop(columns="reader"), auto.drop(columns="reader"))
+    unknown = tmp_path / "unknown.ncu-rep"
+    _edit_results(src, unknown, lambda r: None, extra=b"\xc8\x03\x01")  # field 57, a varint
+    with pytest.raises(nvr.UnsupportedReport, match=r"Result fields never seen \[\(57, 0\)\]"):
+        nvr.read_nvr(unknown, cat)

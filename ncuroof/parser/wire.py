@@ -13,7 +13,7 @@ from typing import Any
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-__all__ = ["classes", "SEEN_FIELDS", "ZERO_ONLY", "unseen_fields", "fields", "varint"]
+__all__ = ["classes", "SEEN_FIELDS", "PROTO_FIELDS", "ZERO_ONLY", "unseen_fields", "fields", "varint"]
 
 _T = descriptor_pb2.FieldDescriptorProto
 _U64, _U32, _DBL, _FLT, _BYTES, _MSG = _T.TYPE_UINT64, _T.TYPE_UINT32, _T.TYPE_DOUBLE, _T.TYPE_FLOAT, _T.TYPE_BYTES, _T.TYPE_MESSAGE
@@ -56,9 +56,21 @@ SEEN_FIELDS: dict[str, frozenset[tuple[int, int]]] = {
                          (31, 2), (35, 5), (36, 2), (38, 2)}),
 }
 
-#: Count fields (varints) verified only at 0: block header 10 ``NumGraphs`` (ncu 2026.2) counts graph
-#: records in the block's payload, a kind the decoder does not read; a block with some is declined.
-ZERO_ONLY: dict[str, frozenset[int]] = {"BlockHeader": frozenset({10})}
+#: Fields no shared report has that NVIDIA's ProfilerReport.proto (2026.3) declares as metadata the raw
+#: table does not read, accepted as seen: result 26 ``ContextName``, 27 ``StreamName``, 32
+#: ``PythonStack``, 33/34 ``PartitionDeviceInfoProfiler``/``Sampler`` (MIG partition), 37
+#: ``GraphViewerDataInfo`` (graph address, timestamp, launch index), 39 ``SectionSetIdentifier`` (the
+#: section set's name). Block header 8 ``NumCmdlistResults`` and 9 ``NumGraphResults`` count records
+#: of kinds the decoder does not read: accepted at 0 only (:data:`ZERO_ONLY`).
+PROTO_FIELDS: dict[str, frozenset[tuple[int, int]]] = {
+    "BlockHeader": frozenset({(8, 0), (9, 0)}),
+    "Result": frozenset({(26, 2), (27, 2), (32, 2), (33, 2), (34, 2), (37, 2), (39, 2)}),
+}
+
+#: Count fields (varints) verified only at 0: block header 8, 9 and 10 (``NumCmdlistResults``,
+#: ``NumGraphResults``, ``NumGraphs``; 10 written by ncu 2026.2) count records of kinds the decoder does
+#: not read in the block's payload; a block with some is declined.
+ZERO_ONLY: dict[str, frozenset[int]] = {"BlockHeader": frozenset({8, 9, 10})}
 
 
 def unseen_fields(buf: bytes, message: str) -> list[tuple[int, int]]:
@@ -74,7 +86,8 @@ def unseen_fields(buf: bytes, message: str) -> list[tuple[int, int]]:
     Returns
     -------
     list of (int, int)
-        (field number, wire type) of each field of ``buf`` not in ``SEEN_FIELDS[message]``, or in
+        (field number, wire type) of each field of ``buf`` neither in ``SEEN_FIELDS[message]`` nor
+        in :data:`PROTO_FIELDS`, or in
         :data:`ZERO_ONLY` with a value other than 0, in order.
 
     Raises
@@ -82,7 +95,7 @@ def unseen_fields(buf: bytes, message: str) -> list[tuple[int, int]]:
     ValueError
         For a broken wire format (see :func:`fields`); the caller's decoder reports it.
     """
-    seen, zero = SEEN_FIELDS[message], ZERO_ONLY.get(message, frozenset())
+    seen, zero = SEEN_FIELDS[message] | PROTO_FIELDS.get(message, frozenset()), ZERO_ONLY.get(message, frozenset())
     return [(number, wire) for number, wire, value in fields(buf) if (number, wire) not in seen or (number in zero and value)]
 
 
