@@ -21,7 +21,7 @@ from conftest import needs_ncu_report, shared
 from test_decoder import assert_same_tables
 
 from ncuroof import catalog, parser
-from ncuroof.errors import ReportFormatError
+from ncuroof.errors import InputError, ReportFormatError
 from ncuroof.parser import compressed, nvr, wire
 from ncuroof.parser.contained import read_launches
 from ncuroof.parser.ncu_rep import _spec
@@ -223,3 +223,11 @@ def test_metadata_fields_of_the_proto_are_skipped_and_values_stay_ncu_report_s(t
     _edit_results(src, unknown, lambda r: None, extra=b"\xc8\x03\x01")  # field 57, a varint
     with pytest.raises(nvr.UnsupportedReport, match=r"Result fields never seen \[\(57, 0\)\]"):
         nvr.read_nvr(unknown, cat)
+
+
+def test_a_compressed_file_that_is_no_report_is_named_so(tmp_path: Path) -> None:
+    other = tmp_path / "notes.ncu-repz"
+    other.write_bytes(fuzz.compress(b"some text, not a report\n" * 100))
+    with pytest.raises(InputError, match=r"is zstd-compressed but holds no Nsight Compute report"):
+        parser.read(other, catalog.load())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.ncu-repz"]

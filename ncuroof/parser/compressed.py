@@ -32,6 +32,7 @@ from typing import BinaryIO
 
 from ..catalog import Catalog
 from ..errors import InputError, MissingModuleError, NcuroofError, ReportFormatError
+from .blocks import MAGIC
 
 __all__ = ["ZSTD_MAGIC", "is_compressed", "Frames", "frames", "uncompressed", "limit_bytes", "CHUNK"]
 
@@ -223,7 +224,8 @@ def uncompressed(path: Path, catalog: Catalog) -> Iterator[Path]:
     ReportFormatError
         A truncated or corrupt stream, or one that declares or makes more than the limits allow.
     InputError
-        No room for the decompressed report in the temporary directory.
+        No room for the decompressed report in the temporary directory, or a zstd stream that
+        holds something else than a report.
     MissingModuleError
         When ``zstandard`` is not installed.
     """
@@ -243,6 +245,10 @@ def uncompressed(path: Path, catalog: Catalog) -> Iterator[Path]:
                              "space or point TMPDIR elsewhere", path)
         out = Path(tmp) / "report.ncu-rep"
         _decompress(path, out, limit)
+        with out.open("rb") as f:
+            if f.read(4) != MAGIC:
+                raise InputError("is zstd-compressed but holds no Nsight Compute report (its decompressed bytes do not start "
+                                 "with NVR\\0); pass a .ncu-rep/.ncu-repz report or an ncu CSV export", path)
         try:
             yield out
         except NcuroofError as exc:
