@@ -308,9 +308,10 @@ def all_cases(seed: int = 14, per_report: int = 3, per_csv: int = 3) -> list[Cas
     for name in REPORTS:
         if (SHARED / name).exists():
             cases += report_cases(name, (SHARED / name).read_bytes(), rng, per_report)
+    zrng = random.Random(seed + 32)  # its own stream: the cases of the other families stay those of before issue 32
     for name in REPZ:
         if (SHARED / name).exists():
-            cases += repz_cases(name, (SHARED / name).read_bytes(), rng, per_report)
+            cases += repz_cases(name, (SHARED / name).read_bytes(), zrng, per_report)
     for name in CSVS:
         if (SHARED / name).exists():
             cases += csv_cases(name, (SHARED / name).read_bytes(), rng, per_csv)
