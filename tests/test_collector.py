@@ -327,3 +327,19 @@ def test_compare_warns_when_collected_differently(fake_env, monkeypatch, tmp_pat
     warns = ncuroof.compare_runs(a, b, write=False).warnings
     assert "collected differently: clock control base (ncu default) before, none after" in warns
     assert ncuroof.compare_runs(a, a, write=False).warnings == []
+
+
+def test_compare_warns_about_the_pipeline_boost_state(fake_env, version, monkeypatch, tmp_path):
+    """ncu 2026.1+ records --pipeline-boost-state (given with --ncu-arg); older versions have none to compare."""
+    monkeypatch.setenv("FAKE_NCU_MODE", "ok")
+    a = collector.run_profile(["./app"], ProfileOptions(output=Path("a")), echo=lambda s: None)
+    b = collector.run_profile(["./app"], ProfileOptions(output=Path("b"), extra=("--pipeline-boost-state=stable",)),
+                              echo=lambda s: None)
+    ra, rb = (json.loads(r.sidecar.read_text()) for r in (a, b))
+    from ncuroof.render.provenance import collection_warnings
+
+    if version >= "2026.1":
+        assert (ra["pipeline_boost_state"], rb["pipeline_boost_state"]) == ("ncu default", "stable")
+        assert collection_warnings(a.report, b.report) == ["collected differently: pipeline boost state ncu default before, stable after"]
+    else:
+        assert "pipeline_boost_state" not in ra and collection_warnings(a.report, b.report) == []

@@ -522,11 +522,24 @@ def _write_sidecar(report: Path, command: list[str], ncu: Path, defaults: NcuDef
         "passes": passes,
         "options": {k: (list(v) if isinstance(v, tuple) else str(v) if isinstance(v, Path) else v) for k, v in asdict(opts).items()},
     }
+    if defaults.boost_state:  # ncu 2026.1+: --pipeline-boost-state, passed with --ncu-arg
+        record["pipeline_boost_state"] = _arg_value(opts.extra, "--pipeline-boost-state") or "ncu default"
     side = sidecar_path(report)
     tmp = side.with_name(side.name + ".tmp")
     tmp.write_text(json.dumps(record, indent=2), encoding="utf-8")
     os.replace(tmp, side)
     return side
+
+
+def _arg_value(args: Sequence[str], flag: str) -> str | None:
+    """The value of ``flag`` in ``args`` (``--flag V`` or ``--flag=V``), the last one given; None when absent."""
+    value = None
+    for i, a in enumerate(args):
+        if a == flag and i + 1 < len(args):
+            value = args[i + 1]
+        elif a.startswith(flag + "="):
+            value = a.split("=", 1)[1]
+    return value
 
 
 @dataclass
