@@ -139,7 +139,7 @@ def profile_run(cmd: Sequence[str], output: PathLike | None = None, *, ncu: Path
     """
     if not cmd:
         raise ValueError("no program to profile")
-    out = Path(output) if output is not None else Path(Path(cmd[0]).name + ".ncu-rep")
+    out = Path(output) if output is not None else Path(Path(cmd[0]).name)  # ncu's own suffix for its version
     for key in ("levels", "precisions", "nvtx_include", "nvtx_exclude", "extra"):
         if key in options and options[key] is not None and not isinstance(options[key], tuple):
             options[key] = tuple(options[key])
@@ -156,8 +156,8 @@ def profile(cmd: Sequence[str], output: PathLike | None = None, *, ncu: PathLike
     cmd : sequence of str
         The program and its arguments.
     output : path, optional
-        The report (``.ncu-rep`` appended when missing); default ``<program name>.ncu-rep`` in
-        the current directory.
+        The report; without a ``.ncu-rep``/``.ncu-repz`` suffix, the one this ncu writes by default
+        is appended (``.ncu-repz`` from ncu 2026.3). Default ``<program name>`` in the current directory.
     ncu : path, optional
         The ncu executable (default: :func:`ncuroof.collector.ncu.find_ncu`).
     echo : callable, optional

@@ -244,7 +244,8 @@ def _warn(analysis: "Analysis") -> None:  # noqa: F821, UP037 - imported lazily
 
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="Report to write (default: <program>.ncu-rep here; .ncu-rep is appended when missing).")
+              help="Report to write (default: <program> here). A name without .ncu-rep/.ncu-repz gets the suffix this ncu "
+                   "writes by default (.ncu-repz from ncu 2026.3).")
 @click.option("--force", is_flag=True, help="Overwrite an existing report.")
 @click.option("--levels", callback=_csv_choice(_COLLECTABLE["level"]), default=None, metavar=_csv_metavar(_COLLECTABLE["level"]),
               help="Collect only these memory levels with an explicit metric list (fewer replay passes) instead of --set roofline.")
@@ -261,8 +262,9 @@ def _warn(analysis: "Analysis") -> None:  # noqa: F821, UP037 - imported lazily
 @click.option("--nvtx-exclude", multiple=True, help="ncu --nvtx-exclude (repeatable).")
 @click.option("--target-processes", type=click.Choice(["all", "application-only"]), default=None)
 @click.option("--replay-mode", type=click.Choice(["kernel", "application", "range", "app-range"]), default=None)
-@click.option("--clock-control", type=click.Choice(["base", "none", "reset"]), default=None,
-              help="ncu --clock-control (ncu's default: base, clocks locked below boost).")
+@click.option("--clock-control", type=click.Choice(["base", "none", "reset", "boost", "force-boost"]), default=None,
+              help="ncu --clock-control (ncu's default: base, clocks locked below boost; boost and force-boost from ncu 2026.1; "
+                   "ncuroof doctor prints what this ncu takes).")
 @click.option("--cache-control", type=click.Choice(["all", "none"]), default=None, help="ncu --cache-control (default all: flushed).")
 @click.option("--ncu", "ncu_path", type=click.Path(path_type=Path, dir_okay=False), default=None, help="The ncu executable to use.")
 @click.option("--ncu-arg", "ncu_args", multiple=True, help="More ncu arguments, passed verbatim (repeatable).")

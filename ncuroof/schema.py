@@ -196,6 +196,9 @@ KERNELS: dict[str, Column] = {
     "datasheet_gpu": Column("string", "", "metrics/gpus.toml entry whose datasheet roofs were used, empty if none"),
     "ncu_version": RAW_META["ncu_version"],
     "reader": RAW_META["reader"],
+    "clock_control": Column("string", "", "clocks while ncu profiled: the report's clock status (locked, not locked, lock requested "
+                            "but not applied; result field 25) and, after a colon, the --clock-control of ncuroof profile's "
+                            ".ncuroof.json record (ncuroof.parser.clocks.clock_control); empty when neither says"),
     "bound": Column("string", "", "memory, compute, latency or unknown"),
     "diagnosis": Column("string", "", "memory_near_roof, memory_below_roof, compute_near_roof, compute_below_roof, latency_bound, "
                         "balanced, instruction_bound or not_classified (ncuroof/model/diagnose.py)"),

@@ -17,6 +17,11 @@ against ncu_report on a sample of launches (``ncuroof.parser.verify``), measured
     .venv/bin/python scripts/bench_scale.py [--report R] [--sizes 1000 10000 100000] [--profile]
 
 ``--profile`` adds the wall time of each stage of analyze at the largest size (``scripts/stage_times.py``).
+
+Compressed reports (issue 32): each generated report is also compressed as ncu 2026.3 writes a
+``.ncu-repz`` (zstd level 3 of the same bytes, one frame) and analyzed the same way; its wall time and
+peak RSS are printed as ratios to the uncompressed report's in the same run (targets: time <= 1.3x,
+peak RSS <= 1 GB). ``--no-repz`` skips it.
 """
 
 from __future__ import annotations
@@ -43,6 +48,10 @@ VERIFY = ("import sys, time; from pathlib import Path; from ncuroof import catal
           "v = verify.against_ncu_report(p, df, c, df.attrs[nvr.LEARNED]); print(v.launches, time.perf_counter() - t, repr(v.difference))")
 FLOOR = ("import sys, time; sys.path.insert(0, sys.argv[2]); from bench_analyze import floor; "
          "t = time.perf_counter(); n = floor(__import__('pathlib').Path(sys.argv[1])); print(n, time.perf_counter() - t)")
+#: CPU seconds (user + system) of the last :func:`run_measured` command: a steadier measure than wall time on a shared machine.
+CPU = [0.0]
+
+
 def _tree_rss(pid: int) -> int:
     """Resident bytes of ``pid`` and all its descendants, from /proc (0 once gone)."""
     total, todo = 0, [pid]
@@ -80,6 +89,7 @@ def run_measured(cmd: list[str]) -> tuple[float, int, str]:
     out, err = proc.stdout.read(), proc.stderr.read()
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{' '.join(cmd)} failed: {err.strip()}")
+    CPU[0] = usage.ru_utime + usage.ru_stime  # the process and the children it waited for (the decoding workers)
     return wall, max(peak[0], usage.ru_maxrss * 1024), out
 
 
@@ -101,6 +111,27 @@ def verify_cost(report: Path) -> tuple[int, float]:
     return int(n), float(seconds)
 
 
+def compress(src: Path, dst: Path) -> None:
+    """``src`` as ncu writes a ``.ncu-repz``: zstd (level 3) of the same bytes, streamed (one frame with its size)."""
+    import zstandard
+
+    with src.open("rb") as f, dst.open("wb") as g:
+        zstandard.ZstdCompressor(level=3).copy_stream(f, g, size=src.stat().st_size)
+
+
+def repz_row(big: Path, tmp: Path, wall: float, rss: int) -> str:
+    """Analyze the ``.ncu-repz`` of ``big``: its time and peak RSS, and their ratios to the uncompressed run's."""
+    cpu = CPU[0]
+    packed = big.with_suffix(".ncu-repz")
+    compress(big, packed)
+    zwall, zrss, _ = run_measured([sys.executable, "-m", "ncuroof", "analyze", str(packed), "-o", str(tmp / "outz"), "-q"])
+    size = packed.stat().st_size
+    packed.unlink()
+    return (f"  .ncu-repz {size / 1e6:.1f} MB ({big.stat().st_size / size:.0f}x smaller): {zwall:.2f} s = {zwall / wall:.2f}x the "
+            f"uncompressed wall time, CPU {CPU[0]:.2f} s = {CPU[0] / max(cpu, 1e-9):.2f}x (target <= 1.3); peak RSS "
+            f"{zrss / 2**20:.0f} MB = {zrss / max(rss, 1):.2f}x (target <= 1 GB)")
+
+
 def profile(report: Path, tmp: Path) -> None:
     """Where the time of ``analyze`` goes, stage by stage (``scripts/stage_times.py``: wall clock)."""
     proc = subprocess.run([sys.executable, str(Path(__file__).with_name("stage_times.py")), "analyze", str(report), "-o",
@@ -114,6 +145,7 @@ def main() -> int:
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
     ap.add_argument("--floor-sizes", type=int, nargs="*", default=[1000, 10000])
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--no-repz", action="store_true", help="do not time the .ncu-repz of each report")
     args = ap.parse_args()
     floors: list[float] = []
     with tempfile.TemporaryDirectory(prefix="ncuroof-bench-") as d:
@@ -129,6 +161,7 @@ def main() -> int:
             big = tmp / f"big{n}.ncu-rep"
             make_big_report(args.report, big, n)
             wall, rss, _ = run_measured([sys.executable, "-m", "ncuroof", "analyze", str(big), "-o", str(tmp / "out"), "-q"])
+            repz = "" if args.no_repz else repz_row(big, tmp, wall, rss)
             checked, cost = verify_cost(big)
             fl = floor_per_launch(big, n) if n in args.floor_sizes else None
             if fl is not None:
@@ -136,6 +169,8 @@ def main() -> int:
             rows.append((n, wall, rss))
             print(f"{n:>9} {big.stat().st_size / 1e6:>8.0f} {wall:>7.2f} {wall / n * 1e3:>9.3f} {(wall - fixed) / n * 1e3:>9.3f} {rss / 2**20:>11.0f} "
                   f"{'' if fl is None else f'{fl * 1e3:.3f}':>15} {cost:>6.2f} ({checked})")
+            if repz:
+                print(repz)
             if n != max(args.sizes) or not args.profile:
                 big.unlink()
         if floors:

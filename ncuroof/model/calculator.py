@@ -451,6 +451,7 @@ def _later_columns(k: pd.DataFrame) -> None:
     for col in ("time_at_roof_bound", "speed_of_light_note", "evidence", "advice"):
         k[col] = ""
     k["kernel_key"] = None  # set once by the analysis (ncuroof.model.summary.kernel_keys, --match)
+    k["clock_control"] = None  # set by the analysis from each input (ncuroof.parser.clocks.clock_control)
     k["bound"] = "unknown"
     k["diagnosis"] = "not_classified"
     k["flags"] = [[] for _ in range(len(k))]

@@ -2,7 +2,9 @@
 
 One reader per format, chosen from the file's content and name: ``.ncu-rep`` reports through our
 own decoder (:mod:`.nvr`), or NVIDIA's ``ncu_report`` (:mod:`.ncu_rep`: the reference, used for
-``.ncu-repz`` and for anything the decoder was not verified on), ncu CSV exports (:mod:`.csv`). Several files of
+anything the decoder was not verified on), ncu CSV exports (:mod:`.csv`). A compressed report
+(``.ncu-repz``, zstd) is decompressed into a temporary file first and read the same way
+(:mod:`.compressed`). Several files of
 one run (the NERSC/GENE workflow: time and DRAM bytes from one ncu run, FLOP counts from another)
 are merged launch by launch (:mod:`.merge`); a session-page CSV completes the others with the
 device name and ncu version.
@@ -21,6 +23,7 @@ from ..catalog import Catalog
 from ..errors import InputError, MissingModuleError, NcuroofError, ReportFormatError
 from ..schema import validate_raw
 from .blocks import MAGIC
+from .compressed import is_compressed, uncompressed
 from .csv import Session, read_csv, read_session, sniff
 from .merge import apply_session, merge
 from .ncu_rep import read_ncu_rep
@@ -30,7 +33,7 @@ from .verify import against_ncu_report, check_rates
 
 
 def have_ncu_report() -> bool:
-    """Whether NVIDIA's ``ncu_report`` can be imported here (it has no wheel for aarch64 or macOS hosts)."""
+    """Whether NVIDIA's ``ncu_report`` can be imported here (wheels for Linux x86-64 and aarch64, macOS 13+ and Windows; not every host)."""
     try:
         return importlib.util.find_spec("ncu_report") is not None
     except (ImportError, ValueError):
@@ -53,7 +56,7 @@ def _check_path(path: Path) -> None:
 def _is_report(path: Path) -> bool:
     with path.open("rb") as f:
         head = f.read(4)
-    if path.suffix in (".ncu-rep", ".ncu-repz") or head == MAGIC:
+    if path.suffix in (".ncu-rep", ".ncu-repz") or head == MAGIC or is_compressed(head):
         return True
     if path.suffix.lower() in _TEXT_SUFFIXES:
         return False
@@ -143,7 +146,8 @@ def read(path: str | Path, catalog: Catalog, progress: Any = None, reader: str =
     Parameters
     ----------
     path : str or Path
-        A ``.ncu-rep``/``.ncu-repz`` report or an ncu CSV export (details or raw page).
+        A ``.ncu-rep``/``.ncu-repz`` report (compressed or not, told by its first bytes) or an ncu
+        CSV export (details or raw page).
     catalog : Catalog
         The metric catalog (which metrics to keep).
     progress : callable, optional
@@ -151,8 +155,8 @@ def read(path: str | Path, catalog: Catalog, progress: Any = None, reader: str =
     reader : {'auto', 'fast', 'ncu_report'}, default 'auto'
         How ``.ncu-rep`` files are read: our decoder (:func:`read_nvr`, 'fast'), NVIDIA's
         ``ncu_report`` ('ncu_report'), or the decoder with ``ncu_report`` for what it was not
-        verified on (``.ncu-repz``, an unknown format version or value kind; 'auto'). Both give
-        the same table.
+        verified on (an unknown format version or value kind; 'auto'). Both give the same
+        table; a ``.ncu-repz`` is read by either from its decompressed bytes.
 
     Returns
     -------
@@ -177,7 +181,13 @@ def read(path: str | Path, catalog: Catalog, progress: Any = None, reader: str =
     check_reader(reader)
     path = Path(path)
     _check_path(path)
-    df = _read_report(path, catalog, progress, reader) if _is_report(path) else _by(read_csv(path, catalog), "ncuroof CSV reader")
+    if _is_report(path):
+        with uncompressed(path, catalog) as report:
+            df = _read_report(report, catalog, progress, reader)
+        if report != path:
+            df["source"] = str(path)
+    else:
+        df = _by(read_csv(path, catalog), "ncuroof CSV reader")
     return validate_raw(check_values(df, catalog), str(path))
 
 

@@ -148,7 +148,8 @@ def read_ncu_rep(path: str | Path, catalog: Catalog, progress: Any = None) -> pd
     Parameters
     ----------
     path : str or Path
-        A ``.ncu-rep`` (or ``.ncu-repz``) file.
+        An uncompressed report (:func:`ncuroof.parser.read` decompresses a ``.ncu-repz`` first,
+        so that any ``ncu_report`` reads it and its launch records are checked).
     catalog : Catalog
         Says which metrics to read: every scalar metric of its recipes, every
         ``sm__ops_path_tensor_*`` count/rate/peak, and the MMA opcodes of
@@ -170,12 +171,8 @@ def read_ncu_rep(path: str | Path, catalog: Catalog, progress: Any = None) -> pd
         If ``ncu_report`` is not installed.
     """
     path = Path(path)
-    records, version = None, None
-    if path.suffix != ".ncu-repz":
-        checked = check_records(path)
-        records, version = checked.records, checked.version
-    elif not path.is_file():
-        raise InputError("no such file; check the path", path)
+    checked = check_records(path)
+    records, version = checked.records, checked.version
     _require_ncu_report(path)
     launches = read_launches(path, _spec(catalog), progress, records)
     if not launches:

@@ -407,7 +407,7 @@ class PayloadError(ReportFormatError):
 def _damaged(path: Path, launch: int, block: int, pos: int, exc: Exception) -> PayloadError:
     return PayloadError(f"launch {launch} in block {block} (byte {pos}) cannot be decoded ({exc}): the report is damaged or "
                         "lays results out in a way the built-in reader does not know; re-run ncu, or read it with --reader ncu_report "
-                        "(NVIDIA's ncu-report package: Linux x86-64 and Windows hosts)", path)
+                        "(NVIDIA's ncu-report package)", path)
 
 
 def _launches(mm: Any, path: Path, blocks: Iterator[tuple[int, int, Any, int]], wanted: _Wanted,
@@ -635,7 +635,7 @@ def read_nvr(path: str | Path, catalog: Catalog, progress: Callable[[int], Calla
     Parameters
     ----------
     path : str or Path
-        A ``.ncu-rep`` file (not ``.ncu-repz``).
+        An uncompressed report (:func:`ncuroof.parser.read` decompresses a ``.ncu-repz`` first).
     catalog : Catalog
         Which metrics to read: every scalar metric of its recipes, every
         ``sm__ops_path_tensor_*`` count/rate/peak, and the MMA opcodes of
@@ -664,8 +664,6 @@ def read_nvr(path: str | Path, catalog: Catalog, progress: Callable[[int], Calla
         For a report this decoder has not been verified on (read it with ``ncu_report``).
     """
     path = Path(path)
-    if path.suffix == ".ncu-repz":
-        raise UnsupportedReport("a compressed .ncu-repz report")
     check_file(path)
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
         n = processes if processes is not None else _processes(_estimate(mm, path))

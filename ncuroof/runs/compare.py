@@ -639,7 +639,8 @@ def warnings(before: pd.DataFrame, after: pd.DataFrame) -> list[str]:
     Returns
     -------
     list of str
-        Differences in GPU, ncu version, SM clock (median over launches, > 5 %: was
+        Differences in GPU, ncu version, clock control (``clock_control``: the reports' clock
+        status and ``ncuroof profile``'s record), SM clock (median over launches, > 5 %: was
         ``--clock-control`` the same?) and metric set (which launches have roofline metrics,
         which traffic definitions and roof sources were used), and damaged records
         (status ``corrupt_record``) on either side.
@@ -649,7 +650,8 @@ def warnings(before: pd.DataFrame, after: pd.DataFrame) -> list[str]:
     def values(k: pd.DataFrame, col: str) -> set[str]:
         return set(k[col].dropna().astype(str)) - {""}
 
-    for col, what in (("device_name", "GPU"), ("ncu_version", "ncu version"), ("cc", "compute capability")):
+    for col, what in (("device_name", "GPU"), ("ncu_version", "ncu version"), ("cc", "compute capability"),
+                      ("clock_control", "clock control")):
         x, y = values(before, col), values(after, col)
         if x and y and x != y:
             out.append(f"different {what}: {', '.join(sorted(x))} before, {', '.join(sorted(y))} after")
