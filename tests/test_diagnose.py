@@ -14,7 +14,7 @@ from conftest import kernels_of, ncu_metrics, needs_ncu_report, shared
 import ncuroof
 from ncuroof import catalog
 from ncuroof.model import diagnose, summary
-from ncuroof.model.diagnose import distinct_rows
+from ncuroof.model.distinct import distinct_rows
 from ncuroof.schema import cell_text, flag_codes
 
 SOL = catalog.load().thresholds["sol"]

@@ -31,7 +31,6 @@ roof -> instruction mix, tensor cores; latency bound -> more parallelism or occu
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -46,10 +45,11 @@ from ..catalog import load as load_catalog
 from ..parser.csv import NA_NOTE
 from ..schema import INCONSISTENT, KERNEL_SUMMARY, flop_name, parse_cell, precision_title, tensor_path
 from .classify import binding_points
+from .distinct import distinct_rows
 from .speed_of_light import instruction_verdict
 from .summary import grid_sizes, keys_of
 
-__all__ = ["CLASSES", "FLAG_CODES", "diagnose_kernels", "diagnose_launches", "distinct_rows", "launch_flags", "what_if"]
+__all__ = ["CLASSES", "FLAG_CODES", "diagnose_kernels", "diagnose_launches", "launch_flags", "what_if"]
 
 #: Plausibility flags: code and what it means. A flag cell is a list of (code, text) pairs, the
 #: text giving the numbers and the likely cause.
@@ -424,46 +424,6 @@ def diagnose_launches(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Cata
         k[name] = res[inverse, i] if len(k) else []
     k["flags"] = launch_flags(k, points, catalog.thresholds["diagnosis"]).to_numpy()
     return k
-
-
-def distinct_rows(frame: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct rows of ``frame[cols]``, exactly: floats told apart by their bits (NaN and -0.0
-    included), object cells by type and value, None apart from NaN.
-
-    Text built from a row (a verdict, a note) is the same for every row equal to it, so it is made
-    once per distinct row and taken back with ``inverse``.
-
-    Parameters
-    ----------
-    frame : DataFrame
-        Any table.
-    cols : list of str
-        The columns that decide.
-
-    Returns
-    -------
-    (ndarray, ndarray)
-        ``first``: the position of the first row of each distinct combination, in order of first
-        appearance; ``inverse``: for each row, the index into ``first`` of its combination (int64).
-    """
-    code = np.zeros(len(frame), dtype=np.int64)
-    for c in cols:
-        col = frame[c]
-        if col.dtype == np.float64:
-            parts = [col.to_numpy().view(np.uint64)]
-        elif col.dtype == object:
-            cells = col.to_numpy()
-            kinds = np.fromiter(map(type, cells), dtype=object, count=len(cells))
-            floats = np.fromiter(map(isinstance, cells, itertools.repeat(float)), dtype=bool, count=len(cells))
-            keys = cells.copy()
-            keys[floats] = cells[floats].astype(np.float64).view(np.uint64).astype(object)
-            parts = [kinds, keys]
-        else:
-            parts = [col.to_numpy()]
-        for part in parts:
-            sub, uniques = pd.factorize(part, use_na_sentinel=False)
-            code = pd.factorize(code * (len(uniques) + 1) + sub)[0]
-    return np.unique(code, return_index=True)[1], code  # factorize numbers in order of first appearance
 
 
 def _records(frame: pd.DataFrame, cols: list[str]) -> Iterator[dict[str, Any]]:
