@@ -70,7 +70,7 @@ from .wire import unseen_fields
 from .wire import varint as _varint
 
 __all__ = ["read_nvr", "read_stamps", "UnsupportedReport", "PayloadError", "LEARNED", "FORMAT_VERSION", "iter_results", "Launch", "Slice", "decode_slice",
-           "PROCESS_LAUNCHES", "PROCESSES_ENV"]
+           "PROCESS_LAUNCHES", "PROCESSES_ENV", "Block"]
 
 FORMAT_VERSION = 7
 KERNEL_LAUNCH = 3
@@ -580,9 +580,25 @@ def _seen(mm: Any, blocks: Iterator[tuple[int, int, Any, int]]) -> Iterator[tupl
         yield block, pos, header, start
 
 
-def _plan(mm: Any, path: Path) -> Plan:
-    """One walk over the block headers (:func:`ncuroof.parser.blocks.plan`), checked for fields never seen."""
-    return plan(mm, path, _seen(mm, _blocks(mm, path)))
+def _plan(mm: Any, path: Path, blocks: list[Block] | None = None) -> Plan:
+    """One walk over the block headers (:func:`ncuroof.parser.blocks.plan`), checked for fields never
+    seen; every block appended to ``blocks`` when given (:func:`_recorded`)."""
+    return plan(mm, path, _recorded(_seen(mm, _blocks(mm, path)), blocks))
+
+
+#: One block as :func:`ncuroof.parser.verify.cut_report` needs it: its byte offset, the end of its
+#: payload, its numbers of results and sources, and the string table of a result block (None
+#: without strings or results).
+Block = tuple[int, int, int, int, Any]
+
+
+def _recorded(blocks: Iterator[tuple[int, int, Any, int]], out: list[Block] | None) -> Iterator[tuple[int, int, Any, int]]:
+    """``blocks``, each also appended to ``out`` as a :data:`Block` (when ``out`` is not None)."""
+    for block, pos, header, start in blocks:
+        if out is not None:
+            strings = header.strings if header.num_results and header.HasField("strings") and header.strings.strings else None
+            out.append((pos, start + header.payload_size, header.num_results, header.num_sources, strings))
+        yield block, pos, header, start
 
 
 @dataclass(frozen=True)
@@ -750,7 +766,7 @@ def _processes(total: int) -> int:
 
 
 def read_nvr(path: str | Path, catalog: Catalog, progress: Callable[[int], Callable[..., None]] | None = None,
-             chunk: int = CHUNK, processes: int | None = None) -> pd.DataFrame:
+             chunk: int = CHUNK, processes: int | None = None, blocks: list[Block] | None = None) -> pd.DataFrame:
     """Read every launch of a report into the raw table, without ``ncu_report``.
 
     One walk over the block headers counts the launches; the result blocks are then decoded in
@@ -774,6 +790,9 @@ def read_nvr(path: str | Path, catalog: Catalog, progress: Callable[[int], Calla
     processes : int, optional
         Decoding processes; default ``$NCUROOF_DECODE_PROCESSES``, else one per
         :data:`PROCESS_LAUNCHES` launches, at most one per core. The result does not depend on it.
+    blocks : list, optional
+        When given, every block of the report is appended to it (:data:`Block`), so that the
+        sample check (:func:`ncuroof.parser.verify.cut_report`) need not walk the report again.
 
     Returns
     -------
@@ -796,7 +815,7 @@ def read_nvr(path: str | Path, catalog: Catalog, progress: Callable[[int], Calla
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
         n = processes if processes is not None else _processes(_estimate(mm, path))
         with Workers(n - 1, __name__) as workers:  # they start (import ncuroof) while the blocks are walked
-            plan = _plan(mm, path)
+            plan = _plan(mm, path, blocks)
             if not plan.total:
                 raise InputError("holds no kernel launches; check ncu's --kernel-name/--launch-count filters", path)
             slices = _slices(plan, n)
