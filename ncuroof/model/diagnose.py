@@ -300,18 +300,23 @@ def launch_flags(kernels: pd.DataFrame, points: pd.DataFrame, thresholds: dict[s
         ``no_work_bytes`` at every level).
     """
     no_work = float(thresholds["no_work_bytes"])
-    pos = pd.Series(np.arange(len(kernels)), index=pd.MultiIndex.from_arrays([kernels["source"], kernels["launch_id"]]))
     out: list[list[tuple[str, str]]] = [[] for _ in range(len(kernels))]
-    for (src, lid), flag in _above_roof(kernels, points, thresholds):
-        if flag not in out[pos[(src, lid)]]:
-            out[pos[(src, lid)]].append(flag)
+    above = _above_roof(kernels, points, thresholds)
+    if above:
+        pos = pd.Series(np.arange(len(kernels)), index=pd.MultiIndex.from_arrays([kernels["source"], kernels["launch_id"]]))
+        for (src, lid), flag in above:
+            if flag not in out[pos[(src, lid)]]:
+                out[pos[(src, lid)]].append(flag)
     status = kernels["status"].to_numpy()
     for i in np.flatnonzero(status == "failed_measurement"):
         out[i].append(("failed_measurement", "ncu stored NaN, not plotted"))
     for i in np.flatnonzero(status == "corrupt_record"):
         out[i].append(("corrupt_record", "the input is damaged (see notes), not plotted"))
     for i, cell in enumerate(kernels["notes"]):
-        notes = [str(n) for n in parse_cell("notes", cell)]
+        notes = parse_cell("notes", cell)
+        if not any(str(n).startswith((NA_NOTE, INCONSISTENT)) for n in notes):  # most launches: no flag from their notes
+            continue
+        notes = [str(n) for n in notes]
         if any(n.startswith(NA_NOTE) for n in notes):
             out[i].append(("na_metrics", "see notes"))
         if any(n.startswith(INCONSISTENT) for n in notes):
