@@ -82,7 +82,7 @@ def _read_report(path: Path, catalog: Catalog, progress: Any, reader: str) -> pd
     if reader == "ncu_report":
         return _by(read_ncu_rep(path, catalog, progress), "ncu_report (--reader ncu_report)")
     try:  # the decoder checks framing and launch records in its one pass (issue 14); read_ncu_rep checks them first
-        df = read_nvr(path, catalog, progress)
+        df = read_nvr(path, catalog, progress, blocks=(blocks := []))
     except UnsupportedReport as exc:
         if reader == "fast":
             raise ReportFormatError(f"the built-in reader does not know this report ({exc}); read it with --reader ncu_report", path) from exc
@@ -96,16 +96,17 @@ def _read_report(path: Path, catalog: Catalog, progress: Any, reader: str) -> pd
     if reader == "fast" or not have_ncu_report():
         why = "--reader fast" if reader == "fast" else "ncu_report is not installed on this host"
         return _by(check_rates(df, catalog), f"ncuroof decoder, not verified against ncu_report ({why}); counts checked against rates")
-    return _verified(path, df, catalog, progress, learned)
+    return _verified(path, df, catalog, progress, learned, blocks)
 
 
-def _verified(path: Path, df: pd.DataFrame, catalog: Catalog, progress: Any, learned: list[int]) -> pd.DataFrame:
+def _verified(path: Path, df: pd.DataFrame, catalog: Catalog, progress: Any, learned: list[int], blocks: list[Any]) -> pd.DataFrame:
     """The decoder's table checked against ``ncu_report`` on a sample, or ``ncu_report``'s table
     where they differ. Where ``ncu_report`` cannot read the sample cut from the report, it reads the
     report itself; where it cannot read that either, the decoder's table stays, said unverified
-    (one reader reading a report is no reason to refuse it)."""
+    (one reader reading a report is no reason to refuse it). ``blocks``: the report's blocks as the
+    decoder recorded them (the sample is cut without walking the report again)."""
     try:
-        verdict = against_ncu_report(path, df, catalog, learned)
+        verdict = against_ncu_report(path, df, catalog, learned, blocks)
     except NcuroofError as exc:
         try:
             return _by(read_ncu_rep(path, catalog, progress), f"ncu_report (the sample check against it could not run: {exc.message})")
