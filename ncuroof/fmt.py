@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["printable", "csv_cell", "num", "g", "pct", "time", "si", "span", "plural", "count", "agree", "achievable"]
+__all__ = ["printable", "csv_cell", "num", "g", "pct", "time", "si", "span", "plural", "count", "agree", "achievable", "change"]
 
 # C0 controls but tab and newline, DEL, C1 controls, and the bidirectional overrides and isolates
 # (which reorder what a terminal shows); \r is a control here too (it overwrites a line).
@@ -149,3 +149,14 @@ def achievable(fraction: Any, peak_fraction: Any, roof: str, peak_source: str = 
         return ""
     of = f"the {peak_source}'s" if peak_source in ("datasheet", "report", "user") else "peak"
     return f"at {pct(fraction)} of achievable {roof} ({pct(peak_fraction)} of {of})"
+
+
+def change(r: Any, digits: int = 0) -> str:
+    """A relative change as a signed percentage: ``change(-0.47)`` -> ``'−47 %'`` (a minus sign, U+2212),
+    ``change(0.04)`` -> ``'+4 %'``, ``change(0)`` -> ``'±0 %'``."""
+    v = num(r)
+    if not math.isfinite(v):
+        return "n/a"
+    text = f"{abs(100 * v):.{digits}f}"
+    sign = "±" if float(text) == 0 else ("+" if v > 0 else "−")
+    return f"{sign}{text} %"

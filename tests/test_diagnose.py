@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import re
 
+import numpy as np
 import pandas as pd
 import pytest
 from conftest import kernels_of, ncu_metrics, needs_ncu_report, shared
@@ -13,6 +14,7 @@ from conftest import kernels_of, ncu_metrics, needs_ncu_report, shared
 import ncuroof
 from ncuroof import catalog
 from ncuroof.model import diagnose, summary
+from ncuroof.model.distinct import distinct_rows
 from ncuroof.schema import cell_text, flag_codes
 
 SOL = catalog.load().thresholds["sol"]
@@ -249,3 +251,16 @@ def test_occupancy_is_ncus():
     for i in range(len(k)):
         assert k["occupancy_frac"].iat[i] == pytest.approx(ncu[i]["sm__warps_active.avg.pct_of_peak_sustained_active"] / 100)
         assert k["theoretical_occupancy_frac"].iat[i] == pytest.approx(ncu[i]["sm__maximum_warps_per_active_cycle_pct"] / 100)
+
+
+def test_distinct_rows_tells_apart_what_text_could_tell_apart() -> None:
+    """NaN, None, 0.0 and -0.0 are four keys; equal rows share one; order of first appearance."""
+
+    frame = pd.DataFrame({"x": [0.0, -0.0, np.nan, 0.0, np.nan, 1.0],
+                          "o": pd.Series([None, None, None, None, np.nan, "a"], dtype=object),
+                          "s": pd.Series(["p", "p", "p", "p", "p", None], dtype="str")})
+    first, inverse = distinct_rows(frame, ["x", "o", "s"])
+    assert first.tolist() == [0, 1, 2, 4, 5]
+    assert inverse.tolist() == [0, 1, 2, 0, 3, 4]
+    first, inverse = distinct_rows(frame, ["s"])
+    assert first.tolist() == [0, 5] and inverse.tolist() == [0, 0, 0, 0, 0, 1]

@@ -23,6 +23,7 @@ import pandas as pd
 from .. import fmt
 from ..catalog import Catalog
 from ..schema import parse_cell
+from .distinct import per_distinct
 
 __all__ = ["classify", "binding_points", "main_precision", "BINDING_COLUMNS"]
 
@@ -164,16 +165,15 @@ def classify(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Catalog) -> p
                              np.where(sm >= mem, "compute", "memory")], "unknown")
     text = np.full(len(out), "", dtype=object)
     sol_cols = ["sm_throughput_frac", "memory_throughput_frac", "waves_per_sm"]  # only these: iterating Arrow text is slow
-    text[is_lat] = [_latency_reason(r, latency, small) for r in out.loc[is_lat, sol_cols].itertuples(index=False)]
+    text[is_lat] = per_distinct(out.loc[is_lat], sol_cols, lambda r: _latency_reason(r, latency, small))
     for col in ("roof_fraction", "achievable_roof_fraction"):
         out[col] = np.where(live, pd.to_numeric(bind[col], errors="coerce").to_numpy(float), np.nan)
-    text[is_roof] = [_roofline_reason(r) for r in bind.loc[is_roof, ["bound", "precision", "level", "ai_flop_per_byte",
-                                                                       "ridge_flop_per_byte", "roof_fraction",
-                                                                       "achievable_roof_fraction"]].itertuples(index=False)]
-    text[is_sol] = [_sol_only_reason(r) for r in out.loc[is_sol, sol_cols].itertuples(index=False)]
+    text[is_roof] = per_distinct(bind.loc[is_roof], ["bound", "precision", "level", "ai_flop_per_byte", "ridge_flop_per_byte",
+                                                     "roof_fraction", "achievable_roof_fraction"], _roofline_reason)
+    text[is_sol] = per_distinct(out.loc[is_sol], sol_cols, _sol_only_reason)
     text[live & ~is_lat & ~is_roof & ~is_sol] = "bound unknown: neither roofline points nor SpeedOfLight throughputs"
     placed = np.full(len(out), "", dtype=object)
     moved = live & (bind["main_precision"].notna() & (bind["main_precision"] != bind["precision"])).to_numpy(bool)
-    placed[moved] = [_placed_note(r) for r in bind.loc[moved, ["precision", "main_precision"]].itertuples(index=False)]
+    placed[moved] = per_distinct(bind.loc[moved], ["precision", "main_precision"], _placed_note)
     out["notes"] = [[*parse_cell("notes", old), *(x for x in (t, p) if x)] for old, t, p in zip(out["notes"].to_numpy(dtype=object), text, placed)]
     return out

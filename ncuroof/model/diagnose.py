@@ -45,6 +45,7 @@ from ..catalog import load as load_catalog
 from ..parser.csv import NA_NOTE
 from ..schema import INCONSISTENT, KERNEL_SUMMARY, flop_name, parse_cell, precision_title, tensor_path
 from .classify import binding_points
+from .distinct import distinct_rows
 from .speed_of_light import instruction_verdict
 from .summary import grid_sizes, keys_of
 
@@ -299,18 +300,23 @@ def launch_flags(kernels: pd.DataFrame, points: pd.DataFrame, thresholds: dict[s
         ``no_work_bytes`` at every level).
     """
     no_work = float(thresholds["no_work_bytes"])
-    pos = pd.Series(np.arange(len(kernels)), index=pd.MultiIndex.from_arrays([kernels["source"], kernels["launch_id"]]))
     out: list[list[tuple[str, str]]] = [[] for _ in range(len(kernels))]
-    for (src, lid), flag in _above_roof(kernels, points, thresholds):
-        if flag not in out[pos[(src, lid)]]:
-            out[pos[(src, lid)]].append(flag)
+    above = _above_roof(kernels, points, thresholds)
+    if above:
+        pos = pd.Series(np.arange(len(kernels)), index=pd.MultiIndex.from_arrays([kernels["source"], kernels["launch_id"]]))
+        for (src, lid), flag in above:
+            if flag not in out[pos[(src, lid)]]:
+                out[pos[(src, lid)]].append(flag)
     status = kernels["status"].to_numpy()
     for i in np.flatnonzero(status == "failed_measurement"):
         out[i].append(("failed_measurement", "ncu stored NaN, not plotted"))
     for i in np.flatnonzero(status == "corrupt_record"):
         out[i].append(("corrupt_record", "the input is damaged (see notes), not plotted"))
     for i, cell in enumerate(kernels["notes"]):
-        notes = [str(n) for n in parse_cell("notes", cell)]
+        notes = parse_cell("notes", cell)
+        if not any(str(n).startswith((NA_NOTE, INCONSISTENT)) for n in notes):  # most launches: no flag from their notes
+            continue
+        notes = [str(n) for n in notes]
         if any(n.startswith(NA_NOTE) for n in notes):
             out[i].append(("na_metrics", "see notes"))
         if any(n.startswith(INCONSISTENT) for n in notes):
@@ -415,11 +421,12 @@ def diagnose_launches(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Cata
     facts["threads_per_block"] = grid_sizes(facts["block"])
     sol = catalog.thresholds["sol"]
     low = float(catalog.thresholds["diagnosis"]["low_occupancy"])
-    res = [verdict(f, sol, gpus, low, catalog.thresholds["instruction"], catalog.pipes)
-           for f in _records(facts, [c for c in _FACTS if c in facts.columns])]
-    k["diagnosis"] = [r[0] for r in res]
-    k["evidence"] = [r[1] for r in res]
-    k["advice"] = [r[2] for r in res]
+    cols = [c for c in _FACTS if c in facts.columns]
+    first, inverse = distinct_rows(facts, cols)  # the text of each distinct combination of facts, made once
+    res = np.array([verdict(f, sol, gpus, low, catalog.thresholds["instruction"], catalog.pipes)
+                    for f in _records(facts.iloc[first], cols)], dtype=object).reshape(len(first), 3)
+    for i, name in enumerate(("diagnosis", "evidence", "advice")):
+        k[name] = res[inverse, i] if len(k) else []
     k["flags"] = launch_flags(k, points, catalog.thresholds["diagnosis"]).to_numpy()
     return k
 

@@ -26,6 +26,7 @@ import pandas as pd
 from .. import fmt
 from ..catalog import PipeCatalog
 from ..schema import LEVELS, PRECISIONS, tensor_columns, tensor_paths
+from .distinct import per_distinct
 
 __all__ = ["hot_pipe", "roofline_time", "unit_time", "apply_speed_of_light"]
 
@@ -240,7 +241,8 @@ def apply_speed_of_light(kernels: pd.DataFrame, pipes: PipeCatalog, cc: np.ndarr
     frac = _nanmax([sm, mem], len(k))
     pipe = k["hot_pipe"].astype(object).fillna("").to_numpy() if "hot_pipe" in k.columns else np.full(len(k), "", dtype=object)
     pfrac = _col(k, "hot_pipe_frac")
-    k["speed_of_light_note"] = [_note(*args, disagree) for args in zip(roof, unit, side, frac, pipe, pfrac)]
+    args = pd.DataFrame({"roof": roof, "unit": unit, "side": side, "frac": frac, "pipe": pipe, "pfrac": pfrac})
+    k["speed_of_light_note"] = per_distinct(args, list(args.columns), lambda r: _note(*r, disagree))
     return k
 
 

@@ -149,11 +149,12 @@ def _fallback_pairs(left: pd.DataFrame, right: pd.DataFrame, key: Callable[[Any]
 
 
 def pair_keys(left: pd.DataFrame, right: pd.DataFrame, fallbacks: Sequence[str] = ("spelling", "base name"),
-              unmatched: tuple[str, str] = ("only_left", "only_right")) -> pd.DataFrame:
+              unmatched: tuple[str, str] = ("only_left", "only_right"), by_hand: Sequence[tuple[str, str]] = ()) -> pd.DataFrame:
     """Pair the kernels of two tables of kernel identities (two runs, or a run and its timeline).
 
-    Kernels pair on their ``kernel_key``; those left pair by the ``fallbacks`` (:data:`FALLBACKS`),
-    each said in ``match``, when the pairing is unambiguous (the fallback's key unique on both sides).
+    Pairs given ``by_hand`` come first (``match`` ``by hand``); the other kernels pair on their
+    ``kernel_key``; those left pair by the ``fallbacks`` (:data:`FALLBACKS`), each said in ``match``,
+    when the pairing is unambiguous (the fallback's key unique on both sides).
 
     Parameters
     ----------
@@ -163,6 +164,8 @@ def pair_keys(left: pd.DataFrame, right: pd.DataFrame, fallbacks: Sequence[str] 
         Keys of :data:`FALLBACKS`, tried in this order.
     unmatched : (str, str)
         The ``match`` of a kernel found only on the left, only on the right.
+    by_hand : sequence of (str, str)
+        ``(left key, right key)`` pairs decided by the user (``compare --pair``); each key at most once.
 
     Returns
     -------
@@ -170,8 +173,11 @@ def pair_keys(left: pd.DataFrame, right: pd.DataFrame, fallbacks: Sequence[str] 
         ``key_left``, ``key_right`` (empty on the side a kernel is missing from), ``match``
         (``name``, a fallback's name, or one of ``unmatched``).
     """
+    pairs = [(b, a, "by hand") for b, a in by_hand]
+    left = left[~left["kernel_key"].isin({b for b, _ in by_hand})]
+    right = right[~right["kernel_key"].isin({a for _, a in by_hand})]
     right_keys = set(right["kernel_key"])
-    pairs = [(k, k, "name") for k in left["kernel_key"] if k in right_keys]
+    pairs += [(k, k, "name") for k in left["kernel_key"] if k in right_keys]
     lo = left[~left["kernel_key"].isin(right_keys)]
     ro = right[~right["kernel_key"].isin(set(left["kernel_key"]))]
     for how in fallbacks:

@@ -30,14 +30,16 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 
 from .. import catalog as _catalog
 from .. import fmt
+from .._lazy import LazyModule
 from ..model.classify import binding_points
 from ..model.summary import FOCUS_SHARE, aggregate_points, kernel_summary, with_keys
 from ..schema import LEVELS, precision_title
 from .viewcontract import Chart, Control, ViewContract, ViewState, add_charts, apply_view
+
+go = LazyModule("plotly.graph_objects")  # imported when a figure is drawn
 
 __all__ = ["plot_roofline", "precision_title", "level_subsets", "SCATTERGL_THRESHOLD", "MAX_LAUNCH_DOTS", "longest_launches", "LEVEL_COLORS", "BOUND_COLORS",
            "KERNEL_COLORS", "OTHER_COLOR", "kernel_color", "DotGroup", "DOT_GROUPS", "CUSTOMDATA", "customdata_fields",

@@ -19,14 +19,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jinja2
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
-import pyarrow as pa
 from markupsafe import Markup
 
 from .. import fmt
+from .._lazy import LazyModule
 from ..catalog import Catalog, GpuCatalog
 from ..errors import InputError, OutputError
 from ..model.diagnose import CLASSES as DIAGNOSIS_TEXT
@@ -35,6 +33,8 @@ from ..parser import tables_io
 from ..schema import cell_text, parse_cell, precision_title, to_text
 from . import figure as plot
 from . import provenance
+
+jinja2, go, pa = LazyModule("jinja2"), LazyModule("plotly.graph_objects"), LazyModule("pyarrow")  # imported when a page is written
 
 __all__ = ["summarize", "summary_text", "roof_text", "render_html", "render_image", "render_page", "render_fragment", "html_table",
            "write_outputs", "PLOTLYJS", "IMAGE_FORMATS"]

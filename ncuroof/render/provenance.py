@@ -43,8 +43,8 @@ def collection_text(inputs: Sequence[PathLike]) -> str:
 
 
 def collection_warnings(before: PathLike | Sequence[PathLike], after: PathLike | Sequence[PathLike]) -> list[str]:
-    """Differences in how ``ncuroof profile`` collected the two sides (clock control, cache
-    control, replay mode, metric list), read from the reports' ``.ncuroof.json`` records; empty
+    """Differences in how ``ncuroof profile`` collected the two sides (clock control, pipeline boost
+    state where both ncu versions have it, cache control, replay mode, metric list), read from the reports' ``.ncuroof.json`` records; empty
     when either side has none."""
     def record(side: PathLike | Sequence[PathLike]) -> dict[str, Any] | None:
         recs = [collector.read_sidecar(p) for p in as_paths(side)]
@@ -54,9 +54,9 @@ def collection_warnings(before: PathLike | Sequence[PathLike], after: PathLike |
     if rb is None or ra is None:
         return []
     out = []
-    for key, what in (("clock_control", "clock control"), ("cache_control", "cache control"), ("replay_mode", "replay mode"),
-                      ("metrics", "collected metrics")):
-        if rb.get(key) != ra.get(key):
+    for key, what in (("clock_control", "clock control"), ("pipeline_boost_state", "pipeline boost state"),
+                      ("cache_control", "cache control"), ("replay_mode", "replay mode"), ("metrics", "collected metrics")):
+        if key in rb and key in ra and rb.get(key) != ra.get(key):
             b, a = (x if isinstance(x, str) else f"{len(x)} explicit metrics" for x in (rb.get(key), ra.get(key)))
             out.append(f"collected differently: {what} {b} before, {a} after")
     return out
@@ -214,6 +214,7 @@ def page_meta(kernels: pd.DataFrame, inputs: Sequence[Path]) -> dict[str, str]:
                     + (f", {fmt.count(int(damaged), 'damaged record')} in the file" if (damaged := (status == 'corrupt_record').sum()) else "")
                     + ")",
         "clocks": clock_text(kernels),
+        "clock control": ", ".join(sorted(kernels["clock_control"].dropna().astype(str).unique())) if "clock_control" in kernels else "",
         "collected with": collection_text(inputs),
         "roofs": roof_sources(kernels),
         "read by": readers(kernels),
