@@ -89,7 +89,7 @@ def test_alife_tiny_launches_are_under_occupied():
     assert len(one_block) > 0
     assert (one_block["diagnosis"] == "latency_bound").all()
     for r in one_block.itertuples(index=False):
-        assert f"{r.waves_per_sm:.3g} waves per SM (1 blocks of" in r.evidence
+        assert f"{r.waves_per_sm:.3g} waves per SM (1 block of" in r.evidence
         assert "too little parallel work" in r.advice
 
 
@@ -124,8 +124,12 @@ def test_verdicts_by_hand():
     assert f"is {spec.tensor['bf16'] / spec.flop_per_s['fp32']:.0f}x the FP32 roof" in advice
     cls, _, advice = diagnose.verdict({**base, "bound": "compute", "roof_fraction": 0.3, "tensor_flop": 1e9}, SOL)
     assert cls == "compute_below_roof" and "tensor" not in advice
-    cls, _, advice = diagnose.verdict({**base, "bound": "memory", "roof_fraction": 0.3, "ai_flop_per_byte": 1.0}, SOL)
+    cls, _, advice = diagnose.verdict({**base, "bound": "memory", "roof_fraction": 0.3, "ai_flop_per_byte": 1.0,
+                                       "sm_throughput_frac": 0.4, "memory_throughput_frac": 0.85}, SOL)
     assert cls == "memory_below_roof" and advice.startswith("30% of the L2 roof: the access pattern wastes bandwidth; check coalescing")
+    # SM 90 % vs memory 50 %: ncu's rule points at the SM (>= 60 % and 10 points busier), so no memory advice
+    cls, ev, advice = diagnose.verdict({**base, "bound": "memory", "roof_fraction": 0.3, "ai_flop_per_byte": 1.0}, SOL)
+    assert cls == "instruction_bound" and "check coalescing" not in advice and "by 40 points" in ev
     cls, ev, _ = diagnose.verdict({**base, "bound": "memory", "roof_fraction": 0.95, "sm_throughput_frac": 0.7,
                                    "memory_throughput_frac": 0.75}, SOL)
     assert cls == "balanced" and "SM 70%, memory 75%" in ev

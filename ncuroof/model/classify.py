@@ -123,8 +123,9 @@ def _latency_reason(r: Any, latency: float, small: float) -> str:
 
 
 def _sol_only_reason(r: Any) -> str:
-    b = "compute" if r.sm_throughput_frac >= r.memory_throughput_frac else "memory"
-    return f"{b} bound from SpeedOfLight throughputs only ({_sol_reason(r.sm_throughput_frac, r.memory_throughput_frac)}): no roofline point"
+    sm, mem = fmt.num(r.sm_throughput_frac), fmt.num(r.memory_throughput_frac)
+    b = "compute" if np.nan_to_num(sm, nan=-1.0) >= np.nan_to_num(mem, nan=-1.0) else "memory"
+    return f"{b} bound from SpeedOfLight throughputs only ({_sol_reason(sm, mem)}): no roofline point"
 
 
 def classify(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
@@ -159,9 +160,14 @@ def classify(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Catalog) -> p
     bind = out[["source", "launch_id"]].merge(binding_points(points), on=["source", "launch_id"], how="left")
     is_lat = live & has_sol & (sm < latency) & (mem < latency)
     is_roof = live & ~is_lat & bind["bound"].isin(["memory", "compute"]).to_numpy()
-    is_sol = live & ~is_lat & ~is_roof & has_sol
+    # One throughput alone above no_bound is ncu's "High Throughput" of that unit (ROOFLINE_SPEC §8.2).
+    no_bound = float(sol["no_bound"])
+    lone = np.isfinite(sm) != np.isfinite(mem)
+    one_high = lone & ((np.nan_to_num(sm, nan=-1.0) >= no_bound) | (np.nan_to_num(mem, nan=-1.0) >= no_bound))
+    is_sol = live & ~is_lat & ~is_roof & (has_sol | one_high)
+    sm_side = np.nan_to_num(sm, nan=-1.0) >= np.nan_to_num(mem, nan=-1.0)
     out["bound"] = np.select([is_lat, is_roof, is_sol], ["latency", bind["bound"].astype(object).to_numpy(),
-                             np.where(sm >= mem, "compute", "memory")], "unknown")
+                             np.where(sm_side, "compute", "memory")], "unknown")
     text = np.full(len(out), "", dtype=object)
     sol_cols = ["sm_throughput_frac", "memory_throughput_frac", "waves_per_sm"]  # only these: iterating Arrow text is slow
     text[is_lat] = [_latency_reason(r, latency, small) for r in out.loc[is_lat, sol_cols].itertuples(index=False)]

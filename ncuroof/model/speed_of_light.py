@@ -27,7 +27,7 @@ from .. import fmt
 from ..catalog import PipeCatalog
 from ..schema import LEVELS, PRECISIONS, tensor_columns, tensor_paths
 
-__all__ = ["hot_pipe", "roofline_time", "unit_time", "apply_speed_of_light"]
+__all__ = ["hot_pipe", "roofline_time", "unit_time", "apply_speed_of_light", "instruction_verdict", "sm_busier"]
 
 #: Values of the ``time_at_roof_bound`` column ('' when the launch has no bound).
 
@@ -194,14 +194,14 @@ def _note(roof: float, unit: float, side: str, frac: float, pipe: str, pipe_frac
         return ""
     if unit > disagree * roof:
         unit_name = "SM" if side == "sm_units" else "memory"
-        busy = f" (busiest pipe {pipe} {100 * pipe_frac:.0f}%)" if side == "sm_units" and pipe and np.isfinite(pipe_frac) else ""
+        busy = f" (busiest pipe {pipe} {fmt.pct(pipe_frac)})" if side == "sm_units" and pipe and np.isfinite(pipe_frac) else ""
         counts = ("FP work only, not integer, address, load/store or SFU instructions" if side == "sm_units" else
                   "bytes against the L1/L2/DRAM bandwidth roofs only, not the busiest memory unit (tags, wavefronts, queues)")
-        return (f"speed of light: the {unit_name} was busy {100 * frac:.0f}% of the launch{busy}, so with the same instructions and "
-                f"bytes it cannot run faster than {unit:.3g} s, {unit / roof:.1f}x the roofline's {roof:.3g} s, which counts {counts}")
+        return (f"speed of light: the {unit_name} was busy {fmt.pct(frac)} of the launch{busy}, so with the same instructions and "
+                f"bytes it cannot run faster than {fmt.time(unit)}, {unit / roof:.1f}x the roofline's {fmt.time(roof)}, which counts {counts}")
     if roof > disagree * unit:
-        return (f"speed of light: the roofline bound {roof:.3g} s is {roof / unit:.1f}x what the busiest unit's share of the time "
-                f"({unit:.3g} s) allows: a roof is likely below what this GPU reaches (datasheet/user roof, or the clock)")
+        return (f"speed of light: the roofline bound {fmt.time(roof)} is {roof / unit:.1f}x what the busiest unit's share of the time "
+                f"({fmt.time(unit)}) allows: a roof is likely below what this GPU reaches (datasheet/user roof, or the clock)")
     return ""
 
 
@@ -244,6 +244,26 @@ def apply_speed_of_light(kernels: pd.DataFrame, pipes: PipeCatalog, cc: np.ndarr
     return k
 
 
+def sm_busier(sm: float, mem: float, sol: dict) -> bool:
+    """ncu's SpeedOfLight rule says the SM is the busier unit ("High Compute Throughput").
+
+    Parameters
+    ----------
+    sm, mem : float
+        ``sm_throughput_frac`` and ``memory_throughput_frac`` [1].
+    sol : dict
+        ``metrics/thresholds.toml`` [sol]: ``latency_bound`` (0.60), ``balanced`` (0.10).
+
+    Returns
+    -------
+    bool
+        SM >= ``latency_bound`` and SM − memory >= ``balanced`` ([NCU-SEC] SpeedOfLight.py;
+        ROOFLINE_SPEC §8.2; above 80 % ncu says "High Throughput" of the busier unit, the same side).
+        False when either is missing.
+    """
+    return bool(np.isfinite(sm) and np.isfinite(mem) and sm >= float(sol["latency_bound"]) and sm - mem >= float(sol["balanced"]) - 1e-12)
+
+
 def instruction_verdict(f: dict, sol: dict, instruction: dict, pipes: PipeCatalog | None) -> tuple[str, str, str] | None:
     """The "instruction-bound (non-FP work)" class of one kernel or launch, or None when it does not apply.
 
@@ -268,20 +288,26 @@ def instruction_verdict(f: dict, sol: dict, instruction: dict, pipes: PipeCatalo
         ([NCU-SEC] SpeedOfLight.py compares the same two numbers). The advice is about
         instruction count, never coalescing.
     """
-    sm, mem = float(f.get("sm_throughput_frac", np.nan)), float(f.get("memory_throughput_frac", np.nan))
-    if not (np.isfinite(sm) and np.isfinite(mem)) or sm < float(instruction["sm_min"]) or sm < float(instruction["ratio"]) * mem:
+    sm, mem = fmt.num(f.get("sm_throughput_frac")), fmt.num(f.get("memory_throughput_frac"))
+    if not (np.isfinite(sm) and np.isfinite(mem)):
         return None
-    bound, frac = f.get("bound"), float(f.get("roof_fraction", np.nan))
+    bound, frac = f.get("bound"), fmt.num(f.get("roof_fraction"))
+    by_ratio = sm >= float(instruction["sm_min"]) and sm >= float(instruction["ratio"]) * mem
+    by_ncu = bound == "memory" and sm_busier(sm, mem, sol)
+    if not (by_ratio or by_ncu):
+        return None
     has_point = np.isfinite(frac) and bool(f.get("level"))
     if bound not in ("memory", "compute") or (bound == "compute" and has_point and frac >= float(sol["no_bound"])):
         return None
     pipe, pfrac = str(f.get("hot_pipe") or ""), float(f.get("hot_pipe_frac", np.nan))
     spec = next((p for p in pipes.pipes if p.name == pipe), None) if pipes is not None else None
-    fp = (f"the FP roofline has {str(f.get('precision') or '').upper()} at {str(f.get('level')).upper()} {100 * frac:.0f}% of its roof"
+    fp = (f"the FP roofline has {str(f.get('precision') or '').upper()} at {str(f.get('level')).upper()} {fmt.pct(frac)} of its roof"
           f" ({bound}-bound)" if has_point else "no FP work counted")
     busy = f"busiest pipe {pipe} {fmt.pct(pfrac)}" if pipe and np.isfinite(pfrac) else "no pipe metrics"
-    evidence = (f"SM {100 * sm:.0f}%, memory {100 * mem:.0f}% of peak throughput (SM >= {float(instruction['ratio']):g}x memory); "
-                f"{busy}; {fp}")
+    why = (f"SM >= {float(instruction['ratio']):g}x memory" if by_ratio else
+           f"SM busier than memory by {fmt.plain(round(100 * (sm - mem)))} points (>= {fmt.plain(100 * float(sol['balanced']))}) "
+           f"above {fmt.pct(float(sol['latency_bound']))}: ncu's High Compute Throughput")
+    evidence = f"SM {fmt.pct(sm)}, memory {fmt.pct(mem)} of peak throughput ({why}); {busy}; {fp}"
     advice = "the SM is busy with instructions the FP roofline does not count: cut instructions, not bytes (coalescing will not help)"
     if spec is not None:
         advice += f"; the busiest pipe, {pipe}, runs {spec.does}: {spec.advice}"
