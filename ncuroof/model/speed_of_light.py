@@ -27,7 +27,7 @@ from .. import fmt
 from ..catalog import PipeCatalog
 from ..schema import LEVELS, PRECISIONS, tensor_columns, tensor_paths
 
-__all__ = ["hot_pipe", "roofline_time", "unit_time", "apply_speed_of_light", "instruction_verdict", "sm_busier"]
+__all__ = ["hot_pipe", "roofline_time", "unit_time", "apply_speed_of_light", "instruction_verdict", "sm_busier", "launch_floor"]
 
 #: Values of the ``time_at_roof_bound`` column ('' when the launch has no bound).
 
@@ -205,7 +205,35 @@ def _note(roof: float, unit: float, side: str, frac: float, pipe: str, pipe_frac
     return ""
 
 
-def apply_speed_of_light(kernels: pd.DataFrame, pipes: PipeCatalog, cc: np.ndarray, disagree: float = 2.0) -> pd.DataFrame:
+def launch_floor(cc: np.ndarray, spec: dict) -> tuple[np.ndarray, np.ndarray]:
+    """The shortest time any launch takes on each launch's GPU, and where that number comes from.
+
+    Parameters
+    ----------
+    cc : ndarray of float
+        Compute capability per launch (NaN when unknown).
+    spec : dict
+        ``metrics/thresholds.toml`` [launch_floor]: ``default_s``, ``default_source`` and
+        ``shortest`` (per compute capability, the shortest launch held: ``s``, ``report``, ``kernel``).
+
+    Returns
+    -------
+    (ndarray of float, ndarray of str)
+        Seconds: min(``default_s``, the architecture's shortest launch) (a launch that short
+        happened, so the floor is not above it), and its source text.
+    """
+    default, source = float(spec["default_s"]), str(spec["default_source"])
+    floor = np.full(len(cc), default)
+    text = np.full(len(cc), source, dtype=object)
+    for key, entry in spec.get("shortest", {}).items():
+        rows = np.isclose(cc, float(key)) & (float(entry["s"]) < default)
+        floor[rows] = float(entry["s"])
+        text[rows] = f"{entry['report']} {entry['kernel']}: the shortest launch held for CC {key}"
+    return floor, text
+
+
+def apply_speed_of_light(kernels: pd.DataFrame, pipes: PipeCatalog, cc: np.ndarray, disagree: float = 2.0,
+                         floor: tuple[np.ndarray, np.ndarray] | None = None) -> pd.DataFrame:
     """Fill ``time_at_roof_s``, ``time_at_roof_bound``, ``saving_s`` and ``speed_of_light_note``.
 
     Parameters
@@ -218,12 +246,15 @@ def apply_speed_of_light(kernels: pd.DataFrame, pipes: PipeCatalog, cc: np.ndarr
         Compute capability per launch.
     disagree : float, default 2.0
         ``metrics/thresholds.toml`` [speed_of_light].disagree.
+    floor : (ndarray, ndarray), optional
+        :func:`launch_floor`: seconds and source per launch (none: no floor).
 
     Returns
     -------
     DataFrame
-        A copy with ``time_at_roof_s`` [s] = max(:func:`roofline_time`, :func:`unit_time`),
-        ``time_at_roof_bound`` (``roofline``, ``sm_units``, ``memory_units`` or ''),
+        A copy with ``time_at_roof_s`` [s] = max(:func:`roofline_time`, :func:`unit_time`, floor)
+        where a bound exists, the floor never above the launch's own ``time_s``,
+        ``time_at_roof_bound`` (``roofline``, ``sm_units``, ``memory_units``, ``launch_floor`` or ''),
         ``saving_s`` [s] = max(``time_s`` − ``time_at_roof_s``, 0) and ``speed_of_light_note``
         (one sentence when the two bounds differ by more than ``disagree``, else '').
     """
@@ -232,16 +263,29 @@ def apply_speed_of_light(kernels: pd.DataFrame, pipes: PipeCatalog, cc: np.ndarr
     unit, side = unit_time(k)
     use_unit = np.isfinite(unit) & ~(roof >= unit)
     t = np.where(use_unit, unit, roof)
-    k["time_at_roof_s"] = t
-    k["time_at_roof_bound"] = np.where(use_unit, side, np.where(np.isfinite(roof), "roofline", "")).astype(object)
+    bound = np.where(use_unit, side, np.where(np.isfinite(roof), "roofline", "")).astype(object)
     time_s = _col(k, "time_s")
+    floor_s, floor_src = floor if floor is not None else (np.full(len(k), np.nan), np.full(len(k), "", dtype=object))
+    floor_s = np.fmin(floor_s, time_s)  # a launch shorter than the floor shows the floor is lower on its GPU
+    use_floor = np.isfinite(t) & (floor_s > t)
+    t = np.where(use_floor, floor_s, t)
+    k["time_at_roof_s"] = t
+    k["time_at_roof_bound"] = np.where(use_floor, "launch_floor", bound).astype(object)
     k["saving_s"] = np.where(np.isfinite(t) & np.isfinite(time_s), np.maximum(time_s - t, 0.0), np.nan)
     sm, mem = _col(k, "sm_throughput_frac"), _col(k, "memory_throughput_frac")
     frac = _nanmax([sm, mem], len(k))
     pipe = k["hot_pipe"].astype(object).fillna("").to_numpy() if "hot_pipe" in k.columns else np.full(len(k), "", dtype=object)
     pfrac = _col(k, "hot_pipe_frac")
-    k["speed_of_light_note"] = [_note(*args, disagree) for args in zip(roof, unit, side, frac, pipe, pfrac)]
+    notes = [_note(*args, disagree) for args in zip(roof, unit, side, frac, pipe, pfrac)]
+    k["speed_of_light_note"] = [_floor_note(f, src, max(r if np.isfinite(r) else 0.0, u if np.isfinite(u) else 0.0)) if use else n
+                                for n, use, f, src, r, u in zip(notes, use_floor, floor_s, floor_src, roof, unit)]
     return k
+
+
+def _floor_note(floor_s: float, source: str, bound: float) -> str:
+    """The note of a launch whose speed of light is the launch floor."""
+    return (f"speed of light: no launch finishes faster than about {fmt.time(floor_s)} (launch and drain; {source}), "
+            f"above the roofline and unit bounds ({fmt.time(bound)})")
 
 
 def sm_busier(sm: float, mem: float, sol: dict) -> bool:
@@ -302,7 +346,7 @@ def instruction_verdict(f: dict, sol: dict, instruction: dict, pipes: PipeCatalo
     pipe, pfrac = str(f.get("hot_pipe") or ""), float(f.get("hot_pipe_frac", np.nan))
     spec = next((p for p in pipes.pipes if p.name == pipe), None) if pipes is not None else None
     fp = (f"the FP roofline has {str(f.get('precision') or '').upper()} at {str(f.get('level')).upper()} {fmt.pct(frac)} of its roof"
-          f" ({bound}-bound)" if has_point else "no FP work counted")
+          f" ({bound}-bound)" if has_point else "no FP roofline point (FLOPs but no roof for them)" if f.get("has_flop") else "no FP work counted")
     busy = f"busiest pipe {pipe} {fmt.pct(pfrac)}" if pipe and np.isfinite(pfrac) else "no pipe metrics"
     why = (f"SM >= {float(instruction['ratio']):g}x memory" if by_ratio else
            f"SM busier than memory by {fmt.plain(round(100 * (sm - mem)))} points (>= {fmt.plain(100 * float(sol['balanced']))}) "
