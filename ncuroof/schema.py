@@ -47,6 +47,7 @@ __all__ = [
     "tensor_paths",
     "tensor_path",
     "flop_name",
+    "work_unit",
     "BOUNDS",
     "STATUSES",
     "DAMAGED",
@@ -436,6 +437,16 @@ def flop_name(precision: str) -> str:
     """The name of a precision's columns and roofs: ``fp32`` (``fp32_flop``...), ``tensor:<path>`` -> ``tensor_<path>``."""
     path = tensor_path(precision)
     return precision if path is None else tensor_columns(path).name
+
+
+_INTEGER_PATH = re.compile(r"imma|igmma|bmma|int\d|(?:^|_)[su](?:8|4)(?:_|$)|(?:^|_)b1(?:_|$)")
+
+
+def work_unit(precision: str) -> str:
+    """What a person reads a precision's work in: ``OP`` for integer tensor work (IMMA, IGMMA, int8/int4
+    datapaths: operations, not floating-point operations), else ``FLOP``. Column names keep ``flop``."""
+    path = tensor_path(str(precision or ""))
+    return "OP" if path is not None and _INTEGER_PATH.search(path) else "FLOP"
 
 
 def precision_title(precision: str) -> str:

@@ -22,7 +22,7 @@ import pandas as pd
 
 from .. import fmt
 from ..catalog import Catalog
-from ..schema import parse_cell
+from ..schema import parse_cell, work_unit
 
 __all__ = ["classify", "binding_points", "main_precision", "BINDING_COLUMNS"]
 
@@ -102,8 +102,9 @@ def binding_points(points: pd.DataFrame, keys: list[str] | tuple[str, ...] = ("s
 
 def _roofline_reason(r: Any) -> str:
     cmp = "<" if r.bound == "memory" else ">="
-    text = (f"{r.bound} bound: {str(r.precision).upper()} at {str(r.level).upper()} (binding level), AI {r.ai_flop_per_byte:.3g} "
-            f"FLOP/B {cmp} ridge {r.ridge_flop_per_byte:.3g} FLOP/B, {fmt.pct(float(r.roof_fraction))} of roof")
+    unit = work_unit(str(r.precision))
+    text = (f"{r.bound} bound: {str(r.precision).upper()} at {str(r.level).upper()} (binding level), AI {fmt.g(r.ai_flop_per_byte)} "
+            f"{unit}/B {cmp} ridge {fmt.g(r.ridge_flop_per_byte)} {unit}/B, {fmt.pct(float(r.roof_fraction))} of roof")
     if np.isfinite(r.achievable_roof_fraction):
         text += f" ({fmt.pct(float(r.achievable_roof_fraction))} of the achievable roof)"
     return text

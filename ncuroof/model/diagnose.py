@@ -44,7 +44,7 @@ from .. import fmt
 from ..catalog import Catalog, GpuCatalog, PipeCatalog, load_gpus
 from ..catalog import load as load_catalog
 from ..parser.csv import NA_NOTE
-from ..schema import INCONSISTENT, KERNEL_SUMMARY, flop_name, parse_cell, precision_title, tensor_path
+from ..schema import INCONSISTENT, KERNEL_SUMMARY, flop_name, parse_cell, precision_title, tensor_path, work_unit
 from .classify import binding_points
 from .speed_of_light import instruction_verdict
 from .summary import grid_sizes, keys_of
@@ -166,7 +166,7 @@ def _verdict(c: _Context, f: dict[str, Any], sol: dict[str, Any], gpus: GpuCatal
         return inst
     if math.isfinite(c.frac) and c.level:
         cmp = "<" if c.bound == "memory" else ">="
-        ev = (f"{precision_title(c.prec)} at {c.level}: AI {fmt.g(c.ai)} FLOP/B {cmp} ridge {fmt.g(c.ridge)}, "
+        ev = (f"{precision_title(c.prec)} at {c.level}: AI {fmt.g(c.ai)} {work_unit(c.prec)}/B {cmp} ridge {fmt.g(c.ridge)}, "
               + (c.achievable_text or f"{fmt.pct(c.frac)} of roof") + (f"; {c.placed}" if c.placed else "")
               + (f"; {c.sol_text}" if c.sol_text else "") + (f"; {c.shape}" if c.shape else ""))
     else:
@@ -389,8 +389,9 @@ def _latency(c: _Context, latency: float, low_occupancy: float, occupancy_gap: f
 def _memory(c: _Context, ev: str, near: float, latency: float) -> tuple[str, str, str]:
     level, frac, ai, ridge = c.level, c.frac, c.ai, c.ridge
     gap = ridge / ai if math.isfinite(ridge) and math.isfinite(ai) and ai > 0 else math.nan
-    gap_text = (f"AI {fmt.g(ai)} FLOP/B against a ridge of {fmt.g(ridge)}: a {gap:.0f}x gap" if math.isfinite(gap) and gap >= 1.5
-                else f"AI {fmt.g(ai)} FLOP/B" if math.isfinite(ai) else "")
+    unit = work_unit(c.prec)
+    gap_text = (f"AI {fmt.g(ai)} {unit}/B against a ridge of {fmt.g(ridge)}: a {fmt.plain(round(gap))}x gap" if math.isfinite(gap) and gap >= 1.5
+                else f"AI {fmt.g(ai)} {unit}/B" if math.isfinite(ai) else "")
     if math.isfinite(frac) and frac >= near:
         advice = (f"at the {level or 'memory'} roof: only moving fewer bytes helps" + (f" ({gap_text})" if gap_text else "")
                   + "; fuse with neighbouring kernels, tile for reuse in shared memory or registers, use smaller "
@@ -733,7 +734,7 @@ def what_if(summary: pd.DataFrame, kernels: pd.DataFrame, target: Any, gpus: Gpu
         bound_there = "" if not math.isfinite(ridge_there) else ("memory" if ai < ridge_there else "compute")
         same = bound_here and bound_here == bound_there
         change = (f"{bound_here or '?'}-bound here, {'still ' if same else ''}{bound_there or '?'}-bound on {target.name}"
-                  f" (ridge {fmt.g(ridge_here)} -> {fmt.g(ridge_there)} FLOP/B, AI {fmt.g(ai)})")
+                  f" (ridge {fmt.g(ridge_here)} -> {fmt.g(ridge_there)} {work_unit(p)}/B, AI {fmt.g(ai)})")
         t_there = max(flop / there_peak if there_peak > 0 else 0.0, dram / there_bw)
         rows.append({"kernel_label": r.kernel_label, "precision": p, "dram_ai_flop_per_byte": ai, "ridge_here": ridge_here,
                      "bound_here": bound_here, "ridge_there": ridge_there, "bound_there": bound_there,

@@ -196,7 +196,8 @@ def _focus(summ: pd.DataFrame, focus: float) -> dict[str, Any]:
                 undrawn=f"{undrawn} of them {fmt.agree(undrawn, 'has', 'have')} no roofline point (no FLOP work or traffic)"
                 if undrawn else "",
                 left=fmt.count(len(left), "kernel") if len(left) else "", left_share=fmt.pct(left["time_share"].sum(), 1),
-                them=fmt.agree(len(left), "it", "them"), **{"is": fmt.agree(len(left))})
+                them=fmt.agree(len(left), "it", "them"), **{"is": fmt.agree(len(left))},
+                left_drawn=bool((left["precision"].astype(str) != "").any()))
 
 
 def _saving(summ: pd.DataFrame, total: float) -> dict[str, Any] | None:

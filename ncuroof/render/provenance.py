@@ -3,6 +3,7 @@ and what a CSV export could not carry. Used by the page header, the CLI and ``co
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ import pandas as pd
 
 from .. import fmt
 from ..collector import ncu as collector
-from ..schema import parse_sources
+from ..schema import parse_cell, parse_sources
 
 __all__ = ["collection_text", "collection_warnings", "clock_text", "roof_sources", "readers", "csv_limits", "page_meta", "as_paths",
            "evidence_note"]
@@ -188,6 +189,31 @@ def csv_limits(kernels: pd.DataFrame, inputs: Sequence[PathLike]) -> str | None:
     return "the CSV export does not carry " + ", ".join(missing)
 
 
+def device_text(kernels: pd.DataFrame) -> str:
+    """``NVIDIA A100 80GB PCIe (CC 8.0)`` per distinct device; an input that names none says so (never ``nan``),
+    with the ``--gpu`` datasheet its roofs came from when one was given.
+
+    Parameters
+    ----------
+    kernels : DataFrame
+        ``device_name``, ``cc`` and, where present, ``notes`` (the datasheet roofs' note).
+
+    Returns
+    -------
+    str
+    """
+    out = []
+    for d, c in kernels.reindex(columns=["device_name", "cc"]).drop_duplicates().itertuples(index=False):
+        cc = f" (CC {c})" if isinstance(c, str) and c else ""
+        out.append(f"{d}{cc}" if isinstance(d, str) and d else f"not named in the input{cc}")
+    if any(x.startswith("not named") for x in out) and "notes" in kernels.columns:
+        sheets = {m.group(1) for cell in kernels["notes"] for n in parse_cell("notes", cell)
+                  if (m := re.search(r"from the (.+?) datasheet", str(n)))}
+        if sheets:
+            out.append("roofs from the " + ", ".join(sorted(sheets)) + " datasheet (--gpu)")
+    return ", ".join(dict.fromkeys(out))
+
+
 def page_meta(kernels: pd.DataFrame, inputs: Sequence[Path]) -> dict[str, str]:
     """The page header: inputs, GPU, ncu version, launch counts, clocks, collection and roof sources.
 
@@ -203,7 +229,7 @@ def page_meta(kernels: pd.DataFrame, inputs: Sequence[Path]) -> dict[str, str]:
     dict of str to str
         Label to text, in display order; the CSV limits only for CSV input.
     """
-    devices = ", ".join(f"{d} (CC {c})" for d, c in kernels[["device_name", "cc"]].drop_duplicates().astype(str).itertuples(index=False))
+    devices = device_text(kernels)
     status = kernels["status"]
     meta = {
         "inputs": ", ".join(str(p) for p in inputs),
