@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -165,3 +166,43 @@ def test_unclassified_csv_names_what_is_missing_and_the_option() -> None:
     r = _analysis("GPU-Roofline-Profiler__saxpy.csv").kernels.iloc[0]
     assert r["sm_throughput_frac"] == pytest.approx(0.223) and "SM throughput 22%" in r["evidence"]
     assert "SpeedOfLight values" not in r["evidence"]
+
+
+@needs_shared
+def test_instantiations_are_told_apart_by_their_template() -> None:
+    """CUTLASS's Kernel<...> and a <float>/<__half> pair: labels from the demangled names, identity unchanged."""
+    s = _analysis("cuda-roofline__output.csv").summary
+    labels = dict(zip(s["kernel_demangled"], s["kernel_label"]))
+    for demangled, label in labels.items():
+        m = re.search(r"GemmShape<\(int\)(\d+), \(int\)(\d+), \(int\)(\d+)>", demangled)
+        if m:
+            assert label == f"Kernel<{'x'.join(m.groups())}>"
+        if demangled.startswith("void InitializeMatrix_kernel<"):
+            assert label == "InitializeMatrix_kernel<" + demangled.split("<")[1].split(",")[0] + ">"
+    assert s["kernel_label"].is_unique and s["kernel_key"].nunique() == len(s)
+
+
+@needs_shared
+def test_integer_tensor_work_reads_as_ops() -> None:
+    """The int8 CUTLASS GEMM (IMMA): its roof and hovers say OP, never FLOP; float precisions keep FLOP."""
+    from ncuroof.render import figure
+    from ncuroof.schema import work_unit
+
+    a = _analysis("cutlass-panjd123__4fb3ff3f6a_report-s8.ncu-rep")
+    assert work_unit("tensor:sass_imma") == "OP" and work_unit("fp32") == "FLOP" and work_unit("tensor:sass_hmma") == "FLOP"
+    fig = figure.plot_roofline(a.points, a.kernels, summary=a.summary)
+    roofs = [t for t in fig.data if (t.meta or {}).get("role") == "roof_flop" and t.meta.get("precision") == "tensor:sass_imma"]
+    assert roofs and all("OP/s" in t.name and "FLOP" not in t.name for t in roofs)
+    assert all(t.line.dash == "solid" for t in fig.data if (t.meta or {}).get("role") == "roof_flop")  # dashed is achievable
+    dots = [t for t in fig.data if (t.meta or {}).get("role") == "dots" and t.meta.get("unit") == "OP"]
+    assert dots and all("OP/B" in t.hovertemplate and "FLOP/B" not in t.hovertemplate for t in dots)
+
+
+@needs_shared
+def test_header_names_a_missing_device_and_the_gpu_option() -> None:
+    from ncuroof.render import provenance
+
+    path = shared("ESMM-Research__metrics.csv")
+    assert provenance.device_text(analysis.build([path]).kernels) == "not named in the input (CC 8.6)"
+    text = provenance.device_text(analysis.build([path], analysis.AnalysisOptions(gpu="a10g")).kernels)
+    assert "nan" not in text and "A10G datasheet (--gpu)" in text
