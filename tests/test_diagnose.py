@@ -211,10 +211,10 @@ def test_expect_gives_useful_ai_and_flags_excess_traffic(tmp_path):
     assert gemm["expected_flop"] == flop and gemm["expected_dram_bytes"] == byts
     # ncu counted exactly the algorithmic FLOPs: no FLOP flag; DRAM traffic is far above the minimum.
     assert gemm["fp32_flop"] == pytest.approx(flop, rel=1e-9) and "counted FLOPs" not in cell_text("flags", gemm["flags"])
-    assert f"is {gemm['dram_bytes'] / byts:.2f}x the {byts:.4g} B the kernel must move" in cell_text("flags", gemm["flags"])
+    assert f"is {gemm['dram_bytes'] / byts:.3g}x the {byts / 1e6:.3g} MB the kernel must move" in cell_text("flags", gemm["flags"])
     sg = k[k["kernel_name"] == "ampere_sgemm_128x64_nn"].iloc[0]
     assert sg["expected_flop"] == 5e8 and math.isnan(sg["expected_dram_bytes"])
-    assert (f"counted FLOPs {sg['fp32_flop']:.4g} are {sg['fp32_flop'] / 5e8:.2f}x the expected 5e+08: masked, padded or "
+    assert (f"counted FLOPs {sg['fp32_flop'] / 1e6:.3g} MFLOP are {sg['fp32_flop'] / 5e8:.3g}x the expected 500 MFLOP: masked, padded or "
             "redundant work") in cell_text("flags", sg["flags"])
     s = diagnose.diagnose_kernels(summary.kernel_summary(k, ncuroof.points(k)), k, catalog.load()).set_index("kernel_label")
     assert f"useful AI {flop / byts:.3g} FLOP/B" in s.loc["gemm", "evidence"]

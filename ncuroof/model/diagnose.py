@@ -482,7 +482,7 @@ def launch_flags(kernels: pd.DataFrame, points: pd.DataFrame, thresholds: dict[s
     idle = ((status == "ok") & np.isfinite(time_s) & ~(np.nan_to_num(work) > 0).any(axis=1)
             & ~(np.nan_to_num(byts) > no_work).any(axis=1) & np.isfinite(byts).any(axis=1))
     for i in np.flatnonzero(idle):
-        out[i].append(("no_work", f"{fmt.g(time_s[i] * 1e6)} us with no FLOPs and at most {no_work:.0f} B per level"))
+        out[i].append(("no_work", f"{fmt.time(time_s[i])} with no FLOPs and at most {fmt.plain(no_work)} B per level"))
     return pd.Series(out, index=kernels.index, dtype=object)
 
 
@@ -530,19 +530,19 @@ def _expect_flags(r: Any, thresholds: dict[str, Any]) -> list[str]:
     if exp_f > 0 and math.isfinite(counted) and r.status == "ok":
         ratio = counted / exp_f
         if ratio > 1 + tol:
-            out.append(("flop_above_expected", f"counted FLOPs {counted:.4g} are {ratio:.2f}x the expected {exp_f:.4g}: "
+            out.append(("flop_above_expected", f"counted FLOPs {fmt.si(counted, 'FLOP')} are {fmt.g(ratio)}x the expected {fmt.si(exp_f, 'FLOP')}: "
                         "masked, padded or redundant work"))
         elif ratio < 1 - tol:
-            out.append(("flop_below_expected", f"counted FLOPs {counted:.4g} are {ratio:.2f}x the expected {exp_f:.4g}: work on "
+            out.append(("flop_below_expected", f"counted FLOPs {fmt.si(counted, 'FLOP')} are {fmt.g(ratio)}x the expected {fmt.si(exp_f, 'FLOP')}: work on "
                         "units the FLOP counters miss (tensor cores without ops metrics, integer math) or a wrong expectation"))
     dram = fmt.num(getattr(r, "dram_bytes", math.nan))
     if exp_b > 0 and math.isfinite(dram) and r.status == "ok":
         ratio = dram / exp_b
         if ratio < 1 - tol:
-            out.append(("dram_below_expected", f"DRAM traffic {dram:.4g} B is below the {exp_b:.4g} B the kernel must move "
-                        f"({ratio:.2f}x): data was cache-resident (warm L2, --cache-control none) or the expectation is wrong"))
+            out.append(("dram_below_expected", f"DRAM traffic {fmt.si(dram, 'B')} is below the {fmt.si(exp_b, 'B')} the kernel must move "
+                        f"({fmt.g(ratio)}x): data was cache-resident (warm L2, --cache-control none) or the expectation is wrong"))
         elif ratio > excess:
-            out.append(("dram_above_expected", f"DRAM traffic {dram:.4g} B is {ratio:.2f}x the {exp_b:.4g} B the kernel must move: "
+            out.append(("dram_above_expected", f"DRAM traffic {fmt.si(dram, 'B')} is {fmt.g(ratio)}x the {fmt.si(exp_b, 'B')} the kernel must move: "
                         "redundant loads or poor reuse"))
     return out
 
