@@ -283,7 +283,7 @@ class _Context:
         waves, blocks, threads = fmt.num(f.get("waves_per_sm")), fmt.num(f.get("blocks")), fmt.num(f.get("threads_per_block"))
         grid = ""
         if math.isfinite(waves):
-            grid = f"{fmt.plain(waves)} waves per SM" + (f" ({fmt.count(int(blocks), 'block')} of {fmt.count(int(threads), 'thread')})"
+            grid = f"{fmt.plain(waves)} waves per SM" + (f" ({_count(blocks, 'block')} of {_count(threads, 'thread')})"
                                                       if math.isfinite(blocks) and math.isfinite(threads) else "")
         occ, theo = fmt.num(f.get("occupancy_frac")), fmt.num(f.get("theoretical_occupancy_frac"))
         occ_text = (f"achieved occupancy {fmt.pct(occ)}" + (f" (theoretical {fmt.pct(theo)})" if math.isfinite(theo) else "")
@@ -294,6 +294,11 @@ class _Context:
                    small_grid=math.isfinite(waves) and waves < float(sol["small_grid_waves"]),
                    sol_text=_sol_text(sm, mem),
                    shape="; ".join(x for x in (grid, occ_text) if x), lanes=lanes(threads), **_achievable(f))
+
+
+def _count(n: float, noun: str) -> str:
+    """``16,318,464 blocks``, ``1 thread``: a count with thousands separators and the noun in agreement."""
+    return f"{fmt.plain(n)} {fmt.plural(int(n), noun)}"
 
 
 #: Threads of a warp (every NVIDIA GPU so far; CUDA's warpSize).
@@ -326,12 +331,12 @@ def lanes(threads: float, blocks: float = math.nan, waves: float = math.nan) -> 
         warps = -(-n // WARP)
         idle = warps * WARP - n
         if n < WARP:
-            out.append(f"blocks of {fmt.count(n, 'thread')}: {idle} of {WARP} lanes of every warp idle")
+            out.append(f"blocks of {_count(n, 'thread')}: {idle} of {WARP} lanes of every warp idle")
         elif idle:
             out.append(f"blocks of {n} threads: the last of each block's {warps} warps has {n - (warps - 1) * WARP} of {WARP} lanes busy "
                        f"({fmt.pct(idle / (warps * WARP))} of lanes idle)")
     if math.isfinite(waves) and 0 < waves < 1:
-        out.append(f"the grid fills {fmt.pct(waves)} of one wave" + (f" ({fmt.count(int(blocks), 'block')}, a full wave is about "
+        out.append(f"the grid fills {fmt.pct(waves)} of one wave" + (f" ({_count(blocks, 'block')}, a full wave is about "
                                                                      f"{fmt.plain(blocks / waves)})" if math.isfinite(blocks) else ""))
     return "; ".join(out)
 

@@ -136,19 +136,21 @@ def evidence_note(kernels: pd.DataFrame, instruction_chart: bool = False) -> str
     """
     if not len(kernels) or not (kernels["status"] == "no_roofline_metrics").all():
         return None
-    sol = np.zeros(len(kernels), dtype=bool)
-    for col in ("sm_throughput_frac", "memory_throughput_frac"):
-        if col in kernels.columns:
-            sol |= np.isfinite(kernels[col].to_numpy(float))
+    if "bound" in kernels.columns:  # classified from SpeedOfLight: the only verdict a launch without roofline metrics gets
+        sol = (kernels["bound"].astype(str).isin(["memory", "compute", "latency"])).to_numpy()
+    else:
+        sol = np.ones(len(kernels), dtype=bool)
+        for col in ("sm_throughput_frac", "memory_throughput_frac"):
+            sol &= np.isfinite(kernels[col].to_numpy(float)) if col in kernels.columns else False
     n = int(sol.sum())
-    head = "No launch has roofline metrics (FLOP counters and memory traffic)"
+    head = "No launch has both FLOP counters and memory traffic (the roofline metrics)"
     if n == len(kernels):
         text = f"{head}: the verdicts come from ncu's SpeedOfLight throughputs alone."
     elif n:
         text = (f"{head}: the verdicts of the {fmt.count(n, 'launch')} with ncu's SpeedOfLight throughputs come from them alone; "
                 f"the other {fmt.count(len(kernels) - n, 'launch')} cannot be classified.")
     else:
-        text = f"{head} and none has ncu's SpeedOfLight throughputs: no kernel can be classified, only timed."
+        text = f"{head} and none has both of ncu's SpeedOfLight throughputs: no kernel can be classified, only timed."
     if instruction_chart:
         text += " The instruction roofline (warp instructions per transaction) places every launch with instruction counters."
     return text + " Collect the metrics with ncuroof profile -- ./app (ncu --set roofline)."
