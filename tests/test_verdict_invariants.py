@@ -53,6 +53,7 @@ def _row(**kw: object) -> pd.DataFrame:
 @pytest.mark.parametrize(("row", "code"), [
     ({"evidence": "no roofline point and no SpeedOfLight values"}, "claims_absent"),
     ({"evidence": "missing: FLOP counters, memory traffic"}, "claims_absent"),
+    ({"notes": ["bound unknown: no roofline point and no SpeedOfLight throughputs"]}, "claims_absent"),
     ({"sm_throughput_frac": 0.68, "memory_throughput_frac": 0.42, "advice": "check coalescing"}, "memory_advice_sm_busier"),
     ({"diagnosis": "memory_near_roof", "roof_fraction": 0.79}, "near_roof_below_threshold"),
     ({"diagnosis": "compute_near_roof", "roof_fraction": math.nan, "sm_throughput_frac": 0.5}, "near_roof_below_threshold"),

@@ -178,7 +178,11 @@ def classify(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Catalog) -> p
                                                                        "ridge_flop_per_byte", "roof_fraction",
                                                                        "achievable_roof_fraction"]].itertuples(index=False)]
     text[is_sol] = [_sol_only_reason(r) for r in out.loc[is_sol, sol_cols].itertuples(index=False)]
-    text[live & ~is_lat & ~is_roof & ~is_sol] = "bound unknown: neither roofline points nor SpeedOfLight throughputs"
+    unknown = live & ~is_lat & ~is_roof & ~is_sol
+    text[unknown & ~lone] = "bound unknown: no roofline point and no SpeedOfLight throughputs"
+    text[unknown & lone] = np.where(np.isfinite(sm), "bound unknown: no roofline point, and only the SM throughput of ncu's SpeedOfLight "
+                                    "(its memory throughput is missing)", "bound unknown: no roofline point, and only the memory "
+                                    "throughput of ncu's SpeedOfLight (its SM throughput is missing)")[unknown & lone]
     placed = np.full(len(out), "", dtype=object)
     moved = live & (bind["main_precision"].notna() & (bind["main_precision"] != bind["precision"])).to_numpy(bool)
     placed[moved] = [_placed_note(r) for r in bind.loc[moved, ["precision", "main_precision"]].itertuples(index=False)]

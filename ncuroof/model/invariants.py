@@ -5,7 +5,7 @@ kernel) after the diagnosis and returns every row whose text breaks one of these
 :data:`INVARIANTS`). The words are matched by key phrases, never whole sentences, so the rules hold
 whatever the exact wording:
 
-* ``claims_absent``: no text (evidence, advice, flags, speed-of-light note) calls a quantity
+* ``claims_absent``: no text (evidence, advice, flags, notes, speed-of-light note) calls a quantity
   missing that the row holds (SpeedOfLight throughputs, FLOPs, bytes, duration, roofs).
 * ``memory_advice_sm_busier``: no memory verdict or coalescing advice where ncu's SpeedOfLight rule
   names the SM as the busier unit (SM >= ``[sol].latency_bound`` and >= ``[sol].balanced`` above
@@ -75,7 +75,7 @@ def _text(t: pd.DataFrame, cols: tuple[str, ...]) -> pd.Series:
         if c not in t.columns:
             continue
         s = t[c]
-        parts.append(s.map(lambda v, c=c: cell_text(c, v)) if c == "flags" else s.astype(object).where(s.notna(), "").astype(str))
+        parts.append(s.map(lambda v, c=c: cell_text(c, v)) if c in ("flags", "notes") else s.astype(object).where(s.notna(), "").astype(str))
     if not parts:
         return pd.Series("", index=t.index)
     out = parts[0]
@@ -137,7 +137,7 @@ def violations(table: pd.DataFrame, catalog: Catalog | None = None) -> pd.DataFr
     th = (catalog or load_catalog()).thresholds
     out: list[tuple[Any, str, str]] = []
     idx = table.index
-    words = _text(table, ("evidence", "advice", "flags", "speed_of_light_note"))
+    words = _text(table, ("evidence", "advice", "flags", "notes", "speed_of_light_note"))
     held = _held(table)
     for what, phrases in _ABSENT.items():
         said = words.str.contains("|".join(phrases), regex=True).to_numpy()
