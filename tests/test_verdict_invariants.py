@@ -207,3 +207,19 @@ def test_header_names_a_missing_device_and_the_gpu_option() -> None:
     assert provenance.device_text(analysis.build([path]).kernels) == "not named in the input (CC 8.6)"
     text = provenance.device_text(analysis.build([path], analysis.AnalysisOptions(gpu="a10g")).kernels)
     assert "nan" not in text and "A10G datasheet (--gpu)" in text
+
+
+def test_unclassified_words_by_hand() -> None:
+    gpus = catalog.load_gpus()
+    base = {"status": "ok", "time_s": 1e-3, "has_flop": True, "has_bytes": True, "has_roof": False, "sm_throughput_frac": math.nan,
+            "memory_throughput_frac": math.nan, "device_name": None, "cc": "7.0", "kernel_name": "k"}
+    ids = [g.id for g in gpus.gpus if g.cc == "7.0"]
+    ev, fix = diagnose.unclassified(base, gpus)
+    assert ev.startswith("missing: roofs") and "present: FLOPs, bytes, duration 1 ms" in ev
+    assert fix.startswith(f"pass --gpu NAME (CC 7.0: {', '.join(ids)})") and "re-profile" not in fix
+    ev, fix = diagnose.unclassified({**base, "has_flop": False, "has_bytes": False, "has_roof": True, "sm_throughput_frac": 0.97}, gpus)
+    assert "FLOP counters" in ev and "memory traffic" in ev and "SM throughput 97%" in ev and "SpeedOfLight" not in ev
+    assert "ncuroof profile -k k -c 1" in fix
+    ev, fix = diagnose.unclassified({**base, "status": "failed_measurement", "kernel_name": "a b;c"}, gpus)
+    assert "NaN" in ev and "-k NAME" in fix  # a name that is not a plain identifier is not pasted into a command
+    assert "missing: a readable record" in diagnose.unclassified({**base, "status": "corrupt_record"}, gpus)[0]
