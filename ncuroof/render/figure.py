@@ -602,7 +602,8 @@ def _hover(ch: _Chart, dots: pd.DataFrame, lv: str, group: DotGroup) -> str:
     bsrcs = " / ".join(dict.fromkeys(s or "?" for s in distinct("peak_bytes_source")))
     est = " (estimated)" if dots["estimated"].any() else ""
     return customdata_fields(
-        group.head + "time %{@time_s:.3s}s, %{@share:.1%} of GPU time<br>"
+        group.head + ("time unknown (the input has no duration)<br>" if not np.isfinite(dots["time_s"].to_numpy(float)).any()
+                      else "time %{@time_s:.3s}s, %{@share:.1%} of GPU time<br>")
         + f"{'/'.join(precision_title(p) for p in precs)}{est}: %{{@flop:.4s}} {unit} · {lv.upper()}: %{{@bytes:.4s}} B<br>"
         + f"AI %{{x:.3g}} {unit}/B at {lv.upper()}<br>"
         + f"achieved %{{y:.3s}} {unit}/s, %{{@bytes_per_s:.3s}} B/s<br>"
