@@ -156,7 +156,7 @@ def violations(table: pd.DataFrame, catalog: Catalog | None = None) -> pd.DataFr
     occ, theo = _num(table, "occupancy_frac"), _num(table, "theoretical_occupancy_frac")
     with np.errstate(invalid="ignore"):
         at_theo = occ >= float(th["diagnosis"]["occupancy_gap"]) * theo
-    for i in np.flatnonzero(at_theo & advice.str.contains("well below the theoretical").to_numpy()):
+    for i in np.flatnonzero(at_theo & advice.str.contains(r"well below (?:the )?theoretical", regex=True).to_numpy()):
         out.append((idx[i], "occupancy_contradicted", f"achieved {occ[i]:.3f} vs theoretical {theo[i]:.3f}"))
     threads = _num(table, "threads_per_block")
     if "block" in table.columns and not np.isfinite(threads).any():
