@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["printable", "csv_cell", "num", "g", "pct", "time", "si", "span", "plural", "count", "agree", "achievable", "change"]
+__all__ = ["printable", "csv_cell", "num", "g", "plain", "pct", "time", "si", "span", "plural", "count", "agree", "achievable", "change"]
 
 # C0 controls but tab and newline, DEL, C1 controls, and the bidirectional overrides and isolates
 # (which reorder what a terminal shows); \r is a control here too (it overwrites a line).
@@ -79,6 +79,16 @@ def g(x: Any, digits: int = 3) -> str:
     """``digits`` significant digits: ``0.000123`` -> ``'0.000123'``, ``1234.5`` -> ``'1.23e+03'``."""
     v = num(x)
     return f"{v:.{digits}g}" if math.isfinite(v) else "n/a"
+
+
+def plain(x: Any, digits: int = 3) -> str:
+    """A count or ratio people read without an exponent: ``plain(16318464)`` -> ``'16,318,464'``,
+    ``plain(29876.4)`` -> ``'29,876'``, below 1000 ``digits`` significant digits (``plain(0.2881)`` -> ``'0.288'``)."""
+    v = num(x)
+    if not math.isfinite(v):
+        return "n/a"
+    text = f"{v:.{digits}g}"
+    return f"{v:,.0f}" if "e+" in text or abs(v) >= 1000 else text
 
 
 def pct(x: Any, digits: int = 0) -> str:

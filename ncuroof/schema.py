@@ -47,6 +47,7 @@ __all__ = [
     "tensor_paths",
     "tensor_path",
     "flop_name",
+    "work_unit",
     "BOUNDS",
     "STATUSES",
     "DAMAGED",
@@ -107,7 +108,7 @@ BOUNDS = ("memory", "compute", "latency", "unknown")
 DIAGNOSES = ("memory_near_roof", "memory_below_roof", "compute_near_roof", "compute_below_roof", "latency_bound", "balanced",
              "instruction_bound", "not_classified")
 #: Values of the ``time_at_roof_bound`` column of the kernels table (:mod:`ncuroof.model.speed_of_light`).
-TIME_BOUNDS = ("roofline", "sm_units", "memory_units", "")
+TIME_BOUNDS = ("roofline", "sm_units", "memory_units", "launch_floor", "")
 #: Values of the ``status`` column of the kernels table.
 STATUSES = ("ok", "no_roofline_metrics", "failed_measurement", "corrupt_record")
 #: Start of the ``input_notes`` of a launch whose record is damaged (:mod:`ncuroof.parser.validate`):
@@ -181,7 +182,7 @@ KERNELS: dict[str, Column] = {
     "peak_warp_inst_per_s": Column("float64", "inst/s", "instruction issue roof: SMs x 4 schedulers x SM clock [DING]"),
     "time_at_roof_s": Column("float64", "s", "lower bound on the duration: max(roofline bound (precisions sharing a pipe add; "
                              "max over pipes and levels), time_s x max(sm_throughput_frac, memory_throughput_frac))"),
-    "time_at_roof_bound": Column("string", "", "which bound set time_at_roof_s: roofline, sm_units or memory_units ('' when none)"),
+    "time_at_roof_bound": Column("string", "", "which bound set time_at_roof_s: roofline, sm_units, memory_units or launch_floor ('' when none)"),
     "saving_s": Column("float64", "s", "time_s - time_at_roof_s, at least 0: the time saved if the launch ran at its speed of light"),
     "speed_of_light_note": Column("string", "", "one sentence when the roofline and unit bounds differ by more than 2x, else ''"),
     "expected_flop": Column("float64", "FLOP", "algorithmic FLOPs of the launch from --expect (NaN without)"),
@@ -439,6 +440,16 @@ def flop_name(precision: str) -> str:
     """The name of a precision's columns and roofs: ``fp32`` (``fp32_flop``...), ``tensor:<path>`` -> ``tensor_<path>``."""
     path = tensor_path(precision)
     return precision if path is None else tensor_columns(path).name
+
+
+_INTEGER_PATH = re.compile(r"imma|igmma|bmma|int\d|(?:^|_)[su](?:8|4)(?:_|$)|(?:^|_)b1(?:_|$)")
+
+
+def work_unit(precision: str) -> str:
+    """What a person reads a precision's work in: ``OP`` for integer tensor work (IMMA, IGMMA, int8/int4
+    datapaths: operations, not floating-point operations), else ``FLOP``. Column names keep ``flop``."""
+    path = tensor_path(str(precision or ""))
+    return "OP" if path is not None and _INTEGER_PATH.search(path) else "FLOP"
 
 
 def precision_title(precision: str) -> str:

@@ -26,7 +26,7 @@ from .. import catalog as _catalog
 from ..catalog import Catalog, Recipe, Term
 from ..parser.validate import roof_damage
 from ..schema import DAMAGED, KERNELS, LEVELS, LIST_SEPARATOR, POINTS, PRECISIONS, empty, format_sources, parse_sources, tensor_columns, tensor_paths
-from .speed_of_light import apply_speed_of_light, hot_pipe
+from .speed_of_light import apply_speed_of_light, hot_pipe, launch_floor
 
 __all__ = ["compute_kernels", "compute_points", "achievable_roof", "time_at_roof", "cc_number", "Resolved", "flop_columns"]
 
@@ -699,8 +699,11 @@ def time_at_roof(kernels: pd.DataFrame, catalog: Catalog | None = None) -> pd.Da
         ``time_at_roof_s``, 0) and ``speed_of_light_note``; see
         :func:`ncuroof.model.speed_of_light.apply_speed_of_light`. The roofline bound is NaN for
         launches whose ``status`` is not ``ok``; the unit bound exists wherever ncu stored the
-        duration and a throughput.
+        duration and a throughput. Where a bound exists, the launch floor of its GPU
+        (:func:`ncuroof.model.speed_of_light.launch_floor`, ``metrics/thresholds.toml`` [launch_floor])
+        is a third lower bound (``time_at_roof_bound`` ``launch_floor``).
     """
     cat = catalog or _catalog.load()
     disagree = float(cat.thresholds.get("speed_of_light", {}).get("disagree", 2.0))
-    return apply_speed_of_light(kernels, cat.pipes, cc_number(kernels["cc"]), disagree)
+    cc = cc_number(kernels["cc"])
+    return apply_speed_of_light(kernels, cat.pipes, cc, disagree, launch_floor(cc, cat.thresholds["launch_floor"]))

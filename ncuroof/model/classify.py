@@ -22,7 +22,7 @@ import pandas as pd
 
 from .. import fmt
 from ..catalog import Catalog
-from ..schema import parse_cell
+from ..schema import parse_cell, work_unit
 from .distinct import per_distinct
 
 __all__ = ["classify", "binding_points", "main_precision", "BINDING_COLUMNS"]
@@ -103,8 +103,9 @@ def binding_points(points: pd.DataFrame, keys: list[str] | tuple[str, ...] = ("s
 
 def _roofline_reason(r: Any) -> str:
     cmp = "<" if r.bound == "memory" else ">="
-    text = (f"{r.bound} bound: {str(r.precision).upper()} at {str(r.level).upper()} (binding level), AI {r.ai_flop_per_byte:.3g} "
-            f"FLOP/B {cmp} ridge {r.ridge_flop_per_byte:.3g} FLOP/B, {fmt.pct(float(r.roof_fraction))} of roof")
+    unit = work_unit(str(r.precision))
+    text = (f"{r.bound} bound: {str(r.precision).upper()} at {str(r.level).upper()} (binding level), AI {fmt.g(r.ai_flop_per_byte)} "
+            f"{unit}/B {cmp} ridge {fmt.g(r.ridge_flop_per_byte)} {unit}/B, {fmt.pct(float(r.roof_fraction))} of roof")
     if np.isfinite(r.achievable_roof_fraction):
         text += f" ({fmt.pct(float(r.achievable_roof_fraction))} of the achievable roof)"
     return text
@@ -124,8 +125,9 @@ def _latency_reason(r: Any, latency: float, small: float) -> str:
 
 
 def _sol_only_reason(r: Any) -> str:
-    b = "compute" if r.sm_throughput_frac >= r.memory_throughput_frac else "memory"
-    return f"{b} bound from SpeedOfLight throughputs only ({_sol_reason(r.sm_throughput_frac, r.memory_throughput_frac)}): no roofline point"
+    sm, mem = fmt.num(r.sm_throughput_frac), fmt.num(r.memory_throughput_frac)
+    b = "compute" if np.nan_to_num(sm, nan=-1.0) >= np.nan_to_num(mem, nan=-1.0) else "memory"
+    return f"{b} bound from SpeedOfLight throughputs only ({_sol_reason(sm, mem)}): no roofline point"
 
 
 def classify(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
@@ -160,9 +162,14 @@ def classify(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Catalog) -> p
     bind = out[["source", "launch_id"]].merge(binding_points(points), on=["source", "launch_id"], how="left")
     is_lat = live & has_sol & (sm < latency) & (mem < latency)
     is_roof = live & ~is_lat & bind["bound"].isin(["memory", "compute"]).to_numpy()
-    is_sol = live & ~is_lat & ~is_roof & has_sol
+    # One throughput alone above no_bound is ncu's "High Throughput" of that unit (ROOFLINE_SPEC §8.2).
+    no_bound = float(sol["no_bound"])
+    lone = np.isfinite(sm) != np.isfinite(mem)
+    one_high = lone & ((np.nan_to_num(sm, nan=-1.0) >= no_bound) | (np.nan_to_num(mem, nan=-1.0) >= no_bound))
+    is_sol = live & ~is_lat & ~is_roof & (has_sol | one_high)
+    sm_side = np.nan_to_num(sm, nan=-1.0) >= np.nan_to_num(mem, nan=-1.0)
     out["bound"] = np.select([is_lat, is_roof, is_sol], ["latency", bind["bound"].astype(object).to_numpy(),
-                             np.where(sm >= mem, "compute", "memory")], "unknown")
+                             np.where(sm_side, "compute", "memory")], "unknown")
     text = np.full(len(out), "", dtype=object)
     sol_cols = ["sm_throughput_frac", "memory_throughput_frac", "waves_per_sm"]  # only these: iterating Arrow text is slow
     text[is_lat] = per_distinct(out.loc[is_lat], sol_cols, lambda r: _latency_reason(r, latency, small))
@@ -171,7 +178,11 @@ def classify(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Catalog) -> p
     text[is_roof] = per_distinct(bind.loc[is_roof], ["bound", "precision", "level", "ai_flop_per_byte", "ridge_flop_per_byte",
                                                      "roof_fraction", "achievable_roof_fraction"], _roofline_reason)
     text[is_sol] = per_distinct(out.loc[is_sol], sol_cols, _sol_only_reason)
-    text[live & ~is_lat & ~is_roof & ~is_sol] = "bound unknown: neither roofline points nor SpeedOfLight throughputs"
+    unknown = live & ~is_lat & ~is_roof & ~is_sol
+    text[unknown & ~lone] = "bound unknown: no roofline point and no SpeedOfLight throughputs"
+    text[unknown & lone] = np.where(np.isfinite(sm), "bound unknown: no roofline point, and only the SM throughput of ncu's SpeedOfLight "
+                                    "(its memory throughput is missing)", "bound unknown: no roofline point, and only the memory "
+                                    "throughput of ncu's SpeedOfLight (its SM throughput is missing)")[unknown & lone]
     placed = np.full(len(out), "", dtype=object)
     moved = live & (bind["main_precision"].notna() & (bind["main_precision"] != bind["precision"])).to_numpy(bool)
     placed[moved] = per_distinct(bind.loc[moved], ["precision", "main_precision"], _placed_note)

@@ -61,11 +61,15 @@ def _production_lines(prod: Any) -> list[str]:
 
     t = prod.table
     lines = [time_basis(prod)["text"]]
-    for r in t[t["match"] == "unprofiled"].head(_TIMELINE_LINES).itertuples(index=False):
-        lines.append(f"not profiled: {r.kernel_name}, {fmt.pct(r.production_share, 1)} of production kernel time; ncu {r.ncu_filter}")
+    # one line per function name: several timeline rows (kernels of one name, devices) would repeat it
+    unprofiled = (t[t["match"] == "unprofiled"].groupby("kernel_name", sort=False)
+                  .agg(production_share=("production_share", "sum"), ncu_filter=("ncu_filter", "first"))
+                  .sort_values("production_share", ascending=False, kind="stable"))
+    for name, r in unprofiled.head(_TIMELINE_LINES).iterrows():
+        lines.append(f"not profiled: {name}, {fmt.pct(r['production_share'], 1)} of production kernel time; ncu {r['ncu_filter']}")
     for r in t[t["duration_differs"]].head(_TIMELINE_LINES).itertuples(index=False):
         lines.append(f"{r.kernel_name}: {fmt.time(r.production_time_per_launch_s)} per launch in production, "
-                     f"{fmt.time(r.profiled_time_per_launch_s)} under ncu ({r.duration_ratio:.2f}x)")
+                     f"{fmt.time(r.profiled_time_per_launch_s)} under ncu ({fmt.g(r.duration_ratio)}x)")
     return lines
 
 
