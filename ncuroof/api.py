@@ -7,6 +7,7 @@ keyword arguments), builds the analysis once and hands it to the page, the table
 from __future__ import annotations
 
 import contextlib
+import html
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -234,7 +235,7 @@ def _page_files(a: Analysis, plotlyjs: str | bool, image: str | None, formats: S
     the page with the phase, operator and instruction-roofline views, the spread over ranks and the
     production timeline of :mod:`ncuroof.render.views` when given."""
     kernels, summ = to_text(a.kernels), to_text(a.summary)  # list columns as text for files and the page
-    fig = plot.plot_roofline(a.points, kernels, title=f"Hierarchical roofline — {a.inputs[0].name}", focus=a.options.focus,
+    fig = plot.plot_roofline(a.points, kernels, title=f"Hierarchical roofline — {html.escape(a.inputs[0].name)}", focus=a.options.focus,
                              summary=summ, dots={"kernel": a.dots}, catalog=a.catalog,
                              charts=views.page_charts(a.points, a.kernels, a.summary, phases, ipts, ops))
     meta = {**provenance.page_meta(a.kernels, a.inputs), **fleet.page_meta(failures), **_ranks.page_meta(ranks)}
@@ -367,12 +368,12 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
     out = Path(outdir) if outdir is not None else default_outdir(inputs[0])
     files = _page_files(a, plotlyjs, image, formats, failures, rank_table, phase_rows, ipts, op_rows)
     if projected is not None:
-        files["whatif.csv"] = projected.to_csv(index=False)
+        files["whatif.csv"] = tables_io.frame_csv(projected)
     if phase_rows is not None:
-        files["phases.csv"] = phase_rows.to_csv(index=False)
+        files["phases.csv"] = tables_io.frame_csv(phase_rows)
     if len(ipts):
-        files["instruction_points.csv"] = ipts.to_csv(index=False)
-    report.write_outputs(out, files)
+        files["instruction_points.csv"] = tables_io.frame_csv(ipts)
+    report.write_outputs(out, files, [*inputs, *([opts.timeline] if opts.timeline is not None else [])])
     result.outdir = out
     result.files = {name: out / name for name in files}
     return result
@@ -404,7 +405,7 @@ def analysis_of(side: PathLike | Sequence[PathLike], options: AnalysisOptions | 
         if table is None:
             raise InputError("is a directory without kernels.csv; pass an ncuroof output directory, a report or a CSV export", paths[0])
         cat, gpus = catalog.load(), catalog.load_gpus()
-        frame = tables_io.read_table(table, "kernels") if table.suffix == ".parquet" else pd.read_csv(table, keep_default_na=True)
+        frame = tables_io.read_table(table, "kernels")
         k = _analysis.restore_kernels(frame, table, cat, gpus)
         return _analysis.from_kernels(k, options, cat, gpus, inputs=paths, classified=True)
     with _progress_bar(progress) as bar:
@@ -537,15 +538,7 @@ def compare_runs(before: PathLike | Sequence[PathLike], after: PathLike | Sequen
     out = Path(outdir) if outdir is not None else first_after.with_name(
         (first_after.name if first_after.is_dir() else default_outdir(first_after).stem) + ".compare")
     files = _compare_files(result, as_paths(before), as_paths(after), (ab, aa), plotlyjs, formats)
-    report.write_outputs(out, files)
-    result.outdir = out
-    result.files = {name: out / name for name in files}
-    return result
-    first_after = as_paths(after)[0]
-    out = Path(outdir) if outdir is not None else first_after.with_name(
-        (first_after.name if first_after.is_dir() else default_outdir(first_after).stem) + ".compare")
-    files = _compare_files(result, as_paths(before), as_paths(after), plotlyjs)
-    report.write_outputs(out, files)
+    report.write_outputs(out, files, [*as_paths(before), *as_paths(after)])
     result.outdir = out
     result.files = {name: out / name for name in files}
     return result
@@ -623,6 +616,6 @@ def compare_series(runs: Sequence[PathLike | Sequence[PathLike]], outdir: PathLi
     inputs = [p for r in runs for p in as_paths(r)]
     files = {**tables_io.table_files({"trail": table}, formats, inputs),
              "trail.html": compare_page.trail_page(table, sides[0].points, sides[-1].points, names, warns, plotlyjs)}
-    report.write_outputs(out, files)
+    report.write_outputs(out, files, inputs)
     result.outdir, result.files = out, {name: out / name for name in files}
     return result

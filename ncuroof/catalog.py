@@ -26,6 +26,8 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 from .schema import tensor_path
 
 __all__ = [
+    "limits",
+    "over_limit",
     "load_toml",
     "Alt",
     "Term",
@@ -527,6 +529,20 @@ def load(directory: Path | None = None) -> Catalog:
         pipes=_pipes(_read(directory / "pipes.toml")),
         instruction=_instruction(_read(directory / "instruction_roofline.toml")),
     )
+
+
+def limits() -> dict[str, float]:
+    """The ``[limits]`` of ``metrics/thresholds.toml``: how much work an input may ask for (issue 34)."""
+    return {k: v for k, v in load().thresholds["limits"].items() if k != "source"}
+
+
+def over_limit(name: str, what: str) -> str:
+    """The message of an input past the limit ``name`` of :func:`limits`: ``what`` it holds, the
+    limit, and how to raise it (``metrics/thresholds.toml`` ``[limits]``)."""
+    value = limits()[name]
+    shown = f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
+    return (f"{what}, beyond limits.{name} = {shown}; if the file is genuine, raise {name} under "
+            f"[limits] in {metrics_dir() / 'thresholds.toml'}")
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ Every user error is printed as one line on stderr and exits with code 2; no trac
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import os
 import sys
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from . import __version__
+from . import __version__, fmt
 from .collector.ncu import collectable
 from .errors import NcuNotFoundError, NcuroofError
 from .model.analysis import TRAFFIC_CHOICES, AnalysisOptions
@@ -36,6 +37,22 @@ def cli(verbose: int) -> None:
     """Roofline analysis of NVIDIA Nsight Compute (ncu) profiles."""
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    for handler in logging.getLogger().handlers:
+        handler.setFormatter(_PrintableFormatter("%(levelname)s %(name)s: %(message)s"))
+
+
+class _PrintableFormatter(logging.Formatter):
+    """Log records with their control characters visible (:func:`ncuroof.fmt.printable`)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return fmt.printable(super().format(record))
+
+
+def _echo(text: str, err: bool = False, nl: bool = True, one_line: bool = False) -> None:
+    """Print through click with every control character made visible (:func:`ncuroof.fmt.printable`):
+    text from inputs (names, paths, messages) never reaches the terminal raw. ``one_line`` escapes
+    newlines and tabs too (an error or a warning is one line)."""
+    click.echo(fmt.printable(text, layout=not one_line), err=err, nl=nl)
 
 
 def _peaks(kind: str):  # noqa: ANN202 - click callback factory
@@ -202,7 +219,7 @@ def analyze(inputs: tuple[Path, ...], outdir: Path | None, plotlyjs: str, top: i
                              top=top, progress=not quiet, image=image, what_if=what_if, formats=formats, scheduler=scheduler,
                              ranks=ranks, workers=workers, group_by=group_by)
     for r in (result.failures.itertuples(index=False) if result.failures is not None else ()):
-        click.echo(f"ncuroof: error: {r.error}", err=True)
+        _echo(f"ncuroof: error: {r.error}", err=True, one_line=True)
     _warn(result.analysis)
     if as_json:
         from .render import json_doc
@@ -211,7 +228,7 @@ def analyze(inputs: tuple[Path, ...], outdir: Path | None, plotlyjs: str, top: i
         return
     from .render import text
 
-    click.echo(text.analysis_text(result, quiet), nl=False)
+    _echo(text.analysis_text(result, quiet), nl=False)
 
 
 
@@ -239,7 +256,7 @@ def _stdout_to_stderr(enabled: bool):  # noqa: ANN202 - a context manager
 def _warn(analysis: "Analysis") -> None:  # noqa: F821, UP037 - imported lazily
     """The production timeline's warnings (another GPU than the report's, ...) on stderr."""
     for w in analysis.production.warnings if analysis.production is not None else ():
-        click.echo(f"warning: {w}", err=True)
+        _echo(f"warning: {w}", err=True, one_line=True)
 
 
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -287,13 +304,14 @@ def profile(output: Path | None, ncu_path: Path | None, ncu_args: tuple[str, ...
 
     cmd = tuple(c for c in cmd if c != "--") if cmd and cmd[0] == "--" else cmd
     options = _options(fields)
-    res = api.profile_run(list(cmd), output, ncu=ncu_path, echo=(lambda line: None) if quiet else None, extra=ncu_args, **fields)
-    click.echo(text.profile_text(res))
+    echo = (lambda line: None) if quiet else (lambda line: _echo(line, err=True))
+    res = api.profile_run(list(cmd), output, ncu=ncu_path, echo=echo, extra=ncu_args, **fields)
+    _echo(text.profile_text(res))
     if no_analyze:
         return
     result = api.analyze([res.report], outdir=outdir, options=options, progress=not quiet)
     _warn(result.analysis)
-    click.echo(text.analysis_text(result, quiet), nl=False)
+    _echo(text.analysis_text(result, quiet), nl=False)
 
 
 @cli.command()
@@ -307,9 +325,9 @@ def doctor() -> None:
     checks = collector.doctor()
     for c in checks:
         mark = {True: "ok  ", False: "FAIL", None: "?   "}[c.ok]
-        click.echo(f"{mark} {c.name}: {c.detail}")
+        _echo(f"{mark} {c.name}: {c.detail}")
         if c.fix and c.ok is not True:
-            click.echo(f"     fix: {c.fix}")
+            _echo(f"     fix: {c.fix}")
     if any(c.name == "ncu" and c.ok is False for c in checks):
         raise NcuNotFoundError("ncu not found or unusable; see the fix above")
     if any(c.ok is False for c in checks):
@@ -396,7 +414,7 @@ def compare_cmd(runs: tuple[Path, ...], outdir: Path | None, strict: bool, fail_
                                   fail_on_new=fail_on_new, fail_on_gone=fail_on_gone, allow_unmatched=allow_unmatched,
                                   formats=formats)
     for w in result.warnings:
-        click.echo(f"warning: {w}", err=True)
+        _echo(f"warning: {w}", err=True, one_line=True)
     from .render import text
 
     if as_json:
@@ -404,9 +422,9 @@ def compare_cmd(runs: tuple[Path, ...], outdir: Path | None, strict: bool, fail_
 
         click.echo(json_doc.dumps(json_doc.compare_document(result, [before], [after], fail_pct)), nl=False)
     else:
-        click.echo(text.compare_text(result, top, quiet), nl=False)
+        _echo(text.compare_text(result, top, quiet), nl=False)
     if result.gate is not None:
-        click.echo(text.gate_text(result.gate), err=True, nl=False)
+        _echo(text.gate_text(result.gate), err=True, nl=False)
         if result.gate.exit_code:
             sys.exit(result.gate.exit_code)
 
@@ -422,8 +440,8 @@ def _compare_series(runs: tuple[Path, ...], outdir: Path | None, two_only: bool,
     series = api.compare_series(list(runs), outdir=outdir, options=_options(kw), progress=not quiet, plotlyjs=PLOTLYJS[plotlyjs],
                                 pairs=pairs, pair_file=pair_file, formats=formats)
     for w in series.warnings:
-        click.echo(f"warning: {w}", err=True)
-    click.echo(text.series_text(series, top, quiet), nl=False)
+        _echo(f"warning: {w}", err=True, one_line=True)
+    _echo(text.series_text(series, top, quiet), nl=False)
 
 
 @cli.command(name="mcp")
@@ -446,18 +464,25 @@ def main(argv: list[str] | None = None) -> None:
     try:
         cli.main(args=argv, prog_name="ncuroof", standalone_mode=False)
     except click.exceptions.Abort:
-        click.echo("ncuroof: aborted", err=True)
+        _echo("ncuroof: aborted", err=True)
         sys.exit(130)
     except click.ClickException as exc:
-        exc.show()
+        buf = io.StringIO()
+        exc.show(file=buf)
+        _echo(buf.getvalue(), err=True, nl=False)
         sys.exit(exc.exit_code)
     except NcuroofError as exc:
-        click.echo(f"ncuroof: error: {exc}", err=True)
+        _echo(f"ncuroof: error: {exc}", err=True, one_line=True)
         sys.exit(exc.exit_code)
+    except (MemoryError, RecursionError) as exc:  # an input too large or too deep for this machine: its limits are input's
+        need = "more memory than this machine gives" if isinstance(exc, MemoryError) else "deeper nesting than Python allows"
+        _echo(f"ncuroof: error: the input needs {need} ({type(exc).__name__}); check that it is the file you meant, or "
+              "run on a larger machine", err=True, one_line=True)
+        sys.exit(2)
     except Exception as exc:  # noqa: BLE001 - last resort: a defect, reported in one line
         if os.environ.get("NCUROOF_DEBUG"):
             raise
-        click.echo(f"ncuroof: internal error: {type(exc).__name__}: {exc} (set NCUROOF_DEBUG=1 for the traceback "
-                   "and please report it)", err=True)
+        _echo(f"ncuroof: internal error: {type(exc).__name__}: {exc} (set NCUROOF_DEBUG=1 for the traceback "
+              "and please report it)", err=True, one_line=True)
         sys.exit(1)
     sys.exit(0)

@@ -4,10 +4,64 @@ the diagnosis. Every function returns ``'n/a'`` for a missing or non-finite valu
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["num", "g", "plain", "pct", "time", "si", "span", "plural", "count", "agree", "achievable", "change"]
+__all__ = ["printable", "csv_cell", "num", "g", "plain", "pct", "time", "si", "span", "plural", "count", "agree", "achievable", "change"]
+
+# C0 controls but tab and newline, DEL, C1 controls, and the bidirectional overrides and isolates
+# (which reorder what a terminal shows); \r is a control here too (it overwrites a line).
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_CONTROL_ALL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+#: Text cells a spreadsheet would read as a formula (OWASP CSV injection): beginning with ``=``,
+#: ``@``, tab or CR, or with ``+``/``-`` before something that is not a number; and those beginning
+#: with ``'`` (so that the ``'`` ncuroof puts in front reads back unambiguously). Regular
+#: expressions in the syntax both Python and pyarrow (RE2) read.
+CSV_FORMULA = r"^['=@\t\r]"
+CSV_SIGNED = r"^[+-]."
+CSV_SIGNED_NUMBER = r"^[+-](\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$"
+
+
+def _escape(m: re.Match[str]) -> str:
+    c = ord(m.group())
+    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+
+
+def printable(text: Any, layout: bool = True) -> str:
+    """``text`` safe to print on a terminal: every control character as a visible escape.
+
+    C0 controls (``ESC``, ``BEL``, ``\\r``, ...), DEL, C1 controls and the Unicode line separators
+    and bidirectional overrides become ``\\x1b``, ``\\x9b``, ``\\u202e``: a kernel name can set no
+    window title, write no clipboard (``ESC]52``), draw no hyperlink and reset no terminal.
+    ``printable('a\\x1b[2Jb')`` -> ``'a\\\\x1b[2Jb'``.
+
+    Parameters
+    ----------
+    text : object
+        What to print (``str(text)``).
+    layout : bool, default True
+        Keep tab and newline (the layout of a table or several lines); False escapes them too
+        (a one-line message).
+    """
+    return (_CONTROL if layout else _CONTROL_ALL).sub(_escape, str(text))
+
+
+def csv_cell(value: Any) -> Any:
+    """A text cell safe to open in a spreadsheet, as the OWASP CSV-injection guidance says.
+
+    A string beginning with ``=``, ``@``, tab or carriage return, or with ``+`` or ``-`` not
+    followed by a number (:data:`CSV_FORMULA`, :data:`CSV_SIGNED`), gets a leading ``'``
+    (``'=HYPERLINK(...)`` shows as text, not a formula), and so does one already beginning with
+    ``'`` (reading strips exactly one); numbers, ``-1.5e3``, ``-`` and missing values are returned
+    unchanged.
+    """
+    if not isinstance(value, str):
+        return value
+    if re.match(CSV_FORMULA, value) or (re.match(CSV_SIGNED, value, re.S) and not re.fullmatch(CSV_SIGNED_NUMBER[1:-1], value)):
+        return "'" + value
+    return value
+
 
 _SI = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
 

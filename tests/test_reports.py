@@ -99,7 +99,7 @@ def test_cli_end_to_end(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "ncuroof", "analyze", str(report), "-o", str(out)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "one_blocktiling" in proc.stdout and "Top kernels by GPU time" in proc.stdout
-    assert sorted(p.name for p in out.iterdir()) == ["kernels.csv", "points.csv", "roofline.html"]
+    assert sorted(p.name for p in out.iterdir()) == ["kernels.csv", "ncuroof-manifest.json", "points.csv", "roofline.html"]
     html = (out / "roofline.html").read_text()
     # plotly.js embedded, no external script: the page opens offline
     assert "Plotly.newPlot" in html and re.search(r"<script[^>]*\ssrc=[\"']https?://", html) is None

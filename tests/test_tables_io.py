@@ -94,7 +94,7 @@ def test_analyze_format_parquet_and_load_back(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "ncuroof", "analyze", str(shared(ESMM)), "-o", str(out), "-q",
                            "--format", "csv,parquet"], capture_output=True, text=True, cwd=REPO, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert sorted(p.name for p in out.iterdir()) == ["kernels.csv", "kernels.parquet", "points.csv", "points.parquet", "roofline.html"]
+    assert sorted(p.name for p in out.iterdir()) == ["kernels.csv", "kernels.parquet", "ncuroof-manifest.json", "points.csv", "points.parquet", "roofline.html"]
     direct = ncuroof.load(shared(ESMM))
     for saved in (out, out / "kernels.parquet"):
         _same_bits(direct, ncuroof.load(saved))
@@ -145,7 +145,7 @@ def test_parquet_only_directory_compares_and_bad_format_is_refused(tmp_path: Pat
 
     out = tmp_path / "out"
     assert run("analyze", str(shared(ESMM)), "-o", str(out), "-q", "--format", "parquet").returncode == 0
-    assert sorted(p.name for p in out.iterdir()) == ["kernels.parquet", "points.parquet", "roofline.html"]
+    assert sorted(p.name for p in out.iterdir()) == ["kernels.parquet", "ncuroof-manifest.json", "points.parquet", "roofline.html"]
     proc = run("compare", str(out), str(out), "-o", str(tmp_path / "cmp"), "-q")
     assert proc.returncode == 0, proc.stderr
     table = pd.read_csv(tmp_path / "cmp" / "compare.csv")

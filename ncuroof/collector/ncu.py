@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import catalog as _catalog
-from ..errors import NcuNotFoundError, ProfileError
+from ..errors import InputError, NcuNotFoundError, ProfileError
 
 __all__ = ["find_ncu", "ncu_version", "NcuDefaults", "ncu_defaults", "report_path", "REPORT_SUFFIXES", "ProfileOptions",
            "ProfileResult", "metric_list", "collectable", "build_command", "run_profile",
@@ -356,13 +356,38 @@ def sidecar_path(report: Path) -> Path:
     return Path(str(report) + ".ncuroof.json")
 
 
+#: Fields of a sidecar record that are text, and those that are lists of text (``metrics``: either).
+_SIDECAR_TEXT = ("ncu_version", "clock_control", "cache_control", "replay_mode")
+_SIDECAR_LISTS = ("ncu_command", "metrics")
+
+
 def read_sidecar(report: Path) -> dict[str, Any] | None:
-    """The collection record of a report made by ``ncuroof profile``, or None."""
+    """The collection record of a report made by ``ncuroof profile``, or None (no record, or not JSON).
+
+    Raises
+    ------
+    InputError
+        When the record is JSON but not a record ncuroof writes (a list, a string, nested past
+        Python's limit, a field of the wrong type), naming the file.
+    """
     path = sidecar_path(Path(report))
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        if not path.is_file():
+            return None
+        with open(path, encoding="utf-8") as f:
+            rec = json.loads(f.read(1 << 20))
     except (OSError, ValueError):
         return None
+    except RecursionError:
+        rec = None
+    ok = isinstance(rec, dict) and isinstance(rec.get("passes", {}), dict) \
+        and all(isinstance(rec.get(k, ""), str) for k in _SIDECAR_TEXT) \
+        and all(isinstance(rec.get(k, []), list) and all(isinstance(x, str) for x in rec.get(k, [])) or
+                (k == "metrics" and isinstance(rec.get(k), str)) for k in _SIDECAR_LISTS)
+    if not ok:
+        raise InputError("is not a collection record ncuroof profile writes (a JSON object of text fields); "
+                         "remove it or profile again", path)
+    return rec
 
 
 def run_profile(cmd: Sequence[str], opts: ProfileOptions, ncu: Path | None = None,

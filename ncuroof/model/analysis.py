@@ -22,7 +22,7 @@ from .. import catalog, parser
 from ..catalog import Catalog, GpuCatalog
 from ..errors import InputError
 from ..parser.clocks import clock_control
-from ..schema import KERNELS, from_text, validate_kernels, validate_points
+from ..schema import KERNELS, STATUSES, from_text, validate_kernels, validate_points
 from . import calculator, ceilings, classify, diagnose, expect, production, summary
 from .summary import FOCUS_SHARE, KEY_CHOICES
 
@@ -325,6 +325,10 @@ def restore_kernels(table: pd.DataFrame, where: Path, cat: Catalog, gpus: GpuCat
     missing = [c for c in KERNELS if c not in table.columns and c not in _DERIVED]
     if missing:
         raise InputError(f"kernels.csv lacks {missing[:4]}; it was not written by this version of ncuroof analyze", where)
+    unknown = table["status"][~table["status"].isin(STATUSES)]
+    if len(unknown):
+        raise InputError(f"kernels.csv has status {str(unknown.iloc[0])[:40]!r}, not one of {', '.join(STATUSES)}: it was edited or "
+                         "not written by ncuroof; rerun ncuroof analyze on the inputs", where)
     k = from_text(table)
     for name, col in KERNELS.items():
         if name in k.columns and col.dtype == "string":

@@ -37,6 +37,10 @@ _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, as
         ast.Pow: operator.pow, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod}
 
 
+#: Characters of one formula: an expectation is a line of arithmetic, not a program.
+_MAX_FORMULA = 10_000
+
+
 def evaluate(formula: str | float | int, sizes: dict[str, float]) -> float:
     """Value of a number or an arithmetic formula (``+ - * / // % **``, parentheses) of ``sizes``.
 
@@ -46,29 +50,49 @@ def evaluate(formula: str | float | int, sizes: dict[str, float]) -> float:
         For anything else (function calls, attributes, unknown names).
     """
     if isinstance(formula, (int, float)) and not isinstance(formula, bool):
+        if not math.isfinite(float(formula)):
+            raise ValueError(f"{formula!r} is not a finite number")
         return float(formula)
+    text = str(formula)
+    if len(text) > _MAX_FORMULA:
+        raise ValueError(f"a formula of {len(text)} characters (at most {_MAX_FORMULA}): {text[:40]!r}...")
     try:
-        tree = ast.parse(str(formula), mode="eval")
-    except SyntaxError as exc:
-        raise ValueError(f"not a formula: {formula!r}") from exc
+        tree = ast.parse(text, mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        raise ValueError(f"not a formula: {text[:80]!r}") from exc
 
     def ev(node: ast.AST) -> float:
         if isinstance(node, ast.Expression):
             return ev(node.body)
         if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
-            return float(node.value)
+            try:
+                v = float(node.value)
+            except OverflowError:
+                v = math.inf
+            if not math.isfinite(v):
+                raise ValueError(f"{text[:80]!r} holds a number that is not finite")
+            return v
         if isinstance(node, ast.Name):
             if node.id not in sizes:
                 raise ValueError(f"unknown size {node.id!r} in {formula!r}; define it under [sizes]")
             return float(sizes[node.id])
         if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-            return float(_OPS[type(node.op)](ev(node.left), ev(node.right)))
+            try:
+                v = float(_OPS[type(node.op)](ev(node.left), ev(node.right)))
+            except (ZeroDivisionError, OverflowError, TypeError) as exc:  # TypeError: a complex power
+                raise ValueError(f"{text[:80]!r} has no finite value ({exc})") from None
+            if not math.isfinite(v):
+                raise ValueError(f"{text[:80]!r} has no finite value")
+            return v
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
             v = ev(node.operand)
             return -v if isinstance(node.op, ast.USub) else v
         raise ValueError(f"only numbers, sizes and + - * / // % ** are allowed in {formula!r}")
 
-    return ev(tree)
+    try:
+        return ev(tree)
+    except RecursionError:
+        raise ValueError(f"a formula nested too deep: {text[:40]!r}...") from None
 
 
 @dataclass(frozen=True)

@@ -51,11 +51,16 @@ def _check_path(path: Path) -> None:
         raise InputError("no such file; check the path", path)
     if path.is_dir():
         raise InputError("is a directory; pass a .ncu-rep report or an ncu CSV export", path)
+    if not path.is_file():  # checked before opening: opening a FIFO blocks until someone writes
+        raise InputError("is not a regular file (a FIFO, socket or device); pass a .ncu-rep report or an ncu CSV export", path)
 
 
 def _is_report(path: Path) -> bool:
-    with path.open("rb") as f:
-        head = f.read(4)
+    try:
+        with path.open("rb") as f:
+            head = f.read(4)
+    except OSError as exc:
+        raise InputError(f"cannot be read ({exc.strerror or exc}); pass a .ncu-rep report or an ncu CSV export", path) from None
     if path.suffix in (".ncu-rep", ".ncu-repz") or head == MAGIC or is_compressed(head):
         return True
     if path.suffix.lower() in _TEXT_SUFFIXES:

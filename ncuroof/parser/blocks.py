@@ -178,6 +178,9 @@ def walk(mm: Any, path: Path, pos: int | None = None, index: int = 0, stop: int 
     while pos + 4 <= size:
         if pos - released >= RELEASE_BYTES:
             released = release_pages(mm, released, pos)
+        if _u32(mm, pos) == 0:  # no block has an empty header: zeros appended or written over the report
+            raise ReportFormatError(f"block {index} at byte {pos} has an empty header: the {size - pos} bytes from there are not "
+                                    "blocks (zeros appended to the report?); the report is damaged: copy it again or re-run ncu", path)
         start = pos + 4 + _u32(mm, pos)
         if start > size:
             break

@@ -44,7 +44,7 @@ from typing import IO, Any
 import numpy as np
 import pandas as pd
 
-from ..catalog import Catalog, CsvRules, load_csv_rules
+from ..catalog import Catalog, CsvRules, limits, load_csv_rules, over_limit
 from ..errors import InputError, ReportFormatError
 from .merge import merge
 
@@ -157,21 +157,39 @@ class _RowLines(io.RawIOBase):
         f.seek(offset)
         self._lines: Iterator[bytes] = iter(f)
         self._buf = b""
+        self._pos = 0
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, b: Any) -> int:
-        while len(self._buf) < len(b):
-            line = next(self._lines, None)
-            if line is None:
-                break
-            if line.startswith(b'"'):
-                self._buf += line
-        n = min(len(b), len(self._buf))
-        b[:n] = self._buf[:n]
-        self._buf = self._buf[n:]
+        # Lines are joined once per read and handed out from a position: each byte is copied a
+        # fixed number of times (slicing off the rest at each read copied it again: quadratic).
+        if self._pos >= len(self._buf):
+            parts, size = [], 0
+            while size < len(b):
+                line = next(self._lines, None)
+                if line is None:
+                    break
+                if line.startswith(b'"'):
+                    parts.append(line)
+                    size += len(line)
+            self._buf, self._pos = b"".join(parts), 0
+        n = min(len(b), len(self._buf) - self._pos)
+        b[:n] = memoryview(self._buf)[self._pos:self._pos + n]
+        self._pos += n
         return n
+
+
+def _longest_line(mm: Any, offset: int) -> int:
+    """The length in bytes of the longest line of ``mm`` from ``offset``, counted 16 MiB at a time in numpy."""
+    longest, line_start, block = 0, offset, 1 << 24
+    for lo in range(offset, len(mm), block):
+        ends = np.flatnonzero(np.frombuffer(mm, dtype=np.uint8, count=min(block, len(mm) - lo), offset=lo) == 10) + lo
+        if len(ends):
+            longest = max(longest, int(ends[0] - line_start), int(np.diff(ends).max()) if len(ends) > 1 else 0)
+            line_start = int(ends[-1])
+    return max(longest, len(mm) - line_start)
 
 
 def _open_rows(path: Path, usecols: Any) -> pd.DataFrame:
@@ -187,6 +205,9 @@ def _open_rows(path: Path, usecols: Any) -> pd.DataFrame:
         while stop > offset and mm[stop - 1] in b"\r\n":
             stop -= 1
         last = mm[max(offset, mm.rfind(b"\n", offset, stop) + 1):stop]
+        limit = limits()["csv_line_bytes"]
+        if _longest_line(mm, offset) > limit:
+            raise InputError(over_limit("csv_line_bytes", f"a line is longer than {int(limit):,} bytes"), path)
     if last.startswith(b'"') and (not last.endswith(b'"') or _cell_count(last) < _cell_count(header)):
         raise ReportFormatError("ends in the middle of a row: the export is truncated; export it again", path)
     kwargs: dict[str, Any] = {"dtype": str, "keep_default_na": False, "usecols": usecols, "encoding": "utf-8",
@@ -381,7 +402,8 @@ def _join(runs: dict[str, pd.DataFrame], path: Path) -> pd.DataFrame:
                                "own file (ncu --import REPORT --csv) and pass them with --stack")
     raw["source"] = str(path)
     note = (f"{len(runs)} ncu runs of the same launches (processes {', '.join(runs)}) written one after the other into "
-            "this file: joined launch by launch, as separate files of one run are")
+            "this file: joined launch by launch, each metric from the first run that has it (values the runs disagree on "
+            "are named here and warned about)")
     raw["input_notes"] = [f"{note}; {n}" if isinstance(n, str) and n else note for n in raw["input_notes"]]
     return raw
 

@@ -11,6 +11,7 @@ runs written into one CSV file are joined by the same function (:mod:`ncuroof.pa
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,6 +28,15 @@ __all__ = ["merge", "apply_session", "sass_patched"]
 
 _KEY = ["range_id", "launch_id"]
 _TIME_LIKE = ("gpu__time_duration", "cycles_elapsed", "cycles_active")
+# Other metrics of one launch in two inputs are the same count unless they differ by more than rounding.
+_SAME = 1e-9
+_log = logging.getLogger(__name__)
+
+
+def _shown(source: str) -> str:
+    """An input as a note names it: the file name, and the process of an appended export."""
+    path, sep, rest = str(source).partition(" (process ")
+    return Path(path).name + (f" (process {rest}" if sep else "")
 
 
 def sass_patched(raw: pd.DataFrame) -> bool:
@@ -85,8 +95,9 @@ def merge(tables: list[pd.DataFrame], advice: str = _ADVICE) -> pd.DataFrame:
     DataFrame
         One raw table: metadata from the first file that has it, ``source`` = the files joined
         by ``' + '``, each metric from the first file without SASS-patched metrics that has it
-        (else the first file that has it). ``input_notes`` says which file gave a time or cycle
-        metric that several files carry, with both values when they differ by more than 1 %.
+        (else the first file that has it). ``input_notes`` says which file gave a metric that
+        several files give different values for (a time or cycle metric: by more than 1 %), with
+        both values; a warning (logging) says so on the terminal.
 
     Raises
     ------
@@ -115,6 +126,7 @@ def merge(tables: list[pd.DataFrame], advice: str = _ADVICE) -> pd.DataFrame:
                 notes[i].append(n)
     metrics: dict[str, np.ndarray] = {}
     origin: dict[str, np.ndarray] = {}
+    differ: list[tuple[int, str]] = []
     for t in ordered:
         name = _name(t)
         for col in t.columns:
@@ -126,15 +138,23 @@ def merge(tables: list[pd.DataFrame], advice: str = _ADVICE) -> pd.DataFrame:
                 origin[col] = np.full(len(v), name, dtype=object)
                 continue
             kept = metrics[col]
-            if any(k in col for k in _TIME_LIKE):
-                for i in np.flatnonzero(np.isfinite(kept) & np.isfinite(v) & (np.abs(kept - v) > 0.01 * np.abs(kept))):
-                    why = " (its run has SASS-patched metrics, which inflate durations and cycles)" if patched[name] else ""
-                    notes[i].append(f"{col} from {Path(origin[col][i]).name} ({kept[i]:,.6g}), not {Path(name).name} ({v[i]:,.6g}){why}")
+            tolerance = 0.01 if any(k in col for k in _TIME_LIKE) else _SAME
+            for i in np.flatnonzero(np.isfinite(kept) & np.isfinite(v) & (np.abs(kept - v) > tolerance * np.abs(kept))):
+                inflated = tolerance > _SAME and patched[name] and not patched[origin[col][i]]
+                why = (" (its run has SASS-patched metrics, which inflate durations and cycles)" if inflated
+                       else " (the first input's value: nothing tells which is right)")
+                notes[i].append(f"{col} from {_shown(origin[col][i])} ({kept[i]:,.6g}), not {_shown(name)} ({v[i]:,.6g}){why}")
+                differ.append((i, col))
             take = np.isnan(kept) & ~np.isnan(v)
             metrics[col] = np.where(take, v, kept)
             origin[col] = np.where(take, name, origin[col])
     out = pd.concat([out, pd.DataFrame(metrics)], axis=1)
     out["input_notes"] = ["; ".join(n) or None for n in notes]
+    if differ:  # said on the terminal, never decided quietly: which value was kept is in each launch's notes
+        i, col = differ[0]
+        _log.warning("%s: the inputs give different values for %d launch metrics, e.g. launch %s's %s: %s; "
+                     "each launch's notes in kernels.csv name the value kept (pass runs that are not parts of one run with --stack)",
+                     out["source"].iloc[0], len(differ), out["launch_id"].iloc[i], col, notes[i][-1] if notes[i] else col)
     return out
 
 

@@ -18,23 +18,30 @@ with the same values; :func:`read_table` also restores the dtypes and tells None
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from .. import schema
+from .. import fmt, schema
 from .._lazy import LazyModule
 from .._version import __version__
 from ..errors import InputError
 from ..schema import Column
 
-pa, pacsv, pads, pq = (LazyModule(f"pyarrow{m}") for m in ("", ".csv", ".dataset", ".parquet"))  # imported when a table is written or read
+pa, pacsv, pads, pq, pc = (LazyModule(f"pyarrow{m}") for m in ("", ".csv", ".dataset", ".parquet", ".compute"))  # imported when a table is written or read
 
-__all__ = ["FORMATS", "TABLES", "arrow_table", "csv_bytes", "parquet_bytes", "table_files", "dataset_writer", "read_table",
-           "saved_kernels"]
+__all__ = ["FORMATS", "TABLES", "MANIFEST", "arrow_table", "csv_bytes", "parquet_bytes", "table_files", "dataset_writer",
+           "read_table", "saved_kernels", "read_manifest", "manifest_text", "csv_safe", "frame_csv"]
+
+#: The file in every output folder listing the files ncuroof wrote there (JSON ``{"files": [...]}``):
+#: the only ones a later run replaces or removes, and the only ones read back from the folder.
+MANIFEST = "ncuroof-manifest.json"
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}")
 
 #: Output formats of ``ncuroof analyze --format``.
 FORMATS = ("csv", "parquet")
@@ -116,16 +123,27 @@ def parquet_bytes(table: pa.Table) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
+#: The column a dataset is partitioned by: a short key of each input (a hash of its ``source``), so
+#: that a long input path never makes a directory name the file system refuses (errno 36).
+PART = "input_key"
+
+
+def _input_keys(sources: pa.ChunkedArray) -> pa.Array:
+    keys = {v: hashlib.sha1(str(v).encode("utf-8", "surrogatepass")).hexdigest()[:16] for v in sources.unique().to_pylist()}
+    return pa.array([keys[v] for v in sources.to_pylist()], type=pa.string())
+
+
 def dataset_writer(table: pa.Table, partition: str = "source") -> Callable[[Path], None]:
-    """A writer of ``table`` as a Parquet dataset directory partitioned by one column.
+    """A writer of ``table`` as a Parquet dataset directory partitioned by input.
 
     Parameters
     ----------
     table : pyarrow.Table
         From :func:`arrow_table`.
     partition : str, default 'source'
-        The column: one hive directory ``<partition>=<value>`` per value (the value URI-encoded,
-        so input paths with ``/`` stay one directory level).
+        The column telling the inputs apart: one hive directory ``input_key=<key>`` per value,
+        the key a 16-hex-digit hash of the value (:data:`PART`); the value itself stays a column
+        of the files (an input path of any length costs no long directory name).
 
     Returns
     -------
@@ -134,8 +152,10 @@ def dataset_writer(table: pa.Table, partition: str = "source") -> Callable[[Path
         :func:`pyarrow.dataset.write_dataset`); every file keeps the table's metadata. For
         :func:`ncuroof.render.page.write_outputs`.
     """
+    keyed = table.append_column(PART, _input_keys(table.column(partition))).replace_schema_metadata(table.schema.metadata)
+
     def write(path: Path) -> None:
-        pads.write_dataset(table, path, format="parquet", partitioning=[partition], partitioning_flavor="hive",
+        pads.write_dataset(keyed, path, format="parquet", partitioning=[PART], partitioning_flavor="hive",
                            basename_template="part-{i}.parquet", existing_data_behavior="error",
                            file_options=pads.ParquetFileFormat().make_write_options(compression="zstd"))
 
@@ -176,11 +196,48 @@ def table_files(tables: Mapping[str, pd.DataFrame], formats: Sequence[str] = ("c
     for name, df in tables.items():
         t = arrow_table(df, TABLES[name], name, inputs)
         if "csv" in formats:
-            out[f"{name}.csv"] = functools.partial(pacsv.write_csv, t)
+            out[f"{name}.csv"] = functools.partial(pacsv.write_csv, csv_safe(t))
         if "parquet" in formats:
             part = dataset and "source" in TABLES[name] and len(t) > 0
             out[f"{name}.parquet"] = dataset_writer(t) if part else functools.partial(_write_parquet, t)
     return out
+
+
+def _text_columns(table: pa.Table) -> list[int]:
+    return [i for i, f in enumerate(table.schema) if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
+
+
+def csv_safe(table: pa.Table) -> pa.Table:
+    """The table with every text cell a spreadsheet would run as a formula behind a ``'``.
+
+    The OWASP CSV-injection guidance, as :func:`ncuroof.fmt.csv_cell` (``=HYPERLINK(...)`` ->
+    ``'=HYPERLINK(...)``; a cell already beginning with ``'`` gets one more); for the CSV files
+    only: Parquet keeps the raw value, and :func:`read_table` strips the ``'`` again.
+    """
+    for i in _text_columns(table):
+        col = table.column(i)
+        signed = pc.and_(pc.match_substring_regex(col, fmt.CSV_SIGNED), pc.invert(pc.match_substring_regex(col, fmt.CSV_SIGNED_NUMBER)))
+        mask = pc.or_(pc.match_substring_regex(col, fmt.CSV_FORMULA), signed)
+        if pc.any(mask).as_py():
+            table = table.set_column(i, table.schema.field(i), pc.if_else(mask, pc.binary_join_element_wise("'", col, ""), col))
+    return table
+
+
+def frame_csv(df: pd.DataFrame) -> str:
+    """A table not declared in :data:`TABLES` (``whatif.csv``, ``phases.csv``, ``compare.csv``) as CSV
+    text through :meth:`pandas.DataFrame.to_csv`, its text cells neutralized as :func:`csv_safe` does."""
+    text = [c for c in df.columns if df[c].dtype == object or pd.api.types.is_string_dtype(df[c])]
+    return df.assign(**{c: df[c].map(fmt.csv_cell) for c in text}).to_csv(index=False)
+
+
+def _csv_raw(table: pa.Table) -> pa.Table:
+    """The inverse of :func:`csv_safe`: one leading ``'`` stripped from the text cells."""
+    for i in _text_columns(table):
+        col = table.column(i)
+        quoted = pc.starts_with(col, "'")
+        if pc.any(quoted).as_py():
+            table = table.set_column(i, table.schema.field(i), pc.if_else(quoted, pc.utf8_slice_codeunits(col, 1), col))
+    return table
 
 
 def _write_parquet(table: pa.Table, path: Path) -> None:
@@ -206,8 +263,9 @@ def _read_parquet(path: Path) -> pa.Table:
     meta = first.metadata or {}
     declared = TABLES.get(meta.get(f"{_PREFIX}table".encode(), path.stem.encode()).decode(), {})
     t = data.to_table()
-    # The partition column is in the directory names, not the files: put it back in its place.
-    names = [n for n in declared if n in t.column_names] + [n for n in first.names if n not in declared]
+    # The partition column is in the directory names, not the files: put it back in its place (a
+    # dataset partitioned by source), or drop the input key (one partitioned by PART).
+    names = [n for n in declared if n in t.column_names] + [n for n in first.names if n not in declared and n != PART]
     fields = [first.field(n) if n in first.names else _field(n, declared[n], t.schema.field(n).type) for n in names]
     t = t.select(names).cast(pa.schema(fields))
     if "source" in names and len(t):
@@ -249,7 +307,7 @@ def read_table(path: str | Path, table: str | None = None) -> pd.DataFrame:
             columns = TABLES.get(table or path.stem, {})
             opts = pacsv.ConvertOptions(column_types={n: _arrow_type(c.dtype) for n, c in columns.items()},
                                         strings_can_be_null=True, quoted_strings_can_be_null=False)
-            return _to_pandas(pacsv.read_csv(path, convert_options=opts), columns)
+            return _to_pandas(_csv_raw(pacsv.read_csv(path, convert_options=opts)), columns)
         t = _read_parquet(path)
     except (pa.ArrowInvalid, OSError, IndexError) as exc:
         raise InputError(f"is not a table ncuroof wrote ({str(exc).splitlines()[0]}); pass an ncuroof output", path) from exc
@@ -262,18 +320,60 @@ def read_table(path: str | Path, table: str | None = None) -> pd.DataFrame:
     return _to_pandas(t, TABLES.get(name))
 
 
+def read_manifest(directory: str | Path) -> list[str] | None:
+    """The files ncuroof wrote in an output folder, from its :data:`MANIFEST`.
+
+    Parameters
+    ----------
+    directory : path
+        An output folder.
+
+    Returns
+    -------
+    list of str or None
+        The file names listed (plain names inside the folder only: an entry with a path
+        separator, ``..`` or a leading dot is dropped), or None when the folder has no manifest
+        (a folder written before manifests, or not by ncuroof).
+
+    Raises
+    ------
+    InputError
+        When the manifest is not the JSON ncuroof writes.
+    """
+    path = Path(directory) / MANIFEST
+    if not path.is_file():
+        return None
+    try:
+        with open(path, "rb") as f:
+            data = json.loads(f.read(1 << 20))
+        names = data["files"]
+        if not isinstance(names, list):
+            raise TypeError("files is not a list")
+    except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
+        raise InputError(f"is not a manifest ncuroof wrote ({type(exc).__name__}); remove it and rerun the analysis", path) from exc
+    return [n for n in names if isinstance(n, str) and _NAME.fullmatch(n) and n != MANIFEST]
+
+
+def manifest_text(names: Sequence[str]) -> str:
+    """The :data:`MANIFEST` of an output folder holding ``names``, as JSON text."""
+    return json.dumps({"written_by": f"ncuroof {__version__}", "files": sorted(names)}, indent=1) + "\n"
+
+
 def saved_kernels(path: str | Path) -> Path | None:
     """The kernels table of a saved analysis, or None when ``path`` is not one.
 
     ``path`` is a ``.parquet`` file or dataset, or an output directory of ``ncuroof analyze``
-    (its ``kernels.parquet``, else its ``kernels.csv``).
+    (its ``kernels.parquet``, else its ``kernels.csv``). A folder with a :data:`MANIFEST` is read
+    only through it: a table a later run did not write (a stale ``kernels.parquet``) is never
+    read; a folder without one (written before manifests) is read as it is.
     """
     p = Path(path)
     if p.suffix == ".parquet" and p.exists():
         return p
     if p.is_dir():
+        listed = read_manifest(p)
         for name in ("kernels.parquet", "kernels.csv"):
-            if (p / name).exists():
+            if (listed is None or name in listed) and (p / name).exists():
                 return p / name
     return None
 

@@ -31,6 +31,7 @@ import shutil
 import sqlite3
 import subprocess
 import tempfile
+import time
 import zlib
 from array import array
 from collections.abc import Callable, Iterator
@@ -40,6 +41,7 @@ from typing import Any, BinaryIO
 import numpy as np
 import pandas as pd
 
+from .. import catalog
 from ..errors import InputError
 from ..schema import TIMELINE_LAUNCH, validate_timeline
 
@@ -113,8 +115,12 @@ def read_timeline(path: str | Path, device: int | None = None, progress: Callabl
                 raise InputError(f"exported to SQLite: {exc.message}", path) from None
         out.attrs["path"] = str(path)
         return out
-    launches, gpus = _read_nsys(path) if fmt == "nsys-sqlite" else _read_kineto(path, progress)
+    try:
+        launches, gpus = _read_nsys(path) if fmt == "nsys-sqlite" else _read_kineto(path, progress)
+    except _LimitHit as exc:
+        raise InputError(f"cannot be read within ncuroof's limits: {exc}", path) from None
     launches = launches[list(TIMELINE_LAUNCH)]
+    _whole_numbers(launches, path)
     devices = sorted(int(d) for d in launches["device"].dropna().unique())
     chosen = _choose_device(devices, gpus, device, report_gpu, path)
     on_device = (launches["device"] == chosen).to_numpy(dtype=bool, na_value=False)
@@ -130,6 +136,20 @@ def read_timeline(path: str | Path, device: int | None = None, progress: Callabl
     out.attrs = {"format": fmt, "path": str(path), "device": chosen, "gpu_name": gpus.get(chosen), "devices": devices,
                  "span_s": float(end.max() - t0), "busy_s": busy_time(start, end)}
     return out
+
+
+def _whole_numbers(launches: pd.DataFrame, path: Path) -> None:
+    """InputError when a device, stream, grid, block or correlation is not a whole number an int64
+    holds (``grid [1.5, 1, 1]``, ``device 1e20``): a damaged or hand-made trace."""
+    for name, col in TIMELINE_LAUNCH.items():
+        if col.dtype != "Int64":
+            continue
+        v = pd.to_numeric(launches[name], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        given = ~np.isnan(v)
+        bad = given & ((np.abs(v) >= 2.0**53) | (v != np.round(v)))
+        if bad.any():
+            raise InputError(f"{int(bad.sum())} kernel events with a {name} that is not a whole number below 2**53 (e.g. {v[bad][0]:g}); "
+                             "re-export the trace", path)
 
 
 def busy_time(start: np.ndarray, end: np.ndarray) -> float:
@@ -161,6 +181,9 @@ def _sniff(path: Path) -> str:
         raise InputError("no such file; check the path", path)
     if path.is_dir():
         raise InputError("is a directory; pass a PyTorch profiler trace (.json, .json.gz) or an Nsight Systems export (.sqlite)", path)
+    if not path.is_file():  # checked before opening: opening a FIFO blocks until someone writes
+        raise InputError("is not a regular file (a FIFO, socket or device); pass a PyTorch profiler trace or an Nsight Systems "
+                         "export", path)
     if path.suffix == ".nsys-rep":
         return "nsys-rep"
     try:
@@ -259,11 +282,14 @@ def _read_nsys(path: Path) -> tuple[pd.DataFrame, dict[int, str]]:
     """The launches of every device of an nsys SQLite export and the GPU names by device."""
     try:
         con = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)  # as a URI: '#', '?' or '%' in a path are escaped
+        budget = _bounded(con)
         with contextlib.closing(con):
             tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
             if "CUPTI_ACTIVITY_KIND_KERNEL" not in tables:
                 raise InputError("no CUPTI_ACTIVITY_KIND_KERNEL table: the export holds no CUDA kernels "
                                  "(profile with nsys profile --trace=cuda and export with nsys export --type sqlite)", path)
+            if "StringIds" not in tables:  # only real tables are read: a view can run forever
+                raise InputError("no StringIds table (a view of that name is not read); re-export it with nsys export --type sqlite", path)
             cols = {r[1] for r in con.execute("PRAGMA table_info(CUPTI_ACTIVITY_KIND_KERNEL)")}
             by_process = "globalPid" in cols and "CUPTI_ACTIVITY_KIND_RUNTIME" in tables
             runtime = _RUNTIME.format(process="globalTid >> 24, " if by_process else "") if "CUPTI_ACTIVITY_KIND_RUNTIME" in tables \
@@ -272,11 +298,16 @@ def _read_nsys(path: Path) -> tuple[pd.DataFrame, dict[int, str]]:
             name = "demangledName" if "demangledName" in cols else "shortName"
             raw = _numbers(con, _NSYS_QUERY.format(name=name, runtime=runtime, same_process=same),
                            con.execute("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0])
-            names = dict(con.execute(_NAMES_QUERY.format(name=name)))
+            names = _names(con, _NAMES_QUERY.format(name=name))
             nvtx = pd.read_sql_query(_NVTX_QUERY, con) if "NVTX_EVENTS" in tables else None
             gpus = _nsys_gpus(con, tables)
     except sqlite3.DatabaseError as exc:
+        if budget.hit is not None:
+            raise _LimitHit(budget.hit) from None
         raise InputError(f"not a readable SQLite database ({exc}); re-export it with nsys export --type sqlite", path) from None
+    except (ValueError, TypeError) as exc:  # TEXT or a BLOB where nsys writes numbers
+        raise InputError(f"a kernel column holds a value that is not a number ({str(exc)[:80]}); re-export it with nsys export "
+                         "--type sqlite", path) from None
     if raw.empty:
         raise InputError("the export holds no kernel launches (CUPTI_ACTIVITY_KIND_KERNEL is empty)", path)
     base = raw["start"].min()
@@ -284,6 +315,45 @@ def _read_nsys(path: Path) -> tuple[pd.DataFrame, dict[int, str]]:
                      duration_s=(raw["end"] - raw["start"]) * 1e-9, op=pd.NA, scope=pd.NA)
     out["nvtx"] = pd.NA if nvtx is None or nvtx.empty else _enclosing(nvtx, raw[["tid", "launch"]].rename(columns={"launch": "start"}))[1]
     return out, gpus
+
+
+class _Budget:
+    """The time and virtual-machine steps an SQLite connection may spend ([limits] ``sql_seconds``,
+    ``sql_steps_millions``): its progress handler interrupts a query past either (a recursive view,
+    a join without end), also on Ctrl-C, which a long SQLite query otherwise ignores."""
+
+    _EVERY = 100_000  # steps between calls of the handler
+
+    def __init__(self) -> None:
+        lim = catalog.limits()
+        self.seconds, self.calls = lim["sql_seconds"], lim["sql_steps_millions"] * 1e6 / self._EVERY
+        self.start, self.n, self.hit = time.monotonic(), 0, None
+
+    def __call__(self) -> int:
+        self.n += 1
+        if time.monotonic() - self.start > self.seconds:
+            self.hit = catalog.over_limit("sql_seconds", f"its queries ran more than {self.seconds:g} s")
+        elif self.n > self.calls:
+            self.hit = catalog.over_limit("sql_steps_millions", "its queries took more SQLite steps than allowed")
+        return self.hit is not None
+
+
+def _bounded(con: sqlite3.Connection) -> _Budget:
+    budget = _Budget()
+    con.set_progress_handler(budget, _Budget._EVERY)
+    return budget
+
+
+def _names(con: sqlite3.Connection, query: str) -> dict[Any, str]:
+    """``id -> value`` of StringIds, each value at most ``[limits] name_chars`` long (longer is refused)."""
+    limit = int(catalog.limits()["name_chars"])
+    out = {}
+    for i, v in con.execute(f"SELECT id, substr(value, 1, {limit + 1}) FROM ({query})"):
+        v = "" if v is None else str(v)
+        if len(v) > limit:
+            raise _LimitHit(catalog.over_limit("name_chars", f"a kernel name of StringIds has more than {limit} characters"))
+        out[i] = v
+    return out
 
 
 def _numbers(con: sqlite3.Connection, query: str, rows: int) -> pd.DataFrame:
@@ -323,6 +393,98 @@ class _Counted(io.RawIOBase):
         return n or 0
 
 
+class _Consumed:
+    """A binary file counting the bytes read from it (``consumed``)."""
+
+    def __init__(self, f: BinaryIO) -> None:
+        self._f, self.consumed = f, 0
+
+    def read(self, size: int = -1) -> bytes:
+        b = self._f.read(size)
+        self.consumed += len(b)
+        return b
+
+    def readinto(self, b: Any) -> int:
+        n = self._f.readinto(b) or 0
+        self.consumed += n
+        return n
+
+    def readable(self) -> bool:
+        return True
+
+
+class _LimitHit(Exception):
+    """An input past one of the ``[limits]`` of ``metrics/thresholds.toml`` (the message says which)."""
+
+
+# Every byte but the ones that open or close a JSON string, array or object.
+_NOT_STRUCTURE = bytes(sorted(set(range(256)) - set(b'"[]{}')))
+
+
+class _Guard(io.RawIOBase):
+    """The decompressed bytes of a trace as they stream to the JSON parser, checked against the
+    ``[limits]``: the decompressed size and ratio (a gzip bomb) and the nesting depth of the JSON
+    (a parser's work per token grows with the depth), all without a copy of the data.
+
+    The depth is counted a chunk at a time with C-speed byte operations: escaped backslashes and
+    quotes are dropped, then everything but quotes and brackets, and numpy counts the brackets
+    outside strings.
+    """
+
+    def __init__(self, inner: BinaryIO, counted: _Consumed, zipped: bool) -> None:
+        lim = catalog.limits()
+        self._inner, self._counted, self._zipped = inner, counted, zipped
+        self._max_bytes, self._ratio, self._floor = lim["decompressed_bytes"], lim["decompressed_ratio"], lim["decompressed_floor_bytes"]
+        self._max_depth = int(lim["json_depth"])
+        self._max_chars = int(lim["name_chars"])
+        self._out = self._depth = self._quotes = self._open = 0
+        self._carry = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        n = self._inner.readinto(b) or 0
+        self._out += n
+        if self._out > self._max_bytes:
+            raise _LimitHit(catalog.over_limit("decompressed_bytes", f"it decompresses to more than {self._max_bytes:.3g} bytes"))
+        if self._zipped and self._out > self._floor and self._out > self._ratio * max(self._counted.consumed, 1):
+            raise _LimitHit(catalog.over_limit("decompressed_ratio", f"it decompresses to more than {self._ratio:g} times its size "
+                                                                     "(a gzip bomb?)"))
+        if n:
+            self._nesting(bytes(memoryview(b)[:n]))
+        return n
+
+    def _nesting(self, data: bytes) -> None:
+        data = self._carry + data
+        tail = len(data) - len(data.rstrip(b"\\"))  # a backslash run may go on in the next chunk
+        self._carry, data = (data[-tail:], data[:-tail]) if tail else (b"", data)
+        clean = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+        self._strings(np.flatnonzero(np.frombuffer(clean, dtype=np.uint8) == ord('"')), len(clean))
+        marks = clean.translate(None, _NOT_STRUCTURE)
+        if not marks:
+            return
+        a = np.frombuffer(marks, dtype=np.uint8)
+        quote = a == ord('"')
+        outside = (np.cumsum(quote) + self._quotes) % 2 == 0
+        step = (outside & ((a == ord("[")) | (a == ord("{")))).astype(np.int64) - (outside & ((a == ord("]")) | (a == ord("}"))))
+        depth = self._depth + np.cumsum(step)
+        if depth.max() > self._max_depth:
+            raise _LimitHit(catalog.over_limit("json_depth", f"its JSON nests deeper than {self._max_depth} levels"))
+        self._depth, self._quotes = int(depth[-1]), (self._quotes + int(quote.sum())) % 2
+
+    def _strings(self, quotes: np.ndarray, size: int) -> None:
+        """Check the length of the JSON strings of a chunk (``quotes``: its unescaped quotes) and of
+        the one still open from the chunks before: the parser's work on one string grows faster than
+        its length."""
+        bounds = np.concatenate([[-1 - self._open], quotes]) if self._quotes else quotes
+        closed = bounds[1::2][:len(bounds) // 2] - bounds[0::2][:len(bounds) // 2] - 1
+        self._open = size - int(bounds[-1]) - 1 if len(bounds) % 2 else 0
+        longest = max(int(closed.max()) if len(closed) else 0, self._open)
+        if longest > self._max_chars:
+            raise _LimitHit(catalog.over_limit("name_chars", f"a JSON string has more than {self._max_chars} characters"))
+
+
 @contextlib.contextmanager
 def _open_trace(path: Path, progress: Callable[[int], Callable[..., None]] | None) -> Iterator[BinaryIO]:
     """The decompressed bytes of a Kineto trace, plain or gzipped; read errors become InputError."""
@@ -332,7 +494,8 @@ def _open_trace(path: Path, progress: Callable[[int], Callable[..., None]] | Non
         raw.seek(0)
         counted = io.BufferedReader(_Counted(raw, advance), _READ_BYTES)
         try:
-            yield gzip.GzipFile(fileobj=counted) if zipped else counted
+            consumed = _Consumed(counted)  # the ratio is of the bytes gzip consumed, not of what the buffer read ahead
+            yield io.BufferedReader(_Guard(gzip.GzipFile(fileobj=consumed) if zipped else consumed, consumed, zipped), _JSON_BYTES)
         except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
             raise InputError(f"truncated or damaged gzip file ({exc}); copy or save the trace again", path) from None
         except OSError as exc:
@@ -348,8 +511,9 @@ def _gpu_names(path: Path) -> dict[int, str]:
     names: dict[int, str] = {}
     with contextlib.suppress(ijson.JSONError):  # the head ends mid-document
         for prop in ijson.items(io.BytesIO(head), "deviceProperties.item", use_float=True):
-            if isinstance(prop, dict) and "id" in prop and prop.get("name"):
-                names[int(prop["id"])] = str(prop["name"])
+            with contextlib.suppress(TypeError, ValueError, OverflowError):  # an id that is no device number names none
+                if isinstance(prop, dict) and "id" in prop and prop.get("name"):
+                    names[int(prop["id"])] = str(prop["name"])[:256]
     return names
 
 
@@ -367,6 +531,7 @@ class _KinetoScan:
 
     def __init__(self) -> None:
         self.strings: dict[Any, int] = {}
+        self.name_chars = int(catalog.limits()["name_chars"])
         self.threads: dict[Any, int] = {}
         self.events = 0
         self.kernel = {c: array("d") for c in self.KERNEL}
@@ -401,7 +566,7 @@ class _KinetoScan:
 
     def _kernel(self, e: dict, args: dict) -> None:
         col = self.kernel
-        col["name"].append(self.strings.setdefault(e.get("name"), len(self.strings)))
+        col["name"].append(self._name(e))
         col["thread"].append(self.threads.setdefault((e.get("pid"), e.get("tid")), len(self.threads)))
         for key, arg in (("ts", "ts"), ("dur", "dur")):
             col[key].append(e.get(arg, _NAN))
@@ -419,8 +584,17 @@ class _KinetoScan:
         col["thread"].append(self.threads.setdefault((e.get("pid"), e.get("tid")), len(self.threads)))
         col["ts"].append(e.get("ts", _NAN))
         col["dur"].append(e.get("dur", _NAN))
-        col["name"].append(self.strings.setdefault(e.get("name"), len(self.strings)))
+        col["name"].append(self._name(e))
         col["external"].append((e.get("args") or {}).get("External id", _NAN))
+
+    def _name(self, e: dict) -> int:
+        """The index of the event's name in :attr:`strings`: text (a missing name is ``''``, a number its
+        text), at most ``[limits] name_chars`` long."""
+        name = e.get("name")
+        name = "" if name is None else name if isinstance(name, str) else str(name)[:64]
+        if len(name) > self.name_chars:
+            raise _LimitHit(catalog.over_limit("name_chars", f"an event name has {len(name)} characters"))
+        return self.strings.setdefault(name, len(self.strings))
 
     def frame(self, kind: str) -> pd.DataFrame:
         """One kind of event (``kernel``, ``launch``, ``op``, ``scope``, ``gpu_scope``) as a frame of float64 columns
@@ -530,23 +704,40 @@ def _enclosing(ranges: pd.DataFrame, queries: pd.DataFrame, paths: bool = True) 
     ref = np.concatenate([np.arange(n), qpos])
     order = np.lexsort((-end, is_query, start, tid))
     labels = r["label"].to_numpy(dtype=object)
+    max_depth = int(catalog.limits()["range_depth"])
     ends: list[float] = []
-    names: list[Any] = []
-    joined: list[Any] = []
+    stack: list[int] = []  # the open ranges, outermost first, as indices of ``labels``
+    parent = np.full(n, -1, dtype=np.int64)  # each range's enclosing range: paths are built only when asked
+    built: dict[int, Any] = {}
     current = None
     for g, s, e, q, j in _in_order(order, (tid, start, end, is_query, ref)):
         if g != current:
-            ends, names, joined, current = [], [], [], g
+            ends, stack, current = [], [], g
         while ends and ends[-1] < s:
-            ends.pop(), names.pop(), joined.pop()
+            ends.pop(), stack.pop()
         if q:
-            if ends:
-                inner[j], path[j] = names[-1], joined[-1]
+            if stack:
+                inner[j] = labels[stack[-1]]
+                path[j] = _path(stack[-1], labels, parent, built) if paths else None
             continue
-        label = labels[j]
-        ends.append(e), names.append(label)
-        joined.append((joined[-1] + _PATH_SEP + label if joined else label) if paths else None)
+        parent[j] = stack[-1] if stack else -1
+        ends.append(e), stack.append(j)
+        if len(stack) > max_depth:
+            raise _LimitHit(catalog.over_limit("range_depth", f"a thread has more than {max_depth} ranges open at once"))
     return inner, path
+
+
+def _path(node: int, labels: np.ndarray, parent: np.ndarray, built: dict[int, Any]) -> Any:
+    """The path of range ``node``, outermost first, joined by ``' > '``: built from the parent links
+    when first asked for (memory of the paths asked for, not of every level of every open range)."""
+    if node not in built:
+        chain = []
+        at = node
+        while at >= 0:
+            chain.append(labels[at])
+            at = int(parent[at])
+        built[node] = chain[0] if len(chain) == 1 else _PATH_SEP.join("" if x is None else str(x) for x in reversed(chain))
+    return built[node]
 
 
 def _in_order(order: np.ndarray, columns: tuple[np.ndarray, ...]) -> Iterator[tuple]:

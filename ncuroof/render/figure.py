@@ -20,6 +20,7 @@ The figure is built in parts: :func:`_chart` (roofs, views, axis ranges), :func:
 
 from __future__ import annotations
 
+import html
 import itertools
 import math
 import re
@@ -98,13 +99,14 @@ def _tag(source: str) -> str:
 
 def _kernel_names(dots: pd.DataFrame) -> np.ndarray:
     """Hover head of per-kernel dots: label, demangled name when it differs, launches."""
-    return np.array([f"<b>{n}</b><br>{_short(dm)}<br>{fmt.count(int(c), 'launch')}" if isinstance(dm, str) and dm and dm != n
-                     else f"<b>{n}</b><br>{fmt.count(int(c), 'launch')}"
+    esc = html.escape  # names are text: plotly would render <b>, <br>, <a> in them as formatting
+    return np.array([f"<b>{esc(str(n))}</b><br>{esc(_short(dm))}<br>{fmt.count(int(c), 'launch')}" if isinstance(dm, str) and dm and dm != n
+                     else f"<b>{esc(str(n))}</b><br>{fmt.count(int(c), 'launch')}"
                      for n, dm, c in zip(dots["label"], dots["demangled"], dots["launches"])], dtype=object)
 
 
 def _launch_names(dots: pd.DataFrame) -> np.ndarray:
-    return dots["label"].astype(str).to_numpy(dtype=object)
+    return dots["label"].astype(str).map(html.escape).to_numpy(dtype=object)
 
 
 @dataclass(frozen=True)
@@ -483,7 +485,7 @@ def _key_traces(ch: _Chart) -> list[go.Scatter]:
                for b in BOUND_COLORS if (ch.summ["bound"] == b).any()]
     for r in ch.summ[ch.summ["kid"] < min(_KEYED_KERNELS, len(KERNEL_COLORS))].itertuples(index=False):
         label = r.kernel_label if len(r.kernel_label) <= 40 else r.kernel_label[:39] + "…"
-        traces.append(key(label, "kernels", "Colour: kernel", dict(color=kernel_color(r.kid), size=10),
+        traces.append(key(html.escape(label), "kernels", "Colour: kernel", dict(color=kernel_color(r.kid), size=10),
                           dict(role="key_kernel", when={"color": "kernel"})))
     return traces
 

@@ -3,13 +3,17 @@ whole or not at all."""
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import functools
 import io
 import json
 import os
 import shutil
+import signal
 import tempfile
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
@@ -22,9 +26,10 @@ from markupsafe import Markup
 from .. import fmt
 from .._lazy import LazyModule
 from ..catalog import Catalog, GpuCatalog
-from ..errors import OutputError
+from ..errors import InputError, OutputError
 from ..model.diagnose import CLASSES as DIAGNOSIS_TEXT
 from ..model.summary import FOCUS_SHARE, kernel_summary
+from ..parser import tables_io
 from ..schema import cell_text, parse_cell, precision_title, to_text, work_unit
 from . import figure as plot
 from . import provenance
@@ -97,13 +102,14 @@ def summary_text(summary: pd.DataFrame, width: int = 120) -> str:
                       *([("% achievable", "right")] if ach else []), ("at roof", "right"), ("saving", "right")):
         table.add_column(col, justify=just)  # type: ignore[arg-type]
     for r in summary.itertuples(index=False):
-        name = r.kernel_label if len(r.kernel_label) <= 50 else r.kernel_label[:47] + "..."
+        label = fmt.printable(r.kernel_label, layout=False)
+        name = label if len(label) <= 50 else label[:47] + "..."
         table.add_row(name, str(r.launches), fmt.time(r.time_s), fmt.pct(r.time_share, 1),
                       precision_title(r.precision) if r.precision else "-",
                       DIAGNOSIS_TEXT.get(getattr(r, "diagnosis", ""), r.bound), fmt.pct(r.roof_fraction, 1),
                       *([fmt.pct(r.achievable_roof_fraction, 1)] if ach else []), fmt.time(r.time_at_roof_s), fmt.pct(r.saving_share, 1))
     buf = io.StringIO()
-    Console(file=buf, width=width, force_terminal=False, color_system=None).print(table)
+    Console(file=buf, width=width, force_terminal=False, color_system=None, markup=False).print(table)  # names are text
     return buf.getvalue()
 
 
@@ -507,13 +513,16 @@ def render_page(title: str, fig: go.Figure, meta: dict[str, Any], table_title: s
                                                        table=Markup(table), sort_js=Markup(_asset("sort.js")))
 
 
-def write_outputs(outdir: Path, files: dict[str, str | bytes | Callable[[Path], None]]) -> None:
-    """Write ``files`` into ``outdir`` whole or not at all.
+def write_outputs(outdir: Path, files: dict[str, str | bytes | Callable[[Path], None]], inputs: Sequence[Path] = ()) -> None:
+    """Write ``files`` into ``outdir`` whole or not at all, as one unit with its manifest.
 
-    Everything is written into a temporary directory beside ``outdir`` first; if ``outdir``
-    does not exist the temporary directory is renamed to it, else each file is moved in with an
-    atomic rename (a directory entry replaces the old directory of that name). A failure leaves
-    no partial files.
+    Everything is written into a hidden staging directory first (beside a new ``outdir``, inside
+    an existing one). A new ``outdir`` is the staging directory renamed. In an existing one, the
+    files of the previous run (those its :data:`~ncuroof.parser.tables_io.MANIFEST` lists) are
+    moved aside, the new ones moved in, then the old ones removed: a stale output of an earlier
+    run (``kernels.parquet`` after a CSV-only rerun, ``phases.csv``, ...) does not stay beside the
+    new ones, and a failure puts the previous run back. Files the manifest does not list are
+    never touched. SIGTERM and SIGHUP while writing clean up like Ctrl-C (KeyboardInterrupt).
 
     Parameters
     ----------
@@ -522,37 +531,112 @@ def write_outputs(outdir: Path, files: dict[str, str | bytes | Callable[[Path], 
     files : dict of str to str, bytes or callable
         File name to content, or to a writer called with the path to create (a Parquet dataset
         directory, :func:`ncuroof.parser.tables_io.dataset_writer`).
+    inputs : sequence of Path, optional
+        The input files (and saved folders) of the run: refused when one is among the files
+        written or replaced.
 
     Raises
     ------
+    InputError
+        If an input is among the files this run writes or replaces (``analyze dir/kernels.csv -o dir``).
     OutputError
-        If the directory or a file cannot be written. Any other exception is re-raised after
-        the temporary directory is removed.
+        If a file to write exists and no manifest says ncuroof wrote it, or the directory or a file
+        cannot be written. Any other exception is re-raised after the staging directory is removed.
     """
     outdir = Path(outdir)
     if outdir.exists() and not outdir.is_dir():
         raise OutputError("exists and is not a directory; choose another -o", outdir)
     try:
-        outdir.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{outdir.name}.", dir=outdir.parent))
-    except OSError as exc:
-        raise OutputError(f"cannot create the output directory ({exc.strerror}); choose a writable -o", outdir) from exc
-    try:
-        _write_files(tmp, files)
-        if not outdir.exists():
-            os.rename(tmp, outdir)
-            os.chmod(outdir, 0o777 & ~_umask())
-        else:
-            for name in files:
-                if (outdir / name).is_dir() and not (outdir / name).is_symlink():
-                    shutil.rmtree(outdir / name)
-                os.replace(tmp / name, outdir / name)
+        old = (tables_io.read_manifest(outdir) or []) if outdir.is_dir() else []
+    except InputError as exc:
+        raise OutputError(f"{exc.message}, or choose another -o", exc.path) from exc
+    _check_targets(outdir, list(files), old, inputs)
+    with _signals_interrupt():
+        try:
+            stage_in = outdir if outdir.is_dir() else outdir.parent
+            stage_in.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=f".{outdir.name or 'ncuroof'}.new.", dir=stage_in))
+        except OSError as exc:
+            raise OutputError(f"cannot create the output directory ({exc.strerror}); choose a writable -o", outdir) from exc
+        try:
+            _write_files(tmp, {**files, tables_io.MANIFEST: tables_io.manifest_text(list(files))})
+            if not outdir.exists():
+                os.rename(tmp, outdir)
+                os.chmod(outdir, 0o777 & ~_umask())
+            else:
+                _swap(outdir, tmp, [*files, tables_io.MANIFEST], [*old, tables_io.MANIFEST])
+        except BaseException as exc:  # noqa: BLE001 - whatever fails (disk, Arrow, encoding, a signal), leave no partial files
             shutil.rmtree(tmp, ignore_errors=True)
-    except BaseException as exc:  # noqa: BLE001 - whatever fails (disk, Arrow, encoding, Ctrl-C), leave no partial files
+            if isinstance(exc, (OSError, pa.ArrowException)):
+                why = getattr(exc, "strerror", None) or exc
+                denied = getattr(exc, "errno", None) in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT)
+                advice = "choose a writable -o" if denied else "choose another -o"
+                raise OutputError(f"cannot write the output ({why}); the previous files are kept; {advice}", outdir) from exc
+            raise
         shutil.rmtree(tmp, ignore_errors=True)
-        if isinstance(exc, (OSError, pa.ArrowException)):
-            raise OutputError(f"cannot write the output ({getattr(exc, 'strerror', None) or exc}); choose a writable -o", outdir) from exc
+
+
+def _check_targets(outdir: Path, new: list[str], old: list[str], inputs: Sequence[Path]) -> None:
+    """Refuse an input among the files written or replaced, and a file to write that ncuroof did not write."""
+    base = outdir.resolve()
+    targets = {(base / n).resolve() for n in {*new, *old}}
+    for p in inputs:
+        rp = Path(p).resolve()
+        if rp in targets or rp == base or any(t in rp.parents for t in targets):
+            raise InputError(f"is an input and inside the output set of {outdir} (it would be replaced); choose another -o", p)
+    for name in new:
+        if name not in old and os.path.lexists(outdir / name):
+            raise OutputError(f"{name} exists and was not written by ncuroof (no {tables_io.MANIFEST} lists it); move it away "
+                              "or choose another -o", outdir)
+
+
+def _swap(outdir: Path, tmp: Path, new: list[str], old: list[str]) -> None:
+    """Move ``old`` files of ``outdir`` aside, ``new`` ones from ``tmp`` in; on failure put the old ones back."""
+    aside = tmp / ".old"
+    aside.mkdir()
+    moved_old: list[str] = []
+    moved_new: list[str] = []
+    try:
+        for name in dict.fromkeys(old):
+            if os.path.lexists(outdir / name):
+                os.rename(outdir / name, aside / name)
+                moved_old.append(name)
+        for name in new:
+            os.rename(tmp / name, outdir / name)
+            moved_new.append(name)
+    except BaseException:
+        for name in moved_new:
+            _remove(outdir / name)
+        for name in moved_old:
+            os.rename(aside / name, outdir / name)
         raise
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def _signals_interrupt() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise KeyboardInterrupt while writing (main thread only), so the
+    staging directory is removed as on Ctrl-C; the previous handlers are restored after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    sigs = [getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n)]
+    previous = {s: signal.signal(s, interrupt) for s in sigs}
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
 
 
 def _write_files(directory: Path, files: dict[str, str | bytes | Callable[[Path], None]]) -> None:

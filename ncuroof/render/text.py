@@ -105,15 +105,16 @@ def _compare_table(result: Any, top: int) -> str:
     for col in ("kernel", "status", "time before", "time after", "speedup", "change", "level", "movement"):
         table.add_column(col)
     for r in result.table.head(top).itertuples(index=False):
-        name = r.kernel_label if len(r.kernel_label) <= 50 else r.kernel_label[:47] + "..."
+        label = fmt.printable(r.kernel_label, layout=False)
+        name = label if len(label) <= 50 else label[:47] + "..."
         if r.match not in ("name", "only_before", "only_after"):
-            name += f" (-> {r.kernel_name_after}, {r.match})"
+            name += f" (-> {fmt.printable(r.kernel_name_after, layout=False)}, {r.match})"
         table.add_row(name, r.status, fmt.time(r.time_s_before) if r.launches_before else "-",
                       fmt.time(r.time_s_after) if r.launches_after else "-",
                       f"{r.speedup:.3g}x" if r.speedup == r.speedup else "-", r.change or "-", r.movement_level.upper() or "-",
                       r.movement or "-")
     buf = io.StringIO()
-    Console(file=buf, width=160, force_terminal=False, color_system=None).print(table)
+    Console(file=buf, width=160, force_terminal=False, color_system=None, markup=False).print(table)  # names are text
     return buf.getvalue()
 
 

@@ -158,7 +158,7 @@ def _phase_trace(d: pd.DataFrame, view: str, label: str) -> go.Scatter:
                               + work + " %{@flop:.4s}FLOP: AI %{x:.3g} FLOP/B at DRAM, %{y:.3s}FLOP/s<br>"
                               "at its speed of light %{@time_at_roof_s:.3s}s<extra></extra>", PHASE_CUSTOMDATA)
     return go.Scatter(x=d["x"], y=d["y"], mode="markers+text", name=f"{label}: {work}", textposition="top center",
-                      text=d["phase"].where(d["phase"].str.len() < 40, "…" + d["phase"].str[-38:]),
+                      text=d["phase"].where(d["phase"].str.len() < 40, "…" + d["phase"].str[-38:]).map(html.escape),
                       hovertext=d["phase"].map(html.escape) + " · " + d["bound"].astype(str) + "-bound",
                       customdata=d[list(PHASE_CUSTOMDATA)].to_numpy(float),
                       hovertemplate=hover, meta=dict(role="phase_dots", precision=view, when={"precision": view}),
