@@ -38,6 +38,8 @@ __all__ = [
     "Pipe",
     "PipeCatalog",
     "InstructionCatalog",
+    "OpcodeTable",
+    "OpcodeCatalog",
     "Catalog",
     "GpuSpec",
     "Measurement",
@@ -243,6 +245,43 @@ def _instruction(data: dict[str, Any]) -> InstructionCatalog:
 
 
 @dataclass(frozen=True)
+class OpcodeTable:
+    """One SASS opcode table of ``metrics/opcodes.toml``: its metric (instanced by opcode), the
+    factor to thread instructions with a true predicate, and the assumption that factor makes."""
+
+    id: str
+    metric: str
+    factor: float
+    assumption: str
+    source: str
+
+
+@dataclass(frozen=True)
+class OpcodeCatalog:
+    """FLOPs per thread instruction of each FP opcode, per precision, and the opcode tables in
+    order of preference (``metrics/opcodes.toml``); ``order`` is the declared preference of every
+    quantity's sources (the evidence ledger)."""
+
+    tables: tuple[OpcodeTable, ...]
+    weights: dict[str, dict[str, float]]
+    order: dict[str, tuple[str, ...]]
+
+    @functools.cached_property
+    def fp_opcode(self) -> re.Pattern[str]:
+        """The opcodes that carry FP work (a key of :attr:`weights`), matched on a table's key."""
+        names = sorted({op for w in self.weights.values() for op in w}, key=len, reverse=True)
+        return re.compile("^(" + "|".join(map(re.escape, names)) + ")$")
+
+
+def _opcodes(data: dict[str, Any]) -> OpcodeCatalog:
+    tables = tuple(OpcodeTable(t["id"], t["metric"], float(t["factor"]), t.get("assumption", ""), t["source"]) for t in data["table"])
+    weights = {p: {op: float(w) for op, w in ws.items()} for p, ws in data["weights"].items()}
+    if not tables or any(t.factor <= 0 for t in tables) or not all(weights.values()):
+        raise ValueError("opcodes.toml: needs [[table]] entries with a positive factor and weights per precision")
+    return OpcodeCatalog(tables, weights, {k: tuple(v) for k, v in data.get("order", {}).items()})
+
+
+@dataclass(frozen=True)
 class Catalog:
     """The whole metric catalog."""
 
@@ -257,6 +296,19 @@ class Catalog:
     thresholds: dict[str, Any] = field(default_factory=dict)
     pipes: PipeCatalog | None = None
     instruction: InstructionCatalog | None = None
+    opcodes: OpcodeCatalog | None = None
+    #: ``[l2_evidence]`` of roofline.toml: L2 write bytes (``writes``) and an L2 roof from the tag stage (``peak``).
+    l2_evidence: dict[str, tuple[Recipe, ...]] = field(default_factory=dict)
+
+    @functools.cached_property
+    def instanced_metrics(self) -> dict[str, re.Pattern[str]]:
+        """The instanced (per-opcode) metrics the parser reads, each with the regex of the instance
+        keys it keeps: the MMA opcodes of the tensor estimate and the FP opcodes of ``opcodes.toml``.
+        Kept instances become ``<metric>[<key>]`` columns."""
+        out = {self.tensor.opcode_metric: self.tensor.looks_like_mma}
+        if self.opcodes is not None:
+            out |= {t.metric: self.opcodes.fp_opcode for t in self.opcodes.tables}
+        return out
 
     @functools.cached_property
     def scalar_metrics(self) -> frozenset[str]:
@@ -268,6 +320,7 @@ class Catalog:
         for lv in self.levels.values():
             for d in lv.definitions:
                 recipes += [*d.bytes, *d.rate, *d.peak]
+        recipes += [r for rs in self.l2_evidence.values() for r in rs]
         for r in recipes:
             names.update(r.metrics)
         t = self.tensor
@@ -526,6 +579,8 @@ def load(directory: Path | None = None) -> Catalog:
         thresholds=thresholds,
         pipes=_pipes(_read(directory / "pipes.toml")),
         instruction=_instruction(_read(directory / "instruction_roofline.toml")),
+        l2_evidence={k: _recipes(v, f"l2_evidence.{k}") for k, v in roof.get("l2_evidence", {}).items()},
+        opcodes=_opcodes(_read(directory / "opcodes.toml")) if (directory / "opcodes.toml").is_file() else None,
     )
 
 

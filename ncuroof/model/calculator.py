@@ -26,6 +26,7 @@ from .. import catalog as _catalog
 from ..catalog import Catalog, Recipe, Term
 from ..parser.validate import roof_damage
 from ..schema import DAMAGED, KERNELS, LEVELS, LIST_SEPARATOR, POINTS, PRECISIONS, empty, format_sources, parse_sources_column, tensor_columns, tensor_paths
+from .evidence import SOURCES_DISAGREE, flop_evidence, l2_write_evidence, ledger_text, opcode_flops
 from .speed_of_light import apply_speed_of_light, hot_pipe
 
 __all__ = ["compute_kernels", "compute_points", "achievable_roof", "time_at_roof", "cc_number", "Resolved", "flop_columns"]
@@ -128,9 +129,15 @@ class _Work:
     estimated: np.ndarray
 
 
-def _precision_work(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray, time_s: np.ndarray) -> tuple[dict[str, _Work], np.ndarray]:
+def _precision_work(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray, time_s: np.ndarray,
+                    notes: list[list[str]]) -> tuple[dict[str, _Work], np.ndarray, dict[str, np.ndarray]]:
+    """Work per precision in the order of ``metrics/opcodes.toml`` ``[order].flop``: the roofline
+    counters (count, else rate x time), else the SASS opcode tables (:mod:`ncuroof.model.evidence`).
+    Returns the work, ``flop_source`` (the sources used, ``+``-joined) and each precision's ledger text."""
     work: dict[str, _Work] = {}
-    source = np.full(len(raw), "", dtype=object)
+    tables = opcode_flops(raw, cat)
+    disagree = float(cat.thresholds.get("evidence", {}).get("flop_disagree", 0.02))
+    used, held = [], {}
     for name in PRECISIONS:
         p = cat.precisions[name]
         rate = _resolve(raw, p.rate, cc)
@@ -138,10 +145,13 @@ def _precision_work(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray, time_s: np.
         peak = _resolve(raw, p.peak, cc)
         flop = np.where(count.present, count.values, rate.values * time_s)
         flop_per_s = np.where(rate.present, rate.values, _div(count.values, time_s))
-        src = np.where(count.present, "count", np.where(rate.present, "rate x time", ""))
-        source = np.where(source == "", src, source)
+        src = np.where(count.present, "count", np.where(rate.present, "rate x time", "")).astype(object)
+        flop, flop_per_s, src, held[name] = flop_evidence(name, flop, flop_per_s, src, time_s, tables, disagree, notes)
+        used.append(src)
         work[name] = _Work(flop, flop_per_s, peak.values, np.zeros(len(raw), dtype=bool))
-    return work, source
+    rows, which = np.unique(np.column_stack(used).astype(str), axis=0, return_inverse=True)  # a handful of combinations
+    text = np.array(["+".join(dict.fromkeys(x for x in row if x)) for row in rows], dtype=object)
+    return work, text[which.reshape(-1)], held
 
 
 @dataclass
@@ -292,6 +302,46 @@ def _level_traffic(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray, time_s: np.n
             used = np.where(take, d.id, used)
         out[name] = _Traffic(b, r, pk, used)
     return out
+
+
+def _ledger(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray, time: Resolved, flop_held: dict[str, np.ndarray],
+            levels: dict[str, _Traffic], notes: list[list[str]]) -> np.ndarray:
+    """The ``evidence_sources`` column: per precision, level, time and clock, every source the
+    launch's input holds, the used one first, with the agreement of two forms of one quantity
+    (``dram__bytes.sum`` and read + write); a disagreement beyond ``[evidence].flop_disagree`` is a note (flag)."""
+    disagree = float(cat.thresholds.get("evidence", {}).get("flop_disagree", 0.02))
+    parts = dict(flop_held)
+    for name in LEVELS:
+        used = levels[name].definition
+        text = np.full(len(raw), "", dtype=object)
+        others = np.full(len(raw), "", dtype=object)
+        for d in cat.levels[name].definitions:
+            ref = np.full(len(raw), _NAN)
+            for r in d.bytes:
+                v = _recipe(raw, r, cc)
+                here = ~np.isnan(v) & (used == d.id)
+                first = here & np.isnan(ref)
+                apart = np.abs(v - ref) / np.maximum(np.maximum(np.abs(v), np.abs(ref)), 1.0)
+                text = np.where(first, np.where(text == "", "", text + "; ") + r.label, text)
+                text = np.where(here & ~first, text + " = " + r.label, text)
+                for i in np.flatnonzero(here & ~first & (apart > disagree)):
+                    notes[i].append(f"{SOURCES_DISAGREE}: {name.upper()} bytes {ref[i]:.6g} from the first recipe but {v[i]:.6g} "
+                                    f"from {r.label} ({100 * apart[i]:.1f} % apart): the first is used")
+                ref = np.where(first, v, ref)
+                other = ~np.isnan(v) & (used != d.id) & (used != "") & ~_contains(others, f" {d.id},")
+                others = np.where(other, others + f" {d.id},", others)
+        rated = (text == "") & (used != "") & ~np.isnan(levels[name].bytes)
+        text = np.where(rated, used.astype(object) + " definition (rate x time)", text)
+        extra = pd.Series(others, dtype=object).str.strip(" ,").to_numpy(dtype=object)
+        parts[name] = np.where(extra != "", text + "; also held: " + extra + " (other definitions)", text)
+    parts["time"] = np.where(time.labels != "", time.labels, "")
+    clock = _column(raw, cat.clocks["sm"])
+    parts["clock"] = np.where(~np.isnan(clock), cat.clocks["sm"], "") if clock is not None else np.full(len(raw), "", dtype=object)
+    return ledger_text(parts)
+
+
+def _contains(text: np.ndarray, word: str) -> np.ndarray:
+    return np.array([word in t for t in text], dtype=bool) if len(text) else np.zeros(0, dtype=bool)
 
 
 def _failed_measurements(raw: pd.DataFrame, time_s: np.ndarray) -> np.ndarray:
@@ -488,13 +538,18 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
     cc = cc_number(raw["cc"])
     time = _resolve(raw, cat.time, cc)
     time_s = time.values
-    work, flop_source = _precision_work(raw, cat, cc, time_s)
+    flop_notes: list[list[str]] = [[] for _ in range(len(raw))]
+    work, flop_source, flop_held = _precision_work(raw, cat, cc, time_s, flop_notes)
     tpaths, tensor_flop, tensor_rate, tensor_source, notes = _tensor_work(raw, cat, cc, time_s)
+    notes = [a + b for a, b in zip(flop_notes, notes)]
     levels = _level_traffic(raw, cat, cc, time_s, traffic)
+    levels["l2"].peak, _ = l2_write_evidence(lambda r: _recipe(raw, r, cc), cat, levels["l2"].bytes, levels["l2"].definition,
+                                             levels["l2"].peak, notes)
 
     k = _measured_columns(raw, cat, cc, time_s, work, levels, tensor_flop, tensor_rate)
     k["flop_source"] = flop_source
     k["tensor_source"] = tensor_source
+    k["evidence_sources"] = _ledger(raw, cat, cc, time, flop_held, levels, notes)
     for lv in LEVELS:
         k[f"{lv}_definition"] = levels[lv].definition
     _report_roofs(k, work, levels, tpaths)

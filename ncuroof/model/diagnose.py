@@ -45,6 +45,7 @@ from ..catalog import load as load_catalog
 from ..parser.csv import NA_NOTE
 from ..schema import INCONSISTENT, KERNEL_SUMMARY, flop_name, parse_cell, precision_title, tensor_path
 from .classify import binding_points
+from .evidence import L2_READS_ONLY, SOURCES_DISAGREE
 from .speed_of_light import instruction_verdict
 from .summary import grid_sizes, keys_of
 
@@ -65,6 +66,9 @@ FLAG_CODES = {
     "dram_below_expected": "less DRAM traffic than --expect says the kernel must move",
     "dram_above_expected": "more DRAM traffic than --expect says the kernel must move",
     "clock_differs": "the SM clock varies between launches of the kernel",
+    "sources_disagree": "two sources of one quantity (a counter and its SASS opcode table, dram__bytes and read + write) disagree "
+                        "beyond [evidence] of metrics/thresholds.toml",
+    "l2_reads_only": "L2 bytes are 0 under a reads-only definition (ncu-legacy) while the report's L2 write counters hold bytes",
 }
 
 #: Diagnosis classes, in the order of the table above, with their display text.
@@ -315,6 +319,8 @@ def launch_flags(kernels: pd.DataFrame, points: pd.DataFrame, thresholds: dict[s
             out[i].append(("na_metrics", "see notes"))
         if any(n.startswith(INCONSISTENT) for n in notes):
             out[i].append(("inconsistent_read", "see notes; check it with --reader ncu_report"))
+        out[i] += [(code, "see notes") for prefix, code in ((SOURCES_DISAGREE, "sources_disagree"), (L2_READS_ONLY, "l2_reads_only"))
+                   if any(n.startswith(prefix) for n in notes)]
     sol = np.zeros(len(kernels), dtype=bool)
     for col in ("sm_throughput_frac", "memory_throughput_frac"):
         if col in kernels.columns:
