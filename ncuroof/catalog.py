@@ -768,6 +768,10 @@ class CsvRules:
     bases: dict[str, float]
     per: dict[str, float]
     labels: dict[tuple[str, str], str]
+    #: (section, label) printed once per chart of a section (the same metric each time): the first row is read.
+    repeating: frozenset[tuple[str, str]] = frozenset()
+    #: metric -> the other metrics a label's value also gives (``also`` in csv.toml).
+    also: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def factor(self, unit: str) -> float | None:
         """Factor from ``unit`` to the ncu base unit of its kind, or None for an unknown unit.
@@ -812,11 +816,16 @@ def load_csv_rules(directory: Path | None = None) -> CsvRules:
     data = _read((directory or metrics_dir()) / "csv.toml")
     units = data["units"]
     labels: dict[tuple[str, str], str] = {}
+    repeating, also = set(), {}
     for item in data["labels"]:
         key = (item["section"], item["label"])
         if key in labels or not item.get("metric"):
             raise ValueError(f"csv.toml: label {key} repeats or has no metric")
         labels[key] = item["metric"]
+        if item.get("repeats"):
+            repeating.add(key)
+        if item.get("also"):
+            also[item["metric"]] = tuple(item["also"])
     return CsvRules({k: float(v) for k, v in units["prefixes"].items()}, {k: float(v) for k, v in units["bases"].items()},
-                    {k: float(v) for k, v in units["per"].items()}, labels)
+                    {k: float(v) for k, v in units["per"].items()}, labels, frozenset(repeating), also)
 

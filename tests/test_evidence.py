@@ -218,3 +218,75 @@ def test_every_datasheet_roof_is_at_the_measured_clock(path) -> None:
             checked += 1
     if not checked:
         pytest.skip(f"{path.name}: no datasheet compute roof on a launch with a measured clock below boost")
+
+
+# The body items of SpeedOfLight_RooflineChart.section in the order `ncu --page details --print-details all`
+# prints them (FP32 roofline, FP64 roofline, FP32 achieved, FP64 achieved), each with the metric it shows,
+# the unit ncu prints and the scale of that unit ([NCU-SEC]; values with ncu's two decimals).
+CHART = [
+    ("Theoretical Predicated-On FFMA Operations", "derived__sm__sass_thread_inst_executed_op_ffma_pred_on_x2", "inst", 1),
+    ("SM Frequency", "sm__cycles_elapsed.avg.per_second", "Ghz", 1e9),
+    ("Theoretical DRAM Bytes Accessible", "dram__bytes.sum.peak_sustained", "byte/cycle", 1),
+    ("DRAM Frequency", "dram__cycles_elapsed.avg.per_second", "Ghz", 1e9),
+    ("Theoretical Predicated-On DFMA Operations", "derived__sm__sass_thread_inst_executed_op_dfma_pred_on_x2", "inst", 1),
+    ("SM Frequency", "sm__cycles_elapsed.avg.per_second", "Ghz", 1e9),
+    ("Theoretical DRAM Bytes Accessible", "dram__bytes.sum.peak_sustained", "byte/cycle", 1),
+    ("DRAM Frequency", "dram__cycles_elapsed.avg.per_second", "Ghz", 1e9),
+    ("Predicated-On FADD Thread Instructions Executed Per Cycle", "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum.per_cycle_elapsed",
+     "inst/cycle", 1),
+    ("Predicated-On FMUL Thread Instructions Executed Per Cycle", "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum.per_cycle_elapsed",
+     "inst/cycle", 1),
+    ("Predicated-On FFMA Operations Per Cycle", "derived__smsp__sass_thread_inst_executed_op_ffma_pred_on_x2", "inst", 1),
+    ("SM Frequency", "smsp__cycles_elapsed.avg.per_second", "Ghz", 1e9),
+    ("DRAM Bandwidth", "dram__bytes.sum.per_second", "Gbyte/second", 1e9),
+    ("Predicated-On DADD Thread Instructions Executed Per Cycle", "smsp__sass_thread_inst_executed_op_dadd_pred_on.sum.per_cycle_elapsed",
+     "inst/cycle", 1),
+    ("Predicated-On DMUL Thread Instructions Executed Per Cycle", "smsp__sass_thread_inst_executed_op_dmul_pred_on.sum.per_cycle_elapsed",
+     "inst/cycle", 1),
+    ("Predicated-On DFMA Operations Per Cycle", "derived__smsp__sass_thread_inst_executed_op_dfma_pred_on_x2", "inst", 1),
+    ("SM Frequency", "smsp__cycles_elapsed.avg.per_second", "Ghz", 1e9),
+    ("DRAM Bandwidth", "dram__bytes.sum.per_second", "Gbyte/second", 1e9),
+]
+ROOFLINE_REPORT = "ESMM-Research__profile_output.ncu-rep"  # the --set roofline report: every chart metric stored
+
+
+def roofline_details_csv(path):
+    """A details-page CSV of the roofline chart section with the values ncu stored in ROOFLINE_REPORT."""
+    import csv
+
+    head = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size", "Grid Size",
+            "Device", "CC", "Section Name", "Metric Name", "Metric Unit", "Metric Value"]
+    k = kernels_of(ROOFLINE_REPORT)
+    with path.open("w", newline="") as f:
+        w = csv.writer(f, quoting=csv.QUOTE_ALL, lineterminator="\n")
+        w.writerow(head)
+        for launch, values in enumerate(ncu_metrics(ROOFLINE_REPORT)):
+            r = k.iloc[launch]
+            for label, metric, unit, scale in CHART:
+                w.writerow([launch, "4242", "esmm", "127.0.0.1", r["kernel_demangled"], "1", "7", r["block"], r["grid"], "0", r["cc"],
+                            "GPU Speed Of Light Roofline Chart", label, unit, f"{values[metric] / scale:,.2f}"])
+    return path
+
+
+def test_rate_only_roofline_details_export_gives_a_point_without_a_duration(tmp_path) -> None:
+    import ncuroof
+
+    k = ncuroof.load(roofline_details_csv(tmp_path / "roofline_details.csv"))
+    ref = kernels_of(ROOFLINE_REPORT)
+    assert len(k) == len(ref) and (k["status"] == "ok").all()
+    assert k["time_s"].isna().all()  # the section holds no duration
+    for launch, values in enumerate(ncu_metrics(ROOFLINE_REPORT)):
+        row = k.iloc[launch]
+        # FP32 rate = (fadd + fmul + 2*ffma per cycle) x SM frequency, as ncu's chart computes it, by hand
+        fp32 = (values["smsp__sass_thread_inst_executed_op_fadd_pred_on.sum.per_cycle_elapsed"]
+                + values["smsp__sass_thread_inst_executed_op_fmul_pred_on.sum.per_cycle_elapsed"]
+                + values["derived__smsp__sass_thread_inst_executed_op_ffma_pred_on_x2"]) * values["smsp__cycles_elapsed.avg.per_second"]
+        assert row["fp32_flop_per_s"] == pytest.approx(fp32, rel=0.02)
+        assert row["dram_bytes_per_s"] == pytest.approx(values["dram__bytes.sum.per_second"], rel=0.02)
+        assert row["peak_fp32_flop_per_s"] == pytest.approx(ref.iloc[launch]["peak_fp32_flop_per_s"], rel=0.02)
+        assert row["peak_dram_bytes_per_s"] == pytest.approx(ref.iloc[launch]["peak_dram_bytes_per_s"], rel=0.02)
+        assert "no duration" in cell_text("notes", row["notes"])
+    pts = ncuroof.points(k)
+    dram = pts[(pts["precision"] == "fp32") & (pts["level"] == "dram")]
+    assert len(dram) == len(k)
+    assert np.allclose(dram["ai_flop_per_byte"], k["fp32_flop_per_s"] / k["dram_bytes_per_s"], rtol=1e-12)

@@ -464,8 +464,9 @@ def _status_and_notes(raw: pd.DataFrame, k: pd.DataFrame, cat: Catalog, time: Re
     time_s = time.values
     # The SASS-opcode tensor estimate alone does not make a roofline (no FP counters, no roof).
     tensor = np.where(k["tensor_source"].to_numpy() == "sass_opcodes", _NAN, k["tensor_flop"].to_numpy(float))
-    has_flop = np.isfinite(np.column_stack([work[p].flop for p in PRECISIONS] + [tensor])).any(axis=1)
-    has_bytes = np.isfinite(np.column_stack([levels[lv].bytes for lv in LEVELS])).any(axis=1)
+    # a point needs rates, not counts: a rate-only export (the roofline section's details page) has no duration
+    has_flop = np.isfinite(np.column_stack([work[p].flop for p in PRECISIONS] + [work[p].flop_per_s for p in PRECISIONS] + [tensor])).any(axis=1)
+    has_bytes = np.isfinite(np.column_stack([levels[lv].bytes for lv in LEVELS] + [levels[lv].bytes_per_s for lv in LEVELS])).any(axis=1)
     failed = _failed_measurements(raw, time_s)
     status = np.where(failed, "failed_measurement", np.where(has_flop & has_bytes, "ok", "no_roofline_metrics"))
     damaged, why = _damaged(raw, k, cat)
@@ -484,7 +485,7 @@ def _status_and_notes(raw: pd.DataFrame, k: pd.DataFrame, cat: Catalog, time: Re
                 missing.append("memory traffic (dram__bytes, lts__lts2xbar_cycles_active, l1tex__lsu_writeback_active_*)")
             notes[i].insert(0, "no roofline metrics: missing " + " and ".join(missing) + ", collect with ncu --set roofline (or --set full)")
         if not failed[i] and np.isnan(time_s[i]):
-            notes[i].append("no duration (gpu__time_duration.sum or sm__cycles_elapsed.avg)")
+            notes[i].append(_no_duration_note(status[i]))
         if time.labels[i] and time.labels[i] != cat.time[0].label:
             notes[i].append(f"time from {time.labels[i]}")
     if "input_notes" in raw.columns:
@@ -492,6 +493,15 @@ def _status_and_notes(raw: pd.DataFrame, k: pd.DataFrame, cat: Catalog, time: Re
             if isinstance(note, str) and note:
                 notes[i].extend(note.split(LIST_SEPARATOR))
     return status
+
+
+def _no_duration_note(status: str) -> str:
+    """The note of a launch without a duration: a point from rates needs none, counts and savings do."""
+    if status == "ok":
+        return ("no duration (gpu__time_duration.sum or sm__cycles_elapsed.avg): the point is placed from the rates the input holds "
+                "(FLOP/s, B/s), which need none; time, FLOPs, bytes, the share of GPU time and savings need it "
+                "(add the SpeedOfLight section, or --metrics gpu__time_duration.sum)")
+    return "no duration (gpu__time_duration.sum or sm__cycles_elapsed.avg)"
 
 
 def _later_columns(k: pd.DataFrame) -> None:
@@ -601,7 +611,8 @@ def compute_points(kernels: pd.DataFrame) -> pd.DataFrame:
     work = _point_work(kernels)
     for lv in LEVELS:
         for w in work:
-            keep = ok & (w.flop > 0) & (w.flop_per_s > 0) & (kernels[f"{lv}_bytes_per_s"].to_numpy(float) > 0)
+            # a rate-only launch (no duration, so no counts) is placed from its rates: AI = FLOP/s / B/s
+            keep = ok & ((w.flop > 0) | np.isnan(w.flop)) & (w.flop_per_s > 0) & (kernels[f"{lv}_bytes_per_s"].to_numpy(float) > 0)
             if keep.any():
                 frames.append(_point_frame(kernels, np.flatnonzero(keep), lv, w, sources, achievable))
     if not frames:

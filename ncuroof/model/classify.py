@@ -47,7 +47,9 @@ def main_precision(points: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     DataFrame
         ``keys`` and ``precision``, one row per group.
     """
-    work = points.groupby(keys + ["precision"], sort=False)["flop"].max().reset_index()
+    # a rate-only input has no counts (no duration): within a group the rates rank the same way (one time)
+    flop = points["flop"].where(points["flop"].notna(), points["flop_per_s"]) if "flop_per_s" in points.columns else points["flop"]
+    work = points.assign(flop=flop).groupby(keys + ["precision"], sort=False)["flop"].max().reset_index()
     return work.loc[work.groupby(keys, sort=False)["flop"].idxmax(), keys + ["precision"]]
 
 
