@@ -290,3 +290,15 @@ def test_rate_only_roofline_details_export_gives_a_point_without_a_duration(tmp_
     dram = pts[(pts["precision"] == "fp32") & (pts["level"] == "dram")]
     assert len(dram) == len(k)
     assert np.allclose(dram["ai_flop_per_byte"], k["fp32_flop_per_s"] / k["dram_bytes_per_s"], rtol=1e-12)
+
+
+def test_bytes_without_flops_get_a_dram_verdict() -> None:
+    # GENE time-dram run (V100, ncu 2020.1): dram__bytes.sum and the SM cycles only, no FLOP counter, no
+    # SpeedOfLight: bytes / time against the V100 SXM2 datasheet DRAM roof (900 GB/s) is the verdict.
+    name = "gene-pop2020__time-dram_dzv_ak_ncuroof-time-0.ncu-rep"
+    k = kernels_of(name)
+    for launch, v in enumerate(ncu_metrics(name)):
+        frac = v["dram__bytes.sum"] / (v["sm__cycles_elapsed.avg"] / v["sm__cycles_elapsed.avg.per_second"]) / 900e9
+        notes = cell_text("notes", k.loc[launch, "notes"])
+        assert f"DRAM traffic at {100 * frac:.0f}% of the DRAM roof" in notes
+        assert k.loc[launch, "bound"] == ("memory" if frac >= 0.8 else "unknown")

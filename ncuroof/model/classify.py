@@ -129,6 +129,23 @@ def _sol_only_reason(r: Any) -> str:
     return f"{b} bound from SpeedOfLight throughputs only ({_sol_reason(r.sm_throughput_frac, r.memory_throughput_frac)}): no roofline point"
 
 
+def _dram_only(k: pd.DataFrame, candidates: np.ndarray, near: float) -> tuple[np.ndarray, np.ndarray]:
+    """Launches with bytes and a duration but no FLOPs (no roofline point) and no SpeedOfLight: their
+    DRAM bandwidth against the DRAM roof, bytes / time / roof (issue 33). Returns (fraction, NaN
+    elsewhere) and the mask of those at or above ``near`` ([sol].no_bound, ncu's "well utilized"):
+    memory-bound whatever their FLOPs."""
+    bps, roof = k["dram_bytes_per_s"].to_numpy(float), k["peak_dram_bytes_per_s"].to_numpy(float)
+    frac = np.where(candidates & (roof > 0) & np.isfinite(bps), bps / np.where(roof > 0, roof, 1.0), np.nan)
+    return frac, np.isfinite(frac) & (frac >= near)
+
+
+def _dram_reason(frac: float, near: float) -> str:
+    if frac >= near:
+        return f"memory bound: DRAM traffic at {fmt.pct(frac)} of the DRAM roof (bytes / time / roof; no FLOP counters for a roofline point)"
+    return (f"DRAM traffic at {fmt.pct(frac)} of the DRAM roof (bytes / time / roof), below {fmt.pct(near)}: not DRAM-bound; "
+            "without FLOP counters or SpeedOfLight the compute side cannot be judged (collect ncu --set roofline)")
+
+
 def classify(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
     """Fill the ``bound`` column of the kernels table and append the reason to ``notes``.
 
@@ -162,8 +179,9 @@ def classify(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Catalog) -> p
     is_lat = live & has_sol & (sm < latency) & (mem < latency)
     is_roof = live & ~is_lat & bind["bound"].isin(["memory", "compute"]).to_numpy()
     is_sol = live & ~is_lat & ~is_roof & has_sol
-    out["bound"] = np.select([is_lat, is_roof, is_sol], ["latency", bind["bound"].astype(object).to_numpy(),
-                             np.where(sm >= mem, "compute", "memory")], "unknown")
+    dram_frac, is_dram = _dram_only(out, live & ~is_lat & ~is_roof & ~is_sol, float(sol["no_bound"]))
+    out["bound"] = np.select([is_lat, is_roof, is_sol, is_dram], ["latency", bind["bound"].astype(object).to_numpy(),
+                             np.where(sm >= mem, "compute", "memory"), "memory"], "unknown")
     text = np.full(len(out), "", dtype=object)
     sol_cols = ["sm_throughput_frac", "memory_throughput_frac", "waves_per_sm"]  # only these: iterating Arrow text is slow
     text[is_lat] = [_latency_reason(r, latency, small) for r in out.loc[is_lat, sol_cols].itertuples(index=False)]
@@ -174,6 +192,7 @@ def classify(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Catalog) -> p
                                                                        "achievable_roof_fraction"]].itertuples(index=False)]
     text[is_sol] = [_sol_only_reason(r) for r in out.loc[is_sol, sol_cols].itertuples(index=False)]
     text[live & ~is_lat & ~is_roof & ~is_sol] = "bound unknown: neither roofline points nor SpeedOfLight throughputs"
+    text[np.isfinite(dram_frac)] = [_dram_reason(f, float(sol["no_bound"])) for f in dram_frac[np.isfinite(dram_frac)]]
     placed = np.full(len(out), "", dtype=object)
     moved = live & (bind["main_precision"].notna() & (bind["main_precision"] != bind["precision"])).to_numpy(bool)
     placed[moved] = [_placed_note(r) for r in bind.loc[moved, ["precision", "main_precision"]].itertuples(index=False)]
