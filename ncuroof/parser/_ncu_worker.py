@@ -79,7 +79,7 @@ def _metrics(action: Any, spec: dict[str, Any], instanced: dict[str, re.Pattern[
     for name in names:
         if name in wanted or (name.startswith(prefix) and name.endswith(suffixes)):
             values[name] = _value(action.metric_by_name(name))
-    for opcode_metric, keep in instanced.items():
+    for opcode_metric, keep in sorted(instanced.items()):  # in name order, as the decoder reads them
         if opcode_metric not in names:
             continue
         m = action.metric_by_name(opcode_metric)
