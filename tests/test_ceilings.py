@@ -184,9 +184,9 @@ CUTLASS = "cutlass-panjd123__4f3955ed3c_report.ncu-rep"
 IMMA_PER_GEMM = 110_592  # IMMA.16832 instructions per 3072x384x384 GEMM (PROVENANCE.md)
 
 
-def _hmma_analysis(gpu: str | None = None, opcode: str = "HMMA.16816.F32", **roofs):
-    """The CUTLASS IMMA report with its opcode counters relabelled (default HMMA.16816: 16x8x16, 4096 ops
-    each), through the pipeline: the HMMA case of issue 21 on real counters."""
+def _hmma_analysis(gpu: str | None = None, opcode: str = "HMMA.16816", **roofs):
+    """The CUTLASS IMMA report with its opcode counters relabelled (default HMMA.16816 without type modifiers:
+    16x8x16, 4096 ops each, the family path), through the pipeline: the HMMA case of issue 21 on real counters."""
     from ncuroof import catalog, parser
     from ncuroof.model import calculator, ceilings, classify
 
@@ -245,6 +245,20 @@ def test_hopper_warpgroup_mma_gets_the_roof_of_its_source_type(opcode: str, path
     h100 = gpus.by_name("h100-sxm")
     assert k.loc[0, f"peak_tensor_{path}_flop_per_s"] == pytest.approx(h100.tensor[key] * k.loc[0, "sm_clock_hz"] / h100.boost_hz)
     assert np.isfinite(k.loc[0, "roof_fraction"])
+
+
+@needs_ncu_report
+@pytest.mark.parametrize("opcode, path, key", [("HMMA.16816.F32", "sass_hmma_fp16_fp32acc", "fp16_fp32acc"),
+                                               ("HMMA.16816.F16", "sass_hmma_fp16", "fp16"), ("HMMA.16816.F32.BF16", "sass_hmma_bf16", "bf16")])
+def test_hmma_accumulator_modifier_picks_the_datasheet_roof(opcode: str, path: str, key: str, gpus) -> None:
+    # On an RTX 3080 FP32 accumulation runs at half the FP16-accumulate rate (59.5 vs 119 TFLOP/s dense): the
+    # opcode's .F32/.F16 modifier picks the roof instead of the most generous guess, with no assumption noted.
+    k = _hmma_analysis(gpu="rtx-3080", opcode=opcode)[0].set_index("launch_id")
+    spec = gpus.by_name("rtx-3080")
+    assert spec.tensor["fp16_fp32acc"] == 59.5e12 and spec.tensor["fp16"] == 119e12
+    assert k.loc[0, f"tensor_{path}_flop"] == IMMA_PER_GEMM * 2 * 16 * 8 * 16
+    assert k.loc[0, f"peak_tensor_{path}_flop_per_s"] == pytest.approx(spec.tensor[key] * k.loc[0, "sm_clock_hz"] / spec.boost_hz)
+    assert "confidence L" not in cell_text("notes", k.loc[0, "notes"])
 
 
 @needs_ncu_report
