@@ -551,7 +551,8 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
     flop_notes: list[list[str]] = [[] for _ in range(len(raw))]
     work, flop_source, flop_held = _precision_work(raw, cat, cc, time_s, flop_notes)
     tpaths, tensor_flop, tensor_rate, tensor_source, notes = _tensor_work(raw, cat, cc, time_s)
-    notes = [a + b for a, b in zip(flop_notes, notes)]
+    for i in (i for i, x in enumerate(flop_notes) if x):
+        notes[i] = flop_notes[i] + notes[i]
     levels = _level_traffic(raw, cat, cc, time_s, traffic)
     levels["l2"].peak, _ = l2_write_evidence(lambda r: _recipe(raw, r, cc), cat, levels["l2"].bytes, levels["l2"].definition,
                                              levels["l2"].peak, notes)

@@ -127,8 +127,12 @@ def flop_evidence(precision: str, flop: np.ndarray, flop_per_s: np.ndarray, sour
         both = t.held & (held != "") & ~take
         apart = _apart(flop, value)
         sign = ("=", "!=") if t.table.factor == 1 else ("=", "<=")  # warp x 32 is an upper bound of the thread count
-        text = np.array([f" {sign[int(a > disagree)]} {t.table.id} ({100 * a:.2g} % apart)" if np.isfinite(a) else ""
-                         for a in apart], dtype=object) if both.any() else np.full(len(flop), "", dtype=object)
+        text = np.full(len(flop), "", dtype=object)
+        if both.any():  # launches share a handful of differences: format each once
+            values, which = np.unique(apart[both], return_inverse=True)
+            shown = np.array([f" {sign[int(a > disagree)]} {t.table.id} ({100 * a:.2g} % apart)" if np.isfinite(a) else ""
+                              for a in values], dtype=object)
+            text[both] = shown[which.reshape(-1)]
         held = np.where(both, held + text, np.where(take, t.table.id, held))
         if t.table.factor == 1:  # only a thread table counts what the counters count; warp x 32 is an upper bound
             for i in np.flatnonzero(both & (apart > disagree)):
@@ -203,9 +207,12 @@ def ledger_text(parts: dict[str, np.ndarray]) -> np.ndarray:
     ndarray of str
         The quantities with a source, `` | ``-joined, in the order of ``parts``.
     """
-    n = len(next(iter(parts.values()))) if parts else 0
-    out = np.full(n, "", dtype=object)
-    for name, text in parts.items():
-        piece = np.where(text != "", name + ": " + text.astype(object), "")
-        out = np.where((out != "") & (piece != ""), out + " | " + piece, out + piece)
-    return out
+    if not parts:
+        return np.array([], dtype=object)
+    names = list(parts)
+    # launches share a handful of ledgers: factorize each quantity's text (hashing), join each distinct row once
+    coded = [pd.factorize(pd.Series(parts[k], dtype=object), use_na_sentinel=False) for k in names]
+    codes = np.column_stack([c for c, _ in coded])
+    rows, which = np.unique(codes, axis=0, return_inverse=True)
+    text = np.array([" | ".join(f"{k}: {u[c]}" for k, (_, u), c in zip(names, coded, row) if u[c]) for row in rows], dtype=object)
+    return text[which.reshape(-1)]
