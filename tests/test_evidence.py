@@ -302,3 +302,18 @@ def test_bytes_without_flops_get_a_dram_verdict() -> None:
         notes = cell_text("notes", k.loc[launch, "notes"])
         assert f"DRAM traffic at {100 * frac:.0f}% of the DRAM roof" in notes
         assert k.loc[launch, "bound"] == ("memory" if frac >= 0.8 else "unknown")
+
+
+@pytest.mark.parametrize("name", ["cutlass-panjd123__4f3955ed3c_report.ncu-rep", "cs599k__2025-04-21-vector-based.ncu-rep",
+                                  "KernelBench__matmul_kernel.ncu-rep", "ESMM-Research__profile_output.ncu-rep"])
+def test_dram_roof_does_not_follow_the_sm_clock(name: str) -> None:
+    """Why datasheet DRAM roofs are not scaled by measured / boost SM clock: on reports taken at 62-77 % of
+    the boost SM clock, ncu's own DRAM roof (dram__bytes.sum.peak_sustained x dram__cycles_elapsed.avg.per_second)
+    is the datasheet bandwidth within 3 %: the memory clock is not the SM clock."""
+    from ncuroof.catalog import load_gpus
+
+    v = ncu_metrics(name)[0]
+    spec = load_gpus().by_device(kernels_of(name).iloc[0]["device_name"])
+    assert v["sm__cycles_elapsed.avg.per_second"] < 0.8 * spec.boost_hz
+    roof = v["dram__bytes.sum.peak_sustained"] * v["dram__cycles_elapsed.avg.per_second"]
+    assert roof == pytest.approx(spec.dram_bytes_per_s, rel=0.03)
