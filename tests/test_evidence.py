@@ -317,3 +317,15 @@ def test_dram_roof_does_not_follow_the_sm_clock(name: str) -> None:
     assert v["sm__cycles_elapsed.avg.per_second"] < 0.8 * spec.boost_hz
     roof = v["dram__bytes.sum.peak_sustained"] * v["dram__cycles_elapsed.avg.per_second"]
     assert roof == pytest.approx(spec.dram_bytes_per_s, rel=0.03)
+
+
+def test_time_and_clock_sources_are_listed_with_their_agreement() -> None:
+    # CudaCode stores gpu__time_duration and the SM cycles and clock: both times are listed, the duration used,
+    # with how far apart the elapsed-cycles form is (by hand from ncu's values).
+    name = "CudaCode__naive.ncu-rep"
+    v = ncu_metrics(name)[0]
+    t1, t2 = v["gpu__time_duration.sum"] * 1e-9, v["sm__cycles_elapsed.avg"] / v["sm__cycles_elapsed.avg.per_second"]
+    apart = abs(t1 - t2) / max(t1, t2)
+    ledger = kernels_of(name).iloc[0]["evidence_sources"]
+    assert f"time: gpu__time_duration.sum = sm__cycles_elapsed.avg / sm__cycles_elapsed.avg.per_second ({100 * apart:.2g} % apart)" in ledger
+    assert "clock: sm__cycles_elapsed.avg.per_second = smsp__cycles_elapsed.avg.per_second" in ledger

@@ -26,7 +26,7 @@ from .. import catalog as _catalog
 from ..catalog import Catalog, Recipe, Term
 from ..parser.validate import roof_damage
 from ..schema import DAMAGED, KERNELS, LEVELS, LIST_SEPARATOR, POINTS, PRECISIONS, empty, format_sources, parse_sources_column, tensor_columns, tensor_paths
-from .evidence import SOURCES_DISAGREE, flop_evidence, l2_write_evidence, ledger_text, opcode_flops
+from .evidence import SOURCES_DISAGREE, alternatives_text, flop_evidence, l2_write_evidence, ledger_text, opcode_flops
 from .speed_of_light import apply_speed_of_light, hot_pipe
 
 __all__ = ["compute_kernels", "compute_points", "achievable_roof", "time_at_roof", "cc_number", "Resolved", "flop_columns"]
@@ -334,9 +334,9 @@ def _ledger(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray, time: Resolved, flo
         text = np.where(rated, used.astype(object) + " definition (rate x time)", text)
         extra = pd.Series(others, dtype=object).str.strip(" ,").to_numpy(dtype=object)
         parts[name] = np.where(extra != "", text + "; also held: " + extra + " (other definitions)", text)
-    parts["time"] = np.where(time.labels != "", time.labels, "")
-    clock = _column(raw, cat.clocks["sm"])
-    parts["clock"] = np.where(~np.isnan(clock), cat.clocks["sm"], "") if clock is not None else np.full(len(raw), "", dtype=object)
+    parts["time"] = alternatives_text([(r.label, _recipe(raw, r, cc)) for r in cat.time], len(raw))
+    clocks = [(cat.clocks[c], _column(raw, cat.clocks[c])) for c in ("sm", "smsp")]
+    parts["clock"] = alternatives_text([(name, v) for name, v in clocks if v is not None], len(raw))
     return ledger_text(parts)
 
 

@@ -20,7 +20,7 @@ import pandas as pd
 from .. import fmt
 from ..catalog import Catalog, OpcodeTable, Recipe
 
-__all__ = ["OpcodeFlops", "opcode_flops", "flop_evidence", "l2_write_evidence", "SOURCES_DISAGREE", "L2_READS_ONLY", "ledger_text"]
+__all__ = ["alternatives_text", "OpcodeFlops", "opcode_flops", "flop_evidence", "l2_write_evidence", "SOURCES_DISAGREE", "L2_READS_ONLY", "ledger_text"]
 
 #: Start of the note of a launch whose sources of one quantity disagree (flag ``sources_disagree``).
 SOURCES_DISAGREE = "sources disagree"
@@ -191,6 +191,37 @@ def l2_write_evidence(evaluate: Callable[[Recipe], np.ndarray], cat: Catalog, l2
     for i in np.flatnonzero(peak_label != ""):
         notes[i].append(f"L2 roof {fmt.si(peak[i], 'B/s')} from {peak_label[i]} (the {definition[i] or 'chosen'} definition has none here)")
     return peak, peak_label
+
+
+def alternatives_text(forms: list[tuple[str, np.ndarray]], n: int) -> np.ndarray:
+    """Ledger text of one quantity given in several forms, in order of preference: the first form a
+    launch holds, then each other held form with how far apart it is (``"a = b (0.3 % apart)"``).
+
+    Parameters
+    ----------
+    forms : list of (label, ndarray)
+        Each form's label and per-launch values (NaN where not held).
+    n : int
+        Number of launches.
+
+    Returns
+    -------
+    ndarray of str
+        '' where the launch holds none.
+    """
+    text = np.full(n, "", dtype=object)
+    ref = np.full(n, _NAN)
+    for label, v in forms:
+        held = ~np.isnan(v)
+        first = held & np.isnan(ref)
+        text = np.where(first, label, text)
+        other = held & ~first
+        if other.any():
+            values, which = np.unique(_apart(ref[other], v[other]), return_inverse=True)
+            shown = np.array([f" = {label} ({100 * a:.2g} % apart)" for a in values], dtype=object)
+            text[other] = text[other] + shown[which.reshape(-1)]
+        ref = np.where(first, v, ref)
+    return text
 
 
 def ledger_text(parts: dict[str, np.ndarray]) -> np.ndarray:
