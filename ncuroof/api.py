@@ -11,10 +11,9 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
-import plotly.graph_objects as go
 
 from . import catalog, fmt
 from .collector import ncu as collector
@@ -33,10 +32,13 @@ from .render.provenance import as_paths
 from .runs import compare as _compare
 from .runs import fleet
 from .runs import ranks as _ranks
-from .schema import BOUNDS, to_text, validate_points
+from .schema import to_text, validate_points
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
 
 __all__ = ["profile", "profile_run", "load", "points", "plot_roofline", "analyze", "AnalysisResult", "AnalysisOptions", "default_outdir",
-           "analysis_of", "compare_runs", "CompareResult"]
+           "analysis_of", "compare_runs", "CompareResult", "compare_series", "SeriesResult", "runs_in"]
 
 PathLike = str | Path
 
@@ -137,7 +139,7 @@ def profile_run(cmd: Sequence[str], output: PathLike | None = None, *, ncu: Path
     """
     if not cmd:
         raise ValueError("no program to profile")
-    out = Path(output) if output is not None else Path(Path(cmd[0]).name + ".ncu-rep")
+    out = Path(output) if output is not None else Path(Path(cmd[0]).name)  # ncu's own suffix for its version
     for key in ("levels", "precisions", "nvtx_include", "nvtx_exclude", "extra"):
         if key in options and options[key] is not None and not isinstance(options[key], tuple):
             options[key] = tuple(options[key])
@@ -154,8 +156,8 @@ def profile(cmd: Sequence[str], output: PathLike | None = None, *, ncu: PathLike
     cmd : sequence of str
         The program and its arguments.
     output : path, optional
-        The report (``.ncu-rep`` appended when missing); default ``<program name>.ncu-rep`` in
-        the current directory.
+        The report; without a ``.ncu-rep``/``.ncu-repz`` suffix, the one this ncu writes by default
+        is appended (``.ncu-repz`` from ncu 2026.3). Default ``<program name>`` in the current directory.
     ncu : path, optional
         The ncu executable (default: :func:`ncuroof.collector.ncu.find_ncu`).
     echo : callable, optional
@@ -418,38 +420,60 @@ class CompareResult:
     totals: dict[str, float]
     outdir: Path | None = None
     files: dict[str, Path] = field(default_factory=dict)
+    gate: _compare.Gate | None = None
+    #: The two sides' analyses and the kernel pairing (:func:`ncuroof.runs.compare.match`), for the ``--json`` document.
+    before: Analysis | None = None
+    after: Analysis | None = None
+    pairs: pd.DataFrame | None = None
 
     def slower(self, pct: float) -> list[str]:
-        """The CI gate's findings: see :func:`ncuroof.runs.compare.slower`."""
+        """The CI gate's failures and what it could not judge: see :func:`ncuroof.runs.compare.slower`."""
         return _compare.slower(self.table, self.totals, pct)
 
+    def judge(self, pct: float, **gate_options: bool) -> _compare.Gate:
+        """The CI gate's verdict (:func:`ncuroof.runs.compare.gate`; ``fail_on_new``, ``fail_on_gone``,
+        ``allow_unmatched``)."""
+        return _compare.gate(self.table, self.totals, pct, **gate_options)
 
-def _compare_files(result: CompareResult, before: list[Path], after: list[Path], plotlyjs: str | bool) -> dict[str, str | bytes]:
-    tot = result.totals
-    fig = _compare.plot_compare(result.table, title=f"Before → after at DRAM — {', '.join(p.name for p in before)} → "
-                                                    f"{', '.join(p.name for p in after)}")
-    meta = {"before": ", ".join(str(p) for p in before), "after": ", ".join(str(p) for p in after),
-            "GPU time": f"{tot['time_s_before']:.4g} s before, {tot['time_s_after']:.4g} s after (speedup {tot['speedup']:.3g}x)",
-            "after, share of time": ", ".join(f"{b} {fmt.pct(tot[f'share_{b}'])}" for b in BOUNDS),
-            "warnings": "; ".join(result.warnings)}
-    cols = [("kernel_label", "kernel"), ("status", "status"), ("match", "match"), ("launches_before", "launches before"),
-            ("launches_after", "launches after"), ("time_s_before", "time before [s]"), ("time_s_after", "time after [s]"),
-            ("speedup", "speedup"), ("ai_flop_per_byte_before", "AI before"), ("ai_flop_per_byte_after", "AI after"),
-            ("roof_fraction_before", "roof frac before"), ("roof_fraction_after", "roof frac after"),
-            ("achievable_roof_fraction_before", "achievable frac before"), ("achievable_roof_fraction_after", "achievable frac after"),
-            ("bound_before", "bound before"), ("bound_after", "bound after"), ("movement", "movement")]
-    return {"compare.csv": result.table.to_csv(index=False),
-            "compare.html": report.render_page("ncuroof compare", fig, meta, "Kernels", report.html_table(result.table, cols), plotlyjs)}
+
+def _compare_files(result: CompareResult, before: list[Path], after: list[Path], sides: tuple[Analysis, Analysis],
+                   plotlyjs: str | bool, formats: Sequence[str]) -> dict[str, Any]:
+    from .render import compare as compare_page
+
+    names = f"{', '.join(p.name for p in before)} → {', '.join(p.name for p in after)}"
+    html = compare_page.compare_page(result, sides[0].points, sides[1].points, before, after, f"Before → after — {names}", plotlyjs)
+    return {**tables_io.table_files({"compare": result.table}, formats, [*before, *after]), "compare.html": html}
+
+
+def _refuse_stale(side: PathLike | Sequence[PathLike]) -> None:
+    """InputError when a saved analysis directory holds a ``kernels.csv`` and a ``kernels.parquet`` that
+    disagree (launches or summed time): one is left from an earlier ``analyze``, and a gate must not
+    read the stale one."""
+    paths = as_paths(side)
+    if len(paths) != 1 or not paths[0].is_dir():
+        return
+    csv, parquet = paths[0] / "kernels.csv", paths[0] / "kernels.parquet"
+    if not (csv.is_file() and parquet.exists()):
+        return
+    a, b = (tables_io.read_table(p, "kernels") for p in (csv, parquet))
+    ta, tb = (pd.to_numeric(t["time_s"], errors="coerce") for t in (a, b))
+    if len(a) != len(b) or ta.isna().sum() != tb.isna().sum() or abs(ta.sum() - tb.sum()) > 1e-9 * max(abs(ta.sum()), 1e-30):
+        raise InputError(f"holds a kernels.csv ({len(a)} launches, {fmt.time(ta.sum())}) and a kernels.parquet ({len(b)} launches, "
+                         f"{fmt.time(tb.sum())}) that disagree: one is left from an earlier analyze; re-run analyze into an "
+                         "empty directory or remove the stale file", paths[0])
 
 
 def compare_runs(before: PathLike | Sequence[PathLike], after: PathLike | Sequence[PathLike], outdir: PathLike | None = None,
                  options: AnalysisOptions | None = None, *, by_launch: bool = False, plotlyjs: str | bool = True, write: bool = True,
-                 strict: bool = False, progress: bool = False, **option_fields: Any) -> CompareResult:
-    """Compare two runs: match kernels, speedups, how each dot moved; write compare.csv/.html.
+                 strict: bool = False, progress: bool = False, pairs: Sequence[tuple[str, str]] = (),
+                 pair_file: PathLike | None = None, fail_if_slower: float | None = None, fail_on_new: bool = False,
+                 fail_on_gone: bool = False, allow_unmatched: bool = False, formats: Sequence[str] = ("csv",),
+                 **option_fields: Any) -> CompareResult:
+    """Compare two runs: match kernels, speedups, work and how each dot moved; write compare.csv/.html; gate.
 
     Both sides are analyzed with the same options, and the comparison is a join of their kernel
     summaries (:func:`ncuroof.runs.compare.join`): each kernel's AI and roof fraction equal its row on
-    each side's page.
+    each side's page; its work and traffic are its launches' sums.
 
     Parameters
     ----------
@@ -464,32 +488,59 @@ def compare_runs(before: PathLike | Sequence[PathLike], after: PathLike | Sequen
     plotlyjs : True or 'cdn', default True
         See :func:`analyze`.
     write : bool, default True
-        Write ``compare.csv`` and ``compare.html`` (whole or not at all).
+        Write ``compare.csv`` (and ``compare.parquet`` with ``formats``) and ``compare.html`` (whole or not at all).
     strict : bool, default False
         Raise instead of warning when the runs are not comparable point for point.
     progress : bool, default False
         Progress bar while reading.
+    pairs : sequence of (str, str)
+        Kernels paired by hand, ``(OLD, NEW)``: see :func:`ncuroof.runs.compare.resolve_pairs`.
+    pair_file : path, optional
+        More pairs, from TOML ``[[pair]]`` tables (:func:`ncuroof.runs.compare.read_pair_file`).
+    fail_if_slower : float, optional
+        Evaluate the CI gate at this threshold [%] (:func:`ncuroof.runs.compare.gate`, with
+        ``fail_on_new``, ``fail_on_gone``, ``allow_unmatched``) into ``result.gate``.
+    formats : sequence of {'csv', 'parquet'}, default ('csv',)
+        Formats of the compare table (:func:`ncuroof.parser.tables_io.table_files`).
 
     Returns
     -------
     CompareResult
-        ``table`` from :func:`ncuroof.runs.compare.join`; ``warnings`` (why the runs may not be
-        comparable point for point); ``totals`` from :func:`ncuroof.runs.compare.totals`.
+        ``table`` (:data:`ncuroof.schema.COMPARE`) from :func:`ncuroof.runs.compare.join`;
+        ``warnings`` (why the runs may not be comparable point for point); ``totals`` from
+        :func:`ncuroof.runs.compare.totals`; ``gate`` with ``fail_if_slower``.
 
     Raises
     ------
     NcuroofError
-        Bad input; with ``strict``, runs that differ in GPU, ncu version, clocks or metric set.
+        Bad input (a pair naming no kernel or several); with ``strict``, runs that differ in GPU,
+        ncu version, clocks or metric set.
     """
     opts = AnalysisOptions.of(options, **option_fields, **({"match": "launch"} if by_launch else {}))
+    specs = [*pairs, *(_compare.read_pair_file(pair_file) if pair_file is not None else [])]
+    for side in (before, after):
+        _refuse_stale(side)
     ab, aa = analysis_of(before, opts, progress), analysis_of(after, opts, progress)
     warns = _compare.warnings(ab.kernels, aa.kernels) + provenance.collection_warnings(before, after)
     if strict and warns:
         raise InputError("the runs are not comparable point for point: " + "; ".join(warns) + " (drop --strict to compare anyway)")
     warns += list(dict.fromkeys(w for a in (ab, aa) if a.production is not None for w in a.production.warnings))
-    result = CompareResult(_compare.join(ab.summary, aa.summary), warns, _compare.totals(ab.kernels, aa.kernels))
+    resolved = _compare.resolve_pairs(specs, ab.summary, aa.summary, "--pair-file" if pair_file and not pairs else "--pair")
+    table = _compare.join(ab.summary, aa.summary, kernels=(ab.kernels, aa.kernels), by=opts.match, pairs=resolved)
+    result = CompareResult(table, warns, _compare.totals(table, ab.kernels, aa.kernels))
+    if fail_if_slower is not None:
+        result.gate = result.judge(fail_if_slower, fail_on_new=fail_on_new, fail_on_gone=fail_on_gone, allow_unmatched=allow_unmatched)
+    result.before, result.after, result.pairs = ab, aa, _compare.match(ab.summary, aa.summary, resolved)
     if not write:
         return result
+    first_after = as_paths(after)[0]
+    out = Path(outdir) if outdir is not None else first_after.with_name(
+        (first_after.name if first_after.is_dir() else default_outdir(first_after).stem) + ".compare")
+    files = _compare_files(result, as_paths(before), as_paths(after), (ab, aa), plotlyjs, formats)
+    report.write_outputs(out, files)
+    result.outdir = out
+    result.files = {name: out / name for name in files}
+    return result
     first_after = as_paths(after)[0]
     out = Path(outdir) if outdir is not None else first_after.with_name(
         (first_after.name if first_after.is_dir() else default_outdir(first_after).stem) + ".compare")
@@ -497,4 +548,81 @@ def compare_runs(before: PathLike | Sequence[PathLike], after: PathLike | Sequen
     report.write_outputs(out, files)
     result.outdir = out
     result.files = {name: out / name for name in files}
+    return result
+
+
+@dataclass
+class SeriesResult:
+    """What :func:`compare_series` produced."""
+
+    table: pd.DataFrame
+    names: list[str]
+    warnings: list[str]
+    outdir: Path | None = None
+    files: dict[str, Path] = field(default_factory=dict)
+
+
+def runs_in(directory: PathLike) -> list[Path]:
+    """The runs of a directory, in name order: its ``.ncu-rep`` reports, ncu CSV exports and saved
+    analyses (subdirectories with a kernels table). InputError when it holds fewer than two."""
+    d = Path(directory)
+    found = sorted(p for p in d.iterdir() if (p.is_file() and (p.name.endswith(".ncu-rep") or p.suffix == ".csv"))
+                   or (p.is_dir() and tables_io.saved_kernels(p) is not None))
+    if len(found) < 2:
+        raise InputError("holds fewer than two runs (.ncu-rep, .csv or analyze output directories); pass the runs themselves", d)
+    return found
+
+
+def compare_series(runs: Sequence[PathLike | Sequence[PathLike]], outdir: PathLike | None = None,
+                   options: AnalysisOptions | None = None, *, plotlyjs: str | bool = True, write: bool = True,
+                   progress: bool = False, pairs: Sequence[tuple[str, str]] = (), pair_file: PathLike | None = None,
+                   formats: Sequence[str] = ("csv",), **option_fields: Any) -> SeriesResult:
+    """Several runs in order: each kernel's trail through them; write trail.csv/.html.
+
+    Parameters
+    ----------
+    runs : sequence
+        Each a report, CSV export(s) or an ncuroof output directory (:func:`analysis_of`), in order.
+    outdir : path, optional
+        Output directory; default ``<last run's stem>.trail/`` next to the last run.
+    options : AnalysisOptions, optional
+        How to analyze every run; ``**option_fields`` override its fields.
+    plotlyjs, write, progress, formats
+        As in :func:`compare_runs`.
+    pairs, pair_file
+        Pairs by hand (:func:`ncuroof.runs.compare.series`).
+
+    Returns
+    -------
+    SeriesResult
+        ``table`` (:data:`ncuroof.schema.COMPARE_TRAIL`), the run names, the warnings of each
+        consecutive pair of runs.
+
+    Raises
+    ------
+    NcuroofError
+        Bad input; fewer than two runs; a pair naming one kernel in no two consecutive runs.
+    """
+    if len(runs) < 2:
+        raise InputError("a series needs at least two runs", ", ".join(str(r) for r in runs))
+    opts = AnalysisOptions.of(options, **option_fields)
+    specs = [*pairs, *(_compare.read_pair_file(pair_file) if pair_file is not None else [])]
+    sides = [analysis_of(r, opts, progress) for r in runs]
+    names = [", ".join(p.name for p in as_paths(r)) for r in runs]
+    warns = [f"runs {i} → {i + 1}: {w}" for i in range(1, len(sides))
+             for w in _compare.warnings(sides[i - 1].kernels, sides[i].kernels)]
+    table = _compare.series([a.summary for a in sides], [a.kernels for a in sides], names, opts.match, specs)
+    result = SeriesResult(table, names, warns)
+    if not write:
+        return result
+    last = as_paths(runs[-1])[0]
+    out = Path(outdir) if outdir is not None else last.with_name(
+        (last.name if last.is_dir() else default_outdir(last).stem) + ".trail")
+    from .render import compare as compare_page
+
+    inputs = [p for r in runs for p in as_paths(r)]
+    files = {**tables_io.table_files({"trail": table}, formats, inputs),
+             "trail.html": compare_page.trail_page(table, sides[0].points, sides[-1].points, names, warns, plotlyjs)}
+    report.write_outputs(out, files)
+    result.outdir, result.files = out, {name: out / name for name in files}
     return result

@@ -7,7 +7,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["num", "g", "pct", "time", "si", "span", "plural", "count", "agree", "achievable"]
+__all__ = ["num", "g", "plain", "pct", "time", "si", "span", "plural", "count", "agree", "achievable", "change"]
 
 _SI = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
 
@@ -25,6 +25,16 @@ def g(x: Any, digits: int = 3) -> str:
     """``digits`` significant digits: ``0.000123`` -> ``'0.000123'``, ``1234.5`` -> ``'1.23e+03'``."""
     v = num(x)
     return f"{v:.{digits}g}" if math.isfinite(v) else "n/a"
+
+
+def plain(x: Any, digits: int = 3) -> str:
+    """A count or ratio people read without an exponent: ``plain(16318464)`` -> ``'16,318,464'``,
+    ``plain(29876.4)`` -> ``'29,876'``, below 1000 ``digits`` significant digits (``plain(0.2881)`` -> ``'0.288'``)."""
+    v = num(x)
+    if not math.isfinite(v):
+        return "n/a"
+    text = f"{v:.{digits}g}"
+    return f"{v:,.0f}" if "e+" in text or abs(v) >= 1000 else text
 
 
 def pct(x: Any, digits: int = 0) -> str:
@@ -95,3 +105,14 @@ def achievable(fraction: Any, peak_fraction: Any, roof: str, peak_source: str = 
         return ""
     of = f"the {peak_source}'s" if peak_source in ("datasheet", "report", "user") else "peak"
     return f"at {pct(fraction)} of achievable {roof} ({pct(peak_fraction)} of {of})"
+
+
+def change(r: Any, digits: int = 0) -> str:
+    """A relative change as a signed percentage: ``change(-0.47)`` -> ``'−47 %'`` (a minus sign, U+2212),
+    ``change(0.04)`` -> ``'+4 %'``, ``change(0)`` -> ``'±0 %'``."""
+    v = num(r)
+    if not math.isfinite(v):
+        return "n/a"
+    text = f"{abs(100 * v):.{digits}f}"
+    sign = "±" if float(text) == 0 else ("+" if v > 0 else "−")
+    return f"{sign}{text} %"

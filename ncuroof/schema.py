@@ -47,6 +47,7 @@ __all__ = [
     "tensor_paths",
     "tensor_path",
     "flop_name",
+    "work_unit",
     "BOUNDS",
     "STATUSES",
     "DAMAGED",
@@ -107,7 +108,7 @@ BOUNDS = ("memory", "compute", "latency", "unknown")
 DIAGNOSES = ("memory_near_roof", "memory_below_roof", "compute_near_roof", "compute_below_roof", "latency_bound", "balanced",
              "instruction_bound", "not_classified")
 #: Values of the ``time_at_roof_bound`` column of the kernels table (:mod:`ncuroof.model.speed_of_light`).
-TIME_BOUNDS = ("roofline", "sm_units", "memory_units", "")
+TIME_BOUNDS = ("roofline", "sm_units", "memory_units", "launch_floor", "")
 #: Values of the ``status`` column of the kernels table.
 STATUSES = ("ok", "no_roofline_metrics", "failed_measurement", "corrupt_record")
 #: Start of the ``input_notes`` of a launch whose record is damaged (:mod:`ncuroof.parser.validate`):
@@ -181,7 +182,7 @@ KERNELS: dict[str, Column] = {
     "peak_warp_inst_per_s": Column("float64", "inst/s", "instruction issue roof: SMs x 4 schedulers x SM clock [DING]"),
     "time_at_roof_s": Column("float64", "s", "lower bound on the duration: max(roofline bound (precisions sharing a pipe add; "
                              "max over pipes and levels), time_s x max(sm_throughput_frac, memory_throughput_frac))"),
-    "time_at_roof_bound": Column("string", "", "which bound set time_at_roof_s: roofline, sm_units or memory_units ('' when none)"),
+    "time_at_roof_bound": Column("string", "", "which bound set time_at_roof_s: roofline, sm_units, memory_units or launch_floor ('' when none)"),
     "saving_s": Column("float64", "s", "time_s - time_at_roof_s, at least 0: the time saved if the launch ran at its speed of light"),
     "speed_of_light_note": Column("string", "", "one sentence when the roofline and unit bounds differ by more than 2x, else ''"),
     "expected_flop": Column("float64", "FLOP", "algorithmic FLOPs of the launch from --expect (NaN without)"),
@@ -200,6 +201,9 @@ KERNELS: dict[str, Column] = {
     "datasheet_gpu": Column("string", "", "metrics/gpus.toml entry whose datasheet roofs were used, empty if none"),
     "ncu_version": RAW_META["ncu_version"],
     "reader": RAW_META["reader"],
+    "clock_control": Column("string", "", "clocks while ncu profiled: the report's clock status (locked, not locked, lock requested "
+                            "but not applied; result field 25) and, after a colon, the --clock-control of ncuroof profile's "
+                            ".ncuroof.json record (ncuroof.parser.clocks.clock_control); empty when neither says"),
     "bound": Column("string", "", "memory, compute, latency or unknown"),
     "diagnosis": Column("string", "", "memory_near_roof, memory_below_roof, compute_near_roof, compute_below_roof, latency_bound, "
                         "balanced, instruction_bound or not_classified (ncuroof/model/diagnose.py)"),
@@ -440,6 +444,16 @@ def flop_name(precision: str) -> str:
     """The name of a precision's columns and roofs: ``fp32`` (``fp32_flop``...), ``tensor:<path>`` -> ``tensor_<path>``."""
     path = tensor_path(precision)
     return precision if path is None else tensor_columns(path).name
+
+
+_INTEGER_PATH = re.compile(r"imma|igmma|bmma|int\d|(?:^|_)[su](?:8|4)(?:_|$)|(?:^|_)b1(?:_|$)")
+
+
+def work_unit(precision: str) -> str:
+    """What a person reads a precision's work in: ``OP`` for integer tensor work (IMMA, IGMMA, int8/int4
+    datapaths: operations, not floating-point operations), else ``FLOP``. Column names keep ``flop``."""
+    path = tensor_path(str(precision or ""))
+    return "OP" if path is not None and _INTEGER_PATH.search(path) else "FLOP"
 
 
 def precision_title(precision: str) -> str:
@@ -732,3 +746,122 @@ OPS: dict[str, Column] = {
 }
 
 __all__ += ["TIMELINE_KERNEL", "OPS"]
+
+
+# --- issue 28, compare before and after (ncuroof.runs.compare) ----------------------------------------
+
+_SIDES = ("before", "after")
+
+
+def _per_side(name: str, col: Column) -> dict[str, Column]:
+    return {f"{name}_{s}": Column(col.dtype, col.unit, f"{s} run: {col.description}") for s in _SIDES}
+
+
+#: One row per kernel of either run (:func:`ncuroof.runs.compare.join`, ``compare.csv``): matched
+#: kernels with both runs' numbers, kernels in one run only with theirs. Rates, AI and roof fractions
+#: are the kernel summary's (:data:`KERNEL_SUMMARY`); time, work and traffic are sums over the
+#: kernel's launches. A value a run does not have (a kernel it lacks, a counter, a duration) is
+#: missing, never 0.
+COMPARE: dict[str, Column] = {
+    "kernel_key": Column("string", "", "kernel identity (--match): the before run's key, else the after run's"),
+    "kernel_name": Column("string", "", "function name in the before run, else in the after run"),
+    "kernel_label": Column("string", "", "function name, numbered 'name (2)' where kernels share it, in the run it is from"),
+    "kernel_name_after": Column("string", "", "function name in the after run ('' when only in the before run)"),
+    "status": Column("string", "", "matched, only_before (gone) or only_after (new)"),
+    "match": Column("string", "", "how the kernels were paired (ncuroof.model.summary.pair_keys): by hand (--pair), name, "
+                    "base name, numbers differ; only_before or only_after"),
+    "speedup": Column("float64", "1", "time_s_before / time_s_after (matched kernels with both times known)"),
+    "time_delta_s": Column("float64", "s", "time_s_after - time_s_before; a kernel in one run only: its time, negative when gone"),
+    "movement_level": Column("string", "", "the one level the movement and movement_* columns speak of: the after run's binding "
+                             "level, else the before run's, else the outermost known (a kernel in one run only: its binding level)"),
+    "movement": Column("string", "", "how the dot moved at movement_level: more reuse (AI up), better utilization (roof fraction "
+                       "up), both, worse, none, mixed or unknown (changes under [compare].move count as none)"),
+    "change": Column("string", "", "what moved, with the numbers: work per precision, traffic per level, launches (when they changed "
+                     "by [compare].move or more) and the throughput ('FP64 work −47 %, throughput +4 %')"),
+    "partner": Column("string", "", "a kernel in one run only: the kernel_key of its likely partner in the other run "
+                      "(ncuroof.runs.compare.partners: same grid and block, or similar work), a suggestion only; '' when none"),
+    **_per_side("launches", Column("int64", "", "launches of the kernel (0 when absent)")),
+    **_per_side("time_s", Column("float64", "s", "summed launch duration; missing unless every launch has one")),
+    **_per_side("flop_per_s", KERNEL_SUMMARY["flop_per_s"]),
+    **_per_side("precision", KERNEL_SUMMARY["precision"]),
+    **_per_side("bound", KERNEL_SUMMARY["bound"]),
+    **_per_side("level", KERNEL_SUMMARY["level"]),
+    **_per_side("ai_flop_per_byte", KERNEL_SUMMARY["ai_flop_per_byte"]),
+    **_per_side("roof_fraction", KERNEL_SUMMARY["roof_fraction"]),
+    **_per_side("achievable_roof_fraction", KERNEL_SUMMARY["achievable_roof_fraction"]),
+    **_per_side("movement_ai_flop_per_byte", Column("float64", "FLOP/B", "AI of the kernel's dot at movement_level")),
+    **_per_side("movement_roof_fraction", Column("float64", "1", "roof fraction of the kernel's dot at movement_level")),
+    **{k: v for p in (*PRECISIONS, "tensor")
+       for k, v in _per_side(f"{p}_flop", Column("float64", "FLOP", f"summed {p.upper()} operations of the launches")).items()},
+    **{k: v for lv in LEVELS
+       for k, v in _per_side(f"{lv}_bytes", Column("float64", "B", f"summed {lv.upper()} traffic of the launches")).items()},
+    **_per_side("grid", Column("string", "", "grid dimensions of most of the time")),
+    **_per_side("block", Column("string", "", "block dimensions of most of the time")),
+    **{k: v for lv in LEVELS for m in ("ai_flop_per_byte", "roof_fraction")
+       for k, v in _per_side(f"{lv}_{m}", KERNEL_SUMMARY[f"{lv}_{m}"]).items()},
+}
+
+#: The CI gate's verdict (:class:`ncuroof.runs.compare.Gate`, ``compare --fail-if-slower``).
+COMPARE_GATE: dict[str, Column] = {
+    "verdict": Column("string", "", "pass, fail or unknown (the gate could not judge: no kernels, none in both runs, unknown times)"),
+    "exit_code": Column("int64", "", "0 pass, 1 fail, 2 unknown"),
+    "threshold_pct": Column("float64", "%", "allowed growth of a matched kernel's (and the matched total's) time"),
+    "headline": Column("string", "", "speedup over matched kernels beside both runs' totals"),
+    "failures": Column("object", "", "why the gate failed: a list of lines"),
+    "unknown": Column("object", "", "what the gate could not judge: a list of lines"),
+    "notes": Column("object", "", "kernels in one run only and their likely partners, when not failures: a list of lines"),
+}
+
+__all__ += ["COMPARE", "COMPARE_GATE"]
+
+#: Several runs in order (:func:`ncuroof.runs.compare.series`, ``trail.csv``): one row per kernel and run
+#: it is in; a kernel matched between consecutive runs keeps its ``trail``.
+COMPARE_TRAIL: dict[str, Column] = {
+    "trail": Column("int64", "", "the kernel's trail: one id through the runs it was matched in, first appearance order"),
+    "run": Column("int64", "", "the run's position, 0 first"),
+    "run_name": Column("string", "", "the run's input"),
+    "kernel_key": Column("string", "", "kernel identity (--match) in this run"),
+    "kernel_name": RAW_META["kernel_name"],
+    "kernel_label": KERNEL_SUMMARY["kernel_label"],
+    "match": Column("string", "", "how it was matched to the previous run's kernel (ncuroof.model.summary.pair_keys: name, by hand, "
+                    "base name, numbers differ); first (the first run) or new (a trail starting here)"),
+    "launches": KERNEL_SUMMARY["launches"],
+    "time_s": Column("float64", "s", "summed launch duration; missing unless every launch has one"),
+    "speedup_vs_first": Column("float64", "1", "the trail's first time / this time"),
+    "speedup_vs_previous": Column("float64", "1", "the trail's previous time / this time"),
+    **{f"{p}_flop": Column("float64", "FLOP", f"summed {p.upper()} operations") for p in (*PRECISIONS, "tensor")},
+    **{f"{lv}_bytes": Column("float64", "B", f"summed {lv.upper()} traffic") for lv in LEVELS},
+    "flop_per_s": KERNEL_SUMMARY["flop_per_s"],
+    "precision": KERNEL_SUMMARY["precision"],
+    "level": KERNEL_SUMMARY["level"],
+    "ai_flop_per_byte": KERNEL_SUMMARY["ai_flop_per_byte"],
+    "roof_fraction": KERNEL_SUMMARY["roof_fraction"],
+    "trail_level": Column("string", "", "the one level the trail is drawn at: the kernel's binding level in its last run, else the outermost "
+                          "level every run of the trail has"),
+    "trail_ai_flop_per_byte": Column("float64", "FLOP/B", "AI of the kernel's dot at trail_level"),
+    "trail_roof_fraction": Column("float64", "1", "roof fraction of the kernel's dot at trail_level"),
+    "grid": Column("string", "", "grid dimensions of most of the time"),
+    "block": Column("string", "", "block dimensions of most of the time"),
+}
+
+__all__ += ["COMPARE_TRAIL"]
+
+
+# --- issue 30, the machine-readable verdict (ncuroof.render.json_doc, analyze/compare --json) --------
+
+#: A kernel's work and traffic summed over its launches, and their rates, beside its
+#: :data:`KERNEL_SUMMARY` row in the ``--json`` documents (:func:`ncuroof.render.json_doc.kernel_work`).
+#: Followed there by ``tensor_<path>_flop`` [FLOP] and ``tensor_<path>_flop_per_s`` [FLOP/s] per tensor datapath with work.
+KERNEL_WORK: dict[str, Column] = {
+    **{f"{p}_flop": Column("float64", "FLOP", f"summed {p.upper()} FLOPs of the launches (missing when no launch has the count)")
+       for p in PRECISIONS},
+    "tensor_flop": Column("float64", "FLOP", "summed tensor FLOPs"),
+    **{f"{lv}_bytes": Column("float64", "B", f"summed {lv.upper()} traffic of the launches") for lv in LEVELS},
+    **{f"{p}_flop_per_s": Column("float64", "FLOP/s", f"achieved {p.upper()} FLOP/s: {p}_flop over the time of the launches "
+                                 "that have it") for p in PRECISIONS},
+    "tensor_flop_per_s": Column("float64", "FLOP/s", "achieved tensor FLOP/s: tensor_flop over the time of the launches that have it"),
+    **{f"{lv}_bytes_per_s": Column("float64", "B/s", f"achieved {lv.upper()} bandwidth: {lv}_bytes over the time of the launches "
+                                   "that have it") for lv in LEVELS},
+}
+
+__all__ += ["KERNEL_WORK"]

@@ -6,7 +6,11 @@ VENV="${NCUROOF_VENV:-$ROOT/.venv}"
 PY="${PYTHON:-python3}"
 if [ ! -x "$VENV/bin/python" ]; then
   echo "creating $VENV" >&2
-  "$PY" -m venv "$VENV"
+  if ! "$PY" -m venv "$VENV"; then
+    rm -rf "$VENV"
+    echo "cannot create a virtual environment with $PY: on Debian/Ubuntu install python3-venv (apt install python3-venv)" >&2
+    exit 2
+  fi
 fi
 # Re-install only when pyproject.toml changed since the last install.
 STAMP="$VENV/.ncuroof-installed"

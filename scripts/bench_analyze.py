@@ -2,11 +2,16 @@
 """Benchmark: ncuroof analysis time per launch against the floor of merely reading the same
 metrics through ncu_report, measured in the same run on the largest shared fixture.
 
+--warm (issue 30): a small report analyzed in a warm process (imports, metric catalog and GPU table
+loaded; the analysis itself redone) against a cold ``ncuroof analyze --json`` run of the same report,
+CPU time of the child process and wall time, in one run; target warm <= 1/3 of cold.
+
 Target (issue 2): analysis (parse, compute, classify and diagnose each launch, points) at most
 1.5x the floor. The per-kernel summary and diagnosis (issue 7) and the figure and page are timed
 on their own rows: they grow with kernels and points, not with the metrics read.
 
     .venv/bin/python scripts/bench_analyze.py [REPORT] [--repeat N]
+    .venv/bin/python scripts/bench_analyze.py --warm [REPORT] [--repeat N]
 """
 
 from __future__ import annotations
@@ -91,11 +96,59 @@ def best_of(fn, path: Path, repeat: int) -> tuple[float, int]:
     return min(times), n
 
 
+def cold_cli(path: Path, outdir: Path) -> tuple[float, float]:
+    """One cold ``ncuroof analyze REPORT --json`` process: (CPU seconds of the child, wall seconds)."""
+    import os
+    import resource
+    import subprocess
+    import sys
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "ncuroof", "analyze", str(path), "-o", str(outdir), "--json", "-q"], check=True,
+                   stdout=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), wall
+
+
+def warm_call(path: Path) -> tuple[float, float]:
+    """The same document in this (warm) process, the analysis redone: (CPU seconds, wall seconds)."""
+    from ncuroof import api
+    from ncuroof.render import json_doc
+
+    c0, t0 = time.process_time(), time.perf_counter()
+    json_doc.dumps(json_doc.analysis_document(api.analysis_of(path)))
+    return time.process_time() - c0, time.perf_counter() - t0
+
+
+def warm_vs_cold(path: Path, repeat: int) -> None:
+    """Print the warm/cold ratio (issue 30) for ``path``: best of ``repeat`` each, alternated."""
+    import tempfile
+
+    warm_call(path)  # the process gets warm: imports, catalog, GPU table
+    cold, warm = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(repeat):
+            cold.append(cold_cli(path, Path(tmp) / f"o{i}"))
+            warm.append(warm_call(path))
+    (cc, cw), (wc, ww) = min(cold), min(warm)
+    print(f"report: {path.name} ({path.stat().st_size / 1e3:.0f} kB), best of {repeat}")
+    print(f"{'':<48}{'CPU [ms]':>10}{'wall [ms]':>11}{'ratio (CPU)':>13}")
+    print(f"{'cold: ncuroof analyze --json (a new process)':<48}{1e3 * cc:>10.0f}{1e3 * cw:>11.0f}{1.0:>13.2f}")
+    print(f"{'warm: the same document in a warm process':<48}{1e3 * wc:>10.0f}{1e3 * ww:>11.0f}{wc / cc:>13.2f}")
+    print(f"target: warm <= 0.33 of cold -> {'met' if wc / cc <= 1 / 3 else 'NOT met'} (wall ratio {ww / cw:.2f})")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("report", nargs="?", type=Path)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--warm", action="store_true", help="warm process against a cold CLI run (issue 30), on a small report")
     args = ap.parse_args()
+    if args.warm:
+        warm_vs_cold(args.report or SHARED / "KernelBench__matmul_kernel.ncu-rep", args.repeat)
+        return
     path = args.report or max(SHARED.glob("*.ncu-rep"), key=lambda p: p.stat().st_size)
     analysis(path)  # warm-up: imports, catalog, plotly templates
     t_floor, n = best_of(floor, path, args.repeat)

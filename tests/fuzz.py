@@ -2,7 +2,7 @@
 
 Every case is a damaged copy of a shared fixture, made at test time with a fixed seed (the
 fixtures are never copied into the repository). :func:`run_case` runs ``ncuroof analyze`` on one
-case in-process through ``ncuroof.cli.main`` (in a forked child for ``.ncu-rep`` cases, so an
+case in-process through ``ncuroof.cli.main`` (in a forked child for report cases, so an
 abort inside ``ncu_report`` is seen as a signal instead of killing the harness) and
 :func:`verdict` checks the promise:
 
@@ -14,7 +14,8 @@ abort inside ``ncu_report`` is seen as a signal instead of killing the harness) 
 * no launch added without a note, and no damaged launch reported as ncu's failed measurement or
   missing metrics (a status that changed to ``failed_measurement``/``no_roofline_metrics``).
 
-The families follow the mutation campaign of issue 14.
+The families follow the mutation campaign of issue 14; the ``repz_`` ones (issue 32) damage the
+same reports compressed as ncu 2026.3 writes them.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ SHARED = REPO.parent / "shared" / "fixtures"
 #: Small reports (fast to decode) that cover ncu 2020-2025 and NVTX.
 REPORTS = ("nsight-training__manual_nvtx.ncu-rep", "RooflineAnalysis_On_NVIDIA_GPU__output0.ncu-rep",
            "gene-pop2020__time-flops_dzv_ak_ncuroof-time-0.ncu-rep", "ESMM-Research__profile_output.ncu-rep")
+#: Reports also damaged as ``.ncu-repz`` (ncu 2025 and 2026.2).
+REPZ = ("ESMM-Research__profile_output.ncu-rep", "ai-infra-notes__leetgpu_matmul_full.ncu-rep")
 #: CSV exports: details page (old and new ncu), raw page with and without units, two runs written into one file.
 CSVS = ("ESMM-Research__metrics.csv", "GPU-Roofline-Profiler__saxpy.csv", "RooflineAnalysis_On_NVIDIA_GPU__output0.csv",
         "accelsim-test__algo23_details.csv", "accelsim-test__algo23_raw.csv", "llm-perf-opt__kernel_0001_ncu.metrics.csv",
@@ -157,6 +160,44 @@ def report_cases(name: str, data: bytes, rng: random.Random, per_family: int) ->
     yield case("concatenate", "the report twice", data + data)
 
 
+def compress(data: bytes, frames: int = 1, skippable: bool = False, content_size: bool = True) -> bytes:
+    """``data`` as ncu 2026.3 writes a ``.ncu-repz``: zstd (level 3) of the same bytes, in ``frames``
+    frames, with a skippable frame before and between them when ``skippable``."""
+    import zstandard
+
+    cctx = zstandard.ZstdCompressor(level=3, write_content_size=content_size)
+    skip = struct.pack("<II", 0x184D2A53, 7) + b"ncuroof"
+    step = -(-len(data) // frames)
+    parts = [cctx.compress(data[i:i + step]) for i in range(0, len(data), step)]
+    return (skip if skippable else b"") + (skip if skippable else b"").join(parts)
+
+
+def bomb(declared: int = 1 << 40) -> bytes:
+    """A zstd frame that declares ``declared`` decompressed bytes and holds one raw block of 4 (RFC 8878)."""
+    header = bytes([0xE0]) + declared.to_bytes(8, "little")  # single segment, 8-byte content size
+    return b"\x28\xb5\x2f\xfd" + header + (1 | 4 << 3).to_bytes(3, "little") + b"NVR\x00"
+
+
+def repz_cases(name: str, data: bytes, rng: random.Random, per_family: int) -> Iterator[Case]:
+    """Damaged ``.ncu-repz`` copies of one report (issue 32): the compressed stream cut or flipped, the
+    report flipped before compressing, and a bomb that declares a terabyte."""
+    packed = compress(data)
+
+    def case(family: str, what: str, out: bytes) -> Case:
+        return Case(family, f"{name}: {what}", out, ".ncu-repz", name)
+
+    for _ in range(per_family):
+        cut = rng.randrange(1, len(packed))
+        yield case("repz_truncate", f"compressed stream cut at byte {cut}", packed[:cut])
+        at = rng.randrange(4, len(packed))
+        yield case("repz_flip_compressed", f"XOR 0x{(x := rng.randrange(1, 256)):02x} at compressed byte {at}",
+                   packed[:at] + bytes([packed[at] ^ x]) + packed[at + 1:])
+        at = rng.randrange(4, len(data))
+        yield case("repz_flip_report", f"XOR 0x{(x := rng.randrange(1, 256)):02x} at report byte {at}, then compressed",
+                   compress(data[:at] + bytes([data[at] ^ x]) + data[at + 1:], frames=2, skippable=True))
+    yield case("repz_bomb", "a frame declaring 2^40 bytes", bomb())
+
+
 def _csv_lines(data: bytes) -> tuple[list[bytes], int]:
     """Lines of a CSV export (with their ends) and the index of its header row."""
     lines = data.splitlines(keepends=True)
@@ -267,6 +308,10 @@ def all_cases(seed: int = 14, per_report: int = 3, per_csv: int = 3) -> list[Cas
     for name in REPORTS:
         if (SHARED / name).exists():
             cases += report_cases(name, (SHARED / name).read_bytes(), rng, per_report)
+    zrng = random.Random(seed + 32)  # its own stream: the cases of the other families stay those of before issue 32
+    for name in REPZ:
+        if (SHARED / name).exists():
+            cases += repz_cases(name, (SHARED / name).read_bytes(), zrng, per_report)
     for name in CSVS:
         if (SHARED / name).exists():
             cases += csv_cases(name, (SHARED / name).read_bytes(), rng, per_csv)
@@ -350,7 +395,7 @@ def run_case(case: Case, workdir: Path, fork: bool | None = None) -> Outcome:
     outdir = workdir / "out" / "result"
     outdir.parent.mkdir(exist_ok=True)
     before = set(os.listdir(outdir.parent))
-    fork = case.suffix == ".ncu-rep" if fork is None else fork
+    fork = case.suffix in (".ncu-rep", ".ncu-repz") if fork is None else fork
     if fork:
         code, sig, err, out = _forked(lambda: _analyze_in_process([src], outdir))
     else:

@@ -10,6 +10,7 @@ import re
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from conftest import needs_ncu_report, shared
 
@@ -19,10 +20,19 @@ from ncuroof.collector import ncu as collector
 from ncuroof.collector.ncu import ProfileOptions, build_command, metric_list
 
 FAKE = Path(__file__).resolve().parent / "fake_ncu"
+#: The stand-in's versions (tests/fake_ncu/ncu): the report suffix ncu writes by default for each.
+VERSIONS = {"2023.2.2.0": ".ncu-rep", "2025.3.1.0": ".ncu-rep", "2026.3.1.0": ".ncu-repz"}
+
+
+@pytest.fixture(params=VERSIONS)
+def version(request, monkeypatch):
+    """Each test that runs the stand-in runs it as ncu 2023.2, 2025.3 and 2026.3."""
+    monkeypatch.setenv("FAKE_NCU_VERSION", request.param)
+    return request.param
 
 
 @pytest.fixture
-def fake_env(monkeypatch, tmp_path):
+def fake_env(monkeypatch, tmp_path, version):
     """PATH with the stand-in ncu first; no other place to find a real one."""
     monkeypatch.setenv("PATH", f"{FAKE}{os.pathsep}{os.environ.get('PATH', '')}")
     monkeypatch.delenv("CUDA_HOME", raising=False)
@@ -55,7 +65,7 @@ def test_every_scoping_option_is_passed_through(tmp_path):
                    "--kernel-id", "::vec:2", "--launch-skip", "5", "--launch-count", "10", "--target-processes", "all",
                    "--replay-mode", "application", "--clock-control", "none", "--cache-control", "none",
                    "--nvtx-include", "train/", "--nvtx-include", "step@*", "--nvtx-exclude", "warmup/",
-                   "-o", str(tmp_path / "r"), "--graph-profiling", "node", "--", "python", "train.py"]
+                   "-o", str(tmp_path / "r.ncu-rep"), "--graph-profiling", "node", "--", "python", "train.py"]
 
 
 def test_explicit_metric_list_replaces_the_set(tmp_path):
@@ -125,37 +135,81 @@ def test_collected_metric_names_exist_on_that_architecture(report, tensor):
 # --- running the stand-in ncu --------------------------------------------------------------
 
 @needs_ncu_report
-def test_profile_keeps_report_records_collection_and_analyzes(fake_env, monkeypatch, tmp_path, capsys):
+def test_profile_keeps_report_records_collection_and_analyzes(fake_env, version, monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("FAKE_NCU_MODE", "ok")
     monkeypatch.setenv("FAKE_NCU_REPORT", str(shared("cs599k__2025-04-21-vector-based.ncu-rep")))
     with pytest.raises(SystemExit) as exc:
         cli.main(["profile", "-o", "silu", "--clock-control", "none", "-c", "2", "--", "python3", "silu.py", "--n", "5"])
     assert exc.value.code == 0
     out = capsys.readouterr()
-    report = tmp_path / "silu.ncu-rep"
+    report = tmp_path / f"silu{VERSIONS[version]}"
     assert report.is_file() and not list(tmp_path.glob(".*partial*"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([report.name, report.name + ".ncuroof.json", "silu.ncuroof",
+                                                                 "ncu-args.jsonl"])
+    assert (report.read_bytes()[:4] == b"\x28\xb5\x2f\xfd") == (VERSIONS[version] == ".ncu-repz")
     assert "hello from the profiled program" in out.err  # program output streamed
     assert "2 kernel launches profiled, 3 replay passes each" in out.out
     calls = _calls(fake_env)
     assert calls[0] == ["--version"]
     assert calls[1][:3] == ["--set", "roofline", "--nvtx"] and calls[1][-4:] == ["python3", "silu.py", "--n", "5"]
     assert ["--clock-control", "none"] == calls[1][calls[1].index("--clock-control"):calls[1].index("--clock-control") + 2]
-    rec = json.loads((tmp_path / "silu.ncu-rep.ncuroof.json").read_text())
-    assert rec["ncu_version"] == "2025.3.1.0" and rec["clock_control"] == "none" and rec["cache_control"] == "all (ncu default)"
+    rec = json.loads((tmp_path / f"{report.name}.ncuroof.json").read_text())
+    assert rec["ncu_version"] == version and rec["clock_control"] == "none" and rec["cache_control"] == "all (ncu default)"
     assert rec["passes"] == {"vectorAdd - 0": 3, "vectorAdd - 1": 3}
-    assert rec["ncu_command"][rec["ncu_command"].index("-o") + 1] == "silu"
+    assert rec["report"] == report.name and rec["ncu_command"][rec["ncu_command"].index("-o") + 1] == report.name
     html = (tmp_path / "silu.ncuroof" / "roofline.html").read_text()
     assert "clock control none" in html and "silu_kernel_vector" in html
+    # the report's own clock status (the stand-in copies a real report: locked), then the record's --clock-control
+    kernels = pd.read_csv(tmp_path / "silu.ncuroof" / "kernels.csv")
+    assert (kernels["clock_control"] == "locked: none").all() and "locked: none" in html
 
 
-def test_existing_report_is_not_overwritten(fake_env, tmp_path, capsys):
-    (tmp_path / "r.ncu-rep").write_bytes(b"old")
+def test_existing_report_is_not_overwritten(fake_env, version, tmp_path, capsys):
+    name = f"r{VERSIONS[version]}"
+    (tmp_path / name).write_bytes(b"old")
     with pytest.raises(SystemExit) as exc:
         cli.main(["profile", "-o", "r", "--no-analyze", "--", "./app"])
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "r.ncu-rep: exists; pass --force" in err[0]
-    assert (tmp_path / "r.ncu-rep").read_bytes() == b"old" and len(_calls(fake_env)) == 1  # only --version ran
+    assert len(err) == 1 and f"{name}: exists; pass --force" in err[0]
+    assert (tmp_path / name).read_bytes() == b"old" and len(_calls(fake_env)) == 1  # only --version ran
+
+
+@pytest.mark.parametrize("asked", [".ncu-rep", ".ncu-repz"])
+def test_an_explicit_suffix_is_honoured(fake_env, version, monkeypatch, tmp_path, asked):
+    """-o run1.ncu-rep / run1.ncu-repz keep that name whatever the version's default; the report is
+    compressed where ncu compresses it (an ncu before 2026.2 writes no .ncu-repz: it appends .ncu-rep,
+    and the report, read by its content, is kept under the name asked for). Nothing else is left."""
+    monkeypatch.setenv("FAKE_NCU_MODE", "ok")
+    monkeypatch.setenv("FAKE_NCU_REPORT", str(shared("cs599k__2025-04-21-vector-based.ncu-rep")))
+    res = collector.run_profile(["./app"], ProfileOptions(output=Path(f"run1{asked}")), echo=lambda s: None)
+    assert res.report == Path(f"run1{asked}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([f"run1{asked}", f"run1{asked}.ncuroof.json", "ncu-args.jsonl"])
+    compressed = (tmp_path / f"run1{asked}").read_bytes()[:4] == b"\x28\xb5\x2f\xfd"
+    assert compressed == (asked == ".ncu-repz" and version >= "2026.2")
+    assert _calls(fake_env)[1][_calls(fake_env)[1].index("-o") + 1].endswith(f".partial{asked}")
+
+
+@pytest.mark.parametrize("clock", ["boost", "force-boost"])
+def test_clock_control_choices_follow_the_version(fake_env, version, tmp_path, clock):
+    """boost and force-boost exist from ncu 2026.1: an older ncu is not even started with them."""
+    opts = ProfileOptions(output=Path("r"), clock_control=clock, force=True)
+    if version < "2026.1":
+        with pytest.raises(collector.ProfileError, match=f"takes --clock-control base\\|none\\|reset, not '{clock}'"):
+            collector.run_profile(["./app"], opts, echo=lambda s: None)
+        assert len(_calls(fake_env)) == 1
+    else:
+        res = collector.run_profile(["./app"], opts, echo=lambda s: None)
+        assert json.loads(res.sidecar.read_text())["clock_control"] == clock
+
+
+def test_ncu_defaults_per_version():
+    d = {v: collector.ncu_defaults(v) for v in ("2020.1.0", "2025.3.1.0", "2026.1.0", "2026.3.1.0")}
+    assert [x.report_suffix for x in d.values()] == [".ncu-rep", ".ncu-rep", ".ncu-rep", ".ncu-repz"]
+    assert d["2025.3.1.0"].clock_control == ("base", "none", "reset") and d["2026.3.1.0"].clock_control[-2:] == ("boost", "force-boost")
+    assert {x.clock_default for x in d.values()} == {"base"}
+    assert collector.report_path(Path("a/run1"), ".ncu-repz") == Path("a/run1.ncu-repz")
+    assert collector.report_path(Path("run1.ncu-rep"), ".ncu-repz") == Path("run1.ncu-rep")
 
 
 @pytest.mark.parametrize("mode, expect", [
@@ -228,22 +282,24 @@ def test_doctor_without_ncu_exits_2(no_ncu, capsys):
     assert out.err.strip().count("\n") == 0 and "ncuroof: error:" in out.err
 
 
-def test_doctor_counter_permission(fake_env, tmp_path, monkeypatch):
+def test_doctor_counter_permission(fake_env, version, tmp_path, monkeypatch):
     params = tmp_path / "params"
     params.write_text("ResmanDebugLevel: 4294967295\nRmProfilingAdminOnly: 1\n")
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     checks = {c.name: c for c in collector.doctor(params=params)}
-    assert checks["ncu"].ok and "2025.3.1.0" in checks["ncu"].detail
+    assert checks["ncu"].ok and version in checks["ncu"].detail
+    assert f"writes {VERSIONS[version]} reports by default" in checks["ncu defaults"].detail
+    assert "--clock-control base by default" in checks["ncu defaults"].detail
     assert checks["counters"].ok is False and "NVreg_RestrictProfilingToAdminUsers=0" in checks["counters"].fix
     params.write_text("RmProfilingAdminOnly: 0\n")
     assert {c.name: c for c in collector.doctor(params=params)}["counters"].ok is True
 
 
-def test_api_profile_returns_the_report(fake_env, monkeypatch, tmp_path):
+def test_api_profile_returns_the_report(fake_env, version, monkeypatch, tmp_path):
     monkeypatch.setenv("FAKE_NCU_MODE", "ok")
     lines: list[str] = []
     path = ncuroof.profile(["./app"], tmp_path / "api", echo=lines.append, launch_count=1)
-    assert path == tmp_path / "api.ncu-rep" and path.is_file()
+    assert path == tmp_path / f"api{VERSIONS[version]}" and path.is_file()
     assert any("3 passes" in ln for ln in lines)
     assert "--launch-count" in _calls(fake_env)[1]
 
@@ -271,3 +327,19 @@ def test_compare_warns_when_collected_differently(fake_env, monkeypatch, tmp_pat
     warns = ncuroof.compare_runs(a, b, write=False).warnings
     assert "collected differently: clock control base (ncu default) before, none after" in warns
     assert ncuroof.compare_runs(a, a, write=False).warnings == []
+
+
+def test_compare_warns_about_the_pipeline_boost_state(fake_env, version, monkeypatch, tmp_path):
+    """ncu 2026.1+ records --pipeline-boost-state (given with --ncu-arg); older versions have none to compare."""
+    monkeypatch.setenv("FAKE_NCU_MODE", "ok")
+    a = collector.run_profile(["./app"], ProfileOptions(output=Path("a")), echo=lambda s: None)
+    b = collector.run_profile(["./app"], ProfileOptions(output=Path("b"), extra=("--pipeline-boost-state=stable",)),
+                              echo=lambda s: None)
+    ra, rb = (json.loads(r.sidecar.read_text()) for r in (a, b))
+    from ncuroof.render.provenance import collection_warnings
+
+    if version >= "2026.1":
+        assert (ra["pipeline_boost_state"], rb["pipeline_boost_state"]) == ("ncu default", "stable")
+        assert collection_warnings(a.report, b.report) == ["collected differently: pipeline boost state ncu default before, stable after"]
+    else:
+        assert "pipeline_boost_state" not in ra and collection_warnings(a.report, b.report) == []

@@ -16,7 +16,7 @@ from conftest import REPO, REPORTS, needs_ncu_report, needs_shared, shared
 import ncuroof
 from ncuroof import catalog, parser, schema
 from ncuroof.errors import ReportFormatError
-from ncuroof.parser import nvr
+from ncuroof.parser import nvr, verify
 from ncuroof.parser.ncu_rep import read_ncu_rep
 
 NCUROOF = [sys.executable, "-m", "ncuroof"]
@@ -431,3 +431,20 @@ def test_a_sample_check_that_cannot_run_never_refuses_the_report(monkeypatch: py
     got = parser.read(report, cat)
     assert_same_tables(ref, got.drop(columns="reader"))
     assert got["reader"].str.startswith("ncuroof decoder, not verified: ncu_report cannot read this report").all()
+
+
+@pytest.mark.parametrize("name", ["nsight-training__manual_nvtx.ncu-rep", "cs599k__silu-2025-04-18-v1.ncu-rep"])
+def test_sample_cut_from_the_decoder_s_blocks_is_the_walked_cut(tmp_path: Path, name: str) -> None:
+    """The sample check cuts its report from the blocks the decoder recorded (no second walk): the
+    same bytes as a cut from walking the report, dropped blocks' string tables included; and on a
+    report whose strings follow its first result (a dropped result block carries them)."""
+    cat = catalog.load()
+    moved = tmp_path / "moved.ncu-rep"
+    _strings_after_first_result(shared(name), moved)
+    for report in (shared(name), moved):
+        blocks: list[nvr.Block] = []
+        df = nvr.read_nvr(report, cat, blocks=blocks)
+        for launches in ([0], [len(df) - 1], verify.sample_launches([], len(df), extra=2)):
+            walked, recorded = tmp_path / "walked.ncu-rep", tmp_path / "recorded.ncu-rep"
+            assert verify.cut_report(report, launches, walked) == verify.cut_report(report, launches, recorded, blocks)
+            assert walked.read_bytes() == recorded.read_bytes()

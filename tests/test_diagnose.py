@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import re
 
+import numpy as np
 import pandas as pd
 import pytest
 from conftest import kernels_of, ncu_metrics, needs_ncu_report, shared
@@ -13,6 +14,7 @@ from conftest import kernels_of, ncu_metrics, needs_ncu_report, shared
 import ncuroof
 from ncuroof import catalog
 from ncuroof.model import diagnose, summary
+from ncuroof.model.distinct import distinct_rows
 from ncuroof.schema import cell_text, flag_codes
 
 SOL = catalog.load().thresholds["sol"]
@@ -89,7 +91,7 @@ def test_alife_tiny_launches_are_under_occupied():
     assert len(one_block) > 0
     assert (one_block["diagnosis"] == "latency_bound").all()
     for r in one_block.itertuples(index=False):
-        assert f"{r.waves_per_sm:.3g} waves per SM (1 blocks of" in r.evidence
+        assert f"{r.waves_per_sm:.3g} waves per SM (1 block of" in r.evidence
         assert "too little parallel work" in r.advice
 
 
@@ -124,8 +126,12 @@ def test_verdicts_by_hand():
     assert f"is {spec.tensor['bf16'] / spec.flop_per_s['fp32']:.0f}x the FP32 roof" in advice
     cls, _, advice = diagnose.verdict({**base, "bound": "compute", "roof_fraction": 0.3, "tensor_flop": 1e9}, SOL)
     assert cls == "compute_below_roof" and "tensor" not in advice
-    cls, _, advice = diagnose.verdict({**base, "bound": "memory", "roof_fraction": 0.3, "ai_flop_per_byte": 1.0}, SOL)
+    cls, _, advice = diagnose.verdict({**base, "bound": "memory", "roof_fraction": 0.3, "ai_flop_per_byte": 1.0,
+                                       "sm_throughput_frac": 0.4, "memory_throughput_frac": 0.85}, SOL)
     assert cls == "memory_below_roof" and advice.startswith("30% of the L2 roof: the access pattern wastes bandwidth; check coalescing")
+    # SM 90 % vs memory 50 %: ncu's rule points at the SM (>= 60 % and 10 points busier), so no memory advice
+    cls, ev, advice = diagnose.verdict({**base, "bound": "memory", "roof_fraction": 0.3, "ai_flop_per_byte": 1.0}, SOL)
+    assert cls == "instruction_bound" and "check coalescing" not in advice and "by 40 points" in ev
     cls, ev, _ = diagnose.verdict({**base, "bound": "memory", "roof_fraction": 0.95, "sm_throughput_frac": 0.7,
                                    "memory_throughput_frac": 0.75}, SOL)
     assert cls == "balanced" and "SM 70%, memory 75%" in ev
@@ -207,10 +213,10 @@ def test_expect_gives_useful_ai_and_flags_excess_traffic(tmp_path):
     assert gemm["expected_flop"] == flop and gemm["expected_dram_bytes"] == byts
     # ncu counted exactly the algorithmic FLOPs: no FLOP flag; DRAM traffic is far above the minimum.
     assert gemm["fp32_flop"] == pytest.approx(flop, rel=1e-9) and "counted FLOPs" not in cell_text("flags", gemm["flags"])
-    assert f"is {gemm['dram_bytes'] / byts:.2f}x the {byts:.4g} B the kernel must move" in cell_text("flags", gemm["flags"])
+    assert f"is {gemm['dram_bytes'] / byts:.3g}x the {byts / 1e6:.3g} MB the kernel must move" in cell_text("flags", gemm["flags"])
     sg = k[k["kernel_name"] == "ampere_sgemm_128x64_nn"].iloc[0]
     assert sg["expected_flop"] == 5e8 and math.isnan(sg["expected_dram_bytes"])
-    assert (f"counted FLOPs {sg['fp32_flop']:.4g} are {sg['fp32_flop'] / 5e8:.2f}x the expected 5e+08: masked, padded or "
+    assert (f"counted FLOPs {sg['fp32_flop'] / 1e6:.3g} MFLOP are {sg['fp32_flop'] / 5e8:.3g}x the expected 500 MFLOP: masked, padded or "
             "redundant work") in cell_text("flags", sg["flags"])
     s = diagnose.diagnose_kernels(summary.kernel_summary(k, ncuroof.points(k)), k, catalog.load()).set_index("kernel_label")
     assert f"useful AI {flop / byts:.3g} FLOP/B" in s.loc["gemm", "evidence"]
@@ -249,3 +255,16 @@ def test_occupancy_is_ncus():
     for i in range(len(k)):
         assert k["occupancy_frac"].iat[i] == pytest.approx(ncu[i]["sm__warps_active.avg.pct_of_peak_sustained_active"] / 100)
         assert k["theoretical_occupancy_frac"].iat[i] == pytest.approx(ncu[i]["sm__maximum_warps_per_active_cycle_pct"] / 100)
+
+
+def test_distinct_rows_tells_apart_what_text_could_tell_apart() -> None:
+    """NaN, None, 0.0 and -0.0 are four keys; equal rows share one; order of first appearance."""
+
+    frame = pd.DataFrame({"x": [0.0, -0.0, np.nan, 0.0, np.nan, 1.0],
+                          "o": pd.Series([None, None, None, None, np.nan, "a"], dtype=object),
+                          "s": pd.Series(["p", "p", "p", "p", "p", None], dtype="str")})
+    first, inverse = distinct_rows(frame, ["x", "o", "s"])
+    assert first.tolist() == [0, 1, 2, 4, 5]
+    assert inverse.tolist() == [0, 1, 2, 0, 3, 4]
+    first, inverse = distinct_rows(frame, ["s"])
+    assert first.tolist() == [0, 5] and inverse.tolist() == [0, 0, 0, 0, 0, 1]

@@ -45,3 +45,9 @@ def test_achievable_beside_peak():
     assert fmt.achievable(0.93, 0.82, "DRAM bandwidth", "datasheet") == "at 93% of achievable DRAM bandwidth (82% of the datasheet's)"
     assert fmt.achievable(0.5, 0.4, "FP32 roof") == "at 50% of achievable FP32 roof (40% of peak)"
     assert fmt.achievable(float("nan"), 0.4, "roof") == ""
+
+
+def test_plain_counts_have_no_exponent() -> None:
+    # the "3e+04 waves per SM (16318464 blocks ...)": separators above 1000, 3 significant digits below
+    assert fmt.plain(16318464) == "16,318,464" and fmt.plain(29876.4) == "29,876" and fmt.plain(999.6) == "1,000"
+    assert fmt.plain(0.2881) == "0.288" and fmt.plain(2.0) == "2" and fmt.plain(float("nan")) == "n/a"

@@ -64,7 +64,7 @@ def test_harness_covers_every_family() -> None:
         pytest.skip("no shared fixtures")
     assert {"truncate", "flip_payload", "duplicate_block", "shorten_block", "zero_fill", "concatenate", "bad_number",
             "unknown_unit", "delete_column", "reorder_columns", "repeat_launch_id", "encoding", "line_ends",
-            "truncate_line"} <= families
+            "truncate_line", "repz_truncate", "repz_flip_compressed", "repz_flip_report", "repz_bomb"} <= families
     assert len(CASES) >= 100
 
 

@@ -3,6 +3,8 @@ binding-point rule shared by the page's kernel table and ``compare``."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -30,7 +32,10 @@ def test_report_compared_with_itself_has_the_pages_kernels() -> None:
         # Equal to the last digit: the same function computed both.
         assert (rows[f"{col}_before"].to_numpy() == page[col].to_numpy()).all()
         assert (rows[f"{col}_after"].to_numpy() == page[col].to_numpy()).all()
-    assert list(rows["kernel_label"]) == list(page["kernel_label"]) == ["Kernel (1)", "Kernel (2)"]
+    # told apart by their threadblock tile (the first GemmShape<M, N, K> of each demangled name), not by a number
+    tiles = ["x".join(re.search(r"GemmShape<\(int\)(\d+), \(int\)(\d+), \(int\)(\d+)>", d).groups()) for d in page["kernel_demangled"]]
+    assert list(rows["kernel_label"]) == list(page["kernel_label"]) == [f"Kernel<{t}>" for t in tiles]
+    assert len(set(tiles)) == 2
 
 
 def _pytorch_like(scale: dict[int, float]) -> pd.DataFrame:

@@ -35,6 +35,9 @@ PROVENANCE = {
     "gene-pop2020__time-dram_dzv_ak_ncuroof-time-0.ncu-rep": (4, None),  # ncu 2020.1 stores no version text
     "gene-pop2020__time-flops_dzv_ak_ncuroof-time-0.ncu-rep": (4, None),
     "nsight-training__manual_nvtx.ncu-rep": (3, "2022.3.0.0"),
+    "ai-infra-notes__leetgpu_matmul_full.ncu-rep": (1, "2026.2.1.0"),
+    "KernelBench__matmul_kernel.ncu-rep": (1, "2023.2.2.0"),
+    "self-join-MiSTIC__ilpProf.ncu-rep": (1, "2021.2.2.0"),
 }
 
 

@@ -121,8 +121,10 @@ def test_instruction_bound_verdict_by_hand() -> None:
     # No FP work at all: classify's SpeedOfLight-only bound, no point; the same evidence decides.
     cls, ev, _ = diagnose.verdict({**f, "bound": "compute", "level": "", "roof_fraction": math.nan, "hot_pipe": "XU"}, SOL)
     assert cls == "instruction_bound" and "no FP work counted" in ev
-    # Memory busier than half the SM: the roofline's memory verdict stands.
-    assert diagnose.verdict({**f, "memory_throughput_frac": 0.4}, SOL)[0] == "memory_below_roof"
+    # Memory 40 %, SM 66 %: ncu's rule still names the SM (>= 60 % and 26 points busier), so no memory verdict.
+    assert diagnose.verdict({**f, "memory_throughput_frac": 0.4}, SOL)[0] == "instruction_bound"
+    # SM 50 %, memory 58 %: memory is the busier unit, so the roofline's memory verdict stands.
+    assert diagnose.verdict({**f, "memory_throughput_frac": 0.58, "sm_throughput_frac": 0.5}, SOL)[0] == "memory_below_roof"
     # Compute bound near the FP roof: FP work is the limit.
     assert diagnose.verdict({**f, "bound": "compute", "roof_fraction": 0.9}, SOL)[0] == "compute_near_roof"
 

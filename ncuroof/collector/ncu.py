@@ -24,7 +24,8 @@ from typing import Any
 from .. import catalog as _catalog
 from ..errors import NcuNotFoundError, ProfileError
 
-__all__ = ["find_ncu", "ncu_version", "ProfileOptions", "ProfileResult", "metric_list", "collectable", "build_command", "run_profile",
+__all__ = ["find_ncu", "ncu_version", "NcuDefaults", "ncu_defaults", "report_path", "REPORT_SUFFIXES", "ProfileOptions",
+           "ProfileResult", "metric_list", "collectable", "build_command", "run_profile",
            "diagnose", "doctor", "Check", "ProfileError", "NcuNotFoundError", "MIN_NCU_VERSION", "sidecar_path",
            "read_sidecar"]
 
@@ -36,6 +37,8 @@ MIN_NCU_VERSION = (2020, 1)
 SEARCH_PATTERNS: tuple[str, ...] = ("/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/*/ncu")
 
 _VERSION = re.compile(r"Version\s+(\d+(?:\.\d+)+)")
+#: The report files ncu writes: uncompressed, and zstd-compressed (ncu 2026.3's default).
+REPORT_SUFFIXES = (".ncu-rep", ".ncu-repz")
 _PASSES = re.compile(r'^==PROF== Profiling "(?P<name>.*)"(?: - (?P<id>\d+))?: .*?(?P<passes>\d+) pass(?:es)?\s*$')
 _APP_ERROR = re.compile(r"^==ERROR== The application returned an error code \((?P<code>-?\d+)\)")
 
@@ -107,6 +110,55 @@ def ncu_version(ncu: Path) -> str:
     return m.group(1)
 
 
+@dataclass(frozen=True)
+class NcuDefaults:
+    """What one ncu version does by default (``metrics/ncu_versions.toml``): the suffix ``ncu -o NAME``
+    writes, the ``--clock-control`` values it accepts and the one it uses without the option, whether
+    ``--pipeline-boost-state`` exists, and the source."""
+
+    version: str
+    report_suffix: str
+    clock_control: tuple[str, ...]
+    clock_default: str
+    boost_state: bool
+    source: str
+
+
+def ncu_defaults(version: str, directory: Path | None = None) -> NcuDefaults:
+    """The defaults of ncu ``version`` (``2026.3.1.0``): the last ``[[ncu]]`` entry of
+    ``metrics/ncu_versions.toml`` at or below it, completed by the earlier ones.
+
+    Raises
+    ------
+    ValueError
+        For a version older than every entry.
+    """
+    have = _version_key(version)[:2]
+    merged: dict[str, Any] = {}
+    for entry in _catalog.load_toml(directory, "ncu_versions.toml")["ncu"]:
+        if _version_key(entry["from"])[:2] <= have:
+            merged.update(entry)
+    if not merged:
+        raise ValueError(f"ncu {version} is older than every entry of metrics/ncu_versions.toml")
+    return NcuDefaults(version, merged["report_suffix"], tuple(merged["clock_control"]), merged["clock_default"],
+                       bool(merged["boost_state"]), merged["source"])
+
+
+def report_path(output: Path, suffix: str) -> Path:
+    """The report ncu writes for ``-o output``: ``output`` itself when it ends in ``.ncu-rep`` or
+    ``.ncu-repz``, else ``output`` + ``suffix`` (the version's default, :func:`ncu_defaults`)."""
+    output = Path(output)
+    return output if output.name.endswith(REPORT_SUFFIXES) else output.with_name(output.name + suffix)
+
+
+def _stem(report: Path) -> Path:
+    """``report`` without its ``.ncu-rep``/``.ncu-repz`` suffix (what ncuroof shows as ``-o``)."""
+    for suffix in REPORT_SUFFIXES[::-1]:
+        if report.name.endswith(suffix):
+            return report.with_name(report.name[: -len(suffix)])
+    return report
+
+
 @dataclass
 class ProfileOptions:
     """How to run ncu. Every field that is None or empty is left to ncu's default.
@@ -114,7 +166,8 @@ class ProfileOptions:
     Attributes
     ----------
     output : Path
-        The report to write (``.ncu-rep`` appended when missing).
+        The report to write: a name ending in ``.ncu-rep`` or ``.ncu-repz`` is kept, else the
+        suffix the ncu version writes by default is appended (``.ncu-repz`` from ncu 2026.3).
     force : bool
         Overwrite an existing report.
     levels, precisions : tuple of str, optional
@@ -152,9 +205,8 @@ class ProfileOptions:
 
     @property
     def report(self) -> Path:
-        """The report path, with its ``.ncu-rep`` suffix."""
-        out = Path(self.output)
-        return out if out.name.endswith(".ncu-rep") else out.with_name(out.name + ".ncu-rep")
+        """The report path for an ncu that writes ``.ncu-rep`` by default (:func:`report_path` for another)."""
+        return report_path(self.output, REPORT_SUFFIXES[0])
 
 
 def _cc_ok(variant: dict[str, Any], cc: float) -> bool:
@@ -245,18 +297,19 @@ def build_command(ncu: Path, opts: ProfileOptions, cmd: Sequence[str], report_st
     cmd : sequence of str
         The program and its arguments.
     report_stem : Path, optional
-        ``-o`` value (ncu appends ``.ncu-rep``); default the report path without its suffix.
+        ``-o`` value; default ``opts.output`` as given (ncu honours an explicit ``.ncu-rep`` or
+        ``.ncu-repz`` and appends its default suffix to another name).
     metrics : sequence of str, optional
         An explicit metric list (:func:`metric_list`); default ``--set roofline``.
 
     Returns
     -------
     list of str
-        ``ncu [--set roofline | --metrics m1,m2,...] --nvtx [scoping options] -o STEM [extra] -- cmd``.
+        ``ncu [--set roofline | --metrics m1,m2,...] --nvtx [scoping options] -o REPORT [extra] -- cmd``.
     """
     if not cmd:
         raise ValueError("no program to profile: give it after --")
-    stem = report_stem if report_stem is not None else opts.report.with_name(opts.report.name[: -len(".ncu-rep")])
+    stem = report_stem if report_stem is not None else Path(opts.output)
     args = [str(ncu)]
     args += ["--metrics", ",".join(metrics)] if metrics else ["--set", "roofline"]
     # NVTX ranges are recorded always (cheap; the page shows them) and needed by the NVTX filters.
@@ -330,7 +383,8 @@ def run_profile(cmd: Sequence[str], opts: ProfileOptions, ncu: Path | None = Non
     Returns
     -------
     ProfileResult
-        The report at ``opts.report``, the ncu command line, version, the replay passes ncu
+        The report (:func:`report_path` of ``opts.output`` for this ncu's default suffix), the
+        ncu command line, version, the replay passes ncu
         reported per profiled kernel, and the sidecar JSON that records the collection.
 
     Raises
@@ -342,7 +396,10 @@ def run_profile(cmd: Sequence[str], opts: ProfileOptions, ncu: Path | None = Non
         the program exited non-zero, or no kernel was profiled. No report is left behind.
     """
     ncu, version = _usable_ncu(ncu)
-    report = opts.report
+    defaults = ncu_defaults(version)
+    if opts.clock_control and opts.clock_control not in defaults.clock_control:
+        raise ProfileError(f"ncu {version} takes --clock-control {'|'.join(defaults.clock_control)}, not {opts.clock_control!r}", ncu)
+    report = report_path(opts.output, defaults.report_suffix)
     if report.exists() and not opts.force:
         raise ProfileError("exists; pass --force to overwrite it or -o to write elsewhere", report)
     metrics = _explicit_metrics(opts)
@@ -350,16 +407,22 @@ def run_profile(cmd: Sequence[str], opts: ProfileOptions, ncu: Path | None = Non
         report.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ProfileError(f"cannot create the report's directory ({exc.strerror})", report.parent) from exc
-    stem = report.with_name(f".{report.name[: -len('.ncu-rep')]}.{os.getpid()}.partial")
-    partial = stem.with_name(stem.name + ".ncu-rep")
-    command = build_command(ncu, opts, cmd, report_stem=stem, metrics=metrics or None)
-    rc, lines, passes, app_code = _stream(command, ncu, partial, echo or (lambda line: print(line, file=sys.stderr, flush=True)))
-    problem = _problem(rc, lines, app_code, partial)
-    if problem is not None:
-        partial.unlink(missing_ok=True)
+    # The partial report keeps the final suffix (ncu honours an explicit .ncu-rep or .ncu-repz); an ncu
+    # that appends its own suffix anyway would write the second name: both are looked for and removed.
+    partial = report.with_name(f".{_stem(report).name}.{os.getpid()}.partial{report.name[len(_stem(report).name):]}")
+    partials = (partial, partial.with_name(partial.name + defaults.report_suffix))
+    command = build_command(ncu, opts, cmd, report_stem=partial, metrics=metrics or None)
+    rc, lines, passes, app_code = _stream(command, ncu, partials, echo or (lambda line: print(line, file=sys.stderr, flush=True)))
+    written = next((p for p in partials if p.is_file()), None)
+    problem = _problem(rc, lines, app_code, written)
+    if problem is not None or written is None:
+        for p in partials:
+            p.unlink(missing_ok=True)
         raise ProfileError(f"{problem}; no report kept")
-    os.replace(partial, report)
-    side = _write_sidecar(report, command, ncu, version, opts, metrics, passes)
+    os.replace(written, report)
+    for p in partials:
+        p.unlink(missing_ok=True)
+    side = _write_sidecar(report, command, ncu, defaults, opts, metrics, passes)
     return ProfileResult(report, command, version, passes, metrics, app_code, side)
 
 
@@ -390,10 +453,10 @@ def _explicit_metrics(opts: ProfileOptions) -> list[str]:
         raise ProfileError(str(exc)) from exc
 
 
-def _stream(command: list[str], ncu: Path, partial: Path,
+def _stream(command: list[str], ncu: Path, partials: Sequence[Path],
             write: Callable[[str], None]) -> tuple[int, list[str], dict[str, int], int | None]:
     """Run ncu, echoing its output; return its exit code, its lines, replay passes per kernel and
-    the program's exit code when ncu reported one. The partial report is removed on interruption."""
+    the program's exit code when ncu reported one. The partial reports are removed on interruption."""
     lines: list[str] = []
     passes: dict[str, int] = {}
     app_code: int | None = None
@@ -416,11 +479,12 @@ def _stream(command: list[str], ncu: Path, partial: Path,
         return proc.wait(), lines, passes, app_code
     except BaseException:
         proc.kill()
-        partial.unlink(missing_ok=True)
+        for partial in partials:
+            partial.unlink(missing_ok=True)
         raise
 
 
-def _problem(rc: int, lines: list[str], app_code: int | None, partial: Path) -> str | None:
+def _problem(rc: int, lines: list[str], app_code: int | None, written: Path | None) -> str | None:
     """What went wrong in an ncu run, in words with the fix for known failures; None when it succeeded."""
     errors = [ln for ln in lines if ln.startswith("==ERROR==")]
     advice = diagnose(errors)
@@ -438,29 +502,44 @@ def _problem(rc: int, lines: list[str], app_code: int | None, partial: Path) -> 
         return errors[0].removeprefix("==ERROR==").strip()
     if rc != 0:
         return f"ncu exited with code {rc}"
-    return None if partial.is_file() else "ncu wrote no report"
+    return None if written is not None else "ncu wrote no report"
 
 
-def _write_sidecar(report: Path, command: list[str], ncu: Path, version: str, opts: ProfileOptions, metrics: list[str],
+def _write_sidecar(report: Path, command: list[str], ncu: Path, defaults: NcuDefaults, opts: ProfileOptions, metrics: list[str],
                    passes: dict[str, int]) -> Path:
-    """Write ``<report>.ncuroof.json``, the record of how the report was collected (atomically)."""
+    """Write ``<report>.ncuroof.json``, the record of how the report was collected (atomically):
+    ``report`` is the report's real name, ``ncu_command`` the command that writes it there."""
     o = command.index("-o")
     record = {
-        "ncu_command": command[:o] + ["-o", str(report.with_name(report.name[: -len('.ncu-rep')]))] + command[o + 2:],
+        "report": report.name,
+        "ncu_command": command[:o] + ["-o", str(report)] + command[o + 2:],
         "ncu_path": str(ncu),
-        "ncu_version": version,
-        "clock_control": opts.clock_control or "base (ncu default)",
+        "ncu_version": defaults.version,
+        "clock_control": opts.clock_control or f"{defaults.clock_default} (ncu default)",
         "cache_control": opts.cache_control or "all (ncu default)",
         "replay_mode": opts.replay_mode or "kernel (ncu default)",
         "metrics": metrics or "--set roofline",
         "passes": passes,
         "options": {k: (list(v) if isinstance(v, tuple) else str(v) if isinstance(v, Path) else v) for k, v in asdict(opts).items()},
     }
+    if defaults.boost_state:  # ncu 2026.1+: --pipeline-boost-state, passed with --ncu-arg
+        record["pipeline_boost_state"] = _arg_value(opts.extra, "--pipeline-boost-state") or "ncu default"
     side = sidecar_path(report)
     tmp = side.with_name(side.name + ".tmp")
     tmp.write_text(json.dumps(record, indent=2), encoding="utf-8")
     os.replace(tmp, side)
     return side
+
+
+def _arg_value(args: Sequence[str], flag: str) -> str | None:
+    """The value of ``flag`` in ``args`` (``--flag V`` or ``--flag=V``), the last one given; None when absent."""
+    value = None
+    for i, a in enumerate(args):
+        if a == flag and i + 1 < len(args):
+            value = args[i + 1]
+        elif a.startswith(flag + "="):
+            value = a.split("=", 1)[1]
+    return value
 
 
 @dataclass
@@ -493,7 +572,8 @@ def doctor(env: dict[str, str] | None = None, params: Path = Path("/proc/driver/
     Returns
     -------
     list of Check
-        ``ncu`` (found, version), ``gpu`` (``nvidia-smi`` lists a GPU; its MIG mode),
+        ``ncu`` (found, version), ``ncu defaults`` (the report suffix and clock control it uses
+        by default, :func:`ncu_defaults`), ``gpu`` (``nvidia-smi`` lists a GPU; its MIG mode),
         ``counters`` (performance counters permitted to this user).
     """
     checks: list[Check] = []
@@ -507,6 +587,10 @@ def doctor(env: dict[str, str] | None = None, params: Path = Path("/proc/driver/
             old = _version_key(v)[:2] < MIN_NCU_VERSION
             checks.append(Check("ncu", not old, f"{ncu} version {v}",
                                 "install Nsight Compute 2020.1 or newer" if old else ""))
+            if not old:
+                d = ncu_defaults(v)
+                checks.append(Check("ncu defaults", True, f"ncu {v} writes {d.report_suffix} reports by default (-o NAME); "
+                                    f"--clock-control {d.clock_default} by default (takes {', '.join(d.clock_control)})"))
         except NcuNotFoundError as exc:
             checks.append(Check("ncu", False, str(exc), "reinstall Nsight Compute"))
     smi = shutil.which("nvidia-smi", path=(env or os.environ).get("PATH", ""))

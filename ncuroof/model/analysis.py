@@ -21,6 +21,7 @@ import pandas as pd
 from .. import catalog, parser
 from ..catalog import Catalog, GpuCatalog
 from ..errors import InputError
+from ..parser.clocks import clock_control
 from ..schema import KERNELS, from_text, validate_kernels, validate_points
 from . import calculator, ceilings, classify, diagnose, expect, production, summary
 from .summary import FOCUS_SHARE, KEY_CHOICES
@@ -172,6 +173,8 @@ def read_kernels(inputs: Sequence[Path], options: AnalysisOptions, cat: Catalog,
         raise InputError("no input files given")
     raw = parser.read_many(list(inputs), cat, progress, stack=options.stack, reader=options.reader)
     k = calculator.compute_kernels(raw, cat, traffic=options.traffic)
+    clocks = {s: clock_control(Path(s)) for s in k["source"].dropna().unique()}
+    k["clock_control"] = k["source"].map(clocks).astype(object)
     k = ceilings.fill_ceilings(k, gpus, gpu=options.gpu, peak_flops=options.peak_flops, peak_bandwidth=options.peak_bandwidth,
                                catalog=cat, achievable_flops=options.achievable_flops,
                                achievable_bandwidth=options.achievable_bandwidth)
@@ -317,6 +320,8 @@ def restore_kernels(table: pd.DataFrame, where: Path, cat: Catalog, gpus: GpuCat
     InputError
         When a declared column that cannot be recomputed is missing.
     """
+    if "clock_control" not in table.columns:  # kernels.csv of ncuroof before issue 32
+        table = table.assign(clock_control=None)
     missing = [c for c in KERNELS if c not in table.columns and c not in _DERIVED]
     if missing:
         raise InputError(f"kernels.csv lacks {missing[:4]}; it was not written by this version of ncuroof analyze", where)

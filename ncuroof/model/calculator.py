@@ -25,9 +25,9 @@ import pandas as pd
 from .. import catalog as _catalog
 from ..catalog import Catalog, Recipe, Term
 from ..parser.validate import roof_damage
-from ..schema import DAMAGED, KERNELS, LEVELS, LIST_SEPARATOR, POINTS, PRECISIONS, empty, format_sources, parse_sources_column, tensor_columns, tensor_paths
+from ..schema import DAMAGED, KERNELS, LEVELS, LIST_SEPARATOR, POINTS, PRECISIONS, empty, format_sources, parse_sources, tensor_columns, tensor_paths
 from .evidence import SOURCES_DISAGREE, alternatives_text, flop_evidence, l2_write_evidence, ledger_text, opcode_flops
-from .speed_of_light import apply_speed_of_light, hot_pipe
+from .speed_of_light import apply_speed_of_light, hot_pipe, launch_floor
 
 __all__ = ["compute_kernels", "compute_points", "achievable_roof", "time_at_roof", "cc_number", "Resolved", "flop_columns"]
 
@@ -471,7 +471,9 @@ def _status_and_notes(raw: pd.DataFrame, k: pd.DataFrame, cat: Catalog, time: Re
     status = np.where(failed, "failed_measurement", np.where(has_flop & has_bytes, "ok", "no_roofline_metrics"))
     damaged, why = _damaged(raw, k, cat)
     status = np.where(damaged, "corrupt_record", status)
-    for i in range(len(k)):
+    first = cat.time[0].label
+    other_time = np.fromiter((bool(label) and label != first for label in time.labels), dtype=bool, count=len(k))
+    for i in np.flatnonzero(damaged | failed | (status == "no_roofline_metrics") | np.isnan(time_s) | other_time):  # the rest have no note
         if damaged[i]:
             if why[i]:
                 notes[i].insert(0, why[i])
@@ -486,7 +488,7 @@ def _status_and_notes(raw: pd.DataFrame, k: pd.DataFrame, cat: Catalog, time: Re
             notes[i].insert(0, "no roofline metrics: missing " + " and ".join(missing) + ", collect with ncu --set roofline (or --set full)")
         if not failed[i] and np.isnan(time_s[i]):
             notes[i].append(_no_duration_note(status[i]))
-        if time.labels[i] and time.labels[i] != cat.time[0].label:
+        if other_time[i]:
             notes[i].append(f"time from {time.labels[i]}")
     if "input_notes" in raw.columns:
         for i, note in enumerate(raw["input_notes"]):
@@ -511,6 +513,7 @@ def _later_columns(k: pd.DataFrame) -> None:
     for col in ("time_at_roof_bound", "speed_of_light_note", "evidence", "advice"):
         k[col] = ""
     k["kernel_key"] = None  # set once by the analysis (ncuroof.model.summary.kernel_keys, --match)
+    k["clock_control"] = None  # set by the analysis from each input (ncuroof.parser.clocks.clock_control)
     k["bound"] = "unknown"
     k["diagnosis"] = "not_classified"
     k["flags"] = [[] for _ in range(len(k))]
@@ -606,8 +609,8 @@ def compute_points(kernels: pd.DataFrame) -> pd.DataFrame:
         ``achievable_roof_fraction`` = ``flop_per_s`` / that.
     """
     ok = (kernels["status"] == "ok").to_numpy()
-    sources = parse_sources_column(kernels["ceiling_sources"])
-    achievable = parse_sources_column(kernels["achievable_sources"]) if "achievable_sources" in kernels.columns else [{}] * len(kernels)
+    sources = _Sources(kernels["ceiling_sources"])
+    achievable = _Sources(kernels["achievable_sources"] if "achievable_sources" in kernels.columns else pd.Series([""] * len(kernels)))
     frames = []
     work = _point_work(kernels)
     for lv in LEVELS:
@@ -697,8 +700,20 @@ def _point_work(kernels: pd.DataFrame) -> list[_PointWork]:
     return out
 
 
-def _point_frame(kernels: pd.DataFrame, idx: np.ndarray, lv: str, w: _PointWork, sources: list[dict[str, str]],
-                 achievable: list[dict[str, str]]) -> pd.DataFrame:
+class _Sources:
+    """A ``ceiling_sources``-like column (:func:`ncuroof.schema.parse_sources`), each distinct cell parsed once."""
+
+    def __init__(self, cells: pd.Series) -> None:
+        self.codes, uniques = pd.factorize(cells.to_numpy(dtype=object), use_na_sentinel=False)
+        self.parsed = [parse_sources(u) for u in uniques]
+
+    def get(self, idx: np.ndarray, name: str) -> list[str]:
+        """The source of roof ``name`` ('' without one) of the launches ``idx``."""
+        return np.array([p.get(name, "") for p in self.parsed], dtype=object)[self.codes[idx]].tolist()
+
+
+def _point_frame(kernels: pd.DataFrame, idx: np.ndarray, lv: str, w: _PointWork, sources: _Sources,
+                 achievable: _Sources) -> pd.DataFrame:
     """The points of the launches ``idx`` for one precision ``w`` at level ``lv`` ([KPG §2.9])."""
     fps, bps = w.flop_per_s[idx], kernels[f"{lv}_bytes_per_s"].to_numpy(float)[idx]
     peak_f, peak_b = w.peak[idx], kernels[f"peak_{lv}_bytes_per_s"].to_numpy(float)[idx]
@@ -717,13 +732,12 @@ def _point_frame(kernels: pd.DataFrame, idx: np.ndarray, lv: str, w: _PointWork,
         "precision": w.name, "level": lv, "time_s": pick("time_s").astype(float), "flop": w.flop[idx],
         "bytes": pick(f"{lv}_bytes").astype(float), "ai_flop_per_byte": ai, "flop_per_s": fps, "bytes_per_s": bps,
         "peak_flop_per_s": peak_f, "peak_bytes_per_s": peak_b,
-        "peak_flop_source": [sources[i].get(w.key, "") for i in idx], "peak_bytes_source": [sources[i].get(lv, "") for i in idx],
+        "peak_flop_source": sources.get(idx, w.key), "peak_bytes_source": sources.get(idx, lv),
         "ridge_flop_per_byte": ridge, "roof_flop_per_s": roof, "roof_fraction": _div(fps, roof),
         "bound": np.where(np.isnan(ridge), "", np.where(ai < ridge, "memory", "compute")),
         "estimated": w.estimated[idx].astype(bool), "definition": pick(f"{lv}_definition"),
         "achievable_flop_per_s": ach_f, "achievable_bytes_per_s": ach_b,
-        "achievable_flop_source": [achievable[i].get(w.key, "") for i in idx],
-        "achievable_bytes_source": [achievable[i].get(lv, "") for i in idx],
+        "achievable_flop_source": achievable.get(idx, w.key), "achievable_bytes_source": achievable.get(idx, lv),
         "achievable_roof_flop_per_s": ach_roof, "achievable_roof_fraction": _div(fps, ach_roof),
     })
 
@@ -752,8 +766,11 @@ def time_at_roof(kernels: pd.DataFrame, catalog: Catalog | None = None) -> pd.Da
         ``time_at_roof_s``, 0) and ``speed_of_light_note``; see
         :func:`ncuroof.model.speed_of_light.apply_speed_of_light`. The roofline bound is NaN for
         launches whose ``status`` is not ``ok``; the unit bound exists wherever ncu stored the
-        duration and a throughput.
+        duration and a throughput. Where a bound exists, the launch floor of its GPU
+        (:func:`ncuroof.model.speed_of_light.launch_floor`, ``metrics/thresholds.toml`` [launch_floor])
+        is a third lower bound (``time_at_roof_bound`` ``launch_floor``).
     """
     cat = catalog or _catalog.load()
     disagree = float(cat.thresholds.get("speed_of_light", {}).get("disagree", 2.0))
-    return apply_speed_of_light(kernels, cat.pipes, cc_number(kernels["cc"]), disagree)
+    cc = cc_number(kernels["cc"])
+    return apply_speed_of_light(kernels, cat.pipes, cc, disagree, launch_floor(cc, cat.thresholds["launch_floor"]))

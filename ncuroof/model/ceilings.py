@@ -143,7 +143,10 @@ def fill_ceilings(kernels: pd.DataFrame, gpus: GpuCatalog, gpu: str | None = Non
     _no_roof_notes(k, devices, spec_of, sources, notes, gpus)
     _beyond_datasheet(k, sources, notes, catalog if catalog is not None else load_catalog())
     k["ceiling_sources"] = text = format_sources_column(sources)
-    kinds = {t: "+".join(x for x in SOURCES if x in s.values()) for t, s in zip(text, sources)}
+    kinds: dict[str, str] = {}
+    for t, s in zip(text, sources):  # launches share a handful of source sets
+        if t not in kinds:
+            kinds[t] = "+".join(x for x in SOURCES if x in s.values())
     k["peak_source"] = [kinds[t] for t in text]
     k["datasheet_gpu"] = datasheet
     k["notes"] = notes

@@ -22,7 +22,8 @@ import pandas as pd
 
 from .. import fmt
 from ..catalog import Catalog
-from ..schema import parse_cell
+from ..schema import parse_cell, work_unit
+from .distinct import per_distinct
 
 __all__ = ["classify", "binding_points", "main_precision", "BINDING_COLUMNS"]
 
@@ -104,8 +105,9 @@ def binding_points(points: pd.DataFrame, keys: list[str] | tuple[str, ...] = ("s
 
 def _roofline_reason(r: Any) -> str:
     cmp = "<" if r.bound == "memory" else ">="
-    text = (f"{r.bound} bound: {str(r.precision).upper()} at {str(r.level).upper()} (binding level), AI {r.ai_flop_per_byte:.3g} "
-            f"FLOP/B {cmp} ridge {r.ridge_flop_per_byte:.3g} FLOP/B, {fmt.pct(float(r.roof_fraction))} of roof")
+    unit = work_unit(str(r.precision))
+    text = (f"{r.bound} bound: {str(r.precision).upper()} at {str(r.level).upper()} (binding level), AI {fmt.g(r.ai_flop_per_byte)} "
+            f"{unit}/B {cmp} ridge {fmt.g(r.ridge_flop_per_byte)} {unit}/B, {fmt.pct(float(r.roof_fraction))} of roof")
     if np.isfinite(r.achievable_roof_fraction):
         text += f" ({fmt.pct(float(r.achievable_roof_fraction))} of the achievable roof)"
     return text
@@ -125,8 +127,9 @@ def _latency_reason(r: Any, latency: float, small: float) -> str:
 
 
 def _sol_only_reason(r: Any) -> str:
-    b = "compute" if r.sm_throughput_frac >= r.memory_throughput_frac else "memory"
-    return f"{b} bound from SpeedOfLight throughputs only ({_sol_reason(r.sm_throughput_frac, r.memory_throughput_frac)}): no roofline point"
+    sm, mem = fmt.num(r.sm_throughput_frac), fmt.num(r.memory_throughput_frac)
+    b = "compute" if np.nan_to_num(sm, nan=-1.0) >= np.nan_to_num(mem, nan=-1.0) else "memory"
+    return f"{b} bound from SpeedOfLight throughputs only ({_sol_reason(sm, mem)}): no roofline point"
 
 
 def _dram_only(k: pd.DataFrame, candidates: np.ndarray, near: float) -> tuple[np.ndarray, np.ndarray]:
@@ -178,23 +181,31 @@ def classify(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Catalog) -> p
     bind = out[["source", "launch_id"]].merge(binding_points(points), on=["source", "launch_id"], how="left")
     is_lat = live & has_sol & (sm < latency) & (mem < latency)
     is_roof = live & ~is_lat & bind["bound"].isin(["memory", "compute"]).to_numpy()
-    is_sol = live & ~is_lat & ~is_roof & has_sol
-    dram_frac, is_dram = _dram_only(out, live & ~is_lat & ~is_roof & ~is_sol, float(sol["no_bound"]))
+    # One throughput alone above no_bound is ncu's "High Throughput" of that unit (ROOFLINE_SPEC §8.2).
+    no_bound = float(sol["no_bound"])
+    lone = np.isfinite(sm) != np.isfinite(mem)
+    one_high = lone & ((np.nan_to_num(sm, nan=-1.0) >= no_bound) | (np.nan_to_num(mem, nan=-1.0) >= no_bound))
+    is_sol = live & ~is_lat & ~is_roof & (has_sol | one_high)
+    sm_side = np.nan_to_num(sm, nan=-1.0) >= np.nan_to_num(mem, nan=-1.0)
+    dram_frac, is_dram = _dram_only(out, live & ~is_lat & ~is_roof & ~is_sol, no_bound)
     out["bound"] = np.select([is_lat, is_roof, is_sol, is_dram], ["latency", bind["bound"].astype(object).to_numpy(),
-                             np.where(sm >= mem, "compute", "memory"), "memory"], "unknown")
+                             np.where(sm_side, "compute", "memory"), "memory"], "unknown")
     text = np.full(len(out), "", dtype=object)
     sol_cols = ["sm_throughput_frac", "memory_throughput_frac", "waves_per_sm"]  # only these: iterating Arrow text is slow
-    text[is_lat] = [_latency_reason(r, latency, small) for r in out.loc[is_lat, sol_cols].itertuples(index=False)]
+    text[is_lat] = per_distinct(out.loc[is_lat], sol_cols, lambda r: _latency_reason(r, latency, small))
     for col in ("roof_fraction", "achievable_roof_fraction"):
         out[col] = np.where(live, pd.to_numeric(bind[col], errors="coerce").to_numpy(float), np.nan)
-    text[is_roof] = [_roofline_reason(r) for r in bind.loc[is_roof, ["bound", "precision", "level", "ai_flop_per_byte",
-                                                                       "ridge_flop_per_byte", "roof_fraction",
-                                                                       "achievable_roof_fraction"]].itertuples(index=False)]
-    text[is_sol] = [_sol_only_reason(r) for r in out.loc[is_sol, sol_cols].itertuples(index=False)]
-    text[live & ~is_lat & ~is_roof & ~is_sol] = "bound unknown: neither roofline points nor SpeedOfLight throughputs"
-    text[np.isfinite(dram_frac)] = [_dram_reason(f, float(sol["no_bound"])) for f in dram_frac[np.isfinite(dram_frac)]]
+    text[is_roof] = per_distinct(bind.loc[is_roof], ["bound", "precision", "level", "ai_flop_per_byte", "ridge_flop_per_byte",
+                                                     "roof_fraction", "achievable_roof_fraction"], _roofline_reason)
+    text[is_sol] = per_distinct(out.loc[is_sol], sol_cols, _sol_only_reason)
+    unknown = live & ~is_lat & ~is_roof & ~is_sol
+    text[unknown & ~lone] = "bound unknown: no roofline point and no SpeedOfLight throughputs"
+    text[unknown & lone] = np.where(np.isfinite(sm), "bound unknown: no roofline point, and only the SM throughput of ncu's SpeedOfLight "
+                                    "(its memory throughput is missing)", "bound unknown: no roofline point, and only the memory "
+                                    "throughput of ncu's SpeedOfLight (its SM throughput is missing)")[unknown & lone]
+    text[np.isfinite(dram_frac)] = [_dram_reason(f, no_bound) for f in dram_frac[np.isfinite(dram_frac)]]
     placed = np.full(len(out), "", dtype=object)
     moved = live & (bind["main_precision"].notna() & (bind["main_precision"] != bind["precision"])).to_numpy(bool)
-    placed[moved] = [_placed_note(r) for r in bind.loc[moved, ["precision", "main_precision"]].itertuples(index=False)]
+    placed[moved] = per_distinct(bind.loc[moved], ["precision", "main_precision"], _placed_note)
     out["notes"] = [[*parse_cell("notes", old), *(x for x in (t, p) if x)] for old, t, p in zip(out["notes"].to_numpy(dtype=object), text, placed)]
     return out

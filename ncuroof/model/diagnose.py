@@ -32,6 +32,7 @@ roof -> instruction mix, tensor cores; latency bound -> more parallelism or occu
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -43,8 +44,9 @@ from .. import fmt
 from ..catalog import Catalog, GpuCatalog, PipeCatalog, load_gpus
 from ..catalog import load as load_catalog
 from ..parser.csv import NA_NOTE
-from ..schema import INCONSISTENT, KERNEL_SUMMARY, flop_name, parse_cell, precision_title, tensor_path
+from ..schema import INCONSISTENT, KERNEL_SUMMARY, flop_name, parse_cell, precision_title, tensor_path, work_unit
 from .classify import binding_points
+from .distinct import distinct_rows
 from .evidence import L2_READS_ONLY, SOURCES_DISAGREE
 from .speed_of_light import instruction_verdict
 from .summary import grid_sizes, keys_of
@@ -102,12 +104,13 @@ def _tensor_ratio(device: str, precision: str, gpus: GpuCatalog | None) -> tuple
 _FACTS = ("status", "bound", "precision", "level", "ai_flop_per_byte", "ridge_flop_per_byte", "roof_fraction",
           "sm_throughput_frac", "memory_throughput_frac", "occupancy_frac", "theoretical_occupancy_frac", "waves_per_sm",
           "blocks", "threads_per_block", "tensor_flop", "device_name", "hot_pipe", "hot_pipe_frac", "achievable_roof_fraction",
-          "achievable_flop_per_s", "achievable_bytes_per_s", "peak_flop_source", "peak_bytes_source", "main_precision")
+          "achievable_flop_per_s", "achievable_bytes_per_s", "peak_flop_source", "peak_bytes_source", "main_precision",
+          "has_time", "cc", "kernel_name", "has_flop", "has_bytes", "has_roof")
 
 
 def verdict(f: dict[str, Any], sol: dict[str, Any], gpus: GpuCatalog | None = None,
             low_occupancy: float = 0.5, instruction: dict[str, Any] | None = None,
-            pipes: PipeCatalog | None = None) -> tuple[str, str, str]:
+            pipes: PipeCatalog | None = None, occupancy_gap: float | None = None) -> tuple[str, str, str]:
     """Class, evidence and advice for one kernel or launch.
 
     Parameters
@@ -129,29 +132,46 @@ def verdict(f: dict[str, Any], sol: dict[str, Any], gpus: GpuCatalog | None = No
         ``metrics/thresholds.toml`` [instruction] (default: the installed catalog's).
     pipes : PipeCatalog, optional
         ``metrics/pipes.toml``, for the hot pipe's advice (default: the installed catalog's).
+    occupancy_gap : float, optional
+        ``metrics/thresholds.toml`` [diagnosis].occupancy_gap (default: the installed catalog's):
+        achieved occupancy at or above this share of the theoretical is "at the theoretical".
 
     Returns
     -------
     (str, str, str)
-        A key of :data:`CLASSES`, the numbers behind it, and what to try.
+        A key of :data:`CLASSES`, the numbers behind it, and what to try; idle lanes and a grid
+        under one wave (:func:`lanes`) are added to the evidence and advice of every classified verdict.
     """
     c = _Context.of(f, sol)
-    if f.get("status") == "failed_measurement" or c.bound == "unknown":
-        why = "measurement failed in ncu" if f.get("status") == "failed_measurement" else "no roofline point and no SpeedOfLight values"
-        return "not_classified", why, "re-profile this kernel (ncu --kernel-name ... --launch-count 1) before acting on it"
+    gap = float(occupancy_gap if occupancy_gap is not None else load_catalog().thresholds["diagnosis"]["occupancy_gap"])
+    cls, ev, advice = _verdict(c, f, sol, gpus, low_occupancy, instruction, pipes, gap)
+    if c.lanes and cls != "not_classified":
+        if c.lanes not in ev:
+            ev += f"; {c.lanes}"
+        fixes = [x for x, ok in ((f"blocks of a multiple of {WARP} threads (128-256 are typical)", "lanes" in c.lanes),
+                                 ("enough blocks for a full wave", "wave" in c.lanes)) if ok]
+        advice += f"; {c.lanes}: use " + " and ".join(fixes)
+    return cls, ev, advice
+
+
+def _verdict(c: _Context, f: dict[str, Any], sol: dict[str, Any], gpus: GpuCatalog | None, low_occupancy: float,
+             instruction: dict[str, Any] | None, pipes: PipeCatalog | None, occupancy_gap: float) -> tuple[str, str, str]:
+    """:func:`verdict` before the lane words."""
+    if f.get("status") in ("failed_measurement", "corrupt_record") or c.bound == "unknown":
+        return ("not_classified", *unclassified(f, gpus))
     latency, balanced = float(sol["latency_bound"]), float(sol["balanced"])
     if math.isfinite(c.sm) and math.isfinite(c.mem) and c.sm >= latency and c.mem >= latency and abs(c.sm - c.mem) <= balanced:
         return ("balanced", f"{c.sol_text}: both above {fmt.pct(latency)} and within {fmt.pct(balanced)} of each other",
                 "compute and memory are both busy: gains need both fewer instructions and fewer bytes; "
                 "near the best this algorithm allows")
     if c.bound == "latency":
-        return _latency(c, latency, low_occupancy)
+        return _latency(c, latency, low_occupancy, occupancy_gap)
     inst = instruction_verdict(f, sol, instruction or load_catalog().thresholds["instruction"], pipes or load_catalog().pipes)
     if inst is not None:
         return inst
     if math.isfinite(c.frac) and c.level:
         cmp = "<" if c.bound == "memory" else ">="
-        ev = (f"{precision_title(c.prec)} at {c.level}: AI {fmt.g(c.ai)} FLOP/B {cmp} ridge {fmt.g(c.ridge)}, "
+        ev = (f"{precision_title(c.prec)} at {c.level}: AI {fmt.g(c.ai)} {work_unit(c.prec)}/B {cmp} ridge {fmt.g(c.ridge)}, "
               + (c.achievable_text or f"{fmt.pct(c.frac)} of roof") + (f"; {c.placed}" if c.placed else "")
               + (f"; {c.sol_text}" if c.sol_text else "") + (f"; {c.shape}" if c.shape else ""))
     else:
@@ -160,6 +180,84 @@ def verdict(f: dict[str, Any], sol: dict[str, Any], gpus: GpuCatalog | None = No
     if c.bound == "memory":
         return _memory(c, ev, float(sol["no_bound"]), latency)
     return _compute(c, ev, float(sol["no_bound"]), fmt.num(f.get("tensor_flop")), str(f.get("device_name") or ""), gpus)
+
+
+#: What a kernel name may look like to be quoted in a command (else ``NAME``).
+_PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,79}")
+
+
+def _gpu_option(f: dict[str, Any], gpus: GpuCatalog | None) -> str:
+    """``--gpu a10g``, or ``--gpu NAME`` with the datasheet entries of the launch's compute capability."""
+    cat = gpus or load_gpus()
+    device = f.get("device_name")
+    spec = cat.by_device(device) if isinstance(device, str) and device else None
+    if spec is not None:
+        return f"--gpu {spec.id}"
+    cc = str(f.get("cc") or "")
+    same = [g.id for g in cat.gpus if cc and g.cc == cc]
+    if len(same) == 1:
+        return f"--gpu {same[0]}"
+    return "--gpu NAME" + (f" (CC {cc}: {', '.join(same)})" if same else " (an id in metrics/gpus.toml)")
+
+
+def _profile_command(f: dict[str, Any]) -> str:
+    """The one command that collects the roofline counters for this kernel."""
+    name = str(f.get("kernel_name") or "")
+    k = name if _PLAIN_NAME.fullmatch(name) else "NAME"
+    return f"ncuroof profile -k {k} -c 1 -- ./app (ncu --set roofline)"
+
+
+def unclassified(f: dict[str, Any], gpus: GpuCatalog | None = None) -> tuple[str, str]:
+    """Evidence and advice of a "not classified" verdict: exactly what is missing, and the fix.
+
+    Parameters
+    ----------
+    f : dict
+        ``status``, ``has_time`` (or ``time_s``), ``has_flop``, ``has_bytes``, ``has_roof`` (bool: any FLOPs, any
+        bytes, any roof), ``sm_throughput_frac``, ``memory_throughput_frac``, ``device_name``,
+        ``cc``, ``kernel_name``.
+    gpus : GpuCatalog, optional
+        For the ``--gpu`` entries of the launch's compute capability (default ``metrics/gpus.toml``).
+
+    Returns
+    -------
+    (str, str)
+        Evidence ("missing: ...; present: ...") and the one option or command that fixes it:
+        ``--gpu`` when the input has FLOPs and bytes and only the roofs are missing, a re-profile
+        with the roofline counters when counters are missing or ncu failed, the ``.ncu-rep`` for a
+        damaged export.
+    """
+    status = f.get("status")
+    if status == "failed_measurement":
+        return ("missing: the measurement (ncu stored NaN for the duration or the FLOP counters)",
+                f"re-profile it: {_profile_command(f)}")
+    if status == "corrupt_record":
+        return ("missing: a readable record (the input holds values no GPU can produce, named in notes)",
+                "analyze the .ncu-rep the export came from, or re-profile: " + _profile_command(f))
+    sm, mem, t = fmt.num(f.get("sm_throughput_frac")), fmt.num(f.get("memory_throughput_frac")), fmt.num(f.get("time_s"))
+    flop, byts, roof = bool(f.get("has_flop")), bool(f.get("has_bytes")), bool(f.get("has_roof"))
+    timed = bool(f["has_time"]) if "has_time" in f else math.isfinite(t)
+    missing = [x for x, ok in (("FLOP counters", flop), ("memory traffic", byts), ("duration", timed)) if not ok]
+    if (flop or byts) and not roof:
+        missing.append("roofs (no device name and no peak_sustained metrics)")
+    present = [x for x, ok in (("FLOPs", flop), ("bytes", byts), ("duration" + (f" {fmt.time(t)}" if math.isfinite(t) else ""), timed)) if ok]
+    if math.isfinite(sm) != math.isfinite(mem):
+        have_sm = math.isfinite(sm)
+        present.append(f"{'SM' if have_sm else 'memory'} throughput {fmt.pct(sm if have_sm else mem)}")
+        missing.append("memory throughput (gpu__compute_memory_throughput)" if have_sm else "SM throughput (sm__throughput)")
+    elif not math.isfinite(sm):
+        missing.append("SpeedOfLight throughputs")
+    if flop and byts and roof:
+        missing.insert(0, "a roof for the precision that holds the work")
+    evidence = "missing: " + ", ".join(missing) + ("; present: " + ", ".join(present) if present else "")
+    if flop and byts and roof:
+        return evidence, "pass its roof: --peak-flops PRECISION=FLOP_PER_S (e.g. tensor=...)"
+    if flop and byts and not roof:
+        return evidence, f"pass {_gpu_option(f, gpus)}, or --peak-flops/--peak-bandwidth with the GPU's roofs"
+    fix = f"re-profile with the roofline counters: {_profile_command(f)}"
+    if byts and not roof:
+        fix = f"pass {_gpu_option(f, gpus)} for the DRAM roof; for FLOPs {fix}"
+    return evidence, fix
 
 
 @dataclass
@@ -183,6 +281,7 @@ class _Context:
     achievable_frac: float = math.nan
     achievable_text: str = ""
     placed: str = ""
+    lanes: str = ""
 
     @classmethod
     def of(cls, f: dict[str, Any], sol: dict[str, Any]) -> _Context:
@@ -190,8 +289,8 @@ class _Context:
         waves, blocks, threads = fmt.num(f.get("waves_per_sm")), fmt.num(f.get("blocks")), fmt.num(f.get("threads_per_block"))
         grid = ""
         if math.isfinite(waves):
-            grid = f"{fmt.g(waves)} waves per SM" + (f" ({blocks:.0f} blocks of {threads:.0f} threads)"
-                                                  if math.isfinite(blocks) and math.isfinite(threads) else "")
+            grid = f"{fmt.plain(waves)} waves per SM" + (f" ({_count(blocks, 'block')} of {_count(threads, 'thread')})"
+                                                      if math.isfinite(blocks) and math.isfinite(threads) else "")
         occ, theo = fmt.num(f.get("occupancy_frac")), fmt.num(f.get("theoretical_occupancy_frac"))
         occ_text = (f"achieved occupancy {fmt.pct(occ)}" + (f" (theoretical {fmt.pct(theo)})" if math.isfinite(theo) else "")
                     if math.isfinite(occ) else "")
@@ -199,8 +298,64 @@ class _Context:
                    sm=sm, mem=mem, frac=fmt.num(f.get("roof_fraction")), ai=fmt.num(f.get("ai_flop_per_byte")),
                    ridge=fmt.num(f.get("ridge_flop_per_byte")), occ=occ, theo=theo, grid=grid,
                    small_grid=math.isfinite(waves) and waves < float(sol["small_grid_waves"]),
-                   sol_text=f"SM {fmt.pct(sm)}, memory {fmt.pct(mem)} of peak throughput" if math.isfinite(sm) and math.isfinite(mem) else "",
-                   shape="; ".join(x for x in (grid, occ_text) if x), **_achievable(f))
+                   sol_text=_sol_text(sm, mem),
+                   shape="; ".join(x for x in (grid, occ_text) if x), lanes=lanes(threads), **_achievable(f))
+
+
+def _count(n: float, noun: str) -> str:
+    """``16,318,464 blocks``, ``1 thread``: a count with thousands separators and the noun in agreement."""
+    return f"{fmt.plain(n)} {fmt.plural(int(n), noun)}"
+
+
+#: Threads of a warp (every NVIDIA GPU so far; CUDA's warpSize).
+WARP = 32
+
+
+def lanes(threads: float, blocks: float = math.nan, waves: float = math.nan) -> str:
+    """What the block size and the grid leave idle, with the numbers ('' when nothing).
+
+    Parameters
+    ----------
+    threads : float
+        Threads per block (``launch__block_size``; NaN when unknown).
+    blocks : float
+        Blocks of the grid (``launch__grid_size``).
+    waves : float
+        ``launch__waves_per_multiprocessor``.
+
+    Returns
+    -------
+    str
+        Blocks below a warp ("blocks of 1 thread: 31 of 32 lanes of every warp idle"), a partial
+        last warp per block (its busy lanes and the share of lanes idle), and a grid under one wave
+        (its blocks, the share of one wave they fill), joined by "; ". A warp is 32 threads; a
+        block of n threads occupies ceil(n / 32) warps, so (32·ceil(n/32) − n) lanes idle.
+    """
+    out = []
+    if math.isfinite(threads) and threads >= 1:
+        n = int(threads)
+        warps = -(-n // WARP)
+        idle = warps * WARP - n
+        if n < WARP:
+            out.append(f"blocks of {_count(n, 'thread')}: {idle} of {WARP} lanes of every warp idle")
+        elif idle:
+            out.append(f"blocks of {n} threads: the last of each block's {warps} warps has {n - (warps - 1) * WARP} of {WARP} lanes busy "
+                       f"({fmt.pct(idle / (warps * WARP))} of lanes idle)")
+    if math.isfinite(waves) and 0 < waves < 1:
+        out.append(f"the grid fills {fmt.pct(waves)} of one wave" + (f" ({_count(blocks, 'block')}, a full wave is about "
+                                                                     f"{fmt.plain(blocks / waves)})" if math.isfinite(blocks) else ""))
+    return "; ".join(out)
+
+
+def _sol_text(sm: float, mem: float) -> str:
+    """``SM 68%, memory 42% of peak throughput``; with one of them, that one and what the input lacks; '' with none."""
+    if math.isfinite(sm) and math.isfinite(mem):
+        return f"SM {fmt.pct(sm)}, memory {fmt.pct(mem)} of peak throughput"
+    if math.isfinite(sm):
+        return f"SM {fmt.pct(sm)} of peak throughput (no memory throughput in the input)"
+    if math.isfinite(mem):
+        return f"memory {fmt.pct(mem)} of peak throughput (no SM throughput in the input)"
+    return ""
 
 
 def _achievable(f: dict[str, Any]) -> dict[str, Any]:
@@ -221,15 +376,19 @@ def _achievable(f: dict[str, Any]) -> dict[str, Any]:
             "achievable_text": fmt.achievable(ach, f.get("roof_fraction"), roof, source if isinstance(source, str) else "")}
 
 
-def _latency(c: _Context, latency: float, low_occupancy: float) -> tuple[str, str, str]:
+def _latency(c: _Context, latency: float, low_occupancy: float, occupancy_gap: float) -> tuple[str, str, str]:
     ev = f"{c.sol_text}, both below {fmt.pct(latency)} (ncu SOLBottleneck rule)" + (f"; {c.shape}" if c.shape else "")
     if c.small_grid:
         advice = (f"too little parallel work: {c.grid} cannot fill the GPU; launch more blocks (split the work, "
                   "batch small launches, or merge them with CUDA graphs)")
     elif math.isfinite(c.occ) and c.occ < low_occupancy:
-        limit = (f"the launch allows only {fmt.pct(c.theo)}: use fewer registers or less shared memory per block, or "
+        at_theo = math.isfinite(c.theo) and c.occ >= occupancy_gap * c.theo
+        limit = (f"achieved is at the launch's theoretical {fmt.pct(c.theo)}: raise that limit with fewer registers or less shared "
+                 "memory per block, or other block sizes" if at_theo else
+                 f"the launch allows only {fmt.pct(c.theo)}: use fewer registers or less shared memory per block, or "
                  "other block sizes" if math.isfinite(c.theo) and c.theo < low_occupancy else
-                 "achieved is well below theoretical: load imbalance or a tail of partial waves")
+                 f"achieved is well below the theoretical {fmt.pct(c.theo)}: load imbalance or a tail of partial waves"
+                 if math.isfinite(c.theo) else "check the theoretical occupancy (ncu's Occupancy section) for its limiter")
         advice = (f"neither unit is busy and only {fmt.pct(c.occ)} of the SM's warps are active: raise occupancy; {limit}; "
                   "then instruction-level parallelism")
     else:
@@ -241,8 +400,9 @@ def _latency(c: _Context, latency: float, low_occupancy: float) -> tuple[str, st
 def _memory(c: _Context, ev: str, near: float, latency: float) -> tuple[str, str, str]:
     level, frac, ai, ridge = c.level, c.frac, c.ai, c.ridge
     gap = ridge / ai if math.isfinite(ridge) and math.isfinite(ai) and ai > 0 else math.nan
-    gap_text = (f"AI {fmt.g(ai)} FLOP/B against a ridge of {fmt.g(ridge)}: a {gap:.0f}x gap" if math.isfinite(gap) and gap >= 1.5
-                else f"AI {fmt.g(ai)} FLOP/B" if math.isfinite(ai) else "")
+    unit = work_unit(c.prec)
+    gap_text = (f"AI {fmt.g(ai)} {unit}/B against a ridge of {fmt.g(ridge)}: a {fmt.plain(round(gap))}x gap" if math.isfinite(gap) and gap >= 1.5
+                else f"AI {fmt.g(ai)} {unit}/B" if math.isfinite(ai) else "")
     if math.isfinite(frac) and frac >= near:
         advice = (f"at the {level or 'memory'} roof: only moving fewer bytes helps" + (f" ({gap_text})" if gap_text else "")
                   + "; fuse with neighbouring kernels, tile for reuse in shared memory or registers, use smaller "
@@ -303,42 +463,53 @@ def launch_flags(kernels: pd.DataFrame, points: pd.DataFrame, thresholds: dict[s
         ``no_work_bytes`` at every level).
     """
     no_work = float(thresholds["no_work_bytes"])
-    pos = pd.Series(np.arange(len(kernels)), index=pd.MultiIndex.from_arrays([kernels["source"], kernels["launch_id"]]))
     out: list[list[tuple[str, str]]] = [[] for _ in range(len(kernels))]
-    for (src, lid), flag in _above_roof(kernels, points, thresholds):
-        if flag not in out[pos[(src, lid)]]:
-            out[pos[(src, lid)]].append(flag)
+    above = _above_roof(kernels, points, thresholds)
+    if above:
+        pos = pd.Series(np.arange(len(kernels)), index=pd.MultiIndex.from_arrays([kernels["source"], kernels["launch_id"]]))
+        for (src, lid), flag in above:
+            if flag not in out[pos[(src, lid)]]:
+                out[pos[(src, lid)]].append(flag)
     status = kernels["status"].to_numpy()
     for i in np.flatnonzero(status == "failed_measurement"):
         out[i].append(("failed_measurement", "ncu stored NaN, not plotted"))
     for i in np.flatnonzero(status == "corrupt_record"):
         out[i].append(("corrupt_record", "the input is damaged (see notes), not plotted"))
     for i, cell in enumerate(kernels["notes"]):
-        notes = [str(n) for n in parse_cell("notes", cell)]
+        notes = parse_cell("notes", cell)
+        if not any(str(n).startswith((NA_NOTE, INCONSISTENT, SOURCES_DISAGREE, L2_READS_ONLY)) for n in notes):  # most launches: no flag from their notes
+            continue
+        notes = [str(n) for n in notes]
         if any(n.startswith(NA_NOTE) for n in notes):
             out[i].append(("na_metrics", "see notes"))
         if any(n.startswith(INCONSISTENT) for n in notes):
             out[i].append(("inconsistent_read", "see notes; check it with --reader ncu_report"))
         out[i] += [(code, "see notes") for prefix, code in ((SOURCES_DISAGREE, "sources_disagree"), (L2_READS_ONLY, "l2_reads_only"))
                    if any(n.startswith(prefix) for n in notes)]
-    sol = np.zeros(len(kernels), dtype=bool)
-    for col in ("sm_throughput_frac", "memory_throughput_frac"):
-        if col in kernels.columns:
-            sol |= np.isfinite(kernels[col].to_numpy(float))
+    time_s = kernels["time_s"].to_numpy(float)
+    held = evidence_facts(kernels)
+    sm, mem = (kernels.reindex(columns=[c])[c].to_numpy(float) for c in ("sm_throughput_frac", "memory_throughput_frac"))
     for i in np.flatnonzero(status == "no_roofline_metrics"):
-        has = "time and SpeedOfLight only" if sol[i] else "time only: no SpeedOfLight either"
-        out[i].append(("missing_metrics", f"no FLOP counters or memory traffic ({has})"))
+        out[i].append(("missing_metrics", _missing_text(bool(held["has_flop"].iat[i]), bool(held["has_bytes"].iat[i]),
+                                                        time_s[i], sm[i], mem[i])))
     expected = kernels.reindex(columns=["expected_flop", "expected_dram_bytes"]).to_numpy(float)
     for i in np.flatnonzero(np.isfinite(expected).any(axis=1)):
         out[i] += _expect_flags(kernels.iloc[i], thresholds)
     work = kernels.reindex(columns=["fp64_flop", "fp32_flop", "fp16_flop", "tensor_flop"]).to_numpy(float)
     byts = kernels.reindex(columns=["dram_bytes", "l2_bytes", "l1_bytes"]).to_numpy(float)
-    time_s = kernels["time_s"].to_numpy(float)
     idle = ((status == "ok") & np.isfinite(time_s) & ~(np.nan_to_num(work) > 0).any(axis=1)
             & ~(np.nan_to_num(byts) > no_work).any(axis=1) & np.isfinite(byts).any(axis=1))
     for i in np.flatnonzero(idle):
-        out[i].append(("no_work", f"{fmt.g(time_s[i] * 1e6)} us with no FLOPs and at most {no_work:.0f} B per level"))
+        out[i].append(("no_work", f"{fmt.time(time_s[i])} with no FLOPs and at most {fmt.plain(no_work)} B per level"))
     return pd.Series(out, index=kernels.index, dtype=object)
+
+
+def _missing_text(flop: bool, byts: bool, time_s: float, sm: float, mem: float) -> str:
+    """The ``missing_metrics`` flag's text: which of FLOP counters and memory traffic are absent, and what the launch holds."""
+    absent = " and ".join(x for x, ok in (("FLOP counters", flop), ("memory traffic", byts)) if not ok) or "roofline counters"
+    held = [x for x, ok in (("FLOPs", flop), ("bytes", byts), ("duration", math.isfinite(time_s)),
+                            ("SM throughput", math.isfinite(sm)), ("memory throughput", math.isfinite(mem))) if ok]
+    return f"no {absent} (holds {', '.join(held) if held else 'nothing else'})"
 
 
 def _above_roof(kernels: pd.DataFrame, points: pd.DataFrame, thresholds: dict[str, Any]) -> list[tuple[tuple[str, int], tuple[str, str]]]:
@@ -377,21 +548,50 @@ def _expect_flags(r: Any, thresholds: dict[str, Any]) -> list[str]:
     if exp_f > 0 and math.isfinite(counted) and r.status == "ok":
         ratio = counted / exp_f
         if ratio > 1 + tol:
-            out.append(("flop_above_expected", f"counted FLOPs {counted:.4g} are {ratio:.2f}x the expected {exp_f:.4g}: "
+            out.append(("flop_above_expected", f"counted FLOPs {fmt.si(counted, 'FLOP')} are {fmt.g(ratio)}x the expected {fmt.si(exp_f, 'FLOP')}: "
                         "masked, padded or redundant work"))
         elif ratio < 1 - tol:
-            out.append(("flop_below_expected", f"counted FLOPs {counted:.4g} are {ratio:.2f}x the expected {exp_f:.4g}: work on "
+            out.append(("flop_below_expected", f"counted FLOPs {fmt.si(counted, 'FLOP')} are {fmt.g(ratio)}x the expected {fmt.si(exp_f, 'FLOP')}: work on "
                         "units the FLOP counters miss (tensor cores without ops metrics, integer math) or a wrong expectation"))
     dram = fmt.num(getattr(r, "dram_bytes", math.nan))
     if exp_b > 0 and math.isfinite(dram) and r.status == "ok":
         ratio = dram / exp_b
         if ratio < 1 - tol:
-            out.append(("dram_below_expected", f"DRAM traffic {dram:.4g} B is below the {exp_b:.4g} B the kernel must move "
-                        f"({ratio:.2f}x): data was cache-resident (warm L2, --cache-control none) or the expectation is wrong"))
+            out.append(("dram_below_expected", f"DRAM traffic {fmt.si(dram, 'B')} is below the {fmt.si(exp_b, 'B')} the kernel must move "
+                        f"({fmt.g(ratio)}x): data was cache-resident (warm L2, --cache-control none) or the expectation is wrong"))
         elif ratio > excess:
-            out.append(("dram_above_expected", f"DRAM traffic {dram:.4g} B is {ratio:.2f}x the {exp_b:.4g} B the kernel must move: "
+            out.append(("dram_above_expected", f"DRAM traffic {fmt.si(dram, 'B')} is {fmt.g(ratio)}x the {fmt.si(exp_b, 'B')} the kernel must move: "
                         "redundant loads or poor reuse"))
     return out
+
+
+def evidence_facts(table: pd.DataFrame) -> pd.DataFrame:
+    """What each row holds, for the words of a verdict: ``has_flop``, ``has_bytes``, ``has_roof``, ``has_time`` (bool).
+
+    Parameters
+    ----------
+    table : DataFrame
+        A kernels table (``<p>_flop``, ``tensor_*_flop``, ``<level>_bytes``, ``peak_*_per_s`` columns).
+
+    Returns
+    -------
+    DataFrame
+        Indexed like ``table``: any FLOP column > 0, any bytes column > 0, any finite ``peak_*`` roof.
+    """
+    def any_of(cols: list[str], test: Any) -> np.ndarray:
+        if not cols:
+            return np.zeros(len(table), dtype=bool)
+        a = table[cols].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        with np.errstate(invalid="ignore"):
+            return test(a).any(axis=1)
+    cols = list(table.columns)
+    return pd.DataFrame({
+        "has_flop": any_of([c for c in cols if c.endswith("_flop") and not c.startswith(("expected", "peak"))], lambda a: a > 0),
+        "has_bytes": any_of([c for c in cols if c.endswith("_bytes") and c.split("_")[0] in ("dram", "l2", "l1")], lambda a: a > 0),
+        "has_roof": any_of([c for c in cols if c.startswith("peak_") and c.endswith("_per_s")], np.isfinite),
+        # A bool, not the duration: the verdict's words are made once per distinct row of facts.
+        "has_time": any_of([c for c in ("time_s",) if c in cols], np.isfinite),
+    }, index=table.index)
 
 
 def diagnose_launches(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Catalog, gpus: GpuCatalog | None = None) -> pd.DataFrame:
@@ -419,13 +619,16 @@ def diagnose_launches(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Cata
     facts = k[need].merge(bind, on=["source", "launch_id"], how="left")
     facts["blocks"] = grid_sizes(facts["grid"])
     facts["threads_per_block"] = grid_sizes(facts["block"])
+    facts = pd.concat([facts, evidence_facts(k).reset_index(drop=True)], axis=1)
     sol = catalog.thresholds["sol"]
     low = float(catalog.thresholds["diagnosis"]["low_occupancy"])
-    res = [verdict(f, sol, gpus, low, catalog.thresholds["instruction"], catalog.pipes)
-           for f in _records(facts, [c for c in _FACTS if c in facts.columns])]
-    k["diagnosis"] = [r[0] for r in res]
-    k["evidence"] = [r[1] for r in res]
-    k["advice"] = [r[2] for r in res]
+    cols = [c for c in _FACTS if c in facts.columns]
+    first, inverse = distinct_rows(facts, cols)  # the text of each distinct combination of facts, made once
+    res = np.array([verdict(f, sol, gpus, low, catalog.thresholds["instruction"], catalog.pipes,
+                            float(catalog.thresholds["diagnosis"]["occupancy_gap"]))
+                    for f in _records(facts.iloc[first], cols)], dtype=object).reshape(len(first), 3)
+    for i, name in enumerate(("diagnosis", "evidence", "advice")):
+        k[name] = res[inverse, i] if len(k) else []
     k["flags"] = launch_flags(k, points, catalog.thresholds["diagnosis"]).to_numpy()
     return k
 
@@ -475,8 +678,13 @@ def diagnose_kernels(summary: pd.DataFrame, kernels: pd.DataFrame, catalog: Cata
     s["status"] = np.where(failed.reindex(s["kernel_key"]).fillna(False).to_numpy(bool), "failed_measurement", "ok")
     sol = catalog.thresholds["sol"]
     low = float(catalog.thresholds["diagnosis"]["low_occupancy"])
-    facts = list(_records(s, list(s.columns)))
-    res = [verdict(f, sol, gpus, low, catalog.thresholds["instruction"], catalog.pipes) for f in facts]
+    held = pd.concat([k[["kernel_key"]], evidence_facts(k)], axis=1).groupby("kernel_key").any()
+    first = k.groupby("kernel_key")[[c for c in ("cc", "kernel_name") if c in k.columns]].first()
+    extra = held.join(first).reindex(s["kernel_key"]).reset_index(drop=True)
+    facts = list(_records(pd.concat([s.reset_index(drop=True), extra.drop(columns=[c for c in extra.columns if c in s.columns])], axis=1),
+                          list(s.columns) + [c for c in extra.columns if c not in s.columns]))
+    res = [verdict(f, sol, gpus, low, catalog.thresholds["instruction"], catalog.pipes,
+                   float(catalog.thresholds["diagnosis"]["occupancy_gap"])) for f in facts]
     s["diagnosis"] = [r[0] for r in res]
     s["evidence"] = [r[1] + _useful_ai(f) for r, f in zip(res, facts)]
     s["advice"] = [r[2] for r in res]
@@ -547,7 +755,7 @@ def what_if(summary: pd.DataFrame, kernels: pd.DataFrame, target: Any, gpus: Gpu
         bound_there = "" if not math.isfinite(ridge_there) else ("memory" if ai < ridge_there else "compute")
         same = bound_here and bound_here == bound_there
         change = (f"{bound_here or '?'}-bound here, {'still ' if same else ''}{bound_there or '?'}-bound on {target.name}"
-                  f" (ridge {fmt.g(ridge_here)} -> {fmt.g(ridge_there)} FLOP/B, AI {fmt.g(ai)})")
+                  f" (ridge {fmt.g(ridge_here)} -> {fmt.g(ridge_there)} {work_unit(p)}/B, AI {fmt.g(ai)})")
         t_there = max(flop / there_peak if there_peak > 0 else 0.0, dram / there_bw)
         rows.append({"kernel_label": r.kernel_label, "precision": p, "dram_ai_flop_per_byte": ai, "ridge_here": ridge_here,
                      "bound_here": bound_here, "ridge_there": ridge_there, "bound_there": bound_there,

@@ -26,8 +26,9 @@ import pandas as pd
 from .. import fmt
 from ..catalog import PipeCatalog
 from ..schema import LEVELS, PRECISIONS, tensor_columns, tensor_paths
+from .distinct import per_distinct
 
-__all__ = ["hot_pipe", "roofline_time", "unit_time", "apply_speed_of_light"]
+__all__ = ["hot_pipe", "roofline_time", "unit_time", "apply_speed_of_light", "instruction_verdict", "sm_busier", "launch_floor"]
 
 #: Values of the ``time_at_roof_bound`` column ('' when the launch has no bound).
 
@@ -194,18 +195,46 @@ def _note(roof: float, unit: float, side: str, frac: float, pipe: str, pipe_frac
         return ""
     if unit > disagree * roof:
         unit_name = "SM" if side == "sm_units" else "memory"
-        busy = f" (busiest pipe {pipe} {100 * pipe_frac:.0f}%)" if side == "sm_units" and pipe and np.isfinite(pipe_frac) else ""
+        busy = f" (busiest pipe {pipe} {fmt.pct(pipe_frac)})" if side == "sm_units" and pipe and np.isfinite(pipe_frac) else ""
         counts = ("FP work only, not integer, address, load/store or SFU instructions" if side == "sm_units" else
                   "bytes against the L1/L2/DRAM bandwidth roofs only, not the busiest memory unit (tags, wavefronts, queues)")
-        return (f"speed of light: the {unit_name} was busy {100 * frac:.0f}% of the launch{busy}, so with the same instructions and "
-                f"bytes it cannot run faster than {unit:.3g} s, {unit / roof:.1f}x the roofline's {roof:.3g} s, which counts {counts}")
+        return (f"speed of light: the {unit_name} was busy {fmt.pct(frac)} of the launch{busy}, so with the same instructions and "
+                f"bytes it cannot run faster than {fmt.time(unit)}, {unit / roof:.1f}x the roofline's {fmt.time(roof)}, which counts {counts}")
     if roof > disagree * unit:
-        return (f"speed of light: the roofline bound {roof:.3g} s is {roof / unit:.1f}x what the busiest unit's share of the time "
-                f"({unit:.3g} s) allows: a roof is likely below what this GPU reaches (datasheet/user roof, or the clock)")
+        return (f"speed of light: the roofline bound {fmt.time(roof)} is {roof / unit:.1f}x what the busiest unit's share of the time "
+                f"({fmt.time(unit)}) allows: a roof is likely below what this GPU reaches (datasheet/user roof, or the clock)")
     return ""
 
 
-def apply_speed_of_light(kernels: pd.DataFrame, pipes: PipeCatalog, cc: np.ndarray, disagree: float = 2.0) -> pd.DataFrame:
+def launch_floor(cc: np.ndarray, spec: dict) -> tuple[np.ndarray, np.ndarray]:
+    """The shortest time any launch takes on each launch's GPU, and where that number comes from.
+
+    Parameters
+    ----------
+    cc : ndarray of float
+        Compute capability per launch (NaN when unknown).
+    spec : dict
+        ``metrics/thresholds.toml`` [launch_floor]: ``default_s``, ``default_source`` and
+        ``shortest`` (per compute capability, the shortest launch held: ``s``, ``report``, ``kernel``).
+
+    Returns
+    -------
+    (ndarray of float, ndarray of str)
+        Seconds: min(``default_s``, the architecture's shortest launch) (a launch that short
+        happened, so the floor is not above it), and its source text.
+    """
+    default, source = float(spec["default_s"]), str(spec["default_source"])
+    floor = np.full(len(cc), default)
+    text = np.full(len(cc), source, dtype=object)
+    for key, entry in spec.get("shortest", {}).items():
+        rows = np.isclose(cc, float(key)) & (float(entry["s"]) < default)
+        floor[rows] = float(entry["s"])
+        text[rows] = f"{entry['report']} {entry['kernel']}: the shortest launch held for CC {key}"
+    return floor, text
+
+
+def apply_speed_of_light(kernels: pd.DataFrame, pipes: PipeCatalog, cc: np.ndarray, disagree: float = 2.0,
+                         floor: tuple[np.ndarray, np.ndarray] | None = None) -> pd.DataFrame:
     """Fill ``time_at_roof_s``, ``time_at_roof_bound``, ``saving_s`` and ``speed_of_light_note``.
 
     Parameters
@@ -218,12 +247,15 @@ def apply_speed_of_light(kernels: pd.DataFrame, pipes: PipeCatalog, cc: np.ndarr
         Compute capability per launch.
     disagree : float, default 2.0
         ``metrics/thresholds.toml`` [speed_of_light].disagree.
+    floor : (ndarray, ndarray), optional
+        :func:`launch_floor`: seconds and source per launch (none: no floor).
 
     Returns
     -------
     DataFrame
-        A copy with ``time_at_roof_s`` [s] = max(:func:`roofline_time`, :func:`unit_time`),
-        ``time_at_roof_bound`` (``roofline``, ``sm_units``, ``memory_units`` or ''),
+        A copy with ``time_at_roof_s`` [s] = max(:func:`roofline_time`, :func:`unit_time`, floor)
+        where a bound exists, the floor never above the launch's own ``time_s``,
+        ``time_at_roof_bound`` (``roofline``, ``sm_units``, ``memory_units``, ``launch_floor`` or ''),
         ``saving_s`` [s] = max(``time_s`` − ``time_at_roof_s``, 0) and ``speed_of_light_note``
         (one sentence when the two bounds differ by more than ``disagree``, else '').
     """
@@ -232,16 +264,52 @@ def apply_speed_of_light(kernels: pd.DataFrame, pipes: PipeCatalog, cc: np.ndarr
     unit, side = unit_time(k)
     use_unit = np.isfinite(unit) & ~(roof >= unit)
     t = np.where(use_unit, unit, roof)
-    k["time_at_roof_s"] = t
-    k["time_at_roof_bound"] = np.where(use_unit, side, np.where(np.isfinite(roof), "roofline", "")).astype(object)
+    bound = np.where(use_unit, side, np.where(np.isfinite(roof), "roofline", "")).astype(object)
     time_s = _col(k, "time_s")
+    floor_s, floor_src = floor if floor is not None else (np.full(len(k), np.nan), np.full(len(k), "", dtype=object))
+    floor_s = np.fmin(floor_s, time_s)  # a launch shorter than the floor shows the floor is lower on its GPU
+    use_floor = np.isfinite(t) & (floor_s > t)
+    t = np.where(use_floor, floor_s, t)
+    k["time_at_roof_s"] = t
+    k["time_at_roof_bound"] = np.where(use_floor, "launch_floor", bound).astype(object)
     k["saving_s"] = np.where(np.isfinite(t) & np.isfinite(time_s), np.maximum(time_s - t, 0.0), np.nan)
     sm, mem = _col(k, "sm_throughput_frac"), _col(k, "memory_throughput_frac")
     frac = _nanmax([sm, mem], len(k))
     pipe = k["hot_pipe"].astype(object).fillna("").to_numpy() if "hot_pipe" in k.columns else np.full(len(k), "", dtype=object)
     pfrac = _col(k, "hot_pipe_frac")
-    k["speed_of_light_note"] = [_note(*args, disagree) for args in zip(roof, unit, side, frac, pipe, pfrac)]
+    args = pd.DataFrame({"roof": roof, "unit": unit, "side": side, "frac": frac, "pipe": pipe, "pfrac": pfrac})
+    notes = np.asarray(per_distinct(args, list(args.columns), lambda r: _note(*r, disagree)), dtype=object)
+    for i in np.flatnonzero(np.asarray(use_floor, dtype=bool)):  # only the launches held at the floor
+        r, u = roof[i], unit[i]
+        notes[i] = _floor_note(floor_s[i], floor_src[i], max(r if np.isfinite(r) else 0.0, u if np.isfinite(u) else 0.0))
+    k["speed_of_light_note"] = notes
     return k
+
+
+def _floor_note(floor_s: float, source: str, bound: float) -> str:
+    """The note of a launch whose speed of light is the launch floor."""
+    return (f"speed of light: no launch finishes faster than about {fmt.time(floor_s)} (launch and drain; {source}), "
+            f"above the roofline and unit bounds ({fmt.time(bound)})")
+
+
+def sm_busier(sm: float, mem: float, sol: dict) -> bool:
+    """ncu's SpeedOfLight rule says the SM is the busier unit ("High Compute Throughput").
+
+    Parameters
+    ----------
+    sm, mem : float
+        ``sm_throughput_frac`` and ``memory_throughput_frac`` [1].
+    sol : dict
+        ``metrics/thresholds.toml`` [sol]: ``latency_bound`` (0.60), ``balanced`` (0.10).
+
+    Returns
+    -------
+    bool
+        SM >= ``latency_bound`` and SM − memory >= ``balanced`` ([NCU-SEC] SpeedOfLight.py;
+        ROOFLINE_SPEC §8.2; above 80 % ncu says "High Throughput" of the busier unit, the same side).
+        False when either is missing.
+    """
+    return bool(np.isfinite(sm) and np.isfinite(mem) and sm >= float(sol["latency_bound"]) and sm - mem >= float(sol["balanced"]) - 1e-12)
 
 
 def instruction_verdict(f: dict, sol: dict, instruction: dict, pipes: PipeCatalog | None) -> tuple[str, str, str] | None:
@@ -268,20 +336,26 @@ def instruction_verdict(f: dict, sol: dict, instruction: dict, pipes: PipeCatalo
         ([NCU-SEC] SpeedOfLight.py compares the same two numbers). The advice is about
         instruction count, never coalescing.
     """
-    sm, mem = float(f.get("sm_throughput_frac", np.nan)), float(f.get("memory_throughput_frac", np.nan))
-    if not (np.isfinite(sm) and np.isfinite(mem)) or sm < float(instruction["sm_min"]) or sm < float(instruction["ratio"]) * mem:
+    sm, mem = fmt.num(f.get("sm_throughput_frac")), fmt.num(f.get("memory_throughput_frac"))
+    if not (np.isfinite(sm) and np.isfinite(mem)):
         return None
-    bound, frac = f.get("bound"), float(f.get("roof_fraction", np.nan))
+    bound, frac = f.get("bound"), fmt.num(f.get("roof_fraction"))
+    by_ratio = sm >= float(instruction["sm_min"]) and sm >= float(instruction["ratio"]) * mem
+    by_ncu = bound == "memory" and sm_busier(sm, mem, sol)
+    if not (by_ratio or by_ncu):
+        return None
     has_point = np.isfinite(frac) and bool(f.get("level"))
     if bound not in ("memory", "compute") or (bound == "compute" and has_point and frac >= float(sol["no_bound"])):
         return None
     pipe, pfrac = str(f.get("hot_pipe") or ""), float(f.get("hot_pipe_frac", np.nan))
     spec = next((p for p in pipes.pipes if p.name == pipe), None) if pipes is not None else None
-    fp = (f"the FP roofline has {str(f.get('precision') or '').upper()} at {str(f.get('level')).upper()} {100 * frac:.0f}% of its roof"
-          f" ({bound}-bound)" if has_point else "no FP work counted")
+    fp = (f"the FP roofline has {str(f.get('precision') or '').upper()} at {str(f.get('level')).upper()} {fmt.pct(frac)} of its roof"
+          f" ({bound}-bound)" if has_point else "no FP roofline point (FLOPs but no roof for them)" if f.get("has_flop") else "no FP work counted")
     busy = f"busiest pipe {pipe} {fmt.pct(pfrac)}" if pipe and np.isfinite(pfrac) else "no pipe metrics"
-    evidence = (f"SM {100 * sm:.0f}%, memory {100 * mem:.0f}% of peak throughput (SM >= {float(instruction['ratio']):g}x memory); "
-                f"{busy}; {fp}")
+    why = (f"SM >= {float(instruction['ratio']):g}x memory" if by_ratio else
+           f"SM busier than memory by {fmt.plain(round(100 * (sm - mem)))} points (>= {fmt.plain(100 * float(sol['balanced']))}) "
+           f"above {fmt.pct(float(sol['latency_bound']))}: ncu's High Compute Throughput")
+    evidence = f"SM {fmt.pct(sm)}, memory {fmt.pct(mem)} of peak throughput ({why}); {busy}; {fp}"
     advice = "the SM is busy with instructions the FP roofline does not count: cut instructions, not bytes (coalescing will not help)"
     if spec is not None:
         advice += f"; the busiest pipe, {pipe}, runs {spec.does}: {spec.advice}"

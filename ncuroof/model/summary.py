@@ -149,11 +149,12 @@ def _fallback_pairs(left: pd.DataFrame, right: pd.DataFrame, key: Callable[[Any]
 
 
 def pair_keys(left: pd.DataFrame, right: pd.DataFrame, fallbacks: Sequence[str] = ("spelling", "base name"),
-              unmatched: tuple[str, str] = ("only_left", "only_right")) -> pd.DataFrame:
+              unmatched: tuple[str, str] = ("only_left", "only_right"), by_hand: Sequence[tuple[str, str]] = ()) -> pd.DataFrame:
     """Pair the kernels of two tables of kernel identities (two runs, or a run and its timeline).
 
-    Kernels pair on their ``kernel_key``; those left pair by the ``fallbacks`` (:data:`FALLBACKS`),
-    each said in ``match``, when the pairing is unambiguous (the fallback's key unique on both sides).
+    Pairs given ``by_hand`` come first (``match`` ``by hand``); the other kernels pair on their
+    ``kernel_key``; those left pair by the ``fallbacks`` (:data:`FALLBACKS`), each said in ``match``,
+    when the pairing is unambiguous (the fallback's key unique on both sides).
 
     Parameters
     ----------
@@ -163,6 +164,8 @@ def pair_keys(left: pd.DataFrame, right: pd.DataFrame, fallbacks: Sequence[str] 
         Keys of :data:`FALLBACKS`, tried in this order.
     unmatched : (str, str)
         The ``match`` of a kernel found only on the left, only on the right.
+    by_hand : sequence of (str, str)
+        ``(left key, right key)`` pairs decided by the user (``compare --pair``); each key at most once.
 
     Returns
     -------
@@ -170,8 +173,11 @@ def pair_keys(left: pd.DataFrame, right: pd.DataFrame, fallbacks: Sequence[str] 
         ``key_left``, ``key_right`` (empty on the side a kernel is missing from), ``match``
         (``name``, a fallback's name, or one of ``unmatched``).
     """
+    pairs = [(b, a, "by hand") for b, a in by_hand]
+    left = left[~left["kernel_key"].isin({b for b, _ in by_hand})]
+    right = right[~right["kernel_key"].isin({a for _, a in by_hand})]
     right_keys = set(right["kernel_key"])
-    pairs = [(k, k, "name") for k in left["kernel_key"] if k in right_keys]
+    pairs += [(k, k, "name") for k in left["kernel_key"] if k in right_keys]
     lo = left[~left["kernel_key"].isin(right_keys)]
     ro = right[~right["kernel_key"].isin(set(left["kernel_key"]))]
     for how in fallbacks:
@@ -437,11 +443,58 @@ def _achievable_source(r: object) -> str:
     return format_sources(items)
 
 
+_TILE = re.compile(r"GemmShape<\(int\)(\d+), \(int\)(\d+), \(int\)(\d+)>|GemmShape<(\d+), (\d+), (\d+)>")
+_SHAPE = re.compile(r"(?<![\dx])(\d+x\d+(?:x\d+)?)(?![\dx])")
+_SPLIT = re.compile(r"[<>,()\s*&]+")
+_NOISE = {"", "int", "bool", "void", "unsigned", "const", "long", "T1", "T2", "Params"}
+_FRAGMENT_CHARS = 40
+
+
+def _template_tokens(demangled: str) -> list[str]:
+    """The template arguments of a demangled name as words, namespaces dropped: ``f<cutlass::half_t, (int)8>`` -> ``['half_t', '8']``."""
+    start = demangled.find("<")
+    if start < 0:
+        return []
+    return [t.rsplit("::", 1)[-1] for t in _SPLIT.split(demangled[start + 1:]) if t.rsplit("::", 1)[-1] not in _NOISE]
+
+
+def _fragment(demangled: str, others: list[list[str]]) -> str:
+    """What tells this instantiation apart: its first tile shape (``GemmShape<128, 96, 64>`` -> ``128x96x64``,
+    or a ``128x128`` in its arguments), else its first template word the others lack; '' when none."""
+    m = _TILE.search(demangled)
+    if m:
+        return "x".join(g for g in m.groups() if g)
+    tokens = _template_tokens(demangled)
+    m = _SHAPE.search(" ".join(tokens))
+    if m:
+        return m.group(1)
+    theirs = set().union(*map(set, others)) if others else set()
+    return next((t for t in tokens if t not in theirs), "")[:_FRAGMENT_CHARS]
+
+
 def _labels(out: pd.DataFrame) -> pd.Series:
-    """The function name, numbered ``name (2)`` where several kernels share it (in time order)."""
-    nth = out.groupby("kernel_name", sort=False).cumcount() + 1
-    shared = out.groupby("kernel_name", sort=False)["kernel_name"].transform("size") > 1
-    return pd.Series(np.where(shared, out["kernel_name"] + " (" + nth.astype(str) + ")", out["kernel_name"]), index=out.index)
+    """The function name; where several kernels share it (CUTLASS instantiations of ``Kernel``), with the
+    template fragment that tells them apart (``Kernel<128x96x64>``: the tile shape, else the first
+    template word the others lack), numbered ``name (2)`` (in time order) where no fragment does.
+    Labels only: the kernel identity (``kernel_key``) is unchanged."""
+    names = out["kernel_name"].astype(str)
+    labels = names.copy()
+    demangled = out["kernel_demangled"] if "kernel_demangled" in out.columns else pd.Series("", index=out.index)
+    for _, idx in out.groupby("kernel_name", sort=False).groups.items():
+        if len(idx) < 2:
+            continue
+        full = [str(v) if isinstance(v, str) else "" for v in demangled.loc[idx]]
+        toks = [_template_tokens(d) for d in full]
+        frags = [_fragment(d, toks[:i] + toks[i + 1:]) for i, d in enumerate(full)]
+        if all(frags) and len(set(frags)) == len(frags):
+            labels.loc[idx] = [f"{names.loc[i]}<{f}>" for i, f in zip(idx, frags)]
+        else:
+            labels.loc[idx] = [f"{names.loc[i]} ({n})" for n, i in enumerate(idx, 1)]
+    dup = labels.duplicated(keep=False)
+    if dup.any():  # a fragment label equal to another kernel's name: number every copy
+        nth = labels[dup].groupby(labels[dup]).cumcount() + 1
+        labels.loc[dup] = labels[dup] + " (" + nth.astype(str) + ")"
+    return labels
 
 
 def _production_basis(out: pd.DataFrame, production_s: pd.Series) -> pd.DataFrame:

@@ -2,7 +2,9 @@
 
 One reader per format, chosen from the file's content and name: ``.ncu-rep`` reports through our
 own decoder (:mod:`.nvr`), or NVIDIA's ``ncu_report`` (:mod:`.ncu_rep`: the reference, used for
-``.ncu-repz`` and for anything the decoder was not verified on), ncu CSV exports (:mod:`.csv`). Several files of
+anything the decoder was not verified on), ncu CSV exports (:mod:`.csv`). A compressed report
+(``.ncu-repz``, zstd) is decompressed into a temporary file first and read the same way
+(:mod:`.compressed`). Several files of
 one run (the NERSC/GENE workflow: time and DRAM bytes from one ncu run, FLOP counts from another)
 are merged launch by launch (:mod:`.merge`); a session-page CSV completes the others with the
 device name and ncu version.
@@ -21,6 +23,7 @@ from ..catalog import Catalog
 from ..errors import InputError, MissingModuleError, NcuroofError, ReportFormatError
 from ..schema import validate_raw
 from .blocks import MAGIC
+from .compressed import is_compressed, uncompressed
 from .csv import Session, read_csv, read_session, sniff
 from .merge import apply_session, merge
 from .ncu_rep import read_ncu_rep
@@ -30,7 +33,7 @@ from .verify import against_ncu_report, check_rates
 
 
 def have_ncu_report() -> bool:
-    """Whether NVIDIA's ``ncu_report`` can be imported here (it has no wheel for aarch64 or macOS hosts)."""
+    """Whether NVIDIA's ``ncu_report`` can be imported here (wheels for Linux x86-64 and aarch64, macOS 13+ and Windows; not every host)."""
     try:
         return importlib.util.find_spec("ncu_report") is not None
     except (ImportError, ValueError):
@@ -53,7 +56,7 @@ def _check_path(path: Path) -> None:
 def _is_report(path: Path) -> bool:
     with path.open("rb") as f:
         head = f.read(4)
-    if path.suffix in (".ncu-rep", ".ncu-repz") or head == MAGIC:
+    if path.suffix in (".ncu-rep", ".ncu-repz") or head == MAGIC or is_compressed(head):
         return True
     if path.suffix.lower() in _TEXT_SUFFIXES:
         return False
@@ -79,7 +82,7 @@ def _read_report(path: Path, catalog: Catalog, progress: Any, reader: str) -> pd
     if reader == "ncu_report":
         return _by(read_ncu_rep(path, catalog, progress), "ncu_report (--reader ncu_report)")
     try:  # the decoder checks framing and launch records in its one pass (issue 14); read_ncu_rep checks them first
-        df = read_nvr(path, catalog, progress)
+        df = read_nvr(path, catalog, progress, blocks=(blocks := []))
     except UnsupportedReport as exc:
         if reader == "fast":
             raise ReportFormatError(f"the built-in reader does not know this report ({exc}); read it with --reader ncu_report", path) from exc
@@ -93,16 +96,17 @@ def _read_report(path: Path, catalog: Catalog, progress: Any, reader: str) -> pd
     if reader == "fast" or not have_ncu_report():
         why = "--reader fast" if reader == "fast" else "ncu_report is not installed on this host"
         return _by(check_rates(df, catalog), f"ncuroof decoder, not verified against ncu_report ({why}); counts checked against rates")
-    return _verified(path, df, catalog, progress, learned)
+    return _verified(path, df, catalog, progress, learned, blocks)
 
 
-def _verified(path: Path, df: pd.DataFrame, catalog: Catalog, progress: Any, learned: list[int]) -> pd.DataFrame:
+def _verified(path: Path, df: pd.DataFrame, catalog: Catalog, progress: Any, learned: list[int], blocks: list[Any]) -> pd.DataFrame:
     """The decoder's table checked against ``ncu_report`` on a sample, or ``ncu_report``'s table
     where they differ. Where ``ncu_report`` cannot read the sample cut from the report, it reads the
     report itself; where it cannot read that either, the decoder's table stays, said unverified
-    (one reader reading a report is no reason to refuse it)."""
+    (one reader reading a report is no reason to refuse it). ``blocks``: the report's blocks as the
+    decoder recorded them (the sample is cut without walking the report again)."""
     try:
-        verdict = against_ncu_report(path, df, catalog, learned)
+        verdict = against_ncu_report(path, df, catalog, learned, blocks)
     except NcuroofError as exc:
         try:
             return _by(read_ncu_rep(path, catalog, progress), f"ncu_report (the sample check against it could not run: {exc.message})")
@@ -143,7 +147,8 @@ def read(path: str | Path, catalog: Catalog, progress: Any = None, reader: str =
     Parameters
     ----------
     path : str or Path
-        A ``.ncu-rep``/``.ncu-repz`` report or an ncu CSV export (details or raw page).
+        A ``.ncu-rep``/``.ncu-repz`` report (compressed or not, told by its first bytes) or an ncu
+        CSV export (details or raw page).
     catalog : Catalog
         The metric catalog (which metrics to keep).
     progress : callable, optional
@@ -151,8 +156,8 @@ def read(path: str | Path, catalog: Catalog, progress: Any = None, reader: str =
     reader : {'auto', 'fast', 'ncu_report'}, default 'auto'
         How ``.ncu-rep`` files are read: our decoder (:func:`read_nvr`, 'fast'), NVIDIA's
         ``ncu_report`` ('ncu_report'), or the decoder with ``ncu_report`` for what it was not
-        verified on (``.ncu-repz``, an unknown format version or value kind; 'auto'). Both give
-        the same table.
+        verified on (an unknown format version or value kind; 'auto'). Both give the same
+        table; a ``.ncu-repz`` is read by either from its decompressed bytes.
 
     Returns
     -------
@@ -177,7 +182,13 @@ def read(path: str | Path, catalog: Catalog, progress: Any = None, reader: str =
     check_reader(reader)
     path = Path(path)
     _check_path(path)
-    df = _read_report(path, catalog, progress, reader) if _is_report(path) else _by(read_csv(path, catalog), "ncuroof CSV reader")
+    if _is_report(path):
+        with uncompressed(path, catalog) as report:
+            df = _read_report(report, catalog, progress, reader)
+        if report != path:
+            df["source"] = str(path)
+    else:
+        df = _by(read_csv(path, catalog), "ncuroof CSV reader")
     return validate_raw(check_values(df, catalog), str(path))
 
 

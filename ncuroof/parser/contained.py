@@ -34,8 +34,8 @@ _BOOT = ("import runpy, sys; sys.path[:1] = [p for p in sys.path[:1] if p]; sys.
 def missing_module(path: Path) -> MissingModuleError:
     """The error for a machine without NVIDIA's ``ncu_report`` module: how to get it, or the CSV route."""
     return MissingModuleError(
-        "reading .ncu-rep needs NVIDIA's ncu_report module (pip install ncu-report; it has wheels for "
-        "Linux x86-64 and Windows only); run ncuroof on such a machine, or export the data with "
+        "reading .ncu-rep needs NVIDIA's ncu_report module (pip install ncu-report; wheels for Linux x86-64 "
+        "and aarch64, macOS 13+ and Windows); install it, or export the data with "
         f"ncu --import {path.name} --csv --page raw --print-units base > {path.stem}.csv and analyze that CSV",
         path,
     )

@@ -24,7 +24,7 @@ from ..schema import DAMAGED
 from .blocks import LaunchLedger, Plan, ResultRecord, check_file, plan, walk
 from .contained import missing_module, read_launches
 
-__all__ = ["read_ncu_rep", "check_records", "launch_row", "launch_frame", "DAMAGED_TEXT"]
+__all__ = ["read_ncu_rep", "check_records", "launch_row", "launch_frame", "numeric_metrics", "META_COLUMNS", "DAMAGED_TEXT"]
 
 
 def check_records(path: Path) -> Plan:
@@ -78,6 +78,8 @@ def _cc(values: dict[str, Any]) -> str | None:
 
 _META = ("source", "range_id", "launch_id", "kernel_name", "kernel_demangled", "nvtx_range", "device_name", "cc", "grid",
          "block", "ncu_version", "reader", "input_notes")
+#: The identity columns of a :func:`launch_row` row, in order (the metric columns follow).
+META_COLUMNS = _META
 
 
 def launch_row(path: Path, range_id: int, launch_id: int, kernel_name: str, demangled: str, nvtx: str | None,
@@ -127,7 +129,22 @@ def launch_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     DataFrame
         Identity columns first, then metric columns in order of first appearance.
     """
-    df = pd.DataFrame.from_records(rows)
+    return numeric_metrics(pd.DataFrame.from_records(rows))
+
+
+def numeric_metrics(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with its metric columns that are not numeric yet made numeric (text becomes NaN).
+
+    Parameters
+    ----------
+    df : DataFrame
+        :data:`META_COLUMNS`, then metric columns.
+
+    Returns
+    -------
+    DataFrame
+        ``df``, changed in place.
+    """
     text = [c for c in df.columns if c not in _META and not pd.api.types.is_numeric_dtype(df[c])]  # the rest are numbers already
     if text:
         df[text] = df[text].apply(pd.to_numeric, errors="coerce")
@@ -148,7 +165,8 @@ def read_ncu_rep(path: str | Path, catalog: Catalog, progress: Any = None) -> pd
     Parameters
     ----------
     path : str or Path
-        A ``.ncu-rep`` (or ``.ncu-repz``) file.
+        An uncompressed report (:func:`ncuroof.parser.read` decompresses a ``.ncu-repz`` first,
+        so that any ``ncu_report`` reads it and its launch records are checked).
     catalog : Catalog
         Says which metrics to read: every scalar metric of its recipes, every
         ``sm__ops_path_tensor_*`` count/rate/peak, the MMA opcodes of
@@ -171,12 +189,8 @@ def read_ncu_rep(path: str | Path, catalog: Catalog, progress: Any = None) -> pd
         If ``ncu_report`` is not installed.
     """
     path = Path(path)
-    records, version = None, None
-    if path.suffix != ".ncu-repz":
-        checked = check_records(path)
-        records, version = checked.records, checked.version
-    elif not path.is_file():
-        raise InputError("no such file; check the path", path)
+    checked = check_records(path)
+    records, version = checked.records, checked.version
     _require_ncu_report(path)
     launches = read_launches(path, _spec(catalog), progress, records)
     if not launches:

@@ -56,20 +56,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from google.protobuf.message import DecodeError
 
 from ..catalog import Catalog
 from ..errors import InputError, ReportFormatError
 from .blocks import LaunchLedger, Plan, ResultRecord, Untiled, check_file, first_block, plan, results, untiled_block, walk
-from .ncu_rep import launch_frame, launch_row
+from .ncu_rep import META_COLUMNS, launch_frame, launch_row, numeric_metrics
 from .split import Workers, cores
 from .wire import classes as _classes
 from .wire import unseen_fields
 from .wire import varint as _varint
 
 __all__ = ["read_nvr", "read_stamps", "UnsupportedReport", "PayloadError", "LEARNED", "FORMAT_VERSION", "iter_results", "Launch", "Slice", "decode_slice",
-           "PROCESS_LAUNCHES", "PROCESSES_ENV"]
+           "PROCESS_LAUNCHES", "PROCESSES_ENV", "Block"]
 
 FORMAT_VERSION = 7
 KERNEL_LAUNCH = 3
@@ -98,7 +99,10 @@ class Launch:
     (result field 1; the process ID for a process's main thread), both None when absent, and
     ``timestamp`` the Unix time in seconds (field 14): the launch-accounting checks
     (:class:`~ncuroof.parser.blocks.LaunchLedger`) use them to find repeated or reordered
-    blocks. ``values`` maps metric names to values in ncu's metric-name order.
+    blocks. ``values`` maps metric names to values in ncu's metric-name order; it is built on
+    demand from the scalar values in the order of ``layout.names`` (``numbers``, or the raw
+    doubles ``blob`` and the ``others`` of :meth:`_Doubles.match`, which :func:`decode_slice` reads
+    for many launches at once) and the opcode columns (``extra``).
     """
 
     block: int
@@ -106,10 +110,25 @@ class Launch:
     function: str
     demangled: str
     nvtx: str | None
-    values: dict[str, Any]
     seq: int | None
     thread_id: int | None
     timestamp: int
+    layout: _Layout
+    numbers: list[Any] | None = None
+    blob: bytes | None = None
+    others: list[Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def values(self) -> dict[str, Any]:
+        """Metric name to value (float, int, str or NaN)."""
+        numbers = self.numbers
+        if numbers is None:
+            assert self.layout.doubles is not None and self.blob is not None and self.others is not None
+            numbers = self.layout.doubles.values(self.blob, self.others)
+        out = dict(zip(self.layout.names, numbers))
+        out.update(self.extra)
+        return out
 
 
 def _key(name_id: int) -> bytes:
@@ -148,44 +167,68 @@ class _Layout:
         return raws[at:at + len(self.opcodes)]
 
 
+def _no_metrics(metrics: Any) -> tuple[bytes, ...]:
+    return ()
+
+
+#: The layout of a :class:`Launch` whose metrics are not read yet.
+_NO_LAYOUT = _Layout((), (), (), _no_metrics, False)
+
+
 @dataclass(frozen=True)
 class _Doubles:
     """Reads a layout's scalar values in a few C calls: nearly all are one double (the raw metric
     result is key, ``\x12\x09\x19`` and 8 bytes, then maybe ncu's flag field). Those raw results,
     joined, must match ``pattern``, their exact bytes as in the launch the reader was learned from
     with any 8 bytes for each value (so every key and tag is checked); ``unpack`` then reads the
-    doubles in place. The ``others`` (position, value offset) are read one by one."""
+    doubles in place, or ``dtype`` reads the joined bytes of many launches at once as one NumPy
+    record each (``doubles``: the positions of those values among the layout's names). The
+    ``others`` (position, value offset) are read one by one."""
 
     get: Callable[[tuple[bytes, ...]], tuple[bytes, ...]]
     pattern: re.Pattern[bytes]
     unpack: Callable[[bytes], tuple[float, ...]]
     others: tuple[tuple[int, int], ...]
+    doubles: tuple[int, ...] = ()
+    dtype: np.dtype | None = None
 
     @classmethod
     def learn(cls, layout: _Layout, raws: tuple[bytes, ...]) -> _Doubles | None:
         """The reader of ``layout``'s values from one launch's ``raws`` (None with fewer than 2 doubles)."""
-        doubles, others, pattern, fmt = [], [], [], ["<"]
+        doubles, others, pattern, fmt, offsets, size = [], [], [], ["<"], [], 0
         for i, (raw, at) in enumerate(zip(raws, layout.ats)):
             if raw.startswith(b"\x09\x19", at) and len(raw) >= at + 10:
                 doubles.append(i)
                 pattern.append(re.escape(raw[:at + 2]) + rb".{8}" + re.escape(raw[at + 10:]))
                 fmt.append(f"{at + 2}xd{len(raw) - at - 10}x")
+                offsets.append(size + at + 2)
+                size += len(raw)
             else:
                 others.append((i, at))
         if len(doubles) < 2:
             return None
-        return cls(_getter(doubles), re.compile(b"".join(pattern), re.DOTALL), struct.Struct("".join(fmt)).unpack, tuple(others))
+        dtype = np.dtype({"names": [f"v{i}" for i in doubles], "formats": ["<f8"] * len(doubles), "offsets": offsets, "itemsize": size})
+        return cls(_getter(doubles), re.compile(b"".join(pattern), re.DOTALL), struct.Struct("".join(fmt)).unpack, tuple(others),
+                   tuple(doubles), dtype)
 
-    def read(self, layout: _Layout, raws: tuple[bytes, ...], metric_cls: Any) -> list[Any] | None:
-        """The scalar values of ``raws`` in name order, or None where they are not laid out as learned."""
+    def match(self, layout: _Layout, raws: tuple[bytes, ...], metric_cls: Any) -> tuple[bytes, list[Any]] | None:
+        """(the joined raw results of the doubles, the other values in order) of ``raws``, or None
+        where they are not laid out as learned."""
         blob = b"".join(self.get(raws))
         if self.pattern.fullmatch(blob) is None or not layout.same_extras(raws):
             return None
-        values: list[Any] = list(self.unpack(blob))
+        others = []
         for i, at in self.others:
             if not raws[i].startswith(layout.keys[i]):
                 return None
-            values.insert(i, _value_at(raws[i], at, metric_cls))
+            others.append(_value_at(raws[i], at, metric_cls))
+        return blob, others
+
+    def values(self, blob: bytes, others: list[Any]) -> list[Any]:
+        """The scalar values in name order from :meth:`match`'s result."""
+        values: list[Any] = list(self.unpack(blob))
+        for (i, _), value in zip(self.others, others):
+            values.insert(i, value)
         return values
 
 
@@ -222,13 +265,14 @@ class _Wanted:
             wanted.strings.append(name)
         return wanted
 
-    def read_doubles(self, metrics: Any, metric_cls: Any) -> tuple[Any, Any, list[Any] | None]:
-        """(layout, raws, values) through the latest layout of this many metrics that has a
-        :class:`_Doubles` reader; values None when there is none or it does not match."""
+    def read_doubles(self, metrics: Any, metric_cls: Any) -> tuple[Any, Any, tuple[bytes, list[Any]] | None]:
+        """(layout, raws, matched) through the latest layout of this many metrics that has a
+        :class:`_Doubles` reader (``matched``: :meth:`_Doubles.match`'s); matched None when there is
+        none or it does not match."""
         for layout in self.layouts.get(len(metrics), ()):
             if layout.doubles is not None:
                 raws = layout.get(metrics)
-                return layout, raws, layout.doubles.read(layout, raws, metric_cls)
+                return layout, raws, layout.doubles.match(layout, raws, metric_cls)
         return None, None, None
 
     def raw_metrics(self, metrics: Any) -> tuple[_Layout, tuple[bytes, ...]]:
@@ -331,7 +375,8 @@ def _nvtx(result: Any) -> str | None:
 def _value_at(raw: bytes, at: int, metric_cls: Any) -> Any:
     """The value of the metric result ``raw`` whose value message starts at ``raw[at]``.
 
-    One double or one uint64 (nearly all values) is read in place; anything else is decoded in full.
+    One double, one uint64 or one short string (nearly all values) is read in place; anything else
+    is decoded in full.
     """
     n = raw[at]
     if n == 9 and raw[at + 1] == 0x19:
@@ -340,13 +385,15 @@ def _value_at(raw: bytes, at: int, metric_cls: Any) -> Any:
         value, end = _varint(raw, at + 2)
         if end == at + 1 + n:
             return value
+    if 1 < n < 0x80 and raw[at + 1] == 0x0A and raw[at + 2] == n - 2:  # one short string
+        return raw[at + 3:at + 1 + n].decode()
     return _metric_value(metric_cls.FromString(raw))
 
 
-def _opcodes(values: dict[str, Any], metric: Any, opcode_metric: str, cat: Catalog) -> None:
-    """Add the metric's value and one ``<metric>[<opcode>]`` column per kept opcode
-    (:attr:`ncuroof.catalog.Catalog.instanced_metrics`: MMA opcodes, FP opcodes) to ``values``."""
-    values[opcode_metric] = _metric_value(metric)
+def _opcodes(metric: Any, opcode_metric: str, cat: Catalog) -> dict[str, Any]:
+    """The metric's value and one ``<metric>[<opcode>]`` column per kept opcode
+    (:attr:`ncuroof.catalog.Catalog.instanced_metrics`: MMA opcodes, FP opcodes)."""
+    values = {opcode_metric: _metric_value(metric)}
     mma = cat.instanced_metrics[opcode_metric]
     for inst in metric.instances:
         key = _scalar(inst.key)
@@ -357,22 +404,26 @@ def _opcodes(values: dict[str, Any], metric: Any, opcode_metric: str, cat: Catal
             if not isinstance(count, (int, float)):
                 raise UnsupportedReport(f"an {opcode_metric} instance without a number")
             values[f"{opcode_metric}[{key}]"] = float(count)
+    return values
 
 
-def _values(result: Any, wanted: _Wanted, metric_cls: Any) -> dict[str, Any]:
+def _values(result: Any, wanted: _Wanted, metric_cls: Any, got: Launch) -> None:
+    """Read ``result``'s wanted metric values into ``got`` (its layout, then the doubles' raw bytes
+    and the other values, or all values, and the opcode columns)."""
     metrics = result.metrics
-    layout, raws, values = wanted.read_doubles(metrics, metric_cls)
-    if values is None:
+    layout, raws, matched = wanted.read_doubles(metrics, metric_cls)
+    if matched is not None:
+        got.blob, got.others = matched
+    else:
         layout, raws = wanted.raw_metrics(metrics)
         unpack = _DOUBLE.unpack_from
-        values = [unpack(raw, at + 2)[0] if raw.startswith(b"\x09\x19", at) else _value_at(raw, at, metric_cls)
-                  for raw, at in zip(raws, layout.ats)]
+        got.numbers = [unpack(raw, at + 2)[0] if raw.startswith(b"\x09\x19", at) else _value_at(raw, at, metric_cls)
+                       for raw, at in zip(raws, layout.ats)]
         if layout.doubles is None:
             layout.doubles = _Doubles.learn(layout, raws)
-    out = dict(zip(layout.names, values))
+    got.layout = layout
     for name, raw in zip(layout.opcodes, layout.opcode_raws(raws)):
-        _opcodes(out, metric_cls.FromString(raw), name, wanted.catalog)
-    return out
+        got.extra.update(_opcodes(metric_cls.FromString(raw), name, wanted.catalog))
 
 
 def _launch(buf: Any, block: int, offset: int, wanted: _Wanted, classes: dict[str, Any]) -> Launch:
@@ -381,9 +432,11 @@ def _launch(buf: Any, block: int, offset: int, wanted: _Wanted, classes: dict[st
         raise UnsupportedReport(f"a result of kind {result.kind} (not a kernel launch)")
     # an empty name (a C symbol has no demangled form) is the mangled one, as in ncu_report
     function, demangled = result.function or result.mangled, result.demangled or result.mangled
-    return Launch(block, offset, function.decode(), demangled.decode(), _nvtx(result), _values(result, wanted, classes["Metric"]),
-                  result.seq if result.HasField("seq") else None, result.thread_id if result.HasField("thread_id") else None,
-                  result.timestamp)
+    got = Launch(block, offset, function.decode(), demangled.decode(), _nvtx(result),
+                 result.seq if result.HasField("seq") else None, result.thread_id if result.HasField("thread_id") else None,
+                 result.timestamp, _NO_LAYOUT)
+    _values(result, wanted, classes["Metric"], got)
+    return got
 
 
 def _first_block(mm: Any, path: Path) -> int:
@@ -409,7 +462,7 @@ class PayloadError(ReportFormatError):
 def _damaged(path: Path, launch: int, block: int, pos: int, exc: Exception) -> PayloadError:
     return PayloadError(f"launch {launch} in block {block} (byte {pos}) cannot be decoded ({exc}): the report is damaged or "
                         "lays results out in a way the built-in reader does not know; re-run ncu, or read it with --reader ncu_report "
-                        "(NVIDIA's ncu-report package: Linux x86-64 and Windows hosts)", path)
+                        "(NVIDIA's ncu-report package)", path)
 
 
 def _launches(mm: Any, path: Path, blocks: Iterator[tuple[int, int, Any, int]], wanted: _Wanted,
@@ -529,9 +582,25 @@ def _seen(mm: Any, blocks: Iterator[tuple[int, int, Any, int]]) -> Iterator[tupl
         yield block, pos, header, start
 
 
-def _plan(mm: Any, path: Path) -> Plan:
-    """One walk over the block headers (:func:`ncuroof.parser.blocks.plan`), checked for fields never seen."""
-    return plan(mm, path, _seen(mm, _blocks(mm, path)))
+def _plan(mm: Any, path: Path, blocks: list[Block] | None = None) -> Plan:
+    """One walk over the block headers (:func:`ncuroof.parser.blocks.plan`), checked for fields never
+    seen; every block appended to ``blocks`` when given (:func:`_recorded`)."""
+    return plan(mm, path, _recorded(_seen(mm, _blocks(mm, path)), blocks))
+
+
+#: One block as :func:`ncuroof.parser.verify.cut_report` needs it: its byte offset, the end of its
+#: payload, its numbers of results and sources, and the string table of a result block (None
+#: without strings or results).
+Block = tuple[int, int, int, int, Any]
+
+
+def _recorded(blocks: Iterator[tuple[int, int, Any, int]], out: list[Block] | None) -> Iterator[tuple[int, int, Any, int]]:
+    """``blocks``, each also appended to ``out`` as a :data:`Block` (when ``out`` is not None)."""
+    for block, pos, header, start in blocks:
+        if out is not None:
+            strings = header.strings if header.num_results and header.HasField("strings") and header.strings.strings else None
+            out.append((pos, start + header.payload_size, header.num_results, header.num_sources, strings))
+        yield block, pos, header, start
 
 
 @dataclass(frozen=True)
@@ -569,32 +638,105 @@ def decode_slice(path: Path, catalog: Catalog, part: Slice, chunk: int, version:
                  progress: Callable[[int], None] | None = None) -> tuple[list[pd.DataFrame], list[tuple[int, ...]]]:
     """Decode the launches of one :class:`Slice` of a report (in this process or a worker's).
 
-    Returns the raw-table chunks (:func:`~ncuroof.parser.ncu_rep.launch_frame`, ``chunk`` launches
-    each) and one record per launch (index, block, start, end, thread ID, sequence number) for
+    Returns the raw-table chunks (:func:`_frames`, ``chunk`` launches at a time) and one record
+    per launch (index, block, start, end, thread ID, sequence number) for
     :class:`~ncuroof.parser.blocks.LaunchLedger`, then whether its metric layout was learned there
     (:data:`LEARNED`). ``progress(n)`` is told every
     :data:`TICK` launches. Python's cyclic garbage collector is paused meanwhile: the decoder
     makes no cycles, and its collections over the growing table cost a third of the time.
     """
     frames: list[pd.DataFrame] = []
-    rows: list[dict[str, Any]] = []
+    rows: list[tuple[int, Launch]] = []
     records: list[tuple[int, ...]] = []
     wanted = _Wanted.of(catalog, part.strings)
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm, _gc_paused():
         blocks = _blocks(mm, path, part.pos, part.block, part.stop)
         for index, got, start, end, learned in _launches(mm, path, blocks, wanted, part.launch):
             records.append((index, got.block, start, end, got.thread_id, got.seq, learned))
-            rows.append(launch_row(path, 0, index, got.function, got.demangled, got.nvtx, got.values, version))
+            rows.append((index, got))
             if len(rows) == chunk:
-                frames.append(launch_frame(rows))
+                frames += _frames(path, rows, version)
                 rows = []
             if progress is not None and len(records) % TICK == 0:
                 progress(TICK)
     if rows:
-        frames.append(launch_frame(rows))
+        frames += _frames(path, rows, version)
     if progress is not None and len(records) % TICK:
         progress(len(records) % TICK)
     return frames, records
+
+
+def _frames(path: Path, rows: list[tuple[int, Launch]], version: str | None) -> list[pd.DataFrame]:
+    """The raw table of ``rows`` (launch index, :class:`Launch`), in order: each run of launches whose
+    values were all matched by one :class:`_Doubles` reader (no opcode columns) read at once
+    (:func:`_run_frame`), the others row by row (:func:`~ncuroof.parser.ncu_rep.launch_row`)."""
+    out: list[pd.DataFrame] = []
+    start, kinds = 0, [_fast(got) for _, got in rows]
+    for end in range(1, len(rows) + 1):
+        if end < len(rows) and kinds[end] == kinds[start]:
+            continue
+        run = rows[start:end]
+        if kinds[start] is not None:
+            out.append(_run_frame(path, [got for _, got in run], [i for i, _ in run], version))
+        else:
+            out.append(launch_frame([launch_row(path, 0, i, got.function, got.demangled, got.nvtx, got.values, version)
+                                     for i, got in run]))
+        start = end
+    return out
+
+
+def _fast(got: Launch) -> int | None:
+    """The identity of the layout ``got``'s values can be read with in bulk, or None."""
+    layout = got.layout
+    if got.blob is None or layout.opcodes or len(set(layout.names)) != len(layout.names):
+        return None
+    return id(layout)
+
+
+_DISPLAY = "device__attribute_display_name"
+_SHAPE = ("device__attribute_compute_capability_major", "device__attribute_compute_capability_minor",
+          *(f"launch__{kind}_dim_{a}" for kind in ("grid", "block") for a in "xyz"))
+
+
+def _run_frame(path: Path, run: list[Launch], index: list[int], version: str | None) -> pd.DataFrame:
+    """The raw table of launches of one layout whose values :meth:`_Doubles.match` matched, equal to
+    :func:`~ncuroof.parser.ncu_rep.launch_frame` of their :func:`~ncuroof.parser.ncu_rep.launch_row`
+    rows: the doubles are read from their joined raw bytes as NumPy records (no Python float per
+    value), the other values are typed as ``DataFrame.from_records`` types them, and the identity
+    columns (compute capability, grid and block text) are made once per distinct combination."""
+    layout = run[0].layout
+    doubles = layout.doubles
+    assert doubles is not None and doubles.dtype is not None
+    names = layout.names
+    records = np.frombuffer(b"".join([got.blob for got in run]), dtype=doubles.dtype)  # type: ignore[misc]
+    columns: dict[str, Any] = {names[i]: records[f"v{i}"].copy() for i in doubles.doubles}
+    other = [names[i] for i, _ in doubles.others]
+    if other:
+        typed = pd.DataFrame.from_records([got.others for got in run], columns=other)
+        columns.update((c, typed[c]) for c in other)
+    def listed(name: str) -> list[Any]:
+        col = columns.get(name)
+        return [None] * len(run) if col is None else col.tolist()
+    display = [d if isinstance(d, str) else None for d in listed(_DISPLAY)]
+    shapes: dict[tuple[Any, ...], tuple[str | None, str | None, str | None]] = {}
+    texts = []
+    for key in zip(*(listed(c) for c in _SHAPE)):
+        text = shapes.get(key)
+        if text is None:
+            text = shapes[key] = _shape_texts(key)
+        texts.append(text)
+    source = str(path)
+    meta = pd.DataFrame.from_records([(source, 0, i, got.function, got.demangled, got.nvtx, d, *t, version, None, None)
+                                      for i, got, d, t in zip(index, run, display, texts)], columns=list(META_COLUMNS))
+    frame = pd.DataFrame({**{c: meta[c] for c in META_COLUMNS}, **{n: columns[n] for n in names if n != _DISPLAY}})
+    return numeric_metrics(frame)
+
+
+def _shape_texts(key: tuple[Any, ...]) -> tuple[str | None, str | None, str | None]:
+    """``cc``, ``grid`` and ``block`` of a launch with these :data:`_SHAPE` values (None: absent), as
+    :func:`~ncuroof.parser.ncu_rep.launch_row` writes them."""
+    row = launch_row(Path(), 0, 0, "", "", None, {c: v for c, v in zip(_SHAPE, key) if v is not None}, None)
+    return row["cc"], row["grid"], row["block"]
 
 
 @contextlib.contextmanager
@@ -626,7 +768,7 @@ def _processes(total: int) -> int:
 
 
 def read_nvr(path: str | Path, catalog: Catalog, progress: Callable[[int], Callable[..., None]] | None = None,
-             chunk: int = CHUNK, processes: int | None = None) -> pd.DataFrame:
+             chunk: int = CHUNK, processes: int | None = None, blocks: list[Block] | None = None) -> pd.DataFrame:
     """Read every launch of a report into the raw table, without ``ncu_report``.
 
     One walk over the block headers counts the launches; the result blocks are then decoded in
@@ -637,7 +779,7 @@ def read_nvr(path: str | Path, catalog: Catalog, progress: Callable[[int], Calla
     Parameters
     ----------
     path : str or Path
-        A ``.ncu-rep`` file (not ``.ncu-repz``).
+        An uncompressed report (:func:`ncuroof.parser.read` decompresses a ``.ncu-repz`` first).
     catalog : Catalog
         Which metrics to read: every scalar metric of its recipes, every
         ``sm__ops_path_tensor_*`` count/rate/peak, and the MMA opcodes of
@@ -650,6 +792,9 @@ def read_nvr(path: str | Path, catalog: Catalog, progress: Callable[[int], Calla
     processes : int, optional
         Decoding processes; default ``$NCUROOF_DECODE_PROCESSES``, else one per
         :data:`PROCESS_LAUNCHES` launches, at most one per core. The result does not depend on it.
+    blocks : list, optional
+        When given, every block of the report is appended to it (:data:`Block`), so that the
+        sample check (:func:`ncuroof.parser.verify.cut_report`) need not walk the report again.
 
     Returns
     -------
@@ -666,13 +811,11 @@ def read_nvr(path: str | Path, catalog: Catalog, progress: Callable[[int], Calla
         For a report this decoder has not been verified on (read it with ``ncu_report``).
     """
     path = Path(path)
-    if path.suffix == ".ncu-repz":
-        raise UnsupportedReport("a compressed .ncu-repz report")
     check_file(path)
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
         n = processes if processes is not None else _processes(_estimate(mm, path))
         with Workers(n - 1, __name__) as workers:  # they start (import ncuroof) while the blocks are walked
-            plan = _plan(mm, path)
+            plan = _plan(mm, path, blocks)
             if not plan.total:
                 raise InputError("holds no kernel launches; check ncu's --kernel-name/--launch-count filters", path)
             slices = _slices(plan, n)

@@ -24,15 +24,14 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.csv as pacsv
-import pyarrow.dataset as pads
-import pyarrow.parquet as pq
 
 from .. import schema
+from .._lazy import LazyModule
 from .._version import __version__
 from ..errors import InputError
 from ..schema import Column
+
+pa, pacsv, pads, pq = (LazyModule(f"pyarrow{m}") for m in ("", ".csv", ".dataset", ".parquet"))  # imported when a table is written or read
 
 __all__ = ["FORMATS", "TABLES", "arrow_table", "csv_bytes", "parquet_bytes", "table_files", "dataset_writer", "read_table",
            "saved_kernels"]
@@ -42,17 +41,23 @@ FORMATS = ("csv", "parquet")
 
 #: File stem -> declared columns of each table ncuroof writes.
 TABLES: dict[str, dict[str, Column]] = {"kernels": schema.KERNELS, "points": schema.POINTS, "ranks": schema.RANKS,
-                                        "failures": schema.FAILURES, "timeline": schema.TIMELINE_KERNEL, "ops": schema.OPS}
+                                        "failures": schema.FAILURES, "timeline": schema.TIMELINE_KERNEL, "ops": schema.OPS,
+                                        "compare": schema.COMPARE, "trail": schema.COMPARE_TRAIL}
 
 # List columns (schema.LIST_COLUMNS) are stored as their text (schema.to_text) and parsed back.
-_ARROW = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_(), "object": pa.string()}
+_ARROW_TYPES = {"string": "string", "int64": "int64", "float64": "float64", "bool": "bool_", "object": "string"}
+
+
+def _arrow_type(dtype: str) -> pa.DataType:
+    """The Arrow type of a declared dtype (:class:`~ncuroof.schema.Column`)."""
+    return getattr(pa, _ARROW_TYPES[dtype])()
 _PREFIX = "ncuroof."
 
 
 def _field(name: str, col: Column | None, inferred: pa.DataType) -> pa.Field:
     if col is None:
         return pa.field(name, pa.string() if pa.types.is_large_string(inferred) else inferred)
-    return pa.field(name, _ARROW[col.dtype], metadata={"unit": col.unit, "description": col.description})
+    return pa.field(name, _arrow_type(col.dtype), metadata={"unit": col.unit, "description": col.description})
 
 
 def arrow_table(df: pd.DataFrame, columns: Mapping[str, Column], table: str, inputs: Sequence[str | Path] = ()) -> pa.Table:
@@ -242,7 +247,7 @@ def read_table(path: str | Path, table: str | None = None) -> pd.DataFrame:
     try:
         if path.suffix == ".csv":
             columns = TABLES.get(table or path.stem, {})
-            opts = pacsv.ConvertOptions(column_types={n: _ARROW[c.dtype] for n, c in columns.items()},
+            opts = pacsv.ConvertOptions(column_types={n: _arrow_type(c.dtype) for n, c in columns.items()},
                                         strings_can_be_null=True, quoted_strings_can_be_null=False)
             return _to_pandas(pacsv.read_csv(path, convert_options=opts), columns)
         t = _read_parquet(path)

@@ -24,6 +24,7 @@ import math
 import mmap
 import struct
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ from ..schema import INCONSISTENT, RAW_META
 from .blocks import first_block, walk
 from .contained import read_launches
 from .ncu_rep import _spec
+from .nvr import Block
 from .validate import add_note, limits
 from .wire import classes as _classes
 
@@ -77,7 +79,7 @@ def sample_launches(learned: list[int], total: int, extra: int = SAMPLE_EXTRA, s
     return sorted({0, *learned, *(int(i) for i in drawn)} & set(range(total)))
 
 
-def cut_report(path: Path, launches: list[int], dst: Path) -> list[int]:
+def cut_report(path: Path, launches: list[int], dst: Path, blocks: list[Block] | None = None) -> list[int]:
     """Write a report holding only the result blocks of ``launches`` (and everything else but results).
 
     A dropped result block leaves its string table behind in a block of its own (as ncu writes
@@ -91,6 +93,8 @@ def cut_report(path: Path, launches: list[int], dst: Path) -> list[int]:
         Launch indices to keep (0-based, report order).
     dst : Path
         Where to write the cut report.
+    blocks : list of Block, optional
+        The report's blocks as :func:`ncuroof.parser.nvr.read_nvr` recorded them; default: walk them here.
 
     Returns
     -------
@@ -102,17 +106,23 @@ def cut_report(path: Path, launches: list[int], dst: Path) -> list[int]:
     header_cls = _classes()["BlockHeader"]
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
         parts.append(mm[:first_block(mm, path)[0]])
-        for _, pos, header, start in walk(mm, path):
-            n = header.num_results
-            if not n or header.num_sources or wanted & set(range(launch, launch + n)):
-                parts.append(mm[pos:start + header.payload_size])
+        for pos, end, n, sources, strings in (blocks if blocks is not None else _walked(mm, path)):
+            if not n or sources or wanted & set(range(launch, launch + n)):
+                parts.append(mm[pos:end])
                 kept.extend(range(launch, launch + n))
-            elif header.HasField("strings") and header.strings.strings:
-                raw = header_cls(payload_size=0, strings=header.strings).SerializeToString()
+            elif strings is not None:
+                raw = header_cls(payload_size=0, strings=strings).SerializeToString()
                 parts.append(struct.pack("<I", len(raw)) + raw)
             launch += n
     dst.write_bytes(b"".join(parts))
     return kept
+
+
+def _walked(mm: Any, path: Path) -> Iterator[Block]:
+    """The report's blocks as :data:`ncuroof.parser.nvr.Block`, from a walk over them."""
+    for _, pos, header, start in walk(mm, path):
+        strings = header.strings if header.num_results and header.HasField("strings") and header.strings.strings else None
+        yield pos, start + header.payload_size, header.num_results, header.num_sources, strings
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -148,7 +158,8 @@ def _difference(ours: pd.DataFrame, rows: list[dict[str, Any]], kept: list[int])
     return ""
 
 
-def against_ncu_report(path: Path, ours: pd.DataFrame, catalog: Catalog, learned: list[int]) -> Verdict:
+def against_ncu_report(path: Path, ours: pd.DataFrame, catalog: Catalog, learned: list[int],
+                       blocks: list[Block] | None = None) -> Verdict:
     """Compare the decoder's raw table with ``ncu_report`` on a sample of launches.
 
     Parameters
@@ -162,6 +173,8 @@ def against_ncu_report(path: Path, ours: pd.DataFrame, catalog: Catalog, learned
         Which metrics were read.
     learned : list of int
         The launches where the decoder learned a layout.
+    blocks : list of Block, optional
+        The report's blocks as the decoder recorded them (:func:`cut_report`).
 
     Returns
     -------
@@ -177,7 +190,7 @@ def against_ncu_report(path: Path, ours: pd.DataFrame, catalog: Catalog, learned
     """
     with tempfile.TemporaryDirectory(prefix="ncuroof-verify-") as tmp:
         cut = Path(tmp) / "sample.ncu-rep"
-        kept = cut_report(path, sample_launches(learned, len(ours)), cut)
+        kept = cut_report(path, sample_launches(learned, len(ours)), cut, blocks)
         rows = read_launches(cut, _spec(catalog))
     return Verdict(len(kept), _difference(ours, rows, kept))
 

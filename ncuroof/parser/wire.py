@@ -13,7 +13,7 @@ from typing import Any
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-__all__ = ["classes", "SEEN_FIELDS", "unseen_fields", "fields", "varint"]
+__all__ = ["classes", "SEEN_FIELDS", "PROTO_FIELDS", "ZERO_ONLY", "unseen_fields", "fields", "varint"]
 
 _T = descriptor_pb2.FieldDescriptorProto
 _U64, _U32, _DBL, _FLT, _BYTES, _MSG = _T.TYPE_UINT64, _T.TYPE_UINT32, _T.TYPE_DOUBLE, _T.TYPE_FLOAT, _T.TYPE_BYTES, _T.TYPE_MESSAGE
@@ -43,14 +43,34 @@ _MESSAGES: dict[str, tuple[tuple[int, str, int, bool, str], ...]] = {
 
 
 #: (field number, wire type) of every field seen in the block headers and result messages of the
-#: reports in ``../shared/fixtures`` (ncu 2020.1 to 2025.2), declared or not: a field outside these
-#: is something the decoder was never verified on (:func:`unseen_fields`).
+#: reports in ``../shared/fixtures`` (ncu 2020.1 to 2026.2), declared or not: a field outside these
+#: is something the decoder was never verified on (:func:`unseen_fields`). Names from NVIDIA's
+#: ``extras/FileFormat/ProfilerReport.proto`` (as compiled into ``ncu_report`` 2026.3): newer fields
+#: that hold nothing the raw table reads are skipped: result 36 ``PmPcSamplingDataEntries`` (ncu
+#: 2025.4: PM and PC sampling time series, ``--set full``'s PmSampling section) and 38 ``NvtxdInfo``
+#: (ncu 2026.2: device-side NVTX events; the launch's NVTX ranges stay field 21).
 SEEN_FIELDS: dict[str, frozenset[tuple[int, int]]] = {
-    "BlockHeader": frozenset({(1, 0), (2, 0), (3, 2), (4, 2), (5, 0), (6, 2), (7, 0)}),
+    "BlockHeader": frozenset({(1, 0), (2, 0), (3, 2), (4, 2), (5, 0), (6, 2), (7, 0), (10, 0)}),
     "Result": frozenset({(1, 0), (2, 0), (3, 0), (4, 0), (5, 2), (6, 2), (7, 2), (8, 0), (9, 2), (10, 2), (11, 2), (13, 2),
                          (14, 0), (15, 2), (16, 0), (17, 2), (18, 2), (19, 2), (21, 2), (22, 0), (23, 0), (25, 2), (28, 2),
-                         (31, 2), (35, 5)}),
+                         (31, 2), (35, 5), (36, 2), (38, 2)}),
 }
+
+#: Fields no shared report has that NVIDIA's ProfilerReport.proto (2026.3) declares as metadata the raw
+#: table does not read, accepted as seen: result 26 ``ContextName``, 27 ``StreamName``, 32
+#: ``PythonStack``, 33/34 ``PartitionDeviceInfoProfiler``/``Sampler`` (MIG partition), 37
+#: ``GraphViewerDataInfo`` (graph address, timestamp, launch index), 39 ``SectionSetIdentifier`` (the
+#: section set's name). Block header 8 ``NumCmdlistResults`` and 9 ``NumGraphResults`` count records
+#: of kinds the decoder does not read: accepted at 0 only (:data:`ZERO_ONLY`).
+PROTO_FIELDS: dict[str, frozenset[tuple[int, int]]] = {
+    "BlockHeader": frozenset({(8, 0), (9, 0)}),
+    "Result": frozenset({(26, 2), (27, 2), (32, 2), (33, 2), (34, 2), (37, 2), (39, 2)}),
+}
+
+#: Count fields (varints) verified only at 0: block header 8, 9 and 10 (``NumCmdlistResults``,
+#: ``NumGraphResults``, ``NumGraphs``; 10 written by ncu 2026.2) count records of kinds the decoder does
+#: not read in the block's payload; a block with some is declined.
+ZERO_ONLY: dict[str, frozenset[int]] = {"BlockHeader": frozenset({8, 9, 10})}
 
 
 def unseen_fields(buf: bytes, message: str) -> list[tuple[int, int]]:
@@ -66,15 +86,17 @@ def unseen_fields(buf: bytes, message: str) -> list[tuple[int, int]]:
     Returns
     -------
     list of (int, int)
-        (field number, wire type) of each field of ``buf`` not in ``SEEN_FIELDS[message]``, in order.
+        (field number, wire type) of each field of ``buf`` neither in ``SEEN_FIELDS[message]`` nor
+        in :data:`PROTO_FIELDS`, or in
+        :data:`ZERO_ONLY` with a value other than 0, in order.
 
     Raises
     ------
     ValueError
         For a broken wire format (see :func:`fields`); the caller's decoder reports it.
     """
-    seen = SEEN_FIELDS[message]
-    return [(number, wire) for number, wire, _ in fields(buf) if (number, wire) not in seen]
+    seen, zero = SEEN_FIELDS[message] | PROTO_FIELDS.get(message, frozenset()), ZERO_ONLY.get(message, frozenset())
+    return [(number, wire) for number, wire, value in fields(buf) if (number, wire) not in seen or (number in zero and value)]
 
 
 def fields(buf: bytes) -> Iterator[tuple[int, int, int | None]]:

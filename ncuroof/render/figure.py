@@ -29,14 +29,16 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 
 from .. import catalog as _catalog
 from .. import fmt
+from .._lazy import LazyModule
 from ..model.classify import binding_points
 from ..model.summary import FOCUS_SHARE, aggregate_points, kernel_summary, with_keys
-from ..schema import LEVELS, precision_title
+from ..schema import LEVELS, precision_title, work_unit
 from .viewcontract import Chart, Control, ViewContract, ViewState, add_charts, apply_view
+
+go = LazyModule("plotly.graph_objects")  # imported when a figure is drawn
 
 __all__ = ["plot_roofline", "precision_title", "level_subsets", "SCATTERGL_THRESHOLD", "MAX_LAUNCH_DOTS", "longest_launches", "LEVEL_COLORS", "BOUND_COLORS",
            "KERNEL_COLORS", "OTHER_COLOR", "kernel_color", "DotGroup", "DOT_GROUPS", "CUSTOMDATA", "customdata_fields",
@@ -58,7 +60,6 @@ OTHER_COLOR = "#b0b0b0"
 _LEVEL_SYMBOL = {"l1": "circle", "l2": "square", "dram": "diamond"}
 #: Colour of each memory level (roof labels here, the instruction roofline of :mod:`ncuroof.render.views`).
 LEVEL_COLORS = {"l1": "#1f77b4", "l2": "#2ca02c", "dram": "#d62728"}
-_PRECISION_DASH = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]
 _MAX_DOT_PX = 36.0
 _MIN_DOT_PX = 6.0
 #: The narrowest plot area the x-axis margins are sized for [px], and the figure's vertical margins
@@ -433,14 +434,15 @@ def _flat_roof(ch: _Chart, i: int, prec: str, peak: float, achievable: bool) -> 
     src = (ch.ach_source if achievable else ch.source).get(prec, "")
     what = "achievable " if achievable else ""
     tag = f" ({src or '?'})" if achievable else _tag(src)
+    rate = f"{work_unit(prec)}/s"
     return go.Scatter(
         x=[peak / b_max if b_max else x_lo, x_hi], y=[peak, peak], mode="lines+text",
-        text=["", f"{what}{title} {fmt.si(peak, 'FLOP/s')}{tag}"], textposition="top left" if not achievable else "bottom left",
+        text=["", f"{what}{title} {fmt.si(peak, rate)}{tag}"], textposition="top left" if not achievable else "bottom left",
         textfont=dict(size=11, color="#333" if not achievable else "#777"),
-        line=dict(color="#444" if not achievable else "#888", width=2 if not achievable else 1.5,
-                  dash=_PRECISION_DASH[i % len(_PRECISION_DASH)] if not achievable else "dash"),
-        name=f"{what}{title} roof {fmt.si(peak, 'FLOP/s')}{tag}", legendgroup="roofs",
-        hovertemplate=f"{what}{title} compute roof: {fmt.si(peak, 'FLOP/s')} ({src or 'unknown source'})<extra></extra>",
+        # Peak roofs are solid (their precision is in the label): dashed means achievable on this chart.
+        line=dict(color="#444" if not achievable else "#888", width=2 if not achievable else 1.5, dash="solid" if not achievable else "dash"),
+        name=f"{what}{title} roof {fmt.si(peak, rate)}{tag}", legendgroup="roofs",
+        hovertemplate=f"{what}{title} compute roof: {fmt.si(peak, rate)} ({src or 'unknown source'})<extra></extra>",
         meta=dict(role="roof_flop_achievable" if achievable else "roof_flop", precision=prec,
                   when={**precision_when(prec, ch.main_precisions), **({"achievable": True} if achievable else {})}))
 
@@ -463,7 +465,7 @@ def _ridge_traces(ch: _Chart) -> list[go.Scatter]:
         marker=dict(symbol="x-thin", size=11, line=dict(width=2, color="#444")),
         name=f"{precision_title(prec)} ridge points", legendgroup="ridges", legendgrouptitle_text="Ridge points",
         customdata=[lv.upper() for lv in rl],
-        hovertemplate=f"ridge point {precision_title(prec)} / %{{customdata}}: AI %{{x:.3g}} FLOP/B<extra></extra>",
+        hovertemplate=f"ridge point {precision_title(prec)} / %{{customdata}}: AI %{{x:.3g}} {work_unit(prec)}/B<extra></extra>",
         meta=dict(role="ridge", precision=prec, levels=rl, when=precision_when(prec, ch.main_precisions)))
         for prec, peak in sorted(ch.compute.items(), key=lambda kv: -kv[1])]
 
@@ -595,18 +597,20 @@ def _hover(ch: _Chart, dots: pd.DataFrame, lv: str, group: DotGroup) -> str:
         return [str(v) if isinstance(v, str) else "" for v in dots[col].unique()]
 
     precs = distinct("precision")
-    formula = "; ".join(f"{precision_title(p)} FLOPs = {ch.cat.formula(p)}" for p in precs)
+    unit = "/".join(dict.fromkeys(work_unit(p) for p in precs)) or "FLOP"
+    formula = "; ".join(f"{precision_title(p)} {work_unit(p)}s = {ch.cat.formula(p)}" for p in precs)
     defs = " / ".join(x for x in distinct("definition") if x)
     srcs = " / ".join(dict.fromkeys(s or "?" for s in distinct("peak_flop_source")))
     bsrcs = " / ".join(dict.fromkeys(s or "?" for s in distinct("peak_bytes_source")))
     est = " (estimated)" if dots["estimated"].any() else ""
     return customdata_fields(
-        group.head + "time %{@time_s:.3s}s, %{@share:.1%} of GPU time<br>"
-        + f"{'/'.join(precision_title(p) for p in precs)}{est}: %{{@flop:.4s}}FLOP · {lv.upper()}: %{{@bytes:.4s}}B<br>"
-        + f"AI %{{x:.3g}} FLOP/B at {lv.upper()}<br>"
-        + "achieved %{y:.3s}FLOP/s, %{@bytes_per_s:.3s}B/s<br>"
-        + "roof %{@roof_flop_per_s:.3s}FLOP/s: <b>%{@roof_fraction:.1%} of roof</b><br>"
-        + ("achievable roof %{@achievable_roof_flop_per_s:.3s}FLOP/s: %{@achievable_roof_fraction:.1%} of achievable<br>"
+        group.head + ("time unknown (the input has no duration)<br>" if not np.isfinite(dots["time_s"].to_numpy(float)).any()
+                      else "time %{@time_s:.3s}s, %{@share:.1%} of GPU time<br>")
+        + f"{'/'.join(precision_title(p) for p in precs)}{est}: %{{@flop:.4s}} {unit} · {lv.upper()}: %{{@bytes:.4s}} B<br>"
+        + f"AI %{{x:.3g}} {unit}/B at {lv.upper()}<br>"
+        + f"achieved %{{y:.3s}} {unit}/s, %{{@bytes_per_s:.3s}} B/s<br>"
+        + f"roof %{{@roof_flop_per_s:.3s}} {unit}/s: <b>%{{@roof_fraction:.1%}} of roof</b><br>"
+        + (f"achievable roof %{{@achievable_roof_flop_per_s:.3s}} {unit}/s: %{{@achievable_roof_fraction:.1%}} of achievable<br>"
            if np.isfinite(dots["achievable_roof_fraction"].to_numpy(float)).any() else "")
         + "bound: %{hovertext}<br>"
         + f"<span style='font-size:10px'>{formula}<br>{lv.upper()} bytes = {ch.cat.formula(lv, defs)} ({defs})<br>"
@@ -627,7 +631,8 @@ def _dot_trace(ch: _Chart, dots: pd.DataFrame, lv: str, group: DotGroup, scatter
         text=group.names(dots), hovertext=dots["kbound"].astype(str).to_numpy(dtype=object),
         customdata=dots[list(CUSTOMDATA)].to_numpy(float).astype(np.float32), showlegend=False, name=f"{lv.upper()} dots",
         hovertemplate=_hover(ch, dots, lv, group),
-        meta=dict(role="dots", mode=group.id, level=lv, when={**when, "levels": lv}))
+        meta=dict(role="dots", mode=group.id, level=lv, when={**when, "levels": lv},
+                  unit="/".join(dict.fromkeys(work_unit(str(p)) for p in dots["precision"].unique())) or "FLOP"))
 
 
 def _group_traces(ch: _Chart, group: DotGroup, d: pd.DataFrame, counts: dict[str, int]) -> list[Any]:
@@ -668,10 +673,13 @@ def _contract(ch: _Chart, state: ViewState, groups: list[DotGroup], counts: dict
         Control("color", "color", "radio", "Colour", [["kernel", "kernel"], ["bound", "bound"]]),
     ]
     left = ch.summ[~ch.summ["in_focus"].astype(bool)]
-    if len(left):
+    drawn = int((left["precision"].astype(str) != "").sum()) if "precision" in left.columns else len(left)
+    if drawn:  # a control that would add no dot is left out: the focus line below the chart counts those kernels
+        pointless = len(left) - drawn
         controls.append(Control("all", "all", "checkbox",
-                                f"also the {fmt.count(len(left), 'kernel')} outside the top {focus:.0%} "
-                                f"({fmt.pct(left['time_share'].sum(), 1)} of GPU time)"))
+                                f"also the {fmt.count(len(left), 'kernel')} outside the top {fmt.pct(focus)} "
+                                f"({fmt.pct(left['time_share'].sum(), 1)} of GPU time"
+                                + (f"; {pointless} of them {fmt.agree(pointless, 'has', 'have')} no roofline point" if pointless else "") + ")"))
     if ch.achievable:
         controls.append(Control("achievable", "achievable", "checkbox", "achievable roofs (dashed, beside the peaks: "
                                 + ", ".join(sorted(set(ch.ach_source.values()) - {""}) or ["?"]) + ")"))

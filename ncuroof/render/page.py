@@ -15,21 +15,21 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jinja2
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
-import pyarrow as pa
 from markupsafe import Markup
 
 from .. import fmt
+from .._lazy import LazyModule
 from ..catalog import Catalog, GpuCatalog
 from ..errors import OutputError
 from ..model.diagnose import CLASSES as DIAGNOSIS_TEXT
 from ..model.summary import FOCUS_SHARE, kernel_summary
-from ..schema import cell_text, parse_cell, precision_title, to_text
+from ..schema import cell_text, parse_cell, precision_title, to_text, work_unit
 from . import figure as plot
 from . import provenance
+
+jinja2, go, pa = LazyModule("jinja2"), LazyModule("plotly.graph_objects"), LazyModule("pyarrow")  # imported when a page is written
 
 __all__ = ["summarize", "summary_text", "roof_text", "render_html", "render_image", "render_page", "render_fragment", "html_table",
            "write_outputs", "PLOTLYJS", "IMAGE_FORMATS"]
@@ -196,7 +196,8 @@ def _focus(summ: pd.DataFrame, focus: float) -> dict[str, Any]:
                 undrawn=f"{undrawn} of them {fmt.agree(undrawn, 'has', 'have')} no roofline point (no FLOP work or traffic)"
                 if undrawn else "",
                 left=fmt.count(len(left), "kernel") if len(left) else "", left_share=fmt.pct(left["time_share"].sum(), 1),
-                them=fmt.agree(len(left), "it", "them"), **{"is": fmt.agree(len(left))})
+                them=fmt.agree(len(left), "it", "them"), **{"is": fmt.agree(len(left))},
+                left_drawn=bool((left["precision"].astype(str) != "").any()))
 
 
 def _saving(summ: pd.DataFrame, total: float) -> dict[str, Any] | None:
@@ -250,7 +251,7 @@ _KERNEL_COLUMNS = [
 #: Columns of the launch table: (column, header).
 _LAUNCH_COLUMNS = [
     ("launch_id", "launch"), ("kernel_name", "kernel"), ("time_s", "time [s]"), ("fp64_flop", "FP64 FLOP"), ("fp32_flop", "FP32 FLOP"),
-    ("fp16_flop", "FP16 FLOP"), ("tensor_flop", "tensor FLOP"), ("dram_bytes", "DRAM B"), ("l2_bytes", "L2 B"), ("l1_bytes", "L1 B"),
+    ("fp16_flop", "FP16 FLOP"), ("tensor_flop", "tensor FLOP (OP for integer)"), ("dram_bytes", "DRAM B"), ("l2_bytes", "L2 B"), ("l1_bytes", "L1 B"),
     ("time_at_roof_s", "time at roof [s]"), ("bound", "bound"), ("diagnosis", "diagnosis"), ("flags", "flags"), ("status", "status"),
     ("notes", "notes")]
 
@@ -265,6 +266,8 @@ def _kernel_table(summ: pd.DataFrame, hide: str | None = None) -> str:
     if "profiled_time_s" in summ.columns and not summ["profiled_time_s"].equals(summ["time_s"]):  # production basis (--timeline)
         cols[2:4] = [("time_s", "production time", "time"), ("time_share", "production share", "pct"),
                      ("profiled_time_s", "ncu time", "time")]
+    if any(work_unit(str(p)) == "OP" for p in summ["precision"].dropna().unique()):  # integer tensor work: operations, not FLOP
+        cols = [(c, {"AI [FLOP/B]": "AI [FLOP/B; OP/B integer]", "FLOP/s": "FLOP/s (OP/s integer)"}.get(t, t), k) for c, t, k in cols]
     if _has_achievable(summ):
         cols.insert(cols.index(("roof_fraction", "% of roof", "pct")) + 1, ("achievable_roof_fraction", "% of achievable roof", "pct"))
     if "expected_flop" in summ.columns and summ["expected_flop"].notna().any():

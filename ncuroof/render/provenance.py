@@ -3,6 +3,7 @@ and what a CSV export could not carry. Used by the page header, the CLI and ``co
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ import pandas as pd
 
 from .. import fmt
 from ..collector import ncu as collector
-from ..schema import parse_sources
+from ..schema import parse_cell, parse_sources
 
 __all__ = ["collection_text", "collection_warnings", "clock_text", "roof_sources", "readers", "csv_limits", "page_meta", "as_paths",
            "evidence_note"]
@@ -43,8 +44,8 @@ def collection_text(inputs: Sequence[PathLike]) -> str:
 
 
 def collection_warnings(before: PathLike | Sequence[PathLike], after: PathLike | Sequence[PathLike]) -> list[str]:
-    """Differences in how ``ncuroof profile`` collected the two sides (clock control, cache
-    control, replay mode, metric list), read from the reports' ``.ncuroof.json`` records; empty
+    """Differences in how ``ncuroof profile`` collected the two sides (clock control, pipeline boost
+    state where both ncu versions have it, cache control, replay mode, metric list), read from the reports' ``.ncuroof.json`` records; empty
     when either side has none."""
     def record(side: PathLike | Sequence[PathLike]) -> dict[str, Any] | None:
         recs = [collector.read_sidecar(p) for p in as_paths(side)]
@@ -54,9 +55,9 @@ def collection_warnings(before: PathLike | Sequence[PathLike], after: PathLike |
     if rb is None or ra is None:
         return []
     out = []
-    for key, what in (("clock_control", "clock control"), ("cache_control", "cache control"), ("replay_mode", "replay mode"),
-                      ("metrics", "collected metrics")):
-        if rb.get(key) != ra.get(key):
+    for key, what in (("clock_control", "clock control"), ("pipeline_boost_state", "pipeline boost state"),
+                      ("cache_control", "cache control"), ("replay_mode", "replay mode"), ("metrics", "collected metrics")):
+        if key in rb and key in ra and rb.get(key) != ra.get(key):
             b, a = (x if isinstance(x, str) else f"{len(x)} explicit metrics" for x in (rb.get(key), ra.get(key)))
             out.append(f"collected differently: {what} {b} before, {a} after")
     return out
@@ -135,19 +136,21 @@ def evidence_note(kernels: pd.DataFrame, instruction_chart: bool = False) -> str
     """
     if not len(kernels) or not (kernels["status"] == "no_roofline_metrics").all():
         return None
-    sol = np.zeros(len(kernels), dtype=bool)
-    for col in ("sm_throughput_frac", "memory_throughput_frac"):
-        if col in kernels.columns:
-            sol |= np.isfinite(kernels[col].to_numpy(float))
+    if "bound" in kernels.columns:  # classified from SpeedOfLight: the only verdict a launch without roofline metrics gets
+        sol = (kernels["bound"].astype(str).isin(["memory", "compute", "latency"])).to_numpy()
+    else:
+        sol = np.ones(len(kernels), dtype=bool)
+        for col in ("sm_throughput_frac", "memory_throughput_frac"):
+            sol &= np.isfinite(kernels[col].to_numpy(float)) if col in kernels.columns else False
     n = int(sol.sum())
-    head = "No launch has roofline metrics (FLOP counters and memory traffic)"
+    head = "No launch has both FLOP counters and memory traffic (the roofline metrics)"
     if n == len(kernels):
         text = f"{head}: the verdicts come from ncu's SpeedOfLight throughputs alone."
     elif n:
         text = (f"{head}: the verdicts of the {fmt.count(n, 'launch')} with ncu's SpeedOfLight throughputs come from them alone; "
                 f"the other {fmt.count(len(kernels) - n, 'launch')} cannot be classified.")
     else:
-        text = f"{head} and none has ncu's SpeedOfLight throughputs: no kernel can be classified, only timed."
+        text = f"{head} and none has both of ncu's SpeedOfLight throughputs: no kernel can be classified, only timed."
     if instruction_chart:
         text += " The instruction roofline (warp instructions per transaction) places every launch with instruction counters."
     return text + " Collect the metrics with ncuroof profile -- ./app (ncu --set roofline)."
@@ -188,6 +191,31 @@ def csv_limits(kernels: pd.DataFrame, inputs: Sequence[PathLike]) -> str | None:
     return "the CSV export does not carry " + ", ".join(missing)
 
 
+def device_text(kernels: pd.DataFrame) -> str:
+    """``NVIDIA A100 80GB PCIe (CC 8.0)`` per distinct device; an input that names none says so (never ``nan``),
+    with the ``--gpu`` datasheet its roofs came from when one was given.
+
+    Parameters
+    ----------
+    kernels : DataFrame
+        ``device_name``, ``cc`` and, where present, ``notes`` (the datasheet roofs' note).
+
+    Returns
+    -------
+    str
+    """
+    out = []
+    for d, c in kernels.reindex(columns=["device_name", "cc"]).drop_duplicates().itertuples(index=False):
+        cc = f" (CC {c})" if isinstance(c, str) and c else ""
+        out.append(f"{d}{cc}" if isinstance(d, str) and d else f"not named in the input{cc}")
+    if any(x.startswith("not named") for x in out) and "notes" in kernels.columns:
+        sheets = {m.group(1) for cell in kernels["notes"] for n in parse_cell("notes", cell)
+                  if (m := re.search(r"from the (.+?) datasheet", str(n)))}
+        if sheets:
+            out.append("roofs from the " + ", ".join(sorted(sheets)) + " datasheet (--gpu)")
+    return ", ".join(dict.fromkeys(out))
+
+
 def page_meta(kernels: pd.DataFrame, inputs: Sequence[Path]) -> dict[str, str]:
     """The page header: inputs, GPU, ncu version, launch counts, clocks, collection and roof sources.
 
@@ -203,7 +231,7 @@ def page_meta(kernels: pd.DataFrame, inputs: Sequence[Path]) -> dict[str, str]:
     dict of str to str
         Label to text, in display order; the CSV limits only for CSV input.
     """
-    devices = ", ".join(f"{d} (CC {c})" for d, c in kernels[["device_name", "cc"]].drop_duplicates().astype(str).itertuples(index=False))
+    devices = device_text(kernels)
     status = kernels["status"]
     meta = {
         "inputs": ", ".join(str(p) for p in inputs),
@@ -214,6 +242,7 @@ def page_meta(kernels: pd.DataFrame, inputs: Sequence[Path]) -> dict[str, str]:
                     + (f", {fmt.count(int(damaged), 'damaged record')} in the file" if (damaged := (status == 'corrupt_record').sum()) else "")
                     + ")",
         "clocks": clock_text(kernels),
+        "clock control": ", ".join(sorted(kernels["clock_control"].dropna().astype(str).unique())) if "clock_control" in kernels else "",
         "collected with": collection_text(inputs),
         "roofs": roof_sources(kernels),
         "read by": readers(kernels),

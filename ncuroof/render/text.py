@@ -14,7 +14,7 @@ from ..schema import cell_text, parse_cell
 from . import provenance
 from .page import summary_text
 
-__all__ = ["analysis_text", "compare_text", "profile_text"]
+__all__ = ["analysis_text", "compare_text", "gate_text", "series_text", "profile_text"]
 
 
 def _findings(result: Any) -> list[str]:
@@ -61,11 +61,15 @@ def _production_lines(prod: Any) -> list[str]:
 
     t = prod.table
     lines = [time_basis(prod)["text"]]
-    for r in t[t["match"] == "unprofiled"].head(_TIMELINE_LINES).itertuples(index=False):
-        lines.append(f"not profiled: {r.kernel_name}, {fmt.pct(r.production_share, 1)} of production kernel time; ncu {r.ncu_filter}")
+    # one line per function name: several timeline rows (kernels of one name, devices) would repeat it
+    unprofiled = (t[t["match"] == "unprofiled"].groupby("kernel_name", sort=False)
+                  .agg(production_share=("production_share", "sum"), ncu_filter=("ncu_filter", "first"))
+                  .sort_values("production_share", ascending=False, kind="stable"))
+    for name, r in unprofiled.head(_TIMELINE_LINES).iterrows():
+        lines.append(f"not profiled: {name}, {fmt.pct(r['production_share'], 1)} of production kernel time; ncu {r['ncu_filter']}")
     for r in t[t["duration_differs"]].head(_TIMELINE_LINES).itertuples(index=False):
         lines.append(f"{r.kernel_name}: {fmt.time(r.production_time_per_launch_s)} per launch in production, "
-                     f"{fmt.time(r.profiled_time_per_launch_s)} under ncu ({r.duration_ratio:.2f}x)")
+                     f"{fmt.time(r.profiled_time_per_launch_s)} under ncu ({fmt.g(r.duration_ratio)}x)")
     return lines
 
 
@@ -95,10 +99,10 @@ def _compare_table(result: Any, top: int) -> str:
     from rich.console import Console
     from rich.table import Table
 
-    tot = result.totals
-    table = Table(title=f"GPU time {fmt.time(tot['time_s_before'])} -> {fmt.time(tot['time_s_after'])} "
-                        f"(speedup {tot['speedup']:.3g}x); largest changes first")
-    for col in ("kernel", "status", "time before", "time after", "speedup", "bound after", "movement"):
+    from ..runs.compare import headline
+
+    table = Table(title=headline(result.totals) + "; largest changes first")
+    for col in ("kernel", "status", "time before", "time after", "speedup", "change", "level", "movement"):
         table.add_column(col)
     for r in result.table.head(top).itertuples(index=False):
         name = r.kernel_label if len(r.kernel_label) <= 50 else r.kernel_label[:47] + "..."
@@ -106,14 +110,16 @@ def _compare_table(result: Any, top: int) -> str:
             name += f" (-> {r.kernel_name_after}, {r.match})"
         table.add_row(name, r.status, fmt.time(r.time_s_before) if r.launches_before else "-",
                       fmt.time(r.time_s_after) if r.launches_after else "-",
-                      f"{r.speedup:.3g}x" if r.speedup == r.speedup else "-", r.bound_after or "-", r.movement or "-")
+                      f"{r.speedup:.3g}x" if r.speedup == r.speedup else "-", r.change or "-", r.movement_level.upper() or "-",
+                      r.movement or "-")
     buf = io.StringIO()
-    Console(file=buf, width=140, force_terminal=False, color_system=None).print(table)
+    Console(file=buf, width=160, force_terminal=False, color_system=None).print(table)
     return buf.getvalue()
 
 
 def compare_text(result: Any, top: int = 10, quiet: bool = False) -> str:
-    """What ``compare`` prints: the largest changes, the after run's share of time per bound, the output.
+    """What ``compare`` prints: the largest changes under the headline (speedup over matched kernels,
+    both runs' totals), the after run's share of time per bound, the output.
 
     Parameters
     ----------
@@ -138,6 +144,62 @@ def compare_text(result: Any, top: int = 10, quiet: bool = False) -> str:
     if result.outdir is not None:
         out += f"wrote {result.outdir}/ ({', '.join(result.files)})\n"
     return out
+
+
+def gate_text(gate: Any) -> str:
+    """What the CI gate prints on stderr: its notes, failures and what it could not judge, then the verdict.
+
+    Parameters
+    ----------
+    gate : ncuroof.runs.compare.Gate
+
+    Returns
+    -------
+    str
+        Lines ending in a newline; the last says ``ncuroof: gate passed``, ``failed`` (with the
+        count) or ``cannot judge``.
+    """
+    lines = [*gate.notes, *gate.failures, *gate.unknown]
+    if gate.verdict == "fail":
+        lines.append(f"ncuroof: gate failed: {fmt.count(len(gate.failures), 'finding')} at --fail-if-slower {gate.threshold_pct:g} "
+                     f"({gate.headline})")
+    elif gate.verdict == "unknown":
+        lines.append(f"ncuroof: error: the gate cannot judge ({fmt.count(len(gate.unknown), 'line')} above): unknown is not fast")
+    else:
+        lines.append(f"ncuroof: gate passed at --fail-if-slower {gate.threshold_pct:g} ({gate.headline})")
+    return "".join(line + "\n" for line in lines)
+
+
+def series_text(result: Any, top: int = 10, quiet: bool = False) -> str:
+    """What ``compare`` prints for several runs: each kernel's time through the runs (longest last time first).
+
+    Parameters
+    ----------
+    result : ncuroof.api.SeriesResult
+    top : int, default 10
+        Kernels listed.
+    quiet : bool, default False
+        Only the line saying where the output went.
+
+    Returns
+    -------
+    str
+        ``name: 1.2 ms -> - -> 0.8 ms (1.50x its first)`` lines (``-``: not in that run), then ``wrote DIR/ (files)``.
+    """
+    out = []
+    if not quiet:
+        t = result.table
+        n = len(result.names)
+        out.append(f"{n} runs: " + " -> ".join(f"{i + 1}. {name}" for i, name in enumerate(result.names)))
+        last = t.groupby("trail")["time_s"].last().sort_values(ascending=False, na_position="last")
+        for tid in last.index[:top]:
+            rows = t[t["trail"] == tid].set_index("run")
+            times = [fmt.time(rows.at[i, "time_s"]) if i in rows.index else "-" for i in range(n)]
+            sp = rows["speedup_vs_first"].iat[-1]
+            out.append(f"{rows['kernel_label'].iat[-1]}: {' -> '.join(times)}" + (f" ({sp:.2f}x its first)" if len(rows) > 1 and sp == sp else ""))
+    if result.outdir is not None:
+        out.append(f"wrote {result.outdir}/ ({', '.join(result.files)})")
+    return "".join(line + "\n" for line in out)
 
 
 def profile_text(res: Any) -> str:

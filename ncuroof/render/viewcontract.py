@@ -24,9 +24,10 @@ charts (the NVTX phases, the instruction roofline: :mod:`ncuroof.render.views`) 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import plotly.graph_objects as go
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
 
 __all__ = ["ViewState", "Control", "ViewContract", "Chart", "visible", "apply_view", "add_charts"]
 

@@ -16,16 +16,18 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 from markupsafe import Markup
 
 from .. import fmt
+from .._lazy import LazyModule
 from ..model.calculator import flop_columns
 from ..model.production import Production
 from ..schema import LEVELS, precision_title
 from . import page as report
 from .figure import LEVEL_COLORS, MAX_LAUNCH_DOTS, customdata_fields, longest_launches, main_precisions, precision_views, precision_when, roofs
 from .viewcontract import Chart
+
+go = LazyModule("plotly.graph_objects")  # imported when a chart is drawn
 
 __all__ = ["instruction_chart", "phase_chart", "page_charts", "PHASE_CUSTOMDATA", "INSTRUCTION_CUSTOMDATA",
            "page_sections", "rank_section", "RANKS_ON_PAGE", "time_basis",

@@ -1,57 +1,122 @@
-"""Compare two analyses: match kernels, say how far each dot moved and what got slower.
+"""Compare two analyses: match kernels, say how far each dot moved, what work changed, and gate CI on it.
 
 A comparison is a join of the two runs' kernel summaries (:func:`ncuroof.model.summary.kernel_summary`,
 the page's own aggregation and binding point), so a kernel's AI and roof fraction before and
-after are those of its row on each page. Kernels are matched on their kernel identity
-(:func:`ncuroof.model.summary.kernel_keys`: the demangled name, or finer keys with ``--match``; the
-k-th launch of each kernel with ``--match launch``). Kernels left unmatched are paired by
-fallbacks that say they were used: the same base name once template arguments and parameters
+after are those of its row on each page; beside them the kernel's work and traffic (FLOPs per
+precision, bytes per level, summed over its launches like the summary's time). Kernels are matched
+on their kernel identity (:func:`ncuroof.model.summary.kernel_keys`: the demangled name, or finer
+keys with ``--match``; the k-th launch of each kernel with ``--match launch``) by
+:func:`ncuroof.model.summary.pair_keys`: pairs given by hand (``--pair``) first, then equal keys,
+then fallbacks that say they were used: the same base name once template arguments and parameters
 are stripped, then names that differ only in their numbers (``sigma_gpp_gpu_34`` →
 ``sigma_gpp_gpu_35``: OpenACC/OpenMP offload kernels are named after a source line) when that
-pairing is unambiguous.
+pairing is unambiguous. A kernel left in one run only gets a likely partner in the other
+(:func:`partners`), suggested, never paired.
+
+The CI gate (:func:`gate`) judges matched kernels: a matched kernel, or the matched kernels' total,
+slower by more than the threshold fails it; kernels in one run only fail it only when asked
+(``fail_on_new``, ``fail_on_gone``), except an unpaired kernel whose likely partner is slower
+(a rename is not a removal) unless ``allow_unmatched``; a time it cannot know (no duration) never
+passes it.
 """
 
 from __future__ import annotations
 
+import functools
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
+import tomllib
 
 from .. import fmt
+from ..errors import InputError
 from ..model.calculator import compute_points
-from ..model.summary import kernel_summary, pair_keys
-from ..schema import BOUNDS, LEVELS
+from ..model.summary import kernel_summary, keys_of, most_time, pair_keys
+from ..schema import BOUNDS, COMPARE, COMPARE_TRAIL, LEVELS, PRECISIONS
 
-__all__ = ["match", "join", "compare", "totals", "slower", "movement", "warnings", "plot_compare", "MOVE_THRESHOLD"]
+__all__ = ["match", "join", "compare", "totals", "gate", "Gate", "slower", "movement", "warnings", "work", "partners",
+           "resolve_pairs", "resolve_pairs_ok", "read_pair_file", "series", "change", "thresholds", "headline", "fmt_name", "WORK_PRECISIONS"]
 
-#: Relative change below which AI or roof fraction counts as unchanged.
-MOVE_THRESHOLD = 0.05
+#: Precisions whose work compare.csv carries (``<p>_flop_before``/``_after``).
+WORK_PRECISIONS = (*PRECISIONS, "tensor")
 
+
+@functools.cache
+def thresholds() -> dict[str, float]:
+    """``[compare]`` of ``metrics/thresholds.toml``: ``move`` (a relative change below it counts as
+    none), ``partner_work`` and ``partner_time`` (:func:`partners`)."""
+    from ..catalog import load
+
+    t = load().thresholds["compare"]
+    return {k: float(t[k]) for k in ("move", "partner_work", "partner_time")}
+
+
+def __getattr__(name: str) -> float:
+    """``MOVE_THRESHOLD``: the relative change below which AI, roof fraction, work, traffic or
+    throughput counts as unchanged (``[compare].move`` of ``metrics/thresholds.toml``), read when first asked."""
+    if name == "MOVE_THRESHOLD":
+        return thresholds()["move"]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 _SIDE = ["kernel_name", "kernel_label", "launches", "time_s", "flop_per_s", "bound", "precision", "level", "ai_flop_per_byte",
          "roof_fraction", "achievable_roof_fraction", *(f"{lv}_{m}" for lv in LEVELS for m in ("ai_flop_per_byte", "roof_fraction"))]
+_WORK = [*(f"{p}_flop" for p in WORK_PRECISIONS), *(f"{lv}_bytes" for lv in LEVELS)]
 
 
-def match(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
-    """Pair the kernels of two kernel summaries: :func:`ncuroof.model.summary.pair_keys` with its fallbacks
-    ``base name`` and ``numbers differ`` (columns ``key_before``, ``key_after``, ``match``)."""
-    return pair_keys(before, after, ("base name", "numbers differ"), ("only_before", "only_after")).rename(
+def work(kernels: pd.DataFrame, by: str = "kernel") -> pd.DataFrame:
+    """Per kernel: its time, work and traffic summed over its launches, and its launch configuration.
+
+    Parameters
+    ----------
+    kernels : DataFrame
+        A launch table (:data:`ncuroof.schema.KERNELS`).
+    by : str, default 'kernel'
+        Kernel identity when ``kernels`` has no ``kernel_key`` (:func:`ncuroof.model.summary.keys_of`).
+
+    Returns
+    -------
+    DataFrame
+        Indexed by ``kernel_key``: ``time_s`` [s] (NaN unless every launch has a duration: a partial
+        sum would hide a slowdown), ``<p>_flop`` [FLOP] for :data:`WORK_PRECISIONS`, ``<level>_bytes``
+        [B] (NaN where no launch has the counter), ``grid`` and ``block`` of most of the time.
+    """
+    k = kernels.reindex(columns=["time_s", "grid", "block", *_WORK]).assign(kernel_key=keys_of(kernels, by).to_numpy())
+    g = k.groupby("kernel_key", sort=False)
+    t = k["time_s"].to_numpy(float)
+    known = pd.Series(np.isfinite(t), index=k.index).groupby(k["kernel_key"], sort=False).all()
+    out = pd.DataFrame({"time_s": g["time_s"].sum(min_count=1).where(known),
+                        **{c: g[c].sum(min_count=1) for c in _WORK}})
+    timed = k.assign(_t=np.nan_to_num(t))
+    for col in ("grid", "block"):
+        out[col] = most_time(timed, col).reindex(out.index).fillna("")
+    return out
+
+
+def match(before: pd.DataFrame, after: pd.DataFrame, pairs: Sequence[tuple[str, str]] = ()) -> pd.DataFrame:
+    """Pair the kernels of two kernel summaries: :func:`ncuroof.model.summary.pair_keys` with the
+    ``pairs`` given by hand and its fallbacks ``base name`` and ``numbers differ`` (columns
+    ``key_before``, ``key_after``, ``match``)."""
+    return pair_keys(before, after, ("base name", "numbers differ"), ("only_before", "only_after"), by_hand=pairs).rename(
         columns={"key_left": "key_before", "key_right": "key_after"})
 
 
-def movement(ai_before: float, ai_after: float, frac_before: float, frac_after: float) -> str:
+def movement(ai_before: float, ai_after: float, frac_before: float, frac_after: float, threshold: float | None = None) -> str:
     """Which way a dot moved: ``more reuse`` (AI up), ``better utilization`` (roof fraction up),
     ``both``, ``worse`` (both down), mixed (``more reuse, lower utilization``, …), ``none``, or
-    ``unknown`` when a value is missing. Changes under :data:`MOVE_THRESHOLD` count as none."""
-    def change(a: float, b: float) -> int | None:
+    ``unknown`` when a value is missing. Changes under ``threshold`` (default ``MOVE_THRESHOLD``) count as none."""
+    threshold = thresholds()["move"] if threshold is None else threshold
+    def step(a: float, b: float) -> int | None:
         if not (np.isfinite(a) and np.isfinite(b)) or a <= 0:
             return None
         r = b / a - 1
-        return 0 if abs(r) < MOVE_THRESHOLD else (1 if r > 0 else -1)
+        return 0 if abs(r) < threshold else (1 if r > 0 else -1)
 
-    x, y = change(ai_before, ai_after), change(frac_before, frac_after)
+    x, y = step(ai_before, ai_after), step(frac_before, frac_after)
     if x is None and y is None:
         return "unknown"
     x, y = x or 0, y or 0
@@ -61,67 +126,301 @@ def movement(ai_before: float, ai_after: float, frac_before: float, frac_after: 
     return names[(x, y)]
 
 
-def _movement(row: Any) -> str:
-    """:func:`movement` at DRAM, else the outermost level where it is known."""
-    mv = "unknown"
-    for lv in ("dram", "l2", "l1"):
+def _movement(row: Any) -> tuple[str, str]:
+    """(level, :func:`movement` there): the after run's binding level, else the before run's, else
+    DRAM, L2, L1, the first where the movement is known; ('', 'unknown') when none."""
+    for lv in dict.fromkeys([row.level_after, row.level_before, "dram", "l2", "l1"]):
+        if lv not in LEVELS:
+            continue
         mv = movement(getattr(row, f"{lv}_ai_flop_per_byte_before"), getattr(row, f"{lv}_ai_flop_per_byte_after"),
                       getattr(row, f"{lv}_roof_fraction_before"), getattr(row, f"{lv}_roof_fraction_after"))
         if mv != "unknown":
-            break
-    return mv
+            return lv, mv
+    return "", "unknown"
 
 
-def join(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
-    """The comparison table: two kernel summaries joined on matched kernels.
+def _ratio(b: float, a: float) -> float:
+    """a / b - 1; NaN unless both are finite and b > 0."""
+    return a / b - 1 if np.isfinite(a) and np.isfinite(b) and b > 0 else np.nan
 
-    Every number is the page's own (:func:`ncuroof.model.summary.kernel_summary`): a kernel's AI and
-    roof fraction before and after equal its row in each page's kernel table.
+
+def change(row: Any, threshold: float | None = None) -> str:
+    """What moved between before and after, with the numbers: ``FP64 work −47 %, throughput +4 %``.
+
+    Work per precision (:data:`WORK_PRECISIONS`), traffic per level and launches are named when they
+    changed by ``threshold`` or more (``same work and traffic`` when none did); the throughput (FLOP/s
+    of the kernel's precision at its binding dot) is always given when known on both sides, so "did
+    less work" reads apart from "did the work faster". Work a side has no counter for is left out.
+
+    Parameters
+    ----------
+    row : namedtuple
+        A row of :func:`join` (before its ``change`` column).
+    threshold : float, optional
+        Default ``MOVE_THRESHOLD``.
+
+    Returns
+    -------
+    str
+        ``''`` for a kernel in one run only.
+    """
+    if not (row.launches_before and row.launches_after):
+        return ""
+    threshold = thresholds()["move"] if threshold is None else threshold
+    parts, known = [], 0
+    for name, cols in ([(f"{p.upper()} work", f"{p}_flop") for p in WORK_PRECISIONS]
+                       + [(f"{lv.upper()} traffic", f"{lv}_bytes") for lv in reversed(LEVELS)]):
+        b, a = getattr(row, f"{cols}_before"), getattr(row, f"{cols}_after")
+        if not (np.isfinite(b) and np.isfinite(a)):
+            continue
+        known += 1
+        if b == 0 and a == 0:
+            continue
+        if b == 0:
+            parts.append(f"{name} new ({fmt.si(a)})")
+        elif abs(a / b - 1) >= threshold:
+            parts.append(f"{name} {fmt.change(a / b - 1)}")
+    if row.launches_before != row.launches_after:
+        parts.append(f"launches {row.launches_before} → {row.launches_after}")
+    parts = parts or ["same work and traffic" if known else "work and traffic unknown"]
+    if row.precision_before and row.precision_after and row.precision_before != row.precision_after:
+        parts.append(f"precision {row.precision_before} → {row.precision_after}")
+    elif np.isfinite(r := _ratio(row.flop_per_s_before, row.flop_per_s_after)):
+        parts.append(f"throughput {fmt.change(r)}")
+    return ", ".join(parts)
+
+
+def join(before: pd.DataFrame, after: pd.DataFrame, kernels: tuple[pd.DataFrame, pd.DataFrame] | None = None,
+         by: str = "kernel", pairs: Sequence[tuple[str, str]] = ()) -> pd.DataFrame:
+    """The comparison table (:data:`ncuroof.schema.COMPARE`): two kernel summaries joined on matched kernels.
+
+    Every rate is the page's own (:func:`ncuroof.model.summary.kernel_summary`): a kernel's AI and
+    roof fraction before and after equal its row in each page's kernel table; work, traffic and
+    time are the sums over its launches (:func:`work`).
 
     Parameters
     ----------
     before, after : DataFrame
         Kernel summaries of the two runs, made with the same kernel identity.
+    kernels : (DataFrame, DataFrame), optional
+        The two launch tables, for the work, traffic and configuration columns (NaN without).
+    by : str, default 'kernel'
+        The kernel identity the summaries were made with.
+    pairs : sequence of (str, str)
+        ``(before key, after key)`` pairs given by hand (:func:`resolve_pairs`).
 
     Returns
     -------
     DataFrame
-        ``kernel_key``, ``kernel_name`` (before's, else after's), ``kernel_label``,
-        ``kernel_name_after``, ``status`` (matched, only_before, only_after), ``match``, for each
-        side ``launches``, ``time_s`` [s], ``flop_per_s`` [FLOP/s], ``bound``, ``precision``,
-        ``level``, ``ai_flop_per_byte`` [FLOP/B], ``roof_fraction``, ``achievable_roof_fraction``
-        (of the achievable roof at the same binding dot, NaN where none) and per level
-        ``<level>_ai_flop_per_byte``/``<level>_roof_fraction`` with ``_before``/``_after``;
-        ``speedup`` (before / after time), ``time_delta_s`` (after − before) and ``movement`` (at
-        DRAM, else the outermost level both have). Sorted by the time the change saved or cost,
-        largest first.
+        The :data:`ncuroof.schema.COMPARE` columns: ``status`` (matched, only_before, only_after),
+        ``match`` (how), per side the summary's columns, work and traffic; ``speedup`` (before /
+        after time), ``time_delta_s``; ``movement_level`` and ``movement`` there, with that level's
+        AI and roof fraction; ``change`` (:func:`change`); ``partner`` (:func:`partners`). A time
+        that is not known is NaN, never 0. Sorted by the time the change saved or cost, largest
+        first, then kernels of unknown time.
     """
     # Speedups compare ncu's durations: with a timeline (--timeline) time_s is production's, the same run on both sides.
     before, after = (s.assign(time_s=s["profiled_time_s"]) if "profiled_time_s" in s.columns else s for s in (before, after))
-    pairs = match(before, after)
-    b = before.set_index("kernel_key")[_SIDE].add_suffix("_before")
-    a = after.set_index("kernel_key")[_SIDE].add_suffix("_after")
-    out = pairs.join(b, on="key_before").join(a, on="key_after")
-    matched = (pairs["key_before"] != "") & (pairs["key_after"] != "")
+    pairs_t = match(before, after, pairs)
+    sides = []
+    for side, s, k in (("before", before, kernels[0] if kernels else None), ("after", after, kernels[1] if kernels else None)):
+        t = s.set_index("kernel_key")[_SIDE]
+        w = work(k, by).reindex(t.index) if k is not None else pd.DataFrame(index=t.index, columns=["time_s", "grid", "block", *_WORK])
+        if k is not None:
+            t = t.assign(time_s=w["time_s"])
+        sides.append(t.join(w.drop(columns="time_s")).add_suffix(f"_{side}"))
+    out = pairs_t.join(sides[0], on="key_before").join(sides[1], on="key_after")
+    matched = ((pairs_t["key_before"] != "") & (pairs_t["key_after"] != "")).to_numpy()
     for side in ("before", "after"):
         out[f"launches_{side}"] = out[f"launches_{side}"].fillna(0).astype(int)
-        out[f"time_s_{side}"] = out[f"time_s_{side}"].fillna(0.0)
-        for c in ("bound", "precision", "level", "kernel_name", "kernel_label"):
-            out[f"{c}_{side}"] = out[f"{c}_{side}"].fillna("")
+        for c in ("bound", "precision", "level", "kernel_name", "kernel_label", "grid", "block"):
+            out[f"{c}_{side}"] = out[f"{c}_{side}"].astype(object).fillna("").astype(str)
+        for c in _WORK:
+            out[f"{c}_{side}"] = pd.to_numeric(out[f"{c}_{side}"], errors="coerce")
     out["kernel_key"] = np.where(out["key_before"] != "", out["key_before"], out["key_after"])
     out["kernel_name"] = np.where(out["key_before"] != "", out["kernel_name_before"], out["kernel_name_after"])
     out["kernel_label"] = np.where(out["key_before"] != "", out["kernel_label_before"], out["kernel_label_after"])
     out["status"] = np.where(matched, "matched", out["match"])
-    ta = out["time_s_after"].to_numpy(float)
-    out["speedup"] = np.where(matched & (ta > 0), out["time_s_before"] / np.where(ta > 0, ta, 1.0), np.nan)
-    out["time_delta_s"] = out["time_s_after"] - out["time_s_before"]
-    out["movement"] = np.where(matched, [_movement(r) for r in out.itertuples(index=False)], "")
-    out = out.drop(columns=["key_before", "key_after", "kernel_name_before", "kernel_label_before", "kernel_label_after"])
-    order = out["time_delta_s"].abs().sort_values(ascending=False, kind="stable").index
-    return out.loc[order].reset_index(drop=True)
+    tb, ta = out["time_s_before"].to_numpy(float), out["time_s_after"].to_numpy(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out["speedup"] = np.where(matched & (ta > 0) & np.isfinite(tb), tb / ta, np.nan)
+    out["time_delta_s"] = np.where(matched, ta - tb, np.where(out["key_before"] != "", -tb, ta))
+    _movement_columns(out, matched)
+    out["change"] = [change(r) for r in out.itertuples(index=False)]
+    out["partner"] = partners(out)
+    order = out["time_delta_s"].abs().sort_values(ascending=False, kind="stable", na_position="last").index
+    return out.loc[order, list(COMPARE)].reset_index(drop=True)
 
 
-def compare(before: pd.DataFrame, after: pd.DataFrame, by_launch: bool = False, match: str = "kernel") -> pd.DataFrame:
+def _movement_columns(out: pd.DataFrame, matched: np.ndarray) -> None:
+    """``movement_level``, ``movement`` and the AI and roof fraction at that level, in place. A kernel
+    in one run only has its binding dot's there (and no movement)."""
+    moved = [_movement(r) if m else ("", "") for r, m in zip(out.itertuples(index=False), matched, strict=True)]
+    lv = np.array([m[0] for m in moved], dtype=object)
+    for side in ("before", "after"):
+        lv = np.where(~matched & (out[f"launches_{side}"] > 0), out[f"level_{side}"], lv)
+    out["movement_level"] = lv.astype(str)
+    out["movement"] = [m[1] for m in moved]
+    for side in ("before", "after"):
+        for m in ("ai_flop_per_byte", "roof_fraction"):
+            vals = np.full(len(out), np.nan)
+            for level in LEVELS:
+                at = (out["movement_level"] == level).to_numpy()
+                vals[at] = out.loc[at, f"{level}_{m}_{side}"].to_numpy(float)
+            out[f"movement_{m}_{side}"] = vals
+
+
+def _flop(rows: pd.DataFrame, side: str) -> np.ndarray:
+    """All counted FLOPs of each row on one side (NaN where no precision has a count)."""
+    return rows[[f"{p}_flop_{side}" for p in WORK_PRECISIONS]].sum(axis=1, min_count=1).to_numpy(float)
+
+
+def _close(x: np.ndarray, y: np.ndarray, tol: float) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (x > 0) & (y > 0) & (np.abs(y / x - 1) <= tol)
+
+
+#: Above this many (gone, new) kernel pairs :func:`partners` weighs only pairs of the same configuration.
+_MAX_CANDIDATES = 1_000_000
+
+
+def partners(table: pd.DataFrame) -> list[str]:
+    """The likely partner of each kernel found in one run only: a suggestion, never a pairing.
+
+    Candidates are the other run's unmatched kernels with the same grid and block, or with FLOPs
+    (all precisions; without FLOPs on either, DRAM bytes) within ``[compare].partner_work`` of
+    ``metrics/thresholds.toml`` (a rewrite keeps the work, a rename keeps both). A candidate's rank:
+    criteria met (configuration, work, time within ``partner_time``), then the closest work, then
+    the closest time; pairs are taken best first, each kernel once. Above a million (gone, new)
+    pairs only those of the same configuration are weighed (memory stays bounded).
+
+    Parameters
+    ----------
+    table : DataFrame
+        :func:`join`'s rows (``status``, ``kernel_key``, ``grid``/``block``/work/``time_s`` per side).
+
+    Returns
+    -------
+    list of str
+        Per row: the partner's ``kernel_key`` in the other run, ``''`` when none (and for matched kernels).
+    """
+    lim = thresholds()
+    out = [""] * len(table)
+    gone = np.flatnonzero((table["status"] == "only_before").to_numpy())
+    new = np.flatnonzero((table["status"] == "only_after").to_numpy())
+    if not len(gone) or not len(new):
+        return out
+    b, a = table.iloc[gone], table.iloc[new]
+    if len(b) * len(a) <= _MAX_CANDIDATES:
+        bi, ai = (g.ravel() for g in np.meshgrid(np.arange(len(b)), np.arange(len(a)), indexing="ij"))
+    else:  # too many to weigh every pair: candidates of the same configuration only
+        both = pd.DataFrame({"c": (b["grid_before"] + "|" + b["block_before"]).to_numpy(), "bi": np.arange(len(b))}).merge(
+            pd.DataFrame({"c": (a["grid_after"] + "|" + a["block_after"]).to_numpy(), "ai": np.arange(len(a))}), on="c")
+        both = both[both["c"] != "|"].head(_MAX_CANDIDATES)
+        bi, ai = both["bi"].to_numpy(int), both["ai"].to_numpy(int)
+    gb, ga = (b["grid_before"] + "|" + b["block_before"]).to_numpy(), (a["grid_after"] + "|" + a["block_after"]).to_numpy()
+    config = (gb[bi] == ga[ai]) & (b["grid_before"].to_numpy()[bi] != "")
+    fb, fa = _flop(b, "before")[bi], _flop(a, "after")[ai]
+    no_flop = ~(fb > 0) | ~(fa > 0)
+    wb = np.where(no_flop, b["dram_bytes_before"].to_numpy(float)[bi], fb)
+    wa = np.where(no_flop, a["dram_bytes_after"].to_numpy(float)[ai], fa)
+    tb, ta = b["time_s_before"].to_numpy(float)[bi], a["time_s_after"].to_numpy(float)[ai]
+    same_work, same_time = _close(wb, wa, lim["partner_work"]), _close(tb, ta, lim["partner_time"])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cand = pd.DataFrame({"b": bi, "a": ai, "n": config.astype(int) + same_work + same_time,
+                             "dw": np.nan_to_num(np.abs(np.log(wa / wb)), nan=np.inf),
+                             "dt": np.nan_to_num(np.abs(np.log(ta / tb)), nan=np.inf)})[config | same_work]
+    taken_b, taken_a = set(), set()
+    for r in cand.sort_values(["n", "dw", "dt"], ascending=[False, True, True], kind="stable").itertuples(index=False):
+        if r.b in taken_b or r.a in taken_a:
+            continue
+        taken_b.add(r.b)
+        taken_a.add(r.a)
+        out[gone[r.b]], out[new[r.a]] = a["kernel_key"].iat[r.a], b["kernel_key"].iat[r.b]
+    return out
+
+
+def _side_keys(spec: str, summary: pd.DataFrame, side: str, where: str) -> str:
+    """The one kernel key of ``summary`` that ``spec`` names (kernel_name, demangled name, key or
+    ``regex:PATTERN`` searched in those); InputError naming ``where`` when none or several."""
+    names = summary[["kernel_key", "kernel_name", "kernel_demangled"]].astype(object).fillna("").astype(str)
+    if spec.startswith("regex:"):
+        try:
+            rx = re.compile(spec[len("regex:"):])
+        except re.error as exc:
+            raise InputError(f"{spec!r} is not a regular expression ({exc}); fix the pattern", where) from exc
+        hit = names.apply(lambda c: c.map(lambda v: bool(rx.search(v)))).any(axis=1)
+    else:
+        hit = (names == spec).any(axis=1)
+    keys = list(dict.fromkeys(names.loc[hit, "kernel_key"]))
+    if len(keys) != 1:
+        shown = list(dict.fromkeys(names.loc[hit, "kernel_name"]))
+        found = "no kernel" if not keys else f"{len(keys)} kernels ({', '.join(fmt_name(k) for k in shown[:3])}{', …' if len(shown) > 3 else ''})"
+        raise InputError(f"{spec!r} names {found} of the {side} run; give one kernel's name, demangled name or a "
+                         "regex:PATTERN that matches one", where)
+    return keys[0]
+
+
+def fmt_name(name: str, limit: int = 60) -> str:
+    """A kernel name shortened to ``limit`` characters for a message."""
+    return name if len(name) <= limit else name[: limit - 1] + "…"
+
+
+def resolve_pairs(specs: Sequence[tuple[str, str]], before: pd.DataFrame, after: pd.DataFrame,
+                  where: str = "--pair") -> list[tuple[str, str]]:
+    """Kernel keys of the pairs given by hand (``--pair OLD=NEW``, ``--pair-file``).
+
+    Parameters
+    ----------
+    specs : sequence of (str, str)
+        Each side a kernel's function name (``kernel_name``), its demangled name, its kernel key or
+        ``regex:PATTERN`` (searched in those); it must name exactly one kernel of its run.
+    before, after : DataFrame
+        The kernel summaries.
+    where : str, default '--pair'
+        What the messages name.
+
+    Returns
+    -------
+    list of (str, str)
+        ``(before key, after key)``.
+
+    Raises
+    ------
+    InputError
+        A side naming no kernel or several, or a kernel in two pairs.
+    """
+    out = [(_side_keys(b, before, "before", where), _side_keys(a, after, "after", where)) for b, a in specs]
+    for i, side in enumerate(("before", "after")):
+        keys = [p[i] for p in out]
+        if len(set(keys)) != len(keys):
+            dup = next(k for k in keys if keys.count(k) > 1)
+            raise InputError(f"the {side} kernel {fmt_name(dup)!r} is in two pairs; pair each kernel once", where)
+    return out
+
+
+def read_pair_file(path: str | Path) -> list[tuple[str, str]]:
+    """The pairs of a ``--pair-file``: TOML with ``[[pair]]`` tables of ``before`` and ``after`` strings.
+
+    Raises
+    ------
+    InputError
+        The file is unreadable, not TOML, or a ``[[pair]]`` lacks a string ``before`` or ``after``.
+    """
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise InputError(f"cannot read the pair file ({exc}); write [[pair]] tables with before = \"...\" and after = \"...\"",
+                         path) from exc
+    pairs = data.get("pair", [])
+    if not isinstance(pairs, list) or not pairs or not all(
+            isinstance(p, dict) and isinstance(p.get("before"), str) and isinstance(p.get("after"), str) for p in pairs):
+        raise InputError('needs [[pair]] tables, each with before = "OLD" and after = "NEW" (strings)', path)
+    return [(p["before"], p["after"]) for p in pairs]
+
+
+def compare(before: pd.DataFrame, after: pd.DataFrame, by_launch: bool = False, match: str = "kernel",
+            pairs: Sequence[tuple[str, str]] = ()) -> pd.DataFrame:
     """Compare two launch tables: :func:`join` of their kernel summaries.
 
     Parameters
@@ -132,6 +431,8 @@ def compare(before: pd.DataFrame, after: pd.DataFrame, by_launch: bool = False, 
         Pair the k-th launch of each kernel instead of aggregating (``match='launch'``).
     match : str, default 'kernel'
         Kernel identity (:data:`ncuroof.model.summary.KEY_CHOICES`).
+    pairs : sequence of (str, str)
+        Pairs by hand, as :func:`resolve_pairs` takes them.
 
     Returns
     -------
@@ -139,34 +440,142 @@ def compare(before: pd.DataFrame, after: pd.DataFrame, by_launch: bool = False, 
         See :func:`join`.
     """
     by = "launch" if by_launch else match
-    sides = [kernel_summary(k.drop(columns=["kernel_key"], errors="ignore"), compute_points(k), by=by) for k in (before, after)]
-    return join(*sides)
+    ks = [k.drop(columns=["kernel_key"], errors="ignore") for k in (before, after)]
+    sides = [kernel_summary(k, compute_points(k), by=by) for k in ks]
+    return join(*sides, kernels=(ks[0], ks[1]), by=by, pairs=resolve_pairs(pairs, *sides) if pairs else ())
 
 
-def totals(before: pd.DataFrame, after: pd.DataFrame) -> dict[str, float]:
-    """GPU time of each run, the speedup and the after run's share of time per bound.
+def totals(table: pd.DataFrame, before: pd.DataFrame, after: pd.DataFrame) -> dict[str, float]:
+    """The headline: speedup over matched kernels, beside each whole run's GPU time.
 
     Parameters
     ----------
+    table : DataFrame
+        From :func:`join`.
     before, after : DataFrame
         Launch tables.
 
     Returns
     -------
     dict
-        ``time_s_before``, ``time_s_after`` [s], ``speedup`` (before / after) and
-        ``share_<bound>`` for each of :data:`ncuroof.schema.BOUNDS` (NaN without time).
+        ``speedup`` (matched before / matched after time), ``matched_time_s_before``/``_after`` [s]
+        (over the matched kernels whose time is known on both sides), ``matched_kernels``,
+        ``matched_known`` (those with both times); per run ``time_s_before``/``_after`` [s] (the
+        launches with a duration; NaN when none has one), ``unknown_launches_<side>`` (launches
+        without a duration), ``kernels_<side>``; ``share_<bound>`` of the after run's time for each of
+        :data:`ncuroof.schema.BOUNDS` (NaN without time).
     """
-    tb, ta = float(np.nansum(before["time_s"])), float(np.nansum(after["time_s"]))
-    out = {"time_s_before": tb, "time_s_after": ta, "speedup": tb / ta if ta > 0 else float("nan")}
+    out: dict[str, float] = {}
+    for side, k in (("before", before), ("after", after)):
+        t = k["time_s"].to_numpy(float)
+        out[f"time_s_{side}"] = float(t[np.isfinite(t)].sum()) if np.isfinite(t).any() else float("nan")
+        out[f"unknown_launches_{side}"] = int((~np.isfinite(t)).sum())
+        out[f"kernels_{side}"] = int((table[f"launches_{side}"] > 0).sum())
+    m = table[table["status"] == "matched"]
+    known = m[np.isfinite(m["time_s_before"].to_numpy(float)) & np.isfinite(m["time_s_after"].to_numpy(float))]
+    mb, ma = (float(known[f"time_s_{s}"].sum()) if len(known) else float("nan") for s in ("before", "after"))
+    out.update(matched_kernels=len(m), matched_known=len(known), matched_time_s_before=mb, matched_time_s_after=ma,
+               speedup=mb / ma if ma > 0 else float("nan"))
+    ta = out["time_s_after"]
     t_after = pd.Series(np.nan_to_num(after["time_s"].to_numpy(float))).groupby(after["bound"].to_numpy()).sum()
     for b in BOUNDS:
         out[f"share_{b}"] = float(t_after.get(b, 0.0) / ta) if ta > 0 else float("nan")
     return out
 
 
-def slower(table: pd.DataFrame, tot: dict[str, float], pct: float) -> list[str]:
-    """The CI gate: each matched kernel, and the total, whose time grew by more than ``pct`` percent.
+def headline(tot: dict[str, float]) -> str:
+    """``speedup 1.02x over 3 matched kernels (1.2 ms -> 1.18 ms); whole runs: 1.5 ms before (4 kernels),
+    1.2 ms after (3 kernels)``; a run with launches of unknown time says how many."""
+    def run(side: str) -> str:
+        n, unknown = int(tot[f"kernels_{side}"]), int(tot[f"unknown_launches_{side}"])
+        extra = f", {fmt.count(unknown, 'launch')} of unknown time" if unknown else ""
+        return f"{fmt.time(tot[f'time_s_{side}'])} {side} ({fmt.count(n, 'kernel')}{extra})"
+
+    n = int(tot["matched_kernels"])
+    sp = f"{tot['speedup']:.2f}x" if np.isfinite(tot["speedup"]) else "n/a"
+    known = "" if tot["matched_known"] == n else f", {int(tot['matched_known'])} with both times known"
+    return (f"speedup {sp} over {fmt.count(n, 'matched kernel')}{known} ({fmt.time(tot['matched_time_s_before'])} -> "
+            f"{fmt.time(tot['matched_time_s_after'])}); whole runs: {run('before')}, {run('after')}")
+
+
+@dataclass
+class Gate:
+    """The CI gate's verdict (:data:`ncuroof.schema.COMPARE_GATE`, :func:`gate`)."""
+
+    verdict: str  #: pass, fail or unknown
+    exit_code: int  #: 0 pass, 1 fail, 2 unknown (the gate cannot judge)
+    threshold_pct: float  #: allowed growth of a matched kernel's time [%]
+    headline: str  #: :func:`headline`
+    failures: list[str] = field(default_factory=list)  #: why it failed, one line each
+    unknown: list[str] = field(default_factory=list)  #: what it could not judge, one line each
+    notes: list[str] = field(default_factory=list)  #: kernels in one run only and likely partners (not failures)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The verdict as a plain dict (the :data:`ncuroof.schema.COMPARE_GATE` fields)."""
+        return asdict(self)
+
+
+def _label(r: Any) -> str:
+    """A row's label (its own run's: a kernel in one run only is labelled there)."""
+    return fmt_name(r.kernel_label)
+
+
+def _one_run(table: pd.DataFrame, fail_on_new: bool, fail_on_gone: bool) -> tuple[list[str], list[str]]:
+    """(failures, notes): kernels in one run only, with their time; failures when asked."""
+    fails, notes = [], []
+    keys = dict(zip(table["kernel_key"], table.itertuples(index=False), strict=True))
+    for status, side, word, fail in (("only_after", "after", "new", fail_on_new), ("only_before", "before", "gone", fail_on_gone)):
+        for r in table[table["status"] == status].itertuples(index=False):
+            line = (f"{word}: {_label(r)} ({side} run only): {fmt.time(getattr(r, f'time_s_{side}'))}, "
+                    f"{fmt.count(getattr(r, f'launches_{side}'), 'launch')}")
+            (fails if fail else notes).append(line)
+            if r.partner and status == "only_before":
+                p = keys[r.partner]
+                notes.append(f"likely partner: {_label(r)} (before) -> {_label(p)} (after), "
+                             f"{fmt.time(r.time_s_before)} -> {fmt.time(p.time_s_after)}; pair them with "
+                             f"--pair '{r.kernel_name}={p.kernel_name}'")
+    return fails, notes
+
+
+def _renamed(table: pd.DataFrame, limit: float) -> list[str]:
+    """Failures: an unpaired kernel whose likely partner (:func:`partners`) is slower by more than ``limit``."""
+    keys = dict(zip(table["kernel_key"], table.itertuples(index=False), strict=True))
+    out = []
+    for r in table[(table["status"] == "only_before") & (table["partner"] != "")].itertuples(index=False):
+        p = keys[r.partner]
+        if np.isfinite(r.time_s_before) and np.isfinite(p.time_s_after) and p.time_s_after > limit * r.time_s_before:
+            out.append(f"slower, likely renamed: {_label(r)} -> {_label(p)}: {fmt.time(r.time_s_before)} -> "
+                       f"{fmt.time(p.time_s_after)} ({fmt.change(p.time_s_after / r.time_s_before - 1)}); pair them with "
+                       f"--pair '{r.kernel_name}={p.kernel_name}' or pass --allow-unmatched")
+    return out
+
+
+def _unknown(table: pd.DataFrame, tot: dict[str, float]) -> tuple[list[str], list[str]]:
+    """(what the gate cannot judge, notes): an empty run, no kernel in both runs, a matched kernel whose
+    time is known in one run only, no matched kernel known in both; a kernel without a duration in
+    either run (a launch ncu failed to measure each time) is a note, not judged."""
+    out = [f"the {side} run has no kernels: nothing to judge" for side in ("before", "after") if not tot[f"kernels_{side}"]]
+    m = table[table["status"] == "matched"]
+    if not out and not len(m):
+        out.append("no kernel is in both runs: nothing to judge (pair renamed kernels with --pair OLD=NEW)")
+    known = {s: np.isfinite(m[f"time_s_{s}"].to_numpy(float)) for s in ("before", "after")}
+    for side, other in (("before", "after"), ("after", "before")):
+        bad = m[~known[side] & known[other]]
+        if len(bad):
+            names = ", ".join(_label(r) for r in bad.head(5).itertuples(index=False)) + (", …" if len(bad) > 5 else "")
+            out.append(f"time unknown {side}: {fmt.count(len(bad), 'matched kernel')} without a duration in the {side} run "
+                       f"({names}): the gate cannot pass on unknown times")
+    neither = m[~known["before"] & ~known["after"]]
+    if len(m) and len(neither) == len(m):
+        out.append(f"time unknown: no matched kernel has a duration in both runs ({fmt.count(len(m), 'matched kernel')}): "
+                   "the gate cannot pass on unknown times")
+        return out, []
+    return out, [f"not judged: {_label(r)}: no duration in either run" for r in neither.itertuples(index=False)]
+
+
+def gate(table: pd.DataFrame, tot: dict[str, float], pct: float, *, fail_on_new: bool = False, fail_on_gone: bool = False,
+         allow_unmatched: bool = False) -> Gate:
+    """The CI gate: did a matched kernel, or the matched total, get slower by more than ``pct`` percent?
 
     Parameters
     ----------
@@ -176,20 +585,47 @@ def slower(table: pd.DataFrame, tot: dict[str, float], pct: float) -> list[str]:
         From :func:`totals`.
     pct : float
         Allowed growth in percent (0: any growth fails).
+    fail_on_new, fail_on_gone : bool, default False
+        Fail on kernels found only in the after (new) or only in the before (gone) run; otherwise
+        they are notes with their time.
+    allow_unmatched : bool, default False
+        Do not fail on an unpaired kernel whose likely partner (:func:`partners`) is slower by more
+        than ``pct``: without it a rename never hides a slowdown.
 
     Returns
     -------
-    list of str
-        One line per offender (``slower: NAME: 1.2 ms -> 1.8 ms (+50.0%)``), the total last; empty
-        when nothing grew past the limit.
+    Gate
+        ``fail`` (exit 1) with a line per offender when anything failed; else ``unknown`` (exit 2)
+        when a run has no kernels, no kernel is in both runs, a matched kernel's time is known in
+        one run only, or no matched kernel's time is known in both (unknown is not fast); else
+        ``pass`` (exit 0). A matched kernel without a duration in either run (ncu failed to
+        measure it both times) is a note, not judged.
     """
     limit = 1 + pct / 100
-    t = table[(table["status"] == "matched") & (table["time_s_after"] > limit * table["time_s_before"])]
-    out = [f"slower: {r.kernel_label}: {fmt.time(r.time_s_before)} -> {fmt.time(r.time_s_after)} "
-           f"(+{100 * (r.time_s_after / r.time_s_before - 1):.1f}%)" for r in t.itertuples(index=False)]
-    if tot["time_s_after"] > limit * tot["time_s_before"]:
-        out.append(f"slower: total GPU time {fmt.time(tot['time_s_before'])} -> {fmt.time(tot['time_s_after'])}")
-    return out
+    m = table[table["status"] == "matched"]
+    tb, ta = m["time_s_before"].to_numpy(float), m["time_s_after"].to_numpy(float)
+    slow = m[np.isfinite(tb) & np.isfinite(ta) & (ta > limit * tb)]
+    fails = [f"slower: {fmt_name(r.kernel_label)}: {fmt.time(r.time_s_before)} -> {fmt.time(r.time_s_after)} "
+             f"(+{100 * (r.time_s_after / r.time_s_before - 1):.1f}%)" for r in slow.itertuples(index=False)]
+    if tot["matched_time_s_after"] > limit * tot["matched_time_s_before"]:
+        fails.append(f"slower: total of {fmt.count(int(tot['matched_known']), 'matched kernel')} "
+                     f"{fmt.time(tot['matched_time_s_before'])} -> {fmt.time(tot['matched_time_s_after'])}")
+    one_fails, notes = _one_run(table, fail_on_new, fail_on_gone)
+    renamed = _renamed(table, limit)
+    fails += one_fails + ([] if allow_unmatched else renamed)
+    notes += [line.replace("; pair them with", " (allowed by --allow-unmatched); pair them with") for line in renamed] \
+        if allow_unmatched else []
+    unknown, unjudged = _unknown(table, tot)
+    notes += unjudged
+    verdict, code = ("fail", 1) if fails else (("unknown", 2) if unknown else ("pass", 0))
+    return Gate(verdict, code, float(pct), headline(tot), fails, unknown, notes)
+
+
+def slower(table: pd.DataFrame, tot: dict[str, float], pct: float) -> list[str]:
+    """The gate's failures and what it could not judge (:func:`gate` with its defaults), one line each;
+    empty when it passes."""
+    g = gate(table, tot, pct)
+    return g.failures + g.unknown
 
 
 def warnings(before: pd.DataFrame, after: pd.DataFrame) -> list[str]:
@@ -203,7 +639,8 @@ def warnings(before: pd.DataFrame, after: pd.DataFrame) -> list[str]:
     Returns
     -------
     list of str
-        Differences in GPU, ncu version, SM clock (median over launches, > 5 %: was
+        Differences in GPU, ncu version, clock control (``clock_control``: the reports' clock
+        status and ``ncuroof profile``'s record), SM clock (median over launches, > 5 %: was
         ``--clock-control`` the same?) and metric set (which launches have roofline metrics,
         which traffic definitions and roof sources were used), and damaged records
         (status ``corrupt_record``) on either side.
@@ -213,7 +650,8 @@ def warnings(before: pd.DataFrame, after: pd.DataFrame) -> list[str]:
     def values(k: pd.DataFrame, col: str) -> set[str]:
         return set(k[col].dropna().astype(str)) - {""}
 
-    for col, what in (("device_name", "GPU"), ("ncu_version", "ncu version"), ("cc", "compute capability")):
+    for col, what in (("device_name", "GPU"), ("ncu_version", "ncu version"), ("cc", "compute capability"),
+                      ("clock_control", "clock control")):
         x, y = values(before, col), values(after, col)
         if x and y and x != y:
             out.append(f"different {what}: {', '.join(sorted(x))} before, {', '.join(sorted(y))} after")
@@ -232,47 +670,99 @@ def warnings(before: pd.DataFrame, after: pd.DataFrame) -> list[str]:
     return out
 
 
-def plot_compare(table: pd.DataFrame, level: str = "dram", title: str = "Before → after") -> go.Figure:
-    """Both runs on one roofline plane with an arrow from each kernel's before-dot to its after-dot.
+def _trail_ids(summaries: Sequence[pd.DataFrame], pairs: Sequence[Sequence[tuple[str, str]]]) -> list[dict[str, tuple[int, str]]]:
+    """Per run: kernel key -> (trail id, how it was matched to the previous run). A kernel matched
+    (:func:`match`) to one of the previous run continues its trail; any other starts a new one."""
+    out: list[dict[str, tuple[int, str]]] = [{k: (i, "first") for i, k in enumerate(summaries[0]["kernel_key"])}]
+    n = len(out[0])
+    for i in range(1, len(summaries)):
+        ids: dict[str, tuple[int, str]] = {}
+        for r in match(summaries[i - 1], summaries[i], pairs[i - 1]).itertuples(index=False):
+            if not r.key_after:
+                continue
+            if r.key_before:
+                ids[r.key_after] = (out[-1][r.key_before][0], r.match)
+            else:
+                ids[r.key_after], n = (n, "new"), n + 1
+        out.append(ids)
+    return out
+
+
+def series(summaries: Sequence[pd.DataFrame], kernels: Sequence[pd.DataFrame], names: Sequence[str], by: str = "kernel",
+           pairs: Sequence[tuple[str, str]] = ()) -> pd.DataFrame:
+    """Each kernel's trail through several runs, in order (:data:`ncuroof.schema.COMPARE_TRAIL`).
+
+    Consecutive runs are matched like two (:func:`match`: names, fallbacks, and each pair by hand
+    whose sides name one kernel of those two runs); a matched kernel continues its trail.
 
     Parameters
     ----------
-    table : DataFrame
-        From :func:`compare`.
-    level : {'dram', 'l2', 'l1'}, default 'dram'
-        Which level's dots to draw.
-    title : str, optional
-        Figure title.
+    summaries, kernels : sequence of DataFrame
+        Each run's kernel summary and launch table, in run order.
+    names : sequence of str
+        Each run's name (its input).
+    by : str, default 'kernel'
+        The kernel identity of the summaries.
+    pairs : sequence of (str, str)
+        Pairs by hand (:func:`resolve_pairs`); each must resolve between at least one pair of consecutive runs.
 
     Returns
     -------
-    plotly.graph_objects.Figure
-        Log-log axes, AI [FLOP/B] × FLOP/s; hollow markers before, filled after, hover with the
-        kernel name, speedup and movement.
+    DataFrame
+        One row per (trail, run the kernel is in), ordered by trail then run: time, work and
+        traffic (:func:`work`), the binding dot, the AI and roof fraction at the trail's level (the
+        binding level in its last run), speedups against the trail's first and previous rows.
+
+    Raises
+    ------
+    InputError
+        A pair that names one kernel in no two consecutive runs.
     """
-    fig = go.Figure()
-    fig.update_layout(title=title, template="plotly_white", height=650,
-                      xaxis=dict(type="log", title=f"Arithmetic intensity at {level.upper()} [FLOP/byte]"),
-                      yaxis=dict(type="log", title="Performance [FLOP/s]"))
-    ai_b, ai_a = table[f"{level}_ai_flop_per_byte_before"], table[f"{level}_ai_flop_per_byte_after"]
-    y_b, y_a = table["flop_per_s_before"], table["flop_per_s_after"]
-    for side, ai, y, symbol in (("before", ai_b, y_b, "circle-open"), ("after", ai_a, y_a, "circle")):
-        ok = (ai > 0) & (y > 0)
-        sel = table[ok]
-        fig.add_trace(go.Scatter(
-            x=ai[ok], y=y[ok], mode="markers", name=side, marker=dict(symbol=symbol, size=11, line=dict(width=2)),
-            customdata=np.column_stack([sel["kernel_name"].astype(str), sel["speedup"].map(lambda s: f"{s:.2f}x" if np.isfinite(s) else "n/a"),
-                                        sel["movement"].astype(str)]),
-            hovertemplate=f"<b>%{{customdata[0]}}</b> ({side})<br>AI %{{x:.3g}} FLOP/B<br>%{{y:.3g}} FLOP/s<br>"
-                          "speedup %{customdata[1]} · %{customdata[2]}<extra></extra>",
-        ))
-    for r in table.itertuples(index=False):
-        xb, xa, yb, ya = (getattr(r, f"{level}_ai_flop_per_byte_before"), getattr(r, f"{level}_ai_flop_per_byte_after"),
-                          r.flop_per_s_before, r.flop_per_s_after)
-        if all(np.isfinite(v) and v > 0 for v in (xb, xa, yb, ya)) and (xb, yb) != (xa, ya):
-            fig.add_annotation(x=np.log10(xa), y=np.log10(ya), ax=np.log10(xb), ay=np.log10(yb), xref="x", yref="y",
-                               axref="x", ayref="y", showarrow=True, arrowhead=3, arrowwidth=1.5, arrowcolor="#555", text="")
-    if not len(fig.data[0].x) and not len(fig.data[1].x):
-        fig.add_annotation(text=f"No dots at {level.upper()}: the inputs have no FLOP counters or no {level.upper()} traffic.",
-                           showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)
-    return fig
+    steps = [[resolve_pairs([spec], summaries[i - 1], summaries[i])[0] for spec in pairs
+              if resolve_pairs_ok(spec, summaries[i - 1], summaries[i])] for i in range(1, len(summaries))]
+    unused = [f"{b}={a}" for b, a in pairs if not any(resolve_pairs_ok((b, a), summaries[i - 1], summaries[i])
+                                                      for i in range(1, len(summaries)))]
+    if unused:
+        raise InputError(f"names one kernel in no two consecutive runs: {', '.join(unused)}", "--pair")
+    ids = _trail_ids(summaries, steps)
+    rows = []
+    for run, (s, k) in enumerate(zip(summaries, kernels, strict=True)):
+        w = work(k, by)
+        t = s.set_index("kernel_key")
+        for key, (trail, how) in ids[run].items():
+            r = t.loc[key]
+            rows.append({"trail": trail, "run": run, "run_name": names[run], "kernel_key": key, "match": how,
+                         **{c: r[c] for c in ("kernel_name", "kernel_label", "launches", "flop_per_s", "precision", "level",
+                                              "ai_flop_per_byte", "roof_fraction",
+                                              *(f"{lv}_{m}" for lv in LEVELS for m in ("ai_flop_per_byte", "roof_fraction")))},
+                         **w.loc[key].to_dict()})
+    if not rows:
+        return pd.DataFrame(columns=list(COMPARE_TRAIL))
+    out = pd.DataFrame(rows).sort_values(["trail", "run"], kind="stable").reset_index(drop=True)
+    out["trail_level"] = out.groupby("trail", sort=False)["trail"].transform(lambda ix: _trail_level(out.loc[ix.index]))
+    for m in ("ai_flop_per_byte", "roof_fraction"):
+        out[f"trail_{m}"] = [getattr(r, f"{r.trail_level}_{m}") for r in out.itertuples(index=False)]
+    t = out["time_s"].to_numpy(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out["speedup_vs_first"] = out.groupby("trail")["time_s"].transform(lambda v: v.iloc[0]).to_numpy(float) / t
+        out["speedup_vs_previous"] = out.groupby("trail")["time_s"].shift(1).to_numpy(float) / t
+    return out.reindex(columns=list(COMPARE_TRAIL))
+
+
+def _trail_level(rows: pd.DataFrame) -> str:
+    """The one level a trail is drawn at: the kernel's binding level in its last run, else DRAM, L2,
+    L1, the first where every run of the trail has an AI; else that binding level (DRAM without one)."""
+    last = rows["level"].iat[-1] if rows["level"].iat[-1] in LEVELS else "dram"
+    for lv in dict.fromkeys([last, "dram", "l2", "l1"]):
+        if np.isfinite(rows[f"{lv}_ai_flop_per_byte"].to_numpy(float)).all():
+            return lv
+    return last
+
+
+def resolve_pairs_ok(spec: tuple[str, str], before: pd.DataFrame, after: pd.DataFrame) -> bool:
+    """Whether a pair by hand names one kernel in each of two runs (:func:`resolve_pairs`)."""
+    try:
+        resolve_pairs([spec], before, after)
+    except InputError:
+        return False
+    return True

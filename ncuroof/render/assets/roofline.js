@@ -21,6 +21,12 @@
     return v.toPrecision(3) + " " + unit;
   }
 
+  // A ratio such as arithmetic intensity: three significant digits, never an SI prefix (no "653 mFLOP/B").
+  function plain(v) {
+    if (v === null || v === undefined || !isFinite(v)) return "n/a";
+    return Math.abs(v) >= 1000 ? Math.round(v).toLocaleString("en-US") : String(Number(v.toPrecision(3)));
+  }
+
   // ncuroof.viewcontract.visible: every condition of `when` holds in `state`.
   function visible(when, state) {
     return Object.entries(when || {}).every(([key, want]) => {
@@ -110,13 +116,16 @@
     if (!pt || !pt.data.meta || pt.data.meta.role !== "dots") return;
     const c = columns(pt);
     const k = kernels[c.kid];
+    const unit = pt.data.meta.unit || "FLOP";
+    const timeKnown = isFinite(c.time_s) && c.time_s > 0 && isFinite(c.share);
     const launch = c.launch_id >= 0 ? ` · launch ${c.launch_id}` : ` · ${c.launches} launch${c.launches === 1 ? "" : "es"} aggregated`;
     details.innerHTML =
       `<div class="name">${esc(k.demangled || k.name)}</div>` +
       `<div>${esc(k.name)}${launch}${k.nvtx ? " · NVTX " + esc(k.nvtx) : ""} · ${esc(pt.data.meta.level.toUpperCase())}</div>` +
-      `<div>time ${fmt(c.time_s, "s")} (${(c.share * 100).toFixed(1)}% of GPU time) · AI ${fmt(pt.x, "FLOP/B")} · ` +
-      `${fmt(pt.y, "FLOP/s")} of a ${fmt(c.roof_flop_per_s, "FLOP/s")} roof (${isFinite(c.roof_fraction) ? (c.roof_fraction * 100).toFixed(1) + "%" : "n/a"}` +
-      `${isFinite(c.achievable_roof_fraction) ? "; " + (c.achievable_roof_fraction * 100).toFixed(1) + "% of the achievable " + fmt(c.achievable_roof_flop_per_s, "FLOP/s") : ""}) · ` +
+      `<div>${timeKnown ? "time " + fmt(c.time_s, "s") + " (" + (c.share * 100).toFixed(1) + "% of GPU time)" : "time unknown (the input has no duration)"} · ` +
+      `AI ${plain(pt.x)} ${unit}/B · ` +
+      `${fmt(pt.y, unit + "/s")} of a ${fmt(c.roof_flop_per_s, unit + "/s")} roof (${isFinite(c.roof_fraction) ? (c.roof_fraction * 100).toFixed(1) + "%" : "n/a"}` +
+      `${isFinite(c.achievable_roof_fraction) ? "; " + (c.achievable_roof_fraction * 100).toFixed(1) + "% of the achievable " + fmt(c.achievable_roof_flop_per_s, unit + "/s") : ""}) · ` +
       `kernel bound: ${esc(k.bound)}${k.saving_s !== null && isFinite(k.saving_s) ? " · saves " + fmt(k.saving_s, "s") + " at its roof" : ""}</div>` +
       (k.diagnosis ? `<div><b>${esc(k.diagnosis)}</b>: ${esc(k.advice)}</div>` : "") +
       (k.flags ? `<div class="note">Check: ${esc(k.flags)}</div>` : "");

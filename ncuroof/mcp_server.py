@@ -1,0 +1,308 @@
+"""``ncuroof mcp``: the analysis as a Model Context Protocol server over stdio, for agents and tuning loops.
+
+Built on the official MCP Python SDK (``pip install 'ncuroof[mcp]'``, ``mcp.server.mcpserver.MCPServer``).
+The tools return the documents of ``--json`` (:mod:`ncuroof.render.json_doc`):
+
+``analyze(path, ...)``
+    The ``analyze --json`` document of a report, CSV export(s) or saved analysis directory.
+``compare(before, after, ...)``
+    The ``compare --json`` document, with the gate's result when ``fail_if_slower_pct`` is given.
+``explain(path, kernel, ...)``
+    One kernel's record with every launch's evidence, advice, flags and notes.
+``list_gpus()``
+    The datasheet GPUs of ``metrics/gpus.toml`` (what ``gpu`` and ``--what-if`` take).
+``profile(command, name, ...)``
+    Only when the server was started with ``--allow-profile``: runs ncu on the command, keeps the
+    report in the output directory and returns its analysis.
+
+Bad input is a tool error whose text is the CLI's one line (``ncuroof: error: ...``); the server keeps
+serving. The server reads the paths the client gives, writes only inside the output directory it was
+started with (``--outdir``; without one it writes nothing) and runs ncu only through ``profile``.
+The process stays warm: imports, the metric catalog and the GPU table are loaded once, and the last
+few analyses are kept (keyed by the inputs' paths, sizes and modification times, and the options), so
+``explain`` after ``analyze`` of the same report costs no second analysis.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+from pathlib import Path
+from typing import Any
+
+from . import api, catalog
+from .errors import InputError, MissingModuleError, NcuroofError
+from .model.analysis import Analysis, AnalysisOptions
+from .model.ceilings import FLOP_ROOFS, parse_peak
+from .render import json_doc
+from .render.provenance import as_paths
+from .schema import LEVELS
+
+__all__ = ["Session", "build_server", "serve", "INSTALL_HINT", "error_text"]
+
+#: What ``ncuroof mcp`` says without the SDK.
+INSTALL_HINT = "ncuroof mcp needs the MCP Python SDK: pip install 'ncuroof[mcp]'"
+#: Analyses kept by a session (see the module docstring).
+CACHED_ANALYSES = 4
+
+
+def error_text(exc: BaseException) -> str:
+    """The CLI's one line for an error a tool met (``ncuroof: error: ...``), control characters escaped."""
+    text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return f"ncuroof: error: {text}"
+
+
+def _peaks(values: list[str] | None, kind: str) -> dict[str, float] | None:
+    """``["fp32=19.5T", ...]`` as the CLI's ``--peak-flops``/``--peak-bandwidth`` read them."""
+    if not values:
+        return None
+    allowed, default = (FLOP_ROOFS, "*") if kind == "flops" else (LEVELS, "dram")
+    return dict(parse_peak(v, allowed, default) for v in values)
+
+
+def options_of(match: str = "kernel", traffic: str = "ncu", gpu: str | None = None, reader: str = "auto", stack: bool = False,
+               focus: float | None = None, timeline: str | None = None, device: int | None = None, expect: str | None = None,
+               peak_flops: list[str] | None = None, peak_bandwidth: list[str] | None = None, achievable_flops: list[str] | None = None,
+               achievable_bandwidth: list[str] | None = None) -> AnalysisOptions:
+    """The :class:`~ncuroof.model.analysis.AnalysisOptions` of a tool call, spelled as the CLI's options.
+
+    Raises
+    ------
+    ValueError
+        For an unknown value or a roof that does not parse (the message says which).
+    """
+    return AnalysisOptions.of(match="kernel" if match == "name" else match, traffic=traffic, gpu=gpu, reader=reader, stack=stack,
+                              focus=focus, timeline=timeline, device=device, expect=expect,
+                              peak_flops=_peaks(peak_flops, "flops"), peak_bandwidth=_peaks(peak_bandwidth, "bandwidth"),
+                              achievable_flops=_peaks(achievable_flops, "flops"),
+                              achievable_bandwidth=_peaks(achievable_bandwidth, "bandwidth"))
+
+
+class Session:
+    """What the server's tools do, without the protocol: one per server process.
+
+    Parameters
+    ----------
+    outdir : Path, optional
+        The only directory the tools may write into (each analysis in ``<input stem>.ncuroof/`` there,
+        each comparison in ``<after stem>.compare/``); None: nothing is written.
+    allow_profile : bool, default False
+        Whether the ``profile`` tool (which runs ncu) exists; it needs ``outdir`` for its reports.
+    """
+
+    def __init__(self, outdir: Path | None = None, allow_profile: bool = False) -> None:
+        if allow_profile and outdir is None:
+            raise InputError("--allow-profile needs --outdir DIR: the reports ncu writes are kept there")
+        self.outdir = Path(outdir).resolve() if outdir is not None else None
+        self.allow_profile = allow_profile
+        self._cache: collections.OrderedDict[tuple, Analysis] = collections.OrderedDict()
+        self._lock = threading.Lock()
+        catalog.load(), catalog.load_gpus()  # warm: every call after this one reuses them
+
+    def _inside(self, name: str) -> Path:
+        """``outdir / name``, refused unless it stays directly inside ``outdir``."""
+        assert self.outdir is not None
+        target = (self.outdir / Path(name).name).resolve()
+        if target.parent != self.outdir:
+            raise InputError(f"{name!r} would be written outside the server's output directory {self.outdir}")
+        return target
+
+    def _write_to(self, write: bool, name: str) -> Path | None:
+        if not write:
+            return None
+        if self.outdir is None:
+            raise InputError("this server writes nothing: start it with ncuroof mcp --outdir DIR to keep outputs")
+        return self._inside(name)
+
+    def analysis(self, paths: list[Path], options: AnalysisOptions) -> Analysis:
+        """The analysis of ``paths`` (:func:`ncuroof.api.analysis_of`), from the cache when the inputs did not change."""
+        key = (tuple((str(p.resolve()), *_stamp(p)) for p in paths), repr(options))
+        with self._lock:
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                return self._cache[key]
+        a = api.analysis_of(paths, options)
+        with self._lock:
+            self._cache[key] = a
+            while len(self._cache) > CACHED_ANALYSES:
+                self._cache.popitem(last=False)
+        return a
+
+    def analyze(self, path: str | list[str], write: bool = False, **options: Any) -> dict[str, Any]:
+        """The ``analyze --json`` document (outputs written into ``outdir`` when ``write``)."""
+        paths, opts = as_paths(path), options_of(**options)
+        out = self._write_to(write, api.default_outdir(paths[0]).name)
+        if out is None:
+            return json_doc.analysis_document(self.analysis(paths, opts))
+        result = api.analyze(paths, out, opts)
+        return json_doc.analysis_document(result.analysis, result.outdir, list(result.files), result.failures)
+
+    def compare(self, before: str | list[str], after: str | list[str], fail_if_slower_pct: float | None = None, strict: bool = False,
+                write: bool = False, **options: Any) -> dict[str, Any]:
+        """The ``compare --json`` document (``compare.csv``/``.html`` written into ``outdir`` when ``write``)."""
+        b, a, opts = as_paths(before), as_paths(after), options_of(**options)
+        out = self._write_to(write, (a[0].name if a[0].is_dir() else api.default_outdir(a[0]).stem) + ".compare")
+        result = api.compare_runs(b, a, out, opts, write=out is not None, strict=strict,
+                                  fail_if_slower=fail_if_slower_pct)
+        return json_doc.compare_document(result, b, a, fail_if_slower_pct)
+
+    def explain(self, path: str | list[str], kernel: str, **options: Any) -> dict[str, Any]:
+        """One kernel's evidence and advice (:func:`ncuroof.render.json_doc.explain_document`)."""
+        return json_doc.explain_document(self.analysis(as_paths(path), options_of(**options)), kernel)
+
+    def list_gpus(self) -> dict[str, Any]:
+        """The datasheet GPUs (:func:`ncuroof.render.json_doc.gpus_document`)."""
+        return json_doc.gpus_document(catalog.load_gpus())
+
+    def profile(self, command: list[str], name: str, launch_count: int | None = None, kernel_name: str | None = None,
+                **options: Any) -> dict[str, Any]:
+        """Run ``command`` under ncu into ``outdir/<name>.ncu-rep`` and return its ``analyze --json`` document."""
+        if not self.allow_profile:
+            raise InputError("profiling is off: start the server with ncuroof mcp --outdir DIR --allow-profile")
+        report = self._inside(name if name.endswith(".ncu-rep") else name + ".ncu-rep")
+        res = api.profile_run(list(command), report, echo=lambda line: None, launch_count=launch_count, kernel_name=kernel_name)
+        return self.analyze(str(res.report), write=True, **options)
+
+
+def _stamp(p: Path) -> tuple[int, int]:
+    """Size and modification time of an input (a directory's kernels table when it has one); (-1, -1) when absent."""
+    target = p / "kernels.csv" if p.is_dir() else p
+    try:
+        st = target.stat()
+    except OSError:
+        return (-1, -1)
+    return (st.st_size, st.st_mtime_ns)
+
+
+def _option_parameters() -> list[Any]:
+    """The analysis options every analyzing tool takes, as keyword-only parameters with descriptions (pydantic ``Field``)."""
+    import inspect
+    from typing import Annotated, Literal
+
+    from pydantic import Field
+
+    from .model.analysis import TRAFFIC_CHOICES
+    from .model.summary import KEY_CHOICES
+    from .parser import READERS
+
+    def opt(name: str, kind: Any, default: Any, text: str) -> inspect.Parameter:
+        return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[kind, Field(description=text)])
+
+    roofs = list[str] | None
+    return [
+        opt("match", Literal[KEY_CHOICES], "kernel", "What one kernel is: kernel (demangled name), config (also grid and block), "
+            "nvtx (also the NVTX range path), launch (each launch apart)."),
+        opt("traffic", Literal[TRAFFIC_CHOICES], "ncu", "L1/L2 traffic definition: ncu's charts or NERSC's lts__t_bytes/l1tex__t_bytes."),
+        opt("gpu", str | None, None, "Datasheet entry (list_gpus ids) for roofs the input lacks; default: matched on the device name."),
+        opt("reader", Literal[READERS], "auto", ".ncu-rep reader: auto (decoder checked against ncu_report), fast, ncu_report."),
+        opt("stack", bool, False, "Several inputs are unrelated runs (stacked), not files of one run (merged)."),
+        opt("focus", float | None, None, "Share of GPU time whose fewest kernels make the focus set (default 0.95)."),
+        opt("timeline", str | None, None, "Production timeline: PyTorch profiler trace (.json[.gz]) or Nsight Systems export (.sqlite)."),
+        opt("device", int | None, None, "The timeline's CUDA device."),
+        opt("expect", str | None, None, "TOML of expected FLOPs and DRAM bytes per kernel-name pattern."),
+        opt("peak_flops", roofs, None, "Compute roofs as the CLI's --peak-flops: ['fp32=19.5T', ...] (bare value: every precision)."),
+        opt("peak_bandwidth", roofs, None, "Bandwidth roofs as --peak-bandwidth: ['dram=1.5T', 'l2=3T'] (bare value: dram)."),
+        opt("achievable_flops", roofs, None, "Achievable compute roofs, as peak_flops."),
+        opt("achievable_bandwidth", roofs, None, "Achievable bandwidth roofs, as peak_bandwidth (e.g. a STREAM copy)."),
+    ]
+
+
+def _tool(fn: Any, own: list[Any], options: list[Any], doc: str) -> Any:
+    """``fn(**kwargs)`` with the signature ``own + options`` (what the SDK reads for the tool's input schema)."""
+    import functools
+    import inspect
+
+    @functools.wraps(fn)
+    def call(**kwargs: Any) -> dict[str, Any]:
+        return fn(**kwargs)
+
+    call.__signature__ = inspect.Signature([*own, *options], return_annotation=dict[str, Any])  # type: ignore[attr-defined]
+    call.__doc__ = doc
+    del call.__wrapped__  # the SDK must read the signature above, not fn's
+    return call
+
+
+def _guarded(fn: Any) -> Any:
+    """``fn`` whose user errors (bad input, a bad option, an unknown kernel) are an error result holding the CLI's
+    one line, as it is (a raised ``ToolError`` would reach the client prefixed with the tool's name)."""
+    import functools
+
+    from mcp.types import CallToolResult, TextContent
+
+    @functools.wraps(fn)
+    def call(**kwargs: Any) -> Any:
+        try:
+            return fn(**kwargs)
+        except (NcuroofError, ValueError, KeyError, OSError) as exc:
+            return CallToolResult(content=[TextContent(type="text", text=error_text(exc))], is_error=True)
+
+    return call
+
+
+def build_server(session: Session) -> Any:
+    """The MCP server of a :class:`Session`: its tools registered on the SDK's ``MCPServer``.
+
+    Raises
+    ------
+    MissingModuleError
+        The MCP SDK is not installed (:data:`INSTALL_HINT`).
+    """
+    import inspect
+    from typing import Annotated
+
+    try:
+        from mcp.server.mcpserver import MCPServer
+        from pydantic import Field
+    except ImportError as exc:
+        raise MissingModuleError(f"{INSTALL_HINT} ({exc})") from None
+    from ._version import __version__
+
+    def param(name: str, kind: Any, text: str, default: Any = inspect.Parameter.empty) -> inspect.Parameter:
+        return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[kind, Field(description=text)])
+
+    paths = str | list[str]
+    opts = _option_parameters()
+    write = param("write", bool, "Also write the outputs (tables, page) into the server's output directory (needs ncuroof mcp --outdir).",
+                  False)
+    server = MCPServer("ncuroof", version=__version__, instructions=(
+        "Roofline analysis of NVIDIA Nsight Compute (ncu) reports. analyze returns each kernel's bound, diagnosis, evidence, advice "
+        "and time saved at its roof (schema: ncuroof/schemas/analyze.schema.json); compare checks a change; explain details one kernel."))
+    tools = {
+        "analyze": (session.analyze, [param("path", paths, "A .ncu-rep report, ncu CSV export(s) (files of one run) or an ncuroof "
+                                            "output directory."), write],
+                    "Analyze ncu reports: the document of `ncuroof analyze --json` (kernels longest first, units in the key names)."),
+        "compare": (session.compare, [param("before", paths, "The run before the change (report, CSV or output directory)."),
+                                      param("after", paths, "The run after the change."),
+                                      param("fail_if_slower_pct", float | None, "The gate: fails when a kernel's time (or the total) "
+                                            "grew by more than this percent.", None),
+                                      param("strict", bool, "Refuse runs that differ in GPU, ncu version, clocks or metric set.", False),
+                                      write],
+                    "Compare two runs: the document of `ncuroof compare --json` (speedups, AI and roof fraction before and after, the gate)."),
+        "explain": (session.explain, [param("path", paths, "The report (as for analyze)."),
+                                      param("kernel", str, "The kernel: its kernel_key, kernel_label or kernel_name in analyze's document.")],
+                    "One kernel's full evidence and advice, with every launch's diagnosis, flags and notes."),
+    }
+    for name, (fn, own, doc) in tools.items():
+        server.add_tool(_guarded(_tool(fn, own, opts, doc)), name=name, description=doc)
+    server.add_tool(_guarded(_tool(session.list_gpus, [], [], "")), name="list_gpus",
+                    description="The datasheet GPUs of metrics/gpus.toml: ids for gpu, peak FLOP/s and bandwidth, published measurements.")
+    if session.allow_profile:
+        own = [param("command", list[str], "The program and its arguments."), param("name", str, "Report name in the output directory."),
+               param("launch_count", int | None, "ncu --launch-count.", None), param("kernel_name", str | None, "ncu --kernel-name.", None)]
+        server.add_tool(_guarded(_tool(session.profile, own, opts, "")), name="profile",
+                        description="Run the command under ncu (--set roofline), keep the report in the output directory, return its analysis.")
+    return server
+
+
+def serve(outdir: Path | None = None, allow_profile: bool = False) -> None:
+    """Serve the tools over stdio until the client closes the connection (``ncuroof mcp``).
+
+    Raises
+    ------
+    MissingModuleError
+        The MCP SDK is not installed.
+    InputError
+        ``allow_profile`` without ``outdir``.
+    """
+    build_server(Session(outdir, allow_profile)).run("stdio")

@@ -1,0 +1,81 @@
+"""Text made once per distinct row of a table and taken back: launches of one kernel repeat the same
+numbers, so a sentence built from them (a verdict, a note) is the same for all of them.
+
+Exact: two rows are the same only when every deciding cell is (floats by their bits, NaN and -0.0
+included; object cells by type and value; None apart from NaN), so the text is what a call per
+row would give.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["distinct_rows", "per_distinct"]
+
+
+def distinct_rows(frame: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of ``frame[cols]``, exactly: floats told apart by their bits (NaN and -0.0
+    included), object cells by type and value, None apart from NaN.
+
+    Text built from a row (a verdict, a note) is the same for every row equal to it, so it is made
+    once per distinct row and taken back with ``inverse``.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        Any table.
+    cols : list of str
+        The columns that decide.
+
+    Returns
+    -------
+    (ndarray, ndarray)
+        ``first``: the position of the first row of each distinct combination, in order of first
+        appearance; ``inverse``: for each row, the index into ``first`` of its combination (int64).
+    """
+    code = np.zeros(len(frame), dtype=np.int64)
+    for c in cols:
+        col = frame[c]
+        if col.dtype == np.float64:
+            parts = [col.to_numpy().view(np.uint64)]
+        elif col.dtype == object:
+            cells = col.to_numpy()
+            kinds = np.fromiter(map(type, cells), dtype=object, count=len(cells))
+            floats = np.fromiter(map(isinstance, cells, itertools.repeat(float)), dtype=bool, count=len(cells))
+            keys = cells.copy()
+            keys[floats] = cells[floats].astype(np.float64).view(np.uint64).astype(object)
+            parts = [kinds, keys]
+        else:
+            parts = [col.to_numpy()]
+        for part in parts:
+            sub, uniques = pd.factorize(part, use_na_sentinel=False)
+            code = pd.factorize(code * (len(uniques) + 1) + sub)[0]
+    return np.unique(code, return_index=True)[1], code  # factorize numbers in order of first appearance
+
+
+def per_distinct(frame: pd.DataFrame, cols: list[str], fn: Callable[[Any], Any]) -> np.ndarray:
+    """``[fn(r) for r in frame[cols].itertuples(index=False)]``, with ``fn`` called once per distinct row.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        Any table.
+    cols : list of str
+        The columns ``fn`` reads (and the only ones that decide what is distinct).
+    fn : callable
+        Takes one row as a named tuple of ``cols``.
+
+    Returns
+    -------
+    ndarray of object
+        One result per row of ``frame``.
+    """
+    first, inverse = distinct_rows(frame, cols)
+    made = np.empty(len(first), dtype=object)
+    made[:] = [fn(r) for r in frame[cols].iloc[first].itertuples(index=False)]
+    return made[inverse]

@@ -1,0 +1,200 @@
+"""Verdict invariants: the words of a verdict never contradict the numbers of its row.
+
+:func:`violations` checks a kernels table (one row per launch) or a kernel summary (one row per
+kernel) after the diagnosis and returns every row whose text breaks one of these rules (codes in
+:data:`INVARIANTS`). The words are matched by key phrases, never whole sentences, so the rules hold
+whatever the exact wording:
+
+* ``claims_absent``: no text (evidence, advice, flags, notes, speed-of-light note) calls a quantity
+  missing that the row holds (SpeedOfLight throughputs, FLOPs, bytes, duration, roofs).
+* ``memory_advice_sm_busier``: no memory verdict or coalescing advice where ncu's SpeedOfLight rule
+  names the SM as the busier unit (SM >= ``[sol].latency_bound`` and >= ``[sol].balanced`` above
+  memory; :func:`ncuroof.model.speed_of_light.sm_busier`).
+* ``near_roof_below_threshold``: no "near the roof" class below ``[sol].no_bound`` of the roof (the
+  achievable roof's fraction when there is one; the SpeedOfLight throughput without a point).
+* ``saving_under_floor``: no time at the roof below the launch floor of its GPU (the floor capped
+  at the launch's own time) and no saving larger than the launch time minus that floor.
+* ``unclassified_without_fix``: every "not classified" says what is missing ("missing: ...") and
+  names the option or command that fixes it; never "re-profile" when only the roofs are missing.
+* ``occupancy_contradicted``: no "well below the theoretical" when achieved occupancy is at least
+  ``[diagnosis].occupancy_gap`` of the theoretical.
+* ``idle_lanes_unnamed``: a classified launch with blocks below a warp names its idle lanes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..catalog import Catalog
+from ..catalog import load as load_catalog
+from ..schema import cell_text
+from .calculator import cc_number
+from .speed_of_light import launch_floor
+from .summary import grid_sizes
+
+__all__ = ["INVARIANTS", "violations"]
+
+#: Invariant codes and what each forbids.
+INVARIANTS = {
+    "claims_absent": "a text calls a quantity missing that the row holds",
+    "memory_advice_sm_busier": "memory verdict or coalescing advice where ncu's rule names the SM as the busier unit",
+    "near_roof_below_threshold": "'near the roof' below the near-roof threshold",
+    "saving_under_floor": "a time at the roof or a saving that puts the launch under its floor",
+    "unclassified_without_fix": "'not classified' without what is missing and the fix, or re-profile where --gpu fixes it",
+    "occupancy_contradicted": "'well below the theoretical' when achieved occupancy is at the theoretical",
+    "idle_lanes_unnamed": "blocks below a warp with no word about the idle lanes",
+}
+
+#: (quantity, phrases that call it absent): a phrase is a regex matched case-sensitively.
+_ABSENT = {
+    "sol": (r"no SpeedOfLight", r"missing:[^;]*SpeedOfLight"),
+    "sm": (r"no SM throughput", r"missing:[^;]*SM throughput"),
+    "mem": (r"no memory throughput", r"missing:[^;]*memory throughput"),
+    "flop": (r"no FLOP counters", r"missing:[^;]*FLOP counters", r"no FP work counted"),
+    "bytes": (r"no (?:FLOP counters (?:and|or) )?memory traffic", r"missing:[^;]*memory traffic"),
+    "time": (r"no duration", r"missing:[^;]*duration"),
+    "roof": (r"no roofs", r"missing:[^;]*roofs"),
+}
+
+_FIX = r"--gpu|--peak-flops|--peak-bandwidth|ncuroof profile|ncu --|\.ncu-rep"
+
+
+def _num(t: pd.DataFrame, col: str) -> np.ndarray:
+    if col not in t.columns:
+        return np.full(len(t), np.nan)
+    return pd.to_numeric(t[col], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+
+
+def _text(t: pd.DataFrame, cols: tuple[str, ...]) -> pd.Series:
+    """The row's words: the given columns joined, list cells (flags) as their text."""
+    parts = []
+    for c in cols:
+        if c not in t.columns:
+            continue
+        s = t[c]
+        parts.append(s.map(lambda v, c=c: cell_text(c, v)) if c in ("flags", "notes") else s.astype(object).where(s.notna(), "").astype(str))
+    if not parts:
+        return pd.Series("", index=t.index)
+    out = parts[0]
+    for p in parts[1:]:
+        out = out + " | " + p
+    return out
+
+
+def _held(t: pd.DataFrame) -> dict[str, np.ndarray]:
+    """What each row holds, per quantity of :data:`_ABSENT` (rows without the columns hold nothing)."""
+    cols = list(t.columns)
+
+    def any_of(names: list[str], test: Any) -> np.ndarray:
+        if not names:
+            return np.zeros(len(t), dtype=bool)
+        a = np.vstack([_num(t, c) for c in names])
+        with np.errstate(invalid="ignore"):
+            return test(a).any(axis=0)
+    sm, mem = np.isfinite(_num(t, "sm_throughput_frac")), np.isfinite(_num(t, "memory_throughput_frac"))
+    return {
+        "sol": sm | mem, "sm": sm, "mem": mem, "time": np.isfinite(_num(t, "time_s")) & (_num(t, "time_s") > 0),
+        "flop": any_of([c for c in cols if c.endswith("_flop") and not c.startswith(("expected", "peak"))], lambda a: a > 0),
+        "bytes": any_of([c for c in cols if c.endswith("_bytes") and c.split("_")[0] in ("dram", "l2", "l1")], lambda a: a > 0),
+        "roof": any_of([c for c in cols if c.startswith("peak_") and c.endswith("_per_s")], np.isfinite),
+    }
+
+
+def _near_fraction(t: pd.DataFrame) -> np.ndarray:
+    """The fraction a "near the roof" class must reach: the achievable roof's where there is one, else the
+    roof's, else (no point) the SpeedOfLight throughput of the bound's side."""
+    frac, ach = _num(t, "roof_fraction"), _num(t, "achievable_roof_fraction")
+    sm, mem = _num(t, "sm_throughput_frac"), _num(t, "memory_throughput_frac")
+    memory = t["diagnosis"].astype(str).str.startswith("memory").to_numpy() if "diagnosis" in t.columns else np.zeros(len(t), bool)
+    sol = np.where(memory, mem, sm)
+    return np.where(np.isfinite(ach), np.fmax(ach, frac), np.where(np.isfinite(frac), frac, sol))
+
+
+def violations(table: pd.DataFrame, catalog: Catalog | None = None) -> pd.DataFrame:
+    """Every invariant a diagnosed table breaks, one row per (row, invariant).
+
+    Parameters
+    ----------
+    table : DataFrame
+        A diagnosed kernels table or kernel summary: ``diagnosis``, ``evidence``, ``advice``, and
+        where present ``flags``, ``speed_of_light_note``, ``time_s``, ``time_at_roof_s``,
+        ``saving_s``, ``cc``, ``sm_throughput_frac``, ``memory_throughput_frac``, ``roof_fraction``,
+        ``achievable_roof_fraction``, ``occupancy_frac``, ``theoretical_occupancy_frac``,
+        ``threads_per_block`` or ``block``, FLOP, bytes and roof columns. Checks whose columns
+        are absent are skipped.
+    catalog : Catalog, optional
+        For ``metrics/thresholds.toml`` ([sol], [diagnosis], [launch_floor]); default the installed one.
+
+    Returns
+    -------
+    DataFrame
+        ``row`` (the table's index label), ``code`` (a key of :data:`INVARIANTS`) and ``text`` (the
+        numbers that break it); empty when the words agree with the numbers.
+    """
+    th = (catalog or load_catalog()).thresholds
+    out: list[tuple[Any, str, str]] = []
+    idx = table.index
+    words = _text(table, ("evidence", "advice", "flags", "notes", "speed_of_light_note"))
+    held = _held(table)
+    for what, phrases in _ABSENT.items():
+        said = words.str.contains("|".join(phrases), regex=True).to_numpy()
+        for i in np.flatnonzero(said & held[what]):
+            out.append((idx[i], "claims_absent", f"says {what} is missing; the row holds it"))
+    diag = table["diagnosis"].astype(str) if "diagnosis" in table.columns else pd.Series("", index=idx)
+    advice = table["advice"].astype(str) if "advice" in table.columns else pd.Series("", index=idx)
+    out += _sol_checks(table, diag, advice, th)
+    out += _floor_checks(table, th)
+    unclassified = (diag == "not_classified").to_numpy()
+    evidence = table["evidence"].astype(str) if "evidence" in table.columns else pd.Series("", index=idx)
+    bad = unclassified & ~(evidence.str.contains("missing:").to_numpy() & advice.str.contains(_FIX, regex=True).to_numpy())
+    gpu_fixes = unclassified & held["flop"] & held["bytes"] & ~held["roof"] & advice.str.contains("re-profile").to_numpy()
+    out += [(idx[i], "unclassified_without_fix", "no 'missing:' or no fix named") for i in np.flatnonzero(bad)]
+    out += [(idx[i], "unclassified_without_fix", "re-profile advised where --gpu gives the roofs") for i in np.flatnonzero(gpu_fixes)]
+    occ, theo = _num(table, "occupancy_frac"), _num(table, "theoretical_occupancy_frac")
+    with np.errstate(invalid="ignore"):
+        at_theo = occ >= float(th["diagnosis"]["occupancy_gap"]) * theo
+    for i in np.flatnonzero(at_theo & advice.str.contains(r"well below (?:the )?theoretical", regex=True).to_numpy()):
+        out.append((idx[i], "occupancy_contradicted", f"achieved {occ[i]:.3f} vs theoretical {theo[i]:.3f}"))
+    threads = _num(table, "threads_per_block")
+    if "block" in table.columns and not np.isfinite(threads).any():
+        threads = grid_sizes(table["block"]).to_numpy(float)
+    with np.errstate(invalid="ignore"):
+        small = (threads < 32) & ~unclassified
+    for i in np.flatnonzero(small & ~advice.str.contains("lanes").to_numpy()):
+        out.append((idx[i], "idle_lanes_unnamed", f"blocks of {threads[i]:.0f} threads"))
+    return pd.DataFrame(out, columns=["row", "code", "text"])
+
+
+def _sol_checks(table: pd.DataFrame, diag: pd.Series, advice: pd.Series, th: dict[str, Any]) -> list[tuple[Any, str, str]]:
+    """``memory_advice_sm_busier`` and ``near_roof_below_threshold``."""
+    sol = th["sol"]
+    sm, mem = _num(table, "sm_throughput_frac"), _num(table, "memory_throughput_frac")
+    with np.errstate(invalid="ignore"):
+        busier = (sm >= float(sol["latency_bound"])) & (sm - mem >= float(sol["balanced"]) - 1e-12)
+    memory_words = diag.str.startswith("memory").to_numpy() | advice.str.contains("check coalescing").to_numpy()
+    out = [(table.index[i], "memory_advice_sm_busier", f"SM {sm[i]:.3f}, memory {mem[i]:.3f}, {diag.iat[i]}")
+           for i in np.flatnonzero(busier & memory_words)]
+    near = diag.str.endswith("near_roof").to_numpy()
+    frac = _near_fraction(table)
+    with np.errstate(invalid="ignore"):
+        low = near & ~(frac >= float(sol["no_bound"]) - 1e-12)
+    out += [(table.index[i], "near_roof_below_threshold", f"{diag.iat[i]} at {frac[i]:.3f} of the roof") for i in np.flatnonzero(low)]
+    return out
+
+
+def _floor_checks(table: pd.DataFrame, th: dict[str, Any]) -> list[tuple[Any, str, str]]:
+    """``saving_under_floor`` (launch rows: those with ``cc``)."""
+    if "cc" not in table.columns or "time_at_roof_s" not in table.columns:
+        return []
+    floor, _ = launch_floor(cc_number(table["cc"]), th["launch_floor"])
+    t, tar, saving = _num(table, "time_s"), _num(table, "time_at_roof_s"), _num(table, "saving_s")
+    floor = np.fmin(floor, t)
+    eps = 1e-15
+    with np.errstate(invalid="ignore"):
+        under = np.isfinite(tar) & (tar < floor - eps)
+        too_much = np.isfinite(saving) & np.isfinite(t) & (saving > t - floor + eps)
+    return [(table.index[i], "saving_under_floor", f"time {t[i]:.4g} s, at the roof {tar[i]:.4g} s, floor {floor[i]:.4g} s")
+            for i in np.flatnonzero(under | too_much)]
