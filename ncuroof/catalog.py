@@ -40,6 +40,8 @@ __all__ = [
     "Pipe",
     "PipeCatalog",
     "InstructionCatalog",
+    "OpcodeTable",
+    "OpcodeCatalog",
     "Catalog",
     "GpuSpec",
     "Measurement",
@@ -245,6 +247,43 @@ def _instruction(data: dict[str, Any]) -> InstructionCatalog:
 
 
 @dataclass(frozen=True)
+class OpcodeTable:
+    """One SASS opcode table of ``metrics/opcodes.toml``: its metric (instanced by opcode), the
+    factor to thread instructions with a true predicate, and the assumption that factor makes."""
+
+    id: str
+    metric: str
+    factor: float
+    assumption: str
+    source: str
+
+
+@dataclass(frozen=True)
+class OpcodeCatalog:
+    """FLOPs per thread instruction of each FP opcode, per precision, and the opcode tables in
+    order of preference (``metrics/opcodes.toml``); ``order`` is the declared preference of every
+    quantity's sources (the evidence ledger)."""
+
+    tables: tuple[OpcodeTable, ...]
+    weights: dict[str, dict[str, float]]
+    order: dict[str, tuple[str, ...]]
+
+    @functools.cached_property
+    def fp_opcode(self) -> re.Pattern[str]:
+        """The opcodes that carry FP work (a key of :attr:`weights`), matched on a table's key."""
+        names = sorted({op for w in self.weights.values() for op in w}, key=len, reverse=True)
+        return re.compile("^(" + "|".join(map(re.escape, names)) + ")$")
+
+
+def _opcodes(data: dict[str, Any]) -> OpcodeCatalog:
+    tables = tuple(OpcodeTable(t["id"], t["metric"], float(t["factor"]), t.get("assumption", ""), t["source"]) for t in data["table"])
+    weights = {p: {op: float(w) for op, w in ws.items()} for p, ws in data["weights"].items()}
+    if not tables or any(t.factor <= 0 for t in tables) or not all(weights.values()):
+        raise ValueError("opcodes.toml: needs [[table]] entries with a positive factor and weights per precision")
+    return OpcodeCatalog(tables, weights, {k: tuple(v) for k, v in data.get("order", {}).items()})
+
+
+@dataclass(frozen=True)
 class Catalog:
     """The whole metric catalog."""
 
@@ -259,6 +298,19 @@ class Catalog:
     thresholds: dict[str, Any] = field(default_factory=dict)
     pipes: PipeCatalog | None = None
     instruction: InstructionCatalog | None = None
+    opcodes: OpcodeCatalog | None = None
+    #: ``[l2_evidence]`` of roofline.toml: L2 write bytes (``writes``) and an L2 roof from the tag stage (``peak``).
+    l2_evidence: dict[str, tuple[Recipe, ...]] = field(default_factory=dict)
+
+    @functools.cached_property
+    def instanced_metrics(self) -> dict[str, re.Pattern[str]]:
+        """The instanced (per-opcode) metrics the parser reads, each with the regex of the instance
+        keys it keeps: the MMA opcodes of the tensor estimate and the FP opcodes of ``opcodes.toml``.
+        Kept instances become ``<metric>[<key>]`` columns."""
+        out = {self.tensor.opcode_metric: self.tensor.looks_like_mma}
+        if self.opcodes is not None:
+            out |= {t.metric: self.opcodes.fp_opcode for t in self.opcodes.tables}
+        return out
 
     @functools.cached_property
     def scalar_metrics(self) -> frozenset[str]:
@@ -270,6 +322,7 @@ class Catalog:
         for lv in self.levels.values():
             for d in lv.definitions:
                 recipes += [*d.bytes, *d.rate, *d.peak]
+        recipes += [r for rs in self.l2_evidence.values() for r in rs]
         for r in recipes:
             names.update(r.metrics)
         t = self.tensor
@@ -528,6 +581,8 @@ def load(directory: Path | None = None) -> Catalog:
         thresholds=thresholds,
         pipes=_pipes(_read(directory / "pipes.toml")),
         instruction=_instruction(_read(directory / "instruction_roofline.toml")),
+        l2_evidence={k: _recipes(v, f"l2_evidence.{k}") for k, v in roof.get("l2_evidence", {}).items()},
+        opcodes=_opcodes(_read(directory / "opcodes.toml")) if (directory / "opcodes.toml").is_file() else None,
     )
 
 
@@ -729,6 +784,10 @@ class CsvRules:
     bases: dict[str, float]
     per: dict[str, float]
     labels: dict[tuple[str, str], str]
+    #: (section, label) printed once per chart of a section (the same metric each time): the first row is read.
+    repeating: frozenset[tuple[str, str]] = frozenset()
+    #: metric -> the other metrics a label's value also gives (``also`` in csv.toml).
+    also: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def factor(self, unit: str) -> float | None:
         """Factor from ``unit`` to the ncu base unit of its kind, or None for an unknown unit.
@@ -773,11 +832,16 @@ def load_csv_rules(directory: Path | None = None) -> CsvRules:
     data = _read((directory or metrics_dir()) / "csv.toml")
     units = data["units"]
     labels: dict[tuple[str, str], str] = {}
+    repeating, also = set(), {}
     for item in data["labels"]:
         key = (item["section"], item["label"])
         if key in labels or not item.get("metric"):
             raise ValueError(f"csv.toml: label {key} repeats or has no metric")
         labels[key] = item["metric"]
+        if item.get("repeats"):
+            repeating.add(key)
+        if item.get("also"):
+            also[item["metric"]] = tuple(item["also"])
     return CsvRules({k: float(v) for k, v in units["prefixes"].items()}, {k: float(v) for k, v in units["bases"].items()},
-                    {k: float(v) for k, v in units["per"].items()}, labels)
+                    {k: float(v) for k, v in units["per"].items()}, labels, frozenset(repeating), also)
 

@@ -187,10 +187,14 @@ KERNELS: dict[str, Column] = {
     "speed_of_light_note": Column("string", "", "one sentence when the roofline and unit bounds differ by more than 2x, else ''"),
     "expected_flop": Column("float64", "FLOP", "algorithmic FLOPs of the launch from --expect (NaN without)"),
     "expected_dram_bytes": Column("float64", "B", "DRAM bytes the launch must move, from --expect (NaN without)"),
-    "flop_source": Column("string", "", "how FLOPs were obtained: 'count', 'rate x time' or empty"),
+    "flop_source": Column("string", "", "how FLOPs were obtained, '+'-joined over precisions: 'count', 'rate x time', "
+                          "'sass_thread_opcodes' or 'sass_warp_opcodes_x32' (metrics/opcodes.toml), or empty"),
     "tensor_source": Column("string", "", "ops_path (exact), sass_opcodes (estimated), legacy_x512 (approximate), "
                             "pipe_tensor=0 (no tensor instruction ran) or empty"),
     **{f"{lv}_definition": Column("string", "", f"traffic definition used for {lv.upper()} (metrics/roofline.toml)") for lv in LEVELS},
+    "evidence_sources": Column("string", "", "the evidence ledger: per precision, level, time and clock every source the input holds, "
+                               "the used one first ('fp32: rate x time = sass_thread_opcodes (0 % apart) | dram: dram__bytes.sum = "
+                               "dram__bytes_read.sum + dram__bytes_write.sum | ...'; order of preference in metrics/opcodes.toml [order])"),
     "peak_source": Column("string", "", "sources of this launch's roofs, '+'-joined: report (ncu peak_sustained x measured clock), "
                           "datasheet (boost clock), user"),
     "ceiling_sources": Column("string", "", "source of each roof, 'name:source' comma-separated (fp32:report,dram:datasheet,tensor_<path>:datasheet)"),

@@ -106,7 +106,9 @@ def test_opcode_tensor_paths_get_the_most_generous_roof_with_their_assumption(tm
 
 
 @pytest.mark.parametrize("opcode, path, ops", [
-    ("HMMA.16816.F32.BF16", "sass_hmma", 2 * 16 * 8 * 16), ("IMMA.16832.S8.S8.SAT", "sass_imma", 2 * 16 * 8 * 32),
+    ("HMMA.16816.F32.BF16", "sass_hmma_bf16", 2 * 16 * 8 * 16), ("HMMA.16816.F32", "sass_hmma_fp16_fp32acc", 2 * 16 * 8 * 16),
+    ("HMMA.1688.F16", "sass_hmma_fp16", 2 * 16 * 8 * 8), ("HMMA.1684.F32.TF32", "sass_hmma_tf32", 2 * 16 * 8 * 4),
+    ("HMMA.16816.F32.SAT", "sass_hmma", 2 * 16 * 8 * 16), ("IMMA.16832.S8.S8.SAT", "sass_imma", 2 * 16 * 8 * 32),
     ("HGMMA.64x128x16.F32.BF16", "sass_hgmma_bf16", 2 * 64 * 128 * 16 / 4), ("HGMMA.64x256x16.F16", "sass_hgmma_fp16", 2 * 64 * 256 * 16 / 4),
     ("HGMMA.64x64x8.F32.TF32", "sass_hgmma_tf32", 2 * 64 * 64 * 8 / 4), ("HGMMA.64x96x16.F32", "sass_hgmma_fp16_fp32acc", 2 * 64 * 96 * 16 / 4),
     ("IGMMA.64x256x32.S8.S8", "sass_igmma_int8", 2 * 64 * 256 * 32 / 4),

@@ -84,13 +84,15 @@ def test_fill_from_datasheet_keeps_report_roofs_and_labels_each(gpus) -> None:
     k = fill_ceilings(_kernels(peak_fp32_flop_per_s=27e12, ceiling_sources="fp32:report"), gpus)
     row = k.loc[0]
     assert row["peak_fp32_flop_per_s"] == 27e12  # the report's, untouched
-    assert row["peak_fp64_flop_per_s"] == pytest.approx(0.547e12) and row["peak_dram_bytes_per_s"] == 600e9
-    assert row["peak_tensor_src_fp16_dst_fp32_flop_per_s"] == 70e12
+    # one clock: datasheet compute roofs (A10G, boost 1710 MHz) at the 1300 MHz this launch ran at; DRAM at its datasheet bandwidth
+    assert row["peak_fp64_flop_per_s"] == pytest.approx(0.547e12 * 1300 / 1710) and row["peak_dram_bytes_per_s"] == 600e9
+    assert row["peak_tensor_src_fp16_dst_fp32_flop_per_s"] == pytest.approx(70e12 * 1300 / 1710)
     assert np.isnan(row["peak_l2_bytes_per_s"])  # no datasheet number for L2 bandwidth
     assert parse_sources(row["ceiling_sources"]) == {"fp32": "report", "fp64": "datasheet", "fp16": "datasheet",
                                                      "dram": "datasheet", "tensor_src_fp16_dst_fp32": "datasheet"}
     assert row["peak_source"] == "report+datasheet" and row["datasheet_gpu"] == "a10g"
-    assert "1710 MHz" in cell_text("notes", row["notes"]) and "1300 MHz, 76 %" in cell_text("notes", row["notes"])
+    notes = cell_text("notes", row["notes"])
+    assert "1710 MHz" in notes and "1300 MHz = 76 %" in notes and "fp64 (datasheet 547 GFLOP/s at boost)" in notes
 
 
 def test_gpu_option_and_user_roofs(gpus) -> None:
@@ -101,7 +103,8 @@ def test_gpu_option_and_user_roofs(gpus) -> None:
     assert np.isnan(k.loc[0, "peak_fp32_flop_per_s"])
     assert "pass --gpu NAME (CC 8.6: a10g, a10, a40, rtx-3080, rtx-3090)" in cell_text("notes", k.loc[0, "notes"])
     k = fill_ceilings(_kernels(device_name=None), gpus, gpu="A40")
-    assert k.loc[0, "peak_fp32_flop_per_s"] == 37.4e12 and k.loc[0, "datasheet_gpu"] == "a40"
+    a40 = gpus.by_name("a40")
+    assert k.loc[0, "peak_fp32_flop_per_s"] == pytest.approx(37.4e12 * 1.3e9 / a40.boost_hz) and k.loc[0, "datasheet_gpu"] == "a40"
     k = fill_ceilings(_kernels(peak_dram_bytes_per_s=1e12, ceiling_sources="dram:report"), gpus,
                       peak_flops={"*": 5e12}, peak_bandwidth={"dram": 2e11})
     assert k.loc[0, "peak_fp64_flop_per_s"] == k.loc[0, "peak_tensor_src_fp16_dst_fp32_flop_per_s"] == 5e12
@@ -181,9 +184,9 @@ CUTLASS = "cutlass-panjd123__4f3955ed3c_report.ncu-rep"
 IMMA_PER_GEMM = 110_592  # IMMA.16832 instructions per 3072x384x384 GEMM (PROVENANCE.md)
 
 
-def _hmma_analysis(gpu: str | None = None, opcode: str = "HMMA.16816.F32", **roofs):
-    """The CUTLASS IMMA report with its opcode counters relabelled (default HMMA.16816: 16x8x16, 4096 ops
-    each), through the pipeline: the HMMA case of issue 21 on real counters."""
+def _hmma_analysis(gpu: str | None = None, opcode: str = "HMMA.16816", **roofs):
+    """The CUTLASS IMMA report with its opcode counters relabelled (default HMMA.16816 without type modifiers:
+    16x8x16, 4096 ops each, the family path), through the pipeline: the HMMA case of issue 21 on real counters."""
     from ncuroof import catalog, parser
     from ncuroof.model import calculator, ceilings, classify
 
@@ -205,21 +208,23 @@ def test_sass_hmma_work_gets_the_datasheet_dense_fp16_roof() -> None:
     assert row["tensor_sass_hmma_flop"] == IMMA_PER_GEMM * 2 * 16 * 8 * 16
     # A100 80GB PCIe datasheet: 312 TFLOP/s dense FP16 (the most generous type an HMMA allows), labelled.
     assert gpus.by_device(row["device_name"]).tensor["fp16"] == 312e12
-    assert row["peak_tensor_sass_hmma_flop_per_s"] == 312e12
+    # one clock: the datasheet roof is at boost, scaled to the SM clock ncu measured like the report's roofs
+    peak = 312e12 * row["sm_clock_hz"] / gpus.by_device(row["device_name"]).boost_hz
+    assert row["sm_clock_hz"] < gpus.by_device(row["device_name"]).boost_hz and row["peak_tensor_sass_hmma_flop_per_s"] == pytest.approx(peak)
     assert "tensor_sass_hmma:datasheet" in row["ceiling_sources"]
     notes = cell_text("notes", row["notes"])
     assert "tensor sass_hmma roof = datasheet FP16 312 TFLOP/s" in notes and "(confidence L)" in notes
     # The binding point by hand: tensor work is the main precision; at each level the attainable roof is
     # min(312e12, AI x the report's bandwidth roof); the lowest binds, and the fraction is achieved / that roof.
     fps = row["tensor_sass_hmma_flop"] / row["time_s"]
-    roofs = {lv: min(312e12, fps / row[f"{lv}_bytes_per_s"] * row[f"peak_{lv}_bytes_per_s"]) for lv in ("l1", "l2", "dram")}
+    roofs = {lv: min(peak, fps / row[f"{lv}_bytes_per_s"] * row[f"peak_{lv}_bytes_per_s"]) for lv in ("l1", "l2", "dram")}
     level = min(roofs, key=roofs.get)
     mine = pts[(pts["launch_id"] == 0) & (pts["precision"] == "tensor:sass_hmma")].set_index("level")
     assert mine.loc[level, "roof_flop_per_s"] == pytest.approx(roofs[level], rel=1e-9)
     assert row["roof_fraction"] == pytest.approx(fps / roofs[level], rel=1e-6)
     # On an A40 (the issue's report): 149.7 TFLOP/s; a user tensor roof overrides either.
     a40 = _hmma_analysis(gpu="a40")[0].set_index("launch_id").loc[0]
-    assert a40["peak_tensor_sass_hmma_flop_per_s"] == pytest.approx(149.7e12)
+    assert a40["peak_tensor_sass_hmma_flop_per_s"] == pytest.approx(149.7e12 * a40["sm_clock_hz"] / gpus.by_name("a40").boost_hz)
     user = _hmma_analysis(peak_flops={"tensor": 100e12})[0].set_index("launch_id").loc[0]
     assert user["peak_tensor_sass_hmma_flop_per_s"] == 100e12 and "tensor_sass_hmma:user" in user["ceiling_sources"]
     assert user["roof_fraction"] == pytest.approx(fps / min(100e12, *(fps / user[f"{lv}_bytes_per_s"] * user[f"peak_{lv}_bytes_per_s"]
@@ -237,8 +242,23 @@ def test_hopper_warpgroup_mma_gets_the_roof_of_its_source_type(opcode: str, path
     k = _hmma_analysis(gpu="h100-sxm", opcode=opcode)[0].set_index("launch_id")
     m, n, kk = (int(x) for x in opcode.split(".")[1].split("x"))
     assert k.loc[0, f"tensor_{path}_flop"] == IMMA_PER_GEMM * 2 * m * n * kk / 4
-    assert k.loc[0, f"peak_tensor_{path}_flop_per_s"] == gpus.by_name("h100-sxm").tensor[key]
+    h100 = gpus.by_name("h100-sxm")
+    assert k.loc[0, f"peak_tensor_{path}_flop_per_s"] == pytest.approx(h100.tensor[key] * k.loc[0, "sm_clock_hz"] / h100.boost_hz)
     assert np.isfinite(k.loc[0, "roof_fraction"])
+
+
+@needs_ncu_report
+@pytest.mark.parametrize("opcode, path, key", [("HMMA.16816.F32", "sass_hmma_fp16_fp32acc", "fp16_fp32acc"),
+                                               ("HMMA.16816.F16", "sass_hmma_fp16", "fp16"), ("HMMA.16816.F32.BF16", "sass_hmma_bf16", "bf16")])
+def test_hmma_accumulator_modifier_picks_the_datasheet_roof(opcode: str, path: str, key: str, gpus) -> None:
+    # On an RTX 3080 FP32 accumulation runs at half the FP16-accumulate rate (59.5 vs 119 TFLOP/s dense): the
+    # opcode's .F32/.F16 modifier picks the roof instead of the most generous guess, with no assumption noted.
+    k = _hmma_analysis(gpu="rtx-3080", opcode=opcode)[0].set_index("launch_id")
+    spec = gpus.by_name("rtx-3080")
+    assert spec.tensor["fp16_fp32acc"] == 59.5e12 and spec.tensor["fp16"] == 119e12
+    assert k.loc[0, f"tensor_{path}_flop"] == IMMA_PER_GEMM * 2 * 16 * 8 * 16
+    assert k.loc[0, f"peak_tensor_{path}_flop_per_s"] == pytest.approx(spec.tensor[key] * k.loc[0, "sm_clock_hz"] / spec.boost_hz)
+    assert "confidence L" not in cell_text("notes", k.loc[0, "notes"])
 
 
 @needs_ncu_report

@@ -223,7 +223,10 @@ def test_merged_pair_gives_fp64_points_with_time_from_the_unpatched_run(cat) -> 
         fp64 = pts[(pts["precision"] == "fp64") & (pts["level"] == "dram")]
         assert len(fp64) == 4
         assert (fp64["peak_flop_source"] == "datasheet").all()
-        assert fp64["peak_flop_per_s"].eq(7.8e12).all() and fp64["peak_bytes_per_s"].eq(900e9).all()
+        # V100 SXM2 datasheet FP64 7.8 TFLOP/s at its 1530 MHz boost, at the SM clock each launch ran at (one clock); DRAM as is
+        clock = fp64["launch_id"].map(k.set_index("launch_id")["sm_clock_hz"]).to_numpy(float)
+        assert (clock < 1530e6).all() and np.allclose(fp64["peak_flop_per_s"], 7.8e12 * clock / 1530e6, rtol=1e-12)
+        assert fp64["peak_bytes_per_s"].eq(900e9).all()
         assert (k["bound"] == "memory").all()
 
 

@@ -26,6 +26,7 @@ from .. import catalog as _catalog
 from ..catalog import Catalog, Recipe, Term
 from ..parser.validate import roof_damage
 from ..schema import DAMAGED, KERNELS, LEVELS, LIST_SEPARATOR, POINTS, PRECISIONS, empty, format_sources, parse_sources, tensor_columns, tensor_paths
+from .evidence import SOURCES_DISAGREE, alternatives_text, flop_evidence, l2_write_evidence, ledger_text, opcode_flops
 from .speed_of_light import apply_speed_of_light, hot_pipe, launch_floor
 
 __all__ = ["compute_kernels", "compute_points", "achievable_roof", "time_at_roof", "cc_number", "Resolved", "flop_columns"]
@@ -128,9 +129,15 @@ class _Work:
     estimated: np.ndarray
 
 
-def _precision_work(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray, time_s: np.ndarray) -> tuple[dict[str, _Work], np.ndarray]:
+def _precision_work(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray, time_s: np.ndarray,
+                    notes: list[list[str]]) -> tuple[dict[str, _Work], np.ndarray, dict[str, np.ndarray]]:
+    """Work per precision in the order of ``metrics/opcodes.toml`` ``[order].flop``: the roofline
+    counters (count, else rate x time), else the SASS opcode tables (:mod:`ncuroof.model.evidence`).
+    Returns the work, ``flop_source`` (the sources used, ``+``-joined) and each precision's ledger text."""
     work: dict[str, _Work] = {}
-    source = np.full(len(raw), "", dtype=object)
+    tables = opcode_flops(raw, cat)
+    disagree = float(cat.thresholds.get("evidence", {}).get("flop_disagree", 0.02))
+    used, held = [], {}
     for name in PRECISIONS:
         p = cat.precisions[name]
         rate = _resolve(raw, p.rate, cc)
@@ -138,10 +145,13 @@ def _precision_work(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray, time_s: np.
         peak = _resolve(raw, p.peak, cc)
         flop = np.where(count.present, count.values, rate.values * time_s)
         flop_per_s = np.where(rate.present, rate.values, _div(count.values, time_s))
-        src = np.where(count.present, "count", np.where(rate.present, "rate x time", ""))
-        source = np.where(source == "", src, source)
+        src = np.where(count.present, "count", np.where(rate.present, "rate x time", "")).astype(object)
+        flop, flop_per_s, src, held[name] = flop_evidence(name, flop, flop_per_s, src, time_s, tables, disagree, notes)
+        used.append(src)
         work[name] = _Work(flop, flop_per_s, peak.values, np.zeros(len(raw), dtype=bool))
-    return work, source
+    rows, which = np.unique(np.column_stack(used).astype(str), axis=0, return_inverse=True)  # a handful of combinations
+    text = np.array(["+".join(dict.fromkeys(x for x in row if x)) for row in rows], dtype=object)
+    return work, text[which.reshape(-1)], held
 
 
 @dataclass
@@ -294,6 +304,46 @@ def _level_traffic(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray, time_s: np.n
     return out
 
 
+def _ledger(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray, time: Resolved, flop_held: dict[str, np.ndarray],
+            levels: dict[str, _Traffic], notes: list[list[str]]) -> np.ndarray:
+    """The ``evidence_sources`` column: per precision, level, time and clock, every source the
+    launch's input holds, the used one first, with the agreement of two forms of one quantity
+    (``dram__bytes.sum`` and read + write); a disagreement beyond ``[evidence].flop_disagree`` is a note (flag)."""
+    disagree = float(cat.thresholds.get("evidence", {}).get("flop_disagree", 0.02))
+    parts = dict(flop_held)
+    for name in LEVELS:
+        used = levels[name].definition
+        text = np.full(len(raw), "", dtype=object)
+        others = np.full(len(raw), "", dtype=object)
+        for d in cat.levels[name].definitions:
+            ref = np.full(len(raw), _NAN)
+            for r in d.bytes:
+                v = _recipe(raw, r, cc)
+                here = ~np.isnan(v) & (used == d.id)
+                first = here & np.isnan(ref)
+                apart = np.abs(v - ref) / np.maximum(np.maximum(np.abs(v), np.abs(ref)), 1.0)
+                text = np.where(first, np.where(text == "", "", text + "; ") + r.label, text)
+                text = np.where(here & ~first, text + " = " + r.label, text)
+                for i in np.flatnonzero(here & ~first & (apart > disagree)):
+                    notes[i].append(f"{SOURCES_DISAGREE}: {name.upper()} bytes {ref[i]:.6g} from the first recipe but {v[i]:.6g} "
+                                    f"from {r.label} ({100 * apart[i]:.1f} % apart): the first is used")
+                ref = np.where(first, v, ref)
+                other = ~np.isnan(v) & (used != d.id) & (used != "") & ~_contains(others, f" {d.id},")
+                others = np.where(other, others + f" {d.id},", others)
+        rated = (text == "") & (used != "") & ~np.isnan(levels[name].bytes)
+        text = np.where(rated, used.astype(object) + " definition (rate x time)", text)
+        extra = pd.Series(others, dtype=object).str.strip(" ,").to_numpy(dtype=object)
+        parts[name] = np.where(extra != "", text + "; also held: " + extra + " (other definitions)", text)
+    parts["time"] = alternatives_text([(r.label, _recipe(raw, r, cc)) for r in cat.time], len(raw))
+    clocks = [(cat.clocks[c], _column(raw, cat.clocks[c])) for c in ("sm", "smsp")]
+    parts["clock"] = alternatives_text([(name, v) for name, v in clocks if v is not None], len(raw))
+    return ledger_text(parts)
+
+
+def _contains(text: np.ndarray, word: str) -> np.ndarray:
+    return np.array([word in t for t in text], dtype=bool) if len(text) else np.zeros(0, dtype=bool)
+
+
 def _failed_measurements(raw: pd.DataFrame, time_s: np.ndarray) -> np.ndarray:
     """Launches ncu could not measure: NaN duration, or NaN in every FLOP counter that other
     launches of the same input have (ncu writes NaN, not 0, when a pass fails)."""
@@ -414,8 +464,9 @@ def _status_and_notes(raw: pd.DataFrame, k: pd.DataFrame, cat: Catalog, time: Re
     time_s = time.values
     # The SASS-opcode tensor estimate alone does not make a roofline (no FP counters, no roof).
     tensor = np.where(k["tensor_source"].to_numpy() == "sass_opcodes", _NAN, k["tensor_flop"].to_numpy(float))
-    has_flop = np.isfinite(np.column_stack([work[p].flop for p in PRECISIONS] + [tensor])).any(axis=1)
-    has_bytes = np.isfinite(np.column_stack([levels[lv].bytes for lv in LEVELS])).any(axis=1)
+    # a point needs rates, not counts: a rate-only export (the roofline section's details page) has no duration
+    has_flop = np.isfinite(np.column_stack([work[p].flop for p in PRECISIONS] + [work[p].flop_per_s for p in PRECISIONS] + [tensor])).any(axis=1)
+    has_bytes = np.isfinite(np.column_stack([levels[lv].bytes for lv in LEVELS] + [levels[lv].bytes_per_s for lv in LEVELS])).any(axis=1)
     failed = _failed_measurements(raw, time_s)
     status = np.where(failed, "failed_measurement", np.where(has_flop & has_bytes, "ok", "no_roofline_metrics"))
     damaged, why = _damaged(raw, k, cat)
@@ -436,7 +487,7 @@ def _status_and_notes(raw: pd.DataFrame, k: pd.DataFrame, cat: Catalog, time: Re
                 missing.append("memory traffic (dram__bytes, lts__lts2xbar_cycles_active, l1tex__lsu_writeback_active_*)")
             notes[i].insert(0, "no roofline metrics: missing " + " and ".join(missing) + ", collect with ncu --set roofline (or --set full)")
         if not failed[i] and np.isnan(time_s[i]):
-            notes[i].append("no duration (gpu__time_duration.sum or sm__cycles_elapsed.avg)")
+            notes[i].append(_no_duration_note(status[i]))
         if other_time[i]:
             notes[i].append(f"time from {time.labels[i]}")
     if "input_notes" in raw.columns:
@@ -444,6 +495,15 @@ def _status_and_notes(raw: pd.DataFrame, k: pd.DataFrame, cat: Catalog, time: Re
             if isinstance(note, str) and note:
                 notes[i].extend(note.split(LIST_SEPARATOR))
     return status
+
+
+def _no_duration_note(status: str) -> str:
+    """The note of a launch without a duration: a point from rates needs none, counts and savings do."""
+    if status == "ok":
+        return ("no duration (gpu__time_duration.sum or sm__cycles_elapsed.avg): the point is placed from the rates the input holds "
+                "(FLOP/s, B/s), which need none; time, FLOPs, bytes, the share of GPU time and savings need it "
+                "(add the SpeedOfLight section, or --metrics gpu__time_duration.sum)")
+    return "no duration (gpu__time_duration.sum or sm__cycles_elapsed.avg)"
 
 
 def _later_columns(k: pd.DataFrame) -> None:
@@ -491,13 +551,19 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
     cc = cc_number(raw["cc"])
     time = _resolve(raw, cat.time, cc)
     time_s = time.values
-    work, flop_source = _precision_work(raw, cat, cc, time_s)
+    flop_notes: list[list[str]] = [[] for _ in range(len(raw))]
+    work, flop_source, flop_held = _precision_work(raw, cat, cc, time_s, flop_notes)
     tpaths, tensor_flop, tensor_rate, tensor_source, notes = _tensor_work(raw, cat, cc, time_s)
+    for i in (i for i, x in enumerate(flop_notes) if x):
+        notes[i] = flop_notes[i] + notes[i]
     levels = _level_traffic(raw, cat, cc, time_s, traffic)
+    levels["l2"].peak, _ = l2_write_evidence(lambda r: _recipe(raw, r, cc), cat, levels["l2"].bytes, levels["l2"].definition,
+                                             levels["l2"].peak, notes)
 
     k = _measured_columns(raw, cat, cc, time_s, work, levels, tensor_flop, tensor_rate)
     k["flop_source"] = flop_source
     k["tensor_source"] = tensor_source
+    k["evidence_sources"] = _ledger(raw, cat, cc, time, flop_held, levels, notes)
     for lv in LEVELS:
         k[f"{lv}_definition"] = levels[lv].definition
     _report_roofs(k, work, levels, tpaths)
@@ -549,7 +615,8 @@ def compute_points(kernels: pd.DataFrame) -> pd.DataFrame:
     work = _point_work(kernels)
     for lv in LEVELS:
         for w in work:
-            keep = ok & (w.flop > 0) & (w.flop_per_s > 0) & (kernels[f"{lv}_bytes_per_s"].to_numpy(float) > 0)
+            # a rate-only launch (no duration, so no counts) is placed from its rates: AI = FLOP/s / B/s
+            keep = ok & ((w.flop > 0) | np.isnan(w.flop)) & (w.flop_per_s > 0) & (kernels[f"{lv}_bytes_per_s"].to_numpy(float) > 0)
             if keep.any():
                 frames.append(_point_frame(kernels, np.flatnonzero(keep), lv, w, sources, achievable))
     if not frames:

@@ -275,29 +275,43 @@ def _apply_datasheet(k: pd.DataFrame, idx: np.ndarray, spec: GpuSpec, gpus: GpuC
     targets = [(p, f"peak_{p}_flop_per_s", spec.flop_per_s.get(p)) for p in PRECISIONS]
     targets.append(("dram", "peak_dram_bytes_per_s", spec.dram_bytes_per_s))
     targets += [(tensor_columns(path).name, col, spec.tensor.get(gpus.tensor_key(path))) for path, col in tensor_cols.items()]
-    filled: dict[int, list[str]] = {}
+    scale = _clock_scale(k["sm_clock_hz"].to_numpy(float)[idx], spec)
+    filled: dict[int, list[tuple[str, str]]] = {}
     for name, col, value in targets:
         if value is None:
             continue
         values = k[col].to_numpy(float).copy()
-        miss = idx[np.isnan(values[idx])]
-        values[miss] = value
+        lacks = np.isnan(values[idx])
+        miss = idx[lacks]
+        # one clock for every roof of a launch: compute roofs at the SM clock ncu measured (the DRAM roof
+        # runs on the memory clock, which the SM clock does not tell: it stays the datasheet's)
+        values[miss] = value * (1.0 if name == "dram" else scale[lacks])
         k[col] = values
         for i in miss:
             sources[i][name] = "datasheet"
-            filled.setdefault(i, []).append(name.replace("_", " ", 1) if name.startswith("tensor_") else name)
+            unscaled = "" if name == "dram" else f" (datasheet {fmt.si(value, 'FLOP/s')} at boost)"
+            shown = name.replace("_", " ", 1) if name.startswith("tensor_") else name
+            filled.setdefault(i, []).append((shown, shown + unscaled))
     clock = k["sm_clock_hz"].to_numpy(float)
     for i, names in filled.items():
         datasheet[i] = spec.id
-        ran = (f", this launch ran at {clock[i] / 1e6:.0f} MHz, {100 * clock[i] / spec.boost_hz:.0f} % of it"
-               if np.isfinite(clock[i]) else "")
-        notes[i].append(f"roofs for {', '.join(names)} from the {spec.name} datasheet "
+        ran = (f"; compute roofs scaled to the SM clock this launch ran at, {clock[i] / 1e6:.0f} MHz = "
+               f"{100 * clock[i] / spec.boost_hz:.0f} % of boost, as the report's own roofs are; DRAM at the datasheet's bandwidth"
+               if np.isfinite(clock[i]) and clock[i] > 0 else "; no measured SM clock: at the boost clock")
+        notes[i].append(f"roofs for {', '.join(text for _, text in names)} from the {spec.name} datasheet "
                         f"(boost clock {spec.boost_hz / 1e6:.0f} MHz{ran}, confidence {spec.confidence})")
-        for name in names:
+        for name, _ in names:
             rule = gpus.tensor_rule(name[len("tensor "):]) if name.startswith("tensor ") else None
             if rule is not None and rule.assumption:
                 notes[i].append(f"{name} roof = datasheet {rule.key.upper()} {fmt.si(spec.tensor[rule.key], 'FLOP/s')}: "
                                 f"{rule.assumption} (confidence {rule.confidence})")
+
+
+def _clock_scale(clock: np.ndarray, spec: GpuSpec) -> np.ndarray:
+    """measured / boost SM clock per launch (1 where the clock is unknown): datasheet compute roofs
+    are at the boost clock (ROOFLINE_SPEC §9), report roofs at the clock ncu measured."""
+    ok = np.isfinite(clock) & (clock > 0) & (spec.boost_hz > 0)
+    return np.where(ok, clock / (spec.boost_hz if spec.boost_hz > 0 else 1.0), 1.0)
 
 
 def _user_roofs(peak_flops: dict[str, float], peak_bandwidth: dict[str, float],

@@ -48,7 +48,9 @@ def main_precision(points: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     DataFrame
         ``keys`` and ``precision``, one row per group.
     """
-    work = points.groupby(keys + ["precision"], sort=False)["flop"].max().reset_index()
+    # a rate-only input has no counts (no duration): within a group the rates rank the same way (one time)
+    flop = points["flop"].where(points["flop"].notna(), points["flop_per_s"]) if "flop_per_s" in points.columns else points["flop"]
+    work = points.assign(flop=flop).groupby(keys + ["precision"], sort=False)["flop"].max().reset_index()
     return work.loc[work.groupby(keys, sort=False)["flop"].idxmax(), keys + ["precision"]]
 
 
@@ -130,6 +132,23 @@ def _sol_only_reason(r: Any) -> str:
     return f"{b} bound from SpeedOfLight throughputs only ({_sol_reason(sm, mem)}): no roofline point"
 
 
+def _dram_only(k: pd.DataFrame, candidates: np.ndarray, near: float) -> tuple[np.ndarray, np.ndarray]:
+    """Launches with bytes and a duration but no FLOPs (no roofline point) and no SpeedOfLight: their
+    DRAM bandwidth against the DRAM roof, bytes / time / roof (issue 33). Returns (fraction, NaN
+    elsewhere) and the mask of those at or above ``near`` ([sol].no_bound, ncu's "well utilized"):
+    memory-bound whatever their FLOPs."""
+    bps, roof = k["dram_bytes_per_s"].to_numpy(float), k["peak_dram_bytes_per_s"].to_numpy(float)
+    frac = np.where(candidates & (roof > 0) & np.isfinite(bps), bps / np.where(roof > 0, roof, 1.0), np.nan)
+    return frac, np.isfinite(frac) & (frac >= near)
+
+
+def _dram_reason(frac: float, near: float) -> str:
+    if frac >= near:
+        return f"memory bound: DRAM traffic at {fmt.pct(frac)} of the DRAM roof (bytes / time / roof; no FLOP counters for a roofline point)"
+    return (f"DRAM traffic at {fmt.pct(frac)} of the DRAM roof (bytes / time / roof), below {fmt.pct(near)}: not DRAM-bound; "
+            "without FLOP counters or SpeedOfLight the compute side cannot be judged (collect ncu --set roofline)")
+
+
 def classify(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
     """Fill the ``bound`` column of the kernels table and append the reason to ``notes``.
 
@@ -168,8 +187,9 @@ def classify(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Catalog) -> p
     one_high = lone & ((np.nan_to_num(sm, nan=-1.0) >= no_bound) | (np.nan_to_num(mem, nan=-1.0) >= no_bound))
     is_sol = live & ~is_lat & ~is_roof & (has_sol | one_high)
     sm_side = np.nan_to_num(sm, nan=-1.0) >= np.nan_to_num(mem, nan=-1.0)
-    out["bound"] = np.select([is_lat, is_roof, is_sol], ["latency", bind["bound"].astype(object).to_numpy(),
-                             np.where(sm_side, "compute", "memory")], "unknown")
+    dram_frac, is_dram = _dram_only(out, live & ~is_lat & ~is_roof & ~is_sol, no_bound)
+    out["bound"] = np.select([is_lat, is_roof, is_sol, is_dram], ["latency", bind["bound"].astype(object).to_numpy(),
+                             np.where(sm_side, "compute", "memory"), "memory"], "unknown")
     text = np.full(len(out), "", dtype=object)
     sol_cols = ["sm_throughput_frac", "memory_throughput_frac", "waves_per_sm"]  # only these: iterating Arrow text is slow
     text[is_lat] = per_distinct(out.loc[is_lat], sol_cols, lambda r: _latency_reason(r, latency, small))
@@ -183,6 +203,7 @@ def classify(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Catalog) -> p
     text[unknown & lone] = np.where(np.isfinite(sm), "bound unknown: no roofline point, and only the SM throughput of ncu's SpeedOfLight "
                                     "(its memory throughput is missing)", "bound unknown: no roofline point, and only the memory "
                                     "throughput of ncu's SpeedOfLight (its SM throughput is missing)")[unknown & lone]
+    text[np.isfinite(dram_frac)] = [_dram_reason(f, no_bound) for f in dram_frac[np.isfinite(dram_frac)]]
     placed = np.full(len(out), "", dtype=object)
     moved = live & (bind["main_precision"].notna() & (bind["main_precision"] != bind["precision"])).to_numpy(bool)
     placed[moved] = per_distinct(bind.loc[moved], ["precision", "main_precision"], _placed_note)

@@ -47,6 +47,7 @@ from ..parser.csv import NA_NOTE
 from ..schema import INCONSISTENT, KERNEL_SUMMARY, flop_name, parse_cell, precision_title, tensor_path, work_unit
 from .classify import binding_points
 from .distinct import distinct_rows
+from .evidence import L2_READS_ONLY, SOURCES_DISAGREE
 from .speed_of_light import instruction_verdict
 from .summary import grid_sizes, keys_of
 
@@ -67,6 +68,9 @@ FLAG_CODES = {
     "dram_below_expected": "less DRAM traffic than --expect says the kernel must move",
     "dram_above_expected": "more DRAM traffic than --expect says the kernel must move",
     "clock_differs": "the SM clock varies between launches of the kernel",
+    "sources_disagree": "two sources of one quantity (a counter and its SASS opcode table, dram__bytes and read + write) disagree "
+                        "beyond [evidence] of metrics/thresholds.toml",
+    "l2_reads_only": "L2 bytes are 0 under a reads-only definition (ncu-legacy) while the report's L2 write counters hold bytes",
 }
 
 #: Diagnosis classes, in the order of the table above, with their display text.
@@ -473,13 +477,15 @@ def launch_flags(kernels: pd.DataFrame, points: pd.DataFrame, thresholds: dict[s
         out[i].append(("corrupt_record", "the input is damaged (see notes), not plotted"))
     for i, cell in enumerate(kernels["notes"]):
         notes = parse_cell("notes", cell)
-        if not any(str(n).startswith((NA_NOTE, INCONSISTENT)) for n in notes):  # most launches: no flag from their notes
+        if not any(str(n).startswith((NA_NOTE, INCONSISTENT, SOURCES_DISAGREE, L2_READS_ONLY)) for n in notes):  # most launches: no flag from their notes
             continue
         notes = [str(n) for n in notes]
         if any(n.startswith(NA_NOTE) for n in notes):
             out[i].append(("na_metrics", "see notes"))
         if any(n.startswith(INCONSISTENT) for n in notes):
             out[i].append(("inconsistent_read", "see notes; check it with --reader ncu_report"))
+        out[i] += [(code, "see notes") for prefix, code in ((SOURCES_DISAGREE, "sources_disagree"), (L2_READS_ONLY, "l2_reads_only"))
+                   if any(n.startswith(prefix) for n in notes)]
     time_s = kernels["time_s"].to_numpy(float)
     held = evidence_facts(kernels)
     sm, mem = (kernels.reindex(columns=[c])[c].to_numpy(float) for c in ("sm_throughput_frac", "memory_throughput_frac"))

@@ -254,7 +254,8 @@ def aggregate_points(points: pd.DataFrame, by: str = "kernel_name") -> pd.DataFr
             "bound", "estimated", "definition", "peak_flop_source", "peak_bytes_source", *ACHIEVABLE_POINT]
     if points.empty:
         return pd.DataFrame(columns=cols)
-    p = points.reindex(columns=list(dict.fromkeys([*points.columns, *ACHIEVABLE_POINT])))  # a table without achievable roofs: NaN
+    # a table without achievable roofs (or rates): NaN
+    p = points.reindex(columns=list(dict.fromkeys([*points.columns, *ACHIEVABLE_POINT, "flop_per_s", "bytes_per_s"])))
     t = p["time_s"].to_numpy(float)
     keys = [by, "precision", "level"]
     roofs = ("peak_flop_per_s", "peak_bytes_per_s", "achievable_flop_per_s", "achievable_bytes_per_s")
@@ -265,6 +266,8 @@ def aggregate_points(points: pd.DataFrame, by: str = "kernel_name") -> pd.DataFr
     out = pd.DataFrame({
         **({"kernel_name": g["kernel_name"].first()} if by != "kernel_name" else {}),
         "launches": g.size(),
+        "_timed": g["time_s"].count(),
+        **{f"_mean_{c}": g[c].mean() for c in ("flop_per_s", "bytes_per_s", *roofs)},
         "time_s": g["time_s"].sum(),
         "flop": g["flop"].sum(),
         "bytes": g["bytes"].sum(),
@@ -284,6 +287,7 @@ def aggregate_points(points: pd.DataFrame, by: str = "kernel_name") -> pd.DataFr
         out["bytes_per_s"] = np.where(t > 0, by / t, np.nan)
         for i, col in enumerate(roofs):
             out[col] = np.where(t > 0, out[f"_w{i}"].to_numpy(float) / t, np.nan)
+        _rate_only_dots(out, roofs)
         ridge = out["peak_flop_per_s"] / out["peak_bytes_per_s"]
         roof = np.minimum(out["peak_flop_per_s"], out["ai_flop_per_byte"] * out["peak_bytes_per_s"])
         out["ridge_flop_per_byte"] = ridge
@@ -293,6 +297,20 @@ def aggregate_points(points: pd.DataFrame, by: str = "kernel_name") -> pd.DataFr
         out["achievable_roof_fraction"] = out["flop_per_s"] / out["achievable_roof_flop_per_s"]
     out["bound"] = np.where(ridge.isna(), "", np.where(out["ai_flop_per_byte"] < ridge, "memory", "compute"))
     return out[cols]
+
+
+def _rate_only_dots(out: pd.DataFrame, roofs: tuple[str, ...]) -> None:
+    """Dots whose launches have no duration (a rate-only export): their rates and roofs are the
+    launches' plain means (no time to weight by), their time, FLOPs and bytes unknown (in place)."""
+    rate_only = (out["_timed"] == 0).to_numpy()
+    if not rate_only.any():
+        return
+    for col in ("time_s", "flop", "bytes"):
+        out[col] = np.where(rate_only, np.nan, out[col].to_numpy(float))
+    for col in ("flop_per_s", "bytes_per_s", *roofs):
+        out[col] = np.where(rate_only, out[f"_mean_{col}"].to_numpy(float), out[col].to_numpy(float))
+    fps, bps = out["flop_per_s"].to_numpy(float), out["bytes_per_s"].to_numpy(float)
+    out["ai_flop_per_byte"] = np.where(rate_only, np.where(bps > 0, fps / np.where(bps > 0, bps, 1.0), np.nan), out["ai_flop_per_byte"])
 
 
 def focus_set(time_s: pd.Series, share: float = FOCUS_SHARE, total_s: float | None = None) -> pd.Series:

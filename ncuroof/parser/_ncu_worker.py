@@ -70,22 +70,24 @@ def _value(metric: Any) -> Any:
     return math.nan if v is None else v
 
 
-def _metrics(action: Any, spec: dict[str, Any], mma: re.Pattern[str]) -> dict[str, Any]:
-    """The wanted scalar metrics, tensor-path metrics and MMA opcode instances of one launch."""
+def _metrics(action: Any, spec: dict[str, Any], instanced: dict[str, re.Pattern[str]]) -> dict[str, Any]:
+    """The wanted scalar metrics, tensor-path metrics and the kept opcode instances (MMA, FP) of one launch."""
     wanted = spec["wanted"]
-    prefix, suffixes, opcode_metric = spec["ops_prefix"], tuple(spec["ops_suffixes"]), spec["opcode_metric"]
+    prefix, suffixes = spec["ops_prefix"], tuple(spec["ops_suffixes"])
     names = action.metric_names()
     values: dict[str, Any] = {}
     for name in names:
         if name in wanted or (name.startswith(prefix) and name.endswith(suffixes)):
             values[name] = _value(action.metric_by_name(name))
-    if opcode_metric in names:
+    for opcode_metric, keep in sorted(instanced.items()):  # in name order, as the decoder reads them
+        if opcode_metric not in names:
+            continue
         m = action.metric_by_name(opcode_metric)
         values[opcode_metric] = _value(m)
         keys = m.correlation_ids() if m.has_correlation_ids() else None
         for i in range(m.num_instances() if keys is not None else 0):
             opcode = keys.as_string(i)
-            if mma.search(opcode):
+            if keep.search(opcode):
                 values[f"{opcode_metric}[{opcode}]"] = m.as_double(i)
     return values
 
@@ -103,7 +105,7 @@ def read(path: str, spec: dict[str, Any], out: Any) -> int:
         pickle.dump(("error", str(exc)), out)
         return 3
     spec["wanted"] = frozenset(spec["wanted"])
-    mma = re.compile(spec["mma"])
+    instanced = {name: re.compile(pattern) for name, pattern in spec["instanced"].items()}
     base = ncu_report.IAction
     ranges = [ctx.range_by_idx(r) for r in range(ctx.num_ranges())]
     pickle.dump(("total", sum(r.num_actions() for r in ranges)), out)
@@ -114,7 +116,7 @@ def read(path: str, spec: dict[str, Any], out: Any) -> int:
             action = rng.action_by_idx(a)
             row = {"range_id": range_id, "launch_id": launch, "kernel_name": action.name(base.NameBase_FUNCTION),
                    "kernel_demangled": action.name(base.NameBase_DEMANGLED), "nvtx_range": _nvtx(action)}
-            row.update(_metrics(action, spec, mma))
+            row.update(_metrics(action, spec, instanced))
             damaged = False
             for key, value in row.items():
                 row[key], bad = clean_text(value)

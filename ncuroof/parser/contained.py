@@ -101,7 +101,7 @@ def read_launches(path: Path, spec: dict[str, Any], progress: Any = None, record
         A framing-checked ``.ncu-rep`` (or ``.ncu-repz``).
     spec : dict
         What to keep: ``wanted`` (metric names), ``ops_prefix``/``ops_suffixes`` (tensor-path
-        metrics), ``opcode_metric`` and ``mma`` (regex of MMA opcodes), see :mod:`._ncu_worker`.
+        metrics), ``instanced`` (each opcode metric and the regex of the opcodes kept), see :mod:`._ncu_worker`.
     progress : callable, optional
         ``progress(total)`` returns a callable advanced once per launch.
     records : list of ResultRecord, optional

@@ -408,7 +408,19 @@ def _join(runs: dict[str, pd.DataFrame], path: Path) -> pd.DataFrame:
     return raw
 
 
+def _chart_repeats(rows: pd.DataFrame, rules: CsvRules) -> pd.DataFrame:
+    """``rows`` without the later copies of chart labels printed once per chart (``repeats`` in
+    ``metrics/csv.toml``: "SM Frequency" of the FP32 and of the FP64 roofline of one section)."""
+    if not rules.repeating or "Section Name" not in rows.columns:
+        return rows
+    pairs = list(zip(rows["Section Name"].to_numpy(dtype=object), rows["Metric Name"].to_numpy(dtype=object)))
+    repeating = np.array([p in rules.repeating for p in pairs], dtype=bool)
+    later = repeating & rows.duplicated(["ID", "Section Name", "Metric Name"]).to_numpy()
+    return rows[~later]
+
+
 def _read_details(rows: pd.DataFrame, path: Path, catalog: Catalog, rules: CsvRules, notes: list[str]) -> pd.DataFrame:
+    rows = _chart_repeats(rows, rules)
     _check_launch_rows(rows, path)
     names = rows["Metric Name"].to_numpy(dtype=object)
     sections = rows["Section Name"].to_numpy(dtype=object) if "Section Name" in rows.columns else np.full(len(rows), "")
@@ -451,6 +463,10 @@ def _read_details(rows: pd.DataFrame, path: Path, catalog: Catalog, rules: CsvRu
     # A metric printed twice (a --metrics name and a section label for it): the metric name wins.
     long = long.sort_values(["ID", "metric", "rank"], kind="stable").drop_duplicates(["ID", "metric"])
     wide = long.pivot(index="ID", columns="metric", values="value")
+    for metric, others in rules.also.items():  # one label, several metrics (the section's sm__ and smsp__ clocks)
+        for other in others:
+            if metric in wide.columns and other not in wide.columns:
+                wide[other] = wide[metric]
     meta = meta.set_index("launch_id", drop=False)
     meta = meta.join(wide, how="left")
     meta["_na"] = na_all.reindex(meta.index)

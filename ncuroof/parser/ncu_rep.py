@@ -155,8 +155,8 @@ def _spec(catalog: Catalog) -> dict[str, Any]:
     """What the worker keeps of each launch (:mod:`._ncu_worker`)."""
     t = catalog.tensor
     return {"wanted": sorted(catalog.scalar_metrics), "ops_prefix": t.ops_prefix,
-            "ops_suffixes": [t.ops_count, t.ops_rate, t.ops_peak], "opcode_metric": t.opcode_metric,
-            "mma": t.looks_like_mma.pattern}
+            "ops_suffixes": [t.ops_count, t.ops_rate, t.ops_peak],
+            "instanced": {name: keep.pattern for name, keep in catalog.instanced_metrics.items()}}
 
 
 def read_ncu_rep(path: str | Path, catalog: Catalog, progress: Any = None) -> pd.DataFrame:
@@ -169,8 +169,9 @@ def read_ncu_rep(path: str | Path, catalog: Catalog, progress: Any = None) -> pd
         so that any ``ncu_report`` reads it and its launch records are checked).
     catalog : Catalog
         Says which metrics to read: every scalar metric of its recipes, every
-        ``sm__ops_path_tensor_*`` count/rate/peak, and the MMA opcodes of
-        ``sass__inst_executed_per_opcode_with_modifier_all``.
+        ``sm__ops_path_tensor_*`` count/rate/peak, the MMA opcodes of
+        ``sass__inst_executed_per_opcode_with_modifier_all`` and the FP opcodes of the opcode tables
+        (``metrics/opcodes.toml``).
     progress : callable, optional
         ``progress(total)`` returns a callable advanced once per launch (a progress bar).
 

@@ -144,7 +144,7 @@ def _key(name_id: int) -> bytes:
 class _Layout:
     """Where a result's wanted metrics are: ``get(metrics)`` returns their raw metric results, each
     starting with its ``keys`` entry; the first ``len(names)`` are the scalars, in ncu's name order,
-    whose value messages start at ``ats``, then the opcode metric if ``opcode`` (``n_read`` in all),
+    whose value messages start at ``ats``, then the instanced (per-opcode) metrics named in ``opcodes`` (``n_read`` in all),
     then the earlier copies of repeated metrics (checked, not read). ``doubles`` reads them all at
     once once learned (:class:`_Doubles`)."""
 
@@ -152,18 +152,19 @@ class _Layout:
     ats: tuple[int, ...]
     keys: tuple[bytes, ...]
     get: Callable[[Any], tuple[bytes, ...]]
-    opcode: bool
+    opcodes: tuple[str, ...]
     doubles: _Doubles | None = None
     n_read: int = 0
 
     def same_extras(self, raws: tuple[bytes, ...]) -> bool:
-        """Whether the opcode metric and the earlier copies of repeated metrics are where learned."""
+        """Whether the opcode metrics and the earlier copies of repeated metrics are where learned."""
         at = len(self.names)
         return all(map(bytes.startswith, raws[at:], self.keys[at:])) if len(raws) > at else True
 
-    def opcode_raw(self, raws: tuple[bytes, ...]) -> bytes:
-        """The raw opcode metric result among ``raws`` (``opcode`` layouts only)."""
-        return raws[len(self.names)]
+    def opcode_raws(self, raws: tuple[bytes, ...]) -> tuple[bytes, ...]:
+        """The raw results of the instanced metrics among ``raws``, in the order of ``opcodes``."""
+        at = len(self.names)
+        return raws[at:at + len(self.opcodes)]
 
 
 def _no_metrics(metrics: Any) -> tuple[bytes, ...]:
@@ -256,10 +257,10 @@ class _Wanted:
         a string that a block after it defines (an H800 report of ncu 2023.3 does), and
         ``ncu_report`` resolves it."""
         wanted = cls(catalog)
-        is_tensor, opcode = catalog.is_tensor_path_metric, catalog.tensor.opcode_metric
+        is_tensor, instanced = catalog.is_tensor_path_metric, catalog.instanced_metrics
         for raw in strings:
             name = raw.decode("utf-8", "surrogateescape")
-            if name in catalog.scalar_metrics or is_tensor(name) or name == opcode:
+            if name in catalog.scalar_metrics or is_tensor(name) or name in instanced:
                 wanted.ids[len(wanted.strings)] = name
             wanted.strings.append(name)
         return wanted
@@ -290,15 +291,16 @@ class _Wanted:
         self.scans += 1
         found, earlier = self._scan(metrics)
         cat = self.catalog
-        opcode_metric = cat.tensor.opcode_metric
+        instanced = cat.instanced_metrics
         ids = self.ids
-        scalars = sorted((ids[mid], mid, i) for mid, i in found.items() if ids[mid] != opcode_metric or opcode_metric in cat.scalar_metrics)
-        picked = [(mid, i) for _, mid, i in scalars] + [(mid, i) for mid, i in found.items() if ids[mid] == opcode_metric]
+        scalars = sorted((ids[mid], mid, i) for mid, i in found.items() if ids[mid] not in instanced or ids[mid] in cat.scalar_metrics)
+        opcodes = sorted((ids[mid], mid, i) for mid, i in found.items() if ids[mid] in instanced)
+        picked = [(mid, i) for _, mid, i in scalars] + [(mid, i) for _, mid, i in opcodes]
         picked += earlier  # checked, never read
         keys = tuple(_key(mid) for mid, _ in picked)
         n_read = len(picked) - len(earlier)
         layout = _Layout(tuple(name for name, _, _ in scalars), tuple(len(k) for k in keys[:len(scalars)]), keys,
-                         _getter([i for _, i in picked]), n_read > len(scalars), n_read=n_read)
+                         _getter([i for _, i in picked]), tuple(name for name, _, _ in opcodes), n_read=n_read)
         known[:] = [layout, *known[:3]]
         return layout, layout.get(metrics)
 
@@ -388,11 +390,11 @@ def _value_at(raw: bytes, at: int, metric_cls: Any) -> Any:
     return _metric_value(metric_cls.FromString(raw))
 
 
-def _opcodes(metric: Any, cat: Catalog) -> dict[str, Any]:
-    """The metric's value and one ``<metric>[<opcode>]`` column per MMA opcode."""
-    opcode_metric = cat.tensor.opcode_metric
+def _opcodes(metric: Any, opcode_metric: str, cat: Catalog) -> dict[str, Any]:
+    """The metric's value and one ``<metric>[<opcode>]`` column per kept opcode
+    (:attr:`ncuroof.catalog.Catalog.instanced_metrics`: MMA opcodes, FP opcodes)."""
     values = {opcode_metric: _metric_value(metric)}
-    mma = cat.tensor.looks_like_mma
+    mma = cat.instanced_metrics[opcode_metric]
     for inst in metric.instances:
         key = _scalar(inst.key)
         if not isinstance(key, str):
@@ -420,8 +422,8 @@ def _values(result: Any, wanted: _Wanted, metric_cls: Any, got: Launch) -> None:
         if layout.doubles is None:
             layout.doubles = _Doubles.learn(layout, raws)
     got.layout = layout
-    if layout.opcode:
-        got.extra = _opcodes(metric_cls.FromString(layout.opcode_raw(raws)), wanted.catalog)
+    for name, raw in zip(layout.opcodes, layout.opcode_raws(raws)):
+        got.extra.update(_opcodes(metric_cls.FromString(raw), name, wanted.catalog))
 
 
 def _launch(buf: Any, block: int, offset: int, wanted: _Wanted, classes: dict[str, Any]) -> Launch:
@@ -686,7 +688,7 @@ def _frames(path: Path, rows: list[tuple[int, Launch]], version: str | None) -> 
 def _fast(got: Launch) -> int | None:
     """The identity of the layout ``got``'s values can be read with in bulk, or None."""
     layout = got.layout
-    if got.blob is None or layout.opcode or len(set(layout.names)) != len(layout.names):
+    if got.blob is None or layout.opcodes or len(set(layout.names)) != len(layout.names):
         return None
     return id(layout)
 

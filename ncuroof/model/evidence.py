@@ -1,0 +1,249 @@
+"""The evidence ledger: every source a launch's input holds for each quantity, the one used, and
+whether they agree (issue 33).
+
+The order of preference is data (``metrics/opcodes.toml`` ``[order]``): roofline counters, then
+the SASS opcode tables, then read + write counters, then rates x clock. For FLOPs this module adds
+the opcode tables as a source (FLOPs per thread instruction x executed thread instructions per
+opcode, ncu's roofline weights) and checks a counter against its opcode table where both exist; for
+L2 it flags a zero the report's own write counters contradict and takes a roof from the L2 tag
+stage where the chosen definition has none. Everything is vectorized over the launch table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .. import fmt
+from ..catalog import Catalog, OpcodeTable, Recipe
+
+__all__ = ["alternatives_text", "OpcodeFlops", "opcode_flops", "flop_evidence", "l2_write_evidence", "SOURCES_DISAGREE", "L2_READS_ONLY", "ledger_text"]
+
+#: Start of the note of a launch whose sources of one quantity disagree (flag ``sources_disagree``).
+SOURCES_DISAGREE = "sources disagree"
+#: Start of the note of a launch whose L2 bytes are 0 under a reads-only definition while its write counters hold bytes (flag ``l2_reads_only``).
+L2_READS_ONLY = "L2 reads only"
+
+_NAN = np.nan
+
+
+@dataclass
+class OpcodeFlops:
+    """FLOPs of each precision from one SASS opcode table, per launch (NaN where the launch lacks the table)."""
+
+    table: OpcodeTable
+    held: np.ndarray
+    flop: dict[str, np.ndarray]
+
+
+def opcode_flops(raw: pd.DataFrame, cat: Catalog) -> list[OpcodeFlops]:
+    """FLOPs per precision from each SASS opcode table the input holds, in order of preference.
+
+    Parameters
+    ----------
+    raw : DataFrame
+        The raw table: ``<table metric>`` (any value: the table exists in that launch) and one
+        ``<table metric>[<OPCODE>]`` column per kept FP opcode (:attr:`ncuroof.catalog.Catalog.instanced_metrics`).
+    cat : Catalog
+        ``cat.opcodes`` (``metrics/opcodes.toml``): tables, their factor to thread instructions and
+        the FLOPs per thread instruction of each opcode.
+
+    Returns
+    -------
+    list of OpcodeFlops
+        One per table of ``opcodes.toml`` present in ``raw`` [FLOP]: Σ weight × count × factor;
+        an opcode the table does not list in a launch that holds the table executed 0 times.
+    """
+    if cat.opcodes is None:
+        return []
+    n = len(raw)
+    out = []
+    for table in cat.opcodes.tables:
+        if table.metric not in raw.columns:
+            continue
+        held = raw[table.metric].notna().to_numpy()
+        flop = {}
+        for precision, weights in cat.opcodes.weights.items():
+            total = np.zeros(n)
+            for opcode, w in weights.items():
+                col = f"{table.metric}[{opcode}]"
+                if col in raw.columns:
+                    total += w * np.nan_to_num(raw[col].to_numpy(dtype=float, na_value=np.nan))
+            flop[precision] = np.where(held, total * table.factor, _NAN)
+        out.append(OpcodeFlops(table, held, flop))
+    return out
+
+
+def _apart(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """|a - b| / max(|a|, |b|); 0 where both are 0, NaN where either is missing."""
+    big = np.maximum(np.abs(a), np.abs(b))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(big > 0, np.abs(a - b) / np.where(big > 0, big, 1.0), 0.0)
+
+
+def flop_evidence(precision: str, flop: np.ndarray, flop_per_s: np.ndarray, source: np.ndarray, time_s: np.ndarray,
+                  tables: list[OpcodeFlops], disagree: float, notes: list[list[str]]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Fill one precision's FLOPs from the opcode tables where the counters have none, and check them where both exist.
+
+    Parameters
+    ----------
+    precision : str
+        ``fp64``, ``fp32`` or ``fp16``.
+    flop, flop_per_s : ndarray
+        From the roofline counters [FLOP, FLOP/s] (NaN where none).
+    source : ndarray of str
+        ``count``, ``rate x time`` or '' per launch.
+    time_s : ndarray
+        Launch durations [s] (a rate from an opcode count is FLOPs / time).
+    tables : list of OpcodeFlops
+        From :func:`opcode_flops`, in order of preference.
+    disagree : float
+        ``[evidence].flop_disagree`` of ``metrics/thresholds.toml``: the relative difference above
+        which a counter and its thread-opcode table are a flag.
+    notes : list of list of str
+        Per-launch notes, extended in place (the disagreement, a warp-table assumption).
+
+    Returns
+    -------
+    (flop, flop_per_s, source, held)
+        FLOPs and FLOP/s with the opcode tables' values where the counters had none, the source
+        used per launch (the table's id where it came from one), and the ledger text of the
+        sources held (``"rate x time = sass_thread_opcodes (0.01 % apart)"``).
+    """
+    held = np.where(source != "", source, "").astype(object)
+    title = precision.upper()
+    for t in tables:
+        value = t.flop[precision]
+        take = np.isnan(flop) & t.held
+        if t.table.assumption:
+            for i in np.flatnonzero(take & (value > 0)):
+                notes[i].append(f"{title} FLOPs from {t.table.metric} x {t.table.factor:g}: {t.table.assumption}")
+        flop = np.where(take, value, flop)
+        flop_per_s = np.where(take, _div(value, time_s), flop_per_s)
+        source = np.where(take, t.table.id, source)
+        both = t.held & (held != "") & ~take
+        apart = _apart(flop, value)
+        sign = ("=", "!=") if t.table.factor == 1 else ("=", "<=")  # warp x 32 is an upper bound of the thread count
+        text = np.full(len(flop), "", dtype=object)
+        if both.any():  # launches share a handful of differences: format each once
+            values, which = np.unique(apart[both], return_inverse=True)
+            shown = np.array([f" {sign[int(a > disagree)]} {t.table.id} ({100 * a:.2g} % apart)" if np.isfinite(a) else ""
+                              for a in values], dtype=object)
+            text[both] = shown[which.reshape(-1)]
+        held = np.where(both, held + text, np.where(take, t.table.id, held))
+        if t.table.factor == 1:  # only a thread table counts what the counters count; warp x 32 is an upper bound
+            for i in np.flatnonzero(both & (apart > disagree)):
+                notes[i].append(f"{SOURCES_DISAGREE}: {title} FLOPs {fmt.si(flop[i], 'FLOP')} from the counters ({source[i]}) but "
+                                f"{fmt.si(value[i], 'FLOP')} from {t.table.metric} ({100 * apart[i]:.1f} % apart, more than "
+                                f"{100 * disagree:g} %): the counters are used; re-profile if the run was replayed inconsistently")
+    return flop, flop_per_s, source.astype(object), held
+
+
+def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return np.where(b > 0, a / np.where(b > 0, b, 1.0), _NAN)
+
+
+def l2_write_evidence(evaluate: Callable[[Recipe], np.ndarray], cat: Catalog, l2_bytes: np.ndarray, definition: np.ndarray,
+                      peak: np.ndarray, notes: list[list[str]]) -> tuple[np.ndarray, np.ndarray]:
+    """Flag an L2 zero that the report's write counters contradict, and fill a missing L2 roof from the tag stage.
+
+    Parameters
+    ----------
+    evaluate : callable
+        Recipe -> per-launch values (the calculator's recipe evaluation).
+    cat : Catalog
+        ``cat.l2_evidence`` (``[l2_evidence]`` of ``metrics/roofline.toml``): ``writes`` and ``peak`` recipes.
+    l2_bytes, definition, peak : ndarray
+        The L2 bytes [B], traffic definition id and roof [B/s] chosen by the calculator.
+    notes : list of list of str
+        Per-launch notes, extended in place.
+
+    Returns
+    -------
+    (peak, peak_label)
+        The L2 roof [B/s] with the tag-stage roof where the chosen definition gave none (NaN, or 0
+        from 0 B / 0 % of peak) and the recipe label of that roof ('' where unchanged).
+    """
+    n = len(l2_bytes)
+    writes = np.full(n, _NAN)
+    label = np.full(n, "", dtype=object)
+    for r in cat.l2_evidence.get("writes", ()):
+        v = evaluate(r)
+        take = np.isnan(writes) & ~np.isnan(v)
+        writes = np.where(take, v, writes)
+        label = np.where(take, r.label, label)
+    reads_only = (definition == "ncu-legacy") & (l2_bytes == 0) & (writes > 0)
+    for i in np.flatnonzero(reads_only):
+        notes[i].append(f"{L2_READS_ONLY}: l2_bytes = 0 under the ncu-legacy definition (l1tex__m_xbar2l1tex_read_bytes, L2 -> L1 "
+                        f"reads only) while {label[i]} = {fmt.si(writes[i], 'B')} were written to L2: this launch's L2 traffic "
+                        "is writes; --traffic nersc (lts__t_bytes) counts them")
+    missing = ~(peak > 0) & ~np.isnan(l2_bytes)
+    peak_label = np.full(n, "", dtype=object)
+    for r in cat.l2_evidence.get("peak", ()):
+        v = evaluate(r)
+        take = missing & (peak_label == "") & (v > 0)
+        peak = np.where(take, v, peak)
+        peak_label = np.where(take, r.label, peak_label)
+    for i in np.flatnonzero(peak_label != ""):
+        notes[i].append(f"L2 roof {fmt.si(peak[i], 'B/s')} from {peak_label[i]} (the {definition[i] or 'chosen'} definition has none here)")
+    return peak, peak_label
+
+
+def alternatives_text(forms: list[tuple[str, np.ndarray]], n: int) -> np.ndarray:
+    """Ledger text of one quantity given in several forms, in order of preference: the first form a
+    launch holds, then each other held form with how far apart it is (``"a = b (0.3 % apart)"``).
+
+    Parameters
+    ----------
+    forms : list of (label, ndarray)
+        Each form's label and per-launch values (NaN where not held).
+    n : int
+        Number of launches.
+
+    Returns
+    -------
+    ndarray of str
+        '' where the launch holds none.
+    """
+    text = np.full(n, "", dtype=object)
+    ref = np.full(n, _NAN)
+    for label, v in forms:
+        held = ~np.isnan(v)
+        first = held & np.isnan(ref)
+        text = np.where(first, label, text)
+        other = held & ~first
+        if other.any():
+            values, which = np.unique(_apart(ref[other], v[other]), return_inverse=True)
+            shown = np.array([f" = {label} ({100 * a:.2g} % apart)" for a in values], dtype=object)
+            text[other] = text[other] + shown[which.reshape(-1)]
+        ref = np.where(first, v, ref)
+    return text
+
+
+def ledger_text(parts: dict[str, np.ndarray]) -> np.ndarray:
+    """The ``evidence_sources`` cell of each launch: ``"quantity: used [= other (x % apart)] | ..."``.
+
+    Parameters
+    ----------
+    parts : dict of str to ndarray of str
+        Quantity (``fp32``, ``dram``, ``time``, ...) -> per-launch text of its sources, the used one
+        first ('' where the launch holds none).
+
+    Returns
+    -------
+    ndarray of str
+        The quantities with a source, `` | ``-joined, in the order of ``parts``.
+    """
+    if not parts:
+        return np.array([], dtype=object)
+    names = list(parts)
+    # launches share a handful of ledgers: factorize each quantity's text (hashing), join each distinct row once
+    coded = [pd.factorize(pd.Series(parts[k], dtype=object), use_na_sentinel=False) for k in names]
+    codes = np.column_stack([c for c, _ in coded])
+    rows, which = np.unique(codes, axis=0, return_inverse=True)
+    text = np.array([" | ".join(f"{k}: {u[c]}" for k, (_, u), c in zip(names, coded, row) if u[c]) for row in rows], dtype=object)
+    return text[which.reshape(-1)]
