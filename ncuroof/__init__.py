@@ -15,9 +15,28 @@ Importing ncuroof has no side effects: it runs no ncu and imports ncu_report onl
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ._version import __version__
-from .api import AnalysisResult, CompareResult, analyze, compare_runs, load, plot_roofline, points, profile
 from .errors import NcuroofError
+
+if TYPE_CHECKING:
+    from .api import AnalysisResult, CompareResult, analyze, compare_runs, load, plot_roofline, points, profile
 
 __all__ = ["profile", "load", "points", "plot_roofline", "analyze", "AnalysisResult", "compare_runs", "CompareResult", "NcuroofError",
            "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    """The public API, imported on first use (a process that imports only a part, such as a decoding
+    worker importing :mod:`ncuroof.parser.nvr`, does not pay for the rest); a subpackage or module
+    by its name (``ncuroof.api``, ``from .. import fmt``)."""
+    if name in __all__:
+        return getattr(importlib.import_module(f"{__name__}.api"), name)
+    try:
+        return importlib.import_module(f"{__name__}.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{__name__}.{name}":
+            raise
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None

@@ -622,6 +622,7 @@ def compute_points(kernels: pd.DataFrame) -> pd.DataFrame:
     if not frames:
         return empty(POINTS)
     pts = pd.concat(frames, ignore_index=True)
+    frames.clear()  # not kept beside the sorted copy
     order = {lv: i for i, lv in enumerate(LEVELS)}
     pts = pts.sort_values(["source", "launch_id", "precision", "level"], key=lambda s: s.map(order) if s.name == "level" else s, kind="stable")
     return pts[list(POINTS)].reset_index(drop=True)

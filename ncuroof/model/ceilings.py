@@ -126,7 +126,7 @@ def fill_ceilings(kernels: pd.DataFrame, gpus: GpuCatalog, gpu: str | None = Non
     """
     forced = _forced_spec(gpus, gpu)
     peak_flops, peak_bandwidth = _check_names(peak_flops, peak_bandwidth)
-    k = kernels.copy()
+    k = kernels.copy(deep=False)
     tensor_cols = {p: tensor_columns(p).peak for p in tensor_paths(k.columns, "peak")}
     sources = parse_sources_column(k["ceiling_sources"])
     notes = [list(parse_cell("notes", x)) for x in k["notes"]]
@@ -196,7 +196,7 @@ def fill_achievable(kernels: pd.DataFrame, gpus: GpuCatalog, spec_of: Mapping[st
         For a user roof name that is no precision or level.
     """
     flops, bandwidth = _check_names(achievable_flops, achievable_bandwidth)
-    k = kernels.copy()
+    k = kernels.copy(deep=False)
     paths = tensor_paths(k.columns, "peak")
     for col in (*(f"achievable_{p}_flop_per_s" for p in PRECISIONS), *(f"achievable_{lv}_bytes_per_s" for lv in LEVELS)):
         if col not in k.columns:

@@ -174,7 +174,7 @@ def classify(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Catalog) -> p
     """
     sol = catalog.thresholds["sol"]
     latency, small = float(sol["latency_bound"]), float(sol["small_grid_waves"])
-    out = kernels.copy()
+    out = kernels.copy(deep=False)  # columns shared until replaced (copy-on-write): no copy of the whole table
     sm, mem = out["sm_throughput_frac"].to_numpy(float), out["memory_throughput_frac"].to_numpy(float)
     has_sol = np.isfinite(sm) & np.isfinite(mem)
     live = (~out["status"].isin(["failed_measurement", "corrupt_record"])).to_numpy()

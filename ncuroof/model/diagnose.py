@@ -613,7 +613,7 @@ def diagnose_launches(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Cata
     DataFrame
         A copy of ``kernels`` with the four columns (see :func:`verdict`, :func:`launch_flags`).
     """
-    k = kernels.copy()
+    k = kernels.copy(deep=False)
     bind = binding_points(points).drop(columns="bound")
     need = ["source", "launch_id", "grid", "block", *(c for c in _FACTS if c in k.columns and c not in bind.columns)]
     facts = k[need].merge(bind, on=["source", "launch_id"], how="left")

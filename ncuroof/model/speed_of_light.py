@@ -259,7 +259,7 @@ def apply_speed_of_light(kernels: pd.DataFrame, pipes: PipeCatalog, cc: np.ndarr
         ``saving_s`` [s] = max(``time_s`` − ``time_at_roof_s``, 0) and ``speed_of_light_note``
         (one sentence when the two bounds differ by more than ``disagree``, else '').
     """
-    k = kernels.copy()
+    k = kernels.copy(deep=False)
     roof = roofline_time(k, pipes, cc)
     unit, side = unit_time(k)
     use_unit = np.isfinite(unit) & ~(roof >= unit)

@@ -34,7 +34,7 @@ __all__ = ["MAGIC", "RELEASE_BYTES", "check_file", "check_header", "first_block"
 
 MAGIC = b"NVR\x00"
 #: Bytes read from a memory-mapped report between releases of its pages (:func:`release_pages`).
-RELEASE_BYTES = 64 << 20
+RELEASE_BYTES = 8 << 20
 _VERSION = re.compile(rb"(\d{4}\.\d+\.\d+(?:\.\d+)?) \(build")
 
 
@@ -194,6 +194,7 @@ def walk(mm: Any, path: Path, pos: int | None = None, index: int = 0, stop: int 
         yield index, pos, header, start
         pos = end
         index += 1
+    release_pages(mm, released, pos)  # the blocks are read: none of their pages stays resident
     if pos != size:
         raise ReportFormatError(f"is truncated or corrupt: its blocks end at byte {pos} but the file has {len(mm)} bytes; "
                                 "copy the report again or re-run ncu", path)

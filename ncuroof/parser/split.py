@@ -118,6 +118,7 @@ def _finish(w: _Worker, progress: Callable[[int], None] | None) -> Any:
     w.pass_progress(progress)
     code = w.proc.wait()
     data = b"".join(w.out)
+    w.out.clear()  # the pickled result is not kept once read: only ``data``, until it is unpickled
     if code != 0 or not data:
         lines = b"".join(w.err).decode("utf-8", "replace").strip().splitlines()
         raise _WorkerDied(f"a worker process ended with code {code}: {lines[-1] if lines else 'no message'}")
