@@ -208,9 +208,9 @@ def _frame(fig: go.Figure, traces: list[go.Scatter], xs: list[float], ys: list[f
     level = next(iter(levels)).upper() if len(levels) == 1 else "each kernel's level"
     fig.add_traces(roof_traces + traces)
     fig.update_layout(title=html.escape(title), template="plotly_white", height=650, hovermode="closest",
-                      xaxis=dict(type="log", title=f"Arithmetic intensity at {level} [FLOP/byte]",
+                      xaxis=dict(type="log", exponentformat="SI", title=f"Arithmetic intensity at {level} [FLOP/byte]",
                                  range=[math.log10(x_lo), math.log10(x_hi)]),
-                      yaxis=dict(type="log", title="Performance [FLOP/s]",
+                      yaxis=dict(type="log", exponentformat="SI", title="Performance [FLOP/s]",
                                  range=[math.log10(min(y_all) / 2), math.log10(max(y_all) * 2)]))
     if not [x for x in xs if np.isfinite(x) and x > 0]:
         fig.add_annotation(text="No dots: the inputs have no FLOP counters or no traffic counters.", showarrow=False,
