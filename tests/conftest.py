@@ -43,23 +43,28 @@ def ncu_metrics(name: str) -> tuple[dict[str, float], ...]:
     This is the independent path the tests compare ncuroof against: it does not go through
     ncuroof's parser, catalog or calculator.
     """
+    out = []
+    for action in ncu_actions(name):
+        values = {}
+        for m in action.metric_names():
+            metric = action.metric_by_name(m)
+            if metric.num_instances() == 0 or m.startswith("sass__"):
+                v = metric.value()
+                if isinstance(v, (int, float)):
+                    values[m] = float(v)
+        out.append(values)
+    return tuple(out)
+
+
+def ncu_actions(name: str):
+    """Every launch (ncu_report action) of a shared report, in report order, read by ncu_report alone."""
     import ncu_report
 
     ctx = ncu_report.load_report(str(shared(name)))
-    out = []
     for r in range(ctx.num_ranges()):
         rng = ctx.range_by_idx(r)
         for a in range(rng.num_actions()):
-            action = rng.action_by_idx(a)
-            values = {}
-            for m in action.metric_names():
-                metric = action.metric_by_name(m)
-                if metric.num_instances() == 0 or m.startswith("sass__"):
-                    v = metric.value()
-                    if isinstance(v, (int, float)):
-                        values[m] = float(v)
-            out.append(values)
-    return tuple(out)
+            yield rng.action_by_idx(a)
 
 
 def close(a: float, b: float, rel: float = 1e-9) -> bool:

@@ -11,7 +11,7 @@ import functools
 
 import numpy as np
 import pytest
-from conftest import REPORTS, kernels_of, ncu_metrics, needs_ncu_report, needs_shared, shared
+from conftest import REPORTS, kernels_of, ncu_actions, ncu_metrics, needs_ncu_report, needs_shared, shared
 
 from ncuroof.schema import cell_text
 
@@ -24,21 +24,15 @@ WARP = "sass__inst_executed_per_opcode"
 @functools.cache
 def opcode_table(name: str, metric: str = THREAD) -> tuple[dict[str, float], ...]:
     """Per launch, the opcode -> count instances of ``metric`` as ncu_report gives them."""
-    import ncu_report
-
-    ctx = ncu_report.load_report(str(shared(name)))
     out = []
-    for r in range(ctx.num_ranges()):
-        rng = ctx.range_by_idx(r)
-        for a in range(rng.num_actions()):
-            action = rng.action_by_idx(a)
-            table: dict[str, float] = {}
-            if metric in action.metric_names():
-                m = action.metric_by_name(metric)
-                if m.has_correlation_ids():
-                    keys = m.correlation_ids()
-                    table = {keys.as_string(i): m.as_double(i) for i in range(m.num_instances())}
-            out.append(table)
+    for action in ncu_actions(name):
+        table: dict[str, float] = {}
+        if metric in action.metric_names():
+            m = action.metric_by_name(metric)
+            if m.has_correlation_ids():
+                keys = m.correlation_ids()
+                table = {keys.as_string(i): m.as_double(i) for i in range(m.num_instances())}
+        out.append(table)
     return tuple(out)
 
 
