@@ -245,12 +245,12 @@ def _page_files(a: Analysis, plotlyjs: str | bool, image: str | None, formats: S
               **({"ops": ops} if ops is not None else {})}
     apart = failures is not None
     # The page first: the Arrow copies of the tables are made after its text is built, not beside it.
-    html = report.render_html(fig, kernels, meta, plotlyjs=plotlyjs, summary=summ, focus=a.options.focus,
+    page = report.render_html(fig, kernels, meta, plotlyjs=plotlyjs, summary=summ, focus=a.options.focus,
                               extra=views.page_sections(summ, ranks, a.catalog.thresholds["ranks"]["imbalance"], prod),
                               basis=views.time_basis(prod))
     files: dict[str, Any] = {
         **tables_io.table_files(tables, sorted(set(formats) | ({"parquet"} if apart else set())), a.inputs, dataset=apart),
-        "roofline.html": html,
+        "roofline.html": page,
     }
     if image is not None:
         files[f"roofline.{image}"] = report.render_image(fig, image)
