@@ -675,6 +675,8 @@ FILES: dict[str, str] = {
     "roofline.svg": "the chart's default view as an image (analyze --image svg)",
     "compare.html": "the before/after page (ncuroof compare)",
     "trail.html": "the page of several runs in order (ncuroof compare A B C ...)",
+    "<report>.ncuroof.json": "written by ncuroof profile beside the report it collected (not in an output folder): how it was "
+                             "collected (ncu version, options, clocks)",
     "ncuroof-manifest.json": "the files ncuroof wrote in the folder (JSON {\"files\": [...]}), the only ones a later run replaces",
 }
 
