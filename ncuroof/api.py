@@ -227,6 +227,11 @@ def _what_if(a: Analysis, name: str) -> pd.DataFrame:
     return diagnose.what_if(a.summary, a.kernels, target, a.gpus)
 
 
+def _table_formats(formats: Sequence[str], apart: bool) -> list[str]:
+    """The table formats asked for; a fleet's or multi-rank run's (``apart``) always with Parquet."""
+    return sorted(set(formats) | ({"parquet"} if apart else set()))
+
+
 def _page_files(a: Analysis, plotlyjs: str | bool, image: str | None, formats: Sequence[str] = ("csv",),
                 failures: pd.DataFrame | None = None, ranks: pd.DataFrame | None = None, phases: pd.DataFrame | None = None,
                 ipts: pd.DataFrame | None = None, ops: pd.DataFrame | None = None) -> dict[str, Any]:
@@ -249,7 +254,7 @@ def _page_files(a: Analysis, plotlyjs: str | bool, image: str | None, formats: S
                               extra=views.page_sections(summ, ranks, a.catalog.thresholds["ranks"]["imbalance"], prod),
                               basis=views.time_basis(prod))
     files: dict[str, Any] = {
-        **tables_io.table_files(tables, sorted(set(formats) | ({"parquet"} if apart else set())), a.inputs, dataset=apart),
+        **tables_io.table_files(tables, _table_formats(formats, apart), a.inputs, dataset=apart),
         "roofline.html": page,
     }
     if image is not None:
@@ -368,12 +373,9 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
         return result
     out = Path(outdir) if outdir is not None else default_outdir(inputs[0])
     files = _page_files(a, plotlyjs, image, formats, failures, rank_table, phase_rows, ipts, op_rows)
-    if projected is not None:
-        files["whatif.csv"] = tables_io.frame_csv(projected)
-    if phase_rows is not None:
-        files["phases.csv"] = tables_io.frame_csv(phase_rows)
-    if len(ipts):
-        files["instruction_points.csv"] = tables_io.frame_csv(ipts)
+    views_tables = {"whatif": projected, "phases": phase_rows, "instruction_points": ipts if len(ipts) else None}
+    files.update(tables_io.table_files({name: t for name, t in views_tables.items() if t is not None},
+                                       _table_formats(formats, failures is not None), a.inputs, dataset=failures is not None))
     report.write_outputs(out, files, [*inputs, *([opts.timeline] if opts.timeline is not None else [])])
     result.outdir = out
     result.files = {name: out / name for name in files}

@@ -649,6 +649,40 @@ INSTRUCTION_POINTS: dict[str, Column] = {
 }
 
 
+#: One row per kernel with a main precision, FLOPs and DRAM bytes, projected onto another GPU's
+#: datasheet roofs (:func:`ncuroof.model.diagnose.what_if`, ``ncuroof analyze --what-if GPU``,
+#: ``whatif.csv``). Ridges and AI are in FLOP/B, or OP/B for an integer tensor precision (``work_unit``).
+WHATIF: dict[str, Column] = {
+    "kernel_label": KERNEL_SUMMARY["kernel_label"],
+    "precision": KERNEL_SUMMARY["precision"],
+    "dram_ai_flop_per_byte": Column("float64", "FLOP/B", "FLOPs of the main precision / DRAM bytes, summed over the launches "
+                                    "(the same on either GPU)"),
+    "ridge_here": Column("float64", "FLOP/B", "ridge point of the measured GPU: its roof of the precision / its DRAM bandwidth, "
+                         "time-weighted over the launches"),
+    "bound_here": Column("string", "", "memory or compute on the measured GPU; '' when its ridge is unknown"),
+    "ridge_there": Column("float64", "FLOP/B", "ridge point of the target GPU (metrics/gpus.toml datasheet roofs)"),
+    "bound_there": Column("string", "", "memory or compute on the target GPU; '' when its ridge is unknown"),
+    "time_at_roof_here_s": Column("float64", "s", "the kernel's time_at_roof_s on the measured GPU (kernel summary)"),
+    "time_at_roof_there_s": Column("float64", "s", "max(FLOPs / target roof, DRAM bytes / target bandwidth)"),
+    "change": Column("string", "", "the projection in words: bound here, bound there, both ridges and the AI"),
+}
+
+#: The files ncuroof writes besides the tables of ``ncuroof.parser.tables_io.TABLES`` (each table as
+#: ``<name>.csv`` and/or ``<name>.parquet``): file name -> what it holds.
+FILES: dict[str, str] = {
+    "roofline.html": "the roofline page (plotly chart, kernel table, views), self-contained or with plotly.js beside it",
+    "roofline.png": "the chart's default view as an image (analyze --image png)",
+    "roofline.svg": "the chart's default view as an image (analyze --image svg)",
+    "compare.html": "the before/after page (ncuroof compare)",
+    "trail.html": "the page of several runs in order (ncuroof compare A B C ...)",
+    "<report>.ncuroof.json": "written by ncuroof profile beside the report it collected (not in an output folder): how it was "
+                             "collected (ncu version, options, clocks)",
+    "ncuroof-manifest.json": "the files ncuroof wrote in the folder (JSON {\"files\": [...]}), the only ones a later run replaces",
+}
+
+__all__ += ["WHATIF", "FILES"]
+
+
 #: Version of the table layout written to Parquet key-value metadata (``ncuroof.schema_version``);
 #: raised when a column changes meaning or dtype, not when one is added.
 SCHEMA_VERSION = 1

@@ -36,7 +36,7 @@ from ..schema import Column
 pa, pacsv, pads, pq, pc = (LazyModule(f"pyarrow{m}") for m in ("", ".csv", ".dataset", ".parquet", ".compute"))  # imported when a table is written or read
 
 __all__ = ["FORMATS", "TABLES", "MANIFEST", "arrow_table", "csv_bytes", "parquet_bytes", "table_files", "dataset_writer",
-           "read_table", "saved_kernels", "read_manifest", "manifest_text", "csv_safe", "frame_csv"]
+           "read_table", "saved_kernels", "read_manifest", "manifest_text", "csv_safe"]
 
 #: The file in every output folder listing the files ncuroof wrote there (JSON ``{"files": [...]}``):
 #: the only ones a later run replaces or removes, and the only ones read back from the folder.
@@ -49,7 +49,8 @@ FORMATS = ("csv", "parquet")
 #: File stem -> declared columns of each table ncuroof writes.
 TABLES: dict[str, dict[str, Column]] = {"kernels": schema.KERNELS, "points": schema.POINTS, "ranks": schema.RANKS,
                                         "failures": schema.FAILURES, "timeline": schema.TIMELINE_KERNEL, "ops": schema.OPS,
-                                        "compare": schema.COMPARE, "trail": schema.COMPARE_TRAIL}
+                                        "compare": schema.COMPARE, "trail": schema.COMPARE_TRAIL, "phases": schema.PHASES,
+                                        "instruction_points": schema.INSTRUCTION_POINTS, "whatif": schema.WHATIF}
 
 # List columns (schema.LIST_COLUMNS) are stored as their text (schema.to_text) and parsed back.
 _ARROW_TYPES = {"string": "string", "int64": "int64", "float64": "float64", "bool": "bool_", "object": "string"}
@@ -221,13 +222,6 @@ def csv_safe(table: pa.Table) -> pa.Table:
         if pc.any(mask).as_py():
             table = table.set_column(i, table.schema.field(i), pc.if_else(mask, pc.binary_join_element_wise("'", col, ""), col))
     return table
-
-
-def frame_csv(df: pd.DataFrame) -> str:
-    """A table not declared in :data:`TABLES` (``whatif.csv``, ``phases.csv``, ``compare.csv``) as CSV
-    text through :meth:`pandas.DataFrame.to_csv`, its text cells neutralized as :func:`csv_safe` does."""
-    text = [c for c in df.columns if df[c].dtype == object or pd.api.types.is_string_dtype(df[c])]
-    return df.assign(**{c: df[c].map(fmt.csv_cell) for c in text}).to_csv(index=False)
 
 
 def _csv_raw(table: pa.Table) -> pa.Table:
