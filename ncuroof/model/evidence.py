@@ -244,6 +244,10 @@ def ledger_text(parts: dict[str, np.ndarray]) -> np.ndarray:
     # launches share a handful of ledgers: factorize each quantity's text (hashing), join each distinct row once
     coded = [pd.factorize(pd.Series(parts[k], dtype=object), use_na_sentinel=False) for k in names]
     codes = np.column_stack([c for c, _ in coded])
-    rows, which = np.unique(codes, axis=0, return_inverse=True)
-    text = np.array([" | ".join(f"{k}: {u[c]}" for k, (_, u), c in zip(names, coded, row) if u[c]) for row in rows], dtype=object)
-    return text[which.reshape(-1)]
+    row = np.zeros(len(codes), dtype=np.int64)  # one code per distinct row, in linear time (no sort of rows)
+    for c, _ in coded:
+        row = pd.factorize(row * (int(c.max(initial=0)) + 1) + c)[0]
+    _, first = np.unique(row, return_index=True)
+    text = np.array([" | ".join(f"{k}: {u[c]}" for k, (_, u), c in zip(names, coded, codes[i]) if u[c]) for i in first],
+                    dtype=object)
+    return text[row]
