@@ -562,10 +562,15 @@ def runs_in(directory: PathLike) -> list[Path]:
     """The runs of a directory, in name order: its ``.ncu-rep`` reports, ncu CSV exports and saved
     analyses (subdirectories with a kernels table). InputError when it holds fewer than two."""
     d = Path(directory)
-    found = sorted(p for p in d.iterdir() if (p.is_file() and (p.name.endswith(".ncu-rep") or p.suffix == ".csv"))
-                   or (p.is_dir() and tables_io.saved_kernels(p) is not None))
+    files = [p for p in d.iterdir() if p.is_file() and (p.name.endswith(collector.REPORT_SUFFIXES) or p.suffix == ".csv")]
+    # analyze writes <stem>.ncuroof/ beside each report: that folder is the same run, not another one
+    stems = {p.name.split(".")[0] for p in files}
+    saved = [p for p in d.iterdir() if p.is_dir() and tables_io.saved_kernels(p) is not None
+             and not (p.name.endswith(".ncuroof") and p.name[: -len(".ncuroof")].split(".")[0] in stems)]
+    found = sorted(files + saved)
     if len(found) < 2:
-        raise InputError("holds fewer than two runs (.ncu-rep, .csv or analyze output directories); pass the runs themselves", d)
+        raise InputError("holds fewer than two runs (.ncu-rep, .ncu-repz, .csv or analyze output directories); pass the runs "
+                         "themselves", d)
     return found
 
 

@@ -404,6 +404,8 @@ def compare_cmd(runs: tuple[Path, ...], outdir: Path | None, strict: bool, fail_
         runs = tuple(api.runs_in(runs[0]))
     if len(runs) < 2:
         raise click.UsageError("compare needs BEFORE AFTER, more runs in order, or a directory of runs")
+    if fail_pct is None and (fail_on_new or fail_on_gone or allow_unmatched):
+        raise click.UsageError("--fail-on-new, --fail-on-gone and --allow-unmatched shape the gate: add --fail-if-slower P")
     if len(runs) > 2:
         _compare_series(runs, outdir, strict or fail_pct is not None or as_json, pairs, pair_file, formats, plotlyjs, top, quiet, kw)
         return

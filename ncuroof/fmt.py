@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["printable", "csv_cell", "num", "g", "plain", "pct", "time", "si", "span", "plural", "count", "agree", "achievable", "change"]
+__all__ = ["printable", "csv_cell", "num", "g", "plain", "pct", "time", "si", "span", "plural", "count", "agree", "achievable", "change", "apart"]
 
 # C0 controls but tab and newline, DEL, C1 controls, and the bidirectional overrides and isolates
 # (which reorder what a terminal shows); \r is a control here too (it overwrites a line).
@@ -19,7 +19,7 @@ _CONTROL_ALL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u
 #: with ``'`` (so that the ``'`` ncuroof puts in front reads back unambiguously). Regular
 #: expressions in the syntax both Python and pyarrow (RE2) read.
 CSV_FORMULA = r"^['=@\t\r]"
-CSV_SIGNED = r"^[+-]."
+CSV_SIGNED = r"(?s)^[+-]."
 CSV_SIGNED_NUMBER = r"^[+-](\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$"
 
 
@@ -95,6 +95,15 @@ def pct(x: Any, digits: int = 0) -> str:
     """A fraction as a percentage: ``pct(0.456)`` -> ``'46%'``, ``pct(0.456, 1)`` -> ``'45.6%'``."""
     v = num(x)
     return f"{100 * v:.{digits}f}%" if math.isfinite(v) else "n/a"
+
+
+def apart(x: Any) -> str:
+    """How far apart two forms of one quantity are (a relative difference): ``apart(0.003)`` ->
+    ``'0.3%'``; below 0.01 % (floating-point noise between a counter and its opcode table) ``'< 0.01%'``."""
+    v = num(x)
+    if not math.isfinite(v):
+        return "n/a"
+    return "0%" if v == 0 else ("< 0.01%" if v < 1e-4 else f"{100 * v:.2g}%")
 
 
 def time(t: Any) -> str:

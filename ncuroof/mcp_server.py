@@ -132,6 +132,8 @@ class Session:
     def analyze(self, path: str | list[str], write: bool = False, **options: Any) -> dict[str, Any]:
         """The ``analyze --json`` document (outputs written into ``outdir`` when ``write``)."""
         paths, opts = as_paths(path), options_of(**options)
+        if not paths:
+            raise InputError("no input files given: pass a .ncu-rep/.ncu-repz report or an ncu CSV export")
         out = self._write_to(write, api.default_outdir(paths[0]).name)
         if out is None:
             return json_doc.analysis_document(self.analysis(paths, opts))
@@ -160,7 +162,7 @@ class Session:
         """Run ``command`` under ncu into ``outdir/<name>.ncu-rep`` and return its ``analyze --json`` document."""
         if not self.allow_profile:
             raise InputError("profiling is off: start the server with ncuroof mcp --outdir DIR --allow-profile")
-        report = self._inside(name if name.endswith(".ncu-rep") else name + ".ncu-rep")
+        report = self._inside(name)  # no suffix: the one this ncu version writes by default (api.profile_run)
         res = api.profile_run(list(command), report, echo=lambda line: None, launch_count=launch_count, kernel_name=kernel_name)
         return self.analyze(str(res.report), write=True, **options)
 

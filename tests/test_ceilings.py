@@ -92,7 +92,7 @@ def test_fill_from_datasheet_keeps_report_roofs_and_labels_each(gpus) -> None:
                                                      "dram": "datasheet", "tensor_src_fp16_dst_fp32": "datasheet"}
     assert row["peak_source"] == "report+datasheet" and row["datasheet_gpu"] == "a10g"
     notes = cell_text("notes", row["notes"])
-    assert "1710 MHz" in notes and "1300 MHz = 76 %" in notes and "fp64 (datasheet 547 GFLOP/s at boost)" in notes
+    assert "1710 MHz" in notes and "1.3 GHz = 76% of boost" in notes and "fp64 (datasheet 547 GFLOP/s at boost)" in notes
 
 
 def test_gpu_option_and_user_roofs(gpus) -> None:

@@ -411,3 +411,30 @@ def test_a_stale_parquet_beside_a_new_csv_is_refused(tmp_path: Path) -> None:
     (out / "kernels.parquet").unlink()
     proc = run("compare", str(base), str(out), "--fail-if-slower", "5", "-q", "-o", str(tmp_path / "c2"))
     assert proc.returncode == 1 and "+200.0%" in proc.stderr
+
+
+def test_a_zero_time_is_unknown_not_infinitely_slow() -> None:
+    # A hand-edited saved table can hold time_s = 0: the gate says it cannot judge (exit 2), never divides by it.
+    from ncuroof.runs.compare import compare, gate, totals
+
+    before, after = _k(["a", "gone"], [0.0, 0.0]), _k(["a", "new"], [1.0, 3.0])
+    t = compare(before, after)
+    g = gate(t, totals(t, before, after), 5)
+    assert g.exit_code == 2 and any("time unknown before" in u for u in g.unknown)
+
+
+def test_runs_of_a_directory_take_repz_and_skip_each_report_s_own_analysis(tmp_path: Path) -> None:
+    from ncuroof.api import runs_in
+
+    for name in ("a.ncu-repz", "b.ncu-rep", "c.csv"):
+        (tmp_path / name).write_bytes(b"x")
+    (tmp_path / "a.ncuroof").mkdir()
+    (tmp_path / "a.ncuroof" / "kernels.csv").write_text("launch_id\n")
+    (tmp_path / "saved").mkdir()
+    (tmp_path / "saved" / "kernels.csv").write_text("launch_id\n")
+    assert [p.name for p in runs_in(tmp_path)] == ["a.ncu-repz", "b.ncu-rep", "c.csv", "saved"]
+
+
+def test_gate_options_without_a_gate_are_refused() -> None:
+    proc = run("compare", "x.ncu-rep", "y.ncu-rep", "--fail-on-new")
+    assert proc.returncode == 2 and "--fail-if-slower" in proc.stderr and "Traceback" not in proc.stderr

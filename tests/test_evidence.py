@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from conftest import REPORTS, kernels_of, ncu_actions, ncu_metrics, needs_ncu_report, needs_shared, shared
 
+from ncuroof import fmt
 from ncuroof.schema import cell_text
 
 pytestmark = [needs_shared, needs_ncu_report]
@@ -321,5 +322,5 @@ def test_time_and_clock_sources_are_listed_with_their_agreement() -> None:
     t1, t2 = v["gpu__time_duration.sum"] * 1e-9, v["sm__cycles_elapsed.avg"] / v["sm__cycles_elapsed.avg.per_second"]
     apart = abs(t1 - t2) / max(t1, t2)
     ledger = kernels_of(name).iloc[0]["evidence_sources"]
-    assert f"time: gpu__time_duration.sum = sm__cycles_elapsed.avg / sm__cycles_elapsed.avg.per_second ({100 * apart:.2g} % apart)" in ledger
+    assert f"time: gpu__time_duration.sum = sm__cycles_elapsed.avg / sm__cycles_elapsed.avg.per_second ({fmt.apart(apart)} apart)" in ledger
     assert "clock: sm__cycles_elapsed.avg.per_second = smsp__cycles_elapsed.avg.per_second" in ledger

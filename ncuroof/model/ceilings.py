@@ -295,8 +295,10 @@ def _apply_datasheet(k: pd.DataFrame, idx: np.ndarray, spec: GpuSpec, gpus: GpuC
     clock = k["sm_clock_hz"].to_numpy(float)
     for i, names in filled.items():
         datasheet[i] = spec.id
-        ran = (f"; compute roofs scaled to the SM clock this launch ran at, {clock[i] / 1e6:.0f} MHz = "
-               f"{100 * clock[i] / spec.boost_hz:.0f} % of boost, as the report's own roofs are; DRAM at the datasheet's bandwidth"
+        compute = any(n != "dram" for n, _ in names)
+        ran = ("" if not compute else
+               f"; compute roofs scaled to the SM clock this launch ran at, {fmt.si(clock[i], 'Hz')} = "
+               f"{fmt.pct(clock[i] / spec.boost_hz)} of boost, as the report's own roofs are; DRAM at the datasheet's bandwidth"
                if np.isfinite(clock[i]) and clock[i] > 0 else "; no measured SM clock: at the boost clock")
         notes[i].append(f"roofs for {', '.join(text for _, text in names)} from the {spec.name} datasheet "
                         f"(boost clock {spec.boost_hz / 1e6:.0f} MHz{ran}, confidence {spec.confidence})")

@@ -130,7 +130,7 @@ def flop_evidence(precision: str, flop: np.ndarray, flop_per_s: np.ndarray, sour
         text = np.full(len(flop), "", dtype=object)
         if both.any():  # launches share a handful of differences: format each once
             values, which = np.unique(apart[both], return_inverse=True)
-            shown = np.array([f" {sign[int(a > disagree)]} {t.table.id} ({100 * a:.2g} % apart)" if np.isfinite(a) else ""
+            shown = np.array([f" {sign[int(a > disagree)]} {t.table.id} ({fmt.apart(a)} apart)" if np.isfinite(a) else ""
                               for a in values], dtype=object)
             text[both] = shown[which.reshape(-1)]
         held = np.where(both, held + text, np.where(take, t.table.id, held))
@@ -218,7 +218,7 @@ def alternatives_text(forms: list[tuple[str, np.ndarray]], n: int) -> np.ndarray
         other = held & ~first
         if other.any():
             values, which = np.unique(_apart(ref[other], v[other]), return_inverse=True)
-            shown = np.array([f" = {label} ({100 * a:.2g} % apart)" for a in values], dtype=object)
+            shown = np.array([f" = {label} ({fmt.apart(a)} apart)" for a in values], dtype=object)
             text[other] = text[other] + shown[which.reshape(-1)]
         ref = np.where(first, v, ref)
     return text

@@ -472,7 +472,8 @@ def totals(table: pd.DataFrame, before: pd.DataFrame, after: pd.DataFrame) -> di
         out[f"unknown_launches_{side}"] = int((~np.isfinite(t)).sum())
         out[f"kernels_{side}"] = int((table[f"launches_{side}"] > 0).sum())
     m = table[table["status"] == "matched"]
-    known = m[np.isfinite(m["time_s_before"].to_numpy(float)) & np.isfinite(m["time_s_after"].to_numpy(float))]
+    tb, ta = m["time_s_before"].to_numpy(float), m["time_s_after"].to_numpy(float)
+    known = m[np.isfinite(tb) & np.isfinite(ta) & (tb > 0) & (ta > 0)]  # a duration of 0 is no measurement
     mb, ma = (float(known[f"time_s_{s}"].sum()) if len(known) else float("nan") for s in ("before", "after"))
     out.update(matched_kernels=len(m), matched_known=len(known), matched_time_s_before=mb, matched_time_s_after=ma,
                speedup=mb / ma if ma > 0 else float("nan"))
@@ -543,7 +544,7 @@ def _renamed(table: pd.DataFrame, limit: float) -> list[str]:
     out = []
     for r in table[(table["status"] == "only_before") & (table["partner"] != "")].itertuples(index=False):
         p = keys[r.partner]
-        if np.isfinite(r.time_s_before) and np.isfinite(p.time_s_after) and p.time_s_after > limit * r.time_s_before:
+        if np.isfinite(r.time_s_before) and r.time_s_before > 0 and np.isfinite(p.time_s_after) and p.time_s_after > limit * r.time_s_before:
             out.append(f"slower, likely renamed: {_label(r)} -> {_label(p)}: {fmt.time(r.time_s_before)} -> "
                        f"{fmt.time(p.time_s_after)} ({fmt.change(p.time_s_after / r.time_s_before - 1)}); pair them with "
                        f"--pair '{r.kernel_name}={p.kernel_name}' or pass --allow-unmatched")
@@ -558,7 +559,8 @@ def _unknown(table: pd.DataFrame, tot: dict[str, float]) -> tuple[list[str], lis
     m = table[table["status"] == "matched"]
     if not out and not len(m):
         out.append("no kernel is in both runs: nothing to judge (pair renamed kernels with --pair OLD=NEW)")
-    known = {s: np.isfinite(m[f"time_s_{s}"].to_numpy(float)) for s in ("before", "after")}
+    # a duration of 0 or less is no measurement (a hand-edited saved table): unknown, never infinitely fast
+    known = {s: (lambda t: np.isfinite(t) & (t > 0))(m[f"time_s_{s}"].to_numpy(float)) for s in ("before", "after")}
     for side, other in (("before", "after"), ("after", "before")):
         bad = m[~known[side] & known[other]]
         if len(bad):
@@ -604,7 +606,7 @@ def gate(table: pd.DataFrame, tot: dict[str, float], pct: float, *, fail_on_new:
     limit = 1 + pct / 100
     m = table[table["status"] == "matched"]
     tb, ta = m["time_s_before"].to_numpy(float), m["time_s_after"].to_numpy(float)
-    slow = m[np.isfinite(tb) & np.isfinite(ta) & (ta > limit * tb)]
+    slow = m[np.isfinite(tb) & np.isfinite(ta) & (tb > 0) & (ta > limit * tb)]
     fails = [f"slower: {fmt_name(r.kernel_label)}: {fmt.time(r.time_s_before)} -> {fmt.time(r.time_s_after)} "
              f"(+{100 * (r.time_s_after / r.time_s_before - 1):.1f}%)" for r in slow.itertuples(index=False)]
     if tot["matched_time_s_after"] > limit * tot["matched_time_s_before"]:
