@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from conftest import needs_ncu_report, shared
 from test_page import ARTIFACTS, browser  # noqa: F401 - the Chromium fixture
+from test_page import _open as open_page
 
 import ncuroof
 
@@ -24,15 +25,8 @@ STATE_JS = """() => { const gd = document.querySelector('.plotly-graph-div');
           arrows: gd._fullLayout.annotations.filter(a => a.showarrow).map(a => [a.ax, a.ay, a.x, a.y])}; }"""
 
 
-def _open(browser, path: Path):  # noqa: F811
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    errors: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(path.resolve().as_uri())
-    page.wait_for_function("document.querySelector('.plotly-graph-div') && document.querySelector('.plotly-graph-div')._fullLayout")
-    page.wait_for_timeout(300)
-    return page, errors
+def _open(browser, path: Path):  # noqa: F811 - the compare page's chart has no id
+    return open_page(browser, path, "document.querySelector('.plotly-graph-div')")
 
 
 @needs_ncu_report

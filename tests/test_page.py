@@ -49,13 +49,14 @@ def browser():
         b.close()
 
 
-def _open(browser, path: Path):
+def _open(browser, path: Path, chart: str = "document.getElementById('roofline')"):
+    """The page at ``path`` in Chromium once the plotly chart (the JS expression ``chart``) is laid out, and its errors."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto(path.resolve().as_uri())
-    page.wait_for_function("document.getElementById('roofline') && document.getElementById('roofline')._fullLayout")
+    page.wait_for_function(f"{chart} && {chart}._fullLayout")
     page.wait_for_timeout(300)
     return page, errors
 
