@@ -22,10 +22,29 @@ from ._version import __version__
 from .errors import NcuroofError
 
 if TYPE_CHECKING:
-    from .api import AnalysisResult, CompareResult, analyze, compare_runs, load, plot_roofline, points, profile
+    from .api import (
+        AnalysisResult,
+        CompareResult,
+        analyze,
+        compare_runs,
+        load,
+        plot_roofline,
+        points,
+        profile,
+    )
 
-__all__ = ["profile", "load", "points", "plot_roofline", "analyze", "AnalysisResult", "compare_runs", "CompareResult", "NcuroofError",
-           "__version__"]
+__all__ = [
+    "profile",
+    "load",
+    "points",
+    "plot_roofline",
+    "analyze",
+    "AnalysisResult",
+    "compare_runs",
+    "CompareResult",
+    "NcuroofError",
+    "__version__",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -15,5 +15,9 @@ from .model import analysis as _analysis
 def __getattr__(name: str) -> Any:
     """Every name of :mod:`ncuroof.model.analysis`, with a :class:`DeprecationWarning`."""
     value = getattr(_analysis, name)
-    warnings.warn("ncuroof.analysis moved to ncuroof.model.analysis; import it from there", DeprecationWarning, stacklevel=2)
+    warnings.warn(
+        "ncuroof.analysis moved to ncuroof.model.analysis; import it from there",
+        DeprecationWarning,
+        stacklevel=2,
+    )
     return value

@@ -38,24 +38,54 @@ from .schema import to_text, validate_points
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
-__all__ = ["profile", "profile_run", "load", "points", "plot_roofline", "analyze", "AnalysisResult", "AnalysisOptions", "default_outdir",
-           "analysis_of", "compare_runs", "CompareResult", "compare_series", "SeriesResult", "runs_in"]
+__all__ = [
+    "profile",
+    "profile_run",
+    "load",
+    "points",
+    "plot_roofline",
+    "analyze",
+    "AnalysisResult",
+    "AnalysisOptions",
+    "default_outdir",
+    "analysis_of",
+    "compare_runs",
+    "CompareResult",
+    "compare_series",
+    "SeriesResult",
+    "runs_in",
+]
 
 PathLike = str | Path
 
 
 @contextlib.contextmanager
-def _progress_bar(enabled: bool, label: str = "reading launches") -> Iterator[Callable[[int], Callable[..., None]] | None]:
+def _progress_bar(
+    enabled: bool, label: str = "reading launches"
+) -> Iterator[Callable[[int], Callable[..., None]] | None]:
     """A rich progress bar on stderr, or None when disabled or stderr is not a terminal: a factory
     ``bar(total)`` of callables ``advance(n=1)``."""
     if not enabled or not sys.stderr.isatty():
         yield None
         return
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
 
-    with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  console=Console(stderr=True), transient=True) as prog:
+    with Progress(
+        TextColumn(label),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as prog:
+
         def factory(total: int) -> Callable[..., None]:
             task = prog.add_task("read", total=total)
             return lambda n=1: prog.advance(task, n)
@@ -63,8 +93,12 @@ def _progress_bar(enabled: bool, label: str = "reading launches") -> Iterator[Ca
         yield factory
 
 
-def load(paths: PathLike | Sequence[PathLike], options: AnalysisOptions | None = None, progress: bool = False,
-         **option_fields: Any) -> pd.DataFrame:
+def load(
+    paths: PathLike | Sequence[PathLike],
+    options: AnalysisOptions | None = None,
+    progress: bool = False,
+    **option_fields: Any,
+) -> pd.DataFrame:
     """Read ncu output and return the kernels table: one classified row per kernel launch.
 
     Parameters
@@ -123,14 +157,24 @@ def points(kernels: pd.DataFrame) -> pd.DataFrame:
     return validate_points(calculator.compute_points(kernels))
 
 
-def plot_roofline(points: pd.DataFrame, kernels: pd.DataFrame | None = None, title: str = "Hierarchical roofline",
-                  **options: Any) -> go.Figure:
+def plot_roofline(
+    points: pd.DataFrame,
+    kernels: pd.DataFrame | None = None,
+    title: str = "Hierarchical roofline",
+    **options: Any,
+) -> go.Figure:
     """Plot a points table (and its kernels table); see :func:`ncuroof.render.figure.plot_roofline` for ``options``."""
     return plot.plot_roofline(points, kernels, title=title, **options)
 
 
-def profile_run(cmd: Sequence[str], output: PathLike | None = None, *, ncu: PathLike | None = None,
-                echo: Callable[[str], None] | None = None, **options: Any) -> collector.ProfileResult:
+def profile_run(
+    cmd: Sequence[str],
+    output: PathLike | None = None,
+    *,
+    ncu: PathLike | None = None,
+    echo: Callable[[str], None] | None = None,
+    **options: Any,
+) -> collector.ProfileResult:
     """Run ``cmd`` under ncu with the roofline metrics; see :func:`profile` for the parameters.
 
     Returns
@@ -140,16 +184,26 @@ def profile_run(cmd: Sequence[str], output: PathLike | None = None, *, ncu: Path
     """
     if not cmd:
         raise ValueError("no program to profile")
-    out = Path(output) if output is not None else Path(Path(cmd[0]).name)  # ncu's own suffix for its version
+    out = (
+        Path(output) if output is not None else Path(Path(cmd[0]).name)
+    )  # ncu's own suffix for its version
     for key in ("levels", "precisions", "nvtx_include", "nvtx_exclude", "extra"):
         if key in options and options[key] is not None and not isinstance(options[key], tuple):
             options[key] = tuple(options[key])
     opts = collector.ProfileOptions(output=out, **options)
-    return collector.run_profile(list(cmd), opts, ncu=Path(ncu) if ncu is not None else None, echo=echo)
+    return collector.run_profile(
+        list(cmd), opts, ncu=Path(ncu) if ncu is not None else None, echo=echo
+    )
 
 
-def profile(cmd: Sequence[str], output: PathLike | None = None, *, ncu: PathLike | None = None,
-            echo: Callable[[str], None] | None = None, **options: Any) -> Path:
+def profile(
+    cmd: Sequence[str],
+    output: PathLike | None = None,
+    *,
+    ncu: PathLike | None = None,
+    echo: Callable[[str], None] | None = None,
+    **options: Any,
+) -> Path:
     """Run ``cmd`` under ncu with the roofline metrics and return the report's path.
 
     Parameters
@@ -223,7 +277,10 @@ class AnalysisResult:
 def _what_if(a: Analysis, name: str) -> pd.DataFrame:
     target = a.gpus.by_name(name)
     if target is None:
-        raise InputError(f"--what-if {name!r} is not in metrics/gpus.toml; use one of " + ", ".join(g.id for g in a.gpus.gpus))
+        raise InputError(
+            f"--what-if {name!r} is not in metrics/gpus.toml; use one of "
+            + ", ".join(g.id for g in a.gpus.gpus)
+        )
     return diagnose.what_if(a.summary, a.kernels, target, a.gpus)
 
 
@@ -232,27 +289,61 @@ def _table_formats(formats: Sequence[str], apart: bool) -> list[str]:
     return sorted(set(formats) | ({"parquet"} if apart else set()))
 
 
-def _page_files(a: Analysis, plotlyjs: str | bool, image: str | None, formats: Sequence[str] = ("csv",),
-                failures: pd.DataFrame | None = None, ranks: pd.DataFrame | None = None, phases: pd.DataFrame | None = None,
-                ipts: pd.DataFrame | None = None, ops: pd.DataFrame | None = None) -> dict[str, Any]:
+def _page_files(
+    a: Analysis,
+    plotlyjs: str | bool,
+    image: str | None,
+    formats: Sequence[str] = ("csv",),
+    failures: pd.DataFrame | None = None,
+    ranks: pd.DataFrame | None = None,
+    phases: pd.DataFrame | None = None,
+    ipts: pd.DataFrame | None = None,
+    ops: pd.DataFrame | None = None,
+) -> dict[str, Any]:
     """The tables (:func:`ncuroof.parser.tables_io.table_files`), roofline.html and the optional image
     of one analysis; a fleet's or multi-rank run's (``failures`` given) as Parquet datasets by input;
     the page with the phase, operator and instruction-roofline views, the spread over ranks and the
     production timeline of :mod:`ncuroof.render.views` when given."""
-    kernels, summ = to_text(a.kernels), to_text(a.summary)  # list columns as text for files and the page
-    fig = plot.plot_roofline(a.points, kernels, title=f"Hierarchical roofline — {html.escape(a.inputs[0].name)}", focus=a.options.focus,
-                             summary=summ, dots={"kernel": a.dots}, catalog=a.catalog,
-                             charts=views.page_charts(a.points, a.kernels, a.summary, phases, ipts, ops))
-    meta = {**provenance.page_meta(a.kernels, a.inputs), **fleet.page_meta(failures), **_ranks.page_meta(ranks)}
+    kernels, summ = (
+        to_text(a.kernels),
+        to_text(a.summary),
+    )  # list columns as text for files and the page
+    fig = plot.plot_roofline(
+        a.points,
+        kernels,
+        title=f"Hierarchical roofline — {html.escape(a.inputs[0].name)}",
+        focus=a.options.focus,
+        summary=summ,
+        dots={"kernel": a.dots},
+        catalog=a.catalog,
+        charts=views.page_charts(a.points, a.kernels, a.summary, phases, ipts, ops),
+    )
+    meta = {
+        **provenance.page_meta(a.kernels, a.inputs),
+        **fleet.page_meta(failures),
+        **_ranks.page_meta(ranks),
+    }
     prod = a.production
-    tables = {"kernels": kernels, "points": a.points, **({"failures": failures} if failures is not None else {}),
-              **({"ranks": ranks} if ranks is not None else {}), **({"timeline": prod.table} if prod is not None else {}),
-              **({"ops": ops} if ops is not None else {})}
+    tables = {
+        "kernels": kernels,
+        "points": a.points,
+        **({"failures": failures} if failures is not None else {}),
+        **({"ranks": ranks} if ranks is not None else {}),
+        **({"timeline": prod.table} if prod is not None else {}),
+        **({"ops": ops} if ops is not None else {}),
+    }
     apart = failures is not None
     # The page first: the Arrow copies of the tables are made after its text is built, not beside it.
-    page = report.render_html(fig, kernels, meta, plotlyjs=plotlyjs, summary=summ, focus=a.options.focus,
-                              extra=views.page_sections(summ, ranks, a.catalog.thresholds["ranks"]["imbalance"], prod),
-                              basis=views.time_basis(prod))
+    page = report.render_html(
+        fig,
+        kernels,
+        meta,
+        plotlyjs=plotlyjs,
+        summary=summ,
+        focus=a.options.focus,
+        extra=views.page_sections(summ, ranks, a.catalog.thresholds["ranks"]["imbalance"], prod),
+        basis=views.time_basis(prod),
+    )
     files: dict[str, Any] = {
         **tables_io.table_files(tables, _table_formats(formats, apart), a.inputs, dataset=apart),
         "roofline.html": page,
@@ -262,34 +353,69 @@ def _page_files(a: Analysis, plotlyjs: str | bool, image: str | None, formats: S
     return files
 
 
-def _analyze_apart(inputs: list[Path], options: AnalysisOptions, scheduler: str | None, workers: int | None, ranks: bool,
-                   progress: bool) -> tuple[Analysis, pd.DataFrame, pd.DataFrame | None]:
+def _analyze_apart(
+    inputs: list[Path],
+    options: AnalysisOptions,
+    scheduler: str | None,
+    workers: int | None,
+    ranks: bool,
+    progress: bool,
+) -> tuple[Analysis, pd.DataFrame, pd.DataFrame | None]:
     """Each input analyzed alone (:func:`ncuroof.runs.fleet.run`), then one analysis of them all; the
     failures, and the spread over ranks when ``ranks`` (:func:`ncuroof.runs.ranks.spread`)."""
-    with _progress_bar(progress, "analyzing inputs") as bar:  # the timeline is joined once, to the whole
-        fr = fleet.run(inputs, replace(options, timeline=None), scheduler=scheduler, workers=workers, progress=bar)
+    with _progress_bar(
+        progress, "analyzing inputs"
+    ) as bar:  # the timeline is joined once, to the whole
+        fr = fleet.run(
+            inputs,
+            replace(options, timeline=None),
+            scheduler=scheduler,
+            workers=workers,
+            progress=bar,
+        )
     cat, gpus = catalog.load(), catalog.load_gpus()
     a = _analysis.from_kernels(fr.kernels, options, cat, gpus, inputs=inputs, classified=True)
     if not ranks:
         return a, fr.failures, None
     labels = dict(zip(map(str, inputs), _ranks.rank_labels(inputs), strict=True))
-    return a, fr.failures, _ranks.spread(a.kernels, a.points, labels, cat.thresholds["ranks"]["imbalance"], by=options.match)
+    return (
+        a,
+        fr.failures,
+        _ranks.spread(
+            a.kernels, a.points, labels, cat.thresholds["ranks"]["imbalance"], by=options.match
+        ),
+    )
 
 
 def _op_rows(a: Analysis) -> pd.DataFrame:
     """``--group-by op``: :func:`ncuroof.model.production.op_table`, or InputError without a PyTorch profiler trace."""
     prod = a.production
     if prod is None or prod.format != "kineto":
-        raise InputError("--group-by op needs the PyTorch profiler trace of the run (--timeline trace.json or .json.gz): "
-                         "it names the operator that launched each kernel")
+        raise InputError(
+            "--group-by op needs the PyTorch profiler trace of the run (--timeline trace.json or"
+            " .json.gz): it names the operator that launched each kernel"
+        )
     return _production.op_table(a.kernels, prod)
 
 
-def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None, options: AnalysisOptions | None = None, *,
-            plotlyjs: str | bool = True, top: int = 10, progress: bool = False, write: bool = True, image: str | None = None,
-            what_if: str | None = None, formats: Sequence[str] = ("csv",), scheduler: str | None = None,
-            ranks: bool | None = None, workers: int | None = None, group_by: str | None = None,
-            **option_fields: Any) -> AnalysisResult:
+def analyze(
+    paths: PathLike | Sequence[PathLike],
+    outdir: PathLike | None = None,
+    options: AnalysisOptions | None = None,
+    *,
+    plotlyjs: str | bool = True,
+    top: int = 10,
+    progress: bool = False,
+    write: bool = True,
+    image: str | None = None,
+    what_if: str | None = None,
+    formats: Sequence[str] = ("csv",),
+    scheduler: str | None = None,
+    ranks: bool | None = None,
+    workers: int | None = None,
+    group_by: str | None = None,
+    **option_fields: Any,
+) -> AnalysisResult:
     """Run the whole analysis and write ``kernels.csv``, ``points.csv`` and ``roofline.html``.
 
     Parameters
@@ -365,24 +491,56 @@ def analyze(paths: PathLike | Sequence[PathLike], outdir: PathLike | None = None
             a = _analysis.build(inputs, opts, bar)
     projected = _what_if(a, what_if) if what_if is not None else None
     op_rows = _op_rows(a) if group_by == _phases.BY_OPERATOR else None
-    phase_rows = _phases.phase_table(a.kernels, _phases.parse_group_by(group_by)) if group_by not in (None, _phases.BY_OPERATOR) else None
-    ipts = instruction_points(a.kernels, a.catalog.instruction.sector_bytes if a.catalog.instruction else 32.0)
-    result = AnalysisResult(a, a.summary.head(top).reset_index(drop=True), what_if=projected, failures=failures, ranks=rank_table,
-                            phases=phase_rows, instruction_points=ipts, ops=op_rows)
+    phase_rows = (
+        _phases.phase_table(a.kernels, _phases.parse_group_by(group_by))
+        if group_by not in (None, _phases.BY_OPERATOR)
+        else None
+    )
+    ipts = instruction_points(
+        a.kernels, a.catalog.instruction.sector_bytes if a.catalog.instruction else 32.0
+    )
+    result = AnalysisResult(
+        a,
+        a.summary.head(top).reset_index(drop=True),
+        what_if=projected,
+        failures=failures,
+        ranks=rank_table,
+        phases=phase_rows,
+        instruction_points=ipts,
+        ops=op_rows,
+    )
     if not write:
         return result
     out = Path(outdir) if outdir is not None else default_outdir(inputs[0])
-    files = _page_files(a, plotlyjs, image, formats, failures, rank_table, phase_rows, ipts, op_rows)
-    views_tables = {"whatif": projected, "phases": phase_rows, "instruction_points": ipts if len(ipts) else None}
-    files.update(tables_io.table_files({name: t for name, t in views_tables.items() if t is not None},
-                                       _table_formats(formats, failures is not None), a.inputs, dataset=failures is not None))
-    report.write_outputs(out, files, [*inputs, *([opts.timeline] if opts.timeline is not None else [])])
+    files = _page_files(
+        a, plotlyjs, image, formats, failures, rank_table, phase_rows, ipts, op_rows
+    )
+    views_tables = {
+        "whatif": projected,
+        "phases": phase_rows,
+        "instruction_points": ipts if len(ipts) else None,
+    }
+    files.update(
+        tables_io.table_files(
+            {name: t for name, t in views_tables.items() if t is not None},
+            _table_formats(formats, failures is not None),
+            a.inputs,
+            dataset=failures is not None,
+        )
+    )
+    report.write_outputs(
+        out, files, [*inputs, *([opts.timeline] if opts.timeline is not None else [])]
+    )
     result.outdir = out
     result.files = {name: out / name for name in files}
     return result
 
 
-def analysis_of(side: PathLike | Sequence[PathLike], options: AnalysisOptions | None = None, progress: bool = False) -> Analysis:
+def analysis_of(
+    side: PathLike | Sequence[PathLike],
+    options: AnalysisOptions | None = None,
+    progress: bool = False,
+) -> Analysis:
     """The analysis of one side of a comparison: inputs analyzed, or a saved output directory read back.
 
     Parameters
@@ -406,7 +564,11 @@ def analysis_of(side: PathLike | Sequence[PathLike], options: AnalysisOptions | 
     if len(paths) == 1 and paths[0].is_dir():
         table = tables_io.saved_kernels(paths[0])
         if table is None:
-            raise InputError("is a directory without kernels.csv; pass an ncuroof output directory, a report or a CSV export", paths[0])
+            raise InputError(
+                "is a directory without kernels.csv; pass an ncuroof output directory, a report or"
+                " a CSV export",
+                paths[0],
+            )
         cat, gpus = catalog.load(), catalog.load_gpus()
         frame = tables_io.read_table(table, "kernels")
         k = _analysis.restore_kernels(frame, table, cat, gpus)
@@ -440,13 +602,30 @@ class CompareResult:
         return _compare.gate(self.table, self.totals, pct, **gate_options)
 
 
-def _compare_files(result: CompareResult, before: list[Path], after: list[Path], sides: tuple[Analysis, Analysis],
-                   plotlyjs: str | bool, formats: Sequence[str]) -> dict[str, Any]:
+def _compare_files(
+    result: CompareResult,
+    before: list[Path],
+    after: list[Path],
+    sides: tuple[Analysis, Analysis],
+    plotlyjs: str | bool,
+    formats: Sequence[str],
+) -> dict[str, Any]:
     from .render import compare as compare_page
 
     names = f"{', '.join(p.name for p in before)} → {', '.join(p.name for p in after)}"
-    html = compare_page.compare_page(result, sides[0].points, sides[1].points, before, after, f"Before → after — {names}", plotlyjs)
-    return {**tables_io.table_files({"compare": result.table}, formats, [*before, *after]), "compare.html": html}
+    html = compare_page.compare_page(
+        result,
+        sides[0].points,
+        sides[1].points,
+        before,
+        after,
+        f"Before → after — {names}",
+        plotlyjs,
+    )
+    return {
+        **tables_io.table_files({"compare": result.table}, formats, [*before, *after]),
+        "compare.html": html,
+    }
 
 
 def _refuse_stale(side: PathLike | Sequence[PathLike]) -> None:
@@ -461,18 +640,39 @@ def _refuse_stale(side: PathLike | Sequence[PathLike]) -> None:
         return
     a, b = (tables_io.read_table(p, "kernels") for p in (csv, parquet))
     ta, tb = (pd.to_numeric(t["time_s"], errors="coerce") for t in (a, b))
-    if len(a) != len(b) or ta.isna().sum() != tb.isna().sum() or abs(ta.sum() - tb.sum()) > 1e-9 * max(abs(ta.sum()), 1e-30):
-        raise InputError(f"holds a kernels.csv ({len(a)} launches, {fmt.time(ta.sum())}) and a kernels.parquet ({len(b)} launches, "
-                         f"{fmt.time(tb.sum())}) that disagree: one is left from an earlier analyze; re-run analyze into an "
-                         "empty directory or remove the stale file", paths[0])
+    if (
+        len(a) != len(b)
+        or ta.isna().sum() != tb.isna().sum()
+        or abs(ta.sum() - tb.sum()) > 1e-9 * max(abs(ta.sum()), 1e-30)
+    ):
+        raise InputError(
+            f"holds a kernels.csv ({len(a)} launches, {fmt.time(ta.sum())}) and a kernels.parquet"
+            f" ({len(b)} launches, {fmt.time(tb.sum())}) that disagree: one is left from an earlier"
+            " analyze; re-run analyze into an empty directory or remove the stale file",
+            paths[0],
+        )
 
 
-def compare_runs(before: PathLike | Sequence[PathLike], after: PathLike | Sequence[PathLike], outdir: PathLike | None = None,
-                 options: AnalysisOptions | None = None, *, by_launch: bool = False, plotlyjs: str | bool = True, write: bool = True,
-                 strict: bool = False, progress: bool = False, pairs: Sequence[tuple[str, str]] = (),
-                 pair_file: PathLike | None = None, fail_if_slower: float | None = None, fail_on_new: bool = False,
-                 fail_on_gone: bool = False, allow_unmatched: bool = False, formats: Sequence[str] = ("csv",),
-                 **option_fields: Any) -> CompareResult:
+def compare_runs(
+    before: PathLike | Sequence[PathLike],
+    after: PathLike | Sequence[PathLike],
+    outdir: PathLike | None = None,
+    options: AnalysisOptions | None = None,
+    *,
+    by_launch: bool = False,
+    plotlyjs: str | bool = True,
+    write: bool = True,
+    strict: bool = False,
+    progress: bool = False,
+    pairs: Sequence[tuple[str, str]] = (),
+    pair_file: PathLike | None = None,
+    fail_if_slower: float | None = None,
+    fail_on_new: bool = False,
+    fail_on_gone: bool = False,
+    allow_unmatched: bool = False,
+    formats: Sequence[str] = ("csv",),
+    **option_fields: Any,
+) -> CompareResult:
     """Compare two runs: match kernels, speedups, work and how each dot moved; write compare.csv/.html; gate.
 
     Both sides are analyzed with the same options, and the comparison is a join of their kernel
@@ -520,26 +720,57 @@ def compare_runs(before: PathLike | Sequence[PathLike], after: PathLike | Sequen
         Bad input (a pair naming no kernel or several); with ``strict``, runs that differ in GPU,
         ncu version, clocks or metric set.
     """
-    opts = AnalysisOptions.of(options, **option_fields, **({"match": "launch"} if by_launch else {}))
+    opts = AnalysisOptions.of(
+        options, **option_fields, **({"match": "launch"} if by_launch else {})
+    )
     specs = [*pairs, *(_compare.read_pair_file(pair_file) if pair_file is not None else [])]
     for side in (before, after):
         _refuse_stale(side)
     ab, aa = analysis_of(before, opts, progress), analysis_of(after, opts, progress)
-    warns = _compare.warnings(ab.kernels, aa.kernels) + provenance.collection_warnings(before, after)
+    warns = _compare.warnings(ab.kernels, aa.kernels) + provenance.collection_warnings(
+        before, after
+    )
     if strict and warns:
-        raise InputError("the runs are not comparable point for point: " + "; ".join(warns) + " (drop --strict to compare anyway)")
-    warns += list(dict.fromkeys(w for a in (ab, aa) if a.production is not None for w in a.production.warnings))
-    resolved = _compare.resolve_pairs(specs, ab.summary, aa.summary, "--pair-file" if pair_file and not pairs else "--pair")
-    table = _compare.join(ab.summary, aa.summary, kernels=(ab.kernels, aa.kernels), by=opts.match, pairs=resolved)
+        raise InputError(
+            "the runs are not comparable point for point: "
+            + "; ".join(warns)
+            + " (drop --strict to compare anyway)"
+        )
+    warns += list(
+        dict.fromkeys(
+            w for a in (ab, aa) if a.production is not None for w in a.production.warnings
+        )
+    )
+    resolved = _compare.resolve_pairs(
+        specs, ab.summary, aa.summary, "--pair-file" if pair_file and not pairs else "--pair"
+    )
+    table = _compare.join(
+        ab.summary, aa.summary, kernels=(ab.kernels, aa.kernels), by=opts.match, pairs=resolved
+    )
     result = CompareResult(table, warns, _compare.totals(table, ab.kernels, aa.kernels))
     if fail_if_slower is not None:
-        result.gate = result.judge(fail_if_slower, fail_on_new=fail_on_new, fail_on_gone=fail_on_gone, allow_unmatched=allow_unmatched)
-    result.before, result.after, result.pairs = ab, aa, _compare.match(ab.summary, aa.summary, resolved)
+        result.gate = result.judge(
+            fail_if_slower,
+            fail_on_new=fail_on_new,
+            fail_on_gone=fail_on_gone,
+            allow_unmatched=allow_unmatched,
+        )
+    result.before, result.after, result.pairs = (
+        ab,
+        aa,
+        _compare.match(ab.summary, aa.summary, resolved),
+    )
     if not write:
         return result
     first_after = as_paths(after)[0]
-    out = Path(outdir) if outdir is not None else first_after.with_name(
-        (first_after.name if first_after.is_dir() else default_outdir(first_after).stem) + ".compare")
+    out = (
+        Path(outdir)
+        if outdir is not None
+        else first_after.with_name(
+            (first_after.name if first_after.is_dir() else default_outdir(first_after).stem)
+            + ".compare"
+        )
+    )
     files = _compare_files(result, as_paths(before), as_paths(after), (ab, aa), plotlyjs, formats)
     report.write_outputs(out, files, [*as_paths(before), *as_paths(after)])
     result.outdir = out
@@ -562,22 +793,43 @@ def runs_in(directory: PathLike) -> list[Path]:
     """The runs of a directory, in name order: its ``.ncu-rep`` reports, ncu CSV exports and saved
     analyses (subdirectories with a kernels table). InputError when it holds fewer than two."""
     d = Path(directory)
-    files = [p for p in d.iterdir() if p.is_file() and (p.name.endswith(collector.REPORT_SUFFIXES) or p.suffix == ".csv")]
+    files = [
+        p
+        for p in d.iterdir()
+        if p.is_file() and (p.name.endswith(collector.REPORT_SUFFIXES) or p.suffix == ".csv")
+    ]
     # analyze writes <stem>.ncuroof/ beside each report: that folder is the same run, not another one
     stems = {p.name.split(".")[0] for p in files}
-    saved = [p for p in d.iterdir() if p.is_dir() and tables_io.saved_kernels(p) is not None
-             and not (p.name.endswith(".ncuroof") and p.name[: -len(".ncuroof")].split(".")[0] in stems)]
+    saved = [
+        p
+        for p in d.iterdir()
+        if p.is_dir()
+        and tables_io.saved_kernels(p) is not None
+        and not (p.name.endswith(".ncuroof") and p.name[: -len(".ncuroof")].split(".")[0] in stems)
+    ]
     found = sorted(files + saved)
     if len(found) < 2:
-        raise InputError("holds fewer than two runs (.ncu-rep, .ncu-repz, .csv or analyze output directories); pass the runs "
-                         "themselves", d)
+        raise InputError(
+            "holds fewer than two runs (.ncu-rep, .ncu-repz, .csv or analyze output directories);"
+            " pass the runs themselves",
+            d,
+        )
     return found
 
 
-def compare_series(runs: Sequence[PathLike | Sequence[PathLike]], outdir: PathLike | None = None,
-                   options: AnalysisOptions | None = None, *, plotlyjs: str | bool = True, write: bool = True,
-                   progress: bool = False, pairs: Sequence[tuple[str, str]] = (), pair_file: PathLike | None = None,
-                   formats: Sequence[str] = ("csv",), **option_fields: Any) -> SeriesResult:
+def compare_series(
+    runs: Sequence[PathLike | Sequence[PathLike]],
+    outdir: PathLike | None = None,
+    options: AnalysisOptions | None = None,
+    *,
+    plotlyjs: str | bool = True,
+    write: bool = True,
+    progress: bool = False,
+    pairs: Sequence[tuple[str, str]] = (),
+    pair_file: PathLike | None = None,
+    formats: Sequence[str] = ("csv",),
+    **option_fields: Any,
+) -> SeriesResult:
     """Several runs in order: each kernel's trail through them; write trail.csv/.html.
 
     Parameters
@@ -610,20 +862,32 @@ def compare_series(runs: Sequence[PathLike | Sequence[PathLike]], outdir: PathLi
     specs = [*pairs, *(_compare.read_pair_file(pair_file) if pair_file is not None else [])]
     sides = [analysis_of(r, opts, progress) for r in runs]
     names = [", ".join(p.name for p in as_paths(r)) for r in runs]
-    warns = [f"runs {i} → {i + 1}: {w}" for i in range(1, len(sides))
-             for w in _compare.warnings(sides[i - 1].kernels, sides[i].kernels)]
-    table = _compare.series([a.summary for a in sides], [a.kernels for a in sides], names, opts.match, specs)
+    warns = [
+        f"runs {i} → {i + 1}: {w}"
+        for i in range(1, len(sides))
+        for w in _compare.warnings(sides[i - 1].kernels, sides[i].kernels)
+    ]
+    table = _compare.series(
+        [a.summary for a in sides], [a.kernels for a in sides], names, opts.match, specs
+    )
     result = SeriesResult(table, names, warns)
     if not write:
         return result
     last = as_paths(runs[-1])[0]
-    out = Path(outdir) if outdir is not None else last.with_name(
-        (last.name if last.is_dir() else default_outdir(last).stem) + ".trail")
+    out = (
+        Path(outdir)
+        if outdir is not None
+        else last.with_name((last.name if last.is_dir() else default_outdir(last).stem) + ".trail")
+    )
     from .render import compare as compare_page
 
     inputs = [p for r in runs for p in as_paths(r)]
-    files = {**tables_io.table_files({"trail": table}, formats, inputs),
-             "trail.html": compare_page.trail_page(table, sides[0].points, sides[-1].points, names, warns, plotlyjs)}
+    files = {
+        **tables_io.table_files({"trail": table}, formats, inputs),
+        "trail.html": compare_page.trail_page(
+            table, sides[0].points, sides[-1].points, names, warns, plotlyjs
+        ),
+    }
     report.write_outputs(out, files, inputs)
     result.outdir, result.files = out, {name: out / name for name in files}
     return result

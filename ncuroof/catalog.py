@@ -210,12 +210,24 @@ class PipeCatalog:
 
 def _pipes(data: dict[str, Any]) -> PipeCatalog:
     hp = data["hot_pipe"]
-    pipes = tuple(Pipe(p["name"], tuple(m.strip() for m in p["metrics"].split("|")), p.get("cc_min"), p.get("cc_max"),
-                       p["does"], p["advice"]) for p in hp["pipe"])
+    pipes = tuple(
+        Pipe(
+            p["name"],
+            tuple(m.strip() for m in p["metrics"].split("|")),
+            p.get("cc_min"),
+            p.get("cc_max"),
+            p["does"],
+            p["advice"],
+        )
+        for p in hp["pipe"]
+    )
     table = []
     for e in data["precision_pipes"]:
         if not e.get("source") or set(e["pipes"]) != {"fp64", "fp32", "fp16", "tensor"}:
-            raise ValueError(f"pipes.toml: precision_pipes entry {e} needs a source and a pipe for fp64, fp32, fp16 and tensor")
+            raise ValueError(
+                f"pipes.toml: precision_pipes entry {e} needs a source and a pipe for fp64, fp32,"
+                " fp16 and tensor"
+            )
         table.append((e.get("cc_min"), e.get("cc_max"), dict(e["pipes"]), e["source"]))
     return PipeCatalog(tuple(hp["suffixes"]), pipes, tuple(table))
 
@@ -240,10 +252,15 @@ class InstructionCatalog:
 
 
 def _instruction(data: dict[str, Any]) -> InstructionCatalog:
-    return InstructionCatalog(_recipes(data["warp_inst"], "warp_inst"),
-                              {lv: _recipes(rs, f"transactions.{lv}") for lv, rs in data["transactions"].items()},
-                              float(data["schedulers_per_sm"]), float(data["sector_bytes"]), data["sm_count"], data["clock"],
-                              data["source"])
+    return InstructionCatalog(
+        _recipes(data["warp_inst"], "warp_inst"),
+        {lv: _recipes(rs, f"transactions.{lv}") for lv, rs in data["transactions"].items()},
+        float(data["schedulers_per_sm"]),
+        float(data["sector_bytes"]),
+        data["sm_count"],
+        data["clock"],
+        data["source"],
+    )
 
 
 @dataclass(frozen=True)
@@ -276,10 +293,15 @@ class OpcodeCatalog:
 
 
 def _opcodes(data: dict[str, Any]) -> OpcodeCatalog:
-    tables = tuple(OpcodeTable(t["id"], t["metric"], float(t["factor"]), t.get("assumption", ""), t["source"]) for t in data["table"])
+    tables = tuple(
+        OpcodeTable(t["id"], t["metric"], float(t["factor"]), t.get("assumption", ""), t["source"])
+        for t in data["table"]
+    )
     weights = {p: {op: float(w) for op, w in ws.items()} for p, ws in data["weights"].items()}
     if not tables or any(t.factor <= 0 for t in tables) or not all(weights.values()):
-        raise ValueError("opcodes.toml: needs [[table]] entries with a positive factor and weights per precision")
+        raise ValueError(
+            "opcodes.toml: needs [[table]] entries with a positive factor and weights per precision"
+        )
     return OpcodeCatalog(tables, weights, {k: tuple(v) for k, v in data.get("order", {}).items()})
 
 
@@ -315,7 +337,9 @@ class Catalog:
     @functools.cached_property
     def scalar_metrics(self) -> frozenset[str]:
         """Every non-instanced metric name any recipe may read (the parser reads these)."""
-        names: set[str] = set(self.clocks.values()) | set(self.throughput.values()) | set(self.launch_metrics)
+        names: set[str] = (
+            set(self.clocks.values()) | set(self.throughput.values()) | set(self.launch_metrics)
+        )
         recipes: list[Recipe] = list(self.time)
         for p in self.precisions.values():
             recipes += [*p.rate, *p.count, *p.peak]
@@ -358,20 +382,34 @@ class Catalog:
         path = tensor_path(key)
         if path is not None:
             if path.startswith("sass_"):
-                return f"{path[5:].upper()} SASS opcode counts x ops per instruction shape (estimated)"
+                return (
+                    f"{path[5:].upper()} SASS opcode counts x ops per instruction shape (estimated)"
+                )
             if path == "legacy_x512":
-                return f"{self.tensor.legacy_count.alts[0].metric} x {self.tensor.legacy_factor:g} (approximate)"
-            return f"{self.tensor.ops_prefix}{path}{self.tensor.ops_count} (tensor ops, as ncu counts them)"
+                return (
+                    f"{self.tensor.legacy_count.alts[0].metric} x {self.tensor.legacy_factor:g}"
+                    " (approximate)"
+                )
+            return (
+                f"{self.tensor.ops_prefix}{path}{self.tensor.ops_count} (tensor ops, as ncu counts"
+                " them)"
+            )
         if key in self.levels:
             wanted = [d for d in definition.split(" / ") if d] if definition else []
-            labels = [d.bytes[0].label for d in self.levels[key].definitions if not wanted or d.id in wanted]
+            labels = [
+                d.bytes[0].label
+                for d in self.levels[key].definitions
+                if not wanted or d.id in wanted
+            ]
             return " or ".join(dict.fromkeys(labels))
         return ""
 
     def is_tensor_path_metric(self, name: str) -> bool:
         """Whether ``name`` is a ``sm__ops_path_tensor_<path>`` count, rate or peak."""
         t = self.tensor
-        return name.startswith(t.ops_prefix) and name.endswith((t.ops_count, t.ops_rate, t.ops_peak))
+        return name.startswith(t.ops_prefix) and name.endswith(
+            (t.ops_count, t.ops_rate, t.ops_peak)
+        )
 
 
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
@@ -419,7 +457,12 @@ def _recipe(d: dict[str, Any], where: str) -> Recipe:
         label=d["label"],
         terms=tuple(parse_term(t) for t in d["terms"]),
         multiply_by=parse_term(d["multiply_by"]) if "multiply_by" in d else None,
-        divide_by=tuple(parse_term(t) for t in ([d["divide_by"]] if isinstance(d.get("divide_by"), str) else d.get("divide_by", []))),
+        divide_by=tuple(
+            parse_term(t)
+            for t in (
+                [d["divide_by"]] if isinstance(d.get("divide_by"), str) else d.get("divide_by", [])
+            )
+        ),
         cc_min=d.get("cc_min"),
         cc_max=d.get("cc_max"),
         source=d.get("source", ""),
@@ -445,12 +488,16 @@ def metrics_dir() -> Path:
         If none of these holds ``roofline.toml``.
     """
     here = Path(__file__).resolve().parent
-    candidates = [Path(os.environ["NCUROOF_METRICS_DIR"])] if os.environ.get("NCUROOF_METRICS_DIR") else []
+    candidates = (
+        [Path(os.environ["NCUROOF_METRICS_DIR"])] if os.environ.get("NCUROOF_METRICS_DIR") else []
+    )
     candidates += [here.parent / "metrics", here / "_metrics"]
     for c in candidates:
         if (c / "roofline.toml").is_file():
             return c
-    raise FileNotFoundError(f"metric catalog (roofline.toml) not found in {[str(c) for c in candidates]}")
+    raise FileNotFoundError(
+        f"metric catalog (roofline.toml) not found in {[str(c) for c in candidates]}"
+    )
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -526,7 +573,10 @@ def _tensor(ten: dict[str, Any]) -> TensorCatalog:
         captured = {"m", "n", "k"} <= set(pattern.groupindex)
         ops = s.get("ops", 2.0 * s.get("m", 0) * s.get("n", 0) * s.get("k", 0))
         if (ops <= 0 and not captured) or int(s.get("warps", 1)) < 1:
-            raise ValueError(f"tensor.toml: shape {s} has no ops, m/n/k or captured (?P<m>)(?P<n>)(?P<k>) groups, or warps < 1")
+            raise ValueError(
+                f"tensor.toml: shape {s} has no ops, m/n/k or captured (?P<m>)(?P<n>)(?P<k>)"
+                " groups, or warps < 1"
+            )
         shapes.append(MmaShape(pattern, float(ops), s["path"], int(s.get("warps", 1))))
     op, so, lg = ten["ops_path"], ten["sass_opcodes"], ten["legacy_x512"]
     return TensorCatalog(
@@ -581,8 +631,14 @@ def load(directory: Path | None = None) -> Catalog:
         thresholds=thresholds,
         pipes=_pipes(_read(directory / "pipes.toml")),
         instruction=_instruction(_read(directory / "instruction_roofline.toml")),
-        l2_evidence={k: _recipes(v, f"l2_evidence.{k}") for k, v in roof.get("l2_evidence", {}).items()},
-        opcodes=_opcodes(_read(directory / "opcodes.toml")) if (directory / "opcodes.toml").is_file() else None,
+        l2_evidence={
+            k: _recipes(v, f"l2_evidence.{k}") for k, v in roof.get("l2_evidence", {}).items()
+        },
+        opcodes=(
+            _opcodes(_read(directory / "opcodes.toml"))
+            if (directory / "opcodes.toml").is_file()
+            else None
+        ),
     )
 
 
@@ -596,8 +652,10 @@ def over_limit(name: str, what: str) -> str:
     limit, and how to raise it (``metrics/thresholds.toml`` ``[limits]``)."""
     value = limits()[name]
     shown = f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
-    return (f"{what}, beyond limits.{name} = {shown}; if the file is genuine, raise {name} under "
-            f"[limits] in {metrics_dir() / 'thresholds.toml'}")
+    return (
+        f"{what}, beyond limits.{name} = {shown}; if the file is genuine, raise {name} under "
+        f"[limits] in {metrics_dir() / 'thresholds.toml'}"
+    )
 
 
 @dataclass(frozen=True)
@@ -650,7 +708,7 @@ class GpuSpec:
         if quantity == "dram":
             return self.dram_bytes_per_s
         if quantity.startswith("tensor_"):
-            return self.tensor.get(quantity[len("tensor_"):])
+            return self.tensor.get(quantity[len("tensor_") :])
         return self.flop_per_s.get(quantity)
 
     def achievable(self) -> dict[str, Measurement]:
@@ -700,7 +758,10 @@ class GpuCatalog:
 
     def tensor_rule(self, path: str) -> TensorRoofRule:
         """The first :class:`TensorRoofRule` matching a tensor datapath (key ``""`` when none does)."""
-        return next((r for r in self.tensor_paths if r.pattern.search(path)), TensorRoofRule(re.compile(""), ""))
+        return next(
+            (r for r in self.tensor_paths if r.pattern.search(path)),
+            TensorRoofRule(re.compile(""), ""),
+        )
 
 
 @functools.lru_cache(maxsize=4)
@@ -725,27 +786,62 @@ def load_gpus(directory: Path | None = None) -> GpuCatalog:
     data = _read((directory or metrics_dir()) / "gpus.toml")
     gpus = []
     seen: set[str] = set()
-    required = {"id", "name", "match", "cc", "sms", "boost_mhz", "fp64_tflops", "fp32_tflops", "tensor_tflops",
-                "dram_gbps", "l2_mb", "source", "confidence"}
+    required = {
+        "id",
+        "name",
+        "match",
+        "cc",
+        "sms",
+        "boost_mhz",
+        "fp64_tflops",
+        "fp32_tflops",
+        "tensor_tflops",
+        "dram_gbps",
+        "l2_mb",
+        "source",
+        "confidence",
+    }
     for g in data["gpu"]:
         missing = required - set(g)
         if missing or g["id"] in seen:
-            raise ValueError(f"gpus.toml: entry {g.get('id')!r} lacks {sorted(missing)} or repeats its id")
+            raise ValueError(
+                f"gpus.toml: entry {g.get('id')!r} lacks {sorted(missing)} or repeats its id"
+            )
         seen.add(g["id"])
-        flops = {p: float(g[f"{p}_tflops"]) * 1e12 for p in ("fp64", "fp32", "fp16") if f"{p}_tflops" in g}
+        flops = {
+            p: float(g[f"{p}_tflops"]) * 1e12
+            for p in ("fp64", "fp32", "fp16")
+            if f"{p}_tflops" in g
+        }
         tensor = {k: float(v) * 1e12 for k, v in g["tensor_tflops"].items()}
         values = [*flops.values(), *tensor.values(), g["dram_gbps"], g["l2_mb"], g["boost_mhz"]]
         if any(v <= 0 for v in values) or g["confidence"] not in ("H", "M", "L", "H/M", "M/L"):
-            raise ValueError(f"gpus.toml: entry {g['id']!r} has a non-positive number or an unknown confidence")
+            raise ValueError(
+                f"gpus.toml: entry {g['id']!r} has a non-positive number or an unknown confidence"
+            )
         spec = GpuSpec(
-            id=g["id"], name=g["name"], match=tuple(re.compile(m, re.IGNORECASE) for m in g["match"]), cc=g["cc"],
-            sms=int(g["sms"]), boost_hz=float(g["boost_mhz"]) * 1e6, flop_per_s=flops, tensor=tensor,
-            dram_bytes_per_s=float(g["dram_gbps"]) * 1e9, l2_bytes=float(g["l2_mb"]) * 1e6,
-            source=g["source"], confidence=g["confidence"],
+            id=g["id"],
+            name=g["name"],
+            match=tuple(re.compile(m, re.IGNORECASE) for m in g["match"]),
+            cc=g["cc"],
+            sms=int(g["sms"]),
+            boost_hz=float(g["boost_mhz"]) * 1e6,
+            flop_per_s=flops,
+            tensor=tensor,
+            dram_bytes_per_s=float(g["dram_gbps"]) * 1e9,
+            l2_bytes=float(g["l2_mb"]) * 1e6,
+            source=g["source"],
+            confidence=g["confidence"],
         )
-        gpus.append(replace(spec, measured=tuple(_measurement(spec, m) for m in g.get("measured", []))))
-    paths = tuple(TensorRoofRule(re.compile(t["pattern"]), t["key"], t.get("assumption", ""), t.get("confidence", ""))
-                  for t in data["tensor_paths"])
+        gpus.append(
+            replace(spec, measured=tuple(_measurement(spec, m) for m in g.get("measured", [])))
+        )
+    paths = tuple(
+        TensorRoofRule(
+            re.compile(t["pattern"]), t["key"], t.get("assumption", ""), t.get("confidence", "")
+        )
+        for t in data["tensor_paths"]
+    )
     return GpuCatalog(tuple(gpus), paths)
 
 
@@ -755,25 +851,41 @@ _MEASURED_FIELDS = ("quantity", "what", "method", "date", "source", "confidence"
 
 def _measurement(spec: GpuSpec, m: dict[str, Any]) -> Measurement:
     """One ``[[gpu.measured]]`` entry of ``spec``, in SI units: ``value`` in GB/s (levels) or TFLOP/s
-    (precisions, ``tensor_<key>``), or ``fraction`` of the datasheet's value of the same quantity."""
+    (precisions, ``tensor_<key>``), or ``fraction`` of the datasheet's value of the same quantity.
+    """
     missing = [f for f in _MEASURED_FIELDS if not str(m.get(f, "")).strip()]
     quantity = str(m.get("quantity", ""))
     level = quantity in ("dram", "l2", "l1")
     known = level or quantity in ("fp64", "fp32", "fp16") or quantity.startswith("tensor_")
     if missing or not known or ("value" in m) == ("fraction" in m):
-        raise ValueError(f"gpus.toml: a measured entry of {spec.id!r} lacks {missing}, names an unknown quantity "
-                         f"{quantity!r}, or gives not exactly one of value and fraction")
+        raise ValueError(
+            f"gpus.toml: a measured entry of {spec.id!r} lacks {missing}, names an unknown quantity"
+            f" {quantity!r}, or gives not exactly one of value and fraction"
+        )
     if "fraction" in m:
         base = spec.datasheet_value(quantity)
         if base is None or not 0 < float(m["fraction"]) <= 1.5:
-            raise ValueError(f"gpus.toml: measured {quantity} of {spec.id!r} is a fraction of a datasheet value it lacks, "
-                             "or not in (0, 1.5]")
+            raise ValueError(
+                f"gpus.toml: measured {quantity} of {spec.id!r} is a fraction of a datasheet value"
+                " it lacks, or not in (0, 1.5]"
+            )
         value = float(m["fraction"]) * base
     else:
         value = float(m["value"]) * (1e9 if level else 1e12)
     if not value > 0 or m["confidence"] not in ("H", "M", "L"):
-        raise ValueError(f"gpus.toml: measured {quantity} of {spec.id!r} is not positive or has an unknown confidence")
-    return Measurement(quantity, value, str(m["what"]), str(m["method"]), str(m["date"]), str(m["source"]), str(m["confidence"]))
+        raise ValueError(
+            f"gpus.toml: measured {quantity} of {spec.id!r} is not positive or has an unknown"
+            " confidence"
+        )
+    return Measurement(
+        quantity,
+        value,
+        str(m["what"]),
+        str(m["method"]),
+        str(m["date"]),
+        str(m["source"]),
+        str(m["confidence"]),
+    )
 
 
 @dataclass(frozen=True)
@@ -809,7 +921,12 @@ class CsvRules:
     def _word(self, word: str, table: dict[str, float], per: bool = False) -> float | None:
         if word in table:
             return table[word]
-        if len(word) > 1 and word[0] in self.prefixes and word[1:] in table and word[1:] not in ("", "%"):
+        if (
+            len(word) > 1
+            and word[0] in self.prefixes
+            and word[1:] in table
+            and word[1:] not in ("", "%")
+        ):
             prefix = self.prefixes[word[0]]
             return table[word[1:]] / prefix if per else prefix * table[word[1:]]
         return None
@@ -842,6 +959,11 @@ def load_csv_rules(directory: Path | None = None) -> CsvRules:
             repeating.add(key)
         if item.get("also"):
             also[item["metric"]] = tuple(item["also"])
-    return CsvRules({k: float(v) for k, v in units["prefixes"].items()}, {k: float(v) for k, v in units["bases"].items()},
-                    {k: float(v) for k, v in units["per"].items()}, labels, frozenset(repeating), also)
-
+    return CsvRules(
+        {k: float(v) for k, v in units["prefixes"].items()},
+        {k: float(v) for k, v in units["bases"].items()},
+        {k: float(v) for k, v in units["per"].items()},
+        labels,
+        frozenset(repeating),
+        also,
+    )

@@ -36,7 +36,9 @@ __all__ = ["main", "cli"]
 def cli(verbose: int) -> None:
     """Roofline analysis of NVIDIA Nsight Compute (ncu) profiles."""
     level = logging.WARNING - 10 * min(verbose, 2)
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    logging.basicConfig(
+        level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr
+    )
     for handler in logging.getLogger().handlers:
         handler.setFormatter(_PrintableFormatter("%(levelname)s %(name)s: %(message)s"))
 
@@ -59,7 +61,9 @@ def _peaks(kind: str):  # noqa: ANN202 - click callback factory
     """A click callback turning repeated ``[NAME=]VALUE`` options into ``{name: SI value}``."""
     allowed, default = (FLOP_ROOFS, "*") if kind == "flops" else (LEVELS, "dram")
 
-    def callback(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, float]:
+    def callback(
+        ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
+    ) -> dict[str, float]:
         out = {}
         for v in values:
             try:
@@ -72,52 +76,158 @@ def _peaks(kind: str):  # noqa: ANN202 - click callback factory
     return callback
 
 
-_MATCH_HELP = ("What one kernel is: kernel (the demangled name: template instantiations stay apart), config (also grid and "
-               "block), nvtx (also the NVTX range path), launch (each launch apart; compare pairs the k-th launches).")
+_MATCH_HELP = (
+    "What one kernel is: kernel (the demangled name: template instantiations stay apart), config"
+    " (also grid and block), nvtx (also the NVTX range path), launch (each launch apart; compare"
+    " pairs the k-th launches)."
+)
 
 
-_JSON_HELP = ("Print one JSON document on stdout (ncuroof/schemas/{kind}.schema.json) instead of the summary; messages stay "
-              "on stderr, the other outputs are still written.")
+_JSON_HELP = (
+    "Print one JSON document on stdout (ncuroof/schemas/{kind}.schema.json) instead of the summary;"
+    " messages stay on stderr, the other outputs are still written."
+)
 
 
 def analysis_options(f):  # noqa: ANN001, ANN201 - click decorator
     """The options of :class:`ncuroof.model.analysis.AnalysisOptions`, shared by every command that analyzes."""
     default = AnalysisOptions()
     options = [
-        click.option("--traffic", type=click.Choice(TRAFFIC_CHOICES), default=default.traffic, show_default=True,
-                     help="Traffic definition preferred for L1/L2: ncu's charts, or NERSC's lts__t_bytes/l1tex__t_bytes."),
-        click.option("--stack", is_flag=True, help="Inputs are unrelated runs: stack them. Default: several inputs are files "
-                                                  "of one run, merged launch by launch."),
-        click.option("--gpu", metavar="NAME", default=None,
-                     help="Datasheet entry for roofs the input lacks (e.g. a10g, v100-sxm2; see metrics/gpus.toml). "
-                          "Default: matched on the device name."),
-        click.option("--peak-flops", "peak_flops", metavar="[PREC=]VALUE", multiple=True, callback=_peaks("flops"),
-                     help=f"Compute roof in FLOP/s, e.g. 19.5T or fp64=9.7e12 (PREC: {', '.join(FLOP_ROOFS)}; bare = all). Repeatable."),
-        click.option("--peak-bandwidth", "peak_bandwidth", metavar="[LEVEL=]VALUE", multiple=True, callback=_peaks("bandwidth"),
-                     help=f"Bandwidth roof in B/s, e.g. 900G or l2=3T (LEVEL: {', '.join(LEVELS)}; bare = dram). Repeatable."),
-        click.option("--achievable-flops", "achievable_flops", metavar="[PREC=]VALUE", multiple=True, callback=_peaks("flops"),
-                     help="Achievable compute roof in FLOP/s (what a benchmark sustained), same syntax as --peak-flops: drawn "
-                          "and reported beside the peak roof, replacing metrics/gpus.toml's published measurements. Repeatable."),
-        click.option("--achievable-bandwidth", "achievable_bandwidth", metavar="[LEVEL=]VALUE", multiple=True,
-                     callback=_peaks("bandwidth"),
-                     help="Achievable bandwidth roof in B/s (e.g. a STREAM copy), same syntax as --peak-bandwidth, beside the "
-                          "peak roof. Repeatable."),
-        click.option("--expect", "expect", type=click.Path(path_type=Path, dir_okay=False), default=None, metavar="FILE",
-                     help="TOML (or YAML) of expected FLOPs and DRAM bytes per kernel-name pattern, formulas of named sizes: "
-                          "useful vs measured intensity, and flags where the counted work differs."),
-        click.option("--match", "match", type=click.Choice([*KEY_CHOICES, "name"]), default=default.match, show_default=True,
-                     help=_MATCH_HELP + " 'name' is the old spelling of 'kernel'."),
-        click.option("--focus", type=click.FloatRange(0, 1, min_open=True), default=default.focus, show_default=True,
-                     help="The chart shows the fewest kernels making up this share of GPU time (the page can show the rest)."),
-        click.option("--reader", type=click.Choice(READERS), default=default.reader, show_default=True,
-                     help=".ncu-rep reader: ncuroof's own decoder (fast), NVIDIA's ncu_report module, or the decoder checked "
-                          "against ncu_report on a sample, with ncu_report for whatever it does not know or reads differently (auto)."),
-        click.option("--timeline", type=click.Path(path_type=Path, dir_okay=False), default=None, metavar="TRACE",
-                     help="Production timeline of the run: a PyTorch profiler trace (.json, .json.gz) or an Nsight Systems "
-                          "export (.sqlite, .nsys-rep). Shares, focus, savings and the top kernels follow its kernel time; "
-                          "writes timeline.csv (production vs profiled time per kernel, kernels ncu did not profile)."),
-        click.option("--device", type=click.IntRange(0), default=None, metavar="N",
-                     help="The timeline's CUDA device (default: the only one with kernels, else the report's GPU)."),
+        click.option(
+            "--traffic",
+            type=click.Choice(TRAFFIC_CHOICES),
+            default=default.traffic,
+            show_default=True,
+            help=(
+                "Traffic definition preferred for L1/L2: ncu's charts, or NERSC's"
+                " lts__t_bytes/l1tex__t_bytes."
+            ),
+        ),
+        click.option(
+            "--stack",
+            is_flag=True,
+            help=(
+                "Inputs are unrelated runs: stack them. Default: several inputs are files "
+                "of one run, merged launch by launch."
+            ),
+        ),
+        click.option(
+            "--gpu",
+            metavar="NAME",
+            default=None,
+            help=(
+                "Datasheet entry for roofs the input lacks (e.g. a10g, v100-sxm2; see"
+                " metrics/gpus.toml). Default: matched on the device name."
+            ),
+        ),
+        click.option(
+            "--peak-flops",
+            "peak_flops",
+            metavar="[PREC=]VALUE",
+            multiple=True,
+            callback=_peaks("flops"),
+            help=(
+                f"Compute roof in FLOP/s, e.g. 19.5T or fp64=9.7e12 (PREC: {', '.join(FLOP_ROOFS)};"
+                " bare = all). Repeatable."
+            ),
+        ),
+        click.option(
+            "--peak-bandwidth",
+            "peak_bandwidth",
+            metavar="[LEVEL=]VALUE",
+            multiple=True,
+            callback=_peaks("bandwidth"),
+            help=(
+                f"Bandwidth roof in B/s, e.g. 900G or l2=3T (LEVEL: {', '.join(LEVELS)}; bare ="
+                " dram). Repeatable."
+            ),
+        ),
+        click.option(
+            "--achievable-flops",
+            "achievable_flops",
+            metavar="[PREC=]VALUE",
+            multiple=True,
+            callback=_peaks("flops"),
+            help=(
+                "Achievable compute roof in FLOP/s (what a benchmark sustained), same syntax as"
+                " --peak-flops: drawn and reported beside the peak roof, replacing"
+                " metrics/gpus.toml's published measurements. Repeatable."
+            ),
+        ),
+        click.option(
+            "--achievable-bandwidth",
+            "achievable_bandwidth",
+            metavar="[LEVEL=]VALUE",
+            multiple=True,
+            callback=_peaks("bandwidth"),
+            help=(
+                "Achievable bandwidth roof in B/s (e.g. a STREAM copy), same syntax as"
+                " --peak-bandwidth, beside the peak roof. Repeatable."
+            ),
+        ),
+        click.option(
+            "--expect",
+            "expect",
+            type=click.Path(path_type=Path, dir_okay=False),
+            default=None,
+            metavar="FILE",
+            help=(
+                "TOML (or YAML) of expected FLOPs and DRAM bytes per kernel-name pattern, formulas"
+                " of named sizes: useful vs measured intensity, and flags where the counted work"
+                " differs."
+            ),
+        ),
+        click.option(
+            "--match",
+            "match",
+            type=click.Choice([*KEY_CHOICES, "name"]),
+            default=default.match,
+            show_default=True,
+            help=_MATCH_HELP + " 'name' is the old spelling of 'kernel'.",
+        ),
+        click.option(
+            "--focus",
+            type=click.FloatRange(0, 1, min_open=True),
+            default=default.focus,
+            show_default=True,
+            help=(
+                "The chart shows the fewest kernels making up this share of GPU time (the page can"
+                " show the rest)."
+            ),
+        ),
+        click.option(
+            "--reader",
+            type=click.Choice(READERS),
+            default=default.reader,
+            show_default=True,
+            help=(
+                ".ncu-rep reader: ncuroof's own decoder (fast), NVIDIA's ncu_report module, or the"
+                " decoder checked against ncu_report on a sample, with ncu_report for whatever it"
+                " does not know or reads differently (auto)."
+            ),
+        ),
+        click.option(
+            "--timeline",
+            type=click.Path(path_type=Path, dir_okay=False),
+            default=None,
+            metavar="TRACE",
+            help=(
+                "Production timeline of the run: a PyTorch profiler trace (.json, .json.gz) or an"
+                " Nsight Systems export (.sqlite, .nsys-rep). Shares, focus, savings and the top"
+                " kernels follow its kernel time; writes timeline.csv (production vs profiled time"
+                " per kernel, kernels ncu did not profile)."
+            ),
+        ),
+        click.option(
+            "--device",
+            type=click.IntRange(0),
+            default=None,
+            metavar="N",
+            help=(
+                "The timeline's CUDA device (default: the only one with kernels, else the report's"
+                " GPU)."
+            ),
+        ),
     ]
     for option in reversed(options):
         f = option(f)
@@ -128,11 +238,21 @@ def _options(kw: dict) -> AnalysisOptions:
     """Pop the :func:`analysis_options` values out of a command's keyword arguments."""
     match = kw.pop("match")
     try:
-        return AnalysisOptions(traffic=kw.pop("traffic"), stack=kw.pop("stack"), gpu=kw.pop("gpu"), peak_flops=kw.pop("peak_flops") or None,
-                               peak_bandwidth=kw.pop("peak_bandwidth") or None, achievable_flops=kw.pop("achievable_flops") or None,
-                               achievable_bandwidth=kw.pop("achievable_bandwidth") or None, expect=kw.pop("expect"),
-                               match="kernel" if match == "name" else match, focus=kw.pop("focus"), reader=kw.pop("reader"),
-                               timeline=kw.pop("timeline"), device=kw.pop("device"))
+        return AnalysisOptions(
+            traffic=kw.pop("traffic"),
+            stack=kw.pop("stack"),
+            gpu=kw.pop("gpu"),
+            peak_flops=kw.pop("peak_flops") or None,
+            peak_bandwidth=kw.pop("peak_bandwidth") or None,
+            achievable_flops=kw.pop("achievable_flops") or None,
+            achievable_bandwidth=kw.pop("achievable_bandwidth") or None,
+            expect=kw.pop("expect"),
+            match="kernel" if match == "name" else match,
+            focus=kw.pop("focus"),
+            reader=kw.pop("reader"),
+            timeline=kw.pop("timeline"),
+            device=kw.pop("device"),
+        )
     except ValueError as exc:  # a combination of options that click does not check alone
         raise click.UsageError(str(exc)) from exc
 
@@ -150,13 +270,17 @@ def _group_by(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 def _csv_choice(allowed: tuple[str, ...]):  # noqa: ANN202 - click callback factory
     """A click callback reading a comma-separated subset of ``allowed``."""
 
-    def callback(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, ...] | None:
+    def callback(
+        ctx: click.Context, param: click.Parameter, value: str | None
+    ) -> tuple[str, ...] | None:
         if value is None:
             return None
         items = tuple(v.strip().lower() for v in value.split(",") if v.strip())
         bad = [v for v in items if v not in allowed]
         if bad or not items:
-            raise click.BadParameter(f"{','.join(bad) or value!r}: choose from {','.join(allowed)}", ctx=ctx, param=param)
+            raise click.BadParameter(
+                f"{','.join(bad) or value!r}: choose from {','.join(allowed)}", ctx=ctx, param=param
+            )
         return items
 
     return callback
@@ -173,36 +297,116 @@ _COLLECTABLE = collectable()
 
 @cli.command()
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=True))
-@click.option("-o", "--outdir", type=click.Path(path_type=Path, file_okay=False), default=None,
-              help="Output directory (default: <input stem>.ncuroof/ next to the first input).")
+@click.option(
+    "-o",
+    "--outdir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Output directory (default: <input stem>.ncuroof/ next to the first input).",
+)
 @analysis_options
-@click.option("--plotlyjs", type=click.Choice(list(PLOTLYJS)), default="embed", show_default=True,
-              help="Embed plotly.js in roofline.html (works offline) or link it from the CDN (smaller file).")
-@click.option("--top", type=click.IntRange(1), default=10, show_default=True, help="Kernels in the summary table.")
-@click.option("--image", type=click.Choice(IMAGE_FORMATS), default=None,
-              help="Also write roofline.png/.svg through plotly's image export (needs kaleido and Chrome/Chromium).")
-@click.option("--what-if", "what_if", metavar="GPU", default=None,
-              help="Project each kernel's FLOPs and DRAM bytes onto another GPU's datasheet roofs (metrics/gpus.toml): "
-                   "which kernels change bound, time at the roof there (whatif.csv).")
-@click.option("--format", "formats", callback=_csv_choice(FORMATS), default="csv", show_default=True, metavar=_csv_metavar(FORMATS),
-              help="Table formats: kernels/points as CSV and/or Parquet (schema dtypes, units and inputs in its metadata).")
-@click.option("--scheduler", metavar="tcp://HOST:PORT", default=None,
-              help="With --stack or --ranks: analyze each input as a task on this dask scheduler's workers (they must see "
-                   f"the inputs). Default: stacks of {FLEET_MIN_INPUTS} or more inputs run on a local dask cluster of this machine's cores.")
-@click.option("--workers", type=click.IntRange(1), default=None, help="Worker processes of the local dask cluster (default: the cores).")
-@click.option("--ranks/--no-ranks", "ranks", default=None,
-              help="Inputs are one report per MPI rank of one run: merge them into each kernel's spread over ranks "
-                   "(ranks.csv, load-imbalance flag). Default: recognised from file names differing in one number and "
-                   "distinct processes.")
-@click.option("--group-by", "group_by", metavar=f"nvtx[:DEPTH]|{BY_OPERATOR}", default=None, callback=_group_by,
-              help="Also aggregate launches by NVTX range path (its first DEPTH ranges): phases.csv with time, FLOPs, bytes, "
-                   "AI, bound and time at the roof per phase; launches outside every range are the phase 'no range'. "
-                   f"{BY_OPERATOR}: one dot per PyTorch operator of the --timeline trace (ops.csv).")
+@click.option(
+    "--plotlyjs",
+    type=click.Choice(list(PLOTLYJS)),
+    default="embed",
+    show_default=True,
+    help="Embed plotly.js in roofline.html (works offline) or link it from the CDN (smaller file).",
+)
+@click.option(
+    "--top",
+    type=click.IntRange(1),
+    default=10,
+    show_default=True,
+    help="Kernels in the summary table.",
+)
+@click.option(
+    "--image",
+    type=click.Choice(IMAGE_FORMATS),
+    default=None,
+    help=(
+        "Also write roofline.png/.svg through plotly's image export (needs kaleido and"
+        " Chrome/Chromium)."
+    ),
+)
+@click.option(
+    "--what-if",
+    "what_if",
+    metavar="GPU",
+    default=None,
+    help=(
+        "Project each kernel's FLOPs and DRAM bytes onto another GPU's datasheet roofs"
+        " (metrics/gpus.toml): which kernels change bound, time at the roof there (whatif.csv)."
+    ),
+)
+@click.option(
+    "--format",
+    "formats",
+    callback=_csv_choice(FORMATS),
+    default="csv",
+    show_default=True,
+    metavar=_csv_metavar(FORMATS),
+    help=(
+        "Table formats: kernels/points as CSV and/or Parquet (schema dtypes, units and inputs in"
+        " its metadata)."
+    ),
+)
+@click.option(
+    "--scheduler",
+    metavar="tcp://HOST:PORT",
+    default=None,
+    help=(
+        "With --stack or --ranks: analyze each input as a task on this dask scheduler's workers"
+        f" (they must see the inputs). Default: stacks of {FLEET_MIN_INPUTS} or more inputs run on"
+        " a local dask cluster of this machine's cores."
+    ),
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(1),
+    default=None,
+    help="Worker processes of the local dask cluster (default: the cores).",
+)
+@click.option(
+    "--ranks/--no-ranks",
+    "ranks",
+    default=None,
+    help=(
+        "Inputs are one report per MPI rank of one run: merge them into each kernel's spread over"
+        " ranks (ranks.csv, load-imbalance flag). Default: recognised from file names differing in"
+        " one number and distinct processes."
+    ),
+)
+@click.option(
+    "--group-by",
+    "group_by",
+    metavar=f"nvtx[:DEPTH]|{BY_OPERATOR}",
+    default=None,
+    callback=_group_by,
+    help=(
+        "Also aggregate launches by NVTX range path (its first DEPTH ranges): phases.csv with"
+        " time, FLOPs, bytes, AI, bound and time at the roof per phase; launches outside every"
+        f" range are the phase 'no range'. {BY_OPERATOR}: one dot per PyTorch operator of the"
+        " --timeline trace (ops.csv)."
+    ),
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary table.")
 @click.option("--json", "as_json", is_flag=True, help=_JSON_HELP.format(kind="analyze"))
-def analyze(inputs: tuple[Path, ...], outdir: Path | None, plotlyjs: str, top: int, image: str | None, what_if: str | None,
-            formats: tuple[str, ...], scheduler: str | None, workers: int | None, ranks: bool | None, group_by: str | None,
-            quiet: bool, as_json: bool = False, **kw: object) -> None:
+def analyze(
+    inputs: tuple[Path, ...],
+    outdir: Path | None,
+    plotlyjs: str,
+    top: int,
+    image: str | None,
+    what_if: str | None,
+    formats: tuple[str, ...],
+    scheduler: str | None,
+    workers: int | None,
+    ranks: bool | None,
+    group_by: str | None,
+    quiet: bool,
+    as_json: bool = False,
+    **kw: object,
+) -> None:
     """Analyze ncu reports (.ncu-rep) or CSV exports: write kernels.csv, points.csv and roofline.html.
 
     Several INPUTS are files of one ncu run (e.g. a time/DRAM run and a FLOP run, or a raw export
@@ -215,21 +419,39 @@ def analyze(inputs: tuple[Path, ...], outdir: Path | None, plotlyjs: str, top: i
     from . import api
 
     with _stdout_to_stderr(as_json):
-        result = api.analyze(list(inputs), outdir=outdir, options=_options(kw), plotlyjs=PLOTLYJS[plotlyjs],
-                             top=top, progress=not quiet, image=image, what_if=what_if, formats=formats, scheduler=scheduler,
-                             ranks=ranks, workers=workers, group_by=group_by)
-    for r in (result.failures.itertuples(index=False) if result.failures is not None else ()):
+        result = api.analyze(
+            list(inputs),
+            outdir=outdir,
+            options=_options(kw),
+            plotlyjs=PLOTLYJS[plotlyjs],
+            top=top,
+            progress=not quiet,
+            image=image,
+            what_if=what_if,
+            formats=formats,
+            scheduler=scheduler,
+            ranks=ranks,
+            workers=workers,
+            group_by=group_by,
+        )
+    for r in result.failures.itertuples(index=False) if result.failures is not None else ():
         _echo(f"ncuroof: error: {r.error}", err=True, one_line=True)
     _warn(result.analysis)
     if as_json:
         from .render import json_doc
 
-        click.echo(json_doc.dumps(json_doc.analysis_document(result.analysis, result.outdir, list(result.files), result.failures)), nl=False)
+        click.echo(
+            json_doc.dumps(
+                json_doc.analysis_document(
+                    result.analysis, result.outdir, list(result.files), result.failures
+                )
+            ),
+            nl=False,
+        )
         return
     from .render import text
 
     _echo(text.analysis_text(result, quiet), nl=False)
-
 
 
 @contextlib.contextmanager
@@ -260,39 +482,106 @@ def _warn(analysis: "Analysis") -> None:  # noqa: F821, UP037 - imported lazily
 
 
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="Report to write (default: <program> here). A name without .ncu-rep/.ncu-repz gets the suffix this ncu "
-                   "writes by default (.ncu-repz from ncu 2026.3).")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help=(
+        "Report to write (default: <program> here). A name without .ncu-rep/.ncu-repz gets the"
+        " suffix this ncu writes by default (.ncu-repz from ncu 2026.3)."
+    ),
+)
 @click.option("--force", is_flag=True, help="Overwrite an existing report.")
-@click.option("--levels", callback=_csv_choice(_COLLECTABLE["level"]), default=None, metavar=_csv_metavar(_COLLECTABLE["level"]),
-              help="Collect only these memory levels with an explicit metric list (fewer replay passes) instead of --set roofline.")
-@click.option("--precisions", callback=_csv_choice(_COLLECTABLE["precision"]), default=None,
-              metavar=_csv_metavar(_COLLECTABLE["precision"]),
-              help="Collect only these precisions with an explicit metric list instead of --set roofline.")
-@click.option("--cc", metavar="MAJOR.MINOR", default=None, help="GPU compute capability for --levels/--precisions (default: nvidia-smi).")
-@click.option("-k", "--kernel-name", default=None, help="ncu --kernel-name: a name or regex:<expr>.")
-@click.option("--kernel-name-base", type=click.Choice(["function", "demangled", "mangled"]), default=None)
+@click.option(
+    "--levels",
+    callback=_csv_choice(_COLLECTABLE["level"]),
+    default=None,
+    metavar=_csv_metavar(_COLLECTABLE["level"]),
+    help=(
+        "Collect only these memory levels with an explicit metric list (fewer replay passes)"
+        " instead of --set roofline."
+    ),
+)
+@click.option(
+    "--precisions",
+    callback=_csv_choice(_COLLECTABLE["precision"]),
+    default=None,
+    metavar=_csv_metavar(_COLLECTABLE["precision"]),
+    help="Collect only these precisions with an explicit metric list instead of --set roofline.",
+)
+@click.option(
+    "--cc",
+    metavar="MAJOR.MINOR",
+    default=None,
+    help="GPU compute capability for --levels/--precisions (default: nvidia-smi).",
+)
+@click.option(
+    "-k", "--kernel-name", default=None, help="ncu --kernel-name: a name or regex:<expr>."
+)
+@click.option(
+    "--kernel-name-base", type=click.Choice(["function", "demangled", "mangled"]), default=None
+)
 @click.option("--kernel-id", default=None, help="ncu --kernel-id context:stream:name:invocation.")
-@click.option("-s", "--launch-skip", type=click.IntRange(0), default=None, help="ncu --launch-skip.")
-@click.option("-c", "--launch-count", type=click.IntRange(1), default=None, help="ncu --launch-count.")
+@click.option(
+    "-s", "--launch-skip", type=click.IntRange(0), default=None, help="ncu --launch-skip."
+)
+@click.option(
+    "-c", "--launch-count", type=click.IntRange(1), default=None, help="ncu --launch-count."
+)
 @click.option("--nvtx-include", multiple=True, help="ncu --nvtx-include (repeatable).")
 @click.option("--nvtx-exclude", multiple=True, help="ncu --nvtx-exclude (repeatable).")
 @click.option("--target-processes", type=click.Choice(["all", "application-only"]), default=None)
-@click.option("--replay-mode", type=click.Choice(["kernel", "application", "range", "app-range"]), default=None)
-@click.option("--clock-control", type=click.Choice(["base", "none", "reset", "boost", "force-boost"]), default=None,
-              help="ncu --clock-control (ncu's default: base, clocks locked below boost; boost and force-boost from ncu 2026.1; "
-                   "ncuroof doctor prints what this ncu takes).")
-@click.option("--cache-control", type=click.Choice(["all", "none"]), default=None, help="ncu --cache-control (default all: flushed).")
-@click.option("--ncu", "ncu_path", type=click.Path(path_type=Path, dir_okay=False), default=None, help="The ncu executable to use.")
-@click.option("--ncu-arg", "ncu_args", multiple=True, help="More ncu arguments, passed verbatim (repeatable).")
-@click.option("--outdir", type=click.Path(path_type=Path, file_okay=False), default=None,
-              help="Analysis output directory (default: <report stem>.ncuroof/).")
+@click.option(
+    "--replay-mode",
+    type=click.Choice(["kernel", "application", "range", "app-range"]),
+    default=None,
+)
+@click.option(
+    "--clock-control",
+    type=click.Choice(["base", "none", "reset", "boost", "force-boost"]),
+    default=None,
+    help=(
+        "ncu --clock-control (ncu's default: base, clocks locked below boost; boost and force-boost"
+        " from ncu 2026.1; ncuroof doctor prints what this ncu takes)."
+    ),
+)
+@click.option(
+    "--cache-control",
+    type=click.Choice(["all", "none"]),
+    default=None,
+    help="ncu --cache-control (default all: flushed).",
+)
+@click.option(
+    "--ncu",
+    "ncu_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="The ncu executable to use.",
+)
+@click.option(
+    "--ncu-arg", "ncu_args", multiple=True, help="More ncu arguments, passed verbatim (repeatable)."
+)
+@click.option(
+    "--outdir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Analysis output directory (default: <report stem>.ncuroof/).",
+)
 @analysis_options
 @click.option("--no-analyze", is_flag=True, help="Only collect the report.")
 @click.option("-q", "--quiet", is_flag=True, help="No ncu progress and no summary table.")
 @click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)
-def profile(output: Path | None, ncu_path: Path | None, ncu_args: tuple[str, ...], outdir: Path | None, no_analyze: bool, quiet: bool,
-            cmd: tuple[str, ...], **fields: object) -> None:
+def profile(
+    output: Path | None,
+    ncu_path: Path | None,
+    ncu_args: tuple[str, ...],
+    outdir: Path | None,
+    no_analyze: bool,
+    quiet: bool,
+    cmd: tuple[str, ...],
+    **fields: object,
+) -> None:
     """Run CMD under ncu with the roofline metrics, keep the report, then analyze it.
 
     Usage: ncuroof profile [OPTIONS] -- ./app args. The report is kept only when ncu and the
@@ -334,14 +623,20 @@ def doctor() -> None:
         sys.exit(1)
 
 
-def _pair(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> list[tuple[str, str]]:
+def _pair(
+    ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
+) -> list[tuple[str, str]]:
     """``--pair OLD=NEW`` (repeatable) as ``[(OLD, NEW)]``."""
     out = []
     for v in values:
         old, sep, new = v.partition("=")
         if not sep or not old or not new:
-            raise click.BadParameter(f"{v!r} is not OLD=NEW (a kernel of each run: name, demangled name or regex:PATTERN)",
-                                     ctx=ctx, param=param)
+            raise click.BadParameter(
+                f"{v!r} is not OLD=NEW (a kernel of each run: name, demangled name or"
+                " regex:PATTERN)",
+                ctx=ctx,
+                param=param,
+            )
         out.append((old, new))
     return out
 
@@ -358,33 +653,110 @@ kernel with durations in both: unknown is not fast).
 
 
 @cli.command(name="compare", epilog=_GATE_EPILOG)
-@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path), metavar="BEFORE AFTER [RUN]...")
-@click.option("-o", "--outdir", type=click.Path(path_type=Path, file_okay=False), default=None,
-              help="Output directory (default: <after stem>.compare/ next to AFTER; <last stem>.trail/ for more runs).")
+@click.argument(
+    "runs",
+    nargs=-1,
+    required=True,
+    type=click.Path(path_type=Path),
+    metavar="BEFORE AFTER [RUN]...",
+)
+@click.option(
+    "-o",
+    "--outdir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help=(
+        "Output directory (default: <after stem>.compare/ next to AFTER; <last stem>.trail/ for"
+        " more runs)."
+    ),
+)
 @analysis_options
-@click.option("--strict", is_flag=True, help="Refuse (exit 2) when the runs differ in GPU, ncu version, clocks or metric set.")
-@click.option("--fail-if-slower", "fail_pct", type=click.FloatRange(min=0), default=None, metavar="PCT",
-              help="CI gate: exit 1 when a matched kernel's time (or the matched kernels' total) grew by more than PCT percent, "
-                   "listing each; kernels in one run only are listed with their time (see the exit codes below).")
-@click.option("--fail-on-new", is_flag=True, help="With --fail-if-slower: also fail on kernels only in AFTER.")
-@click.option("--fail-on-gone", is_flag=True, help="With --fail-if-slower: also fail on kernels only in BEFORE.")
-@click.option("--allow-unmatched", is_flag=True,
-              help="With --fail-if-slower: do not fail on an unpaired kernel whose likely partner in the other run is slower "
-                   "(it is still listed).")
-@click.option("--pair", "pairs", multiple=True, callback=_pair, metavar="OLD=NEW",
-              help="Pair a renamed kernel by hand (repeatable): each side a kernel_name, demangled name or regex:PATTERN "
-                   "naming one kernel of its run. Paired kernels are matched in every table and in the gate.")
-@click.option("--pair-file", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help='TOML file of pairs: [[pair]] tables with before = "OLD" and after = "NEW".')
-@click.option("--format", "formats", callback=_csv_choice(FORMATS), default="csv", show_default=True, metavar=_csv_metavar(FORMATS),
-              help="Formats of the compare table: compare.csv and/or compare.parquet (schema dtypes and units).")
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Refuse (exit 2) when the runs differ in GPU, ncu version, clocks or metric set.",
+)
+@click.option(
+    "--fail-if-slower",
+    "fail_pct",
+    type=click.FloatRange(min=0),
+    default=None,
+    metavar="PCT",
+    help=(
+        "CI gate: exit 1 when a matched kernel's time (or the matched kernels' total) grew by more"
+        " than PCT percent, listing each; kernels in one run only are listed with their time (see"
+        " the exit codes below)."
+    ),
+)
+@click.option(
+    "--fail-on-new", is_flag=True, help="With --fail-if-slower: also fail on kernels only in AFTER."
+)
+@click.option(
+    "--fail-on-gone",
+    is_flag=True,
+    help="With --fail-if-slower: also fail on kernels only in BEFORE.",
+)
+@click.option(
+    "--allow-unmatched",
+    is_flag=True,
+    help=(
+        "With --fail-if-slower: do not fail on an unpaired kernel whose likely partner in the other"
+        " run is slower (it is still listed)."
+    ),
+)
+@click.option(
+    "--pair",
+    "pairs",
+    multiple=True,
+    callback=_pair,
+    metavar="OLD=NEW",
+    help=(
+        "Pair a renamed kernel by hand (repeatable): each side a kernel_name, demangled name or"
+        " regex:PATTERN naming one kernel of its run. Paired kernels are matched in every table and"
+        " in the gate."
+    ),
+)
+@click.option(
+    "--pair-file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help='TOML file of pairs: [[pair]] tables with before = "OLD" and after = "NEW".',
+)
+@click.option(
+    "--format",
+    "formats",
+    callback=_csv_choice(FORMATS),
+    default="csv",
+    show_default=True,
+    metavar=_csv_metavar(FORMATS),
+    help=(
+        "Formats of the compare table: compare.csv and/or compare.parquet (schema dtypes and"
+        " units)."
+    ),
+)
 @click.option("--plotlyjs", type=click.Choice(list(PLOTLYJS)), default="embed", show_default=True)
-@click.option("--top", type=click.IntRange(1), default=10, show_default=True, help="Kernels in the summary.")
+@click.option(
+    "--top", type=click.IntRange(1), default=10, show_default=True, help="Kernels in the summary."
+)
 @click.option("-q", "--quiet", is_flag=True, help="No summary table.")
 @click.option("--json", "as_json", is_flag=True, help=_JSON_HELP.format(kind="compare"))
-def compare_cmd(runs: tuple[Path, ...], outdir: Path | None, strict: bool, fail_pct: float | None, fail_on_new: bool,
-                fail_on_gone: bool, allow_unmatched: bool, pairs: list[tuple[str, str]], pair_file: Path | None,
-                formats: tuple[str, ...], plotlyjs: str, top: int, quiet: bool, as_json: bool = False, **kw: object) -> None:
+def compare_cmd(
+    runs: tuple[Path, ...],
+    outdir: Path | None,
+    strict: bool,
+    fail_pct: float | None,
+    fail_on_new: bool,
+    fail_on_gone: bool,
+    allow_unmatched: bool,
+    pairs: list[tuple[str, str]],
+    pair_file: Path | None,
+    formats: tuple[str, ...],
+    plotlyjs: str,
+    top: int,
+    quiet: bool,
+    as_json: bool = False,
+    **kw: object,
+) -> None:
     """Compare two runs (reports, CSV exports or analyze output directories): did the dot move, did the work change?
 
     Both runs are analyzed with the same options; kernels are matched by --match (and --pair).
@@ -400,21 +772,54 @@ def compare_cmd(runs: tuple[Path, ...], outdir: Path | None, strict: bool, fail_
     """
     from . import api
 
-    if len(runs) == 1 and runs[0].is_dir() and not (runs[0] / "kernels.csv").exists() and not (runs[0] / "kernels.parquet").exists():
+    if (
+        len(runs) == 1
+        and runs[0].is_dir()
+        and not (runs[0] / "kernels.csv").exists()
+        and not (runs[0] / "kernels.parquet").exists()
+    ):
         runs = tuple(api.runs_in(runs[0]))
     if len(runs) < 2:
-        raise click.UsageError("compare needs BEFORE AFTER, more runs in order, or a directory of runs")
+        raise click.UsageError(
+            "compare needs BEFORE AFTER, more runs in order, or a directory of runs"
+        )
     if fail_pct is None and (fail_on_new or fail_on_gone or allow_unmatched):
-        raise click.UsageError("--fail-on-new, --fail-on-gone and --allow-unmatched shape the gate: add --fail-if-slower P")
+        raise click.UsageError(
+            "--fail-on-new, --fail-on-gone and --allow-unmatched shape the gate: add"
+            " --fail-if-slower P"
+        )
     if len(runs) > 2:
-        _compare_series(runs, outdir, strict or fail_pct is not None or as_json, pairs, pair_file, formats, plotlyjs, top, quiet, kw)
+        _compare_series(
+            runs,
+            outdir,
+            strict or fail_pct is not None or as_json,
+            pairs,
+            pair_file,
+            formats,
+            plotlyjs,
+            top,
+            quiet,
+            kw,
+        )
         return
     before, after = runs
     with _stdout_to_stderr(as_json):
-        result = api.compare_runs(before, after, outdir=outdir, options=_options(kw), strict=strict, progress=not quiet,
-                                  plotlyjs=PLOTLYJS[plotlyjs], pairs=pairs, pair_file=pair_file, fail_if_slower=fail_pct,
-                                  fail_on_new=fail_on_new, fail_on_gone=fail_on_gone, allow_unmatched=allow_unmatched,
-                                  formats=formats)
+        result = api.compare_runs(
+            before,
+            after,
+            outdir=outdir,
+            options=_options(kw),
+            strict=strict,
+            progress=not quiet,
+            plotlyjs=PLOTLYJS[plotlyjs],
+            pairs=pairs,
+            pair_file=pair_file,
+            fail_if_slower=fail_pct,
+            fail_on_new=fail_on_new,
+            fail_on_gone=fail_on_gone,
+            allow_unmatched=allow_unmatched,
+            formats=formats,
+        )
     for w in result.warnings:
         _echo(f"warning: {w}", err=True, one_line=True)
     from .render import text
@@ -422,7 +827,9 @@ def compare_cmd(runs: tuple[Path, ...], outdir: Path | None, strict: bool, fail_
     if as_json:
         from .render import json_doc
 
-        click.echo(json_doc.dumps(json_doc.compare_document(result, [before], [after], fail_pct)), nl=False)
+        click.echo(
+            json_doc.dumps(json_doc.compare_document(result, [before], [after], fail_pct)), nl=False
+        )
     else:
         _echo(text.compare_text(result, top, quiet), nl=False)
     if result.gate is not None:
@@ -431,26 +838,56 @@ def compare_cmd(runs: tuple[Path, ...], outdir: Path | None, strict: bool, fail_
             sys.exit(result.gate.exit_code)
 
 
-def _compare_series(runs: tuple[Path, ...], outdir: Path | None, two_only: bool, pairs: list[tuple[str, str]], pair_file: Path | None,
-                    formats: tuple[str, ...], plotlyjs: str, top: int, quiet: bool, kw: dict[str, object]) -> None:
+def _compare_series(
+    runs: tuple[Path, ...],
+    outdir: Path | None,
+    two_only: bool,
+    pairs: list[tuple[str, str]],
+    pair_file: Path | None,
+    formats: tuple[str, ...],
+    plotlyjs: str,
+    top: int,
+    quiet: bool,
+    kw: dict[str, object],
+) -> None:
     """``compare`` of three or more runs: each kernel's trail (:func:`ncuroof.api.compare_series`)."""
     from . import api
     from .render import text
 
     if two_only:
-        raise click.UsageError("--fail-if-slower, --strict and --json compare two runs; pass BEFORE AFTER")
-    series = api.compare_series(list(runs), outdir=outdir, options=_options(kw), progress=not quiet, plotlyjs=PLOTLYJS[plotlyjs],
-                                pairs=pairs, pair_file=pair_file, formats=formats)
+        raise click.UsageError(
+            "--fail-if-slower, --strict and --json compare two runs; pass BEFORE AFTER"
+        )
+    series = api.compare_series(
+        list(runs),
+        outdir=outdir,
+        options=_options(kw),
+        progress=not quiet,
+        plotlyjs=PLOTLYJS[plotlyjs],
+        pairs=pairs,
+        pair_file=pair_file,
+        formats=formats,
+    )
     for w in series.warnings:
         _echo(f"warning: {w}", err=True, one_line=True)
     _echo(text.series_text(series, top, quiet), nl=False)
 
 
 @cli.command(name="mcp")
-@click.option("--outdir", type=click.Path(path_type=Path, file_okay=False), default=None,
-              help="The only directory the tools may write into (analyze/compare with write=true, profile's reports). "
-                   "Default: the server writes nothing.")
-@click.option("--allow-profile", is_flag=True, help="Offer the profile tool, which runs ncu on a command the client gives (needs --outdir).")
+@click.option(
+    "--outdir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help=(
+        "The only directory the tools may write into (analyze/compare with write=true, profile's"
+        " reports). Default: the server writes nothing."
+    ),
+)
+@click.option(
+    "--allow-profile",
+    is_flag=True,
+    help="Offer the profile tool, which runs ncu on a command the client gives (needs --outdir).",
+)
 def mcp_cmd(outdir: Path | None, allow_profile: bool) -> None:
     """Serve analyze, compare, explain and list_gpus to an MCP client (an agent) over stdio.
 
@@ -476,15 +913,30 @@ def main(argv: list[str] | None = None) -> None:
     except NcuroofError as exc:
         _echo(f"ncuroof: error: {exc}", err=True, one_line=True)
         sys.exit(exc.exit_code)
-    except (MemoryError, RecursionError) as exc:  # an input too large or too deep for this machine: its limits are input's
-        need = "more memory than this machine gives" if isinstance(exc, MemoryError) else "deeper nesting than Python allows"
-        _echo(f"ncuroof: error: the input needs {need} ({type(exc).__name__}); check that it is the file you meant, or "
-              "run on a larger machine", err=True, one_line=True)
+    except (
+        MemoryError,
+        RecursionError,
+    ) as exc:  # an input too large or too deep for this machine: its limits are input's
+        need = (
+            "more memory than this machine gives"
+            if isinstance(exc, MemoryError)
+            else "deeper nesting than Python allows"
+        )
+        _echo(
+            f"ncuroof: error: the input needs {need} ({type(exc).__name__}); check that it is the"
+            " file you meant, or run on a larger machine",
+            err=True,
+            one_line=True,
+        )
         sys.exit(2)
     except Exception as exc:  # noqa: BLE001 - last resort: a defect, reported in one line
         if os.environ.get("NCUROOF_DEBUG"):
             raise
-        _echo(f"ncuroof: internal error: {type(exc).__name__}: {exc} (set NCUROOF_DEBUG=1 for the traceback "
-              "and please report it)", err=True, one_line=True)
+        _echo(
+            f"ncuroof: internal error: {type(exc).__name__}: {exc} (set NCUROOF_DEBUG=1 for the"
+            " traceback and please report it)",
+            err=True,
+            one_line=True,
+        )
         sys.exit(1)
     sys.exit(0)

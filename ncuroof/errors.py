@@ -9,8 +9,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["NcuroofError", "InputError", "ReportFormatError", "MissingModuleError", "OutputError", "ProfileError",
-           "NcuNotFoundError"]
+__all__ = [
+    "NcuroofError",
+    "InputError",
+    "ReportFormatError",
+    "MissingModuleError",
+    "OutputError",
+    "ProfileError",
+    "NcuNotFoundError",
+]
 
 
 class NcuroofError(Exception):

@@ -1,5 +1,6 @@
 """The one formatting module: numbers, times, shares and counts as text for the CLI, the page and
-the diagnosis. Every function returns ``'n/a'`` for a missing or non-finite value (never ``'nan%'``)."""
+the diagnosis. Every function returns ``'n/a'`` for a missing or non-finite value (never ``'nan%'``).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +9,23 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["printable", "csv_cell", "num", "g", "plain", "pct", "time", "si", "span", "plural", "count", "agree", "achievable", "change", "apart"]
+__all__ = [
+    "printable",
+    "csv_cell",
+    "num",
+    "g",
+    "plain",
+    "pct",
+    "time",
+    "si",
+    "span",
+    "plural",
+    "count",
+    "agree",
+    "achievable",
+    "change",
+    "apart",
+]
 
 # C0 controls but tab and newline, DEL, C1 controls, and the bidirectional overrides and isolates
 # (which reorder what a terminal shows); \r is a control here too (it overwrites a line).
@@ -58,7 +75,9 @@ def csv_cell(value: Any) -> Any:
     """
     if not isinstance(value, str):
         return value
-    if re.match(CSV_FORMULA, value) or (re.match(CSV_SIGNED, value, re.S) and not re.fullmatch(CSV_SIGNED_NUMBER[1:-1], value)):
+    if re.match(CSV_FORMULA, value) or (
+        re.match(CSV_SIGNED, value, re.S) and not re.fullmatch(CSV_SIGNED_NUMBER[1:-1], value)
+    ):
         return "'" + value
     return value
 
@@ -83,7 +102,8 @@ def g(x: Any, digits: int = 3) -> str:
 
 def plain(x: Any, digits: int = 3) -> str:
     """A count or ratio people read without an exponent: ``plain(16318464)`` -> ``'16,318,464'``,
-    ``plain(29876.4)`` -> ``'29,876'``, below 1000 ``digits`` significant digits (``plain(0.2881)`` -> ``'0.288'``)."""
+    ``plain(29876.4)`` -> ``'29,876'``, below 1000 ``digits`` significant digits (``plain(0.2881)`` -> ``'0.288'``).
+    """
     v = num(x)
     if not math.isfinite(v):
         return "n/a"
@@ -99,7 +119,8 @@ def pct(x: Any, digits: int = 0) -> str:
 
 def apart(x: Any) -> str:
     """How far apart two forms of one quantity are (a relative difference): ``apart(0.003)`` ->
-    ``'0.3%'``; below 0.01 % (floating-point noise between a counter and its opcode table) ``'< 0.01%'``."""
+    ``'0.3%'``; below 0.01 % (floating-point noise between a counter and its opcode table) ``'< 0.01%'``.
+    """
     v = num(x)
     if not math.isfinite(v):
         return "n/a"

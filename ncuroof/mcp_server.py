@@ -61,10 +61,21 @@ def _peaks(values: list[str] | None, kind: str) -> dict[str, float] | None:
     return dict(parse_peak(v, allowed, default) for v in values)
 
 
-def options_of(match: str = "kernel", traffic: str = "ncu", gpu: str | None = None, reader: str = "auto", stack: bool = False,
-               focus: float | None = None, timeline: str | None = None, device: int | None = None, expect: str | None = None,
-               peak_flops: list[str] | None = None, peak_bandwidth: list[str] | None = None, achievable_flops: list[str] | None = None,
-               achievable_bandwidth: list[str] | None = None) -> AnalysisOptions:
+def options_of(
+    match: str = "kernel",
+    traffic: str = "ncu",
+    gpu: str | None = None,
+    reader: str = "auto",
+    stack: bool = False,
+    focus: float | None = None,
+    timeline: str | None = None,
+    device: int | None = None,
+    expect: str | None = None,
+    peak_flops: list[str] | None = None,
+    peak_bandwidth: list[str] | None = None,
+    achievable_flops: list[str] | None = None,
+    achievable_bandwidth: list[str] | None = None,
+) -> AnalysisOptions:
     """The :class:`~ncuroof.model.analysis.AnalysisOptions` of a tool call, spelled as the CLI's options.
 
     Raises
@@ -72,11 +83,21 @@ def options_of(match: str = "kernel", traffic: str = "ncu", gpu: str | None = No
     ValueError
         For an unknown value or a roof that does not parse (the message says which).
     """
-    return AnalysisOptions.of(match="kernel" if match == "name" else match, traffic=traffic, gpu=gpu, reader=reader, stack=stack,
-                              focus=focus, timeline=timeline, device=device, expect=expect,
-                              peak_flops=_peaks(peak_flops, "flops"), peak_bandwidth=_peaks(peak_bandwidth, "bandwidth"),
-                              achievable_flops=_peaks(achievable_flops, "flops"),
-                              achievable_bandwidth=_peaks(achievable_bandwidth, "bandwidth"))
+    return AnalysisOptions.of(
+        match="kernel" if match == "name" else match,
+        traffic=traffic,
+        gpu=gpu,
+        reader=reader,
+        stack=stack,
+        focus=focus,
+        timeline=timeline,
+        device=device,
+        expect=expect,
+        peak_flops=_peaks(peak_flops, "flops"),
+        peak_bandwidth=_peaks(peak_bandwidth, "bandwidth"),
+        achievable_flops=_peaks(achievable_flops, "flops"),
+        achievable_bandwidth=_peaks(achievable_bandwidth, "bandwidth"),
+    )
 
 
 class Session:
@@ -93,7 +114,9 @@ class Session:
 
     def __init__(self, outdir: Path | None = None, allow_profile: bool = False) -> None:
         if allow_profile and outdir is None:
-            raise InputError("--allow-profile needs --outdir DIR: the reports ncu writes are kept there")
+            raise InputError(
+                "--allow-profile needs --outdir DIR: the reports ncu writes are kept there"
+            )
         self.outdir = Path(outdir).resolve() if outdir is not None else None
         self.allow_profile = allow_profile
         self._cache: collections.OrderedDict[tuple, Analysis] = collections.OrderedDict()
@@ -105,14 +128,18 @@ class Session:
         assert self.outdir is not None
         target = (self.outdir / Path(name).name).resolve()
         if target.parent != self.outdir:
-            raise InputError(f"{name!r} would be written outside the server's output directory {self.outdir}")
+            raise InputError(
+                f"{name!r} would be written outside the server's output directory {self.outdir}"
+            )
         return target
 
     def _write_to(self, write: bool, name: str) -> Path | None:
         if not write:
             return None
         if self.outdir is None:
-            raise InputError("this server writes nothing: start it with ncuroof mcp --outdir DIR to keep outputs")
+            raise InputError(
+                "this server writes nothing: start it with ncuroof mcp --outdir DIR to keep outputs"
+            )
         return self._inside(name)
 
     def analysis(self, paths: list[Path], options: AnalysisOptions) -> Analysis:
@@ -133,37 +160,69 @@ class Session:
         """The ``analyze --json`` document (outputs written into ``outdir`` when ``write``)."""
         paths, opts = as_paths(path), options_of(**options)
         if not paths:
-            raise InputError("no input files given: pass a .ncu-rep/.ncu-repz report or an ncu CSV export")
+            raise InputError(
+                "no input files given: pass a .ncu-rep/.ncu-repz report or an ncu CSV export"
+            )
         out = self._write_to(write, api.default_outdir(paths[0]).name)
         if out is None:
             return json_doc.analysis_document(self.analysis(paths, opts))
         result = api.analyze(paths, out, opts)
-        return json_doc.analysis_document(result.analysis, result.outdir, list(result.files), result.failures)
+        return json_doc.analysis_document(
+            result.analysis, result.outdir, list(result.files), result.failures
+        )
 
-    def compare(self, before: str | list[str], after: str | list[str], fail_if_slower_pct: float | None = None, strict: bool = False,
-                write: bool = False, **options: Any) -> dict[str, Any]:
+    def compare(
+        self,
+        before: str | list[str],
+        after: str | list[str],
+        fail_if_slower_pct: float | None = None,
+        strict: bool = False,
+        write: bool = False,
+        **options: Any,
+    ) -> dict[str, Any]:
         """The ``compare --json`` document (``compare.csv``/``.html`` written into ``outdir`` when ``write``)."""
         b, a, opts = as_paths(before), as_paths(after), options_of(**options)
-        out = self._write_to(write, (a[0].name if a[0].is_dir() else api.default_outdir(a[0]).stem) + ".compare")
-        result = api.compare_runs(b, a, out, opts, write=out is not None, strict=strict,
-                                  fail_if_slower=fail_if_slower_pct)
+        out = self._write_to(
+            write, (a[0].name if a[0].is_dir() else api.default_outdir(a[0]).stem) + ".compare"
+        )
+        result = api.compare_runs(
+            b, a, out, opts, write=out is not None, strict=strict, fail_if_slower=fail_if_slower_pct
+        )
         return json_doc.compare_document(result, b, a, fail_if_slower_pct)
 
     def explain(self, path: str | list[str], kernel: str, **options: Any) -> dict[str, Any]:
         """One kernel's evidence and advice (:func:`ncuroof.render.json_doc.explain_document`)."""
-        return json_doc.explain_document(self.analysis(as_paths(path), options_of(**options)), kernel)
+        return json_doc.explain_document(
+            self.analysis(as_paths(path), options_of(**options)), kernel
+        )
 
     def list_gpus(self) -> dict[str, Any]:
         """The datasheet GPUs (:func:`ncuroof.render.json_doc.gpus_document`)."""
         return json_doc.gpus_document(catalog.load_gpus())
 
-    def profile(self, command: list[str], name: str, launch_count: int | None = None, kernel_name: str | None = None,
-                **options: Any) -> dict[str, Any]:
+    def profile(
+        self,
+        command: list[str],
+        name: str,
+        launch_count: int | None = None,
+        kernel_name: str | None = None,
+        **options: Any,
+    ) -> dict[str, Any]:
         """Run ``command`` under ncu into ``outdir/<name>.ncu-rep`` and return its ``analyze --json`` document."""
         if not self.allow_profile:
-            raise InputError("profiling is off: start the server with ncuroof mcp --outdir DIR --allow-profile")
-        report = self._inside(name)  # no suffix: the one this ncu version writes by default (api.profile_run)
-        res = api.profile_run(list(command), report, echo=lambda line: None, launch_count=launch_count, kernel_name=kernel_name)
+            raise InputError(
+                "profiling is off: start the server with ncuroof mcp --outdir DIR --allow-profile"
+            )
+        report = self._inside(
+            name
+        )  # no suffix: the one this ncu version writes by default (api.profile_run)
+        res = api.profile_run(
+            list(command),
+            report,
+            echo=lambda line: None,
+            launch_count=launch_count,
+            kernel_name=kernel_name,
+        )
         return self.analyze(str(res.report), write=True, **options)
 
 
@@ -189,24 +248,87 @@ def _option_parameters() -> list[Any]:
     from .parser import READERS
 
     def opt(name: str, kind: Any, default: Any, text: str) -> inspect.Parameter:
-        return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[kind, Field(description=text)])
+        return inspect.Parameter(
+            name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=default,
+            annotation=Annotated[kind, Field(description=text)],
+        )
 
     roofs = list[str] | None
     return [
-        opt("match", Literal[KEY_CHOICES], "kernel", "What one kernel is: kernel (demangled name), config (also grid and block), "
-            "nvtx (also the NVTX range path), launch (each launch apart)."),
-        opt("traffic", Literal[TRAFFIC_CHOICES], "ncu", "L1/L2 traffic definition: ncu's charts or NERSC's lts__t_bytes/l1tex__t_bytes."),
-        opt("gpu", str | None, None, "Datasheet entry (list_gpus ids) for roofs the input lacks; default: matched on the device name."),
-        opt("reader", Literal[READERS], "auto", ".ncu-rep reader: auto (decoder checked against ncu_report), fast, ncu_report."),
-        opt("stack", bool, False, "Several inputs are unrelated runs (stacked), not files of one run (merged)."),
-        opt("focus", float | None, None, "Share of GPU time whose fewest kernels make the focus set (default 0.95)."),
-        opt("timeline", str | None, None, "Production timeline: PyTorch profiler trace (.json[.gz]) or Nsight Systems export (.sqlite)."),
+        opt(
+            "match",
+            Literal[KEY_CHOICES],
+            "kernel",
+            "What one kernel is: kernel (demangled name), config (also grid and block), "
+            "nvtx (also the NVTX range path), launch (each launch apart).",
+        ),
+        opt(
+            "traffic",
+            Literal[TRAFFIC_CHOICES],
+            "ncu",
+            "L1/L2 traffic definition: ncu's charts or NERSC's lts__t_bytes/l1tex__t_bytes.",
+        ),
+        opt(
+            "gpu",
+            str | None,
+            None,
+            "Datasheet entry (list_gpus ids) for roofs the input lacks; default: matched on the"
+            " device name.",
+        ),
+        opt(
+            "reader",
+            Literal[READERS],
+            "auto",
+            ".ncu-rep reader: auto (decoder checked against ncu_report), fast, ncu_report.",
+        ),
+        opt(
+            "stack",
+            bool,
+            False,
+            "Several inputs are unrelated runs (stacked), not files of one run (merged).",
+        ),
+        opt(
+            "focus",
+            float | None,
+            None,
+            "Share of GPU time whose fewest kernels make the focus set (default 0.95).",
+        ),
+        opt(
+            "timeline",
+            str | None,
+            None,
+            "Production timeline: PyTorch profiler trace (.json[.gz]) or Nsight Systems export"
+            " (.sqlite).",
+        ),
         opt("device", int | None, None, "The timeline's CUDA device."),
-        opt("expect", str | None, None, "TOML of expected FLOPs and DRAM bytes per kernel-name pattern."),
-        opt("peak_flops", roofs, None, "Compute roofs as the CLI's --peak-flops: ['fp32=19.5T', ...] (bare value: every precision)."),
-        opt("peak_bandwidth", roofs, None, "Bandwidth roofs as --peak-bandwidth: ['dram=1.5T', 'l2=3T'] (bare value: dram)."),
+        opt(
+            "expect",
+            str | None,
+            None,
+            "TOML of expected FLOPs and DRAM bytes per kernel-name pattern.",
+        ),
+        opt(
+            "peak_flops",
+            roofs,
+            None,
+            "Compute roofs as the CLI's --peak-flops: ['fp32=19.5T', ...] (bare value: every"
+            " precision).",
+        ),
+        opt(
+            "peak_bandwidth",
+            roofs,
+            None,
+            "Bandwidth roofs as --peak-bandwidth: ['dram=1.5T', 'l2=3T'] (bare value: dram).",
+        ),
         opt("achievable_flops", roofs, None, "Achievable compute roofs, as peak_flops."),
-        opt("achievable_bandwidth", roofs, None, "Achievable bandwidth roofs, as peak_bandwidth (e.g. a STREAM copy)."),
+        opt(
+            "achievable_bandwidth",
+            roofs,
+            None,
+            "Achievable bandwidth roofs, as peak_bandwidth (e.g. a STREAM copy).",
+        ),
     ]
 
 
@@ -227,7 +349,8 @@ def _tool(fn: Any, own: list[Any], options: list[Any], doc: str) -> Any:
 
 def _guarded(fn: Any) -> Any:
     """``fn`` whose user errors (bad input, a bad option, an unknown kernel) are an error result holding the CLI's
-    one line, as it is (a raised ``ToolError`` would reach the client prefixed with the tool's name)."""
+    one line, as it is (a raised ``ToolError`` would reach the client prefixed with the tool's name).
+    """
     import functools
 
     from mcp.types import CallToolResult, TextContent
@@ -237,7 +360,9 @@ def _guarded(fn: Any) -> Any:
         try:
             return fn(**kwargs)
         except (NcuroofError, ValueError, KeyError, OSError) as exc:
-            return CallToolResult(content=[TextContent(type="text", text=error_text(exc))], is_error=True)
+            return CallToolResult(
+                content=[TextContent(type="text", text=error_text(exc))], is_error=True
+            )
 
     return call
 
@@ -260,40 +385,121 @@ def build_server(session: Session) -> Any:
         raise MissingModuleError(f"{INSTALL_HINT} ({exc})") from None
     from ._version import __version__
 
-    def param(name: str, kind: Any, text: str, default: Any = inspect.Parameter.empty) -> inspect.Parameter:
-        return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[kind, Field(description=text)])
+    def param(
+        name: str, kind: Any, text: str, default: Any = inspect.Parameter.empty
+    ) -> inspect.Parameter:
+        return inspect.Parameter(
+            name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=default,
+            annotation=Annotated[kind, Field(description=text)],
+        )
 
     paths = str | list[str]
     opts = _option_parameters()
-    write = param("write", bool, "Also write the outputs (tables, page) into the server's output directory (needs ncuroof mcp --outdir).",
-                  False)
-    server = MCPServer("ncuroof", version=__version__, instructions=(
-        "Roofline analysis of NVIDIA Nsight Compute (ncu) reports. analyze returns each kernel's bound, diagnosis, evidence, advice "
-        "and time saved at its roof (schema: ncuroof/schemas/analyze.schema.json); compare checks a change; explain details one kernel."))
+    write = param(
+        "write",
+        bool,
+        "Also write the outputs (tables, page) into the server's output directory (needs ncuroof"
+        " mcp --outdir).",
+        False,
+    )
+    server = MCPServer(
+        "ncuroof",
+        version=__version__,
+        instructions=(
+            "Roofline analysis of NVIDIA Nsight Compute (ncu) reports. analyze returns each"
+            " kernel's bound, diagnosis, evidence, advice and time saved at its roof (schema:"
+            " ncuroof/schemas/analyze.schema.json); compare checks a change; explain details one"
+            " kernel."
+        ),
+    )
     tools = {
-        "analyze": (session.analyze, [param("path", paths, "A .ncu-rep report, ncu CSV export(s) (files of one run) or an ncuroof "
-                                            "output directory."), write],
-                    "Analyze ncu reports: the document of `ncuroof analyze --json` (kernels longest first, units in the key names)."),
-        "compare": (session.compare, [param("before", paths, "The run before the change (report, CSV or output directory)."),
-                                      param("after", paths, "The run after the change."),
-                                      param("fail_if_slower_pct", float | None, "The gate: fails when a kernel's time (or the total) "
-                                            "grew by more than this percent.", None),
-                                      param("strict", bool, "Refuse runs that differ in GPU, ncu version, clocks or metric set.", False),
-                                      write],
-                    "Compare two runs: the document of `ncuroof compare --json` (speedups, AI and roof fraction before and after, the gate)."),
-        "explain": (session.explain, [param("path", paths, "The report (as for analyze)."),
-                                      param("kernel", str, "The kernel: its kernel_key, kernel_label or kernel_name in analyze's document.")],
-                    "One kernel's full evidence and advice, with every launch's diagnosis, flags and notes."),
+        "analyze": (
+            session.analyze,
+            [
+                param(
+                    "path",
+                    paths,
+                    "A .ncu-rep report, ncu CSV export(s) (files of one run) or an ncuroof "
+                    "output directory.",
+                ),
+                write,
+            ],
+            (
+                "Analyze ncu reports: the document of `ncuroof analyze --json` (kernels longest"
+                " first, units in the key names)."
+            ),
+        ),
+        "compare": (
+            session.compare,
+            [
+                param(
+                    "before", paths, "The run before the change (report, CSV or output directory)."
+                ),
+                param("after", paths, "The run after the change."),
+                param(
+                    "fail_if_slower_pct",
+                    float | None,
+                    "The gate: fails when a kernel's time (or the total) "
+                    "grew by more than this percent.",
+                    None,
+                ),
+                param(
+                    "strict",
+                    bool,
+                    "Refuse runs that differ in GPU, ncu version, clocks or metric set.",
+                    False,
+                ),
+                write,
+            ],
+            (
+                "Compare two runs: the document of `ncuroof compare --json` (speedups, AI and roof"
+                " fraction before and after, the gate)."
+            ),
+        ),
+        "explain": (
+            session.explain,
+            [
+                param("path", paths, "The report (as for analyze)."),
+                param(
+                    "kernel",
+                    str,
+                    "The kernel: its kernel_key, kernel_label or kernel_name in analyze's"
+                    " document.",
+                ),
+            ],
+            (
+                "One kernel's full evidence and advice, with every launch's diagnosis, flags and"
+                " notes."
+            ),
+        ),
     }
     for name, (fn, own, doc) in tools.items():
         server.add_tool(_guarded(_tool(fn, own, opts, doc)), name=name, description=doc)
-    server.add_tool(_guarded(_tool(session.list_gpus, [], [], "")), name="list_gpus",
-                    description="The datasheet GPUs of metrics/gpus.toml: ids for gpu, peak FLOP/s and bandwidth, published measurements.")
+    server.add_tool(
+        _guarded(_tool(session.list_gpus, [], [], "")),
+        name="list_gpus",
+        description=(
+            "The datasheet GPUs of metrics/gpus.toml: ids for gpu, peak FLOP/s and bandwidth,"
+            " published measurements."
+        ),
+    )
     if session.allow_profile:
-        own = [param("command", list[str], "The program and its arguments."), param("name", str, "Report name in the output directory."),
-               param("launch_count", int | None, "ncu --launch-count.", None), param("kernel_name", str | None, "ncu --kernel-name.", None)]
-        server.add_tool(_guarded(_tool(session.profile, own, opts, "")), name="profile",
-                        description="Run the command under ncu (--set roofline), keep the report in the output directory, return its analysis.")
+        own = [
+            param("command", list[str], "The program and its arguments."),
+            param("name", str, "Report name in the output directory."),
+            param("launch_count", int | None, "ncu --launch-count.", None),
+            param("kernel_name", str | None, "ncu --kernel-name.", None),
+        ]
+        server.add_tool(
+            _guarded(_tool(session.profile, own, opts, "")),
+            name="profile",
+            description=(
+                "Run the command under ncu (--set roofline), keep the report in the output"
+                " directory, return its analysis."
+            ),
+        )
     return server
 
 

@@ -94,7 +94,9 @@ class TensorColumns(NamedTuple):
     after the declared ones for each datapath with work in any launch (:func:`ncuroof.model.calculator.compute_kernels`;
     the achievable roof where one applies, :func:`ncuroof.model.ceilings.fill_achievable`)."""
 
-    name: str  #: ``tensor_<path>``: its roofs' name in ``ceiling_sources`` and ``achievable_sources``
+    name: (
+        str  #: ``tensor_<path>``: its roofs' name in ``ceiling_sources`` and ``achievable_sources``
+    )
     precision: str  #: ``tensor:<path>``: its precision in the points table
     flop: str  #: ``tensor_<path>_flop`` [FLOP]: tensor-core operations of the datapath (2 per MAC)
     flop_per_s: str  #: ``tensor_<path>_flop_per_s`` [FLOP/s]: its achieved throughput
@@ -105,8 +107,16 @@ class TensorColumns(NamedTuple):
 #: Values of the ``bound`` column of the kernels table.
 BOUNDS = ("memory", "compute", "latency", "unknown")
 #: Values of the ``diagnosis`` column of the kernels table (:mod:`ncuroof.model.diagnose`).
-DIAGNOSES = ("memory_near_roof", "memory_below_roof", "compute_near_roof", "compute_below_roof", "latency_bound", "balanced",
-             "instruction_bound", "not_classified")
+DIAGNOSES = (
+    "memory_near_roof",
+    "memory_below_roof",
+    "compute_near_roof",
+    "compute_below_roof",
+    "latency_bound",
+    "balanced",
+    "instruction_bound",
+    "not_classified",
+)
 #: Values of the ``time_at_roof_bound`` column of the kernels table (:mod:`ncuroof.model.speed_of_light`).
 TIME_BOUNDS = ("roofline", "sm_units", "memory_units", "launch_floor", "")
 #: Values of the ``status`` column of the kernels table.
@@ -121,18 +131,32 @@ INCONSISTENT = "inconsistent values"
 RAW_META: dict[str, Column] = {
     "source": Column("string", "", "input file the launch was read from"),
     "range_id": Column("int64", "", "ncu range index within the report (0 for CSV input)"),
-    "launch_id": Column("int64", "", "ncu result ID: 0-based, report order, as ncu's CSV 'ID' column"),
+    "launch_id": Column(
+        "int64", "", "ncu result ID: 0-based, report order, as ncu's CSV 'ID' column"
+    ),
     "kernel_name": Column("string", "", "function name (ncu --kernel-name-base function)"),
-    "kernel_demangled": Column("string", "", "demangled name with template arguments and parameters"),
-    "nvtx_range": Column("string", "", "NVTX push/pop ranges active at launch, outermost first, joined by ' > '"),
+    "kernel_demangled": Column(
+        "string", "", "demangled name with template arguments and parameters"
+    ),
+    "nvtx_range": Column(
+        "string", "", "NVTX push/pop ranges active at launch, outermost first, joined by ' > '"
+    ),
     "device_name": Column("string", "", "device__attribute_display_name"),
     "cc": Column("string", "", "compute capability, 'major.minor'"),
     "grid": Column("string", "", "grid dimensions '(x, y, z)'"),
     "block": Column("string", "", "block dimensions '(x, y, z)'"),
     "ncu_version": Column("string", "", "Nsight Compute version that wrote the report, when known"),
-    "reader": Column("string", "", "what read the values: ncuroof's decoder (verified against ncu_report on a sample, or not, "
-                     "and why), NVIDIA's ncu_report (and why), or the CSV reader (ncuroof.parser.read)"),
-    "input_notes": Column("string", "", "what the reader noticed in the input: n/a values, ignored labels, ncu warnings, merges"),
+    "reader": Column(
+        "string",
+        "",
+        "what read the values: ncuroof's decoder (verified against ncu_report on a sample, or not, "
+        "and why), NVIDIA's ncu_report (and why), or the CSV reader (ncuroof.parser.read)",
+    ),
+    "input_notes": Column(
+        "string",
+        "",
+        "what the reader noticed in the input: n/a values, ignored labels, ncu warnings, merges",
+    ),
 }
 
 KERNELS: dict[str, Column] = {
@@ -140,7 +164,12 @@ KERNELS: dict[str, Column] = {
     "launch_id": RAW_META["launch_id"],
     "kernel_name": RAW_META["kernel_name"],
     "kernel_demangled": RAW_META["kernel_demangled"],
-    "kernel_key": Column("string", "", "kernel identity chosen by --match (ncuroof.model.summary.kernel_keys): the demangled name by default"),
+    "kernel_key": Column(
+        "string",
+        "",
+        "kernel identity chosen by --match (ncuroof.model.summary.kernel_keys): the demangled name"
+        " by default",
+    ),
     "nvtx_range": RAW_META["nvtx_range"],
     "device_name": RAW_META["device_name"],
     "cc": RAW_META["cc"],
@@ -148,82 +177,237 @@ KERNELS: dict[str, Column] = {
     "block": RAW_META["block"],
     "time_s": Column("float64", "s", "launch duration"),
     "sm_clock_hz": Column("float64", "Hz", "measured SM clock (sm__cycles_elapsed.avg.per_second)"),
-    **{f"{p}_flop": Column("float64", "FLOP", f"{p.upper()} floating-point operations") for p in PRECISIONS},
-    "tensor_flop": Column("float64", "FLOP", "tensor-core operations (2 per MAC), summed over one family of datapaths"),
+    **{
+        f"{p}_flop": Column("float64", "FLOP", f"{p.upper()} floating-point operations")
+        for p in PRECISIONS
+    },
+    "tensor_flop": Column(
+        "float64", "FLOP", "tensor-core operations (2 per MAC), summed over one family of datapaths"
+    ),
     **{f"{lv}_bytes": Column("float64", "B", f"{lv.upper()} traffic") for lv in LEVELS},
-    **{f"{p}_flop_per_s": Column("float64", "FLOP/s", f"achieved {p.upper()} throughput") for p in PRECISIONS},
+    **{
+        f"{p}_flop_per_s": Column("float64", "FLOP/s", f"achieved {p.upper()} throughput")
+        for p in PRECISIONS
+    },
     "tensor_flop_per_s": Column("float64", "FLOP/s", "achieved tensor throughput"),
-    **{f"{lv}_bytes_per_s": Column("float64", "B/s", f"achieved {lv.upper()} bandwidth") for lv in LEVELS},
-    **{f"peak_{p}_flop_per_s": Column("float64", "FLOP/s", f"{p.upper()} roof at the measured clock") for p in PRECISIONS},
-    **{f"peak_{lv}_bytes_per_s": Column("float64", "B/s", f"{lv.upper()} roof at the measured clock") for lv in LEVELS},
-    **{f"achievable_{p}_flop_per_s": Column("float64", "FLOP/s", f"achievable {p.upper()} roof: what a benchmark sustained "
-                                            "(metrics/gpus.toml [[gpu.measured]]) or --achievable-flops; NaN where none")
-       for p in PRECISIONS},
-    **{f"achievable_{lv}_bytes_per_s": Column("float64", "B/s", f"achievable {lv.upper()} roof: what a benchmark sustained "
-                                              "(metrics/gpus.toml [[gpu.measured]]) or --achievable-bandwidth; NaN where none")
-       for lv in LEVELS},
-    "achievable_sources": Column("string", "", "source of each achievable roof, 'name:source' comma-separated (dram:measured,"
-                                 "fp32:user,tensor_<path>:user); measured: a published measurement in metrics/gpus.toml, cited in notes"),
-    "roof_fraction": Column("float64", "1", "at the binding point (ncuroof.model.classify.binding_points): flop_per_s / attainable roof "
-                            "min(peak FLOP/s, AI x peak B/s); NaN without a binding point"),
-    "achievable_roof_fraction": Column("float64", "1", "at the same binding point: flop_per_s / achievable_roof_flop_per_s of the "
-                                       "points table; NaN where no achievable roof applies"),
+    **{
+        f"{lv}_bytes_per_s": Column("float64", "B/s", f"achieved {lv.upper()} bandwidth")
+        for lv in LEVELS
+    },
+    **{
+        f"peak_{p}_flop_per_s": Column(
+            "float64", "FLOP/s", f"{p.upper()} roof at the measured clock"
+        )
+        for p in PRECISIONS
+    },
+    **{
+        f"peak_{lv}_bytes_per_s": Column(
+            "float64", "B/s", f"{lv.upper()} roof at the measured clock"
+        )
+        for lv in LEVELS
+    },
+    **{
+        f"achievable_{p}_flop_per_s": Column(
+            "float64",
+            "FLOP/s",
+            f"achievable {p.upper()} roof: what a benchmark sustained "
+            "(metrics/gpus.toml [[gpu.measured]]) or --achievable-flops; NaN where none",
+        )
+        for p in PRECISIONS
+    },
+    **{
+        f"achievable_{lv}_bytes_per_s": Column(
+            "float64",
+            "B/s",
+            f"achievable {lv.upper()} roof: what a benchmark sustained "
+            "(metrics/gpus.toml [[gpu.measured]]) or --achievable-bandwidth; NaN where none",
+        )
+        for lv in LEVELS
+    },
+    "achievable_sources": Column(
+        "string",
+        "",
+        "source of each achievable roof, 'name:source' comma-separated"
+        " (dram:measured,fp32:user,tensor_<path>:user); measured: a published measurement in"
+        " metrics/gpus.toml, cited in notes",
+    ),
+    "roof_fraction": Column(
+        "float64",
+        "1",
+        "at the binding point (ncuroof.model.classify.binding_points): flop_per_s / attainable roof"
+        " min(peak FLOP/s, AI x peak B/s); NaN without a binding point",
+    ),
+    "achievable_roof_fraction": Column(
+        "float64",
+        "1",
+        "at the same binding point: flop_per_s / achievable_roof_flop_per_s of the "
+        "points table; NaN where no achievable roof applies",
+    ),
     "sm_throughput_frac": Column("float64", "1", "ncu Compute (SM) Throughput, fraction of peak"),
     "memory_throughput_frac": Column("float64", "1", "ncu Memory Throughput, fraction of peak"),
     "waves_per_sm": Column("float64", "1", "launch__waves_per_multiprocessor"),
-    "occupancy_frac": Column("float64", "1", "achieved occupancy: sm__warps_active.avg.pct_of_peak_sustained_active / 100"),
-    "theoretical_occupancy_frac": Column("float64", "1", "theoretical occupancy: sm__maximum_warps_per_active_cycle_pct / 100"),
-    "hot_pipe": Column("string", "", "busiest SM pipe (metrics/pipes.toml): the largest pipe of ncu's sm__throughput breakdown, "
-                       "'' when none"),
-    "hot_pipe_frac": Column("float64", "1", "utilisation of hot_pipe: its .avg.pct_of_peak_sustained_elapsed (else _active) / 100"),
-    "warp_inst": Column("float64", "inst", "warp instructions executed (smsp__inst_executed.sum; instruction roofline [DING])"),
-    **{f"{lv}_transactions": Column("float64", "sector", f"{lv.upper()} transactions, 32 B sectors (metrics/instruction_roofline.toml)")
-       for lv in LEVELS},
-    "peak_warp_inst_per_s": Column("float64", "inst/s", "instruction issue roof: SMs x 4 schedulers x SM clock [DING]"),
-    "time_at_roof_s": Column("float64", "s", "lower bound on the duration: max(roofline bound (precisions sharing a pipe add; "
-                             "max over pipes and levels), time_s x max(sm_throughput_frac, memory_throughput_frac))"),
-    "time_at_roof_bound": Column("string", "", "which bound set time_at_roof_s: roofline, sm_units, memory_units or launch_floor ('' when none)"),
-    "saving_s": Column("float64", "s", "time_s - time_at_roof_s, at least 0: the time saved if the launch ran at its speed of light"),
-    "speed_of_light_note": Column("string", "", "one sentence when the roofline and unit bounds differ by more than 2x, else ''"),
-    "expected_flop": Column("float64", "FLOP", "algorithmic FLOPs of the launch from --expect (NaN without)"),
-    "expected_dram_bytes": Column("float64", "B", "DRAM bytes the launch must move, from --expect (NaN without)"),
-    "flop_source": Column("string", "", "how FLOPs were obtained, '+'-joined over precisions: 'count', 'rate x time', "
-                          "'sass_thread_opcodes' or 'sass_warp_opcodes_x32' (metrics/opcodes.toml), or empty"),
-    "tensor_source": Column("string", "", "ops_path (exact), sass_opcodes (estimated), legacy_x512 (approximate), "
-                            "pipe_tensor=0 (no tensor instruction ran) or empty"),
-    **{f"{lv}_definition": Column("string", "", f"traffic definition used for {lv.upper()} (metrics/roofline.toml)") for lv in LEVELS},
-    "evidence_sources": Column("string", "", "the evidence ledger: per precision, level, time and clock every source the input holds, "
-                               "the used one first ('fp32: rate x time = sass_thread_opcodes (0 % apart) | dram: dram__bytes.sum = "
-                               "dram__bytes_read.sum + dram__bytes_write.sum | ...'; order of preference in metrics/opcodes.toml [order])"),
-    "peak_source": Column("string", "", "sources of this launch's roofs, '+'-joined: report (ncu peak_sustained x measured clock), "
-                          "datasheet (boost clock), user"),
-    "ceiling_sources": Column("string", "", "source of each roof, 'name:source' comma-separated (fp32:report,dram:datasheet,tensor_<path>:datasheet)"),
-    "datasheet_gpu": Column("string", "", "metrics/gpus.toml entry whose datasheet roofs were used, empty if none"),
+    "occupancy_frac": Column(
+        "float64",
+        "1",
+        "achieved occupancy: sm__warps_active.avg.pct_of_peak_sustained_active / 100",
+    ),
+    "theoretical_occupancy_frac": Column(
+        "float64", "1", "theoretical occupancy: sm__maximum_warps_per_active_cycle_pct / 100"
+    ),
+    "hot_pipe": Column(
+        "string",
+        "",
+        "busiest SM pipe (metrics/pipes.toml): the largest pipe of ncu's sm__throughput breakdown, "
+        "'' when none",
+    ),
+    "hot_pipe_frac": Column(
+        "float64",
+        "1",
+        "utilisation of hot_pipe: its .avg.pct_of_peak_sustained_elapsed (else _active) / 100",
+    ),
+    "warp_inst": Column(
+        "float64",
+        "inst",
+        "warp instructions executed (smsp__inst_executed.sum; instruction roofline [DING])",
+    ),
+    **{
+        f"{lv}_transactions": Column(
+            "float64",
+            "sector",
+            f"{lv.upper()} transactions, 32 B sectors (metrics/instruction_roofline.toml)",
+        )
+        for lv in LEVELS
+    },
+    "peak_warp_inst_per_s": Column(
+        "float64", "inst/s", "instruction issue roof: SMs x 4 schedulers x SM clock [DING]"
+    ),
+    "time_at_roof_s": Column(
+        "float64",
+        "s",
+        "lower bound on the duration: max(roofline bound (precisions sharing a pipe add; "
+        "max over pipes and levels), time_s x max(sm_throughput_frac, memory_throughput_frac))",
+    ),
+    "time_at_roof_bound": Column(
+        "string",
+        "",
+        "which bound set time_at_roof_s: roofline, sm_units, memory_units or launch_floor ('' when"
+        " none)",
+    ),
+    "saving_s": Column(
+        "float64",
+        "s",
+        "time_s - time_at_roof_s, at least 0: the time saved if the launch ran at its speed of"
+        " light",
+    ),
+    "speed_of_light_note": Column(
+        "string",
+        "",
+        "one sentence when the roofline and unit bounds differ by more than 2x, else ''",
+    ),
+    "expected_flop": Column(
+        "float64", "FLOP", "algorithmic FLOPs of the launch from --expect (NaN without)"
+    ),
+    "expected_dram_bytes": Column(
+        "float64", "B", "DRAM bytes the launch must move, from --expect (NaN without)"
+    ),
+    "flop_source": Column(
+        "string",
+        "",
+        "how FLOPs were obtained, '+'-joined over precisions: 'count', 'rate x time', "
+        "'sass_thread_opcodes' or 'sass_warp_opcodes_x32' (metrics/opcodes.toml), or empty",
+    ),
+    "tensor_source": Column(
+        "string",
+        "",
+        "ops_path (exact), sass_opcodes (estimated), legacy_x512 (approximate), "
+        "pipe_tensor=0 (no tensor instruction ran) or empty",
+    ),
+    **{
+        f"{lv}_definition": Column(
+            "string", "", f"traffic definition used for {lv.upper()} (metrics/roofline.toml)"
+        )
+        for lv in LEVELS
+    },
+    "evidence_sources": Column(
+        "string",
+        "",
+        "the evidence ledger: per precision, level, time and clock every source the input holds,"
+        " the used one first ('fp32: rate x time = sass_thread_opcodes (0 % apart) | dram:"
+        " dram__bytes.sum = dram__bytes_read.sum + dram__bytes_write.sum | ...'; order of"
+        " preference in metrics/opcodes.toml [order])",
+    ),
+    "peak_source": Column(
+        "string",
+        "",
+        "sources of this launch's roofs, '+'-joined: report (ncu peak_sustained x measured clock), "
+        "datasheet (boost clock), user",
+    ),
+    "ceiling_sources": Column(
+        "string",
+        "",
+        "source of each roof, 'name:source' comma-separated"
+        " (fp32:report,dram:datasheet,tensor_<path>:datasheet)",
+    ),
+    "datasheet_gpu": Column(
+        "string", "", "metrics/gpus.toml entry whose datasheet roofs were used, empty if none"
+    ),
     "ncu_version": RAW_META["ncu_version"],
     "reader": RAW_META["reader"],
-    "clock_control": Column("string", "", "clocks while ncu profiled: the report's clock status (locked, not locked, lock requested "
-                            "but not applied; result field 25) and, after a colon, the --clock-control of ncuroof profile's "
-                            ".ncuroof.json record (ncuroof.parser.clocks.clock_control); empty when neither says"),
+    "clock_control": Column(
+        "string",
+        "",
+        "clocks while ncu profiled: the report's clock status (locked, not locked, lock requested"
+        " but not applied; result field 25) and, after a colon, the --clock-control of ncuroof"
+        " profile's .ncuroof.json record (ncuroof.parser.clocks.clock_control); empty when neither"
+        " says",
+    ),
     "bound": Column("string", "", "memory, compute, latency or unknown"),
-    "diagnosis": Column("string", "", "memory_near_roof, memory_below_roof, compute_near_roof, compute_below_roof, latency_bound, "
-                        "balanced, instruction_bound or not_classified (ncuroof/model/diagnose.py)"),
+    "diagnosis": Column(
+        "string",
+        "",
+        "memory_near_roof, memory_below_roof, compute_near_roof, compute_below_roof, latency_bound,"
+        " balanced, instruction_bound or not_classified (ncuroof/model/diagnose.py)",
+    ),
     "evidence": Column("string", "", "the numbers behind the diagnosis"),
     "advice": Column("string", "", "what to try, from the diagnosis and its numbers"),
-    "flags": Column("object", "", "plausibility flags: a list of (code, text) pairs, code from FLAG_CODES (ncuroof/model/diagnose.py); "
-                              "written as 'code: text; ...'"),
-    "status": Column("string", "", "ok, no_roofline_metrics, failed_measurement (ncu stored NaN) or corrupt_record (the input is damaged)"),
-    "notes": Column("object", "", "reasons and caveats: a list of sentences; written '; '-separated"),
+    "flags": Column(
+        "object",
+        "",
+        "plausibility flags: a list of (code, text) pairs, code from FLAG_CODES"
+        " (ncuroof/model/diagnose.py); written as 'code: text; ...'",
+    ),
+    "status": Column(
+        "string",
+        "",
+        "ok, no_roofline_metrics, failed_measurement (ncu stored NaN) or corrupt_record (the input"
+        " is damaged)",
+    ),
+    "notes": Column(
+        "object", "", "reasons and caveats: a list of sentences; written '; '-separated"
+    ),
 }
 
 #: The achievable roofs of a point or dot (beside its peak roofs, never instead of them).
 ACHIEVABLE_POINT: dict[str, Column] = {
-    "achievable_flop_per_s": Column("float64", "FLOP/s", "achievable compute roof of this precision (NaN where none)"),
-    "achievable_bytes_per_s": Column("float64", "B/s", "achievable bandwidth roof of this level (NaN where none)"),
-    "achievable_flop_source": Column("string", "", "measured (metrics/gpus.toml [[gpu.measured]]), user or empty"),
-    "achievable_bytes_source": Column("string", "", "measured (metrics/gpus.toml [[gpu.measured]]), user or empty"),
-    "achievable_roof_flop_per_s": Column("float64", "FLOP/s", "attainable under the achievable roofs: min(achievable FLOP/s, "
-                                         "ai x achievable B/s), a missing achievable roof taken at its peak; NaN where the "
-                                         "point has no achievable roof at all"),
+    "achievable_flop_per_s": Column(
+        "float64", "FLOP/s", "achievable compute roof of this precision (NaN where none)"
+    ),
+    "achievable_bytes_per_s": Column(
+        "float64", "B/s", "achievable bandwidth roof of this level (NaN where none)"
+    ),
+    "achievable_flop_source": Column(
+        "string", "", "measured (metrics/gpus.toml [[gpu.measured]]), user or empty"
+    ),
+    "achievable_bytes_source": Column(
+        "string", "", "measured (metrics/gpus.toml [[gpu.measured]]), user or empty"
+    ),
+    "achievable_roof_flop_per_s": Column(
+        "float64",
+        "FLOP/s",
+        "attainable under the achievable roofs: min(achievable FLOP/s, "
+        "ai x achievable B/s), a missing achievable roof taken at its peak; NaN where the "
+        "point has no achievable roof at all",
+    ),
     "achievable_roof_fraction": Column("float64", "1", "flop_per_s / achievable_roof_flop_per_s"),
 }
 
@@ -236,18 +420,28 @@ POINTS: dict[str, Column] = {
     "time_s": KERNELS["time_s"],
     "flop": Column("float64", "FLOP", "operations of this precision"),
     "bytes": Column("float64", "B", "traffic at this level"),
-    "ai_flop_per_byte": Column("float64", "FLOP/B", "arithmetic intensity: flop_per_s / bytes_per_s"),
+    "ai_flop_per_byte": Column(
+        "float64", "FLOP/B", "arithmetic intensity: flop_per_s / bytes_per_s"
+    ),
     "flop_per_s": Column("float64", "FLOP/s", "achieved throughput (the y of the point)"),
     "bytes_per_s": Column("float64", "B/s", "achieved bandwidth at this level"),
     "peak_flop_per_s": Column("float64", "FLOP/s", "compute roof of this precision"),
     "peak_bytes_per_s": Column("float64", "B/s", "bandwidth roof of this level"),
-    "peak_flop_source": Column("string", "", "report, datasheet or user (see kernels ceiling_sources)"),
+    "peak_flop_source": Column(
+        "string", "", "report, datasheet or user (see kernels ceiling_sources)"
+    ),
     "peak_bytes_source": Column("string", "", "report, datasheet or user"),
-    "ridge_flop_per_byte": Column("float64", "FLOP/B", "ridge point: peak_flop_per_s / peak_bytes_per_s"),
-    "roof_flop_per_s": Column("float64", "FLOP/s", "attainable: min(peak_flop_per_s, ai x peak_bytes_per_s)"),
+    "ridge_flop_per_byte": Column(
+        "float64", "FLOP/B", "ridge point: peak_flop_per_s / peak_bytes_per_s"
+    ),
+    "roof_flop_per_s": Column(
+        "float64", "FLOP/s", "attainable: min(peak_flop_per_s, ai x peak_bytes_per_s)"
+    ),
     "roof_fraction": Column("float64", "1", "flop_per_s / roof_flop_per_s"),
     "bound": Column("string", "", "memory (ai below the ridge) or compute"),
-    "estimated": Column("bool", "", "True when the work is estimated (tensor work from SASS opcodes, legacy x512)"),
+    "estimated": Column(
+        "bool", "", "True when the work is estimated (tensor work from SASS opcodes, legacy x512)"
+    ),
     "definition": Column("string", "", "traffic definition of the level"),
     **ACHIEVABLE_POINT,
 }
@@ -264,10 +458,16 @@ DOTS: dict[str, Column] = {
     "flop": Column("float64", "FLOP", "summed operations of this precision"),
     "bytes": Column("float64", "B", "summed traffic at this level"),
     "ai_flop_per_byte": Column("float64", "FLOP/B", "flop / bytes"),
-    "flop_per_s": Column("float64", "FLOP/s", "flop / time_s: the time-weighted mean of the launches' rates"),
+    "flop_per_s": Column(
+        "float64", "FLOP/s", "flop / time_s: the time-weighted mean of the launches' rates"
+    ),
     "bytes_per_s": Column("float64", "B/s", "bytes / time_s"),
-    "peak_flop_per_s": Column("float64", "FLOP/s", "compute roof, time-weighted over launches (NaN if one lacks it)"),
-    "peak_bytes_per_s": Column("float64", "B/s", "bandwidth roof, time-weighted over launches (NaN if one lacks it)"),
+    "peak_flop_per_s": Column(
+        "float64", "FLOP/s", "compute roof, time-weighted over launches (NaN if one lacks it)"
+    ),
+    "peak_bytes_per_s": Column(
+        "float64", "B/s", "bandwidth roof, time-weighted over launches (NaN if one lacks it)"
+    ),
     "ridge_flop_per_byte": POINTS["ridge_flop_per_byte"],
     "roof_flop_per_s": POINTS["roof_flop_per_s"],
     "roof_fraction": POINTS["roof_fraction"],
@@ -276,9 +476,19 @@ DOTS: dict[str, Column] = {
     "definition": POINTS["definition"],
     "peak_flop_source": POINTS["peak_flop_source"],
     "peak_bytes_source": POINTS["peak_bytes_source"],
-    **{name: Column(col.dtype, col.unit, col.description + (" (time-weighted over launches, NaN if one lacks it)"
-                                                           if name in ("achievable_flop_per_s", "achievable_bytes_per_s") else ""))
-       for name, col in ACHIEVABLE_POINT.items()},
+    **{
+        name: Column(
+            col.dtype,
+            col.unit,
+            col.description
+            + (
+                " (time-weighted over launches, NaN if one lacks it)"
+                if name in ("achievable_flop_per_s", "achievable_bytes_per_s")
+                else ""
+            ),
+        )
+        for name, col in ACHIEVABLE_POINT.items()
+    },
 }
 
 #: One row per kernel (:func:`ncuroof.model.summary.kernel_summary` then :func:`ncuroof.model.diagnose.diagnose_kernels`):
@@ -286,23 +496,49 @@ DOTS: dict[str, Column] = {
 KERNEL_SUMMARY: dict[str, Column] = {
     "kernel_key": DOTS["kernel_key"],
     "kernel_name": RAW_META["kernel_name"],
-    "kernel_label": Column("string", "", "function name, numbered 'name (2)' where kernels share it"),
+    "kernel_label": Column(
+        "string", "", "function name, numbered 'name (2)' where kernels share it"
+    ),
     "kernel_demangled": RAW_META["kernel_demangled"],
     "launches": Column("int64", "", "launches of the kernel"),
-    "time_s": Column("float64", "s", "summed duration: production time with a timeline (--timeline), else ncu's"),
-    "profiled_time_s": Column("float64", "s", "summed duration ncu measured (equal to time_s without a timeline)"),
-    "time_share": Column("float64", "1", "time_s over all launches' time (the timeline's kernel time on its device with --timeline)"),
+    "time_s": Column(
+        "float64", "s", "summed duration: production time with a timeline (--timeline), else ncu's"
+    ),
+    "profiled_time_s": Column(
+        "float64", "s", "summed duration ncu measured (equal to time_s without a timeline)"
+    ),
+    "time_share": Column(
+        "float64",
+        "1",
+        "time_s over all launches' time (the timeline's kernel time on its device with --timeline)",
+    ),
     "in_focus": Column("bool", "", "among the fewest kernels that make up the focus share of time"),
-    "precision": Column("string", "", "the kernel's precision: its main precision, or where that has no roof the roofed "
-                        "precision with the most work that its binding dot is at (empty without work)"),
-    "main_precision": Column("string", "", "main precision: most FLOPs over all launches (empty without work)"),
+    "precision": Column(
+        "string",
+        "",
+        "the kernel's precision: its main precision, or where that has no roof the roofed "
+        "precision with the most work that its binding dot is at (empty without work)",
+    ),
+    "main_precision": Column(
+        "string", "", "main precision: most FLOPs over all launches (empty without work)"
+    ),
     "bound": Column("string", "", "the launches' bound of most of the time"),
-    "level": Column("string", "", "binding level (ncuroof.model.summary.binding_points), empty without a roof"),
+    "level": Column(
+        "string", "", "binding level (ncuroof.model.summary.binding_points), empty without a roof"
+    ),
     "ai_flop_per_byte": Column("float64", "FLOP/B", "AI of the binding dot"),
-    "flop_per_s": Column("float64", "FLOP/s", "achieved FLOP/s of the binding dot (else of the outermost main-precision dot)"),
+    "flop_per_s": Column(
+        "float64",
+        "FLOP/s",
+        "achieved FLOP/s of the binding dot (else of the outermost main-precision dot)",
+    ),
     "roof_fraction": Column("float64", "1", "binding dot: flop_per_s / attainable roof"),
-    "achievable_roof_fraction": Column("float64", "1", "binding dot: flop_per_s / attainable achievable roof "
-                                       "(NaN where no achievable roof applies)"),
+    "achievable_roof_fraction": Column(
+        "float64",
+        "1",
+        "binding dot: flop_per_s / attainable achievable roof "
+        "(NaN where no achievable roof applies)",
+    ),
     "time_at_roof_s": Column("float64", "s", "summed launches' time_at_roof_s"),
     "saving_s": Column("float64", "s", "summed launches' saving_s"),
     "saving_share": Column("float64", "1", "saving_s over all launches' time"),
@@ -310,10 +546,18 @@ KERNEL_SUMMARY: dict[str, Column] = {
     "ridge_flop_per_byte": Column("float64", "FLOP/B", "ridge of the binding dot"),
     "peak_flop_per_s": Column("float64", "FLOP/s", "compute roof of the binding dot"),
     "peak_bytes_per_s": Column("float64", "B/s", "bandwidth roof of the binding dot"),
-    "achievable_flop_per_s": Column("float64", "FLOP/s", "achievable compute roof of the binding dot (NaN where none)"),
-    "achievable_bytes_per_s": Column("float64", "B/s", "achievable bandwidth roof of the binding dot (NaN where none)"),
-    "achievable_source": Column("string", "", "sources of the binding dot's achievable roofs, 'name:source' comma-separated "
-                                "(dram:measured), empty where none"),
+    "achievable_flop_per_s": Column(
+        "float64", "FLOP/s", "achievable compute roof of the binding dot (NaN where none)"
+    ),
+    "achievable_bytes_per_s": Column(
+        "float64", "B/s", "achievable bandwidth roof of the binding dot (NaN where none)"
+    ),
+    "achievable_source": Column(
+        "string",
+        "",
+        "sources of the binding dot's achievable roofs, 'name:source' comma-separated "
+        "(dram:measured), empty where none",
+    ),
     "sm_throughput_frac": Column("float64", "1", "ncu SM throughput, time-weighted"),
     "memory_throughput_frac": Column("float64", "1", "ncu memory throughput, time-weighted"),
     "occupancy_frac": Column("float64", "1", "achieved occupancy, time-weighted"),
@@ -326,13 +570,29 @@ KERNEL_SUMMARY: dict[str, Column] = {
     "device_name": RAW_META["device_name"],
     "expected_flop": Column("float64", "FLOP", "summed --expect FLOPs"),
     "expected_dram_bytes": Column("float64", "B", "summed --expect DRAM bytes"),
-    "counted_dram_ai_flop_per_byte": Column("float64", "FLOP/B", "all counted FLOPs (every precision) / DRAM bytes"),
+    "counted_dram_ai_flop_per_byte": Column(
+        "float64", "FLOP/B", "all counted FLOPs (every precision) / DRAM bytes"
+    ),
     "hot_pipe": Column("string", "", "the launches' hot pipe of most of the time"),
     "hot_pipe_frac": Column("float64", "1", "hot_pipe_frac, time-weighted over launches"),
-    "time_at_roof_bound": Column("string", "", "the launches' time_at_roof_bound of most of the time"),
-    "speed_of_light_note": Column("string", "", "the speed_of_light_note of the kernel's longest launch that has one, else ''"),
-    **{f"{lv}_ai_flop_per_byte": Column("float64", "FLOP/B", f"AI of the main-precision dot at {lv.upper()}") for lv in LEVELS},
-    **{f"{lv}_roof_fraction": Column("float64", "1", f"roof fraction of the main-precision dot at {lv.upper()}") for lv in LEVELS},
+    "time_at_roof_bound": Column(
+        "string", "", "the launches' time_at_roof_bound of most of the time"
+    ),
+    "speed_of_light_note": Column(
+        "string", "", "the speed_of_light_note of the kernel's longest launch that has one, else ''"
+    ),
+    **{
+        f"{lv}_ai_flop_per_byte": Column(
+            "float64", "FLOP/B", f"AI of the main-precision dot at {lv.upper()}"
+        )
+        for lv in LEVELS
+    },
+    **{
+        f"{lv}_roof_fraction": Column(
+            "float64", "1", f"roof fraction of the main-precision dot at {lv.upper()}"
+        )
+        for lv in LEVELS
+    },
     "diagnosis": KERNELS["diagnosis"],
     "evidence": KERNELS["evidence"],
     "advice": KERNELS["advice"],
@@ -397,7 +657,9 @@ def from_text(df: pd.DataFrame) -> pd.DataFrame:
     out = df.copy(deep=False)
     for name in LIST_COLUMNS:
         if name in out.columns:
-            out[name] = pd.Series([parse_cell(name, c) for c in out[name]], index=out.index, dtype=object)
+            out[name] = pd.Series(
+                [parse_cell(name, c) for c in out[name]], index=out.index, dtype=object
+            )
     return out
 
 
@@ -411,8 +673,14 @@ def tensor_columns(path: str) -> TensorColumns:
     ``sass_dmma`` for the SASS-opcode estimate; ``legacy_x512``): its roof name, precision and columns
     (:class:`TensorColumns`), named as a precision called ``tensor_<path>`` is."""
     name = f"tensor_{path}"
-    return TensorColumns(name, _TENSOR_PRECISION + path, f"{name}_flop", f"{name}_flop_per_s", f"peak_{name}_flop_per_s",
-                         f"achievable_{name}_flop_per_s")
+    return TensorColumns(
+        name,
+        _TENSOR_PRECISION + path,
+        f"{name}_flop",
+        f"{name}_flop_per_s",
+        f"peak_{name}_flop_per_s",
+        f"achievable_{name}_flop_per_s",
+    )
 
 
 def tensor_paths(columns: Iterable[str], which: str = "flop") -> list[str]:
@@ -431,13 +699,15 @@ def tensor_paths(columns: Iterable[str], which: str = "flop") -> list[str]:
     list of str
         The ``<path>`` of each such column.
     """
-    pattern = re.compile("^" + re.escape(getattr(tensor_columns("\0"), which)).replace("\0", "(.+)") + "$")  # \0: the path
+    pattern = re.compile(
+        "^" + re.escape(getattr(tensor_columns("\0"), which)).replace("\0", "(.+)") + "$"
+    )  # \0: the path
     return [m.group(1) for c in columns if (m := pattern.match(c))]
 
 
 def tensor_path(precision: str) -> str | None:
     """The datapath of a tensor precision (``tensor:src_fp16`` -> ``src_fp16``); None for another precision."""
-    return precision[len(_TENSOR_PRECISION):] if precision.startswith(_TENSOR_PRECISION) else None
+    return precision[len(_TENSOR_PRECISION) :] if precision.startswith(_TENSOR_PRECISION) else None
 
 
 def flop_name(precision: str) -> str:
@@ -451,7 +721,8 @@ _INTEGER_PATH = re.compile(r"imma|igmma|bmma|int\d|(?:^|_)[su](?:8|4)(?:_|$)|(?:
 
 def work_unit(precision: str) -> str:
     """What a person reads a precision's work in: ``OP`` for integer tensor work (IMMA, IGMMA, int8/int4
-    datapaths: operations, not floating-point operations), else ``FLOP``. Column names keep ``flop``."""
+    datapaths: operations, not floating-point operations), else ``FLOP``. Column names keep ``flop``.
+    """
     path = tensor_path(str(precision or ""))
     return "OP" if path is not None and _INTEGER_PATH.search(path) else "FLOP"
 
@@ -544,7 +815,9 @@ def validate_raw(df: pd.DataFrame, path: str) -> pd.DataFrame:
     """
     missing = [c for c in RAW_META if c not in df.columns]
     if missing:
-        raise InputError(f"parser produced no {missing} columns; this input is not a supported ncu export", path)
+        raise InputError(
+            f"parser produced no {missing} columns; this input is not a supported ncu export", path
+        )
     df = df.astype({name: col.dtype for name, col in RAW_META.items()})
     dup = df.duplicated(["source", "range_id", "launch_id"])
     if dup.any():
@@ -587,15 +860,20 @@ def validate_kernels(df: pd.DataFrame) -> pd.DataFrame:
         If a declared column is missing or a quantity is negative (a defect in ncuroof).
     """
     out = _validate(df, KERNELS, "kernels")
-    if (not out["status"].isin(STATUSES).all() or not out["bound"].isin(BOUNDS).all() or not out["diagnosis"].isin(DIAGNOSES).all()
-            or not out["time_at_roof_bound"].fillna("").isin(TIME_BOUNDS).all()):
+    if (
+        not out["status"].isin(STATUSES).all()
+        or not out["bound"].isin(BOUNDS).all()
+        or not out["diagnosis"].isin(DIAGNOSES).all()
+        or not out["time_at_roof_bound"].fillna("").isin(TIME_BOUNDS).all()
+    ):
         raise ValueError("kernels table has an unknown status or bound value")
     return out
 
 
 def validate_points(df: pd.DataFrame) -> pd.DataFrame:
     """Check the points table (:data:`POINTS`) like :func:`validate_kernels` and return it cast
-    to the declared dtypes; ValueError when a column is missing, a quantity negative or a level unknown."""
+    to the declared dtypes; ValueError when a column is missing, a quantity negative or a level unknown.
+    """
     out = _validate(df, POINTS, "points")
     if not out["level"].isin(LEVELS).all():
         raise ValueError("points table has an unknown level")
@@ -606,8 +884,12 @@ def validate_points(df: pd.DataFrame) -> pd.DataFrame:
 #: ``phases.csv``): launches aggregated by their NVTX range path. After these columns, one ``tensor_<path>_flop``
 #: [FLOP] per tensor datapath of the kernels table (summed, as ``tensor_flop``), so each precision view has its FLOPs.
 PHASES: dict[str, Column] = {
-    "phase": Column("string", "", "NVTX range path (' > '-joined, outermost first) cut to the depth asked for; "
-                    "'no range' for launches outside every range"),
+    "phase": Column(
+        "string",
+        "",
+        "NVTX range path (' > '-joined, outermost first) cut to the depth asked for; "
+        "'no range' for launches outside every range",
+    ),
     "launches": Column("int64", "", "launches in the phase"),
     "kernels": Column("int64", "", "distinct kernels (demangled names) in the phase"),
     "time_s": Column("float64", "s", "summed launch duration"),
@@ -616,14 +898,22 @@ PHASES: dict[str, Column] = {
     "tensor_flop": Column("float64", "FLOP", "summed tensor FLOPs"),
     "flop": Column("float64", "FLOP", "all counted FLOPs: FP64 + FP32 + FP16 + tensor"),
     **{f"{lv}_bytes": Column("float64", "B", f"summed {lv.upper()} traffic") for lv in LEVELS},
-    "flop_per_s": Column("float64", "FLOP/s", "flop / time_s (the time-weighted mean of the launches' rates)"),
+    "flop_per_s": Column(
+        "float64", "FLOP/s", "flop / time_s (the time-weighted mean of the launches' rates)"
+    ),
     "dram_ai_flop_per_byte": Column("float64", "FLOP/B", "flop / dram_bytes"),
     "bound": Column("string", "", "the launches' bound of most of the phase's time"),
-    "time_at_roof_s": Column("float64", "s", "summed launches' time_at_roof_s (speed of light: roofline or unit bound)"),
+    "time_at_roof_s": Column(
+        "float64", "s", "summed launches' time_at_roof_s (speed of light: roofline or unit bound)"
+    ),
     "saving_s": Column("float64", "s", "summed launches' saving_s"),
     "saving_share": Column("float64", "1", "saving_s over all launches' time"),
-    "sm_throughput_frac": Column("float64", "1", "ncu SM throughput, time-weighted over the phase's launches"),
-    "memory_throughput_frac": Column("float64", "1", "ncu memory throughput, time-weighted over the phase's launches"),
+    "sm_throughput_frac": Column(
+        "float64", "1", "ncu SM throughput, time-weighted over the phase's launches"
+    ),
+    "memory_throughput_frac": Column(
+        "float64", "1", "ncu memory throughput, time-weighted over the phase's launches"
+    ),
 }
 
 
@@ -637,13 +927,27 @@ INSTRUCTION_POINTS: dict[str, Column] = {
     "time_s": KERNELS["time_s"],
     "warp_inst": KERNELS["warp_inst"],
     "transactions": Column("float64", "sector", "32 B transactions at this level"),
-    "inst_per_transaction": Column("float64", "inst/sector", "instruction intensity: warp_inst / transactions (the x of the point)"),
+    "inst_per_transaction": Column(
+        "float64",
+        "inst/sector",
+        "instruction intensity: warp_inst / transactions (the x of the point)",
+    ),
     "warp_inst_per_s": Column("float64", "inst/s", "warp_inst / time_s (the y of the point)"),
     "peak_warp_inst_per_s": KERNELS["peak_warp_inst_per_s"],
-    "peak_warp_inst_source": Column("string", "", "report (SMs and clock ncu measured) or datasheet (metrics/gpus.toml SMs x 4 x clock); empty if none"),
-    "peak_transactions_per_s": Column("float64", "sector/s", "memory wall: the level's bandwidth roof / 32 B"),
-    "roof_warp_inst_per_s": Column("float64", "inst/s",
-                                   "attainable: min(peak_warp_inst_per_s, inst_per_transaction x peak_transactions_per_s)"),
+    "peak_warp_inst_source": Column(
+        "string",
+        "",
+        "report (SMs and clock ncu measured) or datasheet (metrics/gpus.toml SMs x 4 x clock);"
+        " empty if none",
+    ),
+    "peak_transactions_per_s": Column(
+        "float64", "sector/s", "memory wall: the level's bandwidth roof / 32 B"
+    ),
+    "roof_warp_inst_per_s": Column(
+        "float64",
+        "inst/s",
+        "attainable: min(peak_warp_inst_per_s, inst_per_transaction x peak_transactions_per_s)",
+    ),
     "roof_fraction": Column("float64", "1", "warp_inst_per_s / roof_warp_inst_per_s"),
     "bound": Column("string", "", "memory (left of the level's elbow) or instruction"),
 }
@@ -655,29 +959,57 @@ INSTRUCTION_POINTS: dict[str, Column] = {
 WHATIF: dict[str, Column] = {
     "kernel_label": KERNEL_SUMMARY["kernel_label"],
     "precision": KERNEL_SUMMARY["precision"],
-    "dram_ai_flop_per_byte": Column("float64", "FLOP/B", "FLOPs of the main precision / DRAM bytes, summed over the launches "
-                                    "(the same on either GPU)"),
-    "ridge_here": Column("float64", "FLOP/B", "ridge point of the measured GPU: its roof of the precision / its DRAM bandwidth, "
-                         "time-weighted over the launches"),
-    "bound_here": Column("string", "", "memory or compute on the measured GPU; '' when its ridge is unknown"),
-    "ridge_there": Column("float64", "FLOP/B", "ridge point of the target GPU (metrics/gpus.toml datasheet roofs)"),
-    "bound_there": Column("string", "", "memory or compute on the target GPU; '' when its ridge is unknown"),
-    "time_at_roof_here_s": Column("float64", "s", "the kernel's time_at_roof_s on the measured GPU (kernel summary)"),
-    "time_at_roof_there_s": Column("float64", "s", "max(FLOPs / target roof, DRAM bytes / target bandwidth)"),
-    "change": Column("string", "", "the projection in words: bound here, bound there, both ridges and the AI"),
+    "dram_ai_flop_per_byte": Column(
+        "float64",
+        "FLOP/B",
+        "FLOPs of the main precision / DRAM bytes, summed over the launches "
+        "(the same on either GPU)",
+    ),
+    "ridge_here": Column(
+        "float64",
+        "FLOP/B",
+        "ridge point of the measured GPU: its roof of the precision / its DRAM bandwidth, "
+        "time-weighted over the launches",
+    ),
+    "bound_here": Column(
+        "string", "", "memory or compute on the measured GPU; '' when its ridge is unknown"
+    ),
+    "ridge_there": Column(
+        "float64", "FLOP/B", "ridge point of the target GPU (metrics/gpus.toml datasheet roofs)"
+    ),
+    "bound_there": Column(
+        "string", "", "memory or compute on the target GPU; '' when its ridge is unknown"
+    ),
+    "time_at_roof_here_s": Column(
+        "float64", "s", "the kernel's time_at_roof_s on the measured GPU (kernel summary)"
+    ),
+    "time_at_roof_there_s": Column(
+        "float64", "s", "max(FLOPs / target roof, DRAM bytes / target bandwidth)"
+    ),
+    "change": Column(
+        "string", "", "the projection in words: bound here, bound there, both ridges and the AI"
+    ),
 }
 
 #: The files ncuroof writes besides the tables of ``ncuroof.parser.tables_io.TABLES`` (each table as
 #: ``<name>.csv`` and/or ``<name>.parquet``): file name -> what it holds.
 FILES: dict[str, str] = {
-    "roofline.html": "the roofline page (plotly chart, kernel table, views), self-contained or with plotly.js beside it",
+    "roofline.html": (
+        "the roofline page (plotly chart, kernel table, views), self-contained or with plotly.js"
+        " beside it"
+    ),
     "roofline.png": "the chart's default view as an image (analyze --image png)",
     "roofline.svg": "the chart's default view as an image (analyze --image svg)",
     "compare.html": "the before/after page (ncuroof compare)",
     "trail.html": "the page of several runs in order (ncuroof compare A B C ...)",
-    "<report>.ncuroof.json": "written by ncuroof profile beside the report it collected (not in an output folder): how it was "
-                             "collected (ncu version, options, clocks)",
-    "ncuroof-manifest.json": "the files ncuroof wrote in the folder (JSON {\"files\": [...]}), the only ones a later run replaces",
+    "<report>.ncuroof.json": (
+        "written by ncuroof profile beside the report it collected (not in an output folder): how"
+        " it was collected (ncu version, options, clocks)"
+    ),
+    "ncuroof-manifest.json": (
+        'the files ncuroof wrote in the folder (JSON {"files": [...]}), the only ones a later run'
+        " replaces"
+    ),
 }
 
 __all__ += ["WHATIF", "FILES"]
@@ -691,19 +1023,39 @@ SCHEMA_VERSION = 1
 #: kernel's per-rank values are those of its row in that rank's kernel summary
 #: (:func:`ncuroof.model.summary.kernel_summary`): summed time, AI and roof fraction of the binding dot.
 RANKS: dict[str, Column] = {
-    "kernel_key": Column("string", "", "kernel identity (ncuroof.model.summary.kernel_keys): the demangled name"),
+    "kernel_key": Column(
+        "string", "", "kernel identity (ncuroof.model.summary.kernel_keys): the demangled name"
+    ),
     "kernel_name": RAW_META["kernel_name"],
     "ranks": Column("int64", "", "ranks that launched the kernel"),
-    **{f"time_s_{s}": Column("float64", "s", f"{s} over ranks of the kernel's summed launch time on the rank")
-       for s in ("min", "median", "max")},
-    **{f"ai_flop_per_byte_{s}": Column("float64", "FLOP/B", f"{s} over ranks of the binding dot's arithmetic intensity")
-       for s in ("min", "median", "max")},
-    **{f"roof_fraction_{s}": Column("float64", "1", f"{s} over ranks of the binding dot's roof fraction")
-       for s in ("min", "median", "max")},
+    **{
+        f"time_s_{s}": Column(
+            "float64", "s", f"{s} over ranks of the kernel's summed launch time on the rank"
+        )
+        for s in ("min", "median", "max")
+    },
+    **{
+        f"ai_flop_per_byte_{s}": Column(
+            "float64", "FLOP/B", f"{s} over ranks of the binding dot's arithmetic intensity"
+        )
+        for s in ("min", "median", "max")
+    },
+    **{
+        f"roof_fraction_{s}": Column(
+            "float64", "1", f"{s} over ranks of the binding dot's roof fraction"
+        )
+        for s in ("min", "median", "max")
+    },
     "fastest_rank": Column("string", "", "rank with the least time in the kernel"),
     "slowest_rank": Column("string", "", "rank with the most time in the kernel"),
-    "imbalance": Column("float64", "1", "time_s_max / time_s_median - 1: how far the slowest rank is over the median"),
-    "load_imbalance": Column("bool", "", "imbalance above [ranks].imbalance of metrics/thresholds.toml (0.10)"),
+    "imbalance": Column(
+        "float64",
+        "1",
+        "time_s_max / time_s_median - 1: how far the slowest rank is over the median",
+    ),
+    "load_imbalance": Column(
+        "bool", "", "imbalance above [ranks].imbalance of metrics/thresholds.toml (0.10)"
+    ),
 }
 
 #: Fleets (:mod:`ncuroof.runs.fleet`): one row per input that could not be analyzed.
@@ -715,19 +1067,38 @@ FAILURES: dict[str, Column] = {
 #: Production timelines (:func:`ncuroof.parser.timeline.read_timeline`, ``--timeline``): one row per kernel
 #: launch of a PyTorch profiler (Kineto) trace or an Nsight Systems SQLite export, on one device.
 TIMELINE_LAUNCH: dict[str, Column] = {
-    "kernel_name": Column("string", "", "kernel name as the trace gives it (Kineto 'name'; nsys demangledName)"),
+    "kernel_name": Column(
+        "string", "", "kernel name as the trace gives it (Kineto 'name'; nsys demangledName)"
+    ),
     "start_s": Column("float64", "s", "launch start, from the earliest kernel start on the device"),
     "duration_s": Column("float64", "s", "launch duration in the production run"),
     "device": Column("Int64", "", "CUDA device index (Kineto args 'device'; nsys deviceId)"),
     "stream": Column("Int64", "", "CUDA stream (Kineto args 'stream'; nsys streamId)"),
-    **{f"{k}_{a}": Column("Int64", "", f"{k} dimension {a}, missing when the trace lacks it")
-       for k in ("grid", "block") for a in "xyz"},
-    "correlation": Column("Int64", "", "CUPTI correlation ID linking the launch to its runtime API call"),
-    "op": Column("string", "", "PyTorch operator (cpu_op) that launched the kernel, missing when unknown (Kineto only)"),
-    "scope": Column("string", "", "user_annotation ranges and module scopes enclosing the launching op (else the "
-                    "kernel), outermost first, joined by ' > ' like nvtx_range (Kineto only)"),
-    "nvtx": Column("string", "", "NVTX ranges open on the launching thread at the launch, outermost first, "
-                   "joined by ' > ' (nsys only)"),
+    **{
+        f"{k}_{a}": Column("Int64", "", f"{k} dimension {a}, missing when the trace lacks it")
+        for k in ("grid", "block")
+        for a in "xyz"
+    },
+    "correlation": Column(
+        "Int64", "", "CUPTI correlation ID linking the launch to its runtime API call"
+    ),
+    "op": Column(
+        "string",
+        "",
+        "PyTorch operator (cpu_op) that launched the kernel, missing when unknown (Kineto only)",
+    ),
+    "scope": Column(
+        "string",
+        "",
+        "user_annotation ranges and module scopes enclosing the launching op (else the "
+        "kernel), outermost first, joined by ' > ' like nvtx_range (Kineto only)",
+    ),
+    "nvtx": Column(
+        "string",
+        "",
+        "NVTX ranges open on the launching thread at the launch, outermost first, "
+        "joined by ' > ' (nsys only)",
+    ),
 }
 
 
@@ -739,7 +1110,11 @@ def validate_timeline(df: pd.DataFrame, path: str) -> pd.DataFrame:
     start, dur = (df[c].to_numpy(dtype=float, na_value=np.nan) for c in ("start_s", "duration_s"))
     bad = ~np.isfinite(start) | ~np.isfinite(dur) | (dur < 0)
     if bad.any():
-        raise InputError(f"{int(bad.sum())} kernel events without a start or with a negative duration; re-export the trace", path)
+        raise InputError(
+            f"{int(bad.sum())} kernel events without a start or with a negative duration; re-export"
+            " the trace",
+            path,
+        )
     return _validate(df, TIMELINE_LAUNCH, "timeline")
 
 
@@ -749,34 +1124,73 @@ def validate_timeline(df: pd.DataFrame, path: str) -> pd.DataFrame:
 #: ``timeline.csv``): production launches and time beside ncu's. Kernels of the timeline ncu did not
 #: profile are rows too, so ``production_time_s`` adds up to the timeline's kernel time on its device.
 TIMELINE_KERNEL: dict[str, Column] = {
-    "kernel_key": Column("string", "", "kernel identity (--match, ncuroof.model.summary.kernel_keys): ncu's key when profiled, "
-                         "else the timeline's"),
+    "kernel_key": Column(
+        "string",
+        "",
+        "kernel identity (--match, ncuroof.model.summary.kernel_keys): ncu's key when profiled, "
+        "else the timeline's",
+    ),
     "kernel_name": Column("string", "", "function name (ncu's, else the timeline name's)"),
-    "timeline_name": Column("string", "", "the name the timeline gives, '' when not in the timeline"),
-    "match": Column("string", "", "how the timeline's kernel was paired with ncu's (ncuroof.model.summary.pair_keys): name, spelling, "
-                    "base name, base name and configuration; unprofiled (not in the ncu report) or not_in_timeline"),
+    "timeline_name": Column(
+        "string", "", "the name the timeline gives, '' when not in the timeline"
+    ),
+    "match": Column(
+        "string",
+        "",
+        "how the timeline's kernel was paired with ncu's (ncuroof.model.summary.pair_keys): name,"
+        " spelling, base name, base name and configuration; unprofiled (not in the ncu report) or"
+        " not_in_timeline",
+    ),
     "production_launches": Column("int64", "", "launches in the timeline"),
     "production_time_s": Column("float64", "s", "summed launch duration in the timeline"),
-    "production_share": Column("float64", "1", "production_time_s over the timeline's kernel time on the device"),
+    "production_share": Column(
+        "float64", "1", "production_time_s over the timeline's kernel time on the device"
+    ),
     "profiled_launches": Column("int64", "", "launches ncu profiled"),
     "profiled_time_s": Column("float64", "s", "summed duration ncu measured"),
-    "production_time_per_launch_s": Column("float64", "s", "production_time_s / production_launches"),
+    "production_time_per_launch_s": Column(
+        "float64", "s", "production_time_s / production_launches"
+    ),
     "profiled_time_per_launch_s": Column("float64", "s", "profiled_time_s / profiled_launches"),
-    "duration_ratio": Column("float64", "1", "production over profiled time per launch (ncu's replay: caches flushed, clocks locked)"),
-    "duration_differs": Column("bool", "", "duration_ratio off 1 by more than [timeline].duration_differs of metrics/thresholds.toml"),
+    "duration_ratio": Column(
+        "float64",
+        "1",
+        "production over profiled time per launch (ncu's replay: caches flushed, clocks locked)",
+    ),
+    "duration_differs": Column(
+        "bool",
+        "",
+        "duration_ratio off 1 by more than [timeline].duration_differs of metrics/thresholds.toml",
+    ),
     "has_roofline_point": Column("bool", "", "the kernel has a dot on the roofline"),
-    "op": Column("string", "", "PyTorch operator that launched most of its production time ('' when unknown)"),
-    "scope": Column("string", "", "module scope / annotation path of most of its production time ('' when unknown)"),
-    "ncu_filter": Column("string", "", "for a kernel ncu did not profile: the ncu option collecting it (-k 'regex:^name$')"),
+    "op": Column(
+        "string", "", "PyTorch operator that launched most of its production time ('' when unknown)"
+    ),
+    "scope": Column(
+        "string",
+        "",
+        "module scope / annotation path of most of its production time ('' when unknown)",
+    ),
+    "ncu_filter": Column(
+        "string",
+        "",
+        "for a kernel ncu did not profile: the ncu option collecting it (-k 'regex:^name$')",
+    ),
 }
 
 #: One row per PyTorch operator (``--group-by op``, ``ops.csv``): the :data:`PHASES` columns with
 #: ``op`` for ``phase``; work (FLOPs, bytes, ncu time) is each kernel's ncu totals times the share of
 #: its production time spent under the operator; ``time_s``, ``time_share``, ``launches`` are production's.
 OPS: dict[str, Column] = {
-    "op": Column("string", "", "PyTorch operator (Kineto cpu_op) that launched the kernels; 'no operator' for the others"),
+    "op": Column(
+        "string",
+        "",
+        "PyTorch operator (Kineto cpu_op) that launched the kernels; 'no operator' for the others",
+    ),
     **{name: col for name, col in PHASES.items() if name != "phase"},
-    "profiled_time_s": Column("float64", "s", "the kernels' ncu time under the operator (the FLOP/s denominator)"),
+    "profiled_time_s": Column(
+        "float64", "s", "the kernels' ncu time under the operator (the FLOP/s denominator)"
+    ),
 }
 
 __all__ += ["TIMELINE_KERNEL", "OPS"]
@@ -788,7 +1202,9 @@ _SIDES = ("before", "after")
 
 
 def _per_side(name: str, col: Column) -> dict[str, Column]:
-    return {f"{name}_{s}": Column(col.dtype, col.unit, f"{s} run: {col.description}") for s in _SIDES}
+    return {
+        f"{name}_{s}": Column(col.dtype, col.unit, f"{s} run: {col.description}") for s in _SIDES
+    }
 
 
 #: One row per kernel of either run (:func:`ncuroof.runs.compare.join`, ``compare.csv``): matched
@@ -797,25 +1213,65 @@ def _per_side(name: str, col: Column) -> dict[str, Column]:
 #: kernel's launches. A value a run does not have (a kernel it lacks, a counter, a duration) is
 #: missing, never 0.
 COMPARE: dict[str, Column] = {
-    "kernel_key": Column("string", "", "kernel identity (--match): the before run's key, else the after run's"),
+    "kernel_key": Column(
+        "string", "", "kernel identity (--match): the before run's key, else the after run's"
+    ),
     "kernel_name": Column("string", "", "function name in the before run, else in the after run"),
-    "kernel_label": Column("string", "", "function name, numbered 'name (2)' where kernels share it, in the run it is from"),
-    "kernel_name_after": Column("string", "", "function name in the after run ('' when only in the before run)"),
+    "kernel_label": Column(
+        "string",
+        "",
+        "function name, numbered 'name (2)' where kernels share it, in the run it is from",
+    ),
+    "kernel_name_after": Column(
+        "string", "", "function name in the after run ('' when only in the before run)"
+    ),
     "status": Column("string", "", "matched, only_before (gone) or only_after (new)"),
-    "match": Column("string", "", "how the kernels were paired (ncuroof.model.summary.pair_keys): by hand (--pair), name, "
-                    "base name, numbers differ; only_before or only_after"),
-    "speedup": Column("float64", "1", "time_s_before / time_s_after (matched kernels with both times known)"),
-    "time_delta_s": Column("float64", "s", "time_s_after - time_s_before; a kernel in one run only: its time, negative when gone"),
-    "movement_level": Column("string", "", "the one level the movement and movement_* columns speak of: the after run's binding "
-                             "level, else the before run's, else the outermost known (a kernel in one run only: its binding level)"),
-    "movement": Column("string", "", "how the dot moved at movement_level: more reuse (AI up), better utilization (roof fraction "
-                       "up), both, worse, none, mixed or unknown (changes under [compare].move count as none)"),
-    "change": Column("string", "", "what moved, with the numbers: work per precision, traffic per level, launches (when they changed "
-                     "by [compare].move or more) and the throughput ('FP64 work −47 %, throughput +4 %')"),
-    "partner": Column("string", "", "a kernel in one run only: the kernel_key of its likely partner in the other run "
-                      "(ncuroof.runs.compare.partners: same grid and block, or similar work), a suggestion only; '' when none"),
+    "match": Column(
+        "string",
+        "",
+        "how the kernels were paired (ncuroof.model.summary.pair_keys): by hand (--pair), name, "
+        "base name, numbers differ; only_before or only_after",
+    ),
+    "speedup": Column(
+        "float64", "1", "time_s_before / time_s_after (matched kernels with both times known)"
+    ),
+    "time_delta_s": Column(
+        "float64",
+        "s",
+        "time_s_after - time_s_before; a kernel in one run only: its time, negative when gone",
+    ),
+    "movement_level": Column(
+        "string",
+        "",
+        "the one level the movement and movement_* columns speak of: the after run's binding level,"
+        " else the before run's, else the outermost known (a kernel in one run only: its binding"
+        " level)",
+    ),
+    "movement": Column(
+        "string",
+        "",
+        "how the dot moved at movement_level: more reuse (AI up), better utilization (roof fraction"
+        " up), both, worse, none, mixed or unknown (changes under [compare].move count as none)",
+    ),
+    "change": Column(
+        "string",
+        "",
+        "what moved, with the numbers: work per precision, traffic per level, launches (when they"
+        " changed by [compare].move or more) and the throughput ('FP64 work −47 %, throughput"
+        " +4 %')",
+    ),
+    "partner": Column(
+        "string",
+        "",
+        "a kernel in one run only: the kernel_key of its likely partner in the other run"
+        " (ncuroof.runs.compare.partners: same grid and block, or similar work), a suggestion only;"
+        " '' when none",
+    ),
     **_per_side("launches", Column("int64", "", "launches of the kernel (0 when absent)")),
-    **_per_side("time_s", Column("float64", "s", "summed launch duration; missing unless every launch has one")),
+    **_per_side(
+        "time_s",
+        Column("float64", "s", "summed launch duration; missing unless every launch has one"),
+    ),
     **_per_side("flop_per_s", KERNEL_SUMMARY["flop_per_s"]),
     **_per_side("precision", KERNEL_SUMMARY["precision"]),
     **_per_side("bound", KERNEL_SUMMARY["bound"]),
@@ -823,27 +1279,58 @@ COMPARE: dict[str, Column] = {
     **_per_side("ai_flop_per_byte", KERNEL_SUMMARY["ai_flop_per_byte"]),
     **_per_side("roof_fraction", KERNEL_SUMMARY["roof_fraction"]),
     **_per_side("achievable_roof_fraction", KERNEL_SUMMARY["achievable_roof_fraction"]),
-    **_per_side("movement_ai_flop_per_byte", Column("float64", "FLOP/B", "AI of the kernel's dot at movement_level")),
-    **_per_side("movement_roof_fraction", Column("float64", "1", "roof fraction of the kernel's dot at movement_level")),
-    **{k: v for p in (*PRECISIONS, "tensor")
-       for k, v in _per_side(f"{p}_flop", Column("float64", "FLOP", f"summed {p.upper()} operations of the launches")).items()},
-    **{k: v for lv in LEVELS
-       for k, v in _per_side(f"{lv}_bytes", Column("float64", "B", f"summed {lv.upper()} traffic of the launches")).items()},
+    **_per_side(
+        "movement_ai_flop_per_byte",
+        Column("float64", "FLOP/B", "AI of the kernel's dot at movement_level"),
+    ),
+    **_per_side(
+        "movement_roof_fraction",
+        Column("float64", "1", "roof fraction of the kernel's dot at movement_level"),
+    ),
+    **{
+        k: v
+        for p in (*PRECISIONS, "tensor")
+        for k, v in _per_side(
+            f"{p}_flop", Column("float64", "FLOP", f"summed {p.upper()} operations of the launches")
+        ).items()
+    },
+    **{
+        k: v
+        for lv in LEVELS
+        for k, v in _per_side(
+            f"{lv}_bytes", Column("float64", "B", f"summed {lv.upper()} traffic of the launches")
+        ).items()
+    },
     **_per_side("grid", Column("string", "", "grid dimensions of most of the time")),
     **_per_side("block", Column("string", "", "block dimensions of most of the time")),
-    **{k: v for lv in LEVELS for m in ("ai_flop_per_byte", "roof_fraction")
-       for k, v in _per_side(f"{lv}_{m}", KERNEL_SUMMARY[f"{lv}_{m}"]).items()},
+    **{
+        k: v
+        for lv in LEVELS
+        for m in ("ai_flop_per_byte", "roof_fraction")
+        for k, v in _per_side(f"{lv}_{m}", KERNEL_SUMMARY[f"{lv}_{m}"]).items()
+    },
 }
 
 #: The CI gate's verdict (:class:`ncuroof.runs.compare.Gate`, ``compare --fail-if-slower``).
 COMPARE_GATE: dict[str, Column] = {
-    "verdict": Column("string", "", "pass, fail or unknown (the gate could not judge: no kernels, none in both runs, unknown times)"),
+    "verdict": Column(
+        "string",
+        "",
+        "pass, fail or unknown (the gate could not judge: no kernels, none in both runs, unknown"
+        " times)",
+    ),
     "exit_code": Column("int64", "", "0 pass, 1 fail, 2 unknown"),
-    "threshold_pct": Column("float64", "%", "allowed growth of a matched kernel's (and the matched total's) time"),
+    "threshold_pct": Column(
+        "float64", "%", "allowed growth of a matched kernel's (and the matched total's) time"
+    ),
     "headline": Column("string", "", "speedup over matched kernels beside both runs' totals"),
     "failures": Column("object", "", "why the gate failed: a list of lines"),
     "unknown": Column("object", "", "what the gate could not judge: a list of lines"),
-    "notes": Column("object", "", "kernels in one run only and their likely partners, when not failures: a list of lines"),
+    "notes": Column(
+        "object",
+        "",
+        "kernels in one run only and their likely partners, when not failures: a list of lines",
+    ),
 }
 
 __all__ += ["COMPARE", "COMPARE_GATE"]
@@ -851,29 +1338,46 @@ __all__ += ["COMPARE", "COMPARE_GATE"]
 #: Several runs in order (:func:`ncuroof.runs.compare.series`, ``trail.csv``): one row per kernel and run
 #: it is in; a kernel matched between consecutive runs keeps its ``trail``.
 COMPARE_TRAIL: dict[str, Column] = {
-    "trail": Column("int64", "", "the kernel's trail: one id through the runs it was matched in, first appearance order"),
+    "trail": Column(
+        "int64",
+        "",
+        "the kernel's trail: one id through the runs it was matched in, first appearance order",
+    ),
     "run": Column("int64", "", "the run's position, 0 first"),
     "run_name": Column("string", "", "the run's input"),
     "kernel_key": Column("string", "", "kernel identity (--match) in this run"),
     "kernel_name": RAW_META["kernel_name"],
     "kernel_label": KERNEL_SUMMARY["kernel_label"],
-    "match": Column("string", "", "how it was matched to the previous run's kernel (ncuroof.model.summary.pair_keys: name, by hand, "
-                    "base name, numbers differ); first (the first run) or new (a trail starting here)"),
+    "match": Column(
+        "string",
+        "",
+        "how it was matched to the previous run's kernel (ncuroof.model.summary.pair_keys: name, by"
+        " hand, base name, numbers differ); first (the first run) or new (a trail starting here)",
+    ),
     "launches": KERNEL_SUMMARY["launches"],
     "time_s": Column("float64", "s", "summed launch duration; missing unless every launch has one"),
     "speedup_vs_first": Column("float64", "1", "the trail's first time / this time"),
     "speedup_vs_previous": Column("float64", "1", "the trail's previous time / this time"),
-    **{f"{p}_flop": Column("float64", "FLOP", f"summed {p.upper()} operations") for p in (*PRECISIONS, "tensor")},
+    **{
+        f"{p}_flop": Column("float64", "FLOP", f"summed {p.upper()} operations")
+        for p in (*PRECISIONS, "tensor")
+    },
     **{f"{lv}_bytes": Column("float64", "B", f"summed {lv.upper()} traffic") for lv in LEVELS},
     "flop_per_s": KERNEL_SUMMARY["flop_per_s"],
     "precision": KERNEL_SUMMARY["precision"],
     "level": KERNEL_SUMMARY["level"],
     "ai_flop_per_byte": KERNEL_SUMMARY["ai_flop_per_byte"],
     "roof_fraction": KERNEL_SUMMARY["roof_fraction"],
-    "trail_level": Column("string", "", "the one level the trail is drawn at: the kernel's binding level in its last run, else the outermost "
-                          "level every run of the trail has"),
+    "trail_level": Column(
+        "string",
+        "",
+        "the one level the trail is drawn at: the kernel's binding level in its last run, else the"
+        " outermost level every run of the trail has",
+    ),
     "trail_ai_flop_per_byte": Column("float64", "FLOP/B", "AI of the kernel's dot at trail_level"),
-    "trail_roof_fraction": Column("float64", "1", "roof fraction of the kernel's dot at trail_level"),
+    "trail_roof_fraction": Column(
+        "float64", "1", "roof fraction of the kernel's dot at trail_level"
+    ),
     "grid": Column("string", "", "grid dimensions of most of the time"),
     "block": Column("string", "", "block dimensions of most of the time"),
 }
@@ -887,15 +1391,41 @@ __all__ += ["COMPARE_TRAIL"]
 #: :data:`KERNEL_SUMMARY` row in the ``--json`` documents (:func:`ncuroof.render.json_doc.kernel_work`).
 #: Followed there by ``tensor_<path>_flop`` [FLOP] and ``tensor_<path>_flop_per_s`` [FLOP/s] per tensor datapath with work.
 KERNEL_WORK: dict[str, Column] = {
-    **{f"{p}_flop": Column("float64", "FLOP", f"summed {p.upper()} FLOPs of the launches (missing when no launch has the count)")
-       for p in PRECISIONS},
+    **{
+        f"{p}_flop": Column(
+            "float64",
+            "FLOP",
+            f"summed {p.upper()} FLOPs of the launches (missing when no launch has the count)",
+        )
+        for p in PRECISIONS
+    },
     "tensor_flop": Column("float64", "FLOP", "summed tensor FLOPs"),
-    **{f"{lv}_bytes": Column("float64", "B", f"summed {lv.upper()} traffic of the launches") for lv in LEVELS},
-    **{f"{p}_flop_per_s": Column("float64", "FLOP/s", f"achieved {p.upper()} FLOP/s: {p}_flop over the time of the launches "
-                                 "that have it") for p in PRECISIONS},
-    "tensor_flop_per_s": Column("float64", "FLOP/s", "achieved tensor FLOP/s: tensor_flop over the time of the launches that have it"),
-    **{f"{lv}_bytes_per_s": Column("float64", "B/s", f"achieved {lv.upper()} bandwidth: {lv}_bytes over the time of the launches "
-                                   "that have it") for lv in LEVELS},
+    **{
+        f"{lv}_bytes": Column("float64", "B", f"summed {lv.upper()} traffic of the launches")
+        for lv in LEVELS
+    },
+    **{
+        f"{p}_flop_per_s": Column(
+            "float64",
+            "FLOP/s",
+            f"achieved {p.upper()} FLOP/s: {p}_flop over the time of the launches that have it",
+        )
+        for p in PRECISIONS
+    },
+    "tensor_flop_per_s": Column(
+        "float64",
+        "FLOP/s",
+        "achieved tensor FLOP/s: tensor_flop over the time of the launches that have it",
+    ),
+    **{
+        f"{lv}_bytes_per_s": Column(
+            "float64",
+            "B/s",
+            f"achieved {lv.upper()} bandwidth: {lv}_bytes over the time of the launches "
+            "that have it",
+        )
+        for lv in LEVELS
+    },
 }
 
 __all__ += ["KERNEL_WORK"]

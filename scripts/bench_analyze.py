@@ -105,8 +105,12 @@ def cold_cli(path: Path, outdir: Path) -> tuple[float, float]:
 
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "ncuroof", "analyze", str(path), "-o", str(outdir), "--json", "-q"], check=True,
-                   stdout=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    subprocess.run(
+        [sys.executable, "-m", "ncuroof", "analyze", str(path), "-o", str(outdir), "--json", "-q"],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), wall
@@ -135,16 +139,27 @@ def warm_vs_cold(path: Path, repeat: int) -> None:
     (cc, cw), (wc, ww) = min(cold), min(warm)
     print(f"report: {path.name} ({path.stat().st_size / 1e3:.0f} kB), best of {repeat}")
     print(f"{'':<48}{'CPU [ms]':>10}{'wall [ms]':>11}{'ratio (CPU)':>13}")
-    print(f"{'cold: ncuroof analyze --json (a new process)':<48}{1e3 * cc:>10.0f}{1e3 * cw:>11.0f}{1.0:>13.2f}")
-    print(f"{'warm: the same document in a warm process':<48}{1e3 * wc:>10.0f}{1e3 * ww:>11.0f}{wc / cc:>13.2f}")
-    print(f"target: warm <= 0.33 of cold -> {'met' if wc / cc <= 1 / 3 else 'NOT met'} (wall ratio {ww / cw:.2f})")
+    print(
+        f"{'cold: ncuroof analyze --json (a new process)':<48}{1e3 * cc:>10.0f}{1e3 * cw:>11.0f}{1.0:>13.2f}"
+    )
+    print(
+        f"{'warm: the same document in a warm process':<48}{1e3 * wc:>10.0f}{1e3 * ww:>11.0f}{wc / cc:>13.2f}"
+    )
+    print(
+        f"target: warm <= 0.33 of cold -> {'met' if wc / cc <= 1 / 3 else 'NOT met'} (wall ratio"
+        f" {ww / cw:.2f})"
+    )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("report", nargs="?", type=Path)
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--warm", action="store_true", help="warm process against a cold CLI run (issue 30), on a small report")
+    ap.add_argument(
+        "--warm",
+        action="store_true",
+        help="warm process against a cold CLI run (issue 30), on a small report",
+    )
     args = ap.parse_args()
     if args.warm:
         warm_vs_cold(args.report or SHARED / "KernelBench__matmul_kernel.ncu-rep", args.repeat)
@@ -156,12 +171,23 @@ def main() -> None:
     t_sum = min(summarizing(path) and summarizing.elapsed for _ in range(args.repeat))  # type: ignore[attr-defined]
     t_draw = min(drawing(path) and drawing.elapsed for _ in range(args.repeat))  # type: ignore[attr-defined]
     assert n == n2
-    print(f"report: {path.name} ({path.stat().st_size / 1e6:.1f} MB, {n} launches), best of {args.repeat}")
+    print(
+        f"report: {path.name} ({path.stat().st_size / 1e6:.1f} MB, {n} launches), best of"
+        f" {args.repeat}"
+    )
     print(f"{'step':<44}{'total [ms]':>12}{'per launch [ms]':>17}{'ratio':>8}")
-    print(f"{'floor: read the same metrics via ncu_report':<44}{1e3 * t_floor:>12.1f}{1e3 * t_floor / n:>17.3f}{1.0:>8.2f}")
-    print(f"{'ncuroof: parse, compute, classify, points':<44}{1e3 * t_an:>12.1f}{1e3 * t_an / n:>17.3f}{t_an / t_floor:>8.2f}")
-    print(f"{'ncuroof: + per-kernel summary and diagnosis':<44}{1e3 * t_sum:>12.1f}{1e3 * t_sum / n:>17.3f}{t_sum / t_floor:>8.2f}")
-    print(f"{'ncuroof: + figure and HTML (fixed cost)':<44}{1e3 * t_draw:>12.1f}{1e3 * t_draw / n:>17.3f}{t_draw / t_floor:>8.2f}")
+    print(
+        f"{'floor: read the same metrics via ncu_report':<44}{1e3 * t_floor:>12.1f}{1e3 * t_floor / n:>17.3f}{1.0:>8.2f}"
+    )
+    print(
+        f"{'ncuroof: parse, compute, classify, points':<44}{1e3 * t_an:>12.1f}{1e3 * t_an / n:>17.3f}{t_an / t_floor:>8.2f}"
+    )
+    print(
+        f"{'ncuroof: + per-kernel summary and diagnosis':<44}{1e3 * t_sum:>12.1f}{1e3 * t_sum / n:>17.3f}{t_sum / t_floor:>8.2f}"
+    )
+    print(
+        f"{'ncuroof: + figure and HTML (fixed cost)':<44}{1e3 * t_draw:>12.1f}{1e3 * t_draw / n:>17.3f}{t_draw / t_floor:>8.2f}"
+    )
     print(f"target: ratio <= 1.5 -> {'met' if t_an / t_floor <= 1.5 else 'NOT met'}")
 
 

@@ -23,8 +23,12 @@ import sys
 from pathlib import Path
 
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "fixtures"
-DEFAULT = ("nsight-training__manual_nvtx.ncu-rep", "CUDA_Learning__report.ncu-rep", "alife_cuda__profile_output.ncu-rep",
-           "Cuda_Gemm_Practice__gemm_v9.ncu-rep")
+DEFAULT = (
+    "nsight-training__manual_nvtx.ncu-rep",
+    "CUDA_Learning__report.ncu-rep",
+    "alife_cuda__profile_output.ncu-rep",
+    "Cuda_Gemm_Practice__gemm_v9.ncu-rep",
+)
 
 _BASELINE = """
 import io, mmap, pickle, sys, time
@@ -64,8 +68,14 @@ print(time.perf_counter() - t)
 
 
 def _best(code: str, path: Path, repeat: int) -> float:
-    runs = [float(subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True).stdout)
-            for _ in range(repeat)]
+    runs = [
+        float(
+            subprocess.run(
+                [sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True
+            ).stdout
+        )
+        for _ in range(repeat)
+    ]
     return min(runs)
 
 
@@ -78,7 +88,9 @@ def main() -> None:
     print(f"{'report':<45}{'size MB':>8}{'baseline ms':>13}{'contained ms':>14}{'ratio':>7}")
     for p in reports:
         base, cont = _best(_BASELINE, p, args.repeat), _best(_CONTAINED, p, args.repeat)
-        print(f"{p.name[:44]:<45}{p.stat().st_size / 1e6:>8.1f}{1e3 * base:>13.0f}{1e3 * cont:>14.0f}{cont / base:>7.2f}")
+        print(
+            f"{p.name[:44]:<45}{p.stat().st_size / 1e6:>8.1f}{1e3 * base:>13.0f}{1e3 * cont:>14.0f}{cont / base:>7.2f}"
+        )
 
 
 if __name__ == "__main__":

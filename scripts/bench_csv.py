@@ -31,12 +31,20 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT = ROOT.parent / "shared" / "fixtures" / "Roofline-Analysis__flashinfer_paged_decode__gqa_bf16_b128_ctx2k_p64.ncu.csv"
+DEFAULT = (
+    ROOT.parent
+    / "shared"
+    / "fixtures"
+    / "Roofline-Analysis__flashinfer_paged_decode__gqa_bf16_b128_ctx2k_p64.ncu.csv"
+)
 
 STEPS = {
     "imports only": "pass",
     "pandas.read_csv": "import pandas as pd; n = len(pd.read_csv(PATH))",
-    "ncuroof read_csv": "from ncuroof import catalog; from ncuroof.parser.csv import read_csv; n = len(read_csv(PATH, catalog.load()))",
+    "ncuroof read_csv": (
+        "from ncuroof import catalog; from ncuroof.parser.csv import read_csv; n ="
+        " len(read_csv(PATH, catalog.load()))"
+    ),
     "ncuroof.load": "import ncuroof; n = len(ncuroof.load(PATH))",
 }
 
@@ -75,7 +83,12 @@ def build(source: Path, launches: int, out: Path, noise: int = 0) -> int:
 
 
 def measure(step: str, path: Path) -> dict[str, float]:
-    proc = subprocess.run([sys.executable, "-c", CHILD.format(code=STEPS[step]), str(path)], capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD.format(code=STEPS[step]), str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if proc.returncode != 0:
         raise SystemExit(f"{step} failed: {proc.stderr.strip().splitlines()[-1]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -85,22 +98,37 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--launches", type=int, default=100_000)
     ap.add_argument("--source", type=Path, default=DEFAULT)
-    ap.add_argument("--noise", type=int, default=0, metavar="K", help="a line of program output every K rows")
+    ap.add_argument(
+        "--noise", type=int, default=0, metavar="K", help="a line of program output every K rows"
+    )
     ap.add_argument("--keep", action="store_true", help="keep the generated CSV and print its path")
     args = ap.parse_args()
     if not args.source.exists():
-        raise SystemExit(f"{args.source}: not found (the shared fixtures are not beside this checkout); pass --source")
+        raise SystemExit(
+            f"{args.source}: not found (the shared fixtures are not beside this checkout); pass"
+            " --source"
+        )
     tmp = Path(tempfile.mkdtemp(prefix="ncuroof-bench-"))
     path = tmp / "raw.csv"
     t0 = time.perf_counter()
     size = build(args.source, args.launches, path, args.noise)
-    print(f"built {args.launches:,} launches, {size / 1e6:.0f} MB, in {time.perf_counter() - t0:.1f} s: {path}")
-    results = {step: measure(step, path) for step in STEPS if not (args.noise and step == "pandas.read_csv")}
+    print(
+        f"built {args.launches:,} launches, {size / 1e6:.0f} MB, in {time.perf_counter() - t0:.1f}"
+        f" s: {path}"
+    )
+    results = {
+        step: measure(step, path)
+        for step in STEPS
+        if not (args.noise and step == "pandas.read_csv")
+    }
     if args.noise:  # the baseline on the same rows without the noise lines
         clean = tmp / "clean.csv"
         build(args.source, args.launches, clean)
-        results = {"imports only": results["imports only"], "pandas.read_csv": measure("pandas.read_csv", clean),
-                   **{k: v for k, v in results.items() if k != "imports only"}}
+        results = {
+            "imports only": results["imports only"],
+            "pandas.read_csv": measure("pandas.read_csv", clean),
+            **{k: v for k, v in results.items() if k != "imports only"},
+        }
         clean.unlink()
     base_rss = results["imports only"]["rss_kb"] * 1024
     base_t = results["pandas.read_csv"]["s"]
@@ -109,7 +137,10 @@ def main() -> None:
         if step == "imports only":
             continue
         mem = max(r["rss_kb"] * 1024 - base_rss, 0)
-        print(f"{step:<18} {r['s']:>8.2f} {r['s'] / base_t:>11.2f} {mem / 1e6:>9.0f} {mem / size:>7.2f}")
+        print(
+            f"{step:<18} {r['s']:>8.2f} {r['s'] / base_t:>11.2f} {mem / 1e6:>9.0f}"
+            f" {mem / size:>7.2f}"
+        )
     print("targets: ncuroof read_csv <= 2.00 x read_csv, peak memory <= 3.00 x file")
     if args.keep:
         print(f"kept {path}")

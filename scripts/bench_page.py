@@ -23,10 +23,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        "--no-first-run", "--enable-unsafe-swiftshader"]
-READY = ("() => { const gd = document.getElementById('roofline'); return !!(gd && gd._fullLayout && gd._fullData"
-         " && (!document.getElementById('controls') || document.querySelector('#controls input'))); }")
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--enable-unsafe-swiftshader",
+]
+READY = (
+    "() => { const gd = document.getElementById('roofline'); return !!(gd && gd._fullLayout &&"
+    " gd._fullData && (!document.getElementById('controls') || document.querySelector('#controls"
+    " input'))); }"
+)
 SWITCH = """async () => { const gd = document.getElementById('roofline');
   const done = new Promise(r => gd.once('plotly_afterplot', r)); const t0 = performance.now();
   document.querySelector('input[name="ctl-mode"][value="launch"]').click(); await done; return performance.now() - t0; }"""
@@ -44,7 +54,9 @@ def interactive_s(browser, path: Path, switch: bool) -> tuple[float, float]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--launches", default="100,1000,10000")
     ap.add_argument("--kernels", type=int, default=300)
     ap.add_argument("--repeat", type=int, default=3, help="page loads per measurement (best kept)")
@@ -77,19 +89,51 @@ def main() -> None:
             page = tmp / f"page-{n}.html"
             page.write_text(html, encoding="utf-8")
             dots = fig.layout.meta["view"]["counts"]["launch/main/focus"]
-            base = go.Figure(go.Scattergl(x=pts["ai_flop_per_byte"].head(dots), y=pts["flop_per_s"].head(dots), mode="markers"))
+            base = go.Figure(
+                go.Scattergl(
+                    x=pts["ai_flop_per_byte"].head(dots),
+                    y=pts["flop_per_s"].head(dots),
+                    mode="markers",
+                )
+            )
             base_path = tmp / f"base-{n}.html"
-            base_path.write_text(base.to_html(include_plotlyjs=True, div_id="roofline"), encoding="utf-8")
-            ours = min((interactive_s(browser, page, True) for _ in range(args.repeat)), key=lambda x: x[0])
+            base_path.write_text(
+                base.to_html(include_plotlyjs=True, div_id="roofline"), encoding="utf-8"
+            )
+            ours = min(
+                (interactive_s(browser, page, True) for _ in range(args.repeat)), key=lambda x: x[0]
+            )
             theirs = min(interactive_s(browser, base_path, False)[0] for _ in range(args.repeat))
-            rows.append((n, len(html.encode()) / 1e6, base_path.stat().st_size / 1e6, build, ours[0], theirs, ours[1]))
+            rows.append(
+                (
+                    n,
+                    len(html.encode()) / 1e6,
+                    base_path.stat().st_size / 1e6,
+                    build,
+                    ours[0],
+                    theirs,
+                    ours[1],
+                )
+            )
         browser.close()
     shutil.rmtree(tmp, ignore_errors=True)
-    head = ("launches", "page MB", "bare MB", "build s", "interactive s", "bare plotly s", "ratio", "per-launch switch s")
+    head = (
+        "launches",
+        "page MB",
+        "bare MB",
+        "build s",
+        "interactive s",
+        "bare plotly s",
+        "ratio",
+        "per-launch switch s",
+    )
     print(" | ".join(head))
     print(" | ".join("---" for _ in head))
     for n, mb, bmb, build, ready, base, switch in rows:
-        print(f"{n} | {mb:.1f} | {bmb:.1f} | {build:.2f} | {ready:.2f} | {base:.2f} | {ready / base:.2f}x | {switch:.2f}")
+        print(
+            f"{n} | {mb:.1f} | {bmb:.1f} | {build:.2f} | {ready:.2f} | {base:.2f} |"
+            f" {ready / base:.2f}x | {switch:.2f}"
+        )
 
 
 if __name__ == "__main__":

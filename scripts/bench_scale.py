@@ -49,11 +49,19 @@ from make_big_report import make_big_report  # noqa: E402
 
 ENV = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
 # The sample check of --reader auto alone (issue 20): cut the sampled launches out, read them through ncu_report.
-VERIFY = ("import sys, time; from pathlib import Path; from ncuroof import catalog; from ncuroof.parser import nvr, verify; "
-          "c = catalog.load(); p = Path(sys.argv[1]); df = nvr.read_nvr(p, c); t = time.perf_counter(); "
-          "v = verify.against_ncu_report(p, df, c, df.attrs[nvr.LEARNED]); print(v.launches, time.perf_counter() - t, repr(v.difference))")
-FLOOR = ("import sys, time; sys.path.insert(0, sys.argv[2]); from bench_analyze import floor; "
-         "t = time.perf_counter(); n = floor(__import__('pathlib').Path(sys.argv[1])); print(n, time.perf_counter() - t)")
+VERIFY = (
+    "import sys, time; from pathlib import Path; from ncuroof import catalog; from ncuroof.parser"
+    " import nvr, verify; c = catalog.load(); p = Path(sys.argv[1]); df = nvr.read_nvr(p, c); t ="
+    " time.perf_counter(); v = verify.against_ncu_report(p, df, c, df.attrs[nvr.LEARNED]);"
+    " print(v.launches, time.perf_counter() - t, repr(v.difference))"
+)
+FLOOR = (
+    "import sys, time; sys.path.insert(0, sys.argv[2]); from bench_analyze import floor; t ="
+    " time.perf_counter(); n = floor(__import__('pathlib').Path(sys.argv[1])); print(n,"
+    " time.perf_counter() - t)"
+)
+
+
 def _tree_rss(pid: int) -> int:
     """Resident bytes of ``pid`` and all its descendants, from /proc (0 once gone)."""
     total, todo = 0, [pid]
@@ -97,7 +105,9 @@ def run_measured(cmd: list[str]) -> tuple[float, int, str, str, float]:
 
 def floor_per_launch(report: Path, launches: int) -> float:
     """Seconds per launch of reading the metrics ncuroof reads through ncu_report alone."""
-    _, _, out, _, _ = run_measured([sys.executable, "-c", FLOOR, str(report), str(Path(__file__).parent)])
+    _, _, out, _, _ = run_measured(
+        [sys.executable, "-c", FLOOR, str(report), str(Path(__file__).parent)]
+    )
     n, seconds = out.split()
     if int(n) != launches:
         raise SystemExit(f"ncu_report read {n} launches of {report}, expected {launches}")
@@ -125,13 +135,18 @@ def repz_row(big: Path, tmp: Path, wall: float, rss: int, cpu: float) -> str:
     """Analyze the ``.ncu-repz`` of ``big``: its time and peak RSS, and their ratios to the uncompressed run's."""
     packed = big.with_suffix(".ncu-repz")
     compress(big, packed)
-    zwall, zrss, _, _, zcpu = run_measured([sys.executable, "-m", "ncuroof", "analyze", str(packed), "-o", str(tmp / "outz"), "-q"])
+    zwall, zrss, _, _, zcpu = run_measured(
+        [sys.executable, "-m", "ncuroof", "analyze", str(packed), "-o", str(tmp / "outz"), "-q"]
+    )
     size = packed.stat().st_size
     packed.unlink()
     shutil.rmtree(tmp / "outz", ignore_errors=True)
-    return (f"  .ncu-repz {size / 1e6:.1f} MB ({big.stat().st_size / size:.0f}x smaller): {zwall:.2f} s = {zwall / wall:.2f}x the "
-            f"uncompressed wall time, CPU {zcpu:.2f} s = {zcpu / max(cpu, 1e-9):.2f}x (target <= 1.3); peak RSS "
-            f"{zrss / 2**20:.0f} MB = {zrss / max(rss, 1):.2f}x (target <= 1 GB)")
+    return (
+        f"  .ncu-repz {size / 1e6:.1f} MB ({big.stat().st_size / size:.0f}x smaller): {zwall:.2f} s"
+        f" = {zwall / wall:.2f}x the uncompressed wall time, CPU {zcpu:.2f} s ="
+        f" {zcpu / max(cpu, 1e-9):.2f}x (target <= 1.3); peak RSS {zrss / 2**20:.0f} MB ="
+        f" {zrss / max(rss, 1):.2f}x (target <= 1 GB)"
+    )
 
 
 def stages(err: str) -> dict[str, tuple[float, float]]:
@@ -139,8 +154,12 @@ def stages(err: str) -> dict[str, tuple[float, float]]:
     out: dict[str, tuple[float, float]] = {}
     lines = err.splitlines()
     start = next((i for i, line in enumerate(lines) if line.startswith("stage ")), len(lines))
-    for line in lines[start + 1:]:
-        parts = line.rsplit(None, 3) if line.startswith(("parser.", "model.", "render.")) else line.rsplit(None, 2)
+    for line in lines[start + 1 :]:
+        parts = (
+            line.rsplit(None, 3)
+            if line.startswith(("parser.", "model.", "render."))
+            else line.rsplit(None, 2)
+        )
         try:
             out[parts[0].strip()] = (float(parts[1]), float(parts[2]))
         except (IndexError, ValueError):
@@ -150,8 +169,17 @@ def stages(err: str) -> dict[str, tuple[float, float]]:
 
 def analyze(report: Path, out: Path) -> tuple[float, int, float, dict[str, tuple[float, float]]]:
     """``ncuroof analyze`` of ``report`` through stage_times: wall s, peak RSS bytes, CPU s, stages."""
-    wall, rss, _, err, cpu = run_measured([sys.executable, str(Path(__file__).with_name("stage_times.py")), "analyze", str(report),
-                                           "-o", str(out), "-q"])
+    wall, rss, _, err, cpu = run_measured(
+        [
+            sys.executable,
+            str(Path(__file__).with_name("stage_times.py")),
+            "analyze",
+            str(report),
+            "-o",
+            str(out),
+            "-q",
+        ]
+    )
     return wall, rss, cpu, stages(err)
 
 
@@ -165,11 +193,24 @@ def slope(n1: int, t1: float, n2: int, t2: float) -> float:
 def print_stages(rows: list[tuple[int, dict[str, tuple[float, float]]]]) -> None:
     """Each stage's wall/CPU seconds at every size and its slope between the two largest sizes."""
     names = list(dict.fromkeys(name for _, st in rows for name in st))
-    print(f"\n{'stage (wall s / CPU s)':<36}" + "".join(f"{n:>16}" for n, _ in rows) + f"{'slope':>7}")
+    print(
+        f"\n{'stage (wall s / CPU s)':<36}" + "".join(f"{n:>16}" for n, _ in rows) + f"{'slope':>7}"
+    )
     for name in names:
-        cells = "".join(f"{(f'{st[name][0]:.2f} / {st[name][1]:.2f}' if name in st else ''):>16}" for _, st in rows)
-        sl = (slope(rows[-2][0], rows[-2][1].get(name, (0, 0))[0], rows[-1][0], rows[-1][1].get(name, (0, 0))[0])
-              if len(rows) > 1 else math.nan)
+        cells = "".join(
+            f"{(f'{st[name][0]:.2f} / {st[name][1]:.2f}' if name in st else ''):>16}"
+            for _, st in rows
+        )
+        sl = (
+            slope(
+                rows[-2][0],
+                rows[-2][1].get(name, (0, 0))[0],
+                rows[-1][0],
+                rows[-1][1].get(name, (0, 0))[0],
+            )
+            if len(rows) > 1
+            else math.nan
+        )
         print(f"{name:<36}{cells}{'' if math.isnan(sl) else f'{sl:.2f}':>7}")
 
 
@@ -178,8 +219,14 @@ def main() -> int:
     ap.add_argument("--report", type=Path, default=SHARED / "ESMM-Research__profile_output.ncu-rep")
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
     ap.add_argument("--floor-sizes", type=int, nargs="*", default=[1000, 10000])
-    ap.add_argument("--profile", action="store_true", help="(kept for old command lines: the stages are always printed)")
-    ap.add_argument("--no-repz", action="store_true", help="do not time the .ncu-repz of each report")
+    ap.add_argument(
+        "--profile",
+        action="store_true",
+        help="(kept for old command lines: the stages are always printed)",
+    )
+    ap.add_argument(
+        "--no-repz", action="store_true", help="do not time the .ncu-repz of each report"
+    )
     args = ap.parse_args()
     floors: list[float] = []
     with tempfile.TemporaryDirectory(prefix="ncuroof-bench-") as d:
@@ -187,9 +234,14 @@ def main() -> int:
         print(f"source {args.report.name}; {os.cpu_count()} cores")
         fixed, _, _, _ = analyze(args.report, tmp / "out0")
         checked, cost = verify_cost(args.report)
-        print(f"fixed cost (analyze of the source report itself): {fixed:.2f} s, of which verify {cost:.2f} s ({checked} launches)")
-        print(f"{'launches':>9} {'file MB':>8} {'wall s':>7} {'CPU s':>7} {'ms/launch':>9} {'marginal':>9} {'peak RSS MB':>11} "
-              f"{'floor ms/launch':>15} {'verify s':>9}")
+        print(
+            f"fixed cost (analyze of the source report itself): {fixed:.2f} s, of which verify"
+            f" {cost:.2f} s ({checked} launches)"
+        )
+        print(
+            f"{'launches':>9} {'file MB':>8} {'wall s':>7} {'CPU s':>7} {'ms/launch':>9}"
+            f" {'marginal':>9} {'peak RSS MB':>11} {'floor ms/launch':>15} {'verify s':>9}"
+        )
         rows = []
         for n in sorted(args.sizes):
             big = tmp / f"big{n}.ncu-rep"
@@ -201,8 +253,11 @@ def main() -> int:
             if fl is not None:
                 floors.append(fl)
             rows.append((n, wall, rss, cpu, st))
-            print(f"{n:>9} {big.stat().st_size / 1e6:>8.0f} {wall:>7.2f} {cpu:>7.2f} {wall / n * 1e3:>9.3f} {(wall - fixed) / n * 1e3:>9.3f} "
-                  f"{rss / 2**20:>11.0f} {'' if fl is None else f'{fl * 1e3:.3f}':>15} {cost:>6.2f} ({checked})")
+            print(
+                f"{n:>9} {big.stat().st_size / 1e6:>8.0f} {wall:>7.2f} {cpu:>7.2f}"
+                f" {wall / n * 1e3:>9.3f} {(wall - fixed) / n * 1e3:>9.3f} {rss / 2**20:>11.0f}"
+                f" {'' if fl is None else f'{fl * 1e3:.3f}':>15} {cost:>6.2f} ({checked})"
+            )
             if repz:
                 print(repz)
             big.unlink()
@@ -212,14 +267,25 @@ def main() -> int:
             print(f"\nfloor per launch (mean of {len(floors)}, this run): {fl * 1e3:.3f} ms")
             for n, wall, rss, cpu, _ in rows:
                 target = 0.1 * fl * n
-                print(f"{n:>9} launches: wall / (floor x launches) = {wall / (fl * n):.3f}, / (0.1 x floor x launches) = "
-                      f"{wall / target:.2f} (target <= 1); CPU / (floor x launches) = {cpu / (fl * n):.3f}; "
-                      f"peak RSS / 1 GB = {rss / 2**30:.2f} (target <= 1)")
+                print(
+                    f"{n:>9} launches: wall / (floor x launches) = {wall / (fl * n):.3f}, / (0.1 x"
+                    f" floor x launches) = {wall / target:.2f} (target <= 1); CPU / (floor x"
+                    f" launches) = {cpu / (fl * n):.3f}; peak RSS / 1 GB = {rss / 2**30:.2f}"
+                    " (target <= 1)"
+                )
         if len(rows) > 1:
-            print("\nlog-log slope of wall time against launches (1: linear): "
-                  + ", ".join(f"{a[0]}->{b[0]}: {slope(a[0], a[1], b[0], b[1]):.2f}" for a, b in zip(rows, rows[1:]))
-                  + "; of the marginal time: "
-                  + ", ".join(f"{a[0]}->{b[0]}: {slope(a[0], a[1] - fixed, b[0], b[1] - fixed):.2f}" for a, b in zip(rows, rows[1:])))
+            print(
+                "\nlog-log slope of wall time against launches (1: linear): "
+                + ", ".join(
+                    f"{a[0]}->{b[0]}: {slope(a[0], a[1], b[0], b[1]):.2f}"
+                    for a, b in zip(rows, rows[1:])
+                )
+                + "; of the marginal time: "
+                + ", ".join(
+                    f"{a[0]}->{b[0]}: {slope(a[0], a[1] - fixed, b[0], b[1] - fixed):.2f}"
+                    for a, b in zip(rows, rows[1:])
+                )
+            )
         print_stages([(n, st) for n, _, _, _, st in rows])
     return 0
 

@@ -62,24 +62,49 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     data = tables(args.launches)
-    print(f"{args.launches} launches; seconds, best of {args.repeat}; ratio = to_csv time / this time")
+    print(
+        f"{args.launches} launches; seconds, best of {args.repeat}; ratio = to_csv time / this time"
+    )
     print(f"{'table':8} {'rows':>8} {'step':22} {'s':>8} {'ratio':>7} {'MB':>7}")
     with tempfile.TemporaryDirectory() as tmp:
         for name, df in data.items():
             base = best(lambda df=df: df.to_csv(index=False), args.repeat)
             size = len(df.to_csv(index=False).encode())
             path = Path(tmp) / f"{name}.parquet"
-            path.write_bytes(tables_io.parquet_bytes(tables_io.arrow_table(df, tables_io.TABLES[name], name)))
+            path.write_bytes(
+                tables_io.parquet_bytes(tables_io.arrow_table(df, tables_io.TABLES[name], name))
+            )
             steps = {
                 "DataFrame.to_csv": (base, size),
-                "tables_io CSV": (best(lambda df=df, n=name: tables_io.csv_bytes(tables_io.arrow_table(df, tables_io.TABLES[n], n)),
-                                       args.repeat), len(tables_io.csv_bytes(tables_io.arrow_table(df, tables_io.TABLES[name], name)))),
-                "tables_io Parquet": (best(lambda df=df, n=name: tables_io.parquet_bytes(tables_io.arrow_table(df, tables_io.TABLES[n], n)),
-                                           args.repeat), path.stat().st_size),
-                "read_table Parquet": (best(lambda p=path: tables_io.read_table(p), args.repeat), path.stat().st_size),
+                "tables_io CSV": (
+                    best(
+                        lambda df=df, n=name: tables_io.csv_bytes(
+                            tables_io.arrow_table(df, tables_io.TABLES[n], n)
+                        ),
+                        args.repeat,
+                    ),
+                    len(
+                        tables_io.csv_bytes(tables_io.arrow_table(df, tables_io.TABLES[name], name))
+                    ),
+                ),
+                "tables_io Parquet": (
+                    best(
+                        lambda df=df, n=name: tables_io.parquet_bytes(
+                            tables_io.arrow_table(df, tables_io.TABLES[n], n)
+                        ),
+                        args.repeat,
+                    ),
+                    path.stat().st_size,
+                ),
+                "read_table Parquet": (
+                    best(lambda p=path: tables_io.read_table(p), args.repeat),
+                    path.stat().st_size,
+                ),
             }
             for step, (s, nbytes) in steps.items():
-                print(f"{name:8} {len(df):>8} {step:22} {s:8.3f} {base / s:7.2f} {nbytes / 1e6:7.1f}")
+                print(
+                    f"{name:8} {len(df):>8} {step:22} {s:8.3f} {base / s:7.2f} {nbytes / 1e6:7.1f}"
+                )
 
 
 if __name__ == "__main__":

@@ -30,11 +30,21 @@ def _references(cases: list[fuzz.Case], work: Path) -> dict[str, object]:
     refs: dict[str, object] = {}
     for origin in sorted({c.origin for c in cases}):
         data = (fuzz.SHARED / origin).read_bytes()
-        case = fuzz.Case("original", origin, data, Path(origin).suffix if origin.endswith(".csv") else ".ncu-rep", origin)
+        case = fuzz.Case(
+            "original",
+            origin,
+            data,
+            Path(origin).suffix if origin.endswith(".csv") else ".ncu-rep",
+            origin,
+        )
         out = fuzz.run_case(case, work / f"ref-{len(refs)}")
         refs[origin] = out.kernels
         if out.exit_code != 0:
-            print(f"note: the undamaged {origin} gives exit {out.exit_code}: {out.stderr.strip()[:200]}", file=sys.stderr)
+            print(
+                f"note: the undamaged {origin} gives exit {out.exit_code}:"
+                f" {out.stderr.strip()[:200]}",
+                file=sys.stderr,
+            )
     return refs
 
 
@@ -62,12 +72,17 @@ def main() -> None:
     kinds += sorted({k for c in counts.values() for k in c if k not in kinds})
     width = max(map(len, counts)) + 2
     cols = [(k, len(k.removeprefix("FAIL:")) + 2) for k in kinds]
-    print(f"{'family':<{width}}{'cases':>6}" + "".join(f"{k.removeprefix('FAIL:'):>{w}}" for k, w in cols))
+    print(
+        f"{'family':<{width}}{'cases':>6}"
+        + "".join(f"{k.removeprefix('FAIL:'):>{w}}" for k, w in cols)
+    )
     total: collections.Counter[str] = collections.Counter()
     for fam, c in [*counts.items(), ("total", total)]:
         if fam != "total":
             total.update(c)
-        print(f"{fam:<{width}}{sum(c.values()):>6}" + "".join(f"{c.get(k, 0):>{w}}" for k, w in cols))
+        print(
+            f"{fam:<{width}}{sum(c.values()):>6}" + "".join(f"{c.get(k, 0):>{w}}" for k, w in cols)
+        )
     print(f"{len(cases)} cases in {time.perf_counter() - t0:.1f} s; {len(failures)} failures")
     for case, kind, detail in failures if args.verbose else failures[:0]:
         print(f"{kind}: {case.name}: {detail}")

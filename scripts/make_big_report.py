@@ -26,7 +26,9 @@ _U32 = struct.Struct("<I")
 def _classes() -> tuple[type, type]:
     """Minimal block-header and result messages; other fields are kept as unknown fields."""
     T = descriptor_pb2.FieldDescriptorProto
-    fdp = descriptor_pb2.FileDescriptorProto(name="make_big_report.proto", package="mbr", syntax="proto2")
+    fdp = descriptor_pb2.FileDescriptorProto(
+        name="make_big_report.proto", package="mbr", syntax="proto2"
+    )
     block = fdp.message_type.add(name="BlockHeader")
     block.field.add(name="num_results", number=2, type=T.TYPE_UINT64, label=T.LABEL_OPTIONAL)
     block.field.add(name="strings", number=4, type=T.TYPE_BYTES, label=T.LABEL_OPTIONAL)
@@ -36,7 +38,9 @@ def _classes() -> tuple[type, type]:
     pool = descriptor_pool.DescriptorPool()
     pool.Add(fdp)
     get = message_factory.GetMessageClass
-    return get(pool.FindMessageTypeByName("mbr.BlockHeader")), get(pool.FindMessageTypeByName("mbr.Result"))
+    return get(pool.FindMessageTypeByName("mbr.BlockHeader")), get(
+        pool.FindMessageTypeByName("mbr.Result")
+    )
 
 
 def _blocks(data: bytes, header_cls: type) -> tuple[bytes, list[tuple[object, bytes, bytes]]]:
@@ -47,8 +51,8 @@ def _blocks(data: bytes, header_cls: type) -> tuple[bytes, list[tuple[object, by
     head, blocks = data[:pos], []
     while pos < len(data):
         start = pos + 4 + _U32.unpack_from(data, pos)[0]
-        header = header_cls.FromString(data[pos + 4:start])
-        blocks.append((header, data[pos:start], data[start:start + header.payload_size]))
+        header = header_cls.FromString(data[pos + 4 : start])
+        blocks.append((header, data[pos:start], data[start : start + header.payload_size]))
         pos = start + header.payload_size
     return head, blocks
 
@@ -58,7 +62,7 @@ def _renumber(payload: bytes, result_cls: type, shift: int) -> bytes:
     out, at = [], 0
     while at < len(payload):
         n = _U32.unpack_from(payload, at)[0]
-        msg = result_cls.FromString(payload[at + 4:at + 4 + n])
+        msg = result_cls.FromString(payload[at + 4 : at + 4 + n])
         msg.seq += shift
         body = msg.SerializeToString()
         out += [_U32.pack(len(body)), body]

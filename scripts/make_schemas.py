@@ -24,7 +24,11 @@ KINDS = ("analyze", "compare")
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true", help="only compare the shipped files with what would be written")
+    ap.add_argument(
+        "--check",
+        action="store_true",
+        help="only compare the shipped files with what would be written",
+    )
     args = ap.parse_args()
     stale = []
     for kind in KINDS:

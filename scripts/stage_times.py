@@ -24,18 +24,31 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-STAGES = (("parser", "read_many"), ("model.calculator", "compute_kernels"), ("model.ceilings", "fill_ceilings"),
-          ("model.calculator", "time_at_roof"), ("model.calculator", "compute_points"), ("model.classify", "classify"),
-          ("model.diagnose", "diagnose_launches"), ("model.summary", "kernel_dots"), ("model.summary", "kernel_summary"),
-          ("model.diagnose", "diagnose_kernels"), ("render.figure", "plot_roofline"), ("render.page", "render_html"),
-          ("render.page", "write_outputs"))
+STAGES = (
+    ("parser", "read_many"),
+    ("model.calculator", "compute_kernels"),
+    ("model.ceilings", "fill_ceilings"),
+    ("model.calculator", "time_at_roof"),
+    ("model.calculator", "compute_points"),
+    ("model.classify", "classify"),
+    ("model.diagnose", "diagnose_launches"),
+    ("model.summary", "kernel_dots"),
+    ("model.summary", "kernel_summary"),
+    ("model.diagnose", "diagnose_kernels"),
+    ("render.figure", "plot_roofline"),
+    ("render.page", "render_html"),
+    ("render.page", "write_outputs"),
+)
 T0 = time.perf_counter()
 TIMES: dict[str, list[float]] = {}
 
 
 def _cpu() -> float:
     """CPU seconds of this process and of its children waited for."""
-    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    me, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
@@ -68,12 +81,22 @@ def main() -> None:
     except SystemExit:
         pass
     total, total_cpu = time.perf_counter() - T0, _cpu()
-    print(f"\n{'stage':<36} {'s':>7} {'CPU s':>7} {'peak RSS MB':>12}\n{'import ncuroof':<36} {imported:>7.2f} {imported_cpu:>7.2f}",
-          file=sys.stderr)
+    print(
+        f"\n{'stage':<36} {'s':>7} {'CPU s':>7} {'peak RSS MB':>12}\n{'import ncuroof':<36}"
+        f" {imported:>7.2f} {imported_cpu:>7.2f}",
+        file=sys.stderr,
+    )
     for stage, (seconds, cpu, rss) in TIMES.items():
         print(f"{stage:<36} {seconds:>7.2f} {cpu:>7.2f} {rss:>12.0f}", file=sys.stderr)
-    rest, rest_cpu = total - imported - sum(t[0] for t in TIMES.values()), total_cpu - imported_cpu - sum(t[1] for t in TIMES.values())
-    print(f"{'rest (glue, tables to text)':<36} {rest:>7.2f} {rest_cpu:>7.2f}\n{'total':<36} {total:>7.2f} {total_cpu:>7.2f}", file=sys.stderr)
+    rest, rest_cpu = (
+        total - imported - sum(t[0] for t in TIMES.values()),
+        total_cpu - imported_cpu - sum(t[1] for t in TIMES.values()),
+    )
+    print(
+        f"{'rest (glue, tables to text)':<36} {rest:>7.2f} {rest_cpu:>7.2f}\n{'total':<36}"
+        f" {total:>7.2f} {total_cpu:>7.2f}",
+        file=sys.stderr,
+    )
 
 
 if __name__ == "__main__":

@@ -34,17 +34,40 @@ REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared" / "fixtures"
 
 #: Small reports (fast to decode) that cover ncu 2020-2025 and NVTX.
-REPORTS = ("nsight-training__manual_nvtx.ncu-rep", "RooflineAnalysis_On_NVIDIA_GPU__output0.ncu-rep",
-           "gene-pop2020__time-flops_dzv_ak_ncuroof-time-0.ncu-rep", "ESMM-Research__profile_output.ncu-rep")
+REPORTS = (
+    "nsight-training__manual_nvtx.ncu-rep",
+    "RooflineAnalysis_On_NVIDIA_GPU__output0.ncu-rep",
+    "gene-pop2020__time-flops_dzv_ak_ncuroof-time-0.ncu-rep",
+    "ESMM-Research__profile_output.ncu-rep",
+)
 #: Reports also damaged as ``.ncu-repz`` (ncu 2025 and 2026.2).
 REPZ = ("ESMM-Research__profile_output.ncu-rep", "ai-infra-notes__leetgpu_matmul_full.ncu-rep")
 #: CSV exports: details page (old and new ncu), raw page with and without units, two runs written into one file.
-CSVS = ("ESMM-Research__metrics.csv", "GPU-Roofline-Profiler__saxpy.csv", "RooflineAnalysis_On_NVIDIA_GPU__output0.csv",
-        "accelsim-test__algo23_details.csv", "accelsim-test__algo23_raw.csv", "llm-perf-opt__kernel_0001_ncu.metrics.csv",
-        "gene-pop2020__time-flops_dzv_ak_ncuroof-time-0.csv", "gene-pop2020__out_nvroof_ncuroof_region-dgdxy-1.csv")
+CSVS = (
+    "ESMM-Research__metrics.csv",
+    "GPU-Roofline-Profiler__saxpy.csv",
+    "RooflineAnalysis_On_NVIDIA_GPU__output0.csv",
+    "accelsim-test__algo23_details.csv",
+    "accelsim-test__algo23_raw.csv",
+    "llm-perf-opt__kernel_0001_ncu.metrics.csv",
+    "gene-pop2020__time-flops_dzv_ak_ncuroof-time-0.csv",
+    "gene-pop2020__out_nvroof_ncuroof_region-dgdxy-1.csv",
+)
 #: Columns of kernels.csv whose values the "no silent zero / non-finite" check compares.
-VALUE_COLUMNS = ("time_s", "sm_clock_hz", "fp64_flop", "fp32_flop", "fp16_flop", "dram_bytes", "l2_bytes", "l1_bytes",
-                 "fp64_flop_per_s", "fp32_flop_per_s", "dram_bytes_per_s", "l2_bytes_per_s")
+VALUE_COLUMNS = (
+    "time_s",
+    "sm_clock_hz",
+    "fp64_flop",
+    "fp32_flop",
+    "fp16_flop",
+    "dram_bytes",
+    "l2_bytes",
+    "l1_bytes",
+    "fp64_flop_per_s",
+    "fp32_flop_per_s",
+    "dram_bytes_per_s",
+    "l2_bytes_per_s",
+)
 
 
 @dataclass(frozen=True)
@@ -76,7 +99,10 @@ def blocks(data: bytes) -> list[Block]:
     """Walk the framing of an undamaged report (with :func:`ncuroof.parser.blocks.walk`)."""
     from ncuroof.parser.blocks import walk
 
-    return [Block(pos, data[pos + 4:start], start, header.payload_size) for _, pos, header, start in walk(data, Path("undamaged"))]
+    return [
+        Block(pos, data[pos + 4 : start], start, header.payload_size)
+        for _, pos, header, start in walk(data, Path("undamaged"))
+    ]
 
 
 def _varint(n: int) -> bytes:
@@ -113,7 +139,7 @@ def _with_payload_size(header: bytes, size: int) -> bytes:
 
 def _splice(data: bytes, b: Block, payload: bytes, header: bytes | None = None) -> bytes:
     header = b.header if header is None else header
-    return data[:b.start] + struct.pack("<I", len(header)) + header + payload + data[b.end:]
+    return data[: b.start] + struct.pack("<I", len(header)) + header + payload + data[b.end :]
 
 
 def report_cases(name: str, data: bytes, rng: random.Random, per_family: int) -> Iterator[Case]:
@@ -130,37 +156,60 @@ def report_cases(name: str, data: bytes, rng: random.Random, per_family: int) ->
         cut = rng.randrange(1, len(data))
         yield case("truncate", f"cut at byte {cut}", data[:cut])
         b = rng.choice(bl)
-        yield case("truncate_at_block", f"cut at block end {b.end}", data[:b.end]) if b.end < len(data) else \
-            case("truncate_at_block", f"cut at block start {b.start}", data[:b.start])
+        yield (
+            case("truncate_at_block", f"cut at block end {b.end}", data[: b.end])
+            if b.end < len(data)
+            else case("truncate_at_block", f"cut at block start {b.start}", data[: b.start])
+        )
         at = rng.randrange(4, hsize)
-        yield case("flip_file_header", f"XOR 0x{(x := rng.randrange(1, 256)):02x} at {at}",
-                   data[:at] + bytes([data[at] ^ x]) + data[at + 1:])
+        yield case(
+            "flip_file_header",
+            f"XOR 0x{(x := rng.randrange(1, 256)):02x} at {at}",
+            data[:at] + bytes([data[at] ^ x]) + data[at + 1 :],
+        )
         b = rng.choice(full)
         at = rng.randrange(b.payload_start, b.end)
-        yield case("flip_payload", f"XOR 0x{(x := rng.randrange(1, 256)):02x} at {at}",
-                   data[:at] + bytes([data[at] ^ x]) + data[at + 1:])
+        yield case(
+            "flip_payload",
+            f"XOR 0x{(x := rng.randrange(1, 256)):02x} at {at}",
+            data[:at] + bytes([data[at] ^ x]) + data[at + 1 :],
+        )
         b = rng.choice(bl)
         at = rng.randrange(b.start + 4, b.payload_start)
-        yield case("flip_block_header", f"XOR 0x{(x := rng.randrange(1, 256)):02x} at {at}",
-                   data[:at] + bytes([data[at] ^ x]) + data[at + 1:])
+        yield case(
+            "flip_block_header",
+            f"XOR 0x{(x := rng.randrange(1, 256)):02x} at {at}",
+            data[:at] + bytes([data[at] ^ x]) + data[at + 1 :],
+        )
         if results:
             i = rng.randrange(len(results))
             b = results[i]
-            yield case("duplicate_block", f"result block {i + 1} twice", data[:b.end] + data[b.start:b.end] + data[b.end:])
-            yield case("remove_block", f"result block {i + 1} removed", data[:b.start] + data[b.end:])
+            yield case(
+                "duplicate_block",
+                f"result block {i + 1} twice",
+                data[: b.end] + data[b.start : b.end] + data[b.end :],
+            )
+            yield case(
+                "remove_block", f"result block {i + 1} removed", data[: b.start] + data[b.end :]
+            )
             b = rng.choice(results[:-1] or results)  # the issue's recipe: not the last block
             at = rng.randrange(b.payload_start, b.end)
-            payload = data[b.payload_start:at] + data[at + 1:b.end]
-            yield case("shorten_block", f"result block {i + 1} one byte shorter at {at}",
-                       _splice(data, b, payload, _with_payload_size(b.header, b.payload_size - 1)))
+            payload = data[b.payload_start : at] + data[at + 1 : b.end]
+            yield case(
+                "shorten_block",
+                f"result block {i + 1} one byte shorter at {at}",
+                _splice(data, b, payload, _with_payload_size(b.header, b.payload_size - 1)),
+            )
         b = rng.choice(full)
         at = rng.randrange(b.payload_start, b.end)
         n = min(rng.choice((8, 64, 512)), b.end - at)
-        yield case("zero_fill", f"{n} zero bytes at {at}", data[:at] + bytes(n) + data[at + n:])
+        yield case("zero_fill", f"{n} zero bytes at {at}", data[:at] + bytes(n) + data[at + n :])
     yield case("concatenate", "the report twice", data + data)
 
 
-def compress(data: bytes, frames: int = 1, skippable: bool = False, content_size: bool = True) -> bytes:
+def compress(
+    data: bytes, frames: int = 1, skippable: bool = False, content_size: bool = True
+) -> bytes:
     """``data`` as ncu 2026.3 writes a ``.ncu-repz``: zstd (level 3) of the same bytes, in ``frames``
     frames, with a skippable frame before and between them when ``skippable``."""
     import zstandard
@@ -168,7 +217,7 @@ def compress(data: bytes, frames: int = 1, skippable: bool = False, content_size
     cctx = zstandard.ZstdCompressor(level=3, write_content_size=content_size)
     skip = struct.pack("<II", 0x184D2A53, 7) + b"ncuroof"
     step = -(-len(data) // frames)
-    parts = [cctx.compress(data[i:i + step]) for i in range(0, len(data), step)]
+    parts = [cctx.compress(data[i : i + step]) for i in range(0, len(data), step)]
     return (skip if skippable else b"") + (skip if skippable else b"").join(parts)
 
 
@@ -190,18 +239,28 @@ def repz_cases(name: str, data: bytes, rng: random.Random, per_family: int) -> I
         cut = rng.randrange(1, len(packed))
         yield case("repz_truncate", f"compressed stream cut at byte {cut}", packed[:cut])
         at = rng.randrange(4, len(packed))
-        yield case("repz_flip_compressed", f"XOR 0x{(x := rng.randrange(1, 256)):02x} at compressed byte {at}",
-                   packed[:at] + bytes([packed[at] ^ x]) + packed[at + 1:])
+        yield case(
+            "repz_flip_compressed",
+            f"XOR 0x{(x := rng.randrange(1, 256)):02x} at compressed byte {at}",
+            packed[:at] + bytes([packed[at] ^ x]) + packed[at + 1 :],
+        )
         at = rng.randrange(4, len(data))
-        yield case("repz_flip_report", f"XOR 0x{(x := rng.randrange(1, 256)):02x} at report byte {at}, then compressed",
-                   compress(data[:at] + bytes([data[at] ^ x]) + data[at + 1:], frames=2, skippable=True))
+        yield case(
+            "repz_flip_report",
+            f"XOR 0x{(x := rng.randrange(1, 256)):02x} at report byte {at}, then compressed",
+            compress(data[:at] + bytes([data[at] ^ x]) + data[at + 1 :], frames=2, skippable=True),
+        )
     yield case("repz_bomb", "a frame declaring 2^40 bytes", bomb())
 
 
 def _csv_lines(data: bytes) -> tuple[list[bytes], int]:
     """Lines of a CSV export (with their ends) and the index of its header row."""
     lines = data.splitlines(keepends=True)
-    head = next(i for i, ln in enumerate(lines) if ln.lstrip(b"\xef\xbb\xbf").startswith(b'"ID","Process ID"'))
+    head = next(
+        i
+        for i, ln in enumerate(lines)
+        if ln.lstrip(b"\xef\xbb\xbf").startswith(b'"ID","Process ID"')
+    )
     return lines, head
 
 
@@ -219,8 +278,17 @@ def _value_cell(lines: list[bytes], head: int, rng: random.Random) -> tuple[int,
     """A (line, column) of a numeric value cell of a metric the reader keeps."""
     header = [c.decode() for c in _cells(lines[head])]
     details = "Metric Value" in header
-    wanted = ("gpu__time_duration", "dram__bytes", "sm__cycles_elapsed", "smsp__sass_thread_inst_executed_op",
-              "lts__t_bytes", "Duration", "DRAM", "SM Frequency", "Elapsed Cycles")
+    wanted = (
+        "gpu__time_duration",
+        "dram__bytes",
+        "sm__cycles_elapsed",
+        "smsp__sass_thread_inst_executed_op",
+        "lts__t_bytes",
+        "Duration",
+        "DRAM",
+        "SM Frequency",
+        "Elapsed Cycles",
+    )
     cand = []
     for i in range(head + 1, len(lines)):
         if not lines[i].startswith(b'"'):
@@ -237,14 +305,26 @@ def _value_cell(lines: list[bytes], head: int, rng: random.Random) -> tuple[int,
     return rng.choice(cand) if cand else None
 
 
-_BAD_VALUES = ("-262,784", "inf", "-inf", "1.7e308", "1e300", "nan", "-1", "abc", "12..5", "1e-320", "99999999999999999999999")
+_BAD_VALUES = (
+    "-262,784",
+    "inf",
+    "-inf",
+    "1.7e308",
+    "1e300",
+    "nan",
+    "-1",
+    "abc",
+    "12..5",
+    "1e-320",
+    "99999999999999999999999",
+)
 
 
 def _set_cell(lines: list[bytes], i: int, j: int, value: bytes) -> bytes:
     cells = _cells(lines[i])
     cells[j] = value
-    end = lines[i][len(lines[i].rstrip(b"\r\n")):]
-    return b"".join(lines[:i] + [_join(cells, end or b"\n")] + lines[i + 1:])
+    end = lines[i][len(lines[i].rstrip(b"\r\n")) :]
+    return b"".join(lines[:i] + [_join(cells, end or b"\n")] + lines[i + 1 :])
 
 
 def csv_cases(name: str, data: bytes, rng: random.Random, per_family: int) -> Iterator[Case]:
@@ -255,7 +335,11 @@ def csv_cases(name: str, data: bytes, rng: random.Random, per_family: int) -> It
     def case(family: str, what: str, out: bytes) -> Case:
         return Case(family, f"{name}: {what}", out, ".csv", name)
 
-    rows = [i for i in range(head + 1, len(lines)) if lines[i].startswith(b'"') and _cells(lines[i])[0].strip().isdigit()]
+    rows = [
+        i
+        for i in range(head + 1, len(lines))
+        if lines[i].startswith(b'"') and _cells(lines[i])[0].strip().isdigit()
+    ]
     for _ in range(per_family):
         cell = _value_cell(lines, head, rng)
         if cell is not None:
@@ -264,12 +348,20 @@ def csv_cases(name: str, data: bytes, rng: random.Random, per_family: int) -> It
         cell = _value_cell(lines, head, rng)
         if cell is not None and b"Metric Unit" in header:
             j = header.index(b"Metric Unit")
-            yield case("unknown_unit", f"unit 'furlong' at line {cell[0]}", _set_cell(lines, cell[0], j, b"furlong"))
+            yield case(
+                "unknown_unit",
+                f"unit 'furlong' at line {cell[0]}",
+                _set_cell(lines, cell[0], j, b"furlong"),
+            )
         j = rng.randrange(len(header))
         cols = [k for k in range(len(header)) if k != j]
         yield case("delete_column", f"column {header[j]!r} deleted", _project(lines, head, cols))
         j = rng.randrange(len(header))
-        yield case("duplicate_column", f"column {header[j]!r} twice", _project(lines, head, [*range(len(header)), j]))
+        yield case(
+            "duplicate_column",
+            f"column {header[j]!r} twice",
+            _project(lines, head, [*range(len(header)), j]),
+        )
         perm = list(range(len(header)))
         a, b = rng.sample(perm, 2) if rng.random() < 0.7 else (0, 1)
         perm[a], perm[b] = perm[b], perm[a]
@@ -279,13 +371,27 @@ def csv_cases(name: str, data: bytes, rng: random.Random, per_family: int) -> It
             i, k = rng.sample(sorted(distinct.values()), 2)
             ids = {_cells(lines[i])[0]}
             new = _cells(lines[k])[0]
-            out = [(_join([new, *_cells(ln)[1:]], ln[len(ln.rstrip(b"\r\n")):] or b"\n") if n in rows and _cells(ln)[0] in ids else ln)
-                   for n, ln in enumerate(lines)]
-            yield case("repeat_launch_id", f"launch {ids.pop().decode()} renamed {new.decode()}", b"".join(out))
+            out = [
+                (
+                    _join([new, *_cells(ln)[1:]], ln[len(ln.rstrip(b"\r\n")) :] or b"\n")
+                    if n in rows and _cells(ln)[0] in ids
+                    else ln
+                )
+                for n, ln in enumerate(lines)
+            ]
+            yield case(
+                "repeat_launch_id",
+                f"launch {ids.pop().decode()} renamed {new.decode()}",
+                b"".join(out),
+            )
         cut = rng.randrange(len(lines[head]) + sum(map(len, lines[:head])), len(data))
         yield case("truncate_line", f"cut at byte {cut}", data[:cut])
     yield case("encoding", "UTF-16", data.decode("utf-8", "replace").encode("utf-16"))
-    yield case("encoding", "latin-1 with a BOM", b"\xef\xbb\xbf" + data.decode("utf-8", "replace").encode("latin-1", "replace"))
+    yield case(
+        "encoding",
+        "latin-1 with a BOM",
+        b"\xef\xbb\xbf" + data.decode("utf-8", "replace").encode("latin-1", "replace"),
+    )
     yield case("line_ends", "CRLF", data.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n"))
     yield case("line_ends", "CR only", data.replace(b"\r\n", b"\n").replace(b"\n", b"\r"))
 
@@ -297,7 +403,11 @@ def _project(lines: list[bytes], head: int, cols: list[int]) -> bytes:
             out.append(ln)
             continue
         cells = _cells(ln)
-        out.append(_join([cells[k] for k in cols if k < len(cells)], ln[len(ln.rstrip(b"\r\n")):] or b"\n"))
+        out.append(
+            _join(
+                [cells[k] for k in cols if k < len(cells)], ln[len(ln.rstrip(b"\r\n")) :] or b"\n"
+            )
+        )
     return b"".join(out)
 
 
@@ -308,7 +418,9 @@ def all_cases(seed: int = 14, per_report: int = 3, per_csv: int = 3) -> list[Cas
     for name in REPORTS:
         if (SHARED / name).exists():
             cases += report_cases(name, (SHARED / name).read_bytes(), rng, per_report)
-    zrng = random.Random(seed + 32)  # its own stream: the cases of the other families stay those of before issue 32
+    zrng = random.Random(
+        seed + 32
+    )  # its own stream: the cases of the other families stay those of before issue 32
     for name in REPZ:
         if (SHARED / name).exists():
             cases += repz_cases(name, (SHARED / name).read_bytes(), zrng, per_report)
@@ -331,7 +443,9 @@ class Outcome:
     kernels: object = None  # DataFrame of kernels.csv when written
 
 
-def _analyze_in_process(inputs: list[Path], outdir: Path, command: str = "analyze") -> tuple[int, str, str]:
+def _analyze_in_process(
+    inputs: list[Path], outdir: Path, command: str = "analyze"
+) -> tuple[int, str, str]:
     """Run ``ncuroof.cli.main`` as the console script would: (exit code, stderr, stdout).
 
     Python warnings are recorded (every occurrence) and written to the captured stderr.
@@ -459,7 +573,10 @@ def verdict(case: Case, outcome: Outcome, reference: object = None) -> tuple[str
     if warnings:
         return "FAIL:warning", warnings[0]
     if outcome.files[:3] != sorted(["kernels.csv", "points.csv", "roofline.html"])[:3] and not {
-            "kernels.csv", "points.csv", "roofline.html"} <= set(outcome.files):
+        "kernels.csv",
+        "points.csv",
+        "roofline.html",
+    } <= set(outcome.files):
         return "FAIL:partial_output", ", ".join(outcome.files)
     bad = silent_bad_values(outcome.kernels, reference)
     if bad:
@@ -467,18 +584,30 @@ def verdict(case: Case, outcome: Outcome, reference: object = None) -> tuple[str
     import numpy as np
 
     k, ref = outcome.kernels, reference
-    damage = _text(k["notes"]).str.contains(DAMAGE_WORDS) | _text(k["flags"]).str.contains(DAMAGE_WORDS)
+    damage = _text(k["notes"]).str.contains(DAMAGE_WORDS) | _text(k["flags"]).str.contains(
+        DAMAGE_WORDS
+    )
     if ref is not None and len(k) != len(ref) and not damage.any():
         if len(k) < len(ref) and case.suffix == ".ncu-rep":
             # A removed block or a cut at a block boundary leaves no trace in a report (issue 14).
             return "lost_undetectable", f"{len(ref)} launches -> {len(k)}"
         return "FAIL:launches_changed", f"{len(ref)} launches -> {len(k)}, no note"
     if ref is not None and len(k) == len(ref):
-        blamed = (k["status"].to_numpy() != ref["status"].to_numpy()) & k["status"].isin(["failed_measurement", "no_roofline_metrics"]).to_numpy()
+        blamed = (k["status"].to_numpy() != ref["status"].to_numpy()) & k["status"].isin(
+            ["failed_measurement", "no_roofline_metrics"]
+        ).to_numpy()
         if (blamed & ~damage.to_numpy()).any():
             i = int(np.flatnonzero(blamed & ~damage.to_numpy())[0])
-            return "FAIL:blamed_on_ncu", f"launch {k['launch_id'].iloc[i]}: {ref['status'].iloc[i]} -> {k['status'].iloc[i]}, no damage note"
-    changed = ref is not None and (len(k) != len(ref) or (k["status"].to_numpy() != ref["status"].to_numpy()).any())
+            return (
+                "FAIL:blamed_on_ncu",
+                (
+                    f"launch {k['launch_id'].iloc[i]}: {ref['status'].iloc[i]} ->"
+                    f" {k['status'].iloc[i]}, no damage note"
+                ),
+            )
+    changed = ref is not None and (
+        len(k) != len(ref) or (k["status"].to_numpy() != ref["status"].to_numpy()).any()
+    )
     return ("ok_flagged" if damage.any() or changed else "ok"), ""
 
 

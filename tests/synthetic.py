@@ -17,7 +17,9 @@ PEAK = {"fp64": 33.5e12, "fp32": 67e12, "fp16": 134e12}
 BW = {"l1": 33e12, "l2": 11e12, "dram": 3.35e12}
 
 
-def kernels_table(n_launch: int, n_kernels: int, seed: int = 0, fp64_every: int = 5) -> pd.DataFrame:
+def kernels_table(
+    n_launch: int, n_kernels: int, seed: int = 0, fp64_every: int = 5
+) -> pd.DataFrame:
     """``n_launch`` launches of ``n_kernels`` kernels (Zipf-distributed launch counts and times).
 
     Kernel ``k`` is named ``kern_k``; every ``fp64_every``-th kernel does FP64 work, the others
@@ -78,5 +80,7 @@ def kernels_table(n_launch: int, n_kernels: int, seed: int = 0, fp64_every: int 
     k["status"] = "ok"
     k["notes"] = ""
     k = calculator.time_at_roof(k)
-    k = diagnose.diagnose_launches(k, calculator.compute_points(k), catalog.load(), catalog.load_gpus())
+    k = diagnose.diagnose_launches(
+        k, calculator.compute_points(k), catalog.load(), catalog.load_gpus()
+    )
     return validate_kernels(k)

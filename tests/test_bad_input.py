@@ -19,7 +19,9 @@ def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]
     return subprocess.run([*NCUROOF, *args], capture_output=True, text=True, cwd=cwd, timeout=120)
 
 
-def assert_clean_failure(proc: subprocess.CompletedProcess[str], path: Path | str, outdir: Path | None = None) -> None:
+def assert_clean_failure(
+    proc: subprocess.CompletedProcess[str], path: Path | str, outdir: Path | None = None
+) -> None:
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
@@ -36,12 +38,15 @@ def test_missing_file(tmp_path: Path) -> None:
     assert "no such file" in proc.stderr
 
 
-@pytest.mark.parametrize("content, expect", [
-    (b"", "is empty"),
-    (os.urandom(4096), "not an Nsight Compute report"),
-    (b'"ID","Process ID","Process Name"\n"0","1","a.out"\n', "looks like text"),
-    (b"\x89PNG\r\n\x1a\n" + b"\0" * 64, "not an Nsight Compute report"),
-])
+@pytest.mark.parametrize(
+    "content, expect",
+    [
+        (b"", "is empty"),
+        (os.urandom(4096), "not an Nsight Compute report"),
+        (b'"ID","Process ID","Process Name"\n"0","1","a.out"\n', "looks like text"),
+        (b"\x89PNG\r\n\x1a\n" + b"\0" * 64, "not an Nsight Compute report"),
+    ],
+)
 def test_not_a_report(tmp_path: Path, content: bytes, expect: str) -> None:
     bad = tmp_path / "bad.ncu-rep"
     bad.write_bytes(content)
@@ -91,8 +96,13 @@ def test_missing_ncu_report_module_names_the_fix(tmp_path: Path) -> None:
     blocker.mkdir()
     (blocker / "ncu_report.py").write_text("raise ImportError('blocked for the test')\n")
     env = dict(os.environ, PYTHONPATH=f"{blocker}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
-    proc = subprocess.run([*NCUROOF, "analyze", str(report), "-o", str(tmp_path / "out"), "--reader", "ncu_report"],
-                          capture_output=True, text=True, env=env, timeout=120)
+    proc = subprocess.run(
+        [*NCUROOF, "analyze", str(report), "-o", str(tmp_path / "out"), "--reader", "ncu_report"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert_clean_failure(proc, report, tmp_path / "out")
     assert "pip install ncu-report" in proc.stderr and "--csv" in proc.stderr
 
@@ -105,5 +115,7 @@ def test_existing_output_is_replaced_whole(tmp_path: Path) -> None:
     first = {p.name: p.stat().st_size for p in out.iterdir()}
     assert run("analyze", str(report), "-o", str(out), "-q").returncode == 0
     assert {p.name: p.stat().st_size for p in out.iterdir()} == first
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.")], "no temporary directory left"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.")], (
+        "no temporary directory left"
+    )
     shutil.rmtree(out)

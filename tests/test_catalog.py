@@ -24,7 +24,11 @@ def test_every_recipe_names_real_looking_metrics_and_a_label() -> None:
 
 def test_parse_term_grammar() -> None:
     t = catalog.parse_term("2*a__b.sum | c__d.sum | 0")
-    assert [(a.metric, a.weight) for a in t.alts] == [("a__b.sum", 2.0), ("c__d.sum", 1.0), (None, 0.0)]
+    assert [(a.metric, a.weight) for a in t.alts] == [
+        ("a__b.sum", 2.0),
+        ("c__d.sum", 1.0),
+        (None, 0.0),
+    ]
     for bad in ("x*a__b", "a b", ""):
         with pytest.raises(ValueError):
             catalog.parse_term(bad)
@@ -32,9 +36,29 @@ def test_parse_term_grammar() -> None:
 
 def test_gpu_catalog_entries_have_sources_and_si_values() -> None:
     gpus = catalog.load_gpus()
-    required = {"v100-sxm2", "v100-pcie", "a100-40gb", "a100-80gb-sxm", "a100-80gb-pcie", "a10", "a10g", "a40", "l4",
-                "l40s", "t4", "rtx-2080-ti", "rtx-3080", "rtx-3090", "rtx-4090", "rtx-5090", "h100-sxm", "h100-pcie",
-                "h200", "gh200", "b200"}
+    required = {
+        "v100-sxm2",
+        "v100-pcie",
+        "a100-40gb",
+        "a100-80gb-sxm",
+        "a100-80gb-pcie",
+        "a10",
+        "a10g",
+        "a40",
+        "l4",
+        "l40s",
+        "t4",
+        "rtx-2080-ti",
+        "rtx-3080",
+        "rtx-3090",
+        "rtx-4090",
+        "rtx-5090",
+        "h100-sxm",
+        "h100-pcie",
+        "h200",
+        "gh200",
+        "b200",
+    }
     assert required <= {g.id for g in gpus.gpus}
     for g in gpus.gpus:
         assert g.source and g.confidence
@@ -45,11 +69,31 @@ def test_gpu_catalog_entries_have_sources_and_si_values() -> None:
         assert g.flop_per_s["fp32"] == pytest.approx(g.sms * lanes * 2 * g.boost_hz, rel=0.03), g.id
 
 
-@pytest.mark.parametrize("unit,factor", [
-    ("", 1), ("%", 1), ("byte", 1), ("Kbyte", 1e3), ("Mbyte", 1e6), ("Gbyte", 1e9), ("nsecond", 1), ("ns", 1),
-    ("usecond", 1e3), ("us", 1e3), ("msecond", 1e6), ("second", 1e9), ("hz", 1), ("Ghz", 1e9), ("cycle/second", 1),
-    ("cycle/nsecond", 1e9), ("Gbyte/s", 1e9), ("Kbyte/block", 1e3), ("inst/Kcycle", 1e-3), ("register/thread", 1),
-])
+@pytest.mark.parametrize(
+    "unit,factor",
+    [
+        ("", 1),
+        ("%", 1),
+        ("byte", 1),
+        ("Kbyte", 1e3),
+        ("Mbyte", 1e6),
+        ("Gbyte", 1e9),
+        ("nsecond", 1),
+        ("ns", 1),
+        ("usecond", 1e3),
+        ("us", 1e3),
+        ("msecond", 1e6),
+        ("second", 1e9),
+        ("hz", 1),
+        ("Ghz", 1e9),
+        ("cycle/second", 1),
+        ("cycle/nsecond", 1e9),
+        ("Gbyte/s", 1e9),
+        ("Kbyte/block", 1e3),
+        ("inst/Kcycle", 1e-3),
+        ("register/thread", 1),
+    ],
+)
 def test_unit_factors_to_ncu_base_units(unit: str, factor: float) -> None:
     assert catalog.load_csv_rules().factor(unit) == pytest.approx(factor)
 
@@ -69,51 +113,83 @@ def test_labels_point_at_metrics_the_catalog_reads() -> None:
 def test_achievable_roofs_are_the_published_measurements() -> None:
     gpus = {g.id: g for g in catalog.load_gpus().gpus}
     # H200: TileOPs PR #1993 copy/triad/read at 0.82/0.84/0.94 of the theoretical 4.8 TB/s; the roof is the highest.
-    assert sorted(m.value for m in gpus["h200"].measured) == pytest.approx([0.82 * 4.8e12, 0.84 * 4.8e12, 0.94 * 4.8e12])
-    assert gpus["h200"].achievable()["dram"].value == pytest.approx(4.512e12) and "read" in gpus["h200"].achievable()["dram"].what
+    assert sorted(m.value for m in gpus["h200"].measured) == pytest.approx(
+        [0.82 * 4.8e12, 0.84 * 4.8e12, 0.94 * 4.8e12]
+    )
+    assert (
+        gpus["h200"].achievable()["dram"].value == pytest.approx(4.512e12)
+        and "read" in gpus["h200"].achievable()["dram"].what
+    )
     # STREAM-like copies (issue 21): V100 820 GB/s, A100 1,800 GB/s, never on a GPU they exceed; H100 SXM: 2,900 GB/s
     # (issue 21) and a D2D copy of 2,903 GB/s (aigatech/vpbenchmarking): the higher; H100 PCIe: memcpy 1,860 GB/s.
-    for gpu_id, value in (("v100-sxm2", 820e9), ("v100-pcie", 820e9), ("a100-80gb-sxm", 1.8e12), ("a100-80gb-pcie", 1.8e12),
-                          ("h100-sxm", 2.903e12), ("h100-pcie", 1.86e12)):
+    for gpu_id, value in (
+        ("v100-sxm2", 820e9),
+        ("v100-pcie", 820e9),
+        ("a100-80gb-sxm", 1.8e12),
+        ("a100-80gb-pcie", 1.8e12),
+        ("h100-sxm", 2.903e12),
+        ("h100-pcie", 1.86e12),
+    ):
         assert gpus[gpu_id].achievable()["dram"].value == value, gpu_id
     assert sorted(m.value for m in gpus["h100-sxm"].measured) == [2.9e12, 2.903e12]
     for gpu_id in ("a100-40gb", "gh200", "a40"):
         assert gpus[gpu_id].achievable() == {}, gpu_id
     # RTX 5070: GPU-Roofline-Profiler's FMA microbenchmark and device-to-device copy.
     ach = gpus["rtx-5070"].achievable()
-    assert ach["fp32"].value == pytest.approx(33.49e12) and ach["dram"].value == pytest.approx(591.6e9)
+    assert ach["fp32"].value == pytest.approx(33.49e12) and ach["dram"].value == pytest.approx(
+        591.6e9
+    )
     for g in gpus.values():
         for m in g.measured:
-            assert m.what and m.method and m.date and m.source and m.confidence in ("H", "M", "L"), g.id
+            assert (
+                m.what and m.method and m.date and m.source and m.confidence in ("H", "M", "L")
+            ), g.id
             if m.quantity == "dram":
                 assert m.value <= g.dram_bytes_per_s, g.id  # a copy cannot beat the bus
 
 
 def test_opcode_tensor_paths_get_the_most_generous_roof_with_their_assumption(tmp_path) -> None:
     gpus = catalog.load_gpus()
-    for path, key in (("sass_hmma", "fp16"), ("sass_imma", "int8"), ("sass_dmma", "fp64"), ("src_fp16_dst_fp32", "fp16_fp32acc"),
-                      ("op_hmma_src_fp16_sparsity_on", ""), ("legacy_x512", "fp16_fp32acc")):
+    for path, key in (
+        ("sass_hmma", "fp16"),
+        ("sass_imma", "int8"),
+        ("sass_dmma", "fp64"),
+        ("src_fp16_dst_fp32", "fp16_fp32acc"),
+        ("op_hmma_src_fp16_sparsity_on", ""),
+        ("legacy_x512", "fp16_fp32acc"),
+    ):
         assert gpus.tensor_key(path) == key, path
     for path in ("sass_hmma", "sass_imma", "sass_dmma"):
         rule = gpus.tensor_rule(path)
         assert rule.assumption and rule.confidence in ("H", "M", "L"), path
     text = (catalog.metrics_dir() / "gpus.toml").read_text()
-    bad = text.replace('quantity = "fp32"\nvalue = 33.49', 'quantity = "fp32"\nvalue = 33.49\nfraction = 1.0')
+    bad = text.replace(
+        'quantity = "fp32"\nvalue = 33.49', 'quantity = "fp32"\nvalue = 33.49\nfraction = 1.0'
+    )
     assert bad != text
     (tmp_path / "gpus.toml").write_text(bad)
     with pytest.raises(ValueError, match="rtx-5070"):
         catalog.load_gpus(tmp_path)
 
 
-@pytest.mark.parametrize("opcode, path, ops", [
-    ("HMMA.16816.F32.BF16", "sass_hmma_bf16", 2 * 16 * 8 * 16), ("HMMA.16816.F32", "sass_hmma_fp16_fp32acc", 2 * 16 * 8 * 16),
-    ("HMMA.1688.F16", "sass_hmma_fp16", 2 * 16 * 8 * 8), ("HMMA.1684.F32.TF32", "sass_hmma_tf32", 2 * 16 * 8 * 4),
-    ("HMMA.16816.F32.SAT", "sass_hmma", 2 * 16 * 8 * 16), ("IMMA.16832.S8.S8.SAT", "sass_imma", 2 * 16 * 8 * 32),
-    ("HGMMA.64x128x16.F32.BF16", "sass_hgmma_bf16", 2 * 64 * 128 * 16 / 4), ("HGMMA.64x256x16.F16", "sass_hgmma_fp16", 2 * 64 * 256 * 16 / 4),
-    ("HGMMA.64x64x8.F32.TF32", "sass_hgmma_tf32", 2 * 64 * 64 * 8 / 4), ("HGMMA.64x96x16.F32", "sass_hgmma_fp16_fp32acc", 2 * 64 * 96 * 16 / 4),
-    ("IGMMA.64x256x32.S8.S8", "sass_igmma_int8", 2 * 64 * 256 * 32 / 4),
-    ("QGMMA.64x128x32.F32.E4M3.E4M3", "sass_qgmma_fp8", 2 * 64 * 128 * 32 / 4), ("HGMMA.64x128x32.F32.BF16.SP", None, 0),
-])
+@pytest.mark.parametrize(
+    "opcode, path, ops",
+    [
+        ("HMMA.16816.F32.BF16", "sass_hmma_bf16", 2 * 16 * 8 * 16),
+        ("HMMA.16816.F32", "sass_hmma_fp16_fp32acc", 2 * 16 * 8 * 16),
+        ("HMMA.1688.F16", "sass_hmma_fp16", 2 * 16 * 8 * 8),
+        ("HMMA.1684.F32.TF32", "sass_hmma_tf32", 2 * 16 * 8 * 4),
+        ("HMMA.16816.F32.SAT", "sass_hmma", 2 * 16 * 8 * 16),
+        ("IMMA.16832.S8.S8.SAT", "sass_imma", 2 * 16 * 8 * 32),
+        ("HGMMA.64x128x16.F32.BF16", "sass_hgmma_bf16", 2 * 64 * 128 * 16 / 4),
+        ("HGMMA.64x256x16.F16", "sass_hgmma_fp16", 2 * 64 * 256 * 16 / 4),
+        ("HGMMA.64x64x8.F32.TF32", "sass_hgmma_tf32", 2 * 64 * 64 * 8 / 4),
+        ("HGMMA.64x96x16.F32", "sass_hgmma_fp16_fp32acc", 2 * 64 * 96 * 16 / 4),
+        ("IGMMA.64x256x32.S8.S8", "sass_igmma_int8", 2 * 64 * 256 * 32 / 4),
+        ("QGMMA.64x128x32.F32.E4M3.E4M3", "sass_qgmma_fp8", 2 * 64 * 128 * 32 / 4),
+        ("HGMMA.64x128x32.F32.BF16.SP", None, 0),
+    ],
+)
 def test_mma_shapes_by_hand(opcode: str, path: str | None, ops: float) -> None:
     shape = next((s for s in catalog.load().tensor.shapes if s.pattern.search(opcode)), None)
     if path is None:  # sparse wgmma: no dense shape, reported as incomplete work

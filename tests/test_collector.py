@@ -49,23 +49,78 @@ def _calls(log: Path) -> list[list[str]]:
 
 # --- command lines -------------------------------------------------------------------------
 
+
 def test_default_command_is_set_roofline(tmp_path):
     opts = ProfileOptions(output=tmp_path / "run")
     cmd = build_command(Path("/x/ncu"), opts, ["./app", "--n", "3"])
-    assert cmd == ["/x/ncu", "--set", "roofline", "--nvtx", "-o", str(tmp_path / "run"), "--", "./app", "--n", "3"]
+    assert cmd == [
+        "/x/ncu",
+        "--set",
+        "roofline",
+        "--nvtx",
+        "-o",
+        str(tmp_path / "run"),
+        "--",
+        "./app",
+        "--n",
+        "3",
+    ]
 
 
 def test_every_scoping_option_is_passed_through(tmp_path):
-    opts = ProfileOptions(output=tmp_path / "r.ncu-rep", kernel_name="regex:gemm.*", kernel_name_base="demangled",
-                          kernel_id="::vec:2", launch_skip=5, launch_count=10, nvtx_include=("train/", "step@*"),
-                          nvtx_exclude=("warmup/",), target_processes="all", replay_mode="application",
-                          clock_control="none", cache_control="none", extra=("--graph-profiling", "node"))
+    opts = ProfileOptions(
+        output=tmp_path / "r.ncu-rep",
+        kernel_name="regex:gemm.*",
+        kernel_name_base="demangled",
+        kernel_id="::vec:2",
+        launch_skip=5,
+        launch_count=10,
+        nvtx_include=("train/", "step@*"),
+        nvtx_exclude=("warmup/",),
+        target_processes="all",
+        replay_mode="application",
+        clock_control="none",
+        cache_control="none",
+        extra=("--graph-profiling", "node"),
+    )
     cmd = build_command(Path("ncu"), opts, ["python", "train.py"])
-    assert cmd == ["ncu", "--set", "roofline", "--nvtx", "--kernel-name-base", "demangled", "--kernel-name", "regex:gemm.*",
-                   "--kernel-id", "::vec:2", "--launch-skip", "5", "--launch-count", "10", "--target-processes", "all",
-                   "--replay-mode", "application", "--clock-control", "none", "--cache-control", "none",
-                   "--nvtx-include", "train/", "--nvtx-include", "step@*", "--nvtx-exclude", "warmup/",
-                   "-o", str(tmp_path / "r.ncu-rep"), "--graph-profiling", "node", "--", "python", "train.py"]
+    assert cmd == [
+        "ncu",
+        "--set",
+        "roofline",
+        "--nvtx",
+        "--kernel-name-base",
+        "demangled",
+        "--kernel-name",
+        "regex:gemm.*",
+        "--kernel-id",
+        "::vec:2",
+        "--launch-skip",
+        "5",
+        "--launch-count",
+        "10",
+        "--target-processes",
+        "all",
+        "--replay-mode",
+        "application",
+        "--clock-control",
+        "none",
+        "--cache-control",
+        "none",
+        "--nvtx-include",
+        "train/",
+        "--nvtx-include",
+        "step@*",
+        "--nvtx-exclude",
+        "warmup/",
+        "-o",
+        str(tmp_path / "r.ncu-rep"),
+        "--graph-profiling",
+        "node",
+        "--",
+        "python",
+        "train.py",
+    ]
 
 
 def test_explicit_metric_list_replaces_the_set(tmp_path):
@@ -78,12 +133,21 @@ def test_dram_fp32_list_is_small_and_complete():
     m = metric_list(["dram"], ["fp32"], "8.6")
     # time, clocks, SOL throughputs, waves; 3 FP32 rates + peak; DRAM bytes, rate, peak, clock.
     assert len(m) == 6 + 4 + 4
-    assert "dram__bytes.sum" in m and "sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained" in m
+    assert (
+        "dram__bytes.sum" in m
+        and "sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained" in m
+    )
     assert not any(x.startswith(("lts__", "l1tex__", "sm__ops_path")) for x in m)
 
 
-@pytest.mark.parametrize("cc, l1", [("7.0", "l1tex__lsu_writeback_active.sum"), ("8.6", "l1tex__lsu_writeback_active_mem_lg.sum"),
-                                    ("9.0", "l1tex__lsu_writeback_active_mem_lgds.sum")])
+@pytest.mark.parametrize(
+    "cc, l1",
+    [
+        ("7.0", "l1tex__lsu_writeback_active.sum"),
+        ("8.6", "l1tex__lsu_writeback_active_mem_lg.sum"),
+        ("9.0", "l1tex__lsu_writeback_active_mem_lgds.sum"),
+    ],
+)
 def test_l1_metric_follows_the_architecture(cc, l1):
     m = metric_list(["l1"], ["fp32"], cc)
     assert [x for x in m if x.startswith("l1tex__lsu")][0] == l1
@@ -110,9 +174,16 @@ def test_collected_metrics_are_read_by_the_parser(cc):
 
 
 @needs_ncu_report
-@pytest.mark.parametrize("report, tensor", [("CudaCode__naive.ncu-rep", False), ("cutlass-panjd123__4f3955ed3c_report.ncu-rep", False),
-                                            ("CUDA_Learning__report.ncu-rep", False), ("BBAStar__profile_output.ncu-rep", False),
-                                            ("cs599k__2025-04-21-vector-based.ncu-rep", True)])
+@pytest.mark.parametrize(
+    "report, tensor",
+    [
+        ("CudaCode__naive.ncu-rep", False),
+        ("cutlass-panjd123__4f3955ed3c_report.ncu-rep", False),
+        ("CUDA_Learning__report.ncu-rep", False),
+        ("BBAStar__profile_output.ncu-rep", False),
+        ("cs599k__2025-04-21-vector-based.ncu-rep", True),
+    ],
+)
 def test_collected_metric_names_exist_on_that_architecture(report, tensor):
     """Every metric asked for is spelled as ncu spells it on that CC: real full-set reports of
     that CC store it (or another rollup of the same counter)."""
@@ -120,43 +191,82 @@ def test_collected_metric_names_exist_on_that_architecture(report, tensor):
 
     action = ncu_report.load_report(str(shared(report))).range_by_idx(0).action_by_idx(0)
     names = set(action.metric_names())
-    cc = f"{action.metric_by_name('device__attribute_compute_capability_major').value()}." \
-         f"{action.metric_by_name('device__attribute_compute_capability_minor').value()}"
+    cc = (
+        f"{action.metric_by_name('device__attribute_compute_capability_major').value()}."
+        f"{action.metric_by_name('device__attribute_compute_capability_minor').value()}"
+    )
     # FP16 only where the report's ncu had the half-precision chart (2025.x; older full sets lack it).
     half = ["fp16"] if any("op_hfma" in n for n in names) else []
-    wanted = metric_list(["dram", "l2", "l1"], ["fp64", "fp32", *half] + (["tensor"] if tensor else []), cc)
+    wanted = metric_list(
+        ["dram", "l2", "l1"], ["fp64", "fp32", *half] + (["tensor"] if tensor else []), cc
+    )
     counters = {n.split(".")[0] for n in names}
     # A stored derived__<counter>_x2 (ncu's pre-multiplied form) shows the counter exists too.
-    counters |= {re.sub(r"_x\d+$", "", c[len("derived__"):]) for c in counters if c.startswith("derived__")}
+    counters |= {
+        re.sub(r"_x\d+$", "", c[len("derived__") :]) for c in counters if c.startswith("derived__")
+    }
     missing = [m for m in wanted if m not in names and m.split(".")[0] not in counters]
     assert missing == [], f"{report} (CC {cc}) lacks {missing}"
 
 
 # --- running the stand-in ncu --------------------------------------------------------------
 
+
 @needs_ncu_report
-def test_profile_keeps_report_records_collection_and_analyzes(fake_env, version, monkeypatch, tmp_path, capsys):
+def test_profile_keeps_report_records_collection_and_analyzes(
+    fake_env, version, monkeypatch, tmp_path, capsys
+):
     monkeypatch.setenv("FAKE_NCU_MODE", "ok")
     monkeypatch.setenv("FAKE_NCU_REPORT", str(shared("cs599k__2025-04-21-vector-based.ncu-rep")))
     with pytest.raises(SystemExit) as exc:
-        cli.main(["profile", "-o", "silu", "--clock-control", "none", "-c", "2", "--", "python3", "silu.py", "--n", "5"])
+        cli.main(
+            [
+                "profile",
+                "-o",
+                "silu",
+                "--clock-control",
+                "none",
+                "-c",
+                "2",
+                "--",
+                "python3",
+                "silu.py",
+                "--n",
+                "5",
+            ]
+        )
     assert exc.value.code == 0
     out = capsys.readouterr()
     report = tmp_path / f"silu{VERSIONS[version]}"
     assert report.is_file() and not list(tmp_path.glob(".*partial*"))
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([report.name, report.name + ".ncuroof.json", "silu.ncuroof",
-                                                                 "ncu-args.jsonl"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [report.name, report.name + ".ncuroof.json", "silu.ncuroof", "ncu-args.jsonl"]
+    )
     assert (report.read_bytes()[:4] == b"\x28\xb5\x2f\xfd") == (VERSIONS[version] == ".ncu-repz")
     assert "hello from the profiled program" in out.err  # program output streamed
     assert "2 kernel launches profiled, 3 replay passes each" in out.out
     calls = _calls(fake_env)
     assert calls[0] == ["--version"]
-    assert calls[1][:3] == ["--set", "roofline", "--nvtx"] and calls[1][-4:] == ["python3", "silu.py", "--n", "5"]
-    assert ["--clock-control", "none"] == calls[1][calls[1].index("--clock-control"):calls[1].index("--clock-control") + 2]
+    assert calls[1][:3] == ["--set", "roofline", "--nvtx"] and calls[1][-4:] == [
+        "python3",
+        "silu.py",
+        "--n",
+        "5",
+    ]
+    assert ["--clock-control", "none"] == calls[1][
+        calls[1].index("--clock-control") : calls[1].index("--clock-control") + 2
+    ]
     rec = json.loads((tmp_path / f"{report.name}.ncuroof.json").read_text())
-    assert rec["ncu_version"] == version and rec["clock_control"] == "none" and rec["cache_control"] == "all (ncu default)"
+    assert (
+        rec["ncu_version"] == version
+        and rec["clock_control"] == "none"
+        and rec["cache_control"] == "all (ncu default)"
+    )
     assert rec["passes"] == {"vectorAdd - 0": 3, "vectorAdd - 1": 3}
-    assert rec["report"] == report.name and rec["ncu_command"][rec["ncu_command"].index("-o") + 1] == report.name
+    assert (
+        rec["report"] == report.name
+        and rec["ncu_command"][rec["ncu_command"].index("-o") + 1] == report.name
+    )
     html = (tmp_path / "silu.ncuroof" / "roofline.html").read_text()
     assert "clock control none" in html and "silu_kernel_vector" in html
     # the report's own clock status (the stand-in copies a real report: locked), then the record's --clock-control
@@ -172,7 +282,9 @@ def test_existing_report_is_not_overwritten(fake_env, version, tmp_path, capsys)
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"{name}: exists; pass --force" in err[0]
-    assert (tmp_path / name).read_bytes() == b"old" and len(_calls(fake_env)) == 1  # only --version ran
+    assert (tmp_path / name).read_bytes() == b"old" and len(
+        _calls(fake_env)
+    ) == 1  # only --version ran
 
 
 @pytest.mark.parametrize("asked", [".ncu-rep", ".ncu-repz"])
@@ -182,9 +294,13 @@ def test_an_explicit_suffix_is_honoured(fake_env, version, monkeypatch, tmp_path
     and the report, read by its content, is kept under the name asked for). Nothing else is left."""
     monkeypatch.setenv("FAKE_NCU_MODE", "ok")
     monkeypatch.setenv("FAKE_NCU_REPORT", str(shared("cs599k__2025-04-21-vector-based.ncu-rep")))
-    res = collector.run_profile(["./app"], ProfileOptions(output=Path(f"run1{asked}")), echo=lambda s: None)
+    res = collector.run_profile(
+        ["./app"], ProfileOptions(output=Path(f"run1{asked}")), echo=lambda s: None
+    )
     assert res.report == Path(f"run1{asked}")
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([f"run1{asked}", f"run1{asked}.ncuroof.json", "ncu-args.jsonl"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [f"run1{asked}", f"run1{asked}.ncuroof.json", "ncu-args.jsonl"]
+    )
     compressed = (tmp_path / f"run1{asked}").read_bytes()[:4] == b"\x28\xb5\x2f\xfd"
     assert compressed == (asked == ".ncu-repz" and version >= "2026.2")
     assert _calls(fake_env)[1][_calls(fake_env)[1].index("-o") + 1].endswith(f".partial{asked}")
@@ -195,7 +311,10 @@ def test_clock_control_choices_follow_the_version(fake_env, version, tmp_path, c
     """boost and force-boost exist from ncu 2026.1: an older ncu is not even started with them."""
     opts = ProfileOptions(output=Path("r"), clock_control=clock, force=True)
     if version < "2026.1":
-        with pytest.raises(collector.ProfileError, match=f"takes --clock-control base\\|none\\|reset, not '{clock}'"):
+        with pytest.raises(
+            collector.ProfileError,
+            match=f"takes --clock-control base\\|none\\|reset, not '{clock}'",
+        ):
             collector.run_profile(["./app"], opts, echo=lambda s: None)
         assert len(_calls(fake_env)) == 1
     else:
@@ -205,20 +324,44 @@ def test_clock_control_choices_follow_the_version(fake_env, version, tmp_path, c
 
 def test_ncu_defaults_per_version():
     d = {v: collector.ncu_defaults(v) for v in ("2020.1.0", "2025.3.1.0", "2026.1.0", "2026.3.1.0")}
-    assert [x.report_suffix for x in d.values()] == [".ncu-rep", ".ncu-rep", ".ncu-rep", ".ncu-repz"]
-    assert d["2025.3.1.0"].clock_control == ("base", "none", "reset") and d["2026.3.1.0"].clock_control[-2:] == ("boost", "force-boost")
+    assert [x.report_suffix for x in d.values()] == [
+        ".ncu-rep",
+        ".ncu-rep",
+        ".ncu-rep",
+        ".ncu-repz",
+    ]
+    assert d["2025.3.1.0"].clock_control == ("base", "none", "reset") and d[
+        "2026.3.1.0"
+    ].clock_control[-2:] == ("boost", "force-boost")
     assert {x.clock_default for x in d.values()} == {"base"}
     assert collector.report_path(Path("a/run1"), ".ncu-repz") == Path("a/run1.ncu-repz")
     assert collector.report_path(Path("run1.ncu-rep"), ".ncu-repz") == Path("run1.ncu-rep")
 
 
-@pytest.mark.parametrize("mode, expect", [
-    ("perm", "ERR_NVGPUCTRPERM): run as root, or have an admin set 'options nvidia NVreg_RestrictProfilingToAdminUsers=0'"),
-    ("app_error", "the profiled program exited with code 3; no report kept"),
-    ("no_kernels", "ncu profiled no kernel (if the kernels run in child processes pass --target-processes all); no report kept"),
-    ("unknown_device", "ncu failed on the device (driver/ncu mismatch"),
-])
-def test_failures_leave_no_report_and_explain(fake_env, monkeypatch, tmp_path, capsys, mode, expect):
+@pytest.mark.parametrize(
+    "mode, expect",
+    [
+        (
+            "perm",
+            (
+                "ERR_NVGPUCTRPERM): run as root, or have an admin set 'options nvidia"
+                " NVreg_RestrictProfilingToAdminUsers=0'"
+            ),
+        ),
+        ("app_error", "the profiled program exited with code 3; no report kept"),
+        (
+            "no_kernels",
+            (
+                "ncu profiled no kernel (if the kernels run in child processes pass"
+                " --target-processes all); no report kept"
+            ),
+        ),
+        ("unknown_device", "ncu failed on the device (driver/ncu mismatch"),
+    ],
+)
+def test_failures_leave_no_report_and_explain(
+    fake_env, monkeypatch, tmp_path, capsys, mode, expect
+):
     monkeypatch.setenv("FAKE_NCU_MODE", mode)
     with pytest.raises(SystemExit) as exc:
         cli.main(["profile", "-o", "r", "-q", "--", "./app"])
@@ -243,9 +386,13 @@ def test_levels_without_cc_or_nvidia_smi(fake_env, monkeypatch, capsys):
 
 
 def test_levels_become_an_explicit_metric_list(fake_env, monkeypatch, capsys):
-    monkeypatch.setenv("FAKE_NCU_MODE", "no_kernels")  # fails after ncu ran: the command line is logged
+    monkeypatch.setenv(
+        "FAKE_NCU_MODE", "no_kernels"
+    )  # fails after ncu ran: the command line is logged
     with pytest.raises(SystemExit):
-        cli.main(["profile", "--levels", "dram", "--precisions", "fp64", "--cc", "8.0", "--", "./app"])
+        cli.main(
+            ["profile", "--levels", "dram", "--precisions", "fp64", "--cc", "8.0", "--", "./app"]
+        )
     call = _calls(fake_env)[1]
     assert call[0] == "--metrics" and call[1].split(",") == metric_list(["dram"], ["fp64"], "8.0")
 
@@ -257,6 +404,7 @@ def test_bad_level_is_a_usage_error(fake_env, capsys):
 
 
 # --- no ncu at all, and doctor -------------------------------------------------------------
+
 
 @pytest.fixture
 def no_ncu(monkeypatch, tmp_path):
@@ -290,7 +438,10 @@ def test_doctor_counter_permission(fake_env, version, tmp_path, monkeypatch):
     assert checks["ncu"].ok and version in checks["ncu"].detail
     assert f"writes {VERSIONS[version]} reports by default" in checks["ncu defaults"].detail
     assert "--clock-control base by default" in checks["ncu defaults"].detail
-    assert checks["counters"].ok is False and "NVreg_RestrictProfilingToAdminUsers=0" in checks["counters"].fix
+    assert (
+        checks["counters"].ok is False
+        and "NVreg_RestrictProfilingToAdminUsers=0" in checks["counters"].fix
+    )
     params.write_text("RmProfilingAdminOnly: 0\n")
     assert {c.name: c for c in collector.doctor(params=params)}["counters"].ok is True
 
@@ -333,13 +484,18 @@ def test_compare_warns_about_the_pipeline_boost_state(fake_env, version, monkeyp
     """ncu 2026.1+ records --pipeline-boost-state (given with --ncu-arg); older versions have none to compare."""
     monkeypatch.setenv("FAKE_NCU_MODE", "ok")
     a = collector.run_profile(["./app"], ProfileOptions(output=Path("a")), echo=lambda s: None)
-    b = collector.run_profile(["./app"], ProfileOptions(output=Path("b"), extra=("--pipeline-boost-state=stable",)),
-                              echo=lambda s: None)
+    b = collector.run_profile(
+        ["./app"],
+        ProfileOptions(output=Path("b"), extra=("--pipeline-boost-state=stable",)),
+        echo=lambda s: None,
+    )
     ra, rb = (json.loads(r.sidecar.read_text()) for r in (a, b))
     from ncuroof.render.provenance import collection_warnings
 
     if version >= "2026.1":
         assert (ra["pipeline_boost_state"], rb["pipeline_boost_state"]) == ("ncu default", "stable")
-        assert collection_warnings(a.report, b.report) == ["collected differently: pipeline boost state ncu default before, stable after"]
+        assert collection_warnings(a.report, b.report) == [
+            "collected differently: pipeline boost state ncu default before, stable after"
+        ]
     else:
         assert "pipeline_boost_state" not in ra and collection_warnings(a.report, b.report) == []

@@ -16,7 +16,11 @@ from conftest import SHARED, close, ncu_metrics, needs_ncu_report, shared
 
 from ncuroof.schema import cell_text
 
-CSVS = sorted(p.name for p in SHARED.glob("*.csv") if "session" not in p.name) if SHARED.is_dir() else []
+CSVS = (
+    sorted(p.name for p in SHARED.glob("*.csv") if "session" not in p.name)
+    if SHARED.is_dir()
+    else []
+)
 
 # Launch counts, read off each file by eye (distinct values of its ID column) and PROVENANCE.md.
 LAUNCHES = {
@@ -29,32 +33,71 @@ LAUNCHES = {
     "cuda-roofline__output.csv": 11,
     "gene-pop2020__time-dram_dzv_ak_ncuroof-time-0.csv": 4,
     "gene-pop2020__time-flops_dzv_ak_ncuroof-time-0.csv": 4,
-    "gene-pop2020__out_nvroof_ncuroof_region-dgdxy-1.csv": 8,  # IDs 0-7, each once per process (two runs)
+    "gene-pop2020__out_nvroof_ncuroof_region-dgdxy-1.csv": (
+        8
+    ),  # IDs 0-7, each once per process (two runs)
     "llm-perf-opt__kernel_0001_ncu.metrics.csv": 1,
 }
 
 # The test's own unit table (ncu base units: ns, byte, Hz), written out independently of
 # metrics/csv.toml: every unit the shared CSVs use on a metric ncuroof reads.
-UNITS = {"": 1, "%": 1, "byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "inst": 1, "cycle": 1, "sector": 1,
-         "ns": 1, "nsecond": 1, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6,
-         "hz": 1, "cycle/second": 1, "Ghz": 1e9, "Mhz": 1e6, "block": 1, "SM": 1, "pass": 1, "thread": 1, "register/thread": 1}
+UNITS = {
+    "": 1,
+    "%": 1,
+    "byte": 1,
+    "Kbyte": 1e3,
+    "Mbyte": 1e6,
+    "Gbyte": 1e9,
+    "inst": 1,
+    "cycle": 1,
+    "sector": 1,
+    "ns": 1,
+    "nsecond": 1,
+    "us": 1e3,
+    "usecond": 1e3,
+    "ms": 1e6,
+    "msecond": 1e6,
+    "hz": 1,
+    "cycle/second": 1,
+    "Ghz": 1e9,
+    "Mhz": 1e6,
+    "block": 1,
+    "SM": 1,
+    "pass": 1,
+    "thread": 1,
+    "register/thread": 1,
+}
 
 
 # Section labels and the metric each shows, from ncu's SpeedOfLight and LaunchStatistics sections.
-LABELS = {"Duration": "gpu__time_duration.sum", "Memory Throughput": "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
-          "DRAM Throughput": "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
-          "Compute (SM) Throughput": "sm__throughput.avg.pct_of_peak_sustained_elapsed",
-          "DRAM Frequency": "dram__cycles_elapsed.avg.per_second", "Waves Per SM": "launch__waves_per_multiprocessor",
-          "Block Size": "launch__block_size", "Grid Size": "launch__grid_size"}
+LABELS = {
+    "Duration": "gpu__time_duration.sum",
+    "Memory Throughput": "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+    "DRAM Throughput": "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+    "Compute (SM) Throughput": "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "DRAM Frequency": "dram__cycles_elapsed.avg.per_second",
+    "Waves Per SM": "launch__waves_per_multiprocessor",
+    "Block Size": "launch__block_size",
+    "Grid Size": "launch__grid_size",
+}
 
 
 def independent_rows(name: str | Path) -> tuple[str, list[dict[str, str]], list[str] | None]:
     """Parse an export (a shared fixture's name or a path) with the stdlib only: (page, rows as
     dicts, units row or None). A header line repeated by ``cat`` is dropped."""
-    text = (name if isinstance(name, Path) else shared(name)).read_bytes().decode("utf-8").lstrip("\ufeff")
+    text = (
+        (name if isinstance(name, Path) else shared(name))
+        .read_bytes()
+        .decode("utf-8")
+        .lstrip("\ufeff")
+    )
     lines = text.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.lstrip("\ufeff").startswith('"ID","Process ID"'))
-    body = [lines[start]] + [line for line in lines[start + 1:] if line.startswith('"') and line != lines[start]]
+    start = next(
+        i for i, line in enumerate(lines) if line.lstrip("\ufeff").startswith('"ID","Process ID"')
+    )
+    body = [lines[start]] + [
+        line for line in lines[start + 1 :] if line.startswith('"') and line != lines[start]
+    ]
     rows = list(csv.reader(io.StringIO("\n".join(body))))
     header = rows[0]
     if "Metric Name" in header:
@@ -99,7 +142,9 @@ def test_every_value_equals_an_independent_reading_of_the_file(name: str, cat) -
         for r in rows:
             m = LABELS.get(r["Metric Name"], r["Metric Name"])
             if m in raw.columns:
-                expected.setdefault((int(r["ID"]), m), number(r["Metric Value"]) * UNITS[r["Metric Unit"]])
+                expected.setdefault(
+                    (int(r["ID"]), m), number(r["Metric Value"]) * UNITS[r["Metric Unit"]]
+                )
     else:
         header = list(rows[0].keys())
         for r in rows:
@@ -122,7 +167,11 @@ def test_na_values_are_missing_and_reported_never_zero(cat) -> None:
     assert math.isnan(raw.loc[0, "sm__ops_path_tensor_src_bf16_dst_bf16.sum"])
     assert raw.loc[0, "sm__ops_path_tensor_src_bf16_dst_fp32.sum"] == 0
     note = raw.loc[0, "input_notes"]
-    for metric in ("flop_count_hp.sum", "flop_count_sp.sum", "sm__ops_path_tensor_src_bf16_dst_bf16.sum"):
+    for metric in (
+        "flop_count_hp.sum",
+        "flop_count_sp.sum",
+        "sm__ops_path_tensor_src_bf16_dst_bf16.sum",
+    ):
         assert metric in note
     # Auto-scaled units: 2.33 Mbyte and 6.75 us.
     assert raw.loc[0, "dram__bytes_read.sum"] == pytest.approx(2.33e6)
@@ -150,9 +199,13 @@ def test_old_layout_has_no_geometry_and_long_names(cat) -> None:
 def test_section_labels_map_to_metrics_and_the_rest_are_counted(cat) -> None:
     details = read("accelsim-test__algo23_details.csv", cat)
     rawpage = read("accelsim-test__algo23_raw.csv", cat)
-    for metric in ("gpu__time_duration.sum", "sm__throughput.avg.pct_of_peak_sustained_elapsed",
-                   "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
-                   "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", "launch__waves_per_multiprocessor"):
+    for metric in (
+        "gpu__time_duration.sum",
+        "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+        "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+        "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+        "launch__waves_per_multiprocessor",
+    ):
         # The details page prints 2 decimals of the auto-scaled value; the raw page 6.
         a, b = details.loc[0, metric], rawpage.loc[0, metric]
         assert abs(a - b) <= 0.005 * (1e3 if metric.startswith("gpu__time") else 1) + 1e-12, metric
@@ -160,7 +213,10 @@ def test_section_labels_map_to_metrics_and_the_rest_are_counted(cat) -> None:
 
 
 @needs_ncu_report
-@pytest.mark.parametrize("csv_name,decimals_rel", [("accelsim-test__algo23_raw.csv", 1e-6), ("accelsim-test__algo23_details.csv", None)])
+@pytest.mark.parametrize(
+    "csv_name,decimals_rel",
+    [("accelsim-test__algo23_raw.csv", 1e-6), ("accelsim-test__algo23_details.csv", None)],
+)
 def test_report_and_its_csv_exports_agree(csv_name: str, decimals_rel: float | None, cat) -> None:
     """One run exported as .ncu-rep, raw page and details page: every metric both carry agrees."""
     report = ncu_metrics("accelsim-test__algo23_profile.ncu-rep")[0]
@@ -170,7 +226,10 @@ def test_report_and_its_csv_exports_agree(csv_name: str, decimals_rel: float | N
     printed: dict[str, tuple[str, str]] = {}
     if decimals_rel is None:
         _, rows, _ = independent_rows(csv_name)
-        printed = {LABELS.get(r["Metric Name"], r["Metric Name"]): (r["Metric Value"], r["Metric Unit"]) for r in rows}
+        printed = {
+            LABELS.get(r["Metric Name"], r["Metric Name"]): (r["Metric Value"], r["Metric Unit"])
+            for r in rows
+        }
     for m in shared_metrics:
         got, want = raw.loc[0, m], report[m]
         if decimals_rel is not None and m != "launch__waves_per_multiprocessor":
@@ -210,12 +269,18 @@ def test_merged_pair_gives_fp64_points_with_time_from_the_unpatched_run(cat) -> 
         dram_run = ncu_metrics(F.format("dram", "ncu-rep"))
         flop_run = ncu_metrics(F.format("flops", "ncu-rep"))
         for i in range(4):
-            t = dram_run[i]["sm__cycles_elapsed.avg"] / dram_run[i]["sm__cycles_elapsed.avg.per_second"]
+            t = (
+                dram_run[i]["sm__cycles_elapsed.avg"]
+                / dram_run[i]["sm__cycles_elapsed.avg.per_second"]
+            )
             assert k.loc[i, "time_s"] == pytest.approx(t, rel=1e-6)
             assert 0.001 < t < 0.0013  # the instrumented run measured ~0.113 s
             fl = flop_run[i]
-            flop = fl["sm__sass_thread_inst_executed_op_dadd_pred_on.sum"] + fl["sm__sass_thread_inst_executed_op_dmul_pred_on.sum"] \
+            flop = (
+                fl["sm__sass_thread_inst_executed_op_dadd_pred_on.sum"]
+                + fl["sm__sass_thread_inst_executed_op_dmul_pred_on.sum"]
                 + 2 * fl["sm__sass_thread_inst_executed_op_dfma_pred_on.sum"]
+            )
             assert k.loc[i, "fp64_flop"] == pytest.approx(flop, rel=1e-6)
             assert k.loc[i, "dram_bytes"] == pytest.approx(dram_run[i]["dram__bytes.sum"], rel=1e-6)
             assert "SASS-patched" in cell_text("notes", k.loc[i, "notes"])
@@ -225,7 +290,9 @@ def test_merged_pair_gives_fp64_points_with_time_from_the_unpatched_run(cat) -> 
         assert (fp64["peak_flop_source"] == "datasheet").all()
         # V100 SXM2 datasheet FP64 7.8 TFLOP/s at its 1530 MHz boost, at the SM clock each launch ran at (one clock); DRAM as is
         clock = fp64["launch_id"].map(k.set_index("launch_id")["sm_clock_hz"]).to_numpy(float)
-        assert (clock < 1530e6).all() and np.allclose(fp64["peak_flop_per_s"], 7.8e12 * clock / 1530e6, rtol=1e-12)
+        assert (clock < 1530e6).all() and np.allclose(
+            fp64["peak_flop_per_s"], 7.8e12 * clock / 1530e6, rtol=1e-12
+        )
         assert fp64["peak_bytes_per_s"].eq(900e9).all()
         assert (k["bound"] == "memory").all()
 
@@ -249,12 +316,23 @@ def test_cuda_roofline_flops_and_ai_by_hand() -> None:
         tensor = 512 * m["sm__inst_executed_pipe_tensor.sum"]
         time = m["sm__cycles_elapsed.avg"] / m["sm__cycles_elapsed.avg.per_second"]
         row = k.loc[launch]
-        assert (row["fp32_flop"], row["fp64_flop"], row["fp16_flop"], row["tensor_flop"]) == pytest.approx((fp32, fp64, fp16, tensor), rel=1e-12)
+        assert (
+            row["fp32_flop"],
+            row["fp64_flop"],
+            row["fp16_flop"],
+            row["tensor_flop"],
+        ) == pytest.approx((fp32, fp64, fp16, tensor), rel=1e-12)
         assert row["time_s"] == pytest.approx(time, rel=1e-12)
-        for level, traffic in (("dram", "dram__bytes.sum"), ("l2", "lts__t_bytes.sum"), ("l1", "l1tex__t_bytes.sum")):
+        for level, traffic in (
+            ("dram", "dram__bytes.sum"),
+            ("l2", "lts__t_bytes.sum"),
+            ("l1", "l1tex__t_bytes.sum"),
+        ):
             for prec, flop in (("fp32", fp32), ("tensor:legacy_x512", tensor)):
                 if flop > 0:
-                    assert pts.loc[(launch, prec, level), "ai_flop_per_byte"] == pytest.approx(flop / m[traffic], rel=1e-9)
+                    assert pts.loc[(launch, prec, level), "ai_flop_per_byte"] == pytest.approx(
+                        flop / m[traffic], rel=1e-9
+                    )
     # The GEMMs are 20480 x 20480 x 20480: the program prints 1651.14 ms and 10404.8 GFLOPS for
     # the CUTLASS one, i.e. 1.718e13 FLOP = 2 * 20480^3, which 512 x tensor-pipe instructions
     # gives exactly (HMMA.884 with FP32 accumulation).
@@ -267,40 +345,57 @@ def test_same_kernels_table_from_raw_page_and_report() -> None:
     import ncuroof
 
     a = ncuroof.load(shared("accelsim-test__algo23_profile.ncu-rep"))
-    b = ncuroof.load([shared("accelsim-test__algo23_raw.csv"), shared("accelsim-test__algo23_session.csv")])
+    b = ncuroof.load(
+        [shared("accelsim-test__algo23_raw.csv"), shared("accelsim-test__algo23_session.csv")]
+    )
     assert b.loc[0, "ncu_version"] == "2025.2.1.0" == a.loc[0, "ncu_version"]
     assert b.loc[0, "device_name"] == a.loc[0, "device_name"] == "NVIDIA B200"
     assert b.loc[0, "kernel_name"] == a.loc[0, "kernel_name"] == "Kernel2"
     for col in ("time_s", "sm_throughput_frac", "memory_throughput_frac"):
         assert close(a.loc[0, col], b.loc[0, col], rel=1e-6), col
-    assert b.loc[0, "waves_per_sm"] == pytest.approx(a.loc[0, "waves_per_sm"], abs=0.005)  # ncu prints 2 decimals
+    assert b.loc[0, "waves_per_sm"] == pytest.approx(
+        a.loc[0, "waves_per_sm"], abs=0.005
+    )  # ncu prints 2 decimals
     assert a.loc[0, "status"] == b.loc[0, "status"] == "no_roofline_metrics"
     assert a.loc[0, "bound"] == b.loc[0, "bound"]
 
 
 # --- merging and bad input ------------------------------------------------------------------
 
-HEADER = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC",'
-          '"Section Name","Metric Name","Metric Unit","Metric Value"\n')
+HEADER = (
+    '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block'
+    ' Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"\n'
+)
 
 
 def details(rows: list[tuple[int, str, str, str, str]], prefix: str = "") -> str:
     out = [prefix, HEADER]
     for launch, kernel, metric, unit, value in rows:
-        out.append(f'"{launch}","1","a.out","127.0.0.1","{kernel}","1","7","(32, 1, 1)","(8, 1, 1)","0","8.6",'
-                   f'"Command line profiler metrics","{metric}","{unit}","{value}"\n')
+        out.append(
+            f'"{launch}","1","a.out","127.0.0.1","{kernel}","1","7","(32, 1, 1)","(8, 1,'
+            f' 1)","0","8.6","Command line profiler metrics","{metric}","{unit}","{value}"\n'
+        )
     return "".join(out)
 
 
 def test_noise_bom_separators_and_quoted_numbers(tmp_path: Path, cat) -> None:
     from ncuroof.parser import read
 
-    text = details([(0, "k(int)", "gpu__time_duration.sum", "msecond", "1,234.5"),
-                    (0, "k(int)", "lts__t_bytes.sum", "Kbyte", "3,000 (lts0: 1,000; lts1: 2,000)"),
-                    (0, "k(int)", "dram__bytes.sum", "Gbyte", "2.5")], prefix="==PROF== Connected to process 1\nhello\n")
+    text = details(
+        [
+            (0, "k(int)", "gpu__time_duration.sum", "msecond", "1,234.5"),
+            (0, "k(int)", "lts__t_bytes.sum", "Kbyte", "3,000 (lts0: 1,000; lts1: 2,000)"),
+            (0, "k(int)", "dram__bytes.sum", "Gbyte", "2.5"),
+        ],
+        prefix="==PROF== Connected to process 1\nhello\n",
+    )
     text = text.replace('"2.5"\n', '"2.5"\n==WARNING== something odd\nprogram says hi\n')
-    text += details([(1, "void ns::k<(int)2>(int)", "gpu__time_duration.sum", "ns", "10"),
-                     (1, "void ns::k<(int)2>(int)", "dram__bytes.sum", "byte", "n/a")]).split("\n", 1)[1]
+    text += details(
+        [
+            (1, "void ns::k<(int)2>(int)", "gpu__time_duration.sum", "ns", "10"),
+            (1, "void ns::k<(int)2>(int)", "dram__bytes.sum", "byte", "n/a"),
+        ]
+    ).split("\n", 1)[1]
     path = tmp_path / "x.csv"
     path.write_bytes(b"\xef\xbb\xbf" + text.encode())
     raw = read(path, cat).set_index("launch_id")
@@ -313,16 +408,28 @@ def test_noise_bom_separators_and_quoted_numbers(tmp_path: Path, cat) -> None:
     assert "n/a in the CSV" in raw.loc[1, "input_notes"]
 
 
-@pytest.mark.parametrize("content,needle", [
-    ("just some text\nnot a csv\n", "not an ncu CSV export"),
-    ("", "is empty"),
-    (details([(0, "k", "dram__bytes.sum", "Fooby", "1")]), "unknown unit 'Fooby' for dram__bytes.sum"),
-    (details([(0, "k", "dram__bytes.sum", "byte", "lots")]), "non-numeric value 'lots'"),
-    (details([(0, "k", "dram__bytes.sum", "byte", "1")])[:-8], "truncated"),
-    ('Launch Settings\n"Launch Attribute","Value"\n', "no kernel launches"),
-    ('"Kernel Name","Invocations","Section Name","Metric Name","Metric Unit","Minimum","Maximum","Average"\n'
-     '"k","3","s","gpu__time_duration.sum","ns","1","2","1.5"\n', "--print-summary export"),
-])
+@pytest.mark.parametrize(
+    "content,needle",
+    [
+        ("just some text\nnot a csv\n", "not an ncu CSV export"),
+        ("", "is empty"),
+        (
+            details([(0, "k", "dram__bytes.sum", "Fooby", "1")]),
+            "unknown unit 'Fooby' for dram__bytes.sum",
+        ),
+        (details([(0, "k", "dram__bytes.sum", "byte", "lots")]), "non-numeric value 'lots'"),
+        (details([(0, "k", "dram__bytes.sum", "byte", "1")])[:-8], "truncated"),
+        ('Launch Settings\n"Launch Attribute","Value"\n', "no kernel launches"),
+        (
+            (
+                '"Kernel Name","Invocations","Section Name","Metric Name","Metric'
+                ' Unit","Minimum","Maximum","Average"\n'
+                '"k","3","s","gpu__time_duration.sum","ns","1","2","1.5"\n'
+            ),
+            "--print-summary export",
+        ),
+    ],
+)
 def test_bad_csv_gives_one_line_and_exit_2(tmp_path: Path, content: str, needle: str) -> None:
     from test_bad_input import assert_clean_failure, run
 
@@ -337,8 +444,19 @@ def test_merge_refuses_runs_that_do_not_line_up(tmp_path: Path) -> None:
     from test_bad_input import assert_clean_failure, run
 
     a, b, c = tmp_path / "a.csv", tmp_path / "b.csv", tmp_path / "c.csv"
-    a.write_text(details([(0, "k1", "dram__bytes.sum", "byte", "1"), (1, "k2", "dram__bytes.sum", "byte", "1")]))
-    b.write_text(details([(0, "k1", "gpu__time_duration.sum", "ns", "5"), (1, "other", "gpu__time_duration.sum", "ns", "5")]))
+    a.write_text(
+        details(
+            [(0, "k1", "dram__bytes.sum", "byte", "1"), (1, "k2", "dram__bytes.sum", "byte", "1")]
+        )
+    )
+    b.write_text(
+        details(
+            [
+                (0, "k1", "gpu__time_duration.sum", "ns", "5"),
+                (1, "other", "gpu__time_duration.sum", "ns", "5"),
+            ]
+        )
+    )
     c.write_text(details([(0, "k1", "gpu__time_duration.sum", "ns", "5")]))
     proc = run("analyze", str(a), str(b), "-o", str(tmp_path / "out"))
     assert_clean_failure(proc, b, tmp_path / "out")
@@ -358,7 +476,11 @@ def test_session_page_for_another_gpu_is_refused(tmp_path: Path, cat) -> None:
 
     raw = shared("accelsim-test__algo23_raw.csv")
     session = tmp_path / "s.csv"
-    session.write_text(shared("accelsim-test__algo23_session.csv").read_text().replace('"display_name","NVIDIA B200"', '"display_name","NVIDIA H100 PCIe"'))
+    session.write_text(
+        shared("accelsim-test__algo23_session.csv")
+        .read_text()
+        .replace('"display_name","NVIDIA B200"', '"display_name","NVIDIA H100 PCIe"')
+    )
     with pytest.raises(InputError, match="session page of a run on NVIDIA H100 PCIe"):
         read_many([raw, session], cat)
 
@@ -390,14 +512,18 @@ def split_by_process(path: Path, outdir: Path) -> list[Path]:
 
 def assert_same_tables(one_file: Path, halves: list[Path]) -> pd.DataFrame:
     """The kernels and points tables of ``one_file`` equal those of ``halves`` merged as files, but
-    for ``source`` and the note that says the runs were joined; returns the one-file kernels table."""
+    for ``source`` and the note that says the runs were joined; returns the one-file kernels table.
+    """
     import ncuroof
 
     a = ncuroof.load(one_file, gpu="v100-sxm2")
     b = ncuroof.load(halves, gpu="v100-sxm2")
     assert len(a) == len(b) > 0
     pids = [h.stem.removeprefix("process-") for h in halves]
-    joined = f"{len(halves)} ncu runs of the same launches (processes {', '.join(pids)}) written one after the other into this file"
+    joined = (
+        f"{len(halves)} ncu runs of the same launches (processes {', '.join(pids)}) written one"
+        " after the other into this file"
+    )
     for i in range(len(a)):
         notes = [n for n in a.loc[i, "notes"] if not n.startswith(joined)]
         assert len(notes) == len(a.loc[i, "notes"]) - 1, a.loc[i, "notes"]
@@ -427,12 +553,20 @@ def test_two_runs_written_into_one_file_equal_their_halves_as_two_files(tmp_path
     op = "sm__sass_thread_inst_executed_op_{}_pred_on.sum"
     assert sorted(cells) == list(range(8)) == sorted(k.index)
     for launch, m in cells.items():
-        assert k.loc[launch, "fp64_flop"] == m[op.format("dadd")] + m[op.format("dmul")] + 2 * m[op.format("dfma")]
+        assert (
+            k.loc[launch, "fp64_flop"]
+            == m[op.format("dadd")] + m[op.format("dmul")] + 2 * m[op.format("dfma")]
+        )
         assert k.loc[launch, "dram_bytes"] == m["dram__bytes.sum"]
-        assert k.loc[launch, "time_s"] == pytest.approx(m["sm__cycles_elapsed.avg"] / m["sm__cycles_elapsed.avg.per_second"], rel=1e-12)
+        assert k.loc[launch, "time_s"] == pytest.approx(
+            m["sm__cycles_elapsed.avg"] / m["sm__cycles_elapsed.avg.per_second"], rel=1e-12
+        )
     # By hand from the cells: launch 0 (ij_deriv_kernel) 0 + 55,050,240 + 2 x 137,625,600 FP64 operations
     # in 1,209,252.43 cycles at 1,309,394,950.84 cycles/s; launch 1 (add_i_col_times_ij_block_kernel) 4 x 27,525,120.
-    assert k.loc[0, "kernel_name"] == "ij_deriv_kernel" and k.loc[1, "kernel_name"] == "add_i_col_times_ij_block_kernel"
+    assert (
+        k.loc[0, "kernel_name"] == "ij_deriv_kernel"
+        and k.loc[1, "kernel_name"] == "add_i_col_times_ij_block_kernel"
+    )
     assert k.loc[0, "fp64_flop"] == 330_301_440 and k.loc[1, "fp64_flop"] == 110_100_480
     assert k.loc[0, "dram_bytes"] == 690_960_320 and k.loc[7, "dram_bytes"] == 891_799_648
     assert k.loc[0, "time_s"] == pytest.approx(9.23519e-4, rel=1e-5)
@@ -440,14 +574,18 @@ def test_two_runs_written_into_one_file_equal_their_halves_as_two_files(tmp_path
 
 @pytest.mark.parametrize("order", [("dram", "flops"), ("flops", "dram")])
 @pytest.mark.parametrize("repeat_header", [True, False])
-def test_separate_gene_exports_concatenated_equal_the_two_files(tmp_path: Path, order: tuple[str, str], repeat_header: bool) -> None:
+def test_separate_gene_exports_concatenated_equal_the_two_files(
+    tmp_path: Path, order: tuple[str, str], repeat_header: bool
+) -> None:
     """The time-dram and time-flops exports written into one file (``cat``, or without the second
     header as the GENE authors did): both carry sm__cycles_elapsed.avg, and, as for two files, it
     is taken from the run without SASS-patched metrics whichever comes first."""
     first, second = (shared(GENE_PAIR.format(x)).read_text() for x in order)
     one = tmp_path / "concatenated.csv"
     one.write_text(first + (second if repeat_header else second.split("\n", 1)[1]))
-    halves = [tmp_path / f"process-{ {'dram': 169988, 'flops': 6242}[x]}.csv" for x in order]  # the files' process IDs
+    halves = [
+        tmp_path / f"process-{ {'dram': 169988, 'flops': 6242}[x] }.csv" for x in order
+    ]  # the files' process IDs
     for x, half in zip(order, halves):
         half.write_text(shared(GENE_PAIR.format(x)).read_text())
     k = assert_same_tables(one, halves)
@@ -455,9 +593,13 @@ def test_separate_gene_exports_concatenated_equal_the_two_files(tmp_path: Path, 
     m = {(int(r["ID"]), r["Metric Name"]): number(r["Metric Value"]) for r in rows}
     for i in range(4):
         t = m[(i, "sm__cycles_elapsed.avg")] / m[(i, "sm__cycles_elapsed.avg.per_second")]
-        assert k.loc[i, "time_s"] == pytest.approx(t, rel=1e-12) and 0.001 < t < 0.0013  # the FLOP run took ~0.11 s
+        assert (
+            k.loc[i, "time_s"] == pytest.approx(t, rel=1e-12) and 0.001 < t < 0.0013
+        )  # the FLOP run took ~0.11 s
         assert "SASS-patched" in cell_text("notes", k.loc[i, "notes"])
-    assert (k["fp64_flop"] == 27_525_120 + 2 * 330_301_440).all()  # dmul + 2 dfma, every launch of the FLOP run
+    assert (
+        k["fp64_flop"] == 27_525_120 + 2 * 330_301_440
+    ).all()  # dmul + 2 dfma, every launch of the FLOP run
 
 
 def _rewrite(name: str, tmp_path: Path, edit) -> Path:
@@ -467,13 +609,29 @@ def _rewrite(name: str, tmp_path: Path, edit) -> Path:
     return out
 
 
-@pytest.mark.parametrize("edit,needle", [
-    (lambda ln: '"5"' + ln[3:] if ln.startswith('"7","127605"') else ln, "launch ID 5 is repeated in process 127605"),
-    (lambda ln: ln.replace("add_i_col_", "other_") if ln.startswith('"1","127605"') else ln,
-     "launch 1 is 'other_times_ij_block_kernel' here but 'add_i_col_times_ij_block_kernel' there"),
-    (lambda ln: "" if ln.startswith('"7","127605"') else ln, "it has 8 launches and this one 7"),
-])
-def test_runs_in_one_file_that_do_not_line_up_are_refused(tmp_path: Path, edit, needle: str) -> None:
+@pytest.mark.parametrize(
+    "edit,needle",
+    [
+        (
+            lambda ln: '"5"' + ln[3:] if ln.startswith('"7","127605"') else ln,
+            "launch ID 5 is repeated in process 127605",
+        ),
+        (
+            lambda ln: ln.replace("add_i_col_", "other_") if ln.startswith('"1","127605"') else ln,
+            (
+                "launch 1 is 'other_times_ij_block_kernel' here but"
+                " 'add_i_col_times_ij_block_kernel' there"
+            ),
+        ),
+        (
+            lambda ln: "" if ln.startswith('"7","127605"') else ln,
+            "it has 8 launches and this one 7",
+        ),
+    ],
+)
+def test_runs_in_one_file_that_do_not_line_up_are_refused(
+    tmp_path: Path, edit, needle: str
+) -> None:
     """A launch ID repeated within one process is two launches sharing an ID (refused as before);
     processes whose launches differ are not two runs of the same launches."""
     from test_bad_input import assert_clean_failure, run
@@ -493,26 +651,43 @@ def test_kernel_names_of_any_length(tmp_path: Path, cat) -> None:
     from ncuroof.parser.csv import read_session
 
     name = "ESMM-Research__metrics.csv"
-    long = "void gt::detail::kernel_assign_6<" + "gt::gfunction<gt::ops::plus, " * 11_000 + "double" + ">" * 11_000 + ">(int)"
+    long = (
+        "void gt::detail::kernel_assign_6<"
+        + "gt::gfunction<gt::ops::plus, " * 11_000
+        + "double"
+        + ">" * 11_000
+        + ">(int)"
+    )
     assert len(long) > 300 * 1024
-    first, last = "basic(int, int, int, const float *, const float *, float *)", "ampere_sgemm_128x64_nn"
+    first, last = (
+        "basic(int, int, int, const float *, const float *, float *)",
+        "ampere_sgemm_128x64_nn",
+    )
     path = tmp_path / "long.csv"
     path.write_text(shared(name).read_text().replace(first, long).replace(f'"{last}"', f'"{long}"'))
     raw, ref = read(path, cat), read(shared(name), cat)
     renamed = ref["kernel_demangled"].isin([first, last])
     assert list(renamed[renamed].index) == [0, 7, 8]  # ampere_sgemm_128x64_nn ran twice, last
-    assert (raw.loc[renamed, "kernel_demangled"] == long).all() and (raw.loc[renamed, "kernel_name"] == "kernel_assign_6").all()
+    assert (raw.loc[renamed, "kernel_demangled"] == long).all() and (
+        raw.loc[renamed, "kernel_name"] == "kernel_assign_6"
+    ).all()
     assert (raw.loc[~renamed, "kernel_demangled"] == ref.loc[~renamed, "kernel_demangled"]).all()
     metrics = [c for c in ref.columns if "__" in c]
     pd.testing.assert_frame_equal(raw[metrics], ref[metrics])
     proc = run("analyze", str(path), "-q", "-o", str(tmp_path / "out"))
     assert proc.returncode == 0, proc.stderr
-    assert (pd.read_csv(tmp_path / "out" / "kernels.csv")["kernel_demangled"].str.len() == len(long)).sum() == 3
+    assert (
+        pd.read_csv(tmp_path / "out" / "kernels.csv")["kernel_demangled"].str.len() == len(long)
+    ).sum() == 3
     cut = tmp_path / "cut.csv"
-    cut.write_bytes(path.read_bytes()[:-len(long) // 2])  # inside the last launch's name
+    cut.write_bytes(path.read_bytes()[: -len(long) // 2])  # inside the last launch's name
     proc = run("analyze", str(cut), "-o", str(tmp_path / "out2"))
     assert_clean_failure(proc, cut, tmp_path / "out2")
     assert "truncated" in proc.stderr
     session = tmp_path / "session.csv"
-    session.write_text(shared("accelsim-test__algo23_session.csv").read_text().replace('"NVIDIA B200"', f'"{long}"'))
+    session.write_text(
+        shared("accelsim-test__algo23_session.csv")
+        .read_text()
+        .replace('"NVIDIA B200"', f'"{long}"')
+    )
     assert read_session(session).device_name == long

@@ -23,7 +23,9 @@ NCUROOF = [sys.executable, "-m", "ncuroof"]
 
 
 def _make_big_report():  # noqa: ANN202 - the scripts/ module
-    spec = importlib.util.spec_from_file_location("make_big_report", REPO / "scripts" / "make_big_report.py")
+    spec = importlib.util.spec_from_file_location(
+        "make_big_report", REPO / "scripts" / "make_big_report.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.make_big_report
@@ -33,7 +35,9 @@ def assert_same_tables(a: pd.DataFrame, b: pd.DataFrame) -> None:
     """Same columns, order, dtypes and values; floats equal bit for bit (NaN where NaN)."""
     pd.testing.assert_frame_equal(a, b, check_exact=True)
     for col in a.columns[a.dtypes == np.float64]:
-        assert np.array_equal(a[col].to_numpy().view(np.uint64), b[col].to_numpy().view(np.uint64)), col
+        assert np.array_equal(
+            a[col].to_numpy().view(np.uint64), b[col].to_numpy().view(np.uint64)
+        ), col
 
 
 @needs_ncu_report
@@ -48,9 +52,17 @@ def test_same_raw_table_as_ncu_report(report: Path) -> None:
     theirs = parser.read(report, cat, reader="ncu_report")
     assert_same_tables(theirs.drop(columns="reader"), ours.drop(columns="reader"))
     assert_same_tables(ref, nvr.read_nvr(report, cat))
-    assert ref["nvtx_range"].notna().any() == (report.name.startswith(("cutlass", "gene", "nsight")))
+    assert ref["nvtx_range"].notna().any() == (
+        report.name.startswith(("cutlass", "gene", "nsight"))
+    )
     auto = parser.read(report, cat)
-    assert auto["reader"].str.fullmatch(rf"ncuroof decoder, verified against ncu_report on \d+ of {len(ref)} launches").all()
+    assert (
+        auto["reader"]
+        .str.fullmatch(
+            rf"ncuroof decoder, verified against ncu_report on \d+ of {len(ref)} launches"
+        )
+        .all()
+    )
     assert_same_tables(theirs.drop(columns="reader"), auto.drop(columns="reader"))
     assert (theirs["reader"] == "ncu_report (--reader ncu_report)").all()
 
@@ -63,22 +75,36 @@ def test_generated_report_reads_as_n_launches_both_ways(tmp_path: Path) -> None:
     ref = read_ncu_rep(big, cat)
     assert len(ref) == 2000
     ticks: list[int] = []
-    ours = nvr.read_nvr(big, cat, progress=lambda total: (ticks.append(total), lambda n=1: ticks.append(-n))[1], chunk=700)
+    ours = nvr.read_nvr(
+        big,
+        cat,
+        progress=lambda total: (ticks.append(total), lambda n=1: ticks.append(-n))[1],
+        chunk=700,
+    )
     assert ticks[0] == 2000 and -sum(ticks[1:]) == 2000
     assert_same_tables(ref, ours)
     ticks.clear()
-    split = nvr.read_nvr(big, cat, progress=lambda total: (ticks.append(total), lambda n=1: ticks.append(-n))[1], chunk=300,
-                         processes=3)
+    split = nvr.read_nvr(
+        big,
+        cat,
+        progress=lambda total: (ticks.append(total), lambda n=1: ticks.append(-n))[1],
+        chunk=300,
+        processes=3,
+    )
     assert ticks[0] == 2000 and -sum(ticks[1:]) == 2000
     assert_same_tables(ref, split)
     launches = list(nvr.iter_results(big.read_bytes(), big, cat))
     stamps = nvr.read_stamps(big)
     assert list(stamps["seq"]) == [launch.seq for launch in launches]
-    assert stamps["seq"].is_monotonic_increasing and stamps["seq"].is_unique, "ncu's sequence numbers keep increasing"
+    assert stamps["seq"].is_monotonic_increasing and stamps["seq"].is_unique, (
+        "ncu's sequence numbers keep increasing"
+    )
     assert stamps["thread_id"].nunique() == 1 and (stamps["timestamp"] > 1.6e9).all()
 
 
-def test_unknown_format_version_falls_back_or_says_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unknown_format_version_falls_back_or_says_what_to_do(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     report = shared("nsight-training__manual_nvtx.ncu-rep")
     cat = catalog.load()
     monkeypatch.setattr(nvr, "FORMAT_VERSION", 6)
@@ -90,7 +116,11 @@ def test_unknown_format_version_falls_back_or_says_what_to_do(monkeypatch: pytes
         monkeypatch.setattr(nvr, "FORMAT_VERSION", 6)
         got = parser.read(report, cat)
         assert_same_tables(expected.drop(columns="reader"), got.drop(columns="reader"))
-        assert (got["reader"] == "ncu_report (the built-in decoder does not know this report: report format version 7 (known: 6))").all()
+        assert (
+            got["reader"]
+            == "ncu_report (the built-in decoder does not know this report: report format version 7"
+            " (known: 6))"
+        ).all()
 
 
 def _shorten_block(data: bytes, block: int) -> bytes:
@@ -101,18 +131,27 @@ def _shorten_block(data: bytes, block: int) -> bytes:
             header.payload_size = size - 1
             raw = header.SerializeToString()
             cut = start + size // 2
-            return data[:pos] + struct.pack("<I", len(raw)) + raw + data[start:cut] + data[cut + 1:]
+            return (
+                data[:pos] + struct.pack("<I", len(raw)) + raw + data[start:cut] + data[cut + 1 :]
+            )
     raise AssertionError(f"no block {block}")
 
 
 def _flip(data: bytes, at: int) -> bytes:
-    return data[:at] + bytes([data[at] ^ 0xF4]) + data[at + 1:]
+    return data[:at] + bytes([data[at] ^ 0xF4]) + data[at + 1 :]
 
 
 DAMAGES = {  # (report, damage, what the message names); cases from issue 14
-    "shortened block": ("nsight-training__manual_nvtx.ncu-rep", lambda d: _shorten_block(d, 11), "launch 1 in block 11"),
-    "flipped name byte": ("gene-pop2020__time-flops_dzv_ak_ncuroof-time-0.ncu-rep", lambda d: _flip(d, 198828),
-                          "launch 0 in block 2"),
+    "shortened block": (
+        "nsight-training__manual_nvtx.ncu-rep",
+        lambda d: _shorten_block(d, 11),
+        "launch 1 in block 11",
+    ),
+    "flipped name byte": (
+        "gene-pop2020__time-flops_dzv_ak_ncuroof-time-0.ncu-rep",
+        lambda d: _flip(d, 198828),
+        "launch 0 in block 2",
+    ),
 }
 
 
@@ -122,19 +161,34 @@ def test_damaged_payload_is_one_line_exit_2(tmp_path: Path, reader: str, damage:
     name, edit, where = DAMAGES[damage]
     bad = tmp_path / "bad.ncu-rep"
     bad.write_bytes(edit(shared(name).read_bytes()))
-    proc = subprocess.run([*NCUROOF, "analyze", str(bad), "-o", str(tmp_path / "out"), "--reader", reader],
-                          capture_output=True, text=True, timeout=120)
-    if damage == "flipped name byte" and reader == "auto":  # framing holds: ncu_report decides, and reads it
+    proc = subprocess.run(
+        [*NCUROOF, "analyze", str(bad), "-o", str(tmp_path / "out"), "--reader", reader],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if (
+        damage == "flipped name byte" and reader == "auto"
+    ):  # framing holds: ncu_report decides, and reads it
         assert proc.returncode == 0, proc.stderr
         k = pd.read_csv(tmp_path / "out" / "kernels.csv")
-        assert k["reader"].str.startswith(f"ncu_report (the built-in decoder could not decode it: {where} (byte ").all()
-        assert k.loc[0, "status"] == "corrupt_record" and "damaged record: its names hold bytes" in k.loc[0, "notes"]
+        assert (
+            k["reader"]
+            .str.startswith(f"ncu_report (the built-in decoder could not decode it: {where} (byte ")
+            .all()
+        )
+        assert (
+            k.loc[0, "status"] == "corrupt_record"
+            and "damaged record: its names hold bytes" in k.loc[0, "notes"]
+        )
         return
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in proc.stderr
     assert str(bad) in lines[0] and where in lines[0] and "damaged" in lines[0]
-    assert [p.name for p in tmp_path.iterdir()] == ["bad.ncu-rep"], "no output, no temporary directory"
+    assert [p.name for p in tmp_path.iterdir()] == ["bad.ncu-rep"], (
+        "no output, no temporary directory"
+    )
 
 
 def test_fast_reader_without_ncu_report(tmp_path: Path) -> None:
@@ -145,14 +199,24 @@ def test_fast_reader_without_ncu_report(tmp_path: Path) -> None:
     (blocker / "sitecustomize.py").write_text("import sys\nsys.modules['ncu_report'] = None\n")
     env = {"PYTHONPATH": f"{blocker}:{REPO}", "PATH": "/usr/bin:/bin"}
     out = tmp_path / "out"
-    proc = subprocess.run([*NCUROOF, "analyze", str(report), "-o", str(out), "-q"], capture_output=True, text=True,
-                          env=env, timeout=120)
+    proc = subprocess.run(
+        [*NCUROOF, "analyze", str(report), "-o", str(out), "-q"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     kernels = pd.read_csv(out / "kernels.csv")
     assert list(kernels["kernel_name"]) == ["kernel_assign_6"] * 4
     assert kernels["nvtx_range"].str.endswith("CalFRhs0 > dzv_ak").all()
-    proc = subprocess.run([*NCUROOF, "analyze", str(report), "-o", str(tmp_path / "o2"), "--reader", "ncu_report"],
-                          capture_output=True, text=True, env=env, timeout=120)
+    proc = subprocess.run(
+        [*NCUROOF, "analyze", str(report), "-o", str(tmp_path / "o2"), "--reader", "ncu_report"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert proc.returncode == 2 and "pip install ncu-report" in proc.stderr
 
 
@@ -161,9 +225,9 @@ def _edit_results(src: Path, dst: Path, edit, extra: bytes = b"") -> None:  # no
     ``extra`` (raw fields) appended to each."""
     data = src.read_bytes()
     classes = nvr._classes()
-    out = [data[:8 + struct.unpack_from("<I", data, 4)[0]]]
+    out = [data[: 8 + struct.unpack_from("<I", data, 4)[0]]]
     for _, _, header, start in nvr._blocks(data, src):
-        payload = data[start:start + header.payload_size]
+        payload = data[start : start + header.payload_size]
         if header.num_results:
             result = classes["Result"].FromString(payload[4:])
             edit(result)
@@ -181,17 +245,29 @@ def _second_domain(result) -> None:  # noqa: ANN001
 
 
 def _other_thread(result) -> None:  # noqa: ANN001
-    result.nvtx.threads.add(tid=result.thread_id + 1).stacks.add(domain=0).ranges.add(name=b"other thread")
+    result.nvtx.threads.add(tid=result.thread_id + 1).stacks.add(domain=0).ranges.add(
+        name=b"other thread"
+    )
 
 
 @needs_ncu_report
-@pytest.mark.parametrize("edit", [
-    lambda r: setattr(r, "demangled", b""),
-    lambda r: setattr(r, "function", b""),
-    _second_domain,
-    _other_thread,
-    lambda r: setattr(r, "thread_id", r.thread_id + 7),
-], ids=["no demangled name", "no function name", "second NVTX domain", "NVTX of another thread", "launch on another thread"])
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda r: setattr(r, "demangled", b""),
+        lambda r: setattr(r, "function", b""),
+        _second_domain,
+        _other_thread,
+        lambda r: setattr(r, "thread_id", r.thread_id + 7),
+    ],
+    ids=[
+        "no demangled name",
+        "no function name",
+        "second NVTX domain",
+        "NVTX of another thread",
+        "launch on another thread",
+    ],
+)
 def test_edited_reports_agree_with_ncu_report(tmp_path: Path, edit) -> None:  # noqa: ANN001
     """Names and NVTX cases no shared report has, made by editing one: the decoder agrees with ncu_report."""
     edited = tmp_path / "edited.ncu-rep"
@@ -221,34 +297,50 @@ def test_split_decode_is_the_same_table_and_its_errors_are_whole(tmp_path: Path)
     launch = sum(h.num_results for _, _, h, _ in blocks[:-3])
     bad = tmp_path / "bad.ncu-rep"
     bad.write_bytes(_shorten_block(data, index))
-    with pytest.raises(ReportFormatError, match=f"damaged block: launch {launch} in block {index} ") as info:
+    with pytest.raises(
+        ReportFormatError, match=f"damaged block: launch {launch} in block {index} "
+    ) as info:
         nvr.read_nvr(bad, cat, processes=2)
     assert info.value.path == bad
     first = next(i for i, (_, _, h, _) in enumerate(blocks) if h.num_results)
     last = blocks[-1][1]  # the first launch's block again before the last one: two slices apart
-    bad.write_bytes(data[:last] + data[blocks[first][1]:blocks[first + 1][1]] + data[last:])
-    with pytest.raises(ReportFormatError, match="repeated launch record: record 1199 .* exact copy of record 0 "):
+    bad.write_bytes(data[:last] + data[blocks[first][1] : blocks[first + 1][1]] + data[last:])
+    with pytest.raises(
+        ReportFormatError, match="repeated launch record: record 1199 .* exact copy of record 0 "
+    ):
         nvr.read_nvr(bad, cat, processes=2)
 
 
-def test_decoding_processes_follow_cores_size_and_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_decoding_processes_follow_cores_size_and_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.delenv(nvr.PROCESSES_ENV, raising=False)
     monkeypatch.setattr(nvr, "cores", lambda: 4)
     assert [nvr._processes(n) for n in (10, 49_999, 50_000, 100_000, 10**6)] == [1, 1, 2, 4, 4]
-    monkeypatch.setenv(nvr.PROCESSES_ENV, "1")  # what a dask worker of a fleet sets (ncuroof.runs.fleet.analyze_on_worker)
+    monkeypatch.setenv(
+        nvr.PROCESSES_ENV, "1"
+    )  # what a dask worker of a fleet sets (ncuroof.runs.fleet.analyze_on_worker)
     assert nvr._processes(10**6) == 1
     monkeypatch.setenv(nvr.PROCESSES_ENV, "many")
     assert nvr._processes(10**6) == 4
 
 
-@pytest.mark.parametrize("name", ["alife_cuda__profile_output.ncu-rep", "cutlass-panjd123__4f3955ed3c_report.ncu-rep"])
-def test_values_read_in_one_match_equal_values_read_one_by_one(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+@pytest.mark.parametrize(
+    "name", ["alife_cuda__profile_output.ncu-rep", "cutlass-panjd123__4f3955ed3c_report.ncu-rep"]
+)
+def test_values_read_in_one_match_equal_values_read_one_by_one(
+    monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
     """The learned reader (nvr._Doubles) against the value-by-value decoder, on every launch."""
     cat = catalog.load()
     report = shared(name)
     learned: list[object] = []
     learn = nvr._Doubles.learn
-    monkeypatch.setattr(nvr._Doubles, "learn", classmethod(lambda cls, layout, raws: learned.append(1) or learn(layout, raws)))
+    monkeypatch.setattr(
+        nvr._Doubles,
+        "learn",
+        classmethod(lambda cls, layout, raws: learned.append(1) or learn(layout, raws)),
+    )
     fast = nvr.read_nvr(report, cat, processes=1)
     monkeypatch.setattr(nvr._Doubles, "learn", classmethod(lambda cls, layout, raws: None))
     assert learned and len(fast) > len(learned), "the learned reader read most launches"
@@ -274,7 +366,9 @@ def test_launches_of_another_process_stay_in_range_0_both_ways(tmp_path: Path) -
     assert_same_tables(ref, nvr.read_nvr(report, cat))
 
 
-def test_a_dead_worker_s_slice_is_decoded_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_dead_worker_s_slice_is_decoded_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A worker killed before it answers (out of memory, a signal) costs time, not the analysis."""
     from ncuroof.parser import split
 
@@ -298,10 +392,10 @@ def _strings_after_first_result(src: Path, dst: Path) -> None:
     strings defined later in the file. Every string keeps its index."""
     data = src.read_bytes()
     classes = nvr._classes()
-    out = [data[:8 + struct.unpack_from("<I", data, 4)[0]]]
+    out = [data[: 8 + struct.unpack_from("<I", data, 4)[0]]]
     moved: list[bytes] = []
     for _, _, header, start in nvr._blocks(data, src):
-        payload = data[start:start + header.payload_size]
+        payload = data[start : start + header.payload_size]
         first = header.num_results and not moved and len(header.strings.strings) > 0
         if first:
             moved = list(header.strings.strings)
@@ -330,8 +424,10 @@ def test_strings_defined_after_the_launch_that_names_them(tmp_path: Path) -> Non
     big, big_moved = tmp_path / "big.ncu-rep", tmp_path / "big-moved.ncu-rep"
     _make_big_report()(shared("ESMM-Research__profile_output.ncu-rep"), big, 1200)
     _strings_after_first_result(big, big_moved)
-    assert_same_tables(nvr.read_nvr(big, cat, processes=1).drop(columns="source"),
-                       nvr.read_nvr(big_moved, cat, processes=2, chunk=100).drop(columns="source"))
+    assert_same_tables(
+        nvr.read_nvr(big, cat, processes=1).drop(columns="source"),
+        nvr.read_nvr(big_moved, cat, processes=2, chunk=100).drop(columns="source"),
+    )
 
 
 def _first_copy_wins(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -348,7 +444,9 @@ def _first_copy_wins(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @needs_ncu_report
-def test_auto_reads_with_ncu_report_where_the_sample_differs(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_auto_reads_with_ncu_report_where_the_sample_differs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A decoder that misreads a repeated metric (GH200: gpu__time_duration.sum beside the NVLink-C2C
     counters) is caught by the sample check, and the whole report is read by ncu_report."""
     report = shared("cs599k__silu-2025-04-18-v1.ncu-rep")
@@ -359,11 +457,20 @@ def test_auto_reads_with_ncu_report_where_the_sample_differs(monkeypatch: pytest
     assert (wrong["gpu__time_duration.sum"] != ref["gpu__time_duration.sum"]).all()
     got = parser.read(report, cat)
     assert_same_tables(ref, got.drop(columns="reader"))
-    assert got["reader"].str.fullmatch(r"ncu_report \(the built-in decoder differed from it: launch 0: gpu__time_duration\.sum is "
-                                       r"\d+ decoded, \d+ in ncu_report\)").all()
+    assert (
+        got["reader"]
+        .str.fullmatch(
+            r"ncu_report \(the built-in decoder differed from it: launch 0:"
+            r" gpu__time_duration\.sum is "
+            r"\d+ decoded, \d+ in ncu_report\)"
+        )
+        .all()
+    )
 
 
-def test_counts_that_disagree_with_rates_are_flagged_without_a_second_reader(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_counts_that_disagree_with_rates_are_flagged_without_a_second_reader(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Where no ncu_report checks the decoder (--reader fast, aarch64), X.sum / X.sum.per_second must
     equal gpu__time_duration.sum; a misread duration flags the launch, naming the pair."""
     report = shared("cs599k__rms_norm_triton_looping.ncu-rep")
@@ -375,26 +482,50 @@ def test_counts_that_disagree_with_rates_are_flagged_without_a_second_reader(mon
     pair = raw["dram__bytes_read.sum"] / raw["dram__bytes_read.sum.per_second"] * 1e9
     apart = (pair - raw["gpu__time_duration.sum"]).abs() / raw["gpu__time_duration.sum"]
     assert (apart > 0.005).all()
-    assert raw["input_notes"].str.match(r"inconsistent values: \S+\.sum / \S+\.sum\.per_second is [\d.]+ ns but "
-                                        r"gpu__time_duration\.sum is \d+ ns \((0\.[5-9]\d|1\.\d\d)% apart\)").all()
+    assert (
+        raw["input_notes"]
+        .str.match(
+            r"inconsistent values: \S+\.sum / \S+\.sum\.per_second is [\d.]+ ns but "
+            r"gpu__time_duration\.sum is \d+ ns \((0\.[5-9]\d|1\.\d\d)% apart\)"
+        )
+        .all()
+    )
     k = ncuroof.load(report, reader="fast")
     assert all("inconsistent_read" in schema.flag_codes(f) for f in k["flags"])
 
 
 @needs_ncu_report
-def test_a_launch_the_decoder_cannot_decode_goes_to_ncu_report(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_launch_the_decoder_cannot_decode_goes_to_ncu_report(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A launch that frames well but does not decode is damaged only if ncu_report fails on it too."""
     report = shared("nsight-training__manual_nvtx.ncu-rep")
     cat = catalog.load()
     ref = parser.read(report, cat, reader="ncu_report").drop(columns="reader")
     launch = nvr._launch
-    monkeypatch.setattr(nvr, "_launch", lambda buf, block, *a: (_ for _ in ()).throw(nvr.DecodeError("a layout never seen"))
-                        if block == 12 else launch(buf, block, *a))
-    with pytest.raises(nvr.PayloadError, match=r"launch 2 in block 12 \(byte 119733\) cannot be decoded \(a layout never seen\)"):
+    monkeypatch.setattr(
+        nvr,
+        "_launch",
+        lambda buf, block, *a: (
+            (_ for _ in ()).throw(nvr.DecodeError("a layout never seen"))
+            if block == 12
+            else launch(buf, block, *a)
+        ),
+    )
+    with pytest.raises(
+        nvr.PayloadError,
+        match=r"launch 2 in block 12 \(byte 119733\) cannot be decoded \(a layout never seen\)",
+    ):
         parser.read(report, cat, reader="fast")
     got = parser.read(report, cat)
     assert_same_tables(ref, got.drop(columns="reader"))
-    assert got["reader"].str.startswith("ncu_report (the built-in decoder could not decode it: launch 2 in block 12").all()
+    assert (
+        got["reader"]
+        .str.startswith(
+            "ncu_report (the built-in decoder could not decode it: launch 2 in block 12"
+        )
+        .all()
+    )
 
 
 @needs_ncu_report
@@ -402,38 +533,69 @@ def test_a_result_field_never_seen_goes_to_ncu_report(tmp_path: Path) -> None:
     """A field no verified report has (here field 40 of each result) is not guessed at: fast declines,
     auto reads with ncu_report and says why."""
     edited = tmp_path / "new-field.ncu-rep"
-    _edit_results(shared("nsight-training__manual_nvtx.ncu-rep"), edited, lambda r: None, extra=b"\xc0\x02\x01")
+    _edit_results(
+        shared("nsight-training__manual_nvtx.ncu-rep"),
+        edited,
+        lambda r: None,
+        extra=b"\xc0\x02\x01",
+    )
     cat = catalog.load()
-    with pytest.raises(ReportFormatError, match=r"does not know this report \(launch 0: Result fields never seen \[\(40, 0\)\]"):
+    with pytest.raises(
+        ReportFormatError,
+        match=r"does not know this report \(launch 0: Result fields never seen \[\(40, 0\)\]",
+    ):
         parser.read(edited, cat, reader="fast")
     got = parser.read(edited, cat)
-    assert got["reader"].str.startswith("ncu_report (the built-in decoder does not know this report: launch 0: Result fields").all()
+    assert (
+        got["reader"]
+        .str.startswith(
+            "ncu_report (the built-in decoder does not know this report: launch 0: Result fields"
+        )
+        .all()
+    )
     ref = parser.read(shared("nsight-training__manual_nvtx.ncu-rep"), cat, reader="ncu_report")
-    assert_same_tables(ref.drop(columns=["reader", "source"]), got.drop(columns=["reader", "source"]))
+    assert_same_tables(
+        ref.drop(columns=["reader", "source"]), got.drop(columns=["reader", "source"])
+    )
 
 
 @needs_ncu_report
-def test_a_sample_check_that_cannot_run_never_refuses_the_report(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_a_sample_check_that_cannot_run_never_refuses_the_report(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """ncu_report failing on the sample cut from a report reads the report itself; failing on the report
-    too leaves the decoder's table, said unverified, instead of refusing a report one reader reads."""
+    too leaves the decoder's table, said unverified, instead of refusing a report one reader reads.
+    """
     report = shared("nsight-training__manual_nvtx.ncu-rep")
     cat = catalog.load()
     ref = parser.read(report, cat, reader="ncu_report").drop(columns="reader")
 
     def no_sample(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
-        raise ReportFormatError("ncu_report could not read it (a test)", tmp_path / "sample.ncu-rep")
+        raise ReportFormatError(
+            "ncu_report could not read it (a test)", tmp_path / "sample.ncu-rep"
+        )
 
     monkeypatch.setattr(parser, "against_ncu_report", no_sample)
     got = parser.read(report, cat)
     assert_same_tables(ref, got.drop(columns="reader"))
-    assert (got["reader"] == "ncu_report (the sample check against it could not run: ncu_report could not read it (a test))").all()
+    assert (
+        got["reader"]
+        == "ncu_report (the sample check against it could not run: ncu_report could not read it (a"
+        " test))"
+    ).all()
     monkeypatch.setattr(parser, "read_ncu_rep", no_sample)
     got = parser.read(report, cat)
     assert_same_tables(ref, got.drop(columns="reader"))
-    assert got["reader"].str.startswith("ncuroof decoder, not verified: ncu_report cannot read this report").all()
+    assert (
+        got["reader"]
+        .str.startswith("ncuroof decoder, not verified: ncu_report cannot read this report")
+        .all()
+    )
 
 
-@pytest.mark.parametrize("name", ["nsight-training__manual_nvtx.ncu-rep", "cs599k__silu-2025-04-18-v1.ncu-rep"])
+@pytest.mark.parametrize(
+    "name", ["nsight-training__manual_nvtx.ncu-rep", "cs599k__silu-2025-04-18-v1.ncu-rep"]
+)
 def test_sample_cut_from_the_decoder_s_blocks_is_the_walked_cut(tmp_path: Path, name: str) -> None:
     """The sample check cuts its report from the blocks the decoder recorded (no second walk): the
     same bytes as a cut from walking the report, dropped blocks' string tables included; and on a
@@ -446,5 +608,7 @@ def test_sample_cut_from_the_decoder_s_blocks_is_the_walked_cut(tmp_path: Path, 
         df = nvr.read_nvr(report, cat, blocks=blocks)
         for launches in ([0], [len(df) - 1], verify.sample_launches([], len(df), extra=2)):
             walked, recorded = tmp_path / "walked.ncu-rep", tmp_path / "recorded.ncu-rep"
-            assert verify.cut_report(report, launches, walked) == verify.cut_report(report, launches, recorded, blocks)
+            assert verify.cut_report(report, launches, walked) == verify.cut_report(
+                report, launches, recorded, blocks
+            )
             assert walked.read_bytes() == recorded.read_bytes()

@@ -23,7 +23,9 @@ SOL = catalog.load().thresholds["sol"]
 def _kernels(name: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     k = kernels_of(name)
     pts = ncuroof.points(k)
-    s = diagnose.diagnose_kernels(summary.kernel_summary(k, pts), k, catalog.load(), catalog.load_gpus())
+    s = diagnose.diagnose_kernels(
+        summary.kernel_summary(k, pts), k, catalog.load(), catalog.load_gpus()
+    )
     return k, s.set_index("kernel_label")
 
 
@@ -40,7 +42,11 @@ def test_esmm_sgemm_kernels():
     r = s.loc["one_blocktiling"]
     sm = ncu[0]["sm__throughput.avg.pct_of_peak_sustained_elapsed"] / 100
     mem = ncu[0]["gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"] / 100
-    assert r["diagnosis"] == "balanced" and abs(sm - mem) <= SOL["balanced"] and min(sm, mem) >= SOL["latency_bound"]
+    assert (
+        r["diagnosis"] == "balanced"
+        and abs(sm - mem) <= SOL["balanced"]
+        and min(sm, mem) >= SOL["latency_bound"]
+    )
     assert f"SM {_pct(sm)}, memory {_pct(mem)}" in r["evidence"]
     # The tiled kernels run 64 blocks (grid 8 x 8) on an 80-SM A10G: under a wave, latency bound.
     for kern in ("two_blocktiling", "vectorized_blocktiling", "warptiling"):
@@ -60,9 +66,14 @@ def test_hand_sgemm_is_dram_bound_with_a_reuse_gap():
     row = k[k["kernel_name"] == "gemm"].iloc[0]
     ai = row["fp32_flop"] / row["dram_bytes"]
     ridge = row["peak_fp32_flop_per_s"] / row["peak_dram_bytes_per_s"]
-    frac = row["dram_bytes_per_s"] / row["peak_dram_bytes_per_s"]  # at AI << ridge the roof is AI x bandwidth
+    frac = (
+        row["dram_bytes_per_s"] / row["peak_dram_bytes_per_s"]
+    )  # at AI << ridge the roof is AI x bandwidth
     assert r["diagnosis"] == "memory_below_roof" and r["level"] == "dram"
-    assert frac == pytest.approx(ncu_metrics(name)[0]["gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed"] / 100, rel=1e-3)
+    assert frac == pytest.approx(
+        ncu_metrics(name)[0]["gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed"] / 100,
+        rel=1e-3,
+    )
     assert f"AI {ai:.3g} FLOP/B < ridge {ridge:.3g}, {_pct(frac)} of roof" in r["evidence"]
     assert f"a {ridge / ai:.0f}x gap" in r["advice"] and "tile for reuse" in r["advice"]
     # cuBLAS's SGEMM in the same report: compute bound, FP32 pipe half used, no tensor cores.
@@ -78,9 +89,13 @@ def test_silu_is_at_the_dram_roof():
     r = s.loc["silu_kernel_vector"]
     assert r["diagnosis"] == "memory_near_roof" and r["roof_fraction"] >= SOL["no_bound"]
     # the H100 PCIe's published memcpy bandwidth (1,860 GB/s, metrics/gpus.toml) is the achievable roof beside the peak
-    assert r["achievable_roof_fraction"] == pytest.approx(k["dram_bytes_per_s"].max() / 1.86e12, rel=0.01)
-    assert (f"at {_pct(r['achievable_roof_fraction'])} of achievable DRAM bandwidth ({_pct(r['roof_fraction'])} of peak)"
-            in r["evidence"]) and "only moving fewer bytes helps" in r["advice"]
+    assert r["achievable_roof_fraction"] == pytest.approx(
+        k["dram_bytes_per_s"].max() / 1.86e12, rel=0.01
+    )
+    assert (
+        f"at {_pct(r['achievable_roof_fraction'])} of achievable DRAM bandwidth"
+        f" ({_pct(r['roof_fraction'])} of peak)" in r["evidence"]
+    ) and "only moving fewer bytes helps" in r["advice"]
     assert r["flags"] == []
 
 
@@ -100,55 +115,117 @@ def test_failed_measurement_is_flagged_not_classified():
     k, s = _kernels("BBAStar__profile_output.ncu-rep")
     failed = k[k["status"] == "failed_measurement"]
     assert len(failed) == 1
-    assert failed["diagnosis"].iat[0] == "not_classified" and flag_codes(failed["flags"].iat[0]) == ["failed_measurement"]
+    assert failed["diagnosis"].iat[0] == "not_classified" and flag_codes(
+        failed["flags"].iat[0]
+    ) == ["failed_measurement"]
     r = s.loc[failed["kernel_name"].iat[0]]
     assert r["diagnosis"] == "not_classified" and "failed_measurement" in flag_codes(r["flags"])
 
 
 def test_point_pushed_above_its_roof_is_flagged_with_the_cause():
     csv = shared("RooflineAnalysis_On_NVIDIA_GPU__output0.csv")
-    k = ncuroof.load(csv, peak_flops={"fp32": 1e15, "fp64": 1e15, "fp16": 1e15}, peak_bandwidth={"dram": 1e9})
+    k = ncuroof.load(
+        csv, peak_flops={"fp32": 1e15, "fp64": 1e15, "fp16": 1e15}, peak_bandwidth={"dram": 1e9}
+    )
     pts = ncuroof.points(k)
     dram = pts[pts["level"] == "dram"]
     assert (dram["roof_fraction"] > 1).all()
     flags = cell_text("flags", k["flags"].iat[0])
     for r in dram.itertuples(index=False):
-        assert f"above_roof: {r.precision.upper()} at DRAM {_pct(r.roof_fraction)} of roof, likely the user roof" in flags
+        assert (
+            f"above_roof: {r.precision.upper()} at DRAM {_pct(r.roof_fraction)} of roof, likely the"
+            " user roof" in flags
+        )
 
 
 def test_verdicts_by_hand():
-    base = {"status": "ok", "precision": "fp32", "level": "l2", "ai_flop_per_byte": 50.0, "ridge_flop_per_byte": 10.0,
-            "sm_throughput_frac": 0.9, "memory_throughput_frac": 0.5, "waves_per_sm": 8.0, "blocks": 1024, "threads_per_block": 256,
-            "tensor_flop": 0.0, "device_name": "NVIDIA H100 80GB HBM3"}
-    cls, ev, advice = diagnose.verdict({**base, "bound": "compute", "roof_fraction": 0.9}, SOL, catalog.load_gpus())
+    base = {
+        "status": "ok",
+        "precision": "fp32",
+        "level": "l2",
+        "ai_flop_per_byte": 50.0,
+        "ridge_flop_per_byte": 10.0,
+        "sm_throughput_frac": 0.9,
+        "memory_throughput_frac": 0.5,
+        "waves_per_sm": 8.0,
+        "blocks": 1024,
+        "threads_per_block": 256,
+        "tensor_flop": 0.0,
+        "device_name": "NVIDIA H100 80GB HBM3",
+    }
+    cls, ev, advice = diagnose.verdict(
+        {**base, "bound": "compute", "roof_fraction": 0.9}, SOL, catalog.load_gpus()
+    )
     spec = catalog.load_gpus().by_device("NVIDIA H100 80GB HBM3")
     assert cls == "compute_near_roof" and "FP32 at L2: AI 50 FLOP/B >= ridge 10, 90% of roof" in ev
     assert f"is {spec.tensor['bf16'] / spec.flop_per_s['fp32']:.0f}x the FP32 roof" in advice
-    cls, _, advice = diagnose.verdict({**base, "bound": "compute", "roof_fraction": 0.3, "tensor_flop": 1e9}, SOL)
+    cls, _, advice = diagnose.verdict(
+        {**base, "bound": "compute", "roof_fraction": 0.3, "tensor_flop": 1e9}, SOL
+    )
     assert cls == "compute_below_roof" and "tensor" not in advice
-    cls, _, advice = diagnose.verdict({**base, "bound": "memory", "roof_fraction": 0.3, "ai_flop_per_byte": 1.0,
-                                       "sm_throughput_frac": 0.4, "memory_throughput_frac": 0.85}, SOL)
-    assert cls == "memory_below_roof" and advice.startswith("30% of the L2 roof: the access pattern wastes bandwidth; check coalescing")
+    cls, _, advice = diagnose.verdict(
+        {
+            **base,
+            "bound": "memory",
+            "roof_fraction": 0.3,
+            "ai_flop_per_byte": 1.0,
+            "sm_throughput_frac": 0.4,
+            "memory_throughput_frac": 0.85,
+        },
+        SOL,
+    )
+    assert cls == "memory_below_roof" and advice.startswith(
+        "30% of the L2 roof: the access pattern wastes bandwidth; check coalescing"
+    )
     # SM 90 % vs memory 50 %: ncu's rule points at the SM (>= 60 % and 10 points busier), so no memory advice
-    cls, ev, advice = diagnose.verdict({**base, "bound": "memory", "roof_fraction": 0.3, "ai_flop_per_byte": 1.0}, SOL)
+    cls, ev, advice = diagnose.verdict(
+        {**base, "bound": "memory", "roof_fraction": 0.3, "ai_flop_per_byte": 1.0}, SOL
+    )
     assert cls == "instruction_bound" and "check coalescing" not in advice and "by 40 points" in ev
-    cls, ev, _ = diagnose.verdict({**base, "bound": "memory", "roof_fraction": 0.95, "sm_throughput_frac": 0.7,
-                                   "memory_throughput_frac": 0.75}, SOL)
+    cls, ev, _ = diagnose.verdict(
+        {
+            **base,
+            "bound": "memory",
+            "roof_fraction": 0.95,
+            "sm_throughput_frac": 0.7,
+            "memory_throughput_frac": 0.75,
+        },
+        SOL,
+    )
     assert cls == "balanced" and "SM 70%, memory 75%" in ev
     cls, _, _ = diagnose.verdict({**base, "bound": "unknown", "roof_fraction": math.nan}, SOL)
     assert cls == "not_classified"
 
 
 def test_achievable_roof_in_the_verdict_by_hand():
-    base = {"status": "ok", "precision": "fp32", "level": "dram", "ai_flop_per_byte": 0.5, "ridge_flop_per_byte": 10.0,
-            "sm_throughput_frac": 0.2, "memory_throughput_frac": 0.7, "waves_per_sm": 8.0, "tensor_flop": 0.0, "bound": "memory",
-            "roof_fraction": 0.76, "peak_bytes_source": "datasheet"}
+    base = {
+        "status": "ok",
+        "precision": "fp32",
+        "level": "dram",
+        "ai_flop_per_byte": 0.5,
+        "ridge_flop_per_byte": 10.0,
+        "sm_throughput_frac": 0.2,
+        "memory_throughput_frac": 0.7,
+        "waves_per_sm": 8.0,
+        "tensor_flop": 0.0,
+        "bound": "memory",
+        "roof_fraction": 0.76,
+        "peak_bytes_source": "datasheet",
+    }
     # 76% of the datasheet's DRAM bandwidth but 93% of what the GPU sustains: the class stays the peak's, the
     # evidence gives both, and the advice says the bandwidth is used up.
-    cls, ev, advice = diagnose.verdict({**base, "achievable_roof_fraction": 0.93, "achievable_bytes_per_s": 1.8e12}, SOL)
+    cls, ev, advice = diagnose.verdict(
+        {**base, "achievable_roof_fraction": 0.93, "achievable_bytes_per_s": 1.8e12}, SOL
+    )
     assert cls == "memory_below_roof"
-    assert "FP32 at DRAM: AI 0.5 FLOP/B < ridge 10, at 93% of achievable DRAM bandwidth (76% of the datasheet's)" in ev
-    assert advice.startswith("93% of the achievable DRAM bandwidth: near what this GPU sustains, so only moving fewer bytes helps")
+    assert (
+        "FP32 at DRAM: AI 0.5 FLOP/B < ridge 10, at 93% of achievable DRAM bandwidth (76% of the"
+        " datasheet's)" in ev
+    )
+    assert advice.startswith(
+        "93% of the achievable DRAM bandwidth: near what this GPU sustains, so only moving fewer"
+        " bytes helps"
+    )
     cls, ev, advice = diagnose.verdict({**base, "achievable_roof_fraction": math.nan}, SOL)
     assert "76% of roof" in ev and "achievable" not in ev + advice
     # Placed at another precision: said in the evidence.
@@ -167,10 +244,14 @@ def test_what_if_by_hand():
     r = w.loc["gemm"]
     assert r["dram_ai_flop_per_byte"] == pytest.approx(ai)
     assert r["ridge_there"] == pytest.approx(h100.flop_per_s["fp32"] / h100.dram_bytes_per_s)
-    assert r["time_at_roof_there_s"] == pytest.approx(max(row["fp32_flop"] / h100.flop_per_s["fp32"],
-                                                          row["dram_bytes"] / h100.dram_bytes_per_s))
+    assert r["time_at_roof_there_s"] == pytest.approx(
+        max(row["fp32_flop"] / h100.flop_per_s["fp32"], row["dram_bytes"] / h100.dram_bytes_per_s)
+    )
     assert r["bound_here"] == r["bound_there"] == "memory"
-    assert re.search(r"memory-bound here, still memory-bound on H100 SXM5 \(ridge 33\.\d -> 20 FLOP/B", r["change"])
+    assert re.search(
+        r"memory-bound here, still memory-bound on H100 SXM5 \(ridge 33\.\d -> 20 FLOP/B",
+        r["change"],
+    )
 
 
 # --- --expect ------------------------------------------------------------------------------
@@ -212,13 +293,22 @@ def test_expect_gives_useful_ai_and_flags_excess_traffic(tmp_path):
     flop, byts = 2 * 1312 * 110 * 3122, 4 * (1312 * 3122 + 3122 * 110 + 1312 * 110)
     assert gemm["expected_flop"] == flop and gemm["expected_dram_bytes"] == byts
     # ncu counted exactly the algorithmic FLOPs: no FLOP flag; DRAM traffic is far above the minimum.
-    assert gemm["fp32_flop"] == pytest.approx(flop, rel=1e-9) and "counted FLOPs" not in cell_text("flags", gemm["flags"])
-    assert f"is {gemm['dram_bytes'] / byts:.3g}x the {byts / 1e6:.3g} MB the kernel must move" in cell_text("flags", gemm["flags"])
+    assert gemm["fp32_flop"] == pytest.approx(flop, rel=1e-9) and "counted FLOPs" not in cell_text(
+        "flags", gemm["flags"]
+    )
+    assert (
+        f"is {gemm['dram_bytes'] / byts:.3g}x the {byts / 1e6:.3g} MB the kernel must move"
+        in cell_text("flags", gemm["flags"])
+    )
     sg = k[k["kernel_name"] == "ampere_sgemm_128x64_nn"].iloc[0]
     assert sg["expected_flop"] == 5e8 and math.isnan(sg["expected_dram_bytes"])
-    assert (f"counted FLOPs {sg['fp32_flop'] / 1e6:.3g} MFLOP are {sg['fp32_flop'] / 5e8:.3g}x the expected 500 MFLOP: masked, padded or "
-            "redundant work") in cell_text("flags", sg["flags"])
-    s = diagnose.diagnose_kernels(summary.kernel_summary(k, ncuroof.points(k)), k, catalog.load()).set_index("kernel_label")
+    assert (
+        f"counted FLOPs {sg['fp32_flop'] / 1e6:.3g} MFLOP are {sg['fp32_flop'] / 5e8:.3g}x the"
+        " expected 500 MFLOP: masked, padded or redundant work" in cell_text("flags", sg["flags"])
+    )
+    s = diagnose.diagnose_kernels(
+        summary.kernel_summary(k, ncuroof.points(k)), k, catalog.load()
+    ).set_index("kernel_label")
     assert f"useful AI {flop / byts:.3g} FLOP/B" in s.loc["gemm", "evidence"]
 
 
@@ -231,17 +321,33 @@ def test_bad_expect_file_is_one_line_exit_2(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         cli.main(["analyze", str(csv), "-o", str(tmp_path / "out"), "--expect", str(bad), "-q"])
     err = capsys.readouterr().err.strip().splitlines()
-    assert exc.value.code == 2 and len(err) == 1 and "bad.toml: unknown size 'Q' in '2*M*Q'" in err[0]
+    assert (
+        exc.value.code == 2 and len(err) == 1 and "bad.toml: unknown size 'Q' in '2*M*Q'" in err[0]
+    )
     assert not (tmp_path / "out").exists()
 
 
 def test_low_occupancy_is_named_with_its_cause():
-    base = {"status": "ok", "bound": "latency", "sm_throughput_frac": 0.3, "memory_throughput_frac": 0.2, "waves_per_sm": 12.0,
-            "blocks": 4096, "threads_per_block": 256, "occupancy_frac": 0.22, "theoretical_occupancy_frac": 0.25}
+    base = {
+        "status": "ok",
+        "bound": "latency",
+        "sm_throughput_frac": 0.3,
+        "memory_throughput_frac": 0.2,
+        "waves_per_sm": 12.0,
+        "blocks": 4096,
+        "threads_per_block": 256,
+        "occupancy_frac": 0.22,
+        "theoretical_occupancy_frac": 0.25,
+    }
     cls, ev, advice = diagnose.verdict(base, SOL, low_occupancy=0.5)
     assert cls == "latency_bound" and "achieved occupancy 22% (theoretical 25%)" in ev
-    assert "only 22% of the SM's warps are active" in advice and "fewer registers or less shared memory" in advice
-    _, _, advice = diagnose.verdict({**base, "theoretical_occupancy_frac": 1.0}, SOL, low_occupancy=0.5)
+    assert (
+        "only 22% of the SM's warps are active" in advice
+        and "fewer registers or less shared memory" in advice
+    )
+    _, _, advice = diagnose.verdict(
+        {**base, "theoretical_occupancy_frac": 1.0}, SOL, low_occupancy=0.5
+    )
     assert "load imbalance" in advice
     _, _, advice = diagnose.verdict({**base, "occupancy_frac": 0.9}, SOL, low_occupancy=0.5)
     assert "warp-stall reasons" in advice and "occupancy" not in advice
@@ -253,16 +359,24 @@ def test_occupancy_is_ncus():
     k = kernels_of(name)
     ncu = ncu_metrics(name)
     for i in range(len(k)):
-        assert k["occupancy_frac"].iat[i] == pytest.approx(ncu[i]["sm__warps_active.avg.pct_of_peak_sustained_active"] / 100)
-        assert k["theoretical_occupancy_frac"].iat[i] == pytest.approx(ncu[i]["sm__maximum_warps_per_active_cycle_pct"] / 100)
+        assert k["occupancy_frac"].iat[i] == pytest.approx(
+            ncu[i]["sm__warps_active.avg.pct_of_peak_sustained_active"] / 100
+        )
+        assert k["theoretical_occupancy_frac"].iat[i] == pytest.approx(
+            ncu[i]["sm__maximum_warps_per_active_cycle_pct"] / 100
+        )
 
 
 def test_distinct_rows_tells_apart_what_text_could_tell_apart() -> None:
     """NaN, None, 0.0 and -0.0 are four keys; equal rows share one; order of first appearance."""
 
-    frame = pd.DataFrame({"x": [0.0, -0.0, np.nan, 0.0, np.nan, 1.0],
-                          "o": pd.Series([None, None, None, None, np.nan, "a"], dtype=object),
-                          "s": pd.Series(["p", "p", "p", "p", "p", None], dtype="str")})
+    frame = pd.DataFrame(
+        {
+            "x": [0.0, -0.0, np.nan, 0.0, np.nan, 1.0],
+            "o": pd.Series([None, None, None, None, np.nan, "a"], dtype=object),
+            "s": pd.Series(["p", "p", "p", "p", "p", None], dtype="str"),
+        }
+    )
     first, inverse = distinct_rows(frame, ["x", "o", "s"])
     assert first.tolist() == [0, 1, 2, 4, 5]
     assert inverse.tolist() == [0, 1, 2, 0, 3, 4]

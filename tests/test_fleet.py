@@ -24,8 +24,12 @@ from ncuroof.runs import fleet
 
 pytestmark = needs_ncu_report
 
-SMALL = ("ESMM-Research__profile_output.ncu-rep", "nsight-training__manual_nvtx.ncu-rep",
-         "RooflineAnalysis_On_NVIDIA_GPU__output0.ncu-rep", "CudaCode__naive.ncu-rep")
+SMALL = (
+    "ESMM-Research__profile_output.ncu-rep",
+    "nsight-training__manual_nvtx.ncu-rep",
+    "RooflineAnalysis_On_NVIDIA_GPU__output0.ncu-rep",
+    "CudaCode__naive.ncu-rep",
+)
 
 
 def _runs(tmp_path: Path) -> list[str]:
@@ -37,7 +41,7 @@ def _runs(tmp_path: Path) -> list[str]:
         shutil.copyfile(shared(name), runs / f"r{i}.ncu-rep")
         names.append(f"runs/r{i}.ncu-rep")
         if i == 1:
-            (runs / "bad.ncu-rep").write_bytes(shared(name).read_bytes()[: 60_000])
+            (runs / "bad.ncu-rep").write_bytes(shared(name).read_bytes()[:60_000])
             names.append("runs/bad.ncu-rep")
     return names
 
@@ -55,24 +59,49 @@ def _alone(tmp_path: Path, names: list[str]) -> tuple[pd.DataFrame, pd.DataFrame
 
 
 def _equal(a: pd.DataFrame, b: pd.DataFrame) -> None:
-    pd.testing.assert_frame_equal(a.reset_index(drop=True), b.reset_index(drop=True), check_exact=True, check_dtype=False)
+    pd.testing.assert_frame_equal(
+        a.reset_index(drop=True), b.reset_index(drop=True), check_exact=True, check_dtype=False
+    )
     assert [str(t) for t in a.dtypes] == [str(t) for t in b.dtypes]
 
 
 def test_fleet_on_local_cluster_equals_each_report_alone(tmp_path: Path) -> None:
     names = _runs(tmp_path)
-    proc = subprocess.run([sys.executable, "-m", "ncuroof", "analyze", *names, "--stack", "--workers", "2", "-o", "out", "-q"],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ncuroof",
+            "analyze",
+            *names,
+            "--stack",
+            "--workers",
+            "2",
+            "-o",
+            "out",
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert proc.returncode == 0, proc.stderr
     err = proc.stderr.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("ncuroof: error: runs/bad.ncu-rep: ") and "truncated" in err[0]
+    assert (
+        len(err) == 1
+        and err[0].startswith("ncuroof: error: runs/bad.ncu-rep: ")
+        and "truncated" in err[0]
+    )
     out = tmp_path / "out"
     failures = pd.read_csv(out / "failures.csv")
     assert failures["source"].tolist() == ["runs/bad.ncu-rep"]
     # One hive partition per good input, read back in input order.
     parts = sorted(p.name for p in (out / "kernels.parquet").iterdir())
-    assert parts == sorted(f"input_key={hashlib.sha1(n.encode()).hexdigest()[:16]}" for n in names if "bad" not in n)
+    assert parts == sorted(
+        f"input_key={hashlib.sha1(n.encode()).hexdigest()[:16]}" for n in names if "bad" not in n
+    )
     kernels, points = _alone(tmp_path, names)
     _equal(ncuroof.load(out), kernels)
     _equal(tables_io.read_table(out / "points.parquet"), points)
@@ -95,11 +124,28 @@ def test_fleet_on_a_real_scheduler_and_two_workers(tmp_path: Path) -> None:
     addr = f"tcp://127.0.0.1:{port}"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     cmds = [[str(dask), "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"]]
-    cmds += [[str(dask), "worker", addr, "--nthreads", "1", "--nworkers", "1", "--no-dashboard", "--host", "127.0.0.1"]] * 2
+    cmds += [
+        [
+            str(dask),
+            "worker",
+            addr,
+            "--nthreads",
+            "1",
+            "--nworkers",
+            "1",
+            "--no-dashboard",
+            "--host",
+            "127.0.0.1",
+        ]
+    ] * 2
     procs: list[subprocess.Popen] = []
     try:
         for cmd in cmds:
-            procs.append(subprocess.Popen(cmd, cwd="/", env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            procs.append(
+                subprocess.Popen(
+                    cmd, cwd="/", env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+                )
+            )
             time.sleep(1 if len(procs) == 1 else 0)
         from distributed import Client
 
@@ -128,11 +174,15 @@ def test_fleet_on_a_real_scheduler_and_two_workers(tmp_path: Path) -> None:
 def test_no_input_succeeds_is_an_input_error(tmp_path: Path) -> None:
     for n in ("a", "b"):
         (tmp_path / f"{n}.ncu-rep").write_bytes(b"NVR\0" + b"\xff" * 64)
-    with pytest.raises(InputError, match="none of the 2 inputs could be analyzed; the first: .*a.ncu-rep"):
+    with pytest.raises(
+        InputError, match="none of the 2 inputs could be analyzed; the first: .*a.ncu-rep"
+    ):
         fleet.run([tmp_path / "a.ncu-rep", tmp_path / "b.ncu-rep"])
 
 
-def test_unreachable_scheduler_is_an_input_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unreachable_scheduler_is_an_input_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(fleet, "CONNECT_TIMEOUT_S", 2)
     with pytest.raises(InputError, match="cannot reach the dask scheduler"):
         fleet.run([shared(SMALL[0])], scheduler=f"tcp://127.0.0.1:{_free_port()}")
@@ -141,6 +191,8 @@ def test_unreachable_scheduler_is_an_input_error(tmp_path: Path, monkeypatch: py
 def test_a_stack_runs_on_dask_from_sixteen_inputs_or_when_asked() -> None:
     from ncuroof.runs.fleet import FLEET_MIN_INPUTS, wanted
 
-    assert FLEET_MIN_INPUTS == 16  # scripts/bench_fleet.py: dask pays from about 16 small reports on 2 cores
+    assert (
+        FLEET_MIN_INPUTS == 16
+    )  # scripts/bench_fleet.py: dask pays from about 16 small reports on 2 cores
     assert not wanted(15, None) and wanted(16, None)
     assert wanted(2, None, workers=2) and wanted(1, "tcp://127.0.0.1:8786")

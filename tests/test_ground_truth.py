@@ -22,7 +22,10 @@ def test_hand_written_sgemm_fp32_flops_equal_2mnk() -> None:
     assert "fp32: rate x time = sass_thread_opcodes" in row["evidence_sources"]
 
 
-@pytest.mark.parametrize("launch, ops", [(0, 2 * 3072 * 384 * 384), (1, 2 * 3072 * 384 * 384), (2, 2 * 2 * 3072 * 384 * 384)])
+@pytest.mark.parametrize(
+    "launch, ops",
+    [(0, 2 * 3072 * 384 * 384), (1, 2 * 3072 * 384 * 384), (2, 2 * 2 * 3072 * 384 * 384)],
+)
 def test_cutlass_imma_tensor_ops_equal_2mnk(launch: int, ops: int) -> None:
     # 110,592 IMMA.16832 per 3072x384x384 GEMM x 8192 ops each; launch 2 fuses two GEMMs.
     k = kernels_of("cutlass-panjd123__4f3955ed3c_report.ncu-rep")
@@ -50,7 +53,11 @@ def test_sass_estimate_points_are_flagged_and_take_the_datasheet_roof() -> None:
     # The report holds no tensor roof; the A100 80GB PCIe datasheet gives 624 dense INT8 TOP/s at its
     # 1410 MHz boost, labelled as such and scaled to the SM clock ncu measured (about 1030 MHz under
     # --clock-control base), while the bandwidth roofs stay the report's.
-    clock = tensor["launch_id"].map(kernels_of("cutlass-panjd123__4f3955ed3c_report.ncu-rep").set_index("launch_id")["sm_clock_hz"])
+    clock = tensor["launch_id"].map(
+        kernels_of("cutlass-panjd123__4f3955ed3c_report.ncu-rep").set_index("launch_id")[
+            "sm_clock_hz"
+        ]
+    )
     assert (clock < 1410e6).all()
     assert np.allclose(tensor["peak_flop_per_s"], 624e12 * clock / 1410e6, rtol=1e-12)
     assert (tensor["peak_flop_source"] == "datasheet").all()

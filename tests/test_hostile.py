@@ -60,8 +60,15 @@ def _cap() -> None:
 def ncuroof_cli(*args: str | Path, cwd: Path, timeout: float = 60) -> Run:
     """``python -m ncuroof ARGS`` in ``cwd``: exit code, stdout, stderr, wall seconds."""
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "ncuroof", *map(str, args)], capture_output=True, cwd=cwd, timeout=timeout,
-                          env={**os.environ, "PYTHONPATH": str(REPO)}, preexec_fn=_cap, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        [sys.executable, "-m", "ncuroof", *map(str, args)],
+        capture_output=True,
+        cwd=cwd,
+        timeout=timeout,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        preexec_fn=_cap,
+        stdin=subprocess.DEVNULL,
+    )
     run = Run(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start)
     assert b"\x1b" not in run.out and b"\x1b" not in run.err, "an escape byte reached the terminal"
     assert b"Traceback" not in run.err, run.text
@@ -91,10 +98,15 @@ def esmm(tmp: Path, name: str = "in.csv", kernel: str | None = None) -> Path:
 
 # --- outputs as one unit ------------------------------------------------------------------------
 
+
 def test_an_input_inside_the_output_set_is_refused(tmp_path: Path) -> None:
     src = esmm(tmp_path, "kernels.csv")
     before = src.read_bytes()
-    refused(ncuroof_cli("analyze", src, "-o", tmp_path, "-q", cwd=tmp_path), "is an input", "choose another -o")
+    refused(
+        ncuroof_cli("analyze", src, "-o", tmp_path, "-q", cwd=tmp_path),
+        "is an input",
+        "choose another -o",
+    )
     assert src.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["kernels.csv"]
 
@@ -102,7 +114,10 @@ def test_an_input_inside_the_output_set_is_refused(tmp_path: Path) -> None:
 def test_a_file_ncuroof_did_not_write_is_never_replaced(tmp_path: Path) -> None:
     src = esmm(tmp_path)
     (tmp_path / "points.csv").write_text("mine\n")
-    refused(ncuroof_cli("analyze", src, "-o", ".", "-q", cwd=tmp_path), "points.csv exists and was not written by ncuroof")
+    refused(
+        ncuroof_cli("analyze", src, "-o", ".", "-q", cwd=tmp_path),
+        "points.csv exists and was not written by ncuroof",
+    )
     assert (tmp_path / "points.csv").read_text() == "mine\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv", "points.csv"]
 
@@ -110,18 +125,29 @@ def test_a_file_ncuroof_did_not_write_is_never_replaced(tmp_path: Path) -> None:
 def test_a_rerun_removes_stale_outputs_and_keeps_other_files(tmp_path: Path) -> None:
     src = esmm(tmp_path)
     out = tmp_path / "out"
-    assert ncuroof_cli("analyze", src, "-o", out, "-q", "--format", "csv,parquet", cwd=tmp_path).code == 0
+    assert (
+        ncuroof_cli("analyze", src, "-o", out, "-q", "--format", "csv,parquet", cwd=tmp_path).code
+        == 0
+    )
     assert (out / "kernels.parquet").exists()
     (out / "notes.txt").write_text("mine")
     assert ncuroof_cli("analyze", src, "-o", out, "-q", cwd=tmp_path).code == 0
-    assert sorted(p.name for p in out.iterdir()) == ["kernels.csv", tables_io.MANIFEST, "notes.txt", "points.csv", "roofline.html"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "kernels.csv",
+        tables_io.MANIFEST,
+        "notes.txt",
+        "points.csv",
+        "roofline.html",
+    ]
     assert tables_io.read_manifest(out) == ["kernels.csv", "points.csv", "roofline.html"]
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
 
 
 def test_a_saved_folder_is_read_through_its_manifest(tmp_path: Path) -> None:
     """A kernels.parquet the manifest does not list (left by hand or an older run) is never read."""
-    table = tables_io.arrow_table(pd.DataFrame({"source": ["a"], "error": ["x"]}), schema.FAILURES, "failures")
+    table = tables_io.arrow_table(
+        pd.DataFrame({"source": ["a"], "error": ["x"]}), schema.FAILURES, "failures"
+    )
     page.write_outputs(tmp_path / "out", {"kernels.csv": "x\n"})
     (tmp_path / "out" / "kernels.parquet").write_bytes(tables_io.parquet_bytes(table))
     assert tables_io.saved_kernels(tmp_path / "out") == tmp_path / "out" / "kernels.csv"
@@ -140,21 +166,33 @@ def test_a_failed_write_keeps_the_previous_run(tmp_path: Path) -> None:
 
     with pytest.raises(OutputError, match="previous files are kept"):
         page.write_outputs(out, {"kernels.csv": "two\n", "points.parquet": broken})
-    assert (out / "kernels.csv").read_text() == "one\n" and (out / "phases.csv").read_text() == "p\n"
-    assert sorted(p.name for p in out.iterdir()) == ["kernels.csv", tables_io.MANIFEST, "phases.csv"]
+    assert (out / "kernels.csv").read_text() == "one\n" and (
+        out / "phases.csv"
+    ).read_text() == "p\n"
+    assert sorted(p.name for p in out.iterdir()) == [
+        "kernels.csv",
+        tables_io.MANIFEST,
+        "phases.csv",
+    ]
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
 def test_a_signal_while_writing_cleans_up_like_ctrl_c(tmp_path: Path, sig: signal.Signals) -> None:
     out = tmp_path / "out"
     page.write_outputs(out, {"kernels.csv": "one\n"})
-    script = ("import sys, time\nfrom pathlib import Path\nfrom ncuroof.render.page import write_outputs\n"
-              "def slow(p):\n    Path(p).write_text('half')\n    time.sleep(2)\n"
-              "try:\n    write_outputs(Path(sys.argv[1]), {'kernels.csv': 'two', 'points.csv': slow})\n"
-              "except KeyboardInterrupt:\n    sys.exit(130)\n")
-    proc = subprocess.Popen([sys.executable, "-c", script, str(out)], env={**os.environ, "PYTHONPATH": str(REPO)})
+    script = (
+        "import sys, time\nfrom pathlib import Path\nfrom ncuroof.render.page import"
+        " write_outputs\ndef slow(p):\n    Path(p).write_text('half')\n    time.sleep(2)\ntry:\n   "
+        " write_outputs(Path(sys.argv[1]), {'kernels.csv': 'two', 'points.csv': slow})\nexcept"
+        " KeyboardInterrupt:\n    sys.exit(130)\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script, str(out)], env={**os.environ, "PYTHONPATH": str(REPO)}
+    )
     deadline = time.monotonic() + 30
-    while not any((d / "points.csv").exists() for d in out.glob(".*")) and time.monotonic() < deadline:
+    while (
+        not any((d / "points.csv").exists() for d in out.glob(".*")) and time.monotonic() < deadline
+    ):
         time.sleep(0.05)  # until the writer is in the staging directory
     proc.send_signal(sig)
     assert proc.wait(timeout=30) == 130
@@ -165,8 +203,11 @@ def test_a_signal_while_writing_cleans_up_like_ctrl_c(tmp_path: Path, sig: signa
 
 # --- saved tables: names are text, edits are refused ----------------------------------------------
 
+
 @pytest.mark.parametrize("name", ["NA", "null", "nan", "None"])
-def test_a_kernel_named_like_a_missing_value_survives_a_saved_folder(tmp_path: Path, name: str) -> None:
+def test_a_kernel_named_like_a_missing_value_survives_a_saved_folder(
+    tmp_path: Path, name: str
+) -> None:
     src = esmm(tmp_path, kernel=name)
     assert ncuroof_cli("analyze", src, "-o", "out", "-q", cwd=tmp_path).code == 0
     saved = ncuroof.load(tmp_path / "out")
@@ -174,8 +215,13 @@ def test_a_kernel_named_like_a_missing_value_survives_a_saved_folder(tmp_path: P
     assert saved["kernel_name"].notna().all()
 
 
-@pytest.mark.parametrize(("column", "value", "words"), [("status", "bogus", "status 'bogus'"), ("time_s", "abc", "not a table")])
-def test_a_hand_edited_saved_folder_is_one_line(tmp_path: Path, column: str, value: str, words: str) -> None:
+@pytest.mark.parametrize(
+    ("column", "value", "words"),
+    [("status", "bogus", "status 'bogus'"), ("time_s", "abc", "not a table")],
+)
+def test_a_hand_edited_saved_folder_is_one_line(
+    tmp_path: Path, column: str, value: str, words: str
+) -> None:
     src = esmm(tmp_path)
     assert ncuroof_cli("analyze", src, "-o", "out", "-q", cwd=tmp_path).code == 0
     k = pd.read_csv(tmp_path / "out" / "kernels.csv", keep_default_na=False, dtype=str)
@@ -186,7 +232,7 @@ def test_a_hand_edited_saved_folder_is_one_line(tmp_path: Path, column: str, val
 
 # --- terminal, spreadsheet and page injection -----------------------------------------------------
 
-HOSTILE = "=HYPERLINK(\"http://x\")\x1b]52;c;cHduZWQ=\x07\x1b]0;title\x07\x9b31m<b>[/bold]</b>\x1bc"
+HOSTILE = '=HYPERLINK("http://x")\x1b]52;c;cHduZWQ=\x07\x1b]0;title\x07\x9b31m<b>[/bold]</b>\x1bc'
 
 
 def test_names_reach_no_terminal_spreadsheet_or_page_raw(tmp_path: Path) -> None:
@@ -194,29 +240,55 @@ def test_names_reach_no_terminal_spreadsheet_or_page_raw(tmp_path: Path) -> None
     run = ncuroof_cli("analyze", src, "-o", "out", "--format", "csv,parquet", cwd=tmp_path)
     assert run.code == 0, run.text
     assert b"\\x1b" in run.out, "the escape is shown, not dropped"
-    csv_names = pd.read_csv(tmp_path / "out" / "kernels.csv", keep_default_na=False, dtype=str)["kernel_name"]
-    assert csv_names[0].startswith("'=") and not any(n.startswith(("=", "+", "@")) for n in csv_names)
+    csv_names = pd.read_csv(tmp_path / "out" / "kernels.csv", keep_default_na=False, dtype=str)[
+        "kernel_name"
+    ]
+    assert csv_names[0].startswith("'=") and not any(
+        n.startswith(("=", "+", "@")) for n in csv_names
+    )
     raw = pd.read_parquet(tmp_path / "out" / "kernels.parquet")["kernel_name"]
     assert raw[0].startswith("=") and "\x1b" in raw[0]
-    assert ncuroof.load(tmp_path / "out")["kernel_name"][0] == raw[0], "the CSV reads back as the raw value"
+    assert ncuroof.load(tmp_path / "out")["kernel_name"][0] == raw[0], (
+        "the CSV reads back as the raw value"
+    )
     html = (tmp_path / "out" / "roofline.html").read_text(encoding="utf-8")
     assert "<b>[/bold]" not in html and "\\u003cb\\u003e[/bold]" not in html
 
 
 def test_printable_and_csv_cell() -> None:
     assert fmt.printable("a\x1b]0;t\x07b\x9b\r\u202e") == "a\\x1b]0;t\\x07b\\x9b\\x0d\\u202e"
-    assert fmt.printable("a\n\tb") == "a\n\tb" and fmt.printable("a\n\tb", layout=False) == "a\\x0a\\x09b"
+    assert (
+        fmt.printable("a\n\tb") == "a\n\tb"
+        and fmt.printable("a\n\tb", layout=False) == "a\\x0a\\x09b"
+    )
     cells = ["=1+1", "+A1", "-A1", "@SUM(A1)", "\tx", "\rx", "'q", "-1.5e3", "+3", "-", "ok", ""]
-    assert [fmt.csv_cell(c) for c in cells] == ["'=1+1", "'+A1", "'-A1", "'@SUM(A1)", "'\tx", "'\rx", "''q", "-1.5e3", "+3", "-",
-                                                "ok", ""]
+    assert [fmt.csv_cell(c) for c in cells] == [
+        "'=1+1",
+        "'+A1",
+        "'-A1",
+        "'@SUM(A1)",
+        "'\tx",
+        "'\rx",
+        "''q",
+        "-1.5e3",
+        "+3",
+        "-",
+        "ok",
+        "",
+    ]
     t = pa.table({"name": cells + [None]})
     assert tables_io._csv_raw(tables_io.csv_safe(t)).equals(t)
-    assert tables_io.csv_safe(t).column("name").to_pylist()[:7] == [fmt.csv_cell(c) for c in cells[:7]]
+    assert tables_io.csv_safe(t).column("name").to_pylist()[:7] == [
+        fmt.csv_cell(c) for c in cells[:7]
+    ]
 
 
 # --- small inputs that would eat the machine --------------------------------------------------------
 
-def _event(name: object, ts: int = 10, cat: str = "kernel", args: str | None = None, dur: int = 10) -> str:
+
+def _event(
+    name: object, ts: int = 10, cat: str = "kernel", args: str | None = None, dur: int = 10
+) -> str:
     args = args or '{"device":0,"stream":7,"correlation":1,"grid":[1,1,1],"block":[1,1,1]}'
     return f'{{"ph":"X","cat":"{cat}","name":{json.dumps(name)},"pid":0,"tid":7,"ts":{ts},"dur":{dur},"args":{args}}}'
 
@@ -237,13 +309,37 @@ def _gz_bomb(path: Path, mib: int = 64) -> None:
 
 
 TRACES = {
-    "deep.json": (lambda p: p.write_text(_trace(_event("k", args='{"x":' + "[" * 100_000 + "]" * 100_000 + "}"))), "json_depth"),
-    "long.json.gz": (lambda p: p.write_bytes(gzip.compress(_trace(_event("k" * (64 << 20))).encode(), 6)), "name_chars"),
-    "nested.json": (lambda p: p.write_text(_trace(*(_event(f"r{i}", i, "user_annotation", "{}", 10**7 - 2 * i)
-                                                   for i in range(20_000)), _event("k", 30_000))), "range_depth"),
+    "deep.json": (
+        lambda p: p.write_text(
+            _trace(_event("k", args='{"x":' + "[" * 100_000 + "]" * 100_000 + "}"))
+        ),
+        "json_depth",
+    ),
+    "long.json.gz": (
+        lambda p: p.write_bytes(gzip.compress(_trace(_event("k" * (64 << 20))).encode(), 6)),
+        "name_chars",
+    ),
+    "nested.json": (
+        lambda p: p.write_text(
+            _trace(
+                *(
+                    _event(f"r{i}", i, "user_annotation", "{}", 10**7 - 2 * i)
+                    for i in range(20_000)
+                ),
+                _event("k", 30_000),
+            )
+        ),
+        "range_depth",
+    ),
     "bomb.json.gz": (_gz_bomb, "decompressed_ratio"),
-    "grid.json": (lambda p: p.write_text(_trace(_event("k", args='{"device":0,"grid":[1.5,1,1]}'))), "grid_x"),
-    "huge_grid.json": (lambda p: p.write_text(_trace(_event("k", args='{"device":0,"grid":[1e300,1,1]}'))), "grid_x"),
+    "grid.json": (
+        lambda p: p.write_text(_trace(_event("k", args='{"device":0,"grid":[1.5,1,1]}'))),
+        "grid_x",
+    ),
+    "huge_grid.json": (
+        lambda p: p.write_text(_trace(_event("k", args='{"device":0,"grid":[1e300,1,1]}'))),
+        "grid_x",
+    ),
     "device.json": (lambda p: p.write_text(_trace(_event("k", args='{"device":1e20}'))), "device"),
 }
 
@@ -253,7 +349,9 @@ def test_an_expanding_or_malformed_trace_is_one_line_in_time(tmp_path: Path, cas
     make, limit = TRACES[case]
     make(tmp_path / case)
     before = (tmp_path / case).read_bytes()
-    run = ncuroof_cli("analyze", shared(ESMM), "--timeline", case, "-o", "out", "-q", cwd=tmp_path, timeout=60)
+    run = ncuroof_cli(
+        "analyze", shared(ESMM), "--timeline", case, "-o", "out", "-q", cwd=tmp_path, timeout=60
+    )
     refused(run, case, limit)
     assert run.seconds < 30
     assert (tmp_path / case).read_bytes() == before
@@ -262,7 +360,12 @@ def test_an_expanding_or_malformed_trace_is_one_line_in_time(tmp_path: Path, cas
 
 def test_a_trace_kernel_without_a_name_is_read(tmp_path: Path) -> None:
     (tmp_path / "t.json").write_text(_trace(_event(None)))
-    assert ncuroof_cli("analyze", shared(ESMM), "--timeline", "t.json", "-o", "out", "-q", cwd=tmp_path).code == 0
+    assert (
+        ncuroof_cli(
+            "analyze", shared(ESMM), "--timeline", "t.json", "-o", "out", "-q", cwd=tmp_path
+        ).code
+        == 0
+    )
 
 
 def _nsys(tmp: Path, sql: str) -> Path:
@@ -273,15 +376,37 @@ def _nsys(tmp: Path, sql: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("sql", "words"), [
-    ("DROP TABLE StringIds; CREATE VIEW StringIds AS WITH RECURSIVE r(id, value) AS (SELECT 0, 'x' UNION ALL "
-     "SELECT id + 1, value FROM r) SELECT id, value FROM r;", "no StringIds table"),
-    ("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 'abc' WHERE rowid = (SELECT MIN(rowid) FROM CUPTI_ACTIVITY_KIND_KERNEL);",
-     "not a number"),
-])
+@pytest.mark.parametrize(
+    ("sql", "words"),
+    [
+        (
+            (
+                "DROP TABLE StringIds; CREATE VIEW StringIds AS WITH RECURSIVE r(id, value) AS"
+                " (SELECT 0, 'x' UNION ALL SELECT id + 1, value FROM r) SELECT id, value FROM r;"
+            ),
+            "no StringIds table",
+        ),
+        (
+            (
+                "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 'abc' WHERE rowid = (SELECT"
+                " MIN(rowid) FROM CUPTI_ACTIVITY_KIND_KERNEL);"
+            ),
+            "not a number",
+        ),
+    ],
+)
 def test_a_hostile_nsys_export_is_one_line(tmp_path: Path, sql: str, words: str) -> None:
     _nsys(tmp_path, sql)
-    run = ncuroof_cli("analyze", shared("accelsim-test__algo23_raw.csv"), "--timeline", "t.sqlite", "-o", "out", "-q", cwd=tmp_path)
+    run = ncuroof_cli(
+        "analyze",
+        shared("accelsim-test__algo23_raw.csv"),
+        "--timeline",
+        "t.sqlite",
+        "-o",
+        "out",
+        "-q",
+        cwd=tmp_path,
+    )
     refused(run, words)
 
 
@@ -305,46 +430,87 @@ def test_a_long_csv_line_and_program_output_are_bounded(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("kind", ["fifo", "proc", "device"])
-def test_an_input_that_is_not_a_regular_file_is_refused_without_hanging(tmp_path: Path, kind: str) -> None:
-    path = {"fifo": tmp_path / "in.csv", "proc": Path("/proc/self/mem"), "device": Path("/dev/zero")}[kind]
+def test_an_input_that_is_not_a_regular_file_is_refused_without_hanging(
+    tmp_path: Path, kind: str
+) -> None:
+    path = {
+        "fifo": tmp_path / "in.csv",
+        "proc": Path("/proc/self/mem"),
+        "device": Path("/dev/zero"),
+    }[kind]
     if kind == "fifo":
         os.mkfifo(path)
-    refused(ncuroof_cli("analyze", path, "-o", tmp_path / "out", "-q", cwd=tmp_path, timeout=30), str(path))
+    refused(
+        ncuroof_cli("analyze", path, "-o", tmp_path / "out", "-q", cwd=tmp_path, timeout=30),
+        str(path),
+    )
     if kind == "fifo":
-        refused(ncuroof_cli("analyze", shared(ESMM), "--timeline", path, "-o", "out", "-q", cwd=tmp_path, timeout=30), "FIFO")
+        refused(
+            ncuroof_cli(
+                "analyze",
+                shared(ESMM),
+                "--timeline",
+                path,
+                "-o",
+                "out",
+                "-q",
+                cwd=tmp_path,
+                timeout=30,
+            ),
+            "FIFO",
+        )
 
 
 # --- no internal error --------------------------------------------------------------------------
 
-@pytest.mark.parametrize("record", ["[]", '"x"', "[" * 100_000 + "]" * 100_000, '{"clock_control": 5}'])
+
+@pytest.mark.parametrize(
+    "record", ["[]", '"x"', "[" * 100_000 + "]" * 100_000, '{"clock_control": 5}']
+)
 def test_a_sidecar_that_is_not_a_record_is_one_line(tmp_path: Path, record: str) -> None:
     src = esmm(tmp_path)
     (tmp_path / "in.csv.ncuroof.json").write_text(record)
     refused(ncuroof_cli("analyze", src, "-o", "out", "-q", cwd=tmp_path), "not a collection record")
 
 
-@pytest.mark.parametrize("formula", ["10.0**400", "1/0", "1%0", "-" * 100_000 + "1", "(-8)**0.5", "1e999"])
+@pytest.mark.parametrize(
+    "formula", ["10.0**400", "1/0", "1%0", "-" * 100_000 + "1", "(-8)**0.5", "1e999"]
+)
 def test_an_expectation_without_a_finite_value_is_one_line(tmp_path: Path, formula: str) -> None:
     with pytest.raises(ValueError):
         evaluate(formula, {})
-    (tmp_path / "e.toml").write_text(f'[sizes]\nM = 1\n[[kernel]]\nmatch = "basic"\nflop = "{formula}"\n')
-    refused(ncuroof_cli("analyze", shared(ESMM), "--expect", "e.toml", "-o", "out", "-q", cwd=tmp_path), "e.toml")
+    (tmp_path / "e.toml").write_text(
+        f'[sizes]\nM = 1\n[[kernel]]\nmatch = "basic"\nflop = "{formula}"\n'
+    )
+    refused(
+        ncuroof_cli("analyze", shared(ESMM), "--expect", "e.toml", "-o", "out", "-q", cwd=tmp_path),
+        "e.toml",
+    )
 
 
 def test_appended_runs_that_disagree_are_said_on_the_terminal(tmp_path: Path) -> None:
     text = shared(ESMM).read_text()
-    other = text.replace('"17333"', '"17334"').replace('"dram__bytes.sum","byte","32,746,880"', '"dram__bytes.sum","byte","98,240,640"', 1)
+    other = text.replace('"17333"', '"17334"').replace(
+        '"dram__bytes.sum","byte","32,746,880"', '"dram__bytes.sum","byte","98,240,640"', 1
+    )
     (tmp_path / "runs.csv").write_text(text + other)
     run = ncuroof_cli("analyze", "runs.csv", "-o", "out", "-q", cwd=tmp_path)
     assert run.code == 0
     assert "dram__bytes.sum" in run.text and "different values" in run.text
     notes = pd.read_csv(tmp_path / "out" / "kernels.csv", keep_default_na=False)["notes"][0]
-    assert "98,240,640" in notes.replace("9.82406e+07", "98,240,640") and "SASS-patched" not in notes
+    assert (
+        "98,240,640" in notes.replace("9.82406e+07", "98,240,640") and "SASS-patched" not in notes
+    )
 
 
 def test_a_long_input_path_costs_no_partition(tmp_path: Path) -> None:
     source = "/".join(["d" * 200] * 3) + "/report.ncu-rep"
-    t = tables_io.arrow_table(pd.DataFrame({"source": [source, "b"], "error": ["x", "y"]}), schema.FAILURES, "failures", [source, "b"])
+    t = tables_io.arrow_table(
+        pd.DataFrame({"source": [source, "b"], "error": ["x", "y"]}),
+        schema.FAILURES,
+        "failures",
+        [source, "b"],
+    )
     page.write_outputs(tmp_path / "out", {"failures.parquet": tables_io.dataset_writer(t)})
     back = tables_io.read_table(tmp_path / "out" / "failures.parquet")
     assert back["source"].tolist() == [source, "b"] and list(back.columns) == ["source", "error"]

@@ -33,7 +33,9 @@ def ncu_flop_per_s(m: dict, precision: str) -> float | None:
             return (P(m, "fadd") + P(m, "fmul") + m[d + "ffma_pred_on_x2"]) * m[SMSP]
         if precision == "fp16":
             if d + "hfma_pred_on_x4" in m:  # ncu 2024+: stored x2/x2/x4
-                return (m[d + "hadd_pred_on_x2"] + m[d + "hmul_pred_on_x2"] + m[d + "hfma_pred_on_x4"]) * m[SMSP]
+                return (
+                    m[d + "hadd_pred_on_x2"] + m[d + "hmul_pred_on_x2"] + m[d + "hfma_pred_on_x4"]
+                ) * m[SMSP]
             # ncu 2023 stored hadd + hmul + hfma_x2: half of today's weighting (metrics/README.md)
             return 2 * (P(m, "hadd") + P(m, "hmul") + m[d + "hfma_pred_on_x2"]) * m[SMSP]
     except KeyError:
@@ -43,7 +45,11 @@ def ncu_flop_per_s(m: dict, precision: str) -> float | None:
 
 def ncu_peak(m: dict, precision: str) -> float | None:
     d = "derived__sm__sass_thread_inst_executed_op_"
-    key = {"fp64": d + "dfma_pred_on_x2", "fp32": d + "ffma_pred_on_x2", "fp16": d + "hfma_pred_on_x4"}[precision]
+    key = {
+        "fp64": d + "dfma_pred_on_x2",
+        "fp32": d + "ffma_pred_on_x2",
+        "fp16": d + "hfma_pred_on_x4",
+    }[precision]
     if key in m and SM in m:
         return m[key] * m[SM]
     if precision == "fp16" and d + "hfma_pred_on_x2" in m and SM in m:
@@ -74,18 +80,33 @@ def _compare_column(name: str, column: str, reference, missing: str) -> None:
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("precision", ["fp64", "fp32", "fp16"])
 def test_achieved_flop_per_s_equals_ncu(name: str, precision: str) -> None:
-    _compare_column(name, f"{precision}_flop_per_s", lambda m: ncu_flop_per_s(m, precision), f"ncu-derived {precision} work metrics")
+    _compare_column(
+        name,
+        f"{precision}_flop_per_s",
+        lambda m: ncu_flop_per_s(m, precision),
+        f"ncu-derived {precision} work metrics",
+    )
 
 
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("precision", ["fp64", "fp32", "fp16"])
 def test_compute_roof_equals_ncu_derived_peak(name: str, precision: str) -> None:
-    _compare_column(name, f"peak_{precision}_flop_per_s", lambda m: ncu_peak(m, precision), f"derived__sm__ {precision} peak")
+    _compare_column(
+        name,
+        f"peak_{precision}_flop_per_s",
+        lambda m: ncu_peak(m, precision),
+        f"derived__sm__ {precision} peak",
+    )
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_dram_bandwidth_equals_ncu_per_second(name: str) -> None:
-    _compare_column(name, "dram_bytes_per_s", lambda m: m.get("dram__bytes.sum.per_second"), "dram__bytes.sum.per_second")
+    _compare_column(
+        name,
+        "dram_bytes_per_s",
+        lambda m: m.get("dram__bytes.sum.per_second"),
+        "dram__bytes.sum.per_second",
+    )
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -106,16 +127,27 @@ def test_dram_fraction_of_roof_equals_ncu_dram_throughput(name: str) -> None:
 def test_l2_l1_bandwidth_equal_ncu_derived_bytes(name: str) -> None:
     checked = 0
     for row, m in _pairs(name):
-        for level, key in (("l2", "derived__lts__lts2xbar_bytes.sum.per_second"),
-                           ("l1", "derived__l1tex__lsu_writeback_bytes_mem_lg.sum.per_second"),
-                           ("l1", "derived__l1tex__lsu_writeback_bytes_mem_lgds.sum.per_second")):
+        for level, key in (
+            ("l2", "derived__lts__lts2xbar_bytes.sum.per_second"),
+            ("l1", "derived__l1tex__lsu_writeback_bytes_mem_lg.sum.per_second"),
+            ("l1", "derived__l1tex__lsu_writeback_bytes_mem_lgds.sum.per_second"),
+        ):
             if key in m:
-                assert close(row[f"{level}_bytes_per_s"], m[key]), (level, row[f"{level}_bytes_per_s"], m[key])
+                assert close(row[f"{level}_bytes_per_s"], m[key]), (
+                    level,
+                    row[f"{level}_bytes_per_s"],
+                    m[key],
+                )
                 checked += 1
-        for level, key in (("l2", "derived__lts__lts2xbar_bytes.sum.peak_sustained"),
-                           ("l1", "derived__l1tex__lsu_writeback_bytes_mem_lg.sum.peak_sustained"),
-                           ("l1", "derived__l1tex__lsu_writeback_bytes_mem_lgds.sum.peak_sustained")):
-            clock = {"l2": "lts__cycles_elapsed.avg.per_second", "l1": "l1tex__cycles_elapsed.avg.per_second"}[level]
+        for level, key in (
+            ("l2", "derived__lts__lts2xbar_bytes.sum.peak_sustained"),
+            ("l1", "derived__l1tex__lsu_writeback_bytes_mem_lg.sum.peak_sustained"),
+            ("l1", "derived__l1tex__lsu_writeback_bytes_mem_lgds.sum.peak_sustained"),
+        ):
+            clock = {
+                "l2": "lts__cycles_elapsed.avg.per_second",
+                "l1": "l1tex__cycles_elapsed.avg.per_second",
+            }[level]
             if key in m and clock in m:
                 assert close(row[f"peak_{level}_bytes_per_s"], m[key] * m[clock])
                 checked += 1
@@ -130,9 +162,18 @@ def test_l2_fraction_equals_ncu_pct_of_peak(name: str) -> None:
     percentage are left out: comparing them would prove nothing."""
     checked = 0
     for row, m in _pairs(name):
-        for definition, key in (("ncu", "lts__lts2xbar_cycles_active.sum.pct_of_peak_sustained_elapsed"),):
-            if row["l2_definition"] == definition and key in m and m[key] > 0 and not math.isnan(row["peak_l2_bytes_per_s"]):
-                assert close(row["l2_bytes_per_s"] / row["peak_l2_bytes_per_s"], m[key] / 100, rel=1e-6)
+        for definition, key in (
+            ("ncu", "lts__lts2xbar_cycles_active.sum.pct_of_peak_sustained_elapsed"),
+        ):
+            if (
+                row["l2_definition"] == definition
+                and key in m
+                and m[key] > 0
+                and not math.isnan(row["peak_l2_bytes_per_s"])
+            ):
+                assert close(
+                    row["l2_bytes_per_s"] / row["peak_l2_bytes_per_s"], m[key] / 100, rel=1e-6
+                )
                 checked += 1
     if not checked:
         pytest.skip(f"{name}: no L2 percentage of peak to compare with")
@@ -143,10 +184,20 @@ def test_l1_roof_from_percentage_is_close_to_exact_roof() -> None:
     which stores the exact ingredients too, that approximation is within 1 % of the exact roof."""
     name = "cs599k__2025-04-21-vector-based.ncu-rep"
     for m in ncu_metrics(name):
-        exact = 128 * m["l1tex__lsu_writeback_active_mem_lgds.sum.peak_sustained"] * m["l1tex__cycles_elapsed.avg.per_second"] \
-            if "l1tex__cycles_elapsed.avg.per_second" in m else None
+        exact = (
+            128
+            * m["l1tex__lsu_writeback_active_mem_lgds.sum.peak_sustained"]
+            * m["l1tex__cycles_elapsed.avg.per_second"]
+            if "l1tex__cycles_elapsed.avg.per_second" in m
+            else None
+        )
         pct = m["l1tex__lsu_writeback_active_mem_lgds.sum.pct_of_peak_sustained_elapsed"] / 100
-        approx = 128 * m["l1tex__lsu_writeback_active_mem_lgds.sum"] / pct / (m["gpu__time_duration.sum"] * 1e-9)
+        approx = (
+            128
+            * m["l1tex__lsu_writeback_active_mem_lgds.sum"]
+            / pct
+            / (m["gpu__time_duration.sum"] * 1e-9)
+        )
         if exact is None:
             pytest.skip("report stores no L1 clock")
         assert abs(approx / exact - 1) < 0.01

@@ -33,8 +33,13 @@ def test_report_compared_with_itself_has_the_pages_kernels() -> None:
         assert (rows[f"{col}_before"].to_numpy() == page[col].to_numpy()).all()
         assert (rows[f"{col}_after"].to_numpy() == page[col].to_numpy()).all()
     # told apart by their threadblock tile (the first GemmShape<M, N, K> of each demangled name), not by a number
-    tiles = ["x".join(re.search(r"GemmShape<\(int\)(\d+), \(int\)(\d+), \(int\)(\d+)>", d).groups()) for d in page["kernel_demangled"]]
-    assert list(rows["kernel_label"]) == list(page["kernel_label"]) == [f"Kernel<{t}>" for t in tiles]
+    tiles = [
+        "x".join(re.search(r"GemmShape<\(int\)(\d+), \(int\)(\d+), \(int\)(\d+)>", d).groups())
+        for d in page["kernel_demangled"]
+    ]
+    assert (
+        list(rows["kernel_label"]) == list(page["kernel_label"]) == [f"Kernel<{t}>" for t in tiles]
+    )
     assert len(set(tiles)) == 2
 
 
@@ -43,15 +48,24 @@ def _pytorch_like(scale: dict[int, float]) -> pd.DataFrame:
     times of kernel i are multiplied by ``scale[i]`` (rates follow from the new times)."""
     k = synthetic.kernels_table(6, 3)
     names = ["elementwise_kernel", "elementwise_kernel", "reduce_kernel"]
-    demangled = ["void at::native::elementwise_kernel<128, 4, AddFunctor<float>>(int, AddFunctor<float>)",
-                 "void at::native::elementwise_kernel<128, 4, MulFunctor<c10::Half>>(int, MulFunctor<c10::Half>)",
-                 "void at::native::reduce_kernel<512, 1, ReduceOp<float, SumOps<float>>>(ReduceOp<float, SumOps<float>>)"]
+    demangled = [
+        "void at::native::elementwise_kernel<128, 4, AddFunctor<float>>(int, AddFunctor<float>)",
+        (
+            "void at::native::elementwise_kernel<128, 4, MulFunctor<c10::Half>>(int,"
+            " MulFunctor<c10::Half>)"
+        ),
+        (
+            "void at::native::reduce_kernel<512, 1, ReduceOp<float, SumOps<float>>>(ReduceOp<float,"
+            " SumOps<float>>)"
+        ),
+    ]
     kid = k["kernel_name"].str.removeprefix("kern_").astype(int).to_numpy()
     k["kernel_name"] = [names[i] for i in kid]
     k["kernel_demangled"] = [demangled[i] for i in kid]
     f = np.array([scale.get(i, 1.0) for i in kid])
-    rates = [c for c in k.columns if c.endswith("_flop_per_s") and not c.startswith("peak_")] + \
-        [c for c in k.columns if c.endswith("_bytes_per_s") and not c.startswith("peak_")]
+    rates = [c for c in k.columns if c.endswith("_flop_per_s") and not c.startswith("peak_")] + [
+        c for c in k.columns if c.endswith("_bytes_per_s") and not c.startswith("peak_")
+    ]
     k["time_s"] = k["time_s"] * f
     for c in rates:
         k[c] = k[c] / f
@@ -69,7 +83,9 @@ def test_template_instantiations_moving_opposite_ways_stay_two_rows() -> None:
     mul = t.index[t.index.str.contains("MulFunctor")][0]
     red = t.index[t.index.str.contains("reduce_kernel")][0]
     tb = before.assign(key=summary.kernel_keys(before)).groupby("key")["time_s"].sum()
-    assert t.loc[add, "speedup"] == pytest.approx(2.0) and t.loc[mul, "speedup"] == pytest.approx(0.5)
+    assert t.loc[add, "speedup"] == pytest.approx(2.0) and t.loc[mul, "speedup"] == pytest.approx(
+        0.5
+    )
     assert t.loc[red, "speedup"] == 1.0
     assert t.loc[add, "time_s_before"] == pytest.approx(tb[add])
     # Function names are shared, so labels are numbered in time order; both sides say which.
@@ -93,35 +109,64 @@ def test_finer_kernel_keys() -> None:
         summary.kernel_keys(k, "grid")
 
 
-def _pt(launch: int, precision: str, level: str, flop: float, ai: float, peak_f: float, peak_b: float) -> dict:
+def _pt(
+    launch: int, precision: str, level: str, flop: float, ai: float, peak_f: float, peak_b: float
+) -> dict:
     roof = min(peak_f, ai * peak_b)
-    return {"source": "s", "launch_id": launch, "precision": precision, "level": level, "flop": flop, "ai_flop_per_byte": ai,
-            "flop_per_s": roof / 2, "ridge_flop_per_byte": peak_f / peak_b, "roof_flop_per_s": roof, "roof_fraction": 0.5,
-            "peak_flop_per_s": peak_f, "peak_bytes_per_s": peak_b, "bound": "memory" if ai < peak_f / peak_b else "compute"}
+    return {
+        "source": "s",
+        "launch_id": launch,
+        "precision": precision,
+        "level": level,
+        "flop": flop,
+        "ai_flop_per_byte": ai,
+        "flop_per_s": roof / 2,
+        "ridge_flop_per_byte": peak_f / peak_b,
+        "roof_flop_per_s": roof,
+        "roof_fraction": 0.5,
+        "peak_flop_per_s": peak_f,
+        "peak_bytes_per_s": peak_b,
+        "bound": "memory" if ai < peak_f / peak_b else "compute",
+    }
 
 
 def test_binding_point_rule_by_hand() -> None:
-    pts = pd.DataFrame([
-        # launch 0: FP32 has most work; its lowest attainable roof is DRAM (10 * 1e12 = 1e13 < L2's 4e13).
-        _pt(0, "fp32", "l2", 1e9, 10, 6e13, 4e12), _pt(0, "fp32", "dram", 1e9, 10, 6e13, 1e12),
-        _pt(0, "fp64", "dram", 1e6, 0.01, 3e13, 1e12),
-        # launch 1: compute bound at L1 (AI 1000 > ridge 60 at every level; min roof = peak, first in order).
-        _pt(1, "fp32", "l1", 1e9, 1000, 6e13, 1e12), _pt(1, "fp32", "dram", 1e9, 2000, 6e13, 1e12),
-        # launch 2: the main precision (tensor) has no roof: placed at FP32, the roofed precision with the most work
-        # (more than FP64's), not nowhere.
-        {**_pt(2, "tensor:fp16", "dram", 1e12, 100, np.nan, 1e12), "roof_flop_per_s": np.nan},
-        _pt(2, "fp32", "dram", 1e6, 1, 6e13, 1e12), _pt(2, "fp64", "dram", 1e3, 0.1, 3e13, 1e12),
-        # launch 3: no roofed point at all: no binding point.
-        {**_pt(3, "fp32", "dram", 1e6, 1, np.nan, 1e12), "roof_flop_per_s": np.nan},
-    ])
+    pts = pd.DataFrame(
+        [
+            # launch 0: FP32 has most work; its lowest attainable roof is DRAM (10 * 1e12 = 1e13 < L2's 4e13).
+            _pt(0, "fp32", "l2", 1e9, 10, 6e13, 4e12),
+            _pt(0, "fp32", "dram", 1e9, 10, 6e13, 1e12),
+            _pt(0, "fp64", "dram", 1e6, 0.01, 3e13, 1e12),
+            # launch 1: compute bound at L1 (AI 1000 > ridge 60 at every level; min roof = peak, first in order).
+            _pt(1, "fp32", "l1", 1e9, 1000, 6e13, 1e12),
+            _pt(1, "fp32", "dram", 1e9, 2000, 6e13, 1e12),
+            # launch 2: the main precision (tensor) has no roof: placed at FP32, the roofed precision with the most work
+            # (more than FP64's), not nowhere.
+            {**_pt(2, "tensor:fp16", "dram", 1e12, 100, np.nan, 1e12), "roof_flop_per_s": np.nan},
+            _pt(2, "fp32", "dram", 1e6, 1, 6e13, 1e12),
+            _pt(2, "fp64", "dram", 1e3, 0.1, 3e13, 1e12),
+            # launch 3: no roofed point at all: no binding point.
+            {**_pt(3, "fp32", "dram", 1e6, 1, np.nan, 1e12), "roof_flop_per_s": np.nan},
+        ]
+    )
     b = classify.binding_points(pts).set_index("launch_id")
     assert list(b.index) == [0, 1, 2]
-    assert (b.loc[0, "precision"], b.loc[0, "level"], b.loc[0, "bound"]) == ("fp32", "dram", "memory")
+    assert (b.loc[0, "precision"], b.loc[0, "level"], b.loc[0, "bound"]) == (
+        "fp32",
+        "dram",
+        "memory",
+    )
     assert (b.loc[1, "level"], b.loc[1, "bound"]) == ("l1", "compute")
     assert b.loc[0, "main_precision"] == "fp32"
-    assert (b.loc[2, "precision"], b.loc[2, "main_precision"], b.loc[2, "roof_flop_per_s"]) == ("fp32", "tensor:fp16", 1e12)
+    assert (b.loc[2, "precision"], b.loc[2, "main_precision"], b.loc[2, "roof_flop_per_s"]) == (
+        "fp32",
+        "tensor:fp16",
+        1e12,
+    )
     # The same rule for a kernel: group by kernel_key.
-    per_kernel = classify.binding_points(pts.assign(kernel_key="k").query("launch_id == 0"), ["kernel_key"])
+    per_kernel = classify.binding_points(
+        pts.assign(kernel_key="k").query("launch_id == 0"), ["kernel_key"]
+    )
     assert per_kernel.loc[0, "level"] == "dram"
 
 
@@ -138,14 +183,38 @@ def test_one_analyze_computes_each_table_once(monkeypatch: pytest.MonkeyPatch, t
         monkeypatch.setattr(module, name, wrapper)
 
     k = synthetic.kernels_table(40, 5)
-    for module, name in ((calculator, "compute_points"), (summary, "kernel_dots"), (summary, "kernel_summary"),
-                         (diagnose, "diagnose_kernels"), (classify, "classify")):
+    for module, name in (
+        (calculator, "compute_points"),
+        (summary, "kernel_dots"),
+        (summary, "kernel_summary"),
+        (diagnose, "diagnose_kernels"),
+        (classify, "classify"),
+    ):
         counted(module, name)
-    a = analysis.from_kernels(k, analysis.AnalysisOptions(), analysis.catalog.load(), analysis.catalog.load_gpus(),
-                              inputs=[tmp_path / "synthetic.ncu-rep"])
-    assert calls == {"compute_points": 1, "classify": 1, "kernel_dots": 1, "kernel_summary": 1, "diagnose_kernels": 1}
-    api._page_files(a, plotlyjs="cdn", image=None)  # the page reads the analysis, recomputes nothing
-    assert calls == {"compute_points": 1, "classify": 1, "kernel_dots": 1, "kernel_summary": 1, "diagnose_kernels": 1}
+    a = analysis.from_kernels(
+        k,
+        analysis.AnalysisOptions(),
+        analysis.catalog.load(),
+        analysis.catalog.load_gpus(),
+        inputs=[tmp_path / "synthetic.ncu-rep"],
+    )
+    assert calls == {
+        "compute_points": 1,
+        "classify": 1,
+        "kernel_dots": 1,
+        "kernel_summary": 1,
+        "diagnose_kernels": 1,
+    }
+    api._page_files(
+        a, plotlyjs="cdn", image=None
+    )  # the page reads the analysis, recomputes nothing
+    assert calls == {
+        "compute_points": 1,
+        "classify": 1,
+        "kernel_dots": 1,
+        "kernel_summary": 1,
+        "diagnose_kernels": 1,
+    }
 
 
 def test_the_old_analysis_module_still_imports_with_a_warning() -> None:

@@ -27,9 +27,20 @@ from ncuroof.render.figure import BOUND_COLORS, KERNEL_COLORS
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = Path(os.environ.get("NCUROOF_ARTIFACTS", ROOT / "test-artifacts"))
-CHROMIUM = os.environ.get("NCUROOF_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        "--no-first-run", "--enable-unsafe-swiftshader"]
+CHROMIUM = (
+    os.environ.get("NCUROOF_CHROMIUM")
+    or shutil.which("chromium")
+    or shutil.which("chromium-browser")
+)
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--enable-unsafe-swiftshader",
+]
 
 # Drawn dots of the visible dot traces: SVG point paths, or the WebGL trace's length.
 COUNT_JS = """() => { const gd = document.getElementById('roofline'); let n = 0;
@@ -40,9 +51,13 @@ COUNT_JS = """() => { const gd = document.getElementById('roofline'); let n = 0;
 
 @pytest.fixture(scope="module")
 def browser():
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')"
+    )
     if CHROMIUM is None:
-        pytest.skip("Chromium not found: install Debian's chromium (.ci/run does) or set NCUROOF_CHROMIUM")
+        pytest.skip(
+            "Chromium not found: install Debian's chromium (.ci/run does) or set NCUROOF_CHROMIUM"
+        )
     with sync_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         yield b
@@ -71,7 +86,9 @@ def _focus_keys(kernels: pd.DataFrame, share: float = 0.95) -> set[str]:
 
 def _expected_kernel_dots(kernels: pd.DataFrame, points: pd.DataFrame) -> pd.DataFrame:
     """(key, precision, level) of every focus kernel's dots at the precision of most of its FLOPs."""
-    key = kernels.assign(key=kernels["kernel_demangled"].fillna(kernels["kernel_name"]).astype(str))[["source", "launch_id", "key"]]
+    key = kernels.assign(
+        key=kernels["kernel_demangled"].fillna(kernels["kernel_name"]).astype(str)
+    )[["source", "launch_id", "key"]]
     p = points.merge(key, on=["source", "launch_id"])
     per = p.groupby(["key", "precision"])["flop"].sum().reset_index()
     main = per.loc[per.groupby("key")["flop"].idxmax(), ["key", "precision"]]
@@ -90,7 +107,9 @@ def test_real_report_page(browser, tmp_path):
     assert len(expected) == 12  # 4 SGEMM kernels x (L1, L2, DRAM), all FP32
     page, errors = _open(browser, out / "roofline.html")
     assert page.query_selector("#roofline .main-svg .scatterlayer") is not None
-    bottom = page.evaluate("() => document.querySelector('#roofline .main-svg').getBoundingClientRect().bottom")
+    bottom = page.evaluate(
+        "() => document.querySelector('#roofline .main-svg').getBoundingClientRect().bottom"
+    )
     assert 0 < bottom <= 1000  # the whole chart on the first 1400x1000 screen
     assert page.evaluate(COUNT_JS) == len(expected)
 
@@ -102,13 +121,20 @@ def test_real_report_page(browser, tmp_path):
       return [r.x + r.width / 2, r.y + r.height / 2]; }""")
     page.mouse.move(*centre)
     page.wait_for_timeout(400)
-    hovered = page.evaluate("() => { const h = document.getElementById('roofline')._hoverdata[0]; "
-                            "return [h.x, h.data.meta.level]; }")
+    hovered = page.evaluate(
+        "() => { const h = document.getElementById('roofline')._hoverdata[0]; "
+        "return [h.x, h.data.meta.level]; }"
+    )
     label = page.evaluate("() => document.querySelector('#roofline .hoverlayer').textContent")
-    at = points[(points["level"] == hovered[1]) & np.isclose(points["ai_flop_per_byte"], hovered[0], rtol=1e-5)]
+    at = points[
+        (points["level"] == hovered[1])
+        & np.isclose(points["ai_flop_per_byte"], hovered[0], rtol=1e-5)
+    ]
     assert len(at) == 1
     assert at["kernel_name"].iat[0] in label
-    assert at["kernel_name"].iat[0] in page.evaluate("() => document.getElementById('details').textContent")
+    assert at["kernel_name"].iat[0] in page.evaluate(
+        "() => document.getElementById('details').textContent"
+    )
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "roofline-ESMM-Research.png"), full_page=True)
     assert errors == []
@@ -120,7 +146,9 @@ def test_controls_switch_views(browser, tmp_path):
     summ = summary.kernel_summary(k, pts)
     fig = plot.plot_roofline(pts, k, title="synthetic")
     page_path = tmp_path / "roofline.html"
-    page_path.write_text(report.render_html(fig, k, {"inputs": "synthetic"}, summary=summ), encoding="utf-8")
+    page_path.write_text(
+        report.render_html(fig, k, {"inputs": "synthetic"}, summary=summ), encoding="utf-8"
+    )
     focus = _focus_keys(k)
     in_focus = k["kernel_demangled"].isin(focus)
     assert 1 < len(focus) < 40
@@ -136,15 +164,21 @@ def test_controls_switch_views(browser, tmp_path):
     assert first >= 0
     top = k.groupby("kernel_demangled")["time_s"].sum().idxmax()
     top_bound = k.loc[k["kernel_demangled"] == top, "bound"].mode().iat[0]
-    rgb = page.evaluate("""(i) => { const gd = document.getElementById('roofline');
+    rgb = page.evaluate(
+        """(i) => { const gd = document.getElementById('roofline');
       const t = gd._fullData.find(t => t.visible === true && t.meta && t.meta.role === 'dots');
-      return document.querySelectorAll('.trace' + t.uid + ' .points path')[i].style.fill; }""", first)
+      return document.querySelectorAll('.trace' + t.uid + ' .points path')[i].style.fill; }""",
+        first,
+    )
     assert rgb == _rgb(KERNEL_COLORS[0])
     page.check('input[name="ctl-color"][value="bound"]')
     page.wait_for_timeout(300)
-    rgb = page.evaluate("""(i) => { const gd = document.getElementById('roofline');
+    rgb = page.evaluate(
+        """(i) => { const gd = document.getElementById('roofline');
       const t = gd._fullData.find(t => t.visible === true && t.meta && t.meta.role === 'dots');
-      return document.querySelectorAll('.trace' + t.uid + ' .points path')[i].style.fill; }""", first)
+      return document.querySelectorAll('.trace' + t.uid + ' .points path')[i].style.fill; }""",
+        first,
+    )
     assert rgb == _rgb(BOUND_COLORS[top_bound])
 
     page.check('input[name="ctl-mode"][value="launch"]')
@@ -161,17 +195,24 @@ def test_controls_switch_views(browser, tmp_path):
     assert page.evaluate(COUNT_JS) == 2 * int(k["fp64_flop"].gt(0).sum())
 
     # The kernels table sorts by a column's raw values.
-    col = page.evaluate("() => Array.from(document.querySelectorAll('table.sortable')[0].tHead.rows[0].cells)"
-                        ".findIndex(c => c.textContent === 'launches')")
+    col = page.evaluate(
+        "() => Array.from(document.querySelectorAll('table.sortable')[0].tHead.rows[0].cells)"
+        ".findIndex(c => c.textContent === 'launches')"
+    )
     page.locator("table.sortable").first.locator("th").nth(col).click()
-    values = page.evaluate(f"() => Array.from(document.querySelectorAll('table.sortable')[0].tBodies[0].rows)"
-                           f".map(r => parseFloat(r.cells[{col}].dataset.v))")
-    assert values == sorted(values, reverse=True) and values[0] == k["kernel_demangled"].value_counts().max()
+    values = page.evaluate(
+        "() => Array.from(document.querySelectorAll('table.sortable')[0].tBodies[0].rows)"
+        f".map(r => parseFloat(r.cells[{col}].dataset.v))"
+    )
+    assert (
+        values == sorted(values, reverse=True)
+        and values[0] == k["kernel_demangled"].value_counts().max()
+    )
     assert errors == []
 
 
 def _rgb(hex_color: str) -> str:
-    r, g, b = (int(hex_color[i:i + 2], 16) for i in (1, 3, 5))
+    r, g, b = (int(hex_color[i : i + 2], 16) for i in (1, 3, 5))
     return f"rgb({r}, {g}, {b})"
 
 
@@ -189,8 +230,10 @@ def test_ten_thousand_launches(browser, tmp_path):
     page.check('input[name="ctl-mode"][value="launch"]')
     page.wait_for_timeout(500)
     assert page.evaluate(COUNT_JS) == 3 * int(in_focus.sum())
-    types = page.evaluate("() => Array.from(new Set(document.getElementById('roofline')._fullData"
-                          ".filter(t => t.visible === true && t.meta && t.meta.role === 'dots').map(t => t.type)))")
+    types = page.evaluate(
+        "() => Array.from(new Set(document.getElementById('roofline')._fullData"
+        ".filter(t => t.visible === true && t.meta && t.meta.role === 'dots').map(t => t.type)))"
+    )
     assert types == ["scattergl"]
     assert errors == []
 
@@ -204,14 +247,24 @@ def test_per_launch_dots_are_the_longest_launches_when_there_are_many(monkeypatc
     fig = plot.plot_roofline(pts, k, title="capped", show_all=True)
     longest = set(k.nlargest(50, "time_s")["launch_id"])
     at = plot.CUSTOMDATA.index("launch_id")
-    drawn = {int(c[at]) for t in fig.data if t.meta and t.meta.get("role") == "dots" and t.meta["mode"] == "launch"
-             for c in np.asarray(t.customdata)}
+    drawn = {
+        int(c[at])
+        for t in fig.data
+        if t.meta and t.meta.get("role") == "dots" and t.meta["mode"] == "launch"
+        for c in np.asarray(t.customdata)
+    }
     assert drawn == longest
     modes = next(c for c in fig.layout.meta["view"]["controls"] if c["field"] == "mode")["options"]
     assert ["launch", "per launch (the 50 longest of 600)"] in modes
-    per_kernel = sum(float(np.asarray(t.customdata)[:, plot.CUSTOMDATA.index("launches")].sum()) for t in fig.data
-                     if t.meta and t.meta.get("role") == "dots" and t.meta["mode"] == "kernel" and t.meta["when"]["precision"] == "main"
-                     and t.meta["when"]["levels"] == "dram")
+    per_kernel = sum(
+        float(np.asarray(t.customdata)[:, plot.CUSTOMDATA.index("launches")].sum())
+        for t in fig.data
+        if t.meta
+        and t.meta.get("role") == "dots"
+        and t.meta["mode"] == "kernel"
+        and t.meta["when"]["precision"] == "main"
+        and t.meta["when"]["levels"] == "dram"
+    )
     assert per_kernel == len(k[k["launch_id"].isin(pts.loc[pts["level"] == "dram", "launch_id"])])
 
 
@@ -232,13 +285,18 @@ def test_static_image(tmp_path):
     assert svg.lstrip().startswith("<svg") and "FP32 67 TFLOP/s" in svg
 
 
-def _page(tmp_path: Path, k: pd.DataFrame, focus: float = summary.FOCUS_SHARE, name: str = "roofline.html"):
+def _page(
+    tmp_path: Path, k: pd.DataFrame, focus: float = summary.FOCUS_SHARE, name: str = "roofline.html"
+):
     """Write the roofline page of kernels table ``k``; return (path, figure, points)."""
     pts = ncuroof.points(k)
     summ = summary.kernel_summary(k, pts, focus=focus)
     fig = plot.plot_roofline(pts, k, title="synthetic", focus=focus, summary=summ)
     path = tmp_path / name
-    path.write_text(report.render_html(fig, k, {"inputs": "synthetic"}, summary=summ, focus=focus), encoding="utf-8")
+    path.write_text(
+        report.render_html(fig, k, {"inputs": "synthetic"}, summary=summ, focus=focus),
+        encoding="utf-8",
+    )
     return path, fig, pts
 
 
@@ -246,23 +304,33 @@ def test_chart_leads_the_page(browser, tmp_path):
     k = synthetic.kernels_table(400, 40, seed=3)
     path, _, _ = _page(tmp_path, k)
     page, errors = _open(browser, path)
-    box = page.evaluate("() => { const r = document.querySelector('#roofline .main-svg').getBoundingClientRect();"
-                        " return [r.left, r.top, r.right, r.bottom, window.scrollY]; }")
+    box = page.evaluate(
+        "() => { const r = document.querySelector('#roofline .main-svg').getBoundingClientRect();"
+        " return [r.left, r.top, r.right, r.bottom, window.scrollY]; }"
+    )
     assert box[4] == 0 and box[0] >= 0 and box[1] >= 0
     assert box[2] <= 1400 and box[3] <= 1000, f"chart not fully on the first screen: {box}"
     # The header beside/above it: GPU, total time and the top kernels, largest first, as pandas sums them.
     total = k["time_s"].sum()
     header = page.evaluate("() => document.querySelector('header').textContent")
     assert k["device_name"].iat[0] in header and f"{total * 1e3:.3g} ms" in header
-    assert f"{len(k)} launches of {k['kernel_demangled'].nunique()} kernels" in " ".join(header.split())
+    assert f"{len(k)} launches of {k['kernel_demangled'].nunique()} kernels" in " ".join(
+        header.split()
+    )
     top = k.groupby("kernel_demangled")["time_s"].sum().sort_values(ascending=False).head(5)
-    side = page.evaluate("() => Array.from(document.querySelectorAll('ol.top .k')).map(e => e.textContent)")
+    side = page.evaluate(
+        "() => Array.from(document.querySelectorAll('ol.top .k')).map(e => e.textContent)"
+    )
     names = k.drop_duplicates("kernel_demangled").set_index("kernel_demangled")["kernel_name"]
     assert side == list(names[top.index])
-    shares = page.evaluate("() => Array.from(document.querySelectorAll('ol.top .n')).map(e => e.textContent)")
+    shares = page.evaluate(
+        "() => Array.from(document.querySelectorAll('ol.top .n')).map(e => e.textContent)"
+    )
     assert all(s.startswith(f"{100 * t / total:.1f}%") for s, t in zip(shares, top))
     # Each listed kernel's swatch has the colour of its dots.
-    swatches = page.evaluate("() => Array.from(document.querySelectorAll('ol.top .swatch')).map(e => e.style.background)")
+    swatches = page.evaluate(
+        "() => Array.from(document.querySelectorAll('ol.top .swatch')).map(e => e.style.background)"
+    )
     assert swatches == [_rgb(c) for c in KERNEL_COLORS[:5]]
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "roofline-first-screen.png"))
@@ -277,7 +345,9 @@ def test_python_and_script_apply_one_view_rule(browser, tmp_path):
     k = synthetic.kernels_table(300, 30, seed=5)
     path, fig, _ = _page(tmp_path, k)
     page, errors = _open(browser, path)
-    initial = page.evaluate("() => document.getElementById('roofline').data.map(t => t.visible !== false)")
+    initial = page.evaluate(
+        "() => document.getElementById('roofline').data.map(t => t.visible !== false)"
+    )
     assert initial == [t.visible is not False for t in fig.data]
     page.check('input[name="ctl-mode"][value="launch"]')
     page.uncheck('.ctl-level[value="l1"]')
@@ -285,8 +355,16 @@ def test_python_and_script_apply_one_view_rule(browser, tmp_path):
     page.select_option("#ctl-precision", "fp64")
     page.check('input[name="ctl-color"][value="bound"]')
     page.wait_for_timeout(400)
-    state = {"precision": "fp64", "levels": ["l2", "dram"], "mode": "launch", "color": "bound", "all": True}
-    shown = page.evaluate("() => document.getElementById('roofline').data.map(t => t.visible !== false)")
+    state = {
+        "precision": "fp64",
+        "levels": ["l2", "dram"],
+        "mode": "launch",
+        "color": "bound",
+        "all": True,
+    }
+    shown = page.evaluate(
+        "() => document.getElementById('roofline').data.map(t => t.visible !== false)"
+    )
     assert shown == [visible(t.meta["when"], state) for t in fig.data]
     assert sum(shown) > 0 and not all(shown)
     scale = page.evaluate("""() => document.getElementById('roofline').data
@@ -307,12 +385,20 @@ def test_focus_sentence_counts_kernels_in_words(tmp_path, left_out):
     kept = len(t) - left_out
     gone = t.iloc[-left_out:].sum() / t.sum()
     if left_out == 1:
-        assert f"1 kernel ({100 * gone:.1f}% of the time) is left out (tick the box above the chart to show it)" in text
+        assert (
+            f"1 kernel ({100 * gone:.1f}% of the time) is left out (tick the box above the chart to"
+            " show it)" in text
+        )
     else:
-        assert f"{left_out} kernels ({100 * gone:.1f}% of the time) are left out (tick the box above the chart to show them)" in text
+        assert (
+            f"{left_out} kernels ({100 * gone:.1f}% of the time) are left out (tick the box above"
+            " the chart to show them)" in text
+        )
     assert f"The chart shows the {kept} kernels that make up {100 * share:.0f}% of GPU time" in text
     control = fig.layout.meta["view"]["controls"][-1]
-    assert control["label"].startswith(f"also the {left_out} kernel{'s' if left_out > 1 else ''} outside")
+    assert control["label"].startswith(
+        f"also the {left_out} kernel{'s' if left_out > 1 else ''} outside"
+    )
 
 
 def test_page_text_does_not_come_from_the_figure_meta(tmp_path):
@@ -324,22 +410,50 @@ def test_page_text_does_not_come_from_the_figure_meta(tmp_path):
     fig.layout.meta = None
     html = report.render_html(fig, k, {}, summary=summ)
     kept = int(summ["in_focus"].sum())
-    assert kept < len(summ) and f"The chart shows the {kept} kernels that make up 95% of GPU time" in html
+    assert (
+        kept < len(summ)
+        and f"The chart shows the {kept} kernels that make up 95% of GPU time" in html
+    )
 
 
 def test_tables_escape_and_sort_keys(tmp_path):
-    df = pd.DataFrame({"kernel_name": ["<script>x</script>", "b"], "kernel_demangled": ["a<b>", "b"],
-                       "time_s": [1.5e-3, np.nan], "share": [0.25, 0.5]})
-    html = report.html_table(df, [("kernel_name", "kernel"), ("time_s", "time"), ("share", "share")], title_col="kernel_demangled",
-                             kinds={"time_s": "time", "share": "pct"}, swatches=["#123456", "#abcdef"])
-    assert "<script>x" not in html and "&lt;script&gt;x&lt;/script&gt;" in html and 'title="a&lt;b&gt;"' in html
-    assert 'data-v="0.0015">1.5 ms</td>' in html and 'data-v=""></td>' in html and 'data-v="0.25">25.0%</td>' in html
-    assert html.count("class=\"swatch\"") == 2 and "background:#abcdef" in html
+    df = pd.DataFrame(
+        {
+            "kernel_name": ["<script>x</script>", "b"],
+            "kernel_demangled": ["a<b>", "b"],
+            "time_s": [1.5e-3, np.nan],
+            "share": [0.25, 0.5],
+        }
+    )
+    html = report.html_table(
+        df,
+        [("kernel_name", "kernel"), ("time_s", "time"), ("share", "share")],
+        title_col="kernel_demangled",
+        kinds={"time_s": "time", "share": "pct"},
+        swatches=["#123456", "#abcdef"],
+    )
+    assert (
+        "<script>x" not in html
+        and "&lt;script&gt;x&lt;/script&gt;" in html
+        and 'title="a&lt;b&gt;"' in html
+    )
+    assert (
+        'data-v="0.0015">1.5 ms</td>' in html
+        and 'data-v=""></td>' in html
+        and 'data-v="0.25">25.0%</td>' in html
+    )
+    assert html.count('class="swatch"') == 2 and "background:#abcdef" in html
 
 
 def test_compare_page_from_template():
     fig = plot.plot_roofline(pd.DataFrame(columns=["level"]))
-    html = report.render_page("a <b> title", fig, {"before": "x.ncu-rep", "left-out-fact": ""}, "Kernels", "<table id='t'></table>")
+    html = report.render_page(
+        "a <b> title",
+        fig,
+        {"before": "x.ncu-rep", "left-out-fact": ""},
+        "Kernels",
+        "<table id='t'></table>",
+    )
     assert html.startswith("<!DOCTYPE html>") and "<h1>a &lt;b&gt; title</h1>" in html
     assert "<li><b>before</b>: x.ncu-rep</li>" in html and "left-out-fact" not in html
     assert html.index("Plotly.newPlot") < html.index("<table id='t'>")
@@ -352,13 +466,25 @@ def test_a_new_view_is_a_dot_group_and_a_frame(browser, tmp_path, monkeypatch):
     k["nvtx_range"] = np.where(k["launch_id"] % 3 == 0, "fwd", "bwd")
     pts = ncuroof.points(k)
     summ = summary.kernel_summary(k, pts)
-    per = summary.with_keys(pts, k).merge(k[["source", "launch_id", "nvtx_range"]], on=["source", "launch_id"])
+    per = summary.with_keys(pts, k).merge(
+        k[["source", "launch_id", "nvtx_range"]], on=["source", "launch_id"]
+    )
     phases = summary.aggregate_points(per, by="nvtx_range")
     work = phases.groupby(["nvtx_range", "precision"])["flop"].sum().reset_index()
-    main = work.loc[work.groupby("nvtx_range")["flop"].idxmax()].set_index("nvtx_range")["precision"]
-    phases = phases.assign(kid=0, in_focus=True, main=phases["nvtx_range"].map(main), label=phases["nvtx_range"], demangled="",
-                           kbound="unknown")
-    group = plot.DotGroup("phase", "per NVTX phase", ("nvtx_range",), plot._launch_names, "<b>%{text}</b><br>")
+    main = work.loc[work.groupby("nvtx_range")["flop"].idxmax()].set_index("nvtx_range")[
+        "precision"
+    ]
+    phases = phases.assign(
+        kid=0,
+        in_focus=True,
+        main=phases["nvtx_range"].map(main),
+        label=phases["nvtx_range"],
+        demangled="",
+        kbound="unknown",
+    )
+    group = plot.DotGroup(
+        "phase", "per NVTX phase", ("nvtx_range",), plot._launch_names, "<b>%{text}</b><br>"
+    )
     monkeypatch.setattr(plot, "DOT_GROUPS", (*plot.DOT_GROUPS, group))
     fig = plot.plot_roofline(pts, k, summary=summ, dots={"phase": phases})
     fig.layout.meta["view"]["layouts"] = {"color": {"bound": {"title.text": "coloured by bound"}}}
@@ -368,10 +494,15 @@ def test_a_new_view_is_a_dot_group_and_a_frame(browser, tmp_path, monkeypatch):
     page.check('input[name="ctl-mode"][value="phase"]')
     page.wait_for_timeout(300)
     expected = phases[phases["precision"] == phases["main"]]
-    assert page.evaluate(COUNT_JS) == len(expected) == 2 * 3  # fwd and bwd at their main precision, 3 levels
+    assert (
+        page.evaluate(COUNT_JS) == len(expected) == 2 * 3
+    )  # fwd and bwd at their main precision, 3 levels
     page.check('input[name="ctl-color"][value="bound"]')
     page.wait_for_timeout(300)
-    assert page.evaluate("() => document.getElementById('roofline').layout.title.text") == "coloured by bound"
+    assert (
+        page.evaluate("() => document.getElementById('roofline').layout.title.text")
+        == "coloured by bound"
+    )
     assert errors == []
 
 
@@ -380,25 +511,58 @@ def test_view_rule_by_hand():
 
     from ncuroof.render.viewcontract import Control, ViewContract, ViewState, apply_view, visible
 
-    st = {"precision": "main", "levels": ["l1", "l2"], "mode": "kernel", "color": "kernel", "all": False}
+    st = {
+        "precision": "main",
+        "levels": ["l1", "l2"],
+        "mode": "kernel",
+        "color": "kernel",
+        "all": False,
+    }
     assert visible({"levels": "l1"}, st) and not visible({"levels": "dram"}, st)
-    assert visible({"levels": ["l2", "l1"]}, st) and not visible({"levels": ["l1", "l2", "dram"]}, st)
+    assert visible({"levels": ["l2", "l1"]}, st) and not visible(
+        {"levels": ["l1", "l2", "dram"]}, st
+    )
     assert visible({"precision": ["fp32", "main"]}, st) and not visible({"precision": ["fp32"]}, st)
     assert not visible({"mode": "kernel", "all": True}, st) and visible({}, st)
-    fig = go.Figure([go.Scatter(x=[1], y=[1], meta={"role": "dots", "when": {"color": "bound"}}),
-                     go.Scatter(x=[1], y=[1], meta={"role": "dots", "when": {"levels": "l2"}})])
-    contract = ViewContract(ViewState(levels=["l2"], color="bound"), [Control("color", "color", "radio", "Colour", [["kernel", "k"]])],
-                            styles={"color": {"bound": {"dots": {"marker.color": "red"}}}},
-                            layouts={"color": {"bound": {"title.text": "by bound"}, "kernel": {"title.text": "by kernel"}}})
+    fig = go.Figure(
+        [
+            go.Scatter(x=[1], y=[1], meta={"role": "dots", "when": {"color": "bound"}}),
+            go.Scatter(x=[1], y=[1], meta={"role": "dots", "when": {"levels": "l2"}}),
+        ]
+    )
+    contract = ViewContract(
+        ViewState(levels=["l2"], color="bound"),
+        [Control("color", "color", "radio", "Colour", [["kernel", "k"]])],
+        styles={"color": {"bound": {"dots": {"marker.color": "red"}}}},
+        layouts={
+            "color": {"bound": {"title.text": "by bound"}, "kernel": {"title.text": "by kernel"}}
+        },
+    )
     apply_view(fig, contract)
-    assert [t.visible for t in fig.data] == [True, True] and [t.marker.color for t in fig.data] == ["red", "red"]
-    assert fig.layout.title.text == "by bound" and fig.layout.meta["view"]["state"]["color"] == "bound"
+    assert [t.visible for t in fig.data] == [True, True] and [t.marker.color for t in fig.data] == [
+        "red",
+        "red",
+    ]
+    assert (
+        fig.layout.title.text == "by bound" and fig.layout.meta["view"]["state"]["color"] == "bound"
+    )
     contract.state.color = "kernel"
     apply_view(fig, contract)
     assert [t.visible for t in fig.data] == [False, True] and fig.layout.title.text == "by kernel"
 
 
-_SI = {"P": 1e15, "T": 1e12, "G": 1e9, "M": 1e6, "k": 1e3, "": 1.0, "m": 1e-3, "µ": 1e-6, "u": 1e-6, "n": 1e-9}
+_SI = {
+    "P": 1e15,
+    "T": 1e12,
+    "G": 1e9,
+    "M": 1e6,
+    "k": 1e3,
+    "": 1.0,
+    "m": 1e-3,
+    "µ": 1e-6,
+    "u": 1e-6,
+    "n": 1e-9,
+}
 
 
 def _si_number(text: str, pattern: str) -> float:
@@ -422,18 +586,39 @@ def test_customdata_columns_are_named_once(browser, tmp_path, monkeypatch):
     top = k.groupby("kernel_demangled")["time_s"].sum().sort_values(ascending=False)
     mine = k[k["kernel_demangled"] == top.index[0]]
     dram = pts[(pts["level"] == "dram") & pts["launch_id"].isin(mine["launch_id"])]
-    curve = next(i for i, t in enumerate(fig.data) if t.visible is True and t.meta.get("role") == "dots" and t.meta["level"] == "dram")
-    point = int(np.flatnonzero(np.asarray(fig.data[curve].customdata)[:, plot.CUSTOMDATA.index("kid")] == 0)[0])
+    curve = next(
+        i
+        for i, t in enumerate(fig.data)
+        if t.visible is True and t.meta.get("role") == "dots" and t.meta["level"] == "dram"
+    )
+    point = int(
+        np.flatnonzero(
+            np.asarray(fig.data[curve].customdata)[:, plot.CUSTOMDATA.index("kid")] == 0
+        )[0]
+    )
     page, errors = _open(browser, path)
     # Hover that very dot (a mouse at its centre may pick a smaller dot inside it); plotly emits no
     # event for a hover called from code, so the page's handler gets plotly's hover data as a mouse gives it.
-    page.evaluate("""([c, p]) => { const gd = document.getElementById('roofline');
-      Plotly.Fx.hover(gd, [{curveNumber: c, pointNumber: p}]); gd.emit('plotly_hover', {points: gd._hoverdata}); }""", [curve, point])
+    page.evaluate(
+        """([c, p]) => { const gd = document.getElementById('roofline');
+      Plotly.Fx.hover(gd, [{curveNumber: c, pointNumber: p}]); gd.emit('plotly_hover', {points: gd._hoverdata}); }""",
+        [curve, point],
+    )
     page.wait_for_timeout(300)
-    label = " ".join(page.evaluate("() => document.querySelector('#roofline .hoverlayer').textContent").split())
-    details = " ".join(page.evaluate("() => document.getElementById('details').textContent").split())
+    label = " ".join(
+        page.evaluate("() => document.querySelector('#roofline .hoverlayer').textContent").split()
+    )
+    details = " ".join(
+        page.evaluate("() => document.getElementById('details').textContent").split()
+    )
     assert errors == []
-    assert top.index[0] in details and f"{dram['launch_id'].nunique()} launches aggregated" in details
+    assert (
+        top.index[0] in details and f"{dram['launch_id'].nunique()} launches aggregated" in details
+    )
     for text in (label, details):
         assert np.isclose(_si_number(text, r"time ([\d.]+) ?([a-zµ]?)s"), top.iat[0], rtol=5e-3)
-        assert np.isclose(float(text.split("% of GPU time")[0].split()[-1].strip("(")), 100 * top.iat[0] / k["time_s"].sum(), atol=0.05)
+        assert np.isclose(
+            float(text.split("% of GPU time")[0].split()[-1].strip("(")),
+            100 * top.iat[0] / k["time_s"].sum(),
+            atol=0.05,
+        )

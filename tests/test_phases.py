@@ -29,7 +29,9 @@ def _ranges(name: str) -> list[list[str]]:
             names: list[str] = []
             for d in state.domains() if state is not None else ():
                 dom = state.domain_by_id(d)
-                names += [str(n) for n in dom.push_pop_ranges()] + [str(n) for n in dom.start_end_ranges()]
+                names += [str(n) for n in dom.push_pop_ranges()] + [
+                    str(n) for n in dom.start_end_ranges()
+                ]
             out.append(names)
     return out
 
@@ -50,8 +52,13 @@ def _duration(m: dict[str, float]) -> float:
 
 
 @needs_ncu_report
-@pytest.mark.parametrize(("name", "depth", "count"), [(CUTLASS, None, 2), (GENE, None, 4), (GENE, 6, 4), (GENE, 5, 1), (GENE, 1, 1)])
-def test_phase_times_sum_the_launches_inside_each_range(name: str, depth: int | None, count: int) -> None:
+@pytest.mark.parametrize(
+    ("name", "depth", "count"),
+    [(CUTLASS, None, 2), (GENE, None, 4), (GENE, 6, 4), (GENE, 5, 1), (GENE, 1, 1)],
+)
+def test_phase_times_sum_the_launches_inside_each_range(
+    name: str, depth: int | None, count: int
+) -> None:
     table = phases.phase_table(kernels_of(name), depth).set_index("phase")
     expected = _expected_times(name, depth)
     assert len(table) == len(expected) == count
@@ -67,7 +74,11 @@ def test_cutlass_phases_by_hand() -> None:
     assert set(table.index) == {"Non-fused-GEMM", "Fused-GEMM"}
     assert table.loc["Non-fused-GEMM", "launches"] == 2 and table.loc["Fused-GEMM", "launches"] == 1
     inside = k[k["nvtx_range"] == "Fused-GEMM"]
-    flop = inside[["fp64_flop", "fp32_flop", "fp16_flop", "tensor_flop"]].sum(axis=1, min_count=1).sum()
+    flop = (
+        inside[["fp64_flop", "fp32_flop", "fp16_flop", "tensor_flop"]]
+        .sum(axis=1, min_count=1)
+        .sum()
+    )
     row = table.loc["Fused-GEMM"]
     assert row["flop"] == pytest.approx(flop)
     assert row["dram_ai_flop_per_byte"] == pytest.approx(flop / inside["dram_bytes"].sum())
@@ -86,7 +97,9 @@ def test_a_damaged_record_adds_no_work_to_its_phase() -> None:
     row = phases.phase_table(k).set_index("phase").loc["Non-fused-GEMM"]
     assert row["launches"] == 2 and row["time_s"] == pytest.approx(k.loc[inside, "time_s"].sum())
     flop = good[["fp64_flop", "fp32_flop", "fp16_flop", "tensor_flop"]].sum(min_count=1)
-    assert row["flop"] == pytest.approx(flop) and row["dram_bytes"] == pytest.approx(good["dram_bytes"])
+    assert row["flop"] == pytest.approx(flop) and row["dram_bytes"] == pytest.approx(
+        good["dram_bytes"]
+    )
 
 
 @needs_ncu_report
@@ -95,7 +108,9 @@ def test_a_launch_outside_every_range_is_its_own_phase() -> None:
     k.loc[2, "nvtx_range"] = None
     table = phases.phase_table(k).set_index("phase")
     assert table.loc[phases.NO_RANGE, "launches"] == 1
-    assert table.loc[phases.NO_RANGE, "time_s"] == pytest.approx(ncu_metrics(CUTLASS)[2]["gpu__time_duration.sum"] * 1e-9)
+    assert table.loc[phases.NO_RANGE, "time_s"] == pytest.approx(
+        ncu_metrics(CUTLASS)[2]["gpu__time_duration.sum"] * 1e-9
+    )
     assert "Fused-GEMM" not in table.index
 
 
@@ -111,12 +126,16 @@ def test_analyze_group_by_writes_phases_csv(tmp_path) -> None:
     import pandas as pd
 
     out = tmp_path / "out"
-    res = CliRunner().invoke(cli, ["analyze", str(shared(CUTLASS)), "-o", str(out), "--group-by", "nvtx:1", "-q"])
+    res = CliRunner().invoke(
+        cli, ["analyze", str(shared(CUTLASS)), "-o", str(out), "--group-by", "nvtx:1", "-q"]
+    )
     assert res.exit_code == 0, res.output
     table = pd.read_csv(out / "phases.csv").set_index("phase")
     for phase, t in _expected_times(CUTLASS, 1).items():
         assert math.isclose(table.loc[phase, "time_s"], t, rel_tol=1e-12)
-    bad = CliRunner().invoke(cli, ["analyze", str(shared(CUTLASS)), "-o", str(tmp_path / "x"), "--group-by", "nvtx:0"])
+    bad = CliRunner().invoke(
+        cli, ["analyze", str(shared(CUTLASS)), "-o", str(tmp_path / "x"), "--group-by", "nvtx:0"]
+    )
     assert bad.exit_code == 2 and "nvtx:DEPTH" in bad.output and not (tmp_path / "x").exists()
 
 
@@ -135,7 +154,11 @@ def _cutlass_page(tmp_path):
 
 def _phase_flop_column(view: str) -> str:
     """phases.csv's column of a precision view's FLOPs, spelled here from the points' precision names."""
-    return "flop" if view == "main" else (f"tensor_{view[7:]}_flop" if view.startswith("tensor:") else f"{view}_flop")
+    return (
+        "flop"
+        if view == "main"
+        else (f"tensor_{view[7:]}_flop" if view.startswith("tensor:") else f"{view}_flop")
+    )
 
 
 def test_phase_dots_follow_the_precision_views_with_their_numbers_from_phases_csv(tmp_path) -> None:
@@ -147,9 +170,13 @@ def test_phase_dots_follow_the_precision_views_with_their_numbers_from_phases_cs
     from ncuroof.render.views import PHASE_CUSTOMDATA
 
     table, data, view = _cutlass_page(tmp_path)
-    precisions = [v for v, _ in next(c for c in view["controls"] if c["id"] == "precision")["options"]]
+    precisions = [
+        v for v, _ in next(c for c in view["controls"] if c["id"] == "precision")["options"]
+    ]
     assert precisions == ["main", "tensor:sass_imma", "fp32"]
-    dots = {t["meta"]["precision"]: t for t in data if t.get("meta", {}).get("role") == "phase_dots"}
+    dots = {
+        t["meta"]["precision"]: t for t in data if t.get("meta", {}).get("role") == "phase_dots"
+    }
     assert list(dots) == precisions
     for v, t in dots.items():
         assert t["meta"]["when"] == {"precision": v, "chart": "phases"}
@@ -161,7 +188,9 @@ def test_phase_dots_follow_the_precision_views_with_their_numbers_from_phases_cs
         assert arr(t["y"]) == pytest.approx(f / drawn["time_s"].to_numpy(float), rel=1e-12)
         custom = arr(t["customdata"]).reshape(len(drawn), len(PHASE_CUSTOMDATA))
         custom = dict(zip(PHASE_CUSTOMDATA, custom.T))
-        assert t["hovertext"] == [f"{p} · {b}-bound" for p, b in zip(drawn["phase"], drawn["bound"])]
+        assert t["hovertext"] == [
+            f"{p} · {b}-bound" for p, b in zip(drawn["phase"], drawn["bound"])
+        ]
         for c in ("launches", "time_s", "time_share", "time_at_roof_s"):
             assert custom[c] == pytest.approx(drawn[c].to_numpy(float), rel=1e-12)
         assert custom["flop"] == pytest.approx(f, rel=1e-12)
@@ -179,9 +208,17 @@ def test_phase_roofs_are_the_roofline_figures_roofs(tmp_path) -> None:
     _, data, view = _cutlass_page(tmp_path)
     state = view["state"]
     for v, _ in next(c for c in view["controls"] if c["id"] == "precision")["options"]:
+
         def shown(role: str, chart: str, v: str = v) -> list[dict]:
-            return [t for t in data if t.get("meta", {}).get("role") == role
-                    and visible(t["meta"]["when"], {**state, "chart": chart, "precision": v, "achievable": False})]
+            return [
+                t
+                for t in data
+                if t.get("meta", {}).get("role") == role
+                and visible(
+                    t["meta"]["when"],
+                    {**state, "chart": chart, "precision": v, "achievable": False},
+                )
+            ]
 
         flat = sorted(arr(t["y"])[0] for t in shown("roof_flop", "roofline"))
         dram = [t for t in shown("roof_mem", "roofline") if t["meta"]["level"] == "dram"]

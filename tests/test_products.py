@@ -29,7 +29,11 @@ def _text(value: object) -> str:
 
 def _declared_tables() -> dict[str, dict]:
     """The table names whose columns are one of schema.py's declarations (the same object)."""
-    decls = [v for v in vars(schema).values() if isinstance(v, dict) and v and all(isinstance(c, schema.Column) for c in v.values())]
+    decls = [
+        v
+        for v in vars(schema).values()
+        if isinstance(v, dict) and v and all(isinstance(c, schema.Column) for c in v.values())
+    ]
     return {name: cols for name, cols in tables_io.TABLES.items() if any(cols is d for d in decls)}
 
 
@@ -44,7 +48,9 @@ def _check_declared(out: Path, formats: set[str]) -> dict[str, set[str]]:
         if suffix in tables_io.FORMATS and stem in tables:
             found.setdefault(suffix, set()).add(stem)
         else:
-            assert name in schema.FILES, f"{name} is written but declared neither as a table nor in schema.FILES"
+            assert name in schema.FILES, (
+                f"{name} is written but declared neither as a table nor in schema.FILES"
+            )
     assert tables_io.MANIFEST in schema.FILES
     assert set(found) == formats
     return found
@@ -58,22 +64,33 @@ def test_every_file_of_an_analyze_run_is_in_the_manifest_and_declared(tmp_path) 
     import ncuroof
 
     out = tmp_path / "out"
-    ncuroof.analyze(shared(CUTLASS), out, group_by="nvtx", what_if="h100-sxm", formats=("csv", "parquet"))
+    ncuroof.analyze(
+        shared(CUTLASS), out, group_by="nvtx", what_if="h100-sxm", formats=("csv", "parquet")
+    )
     found = _check_declared(out, {"csv", "parquet"})
     assert found["csv"] == found["parquet"] == VIEWS
     for name in VIEWS:
         t = pq.read_table(out / f"{name}.parquet")
         meta = t.schema.metadata
-        assert meta[b"ncuroof.table"].decode() == name and int(meta[b"ncuroof.schema_version"]) == schema.SCHEMA_VERSION
+        assert (
+            meta[b"ncuroof.table"].decode() == name
+            and int(meta[b"ncuroof.schema_version"]) == schema.SCHEMA_VERSION
+        )
         declared = tables_io.TABLES[name]
         assert list(t.column_names[: len(declared)]) == list(declared)
-        assert all(t.schema.field(c).metadata[b"unit"].decode() == col.unit for c, col in declared.items())
+        assert all(
+            t.schema.field(c).metadata[b"unit"].decode() == col.unit for c, col in declared.items()
+        )
         from_csv, from_parquet = pd.read_csv(out / f"{name}.csv"), t.to_pandas()
         assert len(from_csv) == len(from_parquet) > 0
-        for c in from_csv.columns:  # the same values through two readers (text read as text, numbers as numbers)
+        for c in (
+            from_csv.columns
+        ):  # the same values through two readers (text read as text, numbers as numbers)
             a, b = from_csv[c], from_parquet[c]
             if pd.api.types.is_numeric_dtype(b) and not pd.api.types.is_bool_dtype(b):
-                pd.testing.assert_series_equal(a.astype(float), b.astype(float), check_exact=True, check_names=False)
+                pd.testing.assert_series_equal(
+                    a.astype(float), b.astype(float), check_exact=True, check_names=False
+                )
             else:
                 assert [_text(v) for v in a] == [_text(v) for v in b], (name, c)
 
@@ -96,8 +113,16 @@ def test_every_table_is_declared_in_schema() -> None:
 @pytest.mark.parametrize("name", sorted(tables_io.TABLES))
 def test_declared_columns_carry_a_unit_where_the_name_says_one(name: str) -> None:
     """A column named ``..._s``, ``..._bytes``, ``..._flop``, ``..._flop_per_s`` is declared in s, B, FLOP, FLOP/s."""
-    units = (("_flop_per_s", "FLOP/s"), ("_bytes_per_s", "B/s"), ("_s", "s"), ("_bytes", "B"), ("_flop", "FLOP"))
+    units = (
+        ("_flop_per_s", "FLOP/s"),
+        ("_bytes_per_s", "B/s"),
+        ("_s", "s"),
+        ("_bytes", "B"),
+        ("_flop", "FLOP"),
+    )
     for c, col in tables_io.TABLES[name].items():
         unit = next((u for suffix, u in units if c.endswith(suffix)), None)
-        if unit is not None and not (c.endswith("_per_s") and unit == "s"):  # sector/s, inst/s: their own units
+        if unit is not None and not (
+            c.endswith("_per_s") and unit == "s"
+        ):  # sector/s, inst/s: their own units
             assert col.unit == unit, (name, c, col.unit)

@@ -32,7 +32,10 @@ PROVENANCE = {
     "cs599k__silu-2025-04-19-v1.ncu-rep": (3, "2025.1.0.0"),
     "cutlass-panjd123__4f3955ed3c_report.ncu-rep": (3, "2024.1.1.0"),
     "cutlass-panjd123__4fb3ff3f6a_report-s8.ncu-rep": (2, "2024.1.1.0"),
-    "gene-pop2020__time-dram_dzv_ak_ncuroof-time-0.ncu-rep": (4, None),  # ncu 2020.1 stores no version text
+    "gene-pop2020__time-dram_dzv_ak_ncuroof-time-0.ncu-rep": (
+        4,
+        None,
+    ),  # ncu 2020.1 stores no version text
     "gene-pop2020__time-flops_dzv_ak_ncuroof-time-0.ncu-rep": (4, None),
     "nsight-training__manual_nvtx.ncu-rep": (3, "2022.3.0.0"),
     "ai-infra-notes__leetgpu_matmul_full.ncu-rep": (1, "2026.2.1.0"),
@@ -47,7 +50,7 @@ def test_every_report_reads_with_its_launches(path: Path) -> None:
     k = kernels_of(path.name)
     assert list(k["launch_id"]) == list(range(launches))
     assert k["kernel_name"].notna().all() and (k["kernel_name"].str.len() > 0).all()
-    assert (k["ncu_version"].isna().all() if version is None else (k["ncu_version"] == version).all())
+    assert k["ncu_version"].isna().all() if version is None else (k["ncu_version"] == version).all()
     # time is never silently zero
     assert not (k["time_s"] == 0).any()
 
@@ -65,14 +68,21 @@ def test_metadata_of_a_launch() -> None:
 
 
 def test_grid_matches_ncu_launch_metrics() -> None:
-    for row, m in zip(kernels_of("ESMM-Research__profile_output.ncu-rep").itertuples(), ncu_metrics("ESMM-Research__profile_output.ncu-rep")):
+    for row, m in zip(
+        kernels_of("ESMM-Research__profile_output.ncu-rep").itertuples(),
+        ncu_metrics("ESMM-Research__profile_output.ncu-rep"),
+    ):
         dims = tuple(int(x) for x in re.findall(r"\d+", row.grid))
         assert dims[0] * dims[1] * dims[2] == m["launch__grid_size"]
 
 
 def test_nvtx_ranges() -> None:
     k = kernels_of("nsight-training__manual_nvtx.ncu-rep")
-    assert list(k["nvtx_range"]) == ["run_test > init_data", "run_test > daxpy", "run_test > check_results"]
+    assert list(k["nvtx_range"]) == [
+        "run_test > init_data",
+        "run_test > daxpy",
+        "run_test > check_results",
+    ]
 
 
 def test_failed_measurement_is_kept_flagged_and_not_plotted() -> None:
@@ -96,10 +106,20 @@ def test_default_set_report_lists_kernels_and_what_is_missing() -> None:
 def test_cli_end_to_end(tmp_path: Path) -> None:
     report = shared("ESMM-Research__profile_output.ncu-rep")
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-m", "ncuroof", "analyze", str(report), "-o", str(out)], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "ncuroof", "analyze", str(report), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "one_blocktiling" in proc.stdout and "Top kernels by GPU time" in proc.stdout
-    assert sorted(p.name for p in out.iterdir()) == ["kernels.csv", "ncuroof-manifest.json", "points.csv", "roofline.html"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "kernels.csv",
+        "ncuroof-manifest.json",
+        "points.csv",
+        "roofline.html",
+    ]
     html = (out / "roofline.html").read_text()
     # plotly.js embedded, no external script: the page opens offline
     assert "Plotly.newPlot" in html and re.search(r"<script[^>]*\ssrc=[\"']https?://", html) is None
@@ -112,6 +132,11 @@ def test_cli_end_to_end(tmp_path: Path) -> None:
 
 def test_cli_default_set_report_exits_0_and_says_how_to_collect(tmp_path: Path) -> None:
     report = shared("alife_cuda__profile_output.ncu-rep")
-    proc = subprocess.run([sys.executable, "-m", "ncuroof", "analyze", str(report), "-o", str(tmp_path / "o")], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "ncuroof", "analyze", str(report), "-o", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0
     assert "ncu --set roofline" in proc.stdout

@@ -27,10 +27,18 @@ from ncuroof.parser.contained import read_launches
 from ncuroof.parser.ncu_rep import _spec
 
 #: ncu 2020.1 (V100, ppc64le), 2022.3 (NVTX), 2023.3 (143 launches), 2025.1 (GH200), 2025.2 (B200), 2026.2.1.
-NAMES = ("gene-pop2020__time-flops_dzv_ak_ncuroof-time-0.ncu-rep", "nsight-training__manual_nvtx.ncu-rep",
-         "alife_cuda__profile_output.ncu-rep", "cs599k__rms_norm_triton_looping.ncu-rep",
-         "accelsim-test__algo23_profile.ncu-rep", "ai-infra-notes__leetgpu_matmul_full.ncu-rep")
-LAYOUTS = {"one frame": {}, "frames, skippable, no sizes": {"frames": 3, "skippable": True, "content_size": False}}
+NAMES = (
+    "gene-pop2020__time-flops_dzv_ak_ncuroof-time-0.ncu-rep",
+    "nsight-training__manual_nvtx.ncu-rep",
+    "alife_cuda__profile_output.ncu-rep",
+    "cs599k__rms_norm_triton_looping.ncu-rep",
+    "accelsim-test__algo23_profile.ncu-rep",
+    "ai-infra-notes__leetgpu_matmul_full.ncu-rep",
+)
+LAYOUTS = {
+    "one frame": {},
+    "frames, skippable, no sizes": {"frames": 3, "skippable": True, "content_size": False},
+}
 NCUROOF = [sys.executable, "-m", "ncuroof"]
 
 
@@ -45,7 +53,10 @@ def _ncu_report_reads_repz() -> bool:
 
 def _bits(rows: list[dict]) -> list[dict]:
     """ncu_report's launch dicts with floats as their bytes (NaN equals NaN)."""
-    return [{k: struct.pack("<d", v) if isinstance(v, float) else v for k, v in row.items()} for row in rows]
+    return [
+        {k: struct.pack("<d", v) if isinstance(v, float) else v for k, v in row.items()}
+        for row in rows
+    ]
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -78,7 +89,11 @@ def test_auto_verifies_a_repz_on_the_decompressed_bytes(tmp_path: Path) -> None:
     repz.write_bytes(fuzz.compress(shared(name).read_bytes(), frames=2, skippable=True))
     cat = catalog.load()
     auto = parser.read(repz, cat)
-    assert auto["reader"].str.fullmatch(r"ncuroof decoder, verified against ncu_report on \d+ of 143 launches").all()
+    assert (
+        auto["reader"]
+        .str.fullmatch(r"ncuroof decoder, verified against ncu_report on \d+ of 143 launches")
+        .all()
+    )
     theirs = parser.read(repz, cat, reader="ncu_report")
     assert_same_tables(theirs.drop(columns="reader"), auto.drop(columns="reader"))
     assert list(tmp_path.iterdir()) == [repz]
@@ -104,9 +119,15 @@ def test_truncated_repz_is_one_line_exit_2_nothing_written(tmp_path: Path, cut: 
     bad = tmp_path / "cut.ncu-repz"
     bad.write_bytes(data[:cut])
     out = tmp_path / "out"
-    proc = subprocess.run([*NCUROOF, "analyze", str(bad), "-o", str(out), "-q"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [*NCUROOF, "analyze", str(bad), "-o", str(out), "-q"], capture_output=True, text=True
+    )
     assert proc.returncode == 2
-    assert proc.stderr.strip() == f"ncuroof: error: {bad}: the compressed report is truncated at byte {len(data[:cut])}: copy it again"
+    assert (
+        proc.stderr.strip()
+        == f"ncuroof: error: {bad}: the compressed report is truncated at byte {len(data[:cut])}:"
+        " copy it again"
+    )
     assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["cut.ncu-repz"]
 
 
@@ -115,18 +136,27 @@ def test_corrupt_stream_is_a_one_line_error(tmp_path: Path) -> None:
     data[len(data) // 2] ^= 0xFF  # inside a compressed block: zstd's own error
     bad = tmp_path / "bad.ncu-repz"
     bad.write_bytes(bytes(data))
-    with pytest.raises(ReportFormatError, match=r"compressed report is corrupt near byte \d+ .*copy it again|damaged|truncated"):
+    with pytest.raises(
+        ReportFormatError,
+        match=r"compressed report is corrupt near byte \d+ .*copy it again|damaged|truncated",
+    ):
         parser.read(bad, catalog.load())
     garbage = tmp_path / "tail.ncu-repz"
-    garbage.write_bytes(fuzz.compress(shared("ESMM-Research__profile_output.ncu-rep").read_bytes()) + b"not zstd")
+    garbage.write_bytes(
+        fuzz.compress(shared("ESMM-Research__profile_output.ncu-rep").read_bytes()) + b"not zstd"
+    )
     with pytest.raises(ReportFormatError, match=r"byte \d+ starts no zstd frame; copy it again"):
         parser.read(garbage, catalog.load())
 
 
-def test_declared_bomb_is_refused_before_anything_is_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_declared_bomb_is_refused_before_anything_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     bomb = tmp_path / "bomb.ncu-repz"
     bomb.write_bytes(fuzz.bomb(1 << 40))
-    monkeypatch.setattr(compressed, "_decompress", lambda *a: pytest.fail("decompressed a declared bomb"))
+    monkeypatch.setattr(
+        compressed, "_decompress", lambda *a: pytest.fail("decompressed a declared bomb")
+    )
     with pytest.raises(ReportFormatError) as exc:
         parser.read(bomb, catalog.load())
     assert "declares 1,099,511,627,776 decompressed bytes" in exc.value.message
@@ -135,14 +165,23 @@ def test_declared_bomb_is_refused_before_anything_is_written(tmp_path: Path, mon
 
 def test_undeclared_bomb_is_stopped_at_the_limit(tmp_path: Path) -> None:
     """A stream without content sizes that makes more than the limit is stopped while streaming, the
-    temporary file removed: the limit is max(ratio_from_bytes, max_ratio x compressed), at most max_bytes."""
+    temporary file removed: the limit is max(ratio_from_bytes, max_ratio x compressed), at most max_bytes.
+    """
     bomb = tmp_path / "zeros.ncu-repz"
     bomb.write_bytes(fuzz.compress(b"NVR\x00" + bytes(32 << 20), content_size=False))
     cat = catalog.load()
-    small = dataclasses.replace(cat, thresholds={**cat.thresholds, "compressed": {"max_bytes": 1 << 30, "max_ratio": 100.0,
-                                                                                   "ratio_from_bytes": 1 << 20}})
+    small = dataclasses.replace(
+        cat,
+        thresholds={
+            **cat.thresholds,
+            "compressed": {"max_bytes": 1 << 30, "max_ratio": 100.0, "ratio_from_bytes": 1 << 20},
+        },
+    )
     assert compressed.limit_bytes(small, bomb.stat().st_size) == 1 << 20
-    assert compressed.limit_bytes(cat, 10) == 1 << 30 and compressed.limit_bytes(cat, 1 << 40) == 64 << 30
+    assert (
+        compressed.limit_bytes(cat, 10) == 1 << 30
+        and compressed.limit_bytes(cat, 1 << 40) == 64 << 30
+    )
     with pytest.raises(ReportFormatError, match=r"decompresses to more than 1,048,576 bytes"):
         parser.read(bomb, small)
 
@@ -161,16 +200,18 @@ def test_a_block_with_graphs_is_declined(tmp_path: Path) -> None:
     """NumGraphs is verified only at 0: a block that counts graph records is unknown to the decoder."""
     assert wire.unseen_fields(bytes([0x50, 0x00]), "BlockHeader") == []
     assert wire.unseen_fields(bytes([0x50, 0x02]), "BlockHeader") == [(10, 0)]
-    assert wire.unseen_fields(bytes([0x40, 0x00, 0x48, 0x00]), "BlockHeader") == []  # NumCmdlistResults, NumGraphResults at 0
+    assert (
+        wire.unseen_fields(bytes([0x40, 0x00, 0x48, 0x00]), "BlockHeader") == []
+    )  # NumCmdlistResults, NumGraphResults at 0
     assert wire.unseen_fields(bytes([0x40, 0x01, 0x48, 0x03]), "BlockHeader") == [(8, 0), (9, 0)]
     src = shared("ai-infra-notes__leetgpu_matmul_full.ncu-rep").read_bytes()
     first = 8 + struct.unpack_from("<I", src, 4)[0]
     size = struct.unpack_from("<I", src, first)[0]
-    header = src[first + 4:first + 4 + size]
+    header = src[first + 4 : first + 4 + size]
     at = header.rindex(b"\x50\x00")  # field 10 = 0, the block header's last field
-    edited = header[:at] + b"\x50\x01" + header[at + 2:]
+    edited = header[:at] + b"\x50\x01" + header[at + 2 :]
     bad = tmp_path / "graphs.ncu-rep"
-    bad.write_bytes(src[:first] + struct.pack("<I", len(edited)) + edited + src[first + 4 + size:])
+    bad.write_bytes(src[:first] + struct.pack("<I", len(edited)) + edited + src[first + 4 + size :])
     with pytest.raises(nvr.UnsupportedReport, match=r"BlockHeader fields never seen \[\(10, 0\)\]"):
         nvr.read_nvr(bad, catalog.load())
 
@@ -180,24 +221,33 @@ def test_ncu_report_and_the_decoder_agree_on_the_repz_of_2026() -> None:
     """The table of the 2026.2.1 report, decoder and ncu_report, column for column (no source)."""
     report = shared("ai-infra-notes__leetgpu_matmul_full.ncu-rep")
     cat = catalog.load()
-    pd.testing.assert_frame_equal(parser.read(report, cat, reader="ncu_report").drop(columns="reader"),
-                                  parser.read(report, cat, reader="fast").drop(columns="reader"), check_exact=True)
+    pd.testing.assert_frame_equal(
+        parser.read(report, cat, reader="ncu_report").drop(columns="reader"),
+        parser.read(report, cat, reader="fast").drop(columns="reader"),
+        check_exact=True,
+    )
 
 
 def test_clock_control_comes_from_the_report_and_compare_warns(tmp_path: Path) -> None:
     """Result field 25 (ClockStatus: RequestedLock, ExecutedLocked) says whether ncu locked the clocks:
     every shared report was collected with ncu's default (locked); the same report with RequestedLock
-    0 (as --clock-control none writes it) reads as not locked, and compare warns about the difference."""
+    0 (as --clock-control none writes it) reads as not locked, and compare warns about the difference.
+    """
     import ncuroof
     from ncuroof.parser import clocks
 
     src = shared("ESMM-Research__profile_output.ncu-rep")
-    locked_tag = b"\xca\x01\x04\x08\x01\x10\x01"  # field 25, 4 bytes: RequestedLock 1, ExecutedLocked 1
+    locked_tag = (  # field 25, 4 bytes: RequestedLock 1, ExecutedLocked 1
+        b"\xca\x01\x04\x08\x01\x10\x01"
+    )
     data = src.read_bytes()
     assert data.count(locked_tag) == 4  # one per launch
     unlocked = tmp_path / "none.ncu-repz"
     unlocked.write_bytes(fuzz.compress(data.replace(locked_tag, b"\xca\x01\x04\x08\x00\x10\x00")))
-    assert clocks.report_clock(src) == clocks.LOCKED and clocks.report_clock(unlocked) == clocks.NOT_LOCKED
+    assert (
+        clocks.report_clock(src) == clocks.LOCKED
+        and clocks.report_clock(unlocked) == clocks.NOT_LOCKED
+    )
     assert clocks.report_clock(shared("ESMM-Research__metrics.csv")) is None
     assert (ncuroof.load(src)["clock_control"] == "locked").all()
     assert (ncuroof.load(unlocked)["clock_control"] == "not locked").all()
@@ -206,7 +256,9 @@ def test_clock_control_comes_from_the_report_and_compare_warns(tmp_path: Path) -
 
 
 @needs_ncu_report
-def test_metadata_fields_of_the_proto_are_skipped_and_values_stay_ncu_report_s(tmp_path: Path) -> None:
+def test_metadata_fields_of_the_proto_are_skipped_and_values_stay_ncu_report_s(
+    tmp_path: Path,
+) -> None:
     """Result fields 37 (GraphViewerDataInfo) and 39 (SectionSetIdentifier), declared in NVIDIA's
     ProfilerReport.proto but in no shared report, added to every launch: the decoder reads the report
     (auto keeps its table) and equals ncu_report; an unknown field number is still declined."""
@@ -218,7 +270,10 @@ def test_metadata_fields_of_the_proto_are_skipped_and_values_stay_ncu_report_s(t
     cat = catalog.load()
     auto = parser.read(edited, cat)
     assert auto["reader"].str.startswith("ncuroof decoder, verified").all()
-    assert_same_tables(parser.read(edited, cat, reader="ncu_report").drop(columns="reader"), auto.drop(columns="reader"))
+    assert_same_tables(
+        parser.read(edited, cat, reader="ncu_report").drop(columns="reader"),
+        auto.drop(columns="reader"),
+    )
     unknown = tmp_path / "unknown.ncu-rep"
     _edit_results(src, unknown, lambda r: None, extra=b"\xc8\x03\x01")  # field 57, a varint
     with pytest.raises(nvr.UnsupportedReport, match=r"Result fields never seen \[\(57, 0\)\]"):

@@ -19,7 +19,9 @@ from ncuroof import catalog
 from ncuroof.model import calculator, diagnose, summary
 
 SOL = catalog.load().thresholds["sol"]
-_PIPE = re.compile(r"^sm__(pipe_[a-z0-9_]+_cycles_active(_v2)?|inst_executed_pipe_[a-z0-9_]+)\.avg\.pct_of_peak_sustained_elapsed$")
+_PIPE = re.compile(
+    r"^sm__(pipe_[a-z0-9_]+_cycles_active(_v2)?|inst_executed_pipe_[a-z0-9_]+)\.avg\.pct_of_peak_sustained_elapsed$"
+)
 
 
 def _unit(m: dict[str, float]) -> float:
@@ -85,8 +87,16 @@ def _mixed(cc: str):
     k[["fp16_flop", "peak_fp16_flop_per_s"]] = [4e9, 20e12]  # 2e-4 s
     k[["fp64_flop", "peak_fp64_flop_per_s"]] = [5e8, 2e12]  # 2.5e-4 s
     k["tensor_src_fp16_flop"], k["peak_tensor_src_fp16_flop_per_s"] = 1e11, 1e15  # 1e-4 s
-    k["tensor_op_hmma_flop"], k["peak_tensor_op_hmma_flop_per_s"] = 1e11, 1e15  # same work, other family: not added
-    k[["dram_bytes", "peak_dram_bytes_per_s", "l2_bytes", "l1_bytes"]] = [1e8, 1e12, 0.0, 0.0]  # 1e-4 s
+    k["tensor_op_hmma_flop"], k["peak_tensor_op_hmma_flop_per_s"] = (
+        1e11,
+        1e15,
+    )  # same work, other family: not added
+    k[["dram_bytes", "peak_dram_bytes_per_s", "l2_bytes", "l1_bytes"]] = [
+        1e8,
+        1e12,
+        0.0,
+        0.0,
+    ]  # 1e-4 s
     return calculator.time_at_roof(k).loc[0, "time_at_roof_s"]
 
 
@@ -111,22 +121,41 @@ def test_precision_pipes_cover_known_architectures_with_sources() -> None:
 
 def test_instruction_bound_verdict_by_hand() -> None:
     # The case: an RNG kernel, SM 66 %, memory 17 %, FP roofline memory-bound at 15 % of the DRAM roof.
-    f = {"status": "ok", "bound": "memory", "precision": "fp32", "level": "dram", "ai_flop_per_byte": 0.1,
-         "ridge_flop_per_byte": 20.0, "roof_fraction": 0.15, "sm_throughput_frac": 0.66, "memory_throughput_frac": 0.17,
-         "waves_per_sm": 10.0, "hot_pipe": "ALU", "hot_pipe_frac": 0.64}
+    f = {
+        "status": "ok",
+        "bound": "memory",
+        "precision": "fp32",
+        "level": "dram",
+        "ai_flop_per_byte": 0.1,
+        "ridge_flop_per_byte": 20.0,
+        "roof_fraction": 0.15,
+        "sm_throughput_frac": 0.66,
+        "memory_throughput_frac": 0.17,
+        "waves_per_sm": 10.0,
+        "hot_pipe": "ALU",
+        "hot_pipe_frac": 0.64,
+    }
     cls, ev, advice = diagnose.verdict(f, SOL)
     assert cls == "instruction_bound" and diagnose.CLASSES[cls] == "instruction-bound (non-FP work)"
     assert "SM 66%, memory 17%" in ev and "busiest pipe ALU 64%" in ev
     assert "coalescing will not help" in advice and "at most 1.5x faster" in advice  # 1 / 0.66
     # No FP work at all: classify's SpeedOfLight-only bound, no point; the same evidence decides.
-    cls, ev, _ = diagnose.verdict({**f, "bound": "compute", "level": "", "roof_fraction": math.nan, "hot_pipe": "XU"}, SOL)
+    cls, ev, _ = diagnose.verdict(
+        {**f, "bound": "compute", "level": "", "roof_fraction": math.nan, "hot_pipe": "XU"}, SOL
+    )
     assert cls == "instruction_bound" and "no FP work counted" in ev
     # Memory 40 %, SM 66 %: ncu's rule still names the SM (>= 60 % and 26 points busier), so no memory verdict.
     assert diagnose.verdict({**f, "memory_throughput_frac": 0.4}, SOL)[0] == "instruction_bound"
     # SM 50 %, memory 58 %: memory is the busier unit, so the roofline's memory verdict stands.
-    assert diagnose.verdict({**f, "memory_throughput_frac": 0.58, "sm_throughput_frac": 0.5}, SOL)[0] == "memory_below_roof"
+    assert (
+        diagnose.verdict({**f, "memory_throughput_frac": 0.58, "sm_throughput_frac": 0.5}, SOL)[0]
+        == "memory_below_roof"
+    )
     # Compute bound near the FP roof: FP work is the limit.
-    assert diagnose.verdict({**f, "bound": "compute", "roof_fraction": 0.9}, SOL)[0] == "compute_near_roof"
+    assert (
+        diagnose.verdict({**f, "bound": "compute", "roof_fraction": 0.9}, SOL)[0]
+        == "compute_near_roof"
+    )
 
 
 @needs_ncu_report
@@ -136,7 +165,9 @@ def test_no_memory_advice_when_memory_idle_and_sm_busy(name: str) -> None:
     busy = (k["memory_throughput_frac"] < 0.25) & (k["sm_throughput_frac"] > 0.5)
     assert not k.loc[busy, "diagnosis"].str.startswith("memory").any()
     assert not k.loc[busy, "advice"].str.contains("check coalescing").any()
-    s = diagnose.diagnose_kernels(summary.kernel_summary(k, ncuroof.points(k)), k, catalog.load(), catalog.load_gpus())
+    s = diagnose.diagnose_kernels(
+        summary.kernel_summary(k, ncuroof.points(k)), k, catalog.load(), catalog.load_gpus()
+    )
     busy = (s["memory_throughput_frac"] < 0.25) & (s["sm_throughput_frac"] > 0.5)
     assert not s.loc[busy, "diagnosis"].str.startswith("memory").any()
 

@@ -55,7 +55,9 @@ def test_parquet_round_trip_is_bit_for_bit_with_units_and_metadata(tmp_path: Pat
     k = _awkward_kernels()
     inputs = [str(shared(ESMM)), "second input.ncu-rep"]
     path = tmp_path / "kernels.parquet"
-    path.write_bytes(tables_io.parquet_bytes(tables_io.arrow_table(k, schema.KERNELS, "kernels", inputs)))
+    path.write_bytes(
+        tables_io.parquet_bytes(tables_io.arrow_table(k, schema.KERNELS, "kernels", inputs))
+    )
     back = tables_io.read_table(path)
     _same_bits(k, back)
     assert back.loc[0, "nvtx_range"] is pd.NA and back.loc[1, "nvtx_range"] == ""
@@ -66,7 +68,9 @@ def test_parquet_round_trip_is_bit_for_bit_with_units_and_metadata(tmp_path: Pat
     assert json.loads(s.metadata[b"ncuroof.inputs"]) == inputs
     assert s.field("dram_bytes_per_s").metadata[b"unit"] == b"B/s"
     assert str(s.field("launch_id").type) == "int64" and str(s.field("cc").type) == "string"
-    assert back.attrs["units"]["time_s"] == "s" and back.attrs["units"]["fp32_flop_per_s"] == "FLOP/s"
+    assert (
+        back.attrs["units"]["time_s"] == "s" and back.attrs["units"]["fp32_flop_per_s"] == "FLOP/s"
+    )
     assert back.attrs["inputs"] == inputs and back.attrs["schema_version"] == schema.SCHEMA_VERSION
 
 
@@ -75,7 +79,9 @@ def test_arrow_csv_reads_back_like_pandas_csv(tmp_path: Path) -> None:
     k = _awkward_kernels()
     ours = tables_io.csv_bytes(tables_io.arrow_table(k, schema.KERNELS, "kernels"))
     a = pd.read_csv(io.BytesIO(ours))
-    b = pd.read_csv(io.StringIO(schema.to_text(k).to_csv(index=False)))  # list columns as text, as ncuroof writes them
+    b = pd.read_csv(
+        io.StringIO(schema.to_text(k).to_csv(index=False))
+    )  # list columns as text, as ncuroof writes them
     assert list(a.columns) == list(b.columns)
     for c in a.columns:
         if pd.api.types.is_numeric_dtype(b[c]):
@@ -91,10 +97,33 @@ def test_arrow_csv_reads_back_like_pandas_csv(tmp_path: Path) -> None:
 @needs_ncu_report
 def test_analyze_format_parquet_and_load_back(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-m", "ncuroof", "analyze", str(shared(ESMM)), "-o", str(out), "-q",
-                           "--format", "csv,parquet"], capture_output=True, text=True, cwd=REPO, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ncuroof",
+            "analyze",
+            str(shared(ESMM)),
+            "-o",
+            str(out),
+            "-q",
+            "--format",
+            "csv,parquet",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
-    assert sorted(p.name for p in out.iterdir()) == ["kernels.csv", "kernels.parquet", "ncuroof-manifest.json", "points.csv", "points.parquet", "roofline.html"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "kernels.csv",
+        "kernels.parquet",
+        "ncuroof-manifest.json",
+        "points.csv",
+        "points.parquet",
+        "roofline.html",
+    ]
     direct = ncuroof.load(shared(ESMM))
     for saved in (out, out / "kernels.parquet"):
         _same_bits(direct, ncuroof.load(saved))
@@ -112,8 +141,17 @@ def test_not_a_table_is_an_input_error(tmp_path: Path) -> None:
     bad.write_bytes(b"PAR1 this is not parquet")
     with pytest.raises(InputError, match="not a table ncuroof wrote"):
         ncuroof.load(bad)
-    proc = subprocess.run([sys.executable, "-c", f"import ncuroof.cli; ncuroof.cli.main(['compare', '{bad}', '{bad}'])"],
-                          capture_output=True, text=True, cwd=REPO, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"import ncuroof.cli; ncuroof.cli.main(['compare', '{bad}', '{bad}'])",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
 
 
@@ -129,10 +167,17 @@ def test_failing_writer_leaves_nothing(tmp_path: Path) -> None:
 
 
 def test_dataset_directory_replaces_the_old_one(tmp_path: Path) -> None:
-    t = tables_io.arrow_table(pd.DataFrame({"source": ["a", "b"], "error": ["x", "y"]}), schema.FAILURES, "failures", ["a", "b"])
+    t = tables_io.arrow_table(
+        pd.DataFrame({"source": ["a", "b"], "error": ["x", "y"]}),
+        schema.FAILURES,
+        "failures",
+        ["a", "b"],
+    )
     out = tmp_path / "out"
     report.write_outputs(out, {"failures.parquet": tables_io.dataset_writer(t)})
-    t2 = tables_io.arrow_table(pd.DataFrame({"source": ["c"], "error": ["z"]}), schema.FAILURES, "failures", ["c"])
+    t2 = tables_io.arrow_table(
+        pd.DataFrame({"source": ["c"], "error": ["z"]}), schema.FAILURES, "failures", ["c"]
+    )
     report.write_outputs(out, {"failures.parquet": tables_io.dataset_writer(t2)})
     back = tables_io.read_table(out / "failures.parquet")
     assert back["source"].tolist() == ["c"] and back["error"].tolist() == ["z"]
@@ -141,11 +186,25 @@ def test_dataset_directory_replaces_the_old_one(tmp_path: Path) -> None:
 @needs_ncu_report
 def test_parquet_only_directory_compares_and_bad_format_is_refused(tmp_path: Path) -> None:
     def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "ncuroof", *args], capture_output=True, text=True, cwd=REPO, timeout=300)
+        return subprocess.run(
+            [sys.executable, "-m", "ncuroof", *args],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=300,
+        )
 
     out = tmp_path / "out"
-    assert run("analyze", str(shared(ESMM)), "-o", str(out), "-q", "--format", "parquet").returncode == 0
-    assert sorted(p.name for p in out.iterdir()) == ["kernels.parquet", "ncuroof-manifest.json", "points.parquet", "roofline.html"]
+    assert (
+        run("analyze", str(shared(ESMM)), "-o", str(out), "-q", "--format", "parquet").returncode
+        == 0
+    )
+    assert sorted(p.name for p in out.iterdir()) == [
+        "kernels.parquet",
+        "ncuroof-manifest.json",
+        "points.parquet",
+        "roofline.html",
+    ]
     proc = run("compare", str(out), str(out), "-o", str(tmp_path / "cmp"), "-q")
     assert proc.returncode == 0, proc.stderr
     table = pd.read_csv(tmp_path / "cmp" / "compare.csv")

@@ -31,10 +31,15 @@ def _events(name: str) -> dict:
 
 
 def _hand_kernels(trace: dict, device: int = 0) -> list[dict]:
-    return [e for e in trace["traceEvents"] if e.get("cat") == "kernel" and e["args"].get("device") == device]
+    return [
+        e
+        for e in trace["traceEvents"]
+        if e.get("cat") == "kernel" and e["args"].get("device") == device
+    ]
 
 
 # --- production time: the independent sums ---------------------------------------------------
+
 
 @pytest.mark.parametrize("name", [ALEXNET, TRITON])
 def test_kineto_time_per_kernel_is_the_sum_of_its_events(name):
@@ -51,7 +56,9 @@ def test_kineto_time_per_kernel_is_the_sum_of_its_events(name):
         assert got.loc[k, "sum"] == pytest.approx(us * 1e-6, rel=1e-12)
         assert got.loc[k, "size"] == want_n[k]
     first = min(e["ts"] for e in kernels)
-    assert df.attrs["span_s"] == pytest.approx(max(e["ts"] - first + e["dur"] for e in kernels) * 1e-6, rel=1e-12)
+    assert df.attrs["span_s"] == pytest.approx(
+        max(e["ts"] - first + e["dur"] for e in kernels) * 1e-6, rel=1e-12
+    )
     assert df["start_s"].min() == 0.0
     assert df.attrs["format"] == "kineto" and df.attrs["devices"] == [0] and df.attrs["device"] == 0
 
@@ -72,16 +79,27 @@ def test_alexnet_fields_and_gpu_as_the_trace_has_them():
 def test_nsys_time_per_kernel_is_a_plain_sql_sum():
     path = shared(NSYS)
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    want = dict(((n, (c, s)) for n, c, s in con.execute(
-        "SELECT s.value, COUNT(*), SUM(k.end - k.start) FROM CUPTI_ACTIVITY_KIND_KERNEL k "
-        "JOIN StringIds s ON s.id = k.demangledName GROUP BY s.value")))
-    first, last = con.execute("SELECT MIN(start), MAX(end) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()
+    want = dict(
+        (n, (c, s))
+        for n, c, s in con.execute(
+            "SELECT s.value, COUNT(*), SUM(k.end - k.start) FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+            "JOIN StringIds s ON s.id = k.demangledName GROUP BY s.value"
+        )
+    )
+    first, last = con.execute(
+        "SELECT MIN(start), MAX(end) FROM CUPTI_ACTIVITY_KIND_KERNEL"
+    ).fetchone()
     con.close()
     df = read_timeline(path)
     got = df.groupby("kernel_name")["duration_s"].agg(["sum", "size"])
-    assert {k: (int(r["size"]), r["sum"]) for k, r in got.iterrows()} == {k: (c, pytest.approx(s * 1e-9, rel=1e-12))
-                                                                           for k, (c, s) in want.items()}
-    assert sorted(df["stream"]) == [13, 14, 15, 16] and set(df["grid_x"]) == {1024} and set(df["block_x"]) == {256}
+    assert {k: (int(r["size"]), r["sum"]) for k, r in got.iterrows()} == {
+        k: (c, pytest.approx(s * 1e-9, rel=1e-12)) for k, (c, s) in want.items()
+    }
+    assert (
+        sorted(df["stream"]) == [13, 14, 15, 16]
+        and set(df["grid_x"]) == {1024}
+        and set(df["block_x"]) == {256}
+    )
     assert df.attrs["format"] == "nsys-sqlite" and df.attrs["gpu_name"] == "Tesla T4"
     assert df.attrs["span_s"] == pytest.approx((last - first) * 1e-9, rel=1e-12)
     # The four launches overlap on their streams: busy time is the union, here the whole span.
@@ -91,22 +109,37 @@ def test_nsys_time_per_kernel_is_a_plain_sql_sum():
 
 def test_busy_time_is_the_union_of_intervals():
     # [0, 2) and [1, 3) overlap into [0, 3); [5, 6) apart; [5.5, 5.7) inside it: 3 + 1 = 4.
-    assert busy_time(np.array([5.5, 0.0, 5.0, 1.0]), np.array([5.7, 2.0, 6.0, 3.0])) == pytest.approx(4.0)
+    assert busy_time(
+        np.array([5.5, 0.0, 5.0, 1.0]), np.array([5.7, 2.0, 6.0, 3.0])
+    ) == pytest.approx(4.0)
     assert busy_time(np.array([]), np.array([])) == 0.0
 
 
 # --- the launching operator and scope, by hand ----------------------------------------------------
 
+
 def _hand_op_and_scope(trace: dict, kernel: dict) -> tuple[str, str]:
     """The innermost cpu_op and the user_annotation path open on the launching thread when the
     runtime call with the kernel's correlation was made, by plain loops."""
     events = trace["traceEvents"]
-    launch = next(e for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver")
-                  and e["args"].get("correlation") == kernel["args"]["correlation"])
+    launch = next(
+        e
+        for e in events
+        if e.get("cat") in ("cuda_runtime", "cuda_driver")
+        and e["args"].get("correlation") == kernel["args"]["correlation"]
+    )
 
     def open_at(cat: str) -> list[dict]:
-        return sorted((e for e in events if e.get("cat") == cat and (e["pid"], e["tid"]) == (launch["pid"], launch["tid"])
-                       and e["ts"] <= launch["ts"] <= e["ts"] + e["dur"]), key=lambda e: (e["ts"], -e["dur"]))
+        return sorted(
+            (
+                e
+                for e in events
+                if e.get("cat") == cat
+                and (e["pid"], e["tid"]) == (launch["pid"], launch["tid"])
+                and e["ts"] <= launch["ts"] <= e["ts"] + e["dur"]
+            ),
+            key=lambda e: (e["ts"], -e["dur"]),
+        )
 
     return open_at("cpu_op")[-1]["name"], " > ".join(e["name"] for e in open_at("user_annotation"))
 
@@ -124,15 +157,20 @@ def test_alexnet_op_and_scope_of_every_kernel_by_hand():
     assert ops[218] == "aten::uniform_"
     sgemm = df[df["kernel_name"] == "ampere_sgemm_32x32_sliced1x4_tn"]
     assert len(sgemm) > 0 and set(sgemm["op"]) == {"aten::addmm"}
-    assert df.loc[df["correlation"] == 5110, "scope"].item() == (
-        "[param|cuda] > [param|pytorch.model.alex_net|0|0|0] > [param|pytorch.model.alex_net|0|0|0|warmup|forward]"
-        " > [param|pytorch.model.alex_net|0|0|0|warmup|forward]")
+    assert (
+        df.loc[df["correlation"] == 5110, "scope"].item()
+        == "[param|cuda] > [param|pytorch.model.alex_net|0|0|0] >"
+        " [param|pytorch.model.alex_net|0|0|0|warmup|forward] >"
+        " [param|pytorch.model.alex_net|0|0|0|warmup|forward]"
+    )
 
 
 def test_triton_kernel_and_its_op():
     df = read_timeline(shared(TRITON))
     row = df.iloc[0]
-    assert row["kernel_name"] == "triton_poi_fused_add_cos_sin_0" and row["duration_s"] == pytest.approx(1.76e-6)
+    assert row["kernel_name"] == "triton_poi_fused_add_cos_sin_0" and row[
+        "duration_s"
+    ] == pytest.approx(1.76e-6)
     # Launched through cuLaunchKernel (cuda_driver) inside the op Inductor names after the kernel.
     assert row["op"] == "triton_poi_fused_add_cos_sin_0"
     assert (row["grid_x"], row["block_x"]) == (1, 128)
@@ -142,14 +180,24 @@ def test_nvtx_path_of_the_launching_thread(tmp_path):
     db = tmp_path / "nvtx.sqlite"
     shutil.copy(shared(NSYS), db)
     con = sqlite3.connect(db)
-    tid, start = con.execute("SELECT globalTid, MIN(start) FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE correlationId = 123").fetchone()
-    con.executescript("CREATE TABLE NVTX_EVENTS (start INT, end INT, eventType INT, rangeId INT, category INT, color INT, "
-                      "text TEXT, globalTid INT, endGlobalTid INT, textId INT, domainId INT);")
-    rows = [(start - 10, 10**12, 59, "outer", tid, None),         # open over every launch
-            (start - 5, start + 1, 59, None, tid, 1),             # text through StringIds: first launch only
-            (start - 5, 10**12, 59, "other thread", tid + 1, None),
-            (start - 5, 10**12, 34, "a mark", tid, None)]         # a mark is not a range
-    con.executemany("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, textId) VALUES (?, ?, ?, ?, ?, ?)", rows)
+    tid, start = con.execute(
+        "SELECT globalTid, MIN(start) FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE correlationId = 123"
+    ).fetchone()
+    con.executescript(
+        "CREATE TABLE NVTX_EVENTS (start INT, end INT, eventType INT, rangeId INT, category INT,"
+        " color INT, text TEXT, globalTid INT, endGlobalTid INT, textId INT, domainId INT);"
+    )
+    rows = [
+        (start - 10, 10**12, 59, "outer", tid, None),  # open over every launch
+        (start - 5, start + 1, 59, None, tid, 1),  # text through StringIds: first launch only
+        (start - 5, 10**12, 59, "other thread", tid + 1, None),
+        (start - 5, 10**12, 34, "a mark", tid, None),
+    ]  # a mark is not a range
+    con.executemany(
+        "INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, textId) VALUES (?, ?, ?,"
+        " ?, ?, ?)",
+        rows,
+    )
     label = con.execute("SELECT value FROM StringIds WHERE id = 1").fetchone()[0]
     con.commit()
     con.close()
@@ -159,6 +207,7 @@ def test_nvtx_path_of_the_launching_thread(tmp_path):
 
 
 # --- devices --------------------------------------------------------------------------------------
+
 
 def _two_devices(tmp_path, second_name: str = "NVIDIA A100-PG509-200"):
     """The AlexNet trace with every kernel also run on device 1, whose name is ``second_name``."""
@@ -179,7 +228,10 @@ def _two_devices(tmp_path, second_name: str = "NVIDIA A100-PG509-200"):
 
 def test_device_choice(tmp_path):
     path, extra = _two_devices(tmp_path, "NVIDIA H100 80GB HBM3")
-    with pytest.raises(InputError, match=r"2 devices: 0 \(NVIDIA A100-PG509-200\), 1 \(NVIDIA H100 80GB HBM3\).*--device N") as err:
+    with pytest.raises(
+        InputError,
+        match=r"2 devices: 0 \(NVIDIA A100-PG509-200\), 1 \(NVIDIA H100 80GB HBM3\).*--device N",
+    ) as err:
         read_timeline(path)
     assert err.value.path == path and str(path) in str(err.value)
     one = read_timeline(path, device=1)
@@ -208,13 +260,19 @@ def _nsys_copy(tmp_path, sql: str):
 
 
 def test_nsys_runtime_call_twice_counts_the_kernel_once(tmp_path):
-    db = _nsys_copy(tmp_path, "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME SELECT * FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE correlationId = 124")
+    db = _nsys_copy(
+        tmp_path,
+        "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME SELECT * FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE"
+        " correlationId = 124",
+    )
     df = read_timeline(db)
     assert len(df) == 4 and df["correlation"].tolist() == [123, 124, 125, 126]
 
 
 def test_nsys_two_devices(tmp_path):
-    db = _nsys_copy(tmp_path, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = 1 WHERE correlationId = 126")
+    db = _nsys_copy(
+        tmp_path, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = 1 WHERE correlationId = 126"
+    )
     with pytest.raises(InputError, match=r"0 \(Tesla T4\), 1.*--device N"):
         read_timeline(db)
     assert len(read_timeline(db, device=0)) == 3 and len(read_timeline(db, device=1)) == 1
@@ -229,6 +287,7 @@ def test_progress_counts_the_file_bytes():
 
         def advance(n=1):
             seen["done"] += n
+
         return advance
 
     read_timeline(path, progress=factory)
@@ -236,6 +295,7 @@ def test_progress_counts_the_file_bytes():
 
 
 # --- bad timelines ------------------------------------------------------------------------------
+
 
 def _refused(path, match: str, **kw) -> None:
     with pytest.raises(InputError, match=match) as err:
@@ -266,7 +326,9 @@ def test_trace_without_kernels(tmp_path):
     _refused(path, "no kernel events")
 
 
-@pytest.mark.parametrize("text", ['{"traceEvents": []}', '{"schemaVersion": 1, "other": [1, 2]}', "[1, 2, 3]"])
+@pytest.mark.parametrize(
+    "text", ['{"traceEvents": []}', '{"schemaVersion": 1, "other": [1, 2]}', "[1, 2, 3]"]
+)
 def test_json_that_is_not_a_trace(tmp_path, text):
     path = tmp_path / "other.json"
     path.write_text(text)
@@ -279,8 +341,13 @@ def test_events_that_are_not_events(tmp_path):
     _refused(path, "not a Chrome trace event")
 
 
-@pytest.mark.parametrize(("sql", "match"), [("DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL", "no CUPTI_ACTIVITY_KIND_KERNEL table"),
-                                            ("DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL", "no kernel launches")])
+@pytest.mark.parametrize(
+    ("sql", "match"),
+    [
+        ("DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL", "no CUPTI_ACTIVITY_KIND_KERNEL table"),
+        ("DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL", "no kernel launches"),
+    ],
+)
 def test_sqlite_without_kernels(tmp_path, sql, match):
     _refused(_nsys_copy(tmp_path, sql), match)
 
@@ -327,6 +394,7 @@ def test_result_types():
 
 # --- links when part of the trace is missing ------------------------------------------------
 
+
 def _write(tmp_path, trace: dict, name: str = "t.json"):
     path = tmp_path / name
     path.write_text(json.dumps(trace))
@@ -336,10 +404,15 @@ def _write(tmp_path, trace: dict, name: str = "t.json"):
 def test_flow_events_stand_in_for_missing_runtime_calls(tmp_path):
     trace = _events(ALEXNET)
     full = read_timeline(shared(ALEXNET))
-    trace["traceEvents"] = [e for e in trace["traceEvents"] if e.get("cat") not in ("cuda_runtime", "cuda_driver")]
+    trace["traceEvents"] = [
+        e for e in trace["traceEvents"] if e.get("cat") not in ("cuda_runtime", "cuda_driver")
+    ]
     # Every AlexNet kernel has its ac2g flow start ('s') at the launch call on the CPU thread.
     got = read_timeline(_write(tmp_path, trace))
-    assert got["op"].tolist() == full["op"].tolist() and got["scope"].tolist() == full["scope"].tolist()
+    assert (
+        got["op"].tolist() == full["op"].tolist()
+        and got["scope"].tolist() == full["scope"].tolist()
+    )
     trace["traceEvents"] = [e for e in trace["traceEvents"] if e.get("cat") != "ac2g"]
     # Without either, AlexNet's External ids are its correlations (kernel 218 would meet the
     # unrelated aten::clamp_min_ of External id 218): no operator rather than a wrong one.
@@ -349,21 +422,104 @@ def test_flow_events_stand_in_for_missing_runtime_calls(tmp_path):
 def _modern_trace() -> dict:
     """A hand-made trace in the newer Kineto style: a kernel's External id is its operator's."""
     x = {"ph": "X", "pid": 10, "tid": 11}
-    return {"deviceProperties": [{"id": 0, "name": "NVIDIA H100"}], "traceEvents": [
-        {**x, "cat": "user_annotation", "name": "ProfilerStep#0", "ts": 0, "dur": 100, "args": {}},
-        {**x, "cat": "python_function", "name": "nn.Module: Linear_0", "ts": 5, "dur": 50, "args": {}},
-        {**x, "cat": "python_function", "name": "torch/nn/functional.py(123): linear", "ts": 6, "dur": 40, "args": {}},
-        {**x, "cat": "cpu_op", "name": "aten::linear", "ts": 10, "dur": 30, "args": {"External id": 4}},
-        {**x, "cat": "cpu_op", "name": "aten::addmm", "ts": 12, "dur": 20, "args": {"External id": 5}},
-        {**x, "cat": "cpu_op", "name": "aten::relu", "ts": 60, "dur": 5, "args": {"External id": 6}},
-        {"ph": "X", "pid": 0, "tid": 7, "cat": "gpu_user_annotation", "name": "on the stream", "ts": 100, "dur": 50,
-         "args": {"device": 0, "stream": 7}},
-        {"ph": "X", "pid": 0, "tid": 7, "cat": "kernel", "name": "sm90_gemm", "ts": 120, "dur": 4,
-         "args": {"External id": 5, "correlation": 77, "device": 0, "stream": 7, "grid": [2, 3, 4], "block": [128, 1, 1]}},
-        {"ph": "X", "pid": 0, "tid": 7, "cat": "kernel", "name": "relu_kernel", "ts": 130, "dur": 2,
-         "args": {"External id": 6, "correlation": 78, "device": 0, "stream": 7}},
-        {**x, "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 62, "dur": 2, "args": {"External id": 6, "correlation": 78}},
-    ]}
+    return {
+        "deviceProperties": [{"id": 0, "name": "NVIDIA H100"}],
+        "traceEvents": [
+            {
+                **x,
+                "cat": "user_annotation",
+                "name": "ProfilerStep#0",
+                "ts": 0,
+                "dur": 100,
+                "args": {},
+            },
+            {
+                **x,
+                "cat": "python_function",
+                "name": "nn.Module: Linear_0",
+                "ts": 5,
+                "dur": 50,
+                "args": {},
+            },
+            {
+                **x,
+                "cat": "python_function",
+                "name": "torch/nn/functional.py(123): linear",
+                "ts": 6,
+                "dur": 40,
+                "args": {},
+            },
+            {
+                **x,
+                "cat": "cpu_op",
+                "name": "aten::linear",
+                "ts": 10,
+                "dur": 30,
+                "args": {"External id": 4},
+            },
+            {
+                **x,
+                "cat": "cpu_op",
+                "name": "aten::addmm",
+                "ts": 12,
+                "dur": 20,
+                "args": {"External id": 5},
+            },
+            {
+                **x,
+                "cat": "cpu_op",
+                "name": "aten::relu",
+                "ts": 60,
+                "dur": 5,
+                "args": {"External id": 6},
+            },
+            {
+                "ph": "X",
+                "pid": 0,
+                "tid": 7,
+                "cat": "gpu_user_annotation",
+                "name": "on the stream",
+                "ts": 100,
+                "dur": 50,
+                "args": {"device": 0, "stream": 7},
+            },
+            {
+                "ph": "X",
+                "pid": 0,
+                "tid": 7,
+                "cat": "kernel",
+                "name": "sm90_gemm",
+                "ts": 120,
+                "dur": 4,
+                "args": {
+                    "External id": 5,
+                    "correlation": 77,
+                    "device": 0,
+                    "stream": 7,
+                    "grid": [2, 3, 4],
+                    "block": [128, 1, 1],
+                },
+            },
+            {
+                "ph": "X",
+                "pid": 0,
+                "tid": 7,
+                "cat": "kernel",
+                "name": "relu_kernel",
+                "ts": 130,
+                "dur": 2,
+                "args": {"External id": 6, "correlation": 78, "device": 0, "stream": 7},
+            },
+            {
+                **x,
+                "cat": "cuda_runtime",
+                "name": "cudaLaunchKernel",
+                "ts": 62,
+                "dur": 2,
+                "args": {"External id": 6, "correlation": 78},
+            },
+        ],
+    }
 
 
 def test_modern_trace_links(tmp_path):
@@ -384,7 +540,11 @@ def test_modern_trace_links(tmp_path):
 
 def test_gpu_annotation_scope_when_nothing_on_the_cpu_side(tmp_path):
     trace = _modern_trace()
-    trace["traceEvents"] = [e for e in trace["traceEvents"] if e["cat"] not in ("cpu_op", "user_annotation", "python_function")]
+    trace["traceEvents"] = [
+        e
+        for e in trace["traceEvents"]
+        if e["cat"] not in ("cpu_op", "user_annotation", "python_function")
+    ]
     df = read_timeline(_write(tmp_path, trace))
     assert df["scope"].tolist() == ["on the stream", "on the stream"] and df["op"].isna().all()
 
@@ -402,7 +562,9 @@ def test_nsys_rep_exported_with_nsys_from_path(tmp_path, monkeypatch):
     rep = tmp_path / "run.nsys-rep"
     rep.write_bytes(b"\0" * 16)
     # A stand-in for `nsys export --type sqlite --output OUT REP` that writes the real export.
-    monkeypatch.setenv("PATH", str(_fake_nsys(tmp_path, f'{shutil.which("cp")} "{shared(NSYS)}" "$5"')))
+    monkeypatch.setenv(
+        "PATH", str(_fake_nsys(tmp_path, f'{shutil.which("cp")} "{shared(NSYS)}" "$5"'))
+    )
     df = read_timeline(rep)
     assert len(df) == 4 and df.attrs["path"] == str(rep) and df.attrs["format"] == "nsys-sqlite"
 

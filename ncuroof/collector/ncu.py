@@ -24,10 +24,28 @@ from typing import Any
 from .. import catalog as _catalog
 from ..errors import InputError, NcuNotFoundError, ProfileError
 
-__all__ = ["find_ncu", "ncu_version", "NcuDefaults", "ncu_defaults", "report_path", "REPORT_SUFFIXES", "ProfileOptions",
-           "ProfileResult", "metric_list", "collectable", "build_command", "run_profile",
-           "diagnose", "doctor", "Check", "ProfileError", "NcuNotFoundError", "MIN_NCU_VERSION", "sidecar_path",
-           "read_sidecar"]
+__all__ = [
+    "find_ncu",
+    "ncu_version",
+    "NcuDefaults",
+    "ncu_defaults",
+    "report_path",
+    "REPORT_SUFFIXES",
+    "ProfileOptions",
+    "ProfileResult",
+    "metric_list",
+    "collectable",
+    "build_command",
+    "run_profile",
+    "diagnose",
+    "doctor",
+    "Check",
+    "ProfileError",
+    "NcuNotFoundError",
+    "MIN_NCU_VERSION",
+    "sidecar_path",
+    "read_sidecar",
+]
 
 #: Oldest ncu whose reports carry the roofline sections ("roofline integrated into ncu 2020.1",
 #: ROOFLINE_SPEC §1).
@@ -39,26 +57,51 @@ SEARCH_PATTERNS: tuple[str, ...] = ("/usr/local/cuda/bin/ncu", "/opt/nvidia/nsig
 _VERSION = re.compile(r"Version\s+(\d+(?:\.\d+)+)")
 #: The report files ncu writes: uncompressed, and zstd-compressed (ncu 2026.3's default).
 REPORT_SUFFIXES = (".ncu-rep", ".ncu-repz")
-_PASSES = re.compile(r'^==PROF== Profiling "(?P<name>.*)"(?: - (?P<id>\d+))?: .*?(?P<passes>\d+) pass(?:es)?\s*$')
+_PASSES = re.compile(
+    r'^==PROF== Profiling "(?P<name>.*)"(?: - (?P<id>\d+))?: .*?(?P<passes>\d+) pass(?:es)?\s*$'
+)
 _APP_ERROR = re.compile(r"^==ERROR== The application returned an error code \((?P<code>-?\d+)\)")
 
 #: Known ncu failures: a pattern in its output and what to do instead of ncu's raw text.
 KNOWN_FAILURES: tuple[tuple[str, str], ...] = (
-    ("ERR_NVGPUCTRPERM",
-     "no permission to read the GPU performance counters (ERR_NVGPUCTRPERM): run as root, or have an admin set "
-     "'options nvidia NVreg_RestrictProfilingToAdminUsers=0' in /etc/modprobe.d and reload the driver; in a container "
-     "start it with --cap-add SYS_ADMIN (some cloud providers allow neither)"),
-    ("Profiling is not supported on this device",
-     "ncu cannot profile this GPU (unsupported architecture for this ncu version, or a shared MIG compute instance); "
-     "use an ncu that supports it, or an isolated MIG instance"),
-    ("clock control",
-     "ncu could not lock the clocks (not possible on MIG partitions or some virtual GPUs): pass --clock-control none"),
-    ("Failed to find metric",
-     "this ncu does not know a requested metric: check --cc matches the GPU, or drop --levels/--precisions to use "
-     "ncu's own --set roofline"),
-    ("Unknown Error on device",
-     "ncu failed on the device (driver/ncu mismatch, another profiler attached, or a crashed kernel): update ncu to "
-     "match the driver and retry with a single process on the GPU"),
+    (
+        "ERR_NVGPUCTRPERM",
+        (
+            "no permission to read the GPU performance counters (ERR_NVGPUCTRPERM): run as root, or"
+            " have an admin set 'options nvidia NVreg_RestrictProfilingToAdminUsers=0' in"
+            " /etc/modprobe.d and reload the driver; in a container start it with --cap-add"
+            " SYS_ADMIN (some cloud providers allow neither)"
+        ),
+    ),
+    (
+        "Profiling is not supported on this device",
+        (
+            "ncu cannot profile this GPU (unsupported architecture for this ncu version, or a"
+            " shared MIG compute instance); use an ncu that supports it, or an isolated MIG"
+            " instance"
+        ),
+    ),
+    (
+        "clock control",
+        (
+            "ncu could not lock the clocks (not possible on MIG partitions or some virtual GPUs):"
+            " pass --clock-control none"
+        ),
+    ),
+    (
+        "Failed to find metric",
+        (
+            "this ncu does not know a requested metric: check --cc matches the GPU, or drop"
+            " --levels/--precisions to use ncu's own --set roofline"
+        ),
+    ),
+    (
+        "Unknown Error on device",
+        (
+            "ncu failed on the device (driver/ncu mismatch, another profiler attached, or a crashed"
+            " kernel): update ncu to match the driver and retry with a single process on the GPU"
+        ),
+    ),
 )
 
 
@@ -103,10 +146,14 @@ def ncu_version(ncu: Path) -> str:
     try:
         out = subprocess.run([str(ncu), "--version"], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise NcuNotFoundError(f"cannot run ncu --version ({exc}); check the installation", ncu) from exc
+        raise NcuNotFoundError(
+            f"cannot run ncu --version ({exc}); check the installation", ncu
+        ) from exc
     m = _VERSION.search(out.stdout + out.stderr)
     if m is None:
-        raise NcuNotFoundError("ncu --version printed no version; is this Nsight Compute's ncu?", ncu)
+        raise NcuNotFoundError(
+            "ncu --version printed no version; is this Nsight Compute's ncu?", ncu
+        )
     return m.group(1)
 
 
@@ -140,15 +187,23 @@ def ncu_defaults(version: str, directory: Path | None = None) -> NcuDefaults:
             merged.update(entry)
     if not merged:
         raise ValueError(f"ncu {version} is older than every entry of metrics/ncu_versions.toml")
-    return NcuDefaults(version, merged["report_suffix"], tuple(merged["clock_control"]), merged["clock_default"],
-                       bool(merged["boost_state"]), merged["source"])
+    return NcuDefaults(
+        version,
+        merged["report_suffix"],
+        tuple(merged["clock_control"]),
+        merged["clock_default"],
+        bool(merged["boost_state"]),
+        merged["source"],
+    )
 
 
 def report_path(output: Path, suffix: str) -> Path:
     """The report ncu writes for ``-o output``: ``output`` itself when it ends in ``.ncu-rep`` or
     ``.ncu-repz``, else ``output`` + ``suffix`` (the version's default, :func:`ncu_defaults`)."""
     output = Path(output)
-    return output if output.name.endswith(REPORT_SUFFIXES) else output.with_name(output.name + suffix)
+    return (
+        output if output.name.endswith(REPORT_SUFFIXES) else output.with_name(output.name + suffix)
+    )
 
 
 def _stem(report: Path) -> Path:
@@ -230,7 +285,9 @@ def collectable(directory: Path | None = None) -> dict[str, tuple[str, ...]]:
     return {kind: tuple(data[kind]) for kind in ("precision", "level")}
 
 
-def metric_list(levels: Sequence[str], precisions: Sequence[str], cc: str, directory: Path | None = None) -> list[str]:
+def metric_list(
+    levels: Sequence[str], precisions: Sequence[str], cc: str, directory: Path | None = None
+) -> list[str]:
     """The explicit ncu metric list for the roofline of ``precisions`` at ``levels``.
 
     Parameters
@@ -265,9 +322,13 @@ def metric_list(levels: Sequence[str], precisions: Sequence[str], cc: str, direc
             variants = [v for v in entry.get("variant", []) if _cc_ok(v, c)]
             for v in variants:
                 out += v.get("metrics", [])
-                out += [entry["prefix"] + p + s for p in v.get("paths", []) for s in entry["suffixes"]]
+                out += [
+                    entry["prefix"] + p + s for p in v.get("paths", []) for s in entry["suffixes"]
+                ]
             if name == "tensor" and not variants:
-                raise ValueError(f"no tensor paths known for CC {cc}; profile with the default --set roofline")
+                raise ValueError(
+                    f"no tensor paths known for CC {cc}; profile with the default --set roofline"
+                )
     return list(dict.fromkeys(out))
 
 
@@ -277,15 +338,29 @@ def gpu_compute_capability() -> str | None:
     if smi is None:
         return None
     try:
-        out = subprocess.run([smi, "--query-gpu=compute_cap", "--format=csv,noheader"], capture_output=True, text=True, timeout=30)
+        out = subprocess.run(
+            [smi, "--query-gpu=compute_cap", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
-    line = out.stdout.strip().splitlines()[0].strip() if out.returncode == 0 and out.stdout.strip() else ""
+    line = (
+        out.stdout.strip().splitlines()[0].strip()
+        if out.returncode == 0 and out.stdout.strip()
+        else ""
+    )
     return line if re.fullmatch(r"\d+\.\d+", line) else None
 
 
-def build_command(ncu: Path, opts: ProfileOptions, cmd: Sequence[str], report_stem: Path | None = None,
-                  metrics: Sequence[str] | None = None) -> list[str]:
+def build_command(
+    ncu: Path,
+    opts: ProfileOptions,
+    cmd: Sequence[str],
+    report_stem: Path | None = None,
+    metrics: Sequence[str] | None = None,
+) -> list[str]:
     """The ncu command line for ``cmd``.
 
     Parameters
@@ -314,14 +389,23 @@ def build_command(ncu: Path, opts: ProfileOptions, cmd: Sequence[str], report_st
     args += ["--metrics", ",".join(metrics)] if metrics else ["--set", "roofline"]
     # NVTX ranges are recorded always (cheap; the page shows them) and needed by the NVTX filters.
     args += ["--nvtx"]
-    for flag, value in (("--kernel-name-base", opts.kernel_name_base), ("--kernel-name", opts.kernel_name),
-                        ("--kernel-id", opts.kernel_id), ("--launch-skip", opts.launch_skip),
-                        ("--launch-count", opts.launch_count), ("--target-processes", opts.target_processes),
-                        ("--replay-mode", opts.replay_mode), ("--clock-control", opts.clock_control),
-                        ("--cache-control", opts.cache_control)):
+    for flag, value in (
+        ("--kernel-name-base", opts.kernel_name_base),
+        ("--kernel-name", opts.kernel_name),
+        ("--kernel-id", opts.kernel_id),
+        ("--launch-skip", opts.launch_skip),
+        ("--launch-count", opts.launch_count),
+        ("--target-processes", opts.target_processes),
+        ("--replay-mode", opts.replay_mode),
+        ("--clock-control", opts.clock_control),
+        ("--cache-control", opts.cache_control),
+    ):
         if value is not None and value != "":
             args += [flag, str(value)]
-    for flag, values in (("--nvtx-include", opts.nvtx_include), ("--nvtx-exclude", opts.nvtx_exclude)):
+    for flag, values in (
+        ("--nvtx-include", opts.nvtx_include),
+        ("--nvtx-exclude", opts.nvtx_exclude),
+    ):
         for v in values:
             args += [flag, v]
     args += ["-o", str(stem)]
@@ -380,18 +464,32 @@ def read_sidecar(report: Path) -> dict[str, Any] | None:
         return None
     except RecursionError:
         rec = None
-    ok = isinstance(rec, dict) and isinstance(rec.get("passes", {}), dict) \
-        and all(isinstance(rec.get(k, ""), str) for k in _SIDECAR_TEXT) \
-        and all(isinstance(rec.get(k, []), list) and all(isinstance(x, str) for x in rec.get(k, [])) or
-                (k == "metrics" and isinstance(rec.get(k), str)) for k in _SIDECAR_LISTS)
+    ok = (
+        isinstance(rec, dict)
+        and isinstance(rec.get("passes", {}), dict)
+        and all(isinstance(rec.get(k, ""), str) for k in _SIDECAR_TEXT)
+        and all(
+            isinstance(rec.get(k, []), list)
+            and all(isinstance(x, str) for x in rec.get(k, []))
+            or (k == "metrics" and isinstance(rec.get(k), str))
+            for k in _SIDECAR_LISTS
+        )
+    )
     if not ok:
-        raise InputError("is not a collection record ncuroof profile writes (a JSON object of text fields); "
-                         "remove it or profile again", path)
+        raise InputError(
+            "is not a collection record ncuroof profile writes (a JSON object of text fields); "
+            "remove it or profile again",
+            path,
+        )
     return rec
 
 
-def run_profile(cmd: Sequence[str], opts: ProfileOptions, ncu: Path | None = None,
-                echo: Callable[[str], None] | None = None) -> ProfileResult:
+def run_profile(
+    cmd: Sequence[str],
+    opts: ProfileOptions,
+    ncu: Path | None = None,
+    echo: Callable[[str], None] | None = None,
+) -> ProfileResult:
     """Run the program under ncu and keep the report only if the run succeeded.
 
     Parameters
@@ -423,7 +521,11 @@ def run_profile(cmd: Sequence[str], opts: ProfileOptions, ncu: Path | None = Non
     ncu, version = _usable_ncu(ncu)
     defaults = ncu_defaults(version)
     if opts.clock_control and opts.clock_control not in defaults.clock_control:
-        raise ProfileError(f"ncu {version} takes --clock-control {'|'.join(defaults.clock_control)}, not {opts.clock_control!r}", ncu)
+        raise ProfileError(
+            f"ncu {version} takes --clock-control {'|'.join(defaults.clock_control)}, not"
+            f" {opts.clock_control!r}",
+            ncu,
+        )
     report = report_path(opts.output, defaults.report_suffix)
     if report.exists() and not opts.force:
         raise ProfileError("exists; pass --force to overwrite it or -o to write elsewhere", report)
@@ -431,13 +533,19 @@ def run_profile(cmd: Sequence[str], opts: ProfileOptions, ncu: Path | None = Non
     try:
         report.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise ProfileError(f"cannot create the report's directory ({exc.strerror})", report.parent) from exc
+        raise ProfileError(
+            f"cannot create the report's directory ({exc.strerror})", report.parent
+        ) from exc
     # The partial report keeps the final suffix (ncu honours an explicit .ncu-rep or .ncu-repz); an ncu
     # that appends its own suffix anyway would write the second name: both are looked for and removed.
-    partial = report.with_name(f".{_stem(report).name}.{os.getpid()}.partial{report.name[len(_stem(report).name):]}")
+    partial = report.with_name(
+        f".{_stem(report).name}.{os.getpid()}.partial{report.name[len(_stem(report).name) :]}"
+    )
     partials = (partial, partial.with_name(partial.name + defaults.report_suffix))
     command = build_command(ncu, opts, cmd, report_stem=partial, metrics=metrics or None)
-    rc, lines, passes, app_code = _stream(command, ncu, partials, echo or (lambda line: print(line, file=sys.stderr, flush=True)))
+    rc, lines, passes, app_code = _stream(
+        command, ncu, partials, echo or (lambda line: print(line, file=sys.stderr, flush=True))
+    )
     written = next((p for p in partials if p.is_file()), None)
     problem = _problem(rc, lines, app_code, written)
     if problem is not None or written is None:
@@ -455,12 +563,18 @@ def _usable_ncu(ncu: Path | None) -> tuple[Path, str]:
     """The ncu to run and its version; NcuNotFoundError when there is none or it is too old."""
     ncu = ncu or find_ncu()
     if ncu is None:
-        raise NcuNotFoundError("ncu not found on PATH, in $CUDA_HOME/bin, /usr/local/cuda/bin or /opt/nvidia/nsight-compute/*/; "
-                               "install Nsight Compute or put ncu on PATH (ncuroof doctor checks the setup)")
+        raise NcuNotFoundError(
+            "ncu not found on PATH, in $CUDA_HOME/bin, /usr/local/cuda/bin or"
+            " /opt/nvidia/nsight-compute/*/; install Nsight Compute or put ncu on PATH (ncuroof"
+            " doctor checks the setup)"
+        )
     version = ncu_version(ncu)
     if _version_key(version)[:2] < MIN_NCU_VERSION:
-        raise NcuNotFoundError(f"ncu {version} is older than {'.'.join(map(str, MIN_NCU_VERSION))}, which first has the "
-                               "roofline sections; install a newer Nsight Compute", ncu)
+        raise NcuNotFoundError(
+            f"ncu {version} is older than {'.'.join(map(str, MIN_NCU_VERSION))}, which first has"
+            " the roofline sections; install a newer Nsight Compute",
+            ncu,
+        )
     return ncu, version
 
 
@@ -470,24 +584,36 @@ def _explicit_metrics(opts: ProfileOptions) -> list[str]:
         return []
     cc = opts.cc or gpu_compute_capability()
     if cc is None:
-        raise ProfileError("cannot tell the GPU's compute capability for --levels/--precisions (nvidia-smi gave none); "
-                           "pass --cc MAJOR.MINOR")
+        raise ProfileError(
+            "cannot tell the GPU's compute capability for --levels/--precisions (nvidia-smi gave"
+            " none); pass --cc MAJOR.MINOR"
+        )
     try:
-        return metric_list(opts.levels or ("dram", "l2", "l1"), opts.precisions or ("fp32", "fp64"), cc)
+        return metric_list(
+            opts.levels or ("dram", "l2", "l1"), opts.precisions or ("fp32", "fp64"), cc
+        )
     except ValueError as exc:
         raise ProfileError(str(exc)) from exc
 
 
-def _stream(command: list[str], ncu: Path, partials: Sequence[Path],
-            write: Callable[[str], None]) -> tuple[int, list[str], dict[str, int], int | None]:
+def _stream(
+    command: list[str], ncu: Path, partials: Sequence[Path], write: Callable[[str], None]
+) -> tuple[int, list[str], dict[str, int], int | None]:
     """Run ncu, echoing its output; return its exit code, its lines, replay passes per kernel and
-    the program's exit code when ncu reported one. The partial reports are removed on interruption."""
+    the program's exit code when ncu reported one. The partial reports are removed on interruption.
+    """
     lines: list[str] = []
     passes: dict[str, int] = {}
     app_code: int | None = None
     try:
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
-                                errors="replace")
+        proc = subprocess.Popen(
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            bufsize=1,
+            errors="replace",
+        )
     except OSError as exc:
         raise ProfileError(f"cannot start ncu ({exc.strerror})", ncu) from exc
     try:
@@ -517,11 +643,21 @@ def _problem(rc: int, lines: list[str], app_code: int | None, written: Path | No
         return advice
     none_profiled = any("No kernels were profiled" in ln for ln in lines)
     if app_code not in (None, 0) or none_profiled:
-        parts = [f"the profiled program exited with code {app_code}"] if app_code not in (None, 0) else []
+        parts = (
+            [f"the profiled program exited with code {app_code}"]
+            if app_code not in (None, 0)
+            else []
+        )
         if none_profiled:
             child = any("--target-processes all" in ln for ln in lines)
-            parts.append("ncu profiled no kernel" + (" (if the kernels run in child processes pass --target-processes all)"
-                                                     if child else "; check the --kernel-name/--nvtx-include filters"))
+            parts.append(
+                "ncu profiled no kernel"
+                + (
+                    " (if the kernels run in child processes pass --target-processes all)"
+                    if child
+                    else "; check the --kernel-name/--nvtx-include filters"
+                )
+            )
         return "; ".join(parts)
     if errors:
         return errors[0].removeprefix("==ERROR==").strip()
@@ -530,14 +666,21 @@ def _problem(rc: int, lines: list[str], app_code: int | None, written: Path | No
     return None if written is not None else "ncu wrote no report"
 
 
-def _write_sidecar(report: Path, command: list[str], ncu: Path, defaults: NcuDefaults, opts: ProfileOptions, metrics: list[str],
-                   passes: dict[str, int]) -> Path:
+def _write_sidecar(
+    report: Path,
+    command: list[str],
+    ncu: Path,
+    defaults: NcuDefaults,
+    opts: ProfileOptions,
+    metrics: list[str],
+    passes: dict[str, int],
+) -> Path:
     """Write ``<report>.ncuroof.json``, the record of how the report was collected (atomically):
     ``report`` is the report's real name, ``ncu_command`` the command that writes it there."""
     o = command.index("-o")
     record = {
         "report": report.name,
-        "ncu_command": command[:o] + ["-o", str(report)] + command[o + 2:],
+        "ncu_command": command[:o] + ["-o", str(report)] + command[o + 2 :],
         "ncu_path": str(ncu),
         "ncu_version": defaults.version,
         "clock_control": opts.clock_control or f"{defaults.clock_default} (ncu default)",
@@ -545,10 +688,15 @@ def _write_sidecar(report: Path, command: list[str], ncu: Path, defaults: NcuDef
         "replay_mode": opts.replay_mode or "kernel (ncu default)",
         "metrics": metrics or "--set roofline",
         "passes": passes,
-        "options": {k: (list(v) if isinstance(v, tuple) else str(v) if isinstance(v, Path) else v) for k, v in asdict(opts).items()},
+        "options": {
+            k: list(v) if isinstance(v, tuple) else str(v) if isinstance(v, Path) else v
+            for k, v in asdict(opts).items()
+        },
     }
     if defaults.boost_state:  # ncu 2026.1+: --pipeline-boost-state, passed with --ncu-arg
-        record["pipeline_boost_state"] = _arg_value(opts.extra, "--pipeline-boost-state") or "ncu default"
+        record["pipeline_boost_state"] = (
+            _arg_value(opts.extra, "--pipeline-boost-state") or "ncu default"
+        )
     side = sidecar_path(report)
     tmp = side.with_name(side.name + ".tmp")
     tmp.write_text(json.dumps(record, indent=2), encoding="utf-8")
@@ -584,7 +732,9 @@ def _run(args: list[str]) -> subprocess.CompletedProcess[str] | None:
         return None
 
 
-def doctor(env: dict[str, str] | None = None, params: Path = Path("/proc/driver/nvidia/params")) -> list[Check]:
+def doctor(
+    env: dict[str, str] | None = None, params: Path = Path("/proc/driver/nvidia/params")
+) -> list[Check]:
     """Check that this machine can collect roofline reports.
 
     Parameters
@@ -604,33 +754,76 @@ def doctor(env: dict[str, str] | None = None, params: Path = Path("/proc/driver/
     checks: list[Check] = []
     ncu = find_ncu(env)
     if ncu is None:
-        checks.append(Check("ncu", False, "not found on PATH, $CUDA_HOME/bin, /usr/local/cuda/bin or /opt/nvidia/nsight-compute/*/",
-                            "install Nsight Compute (CUDA toolkit or the standalone package) or put ncu on PATH"))
+        checks.append(
+            Check(
+                "ncu",
+                False,
+                "not found on PATH, $CUDA_HOME/bin, /usr/local/cuda/bin or"
+                " /opt/nvidia/nsight-compute/*/",
+                "install Nsight Compute (CUDA toolkit or the standalone package) or put ncu on"
+                " PATH",
+            )
+        )
     else:
         try:
             v = ncu_version(ncu)
             old = _version_key(v)[:2] < MIN_NCU_VERSION
-            checks.append(Check("ncu", not old, f"{ncu} version {v}",
-                                "install Nsight Compute 2020.1 or newer" if old else ""))
+            checks.append(
+                Check(
+                    "ncu",
+                    not old,
+                    f"{ncu} version {v}",
+                    "install Nsight Compute 2020.1 or newer" if old else "",
+                )
+            )
             if not old:
                 d = ncu_defaults(v)
-                checks.append(Check("ncu defaults", True, f"ncu {v} writes {d.report_suffix} reports by default (-o NAME); "
-                                    f"--clock-control {d.clock_default} by default (takes {', '.join(d.clock_control)})"))
+                checks.append(
+                    Check(
+                        "ncu defaults",
+                        True,
+                        f"ncu {v} writes {d.report_suffix} reports by default (-o NAME);"
+                        f" --clock-control {d.clock_default} by default (takes"
+                        f" {', '.join(d.clock_control)})",
+                    )
+                )
         except NcuNotFoundError as exc:
             checks.append(Check("ncu", False, str(exc), "reinstall Nsight Compute"))
     smi = shutil.which("nvidia-smi", path=(env or os.environ).get("PATH", ""))
-    out = _run([smi, "--query-gpu=name,compute_cap,driver_version,mig.mode.current", "--format=csv,noheader"]) if smi else None
+    out = (
+        _run(
+            [
+                smi,
+                "--query-gpu=name,compute_cap,driver_version,mig.mode.current",
+                "--format=csv,noheader",
+            ]
+        )
+        if smi
+        else None
+    )
     if out is None or out.returncode != 0 or not out.stdout.strip():
-        checks.append(Check("gpu", False, "no NVIDIA GPU visible (nvidia-smi missing or failed)",
-                            "run on a machine with an NVIDIA GPU and driver; in a container pass --gpus all"))
+        checks.append(
+            Check(
+                "gpu",
+                False,
+                "no NVIDIA GPU visible (nvidia-smi missing or failed)",
+                "run on a machine with an NVIDIA GPU and driver; in a container pass --gpus all",
+            )
+        )
     else:
         gpus = [ln.strip() for ln in out.stdout.strip().splitlines()]
         mig = any(ln.rsplit(",", 1)[-1].strip().lower() == "enabled" for ln in gpus)
         checks.append(Check("gpu", True, "; ".join(gpus)))
         if mig:
-            checks.append(Check("mig", None, "MIG is enabled",
-                                "ncu profiles only isolated MIG compute instances and cannot lock clocks there: "
-                                "pass --clock-control none"))
+            checks.append(
+                Check(
+                    "mig",
+                    None,
+                    "MIG is enabled",
+                    "ncu profiles only isolated MIG compute instances and cannot lock clocks there:"
+                    " pass --clock-control none",
+                )
+            )
     root = hasattr(os, "geteuid") and os.geteuid() == 0
     try:
         text = params.read_text()
@@ -638,16 +831,39 @@ def doctor(env: dict[str, str] | None = None, params: Path = Path("/proc/driver/
         text = ""
     m = re.search(r"RmProfilingAdminOnly:\s*(\d)", text)
     if m is None:
-        checks.append(Check("counters", None, f"cannot read {params}: permission unknown until a profile runs"))
+        checks.append(
+            Check(
+                "counters", None, f"cannot read {params}: permission unknown until a profile runs"
+            )
+        )
     elif m.group(1) == "1" and not root:
-        container = Path("/.dockerenv").exists() or "docker" in _read("/proc/1/cgroup") or "containerd" in _read("/proc/1/cgroup")
-        fix = ("run as root, or have an admin set 'options nvidia NVreg_RestrictProfilingToAdminUsers=0' in "
-               "/etc/modprobe.d and reload the driver")
+        container = (
+            Path("/.dockerenv").exists()
+            or "docker" in _read("/proc/1/cgroup")
+            or "containerd" in _read("/proc/1/cgroup")
+        )
+        fix = (
+            "run as root, or have an admin set 'options nvidia"
+            " NVreg_RestrictProfilingToAdminUsers=0' in /etc/modprobe.d and reload the driver"
+        )
         if container:
             fix += "; inside a container also start it with --cap-add SYS_ADMIN"
-        checks.append(Check("counters", False, "performance counters are restricted to admin users (RmProfilingAdminOnly: 1)", fix))
+        checks.append(
+            Check(
+                "counters",
+                False,
+                "performance counters are restricted to admin users (RmProfilingAdminOnly: 1)",
+                fix,
+            )
+        )
     else:
-        checks.append(Check("counters", True, "permitted" + (" (running as root)" if root and m.group(1) == "1" else "")))
+        checks.append(
+            Check(
+                "counters",
+                True,
+                "permitted" + (" (running as root)" if root and m.group(1) == "1" else ""),
+            )
+        )
     return checks
 
 

@@ -26,7 +26,14 @@ from ..schema import KERNELS, STATUSES, from_text, validate_kernels, validate_po
 from . import calculator, ceilings, classify, diagnose, expect, production, summary
 from .summary import FOCUS_SHARE, KEY_CHOICES
 
-__all__ = ["AnalysisOptions", "Analysis", "build", "from_kernels", "launch_table", "restore_kernels"]
+__all__ = [
+    "AnalysisOptions",
+    "Analysis",
+    "build",
+    "from_kernels",
+    "launch_table",
+    "restore_kernels",
+]
 
 TRAFFIC_CHOICES = ("ncu", "nersc")
 
@@ -82,13 +89,18 @@ class AnalysisOptions:
     def __post_init__(self) -> None:
         parser.check_reader(self.reader)
         if self.traffic not in TRAFFIC_CHOICES:
-            raise ValueError(f"traffic must be one of {', '.join(TRAFFIC_CHOICES)}, not {self.traffic!r}")
+            raise ValueError(
+                f"traffic must be one of {', '.join(TRAFFIC_CHOICES)}, not {self.traffic!r}"
+            )
         if self.match not in KEY_CHOICES:
             raise ValueError(f"match must be one of {', '.join(KEY_CHOICES)}, not {self.match!r}")
         if not (0 < self.focus <= 1) or math.isnan(self.focus):
             raise ValueError(f"focus must be in (0, 1], not {self.focus!r}")
         if self.device is not None and self.timeline is None:
-            raise ValueError("device (--device) picks a device of the production timeline: give the timeline too (--timeline TRACE)")
+            raise ValueError(
+                "device (--device) picks a device of the production timeline: give the timeline too"
+                " (--timeline TRACE)"
+            )
 
     @classmethod
     def of(cls, options: AnalysisOptions | None = None, **overrides: Any) -> AnalysisOptions:
@@ -141,11 +153,18 @@ class Analysis:
     @property
     def missing_metrics(self) -> bool:
         """True when no launch has roofline metrics (a basic-set report)."""
-        return bool(len(self.kernels)) and bool((self.kernels["status"] == "no_roofline_metrics").all())
+        return bool(len(self.kernels)) and bool(
+            (self.kernels["status"] == "no_roofline_metrics").all()
+        )
 
 
-def read_kernels(inputs: Sequence[Path], options: AnalysisOptions, cat: Catalog, gpus: GpuCatalog,
-                 progress: Callable[[int], Callable[[], None]] | None = None) -> pd.DataFrame:
+def read_kernels(
+    inputs: Sequence[Path],
+    options: AnalysisOptions,
+    cat: Catalog,
+    gpus: GpuCatalog,
+    progress: Callable[[int], Callable[[], None]] | None = None,
+) -> pd.DataFrame:
     """Read the inputs and compute each launch's work, traffic, roofs and time at the roof.
 
     Parameters
@@ -175,18 +194,31 @@ def read_kernels(inputs: Sequence[Path], options: AnalysisOptions, cat: Catalog,
     k = calculator.compute_kernels(raw, cat, traffic=options.traffic)
     clocks = {s: clock_control(Path(s)) for s in k["source"].dropna().unique()}
     k["clock_control"] = k["source"].map(clocks).astype(object)
-    k = ceilings.fill_ceilings(k, gpus, gpu=options.gpu, peak_flops=options.peak_flops, peak_bandwidth=options.peak_bandwidth,
-                               catalog=cat, achievable_flops=options.achievable_flops,
-                               achievable_bandwidth=options.achievable_bandwidth)
+    k = ceilings.fill_ceilings(
+        k,
+        gpus,
+        gpu=options.gpu,
+        peak_flops=options.peak_flops,
+        peak_bandwidth=options.peak_bandwidth,
+        catalog=cat,
+        achievable_flops=options.achievable_flops,
+        achievable_bandwidth=options.achievable_bandwidth,
+    )
     k = calculator.time_at_roof(k, cat)
     if options.expect is not None:
         k = expect.apply_expectations(k, expect.read_expectations(options.expect))
     return k
 
 
-def from_kernels(kernels: pd.DataFrame, options: AnalysisOptions, cat: Catalog, gpus: GpuCatalog,
-                 inputs: Sequence[Path] = (), classified: bool = False,
-                 progress: Callable[[int], Callable[..., None]] | None = None) -> Analysis:
+def from_kernels(
+    kernels: pd.DataFrame,
+    options: AnalysisOptions,
+    cat: Catalog,
+    gpus: GpuCatalog,
+    inputs: Sequence[Path] = (),
+    classified: bool = False,
+    progress: Callable[[int], Callable[..., None]] | None = None,
+) -> Analysis:
     """Finish an analysis from a launch table: points, bound, diagnosis, dots and summary, once each.
 
     Parameters
@@ -209,21 +241,40 @@ def from_kernels(kernels: pd.DataFrame, options: AnalysisOptions, cat: Catalog, 
     Analysis
     """
     pts = validate_points(calculator.compute_points(kernels))
-    k = _classified(kernels, pts, options, cat, gpus) if not classified else _keyed(kernels, options)
+    k = (
+        _classified(kernels, pts, options, cat, gpus)
+        if not classified
+        else _keyed(kernels, options)
+    )
     dots = summary.kernel_dots(k, pts)
-    prod = production.from_options(k, dots, options.timeline, options.device, options.match, cat.thresholds, progress)
-    summ = summary.kernel_summary(k, focus=options.focus, dots=dots, production_s=prod.weights if prod else None,
-                                  production_total_s=prod.total_s if prod else None)
+    prod = production.from_options(
+        k, dots, options.timeline, options.device, options.match, cat.thresholds, progress
+    )
+    summ = summary.kernel_summary(
+        k,
+        focus=options.focus,
+        dots=dots,
+        production_s=prod.weights if prod else None,
+        production_total_s=prod.total_s if prod else None,
+    )
     summ = diagnose.diagnose_kernels(summ, k, cat, gpus)
     return Analysis(list(inputs), options, k, pts, dots, summ, cat, gpus, production=prod)
 
 
 def _keyed(kernels: pd.DataFrame, options: AnalysisOptions) -> pd.DataFrame:
     """The classified launch table with its ``kernel_key`` (``options.match``), validated."""
-    return validate_kernels(kernels.assign(kernel_key=summary.kernel_keys(kernels, options.match).to_numpy()))
+    return validate_kernels(
+        kernels.assign(kernel_key=summary.kernel_keys(kernels, options.match).to_numpy())
+    )
 
 
-def _classified(kernels: pd.DataFrame, points: pd.DataFrame, options: AnalysisOptions, cat: Catalog, gpus: GpuCatalog) -> pd.DataFrame:
+def _classified(
+    kernels: pd.DataFrame,
+    points: pd.DataFrame,
+    options: AnalysisOptions,
+    cat: Catalog,
+    gpus: GpuCatalog,
+) -> pd.DataFrame:
     """:func:`read_kernels`' table classified and diagnosed launch by launch (``points``: its points), keyed."""
     k = classify.classify(kernels, points, cat)
     return _keyed(diagnose.diagnose_launches(k, points, cat, gpus), options)
@@ -256,8 +307,11 @@ def launch_table(paths: Sequence[Path], options: AnalysisOptions | None = None) 
     return _classified(k, validate_points(calculator.compute_points(k)), options, cat, gpus)
 
 
-def build(paths: Sequence[Path], options: AnalysisOptions | None = None,
-          progress: Callable[[int], Callable[[], None]] | None = None) -> Analysis:
+def build(
+    paths: Sequence[Path],
+    options: AnalysisOptions | None = None,
+    progress: Callable[[int], Callable[[], None]] | None = None,
+) -> Analysis:
     """Run the whole analysis of ``paths`` once.
 
     Parameters
@@ -282,8 +336,11 @@ def build(paths: Sequence[Path], options: AnalysisOptions | None = None,
     return from_kernels(k, options, cat, gpus, inputs=paths, progress=progress)
 
 
-def _read(paths: Sequence[Path], options: AnalysisOptions | None, progress: Callable[[int], Callable[[], None]] | None = None
-          ) -> tuple[AnalysisOptions, Catalog, GpuCatalog, pd.DataFrame]:
+def _read(
+    paths: Sequence[Path],
+    options: AnalysisOptions | None,
+    progress: Callable[[int], Callable[[], None]] | None = None,
+) -> tuple[AnalysisOptions, Catalog, GpuCatalog, pd.DataFrame]:
     """The options (defaults for None), the catalogs and :func:`read_kernels` of ``paths``."""
     options = options if options is not None else AnalysisOptions()
     cat, gpus = catalog.load(), catalog.load_gpus()
@@ -291,12 +348,28 @@ def _read(paths: Sequence[Path], options: AnalysisOptions | None, progress: Call
 
 
 #: Columns a saved kernels table may lack (written by an older ncuroof): recomputed on reading.
-_DERIVED = ("kernel_key", "time_at_roof_s", "saving_s", "expected_flop", "expected_dram_bytes", "diagnosis", "evidence",
-            "advice", "flags", "hot_pipe", "hot_pipe_frac", "time_at_roof_bound", "speed_of_light_note",
-            *(c for c in KERNELS if c.startswith("achievable_")), "roof_fraction")
+_DERIVED = (
+    "kernel_key",
+    "time_at_roof_s",
+    "saving_s",
+    "expected_flop",
+    "expected_dram_bytes",
+    "diagnosis",
+    "evidence",
+    "advice",
+    "flags",
+    "hot_pipe",
+    "hot_pipe_frac",
+    "time_at_roof_bound",
+    "speed_of_light_note",
+    *(c for c in KERNELS if c.startswith("achievable_")),
+    "roof_fraction",
+)
 
 
-def restore_kernels(table: pd.DataFrame, where: Path, cat: Catalog, gpus: GpuCatalog) -> pd.DataFrame:
+def restore_kernels(
+    table: pd.DataFrame, where: Path, cat: Catalog, gpus: GpuCatalog
+) -> pd.DataFrame:
     """A launch table read back from a saved ``kernels.csv``, with the declared dtypes and any
     derived column an older ncuroof did not write recomputed.
 
@@ -324,25 +397,44 @@ def restore_kernels(table: pd.DataFrame, where: Path, cat: Catalog, gpus: GpuCat
         table = table.assign(clock_control=None)
     missing = [c for c in KERNELS if c not in table.columns and c not in _DERIVED]
     if missing:
-        raise InputError(f"kernels.csv lacks {missing[:4]}; it was not written by this version of ncuroof analyze", where)
+        raise InputError(
+            f"kernels.csv lacks {missing[:4]}; it was not written by this version of ncuroof"
+            " analyze",
+            where,
+        )
     unknown = table["status"][~table["status"].isin(STATUSES)]
     if len(unknown):
-        raise InputError(f"kernels.csv has status {str(unknown.iloc[0])[:40]!r}, not one of {', '.join(STATUSES)}: it was edited or "
-                         "not written by ncuroof; rerun ncuroof analyze on the inputs", where)
+        raise InputError(
+            f"kernels.csv has status {str(unknown.iloc[0])[:40]!r}, not one of"
+            f" {', '.join(STATUSES)}: it was edited or not written by ncuroof; rerun ncuroof"
+            " analyze on the inputs",
+            where,
+        )
     k = from_text(table)
     for name, col in KERNELS.items():
         if name in k.columns and col.dtype == "string":
-            k[name] = k[name].astype(object).where(k[name].notna(), "" if name in _TEXT_EMPTY else None)
+            k[name] = (
+                k[name].astype(object).where(k[name].notna(), "" if name in _TEXT_EMPTY else None)
+            )
     k["cc"] = k["cc"].map(lambda c: f"{c:.1f}" if isinstance(c, float) and np.isfinite(c) else c)
     if "hot_pipe" not in k.columns:  # written before issue 15
         k["hot_pipe"], k["hot_pipe_frac"] = "", np.nan
-    if any(c not in k.columns for c in ("time_at_roof_s", "saving_s", "time_at_roof_bound", "speed_of_light_note")):
+    if any(
+        c not in k.columns
+        for c in ("time_at_roof_s", "saving_s", "time_at_roof_bound", "speed_of_light_note")
+    ):
         k = calculator.time_at_roof(k, cat)
-    for c in ("expected_flop", "expected_dram_bytes", *(c for c in KERNELS if c.startswith("achievable_"))):
+    for c in (
+        "expected_flop",
+        "expected_dram_bytes",
+        *(c for c in KERNELS if c.startswith("achievable_")),
+    ):
         if c not in k.columns:
             k[c] = "" if c == "achievable_sources" else np.nan
     if "roof_fraction" not in table.columns:  # written before issue 21
-        bind = k[["source", "launch_id"]].merge(classify.binding_points(calculator.compute_points(k)), how="left")
+        bind = k[["source", "launch_id"]].merge(
+            classify.binding_points(calculator.compute_points(k)), how="left"
+        )
         k["roof_fraction"] = pd.to_numeric(bind["roof_fraction"], errors="coerce").to_numpy(float)
     if any(c not in table.columns for c in ("diagnosis", "evidence", "advice", "flags")):
         k = diagnose.diagnose_launches(k, calculator.compute_points(k), cat, gpus)
@@ -350,5 +442,19 @@ def restore_kernels(table: pd.DataFrame, where: Path, cat: Catalog, gpus: GpuCat
 
 
 #: Text columns whose missing value is the empty string (not None) in a launch table.
-_TEXT_EMPTY = ("diagnosis", "evidence", "advice", "grid", "block", "ceiling_sources", "achievable_sources", "datasheet_gpu",
-               "flop_source", "tensor_source", "input_notes", "hot_pipe", "time_at_roof_bound", "speed_of_light_note")
+_TEXT_EMPTY = (
+    "diagnosis",
+    "evidence",
+    "advice",
+    "grid",
+    "block",
+    "ceiling_sources",
+    "achievable_sources",
+    "datasheet_gpu",
+    "flop_source",
+    "tensor_source",
+    "input_notes",
+    "hot_pipe",
+    "time_at_roof_bound",
+    "speed_of_light_note",
+)

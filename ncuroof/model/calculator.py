@@ -25,11 +25,38 @@ import pandas as pd
 from .. import catalog as _catalog
 from ..catalog import Catalog, Recipe, Term
 from ..parser.validate import roof_damage
-from ..schema import DAMAGED, KERNELS, LEVELS, LIST_SEPARATOR, POINTS, PRECISIONS, empty, format_sources, parse_sources, tensor_columns, tensor_paths
-from .evidence import SOURCES_DISAGREE, alternatives_text, flop_evidence, l2_write_evidence, ledger_text, opcode_flops
+from ..schema import (
+    DAMAGED,
+    KERNELS,
+    LEVELS,
+    LIST_SEPARATOR,
+    POINTS,
+    PRECISIONS,
+    empty,
+    format_sources,
+    parse_sources,
+    tensor_columns,
+    tensor_paths,
+)
+from .evidence import (
+    SOURCES_DISAGREE,
+    alternatives_text,
+    flop_evidence,
+    l2_write_evidence,
+    ledger_text,
+    opcode_flops,
+)
 from .speed_of_light import apply_speed_of_light, hot_pipe, launch_floor
 
-__all__ = ["compute_kernels", "compute_points", "achievable_roof", "time_at_roof", "cc_number", "Resolved", "flop_columns"]
+__all__ = [
+    "compute_kernels",
+    "compute_points",
+    "achievable_roof",
+    "time_at_roof",
+    "cc_number",
+    "Resolved",
+    "flop_columns",
+]
 
 _NAN = np.nan
 
@@ -115,7 +142,9 @@ def _resolve(raw: pd.DataFrame, recipes: tuple[Recipe, ...], cc: np.ndarray) -> 
 
 
 def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # an overflow is caught by _damaged
+    with np.errstate(
+        divide="ignore", invalid="ignore", over="ignore"
+    ):  # an overflow is caught by _damaged
         return np.where(b > 0, a / np.where(b > 0, b, 1.0), _NAN)
 
 
@@ -129,11 +158,13 @@ class _Work:
     estimated: np.ndarray
 
 
-def _precision_work(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray, time_s: np.ndarray,
-                    notes: list[list[str]]) -> tuple[dict[str, _Work], np.ndarray, dict[str, np.ndarray]]:
+def _precision_work(
+    raw: pd.DataFrame, cat: Catalog, cc: np.ndarray, time_s: np.ndarray, notes: list[list[str]]
+) -> tuple[dict[str, _Work], np.ndarray, dict[str, np.ndarray]]:
     """Work per precision in the order of ``metrics/opcodes.toml`` ``[order].flop``: the roofline
     counters (count, else rate x time), else the SASS opcode tables (:mod:`ncuroof.model.evidence`).
-    Returns the work, ``flop_source`` (the sources used, ``+``-joined) and each precision's ledger text."""
+    Returns the work, ``flop_source`` (the sources used, ``+``-joined) and each precision's ledger text.
+    """
     work: dict[str, _Work] = {}
     tables = opcode_flops(raw, cat)
     disagree = float(cat.thresholds.get("evidence", {}).get("flop_disagree", 0.02))
@@ -145,11 +176,17 @@ def _precision_work(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray, time_s: np.
         peak = _resolve(raw, p.peak, cc)
         flop = np.where(count.present, count.values, rate.values * time_s)
         flop_per_s = np.where(rate.present, rate.values, _div(count.values, time_s))
-        src = np.where(count.present, "count", np.where(rate.present, "rate x time", "")).astype(object)
-        flop, flop_per_s, src, held[name] = flop_evidence(name, flop, flop_per_s, src, time_s, tables, disagree, notes)
+        src = np.where(count.present, "count", np.where(rate.present, "rate x time", "")).astype(
+            object
+        )
+        flop, flop_per_s, src, held[name] = flop_evidence(
+            name, flop, flop_per_s, src, time_s, tables, disagree, notes
+        )
         used.append(src)
         work[name] = _Work(flop, flop_per_s, peak.values, np.zeros(len(raw), dtype=bool))
-    rows, which = np.unique(np.column_stack(used).astype(str), axis=0, return_inverse=True)  # a handful of combinations
+    rows, which = np.unique(
+        np.column_stack(used).astype(str), axis=0, return_inverse=True
+    )  # a handful of combinations
     text = np.array(["+".join(dict.fromkeys(x for x in row if x)) for row in rows], dtype=object)
     return work, text[which.reshape(-1)], held
 
@@ -177,7 +214,9 @@ def _tensor_work(
     st = _ops_path_work(raw, cat, time_s)
     _opcode_work(raw, cat, time_s, st)
     t = cat.tensor
-    idle = np.isnan(st.flop) & ((_term(raw, t.legacy_count) == 0) | (_term(raw, t.legacy_rate) == 0))
+    idle = np.isnan(st.flop) & (
+        (_term(raw, t.legacy_count) == 0) | (_term(raw, t.legacy_rate) == 0)
+    )
     st.flop = np.where(idle, 0.0, st.flop)
     st.rate = np.where(idle, 0.0, st.rate)
     st.source = np.where(idle, "pipe_tensor=0", st.source)
@@ -191,19 +230,38 @@ def _ops_path_work(raw: pd.DataFrame, cat: Catalog, time_s: np.ndarray) -> _Tens
     n = len(raw)
     sm_clock = _column(raw, t.ops_clock)
     sm_clock = np.full(n, _NAN) if sm_clock is None else sm_clock
-    names = sorted({c[len(t.ops_prefix):-len(t.ops_count)] for c in raw.columns if c.startswith(t.ops_prefix) and c.endswith(t.ops_count)}
-                   | {c[len(t.ops_prefix):-len(t.ops_rate)] for c in raw.columns if c.startswith(t.ops_prefix) and c.endswith(t.ops_rate)})
+    names = sorted(
+        {
+            c[len(t.ops_prefix) : -len(t.ops_count)]
+            for c in raw.columns
+            if c.startswith(t.ops_prefix) and c.endswith(t.ops_count)
+        }
+        | {
+            c[len(t.ops_prefix) : -len(t.ops_rate)]
+            for c in raw.columns
+            if c.startswith(t.ops_prefix) and c.endswith(t.ops_rate)
+        }
+    )
     paths: dict[str, _Work] = {}
     have_ops = np.zeros(n, dtype=bool)
     for path in names:
         base = t.ops_prefix + path
-        count, rate, peak = _column(raw, base + t.ops_count), _column(raw, base + t.ops_rate), _column(raw, base + t.ops_peak)
+        count, rate, peak = (
+            _column(raw, base + t.ops_count),
+            _column(raw, base + t.ops_rate),
+            _column(raw, base + t.ops_peak),
+        )
         rate_s = rate * sm_clock if rate is not None else np.full(n, _NAN)
         count = count if count is not None else np.full(n, _NAN)
         flop = np.where(~np.isnan(count), count, rate_s * time_s)
         peak_s = peak * sm_clock if peak is not None else np.full(n, _NAN)
         have_ops |= ~np.isnan(flop)
-        paths[path] = _Work(flop, np.where(~np.isnan(rate_s), rate_s, _div(count, time_s)), peak_s, np.zeros(n, dtype=bool))
+        paths[path] = _Work(
+            flop,
+            np.where(~np.isnan(rate_s), rate_s, _div(count, time_s)),
+            peak_s,
+            np.zeros(n, dtype=bool),
+        )
 
     def family_sum(attr: str) -> np.ndarray:
         agg = [getattr(w, attr) for p, w in paths.items() if not p.startswith(t.family_prefix)]
@@ -212,9 +270,13 @@ def _ops_path_work(raw: pd.DataFrame, cat: Catalog, time_s: np.ndarray) -> _Tens
         o = np.nansum(ops, axis=0) if ops else np.zeros(n)
         return np.where(a > 0, a, o)
 
-    return _Tensor(paths, np.where(have_ops, family_sum("flop") if paths else 0.0, _NAN),
-                   np.where(have_ops, family_sum("flop_per_s") if paths else 0.0, _NAN),
-                   np.where(have_ops, "ops_path", "").astype(object), [[] for _ in range(n)])
+    return _Tensor(
+        paths,
+        np.where(have_ops, family_sum("flop") if paths else 0.0, _NAN),
+        np.where(have_ops, family_sum("flop_per_s") if paths else 0.0, _NAN),
+        np.where(have_ops, "ops_path", "").astype(object),
+        [[] for _ in range(n)],
+    )
 
 
 def _opcode_work(raw: pd.DataFrame, cat: Catalog, time_s: np.ndarray, st: _Tensor) -> None:
@@ -228,12 +290,14 @@ def _opcode_work(raw: pd.DataFrame, cat: Catalog, time_s: np.ndarray, st: _Tenso
     prefix = t.opcode_metric + "["
     per_path: dict[str, np.ndarray] = {}
     for col in (c for c in raw.columns if c.startswith(prefix)):
-        opcode = col[len(prefix):-1]
+        opcode = col[len(prefix) : -1]
         counts = np.nan_to_num(raw[col].to_numpy(dtype=float, na_value=np.nan))
         shape = next((s for s in t.shapes if s.pattern.search(opcode)), None)
         if shape is None:
             for i in np.flatnonzero(use & (counts > 0)):
-                st.notes[i].append(f"tensor work incomplete: no MMA shape known for SASS opcode {opcode}")
+                st.notes[i].append(
+                    f"tensor work incomplete: no MMA shape known for SASS opcode {opcode}"
+                )
             continue
         per_path[shape.path] = per_path.get(shape.path, np.zeros(n)) + counts * shape.ops_of(opcode)
     est_total = np.zeros(n)
@@ -245,29 +309,50 @@ def _opcode_work(raw: pd.DataFrame, cat: Catalog, time_s: np.ndarray, st: _Tenso
     st.rate = np.where(use, _div(est_total, time_s), st.rate)
     st.source = np.where(use, "sass_opcodes", st.source)
     for i in np.flatnonzero(use & (est_total > 0)):
-        st.notes[i].append("tensor FLOPs estimated from SASS MMA opcode counts x 2*M*N*K, no tensor roof in this report")
+        st.notes[i].append(
+            "tensor FLOPs estimated from SASS MMA opcode counts x 2*M*N*K, no tensor roof in this"
+            " report"
+        )
 
 
-def _legacy_work(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray, time_s: np.ndarray, st: _Tensor) -> None:
+def _legacy_work(
+    raw: pd.DataFrame, cat: Catalog, cc: np.ndarray, time_s: np.ndarray, st: _Tensor
+) -> None:
     """3. Legacy 512 x tensor-pipe instructions, CC 7.0 only (approximate), where nothing else applied."""
     t = cat.tensor
     legacy_cc = np.isin(np.round(cc, 1), t.legacy_cc)
     count = _term(raw, t.legacy_count) * t.legacy_factor
     rate_clock = _column(raw, t.legacy_rate_clock)
-    rate = _term(raw, t.legacy_rate) * t.legacy_factor * (rate_clock if rate_clock is not None else _NAN)
+    rate = (
+        _term(raw, t.legacy_rate)
+        * t.legacy_factor
+        * (rate_clock if rate_clock is not None else _NAN)
+    )
     use = legacy_cc & np.isnan(st.flop) & (~np.isnan(count) | ~np.isnan(rate))
     if not use.any():
         return
     flop = np.where(~np.isnan(count), count, rate * time_s)
     flop_per_s = np.where(~np.isnan(rate), rate, _div(count, time_s))
     peak_clock = _column(raw, t.legacy_peak_clock)
-    peak = _term(raw, t.legacy_peak) * t.legacy_factor * (peak_clock if peak_clock is not None else _NAN)
-    st.paths["legacy_x512"] = _Work(np.where(use, flop, _NAN), np.where(use, flop_per_s, _NAN), np.where(use, peak, _NAN), use.copy())
+    peak = (
+        _term(raw, t.legacy_peak)
+        * t.legacy_factor
+        * (peak_clock if peak_clock is not None else _NAN)
+    )
+    st.paths["legacy_x512"] = _Work(
+        np.where(use, flop, _NAN),
+        np.where(use, flop_per_s, _NAN),
+        np.where(use, peak, _NAN),
+        use.copy(),
+    )
     st.flop = np.where(use, flop, st.flop)
     st.rate = np.where(use, flop_per_s, st.rate)
     st.source = np.where(use, "legacy_x512", st.source)
     for i in np.flatnonzero(use & (flop > 0)):
-        st.notes[i].append("tensor FLOPs = 512 x tensor-pipe instructions (NERSC convention): exact only for HMMA.884 with FP32 accumulation")
+        st.notes[i].append(
+            "tensor FLOPs = 512 x tensor-pipe instructions (NERSC convention): exact only for"
+            " HMMA.884 with FP32 accumulation"
+        )
 
 
 @dataclass
@@ -278,7 +363,9 @@ class _Traffic:
     definition: np.ndarray
 
 
-def _level_traffic(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray, time_s: np.ndarray, traffic: str) -> dict[str, _Traffic]:
+def _level_traffic(
+    raw: pd.DataFrame, cat: Catalog, cc: np.ndarray, time_s: np.ndarray, traffic: str
+) -> dict[str, _Traffic]:
     out: dict[str, _Traffic] = {}
     n = len(raw)
     for name in LEVELS:
@@ -304,11 +391,19 @@ def _level_traffic(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray, time_s: np.n
     return out
 
 
-def _ledger(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray, time: Resolved, flop_held: dict[str, np.ndarray],
-            levels: dict[str, _Traffic], notes: list[list[str]]) -> np.ndarray:
+def _ledger(
+    raw: pd.DataFrame,
+    cat: Catalog,
+    cc: np.ndarray,
+    time: Resolved,
+    flop_held: dict[str, np.ndarray],
+    levels: dict[str, _Traffic],
+    notes: list[list[str]],
+) -> np.ndarray:
     """The ``evidence_sources`` column: per precision, level, time and clock, every source the
     launch's input holds, the used one first, with the agreement of two forms of one quantity
-    (``dram__bytes.sum`` and read + write); a disagreement beyond ``[evidence].flop_disagree`` is a note (flag)."""
+    (``dram__bytes.sum`` and read + write); a disagreement beyond ``[evidence].flop_disagree`` is a note (flag).
+    """
     disagree = float(cat.thresholds.get("evidence", {}).get("flop_disagree", 0.02))
     parts = dict(flop_held)
     for name in LEVELS:
@@ -325,15 +420,22 @@ def _ledger(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray, time: Resolved, flo
                 text = np.where(first, np.where(text == "", "", text + "; ") + r.label, text)
                 text = np.where(here & ~first, text + " = " + r.label, text)
                 for i in np.flatnonzero(here & ~first & (apart > disagree)):
-                    notes[i].append(f"{SOURCES_DISAGREE}: {name.upper()} bytes {ref[i]:.6g} from the first recipe but {v[i]:.6g} "
-                                    f"from {r.label} ({100 * apart[i]:.1f} % apart): the first is used")
+                    notes[i].append(
+                        f"{SOURCES_DISAGREE}: {name.upper()} bytes {ref[i]:.6g} from the first"
+                        f" recipe but {v[i]:.6g} from {r.label} ({100 * apart[i]:.1f} % apart): the"
+                        " first is used"
+                    )
                 ref = np.where(first, v, ref)
-                other = ~np.isnan(v) & (used != d.id) & (used != "") & ~_contains(others, f" {d.id},")
+                other = (
+                    ~np.isnan(v) & (used != d.id) & (used != "") & ~_contains(others, f" {d.id},")
+                )
                 others = np.where(other, others + f" {d.id},", others)
         rated = (text == "") & (used != "") & ~np.isnan(levels[name].bytes)
         text = np.where(rated, used.astype(object) + " definition (rate x time)", text)
         extra = pd.Series(others, dtype=object).str.strip(" ,").to_numpy(dtype=object)
-        parts[name] = np.where(extra != "", text + "; also held: " + extra + " (other definitions)", text)
+        parts[name] = np.where(
+            extra != "", text + "; also held: " + extra + " (other definitions)", text
+        )
     parts["time"] = alternatives_text([(r.label, _recipe(raw, r, cc)) for r in cat.time], len(raw))
     clocks = [(cat.clocks[c], _column(raw, cat.clocks[c])) for c in ("sm", "smsp")]
     parts["clock"] = alternatives_text([(name, v) for name, v in clocks if v is not None], len(raw))
@@ -368,31 +470,56 @@ def _damaged(raw: pd.DataFrame, k: pd.DataFrame, cat: Catalog) -> tuple[np.ndarr
     """Launches whose record is damaged: flagged by the parser (the reason is in its input notes,
     :func:`ncuroof.parser.validate.check_values`) or with a rate beyond any roof
     (:func:`ncuroof.parser.validate.roof_damage`, reason returned). Returns (mask, reasons)."""
-    notes = raw["input_notes"].to_numpy(dtype=object) if "input_notes" in raw.columns else np.full(len(raw), None)
+    notes = (
+        raw["input_notes"].to_numpy(dtype=object)
+        if "input_notes" in raw.columns
+        else np.full(len(raw), None)
+    )
     mask = np.array([isinstance(x, str) and DAMAGED in x for x in notes], dtype=bool)
     names = [*(f"{p}_flop" for p in PRECISIONS), *(f"{lv}_bytes" for lv in LEVELS)]
-    reasons = roof_damage({n: k[f"{n}_per_s"].to_numpy(float) for n in names}, {n: k[f"peak_{n}_per_s"].to_numpy(float) for n in names}, cat)
+    reasons = roof_damage(
+        {n: k[f"{n}_per_s"].to_numpy(float) for n in names},
+        {n: k[f"peak_{n}_per_s"].to_numpy(float) for n in names},
+        cat,
+    )
     beyond = reasons != ""
     floats = [c for c in k.columns if k[c].dtype == float]
     inf = np.isinf(k[floats].to_numpy(float))
-    for i in np.flatnonzero(inf.any(axis=1) & (reasons == "")):  # a safety net behind the parser's limits
-        reasons[i] = f"{DAMAGED}: {', '.join(np.array(floats)[inf[i]][:3])} overflowed to infinity (kept missing); re-run ncu"
+    for i in np.flatnonzero(
+        inf.any(axis=1) & (reasons == "")
+    ):  # a safety net behind the parser's limits
+        reasons[i] = (
+            f"{DAMAGED}: {', '.join(np.array(floats)[inf[i]][:3])} overflowed to infinity (kept"
+            " missing); re-run ncu"
+        )
     k[floats] = np.where(inf, np.nan, k[floats].to_numpy(float))
     return mask | beyond | inf.any(axis=1), reasons
 
 
 def _instruction_counts(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray) -> dict[str, np.ndarray]:
     """Warp instructions, transactions per level and the instruction issue roof ([DING] §III;
-    ``metrics/instruction_roofline.toml``): roof = SMs x schedulers per SM x SM clock [warp inst/s]."""
+    ``metrics/instruction_roofline.toml``): roof = SMs x schedulers per SM x SM clock [warp inst/s].
+    """
     n = len(raw)
     ins = cat.instruction
     if ins is None:
-        return {c: np.full(n, _NAN) for c in ("warp_inst", *(f"{lv}_transactions" for lv in LEVELS), "peak_warp_inst_per_s")}
+        return {
+            c: np.full(n, _NAN)
+            for c in ("warp_inst", *(f"{lv}_transactions" for lv in LEVELS), "peak_warp_inst_per_s")
+        }
     out = {"warp_inst": _resolve(raw, ins.warp_inst, cc).values}
     for lv in LEVELS:
-        out[f"{lv}_transactions"] = _resolve(raw, ins.transactions[lv], cc).values if lv in ins.transactions else np.full(n, _NAN)
+        out[f"{lv}_transactions"] = (
+            _resolve(raw, ins.transactions[lv], cc).values
+            if lv in ins.transactions
+            else np.full(n, _NAN)
+        )
     sms, clock = _column(raw, ins.sm_count), _column(raw, ins.clock)
-    out["peak_warp_inst_per_s"] = (sms * ins.schedulers_per_sm * clock) if sms is not None and clock is not None else np.full(n, _NAN)
+    out["peak_warp_inst_per_s"] = (
+        (sms * ins.schedulers_per_sm * clock)
+        if sms is not None and clock is not None
+        else np.full(n, _NAN)
+    )
     return out
 
 
@@ -401,12 +528,30 @@ def _fraction(raw: pd.DataFrame, metric: str) -> np.ndarray:
     return np.full(len(raw), _NAN) if col is None else col / 100.0
 
 
-def _measured_columns(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray, time_s: np.ndarray, work: dict[str, _Work],
-                      levels: dict[str, _Traffic], tensor_flop: np.ndarray, tensor_rate: np.ndarray) -> pd.DataFrame:
+def _measured_columns(
+    raw: pd.DataFrame,
+    cat: Catalog,
+    cc: np.ndarray,
+    time_s: np.ndarray,
+    work: dict[str, _Work],
+    levels: dict[str, _Traffic],
+    tensor_flop: np.ndarray,
+    tensor_rate: np.ndarray,
+) -> pd.DataFrame:
     """The launch table's identity and measured columns: time, work, traffic, rates, roofs from
     the report, SpeedOfLight throughputs, occupancy, hot pipe and instruction counts."""
     k = pd.DataFrame(index=raw.index)
-    for col in ("source", "launch_id", "kernel_name", "kernel_demangled", "nvtx_range", "device_name", "cc", "grid", "block"):
+    for col in (
+        "source",
+        "launch_id",
+        "kernel_name",
+        "kernel_demangled",
+        "nvtx_range",
+        "device_name",
+        "cc",
+        "grid",
+        "block",
+    ):
         k[col] = raw[col]
     k["time_s"] = time_s
     sm_clock = _column(raw, cat.clocks["sm"])
@@ -425,9 +570,15 @@ def _measured_columns(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray, time_s: n
         k[f"peak_{p}_flop_per_s"] = work[p].peak
     for lv in LEVELS:
         k[f"peak_{lv}_bytes_per_s"] = levels[lv].peak
-    for name in (*(f"achievable_{p}_flop_per_s" for p in PRECISIONS), *(f"achievable_{lv}_bytes_per_s" for lv in LEVELS),
-                 "roof_fraction", "achievable_roof_fraction"):
-        k[name] = _NAN  # achievable roofs: ncuroof.model.ceilings.fill_ceilings; fractions: ncuroof.model.classify.classify
+    for name in (
+        *(f"achievable_{p}_flop_per_s" for p in PRECISIONS),
+        *(f"achievable_{lv}_bytes_per_s" for lv in LEVELS),
+        "roof_fraction",
+        "achievable_roof_fraction",
+    ):
+        k[name] = (
+            _NAN  # achievable roofs: ncuroof.model.ceilings.fill_ceilings; fractions: ncuroof.model.classify.classify
+        )
     k["achievable_sources"] = ""
     k["sm_throughput_frac"] = _fraction(raw, cat.throughput["sm"])
     k["memory_throughput_frac"] = _fraction(raw, cat.throughput["memory"])
@@ -444,48 +595,95 @@ def _measured_columns(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray, time_s: n
     return k
 
 
-def _report_roofs(k: pd.DataFrame, work: dict[str, _Work], levels: dict[str, _Traffic], tpaths: dict[str, _Work]) -> None:
+def _report_roofs(
+    k: pd.DataFrame, work: dict[str, _Work], levels: dict[str, _Traffic], tpaths: dict[str, _Work]
+) -> None:
     """``peak_source``, ``ceiling_sources`` and ``datasheet_gpu`` for the roofs the report carries (in place)."""
     names = [*PRECISIONS, *LEVELS, *(tensor_columns(p).name for p in tpaths)]
-    peaks = np.column_stack([work[p].peak for p in PRECISIONS] + [levels[lv].peak for lv in LEVELS]
-                            + [w.peak for w in tpaths.values()])
+    peaks = np.column_stack(
+        [work[p].peak for p in PRECISIONS]
+        + [levels[lv].peak for lv in LEVELS]
+        + [w.peak for w in tpaths.values()]
+    )
     have = np.isfinite(peaks)
     k["peak_source"] = np.where(have.any(axis=1), "report", "")
-    rows, which = np.unique(have, axis=0, return_inverse=True)  # launches share a handful of roof sets
-    text = np.array([format_sources({nm: "report" for nm, h in zip(names, row) if h}) for row in rows], dtype=object)
+    rows, which = np.unique(
+        have, axis=0, return_inverse=True
+    )  # launches share a handful of roof sets
+    text = np.array(
+        [format_sources({nm: "report" for nm, h in zip(names, row) if h}) for row in rows],
+        dtype=object,
+    )
     k["ceiling_sources"] = text[which.reshape(-1)]
     k["datasheet_gpu"] = ""
 
 
-def _status_and_notes(raw: pd.DataFrame, k: pd.DataFrame, cat: Catalog, time: Resolved, work: dict[str, _Work],
-                      levels: dict[str, _Traffic], notes: list[list[str]]) -> np.ndarray:
+def _status_and_notes(
+    raw: pd.DataFrame,
+    k: pd.DataFrame,
+    cat: Catalog,
+    time: Resolved,
+    work: dict[str, _Work],
+    levels: dict[str, _Traffic],
+    notes: list[list[str]],
+) -> np.ndarray:
     """Each launch's status (ok, no_roofline_metrics, failed_measurement, corrupt_record), with
     the reason first in its notes (``notes`` is extended in place, the reader's notes last)."""
     time_s = time.values
     # The SASS-opcode tensor estimate alone does not make a roofline (no FP counters, no roof).
-    tensor = np.where(k["tensor_source"].to_numpy() == "sass_opcodes", _NAN, k["tensor_flop"].to_numpy(float))
+    tensor = np.where(
+        k["tensor_source"].to_numpy() == "sass_opcodes", _NAN, k["tensor_flop"].to_numpy(float)
+    )
     # a point needs rates, not counts: a rate-only export (the roofline section's details page) has no duration
-    has_flop = np.isfinite(np.column_stack([work[p].flop for p in PRECISIONS] + [work[p].flop_per_s for p in PRECISIONS] + [tensor])).any(axis=1)
-    has_bytes = np.isfinite(np.column_stack([levels[lv].bytes for lv in LEVELS] + [levels[lv].bytes_per_s for lv in LEVELS])).any(axis=1)
+    has_flop = np.isfinite(
+        np.column_stack(
+            [work[p].flop for p in PRECISIONS] + [work[p].flop_per_s for p in PRECISIONS] + [tensor]
+        )
+    ).any(axis=1)
+    has_bytes = np.isfinite(
+        np.column_stack(
+            [levels[lv].bytes for lv in LEVELS] + [levels[lv].bytes_per_s for lv in LEVELS]
+        )
+    ).any(axis=1)
     failed = _failed_measurements(raw, time_s)
-    status = np.where(failed, "failed_measurement", np.where(has_flop & has_bytes, "ok", "no_roofline_metrics"))
+    status = np.where(
+        failed, "failed_measurement", np.where(has_flop & has_bytes, "ok", "no_roofline_metrics")
+    )
     damaged, why = _damaged(raw, k, cat)
     status = np.where(damaged, "corrupt_record", status)
     first = cat.time[0].label
-    other_time = np.fromiter((bool(label) and label != first for label in time.labels), dtype=bool, count=len(k))
-    for i in np.flatnonzero(damaged | failed | (status == "no_roofline_metrics") | np.isnan(time_s) | other_time):  # the rest have no note
+    other_time = np.fromiter(
+        (bool(label) and label != first for label in time.labels), dtype=bool, count=len(k)
+    )
+    for i in np.flatnonzero(
+        damaged | failed | (status == "no_roofline_metrics") | np.isnan(time_s) | other_time
+    ):  # the rest have no note
         if damaged[i]:
             if why[i]:
                 notes[i].insert(0, why[i])
         elif failed[i]:
-            notes[i].insert(0, "measurement failed: ncu stored NaN for the duration or the FLOP counters of this launch, not plotted")
+            notes[i].insert(
+                0,
+                "measurement failed: ncu stored NaN for the duration or the FLOP counters of this"
+                " launch, not plotted",
+            )
         elif status[i] == "no_roofline_metrics":
             missing = []
             if not has_flop[i]:
-                missing.append("FLOP counters (smsp__sass_thread_inst_executed_op_*, sm__ops_path_tensor_*)")
+                missing.append(
+                    "FLOP counters (smsp__sass_thread_inst_executed_op_*, sm__ops_path_tensor_*)"
+                )
             if not has_bytes[i]:
-                missing.append("memory traffic (dram__bytes, lts__lts2xbar_cycles_active, l1tex__lsu_writeback_active_*)")
-            notes[i].insert(0, "no roofline metrics: missing " + " and ".join(missing) + ", collect with ncu --set roofline (or --set full)")
+                missing.append(
+                    "memory traffic (dram__bytes, lts__lts2xbar_cycles_active,"
+                    " l1tex__lsu_writeback_active_*)"
+                )
+            notes[i].insert(
+                0,
+                "no roofline metrics: missing "
+                + " and ".join(missing)
+                + ", collect with ncu --set roofline (or --set full)",
+            )
         if not failed[i] and np.isnan(time_s[i]):
             notes[i].append(_no_duration_note(status[i]))
         if other_time[i]:
@@ -500,9 +698,12 @@ def _status_and_notes(raw: pd.DataFrame, k: pd.DataFrame, cat: Catalog, time: Re
 def _no_duration_note(status: str) -> str:
     """The note of a launch without a duration: a point from rates needs none, counts and savings do."""
     if status == "ok":
-        return ("no duration (gpu__time_duration.sum or sm__cycles_elapsed.avg): the point is placed from the rates the input holds "
-                "(FLOP/s, B/s), which need none; time, FLOPs, bytes, the share of GPU time and savings need it "
-                "(add the SpeedOfLight section, or --metrics gpu__time_duration.sum)")
+        return (
+            "no duration (gpu__time_duration.sum or sm__cycles_elapsed.avg): the point is placed"
+            " from the rates the input holds (FLOP/s, B/s), which need none; time, FLOPs, bytes,"
+            " the share of GPU time and savings need it (add the SpeedOfLight section, or --metrics"
+            " gpu__time_duration.sum)"
+        )
     return "no duration (gpu__time_duration.sum or sm__cycles_elapsed.avg)"
 
 
@@ -513,7 +714,9 @@ def _later_columns(k: pd.DataFrame) -> None:
     for col in ("time_at_roof_bound", "speed_of_light_note", "evidence", "advice"):
         k[col] = ""
     k["kernel_key"] = None  # set once by the analysis (ncuroof.model.summary.kernel_keys, --match)
-    k["clock_control"] = None  # set by the analysis from each input (ncuroof.parser.clocks.clock_control)
+    k["clock_control"] = (
+        None  # set by the analysis from each input (ncuroof.parser.clocks.clock_control)
+    )
     k["bound"] = "unknown"
     k["diagnosis"] = "not_classified"
     k["flags"] = [[] for _ in range(len(k))]
@@ -557,8 +760,14 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
     for i in (i for i, x in enumerate(flop_notes) if x):
         notes[i] = flop_notes[i] + notes[i]
     levels = _level_traffic(raw, cat, cc, time_s, traffic)
-    levels["l2"].peak, _ = l2_write_evidence(lambda r: _recipe(raw, r, cc), cat, levels["l2"].bytes, levels["l2"].definition,
-                                             levels["l2"].peak, notes)
+    levels["l2"].peak, _ = l2_write_evidence(
+        lambda r: _recipe(raw, r, cc),
+        cat,
+        levels["l2"].bytes,
+        levels["l2"].definition,
+        levels["l2"].peak,
+        notes,
+    )
 
     k = _measured_columns(raw, cat, cc, time_s, work, levels, tensor_flop, tensor_rate)
     k["flop_source"] = flop_source
@@ -610,26 +819,46 @@ def compute_points(kernels: pd.DataFrame) -> pd.DataFrame:
     """
     ok = (kernels["status"] == "ok").to_numpy()
     sources = _Sources(kernels["ceiling_sources"])
-    achievable = _Sources(kernels["achievable_sources"] if "achievable_sources" in kernels.columns else pd.Series([""] * len(kernels)))
+    achievable = _Sources(
+        kernels["achievable_sources"]
+        if "achievable_sources" in kernels.columns
+        else pd.Series([""] * len(kernels))
+    )
     frames = []
     work = _point_work(kernels)
     for lv in LEVELS:
         for w in work:
             # a rate-only launch (no duration, so no counts) is placed from its rates: AI = FLOP/s / B/s
-            keep = ok & ((w.flop > 0) | np.isnan(w.flop)) & (w.flop_per_s > 0) & (kernels[f"{lv}_bytes_per_s"].to_numpy(float) > 0)
+            keep = (
+                ok
+                & ((w.flop > 0) | np.isnan(w.flop))
+                & (w.flop_per_s > 0)
+                & (kernels[f"{lv}_bytes_per_s"].to_numpy(float) > 0)
+            )
             if keep.any():
-                frames.append(_point_frame(kernels, np.flatnonzero(keep), lv, w, sources, achievable))
+                frames.append(
+                    _point_frame(kernels, np.flatnonzero(keep), lv, w, sources, achievable)
+                )
     if not frames:
         return empty(POINTS)
     pts = pd.concat(frames, ignore_index=True)
     frames.clear()  # not kept beside the sorted copy
     order = {lv: i for i, lv in enumerate(LEVELS)}
-    pts = pts.sort_values(["source", "launch_id", "precision", "level"], key=lambda s: s.map(order) if s.name == "level" else s, kind="stable")
+    pts = pts.sort_values(
+        ["source", "launch_id", "precision", "level"],
+        key=lambda s: s.map(order) if s.name == "level" else s,
+        kind="stable",
+    )
     return pts[list(POINTS)].reset_index(drop=True)
 
 
-def achievable_roof(ai: np.ndarray, peak_flop: np.ndarray, peak_bytes: np.ndarray, achievable_flop: np.ndarray,
-                    achievable_bytes: np.ndarray) -> np.ndarray:
+def achievable_roof(
+    ai: np.ndarray,
+    peak_flop: np.ndarray,
+    peak_bytes: np.ndarray,
+    achievable_flop: np.ndarray,
+    achievable_bytes: np.ndarray,
+) -> np.ndarray:
     """The attainable roof under the achievable roofs, per point.
 
     Parameters
@@ -649,7 +878,10 @@ def achievable_roof(ai: np.ndarray, peak_flop: np.ndarray, peak_bytes: np.ndarra
         has neither achievable roof.
     """
     ach_f, ach_b = np.isfinite(achievable_flop), np.isfinite(achievable_bytes)
-    both = np.minimum(np.where(ach_f, achievable_flop, peak_flop), ai * np.where(ach_b, achievable_bytes, peak_bytes))
+    both = np.minimum(
+        np.where(ach_f, achievable_flop, peak_flop),
+        ai * np.where(ach_b, achievable_bytes, peak_bytes),
+    )
     return np.where(ach_f | ach_b, both, _NAN)
 
 
@@ -696,8 +928,17 @@ def _point_work(kernels: pd.DataFrame) -> list[_PointWork]:
     out = []
     for prec, c in flop_columns(kernels.columns).items():
         key = c.removesuffix("_flop")
-        out.append(_PointWork(prec, key, col(c), col(f"{key}_flop_per_s"), col(f"peak_{key}_flop_per_s"), col(f"achievable_{key}_flop_per_s"),
-                              np.zeros(n, dtype=bool) if prec in PRECISIONS else estimated))
+        out.append(
+            _PointWork(
+                prec,
+                key,
+                col(c),
+                col(f"{key}_flop_per_s"),
+                col(f"peak_{key}_flop_per_s"),
+                col(f"achievable_{key}_flop_per_s"),
+                np.zeros(n, dtype=bool) if prec in PRECISIONS else estimated,
+            )
+        )
     return out
 
 
@@ -710,16 +951,30 @@ class _Sources:
 
     def get(self, idx: np.ndarray, name: str) -> list[str]:
         """The source of roof ``name`` ('' without one) of the launches ``idx``."""
-        return np.array([p.get(name, "") for p in self.parsed], dtype=object)[self.codes[idx]].tolist()
+        return np.array([p.get(name, "") for p in self.parsed], dtype=object)[
+            self.codes[idx]
+        ].tolist()
 
 
-def _point_frame(kernels: pd.DataFrame, idx: np.ndarray, lv: str, w: _PointWork, sources: _Sources,
-                 achievable: _Sources) -> pd.DataFrame:
+def _point_frame(
+    kernels: pd.DataFrame,
+    idx: np.ndarray,
+    lv: str,
+    w: _PointWork,
+    sources: _Sources,
+    achievable: _Sources,
+) -> pd.DataFrame:
     """The points of the launches ``idx`` for one precision ``w`` at level ``lv`` ([KPG §2.9])."""
     fps, bps = w.flop_per_s[idx], kernels[f"{lv}_bytes_per_s"].to_numpy(float)[idx]
     peak_f, peak_b = w.peak[idx], kernels[f"peak_{lv}_bytes_per_s"].to_numpy(float)[idx]
-    ach_f, ach_b = w.achievable[idx], kernels[f"achievable_{lv}_bytes_per_s"].to_numpy(float)[idx] \
-        if f"achievable_{lv}_bytes_per_s" in kernels.columns else np.full(len(idx), _NAN)
+    ach_f, ach_b = (
+        w.achievable[idx],
+        (
+            kernels[f"achievable_{lv}_bytes_per_s"].to_numpy(float)[idx]
+            if f"achievable_{lv}_bytes_per_s" in kernels.columns
+            else np.full(len(idx), _NAN)
+        ),
+    )
     ai = fps / bps
     ridge = _div(peak_f, peak_b)
     roof = np.minimum(peak_f, ai * peak_b)
@@ -728,19 +983,37 @@ def _point_frame(kernels: pd.DataFrame, idx: np.ndarray, lv: str, w: _PointWork,
     def pick(name: str) -> np.ndarray:
         return kernels[name].to_numpy()[idx]
 
-    return pd.DataFrame({
-        "source": pick("source"), "launch_id": pick("launch_id"), "kernel_name": pick("kernel_name"),
-        "precision": w.name, "level": lv, "time_s": pick("time_s").astype(float), "flop": w.flop[idx],
-        "bytes": pick(f"{lv}_bytes").astype(float), "ai_flop_per_byte": ai, "flop_per_s": fps, "bytes_per_s": bps,
-        "peak_flop_per_s": peak_f, "peak_bytes_per_s": peak_b,
-        "peak_flop_source": sources.get(idx, w.key), "peak_bytes_source": sources.get(idx, lv),
-        "ridge_flop_per_byte": ridge, "roof_flop_per_s": roof, "roof_fraction": _div(fps, roof),
-        "bound": np.where(np.isnan(ridge), "", np.where(ai < ridge, "memory", "compute")),
-        "estimated": w.estimated[idx].astype(bool), "definition": pick(f"{lv}_definition"),
-        "achievable_flop_per_s": ach_f, "achievable_bytes_per_s": ach_b,
-        "achievable_flop_source": achievable.get(idx, w.key), "achievable_bytes_source": achievable.get(idx, lv),
-        "achievable_roof_flop_per_s": ach_roof, "achievable_roof_fraction": _div(fps, ach_roof),
-    })
+    return pd.DataFrame(
+        {
+            "source": pick("source"),
+            "launch_id": pick("launch_id"),
+            "kernel_name": pick("kernel_name"),
+            "precision": w.name,
+            "level": lv,
+            "time_s": pick("time_s").astype(float),
+            "flop": w.flop[idx],
+            "bytes": pick(f"{lv}_bytes").astype(float),
+            "ai_flop_per_byte": ai,
+            "flop_per_s": fps,
+            "bytes_per_s": bps,
+            "peak_flop_per_s": peak_f,
+            "peak_bytes_per_s": peak_b,
+            "peak_flop_source": sources.get(idx, w.key),
+            "peak_bytes_source": sources.get(idx, lv),
+            "ridge_flop_per_byte": ridge,
+            "roof_flop_per_s": roof,
+            "roof_fraction": _div(fps, roof),
+            "bound": np.where(np.isnan(ridge), "", np.where(ai < ridge, "memory", "compute")),
+            "estimated": w.estimated[idx].astype(bool),
+            "definition": pick(f"{lv}_definition"),
+            "achievable_flop_per_s": ach_f,
+            "achievable_bytes_per_s": ach_b,
+            "achievable_flop_source": achievable.get(idx, w.key),
+            "achievable_bytes_source": achievable.get(idx, lv),
+            "achievable_roof_flop_per_s": ach_roof,
+            "achievable_roof_fraction": _div(fps, ach_roof),
+        }
+    )
 
 
 def time_at_roof(kernels: pd.DataFrame, catalog: Catalog | None = None) -> pd.DataFrame:
@@ -774,4 +1047,6 @@ def time_at_roof(kernels: pd.DataFrame, catalog: Catalog | None = None) -> pd.Da
     cat = catalog or _catalog.load()
     disagree = float(cat.thresholds.get("speed_of_light", {}).get("disagree", 2.0))
     cc = cc_number(kernels["cc"])
-    return apply_speed_of_light(kernels, cat.pipes, cc, disagree, launch_floor(cc, cat.thresholds["launch_floor"]))
+    return apply_speed_of_light(
+        kernels, cat.pipes, cc, disagree, launch_floor(cc, cat.thresholds["launch_floor"])
+    )

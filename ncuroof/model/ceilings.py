@@ -25,7 +25,15 @@ from ..catalog import Catalog, GpuCatalog, GpuSpec
 from ..catalog import load as load_catalog
 from ..errors import InputError
 from ..parser.validate import roof_damage
-from ..schema import LEVELS, PRECISIONS, format_sources_column, parse_cell, parse_sources_column, tensor_columns, tensor_paths
+from ..schema import (
+    LEVELS,
+    PRECISIONS,
+    format_sources_column,
+    parse_cell,
+    parse_sources_column,
+    tensor_columns,
+    tensor_paths,
+)
 
 __all__ = ["fill_ceilings", "fill_achievable", "parse_peak", "SOURCES", "FLOP_ROOFS"]
 
@@ -78,11 +86,16 @@ def _spec_for(device: object, gpus: GpuCatalog, forced: GpuSpec | None) -> GpuSp
     return gpus.by_device(device) if isinstance(device, str) and device else None
 
 
-def fill_ceilings(kernels: pd.DataFrame, gpus: GpuCatalog, gpu: str | None = None,
-                  peak_flops: Mapping[str, float] | None = None,
-                  peak_bandwidth: Mapping[str, float] | None = None, catalog: Catalog | None = None,
-                  achievable_flops: Mapping[str, float] | None = None,
-                  achievable_bandwidth: Mapping[str, float] | None = None) -> pd.DataFrame:
+def fill_ceilings(
+    kernels: pd.DataFrame,
+    gpus: GpuCatalog,
+    gpu: str | None = None,
+    peak_flops: Mapping[str, float] | None = None,
+    peak_bandwidth: Mapping[str, float] | None = None,
+    catalog: Catalog | None = None,
+    achievable_flops: Mapping[str, float] | None = None,
+    achievable_bandwidth: Mapping[str, float] | None = None,
+) -> pd.DataFrame:
     """Fill the roofs a launch lacks from a datasheet, and apply user roofs.
 
     Parameters
@@ -135,7 +148,16 @@ def fill_ceilings(kernels: pd.DataFrame, gpus: GpuCatalog, gpu: str | None = Non
     datasheet = np.full(len(k), "", dtype=object)
     for device, spec in spec_of.items():
         if spec is not None:
-            _apply_datasheet(k, np.flatnonzero(devices == device), spec, gpus, tensor_cols, sources, notes, datasheet)
+            _apply_datasheet(
+                k,
+                np.flatnonzero(devices == device),
+                spec,
+                gpus,
+                tensor_cols,
+                sources,
+                notes,
+                datasheet,
+            )
     for name, col, value in _user_roofs(peak_flops, peak_bandwidth, tensor_cols):
         k[col] = float(value)
         for src in sources:
@@ -150,22 +172,38 @@ def fill_ceilings(kernels: pd.DataFrame, gpus: GpuCatalog, gpu: str | None = Non
     k["peak_source"] = [kinds[t] for t in text]
     k["datasheet_gpu"] = datasheet
     k["notes"] = notes
-    return fill_achievable(k, gpus, {d: s for d, s in spec_of.items() if s is not None}, achievable_flops, achievable_bandwidth)
+    return fill_achievable(
+        k,
+        gpus,
+        {d: s for d, s in spec_of.items() if s is not None},
+        achievable_flops,
+        achievable_bandwidth,
+    )
 
 
-def _check_names(flops: Mapping[str, float] | None, bandwidth: Mapping[str, float] | None) -> tuple[dict[str, float], dict[str, float]]:
+def _check_names(
+    flops: Mapping[str, float] | None, bandwidth: Mapping[str, float] | None
+) -> tuple[dict[str, float], dict[str, float]]:
     """The user roofs as dicts; ValueError for a name that is no precision (or tensor, ``*``) or level."""
     flops, bandwidth = dict(flops or {}), dict(bandwidth or {})
-    unknown = [n for n in flops if n not in (*FLOP_ROOFS, "*")] + [n for n in bandwidth if n not in LEVELS]
+    unknown = [n for n in flops if n not in (*FLOP_ROOFS, "*")] + [
+        n for n in bandwidth if n not in LEVELS
+    ]
     if unknown:
-        raise ValueError(f"unknown roof names {unknown}: use {', '.join(FLOP_ROOFS)} or * for FLOP/s "
-                         f"and {', '.join(LEVELS)} for bandwidth")
+        raise ValueError(
+            f"unknown roof names {unknown}: use {', '.join(FLOP_ROOFS)} or * for FLOP/s "
+            f"and {', '.join(LEVELS)} for bandwidth"
+        )
     return flops, bandwidth
 
 
-def fill_achievable(kernels: pd.DataFrame, gpus: GpuCatalog, spec_of: Mapping[str, GpuSpec],
-                    achievable_flops: Mapping[str, float] | None = None,
-                    achievable_bandwidth: Mapping[str, float] | None = None) -> pd.DataFrame:
+def fill_achievable(
+    kernels: pd.DataFrame,
+    gpus: GpuCatalog,
+    spec_of: Mapping[str, GpuSpec],
+    achievable_flops: Mapping[str, float] | None = None,
+    achievable_bandwidth: Mapping[str, float] | None = None,
+) -> pd.DataFrame:
     """Set the achievable roofs: published measurements of the launch's GPU, or the user's.
 
     Parameters
@@ -198,16 +236,23 @@ def fill_achievable(kernels: pd.DataFrame, gpus: GpuCatalog, spec_of: Mapping[st
     flops, bandwidth = _check_names(achievable_flops, achievable_bandwidth)
     k = kernels.copy(deep=False)
     paths = tensor_paths(k.columns, "peak")
-    for col in (*(f"achievable_{p}_flop_per_s" for p in PRECISIONS), *(f"achievable_{lv}_bytes_per_s" for lv in LEVELS)):
+    for col in (
+        *(f"achievable_{p}_flop_per_s" for p in PRECISIONS),
+        *(f"achievable_{lv}_bytes_per_s" for lv in LEVELS),
+    ):
         if col not in k.columns:
             k[col] = np.nan
-    sources = parse_sources_column(k["achievable_sources"] if "achievable_sources" in k.columns else pd.Series([""] * len(k)))
+    sources = parse_sources_column(
+        k["achievable_sources"] if "achievable_sources" in k.columns else pd.Series([""] * len(k))
+    )
     notes = [list(parse_cell("notes", x)) for x in k["notes"]]
     devices = k["device_name"].astype(object).where(k["device_name"].notna(), "").to_numpy()
     for device, spec in spec_of.items():
         _apply_measured(k, np.flatnonzero(devices == device), spec, gpus, paths, sources, notes)
-    for name, col, value in _user_roofs(flops, bandwidth, {p: tensor_columns(p).peak for p in paths}):
-        k["achievable_" + col[len("peak_"):]] = float(value)
+    for name, col, value in _user_roofs(
+        flops, bandwidth, {p: tensor_columns(p).peak for p in paths}
+    ):
+        k["achievable_" + col[len("peak_") :]] = float(value)
         for src in sources:
             src[name] = "user"
     k["achievable_sources"] = format_sources_column(sources)
@@ -215,12 +260,23 @@ def fill_achievable(kernels: pd.DataFrame, gpus: GpuCatalog, spec_of: Mapping[st
     return k
 
 
-def _apply_measured(k: pd.DataFrame, idx: np.ndarray, spec: GpuSpec, gpus: GpuCatalog, paths: list[str],
-                    sources: list[dict[str, str]], notes: list[list[str]]) -> None:
+def _apply_measured(
+    k: pd.DataFrame,
+    idx: np.ndarray,
+    spec: GpuSpec,
+    gpus: GpuCatalog,
+    paths: list[str],
+    sources: list[dict[str, str]],
+    notes: list[list[str]],
+) -> None:
     """Set the launches ``idx``'s achievable roofs from ``spec``'s measurements, in place, citing each in the notes."""
     for quantity, m in spec.achievable().items():
         if quantity.startswith("tensor_"):
-            targets = [(t.name, t.achievable) for p, t in zip(paths, map(tensor_columns, paths)) if gpus.tensor_key(p) == quantity[7:]]
+            targets = [
+                (t.name, t.achievable)
+                for p, t in zip(paths, map(tensor_columns, paths))
+                if gpus.tensor_key(p) == quantity[7:]
+            ]
         else:
             unit = "bytes" if quantity in LEVELS else "flop"
             targets = [(quantity, f"achievable_{quantity}_{unit}_per_s")]
@@ -231,16 +287,36 @@ def _apply_measured(k: pd.DataFrame, idx: np.ndarray, spec: GpuSpec, gpus: GpuCa
             for i in idx:
                 sources[i][name] = "measured"
         if targets and len(idx):
-            text = (f"achievable {quantity.replace('_', ' ').upper()} roof {fmt.si(m.value, 'B/s' if quantity in LEVELS else 'FLOP/s')}: "
-                    f"{m.what} ({m.source}, confidence {m.confidence})")
-            peaks = np.column_stack([k[c.replace("achievable_", "peak_", 1)].to_numpy(float) if c.replace("achievable_", "peak_", 1)
-                                     in k.columns else np.full(len(k), np.nan) for _, c in targets])
+            text = (
+                f"achievable {quantity.replace('_', ' ').upper()} roof"
+                f" {fmt.si(m.value, 'B/s' if quantity in LEVELS else 'FLOP/s')}: {m.what}"
+                f" ({m.source}, confidence {m.confidence})"
+            )
+            peaks = np.column_stack(
+                [
+                    (
+                        k[c.replace("achievable_", "peak_", 1)].to_numpy(float)
+                        if c.replace("achievable_", "peak_", 1) in k.columns
+                        else np.full(len(k), np.nan)
+                    )
+                    for _, c in targets
+                ]
+            )
             for i in idx:
                 above = bool((peaks[i] < m.value).any())
-                notes[i].append(text + (": above this launch's peak roof, which is at the clock ncu measured" if above else ""))
+                notes[i].append(
+                    text
+                    + (
+                        ": above this launch's peak roof, which is at the clock ncu measured"
+                        if above
+                        else ""
+                    )
+                )
 
 
-def _beyond_datasheet(k: pd.DataFrame, sources: list[dict[str, str]], notes: list[list[str]], cat: Catalog) -> None:
+def _beyond_datasheet(
+    k: pd.DataFrame, sources: list[dict[str, str]], notes: list[list[str]], cat: Catalog
+) -> None:
     """Mark the ``ok`` launches whose FLOP/s or B/s exceed a datasheet roof by more than
     ``max_roof_multiple`` as damaged records (in place: ``status``, ``notes``)."""
     ok = (k["status"] == "ok").to_numpy()
@@ -250,7 +326,9 @@ def _beyond_datasheet(k: pd.DataFrame, sources: list[dict[str, str]], notes: lis
             continue
         sheet = ok & np.array([s.get(key) == "datasheet" for s in sources], dtype=bool)
         rates[f"{key}_{unit}"] = k[f"{key}_{unit}_per_s"].to_numpy(float)
-        peaks[f"{key}_{unit}"] = np.where(sheet, k[f"peak_{key}_{unit}_per_s"].to_numpy(float), np.nan)
+        peaks[f"{key}_{unit}"] = np.where(
+            sheet, k[f"peak_{key}_{unit}_per_s"].to_numpy(float), np.nan
+        )
     damage = roof_damage(rates, peaks, cat, " (a datasheet roof)")
     for i in np.flatnonzero(damage != ""):
         notes[i].insert(0, damage[i])
@@ -265,16 +343,29 @@ def _forced_spec(gpus: GpuCatalog, gpu: str | None) -> GpuSpec | None:
     forced = gpus.by_name(gpu)
     if forced is None:
         known = ", ".join(g.id for g in gpus.gpus)
-        raise InputError(f"--gpu {gpu!r} is not in the datasheet catalog (metrics/gpus.toml); known: {known}")
+        raise InputError(
+            f"--gpu {gpu!r} is not in the datasheet catalog (metrics/gpus.toml); known: {known}"
+        )
     return forced
 
 
-def _apply_datasheet(k: pd.DataFrame, idx: np.ndarray, spec: GpuSpec, gpus: GpuCatalog, tensor_cols: dict[str, str],
-                     sources: list[dict[str, str]], notes: list[list[str]], datasheet: np.ndarray) -> None:
+def _apply_datasheet(
+    k: pd.DataFrame,
+    idx: np.ndarray,
+    spec: GpuSpec,
+    gpus: GpuCatalog,
+    tensor_cols: dict[str, str],
+    sources: list[dict[str, str]],
+    notes: list[list[str]],
+    datasheet: np.ndarray,
+) -> None:
     """Fill the roofs the launches ``idx`` lack from ``spec``, in place, and say so in their notes."""
     targets = [(p, f"peak_{p}_flop_per_s", spec.flop_per_s.get(p)) for p in PRECISIONS]
     targets.append(("dram", "peak_dram_bytes_per_s", spec.dram_bytes_per_s))
-    targets += [(tensor_columns(path).name, col, spec.tensor.get(gpus.tensor_key(path))) for path, col in tensor_cols.items()]
+    targets += [
+        (tensor_columns(path).name, col, spec.tensor.get(gpus.tensor_key(path)))
+        for path, col in tensor_cols.items()
+    ]
     scale = _clock_scale(k["sm_clock_hz"].to_numpy(float)[idx], spec)
     filled: dict[int, list[tuple[str, str]]] = {}
     for name, col, value in targets:
@@ -296,17 +387,29 @@ def _apply_datasheet(k: pd.DataFrame, idx: np.ndarray, spec: GpuSpec, gpus: GpuC
     for i, names in filled.items():
         datasheet[i] = spec.id
         compute = any(n != "dram" for n, _ in names)
-        ran = ("" if not compute else
-               f"; compute roofs scaled to the SM clock this launch ran at, {fmt.si(clock[i], 'Hz')} = "
-               f"{fmt.pct(clock[i] / spec.boost_hz)} of boost, as the report's own roofs are; DRAM at the datasheet's bandwidth"
-               if np.isfinite(clock[i]) and clock[i] > 0 else "; no measured SM clock: at the boost clock")
-        notes[i].append(f"roofs for {', '.join(text for _, text in names)} from the {spec.name} datasheet "
-                        f"(boost clock {spec.boost_hz / 1e6:.0f} MHz{ran}, confidence {spec.confidence})")
+        ran = (
+            ""
+            if not compute
+            else (
+                "; compute roofs scaled to the SM clock this launch ran at,"
+                f" {fmt.si(clock[i], 'Hz')} = {fmt.pct(clock[i] / spec.boost_hz)} of boost, as the"
+                " report's own roofs are; DRAM at the datasheet's bandwidth"
+                if np.isfinite(clock[i]) and clock[i] > 0
+                else "; no measured SM clock: at the boost clock"
+            )
+        )
+        notes[i].append(
+            f"roofs for {', '.join(text for _, text in names)} from the {spec.name} datasheet "
+            f"(boost clock {spec.boost_hz / 1e6:.0f} MHz{ran}, confidence {spec.confidence})"
+        )
         for name, _ in names:
-            rule = gpus.tensor_rule(name[len("tensor "):]) if name.startswith("tensor ") else None
+            rule = gpus.tensor_rule(name[len("tensor ") :]) if name.startswith("tensor ") else None
             if rule is not None and rule.assumption:
-                notes[i].append(f"{name} roof = datasheet {rule.key.upper()} {fmt.si(spec.tensor[rule.key], 'FLOP/s')}: "
-                                f"{rule.assumption} (confidence {rule.confidence})")
+                notes[i].append(
+                    f"{name} roof = datasheet {rule.key.upper()}"
+                    f" {fmt.si(spec.tensor[rule.key], 'FLOP/s')}: {rule.assumption} (confidence"
+                    f" {rule.confidence})"
+                )
 
 
 def _clock_scale(clock: np.ndarray, spec: GpuSpec) -> np.ndarray:
@@ -316,10 +419,13 @@ def _clock_scale(clock: np.ndarray, spec: GpuSpec) -> np.ndarray:
     return np.where(ok, clock / (spec.boost_hz if spec.boost_hz > 0 else 1.0), 1.0)
 
 
-def _user_roofs(peak_flops: dict[str, float], peak_bandwidth: dict[str, float],
-                tensor_cols: dict[str, str]) -> list[tuple[str, str, float]]:
+def _user_roofs(
+    peak_flops: dict[str, float], peak_bandwidth: dict[str, float], tensor_cols: dict[str, str]
+) -> list[tuple[str, str, float]]:
     """(roof name, column, value) of every user roof; ``*`` is every precision not named and tensor."""
-    user = [(name, f"peak_{name}_flop_per_s", v) for name, v in peak_flops.items() if name in PRECISIONS]
+    user = [
+        (name, f"peak_{name}_flop_per_s", v) for name, v in peak_flops.items() if name in PRECISIONS
+    ]
     for name, v in peak_flops.items():
         if name in ("*", "tensor"):
             user += [(tensor_columns(p).name, c, v) for p, c in tensor_cols.items()]
@@ -328,19 +434,28 @@ def _user_roofs(peak_flops: dict[str, float], peak_bandwidth: dict[str, float],
     return user + [(name, f"peak_{name}_bytes_per_s", v) for name, v in peak_bandwidth.items()]
 
 
-def _no_roof_notes(k: pd.DataFrame, devices: np.ndarray, spec_of: dict, sources: list[dict[str, str]], notes: list[list[str]],
-                   gpus: GpuCatalog) -> None:
+def _no_roof_notes(
+    k: pd.DataFrame,
+    devices: np.ndarray,
+    spec_of: dict,
+    sources: list[dict[str, str]],
+    notes: list[list[str]],
+    gpus: GpuCatalog,
+) -> None:
     """Say, for each measured launch left without any roof, what to pass."""
     for i in np.flatnonzero((k["status"] == "ok").to_numpy()):
         if sources[i] or spec_of[devices[i]] is not None:
             continue
         if devices[i]:
-            notes[i].append(f"no roofs: the input has no peak_sustained metrics and {devices[i]} is not in "
-                            "metrics/gpus.toml: pass --gpu NAME or --peak-flops/--peak-bandwidth")
+            notes[i].append(
+                f"no roofs: the input has no peak_sustained metrics and {devices[i]} is not in "
+                "metrics/gpus.toml: pass --gpu NAME or --peak-flops/--peak-bandwidth"
+            )
             continue
         cc = k["cc"].iat[i] if isinstance(k["cc"].iat[i], str) else ""
         same = ", ".join(g.id for g in gpus.gpus if g.cc == cc)
         hint = f" (CC {cc}: {same})" if same else ""
-        notes[i].append(f"no roofs: the input names no device and has no peak_sustained metrics: "
-                        f"pass --gpu NAME{hint} or --peak-flops/--peak-bandwidth")
-
+        notes[i].append(
+            "no roofs: the input names no device and has no peak_sustained metrics: "
+            f"pass --gpu NAME{hint} or --peak-flops/--peak-bandwidth"
+        )

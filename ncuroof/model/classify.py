@@ -49,19 +49,47 @@ def main_precision(points: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
         ``keys`` and ``precision``, one row per group.
     """
     # a rate-only input has no counts (no duration): within a group the rates rank the same way (one time)
-    flop = points["flop"].where(points["flop"].notna(), points["flop_per_s"]) if "flop_per_s" in points.columns else points["flop"]
-    work = points.assign(flop=flop).groupby(keys + ["precision"], sort=False)["flop"].max().reset_index()
+    flop = (
+        points["flop"].where(points["flop"].notna(), points["flop_per_s"])
+        if "flop_per_s" in points.columns
+        else points["flop"]
+    )
+    work = (
+        points.assign(flop=flop)
+        .groupby(keys + ["precision"], sort=False)["flop"]
+        .max()
+        .reset_index()
+    )
     return work.loc[work.groupby(keys, sort=False)["flop"].idxmax(), keys + ["precision"]]
 
 
 #: The columns of :func:`binding_points` after the group keys.
-BINDING_COLUMNS = ["precision", "level", "ai_flop_per_byte", "flop_per_s", "ridge_flop_per_byte", "roof_flop_per_s", "roof_fraction",
-                   "peak_flop_per_s", "peak_bytes_per_s", "bound", "achievable_flop_per_s", "achievable_bytes_per_s",
-                   "achievable_flop_source", "achievable_bytes_source", "achievable_roof_flop_per_s", "achievable_roof_fraction",
-                   "peak_flop_source", "peak_bytes_source", "main_precision"]
+BINDING_COLUMNS = [
+    "precision",
+    "level",
+    "ai_flop_per_byte",
+    "flop_per_s",
+    "ridge_flop_per_byte",
+    "roof_flop_per_s",
+    "roof_fraction",
+    "peak_flop_per_s",
+    "peak_bytes_per_s",
+    "bound",
+    "achievable_flop_per_s",
+    "achievable_bytes_per_s",
+    "achievable_flop_source",
+    "achievable_bytes_source",
+    "achievable_roof_flop_per_s",
+    "achievable_roof_fraction",
+    "peak_flop_source",
+    "peak_bytes_source",
+    "main_precision",
+]
 
 
-def binding_points(points: pd.DataFrame, keys: list[str] | tuple[str, ...] = ("source", "launch_id")) -> pd.DataFrame:
+def binding_points(
+    points: pd.DataFrame, keys: list[str] | tuple[str, ...] = ("source", "launch_id")
+) -> pd.DataFrame:
     """The one binding-point rule: at the precision with the most FLOPs (:func:`main_precision`),
     the level with the lowest attainable roof min(P, AI × B) [KPG §2.9; YANG-CCPE]. Points without
     a roof are left out; where the main precision has none at any level, the group is placed at
@@ -96,18 +124,32 @@ def binding_points(points: pd.DataFrame, keys: list[str] | tuple[str, ...] = ("s
     if roofed.empty:
         return pd.DataFrame(columns=cols)
     placed = roofed.merge(main, on=keys + ["precision"])[keys + ["precision"]].drop_duplicates()
-    elsewhere = main_precision(roofed, keys).merge(placed[keys].drop_duplicates(), on=keys, how="left", indicator=True)
-    placed = pd.concat([placed, elsewhere.loc[elsewhere["_merge"] == "left_only", keys + ["precision"]]], ignore_index=True)
-    p = roofed.merge(placed, on=keys + ["precision"]).merge(main.rename(columns={"precision": "main_precision"}), on=keys)
-    p = p.reindex(columns=list(dict.fromkeys([*p.columns, *cols])))  # a table without achievable roofs: NaN
-    return p.loc[p.groupby(keys, sort=False)["roof_flop_per_s"].idxmin(), cols].reset_index(drop=True)
+    elsewhere = main_precision(roofed, keys).merge(
+        placed[keys].drop_duplicates(), on=keys, how="left", indicator=True
+    )
+    placed = pd.concat(
+        [placed, elsewhere.loc[elsewhere["_merge"] == "left_only", keys + ["precision"]]],
+        ignore_index=True,
+    )
+    p = roofed.merge(placed, on=keys + ["precision"]).merge(
+        main.rename(columns={"precision": "main_precision"}), on=keys
+    )
+    p = p.reindex(
+        columns=list(dict.fromkeys([*p.columns, *cols]))
+    )  # a table without achievable roofs: NaN
+    return p.loc[p.groupby(keys, sort=False)["roof_flop_per_s"].idxmin(), cols].reset_index(
+        drop=True
+    )
 
 
 def _roofline_reason(r: Any) -> str:
     cmp = "<" if r.bound == "memory" else ">="
     unit = work_unit(str(r.precision))
-    text = (f"{r.bound} bound: {str(r.precision).upper()} at {str(r.level).upper()} (binding level), AI {fmt.g(r.ai_flop_per_byte)} "
-            f"{unit}/B {cmp} ridge {fmt.g(r.ridge_flop_per_byte)} {unit}/B, {fmt.pct(float(r.roof_fraction))} of roof")
+    text = (
+        f"{r.bound} bound: {str(r.precision).upper()} at {str(r.level).upper()} (binding level), AI"
+        f" {fmt.g(r.ai_flop_per_byte)} {unit}/B {cmp} ridge {fmt.g(r.ridge_flop_per_byte)}"
+        f" {unit}/B, {fmt.pct(float(r.roof_fraction))} of roof"
+    )
     if np.isfinite(r.achievable_roof_fraction):
         text += f" ({fmt.pct(float(r.achievable_roof_fraction))} of the achievable roof)"
     return text
@@ -115,38 +157,62 @@ def _roofline_reason(r: Any) -> str:
 
 def _placed_note(r: Any) -> str:
     """Where a launch whose main precision has no roof was placed (:func:`binding_points`), else ''."""
-    if not isinstance(r.main_precision, str) or not isinstance(r.precision, str) or r.main_precision == r.precision:
+    if (
+        not isinstance(r.main_precision, str)
+        or not isinstance(r.precision, str)
+        or r.main_precision == r.precision
+    ):
         return ""
-    return (f"placed at {r.precision.upper()} on the roofline: no source has a roof for its main precision "
-            f"{r.main_precision.upper()} (pass --peak-flops {'tensor' if r.main_precision.startswith('tensor') else r.main_precision}=VALUE)")
+    return (
+        f"placed at {r.precision.upper()} on the roofline: no source has a roof for its main"
+        f" precision {r.main_precision.upper()} (pass --peak-flops"
+        f" {'tensor' if r.main_precision.startswith('tensor') else r.main_precision}=VALUE)"
+    )
 
 
 def _latency_reason(r: Any, latency: float, small: float) -> str:
-    text = f"latency bound: {_sol_reason(r.sm_throughput_frac, r.memory_throughput_frac)}, both below {fmt.pct(latency)} (ncu SOLBottleneck rule)"
-    return text + (f", small grid: {r.waves_per_sm:.2f} waves per SM" if r.waves_per_sm < small else "")
+    text = (
+        f"latency bound: {_sol_reason(r.sm_throughput_frac, r.memory_throughput_frac)}, both below"
+        f" {fmt.pct(latency)} (ncu SOLBottleneck rule)"
+    )
+    return text + (
+        f", small grid: {r.waves_per_sm:.2f} waves per SM" if r.waves_per_sm < small else ""
+    )
 
 
 def _sol_only_reason(r: Any) -> str:
     sm, mem = fmt.num(r.sm_throughput_frac), fmt.num(r.memory_throughput_frac)
     b = "compute" if np.nan_to_num(sm, nan=-1.0) >= np.nan_to_num(mem, nan=-1.0) else "memory"
-    return f"{b} bound from SpeedOfLight throughputs only ({_sol_reason(sm, mem)}): no roofline point"
+    return (
+        f"{b} bound from SpeedOfLight throughputs only ({_sol_reason(sm, mem)}): no roofline point"
+    )
 
 
-def _dram_only(k: pd.DataFrame, candidates: np.ndarray, near: float) -> tuple[np.ndarray, np.ndarray]:
+def _dram_only(
+    k: pd.DataFrame, candidates: np.ndarray, near: float
+) -> tuple[np.ndarray, np.ndarray]:
     """Launches with bytes and a duration but no FLOPs (no roofline point) and no SpeedOfLight: their
     DRAM bandwidth against the DRAM roof, bytes / time / roof (issue 33). Returns (fraction, NaN
     elsewhere) and the mask of those at or above ``near`` ([sol].no_bound, ncu's "well utilized"):
     memory-bound whatever their FLOPs."""
     bps, roof = k["dram_bytes_per_s"].to_numpy(float), k["peak_dram_bytes_per_s"].to_numpy(float)
-    frac = np.where(candidates & (roof > 0) & np.isfinite(bps), bps / np.where(roof > 0, roof, 1.0), np.nan)
+    frac = np.where(
+        candidates & (roof > 0) & np.isfinite(bps), bps / np.where(roof > 0, roof, 1.0), np.nan
+    )
     return frac, np.isfinite(frac) & (frac >= near)
 
 
 def _dram_reason(frac: float, near: float) -> str:
     if frac >= near:
-        return f"memory bound: DRAM traffic at {fmt.pct(frac)} of the DRAM roof (bytes / time / roof; no FLOP counters for a roofline point)"
-    return (f"DRAM traffic at {fmt.pct(frac)} of the DRAM roof (bytes / time / roof), below {fmt.pct(near)}: not DRAM-bound; "
-            "without FLOP counters or SpeedOfLight the compute side cannot be judged (collect ncu --set roofline)")
+        return (
+            f"memory bound: DRAM traffic at {fmt.pct(frac)} of the DRAM roof (bytes / time / roof;"
+            " no FLOP counters for a roofline point)"
+        )
+    return (
+        f"DRAM traffic at {fmt.pct(frac)} of the DRAM roof (bytes / time / roof), below"
+        f" {fmt.pct(near)}: not DRAM-bound; without FLOP counters or SpeedOfLight the compute side"
+        " cannot be judged (collect ncu --set roofline)"
+    )
 
 
 def classify(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
@@ -174,38 +240,83 @@ def classify(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Catalog) -> p
     """
     sol = catalog.thresholds["sol"]
     latency, small = float(sol["latency_bound"]), float(sol["small_grid_waves"])
-    out = kernels.copy(deep=False)  # columns shared until replaced (copy-on-write): no copy of the whole table
-    sm, mem = out["sm_throughput_frac"].to_numpy(float), out["memory_throughput_frac"].to_numpy(float)
+    out = kernels.copy(
+        deep=False
+    )  # columns shared until replaced (copy-on-write): no copy of the whole table
+    sm, mem = (
+        out["sm_throughput_frac"].to_numpy(float),
+        out["memory_throughput_frac"].to_numpy(float),
+    )
     has_sol = np.isfinite(sm) & np.isfinite(mem)
     live = (~out["status"].isin(["failed_measurement", "corrupt_record"])).to_numpy()
-    bind = out[["source", "launch_id"]].merge(binding_points(points), on=["source", "launch_id"], how="left")
+    bind = out[["source", "launch_id"]].merge(
+        binding_points(points), on=["source", "launch_id"], how="left"
+    )
     is_lat = live & has_sol & (sm < latency) & (mem < latency)
     is_roof = live & ~is_lat & bind["bound"].isin(["memory", "compute"]).to_numpy()
     # One throughput alone above no_bound is ncu's "High Throughput" of that unit (ROOFLINE_SPEC §8.2).
     no_bound = float(sol["no_bound"])
     lone = np.isfinite(sm) != np.isfinite(mem)
-    one_high = lone & ((np.nan_to_num(sm, nan=-1.0) >= no_bound) | (np.nan_to_num(mem, nan=-1.0) >= no_bound))
+    one_high = lone & (
+        (np.nan_to_num(sm, nan=-1.0) >= no_bound) | (np.nan_to_num(mem, nan=-1.0) >= no_bound)
+    )
     is_sol = live & ~is_lat & ~is_roof & (has_sol | one_high)
     sm_side = np.nan_to_num(sm, nan=-1.0) >= np.nan_to_num(mem, nan=-1.0)
     dram_frac, is_dram = _dram_only(out, live & ~is_lat & ~is_roof & ~is_sol, no_bound)
-    out["bound"] = np.select([is_lat, is_roof, is_sol, is_dram], ["latency", bind["bound"].astype(object).to_numpy(),
-                             np.where(sm_side, "compute", "memory"), "memory"], "unknown")
+    out["bound"] = np.select(
+        [is_lat, is_roof, is_sol, is_dram],
+        [
+            "latency",
+            bind["bound"].astype(object).to_numpy(),
+            np.where(sm_side, "compute", "memory"),
+            "memory",
+        ],
+        "unknown",
+    )
     text = np.full(len(out), "", dtype=object)
-    sol_cols = ["sm_throughput_frac", "memory_throughput_frac", "waves_per_sm"]  # only these: iterating Arrow text is slow
-    text[is_lat] = per_distinct(out.loc[is_lat], sol_cols, lambda r: _latency_reason(r, latency, small))
+    sol_cols = [
+        "sm_throughput_frac",
+        "memory_throughput_frac",
+        "waves_per_sm",
+    ]  # only these: iterating Arrow text is slow
+    text[is_lat] = per_distinct(
+        out.loc[is_lat], sol_cols, lambda r: _latency_reason(r, latency, small)
+    )
     for col in ("roof_fraction", "achievable_roof_fraction"):
         out[col] = np.where(live, pd.to_numeric(bind[col], errors="coerce").to_numpy(float), np.nan)
-    text[is_roof] = per_distinct(bind.loc[is_roof], ["bound", "precision", "level", "ai_flop_per_byte", "ridge_flop_per_byte",
-                                                     "roof_fraction", "achievable_roof_fraction"], _roofline_reason)
+    text[is_roof] = per_distinct(
+        bind.loc[is_roof],
+        [
+            "bound",
+            "precision",
+            "level",
+            "ai_flop_per_byte",
+            "ridge_flop_per_byte",
+            "roof_fraction",
+            "achievable_roof_fraction",
+        ],
+        _roofline_reason,
+    )
     text[is_sol] = per_distinct(out.loc[is_sol], sol_cols, _sol_only_reason)
     unknown = live & ~is_lat & ~is_roof & ~is_sol
     text[unknown & ~lone] = "bound unknown: no roofline point and no SpeedOfLight throughputs"
-    text[unknown & lone] = np.where(np.isfinite(sm), "bound unknown: no roofline point, and only the SM throughput of ncu's SpeedOfLight "
-                                    "(its memory throughput is missing)", "bound unknown: no roofline point, and only the memory "
-                                    "throughput of ncu's SpeedOfLight (its SM throughput is missing)")[unknown & lone]
-    text[np.isfinite(dram_frac)] = [_dram_reason(f, no_bound) for f in dram_frac[np.isfinite(dram_frac)]]
+    text[unknown & lone] = np.where(
+        np.isfinite(sm),
+        "bound unknown: no roofline point, and only the SM throughput of ncu's SpeedOfLight "
+        "(its memory throughput is missing)",
+        "bound unknown: no roofline point, and only the memory "
+        "throughput of ncu's SpeedOfLight (its SM throughput is missing)",
+    )[unknown & lone]
+    text[np.isfinite(dram_frac)] = [
+        _dram_reason(f, no_bound) for f in dram_frac[np.isfinite(dram_frac)]
+    ]
     placed = np.full(len(out), "", dtype=object)
-    moved = live & (bind["main_precision"].notna() & (bind["main_precision"] != bind["precision"])).to_numpy(bool)
+    moved = live & (
+        bind["main_precision"].notna() & (bind["main_precision"] != bind["precision"])
+    ).to_numpy(bool)
     placed[moved] = per_distinct(bind.loc[moved], ["precision", "main_precision"], _placed_note)
-    out["notes"] = [[*parse_cell("notes", old), *(x for x in (t, p) if x)] for old, t, p in zip(out["notes"].to_numpy(dtype=object), text, placed)]
+    out["notes"] = [
+        [*parse_cell("notes", old), *(x for x in (t, p) if x)]
+        for old, t, p in zip(out["notes"].to_numpy(dtype=object), text, placed)
+    ]
     return out

@@ -44,22 +44,43 @@ from .. import fmt
 from ..catalog import Catalog, GpuCatalog, PipeCatalog, load_gpus
 from ..catalog import load as load_catalog
 from ..parser.csv import NA_NOTE
-from ..schema import INCONSISTENT, KERNEL_SUMMARY, flop_name, parse_cell, precision_title, tensor_path, work_unit
+from ..schema import (
+    INCONSISTENT,
+    KERNEL_SUMMARY,
+    flop_name,
+    parse_cell,
+    precision_title,
+    tensor_path,
+    work_unit,
+)
 from .classify import binding_points
 from .distinct import distinct_rows
 from .evidence import L2_READS_ONLY, SOURCES_DISAGREE
 from .speed_of_light import instruction_verdict
 from .summary import grid_sizes, keys_of
 
-__all__ = ["CLASSES", "FLAG_CODES", "diagnose_kernels", "diagnose_launches", "launch_flags", "what_if"]
+__all__ = [
+    "CLASSES",
+    "FLAG_CODES",
+    "diagnose_kernels",
+    "diagnose_launches",
+    "launch_flags",
+    "what_if",
+]
 
 #: Plausibility flags: code and what it means. A flag cell is a list of (code, text) pairs, the
 #: text giving the numbers and the likely cause.
 FLAG_CODES = {
     "above_roof": "a point is above its roof",
     "failed_measurement": "ncu stored NaN for the duration or the FLOP counters",
-    "corrupt_record": "the input's record of this launch is damaged: values no GPU can produce, or no name and no values",
-    "inconsistent_read": "the counts and rates read for this launch disagree on its duration: the reader may have misread it",
+    "corrupt_record": (
+        "the input's record of this launch is damaged: values no GPU can produce, or no name and no"
+        " values"
+    ),
+    "inconsistent_read": (
+        "the counts and rates read for this launch disagree on its duration: the reader may have"
+        " misread it"
+    ),
     "na_metrics": "metrics ncu printed as n/a",
     "missing_metrics": "no FLOP counters or memory traffic",
     "no_work": "a duration but no FLOPs and next to no traffic",
@@ -68,9 +89,14 @@ FLAG_CODES = {
     "dram_below_expected": "less DRAM traffic than --expect says the kernel must move",
     "dram_above_expected": "more DRAM traffic than --expect says the kernel must move",
     "clock_differs": "the SM clock varies between launches of the kernel",
-    "sources_disagree": "two sources of one quantity (a counter and its SASS opcode table, dram__bytes and read + write) disagree "
-                        "beyond [evidence] of metrics/thresholds.toml",
-    "l2_reads_only": "L2 bytes are 0 under a reads-only definition (ncu-legacy) while the report's L2 write counters hold bytes",
+    "sources_disagree": (
+        "two sources of one quantity (a counter and its SASS opcode table, dram__bytes and read +"
+        " write) disagree beyond [evidence] of metrics/thresholds.toml"
+    ),
+    "l2_reads_only": (
+        "L2 bytes are 0 under a reads-only definition (ncu-legacy) while the report's L2 write"
+        " counters hold bytes"
+    ),
 }
 
 #: Diagnosis classes, in the order of the table above, with their display text.
@@ -101,16 +127,49 @@ def _tensor_ratio(device: str, precision: str, gpus: GpuCatalog | None) -> tuple
 
 
 #: The columns :func:`verdict` reads.
-_FACTS = ("status", "bound", "precision", "level", "ai_flop_per_byte", "ridge_flop_per_byte", "roof_fraction",
-          "sm_throughput_frac", "memory_throughput_frac", "occupancy_frac", "theoretical_occupancy_frac", "waves_per_sm",
-          "blocks", "threads_per_block", "tensor_flop", "device_name", "hot_pipe", "hot_pipe_frac", "achievable_roof_fraction",
-          "achievable_flop_per_s", "achievable_bytes_per_s", "peak_flop_source", "peak_bytes_source", "main_precision",
-          "has_time", "cc", "kernel_name", "has_flop", "has_bytes", "has_roof")
+_FACTS = (
+    "status",
+    "bound",
+    "precision",
+    "level",
+    "ai_flop_per_byte",
+    "ridge_flop_per_byte",
+    "roof_fraction",
+    "sm_throughput_frac",
+    "memory_throughput_frac",
+    "occupancy_frac",
+    "theoretical_occupancy_frac",
+    "waves_per_sm",
+    "blocks",
+    "threads_per_block",
+    "tensor_flop",
+    "device_name",
+    "hot_pipe",
+    "hot_pipe_frac",
+    "achievable_roof_fraction",
+    "achievable_flop_per_s",
+    "achievable_bytes_per_s",
+    "peak_flop_source",
+    "peak_bytes_source",
+    "main_precision",
+    "has_time",
+    "cc",
+    "kernel_name",
+    "has_flop",
+    "has_bytes",
+    "has_roof",
+)
 
 
-def verdict(f: dict[str, Any], sol: dict[str, Any], gpus: GpuCatalog | None = None,
-            low_occupancy: float = 0.5, instruction: dict[str, Any] | None = None,
-            pipes: PipeCatalog | None = None, occupancy_gap: float | None = None) -> tuple[str, str, str]:
+def verdict(
+    f: dict[str, Any],
+    sol: dict[str, Any],
+    gpus: GpuCatalog | None = None,
+    low_occupancy: float = 0.5,
+    instruction: dict[str, Any] | None = None,
+    pipes: PipeCatalog | None = None,
+    occupancy_gap: float | None = None,
+) -> tuple[str, str, str]:
     """Class, evidence and advice for one kernel or launch.
 
     Parameters
@@ -143,43 +202,97 @@ def verdict(f: dict[str, Any], sol: dict[str, Any], gpus: GpuCatalog | None = No
         under one wave (:func:`lanes`) are added to the evidence and advice of every classified verdict.
     """
     c = _Context.of(f, sol)
-    gap = float(occupancy_gap if occupancy_gap is not None else load_catalog().thresholds["diagnosis"]["occupancy_gap"])
+    gap = float(
+        occupancy_gap
+        if occupancy_gap is not None
+        else load_catalog().thresholds["diagnosis"]["occupancy_gap"]
+    )
     cls, ev, advice = _verdict(c, f, sol, gpus, low_occupancy, instruction, pipes, gap)
     if c.lanes and cls != "not_classified":
         if c.lanes not in ev:
             ev += f"; {c.lanes}"
-        fixes = [x for x, ok in ((f"blocks of a multiple of {WARP} threads (128-256 are typical)", "lanes" in c.lanes),
-                                 ("enough blocks for a full wave", "wave" in c.lanes)) if ok]
+        fixes = [
+            x
+            for x, ok in (
+                (
+                    f"blocks of a multiple of {WARP} threads (128-256 are typical)",
+                    "lanes" in c.lanes,
+                ),
+                ("enough blocks for a full wave", "wave" in c.lanes),
+            )
+            if ok
+        ]
         advice += f"; {c.lanes}: use " + " and ".join(fixes)
     return cls, ev, advice
 
 
-def _verdict(c: _Context, f: dict[str, Any], sol: dict[str, Any], gpus: GpuCatalog | None, low_occupancy: float,
-             instruction: dict[str, Any] | None, pipes: PipeCatalog | None, occupancy_gap: float) -> tuple[str, str, str]:
+def _verdict(
+    c: _Context,
+    f: dict[str, Any],
+    sol: dict[str, Any],
+    gpus: GpuCatalog | None,
+    low_occupancy: float,
+    instruction: dict[str, Any] | None,
+    pipes: PipeCatalog | None,
+    occupancy_gap: float,
+) -> tuple[str, str, str]:
     """:func:`verdict` before the lane words."""
     if f.get("status") in ("failed_measurement", "corrupt_record") or c.bound == "unknown":
         return ("not_classified", *unclassified(f, gpus))
     latency, balanced = float(sol["latency_bound"]), float(sol["balanced"])
-    if math.isfinite(c.sm) and math.isfinite(c.mem) and c.sm >= latency and c.mem >= latency and abs(c.sm - c.mem) <= balanced:
-        return ("balanced", f"{c.sol_text}: both above {fmt.pct(latency)} and within {fmt.pct(balanced)} of each other",
-                "compute and memory are both busy: gains need both fewer instructions and fewer bytes; "
-                "near the best this algorithm allows")
+    if (
+        math.isfinite(c.sm)
+        and math.isfinite(c.mem)
+        and c.sm >= latency
+        and c.mem >= latency
+        and abs(c.sm - c.mem) <= balanced
+    ):
+        return (
+            "balanced",
+            (
+                f"{c.sol_text}: both above {fmt.pct(latency)} and within {fmt.pct(balanced)} of"
+                " each other"
+            ),
+            (
+                "compute and memory are both busy: gains need both fewer instructions and fewer"
+                " bytes; near the best this algorithm allows"
+            ),
+        )
     if c.bound == "latency":
         return _latency(c, latency, low_occupancy, occupancy_gap)
-    inst = instruction_verdict(f, sol, instruction or load_catalog().thresholds["instruction"], pipes or load_catalog().pipes)
+    inst = instruction_verdict(
+        f,
+        sol,
+        instruction or load_catalog().thresholds["instruction"],
+        pipes or load_catalog().pipes,
+    )
     if inst is not None:
         return inst
     if math.isfinite(c.frac) and c.level:
         cmp = "<" if c.bound == "memory" else ">="
-        ev = (f"{precision_title(c.prec)} at {c.level}: AI {fmt.g(c.ai)} {work_unit(c.prec)}/B {cmp} ridge {fmt.g(c.ridge)}, "
-              + (c.achievable_text or f"{fmt.pct(c.frac)} of roof") + (f"; {c.placed}" if c.placed else "")
-              + (f"; {c.sol_text}" if c.sol_text else "") + (f"; {c.shape}" if c.shape else ""))
+        ev = (
+            f"{precision_title(c.prec)} at {c.level}: AI {fmt.g(c.ai)} {work_unit(c.prec)}/B {cmp}"
+            f" ridge {fmt.g(c.ridge)}, "
+            + (c.achievable_text or f"{fmt.pct(c.frac)} of roof")
+            + (f"; {c.placed}" if c.placed else "")
+            + (f"; {c.sol_text}" if c.sol_text else "")
+            + (f"; {c.shape}" if c.shape else "")
+        )
     else:
         c.frac = c.mem if c.bound == "memory" else c.sm
-        ev = f"{c.sol_text} (no roofline point: from SpeedOfLight only)" + (f"; {c.shape}" if c.shape else "")
+        ev = f"{c.sol_text} (no roofline point: from SpeedOfLight only)" + (
+            f"; {c.shape}" if c.shape else ""
+        )
     if c.bound == "memory":
         return _memory(c, ev, float(sol["no_bound"]), latency)
-    return _compute(c, ev, float(sol["no_bound"]), fmt.num(f.get("tensor_flop")), str(f.get("device_name") or ""), gpus)
+    return _compute(
+        c,
+        ev,
+        float(sol["no_bound"]),
+        fmt.num(f.get("tensor_flop")),
+        str(f.get("device_name") or ""),
+        gpus,
+    )
 
 
 #: What a kernel name may look like to be quoted in a command (else ``NAME``).
@@ -197,7 +310,9 @@ def _gpu_option(f: dict[str, Any], gpus: GpuCatalog | None) -> str:
     same = [g.id for g in cat.gpus if cc and g.cc == cc]
     if len(same) == 1:
         return f"--gpu {same[0]}"
-    return "--gpu NAME" + (f" (CC {cc}: {', '.join(same)})" if same else " (an id in metrics/gpus.toml)")
+    return "--gpu NAME" + (
+        f" (CC {cc}: {', '.join(same)})" if same else " (an id in metrics/gpus.toml)"
+    )
 
 
 def _profile_command(f: dict[str, Any]) -> str:
@@ -229,31 +344,65 @@ def unclassified(f: dict[str, Any], gpus: GpuCatalog | None = None) -> tuple[str
     """
     status = f.get("status")
     if status == "failed_measurement":
-        return ("missing: the measurement (ncu stored NaN for the duration or the FLOP counters)",
-                f"re-profile it: {_profile_command(f)}")
+        return (
+            "missing: the measurement (ncu stored NaN for the duration or the FLOP counters)",
+            f"re-profile it: {_profile_command(f)}",
+        )
     if status == "corrupt_record":
-        return ("missing: a readable record (the input holds values no GPU can produce, named in notes)",
-                "analyze the .ncu-rep the export came from, or re-profile: " + _profile_command(f))
-    sm, mem, t = fmt.num(f.get("sm_throughput_frac")), fmt.num(f.get("memory_throughput_frac")), fmt.num(f.get("time_s"))
+        return (
+            (
+                "missing: a readable record (the input holds values no GPU can produce, named in"
+                " notes)"
+            ),
+            "analyze the .ncu-rep the export came from, or re-profile: " + _profile_command(f),
+        )
+    sm, mem, t = (
+        fmt.num(f.get("sm_throughput_frac")),
+        fmt.num(f.get("memory_throughput_frac")),
+        fmt.num(f.get("time_s")),
+    )
     flop, byts, roof = bool(f.get("has_flop")), bool(f.get("has_bytes")), bool(f.get("has_roof"))
     timed = bool(f["has_time"]) if "has_time" in f else math.isfinite(t)
-    missing = [x for x, ok in (("FLOP counters", flop), ("memory traffic", byts), ("duration", timed)) if not ok]
+    missing = [
+        x
+        for x, ok in (("FLOP counters", flop), ("memory traffic", byts), ("duration", timed))
+        if not ok
+    ]
     if (flop or byts) and not roof:
         missing.append("roofs (no device name and no peak_sustained metrics)")
-    present = [x for x, ok in (("FLOPs", flop), ("bytes", byts), ("duration" + (f" {fmt.time(t)}" if math.isfinite(t) else ""), timed)) if ok]
+    present = [
+        x
+        for x, ok in (
+            ("FLOPs", flop),
+            ("bytes", byts),
+            ("duration" + (f" {fmt.time(t)}" if math.isfinite(t) else ""), timed),
+        )
+        if ok
+    ]
     if math.isfinite(sm) != math.isfinite(mem):
         have_sm = math.isfinite(sm)
-        present.append(f"{'SM' if have_sm else 'memory'} throughput {fmt.pct(sm if have_sm else mem)}")
-        missing.append("memory throughput (gpu__compute_memory_throughput)" if have_sm else "SM throughput (sm__throughput)")
+        present.append(
+            f"{'SM' if have_sm else 'memory'} throughput {fmt.pct(sm if have_sm else mem)}"
+        )
+        missing.append(
+            "memory throughput (gpu__compute_memory_throughput)"
+            if have_sm
+            else "SM throughput (sm__throughput)"
+        )
     elif not math.isfinite(sm):
         missing.append("SpeedOfLight throughputs")
     if flop and byts and roof:
         missing.insert(0, "a roof for the precision that holds the work")
-    evidence = "missing: " + ", ".join(missing) + ("; present: " + ", ".join(present) if present else "")
+    evidence = (
+        "missing: " + ", ".join(missing) + ("; present: " + ", ".join(present) if present else "")
+    )
     if flop and byts and roof:
         return evidence, "pass its roof: --peak-flops PRECISION=FLOP_PER_S (e.g. tensor=...)"
     if flop and byts and not roof:
-        return evidence, f"pass {_gpu_option(f, gpus)}, or --peak-flops/--peak-bandwidth with the GPU's roofs"
+        return (
+            evidence,
+            f"pass {_gpu_option(f, gpus)}, or --peak-flops/--peak-bandwidth with the GPU's roofs",
+        )
     fix = f"re-profile with the roofline counters: {_profile_command(f)}"
     if byts and not roof:
         fix = f"pass {_gpu_option(f, gpus)} for the DRAM roof; for FLOPs {fix}"
@@ -286,20 +435,43 @@ class _Context:
     @classmethod
     def of(cls, f: dict[str, Any], sol: dict[str, Any]) -> _Context:
         sm, mem = fmt.num(f.get("sm_throughput_frac")), fmt.num(f.get("memory_throughput_frac"))
-        waves, blocks, threads = fmt.num(f.get("waves_per_sm")), fmt.num(f.get("blocks")), fmt.num(f.get("threads_per_block"))
+        waves, blocks, threads = (
+            fmt.num(f.get("waves_per_sm")),
+            fmt.num(f.get("blocks")),
+            fmt.num(f.get("threads_per_block")),
+        )
         grid = ""
         if math.isfinite(waves):
-            grid = f"{fmt.plain(waves)} waves per SM" + (f" ({_count(blocks, 'block')} of {_count(threads, 'thread')})"
-                                                      if math.isfinite(blocks) and math.isfinite(threads) else "")
+            grid = f"{fmt.plain(waves)} waves per SM" + (
+                f" ({_count(blocks, 'block')} of {_count(threads, 'thread')})"
+                if math.isfinite(blocks) and math.isfinite(threads)
+                else ""
+            )
         occ, theo = fmt.num(f.get("occupancy_frac")), fmt.num(f.get("theoretical_occupancy_frac"))
-        occ_text = (f"achieved occupancy {fmt.pct(occ)}" + (f" (theoretical {fmt.pct(theo)})" if math.isfinite(theo) else "")
-                    if math.isfinite(occ) else "")
-        return cls(bound=f.get("bound", "unknown"), prec=str(f.get("precision") or ""), level=str(f.get("level") or "").upper(),
-                   sm=sm, mem=mem, frac=fmt.num(f.get("roof_fraction")), ai=fmt.num(f.get("ai_flop_per_byte")),
-                   ridge=fmt.num(f.get("ridge_flop_per_byte")), occ=occ, theo=theo, grid=grid,
-                   small_grid=math.isfinite(waves) and waves < float(sol["small_grid_waves"]),
-                   sol_text=_sol_text(sm, mem),
-                   shape="; ".join(x for x in (grid, occ_text) if x), lanes=lanes(threads), **_achievable(f))
+        occ_text = (
+            f"achieved occupancy {fmt.pct(occ)}"
+            + (f" (theoretical {fmt.pct(theo)})" if math.isfinite(theo) else "")
+            if math.isfinite(occ)
+            else ""
+        )
+        return cls(
+            bound=f.get("bound", "unknown"),
+            prec=str(f.get("precision") or ""),
+            level=str(f.get("level") or "").upper(),
+            sm=sm,
+            mem=mem,
+            frac=fmt.num(f.get("roof_fraction")),
+            ai=fmt.num(f.get("ai_flop_per_byte")),
+            ridge=fmt.num(f.get("ridge_flop_per_byte")),
+            occ=occ,
+            theo=theo,
+            grid=grid,
+            small_grid=math.isfinite(waves) and waves < float(sol["small_grid_waves"]),
+            sol_text=_sol_text(sm, mem),
+            shape="; ".join(x for x in (grid, occ_text) if x),
+            lanes=lanes(threads),
+            **_achievable(f),
+        )
 
 
 def _count(n: float, noun: str) -> str:
@@ -337,13 +509,24 @@ def lanes(threads: float, blocks: float = math.nan, waves: float = math.nan) -> 
         warps = -(-n // WARP)
         idle = warps * WARP - n
         if n < WARP:
-            out.append(f"blocks of {_count(n, 'thread')}: {idle} of {WARP} lanes of every warp idle")
+            out.append(
+                f"blocks of {_count(n, 'thread')}: {idle} of {WARP} lanes of every warp idle"
+            )
         elif idle:
-            out.append(f"blocks of {n} threads: the last of each block's {warps} warps has {n - (warps - 1) * WARP} of {WARP} lanes busy "
-                       f"({fmt.pct(idle / (warps * WARP))} of lanes idle)")
+            out.append(
+                f"blocks of {n} threads: the last of each block's {warps} warps has"
+                f" {n - (warps - 1) * WARP} of {WARP} lanes busy ({fmt.pct(idle / (warps * WARP))}"
+                " of lanes idle)"
+            )
     if math.isfinite(waves) and 0 < waves < 1:
-        out.append(f"the grid fills {fmt.pct(waves)} of one wave" + (f" ({_count(blocks, 'block')}, a full wave is about "
-                                                                     f"{fmt.plain(blocks / waves)})" if math.isfinite(blocks) else ""))
+        out.append(
+            f"the grid fills {fmt.pct(waves)} of one wave"
+            + (
+                f" ({_count(blocks, 'block')}, a full wave is about {fmt.plain(blocks / waves)})"
+                if math.isfinite(blocks)
+                else ""
+            )
+        )
     return "; ".join(out)
 
 
@@ -362,38 +545,68 @@ def _achievable(f: dict[str, Any]) -> dict[str, Any]:
     """The binding point's achievable-roof fraction and its text (:func:`ncuroof.fmt.achievable`), and
     where the kernel was placed when its main precision has no roof."""
     prec, main = str(f.get("precision") or ""), str(f.get("main_precision") or "")
-    placed = (f"placed at {precision_title(prec)}: no roof for its main precision {precision_title(main)}"
-              if prec and main and prec != main else "")
+    placed = (
+        f"placed at {precision_title(prec)}: no roof for its main precision {precision_title(main)}"
+        if prec and main and prec != main
+        else ""
+    )
     ach = fmt.num(f.get("achievable_roof_fraction"))
     if not math.isfinite(ach):
         return {"placed": placed}
     level = str(f.get("level") or "").upper()
     memory = f.get("bound") == "memory" and math.isfinite(fmt.num(f.get("achievable_bytes_per_s")))
     compute = f.get("bound") == "compute" and math.isfinite(fmt.num(f.get("achievable_flop_per_s")))
-    roof = f"{level} bandwidth" if memory else f"{precision_title(prec)} roof" if compute else "roof"
+    roof = (
+        f"{level} bandwidth" if memory else f"{precision_title(prec)} roof" if compute else "roof"
+    )
     source = f.get("peak_bytes_source") if f.get("bound") == "memory" else f.get("peak_flop_source")
-    return {"achievable_frac": ach, "placed": placed,
-            "achievable_text": fmt.achievable(ach, f.get("roof_fraction"), roof, source if isinstance(source, str) else "")}
+    return {
+        "achievable_frac": ach,
+        "placed": placed,
+        "achievable_text": fmt.achievable(
+            ach, f.get("roof_fraction"), roof, source if isinstance(source, str) else ""
+        ),
+    }
 
 
-def _latency(c: _Context, latency: float, low_occupancy: float, occupancy_gap: float) -> tuple[str, str, str]:
-    ev = f"{c.sol_text}, both below {fmt.pct(latency)} (ncu SOLBottleneck rule)" + (f"; {c.shape}" if c.shape else "")
+def _latency(
+    c: _Context, latency: float, low_occupancy: float, occupancy_gap: float
+) -> tuple[str, str, str]:
+    ev = f"{c.sol_text}, both below {fmt.pct(latency)} (ncu SOLBottleneck rule)" + (
+        f"; {c.shape}" if c.shape else ""
+    )
     if c.small_grid:
-        advice = (f"too little parallel work: {c.grid} cannot fill the GPU; launch more blocks (split the work, "
-                  "batch small launches, or merge them with CUDA graphs)")
+        advice = (
+            f"too little parallel work: {c.grid} cannot fill the GPU; launch more blocks (split the"
+            " work, batch small launches, or merge them with CUDA graphs)"
+        )
     elif math.isfinite(c.occ) and c.occ < low_occupancy:
         at_theo = math.isfinite(c.theo) and c.occ >= occupancy_gap * c.theo
-        limit = (f"achieved is at the launch's theoretical {fmt.pct(c.theo)}: raise that limit with fewer registers or less shared "
-                 "memory per block, or other block sizes" if at_theo else
-                 f"the launch allows only {fmt.pct(c.theo)}: use fewer registers or less shared memory per block, or "
-                 "other block sizes" if math.isfinite(c.theo) and c.theo < low_occupancy else
-                 f"achieved is well below the theoretical {fmt.pct(c.theo)}: load imbalance or a tail of partial waves"
-                 if math.isfinite(c.theo) else "check the theoretical occupancy (ncu's Occupancy section) for its limiter")
-        advice = (f"neither unit is busy and only {fmt.pct(c.occ)} of the SM's warps are active: raise occupancy; {limit}; "
-                  "then instruction-level parallelism")
+        limit = (
+            f"achieved is at the launch's theoretical {fmt.pct(c.theo)}: raise that limit with"
+            " fewer registers or less shared memory per block, or other block sizes"
+            if at_theo
+            else (
+                f"the launch allows only {fmt.pct(c.theo)}: use fewer registers or less shared"
+                " memory per block, or other block sizes"
+                if math.isfinite(c.theo) and c.theo < low_occupancy
+                else (
+                    f"achieved is well below the theoretical {fmt.pct(c.theo)}: load imbalance or a"
+                    " tail of partial waves"
+                    if math.isfinite(c.theo)
+                    else "check the theoretical occupancy (ncu's Occupancy section) for its limiter"
+                )
+            )
+        )
+        advice = (
+            f"neither unit is busy and only {fmt.pct(c.occ)} of the SM's warps are active: raise"
+            f" occupancy; {limit}; then instruction-level parallelism"
+        )
     else:
-        advice = ("neither unit is busy: latency bound; raise instruction-level parallelism and read ncu's "
-                  "warp-stall reasons (WarpStateStats) for what the warps wait on")
+        advice = (
+            "neither unit is busy: latency bound; raise instruction-level parallelism and read"
+            " ncu's warp-stall reasons (WarpStateStats) for what the warps wait on"
+        )
     return "latency_bound", ev, advice
 
 
@@ -401,47 +614,76 @@ def _memory(c: _Context, ev: str, near: float, latency: float) -> tuple[str, str
     level, frac, ai, ridge = c.level, c.frac, c.ai, c.ridge
     gap = ridge / ai if math.isfinite(ridge) and math.isfinite(ai) and ai > 0 else math.nan
     unit = work_unit(c.prec)
-    gap_text = (f"AI {fmt.g(ai)} {unit}/B against a ridge of {fmt.g(ridge)}: a {fmt.plain(round(gap))}x gap" if math.isfinite(gap) and gap >= 1.5
-                else f"AI {fmt.g(ai)} {unit}/B" if math.isfinite(ai) else "")
+    gap_text = (
+        f"AI {fmt.g(ai)} {unit}/B against a ridge of {fmt.g(ridge)}: a {fmt.plain(round(gap))}x gap"
+        if math.isfinite(gap) and gap >= 1.5
+        else f"AI {fmt.g(ai)} {unit}/B"
+        if math.isfinite(ai)
+        else ""
+    )
     if math.isfinite(frac) and frac >= near:
-        advice = (f"at the {level or 'memory'} roof: only moving fewer bytes helps" + (f" ({gap_text})" if gap_text else "")
-                  + "; fuse with neighbouring kernels, tile for reuse in shared memory or registers, use smaller "
-                  "data types (bf16/fp8 move 2-4x fewer bytes)")
+        advice = (
+            f"at the {level or 'memory'} roof: only moving fewer bytes helps"
+            + (f" ({gap_text})" if gap_text else "")
+            + "; fuse with neighbouring kernels, tile for reuse in shared memory or registers, use"
+            " smaller data types (bf16/fp8 move 2-4x fewer bytes)"
+        )
         return "memory_near_roof", ev, advice
     if math.isfinite(frac) and frac >= latency and math.isfinite(gap) and gap >= 10:
-        advice = (f"{fmt.pct(frac)} of the {level or 'memory'} roof: bandwidth is mostly used, the lever is reuse ({gap_text}); "
-                  "tile for reuse in shared memory or registers, fuse, use smaller data types; then check coalescing")
+        advice = (
+            f"{fmt.pct(frac)} of the {level or 'memory'} roof: bandwidth is mostly used, the lever"
+            f" is reuse ({gap_text}); tile for reuse in shared memory or registers, fuse, use"
+            " smaller data types; then check coalescing"
+        )
     else:
-        advice = (f"{fmt.pct(frac)} of the {level or 'memory'} roof: the access pattern wastes bandwidth; check coalescing "
-                  "(sectors per request), strided or scattered accesses and bank conflicts, then reduce bytes"
-                  + (f" ({gap_text})" if gap_text else ""))
+        advice = (
+            f"{fmt.pct(frac)} of the {level or 'memory'} roof: the access pattern wastes bandwidth;"
+            " check coalescing (sectors per request), strided or scattered accesses and bank"
+            " conflicts, then reduce bytes" + (f" ({gap_text})" if gap_text else "")
+        )
     if math.isfinite(c.achievable_frac) and c.achievable_frac >= near:
-        advice = (f"{fmt.pct(c.achievable_frac)} of the achievable {level or 'memory'} bandwidth: near what this GPU sustains, so "
-                  "only moving fewer bytes helps" + (f" ({gap_text})" if gap_text else "")
-                  + "; fuse, tile for reuse, use smaller data types")
+        advice = (
+            f"{fmt.pct(c.achievable_frac)} of the achievable {level or 'memory'} bandwidth: near"
+            " what this GPU sustains, so only moving fewer bytes helps"
+            + (f" ({gap_text})" if gap_text else "")
+            + "; fuse, tile for reuse, use smaller data types"
+        )
     if c.small_grid:
         advice += f"; also {c.grid}: too few blocks in flight to saturate memory"
     return "memory_below_roof", ev, advice
 
 
-def _compute(c: _Context, ev: str, near: float, tensor: float, device: str, gpus: GpuCatalog | None) -> tuple[str, str, str]:
+def _compute(
+    c: _Context, ev: str, near: float, tensor: float, device: str, gpus: GpuCatalog | None
+) -> tuple[str, str, str]:
     prec, frac = c.prec, c.frac
     ratio = _tensor_ratio(device, prec, gpus) if not (tensor > 0) else None
     if math.isfinite(frac) and frac >= near:
         advice = "at the compute roof: only less work (an algorithmic change) helps"
         if ratio is not None:
-            advice += f", or tensor cores: the {ratio[1]} dense BF16/FP16 tensor roof is {ratio[0]:.0f}x the {precision_title(prec)} roof"
+            advice += (
+                f", or tensor cores: the {ratio[1]} dense BF16/FP16 tensor roof is {ratio[0]:.0f}x"
+                f" the {precision_title(prec)} roof"
+            )
         return "compute_near_roof", ev, advice
-    advice = f"{fmt.pct(frac)} of the {precision_title(prec) or 'compute'} roof: the instruction mix or dependencies limit it"
+    advice = (
+        f"{fmt.pct(frac)} of the {precision_title(prec) or 'compute'} roof: the instruction mix or"
+        " dependencies limit it"
+    )
     if ratio is not None:
-        advice += f"; no tensor-core work: the {ratio[1]} dense BF16/FP16 tensor roof is {ratio[0]:.0f}x higher"
+        advice += (
+            f"; no tensor-core work: the {ratio[1]} dense BF16/FP16 tensor roof is {ratio[0]:.0f}x"
+            " higher"
+        )
     advice += "; raise FMA share and ILP, and read ncu's warp-stall reasons"
     if c.small_grid:
         advice += f"; also {c.grid}: too few blocks"
     return "compute_below_roof", ev, advice
 
 
-def launch_flags(kernels: pd.DataFrame, points: pd.DataFrame, thresholds: dict[str, Any]) -> pd.Series:
+def launch_flags(
+    kernels: pd.DataFrame, points: pd.DataFrame, thresholds: dict[str, Any]
+) -> pd.Series:
     """Plausibility flags of each launch (an empty list when none).
 
     Parameters
@@ -466,7 +708,10 @@ def launch_flags(kernels: pd.DataFrame, points: pd.DataFrame, thresholds: dict[s
     out: list[list[tuple[str, str]]] = [[] for _ in range(len(kernels))]
     above = _above_roof(kernels, points, thresholds)
     if above:
-        pos = pd.Series(np.arange(len(kernels)), index=pd.MultiIndex.from_arrays([kernels["source"], kernels["launch_id"]]))
+        pos = pd.Series(
+            np.arange(len(kernels)),
+            index=pd.MultiIndex.from_arrays([kernels["source"], kernels["launch_id"]]),
+        )
         for (src, lid), flag in above:
             if flag not in out[pos[(src, lid)]]:
                 out[pos[(src, lid)]].append(flag)
@@ -477,42 +722,90 @@ def launch_flags(kernels: pd.DataFrame, points: pd.DataFrame, thresholds: dict[s
         out[i].append(("corrupt_record", "the input is damaged (see notes), not plotted"))
     for i, cell in enumerate(kernels["notes"]):
         notes = parse_cell("notes", cell)
-        if not any(str(n).startswith((NA_NOTE, INCONSISTENT, SOURCES_DISAGREE, L2_READS_ONLY)) for n in notes):  # most launches: no flag from their notes
+        if not any(
+            str(n).startswith((NA_NOTE, INCONSISTENT, SOURCES_DISAGREE, L2_READS_ONLY))
+            for n in notes
+        ):  # most launches: no flag from their notes
             continue
         notes = [str(n) for n in notes]
         if any(n.startswith(NA_NOTE) for n in notes):
             out[i].append(("na_metrics", "see notes"))
         if any(n.startswith(INCONSISTENT) for n in notes):
             out[i].append(("inconsistent_read", "see notes; check it with --reader ncu_report"))
-        out[i] += [(code, "see notes") for prefix, code in ((SOURCES_DISAGREE, "sources_disagree"), (L2_READS_ONLY, "l2_reads_only"))
-                   if any(n.startswith(prefix) for n in notes)]
+        out[i] += [
+            (code, "see notes")
+            for prefix, code in (
+                (SOURCES_DISAGREE, "sources_disagree"),
+                (L2_READS_ONLY, "l2_reads_only"),
+            )
+            if any(n.startswith(prefix) for n in notes)
+        ]
     time_s = kernels["time_s"].to_numpy(float)
     held = evidence_facts(kernels)
-    sm, mem = (kernels.reindex(columns=[c])[c].to_numpy(float) for c in ("sm_throughput_frac", "memory_throughput_frac"))
+    sm, mem = (
+        kernels.reindex(columns=[c])[c].to_numpy(float)
+        for c in ("sm_throughput_frac", "memory_throughput_frac")
+    )
     for i in np.flatnonzero(status == "no_roofline_metrics"):
-        out[i].append(("missing_metrics", _missing_text(bool(held["has_flop"].iat[i]), bool(held["has_bytes"].iat[i]),
-                                                        time_s[i], sm[i], mem[i])))
+        out[i].append(
+            (
+                "missing_metrics",
+                _missing_text(
+                    bool(held["has_flop"].iat[i]),
+                    bool(held["has_bytes"].iat[i]),
+                    time_s[i],
+                    sm[i],
+                    mem[i],
+                ),
+            )
+        )
     expected = kernels.reindex(columns=["expected_flop", "expected_dram_bytes"]).to_numpy(float)
     for i in np.flatnonzero(np.isfinite(expected).any(axis=1)):
         out[i] += _expect_flags(kernels.iloc[i], thresholds)
-    work = kernels.reindex(columns=["fp64_flop", "fp32_flop", "fp16_flop", "tensor_flop"]).to_numpy(float)
+    work = kernels.reindex(columns=["fp64_flop", "fp32_flop", "fp16_flop", "tensor_flop"]).to_numpy(
+        float
+    )
     byts = kernels.reindex(columns=["dram_bytes", "l2_bytes", "l1_bytes"]).to_numpy(float)
-    idle = ((status == "ok") & np.isfinite(time_s) & ~(np.nan_to_num(work) > 0).any(axis=1)
-            & ~(np.nan_to_num(byts) > no_work).any(axis=1) & np.isfinite(byts).any(axis=1))
+    idle = (
+        (status == "ok")
+        & np.isfinite(time_s)
+        & ~(np.nan_to_num(work) > 0).any(axis=1)
+        & ~(np.nan_to_num(byts) > no_work).any(axis=1)
+        & np.isfinite(byts).any(axis=1)
+    )
     for i in np.flatnonzero(idle):
-        out[i].append(("no_work", f"{fmt.time(time_s[i])} with no FLOPs and at most {fmt.plain(no_work)} B per level"))
+        out[i].append(
+            (
+                "no_work",
+                f"{fmt.time(time_s[i])} with no FLOPs and at most {fmt.plain(no_work)} B per level",
+            )
+        )
     return pd.Series(out, index=kernels.index, dtype=object)
 
 
 def _missing_text(flop: bool, byts: bool, time_s: float, sm: float, mem: float) -> str:
     """The ``missing_metrics`` flag's text: which of FLOP counters and memory traffic are absent, and what the launch holds."""
-    absent = " and ".join(x for x, ok in (("FLOP counters", flop), ("memory traffic", byts)) if not ok) or "roofline counters"
-    held = [x for x, ok in (("FLOPs", flop), ("bytes", byts), ("duration", math.isfinite(time_s)),
-                            ("SM throughput", math.isfinite(sm)), ("memory throughput", math.isfinite(mem))) if ok]
+    absent = (
+        " and ".join(x for x, ok in (("FLOP counters", flop), ("memory traffic", byts)) if not ok)
+        or "roofline counters"
+    )
+    held = [
+        x
+        for x, ok in (
+            ("FLOPs", flop),
+            ("bytes", byts),
+            ("duration", math.isfinite(time_s)),
+            ("SM throughput", math.isfinite(sm)),
+            ("memory throughput", math.isfinite(mem)),
+        )
+        if ok
+    ]
     return f"no {absent} (holds {', '.join(held) if held else 'nothing else'})"
 
 
-def _above_roof(kernels: pd.DataFrame, points: pd.DataFrame, thresholds: dict[str, Any]) -> list[tuple[tuple[str, int], tuple[str, str]]]:
+def _above_roof(
+    kernels: pd.DataFrame, points: pd.DataFrame, thresholds: dict[str, Any]
+) -> list[tuple[tuple[str, int], tuple[str, str]]]:
     """((source, launch_id), flag) of each point over ``above_roof`` × its roof, with the likely cause."""
     above, resident = float(thresholds["above_roof"]), float(thresholds["l2_resident_share"])
     if points.empty:
@@ -524,7 +817,9 @@ def _above_roof(kernels: pd.DataFrame, points: pd.DataFrame, thresholds: dict[st
         k = lk.loc[(r.source, r.launch_id)]
         binding_src = r.peak_bytes_source if r.bound == "memory" else r.peak_flop_source
         if binding_src in ("datasheet", "user"):
-            cause = f"the {binding_src} roof is below what this GPU reached (check --gpu / --peak-*)"
+            cause = (
+                f"the {binding_src} roof is below what this GPU reached (check --gpu / --peak-*)"
+            )
         elif r.level == "dram" and fmt.num(k["dram_bytes"]) < resident * fmt.num(k["l2_bytes"]):
             cause = "data resident in L2: DRAM bytes are under a tenth of L2 bytes"
         elif bool(r.estimated):
@@ -532,9 +827,22 @@ def _above_roof(kernels: pd.DataFrame, points: pd.DataFrame, thresholds: dict[st
         elif "sparsity_on" in str(r.precision):
             cause = "structured sparsity counted as dense work"
         else:
-            cause = "the clock: the roof is at the measured clock, the work may have run at a higher one"
-        found.append(((r.source, r.launch_id),
-                      ("above_roof", f"{precision_title(r.precision)} at {str(r.level).upper()} {fmt.pct(r.roof_fraction)} of roof, likely {cause}")))
+            cause = (
+                "the clock: the roof is at the measured clock, the work may have run at a"
+                " higher one"
+            )
+        found.append(
+            (
+                (r.source, r.launch_id),
+                (
+                    "above_roof",
+                    (
+                        f"{precision_title(r.precision)} at {str(r.level).upper()}"
+                        f" {fmt.pct(r.roof_fraction)} of roof, likely {cause}"
+                    ),
+                ),
+            )
+        )
     return found
 
 
@@ -542,26 +850,63 @@ def _expect_flags(r: Any, thresholds: dict[str, Any]) -> list[str]:
     """Counted work against the user's expectation (``--expect``) for one launch."""
     tol, excess = float(thresholds["expect_tolerance"]), float(thresholds["excess_bytes"])
     out = []
-    exp_f, exp_b = fmt.num(getattr(r, "expected_flop", math.nan)), fmt.num(getattr(r, "expected_dram_bytes", math.nan))
+    exp_f, exp_b = (
+        fmt.num(getattr(r, "expected_flop", math.nan)),
+        fmt.num(getattr(r, "expected_dram_bytes", math.nan)),
+    )
     work = [fmt.num(getattr(r, c)) for c in ("fp64_flop", "fp32_flop", "fp16_flop", "tensor_flop")]
-    counted = sum(w for w in work if math.isfinite(w)) if any(math.isfinite(w) for w in work) else math.nan
+    counted = (
+        sum(w for w in work if math.isfinite(w))
+        if any(math.isfinite(w) for w in work)
+        else math.nan
+    )
     if exp_f > 0 and math.isfinite(counted) and r.status == "ok":
         ratio = counted / exp_f
         if ratio > 1 + tol:
-            out.append(("flop_above_expected", f"counted FLOPs {fmt.si(counted, 'FLOP')} are {fmt.g(ratio)}x the expected {fmt.si(exp_f, 'FLOP')}: "
-                        "masked, padded or redundant work"))
+            out.append(
+                (
+                    "flop_above_expected",
+                    (
+                        f"counted FLOPs {fmt.si(counted, 'FLOP')} are {fmt.g(ratio)}x the expected"
+                        f" {fmt.si(exp_f, 'FLOP')}: masked, padded or redundant work"
+                    ),
+                )
+            )
         elif ratio < 1 - tol:
-            out.append(("flop_below_expected", f"counted FLOPs {fmt.si(counted, 'FLOP')} are {fmt.g(ratio)}x the expected {fmt.si(exp_f, 'FLOP')}: work on "
-                        "units the FLOP counters miss (tensor cores without ops metrics, integer math) or a wrong expectation"))
+            out.append(
+                (
+                    "flop_below_expected",
+                    (
+                        f"counted FLOPs {fmt.si(counted, 'FLOP')} are {fmt.g(ratio)}x the expected"
+                        f" {fmt.si(exp_f, 'FLOP')}: work on units the FLOP counters miss (tensor"
+                        " cores without ops metrics, integer math) or a wrong expectation"
+                    ),
+                )
+            )
     dram = fmt.num(getattr(r, "dram_bytes", math.nan))
     if exp_b > 0 and math.isfinite(dram) and r.status == "ok":
         ratio = dram / exp_b
         if ratio < 1 - tol:
-            out.append(("dram_below_expected", f"DRAM traffic {fmt.si(dram, 'B')} is below the {fmt.si(exp_b, 'B')} the kernel must move "
-                        f"({fmt.g(ratio)}x): data was cache-resident (warm L2, --cache-control none) or the expectation is wrong"))
+            out.append(
+                (
+                    "dram_below_expected",
+                    (
+                        f"DRAM traffic {fmt.si(dram, 'B')} is below the {fmt.si(exp_b, 'B')} the"
+                        f" kernel must move ({fmt.g(ratio)}x): data was cache-resident (warm L2,"
+                        " --cache-control none) or the expectation is wrong"
+                    ),
+                )
+            )
         elif ratio > excess:
-            out.append(("dram_above_expected", f"DRAM traffic {fmt.si(dram, 'B')} is {fmt.g(ratio)}x the {fmt.si(exp_b, 'B')} the kernel must move: "
-                        "redundant loads or poor reuse"))
+            out.append(
+                (
+                    "dram_above_expected",
+                    (
+                        f"DRAM traffic {fmt.si(dram, 'B')} is {fmt.g(ratio)}x the"
+                        f" {fmt.si(exp_b, 'B')} the kernel must move: redundant loads or poor reuse"
+                    ),
+                )
+            )
     return out
 
 
@@ -578,23 +923,42 @@ def evidence_facts(table: pd.DataFrame) -> pd.DataFrame:
     DataFrame
         Indexed like ``table``: any FLOP column > 0, any bytes column > 0, any finite ``peak_*`` roof.
     """
+
     def any_of(cols: list[str], test: Any) -> np.ndarray:
         if not cols:
             return np.zeros(len(table), dtype=bool)
         a = table[cols].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
         with np.errstate(invalid="ignore"):
             return test(a).any(axis=1)
+
     cols = list(table.columns)
-    return pd.DataFrame({
-        "has_flop": any_of([c for c in cols if c.endswith("_flop") and not c.startswith(("expected", "peak"))], lambda a: a > 0),
-        "has_bytes": any_of([c for c in cols if c.endswith("_bytes") and c.split("_")[0] in ("dram", "l2", "l1")], lambda a: a > 0),
-        "has_roof": any_of([c for c in cols if c.startswith("peak_") and c.endswith("_per_s")], np.isfinite),
-        # A bool, not the duration: the verdict's words are made once per distinct row of facts.
-        "has_time": any_of([c for c in ("time_s",) if c in cols], np.isfinite),
-    }, index=table.index)
+    return pd.DataFrame(
+        {
+            "has_flop": any_of(
+                [c for c in cols if c.endswith("_flop") and not c.startswith(("expected", "peak"))],
+                lambda a: a > 0,
+            ),
+            "has_bytes": any_of(
+                [
+                    c
+                    for c in cols
+                    if c.endswith("_bytes") and c.split("_")[0] in ("dram", "l2", "l1")
+                ],
+                lambda a: a > 0,
+            ),
+            "has_roof": any_of(
+                [c for c in cols if c.startswith("peak_") and c.endswith("_per_s")], np.isfinite
+            ),
+            # A bool, not the duration: the verdict's words are made once per distinct row of facts.
+            "has_time": any_of([c for c in ("time_s",) if c in cols], np.isfinite),
+        },
+        index=table.index,
+    )
 
 
-def diagnose_launches(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Catalog, gpus: GpuCatalog | None = None) -> pd.DataFrame:
+def diagnose_launches(
+    kernels: pd.DataFrame, points: pd.DataFrame, catalog: Catalog, gpus: GpuCatalog | None = None
+) -> pd.DataFrame:
     """Fill ``diagnosis``, ``evidence``, ``advice`` and ``flags`` of every launch.
 
     Parameters
@@ -615,7 +979,13 @@ def diagnose_launches(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Cata
     """
     k = kernels.copy(deep=False)
     bind = binding_points(points).drop(columns="bound")
-    need = ["source", "launch_id", "grid", "block", *(c for c in _FACTS if c in k.columns and c not in bind.columns)]
+    need = [
+        "source",
+        "launch_id",
+        "grid",
+        "block",
+        *(c for c in _FACTS if c in k.columns and c not in bind.columns),
+    ]
     facts = k[need].merge(bind, on=["source", "launch_id"], how="left")
     facts["blocks"] = grid_sizes(facts["grid"])
     facts["threads_per_block"] = grid_sizes(facts["block"])
@@ -623,10 +993,24 @@ def diagnose_launches(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Cata
     sol = catalog.thresholds["sol"]
     low = float(catalog.thresholds["diagnosis"]["low_occupancy"])
     cols = [c for c in _FACTS if c in facts.columns]
-    first, inverse = distinct_rows(facts, cols)  # the text of each distinct combination of facts, made once
-    res = np.array([verdict(f, sol, gpus, low, catalog.thresholds["instruction"], catalog.pipes,
-                            float(catalog.thresholds["diagnosis"]["occupancy_gap"]))
-                    for f in _records(facts.iloc[first], cols)], dtype=object).reshape(len(first), 3)
+    first, inverse = distinct_rows(
+        facts, cols
+    )  # the text of each distinct combination of facts, made once
+    res = np.array(
+        [
+            verdict(
+                f,
+                sol,
+                gpus,
+                low,
+                catalog.thresholds["instruction"],
+                catalog.pipes,
+                float(catalog.thresholds["diagnosis"]["occupancy_gap"]),
+            )
+            for f in _records(facts.iloc[first], cols)
+        ],
+        dtype=object,
+    ).reshape(len(first), 3)
     for i, name in enumerate(("diagnosis", "evidence", "advice")):
         k[name] = res[inverse, i] if len(k) else []
     k["flags"] = launch_flags(k, points, catalog.thresholds["diagnosis"]).to_numpy()
@@ -636,8 +1020,14 @@ def diagnose_launches(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Cata
 def _records(frame: pd.DataFrame, cols: list[str]) -> Iterator[dict[str, Any]]:
     """``frame[cols].to_dict("records")`` (Python scalars, None for missing text) without iterating
     Arrow-backed columns element by element, which is what makes ``to_dict`` slow."""
-    arrays = [frame[c].to_numpy(dtype=object, na_value=None) if frame[c].dtype == "string" else frame[c].to_numpy(dtype=object)
-              for c in cols]
+    arrays = [
+        (
+            frame[c].to_numpy(dtype=object, na_value=None)
+            if frame[c].dtype == "string"
+            else frame[c].to_numpy(dtype=object)
+        )
+        for c in cols
+    ]
     return (dict(zip(cols, row)) for row in zip(*arrays))
 
 
@@ -647,11 +1037,14 @@ def _useful_ai(f: dict[str, Any]) -> str:
     if not (ef > 0 and eb > 0):
         return ""
     measured = fmt.num(f.get("counted_dram_ai_flop_per_byte"))
-    return (f"; useful AI {fmt.g(ef / eb)} FLOP/B (expected FLOPs / expected DRAM bytes)"
-            + (f" vs {fmt.g(measured)} measured at DRAM" if math.isfinite(measured) else ""))
+    return f"; useful AI {fmt.g(ef / eb)} FLOP/B (expected FLOPs / expected DRAM bytes)" + (
+        f" vs {fmt.g(measured)} measured at DRAM" if math.isfinite(measured) else ""
+    )
 
 
-def diagnose_kernels(summary: pd.DataFrame, kernels: pd.DataFrame, catalog: Catalog, gpus: GpuCatalog | None = None) -> pd.DataFrame:
+def diagnose_kernels(
+    summary: pd.DataFrame, kernels: pd.DataFrame, catalog: Catalog, gpus: GpuCatalog | None = None
+) -> pd.DataFrame:
     """Diagnose each kernel of a :func:`ncuroof.model.summary.kernel_summary` (launches aggregated).
 
     Parameters
@@ -674,33 +1067,63 @@ def diagnose_kernels(summary: pd.DataFrame, kernels: pd.DataFrame, catalog: Cata
     """
     s = summary.copy()
     k = kernels.assign(kernel_key=keys_of(kernels).to_numpy())
-    failed = k.groupby("kernel_key")["status"].agg(lambda x: bool((x == "failed_measurement").all()))
-    s["status"] = np.where(failed.reindex(s["kernel_key"]).fillna(False).to_numpy(bool), "failed_measurement", "ok")
+    failed = k.groupby("kernel_key")["status"].agg(
+        lambda x: bool((x == "failed_measurement").all())
+    )
+    s["status"] = np.where(
+        failed.reindex(s["kernel_key"]).fillna(False).to_numpy(bool), "failed_measurement", "ok"
+    )
     sol = catalog.thresholds["sol"]
     low = float(catalog.thresholds["diagnosis"]["low_occupancy"])
     held = pd.concat([k[["kernel_key"]], evidence_facts(k)], axis=1).groupby("kernel_key").any()
     first = k.groupby("kernel_key")[[c for c in ("cc", "kernel_name") if c in k.columns]].first()
     extra = held.join(first).reindex(s["kernel_key"]).reset_index(drop=True)
-    facts = list(_records(pd.concat([s.reset_index(drop=True), extra.drop(columns=[c for c in extra.columns if c in s.columns])], axis=1),
-                          list(s.columns) + [c for c in extra.columns if c not in s.columns]))
-    res = [verdict(f, sol, gpus, low, catalog.thresholds["instruction"], catalog.pipes,
-                   float(catalog.thresholds["diagnosis"]["occupancy_gap"])) for f in facts]
+    facts = list(
+        _records(
+            pd.concat(
+                [
+                    s.reset_index(drop=True),
+                    extra.drop(columns=[c for c in extra.columns if c in s.columns]),
+                ],
+                axis=1,
+            ),
+            list(s.columns) + [c for c in extra.columns if c not in s.columns],
+        )
+    )
+    res = [
+        verdict(
+            f,
+            sol,
+            gpus,
+            low,
+            catalog.thresholds["instruction"],
+            catalog.pipes,
+            float(catalog.thresholds["diagnosis"]["occupancy_gap"]),
+        )
+        for f in facts
+    ]
     s["diagnosis"] = [r[0] for r in res]
     s["evidence"] = [r[1] + _useful_ai(f) for r, f in zip(res, facts)]
     s["advice"] = [r[2] for r in res]
     spread = float(catalog.thresholds["diagnosis"]["clock_spread"])
-    flags = k.groupby("kernel_key")["flags"].agg(lambda x: list(dict.fromkeys(tuple(f) for v in x for f in parse_cell("flags", v))))
+    flags = k.groupby("kernel_key")["flags"].agg(
+        lambda x: list(dict.fromkeys(tuple(f) for v in x for f in parse_cell("flags", v)))
+    )
     out = []
     for r in s.itertuples(index=False):
         f = list(flags.get(r.kernel_key, []))
         if math.isfinite(fmt.num(r.clock_spread)) and r.clock_spread > spread:
-            f.append(("clock_differs", f"SM clock varies {fmt.pct(r.clock_spread)} between launches"))
+            f.append(
+                ("clock_differs", f"SM clock varies {fmt.pct(r.clock_spread)} between launches")
+            )
         out.append(f)
     s["flags"] = pd.Series(out, index=s.index, dtype=object)
     return s[[c for c in KERNEL_SUMMARY if c in s.columns]]
 
 
-def what_if(summary: pd.DataFrame, kernels: pd.DataFrame, target: Any, gpus: GpuCatalog | None = None) -> pd.DataFrame:
+def what_if(
+    summary: pd.DataFrame, kernels: pd.DataFrame, target: Any, gpus: GpuCatalog | None = None
+) -> pd.DataFrame:
     """Project each kernel's measured FLOPs and DRAM bytes onto another GPU's datasheet roofs.
 
     Parameters
@@ -740,7 +1163,11 @@ def what_if(summary: pd.DataFrame, kernels: pd.DataFrame, target: Any, gpus: Gpu
         if not (flop > 0 and dram > 0):
             continue
         t = g["time_s"].to_numpy(float)
-        here_peak = float(np.nansum(g[peak_col].to_numpy(float) * t) / np.nansum(t)) if peak_col in g.columns else math.nan
+        here_peak = (
+            float(np.nansum(g[peak_col].to_numpy(float) * t) / np.nansum(t))
+            if peak_col in g.columns
+            else math.nan
+        )
         here_bw = float(np.nansum(g["peak_dram_bytes_per_s"].to_numpy(float) * t) / np.nansum(t))
         if (path := tensor_path(p)) is not None:
             key = (gpus or load_gpus()).tensor_key(path)
@@ -751,14 +1178,45 @@ def what_if(summary: pd.DataFrame, kernels: pd.DataFrame, target: Any, gpus: Gpu
         ai = flop / dram
         ridge_here = here_peak / here_bw if here_bw > 0 else math.nan
         ridge_there = there_peak / there_bw if there_bw > 0 else math.nan
-        bound_here = "" if not math.isfinite(ridge_here) else ("memory" if ai < ridge_here else "compute")
-        bound_there = "" if not math.isfinite(ridge_there) else ("memory" if ai < ridge_there else "compute")
+        bound_here = (
+            "" if not math.isfinite(ridge_here) else ("memory" if ai < ridge_here else "compute")
+        )
+        bound_there = (
+            "" if not math.isfinite(ridge_there) else ("memory" if ai < ridge_there else "compute")
+        )
         same = bound_here and bound_here == bound_there
-        change = (f"{bound_here or '?'}-bound here, {'still ' if same else ''}{bound_there or '?'}-bound on {target.name}"
-                  f" (ridge {fmt.g(ridge_here)} -> {fmt.g(ridge_there)} {work_unit(p)}/B, AI {fmt.g(ai)})")
+        change = (
+            f"{bound_here or '?'}-bound here, {'still ' if same else ''}{bound_there or '?'}-bound"
+            f" on {target.name} (ridge {fmt.g(ridge_here)} -> {fmt.g(ridge_there)}"
+            f" {work_unit(p)}/B, AI {fmt.g(ai)})"
+        )
         t_there = max(flop / there_peak if there_peak > 0 else 0.0, dram / there_bw)
-        rows.append({"kernel_label": r.kernel_label, "precision": p, "dram_ai_flop_per_byte": ai, "ridge_here": ridge_here,
-                     "bound_here": bound_here, "ridge_there": ridge_there, "bound_there": bound_there,
-                     "time_at_roof_here_s": r.time_at_roof_s, "time_at_roof_there_s": t_there, "change": change})
-    return pd.DataFrame(rows, columns=["kernel_label", "precision", "dram_ai_flop_per_byte", "ridge_here", "bound_here",
-                                       "ridge_there", "bound_there", "time_at_roof_here_s", "time_at_roof_there_s", "change"])
+        rows.append(
+            {
+                "kernel_label": r.kernel_label,
+                "precision": p,
+                "dram_ai_flop_per_byte": ai,
+                "ridge_here": ridge_here,
+                "bound_here": bound_here,
+                "ridge_there": ridge_there,
+                "bound_there": bound_there,
+                "time_at_roof_here_s": r.time_at_roof_s,
+                "time_at_roof_there_s": t_there,
+                "change": change,
+            }
+        )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "kernel_label",
+            "precision",
+            "dram_ai_flop_per_byte",
+            "ridge_here",
+            "bound_here",
+            "ridge_there",
+            "bound_there",
+            "time_at_roof_here_s",
+            "time_at_roof_there_s",
+            "change",
+        ],
+    )

@@ -46,7 +46,9 @@ def distinct_rows(frame: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, np.
         elif col.dtype == object:
             cells = col.to_numpy()
             kinds = np.fromiter(map(type, cells), dtype=object, count=len(cells))
-            floats = np.fromiter(map(isinstance, cells, itertools.repeat(float)), dtype=bool, count=len(cells))
+            floats = np.fromiter(
+                map(isinstance, cells, itertools.repeat(float)), dtype=bool, count=len(cells)
+            )
             keys = cells.copy()
             keys[floats] = cells[floats].astype(np.float64).view(np.uint64).astype(object)
             parts = [kinds, keys]
@@ -55,7 +57,10 @@ def distinct_rows(frame: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, np.
         for part in parts:
             sub, uniques = pd.factorize(part, use_na_sentinel=False)
             code = pd.factorize(code * (len(uniques) + 1) + sub)[0]
-    return np.unique(code, return_index=True)[1], code  # factorize numbers in order of first appearance
+    return (
+        np.unique(code, return_index=True)[1],
+        code,
+    )  # factorize numbers in order of first appearance
 
 
 def per_distinct(frame: pd.DataFrame, cols: list[str], fn: Callable[[Any], Any]) -> np.ndarray:

@@ -20,7 +20,16 @@ import pandas as pd
 from .. import fmt
 from ..catalog import Catalog, OpcodeTable, Recipe
 
-__all__ = ["alternatives_text", "OpcodeFlops", "opcode_flops", "flop_evidence", "l2_write_evidence", "SOURCES_DISAGREE", "L2_READS_ONLY", "ledger_text"]
+__all__ = [
+    "alternatives_text",
+    "OpcodeFlops",
+    "opcode_flops",
+    "flop_evidence",
+    "l2_write_evidence",
+    "SOURCES_DISAGREE",
+    "L2_READS_ONLY",
+    "ledger_text",
+]
 
 #: Start of the note of a launch whose sources of one quantity disagree (flag ``sources_disagree``).
 SOURCES_DISAGREE = "sources disagree"
@@ -84,8 +93,16 @@ def _apart(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.where(big > 0, np.abs(a - b) / np.where(big > 0, big, 1.0), 0.0)
 
 
-def flop_evidence(precision: str, flop: np.ndarray, flop_per_s: np.ndarray, source: np.ndarray, time_s: np.ndarray,
-                  tables: list[OpcodeFlops], disagree: float, notes: list[list[str]]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def flop_evidence(
+    precision: str,
+    flop: np.ndarray,
+    flop_per_s: np.ndarray,
+    source: np.ndarray,
+    time_s: np.ndarray,
+    tables: list[OpcodeFlops],
+    disagree: float,
+    notes: list[list[str]],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Fill one precision's FLOPs from the opcode tables where the counters have none, and check them where both exist.
 
     Parameters
@@ -120,25 +137,44 @@ def flop_evidence(precision: str, flop: np.ndarray, flop_per_s: np.ndarray, sour
         take = np.isnan(flop) & t.held
         if t.table.assumption:
             for i in np.flatnonzero(take & (value > 0)):
-                notes[i].append(f"{title} FLOPs from {t.table.metric} x {t.table.factor:g}: {t.table.assumption}")
+                notes[i].append(
+                    f"{title} FLOPs from {t.table.metric} x {t.table.factor:g}:"
+                    f" {t.table.assumption}"
+                )
         flop = np.where(take, value, flop)
         flop_per_s = np.where(take, _div(value, time_s), flop_per_s)
         source = np.where(take, t.table.id, source)
         both = t.held & (held != "") & ~take
         apart = _apart(flop, value)
-        sign = ("=", "!=") if t.table.factor == 1 else ("=", "<=")  # warp x 32 is an upper bound of the thread count
+        sign = (
+            ("=", "!=") if t.table.factor == 1 else ("=", "<=")
+        )  # warp x 32 is an upper bound of the thread count
         text = np.full(len(flop), "", dtype=object)
         if both.any():  # launches share a handful of differences: format each once
             values, which = np.unique(apart[both], return_inverse=True)
-            shown = np.array([f" {sign[int(a > disagree)]} {t.table.id} ({fmt.apart(a)} apart)" if np.isfinite(a) else ""
-                              for a in values], dtype=object)
+            shown = np.array(
+                [
+                    (
+                        f" {sign[int(a > disagree)]} {t.table.id} ({fmt.apart(a)} apart)"
+                        if np.isfinite(a)
+                        else ""
+                    )
+                    for a in values
+                ],
+                dtype=object,
+            )
             text[both] = shown[which.reshape(-1)]
         held = np.where(both, held + text, np.where(take, t.table.id, held))
-        if t.table.factor == 1:  # only a thread table counts what the counters count; warp x 32 is an upper bound
+        if (
+            t.table.factor == 1
+        ):  # only a thread table counts what the counters count; warp x 32 is an upper bound
             for i in np.flatnonzero(both & (apart > disagree)):
-                notes[i].append(f"{SOURCES_DISAGREE}: {title} FLOPs {fmt.si(flop[i], 'FLOP')} from the counters ({source[i]}) but "
-                                f"{fmt.si(value[i], 'FLOP')} from {t.table.metric} ({100 * apart[i]:.1f} % apart, more than "
-                                f"{100 * disagree:g} %): the counters are used; re-profile if the run was replayed inconsistently")
+                notes[i].append(
+                    f"{SOURCES_DISAGREE}: {title} FLOPs {fmt.si(flop[i], 'FLOP')} from the counters"
+                    f" ({source[i]}) but {fmt.si(value[i], 'FLOP')} from {t.table.metric}"
+                    f" ({100 * apart[i]:.1f} % apart, more than {100 * disagree:g} %): the counters"
+                    " are used; re-profile if the run was replayed inconsistently"
+                )
     return flop, flop_per_s, source.astype(object), held
 
 
@@ -147,8 +183,14 @@ def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.where(b > 0, a / np.where(b > 0, b, 1.0), _NAN)
 
 
-def l2_write_evidence(evaluate: Callable[[Recipe], np.ndarray], cat: Catalog, l2_bytes: np.ndarray, definition: np.ndarray,
-                      peak: np.ndarray, notes: list[list[str]]) -> tuple[np.ndarray, np.ndarray]:
+def l2_write_evidence(
+    evaluate: Callable[[Recipe], np.ndarray],
+    cat: Catalog,
+    l2_bytes: np.ndarray,
+    definition: np.ndarray,
+    peak: np.ndarray,
+    notes: list[list[str]],
+) -> tuple[np.ndarray, np.ndarray]:
     """Flag an L2 zero that the report's write counters contradict, and fill a missing L2 roof from the tag stage.
 
     Parameters
@@ -178,9 +220,12 @@ def l2_write_evidence(evaluate: Callable[[Recipe], np.ndarray], cat: Catalog, l2
         label = np.where(take, r.label, label)
     reads_only = (definition == "ncu-legacy") & (l2_bytes == 0) & (writes > 0)
     for i in np.flatnonzero(reads_only):
-        notes[i].append(f"{L2_READS_ONLY}: l2_bytes = 0 under the ncu-legacy definition (l1tex__m_xbar2l1tex_read_bytes, L2 -> L1 "
-                        f"reads only) while {label[i]} = {fmt.si(writes[i], 'B')} were written to L2: this launch's L2 traffic "
-                        "is writes; --traffic nersc (lts__t_bytes) counts them")
+        notes[i].append(
+            f"{L2_READS_ONLY}: l2_bytes = 0 under the ncu-legacy definition"
+            f" (l1tex__m_xbar2l1tex_read_bytes, L2 -> L1 reads only) while {label[i]} ="
+            f" {fmt.si(writes[i], 'B')} were written to L2: this launch's L2 traffic is writes;"
+            " --traffic nersc (lts__t_bytes) counts them"
+        )
     missing = ~(peak > 0) & ~np.isnan(l2_bytes)
     peak_label = np.full(n, "", dtype=object)
     for r in cat.l2_evidence.get("peak", ()):
@@ -189,7 +234,10 @@ def l2_write_evidence(evaluate: Callable[[Recipe], np.ndarray], cat: Catalog, l2
         peak = np.where(take, v, peak)
         peak_label = np.where(take, r.label, peak_label)
     for i in np.flatnonzero(peak_label != ""):
-        notes[i].append(f"L2 roof {fmt.si(peak[i], 'B/s')} from {peak_label[i]} (the {definition[i] or 'chosen'} definition has none here)")
+        notes[i].append(
+            f"L2 roof {fmt.si(peak[i], 'B/s')} from {peak_label[i]} (the"
+            f" {definition[i] or 'chosen'} definition has none here)"
+        )
     return peak, peak_label
 
 
@@ -244,10 +292,17 @@ def ledger_text(parts: dict[str, np.ndarray]) -> np.ndarray:
     # launches share a handful of ledgers: factorize each quantity's text (hashing), join each distinct row once
     coded = [pd.factorize(pd.Series(parts[k], dtype=object), use_na_sentinel=False) for k in names]
     codes = np.column_stack([c for c, _ in coded])
-    row = np.zeros(len(codes), dtype=np.int64)  # one code per distinct row, in linear time (no sort of rows)
+    row = np.zeros(
+        len(codes), dtype=np.int64
+    )  # one code per distinct row, in linear time (no sort of rows)
     for c, _ in coded:
         row = pd.factorize(row * (int(c.max(initial=0)) + 1) + c)[0]
     _, first = np.unique(row, return_index=True)
-    text = np.array([" | ".join(f"{k}: {u[c]}" for k, (_, u), c in zip(names, coded, codes[i]) if u[c]) for i in first],
-                    dtype=object)
+    text = np.array(
+        [
+            " | ".join(f"{k}: {u[c]}" for k, (_, u), c in zip(names, coded, codes[i]) if u[c])
+            for i in first
+        ],
+        dtype=object,
+    )
     return text[row]

@@ -33,8 +33,15 @@ from ..errors import InputError
 
 __all__ = ["Expectation", "read_expectations", "apply_expectations", "evaluate", "counted_flop"]
 
-_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-        ast.Pow: operator.pow, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod}
+_OPS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.Pow: operator.pow,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+}
 
 
 #: Characters of one formula: an expectation is a line of arithmetic, not a program.
@@ -55,7 +62,9 @@ def evaluate(formula: str | float | int, sizes: dict[str, float]) -> float:
         return float(formula)
     text = str(formula)
     if len(text) > _MAX_FORMULA:
-        raise ValueError(f"a formula of {len(text)} characters (at most {_MAX_FORMULA}): {text[:40]!r}...")
+        raise ValueError(
+            f"a formula of {len(text)} characters (at most {_MAX_FORMULA}): {text[:40]!r}..."
+        )
     try:
         tree = ast.parse(text, mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
@@ -64,7 +73,11 @@ def evaluate(formula: str | float | int, sizes: dict[str, float]) -> float:
     def ev(node: ast.AST) -> float:
         if isinstance(node, ast.Expression):
             return ev(node.body)
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, (int, float))
+            and not isinstance(node.value, bool)
+        ):
             try:
                 v = float(node.value)
             except OverflowError:
@@ -74,12 +87,18 @@ def evaluate(formula: str | float | int, sizes: dict[str, float]) -> float:
             return v
         if isinstance(node, ast.Name):
             if node.id not in sizes:
-                raise ValueError(f"unknown size {node.id!r} in {formula!r}; define it under [sizes]")
+                raise ValueError(
+                    f"unknown size {node.id!r} in {formula!r}; define it under [sizes]"
+                )
             return float(sizes[node.id])
         if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
             try:
                 v = float(_OPS[type(node.op)](ev(node.left), ev(node.right)))
-            except (ZeroDivisionError, OverflowError, TypeError) as exc:  # TypeError: a complex power
+            except (
+                ZeroDivisionError,
+                OverflowError,
+                TypeError,
+            ) as exc:  # TypeError: a complex power
                 raise ValueError(f"{text[:80]!r} has no finite value ({exc})") from None
             if not math.isfinite(v):
                 raise ValueError(f"{text[:80]!r} has no finite value")
@@ -124,13 +143,18 @@ def read_expectations(path: str | Path) -> list[Expectation]:
     """
     p = Path(path)
     if not p.is_file():
-        raise InputError("no such expectations file; give a TOML file with [sizes] and [[kernel]] entries", p)
+        raise InputError(
+            "no such expectations file; give a TOML file with [sizes] and [[kernel]] entries", p
+        )
     try:
         if p.suffix.lower() in (".yaml", ".yml"):
             try:
                 import yaml
             except ImportError as exc:
-                raise InputError("YAML expectations need PyYAML (pip install pyyaml), or write the file as TOML", p) from exc
+                raise InputError(
+                    "YAML expectations need PyYAML (pip install pyyaml), or write the file as TOML",
+                    p,
+                ) from exc
             data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
         else:
             try:
@@ -141,26 +165,39 @@ def read_expectations(path: str | Path) -> list[Expectation]:
     except InputError:
         raise
     except Exception as exc:  # noqa: BLE001 - parser errors of either format, reported in one line
-        raise InputError(f"cannot read it ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})", p) from exc
+        raise InputError(
+            f"cannot read it ({type(exc).__name__}:"
+            f" {str(exc).splitlines()[0] if str(exc) else ''})",
+            p,
+        ) from exc
     sizes = data.get("sizes", {}) or {}
     entries = data.get("kernel", []) or []
     if not isinstance(sizes, dict) or not isinstance(entries, list) or not entries:
-        raise InputError("needs a [sizes] table and at least one [[kernel]] entry with match, flop and/or bytes", p)
+        raise InputError(
+            "needs a [sizes] table and at least one [[kernel]] entry with match, flop and/or bytes",
+            p,
+        )
     out = []
     try:
         resolved = {k: evaluate(v, {}) for k, v in sizes.items()}
         for i, e in enumerate(entries):
             if not isinstance(e, dict) or "match" not in e:
                 raise ValueError(f"kernel entry {i + 1} has no 'match'")
-            out.append(Expectation(re.compile(str(e["match"])),
-                                   evaluate(e["flop"], resolved) if "flop" in e else math.nan,
-                                   evaluate(e["bytes"], resolved) if "bytes" in e else math.nan))
+            out.append(
+                Expectation(
+                    re.compile(str(e["match"])),
+                    evaluate(e["flop"], resolved) if "flop" in e else math.nan,
+                    evaluate(e["bytes"], resolved) if "bytes" in e else math.nan,
+                )
+            )
     except (ValueError, re.error) as exc:
         raise InputError(str(exc), p) from exc
     return out
 
 
-def apply_expectations(kernels: pd.DataFrame, expectations: list[Expectation] | None) -> pd.DataFrame:
+def apply_expectations(
+    kernels: pd.DataFrame, expectations: list[Expectation] | None
+) -> pd.DataFrame:
     """Fill ``expected_flop`` and ``expected_dram_bytes`` of each launch from the first matching entry.
 
     Parameters
@@ -178,7 +215,9 @@ def apply_expectations(kernels: pd.DataFrame, expectations: list[Expectation] | 
     k = kernels.copy()
     flop = np.full(len(k), np.nan)
     byts = np.full(len(k), np.nan)
-    for i, (name, dm) in enumerate(zip(k["kernel_name"].astype(str), k["kernel_demangled"].fillna("").astype(str))):
+    for i, (name, dm) in enumerate(
+        zip(k["kernel_name"].astype(str), k["kernel_demangled"].fillna("").astype(str))
+    ):
         for e in expectations or []:
             if e.pattern.search(name) or e.pattern.search(dm):
                 flop[i], byts[i] = e.flop, e.dram_bytes
@@ -190,8 +229,9 @@ def apply_expectations(kernels: pd.DataFrame, expectations: list[Expectation] | 
 
 def counted_flop(kernels: pd.DataFrame) -> np.ndarray:
     """All FLOPs ncu counted per launch: FP64 + FP32 + FP16 + tensor (NaN when none is known)."""
-    cols = [kernels[c].to_numpy(float) for c in ("fp64_flop", "fp32_flop", "fp16_flop", "tensor_flop")]
+    cols = [
+        kernels[c].to_numpy(float) for c in ("fp64_flop", "fp32_flop", "fp16_flop", "tensor_flop")
+    ]
     stacked = np.vstack(cols)
     have = np.isfinite(stacked).any(axis=0)
     return np.where(have, np.nansum(stacked, axis=0), np.nan)
-

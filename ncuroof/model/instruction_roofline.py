@@ -22,8 +22,11 @@ from ..schema import INSTRUCTION_POINTS, LEVELS, empty
 __all__ = ["instruction_points", "issue_roofs"]
 
 
-def issue_roofs(kernels: pd.DataFrame, gpus: _catalog.GpuCatalog | None = None,
-                schedulers_per_sm: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+def issue_roofs(
+    kernels: pd.DataFrame,
+    gpus: _catalog.GpuCatalog | None = None,
+    schedulers_per_sm: float | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Each launch's instruction issue roof [warp inst/s] and where it comes from.
 
     Parameters
@@ -44,7 +47,11 @@ def issue_roofs(kernels: pd.DataFrame, gpus: _catalog.GpuCatalog | None = None,
         clock [DING §III] (the entry the roofs used, ``datasheet_gpu``, else the one matching
         ``device_name``), else NaN; and ``report``, ``datasheet`` or ``""`` per launch.
     """
-    peak = kernels["peak_warp_inst_per_s"].to_numpy(float) if "peak_warp_inst_per_s" in kernels.columns else np.full(len(kernels), np.nan)
+    peak = (
+        kernels["peak_warp_inst_per_s"].to_numpy(float)
+        if "peak_warp_inst_per_s" in kernels.columns
+        else np.full(len(kernels), np.nan)
+    )
     source = np.where(np.isfinite(peak), "report", "").astype(object)
     lacking = np.flatnonzero(~np.isfinite(peak))
     if not len(lacking):
@@ -52,20 +59,34 @@ def issue_roofs(kernels: pd.DataFrame, gpus: _catalog.GpuCatalog | None = None,
     gpus = gpus if gpus is not None else _catalog.load_gpus()
     if schedulers_per_sm is None:
         ins = _catalog.load().instruction
-        if ins is None:  # no metrics/instruction_roofline.toml: no schedulers per SM to build a roof from
+        if (
+            ins is None
+        ):  # no metrics/instruction_roofline.toml: no schedulers per SM to build a roof from
             return peak, source
         schedulers_per_sm = ins.schedulers_per_sm
     peak = peak.copy()
-    names, devices = (kernels[c].fillna("").astype(str).to_numpy() if c in kernels.columns else np.full(len(kernels), "")
-                      for c in ("datasheet_gpu", "device_name"))
+    names, devices = (
+        (
+            kernels[c].fillna("").astype(str).to_numpy()
+            if c in kernels.columns
+            else np.full(len(kernels), "")
+        )
+        for c in ("datasheet_gpu", "device_name")
+    )
     for i in lacking:
-        gpu = gpus.by_name(names[i]) if names[i] else (gpus.by_device(devices[i]) if devices[i] else None)
+        gpu = (
+            gpus.by_name(names[i])
+            if names[i]
+            else (gpus.by_device(devices[i]) if devices[i] else None)
+        )
         if gpu is not None:
             peak[i], source[i] = gpu.sms * schedulers_per_sm * gpu.boost_hz, "datasheet"
     return peak, source
 
 
-def instruction_points(kernels: pd.DataFrame, sector_bytes: float = 32.0, gpus: _catalog.GpuCatalog | None = None) -> pd.DataFrame:
+def instruction_points(
+    kernels: pd.DataFrame, sector_bytes: float = 32.0, gpus: _catalog.GpuCatalog | None = None
+) -> pd.DataFrame:
     """One instruction-roofline point per (launch, level) where the report has the counters.
 
     Parameters
@@ -91,10 +112,18 @@ def instruction_points(kernels: pd.DataFrame, sector_bytes: float = 32.0, gpus: 
         instructions, time or transactions of a level get no point there.
     """
     frames = []
-    ok = (~kernels["status"].isin(["failed_measurement", "corrupt_record"])).to_numpy()  # damaged records are not plotted
+    ok = (
+        ~kernels["status"].isin(["failed_measurement", "corrupt_record"])
+    ).to_numpy()  # damaged records are not plotted
     t = kernels["time_s"].to_numpy(float)
-    inst = kernels["warp_inst"].to_numpy(float) if "warp_inst" in kernels.columns else np.full(len(kernels), np.nan)
-    peak, peak_source = issue_roofs(kernels, gpus) if len(kernels) else (np.array([]), np.array([], dtype=object))
+    inst = (
+        kernels["warp_inst"].to_numpy(float)
+        if "warp_inst" in kernels.columns
+        else np.full(len(kernels), np.nan)
+    )
+    peak, peak_source = (
+        issue_roofs(kernels, gpus) if len(kernels) else (np.array([]), np.array([], dtype=object))
+    )
     for lv in LEVELS:
         col = f"{lv}_transactions"
         if col not in kernels.columns:
@@ -110,18 +139,40 @@ def instruction_points(kernels: pd.DataFrame, sector_bytes: float = 32.0, gpus: 
         y = inst[i] / t[i]
         with np.errstate(divide="ignore", invalid="ignore"):
             elbow = peak[i] / wall
-        frames.append(pd.DataFrame({
-            "source": kernels["source"].to_numpy()[i], "launch_id": kernels["launch_id"].to_numpy()[i],
-            "kernel_name": kernels["kernel_name"].to_numpy()[i], "level": lv, "time_s": t[i], "warp_inst": inst[i],
-            "transactions": txn[i], "inst_per_transaction": x, "warp_inst_per_s": y, "peak_warp_inst_per_s": peak[i],
-            "peak_warp_inst_source": peak_source[i],
-            "peak_transactions_per_s": wall, "roof_warp_inst_per_s": roof,
-            "roof_fraction": np.where(roof > 0, y / np.where(roof > 0, roof, 1.0), np.nan),
-            "bound": np.where(np.isfinite(elbow), np.where(x < elbow, "memory", "instruction"), ""),
-        }))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "source": kernels["source"].to_numpy()[i],
+                    "launch_id": kernels["launch_id"].to_numpy()[i],
+                    "kernel_name": kernels["kernel_name"].to_numpy()[i],
+                    "level": lv,
+                    "time_s": t[i],
+                    "warp_inst": inst[i],
+                    "transactions": txn[i],
+                    "inst_per_transaction": x,
+                    "warp_inst_per_s": y,
+                    "peak_warp_inst_per_s": peak[i],
+                    "peak_warp_inst_source": peak_source[i],
+                    "peak_transactions_per_s": wall,
+                    "roof_warp_inst_per_s": roof,
+                    "roof_fraction": np.where(roof > 0, y / np.where(roof > 0, roof, 1.0), np.nan),
+                    "bound": np.where(
+                        np.isfinite(elbow), np.where(x < elbow, "memory", "instruction"), ""
+                    ),
+                }
+            )
+        )
     if not frames:
         return empty(INSTRUCTION_POINTS)
     out = pd.concat(frames, ignore_index=True)
     order = {lv: n for n, lv in enumerate(LEVELS)}
-    out = out.sort_values(["source", "launch_id", "level"], key=lambda s: s.map(order) if s.name == "level" else s, kind="stable")
-    return out[list(INSTRUCTION_POINTS)].reset_index(drop=True).astype({n: c.dtype for n, c in INSTRUCTION_POINTS.items()})
+    out = out.sort_values(
+        ["source", "launch_id", "level"],
+        key=lambda s: s.map(order) if s.name == "level" else s,
+        kind="stable",
+    )
+    return (
+        out[list(INSTRUCTION_POINTS)]
+        .reset_index(drop=True)
+        .astype({n: c.dtype for n, c in INSTRUCTION_POINTS.items()})
+    )

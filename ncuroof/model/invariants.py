@@ -40,11 +40,17 @@ __all__ = ["INVARIANTS", "violations"]
 #: Invariant codes and what each forbids.
 INVARIANTS = {
     "claims_absent": "a text calls a quantity missing that the row holds",
-    "memory_advice_sm_busier": "memory verdict or coalescing advice where ncu's rule names the SM as the busier unit",
+    "memory_advice_sm_busier": (
+        "memory verdict or coalescing advice where ncu's rule names the SM as the busier unit"
+    ),
     "near_roof_below_threshold": "'near the roof' below the near-roof threshold",
     "saving_under_floor": "a time at the roof or a saving that puts the launch under its floor",
-    "unclassified_without_fix": "'not classified' without what is missing and the fix, or re-profile where --gpu fixes it",
-    "occupancy_contradicted": "'well below the theoretical' when achieved occupancy is at the theoretical",
+    "unclassified_without_fix": (
+        "'not classified' without what is missing and the fix, or re-profile where --gpu fixes it"
+    ),
+    "occupancy_contradicted": (
+        "'well below the theoretical' when achieved occupancy is at the theoretical"
+    ),
     "idle_lanes_unnamed": "blocks below a warp with no word about the idle lanes",
 }
 
@@ -75,7 +81,11 @@ def _text(t: pd.DataFrame, cols: tuple[str, ...]) -> pd.Series:
         if c not in t.columns:
             continue
         s = t[c]
-        parts.append(s.map(lambda v, c=c: cell_text(c, v)) if c in ("flags", "notes") else s.astype(object).where(s.notna(), "").astype(str))
+        parts.append(
+            s.map(lambda v, c=c: cell_text(c, v))
+            if c in ("flags", "notes")
+            else s.astype(object).where(s.notna(), "").astype(str)
+        )
     if not parts:
         return pd.Series("", index=t.index)
     out = parts[0]
@@ -94,12 +104,27 @@ def _held(t: pd.DataFrame) -> dict[str, np.ndarray]:
         a = np.vstack([_num(t, c) for c in names])
         with np.errstate(invalid="ignore"):
             return test(a).any(axis=0)
-    sm, mem = np.isfinite(_num(t, "sm_throughput_frac")), np.isfinite(_num(t, "memory_throughput_frac"))
+
+    sm, mem = (
+        np.isfinite(_num(t, "sm_throughput_frac")),
+        np.isfinite(_num(t, "memory_throughput_frac")),
+    )
     return {
-        "sol": sm | mem, "sm": sm, "mem": mem, "time": np.isfinite(_num(t, "time_s")) & (_num(t, "time_s") > 0),
-        "flop": any_of([c for c in cols if c.endswith("_flop") and not c.startswith(("expected", "peak"))], lambda a: a > 0),
-        "bytes": any_of([c for c in cols if c.endswith("_bytes") and c.split("_")[0] in ("dram", "l2", "l1")], lambda a: a > 0),
-        "roof": any_of([c for c in cols if c.startswith("peak_") and c.endswith("_per_s")], np.isfinite),
+        "sol": sm | mem,
+        "sm": sm,
+        "mem": mem,
+        "time": np.isfinite(_num(t, "time_s")) & (_num(t, "time_s") > 0),
+        "flop": any_of(
+            [c for c in cols if c.endswith("_flop") and not c.startswith(("expected", "peak"))],
+            lambda a: a > 0,
+        ),
+        "bytes": any_of(
+            [c for c in cols if c.endswith("_bytes") and c.split("_")[0] in ("dram", "l2", "l1")],
+            lambda a: a > 0,
+        ),
+        "roof": any_of(
+            [c for c in cols if c.startswith("peak_") and c.endswith("_per_s")], np.isfinite
+        ),
     }
 
 
@@ -108,7 +133,11 @@ def _near_fraction(t: pd.DataFrame) -> np.ndarray:
     roof's, else (no point) the SpeedOfLight throughput of the bound's side."""
     frac, ach = _num(t, "roof_fraction"), _num(t, "achievable_roof_fraction")
     sm, mem = _num(t, "sm_throughput_frac"), _num(t, "memory_throughput_frac")
-    memory = t["diagnosis"].astype(str).str.startswith("memory").to_numpy() if "diagnosis" in t.columns else np.zeros(len(t), bool)
+    memory = (
+        t["diagnosis"].astype(str).str.startswith("memory").to_numpy()
+        if "diagnosis" in t.columns
+        else np.zeros(len(t), bool)
+    )
     sol = np.where(memory, mem, sm)
     return np.where(np.isfinite(ach), np.fmax(ach, frac), np.where(np.isfinite(frac), frac, sol))
 
@@ -143,21 +172,48 @@ def violations(table: pd.DataFrame, catalog: Catalog | None = None) -> pd.DataFr
         said = words.str.contains("|".join(phrases), regex=True).to_numpy()
         for i in np.flatnonzero(said & held[what]):
             out.append((idx[i], "claims_absent", f"says {what} is missing; the row holds it"))
-    diag = table["diagnosis"].astype(str) if "diagnosis" in table.columns else pd.Series("", index=idx)
+    diag = (
+        table["diagnosis"].astype(str) if "diagnosis" in table.columns else pd.Series("", index=idx)
+    )
     advice = table["advice"].astype(str) if "advice" in table.columns else pd.Series("", index=idx)
     out += _sol_checks(table, diag, advice, th)
     out += _floor_checks(table, th)
     unclassified = (diag == "not_classified").to_numpy()
-    evidence = table["evidence"].astype(str) if "evidence" in table.columns else pd.Series("", index=idx)
-    bad = unclassified & ~(evidence.str.contains("missing:").to_numpy() & advice.str.contains(_FIX, regex=True).to_numpy())
-    gpu_fixes = unclassified & held["flop"] & held["bytes"] & ~held["roof"] & advice.str.contains("re-profile").to_numpy()
-    out += [(idx[i], "unclassified_without_fix", "no 'missing:' or no fix named") for i in np.flatnonzero(bad)]
-    out += [(idx[i], "unclassified_without_fix", "re-profile advised where --gpu gives the roofs") for i in np.flatnonzero(gpu_fixes)]
+    evidence = (
+        table["evidence"].astype(str) if "evidence" in table.columns else pd.Series("", index=idx)
+    )
+    bad = unclassified & ~(
+        evidence.str.contains("missing:").to_numpy()
+        & advice.str.contains(_FIX, regex=True).to_numpy()
+    )
+    gpu_fixes = (
+        unclassified
+        & held["flop"]
+        & held["bytes"]
+        & ~held["roof"]
+        & advice.str.contains("re-profile").to_numpy()
+    )
+    out += [
+        (idx[i], "unclassified_without_fix", "no 'missing:' or no fix named")
+        for i in np.flatnonzero(bad)
+    ]
+    out += [
+        (idx[i], "unclassified_without_fix", "re-profile advised where --gpu gives the roofs")
+        for i in np.flatnonzero(gpu_fixes)
+    ]
     occ, theo = _num(table, "occupancy_frac"), _num(table, "theoretical_occupancy_frac")
     with np.errstate(invalid="ignore"):
         at_theo = occ >= float(th["diagnosis"]["occupancy_gap"]) * theo
-    for i in np.flatnonzero(at_theo & advice.str.contains(r"well below (?:the )?theoretical", regex=True).to_numpy()):
-        out.append((idx[i], "occupancy_contradicted", f"achieved {occ[i]:.3f} vs theoretical {theo[i]:.3f}"))
+    for i in np.flatnonzero(
+        at_theo & advice.str.contains(r"well below (?:the )?theoretical", regex=True).to_numpy()
+    ):
+        out.append(
+            (
+                idx[i],
+                "occupancy_contradicted",
+                f"achieved {occ[i]:.3f} vs theoretical {theo[i]:.3f}",
+            )
+        )
     threads = _num(table, "threads_per_block")
     if "block" in table.columns and not np.isfinite(threads).any():
         threads = grid_sizes(table["block"]).to_numpy(float)
@@ -168,20 +224,34 @@ def violations(table: pd.DataFrame, catalog: Catalog | None = None) -> pd.DataFr
     return pd.DataFrame(out, columns=["row", "code", "text"])
 
 
-def _sol_checks(table: pd.DataFrame, diag: pd.Series, advice: pd.Series, th: dict[str, Any]) -> list[tuple[Any, str, str]]:
+def _sol_checks(
+    table: pd.DataFrame, diag: pd.Series, advice: pd.Series, th: dict[str, Any]
+) -> list[tuple[Any, str, str]]:
     """``memory_advice_sm_busier`` and ``near_roof_below_threshold``."""
     sol = th["sol"]
     sm, mem = _num(table, "sm_throughput_frac"), _num(table, "memory_throughput_frac")
     with np.errstate(invalid="ignore"):
         busier = (sm >= float(sol["latency_bound"])) & (sm - mem >= float(sol["balanced"]) - 1e-12)
-    memory_words = diag.str.startswith("memory").to_numpy() | advice.str.contains("check coalescing").to_numpy()
-    out = [(table.index[i], "memory_advice_sm_busier", f"SM {sm[i]:.3f}, memory {mem[i]:.3f}, {diag.iat[i]}")
-           for i in np.flatnonzero(busier & memory_words)]
+    memory_words = (
+        diag.str.startswith("memory").to_numpy()
+        | advice.str.contains("check coalescing").to_numpy()
+    )
+    out = [
+        (
+            table.index[i],
+            "memory_advice_sm_busier",
+            f"SM {sm[i]:.3f}, memory {mem[i]:.3f}, {diag.iat[i]}",
+        )
+        for i in np.flatnonzero(busier & memory_words)
+    ]
     near = diag.str.endswith("near_roof").to_numpy()
     frac = _near_fraction(table)
     with np.errstate(invalid="ignore"):
         low = near & ~(frac >= float(sol["no_bound"]) - 1e-12)
-    out += [(table.index[i], "near_roof_below_threshold", f"{diag.iat[i]} at {frac[i]:.3f} of the roof") for i in np.flatnonzero(low)]
+    out += [
+        (table.index[i], "near_roof_below_threshold", f"{diag.iat[i]} at {frac[i]:.3f} of the roof")
+        for i in np.flatnonzero(low)
+    ]
     return out
 
 
@@ -196,5 +266,11 @@ def _floor_checks(table: pd.DataFrame, th: dict[str, Any]) -> list[tuple[Any, st
     with np.errstate(invalid="ignore"):
         under = np.isfinite(tar) & (tar < floor - eps)
         too_much = np.isfinite(saving) & np.isfinite(t) & (saving > t - floor + eps)
-    return [(table.index[i], "saving_under_floor", f"time {t[i]:.4g} s, at the roof {tar[i]:.4g} s, floor {floor[i]:.4g} s")
-            for i in np.flatnonzero(under | too_much)]
+    return [
+        (
+            table.index[i],
+            "saving_under_floor",
+            f"time {t[i]:.4g} s, at the roof {tar[i]:.4g} s, floor {floor[i]:.4g} s",
+        )
+        for i in np.flatnonzero(under | too_much)
+    ]

@@ -51,8 +51,10 @@ def parse_group_by(text: str) -> int | None:
     """
     m = _GROUP_BY.match(text.strip())
     if m is None:
-        raise ValueError(f"--group-by {text!r}: use nvtx (whole NVTX path), nvtx:DEPTH (its first DEPTH ranges, DEPTH >= 1) "
-                         f"or {BY_OPERATOR} (PyTorch operators of a --timeline trace)")
+        raise ValueError(
+            f"--group-by {text!r}: use nvtx (whole NVTX path), nvtx:DEPTH (its first DEPTH ranges,"
+            f" DEPTH >= 1) or {BY_OPERATOR} (PyTorch operators of a --timeline trace)"
+        )
     return int(m.group(1)) if m.group(1) else None
 
 
@@ -109,27 +111,55 @@ def phase_table(kernels: pd.DataFrame, depth: int | None = None) -> pd.DataFrame
     k = kernels
     key = phase_of(k["nvtx_range"], depth).rename("phase")
     t = k["time_s"].fillna(0.0).to_numpy(float)
-    paths = [c for p, c in flop_columns(k.columns).items() if p not in PRECISIONS]  # tensor datapaths
-    sums = ["time_s", *(f"{p}_flop" for p in PRECISIONS), "tensor_flop", *paths, "flop", *(f"{lv}_bytes" for lv in LEVELS),
-            "time_at_roof_s", "saving_s"]
+    paths = [
+        c for p, c in flop_columns(k.columns).items() if p not in PRECISIONS
+    ]  # tensor datapaths
+    sums = [
+        "time_s",
+        *(f"{p}_flop" for p in PRECISIONS),
+        "tensor_flop",
+        *paths,
+        "flop",
+        *(f"{lv}_bytes" for lv in LEVELS),
+        "time_at_roof_s",
+        "saving_s",
+    ]
     work = [c for c in sums if c != "time_s"]
-    damaged = k["status"].isin(["failed_measurement", "corrupt_record"]).to_numpy()  # their counters are not summed
+    damaged = (
+        k["status"].isin(["failed_measurement", "corrupt_record"]).to_numpy()
+    )  # their counters are not summed
     k = k.assign(flop=counted_flop(k))
     k.loc[damaged, work] = np.nan
     g = k.groupby(key, sort=False)
-    out = pd.DataFrame({"launches": g.size(), "kernels": g["kernel_demangled"].nunique(dropna=False),
-                        **{c: g[c].sum(min_count=1) for c in sums}})
+    out = pd.DataFrame(
+        {
+            "launches": g.size(),
+            "kernels": g["kernel_demangled"].nunique(dropna=False),
+            **{c: g[c].sum(min_count=1) for c in sums},
+        }
+    )
     total = float(t.sum())
     with np.errstate(divide="ignore", invalid="ignore"):
         out["time_share"] = out["time_s"] / total if total > 0 else np.nan
         out["saving_share"] = out["saving_s"] / total if total > 0 else np.nan
         out["flop_per_s"] = out["flop"] / out["time_s"].where(out["time_s"] > 0)
         out["dram_ai_flop_per_byte"] = out["flop"] / out["dram_bytes"].where(out["dram_bytes"] > 0)
-    bound_time = pd.DataFrame({"phase": key, "bound": k["bound"].astype(str), "_t": t}).groupby(["phase", "bound"], sort=False)["_t"].sum()
-    top = bound_time.reset_index().sort_values("_t", ascending=False, kind="stable").drop_duplicates("phase").set_index("phase")
+    bound_time = (
+        pd.DataFrame({"phase": key, "bound": k["bound"].astype(str), "_t": t})
+        .groupby(["phase", "bound"], sort=False)["_t"]
+        .sum()
+    )
+    top = (
+        bound_time.reset_index()
+        .sort_values("_t", ascending=False, kind="stable")
+        .drop_duplicates("phase")
+        .set_index("phase")
+    )
     out["bound"] = top["bound"].reindex(out.index).fillna("unknown")
     for col in ("sm_throughput_frac", "memory_throughput_frac"):
         out[col] = _weighted(k, col, t, key)
     out = out.rename_axis("phase").reset_index()
-    out = out.sort_values("time_s", ascending=False, na_position="last", kind="stable").reset_index(drop=True)
+    out = out.sort_values("time_s", ascending=False, na_position="last", kind="stable").reset_index(
+        drop=True
+    )
     return out[[*PHASES, *paths]].astype({name: c.dtype for name, c in PHASES.items()})

@@ -33,7 +33,16 @@ from ..schema import OPS, TIMELINE_KERNEL
 from . import phases, summary
 from .calculator import flop_columns
 
-__all__ = ["Production", "NO_OPERATOR", "timeline_keys", "join", "read", "op_table", "ncu_filter", "gpu_warning"]
+__all__ = [
+    "Production",
+    "NO_OPERATOR",
+    "timeline_keys",
+    "join",
+    "read",
+    "op_table",
+    "ncu_filter",
+    "gpu_warning",
+]
 
 #: The operator of launches the timeline ties to no PyTorch operator.
 NO_OPERATOR = "no operator"
@@ -86,7 +95,11 @@ class Production:
     def coverage(self) -> float:
         """Share of production kernel time whose kernels have a roofline point (NaN without time)."""
         t = self.table
-        return float(t.loc[t["has_roofline_point"], "production_time_s"].sum() / self.total_s) if self.total_s > 0 else float("nan")
+        return (
+            float(t.loc[t["has_roofline_point"], "production_time_s"].sum() / self.total_s)
+            if self.total_s > 0
+            else float("nan")
+        )
 
     @property
     def idle_share(self) -> float:
@@ -97,7 +110,11 @@ class Production:
     def weights(self) -> pd.Series:
         """Production time [s] per profiled kernel key: the summary's time basis."""
         t = self.table[self.table["profiled_launches"] > 0]
-        return pd.Series(t["production_time_s"].to_numpy(float), index=t["kernel_key"].to_numpy(), name="production_time_s")
+        return pd.Series(
+            t["production_time_s"].to_numpy(float),
+            index=t["kernel_key"].to_numpy(),
+            name="production_time_s",
+        )
 
 
 def _dims(tl: pd.DataFrame, kind: str) -> pd.Series:
@@ -112,10 +129,18 @@ def _key_input(tl: pd.DataFrame) -> pd.DataFrame:
     """What :func:`ncuroof.model.summary.kernel_keys` reads, for timeline rows (function names parsed once per name)."""
     names = tl["kernel_name"].astype(object).fillna("").astype(str)
     functions = {n: function_name(n) for n in names.unique()}
-    return pd.DataFrame({"source": "timeline", "launch_id": tl["start_s"].rank(method="first").fillna(0).astype(int),
-                         "kernel_name": names.map(functions), "kernel_demangled": names,
-                         "grid": _dims(tl, "grid"), "block": _dims(tl, "block"),
-                         "nvtx_range": tl["nvtx"].astype(object) if "nvtx" in tl.columns else None}, index=tl.index)
+    return pd.DataFrame(
+        {
+            "source": "timeline",
+            "launch_id": tl["start_s"].rank(method="first").fillna(0).astype(int),
+            "kernel_name": names.map(functions),
+            "kernel_demangled": names,
+            "grid": _dims(tl, "grid"),
+            "block": _dims(tl, "block"),
+            "nvtx_range": tl["nvtx"].astype(object) if "nvtx" in tl.columns else None,
+        },
+        index=tl.index,
+    )
 
 
 #: The timeline columns a kernel key is made of (all but the start, for ``--match launch``).
@@ -141,28 +166,56 @@ def timeline_keys(timeline: pd.DataFrame, by: str = "kernel") -> pd.Series:
     """
     if by == "launch" or timeline.empty:
         return summary.kernel_keys(_key_input(timeline), by)
-    codes = timeline.groupby([c for c in _KEY_COLUMNS if c in timeline.columns], dropna=False, sort=False).ngroup().to_numpy()
-    first = timeline[~pd.Series(codes).duplicated().to_numpy()]  # in code order: ngroup numbers groups as they appear
+    codes = (
+        timeline.groupby(
+            [c for c in _KEY_COLUMNS if c in timeline.columns], dropna=False, sort=False
+        )
+        .ngroup()
+        .to_numpy()
+    )
+    first = timeline[
+        ~pd.Series(codes).duplicated().to_numpy()
+    ]  # in code order: ngroup numbers groups as they appear
     keys = summary.kernel_keys(_key_input(first), by).to_numpy()
     return pd.Series(keys[codes], index=timeline.index, dtype=object)
 
 
-def _config(keys: pd.Series, grid: pd.Series, block: pd.Series, launches: pd.Series | int = 1) -> pd.Series:
+def _config(
+    keys: pd.Series, grid: pd.Series, block: pd.Series, launches: pd.Series | int = 1
+) -> pd.Series:
     """Per kernel key: the launch configuration ``'grid block'`` of most launches (``launches`` per row)."""
-    f = pd.DataFrame({"kernel_key": keys.to_numpy(), "g": grid.astype(object).fillna("?").astype(str).to_numpy(),
-                      "b": block.astype(object).fillna("?").astype(str).to_numpy(),
-                      "n": launches.to_numpy() if isinstance(launches, pd.Series) else launches})
-    top = f.groupby(["kernel_key", "g", "b"], sort=False)["n"].sum().reset_index() \
-        .sort_values("n", ascending=False, kind="stable").drop_duplicates("kernel_key")
+    f = pd.DataFrame(
+        {
+            "kernel_key": keys.to_numpy(),
+            "g": grid.astype(object).fillna("?").astype(str).to_numpy(),
+            "b": block.astype(object).fillna("?").astype(str).to_numpy(),
+            "n": launches.to_numpy() if isinstance(launches, pd.Series) else launches,
+        }
+    )
+    top = (
+        f.groupby(["kernel_key", "g", "b"], sort=False)["n"]
+        .sum()
+        .reset_index()
+        .sort_values("n", ascending=False, kind="stable")
+        .drop_duplicates("kernel_key")
+    )
     return pd.Series((top["g"] + " " + top["b"]).to_numpy(), index=top["kernel_key"].to_numpy())
 
 
 def _ncu_side(kernels: pd.DataFrame) -> pd.DataFrame:
     """One row per ncu kernel key: names, launch configuration, profiled launches and time."""
     g = kernels.groupby("kernel_key", sort=False)
-    out = pd.DataFrame({"kernel_name": g["kernel_name"].first(), "kernel_demangled": g["kernel_demangled"].first(),
-                        "profiled_launches": g.size(), "profiled_time_s": g["time_s"].sum()})
-    out["config"] = _config(kernels["kernel_key"], kernels["grid"], kernels["block"]).reindex(out.index)
+    out = pd.DataFrame(
+        {
+            "kernel_name": g["kernel_name"].first(),
+            "kernel_demangled": g["kernel_demangled"].first(),
+            "profiled_launches": g.size(),
+            "profiled_time_s": g["time_s"].sum(),
+        }
+    )
+    out["config"] = _config(kernels["kernel_key"], kernels["grid"], kernels["block"]).reindex(
+        out.index
+    )
     return out.rename_axis("kernel_key").reset_index()
 
 
@@ -170,13 +223,26 @@ def _timeline_side(tl: pd.DataFrame) -> pd.DataFrame:
     """One row per timeline key: names, production launches and time, the operator and scope of most time."""
     t = tl.assign(_t=tl["duration_s"].to_numpy(float))
     g = t.groupby("kernel_key", sort=False)
-    out = pd.DataFrame({"timeline_name": g["kernel_name"].first(), "production_launches": g.size(),
-                        "production_time_s": g["_t"].sum()})
-    dims = t.groupby(["kernel_key", *(f"{k}_{a}" for k in ("grid", "block") for a in "xyz")], dropna=False, sort=False).size()
+    out = pd.DataFrame(
+        {
+            "timeline_name": g["kernel_name"].first(),
+            "production_launches": g.size(),
+            "production_time_s": g["_t"].sum(),
+        }
+    )
+    dims = t.groupby(
+        ["kernel_key", *(f"{k}_{a}" for k in ("grid", "block") for a in "xyz")],
+        dropna=False,
+        sort=False,
+    ).size()
     dims = dims.rename("n").reset_index()
-    out["config"] = _config(dims["kernel_key"], _dims(dims, "grid"), _dims(dims, "block"), dims["n"]).reindex(out.index)
+    out["config"] = _config(
+        dims["kernel_key"], _dims(dims, "grid"), _dims(dims, "block"), dims["n"]
+    ).reindex(out.index)
     for col in ("op", "scope"):
-        out[col] = summary.most_time(t, col).reindex(out.index).fillna("") if col in t.columns else ""
+        out[col] = (
+            summary.most_time(t, col).reindex(out.index).fillna("") if col in t.columns else ""
+        )
     out = out.rename_axis("kernel_key").reset_index()
     out["kernel_name"] = out["timeline_name"].astype(str).map(function_name)
     out["kernel_demangled"] = out["timeline_name"]
@@ -200,34 +266,61 @@ def ncu_filter(name: str) -> str:
     return "-k " + shlex.quote("regex:^" + re.escape(name) + "$")
 
 
-def _assemble(pairs: pd.DataFrame, ncu: pd.DataFrame, tl: pd.DataFrame, dots_keys: set[str], differs: float) -> pd.DataFrame:
+def _assemble(
+    pairs: pd.DataFrame, ncu: pd.DataFrame, tl: pd.DataFrame, dots_keys: set[str], differs: float
+) -> pd.DataFrame:
     """The :data:`ncuroof.schema.TIMELINE_KERNEL` rows of the paired keys."""
-    out = pairs.merge(ncu.add_suffix("_n"), left_on="key_left", right_on="kernel_key_n", how="left") \
-        .merge(tl.add_suffix("_t"), left_on="key_right", right_on="kernel_key_t", how="left")
+    out = pairs.merge(
+        ncu.add_suffix("_n"), left_on="key_left", right_on="kernel_key_n", how="left"
+    ).merge(tl.add_suffix("_t"), left_on="key_right", right_on="kernel_key_t", how="left")
     paired = (out["key_left"] != "").to_numpy()
-    t = pd.DataFrame({"kernel_key": np.where(paired, out["key_left"], out["key_right"]),
-                      "kernel_name": np.where(paired, out["kernel_name_n"], out["kernel_name_t"]),
-                      "timeline_name": out["timeline_name_t"].fillna(""), "match": out["match"]})
-    for col, side in (("production_launches", "_t"), ("production_time_s", "_t"), ("profiled_launches", "_n"), ("profiled_time_s", "_n")):
+    t = pd.DataFrame(
+        {
+            "kernel_key": np.where(paired, out["key_left"], out["key_right"]),
+            "kernel_name": np.where(paired, out["kernel_name_n"], out["kernel_name_t"]),
+            "timeline_name": out["timeline_name_t"].fillna(""),
+            "match": out["match"],
+        }
+    )
+    for col, side in (
+        ("production_launches", "_t"),
+        ("production_time_s", "_t"),
+        ("profiled_launches", "_n"),
+        ("profiled_time_s", "_n"),
+    ):
         t[col] = out[col + side].fillna(0).to_numpy()
     total = float(t["production_time_s"].sum())
     t["production_share"] = t["production_time_s"] / total if total > 0 else np.nan
     with np.errstate(divide="ignore", invalid="ignore"):
         for side in ("production", "profiled"):
             n = t[f"{side}_launches"].to_numpy(float)
-            t[f"{side}_time_per_launch_s"] = np.where(n > 0, t[f"{side}_time_s"].to_numpy(float) / np.where(n > 0, n, 1), np.nan)
-        t["duration_ratio"] = t["production_time_per_launch_s"] / t["profiled_time_per_launch_s"].where(t["profiled_time_per_launch_s"] > 0)
+            t[f"{side}_time_per_launch_s"] = np.where(
+                n > 0, t[f"{side}_time_s"].to_numpy(float) / np.where(n > 0, n, 1), np.nan
+            )
+        t["duration_ratio"] = t["production_time_per_launch_s"] / t[
+            "profiled_time_per_launch_s"
+        ].where(t["profiled_time_per_launch_s"] > 0)
     r = t["duration_ratio"].to_numpy(float)
     t["duration_differs"] = np.isfinite(r) & ((r > 1 + differs) | (r < 1 / (1 + differs)))
     t["has_roofline_point"] = t["kernel_key"].isin(dots_keys) & paired
     for col in ("op", "scope"):
         t[col] = out[f"{col}_t"].fillna("").to_numpy()
-    t["ncu_filter"] = [ncu_filter(n) if m == _UNMATCHED[1] else "" for n, m in zip(t["kernel_name"], t["match"])]
-    t = t.sort_values(["production_time_s", "profiled_time_s"], ascending=False, kind="stable").reset_index(drop=True)
+    t["ncu_filter"] = [
+        ncu_filter(n) if m == _UNMATCHED[1] else "" for n, m in zip(t["kernel_name"], t["match"])
+    ]
+    t = t.sort_values(
+        ["production_time_s", "profiled_time_s"], ascending=False, kind="stable"
+    ).reset_index(drop=True)
     return t[list(TIMELINE_KERNEL)].astype({n: c.dtype for n, c in TIMELINE_KERNEL.items()})
 
 
-def join(kernels: pd.DataFrame, dots: pd.DataFrame, timeline: pd.DataFrame, by: str = "kernel", differs: float | None = None) -> Production:
+def join(
+    kernels: pd.DataFrame,
+    dots: pd.DataFrame,
+    timeline: pd.DataFrame,
+    by: str = "kernel",
+    differs: float | None = None,
+) -> Production:
     """Join a production timeline to an analysis, kernel identity by kernel identity.
 
     Parameters
@@ -261,16 +354,39 @@ def join(kernels: pd.DataFrame, dots: pd.DataFrame, timeline: pd.DataFrame, by: 
     # kernel only by its name in one spelling, or by its base name and launch configuration)
     pairs = summary.pair_keys(ncu, side, ("spelling", "base name and configuration"), _UNMATCHED)
     table = _assemble(pairs, ncu, side, set(dots["kernel_key"]) if len(dots) else set(), differs)
-    to_ncu = dict(zip(pairs["key_right"], np.where(pairs["key_left"] != "", pairs["key_left"], pairs["key_right"])))
+    to_ncu = dict(
+        zip(
+            pairs["key_right"],
+            np.where(pairs["key_left"] != "", pairs["key_left"], pairs["key_right"]),
+        )
+    )
     op = tl["op"].astype(object).where(tl["op"].notna(), "") if "op" in tl.columns else ""
-    launches = pd.DataFrame({"kernel_key": tl["kernel_key"].map(to_ncu), "op": op, "duration_s": tl["duration_s"].to_numpy(float)})
+    launches = pd.DataFrame(
+        {
+            "kernel_key": tl["kernel_key"].map(to_ncu),
+            "op": op,
+            "duration_s": tl["duration_s"].to_numpy(float),
+        }
+    )
     a = timeline.attrs
-    prod = Production(table, launches, float(table["production_time_s"].sum()), float(a.get("span_s", np.nan)),
-                      float(a.get("busy_s", np.nan)), Path(a.get("path", "")), str(a.get("format", "")), a.get("device"),
-                      str(a.get("gpu_name") or ""), differs=differs)
+    prod = Production(
+        table,
+        launches,
+        float(table["production_time_s"].sum()),
+        float(a.get("span_s", np.nan)),
+        float(a.get("busy_s", np.nan)),
+        Path(a.get("path", "")),
+        str(a.get("format", "")),
+        a.get("device"),
+        str(a.get("gpu_name") or ""),
+        differs=differs,
+    )
     if len(side) and not ((pairs["key_left"] != "") & (pairs["key_right"] != "")).any():
-        prod.warnings.append(f"timeline {prod.path.name}: none of its {fmt.count(len(side), 'kernel')} is one of the report's; shares count "
-                             "production time, but no kernel with a roofline point has any (is it the same program?)")
+        prod.warnings.append(
+            f"timeline {prod.path.name}: none of its {fmt.count(len(side), 'kernel')} is one of the"
+            " report's; shares count production time, but no kernel with a roofline point has any"
+            " (is it the same program?)"
+        )
     return prod
 
 
@@ -295,11 +411,19 @@ def gpu_warning(gpu_name: str, report_gpus: list[str], path: Path) -> str:
 
     if not gpu_name or not report_gpus or any(same_gpu(gpu_name, g) for g in report_gpus):
         return ""
-    return (f"timeline {path.name} ran on {gpu_name}, the report on {', '.join(sorted(set(report_gpus)))}: production times are "
-            "another GPU's, so shares and savings mix two GPUs")
+    return (
+        f"timeline {path.name} ran on {gpu_name}, the report on"
+        f" {', '.join(sorted(set(report_gpus)))}: production times are another GPU's, so shares and"
+        " savings mix two GPUs"
+    )
 
 
-def read(path: Path, device: int | None, report_gpus: list[str], progress: Callable[[int], Callable[..., None]] | None = None) -> pd.DataFrame:
+def read(
+    path: Path,
+    device: int | None,
+    report_gpus: list[str],
+    progress: Callable[[int], Callable[..., None]] | None = None,
+) -> pd.DataFrame:
     """Read a timeline for one device (:func:`ncuroof.parser.timeline.read_timeline`).
 
     Parameters
@@ -325,14 +449,30 @@ def read(path: Path, device: int | None, report_gpus: list[str], progress: Calla
     """
     from ..parser.timeline import read_timeline
 
-    tl = read_timeline(Path(path), device=device, progress=progress, report_gpu=report_gpus[0] if report_gpus else None)
+    tl = read_timeline(
+        Path(path),
+        device=device,
+        progress=progress,
+        report_gpu=report_gpus[0] if report_gpus else None,
+    )
     if tl.empty:
-        raise InputError("has no kernel launches on the chosen device; pass another --device or the trace of the run", path)
+        raise InputError(
+            "has no kernel launches on the chosen device; pass another --device or the trace of"
+            " the run",
+            path,
+        )
     return tl
 
 
-def from_options(kernels: pd.DataFrame, dots: pd.DataFrame, timeline: Path | None, device: int | None, by: str,
-                 thresholds: dict[str, Any], progress: Callable[[int], Callable[..., None]] | None = None) -> Production | None:
+def from_options(
+    kernels: pd.DataFrame,
+    dots: pd.DataFrame,
+    timeline: Path | None,
+    device: int | None,
+    by: str,
+    thresholds: dict[str, Any],
+    progress: Callable[[int], Callable[..., None]] | None = None,
+) -> Production | None:
     """:func:`read` and :func:`join` for an analysis (None without a timeline), with the GPU warning.
 
     Parameters
@@ -356,7 +496,11 @@ def from_options(kernels: pd.DataFrame, dots: pd.DataFrame, timeline: Path | Non
     """
     if timeline is None:
         return None
-    gpus = [str(g) for g in kernels["device_name"].dropna().unique()] if "device_name" in kernels.columns else []
+    gpus = (
+        [str(g) for g in kernels["device_name"].dropna().unique()]
+        if "device_name" in kernels.columns
+        else []
+    )
     tl = read(Path(timeline), device, gpus, progress)
     prod = join(kernels, dots, tl, by, float(thresholds["timeline"]["duration_differs"]))
     warning = gpu_warning(prod.gpu_name, gpus, prod.path)
@@ -365,7 +509,16 @@ def from_options(kernels: pd.DataFrame, dots: pd.DataFrame, timeline: Path | Non
 
 
 #: Launch-table columns summed per operator, scaled by the share of the kernel's production time under it.
-_WORK = ("time_s", "fp64_flop", "fp32_flop", "fp16_flop", "tensor_flop", "l1_bytes", "l2_bytes", "dram_bytes")
+_WORK = (
+    "time_s",
+    "fp64_flop",
+    "fp32_flop",
+    "fp16_flop",
+    "tensor_flop",
+    "l1_bytes",
+    "l2_bytes",
+    "dram_bytes",
+)
 
 
 def op_table(kernels: pd.DataFrame, production: Production) -> pd.DataFrame:
@@ -393,24 +546,52 @@ def op_table(kernels: pd.DataFrame, production: Production) -> pd.DataFrame:
         ``kernels`` (distinct kernel keys) the production run's.
     """
     pl = production.launches.assign(op=production.launches["op"].replace("", NO_OPERATOR))
-    per = pl.groupby(["kernel_key", "op"], sort=False)["duration_s"].agg(["sum", "size"]).reset_index()
+    per = (
+        pl.groupby(["kernel_key", "op"], sort=False)["duration_s"]
+        .agg(["sum", "size"])
+        .reset_index()
+    )
     key_time = per.groupby("kernel_key")["sum"].transform("sum").to_numpy(float)
     profiled = kernels.groupby("kernel_key")["time_s"].sum()
     with np.errstate(divide="ignore", invalid="ignore"):
         per["w"] = np.where(key_time > 0, per["sum"].to_numpy(float) / key_time, 0.0)
-        per["scale"] = per["sum"].to_numpy(float) / profiled.reindex(per["kernel_key"]).to_numpy(float)
-    k = kernels.drop(columns=["nvtx_range"]).merge(per[["kernel_key", "op", "w", "scale"]], on="kernel_key")
-    for col in dict.fromkeys([c for c in (*_WORK, *flop_columns(k.columns).values()) if c in k.columns]):  # tensor datapaths too
+        per["scale"] = per["sum"].to_numpy(float) / profiled.reindex(per["kernel_key"]).to_numpy(
+            float
+        )
+    k = kernels.drop(columns=["nvtx_range"]).merge(
+        per[["kernel_key", "op", "w", "scale"]], on="kernel_key"
+    )
+    for col in dict.fromkeys(
+        [c for c in (*_WORK, *flop_columns(k.columns).values()) if c in k.columns]
+    ):  # tensor datapaths too
         k[col] = k[col] * k["w"]
     for col in ("time_at_roof_s", "saving_s"):
         k[col] = k[col] * k["scale"]
-    work = phases.phase_table(k.rename(columns={"op": "nvtx_range"})).rename(columns={"phase": "op", "time_s": "profiled_time_s"})
+    work = phases.phase_table(k.rename(columns={"op": "nvtx_range"})).rename(
+        columns={"phase": "op", "time_s": "profiled_time_s"}
+    )
     g = per.groupby("op", sort=False)
-    prod = pd.DataFrame({"time_s": g["sum"].sum(), "launches": g["size"].sum(), "kernels": g["kernel_key"].nunique()})
-    out = prod.join(work.set_index("op").drop(columns=["launches", "kernels", "time_share", "saving_share"]), how="left")
+    prod = pd.DataFrame(
+        {
+            "time_s": g["sum"].sum(),
+            "launches": g["size"].sum(),
+            "kernels": g["kernel_key"].nunique(),
+        }
+    )
+    out = prod.join(
+        work.set_index("op").drop(columns=["launches", "kernels", "time_share", "saving_share"]),
+        how="left",
+    )
     total = production.total_s
     out["time_share"] = out["time_s"] / total if total > 0 else np.nan
     out["saving_share"] = out["saving_s"] / total if total > 0 else np.nan
     out["bound"] = out["bound"].fillna("unknown")
-    out = out.rename_axis("op").reset_index().sort_values("time_s", ascending=False, kind="stable").reset_index(drop=True)
-    return out[[*OPS, *(c for c in work.columns if c not in OPS)]].astype({n: c.dtype for n, c in OPS.items()})
+    out = (
+        out.rename_axis("op")
+        .reset_index()
+        .sort_values("time_s", ascending=False, kind="stable")
+        .reset_index(drop=True)
+    )
+    return out[[*OPS, *(c for c in work.columns if c not in OPS)]].astype(
+        {n: c.dtype for n, c in OPS.items()}
+    )

@@ -28,7 +28,15 @@ from ..catalog import PipeCatalog
 from ..schema import LEVELS, PRECISIONS, tensor_columns, tensor_paths
 from .distinct import per_distinct
 
-__all__ = ["hot_pipe", "roofline_time", "unit_time", "apply_speed_of_light", "instruction_verdict", "sm_busier", "launch_floor"]
+__all__ = [
+    "hot_pipe",
+    "roofline_time",
+    "unit_time",
+    "apply_speed_of_light",
+    "instruction_verdict",
+    "sm_busier",
+    "launch_floor",
+]
 
 #: Values of the ``time_at_roof_bound`` column ('' when the launch has no bound).
 
@@ -56,7 +64,9 @@ def _nansum(stack: list[np.ndarray], n: int) -> np.ndarray:
     return np.where(np.isfinite(a).any(axis=0), np.nansum(a, axis=0), np.nan)
 
 
-def hot_pipe(raw: pd.DataFrame, pipes: PipeCatalog, cc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def hot_pipe(
+    raw: pd.DataFrame, pipes: PipeCatalog, cc: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """The busiest SM pipe of each launch and its utilisation.
 
     Parameters
@@ -184,25 +194,49 @@ def unit_time(kernels: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     t = _col(kernels, "time_s")
     sm, mem = _col(kernels, "sm_throughput_frac"), _col(kernels, "memory_throughput_frac")
     frac = _nanmax([sm, mem], len(kernels))
-    side = np.where(np.isnan(frac), "", np.where(np.nan_to_num(sm, nan=-1.0) >= np.nan_to_num(mem, nan=-1.0), "sm_units", "memory_units"))
+    side = np.where(
+        np.isnan(frac),
+        "",
+        np.where(
+            np.nan_to_num(sm, nan=-1.0) >= np.nan_to_num(mem, nan=-1.0), "sm_units", "memory_units"
+        ),
+    )
     value = t * frac
     return value, np.where(np.isfinite(value), side, "").astype(object)
 
 
-def _note(roof: float, unit: float, side: str, frac: float, pipe: str, pipe_frac: float, disagree: float) -> str:
+def _note(
+    roof: float, unit: float, side: str, frac: float, pipe: str, pipe_frac: float, disagree: float
+) -> str:
     """One sentence when the two bounds differ by more than ``disagree`` (else '')."""
     if not (np.isfinite(roof) and np.isfinite(unit) and roof > 0 and unit > 0):
         return ""
     if unit > disagree * roof:
         unit_name = "SM" if side == "sm_units" else "memory"
-        busy = f" (busiest pipe {pipe} {fmt.pct(pipe_frac)})" if side == "sm_units" and pipe and np.isfinite(pipe_frac) else ""
-        counts = ("FP work only, not integer, address, load/store or SFU instructions" if side == "sm_units" else
-                  "bytes against the L1/L2/DRAM bandwidth roofs only, not the busiest memory unit (tags, wavefronts, queues)")
-        return (f"speed of light: the {unit_name} was busy {fmt.pct(frac)} of the launch{busy}, so with the same instructions and "
-                f"bytes it cannot run faster than {fmt.time(unit)}, {unit / roof:.1f}x the roofline's {fmt.time(roof)}, which counts {counts}")
+        busy = (
+            f" (busiest pipe {pipe} {fmt.pct(pipe_frac)})"
+            if side == "sm_units" and pipe and np.isfinite(pipe_frac)
+            else ""
+        )
+        counts = (
+            "FP work only, not integer, address, load/store or SFU instructions"
+            if side == "sm_units"
+            else (
+                "bytes against the L1/L2/DRAM bandwidth roofs only, not the busiest memory unit"
+                " (tags, wavefronts, queues)"
+            )
+        )
+        return (
+            f"speed of light: the {unit_name} was busy {fmt.pct(frac)} of the launch{busy}, so with"
+            f" the same instructions and bytes it cannot run faster than {fmt.time(unit)},"
+            f" {unit / roof:.1f}x the roofline's {fmt.time(roof)}, which counts {counts}"
+        )
     if roof > disagree * unit:
-        return (f"speed of light: the roofline bound {fmt.time(roof)} is {roof / unit:.1f}x what the busiest unit's share of the time "
-                f"({fmt.time(unit)}) allows: a roof is likely below what this GPU reaches (datasheet/user roof, or the clock)")
+        return (
+            f"speed of light: the roofline bound {fmt.time(roof)} is {roof / unit:.1f}x what the"
+            f" busiest unit's share of the time ({fmt.time(unit)}) allows: a roof is likely below"
+            " what this GPU reaches (datasheet/user roof, or the clock)"
+        )
     return ""
 
 
@@ -233,8 +267,13 @@ def launch_floor(cc: np.ndarray, spec: dict) -> tuple[np.ndarray, np.ndarray]:
     return floor, text
 
 
-def apply_speed_of_light(kernels: pd.DataFrame, pipes: PipeCatalog, cc: np.ndarray, disagree: float = 2.0,
-                         floor: tuple[np.ndarray, np.ndarray] | None = None) -> pd.DataFrame:
+def apply_speed_of_light(
+    kernels: pd.DataFrame,
+    pipes: PipeCatalog,
+    cc: np.ndarray,
+    disagree: float = 2.0,
+    floor: tuple[np.ndarray, np.ndarray] | None = None,
+) -> pd.DataFrame:
     """Fill ``time_at_roof_s``, ``time_at_roof_bound``, ``saving_s`` and ``speed_of_light_note``.
 
     Parameters
@@ -266,30 +305,52 @@ def apply_speed_of_light(kernels: pd.DataFrame, pipes: PipeCatalog, cc: np.ndarr
     t = np.where(use_unit, unit, roof)
     bound = np.where(use_unit, side, np.where(np.isfinite(roof), "roofline", "")).astype(object)
     time_s = _col(k, "time_s")
-    floor_s, floor_src = floor if floor is not None else (np.full(len(k), np.nan), np.full(len(k), "", dtype=object))
-    floor_s = np.fmin(floor_s, time_s)  # a launch shorter than the floor shows the floor is lower on its GPU
+    floor_s, floor_src = (
+        floor if floor is not None else (np.full(len(k), np.nan), np.full(len(k), "", dtype=object))
+    )
+    floor_s = np.fmin(
+        floor_s, time_s
+    )  # a launch shorter than the floor shows the floor is lower on its GPU
     use_floor = np.isfinite(t) & (floor_s > t)
     t = np.where(use_floor, floor_s, t)
     k["time_at_roof_s"] = t
     k["time_at_roof_bound"] = np.where(use_floor, "launch_floor", bound).astype(object)
-    k["saving_s"] = np.where(np.isfinite(t) & np.isfinite(time_s), np.maximum(time_s - t, 0.0), np.nan)
+    k["saving_s"] = np.where(
+        np.isfinite(t) & np.isfinite(time_s), np.maximum(time_s - t, 0.0), np.nan
+    )
     sm, mem = _col(k, "sm_throughput_frac"), _col(k, "memory_throughput_frac")
     frac = _nanmax([sm, mem], len(k))
-    pipe = k["hot_pipe"].astype(object).fillna("").to_numpy() if "hot_pipe" in k.columns else np.full(len(k), "", dtype=object)
+    pipe = (
+        k["hot_pipe"].astype(object).fillna("").to_numpy()
+        if "hot_pipe" in k.columns
+        else np.full(len(k), "", dtype=object)
+    )
     pfrac = _col(k, "hot_pipe_frac")
-    args = pd.DataFrame({"roof": roof, "unit": unit, "side": side, "frac": frac, "pipe": pipe, "pfrac": pfrac})
-    notes = np.asarray(per_distinct(args, list(args.columns), lambda r: _note(*r, disagree)), dtype=object)
-    for i in np.flatnonzero(np.asarray(use_floor, dtype=bool)):  # only the launches held at the floor
+    args = pd.DataFrame(
+        {"roof": roof, "unit": unit, "side": side, "frac": frac, "pipe": pipe, "pfrac": pfrac}
+    )
+    notes = np.asarray(
+        per_distinct(args, list(args.columns), lambda r: _note(*r, disagree)), dtype=object
+    )
+    for i in np.flatnonzero(
+        np.asarray(use_floor, dtype=bool)
+    ):  # only the launches held at the floor
         r, u = roof[i], unit[i]
-        notes[i] = _floor_note(floor_s[i], floor_src[i], max(r if np.isfinite(r) else 0.0, u if np.isfinite(u) else 0.0))
+        notes[i] = _floor_note(
+            floor_s[i],
+            floor_src[i],
+            max(r if np.isfinite(r) else 0.0, u if np.isfinite(u) else 0.0),
+        )
     k["speed_of_light_note"] = notes
     return k
 
 
 def _floor_note(floor_s: float, source: str, bound: float) -> str:
     """The note of a launch whose speed of light is the launch floor."""
-    return (f"speed of light: no launch finishes faster than about {fmt.time(floor_s)} (launch and drain; {source}), "
-            f"above the roofline and unit bounds ({fmt.time(bound)})")
+    return (
+        f"speed of light: no launch finishes faster than about {fmt.time(floor_s)} (launch and"
+        f" drain; {source}), above the roofline and unit bounds ({fmt.time(bound)})"
+    )
 
 
 def sm_busier(sm: float, mem: float, sol: dict) -> bool:
@@ -309,10 +370,17 @@ def sm_busier(sm: float, mem: float, sol: dict) -> bool:
         ROOFLINE_SPEC §8.2; above 80 % ncu says "High Throughput" of the busier unit, the same side).
         False when either is missing.
     """
-    return bool(np.isfinite(sm) and np.isfinite(mem) and sm >= float(sol["latency_bound"]) and sm - mem >= float(sol["balanced"]) - 1e-12)
+    return bool(
+        np.isfinite(sm)
+        and np.isfinite(mem)
+        and sm >= float(sol["latency_bound"])
+        and sm - mem >= float(sol["balanced"]) - 1e-12
+    )
 
 
-def instruction_verdict(f: dict, sol: dict, instruction: dict, pipes: PipeCatalog | None) -> tuple[str, str, str] | None:
+def instruction_verdict(
+    f: dict, sol: dict, instruction: dict, pipes: PipeCatalog | None
+) -> tuple[str, str, str] | None:
     """The "instruction-bound (non-FP work)" class of one kernel or launch, or None when it does not apply.
 
     Parameters
@@ -345,20 +413,46 @@ def instruction_verdict(f: dict, sol: dict, instruction: dict, pipes: PipeCatalo
     if not (by_ratio or by_ncu):
         return None
     has_point = np.isfinite(frac) and bool(f.get("level"))
-    if bound not in ("memory", "compute") or (bound == "compute" and has_point and frac >= float(sol["no_bound"])):
+    if bound not in ("memory", "compute") or (
+        bound == "compute" and has_point and frac >= float(sol["no_bound"])
+    ):
         return None
     pipe, pfrac = str(f.get("hot_pipe") or ""), float(f.get("hot_pipe_frac", np.nan))
     spec = next((p for p in pipes.pipes if p.name == pipe), None) if pipes is not None else None
-    fp = (f"the FP roofline has {str(f.get('precision') or '').upper()} at {str(f.get('level')).upper()} {fmt.pct(frac)} of its roof"
-          f" ({bound}-bound)" if has_point else "no FP roofline point (FLOPs but no roof for them)" if f.get("has_flop") else "no FP work counted")
-    busy = f"busiest pipe {pipe} {fmt.pct(pfrac)}" if pipe and np.isfinite(pfrac) else "no pipe metrics"
-    why = (f"SM >= {float(instruction['ratio']):g}x memory" if by_ratio else
-           f"SM busier than memory by {fmt.plain(round(100 * (sm - mem)))} points (>= {fmt.plain(100 * float(sol['balanced']))}) "
-           f"above {fmt.pct(float(sol['latency_bound']))}: ncu's High Compute Throughput")
+    fp = (
+        f"the FP roofline has {str(f.get('precision') or '').upper()} at"
+        f" {str(f.get('level')).upper()} {fmt.pct(frac)} of its roof ({bound}-bound)"
+        if has_point
+        else (
+            "no FP roofline point (FLOPs but no roof for them)"
+            if f.get("has_flop")
+            else "no FP work counted"
+        )
+    )
+    busy = (
+        f"busiest pipe {pipe} {fmt.pct(pfrac)}"
+        if pipe and np.isfinite(pfrac)
+        else "no pipe metrics"
+    )
+    why = (
+        f"SM >= {float(instruction['ratio']):g}x memory"
+        if by_ratio
+        else (
+            f"SM busier than memory by {fmt.plain(round(100 * (sm - mem)))} points (>="
+            f" {fmt.plain(100 * float(sol['balanced']))}) above"
+            f" {fmt.pct(float(sol['latency_bound']))}: ncu's High Compute Throughput"
+        )
+    )
     evidence = f"SM {fmt.pct(sm)}, memory {fmt.pct(mem)} of peak throughput ({why}); {busy}; {fp}"
-    advice = "the SM is busy with instructions the FP roofline does not count: cut instructions, not bytes (coalescing will not help)"
+    advice = (
+        "the SM is busy with instructions the FP roofline does not count: cut instructions, not"
+        " bytes (coalescing will not help)"
+    )
     if spec is not None:
         advice += f"; the busiest pipe, {pipe}, runs {spec.does}: {spec.advice}"
-    advice += ("; check integer and address arithmetic, predication and divergent branches, and SFU use (ncu's InstructionStats "
-               f"section lists the mix); with these instructions the launch can get at most {1 / sm:.1f}x faster")
+    advice += (
+        "; check integer and address arithmetic, predication and divergent branches, and SFU use"
+        " (ncu's InstructionStats section lists the mix); with these instructions the launch can"
+        f" get at most {1 / sm:.1f}x faster"
+    )
     return "instruction_bound", evidence, advice

@@ -23,8 +23,23 @@ from .calculator import achievable_roof
 from .classify import BINDING_COLUMNS, binding_points, main_precision
 from .expect import counted_flop
 
-__all__ = ["aggregate_points", "kernel_summary", "kernel_keys", "kernel_dots", "with_keys", "focus_set", "grid_size", "grid_sizes",
-           "keys_of", "KEY_CHOICES", "FOCUS_SHARE", "pair_keys", "spelling", "FALLBACKS", "most_time"]
+__all__ = [
+    "aggregate_points",
+    "kernel_summary",
+    "kernel_keys",
+    "kernel_dots",
+    "with_keys",
+    "focus_set",
+    "grid_size",
+    "grid_sizes",
+    "keys_of",
+    "KEY_CHOICES",
+    "FOCUS_SHARE",
+    "pair_keys",
+    "spelling",
+    "FALLBACKS",
+    "most_time",
+]
 
 #: Default share of GPU time the page focuses on: the fewest kernels that add up to it.
 FOCUS_SHARE = 0.95
@@ -71,14 +86,30 @@ def kernel_keys(kernels: pd.DataFrame, by: str = "kernel") -> pd.Series:
     if by == "kernel":
         return name
     if by == "config":
-        return name + " [grid " + kernels["grid"].astype(object).fillna("?").astype(str) + \
-            ", block " + kernels["block"].astype(object).fillna("?").astype(str) + "]"
+        return (
+            name
+            + " [grid "
+            + kernels["grid"].astype(object).fillna("?").astype(str)
+            + ", block "
+            + kernels["block"].astype(object).fillna("?").astype(str)
+            + "]"
+        )
     if by == "nvtx":
         nvtx = kernels["nvtx_range"].astype(object)
-        return name + " @ " + nvtx.where(nvtx.notna() & (nvtx.astype(str) != ""), "no range").astype(str)
+        return (
+            name
+            + " @ "
+            + nvtx.where(nvtx.notna() & (nvtx.astype(str) != ""), "no range").astype(str)
+        )
     if by == "launch":
-        order = pd.DataFrame({"s": kernels["source"].to_numpy(), "l": kernels["launch_id"].to_numpy(), "k": name.to_numpy()},
-                             index=kernels.index).sort_values(["s", "l"], kind="stable")
+        order = pd.DataFrame(
+            {
+                "s": kernels["source"].to_numpy(),
+                "l": kernels["launch_id"].to_numpy(),
+                "k": name.to_numpy(),
+            },
+            index=kernels.index,
+        ).sort_values(["s", "l"], kind="stable")
         nth = order.groupby("k", sort=False).cumcount().reindex(kernels.index)
         return name + "#" + nth.astype(str)
     raise ValueError(f"unknown kernel key {by!r}; use one of {', '.join(KEY_CHOICES)}")
@@ -110,7 +141,9 @@ def spelling(demangled: str) -> str:
     str
         The name in the one spelling (a key for matching, not for display).
     """
-    s = _LAMBDA.sub(r"[lambda(\1) (instance \2)]", demangled.replace("(anonymous namespace)", "<unnamed>"))
+    s = _LAMBDA.sub(
+        r"[lambda(\1) (instance \2)]", demangled.replace("(anonymous namespace)", "<unnamed>")
+    )
     s = _LITERAL.sub(r"\1", _CAST.sub(r"\1", s))
     s = re.sub(r"\btrue\b", "1", re.sub(r"\bfalse\b", "0", s))
     return _SPACES.sub("", s)
@@ -118,12 +151,20 @@ def spelling(demangled: str) -> str:
 
 def _suffix(r: Any) -> str:
     """What a finer kernel key (``--match config/nvtx/launch``) adds to the name."""
-    name = r.kernel_demangled if isinstance(r.kernel_demangled, str) and r.kernel_demangled else r.kernel_name
-    return r.kernel_key[len(name):] if r.kernel_key.startswith(name) else ""
+    name = (
+        r.kernel_demangled
+        if isinstance(r.kernel_demangled, str) and r.kernel_demangled
+        else r.kernel_name
+    )
+    return r.kernel_key[len(name) :] if r.kernel_key.startswith(name) else ""
 
 
 def _name(r: Any) -> str:
-    return r.kernel_demangled if isinstance(r.kernel_demangled, str) and r.kernel_demangled else r.kernel_name
+    return (
+        r.kernel_demangled
+        if isinstance(r.kernel_demangled, str) and r.kernel_demangled
+        else r.kernel_name
+    )
 
 
 #: Fallbacks of :func:`pair_keys`, in the order they are tried: the same name in one spelling
@@ -134,22 +175,39 @@ def _name(r: Any) -> str:
 FALLBACKS: dict[str, Callable[[Any], str]] = {
     "spelling": lambda r: spelling(_name(r)) + _suffix(r),
     "base name": lambda r: function_name(_name(r)) + _suffix(r),
-    "base name and configuration": lambda r: function_name(_name(r)) + _suffix(r) + " " + str(getattr(r, "config", "")),
+    "base name and configuration": lambda r: (
+        function_name(_name(r)) + _suffix(r) + " " + str(getattr(r, "config", ""))
+    ),
     "numbers differ": lambda r: _NUM.sub("#", r.kernel_name) + _suffix(r),
 }
 
 
-def _fallback_pairs(left: pd.DataFrame, right: pd.DataFrame, key: Callable[[Any], str]) -> dict[str, str]:
+def _fallback_pairs(
+    left: pd.DataFrame, right: pd.DataFrame, key: Callable[[Any], str]
+) -> dict[str, str]:
     """Pair kernel keys whose ``key(row)`` is equal and unique on both sides."""
-    kb = pd.Series([key(r) for r in left.itertuples(index=False)], index=left["kernel_key"].to_numpy(), dtype=object)
-    ka = pd.Series([key(r) for r in right.itertuples(index=False)], index=right["kernel_key"].to_numpy(), dtype=object)
+    kb = pd.Series(
+        [key(r) for r in left.itertuples(index=False)],
+        index=left["kernel_key"].to_numpy(),
+        dtype=object,
+    )
+    ka = pd.Series(
+        [key(r) for r in right.itertuples(index=False)],
+        index=right["kernel_key"].to_numpy(),
+        dtype=object,
+    )
     ub, ua = kb[~kb.duplicated(keep=False)], ka[~ka.duplicated(keep=False)]
     back = pd.Series(ua.index, index=ua.to_numpy())
     return {b: back[v] for b, v in ub.items() if v in back.index}
 
 
-def pair_keys(left: pd.DataFrame, right: pd.DataFrame, fallbacks: Sequence[str] = ("spelling", "base name"),
-              unmatched: tuple[str, str] = ("only_left", "only_right"), by_hand: Sequence[tuple[str, str]] = ()) -> pd.DataFrame:
+def pair_keys(
+    left: pd.DataFrame,
+    right: pd.DataFrame,
+    fallbacks: Sequence[str] = ("spelling", "base name"),
+    unmatched: tuple[str, str] = ("only_left", "only_right"),
+    by_hand: Sequence[tuple[str, str]] = (),
+) -> pd.DataFrame:
     """Pair the kernels of two tables of kernel identities (two runs, or a run and its timeline).
 
     Pairs given ``by_hand`` come first (``match`` ``by hand``); the other kernels pair on their
@@ -185,7 +243,9 @@ def pair_keys(left: pd.DataFrame, right: pd.DataFrame, fallbacks: Sequence[str] 
         pairs += [(b, a, how) for b, a in found.items()]
         lo = lo[~lo["kernel_key"].isin(set(found))]
         ro = ro[~ro["kernel_key"].isin(set(found.values()))]
-    pairs += [(k, "", unmatched[0]) for k in lo["kernel_key"]] + [("", k, unmatched[1]) for k in ro["kernel_key"]]
+    pairs += [(k, "", unmatched[0]) for k in lo["kernel_key"]] + [
+        ("", k, unmatched[1]) for k in ro["kernel_key"]
+    ]
     return pd.DataFrame(pairs, columns=["key_left", "key_right", "match"])
 
 
@@ -249,33 +309,73 @@ def aggregate_points(points: pd.DataFrame, by: str = "kernel_name") -> pd.DataFr
         joined with `` / ``); the achievable roofs likewise (:data:`ncuroof.schema.ACHIEVABLE_POINT`,
         :func:`ncuroof.model.calculator.achievable_roof`).
     """
-    cols = [*dict.fromkeys([by, "kernel_name"]), "precision", "level", "launches", "time_s", "flop", "bytes", "ai_flop_per_byte", "flop_per_s",
-            "bytes_per_s", "peak_flop_per_s", "peak_bytes_per_s", "ridge_flop_per_byte", "roof_flop_per_s", "roof_fraction",
-            "bound", "estimated", "definition", "peak_flop_source", "peak_bytes_source", *ACHIEVABLE_POINT]
+    cols = [
+        *dict.fromkeys([by, "kernel_name"]),
+        "precision",
+        "level",
+        "launches",
+        "time_s",
+        "flop",
+        "bytes",
+        "ai_flop_per_byte",
+        "flop_per_s",
+        "bytes_per_s",
+        "peak_flop_per_s",
+        "peak_bytes_per_s",
+        "ridge_flop_per_byte",
+        "roof_flop_per_s",
+        "roof_fraction",
+        "bound",
+        "estimated",
+        "definition",
+        "peak_flop_source",
+        "peak_bytes_source",
+        *ACHIEVABLE_POINT,
+    ]
     if points.empty:
         return pd.DataFrame(columns=cols)
     # a table without achievable roofs (or rates): NaN
-    p = points.reindex(columns=list(dict.fromkeys([*points.columns, *ACHIEVABLE_POINT, "flop_per_s", "bytes_per_s"])))
+    p = points.reindex(
+        columns=list(
+            dict.fromkeys([*points.columns, *ACHIEVABLE_POINT, "flop_per_s", "bytes_per_s"])
+        )
+    )
     t = p["time_s"].to_numpy(float)
     keys = [by, "precision", "level"]
-    roofs = ("peak_flop_per_s", "peak_bytes_per_s", "achievable_flop_per_s", "achievable_bytes_per_s")
+    roofs = (
+        "peak_flop_per_s",
+        "peak_bytes_per_s",
+        "achievable_flop_per_s",
+        "achievable_bytes_per_s",
+    )
     for i, col in enumerate(roofs):
         p[f"_w{i}"] = p[col].to_numpy(float) * t
         p[f"_n{i}"] = p[col].isna()
     g = p.groupby(keys, sort=False)
-    out = pd.DataFrame({
-        **({"kernel_name": g["kernel_name"].first()} if by != "kernel_name" else {}),
-        "launches": g.size(),
-        "_timed": g["time_s"].count(),
-        **{f"_mean_{c}": g[c].mean() for c in ("flop_per_s", "bytes_per_s", *roofs)},
-        "time_s": g["time_s"].sum(),
-        "flop": g["flop"].sum(),
-        "bytes": g["bytes"].sum(),
-        # A launch without the roof makes the aggregate roof NaN.
-        **{f"_w{i}": g[f"_w{i}"].sum(min_count=1).where(~g[f"_n{i}"].any()) for i in range(len(roofs))},
-        "estimated": g["estimated"].any(),
-    })
-    for col in ("definition", "peak_flop_source", "peak_bytes_source", "achievable_flop_source", "achievable_bytes_source"):
+    out = pd.DataFrame(
+        {
+            **({"kernel_name": g["kernel_name"].first()} if by != "kernel_name" else {}),
+            "launches": g.size(),
+            "_timed": g["time_s"].count(),
+            **{f"_mean_{c}": g[c].mean() for c in ("flop_per_s", "bytes_per_s", *roofs)},
+            "time_s": g["time_s"].sum(),
+            "flop": g["flop"].sum(),
+            "bytes": g["bytes"].sum(),
+            # A launch without the roof makes the aggregate roof NaN.
+            **{
+                f"_w{i}": g[f"_w{i}"].sum(min_count=1).where(~g[f"_n{i}"].any())
+                for i in range(len(roofs))
+            },
+            "estimated": g["estimated"].any(),
+        }
+    )
+    for col in (
+        "definition",
+        "peak_flop_source",
+        "peak_bytes_source",
+        "achievable_flop_source",
+        "achievable_bytes_source",
+    ):
         out[col] = _join_unique(p, keys, col).reindex(out.index).fillna("")
     out = out.reset_index()
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -293,9 +393,13 @@ def aggregate_points(points: pd.DataFrame, by: str = "kernel_name") -> pd.DataFr
         out["ridge_flop_per_byte"] = ridge
         out["roof_flop_per_s"] = roof
         out["roof_fraction"] = out["flop_per_s"] / roof
-        out["achievable_roof_flop_per_s"] = achievable_roof(*(out[c].to_numpy(float) for c in ("ai_flop_per_byte", *roofs)))
+        out["achievable_roof_flop_per_s"] = achievable_roof(
+            *(out[c].to_numpy(float) for c in ("ai_flop_per_byte", *roofs))
+        )
         out["achievable_roof_fraction"] = out["flop_per_s"] / out["achievable_roof_flop_per_s"]
-    out["bound"] = np.where(ridge.isna(), "", np.where(out["ai_flop_per_byte"] < ridge, "memory", "compute"))
+    out["bound"] = np.where(
+        ridge.isna(), "", np.where(out["ai_flop_per_byte"] < ridge, "memory", "compute")
+    )
     return out[cols]
 
 
@@ -308,12 +412,20 @@ def _rate_only_dots(out: pd.DataFrame, roofs: tuple[str, ...]) -> None:
     for col in ("time_s", "flop", "bytes"):
         out[col] = np.where(rate_only, np.nan, out[col].to_numpy(float))
     for col in ("flop_per_s", "bytes_per_s", *roofs):
-        out[col] = np.where(rate_only, out[f"_mean_{col}"].to_numpy(float), out[col].to_numpy(float))
+        out[col] = np.where(
+            rate_only, out[f"_mean_{col}"].to_numpy(float), out[col].to_numpy(float)
+        )
     fps, bps = out["flop_per_s"].to_numpy(float), out["bytes_per_s"].to_numpy(float)
-    out["ai_flop_per_byte"] = np.where(rate_only, np.where(bps > 0, fps / np.where(bps > 0, bps, 1.0), np.nan), out["ai_flop_per_byte"])
+    out["ai_flop_per_byte"] = np.where(
+        rate_only,
+        np.where(bps > 0, fps / np.where(bps > 0, bps, 1.0), np.nan),
+        out["ai_flop_per_byte"],
+    )
 
 
-def focus_set(time_s: pd.Series, share: float = FOCUS_SHARE, total_s: float | None = None) -> pd.Series:
+def focus_set(
+    time_s: pd.Series, share: float = FOCUS_SHARE, total_s: float | None = None
+) -> pd.Series:
     """Which kernels make up ``share`` of the time: the fewest, largest first.
 
     Parameters
@@ -344,14 +456,55 @@ def focus_set(time_s: pd.Series, share: float = FOCUS_SHARE, total_s: float | No
     return keep.reindex(time_s.index)
 
 
-_SUMMARY_INPUT = ["source", "launch_id", "kernel_name", "kernel_demangled", "nvtx_range", "device_name", "grid", "block",
-                  "time_s", "sm_clock_hz", "time_at_roof_s", "saving_s", "bound", "sm_throughput_frac", "memory_throughput_frac",
-                  "occupancy_frac", "theoretical_occupancy_frac", "waves_per_sm", "tensor_flop", "expected_flop",
-                  "expected_dram_bytes", "fp64_flop", "fp32_flop", "fp16_flop", "dram_bytes", "hot_pipe", "hot_pipe_frac",
-                  "time_at_roof_bound", "speed_of_light_note"]
-_WEIGHTED = ("sm_throughput_frac", "memory_throughput_frac", "occupancy_frac", "theoretical_occupancy_frac", "hot_pipe_frac")
-_BINDING = ("ai_flop_per_byte", "flop_per_s", "roof_fraction", "ridge_flop_per_byte", "peak_flop_per_s", "peak_bytes_per_s",
-            "achievable_roof_fraction", "achievable_flop_per_s", "achievable_bytes_per_s")
+_SUMMARY_INPUT = [
+    "source",
+    "launch_id",
+    "kernel_name",
+    "kernel_demangled",
+    "nvtx_range",
+    "device_name",
+    "grid",
+    "block",
+    "time_s",
+    "sm_clock_hz",
+    "time_at_roof_s",
+    "saving_s",
+    "bound",
+    "sm_throughput_frac",
+    "memory_throughput_frac",
+    "occupancy_frac",
+    "theoretical_occupancy_frac",
+    "waves_per_sm",
+    "tensor_flop",
+    "expected_flop",
+    "expected_dram_bytes",
+    "fp64_flop",
+    "fp32_flop",
+    "fp16_flop",
+    "dram_bytes",
+    "hot_pipe",
+    "hot_pipe_frac",
+    "time_at_roof_bound",
+    "speed_of_light_note",
+]
+_WEIGHTED = (
+    "sm_throughput_frac",
+    "memory_throughput_frac",
+    "occupancy_frac",
+    "theoretical_occupancy_frac",
+    "hot_pipe_frac",
+)
+_BINDING = (
+    "ai_flop_per_byte",
+    "flop_per_s",
+    "roof_fraction",
+    "ridge_flop_per_byte",
+    "peak_flop_per_s",
+    "peak_bytes_per_s",
+    "achievable_roof_fraction",
+    "achievable_flop_per_s",
+    "achievable_bytes_per_s",
+)
 
 
 def _mode_or_empty(s: pd.Series) -> str:
@@ -361,20 +514,35 @@ def _mode_or_empty(s: pd.Series) -> str:
 def _totals(k: pd.DataFrame) -> pd.DataFrame:
     """Per kernel key: sums, time-weighted throughputs and occupancy, medians of geometry."""
     g = k.groupby("kernel_key", sort=False)
-    out = pd.DataFrame({
-        "kernel_name": g["kernel_name"].first(),
-        "kernel_demangled": g["kernel_demangled"].first(),
-        "launches": g.size(),
-        **{c: g[c].sum(min_count=1) for c in ("time_s", "time_at_roof_s", "saving_s", "tensor_flop", "expected_flop",
-                                              "expected_dram_bytes")},
-        "nvtx_range": g["nvtx_range"].agg(_mode_or_empty),
-        "device_name": g["device_name"].first(),
-    })
+    out = pd.DataFrame(
+        {
+            "kernel_name": g["kernel_name"].first(),
+            "kernel_demangled": g["kernel_demangled"].first(),
+            "launches": g.size(),
+            **{
+                c: g[c].sum(min_count=1)
+                for c in (
+                    "time_s",
+                    "time_at_roof_s",
+                    "saving_s",
+                    "tensor_flop",
+                    "expected_flop",
+                    "expected_dram_bytes",
+                )
+            },
+            "nvtx_range": g["nvtx_range"].agg(_mode_or_empty),
+            "device_name": g["device_name"].first(),
+        }
+    )
     t = k["time_s"].fillna(0.0).to_numpy(float)
     for col in _WEIGHTED:
         v = k[col].to_numpy(float)
         w = np.where(np.isfinite(v), t, 0.0)
-        num = pd.Series(np.nan_to_num(v) * w, index=k.index).groupby(k["kernel_key"], sort=False).sum()
+        num = (
+            pd.Series(np.nan_to_num(v) * w, index=k.index)
+            .groupby(k["kernel_key"], sort=False)
+            .sum()
+        )
         den = pd.Series(w, index=k.index).groupby(k["kernel_key"], sort=False).sum()
         out[col] = (num / den.where(den > 0)).where(den > 0)
     out["waves_per_sm"] = g["waves_per_sm"].median()
@@ -383,21 +551,36 @@ def _totals(k: pd.DataFrame) -> pd.DataFrame:
     clk = g["sm_clock_hz"]
     out["clock_spread"] = (clk.max() - clk.min()) / clk.median()
     dram = g["dram_bytes"].sum(min_count=1)
-    counted = pd.Series(counted_flop(k), index=k.index).groupby(k["kernel_key"], sort=False).sum(min_count=1)
+    counted = (
+        pd.Series(counted_flop(k), index=k.index)
+        .groupby(k["kernel_key"], sort=False)
+        .sum(min_count=1)
+    )
     out["counted_dram_ai_flop_per_byte"] = counted / dram.where(dram > 0)
-    bound_time = k.assign(_t=t).groupby(["kernel_key", "bound"], sort=False)["_t"].sum().reset_index()
-    out["bound"] = (bound_time.sort_values("_t", ascending=False, kind="stable").drop_duplicates("kernel_key")
-                    .set_index("kernel_key")["bound"].reindex(out.index).fillna("unknown"))
+    bound_time = (
+        k.assign(_t=t).groupby(["kernel_key", "bound"], sort=False)["_t"].sum().reset_index()
+    )
+    out["bound"] = (
+        bound_time.sort_values("_t", ascending=False, kind="stable")
+        .drop_duplicates("kernel_key")
+        .set_index("kernel_key")["bound"]
+        .reindex(out.index)
+        .fillna("unknown")
+    )
     for col in ("hot_pipe", "time_at_roof_bound"):
         out[col] = most_time(k.assign(_t=t), col).reindex(out.index).fillna("")
-    out["speed_of_light_note"] = _longest_launch(k, "speed_of_light_note").reindex(out.index).fillna("")
+    out["speed_of_light_note"] = (
+        _longest_launch(k, "speed_of_light_note").reindex(out.index).fillna("")
+    )
     return out
 
 
 def _longest_launch(k: pd.DataFrame, col: str) -> pd.Series:
     """Per ``kernel_key``: the non-empty value of ``col`` of the longest launch (``time_s``) that has one; a key
     without one is absent."""
-    v = k[["kernel_key", "time_s"]].assign(_v=k[col].astype(object).where(k[col].notna(), "").astype(str))
+    v = k[["kernel_key", "time_s"]].assign(
+        _v=k[col].astype(object).where(k[col].notna(), "").astype(str)
+    )
     v = v[v["_v"] != ""].sort_values("time_s", ascending=False, kind="stable")
     return v.drop_duplicates("kernel_key").set_index("kernel_key")["_v"]
 
@@ -405,9 +588,15 @@ def _longest_launch(k: pd.DataFrame, col: str) -> pd.Series:
 def most_time(k: pd.DataFrame, col: str) -> pd.Series:
     """Per ``kernel_key``: the non-empty value of ``col`` with the most launch time (``_t`` [s]); a
     key without one is absent."""
-    v = k[["kernel_key", "_t"]].assign(_v=k[col].astype(object).where(k[col].notna(), "").astype(str))
+    v = k[["kernel_key", "_t"]].assign(
+        _v=k[col].astype(object).where(k[col].notna(), "").astype(str)
+    )
     v = v[v["_v"] != ""].groupby(["kernel_key", "_v"], sort=False)["_t"].sum().reset_index()
-    return v.sort_values("_t", ascending=False, kind="stable").drop_duplicates("kernel_key").set_index("kernel_key")["_v"]
+    return (
+        v.sort_values("_t", ascending=False, kind="stable")
+        .drop_duplicates("kernel_key")
+        .set_index("kernel_key")["_v"]
+    )
 
 
 def _dot_columns(out: pd.DataFrame, dots: pd.DataFrame) -> pd.DataFrame:
@@ -415,21 +604,42 @@ def _dot_columns(out: pd.DataFrame, dots: pd.DataFrame) -> pd.DataFrame:
     achievable roofs and their sources) and, per level, the AI and roof fraction of the kernel's
     dot at that precision."""
     idx = out.index
-    main = main_precision(dots, ["kernel_key"]).set_index("kernel_key")["precision"] if len(dots) else pd.Series(dtype=object)
-    bind = binding_points(dots, ["kernel_key"]).set_index("kernel_key") if len(dots) else pd.DataFrame(columns=BINDING_COLUMNS)
+    main = (
+        main_precision(dots, ["kernel_key"]).set_index("kernel_key")["precision"]
+        if len(dots)
+        else pd.Series(dtype=object)
+    )
+    bind = (
+        binding_points(dots, ["kernel_key"]).set_index("kernel_key")
+        if len(dots)
+        else pd.DataFrame(columns=BINDING_COLUMNS)
+    )
     out["main_precision"] = main.reindex(idx).fillna("").astype(str)
     out["precision"] = bind["precision"].reindex(idx).fillna(out["main_precision"]).astype(str)
     out["level"] = bind["level"].reindex(idx).fillna("").astype(str)
     for c in _BINDING:
         out[c] = pd.to_numeric(bind[c].reindex(idx), errors="coerce")
     out["achievable_source"] = [_achievable_source(r) for r in bind.reindex(idx).itertuples()]
-    at_main = dots.merge(out["precision"].rename_axis("kernel_key").reset_index(), on=["kernel_key", "precision"]) \
-        if len(dots) else dots
+    at_main = (
+        dots.merge(
+            out["precision"].rename_axis("kernel_key").reset_index(), on=["kernel_key", "precision"]
+        )
+        if len(dots)
+        else dots
+    )
     for lv in reversed(LEVELS):  # without a binding dot, the y of the outermost level's dot
-        d = at_main[at_main["level"] == lv].set_index("kernel_key") if len(at_main) else pd.DataFrame(columns=_BINDING)
-        out[f"{lv}_ai_flop_per_byte"] = pd.to_numeric(d["ai_flop_per_byte"].reindex(idx), errors="coerce")
+        d = (
+            at_main[at_main["level"] == lv].set_index("kernel_key")
+            if len(at_main)
+            else pd.DataFrame(columns=_BINDING)
+        )
+        out[f"{lv}_ai_flop_per_byte"] = pd.to_numeric(
+            d["ai_flop_per_byte"].reindex(idx), errors="coerce"
+        )
         out[f"{lv}_roof_fraction"] = pd.to_numeric(d["roof_fraction"].reindex(idx), errors="coerce")
-        out["flop_per_s"] = out["flop_per_s"].fillna(pd.to_numeric(d["flop_per_s"].reindex(idx), errors="coerce"))
+        out["flop_per_s"] = out["flop_per_s"].fillna(
+            pd.to_numeric(d["flop_per_s"].reindex(idx), errors="coerce")
+        )
     return out
 
 
@@ -443,7 +653,9 @@ def _achievable_source(r: object) -> str:
     return format_sources(items)
 
 
-_TILE = re.compile(r"GemmShape<\(int\)(\d+), \(int\)(\d+), \(int\)(\d+)>|GemmShape<(\d+), (\d+), (\d+)>")
+_TILE = re.compile(
+    r"GemmShape<\(int\)(\d+), \(int\)(\d+), \(int\)(\d+)>|GemmShape<(\d+), (\d+), (\d+)>"
+)
 _SHAPE = re.compile(r"(?<![\dx])(\d+x\d+(?:x\d+)?)(?![\dx])")
 _SPLIT = re.compile(r"[<>,()\s*&]+")
 _NOISE = {"", "int", "bool", "void", "unsigned", "const", "long", "T1", "T2", "Params"}
@@ -455,12 +667,17 @@ def _template_tokens(demangled: str) -> list[str]:
     start = demangled.find("<")
     if start < 0:
         return []
-    return [t.rsplit("::", 1)[-1] for t in _SPLIT.split(demangled[start + 1:]) if t.rsplit("::", 1)[-1] not in _NOISE]
+    return [
+        t.rsplit("::", 1)[-1]
+        for t in _SPLIT.split(demangled[start + 1 :])
+        if t.rsplit("::", 1)[-1] not in _NOISE
+    ]
 
 
 def _fragment(demangled: str, others: list[list[str]]) -> str:
     """What tells this instantiation apart: its first tile shape (``GemmShape<128, 96, 64>`` -> ``128x96x64``,
-    or a ``128x128`` in its arguments), else its first template word the others lack; '' when none."""
+    or a ``128x128`` in its arguments), else its first template word the others lack; '' when none.
+    """
     m = _TILE.search(demangled)
     if m:
         return "x".join(g for g in m.groups() if g)
@@ -479,13 +696,17 @@ def _labels(out: pd.DataFrame) -> pd.Series:
     Labels only: the kernel identity (``kernel_key``) is unchanged."""
     names = out["kernel_name"].astype(str)
     labels = names.copy()
-    demangled = out["kernel_demangled"] if "kernel_demangled" in out.columns else pd.Series("", index=out.index)
+    demangled = (
+        out["kernel_demangled"]
+        if "kernel_demangled" in out.columns
+        else pd.Series("", index=out.index)
+    )
     for _, idx in out.groupby("kernel_name", sort=False).groups.items():
         if len(idx) < 2:
             continue
         full = [str(v) if isinstance(v, str) else "" for v in demangled.loc[idx]]
         toks = [_template_tokens(d) for d in full]
-        frags = [_fragment(d, toks[:i] + toks[i + 1:]) for i, d in enumerate(full)]
+        frags = [_fragment(d, toks[:i] + toks[i + 1 :]) for i, d in enumerate(full)]
         if all(frags) and len(set(frags)) == len(frags):
             labels.loc[idx] = [f"{names.loc[i]}<{f}>" for i, f in zip(idx, frags)]
         else:
@@ -505,12 +726,22 @@ def _production_basis(out: pd.DataFrame, production_s: pd.Series) -> pd.DataFram
     profiled = out["profiled_time_s"].to_numpy(float)
     with np.errstate(divide="ignore", invalid="ignore"):
         scale = np.where(profiled > 0, prod.to_numpy(float) / profiled, np.nan)
-    return out.assign(time_s=prod.to_numpy(float), time_at_roof_s=out["time_at_roof_s"] * scale, saving_s=out["saving_s"] * scale)
+    return out.assign(
+        time_s=prod.to_numpy(float),
+        time_at_roof_s=out["time_at_roof_s"] * scale,
+        saving_s=out["saving_s"] * scale,
+    )
 
 
-def kernel_summary(kernels: pd.DataFrame, points: pd.DataFrame | None = None, focus: float = FOCUS_SHARE, by: str = "kernel",
-                   dots: pd.DataFrame | None = None, production_s: pd.Series | None = None,
-                   production_total_s: float | None = None) -> pd.DataFrame:
+def kernel_summary(
+    kernels: pd.DataFrame,
+    points: pd.DataFrame | None = None,
+    focus: float = FOCUS_SHARE,
+    by: str = "kernel",
+    dots: pd.DataFrame | None = None,
+    production_s: pd.Series | None = None,
+    production_total_s: float | None = None,
+) -> pd.DataFrame:
     """One row per kernel: time, share, main precision, bound, binding dot, distance to the roof, saving.
 
     The one aggregation of launches into kernels that the page, the CLI summary and ``compare``
@@ -550,17 +781,25 @@ def kernel_summary(kernels: pd.DataFrame, points: pd.DataFrame | None = None, fo
     k = kernels.reindex(columns=_SUMMARY_INPUT)  # a column a partial table lacks is NaN
     k["kernel_key"] = keys_of(kernels, by).to_numpy()
     if dots is None:
-        dots = kernel_dots(kernels, points, by) if points is not None and len(points) else pd.DataFrame()
+        dots = (
+            kernel_dots(kernels, points, by)
+            if points is not None and len(points)
+            else pd.DataFrame()
+        )
     out = _dot_columns(_totals(k), dots)
     out["profiled_time_s"] = out["time_s"]
     total = float(k["time_s"].fillna(0.0).sum())
     if production_s is not None:
         out = _production_basis(out, production_s)
-        total = float(production_s.sum()) if production_total_s is None else float(production_total_s)
+        total = (
+            float(production_s.sum()) if production_total_s is None else float(production_total_s)
+        )
     out["time_share"] = out["time_s"] / total if total > 0 else np.nan
     out["saving_share"] = out["saving_s"] / total if total > 0 else np.nan
     out = out.rename_axis("kernel_key").reset_index()
-    out = out.sort_values("time_s", ascending=False, na_position="last", kind="stable").reset_index(drop=True)
+    out = out.sort_values("time_s", ascending=False, na_position="last", kind="stable").reset_index(
+        drop=True
+    )
     out["kernel_label"] = _labels(out)
     out["in_focus"] = focus_set(out["time_s"], focus, total if production_s is not None else None)
     return out[list(KERNEL_SUMMARY)[: list(KERNEL_SUMMARY).index("diagnosis")]]

@@ -39,7 +39,18 @@ def have_ncu_report() -> bool:
     except (ImportError, ValueError):
         return False
 
-__all__ = ["read", "read_many", "check_reader", "read_ncu_rep", "read_nvr", "read_csv", "read_session", "merge", "READERS"]
+
+__all__ = [
+    "read",
+    "read_many",
+    "check_reader",
+    "read_ncu_rep",
+    "read_nvr",
+    "read_csv",
+    "read_session",
+    "merge",
+    "READERS",
+]
 
 READERS = ("auto", "fast", "ncu_report")
 
@@ -52,7 +63,11 @@ def _check_path(path: Path) -> None:
     if path.is_dir():
         raise InputError("is a directory; pass a .ncu-rep report or an ncu CSV export", path)
     if not path.is_file():  # checked before opening: opening a FIFO blocks until someone writes
-        raise InputError("is not a regular file (a FIFO, socket or device); pass a .ncu-rep report or an ncu CSV export", path)
+        raise InputError(
+            "is not a regular file (a FIFO, socket or device); pass a .ncu-rep report or an ncu CSV"
+            " export",
+            path,
+        )
 
 
 def _is_report(path: Path) -> bool:
@@ -60,7 +75,10 @@ def _is_report(path: Path) -> bool:
         with path.open("rb") as f:
             head = f.read(4)
     except OSError as exc:
-        raise InputError(f"cannot be read ({exc.strerror or exc}); pass a .ncu-rep report or an ncu CSV export", path) from None
+        raise InputError(
+            f"cannot be read ({exc.strerror or exc}); pass a .ncu-rep report or an ncu CSV export",
+            path,
+        ) from None
     if path.suffix in (".ncu-rep", ".ncu-repz") or head == MAGIC or is_compressed(head):
         return True
     if path.suffix.lower() in _TEXT_SUFFIXES:
@@ -90,21 +108,43 @@ def _read_report(path: Path, catalog: Catalog, progress: Any, reader: str) -> pd
         df = read_nvr(path, catalog, progress, blocks=(blocks := []))
     except UnsupportedReport as exc:
         if reader == "fast":
-            raise ReportFormatError(f"the built-in reader does not know this report ({exc}); read it with --reader ncu_report", path) from exc
-        return _by(_fallback(path, catalog, progress, f"the built-in reader does not know this report ({exc})"),
-                   f"ncu_report (the built-in decoder does not know this report: {exc})")
+            raise ReportFormatError(
+                f"the built-in reader does not know this report ({exc}); read it with --reader"
+                " ncu_report",
+                path,
+            ) from exc
+        return _by(
+            _fallback(
+                path, catalog, progress, f"the built-in reader does not know this report ({exc})"
+            ),
+            f"ncu_report (the built-in decoder does not know this report: {exc})",
+        )
     except PayloadError as exc:
         if reader == "fast" or not have_ncu_report():
             raise
-        return _by(_second_opinion(path, catalog, progress, exc), f"ncu_report (the built-in decoder could not decode it: {exc.message})")
+        return _by(
+            _second_opinion(path, catalog, progress, exc),
+            f"ncu_report (the built-in decoder could not decode it: {exc.message})",
+        )
     learned = df.attrs.get(LEARNED, [])
     if reader == "fast" or not have_ncu_report():
         why = "--reader fast" if reader == "fast" else "ncu_report is not installed on this host"
-        return _by(check_rates(df, catalog), f"ncuroof decoder, not verified against ncu_report ({why}); counts checked against rates")
+        return _by(
+            check_rates(df, catalog),
+            f"ncuroof decoder, not verified against ncu_report ({why}); counts checked against"
+            " rates",
+        )
     return _verified(path, df, catalog, progress, learned, blocks)
 
 
-def _verified(path: Path, df: pd.DataFrame, catalog: Catalog, progress: Any, learned: list[int], blocks: list[Any]) -> pd.DataFrame:
+def _verified(
+    path: Path,
+    df: pd.DataFrame,
+    catalog: Catalog,
+    progress: Any,
+    learned: list[int],
+    blocks: list[Any],
+) -> pd.DataFrame:
     """The decoder's table checked against ``ncu_report`` on a sample, or ``ncu_report``'s table
     where they differ. Where ``ncu_report`` cannot read the sample cut from the report, it reads the
     report itself; where it cannot read that either, the decoder's table stays, said unverified
@@ -114,13 +154,25 @@ def _verified(path: Path, df: pd.DataFrame, catalog: Catalog, progress: Any, lea
         verdict = against_ncu_report(path, df, catalog, learned, blocks)
     except NcuroofError as exc:
         try:
-            return _by(read_ncu_rep(path, catalog, progress), f"ncu_report (the sample check against it could not run: {exc.message})")
+            return _by(
+                read_ncu_rep(path, catalog, progress),
+                f"ncu_report (the sample check against it could not run: {exc.message})",
+            )
         except NcuroofError as theirs:
-            return _by(check_rates(df, catalog), f"ncuroof decoder, not verified: ncu_report cannot read this report ({theirs.message}); "
-                                                 "counts checked against rates")
+            return _by(
+                check_rates(df, catalog),
+                "ncuroof decoder, not verified: ncu_report cannot read this report"
+                f" ({theirs.message}); counts checked against rates",
+            )
     if verdict.difference:
-        return _by(read_ncu_rep(path, catalog, progress), f"ncu_report (the built-in decoder differed from it: {verdict.difference})")
-    return _by(check_rates(df, catalog), f"ncuroof decoder, verified against ncu_report on {verdict.launches} of {len(df)} launches")
+        return _by(
+            read_ncu_rep(path, catalog, progress),
+            f"ncu_report (the built-in decoder differed from it: {verdict.difference})",
+        )
+    return _by(
+        check_rates(df, catalog),
+        f"ncuroof decoder, verified against ncu_report on {verdict.launches} of {len(df)} launches",
+    )
 
 
 def _by(df: pd.DataFrame, text: str) -> pd.DataFrame:
@@ -142,11 +194,17 @@ def _second_opinion(path: Path, catalog: Catalog, progress: Any, exc: PayloadErr
     try:
         return read_ncu_rep(path, catalog, progress)
     except ReportFormatError as theirs:
-        raise ReportFormatError(f"{exc.message.split(': the report is damaged or')[0]}, and ncu_report cannot read it either "
-                                f"({theirs.message}): the report is damaged; re-run ncu or copy the report again", path) from exc
+        raise ReportFormatError(
+            f"{exc.message.split(': the report is damaged or')[0]}, and ncu_report cannot read it"
+            f" either ({theirs.message}): the report is damaged; re-run ncu or copy the report"
+            " again",
+            path,
+        ) from exc
 
 
-def read(path: str | Path, catalog: Catalog, progress: Any = None, reader: str = "auto") -> pd.DataFrame:
+def read(
+    path: str | Path, catalog: Catalog, progress: Any = None, reader: str = "auto"
+) -> pd.DataFrame:
     """Read one ncu output file into the raw table.
 
     Parameters
@@ -197,8 +255,13 @@ def read(path: str | Path, catalog: Catalog, progress: Any = None, reader: str =
     return validate_raw(check_values(df, catalog), str(path))
 
 
-def read_many(paths: Sequence[str | Path], catalog: Catalog, progress: Any = None, stack: bool = False,
-              reader: str = "auto") -> pd.DataFrame:
+def read_many(
+    paths: Sequence[str | Path],
+    catalog: Catalog,
+    progress: Any = None,
+    stack: bool = False,
+    reader: str = "auto",
+) -> pd.DataFrame:
     """Read several files into one raw table: merged as one run, or stacked.
 
     Parameters
@@ -241,9 +304,16 @@ def read_many(paths: Sequence[str | Path], catalog: Catalog, progress: Any = Non
             tables.append(read(p, catalog, progress, reader))
     if not tables:
         where = sessions[0][0] if sessions else None
-        raise InputError("no kernel launches to analyze: a session page only describes the run; "
-                         "pass the raw or details export (or the .ncu-rep) with it", where)
-    raw = tables[0] if len(tables) == 1 else (pd.concat(tables, ignore_index=True) if stack else merge(tables))
+        raise InputError(
+            "no kernel launches to analyze: a session page only describes the run; "
+            "pass the raw or details export (or the .ncu-rep) with it",
+            where,
+        )
+    raw = (
+        tables[0]
+        if len(tables) == 1
+        else (pd.concat(tables, ignore_index=True) if stack else merge(tables))
+    )
     for p, session in sessions:
         raw = apply_session(raw, session, p)
     return validate_raw(raw, " + ".join(str(p) for p in paths))

@@ -70,7 +70,9 @@ def _value(metric: Any) -> Any:
     return math.nan if v is None else v
 
 
-def _metrics(action: Any, spec: dict[str, Any], instanced: dict[str, re.Pattern[str]]) -> dict[str, Any]:
+def _metrics(
+    action: Any, spec: dict[str, Any], instanced: dict[str, re.Pattern[str]]
+) -> dict[str, Any]:
     """The wanted scalar metrics, tensor-path metrics and the kept opcode instances (MMA, FP) of one launch."""
     wanted = spec["wanted"]
     prefix, suffixes = spec["ops_prefix"], tuple(spec["ops_suffixes"])
@@ -79,7 +81,9 @@ def _metrics(action: Any, spec: dict[str, Any], instanced: dict[str, re.Pattern[
     for name in names:
         if name in wanted or (name.startswith(prefix) and name.endswith(suffixes)):
             values[name] = _value(action.metric_by_name(name))
-    for opcode_metric, keep in sorted(instanced.items()):  # in name order, as the decoder reads them
+    for opcode_metric, keep in sorted(
+        instanced.items()
+    ):  # in name order, as the decoder reads them
         if opcode_metric not in names:
             continue
         m = action.metric_by_name(opcode_metric)
@@ -114,8 +118,13 @@ def read(path: str, spec: dict[str, Any], out: Any) -> int:
     for range_id, rng in enumerate(ranges):
         for a in range(rng.num_actions()):
             action = rng.action_by_idx(a)
-            row = {"range_id": range_id, "launch_id": launch, "kernel_name": action.name(base.NameBase_FUNCTION),
-                   "kernel_demangled": action.name(base.NameBase_DEMANGLED), "nvtx_range": _nvtx(action)}
+            row = {
+                "range_id": range_id,
+                "launch_id": launch,
+                "kernel_name": action.name(base.NameBase_FUNCTION),
+                "kernel_demangled": action.name(base.NameBase_DEMANGLED),
+                "nvtx_range": _nvtx(action),
+            }
             row.update(_metrics(action, spec, instanced))
             damaged = False
             for key, value in row.items():

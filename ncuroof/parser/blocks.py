@@ -29,8 +29,22 @@ from google.protobuf.message import DecodeError
 from ..errors import InputError, ReportFormatError
 from .wire import classes, fields
 
-__all__ = ["MAGIC", "RELEASE_BYTES", "check_file", "check_header", "first_block", "walk", "results", "Untiled",
-           "untiled_block", "release_pages", "ResultRecord", "LaunchLedger", "Plan", "plan"]
+__all__ = [
+    "MAGIC",
+    "RELEASE_BYTES",
+    "check_file",
+    "check_header",
+    "first_block",
+    "walk",
+    "results",
+    "Untiled",
+    "untiled_block",
+    "release_pages",
+    "ResultRecord",
+    "LaunchLedger",
+    "Plan",
+    "plan",
+]
 
 MAGIC = b"NVR\x00"
 #: Bytes read from a memory-mapped report between releases of its pages (:func:`release_pages`).
@@ -69,11 +83,19 @@ def check_file(path: Path) -> bytes:
         head = f.read(8)
         if head[:4] != MAGIC:
             hint = ""
-            if head and all(32 <= b < 127 or b in (9, 10, 13) for b in head[:4]) or head.startswith(b"\xef\xbb\xbf"):
+            if (
+                head
+                and all(32 <= b < 127 or b in (9, 10, 13) for b in head[:4])
+                or head.startswith(b"\xef\xbb\xbf")
+            ):
                 hint = " (it looks like text: if it is an ncu CSV export, give it a .csv name)"
-            raise InputError(f"is not an Nsight Compute report: it does not start with NVR\\0{hint}", path)
+            raise InputError(
+                f"is not an Nsight Compute report: it does not start with NVR\\0{hint}", path
+            )
         if len(head) < 8:
-            raise ReportFormatError("is truncated inside its file header; copy the report again", path)
+            raise ReportFormatError(
+                "is truncated inside its file header; copy the report again", path
+            )
     return head
 
 
@@ -98,13 +120,21 @@ def check_header(header: bytes, end: int, size: int, path: Path) -> None:
     """
     damaged = f"has a damaged or truncated file header (bytes 0-{min(end, size)})"
     if end > size:
-        raise ReportFormatError(f"{damaged}: it claims {end - 8} bytes, the file has {size}; copy the report again or re-run ncu", path)
+        raise ReportFormatError(
+            f"{damaged}: it claims {end - 8} bytes, the file has {size}; copy the report again or"
+            " re-run ncu",
+            path,
+        )
     try:
         numbers = {number for number, wire, _ in fields(header) if wire == 0}
     except ValueError as exc:
-        raise ReportFormatError(f"{damaged}: {exc}; copy the report again or re-run ncu", path) from exc
+        raise ReportFormatError(
+            f"{damaged}: {exc}; copy the report again or re-run ncu", path
+        ) from exc
     if 1 not in numbers:
-        raise ReportFormatError(f"{damaged}: no format version; copy the report again or re-run ncu", path)
+        raise ReportFormatError(
+            f"{damaged}: no format version; copy the report again or re-run ncu", path
+        )
 
 
 def _u32(mm: Any, pos: int) -> int:
@@ -128,11 +158,13 @@ def first_block(mm: Any, path: Path) -> tuple[int, int]:
     if size < 8:
         raise ReportFormatError("is truncated inside its file header; copy the report again", path)
     pos = 8 + _u32(mm, 4)
-    check_header(mm[8:min(pos, size)], pos, size, path)
+    check_header(mm[8 : min(pos, size)], pos, size, path)
     try:
         version = classes()["FileHeader"].FromString(mm[8:pos]).version
     except DecodeError as exc:
-        raise ReportFormatError(f"has a damaged file header ({exc}); copy the report again or re-run ncu", path) from exc
+        raise ReportFormatError(
+            f"has a damaged file header ({exc}); copy the report again or re-run ncu", path
+        ) from exc
     return pos, version
 
 
@@ -146,7 +178,9 @@ def release_pages(mm: mmap.mmap, start: int, end: int) -> int:
     return end
 
 
-def walk(mm: Any, path: Path, pos: int | None = None, index: int = 0, stop: int | None = None) -> Iterator[tuple[int, int, Any, int]]:
+def walk(
+    mm: Any, path: Path, pos: int | None = None, index: int = 0, stop: int | None = None
+) -> Iterator[tuple[int, int, Any, int]]:
     """Walk the blocks of a report, checking its framing.
 
     Parameters
@@ -178,16 +212,25 @@ def walk(mm: Any, path: Path, pos: int | None = None, index: int = 0, stop: int 
     while pos + 4 <= size:
         if pos - released >= RELEASE_BYTES:
             released = release_pages(mm, released, pos)
-        if _u32(mm, pos) == 0:  # no block has an empty header: zeros appended or written over the report
-            raise ReportFormatError(f"block {index} at byte {pos} has an empty header: the {size - pos} bytes from there are not "
-                                    "blocks (zeros appended to the report?); the report is damaged: copy it again or re-run ncu", path)
+        if (
+            _u32(mm, pos) == 0
+        ):  # no block has an empty header: zeros appended or written over the report
+            raise ReportFormatError(
+                f"block {index} at byte {pos} has an empty header: the {size - pos} bytes from"
+                " there are not blocks (zeros appended to the report?); the report is damaged:"
+                " copy it again or re-run ncu",
+                path,
+            )
         start = pos + 4 + _u32(mm, pos)
         if start > size:
             break
         try:
-            header = header_cls.FromString(mm[pos + 4:start])
+            header = header_cls.FromString(mm[pos + 4 : start])
         except DecodeError as exc:
-            raise ReportFormatError(f"block {index} at byte {pos} has a corrupt header ({exc}); the report is damaged", path) from exc
+            raise ReportFormatError(
+                f"block {index} at byte {pos} has a corrupt header ({exc}); the report is damaged",
+                path,
+            ) from exc
         end = start + header.payload_size
         if end > size:
             break
@@ -196,8 +239,11 @@ def walk(mm: Any, path: Path, pos: int | None = None, index: int = 0, stop: int 
         index += 1
     release_pages(mm, released, pos)  # the blocks are read: none of their pages stays resident
     if pos != size:
-        raise ReportFormatError(f"is truncated or corrupt: its blocks end at byte {pos} but the file has {len(mm)} bytes; "
-                                "copy the report again or re-run ncu", path)
+        raise ReportFormatError(
+            f"is truncated or corrupt: its blocks end at byte {pos} but the file has {len(mm)}"
+            " bytes; copy the report again or re-run ncu",
+            path,
+        )
 
 
 class Untiled(DecodeError):
@@ -232,13 +278,15 @@ def results(mm: Any, start: int, end: int, header: Any) -> Iterator[tuple[int, A
             raise Untiled()
         n = _u32(mm, at)
         if i >= header.num_sources:
-            yield at, mm[at + 4:at + 4 + n]
+            yield at, mm[at + 4 : at + 4 + n]
         at += 4 + n
     if at != end:
         raise Untiled()
 
 
-def untiled_block(path: Path, launch: int, block: int, start: int, end: int, count: int) -> ReportFormatError:
+def untiled_block(
+    path: Path, launch: int, block: int, start: int, end: int, count: int
+) -> ReportFormatError:
     """The error for a block whose records do not tile its payload.
 
     Parameters
@@ -258,8 +306,11 @@ def untiled_block(path: Path, launch: int, block: int, start: int, end: int, cou
         One line naming the launch, the block and its bytes.
     """
     return ReportFormatError(
-        f"has a damaged block: launch {launch} in block {block} (bytes {start}-{end}): the block "
-        f"should hold {count} records but its contents do not add up; copy the report again or re-run ncu", path)
+        f"has a damaged block: launch {launch} in block {block} (bytes {start}-{end}): the block"
+        f" should hold {count} records but its contents do not add up; copy the report again or"
+        " re-run ncu",
+        path,
+    )
 
 
 @dataclass(frozen=True)
@@ -302,7 +353,7 @@ class LaunchLedger:
         self.last: dict[int | None, ResultRecord] = {}
 
     def _bytes(self, r: ResultRecord) -> bytes:
-        return bytes(self.data[r.start:r.end])
+        return bytes(self.data[r.start : r.end])
 
     def add(self, r: ResultRecord) -> None:
         """Take the next record in file order.
@@ -312,19 +363,33 @@ class LaunchLedger:
         ReportFormatError
             Naming both records, their byte ranges and sequence numbers.
         """
-        ident = (r.process_id, r.sequence) if r.sequence is not None else hashlib.blake2b(self._bytes(r), digest_size=16).digest()
+        ident = (
+            (r.process_id, r.sequence)
+            if r.sequence is not None
+            else hashlib.blake2b(self._bytes(r), digest_size=16).digest()
+        )
         first = self.first.setdefault(ident, r)
         if first is not r and (r.sequence is None or self._bytes(first) == self._bytes(r)):
             raise ReportFormatError(
-                f"has a repeated launch record: record {r.index} (bytes {r.start}-{r.end}) is an exact copy of record "
-                f"{first.index} (bytes {first.start}-{first.end}), a duplicated block; the report is damaged: copy it "
-                "again or re-run ncu", self.path)
+                f"has a repeated launch record: record {r.index} (bytes {r.start}-{r.end}) is an"
+                f" exact copy of record {first.index} (bytes {first.start}-{first.end}), a"
+                " duplicated block; the report is damaged: copy it again or re-run ncu",
+                self.path,
+            )
         prev = self.last.get(r.process_id)
-        if prev is not None and r.sequence is not None and prev.sequence is not None and r.sequence <= prev.sequence:
+        if (
+            prev is not None
+            and r.sequence is not None
+            and prev.sequence is not None
+            and r.sequence <= prev.sequence
+        ):
             raise ReportFormatError(
-                f"has launch records out of sequence: record {r.index} (bytes {r.start}-{r.end}) has ncu sequence "
-                f"number {r.sequence}, not above the {prev.sequence} of record {prev.index}; launches are repeated or "
-                "reordered, the report is damaged: copy it again or re-run ncu", self.path)
+                f"has launch records out of sequence: record {r.index} (bytes {r.start}-{r.end})"
+                f" has ncu sequence number {r.sequence}, not above the {prev.sequence} of record"
+                f" {prev.index}; launches are repeated or reordered, the report is damaged: copy it"
+                " again or re-run ncu",
+                self.path,
+            )
         self.last[r.process_id] = r
 
 
@@ -343,7 +408,12 @@ class Plan:
     records: list[ResultRecord] = field(default_factory=list)
 
 
-def plan(mm: Any, path: Path, blocks: Iterator[tuple[int, int, Any, int]], ledger: LaunchLedger | None = None) -> Plan:
+def plan(
+    mm: Any,
+    path: Path,
+    blocks: Iterator[tuple[int, int, Any, int]],
+    ledger: LaunchLedger | None = None,
+) -> Plan:
     """Walk the block headers once.
 
     Parameters
@@ -384,7 +454,9 @@ def plan(mm: Any, path: Path, blocks: Iterator[tuple[int, int, Any, int]], ledge
     return out
 
 
-def _stamps(mm: Any, path: Path, block: int, start: int, header: Any, launch: int, ledger: LaunchLedger) -> list[ResultRecord]:
+def _stamps(
+    mm: Any, path: Path, block: int, start: int, header: Any, launch: int, ledger: LaunchLedger
+) -> list[ResultRecord]:
     """The launch records of one block, numbered from ``launch``, each added to ``ledger``."""
     stamp, out = classes()["Stamp"], []
     try:
@@ -393,13 +465,29 @@ def _stamps(mm: Any, path: Path, block: int, start: int, header: Any, launch: in
             try:  # protobuf's C parser walks the record's wire format (a deleted or inserted byte breaks it)
                 f = stamp.FromString(buf)
             except DecodeError as exc:
-                raise ReportFormatError(f"has a damaged launch record: record {launch} (bytes {begin}-{end}) is not "
-                                        f"readable ({exc}); copy the report again or re-run ncu", path) from exc
-            r = ResultRecord(launch, block, begin, end, f.thread_id if f.HasField("thread_id") else None,
-                             f.seq if f.HasField("seq") else None)
+                raise ReportFormatError(
+                    f"has a damaged launch record: record {launch} (bytes {begin}-{end}) is not "
+                    f"readable ({exc}); copy the report again or re-run ncu",
+                    path,
+                ) from exc
+            r = ResultRecord(
+                launch,
+                block,
+                begin,
+                end,
+                f.thread_id if f.HasField("thread_id") else None,
+                f.seq if f.HasField("seq") else None,
+            )
             ledger.add(r)
             out.append(r)
             launch += 1
     except Untiled as exc:
-        raise untiled_block(path, launch, block, start, start + header.payload_size, header.num_sources + header.num_results) from exc
+        raise untiled_block(
+            path,
+            launch,
+            block,
+            start,
+            start + header.payload_size,
+            header.num_sources + header.num_results,
+        ) from exc
     return out

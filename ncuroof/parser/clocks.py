@@ -89,7 +89,7 @@ def _status(record: bytes) -> str | None:
             elif wire == 2:
                 length, i = varint(record, i)
                 if number == 25:
-                    flags = {n: v for n, w, v in fields(record[i:i + length]) if w == 0}
+                    flags = {n: v for n, w, v in fields(record[i : i + length]) if w == 0}
                     return (LOCKED if flags.get(2) else NOT_APPLIED) if flags.get(1) else NOT_LOCKED
                 i += length
             elif wire in (1, 5):
@@ -142,7 +142,11 @@ def clock_control(path: Path) -> str | None:
     value alone for an input without a clock status; None when neither says."""
     status = report_clock(path)
     rec = read_sidecar(path)
-    mode = rec.get("clock_control") if isinstance(rec, dict) and isinstance(rec.get("clock_control"), str) else None
+    mode = (
+        rec.get("clock_control")
+        if isinstance(rec, dict) and isinstance(rec.get("clock_control"), str)
+        else None
+    )
     if status and mode:
         return f"{status}: {mode}"
     return status or mode

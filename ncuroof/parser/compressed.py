@@ -34,7 +34,15 @@ from ..catalog import Catalog
 from ..errors import InputError, MissingModuleError, NcuroofError, ReportFormatError
 from .blocks import MAGIC
 
-__all__ = ["ZSTD_MAGIC", "is_compressed", "Frames", "frames", "uncompressed", "limit_bytes", "CHUNK"]
+__all__ = [
+    "ZSTD_MAGIC",
+    "is_compressed",
+    "Frames",
+    "frames",
+    "uncompressed",
+    "limit_bytes",
+    "CHUNK",
+]
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _SKIPPABLE, _SKIPPABLE_MASK = 0x184D2A50, 0xFFFFFFF0
@@ -46,7 +54,9 @@ _RAISE = "raise [compressed] max_bytes, max_ratio in metrics/thresholds.toml if 
 
 def is_compressed(head: bytes) -> bool:
     """Whether ``head`` (a file's first 4 bytes or more) starts a zstd frame or a skippable frame."""
-    return head[:4] == ZSTD_MAGIC or (len(head) >= 4 and struct.unpack_from("<I", head)[0] & _SKIPPABLE_MASK == _SKIPPABLE)
+    return head[:4] == ZSTD_MAGIC or (
+        len(head) >= 4 and struct.unpack_from("<I", head)[0] & _SKIPPABLE_MASK == _SKIPPABLE
+    )
 
 
 @dataclass(frozen=True)
@@ -60,7 +70,9 @@ class Frames:
 
 
 def _truncated(path: Path, size: int) -> ReportFormatError:
-    return ReportFormatError(f"the compressed report is truncated at byte {size}: copy it again", path)
+    return ReportFormatError(
+        f"the compressed report is truncated at byte {size}: copy it again", path
+    )
 
 
 def _frame_header(f: BinaryIO, at: int, size: int, path: Path) -> tuple[int | None, bool]:
@@ -70,8 +82,11 @@ def _frame_header(f: BinaryIO, at: int, size: int, path: Path) -> tuple[int | No
         raise _truncated(path, size)
     d = desc[0]
     if d & 0x08:
-        raise ReportFormatError(f"is not a valid compressed report: the zstd frame at byte {at - 4} has a reserved bit set; "
-                                "copy it again", path)
+        raise ReportFormatError(
+            f"is not a valid compressed report: the zstd frame at byte {at - 4} has a reserved bit"
+            " set; copy it again",
+            path,
+        )
     single, fcs_flag = bool(d & 0x20), d >> 6
     did = (0, 1, 2, 4)[d & 3]
     fcs = (1 if single else 0, 2, 4, 8)[fcs_flag]
@@ -80,7 +95,7 @@ def _frame_header(f: BinaryIO, at: int, size: int, path: Path) -> tuple[int | No
         raise _truncated(path, size)
     if not fcs:
         return None, bool(d & 0x04)
-    value = int.from_bytes(rest[len(rest) - fcs:], "little")
+    value = int.from_bytes(rest[len(rest) - fcs :], "little")
     return value + (256 if fcs == 2 else 0), bool(d & 0x04)
 
 
@@ -93,8 +108,11 @@ def _blocks_end(f: BinaryIO, size: int, path: Path) -> None:
         header = int.from_bytes(raw, "little")
         last, kind, length = header & 1, (header >> 1) & 3, header >> 3
         if kind == 3:
-            raise ReportFormatError(f"is not a valid compressed report: a zstd block at byte {f.tell() - 3} is of a reserved "
-                                    "type; copy it again", path)
+            raise ReportFormatError(
+                f"is not a valid compressed report: a zstd block at byte {f.tell() - 3} is of a"
+                " reserved type; copy it again",
+                path,
+            )
         step = 1 if kind == 1 else length
         if f.tell() + step > size:
             raise _truncated(path, size)
@@ -138,7 +156,11 @@ def frames(path: Path) -> Frames:
                 skippable += 1
                 continue
             if magic != ZSTD_MAGIC:
-                raise ReportFormatError(f"is not a valid compressed report: byte {at} starts no zstd frame; copy it again", path)
+                raise ReportFormatError(
+                    f"is not a valid compressed report: byte {at} starts no zstd frame; copy it"
+                    " again",
+                    path,
+                )
             content, checksum = _frame_header(f, at + 4, size, path)
             _blocks_end(f, size, path)
             if checksum and f.tell() + 4 > size:
@@ -147,7 +169,10 @@ def frames(path: Path) -> Frames:
             count += 1
             declared = None if content is None or declared is None else declared + content
     if not count:
-        raise ReportFormatError("holds no zstd frame, only skippable ones: it is no compressed report; copy it again", path)
+        raise ReportFormatError(
+            "holds no zstd frame, only skippable ones: it is no compressed report; copy it again",
+            path,
+        )
     return Frames(count, skippable, declared)
 
 
@@ -160,8 +185,11 @@ def limit_bytes(catalog: Catalog, compressed: int) -> int:
 
 
 def _bomb(path: Path, what: str, limit: int, compressed: int) -> ReportFormatError:
-    return ReportFormatError(f"the compressed report {what} but {compressed:,} compressed bytes may make at most {limit:,} "
-                             f"(a zstd bomb or a damaged file?); {_RAISE}", path)
+    return ReportFormatError(
+        f"the compressed report {what} but {compressed:,} compressed bytes may make at most"
+        f" {limit:,} (a zstd bomb or a damaged file?); {_RAISE}",
+        path,
+    )
 
 
 def _decompress(path: Path, out: Path, limit: int) -> None:
@@ -169,15 +197,24 @@ def _decompress(path: Path, out: Path, limit: int) -> None:
     try:
         import zstandard
     except ImportError as exc:
-        raise MissingModuleError("reading a compressed .ncu-repz needs the zstandard package: pip install zstandard", path) from exc
+        raise MissingModuleError(
+            "reading a compressed .ncu-repz needs the zstandard package: pip install zstandard",
+            path,
+        ) from exc
     written, compressed = 0, path.stat().st_size
     with path.open("rb") as src, out.open("wb") as dst:
-        reader = zstandard.ZstdDecompressor().stream_reader(src, read_size=CHUNK, read_across_frames=True)
+        reader = zstandard.ZstdDecompressor().stream_reader(
+            src, read_size=CHUNK, read_across_frames=True
+        )
         while True:
             try:
                 data = reader.read(CHUNK)
             except zstandard.ZstdError as exc:
-                raise ReportFormatError(f"the compressed report is corrupt near byte {src.tell()} ({exc}): copy it again", path) from exc
+                raise ReportFormatError(
+                    f"the compressed report is corrupt near byte {src.tell()} ({exc}): copy it"
+                    " again",
+                    path,
+                ) from exc
             if not data:
                 return
             written += len(data)
@@ -188,8 +225,11 @@ def _decompress(path: Path, out: Path, limit: int) -> None:
             except OSError as exc:
                 if exc.errno != errno.ENOSPC:
                     raise
-                raise InputError(f"no room to decompress it in {out.parent.parent} ({written:,} bytes written so far): "
-                                 "free some space or point TMPDIR elsewhere", path) from exc
+                raise InputError(
+                    f"no room to decompress it in {out.parent.parent} ({written:,} bytes written so"
+                    " far): free some space or point TMPDIR elsewhere",
+                    path,
+                ) from exc
 
 
 def _renamed(exc: NcuroofError, tmp: Path, path: Path) -> NcuroofError:
@@ -241,16 +281,22 @@ def uncompressed(path: Path, catalog: Catalog) -> Iterator[Path]:
         raise _bomb(path, f"declares {found.declared:,} decompressed bytes", limit, compressed)
     with tempfile.TemporaryDirectory(prefix="ncuroof-repz-") as tmp:
         if found.declared is not None and found.declared > shutil.disk_usage(tmp).free:
-            raise InputError(f"no room to decompress it in {Path(tmp).parent}: it needs {found.declared:,} bytes; free some "
-                             "space or point TMPDIR elsewhere", path)
+            raise InputError(
+                f"no room to decompress it in {Path(tmp).parent}: it needs {found.declared:,}"
+                " bytes; free some space or point TMPDIR elsewhere",
+                path,
+            )
         out = Path(tmp) / "report.ncu-rep"
         _decompress(path, out, limit)
         with out.open("rb") as f:
             if f.read(4) != MAGIC:
-                raise InputError("is zstd-compressed but holds no Nsight Compute report (its decompressed bytes do not start "
-                                 "with NVR\\0); pass a .ncu-rep/.ncu-repz report or an ncu CSV export", path)
+                raise InputError(
+                    "is zstd-compressed but holds no Nsight Compute report (its decompressed bytes"
+                    " do not start with NVR\\0); pass a .ncu-rep/.ncu-repz report or an ncu CSV"
+                    " export",
+                    path,
+                )
         try:
             yield out
         except NcuroofError as exc:
             raise _renamed(exc, out, path) from exc.__cause__
-

@@ -27,16 +27,19 @@ WORKER = Path(__file__).with_name("_ncu_worker.py")
 # Run the worker by path (its directory, which holds csv.py, is not put on sys.path) and without the
 # current directory ``python -c`` puts first (absent under PYTHONSAFEPATH), keeping PYTHONPATH (ncu's
 # extras/python is often put there).
-_BOOT = ("import runpy, sys; sys.path[:1] = [p for p in sys.path[:1] if p]; sys.argv = sys.argv[1:]; "
-         "runpy.run_path(sys.argv[0], run_name='__main__')")
+_BOOT = (
+    "import runpy, sys; sys.path[:1] = [p for p in sys.path[:1] if p]; sys.argv = sys.argv[1:]; "
+    "runpy.run_path(sys.argv[0], run_name='__main__')"
+)
 
 
 def missing_module(path: Path) -> MissingModuleError:
     """The error for a machine without NVIDIA's ``ncu_report`` module: how to get it, or the CSV route."""
     return MissingModuleError(
-        "reading .ncu-rep needs NVIDIA's ncu_report module (pip install ncu-report; wheels for Linux x86-64 "
-        "and aarch64, macOS 13+ and Windows); install it, or export the data with "
-        f"ncu --import {path.name} --csv --page raw --print-units base > {path.stem}.csv and analyze that CSV",
+        "reading .ncu-rep needs NVIDIA's ncu_report module (pip install ncu-report; wheels for"
+        " Linux x86-64 and aarch64, macOS 13+ and Windows); install it, or export the data with"
+        f" ncu --import {path.name} --csv --page raw --print-units base > {path.stem}.csv and"
+        " analyze that CSV",
         path,
     )
 
@@ -63,7 +66,9 @@ def _where(n_read: int, total: int | None, records: list[Any] | None) -> str:
     return where
 
 
-def _collect(proc: subprocess.Popen[bytes], spec: bytes, progress: Any) -> tuple[list[dict[str, Any]], int | None, str | None, str | None]:
+def _collect(
+    proc: subprocess.Popen[bytes], spec: bytes, progress: Any
+) -> tuple[list[dict[str, Any]], int | None, str | None, str | None]:
     """Send the spec, read the worker's frames to the end: (rows, total, error, missing)."""
     assert proc.stdin is not None and proc.stdout is not None
     try:
@@ -92,7 +97,9 @@ def _collect(proc: subprocess.Popen[bytes], spec: bytes, progress: Any) -> tuple
                 error = value
 
 
-def read_launches(path: Path, spec: dict[str, Any], progress: Any = None, records: list[Any] | None = None) -> list[dict[str, Any]]:
+def read_launches(
+    path: Path, spec: dict[str, Any], progress: Any = None, records: list[Any] | None = None
+) -> list[dict[str, Any]]:
     """Read every launch of a report through ``ncu_report`` in a worker process.
 
     Parameters
@@ -122,11 +129,17 @@ def read_launches(path: Path, spec: dict[str, Any], progress: Any = None, record
         If ``ncu_report`` cannot be imported.
     """
     with tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen([sys.executable, "-c", _BOOT, str(WORKER), str(path)], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=err)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _BOOT, str(WORKER), str(path)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,
+        )
         try:
             rows, total, error, missing = _collect(proc, json.dumps(spec).encode(), progress)
-        except BaseException:  # Ctrl-C or a failing progress bar: the worker does not outlive the read
+        except (
+            BaseException
+        ):  # Ctrl-C or a failing progress bar: the worker does not outlive the read
             proc.kill()
             raise
         finally:
@@ -134,7 +147,9 @@ def read_launches(path: Path, spec: dict[str, Any], progress: Any = None, record
         if missing is not None:
             raise missing_module(path)
         if error is not None:
-            raise ReportFormatError(f"ncu_report could not read it ({error}); re-run ncu or re-export the report", path)
+            raise ReportFormatError(
+                f"ncu_report could not read it ({error}); re-run ncu or re-export the report", path
+            )
         code = proc.returncode
         if code < 0:
             try:
@@ -143,9 +158,15 @@ def read_launches(path: Path, spec: dict[str, Any], progress: Any = None, record
                 name = f"signal {-code}"
             detail = _stderr_line(err)
             raise ReportFormatError(
-                f"has a damaged launch record: NVIDIA's ncu_report decoder aborted ({name}) {_where(len(rows), total, records)}"
-                f"{': ' + detail if detail else ''}; copy the report again or re-run ncu", path)
+                f"has a damaged launch record: NVIDIA's ncu_report decoder aborted ({name})"
+                f" {_where(len(rows), total, records)}{': ' + detail if detail else ''}; copy the"
+                " report again or re-run ncu",
+                path,
+            )
         if code != 0:
-            raise ReportFormatError(f"ncu_report failed {_where(len(rows), total, records)} ({_stderr_line(err)}); "
-                                    "re-run ncu or re-export the report", path)
+            raise ReportFormatError(
+                f"ncu_report failed {_where(len(rows), total, records)} ({_stderr_line(err)}); "
+                "re-run ncu or re-export the report",
+                path,
+            )
     return rows

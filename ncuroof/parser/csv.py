@@ -65,8 +65,15 @@ _META = {
 _NA = ("n/a", "N/A", "nan", "NaN")
 #: How a launch's notes start the note naming the metrics ncu printed as n/a (the diagnosis flags it).
 NA_NOTE = "n/a in the CSV (missing, not 0)"
-_SESSION_FIRST = (b"Launch Settings", b"Session Info", b'"Launch Attribute"', b'"Session Attribute"')
-_SUMMARY_HEADER = re.compile(rb'^(?:\xef\xbb\xbf)?"Kernel Name",.*"(Invocations|Average|Minimum)"', re.MULTILINE)
+_SESSION_FIRST = (
+    b"Launch Settings",
+    b"Session Info",
+    b'"Launch Attribute"',
+    b'"Session Attribute"',
+)
+_SUMMARY_HEADER = re.compile(
+    rb'^(?:\xef\xbb\xbf)?"Kernel Name",.*"(Invocations|Average|Minimum)"', re.MULTILINE
+)
 # "1,234.5 (inst0: 600; inst1: 634.5)": the aggregate value, then instance values.
 _WITH_INSTANCES = re.compile(r"^\s*([-+]?[0-9][0-9,]*\.?[0-9]*(?:[eE][-+]?[0-9]+)?)\s+\(.*\)\s*$")
 
@@ -101,7 +108,9 @@ def sniff(path: Path) -> str:
     """
     with path.open("rb") as f:
         if path.stat().st_size == 0:
-            raise InputError("is empty; export again with ncu --import REPORT --csv --page raw > FILE.csv", path)
+            raise InputError(
+                "is empty; export again with ncu --import REPORT --csv --page raw > FILE.csv", path
+            )
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
             start = mm[:64].lstrip(_BOM).lstrip()
             if start.startswith(_SESSION_FIRST):
@@ -109,8 +118,9 @@ def sniff(path: Path) -> str:
             m = _HEADER.search(mm)  # type: ignore[call-overload]
             if m is None and _SUMMARY_HEADER.search(mm) is not None:  # type: ignore[call-overload]
                 raise InputError(
-                    "is an ncu --print-summary export (aggregated per kernel, no launches); ncuroof needs one row per "
-                    "launch: export again without --print-summary (--page details or --page raw)",
+                    "is an ncu --print-summary export (aggregated per kernel, no launches); ncuroof"
+                    " needs one row per launch: export again without --print-summary (--page"
+                    " details or --page raw)",
                     path,
                 )
             if m is None:
@@ -118,13 +128,20 @@ def sniff(path: Path) -> str:
             end = mm.find(b"\n", m.start())
             if end < 0 and mm.find(b"\r", m.start()) >= 0:
                 raise _cr_only(path)
-            header = _cells(mm[m.start():end if end >= 0 else len(mm)].decode("utf-8", "replace").lstrip("\ufeff"))
+            header = _cells(
+                mm[m.start() : end if end >= 0 else len(mm)]
+                .decode("utf-8", "replace")
+                .lstrip("\ufeff")
+            )
     return "details" if "Metric Name" in header and "Metric Value" in header else "raw"
 
 
 def _cr_only(path: Path) -> InputError:
-    return InputError("has CR-only line ends (classic Mac OS); convert them to LF (tr '\\r' '\\n' < FILE > FIXED.csv) "
-                      "or export it again", path)
+    return InputError(
+        "has CR-only line ends (classic Mac OS); convert them to LF (tr '\\r' '\\n' < FILE >"
+        " FIXED.csv) or export it again",
+        path,
+    )
 
 
 _OUT_OF_ORDER = re.compile(rb'^(?:\xef\xbb\xbf)?(?=")[^\r\n]*"Process ID"[^\r\n]*$', re.MULTILINE)
@@ -134,20 +151,29 @@ def _no_header(mm: Any, path: Path) -> InputError:
     """The error for a file without ncu's header row: another encoding, CR-only line ends,
     columns out of order, or not an export."""
     if mm[:2] in (b"\xff\xfe", b"\xfe\xff") or mm[:4096].count(b"\x00") > 64:
-        return InputError("is UTF-16 encoded; ncu writes UTF-8: convert it (iconv -f UTF-16 -t UTF-8 FILE > FIXED.csv) or "
-                          "export it again", path)
+        return InputError(
+            "is UTF-16 encoded; ncu writes UTF-8: convert it (iconv -f UTF-16 -t UTF-8 FILE >"
+            " FIXED.csv) or export it again",
+            path,
+        )
     if mm.find(b"\n", 0, 1 << 16) < 0 and mm.find(b"\r", 0, 1 << 16) >= 0:
         return _cr_only(path)
     for m in _OUT_OF_ORDER.finditer(mm):
         cells = _cells(m.group(0).decode("utf-8", "replace").lstrip("\ufeff"))
         if "ID" in cells and "Process ID" in cells:
             return InputError(
-                f"has its columns out of order: ncu writes \"ID\",\"Process ID\" first, this header starts "
-                f"{', '.join(repr(c) for c in cells[:3])}; export it again (ncu --import REPORT --csv ...) instead of "
-                "editing the columns", path)
+                f'has its columns out of order: ncu writes "ID","Process ID" first, this header'
+                f" starts "
+                f"{', '.join(repr(c) for c in cells[:3])}; export it again (ncu --import REPORT"
+                " --csv ...) instead of "
+                "editing the columns",
+                path,
+            )
     return InputError(
-        "is not an ncu CSV export: no header row starting \"ID\",\"Process ID\"; export one with "
-        "ncu --import REPORT --csv --page raw (or --page details)", path)
+        'is not an ncu CSV export: no header row starting "ID","Process ID"; export one with '
+        "ncu --import REPORT --csv --page raw (or --page details)",
+        path,
+    )
 
 
 class _RowLines(io.RawIOBase):
@@ -176,7 +202,7 @@ class _RowLines(io.RawIOBase):
                     size += len(line)
             self._buf, self._pos = b"".join(parts), 0
         n = min(len(b), len(self._buf) - self._pos)
-        b[:n] = memoryview(self._buf)[self._pos:self._pos + n]
+        b[:n] = memoryview(self._buf)[self._pos : self._pos + n]
         self._pos += n
         return n
 
@@ -185,9 +211,16 @@ def _longest_line(mm: Any, offset: int) -> int:
     """The length in bytes of the longest line of ``mm`` from ``offset``, counted 16 MiB at a time in numpy."""
     longest, line_start, block = 0, offset, 1 << 24
     for lo in range(offset, len(mm), block):
-        ends = np.flatnonzero(np.frombuffer(mm, dtype=np.uint8, count=min(block, len(mm) - lo), offset=lo) == 10) + lo
+        ends = (
+            np.flatnonzero(
+                np.frombuffer(mm, dtype=np.uint8, count=min(block, len(mm) - lo), offset=lo) == 10
+            )
+            + lo
+        )
         if len(ends):
-            longest = max(longest, int(ends[0] - line_start), int(np.diff(ends).max()) if len(ends) > 1 else 0)
+            longest = max(
+                longest, int(ends[0] - line_start), int(np.diff(ends).max()) if len(ends) > 1 else 0
+            )
             line_start = int(ends[-1])
     return max(longest, len(mm) - line_start)
 
@@ -197,21 +230,33 @@ def _open_rows(path: Path, usecols: Any) -> pd.DataFrame:
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
         m = _HEADER.search(mm)  # type: ignore[call-overload]
         assert m is not None  # sniff() checked
-        offset = m.start() + (3 if mm[m.start():m.start() + 3] == _BOM else 0)
+        offset = m.start() + (3 if mm[m.start() : m.start() + 3] == _BOM else 0)
         noisy = _NOISE_LINE.search(mm, offset) is not None  # type: ignore[call-overload]
         end = mm.find(b"\n", offset)
-        header = mm[offset:end if end >= 0 else len(mm)]
+        header = mm[offset : end if end >= 0 else len(mm)]
         stop = len(mm)
         while stop > offset and mm[stop - 1] in b"\r\n":
             stop -= 1
-        last = mm[max(offset, mm.rfind(b"\n", offset, stop) + 1):stop]
+        last = mm[max(offset, mm.rfind(b"\n", offset, stop) + 1) : stop]
         limit = limits()["csv_line_bytes"]
         if _longest_line(mm, offset) > limit:
-            raise InputError(over_limit("csv_line_bytes", f"a line is longer than {int(limit):,} bytes"), path)
-    if last.startswith(b'"') and (not last.endswith(b'"') or _cell_count(last) < _cell_count(header)):
-        raise ReportFormatError("ends in the middle of a row: the export is truncated; export it again", path)
-    kwargs: dict[str, Any] = {"dtype": str, "keep_default_na": False, "usecols": usecols, "encoding": "utf-8",
-                              "encoding_errors": "replace", "skip_blank_lines": True}
+            raise InputError(
+                over_limit("csv_line_bytes", f"a line is longer than {int(limit):,} bytes"), path
+            )
+    if last.startswith(b'"') and (
+        not last.endswith(b'"') or _cell_count(last) < _cell_count(header)
+    ):
+        raise ReportFormatError(
+            "ends in the middle of a row: the export is truncated; export it again", path
+        )
+    kwargs: dict[str, Any] = {
+        "dtype": str,
+        "keep_default_na": False,
+        "usecols": usecols,
+        "encoding": "utf-8",
+        "encoding_errors": "replace",
+        "skip_blank_lines": True,
+    }
     try:
         with path.open("rb") as f:
             if noisy:
@@ -219,7 +264,10 @@ def _open_rows(path: Path, usecols: Any) -> pd.DataFrame:
             f.seek(offset)
             return pd.read_csv(f, **kwargs)
     except (pd.errors.ParserError, ValueError, UnicodeDecodeError) as exc:
-        raise InputError(f"is not a well-formed ncu CSV export ({str(exc).splitlines()[0]}); export it again", path) from exc
+        raise InputError(
+            f"is not a well-formed ncu CSV export ({str(exc).splitlines()[0]}); export it again",
+            path,
+        ) from exc
 
 
 def _cell_count(line: bytes) -> int:
@@ -245,8 +293,10 @@ def _ncu_messages(path: Path) -> list[str]:
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
         if mm.find(b"==WARNING==") < 0 and mm.find(b"==ERROR==") < 0:
             return []
-        return [f"ncu {m.group(1).decode().lower()}: {m.group(2).decode('utf-8', 'replace').strip()}"
-                for m in _NCU_MESSAGE.finditer(mm)][:5]  # type: ignore[call-overload]
+        return [
+            f"ncu {m.group(1).decode().lower()}: {m.group(2).decode('utf-8', 'replace').strip()}"
+            for m in _NCU_MESSAGE.finditer(mm)
+        ][:5]  # type: ignore[call-overload]
 
 
 def function_name(demangled: str) -> str:
@@ -297,9 +347,13 @@ def _numbers(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     except (ValueError, TypeError):
         pass
     s = values.str.strip()
-    s = s.str.replace(_WITH_INSTANCES, r"\1", regex=True)  # keep the aggregate of "value (instances)"
+    s = s.str.replace(
+        _WITH_INSTANCES, r"\1", regex=True
+    )  # keep the aggregate of "value (instances)"
     na = s.isin(_NA) | (s == "")
-    num = pd.to_numeric(s.str.replace(",", "", regex=False).where(~na), errors="coerce").to_numpy(dtype=float)
+    num = pd.to_numeric(s.str.replace(",", "", regex=False).where(~na), errors="coerce").to_numpy(
+        dtype=float
+    )
     bad = np.isnan(num) & ~na.to_numpy()
     if bad.any():
         raise ValueError(values[bad].iloc[0])
@@ -313,7 +367,11 @@ def _wanted(name: str, catalog: Catalog) -> bool:
 def _convert(path: Path, metric: str, unit: str, rules: CsvRules) -> float:
     f = rules.factor(unit)
     if f is None:
-        raise InputError(f"unknown unit {unit!r} for {metric}; re-export with --print-units base, or report this unit", path)
+        raise InputError(
+            f"unknown unit {unit!r} for {metric}; re-export with --print-units base, or report this"
+            " unit",
+            path,
+        )
     return f
 
 
@@ -322,7 +380,9 @@ def _meta(first: pd.DataFrame, path: Path) -> pd.DataFrame:
     try:
         ids = pd.to_numeric(first["ID"], errors="raise").astype("int64")
     except (ValueError, TypeError) as exc:
-        raise InputError(f"has a non-integer launch ID ({exc}); is it an ncu CSV export?", path) from exc
+        raise InputError(
+            f"has a non-integer launch ID ({exc}); is it an ncu CSV export?", path
+        ) from exc
     out = pd.DataFrame({"source": str(path), "range_id": 0, "launch_id": ids.to_numpy()})
     demangled = first["Kernel Name"]
     out["kernel_demangled"] = demangled.to_numpy(dtype=object)
@@ -331,7 +391,9 @@ def _meta(first: pd.DataFrame, path: Path) -> pd.DataFrame:
     out["nvtx_range"] = None
     out["device_name"] = None
     for col, name in (("CC", "cc"), ("Grid Size", "grid"), ("Block Size", "block")):
-        out[name] = first[col].replace("", None).to_numpy(dtype=object) if col in first.columns else None
+        out[name] = (
+            first[col].replace("", None).to_numpy(dtype=object) if col in first.columns else None
+        )
     out["ncu_version"] = None
     out["reader"] = None  # parser.read names it
     return out
@@ -355,26 +417,51 @@ def _check_launch_rows(rows: pd.DataFrame, path: Path) -> None:
     twice = rows[rows.duplicated(key)]
     if len(repeated) or len(twice):
         launch = repeated.iloc[0] if len(repeated) else twice["ID"].iloc[0]
-        pid = f" in process {rows['Process ID'].iloc[0]}" if "Process ID" in rows.columns and rows["Process ID"].nunique() == 1 else ""
-        raise InputError(f"launch ID {launch} is repeated{pid}: its rows appear twice (two launches share the ID); the export "
-                         "is damaged or joined from two exports: export it again from the report", path)
+        pid = (
+            f" in process {rows['Process ID'].iloc[0]}"
+            if "Process ID" in rows.columns and rows["Process ID"].nunique() == 1
+            else ""
+        )
+        raise InputError(
+            f"launch ID {launch} is repeated{pid}: its rows appear twice (two launches share the"
+            " ID); the export is damaged or joined from two exports: export it again from the"
+            " report",
+            path,
+        )
     sizes = np.diff(np.r_[starts, len(ids)])
     kernels = rows["Kernel Name"].to_numpy(dtype=object)[starts]
     same = sizes[:-1][kernels[:-1] == kernels[-1]]
     if len(same) and sizes[-1] < same.min():
-        raise ReportFormatError(f"ends inside launch {ids[-1]}: it has {sizes[-1]} metric rows, the other launches of its kernel "
-                                f"at least {same.min()}; the export is truncated: export it again", path)
+        raise ReportFormatError(
+            f"ends inside launch {ids[-1]}: it has {sizes[-1]} metric rows, the other launches of"
+            f" its kernel at least {same.min()}; the export is truncated: export it again",
+            path,
+        )
 
 
 def _details_rows(path: Path) -> pd.DataFrame:
     """The metric rows of a details page; a repeated header row (two exports written into one file
     with ``cat``) is dropped."""
-    cols = ["ID", "Process ID", "Kernel Name", "Block Size", "Grid Size", "CC", "Section Name", "Metric Name",
-            "Metric Unit", "Metric Value"]
+    cols = [
+        "ID",
+        "Process ID",
+        "Kernel Name",
+        "Block Size",
+        "Grid Size",
+        "CC",
+        "Section Name",
+        "Metric Name",
+        "Metric Unit",
+        "Metric Value",
+    ]
     rows = _open_rows(path, lambda c: c in cols)
     for c in ("ID", "Kernel Name", "Metric Name", "Metric Unit", "Metric Value"):
         if c not in rows.columns:
-            raise InputError(f"details-page CSV without a {c!r} column; export it again with ncu --csv --page details", path)
+            raise InputError(
+                f"details-page CSV without a {c!r} column; export it again with ncu --csv --page"
+                " details",
+                path,
+            )
     header = rows["ID"].to_numpy(dtype=object) == "ID"
     if header.any():
         header &= np.logical_and.reduce([rows[c].to_numpy(dtype=object) == c for c in rows.columns])
@@ -385,7 +472,11 @@ def _runs(rows: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """The ncu runs in a details page: one per process ID when launch IDs repeat across process IDs
     (the exports of two runs of the same launches written one after the other into one file, as the
     GENE authors fed their roofline script), else the whole page under the key ``''``."""
-    pids = rows["Process ID"].to_numpy(dtype=object) if "Process ID" in rows.columns else np.array([], dtype=object)
+    pids = (
+        rows["Process ID"].to_numpy(dtype=object)
+        if "Process ID" in rows.columns
+        else np.array([], dtype=object)
+    )
     if not len(pids) or (pids == pids[0]).all():
         return {"": rows}
     pairs = rows[["Process ID", "ID"]].drop_duplicates()
@@ -398,13 +489,22 @@ def _join(runs: dict[str, pd.DataFrame], path: Path) -> pd.DataFrame:
     """Join the raw tables of the runs of one file launch by launch, as the files of one run are
     joined (:func:`ncuroof.parser.merge.merge`); every launch says so in ``input_notes``."""
     tables = [raw.assign(source=f"{path} (process {pid})") for pid, raw in runs.items()]
-    raw = merge(tables, advice="the processes of this file are not runs of the same launches: export each run to its "
-                               "own file (ncu --import REPORT --csv) and pass them with --stack")
+    raw = merge(
+        tables,
+        advice=(
+            "the processes of this file are not runs of the same launches: export each run to its "
+            "own file (ncu --import REPORT --csv) and pass them with --stack"
+        ),
+    )
     raw["source"] = str(path)
-    note = (f"{len(runs)} ncu runs of the same launches (processes {', '.join(runs)}) written one after the other into "
-            "this file: joined launch by launch, each metric from the first run that has it (values the runs disagree on "
-            "are named here and warned about)")
-    raw["input_notes"] = [f"{note}; {n}" if isinstance(n, str) and n else note for n in raw["input_notes"]]
+    note = (
+        f"{len(runs)} ncu runs of the same launches (processes {', '.join(runs)}) written one after"
+        " the other into this file: joined launch by launch, each metric from the first run that"
+        " has it (values the runs disagree on are named here and warned about)"
+    )
+    raw["input_notes"] = [
+        f"{note}; {n}" if isinstance(n, str) and n else note for n in raw["input_notes"]
+    ]
     return raw
 
 
@@ -413,17 +513,25 @@ def _chart_repeats(rows: pd.DataFrame, rules: CsvRules) -> pd.DataFrame:
     ``metrics/csv.toml``: "SM Frequency" of the FP32 and of the FP64 roofline of one section)."""
     if not rules.repeating or "Section Name" not in rows.columns:
         return rows
-    pairs = list(zip(rows["Section Name"].to_numpy(dtype=object), rows["Metric Name"].to_numpy(dtype=object)))
+    pairs = list(
+        zip(rows["Section Name"].to_numpy(dtype=object), rows["Metric Name"].to_numpy(dtype=object))
+    )
     repeating = np.array([p in rules.repeating for p in pairs], dtype=bool)
     later = repeating & rows.duplicated(["ID", "Section Name", "Metric Name"]).to_numpy()
     return rows[~later]
 
 
-def _read_details(rows: pd.DataFrame, path: Path, catalog: Catalog, rules: CsvRules, notes: list[str]) -> pd.DataFrame:
+def _read_details(
+    rows: pd.DataFrame, path: Path, catalog: Catalog, rules: CsvRules, notes: list[str]
+) -> pd.DataFrame:
     rows = _chart_repeats(rows, rules)
     _check_launch_rows(rows, path)
     names = rows["Metric Name"].to_numpy(dtype=object)
-    sections = rows["Section Name"].to_numpy(dtype=object) if "Section Name" in rows.columns else np.full(len(rows), "")
+    sections = (
+        rows["Section Name"].to_numpy(dtype=object)
+        if "Section Name" in rows.columns
+        else np.full(len(rows), "")
+    )
     metric = np.empty(len(rows), dtype=object)
     label_rank = np.zeros(len(rows), dtype=np.int8)
     ignored: set[str] = set()
@@ -437,14 +545,21 @@ def _read_details(rows: pd.DataFrame, path: Path, catalog: Catalog, rules: CsvRu
             metric[i] = None
             ignored.add(name)
     if ignored:
-        notes.append(f"{len(ignored)} section labels not mapped to an ncu metric were ignored "
-                     f"(e.g. {', '.join(sorted(ignored)[:3])})")
+        notes.append(
+            f"{len(ignored)} section labels not mapped to an ncu metric were ignored "
+            f"(e.g. {', '.join(sorted(ignored)[:3])})"
+        )
     rows = rows.assign(metric=metric, rank=label_rank)
     first = rows.drop_duplicates("ID")
     meta = _meta(first, path)
     # n/a of any metric the export names is reported, read or not (the GPU did not provide it).
-    na_rows = rows[rows["Metric Value"].str.strip().isin(_NA) & rows["metric"].map(lambda m: isinstance(m, str))]
-    na_all = na_rows.groupby(pd.to_numeric(na_rows["ID"]).astype("int64"))["metric"].apply(lambda m: ", ".join(sorted(set(m))))
+    na_rows = rows[
+        rows["Metric Value"].str.strip().isin(_NA)
+        & rows["metric"].map(lambda m: isinstance(m, str))
+    ]
+    na_all = na_rows.groupby(pd.to_numeric(na_rows["ID"]).astype("int64"))["metric"].apply(
+        lambda m: ", ".join(sorted(set(m)))
+    )
     keep = rows[[isinstance(m, str) and _wanted(m, catalog) for m in rows["metric"]]]
     if keep.empty:
         meta["_na"] = na_all.reindex(meta["launch_id"]).to_numpy()
@@ -455,15 +570,30 @@ def _read_details(rows: pd.DataFrame, path: Path, catalog: Catalog, rules: CsvRu
         values, _ = _numbers(keep["Metric Value"])  # n/a were collected above, for every metric
     except ValueError as exc:
         bad = keep[keep["Metric Value"] == exc.args[0]].iloc[0]
-        raise InputError(f"launch {bad['ID']}: {bad['metric']} has the non-numeric value {exc.args[0]!r}", path) from exc
-    with np.errstate(over="ignore"):  # 1e308 Kbyte: inf, refused as not physical by validate.check_values
+        raise InputError(
+            f"launch {bad['ID']}: {bad['metric']} has the non-numeric value {exc.args[0]!r}", path
+        ) from exc
+    with np.errstate(
+        over="ignore"
+    ):  # 1e308 Kbyte: inf, refused as not physical by validate.check_values
         values = values * keep["Metric Unit"].map(factor).to_numpy(dtype=float)
-    long = pd.DataFrame({"ID": pd.to_numeric(keep["ID"]).astype("int64").to_numpy(), "metric": keep["metric"].to_numpy(),
-                         "rank": keep["rank"].to_numpy(), "value": values})
+    long = pd.DataFrame(
+        {
+            "ID": pd.to_numeric(keep["ID"]).astype("int64").to_numpy(),
+            "metric": keep["metric"].to_numpy(),
+            "rank": keep["rank"].to_numpy(),
+            "value": values,
+        }
+    )
     # A metric printed twice (a --metrics name and a section label for it): the metric name wins.
-    long = long.sort_values(["ID", "metric", "rank"], kind="stable").drop_duplicates(["ID", "metric"])
+    long = long.sort_values(["ID", "metric", "rank"], kind="stable").drop_duplicates(
+        ["ID", "metric"]
+    )
     wide = long.pivot(index="ID", columns="metric", values="value")
-    for metric, others in rules.also.items():  # one label, several metrics (the section's sm__ and smsp__ clocks)
+    for (
+        metric,
+        others,
+    ) in rules.also.items():  # one label, several metrics (the section's sm__ and smsp__ clocks)
         for other in others:
             if metric in wide.columns and other not in wide.columns:
                 wide[other] = wide[metric]
@@ -474,10 +604,21 @@ def _read_details(rows: pd.DataFrame, path: Path, catalog: Catalog, rules: CsvRu
 
 
 def _read_raw(path: Path, catalog: Catalog, rules: CsvRules, notes: list[str]) -> pd.DataFrame:
-    meta_cols = {"ID", "Kernel Name", "Block Size", "Grid Size", "CC", "device__attribute_display_name"}
+    meta_cols = {
+        "ID",
+        "Kernel Name",
+        "Block Size",
+        "Grid Size",
+        "CC",
+        "device__attribute_display_name",
+    }
     table = _open_rows(path, lambda c: c in meta_cols or _wanted(c, catalog))
     if "ID" not in table.columns or "Kernel Name" not in table.columns:
-        raise InputError("raw-page CSV without ID and Kernel Name columns; export it again with ncu --csv --page raw", path)
+        raise InputError(
+            "raw-page CSV without ID and Kernel Name columns; export it again with ncu --csv"
+            " --page raw",
+            path,
+        )
     has_units = len(table) > 0 and table["ID"].iloc[0] == ""
     units = table.iloc[0] if has_units else pd.Series("", index=table.columns)
     data = table.iloc[1:] if has_units else table
@@ -486,7 +627,9 @@ def _read_raw(path: Path, catalog: Catalog, rules: CsvRules, notes: list[str]) -
     data = data[data["ID"] != ""]
     meta = _meta(data, path)
     if "device__attribute_display_name" in data.columns:
-        meta["device_name"] = data["device__attribute_display_name"].replace("", None).to_numpy(dtype=object)
+        meta["device_name"] = (
+            data["device__attribute_display_name"].replace("", None).to_numpy(dtype=object)
+        )
     na_cols: dict[str, np.ndarray] = {}
     for col in data.columns:
         if col in meta_cols:
@@ -537,7 +680,10 @@ def read_session(path: str | Path) -> Session:
             with contextlib.suppress(ValueError):  # text attributes (names, modes) are not kept
                 session.attributes[f"device__attribute_{key}"] = float(value.replace(",", ""))
     a = session.attributes
-    if "device__attribute_compute_capability_major" in a and "device__attribute_compute_capability_minor" in a:
+    if (
+        "device__attribute_compute_capability_major" in a
+        and "device__attribute_compute_capability_minor" in a
+    ):
         session.cc = f"{int(a['device__attribute_compute_capability_major'])}.{int(a['device__attribute_compute_capability_minor'])}"
     return session
 
@@ -575,8 +721,11 @@ def read_csv(path: str | Path, catalog: Catalog, rules: CsvRules | None = None) 
     rules = rules or load_csv_rules()
     page = sniff(path)
     if page == "session":
-        raise InputError("is a session-page export with no kernel launches; pass it together with the raw or "
-                         "details export of the same run (it adds the device name and ncu version)", path)
+        raise InputError(
+            "is a session-page export with no kernel launches; pass it together with the raw or "
+            "details export of the same run (it adds the device name and ncu version)",
+            path,
+        )
     messages = _ncu_messages(path)
     notes: list[str] = []
     if page == "raw":
@@ -584,18 +733,23 @@ def read_csv(path: str | Path, catalog: Catalog, rules: CsvRules | None = None) 
     tables: dict[str, pd.DataFrame] = {}
     for pid, rows in _runs(_details_rows(path)).items():
         notes = []
-        tables[pid] = _with_notes(_read_details(rows, path, catalog, rules, notes), notes + messages, path)
+        tables[pid] = _with_notes(
+            _read_details(rows, path, catalog, rules, notes), notes + messages, path
+        )
     return _join(tables, path) if len(tables) > 1 else tables[""]
 
 
 def _with_notes(raw: pd.DataFrame, notes: list[str], path: Path) -> pd.DataFrame:
     """``raw`` with its ``input_notes``: the launch's n/a metrics, then ``notes`` (common to all launches)."""
     if raw.empty:
-        raise InputError("holds no kernel launches; check ncu's --kernel-name/--launch-count filters", path)
+        raise InputError(
+            "holds no kernel launches; check ncu's --kernel-name/--launch-count filters", path
+        )
     common = "; ".join(notes)
     na = raw.pop("_na") if "_na" in raw.columns else pd.Series(None, index=raw.index)
     raw["input_notes"] = [
-        "; ".join(x for x in ((f"{NA_NOTE}: {m}" if isinstance(m, str) and m else ""), common) if x) or None
+        "; ".join(x for x in ((f"{NA_NOTE}: {m}" if isinstance(m, str) and m else ""), common) if x)
+        or None
         for m in na
     ]
     return raw

@@ -52,7 +52,9 @@ def sass_patched(raw: pd.DataFrame) -> bool:
     bool
         True when any such metric has a value in any launch.
     """
-    cols = [c for c in raw.columns if c not in RAW_META and ("__sass_" in c or c.startswith("sass__"))]
+    cols = [
+        c for c in raw.columns if c not in RAW_META and ("__sass_" in c or c.startswith("sass__"))
+    ]
     return bool(cols) and bool(raw[cols].notna().to_numpy().any())
 
 
@@ -66,17 +68,30 @@ _ADVICE = "merge only files of the same ncu run (or pass --stack)"
 def _check_lineup(base: pd.DataFrame, other: pd.DataFrame, advice: str) -> None:
     a, b = _name(base), _name(other)
     if len(base) != len(other):
-        raise InputError(f"cannot merge with {a}: it has {len(base)} launches and this one {len(other)}; {advice}", b)
-    joined = base[_KEY + ["kernel_name"]].merge(other[_KEY + ["kernel_name"]], on=_KEY, how="outer", suffixes=("_a", "_b"), indicator=True)
+        raise InputError(
+            f"cannot merge with {a}: it has {len(base)} launches and this one {len(other)};"
+            f" {advice}",
+            b,
+        )
+    joined = base[_KEY + ["kernel_name"]].merge(
+        other[_KEY + ["kernel_name"]], on=_KEY, how="outer", suffixes=("_a", "_b"), indicator=True
+    )
     missing = joined[joined["_merge"] != "both"]
     if not missing.empty:
         r = missing.iloc[0]
-        raise InputError(f"cannot merge with {a}: launch {int(r['launch_id'])} is in only one of the two; {advice}", b)
+        raise InputError(
+            f"cannot merge with {a}: launch {int(r['launch_id'])} is in only one of the two;"
+            f" {advice}",
+            b,
+        )
     differ = joined[joined["kernel_name_a"] != joined["kernel_name_b"]]
     if not differ.empty:
         r = differ.iloc[0]
-        raise InputError(f"cannot merge with {a}: launch {int(r['launch_id'])} is {r['kernel_name_b']!r} here but "
-                         f"{r['kernel_name_a']!r} there; {advice}", b)
+        raise InputError(
+            f"cannot merge with {a}: launch {int(r['launch_id'])} is {r['kernel_name_b']!r} here"
+            f" but {r['kernel_name_a']!r} there; {advice}",
+            b,
+        )
 
 
 def merge(tables: list[pd.DataFrame], advice: str = _ADVICE) -> pd.DataFrame:
@@ -108,7 +123,9 @@ def merge(tables: list[pd.DataFrame], advice: str = _ADVICE) -> pd.DataFrame:
     others = [t.sort_values(_KEY).reset_index(drop=True) for t in tables[1:]]
     for t in others:
         _check_lineup(base, t, advice)
-    ordered = sorted([base, *others], key=sass_patched)  # stable: unpatched files first, then input order
+    ordered = sorted(
+        [base, *others], key=sass_patched
+    )  # stable: unpatched files first, then input order
     patched = {_name(t): sass_patched(t) for t in ordered}
     out = base[_KEY].copy()
     for col in RAW_META:
@@ -139,11 +156,19 @@ def merge(tables: list[pd.DataFrame], advice: str = _ADVICE) -> pd.DataFrame:
                 continue
             kept = metrics[col]
             tolerance = 0.01 if any(k in col for k in _TIME_LIKE) else _SAME
-            for i in np.flatnonzero(np.isfinite(kept) & np.isfinite(v) & (np.abs(kept - v) > tolerance * np.abs(kept))):
+            for i in np.flatnonzero(
+                np.isfinite(kept) & np.isfinite(v) & (np.abs(kept - v) > tolerance * np.abs(kept))
+            ):
                 inflated = tolerance > _SAME and patched[name] and not patched[origin[col][i]]
-                why = (" (its run has SASS-patched metrics, which inflate durations and cycles)" if inflated
-                       else " (the first input's value: nothing tells which is right)")
-                notes[i].append(f"{col} from {_shown(origin[col][i])} ({kept[i]:,.6g}), not {_shown(name)} ({v[i]:,.6g}){why}")
+                why = (
+                    " (its run has SASS-patched metrics, which inflate durations and cycles)"
+                    if inflated
+                    else " (the first input's value: nothing tells which is right)"
+                )
+                notes[i].append(
+                    f"{col} from {_shown(origin[col][i])} ({kept[i]:,.6g}), not {_shown(name)}"
+                    f" ({v[i]:,.6g}){why}"
+                )
                 differ.append((i, col))
             take = np.isnan(kept) & ~np.isnan(v)
             metrics[col] = np.where(take, v, kept)
@@ -152,9 +177,16 @@ def merge(tables: list[pd.DataFrame], advice: str = _ADVICE) -> pd.DataFrame:
     out["input_notes"] = ["; ".join(n) or None for n in notes]
     if differ:  # said on the terminal, never decided quietly: which value was kept is in each launch's notes
         i, col = differ[0]
-        _log.warning("%s: the inputs give different values for %d launch metrics, e.g. launch %s's %s: %s; "
-                     "each launch's notes in kernels.csv name the value kept (pass runs that are not parts of one run with --stack)",
-                     out["source"].iloc[0], len(differ), out["launch_id"].iloc[i], col, notes[i][-1] if notes[i] else col)
+        _log.warning(
+            "%s: the inputs give different values for %d launch metrics, e.g. launch %s's %s: %s;"
+            " each launch's notes in kernels.csv name the value kept (pass runs that are not parts"
+            " of one run with --stack)",
+            out["source"].iloc[0],
+            len(differ),
+            out["launch_id"].iloc[i],
+            col,
+            notes[i][-1] if notes[i] else col,
+        )
     return out
 
 
@@ -184,9 +216,16 @@ def apply_session(raw: pd.DataFrame, session: Session, path: Path) -> pd.DataFra
     raw = raw.copy()
     known = raw["device_name"].dropna().astype(str).unique()
     if session.device_name and len(known) and session.device_name not in known:
-        raise InputError(f"is the session page of a run on {session.device_name}, but the launches ran on "
-                         f"{', '.join(known)}; pass the session page of the same run", path)
-    for col, value in (("device_name", session.device_name), ("cc", session.cc), ("ncu_version", session.ncu_version)):
+        raise InputError(
+            f"is the session page of a run on {session.device_name}, but the launches ran on "
+            f"{', '.join(known)}; pass the session page of the same run",
+            path,
+        )
+    for col, value in (
+        ("device_name", session.device_name),
+        ("cc", session.cc),
+        ("ncu_version", session.ncu_version),
+    ):
         if value:
             raw[col] = raw[col].astype(object).where(raw[col].notna(), value)
     for name, value in session.attributes.items():

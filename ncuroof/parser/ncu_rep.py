@@ -24,7 +24,15 @@ from ..schema import DAMAGED
 from .blocks import LaunchLedger, Plan, ResultRecord, check_file, plan, walk
 from .contained import missing_module, read_launches
 
-__all__ = ["read_ncu_rep", "check_records", "launch_row", "launch_frame", "numeric_metrics", "META_COLUMNS", "DAMAGED_TEXT"]
+__all__ = [
+    "read_ncu_rep",
+    "check_records",
+    "launch_row",
+    "launch_frame",
+    "numeric_metrics",
+    "META_COLUMNS",
+    "DAMAGED_TEXT",
+]
 
 
 def check_records(path: Path) -> Plan:
@@ -76,14 +84,36 @@ def _cc(values: dict[str, Any]) -> str | None:
         return None
     return f"{int(major)}.{int(minor)}"
 
-_META = ("source", "range_id", "launch_id", "kernel_name", "kernel_demangled", "nvtx_range", "device_name", "cc", "grid",
-         "block", "ncu_version", "reader", "input_notes")
+
+_META = (
+    "source",
+    "range_id",
+    "launch_id",
+    "kernel_name",
+    "kernel_demangled",
+    "nvtx_range",
+    "device_name",
+    "cc",
+    "grid",
+    "block",
+    "ncu_version",
+    "reader",
+    "input_notes",
+)
 #: The identity columns of a :func:`launch_row` row, in order (the metric columns follow).
 META_COLUMNS = _META
 
 
-def launch_row(path: Path, range_id: int, launch_id: int, kernel_name: str, demangled: str, nvtx: str | None,
-               values: dict[str, Any], version: str | None) -> dict[str, Any]:
+def launch_row(
+    path: Path,
+    range_id: int,
+    launch_id: int,
+    kernel_name: str,
+    demangled: str,
+    nvtx: str | None,
+    values: dict[str, Any],
+    version: str | None,
+) -> dict[str, Any]:
     """One raw-table row: the launch's identity columns, then its metric values.
 
     Shared by both ``.ncu-rep`` readers so that their tables agree column for column.
@@ -109,9 +139,26 @@ def launch_row(path: Path, range_id: int, launch_id: int, kernel_name: str, dema
     dict
     """
     display = values.pop("device__attribute_display_name", None)
-    row = dict(zip(_META, (str(path), range_id, launch_id, kernel_name, demangled, nvtx,
-                           display if isinstance(display, str) else None, _cc(values), _dims(values, "grid"),
-                           _dims(values, "block"), version, None, None)))
+    row = dict(
+        zip(
+            _META,
+            (
+                str(path),
+                range_id,
+                launch_id,
+                kernel_name,
+                demangled,
+                nvtx,
+                display if isinstance(display, str) else None,
+                _cc(values),
+                _dims(values, "grid"),
+                _dims(values, "block"),
+                version,
+                None,
+                None,
+            ),
+        )
+    )
     row.update(values)
     return row
 
@@ -145,7 +192,9 @@ def numeric_metrics(df: pd.DataFrame) -> pd.DataFrame:
     DataFrame
         ``df``, changed in place.
     """
-    text = [c for c in df.columns if c not in _META and not pd.api.types.is_numeric_dtype(df[c])]  # the rest are numbers already
+    text = [
+        c for c in df.columns if c not in _META and not pd.api.types.is_numeric_dtype(df[c])
+    ]  # the rest are numbers already
     if text:
         df[text] = df[text].apply(pd.to_numeric, errors="coerce")
     return df
@@ -154,9 +203,12 @@ def numeric_metrics(df: pd.DataFrame) -> pd.DataFrame:
 def _spec(catalog: Catalog) -> dict[str, Any]:
     """What the worker keeps of each launch (:mod:`._ncu_worker`)."""
     t = catalog.tensor
-    return {"wanted": sorted(catalog.scalar_metrics), "ops_prefix": t.ops_prefix,
-            "ops_suffixes": [t.ops_count, t.ops_rate, t.ops_peak],
-            "instanced": {name: keep.pattern for name, keep in catalog.instanced_metrics.items()}}
+    return {
+        "wanted": sorted(catalog.scalar_metrics),
+        "ops_prefix": t.ops_prefix,
+        "ops_suffixes": [t.ops_count, t.ops_rate, t.ops_peak],
+        "instanced": {name: keep.pattern for name, keep in catalog.instanced_metrics.items()},
+    }
 
 
 def read_ncu_rep(path: str | Path, catalog: Catalog, progress: Any = None) -> pd.DataFrame:
@@ -198,24 +250,41 @@ def read_ncu_rep(path: str | Path, catalog: Catalog, progress: Any = None) -> pd
     rows: list[dict[str, Any]] = []
     for launch in launches:
         values = {k: v for k, v in launch.items() if k not in _LAUNCH_META}
-        row = launch_row(path, launch["range_id"], launch["launch_id"], launch["kernel_name"], launch["kernel_demangled"],
-                         launch["nvtx_range"], values, version)
+        row = launch_row(
+            path,
+            launch["range_id"],
+            launch["launch_id"],
+            launch["kernel_name"],
+            launch["kernel_demangled"],
+            launch["nvtx_range"],
+            values,
+            version,
+        )
         row["input_notes"] = DAMAGED_TEXT if launch.get("_damaged_text") else None
         rows.append(row)
     return launch_frame(rows)
 
 
 #: Keys of the worker's launch dicts that are not metrics.
-_LAUNCH_META = frozenset({"range_id", "launch_id", "kernel_name", "kernel_demangled", "nvtx_range", "_damaged_text"})
+_LAUNCH_META = frozenset(
+    {"range_id", "launch_id", "kernel_name", "kernel_demangled", "nvtx_range", "_damaged_text"}
+)
 #: Input note of a launch whose names held bytes that are not UTF-8.
-DAMAGED_TEXT = f"{DAMAGED}: its names hold bytes that are not UTF-8 (shown as U+FFFD), the report is damaged"
+DAMAGED_TEXT = (
+    f"{DAMAGED}: its names hold bytes that are not UTF-8 (shown as U+FFFD), the report is damaged"
+)
 
 
 def _no_launches(path: Path, records: list[ResultRecord] | None) -> InputError:
     """The error for a report ncu_report reads as empty: damaged when its blocks hold launch records."""
     if records:
         return ReportFormatError(
-            f"is damaged: it holds {len(records)} launch records but ncu_report decodes none (its file or session "
-            "header is likely damaged); copy the report again or re-run ncu", path)
-    return InputError("holds no kernel launches: ncu profiled none (check its --kernel-name/--launch-count filters), or the "
-                      "file was cut short after its header (copy it again)", path)
+            f"is damaged: it holds {len(records)} launch records but ncu_report decodes none (its"
+            " file or session header is likely damaged); copy the report again or re-run ncu",
+            path,
+        )
+    return InputError(
+        "holds no kernel launches: ncu profiled none (check its --kernel-name/--launch-count"
+        " filters), or the file was cut short after its header (copy it again)",
+        path,
+    )

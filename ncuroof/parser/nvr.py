@@ -62,15 +62,39 @@ from google.protobuf.message import DecodeError
 
 from ..catalog import Catalog
 from ..errors import InputError, ReportFormatError
-from .blocks import LaunchLedger, Plan, ResultRecord, Untiled, check_file, first_block, plan, results, untiled_block, walk
+from .blocks import (
+    LaunchLedger,
+    Plan,
+    ResultRecord,
+    Untiled,
+    check_file,
+    first_block,
+    plan,
+    results,
+    untiled_block,
+    walk,
+)
 from .ncu_rep import META_COLUMNS, launch_frame, launch_row, numeric_metrics
 from .split import Workers, cores
 from .wire import classes as _classes
 from .wire import unseen_fields
 from .wire import varint as _varint
 
-__all__ = ["read_nvr", "read_stamps", "UnsupportedReport", "PayloadError", "LEARNED", "FORMAT_VERSION", "iter_results", "Launch", "Slice", "decode_slice",
-           "PROCESS_LAUNCHES", "PROCESSES_ENV", "Block"]
+__all__ = [
+    "read_nvr",
+    "read_stamps",
+    "UnsupportedReport",
+    "PayloadError",
+    "LEARNED",
+    "FORMAT_VERSION",
+    "iter_results",
+    "Launch",
+    "Slice",
+    "decode_slice",
+    "PROCESS_LAUNCHES",
+    "PROCESSES_ENV",
+    "Block",
+]
 
 FORMAT_VERSION = 7
 KERNEL_LAUNCH = 3
@@ -86,6 +110,7 @@ TICK = 256
 #: ``DataFrame.attrs`` key of :func:`read_nvr`'s table: the launches whose layout was learned by a full scan.
 LEARNED = "ncuroof.learned_launches"
 _DOUBLE = struct.Struct("<d")
+
 
 class UnsupportedReport(Exception):
     """The report uses something the decoder has not been verified on (read it with ``ncu_report``)."""
@@ -124,7 +149,11 @@ class Launch:
         """Metric name to value (float, int, str or NaN)."""
         numbers = self.numbers
         if numbers is None:
-            assert self.layout.doubles is not None and self.blob is not None and self.others is not None
+            assert (
+                self.layout.doubles is not None
+                and self.blob is not None
+                and self.others is not None
+            )
             numbers = self.layout.doubles.values(self.blob, self.others)
         out = dict(zip(self.layout.names, numbers))
         out.update(self.extra)
@@ -164,7 +193,7 @@ class _Layout:
     def opcode_raws(self, raws: tuple[bytes, ...]) -> tuple[bytes, ...]:
         """The raw results of the instanced metrics among ``raws``, in the order of ``opcodes``."""
         at = len(self.names)
-        return raws[at:at + len(self.opcodes)]
+        return raws[at : at + len(self.opcodes)]
 
 
 def _no_metrics(metrics: Any) -> tuple[bytes, ...]:
@@ -199,7 +228,7 @@ class _Doubles:
         for i, (raw, at) in enumerate(zip(raws, layout.ats)):
             if raw.startswith(b"\x09\x19", at) and len(raw) >= at + 10:
                 doubles.append(i)
-                pattern.append(re.escape(raw[:at + 2]) + rb".{8}" + re.escape(raw[at + 10:]))
+                pattern.append(re.escape(raw[: at + 2]) + rb".{8}" + re.escape(raw[at + 10 :]))
                 fmt.append(f"{at + 2}xd{len(raw) - at - 10}x")
                 offsets.append(size + at + 2)
                 size += len(raw)
@@ -207,11 +236,26 @@ class _Doubles:
                 others.append((i, at))
         if len(doubles) < 2:
             return None
-        dtype = np.dtype({"names": [f"v{i}" for i in doubles], "formats": ["<f8"] * len(doubles), "offsets": offsets, "itemsize": size})
-        return cls(_getter(doubles), re.compile(b"".join(pattern), re.DOTALL), struct.Struct("".join(fmt)).unpack, tuple(others),
-                   tuple(doubles), dtype)
+        dtype = np.dtype(
+            {
+                "names": [f"v{i}" for i in doubles],
+                "formats": ["<f8"] * len(doubles),
+                "offsets": offsets,
+                "itemsize": size,
+            }
+        )
+        return cls(
+            _getter(doubles),
+            re.compile(b"".join(pattern), re.DOTALL),
+            struct.Struct("".join(fmt)).unpack,
+            tuple(others),
+            tuple(doubles),
+            dtype,
+        )
 
-    def match(self, layout: _Layout, raws: tuple[bytes, ...], metric_cls: Any) -> tuple[bytes, list[Any]] | None:
+    def match(
+        self, layout: _Layout, raws: tuple[bytes, ...], metric_cls: Any
+    ) -> tuple[bytes, list[Any]] | None:
         """(the joined raw results of the doubles, the other values in order) of ``raws``, or None
         where they are not laid out as learned."""
         blob = b"".join(self.get(raws))
@@ -265,7 +309,9 @@ class _Wanted:
             wanted.strings.append(name)
         return wanted
 
-    def read_doubles(self, metrics: Any, metric_cls: Any) -> tuple[Any, Any, tuple[bytes, list[Any]] | None]:
+    def read_doubles(
+        self, metrics: Any, metric_cls: Any
+    ) -> tuple[Any, Any, tuple[bytes, list[Any]] | None]:
         """(layout, raws, matched) through the latest layout of this many metrics that has a
         :class:`_Doubles` reader (``matched``: :meth:`_Doubles.match`'s); matched None when there is
         none or it does not match."""
@@ -293,14 +339,24 @@ class _Wanted:
         cat = self.catalog
         instanced = cat.instanced_metrics
         ids = self.ids
-        scalars = sorted((ids[mid], mid, i) for mid, i in found.items() if ids[mid] not in instanced or ids[mid] in cat.scalar_metrics)
+        scalars = sorted(
+            (ids[mid], mid, i)
+            for mid, i in found.items()
+            if ids[mid] not in instanced or ids[mid] in cat.scalar_metrics
+        )
         opcodes = sorted((ids[mid], mid, i) for mid, i in found.items() if ids[mid] in instanced)
         picked = [(mid, i) for _, mid, i in scalars] + [(mid, i) for _, mid, i in opcodes]
         picked += earlier  # checked, never read
         keys = tuple(_key(mid) for mid, _ in picked)
         n_read = len(picked) - len(earlier)
-        layout = _Layout(tuple(name for name, _, _ in scalars), tuple(len(k) for k in keys[:len(scalars)]), keys,
-                         _getter([i for _, i in picked]), tuple(name for name, _, _ in opcodes), n_read=n_read)
+        layout = _Layout(
+            tuple(name for name, _, _ in scalars),
+            tuple(len(k) for k in keys[: len(scalars)]),
+            keys,
+            _getter([i for _, i in picked]),
+            tuple(name for name, _, _ in opcodes),
+            n_read=n_read,
+        )
         known[:] = [layout, *known[:3]]
         return layout, layout.get(metrics)
 
@@ -315,7 +371,10 @@ class _Wanted:
                 raise DecodeError(f"metric result {i} does not start with its name")
             mid = _varint(raw, 1)[0]
             if mid >= n_strings:
-                raise DecodeError(f"metric result {i} names string {mid}, beyond the report's string table of {n_strings}")
+                raise DecodeError(
+                    f"metric result {i} names string {mid}, beyond the report's string table of"
+                    f" {n_strings}"
+                )
             if mid in ids:
                 if mid in found:
                     earlier.append((mid, found[mid]))
@@ -355,7 +414,9 @@ def _nvtx(result: Any) -> str | None:
     if not result.HasField("nvtx"):
         return None
     state = result.nvtx
-    if any(len(se) > 1 and (se[0] != 0x08 or any(b < 0x80 for b in se[1:-1])) for se in state.start_end):
+    if any(
+        len(se) > 1 and (se[0] != 0x08 or any(b < 0x80 for b in se[1:-1])) for se in state.start_end
+    ):
         raise UnsupportedReport("NVTX start/end ranges")
     threads = [t for t in state.threads if t.tid == result.thread_id]
     if len(threads) > 1:
@@ -386,7 +447,7 @@ def _value_at(raw: bytes, at: int, metric_cls: Any) -> Any:
         if end == at + 1 + n:
             return value
     if 1 < n < 0x80 and raw[at + 1] == 0x0A and raw[at + 2] == n - 2:  # one short string
-        return raw[at + 3:at + 1 + n].decode()
+        return raw[at + 3 : at + 1 + n].decode()
     return _metric_value(metric_cls.FromString(raw))
 
 
@@ -417,8 +478,14 @@ def _values(result: Any, wanted: _Wanted, metric_cls: Any, got: Launch) -> None:
     else:
         layout, raws = wanted.raw_metrics(metrics)
         unpack = _DOUBLE.unpack_from
-        got.numbers = [unpack(raw, at + 2)[0] if raw.startswith(b"\x09\x19", at) else _value_at(raw, at, metric_cls)
-                       for raw, at in zip(raws, layout.ats)]
+        got.numbers = [
+            (
+                unpack(raw, at + 2)[0]
+                if raw.startswith(b"\x09\x19", at)
+                else _value_at(raw, at, metric_cls)
+            )
+            for raw, at in zip(raws, layout.ats)
+        ]
         if layout.doubles is None:
             layout.doubles = _Doubles.learn(layout, raws)
     got.layout = layout
@@ -432,9 +499,17 @@ def _launch(buf: Any, block: int, offset: int, wanted: _Wanted, classes: dict[st
         raise UnsupportedReport(f"a result of kind {result.kind} (not a kernel launch)")
     # an empty name (a C symbol has no demangled form) is the mangled one, as in ncu_report
     function, demangled = result.function or result.mangled, result.demangled or result.mangled
-    got = Launch(block, offset, function.decode(), demangled.decode(), _nvtx(result),
-                 result.seq if result.HasField("seq") else None, result.thread_id if result.HasField("thread_id") else None,
-                 result.timestamp, _NO_LAYOUT)
+    got = Launch(
+        block,
+        offset,
+        function.decode(),
+        demangled.decode(),
+        _nvtx(result),
+        result.seq if result.HasField("seq") else None,
+        result.thread_id if result.HasField("thread_id") else None,
+        result.timestamp,
+        _NO_LAYOUT,
+    )
     _values(result, wanted, classes["Metric"], got)
     return got
 
@@ -447,7 +522,9 @@ def _first_block(mm: Any, path: Path) -> int:
     return pos
 
 
-def _blocks(mm: Any, path: Path, pos: int | None = None, index: int = 0, stop: int | None = None) -> Iterator[tuple[int, int, Any, int]]:
+def _blocks(
+    mm: Any, path: Path, pos: int | None = None, index: int = 0, stop: int | None = None
+) -> Iterator[tuple[int, int, Any, int]]:
     """The blocks of :func:`ncuroof.parser.blocks.walk`, from the first (its format version
     checked) or from block ``index`` at byte ``pos``, to the end of the file or to byte ``stop``."""
     return walk(mm, path, _first_block(mm, path) if pos is None else pos, index, stop)
@@ -460,17 +537,22 @@ class PayloadError(ReportFormatError):
 
 
 def _damaged(path: Path, launch: int, block: int, pos: int, exc: Exception) -> PayloadError:
-    return PayloadError(f"launch {launch} in block {block} (byte {pos}) cannot be decoded ({exc}): the report is damaged or "
-                        "lays results out in a way the built-in reader does not know; re-run ncu, or read it with --reader ncu_report "
-                        "(NVIDIA's ncu-report package)", path)
+    return PayloadError(
+        f"launch {launch} in block {block} (byte {pos}) cannot be decoded ({exc}): the report is"
+        " damaged or lays results out in a way the built-in reader does not know; re-run ncu, or"
+        " read it with --reader ncu_report (NVIDIA's ncu-report package)",
+        path,
+    )
 
 
-def _launches(mm: Any, path: Path, blocks: Iterator[tuple[int, int, Any, int]], wanted: _Wanted,
-              launch: int) -> Iterator[tuple[int, Launch, int, int, bool]]:
+def _launches(
+    mm: Any, path: Path, blocks: Iterator[tuple[int, int, Any, int]], wanted: _Wanted, launch: int
+) -> Iterator[tuple[int, Launch, int, int, bool]]:
     """(launch index, :class:`Launch`, record start, record end, whether its metric layout was
     learned here) of the kernel launches in ``blocks``, numbered from ``launch``, their metric names
     resolved in ``wanted`` (the whole report's string table); the result fields of a learned layout
-    are checked (:func:`_check_seen`); a payload that does not decode raises :class:`PayloadError`."""
+    are checked (:func:`_check_seen`); a payload that does not decode raises :class:`PayloadError`.
+    """
     classes = _classes()
     for block, pos, header, start in blocks:
         if not header.num_results:
@@ -485,8 +567,14 @@ def _launches(mm: Any, path: Path, blocks: Iterator[tuple[int, int, Any, int]], 
                 yield launch, got, offset + 4, offset + 4 + len(buf), learned
                 launch += 1
         except Untiled as exc:
-            raise untiled_block(path, launch, block, start, start + header.payload_size,
-                                header.num_sources + header.num_results) from exc
+            raise untiled_block(
+                path,
+                launch,
+                block,
+                start,
+                start + header.payload_size,
+                header.num_sources + header.num_results,
+            ) from exc
         except (DecodeError, UnicodeDecodeError, IndexError, ValueError, struct.error) as exc:
             raise _damaged(path, launch, block, pos, exc) from exc
 
@@ -562,22 +650,30 @@ def read_stamps(path: str | Path) -> pd.DataFrame:
                     rows.append((len(rows), block, offset, m.seq, m.thread_id, m.timestamp))
             except DecodeError as exc:
                 raise _damaged(path, len(rows), block, pos, exc) from exc
-    return pd.DataFrame(rows, columns=["launch_id", "block", "offset", "seq", "thread_id", "timestamp"], dtype="int64")
+    return pd.DataFrame(
+        rows,
+        columns=["launch_id", "block", "offset", "seq", "thread_id", "timestamp"],
+        dtype="int64",
+    )
 
 
 def _check_seen(buf: Any, message: str, where: str) -> None:
     """Raise :class:`UnsupportedReport` for a field of ``message`` never seen in a verified report."""
     unseen = unseen_fields(bytes(buf), message)
     if unseen:
-        raise UnsupportedReport(f"{where}: {message} fields never seen {unseen[:3]} (field number, wire type)")
+        raise UnsupportedReport(
+            f"{where}: {message} fields never seen {unseen[:3]} (field number, wire type)"
+        )
 
 
-def _seen(mm: Any, blocks: Iterator[tuple[int, int, Any, int]]) -> Iterator[tuple[int, int, Any, int]]:
+def _seen(
+    mm: Any, blocks: Iterator[tuple[int, int, Any, int]]
+) -> Iterator[tuple[int, int, Any, int]]:
     """``blocks``, their headers checked for fields never seen (but for result blocks after the first)."""
     after_results = False
     for block, pos, header, start in blocks:
         if not after_results or not header.num_results:
-            _check_seen(mm[pos + 4:start], "BlockHeader", f"block {block}")
+            _check_seen(mm[pos + 4 : start], "BlockHeader", f"block {block}")
         after_results = after_results or bool(header.num_results)
         yield block, pos, header, start
 
@@ -594,12 +690,20 @@ def _plan(mm: Any, path: Path, blocks: list[Block] | None = None) -> Plan:
 Block = tuple[int, int, int, int, Any]
 
 
-def _recorded(blocks: Iterator[tuple[int, int, Any, int]], out: list[Block] | None) -> Iterator[tuple[int, int, Any, int]]:
+def _recorded(
+    blocks: Iterator[tuple[int, int, Any, int]], out: list[Block] | None
+) -> Iterator[tuple[int, int, Any, int]]:
     """``blocks``, each also appended to ``out`` as a :data:`Block` (when ``out`` is not None)."""
     for block, pos, header, start in blocks:
         if out is not None:
-            strings = header.strings if header.num_results and header.HasField("strings") and header.strings.strings else None
-            out.append((pos, start + header.payload_size, header.num_results, header.num_sources, strings))
+            strings = (
+                header.strings
+                if header.num_results and header.HasField("strings") and header.strings.strings
+                else None
+            )
+            out.append(
+                (pos, start + header.payload_size, header.num_results, header.num_sources, strings)
+            )
         yield block, pos, header, start
 
 
@@ -626,7 +730,10 @@ def _slices(plan: Plan, processes: int) -> list[Slice]:
     first = (plan.total + (processes - 1) * head) / processes
     width = (plan.total - first) / (processes - 1)
     launches = [m[2] for m in plan.marks]
-    cuts = sorted({bisect.bisect_left(launches, first + k * width) for k in range(processes - 1)} - {0, len(launches)})
+    cuts = sorted(
+        {bisect.bisect_left(launches, first + k * width) for k in range(processes - 1)}
+        - {0, len(launches)}
+    )
     bounds = [plan.marks[i] for i in cuts]
     out = [Slice(stop=bounds[0][0], strings=strings)]
     for (pos, block, launch), nxt in zip(bounds, [*bounds[1:], None]):
@@ -634,8 +741,14 @@ def _slices(plan: Plan, processes: int) -> list[Slice]:
     return out
 
 
-def decode_slice(path: Path, catalog: Catalog, part: Slice, chunk: int, version: str | None,
-                 progress: Callable[[int], None] | None = None) -> tuple[list[pd.DataFrame], list[tuple[int, ...]]]:
+def decode_slice(
+    path: Path,
+    catalog: Catalog,
+    part: Slice,
+    chunk: int,
+    version: str | None,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[list[pd.DataFrame], list[tuple[int, ...]]]:
     """Decode the launches of one :class:`Slice` of a report (in this process or a worker's).
 
     Returns the raw-table chunks (:func:`_frames`, ``chunk`` launches at a time) and one record
@@ -649,7 +762,11 @@ def decode_slice(path: Path, catalog: Catalog, part: Slice, chunk: int, version:
     rows: list[tuple[int, Launch]] = []
     records: list[tuple[int, ...]] = []
     wanted = _Wanted.of(catalog, part.strings)
-    with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm, _gc_paused():
+    with (
+        path.open("rb") as f,
+        mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm,
+        _gc_paused(),
+    ):
         blocks = _blocks(mm, path, part.pos, part.block, part.stop)
         for index, got, start, end, learned in _launches(mm, path, blocks, wanted, part.launch):
             records.append((index, got.block, start, end, got.thread_id, got.seq, learned))
@@ -679,8 +796,16 @@ def _frames(path: Path, rows: list[tuple[int, Launch]], version: str | None) -> 
         if kinds[start] is not None:
             out.append(_run_frame(path, [got for _, got in run], [i for i, _ in run], version))
         else:
-            out.append(launch_frame([launch_row(path, 0, i, got.function, got.demangled, got.nvtx, got.values, version)
-                                     for i, got in run]))
+            out.append(
+                launch_frame(
+                    [
+                        launch_row(
+                            path, 0, i, got.function, got.demangled, got.nvtx, got.values, version
+                        )
+                        for i, got in run
+                    ]
+                )
+            )
         start = end
     return out
 
@@ -694,11 +819,16 @@ def _fast(got: Launch) -> int | None:
 
 
 _DISPLAY = "device__attribute_display_name"
-_SHAPE = ("device__attribute_compute_capability_major", "device__attribute_compute_capability_minor",
-          *(f"launch__{kind}_dim_{a}" for kind in ("grid", "block") for a in "xyz"))
+_SHAPE = (
+    "device__attribute_compute_capability_major",
+    "device__attribute_compute_capability_minor",
+    *(f"launch__{kind}_dim_{a}" for kind in ("grid", "block") for a in "xyz"),
+)
 
 
-def _run_frame(path: Path, run: list[Launch], index: list[int], version: str | None) -> pd.DataFrame:
+def _run_frame(
+    path: Path, run: list[Launch], index: list[int], version: str | None
+) -> pd.DataFrame:
     """The raw table of launches of one layout whose values :meth:`_Doubles.match` matched, equal to
     :func:`~ncuroof.parser.ncu_rep.launch_frame` of their :func:`~ncuroof.parser.ncu_rep.launch_row`
     rows: the doubles are read from their joined raw bytes as NumPy records (no Python float per
@@ -714,9 +844,11 @@ def _run_frame(path: Path, run: list[Launch], index: list[int], version: str | N
     if other:
         typed = pd.DataFrame.from_records([got.others for got in run], columns=other)
         columns.update((c, typed[c]) for c in other)
+
     def listed(name: str) -> list[Any]:
         col = columns.get(name)
         return [None] * len(run) if col is None else col.tolist()
+
     display = [d if isinstance(d, str) else None for d in listed(_DISPLAY)]
     shapes: dict[tuple[Any, ...], tuple[str | None, str | None, str | None]] = {}
     texts = []
@@ -726,16 +858,25 @@ def _run_frame(path: Path, run: list[Launch], index: list[int], version: str | N
             text = shapes[key] = _shape_texts(key)
         texts.append(text)
     source = str(path)
-    meta = pd.DataFrame.from_records([(source, 0, i, got.function, got.demangled, got.nvtx, d, *t, version, None, None)
-                                      for i, got, d, t in zip(index, run, display, texts)], columns=list(META_COLUMNS))
-    frame = pd.DataFrame({**{c: meta[c] for c in META_COLUMNS}, **{n: columns[n] for n in names if n != _DISPLAY}})
+    meta = pd.DataFrame.from_records(
+        [
+            (source, 0, i, got.function, got.demangled, got.nvtx, d, *t, version, None, None)
+            for i, got, d, t in zip(index, run, display, texts)
+        ],
+        columns=list(META_COLUMNS),
+    )
+    frame = pd.DataFrame(
+        {**{c: meta[c] for c in META_COLUMNS}, **{n: columns[n] for n in names if n != _DISPLAY}}
+    )
     return numeric_metrics(frame)
 
 
 def _shape_texts(key: tuple[Any, ...]) -> tuple[str | None, str | None, str | None]:
     """``cc``, ``grid`` and ``block`` of a launch with these :data:`_SHAPE` values (None: absent), as
     :func:`~ncuroof.parser.ncu_rep.launch_row` writes them."""
-    row = launch_row(Path(), 0, 0, "", "", None, {c: v for c, v in zip(_SHAPE, key) if v is not None}, None)
+    row = launch_row(
+        Path(), 0, 0, "", "", None, {c: v for c, v in zip(_SHAPE, key) if v is not None}, None
+    )
     return row["cc"], row["grid"], row["block"]
 
 
@@ -760,15 +901,22 @@ def _estimate(mm: Any, path: Path) -> int:
 
 def _processes(total: int) -> int:
     """Decoding processes for a report of ``total`` launches: ``$NCUROOF_DECODE_PROCESSES``
-    (:data:`PROCESSES_ENV`) when set, else one per :data:`PROCESS_LAUNCHES`, at most one per core."""
+    (:data:`PROCESSES_ENV`) when set, else one per :data:`PROCESS_LAUNCHES`, at most one per core.
+    """
     given = os.environ.get(PROCESSES_ENV, "")
     if given.strip().isdigit() and int(given) > 0:
         return int(given)
     return max(1, min(cores(), total // PROCESS_LAUNCHES))
 
 
-def read_nvr(path: str | Path, catalog: Catalog, progress: Callable[[int], Callable[..., None]] | None = None,
-             chunk: int = CHUNK, processes: int | None = None, blocks: list[Block] | None = None) -> pd.DataFrame:
+def read_nvr(
+    path: str | Path,
+    catalog: Catalog,
+    progress: Callable[[int], Callable[..., None]] | None = None,
+    chunk: int = CHUNK,
+    processes: int | None = None,
+    blocks: list[Block] | None = None,
+) -> pd.DataFrame:
     """Read every launch of a report into the raw table, without ``ncu_report``.
 
     One walk over the block headers counts the launches; the result blocks are then decoded in
@@ -814,13 +962,22 @@ def read_nvr(path: str | Path, catalog: Catalog, progress: Callable[[int], Calla
     check_file(path)
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
         n = processes if processes is not None else _processes(_estimate(mm, path))
-        with Workers(n - 1, __name__) as workers:  # they start (import ncuroof) while the blocks are walked
+        with Workers(
+            n - 1, __name__
+        ) as workers:  # they start (import ncuroof) while the blocks are walked
             plan = _plan(mm, path, blocks)
             if not plan.total:
-                raise InputError("holds no kernel launches; check ncu's --kernel-name/--launch-count filters", path)
+                raise InputError(
+                    "holds no kernel launches; check ncu's --kernel-name/--launch-count filters",
+                    path,
+                )
             slices = _slices(plan, n)
             advance = progress(plan.total) if progress is not None else None
-            parts = workers.run(decode_slice, [(path, catalog, part, chunk, plan.version) for part in slices], advance)
+            parts = workers.run(
+                decode_slice,
+                [(path, catalog, part, chunk, plan.version) for part in slices],
+                advance,
+            )
         ledger = LaunchLedger(path, mm)
         learned = []
         for _, records in parts:

@@ -29,21 +29,23 @@ __all__ = ["Workers", "cores"]
 
 _ROOT = str(Path(__file__).resolve().parent.parent.parent)
 _PROGRESS = b"\0progress "
-_BOOT = ("import importlib, pickle, sys\n"
-         "sys.path[:1] = [p for p in sys.path[:1] if p]\n"  # not the current directory python -c puts first
-         "importlib.import_module(sys.argv[1])\n"
-         "call = sys.stdin.buffer.read()\n"
-         "if not call:\n"
-         "    sys.exit(0)\n"
-         "module, name, args = pickle.loads(call)\n"
-         "def progress(n):\n"
-         "    sys.stderr.write(f'\\0progress {n}\\n')\n"
-         "    sys.stderr.flush()\n"
-         "try:\n"
-         "    out = ('ok', getattr(importlib.import_module(module), name)(*args, progress=progress))\n"
-         "except Exception as exc:\n"
-         "    out = ('error', exc)\n"
-         "pickle.dump(out, sys.stdout.buffer, protocol=pickle.HIGHEST_PROTOCOL)\n")
+_BOOT = (
+    "import importlib, pickle, sys\n"
+    "sys.path[:1] = [p for p in sys.path[:1] if p]\n"  # not the current directory python -c puts first
+    "importlib.import_module(sys.argv[1])\n"
+    "call = sys.stdin.buffer.read()\n"
+    "if not call:\n"
+    "    sys.exit(0)\n"
+    "module, name, args = pickle.loads(call)\n"
+    "def progress(n):\n"
+    "    sys.stderr.write(f'\\0progress {n}\\n')\n"
+    "    sys.stderr.flush()\n"
+    "try:\n"
+    "    out = ('ok', getattr(importlib.import_module(module), name)(*args, progress=progress))\n"
+    "except Exception as exc:\n"
+    "    out = ('error', exc)\n"
+    "pickle.dump(out, sys.stdout.buffer, protocol=pickle.HIGHEST_PROTOCOL)\n"
+)
 
 
 def cores() -> int:
@@ -71,17 +73,21 @@ class _Worker:
 
     def read(self) -> None:
         """Start the threads that read the worker's stdout and stderr to their end."""
+
         def stdout() -> None:
             self.out.append(self.proc.stdout.read())  # type: ignore[union-attr]
 
         def stderr() -> None:
             for line in self.proc.stderr:  # type: ignore[union-attr]
                 if line.startswith(_PROGRESS):
-                    self.done += int(line[len(_PROGRESS):])
+                    self.done += int(line[len(_PROGRESS) :])
                 else:
                     self.err.append(line)
 
-        self.readers = [threading.Thread(target=stdout, daemon=True), threading.Thread(target=stderr, daemon=True)]
+        self.readers = [
+            threading.Thread(target=stdout, daemon=True),
+            threading.Thread(target=stderr, daemon=True),
+        ]
         for t in self.readers:
             t.start()
 
@@ -94,9 +100,19 @@ class _Worker:
 
 def _start(module: str) -> _Worker:
     """A worker interpreter importing ``module``, then waiting for its call."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (_ROOT, os.environ.get("PYTHONPATH", "")) if p))
-    return _Worker(subprocess.Popen([sys.executable, "-c", _BOOT, module], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, env=env))
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(p for p in (_ROOT, os.environ.get("PYTHONPATH", "")) if p),
+    )
+    return _Worker(
+        subprocess.Popen(
+            [sys.executable, "-c", _BOOT, module],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+    )
 
 
 def _send(w: _Worker, call: bytes) -> None:
@@ -121,7 +137,9 @@ def _finish(w: _Worker, progress: Callable[[int], None] | None) -> Any:
     w.out.clear()  # the pickled result is not kept once read: only ``data``, until it is unpickled
     if code != 0 or not data:
         lines = b"".join(w.err).decode("utf-8", "replace").strip().splitlines()
-        raise _WorkerDied(f"a worker process ended with code {code}: {lines[-1] if lines else 'no message'}")
+        raise _WorkerDied(
+            f"a worker process ended with code {code}: {lines[-1] if lines else 'no message'}"
+        )
     status, value = pickle.loads(data)
     if status == "error":
         raise value
@@ -158,8 +176,12 @@ class Workers:
             for stream in (w.proc.stdout, w.proc.stderr):
                 stream.close()  # type: ignore[union-attr]
 
-    def run(self, fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]],
-            progress: Callable[[int], None] | None = None) -> list[Any]:
+    def run(
+        self,
+        fn: Callable[..., Any],
+        calls: Sequence[tuple[Any, ...]],
+        progress: Callable[[int], None] | None = None,
+    ) -> list[Any]:
         """``[fn(*args, progress=...) for args in calls]``: the first call here, the others at the
         same time on the workers (at most one call each; workers left over exit unused).
 
@@ -189,11 +211,14 @@ class Workers:
         """
         if len(calls) - 1 > len(self.workers):
             raise ValueError(f"{len(calls) - 1} calls for {len(self.workers)} workers")
-        busy = self.workers[:len(calls) - 1]
+        busy = self.workers[: len(calls) - 1]
         for w, args in zip(busy, calls[1:]):
             w.read()
-            _send(w, pickle.dumps((fn.__module__, fn.__name__, args), protocol=pickle.HIGHEST_PROTOCOL))
-        for w in self.workers[len(busy):]:
+            _send(
+                w,
+                pickle.dumps((fn.__module__, fn.__name__, args), protocol=pickle.HIGHEST_PROTOCOL),
+            )
+        for w in self.workers[len(busy) :]:
             _send(w, b"")
 
         def here(n: int) -> None:  # this process's work, and the workers' reported meanwhile
@@ -220,4 +245,5 @@ def _skipping(progress: Callable[[int], None] | None, done: int) -> Callable[[in
         left[0] -= skip
         if progress is not None and n > skip:
             progress(n - skip)
+
     return tell

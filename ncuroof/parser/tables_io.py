@@ -33,10 +33,25 @@ from .._version import __version__
 from ..errors import InputError
 from ..schema import Column
 
-pa, pacsv, pads, pq, pc = (LazyModule(f"pyarrow{m}") for m in ("", ".csv", ".dataset", ".parquet", ".compute"))  # imported when a table is written or read
+pa, pacsv, pads, pq, pc = (
+    LazyModule(f"pyarrow{m}") for m in ("", ".csv", ".dataset", ".parquet", ".compute")
+)  # imported when a table is written or read
 
-__all__ = ["FORMATS", "TABLES", "MANIFEST", "arrow_table", "csv_bytes", "parquet_bytes", "table_files", "dataset_writer",
-           "read_table", "saved_kernels", "read_manifest", "manifest_text", "csv_safe"]
+__all__ = [
+    "FORMATS",
+    "TABLES",
+    "MANIFEST",
+    "arrow_table",
+    "csv_bytes",
+    "parquet_bytes",
+    "table_files",
+    "dataset_writer",
+    "read_table",
+    "saved_kernels",
+    "read_manifest",
+    "manifest_text",
+    "csv_safe",
+]
 
 #: The file in every output folder listing the files ncuroof wrote there (JSON ``{"files": [...]}``):
 #: the only ones a later run replaces or removes, and the only ones read back from the folder.
@@ -47,28 +62,49 @@ _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}")
 FORMATS = ("csv", "parquet")
 
 #: File stem -> declared columns of each table ncuroof writes.
-TABLES: dict[str, dict[str, Column]] = {"kernels": schema.KERNELS, "points": schema.POINTS, "ranks": schema.RANKS,
-                                        "failures": schema.FAILURES, "timeline": schema.TIMELINE_KERNEL, "ops": schema.OPS,
-                                        "compare": schema.COMPARE, "trail": schema.COMPARE_TRAIL, "phases": schema.PHASES,
-                                        "instruction_points": schema.INSTRUCTION_POINTS, "whatif": schema.WHATIF}
+TABLES: dict[str, dict[str, Column]] = {
+    "kernels": schema.KERNELS,
+    "points": schema.POINTS,
+    "ranks": schema.RANKS,
+    "failures": schema.FAILURES,
+    "timeline": schema.TIMELINE_KERNEL,
+    "ops": schema.OPS,
+    "compare": schema.COMPARE,
+    "trail": schema.COMPARE_TRAIL,
+    "phases": schema.PHASES,
+    "instruction_points": schema.INSTRUCTION_POINTS,
+    "whatif": schema.WHATIF,
+}
 
 # List columns (schema.LIST_COLUMNS) are stored as their text (schema.to_text) and parsed back.
-_ARROW_TYPES = {"string": "string", "int64": "int64", "float64": "float64", "bool": "bool_", "object": "string"}
+_ARROW_TYPES = {
+    "string": "string",
+    "int64": "int64",
+    "float64": "float64",
+    "bool": "bool_",
+    "object": "string",
+}
 
 
 def _arrow_type(dtype: str) -> pa.DataType:
     """The Arrow type of a declared dtype (:class:`~ncuroof.schema.Column`)."""
     return getattr(pa, _ARROW_TYPES[dtype])()
+
+
 _PREFIX = "ncuroof."
 
 
 def _field(name: str, col: Column | None, inferred: pa.DataType) -> pa.Field:
     if col is None:
         return pa.field(name, pa.string() if pa.types.is_large_string(inferred) else inferred)
-    return pa.field(name, _arrow_type(col.dtype), metadata={"unit": col.unit, "description": col.description})
+    return pa.field(
+        name, _arrow_type(col.dtype), metadata={"unit": col.unit, "description": col.description}
+    )
 
 
-def arrow_table(df: pd.DataFrame, columns: Mapping[str, Column], table: str, inputs: Sequence[str | Path] = ()) -> pa.Table:
+def arrow_table(
+    df: pd.DataFrame, columns: Mapping[str, Column], table: str, inputs: Sequence[str | Path] = ()
+) -> pa.Table:
     """A table as a :class:`pyarrow.Table` with the declared schema and ncuroof's metadata.
 
     Parameters
@@ -105,8 +141,13 @@ def arrow_table(df: pd.DataFrame, columns: Mapping[str, Column], table: str, inp
     # input, per read batch, ...); writers slow down per chunk, so make each column one array.
     raw = pa.Table.from_pandas(schema.to_text(df[order]), preserve_index=False).combine_chunks()
     fields = [_field(name, columns.get(name), raw.schema.field(name).type) for name in order]
-    meta = {**(raw.schema.metadata or {}), f"{_PREFIX}table": table, f"{_PREFIX}schema_version": str(schema.SCHEMA_VERSION),
-            f"{_PREFIX}version": __version__, f"{_PREFIX}inputs": json.dumps([str(p) for p in inputs])}
+    meta = {
+        **(raw.schema.metadata or {}),
+        f"{_PREFIX}table": table,
+        f"{_PREFIX}schema_version": str(schema.SCHEMA_VERSION),
+        f"{_PREFIX}version": __version__,
+        f"{_PREFIX}inputs": json.dumps([str(p) for p in inputs]),
+    }
     return raw.cast(pa.schema(fields)).replace_schema_metadata(meta)
 
 
@@ -130,7 +171,10 @@ PART = "input_key"
 
 
 def _input_keys(sources: pa.ChunkedArray) -> pa.Array:
-    keys = {v: hashlib.sha1(str(v).encode("utf-8", "surrogatepass")).hexdigest()[:16] for v in sources.unique().to_pylist()}
+    keys = {
+        v: hashlib.sha1(str(v).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        for v in sources.unique().to_pylist()
+    }
     return pa.array([keys[v] for v in sources.to_pylist()], type=pa.string())
 
 
@@ -153,18 +197,31 @@ def dataset_writer(table: pa.Table, partition: str = "source") -> Callable[[Path
         :func:`pyarrow.dataset.write_dataset`); every file keeps the table's metadata. For
         :func:`ncuroof.render.page.write_outputs`.
     """
-    keyed = table.append_column(PART, _input_keys(table.column(partition))).replace_schema_metadata(table.schema.metadata)
+    keyed = table.append_column(PART, _input_keys(table.column(partition))).replace_schema_metadata(
+        table.schema.metadata
+    )
 
     def write(path: Path) -> None:
-        pads.write_dataset(keyed, path, format="parquet", partitioning=[PART], partitioning_flavor="hive",
-                           basename_template="part-{i}.parquet", existing_data_behavior="error",
-                           file_options=pads.ParquetFileFormat().make_write_options(compression="zstd"))
+        pads.write_dataset(
+            keyed,
+            path,
+            format="parquet",
+            partitioning=[PART],
+            partitioning_flavor="hive",
+            basename_template="part-{i}.parquet",
+            existing_data_behavior="error",
+            file_options=pads.ParquetFileFormat().make_write_options(compression="zstd"),
+        )
 
     return write
 
 
-def table_files(tables: Mapping[str, pd.DataFrame], formats: Sequence[str] = ("csv",), inputs: Sequence[str | Path] = (),
-                dataset: bool = False) -> dict[str, bytes | Callable[[Path], None]]:
+def table_files(
+    tables: Mapping[str, pd.DataFrame],
+    formats: Sequence[str] = ("csv",),
+    inputs: Sequence[str | Path] = (),
+    dataset: bool = False,
+) -> dict[str, bytes | Callable[[Path], None]]:
     """The output files of some tables, for :func:`ncuroof.render.page.write_outputs`.
 
     Parameters
@@ -200,12 +257,18 @@ def table_files(tables: Mapping[str, pd.DataFrame], formats: Sequence[str] = ("c
             out[f"{name}.csv"] = functools.partial(pacsv.write_csv, csv_safe(t))
         if "parquet" in formats:
             part = dataset and "source" in TABLES[name] and len(t) > 0
-            out[f"{name}.parquet"] = dataset_writer(t) if part else functools.partial(_write_parquet, t)
+            out[f"{name}.parquet"] = (
+                dataset_writer(t) if part else functools.partial(_write_parquet, t)
+            )
     return out
 
 
 def _text_columns(table: pa.Table) -> list[int]:
-    return [i for i, f in enumerate(table.schema) if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
+    return [
+        i
+        for i, f in enumerate(table.schema)
+        if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
+    ]
 
 
 def csv_safe(table: pa.Table) -> pa.Table:
@@ -217,10 +280,17 @@ def csv_safe(table: pa.Table) -> pa.Table:
     """
     for i in _text_columns(table):
         col = table.column(i)
-        signed = pc.and_(pc.match_substring_regex(col, fmt.CSV_SIGNED), pc.invert(pc.match_substring_regex(col, fmt.CSV_SIGNED_NUMBER)))
+        signed = pc.and_(
+            pc.match_substring_regex(col, fmt.CSV_SIGNED),
+            pc.invert(pc.match_substring_regex(col, fmt.CSV_SIGNED_NUMBER)),
+        )
         mask = pc.or_(pc.match_substring_regex(col, fmt.CSV_FORMULA), signed)
         if pc.any(mask).as_py():
-            table = table.set_column(i, table.schema.field(i), pc.if_else(mask, pc.binary_join_element_wise("'", col, ""), col))
+            table = table.set_column(
+                i,
+                table.schema.field(i),
+                pc.if_else(mask, pc.binary_join_element_wise("'", col, ""), col),
+            )
     return table
 
 
@@ -230,7 +300,9 @@ def _csv_raw(table: pa.Table) -> pa.Table:
         col = table.column(i)
         quoted = pc.starts_with(col, "'")
         if pc.any(quoted).as_py():
-            table = table.set_column(i, table.schema.field(i), pc.if_else(quoted, pc.utf8_slice_codeunits(col, 1), col))
+            table = table.set_column(
+                i, table.schema.field(i), pc.if_else(quoted, pc.utf8_slice_codeunits(col, 1), col)
+            )
     return table
 
 
@@ -241,9 +313,19 @@ def _write_parquet(table: pa.Table, path: Path) -> None:
 def _to_pandas(t: pa.Table, columns: Mapping[str, Column] | None) -> pd.DataFrame:
     df = t.to_pandas()
     if columns:
-        df = schema.from_text(df.astype({n: c.dtype for n, c in columns.items() if n in df.columns}))
-    df.attrs["units"] = {f.name: f.metadata[b"unit"].decode() for f in t.schema if f.metadata and b"unit" in f.metadata}
-    meta = {k.decode(): v.decode() for k, v in (t.schema.metadata or {}).items() if k.startswith(_PREFIX.encode())}
+        df = schema.from_text(
+            df.astype({n: c.dtype for n, c in columns.items() if n in df.columns})
+        )
+    df.attrs["units"] = {
+        f.name: f.metadata[b"unit"].decode()
+        for f in t.schema
+        if f.metadata and b"unit" in f.metadata
+    }
+    meta = {
+        k.decode(): v.decode()
+        for k, v in (t.schema.metadata or {}).items()
+        if k.startswith(_PREFIX.encode())
+    }
     df.attrs["inputs"] = json.loads(meta.get(f"{_PREFIX}inputs", "[]"))
     df.attrs["schema_version"] = int(meta.get(f"{_PREFIX}schema_version", schema.SCHEMA_VERSION))
     return df
@@ -259,8 +341,13 @@ def _read_parquet(path: Path) -> pa.Table:
     t = data.to_table()
     # The partition column is in the directory names, not the files: put it back in its place (a
     # dataset partitioned by source), or drop the input key (one partitioned by PART).
-    names = [n for n in declared if n in t.column_names] + [n for n in first.names if n not in declared and n != PART]
-    fields = [first.field(n) if n in first.names else _field(n, declared[n], t.schema.field(n).type) for n in names]
+    names = [n for n in declared if n in t.column_names] + [
+        n for n in first.names if n not in declared and n != PART
+    ]
+    fields = [
+        first.field(n) if n in first.names else _field(n, declared[n], t.schema.field(n).type)
+        for n in names
+    ]
     t = t.select(names).cast(pa.schema(fields))
     if "source" in names and len(t):
         # Partitions come back in directory order: put them back in input order.
@@ -299,17 +386,26 @@ def read_table(path: str | Path, table: str | None = None) -> pd.DataFrame:
     try:
         if path.suffix == ".csv":
             columns = TABLES.get(table or path.stem, {})
-            opts = pacsv.ConvertOptions(column_types={n: _arrow_type(c.dtype) for n, c in columns.items()},
-                                        strings_can_be_null=True, quoted_strings_can_be_null=False)
+            opts = pacsv.ConvertOptions(
+                column_types={n: _arrow_type(c.dtype) for n, c in columns.items()},
+                strings_can_be_null=True,
+                quoted_strings_can_be_null=False,
+            )
             return _to_pandas(_csv_raw(pacsv.read_csv(path, convert_options=opts)), columns)
         t = _read_parquet(path)
     except (pa.ArrowInvalid, OSError, IndexError) as exc:
-        raise InputError(f"is not a table ncuroof wrote ({str(exc).splitlines()[0]}); pass an ncuroof output", path) from exc
+        raise InputError(
+            f"is not a table ncuroof wrote ({str(exc).splitlines()[0]}); pass an ncuroof output",
+            path,
+        ) from exc
     meta = t.schema.metadata or {}
     version = int(meta.get(f"{_PREFIX}schema_version".encode(), b"0"))
     if version > schema.SCHEMA_VERSION:
-        raise InputError(f"was written with table schema version {version}, newer than this ncuroof's "
-                         f"{schema.SCHEMA_VERSION}; upgrade ncuroof", path)
+        raise InputError(
+            f"was written with table schema version {version}, newer than this ncuroof's "
+            f"{schema.SCHEMA_VERSION}; upgrade ncuroof",
+            path,
+        )
     name = table or meta.get(f"{_PREFIX}table".encode(), path.stem.encode()).decode()
     return _to_pandas(t, TABLES.get(name))
 
@@ -344,13 +440,20 @@ def read_manifest(directory: str | Path) -> list[str] | None:
         if not isinstance(names, list):
             raise TypeError("files is not a list")
     except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
-        raise InputError(f"is not a manifest ncuroof wrote ({type(exc).__name__}); remove it and rerun the analysis", path) from exc
+        raise InputError(
+            f"is not a manifest ncuroof wrote ({type(exc).__name__}); remove it and rerun the"
+            " analysis",
+            path,
+        ) from exc
     return [n for n in names if isinstance(n, str) and _NAME.fullmatch(n) and n != MANIFEST]
 
 
 def manifest_text(names: Sequence[str]) -> str:
     """The :data:`MANIFEST` of an output folder holding ``names``, as JSON text."""
-    return json.dumps({"written_by": f"ncuroof {__version__}", "files": sorted(names)}, indent=1) + "\n"
+    return (
+        json.dumps({"written_by": f"ncuroof {__version__}", "files": sorted(names)}, indent=1)
+        + "\n"
+    )
 
 
 def saved_kernels(path: str | Path) -> Path | None:
@@ -370,5 +473,3 @@ def saved_kernels(path: str | Path) -> Path | None:
             if (listed is None or name in listed) and (p / name).exists():
                 return p / name
     return None
-
-

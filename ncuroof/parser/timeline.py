@@ -70,8 +70,13 @@ _NAN = float("nan")
 _NO_DIMS = (_NAN, _NAN, _NAN)
 
 
-def read_timeline(path: str | Path, device: int | None = None, progress: Callable[[int], Callable[..., None]] | None = None, *,
-                  report_gpu: str | None = None) -> pd.DataFrame:
+def read_timeline(
+    path: str | Path,
+    device: int | None = None,
+    progress: Callable[[int], Callable[..., None]] | None = None,
+    *,
+    report_gpu: str | None = None,
+) -> pd.DataFrame:
     """Read the kernel launches of one device of a production timeline.
 
     Parameters
@@ -133,8 +138,15 @@ def read_timeline(path: str | Path, device: int | None = None, progress: Callabl
     end = start + out["duration_s"].to_numpy(dtype=float)
     t0 = start.min()
     out = validate_timeline(out.assign(start_s=start - t0).reset_index(drop=True), str(path))
-    out.attrs = {"format": fmt, "path": str(path), "device": chosen, "gpu_name": gpus.get(chosen), "devices": devices,
-                 "span_s": float(end.max() - t0), "busy_s": busy_time(start, end)}
+    out.attrs = {
+        "format": fmt,
+        "path": str(path),
+        "device": chosen,
+        "gpu_name": gpus.get(chosen),
+        "devices": devices,
+        "span_s": float(end.max() - t0),
+        "busy_s": busy_time(start, end),
+    }
     return out
 
 
@@ -148,8 +160,11 @@ def _whole_numbers(launches: pd.DataFrame, path: Path) -> None:
         given = ~np.isnan(v)
         bad = given & ((np.abs(v) >= 2.0**53) | (v != np.round(v)))
         if bad.any():
-            raise InputError(f"{int(bad.sum())} kernel events with a {name} that is not a whole number below 2**53 (e.g. {v[bad][0]:g}); "
-                             "re-export the trace", path)
+            raise InputError(
+                f"{int(bad.sum())} kernel events with a {name} that is not a whole number below"
+                f" 2**53 (e.g. {v[bad][0]:g}); re-export the trace",
+                path,
+            )
 
 
 def busy_time(start: np.ndarray, end: np.ndarray) -> float:
@@ -175,28 +190,41 @@ def busy_time(start: np.ndarray, end: np.ndarray) -> float:
 
 # --- format and device -------------------------------------------------------------------------
 
+
 def _sniff(path: Path) -> str:
     """The format of ``path`` from its first bytes (and the ``.nsys-rep`` suffix)."""
     if not path.exists():
         raise InputError("no such file; check the path", path)
     if path.is_dir():
-        raise InputError("is a directory; pass a PyTorch profiler trace (.json, .json.gz) or an Nsight Systems export (.sqlite)", path)
+        raise InputError(
+            "is a directory; pass a PyTorch profiler trace (.json, .json.gz) or an Nsight Systems"
+            " export (.sqlite)",
+            path,
+        )
     if not path.is_file():  # checked before opening: opening a FIFO blocks until someone writes
-        raise InputError("is not a regular file (a FIFO, socket or device); pass a PyTorch profiler trace or an Nsight Systems "
-                         "export", path)
+        raise InputError(
+            "is not a regular file (a FIFO, socket or device); pass a PyTorch profiler trace or an"
+            " Nsight Systems export",
+            path,
+        )
     if path.suffix == ".nsys-rep":
         return "nsys-rep"
     try:
         with path.open("rb") as f:
             head = f.read(16)
     except OSError as exc:
-        raise InputError(f"cannot read ({exc.strerror}); check the file's permissions", path) from None
+        raise InputError(
+            f"cannot read ({exc.strerror}); check the file's permissions", path
+        ) from None
     if head.startswith(_SQLITE_MAGIC):
         return "nsys-sqlite"
     if head.startswith(_GZIP_MAGIC) or head.lstrip()[:1] in (b"{", b"["):
         return "kineto"
-    raise InputError("unknown timeline format; pass a PyTorch profiler trace (.json, .json.gz) or an Nsight Systems "
-                     "SQLite export (nsys export --type sqlite)", path)
+    raise InputError(
+        "unknown timeline format; pass a PyTorch profiler trace (.json, .json.gz) or an Nsight"
+        " Systems SQLite export (nsys export --type sqlite)",
+        path,
+    )
 
 
 def _export_nsys_rep(path: Path, outdir: Path) -> Path:
@@ -204,21 +232,31 @@ def _export_nsys_rep(path: Path, outdir: Path) -> Path:
     out = outdir / (path.stem + ".sqlite")
     command = ["nsys", "export", "--type", "sqlite", "--output", str(out), str(path)]
     if shutil.which("nsys") is None:
-        raise InputError(f"nsys is not on PATH; export the report with: nsys export --type sqlite {path} and pass the .sqlite file", path)
+        raise InputError(
+            f"nsys is not on PATH; export the report with: nsys export --type sqlite {path} and"
+            " pass the .sqlite file",
+            path,
+        )
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0 or not out.exists():
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise InputError(f"nsys export failed ({last}); export it by hand: {' '.join(command[:4])} {path}", path)
+        raise InputError(
+            f"nsys export failed ({last}); export it by hand: {' '.join(command[:4])} {path}", path
+        )
     return out
 
 
-def _choose_device(have: list[int], gpus: dict[int, str], device: int | None, report_gpu: str | None, path: Path) -> int:
+def _choose_device(
+    have: list[int], gpus: dict[int, str], device: int | None, report_gpu: str | None, path: Path
+) -> int:
     """The device to read among those with kernels (``have``): ``device``, else the only one, else
     the one named ``report_gpu``."""
     listing = ", ".join(f"{d} ({gpus[d]})" if d in gpus else str(d) for d in have)
     if device is not None:
         if device not in have:
-            raise InputError(f"no kernels on device {device}; devices with kernels: {listing}", path)
+            raise InputError(
+                f"no kernels on device {device}; devices with kernels: {listing}", path
+            )
         return int(device)
     if len(have) == 1:
         return have[0]
@@ -262,7 +300,10 @@ SELECT k.start AS start, k.end AS end, k.deviceId AS device, k.streamId AS strea
 FROM CUPTI_ACTIVITY_KIND_KERNEL AS k
 LEFT JOIN {runtime} AS r ON r.correlationId = k.correlationId{same_process}
 """
-_NAMES_QUERY = "SELECT id, value FROM StringIds WHERE id IN (SELECT DISTINCT {name} FROM CUPTI_ACTIVITY_KIND_KERNEL)"
+_NAMES_QUERY = (
+    "SELECT id, value FROM StringIds WHERE id IN (SELECT DISTINCT {name} FROM"
+    " CUPTI_ACTIVITY_KIND_KERNEL)"
+)
 # Rows fetched from SQLite at a time: each batch becomes numeric columns before the next is fetched.
 _SQL_ROWS = 100_000
 # Events converted to Python values at a time by the range sweep.
@@ -273,47 +314,83 @@ FROM NVTX_EVENTS AS e LEFT JOIN StringIds AS s ON s.id = e.textId
 WHERE e.eventType = 59 AND e.end IS NOT NULL
 """
 # One runtime call per correlation ID (of a process: IDs are per process), so no kernel is counted twice.
-_RUNTIME = ("(SELECT correlationId, globalTid, MIN(start) AS start FROM CUPTI_ACTIVITY_KIND_RUNTIME "
-            "GROUP BY {process}correlationId)")
+_RUNTIME = (
+    "(SELECT correlationId, globalTid, MIN(start) AS start FROM CUPTI_ACTIVITY_KIND_RUNTIME "
+    "GROUP BY {process}correlationId)"
+)
 _NO_RUNTIME = "(SELECT NULL AS globalTid, NULL AS start, NULL AS correlationId)"
 
 
 def _read_nsys(path: Path) -> tuple[pd.DataFrame, dict[int, str]]:
     """The launches of every device of an nsys SQLite export and the GPU names by device."""
     try:
-        con = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)  # as a URI: '#', '?' or '%' in a path are escaped
+        con = sqlite3.connect(
+            path.resolve().as_uri() + "?mode=ro", uri=True
+        )  # as a URI: '#', '?' or '%' in a path are escaped
         budget = _bounded(con)
         with contextlib.closing(con):
-            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            tables = {
+                r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            }
             if "CUPTI_ACTIVITY_KIND_KERNEL" not in tables:
-                raise InputError("no CUPTI_ACTIVITY_KIND_KERNEL table: the export holds no CUDA kernels "
-                                 "(profile with nsys profile --trace=cuda and export with nsys export --type sqlite)", path)
+                raise InputError(
+                    "no CUPTI_ACTIVITY_KIND_KERNEL table: the export holds no CUDA kernels (profile"
+                    " with nsys profile --trace=cuda and export with nsys export --type sqlite)",
+                    path,
+                )
             if "StringIds" not in tables:  # only real tables are read: a view can run forever
-                raise InputError("no StringIds table (a view of that name is not read); re-export it with nsys export --type sqlite", path)
+                raise InputError(
+                    "no StringIds table (a view of that name is not read); re-export it with nsys"
+                    " export --type sqlite",
+                    path,
+                )
             cols = {r[1] for r in con.execute("PRAGMA table_info(CUPTI_ACTIVITY_KIND_KERNEL)")}
             by_process = "globalPid" in cols and "CUPTI_ACTIVITY_KIND_RUNTIME" in tables
-            runtime = _RUNTIME.format(process="globalTid >> 24, " if by_process else "") if "CUPTI_ACTIVITY_KIND_RUNTIME" in tables \
+            runtime = (
+                _RUNTIME.format(process="globalTid >> 24, " if by_process else "")
+                if "CUPTI_ACTIVITY_KIND_RUNTIME" in tables
                 else _NO_RUNTIME
+            )
             same = " AND (r.globalTid >> 24) = (k.globalPid >> 24)" if by_process else ""
             name = "demangledName" if "demangledName" in cols else "shortName"
-            raw = _numbers(con, _NSYS_QUERY.format(name=name, runtime=runtime, same_process=same),
-                           con.execute("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0])
+            raw = _numbers(
+                con,
+                _NSYS_QUERY.format(name=name, runtime=runtime, same_process=same),
+                con.execute("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0],
+            )
             names = _names(con, _NAMES_QUERY.format(name=name))
             nvtx = pd.read_sql_query(_NVTX_QUERY, con) if "NVTX_EVENTS" in tables else None
             gpus = _nsys_gpus(con, tables)
     except sqlite3.DatabaseError as exc:
         if budget.hit is not None:
             raise _LimitHit(budget.hit) from None
-        raise InputError(f"not a readable SQLite database ({exc}); re-export it with nsys export --type sqlite", path) from None
+        raise InputError(
+            f"not a readable SQLite database ({exc}); re-export it with nsys export --type sqlite",
+            path,
+        ) from None
     except (ValueError, TypeError) as exc:  # TEXT or a BLOB where nsys writes numbers
-        raise InputError(f"a kernel column holds a value that is not a number ({str(exc)[:80]}); re-export it with nsys export "
-                         "--type sqlite", path) from None
+        raise InputError(
+            f"a kernel column holds a value that is not a number ({str(exc)[:80]}); re-export it"
+            " with nsys export --type sqlite",
+            path,
+        ) from None
     if raw.empty:
-        raise InputError("the export holds no kernel launches (CUPTI_ACTIVITY_KIND_KERNEL is empty)", path)
+        raise InputError(
+            "the export holds no kernel launches (CUPTI_ACTIVITY_KIND_KERNEL is empty)", path
+        )
     base = raw["start"].min()
-    out = raw.assign(kernel_name=raw["name_id"].map(names), start_s=(raw["start"] - base) * 1e-9,
-                     duration_s=(raw["end"] - raw["start"]) * 1e-9, op=pd.NA, scope=pd.NA)
-    out["nvtx"] = pd.NA if nvtx is None or nvtx.empty else _enclosing(nvtx, raw[["tid", "launch"]].rename(columns={"launch": "start"}))[1]
+    out = raw.assign(
+        kernel_name=raw["name_id"].map(names),
+        start_s=(raw["start"] - base) * 1e-9,
+        duration_s=(raw["end"] - raw["start"]) * 1e-9,
+        op=pd.NA,
+        scope=pd.NA,
+    )
+    out["nvtx"] = (
+        pd.NA
+        if nvtx is None or nvtx.empty
+        else _enclosing(nvtx, raw[["tid", "launch"]].rename(columns={"launch": "start"}))[1]
+    )
     return out, gpus
 
 
@@ -332,9 +409,13 @@ class _Budget:
     def __call__(self) -> int:
         self.n += 1
         if time.monotonic() - self.start > self.seconds:
-            self.hit = catalog.over_limit("sql_seconds", f"its queries ran more than {self.seconds:g} s")
+            self.hit = catalog.over_limit(
+                "sql_seconds", f"its queries ran more than {self.seconds:g} s"
+            )
         elif self.n > self.calls:
-            self.hit = catalog.over_limit("sql_steps_millions", "its queries took more SQLite steps than allowed")
+            self.hit = catalog.over_limit(
+                "sql_steps_millions", "its queries took more SQLite steps than allowed"
+            )
         return self.hit is not None
 
 
@@ -351,7 +432,11 @@ def _names(con: sqlite3.Connection, query: str) -> dict[Any, str]:
     for i, v in con.execute(f"SELECT id, substr(value, 1, {limit + 1}) FROM ({query})"):
         v = "" if v is None else str(v)
         if len(v) > limit:
-            raise _LimitHit(catalog.over_limit("name_chars", f"a kernel name of StringIds has more than {limit} characters"))
+            raise _LimitHit(
+                catalog.over_limit(
+                    "name_chars", f"a kernel name of StringIds has more than {limit} characters"
+                )
+            )
         out[i] = v
     return out
 
@@ -363,7 +448,7 @@ def _numbers(con: sqlite3.Connection, query: str, rows: int) -> pd.DataFrame:
     data = np.empty((rows, len(cursor.description)))
     done = 0
     while batch := cursor.fetchmany(_SQL_ROWS):
-        data[done:done + len(batch)] = np.array(batch, dtype=np.float64)
+        data[done : done + len(batch)] = np.array(batch, dtype=np.float64)
         done += len(batch)
     return pd.DataFrame(data[:done], columns=[d[0] for d in cursor.description], copy=False)
 
@@ -372,10 +457,15 @@ def _nsys_gpus(con: sqlite3.Connection, tables: set[str]) -> dict[int, str]:
     """GPU names by device ID from ``TARGET_INFO_GPU`` (empty when the table is absent)."""
     if "TARGET_INFO_GPU" not in tables:
         return {}
-    return {int(i): str(n) for i, n in con.execute("SELECT id, name FROM TARGET_INFO_GPU") if i is not None and n}
+    return {
+        int(i): str(n)
+        for i, n in con.execute("SELECT id, name FROM TARGET_INFO_GPU")
+        if i is not None and n
+    }
 
 
 # --- Kineto -------------------------------------------------------------------------------------
+
 
 class _Counted(io.RawIOBase):
     """A binary file that reports the bytes read to a progress callback."""
@@ -434,7 +524,11 @@ class _Guard(io.RawIOBase):
     def __init__(self, inner: BinaryIO, counted: _Consumed, zipped: bool) -> None:
         lim = catalog.limits()
         self._inner, self._counted, self._zipped = inner, counted, zipped
-        self._max_bytes, self._ratio, self._floor = lim["decompressed_bytes"], lim["decompressed_ratio"], lim["decompressed_floor_bytes"]
+        self._max_bytes, self._ratio, self._floor = (
+            lim["decompressed_bytes"],
+            lim["decompressed_ratio"],
+            lim["decompressed_floor_bytes"],
+        )
         self._max_depth = int(lim["json_depth"])
         self._max_chars = int(lim["name_chars"])
         self._out = self._depth = self._quotes = self._open = 0
@@ -447,10 +541,23 @@ class _Guard(io.RawIOBase):
         n = self._inner.readinto(b) or 0
         self._out += n
         if self._out > self._max_bytes:
-            raise _LimitHit(catalog.over_limit("decompressed_bytes", f"it decompresses to more than {self._max_bytes:.3g} bytes"))
-        if self._zipped and self._out > self._floor and self._out > self._ratio * max(self._counted.consumed, 1):
-            raise _LimitHit(catalog.over_limit("decompressed_ratio", f"it decompresses to more than {self._ratio:g} times its size "
-                                                                     "(a gzip bomb?)"))
+            raise _LimitHit(
+                catalog.over_limit(
+                    "decompressed_bytes",
+                    f"it decompresses to more than {self._max_bytes:.3g} bytes",
+                )
+            )
+        if (
+            self._zipped
+            and self._out > self._floor
+            and self._out > self._ratio * max(self._counted.consumed, 1)
+        ):
+            raise _LimitHit(
+                catalog.over_limit(
+                    "decompressed_ratio",
+                    f"it decompresses to more than {self._ratio:g} times its size (a gzip bomb?)",
+                )
+            )
         if n:
             self._nesting(bytes(memoryview(b)[:n]))
         return n
@@ -467,10 +574,16 @@ class _Guard(io.RawIOBase):
         a = np.frombuffer(marks, dtype=np.uint8)
         quote = a == ord('"')
         outside = (np.cumsum(quote) + self._quotes) % 2 == 0
-        step = (outside & ((a == ord("[")) | (a == ord("{")))).astype(np.int64) - (outside & ((a == ord("]")) | (a == ord("}"))))
+        step = (outside & ((a == ord("[")) | (a == ord("{")))).astype(np.int64) - (
+            outside & ((a == ord("]")) | (a == ord("}")))
+        )
         depth = self._depth + np.cumsum(step)
         if depth.max() > self._max_depth:
-            raise _LimitHit(catalog.over_limit("json_depth", f"its JSON nests deeper than {self._max_depth} levels"))
+            raise _LimitHit(
+                catalog.over_limit(
+                    "json_depth", f"its JSON nests deeper than {self._max_depth} levels"
+                )
+            )
         self._depth, self._quotes = int(depth[-1]), (self._quotes + int(quote.sum())) % 2
 
     def _strings(self, quotes: np.ndarray, size: int) -> None:
@@ -478,15 +591,21 @@ class _Guard(io.RawIOBase):
         the one still open from the chunks before: the parser's work on one string grows faster than
         its length."""
         bounds = np.concatenate([[-1 - self._open], quotes]) if self._quotes else quotes
-        closed = bounds[1::2][:len(bounds) // 2] - bounds[0::2][:len(bounds) // 2] - 1
+        closed = bounds[1::2][: len(bounds) // 2] - bounds[0::2][: len(bounds) // 2] - 1
         self._open = size - int(bounds[-1]) - 1 if len(bounds) % 2 else 0
         longest = max(int(closed.max()) if len(closed) else 0, self._open)
         if longest > self._max_chars:
-            raise _LimitHit(catalog.over_limit("name_chars", f"a JSON string has more than {self._max_chars} characters"))
+            raise _LimitHit(
+                catalog.over_limit(
+                    "name_chars", f"a JSON string has more than {self._max_chars} characters"
+                )
+            )
 
 
 @contextlib.contextmanager
-def _open_trace(path: Path, progress: Callable[[int], Callable[..., None]] | None) -> Iterator[BinaryIO]:
+def _open_trace(
+    path: Path, progress: Callable[[int], Callable[..., None]] | None
+) -> Iterator[BinaryIO]:
     """The decompressed bytes of a Kineto trace, plain or gzipped; read errors become InputError."""
     advance = progress(path.stat().st_size) if progress is not None else None
     with path.open("rb") as raw:
@@ -494,10 +613,17 @@ def _open_trace(path: Path, progress: Callable[[int], Callable[..., None]] | Non
         raw.seek(0)
         counted = io.BufferedReader(_Counted(raw, advance), _READ_BYTES)
         try:
-            consumed = _Consumed(counted)  # the ratio is of the bytes gzip consumed, not of what the buffer read ahead
-            yield io.BufferedReader(_Guard(gzip.GzipFile(fileobj=consumed) if zipped else consumed, consumed, zipped), _JSON_BYTES)
+            consumed = _Consumed(
+                counted
+            )  # the ratio is of the bytes gzip consumed, not of what the buffer read ahead
+            yield io.BufferedReader(
+                _Guard(gzip.GzipFile(fileobj=consumed) if zipped else consumed, consumed, zipped),
+                _JSON_BYTES,
+            )
         except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
-            raise InputError(f"truncated or damaged gzip file ({exc}); copy or save the trace again", path) from None
+            raise InputError(
+                f"truncated or damaged gzip file ({exc}); copy or save the trace again", path
+            ) from None
         except OSError as exc:
             raise InputError(f"cannot read ({exc}); copy the trace again", path) from None
 
@@ -511,7 +637,9 @@ def _gpu_names(path: Path) -> dict[int, str]:
     names: dict[int, str] = {}
     with contextlib.suppress(ijson.JSONError):  # the head ends mid-document
         for prop in ijson.items(io.BytesIO(head), "deviceProperties.item", use_float=True):
-            with contextlib.suppress(TypeError, ValueError, OverflowError):  # an id that is no device number names none
+            with contextlib.suppress(
+                TypeError, ValueError, OverflowError
+            ):  # an id that is no device number names none
                 if isinstance(prop, dict) and "id" in prop and prop.get("name"):
                     names[int(prop["id"])] = str(prop["name"])[:256]
     return names
@@ -524,8 +652,22 @@ class _KinetoScan:
     into one table of distinct strings, so what is kept costs no Python object per event.
     """
 
-    KERNEL = ("name", "thread", "ts", "dur", "device", "stream", "correlation", "external", "grid_x", "grid_y", "grid_z",
-              "block_x", "block_y", "block_z")
+    KERNEL = (
+        "name",
+        "thread",
+        "ts",
+        "dur",
+        "device",
+        "stream",
+        "correlation",
+        "external",
+        "grid_x",
+        "grid_y",
+        "grid_z",
+        "block_x",
+        "block_y",
+        "block_z",
+    )
     LAUNCH = ("thread", "ts", "correlation")
     RANGE = ("thread", "ts", "dur", "name", "external")
 
@@ -560,17 +702,25 @@ class _KinetoScan:
 
     def _launch(self, e: dict, correlation: Any) -> None:
         col = self.launch
-        col["thread"].append(self.threads.setdefault((e.get("pid"), e.get("tid")), len(self.threads)))
+        col["thread"].append(
+            self.threads.setdefault((e.get("pid"), e.get("tid")), len(self.threads))
+        )
         col["ts"].append(e.get("ts", _NAN))
         col["correlation"].append(correlation)
 
     def _kernel(self, e: dict, args: dict) -> None:
         col = self.kernel
         col["name"].append(self._name(e))
-        col["thread"].append(self.threads.setdefault((e.get("pid"), e.get("tid")), len(self.threads)))
+        col["thread"].append(
+            self.threads.setdefault((e.get("pid"), e.get("tid")), len(self.threads))
+        )
         for key, arg in (("ts", "ts"), ("dur", "dur")):
             col[key].append(e.get(arg, _NAN))
-        for key, arg in (("stream", "stream"), ("correlation", "correlation"), ("external", "External id")):
+        for key, arg in (
+            ("stream", "stream"),
+            ("correlation", "correlation"),
+            ("external", "External id"),
+        ):
             col[key].append(args.get(arg, _NAN))
         device = args.get("device", e.get("pid"))  # Kineto's GPU rows: pid is the device
         col["device"].append(device if isinstance(device, (int, float)) else _NAN)
@@ -581,7 +731,9 @@ class _KinetoScan:
                 col[f"{kind}_{axis}"].append(value)
 
     def _range(self, col: dict[str, array], e: dict) -> None:
-        col["thread"].append(self.threads.setdefault((e.get("pid"), e.get("tid")), len(self.threads)))
+        col["thread"].append(
+            self.threads.setdefault((e.get("pid"), e.get("tid")), len(self.threads))
+        )
         col["ts"].append(e.get("ts", _NAN))
         col["dur"].append(e.get("dur", _NAN))
         col["name"].append(self._name(e))
@@ -593,22 +745,33 @@ class _KinetoScan:
         name = e.get("name")
         name = "" if name is None else name if isinstance(name, str) else str(name)[:64]
         if len(name) > self.name_chars:
-            raise _LimitHit(catalog.over_limit("name_chars", f"an event name has {len(name)} characters"))
+            raise _LimitHit(
+                catalog.over_limit("name_chars", f"an event name has {len(name)} characters")
+            )
         return self.strings.setdefault(name, len(self.strings))
 
     def frame(self, kind: str) -> pd.DataFrame:
         """One kind of event (``kernel``, ``launch``, ``op``, ``scope``, ``gpu_scope``) as a frame of float64 columns
         (names as strings)."""
-        out = pd.DataFrame({c: np.frombuffer(a, dtype=np.float64) if len(a) else np.empty(0) for c, a in getattr(self, kind).items()})
+        out = pd.DataFrame(
+            {
+                c: np.frombuffer(a, dtype=np.float64) if len(a) else np.empty(0)
+                for c, a in getattr(self, kind).items()
+            }
+        )
         if "name" in out:
             table = np.array(list(self.strings), dtype=object)
-            out["name"] = table[out["name"].to_numpy(dtype=np.int64)] if len(out) else pd.Series(dtype=object)
+            out["name"] = (
+                table[out["name"].to_numpy(dtype=np.int64)] if len(out) else pd.Series(dtype=object)
+            )
         return out
 
 
 def _is_module(name: object) -> bool:
     """A ``python_function`` event that is a module scope (``nn.Module: Linear_0`` or ``## name ##``)."""
-    return isinstance(name, str) and (name.startswith("nn.Module: ") or (name.startswith("## ") and name.endswith(" ##")))
+    return isinstance(name, str) and (
+        name.startswith("nn.Module: ") or (name.startswith("## ") and name.endswith(" ##"))
+    )
 
 
 def _scan_kineto(path: Path, progress: Callable[[int], Callable[..., None]] | None) -> _KinetoScan:
@@ -622,21 +785,44 @@ def _scan_kineto(path: Path, progress: Callable[[int], Callable[..., None]] | No
             for event in ijson.items(fh, "traceEvents.item", use_float=True, buf_size=_JSON_BYTES):
                 add(event)
         except ijson.JSONError as exc:
-            raise InputError(f"not valid JSON, truncated or damaged ({str(exc).splitlines()[0][:80]}); save the trace again", path) from None
+            raise InputError(
+                f"not valid JSON, truncated or damaged ({str(exc).splitlines()[0][:80]}); save the"
+                " trace again",
+                path,
+            ) from None
         except (AttributeError, TypeError, ValueError) as exc:
-            raise InputError(f"an event of traceEvents is not a Chrome trace event ({exc}); pass a PyTorch profiler trace", path) from None
+            raise InputError(
+                f"an event of traceEvents is not a Chrome trace event ({exc}); pass a PyTorch"
+                " profiler trace",
+                path,
+            ) from None
     if scan.events == 0:
         raise InputError("no traceEvents: not a PyTorch profiler (Kineto) trace", path)
     if not len(scan.kernel["ts"]):
-        raise InputError("the trace has no kernel events; profile with ProfilerActivity.CUDA in torch.profiler's activities", path)
+        raise InputError(
+            "the trace has no kernel events; profile with ProfilerActivity.CUDA in torch.profiler's"
+            " activities",
+            path,
+        )
     return scan
 
 
-def _read_kineto(path: Path, progress: Callable[[int], Callable[..., None]] | None) -> tuple[pd.DataFrame, dict[int, str]]:
+def _read_kineto(
+    path: Path, progress: Callable[[int], Callable[..., None]] | None
+) -> tuple[pd.DataFrame, dict[int, str]]:
     """The launches of every device of a Kineto trace, with their op and scope, and the GPU names by device."""
     scan = _scan_kineto(path, progress)
-    launch = scan.frame("launch").dropna(subset=["correlation"]).drop_duplicates("correlation").rename(columns={"ts": "launch_ts"})
-    k = scan.frame("kernel").rename(columns={"thread": "gpu_thread"}).merge(launch, on="correlation", how="left")
+    launch = (
+        scan.frame("launch")
+        .dropna(subset=["correlation"])
+        .drop_duplicates("correlation")
+        .rename(columns={"ts": "launch_ts"})
+    )
+    k = (
+        scan.frame("kernel")
+        .rename(columns={"thread": "gpu_thread"})
+        .merge(launch, on="correlation", how="left")
+    )
     op, scope, gpu_scope = (_ranges(scan.frame(kind)) for kind in ("op", "scope", "gpu_scope"))
     queries = pd.DataFrame({"tid": k["thread"], "start": k["launch_ts"]})
     k["op"] = _enclosing(op, queries, paths=False)[0]
@@ -645,13 +831,23 @@ def _read_kineto(path: Path, progress: Callable[[int], Callable[..., None]] | No
     gpu_side = _enclosing(gpu_scope, pd.DataFrame({"tid": k["gpu_thread"], "start": k["ts"]}))[1]
     k["scope"] = np.where(pd.isna(cpu_side), gpu_side, cpu_side)
     base = np.nanmin(k["ts"].to_numpy())
-    out = k.assign(kernel_name=k["name"], start_s=(k["ts"] - base) * 1e-6, duration_s=k["dur"] * 1e-6, nvtx=pd.NA)
+    out = k.assign(
+        kernel_name=k["name"],
+        start_s=(k["ts"] - base) * 1e-6,
+        duration_s=k["dur"] * 1e-6,
+        nvtx=pd.NA,
+    )
     return out, _gpu_names(path)
 
 
 def _ranges(events: pd.DataFrame) -> pd.DataFrame:
     """Profiler events as the ranges of :func:`_enclosing` (``tid``, ``start``, ``end``, ``label``)."""
-    return events.assign(tid=events["thread"], start=events["ts"], end=events["ts"] + events["dur"], label=events["name"])
+    return events.assign(
+        tid=events["thread"],
+        start=events["ts"],
+        end=events["ts"] + events["dur"],
+        label=events["name"],
+    )
 
 
 def _op_by_external_id(k: pd.DataFrame, op: pd.DataFrame, queries: pd.DataFrame) -> None:
@@ -670,7 +866,10 @@ def _op_by_external_id(k: pd.DataFrame, op: pd.DataFrame, queries: pd.DataFrame)
 
 # --- ranges open at a launch -------------------------------------------------------------------
 
-def _enclosing(ranges: pd.DataFrame, queries: pd.DataFrame, paths: bool = True) -> tuple[np.ndarray, np.ndarray]:
+
+def _enclosing(
+    ranges: pd.DataFrame, queries: pd.DataFrame, paths: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
     """For each query (a thread and a time), the innermost range of that thread open then and the
     path of all of them, outermost first, joined by ``' > '``.
 
@@ -692,13 +891,20 @@ def _enclosing(ranges: pd.DataFrame, queries: pd.DataFrame, paths: bool = True) 
     """
     ok = queries["tid"].notna().to_numpy() & queries["start"].notna().to_numpy()
     qpos = np.flatnonzero(ok)
-    inner, path = np.full(len(queries), None, dtype=object), np.full(len(queries), None, dtype=object)
+    inner, path = (
+        np.full(len(queries), None, dtype=object),
+        np.full(len(queries), None, dtype=object),
+    )
     r = ranges.dropna(subset=["tid", "start", "end"])
     if not len(qpos) or r.empty:
         return inner, path
     n = len(r)
-    tid = np.concatenate([r["tid"].to_numpy(dtype=np.float64), queries["tid"].to_numpy(dtype=np.float64)[qpos]])
-    start = np.concatenate([r["start"].to_numpy(dtype=np.float64), queries["start"].to_numpy(dtype=np.float64)[qpos]])
+    tid = np.concatenate(
+        [r["tid"].to_numpy(dtype=np.float64), queries["tid"].to_numpy(dtype=np.float64)[qpos]]
+    )
+    start = np.concatenate(
+        [r["start"].to_numpy(dtype=np.float64), queries["start"].to_numpy(dtype=np.float64)[qpos]]
+    )
     end = np.concatenate([r["end"].to_numpy(dtype=np.float64), np.zeros(len(qpos))])
     is_query = np.concatenate([np.zeros(n, dtype=bool), np.ones(len(qpos), dtype=bool)])
     ref = np.concatenate([np.arange(n), qpos])
@@ -707,7 +913,9 @@ def _enclosing(ranges: pd.DataFrame, queries: pd.DataFrame, paths: bool = True) 
     max_depth = int(catalog.limits()["range_depth"])
     ends: list[float] = []
     stack: list[int] = []  # the open ranges, outermost first, as indices of ``labels``
-    parent = np.full(n, -1, dtype=np.int64)  # each range's enclosing range: paths are built only when asked
+    parent = np.full(
+        n, -1, dtype=np.int64
+    )  # each range's enclosing range: paths are built only when asked
     built: dict[int, Any] = {}
     current = None
     for g, s, e, q, j in _in_order(order, (tid, start, end, is_query, ref)):
@@ -723,7 +931,11 @@ def _enclosing(ranges: pd.DataFrame, queries: pd.DataFrame, paths: bool = True) 
         parent[j] = stack[-1] if stack else -1
         ends.append(e), stack.append(j)
         if len(stack) > max_depth:
-            raise _LimitHit(catalog.over_limit("range_depth", f"a thread has more than {max_depth} ranges open at once"))
+            raise _LimitHit(
+                catalog.over_limit(
+                    "range_depth", f"a thread has more than {max_depth} ranges open at once"
+                )
+            )
     return inner, path
 
 
@@ -736,7 +948,11 @@ def _path(node: int, labels: np.ndarray, parent: np.ndarray, built: dict[int, An
         while at >= 0:
             chain.append(labels[at])
             at = int(parent[at])
-        built[node] = chain[0] if len(chain) == 1 else _PATH_SEP.join("" if x is None else str(x) for x in reversed(chain))
+        built[node] = (
+            chain[0]
+            if len(chain) == 1
+            else _PATH_SEP.join("" if x is None else str(x) for x in reversed(chain))
+        )
     return built[node]
 
 
@@ -744,5 +960,5 @@ def _in_order(order: np.ndarray, columns: tuple[np.ndarray, ...]) -> Iterator[tu
     """The rows of ``columns`` in ``order`` as tuples of Python values, converted a block at a time
     (a whole column as Python objects would cost more memory than the trace's events)."""
     for lo in range(0, len(order), _SWEEP_ROWS):
-        block = order[lo:lo + _SWEEP_ROWS]
+        block = order[lo : lo + _SWEEP_ROWS]
         yield from zip(*(c[block].tolist() for c in columns))

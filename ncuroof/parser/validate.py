@@ -23,9 +23,17 @@ from .csv import NA_NOTE
 __all__ = ["check_values", "roof_violations", "roof_damage", "limits", "add_note"]
 
 _DEFAULTS: dict[str, Any] = {
-    "durations_ns": ["gpu__time_duration.sum"], "min_duration_ns": 1.0, "cycle_counts": ["cycles_elapsed.avg"], "min_cycles": 1.0,
-    "clock_suffix": "cycles_elapsed.avg.per_second", "max_clock_hz": 1e10, "core_clocks": ["sm__cycles_elapsed.avg.per_second"],
-    "max_value": 1e24, "unchecked_prefix": "device__attribute_", "max_roof_multiple": 100.0, "rate_consistency": 1e-9,
+    "durations_ns": ["gpu__time_duration.sum"],
+    "min_duration_ns": 1.0,
+    "cycle_counts": ["cycles_elapsed.avg"],
+    "min_cycles": 1.0,
+    "clock_suffix": "cycles_elapsed.avg.per_second",
+    "max_clock_hz": 1e10,
+    "core_clocks": ["sm__cycles_elapsed.avg.per_second"],
+    "max_value": 1e24,
+    "unchecked_prefix": "device__attribute_",
+    "max_roof_multiple": 100.0,
+    "rate_consistency": 1e-9,
 }
 
 
@@ -34,11 +42,21 @@ def limits(catalog: Catalog) -> dict[str, Any]:
     return {**_DEFAULTS, **catalog.thresholds.get("input", {})}
 
 
-def _reasons(values: np.ndarray, cols: list[str], lim: dict[str, Any]) -> tuple[np.ndarray, list[str]]:
+def _reasons(
+    values: np.ndarray, cols: list[str], lim: dict[str, Any]
+) -> tuple[np.ndarray, list[str]]:
     """Per cell: 0 for a plausible value or NaN, else the index of why it cannot be physical in
     the returned texts (small integer codes: a 100,000-launch table stays cheap to check)."""
-    texts = ["", "negative", f"above {lim['max_value']:g}", "infinite", f"a duration below {lim['min_duration_ns']:g} ns",
-             f"below {lim['min_cycles']:g} elapsed cycle", "a clock of 0 Hz or less", f"a clock above {lim['max_clock_hz'] / 1e9:g} GHz"]
+    texts = [
+        "",
+        "negative",
+        f"above {lim['max_value']:g}",
+        "infinite",
+        f"a duration below {lim['min_duration_ns']:g} ns",
+        f"below {lim['min_cycles']:g} elapsed cycle",
+        "a clock of 0 Hz or less",
+        f"a clock above {lim['max_clock_hz'] / 1e9:g} GHz",
+    ]
     why = np.zeros(values.shape, dtype=np.uint8)
     with np.errstate(invalid="ignore"):
         why[values < 0] = 1
@@ -87,38 +105,69 @@ def check_values(raw: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
     """
     lim = limits(catalog)
     raw = raw.reset_index(drop=True)
-    cols = [c for c in raw.columns if c not in RAW_META and not c.startswith(lim["unchecked_prefix"])
-            and pd.api.types.is_numeric_dtype(raw[c])]
+    cols = [
+        c
+        for c in raw.columns
+        if c not in RAW_META
+        and not c.startswith(lim["unchecked_prefix"])
+        and pd.api.types.is_numeric_dtype(raw[c])
+    ]
     values = raw[cols].to_numpy(dtype=float, copy=True) if cols else np.empty((len(raw), 0))
     why, texts = _reasons(values, cols, lim)
     bad = why != 0
     names = raw["kernel_name"]
     no_name = names.isna().to_numpy() | (names.astype(str).str.strip() == "").to_numpy()
     empty = np.isnan(values).all(axis=1) if cols else np.zeros(len(raw), dtype=bool)
-    empty &= not empty.all()  # a launch emptied among launches with values; not an export without metrics
-    empty &= ~raw["input_notes"].fillna("").astype(str).str.contains(NA_NOTE, regex=False).to_numpy()
+    empty &= (
+        not empty.all()
+    )  # a launch emptied among launches with values; not an export without metrics
+    empty &= (
+        ~raw["input_notes"].fillna("").astype(str).str.contains(NA_NOTE, regex=False).to_numpy()
+    )
     for i in np.flatnonzero(bad.any(axis=1) | no_name | empty):
-        parts = [f"{cols[j]} = {values[i, j]:g} is {texts[why[i, j]]}" for j in np.flatnonzero(bad[i])[:3]]
+        parts = [
+            f"{cols[j]} = {values[i, j]:g} is {texts[why[i, j]]}"
+            for j in np.flatnonzero(bad[i])[:3]
+        ]
         if no_name[i]:
             parts.insert(0, "no kernel name")
         if empty[i]:
             parts.append("no metric values")
-        add_note(raw, i, f"{DAMAGED}: {', '.join(parts)}, kept missing (not 0): the input is damaged, re-run ncu or export it again")
+        add_note(
+            raw,
+            i,
+            f"{DAMAGED}: {', '.join(parts)}, kept missing (not 0): the input is damaged, re-run ncu"
+            " or export it again",
+        )
     if bad.any():
         values[bad] = np.nan
         raw[cols] = values
     return raw
 
 
-def roof_damage(rates: dict[str, np.ndarray], peaks: dict[str, np.ndarray], catalog: Catalog, roofs: str = "") -> np.ndarray:
+def roof_damage(
+    rates: dict[str, np.ndarray], peaks: dict[str, np.ndarray], catalog: Catalog, roofs: str = ""
+) -> np.ndarray:
     """Per launch, '' or the damaged-record note of :func:`roof_violations` (``roofs`` says whose
     roofs, e.g. ``" (a datasheet roof)"``); the calculator and the datasheet roofs both use it."""
     beyond = roof_violations(rates, peaks, catalog)
-    return np.array([f"{DAMAGED}: {b}{roofs}, beyond any measurement error, a counter is damaged: re-run ncu, not plotted" if b else ""
-                     for b in beyond], dtype=object)
+    return np.array(
+        [
+            (
+                f"{DAMAGED}: {b}{roofs}, beyond any measurement error, a counter is damaged: re-run"
+                " ncu, not plotted"
+                if b
+                else ""
+            )
+            for b in beyond
+        ],
+        dtype=object,
+    )
 
 
-def roof_violations(rates: dict[str, np.ndarray], peaks: dict[str, np.ndarray], catalog: Catalog) -> np.ndarray:
+def roof_violations(
+    rates: dict[str, np.ndarray], peaks: dict[str, np.ndarray], catalog: Catalog
+) -> np.ndarray:
     """Per launch, the achieved rates more than ``max_roof_multiple`` times their roof.
 
     Parameters

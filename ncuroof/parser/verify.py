@@ -41,7 +41,15 @@ from .nvr import Block
 from .validate import add_note, limits
 from .wire import classes as _classes
 
-__all__ = ["against_ncu_report", "cut_report", "sample_launches", "check_rates", "Verdict", "SAMPLE_EXTRA", "SEED"]
+__all__ = [
+    "against_ncu_report",
+    "cut_report",
+    "sample_launches",
+    "check_rates",
+    "Verdict",
+    "SAMPLE_EXTRA",
+    "SEED",
+]
 
 #: Launches checked beyond the first of every learned layout.
 SAMPLE_EXTRA = 8
@@ -59,7 +67,9 @@ class Verdict:
     difference: str = ""
 
 
-def sample_launches(learned: list[int], total: int, extra: int = SAMPLE_EXTRA, seed: int = SEED) -> list[int]:
+def sample_launches(
+    learned: list[int], total: int, extra: int = SAMPLE_EXTRA, seed: int = SEED
+) -> list[int]:
     """The launches to check: launch 0, each of ``learned`` and ``extra`` more drawn with ``seed``.
 
     Parameters
@@ -79,7 +89,9 @@ def sample_launches(learned: list[int], total: int, extra: int = SAMPLE_EXTRA, s
     return sorted({0, *learned, *(int(i) for i in drawn)} & set(range(total)))
 
 
-def cut_report(path: Path, launches: list[int], dst: Path, blocks: list[Block] | None = None) -> list[int]:
+def cut_report(
+    path: Path, launches: list[int], dst: Path, blocks: list[Block] | None = None
+) -> list[int]:
     """Write a report holding only the result blocks of ``launches`` (and everything else but results).
 
     A dropped result block leaves its string table behind in a block of its own (as ncu writes
@@ -105,8 +117,8 @@ def cut_report(path: Path, launches: list[int], dst: Path, blocks: list[Block] |
     wanted, kept, parts, launch = set(launches), [], [], 0
     header_cls = _classes()["BlockHeader"]
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        parts.append(mm[:first_block(mm, path)[0]])
-        for pos, end, n, sources, strings in (blocks if blocks is not None else _walked(mm, path)):
+        parts.append(mm[: first_block(mm, path)[0]])
+        for pos, end, n, sources, strings in blocks if blocks is not None else _walked(mm, path):
             if not n or sources or wanted & set(range(launch, launch + n)):
                 parts.append(mm[pos:end])
                 kept.extend(range(launch, launch + n))
@@ -121,7 +133,11 @@ def cut_report(path: Path, launches: list[int], dst: Path, blocks: list[Block] |
 def _walked(mm: Any, path: Path) -> Iterator[Block]:
     """The report's blocks as :data:`ncuroof.parser.nvr.Block`, from a walk over them."""
     for _, pos, header, start in walk(mm, path):
-        strings = header.strings if header.num_results and header.HasField("strings") and header.strings.strings else None
+        strings = (
+            header.strings
+            if header.num_results and header.HasField("strings") and header.strings.strings
+            else None
+        )
         yield pos, start + header.payload_size, header.num_results, header.num_sources, strings
 
 
@@ -147,19 +163,31 @@ def _difference(ours: pd.DataFrame, rows: list[dict[str, Any]], kept: list[int])
     metrics = [c for c in ours.columns if c not in RAW_META]
     for launch, row in zip(kept, rows):
         mine = ours.iloc[launch]
-        for name in (*_NAMES, *metrics, *(k for k in row if k not in ours.columns and not k.startswith("_"))):
+        for name in (
+            *_NAMES,
+            *metrics,
+            *(k for k in row if k not in ours.columns and not k.startswith("_")),
+        ):
             theirs = row.get(name, math.nan if name not in _NAMES else None)
             if name == "device__attribute_display_name":
                 continue  # moved to device_name by launch_row in both readers
             value = mine.get(name, math.nan)
             value = None if value is pd.NA else value
             if not _same(value, theirs):
-                return f"launch {launch}: {name} is {_show(value)} decoded, {_show(theirs)} in ncu_report"
+                return (
+                    f"launch {launch}: {name} is {_show(value)} decoded, {_show(theirs)} in"
+                    " ncu_report"
+                )
     return ""
 
 
-def against_ncu_report(path: Path, ours: pd.DataFrame, catalog: Catalog, learned: list[int],
-                       blocks: list[Block] | None = None) -> Verdict:
+def against_ncu_report(
+    path: Path,
+    ours: pd.DataFrame,
+    catalog: Catalog,
+    learned: list[int],
+    blocks: list[Block] | None = None,
+) -> Verdict:
     """Compare the decoder's raw table with ``ncu_report`` on a sample of launches.
 
     Parameters
@@ -228,8 +256,11 @@ def check_rates(raw: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
             worst[hit], which[hit] = rel[hit], c
     for i in np.flatnonzero(worst > float(lim["rate_consistency"])):
         c = which[i]
-        text = (f"{INCONSISTENT}: {c} / {c}.per_second is {raw.at[i, c] / raw.at[i, c + '.per_second'] * 1e9:.6g} ns but "
-                f"{duration} is {d[i]:.6g} ns ({worst[i]:.2%} apart): the reader may have misread this launch; "
-                "check it with --reader ncu_report")
+        text = (
+            f"{INCONSISTENT}: {c} / {c}.per_second is"
+            f" {raw.at[i, c] / raw.at[i, c + '.per_second'] * 1e9:.6g} ns but {duration} is"
+            f" {d[i]:.6g} ns ({worst[i]:.2%} apart): the reader may have misread this launch; check"
+            " it with --reader ncu_report"
+        )
         add_note(raw, i, text)
     return raw

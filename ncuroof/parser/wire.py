@@ -13,32 +13,73 @@ from typing import Any
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-__all__ = ["classes", "SEEN_FIELDS", "PROTO_FIELDS", "ZERO_ONLY", "unseen_fields", "fields", "varint"]
+__all__ = [
+    "classes",
+    "SEEN_FIELDS",
+    "PROTO_FIELDS",
+    "ZERO_ONLY",
+    "unseen_fields",
+    "fields",
+    "varint",
+]
 
 _T = descriptor_pb2.FieldDescriptorProto
-_U64, _U32, _DBL, _FLT, _BYTES, _MSG = _T.TYPE_UINT64, _T.TYPE_UINT32, _T.TYPE_DOUBLE, _T.TYPE_FLOAT, _T.TYPE_BYTES, _T.TYPE_MESSAGE
+_U64, _U32, _DBL, _FLT, _BYTES, _MSG = (
+    _T.TYPE_UINT64,
+    _T.TYPE_UINT32,
+    _T.TYPE_DOUBLE,
+    _T.TYPE_FLOAT,
+    _T.TYPE_BYTES,
+    _T.TYPE_MESSAGE,
+)
 # message name -> (field number, field name, type, repeated, message type); the value kinds form a oneof
 _MESSAGES: dict[str, tuple[tuple[int, str, int, bool, str], ...]] = {
     "FileHeader": ((1, "version", _U64, False, ""),),
     "StringTable": ((1, "strings", _BYTES, True, ""),),
-    "BlockHeader": ((1, "num_sources", _U64, False, ""), (2, "num_results", _U64, False, ""),
-                    (4, "strings", _MSG, False, "StringTable"), (5, "payload_size", _U64, False, "")),
-    "Value": ((1, "s", _BYTES, False, ""), (2, "f", _FLT, False, ""), (3, "d", _DBL, False, ""),
-              (4, "u32", _U32, False, ""), (5, "u64", _U64, False, "")),
+    "BlockHeader": (
+        (1, "num_sources", _U64, False, ""),
+        (2, "num_results", _U64, False, ""),
+        (4, "strings", _MSG, False, "StringTable"),
+        (5, "payload_size", _U64, False, ""),
+    ),
+    "Value": (
+        (1, "s", _BYTES, False, ""),
+        (2, "f", _FLT, False, ""),
+        (3, "d", _DBL, False, ""),
+        (4, "u32", _U32, False, ""),
+        (5, "u64", _U64, False, ""),
+    ),
     "Instance": ((1, "key", _MSG, False, "Value"), (2, "value", _MSG, False, "Value")),
-    "Metric": ((1, "name_id", _U64, False, ""), (2, "value", _MSG, False, "Value"),
-               (3, "instances", _MSG, True, "Instance")),
+    "Metric": (
+        (1, "name_id", _U64, False, ""),
+        (2, "value", _MSG, False, "Value"),
+        (3, "instances", _MSG, True, "Instance"),
+    ),
     "NvtxDomain": ((1, "id", _U64, False, ""), (2, "name", _BYTES, False, "")),
     "NvtxRange": ((1, "name", _BYTES, False, ""),),
     "NvtxStack": ((1, "domain", _U64, False, ""), (3, "ranges", _MSG, True, "NvtxRange")),
     "NvtxThread": ((1, "tid", _U64, False, ""), (2, "stacks", _MSG, True, "NvtxStack")),
-    "Nvtx": ((1, "domains", _MSG, True, "NvtxDomain"), (2, "threads", _MSG, True, "NvtxThread"),
-             (3, "start_end", _BYTES, True, "")),
-    "Stamp": ((1, "thread_id", _U64, False, ""), (2, "seq", _U64, False, ""), (14, "timestamp", _U64, False, "")),
-    "Result": ((1, "thread_id", _U64, False, ""), (2, "seq", _U64, False, ""), (5, "mangled", _BYTES, False, ""),
-               (6, "function", _BYTES, False, ""), (7, "demangled", _BYTES, False, ""), (8, "kind", _U64, False, ""),
-               (13, "metrics", _BYTES, True, ""), (14, "timestamp", _U64, False, ""),
-               (21, "nvtx", _MSG, False, "Nvtx")),
+    "Nvtx": (
+        (1, "domains", _MSG, True, "NvtxDomain"),
+        (2, "threads", _MSG, True, "NvtxThread"),
+        (3, "start_end", _BYTES, True, ""),
+    ),
+    "Stamp": (
+        (1, "thread_id", _U64, False, ""),
+        (2, "seq", _U64, False, ""),
+        (14, "timestamp", _U64, False, ""),
+    ),
+    "Result": (
+        (1, "thread_id", _U64, False, ""),
+        (2, "seq", _U64, False, ""),
+        (5, "mangled", _BYTES, False, ""),
+        (6, "function", _BYTES, False, ""),
+        (7, "demangled", _BYTES, False, ""),
+        (8, "kind", _U64, False, ""),
+        (13, "metrics", _BYTES, True, ""),
+        (14, "timestamp", _U64, False, ""),
+        (21, "nvtx", _MSG, False, "Nvtx"),
+    ),
 }
 
 
@@ -51,9 +92,37 @@ _MESSAGES: dict[str, tuple[tuple[int, str, int, bool, str], ...]] = {
 #: (ncu 2026.2: device-side NVTX events; the launch's NVTX ranges stay field 21).
 SEEN_FIELDS: dict[str, frozenset[tuple[int, int]]] = {
     "BlockHeader": frozenset({(1, 0), (2, 0), (3, 2), (4, 2), (5, 0), (6, 2), (7, 0), (10, 0)}),
-    "Result": frozenset({(1, 0), (2, 0), (3, 0), (4, 0), (5, 2), (6, 2), (7, 2), (8, 0), (9, 2), (10, 2), (11, 2), (13, 2),
-                         (14, 0), (15, 2), (16, 0), (17, 2), (18, 2), (19, 2), (21, 2), (22, 0), (23, 0), (25, 2), (28, 2),
-                         (31, 2), (35, 5), (36, 2), (38, 2)}),
+    "Result": frozenset(
+        {
+            (1, 0),
+            (2, 0),
+            (3, 0),
+            (4, 0),
+            (5, 2),
+            (6, 2),
+            (7, 2),
+            (8, 0),
+            (9, 2),
+            (10, 2),
+            (11, 2),
+            (13, 2),
+            (14, 0),
+            (15, 2),
+            (16, 0),
+            (17, 2),
+            (18, 2),
+            (19, 2),
+            (21, 2),
+            (22, 0),
+            (23, 0),
+            (25, 2),
+            (28, 2),
+            (31, 2),
+            (35, 5),
+            (36, 2),
+            (38, 2),
+        }
+    ),
 }
 
 #: Fields no shared report has that NVIDIA's ProfilerReport.proto (2026.3) declares as metadata the raw
@@ -95,8 +164,15 @@ def unseen_fields(buf: bytes, message: str) -> list[tuple[int, int]]:
     ValueError
         For a broken wire format (see :func:`fields`); the caller's decoder reports it.
     """
-    seen, zero = SEEN_FIELDS[message] | PROTO_FIELDS.get(message, frozenset()), ZERO_ONLY.get(message, frozenset())
-    return [(number, wire) for number, wire, value in fields(buf) if (number, wire) not in seen or (number in zero and value)]
+    seen, zero = (
+        SEEN_FIELDS[message] | PROTO_FIELDS.get(message, frozenset()),
+        ZERO_ONLY.get(message, frozenset()),
+    )
+    return [
+        (number, wire)
+        for number, wire, value in fields(buf)
+        if (number, wire) not in seen or (number in zero and value)
+    ]
 
 
 def fields(buf: bytes) -> Iterator[tuple[int, int, int | None]]:
@@ -172,21 +248,27 @@ def varint(buf: bytes, i: int) -> tuple[int, int]:
 @cache
 def classes() -> dict[str, Any]:
     """The message classes of :data:`_MESSAGES`, declared at run time (proto2: presence is kept)."""
-    fdp = descriptor_pb2.FileDescriptorProto(name="ncuroof_nvr.proto", package="ncuroof_nvr", syntax="proto2")
+    fdp = descriptor_pb2.FileDescriptorProto(
+        name="ncuroof_nvr.proto", package="ncuroof_nvr", syntax="proto2"
+    )
     for name, fields in _MESSAGES.items():
         msg = fdp.message_type.add(name=name)
         if name == "Value":
             msg.oneof_decl.add(name="kind")
         for number, fname, ftype, repeated, mtype in fields:
-            f = msg.field.add(name=fname, number=number, type=ftype,
-                              label=_T.LABEL_REPEATED if repeated else _T.LABEL_OPTIONAL)
+            f = msg.field.add(
+                name=fname,
+                number=number,
+                type=ftype,
+                label=_T.LABEL_REPEATED if repeated else _T.LABEL_OPTIONAL,
+            )
             if mtype:
                 f.type_name = f".ncuroof_nvr.{mtype}"
             if name == "Value":
                 f.oneof_index = 0
     pool = descriptor_pool.DescriptorPool()
     pool.Add(fdp)
-    return {name: message_factory.GetMessageClass(pool.FindMessageTypeByName(f"ncuroof_nvr.{name}"))
-            for name in _MESSAGES}
-
-
+    return {
+        name: message_factory.GetMessageClass(pool.FindMessageTypeByName(f"ncuroof_nvr.{name}"))
+        for name in _MESSAGES
+    }

@@ -31,28 +31,43 @@ __all__ = ["plot_compare", "compare_page", "plot_trails", "trail_page", "SAME_RO
 #: Roofs of the two runs within this relative difference are drawn once, as both runs'.
 SAME_ROOF = 0.01
 
-_SIDES = {"before": dict(symbol="circle-open", name="before", color="#555555"),
-          "after": dict(symbol="circle", name="after", color="#ff7f0e")}
-_ONLY = {"only_before": ("before", dict(symbol="x", name="only before (gone)", color="#7f7f7f")),
-         "only_after": ("after", dict(symbol="star", name="only after (new)", color="#9467bd"))}
+_SIDES = {
+    "before": dict(symbol="circle-open", name="before", color="#555555"),
+    "after": dict(symbol="circle", name="after", color="#ff7f0e"),
+}
+_ONLY = {
+    "only_before": ("before", dict(symbol="x", name="only before (gone)", color="#7f7f7f")),
+    "only_after": ("after", dict(symbol="star", name="only after (new)", color="#9467bd")),
+}
 
 
 def _same(a: dict[str, float], b: dict[str, float]) -> bool:
     return a.keys() == b.keys() and all(abs(b[k] / a[k] - 1) <= SAME_ROOF for k in a if a[k] > 0)
 
 
-def _run_roofs(points_before: pd.DataFrame | None, points_after: pd.DataFrame | None, precisions: set[str],
-               levels: set[str], labels: tuple[str, str] = ("before", "after"),
-               ) -> list[tuple[str, str, dict[str, float], dict[str, float]]]:
+def _run_roofs(
+    points_before: pd.DataFrame | None,
+    points_after: pd.DataFrame | None,
+    precisions: set[str],
+    levels: set[str],
+    labels: tuple[str, str] = ("before", "after"),
+) -> list[tuple[str, str, dict[str, float], dict[str, float]]]:
     """``[(label, dash, compute roof per precision, bandwidth roof per level)]``: one entry ``both
-    runs`` (solid) when the runs' roofs agree, else one per run that has roofs (the first dashed)."""
+    runs`` (solid) when the runs' roofs agree, else one per run that has roofs (the first dashed).
+    """
     runs = []
     for who, dash, pts in ((labels[0], "dash", points_before), (labels[1], "solid", points_after)):
         if pts is None or not len(pts):
             continue
         compute, memory, _ = roofs(pts)
-        runs.append((who, dash, {p: v for p, v in compute.items() if p in precisions and v > 0},
-                     {lv: v for lv, v in memory.items() if lv in levels and v > 0}))
+        runs.append(
+            (
+                who,
+                dash,
+                {p: v for p, v in compute.items() if p in precisions and v > 0},
+                {lv: v for lv, v in memory.items() if lv in levels and v > 0},
+            )
+        )
     if len(runs) == 2 and _same(runs[0][2], runs[1][2]) and _same(runs[0][3], runs[1][3]):
         return [("both runs", "solid", runs[0][2], runs[0][3])]
     return runs
@@ -65,32 +80,66 @@ def _dots(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame, dict[str, Any]]]
         out.append((side, table[table["status"] == "matched"], marker))
     for status, (side, marker) in _ONLY.items():
         out.append((side, table[table["status"] == status], marker))
-    return [(side, rows[(rows[f"movement_ai_flop_per_byte_{side}"] > 0) & (rows[f"flop_per_s_{side}"] > 0)], marker)
-            for side, rows, marker in out]
+    return [
+        (
+            side,
+            rows[
+                (rows[f"movement_ai_flop_per_byte_{side}"] > 0) & (rows[f"flop_per_s_{side}"] > 0)
+            ],
+            marker,
+        )
+        for side, rows, marker in out
+    ]
 
 
 def _hover(rows: pd.DataFrame, side: str) -> np.ndarray:
     """Customdata: name (escaped), time, speedup, movement, change, level, roof fraction."""
     esc = [html.escape(str(v)) for v in rows["kernel_label"]]
-    return np.column_stack([
-        esc, [fmt.time(t) for t in rows[f"time_s_{side}"]], [f"{s:.3g}x" if np.isfinite(s) else "n/a" for s in rows["speedup"]],
-        [html.escape(str(m or "-")) for m in rows["movement"]], [html.escape(str(c or "-")) for c in rows["change"]],
-        [str(lv).upper() for lv in rows["movement_level"]], [fmt.pct(f) for f in rows[f"movement_roof_fraction_{side}"]],
-    ]) if len(rows) else np.empty((0, 7))
+    return (
+        np.column_stack(
+            [
+                esc,
+                [fmt.time(t) for t in rows[f"time_s_{side}"]],
+                [f"{s:.3g}x" if np.isfinite(s) else "n/a" for s in rows["speedup"]],
+                [html.escape(str(m or "-")) for m in rows["movement"]],
+                [html.escape(str(c or "-")) for c in rows["change"]],
+                [str(lv).upper() for lv in rows["movement_level"]],
+                [fmt.pct(f) for f in rows[f"movement_roof_fraction_{side}"]],
+            ]
+        )
+        if len(rows)
+        else np.empty((0, 7))
+    )
 
 
 def _dot_traces(table: pd.DataFrame) -> tuple[list[go.Scatter], list[float], list[float]]:
     traces, xs, ys = [], [], []
     for side, rows, marker in _dots(table):
-        x, y = rows[f"movement_ai_flop_per_byte_{side}"].to_numpy(float), rows[f"flop_per_s_{side}"].to_numpy(float)
+        x, y = (
+            rows[f"movement_ai_flop_per_byte_{side}"].to_numpy(float),
+            rows[f"flop_per_s_{side}"].to_numpy(float),
+        )
         xs += list(x)
         ys += list(y)
-        traces.append(go.Scatter(
-            x=x, y=y, mode="markers", name=marker["name"], meta={"role": "dots", "side": side},
-            marker=dict(symbol=marker["symbol"], size=12, color=marker["color"], line=dict(width=2)), customdata=_hover(rows, side),
-            hovertemplate=(f"<b>%{{customdata[0]}}</b> · {marker['name']}<br>%{{customdata[5]}}: AI %{{x:.3g}} FLOP/B<br>"
-                           "%{y:.3s} FLOP/s, %{customdata[6]} of roof<br>time %{customdata[1]} · speedup %{customdata[2]}<br>"
-                           "movement: %{customdata[3]}<br>%{customdata[4]}<extra></extra>")))
+        traces.append(
+            go.Scatter(
+                x=x,
+                y=y,
+                mode="markers",
+                name=marker["name"],
+                meta={"role": "dots", "side": side},
+                marker=dict(
+                    symbol=marker["symbol"], size=12, color=marker["color"], line=dict(width=2)
+                ),
+                customdata=_hover(rows, side),
+                hovertemplate=(
+                    f"<b>%{{customdata[0]}}</b> · {marker['name']}<br>%{{customdata[5]}}: AI"
+                    " %{x:.3g} FLOP/B<br>%{y:.3s} FLOP/s, %{customdata[6]} of roof<br>time"
+                    " %{customdata[1]} · speedup %{customdata[2]}<br>movement:"
+                    " %{customdata[3]}<br>%{customdata[4]}<extra></extra>"
+                ),
+            )
+        )
     return traces, xs, ys
 
 
@@ -103,36 +152,79 @@ def _arrows(table: pd.DataFrame) -> list[dict[str, Any]]:
     decades), for the :data:`MAX_ARROWS` whose time changed most."""
     out = []
     m = table[table["status"] == "matched"]
-    m = m.loc[m["time_delta_s"].abs().sort_values(ascending=False, kind="stable").index[:MAX_ARROWS]]
-    for xb, xa, yb, ya in zip(m["movement_ai_flop_per_byte_before"], m["movement_ai_flop_per_byte_after"],
-                              m["flop_per_s_before"], m["flop_per_s_after"], strict=True):
+    m = m.loc[
+        m["time_delta_s"].abs().sort_values(ascending=False, kind="stable").index[:MAX_ARROWS]
+    ]
+    for xb, xa, yb, ya in zip(
+        m["movement_ai_flop_per_byte_before"],
+        m["movement_ai_flop_per_byte_after"],
+        m["flop_per_s_before"],
+        m["flop_per_s_after"],
+        strict=True,
+    ):
         if all(np.isfinite(v) and v > 0 for v in (xb, xa, yb, ya)) and (xb, yb) != (xa, ya):
-            out.append(dict(x=math.log10(xa), y=math.log10(ya), ax=math.log10(xb), ay=math.log10(yb), xref="x", yref="y",
-                            axref="x", ayref="y", showarrow=True, arrowhead=3, arrowwidth=1.5, arrowcolor="#555", text=""))
+            out.append(
+                dict(
+                    x=math.log10(xa),
+                    y=math.log10(ya),
+                    ax=math.log10(xb),
+                    ay=math.log10(yb),
+                    xref="x",
+                    yref="y",
+                    axref="x",
+                    ayref="y",
+                    showarrow=True,
+                    arrowhead=3,
+                    arrowwidth=1.5,
+                    arrowcolor="#555",
+                    text="",
+                )
+            )
     return out
 
 
-def _roof_traces(runs: list[tuple[str, str, dict[str, float], dict[str, float]]], x_lo: float, x_hi: float) -> list[go.Scatter]:
+def _roof_traces(
+    runs: list[tuple[str, str, dict[str, float], dict[str, float]]], x_lo: float, x_hi: float
+) -> list[go.Scatter]:
     """Sloped roofs up to the run's highest compute roof, flat roofs from the run's widest bandwidth roof."""
     out = []
     for who, dash, compute, memory in runs:
         top, widest = max(compute.values(), default=np.nan), max(memory.values(), default=np.nan)
         for lv, bw in memory.items():
             x_end = top / bw if np.isfinite(top) else x_hi
-            out.append(go.Scatter(x=[x_lo, x_end], y=[bw * x_lo, bw * x_end], mode="lines", name=f"{who}: {lv.upper()} {fmt.si(bw, 'B/s')}",
-                                  line=dict(color=LEVEL_COLORS.get(lv, "#555"), dash=dash, width=2), hoverinfo="name",
-                                  meta={"role": "roof", "run": who, "level": lv}))
+            out.append(
+                go.Scatter(
+                    x=[x_lo, x_end],
+                    y=[bw * x_lo, bw * x_end],
+                    mode="lines",
+                    name=f"{who}: {lv.upper()} {fmt.si(bw, 'B/s')}",
+                    line=dict(color=LEVEL_COLORS.get(lv, "#555"), dash=dash, width=2),
+                    hoverinfo="name",
+                    meta={"role": "roof", "run": who, "level": lv},
+                )
+            )
         for prec, peak in compute.items():
             x_start = peak / widest if np.isfinite(widest) else x_lo
-            out.append(go.Scatter(x=[x_start, x_hi], y=[peak, peak], mode="lines",
-                                  name=f"{who}: {html.escape(precision_title(prec))} {fmt.si(peak, 'FLOP/s')}",
-                                  line=dict(color="#333", dash=dash, width=2), hoverinfo="name",
-                                  meta={"role": "roof", "run": who, "precision": prec}))
+            out.append(
+                go.Scatter(
+                    x=[x_start, x_hi],
+                    y=[peak, peak],
+                    mode="lines",
+                    name=f"{who}: {html.escape(precision_title(prec))} {fmt.si(peak, 'FLOP/s')}",
+                    line=dict(color="#333", dash=dash, width=2),
+                    hoverinfo="name",
+                    meta={"role": "roof", "run": who, "precision": prec},
+                )
+            )
     return out
 
 
-def plot_compare(table: pd.DataFrame, points_before: pd.DataFrame | None = None, points_after: pd.DataFrame | None = None,
-                 title: str = "Before → after") -> go.Figure:
+def plot_compare(
+    table: pd.DataFrame,
+    points_before: pd.DataFrame | None = None,
+    points_after: pd.DataFrame | None = None,
+    title: str = "Before → after",
+) -> go.Figure:
     """Both runs on one roofline: their roofs, each kernel's dots and an arrow from before to after.
 
     Parameters
@@ -174,54 +266,129 @@ def plot_compare(table: pd.DataFrame, points_before: pd.DataFrame | None = None,
     notes, n_roofs = list(fig.layout.annotations), len(fig.data) - len(traces)
     fig.update_layout(annotations=notes + _arrows(views[0][2]))
     if len(views) > 1:
-        buttons = [dict(label=label, method="update",
-                        args=[{"visible": [True] * n_roofs + [o == i for o in owner]},
-                              {"annotations": notes + _arrows(v), "xaxis.title.text": f"Arithmetic intensity at {label} [FLOP/byte]"}])
-                   for i, (_, label, v) in enumerate(views)]
-        fig.update_layout(updatemenus=[dict(type="buttons", direction="right", x=1, xanchor="right", y=1.02, yanchor="bottom",
-                                            buttons=buttons, showactive=True)])
+        buttons = [
+            dict(
+                label=label,
+                method="update",
+                args=[
+                    {"visible": [True] * n_roofs + [o == i for o in owner]},
+                    {
+                        "annotations": notes + _arrows(v),
+                        "xaxis.title.text": f"Arithmetic intensity at {label} [FLOP/byte]",
+                    },
+                ],
+            )
+            for i, (_, label, v) in enumerate(views)
+        ]
+        fig.update_layout(
+            updatemenus=[
+                dict(
+                    type="buttons",
+                    direction="right",
+                    x=1,
+                    xanchor="right",
+                    y=1.02,
+                    yanchor="bottom",
+                    buttons=buttons,
+                    showactive=True,
+                )
+            ]
+        )
     return fig
 
 
 def _views(table: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]]:
     """The level control's views ``(name, label, table)``: each kernel at its ``movement_level``, then
-    every level some kernel has a dot at, outermost first, the ``movement_*`` columns set to that level's."""
+    every level some kernel has a dot at, outermost first, the ``movement_*`` columns set to that level's.
+    """
     out = [("movement", "each kernel's level", table)]
     for lv in reversed(LEVELS):
         cols = [f"{lv}_ai_flop_per_byte_{s}" for s in ("before", "after")]
         if not (table[cols].to_numpy(float) > 0).any():
             continue
-        out.append((lv, lv.upper(), table.assign(
-            movement_level=np.where(table["launches_before"] + table["launches_after"] > 0, lv, ""),
-            **{f"movement_{m}_{s}": table[f"{lv}_{m}_{s}"] for m in ("ai_flop_per_byte", "roof_fraction") for s in ("before", "after")})))
+        out.append(
+            (
+                lv,
+                lv.upper(),
+                table.assign(
+                    movement_level=np.where(
+                        table["launches_before"] + table["launches_after"] > 0, lv, ""
+                    ),
+                    **{
+                        f"movement_{m}_{s}": table[f"{lv}_{m}_{s}"]
+                        for m in ("ai_flop_per_byte", "roof_fraction")
+                        for s in ("before", "after")
+                    },
+                ),
+            )
+        )
     return out if len(out) > 2 else out[:1]
 
 
-def _frame(fig: go.Figure, traces: list[go.Scatter], xs: list[float], ys: list[float],
-           runs: list[tuple[str, str, dict[str, float], dict[str, float]]], levels: set[str], title: str) -> None:
+def _frame(
+    fig: go.Figure,
+    traces: list[go.Scatter],
+    xs: list[float],
+    ys: list[float],
+    runs: list[tuple[str, str, dict[str, float], dict[str, float]]],
+    levels: set[str],
+    title: str,
+) -> None:
     """Roofs, dots, log axes holding every dot and ridge point, and a note where no dot or no roof is drawn."""
     ridges = [c / m for _, _, comp, mem in runs for c in comp.values() for m in mem.values()]
     x_all = [v for v in xs + ridges if np.isfinite(v) and v > 0] or [0.1, 10.0]
     x_lo, x_hi = min(x_all) / 4, max(x_all) * 4
     roof_traces = _roof_traces(runs, x_lo, x_hi)
-    y_all = [v for v in ys + [y for t in roof_traces for y in t.y] if np.isfinite(v) and v > 0] or [1e9, 1e12]
+    y_all = [v for v in ys + [y for t in roof_traces for y in t.y] if np.isfinite(v) and v > 0] or [
+        1e9,
+        1e12,
+    ]
     level = next(iter(levels)).upper() if len(levels) == 1 else "each kernel's level"
     fig.add_traces(roof_traces + traces)
-    fig.update_layout(title=html.escape(title), template="plotly_white", height=650, hovermode="closest",
-                      xaxis=dict(type="log", exponentformat="SI", title=f"Arithmetic intensity at {level} [FLOP/byte]",
-                                 range=[math.log10(x_lo), math.log10(x_hi)]),
-                      yaxis=dict(type="log", exponentformat="SI", title="Performance [FLOP/s]",
-                                 range=[math.log10(min(y_all) / 2), math.log10(max(y_all) * 2)]))
+    fig.update_layout(
+        title=html.escape(title),
+        template="plotly_white",
+        height=650,
+        hovermode="closest",
+        xaxis=dict(
+            type="log",
+            exponentformat="SI",
+            title=f"Arithmetic intensity at {level} [FLOP/byte]",
+            range=[math.log10(x_lo), math.log10(x_hi)],
+        ),
+        yaxis=dict(
+            type="log",
+            exponentformat="SI",
+            title="Performance [FLOP/s]",
+            range=[math.log10(min(y_all) / 2), math.log10(max(y_all) * 2)],
+        ),
+    )
     if not [x for x in xs if np.isfinite(x) and x > 0]:
-        fig.add_annotation(text="No dots: the inputs have no FLOP counters or no traffic counters.", showarrow=False,
-                           xref="paper", yref="paper", x=0.5, y=0.5)
+        fig.add_annotation(
+            text="No dots: the inputs have no FLOP counters or no traffic counters.",
+            showarrow=False,
+            xref="paper",
+            yref="paper",
+            x=0.5,
+            y=0.5,
+        )
     if not runs:
-        fig.add_annotation(text="No roofs: no run has a roof (no peak in the report, no datasheet entry).", showarrow=False,
-                           xref="paper", yref="paper", x=0.5, y=0.95)
+        fig.add_annotation(
+            text="No roofs: no run has a roof (no peak in the report, no datasheet entry).",
+            showarrow=False,
+            xref="paper",
+            yref="paper",
+            x=0.5,
+            y=0.95,
+        )
 
 
-def plot_trails(trail: pd.DataFrame, points_first: pd.DataFrame | None = None, points_last: pd.DataFrame | None = None,
-                title: str = "Kernels through the runs") -> go.Figure:
+def plot_trails(
+    trail: pd.DataFrame,
+    points_first: pd.DataFrame | None = None,
+    points_last: pd.DataFrame | None = None,
+    title: str = "Kernels through the runs",
+) -> go.Figure:
     """Each kernel's trail through several runs on one roofline, the runs numbered along it.
 
     Parameters
@@ -244,31 +411,70 @@ def plot_trails(trail: pd.DataFrame, points_first: pd.DataFrame | None = None, p
     ok = trail[(trail["trail_ai_flop_per_byte"] > 0) & (trail["flop_per_s"] > 0)]
     traces = []
     for i, (tid, t) in enumerate(ok.groupby("trail", sort=True)):
-        data = np.column_stack([[html.escape(str(v)) for v in t["kernel_label"]], [html.escape(str(v)) for v in t["run_name"]],
-                                [fmt.time(v) for v in t["time_s"]],
-                                [f"{v:.2f}x" if np.isfinite(v) else "n/a" for v in t["speedup_vs_first"]],
-                                [str(v).upper() for v in t["trail_level"]], [fmt.pct(v) for v in t["trail_roof_fraction"]]])
-        traces.append(go.Scatter(
-            x=t["trail_ai_flop_per_byte"], y=t["flop_per_s"], mode="lines+markers+text", text=[str(r + 1) for r in t["run"]],
-            textposition="top center", name=html.escape(str(t["kernel_label"].iat[-1])), meta={"role": "trail", "trail": int(tid)},
-            line=dict(color=KERNEL_COLORS[i % len(KERNEL_COLORS)]), marker=dict(size=10), customdata=data,
-            hovertemplate=("<b>%{customdata[0]}</b><br>run %{text}: %{customdata[1]}<br>%{customdata[4]}: AI %{x:.3g} FLOP/B<br>"
-                           "%{y:.3s} FLOP/s, %{customdata[5]} of roof<br>time %{customdata[2]} · %{customdata[3]} the first run's"
-                           "<extra></extra>")))
+        data = np.column_stack(
+            [
+                [html.escape(str(v)) for v in t["kernel_label"]],
+                [html.escape(str(v)) for v in t["run_name"]],
+                [fmt.time(v) for v in t["time_s"]],
+                [f"{v:.2f}x" if np.isfinite(v) else "n/a" for v in t["speedup_vs_first"]],
+                [str(v).upper() for v in t["trail_level"]],
+                [fmt.pct(v) for v in t["trail_roof_fraction"]],
+            ]
+        )
+        traces.append(
+            go.Scatter(
+                x=t["trail_ai_flop_per_byte"],
+                y=t["flop_per_s"],
+                mode="lines+markers+text",
+                text=[str(r + 1) for r in t["run"]],
+                textposition="top center",
+                name=html.escape(str(t["kernel_label"].iat[-1])),
+                meta={"role": "trail", "trail": int(tid)},
+                line=dict(color=KERNEL_COLORS[i % len(KERNEL_COLORS)]),
+                marker=dict(size=10),
+                customdata=data,
+                hovertemplate=(
+                    "<b>%{customdata[0]}</b><br>run %{text}: %{customdata[1]}<br>%{customdata[4]}:"
+                    " AI %{x:.3g} FLOP/B<br>%{y:.3s} FLOP/s, %{customdata[5]} of roof<br>time"
+                    " %{customdata[2]} · %{customdata[3]} the first run's<extra></extra>"
+                ),
+            )
+        )
     levels, precisions = set(ok["trail_level"]), set(ok["precision"])
-    runs = _run_roofs(points_first, points_last, precisions, levels, labels=("first run", "last run"))
-    _frame(fig, traces, list(ok["trail_ai_flop_per_byte"]), list(ok["flop_per_s"]), runs, levels, title)
+    runs = _run_roofs(
+        points_first, points_last, precisions, levels, labels=("first run", "last run")
+    )
+    _frame(
+        fig, traces, list(ok["trail_ai_flop_per_byte"]), list(ok["flop_per_s"]), runs, levels, title
+    )
     return fig
 
 
-_TRAIL_TABLE = [("kernel_label", "kernel"), ("run", "run"), ("run_name", "input"), ("match", "match"), ("launches", "launches"),
-                ("time_s", "time"), ("speedup_vs_first", "speedup vs first"), ("speedup_vs_previous", "speedup vs previous"),
-                *((f"{p}_flop", f"{p.upper()} FLOP") for p in ("fp64", "fp32", "fp16", "tensor")), ("dram_bytes", "DRAM bytes"),
-                ("trail_level", "level"), ("trail_ai_flop_per_byte", "AI"), ("trail_roof_fraction", "roof frac")]
+_TRAIL_TABLE = [
+    ("kernel_label", "kernel"),
+    ("run", "run"),
+    ("run_name", "input"),
+    ("match", "match"),
+    ("launches", "launches"),
+    ("time_s", "time"),
+    ("speedup_vs_first", "speedup vs first"),
+    ("speedup_vs_previous", "speedup vs previous"),
+    *((f"{p}_flop", f"{p.upper()} FLOP") for p in ("fp64", "fp32", "fp16", "tensor")),
+    ("dram_bytes", "DRAM bytes"),
+    ("trail_level", "level"),
+    ("trail_ai_flop_per_byte", "AI"),
+    ("trail_roof_fraction", "roof frac"),
+]
 
 
-def trail_page(trail: pd.DataFrame, points_first: pd.DataFrame | None, points_last: pd.DataFrame | None, names: list[str],
-               warnings: list[str], plotlyjs: str | bool = True) -> str:
+def trail_page(
+    trail: pd.DataFrame,
+    points_first: pd.DataFrame | None,
+    points_last: pd.DataFrame | None,
+    names: list[str],
+    warnings: list[str],
+    plotlyjs: str | bool = True,
+) -> str:
     """The page of several runs (``trail.html``): the runs in order, :func:`plot_trails`, the table of each kernel per run.
 
     Parameters
@@ -288,29 +494,77 @@ def trail_page(trail: pd.DataFrame, points_first: pd.DataFrame | None, points_la
     str
         The HTML document.
     """
-    meta = {"runs": " → ".join(f"{i + 1}. {n}" for i, n in enumerate(names)), "warnings": "; ".join(warnings)}
-    kinds = {"kernel_label": "name", "time_s": "time", "run": "int", "launches": "int", "trail_roof_fraction": "pct",
-             "dram_bytes": "si", **{f"{p}_flop": "si" for p in ("fp64", "fp32", "fp16", "tensor")}}
+    meta = {
+        "runs": " → ".join(f"{i + 1}. {n}" for i, n in enumerate(names)),
+        "warnings": "; ".join(warnings),
+    }
+    kinds = {
+        "kernel_label": "name",
+        "time_s": "time",
+        "run": "int",
+        "launches": "int",
+        "trail_roof_fraction": "pct",
+        "dram_bytes": "si",
+        **{f"{p}_flop": "si" for p in ("fp64", "fp32", "fp16", "tensor")},
+    }
     shown = trail.assign(run=trail["run"] + 1)
     fig = plot_trails(trail, points_first, points_last, f"Kernels through {len(names)} runs")
-    return report.render_page("ncuroof compare (runs)", fig, meta, "Each kernel per run",
-                              report.html_table(shown, _TRAIL_TABLE, kinds=kinds), plotlyjs)
+    return report.render_page(
+        "ncuroof compare (runs)",
+        fig,
+        meta,
+        "Each kernel per run",
+        report.html_table(shown, _TRAIL_TABLE, kinds=kinds),
+        plotlyjs,
+    )
 
 
-_TABLE = [("kernel_label", "kernel"), ("status", "status"), ("match", "match"), ("launches_before", "launches before"),
-          ("launches_after", "launches after"), ("time_s_before", "time before"), ("time_s_after", "time after"),
-          ("speedup", "speedup"), ("change", "change"), ("movement_level", "level"),
-          ("movement_ai_flop_per_byte_before", "AI before"), ("movement_ai_flop_per_byte_after", "AI after"),
-          ("movement_roof_fraction_before", "roof frac before"), ("movement_roof_fraction_after", "roof frac after"),
-          ("achievable_roof_fraction_before", "achievable frac before"), ("achievable_roof_fraction_after", "achievable frac after"),
-          ("bound_before", "bound before"), ("bound_after", "bound after"), ("movement", "movement"), ("partner", "likely partner")]
-_KINDS = {"kernel_label": "name", "partner": "name", "time_s_before": "time", "time_s_after": "time", "launches_before": "int",
-          "launches_after": "int", **{f"{c}_{s}": "pct" for c in ("movement_roof_fraction", "achievable_roof_fraction")
-                                        for s in ("before", "after")}}
+_TABLE = [
+    ("kernel_label", "kernel"),
+    ("status", "status"),
+    ("match", "match"),
+    ("launches_before", "launches before"),
+    ("launches_after", "launches after"),
+    ("time_s_before", "time before"),
+    ("time_s_after", "time after"),
+    ("speedup", "speedup"),
+    ("change", "change"),
+    ("movement_level", "level"),
+    ("movement_ai_flop_per_byte_before", "AI before"),
+    ("movement_ai_flop_per_byte_after", "AI after"),
+    ("movement_roof_fraction_before", "roof frac before"),
+    ("movement_roof_fraction_after", "roof frac after"),
+    ("achievable_roof_fraction_before", "achievable frac before"),
+    ("achievable_roof_fraction_after", "achievable frac after"),
+    ("bound_before", "bound before"),
+    ("bound_after", "bound after"),
+    ("movement", "movement"),
+    ("partner", "likely partner"),
+]
+_KINDS = {
+    "kernel_label": "name",
+    "partner": "name",
+    "time_s_before": "time",
+    "time_s_after": "time",
+    "launches_before": "int",
+    "launches_after": "int",
+    **{
+        f"{c}_{s}": "pct"
+        for c in ("movement_roof_fraction", "achievable_roof_fraction")
+        for s in ("before", "after")
+    },
+}
 
 
-def compare_page(result: Any, points_before: pd.DataFrame | None, points_after: pd.DataFrame | None, before: list[Path],
-                 after: list[Path], title: str, plotlyjs: str | bool = True) -> str:
+def compare_page(
+    result: Any,
+    points_before: pd.DataFrame | None,
+    points_after: pd.DataFrame | None,
+    before: list[Path],
+    after: list[Path],
+    title: str,
+    plotlyjs: str | bool = True,
+) -> str:
     """The compare page (``compare.html``): headline, gate verdict, warnings, :func:`plot_compare`, the table.
 
     Parameters
@@ -335,12 +589,25 @@ def compare_page(result: Any, points_before: pd.DataFrame | None, points_after: 
 
     tot = result.totals
     gate = result.gate
-    meta = {"before": ", ".join(str(p) for p in before), "after": ", ".join(str(p) for p in after),
-            "GPU time": headline(tot),
-            "after, share of time": ", ".join(f"{b} {fmt.pct(tot[f'share_{b}'])}" for b in BOUNDS),
-            "gate": "" if gate is None else f"{gate.verdict} at {gate.threshold_pct:g} %: " + "; ".join(gate.failures + gate.unknown),
-            "warnings": "; ".join(result.warnings)}
+    meta = {
+        "before": ", ".join(str(p) for p in before),
+        "after": ", ".join(str(p) for p in after),
+        "GPU time": headline(tot),
+        "after, share of time": ", ".join(f"{b} {fmt.pct(tot[f'share_{b}'])}" for b in BOUNDS),
+        "gate": (
+            ""
+            if gate is None
+            else f"{gate.verdict} at {gate.threshold_pct:g} %: "
+            + "; ".join(gate.failures + gate.unknown)
+        ),
+        "warnings": "; ".join(result.warnings),
+    }
     fig = plot_compare(result.table, points_before, points_after, title)
-    return report.render_page("ncuroof compare", fig, meta, "Kernels",
-                              report.html_table(result.table, _TABLE, kinds=_KINDS), plotlyjs)
-
+    return report.render_page(
+        "ncuroof compare",
+        fig,
+        meta,
+        "Kernels",
+        report.html_table(result.table, _TABLE, kinds=_KINDS),
+        plotlyjs,
+    )

@@ -41,9 +41,28 @@ from .viewcontract import Chart, Control, ViewContract, ViewState, add_charts, a
 
 go = LazyModule("plotly.graph_objects")  # imported when a figure is drawn
 
-__all__ = ["plot_roofline", "precision_title", "level_subsets", "SCATTERGL_THRESHOLD", "MAX_LAUNCH_DOTS", "longest_launches", "LEVEL_COLORS", "BOUND_COLORS",
-           "KERNEL_COLORS", "OTHER_COLOR", "kernel_color", "DotGroup", "DOT_GROUPS", "CUSTOMDATA", "customdata_fields",
-           "OWN_CHART", "roofs", "precision_views", "main_precisions", "precision_when"]
+__all__ = [
+    "plot_roofline",
+    "precision_title",
+    "level_subsets",
+    "SCATTERGL_THRESHOLD",
+    "MAX_LAUNCH_DOTS",
+    "longest_launches",
+    "LEVEL_COLORS",
+    "BOUND_COLORS",
+    "KERNEL_COLORS",
+    "OTHER_COLOR",
+    "kernel_color",
+    "DotGroup",
+    "DOT_GROUPS",
+    "CUSTOMDATA",
+    "customdata_fields",
+    "OWN_CHART",
+    "roofs",
+    "precision_views",
+    "main_precisions",
+    "precision_when",
+]
 
 #: Above this many dots in one view the dots are drawn with WebGL (``Scattergl``).
 SCATTERGL_THRESHOLD = 1000
@@ -52,11 +71,39 @@ SCATTERGL_THRESHOLD = 1000
 MAX_LAUNCH_DOTS = 10_000
 
 #: Colour of each bound class (colour by bound).
-BOUND_COLORS = {"memory": "#1f77b4", "compute": "#d62728", "latency": "#9467bd", "unknown": "#7f7f7f"}
+BOUND_COLORS = {
+    "memory": "#1f77b4",
+    "compute": "#d62728",
+    "latency": "#9467bd",
+    "unknown": "#7f7f7f",
+}
 #: Colours of the kernels, largest time first (plotly's Dark24); later kernels are grey.
-KERNEL_COLORS = ("#2E91E5", "#E15F99", "#1CA71C", "#FB0D0D", "#DA16FF", "#B68100", "#750D86", "#EB663B", "#511CFB",
-                 "#00A08B", "#FB00D1", "#FC0080", "#B2828D", "#6C7C32", "#778AAE", "#862A16", "#A777F1", "#620042",
-                 "#1616A7", "#DA60CA", "#6C4516", "#0D2A63", "#AF0038", "#222A2A")
+KERNEL_COLORS = (
+    "#2E91E5",
+    "#E15F99",
+    "#1CA71C",
+    "#FB0D0D",
+    "#DA16FF",
+    "#B68100",
+    "#750D86",
+    "#EB663B",
+    "#511CFB",
+    "#00A08B",
+    "#FB00D1",
+    "#FC0080",
+    "#B2828D",
+    "#6C7C32",
+    "#778AAE",
+    "#862A16",
+    "#A777F1",
+    "#620042",
+    "#1616A7",
+    "#DA60CA",
+    "#6C4516",
+    "#0D2A63",
+    "#AF0038",
+    "#222A2A",
+)
 OTHER_COLOR = "#b0b0b0"
 _LEVEL_SYMBOL = {"l1": "circle", "l2": "square", "dram": "diamond"}
 #: Colour of each memory level (roof labels here, the instruction roofline of :mod:`ncuroof.render.views`).
@@ -88,7 +135,7 @@ def level_subsets(levels: list[str]) -> list[tuple[str, ...]]:
 def _short(name: str, limit: int = _NAME_CHARS) -> str:
     """A demangled name for a hover label: at most ``limit`` characters, wrapped every 90."""
     text = name if len(name) <= limit else name[: limit - 1] + "…"
-    return "<br>".join(text[i:i + 90] for i in range(0, len(text), 90))
+    return "<br>".join(text[i : i + 90] for i in range(0, len(text), 90))
 
 
 def _tag(source: str) -> str:
@@ -97,12 +144,21 @@ def _tag(source: str) -> str:
 
 # --- dot groups -------------------------------------------------------------------------------
 
+
 def _kernel_names(dots: pd.DataFrame) -> np.ndarray:
     """Hover head of per-kernel dots: label, demangled name when it differs, launches."""
     esc = html.escape  # names are text: plotly would render <b>, <br>, <a> in them as formatting
-    return np.array([f"<b>{esc(str(n))}</b><br>{esc(_short(dm))}<br>{fmt.count(int(c), 'launch')}" if isinstance(dm, str) and dm and dm != n
-                     else f"<b>{esc(str(n))}</b><br>{fmt.count(int(c), 'launch')}"
-                     for n, dm, c in zip(dots["label"], dots["demangled"], dots["launches"])], dtype=object)
+    return np.array(
+        [
+            (
+                f"<b>{esc(str(n))}</b><br>{esc(_short(dm))}<br>{fmt.count(int(c), 'launch')}"
+                if isinstance(dm, str) and dm and dm != n
+                else f"<b>{esc(str(n))}</b><br>{fmt.count(int(c), 'launch')}"
+            )
+            for n, dm, c in zip(dots["label"], dots["demangled"], dots["launches"])
+        ],
+        dtype=object,
+    )
 
 
 def _launch_names(dots: pd.DataFrame) -> np.ndarray:
@@ -139,24 +195,40 @@ class DotGroup:
 #: frame for it in :func:`plot_roofline`'s ``dots`` (columns as :func:`_dot_frames` makes).
 DOT_GROUPS = (
     DotGroup("kernel", "per kernel", ("kernel_key",), _kernel_names, "%{text} · "),
-    DotGroup("launch", "per launch", ("source", "launch_id"), _launch_names, "<b>%{text}</b> · launch %{@launch_id:.0f}<br>"),
+    DotGroup(
+        "launch",
+        "per launch",
+        ("source", "launch_id"),
+        _launch_names,
+        "<b>%{text}</b> · launch %{@launch_id:.0f}<br>",
+    ),
 )
 
 
 def _kernels_from_points(points: pd.DataFrame) -> pd.DataFrame:
     """A minimal kernels table for a points table given alone (one row per launch)."""
-    k = points.drop_duplicates(["source", "launch_id"])[["source", "launch_id", "kernel_name", "time_s"]].copy()
+    k = points.drop_duplicates(["source", "launch_id"])[
+        ["source", "launch_id", "kernel_name", "time_s"]
+    ].copy()
     k["kernel_demangled"] = k["kernel_name"]
     k["nvtx_range"] = ""
     k["time_at_roof_s"] = np.nan
     k["saving_s"] = np.nan
-    k = k.merge(binding_points(points)[["source", "launch_id", "bound"]], on=["source", "launch_id"], how="left")
+    k = k.merge(
+        binding_points(points)[["source", "launch_id", "bound"]],
+        on=["source", "launch_id"],
+        how="left",
+    )
     k["bound"] = k["bound"].replace("", np.nan).fillna("unknown")
     return k
 
 
-def _dot_frames(points: pd.DataFrame, kernels: pd.DataFrame, summ: pd.DataFrame,
-                given: Mapping[str, pd.DataFrame] | None) -> dict[str, pd.DataFrame]:
+def _dot_frames(
+    points: pd.DataFrame,
+    kernels: pd.DataFrame,
+    summ: pd.DataFrame,
+    given: Mapping[str, pd.DataFrame] | None,
+) -> dict[str, pd.DataFrame]:
     """The dots of every group, with the per-kernel facts the figure needs: ``kid`` (colour
     index), ``in_focus``, ``main`` precision, ``label``, ``demangled`` and ``kbound`` from the
     summary row of each dot's ``kernel_key`` (unless the frame has them), ``launch_id`` (-1 when
@@ -175,14 +247,26 @@ def _dot_frames(points: pd.DataFrame, kernels: pd.DataFrame, summ: pd.DataFrame,
     if launch is None:
         launch = with_keys(longest_launches(points, kernels, MAX_LAUNCH_DOTS), kernels)
     frames = {**given, "kernel": kern.assign(launch_id=-1), "launch": launch.assign(launches=1)}
-    facts = (("kid", "kid"), ("in_focus", "in_focus"), ("main", "precision"), ("label", "kernel_label"),
-             ("demangled", "kernel_demangled"), ("kbound", "bound"))
+    facts = (
+        ("kid", "kid"),
+        ("in_focus", "in_focus"),
+        ("main", "precision"),
+        ("label", "kernel_label"),
+        ("demangled", "kernel_demangled"),
+        ("kbound", "bound"),
+    )
     out = {}
     for gid, d in frames.items():
         d = d.copy()
         if gid == "launch":  # each launch's own classified bound
-            d = d.merge(kernels[["source", "launch_id", "bound"]].rename(columns={"bound": "kbound"}), on=["source", "launch_id"], how="left")
-        elif gid == "kernel":  # area from all the kernel's launches, those without points too; the summary's share (time basis)
+            d = d.merge(
+                kernels[["source", "launch_id", "bound"]].rename(columns={"bound": "kbound"}),
+                on=["source", "launch_id"],
+                how="left",
+            )
+        elif (
+            gid == "kernel"
+        ):  # area from all the kernel's launches, those without points too; the summary's share (time basis)
             d["time_s"] = info["time_s"].reindex(d["kernel_key"]).to_numpy()
             d["share"] = info["time_share"].reindex(d["kernel_key"]).to_numpy()
         for col, src in facts:
@@ -190,7 +274,10 @@ def _dot_frames(points: pd.DataFrame, kernels: pd.DataFrame, summ: pd.DataFrame,
                 d[col] = info[src].reindex(d["kernel_key"]).to_numpy()
         if "launch_id" not in d.columns:
             d["launch_id"] = -1
-        for col in ("achievable_roof_flop_per_s", "achievable_roof_fraction"):  # tables from before achievable roofs
+        for col in (
+            "achievable_roof_flop_per_s",
+            "achievable_roof_fraction",
+        ):  # tables from before achievable roofs
             if col not in d.columns:
                 d[col] = np.nan
         d["kbound"] = d["kbound"].fillna("unknown")
@@ -217,6 +304,7 @@ def _group_label(group: DotGroup, kernels: pd.DataFrame) -> DotGroup:
 
 
 # --- the chart's frame: roofs, views, axis ranges -------------------------------------------
+
 
 @dataclass
 class _Chart:
@@ -246,13 +334,19 @@ class _Chart:
     cat: Any
 
 
-def _medians(points: pd.DataFrame, key: str, col: str, src: str) -> tuple[dict[str, float], dict[str, str]]:
+def _medians(
+    points: pd.DataFrame, key: str, col: str, src: str
+) -> tuple[dict[str, float], dict[str, str]]:
     """Median of ``col`` per ``key`` over the points that have it, and the most common ``src`` there."""
     if col not in points.columns:
         return {}, {}
     have = points[np.isfinite(points[col].to_numpy(float))]
     value = have.groupby(key)[col].median().to_dict()
-    source = have.groupby(key)[src].agg(lambda s: s.mode().iat[0] if len(s.mode()) else "").to_dict() if src in have.columns else {}
+    source = (
+        have.groupby(key)[src].agg(lambda s: s.mode().iat[0] if len(s.mode()) else "").to_dict()
+        if src in have.columns
+        else {}
+    )
     return value, {k: str(v) for k, v in source.items()}
 
 
@@ -301,13 +395,15 @@ def _dot_precisions(view: str, main_precisions: list[str]) -> list[str]:
 
 def _pad(span: float, px: float) -> float:
     """Decades to add on each side of a log axis of ``span`` data decades drawn over ``px`` pixels
-    so that a dot of the largest marker radius (:data:`_MAX_DOT_PX` / 2, outline included) stays inside."""
+    so that a dot of the largest marker radius (:data:`_MAX_DOT_PX` / 2, outline included) stays inside.
+    """
     r = _MAX_DOT_PX / 2 + 2
     return r * max(span, 1.0) / max(px - 2 * r, r)
 
 
-def _axis_ranges(points: pd.DataFrame, roofs: list[float], bandwidths: list[float],
-                 height: int) -> tuple[tuple[float, float], tuple[float, float]]:
+def _axis_ranges(
+    points: pd.DataFrame, roofs: list[float], bandwidths: list[float], height: int
+) -> tuple[tuple[float, float], tuple[float, float]]:
     """x (AI) and y (FLOP/s) ranges, in data units, holding every dot of every view (with its
     largest marker), every roof and every ridge point: at least half a decade of margin (0.4 above
     the top roof, room for its label), whole decades but at the top."""
@@ -316,14 +412,18 @@ def _axis_ranges(points: pd.DataFrame, roofs: list[float], bandwidths: list[floa
     xs = np.log10(np.concatenate([ai[np.isfinite(ai) & (ai > 0)], np.asarray(ridges, dtype=float)]))
     ys = points["flop_per_s"].to_numpy(float)
     ys = np.log10(np.concatenate([ys[np.isfinite(ys) & (ys > 0)], np.asarray(roofs, dtype=float)]))
-    xs, ys = (v[np.isfinite(v)] if np.isfinite(v).any() else np.array([-2.0, 3.0]) for v in (xs, ys))  # nothing to hold: a default decade span
+    xs, ys = (
+        v[np.isfinite(v)] if np.isfinite(v).any() else np.array([-2.0, 3.0]) for v in (xs, ys)
+    )  # nothing to hold: a default decade span
     x_pad = max(0.5, _pad(float(xs.max() - xs.min()), _MIN_PLOT_WIDTH_PX))
     y_pad = max(0.5, _pad(float(ys.max() - ys.min()), height - _MARGIN_PX))
     x = (10 ** math.floor(xs.min() - x_pad), 10 ** math.ceil(xs.max() + x_pad))
     return x, (10 ** math.floor(ys.min() - y_pad), 10 ** (ys.max() + max(0.4, y_pad)))
 
 
-def _view_tops(views: list[tuple[str, str]], main: list[str], compute: dict[str, float], y_top: float) -> dict[str, float]:
+def _view_tops(
+    views: list[tuple[str, str]], main: list[str], compute: dict[str, float], y_top: float
+) -> dict[str, float]:
     """Per view, the FLOP/s the memory roofs run up to: its highest compute roof, else (no roof
     in the view) the top of the chart."""
     tops = {}
@@ -338,17 +438,32 @@ def _moved_note(summ: pd.DataFrame) -> str:
     (summary ``precision`` differs from ``main_precision``: the main one has no roof), or ''."""
     if "main_precision" not in summ.columns:
         return ""
-    moved = summ[(summ["main_precision"].astype(str) != "") & (summ["precision"].astype(str) != "")
-                 & (summ["main_precision"].astype(str) != summ["precision"].astype(str))]
+    moved = summ[
+        (summ["main_precision"].astype(str) != "")
+        & (summ["precision"].astype(str) != "")
+        & (summ["main_precision"].astype(str) != summ["precision"].astype(str))
+    ]
     if moved.empty:
         return ""
-    pairs = sorted({(precision_title(a), precision_title(b)) for a, b in zip(moved["main_precision"], moved["precision"])})
-    return (f"{fmt.count(len(moved), 'kernel')} drawn at another precision with work: "
-            + ", ".join(f"{a} has no roof, so at {b}" for a, b in pairs))
+    pairs = sorted(
+        {
+            (precision_title(a), precision_title(b))
+            for a, b in zip(moved["main_precision"], moved["precision"])
+        }
+    )
+    return f"{fmt.count(len(moved), 'kernel')} drawn at another precision with work: " + ", ".join(
+        f"{a} has no roof, so at {b}" for a, b in pairs
+    )
 
 
-def _view_notes(points: pd.DataFrame, views: list[tuple[str, str]], main: list[str], compute: dict[str, float],
-                memory: dict[str, float], moved: str = "") -> dict[str, str]:
+def _view_notes(
+    points: pd.DataFrame,
+    views: list[tuple[str, str]],
+    main: list[str],
+    compute: dict[str, float],
+    memory: dict[str, float],
+    moved: str = "",
+) -> dict[str, str]:
     """Per view, what it cannot draw: a precision with dots but no compute roof, a level with dots
     but no bandwidth roof, and why; in ``main`` also ``moved`` (:func:`_moved_note`). Empty when
     every dot has its roofs."""
@@ -358,18 +473,25 @@ def _view_notes(points: pd.DataFrame, views: list[tuple[str, str]], main: list[s
         shown = points[points["precision"].isin(precs)]
         lacking = [p for p in precs if p not in compute and (shown["precision"] == p).any()]
         levels = [lv for lv in LEVELS if lv not in memory and (shown["level"] == lv).any()]
-        parts = [f"no {precision_title(p)} roof: no report, datasheet or user value for it (set one with --peak-flops)"
-                 for p in lacking]
+        parts = [
+            f"no {precision_title(p)} roof: no report, datasheet or user value for it (set one with"
+            " --peak-flops)"
+            for p in lacking
+        ]
         if levels:
-            parts.append(f"no {'/'.join(lv.upper() for lv in levels)} bandwidth roof: none in the report or datasheet "
-                         "(set one with --peak-bandwidth)")
+            parts.append(
+                f"no {'/'.join(lv.upper() for lv in levels)} bandwidth roof: none in the report or"
+                " datasheet (set one with --peak-bandwidth)"
+            )
         if v == "main" and moved:
             parts.append(moved)
         notes[v] = "; ".join(parts)
     return notes
 
 
-def _chart(points: pd.DataFrame, kernels: pd.DataFrame, summ: pd.DataFrame, cat: Any, height: int) -> _Chart:
+def _chart(
+    points: pd.DataFrame, kernels: pd.DataFrame, summ: pd.DataFrame, cat: Any, height: int
+) -> _Chart:
     compute, memory, source = roofs(points)
     achievable, ach_source = _achievable(points)
     levels = set(points["level"].unique())
@@ -377,15 +499,31 @@ def _chart(points: pd.DataFrame, kernels: pd.DataFrame, summ: pd.DataFrame, cat:
     main = main_precisions(summ)
     ach_roofs = [v for k, v in achievable.items() if k not in LEVELS]
     ach_bw = [v for k, v in achievable.items() if k in LEVELS]
-    x_range, y_range = _axis_ranges(points, list(compute.values()) + ach_roofs, list(memory.values()) + ach_bw, height)
-    return _Chart(points=points, summ=summ, present=[lv for lv in LEVELS if lv in levels], views=views, main_precisions=main,
-                  compute=compute, memory=memory, source=source, achievable=achievable, ach_source=ach_source,
-                  x_range=x_range, y_range=y_range, tops=_view_tops(views, main, compute, y_range[1]),
-                  notes=_view_notes(points, views, main, compute, memory, _moved_note(summ)),
-                  total_time=float(np.nansum(kernels["time_s"].to_numpy(float))), cat=cat)
+    x_range, y_range = _axis_ranges(
+        points, list(compute.values()) + ach_roofs, list(memory.values()) + ach_bw, height
+    )
+    return _Chart(
+        points=points,
+        summ=summ,
+        present=[lv for lv in LEVELS if lv in levels],
+        views=views,
+        main_precisions=main,
+        compute=compute,
+        memory=memory,
+        source=source,
+        achievable=achievable,
+        ach_source=ach_source,
+        x_range=x_range,
+        y_range=y_range,
+        tops=_view_tops(views, main, compute, y_range[1]),
+        notes=_view_notes(points, views, main, compute, memory, _moved_note(summ)),
+        total_time=float(np.nansum(kernels["time_s"].to_numpy(float))),
+        cat=cat,
+    )
 
 
 # --- roofs, ridge points, legend keys ---------------------------------------------------------
+
 
 def main_precisions(summ: pd.DataFrame) -> list[str]:
     """The precisions the ``main`` view draws: the kernel summary's ``precision`` values (sorted)."""
@@ -407,29 +545,54 @@ def _by_top(ch: _Chart) -> dict[float, list[str]]:
 
 def _memory_roofs(ch: _Chart, lv: str, bw: float, achievable: bool) -> list[go.Scatter]:
     """The sloped roof of one level, one trace per group of views with the same top (it runs up to
-    the highest compute roof the view shows); dashed and in the ``achievable`` state when ``achievable``."""
+    the highest compute roof the view shows); dashed and in the ``achievable`` state when ``achievable``.
+    """
     (x_lo, _), (y_lo, _) = ch.x_range, ch.y_range
     src = (ch.ach_source if achievable else ch.source).get(lv, "")
     what = "achievable " if achievable else ""
     tag = f" ({src or '?'})" if achievable else _tag(src)
     label = f"{what}{lv.upper()} {fmt.si(bw, 'B/s')}{tag}"
-    x_start = max(x_lo, y_lo / bw) * (1.2 if not achievable else 2.0)  # where the roof enters the chart, so its label shows
-    return [go.Scatter(
-        x=[x_start, top / bw], y=[x_start * bw, top], mode="lines+text", text=[label, ""], textposition="top right",
-        textfont=dict(size=11, color=LEVEL_COLORS[lv]), line=dict(color=LEVEL_COLORS[lv], width=2 if not achievable else 1.5,
-                                                                  dash="solid" if not achievable else "dash"),
-        name=f"{what}{lv.upper()} roof {fmt.si(bw, 'B/s')}{tag}",
-        legendgroup="roofs", legendgrouptitle_text="Roofs",
-        hovertemplate=f"{what}{lv.upper()} bandwidth roof: {fmt.si(bw, 'B/s')} ({src or 'unknown source'})<extra></extra>",
-        meta=dict(role="roof_mem_achievable" if achievable else "roof_mem", level=lv,
-                  when={"levels": lv, "precision": views, **({"achievable": True} if achievable else {})}))
-        for top, views in _by_top(ch).items()]
+    x_start = max(x_lo, y_lo / bw) * (
+        1.2 if not achievable else 2.0
+    )  # where the roof enters the chart, so its label shows
+    return [
+        go.Scatter(
+            x=[x_start, top / bw],
+            y=[x_start * bw, top],
+            mode="lines+text",
+            text=[label, ""],
+            textposition="top right",
+            textfont=dict(size=11, color=LEVEL_COLORS[lv]),
+            line=dict(
+                color=LEVEL_COLORS[lv],
+                width=2 if not achievable else 1.5,
+                dash="solid" if not achievable else "dash",
+            ),
+            name=f"{what}{lv.upper()} roof {fmt.si(bw, 'B/s')}{tag}",
+            legendgroup="roofs",
+            legendgrouptitle_text="Roofs",
+            hovertemplate=(
+                f"{what}{lv.upper()} bandwidth roof: {fmt.si(bw, 'B/s')}"
+                f" ({src or 'unknown source'})<extra></extra>"
+            ),
+            meta=dict(
+                role="roof_mem_achievable" if achievable else "roof_mem",
+                level=lv,
+                when={
+                    "levels": lv,
+                    "precision": views,
+                    **({"achievable": True} if achievable else {}),
+                },
+            ),
+        )
+        for top, views in _by_top(ch).items()
+    ]
 
 
 def _flat_roof(ch: _Chart, i: int, prec: str, peak: float, achievable: bool) -> go.Scatter:
     """The flat roof of one precision from its ridge with the fastest level; dashed and thinner,
     in the ``achievable`` state, for an achievable roof."""
-    (x_lo, x_hi) = ch.x_range
+    x_lo, x_hi = ch.x_range
     bws = [v for k, v in ch.achievable.items() if k in LEVELS] if achievable else []
     b_max = max(bws or list(ch.memory.values()) or [0.0])
     title = precision_title(prec)
@@ -438,80 +601,187 @@ def _flat_roof(ch: _Chart, i: int, prec: str, peak: float, achievable: bool) -> 
     tag = f" ({src or '?'})" if achievable else _tag(src)
     rate = f"{work_unit(prec)}/s"
     return go.Scatter(
-        x=[peak / b_max if b_max else x_lo, x_hi], y=[peak, peak], mode="lines+text",
-        text=["", f"{what}{title} {fmt.si(peak, rate)}{tag}"], textposition="top left" if not achievable else "bottom left",
+        x=[peak / b_max if b_max else x_lo, x_hi],
+        y=[peak, peak],
+        mode="lines+text",
+        text=["", f"{what}{title} {fmt.si(peak, rate)}{tag}"],
+        textposition="top left" if not achievable else "bottom left",
         textfont=dict(size=11, color="#333" if not achievable else "#777"),
         # Peak roofs are solid (their precision is in the label): dashed means achievable on this chart.
-        line=dict(color="#444" if not achievable else "#888", width=2 if not achievable else 1.5, dash="solid" if not achievable else "dash"),
-        name=f"{what}{title} roof {fmt.si(peak, rate)}{tag}", legendgroup="roofs",
-        hovertemplate=f"{what}{title} compute roof: {fmt.si(peak, rate)} ({src or 'unknown source'})<extra></extra>",
-        meta=dict(role="roof_flop_achievable" if achievable else "roof_flop", precision=prec,
-                  when={**precision_when(prec, ch.main_precisions), **({"achievable": True} if achievable else {})}))
+        line=dict(
+            color="#444" if not achievable else "#888",
+            width=2 if not achievable else 1.5,
+            dash="solid" if not achievable else "dash",
+        ),
+        name=f"{what}{title} roof {fmt.si(peak, rate)}{tag}",
+        legendgroup="roofs",
+        hovertemplate=(
+            f"{what}{title} compute roof: {fmt.si(peak, rate)}"
+            f" ({src or 'unknown source'})<extra></extra>"
+        ),
+        meta=dict(
+            role="roof_flop_achievable" if achievable else "roof_flop",
+            precision=prec,
+            when={
+                **precision_when(prec, ch.main_precisions),
+                **({"achievable": True} if achievable else {}),
+            },
+        ),
+    )
 
 
 def _roof_traces(ch: _Chart) -> list[go.Scatter]:
     """Sloped roofs per level (B/s) and flat roofs per precision (FLOP/s), labelled on the chart;
     the achievable roofs beside them, dashed."""
-    traces = [t for lv in LEVELS if lv in ch.memory for t in _memory_roofs(ch, lv, ch.memory[lv], False)]
-    traces += [_flat_roof(ch, i, prec, peak, False) for i, (prec, peak) in enumerate(sorted(ch.compute.items(), key=lambda kv: -kv[1]))]
-    traces += [t for lv in LEVELS if lv in ch.achievable for t in _memory_roofs(ch, lv, ch.achievable[lv], True)]
-    traces += [_flat_roof(ch, 0, prec, v, True) for prec, v in ch.achievable.items() if prec not in LEVELS]
+    traces = [
+        t for lv in LEVELS if lv in ch.memory for t in _memory_roofs(ch, lv, ch.memory[lv], False)
+    ]
+    traces += [
+        _flat_roof(ch, i, prec, peak, False)
+        for i, (prec, peak) in enumerate(sorted(ch.compute.items(), key=lambda kv: -kv[1]))
+    ]
+    traces += [
+        t
+        for lv in LEVELS
+        if lv in ch.achievable
+        for t in _memory_roofs(ch, lv, ch.achievable[lv], True)
+    ]
+    traces += [
+        _flat_roof(ch, 0, prec, v, True) for prec, v in ch.achievable.items() if prec not in LEVELS
+    ]
     return traces
 
 
 def _ridge_traces(ch: _Chart) -> list[go.Scatter]:
     """Per precision, its ridge points with every level: peak FLOP/s / peak B/s [KPG §2.9]."""
     rl = [lv for lv in LEVELS if lv in ch.memory]
-    return [go.Scatter(
-        x=[peak / ch.memory[lv] for lv in rl], y=[peak] * len(rl), mode="markers",
-        marker=dict(symbol="x-thin", size=11, line=dict(width=2, color="#444")),
-        name=f"{precision_title(prec)} ridge points", legendgroup="ridges", legendgrouptitle_text="Ridge points",
-        customdata=[lv.upper() for lv in rl],
-        hovertemplate=f"ridge point {precision_title(prec)} / %{{customdata}}: AI %{{x:.3g}} {work_unit(prec)}/B<extra></extra>",
-        meta=dict(role="ridge", precision=prec, levels=rl, when=precision_when(prec, ch.main_precisions)))
-        for prec, peak in sorted(ch.compute.items(), key=lambda kv: -kv[1])]
+    return [
+        go.Scatter(
+            x=[peak / ch.memory[lv] for lv in rl],
+            y=[peak] * len(rl),
+            mode="markers",
+            marker=dict(symbol="x-thin", size=11, line=dict(width=2, color="#444")),
+            name=f"{precision_title(prec)} ridge points",
+            legendgroup="ridges",
+            legendgrouptitle_text="Ridge points",
+            customdata=[lv.upper() for lv in rl],
+            hovertemplate=(
+                f"ridge point {precision_title(prec)} / %{{customdata}}: AI %{{x:.3g}}"
+                f" {work_unit(prec)}/B<extra></extra>"
+            ),
+            meta=dict(
+                role="ridge",
+                precision=prec,
+                levels=rl,
+                when=precision_when(prec, ch.main_precisions),
+            ),
+        )
+        for prec, peak in sorted(ch.compute.items(), key=lambda kv: -kv[1])
+    ]
 
 
 def _key_traces(ch: _Chart) -> list[go.Scatter]:
     """Legend keys: marker symbol per level, colour per bound or per kernel (the first :data:`_KEYED_KERNELS`)."""
-    def key(name: str, group: str, title: str, marker: dict[str, Any], meta: dict[str, Any]) -> go.Scatter:
-        return go.Scatter(x=[None], y=[None], mode="markers", name=name, legendgroup=group, legendgrouptitle_text=title,
-                          marker=marker, meta=meta)
 
-    traces = [key(f"{lv.upper()} dots", "keys", "Dots", dict(symbol=_LEVEL_SYMBOL[lv], color="#666", size=10),
-                  dict(role="key_level", when={"levels": lv})) for lv in ch.present]
-    traces += [key(f"{b} bound", "bounds", "Colour: bound", dict(color=BOUND_COLORS[b], size=10),
-                   dict(role="key_bound", when={"color": "bound"}))
-               for b in BOUND_COLORS if (ch.summ["bound"] == b).any()]
-    for r in ch.summ[ch.summ["kid"] < min(_KEYED_KERNELS, len(KERNEL_COLORS))].itertuples(index=False):
+    def key(
+        name: str, group: str, title: str, marker: dict[str, Any], meta: dict[str, Any]
+    ) -> go.Scatter:
+        return go.Scatter(
+            x=[None],
+            y=[None],
+            mode="markers",
+            name=name,
+            legendgroup=group,
+            legendgrouptitle_text=title,
+            marker=marker,
+            meta=meta,
+        )
+
+    traces = [
+        key(
+            f"{lv.upper()} dots",
+            "keys",
+            "Dots",
+            dict(symbol=_LEVEL_SYMBOL[lv], color="#666", size=10),
+            dict(role="key_level", when={"levels": lv}),
+        )
+        for lv in ch.present
+    ]
+    traces += [
+        key(
+            f"{b} bound",
+            "bounds",
+            "Colour: bound",
+            dict(color=BOUND_COLORS[b], size=10),
+            dict(role="key_bound", when={"color": "bound"}),
+        )
+        for b in BOUND_COLORS
+        if (ch.summ["bound"] == b).any()
+    ]
+    for r in ch.summ[ch.summ["kid"] < min(_KEYED_KERNELS, len(KERNEL_COLORS))].itertuples(
+        index=False
+    ):
         label = r.kernel_label if len(r.kernel_label) <= 40 else r.kernel_label[:39] + "…"
-        traces.append(key(html.escape(label), "kernels", "Colour: kernel", dict(color=kernel_color(r.kid), size=10),
-                          dict(role="key_kernel", when={"color": "kernel"})))
+        traces.append(
+            key(
+                html.escape(label),
+                "kernels",
+                "Colour: kernel",
+                dict(color=kernel_color(r.kid), size=10),
+                dict(role="key_kernel", when={"color": "kernel"}),
+            )
+        )
     return traces
 
 
 def _add_view_notes(fig: go.Figure, ch: _Chart, contract: ViewContract) -> None:
     """When some precision view cannot draw a roof of its dots: a second note on the chart whose
-    text each view sets (``contract.layouts["precision"]``), saying which roof is missing and why."""
+    text each view sets (``contract.layouts["precision"]``), saying which roof is missing and why.
+    """
     if not any(ch.notes.values()):
         return
-    fig.add_annotation(text="", showarrow=False, xref="paper", yref="paper", x=0.01, y=0.99, xanchor="left", yanchor="top",
-                       align="left", font=dict(size=12, color="#a40000"), name="view_note")
+    fig.add_annotation(
+        text="",
+        showarrow=False,
+        xref="paper",
+        yref="paper",
+        x=0.01,
+        y=0.99,
+        xanchor="left",
+        yanchor="top",
+        align="left",
+        font=dict(size=12, color="#a40000"),
+        name="view_note",
+    )
     i = len(fig.layout.annotations) - 1
-    contract.layouts["precision"] = {v: {f"annotations[{i}].text": ch.notes[v] or " "} for v, _ in ch.views}
+    contract.layouts["precision"] = {
+        v: {f"annotations[{i}].text": ch.notes[v] or " "} for v, _ in ch.views
+    }
 
 
 def _roof_note(ch: _Chart) -> str:
     """Where the roofs come from, for the line under the chart."""
     used = set(ch.source.values())
-    explain = [text for src, text in (
-        ("report", "roofs = ncu peak_sustained × the clock ncu measured (base clock under --clock-control base)"),
-        ("datasheet", "(datasheet) = GPU datasheet at boost clock"),
-        ("user", "(user) = --peak-flops/--peak-bandwidth")) if src in used]
+    explain = [
+        text
+        for src, text in (
+            (
+                "report",
+                (
+                    "roofs = ncu peak_sustained × the clock ncu measured (base clock under"
+                    " --clock-control base)"
+                ),
+            ),
+            ("datasheet", "(datasheet) = GPU datasheet at boost clock"),
+            ("user", "(user) = --peak-flops/--peak-bandwidth"),
+        )
+        if src in used
+    ]
     return "; ".join(explain) or "no roofs in the input"
 
 
 # --- dots and trails --------------------------------------------------------------------------
+
 
 def _kernel_colorscale(n: int) -> list[list[Any]]:
     """A stepped colorscale over [0, n]: kernel i (marker colour i + 0.5) gets KERNEL_COLORS[i],
@@ -536,7 +806,9 @@ def _bound_colorscale(bounds: list[str]) -> list[list[Any]]:
     return scale or [[0, BOUND_COLORS["unknown"]], [1, BOUND_COLORS["unknown"]]]
 
 
-def _trail(dots: pd.DataFrame, levels: tuple[str, ...], key: list[str]) -> tuple[np.ndarray, np.ndarray]:
+def _trail(
+    dots: pd.DataFrame, levels: tuple[str, ...], key: list[str]
+) -> tuple[np.ndarray, np.ndarray]:
     """x and y of the polylines joining each kernel's (or launch's) dots at ``levels``, in level
     order, NaN between polylines; groups with one dot are left out."""
     order = {lv: i for i, lv in enumerate(LEVELS)}
@@ -563,8 +835,20 @@ def _trail(dots: pd.DataFrame, levels: tuple[str, ...], key: list[str]) -> tuple
 #: Columns of a dot trace's ``customdata``, in order: declared here only. The hover templates name
 #: them (:func:`customdata_fields`) and the view contract carries them to the page's script
 #: (:attr:`ncuroof.render.viewcontract.ViewContract.customdata`), which looks their indices up by name.
-CUSTOMDATA = ("kid", "launches", "time_s", "share", "flop", "bytes", "roof_flop_per_s", "roof_fraction", "launch_id", "bytes_per_s",
-              "achievable_roof_flop_per_s", "achievable_roof_fraction")
+CUSTOMDATA = (
+    "kid",
+    "launches",
+    "time_s",
+    "share",
+    "flop",
+    "bytes",
+    "roof_flop_per_s",
+    "roof_fraction",
+    "launch_id",
+    "bytes_per_s",
+    "achievable_roof_flop_per_s",
+    "achievable_roof_fraction",
+)
 _FIELD = re.compile(r"%\{@(\w+)")
 
 
@@ -595,55 +879,104 @@ def customdata_fields(template: str, columns: Sequence[str] | None = None) -> st
 
 def _hover(ch: _Chart, dots: pd.DataFrame, lv: str, group: DotGroup) -> str:
     """The hover template of one dot trace: time, work, AI, rate, roof, bound and the formulas."""
-    def distinct(col: str) -> list[str]:  # in order of appearance; unique() first, as iterating an Arrow column is slow
+
+    def distinct(
+        col: str,
+    ) -> list[str]:  # in order of appearance; unique() first, as iterating an Arrow column is slow
         return [str(v) if isinstance(v, str) else "" for v in dots[col].unique()]
 
     precs = distinct("precision")
     unit = "/".join(dict.fromkeys(work_unit(p) for p in precs)) or "FLOP"
-    formula = "; ".join(f"{precision_title(p)} {work_unit(p)}s = {ch.cat.formula(p)}" for p in precs)
+    formula = "; ".join(
+        f"{precision_title(p)} {work_unit(p)}s = {ch.cat.formula(p)}" for p in precs
+    )
     defs = " / ".join(x for x in distinct("definition") if x)
     srcs = " / ".join(dict.fromkeys(s or "?" for s in distinct("peak_flop_source")))
     bsrcs = " / ".join(dict.fromkeys(s or "?" for s in distinct("peak_bytes_source")))
     est = " (estimated)" if dots["estimated"].any() else ""
     return customdata_fields(
-        group.head + ("time unknown (the input has no duration)<br>" if not np.isfinite(dots["time_s"].to_numpy(float)).any()
-                      else "time %{@time_s:.3s}s, %{@share:.1%} of GPU time<br>")
-        + f"{'/'.join(precision_title(p) for p in precs)}{est}: %{{@flop:.4s}} {unit} · {lv.upper()}: %{{@bytes:.4s}} B<br>"
+        group.head
+        + (
+            "time unknown (the input has no duration)<br>"
+            if not np.isfinite(dots["time_s"].to_numpy(float)).any()
+            else "time %{@time_s:.3s}s, %{@share:.1%} of GPU time<br>"
+        )
+        + f"{'/'.join(precision_title(p) for p in precs)}{est}: %{{@flop:.4s}} {unit} ·"
+        f" {lv.upper()}: %{{@bytes:.4s}} B<br>"
         + f"AI %{{x:.3g}} {unit}/B at {lv.upper()}<br>"
         + f"achieved %{{y:.3s}} {unit}/s, %{{@bytes_per_s:.3s}} B/s<br>"
         + f"roof %{{@roof_flop_per_s:.3s}} {unit}/s: <b>%{{@roof_fraction:.1%}} of roof</b><br>"
-        + (f"achievable roof %{{@achievable_roof_flop_per_s:.3s}} {unit}/s: %{{@achievable_roof_fraction:.1%}} of achievable<br>"
-           if np.isfinite(dots["achievable_roof_fraction"].to_numpy(float)).any() else "")
+        + (
+            f"achievable roof %{{@achievable_roof_flop_per_s:.3s}} {unit}/s:"
+            " %{@achievable_roof_fraction:.1%} of achievable<br>"
+            if np.isfinite(dots["achievable_roof_fraction"].to_numpy(float)).any()
+            else ""
+        )
         + "bound: %{hovertext}<br>"
-        + f"<span style='font-size:10px'>{formula}<br>{lv.upper()} bytes = {ch.cat.formula(lv, defs)} ({defs})<br>"
-        + f"roofs: compute {srcs}, {lv.upper()} {bsrcs}</span><extra></extra>")
+        + f"<span style='font-size:10px'>{formula}<br>{lv.upper()} bytes ="
+        f" {ch.cat.formula(lv, defs)} ({defs})<br>"
+        + f"roofs: compute {srcs}, {lv.upper()} {bsrcs}</span><extra></extra>"
+    )
 
 
-def _dot_trace(ch: _Chart, dots: pd.DataFrame, lv: str, group: DotGroup, scatter: type, sizeref: float,
-               when: dict[str, Any]) -> go.Scatter:
+def _dot_trace(
+    ch: _Chart,
+    dots: pd.DataFrame,
+    lv: str,
+    group: DotGroup,
+    scatter: type,
+    sizeref: float,
+    when: dict[str, Any],
+) -> go.Scatter:
     """One trace: the dots of one group, view, focus subset and level; area ∝ share of GPU time,
     colour = kernel index (the colour scale is set by the view's style)."""
     kid = dots["kid"].to_numpy(float)
     return scatter(
         # float32 halves the page; 7 significant digits are more than a chart needs.
-        x=dots["ai_flop_per_byte"].to_numpy(np.float32), y=dots["flop_per_s"].to_numpy(np.float32), mode="markers",
-        marker=dict(symbol=_LEVEL_SYMBOL[lv], size=dots["share"].fillna(0.0).to_numpy(np.float32), sizemode="area",
-                    sizeref=sizeref, sizemin=_MIN_DOT_PX, color=(kid + 0.5).astype(np.float32), cmin=0, cmax=max(len(ch.summ), 1),
-                    showscale=False, opacity=0.85, line=dict(width=1, color="white")),
-        text=group.names(dots), hovertext=dots["kbound"].astype(str).to_numpy(dtype=object),
-        customdata=dots[list(CUSTOMDATA)].to_numpy(float).astype(np.float32), showlegend=False, name=f"{lv.upper()} dots",
+        x=dots["ai_flop_per_byte"].to_numpy(np.float32),
+        y=dots["flop_per_s"].to_numpy(np.float32),
+        mode="markers",
+        marker=dict(
+            symbol=_LEVEL_SYMBOL[lv],
+            size=dots["share"].fillna(0.0).to_numpy(np.float32),
+            sizemode="area",
+            sizeref=sizeref,
+            sizemin=_MIN_DOT_PX,
+            color=(kid + 0.5).astype(np.float32),
+            cmin=0,
+            cmax=max(len(ch.summ), 1),
+            showscale=False,
+            opacity=0.85,
+            line=dict(width=1, color="white"),
+        ),
+        text=group.names(dots),
+        hovertext=dots["kbound"].astype(str).to_numpy(dtype=object),
+        customdata=dots[list(CUSTOMDATA)].to_numpy(float).astype(np.float32),
+        showlegend=False,
+        name=f"{lv.upper()} dots",
         hovertemplate=_hover(ch, dots, lv, group),
-        meta=dict(role="dots", mode=group.id, level=lv, when={**when, "levels": lv},
-                  unit="/".join(dict.fromkeys(work_unit(str(p)) for p in dots["precision"].unique())) or "FLOP"))
+        meta=dict(
+            role="dots",
+            mode=group.id,
+            level=lv,
+            when={**when, "levels": lv},
+            unit="/".join(dict.fromkeys(work_unit(str(p)) for p in dots["precision"].unique()))
+            or "FLOP",
+        ),
+    )
 
 
-def _group_traces(ch: _Chart, group: DotGroup, d: pd.DataFrame, counts: dict[str, int]) -> list[Any]:
+def _group_traces(
+    ch: _Chart, group: DotGroup, d: pd.DataFrame, counts: dict[str, int]
+) -> list[Any]:
     """Dots and trails of one dot group, per precision view, focus subset and level (trails per
     subset of levels; per-launch trails only while the dots are few enough to read them)."""
     if "share" not in d.columns:
-        d = d.assign(share=d["time_s"].to_numpy(float) / ch.total_time if ch.total_time > 0 else np.nan)
+        d = d.assign(
+            share=d["time_s"].to_numpy(float) / ch.total_time if ch.total_time > 0 else np.nan
+        )
     max_share = float(np.nanmax(d["share"])) if np.isfinite(d["share"]).any() else 1.0
-    sizeref = 2.0 * max_share / _MAX_DOT_PX ** 2 if max_share > 0 else 1.0
+    sizeref = 2.0 * max_share / _MAX_DOT_PX**2 if max_share > 0 else 1.0
     per_view = {v: d[d["precision"] == (d["main"] if v == "main" else v)] for v, _ in ch.views}
     big = max(len(f) for f in per_view.values()) > SCATTERGL_THRESHOLD
     scatter = go.Scattergl if big else go.Scatter
@@ -655,61 +988,129 @@ def _group_traces(ch: _Chart, group: DotGroup, d: pd.DataFrame, counts: dict[str
         for levels in level_subsets(ch.present) if (group.id == "kernel" or not big) else []:
             tx, ty = _trail(sub, levels, list(group.trail_key))
             if len(tx):
-                traces.append(scatter(x=tx.astype(np.float32), y=ty.astype(np.float32), mode="lines", hoverinfo="skip",
-                                      line=dict(color="rgba(90,90,90,0.45)", width=1), showlegend=False,
-                                      meta=dict(role="trail", mode=group.id, when={**when, "levels": list(levels)})))
-        traces += [_dot_trace(ch, sub[sub["level"] == lv], lv, group, scatter, sizeref, when)
-                   for lv in ch.present if (sub["level"] == lv).any()]
+                traces.append(
+                    scatter(
+                        x=tx.astype(np.float32),
+                        y=ty.astype(np.float32),
+                        mode="lines",
+                        hoverinfo="skip",
+                        line=dict(color="rgba(90,90,90,0.45)", width=1),
+                        showlegend=False,
+                        meta=dict(
+                            role="trail", mode=group.id, when={**when, "levels": list(levels)}
+                        ),
+                    )
+                )
+        traces += [
+            _dot_trace(ch, sub[sub["level"] == lv], lv, group, scatter, sizeref, when)
+            for lv in ch.present
+            if (sub["level"] == lv).any()
+        ]
     return traces
 
 
 # --- the view contract and the figure ---------------------------------------------------------
 
-def _contract(ch: _Chart, state: ViewState, groups: list[DotGroup], counts: dict[str, int], focus: float) -> ViewContract:
+
+def _contract(
+    ch: _Chart, state: ViewState, groups: list[DotGroup], counts: dict[str, int], focus: float
+) -> ViewContract:
     """The page's controls (one per :class:`ViewState` field), the colour scale per colouring, and
     the initial state."""
     controls = [
-        Control("precision", "precision", "select", "Precision", [[v, label] for v, label in ch.views]),
+        Control(
+            "precision", "precision", "select", "Precision", [[v, label] for v, label in ch.views]
+        ),
         Control("level", "levels", "checkboxes", "Levels", [[lv, lv.upper()] for lv in ch.present]),
         Control("mode", "mode", "radio", "Dots", [[g.id, g.label] for g in groups]),
         Control("color", "color", "radio", "Colour", [["kernel", "kernel"], ["bound", "bound"]]),
     ]
     left = ch.summ[~ch.summ["in_focus"].astype(bool)]
-    drawn = int((left["precision"].astype(str) != "").sum()) if "precision" in left.columns else len(left)
+    drawn = (
+        int((left["precision"].astype(str) != "").sum())
+        if "precision" in left.columns
+        else len(left)
+    )
     if drawn:  # a control that would add no dot is left out: the focus line below the chart counts those kernels
         pointless = len(left) - drawn
-        controls.append(Control("all", "all", "checkbox",
-                                f"also the {fmt.count(len(left), 'kernel')} outside the top {fmt.pct(focus)} "
-                                f"({fmt.pct(left['time_share'].sum(), 1)} of GPU time"
-                                + (f"; {pointless} of them {fmt.agree(pointless, 'has', 'have')} no roofline point" if pointless else "") + ")"))
+        controls.append(
+            Control(
+                "all",
+                "all",
+                "checkbox",
+                f"also the {fmt.count(len(left), 'kernel')} outside the top {fmt.pct(focus)} "
+                f"({fmt.pct(left['time_share'].sum(), 1)} of GPU time"
+                + (
+                    f"; {pointless} of them {fmt.agree(pointless, 'has', 'have')} no roofline point"
+                    if pointless
+                    else ""
+                )
+                + ")",
+            )
+        )
     if ch.achievable:
-        controls.append(Control("achievable", "achievable", "checkbox", "achievable roofs (dashed, beside the peaks: "
-                                + ", ".join(sorted(set(ch.ach_source.values()) - {""}) or ["?"]) + ")"))
+        controls.append(
+            Control(
+                "achievable",
+                "achievable",
+                "checkbox",
+                "achievable roofs (dashed, beside the peaks: "
+                + ", ".join(sorted(set(ch.ach_source.values()) - {""}) or ["?"])
+                + ")",
+            )
+        )
     n = max(len(ch.summ), 1)
-    styles = {"color": {"kernel": {"dots": {"marker.colorscale": _kernel_colorscale(n)}},
-                        "bound": {"dots": {"marker.colorscale": _bound_colorscale(list(ch.summ["bound"]))}}}}
-    return ViewContract(state=state, controls=controls, styles=styles, counts=counts, customdata=list(CUSTOMDATA))
+    styles = {
+        "color": {
+            "kernel": {"dots": {"marker.colorscale": _kernel_colorscale(n)}},
+            "bound": {"dots": {"marker.colorscale": _bound_colorscale(list(ch.summ["bound"]))}},
+        }
+    }
+    return ViewContract(
+        state=state, controls=controls, styles=styles, counts=counts, customdata=list(CUSTOMDATA)
+    )
 
 
-def _initial_state(ch: _Chart, precision: str, levels: list[str] | None, per_launch: bool, color: str,
-                   show_all: bool) -> ViewState:
+def _initial_state(
+    ch: _Chart,
+    precision: str,
+    levels: list[str] | None,
+    per_launch: bool,
+    color: str,
+    show_all: bool,
+) -> ViewState:
     """The :class:`ViewState` of :func:`plot_roofline`'s arguments, checked."""
     if levels is not None and set(levels) - set(LEVELS):
-        raise ValueError(f"unknown level(s) {sorted(set(levels) - set(LEVELS))}; use {', '.join(LEVELS)}")
+        raise ValueError(
+            f"unknown level(s) {sorted(set(levels) - set(LEVELS))}; use {', '.join(LEVELS)}"
+        )
     view_ids = [v for v, _ in ch.views]
     if precision not in view_ids:
         if precision != "main" or not view_ids:
-            raise ValueError(f"no precision view {precision!r}; the points have {', '.join(view_ids)}")
+            raise ValueError(
+                f"no precision view {precision!r}; the points have {', '.join(view_ids)}"
+            )
         precision = view_ids[0]  # one precision only: its view is the main one
     shown = ch.present if levels is None else [lv for lv in LEVELS if lv in levels]
-    return ViewState(precision=precision, levels=shown, mode="launch" if per_launch else "kernel", color=color,
-                     all=bool(show_all))
+    return ViewState(
+        precision=precision,
+        levels=shown,
+        mode="launch" if per_launch else "kernel",
+        color=color,
+        all=bool(show_all),
+    )
 
 
 def _empty_figure(fig: go.Figure, charts: list[Chart]) -> go.Figure:
     """The figure without roofline points: a note, and the other charts (the first of them shown)."""
-    fig.add_annotation(text="No roofline points: the input has no FLOP counters or no memory traffic.",
-                       showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)
+    fig.add_annotation(
+        text="No roofline points: the input has no FLOP counters or no memory traffic.",
+        showarrow=False,
+        xref="paper",
+        yref="paper",
+        x=0.5,
+        y=0.5,
+    )
     contract = ViewContract(state=ViewState())
     add_charts(fig, contract, charts, OWN_CHART)
     if charts:
@@ -718,11 +1119,23 @@ def _empty_figure(fig: go.Figure, charts: list[Chart]) -> go.Figure:
     return fig
 
 
-def plot_roofline(points: pd.DataFrame, kernels: pd.DataFrame | None = None, title: str = "Hierarchical roofline", *,
-                  precision: str = "main", levels: list[str] | None = None, per_launch: bool = False,
-                  color: str = "kernel", focus: float = FOCUS_SHARE, show_all: bool = False,
-                  summary: pd.DataFrame | None = None, dots: Mapping[str, pd.DataFrame] | None = None,
-                  catalog: _catalog.Catalog | None = None, height: int = 800, charts: Sequence[Chart] = ()) -> go.Figure:
+def plot_roofline(
+    points: pd.DataFrame,
+    kernels: pd.DataFrame | None = None,
+    title: str = "Hierarchical roofline",
+    *,
+    precision: str = "main",
+    levels: list[str] | None = None,
+    per_launch: bool = False,
+    color: str = "kernel",
+    focus: float = FOCUS_SHARE,
+    show_all: bool = False,
+    summary: pd.DataFrame | None = None,
+    dots: Mapping[str, pd.DataFrame] | None = None,
+    catalog: _catalog.Catalog | None = None,
+    height: int = 800,
+    charts: Sequence[Chart] = (),
+) -> go.Figure:
     """Draw the whole application on one log-log hierarchical roofline.
 
     Parameters
@@ -795,26 +1208,54 @@ def plot_roofline(points: pd.DataFrame, kernels: pd.DataFrame | None = None, tit
         raise ValueError(f"color must be 'kernel' or 'bound', not {color!r}")
     fig = go.Figure()
     fig.update_layout(
-        title=title, template="plotly_white", height=height, margin=dict(t=50, b=170, r=20), hoverlabel=dict(align="left"),
+        title=title,
+        template="plotly_white",
+        height=height,
+        margin=dict(t=50, b=170, r=20),
+        hoverlabel=dict(align="left"),
         xaxis=dict(type="log", title="Arithmetic intensity [FLOP/byte]", exponentformat="SI"),
         yaxis=dict(type="log", title="Performance [FLOP/s]", exponentformat="SI"),
-        legend=dict(groupclick="toggleitem", itemsizing="constant", orientation="h", x=0, y=-0.12, yanchor="top",
-                    font=dict(size=11), tracegroupgap=4))
+        legend=dict(
+            groupclick="toggleitem",
+            itemsizing="constant",
+            orientation="h",
+            x=0,
+            y=-0.12,
+            yanchor="top",
+            font=dict(size=11),
+            tracegroupgap=4,
+        ),
+    )
     if points.empty:
         return _empty_figure(fig, list(charts))
     if kernels is None:
         kernels = _kernels_from_points(points)
-    summ = (kernel_summary(kernels, points, focus=focus) if summary is None else summary).reset_index(drop=True)
+    summ = (
+        kernel_summary(kernels, points, focus=focus) if summary is None else summary
+    ).reset_index(drop=True)
     summ["kid"] = np.arange(len(summ))
     ch = _chart(points, kernels, summ, catalog if catalog is not None else _catalog.load(), height)
     state = _initial_state(ch, precision, levels, per_launch, color, show_all)
     counts: dict[str, int] = {}
     frames = _dot_frames(points, kernels, summ, dots)
     groups = [_group_label(g, kernels) for g in DOT_GROUPS if g.id in frames]
-    fig.add_traces(_roof_traces(ch) + _ridge_traces(ch)
-                   + [t for g in groups for t in _group_traces(ch, g, frames[g.id], counts)] + _key_traces(ch))
-    fig.add_annotation(text=_roof_note(ch), showarrow=False, xref="paper", yref="paper", x=0, y=1.0, yanchor="bottom", xanchor="left",
-                       font=dict(size=11, color="#666"))
+    fig.add_traces(
+        _roof_traces(ch)
+        + _ridge_traces(ch)
+        + [t for g in groups for t in _group_traces(ch, g, frames[g.id], counts)]
+        + _key_traces(ch)
+    )
+    fig.add_annotation(
+        text=_roof_note(ch),
+        showarrow=False,
+        xref="paper",
+        yref="paper",
+        x=0,
+        y=1.0,
+        yanchor="bottom",
+        xanchor="left",
+        font=dict(size=11, color="#666"),
+    )
     fig.update_xaxes(range=[math.log10(v) for v in ch.x_range])
     fig.update_yaxes(range=[math.log10(v) for v in ch.y_range])
     contract = _contract(ch, state, groups, counts, focus)

@@ -42,8 +42,23 @@ from ..schema import (
 )
 from . import provenance
 
-__all__ = ["DOCUMENT_VERSION", "analysis_document", "compare_document", "dumps", "json_schema", "kernel_work", "explain_document",
-           "file_sha256", "gpus_document", "schema_text", "shipped_schema", "roofs", "value", "column_schema", "gate"]
+__all__ = [
+    "DOCUMENT_VERSION",
+    "analysis_document",
+    "compare_document",
+    "dumps",
+    "json_schema",
+    "kernel_work",
+    "explain_document",
+    "file_sha256",
+    "gpus_document",
+    "schema_text",
+    "shipped_schema",
+    "roofs",
+    "value",
+    "column_schema",
+    "gate",
+]
 
 #: Version of the documents' layout (``schema_version`` in each document and its schema). Raised only when
 #: a key changes meaning, unit or type, or is removed, with the reason in README.md ("In a loop or an agent");
@@ -109,7 +124,9 @@ def file_sha256(path: Path) -> str | None:
 def _work_columns(kernels: pd.DataFrame) -> list[str]:
     """The additive work and traffic columns of a launch table: :data:`KERNEL_WORK` and each tensor datapath's FLOPs."""
     names = [c for c, col in KERNEL_WORK.items() if col.unit in ("FLOP", "B")]
-    return [c for c in names if c in kernels.columns] + [tensor_columns(p).flop for p in tensor_paths(kernels.columns)]
+    return [c for c in names if c in kernels.columns] + [
+        tensor_columns(p).flop for p in tensor_paths(kernels.columns)
+    ]
 
 
 def kernel_work(kernels: pd.DataFrame, key: str = "kernel_key") -> pd.DataFrame:
@@ -137,7 +154,9 @@ def kernel_work(kernels: pd.DataFrame, key: str = "kernel_key") -> pd.DataFrame:
     for c in cols:
         rate = c + "_per_s"
         if rate in KERNEL_WORK or c.startswith("tensor_"):
-            t = pd.Series(np.where(np.isfinite(kernels[c].to_numpy(float)), time, np.nan), index=kernels.index)
+            t = pd.Series(
+                np.where(np.isfinite(kernels[c].to_numpy(float)), time, np.nan), index=kernels.index
+            )
             denom = t.groupby(kernels[key], sort=False).sum(min_count=1).reindex(out.index)
             out[rate] = np.where(denom > 0, out[c] / denom.where(denom > 0, 1.0), np.nan)
     return out
@@ -147,15 +166,28 @@ def _input(path: Path, kernels: pd.DataFrame, alone: bool = True) -> dict[str, A
     """One input: its path, SHA-256 and what its launches say about the GPU, ncu and the reader."""
     src = kernels["source"].astype(str) if "source" in kernels.columns else pd.Series(dtype=str)
     mine = kernels[src.map(lambda s: str(path) in s.split(" + "))] if len(kernels) else kernels
-    rows = mine if len(mine) or not alone else kernels  # a saved directory's launches name the report it was made of
+    rows = (
+        mine if len(mine) or not alone else kernels
+    )  # a saved directory's launches name the report it was made of
 
     def distinct(col: str) -> str | None:
-        vals = list(dict.fromkeys(v for v in rows[col].dropna().astype(str) if v)) if col in rows.columns else []
+        vals = (
+            list(dict.fromkeys(v for v in rows[col].dropna().astype(str) if v))
+            if col in rows.columns
+            else []
+        )
         return ", ".join(vals) or None
 
-    return {"path": str(path), "sha256": file_sha256(path), "kind": "directory" if path.is_dir() else "file",
-            "launches": int(len(rows)), "gpu": distinct("device_name"), "cc": distinct("cc"), "ncu_version": distinct("ncu_version"),
-            "reader": distinct("reader")}
+    return {
+        "path": str(path),
+        "sha256": file_sha256(path),
+        "kind": "directory" if path.is_dir() else "file",
+        "launches": int(len(rows)),
+        "gpu": distinct("device_name"),
+        "cc": distinct("cc"),
+        "ncu_version": distinct("ncu_version"),
+        "reader": distinct("reader"),
+    }
 
 
 def _median(kernels: pd.DataFrame, col: str) -> float | None:
@@ -181,8 +213,12 @@ def _roof_sources(kernels: pd.DataFrame, col: str) -> dict[str, str]:
 
 def roofs(kernels: pd.DataFrame) -> dict[str, Any]:
     """The roofs of a launch table: the SM clock ncu measured, each compute and bandwidth roof
-    (median over launches, at each launch's clock) with its source, and the achievable roofs beside them."""
-    peak_src, ach_src = _roof_sources(kernels, "ceiling_sources"), _roof_sources(kernels, "achievable_sources")
+    (median over launches, at each launch's clock) with its source, and the achievable roofs beside them.
+    """
+    peak_src, ach_src = (
+        _roof_sources(kernels, "ceiling_sources"),
+        _roof_sources(kernels, "achievable_sources"),
+    )
     precisions = [*PRECISIONS, *(f"tensor:{p}" for p in tensor_paths(kernels.columns, "peak"))]
     compute = []
     for prec in precisions:
@@ -190,29 +226,58 @@ def roofs(kernels: pd.DataFrame) -> dict[str, Any]:
         peak = _median(kernels, f"peak_{name}_flop_per_s")
         if peak is None and name not in peak_src:
             continue
-        compute.append({"precision": prec, "peak_flop_per_s": peak, "source": peak_src.get(name),
-                        "achievable_flop_per_s": _median(kernels, f"achievable_{name}_flop_per_s"),
-                        "achievable_source": ach_src.get(name)})
+        compute.append(
+            {
+                "precision": prec,
+                "peak_flop_per_s": peak,
+                "source": peak_src.get(name),
+                "achievable_flop_per_s": _median(kernels, f"achievable_{name}_flop_per_s"),
+                "achievable_source": ach_src.get(name),
+            }
+        )
     memory = []
     for lv in LEVELS:
         peak = _median(kernels, f"peak_{lv}_bytes_per_s")
         if peak is None and lv not in peak_src:
             continue
-        memory.append({"level": lv, "peak_bytes_per_s": peak, "source": peak_src.get(lv),
-                       "achievable_bytes_per_s": _median(kernels, f"achievable_{lv}_bytes_per_s"), "achievable_source": ach_src.get(lv)})
-    clk = kernels["sm_clock_hz"].to_numpy(float) if "sm_clock_hz" in kernels.columns else np.array([])
+        memory.append(
+            {
+                "level": lv,
+                "peak_bytes_per_s": peak,
+                "source": peak_src.get(lv),
+                "achievable_bytes_per_s": _median(kernels, f"achievable_{lv}_bytes_per_s"),
+                "achievable_source": ach_src.get(lv),
+            }
+        )
+    clk = (
+        kernels["sm_clock_hz"].to_numpy(float) if "sm_clock_hz" in kernels.columns else np.array([])
+    )
     clk = clk[np.isfinite(clk)]
-    datasheet = sorted({str(x) for x in kernels.get("datasheet_gpu", pd.Series(dtype=object)).dropna() if str(x)})
-    return {"sm_clock_hz": value(float(np.median(clk))) if len(clk) else None, "sm_clock_hz_min": value(float(clk.min())) if len(clk) else None,
-            "sm_clock_hz_max": value(float(clk.max())) if len(clk) else None, "datasheet_gpu": datasheet or None,
-            "sources": provenance.roof_sources(kernels) if len(kernels) else None, "compute": compute, "memory": memory}
+    datasheet = sorted(
+        {str(x) for x in kernels.get("datasheet_gpu", pd.Series(dtype=object)).dropna() if str(x)}
+    )
+    return {
+        "sm_clock_hz": value(float(np.median(clk))) if len(clk) else None,
+        "sm_clock_hz_min": value(float(clk.min())) if len(clk) else None,
+        "sm_clock_hz_max": value(float(clk.max())) if len(clk) else None,
+        "datasheet_gpu": datasheet or None,
+        "sources": provenance.roof_sources(kernels) if len(kernels) else None,
+        "compute": compute,
+        "memory": memory,
+    }
 
 
-def _kernel_records(summary: pd.DataFrame, kernels: pd.DataFrame, dots: pd.DataFrame | None) -> list[dict[str, Any]]:
+def _kernel_records(
+    summary: pd.DataFrame, kernels: pd.DataFrame, dots: pd.DataFrame | None
+) -> list[dict[str, Any]]:
     """One record per kernel of the summary: its declared columns, its work and traffic, its dots."""
     work = kernel_work(kernels) if len(kernels) else pd.DataFrame()
     recs = _records(summary, list(KERNEL_SUMMARY))
-    by_dots = ({k: _records(g, _DOTS_KEPT) for k, g in dots.groupby("kernel_key", sort=False)} if dots is not None and len(dots) else {})
+    by_dots = (
+        {k: _records(g, _DOTS_KEPT) for k, g in dots.groupby("kernel_key", sort=False)}
+        if dots is not None and len(dots)
+        else {}
+    )
     work_cols = [c for c in work.columns if c not in KERNEL_SUMMARY]
     for rec in recs:
         key = rec["kernel_key"]
@@ -229,11 +294,16 @@ def _options(options: Any) -> dict[str, Any]:
 
 def _totals(kernels: pd.DataFrame, summary: pd.DataFrame) -> dict[str, Any]:
     status = kernels["status"].astype(str) if len(kernels) else pd.Series(dtype=str)
-    return {"launches": int(len(kernels)), "kernels": int(len(summary)),
-            "time_s": value(summary["time_s"].sum(min_count=1)) if len(summary) else None,
-            "time_at_roof_s": value(summary["time_at_roof_s"].sum(min_count=1)) if len(summary) else None,
-            "saving_s": value(summary["saving_s"].sum(min_count=1)) if len(summary) else None,
-            "status": {s: int(n) for s, n in status.value_counts().items()}}
+    return {
+        "launches": int(len(kernels)),
+        "kernels": int(len(summary)),
+        "time_s": value(summary["time_s"].sum(min_count=1)) if len(summary) else None,
+        "time_at_roof_s": (
+            value(summary["time_at_roof_s"].sum(min_count=1)) if len(summary) else None
+        ),
+        "saving_s": value(summary["saving_s"].sum(min_count=1)) if len(summary) else None,
+        "status": {s: int(n) for s, n in status.value_counts().items()},
+    }
 
 
 def _notes(analysis: Any) -> list[str]:
@@ -244,8 +314,12 @@ def _notes(analysis: Any) -> list[str]:
     return out
 
 
-def analysis_document(analysis: Any, outdir: Path | None = None, files: Sequence[str] = (), failures: pd.DataFrame | None = None
-                      ) -> dict[str, Any]:
+def analysis_document(
+    analysis: Any,
+    outdir: Path | None = None,
+    files: Sequence[str] = (),
+    failures: pd.DataFrame | None = None,
+) -> dict[str, Any]:
     """The ``analyze --json`` document of one analysis.
 
     Parameters
@@ -271,10 +345,13 @@ def analysis_document(analysis: Any, outdir: Path | None = None, files: Sequence
     """
     k, summ = analysis.kernels, analysis.summary
     return {
-        "schema": "ncuroof.analyze", "schema_version": DOCUMENT_VERSION, "ncuroof_version": __version__,
+        "schema": "ncuroof.analyze",
+        "schema_version": DOCUMENT_VERSION,
+        "ncuroof_version": __version__,
         "options": _options(analysis.options),
         "inputs": [_input(Path(p), k, len(analysis.inputs) == 1) for p in analysis.inputs],
-        "roofs": roofs(k), "totals": _totals(k, summ),
+        "roofs": roofs(k),
+        "totals": _totals(k, summ),
         "kernels": _kernel_records(summ, k, analysis.dots),
         "notes": _notes(analysis),
         "failures": _records(failures, ["source", "error"]) if failures is not None else [],
@@ -305,17 +382,42 @@ def explain_document(analysis: Any, kernel: str) -> dict[str, Any]:
         No kernel of that name; the message lists the kernels' labels.
     """
     summ = analysis.summary
-    hit = summ[(summ["kernel_key"] == kernel) | (summ["kernel_label"] == kernel) | (summ["kernel_name"] == kernel)]
+    hit = summ[
+        (summ["kernel_key"] == kernel)
+        | (summ["kernel_label"] == kernel)
+        | (summ["kernel_name"] == kernel)
+    ]
     if not len(hit):
         labels = ", ".join(summ["kernel_label"].astype(str).head(10))
-        raise KeyError(f"no kernel {kernel!r} in the analysis; its kernels: {labels}" + (", ..." if len(summ) > 10 else ""))
+        raise KeyError(
+            f"no kernel {kernel!r} in the analysis; its kernels: {labels}"
+            + (", ..." if len(summ) > 10 else "")
+        )
     key = hit["kernel_key"].iloc[0]
     k = analysis.kernels[analysis.kernels["kernel_key"] == key]
     record = _kernel_records(hit.head(1), k, analysis.dots)[0]
-    launch_cols = ["source", "launch_id", "time_s", "bound", "diagnosis", "evidence", "advice", "flags", "notes", "roof_fraction",
-                   "time_at_roof_s", "saving_s", "status"]
-    return {"schema": "ncuroof.explain", "schema_version": DOCUMENT_VERSION, "ncuroof_version": __version__, "kernel": record,
-            "launches": _records(k, launch_cols)}
+    launch_cols = [
+        "source",
+        "launch_id",
+        "time_s",
+        "bound",
+        "diagnosis",
+        "evidence",
+        "advice",
+        "flags",
+        "notes",
+        "roof_fraction",
+        "time_at_roof_s",
+        "saving_s",
+        "status",
+    ]
+    return {
+        "schema": "ncuroof.explain",
+        "schema_version": DOCUMENT_VERSION,
+        "ncuroof_version": __version__,
+        "kernel": record,
+        "launches": _records(k, launch_cols),
+    }
 
 
 def gpus_document(gpus: Any) -> dict[str, Any]:
@@ -329,10 +431,29 @@ def gpus_document(gpus: Any) -> dict[str, Any]:
         precision at the boost clock), ``tensor_flop_per_s`` (by datasheet key), ``dram_bytes_per_s``,
         ``l2_bytes``, ``source``, ``confidence`` and ``measured`` (published achievable roofs).
     """
-    out = [{"id": g.id, "name": g.name, "cc": g.cc, "sms": g.sms, "boost_hz": value(g.boost_hz), "flop_per_s": value(g.flop_per_s),
-            "tensor_flop_per_s": value(g.tensor), "dram_bytes_per_s": value(g.dram_bytes_per_s), "l2_bytes": value(g.l2_bytes),
-            "source": g.source, "confidence": g.confidence, "measured": [value(m) for m in g.measured]} for g in gpus.gpus]
-    return {"schema": "ncuroof.gpus", "schema_version": DOCUMENT_VERSION, "ncuroof_version": __version__, "gpus": out}
+    out = [
+        {
+            "id": g.id,
+            "name": g.name,
+            "cc": g.cc,
+            "sms": g.sms,
+            "boost_hz": value(g.boost_hz),
+            "flop_per_s": value(g.flop_per_s),
+            "tensor_flop_per_s": value(g.tensor),
+            "dram_bytes_per_s": value(g.dram_bytes_per_s),
+            "l2_bytes": value(g.l2_bytes),
+            "source": g.source,
+            "confidence": g.confidence,
+            "measured": [value(m) for m in g.measured],
+        }
+        for g in gpus.gpus
+    ]
+    return {
+        "schema": "ncuroof.gpus",
+        "schema_version": DOCUMENT_VERSION,
+        "ncuroof_version": __version__,
+        "gpus": out,
+    }
 
 
 def _compare_declared() -> dict[str, Column] | None:
@@ -346,7 +467,9 @@ def _compare_declared() -> dict[str, Column] | None:
     return None
 
 
-def _side_work(table: pd.DataFrame, before: Any, after: Any, pairs: pd.DataFrame | None) -> dict[str, list[Any]]:
+def _side_work(
+    table: pd.DataFrame, before: Any, after: Any, pairs: pd.DataFrame | None
+) -> dict[str, list[Any]]:
     """Work and traffic before and after per compare row (``<col>_before``/``_after``), for the columns the table lacks."""
     if before is None or after is None or pairs is None:
         return {}
@@ -360,7 +483,10 @@ def _side_work(table: pd.DataFrame, before: Any, after: Any, pairs: pd.DataFrame
             if name in table.columns:
                 continue
             col = work[c]
-            out[name] = [value(col.get(keys.get(k, ""), np.nan)) if keys.get(k) else None for k in table["kernel_key"]]
+            out[name] = [
+                value(col.get(keys.get(k, ""), np.nan)) if keys.get(k) else None
+                for k in table["kernel_key"]
+            ]
     return out
 
 
@@ -371,20 +497,38 @@ def gate(result: Any, pct: float | None) -> dict[str, Any] | None:
     if pct is None:
         return None
     verdict = getattr(result, "gate", None)
-    if verdict is not None and dataclasses.is_dataclass(verdict):  # the gate's own verdict (ncuroof.runs.compare.Gate)
+    if verdict is not None and dataclasses.is_dataclass(
+        verdict
+    ):  # the gate's own verdict (ncuroof.runs.compare.Gate)
         body = value(verdict)
-        return {"fail_if_slower_pct": float(pct), **body, "passed": body.get("verdict") == "pass",
-                "findings": [*body.get("failures", []), *body.get("unknown", [])]}
+        return {
+            "fail_if_slower_pct": float(pct),
+            **body,
+            "passed": body.get("verdict") == "pass",
+            "findings": [*body.get("failures", []), *body.get("unknown", [])],
+        }
     found = result.slower(pct)
     if isinstance(found, (list, tuple)):
-        return {"fail_if_slower_pct": float(pct), "passed": not found, "findings": [str(x) for x in found]}
+        return {
+            "fail_if_slower_pct": float(pct),
+            "passed": not found,
+            "findings": [str(x) for x in found],
+        }
     body = value(found)
     body = body if isinstance(body, dict) else {"findings": body}
-    return {"fail_if_slower_pct": float(pct), **body, "passed": bool(body.get("passed", not body.get("findings")))}
+    return {
+        "fail_if_slower_pct": float(pct),
+        **body,
+        "passed": bool(body.get("passed", not body.get("findings"))),
+    }
 
 
-def compare_document(result: Any, before: Sequence[Path], after: Sequence[Path], fail_if_slower_pct: float | None = None,
-                     ) -> dict[str, Any]:
+def compare_document(
+    result: Any,
+    before: Sequence[Path],
+    after: Sequence[Path],
+    fail_if_slower_pct: float | None = None,
+) -> dict[str, Any]:
     """The ``compare --json`` document.
 
     Parameters
@@ -416,15 +560,29 @@ def compare_document(result: Any, before: Sequence[Path], after: Sequence[Path],
         for rec, v in zip(recs, vals):
             rec[name] = v
     return {
-        "schema": "ncuroof.compare", "schema_version": DOCUMENT_VERSION, "ncuroof_version": __version__,
+        "schema": "ncuroof.compare",
+        "schema_version": DOCUMENT_VERSION,
+        "ncuroof_version": __version__,
         "options": _options(getattr(ab, "options", None)),
-        "inputs": {side: [_input(Path(p), a.kernels if a is not None else pd.DataFrame(columns=["source"]), len(paths) == 1) for p in paths]
-                   for side, a, paths in (("before", ab, before), ("after", aa, after))},
+        "inputs": {
+            side: [
+                _input(
+                    Path(p),
+                    a.kernels if a is not None else pd.DataFrame(columns=["source"]),
+                    len(paths) == 1,
+                )
+                for p in paths
+            ]
+            for side, a, paths in (("before", ab, before), ("after", aa, after))
+        },
         "totals": {k: value(v) for k, v in result.totals.items()},
         "warnings": [str(w) for w in result.warnings],
         "kernels": recs,
         "gate": gate(result, fail_if_slower_pct),
-        "outputs": {"outdir": str(result.outdir) if result.outdir is not None else None, "files": list(result.files)},
+        "outputs": {
+            "outdir": str(result.outdir) if result.outdir is not None else None,
+            "files": list(result.files),
+        },
     }
 
 
@@ -435,7 +593,8 @@ _TERMINAL_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u
 
 def dumps(doc: dict[str, Any]) -> str:
     """The document as JSON text: UTF-8, indented, NaN refused (:func:`value` leaves none), and no character
-    from an input that a terminal would act on (escaped as ``\\uXXXX``, which JSON readers decode back)."""
+    from an input that a terminal would act on (escaped as ``\\uXXXX``, which JSON readers decode back).
+    """
     text = json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False)
     return _TERMINAL_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
 
@@ -445,8 +604,15 @@ def dumps(doc: dict[str, Any]) -> str:
 _NULL_NUMBER = {"type": ["number", "null"]}
 _NULL_STRING = {"type": ["string", "null"]}
 _SCALAR = {"type": ["number", "string", "boolean", "null"]}
-_FLAGS = {"type": "array", "items": {"type": "object", "required": ["code", "text"], "additionalProperties": False,
-                                     "properties": {"code": {"type": "string"}, "text": _NULL_STRING}}}
+_FLAGS = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "required": ["code", "text"],
+        "additionalProperties": False,
+        "properties": {"code": {"type": "string"}, "text": _NULL_STRING},
+    },
+}
 
 
 def column_schema(name: str, col: Column) -> dict[str, Any]:
@@ -467,10 +633,18 @@ def column_schema(name: str, col: Column) -> dict[str, Any]:
     return {**out, "description": col.description + unit}
 
 
-def _object(props: dict[str, Any], required: Sequence[str] | None = None, extra: Any = False, patterns: dict[str, Any] | None = None
-            ) -> dict[str, Any]:
-    out: dict[str, Any] = {"type": "object", "properties": props, "required": list(props) if required is None else list(required),
-                           "additionalProperties": extra}
+def _object(
+    props: dict[str, Any],
+    required: Sequence[str] | None = None,
+    extra: Any = False,
+    patterns: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "type": "object",
+        "properties": props,
+        "required": list(props) if required is None else list(required),
+        "additionalProperties": extra,
+    }
     if patterns:
         out["patternProperties"] = patterns
     return out
@@ -485,61 +659,148 @@ _TENSOR_PATTERN = {r"^tensor_.+_flop(_per_s)?(_before|_after)?$": _NULL_NUMBER}
 
 
 def _input_schema() -> dict[str, Any]:
-    return _object({"path": {"type": "string"}, "sha256": {"type": ["string", "null"], "pattern": "^[0-9a-f]{64}$"},
-                    "kind": {"enum": ["file", "directory"]}, "launches": {"type": "integer", "minimum": 0},
-                    "gpu": _NULL_STRING, "cc": _NULL_STRING, "ncu_version": _NULL_STRING, "reader": _NULL_STRING})
+    return _object(
+        {
+            "path": {"type": "string"},
+            "sha256": {"type": ["string", "null"], "pattern": "^[0-9a-f]{64}$"},
+            "kind": {"enum": ["file", "directory"]},
+            "launches": {"type": "integer", "minimum": 0},
+            "gpu": _NULL_STRING,
+            "cc": _NULL_STRING,
+            "ncu_version": _NULL_STRING,
+            "reader": _NULL_STRING,
+        }
+    )
 
 
 def _roofs_schema() -> dict[str, Any]:
     roof = {"source": _NULL_STRING, "achievable_source": _NULL_STRING}
-    compute = _object({"precision": {"type": "string"}, "peak_flop_per_s": _NULL_NUMBER, "achievable_flop_per_s": _NULL_NUMBER, **roof})
-    memory = _object({"level": {"enum": list(LEVELS)}, "peak_bytes_per_s": _NULL_NUMBER, "achievable_bytes_per_s": _NULL_NUMBER, **roof})
-    return _object({"sm_clock_hz": _NULL_NUMBER, "sm_clock_hz_min": _NULL_NUMBER, "sm_clock_hz_max": _NULL_NUMBER,
-                    "datasheet_gpu": {"type": ["array", "null"], "items": {"type": "string"}}, "sources": _NULL_STRING,
-                    "compute": {"type": "array", "items": compute}, "memory": {"type": "array", "items": memory}})
+    compute = _object(
+        {
+            "precision": {"type": "string"},
+            "peak_flop_per_s": _NULL_NUMBER,
+            "achievable_flop_per_s": _NULL_NUMBER,
+            **roof,
+        }
+    )
+    memory = _object(
+        {
+            "level": {"enum": list(LEVELS)},
+            "peak_bytes_per_s": _NULL_NUMBER,
+            "achievable_bytes_per_s": _NULL_NUMBER,
+            **roof,
+        }
+    )
+    return _object(
+        {
+            "sm_clock_hz": _NULL_NUMBER,
+            "sm_clock_hz_min": _NULL_NUMBER,
+            "sm_clock_hz_max": _NULL_NUMBER,
+            "datasheet_gpu": {"type": ["array", "null"], "items": {"type": "string"}},
+            "sources": _NULL_STRING,
+            "compute": {"type": "array", "items": compute},
+            "memory": {"type": "array", "items": memory},
+        }
+    )
 
 
 def _kernel_schema() -> dict[str, Any]:
-    props = {**_declared(KERNEL_SUMMARY), **{k: v for k, v in _declared(KERNEL_WORK).items() if k not in KERNEL_SUMMARY}}
+    props = {
+        **_declared(KERNEL_SUMMARY),
+        **{k: v for k, v in _declared(KERNEL_WORK).items() if k not in KERNEL_SUMMARY},
+    }
     dot = _object(_declared({c: DOTS[c] for c in _DOTS_KEPT}))
     return _object({**props, "dots": {"type": "array", "items": dot}}, patterns=_TENSOR_PATTERN)
 
 
 def _head(kind: str) -> dict[str, Any]:
-    return {"schema": {"const": f"ncuroof.{kind}"}, "schema_version": {"const": DOCUMENT_VERSION}, "ncuroof_version": {"type": "string"},
-            "options": {"type": "object"}}
+    return {
+        "schema": {"const": f"ncuroof.{kind}"},
+        "schema_version": {"const": DOCUMENT_VERSION},
+        "ncuroof_version": {"type": "string"},
+        "options": {"type": "object"},
+    }
 
 
 def _outputs_schema() -> dict[str, Any]:
-    return _object({"outdir": _NULL_STRING, "files": {"type": "array", "items": {"type": "string"}}})
+    return _object(
+        {"outdir": _NULL_STRING, "files": {"type": "array", "items": {"type": "string"}}}
+    )
 
 
 def _analyze_schema() -> dict[str, Any]:
-    totals = _object({"launches": {"type": "integer"}, "kernels": {"type": "integer"}, "time_s": _NULL_NUMBER,
-                      "time_at_roof_s": _NULL_NUMBER, "saving_s": _NULL_NUMBER,
-                      "status": {"type": "object", "additionalProperties": {"type": "integer"}}})
+    totals = _object(
+        {
+            "launches": {"type": "integer"},
+            "kernels": {"type": "integer"},
+            "time_s": _NULL_NUMBER,
+            "time_at_roof_s": _NULL_NUMBER,
+            "saving_s": _NULL_NUMBER,
+            "status": {"type": "object", "additionalProperties": {"type": "integer"}},
+        }
+    )
     failure = _object({"source": _NULL_STRING, "error": _NULL_STRING})
-    return _object({**_head("analyze"), "inputs": {"type": "array", "items": _input_schema()}, "roofs": _roofs_schema(),
-                    "totals": totals, "kernels": {"type": "array", "items": _kernel_schema()},
-                    "notes": {"type": "array", "items": {"type": "string"}}, "failures": {"type": "array", "items": failure},
-                    "outputs": _outputs_schema()})
+    return _object(
+        {
+            **_head("analyze"),
+            "inputs": {"type": "array", "items": _input_schema()},
+            "roofs": _roofs_schema(),
+            "totals": totals,
+            "kernels": {"type": "array", "items": _kernel_schema()},
+            "notes": {"type": "array", "items": {"type": "string"}},
+            "failures": {"type": "array", "items": failure},
+            "outputs": _outputs_schema(),
+        }
+    )
 
 
 def _compare_schema() -> dict[str, Any]:
     declared = _compare_declared()
-    side = {f"{name}_{s}": {**column_schema(name, col), "description": f"{col.description} [{col.unit}], {s}"}
-            for name, col in KERNEL_WORK.items() for s in ("before", "after")}
-    props = {**(_declared(declared) if declared else {}), **side,
-             "kernel_key": {"type": "string", "description": "kernel identity (--match), before's when matched"},
-             "status": {"type": "string", "description": "matched, only_before or only_after"}}
-    row = _object(props, required=list(dict.fromkeys(["kernel_key", "status", *(declared or {})])), extra=_SCALAR,
-                  patterns=_TENSOR_PATTERN)
-    gate_schema = {"type": ["object", "null"], "required": ["fail_if_slower_pct", "passed"],
-                   "properties": {"fail_if_slower_pct": {"type": "number"}, "passed": {"type": "boolean"},
-                                  "findings": {"type": "array"}}}
-    return _object({**_head("compare"), "inputs": _object({s: {"type": "array", "items": _input_schema()} for s in ("before", "after")}),
-                    "totals": {"type": "object", "additionalProperties": _NULL_NUMBER}, "warnings": {"type": "array", "items": {"type": "string"}},
-                    "kernels": {"type": "array", "items": row}, "gate": gate_schema, "outputs": _outputs_schema()})
+    side = {
+        f"{name}_{s}": {
+            **column_schema(name, col),
+            "description": f"{col.description} [{col.unit}], {s}",
+        }
+        for name, col in KERNEL_WORK.items()
+        for s in ("before", "after")
+    }
+    props = {
+        **(_declared(declared) if declared else {}),
+        **side,
+        "kernel_key": {
+            "type": "string",
+            "description": "kernel identity (--match), before's when matched",
+        },
+        "status": {"type": "string", "description": "matched, only_before or only_after"},
+    }
+    row = _object(
+        props,
+        required=list(dict.fromkeys(["kernel_key", "status", *(declared or {})])),
+        extra=_SCALAR,
+        patterns=_TENSOR_PATTERN,
+    )
+    gate_schema = {
+        "type": ["object", "null"],
+        "required": ["fail_if_slower_pct", "passed"],
+        "properties": {
+            "fail_if_slower_pct": {"type": "number"},
+            "passed": {"type": "boolean"},
+            "findings": {"type": "array"},
+        },
+    }
+    return _object(
+        {
+            **_head("compare"),
+            "inputs": _object(
+                {s: {"type": "array", "items": _input_schema()} for s in ("before", "after")}
+            ),
+            "totals": {"type": "object", "additionalProperties": _NULL_NUMBER},
+            "warnings": {"type": "array", "items": {"type": "string"}},
+            "kernels": {"type": "array", "items": row},
+            "gate": gate_schema,
+            "outputs": _outputs_schema(),
+        }
+    )
 
 
 def json_schema(kind: str) -> dict[str, Any]:
@@ -563,9 +824,15 @@ def json_schema(kind: str) -> dict[str, Any]:
     body = {"analyze": _analyze_schema, "compare": _compare_schema}.get(kind)
     if body is None:
         raise ValueError(f"kind must be analyze or compare, not {kind!r}")
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": f"ncuroof {kind} --json document",
-            "description": f"What `ncuroof {kind} --json` prints (schema_version {DOCUMENT_VERSION}); units in the key names, "
-                           "missing values null.", **body()}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": f"ncuroof {kind} --json document",
+        "description": (
+            f"What `ncuroof {kind} --json` prints (schema_version {DOCUMENT_VERSION}); units in the"
+            " key names, missing values null."
+        ),
+        **body(),
+    }
 
 
 def schema_text(kind: str) -> str:
@@ -577,4 +844,8 @@ def shipped_schema(kind: str) -> dict[str, Any]:
     """The JSON Schema shipped in the package (``ncuroof/schemas/<kind>.schema.json``), for validating documents."""
     from importlib import resources
 
-    return json.loads(resources.files("ncuroof").joinpath("schemas", f"{kind}.schema.json").read_text(encoding="utf-8"))
+    return json.loads(
+        resources.files("ncuroof")
+        .joinpath("schemas", f"{kind}.schema.json")
+        .read_text(encoding="utf-8")
+    )

@@ -34,10 +34,25 @@ from ..schema import cell_text, parse_cell, precision_title, to_text, work_unit
 from . import figure as plot
 from . import provenance
 
-jinja2, go, pa = LazyModule("jinja2"), LazyModule("plotly.graph_objects"), LazyModule("pyarrow")  # imported when a page is written
+jinja2, go, pa = (
+    LazyModule("jinja2"),
+    LazyModule("plotly.graph_objects"),
+    LazyModule("pyarrow"),
+)  # imported when a page is written
 
-__all__ = ["summarize", "summary_text", "roof_text", "render_html", "render_image", "render_page", "render_fragment", "html_table",
-           "write_outputs", "PLOTLYJS", "IMAGE_FORMATS"]
+__all__ = [
+    "summarize",
+    "summary_text",
+    "roof_text",
+    "render_html",
+    "render_image",
+    "render_page",
+    "render_fragment",
+    "html_table",
+    "write_outputs",
+    "PLOTLYJS",
+    "IMAGE_FORMATS",
+]
 
 #: How a page gets plotly.js (``--plotlyjs``): its ``plotlyjs`` argument of :func:`render_html` and
 #: :func:`render_page`; embedded, the page opens offline, linked from the CDN it is smaller.
@@ -46,8 +61,13 @@ PLOTLYJS: dict[str, str | bool] = {"embed": True, "cdn": "cdn"}
 IMAGE_FORMATS = ("png", "svg")
 
 
-def summarize(kernels: pd.DataFrame, points: pd.DataFrame, top: int = 10, catalog: Catalog | None = None,
-              gpus: GpuCatalog | None = None) -> pd.DataFrame:
+def summarize(
+    kernels: pd.DataFrame,
+    points: pd.DataFrame,
+    top: int = 10,
+    catalog: Catalog | None = None,
+    gpus: GpuCatalog | None = None,
+) -> pd.DataFrame:
     """The ``top`` kernels by total time (:func:`ncuroof.model.summary.kernel_summary`).
 
     Parameters
@@ -73,8 +93,12 @@ def summarize(kernels: pd.DataFrame, points: pd.DataFrame, top: int = 10, catalo
     from .. import catalog as _catalog
     from ..model import diagnose
 
-    summ = diagnose.diagnose_kernels(kernel_summary(kernels, points), kernels, catalog if catalog is not None else _catalog.load(),
-                                     gpus if gpus is not None else _catalog.load_gpus())
+    summ = diagnose.diagnose_kernels(
+        kernel_summary(kernels, points),
+        kernels,
+        catalog if catalog is not None else _catalog.load(),
+        gpus if gpus is not None else _catalog.load_gpus(),
+    )
     return to_text(summ.head(top).reset_index(drop=True))
 
 
@@ -97,19 +121,38 @@ def summary_text(summary: pd.DataFrame, width: int = 120) -> str:
 
     table = Table(title="Top kernels by GPU time")
     ach = _has_achievable(summary)
-    for col, just in (("kernel", "left"), ("launches", "right"), ("time", "right"), ("share", "right"),
-                      ("precision", "left"), ("diagnosis", "left"), ("% of roof", "right"),
-                      *([("% achievable", "right")] if ach else []), ("at roof", "right"), ("saving", "right")):
+    for col, just in (
+        ("kernel", "left"),
+        ("launches", "right"),
+        ("time", "right"),
+        ("share", "right"),
+        ("precision", "left"),
+        ("diagnosis", "left"),
+        ("% of roof", "right"),
+        *([("% achievable", "right")] if ach else []),
+        ("at roof", "right"),
+        ("saving", "right"),
+    ):
         table.add_column(col, justify=just)  # type: ignore[arg-type]
     for r in summary.itertuples(index=False):
         label = fmt.printable(r.kernel_label, layout=False)
         name = label if len(label) <= 50 else label[:47] + "..."
-        table.add_row(name, str(r.launches), fmt.time(r.time_s), fmt.pct(r.time_share, 1),
-                      precision_title(r.precision) if r.precision else "-",
-                      DIAGNOSIS_TEXT.get(getattr(r, "diagnosis", ""), r.bound), fmt.pct(r.roof_fraction, 1),
-                      *([fmt.pct(r.achievable_roof_fraction, 1)] if ach else []), fmt.time(r.time_at_roof_s), fmt.pct(r.saving_share, 1))
+        table.add_row(
+            name,
+            str(r.launches),
+            fmt.time(r.time_s),
+            fmt.pct(r.time_share, 1),
+            precision_title(r.precision) if r.precision else "-",
+            DIAGNOSIS_TEXT.get(getattr(r, "diagnosis", ""), r.bound),
+            fmt.pct(r.roof_fraction, 1),
+            *([fmt.pct(r.achievable_roof_fraction, 1)] if ach else []),
+            fmt.time(r.time_at_roof_s),
+            fmt.pct(r.saving_share, 1),
+        )
     buf = io.StringIO()
-    Console(file=buf, width=width, force_terminal=False, color_system=None, markup=False).print(table)  # names are text
+    Console(file=buf, width=width, force_terminal=False, color_system=None, markup=False).print(
+        table
+    )  # names are text
     return buf.getvalue()
 
 
@@ -122,8 +165,13 @@ TOP_ON_PAGE = 5
 @functools.cache
 def _env() -> jinja2.Environment:
     """The Jinja2 environment of ``ncuroof/render/templates`` (HTML escaped unless marked safe)."""
-    return jinja2.Environment(loader=jinja2.PackageLoader("ncuroof.render", "templates"), autoescape=True,
-                              trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("ncuroof.render", "templates"),
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+    )
 
 
 def _kept_flags(flags: Any, hide: str | None = None) -> list[tuple[str, str]]:
@@ -141,22 +189,35 @@ def _verdict(r: Any) -> str:
     return DIAGNOSIS_TEXT.get(d, d) or f"{r.bound} bound"
 
 
-def _header(kernels: pd.DataFrame, summ: pd.DataFrame, meta: dict[str, Any], basis: dict[str, Any] | None) -> dict[str, Any]:
+def _header(
+    kernels: pd.DataFrame, summ: pd.DataFrame, meta: dict[str, Any], basis: dict[str, Any] | None
+) -> dict[str, Any]:
     """The line above the chart: GPU, total GPU time (ncu's), launches and kernels; the time basis with a timeline."""
-    gpu = meta.get("GPU") or ", ".join(str(d) for d in kernels.get("device_name", pd.Series(dtype=object)).dropna().unique())
-    return dict(gpu=gpu, total_time=fmt.time(float(np.nansum(kernels["time_s"].to_numpy(float)))),
-                launches=fmt.count(len(kernels), "launch"), kernels=fmt.count(len(summ), "kernel"),
-                basis=basis["text"] if basis else "")
+    gpu = meta.get("GPU") or ", ".join(
+        str(d) for d in kernels.get("device_name", pd.Series(dtype=object)).dropna().unique()
+    )
+    return dict(
+        gpu=gpu,
+        total_time=fmt.time(float(np.nansum(kernels["time_s"].to_numpy(float)))),
+        launches=fmt.count(len(kernels), "launch"),
+        kernels=fmt.count(len(summ), "kernel"),
+        basis=basis["text"] if basis else "",
+    )
 
 
 def _has_role(fig: go.Figure, role: str) -> bool:
     """Whether ``fig`` has a trace of ``meta.role`` ``role`` with data."""
-    return any(isinstance(t.meta, dict) and t.meta.get("role") == role and t.x is not None and len(t.x) for t in fig.data)
+    return any(
+        isinstance(t.meta, dict) and t.meta.get("role") == role and t.x is not None and len(t.x)
+        for t in fig.data
+    )
 
 
 def _has_achievable(summ: pd.DataFrame) -> bool:
     """Whether some kernel has a fraction of an achievable roof (``achievable_roof_fraction``)."""
-    return "achievable_roof_fraction" in summ.columns and bool(np.isfinite(summ["achievable_roof_fraction"].to_numpy(float)).any())
+    return "achievable_roof_fraction" in summ.columns and bool(
+        np.isfinite(summ["achievable_roof_fraction"].to_numpy(float)).any()
+    )
 
 
 def roof_text(peak_fraction: Any, achievable_fraction: Any = None) -> str:
@@ -186,10 +247,18 @@ def roof_text(peak_fraction: Any, achievable_fraction: Any = None) -> str:
 def _side_top(summ: pd.DataFrame, top: int) -> list[dict[str, Any]]:
     """The top kernels beside the chart, each with its dot colour (none without a dot) and its
     fraction of the roof (of the achievable roof beside it)."""
-    return [dict(color=plot.kernel_color(i) if r.precision else None, label=r.kernel_label, demangled=r.kernel_demangled or "",
-                 share=fmt.pct(r.time_share, 1), time=fmt.time(r.time_s), verdict=_verdict(r),
-                 roof=roof_text(r.roof_fraction, getattr(r, "achievable_roof_fraction", None)))
-            for i, r in enumerate(summ.head(top).itertuples(index=False))]
+    return [
+        dict(
+            color=plot.kernel_color(i) if r.precision else None,
+            label=r.kernel_label,
+            demangled=r.kernel_demangled or "",
+            share=fmt.pct(r.time_share, 1),
+            time=fmt.time(r.time_s),
+            verdict=_verdict(r),
+            roof=roof_text(r.roof_fraction, getattr(r, "achievable_roof_fraction", None)),
+        )
+        for i, r in enumerate(summ.head(top).itertuples(index=False))
+    ]
 
 
 def _focus(summ: pd.DataFrame, focus: float) -> dict[str, Any]:
@@ -198,12 +267,22 @@ def _focus(summ: pd.DataFrame, focus: float) -> dict[str, Any]:
     kept = int(summ["in_focus"].sum())
     left = summ[~summ["in_focus"].astype(bool)]
     undrawn = int((summ["in_focus"].astype(bool) & (summ["precision"].astype(str) == "")).sum())
-    return dict(kept=fmt.count(kept, "kernel"), make=fmt.agree(kept, "makes", "make"), share=fmt.pct(focus),
-                undrawn=f"{undrawn} of them {fmt.agree(undrawn, 'has', 'have')} no roofline point (no FLOP work or traffic)"
-                if undrawn else "",
-                left=fmt.count(len(left), "kernel") if len(left) else "", left_share=fmt.pct(left["time_share"].sum(), 1),
-                them=fmt.agree(len(left), "it", "them"), **{"is": fmt.agree(len(left))},
-                left_drawn=bool((left["precision"].astype(str) != "").any()))
+    return dict(
+        kept=fmt.count(kept, "kernel"),
+        make=fmt.agree(kept, "makes", "make"),
+        share=fmt.pct(focus),
+        undrawn=(
+            f"{undrawn} of them {fmt.agree(undrawn, 'has', 'have')} no roofline point (no FLOP work"
+            " or traffic)"
+            if undrawn
+            else ""
+        ),
+        left=fmt.count(len(left), "kernel") if len(left) else "",
+        left_share=fmt.pct(left["time_share"].sum(), 1),
+        them=fmt.agree(len(left), "it", "them"),
+        **{"is": fmt.agree(len(left))},
+        left_drawn=bool((left["precision"].astype(str) != "").any()),
+    )
 
 
 def _saving(summ: pd.DataFrame, total: float) -> dict[str, Any] | None:
@@ -213,9 +292,15 @@ def _saving(summ: pd.DataFrame, total: float) -> dict[str, Any] | None:
     if not have.any() or total <= 0:
         return None
     s, missing = float(saving[have].sum()), int((~have).sum())
-    return dict(total=fmt.time(s), share=fmt.pct(s / total, 1), left=fmt.time(total - s),
-                missing=f"{fmt.count(missing, 'kernel')} {fmt.agree(missing, 'has', 'have')}" if missing else "",
-                counted=fmt.agree(missing))
+    return dict(
+        total=fmt.time(s),
+        share=fmt.pct(s / total, 1),
+        left=fmt.time(total - s),
+        missing=(
+            f"{fmt.count(missing, 'kernel')} {fmt.agree(missing, 'has', 'have')}" if missing else ""
+        ),
+        counted=fmt.agree(missing),
+    )
 
 
 def _items(summ: pd.DataFrame, top: int, hide: str | None) -> list[dict[str, Any]]:
@@ -224,91 +309,203 @@ def _items(summ: pd.DataFrame, top: int, hide: str | None) -> list[dict[str, Any
     items = []
     for r in summ.head(top).itertuples(index=False):
         finite = bool(np.isfinite(r.saving_s))
-        items.append(dict(
-            label=r.kernel_label, demangled=r.kernel_demangled or "", share=fmt.pct(r.time_share, 1), time=fmt.time(r.time_s),
-            launches=fmt.count(int(r.launches), "launch"), verdict=_verdict(r), evidence=getattr(r, "evidence", "") or "",
-            advice=getattr(r, "advice", "") or "", at_roof=fmt.time(r.time_at_roof_s),
-            saving=fmt.time(r.saving_s) if finite else "", saving_share=fmt.pct(r.saving_share, 1),
-            flags=_flag_texts(getattr(r, "flags", ""), hide)))
+        items.append(
+            dict(
+                label=r.kernel_label,
+                demangled=r.kernel_demangled or "",
+                share=fmt.pct(r.time_share, 1),
+                time=fmt.time(r.time_s),
+                launches=fmt.count(int(r.launches), "launch"),
+                verdict=_verdict(r),
+                evidence=getattr(r, "evidence", "") or "",
+                advice=getattr(r, "advice", "") or "",
+                at_roof=fmt.time(r.time_at_roof_s),
+                saving=fmt.time(r.saving_s) if finite else "",
+                saving_share=fmt.pct(r.saving_share, 1),
+                flags=_flag_texts(getattr(r, "flags", ""), hide),
+            )
+        )
     return items
 
 
-def _savings(summ: pd.DataFrame, total: float, top: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _savings(
+    summ: pd.DataFrame, total: float, top: int
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The largest savings per kernel and per kernel family (function name, instantiations together)."""
-    by_saving = summ[np.isfinite(summ["saving_s"].to_numpy(float))].sort_values("saving_s", ascending=False).head(top)
+    by_saving = (
+        summ[np.isfinite(summ["saving_s"].to_numpy(float))]
+        .sort_values("saving_s", ascending=False)
+        .head(top)
+    )
     if len(by_saving) <= 1 or total <= 0:
         return [], []
-    kernels = [dict(label=r.kernel_label, saving=fmt.time(r.saving_s), share=fmt.pct(r.saving_share, 1),
-                    time=fmt.time(r.time_s), at_roof=fmt.time(r.time_at_roof_s)) for r in by_saving.itertuples(index=False)]
-    fam = summ.groupby("kernel_name").agg(n=("kernel_key", "size"), saving_s=("saving_s", lambda x: x.sum(min_count=1)))
-    fam = fam[(fam["n"] > 1) & np.isfinite(fam["saving_s"].to_numpy(float))].sort_values("saving_s", ascending=False).head(top)
-    families = [dict(name=name, n=int(r.n), saving=fmt.time(r.saving_s), share=fmt.pct(r.saving_s / total, 1))
-                for name, r in fam.iterrows()]
+    kernels = [
+        dict(
+            label=r.kernel_label,
+            saving=fmt.time(r.saving_s),
+            share=fmt.pct(r.saving_share, 1),
+            time=fmt.time(r.time_s),
+            at_roof=fmt.time(r.time_at_roof_s),
+        )
+        for r in by_saving.itertuples(index=False)
+    ]
+    fam = summ.groupby("kernel_name").agg(
+        n=("kernel_key", "size"), saving_s=("saving_s", lambda x: x.sum(min_count=1))
+    )
+    fam = (
+        fam[(fam["n"] > 1) & np.isfinite(fam["saving_s"].to_numpy(float))]
+        .sort_values("saving_s", ascending=False)
+        .head(top)
+    )
+    families = [
+        dict(
+            name=name, n=int(r.n), saving=fmt.time(r.saving_s), share=fmt.pct(r.saving_s / total, 1)
+        )
+        for name, r in fam.iterrows()
+    ]
     return kernels, families
 
 
 #: Columns of the kernels table on the roofline page: (column, header, kind of :func:`html_table`).
 _KERNEL_COLUMNS = [
-    ("kernel_label", "kernel", "name"), ("launches", "launches", "int"), ("time_s", "time", "time"), ("time_share", "share", "pct"),
-    ("precision", "precision", "text"), ("bound", "bound", "text"), ("level", "binding level", "text"),
-    ("ai_flop_per_byte", "AI [FLOP/B]", "num"), ("flop_per_s", "FLOP/s", "si"), ("roof_fraction", "% of roof", "pct"),
-    ("time_at_roof_s", "time at roof", "time"), ("saving_s", "saving", "time"), ("saving_share", "saving share", "pct"),
-    ("diagnosis", "diagnosis", "text"), ("flags", "flags", "text"), ("in_focus", "on chart", "text")]
+    ("kernel_label", "kernel", "name"),
+    ("launches", "launches", "int"),
+    ("time_s", "time", "time"),
+    ("time_share", "share", "pct"),
+    ("precision", "precision", "text"),
+    ("bound", "bound", "text"),
+    ("level", "binding level", "text"),
+    ("ai_flop_per_byte", "AI [FLOP/B]", "num"),
+    ("flop_per_s", "FLOP/s", "si"),
+    ("roof_fraction", "% of roof", "pct"),
+    ("time_at_roof_s", "time at roof", "time"),
+    ("saving_s", "saving", "time"),
+    ("saving_share", "saving share", "pct"),
+    ("diagnosis", "diagnosis", "text"),
+    ("flags", "flags", "text"),
+    ("in_focus", "on chart", "text"),
+]
 #: Columns of the launch table: (column, header).
 _LAUNCH_COLUMNS = [
-    ("launch_id", "launch"), ("kernel_name", "kernel"), ("time_s", "time [s]"), ("fp64_flop", "FP64 FLOP"), ("fp32_flop", "FP32 FLOP"),
-    ("fp16_flop", "FP16 FLOP"), ("tensor_flop", "tensor FLOP (OP for integer)"), ("dram_bytes", "DRAM B"), ("l2_bytes", "L2 B"), ("l1_bytes", "L1 B"),
-    ("time_at_roof_s", "time at roof [s]"), ("bound", "bound"), ("diagnosis", "diagnosis"), ("flags", "flags"), ("status", "status"),
-    ("notes", "notes")]
+    ("launch_id", "launch"),
+    ("kernel_name", "kernel"),
+    ("time_s", "time [s]"),
+    ("fp64_flop", "FP64 FLOP"),
+    ("fp32_flop", "FP32 FLOP"),
+    ("fp16_flop", "FP16 FLOP"),
+    ("tensor_flop", "tensor FLOP (OP for integer)"),
+    ("dram_bytes", "DRAM B"),
+    ("l2_bytes", "L2 B"),
+    ("l1_bytes", "L1 B"),
+    ("time_at_roof_s", "time at roof [s]"),
+    ("bound", "bound"),
+    ("diagnosis", "diagnosis"),
+    ("flags", "flags"),
+    ("status", "status"),
+    ("notes", "notes"),
+]
 
 
 def _kernel_table(summ: pd.DataFrame, hide: str | None = None) -> str:
     """The sortable kernels table, one row per kernel with its dot colour (flags with code ``hide`` left out)."""
     cols = list(_KERNEL_COLUMNS)
-    view = summ.assign(diagnosis=[DIAGNOSIS_TEXT.get(d, d) for d in summ["diagnosis"]],
-                       flags=[cell_text("flags", _kept_flags(f, hide)) for f in summ["flags"]],
-                       precision=[precision_title(p) if p else "" for p in summ["precision"]],
-                       level=[lv.upper() for lv in summ["level"]], in_focus=np.where(summ["in_focus"], "yes", "no"))
-    if "profiled_time_s" in summ.columns and not summ["profiled_time_s"].equals(summ["time_s"]):  # production basis (--timeline)
-        cols[2:4] = [("time_s", "production time", "time"), ("time_share", "production share", "pct"),
-                     ("profiled_time_s", "ncu time", "time")]
-    if any(work_unit(str(p)) == "OP" for p in summ["precision"].dropna().unique()):  # integer tensor work: operations, not FLOP
-        cols = [(c, {"AI [FLOP/B]": "AI [FLOP/B; OP/B integer]", "FLOP/s": "FLOP/s (OP/s integer)"}.get(t, t), k) for c, t, k in cols]
+    view = summ.assign(
+        diagnosis=[DIAGNOSIS_TEXT.get(d, d) for d in summ["diagnosis"]],
+        flags=[cell_text("flags", _kept_flags(f, hide)) for f in summ["flags"]],
+        precision=[precision_title(p) if p else "" for p in summ["precision"]],
+        level=[lv.upper() for lv in summ["level"]],
+        in_focus=np.where(summ["in_focus"], "yes", "no"),
+    )
+    if "profiled_time_s" in summ.columns and not summ["profiled_time_s"].equals(
+        summ["time_s"]
+    ):  # production basis (--timeline)
+        cols[2:4] = [
+            ("time_s", "production time", "time"),
+            ("time_share", "production share", "pct"),
+            ("profiled_time_s", "ncu time", "time"),
+        ]
+    if any(
+        work_unit(str(p)) == "OP" for p in summ["precision"].dropna().unique()
+    ):  # integer tensor work: operations, not FLOP
+        cols = [
+            (
+                c,
+                {"AI [FLOP/B]": "AI [FLOP/B; OP/B integer]", "FLOP/s": "FLOP/s (OP/s integer)"}.get(
+                    t, t
+                ),
+                k,
+            )
+            for c, t, k in cols
+        ]
     if _has_achievable(summ):
-        cols.insert(cols.index(("roof_fraction", "% of roof", "pct")) + 1, ("achievable_roof_fraction", "% of achievable roof", "pct"))
+        cols.insert(
+            cols.index(("roof_fraction", "% of roof", "pct")) + 1,
+            ("achievable_roof_fraction", "% of achievable roof", "pct"),
+        )
     if "expected_flop" in summ.columns and summ["expected_flop"].notna().any():
         view["useful_ai"] = summ["expected_flop"] / summ["expected_dram_bytes"]
-        cols.insert([c for c, _, _ in cols].index("flop_per_s"), ("useful_ai", "useful AI [FLOP/B] (--expect)", "num"))
-    return html_table(view, [(c, t) for c, t, _ in cols], title_col="kernel_demangled", kinds={c: k for c, _, k in cols},
-                      swatches=[plot.kernel_color(i) if p else None for i, p in enumerate(summ["precision"])])
+        cols.insert(
+            [c for c, _, _ in cols].index("flop_per_s"),
+            ("useful_ai", "useful AI [FLOP/B] (--expect)", "num"),
+        )
+    return html_table(
+        view,
+        [(c, t) for c, t, _ in cols],
+        title_col="kernel_demangled",
+        kinds={c: k for c, _, k in cols},
+        swatches=[plot.kernel_color(i) if p else None for i, p in enumerate(summ["precision"])],
+    )
 
 
 def _launch_table(kernels: pd.DataFrame, hide: str | None = None) -> tuple[str, str]:
     """The table of the longest launches (flags with code ``hide`` left out) and its title."""
     # The order of the time column alone, then only the rows shown taken (sorting the whole table copies every column).
-    order = pd.Series(kernels["time_s"].to_numpy(), copy=False).sort_values(ascending=False, na_position="last", kind="stable")
+    order = pd.Series(kernels["time_s"].to_numpy(), copy=False).sort_values(
+        ascending=False, na_position="last", kind="stable"
+    )
     longest = kernels.take(order.index.to_numpy()[:MAX_LAUNCH_ROWS])
     longest = longest.assign(flags=[_kept_flags(f, hide) for f in longest["flags"]])
     n = len(kernels)
-    title = f"Every launch ({n})" if n <= MAX_LAUNCH_ROWS else \
-        f"The {MAX_LAUNCH_ROWS} longest of {n} launches (all of them are in kernels.csv)"
+    title = (
+        f"Every launch ({n})"
+        if n <= MAX_LAUNCH_ROWS
+        else f"The {MAX_LAUNCH_ROWS} longest of {n} launches (all of them are in kernels.csv)"
+    )
     return html_table(to_text(longest), _LAUNCH_COLUMNS, title_col="kernel_demangled"), title
 
 
 def _kernels_json(summ: pd.DataFrame, hide: str | None = None) -> str:
     """Per kernel (in colour order) what the details panel shows; a dot's ``kid`` customdata column indexes it."""
-    rows = [{"name": r.kernel_label, "demangled": r.kernel_demangled or "", "nvtx": r.nvtx_range or "", "bound": r.bound,
-             "launches": int(r.launches), "saving_s": float(r.saving_s) if np.isfinite(r.saving_s) else None,
-             "diagnosis": DIAGNOSIS_TEXT.get(getattr(r, "diagnosis", ""), ""), "advice": getattr(r, "advice", "") or "",
-             "flags": _flag_texts(getattr(r, "flags", ""), hide)}
-            for r in summ.itertuples(index=False)]
+    rows = [
+        {
+            "name": r.kernel_label,
+            "demangled": r.kernel_demangled or "",
+            "nvtx": r.nvtx_range or "",
+            "bound": r.bound,
+            "launches": int(r.launches),
+            "saving_s": float(r.saving_s) if np.isfinite(r.saving_s) else None,
+            "diagnosis": DIAGNOSIS_TEXT.get(getattr(r, "diagnosis", ""), ""),
+            "advice": getattr(r, "advice", "") or "",
+            "flags": _flag_texts(getattr(r, "flags", ""), hide),
+        }
+        for r in summ.itertuples(index=False)
+    ]
     # Escape '<' so a kernel name can never close the script element.
     return json.dumps(rows).replace("<", "\\u003c")
 
 
-def render_html(fig: go.Figure, kernels: pd.DataFrame, meta: dict[str, Any], plotlyjs: str | bool = True,
-                summary: pd.DataFrame | None = None, points: pd.DataFrame | None = None, focus: float = FOCUS_SHARE,
-                top: int = TOP_ON_PAGE, extra: str = "", basis: dict[str, Any] | None = None) -> str:
+def render_html(
+    fig: go.Figure,
+    kernels: pd.DataFrame,
+    meta: dict[str, Any],
+    plotlyjs: str | bool = True,
+    summary: pd.DataFrame | None = None,
+    points: pd.DataFrame | None = None,
+    focus: float = FOCUS_SHARE,
+    top: int = TOP_ON_PAGE,
+    extra: str = "",
+    basis: dict[str, Any] | None = None,
+) -> str:
     """Build the self-contained roofline page (template ``templates/roofline.html.j2``).
 
     The page leads with the chart: a one-line header (GPU, total GPU time, launches, kernels),
@@ -352,24 +549,53 @@ def render_html(fig: go.Figure, kernels: pd.DataFrame, meta: dict[str, Any], plo
         sorts the tables.
     """
     if summary is None:
-        summary = summarize(kernels, points if points is not None else pd.DataFrame(columns=["level"]), top=len(kernels))
+        summary = summarize(
+            kernels,
+            points if points is not None else pd.DataFrame(columns=["level"]),
+            top=len(kernels),
+        )
     summ = summary.reset_index(drop=True)
     if "diagnosis" not in summ.columns:
         summ = summ.assign(diagnosis="", evidence="", advice="", flags="")
-    total = float(basis["total_s"]) if basis else float(np.nansum(kernels["time_s"].to_numpy(float)))
-    note = provenance.evidence_note(kernels, _has_role(fig, "instruction_dots"))  # None unless no launch has roofline metrics
+    total = (
+        float(basis["total_s"]) if basis else float(np.nansum(kernels["time_s"].to_numpy(float)))
+    )
+    note = provenance.evidence_note(
+        kernels, _has_role(fig, "instruction_dots")
+    )  # None unless no launch has roofline metrics
     hide = "missing_metrics" if note else None  # said once, by the note, in the report's own terms
     launch_table, launches_title = _launch_table(kernels, hide)
     by_saving, families = _savings(summ, total, top)
-    plot_div = fig.to_html(full_html=False, include_plotlyjs=plotlyjs, div_id="roofline",
-                           config={"displaylogo": False, "responsive": True})
-    return _env().get_template("roofline.html.j2").render(
-        title="ncuroof roofline", **_header(kernels, summ, meta, basis), plot=Markup(plot_div), top=_side_top(summ, top),
-        focus=_focus(summ, focus) if (summ["precision"].astype(str) != "").any() else None, saving=_saving(summ, total),
-        missing_metrics=note, items=_items(summ, top, hide), by_saving=by_saving, families=families,
-        kernel_table=Markup(_kernel_table(summ, hide)), launch_table=Markup(launch_table), launches_title=launches_title,
-        facts=meta, kernels_json=Markup(_kernels_json(summ, hide)), sort_js=Markup(_asset("sort.js")),
-        roofline_js=Markup(_asset("roofline.js")), extra=Markup(extra))
+    plot_div = fig.to_html(
+        full_html=False,
+        include_plotlyjs=plotlyjs,
+        div_id="roofline",
+        config={"displaylogo": False, "responsive": True},
+    )
+    return (
+        _env()
+        .get_template("roofline.html.j2")
+        .render(
+            title="ncuroof roofline",
+            **_header(kernels, summ, meta, basis),
+            plot=Markup(plot_div),
+            top=_side_top(summ, top),
+            focus=_focus(summ, focus) if (summ["precision"].astype(str) != "").any() else None,
+            saving=_saving(summ, total),
+            missing_metrics=note,
+            items=_items(summ, top, hide),
+            by_saving=by_saving,
+            families=families,
+            kernel_table=Markup(_kernel_table(summ, hide)),
+            launch_table=Markup(launch_table),
+            launches_title=launches_title,
+            facts=meta,
+            kernels_json=Markup(_kernels_json(summ, hide)),
+            sort_js=Markup(_asset("sort.js")),
+            roofline_js=Markup(_asset("roofline.js")),
+            extra=Markup(extra),
+        )
+    )
 
 
 def render_image(fig: go.Figure, fmt: str, width: int = 1400, height: int = 800) -> bytes:
@@ -398,22 +624,39 @@ def render_image(fig: go.Figure, fmt: str, width: int = 1400, height: int = 800)
     try:
         import kaleido  # noqa: F401
     except ImportError as exc:
-        raise OutputError("--image needs kaleido: pip install 'ncuroof[image]' (and a Chrome or Chromium browser)",
-                          f"roofline.{fmt}") from exc
+        raise OutputError(
+            "--image needs kaleido: pip install 'ncuroof[image]' (and a Chrome or Chromium"
+            " browser)",
+            f"roofline.{fmt}",
+        ) from exc
     try:
         return fig.to_image(format=fmt, width=width, height=height, scale=2 if fmt == "png" else 1)
     except Exception as exc:  # kaleido raises its own types for a missing or failing browser
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise OutputError(f"image export failed ({first}); install Chrome or Chromium (Debian: apt install chromium) "
-                          "or set BROWSER_PATH", f"roofline.{fmt}") from exc
+        raise OutputError(
+            f"image export failed ({first}); install Chrome or Chromium (Debian: apt install"
+            " chromium) or set BROWSER_PATH",
+            f"roofline.{fmt}",
+        ) from exc
 
 
-_KINDS = {"int": lambda v: f"{v:.0f}", "num": lambda v: f"{v:.4g}", "pct": lambda v: fmt.pct(v, 1), "time": fmt.time, "si": fmt.si}
+_KINDS = {
+    "int": lambda v: f"{v:.0f}",
+    "num": lambda v: f"{v:.4g}",
+    "pct": lambda v: fmt.pct(v, 1),
+    "time": fmt.time,
+    "si": fmt.si,
+}
 
 
-def html_table(df: pd.DataFrame, cols: list[tuple[str, str]], title_col: str | None = None,
-               kinds: dict[str, str] | None = None, swatches: list[str] | None = None,
-               row_classes: list[str] | None = None) -> str:
+def html_table(
+    df: pd.DataFrame,
+    cols: list[tuple[str, str]],
+    title_col: str | None = None,
+    kinds: dict[str, str] | None = None,
+    swatches: list[str] | None = None,
+    row_classes: list[str] | None = None,
+) -> str:
     """A sortable HTML table of ``df``'s columns ``cols`` (name, header), from ``templates/table.html.j2``.
 
     Parameters
@@ -440,20 +683,45 @@ def html_table(df: pd.DataFrame, cols: list[tuple[str, str]], title_col: str | N
         sorting (empty when missing); text is escaped.
     """
     kinds = kinds or {}
-    text_cols = {c for c, _ in cols if kinds.get(c) in ("text", "name") or (c not in kinds and not pd.api.types.is_numeric_dtype(df[c]))}
+    text_cols = {
+        c
+        for c, _ in cols
+        if kinds.get(c) in ("text", "name")
+        or (c not in kinds and not pd.api.types.is_numeric_dtype(df[c]))
+    }
     head = [dict(cls="l" if c in text_cols else "", text=t) for c, t in cols]
-    cells = {c: _text_cells(df[c], kinds.get(c) == "name", df[title_col] if title_col and c in ("kernel_name", "kernel_label") else None)
-             if c in text_cols else _number_cells(df[c], _KINDS.get(kinds.get(c, "num"), _KINDS["num"])) for c, _ in cols}
+    cells = {
+        c: (
+            _text_cells(
+                df[c],
+                kinds.get(c) == "name",
+                df[title_col] if title_col and c in ("kernel_name", "kernel_label") else None,
+            )
+            if c in text_cols
+            else _number_cells(df[c], _KINDS.get(kinds.get(c, "num"), _KINDS["num"]))
+        )
+        for c, _ in cols
+    }
     rows = [list(r) for r in zip(*cells.values())] if cols else []
     for row, color in zip(rows, swatches or []):
         row[0] = {**row[0], "swatch": color}
-    return _env().get_template("table.html.j2").render(head=head, rows=rows, row_classes=row_classes or [""] * len(rows))
+    return (
+        _env()
+        .get_template("table.html.j2")
+        .render(head=head, rows=rows, row_classes=row_classes or [""] * len(rows))
+    )
 
 
 def _number_cells(values: pd.Series, shown: Any) -> list[dict[str, Any]]:
     f = pd.to_numeric(values, errors="coerce").to_numpy(float)
-    return [dict(cls="", v=repr(float(x)), text=shown(x), title=None, swatch=None) if np.isfinite(x)
-            else dict(cls="", v="", text="", title=None, swatch=None) for x in f]
+    return [
+        (
+            dict(cls="", v=repr(float(x)), text=shown(x), title=None, swatch=None)
+            if np.isfinite(x)
+            else dict(cls="", v="", text="", title=None, swatch=None)
+        )
+        for x in f
+    ]
 
 
 def _text_cells(values: pd.Series, name: bool, titles: pd.Series | None) -> list[dict[str, Any]]:
@@ -487,8 +755,14 @@ def _asset(name: str) -> str:
     return resources.files("ncuroof.render").joinpath("assets", name).read_text(encoding="utf-8")
 
 
-def render_page(title: str, fig: go.Figure, meta: dict[str, Any], table_title: str, table: str,
-                plotlyjs: str | bool = True) -> str:
+def render_page(
+    title: str,
+    fig: go.Figure,
+    meta: dict[str, Any],
+    table_title: str,
+    table: str,
+    plotlyjs: str | bool = True,
+) -> str:
     """A self-contained HTML document (template ``templates/page.html.j2``): title, facts, the figure, then a table.
 
     Parameters
@@ -510,12 +784,28 @@ def render_page(title: str, fig: go.Figure, meta: dict[str, Any], table_title: s
     -------
     str
     """
-    plot_div = fig.to_html(full_html=False, include_plotlyjs=plotlyjs, config={"displaylogo": False})
-    return _env().get_template("page.html.j2").render(title=title, facts=meta, plot=Markup(plot_div), table_title=table_title,
-                                                       table=Markup(table), sort_js=Markup(_asset("sort.js")))
+    plot_div = fig.to_html(
+        full_html=False, include_plotlyjs=plotlyjs, config={"displaylogo": False}
+    )
+    return (
+        _env()
+        .get_template("page.html.j2")
+        .render(
+            title=title,
+            facts=meta,
+            plot=Markup(plot_div),
+            table_title=table_title,
+            table=Markup(table),
+            sort_js=Markup(_asset("sort.js")),
+        )
+    )
 
 
-def write_outputs(outdir: Path, files: dict[str, str | bytes | Callable[[Path], None]], inputs: Sequence[Path] = ()) -> None:
+def write_outputs(
+    outdir: Path,
+    files: dict[str, str | bytes | Callable[[Path], None]],
+    inputs: Sequence[Path] = (),
+) -> None:
     """Write ``files`` into ``outdir`` whole or not at all, as one unit with its manifest.
 
     Everything is written into a hidden staging directory first (beside a new ``outdir``, inside
@@ -559,7 +849,9 @@ def write_outputs(outdir: Path, files: dict[str, str | bytes | Callable[[Path], 
             stage_in.mkdir(parents=True, exist_ok=True)
             tmp = Path(tempfile.mkdtemp(prefix=f".{outdir.name or 'ncuroof'}.new.", dir=stage_in))
         except OSError as exc:
-            raise OutputError(f"cannot create the output directory ({exc.strerror}); choose a writable -o", outdir) from exc
+            raise OutputError(
+                f"cannot create the output directory ({exc.strerror}); choose a writable -o", outdir
+            ) from exc
         try:
             _write_files(tmp, {**files, tables_io.MANIFEST: tables_io.manifest_text(list(files))})
             if not outdir.exists():
@@ -571,9 +863,18 @@ def write_outputs(outdir: Path, files: dict[str, str | bytes | Callable[[Path], 
             shutil.rmtree(tmp, ignore_errors=True)
             if isinstance(exc, (OSError, pa.ArrowException)):
                 why = getattr(exc, "strerror", None) or exc
-                denied = getattr(exc, "errno", None) in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT)
+                denied = getattr(exc, "errno", None) in (
+                    errno.EACCES,
+                    errno.EPERM,
+                    errno.EROFS,
+                    errno.ENOSPC,
+                    errno.EDQUOT,
+                )
                 advice = "choose a writable -o" if denied else "choose another -o"
-                raise OutputError(f"cannot write the output ({why}); the previous files are kept; {advice}", outdir) from exc
+                raise OutputError(
+                    f"cannot write the output ({why}); the previous files are kept; {advice}",
+                    outdir,
+                ) from exc
             raise
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -585,11 +886,18 @@ def _check_targets(outdir: Path, new: list[str], old: list[str], inputs: Sequenc
     for p in inputs:
         rp = Path(p).resolve()
         if rp in targets or rp == base or any(t in rp.parents for t in targets):
-            raise InputError(f"is an input and inside the output set of {outdir} (it would be replaced); choose another -o", p)
+            raise InputError(
+                f"is an input and inside the output set of {outdir} (it would be replaced); choose"
+                " another -o",
+                p,
+            )
     for name in new:
         if name not in old and os.path.lexists(outdir / name):
-            raise OutputError(f"{name} exists and was not written by ncuroof (no {tables_io.MANIFEST} lists it); move it away "
-                              "or choose another -o", outdir)
+            raise OutputError(
+                f"{name} exists and was not written by ncuroof (no {tables_io.MANIFEST} lists it);"
+                " move it away or choose another -o",
+                outdir,
+            )
 
 
 def _swap(outdir: Path, tmp: Path, new: list[str], old: list[str]) -> None:
@@ -654,7 +962,11 @@ def _write_files(directory: Path, files: dict[str, str | bytes | Callable[[Path]
             continue
         mode = "wb" if isinstance(content, bytes) else "w"
         # Text that cannot be UTF-8 (lone surrogates from a damaged name) is written as U+FFFD.
-        with open(directory / name, mode, **({} if mode == "wb" else {"encoding": "utf-8", "newline": "", "errors": "replace"})) as f:
+        with open(
+            directory / name,
+            mode,
+            **({} if mode == "wb" else {"encoding": "utf-8", "newline": "", "errors": "replace"}),
+        ) as f:
             f.write(content)
 
 

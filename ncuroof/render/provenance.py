@@ -15,8 +15,17 @@ from .. import fmt
 from ..collector import ncu as collector
 from ..schema import parse_cell, parse_sources
 
-__all__ = ["collection_text", "collection_warnings", "clock_text", "roof_sources", "readers", "csv_limits", "page_meta", "as_paths",
-           "evidence_note"]
+__all__ = [
+    "collection_text",
+    "collection_warnings",
+    "clock_text",
+    "roof_sources",
+    "readers",
+    "csv_limits",
+    "page_meta",
+    "as_paths",
+    "evidence_note",
+]
 
 PathLike = str | Path
 
@@ -36,17 +45,23 @@ def collection_text(inputs: Sequence[PathLike]) -> str:
         if rec is None:
             continue
         passes = sorted(set(rec.get("passes", {}).values()))
-        parts.append(f"{Path(p).name}: ncu {rec.get('ncu_version', '?')}, clock control {rec.get('clock_control', '?')}, "
-                     f"cache control {rec.get('cache_control', '?')}, replay {rec.get('replay_mode', '?')}"
-                     + (f", {'/'.join(map(str, passes))} passes" if passes else "")
-                     + f" ({' '.join(rec.get('ncu_command', []))})")
+        parts.append(
+            f"{Path(p).name}: ncu {rec.get('ncu_version', '?')}, clock control"
+            f" {rec.get('clock_control', '?')}, cache control {rec.get('cache_control', '?')},"
+            f" replay {rec.get('replay_mode', '?')}"
+            + (f", {'/'.join(map(str, passes))} passes" if passes else "")
+            + f" ({' '.join(rec.get('ncu_command', []))})"
+        )
     return "; ".join(parts)
 
 
-def collection_warnings(before: PathLike | Sequence[PathLike], after: PathLike | Sequence[PathLike]) -> list[str]:
+def collection_warnings(
+    before: PathLike | Sequence[PathLike], after: PathLike | Sequence[PathLike]
+) -> list[str]:
     """Differences in how ``ncuroof profile`` collected the two sides (clock control, pipeline boost
     state where both ncu versions have it, cache control, replay mode, metric list), read from the reports' ``.ncuroof.json`` records; empty
     when either side has none."""
+
     def record(side: PathLike | Sequence[PathLike]) -> dict[str, Any] | None:
         recs = [collector.read_sidecar(p) for p in as_paths(side)]
         return recs[0] if len(recs) == 1 else None
@@ -55,10 +70,18 @@ def collection_warnings(before: PathLike | Sequence[PathLike], after: PathLike |
     if rb is None or ra is None:
         return []
     out = []
-    for key, what in (("clock_control", "clock control"), ("pipeline_boost_state", "pipeline boost state"),
-                      ("cache_control", "cache control"), ("replay_mode", "replay mode"), ("metrics", "collected metrics")):
+    for key, what in (
+        ("clock_control", "clock control"),
+        ("pipeline_boost_state", "pipeline boost state"),
+        ("cache_control", "cache control"),
+        ("replay_mode", "replay mode"),
+        ("metrics", "collected metrics"),
+    ):
         if key in rb and key in ra and rb.get(key) != ra.get(key):
-            b, a = (x if isinstance(x, str) else f"{len(x)} explicit metrics" for x in (rb.get(key), ra.get(key)))
+            b, a = (
+                x if isinstance(x, str) else f"{len(x)} explicit metrics"
+                for x in (rb.get(key), ra.get(key))
+            )
             out.append(f"collected differently: {what} {b} before, {a} after")
     return out
 
@@ -94,11 +117,16 @@ def roof_sources(kernels: pd.DataFrame) -> str:
     if "report" in used:
         parts.append("report: ncu peak_sustained × the clock ncu measured for each launch")
     if "datasheet" in used:
-        names = sorted(kernels.loc[kernels["datasheet_gpu"] != "", "datasheet_gpu"].astype(str).unique())
+        names = sorted(
+            kernels.loc[kernels["datasheet_gpu"] != "", "datasheet_gpu"].astype(str).unique()
+        )
         parts.append(f"datasheet ({', '.join(names)}): boost clock, metrics/gpus.toml")
     if "user" in used:
         parts.append("user: --peak-flops/--peak-bandwidth")
-    text = "; ".join(parts) or "none: the input has no peak_sustained metrics and no datasheet entry matched (use --gpu)"
+    text = (
+        "; ".join(parts)
+        or "none: the input has no peak_sustained metrics and no datasheet entry matched (use --gpu)"
+    )
     achievable = _achievable_text(kernels)
     return f"{text}; {achievable}" if achievable else text
 
@@ -111,8 +139,14 @@ def _achievable_text(kernels: pd.DataFrame) -> str:
     for cell in kernels["achievable_sources"].dropna().astype(str).unique():
         for name, source in parse_sources(cell).items():
             by_source.setdefault(source, set()).add(name)
-    what = {"measured": "published measurement, metrics/gpus.toml, cited in notes", "user": "--achievable-flops/--achievable-bandwidth"}
-    parts = [f"{', '.join(sorted(names))} ({what.get(src, src)})" for src, names in sorted(by_source.items())]
+    what = {
+        "measured": "published measurement, metrics/gpus.toml, cited in notes",
+        "user": "--achievable-flops/--achievable-bandwidth",
+    }
+    parts = [
+        f"{', '.join(sorted(names))} ({what.get(src, src)})"
+        for src, names in sorted(by_source.items())
+    ]
     return "achievable roofs beside them: " + "; ".join(parts) if parts else ""
 
 
@@ -136,7 +170,9 @@ def evidence_note(kernels: pd.DataFrame, instruction_chart: bool = False) -> str
     """
     if not len(kernels) or not (kernels["status"] == "no_roofline_metrics").all():
         return None
-    if "bound" in kernels.columns:  # classified from SpeedOfLight: the only verdict a launch without roofline metrics gets
+    if (
+        "bound" in kernels.columns
+    ):  # classified from SpeedOfLight: the only verdict a launch without roofline metrics gets
         sol = (kernels["bound"].astype(str).isin(["memory", "compute", "latency"])).to_numpy()
     else:
         sol = np.ones(len(kernels), dtype=bool)
@@ -147,12 +183,21 @@ def evidence_note(kernels: pd.DataFrame, instruction_chart: bool = False) -> str
     if n == len(kernels):
         text = f"{head}: the verdicts come from ncu's SpeedOfLight throughputs alone."
     elif n:
-        text = (f"{head}: the verdicts of the {fmt.count(n, 'launch')} with ncu's SpeedOfLight throughputs come from them alone; "
-                f"the other {fmt.count(len(kernels) - n, 'launch')} cannot be classified.")
+        text = (
+            f"{head}: the verdicts of the {fmt.count(n, 'launch')} with ncu's SpeedOfLight"
+            f" throughputs come from them alone; the other {fmt.count(len(kernels) - n, 'launch')}"
+            " cannot be classified."
+        )
     else:
-        text = f"{head} and none has both of ncu's SpeedOfLight throughputs: no kernel can be classified, only timed."
+        text = (
+            f"{head} and none has both of ncu's SpeedOfLight throughputs: no kernel can be"
+            " classified, only timed."
+        )
     if instruction_chart:
-        text += " The instruction roofline (warp instructions per transaction) places every launch with instruction counters."
+        text += (
+            " The instruction roofline (warp instructions per transaction) places every launch with"
+            " instruction counters."
+        )
     return text + " Collect the metrics with ncuroof profile -- ./app (ncu --set roofline)."
 
 
@@ -172,7 +217,10 @@ def readers(kernels: pd.DataFrame) -> str:
         before the column existed.
     """
     col = kernels["reader"] if "reader" in kernels.columns else pd.Series(dtype=object)
-    return "; ".join(dict.fromkeys(col.dropna().astype(str))) or "not recorded (a table saved before ncuroof named its reader)"
+    return (
+        "; ".join(dict.fromkeys(col.dropna().astype(str)))
+        or "not recorded (a table saved before ncuroof named its reader)"
+    )
 
 
 def csv_limits(kernels: pd.DataFrame, inputs: Sequence[PathLike]) -> str | None:
@@ -205,12 +253,18 @@ def device_text(kernels: pd.DataFrame) -> str:
     str
     """
     out = []
-    for d, c in kernels.reindex(columns=["device_name", "cc"]).drop_duplicates().itertuples(index=False):
+    for d, c in (
+        kernels.reindex(columns=["device_name", "cc"]).drop_duplicates().itertuples(index=False)
+    ):
         cc = f" (CC {c})" if isinstance(c, str) and c else ""
         out.append(f"{d}{cc}" if isinstance(d, str) and d else f"not named in the input{cc}")
     if any(x.startswith("not named") for x in out) and "notes" in kernels.columns:
-        sheets = {m.group(1) for cell in kernels["notes"] for n in parse_cell("notes", cell)
-                  if (m := re.search(r"from the (.+?) datasheet", str(n)))}
+        sheets = {
+            m.group(1)
+            for cell in kernels["notes"]
+            for n in parse_cell("notes", cell)
+            if (m := re.search(r"from the (.+?) datasheet", str(n)))
+        }
         if sheets:
             out.append("roofs from the " + ", ".join(sorted(sheets)) + " datasheet (--gpu)")
     return ", ".join(dict.fromkeys(out))
@@ -237,12 +291,22 @@ def page_meta(kernels: pd.DataFrame, inputs: Sequence[Path]) -> dict[str, str]:
         "inputs": ", ".join(str(p) for p in inputs),
         "GPU": devices,
         "ncu version": ", ".join(sorted(kernels["ncu_version"].dropna().astype(str).unique())),
-        "launches": f"{len(kernels)} ({int((status == 'ok').sum())} with roofline metrics, "
-                    f"{fmt.count(int((status == 'failed_measurement').sum()), 'failed measurement')}"
-                    + (f", {fmt.count(int(damaged), 'damaged record')} in the file" if (damaged := (status == 'corrupt_record').sum()) else "")
-                    + ")",
+        "launches": (
+            f"{len(kernels)} ({int((status == 'ok').sum())} with roofline metrics, "
+            f"{fmt.count(int((status == 'failed_measurement').sum()), 'failed measurement')}"
+            + (
+                f", {fmt.count(int(damaged), 'damaged record')} in the file"
+                if (damaged := (status == "corrupt_record").sum())
+                else ""
+            )
+            + ")"
+        ),
         "clocks": clock_text(kernels),
-        "clock control": ", ".join(sorted(kernels["clock_control"].dropna().astype(str).unique())) if "clock_control" in kernels else "",
+        "clock control": (
+            ", ".join(sorted(kernels["clock_control"].dropna().astype(str).unique()))
+            if "clock_control" in kernels
+            else ""
+        ),
         "collected with": collection_text(inputs),
         "roofs": roof_sources(kernels),
         "read by": readers(kernels),

@@ -28,21 +28,36 @@ def _findings(result: Any) -> list[str]:
             lines.append(f"{r.kernel_label}: {r.evidence}. Try: {r.advice}")
         if r.speed_of_light_note:
             lines.append(f"{r.kernel_label}: {r.speed_of_light_note}")
-        flags = cell_text("flags", [(c, t) for c, t in parse_cell("flags", r.flags) if not (evidence and c == "missing_metrics")])
+        flags = cell_text(
+            "flags",
+            [
+                (c, t)
+                for c, t in parse_cell("flags", r.flags)
+                if not (evidence and c == "missing_metrics")
+            ],
+        )
         if flags:  # missing metrics are said once, by the note, in the report's own terms
             lines.append(f"{r.kernel_label}: check: {flags}")
     if result.what_if is not None:
-        lines += [f"what-if {r.kernel_label}: {r.change}" for r in result.what_if.itertuples(index=False)]
+        lines += [
+            f"what-if {r.kernel_label}: {r.change}" for r in result.what_if.itertuples(index=False)
+        ]
     lines.append(f"roofs: {provenance.roof_sources(k)}")
     lines.append(f"read by: {provenance.readers(k)}")
     limits = provenance.csv_limits(k, result.analysis.inputs)
     if limits:
         lines.append(f"note: {limits}")
     failed = k[k["status"] == "failed_measurement"]
-    lines += [f"launch {r.launch_id} ({r.kernel_name}): measurement failed in ncu; kept in kernels.csv, not plotted"
-              for r in failed.itertuples(index=False)]
-    lines += [f"launch {r.launch_id} ({r.kernel_name}): damaged record in the input, see its notes in kernels.csv; not plotted"
-              for r in k[k["status"] == "corrupt_record"].head(5).itertuples(index=False)]
+    lines += [
+        f"launch {r.launch_id} ({r.kernel_name}): measurement failed in ncu; kept in kernels.csv,"
+        " not plotted"
+        for r in failed.itertuples(index=False)
+    ]
+    lines += [
+        f"launch {r.launch_id} ({r.kernel_name}): damaged record in the input, see its notes in"
+        " kernels.csv; not plotted"
+        for r in k[k["status"] == "corrupt_record"].head(5).itertuples(index=False)
+    ]
     if evidence:
         lines.append(f"{evidence} See kernels.csv 'notes' for what each launch lacks.")
     return lines
@@ -62,14 +77,22 @@ def _production_lines(prod: Any) -> list[str]:
     t = prod.table
     lines = [time_basis(prod)["text"]]
     # one line per function name: several timeline rows (kernels of one name, devices) would repeat it
-    unprofiled = (t[t["match"] == "unprofiled"].groupby("kernel_name", sort=False)
-                  .agg(production_share=("production_share", "sum"), ncu_filter=("ncu_filter", "first"))
-                  .sort_values("production_share", ascending=False, kind="stable"))
+    unprofiled = (
+        t[t["match"] == "unprofiled"]
+        .groupby("kernel_name", sort=False)
+        .agg(production_share=("production_share", "sum"), ncu_filter=("ncu_filter", "first"))
+        .sort_values("production_share", ascending=False, kind="stable")
+    )
     for name, r in unprofiled.head(_TIMELINE_LINES).iterrows():
-        lines.append(f"not profiled: {name}, {fmt.pct(r['production_share'], 1)} of production kernel time; ncu {r['ncu_filter']}")
+        lines.append(
+            f"not profiled: {name}, {fmt.pct(r['production_share'], 1)} of production kernel time;"
+            f" ncu {r['ncu_filter']}"
+        )
     for r in t[t["duration_differs"]].head(_TIMELINE_LINES).itertuples(index=False):
-        lines.append(f"{r.kernel_name}: {fmt.time(r.production_time_per_launch_s)} per launch in production, "
-                     f"{fmt.time(r.profiled_time_per_launch_s)} under ncu ({fmt.g(r.duration_ratio)}x)")
+        lines.append(
+            f"{r.kernel_name}: {fmt.time(r.production_time_per_launch_s)} per launch in production,"
+            f" {fmt.time(r.profiled_time_per_launch_s)} under ncu ({fmt.g(r.duration_ratio)}x)"
+        )
     return lines
 
 
@@ -102,19 +125,36 @@ def _compare_table(result: Any, top: int) -> str:
     from ..runs.compare import headline
 
     table = Table(title=headline(result.totals) + "; largest changes first")
-    for col in ("kernel", "status", "time before", "time after", "speedup", "change", "level", "movement"):
+    for col in (
+        "kernel",
+        "status",
+        "time before",
+        "time after",
+        "speedup",
+        "change",
+        "level",
+        "movement",
+    ):
         table.add_column(col)
     for r in result.table.head(top).itertuples(index=False):
         label = fmt.printable(r.kernel_label, layout=False)
         name = label if len(label) <= 50 else label[:47] + "..."
         if r.match not in ("name", "only_before", "only_after"):
             name += f" (-> {fmt.printable(r.kernel_name_after, layout=False)}, {r.match})"
-        table.add_row(name, r.status, fmt.time(r.time_s_before) if r.launches_before else "-",
-                      fmt.time(r.time_s_after) if r.launches_after else "-",
-                      f"{r.speedup:.3g}x" if r.speedup == r.speedup else "-", r.change or "-", r.movement_level.upper() or "-",
-                      r.movement or "-")
+        table.add_row(
+            name,
+            r.status,
+            fmt.time(r.time_s_before) if r.launches_before else "-",
+            fmt.time(r.time_s_after) if r.launches_after else "-",
+            f"{r.speedup:.3g}x" if r.speedup == r.speedup else "-",
+            r.change or "-",
+            r.movement_level.upper() or "-",
+            r.movement or "-",
+        )
     buf = io.StringIO()
-    Console(file=buf, width=160, force_terminal=False, color_system=None, markup=False).print(table)  # names are text
+    Console(file=buf, width=160, force_terminal=False, color_system=None, markup=False).print(
+        table
+    )  # names are text
     return buf.getvalue()
 
 
@@ -140,8 +180,14 @@ def compare_text(result: Any, top: int = 10, quiet: bool = False) -> str:
     if not quiet:
         tot = result.totals
         out += _compare_table(result, top)
-        out += "after, share of GPU time: " + ", ".join(f"{b} {fmt.pct(tot[f'share_{b}'], 1)}"
-                                                     for b in ("memory", "compute", "latency", "unknown")) + "\n"
+        out += (
+            "after, share of GPU time: "
+            + ", ".join(
+                f"{b} {fmt.pct(tot[f'share_{b}'], 1)}"
+                for b in ("memory", "compute", "latency", "unknown")
+            )
+            + "\n"
+        )
     if result.outdir is not None:
         out += f"wrote {result.outdir}/ ({', '.join(result.files)})\n"
     return out
@@ -162,12 +208,19 @@ def gate_text(gate: Any) -> str:
     """
     lines = [*gate.notes, *gate.failures, *gate.unknown]
     if gate.verdict == "fail":
-        lines.append(f"ncuroof: gate failed: {fmt.count(len(gate.failures), 'finding')} at --fail-if-slower {gate.threshold_pct:g} "
-                     f"({gate.headline})")
+        lines.append(
+            f"ncuroof: gate failed: {fmt.count(len(gate.failures), 'finding')} at --fail-if-slower"
+            f" {gate.threshold_pct:g} ({gate.headline})"
+        )
     elif gate.verdict == "unknown":
-        lines.append(f"ncuroof: error: the gate cannot judge ({fmt.count(len(gate.unknown), 'line')} above): unknown is not fast")
+        lines.append(
+            f"ncuroof: error: the gate cannot judge ({fmt.count(len(gate.unknown), 'line')} above):"
+            " unknown is not fast"
+        )
     else:
-        lines.append(f"ncuroof: gate passed at --fail-if-slower {gate.threshold_pct:g} ({gate.headline})")
+        lines.append(
+            f"ncuroof: gate passed at --fail-if-slower {gate.threshold_pct:g} ({gate.headline})"
+        )
     return "".join(line + "\n" for line in lines)
 
 
@@ -191,13 +244,18 @@ def series_text(result: Any, top: int = 10, quiet: bool = False) -> str:
     if not quiet:
         t = result.table
         n = len(result.names)
-        out.append(f"{n} runs: " + " -> ".join(f"{i + 1}. {name}" for i, name in enumerate(result.names)))
+        out.append(
+            f"{n} runs: " + " -> ".join(f"{i + 1}. {name}" for i, name in enumerate(result.names))
+        )
         last = t.groupby("trail")["time_s"].last().sort_values(ascending=False, na_position="last")
         for tid in last.index[:top]:
             rows = t[t["trail"] == tid].set_index("run")
             times = [fmt.time(rows.at[i, "time_s"]) if i in rows.index else "-" for i in range(n)]
             sp = rows["speedup_vs_first"].iat[-1]
-            out.append(f"{rows['kernel_label'].iat[-1]}: {' -> '.join(times)}" + (f" ({sp:.2f}x its first)" if len(rows) > 1 and sp == sp else ""))
+            out.append(
+                f"{rows['kernel_label'].iat[-1]}: {' -> '.join(times)}"
+                + (f" ({sp:.2f}x its first)" if len(rows) > 1 and sp == sp else "")
+            )
     if result.outdir is not None:
         out.append(f"wrote {result.outdir}/ ({', '.join(result.files)})")
     return "".join(line + "\n" for line in out)
@@ -217,6 +275,14 @@ def profile_text(res: Any) -> str:
         One line (two with an explicit metric list: the metrics collected), no final newline.
     """
     passes = sorted(set(res.passes.values()))
-    metrics = f"explicit metric list ({len(res.metrics)}): {','.join(res.metrics)}\n" if res.metrics else ""
-    return metrics + (f"report: {res.report} (ncu {res.ncu_version}; {fmt.count(len(res.passes), 'kernel launch', 'kernel launches')} profiled"
-            + (f", {'/'.join(map(str, passes))} replay passes each" if passes else "") + ")")
+    metrics = (
+        f"explicit metric list ({len(res.metrics)}): {','.join(res.metrics)}\n"
+        if res.metrics
+        else ""
+    )
+    return metrics + (
+        f"report: {res.report} (ncu {res.ncu_version};"
+        f" {fmt.count(len(res.passes), 'kernel launch', 'kernel launches')} profiled"
+        + (f", {'/'.join(map(str, passes))} replay passes each" if passes else "")
+        + ")"
+    )

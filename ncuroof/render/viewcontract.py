@@ -216,8 +216,11 @@ def apply_view(fig: go.Figure, contract: ViewContract) -> None:
 def _own_layout(fig: go.Figure) -> dict[str, Any]:
     """The relayout that brings back the figure's own chart: title, axis titles and ranges, notes."""
     lay = fig.layout
-    out: dict[str, Any] = {"title.text": lay.title.text, "xaxis.title.text": lay.xaxis.title.text,
-                           "yaxis.title.text": lay.yaxis.title.text}
+    out: dict[str, Any] = {
+        "title.text": lay.title.text,
+        "xaxis.title.text": lay.xaxis.title.text,
+        "yaxis.title.text": lay.yaxis.title.text,
+    }
     for ax in ("xaxis", "yaxis"):
         rng = lay[ax].range
         out.update({f"{ax}.range": list(rng)} if rng is not None else {f"{ax}.autorange": True})
@@ -251,18 +254,34 @@ def add_charts(fig: go.Figure, contract: ViewContract, charts: list[Chart], labe
     for tr in fig.data:
         m = tr.meta if isinstance(tr.meta, dict) else {}
         tr.meta = {**m, "when": {**m.get("when", {}), "chart": own}}
-    options = {c.field: {o[0] for o in c.options} | ({True, False} if c.kind == "checkbox" else set()) for c in contract.controls}
+    options = {
+        c.field: {o[0] for o in c.options} | ({True, False} if c.kind == "checkbox" else set())
+        for c in contract.controls
+    }
     hide_notes = {f"annotations[{i}].visible": False for i in range(len(fig.layout.annotations))}
     layouts = {own: _own_layout(fig)}
     for chart in charts:
         for tr in chart.traces:
             m = tr.meta if isinstance(tr.meta, dict) else {}
-            when = {k: v for k, v in m.get("when", {}).items()
-                    if k in options and set(v if isinstance(v, list) else [v]) <= options[k]}
+            when = {
+                k: v
+                for k, v in m.get("when", {}).items()
+                if k in options and set(v if isinstance(v, list) else [v]) <= options[k]
+            }
             tr.meta = {**m, "when": {**when, "chart": chart.id}}
         fig.add_traces(chart.traces)
-        layouts[chart.id] = {"xaxis.autorange": True, "yaxis.autorange": True, **hide_notes, **chart.layout}
+        layouts[chart.id] = {
+            "xaxis.autorange": True,
+            "yaxis.autorange": True,
+            **hide_notes,
+            **chart.layout,
+        }
     for ctl in contract.controls:
         ctl.when = {**ctl.when, "chart": [own] + [c.id for c in charts if ctl.field in c.fields]}
-    contract.controls.insert(0, Control("chart", "chart", "radio", "View", [[own, label]] + [[c.id, c.label] for c in charts]))
+    contract.controls.insert(
+        0,
+        Control(
+            "chart", "chart", "radio", "View", [[own, label]] + [[c.id, c.label] for c in charts]
+        ),
+    )
     contract.layouts["chart"] = layouts

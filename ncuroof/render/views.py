@@ -24,14 +24,33 @@ from ..model.calculator import flop_columns
 from ..model.production import Production
 from ..schema import LEVELS, precision_title
 from . import page as report
-from .figure import LEVEL_COLORS, MAX_LAUNCH_DOTS, customdata_fields, longest_launches, main_precisions, precision_views, precision_when, roofs
+from .figure import (
+    LEVEL_COLORS,
+    MAX_LAUNCH_DOTS,
+    customdata_fields,
+    longest_launches,
+    main_precisions,
+    precision_views,
+    precision_when,
+    roofs,
+)
 from .viewcontract import Chart
 
 go = LazyModule("plotly.graph_objects")  # imported when a chart is drawn
 
-__all__ = ["instruction_chart", "phase_chart", "page_charts", "PHASE_CUSTOMDATA", "INSTRUCTION_CUSTOMDATA",
-           "page_sections", "rank_section", "RANKS_ON_PAGE", "time_basis",
-           "timeline_section", "TIMELINE_ON_PAGE"]
+__all__ = [
+    "instruction_chart",
+    "phase_chart",
+    "page_charts",
+    "PHASE_CUSTOMDATA",
+    "INSTRUCTION_CUSTOMDATA",
+    "page_sections",
+    "rank_section",
+    "RANKS_ON_PAGE",
+    "time_basis",
+    "timeline_section",
+    "TIMELINE_ON_PAGE",
+]
 
 #: Kernels listed in the spread-over-ranks section: the longest by median time per rank.
 RANKS_ON_PAGE = 15
@@ -58,22 +77,42 @@ def _issue_roof(ipts: pd.DataFrame) -> tuple[float, str]:
     return peak, "+".join(sorted(set(have["peak_warp_inst_source"].fillna("").astype(str)) - {""}))
 
 
-def _instruction_roofs(xs: np.ndarray, peak: float, source: str, walls: dict[str, float]) -> list[Any]:
+def _instruction_roofs(
+    xs: np.ndarray, peak: float, source: str, walls: dict[str, float]
+) -> list[Any]:
     """The issue roof (flat, labelled with its source) and each level's wall up to its elbow
     (beyond the chart's x range when there is no issue roof); levels without a wall get none."""
     traces: list[Any] = []
     if np.isfinite(peak):
         label = f"issue roof {fmt.si(peak)} warp inst/s ({source or 'unknown source'}"
         label += ": SMs × 4 schedulers × boost clock)" if source == "datasheet" else ")"
-        traces.append(go.Scatter(x=[xs[0], xs[-1]], y=[peak, peak], mode="lines+text", text=["", label], textposition="top left",
-                                 line=dict(color="#444", width=2), name=label, hoverinfo="skip",
-                                 meta=dict(role="instruction_roof", level="issue", source=source)))
+        traces.append(
+            go.Scatter(
+                x=[xs[0], xs[-1]],
+                y=[peak, peak],
+                mode="lines+text",
+                text=["", label],
+                textposition="top left",
+                line=dict(color="#444", width=2),
+                name=label,
+                hoverinfo="skip",
+                meta=dict(role="instruction_roof", level="issue", source=source),
+            )
+        )
     for lv in [lv for lv in LEVELS if np.isfinite(walls.get(lv, np.nan)) and walls[lv] > 0]:
         top = peak if np.isfinite(peak) else xs[-1] * walls[lv]
         x_end = top / walls[lv]
-        traces.append(go.Scatter(x=[xs[0], x_end], y=[xs[0] * walls[lv], top], mode="lines", line=dict(color=LEVEL_COLORS[lv], width=1.5),
-                                 name=f"{lv.upper()} wall {fmt.si(walls[lv], 'sector/s')}", hoverinfo="skip",
-                                 meta=dict(role="instruction_roof", level=lv, when={"levels": lv})))
+        traces.append(
+            go.Scatter(
+                x=[xs[0], x_end],
+                y=[xs[0] * walls[lv], top],
+                mode="lines",
+                line=dict(color=LEVEL_COLORS[lv], width=1.5),
+                name=f"{lv.upper()} wall {fmt.si(walls[lv], 'sector/s')}",
+                hoverinfo="skip",
+                meta=dict(role="instruction_roof", level=lv, when={"levels": lv}),
+            )
+        )
     return traces
 
 
@@ -85,10 +124,18 @@ def _instruction_note(levels: list[str], peak: float, walls: dict[str, float]) -
     """What the instruction roofline cannot draw, and why (empty when it draws every roof)."""
     missing = []
     if not np.isfinite(peak):
-        missing.append("no issue roof: the report has no SM count and clock, and no metrics/gpus.toml entry matched (use --gpu)")
-    lacking = [lv.upper() for lv in levels if not (np.isfinite(walls.get(lv, np.nan)) and walls[lv] > 0)]
+        missing.append(
+            "no issue roof: the report has no SM count and clock, and no metrics/gpus.toml entry"
+            " matched (use --gpu)"
+        )
+    lacking = [
+        lv.upper() for lv in levels if not (np.isfinite(walls.get(lv, np.nan)) and walls[lv] > 0)
+    ]
     if lacking:
-        missing.append(f"no {'/'.join(lacking)} wall: no bandwidth roof for {'that level' if len(lacking) == 1 else 'those levels'}")
+        missing.append(
+            f"no {'/'.join(lacking)} wall: no bandwidth roof for"
+            f" {'that level' if len(lacking) == 1 else 'those levels'}"
+        )
     return "; ".join(missing)
 
 
@@ -111,26 +158,51 @@ def instruction_chart(ipts: pd.DataFrame) -> Chart:
         ``instruction_dots``; ``meta.when`` their level. Only drawn traces are in the legend.
     """
     peak, source = _issue_roof(ipts)
-    walls = {lv: _tw(g["peak_transactions_per_s"], g["time_s"]) for lv, g in ipts.groupby("level", sort=False)}
+    walls = {
+        lv: _tw(g["peak_transactions_per_s"], g["time_s"])
+        for lv, g in ipts.groupby("level", sort=False)
+    }
     levels = [lv for lv in LEVELS if lv in walls]
     elbows = [peak / w for w in walls.values() if np.isfinite(peak) and np.isfinite(w) and w > 0]
     xs = _x_range(ipts["inst_per_transaction"].to_numpy(float), elbows)
     traces = _instruction_roofs(xs, peak, source, walls)
     for lv in levels:
         g = ipts[ipts["level"] == lv]
-        hover = customdata_fields(f"%{{text}} (launch %{{@launch_id:.0f}}) {lv.upper()}<br>%{{x:.4g}} inst/sector, %{{y:.3s}} warp inst/s, "
-                                  "%{@roof_fraction:.1%} of roof, %{hovertext}-bound<extra></extra>", INSTRUCTION_CUSTOMDATA)
-        traces.append(go.Scatter(x=g["inst_per_transaction"], y=g["warp_inst_per_s"], mode="markers", name=f"{lv.upper()} points",
-                                 marker=dict(color=LEVEL_COLORS[lv], size=9, line=dict(width=1, color="#333")),
-                                 text=g["kernel_name"].astype(str).map(html.escape), hovertext=g["bound"].replace("", "unknown"),
-                                 customdata=g[list(INSTRUCTION_CUSTOMDATA)].to_numpy(float), hovertemplate=hover,
-                                 meta=dict(role="instruction_dots", level=lv, when={"levels": lv})))
+        hover = customdata_fields(
+            f"%{{text}} (launch %{{@launch_id:.0f}}) {lv.upper()}<br>%{{x:.4g}} inst/sector,"
+            " %{y:.3s} warp inst/s, %{@roof_fraction:.1%} of roof,"
+            " %{hovertext}-bound<extra></extra>",
+            INSTRUCTION_CUSTOMDATA,
+        )
+        traces.append(
+            go.Scatter(
+                x=g["inst_per_transaction"],
+                y=g["warp_inst_per_s"],
+                mode="markers",
+                name=f"{lv.upper()} points",
+                marker=dict(color=LEVEL_COLORS[lv], size=9, line=dict(width=1, color="#333")),
+                text=g["kernel_name"].astype(str).map(html.escape),
+                hovertext=g["bound"].replace("", "unknown"),
+                customdata=g[list(INSTRUCTION_CUSTOMDATA)].to_numpy(float),
+                hovertemplate=hover,
+                meta=dict(role="instruction_dots", level=lv, when={"levels": lv}),
+            )
+        )
     note = _instruction_note(levels, peak, walls)
-    return Chart("instructions", "Instruction roofline", traces, fields=("levels",), layout={
-        "title.text": "Instruction roofline (Ding & Williams, PMBS 2019): warp instructions per second"
-                      + (f"<br><sup>{html.escape(note)}</sup>" if note else ""),
-        "xaxis.title.text": "instruction intensity [warp instructions per 32 B transaction]",
-        "yaxis.title.text": "warp instructions / s"})
+    return Chart(
+        "instructions",
+        "Instruction roofline",
+        traces,
+        fields=("levels",),
+        layout={
+            "title.text": (
+                "Instruction roofline (Ding & Williams, PMBS 2019): warp instructions per second"
+                + (f"<br><sup>{html.escape(note)}</sup>" if note else "")
+            ),
+            "xaxis.title.text": "instruction intensity [warp instructions per 32 B transaction]",
+            "yaxis.title.text": "warp instructions / s",
+        },
+    )
 
 
 #: Columns of a phase dot's ``customdata``, in order: its hover template names them
@@ -146,7 +218,9 @@ def _phase_dots(phases: pd.DataFrame, view: str) -> pd.DataFrame:
     col = "flop" if view == "main" else flop_columns(phases.columns).get(view, "")
     flop = phases[col] if col in phases.columns else pd.Series(np.nan, index=phases.index)
     share = flop / phases["flop"]
-    d = phases.assign(flop=flop, x=phases["dram_ai_flop_per_byte"] * share, y=phases["flop_per_s"] * share)
+    d = phases.assign(
+        flop=flop, x=phases["dram_ai_flop_per_byte"] * share, y=phases["flop_per_s"] * share
+    )
     return d[(d["flop"] > 0) & (d["dram_bytes"] > 0)]
 
 
@@ -154,20 +228,41 @@ def _phase_trace(d: pd.DataFrame, view: str, label: str) -> go.Scatter:
     """The dots of one precision view: labelled on the chart (``text``), area by time share, hover from
     :data:`PHASE_CUSTOMDATA` under the phase and its bound (``hovertext``)."""
     work = "all counted FLOPs" if view == "main" else f"{precision_title(view)} FLOPs"
-    hover = customdata_fields("%{hovertext}<br>%{@launches:.0f} launches, %{@time_s:.3s}s (%{@time_share:.0%})<br>"
-                              + work + " %{@flop:.4s}FLOP: AI %{x:.3g} FLOP/B at DRAM, %{y:.3s}FLOP/s<br>"
-                              "at its speed of light %{@time_at_roof_s:.3s}s<extra></extra>", PHASE_CUSTOMDATA)
-    return go.Scatter(x=d["x"], y=d["y"], mode="markers+text", name=f"{label}: {work}", textposition="top center",
-                      text=d["phase"].where(d["phase"].str.len() < 40, "…" + d["phase"].str[-38:]).map(html.escape),
-                      hovertext=d["phase"].map(html.escape) + " · " + d["bound"].astype(str) + "-bound",
-                      customdata=d[list(PHASE_CUSTOMDATA)].to_numpy(float),
-                      hovertemplate=hover, meta=dict(role="phase_dots", precision=view, when={"precision": view}),
-                      marker=dict(size=10 + 30 * np.sqrt(d["time_share"].fillna(0).to_numpy(float)), color="#9467bd",
-                                  line=dict(width=1, color="#333")))
+    hover = customdata_fields(
+        "%{hovertext}<br>%{@launches:.0f} launches, %{@time_s:.3s}s (%{@time_share:.0%})<br>"
+        + work
+        + " %{@flop:.4s}FLOP: AI %{x:.3g} FLOP/B at DRAM, %{y:.3s}FLOP/s<br>"
+        "at its speed of light %{@time_at_roof_s:.3s}s<extra></extra>",
+        PHASE_CUSTOMDATA,
+    )
+    return go.Scatter(
+        x=d["x"],
+        y=d["y"],
+        mode="markers+text",
+        name=f"{label}: {work}",
+        textposition="top center",
+        text=d["phase"]
+        .where(d["phase"].str.len() < 40, "…" + d["phase"].str[-38:])
+        .map(html.escape),
+        hovertext=d["phase"].map(html.escape) + " · " + d["bound"].astype(str) + "-bound",
+        customdata=d[list(PHASE_CUSTOMDATA)].to_numpy(float),
+        hovertemplate=hover,
+        meta=dict(role="phase_dots", precision=view, when={"precision": view}),
+        marker=dict(
+            size=10 + 30 * np.sqrt(d["time_share"].fillna(0).to_numpy(float)),
+            color="#9467bd",
+            line=dict(width=1, color="#333"),
+        ),
+    )
 
 
-def phase_chart(phases: pd.DataFrame, points: pd.DataFrame, summary: pd.DataFrame, chart_id: str = "phases",
-                label: str = "NVTX phases") -> Chart:
+def phase_chart(
+    phases: pd.DataFrame,
+    points: pd.DataFrame,
+    summary: pd.DataFrame,
+    chart_id: str = "phases",
+    label: str = "NVTX phases",
+) -> Chart:
     """One time-weighted dot per NVTX phase at DRAM under the roofline figure's DRAM and compute roofs,
     following its precision control.
 
@@ -200,23 +295,62 @@ def phase_chart(phases: pd.DataFrame, points: pd.DataFrame, summary: pd.DataFram
     main = main_precisions(summary)
     dots = {v: _phase_dots(phases, v) for v in views}
     bw = memory.get("dram", np.nan)
-    xs = _x_range(np.concatenate([d["x"].to_numpy(float) for d in dots.values()]), [v / bw for v in compute.values() if bw > 0])
-    traces: list[Any] = [go.Scatter(x=xs, y=np.fmin(peak, xs * bw), mode="lines", name=f"{precision_title(p)} roof at DRAM",
-                                    line=dict(width=1.5), hoverinfo="skip", meta=dict(role="phase_roof", precision=p, when=precision_when(p, main)))
-                         for p, peak in sorted(compute.items(), key=lambda kv: -kv[1]) if np.isfinite(peak) and np.isfinite(bw)]
+    xs = _x_range(
+        np.concatenate([d["x"].to_numpy(float) for d in dots.values()]),
+        [v / bw for v in compute.values() if bw > 0],
+    )
+    traces: list[Any] = [
+        go.Scatter(
+            x=xs,
+            y=np.fmin(peak, xs * bw),
+            mode="lines",
+            name=f"{precision_title(p)} roof at DRAM",
+            line=dict(width=1.5),
+            hoverinfo="skip",
+            meta=dict(role="phase_roof", precision=p, when=precision_when(p, main)),
+        )
+        for p, peak in sorted(compute.items(), key=lambda kv: -kv[1])
+        if np.isfinite(peak) and np.isfinite(bw)
+    ]
     has_roof = bool(traces)
     traces += [_phase_trace(d, v, label) for v, d in dots.items()]
     skipped = len(phases) - len(_phase_dots(phases, "main"))
-    why = "no DRAM bandwidth roof" if not np.isfinite(bw) else "no compute roof of a precision with work"
-    roofless = "" if has_roof else f"<br><sup>no roof: {why} (set one with --peak-bandwidth/--peak-flops)</sup>"
-    return Chart(chart_id, label, traces, fields=("precision",), layout={
-        "title.text": f"{label}: one time-weighted dot each (the precision's FLOPs / DRAM bytes; all counted FLOPs in the main view)"
-                      + (f"; {skipped} without FLOPs or DRAM bytes not drawn" if skipped else "") + roofless,
-        "xaxis.title.text": "arithmetic intensity at DRAM [FLOP/B]", "yaxis.title.text": "FLOP/s"})
+    why = (
+        "no DRAM bandwidth roof"
+        if not np.isfinite(bw)
+        else "no compute roof of a precision with work"
+    )
+    roofless = (
+        ""
+        if has_roof
+        else f"<br><sup>no roof: {why} (set one with --peak-bandwidth/--peak-flops)</sup>"
+    )
+    return Chart(
+        chart_id,
+        label,
+        traces,
+        fields=("precision",),
+        layout={
+            "title.text": (
+                f"{label}: one time-weighted dot each (the precision's FLOPs / DRAM bytes; all"
+                " counted FLOPs in the main view)"
+                + (f"; {skipped} without FLOPs or DRAM bytes not drawn" if skipped else "")
+                + roofless
+            ),
+            "xaxis.title.text": "arithmetic intensity at DRAM [FLOP/B]",
+            "yaxis.title.text": "FLOP/s",
+        },
+    )
 
 
-def page_charts(points: pd.DataFrame, kernels: pd.DataFrame, summary: pd.DataFrame, phases: pd.DataFrame | None = None,
-                ipts: pd.DataFrame | None = None, ops: pd.DataFrame | None = None) -> list[Chart]:
+def page_charts(
+    points: pd.DataFrame,
+    kernels: pd.DataFrame,
+    summary: pd.DataFrame,
+    phases: pd.DataFrame | None = None,
+    ipts: pd.DataFrame | None = None,
+    ops: pd.DataFrame | None = None,
+) -> list[Chart]:
     """The charts the roofline figure switches to (:func:`ncuroof.render.figure.plot_roofline` ``charts=``).
 
     Parameters
@@ -241,13 +375,27 @@ def page_charts(points: pd.DataFrame, kernels: pd.DataFrame, summary: pd.DataFra
     """
     if ipts is not None:
         ipts = longest_launches(ipts, kernels, MAX_LAUNCH_DOTS)
-    return ([phase_chart(phases, points, summary)] if phases is not None and len(phases) else []) + \
-        ([phase_chart(ops.rename(columns={"op": "phase"}), points, summary, "ops", "PyTorch operators")] if ops is not None and len(ops) else []) + \
-        ([instruction_chart(ipts)] if ipts is not None and len(ipts) else [])
+    return (
+        ([phase_chart(phases, points, summary)] if phases is not None and len(phases) else [])
+        + (
+            [
+                phase_chart(
+                    ops.rename(columns={"op": "phase"}), points, summary, "ops", "PyTorch operators"
+                )
+            ]
+            if ops is not None and len(ops)
+            else []
+        )
+        + ([instruction_chart(ipts)] if ipts is not None and len(ipts) else [])
+    )
 
 
-def page_sections(summary: pd.DataFrame, ranks: pd.DataFrame | None = None,
-                  imbalance: float | None = None, production: Production | None = None) -> str:
+def page_sections(
+    summary: pd.DataFrame,
+    ranks: pd.DataFrame | None = None,
+    imbalance: float | None = None,
+    production: Production | None = None,
+) -> str:
     """The sections the page adds under the chart for issues 12 and 15 (template ``views.html.j2``).
 
     Parameters
@@ -269,19 +417,45 @@ def page_sections(summary: pd.DataFrame, ranks: pd.DataFrame | None = None,
         empty when there is neither.
     """
     timeline = timeline_section(production, summary) if production is not None else ""
-    return timeline + report.render_fragment("views.html.j2", ranks=Markup(rank_section(ranks, summary, imbalance) if ranks is not None
-                                                                          else ""), notes=_notes(summary))
+    return timeline + report.render_fragment(
+        "views.html.j2",
+        ranks=Markup(rank_section(ranks, summary, imbalance) if ranks is not None else ""),
+        notes=_notes(summary),
+    )
 
 
-_RANK_COLUMNS = [("kernel_label", "kernel"), ("ranks", "ranks"), ("time_s_min", "time per rank: fastest"),
-                 ("time_s_median", "median"), ("time_s_max", "slowest"), ("slowest_rank", "slowest rank"),
-                 ("imbalance", "slowest over median"), ("ai_text", "AI [FLOP/B]"), ("roof_text", "fraction of roof"),
-                 ("flag", "load imbalance")]
-_RANK_KINDS = {"kernel_label": "name", "ranks": "int", "time_s_min": "time", "time_s_median": "time", "time_s_max": "time",
-               "slowest_rank": "text", "imbalance": "pct", "ai_text": "text", "roof_text": "text", "flag": "text"}
+_RANK_COLUMNS = [
+    ("kernel_label", "kernel"),
+    ("ranks", "ranks"),
+    ("time_s_min", "time per rank: fastest"),
+    ("time_s_median", "median"),
+    ("time_s_max", "slowest"),
+    ("slowest_rank", "slowest rank"),
+    ("imbalance", "slowest over median"),
+    ("ai_text", "AI [FLOP/B]"),
+    ("roof_text", "fraction of roof"),
+    ("flag", "load imbalance"),
+]
+_RANK_KINDS = {
+    "kernel_label": "name",
+    "ranks": "int",
+    "time_s_min": "time",
+    "time_s_median": "time",
+    "time_s_max": "time",
+    "slowest_rank": "text",
+    "imbalance": "pct",
+    "ai_text": "text",
+    "roof_text": "text",
+    "flag": "text",
+}
 
 
-def rank_section(ranks: pd.DataFrame, summary: pd.DataFrame, imbalance: float | None = None, top: int = RANKS_ON_PAGE) -> str:
+def rank_section(
+    ranks: pd.DataFrame,
+    summary: pd.DataFrame,
+    imbalance: float | None = None,
+    top: int = RANKS_ON_PAGE,
+) -> str:
     """A multi-rank run's section of the page: each kernel's spread over the ranks (template ``ranks.html.j2``).
 
     Parameters
@@ -310,19 +484,40 @@ def rank_section(ranks: pd.DataFrame, summary: pd.DataFrame, imbalance: float | 
 
         imbalance = catalog.load().thresholds["ranks"]["imbalance"]
     shown = ranks.head(top)
-    labels = summary.set_index("kernel_key")["kernel_label"] if "kernel_label" in summary.columns else pd.Series(dtype=object)
+    labels = (
+        summary.set_index("kernel_key")["kernel_label"]
+        if "kernel_label" in summary.columns
+        else pd.Series(dtype=object)
+    )
     every = ranks["load_imbalance"].fillna(False).astype(bool).tolist()
-    flags = every[:len(shown)]
+    flags = every[: len(shown)]
     rows = shown.assign(
         kernel_label=shown["kernel_key"].map(labels).fillna(shown["kernel_name"]),
-        ai_text=[fmt.span(lo, hi) for lo, hi in zip(shown["ai_flop_per_byte_min"], shown["ai_flop_per_byte_max"])],
-        roof_text=[fmt.span(lo, hi, fmt.pct) for lo, hi in zip(shown["roof_fraction_min"], shown["roof_fraction_max"])],
-        flag=["imbalanced" if f else "" for f in flags])
-    table = report.html_table(rows, _RANK_COLUMNS, title_col="kernel_key", kinds=_RANK_KINDS,
-                              row_classes=["imbalanced" if f else "" for f in flags])
-    return report.render_fragment("ranks.html.j2", ranks=int(ranks["ranks"].max()) if len(ranks) else 0, threshold=fmt.pct(imbalance),
-                                  flagged=f"{sum(every)} of {fmt.count(len(ranks), 'kernel')} {fmt.agree(sum(every))}",
-                                  shown=_left_out(len(shown), sum(every[len(shown):]), len(ranks)), table=Markup(table))
+        ai_text=[
+            fmt.span(lo, hi)
+            for lo, hi in zip(shown["ai_flop_per_byte_min"], shown["ai_flop_per_byte_max"])
+        ],
+        roof_text=[
+            fmt.span(lo, hi, fmt.pct)
+            for lo, hi in zip(shown["roof_fraction_min"], shown["roof_fraction_max"])
+        ],
+        flag=["imbalanced" if f else "" for f in flags],
+    )
+    table = report.html_table(
+        rows,
+        _RANK_COLUMNS,
+        title_col="kernel_key",
+        kinds=_RANK_KINDS,
+        row_classes=["imbalanced" if f else "" for f in flags],
+    )
+    return report.render_fragment(
+        "ranks.html.j2",
+        ranks=int(ranks["ranks"].max()) if len(ranks) else 0,
+        threshold=fmt.pct(imbalance),
+        flagged=f"{sum(every)} of {fmt.count(len(ranks), 'kernel')} {fmt.agree(sum(every))}",
+        shown=_left_out(len(shown), sum(every[len(shown) :]), len(ranks)),
+        table=Markup(table),
+    )
 
 
 def _left_out(shown: int, flagged_left: int, n: int) -> str:
@@ -330,14 +525,21 @@ def _left_out(shown: int, flagged_left: int, n: int) -> str:
     if shown == n:
         return f"All {fmt.count(n, 'kernel')}, longest median time per rank first."
     left = n - shown
-    return (f"The {shown} longest of {fmt.count(n, 'kernel')} by median time per rank; {left} more ({flagged_left} of them "
-            f"load-imbalanced) {fmt.agree(left)} left out here, all in ranks.csv.")
+    return (
+        f"The {shown} longest of {fmt.count(n, 'kernel')} by median time per rank; {left} more"
+        f" ({flagged_left} of them load-imbalanced) {fmt.agree(left)} left out here, all in"
+        " ranks.csv."
+    )
 
 
 def _notes(summary: pd.DataFrame) -> list[dict[str, str]]:
     """Per kernel with a ``speed_of_light_note`` (:func:`ncuroof.model.summary.kernel_summary`), in summary order:
     ``label`` and ``note``."""
-    return [{"label": r.kernel_label, "note": r.speed_of_light_note} for r in summary.itertuples(index=False) if r.speed_of_light_note]
+    return [
+        {"label": r.kernel_label, "note": r.speed_of_light_note}
+        for r in summary.itertuples(index=False)
+        if r.speed_of_light_note
+    ]
 
 
 #: Kernels listed in each table of the production-timeline section (all are in ``timeline.csv``).
@@ -363,23 +565,51 @@ def time_basis(production: Production | None) -> dict[str, Any] | None:
         return None
     p = production
     gpu = f" ({p.gpu_name})" if p.gpu_name else ""
-    text = (f"Time basis: production timeline {p.path.name}, device {p.device}{gpu}: {fmt.time(p.total_s)} of kernel time; "
-            f"{fmt.pct(p.coverage, 1)} of it in kernels with a roofline point; GPU idle {fmt.pct(p.idle_share, 1)} of the "
-            f"{fmt.time(p.span_s)} timeline (no kernel running: no roofline can help there).")
+    text = (
+        f"Time basis: production timeline {p.path.name}, device {p.device}{gpu}:"
+        f" {fmt.time(p.total_s)} of kernel time; {fmt.pct(p.coverage, 1)} of it in kernels with a"
+        f" roofline point; GPU idle {fmt.pct(p.idle_share, 1)} of the {fmt.time(p.span_s)} timeline"
+        " (no kernel running: no roofline can help there)."
+    )
     return {"total_s": p.total_s, "text": text}
 
 
-_UNPROFILED_COLUMNS = [("kernel_name", "kernel"), ("production_launches", "launches"), ("production_time_s", "production time"),
-                       ("production_share", "share"), ("op", "operator"), ("ncu_filter", "ncu filter")]
-_DURATION_COLUMNS = [("kernel_label", "kernel"), ("production_launches", "production launches"), ("profiled_launches", "profiled launches"),
-                     ("production_time_per_launch_s", "production per launch"), ("profiled_time_per_launch_s", "profiled per launch"),
-                     ("duration_ratio", "production / profiled"), ("flag", "differs")]
-_TIMELINE_KINDS = {"kernel_name": "name", "kernel_label": "name", "production_launches": "int", "profiled_launches": "int",
-                   "production_time_s": "time", "production_share": "pct", "production_time_per_launch_s": "time",
-                   "profiled_time_per_launch_s": "time", "duration_ratio": "num", "op": "text", "ncu_filter": "text", "flag": "text"}
+_UNPROFILED_COLUMNS = [
+    ("kernel_name", "kernel"),
+    ("production_launches", "launches"),
+    ("production_time_s", "production time"),
+    ("production_share", "share"),
+    ("op", "operator"),
+    ("ncu_filter", "ncu filter"),
+]
+_DURATION_COLUMNS = [
+    ("kernel_label", "kernel"),
+    ("production_launches", "production launches"),
+    ("profiled_launches", "profiled launches"),
+    ("production_time_per_launch_s", "production per launch"),
+    ("profiled_time_per_launch_s", "profiled per launch"),
+    ("duration_ratio", "production / profiled"),
+    ("flag", "differs"),
+]
+_TIMELINE_KINDS = {
+    "kernel_name": "name",
+    "kernel_label": "name",
+    "production_launches": "int",
+    "profiled_launches": "int",
+    "production_time_s": "time",
+    "production_share": "pct",
+    "production_time_per_launch_s": "time",
+    "profiled_time_per_launch_s": "time",
+    "duration_ratio": "num",
+    "op": "text",
+    "ncu_filter": "text",
+    "flag": "text",
+}
 
 
-def timeline_section(production: Production, summary: pd.DataFrame, top: int = TIMELINE_ON_PAGE) -> str:
+def timeline_section(
+    production: Production, summary: pd.DataFrame, top: int = TIMELINE_ON_PAGE
+) -> str:
     """The page's section on the production timeline (template ``timeline.html.j2``).
 
     Parameters
@@ -402,18 +632,47 @@ def timeline_section(production: Production, summary: pd.DataFrame, top: int = T
     t = production.table
     un = t[t["match"] == "unprofiled"]
     both = t[(t["production_launches"] > 0) & (t["profiled_launches"] > 0)]
-    labels = summary.set_index("kernel_key")["kernel_label"] if "kernel_label" in summary.columns else pd.Series(dtype=object)
-    shown = both.head(top).assign(kernel_label=lambda d: d["kernel_key"].map(labels).fillna(d["kernel_name"]),
-                                  flag=lambda d: np.where(d["duration_differs"], "yes", ""))
+    labels = (
+        summary.set_index("kernel_key")["kernel_label"]
+        if "kernel_label" in summary.columns
+        else pd.Series(dtype=object)
+    )
+    shown = both.head(top).assign(
+        kernel_label=lambda d: d["kernel_key"].map(labels).fillna(d["kernel_name"]),
+        flag=lambda d: np.where(d["duration_differs"], "yes", ""),
+    )
     marks = ["imbalanced" if f else "" for f in shown["duration_differs"]]
     differs = production.table["duration_differs"]
     band = f"[{1 / (1 + production.differs):.2f}, {1 + production.differs:.2f}]"
     return report.render_fragment(
-        "timeline.html.j2", basis=(time_basis(production) or {}).get("text", ""),
-        unprofiled=Markup(report.html_table(un.head(top), _UNPROFILED_COLUMNS, kinds=_TIMELINE_KINDS)) if len(un) else "",
-        unprofiled_note=f"{fmt.count(len(un), 'kernel')}, {fmt.pct(un['production_share'].sum(), 1)} of production kernel time"
-                        + (f"; the {top} biggest shown." if len(un) > top else "."),
-        durations=Markup(report.html_table(shown, _DURATION_COLUMNS, title_col="kernel_key", kinds=_TIMELINE_KINDS, row_classes=marks))
-        if len(shown) else "",
-        flagged=f"{int(differs.sum())} of {fmt.count(len(both), 'kernel')} {fmt.agree(int(differs.sum()), 'differs', 'differ')}",
-        band=band)
+        "timeline.html.j2",
+        basis=(time_basis(production) or {}).get("text", ""),
+        unprofiled=(
+            Markup(report.html_table(un.head(top), _UNPROFILED_COLUMNS, kinds=_TIMELINE_KINDS))
+            if len(un)
+            else ""
+        ),
+        unprofiled_note=(
+            f"{fmt.count(len(un), 'kernel')}, {fmt.pct(un['production_share'].sum(), 1)} of"
+            " production kernel time"
+        )
+        + (f"; the {top} biggest shown." if len(un) > top else "."),
+        durations=(
+            Markup(
+                report.html_table(
+                    shown,
+                    _DURATION_COLUMNS,
+                    title_col="kernel_key",
+                    kinds=_TIMELINE_KINDS,
+                    row_classes=marks,
+                )
+            )
+            if len(shown)
+            else ""
+        ),
+        flagged=(
+            f"{int(differs.sum())} of {fmt.count(len(both), 'kernel')}"
+            f" {fmt.agree(int(differs.sum()), 'differs', 'differ')}"
+        ),
+        band=band,
+    )

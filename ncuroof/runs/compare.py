@@ -39,8 +39,28 @@ from ..model.calculator import compute_points
 from ..model.summary import kernel_summary, keys_of, most_time, pair_keys
 from ..schema import BOUNDS, COMPARE, COMPARE_TRAIL, LEVELS, PRECISIONS
 
-__all__ = ["match", "join", "compare", "totals", "gate", "Gate", "slower", "movement", "warnings", "work", "partners",
-           "resolve_pairs", "resolve_pairs_ok", "read_pair_file", "series", "change", "thresholds", "headline", "fmt_name", "WORK_PRECISIONS"]
+__all__ = [
+    "match",
+    "join",
+    "compare",
+    "totals",
+    "gate",
+    "Gate",
+    "slower",
+    "movement",
+    "warnings",
+    "work",
+    "partners",
+    "resolve_pairs",
+    "resolve_pairs_ok",
+    "read_pair_file",
+    "series",
+    "change",
+    "thresholds",
+    "headline",
+    "fmt_name",
+    "WORK_PRECISIONS",
+]
 
 #: Precisions whose work compare.csv carries (``<p>_flop_before``/``_after``).
 WORK_PRECISIONS = (*PRECISIONS, "tensor")
@@ -58,13 +78,27 @@ def thresholds() -> dict[str, float]:
 
 def __getattr__(name: str) -> float:
     """``MOVE_THRESHOLD``: the relative change below which AI, roof fraction, work, traffic or
-    throughput counts as unchanged (``[compare].move`` of ``metrics/thresholds.toml``), read when first asked."""
+    throughput counts as unchanged (``[compare].move`` of ``metrics/thresholds.toml``), read when first asked.
+    """
     if name == "MOVE_THRESHOLD":
         return thresholds()["move"]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-_SIDE = ["kernel_name", "kernel_label", "launches", "time_s", "flop_per_s", "bound", "precision", "level", "ai_flop_per_byte",
-         "roof_fraction", "achievable_roof_fraction", *(f"{lv}_{m}" for lv in LEVELS for m in ("ai_flop_per_byte", "roof_fraction"))]
+
+_SIDE = [
+    "kernel_name",
+    "kernel_label",
+    "launches",
+    "time_s",
+    "flop_per_s",
+    "bound",
+    "precision",
+    "level",
+    "ai_flop_per_byte",
+    "roof_fraction",
+    "achievable_roof_fraction",
+    *(f"{lv}_{m}" for lv in LEVELS for m in ("ai_flop_per_byte", "roof_fraction")),
+]
 _WORK = [*(f"{p}_flop" for p in WORK_PRECISIONS), *(f"{lv}_bytes" for lv in LEVELS)]
 
 
@@ -85,31 +119,48 @@ def work(kernels: pd.DataFrame, by: str = "kernel") -> pd.DataFrame:
         sum would hide a slowdown), ``<p>_flop`` [FLOP] for :data:`WORK_PRECISIONS`, ``<level>_bytes``
         [B] (NaN where no launch has the counter), ``grid`` and ``block`` of most of the time.
     """
-    k = kernels.reindex(columns=["time_s", "grid", "block", *_WORK]).assign(kernel_key=keys_of(kernels, by).to_numpy())
+    k = kernels.reindex(columns=["time_s", "grid", "block", *_WORK]).assign(
+        kernel_key=keys_of(kernels, by).to_numpy()
+    )
     g = k.groupby("kernel_key", sort=False)
     t = k["time_s"].to_numpy(float)
     known = pd.Series(np.isfinite(t), index=k.index).groupby(k["kernel_key"], sort=False).all()
-    out = pd.DataFrame({"time_s": g["time_s"].sum(min_count=1).where(known),
-                        **{c: g[c].sum(min_count=1) for c in _WORK}})
+    out = pd.DataFrame(
+        {
+            "time_s": g["time_s"].sum(min_count=1).where(known),
+            **{c: g[c].sum(min_count=1) for c in _WORK},
+        }
+    )
     timed = k.assign(_t=np.nan_to_num(t))
     for col in ("grid", "block"):
         out[col] = most_time(timed, col).reindex(out.index).fillna("")
     return out
 
 
-def match(before: pd.DataFrame, after: pd.DataFrame, pairs: Sequence[tuple[str, str]] = ()) -> pd.DataFrame:
+def match(
+    before: pd.DataFrame, after: pd.DataFrame, pairs: Sequence[tuple[str, str]] = ()
+) -> pd.DataFrame:
     """Pair the kernels of two kernel summaries: :func:`ncuroof.model.summary.pair_keys` with the
     ``pairs`` given by hand and its fallbacks ``base name`` and ``numbers differ`` (columns
     ``key_before``, ``key_after``, ``match``)."""
-    return pair_keys(before, after, ("base name", "numbers differ"), ("only_before", "only_after"), by_hand=pairs).rename(
-        columns={"key_left": "key_before", "key_right": "key_after"})
+    return pair_keys(
+        before, after, ("base name", "numbers differ"), ("only_before", "only_after"), by_hand=pairs
+    ).rename(columns={"key_left": "key_before", "key_right": "key_after"})
 
 
-def movement(ai_before: float, ai_after: float, frac_before: float, frac_after: float, threshold: float | None = None) -> str:
+def movement(
+    ai_before: float,
+    ai_after: float,
+    frac_before: float,
+    frac_after: float,
+    threshold: float | None = None,
+) -> str:
     """Which way a dot moved: ``more reuse`` (AI up), ``better utilization`` (roof fraction up),
     ``both``, ``worse`` (both down), mixed (``more reuse, lower utilization``, …), ``none``, or
-    ``unknown`` when a value is missing. Changes under ``threshold`` (default ``MOVE_THRESHOLD``) count as none."""
+    ``unknown`` when a value is missing. Changes under ``threshold`` (default ``MOVE_THRESHOLD``) count as none.
+    """
     threshold = thresholds()["move"] if threshold is None else threshold
+
     def step(a: float, b: float) -> int | None:
         if not (np.isfinite(a) and np.isfinite(b)) or a <= 0:
             return None
@@ -120,9 +171,17 @@ def movement(ai_before: float, ai_after: float, frac_before: float, frac_after: 
     if x is None and y is None:
         return "unknown"
     x, y = x or 0, y or 0
-    names = {(0, 0): "none", (1, 0): "more reuse", (0, 1): "better utilization", (1, 1): "both", (-1, -1): "worse",
-             (-1, 0): "less reuse", (0, -1): "lower utilization", (1, -1): "more reuse, lower utilization",
-             (-1, 1): "less reuse, better utilization"}
+    names = {
+        (0, 0): "none",
+        (1, 0): "more reuse",
+        (0, 1): "better utilization",
+        (1, 1): "both",
+        (-1, -1): "worse",
+        (-1, 0): "less reuse",
+        (0, -1): "lower utilization",
+        (1, -1): "more reuse, lower utilization",
+        (-1, 1): "less reuse, better utilization",
+    }
     return names[(x, y)]
 
 
@@ -132,8 +191,12 @@ def _movement(row: Any) -> tuple[str, str]:
     for lv in dict.fromkeys([row.level_after, row.level_before, "dram", "l2", "l1"]):
         if lv not in LEVELS:
             continue
-        mv = movement(getattr(row, f"{lv}_ai_flop_per_byte_before"), getattr(row, f"{lv}_ai_flop_per_byte_after"),
-                      getattr(row, f"{lv}_roof_fraction_before"), getattr(row, f"{lv}_roof_fraction_after"))
+        mv = movement(
+            getattr(row, f"{lv}_ai_flop_per_byte_before"),
+            getattr(row, f"{lv}_ai_flop_per_byte_after"),
+            getattr(row, f"{lv}_roof_fraction_before"),
+            getattr(row, f"{lv}_roof_fraction_after"),
+        )
         if mv != "unknown":
             return lv, mv
     return "", "unknown"
@@ -168,8 +231,9 @@ def change(row: Any, threshold: float | None = None) -> str:
         return ""
     threshold = thresholds()["move"] if threshold is None else threshold
     parts, known = [], 0
-    for name, cols in ([(f"{p.upper()} work", f"{p}_flop") for p in WORK_PRECISIONS]
-                       + [(f"{lv.upper()} traffic", f"{lv}_bytes") for lv in reversed(LEVELS)]):
+    for name, cols in [(f"{p.upper()} work", f"{p}_flop") for p in WORK_PRECISIONS] + [
+        (f"{lv.upper()} traffic", f"{lv}_bytes") for lv in reversed(LEVELS)
+    ]:
         b, a = getattr(row, f"{cols}_before"), getattr(row, f"{cols}_after")
         if not (np.isfinite(b) and np.isfinite(a)):
             continue
@@ -190,8 +254,13 @@ def change(row: Any, threshold: float | None = None) -> str:
     return ", ".join(parts)
 
 
-def join(before: pd.DataFrame, after: pd.DataFrame, kernels: tuple[pd.DataFrame, pd.DataFrame] | None = None,
-         by: str = "kernel", pairs: Sequence[tuple[str, str]] = ()) -> pd.DataFrame:
+def join(
+    before: pd.DataFrame,
+    after: pd.DataFrame,
+    kernels: tuple[pd.DataFrame, pd.DataFrame] | None = None,
+    by: str = "kernel",
+    pairs: Sequence[tuple[str, str]] = (),
+) -> pd.DataFrame:
     """The comparison table (:data:`ncuroof.schema.COMPARE`): two kernel summaries joined on matched kernels.
 
     Every rate is the page's own (:func:`ncuroof.model.summary.kernel_summary`): a kernel's AI and
@@ -220,12 +289,22 @@ def join(before: pd.DataFrame, after: pd.DataFrame, kernels: tuple[pd.DataFrame,
         first, then kernels of unknown time.
     """
     # Speedups compare ncu's durations: with a timeline (--timeline) time_s is production's, the same run on both sides.
-    before, after = (s.assign(time_s=s["profiled_time_s"]) if "profiled_time_s" in s.columns else s for s in (before, after))
+    before, after = (
+        s.assign(time_s=s["profiled_time_s"]) if "profiled_time_s" in s.columns else s
+        for s in (before, after)
+    )
     pairs_t = match(before, after, pairs)
     sides = []
-    for side, s, k in (("before", before, kernels[0] if kernels else None), ("after", after, kernels[1] if kernels else None)):
+    for side, s, k in (
+        ("before", before, kernels[0] if kernels else None),
+        ("after", after, kernels[1] if kernels else None),
+    ):
         t = s.set_index("kernel_key")[_SIDE]
-        w = work(k, by).reindex(t.index) if k is not None else pd.DataFrame(index=t.index, columns=["time_s", "grid", "block", *_WORK])
+        w = (
+            work(k, by).reindex(t.index)
+            if k is not None
+            else pd.DataFrame(index=t.index, columns=["time_s", "grid", "block", *_WORK])
+        )
         if k is not None:
             t = t.assign(time_s=w["time_s"])
         sides.append(t.join(w.drop(columns="time_s")).add_suffix(f"_{side}"))
@@ -238,8 +317,12 @@ def join(before: pd.DataFrame, after: pd.DataFrame, kernels: tuple[pd.DataFrame,
         for c in _WORK:
             out[f"{c}_{side}"] = pd.to_numeric(out[f"{c}_{side}"], errors="coerce")
     out["kernel_key"] = np.where(out["key_before"] != "", out["key_before"], out["key_after"])
-    out["kernel_name"] = np.where(out["key_before"] != "", out["kernel_name_before"], out["kernel_name_after"])
-    out["kernel_label"] = np.where(out["key_before"] != "", out["kernel_label_before"], out["kernel_label_after"])
+    out["kernel_name"] = np.where(
+        out["key_before"] != "", out["kernel_name_before"], out["kernel_name_after"]
+    )
+    out["kernel_label"] = np.where(
+        out["key_before"] != "", out["kernel_label_before"], out["kernel_label_after"]
+    )
     out["status"] = np.where(matched, "matched", out["match"])
     tb, ta = out["time_s_before"].to_numpy(float), out["time_s_after"].to_numpy(float)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -248,14 +331,22 @@ def join(before: pd.DataFrame, after: pd.DataFrame, kernels: tuple[pd.DataFrame,
     _movement_columns(out, matched)
     out["change"] = [change(r) for r in out.itertuples(index=False)]
     out["partner"] = partners(out)
-    order = out["time_delta_s"].abs().sort_values(ascending=False, kind="stable", na_position="last").index
+    order = (
+        out["time_delta_s"]
+        .abs()
+        .sort_values(ascending=False, kind="stable", na_position="last")
+        .index
+    )
     return out.loc[order, list(COMPARE)].reset_index(drop=True)
 
 
 def _movement_columns(out: pd.DataFrame, matched: np.ndarray) -> None:
     """``movement_level``, ``movement`` and the AI and roof fraction at that level, in place. A kernel
     in one run only has its binding dot's there (and no movement)."""
-    moved = [_movement(r) if m else ("", "") for r, m in zip(out.itertuples(index=False), matched, strict=True)]
+    moved = [
+        _movement(r) if m else ("", "")
+        for r, m in zip(out.itertuples(index=False), matched, strict=True)
+    ]
     lv = np.array([m[0] for m in moved], dtype=object)
     for side in ("before", "after"):
         lv = np.where(~matched & (out[f"launches_{side}"] > 0), out[f"level_{side}"], lv)
@@ -272,7 +363,9 @@ def _movement_columns(out: pd.DataFrame, matched: np.ndarray) -> None:
 
 def _flop(rows: pd.DataFrame, side: str) -> np.ndarray:
     """All counted FLOPs of each row on one side (NaN where no precision has a count)."""
-    return rows[[f"{p}_flop_{side}" for p in WORK_PRECISIONS]].sum(axis=1, min_count=1).to_numpy(float)
+    return (
+        rows[[f"{p}_flop_{side}" for p in WORK_PRECISIONS]].sum(axis=1, min_count=1).to_numpy(float)
+    )
 
 
 def _close(x: np.ndarray, y: np.ndarray, tol: float) -> np.ndarray:
@@ -312,13 +405,27 @@ def partners(table: pd.DataFrame) -> list[str]:
         return out
     b, a = table.iloc[gone], table.iloc[new]
     if len(b) * len(a) <= _MAX_CANDIDATES:
-        bi, ai = (g.ravel() for g in np.meshgrid(np.arange(len(b)), np.arange(len(a)), indexing="ij"))
+        bi, ai = (
+            g.ravel() for g in np.meshgrid(np.arange(len(b)), np.arange(len(a)), indexing="ij")
+        )
     else:  # too many to weigh every pair: candidates of the same configuration only
-        both = pd.DataFrame({"c": (b["grid_before"] + "|" + b["block_before"]).to_numpy(), "bi": np.arange(len(b))}).merge(
-            pd.DataFrame({"c": (a["grid_after"] + "|" + a["block_after"]).to_numpy(), "ai": np.arange(len(a))}), on="c")
+        both = pd.DataFrame(
+            {"c": (b["grid_before"] + "|" + b["block_before"]).to_numpy(), "bi": np.arange(len(b))}
+        ).merge(
+            pd.DataFrame(
+                {
+                    "c": (a["grid_after"] + "|" + a["block_after"]).to_numpy(),
+                    "ai": np.arange(len(a)),
+                }
+            ),
+            on="c",
+        )
         both = both[both["c"] != "|"].head(_MAX_CANDIDATES)
         bi, ai = both["bi"].to_numpy(int), both["ai"].to_numpy(int)
-    gb, ga = (b["grid_before"] + "|" + b["block_before"]).to_numpy(), (a["grid_after"] + "|" + a["block_after"]).to_numpy()
+    gb, ga = (
+        (b["grid_before"] + "|" + b["block_before"]).to_numpy(),
+        (a["grid_after"] + "|" + a["block_after"]).to_numpy(),
+    )
     config = (gb[bi] == ga[ai]) & (b["grid_before"].to_numpy()[bi] != "")
     fb, fa = _flop(b, "before")[bi], _flop(a, "after")[ai]
     no_flop = ~(fb > 0) | ~(fa > 0)
@@ -327,11 +434,19 @@ def partners(table: pd.DataFrame) -> list[str]:
     tb, ta = b["time_s_before"].to_numpy(float)[bi], a["time_s_after"].to_numpy(float)[ai]
     same_work, same_time = _close(wb, wa, lim["partner_work"]), _close(tb, ta, lim["partner_time"])
     with np.errstate(divide="ignore", invalid="ignore"):
-        cand = pd.DataFrame({"b": bi, "a": ai, "n": config.astype(int) + same_work + same_time,
-                             "dw": np.nan_to_num(np.abs(np.log(wa / wb)), nan=np.inf),
-                             "dt": np.nan_to_num(np.abs(np.log(ta / tb)), nan=np.inf)})[config | same_work]
+        cand = pd.DataFrame(
+            {
+                "b": bi,
+                "a": ai,
+                "n": config.astype(int) + same_work + same_time,
+                "dw": np.nan_to_num(np.abs(np.log(wa / wb)), nan=np.inf),
+                "dt": np.nan_to_num(np.abs(np.log(ta / tb)), nan=np.inf),
+            }
+        )[config | same_work]
     taken_b, taken_a = set(), set()
-    for r in cand.sort_values(["n", "dw", "dt"], ascending=[False, True, True], kind="stable").itertuples(index=False):
+    for r in cand.sort_values(
+        ["n", "dw", "dt"], ascending=[False, True, True], kind="stable"
+    ).itertuples(index=False):
         if r.b in taken_b or r.a in taken_a:
             continue
         taken_b.add(r.b)
@@ -343,21 +458,38 @@ def partners(table: pd.DataFrame) -> list[str]:
 def _side_keys(spec: str, summary: pd.DataFrame, side: str, where: str) -> str:
     """The one kernel key of ``summary`` that ``spec`` names (kernel_name, demangled name, key or
     ``regex:PATTERN`` searched in those); InputError naming ``where`` when none or several."""
-    names = summary[["kernel_key", "kernel_name", "kernel_demangled"]].astype(object).fillna("").astype(str)
+    names = (
+        summary[["kernel_key", "kernel_name", "kernel_demangled"]]
+        .astype(object)
+        .fillna("")
+        .astype(str)
+    )
     if spec.startswith("regex:"):
         try:
-            rx = re.compile(spec[len("regex:"):])
+            rx = re.compile(spec[len("regex:") :])
         except re.error as exc:
-            raise InputError(f"{spec!r} is not a regular expression ({exc}); fix the pattern", where) from exc
+            raise InputError(
+                f"{spec!r} is not a regular expression ({exc}); fix the pattern", where
+            ) from exc
         hit = names.apply(lambda c: c.map(lambda v: bool(rx.search(v)))).any(axis=1)
     else:
         hit = (names == spec).any(axis=1)
     keys = list(dict.fromkeys(names.loc[hit, "kernel_key"]))
     if len(keys) != 1:
         shown = list(dict.fromkeys(names.loc[hit, "kernel_name"]))
-        found = "no kernel" if not keys else f"{len(keys)} kernels ({', '.join(fmt_name(k) for k in shown[:3])}{', …' if len(shown) > 3 else ''})"
-        raise InputError(f"{spec!r} names {found} of the {side} run; give one kernel's name, demangled name or a "
-                         "regex:PATTERN that matches one", where)
+        found = (
+            "no kernel"
+            if not keys
+            else (
+                f"{len(keys)} kernels"
+                f" ({', '.join(fmt_name(k) for k in shown[:3])}{', …' if len(shown) > 3 else ''})"
+            )
+        )
+        raise InputError(
+            f"{spec!r} names {found} of the {side} run; give one kernel's name, demangled name or a"
+            " regex:PATTERN that matches one",
+            where,
+        )
     return keys[0]
 
 
@@ -366,8 +498,12 @@ def fmt_name(name: str, limit: int = 60) -> str:
     return name if len(name) <= limit else name[: limit - 1] + "…"
 
 
-def resolve_pairs(specs: Sequence[tuple[str, str]], before: pd.DataFrame, after: pd.DataFrame,
-                  where: str = "--pair") -> list[tuple[str, str]]:
+def resolve_pairs(
+    specs: Sequence[tuple[str, str]],
+    before: pd.DataFrame,
+    after: pd.DataFrame,
+    where: str = "--pair",
+) -> list[tuple[str, str]]:
     """Kernel keys of the pairs given by hand (``--pair OLD=NEW``, ``--pair-file``).
 
     Parameters
@@ -390,12 +526,17 @@ def resolve_pairs(specs: Sequence[tuple[str, str]], before: pd.DataFrame, after:
     InputError
         A side naming no kernel or several, or a kernel in two pairs.
     """
-    out = [(_side_keys(b, before, "before", where), _side_keys(a, after, "after", where)) for b, a in specs]
+    out = [
+        (_side_keys(b, before, "before", where), _side_keys(a, after, "after", where))
+        for b, a in specs
+    ]
     for i, side in enumerate(("before", "after")):
         keys = [p[i] for p in out]
         if len(set(keys)) != len(keys):
             dup = next(k for k in keys if keys.count(k) > 1)
-            raise InputError(f"the {side} kernel {fmt_name(dup)!r} is in two pairs; pair each kernel once", where)
+            raise InputError(
+                f"the {side} kernel {fmt_name(dup)!r} is in two pairs; pair each kernel once", where
+            )
     return out
 
 
@@ -410,17 +551,35 @@ def read_pair_file(path: str | Path) -> list[tuple[str, str]]:
     try:
         data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise InputError(f"cannot read the pair file ({exc}); write [[pair]] tables with before = \"...\" and after = \"...\"",
-                         path) from exc
+        raise InputError(
+            f'cannot read the pair file ({exc}); write [[pair]] tables with before = "..." and'
+            ' after = "..."',
+            path,
+        ) from exc
     pairs = data.get("pair", [])
-    if not isinstance(pairs, list) or not pairs or not all(
-            isinstance(p, dict) and isinstance(p.get("before"), str) and isinstance(p.get("after"), str) for p in pairs):
-        raise InputError('needs [[pair]] tables, each with before = "OLD" and after = "NEW" (strings)', path)
+    if (
+        not isinstance(pairs, list)
+        or not pairs
+        or not all(
+            isinstance(p, dict)
+            and isinstance(p.get("before"), str)
+            and isinstance(p.get("after"), str)
+            for p in pairs
+        )
+    ):
+        raise InputError(
+            'needs [[pair]] tables, each with before = "OLD" and after = "NEW" (strings)', path
+        )
     return [(p["before"], p["after"]) for p in pairs]
 
 
-def compare(before: pd.DataFrame, after: pd.DataFrame, by_launch: bool = False, match: str = "kernel",
-            pairs: Sequence[tuple[str, str]] = ()) -> pd.DataFrame:
+def compare(
+    before: pd.DataFrame,
+    after: pd.DataFrame,
+    by_launch: bool = False,
+    match: str = "kernel",
+    pairs: Sequence[tuple[str, str]] = (),
+) -> pd.DataFrame:
     """Compare two launch tables: :func:`join` of their kernel summaries.
 
     Parameters
@@ -442,7 +601,9 @@ def compare(before: pd.DataFrame, after: pd.DataFrame, by_launch: bool = False, 
     by = "launch" if by_launch else match
     ks = [k.drop(columns=["kernel_key"], errors="ignore") for k in (before, after)]
     sides = [kernel_summary(k, compute_points(k), by=by) for k in ks]
-    return join(*sides, kernels=(ks[0], ks[1]), by=by, pairs=resolve_pairs(pairs, *sides) if pairs else ())
+    return join(
+        *sides, kernels=(ks[0], ks[1]), by=by, pairs=resolve_pairs(pairs, *sides) if pairs else ()
+    )
 
 
 def totals(table: pd.DataFrame, before: pd.DataFrame, after: pd.DataFrame) -> dict[str, float]:
@@ -468,17 +629,33 @@ def totals(table: pd.DataFrame, before: pd.DataFrame, after: pd.DataFrame) -> di
     out: dict[str, float] = {}
     for side, k in (("before", before), ("after", after)):
         t = k["time_s"].to_numpy(float)
-        out[f"time_s_{side}"] = float(t[np.isfinite(t)].sum()) if np.isfinite(t).any() else float("nan")
+        out[f"time_s_{side}"] = (
+            float(t[np.isfinite(t)].sum()) if np.isfinite(t).any() else float("nan")
+        )
         out[f"unknown_launches_{side}"] = int((~np.isfinite(t)).sum())
         out[f"kernels_{side}"] = int((table[f"launches_{side}"] > 0).sum())
     m = table[table["status"] == "matched"]
     tb, ta = m["time_s_before"].to_numpy(float), m["time_s_after"].to_numpy(float)
-    known = m[np.isfinite(tb) & np.isfinite(ta) & (tb > 0) & (ta > 0)]  # a duration of 0 is no measurement
-    mb, ma = (float(known[f"time_s_{s}"].sum()) if len(known) else float("nan") for s in ("before", "after"))
-    out.update(matched_kernels=len(m), matched_known=len(known), matched_time_s_before=mb, matched_time_s_after=ma,
-               speedup=mb / ma if ma > 0 else float("nan"))
+    known = m[
+        np.isfinite(tb) & np.isfinite(ta) & (tb > 0) & (ta > 0)
+    ]  # a duration of 0 is no measurement
+    mb, ma = (
+        float(known[f"time_s_{s}"].sum()) if len(known) else float("nan")
+        for s in ("before", "after")
+    )
+    out.update(
+        matched_kernels=len(m),
+        matched_known=len(known),
+        matched_time_s_before=mb,
+        matched_time_s_after=ma,
+        speedup=mb / ma if ma > 0 else float("nan"),
+    )
     ta = out["time_s_after"]
-    t_after = pd.Series(np.nan_to_num(after["time_s"].to_numpy(float))).groupby(after["bound"].to_numpy()).sum()
+    t_after = (
+        pd.Series(np.nan_to_num(after["time_s"].to_numpy(float)))
+        .groupby(after["bound"].to_numpy())
+        .sum()
+    )
     for b in BOUNDS:
         out[f"share_{b}"] = float(t_after.get(b, 0.0) / ta) if ta > 0 else float("nan")
     return out
@@ -487,6 +664,7 @@ def totals(table: pd.DataFrame, before: pd.DataFrame, after: pd.DataFrame) -> di
 def headline(tot: dict[str, float]) -> str:
     """``speedup 1.02x over 3 matched kernels (1.2 ms -> 1.18 ms); whole runs: 1.5 ms before (4 kernels),
     1.2 ms after (3 kernels)``; a run with launches of unknown time says how many."""
+
     def run(side: str) -> str:
         n, unknown = int(tot[f"kernels_{side}"]), int(tot[f"unknown_launches_{side}"])
         extra = f", {fmt.count(unknown, 'launch')} of unknown time" if unknown else ""
@@ -494,9 +672,14 @@ def headline(tot: dict[str, float]) -> str:
 
     n = int(tot["matched_kernels"])
     sp = f"{tot['speedup']:.2f}x" if np.isfinite(tot["speedup"]) else "n/a"
-    known = "" if tot["matched_known"] == n else f", {int(tot['matched_known'])} with both times known"
-    return (f"speedup {sp} over {fmt.count(n, 'matched kernel')}{known} ({fmt.time(tot['matched_time_s_before'])} -> "
-            f"{fmt.time(tot['matched_time_s_after'])}); whole runs: {run('before')}, {run('after')}")
+    known = (
+        "" if tot["matched_known"] == n else f", {int(tot['matched_known'])} with both times known"
+    )
+    return (
+        f"speedup {sp} over {fmt.count(n, 'matched kernel')}{known}"
+        f" ({fmt.time(tot['matched_time_s_before'])} -> {fmt.time(tot['matched_time_s_after'])});"
+        f" whole runs: {run('before')}, {run('after')}"
+    )
 
 
 @dataclass
@@ -509,7 +692,9 @@ class Gate:
     headline: str  #: :func:`headline`
     failures: list[str] = field(default_factory=list)  #: why it failed, one line each
     unknown: list[str] = field(default_factory=list)  #: what it could not judge, one line each
-    notes: list[str] = field(default_factory=list)  #: kernels in one run only and likely partners (not failures)
+    notes: list[str] = field(
+        default_factory=list
+    )  #: kernels in one run only and likely partners (not failures)
 
     def to_dict(self) -> dict[str, Any]:
         """The verdict as a plain dict (the :data:`ncuroof.schema.COMPARE_GATE` fields)."""
@@ -521,20 +706,29 @@ def _label(r: Any) -> str:
     return fmt_name(r.kernel_label)
 
 
-def _one_run(table: pd.DataFrame, fail_on_new: bool, fail_on_gone: bool) -> tuple[list[str], list[str]]:
+def _one_run(
+    table: pd.DataFrame, fail_on_new: bool, fail_on_gone: bool
+) -> tuple[list[str], list[str]]:
     """(failures, notes): kernels in one run only, with their time; failures when asked."""
     fails, notes = [], []
     keys = dict(zip(table["kernel_key"], table.itertuples(index=False), strict=True))
-    for status, side, word, fail in (("only_after", "after", "new", fail_on_new), ("only_before", "before", "gone", fail_on_gone)):
+    for status, side, word, fail in (
+        ("only_after", "after", "new", fail_on_new),
+        ("only_before", "before", "gone", fail_on_gone),
+    ):
         for r in table[table["status"] == status].itertuples(index=False):
-            line = (f"{word}: {_label(r)} ({side} run only): {fmt.time(getattr(r, f'time_s_{side}'))}, "
-                    f"{fmt.count(getattr(r, f'launches_{side}'), 'launch')}")
+            line = (
+                f"{word}: {_label(r)} ({side} run only): {fmt.time(getattr(r, f'time_s_{side}'))}, "
+                f"{fmt.count(getattr(r, f'launches_{side}'), 'launch')}"
+            )
             (fails if fail else notes).append(line)
             if r.partner and status == "only_before":
                 p = keys[r.partner]
-                notes.append(f"likely partner: {_label(r)} (before) -> {_label(p)} (after), "
-                             f"{fmt.time(r.time_s_before)} -> {fmt.time(p.time_s_after)}; pair them with "
-                             f"--pair '{r.kernel_name}={p.kernel_name}'")
+                notes.append(
+                    f"likely partner: {_label(r)} (before) -> {_label(p)} (after), "
+                    f"{fmt.time(r.time_s_before)} -> {fmt.time(p.time_s_after)}; pair them with "
+                    f"--pair '{r.kernel_name}={p.kernel_name}'"
+                )
     return fails, notes
 
 
@@ -542,12 +736,22 @@ def _renamed(table: pd.DataFrame, limit: float) -> list[str]:
     """Failures: an unpaired kernel whose likely partner (:func:`partners`) is slower by more than ``limit``."""
     keys = dict(zip(table["kernel_key"], table.itertuples(index=False), strict=True))
     out = []
-    for r in table[(table["status"] == "only_before") & (table["partner"] != "")].itertuples(index=False):
+    for r in table[(table["status"] == "only_before") & (table["partner"] != "")].itertuples(
+        index=False
+    ):
         p = keys[r.partner]
-        if np.isfinite(r.time_s_before) and r.time_s_before > 0 and np.isfinite(p.time_s_after) and p.time_s_after > limit * r.time_s_before:
-            out.append(f"slower, likely renamed: {_label(r)} -> {_label(p)}: {fmt.time(r.time_s_before)} -> "
-                       f"{fmt.time(p.time_s_after)} ({fmt.change(p.time_s_after / r.time_s_before - 1)}); pair them with "
-                       f"--pair '{r.kernel_name}={p.kernel_name}' or pass --allow-unmatched")
+        if (
+            np.isfinite(r.time_s_before)
+            and r.time_s_before > 0
+            and np.isfinite(p.time_s_after)
+            and p.time_s_after > limit * r.time_s_before
+        ):
+            out.append(
+                f"slower, likely renamed: {_label(r)} -> {_label(p)}: {fmt.time(r.time_s_before)}"
+                f" -> {fmt.time(p.time_s_after)}"
+                f" ({fmt.change(p.time_s_after / r.time_s_before - 1)}); pair them with --pair"
+                f" '{r.kernel_name}={p.kernel_name}' or pass --allow-unmatched"
+            )
     return out
 
 
@@ -555,28 +759,53 @@ def _unknown(table: pd.DataFrame, tot: dict[str, float]) -> tuple[list[str], lis
     """(what the gate cannot judge, notes): an empty run, no kernel in both runs, a matched kernel whose
     time is known in one run only, no matched kernel known in both; a kernel without a duration in
     either run (a launch ncu failed to measure each time) is a note, not judged."""
-    out = [f"the {side} run has no kernels: nothing to judge" for side in ("before", "after") if not tot[f"kernels_{side}"]]
+    out = [
+        f"the {side} run has no kernels: nothing to judge"
+        for side in ("before", "after")
+        if not tot[f"kernels_{side}"]
+    ]
     m = table[table["status"] == "matched"]
     if not out and not len(m):
-        out.append("no kernel is in both runs: nothing to judge (pair renamed kernels with --pair OLD=NEW)")
+        out.append(
+            "no kernel is in both runs: nothing to judge (pair renamed kernels with --pair OLD=NEW)"
+        )
     # a duration of 0 or less is no measurement (a hand-edited saved table): unknown, never infinitely fast
-    known = {s: (lambda t: np.isfinite(t) & (t > 0))(m[f"time_s_{s}"].to_numpy(float)) for s in ("before", "after")}
+    known = {
+        s: (lambda t: np.isfinite(t) & (t > 0))(m[f"time_s_{s}"].to_numpy(float))
+        for s in ("before", "after")
+    }
     for side, other in (("before", "after"), ("after", "before")):
         bad = m[~known[side] & known[other]]
         if len(bad):
-            names = ", ".join(_label(r) for r in bad.head(5).itertuples(index=False)) + (", …" if len(bad) > 5 else "")
-            out.append(f"time unknown {side}: {fmt.count(len(bad), 'matched kernel')} without a duration in the {side} run "
-                       f"({names}): the gate cannot pass on unknown times")
+            names = ", ".join(_label(r) for r in bad.head(5).itertuples(index=False)) + (
+                ", …" if len(bad) > 5 else ""
+            )
+            out.append(
+                f"time unknown {side}: {fmt.count(len(bad), 'matched kernel')} without a duration"
+                f" in the {side} run ({names}): the gate cannot pass on unknown times"
+            )
     neither = m[~known["before"] & ~known["after"]]
     if len(m) and len(neither) == len(m):
-        out.append(f"time unknown: no matched kernel has a duration in both runs ({fmt.count(len(m), 'matched kernel')}): "
-                   "the gate cannot pass on unknown times")
+        out.append(
+            "time unknown: no matched kernel has a duration in both runs"
+            f" ({fmt.count(len(m), 'matched kernel')}): the gate cannot pass on unknown times"
+        )
         return out, []
-    return out, [f"not judged: {_label(r)}: no duration in either run" for r in neither.itertuples(index=False)]
+    return out, [
+        f"not judged: {_label(r)}: no duration in either run"
+        for r in neither.itertuples(index=False)
+    ]
 
 
-def gate(table: pd.DataFrame, tot: dict[str, float], pct: float, *, fail_on_new: bool = False, fail_on_gone: bool = False,
-         allow_unmatched: bool = False) -> Gate:
+def gate(
+    table: pd.DataFrame,
+    tot: dict[str, float],
+    pct: float,
+    *,
+    fail_on_new: bool = False,
+    fail_on_gone: bool = False,
+    allow_unmatched: bool = False,
+) -> Gate:
     """The CI gate: did a matched kernel, or the matched total, get slower by more than ``pct`` percent?
 
     Parameters
@@ -607,16 +836,27 @@ def gate(table: pd.DataFrame, tot: dict[str, float], pct: float, *, fail_on_new:
     m = table[table["status"] == "matched"]
     tb, ta = m["time_s_before"].to_numpy(float), m["time_s_after"].to_numpy(float)
     slow = m[np.isfinite(tb) & np.isfinite(ta) & (tb > 0) & (ta > limit * tb)]
-    fails = [f"slower: {fmt_name(r.kernel_label)}: {fmt.time(r.time_s_before)} -> {fmt.time(r.time_s_after)} "
-             f"(+{100 * (r.time_s_after / r.time_s_before - 1):.1f}%)" for r in slow.itertuples(index=False)]
+    fails = [
+        f"slower: {fmt_name(r.kernel_label)}: {fmt.time(r.time_s_before)} ->"
+        f" {fmt.time(r.time_s_after)} (+{100 * (r.time_s_after / r.time_s_before - 1):.1f}%)"
+        for r in slow.itertuples(index=False)
+    ]
     if tot["matched_time_s_after"] > limit * tot["matched_time_s_before"]:
-        fails.append(f"slower: total of {fmt.count(int(tot['matched_known']), 'matched kernel')} "
-                     f"{fmt.time(tot['matched_time_s_before'])} -> {fmt.time(tot['matched_time_s_after'])}")
+        fails.append(
+            f"slower: total of {fmt.count(int(tot['matched_known']), 'matched kernel')} "
+            f"{fmt.time(tot['matched_time_s_before'])} -> {fmt.time(tot['matched_time_s_after'])}"
+        )
     one_fails, notes = _one_run(table, fail_on_new, fail_on_gone)
     renamed = _renamed(table, limit)
     fails += one_fails + ([] if allow_unmatched else renamed)
-    notes += [line.replace("; pair them with", " (allowed by --allow-unmatched); pair them with") for line in renamed] \
-        if allow_unmatched else []
+    notes += (
+        [
+            line.replace("; pair them with", " (allowed by --allow-unmatched); pair them with")
+            for line in renamed
+        ]
+        if allow_unmatched
+        else []
+    )
     unknown, unjudged = _unknown(table, tot)
     notes += unjudged
     verdict, code = ("fail", 1) if fails else (("unknown", 2) if unknown else ("pass", 0))
@@ -652,30 +892,54 @@ def warnings(before: pd.DataFrame, after: pd.DataFrame) -> list[str]:
     def values(k: pd.DataFrame, col: str) -> set[str]:
         return set(k[col].dropna().astype(str)) - {""}
 
-    for col, what in (("device_name", "GPU"), ("ncu_version", "ncu version"), ("cc", "compute capability"),
-                      ("clock_control", "clock control")):
+    for col, what in (
+        ("device_name", "GPU"),
+        ("ncu_version", "ncu version"),
+        ("cc", "compute capability"),
+        ("clock_control", "clock control"),
+    ):
         x, y = values(before, col), values(after, col)
         if x and y and x != y:
-            out.append(f"different {what}: {', '.join(sorted(x))} before, {', '.join(sorted(y))} after")
+            out.append(
+                f"different {what}: {', '.join(sorted(x))} before, {', '.join(sorted(y))} after"
+            )
     cb, ca = before["sm_clock_hz"].median(), after["sm_clock_hz"].median()
     if np.isfinite(cb) and np.isfinite(ca) and abs(ca / cb - 1) > 0.05:
-        out.append(f"SM clock differs: {cb / 1e6:.0f} MHz before, {ca / 1e6:.0f} MHz after (same --clock-control?)")
+        out.append(
+            f"SM clock differs: {cb / 1e6:.0f} MHz before, {ca / 1e6:.0f} MHz after (same"
+            " --clock-control?)"
+        )
     for side, k in (("before", before), ("after", after)):
         if n := int((k["status"] == "corrupt_record").sum()):
-            out.append(f"{n} launch{'es' if n > 1 else ''} {side} {'are damaged records' if n > 1 else 'is a damaged record'} "
-                       "(status corrupt_record, see kernels.csv notes): not plotted, their numbers are not measurements; the input is damaged")
-    for col, what in (("status", "metric set"), ("dram_definition", "DRAM traffic definition"),
-                      ("l2_definition", "L2 traffic definition"), ("peak_source", "roof source")):
+            out.append(
+                f"{n} launch{'es' if n > 1 else ''} {side}"
+                f" {'are damaged records' if n > 1 else 'is a damaged record'} (status"
+                " corrupt_record, see kernels.csv notes): not plotted, their numbers are not"
+                " measurements; the input is damaged"
+            )
+    for col, what in (
+        ("status", "metric set"),
+        ("dram_definition", "DRAM traffic definition"),
+        ("l2_definition", "L2 traffic definition"),
+        ("peak_source", "roof source"),
+    ):
         x, y = values(before, col), values(after, col)
         if x != y:
-            out.append(f"different {what}: {', '.join(sorted(x)) or 'none'} before, {', '.join(sorted(y)) or 'none'} after")
+            out.append(
+                f"different {what}: {', '.join(sorted(x)) or 'none'} before,"
+                f" {', '.join(sorted(y)) or 'none'} after"
+            )
     return out
 
 
-def _trail_ids(summaries: Sequence[pd.DataFrame], pairs: Sequence[Sequence[tuple[str, str]]]) -> list[dict[str, tuple[int, str]]]:
+def _trail_ids(
+    summaries: Sequence[pd.DataFrame], pairs: Sequence[Sequence[tuple[str, str]]]
+) -> list[dict[str, tuple[int, str]]]:
     """Per run: kernel key -> (trail id, how it was matched to the previous run). A kernel matched
     (:func:`match`) to one of the previous run continues its trail; any other starts a new one."""
-    out: list[dict[str, tuple[int, str]]] = [{k: (i, "first") for i, k in enumerate(summaries[0]["kernel_key"])}]
+    out: list[dict[str, tuple[int, str]]] = [
+        {k: (i, "first") for i, k in enumerate(summaries[0]["kernel_key"])}
+    ]
     n = len(out[0])
     for i in range(1, len(summaries)):
         ids: dict[str, tuple[int, str]] = {}
@@ -690,8 +954,13 @@ def _trail_ids(summaries: Sequence[pd.DataFrame], pairs: Sequence[Sequence[tuple
     return out
 
 
-def series(summaries: Sequence[pd.DataFrame], kernels: Sequence[pd.DataFrame], names: Sequence[str], by: str = "kernel",
-           pairs: Sequence[tuple[str, str]] = ()) -> pd.DataFrame:
+def series(
+    summaries: Sequence[pd.DataFrame],
+    kernels: Sequence[pd.DataFrame],
+    names: Sequence[str],
+    by: str = "kernel",
+    pairs: Sequence[tuple[str, str]] = (),
+) -> pd.DataFrame:
     """Each kernel's trail through several runs, in order (:data:`ncuroof.schema.COMPARE_TRAIL`).
 
     Consecutive runs are matched like two (:func:`match`: names, fallbacks, and each pair by hand
@@ -720,12 +989,26 @@ def series(summaries: Sequence[pd.DataFrame], kernels: Sequence[pd.DataFrame], n
     InputError
         A pair that names one kernel in no two consecutive runs.
     """
-    steps = [[resolve_pairs([spec], summaries[i - 1], summaries[i])[0] for spec in pairs
-              if resolve_pairs_ok(spec, summaries[i - 1], summaries[i])] for i in range(1, len(summaries))]
-    unused = [f"{b}={a}" for b, a in pairs if not any(resolve_pairs_ok((b, a), summaries[i - 1], summaries[i])
-                                                      for i in range(1, len(summaries)))]
+    steps = [
+        [
+            resolve_pairs([spec], summaries[i - 1], summaries[i])[0]
+            for spec in pairs
+            if resolve_pairs_ok(spec, summaries[i - 1], summaries[i])
+        ]
+        for i in range(1, len(summaries))
+    ]
+    unused = [
+        f"{b}={a}"
+        for b, a in pairs
+        if not any(
+            resolve_pairs_ok((b, a), summaries[i - 1], summaries[i])
+            for i in range(1, len(summaries))
+        )
+    ]
     if unused:
-        raise InputError(f"names one kernel in no two consecutive runs: {', '.join(unused)}", "--pair")
+        raise InputError(
+            f"names one kernel in no two consecutive runs: {', '.join(unused)}", "--pair"
+        )
     ids = _trail_ids(summaries, steps)
     rows = []
     for run, (s, k) in enumerate(zip(summaries, kernels, strict=True)):
@@ -733,27 +1016,57 @@ def series(summaries: Sequence[pd.DataFrame], kernels: Sequence[pd.DataFrame], n
         t = s.set_index("kernel_key")
         for key, (trail, how) in ids[run].items():
             r = t.loc[key]
-            rows.append({"trail": trail, "run": run, "run_name": names[run], "kernel_key": key, "match": how,
-                         **{c: r[c] for c in ("kernel_name", "kernel_label", "launches", "flop_per_s", "precision", "level",
-                                              "ai_flop_per_byte", "roof_fraction",
-                                              *(f"{lv}_{m}" for lv in LEVELS for m in ("ai_flop_per_byte", "roof_fraction")))},
-                         **w.loc[key].to_dict()})
+            rows.append(
+                {
+                    "trail": trail,
+                    "run": run,
+                    "run_name": names[run],
+                    "kernel_key": key,
+                    "match": how,
+                    **{
+                        c: r[c]
+                        for c in (
+                            "kernel_name",
+                            "kernel_label",
+                            "launches",
+                            "flop_per_s",
+                            "precision",
+                            "level",
+                            "ai_flop_per_byte",
+                            "roof_fraction",
+                            *(
+                                f"{lv}_{m}"
+                                for lv in LEVELS
+                                for m in ("ai_flop_per_byte", "roof_fraction")
+                            ),
+                        )
+                    },
+                    **w.loc[key].to_dict(),
+                }
+            )
     if not rows:
         return pd.DataFrame(columns=list(COMPARE_TRAIL))
     out = pd.DataFrame(rows).sort_values(["trail", "run"], kind="stable").reset_index(drop=True)
-    out["trail_level"] = out.groupby("trail", sort=False)["trail"].transform(lambda ix: _trail_level(out.loc[ix.index]))
+    out["trail_level"] = out.groupby("trail", sort=False)["trail"].transform(
+        lambda ix: _trail_level(out.loc[ix.index])
+    )
     for m in ("ai_flop_per_byte", "roof_fraction"):
-        out[f"trail_{m}"] = [getattr(r, f"{r.trail_level}_{m}") for r in out.itertuples(index=False)]
+        out[f"trail_{m}"] = [
+            getattr(r, f"{r.trail_level}_{m}") for r in out.itertuples(index=False)
+        ]
     t = out["time_s"].to_numpy(float)
     with np.errstate(divide="ignore", invalid="ignore"):
-        out["speedup_vs_first"] = out.groupby("trail")["time_s"].transform(lambda v: v.iloc[0]).to_numpy(float) / t
+        out["speedup_vs_first"] = (
+            out.groupby("trail")["time_s"].transform(lambda v: v.iloc[0]).to_numpy(float) / t
+        )
         out["speedup_vs_previous"] = out.groupby("trail")["time_s"].shift(1).to_numpy(float) / t
     return out.reindex(columns=list(COMPARE_TRAIL))
 
 
 def _trail_level(rows: pd.DataFrame) -> str:
     """The one level a trail is drawn at: the kernel's binding level in its last run, else DRAM, L2,
-    L1, the first where every run of the trail has an AI; else that binding level (DRAM without one)."""
+    L1, the first where every run of the trail has an AI; else that binding level (DRAM without one).
+    """
     last = rows["level"].iat[-1] if rows["level"].iat[-1] in LEVELS else "dram"
     for lv in dict.fromkeys([last, "dram", "l2", "l1"]):
         if np.isfinite(rows[f"{lv}_ai_flop_per_byte"].to_numpy(float)).all():

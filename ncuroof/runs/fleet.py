@@ -103,7 +103,10 @@ def analyze_on_worker(path: str, source: str, options: AnalysisOptions) -> dict[
 
 
 def _failure(source: str, exc: BaseException) -> dict[str, Any]:
-    return {"source": source, "error": f"{source}: internal error while analyzing it: {type(exc).__name__}: {exc}"}
+    return {
+        "source": source,
+        "error": f"{source}: internal error while analyzing it: {type(exc).__name__}: {exc}",
+    }
 
 
 @contextlib.contextmanager
@@ -127,22 +130,44 @@ def _client(scheduler: str | None, workers: int) -> Iterator[Any]:
         try:
             client = Client(scheduler, timeout=CONNECT_TIMEOUT_S)
         except (OSError, TimeoutError, ValueError) as exc:
-            raise InputError(f"cannot reach the dask scheduler ({exc}); start one (dask scheduler) or drop --scheduler",
-                             scheduler) from exc
+            raise InputError(
+                f"cannot reach the dask scheduler ({exc}); start one (dask scheduler) or drop"
+                " --scheduler",
+                scheduler,
+            ) from exc
         with client:
             yield client
         return
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
-                      silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+    with (
+        LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",
+            silence_logs=logging.ERROR,
+        ) as cluster,
+        Client(cluster) as client,
+    ):
         yield client
 
 
-def _on_dask(tasks: list[tuple[str, str]], options: AnalysisOptions, scheduler: str | None, workers: int,
-             advance: Callable[[], None]) -> list[dict[str, Any]]:
+def _on_dask(
+    tasks: list[tuple[str, str]],
+    options: AnalysisOptions,
+    scheduler: str | None,
+    workers: int,
+    advance: Callable[[], None],
+) -> list[dict[str, Any]]:
     from distributed import as_completed
 
     with _quiet_dask(), _client(scheduler, workers) as client:
-        futures = client.map(analyze_on_worker, [p for p, _ in tasks], [s for _, s in tasks], options=options, pure=False)
+        futures = client.map(
+            analyze_on_worker,
+            [p for p, _ in tasks],
+            [s for _, s in tasks],
+            options=options,
+            pure=False,
+        )
         where = {f.key: i for i, f in enumerate(futures)}
         out: list[dict[str, Any]] = [{}] * len(tasks)
         for f in as_completed(futures):
@@ -155,7 +180,9 @@ def _on_dask(tasks: list[tuple[str, str]], options: AnalysisOptions, scheduler: 
         return out
 
 
-def _in_process(tasks: list[tuple[str, str]], options: AnalysisOptions, advance: Callable[[], None]) -> list[dict[str, Any]]:
+def _in_process(
+    tasks: list[tuple[str, str]], options: AnalysisOptions, advance: Callable[[], None]
+) -> list[dict[str, Any]]:
     out = []
     for path, source in tasks:
         try:
@@ -166,8 +193,13 @@ def _in_process(tasks: list[tuple[str, str]], options: AnalysisOptions, advance:
     return out
 
 
-def run(paths: Sequence[str | Path], options: AnalysisOptions | None = None, scheduler: str | None = None,
-        workers: int | None = None, progress: Callable[[int], Callable[[], None]] | None = None) -> FleetResult:
+def run(
+    paths: Sequence[str | Path],
+    options: AnalysisOptions | None = None,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    progress: Callable[[int], Callable[[], None]] | None = None,
+) -> FleetResult:
     """Analyze every input alone, on dask when :func:`wanted`, and gather the tables.
 
     Parameters
@@ -214,11 +246,18 @@ def run(paths: Sequence[str | Path], options: AnalysisOptions | None = None, sch
     else:
         outcomes = _in_process(tasks, options, advance)
     ok = [o for o in outcomes if "error" not in o]
-    failures = pd.DataFrame([{"source": o["source"], "error": o["error"]} for o in outcomes if "error" in o],
-                            columns=list(FAILURES)).astype({n: c.dtype for n, c in FAILURES.items()})
+    failures = pd.DataFrame(
+        [{"source": o["source"], "error": o["error"]} for o in outcomes if "error" in o],
+        columns=list(FAILURES),
+    ).astype({n: c.dtype for n, c in FAILURES.items()})
     if not ok:
-        raise InputError(f"none of the {len(outcomes)} inputs could be analyzed; the first: {failures['error'].iloc[0]}")
-    return FleetResult(validate_kernels(pd.concat([o["kernels"] for o in ok], ignore_index=True)), failures)
+        raise InputError(
+            f"none of the {len(outcomes)} inputs could be analyzed; the first:"
+            f" {failures['error'].iloc[0]}"
+        )
+    return FleetResult(
+        validate_kernels(pd.concat([o["kernels"] for o in ok], ignore_index=True)), failures
+    )
 
 
 def page_meta(failures: pd.DataFrame | None) -> dict[str, str]:
@@ -226,5 +265,9 @@ def page_meta(failures: pd.DataFrame | None) -> dict[str, str]:
     if failures is None or not len(failures):
         return {}
     shown = "; ".join(failures["error"].head(5))  # each error names its input
-    more = f" (and {len(failures) - 5} more, see failures.csv)" if len(failures) > 5 else " (failures.csv)"
+    more = (
+        f" (and {len(failures) - 5} more, see failures.csv)"
+        if len(failures) > 5
+        else " (failures.csv)"
+    )
     return {"failed inputs": f"{len(failures)}: {shown}{more}"}

@@ -127,11 +127,19 @@ def looks_like_ranks(paths: Sequence[str | Path]) -> bool:
     procs = [process_of(p) for p in ps]
     if any(q is None for q in procs):
         return False
-    return (len({(q["host"], q["pid"]) for q in procs}) == len(procs)  # type: ignore[index]
-            and len({q["executable"] for q in procs}) == 1)  # type: ignore[index]
+    return (
+        len({(q["host"], q["pid"]) for q in procs}) == len(procs)  # type: ignore[index]
+        and len({q["executable"] for q in procs}) == 1
+    )  # type: ignore[index]
 
 
-def spread(kernels: pd.DataFrame, points: pd.DataFrame, labels: dict[str, str], threshold: float, by: str = "kernel") -> pd.DataFrame:
+def spread(
+    kernels: pd.DataFrame,
+    points: pd.DataFrame,
+    labels: dict[str, str],
+    threshold: float,
+    by: str = "kernel",
+) -> pd.DataFrame:
     """Each kernel's spread over ranks and its load-imbalance flag.
 
     Parameters
@@ -158,8 +166,11 @@ def spread(kernels: pd.DataFrame, points: pd.DataFrame, labels: dict[str, str], 
     per_rank = []
     for source, k in kernels.groupby("source", sort=False):
         s = kernel_summary(k, points[points["source"] == source], by=by)
-        per_rank.append(s[["kernel_key", "kernel_name", "time_s", "ai_flop_per_byte", "roof_fraction"]]
-                        .assign(rank=labels.get(str(source), str(source))))
+        per_rank.append(
+            s[["kernel_key", "kernel_name", "time_s", "ai_flop_per_byte", "roof_fraction"]].assign(
+                rank=labels.get(str(source), str(source))
+            )
+        )
     if not per_rank:
         return pd.DataFrame({n: pd.Series(dtype=c.dtype) for n, c in RANKS.items()})
     t = pd.concat(per_rank, ignore_index=True)
@@ -168,13 +179,21 @@ def spread(kernels: pd.DataFrame, points: pd.DataFrame, labels: dict[str, str], 
     for col in ("time_s", "ai_flop_per_byte", "roof_fraction"):
         out = out.join(g[col].agg(["min", "median", "max"]).add_prefix(f"{col}_"))
     by_time = t.dropna(subset=["time_s"])
-    out["fastest_rank"] = by_time.loc[by_time.groupby("kernel_key")["time_s"].idxmin()].set_index("kernel_key")["rank"]
-    out["slowest_rank"] = by_time.loc[by_time.groupby("kernel_key")["time_s"].idxmax()].set_index("kernel_key")["rank"]
+    out["fastest_rank"] = by_time.loc[by_time.groupby("kernel_key")["time_s"].idxmin()].set_index(
+        "kernel_key"
+    )["rank"]
+    out["slowest_rank"] = by_time.loc[by_time.groupby("kernel_key")["time_s"].idxmax()].set_index(
+        "kernel_key"
+    )["rank"]
     med = out["time_s_median"].to_numpy(float)
     with np.errstate(divide="ignore", invalid="ignore"):
         out["imbalance"] = np.where(med > 0, out["time_s_max"].to_numpy(float) / med - 1, np.nan)
     out["load_imbalance"] = out["imbalance"].to_numpy(float) > threshold
-    out = out.reset_index().sort_values("time_s_median", ascending=False, kind="stable").reset_index(drop=True)
+    out = (
+        out.reset_index()
+        .sort_values("time_s_median", ascending=False, kind="stable")
+        .reset_index(drop=True)
+    )
     return out[list(RANKS)].astype({n: c.dtype for n, c in RANKS.items()})
 
 
@@ -183,8 +202,13 @@ def page_meta(ranks: pd.DataFrame | None) -> dict[str, str]:
     if ranks is None:
         return {}
     flagged = ranks[ranks["load_imbalance"]]
-    text = f"{int(ranks['ranks'].max()) if len(ranks) else 0} ranks merged; spread per kernel under the chart and in ranks.csv"
+    text = (
+        f"{int(ranks['ranks'].max()) if len(ranks) else 0} ranks merged; spread per kernel under"
+        " the chart and in ranks.csv"
+    )
     if len(flagged):
         text += "; load imbalance (slowest rank over the median by): " + ", ".join(
-            f"{r.kernel_name} {100 * r.imbalance:.0f}% (rank {r.slowest_rank})" for r in flagged.head(5).itertuples(index=False))
+            f"{r.kernel_name} {100 * r.imbalance:.0f}% (rank {r.slowest_rank})"
+            for r in flagged.head(5).itertuples(index=False)
+        )
     return {"MPI ranks": text}

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import sys
 
-M, N, K = 4096, 4096, 4096          # tensor-core GEMM
-SM, SN, SK = 2048, 2048, 2048       # FP32 SGEMM (TF32 off)
-DM = 1024                            # FP64 GEMM through CuPy
-ELEMS = 1 << 26                      # elementwise: fp32 y = a * x + y over 2^26 elements
-TILE_N = 1024                        # naive vs tiled matrix multiply (CuPy raw kernels)
+M, N, K = 4096, 4096, 4096  # tensor-core GEMM
+SM, SN, SK = 2048, 2048, 2048  # FP32 SGEMM (TF32 off)
+DM = 1024  # FP64 GEMM through CuPy
+ELEMS = 1 << 26  # elementwise: fp32 y = a * x + y over 2^26 elements
+TILE_N = 1024  # naive vs tiled matrix multiply (CuPy raw kernels)
 
 
 def torch_sync():
@@ -53,7 +53,7 @@ def dgemm_cupy():
     b = cp.random.rand(DM, DM)
     (a @ b)
     cp.cuda.Device().synchronize()
-    print(f"dgemm M=N=K={DM} flop={2 * DM ** 3}")
+    print(f"dgemm M=N=K={DM} flop={2 * DM**3}")
 
 
 def elementwise():
@@ -113,7 +113,7 @@ def _matmul(name):
     c = cp.empty_like(a)
     mod.get_function(name)((n // 32, n // 32), (32, 32), (a, b, c, cp.int32(n)))
     cp.cuda.Device().synchronize()
-    print(f"{name} matmul n={n} flop={2 * n ** 3}")
+    print(f"{name} matmul n={n} flop={2 * n**3}")
 
 
 def naive():
