@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -38,6 +39,7 @@ from ..schema import (
     tensor_columns,
     tensor_paths,
 )
+from .distinct import categorical, distinct_codes
 from .evidence import (
     SOURCES_DISAGREE,
     alternatives_text,
@@ -395,11 +397,10 @@ def _ledger(
     raw: pd.DataFrame,
     cat: Catalog,
     cc: np.ndarray,
-    time: Resolved,
     flop_held: dict[str, np.ndarray],
     levels: dict[str, _Traffic],
     notes: list[list[str]],
-) -> np.ndarray:
+) -> pd.Categorical:
     """The ``evidence_sources`` column: per precision, level, time and clock, every source the
     launch's input holds, the used one first, with the agreement of two forms of one quantity
     (``dram__bytes.sum`` and read + write); a disagreement beyond ``[evidence].flop_disagree`` is a note (flag).
@@ -407,43 +408,96 @@ def _ledger(
     disagree = float(cat.thresholds.get("evidence", {}).get("flop_disagree", 0.02))
     parts = dict(flop_held)
     for name in LEVELS:
-        used = levels[name].definition
-        text = np.full(len(raw), "", dtype=object)
-        others = np.full(len(raw), "", dtype=object)
-        for d in cat.levels[name].definitions:
-            ref = np.full(len(raw), _NAN)
-            for r in d.bytes:
-                v = _recipe(raw, r, cc)
-                here = ~np.isnan(v) & (used == d.id)
-                first = here & np.isnan(ref)
-                apart = np.abs(v - ref) / np.maximum(np.maximum(np.abs(v), np.abs(ref)), 1.0)
-                text = np.where(first, np.where(text == "", "", text + "; ") + r.label, text)
-                text = np.where(here & ~first, text + " = " + r.label, text)
-                for i in np.flatnonzero(here & ~first & (apart > disagree)):
-                    notes[i].append(
-                        f"{SOURCES_DISAGREE}: {name.upper()} bytes {ref[i]:.6g} from the first"
-                        f" recipe but {v[i]:.6g} from {r.label} ({100 * apart[i]:.1f} % apart): the"
-                        " first is used"
-                    )
-                ref = np.where(first, v, ref)
-                other = (
-                    ~np.isnan(v) & (used != d.id) & (used != "") & ~_contains(others, f" {d.id},")
-                )
-                others = np.where(other, others + f" {d.id},", others)
-        rated = (text == "") & (used != "") & ~np.isnan(levels[name].bytes)
-        text = np.where(rated, used.astype(object) + " definition (rate x time)", text)
-        extra = pd.Series(others, dtype=object).str.strip(" ,").to_numpy(dtype=object)
-        parts[name] = np.where(
-            extra != "", text + "; also held: " + extra + " (other definitions)", text
-        )
+        parts[name] = _level_ledger(raw, cat, cc, name, levels[name], disagree, notes)
     parts["time"] = alternatives_text([(r.label, _recipe(raw, r, cc)) for r in cat.time], len(raw))
     clocks = [(cat.clocks[c], _column(raw, cat.clocks[c])) for c in ("sm", "smsp")]
     parts["clock"] = alternatives_text([(name, v) for name, v in clocks if v is not None], len(raw))
     return ledger_text(parts)
 
 
-def _contains(text: np.ndarray, word: str) -> np.ndarray:
-    return np.array([word in t for t in text], dtype=bool) if len(text) else np.zeros(0, dtype=bool)
+def _level_ledger(
+    raw: pd.DataFrame,
+    cat: Catalog,
+    cc: np.ndarray,
+    name: str,
+    level: _Traffic,
+    disagree: float,
+    notes: list[list[str]],
+) -> pd.Categorical:
+    """One level's ledger text per launch (:func:`_ledger`): which byte recipes of each definition
+    the launch holds decides the text, so it is written once per distinct combination; a recipe
+    that disagrees with the used definition's first is a note of that launch."""
+    used = level.definition
+    held = []
+    for d in cat.levels[name].definitions:
+        mine, ref = used == d.id, np.full(len(raw), _NAN)
+        for r in d.bytes:
+            v = _recipe(raw, r, cc)
+            held.append(~np.isnan(v))
+            here = held[-1] & mine
+            first = here & np.isnan(ref)
+            _note_disagreement(name, r.label, ref, v, here & ~first, disagree, notes)
+            ref = np.where(first, v, ref)
+    used_codes, used_ids = pd.factorize(used, use_na_sentinel=False)
+    has_bytes = ~np.isnan(level.bytes)
+    first, inverse = distinct_codes([used_codes, has_bytes, *held])
+    text = _level_text(
+        cat.levels[name].definitions,
+        np.asarray(used_ids, dtype=object)[used_codes[first]],
+        [h[first] for h in held],
+        has_bytes[first],
+    )
+    return categorical(inverse, text)
+
+
+def _note_disagreement(
+    name: str,
+    label: str,
+    ref: np.ndarray,
+    v: np.ndarray,
+    both: np.ndarray,
+    disagree: float,
+    notes: list[list[str]],
+) -> None:
+    """A note for each launch (``both``) whose bytes from recipe ``label`` are further than
+    ``disagree`` from its first recipe's (``ref``)."""
+    with np.errstate(invalid="ignore"):
+        apart = np.abs(v - ref) / np.maximum(np.maximum(np.abs(v), np.abs(ref)), 1.0)
+        for i in np.flatnonzero(both & (apart > disagree)):
+            notes[i].append(
+                f"{SOURCES_DISAGREE}: {name.upper()} bytes {ref[i]:.6g} from the first"
+                f" recipe but {v[i]:.6g} from {label} ({100 * apart[i]:.1f} % apart): the"
+                " first is used"
+            )
+
+
+def _level_text(
+    definitions: Iterable[Any], used: np.ndarray, held: list[np.ndarray], has_bytes: np.ndarray
+) -> np.ndarray:
+    """The ledger text of one level for launches with definition ``used``, holding the byte recipes
+    ``held`` (one mask per recipe of each definition, in catalog order) and bytes (``has_bytes``):
+    the used definition's recipes (``"a = b"``), "rate x time" where it held none, then the other
+    definitions the launch holds."""
+    n = len(used)
+    text = np.full(n, "", dtype=object)
+    others = np.full(n, "", dtype=object)
+    masks = iter(held)
+    for d in definitions:
+        seen = np.zeros(n, dtype=bool)
+        for r in d.bytes:
+            has = next(masks)
+            here = has & (used == d.id)
+            first = here & ~seen
+            text = np.where(first, np.where(text == "", "", text + "; ") + r.label, text)
+            text = np.where(here & ~first, text + " = " + r.label, text)
+            seen |= first
+            other = has & (used != d.id) & (used != "")
+            other &= np.array([f" {d.id}," not in t for t in others], dtype=bool)
+            others = np.where(other, others + f" {d.id},", others)
+    rated = (text == "") & (used != "") & has_bytes
+    text = np.where(rated, used.astype(object) + " definition (rate x time)", text)
+    extra = np.array([t.strip(" ,") for t in others], dtype=object)
+    return np.where(extra != "", text + "; also held: " + extra + " (other definitions)", text)
 
 
 def _failed_measurements(raw: pd.DataFrame, time_s: np.ndarray) -> np.ndarray:
@@ -772,7 +826,7 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
     k = _measured_columns(raw, cat, cc, time_s, work, levels, tensor_flop, tensor_rate)
     k["flop_source"] = flop_source
     k["tensor_source"] = tensor_source
-    k["evidence_sources"] = _ledger(raw, cat, cc, time, flop_held, levels, notes)
+    k["evidence_sources"] = _ledger(raw, cat, cc, flop_held, levels, notes)
     for lv in LEVELS:
         k[f"{lv}_definition"] = levels[lv].definition
     _report_roofs(k, work, levels, tpaths)

@@ -14,8 +14,16 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
-__all__ = ["distinct_rows", "per_distinct"]
+__all__ = [
+    "categorical",
+    "distinct_codes",
+    "distinct_rows",
+    "first_rows",
+    "per_distinct",
+    "text_array",
+]
 
 
 def distinct_rows(frame: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -84,3 +92,50 @@ def per_distinct(frame: pd.DataFrame, cols: list[str], fn: Callable[[Any], Any])
     made = np.empty(len(first), dtype=object)
     made[:] = [fn(r) for r in frame[cols].iloc[first].itertuples(index=False)]
     return made[inverse]
+
+
+def distinct_codes(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of equal-length integer or boolean columns, in linear time (hashing).
+
+    Parameters
+    ----------
+    columns : list of ndarray
+        Integer codes or booleans, one value per row each (at least one column).
+
+    Returns
+    -------
+    (ndarray, ndarray)
+        ``first``: the position of the first row of each distinct combination, in order of first
+        appearance; ``inverse``: for each row, the index into ``first`` of its combination (int64).
+    """
+    code = np.zeros(len(columns[0]), dtype=np.int64)
+    for col in columns:
+        sub, uniques = pd.factorize(np.asarray(col), use_na_sentinel=False)
+        code = pd.factorize(code * (len(uniques) + 1) + sub)[0]
+    return first_rows(code, int(code.max(initial=-1)) + 1), code
+
+
+def first_rows(codes: np.ndarray, count: int) -> np.ndarray:
+    """The position of the first row of each code ``0 .. count - 1`` (codes numbered in order of
+    first appearance, as :func:`pandas.factorize` numbers them), in linear time."""
+    first = np.empty(count, dtype=np.int64)
+    first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)
+    return first
+
+
+def categorical(inverse: np.ndarray, made: np.ndarray) -> pd.Categorical:
+    """Per-row values ``made[inverse]`` as a :class:`pandas.Categorical` (text made once per distinct
+    row, stored once: equal texts of different rows share one category)."""
+    codes, texts = pd.factorize(np.asarray(made, dtype=object), use_na_sentinel=False)
+    return pd.Categorical.from_codes(codes[inverse], pd.Index(texts, dtype=object))
+
+
+def text_array(values: np.ndarray | pd.Categorical) -> pd.api.extensions.ExtensionArray:
+    """Per-row text as a ``str`` (pyarrow) array, each distinct text converted to Arrow once:
+    what assigning an object array to a column does, without a conversion per row."""
+    codes, texts = pd.factorize(values, use_na_sentinel=False)
+    texts = np.asarray(texts, dtype=object)
+    if len(texts) and any(not isinstance(t, str) for t in texts):  # None, NaN: the slow way
+        return pd.array(np.asarray(values, dtype=object), dtype="str")
+    table = pa.array(texts, type=pa.large_string())
+    return pd.array(table.take(pa.array(codes, type=pa.int64())), dtype="str")

@@ -19,6 +19,7 @@ import pandas as pd
 
 from .. import fmt
 from ..catalog import Catalog, OpcodeTable, Recipe
+from .distinct import categorical, distinct_codes
 
 __all__ = [
     "alternatives_text",
@@ -272,37 +273,33 @@ def alternatives_text(forms: list[tuple[str, np.ndarray]], n: int) -> np.ndarray
     return text
 
 
-def ledger_text(parts: dict[str, np.ndarray]) -> np.ndarray:
+def ledger_text(parts: dict[str, np.ndarray | pd.Categorical]) -> pd.Categorical:
     """The ``evidence_sources`` cell of each launch: ``"quantity: used [= other (x % apart)] | ..."``.
 
     Parameters
     ----------
-    parts : dict of str to ndarray of str
+    parts : dict of str to ndarray of str or Categorical
         Quantity (``fp32``, ``dram``, ``time``, ...) -> per-launch text of its sources, the used one
         first ('' where the launch holds none).
 
     Returns
     -------
-    ndarray of str
-        The quantities with a source, `` | ``-joined, in the order of ``parts``.
+    Categorical of str
+        The quantities with a source, `` | ``-joined, in the order of ``parts``; each distinct
+        ledger is joined and stored once.
     """
     if not parts:
-        return np.array([], dtype=object)
+        return pd.Categorical([])
     names = list(parts)
     # launches share a handful of ledgers: factorize each quantity's text (hashing), join each distinct row once
-    coded = [pd.factorize(pd.Series(parts[k], dtype=object), use_na_sentinel=False) for k in names]
-    codes = np.column_stack([c for c, _ in coded])
-    row = np.zeros(
-        len(codes), dtype=np.int64
-    )  # one code per distinct row, in linear time (no sort of rows)
-    for c, _ in coded:
-        row = pd.factorize(row * (int(c.max(initial=0)) + 1) + c)[0]
-    _, first = np.unique(row, return_index=True)
+    coded = [pd.factorize(parts[k], use_na_sentinel=False) for k in names]
+    first, row = distinct_codes([c for c, _ in coded])
+    words = [np.asarray(u, dtype=object) for _, u in coded]
     text = np.array(
         [
-            " | ".join(f"{k}: {u[c]}" for k, (_, u), c in zip(names, coded, codes[i]) if u[c])
+            " | ".join(f"{k}: {u[c[i]]}" for k, u, (c, _) in zip(names, words, coded) if u[c[i]])
             for i in first
         ],
         dtype=object,
     )
-    return text[row]
+    return categorical(row, text)
