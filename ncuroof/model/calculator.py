@@ -65,10 +65,17 @@ _NAN = np.nan
 
 @dataclass
 class Resolved:
-    """Per-launch values of one quantity and the label of the recipe that produced each."""
+    """Per-launch values of one quantity and the recipe that produced each (``which``: its index
+    in ``names``, -1 where none did)."""
 
     values: np.ndarray
-    labels: np.ndarray
+    which: np.ndarray
+    names: tuple[str, ...]
+
+    @property
+    def labels(self) -> np.ndarray:
+        """The label of the recipe that produced each launch's value ('' where none did)."""
+        return np.array(["", *self.names], dtype=object)[self.which + 1]
 
     @property
     def present(self) -> np.ndarray:
@@ -134,13 +141,13 @@ def _recipe(raw: pd.DataFrame, recipe: Recipe, cc: np.ndarray) -> np.ndarray:
 
 def _resolve(raw: pd.DataFrame, recipes: tuple[Recipe, ...], cc: np.ndarray) -> Resolved:
     values = np.full(len(raw), _NAN)
-    labels = np.full(len(raw), "", dtype=object)
-    for recipe in recipes:
+    which = np.full(len(raw), -1, dtype=np.int32)
+    for i, recipe in enumerate(recipes):
         v = _recipe(raw, recipe, cc)
         take = np.isnan(values) & ~np.isnan(v)
-        values = np.where(take, v, values)
-        labels = np.where(take, recipe.label, labels)
-    return Resolved(values, labels)
+        values[take] = v[take]
+        which[take] = i
+    return Resolved(values, which, tuple(r.label for r in recipes))
 
 
 def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -186,11 +193,13 @@ def _precision_work(
         )
         used.append(src)
         work[name] = _Work(flop, flop_per_s, peak.values, np.zeros(len(raw), dtype=bool))
-    rows, which = np.unique(
-        np.column_stack(used).astype(str), axis=0, return_inverse=True
+    first, which = distinct_codes(
+        [pd.factorize(u, use_na_sentinel=False)[0] for u in used]
     )  # a handful of combinations
-    text = np.array(["+".join(dict.fromkeys(x for x in row if x)) for row in rows], dtype=object)
-    return work, text[which.reshape(-1)], held
+    text = np.array(
+        ["+".join(dict.fromkeys(u[i] for u in used if u[i])) for i in first], dtype=object
+    )
+    return work, categorical(which, text), held
 
 
 @dataclass
@@ -205,15 +214,16 @@ class _Tensor:
 
 
 def _tensor_work(
-    raw: pd.DataFrame, cat: Catalog, cc: np.ndarray, time_s: np.ndarray
-) -> tuple[dict[str, _Work], np.ndarray, np.ndarray, np.ndarray, list[list[str]]]:
-    """Return per-path work, tensor_flop, tensor_flop_per_s, source and notes per launch.
+    raw: pd.DataFrame, cat: Catalog, cc: np.ndarray, time_s: np.ndarray, notes: list[list[str]]
+) -> tuple[dict[str, _Work], np.ndarray, np.ndarray, np.ndarray]:
+    """Return per-path work, tensor_flop, tensor_flop_per_s and source per launch (``notes``
+    extended in place).
 
     In order of preference: the ``sm__ops_path_tensor_*`` counters (exact), SASS MMA opcode
     counts x ops per instruction (estimated), no tensor-pipe instruction (exactly 0), and
     512 x tensor-pipe instructions on CC 7.0 (approximate) (``metrics/tensor.toml``).
     """
-    st = _ops_path_work(raw, cat, time_s)
+    st = _ops_path_work(raw, cat, time_s, notes)
     _opcode_work(raw, cat, time_s, st)
     t = cat.tensor
     idle = np.isnan(st.flop) & (
@@ -223,10 +233,12 @@ def _tensor_work(
     st.rate = np.where(idle, 0.0, st.rate)
     st.source = np.where(idle, "pipe_tensor=0", st.source)
     _legacy_work(raw, cat, cc, time_s, st)
-    return st.paths, st.flop, st.rate, st.source, st.notes
+    return st.paths, st.flop, st.rate, st.source
 
 
-def _ops_path_work(raw: pd.DataFrame, cat: Catalog, time_s: np.ndarray) -> _Tensor:
+def _ops_path_work(
+    raw: pd.DataFrame, cat: Catalog, time_s: np.ndarray, notes: list[list[str]]
+) -> _Tensor:
     """1. ``sm__ops_path_tensor_<path>`` counters (exact); the family total avoids double counting."""
     t = cat.tensor
     n = len(raw)
@@ -277,7 +289,7 @@ def _ops_path_work(raw: pd.DataFrame, cat: Catalog, time_s: np.ndarray) -> _Tens
         np.where(have_ops, family_sum("flop") if paths else 0.0, _NAN),
         np.where(have_ops, family_sum("flop_per_s") if paths else 0.0, _NAN),
         np.where(have_ops, "ops_path", "").astype(object),
-        [[] for _ in range(n)],
+        notes,
     )
 
 
@@ -661,14 +673,12 @@ def _report_roofs(
     )
     have = np.isfinite(peaks)
     k["peak_source"] = np.where(have.any(axis=1), "report", "")
-    rows, which = np.unique(
-        have, axis=0, return_inverse=True
-    )  # launches share a handful of roof sets
+    first, which = distinct_codes(list(have.T))  # launches share a handful of roof sets
     text = np.array(
-        [format_sources({nm: "report" for nm, h in zip(names, row) if h}) for row in rows],
+        [format_sources({nm: "report" for nm, h in zip(names, have[i]) if h}) for i in first],
         dtype=object,
     )
-    k["ceiling_sources"] = text[which.reshape(-1)]
+    k["ceiling_sources"] = categorical(which, text)
     k["datasheet_gpu"] = ""
 
 
@@ -808,11 +818,9 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
     cc = cc_number(raw["cc"])
     time = _resolve(raw, cat.time, cc)
     time_s = time.values
-    flop_notes: list[list[str]] = [[] for _ in range(len(raw))]
-    work, flop_source, flop_held = _precision_work(raw, cat, cc, time_s, flop_notes)
-    tpaths, tensor_flop, tensor_rate, tensor_source, notes = _tensor_work(raw, cat, cc, time_s)
-    for i in (i for i, x in enumerate(flop_notes) if x):
-        notes[i] = flop_notes[i] + notes[i]
+    notes: list[list[str]] = [[] for _ in range(len(raw))]  # the FLOP notes first, then tensor
+    work, flop_source, flop_held = _precision_work(raw, cat, cc, time_s, notes)
+    tpaths, tensor_flop, tensor_rate, tensor_source = _tensor_work(raw, cat, cc, time_s, notes)
     levels = _level_traffic(raw, cat, cc, time_s, traffic)
     levels["l2"].peak, _ = l2_write_evidence(
         lambda r: _recipe(raw, r, cc),
