@@ -276,8 +276,9 @@ def _classified(
     gpus: GpuCatalog,
 ) -> pd.DataFrame:
     """:func:`read_kernels`' table classified and diagnosed launch by launch (``points``: its points), keyed."""
-    k = classify.classify(kernels, points, cat)
-    return _keyed(diagnose.diagnose_launches(k, points, cat, gpus), options)
+    bind = classify.binding_points(points)  # once, handed on
+    k = classify.classify(kernels, points, cat, bind)
+    return _keyed(diagnose.diagnose_launches(k, points, cat, gpus, bind), options)
 
 
 def launch_table(paths: Sequence[Path], options: AnalysisOptions | None = None) -> pd.DataFrame:

@@ -23,7 +23,7 @@ import pandas as pd
 from .. import fmt
 from ..catalog import Catalog
 from ..schema import parse_cell, work_unit
-from .distinct import per_distinct
+from .distinct import distinct_codes, per_distinct
 
 __all__ = ["classify", "binding_points", "main_precision", "BINDING_COLUMNS"]
 
@@ -117,29 +117,66 @@ def binding_points(
     """
     keys = list(keys)
     cols = keys + BINDING_COLUMNS
-    if points.empty:
+    live = points[keys].notna().all(axis=1).to_numpy()  # a group key left empty makes no group
+    p = points if live.all() else points[live]
+    roof = p["roof_flop_per_s"].to_numpy(float)
+    roofed = np.isfinite(roof)
+    if not roofed.any():
         return pd.DataFrame(columns=cols)
-    main = main_precision(points, keys)
-    roofed = points[np.isfinite(points["roof_flop_per_s"].to_numpy(float))]
-    if roofed.empty:
-        return pd.DataFrame(columns=cols)
-    placed = roofed.merge(main, on=keys + ["precision"])[keys + ["precision"]].drop_duplicates()
-    elsewhere = main_precision(roofed, keys).merge(
-        placed[keys].drop_duplicates(), on=keys, how="left", indicator=True
-    )
-    placed = pd.concat(
-        [placed, elsewhere.loc[elsewhere["_merge"] == "left_only", keys + ["precision"]]],
-        ignore_index=True,
-    )
-    p = roofed.merge(placed, on=keys + ["precision"]).merge(
-        main.rename(columns={"precision": "main_precision"}), on=keys
-    )
-    p = p.reindex(
-        columns=list(dict.fromkeys([*p.columns, *cols]))
-    )  # a table without achievable roofs: NaN
-    return p.loc[p.groupby(keys, sort=False)["roof_flop_per_s"].idxmin(), cols].reset_index(
-        drop=True
-    )
+    g = distinct_codes([pd.factorize(p[c], use_na_sentinel=False)[0] for c in keys])[1]
+    pc = pd.factorize(p["precision"], use_na_sentinel=False)[0]
+    flop = p["flop"].to_numpy(float)
+    if (
+        "flop_per_s" in p.columns
+    ):  # a rate-only input has no counts: within a group rates rank alike
+        flop = np.where(np.isnan(flop), p["flop_per_s"].to_numpy(float), flop)
+    groups = int(g.max()) + 1
+    main = _most_work(g, pc, flop, groups)
+    placed = np.where(_any_of(g[roofed & (pc == main[g])], groups), main, -1)
+    elsewhere = _most_work(g[roofed], pc[roofed], flop[roofed], groups)
+    placed = np.where(placed >= 0, placed, elsewhere)
+    cand = np.flatnonzero(roofed & (pc == placed[g]))
+    best = _first_min(g[cand], roof[cand], groups)
+    have = best >= 0  # groups in order of their first candidate point, as a groupby would give
+    chosen = cand[best[have][np.argsort(_first_min(g[cand], 0 * roof[cand], groups)[have])]]
+    out = p.iloc[chosen].reset_index(drop=True)
+    out["main_precision"] = p["precision"].iloc[_first_at(g, pc, main)[g[chosen]]].array
+    return out.reindex(columns=cols)  # a table without achievable roofs: NaN
+
+
+def _most_work(g: np.ndarray, pc: np.ndarray, flop: np.ndarray, groups: int) -> np.ndarray:
+    """Per group code, the precision code with the most FLOPs (:func:`main_precision`'s rule: the
+    largest per-precision maximum, the first precision to appear on a tie); -1 for an absent group."""
+    pair_first, pair = distinct_codes([g, pc])
+    most = pd.Series(np.nan_to_num(flop, nan=-np.inf)).groupby(pair, sort=False).max().to_numpy()
+    order = np.lexsort((np.arange(len(most)), -most, g[pair_first]))  # by group, most work first
+    out = np.full(groups, -1, dtype=np.int64)
+    lead = order[::-1]  # the last write per group wins: write in reverse so the first one stays
+    out[g[pair_first][lead]] = pc[pair_first][lead]
+    return out
+
+
+def _any_of(g: np.ndarray, groups: int) -> np.ndarray:
+    """Per group code 0 .. groups - 1: whether it occurs in ``g``."""
+    seen = np.zeros(groups, dtype=bool)
+    seen[g] = True
+    return seen
+
+
+def _first_min(g: np.ndarray, value: np.ndarray, groups: int) -> np.ndarray:
+    """Per group code, the position in ``g`` of its smallest ``value`` (the first on a tie; -1 where absent)."""
+    order = np.lexsort((np.arange(len(g)), value, g))
+    out = np.full(groups, -1, dtype=np.int64)
+    out[g[order[::-1]]] = order[::-1]
+    return out
+
+
+def _first_at(g: np.ndarray, pc: np.ndarray, main: np.ndarray) -> np.ndarray:
+    """Per group code, the position of its first point at precision ``main`` of that group."""
+    at = np.flatnonzero(pc == main[g])
+    out = np.full(len(main), -1, dtype=np.int64)
+    out[g[at[::-1]]] = at[::-1]
+    return out
 
 
 def _roofline_reason(r: Any) -> str:
@@ -215,7 +252,12 @@ def _dram_reason(frac: float, near: float) -> str:
     )
 
 
-def classify(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
+def classify(
+    kernels: pd.DataFrame,
+    points: pd.DataFrame,
+    catalog: Catalog,
+    bind: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """Fill the ``bound`` column of the kernels table and append the reason to ``notes``.
 
     Vectorised over launches; the roofline verdict is the binding point of
@@ -229,6 +271,9 @@ def classify(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Catalog) -> p
         Its points table (:func:`ncuroof.model.calculator.compute_points`).
     catalog : Catalog
         For the thresholds in ``metrics/thresholds.toml``.
+    bind : DataFrame, optional
+        ``binding_points(points)`` when the caller has it (it is computed once per analysis and
+        handed on to :func:`ncuroof.model.diagnose.diagnose_launches`); computed here if None.
 
     Returns
     -------
@@ -250,7 +295,7 @@ def classify(kernels: pd.DataFrame, points: pd.DataFrame, catalog: Catalog) -> p
     has_sol = np.isfinite(sm) & np.isfinite(mem)
     live = (~out["status"].isin(["failed_measurement", "corrupt_record"])).to_numpy()
     bind = out[["source", "launch_id"]].merge(
-        binding_points(points), on=["source", "launch_id"], how="left"
+        binding_points(points) if bind is None else bind, on=["source", "launch_id"], how="left"
     )
     is_lat = live & has_sol & (sm < latency) & (mem < latency)
     is_roof = live & ~is_lat & bind["bound"].isin(["memory", "compute"]).to_numpy()

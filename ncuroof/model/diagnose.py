@@ -957,7 +957,11 @@ def evidence_facts(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def diagnose_launches(
-    kernels: pd.DataFrame, points: pd.DataFrame, catalog: Catalog, gpus: GpuCatalog | None = None
+    kernels: pd.DataFrame,
+    points: pd.DataFrame,
+    catalog: Catalog,
+    gpus: GpuCatalog | None = None,
+    bind: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Fill ``diagnosis``, ``evidence``, ``advice`` and ``flags`` of every launch.
 
@@ -971,6 +975,9 @@ def diagnose_launches(
         For ``metrics/thresholds.toml``.
     gpus : GpuCatalog, optional
         Datasheets, for tensor-core headroom.
+    bind : DataFrame, optional
+        ``binding_points(points)`` when the caller has it (as given to
+        :func:`ncuroof.model.classify.classify`); computed here if None.
 
     Returns
     -------
@@ -978,7 +985,7 @@ def diagnose_launches(
         A copy of ``kernels`` with the four columns (see :func:`verdict`, :func:`launch_flags`).
     """
     k = kernels.copy(deep=False)
-    bind = binding_points(points).drop(columns="bound")
+    bind = (binding_points(points) if bind is None else bind).drop(columns="bound")
     need = [
         "source",
         "launch_id",
