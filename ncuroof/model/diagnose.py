@@ -31,6 +31,7 @@ roof -> instruction mix, tensor cores; latency bound -> more parallelism or occu
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Iterator
@@ -720,26 +721,8 @@ def launch_flags(
         out[i].append(("failed_measurement", "ncu stored NaN, not plotted"))
     for i in np.flatnonzero(status == "corrupt_record"):
         out[i].append(("corrupt_record", "the input is damaged (see notes), not plotted"))
-    for i, cell in enumerate(kernels["notes"]):
-        notes = parse_cell("notes", cell)
-        if not any(
-            str(n).startswith((NA_NOTE, INCONSISTENT, SOURCES_DISAGREE, L2_READS_ONLY))
-            for n in notes
-        ):  # most launches: no flag from their notes
-            continue
-        notes = [str(n) for n in notes]
-        if any(n.startswith(NA_NOTE) for n in notes):
-            out[i].append(("na_metrics", "see notes"))
-        if any(n.startswith(INCONSISTENT) for n in notes):
-            out[i].append(("inconsistent_read", "see notes; check it with --reader ncu_report"))
-        out[i] += [
-            (code, "see notes")
-            for prefix, code in (
-                (SOURCES_DISAGREE, "sources_disagree"),
-                (L2_READS_ONLY, "l2_reads_only"),
-            )
-            if any(n.startswith(prefix) for n in notes)
-        ]
+    for i, flags in _note_flags(kernels["notes"]).items():
+        out[i] += flags
     time_s = kernels["time_s"].to_numpy(float)
     held = evidence_facts(kernels)
     sm, mem = (
@@ -781,6 +764,37 @@ def launch_flags(
             )
         )
     return pd.Series(out, index=kernels.index, dtype=object)
+
+
+#: The notes that raise a flag: the start of the note, its flag code and the flag's text.
+_NOTE_FLAGS = (
+    (NA_NOTE, "na_metrics", "see notes"),
+    (INCONSISTENT, "inconsistent_read", "see notes; check it with --reader ncu_report"),
+    (SOURCES_DISAGREE, "sources_disagree", "see notes"),
+    (L2_READS_ONLY, "l2_reads_only", "see notes"),
+)
+
+
+def _note_flags(notes: pd.Series) -> dict[int, list[tuple[str, str]]]:
+    """The flags each launch's notes raise (:data:`_NOTE_FLAGS`), by position; launches without
+    one are absent. Each distinct note text is tested once."""
+    cells = [parse_cell("notes", c) for c in notes]
+    counts = np.fromiter(map(len, cells), dtype=np.int64, count=len(cells))
+    flat = np.empty(int(counts.sum()), dtype=object)
+    flat[:] = [str(n) for n in itertools.chain.from_iterable(cells)]
+    if not len(flat):
+        return {}
+    codes, texts = pd.factorize(flat)
+    row = np.repeat(np.arange(len(cells)), counts)
+    hits = []
+    for prefix, code, text in _NOTE_FLAGS:
+        starts = np.fromiter((t.startswith(prefix) for t in texts), dtype=bool, count=len(texts))
+        hits.append((np.unique(row[starts[codes]]), (code, text)))
+    out: dict[int, list[tuple[str, str]]] = {}
+    for rows, flag in hits:
+        for i in rows.tolist():
+            out.setdefault(i, []).append(flag)
+    return out
 
 
 def _missing_text(flop: bool, byts: bool, time_s: float, sm: float, mem: float) -> str:

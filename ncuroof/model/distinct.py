@@ -60,6 +60,8 @@ def distinct_rows(frame: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, np.
             keys = cells.copy()
             keys[floats] = cells[floats].astype(np.float64).view(np.uint64).astype(object)
             parts = [kinds, keys]
+        elif isinstance(col.dtype, (pd.StringDtype, pd.CategoricalDtype)):
+            parts = [col.array]  # hashed by Arrow or by category code: no Python object per row
         else:
             parts = [col.to_numpy()]
         for part in parts:

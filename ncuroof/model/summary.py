@@ -21,6 +21,7 @@ from ..parser.csv import function_name
 from ..schema import ACHIEVABLE_POINT, LEVELS, format_sources
 from .calculator import achievable_roof
 from .classify import BINDING_COLUMNS, binding_points, main_precision
+from .distinct import distinct_codes
 from .expect import counted_flop
 
 __all__ = [
@@ -47,9 +48,13 @@ FOCUS_SHARE = 0.95
 
 def _join_unique(p: pd.DataFrame, keys: list[str], col: str) -> pd.Series:
     """Per group of ``keys``: the distinct non-empty values of ``col``, first-seen order, joined with `` / ``."""
-    v = p[keys + [col]].copy()
-    v[col] = v[col].astype(object).where(v[col].notna(), "").astype(str)
-    v = v[v[col] != ""].drop_duplicates()
+    codes, uniques = pd.factorize(p[col], use_na_sentinel=True)  # each distinct value once
+    words = np.array([str(u) for u in uniques], dtype=object)
+    held = np.flatnonzero(codes >= 0)
+    held = held[words[codes[held]] != ""]
+    group = distinct_codes([pd.factorize(p[k], use_na_sentinel=False)[0] for k in keys])[1]
+    first = held[distinct_codes([group[held], codes[held]])[0]]  # first row of each (group, value)
+    v = p[keys].iloc[first].assign(**{col: pd.array(words[codes[first]], dtype="str")})
     return v.groupby(keys, sort=False)[col].agg(" / ".join)
 
 
@@ -259,8 +264,13 @@ def keys_of(kernels: pd.DataFrame, by: str = "kernel") -> pd.Series:
 
 def with_keys(points: pd.DataFrame, kernels: pd.DataFrame, by: str = "kernel") -> pd.DataFrame:
     """``points`` with a ``kernel_key`` column (:func:`keys_of` each point's launch)."""
-    keys = kernels[["source", "launch_id"]].assign(kernel_key=keys_of(kernels, by).to_numpy())
-    return points.merge(keys, on=["source", "launch_id"], how="left")
+    key = keys_of(kernels, by)
+    launch = pd.MultiIndex.from_arrays([kernels["source"], kernels["launch_id"]])
+    if not launch.is_unique:  # a launch listed twice: the merge repeats its points
+        keys = kernels[["source", "launch_id"]].assign(kernel_key=key.to_numpy())
+        return points.merge(keys, on=["source", "launch_id"], how="left")
+    at = launch.get_indexer(pd.MultiIndex.from_arrays([points["source"], points["launch_id"]]))
+    return points.assign(kernel_key=key.array.take(at, allow_fill=True)).reset_index(drop=True)
 
 
 def kernel_dots(kernels: pd.DataFrame, points: pd.DataFrame, by: str = "kernel") -> pd.DataFrame:
