@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from .. import catalog as _catalog
 from ..catalog import Catalog, Recipe, Term
@@ -868,7 +869,8 @@ def compute_points(kernels: pd.DataFrame) -> pd.DataFrame:
     Returns
     -------
     DataFrame
-        The :data:`ncuroof.schema.POINTS` columns. ``ai_flop_per_byte`` = ``flop_per_s`` /
+        The :data:`ncuroof.schema.POINTS` columns, sorted by source, launch, precision and level
+        (in :data:`ncuroof.schema.LEVELS` order). ``ai_flop_per_byte`` = ``flop_per_s`` /
         ``bytes_per_s``; ``ridge_flop_per_byte`` = ``peak_flop_per_s`` / ``peak_bytes_per_s``;
         ``roof_flop_per_s`` = min(``peak_flop_per_s``, AI × ``peak_bytes_per_s``) [KPG §2.9];
         ``roof_fraction`` = ``flop_per_s`` / ``roof_flop_per_s``; ``bound`` = memory when AI is
@@ -886,8 +888,9 @@ def compute_points(kernels: pd.DataFrame) -> pd.DataFrame:
         if "achievable_sources" in kernels.columns
         else pd.Series([""] * len(kernels))
     )
-    frames = []
+    parts = []
     work = _point_work(kernels)
+    defs = {lv: pd.factorize(kernels[f"{lv}_definition"], use_na_sentinel=False) for lv in LEVELS}
     for lv in LEVELS:
         for w in work:
             # a rate-only launch (no duration, so no counts) is placed from its rates: AI = FLOP/s / B/s
@@ -898,20 +901,67 @@ def compute_points(kernels: pd.DataFrame) -> pd.DataFrame:
                 & (kernels[f"{lv}_bytes_per_s"].to_numpy(float) > 0)
             )
             if keep.any():
-                frames.append(
-                    _point_frame(kernels, np.flatnonzero(keep), lv, w, sources, achievable)
+                parts.append(
+                    _point_part(kernels, np.flatnonzero(keep), lv, w, sources, achievable, defs[lv])
                 )
-    if not frames:
+    if not parts:
         return empty(POINTS)
-    pts = pd.concat(frames, ignore_index=True)
-    frames.clear()  # not kept beside the sorted copy
-    order = {lv: i for i, lv in enumerate(LEVELS)}
-    pts = pts.sort_values(
-        ["source", "launch_id", "precision", "level"],
-        key=lambda s: s.map(order) if s.name == "level" else s,
-        kind="stable",
+    rows = np.concatenate([p.rows for p in parts])
+    order = _point_order(kernels, rows, parts)
+    return pd.DataFrame(
+        {
+            "source": kernels["source"].array.take(rows[order]),
+            "launch_id": kernels["launch_id"].to_numpy()[rows[order]],
+            "kernel_name": kernels["kernel_name"].array.take(rows[order]),
+            **{
+                c: (
+                    np.concatenate([p.numbers[c] for p in parts])[order]
+                    if c in parts[0].numbers
+                    else _texts([p.texts[c] for p in parts], order)
+                )
+                for c in POINTS
+                if c not in ("source", "launch_id", "kernel_name")
+            },
+        }
     )
-    return pts[list(POINTS)].reset_index(drop=True)
+
+
+@dataclass
+class _PointPart:
+    """The points of some launches (``rows`` of the kernels table) for one precision and level:
+    numeric columns, and text columns as (codes, words) pairs."""
+
+    rows: np.ndarray
+    level: str
+    numbers: dict[str, np.ndarray]
+    texts: dict[str, tuple[np.ndarray, np.ndarray]]
+
+
+def _point_order(kernels: pd.DataFrame, rows: np.ndarray, parts: list[_PointPart]) -> np.ndarray:
+    """The order of the points by source, launch_id, precision and level (:data:`LEVELS` order),
+    stable, as a sort of those columns would give; sorted on integer ranks, not text."""
+    source = pd.factorize(kernels["source"], sort=True, use_na_sentinel=True)[0]
+    source = np.where(source < 0, source.max(initial=0) + 1, source)  # missing last
+    precision = [(p.texts["precision"], len(p.rows)) for p in parts]
+    names = np.concatenate([words for (_, words), _ in precision])
+    rank = pd.factorize(names, sort=True)[0]
+    offsets = np.cumsum([0, *(len(words) for (_, words), _ in precision)])
+    prec = np.concatenate(
+        [rank[o + codes] for ((codes, _), _), o in zip(precision, offsets, strict=False)]
+    )
+    level = np.concatenate([np.full(len(p.rows), LEVELS.index(p.level)) for p in parts])
+    launch = kernels["launch_id"].to_numpy()[rows]
+    return np.lexsort((level, prec, launch, source[rows]))
+
+
+def _texts(pieces: list[tuple[np.ndarray, np.ndarray]], order: np.ndarray) -> Any:
+    """A ``str`` column from per-part (codes, words), in ``order``: each word converted once."""
+    offsets = np.cumsum([0, *(len(words) for _, words in pieces)])
+    codes = np.concatenate([c + o for (c, _), o in zip(pieces, offsets, strict=False)])[order]
+    words = np.concatenate([w for _, w in pieces])
+    if all(isinstance(x, str) for x in words):
+        return pd.array(pa.array(words, pa.large_string()).take(pa.array(codes)), dtype="str")
+    return pd.array(words[codes], dtype="str")  # a missing value among them
 
 
 def achievable_roof(
@@ -1008,24 +1058,23 @@ class _Sources:
     """A ``ceiling_sources``-like column (:func:`ncuroof.schema.parse_sources`), each distinct cell parsed once."""
 
     def __init__(self, cells: pd.Series) -> None:
-        self.codes, uniques = pd.factorize(cells.to_numpy(dtype=object), use_na_sentinel=False)
+        self.codes, uniques = pd.factorize(cells, use_na_sentinel=False)
         self.parsed = [parse_sources(u) for u in uniques]
 
-    def get(self, idx: np.ndarray, name: str) -> list[str]:
-        """The source of roof ``name`` ('' without one) of the launches ``idx``."""
-        return np.array([p.get(name, "") for p in self.parsed], dtype=object)[
-            self.codes[idx]
-        ].tolist()
+    def get(self, idx: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """The source of roof ``name`` ('' without one) of the launches ``idx``, as (codes, words)."""
+        return self.codes[idx], np.array([p.get(name, "") for p in self.parsed], dtype=object)
 
 
-def _point_frame(
+def _point_part(
     kernels: pd.DataFrame,
     idx: np.ndarray,
     lv: str,
     w: _PointWork,
     sources: _Sources,
     achievable: _Sources,
-) -> pd.DataFrame:
+    definitions: tuple[np.ndarray, np.ndarray],
+) -> _PointPart:
     """The points of the launches ``idx`` for one precision ``w`` at level ``lv`` ([KPG §2.9])."""
     fps, bps = w.flop_per_s[idx], kernels[f"{lv}_bytes_per_s"].to_numpy(float)[idx]
     peak_f, peak_b = w.peak[idx], kernels[f"peak_{lv}_bytes_per_s"].to_numpy(float)[idx]
@@ -1041,41 +1090,39 @@ def _point_frame(
     ridge = _div(peak_f, peak_b)
     roof = np.minimum(peak_f, ai * peak_b)
     ach_roof = achievable_roof(ai, peak_f, peak_b, ach_f, ach_b)
-
-    def pick(name: str) -> np.ndarray:
-        return kernels[name].to_numpy()[idx]
-
-    return pd.DataFrame(
-        {
-            "source": pick("source"),
-            "launch_id": pick("launch_id"),
-            "kernel_name": pick("kernel_name"),
-            "precision": w.name,
-            "level": lv,
-            "time_s": pick("time_s").astype(float),
-            "flop": w.flop[idx],
-            "bytes": pick(f"{lv}_bytes").astype(float),
-            "ai_flop_per_byte": ai,
-            "flop_per_s": fps,
-            "bytes_per_s": bps,
-            "peak_flop_per_s": peak_f,
-            "peak_bytes_per_s": peak_b,
-            "peak_flop_source": sources.get(idx, w.key),
-            "peak_bytes_source": sources.get(idx, lv),
-            "ridge_flop_per_byte": ridge,
-            "roof_flop_per_s": roof,
-            "roof_fraction": _div(fps, roof),
-            "bound": np.where(np.isnan(ridge), "", np.where(ai < ridge, "memory", "compute")),
-            "estimated": w.estimated[idx].astype(bool),
-            "definition": pick(f"{lv}_definition"),
-            "achievable_flop_per_s": ach_f,
-            "achievable_bytes_per_s": ach_b,
-            "achievable_flop_source": achievable.get(idx, w.key),
-            "achievable_bytes_source": achievable.get(idx, lv),
-            "achievable_roof_flop_per_s": ach_roof,
-            "achievable_roof_fraction": _div(fps, ach_roof),
-        }
-    )
+    one = np.zeros(len(idx), dtype=np.int64)
+    numbers = {
+        "time_s": kernels["time_s"].to_numpy(float)[idx],
+        "flop": w.flop[idx],
+        "bytes": kernels[f"{lv}_bytes"].to_numpy(float)[idx],
+        "ai_flop_per_byte": ai,
+        "flop_per_s": fps,
+        "bytes_per_s": bps,
+        "peak_flop_per_s": peak_f,
+        "peak_bytes_per_s": peak_b,
+        "ridge_flop_per_byte": ridge,
+        "roof_flop_per_s": roof,
+        "roof_fraction": _div(fps, roof),
+        "estimated": w.estimated[idx].astype(bool),
+        "achievable_flop_per_s": ach_f,
+        "achievable_bytes_per_s": ach_b,
+        "achievable_roof_flop_per_s": ach_roof,
+        "achievable_roof_fraction": _div(fps, ach_roof),
+    }
+    texts = {
+        "precision": (one, np.array([w.name], dtype=object)),
+        "level": (one, np.array([lv], dtype=object)),
+        "peak_flop_source": sources.get(idx, w.key),
+        "peak_bytes_source": sources.get(idx, lv),
+        "bound": (
+            np.where(np.isnan(ridge), 0, np.where(ai < ridge, 1, 2)),
+            np.array(["", "memory", "compute"], dtype=object),
+        ),
+        "definition": (definitions[0][idx], definitions[1]),
+        "achievable_flop_source": achievable.get(idx, w.key),
+        "achievable_bytes_source": achievable.get(idx, lv),
+    }
+    return _PointPart(idx, lv, numbers, texts)
 
 
 def time_at_roof(kernels: pd.DataFrame, catalog: Catalog | None = None) -> pd.DataFrame:
