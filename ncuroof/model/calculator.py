@@ -559,7 +559,8 @@ def _damaged(raw: pd.DataFrame, k: pd.DataFrame, cat: Catalog) -> tuple[np.ndarr
             f"{DAMAGED}: {', '.join(np.array(floats)[inf[i]][:3])} overflowed to infinity (kept"
             " missing); re-run ncu"
         )
-    k[floats] = np.where(inf, np.nan, k[floats].to_numpy(float))
+    if inf.any():  # rewriting every float column would copy the table
+        k[floats] = np.where(inf, np.nan, k[floats].to_numpy(float))
     return mask | beyond | inf.any(axis=1), reasons
 
 
@@ -606,60 +607,49 @@ def _measured_columns(
     tensor_rate: np.ndarray,
 ) -> pd.DataFrame:
     """The launch table's identity and measured columns: time, work, traffic, rates, roofs from
-    the report, SpeedOfLight throughputs, occupancy, hot pipe and instruction counts."""
-    k = pd.DataFrame(index=raw.index)
-    for col in (
-        "source",
-        "launch_id",
-        "kernel_name",
-        "kernel_demangled",
-        "nvtx_range",
-        "device_name",
-        "cc",
-        "grid",
-        "block",
-    ):
-        k[col] = raw[col]
-    k["time_s"] = time_s
+    the report, SpeedOfLight throughputs, occupancy, hot pipe and instruction counts (one table
+    built at once, not column by column)."""
     sm_clock = _column(raw, cat.clocks["sm"])
-    k["sm_clock_hz"] = sm_clock if sm_clock is not None else _NAN
-    for p in PRECISIONS:
-        k[f"{p}_flop"] = work[p].flop
-    k["tensor_flop"] = tensor_flop
-    for lv in LEVELS:
-        k[f"{lv}_bytes"] = levels[lv].bytes
-    for p in PRECISIONS:
-        k[f"{p}_flop_per_s"] = work[p].flop_per_s
-    k["tensor_flop_per_s"] = tensor_rate
-    for lv in LEVELS:
-        k[f"{lv}_bytes_per_s"] = levels[lv].bytes_per_s
-    for p in PRECISIONS:
-        k[f"peak_{p}_flop_per_s"] = work[p].peak
-    for lv in LEVELS:
-        k[f"peak_{lv}_bytes_per_s"] = levels[lv].peak
-    for name in (
-        *(f"achievable_{p}_flop_per_s" for p in PRECISIONS),
-        *(f"achievable_{lv}_bytes_per_s" for lv in LEVELS),
-        "roof_fraction",
-        "achievable_roof_fraction",
-    ):
-        k[name] = (
-            _NAN  # achievable roofs: ncuroof.model.ceilings.fill_ceilings; fractions: ncuroof.model.classify.classify
-        )
-    k["achievable_sources"] = ""
-    k["sm_throughput_frac"] = _fraction(raw, cat.throughput["sm"])
-    k["memory_throughput_frac"] = _fraction(raw, cat.throughput["memory"])
+    ident = ("source", "launch_id", "kernel_name", "kernel_demangled", "nvtx_range")
+    return pd.DataFrame(
+        {
+            **{c: raw[c] for c in (*ident, "device_name", "cc", "grid", "block")},
+            "time_s": time_s,
+            "sm_clock_hz": sm_clock if sm_clock is not None else _NAN,
+            **{f"{p}_flop": work[p].flop for p in PRECISIONS},
+            "tensor_flop": tensor_flop,
+            **{f"{lv}_bytes": levels[lv].bytes for lv in LEVELS},
+            **{f"{p}_flop_per_s": work[p].flop_per_s for p in PRECISIONS},
+            "tensor_flop_per_s": tensor_rate,
+            **{f"{lv}_bytes_per_s": levels[lv].bytes_per_s for lv in LEVELS},
+            **{f"peak_{p}_flop_per_s": work[p].peak for p in PRECISIONS},
+            **{f"peak_{lv}_bytes_per_s": levels[lv].peak for lv in LEVELS},
+            # achievable roofs: ncuroof.model.ceilings.fill_ceilings; fractions: classify.classify
+            **{f"achievable_{p}_flop_per_s": _NAN for p in PRECISIONS},
+            **{f"achievable_{lv}_bytes_per_s": _NAN for lv in LEVELS},
+            "roof_fraction": _NAN,
+            "achievable_roof_fraction": _NAN,
+            "achievable_sources": "",
+            **_throughput_columns(raw, cat, cc),
+            **_instruction_counts(raw, cat, cc),
+        },
+        index=raw.index,
+    )
+
+
+def _throughput_columns(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray) -> dict[str, Any]:
+    """SpeedOfLight throughputs, waves, occupancy and the hot pipe of each launch."""
     waves = _column(raw, cat.throughput["waves"])
-    k["waves_per_sm"] = waves if waves is not None else _NAN
-    k["occupancy_frac"] = _fraction(raw, cat.throughput["occupancy"])
-    k["theoretical_occupancy_frac"] = _fraction(raw, cat.throughput["theoretical_occupancy"])
-    if cat.pipes is not None:
-        k["hot_pipe"], k["hot_pipe_frac"] = hot_pipe(raw, cat.pipes, cc)
-    else:
-        k["hot_pipe"], k["hot_pipe_frac"] = "", _NAN
-    for col, values in _instruction_counts(raw, cat, cc).items():
-        k[col] = values
-    return k
+    pipe, pipe_frac = hot_pipe(raw, cat.pipes, cc) if cat.pipes is not None else ("", _NAN)
+    return {
+        "sm_throughput_frac": _fraction(raw, cat.throughput["sm"]),
+        "memory_throughput_frac": _fraction(raw, cat.throughput["memory"]),
+        "waves_per_sm": waves if waves is not None else _NAN,
+        "occupancy_frac": _fraction(raw, cat.throughput["occupancy"]),
+        "theoretical_occupancy_frac": _fraction(raw, cat.throughput["theoretical_occupancy"]),
+        "hot_pipe": pipe,
+        "hot_pipe_frac": pipe_frac,
+    }
 
 
 def _report_roofs(
