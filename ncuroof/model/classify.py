@@ -15,6 +15,7 @@ Rules (thresholds from ``metrics/thresholds.toml``):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -284,53 +285,96 @@ def classify(
         damaged or failed launches).
     """
     sol = catalog.thresholds["sol"]
-    latency, small = float(sol["latency_bound"]), float(sol["small_grid_waves"])
     out = kernels.copy(
         deep=False
     )  # columns shared until replaced (copy-on-write): no copy of the whole table
-    sm, mem = (
-        out["sm_throughput_frac"].to_numpy(float),
-        out["memory_throughput_frac"].to_numpy(float),
-    )
-    has_sol = np.isfinite(sm) & np.isfinite(mem)
     live = (~out["status"].isin(["failed_measurement", "corrupt_record"])).to_numpy()
     bind = out[["source", "launch_id"]].merge(
         binding_points(points) if bind is None else bind, on=["source", "launch_id"], how="left"
     )
-    is_lat = live & has_sol & (sm < latency) & (mem < latency)
-    is_roof = live & ~is_lat & bind["bound"].isin(["memory", "compute"]).to_numpy()
-    # One throughput alone above no_bound is ncu's "High Throughput" of that unit (ROOFLINE_SPEC §8.2).
+    v = _Verdicts.of(out, bind, live, sol)
+    out["bound"] = v.bound
+    for col in ("roof_fraction", "achievable_roof_fraction"):
+        out[col] = np.where(live, pd.to_numeric(bind[col], errors="coerce").to_numpy(float), np.nan)
+    text = _reasons(out, bind, v, sol)
+    placed = np.full(len(out), "", dtype=object)
+    moved = live & (
+        bind["main_precision"].notna() & (bind["main_precision"] != bind["precision"])
+    ).to_numpy(bool)
+    placed[moved] = per_distinct(bind.loc[moved], ["precision", "main_precision"], _placed_note)
+    out["notes"] = [
+        [*parse_cell("notes", old), *(x for x in (t, p) if x)]
+        for old, t, p in zip(out["notes"].to_numpy(dtype=object), text, placed)
+    ]
+    return out
+
+
+@dataclass
+class _Verdicts:
+    """Which rule decides each launch's bound (masks over launches) and the bound it gives."""
+
+    is_lat: np.ndarray
+    is_roof: np.ndarray
+    is_sol: np.ndarray
+    unknown: np.ndarray
+    lone: np.ndarray
+    dram_frac: np.ndarray
+    bound: np.ndarray
+
+    @classmethod
+    def of(
+        cls, out: pd.DataFrame, bind: pd.DataFrame, live: np.ndarray, sol: dict[str, Any]
+    ) -> _Verdicts:
+        """Latency (both SpeedOfLight throughputs low), the roofline's binding point, ncu's
+        SpeedOfLight alone, DRAM traffic alone, else unknown, in that order of preference."""
+        sm, mem = (
+            out["sm_throughput_frac"].to_numpy(float),
+            out["memory_throughput_frac"].to_numpy(float),
+        )
+        latency, no_bound = float(sol["latency_bound"]), float(sol["no_bound"])
+        has_sol = np.isfinite(sm) & np.isfinite(mem)
+        is_lat = live & has_sol & (sm < latency) & (mem < latency)
+        is_roof = live & ~is_lat & bind["bound"].isin(["memory", "compute"]).to_numpy()
+        # One throughput alone above no_bound is ncu's "High Throughput" of that unit (ROOFLINE_SPEC §8.2).
+        lone = np.isfinite(sm) != np.isfinite(mem)
+        one_high = lone & (
+            (np.nan_to_num(sm, nan=-1.0) >= no_bound) | (np.nan_to_num(mem, nan=-1.0) >= no_bound)
+        )
+        is_sol = live & ~is_lat & ~is_roof & (has_sol | one_high)
+        sm_side = np.nan_to_num(sm, nan=-1.0) >= np.nan_to_num(mem, nan=-1.0)
+        dram_frac, is_dram = _dram_only(out, live & ~is_lat & ~is_roof & ~is_sol, no_bound)
+        bound = np.select(
+            [is_lat, is_roof, is_sol, is_dram],
+            [
+                "latency",
+                bind["bound"].astype(object).to_numpy(),
+                np.where(sm_side, "compute", "memory"),
+                "memory",
+            ],
+            "unknown",
+        )
+        unknown = live & ~is_lat & ~is_roof & ~is_sol
+        return cls(is_lat, is_roof, is_sol, unknown, lone, dram_frac, bound)
+
+
+def _reasons(
+    out: pd.DataFrame, bind: pd.DataFrame, v: _Verdicts, sol: dict[str, Any]
+) -> np.ndarray:
+    """The note giving each launch's bound and the numbers behind it ('' for damaged or failed
+    launches), written once per distinct combination of those numbers."""
+    latency, small = float(sol["latency_bound"]), float(sol["small_grid_waves"])
     no_bound = float(sol["no_bound"])
-    lone = np.isfinite(sm) != np.isfinite(mem)
-    one_high = lone & (
-        (np.nan_to_num(sm, nan=-1.0) >= no_bound) | (np.nan_to_num(mem, nan=-1.0) >= no_bound)
-    )
-    is_sol = live & ~is_lat & ~is_roof & (has_sol | one_high)
-    sm_side = np.nan_to_num(sm, nan=-1.0) >= np.nan_to_num(mem, nan=-1.0)
-    dram_frac, is_dram = _dram_only(out, live & ~is_lat & ~is_roof & ~is_sol, no_bound)
-    out["bound"] = np.select(
-        [is_lat, is_roof, is_sol, is_dram],
-        [
-            "latency",
-            bind["bound"].astype(object).to_numpy(),
-            np.where(sm_side, "compute", "memory"),
-            "memory",
-        ],
-        "unknown",
-    )
     text = np.full(len(out), "", dtype=object)
     sol_cols = [
         "sm_throughput_frac",
         "memory_throughput_frac",
         "waves_per_sm",
     ]  # only these: iterating Arrow text is slow
-    text[is_lat] = per_distinct(
-        out.loc[is_lat], sol_cols, lambda r: _latency_reason(r, latency, small)
+    text[v.is_lat] = per_distinct(
+        out.loc[v.is_lat], sol_cols, lambda r: _latency_reason(r, latency, small)
     )
-    for col in ("roof_fraction", "achievable_roof_fraction"):
-        out[col] = np.where(live, pd.to_numeric(bind[col], errors="coerce").to_numpy(float), np.nan)
-    text[is_roof] = per_distinct(
-        bind.loc[is_roof],
+    text[v.is_roof] = per_distinct(
+        bind.loc[v.is_roof],
         [
             "bound",
             "precision",
@@ -342,26 +386,20 @@ def classify(
         ],
         _roofline_reason,
     )
-    text[is_sol] = per_distinct(out.loc[is_sol], sol_cols, _sol_only_reason)
-    unknown = live & ~is_lat & ~is_roof & ~is_sol
-    text[unknown & ~lone] = "bound unknown: no roofline point and no SpeedOfLight throughputs"
-    text[unknown & lone] = np.where(
+    text[v.is_sol] = per_distinct(out.loc[v.is_sol], sol_cols, _sol_only_reason)
+    _unknown_reasons(text, v, out["sm_throughput_frac"].to_numpy(float))
+    finite = np.isfinite(v.dram_frac)
+    text[finite] = [_dram_reason(f, no_bound) for f in v.dram_frac[finite]]
+    return text
+
+
+def _unknown_reasons(text: np.ndarray, v: _Verdicts, sm: np.ndarray) -> None:
+    """The note of a live launch whose bound is unknown: what it lacks (``text`` set in place)."""
+    text[v.unknown & ~v.lone] = "bound unknown: no roofline point and no SpeedOfLight throughputs"
+    text[v.unknown & v.lone] = np.where(
         np.isfinite(sm),
         "bound unknown: no roofline point, and only the SM throughput of ncu's SpeedOfLight "
         "(its memory throughput is missing)",
         "bound unknown: no roofline point, and only the memory "
         "throughput of ncu's SpeedOfLight (its SM throughput is missing)",
-    )[unknown & lone]
-    text[np.isfinite(dram_frac)] = [
-        _dram_reason(f, no_bound) for f in dram_frac[np.isfinite(dram_frac)]
-    ]
-    placed = np.full(len(out), "", dtype=object)
-    moved = live & (
-        bind["main_precision"].notna() & (bind["main_precision"] != bind["precision"])
-    ).to_numpy(bool)
-    placed[moved] = per_distinct(bind.loc[moved], ["precision", "main_precision"], _placed_note)
-    out["notes"] = [
-        [*parse_cell("notes", old), *(x for x in (t, p) if x)]
-        for old, t, p in zip(out["notes"].to_numpy(dtype=object), text, placed)
-    ]
-    return out
+    )[v.unknown & v.lone]

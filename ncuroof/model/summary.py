@@ -46,13 +46,17 @@ __all__ = [
 FOCUS_SHARE = 0.95
 
 
-def _join_unique(p: pd.DataFrame, keys: list[str], col: str) -> pd.Series:
-    """Per group of ``keys``: the distinct non-empty values of ``col``, first-seen order, joined with `` / ``."""
+def _join_unique(
+    p: pd.DataFrame, keys: list[str], col: str, group: np.ndarray | None = None
+) -> pd.Series:
+    """Per group of ``keys``: the distinct non-empty values of ``col``, first-seen order, joined
+    with `` / `` (``group``: the rows' group codes, when the caller has them)."""
     codes, uniques = pd.factorize(p[col], use_na_sentinel=True)  # each distinct value once
     words = np.array([str(u) for u in uniques], dtype=object)
     held = np.flatnonzero(codes >= 0)
     held = held[words[codes[held]] != ""]
-    group = distinct_codes([pd.factorize(p[k], use_na_sentinel=False)[0] for k in keys])[1]
+    if group is None:
+        group = distinct_codes([pd.factorize(p[k], use_na_sentinel=False)[0] for k in keys])[1]
     first = held[distinct_codes([group[held], codes[held]])[0]]  # first row of each (group, value)
     v = p[keys].iloc[first].assign(**{col: pd.array(words[codes[first]], dtype="str")})
     return v.groupby(keys, sort=False)[col].agg(" / ".join)
@@ -350,18 +354,31 @@ def aggregate_points(points: pd.DataFrame, by: str = "kernel_name") -> pd.DataFr
             dict.fromkeys([*points.columns, *ACHIEVABLE_POINT, "flop_per_s", "bytes_per_s"])
         )
     )
+    out = _dot_sums(p, by, [by, "precision", "level"])
+    _dot_rates(out)
+    return out[cols]
+
+
+#: The roofs of a dot, time-weighted over its launches.
+_DOT_ROOFS = (
+    "peak_flop_per_s",
+    "peak_bytes_per_s",
+    "achievable_flop_per_s",
+    "achievable_bytes_per_s",
+)
+
+
+def _dot_sums(p: pd.DataFrame, by: str, keys: list[str]) -> pd.DataFrame:
+    """Per group of ``keys``: launches, summed time, work and traffic, time-weighted roofs (NaN
+    when a launch lacks one), plain means for rate-only inputs, and the distinct text of the
+    definitions and roof sources; the group keys as columns."""
     t = p["time_s"].to_numpy(float)
-    keys = [by, "precision", "level"]
-    roofs = (
-        "peak_flop_per_s",
-        "peak_bytes_per_s",
-        "achievable_flop_per_s",
-        "achievable_bytes_per_s",
-    )
+    roofs = _DOT_ROOFS
     for i, col in enumerate(roofs):
         p[f"_w{i}"] = p[col].to_numpy(float) * t
         p[f"_n{i}"] = p[col].isna()
     g = p.groupby(keys, sort=False)
+    group = g.ngroup().to_numpy()
     out = pd.DataFrame(
         {
             **({"kernel_name": g["kernel_name"].first()} if by != "kernel_name" else {}),
@@ -386,8 +403,14 @@ def aggregate_points(points: pd.DataFrame, by: str = "kernel_name") -> pd.DataFr
         "achievable_flop_source",
         "achievable_bytes_source",
     ):
-        out[col] = _join_unique(p, keys, col).reindex(out.index).fillna("")
-    out = out.reset_index()
+        out[col] = _join_unique(p, keys, col, group).reindex(out.index).fillna("")
+    return out.reset_index()
+
+
+def _dot_rates(out: pd.DataFrame) -> None:
+    """A dot's AI, rates, roofs, ridge, attainable roof, fractions and bound from its sums (in
+    place), as :func:`ncuroof.model.calculator.compute_points` places a launch [KPG §2.9]."""
+    roofs = _DOT_ROOFS
     with np.errstate(divide="ignore", invalid="ignore"):
         t = out["time_s"].to_numpy(float)
         flop = out["flop"].to_numpy(float)
@@ -410,7 +433,6 @@ def aggregate_points(points: pd.DataFrame, by: str = "kernel_name") -> pd.DataFr
     out["bound"] = np.where(
         ridge.isna(), "", np.where(out["ai_flop_per_byte"] < ridge, "memory", "compute")
     )
-    return out[cols]
 
 
 def _rate_only_dots(out: pd.DataFrame, roofs: tuple[str, ...]) -> None:
