@@ -40,7 +40,7 @@ from ..schema import (
     tensor_columns,
     tensor_paths,
 )
-from .distinct import categorical, distinct_codes
+from .distinct import categorical, distinct_codes, text_array
 from .evidence import (
     SOURCES_DISAGREE,
     alternatives_text,
@@ -669,7 +669,7 @@ def _report_roofs(
         [format_sources({nm: "report" for nm, h in zip(names, have[i]) if h}) for i in first],
         dtype=object,
     )
-    k["ceiling_sources"] = categorical(which, text)
+    k["ceiling_sources"] = text_array(categorical(which, text))
     k["datasheet_gpu"] = ""
 
 
@@ -823,9 +823,9 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
     )
 
     k = _measured_columns(raw, cat, cc, time_s, work, levels, tensor_flop, tensor_rate)
-    k["flop_source"] = flop_source
+    k["flop_source"] = text_array(flop_source)
     k["tensor_source"] = tensor_source
-    k["evidence_sources"] = _ledger(raw, cat, cc, flop_held, levels, notes)
+    k["evidence_sources"] = text_array(_ledger(raw, cat, cc, flop_held, levels, notes))
     for lv in LEVELS:
         k[f"{lv}_definition"] = levels[lv].definition
     _report_roofs(k, work, levels, tpaths)

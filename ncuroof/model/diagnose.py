@@ -55,7 +55,7 @@ from ..schema import (
     work_unit,
 )
 from .classify import binding_points
-from .distinct import distinct_rows
+from .distinct import categorical, distinct_rows, per_distinct, text_array
 from .evidence import L2_READS_ONLY, SOURCES_DISAGREE
 from .speed_of_light import instruction_verdict
 from .summary import grid_sizes, keys_of
@@ -705,8 +705,20 @@ def launch_flags(
         (values ncu stored as n/a), ``no work measured`` (a duration but no FLOPs and at most
         ``no_work_bytes`` at every level).
     """
-    no_work = float(thresholds["no_work_bytes"])
     out: list[list[tuple[str, str]]] = [[] for _ in range(len(kernels))]
+    _record_flags(kernels, points, thresholds, out)
+    _work_flags(kernels, thresholds, out)
+    return pd.Series(out, index=kernels.index, dtype=object)
+
+
+def _record_flags(
+    kernels: pd.DataFrame,
+    points: pd.DataFrame,
+    thresholds: dict[str, Any],
+    out: list[list[tuple[str, str]]],
+) -> None:
+    """Flags of the record: above a roof, failed or damaged, and those its notes raise (``out``
+    extended in place, one list per launch)."""
     above = _above_roof(kernels, points, thresholds)
     if above:
         pos = pd.Series(
@@ -723,6 +735,15 @@ def launch_flags(
         out[i].append(("corrupt_record", "the input is damaged (see notes), not plotted"))
     for i, flags in _note_flags(kernels["notes"]).items():
         out[i] += flags
+
+
+def _work_flags(
+    kernels: pd.DataFrame, thresholds: dict[str, Any], out: list[list[tuple[str, str]]]
+) -> None:
+    """Flags of the measured work: roofline metrics missing, work against ``--expect``, no work
+    (``out`` extended in place, one list per launch)."""
+    no_work = float(thresholds["no_work_bytes"])
+    status = kernels["status"].to_numpy()
     time_s = kernels["time_s"].to_numpy(float)
     held = evidence_facts(kernels)
     sm, mem = (
@@ -743,8 +764,12 @@ def launch_flags(
             )
         )
     expected = kernels.reindex(columns=["expected_flop", "expected_dram_bytes"]).to_numpy(float)
-    for i in np.flatnonzero(np.isfinite(expected).any(axis=1)):
-        out[i] += _expect_flags(kernels.iloc[i], thresholds)
+    asked = np.isfinite(expected).any(axis=1)
+    if asked.any():  # the flags of each distinct row of the numbers they read, made once
+        cols = [c for c in _EXPECT_FACTS if c in kernels.columns]
+        made = per_distinct(kernels.loc[asked], cols, lambda r: _expect_flags(r, thresholds))
+        for i, flags in zip(np.flatnonzero(asked), made, strict=True):
+            out[i] += flags
     work = kernels.reindex(columns=["fp64_flop", "fp32_flop", "fp16_flop", "tensor_flop"]).to_numpy(
         float
     )
@@ -763,7 +788,19 @@ def launch_flags(
                 f"{fmt.time(time_s[i])} with no FLOPs and at most {fmt.plain(no_work)} B per level",
             )
         )
-    return pd.Series(out, index=kernels.index, dtype=object)
+
+
+#: The columns :func:`_expect_flags` reads.
+_EXPECT_FACTS = (
+    "expected_flop",
+    "expected_dram_bytes",
+    "fp64_flop",
+    "fp32_flop",
+    "fp16_flop",
+    "tensor_flop",
+    "dram_bytes",
+    "status",
+)
 
 
 #: The notes that raise a flag: the start of the note, its flag code and the flag's text.
@@ -999,18 +1036,7 @@ def diagnose_launches(
         A copy of ``kernels`` with the four columns (see :func:`verdict`, :func:`launch_flags`).
     """
     k = kernels.copy(deep=False)
-    bind = (binding_points(points) if bind is None else bind).drop(columns="bound")
-    need = [
-        "source",
-        "launch_id",
-        "grid",
-        "block",
-        *(c for c in _FACTS if c in k.columns and c not in bind.columns),
-    ]
-    facts = k[need].merge(bind, on=["source", "launch_id"], how="left")
-    facts["blocks"] = grid_sizes(facts["grid"])
-    facts["threads_per_block"] = grid_sizes(facts["block"])
-    facts = pd.concat([facts, evidence_facts(k).reset_index(drop=True)], axis=1)
+    facts = _launch_facts(k, binding_points(points) if bind is None else bind)
     sol = catalog.thresholds["sol"]
     low = float(catalog.thresholds["diagnosis"]["low_occupancy"])
     cols = [c for c in _FACTS if c in facts.columns]
@@ -1033,9 +1059,26 @@ def diagnose_launches(
         dtype=object,
     ).reshape(len(first), 3)
     for i, name in enumerate(("diagnosis", "evidence", "advice")):
-        k[name] = res[inverse, i] if len(k) else []
+        k[name] = text_array(categorical(inverse, res[:, i])) if len(k) else []
     k["flags"] = launch_flags(k, points, catalog.thresholds["diagnosis"]).to_numpy()
     return k
+
+
+def _launch_facts(k: pd.DataFrame, bind: pd.DataFrame) -> pd.DataFrame:
+    """What a launch's verdict is made of (:data:`_FACTS`), one row per launch: its binding point,
+    grid and block sizes and what it holds (:func:`evidence_facts`)."""
+    bind = bind.drop(columns="bound")
+    need = [
+        "source",
+        "launch_id",
+        "grid",
+        "block",
+        *(c for c in _FACTS if c in k.columns and c not in bind.columns),
+    ]
+    facts = k[need].merge(bind, on=["source", "launch_id"], how="left")
+    facts["blocks"] = grid_sizes(facts["grid"])
+    facts["threads_per_block"] = grid_sizes(facts["block"])
+    return pd.concat([facts, evidence_facts(k).reset_index(drop=True)], axis=1)
 
 
 def _records(frame: pd.DataFrame, cols: list[str]) -> Iterator[dict[str, Any]]:
