@@ -567,28 +567,22 @@ def _totals(k: pd.DataFrame) -> pd.DataFrame:
         }
     )
     t = k["time_s"].fillna(0.0).to_numpy(float)
-    for col in _WEIGHTED:
-        v = k[col].to_numpy(float)
-        w = np.where(np.isfinite(v), t, 0.0)
-        num = (
-            pd.Series(np.nan_to_num(v) * w, index=k.index)
-            .groupby(k["kernel_key"], sort=False)
-            .sum()
-        )
-        den = pd.Series(w, index=k.index).groupby(k["kernel_key"], sort=False).sum()
-        out[col] = (num / den.where(den > 0)).where(den > 0)
+    _weighted_means(k, t, out)
     out["waves_per_sm"] = g["waves_per_sm"].median()
-    out["blocks"] = grid_sizes(k["grid"]).groupby(k["kernel_key"], sort=False).median()
-    out["threads_per_block"] = grid_sizes(k["block"]).groupby(k["kernel_key"], sort=False).median()
+    per = pd.DataFrame(  # grouped once by the kernel key, not once per column
+        {
+            "blocks": grid_sizes(k["grid"]).to_numpy(float),
+            "threads_per_block": grid_sizes(k["block"]).to_numpy(float),
+            "counted": counted_flop(k),
+        },
+        index=k.index,
+    ).groupby(k["kernel_key"], sort=False)
+    out["blocks"] = per["blocks"].median()
+    out["threads_per_block"] = per["threads_per_block"].median()
     clk = g["sm_clock_hz"]
     out["clock_spread"] = (clk.max() - clk.min()) / clk.median()
     dram = g["dram_bytes"].sum(min_count=1)
-    counted = (
-        pd.Series(counted_flop(k), index=k.index)
-        .groupby(k["kernel_key"], sort=False)
-        .sum(min_count=1)
-    )
-    out["counted_dram_ai_flop_per_byte"] = counted / dram.where(dram > 0)
+    out["counted_dram_ai_flop_per_byte"] = per["counted"].sum(min_count=1) / dram.where(dram > 0)
     bound_time = (
         k.assign(_t=t).groupby(["kernel_key", "bound"], sort=False)["_t"].sum().reset_index()
     )
@@ -607,12 +601,24 @@ def _totals(k: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def _weighted_means(k: pd.DataFrame, t: np.ndarray, out: pd.DataFrame) -> None:
+    """The :data:`_WEIGHTED` columns per kernel key: means weighted by launch time ``t`` over the
+    launches that have a value, NaN where they have no time (``out`` filled in place)."""
+    parts = {}
+    for col in _WEIGHTED:
+        v = k[col].to_numpy(float)
+        w = np.where(np.isfinite(v), t, 0.0)
+        parts[f"num_{col}"], parts[f"den_{col}"] = np.nan_to_num(v) * w, w
+    sums = pd.DataFrame(parts, index=k.index).groupby(k["kernel_key"], sort=False).sum()
+    for col in _WEIGHTED:
+        num, den = sums[f"num_{col}"], sums[f"den_{col}"]
+        out[col] = (num / den.where(den > 0)).where(den > 0)
+
+
 def _longest_launch(k: pd.DataFrame, col: str) -> pd.Series:
     """Per ``kernel_key``: the non-empty value of ``col`` of the longest launch (``time_s``) that has one; a key
     without one is absent."""
-    v = k[["kernel_key", "time_s"]].assign(
-        _v=k[col].astype(object).where(k[col].notna(), "").astype(str)
-    )
+    v = k[["kernel_key", "time_s"]].assign(_v=k[col].fillna("").astype(str))
     v = v[v["_v"] != ""].sort_values("time_s", ascending=False, kind="stable")
     return v.drop_duplicates("kernel_key").set_index("kernel_key")["_v"]
 
@@ -620,9 +626,7 @@ def _longest_launch(k: pd.DataFrame, col: str) -> pd.Series:
 def most_time(k: pd.DataFrame, col: str) -> pd.Series:
     """Per ``kernel_key``: the non-empty value of ``col`` with the most launch time (``_t`` [s]); a
     key without one is absent."""
-    v = k[["kernel_key", "_t"]].assign(
-        _v=k[col].astype(object).where(k[col].notna(), "").astype(str)
-    )
+    v = k[["kernel_key", "_t"]].assign(_v=k[col].fillna("").astype(str))
     v = v[v["_v"] != ""].groupby(["kernel_key", "_v"], sort=False)["_t"].sum().reset_index()
     return (
         v.sort_values("_t", ascending=False, kind="stable")
@@ -839,8 +843,9 @@ def kernel_summary(
 
 def grid_sizes(dims: pd.Series) -> pd.Series:
     """:func:`grid_size` of each cell, parsed once per distinct value."""
-    sizes = {v: grid_size(v) for v in dims.dropna().unique()}
-    return dims.map(sizes).astype(float)
+    codes, uniques = pd.factorize(dims, use_na_sentinel=True)
+    sizes = np.array([*(grid_size(v) for v in uniques), np.nan], dtype=float)
+    return pd.Series(sizes[codes], index=dims.index)  # code -1 (missing) takes the NaN at the end
 
 
 def grid_size(text: object) -> float:
