@@ -834,8 +834,12 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
     k["status"] = _status_and_notes(raw, k, cat, time, work, levels, notes)
     _later_columns(k)
     k["notes"] = notes
-    k = k[list(KERNELS)].reset_index(drop=True)
-    # One column triple per tensor datapath with work in any launch (ncu shows only non-zero paths).
+    return _with_tensor_paths(k[list(KERNELS)].reset_index(drop=True), tpaths)
+
+
+def _with_tensor_paths(k: pd.DataFrame, tpaths: dict[str, _Work]) -> pd.DataFrame:
+    """``k`` and one column triple per tensor datapath with work in any launch (ncu shows only
+    non-zero paths)."""
     extra = {}
     for path, w in tpaths.items():
         if (np.nan_to_num(w.flop) > 0).any():
@@ -871,6 +875,31 @@ def compute_points(kernels: pd.DataFrame) -> pd.DataFrame:
         achievable roof taken at its peak, NaN where the point has neither; and
         ``achievable_roof_fraction`` = ``flop_per_s`` / that.
     """
+    parts = _point_parts(kernels)
+    if not parts:
+        return empty(POINTS)
+    rows = np.concatenate([p.rows for p in parts])
+    order = _point_order(kernels, rows, parts)
+    return pd.DataFrame(
+        {
+            "source": kernels["source"].array.take(rows[order]),
+            "launch_id": kernels["launch_id"].to_numpy()[rows[order]],
+            "kernel_name": kernels["kernel_name"].array.take(rows[order]),
+            **{
+                c: (
+                    np.concatenate([p.numbers[c] for p in parts])[order]
+                    if c in parts[0].numbers
+                    else _texts([p.texts[c] for p in parts], order)
+                )
+                for c in POINTS
+                if c not in ("source", "launch_id", "kernel_name")
+            },
+        }
+    )
+
+
+def _point_parts(kernels: pd.DataFrame) -> list[_PointPart]:
+    """The points of each (level, precision) pair, for the launches with work there."""
     ok = (kernels["status"] == "ok").to_numpy()
     sources = _Sources(kernels["ceiling_sources"])
     achievable = _Sources(
@@ -894,26 +923,7 @@ def compute_points(kernels: pd.DataFrame) -> pd.DataFrame:
                 parts.append(
                     _point_part(kernels, np.flatnonzero(keep), lv, w, sources, achievable, defs[lv])
                 )
-    if not parts:
-        return empty(POINTS)
-    rows = np.concatenate([p.rows for p in parts])
-    order = _point_order(kernels, rows, parts)
-    return pd.DataFrame(
-        {
-            "source": kernels["source"].array.take(rows[order]),
-            "launch_id": kernels["launch_id"].to_numpy()[rows[order]],
-            "kernel_name": kernels["kernel_name"].array.take(rows[order]),
-            **{
-                c: (
-                    np.concatenate([p.numbers[c] for p in parts])[order]
-                    if c in parts[0].numbers
-                    else _texts([p.texts[c] for p in parts], order)
-                )
-                for c in POINTS
-                if c not in ("source", "launch_id", "kernel_name")
-            },
-        }
-    )
+    return parts
 
 
 @dataclass

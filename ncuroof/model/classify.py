@@ -140,7 +140,7 @@ def binding_points(
     best = _first_min(g[cand], roof[cand], groups)
     have = best >= 0  # groups in order of their first candidate point, as a groupby would give
     chosen = cand[best[have][np.argsort(_first_min(g[cand], 0 * roof[cand], groups)[have])]]
-    out = p.iloc[chosen].reset_index(drop=True)
+    out = p[[c for c in cols if c in p.columns]].iloc[chosen].reset_index(drop=True)
     out["main_precision"] = p["precision"].iloc[_first_at(g, pc, main)[g[chosen]]].array
     return out.reindex(columns=cols)  # a table without achievable roofs: NaN
 
