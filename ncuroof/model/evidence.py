@@ -147,24 +147,7 @@ def flop_evidence(
         source = np.where(take, t.table.id, source)
         both = t.held & (held != "") & ~take
         apart = _apart(flop, value)
-        sign = (
-            ("=", "!=") if t.table.factor == 1 else ("=", "<=")
-        )  # warp x 32 is an upper bound of the thread count
-        text = np.full(len(flop), "", dtype=object)
-        if both.any():  # launches share a handful of differences: format each once
-            values, which = np.unique(apart[both], return_inverse=True)
-            shown = np.array(
-                [
-                    (
-                        f" {sign[int(a > disagree)]} {t.table.id} ({fmt.apart(a)} apart)"
-                        if np.isfinite(a)
-                        else ""
-                    )
-                    for a in values
-                ],
-                dtype=object,
-            )
-            text[both] = shown[which.reshape(-1)]
+        text = _agreement_text(t.table, both, apart, disagree)
         held = np.where(both, held + text, np.where(take, t.table.id, held))
         if (
             t.table.factor == 1
@@ -177,6 +160,29 @@ def flop_evidence(
                     " are used; re-profile if the run was replayed inconsistently"
                 )
     return flop, flop_per_s, source.astype(object), held
+
+
+def _agreement_text(
+    table: OpcodeTable, both: np.ndarray, apart: np.ndarray, disagree: float
+) -> np.ndarray:
+    """The ledger's ``" = <table> (x % apart)"`` of the launches holding both the counters and the
+    opcode table (``both``): ``!=`` (a thread table) or ``<=`` (warp x 32, an upper bound of the
+    thread count) beyond ``disagree``; each distinct difference formatted once."""
+    sign = ("=", "!=") if table.factor == 1 else ("=", "<=")
+    text = np.full(len(both), "", dtype=object)
+    if both.any():
+        codes, values = pd.factorize(apart[both], use_na_sentinel=False)
+        shown = np.array(
+            [
+                f" {sign[int(a > disagree)]} {table.id} ({fmt.apart(a)} apart)"
+                if np.isfinite(a)
+                else ""
+                for a in values
+            ],
+            dtype=object,
+        )
+        text[both] = shown[codes]
+    return text
 
 
 def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -266,9 +272,9 @@ def alternatives_text(forms: list[tuple[str, np.ndarray]], n: int) -> np.ndarray
         text = np.where(first, label, text)
         other = held & ~first
         if other.any():
-            values, which = np.unique(_apart(ref[other], v[other]), return_inverse=True)
+            which, values = pd.factorize(_apart(ref[other], v[other]), use_na_sentinel=False)
             shown = np.array([f" = {label} ({fmt.apart(a)} apart)" for a in values], dtype=object)
-            text[other] = text[other] + shown[which.reshape(-1)]
+            text[other] = text[other] + shown[which]
         ref = np.where(first, v, ref)
     return text
 
