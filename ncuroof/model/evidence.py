@@ -131,17 +131,16 @@ def flop_evidence(
         used per launch (the table's id where it came from one), and the ledger text of the
         sources held (``"rate x time = sass_thread_opcodes (0.01 % apart)"``).
     """
-    held = np.where(source != "", source, "").astype(object)
-    title = precision.upper()
+    held, title = np.where(source != "", source, "").astype(object), precision.upper()
     for t in tables:
         value = t.flop[precision]
         take = np.isnan(flop) & t.held
         if t.table.assumption:
-            for i in np.flatnonzero(take & (value > 0)):
-                notes[i].append(
-                    f"{title} FLOPs from {t.table.metric} x {t.table.factor:g}:"
-                    f" {t.table.assumption}"
-                )
+            _add_note(
+                notes,
+                take & (value > 0),
+                f"{title} FLOPs from {t.table.metric} x {t.table.factor:g}: {t.table.assumption}",
+            )
         flop = np.where(take, value, flop)
         flop_per_s = np.where(take, _div(value, time_s), flop_per_s)
         source = np.where(take, t.table.id, source)
@@ -149,17 +148,32 @@ def flop_evidence(
         apart = _apart(flop, value)
         text = _agreement_text(t.table, both, apart, disagree)
         held = np.where(both, held + text, np.where(take, t.table.id, held))
-        if (
-            t.table.factor == 1
-        ):  # only a thread table counts what the counters count; warp x 32 is an upper bound
+        if t.table.factor == 1:  # only a thread table counts what the counters count
             for i in np.flatnonzero(both & (apart > disagree)):
                 notes[i].append(
-                    f"{SOURCES_DISAGREE}: {title} FLOPs {fmt.si(flop[i], 'FLOP')} from the counters"
-                    f" ({source[i]}) but {fmt.si(value[i], 'FLOP')} from {t.table.metric}"
-                    f" ({100 * apart[i]:.1f} % apart, more than {100 * disagree:g} %): the counters"
-                    " are used; re-profile if the run was replayed inconsistently"
+                    _disagreement(title, t.table, flop[i], value[i], source[i], disagree)
                 )
     return flop, flop_per_s, source.astype(object), held
+
+
+def _disagreement(
+    title: str, table: OpcodeTable, flop: float, value: float, source: str, disagree: float
+) -> str:
+    """The note of a launch whose FLOP counters and thread-opcode table are further apart than
+    ``disagree``."""
+    apart = _apart(np.array([flop]), np.array([value]))[0]
+    return (
+        f"{SOURCES_DISAGREE}: {title} FLOPs {fmt.si(flop, 'FLOP')} from the counters"
+        f" ({source}) but {fmt.si(value, 'FLOP')} from {table.metric}"
+        f" ({100 * apart:.1f} % apart, more than {100 * disagree:g} %): the counters"
+        " are used; re-profile if the run was replayed inconsistently"
+    )
+
+
+def _add_note(notes: list[list[str]], where: np.ndarray, note: str) -> None:
+    """Append ``note`` to the notes of the launches ``where`` (in place)."""
+    for i in np.flatnonzero(where):
+        notes[i].append(note)
 
 
 def _agreement_text(

@@ -822,7 +822,19 @@ def kernel_summary(
             if points is not None and len(points)
             else pd.DataFrame()
         )
-    out = _dot_columns(_totals(k), dots)
+    out = _ranked(_dot_columns(_totals(k), dots), k, focus, production_s, production_total_s)
+    return out[list(KERNEL_SUMMARY)[: list(KERNEL_SUMMARY).index("diagnosis")]]
+
+
+def _ranked(
+    out: pd.DataFrame,
+    k: pd.DataFrame,
+    focus: float,
+    production_s: pd.Series | None,
+    production_total_s: float | None,
+) -> pd.DataFrame:
+    """The kernels' shares of the total time (ncu's, or the production run's), sorted by time,
+    labelled and with the focus set (:func:`kernel_summary`)."""
     out["profiled_time_s"] = out["time_s"]
     total = float(k["time_s"].fillna(0.0).sum())
     if production_s is not None:
@@ -838,7 +850,7 @@ def kernel_summary(
     )
     out["kernel_label"] = _labels(out)
     out["in_focus"] = focus_set(out["time_s"], focus, total if production_s is not None else None)
-    return out[list(KERNEL_SUMMARY)[: list(KERNEL_SUMMARY).index("diagnosis")]]
+    return out
 
 
 def grid_sizes(dims: pd.Series) -> pd.Series:
