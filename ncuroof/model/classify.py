@@ -301,12 +301,26 @@ def classify(
     moved = live & (
         bind["main_precision"].notna() & (bind["main_precision"] != bind["precision"])
     ).to_numpy(bool)
-    placed[moved] = per_distinct(bind.loc[moved], ["precision", "main_precision"], _placed_note)
-    out["notes"] = [
-        [*parse_cell("notes", old), *(x for x in (t, p) if x)]
-        for old, t, p in zip(out["notes"].to_numpy(dtype=object), text, placed)
-    ]
+    moves = ["precision", "main_precision"]
+    placed[moved] = per_distinct(bind.loc[moved, moves], moves, _placed_note)
+    out["notes"] = _with_reasons(out["notes"].to_numpy(dtype=object), text, placed)
     return out
+
+
+def _with_reasons(notes: np.ndarray, text: np.ndarray, placed: np.ndarray) -> list[list[str]]:
+    """Each launch's notes (a new list) and then its bound reason and placement note where it has
+    them; the reasons of each distinct pair are gathered once."""
+    first, pair = distinct_codes(
+        [
+            pd.factorize(text, use_na_sentinel=False)[0],
+            pd.factorize(placed, use_na_sentinel=False)[0],
+        ]
+    )
+    extras = [tuple(x for x in (text[i], placed[i]) if x) for i in first]
+    return [
+        [*(old if isinstance(old, list) else parse_cell("notes", old)), *extras[c]]
+        for old, c in zip(notes, pair.tolist(), strict=True)
+    ]
 
 
 @dataclass
@@ -371,22 +385,19 @@ def _reasons(
         "waves_per_sm",
     ]  # only these: iterating Arrow text is slow
     text[v.is_lat] = per_distinct(
-        out.loc[v.is_lat], sol_cols, lambda r: _latency_reason(r, latency, small)
+        out.loc[v.is_lat, sol_cols], sol_cols, lambda r: _latency_reason(r, latency, small)
     )
-    text[v.is_roof] = per_distinct(
-        bind.loc[v.is_roof],
-        [
-            "bound",
-            "precision",
-            "level",
-            "ai_flop_per_byte",
-            "ridge_flop_per_byte",
-            "roof_fraction",
-            "achievable_roof_fraction",
-        ],
-        _roofline_reason,
-    )
-    text[v.is_sol] = per_distinct(out.loc[v.is_sol], sol_cols, _sol_only_reason)
+    roof_cols = [
+        "bound",
+        "precision",
+        "level",
+        "ai_flop_per_byte",
+        "ridge_flop_per_byte",
+        "roof_fraction",
+        "achievable_roof_fraction",
+    ]
+    text[v.is_roof] = per_distinct(bind.loc[v.is_roof, roof_cols], roof_cols, _roofline_reason)
+    text[v.is_sol] = per_distinct(out.loc[v.is_sol, sol_cols], sol_cols, _sol_only_reason)
     _unknown_reasons(text, v, out["sm_throughput_frac"].to_numpy(float))
     finite = np.isfinite(v.dram_frac)
     text[finite] = [_dram_reason(f, no_bound) for f in v.dram_frac[finite]]
@@ -396,10 +407,11 @@ def _reasons(
 def _unknown_reasons(text: np.ndarray, v: _Verdicts, sm: np.ndarray) -> None:
     """The note of a live launch whose bound is unknown: what it lacks (``text`` set in place)."""
     text[v.unknown & ~v.lone] = "bound unknown: no roofline point and no SpeedOfLight throughputs"
-    text[v.unknown & v.lone] = np.where(
-        np.isfinite(sm),
+    lone = v.unknown & v.lone
+    text[lone] = np.where(
+        np.isfinite(sm[lone]),
         "bound unknown: no roofline point, and only the SM throughput of ncu's SpeedOfLight "
         "(its memory throughput is missing)",
         "bound unknown: no roofline point, and only the memory "
         "throughput of ncu's SpeedOfLight (its SM throughput is missing)",
-    )[v.unknown & v.lone]
+    ).astype(object)
