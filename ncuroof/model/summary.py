@@ -615,10 +615,17 @@ def _weighted_means(k: pd.DataFrame, t: np.ndarray, out: pd.DataFrame) -> None:
         out[col] = (num / den.where(den > 0)).where(den > 0)
 
 
+def _text(col: pd.Series) -> pd.Series:
+    """``col`` as text, '' where missing (a text column without a round trip through objects)."""
+    if isinstance(col.dtype, pd.StringDtype):
+        return col.fillna("").astype(str)
+    return col.astype(object).where(col.notna(), "").astype(str)
+
+
 def _longest_launch(k: pd.DataFrame, col: str) -> pd.Series:
     """Per ``kernel_key``: the non-empty value of ``col`` of the longest launch (``time_s``) that has one; a key
     without one is absent."""
-    v = k[["kernel_key", "time_s"]].assign(_v=k[col].fillna("").astype(str))
+    v = k[["kernel_key", "time_s"]].assign(_v=_text(k[col]))
     v = v[v["_v"] != ""].sort_values("time_s", ascending=False, kind="stable")
     return v.drop_duplicates("kernel_key").set_index("kernel_key")["_v"]
 
@@ -626,7 +633,7 @@ def _longest_launch(k: pd.DataFrame, col: str) -> pd.Series:
 def most_time(k: pd.DataFrame, col: str) -> pd.Series:
     """Per ``kernel_key``: the non-empty value of ``col`` with the most launch time (``_t`` [s]); a
     key without one is absent."""
-    v = k[["kernel_key", "_t"]].assign(_v=k[col].fillna("").astype(str))
+    v = k[["kernel_key", "_t"]].assign(_v=_text(k[col]))
     v = v[v["_v"] != ""].groupby(["kernel_key", "_v"], sort=False)["_t"].sum().reset_index()
     return (
         v.sort_values("_t", ascending=False, kind="stable")
