@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from conftest import REPORTS, kernels_of, needs_ncu_report, shared
 
-from ncuroof.schema import cell_text, parse_sources
+from ncuroof.schema import cell_text, from_text, parse_sources
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +101,7 @@ def _kernels(**over) -> pd.DataFrame:
         "ceiling_sources": "",
     }
     base.update(over)
-    return pd.DataFrame([base])
+    return from_text(pd.DataFrame([base]))  # roof sources and notes as data, as in a table
 
 
 def test_fill_from_datasheet_keeps_report_roofs_and_labels_each(gpus) -> None:
@@ -160,7 +160,10 @@ def test_gpu_option_and_user_roofs(gpus) -> None:
         == k.loc[0, "peak_tensor_src_fp16_dst_fp32_flop_per_s"]
         == 5e12
     )
-    assert k.loc[0, "peak_dram_bytes_per_s"] == 2e11 and "dram:user" in k.loc[0, "ceiling_sources"]
+    assert (
+        k.loc[0, "peak_dram_bytes_per_s"] == 2e11
+        and ("dram", "user") in k.loc[0, "ceiling_sources"]
+    )
     with pytest.raises(InputError, match="not in the datasheet catalog"):
         fill_ceilings(_kernels(), gpus, gpu="Voodoo 3")
     with pytest.raises(ValueError, match="unknown roof names"):
@@ -216,7 +219,7 @@ def test_achievable_roofs_from_measurements_and_the_user(gpus) -> None:
     # A10G has no published measurement: nothing achievable unless the user gives it.
     k = fill_ceilings(_kernels(), gpus)
     assert (
-        np.isnan(k.loc[0, "achievable_dram_bytes_per_s"]) and k.loc[0, "achievable_sources"] == ""
+        np.isnan(k.loc[0, "achievable_dram_bytes_per_s"]) and k.loc[0, "achievable_sources"] == ()
     )
     # A measured tensor roof reaches the datapaths whose datasheet key it names.
     spec = dataclasses.replace(
@@ -304,7 +307,7 @@ def test_sass_hmma_work_gets_the_datasheet_dense_fp16_roof() -> None:
     assert row["sm_clock_hz"] < gpus.by_device(row["device_name"]).boost_hz and row[
         "peak_tensor_sass_hmma_flop_per_s"
     ] == pytest.approx(peak)
-    assert "tensor_sass_hmma:datasheet" in row["ceiling_sources"]
+    assert ("tensor_sass_hmma", "datasheet") in row["ceiling_sources"]
     notes = cell_text("notes", row["notes"])
     assert (
         "tensor sass_hmma roof = datasheet FP16 312 TFLOP/s" in notes and "(confidence L)" in notes
@@ -330,7 +333,7 @@ def test_sass_hmma_work_gets_the_datasheet_dense_fp16_roof() -> None:
     user = _hmma_analysis(peak_flops={"tensor": 100e12})[0].set_index("launch_id").loc[0]
     assert (
         user["peak_tensor_sass_hmma_flop_per_s"] == 100e12
-        and "tensor_sass_hmma:user" in user["ceiling_sources"]
+        and ("tensor_sass_hmma", "user") in user["ceiling_sources"]
     )
     assert user["roof_fraction"] == pytest.approx(
         fps
@@ -436,7 +439,7 @@ def test_published_achievable_bandwidth_on_real_reports(
     spec = gpus.by_device(a.kernels["device_name"].iat[0])
     assert spec.achievable()["dram"].value == bandwidth
     assert (a.kernels["achievable_dram_bytes_per_s"] == bandwidth).all()
-    assert (a.kernels["achievable_sources"] == "dram:measured").all()
+    assert all(c == (("dram", "measured"),) for c in a.kernels["achievable_sources"])
     assert all(
         "achievable DRAM roof" in cell_text("notes", n) and "issue 21" in cell_text("notes", n)
         for n in a.kernels["notes"]
@@ -495,9 +498,9 @@ def test_user_achievable_roofs_on_an_h100_report(gpus) -> None:
         q: m.value
         for q, m in gpus.by_device(plain.kernels["device_name"].iat[0]).achievable().items()
     } == {"dram": 1.86e12}
-    assert (plain.kernels["achievable_dram_bytes_per_s"] == 1.86e12).all() and (
-        plain.kernels["achievable_sources"] == "dram:measured"
-    ).all()
+    assert (plain.kernels["achievable_dram_bytes_per_s"] == 1.86e12).all() and all(
+        c == (("dram", "measured"),) for c in plain.kernels["achievable_sources"]
+    )
     assert plain.kernels["achievable_roof_fraction"].to_numpy() == pytest.approx(
         (plain.kernels["dram_bytes_per_s"] / 1.86e12).to_numpy(), rel=1e-9
     )

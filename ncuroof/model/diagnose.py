@@ -43,19 +43,15 @@ import pandas as pd
 from .. import fmt
 from ..catalog import Catalog, GpuCatalog, PipeCatalog, load_gpus
 from ..catalog import load as load_catalog
-from ..parser.csv import NA_NOTE
 from ..schema import (
-    INCONSISTENT,
     KERNEL_SUMMARY,
     flop_name,
-    parse_cell,
     precision_title,
     tensor_path,
     work_unit,
 )
 from .classify import binding_points
 from .distinct import distinct_rows
-from .evidence import L2_READS_ONLY, SOURCES_DISAGREE
 from .speed_of_light import instruction_verdict
 from .summary import grid_sizes, keys_of
 
@@ -721,25 +717,8 @@ def launch_flags(
     for i in np.flatnonzero(status == "corrupt_record"):
         out[i].append(("corrupt_record", "the input is damaged (see notes), not plotted"))
     for i, cell in enumerate(kernels["notes"]):
-        notes = parse_cell("notes", cell)
-        if not any(
-            str(n).startswith((NA_NOTE, INCONSISTENT, SOURCES_DISAGREE, L2_READS_ONLY))
-            for n in notes
-        ):  # most launches: no flag from their notes
-            continue
-        notes = [str(n) for n in notes]
-        if any(n.startswith(NA_NOTE) for n in notes):
-            out[i].append(("na_metrics", "see notes"))
-        if any(n.startswith(INCONSISTENT) for n in notes):
-            out[i].append(("inconsistent_read", "see notes; check it with --reader ncu_report"))
-        out[i] += [
-            (code, "see notes")
-            for prefix, code in (
-                (SOURCES_DISAGREE, "sources_disagree"),
-                (L2_READS_ONLY, "l2_reads_only"),
-            )
-            if any(n.startswith(prefix) for n in notes)
-        ]
+        codes = {getattr(n, "code", "") for n in cell} if isinstance(cell, list) else ()
+        out[i] += [(code, text) for code, text in _NOTE_FLAGS.items() if code in codes]
     time_s = kernels["time_s"].to_numpy(float)
     held = evidence_facts(kernels)
     sm, mem = (
@@ -781,6 +760,15 @@ def launch_flags(
             )
         )
     return pd.Series(out, index=kernels.index, dtype=object)
+
+
+#: The flags a launch's coded notes raise (:data:`ncuroof.schema.NOTE_CODES`), in this order.
+_NOTE_FLAGS = {
+    "na_metrics": "see notes",
+    "inconsistent_read": "see notes; check it with --reader ncu_report",
+    "sources_disagree": "see notes",
+    "l2_reads_only": "see notes",
+}
 
 
 def _missing_text(flop: bool, byts: bool, time_s: float, sm: float, mem: float) -> str:
@@ -1107,7 +1095,7 @@ def diagnose_kernels(
     s["advice"] = [r[2] for r in res]
     spread = float(catalog.thresholds["diagnosis"]["clock_spread"])
     flags = k.groupby("kernel_key")["flags"].agg(
-        lambda x: list(dict.fromkeys(tuple(f) for v in x for f in parse_cell("flags", v)))
+        lambda x: list(dict.fromkeys(tuple(f) for v in x if isinstance(v, list) for f in v))
     )
     out = []
     for r in s.itertuples(index=False):

@@ -19,6 +19,7 @@ import pandas as pd
 
 from .. import fmt
 from ..catalog import Catalog, OpcodeTable, Recipe
+from ..schema import L2_READS_ONLY, SOURCES_DISAGREE, Note
 
 __all__ = [
     "alternatives_text",
@@ -31,10 +32,8 @@ __all__ = [
     "ledger_text",
 ]
 
-#: Start of the note of a launch whose sources of one quantity disagree (flag ``sources_disagree``).
-SOURCES_DISAGREE = "sources disagree"
-#: Start of the note of a launch whose L2 bytes are 0 under a reads-only definition while its write counters hold bytes (flag ``l2_reads_only``).
-L2_READS_ONLY = "L2 reads only"
+# SOURCES_DISAGREE and L2_READS_ONLY (ncuroof.schema): the words of the notes this module writes, as
+# Notes with codes ``sources_disagree`` and ``l2_reads_only`` (flags of the same names).
 
 _NAN = np.nan
 
@@ -170,10 +169,14 @@ def flop_evidence(
         ):  # only a thread table counts what the counters count; warp x 32 is an upper bound
             for i in np.flatnonzero(both & (apart > disagree)):
                 notes[i].append(
-                    f"{SOURCES_DISAGREE}: {title} FLOPs {fmt.si(flop[i], 'FLOP')} from the counters"
-                    f" ({source[i]}) but {fmt.si(value[i], 'FLOP')} from {t.table.metric}"
-                    f" ({100 * apart[i]:.1f} % apart, more than {100 * disagree:g} %): the counters"
-                    " are used; re-profile if the run was replayed inconsistently"
+                    Note(
+                        "sources_disagree",
+                        f"{SOURCES_DISAGREE}: {title} FLOPs {fmt.si(flop[i], 'FLOP')} from the"
+                        f" counters ({source[i]}) but {fmt.si(value[i], 'FLOP')} from"
+                        f" {t.table.metric} ({100 * apart[i]:.1f} % apart, more than"
+                        f" {100 * disagree:g} %): the counters are used; re-profile if the run was"
+                        " replayed inconsistently",
+                    )
                 )
     return flop, flop_per_s, source.astype(object), held
 
@@ -221,10 +224,13 @@ def l2_write_evidence(
     reads_only = (definition == "ncu-legacy") & (l2_bytes == 0) & (writes > 0)
     for i in np.flatnonzero(reads_only):
         notes[i].append(
-            f"{L2_READS_ONLY}: l2_bytes = 0 under the ncu-legacy definition"
-            f" (l1tex__m_xbar2l1tex_read_bytes, L2 -> L1 reads only) while {label[i]} ="
-            f" {fmt.si(writes[i], 'B')} were written to L2: this launch's L2 traffic is writes;"
-            " --traffic nersc (lts__t_bytes) counts them"
+            Note(
+                "l2_reads_only",
+                f"{L2_READS_ONLY}: l2_bytes = 0 under the ncu-legacy definition"
+                f" (l1tex__m_xbar2l1tex_read_bytes, L2 -> L1 reads only) while {label[i]} ="
+                f" {fmt.si(writes[i], 'B')} were written to L2: this launch's L2 traffic is writes;"
+                " --traffic nersc (lts__t_bytes) counts them",
+            )
         )
     missing = ~(peak > 0) & ~np.isnan(l2_bytes)
     peak_label = np.full(n, "", dtype=object)

@@ -46,6 +46,7 @@ import pandas as pd
 
 from ..catalog import Catalog, CsvRules, limits, load_csv_rules, over_limit
 from ..errors import InputError, ReportFormatError
+from ..schema import NA_NOTE  # the words of the na_metrics note (ncuroof.schema.NOTE_CODES)
 from .merge import merge
 
 __all__ = ["read_csv", "read_session", "sniff", "function_name", "Session"]
@@ -63,8 +64,6 @@ _META = {
     "CC": "cc",
 }
 _NA = ("n/a", "N/A", "nan", "NaN")
-#: How a launch's notes start the note naming the metrics ncu printed as n/a (the diagnosis flags it).
-NA_NOTE = "n/a in the CSV (missing, not 0)"
 _SESSION_FIRST = (
     b"Launch Settings",
     b"Session Info",

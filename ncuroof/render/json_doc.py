@@ -34,9 +34,9 @@ from ..schema import (
     LEVELS,
     PRECISIONS,
     Column,
+    distinct_sources,
     flop_name,
     parse_cell,
-    parse_sources,
     tensor_columns,
     tensor_paths,
 )
@@ -203,8 +203,8 @@ def _roof_sources(kernels: pd.DataFrame, col: str) -> dict[str, str]:
     out: dict[str, list[str]] = {}
     if col not in kernels.columns:
         return {}
-    for cell in kernels[col].dropna().astype(str).unique():
-        for name, src in parse_sources(cell).items():
+    for cell in distinct_sources(kernels[col]):
+        for name, src in cell.items():
             out.setdefault(name, [])
             if src not in out[name]:
                 out[name].append(src)

@@ -13,7 +13,7 @@ import pandas as pd
 
 from .. import fmt
 from ..collector import ncu as collector
-from ..schema import parse_cell, parse_sources
+from ..schema import distinct_sources, parse_cell
 
 __all__ = [
     "collection_text",
@@ -136,8 +136,8 @@ def _achievable_text(kernels: pd.DataFrame) -> str:
     if "achievable_sources" not in kernels.columns:
         return ""
     by_source: dict[str, set[str]] = {}
-    for cell in kernels["achievable_sources"].dropna().astype(str).unique():
-        for name, source in parse_sources(cell).items():
+    for cell in distinct_sources(kernels["achievable_sources"]):
+        for name, source in cell.items():
             by_source.setdefault(source, set()).add(name)
     what = {
         "measured": "published measurement, metrics/gpus.toml, cited in notes",
