@@ -73,7 +73,8 @@ def kernels_table(
     k["flop_source"] = "count"
     k["tensor_source"] = ""
     k["peak_source"] = "report"
-    k["ceiling_sources"] = "fp64:report,fp32:report,fp16:report,l1:report,l2:report,dram:report"
+    report = tuple((r, "report") for r in ("fp64", "fp32", "fp16", "l1", "l2", "dram"))
+    k["ceiling_sources"] = pd.Series([report] * len(k), index=k.index, dtype=object)
     k["datasheet_gpu"] = ""
     k["ncu_version"] = "synthetic"
     k["bound"] = np.where(ai_dram[kid] < PEAK["fp32"] / BW["dram"], "memory", "compute")

@@ -224,6 +224,11 @@ def test_a_counter_and_its_opcode_table_disagreeing_is_a_flag() -> None:
         k["fp32_flop"], 2 * 1_074_790_400 + 1_048_576, rtol=1e-9
     )  # the counters are kept
     assert all(any(n.startswith(SOURCES_DISAGREE) for n in notes) for notes in k["notes"])
+    # the note carries its code where it is decided: the flag reads the code, not the words
+    assert all(
+        [getattr(n, "code", "") for n in notes].count("sources_disagree") >= 1
+        for notes in k["notes"]
+    )
     flags = diagnose.launch_flags(k, calculator.compute_points(k), cat.thresholds["diagnosis"])
     assert all("sources_disagree" in [c for c, _ in f] for f in flags)
     assert "sources_disagree" in diagnose.FLAG_CODES
