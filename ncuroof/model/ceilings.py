@@ -165,11 +165,7 @@ def fill_ceilings(
     paths = tensor_paths(k.columns, "peak")
     sets, devices = _Sets.of(k, "ceiling_sources"), _devices(k)
     spec_of = {d: _spec_for(d, gpus, forced) for d in pd.unique(devices)}
-    datasheet = np.full(len(k), "", dtype=object)
-    for device, spec in spec_of.items():
-        if spec is not None:
-            filled = _apply_datasheet(k, np.flatnonzero(devices == device), spec, gpus, paths, sets)
-            datasheet[filled] = spec.id
+    datasheet = _datasheet_roofs(k, gpus, spec_of, devices, paths, sets)
     _apply_user(k, sets, _user_roofs(flops, bandwidth, paths), "peak_")
     _no_roof_notes(k, devices, spec_of, sets, gpus)
     _beyond_datasheet(k, sets, catalog if catalog is not None else load_catalog())
@@ -177,6 +173,24 @@ def fill_ceilings(
     k["datasheet_gpu"], k["notes"] = datasheet, sets.notes
     specs = {d: s for d, s in spec_of.items() if s is not None}
     return fill_achievable(k, gpus, specs, achievable_flops, achievable_bandwidth, paths)
+
+
+def _datasheet_roofs(
+    k: pd.DataFrame,
+    gpus: GpuCatalog,
+    spec_of: dict[str, GpuSpec | None],
+    devices: np.ndarray,
+    paths: list[str],
+    sets: _Sets,
+) -> np.ndarray:
+    """Fill the roofs each launch lacks from its device's datasheet ``spec_of`` (in place); return
+    the ``datasheet_gpu`` column: the entry of the launches that took a roof from one, else ''."""
+    datasheet = np.full(len(k), "", dtype=object)
+    for device, spec in spec_of.items():
+        if spec is not None:
+            filled = _apply_datasheet(k, np.flatnonzero(devices == device), spec, gpus, paths, sets)
+            datasheet[filled] = spec.id
+    return datasheet
 
 
 def _check_names(

@@ -164,21 +164,32 @@ def flop_evidence(
             )
             text[both] = shown[which.reshape(-1)]
         held = np.where(both, held + text, np.where(take, t.table.id, held))
-        if (
-            t.table.factor == 1
-        ):  # only a thread table counts what the counters count; warp x 32 is an upper bound
+        if t.table.factor == 1:  # only a thread table counts what the counters count
             for i in np.flatnonzero(both & (apart > disagree)):
                 notes[i].append(
-                    Note(
-                        "sources_disagree",
-                        f"{SOURCES_DISAGREE}: {title} FLOPs {fmt.si(flop[i], 'FLOP')} from the"
-                        f" counters ({source[i]}) but {fmt.si(value[i], 'FLOP')} from"
-                        f" {t.table.metric} ({100 * apart[i]:.1f} % apart, more than"
-                        f" {100 * disagree:g} %): the counters are used; re-profile if the run was"
-                        " replayed inconsistently",
-                    )
+                    _disagree_note(title, (flop[i], source[i]), value[i], apart[i], t, disagree)
                 )
     return flop, flop_per_s, source.astype(object), held
+
+
+def _disagree_note(
+    title: str,
+    counted: tuple[float, str],
+    value: float,
+    apart: float,
+    t: OpcodeFlops,
+    disagree: float,
+) -> Note:
+    """The ``sources_disagree`` note of a launch whose counters (``counted``: FLOPs and their
+    source) and thread-opcode table ``t`` (``value`` [FLOP]) are ``apart`` by more than ``disagree``."""
+    flop, source = counted
+    return Note(
+        "sources_disagree",
+        f"{SOURCES_DISAGREE}: {title} FLOPs {fmt.si(flop, 'FLOP')} from the counters ({source})"
+        f" but {fmt.si(value, 'FLOP')} from {t.table.metric} ({100 * apart:.1f} % apart, more"
+        f" than {100 * disagree:g} %): the counters are used; re-profile if the run was replayed"
+        " inconsistently",
+    )
 
 
 def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
