@@ -741,9 +741,10 @@ def to_text(df: pd.DataFrame) -> pd.DataFrame:
     for name in LIST_COLUMNS:
         if name in out.columns:
             out[name] = [cell_text(name, c) for c in out[name]]
-    for name in SOURCE_COLUMNS:
+    for name in SOURCE_COLUMNS:  # dtype 'string', as the text columns they were before issue 31
         if name in out.columns:
-            out[name] = _each_distinct(name, out[name], cell_text)
+            text = _each_distinct(name, out[name], cell_text)
+            out[name] = pd.Series(text, index=out.index, dtype="string")
     return out
 
 
@@ -1080,7 +1081,7 @@ WHATIF: dict[str, Column] = {
 #: them out for a reader or a file. Size: a row per roof a launch has (about 7 to 14), ~40 B a row
 #: (categorical names and sources): ~5 MB at 10,000 launches, ~50 MB at 100,000, built on request.
 ROOFS: dict[str, Column] = {
-    "source": RAW_META["source"],
+    "source": Column("category", "", RAW_META["source"].description),
     "launch_id": RAW_META["launch_id"],
     "kind": Column("category", "", "peak (the roof) or achievable (what a benchmark sustained)"),
     "roof": Column(
@@ -1098,7 +1099,7 @@ ROOFS: dict[str, Column] = {
     "confidence": Column(
         "category", "", "metrics/gpus.toml confidence of a datasheet roof or measurement, else ''"
     ),
-    "datasheet_gpu": Column("string", "", "metrics/gpus.toml entry of a datasheet roof, else ''"),
+    "datasheet_gpu": Column("category", "", "metrics/gpus.toml entry of a datasheet roof, else ''"),
 }
 
 #: The files ncuroof writes besides the tables of ``ncuroof.parser.tables_io.TABLES`` (each table as

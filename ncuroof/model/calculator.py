@@ -45,7 +45,7 @@ from .evidence import (
     ledger_text,
     opcode_flops,
 )
-from .roofs import objects, report_sets, sources_of
+from .roofs import Factorized, objects, report_sets
 from .speed_of_light import apply_speed_of_light, hot_pipe, launch_floor
 
 __all__ = [
@@ -947,19 +947,18 @@ def _point_work(kernels: pd.DataFrame) -> list[_PointWork]:
 
 class _Sources:
     """The roof sets of a roof-sources column (:data:`ncuroof.schema.SOURCE_COLUMNS`): each roof's
-    source per launch, found once per distinct set (:func:`ncuroof.model.roofs.sources_of`)."""
+    source per launch, found once per distinct set (:class:`ncuroof.model.roofs.Factorized`)."""
 
     def __init__(self, kernels: pd.DataFrame, column: str) -> None:
         n = len(kernels)
-        self.cells = (
-            kernels[column].to_numpy(dtype=object) if column in kernels.columns else objects([], n)
-        )
+        cells = kernels[column].to_numpy(dtype=object) if column in kernels.columns else None
+        self.sets = Factorized.of(cells if cells is not None else objects([], n))
         self.by_roof: dict[str, np.ndarray] = {}
 
     def get(self, idx: np.ndarray, name: str) -> np.ndarray:
         """The source of roof ``name`` ('' without one) of the launches ``idx``."""
         if name not in self.by_roof:
-            self.by_roof[name] = sources_of(self.cells, name)
+            self.by_roof[name] = self.sets.source(name)
         return self.by_roof[name][idx]
 
 

@@ -27,7 +27,7 @@ from ..catalog import load as load_catalog
 from ..errors import InputError
 from ..parser.validate import roof_damage
 from ..schema import LEVELS, PRECISIONS, Note, tensor_columns, tensor_paths
-from .roofs import has_any, objects, set_source, source_kinds, sources_of
+from .roofs import Factorized, has_any, objects, set_source, source_kinds
 
 __all__ = ["fill_ceilings", "fill_achievable", "parse_peak", "SOURCES", "FLOP_ROOFS"]
 
@@ -341,11 +341,11 @@ def _beyond_datasheet(k: pd.DataFrame, sets: _Sets, cat: Catalog) -> None:
     """Mark the ``ok`` launches whose FLOP/s or B/s exceed a datasheet roof by more than
     ``max_roof_multiple`` as damaged records (in place: ``status``, ``notes``)."""
     ok = (k["status"] == "ok").to_numpy()
-    rates, peaks = {}, {}
+    rates, peaks, sources = {}, {}, Factorized.of(sets.cells)
     for key, unit in [*((p, "flop") for p in PRECISIONS), *((lv, "bytes") for lv in LEVELS)]:
         if f"{key}_{unit}_per_s" not in k.columns or f"peak_{key}_{unit}_per_s" not in k.columns:
             continue
-        sheet = ok & (sources_of(sets.cells, key) == "datasheet")
+        sheet = ok & (sources.source(key) == "datasheet")
         rates[f"{key}_{unit}"] = k[f"{key}_{unit}_per_s"].to_numpy(float)
         peaks[f"{key}_{unit}"] = np.where(
             sheet, k[f"peak_{key}_{unit}_per_s"].to_numpy(float), np.nan

@@ -12,6 +12,7 @@ every function here works once per distinct set and maps the result back by fact
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -25,6 +26,7 @@ __all__ = [
     "report_sets",
     "set_source",
     "sources_of",
+    "Factorized",
     "source_kinds",
     "has_any",
     "roof_table",
@@ -78,9 +80,29 @@ def set_source(cells: np.ndarray, idx: np.ndarray, name: str, source: str) -> np
     return out
 
 
+@dataclass
+class Factorized:
+    """A roof-sources column factorized once: each launch's code into its distinct roof sets."""
+
+    codes: np.ndarray
+    sets: list[RoofSet]
+
+    @classmethod
+    def of(cls, cells: np.ndarray) -> Factorized:
+        """The distinct roof sets of ``cells`` (a missing cell is the empty set)."""
+        codes, uniques = pd.factorize(cells, use_na_sentinel=False)
+        return cls(codes, [_as_set(u) for u in uniques])
+
+    def source(self, name: str) -> np.ndarray:
+        """The source of roof ``name`` of every launch ('' without one), an object array."""
+        per = objects(dict(s).get(name, "") for s in self.sets)
+        return per[self.codes] if len(per) else objects([], len(self.codes))
+
+
 def sources_of(cells: np.ndarray, name: str) -> np.ndarray:
-    """The source of roof ``name`` of every launch ('' without one), an object array."""
-    return _per_set(cells, lambda roofs: dict(roofs).get(name, ""))
+    """The source of roof ``name`` of every launch ('' without one), an object array (to ask for
+    several roofs, factorize once: :class:`Factorized`)."""
+    return Factorized.of(cells).source(name)
 
 
 def source_kinds(cells: np.ndarray) -> np.ndarray:
@@ -98,7 +120,9 @@ def has_any(cells: np.ndarray) -> np.ndarray:
 
 def _roof_rows(kernels: pd.DataFrame, kind: str, column: str) -> list[pd.DataFrame]:
     """One frame per roof name of the ``kind`` roofs (peak or achievable) with a value or a source."""
-    cells = kernels[column].to_numpy(dtype=object) if column in kernels.columns else None
+    cells = (
+        Factorized.of(kernels[column].to_numpy(dtype=object)) if column in kernels.columns else None
+    )
     names = [*PRECISIONS, *LEVELS] + [
         c[len("peak_") : -len("_flop_per_s")]
         for c in kernels.columns
@@ -109,7 +133,7 @@ def _roof_rows(kernels: pd.DataFrame, kind: str, column: str) -> list[pd.DataFra
         unit = "bytes" if name in LEVELS else "flop"
         values = kernels.get(f"{kind}_{name}_{unit}_per_s")
         values = values.to_numpy(float) if values is not None else np.full(len(kernels), np.nan)
-        src = sources_of(cells, name) if cells is not None else np.full(len(kernels), "", object)
+        src = cells.source(name) if cells is not None else np.full(len(kernels), "", object)
         keep = np.isfinite(values) | (src != "")
         if keep.any():
             frames.append(
@@ -134,17 +158,14 @@ def _confidence(long: pd.DataFrame, gpus: GpuCatalog | None) -> np.ndarray:
     if gpus is None:
         return out
     keyed = long.groupby(["datasheet_gpu", "device_name"], sort=False, dropna=False).indices
+    src, roof = (long[c].to_numpy(dtype=object) for c in ("roof_source", "roof"))
     for (gpu, device), at in keyed.items():
         spec = gpus.by_name(gpu) if gpu else gpus.by_device(device) if device else None
         if spec is None:
             continue
-        measured = spec.achievable()
-        for j in at:
-            src, roof = long["roof_source"].iat[j], long["roof"].iat[j]
-            if src == "datasheet":
-                out[j] = spec.confidence
-            elif src == "measured" and roof in measured:
-                out[j] = measured[roof].confidence
+        out[at[src[at] == "datasheet"]] = spec.confidence
+        for quantity, m in spec.achievable().items():
+            out[at[(src[at] == "measured") & (roof[at] == quantity)]] = m.confidence
     return out
 
 
