@@ -640,13 +640,10 @@ def doctor() -> None:
     Exit 0 when everything needed is there, 1 when a check failed, 2 when ncu is missing.
     """
     from .collector import ncu as collector
+    from .render import text
 
     checks = collector.doctor()
-    for c in checks:
-        mark = {True: "ok  ", False: "FAIL", None: "?   "}[c.ok]
-        _echo(f"{mark} {c.name}: {c.detail}")
-        if c.fix and c.ok is not True:
-            _echo(f"     fix: {c.fix}")
+    _echo(text.doctor_text(checks), nl=False)
     if any(c.name == "ncu" and c.ok is False for c in checks):
         raise NcuNotFoundError("ncu not found or unusable; see the fix above")
     if any(c.ok is False for c in checks):
