@@ -621,7 +621,8 @@ def profile(
     from . import api
     from .render import text
 
-    cmd = tuple(c for c in cmd if c != "--") if cmd and cmd[0] == "--" else cmd
+    # Only the separator goes: a "--" of the program's own arguments is passed on.
+    cmd = cmd[1:] if cmd and cmd[0] == "--" else cmd
     options = _options(fields)
     echo = (lambda line: None) if quiet else (lambda line: _echo(line, err=True))
     res = api.profile_run(list(cmd), output, ncu=ncu_path, echo=echo, extra=ncu_args, **fields)
