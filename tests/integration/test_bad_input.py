@@ -6,29 +6,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import needs_ncu_report, shared
 
-NCUROOF = [sys.executable, "-m", "ncuroof"]
-
-
-def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*NCUROOF, *args], capture_output=True, text=True, cwd=cwd, timeout=120)
-
-
-def assert_clean_failure(
-    proc: subprocess.CompletedProcess[str], path: Path | str, outdir: Path | None = None
-) -> None:
-    assert proc.returncode == 2, proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, proc.stderr
-    assert "Traceback" not in proc.stderr
-    assert str(path) in lines[0]
-    if outdir is not None:
-        assert not outdir.exists()
+from tests.helpers.cli import NCUROOF, assert_clean_failure, run
+from tests.helpers.reports import needs_ncu_report, shared
 
 
 def test_missing_file(tmp_path: Path) -> None:

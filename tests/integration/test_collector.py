@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import needs_ncu_report, shared
 
 import ncuroof
 from ncuroof import catalog, cli
 from ncuroof.collector import ncu as collector
 from ncuroof.collector.ncu import ProfileOptions, build_command, metric_list
+from tests.helpers.reports import needs_ncu_report, shared
 
 FAKE = Path(__file__).resolve().parent / "fake_ncu"
 #: The stand-in's versions (tests/fake_ncu/ncu): the report suffix ncu writes by default for each.

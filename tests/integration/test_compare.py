@@ -8,8 +8,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import needs_ncu_report, shared
-from test_bad_input import assert_clean_failure, run
+
+from tests.helpers.cli import assert_clean_failure, run
+from tests.helpers.reports import needs_ncu_report, shared
 
 
 @pytest.mark.parametrize(

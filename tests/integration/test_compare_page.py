@@ -9,11 +9,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import needs_ncu_report, shared
-from test_page import ARTIFACTS, browser  # noqa: F401 - the Chromium fixture
-from test_page import _open as open_page
 
 import ncuroof
+from tests.helpers.browser import ARTIFACTS, open_page
+from tests.helpers.reports import needs_ncu_report, shared
 
 STATE_JS = """() => { const gd = document.querySelector('.plotly-graph-div');
   const roofs = gd._fullData.filter(t => t.meta && t.meta.role === 'roof');

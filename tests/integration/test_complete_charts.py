@@ -11,9 +11,7 @@ runs in Chromium on the rendered page.
 
 from __future__ import annotations
 
-import base64
 import itertools
-import json
 import math
 import re
 from pathlib import Path
@@ -21,12 +19,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import REPORTS, ncu_metrics, needs_ncu_report, shared
-from test_page import browser  # noqa: F401 - a pytest fixture
 
 import ncuroof
 from ncuroof import catalog, parser
 from ncuroof.render.viewcontract import visible
+from tests.helpers.figures import arr, figure_of
+from tests.helpers.reports import REPORTS, ncu_metrics, needs_ncu_report, shared
 
 CUTLASS = "cutlass-panjd123__4f3955ed3c_report.ncu-rep"
 GEMM = "Cuda_Gemm_Practice__gemm_v9.ncu-rep"
@@ -36,23 +34,6 @@ _INSTRUCTIONS_ONLY = re.compile(
     r"ncu_version|input_notes|device__attribute_.*|launch__.*|gpu__time_duration\.sum|smsp__inst_executed\.sum|"
     r"l1tex__t_sectors_pipe_lsu_mem_.*|lts__t_sectors\.sum|dram__sectors_(read|write)\.sum)$"
 )
-
-
-def arr(v: object) -> np.ndarray:
-    """A figure JSON array: a list, or plotly's typed array ``{"dtype": "f4", "bdata": base64}``."""
-    if isinstance(v, dict):
-        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"])).astype(float)
-    return np.asarray([np.nan if e is None else e for e in v], dtype=float)
-
-
-def figure_of(page: Path) -> tuple[list[dict], dict]:
-    """The data and layout of the roofline figure, parsed from the page's ``Plotly.newPlot`` call."""
-    html = page.read_text(encoding="utf-8")
-    m = re.search(r'Plotly\.newPlot\(\s*"roofline",\s*', html)
-    dec = json.JSONDecoder()
-    data, j = dec.raw_decode(html, m.end())
-    layout, _ = dec.raw_decode(html, html.index("{", j))
-    return data, layout
 
 
 def _states(layout: dict) -> list[dict]:
@@ -391,7 +372,7 @@ def test_rendered_page_holds_every_dot_under_its_roof(
     report (and of it with its IMMA opcodes relabelled HMMA, the A40 case): each drawn dot inside the
     plot area and the rendered axis ranges, under a drawn flat roof of its precision (single-launch
     kernels: a kernel's dot is its launch's point)."""
-    from test_page import _open
+    from tests.helpers.browser import open_page as _open
 
     name = "cutlass-panjd123__4fb3ff3f6a_report-s8.ncu-rep"
     if relabel:
@@ -484,8 +465,8 @@ def test_focus_sentence_counts_kernels_without_a_dot(tmp_path: Path) -> None:
     """The page's 'the chart shows the N kernels' sentence says how many of them have no dot: the
     largest synthetic kernel with its FLOP counters removed is in the focus set but not on the chart.
     """
-    import synthetic
-    from test_page import _page
+    from tests.helpers import synthetic
+    from tests.integration.test_page import _page
 
     k = synthetic.kernels_table(200, 12, seed=2)
     top = k.groupby("kernel_demangled")["time_s"].sum().idxmax()
@@ -526,7 +507,7 @@ def test_rendered_instruction_legend_lists_what_is_drawn(
     """In Chromium, the instruction-only page opens on the instruction roofline: its legend names
     exactly the traces with a drawn line or drawn points (the issue roof, the DRAM wall, the dots of
     each level), and every drawn dot lies inside the plot area."""
-    from test_page import _open
+    from tests.helpers.browser import open_page as _open
 
     page, errors = _open(browser, _instructions_only(tmp_path, monkeypatch) / "roofline.html")
     got = page.evaluate("""() => { const gd = document.getElementById('roofline');

@@ -11,13 +11,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import REPO, REPORTS, needs_ncu_report, needs_shared, shared
 
 import ncuroof
 from ncuroof import catalog, parser, schema
 from ncuroof.errors import ReportFormatError
 from ncuroof.parser import nvr, verify
 from ncuroof.parser.ncu_rep import read_ncu_rep
+from tests.helpers.reports import REPO, REPORTS, needs_ncu_report, needs_shared, shared
 
 NCUROOF = [sys.executable, "-m", "ncuroof"]
 

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import REPO, needs_ncu_report, shared
 
 import ncuroof
 from ncuroof.errors import InputError
 from ncuroof.parser import tables_io
 from ncuroof.runs import fleet
+from tests.helpers.reports import REPO, needs_ncu_report, shared
 
 pytestmark = needs_ncu_report
 

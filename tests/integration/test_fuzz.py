@@ -15,11 +15,9 @@ import struct
 import warnings
 from pathlib import Path
 
-import fuzz
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import needs_ncu_report, shared
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -29,6 +27,8 @@ from ncuroof.parser import ncu_rep, read_csv
 from ncuroof.parser.contained import read_launches
 from ncuroof.parser.validate import check_values, roof_violations
 from ncuroof.render.page import write_outputs
+from tests.helpers import fuzz
+from tests.helpers.reports import needs_ncu_report, shared
 
 #: One case per family and fixture in CI (~120 cases, ~1 min on 2 cores); NCUROOF_FUZZ_PER=3 runs what
 #: scripts/fuzz_report.py counts (~280 cases).
@@ -135,7 +135,7 @@ def test_an_abort_of_ncu_report_is_contained_in_the_worker(tmp_path: Path) -> No
 @needs_ncu_report
 def test_worker_reads_what_ncu_stored(tmp_path: Path) -> None:
     """The worker's values are ncu_report's own, launch for launch (the conftest's direct read)."""
-    from conftest import ncu_metrics
+    from tests.helpers.reports import ncu_metrics
 
     name = "ESMM-Research__profile_output.ncu-rep"
     rows = read_launches(shared(name), ncu_rep._spec(catalog.load()))

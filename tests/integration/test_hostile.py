@@ -25,7 +25,6 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 import pytest
-from conftest import REPO, shared
 
 import ncuroof
 from ncuroof import fmt, schema
@@ -33,6 +32,7 @@ from ncuroof.errors import InputError, OutputError
 from ncuroof.model.expect import evaluate
 from ncuroof.parser import tables_io, timeline
 from ncuroof.render import page
+from tests.helpers.reports import REPO, shared
 
 ESMM = "ESMM-Research__metrics.csv"
 ESMM_KERNEL = "basic(int, int, int, const float *, const float *, float *)"

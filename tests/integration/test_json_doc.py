@@ -12,10 +12,10 @@ import sys
 
 import pandas as pd
 import pytest
-from conftest import REPO, shared
 
 from ncuroof.render import json_doc
 from ncuroof.schema import KERNEL_SUMMARY, KERNEL_WORK, LEVELS, PRECISIONS
+from tests.helpers.reports import REPO, shared
 
 jsonschema = pytest.importorskip(
     "jsonschema", reason="jsonschema is in the test extra (pip install 'ncuroof[test]')"

@@ -12,9 +12,9 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO, shared
 
 from ncuroof.render import json_doc
+from tests.helpers.reports import REPO, shared
 
 pytest.importorskip("mcp", reason="the MCP SDK is an extra: pip install 'ncuroof[mcp]'")
 jsonschema = pytest.importorskip("jsonschema", reason="jsonschema is in the test extra")

@@ -10,7 +10,15 @@ from __future__ import annotations
 import math
 
 import pytest
-from conftest import REPORTS, close, kernels_of, ncu_metrics, needs_ncu_report, needs_shared
+
+from tests.helpers.reports import (
+    REPORTS,
+    close,
+    kernels_of,
+    ncu_metrics,
+    needs_ncu_report,
+    needs_shared,
+)
 
 pytestmark = [needs_shared, needs_ncu_report]
 

@@ -8,72 +8,28 @@ page is saved under ``test-artifacts/`` (or ``$NCUROOF_ARTIFACTS``).
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import struct
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-import synthetic
-from conftest import needs_ncu_report, shared
 
 import ncuroof
 from ncuroof.model import summary
 from ncuroof.render import figure as plot
 from ncuroof.render import page as report
 from ncuroof.render.figure import BOUND_COLORS, KERNEL_COLORS
-
-ROOT = Path(__file__).resolve().parent.parent
-ARTIFACTS = Path(os.environ.get("NCUROOF_ARTIFACTS", ROOT / "test-artifacts"))
-CHROMIUM = (
-    os.environ.get("NCUROOF_CHROMIUM")
-    or shutil.which("chromium")
-    or shutil.which("chromium-browser")
-)
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--enable-unsafe-swiftshader",
-]
+from tests.helpers import synthetic
+from tests.helpers.browser import ARTIFACTS, CHROMIUM
+from tests.helpers.browser import open_page as _open
+from tests.helpers.reports import needs_ncu_report, shared
 
 # Drawn dots of the visible dot traces: SVG point paths, or the WebGL trace's length.
 COUNT_JS = """() => { const gd = document.getElementById('roofline'); let n = 0;
   gd._fullData.forEach(t => { if (t.visible === true && t.meta && t.meta.role === 'dots') {
     n += t.type === 'scattergl' ? t._length : document.querySelectorAll('.trace' + t.uid + ' .points path').length; } });
   return n; }"""
-
-
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip(
-        "playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')"
-    )
-    if CHROMIUM is None:
-        pytest.skip(
-            "Chromium not found: install Debian's chromium (.ci/run does) or set NCUROOF_CHROMIUM"
-        )
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
-
-
-def _open(browser, path: Path, chart: str = "document.getElementById('roofline')"):
-    """The page at ``path`` in Chromium once the plotly chart (the JS expression ``chart``) is laid out, and its errors."""
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    errors: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(path.resolve().as_uri())
-    page.wait_for_function(f"{chart} && {chart}._fullLayout")
-    page.wait_for_timeout(300)
-    return page, errors
 
 
 def _focus_keys(kernels: pd.DataFrame, share: float = 0.95) -> set[str]:

@@ -18,14 +18,13 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from conftest import kernels_of, shared
-from test_page import browser  # noqa: F401 - a pytest fixture
 
 import ncuroof
 from ncuroof import fmt
 from ncuroof.cli import cli
 from ncuroof.model import production, summary
 from ncuroof.schema import TIMELINE_LAUNCH
+from tests.helpers.reports import kernels_of, shared
 
 GEMM = "Cuda_Gemm_Practice__gemm_v9.ncu-rep"
 SGEMM = "ampere_sgemm_128x64_nn"
@@ -374,8 +373,8 @@ def test_real_trace_production_time_is_the_sum_of_its_kernel_events() -> None:
 def test_operator_view_in_the_browser(tmp_path, browser) -> None:  # noqa: F811 - the fixture
     """--group-by op on the page: the chart control offers the operators, each operator with work
     is one drawn dot, the top kernel beside the chart has its production share."""
-    from test_page import _open
-    from test_views_page import DRAWN
+    from tests.helpers.browser import open_page as _open
+    from tests.integration.test_views_page import DRAWN
 
     trace, out = tmp_path / "run.json.gz", tmp_path / "out"
     _kineto(trace, _launches())

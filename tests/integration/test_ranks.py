@@ -16,13 +16,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import REPO, kernels_of, needs_ncu_report, shared
 
 import ncuroof
 from ncuroof import catalog, fmt
 from ncuroof.model.summary import kernel_summary
 from ncuroof.render import views
 from ncuroof.runs import fleet, ranks
+from tests.helpers.reports import REPO, kernels_of, needs_ncu_report, shared
 
 pytestmark = needs_ncu_report
 

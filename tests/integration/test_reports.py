@@ -9,9 +9,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPORTS, kernels_of, ncu_metrics, needs_ncu_report, needs_shared, shared
 
 from ncuroof.schema import cell_text
+from tests.helpers.reports import (
+    REPORTS,
+    kernels_of,
+    ncu_metrics,
+    needs_ncu_report,
+    needs_shared,
+    shared,
+)
 
 pytestmark = [needs_shared, needs_ncu_report]
 

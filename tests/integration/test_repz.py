@@ -14,17 +14,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-import fuzz
 import pandas as pd
 import pytest
-from conftest import needs_ncu_report, shared
-from test_decoder import assert_same_tables
 
 from ncuroof import catalog, parser
 from ncuroof.errors import InputError, ReportFormatError
 from ncuroof.parser import compressed, nvr, wire
 from ncuroof.parser.contained import read_launches
 from ncuroof.parser.ncu_rep import _spec
+from tests.helpers import fuzz
+from tests.helpers.reports import needs_ncu_report, shared
+from tests.integration.test_decoder import assert_same_tables
 
 #: ncu 2020.1 (V100, ppc64le), 2022.3 (NVTX), 2023.3 (143 launches), 2025.1 (GH200), 2025.2 (B200), 2026.2.1.
 NAMES = (
@@ -262,7 +262,7 @@ def test_metadata_fields_of_the_proto_are_skipped_and_values_stay_ncu_report_s(
     """Result fields 37 (GraphViewerDataInfo) and 39 (SectionSetIdentifier), declared in NVIDIA's
     ProfilerReport.proto but in no shared report, added to every launch: the decoder reads the report
     (auto keeps its table) and equals ncu_report; an unknown field number is still declined."""
-    from test_decoder import _edit_results
+    from tests.integration.test_decoder import _edit_results
 
     src = shared("nsight-training__manual_nvtx.ncu-rep")
     edited = tmp_path / "meta.ncu-rep"

@@ -13,13 +13,13 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from conftest import REPO, kernels_of, needs_ncu_report, shared
 
 import ncuroof
 from ncuroof import schema
 from ncuroof.errors import InputError, OutputError
 from ncuroof.parser import tables_io
 from ncuroof.render import page as report
+from tests.helpers.reports import REPO, kernels_of, needs_ncu_report, shared
 
 ESMM = "ESMM-Research__profile_output.ncu-rep"
 

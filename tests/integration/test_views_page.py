@@ -12,11 +12,12 @@ import re
 
 import pandas as pd
 import pytest
-from conftest import needs_ncu_report, shared
-from test_page import ARTIFACTS, _open, browser  # noqa: F401 - browser is a pytest fixture
-from test_ranks import imbalanced_run
 
 import ncuroof
+from tests.helpers.browser import ARTIFACTS
+from tests.helpers.browser import open_page as _open
+from tests.helpers.reports import needs_ncu_report, shared
+from tests.integration.test_ranks import imbalanced_run
 
 # Drawn points of the visible traces of one role in the roofline figure.
 DRAWN = """(role) => { const gd = document.getElementById('roofline'); let n = 0;

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import REPORTS, kernels_of, needs_ncu_report, shared
 
 from ncuroof.schema import cell_text, parse_sources
+from tests.helpers.reports import REPORTS, kernels_of, needs_ncu_report, shared
 
 
 @pytest.fixture(scope="module")
@@ -186,7 +186,7 @@ def test_parse_peak_refuses(text: str) -> None:
 
 
 def test_cli_peaks_end_to_end(tmp_path) -> None:
-    from test_bad_input import run
+    from tests.helpers.cli import run
 
     csv = shared("ESMM-Research__metrics.csv")
     proc = run(

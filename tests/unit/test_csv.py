@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import SHARED, close, ncu_metrics, needs_ncu_report, shared
 
 from ncuroof.schema import cell_text
+from tests.helpers.reports import SHARED, close, ncu_metrics, needs_ncu_report, shared
 
 CSVS = (
     sorted(p.name for p in SHARED.glob("*.csv") if "session" not in p.name)
@@ -431,7 +431,7 @@ def test_noise_bom_separators_and_quoted_numbers(tmp_path: Path, cat) -> None:
     ],
 )
 def test_bad_csv_gives_one_line_and_exit_2(tmp_path: Path, content: str, needle: str) -> None:
-    from test_bad_input import assert_clean_failure, run
+    from tests.helpers.cli import assert_clean_failure, run
 
     path = tmp_path / "bad.csv"
     path.write_text(content)
@@ -441,7 +441,7 @@ def test_bad_csv_gives_one_line_and_exit_2(tmp_path: Path, content: str, needle:
 
 
 def test_merge_refuses_runs_that_do_not_line_up(tmp_path: Path) -> None:
-    from test_bad_input import assert_clean_failure, run
+    from tests.helpers.cli import assert_clean_failure, run
 
     a, b, c = tmp_path / "a.csv", tmp_path / "b.csv", tmp_path / "c.csv"
     a.write_text(
@@ -634,7 +634,7 @@ def test_runs_in_one_file_that_do_not_line_up_are_refused(
 ) -> None:
     """A launch ID repeated within one process is two launches sharing an ID (refused as before);
     processes whose launches differ are not two runs of the same launches."""
-    from test_bad_input import assert_clean_failure, run
+    from tests.helpers.cli import assert_clean_failure, run
 
     path = _rewrite(GENE_JOINED, tmp_path, edit)
     proc = run("analyze", str(path), "-o", str(tmp_path / "out"))
@@ -645,10 +645,9 @@ def test_runs_in_one_file_that_do_not_line_up_are_refused(
 def test_kernel_names_of_any_length(tmp_path: Path, cat) -> None:
     """A 300 KiB kernel name (deep expression templates) on the first and the last launch: read whole,
     the values unchanged; cut inside the name, the file is still called truncated."""
-    from test_bad_input import assert_clean_failure, run
-
     from ncuroof.parser import read
     from ncuroof.parser.csv import read_session
+    from tests.helpers.cli import assert_clean_failure, run
 
     name = "ESMM-Research__metrics.csv"
     long = (

@@ -9,13 +9,13 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import kernels_of, ncu_metrics, needs_ncu_report, shared
 
 import ncuroof
 from ncuroof import catalog
 from ncuroof.model import diagnose, summary
 from ncuroof.model.distinct import distinct_rows
 from ncuroof.schema import cell_text, flag_codes
+from tests.helpers.reports import kernels_of, ncu_metrics, needs_ncu_report, shared
 
 SOL = catalog.load().thresholds["sol"]
 

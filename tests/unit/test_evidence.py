@@ -11,7 +11,10 @@ import functools
 
 import numpy as np
 import pytest
-from conftest import (
+
+from ncuroof import fmt
+from ncuroof.schema import cell_text
+from tests.helpers.reports import (
     REPORTS,
     kernels_of,
     ncu_actions,
@@ -20,9 +23,6 @@ from conftest import (
     needs_shared,
     shared,
 )
-
-from ncuroof import fmt
-from ncuroof.schema import cell_text
 
 pytestmark = [needs_shared, needs_ncu_report]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import kernels_of, needs_ncu_report, needs_shared
 
 from ncuroof.schema import cell_text
+from tests.helpers.reports import kernels_of, needs_ncu_report, needs_shared
 
 pytestmark = [needs_shared, needs_ncu_report]
 

@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import REPORTS, kernels_of, ncu_metrics, needs_ncu_report
 
 from ncuroof.catalog import load_gpus
 from ncuroof.model.instruction_roofline import instruction_points
+from tests.helpers.reports import REPORTS, kernels_of, ncu_metrics, needs_ncu_report
 
 _L1 = (
     "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",

@@ -8,12 +8,12 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
-import synthetic
-from conftest import needs_ncu_report, shared
 
 import ncuroof
 from ncuroof import api
 from ncuroof.model import analysis, calculator, classify, diagnose, summary
+from tests.helpers import synthetic
+from tests.helpers.reports import needs_ncu_report, shared
 
 CUTLASS = "cutlass-panjd123__4f3955ed3c_report.ncu-rep"
 

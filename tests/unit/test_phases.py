@@ -7,10 +7,10 @@ from collections import defaultdict
 
 import pytest
 from click.testing import CliRunner
-from conftest import kernels_of, ncu_metrics, needs_ncu_report, shared
 
 from ncuroof.cli import cli
 from ncuroof.model import phases
+from tests.helpers.reports import kernels_of, ncu_metrics, needs_ncu_report, shared
 
 CUTLASS = "cutlass-panjd123__4f3955ed3c_report.ncu-rep"
 GENE = "gene-pop2020__time-flops_dzv_ak_ncuroof-time-0.ncu-rep"
@@ -142,9 +142,9 @@ def test_analyze_group_by_writes_phases_csv(tmp_path) -> None:
 def _cutlass_page(tmp_path):
     """The CUTLASS report analyzed by NVTX phase: phases.csv read back with pandas, the page's figure."""
     import pandas as pd
-    from test_complete_charts import figure_of
 
     import ncuroof
+    from tests.helpers.figures import figure_of
 
     out = tmp_path / "cutlass"
     ncuroof.analyze(shared(CUTLASS), out, group_by="nvtx")
@@ -165,9 +165,8 @@ def test_phase_dots_follow_the_precision_views_with_their_numbers_from_phases_cs
     """One phase-dot trace per precision view of the page; its dots and the customdata its hover
     template reads are phases.csv's numbers recomputed with pandas: the view's FLOPs over the
     phase's DRAM bytes and over its time."""
-    from test_complete_charts import arr
-
     from ncuroof.render.views import PHASE_CUSTOMDATA
+    from tests.helpers.figures import arr
 
     table, data, view = _cutlass_page(tmp_path)
     precisions = [
@@ -201,9 +200,8 @@ def test_phase_dots_follow_the_precision_views_with_their_numbers_from_phases_cs
 def test_phase_roofs_are_the_roofline_figures_roofs(tmp_path) -> None:
     """In every precision view the phase chart draws the roofline figure's compute roofs of that view
     (the same FLOP/s) under its DRAM roof (the same B/s), and no other."""
-    from test_complete_charts import arr
-
     from ncuroof.render.viewcontract import visible
+    from tests.helpers.figures import arr
 
     _, data, view = _cutlass_page(tmp_path)
     state = view["state"]

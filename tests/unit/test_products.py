@@ -11,10 +11,10 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import needs_ncu_report, shared
 
 from ncuroof import schema
 from ncuroof.parser import tables_io
+from tests.helpers.reports import needs_ncu_report, shared
 
 CUTLASS = "cutlass-panjd123__4f3955ed3c_report.ncu-rep"  # NVTX ranges and instruction counters
 #: The tables this run must write: the always-written ones and the three views its options ask for.

@@ -11,12 +11,12 @@ import re
 
 import numpy as np
 import pytest
-import synthetic
-from conftest import REPORTS, kernels_of, ncu_metrics, needs_ncu_report
 
 import ncuroof
 from ncuroof import catalog
 from ncuroof.model import calculator, diagnose, summary
+from tests.helpers import synthetic
+from tests.helpers.reports import REPORTS, kernels_of, ncu_metrics, needs_ncu_report
 
 SOL = catalog.load().thresholds["sol"]
 _PIPE = re.compile(

@@ -7,13 +7,13 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-import synthetic
-from conftest import kernels_of, needs_ncu_report
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ncuroof
 from ncuroof.model import calculator, summary
+from tests.helpers import synthetic
+from tests.helpers.reports import kernels_of, needs_ncu_report
 
 
 def _points(rows):

@@ -14,11 +14,11 @@ from collections import defaultdict
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import shared
 
 from ncuroof.errors import InputError
 from ncuroof.parser.timeline import busy_time, read_timeline
 from ncuroof.schema import TIMELINE_LAUNCH
+from tests.helpers.reports import shared
 
 ALEXNET = "hta__alexnet_trace.json.gz"
 TRITON = "hta__triton_example.json.gz"

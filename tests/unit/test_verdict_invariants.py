@@ -11,13 +11,13 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import SHARED, ncu_metrics, needs_ncu_report, needs_shared, shared
 
 from ncuroof import catalog
 from ncuroof.errors import InputError
 from ncuroof.model import analysis, diagnose
 from ncuroof.model.invariants import INVARIANTS, violations
 from ncuroof.model.speed_of_light import launch_floor
+from tests.helpers.reports import SHARED, ncu_metrics, needs_ncu_report, needs_shared, shared
 
 INPUTS = sorted([*SHARED.glob("*.ncu-rep"), *SHARED.glob("*.csv")]) if SHARED.is_dir() else []
 TH = catalog.load().thresholds
