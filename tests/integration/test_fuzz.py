@@ -36,9 +36,14 @@ PER = int(os.environ.get("NCUROOF_FUZZ_PER", "1"))
 CASES = fuzz.all_cases(seed=14, per_report=PER, per_csv=PER) if fuzz.SHARED.is_dir() else []
 
 
-@functools.cache
 def reference(origin: str, tmp: str) -> pd.DataFrame | None:
-    """kernels.csv of the undamaged fixture."""
+    """kernels.csv of the undamaged fixture, read once; each caller gets its own copy."""
+    k = _reference(origin, tmp)
+    return None if k is None else k.copy(deep=True)
+
+
+@functools.cache
+def _reference(origin: str, tmp: str) -> pd.DataFrame | None:
     suffix = ".csv" if origin.endswith(".csv") else ".ncu-rep"
     out = fuzz.run_case(
         fuzz.Case("original", origin, shared(origin).read_bytes(), suffix, origin),

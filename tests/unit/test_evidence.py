@@ -8,6 +8,8 @@ opcode), not through ncuroof's parser, and the FLOPs are hand arithmetic on them
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
+from types import MappingProxyType
 
 import numpy as np
 import pytest
@@ -31,8 +33,9 @@ WARP = "sass__inst_executed_per_opcode"
 
 
 @functools.cache
-def opcode_table(name: str, metric: str = THREAD) -> tuple[dict[str, float], ...]:
-    """Per launch, the opcode -> count instances of ``metric`` as ncu_report gives them."""
+def opcode_table(name: str, metric: str = THREAD) -> tuple[Mapping[str, float], ...]:
+    """Per launch, the opcode -> count instances of ``metric`` as ncu_report gives them (read-only
+    mappings, cached)."""
     out = []
     for action in ncu_actions(name):
         table: dict[str, float] = {}
@@ -41,7 +44,7 @@ def opcode_table(name: str, metric: str = THREAD) -> tuple[dict[str, float], ...
             if m.has_correlation_ids():
                 keys = m.correlation_ids()
                 table = {keys.as_string(i): m.as_double(i) for i in range(m.num_instances())}
-        out.append(table)
+        out.append(MappingProxyType(table))
     return tuple(out)
 
 

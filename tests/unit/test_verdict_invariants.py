@@ -4,6 +4,7 @@ report's own metrics (key words and codes, never whole sentences)."""
 
 from __future__ import annotations
 
+import copy
 import functools
 import math
 import re
@@ -25,11 +26,16 @@ SOL = TH["sol"]
 
 
 @functools.cache
-def _analysis(name: str) -> analysis.Analysis | None:
+def _built(name: str) -> analysis.Analysis | None:
     try:
         return analysis.build([shared(name)])
     except InputError:
         return None  # an input that does not analyze alone (a session page): its refusal is tested elsewhere
+
+
+def _analysis(name: str) -> analysis.Analysis | None:
+    """The analysis of a shared input, built once; each caller gets its own deep copy."""
+    return copy.deepcopy(_built(name))
 
 
 @needs_shared
