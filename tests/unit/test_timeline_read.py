@@ -18,6 +18,7 @@ import pytest
 from ncuroof.errors import InputError
 from ncuroof.parser.timeline import busy_time, read_timeline
 from ncuroof.schema import TIMELINE_LAUNCH
+from tests.helpers.errors import assert_one_line_error
 from tests.helpers.reports import shared
 
 ALEXNET = "hta__alexnet_trace.json.gz"
@@ -228,26 +229,26 @@ def _two_devices(tmp_path, second_name: str = "NVIDIA A100-PG509-200"):
 
 def test_device_choice(tmp_path):
     path, extra = _two_devices(tmp_path, "NVIDIA H100 80GB HBM3")
-    with pytest.raises(
-        InputError,
-        match=r"2 devices: 0 \(NVIDIA A100-PG509-200\), 1 \(NVIDIA H100 80GB HBM3\).*--device N",
-    ) as err:
+    with pytest.raises(InputError) as err:
         read_timeline(path)
-    assert err.value.path == path and str(path) in str(err.value)
+    assert err.value.path == path
+    assert_one_line_error(err, path, "NVIDIA A100-PG509-200", "NVIDIA H100 80GB HBM3", "--device")
     one = read_timeline(path, device=1)
     assert len(one) == 79 and one.attrs["device"] == 1 and one.attrs["devices"] == [0, 1]
     assert one["duration_s"].sum() == pytest.approx(sum(e["dur"] for e in extra) * 1e-6, rel=1e-12)
     assert one.attrs["gpu_name"] == "NVIDIA H100 80GB HBM3"
     assert read_timeline(path, report_gpu="NVIDIA H100 80GB HBM3").attrs["device"] == 1
     assert read_timeline(path, report_gpu="nvidia a100-pg509-200").attrs["device"] == 0
-    with pytest.raises(InputError, match="no kernels on device 5"):
+    with pytest.raises(InputError) as err:
         read_timeline(path, device=5)
+    assert_one_line_error(err, path, "device 5")
 
 
 def test_same_gpus_need_a_device(tmp_path):
     path, _ = _two_devices(tmp_path)
-    with pytest.raises(InputError, match="--device N"):
+    with pytest.raises(InputError) as err:
         read_timeline(path, report_gpu="NVIDIA A100-PG509-200")
+    assert_one_line_error(err, path, "--device")
 
 
 def _nsys_copy(tmp_path, sql: str):
@@ -273,8 +274,9 @@ def test_nsys_two_devices(tmp_path):
     db = _nsys_copy(
         tmp_path, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = 1 WHERE correlationId = 126"
     )
-    with pytest.raises(InputError, match=r"0 \(Tesla T4\), 1.*--device N"):
+    with pytest.raises(InputError) as err:
         read_timeline(db)
+    assert_one_line_error(err, db, "Tesla T4", "--device")
     assert len(read_timeline(db, device=0)) == 3 and len(read_timeline(db, device=1)) == 1
 
 
@@ -297,25 +299,27 @@ def test_progress_counts_the_file_bytes():
 # --- bad timelines ------------------------------------------------------------------------------
 
 
-def _refused(path, match: str, **kw) -> None:
-    with pytest.raises(InputError, match=match) as err:
+def _refused(path, *words: str, **kw) -> None:
+    """read_timeline refuses ``path``: an InputError about it, one line starting with the path and
+    holding ``words``."""
+    with pytest.raises(InputError) as err:
         read_timeline(path, **kw)
-    message = str(err.value)
-    assert err.value.path == path and message.startswith(str(path)) and "\n" not in message
+    assert err.value.path == path and str(err.value).startswith(str(path))
+    assert_one_line_error(err, path, *words)
 
 
 def test_truncated_gzip(tmp_path):
     data = shared(ALEXNET).read_bytes()
     path = tmp_path / "cut.json.gz"
     path.write_bytes(data[: len(data) // 2])
-    _refused(path, "truncated or damaged gzip")
+    _refused(path, "gzip")
 
 
 def test_truncated_json(tmp_path):
     text = gzip.decompress(shared(ALEXNET).read_bytes())
     path = tmp_path / "cut.json"
     path.write_bytes(text[: len(text) // 2])
-    _refused(path, "not valid JSON, truncated or damaged")
+    _refused(path, "JSON")
 
 
 def test_trace_without_kernels(tmp_path):
@@ -323,7 +327,7 @@ def test_trace_without_kernels(tmp_path):
     trace["traceEvents"] = [e for e in trace["traceEvents"] if e.get("cat") != "kernel"]
     path = tmp_path / "nokernels.json"
     path.write_text(json.dumps(trace))
-    _refused(path, "no kernel events")
+    _refused(path, "kernel")
 
 
 @pytest.mark.parametrize(
@@ -332,46 +336,46 @@ def test_trace_without_kernels(tmp_path):
 def test_json_that_is_not_a_trace(tmp_path, text):
     path = tmp_path / "other.json"
     path.write_text(text)
-    _refused(path, "not a PyTorch profiler")
+    _refused(path, "PyTorch")
 
 
 def test_events_that_are_not_events(tmp_path):
     path = tmp_path / "odd.json"
     path.write_text('{"traceEvents": [1, "two"]}')
-    _refused(path, "not a Chrome trace event")
+    _refused(path, "trace")
 
 
 @pytest.mark.parametrize(
-    ("sql", "match"),
+    ("sql", "word"),
     [
-        ("DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL", "no CUPTI_ACTIVITY_KIND_KERNEL table"),
-        ("DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL", "no kernel launches"),
+        ("DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_KERNEL"),
+        ("DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL", "kernel"),
     ],
 )
-def test_sqlite_without_kernels(tmp_path, sql, match):
-    _refused(_nsys_copy(tmp_path, sql), match)
+def test_sqlite_without_kernels(tmp_path, sql, word):
+    _refused(_nsys_copy(tmp_path, sql), word)
 
 
 def test_truncated_sqlite(tmp_path):
     db = tmp_path / "cut.sqlite"
     data = shared(NSYS).read_bytes()
     db.write_bytes(data[:8192])
-    _refused(db, "SQLite|CUPTI_ACTIVITY_KIND_KERNEL")
+    _refused(db)  # which check refuses it depends on where the cut falls
 
 
 def test_missing_unknown_and_directory(tmp_path):
     _refused(tmp_path / "absent.json.gz", "no such file")
     other = tmp_path / "notes.txt"
     other.write_text("hello")
-    _refused(other, "unknown timeline format")
-    _refused(tmp_path, "is a directory")
+    _refused(other, "timeline")
+    _refused(tmp_path, "directory")
 
 
 def test_nsys_rep_without_nsys(tmp_path, monkeypatch):
     rep = tmp_path / "run.nsys-rep"
     rep.write_bytes(b"\0" * 16)
     monkeypatch.setenv("PATH", str(tmp_path))
-    _refused(rep, r"nsys export --type sqlite")
+    _refused(rep, "nsys export")
 
 
 def test_negative_duration_is_refused(tmp_path):
@@ -381,7 +385,7 @@ def test_negative_duration_is_refused(tmp_path):
             e["dur"] = -1.0
     path = tmp_path / "neg.json"
     path.write_text(json.dumps(trace))
-    _refused(path, "negative duration")
+    _refused(path, "negative")
 
 
 def test_result_types():
@@ -573,7 +577,7 @@ def test_nsys_rep_export_failure(tmp_path, monkeypatch):
     rep = tmp_path / "run.nsys-rep"
     rep.write_bytes(b"\0" * 16)
     monkeypatch.setenv("PATH", str(_fake_nsys(tmp_path, 'echo "ERROR: not a report" >&2; exit 1')))
-    _refused(rep, "nsys export failed .ERROR: not a report.")
+    _refused(rep, "nsys export", "ERROR: not a report")  # nsys's own words passed on
 
 
 def test_sqlite_path_with_uri_characters(tmp_path):
