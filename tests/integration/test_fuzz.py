@@ -28,6 +28,7 @@ from ncuroof.parser.contained import read_launches
 from ncuroof.parser.validate import check_values, roof_violations
 from ncuroof.render.page import write_outputs
 from tests.helpers import fuzz
+from tests.helpers.errors import assert_one_line_error
 from tests.helpers.reports import needs_ncu_report, shared
 
 #: One case per family and fixture in CI (~120 cases, ~1 min on 2 cores); NCUROOF_FUZZ_PER=3 runs what
@@ -111,10 +112,9 @@ def _shortened(name: str, block: int) -> bytes:
 
 def _one_line_refusal(outcome: fuzz.Outcome) -> str:
     assert outcome.signal is None and outcome.exit_code == 2, outcome.stderr
-    lines = outcome.stderr.strip().splitlines()
-    assert len(lines) == 1 and "case." in lines[0] and "Traceback" not in outcome.stderr
+    line = assert_one_line_error(outcome.stderr, "case.")
     assert not outcome.leftovers
-    return lines[0]
+    return line
 
 
 @needs_ncu_report
@@ -124,7 +124,7 @@ def test_issue_abort_recipe_is_a_clean_refusal_naming_the_bytes(tmp_path: Path) 
     line = _one_line_refusal(
         fuzz.run_case(fuzz.Case("shorten_block", "issue", data, ".ncu-rep", "x"), tmp_path)
     )
-    assert "damaged block: launch 1 in block 11 (bytes 77627-" in line
+    assert_one_line_error(line, None, "damaged", "launch 1 ", "block 11 ", "77627-")
 
 
 @needs_ncu_report
@@ -132,9 +132,9 @@ def test_an_abort_of_ncu_report_is_contained_in_the_worker(tmp_path: Path) -> No
     """Past the framing checks, ncu_report's SIGABRT ends only the worker: one ReportFormatError."""
     bad = tmp_path / "short.ncu-rep"
     bad.write_bytes(_shortened("nsight-training__manual_nvtx.ncu-rep", 11))
-    with pytest.raises(ReportFormatError, match=r"aborted \(SIGABRT\)") as err:
+    with pytest.raises(ReportFormatError) as err:
         read_launches(bad, ncu_rep._spec(catalog.load()))
-    assert str(bad) in str(err.value) and "\n" not in str(err.value)
+    assert_one_line_error(err, bad, "SIGABRT")
 
 
 @needs_ncu_report
@@ -295,12 +295,12 @@ def test_duplicated_or_reordered_result_blocks_are_refused(tmp_path: Path) -> No
     line = _one_line_refusal(
         fuzz.run_case(fuzz.Case("duplicate_block", "dup", dup, ".ncu-rep", "x"), tmp_path / "dup")
     )
-    assert "repeated launch record: record 2" in line and "exact copy of record 1" in line
+    assert_one_line_error(line, None, "repeated", "record 2", "record 1")
     swapped = data[: r1.start] + data[r2.start : r2.end] + data[r1.start : r1.end] + data[r2.end :]
     line = _one_line_refusal(
         fuzz.run_case(fuzz.Case("reorder", "swap", swapped, ".ncu-rep", "x"), tmp_path / "swap")
     )
-    assert "out of sequence" in line and "sequence number 525, not above the 531" in line
+    assert_one_line_error(line, None, "sequence", "525", "531")
 
 
 def test_launch_sequence_reads_ncu_sequence_numbers() -> None:
@@ -317,7 +317,7 @@ def test_repeated_launch_id_in_details_csv_is_refused(tmp_path: Path) -> None:
     line = _one_line_refusal(
         fuzz.run_case(fuzz.Case("repeat_launch_id", "7->5", renamed, ".csv", name), tmp_path)
     )
-    assert "launch ID 5 is repeated" in line
+    assert_one_line_error(line, None, "launch ID 5", "repeated")
 
 
 @needs_ncu_report
@@ -327,17 +327,14 @@ def test_file_header_flip_is_not_blamed_on_kernel_filters(tmp_path: Path) -> Non
     out = fuzz.run_case(fuzz.Case("flip_file_header", "v6", bytes(data), ".ncu-rep", "x"), tmp_path)
     line = _one_line_refusal(out)
     assert "--kernel-name" not in line
-    assert (
-        "holds 3 launch records but ncu_report decodes none (its file or session header is likely"
-        " damaged)" in line
-    )
+    assert_one_line_error(line, None, "3 launch records", "ncu_report", "header")
     data[9] ^= 0x01 ^ 0xC2  # a broken wire format
     line = _one_line_refusal(
         fuzz.run_case(
             fuzz.Case("flip_file_header", "wire", bytes(data), ".ncu-rep", "x"), tmp_path / "a"
         )
     )
-    assert "damaged or truncated file header (bytes 0-10): a varint runs past the end" in line
+    assert_one_line_error(line, None, "file header", "bytes 0-10")
     data[9] ^= 0xC2
     data[7] ^= 0x10  # the header size: 2 -> 268435458 bytes
     line = _one_line_refusal(
@@ -345,7 +342,7 @@ def test_file_header_flip_is_not_blamed_on_kernel_filters(tmp_path: Path) -> Non
             fuzz.Case("flip_file_header", "size", bytes(data), ".ncu-rep", "x"), tmp_path / "b"
         )
     )
-    assert "file header (bytes 0-162104): it claims 268435458 bytes, the file has 162104" in line
+    assert_one_line_error(line, None, "file header", "268435458", "162104")
 
 
 def test_swapped_id_columns_are_named(tmp_path: Path) -> None:
@@ -356,7 +353,7 @@ def test_swapped_id_columns_are_named(tmp_path: Path) -> None:
     line = _one_line_refusal(
         fuzz.run_case(fuzz.Case("reorder_columns", "ID<->PID", data, ".csv", name), tmp_path)
     )
-    assert "columns out of order" in line and "'Process ID', 'ID'" in line
+    assert_one_line_error(line, None, "columns", "'Process ID', 'ID'")
 
 
 def test_damaged_record_has_its_own_status() -> None:
@@ -414,7 +411,8 @@ def test_compare_refuses_a_duplicated_block_and_warns_about_damaged_records(tmp_
     r = fuzz.blocks(data)[12]
     (tmp_path / "case.ncu-rep").write_bytes(data[: r.end] + data[r.start : r.end] + data[r.end :])
     code, err, _ = _compare(shared(name), tmp_path / "case.ncu-rep", tmp_path / "out")
-    assert code == 2 and len(err.strip().splitlines()) == 1 and "repeated launch record" in err
+    assert code == 2
+    assert_one_line_error(err, "case.ncu-rep", "repeated", "launch record")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["case.ncu-rep"]
 
     csv = "ESMM-Research__metrics.csv"
@@ -498,7 +496,7 @@ def test_csv_reader_never_passes_an_impossible_value(
         try:
             raw = check_values(read_csv(path, cat), cat)
         except InputError as exc:
-            assert str(path) in str(exc) and "\n" not in str(exc)
+            assert_one_line_error(exc, path)
             return
     cols = [
         "gpu__time_duration.sum",

@@ -15,6 +15,7 @@ import pytest
 
 from ncuroof.render import json_doc
 from ncuroof.schema import KERNEL_SUMMARY, KERNEL_WORK, LEVELS, PRECISIONS
+from tests.helpers.errors import assert_one_line_error
 from tests.helpers.reports import REPO, shared
 
 jsonschema = pytest.importorskip(
@@ -217,7 +218,7 @@ def test_compare_json_without_gate_is_null(tmp_path):
 def test_bad_input_with_json_is_one_line_on_stderr_and_nothing_on_stdout(tmp_path):
     proc = run_cli("analyze", str(tmp_path / "missing.ncu-rep"), "--json")
     assert proc.returncode == 2 and proc.stdout == ""
-    assert proc.stderr.count("\n") == 1 and "missing.ncu-rep" in proc.stderr
+    assert_one_line_error(proc.stderr, tmp_path / "missing.ncu-rep")
 
 
 def test_dumps_escapes_what_a_terminal_would_act_on():

@@ -14,6 +14,7 @@ import sys
 import pytest
 
 from ncuroof.render import json_doc
+from tests.helpers.errors import assert_one_line_error
 from tests.helpers.reports import REPO, shared
 
 pytest.importorskip("mcp", reason="the MCP SDK is an extra: pip install 'ncuroof[mcp]'")
@@ -148,5 +149,4 @@ def test_without_the_sdk_mcp_says_how_to_install(monkeypatch, capsys):
     with pytest.raises(SystemExit) as exc:
         cli.main(["mcp"])
     assert exc.value.code == 2
-    err = capsys.readouterr().err
-    assert "pip install 'ncuroof[mcp]'" in err and err.count("\n") == 1
+    assert_one_line_error(capsys.readouterr().err, None, "pip install 'ncuroof[mcp]'")
