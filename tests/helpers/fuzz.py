@@ -161,50 +161,51 @@ def report_cases(name: str, data: bytes, rng: random.Random, per_family: int) ->
             if b.end < len(data)
             else case("truncate_at_block", f"cut at block start {b.start}", data[: b.start])
         )
-        at = rng.randrange(4, hsize)
-        yield case(
-            "flip_file_header",
-            f"XOR 0x{(x := rng.randrange(1, 256)):02x} at {at}",
-            data[:at] + bytes([data[at] ^ x]) + data[at + 1 :],
-        )
-        b = rng.choice(full)
-        at = rng.randrange(b.payload_start, b.end)
-        yield case(
-            "flip_payload",
-            f"XOR 0x{(x := rng.randrange(1, 256)):02x} at {at}",
-            data[:at] + bytes([data[at] ^ x]) + data[at + 1 :],
-        )
-        b = rng.choice(bl)
-        at = rng.randrange(b.start + 4, b.payload_start)
-        yield case(
-            "flip_block_header",
-            f"XOR 0x{(x := rng.randrange(1, 256)):02x} at {at}",
-            data[:at] + bytes([data[at] ^ x]) + data[at + 1 :],
-        )
+        yield from _flips(data, bl, full, hsize, rng, case)
         if results:
-            i = rng.randrange(len(results))
-            b = results[i]
-            yield case(
-                "duplicate_block",
-                f"result block {i + 1} twice",
-                data[: b.end] + data[b.start : b.end] + data[b.end :],
-            )
-            yield case(
-                "remove_block", f"result block {i + 1} removed", data[: b.start] + data[b.end :]
-            )
-            b = rng.choice(results[:-1] or results)  # the issue's recipe: not the last block
-            at = rng.randrange(b.payload_start, b.end)
-            payload = data[b.payload_start : at] + data[at + 1 : b.end]
-            yield case(
-                "shorten_block",
-                f"result block {i + 1} one byte shorter at {at}",
-                _splice(data, b, payload, _with_payload_size(b.header, b.payload_size - 1)),
-            )
+            yield from _block_edits(data, results, rng, case)
         b = rng.choice(full)
         at = rng.randrange(b.payload_start, b.end)
         n = min(rng.choice((8, 64, 512)), b.end - at)
         yield case("zero_fill", f"{n} zero bytes at {at}", data[:at] + bytes(n) + data[at + n :])
     yield case("concatenate", "the report twice", data + data)
+
+
+def _flip(case: Callable[..., Case], family: str, data: bytes, at: int, rng: random.Random) -> Case:
+    """``data`` with the byte at ``at`` XORed with a random non-zero mask."""
+    x = rng.randrange(1, 256)
+    return case(
+        family, f"XOR 0x{x:02x} at {at}", data[:at] + bytes([data[at] ^ x]) + data[at + 1 :]
+    )
+
+
+def _flips(data, bl, full, hsize: int, rng: random.Random, case) -> Iterator[Case]:
+    """One flipped byte in the file header, in a block's payload and in a block's header."""
+    yield _flip(case, "flip_file_header", data, rng.randrange(4, hsize), rng)
+    b = rng.choice(full)
+    yield _flip(case, "flip_payload", data, rng.randrange(b.payload_start, b.end), rng)
+    b = rng.choice(bl)
+    yield _flip(case, "flip_block_header", data, rng.randrange(b.start + 4, b.payload_start), rng)
+
+
+def _block_edits(data: bytes, results: list[Block], rng: random.Random, case) -> Iterator[Case]:
+    """A result block twice, removed, and one byte shorter (its size field kept consistent)."""
+    i = rng.randrange(len(results))
+    b = results[i]
+    yield case(
+        "duplicate_block",
+        f"result block {i + 1} twice",
+        data[: b.end] + data[b.start : b.end] + data[b.end :],
+    )
+    yield case("remove_block", f"result block {i + 1} removed", data[: b.start] + data[b.end :])
+    b = rng.choice(results[:-1] or results)  # the issue's recipe: not the last block
+    at = rng.randrange(b.payload_start, b.end)
+    payload = data[b.payload_start : at] + data[at + 1 : b.end]
+    yield case(
+        "shorten_block",
+        f"result block {i + 1} one byte shorter at {at}",
+        _splice(data, b, payload, _with_payload_size(b.header, b.payload_size - 1)),
+    )
 
 
 def compress(
@@ -341,49 +342,9 @@ def csv_cases(name: str, data: bytes, rng: random.Random, per_family: int) -> It
         if lines[i].startswith(b'"') and _cells(lines[i])[0].strip().isdigit()
     ]
     for _ in range(per_family):
-        cell = _value_cell(lines, head, rng)
-        if cell is not None:
-            v = rng.choice(_BAD_VALUES)
-            yield case("bad_number", f"{v} at line {cell[0]}", _set_cell(lines, *cell, v.encode()))
-        cell = _value_cell(lines, head, rng)
-        if cell is not None and b"Metric Unit" in header:
-            j = header.index(b"Metric Unit")
-            yield case(
-                "unknown_unit",
-                f"unit 'furlong' at line {cell[0]}",
-                _set_cell(lines, cell[0], j, b"furlong"),
-            )
-        j = rng.randrange(len(header))
-        cols = [k for k in range(len(header)) if k != j]
-        yield case("delete_column", f"column {header[j]!r} deleted", _project(lines, head, cols))
-        j = rng.randrange(len(header))
-        yield case(
-            "duplicate_column",
-            f"column {header[j]!r} twice",
-            _project(lines, head, [*range(len(header)), j]),
-        )
-        perm = list(range(len(header)))
-        a, b = rng.sample(perm, 2) if rng.random() < 0.7 else (0, 1)
-        perm[a], perm[b] = perm[b], perm[a]
-        yield case("reorder_columns", f"columns {a} and {b} swapped", _project(lines, head, perm))
-        distinct = {_cells(lines[n])[0]: n for n in rows}
-        if len(distinct) > 1:
-            i, k = rng.sample(sorted(distinct.values()), 2)
-            ids = {_cells(lines[i])[0]}
-            new = _cells(lines[k])[0]
-            out = [
-                (
-                    _join([new, *_cells(ln)[1:]], ln[len(ln.rstrip(b"\r\n")) :] or b"\n")
-                    if n in rows and _cells(ln)[0] in ids
-                    else ln
-                )
-                for n, ln in enumerate(lines)
-            ]
-            yield case(
-                "repeat_launch_id",
-                f"launch {ids.pop().decode()} renamed {new.decode()}",
-                b"".join(out),
-            )
+        yield from _cell_edits(lines, head, header, rng, case)
+        yield from _column_edits(lines, head, header, rng, case)
+        yield from _repeated_launch_id(lines, rows, rng, case)
         cut = rng.randrange(len(lines[head]) + sum(map(len, lines[:head])), len(data))
         yield case("truncate_line", f"cut at byte {cut}", data[:cut])
     yield case("encoding", "UTF-16", data.decode("utf-8", "replace").encode("utf-16"))
@@ -394,6 +355,60 @@ def csv_cases(name: str, data: bytes, rng: random.Random, per_family: int) -> It
     )
     yield case("line_ends", "CRLF", data.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n"))
     yield case("line_ends", "CR only", data.replace(b"\r\n", b"\n").replace(b"\n", b"\r"))
+
+
+def _cell_edits(lines, head: int, header, rng: random.Random, case) -> Iterator[Case]:
+    """A value cell that is no number, and a unit ncu never writes."""
+    cell = _value_cell(lines, head, rng)
+    if cell is not None:
+        v = rng.choice(_BAD_VALUES)
+        yield case("bad_number", f"{v} at line {cell[0]}", _set_cell(lines, *cell, v.encode()))
+    cell = _value_cell(lines, head, rng)
+    if cell is not None and b"Metric Unit" in header:
+        j = header.index(b"Metric Unit")
+        yield case(
+            "unknown_unit",
+            f"unit 'furlong' at line {cell[0]}",
+            _set_cell(lines, cell[0], j, b"furlong"),
+        )
+
+
+def _column_edits(lines, head: int, header, rng: random.Random, case) -> Iterator[Case]:
+    """A column deleted, a column twice, two columns swapped."""
+    j = rng.randrange(len(header))
+    cols = [k for k in range(len(header)) if k != j]
+    yield case("delete_column", f"column {header[j]!r} deleted", _project(lines, head, cols))
+    j = rng.randrange(len(header))
+    yield case(
+        "duplicate_column",
+        f"column {header[j]!r} twice",
+        _project(lines, head, [*range(len(header)), j]),
+    )
+    perm = list(range(len(header)))
+    a, b = rng.sample(perm, 2) if rng.random() < 0.7 else (0, 1)
+    perm[a], perm[b] = perm[b], perm[a]
+    yield case("reorder_columns", f"columns {a} and {b} swapped", _project(lines, head, perm))
+
+
+def _repeated_launch_id(lines, rows: list[int], rng: random.Random, case) -> Iterator[Case]:
+    """One launch's rows given another launch's ID (none where the file has one launch)."""
+    distinct = {_cells(lines[n])[0]: n for n in rows}
+    if len(distinct) < 2:
+        return
+    i, k = rng.sample(sorted(distinct.values()), 2)
+    ids = {_cells(lines[i])[0]}
+    new = _cells(lines[k])[0]
+    out = [
+        (
+            _join([new, *_cells(ln)[1:]], ln[len(ln.rstrip(b"\r\n")) :] or b"\n")
+            if n in rows and _cells(ln)[0] in ids
+            else ln
+        )
+        for n, ln in enumerate(lines)
+    ]
+    yield case(
+        "repeat_launch_id", f"launch {ids.pop().decode()} renamed {new.decode()}", b"".join(out)
+    )
 
 
 def _project(lines: list[bytes], head: int, cols: list[int]) -> bytes:

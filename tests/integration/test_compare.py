@@ -435,8 +435,12 @@ def test_a_renamed_slower_kernel_fails_unless_paired_or_allowed(tmp_path: Path) 
     b = _folder(
         tmp_path, "b", _renamed(pd.read_csv(a / "kernels.csv"), "warptiling", "warptiling_v2", 4.0)
     )
+
+    def compare(out: str, *args: str):
+        return run("compare", str(a), str(b), *args, "-o", str(tmp_path / out))
+
     # The matched total grows 222 us x 3 / 1.21 ms < 100 %: only the partner rule catches it.
-    proc = run("compare", str(a), str(b), "--fail-if-slower", "100", "-o", str(tmp_path / "c"))
+    proc = compare("c", "--fail-if-slower", "100")
     assert (
         proc.returncode == 1
         and "slower, likely renamed: warptiling -> warptiling_v2" in proc.stderr
@@ -446,28 +450,9 @@ def test_a_renamed_slower_kernel_fails_unless_paired_or_allowed(tmp_path: Path) 
         t.loc["warptiling", "status"] == "only_before"
         and t.loc["warptiling", "partner"] == t.loc["warptiling_v2", "kernel_key"]
     )
-    allowed = run(
-        "compare",
-        str(a),
-        str(b),
-        "--fail-if-slower",
-        "100",
-        "--allow-unmatched",
-        "-o",
-        str(tmp_path / "c2"),
-    )
+    allowed = compare("c2", "--fail-if-slower", "100", "--allow-unmatched")
     assert allowed.returncode == 0 and "allowed by --allow-unmatched" in allowed.stderr
-    paired = run(
-        "compare",
-        str(a),
-        str(b),
-        "--fail-if-slower",
-        "100",
-        "--pair",
-        "warptiling=regex:_v2$",
-        "-o",
-        str(tmp_path / "c3"),
-    )
+    paired = compare("c3", "--fail-if-slower", "100", "--pair", "warptiling=regex:_v2$")
     assert (
         paired.returncode == 1
         and "slower: warptiling: " in paired.stderr
@@ -480,29 +465,12 @@ def test_a_renamed_slower_kernel_fails_unless_paired_or_allowed(tmp_path: Path) 
     (tmp_path / "pairs.toml").write_text(
         '[[pair]]\nbefore = "warptiling"\nafter = "warptiling_v2"\n'
     )
-    filed = run(
-        "compare",
-        str(a),
-        str(b),
-        "--pair-file",
-        str(tmp_path / "pairs.toml"),
-        "-o",
-        str(tmp_path / "c4"),
-        "-q",
-    )
+    filed = compare("c4", "--pair-file", str(tmp_path / "pairs.toml"), "-q")
     assert (
         filed.returncode == 0
         and pd.read_csv(tmp_path / "c4" / "compare.csv")["status"].eq("matched").all()
     )
-    bad = run(
-        "compare",
-        str(a),
-        str(b),
-        "--pair",
-        "regex:tiling=warptiling_v2",
-        "-o",
-        str(tmp_path / "c5"),
-    )
+    bad = compare("c5", "--pair", "regex:tiling=warptiling_v2")
     assert_clean_failure(bad, None, tmp_path / "c5", "'regex:tiling'", "4 kernels", "before run")
 
 

@@ -423,106 +423,44 @@ def test_flow_events_stand_in_for_missing_runtime_calls(tmp_path):
     assert read_timeline(_write(tmp_path, trace))["op"].isna().all()
 
 
+def _event(cat: str, name: str, ts: float, dur: float, args=None, pid=10, tid=11) -> dict:
+    """One complete ("X") Chrome trace event."""
+    return {
+        "ph": "X",
+        "pid": pid,
+        "tid": tid,
+        "cat": cat,
+        "name": name,
+        "ts": ts,
+        "dur": dur,
+        "args": {} if args is None else args,
+    }
+
+
 def _modern_trace() -> dict:
     """A hand-made trace in the newer Kineto style: a kernel's External id is its operator's."""
-    x = {"ph": "X", "pid": 10, "tid": 11}
+    host = [
+        _event("user_annotation", "ProfilerStep#0", 0, 100),
+        _event("python_function", "nn.Module: Linear_0", 5, 50),
+        _event("python_function", "torch/nn/functional.py(123): linear", 6, 40),
+        _event("cpu_op", "aten::linear", 10, 30, {"External id": 4}),
+        _event("cpu_op", "aten::addmm", 12, 20, {"External id": 5}),
+        _event("cpu_op", "aten::relu", 60, 5, {"External id": 6}),
+    ]
+    stream = {"device": 0, "stream": 7}
+    gemm = {"External id": 5, "correlation": 77, **stream, "grid": [2, 3, 4], "block": [128, 1, 1]}
+    relu = {"External id": 6, "correlation": 78, **stream}
+    device = [
+        _event("gpu_user_annotation", "on the stream", 100, 50, dict(stream), pid=0, tid=7),
+        _event("kernel", "sm90_gemm", 120, 4, gemm, pid=0, tid=7),
+        _event("kernel", "relu_kernel", 130, 2, relu, pid=0, tid=7),
+    ]
+    launch = _event(
+        "cuda_runtime", "cudaLaunchKernel", 62, 2, {"External id": 6, "correlation": 78}
+    )
     return {
         "deviceProperties": [{"id": 0, "name": "NVIDIA H100"}],
-        "traceEvents": [
-            {
-                **x,
-                "cat": "user_annotation",
-                "name": "ProfilerStep#0",
-                "ts": 0,
-                "dur": 100,
-                "args": {},
-            },
-            {
-                **x,
-                "cat": "python_function",
-                "name": "nn.Module: Linear_0",
-                "ts": 5,
-                "dur": 50,
-                "args": {},
-            },
-            {
-                **x,
-                "cat": "python_function",
-                "name": "torch/nn/functional.py(123): linear",
-                "ts": 6,
-                "dur": 40,
-                "args": {},
-            },
-            {
-                **x,
-                "cat": "cpu_op",
-                "name": "aten::linear",
-                "ts": 10,
-                "dur": 30,
-                "args": {"External id": 4},
-            },
-            {
-                **x,
-                "cat": "cpu_op",
-                "name": "aten::addmm",
-                "ts": 12,
-                "dur": 20,
-                "args": {"External id": 5},
-            },
-            {
-                **x,
-                "cat": "cpu_op",
-                "name": "aten::relu",
-                "ts": 60,
-                "dur": 5,
-                "args": {"External id": 6},
-            },
-            {
-                "ph": "X",
-                "pid": 0,
-                "tid": 7,
-                "cat": "gpu_user_annotation",
-                "name": "on the stream",
-                "ts": 100,
-                "dur": 50,
-                "args": {"device": 0, "stream": 7},
-            },
-            {
-                "ph": "X",
-                "pid": 0,
-                "tid": 7,
-                "cat": "kernel",
-                "name": "sm90_gemm",
-                "ts": 120,
-                "dur": 4,
-                "args": {
-                    "External id": 5,
-                    "correlation": 77,
-                    "device": 0,
-                    "stream": 7,
-                    "grid": [2, 3, 4],
-                    "block": [128, 1, 1],
-                },
-            },
-            {
-                "ph": "X",
-                "pid": 0,
-                "tid": 7,
-                "cat": "kernel",
-                "name": "relu_kernel",
-                "ts": 130,
-                "dur": 2,
-                "args": {"External id": 6, "correlation": 78, "device": 0, "stream": 7},
-            },
-            {
-                **x,
-                "cat": "cuda_runtime",
-                "name": "cudaLaunchKernel",
-                "ts": 62,
-                "dur": 2,
-                "args": {"External id": 6, "correlation": 78},
-            },
-        ],
+        "traceEvents": [*host, *device, launch],
     }
 
 
