@@ -490,11 +490,13 @@ def test_compare_warns_about_the_pipeline_boost_state(fake_env, version, monkeyp
         assert "pipeline_boost_state" not in ra and collection_warnings(a.report, b.report) == []
 
 
-def test_the_programs_own_double_dash_reaches_it(fake_env, monkeypatch):
-    """Only the separator before CMD is ncuroof's: `profile -- ./app -- --x` runs `./app -- --x`."""
+@pytest.mark.parametrize("separators", [["--"], ["--", "--"]], ids=["one", "doubled"])
+def test_the_programs_own_double_dash_reaches_it(fake_env, monkeypatch, separators):
+    """Only the separator before CMD is ncuroof's (also when written twice, which click passes on):
+    `profile -- ./app -- --x` runs `./app -- --x`."""
     monkeypatch.setenv("FAKE_NCU_MODE", "ok")
     monkeypatch.setenv("FAKE_NCU_REPORT", str(shared("cs599k__2025-04-21-vector-based.ncu-rep")))
     with pytest.raises(SystemExit) as exc:
-        cli.main(["profile", "-o", "r", "--no-analyze", "-q", "--", "./app", "--", "--x"])
+        cli.main(["profile", "-o", "r", "--no-analyze", "-q", *separators, "./app", "--", "--x"])
     assert exc.value.code in (0, None)
     assert _calls(fake_env)[-1][-3:] == ["./app", "--", "--x"]
