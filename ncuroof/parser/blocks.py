@@ -43,6 +43,7 @@ __all__ = [
     "ResultRecord",
     "LaunchLedger",
     "Plan",
+    "Mark",
     "plan",
 ]
 
@@ -212,15 +213,8 @@ def walk(
     while pos + 4 <= size:
         if pos - released >= RELEASE_BYTES:
             released = release_pages(mm, released, pos)
-        if (
-            _u32(mm, pos) == 0
-        ):  # no block has an empty header: zeros appended or written over the report
-            raise ReportFormatError(
-                f"block {index} at byte {pos} has an empty header: the {size - pos} bytes from"
-                " there are not blocks (zeros appended to the report?); the report is damaged:"
-                " copy it again or re-run ncu",
-                path,
-            )
+        if _u32(mm, pos) == 0:  # no block has an empty header: zeros appended or written over it
+            raise _empty_header(path, index, pos, size)
         start = pos + 4 + _u32(mm, pos)
         if start > size:
             break
@@ -239,11 +233,26 @@ def walk(
         index += 1
     release_pages(mm, released, pos)  # the blocks are read: none of their pages stays resident
     if pos != size:
-        raise ReportFormatError(
-            f"is truncated or corrupt: its blocks end at byte {pos} but the file has {len(mm)}"
-            " bytes; copy the report again or re-run ncu",
-            path,
-        )
+        raise _truncated(path, pos, len(mm))
+
+
+def _empty_header(path: Path, index: int, pos: int, size: int) -> ReportFormatError:
+    """The error for a block header of size 0 at byte ``pos`` (the walk ends at byte ``size``)."""
+    return ReportFormatError(
+        f"block {index} at byte {pos} has an empty header: the {size - pos} bytes from"
+        " there are not blocks (zeros appended to the report?); the report is damaged:"
+        " copy it again or re-run ncu",
+        path,
+    )
+
+
+def _truncated(path: Path, pos: int, size: int) -> ReportFormatError:
+    """The error for blocks that end at byte ``pos`` of a file of ``size`` bytes."""
+    return ReportFormatError(
+        f"is truncated or corrupt: its blocks end at byte {pos} but the file has {size}"
+        " bytes; copy the report again or re-run ncu",
+        path,
+    )
 
 
 class Untiled(DecodeError):
@@ -393,17 +402,23 @@ class LaunchLedger:
         self.last[r.process_id] = r
 
 
+#: A result block as :func:`plan` finds it: byte offset, block index, first launch, payload start,
+#: payload end, number of source records, number of result records.
+Mark = tuple[int, int, int, int, int, int, int]
+
+
 @dataclass
 class Plan:
     """What one walk over a report's block headers finds (:func:`plan`): the ncu version (in the
     first block header without results that has one; ``ncu_report`` does not expose it), the
-    number of launches, for each result block its byte offset, block index and first launch,
-    ``strings``, the whole string table (every block's, in file order), and ``records``, every
+    number of launches, ``marks``: for each result block its byte offset, block index, first
+    launch, payload start and end, and numbers of source and result records (:data:`Mark`: a
+    reader decodes the results from these without walking the block headers again), ``strings``, the whole string table (every block's, in file order), and ``records``, every
     launch record, when the walk was given a ledger."""
 
     version: str | None = None
     total: int = 0
-    marks: list[tuple[int, int, int]] = field(default_factory=list)
+    marks: list[Mark] = field(default_factory=list)
     strings: list[bytes] = field(default_factory=list)
     records: list[ResultRecord] = field(default_factory=list)
 
@@ -442,7 +457,10 @@ def plan(
     out = Plan()
     for block, pos, header, start in blocks:
         if header.num_results:
-            out.marks.append((pos, block, out.total))
+            end = start + header.payload_size
+            out.marks.append(
+                (pos, block, out.total, start, end, header.num_sources, header.num_results)
+            )
             if ledger is not None:
                 out.records.extend(_stamps(mm, path, block, start, header, out.total, ledger))
             out.total += header.num_results

@@ -51,7 +51,7 @@ import operator
 import os
 import re
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,13 +63,16 @@ from google.protobuf.message import DecodeError
 from ..catalog import Catalog
 from ..errors import InputError, ReportFormatError
 from .blocks import (
+    RELEASE_BYTES,
     LaunchLedger,
+    Mark,
     Plan,
     ResultRecord,
     Untiled,
     check_file,
     first_block,
     plan,
+    release_pages,
     results,
     untiled_block,
     walk,
@@ -110,6 +113,7 @@ TICK = 256
 #: ``DataFrame.attrs`` key of :func:`read_nvr`'s table: the launches whose layout was learned by a full scan.
 LEARNED = "ncuroof.learned_launches"
 _DOUBLE = struct.Struct("<d")
+_U32 = struct.Struct("<I")
 
 
 class UnsupportedReport(Exception):
@@ -545,20 +549,43 @@ def _damaged(path: Path, launch: int, block: int, pos: int, exc: Exception) -> P
     )
 
 
+def _records(mm: Any, mark: Mark) -> Iterator[tuple[int, Any]]:
+    """The result records of one result block (:data:`~ncuroof.parser.blocks.Mark`): its one record
+    read in place when the block holds one result and nothing else (as ncu writes them), else
+    through :func:`~ncuroof.parser.blocks.results`; raises :class:`Untiled` if they do not tile its
+    payload."""
+    _, _, _, start, end, sources, count = mark
+    if sources == 0 and count == 1:
+        if start + 4 > end or start + 4 + _U32.unpack_from(mm, start)[0] != end:
+            raise Untiled()
+        return iter(((start, mm[start + 4 : end]),))
+    return results(mm, start, end, _Counts(sources, count))
+
+
+@dataclass(frozen=True)
+class _Counts:
+    """The record counts of a block header, as :func:`~ncuroof.parser.blocks.results` reads them."""
+
+    num_sources: int
+    num_results: int
+
+
 def _launches(
-    mm: Any, path: Path, blocks: Iterator[tuple[int, int, Any, int]], wanted: _Wanted, launch: int
+    mm: Any, path: Path, marks: Iterable[Mark], wanted: _Wanted
 ) -> Iterator[tuple[int, Launch, int, int, bool]]:
     """(launch index, :class:`Launch`, record start, record end, whether its metric layout was
-    learned here) of the kernel launches in ``blocks``, numbered from ``launch``, their metric names
-    resolved in ``wanted`` (the whole report's string table); the result fields of a learned layout
-    are checked (:func:`_check_seen`); a payload that does not decode raises :class:`PayloadError`.
-    """
-    classes = _classes()
-    for block, pos, header, start in blocks:
-        if not header.num_results:
-            continue
+    learned here) of the kernel launches in the result blocks ``marks`` (from the walk of
+    :func:`_plan`), their metric names resolved in ``wanted`` (the whole report's string table); the
+    result fields of a learned layout are checked (:func:`_check_seen`); a payload that does not
+    decode raises :class:`PayloadError`. The pages read are released as it goes
+    (:func:`~ncuroof.parser.blocks.release_pages`)."""
+    classes, released = _classes(), -1
+    for mark in marks:
+        pos, block, launch, start, end, sources, count = mark
+        if released < 0 or start - released >= RELEASE_BYTES:
+            released = start if released < 0 else release_pages(mm, released, start)
         try:
-            for offset, buf in results(mm, start, start + header.payload_size, header):
+            for offset, buf in _records(mm, mark):
                 scans = wanted.scans
                 got = _launch(buf, block, offset, wanted, classes)
                 learned = wanted.scans != scans
@@ -567,16 +594,11 @@ def _launches(
                 yield launch, got, offset + 4, offset + 4 + len(buf), learned
                 launch += 1
         except Untiled as exc:
-            raise untiled_block(
-                path,
-                launch,
-                block,
-                start,
-                start + header.payload_size,
-                header.num_sources + header.num_results,
-            ) from exc
+            raise untiled_block(path, launch, block, start, end, sources + count) from exc
         except (DecodeError, UnicodeDecodeError, IndexError, ValueError, struct.error) as exc:
             raise _damaged(path, launch, block, pos, exc) from exc
+    if released >= 0:
+        release_pages(mm, released, len(mm))
 
 
 def iter_results(mm: Any, path: Path, catalog: Catalog) -> Iterator[Launch]:
@@ -605,8 +627,9 @@ def iter_results(mm: Any, path: Path, catalog: Catalog) -> Iterator[Launch]:
         For a format version, value kind or structure not seen in the reports we verified.
     """
     ledger = LaunchLedger(path, mm)
-    wanted = _Wanted.of(catalog, _plan(mm, path).strings)
-    for index, got, start, end, _ in _launches(mm, path, _blocks(mm, path), wanted, 0):
+    plan = _plan(mm, path)
+    wanted = _Wanted.of(catalog, plan.strings)
+    for index, got, start, end, _ in _launches(mm, path, plan.marks, wanted):
         ledger.add(ResultRecord(index, got.block, start, end, got.thread_id, got.seq))
         yield got
 
@@ -709,14 +732,11 @@ def _recorded(
 
 @dataclass(frozen=True)
 class Slice:
-    """The blocks of a report one process decodes: from byte ``pos`` (None: the first block) to
-    byte ``stop`` (None: the end), starting with block ``block`` and launch ``launch``, with the
-    report's whole string table."""
+    """The result blocks of a report one process decodes, as the walk of :func:`_plan` found them
+    (:data:`~ncuroof.parser.blocks.Mark` rows of a ``uint64`` array: a header field is a u64), with
+    the report's whole string table."""
 
-    pos: int | None = None
-    stop: int | None = None
-    block: int = 0
-    launch: int = 0
+    marks: np.ndarray
     strings: tuple[bytes, ...] = ()
 
 
@@ -724,21 +744,18 @@ def _slices(plan: Plan, processes: int) -> list[Slice]:
     """Cut the result blocks into ``processes`` slices at block boundaries; the first (decoded in
     this process while the workers start) is longer by :data:`START_LAUNCHES` per worker."""
     strings = tuple(plan.strings)
-    if processes <= 1 or len(plan.marks) < processes:
-        return [Slice(strings=strings)]
+    marks = np.array(plan.marks, dtype=np.uint64).reshape(-1, 7)
+    if processes <= 1 or len(marks) < processes:
+        return [Slice(marks, strings)]
     head = min(START_LAUNCHES, plan.total // (2 * processes))
     first = (plan.total + (processes - 1) * head) / processes
     width = (plan.total - first) / (processes - 1)
-    launches = [m[2] for m in plan.marks]
+    launches = marks[:, 2].tolist()
     cuts = sorted(
         {bisect.bisect_left(launches, first + k * width) for k in range(processes - 1)}
         - {0, len(launches)}
     )
-    bounds = [plan.marks[i] for i in cuts]
-    out = [Slice(stop=bounds[0][0], strings=strings)]
-    for (pos, block, launch), nxt in zip(bounds, [*bounds[1:], None]):
-        out.append(Slice(pos, None if nxt is None else nxt[0], block, launch, strings))
-    return out
+    return [Slice(part, strings) for part in np.split(marks, cuts)]
 
 
 def decode_slice(
@@ -767,8 +784,7 @@ def decode_slice(
         mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm,
         _gc_paused(),
     ):
-        blocks = _blocks(mm, path, part.pos, part.block, part.stop)
-        for index, got, start, end, learned in _launches(mm, path, blocks, wanted, part.launch):
+        for index, got, start, end, learned in _launches(mm, path, part.marks.tolist(), wanted):
             records.append((index, got.block, start, end, got.thread_id, got.seq, learned))
             rows.append((index, got))
             if len(rows) == chunk:
