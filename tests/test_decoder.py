@@ -502,14 +502,14 @@ def test_a_launch_the_decoder_cannot_decode_goes_to_ncu_report(
     report = shared("nsight-training__manual_nvtx.ncu-rep")
     cat = catalog.load()
     ref = parser.read(report, cat, reader="ncu_report").drop(columns="reader")
-    launch = nvr._launch
+    launch = nvr._SliceReader.launch
     monkeypatch.setattr(
-        nvr,
-        "_launch",
-        lambda buf, block, *a: (
+        nvr._SliceReader,
+        "launch",
+        lambda self, buf, index, block, offset: (
             (_ for _ in ()).throw(nvr.DecodeError("a layout never seen"))
             if block == 12
-            else launch(buf, block, *a)
+            else launch(self, buf, index, block, offset)
         ),
     )
     with pytest.raises(

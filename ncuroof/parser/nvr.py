@@ -120,7 +120,7 @@ class UnsupportedReport(Exception):
     """The report uses something the decoder has not been verified on (read it with ``ncu_report``)."""
 
 
-@dataclass
+@dataclass(slots=True)
 class Launch:
     """One decoded result (kernel launch) of a report.
 
@@ -146,7 +146,7 @@ class Launch:
     numbers: list[Any] | None = None
     blob: bytes | None = None
     others: list[Any] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] | None = None
 
     @property
     def values(self) -> dict[str, Any]:
@@ -160,7 +160,8 @@ class Launch:
             )
             numbers = self.layout.doubles.values(self.blob, self.others)
         out = dict(zip(self.layout.names, numbers))
-        out.update(self.extra)
+        if self.extra:
+            out.update(self.extra)
         return out
 
 
@@ -188,6 +189,7 @@ class _Layout:
     opcodes: tuple[str, ...]
     doubles: _Doubles | None = None
     n_read: int = 0
+    bulk: bool = False  # no opcode columns and no name twice: read in bulk (:func:`_run_frame`)
 
     def same_extras(self, raws: tuple[bytes, ...]) -> bool:
         """Whether the opcode metrics and the earlier copies of repeated metrics are where learned."""
@@ -263,13 +265,17 @@ class _Doubles:
         """(the joined raw results of the doubles, the other values in order) of ``raws``, or None
         where they are not laid out as learned."""
         blob = b"".join(self.get(raws))
-        if self.pattern.fullmatch(blob) is None or not layout.same_extras(raws):
+        if self.pattern.fullmatch(blob) is None or (
+            len(raws) > len(layout.names) and not layout.same_extras(raws)
+        ):
             return None
         others = []
+        keys = layout.keys
         for i, at in self.others:
-            if not raws[i].startswith(layout.keys[i]):
+            raw = raws[i]
+            if not raw.startswith(keys[i]):
                 return None
-            others.append(_value_at(raws[i], at, metric_cls))
+            others.append(_value_at(raw, at, metric_cls))
         return blob, others
 
     def values(self, blob: bytes, others: list[Any]) -> list[Any]:
@@ -360,6 +366,7 @@ class _Wanted:
             _getter([i for _, i in picked]),
             tuple(name for name, _, _ in opcodes),
             n_read=n_read,
+            bulk=not opcodes and len({name for name, _, _ in scalars}) == len(scalars),
         )
         known[:] = [layout, *known[:3]]
         return layout, layout.get(metrics)
@@ -446,6 +453,8 @@ def _value_at(raw: bytes, at: int, metric_cls: Any) -> Any:
     n = raw[at]
     if n == 9 and raw[at + 1] == 0x19:
         return _DOUBLE.unpack_from(raw, at + 2)[0]
+    if n == 2 and raw[at + 1] == 0x28 and raw[at + 2] < 0x80:  # a one-byte uint64
+        return raw[at + 2]
     if 0 < n < 0x80 and raw[at + 1] == 0x28:
         value, end = _varint(raw, at + 2)
         if end == at + 1 + n:
@@ -493,14 +502,23 @@ def _values(result: Any, wanted: _Wanted, metric_cls: Any, got: Launch) -> None:
         if layout.doubles is None:
             layout.doubles = _Doubles.learn(layout, raws)
     got.layout = layout
-    for name, raw in zip(layout.opcodes, layout.opcode_raws(raws)):
-        got.extra.update(_opcodes(metric_cls.FromString(raw), name, wanted.catalog))
+    if layout.opcodes:
+        got.extra = {}
+        for name, raw in zip(layout.opcodes, layout.opcode_raws(raws)):
+            got.extra.update(_opcodes(metric_cls.FromString(raw), name, wanted.catalog))
 
 
 def _launch(buf: Any, block: int, offset: int, wanted: _Wanted, classes: dict[str, Any]) -> Launch:
     result = classes["Result"].FromString(buf)
     if result.kind != KERNEL_LAUNCH:
         raise UnsupportedReport(f"a result of kind {result.kind} (not a kernel launch)")
+    return _parsed_launch(result, block, offset, wanted, classes["Metric"])
+
+
+def _parsed_launch(
+    result: Any, block: int, offset: int, wanted: _Wanted, metric_cls: Any
+) -> Launch:
+    """The :class:`Launch` of a parsed kernel-launch result."""
     # an empty name (a C symbol has no demangled form) is the mangled one, as in ncu_report
     function, demangled = result.function or result.mangled, result.demangled or result.mangled
     got = Launch(
@@ -514,7 +532,7 @@ def _launch(buf: Any, block: int, offset: int, wanted: _Wanted, classes: dict[st
         result.timestamp,
         _NO_LAYOUT,
     )
-    _values(result, wanted, classes["Metric"], got)
+    _values(result, wanted, metric_cls, got)
     return got
 
 
@@ -768,35 +786,140 @@ def decode_slice(
 ) -> tuple[list[pd.DataFrame], list[tuple[int, ...]]]:
     """Decode the launches of one :class:`Slice` of a report (in this process or a worker's).
 
-    Returns the raw-table chunks (:func:`_frames`, ``chunk`` launches at a time) and one record
+    Returns the raw-table chunks (at most ``chunk`` launches each, in launch order) and one record
     per launch (index, block, start, end, thread ID, sequence number) for
     :class:`~ncuroof.parser.blocks.LaunchLedger`, then whether its metric layout was learned there
     (:data:`LEARNED`). ``progress(n)`` is told every
     :data:`TICK` launches. Python's cyclic garbage collector is paused meanwhile: the decoder
     makes no cycles, and its collections over the growing table cost a third of the time.
     """
-    frames: list[pd.DataFrame] = []
-    rows: list[tuple[int, Launch]] = []
-    records: list[tuple[int, ...]] = []
-    wanted = _Wanted.of(catalog, part.strings)
     with (
         path.open("rb") as f,
         mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm,
         _gc_paused(),
     ):
-        for index, got, start, end, learned in _launches(mm, path, part.marks.tolist(), wanted):
-            records.append((index, got.block, start, end, got.thread_id, got.seq, learned))
-            rows.append((index, got))
-            if len(rows) == chunk:
-                frames += _frames(path, rows, version)
-                rows = []
-            if progress is not None and len(records) % TICK == 0:
-                progress(TICK)
-    if rows:
-        frames += _frames(path, rows, version)
-    if progress is not None and len(records) % TICK:
-        progress(len(records) % TICK)
-    return frames, records
+        reader = _SliceReader(path, mm, _Wanted.of(catalog, part.strings), chunk, version)
+        reader.read(part.marks.tolist(), progress)
+    return reader.frames, reader.records
+
+
+@dataclass
+class _Run:
+    """Consecutive launches whose values one layout's :class:`_Doubles` reader matched, as columns:
+    launch index, function and demangled names, NVTX ranges, the doubles' joined raw results and
+    the other values (:func:`_run_frame` makes their table at once)."""
+
+    layout: _Layout
+    index: list[int] = field(default_factory=list)
+    function: list[str] = field(default_factory=list)
+    demangled: list[str] = field(default_factory=list)
+    nvtx: list[str | None] = field(default_factory=list)
+    blobs: list[bytes] = field(default_factory=list)
+    others: list[list[Any]] = field(default_factory=list)
+
+
+class _SliceReader:
+    """Decodes the result blocks of one slice into raw-table chunks (``frames``) and ledger
+    ``records``: a launch whose values a learned :class:`_Doubles` reader matches is added to the
+    current :class:`_Run` as columns (no :class:`Launch`), any other is decoded in full
+    (:func:`_parsed_launch`) and made a row (:func:`_frames`)."""
+
+    def __init__(
+        self, path: Path, mm: Any, wanted: _Wanted, chunk: int, version: str | None
+    ) -> None:
+        self.path, self.mm, self.wanted, self.chunk, self.version = path, mm, wanted, chunk, version
+        classes = _classes()
+        self.result_cls, self.metric_cls = classes["Result"], classes["Metric"]
+        self.texts: dict[bytes, str] = {}
+        self.frames: list[pd.DataFrame] = []
+        self.records: list[tuple[int, ...]] = []
+        self.rows: list[tuple[int, Launch]] = []
+        self.run: _Run | None = None
+
+    def read(self, marks: list[Mark], progress: Callable[[int], None] | None) -> None:
+        """Decode the launches of the result blocks ``marks`` (rows of :data:`Mark`), in order; a
+        block whose records do not tile it, or a payload that does not decode, raises
+        (:func:`~ncuroof.parser.blocks.untiled_block`, :class:`PayloadError`)."""
+        released = marks[0][3] if marks else 0
+        for mark in marks:
+            pos, block, launch, start, end, sources, count = mark
+            if start - released >= RELEASE_BYTES:
+                released = release_pages(self.mm, released, start)
+            try:
+                for offset, buf in _records(self.mm, mark):
+                    self.launch(buf, launch, block, offset)
+                    launch += 1
+                    if progress is not None and len(self.records) % TICK == 0:
+                        progress(TICK)
+            except Untiled as exc:
+                raise untiled_block(self.path, launch, block, start, end, sources + count) from exc
+            except (DecodeError, UnicodeDecodeError, IndexError, ValueError, struct.error) as exc:
+                raise _damaged(self.path, launch, block, pos, exc) from exc
+        release_pages(self.mm, released, len(self.mm))
+        self.flush()
+        if progress is not None and len(self.records) % TICK:
+            progress(len(self.records) % TICK)
+
+    def launch(self, buf: Any, index: int, block: int, offset: int) -> None:
+        """Decode one result record (``buf``, at byte ``offset`` of block ``block``)."""
+        result = self.result_cls.FromString(buf)
+        if result.kind != KERNEL_LAUNCH:
+            raise UnsupportedReport(f"a result of kind {result.kind} (not a kernel launch)")
+        mangled = result.mangled
+        # an empty name (a C symbol has no demangled form) is the mangled one, as in ncu_report
+        function, demangled = (
+            self.text(result.function or mangled),
+            self.text(result.demangled or mangled),
+        )
+        nvtx = _nvtx(result)
+        layout, _, matched = self.wanted.read_doubles(result.metrics, self.metric_cls)
+        learned = False
+        if matched is None or not layout.bulk:
+            learned = self.slow(result, buf, index, block, offset)
+        else:
+            run = self.run
+            if run is None or run.layout is not layout or len(run.index) >= self.chunk:
+                self.flush()
+                run = self.run = _Run(layout)
+            run.index.append(index)
+            run.function.append(function)
+            run.demangled.append(demangled)
+            run.nvtx.append(nvtx)
+            run.blobs.append(matched[0])
+            run.others.append(matched[1])
+        seq = result.seq if result.HasField("seq") else None
+        tid = result.thread_id if result.HasField("thread_id") else None
+        self.records.append((index, block, offset + 4, offset + 4 + len(buf), tid, seq, learned))
+
+    def text(self, raw: bytes) -> str:
+        """``raw`` decoded (UTF-8), once per distinct name."""
+        text = self.texts.get(raw)
+        return text if text is not None else self.texts.setdefault(raw, raw.decode())
+
+    def slow(self, result: Any, buf: Any, index: int, block: int, offset: int) -> bool:
+        """Decode a launch in full into a row; whether its metric layout was learned here (then its
+        result fields are checked: :func:`_check_seen`)."""
+        if self.run is not None:
+            self.flush()
+        scans = self.wanted.scans
+        self.rows.append(
+            (index, _parsed_launch(result, block, offset, self.wanted, self.metric_cls))
+        )
+        if len(self.rows) >= self.chunk:
+            self.flush()
+        if self.wanted.scans != scans:  # a new layout: are its fields all known?
+            _check_seen(buf, "Result", f"launch {index}")
+            return True
+        return False
+
+    def flush(self) -> None:
+        """Make the table of the pending run or rows."""
+        if self.run is not None and self.run.index:
+            self.frames.append(_run_frame(self.path, self.run, self.version))
+        self.run = None
+        if self.rows:
+            self.frames += _frames(self.path, self.rows, self.version)
+            self.rows = []
 
 
 def _frames(path: Path, rows: list[tuple[int, Launch]], version: str | None) -> list[pd.DataFrame]:
@@ -810,7 +933,7 @@ def _frames(path: Path, rows: list[tuple[int, Launch]], version: str | None) -> 
             continue
         run = rows[start:end]
         if kinds[start] is not None:
-            out.append(_run_frame(path, [got for _, got in run], [i for i, _ in run], version))
+            out.append(_run_frame(path, _as_run(run), version))
         else:
             out.append(
                 launch_frame(
@@ -826,12 +949,24 @@ def _frames(path: Path, rows: list[tuple[int, Launch]], version: str | None) -> 
     return out
 
 
+def _as_run(rows: list[tuple[int, Launch]]) -> _Run:
+    """Launches of one bulk layout (:func:`_fast`) as a :class:`_Run`."""
+    run = _Run(rows[0][1].layout)
+    for i, got in rows:
+        assert got.blob is not None and got.others is not None
+        run.index.append(i)
+        run.function.append(got.function)
+        run.demangled.append(got.demangled)
+        run.nvtx.append(got.nvtx)
+        run.blobs.append(got.blob)
+        run.others.append(got.others)
+    return run
+
+
 def _fast(got: Launch) -> int | None:
     """The identity of the layout ``got``'s values can be read with in bulk, or None."""
     layout = got.layout
-    if got.blob is None or layout.opcodes or len(set(layout.names)) != len(layout.names):
-        return None
-    return id(layout)
+    return id(layout) if got.blob is not None and layout.bulk else None
 
 
 _DISPLAY = "device__attribute_display_name"
@@ -842,28 +977,26 @@ _SHAPE = (
 )
 
 
-def _run_frame(
-    path: Path, run: list[Launch], index: list[int], version: str | None
-) -> pd.DataFrame:
+def _run_frame(path: Path, run: _Run, version: str | None) -> pd.DataFrame:
     """The raw table of launches of one layout whose values :meth:`_Doubles.match` matched, equal to
     :func:`~ncuroof.parser.ncu_rep.launch_frame` of their :func:`~ncuroof.parser.ncu_rep.launch_row`
     rows: the doubles are read from their joined raw bytes as NumPy records (no Python float per
     value), the other values are typed as ``DataFrame.from_records`` types them, and the identity
     columns (compute capability, grid and block text) are made once per distinct combination."""
-    layout = run[0].layout
+    layout, n = run.layout, len(run.index)
     doubles = layout.doubles
     assert doubles is not None and doubles.dtype is not None
     names = layout.names
-    records = np.frombuffer(b"".join([got.blob for got in run]), dtype=doubles.dtype)  # type: ignore[misc]
+    records = np.frombuffer(b"".join(run.blobs), dtype=doubles.dtype)
     columns: dict[str, Any] = {names[i]: records[f"v{i}"].copy() for i in doubles.doubles}
     other = [names[i] for i, _ in doubles.others]
     if other:
-        typed = pd.DataFrame.from_records([got.others for got in run], columns=other)
+        typed = pd.DataFrame.from_records(run.others, columns=other)
         columns.update((c, typed[c]) for c in other)
 
     def listed(name: str) -> list[Any]:
         col = columns.get(name)
-        return [None] * len(run) if col is None else col.tolist()
+        return [None] * n if col is None else col.tolist()
 
     display = [d if isinstance(d, str) else None for d in listed(_DISPLAY)]
     shapes: dict[tuple[Any, ...], tuple[str | None, str | None, str | None]] = {}
@@ -876,8 +1009,10 @@ def _run_frame(
     source = str(path)
     meta = pd.DataFrame.from_records(
         [
-            (source, 0, i, got.function, got.demangled, got.nvtx, d, *t, version, None, None)
-            for i, got, d, t in zip(index, run, display, texts)
+            (source, 0, i, f, dm, nv, d, *t, version, None, None)
+            for i, f, dm, nv, d, t in zip(
+                run.index, run.function, run.demangled, run.nvtx, display, texts
+            )
         ],
         columns=list(META_COLUMNS),
     )
