@@ -19,11 +19,12 @@ import hashlib
 import mmap
 import re
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from google.protobuf.message import DecodeError
 
 from ..errors import InputError, ReportFormatError
@@ -42,6 +43,7 @@ __all__ = [
     "release_pages",
     "ResultRecord",
     "LaunchLedger",
+    "check_records",
     "Plan",
     "Mark",
     "plan",
@@ -138,8 +140,11 @@ def check_header(header: bytes, end: int, size: int, path: Path) -> None:
         )
 
 
+_U32 = struct.Struct("<I")
+
+
 def _u32(mm: Any, pos: int) -> int:
-    return struct.unpack_from("<I", mm, pos)[0]
+    return _U32.unpack_from(mm, pos)[0]
 
 
 def first_block(mm: Any, path: Path) -> tuple[int, int]:
@@ -213,9 +218,10 @@ def walk(
     while pos + 4 <= size:
         if pos - released >= RELEASE_BYTES:
             released = release_pages(mm, released, pos)
-        if _u32(mm, pos) == 0:  # no block has an empty header: zeros appended or written over it
+        length = _U32.unpack_from(mm, pos)[0]
+        if length == 0:  # no block has an empty header: zeros appended or written over it
             raise _empty_header(path, index, pos, size)
-        start = pos + 4 + _u32(mm, pos)
+        start = pos + 4 + length
         if start > size:
             break
         try:
@@ -400,6 +406,45 @@ class LaunchLedger:
                 self.path,
             )
         self.last[r.process_id] = r
+
+
+def check_records(path: Path, data: Any, records: Sequence[tuple[Any, ...]]) -> None:
+    """Check launch records in file order as :class:`LaunchLedger` does, at once where it can.
+
+    Where every record has a process ID and a sequence number and each process's numbers
+    increase from record to record (a report as ncu writes it), the ledger finds nothing: no two
+    records share (process ID, sequence number), none is out of sequence; that is checked on
+    NumPy arrays. Otherwise the records go through the ledger one by one, which raises its error.
+
+    Parameters
+    ----------
+    path : Path
+        The report, for the messages.
+    data : buffer
+        The whole report (``mmap`` or ``bytes``).
+    records : sequence of tuple
+        ``(index, block, start, end, process ID, sequence number, ...)`` per launch record, in file
+        order (the fields of :class:`ResultRecord`, then anything).
+
+    Raises
+    ------
+    ReportFormatError
+        As :meth:`LaunchLedger.add`.
+    """
+    pids, seqs = [r[4] for r in records], [r[5] for r in records]
+    if None not in pids and None not in seqs:
+        try:
+            pid, seq = np.array(pids, dtype=np.uint64), np.array(seqs, dtype=np.uint64)
+        except OverflowError:  # not u64 values: the ledger says what is wrong
+            pass
+        else:
+            order = np.argsort(pid, kind="stable")  # by process, in file order within each
+            pid, seq = pid[order], seq[order]
+            if not ((pid[1:] == pid[:-1]) & (seq[1:] <= seq[:-1])).any():
+                return
+    ledger = LaunchLedger(path, data)
+    for r in records:
+        ledger.add(ResultRecord(*r[:6]))
 
 
 #: A result block as :func:`plan` finds it: byte offset, block index, first launch, payload start,

@@ -70,6 +70,7 @@ from .blocks import (
     ResultRecord,
     Untiled,
     check_file,
+    check_records,
     first_block,
     plan,
     release_pages,
@@ -102,6 +103,9 @@ __all__ = [
 FORMAT_VERSION = 7
 KERNEL_LAUNCH = 3
 CHUNK = 4096  # launches per DataFrame chunk: bounds the memory of the per-row dicts
+#: Chunks of launches read in bulk per DataFrame (no per-row dicts: 1 kB a launch, and fewer, longer
+#: tables are cheaper to make and to join).
+RUN = 4
 #: Launches worth one more decoding process (a worker's start costs about 8,000 launches' decoding).
 PROCESS_LAUNCHES = 25_000
 #: The launches this process decodes while a worker starts (importing ncuroof, about 0.6 s).
@@ -707,22 +711,10 @@ def _check_seen(buf: Any, message: str, where: str) -> None:
         )
 
 
-def _seen(
-    mm: Any, blocks: Iterator[tuple[int, int, Any, int]]
-) -> Iterator[tuple[int, int, Any, int]]:
-    """``blocks``, their headers checked for fields never seen (but for result blocks after the first)."""
-    after_results = False
-    for block, pos, header, start in blocks:
-        if not after_results or not header.num_results:
-            _check_seen(mm[pos + 4 : start], "BlockHeader", f"block {block}")
-        after_results = after_results or bool(header.num_results)
-        yield block, pos, header, start
-
-
 def _plan(mm: Any, path: Path, blocks: list[Block] | None = None) -> Plan:
     """One walk over the block headers (:func:`ncuroof.parser.blocks.plan`), checked for fields never
-    seen; every block appended to ``blocks`` when given (:func:`_recorded`)."""
-    return plan(mm, path, _recorded(_seen(mm, _blocks(mm, path)), blocks))
+    seen; every block appended to ``blocks`` when given (:func:`_seen`)."""
+    return plan(mm, path, _seen(mm, _blocks(mm, path), blocks))
 
 
 #: One block as :func:`ncuroof.parser.verify.cut_report` needs it: its byte offset, the end of its
@@ -731,20 +723,24 @@ def _plan(mm: Any, path: Path, blocks: list[Block] | None = None) -> Plan:
 Block = tuple[int, int, int, int, Any]
 
 
-def _recorded(
-    blocks: Iterator[tuple[int, int, Any, int]], out: list[Block] | None
+def _seen(
+    mm: Any, blocks: Iterator[tuple[int, int, Any, int]], out: list[Block] | None
 ) -> Iterator[tuple[int, int, Any, int]]:
-    """``blocks``, each also appended to ``out`` as a :data:`Block` (when ``out`` is not None)."""
+    """``blocks``, their headers checked for fields never seen (but for result blocks after the
+    first), each also appended to ``out`` as a :data:`Block` (when ``out`` is not None)."""
+    after_results = False
     for block, pos, header, start in blocks:
+        results = header.num_results
+        if not after_results or not results:
+            _check_seen(mm[pos + 4 : start], "BlockHeader", f"block {block}")
+            after_results = after_results or bool(results)
         if out is not None:
             strings = (
                 header.strings
-                if header.num_results and header.HasField("strings") and header.strings.strings
+                if results and header.HasField("strings") and header.strings.strings
                 else None
             )
-            out.append(
-                (pos, start + header.payload_size, header.num_results, header.num_sources, strings)
-            )
+            out.append((pos, start + header.payload_size, results, header.num_sources, strings))
         yield block, pos, header, start
 
 
@@ -786,7 +782,8 @@ def decode_slice(
 ) -> tuple[list[pd.DataFrame], list[tuple[int, ...]]]:
     """Decode the launches of one :class:`Slice` of a report (in this process or a worker's).
 
-    Returns the raw-table chunks (at most ``chunk`` launches each, in launch order) and one record
+    Returns the raw-table chunks (at most ``chunk`` launches each, :data:`RUN` times that for
+    launches read in bulk, in launch order) and one record
     per launch (index, block, start, end, thread ID, sequence number) for
     :class:`~ncuroof.parser.blocks.LaunchLedger`, then whether its metric layout was learned there
     (:data:`LEARNED`). ``progress(n)`` is told every
@@ -878,7 +875,7 @@ class _SliceReader:
             learned = self.slow(result, buf, index, block, offset)
         else:
             run = self.run
-            if run is None or run.layout is not layout or len(run.index) >= self.chunk:
+            if run is None or run.layout is not layout or len(run.index) >= RUN * self.chunk:
                 self.flush()
                 run = self.run = _Run(layout)
             run.index.append(index)
@@ -1006,19 +1003,28 @@ def _run_frame(path: Path, run: _Run, version: str | None) -> pd.DataFrame:
         if text is None:
             text = shapes[key] = _shape_texts(key)
         texts.append(text)
-    source = str(path)
-    meta = pd.DataFrame.from_records(
-        [
-            (source, 0, i, f, dm, nv, d, *t, version, None, None)
-            for i, f, dm, nv, d, t in zip(
-                run.index, run.function, run.demangled, run.nvtx, display, texts
-            )
-        ],
-        columns=list(META_COLUMNS),
-    )
-    frame = pd.DataFrame(
-        {**{c: meta[c] for c in META_COLUMNS}, **{n: columns[n] for n in names if n != _DISPLAY}}
-    )
+    cc, grid, block = zip(*texts) if texts else ((), (), ())
+    meta = dict(
+        zip(
+            META_COLUMNS,
+            (
+                [str(path)] * n,
+                [0] * n,
+                run.index,
+                run.function,
+                run.demangled,
+                run.nvtx,
+                display,
+                list(cc),
+                list(grid),
+                list(block),
+                [version] * n,
+                [None] * n,
+                [None] * n,
+            ),
+        )
+    )  # typed as DataFrame.from_records types the rows of launch_row
+    frame = pd.DataFrame({**meta, **{c: columns[c] for c in names if c != _DISPLAY}})
     return numeric_metrics(frame)
 
 
@@ -1113,30 +1119,37 @@ def read_nvr(
     check_file(path)
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
         n = processes if processes is not None else _processes(_estimate(mm, path))
-        with Workers(
-            n - 1, __name__
-        ) as workers:  # they start (import ncuroof) while the blocks are walked
-            plan = _plan(mm, path, blocks)
-            if not plan.total:
-                raise InputError(
-                    "holds no kernel launches; check ncu's --kernel-name/--launch-count filters",
-                    path,
-                )
-            slices = _slices(plan, n)
-            advance = progress(plan.total) if progress is not None else None
-            parts = workers.run(
-                decode_slice,
-                [(path, catalog, part, chunk, plan.version) for part in slices],
-                advance,
-            )
-        ledger = LaunchLedger(path, mm)
-        learned = []
-        for _, records in parts:
-            for r in records:
-                ledger.add(ResultRecord(*r[:6]))
-                if r[6]:
-                    learned.append(r[0])
+        parts = _decoded(mm, path, catalog, n, chunk, progress, blocks)
+        records = [r for _, part in parts for r in part]
+        check_records(path, mm, records)
     frames = [frame for part_frames, _ in parts for frame in part_frames]
     df = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
-    df.attrs[LEARNED] = learned
+    df.attrs[LEARNED] = [r[0] for r in records if r[6]]
     return df
+
+
+def _decoded(
+    mm: Any,
+    path: Path,
+    catalog: Catalog,
+    n: int,
+    chunk: int,
+    progress: Callable[[int], Callable[..., None]] | None,
+    blocks: list[Block] | None,
+) -> list[tuple[list[pd.DataFrame], list[tuple[int, ...]]]]:
+    """The report walked once (:func:`_plan`, every block appended to ``blocks`` when given) and its
+    slices decoded on ``n`` processes (:func:`decode_slice`'s results, in order); the workers start
+    (import ncuroof) while the blocks are walked."""
+    with Workers(n - 1, __name__) as workers:
+        plan = _plan(mm, path, blocks)
+        if not plan.total:
+            raise InputError(
+                "holds no kernel launches; check ncu's --kernel-name/--launch-count filters",
+                path,
+            )
+        advance = progress(plan.total) if progress is not None else None
+        return workers.run(
+            decode_slice,
+            [(path, catalog, part, chunk, plan.version) for part in _slices(plan, n)],
+            advance,
+        )
