@@ -106,7 +106,7 @@ CHUNK = 4096  # launches per DataFrame chunk: bounds the memory of the per-row d
 #: Chunks of launches read in bulk per DataFrame (no per-row dicts: 1 kB a launch, and fewer, longer
 #: tables are cheaper to make and to join).
 RUN = 4
-#: Launches worth one more decoding process (a worker's start costs about 8,000 launches' decoding).
+#: Launches worth one more decoding process (a worker's start, 0.6 s, costs about 17,000 launches' decoding).
 PROCESS_LAUNCHES = 25_000
 #: The launches this process decodes while a worker starts (importing ncuroof, about 0.6 s).
 START_LAUNCHES = 8_000
