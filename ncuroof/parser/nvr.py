@@ -26,12 +26,14 @@ header or result field never seen in those reports (:data:`~ncuroof.parser.wire.
 not: the report is unsupported.
 
 :func:`read_nvr` reads only the metrics the catalog asks for, straight from a memory map, and
-builds the same raw table as :func:`ncuroof.parser.ncu_rep.read_ncu_rep`, in one pass that also
-checks the framing and every launch record (:class:`~ncuroof.parser.blocks.LaunchLedger`). A big
-report is cut into slices of result blocks decoded side by side by worker processes
-(:mod:`ncuroof.parser.split`). Per launch, the wanted metric results are found by a cached layout
-(positions checked by their leading bytes, earlier copies of repeated metrics included) and their
-values read in one regex match and one ``struct`` unpack (:class:`_Doubles`), else one by one. A
+builds the same raw table as :func:`ncuroof.parser.ncu_rep.read_ncu_rep`: one walk over the block
+headers checks the framing and records each result block (:func:`_plan`); a big report is cut into
+slices of those blocks decoded side by side by worker processes (:mod:`ncuroof.parser.split`),
+without walking the headers again; every launch record is then checked in file order
+(:func:`~ncuroof.parser.blocks.check_records`). Per launch, the wanted metric results are found by
+a cached layout (positions checked by their leading bytes, earlier copies of repeated metrics
+included) and their doubles matched by one regex and kept as raw bytes, read for many launches at
+once as NumPy records (:class:`_Doubles`, :func:`_run_frame`), else value by value. A
 report using anything not seen in those reports raises :class:`UnsupportedReport`, on which
 :func:`ncuroof.parser.read` falls back to ``ncu_report``; a payload that does not decode raises
 :class:`PayloadError` naming the block, its byte offset and the launch (damaged, or a layout
