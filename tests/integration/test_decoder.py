@@ -310,6 +310,41 @@ def test_split_decode_is_the_same_table_and_its_errors_are_whole(tmp_path: Path)
     assert_one_line_error(info, bad, "repeated", "record 1199", "record 0 ")
 
 
+def test_records_checked_at_once_agree_with_the_ledger_one_by_one() -> None:
+    """blocks.check_records (NumPy, for records whose sequence numbers increase per process) raises
+    exactly where LaunchLedger.add, record by record, raises, with its message; on random records
+    with repeated, lowered and missing sequence numbers and repeated bytes."""
+    from ncuroof.parser.blocks import LaunchLedger, ResultRecord, check_records
+
+    rng = np.random.default_rng(29)
+    path, outcomes = Path("r.ncu-rep"), set()
+    for _ in range(400):
+        n = int(rng.integers(1, 12))
+        data = bytes(rng.integers(0, 3, 4 * n, dtype=np.uint8))  # short records: repeats happen
+        pids = rng.integers(1, 3, n).tolist()
+        seqs = np.cumsum(rng.integers(-1, 3, n)).tolist()
+        missing = rng.random() < 0.1
+        records = [
+            (i, i, 4 * i, 4 * i + 4, p, None if missing and rng.random() < 0.5 else s, False)
+            for i, (p, s) in enumerate(zip(pids, seqs))
+        ]
+        try:
+            ledger = LaunchLedger(path, data)
+            for r in records:
+                ledger.add(ResultRecord(*r[:6]))
+            expected = None
+        except ReportFormatError as exc:
+            expected = exc.message
+        try:
+            check_records(path, data, records)
+            got = None
+        except ReportFormatError as exc:
+            got = exc.message
+        assert got == expected
+        outcomes.add(None if expected is None else expected.split(":")[0])
+    assert len(outcomes) == 3  # clean, repeated and out of sequence all drawn
+
+
 def test_decoding_processes_follow_cores_size_and_the_environment(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -502,14 +537,14 @@ def test_a_launch_the_decoder_cannot_decode_goes_to_ncu_report(
     report = shared("nsight-training__manual_nvtx.ncu-rep")
     cat = catalog.load()
     ref = parser.read(report, cat, reader="ncu_report").drop(columns="reader")
-    launch = nvr._launch
+    launch = nvr._SliceReader.launch
     monkeypatch.setattr(
-        nvr,
-        "_launch",
-        lambda buf, block, *a: (
+        nvr._SliceReader,
+        "launch",
+        lambda self, buf, index, block, offset: (
             (_ for _ in ()).throw(nvr.DecodeError("a layout never seen"))
             if block == 12
-            else launch(buf, block, *a)
+            else launch(self, buf, index, block, offset)
         ),
     )
     with pytest.raises(nvr.PayloadError) as err:
