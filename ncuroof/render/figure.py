@@ -53,7 +53,7 @@ import pandas as pd
 from .. import catalog as _catalog
 from .. import fmt
 from .._lazy import LazyModule
-from ..model.summary import FOCUS_SHARE, aggregate_points, with_keys
+from ..model.summary import FOCUS_SHARE, aggregate_points, keys_of, with_keys
 from ..schema import LEVELS, precision_title, work_unit
 from .viewcontract import Chart, Control, ViewContract, ViewState, add_charts, apply_view
 
@@ -180,7 +180,9 @@ def _kernel_names(dots: pd.DataFrame) -> np.ndarray:
 
 
 def _launch_names(dots: pd.DataFrame) -> np.ndarray:
-    return dots["label"].astype(str).map(html.escape).to_numpy(dtype=object)
+    """Hover head of per-launch dots: the label, escaped once per distinct label (a string array)."""
+    codes, labels = pd.factorize(dots["label"].astype(str), use_na_sentinel=False)
+    return np.array([html.escape(str(v)) for v in labels], dtype=str)[codes]
 
 
 @dataclass(frozen=True)
@@ -247,7 +249,7 @@ def _dot_frames(
     aggregated).
 
     ``given`` may hold precomputed frames: ``kernel`` = :func:`ncuroof.model.summary.kernel_dots`,
-    ``launch`` = :func:`ncuroof.model.summary.with_keys`; other keys are further dot groups of
+    ``launch`` = :func:`ncuroof.model.summary.with_keys` (default: :func:`_launch_dots`); other keys are further dot groups of
     :data:`DOT_GROUPS` (aggregated dots with a ``kernel_key``, or their own facts columns).
     """
     given = dict(given or {})
@@ -256,7 +258,7 @@ def _dot_frames(
         kern = aggregate_points(with_keys(points, kernels), by="kernel_key")
     launch = given.get("launch")
     if launch is None:
-        launch = with_keys(longest_launches(points, kernels, MAX_LAUNCH_DOTS), kernels)
+        launch = _launch_dots(points, kernels)
     frames = {**given, "kernel": kern.assign(launch_id=-1), "launch": launch.assign(launches=1)}
     info = summ.set_index("kernel_key")
     return {gid: _with_facts(gid, d, kernels, info) for gid, d in frames.items()}
@@ -269,18 +271,20 @@ def _with_facts(
     launch), a kernel's time and share from the summary (the area counts all its launches, those
     without points too; the summary's time basis)."""
     d = d.copy()
-    if gid == "launch":
+    if gid == "launch" and "kbound" not in d.columns:
         d = d.merge(
             kernels[["source", "launch_id", "bound"]].rename(columns={"bound": "kbound"}),
             on=["source", "launch_id"],
             how="left",
         )
-    elif gid == "kernel":
-        d["time_s"] = info["time_s"].reindex(d["kernel_key"]).to_numpy()
-        d["share"] = info["time_share"].reindex(d["kernel_key"]).to_numpy()
+    codes, keys = pd.factorize(d["kernel_key"], use_na_sentinel=False)
+    rows = info.reindex(keys)  # the summary row of each distinct key, then per dot by its code
+    if gid == "kernel":
+        d["time_s"] = rows["time_s"].to_numpy()[codes]
+        d["share"] = rows["time_share"].to_numpy()[codes]
     for col, src in _FACTS:
         if col not in d.columns:
-            d[col] = info[src].reindex(d["kernel_key"]).to_numpy()
+            d[col] = rows[src].to_numpy()[codes]
     if "launch_id" not in d.columns:
         d["launch_id"] = -1
     for col in ("achievable_roof_flop_per_s", "achievable_roof_fraction"):
@@ -297,8 +301,44 @@ def longest_launches(points: pd.DataFrame, kernels: pd.DataFrame, most: int) -> 
     if len(kernels) <= most:
         return points
     longest = kernels.nlargest(most, "time_s", keep="first")
-    ids = pd.MultiIndex.from_frame(longest[["source", "launch_id"]])
-    return points[pd.MultiIndex.from_frame(points[["source", "launch_id"]]).isin(ids)]
+    return points[_launch_positions(points, longest) >= 0]
+
+
+def _launch_positions(rows: pd.DataFrame, launches: pd.DataFrame) -> np.ndarray:
+    """Position in ``launches`` of each row's launch (``source``, ``launch_id``; the first such
+    launch), -1 where it is not there: one hash lookup per row on an integer key."""
+    sources = pd.Index(pd.unique(launches["source"]))
+    ids = launches["launch_id"].to_numpy(np.int64)
+    lo, span = (int(ids.min()), int(ids.max() - ids.min()) + 1) if len(ids) else (0, 1)
+
+    def key(frame: pd.DataFrame) -> np.ndarray:
+        codes, names = pd.factorize(frame["source"], use_na_sentinel=False)  # few distinct
+        code = sources.get_indexer(names)[codes]
+        lid = frame["launch_id"].to_numpy(np.int64) - lo
+        return np.where((code >= 0) & (lid >= 0) & (lid < span), code * span + lid, -1)
+
+    at = pd.Series(np.arange(len(launches)), index=key(launches))
+    at = at[~at.index.duplicated()]
+    return at.reindex(key(rows)).fillna(-1).to_numpy(np.int64)
+
+
+def _launch_dots(points: pd.DataFrame, kernels: pd.DataFrame) -> pd.DataFrame:
+    """The points of the :data:`MAX_LAUNCH_DOTS` longest launches (all when there are no more), in
+    ``points`` order, with their launch's ``kernel_key`` (:func:`ncuroof.model.summary.keys_of`)
+    and classified bound (``kbound``); NaN for a point whose launch ``kernels`` lacks."""
+    capped = len(kernels) > MAX_LAUNCH_DOTS
+    launches = kernels.nlargest(MAX_LAUNCH_DOTS, "time_s", keep="first") if capped else kernels
+    at = _launch_positions(points, launches)
+    if capped:
+        points, at = points[at >= 0], at[at >= 0]
+    pick = np.where(at >= 0, at, len(launches))  # past the end: the NaN appended below
+
+    def column(values: pd.Series) -> np.ndarray:
+        return np.append(values.to_numpy(object), np.nan)[pick]
+
+    return points.reset_index(drop=True).assign(
+        kernel_key=column(keys_of(launches)), kbound=column(launches["bound"])
+    )
 
 
 def _group_label(group: DotGroup, kernels: pd.DataFrame) -> DotGroup:
@@ -347,12 +387,12 @@ def _medians(
         return {}, {}
     have = points[np.isfinite(points[col].to_numpy(float))]
     value = have.groupby(key)[col].median().to_dict()
-    source = (
-        have.groupby(key)[src].agg(lambda s: s.mode().iat[0] if len(s.mode()) else "").to_dict()
-        if src in have.columns
-        else {}
-    )
-    return value, {k: str(v) for k, v in source.items()}
+    if src not in have.columns:
+        return value, {}
+    n = have.groupby([key, src]).size()  # sorted: per key, its most common source, ties the first
+    top = n[n == n.groupby(level=0).transform("max")].reset_index().drop_duplicates(key)
+    mode = dict(zip(top[key], top[src]))
+    return value, {k: str(mode.get(k, "")) for k in value}
 
 
 def roofs(points: pd.DataFrame) -> tuple[dict[str, float], dict[str, float], dict[str, str]]:
@@ -955,7 +995,7 @@ def _dot_trace(
             line=dict(width=1, color="white"),
         ),
         text=group.names(dots),
-        hovertext=dots["kbound"].astype(str).to_numpy(dtype=object),
+        hovertext=dots["kbound"].astype(str).to_numpy(dtype=str),
         customdata=dots[list(CUSTOMDATA)].to_numpy(float).astype(np.float32),
         showlegend=False,
         name=f"{lv.upper()} dots",
