@@ -277,13 +277,13 @@ def _with_facts(
             on=["source", "launch_id"],
             how="left",
         )
-    codes, keys = pd.factorize(d["kernel_key"], use_na_sentinel=False)
-    rows = info.reindex(keys)  # the summary row of each distinct key, then per dot by its code
+    need = {col: src for col, src in _FACTS if col not in d.columns}
     if gid == "kernel":
-        d["time_s"] = rows["time_s"].to_numpy()[codes]
-        d["share"] = rows["time_share"].to_numpy()[codes]
-    for col, src in _FACTS:
-        if col not in d.columns:
+        need.update(time_s="time_s", share="time_share")
+    if need:  # a frame with its own facts (another dot group) needs no kernel_key
+        codes, keys = pd.factorize(d["kernel_key"], use_na_sentinel=False)
+        rows = info.reindex(keys)  # the summary row of each distinct key, then per dot by its code
+        for col, src in need.items():
             d[col] = rows[src].to_numpy()[codes]
     if "launch_id" not in d.columns:
         d["launch_id"] = -1
