@@ -1,0 +1,128 @@
+"""Every file an analyze run writes is listed in its manifest and declared in ncuroof/schema.py (issue 31).
+
+A table is declared as ``tables_io.TABLES[name]`` (a column dictionary of :mod:`ncuroof.schema`) and
+written as ``<name>.csv`` and/or ``<name>.parquet``; any other file is a key of :data:`ncuroof.schema.FILES`.
+The Parquet files are read back with pyarrow and compared with the CSV read by pandas: the same values.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ncuroof import schema
+from ncuroof.parser import tables_io
+from tests.helpers.reports import needs_ncu_report, shared
+
+CUTLASS = "cutlass-panjd123__4f3955ed3c_report.ncu-rep"  # NVTX ranges and instruction counters
+#: The tables this run must write: the always-written ones and the three views its options ask for.
+VIEWS = {"kernels", "points", "phases", "instruction_points", "whatif"}
+
+
+def _text(value: object) -> str:
+    import pandas as pd
+
+    return "" if pd.isna(value) else str(value)
+
+
+def _declared_tables() -> dict[str, dict]:
+    """The table names whose columns are one of schema.py's declarations (the same object)."""
+    decls = [
+        v
+        for v in vars(schema).values()
+        if isinstance(v, dict) and v and all(isinstance(c, schema.Column) for c in v.values())
+    ]
+    return {name: cols for name, cols in tables_io.TABLES.items() if any(cols is d for d in decls)}
+
+
+def _check_declared(out: Path, formats: set[str]) -> dict[str, set[str]]:
+    """Assert the folder holds exactly its manifest's files (and the manifest), each declared; the tables by suffix."""
+    listed = json.loads((out / tables_io.MANIFEST).read_text(encoding="utf-8"))["files"]
+    assert sorted(p.name for p in out.iterdir()) == sorted([*listed, tables_io.MANIFEST])
+    tables = _declared_tables()
+    found: dict[str, set[str]] = {}
+    for name in listed:
+        stem, _, suffix = name.rpartition(".")
+        if suffix in tables_io.FORMATS and stem in tables:
+            found.setdefault(suffix, set()).add(stem)
+        else:
+            assert name in schema.FILES, (
+                f"{name} is written but declared neither as a table nor in schema.FILES"
+            )
+    assert tables_io.MANIFEST in schema.FILES
+    assert set(found) == formats
+    return found
+
+
+@needs_ncu_report
+def test_every_file_of_an_analyze_run_is_in_the_manifest_and_declared(tmp_path) -> None:
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    import ncuroof
+
+    out = tmp_path / "out"
+    ncuroof.analyze(
+        shared(CUTLASS), out, group_by="nvtx", what_if="h100-sxm", formats=("csv", "parquet")
+    )
+    found = _check_declared(out, {"csv", "parquet"})
+    assert found["csv"] == found["parquet"] == VIEWS
+    for name in VIEWS:
+        t = pq.read_table(out / f"{name}.parquet")
+        meta = t.schema.metadata
+        assert (
+            meta[b"ncuroof.table"].decode() == name
+            and int(meta[b"ncuroof.schema_version"]) == schema.SCHEMA_VERSION
+        )
+        declared = tables_io.TABLES[name]
+        assert list(t.column_names[: len(declared)]) == list(declared)
+        assert all(
+            t.schema.field(c).metadata[b"unit"].decode() == col.unit for c, col in declared.items()
+        )
+        from_csv, from_parquet = pd.read_csv(out / f"{name}.csv"), t.to_pandas()
+        assert len(from_csv) == len(from_parquet) > 0
+        for c in (
+            from_csv.columns
+        ):  # the same values through two readers (text read as text, numbers as numbers)
+            a, b = from_csv[c], from_parquet[c]
+            if pd.api.types.is_numeric_dtype(b) and not pd.api.types.is_bool_dtype(b):
+                pd.testing.assert_series_equal(
+                    a.astype(float), b.astype(float), check_exact=True, check_names=False
+                )
+            else:
+                assert [_text(v) for v in a] == [_text(v) for v in b], (name, c)
+
+
+@needs_ncu_report
+def test_format_parquet_alone_writes_no_csv_table(tmp_path) -> None:
+    import ncuroof
+
+    out = tmp_path / "out"
+    ncuroof.analyze(shared(CUTLASS), out, group_by="nvtx", what_if="h100-sxm", formats=("parquet",))
+    assert _check_declared(out, {"parquet"})["parquet"] == VIEWS
+    assert not list(out.glob("*.csv"))
+
+
+def test_every_table_is_declared_in_schema() -> None:
+    assert set(_declared_tables()) == set(tables_io.TABLES)
+    assert {"phases", "instruction_points", "whatif", "compare"} <= set(tables_io.TABLES)
+
+
+@pytest.mark.parametrize("name", sorted(tables_io.TABLES))
+def test_declared_columns_carry_a_unit_where_the_name_says_one(name: str) -> None:
+    """A column named ``..._s``, ``..._bytes``, ``..._flop``, ``..._flop_per_s`` is declared in s, B, FLOP, FLOP/s."""
+    units = (
+        ("_flop_per_s", "FLOP/s"),
+        ("_bytes_per_s", "B/s"),
+        ("_s", "s"),
+        ("_bytes", "B"),
+        ("_flop", "FLOP"),
+    )
+    for c, col in tables_io.TABLES[name].items():
+        unit = next((u for suffix, u in units if c.endswith(suffix)), None)
+        if unit is not None and not (
+            c.endswith("_per_s") and unit == "s"
+        ):  # sector/s, inst/s: their own units
+            assert col.unit == unit, (name, c, col.unit)
