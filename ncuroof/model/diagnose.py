@@ -700,17 +700,39 @@ def launch_flags(
         (values ncu stored as n/a), ``no work measured`` (a duration but no FLOPs and at most
         ``no_work_bytes`` at every level).
     """
-    no_work = float(thresholds["no_work_bytes"])
     out: list[list[tuple[str, str]]] = [[] for _ in range(len(kernels))]
+    _above_roof_flags(out, kernels, points, thresholds)
+    _status_flags(out, kernels)
+    _missing_flags(out, kernels)
+    expected = kernels.reindex(columns=["expected_flop", "expected_dram_bytes"]).to_numpy(float)
+    for i in np.flatnonzero(np.isfinite(expected).any(axis=1)):
+        out[i] += _expect_flags(kernels.iloc[i], thresholds)
+    _no_work_flags(out, kernels, float(thresholds["no_work_bytes"]))
+    return pd.Series(out, index=kernels.index, dtype=object)
+
+
+_Flags = list[list[tuple[str, str]]]
+
+
+def _above_roof_flags(
+    out: _Flags, kernels: pd.DataFrame, points: pd.DataFrame, thresholds: dict[str, Any]
+) -> None:
+    """Add each launch's ``above_roof`` flags (:func:`_above_roof`), once each (in place)."""
     above = _above_roof(kernels, points, thresholds)
-    if above:
-        pos = pd.Series(
-            np.arange(len(kernels)),
-            index=pd.MultiIndex.from_arrays([kernels["source"], kernels["launch_id"]]),
-        )
-        for (src, lid), flag in above:
-            if flag not in out[pos[(src, lid)]]:
-                out[pos[(src, lid)]].append(flag)
+    if not above:
+        return
+    pos = pd.Series(
+        np.arange(len(kernels)),
+        index=pd.MultiIndex.from_arrays([kernels["source"], kernels["launch_id"]]),
+    )
+    for (src, lid), flag in above:
+        if flag not in out[pos[(src, lid)]]:
+            out[pos[(src, lid)]].append(flag)
+
+
+def _status_flags(out: _Flags, kernels: pd.DataFrame) -> None:
+    """Add the flags of each launch's status and of its coded notes (:data:`_NOTE_FLAGS`: the code
+    of a :class:`ncuroof.schema.Note`, never its words), in place."""
     status = kernels["status"].to_numpy()
     for i in np.flatnonzero(status == "failed_measurement"):
         out[i].append(("failed_measurement", "ncu stored NaN, not plotted"))
@@ -719,34 +741,31 @@ def launch_flags(
     for i, cell in enumerate(kernels["notes"]):
         codes = {getattr(n, "code", "") for n in cell} if isinstance(cell, list) else ()
         out[i] += [(code, text) for code, text in _NOTE_FLAGS.items() if code in codes]
+
+
+def _missing_flags(out: _Flags, kernels: pd.DataFrame) -> None:
+    """Add ``missing_metrics`` to each ``no_roofline_metrics`` launch, saying what it holds (in place)."""
     time_s = kernels["time_s"].to_numpy(float)
     held = evidence_facts(kernels)
     sm, mem = (
         kernels.reindex(columns=[c])[c].to_numpy(float)
         for c in ("sm_throughput_frac", "memory_throughput_frac")
     )
-    for i in np.flatnonzero(status == "no_roofline_metrics"):
-        out[i].append(
-            (
-                "missing_metrics",
-                _missing_text(
-                    bool(held["has_flop"].iat[i]),
-                    bool(held["has_bytes"].iat[i]),
-                    time_s[i],
-                    sm[i],
-                    mem[i],
-                ),
-            )
-        )
-    expected = kernels.reindex(columns=["expected_flop", "expected_dram_bytes"]).to_numpy(float)
-    for i in np.flatnonzero(np.isfinite(expected).any(axis=1)):
-        out[i] += _expect_flags(kernels.iloc[i], thresholds)
+    for i in np.flatnonzero(kernels["status"].to_numpy() == "no_roofline_metrics"):
+        flop, byts = bool(held["has_flop"].iat[i]), bool(held["has_bytes"].iat[i])
+        out[i].append(("missing_metrics", _missing_text(flop, byts, time_s[i], sm[i], mem[i])))
+
+
+def _no_work_flags(out: _Flags, kernels: pd.DataFrame, no_work: float) -> None:
+    """Add ``no_work`` to each ``ok`` launch with a duration, no FLOPs and at most ``no_work`` [B]
+    at every level (in place)."""
+    time_s = kernels["time_s"].to_numpy(float)
     work = kernels.reindex(columns=["fp64_flop", "fp32_flop", "fp16_flop", "tensor_flop"]).to_numpy(
         float
     )
     byts = kernels.reindex(columns=["dram_bytes", "l2_bytes", "l1_bytes"]).to_numpy(float)
     idle = (
-        (status == "ok")
+        (kernels["status"].to_numpy() == "ok")
         & np.isfinite(time_s)
         & ~(np.nan_to_num(work) > 0).any(axis=1)
         & ~(np.nan_to_num(byts) > no_work).any(axis=1)
@@ -759,7 +778,6 @@ def launch_flags(
                 f"{fmt.time(time_s[i])} with no FLOPs and at most {fmt.plain(no_work)} B per level",
             )
         )
-    return pd.Series(out, index=kernels.index, dtype=object)
 
 
 #: The flags a launch's coded notes raise (:data:`ncuroof.schema.NOTE_CODES`), in this order.
