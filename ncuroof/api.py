@@ -16,15 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from . import catalog, fmt
+from . import catalog, fmt, products
 from .collector import ncu as collector
 from .errors import InputError
 from .model import analysis as _analysis
-from .model import calculator, diagnose
-from .model import phases as _phases
-from .model import production as _production
+from .model import calculator
 from .model.analysis import Analysis, AnalysisOptions
-from .model.instruction_roofline import instruction_points
 from .parser import tables_io
 from .render import figure as plot
 from .render import page as report
@@ -243,20 +240,29 @@ def default_outdir(path: PathLike) -> Path:
     return p.with_name(f"{stem}.ncuroof")
 
 
+def _product(name: str, doc: str) -> property:
+    return property(lambda self: self.products.get(name), doc=doc)
+
+
 @dataclass
 class AnalysisResult:
-    """What :func:`analyze` produced: the analysis, the top of its summary and the files written."""
+    """What :func:`analyze` produced: the analysis, the top of its summary, its products
+    (:func:`ncuroof.products.build`: table name -> table) and the files written."""
 
     analysis: Analysis
     summary: pd.DataFrame
     outdir: Path | None = None
     files: dict[str, Path] = field(default_factory=dict)
-    what_if: pd.DataFrame | None = None
-    failures: pd.DataFrame | None = None
-    ranks: pd.DataFrame | None = None
-    phases: pd.DataFrame | None = None
-    instruction_points: pd.DataFrame | None = None
-    ops: pd.DataFrame | None = None
+    products: dict[str, pd.DataFrame] = field(default_factory=dict)
+
+    what_if = _product("whatif", "``--what-if``'s projection (:data:`ncuroof.schema.WHATIF`).")
+    failures = _product("failures", "A fleet's inputs that could not be analyzed.")
+    ranks = _product(
+        "ranks", "A multi-rank run's spread over ranks (:data:`ncuroof.schema.RANKS`)."
+    )
+    phases = _product("phases", "``--group-by nvtx``: one row per NVTX phase.")
+    instruction_points = _product("instruction_points", "The instruction roofline's points.")
+    ops = _product("ops", "``--group-by op``: one row per PyTorch operator.")
 
     @property
     def kernels(self) -> pd.DataFrame:
@@ -274,40 +280,15 @@ class AnalysisResult:
         return self.analysis.missing_metrics
 
 
-def _what_if(a: Analysis, name: str) -> pd.DataFrame:
-    target = a.gpus.by_name(name)
-    if target is None:
-        raise InputError(
-            f"--what-if {name!r} is not in metrics/gpus.toml; use one of "
-            + ", ".join(g.id for g in a.gpus.gpus)
-        )
-    return diagnose.what_if(a.summary, a.kernels, target, a.gpus)
-
-
 def _table_formats(formats: Sequence[str], apart: bool) -> list[str]:
     """The table formats asked for; a fleet's or multi-rank run's (``apart``) always with Parquet."""
     return sorted(set(formats) | ({"parquet"} if apart else set()))
 
 
-def _page_files(
-    a: Analysis,
-    plotlyjs: str | bool,
-    image: str | None,
-    formats: Sequence[str] = ("csv",),
-    failures: pd.DataFrame | None = None,
-    ranks: pd.DataFrame | None = None,
-    phases: pd.DataFrame | None = None,
-    ipts: pd.DataFrame | None = None,
-    ops: pd.DataFrame | None = None,
-) -> dict[str, Any]:
-    """The tables (:func:`ncuroof.parser.tables_io.table_files`), roofline.html and the optional image
-    of one analysis; a fleet's or multi-rank run's (``failures`` given) as Parquet datasets by input;
-    the page with the phase, operator and instruction-roofline views, the spread over ranks and the
-    production timeline of :mod:`ncuroof.render.views` when given."""
-    kernels, summ = (
-        to_text(a.kernels),
-        to_text(a.summary),
-    )  # list columns as text for files and the page
+def _page(a: Analysis, tables: dict[str, pd.DataFrame], plotlyjs: str | bool) -> tuple[Any, str]:
+    """The roofline figure (with the products' charts) and the page's HTML (with their sections and
+    header lines, :mod:`ncuroof.products`)."""
+    kernels, summ = to_text(a.kernels), to_text(a.summary)  # list columns as text for the page
     fig = plot.plot_roofline(
         a.points,
         kernels,
@@ -316,24 +297,9 @@ def _page_files(
         summary=summ,
         dots={"kernel": a.dots},
         catalog=a.catalog,
-        charts=views.page_charts(a.points, a.kernels, a.summary, phases, ipts, ops),
+        charts=products.charts(tables, a),
     )
-    meta = {
-        **provenance.page_meta(a.kernels, a.inputs),
-        **fleet.page_meta(failures),
-        **_ranks.page_meta(ranks),
-    }
-    prod = a.production
-    tables = {
-        "kernels": kernels,
-        "points": a.points,
-        **({"failures": failures} if failures is not None else {}),
-        **({"ranks": ranks} if ranks is not None else {}),
-        **({"timeline": prod.table} if prod is not None else {}),
-        **({"ops": ops} if ops is not None else {}),
-    }
-    apart = failures is not None
-    # The page first: the Arrow copies of the tables are made after its text is built, not beside it.
+    meta = {**provenance.page_meta(a.kernels, a.inputs), **products.page_meta(tables)}
     page = report.render_html(
         fig,
         kernels,
@@ -341,11 +307,30 @@ def _page_files(
         plotlyjs=plotlyjs,
         summary=summ,
         focus=a.options.focus,
-        extra=views.page_sections(summ, ranks, a.catalog.thresholds["ranks"]["imbalance"], prod),
-        basis=views.time_basis(prod),
+        extra=views.page_sections(summ, products.sections(tables, a)),
+        basis=views.time_basis(a.production),
     )
+    return fig, page
+
+
+def _page_files(
+    a: Analysis,
+    plotlyjs: str | bool,
+    image: str | None,
+    tables: dict[str, pd.DataFrame] | None = None,
+    formats: Sequence[str] = ("csv",),
+) -> dict[str, Any]:
+    """The products' files (:func:`ncuroof.parser.tables_io.table_files`; a fleet's or multi-rank
+    run's, with a ``failures`` product, as Parquet datasets by input), roofline.html and the optional
+    image of one analysis. ``tables`` default: the kernels and points tables."""
+    tables = tables if tables is not None else products.build(a, products.Request())
+    # The page first: the Arrow copies of the tables are made after its text is built, not beside it.
+    fig, page = _page(a, tables, plotlyjs)
+    apart = "failures" in tables
     files: dict[str, Any] = {
-        **tables_io.table_files(tables, _table_formats(formats, apart), a.inputs, dataset=apart),
+        **tables_io.table_files(
+            products.written(tables), _table_formats(formats, apart), a.inputs, dataset=apart
+        ),
         "roofline.html": page,
     }
     if image is not None:
@@ -358,14 +343,12 @@ def _analyze_apart(
     options: AnalysisOptions,
     scheduler: str | None,
     workers: int | None,
-    ranks: bool,
     progress: bool,
-) -> tuple[Analysis, pd.DataFrame, pd.DataFrame | None]:
-    """Each input analyzed alone (:func:`ncuroof.runs.fleet.run`), then one analysis of them all; the
-    failures, and the spread over ranks when ``ranks`` (:func:`ncuroof.runs.ranks.spread`)."""
-    with _progress_bar(
-        progress, "analyzing inputs"
-    ) as bar:  # the timeline is joined once, to the whole
+) -> tuple[Analysis, pd.DataFrame]:
+    """Each input analyzed alone (:func:`ncuroof.runs.fleet.run`), then one analysis of them all;
+    and the failures."""
+    # the timeline is joined once, to the whole
+    with _progress_bar(progress, "analyzing inputs") as bar:
         fr = fleet.run(
             inputs,
             replace(options, timeline=None),
@@ -375,27 +358,25 @@ def _analyze_apart(
         )
     cat, gpus = catalog.load(), catalog.load_gpus()
     a = _analysis.from_kernels(fr.kernels, options, cat, gpus, inputs=inputs, classified=True)
-    if not ranks:
-        return a, fr.failures, None
-    labels = dict(zip(map(str, inputs), _ranks.rank_labels(inputs), strict=True))
-    return (
-        a,
-        fr.failures,
-        _ranks.spread(
-            a.kernels, a.points, labels, cat.thresholds["ranks"]["imbalance"], by=options.match
-        ),
-    )
+    return a, fr.failures
 
 
-def _op_rows(a: Analysis) -> pd.DataFrame:
-    """``--group-by op``: :func:`ncuroof.model.production.op_table`, or InputError without a PyTorch profiler trace."""
-    prod = a.production
-    if prod is None or prod.format != "kineto":
-        raise InputError(
-            "--group-by op needs the PyTorch profiler trace of the run (--timeline trace.json or"
-            " .json.gz): it names the operator that launched each kernel"
-        )
-    return _production.op_table(a.kernels, prod)
+def _analysis_and_request(
+    inputs: list[Path],
+    opts: AnalysisOptions,
+    request: products.Request,
+    scheduler: str | None,
+    workers: int | None,
+    progress: bool,
+) -> tuple[Analysis, products.Request]:
+    """The analysis: a fleet's or multi-rank run's input by input, with its failures in the request;
+    else of the inputs together."""
+    ranks = request.ranks
+    if ranks or (opts.stack and fleet.wanted(len(inputs), scheduler, workers)):
+        a, failures = _analyze_apart(inputs, opts, scheduler, workers, progress)
+        return a, replace(request, failures=failures)
+    with _progress_bar(progress) as bar:
+        return _analysis.build(inputs, opts, bar), request
 
 
 def analyze(
@@ -416,121 +397,58 @@ def analyze(
     group_by: str | None = None,
     **option_fields: Any,
 ) -> AnalysisResult:
-    """Run the whole analysis and write ``kernels.csv``, ``points.csv`` and ``roofline.html``.
+    """Run the whole analysis, build its products (:mod:`ncuroof.products`) and write them with
+    ``roofline.html`` (whole or not at all) into ``outdir`` (default :func:`default_outdir`).
 
     Parameters
     ----------
-    paths : path or list of paths
-        Inputs, see :func:`load`.
-    outdir : path, optional
-        Output directory; default :func:`default_outdir` of the first input.
-    options : AnalysisOptions, optional
-        How to analyze; ``**option_fields`` override its fields (see :func:`load`).
+    paths, options, progress, **option_fields
+        Inputs and how to analyze them, see :func:`load`.
     plotlyjs : True or 'cdn', default True
         Embed plotly.js in the HTML (offline) or link the CDN.
     top : int, default 10
         Kernels in the returned summary.
-    progress : bool, default False
-        Progress bar on stderr while reading.
     write : bool, default True
-        Write the output directory (whole or not at all).
+        Write the output directory.
     image : {'png', 'svg'}, optional
-        Also write ``roofline.png``/``.svg``, the chart's default view, through plotly's image
-        export (kaleido and a Chrome or Chromium browser).
-    what_if : str, optional
-        A ``metrics/gpus.toml`` entry: project every kernel onto its datasheet roofs
-        (:func:`ncuroof.model.diagnose.what_if`) and write ``whatif.csv``.
+        Also write ``roofline.png``/``.svg`` (plotly's image export: kaleido and a Chromium).
     formats : sequence of {'csv', 'parquet'}, default ('csv',)
-        Table formats (:func:`ncuroof.parser.tables_io.table_files`). A fleet or a multi-rank run
-        always writes Parquet too, as datasets partitioned by input (``kernels.parquet/``...).
-    scheduler : str, optional
-        With ``stack`` or ``ranks``: the dask scheduler (``tcp://HOST:PORT``) whose workers
-        analyze the inputs (:func:`ncuroof.runs.fleet.run`). Without it, stacks of
-        :data:`ncuroof.runs.fleet.FLEET_MIN_INPUTS` or more inputs (or with ``workers``) run on a
-        local dask cluster.
-    ranks : bool, optional
-        The inputs are one report per MPI rank of one run: each is analyzed alone and
-        ``ranks.csv`` gives each kernel's spread over ranks (:func:`ncuroof.runs.ranks.spread`).
-        None (default): recognised from the file names and processes
-        (:func:`ncuroof.runs.ranks.looks_like_ranks`) unless ``stack``.
-    workers : int, optional
-        Worker processes of the local dask cluster (default: the cores); giving it runs a stack
-        on the cluster whatever its size.
-    group_by : str, optional
-        ``nvtx`` or ``nvtx:DEPTH``: aggregate launches by NVTX range path
-        (:func:`ncuroof.model.phases.phase_table`) and write ``phases.csv``. ``op``: one dot per PyTorch
-        operator of the timeline (:func:`ncuroof.model.production.op_table`), ``ops.csv``; needs a PyTorch
-        profiler trace as ``timeline``.
-
-    Notes
-    -----
-    ``instruction_points.csv`` (the instruction roofline, :func:`ncuroof.model.instruction_roofline.instruction_points`)
-    is written when the report has warp-instruction and transaction counters.
+        Table formats (:func:`ncuroof.parser.tables_io.table_files`); a fleet or multi-rank run
+        always writes Parquet too, as datasets partitioned by input.
+    what_if, group_by, ranks
+        Products asked for: see :class:`ncuroof.products.Request`. ``ranks`` None (default):
+        recognised from the file names and processes (:func:`ncuroof.runs.ranks.looks_like_ranks`)
+        unless ``stack``.
+    scheduler, workers
+        For a stack or multi-rank run, :func:`ncuroof.runs.fleet.run` and
+        :func:`ncuroof.runs.fleet.wanted`.
 
     Returns
     -------
     AnalysisResult
-        With ``failures`` (inputs that could not be analyzed) for a fleet or multi-rank run and
-        ``ranks`` for a multi-rank run.
+        The analysis, its products and the files written.
 
     Raises
     ------
     NcuroofError
-        Bad input or an output directory that cannot be written; for a fleet, only when no
-        input could be analyzed.
+        Bad input, a request the analysis cannot serve or an output directory that cannot be
+        written; for a fleet, only when no input could be analyzed.
     """
     inputs = as_paths(paths)
     opts = AnalysisOptions.of(options, **option_fields)
     if ranks is None:
         ranks = not opts.stack and len(inputs) > 1 and _ranks.looks_like_ranks(inputs)
-    failures = rank_table = None
-    if ranks or (opts.stack and fleet.wanted(len(inputs), scheduler, workers)):
-        a, failures, rank_table = _analyze_apart(inputs, opts, scheduler, workers, ranks, progress)
-    else:
-        with _progress_bar(progress) as bar:
-            a = _analysis.build(inputs, opts, bar)
-    projected = _what_if(a, what_if) if what_if is not None else None
-    op_rows = _op_rows(a) if group_by == _phases.BY_OPERATOR else None
-    phase_rows = (
-        _phases.phase_table(a.kernels, _phases.parse_group_by(group_by))
-        if group_by not in (None, _phases.BY_OPERATOR)
-        else None
-    )
-    ipts = instruction_points(
-        a.kernels, a.catalog.instruction.sector_bytes if a.catalog.instruction else 32.0
-    )
+    request = products.Request(what_if=what_if, group_by=group_by, ranks=ranks)
+    a, request = _analysis_and_request(inputs, opts, request, scheduler, workers, progress)
     result = AnalysisResult(
-        a,
-        a.summary.head(top).reset_index(drop=True),
-        what_if=projected,
-        failures=failures,
-        ranks=rank_table,
-        phases=phase_rows,
-        instruction_points=ipts,
-        ops=op_rows,
+        a, a.summary.head(top).reset_index(drop=True), products=products.build(a, request)
     )
     if not write:
         return result
     out = Path(outdir) if outdir is not None else default_outdir(inputs[0])
-    files = _page_files(
-        a, plotlyjs, image, formats, failures, rank_table, phase_rows, ipts, op_rows
-    )
-    views_tables = {
-        "whatif": projected,
-        "phases": phase_rows,
-        "instruction_points": ipts if len(ipts) else None,
-    }
-    files.update(
-        tables_io.table_files(
-            {name: t for name, t in views_tables.items() if t is not None},
-            _table_formats(formats, failures is not None),
-            a.inputs,
-            dataset=failures is not None,
-        )
-    )
-    report.write_outputs(
-        out, files, [*inputs, *([opts.timeline] if opts.timeline is not None else [])]
-    )
+    files = _page_files(a, plotlyjs, image, result.products, formats)
+    timeline = [opts.timeline] if opts.timeline is not None else []
+    report.write_outputs(out, files, [*inputs, *timeline])
     result.outdir = out
     result.files = {name: out / name for name in files}
     return result

@@ -26,9 +26,7 @@ from ..schema import LEVELS, precision_title
 from . import page as report
 from .figure import (
     LEVEL_COLORS,
-    MAX_LAUNCH_DOTS,
     customdata_fields,
-    longest_launches,
     main_precisions,
     precision_views,
     precision_when,
@@ -41,7 +39,6 @@ go = LazyModule("plotly.graph_objects")  # imported when a chart is drawn
 __all__ = [
     "instruction_chart",
     "phase_chart",
-    "page_charts",
     "PHASE_CUSTOMDATA",
     "INSTRUCTION_CUSTOMDATA",
     "page_sections",
@@ -343,85 +340,24 @@ def phase_chart(
     )
 
 
-def page_charts(
-    points: pd.DataFrame,
-    kernels: pd.DataFrame,
-    summary: pd.DataFrame,
-    phases: pd.DataFrame | None = None,
-    ipts: pd.DataFrame | None = None,
-    ops: pd.DataFrame | None = None,
-) -> list[Chart]:
-    """The charts the roofline figure switches to (:func:`ncuroof.render.figure.plot_roofline` ``charts=``).
-
-    Parameters
-    ----------
-    points, summary : DataFrame
-        The points table and kernel summary of the roofline figure (the phase charts' roofs and precision views).
-    kernels : DataFrame
-        The kernels table (the longest launches of the instruction roofline).
-    phases : DataFrame, optional
-        :func:`ncuroof.model.phases.phase_table` (``--group-by nvtx``).
-    ipts : DataFrame, optional
-        :func:`ncuroof.model.instruction_roofline.instruction_points`.
-    ops : DataFrame, optional
-        :func:`ncuroof.model.production.op_table` (``--group-by op``): one dot per PyTorch operator.
-
-    Returns
-    -------
-    list of Chart
-        :func:`phase_chart` of the phases and of the operators, and :func:`instruction_chart` (the points of the
-        :data:`ncuroof.render.figure.MAX_LAUNCH_DOTS` longest launches, as the per-launch dots), each when
-        its table has rows.
-    """
-    if ipts is not None:
-        ipts = longest_launches(ipts, kernels, MAX_LAUNCH_DOTS)
-    return (
-        ([phase_chart(phases, points, summary)] if phases is not None and len(phases) else [])
-        + (
-            [
-                phase_chart(
-                    ops.rename(columns={"op": "phase"}), points, summary, "ops", "PyTorch operators"
-                )
-            ]
-            if ops is not None and len(ops)
-            else []
-        )
-        + ([instruction_chart(ipts)] if ipts is not None and len(ipts) else [])
-    )
-
-
-def page_sections(
-    summary: pd.DataFrame,
-    ranks: pd.DataFrame | None = None,
-    imbalance: float | None = None,
-    production: Production | None = None,
-) -> str:
-    """The sections the page adds under the chart for issues 12 and 15 (template ``views.html.j2``).
+def page_sections(summary: pd.DataFrame, products: str = "") -> str:
+    """The sections the page adds under the chart (template ``views.html.j2``).
 
     Parameters
     ----------
     summary : DataFrame
         The kernel summary (``kernel_key``, ``kernel_label``, ``speed_of_light_note``).
-    ranks : DataFrame, optional
-        A multi-rank run's :func:`ncuroof.runs.ranks.spread` (:data:`ncuroof.schema.RANKS`).
-    imbalance : float, optional
-        The threshold ``ranks`` was flagged with (``[ranks].imbalance``); default the catalog's.
-    production : Production, optional
-        A production timeline joined to the analysis: its :func:`timeline_section` comes first.
+    products : str
+        HTML of the products' sections (:func:`ncuroof.products.sections`: the production
+        timeline's :func:`timeline_section`, a multi-rank run's :func:`rank_section`), put first.
 
     Returns
     -------
     str
-        HTML: the :func:`timeline_section` with a timeline, the :func:`rank_section` when ``ranks`` is given, then the "Speed of light" notes,
-        one per kernel whose roofline and unit bounds differ by more than 2x (longest first);
-        empty when there is neither.
+        HTML: ``products``, then the "Speed of light" notes, one per kernel whose roofline and unit
+        bounds differ by more than 2x (longest first); empty when there is neither.
     """
-    timeline = timeline_section(production, summary) if production is not None else ""
-    return timeline + report.render_fragment(
-        "views.html.j2",
-        ranks=Markup(rank_section(ranks, summary, imbalance) if ranks is not None else ""),
-        notes=_notes(summary),
-    )
+    return products + report.render_fragment("views.html.j2", notes=_notes(summary))
 
 
 _RANK_COLUMNS = [
