@@ -285,10 +285,12 @@ def _table_formats(formats: Sequence[str], apart: bool) -> list[str]:
     return sorted(set(formats) | ({"parquet"} if apart else set()))
 
 
-def _page(a: Analysis, tables: dict[str, pd.DataFrame], plotlyjs: str | bool) -> tuple[Any, str]:
+def _page(
+    a: Analysis, tables: dict[str, pd.DataFrame], kernels: pd.DataFrame, plotlyjs: str | bool
+) -> tuple[Any, str]:
     """The roofline figure (with the products' charts) and the page's HTML (with their sections and
-    header lines, :mod:`ncuroof.products`)."""
-    kernels, summ = to_text(a.kernels), to_text(a.summary)  # list columns as text for the page
+    header lines, :mod:`ncuroof.products`); ``kernels`` the launch table with its lists as text."""
+    summ = to_text(a.summary)
     fig = plot.plot_roofline(
         a.points,
         kernels,
@@ -324,8 +326,10 @@ def _page_files(
     run's, with a ``failures`` product, as Parquet datasets by input), roofline.html and the optional
     image of one analysis. ``tables`` default: the kernels and points tables."""
     tables = tables if tables is not None else products.build(a, products.Request())
+    # List columns as text once, for the page and the files.
+    tables = {**tables, "kernels": to_text(a.kernels)}
     # The page first: the Arrow copies of the tables are made after its text is built, not beside it.
-    fig, page = _page(a, tables, plotlyjs)
+    fig, page = _page(a, tables, tables["kernels"], plotlyjs)
     apart = "failures" in tables
     files: dict[str, Any] = {
         **tables_io.table_files(
@@ -408,31 +412,23 @@ def analyze(
         Embed plotly.js in the HTML (offline) or link the CDN.
     top : int, default 10
         Kernels in the returned summary.
-    write : bool, default True
-        Write the output directory.
-    image : {'png', 'svg'}, optional
-        Also write ``roofline.png``/``.svg`` (plotly's image export: kaleido and a Chromium).
+    write, image : bool, {'png', 'svg'} or None
+        Write the output directory; also ``roofline.png``/``.svg`` (plotly's image export).
     formats : sequence of {'csv', 'parquet'}, default ('csv',)
         Table formats (:func:`ncuroof.parser.tables_io.table_files`); a fleet or multi-rank run
         always writes Parquet too, as datasets partitioned by input.
     what_if, group_by, ranks
-        Products asked for: see :class:`ncuroof.products.Request`. ``ranks`` None (default):
-        recognised from the file names and processes (:func:`ncuroof.runs.ranks.looks_like_ranks`)
-        unless ``stack``.
+        Products asked for (:class:`ncuroof.products.Request`). ``ranks`` None: recognised from the
+        inputs (:func:`ncuroof.runs.ranks.looks_like_ranks`) unless ``stack``.
     scheduler, workers
-        For a stack or multi-rank run, :func:`ncuroof.runs.fleet.run` and
-        :func:`ncuroof.runs.fleet.wanted`.
+        A stack's or multi-rank run's dask scheduler and workers (:func:`ncuroof.runs.fleet.run`).
 
     Returns
     -------
     AnalysisResult
-        The analysis, its products and the files written.
-
-    Raises
-    ------
-    NcuroofError
-        Bad input, a request the analysis cannot serve or an output directory that cannot be
-        written; for a fleet, only when no input could be analyzed.
+        The analysis, its products and the files written. NcuroofError for bad input, a request the
+        analysis cannot serve or an output directory that cannot be written (a fleet: only when no
+        input could be analyzed).
     """
     inputs = as_paths(paths)
     opts = AnalysisOptions.of(options, **option_fields)
@@ -443,15 +439,26 @@ def analyze(
     result = AnalysisResult(
         a, a.summary.head(top).reset_index(drop=True), products=products.build(a, request)
     )
-    if not write:
-        return result
-    out = Path(outdir) if outdir is not None else default_outdir(inputs[0])
+    if write:
+        out = Path(outdir) if outdir is not None else default_outdir(inputs[0])
+        _write_analysis(result, out, plotlyjs, image, formats)
+    return result
+
+
+def _write_analysis(
+    result: AnalysisResult,
+    out: Path,
+    plotlyjs: str | bool,
+    image: str | None,
+    formats: Sequence[str],
+) -> None:
+    """Write the products and the page of ``result`` into ``out`` and note the files in it."""
+    a = result.analysis
     files = _page_files(a, plotlyjs, image, result.products, formats)
-    timeline = [opts.timeline] if opts.timeline is not None else []
-    report.write_outputs(out, files, [*inputs, *timeline])
+    timeline = [a.options.timeline] if a.options.timeline is not None else []
+    report.write_outputs(out, files, [*a.inputs, *timeline])
     result.outdir = out
     result.files = {name: out / name for name in files}
-    return result
 
 
 def analysis_of(
@@ -571,6 +578,47 @@ def _refuse_stale(side: PathLike | Sequence[PathLike]) -> None:
         )
 
 
+def _comparable(ab: Analysis, aa: Analysis, before: Any, after: Any, strict: bool) -> list[str]:
+    """Why the two runs may not be comparable point for point, then their timelines' warnings;
+    InputError with ``strict`` when the first list is not empty."""
+    warns = _compare.warnings(ab.kernels, aa.kernels) + provenance.collection_warnings(
+        before, after
+    )
+    if strict and warns:
+        raise InputError(
+            "the runs are not comparable point for point: "
+            + "; ".join(warns)
+            + " (drop --strict to compare anyway)"
+        )
+    timelines = (a.production.warnings for a in (ab, aa) if a.production is not None)
+    return warns + list(dict.fromkeys(w for ws in timelines for w in ws))
+
+
+def _joined(
+    ab: Analysis, aa: Analysis, by: str, specs: list, pair_option: str, warns: list[str]
+) -> CompareResult:
+    """The comparison of two analyses, kernels paired by ``match`` and the ``specs`` by hand."""
+    resolved = _compare.resolve_pairs(specs, ab.summary, aa.summary, pair_option)
+    table = _compare.join(
+        ab.summary,
+        aa.summary,
+        kernels=(ab.kernels, aa.kernels),
+        by=by,
+        pairs=resolved,
+    )
+    result = CompareResult(table, warns, _compare.totals(table, ab.kernels, aa.kernels))
+    result.before, result.after = ab, aa
+    result.pairs = _compare.match(ab.summary, aa.summary, resolved)
+    return result
+
+
+def _beside(side: PathLike | Sequence[PathLike], suffix: str) -> Path:
+    """The default output folder of a comparison: ``<stem><suffix>`` beside the side's first input
+    (a saved analysis directory's own name)."""
+    first = as_paths(side)[0]
+    return first.with_name((first.name if first.is_dir() else default_outdir(first).stem) + suffix)
+
+
 def compare_runs(
     before: PathLike | Sequence[PathLike],
     after: PathLike | Sequence[PathLike],
@@ -591,52 +639,25 @@ def compare_runs(
     formats: Sequence[str] = ("csv",),
     **option_fields: Any,
 ) -> CompareResult:
-    """Compare two runs: match kernels, speedups, work and how each dot moved; write compare.csv/.html; gate.
+    """Compare two runs analyzed with the same options: a join of their kernel summaries
+    (:func:`ncuroof.runs.compare.join`); write compare.csv/.parquet and compare.html into ``outdir``
+    (default ``<after stem>.compare/``), whole or not at all; with ``fail_if_slower`` [%], the CI
+    gate's verdict in ``result.gate`` (:func:`ncuroof.runs.compare.gate`, with ``fail_on_new``,
+    ``fail_on_gone``, ``allow_unmatched``).
 
-    Both sides are analyzed with the same options, and the comparison is a join of their kernel
-    summaries (:func:`ncuroof.runs.compare.join`): each kernel's AI and roof fraction equal its row on
-    each side's page; its work and traffic are its launches' sums.
-
-    Parameters
-    ----------
-    before, after : path or list of paths
-        Each a report, CSV export(s) or an ncuroof output directory (:func:`analysis_of`).
-    outdir : path, optional
-        Output directory; default ``<after stem>.compare/`` next to the after input.
-    options : AnalysisOptions, optional
-        How to analyze both sides; ``**option_fields`` override its fields (see :func:`load`).
-    by_launch : bool, default False
-        Pair the k-th launches of each kernel instead of aggregating (``match='launch'``).
-    plotlyjs : True or 'cdn', default True
-        See :func:`analyze`.
-    write : bool, default True
-        Write ``compare.csv`` (and ``compare.parquet`` with ``formats``) and ``compare.html`` (whole or not at all).
-    strict : bool, default False
-        Raise instead of warning when the runs are not comparable point for point.
-    progress : bool, default False
-        Progress bar while reading.
-    pairs : sequence of (str, str)
-        Kernels paired by hand, ``(OLD, NEW)``: see :func:`ncuroof.runs.compare.resolve_pairs`.
-    pair_file : path, optional
-        More pairs, from TOML ``[[pair]]`` tables (:func:`ncuroof.runs.compare.read_pair_file`).
-    fail_if_slower : float, optional
-        Evaluate the CI gate at this threshold [%] (:func:`ncuroof.runs.compare.gate`, with
-        ``fail_on_new``, ``fail_on_gone``, ``allow_unmatched``) into ``result.gate``.
-    formats : sequence of {'csv', 'parquet'}, default ('csv',)
-        Formats of the compare table (:func:`ncuroof.parser.tables_io.table_files`).
+    ``before``/``after`` are each a report, CSV export(s) or an output directory
+    (:func:`analysis_of`); ``options``, ``**option_fields``, ``progress``, ``plotlyjs``, ``write``
+    and ``formats`` as in :func:`analyze`; ``by_launch`` pairs the k-th launches of each kernel
+    (``match='launch'``); ``strict`` raises instead of warning when the runs are not comparable
+    point for point; ``pairs`` (``(OLD, NEW)``) and ``pair_file`` (TOML ``[[pair]]``) pair kernels
+    by hand (:func:`ncuroof.runs.compare.resolve_pairs`).
 
     Returns
     -------
     CompareResult
-        ``table`` (:data:`ncuroof.schema.COMPARE`) from :func:`ncuroof.runs.compare.join`;
-        ``warnings`` (why the runs may not be comparable point for point); ``totals`` from
-        :func:`ncuroof.runs.compare.totals`; ``gate`` with ``fail_if_slower``.
-
-    Raises
-    ------
-    NcuroofError
-        Bad input (a pair naming no kernel or several); with ``strict``, runs that differ in GPU,
-        ncu version, clocks or metric set.
+        ``table`` (:data:`ncuroof.schema.COMPARE`), ``warnings``, ``totals`` and ``gate``.
+        NcuroofError for bad input (a pair naming no kernel or several) and, with ``strict``, runs
+        that differ in GPU, ncu version, clocks or metric set.
     """
     opts = AnalysisOptions.of(
         options, **option_fields, **({"match": "launch"} if by_launch else {})
@@ -645,54 +666,18 @@ def compare_runs(
     for side in (before, after):
         _refuse_stale(side)
     ab, aa = analysis_of(before, opts, progress), analysis_of(after, opts, progress)
-    warns = _compare.warnings(ab.kernels, aa.kernels) + provenance.collection_warnings(
-        before, after
-    )
-    if strict and warns:
-        raise InputError(
-            "the runs are not comparable point for point: "
-            + "; ".join(warns)
-            + " (drop --strict to compare anyway)"
-        )
-    warns += list(
-        dict.fromkeys(
-            w for a in (ab, aa) if a.production is not None for w in a.production.warnings
-        )
-    )
-    resolved = _compare.resolve_pairs(
-        specs, ab.summary, aa.summary, "--pair-file" if pair_file and not pairs else "--pair"
-    )
-    table = _compare.join(
-        ab.summary, aa.summary, kernels=(ab.kernels, aa.kernels), by=opts.match, pairs=resolved
-    )
-    result = CompareResult(table, warns, _compare.totals(table, ab.kernels, aa.kernels))
+    warns = _comparable(ab, aa, before, after, strict)
+    pair_option = "--pair-file" if pair_file and not pairs else "--pair"
+    result = _joined(ab, aa, opts.match, specs, pair_option, warns)
     if fail_if_slower is not None:
-        result.gate = result.judge(
-            fail_if_slower,
-            fail_on_new=fail_on_new,
-            fail_on_gone=fail_on_gone,
-            allow_unmatched=allow_unmatched,
-        )
-    result.before, result.after, result.pairs = (
-        ab,
-        aa,
-        _compare.match(ab.summary, aa.summary, resolved),
-    )
-    if not write:
-        return result
-    first_after = as_paths(after)[0]
-    out = (
-        Path(outdir)
-        if outdir is not None
-        else first_after.with_name(
-            (first_after.name if first_after.is_dir() else default_outdir(first_after).stem)
-            + ".compare"
-        )
-    )
-    files = _compare_files(result, as_paths(before), as_paths(after), (ab, aa), plotlyjs, formats)
-    report.write_outputs(out, files, [*as_paths(before), *as_paths(after)])
-    result.outdir = out
-    result.files = {name: out / name for name in files}
+        gate = dict(fail_on_new=fail_on_new, fail_on_gone=fail_on_gone)
+        result.gate = result.judge(fail_if_slower, **gate, allow_unmatched=allow_unmatched)
+    if write:
+        out = Path(outdir) if outdir is not None else _beside(after, ".compare")
+        sides = as_paths(before), as_paths(after)
+        files = _compare_files(result, *sides, (ab, aa), plotlyjs, formats)
+        report.write_outputs(out, files, [*sides[0], *sides[1]])
+        result.outdir, result.files = out, {name: out / name for name in files}
     return result
 
 
@@ -769,10 +754,8 @@ def compare_series(
         ``table`` (:data:`ncuroof.schema.COMPARE_TRAIL`), the run names, the warnings of each
         consecutive pair of runs.
 
-    Raises
-    ------
-    NcuroofError
-        Bad input; fewer than two runs; a pair naming one kernel in no two consecutive runs.
+        NcuroofError for bad input, fewer than two runs, a pair naming one kernel in no two
+        consecutive runs.
     """
     if len(runs) < 2:
         raise InputError("a series needs at least two runs", ", ".join(str(r) for r in runs))
@@ -789,23 +772,27 @@ def compare_series(
         [a.summary for a in sides], [a.kernels for a in sides], names, opts.match, specs
     )
     result = SeriesResult(table, names, warns)
-    if not write:
-        return result
-    last = as_paths(runs[-1])[0]
-    out = (
-        Path(outdir)
-        if outdir is not None
-        else last.with_name((last.name if last.is_dir() else default_outdir(last).stem) + ".trail")
-    )
+    if write:
+        out = Path(outdir) if outdir is not None else _beside(runs[-1], ".trail")
+        _write_series(result, out, runs, (sides[0], sides[-1]), plotlyjs, formats)
+    return result
+
+
+def _write_series(
+    result: SeriesResult,
+    out: Path,
+    runs: Sequence[PathLike | Sequence[PathLike]],
+    ends: tuple[Analysis, Analysis],
+    plotlyjs: str | bool,
+    formats: Sequence[str],
+) -> None:
+    """Write trail.csv/.parquet and trail.html (the first and last runs' roofs) into ``out``."""
     from .render import compare as compare_page
 
     inputs = [p for r in runs for p in as_paths(r)]
-    files = {
-        **tables_io.table_files({"trail": table}, formats, inputs),
-        "trail.html": compare_page.trail_page(
-            table, sides[0].points, sides[-1].points, names, warns, plotlyjs
-        ),
-    }
+    page = compare_page.trail_page(
+        result.table, ends[0].points, ends[1].points, result.names, result.warnings, plotlyjs
+    )
+    files = {**tables_io.table_files({"trail": result.table}, formats, inputs), "trail.html": page}
     report.write_outputs(out, files, inputs)
     result.outdir, result.files = out, {name: out / name for name in files}
-    return result
