@@ -523,6 +523,12 @@ def gate(result: Any, pct: float | None) -> dict[str, Any] | None:
     }
 
 
+def _side_inputs(a: Any, paths: Sequence[Path]) -> list[dict[str, Any]]:
+    """The inputs of one side of a comparison (:func:`_input`), from its analysis when given."""
+    kernels = a.kernels if a is not None else pd.DataFrame(columns=["source"])
+    return [_input(Path(p), kernels, len(paths) == 1) for p in paths]
+
+
 def compare_document(
     result: Any,
     before: Sequence[Path],
@@ -565,15 +571,8 @@ def compare_document(
         "ncuroof_version": __version__,
         "options": _options(getattr(ab, "options", None)),
         "inputs": {
-            side: [
-                _input(
-                    Path(p),
-                    a.kernels if a is not None else pd.DataFrame(columns=["source"]),
-                    len(paths) == 1,
-                )
-                for p in paths
-            ]
-            for side, a, paths in (("before", ab, before), ("after", aa, after))
+            "before": _side_inputs(ab, before),
+            "after": _side_inputs(aa, after),
         },
         "totals": {k: value(v) for k, v in result.totals.items()},
         "warnings": [str(w) for w in result.warnings],
