@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from . import __version__, fmt
+from . import __version__, fmt, products
 from .collector.ncu import collectable
 from .errors import NcuNotFoundError, NcuroofError
 from .model.analysis import TRAFFIC_CHOICES, AnalysisOptions
@@ -443,7 +443,11 @@ def analyze(
         click.echo(
             json_doc.dumps(
                 json_doc.analysis_document(
-                    result.analysis, result.outdir, list(result.files), result.failures
+                    result.analysis,
+                    result.outdir,
+                    list(result.files),
+                    result.failures,
+                    products.in_document(result.products),
                 )
             ),
             nl=False,

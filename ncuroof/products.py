@@ -33,7 +33,17 @@ from .render.viewcontract import Chart
 from .runs import fleet
 from .runs import ranks as _ranks
 
-__all__ = ["Request", "Product", "PRODUCTS", "build", "written", "charts", "sections", "page_meta"]
+__all__ = [
+    "Request",
+    "Product",
+    "PRODUCTS",
+    "build",
+    "written",
+    "in_document",
+    "charts",
+    "sections",
+    "page_meta",
+]
 
 
 @dataclass(frozen=True)
@@ -81,6 +91,9 @@ class Product:
         ``meta(table)``: lines of the page header (label -> text).
     empty_written : bool, default True
         Whether a table without rows is still written.
+    in_document : bool, default True
+        Whether the ``--json`` document carries it (``products``): not the tables the document
+        has in its own terms (kernels, points, failures) nor one row per launch.
     """
 
     name: str
@@ -89,6 +102,7 @@ class Product:
     section: Callable[[pd.DataFrame, Analysis], str] | None = None
     meta: Callable[[pd.DataFrame], dict[str, str]] | None = None
     empty_written: bool = True
+    in_document: bool = True
 
 
 def _timeline(a: Analysis, req: Request) -> pd.DataFrame | None:
@@ -168,15 +182,19 @@ def _timeline_section(t: pd.DataFrame, a: Analysis) -> str:
 
 #: Every product, in the page's order of charts and sections (and the order files are listed).
 PRODUCTS: tuple[Product, ...] = (
-    Product("kernels", lambda a, req: a.kernels),
-    Product("points", lambda a, req: a.points),
-    Product("failures", lambda a, req: req.failures, meta=fleet.page_meta),
+    Product("kernels", lambda a, req: a.kernels, in_document=False),
+    Product("points", lambda a, req: a.points, in_document=False),
+    Product("failures", lambda a, req: req.failures, meta=fleet.page_meta, in_document=False),
     Product("timeline", _timeline, section=_timeline_section),
     Product("ranks", _ranks_table, section=_rank_section, meta=_ranks.page_meta),
     Product("phases", _phases_table, chart=_phase_chart),
     Product("ops", _ops_table, chart=_ops_chart),
     Product(
-        "instruction_points", _instruction_points, chart=_instruction_chart, empty_written=False
+        "instruction_points",
+        _instruction_points,
+        chart=_instruction_chart,
+        empty_written=False,
+        in_document=False,
     ),
     Product("whatif", _what_if),
 )
@@ -213,6 +231,12 @@ def build(a: Analysis, request: Request) -> dict[str, pd.DataFrame]:
 def written(products: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """The products written to files: all but the empty ones whose entry says not to."""
     return {n: t for n, t in products.items() if len(t) or _BY_NAME[n].empty_written}
+
+
+def in_document(products: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """The products the ``--json`` document carries
+    (:func:`ncuroof.render.json_doc.analysis_document` ``products=``)."""
+    return {n: t for n, t in products.items() if _BY_NAME[n].in_document}
 
 
 def charts(products: Mapping[str, pd.DataFrame], a: Analysis) -> list[Chart]:

@@ -128,7 +128,7 @@ def test_declared_columns_carry_a_unit_where_the_name_says_one(name: str) -> Non
             assert col.unit == unit, (name, c, col.unit)
 
 
-def _rows(columns: dict) -> "pd.DataFrame":  # noqa: F821 - pandas imported inside
+def _rows(columns: dict) -> object:
     """Two rows of a declared table: one with a value of each column's dtype, one with each missing
     (a list column's cell as its text, as written)."""
     import numpy as np
