@@ -199,8 +199,6 @@ PRODUCTS: tuple[Product, ...] = (
     Product("whatif", _what_if),
 )
 
-_BY_NAME = {p.name: p for p in PRODUCTS}
-
 
 def build(a: Analysis, request: Request) -> dict[str, pd.DataFrame]:
     """The products of one analysis.
@@ -230,13 +228,15 @@ def build(a: Analysis, request: Request) -> dict[str, pd.DataFrame]:
 
 def written(products: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """The products written to files: all but the empty ones whose entry says not to."""
-    return {n: t for n, t in products.items() if len(t) or _BY_NAME[n].empty_written}
+    entry = {p.name: p for p in PRODUCTS}
+    return {n: t for n, t in products.items() if len(t) or entry[n].empty_written}
 
 
 def in_document(products: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """The products the ``--json`` document carries
     (:func:`ncuroof.render.json_doc.analysis_document` ``products=``)."""
-    return {n: t for n, t in products.items() if _BY_NAME[n].in_document}
+    entry = {p.name: p for p in PRODUCTS}
+    return {n: t for n, t in products.items() if entry[n].in_document}
 
 
 def charts(products: Mapping[str, pd.DataFrame], a: Analysis) -> list[Chart]:

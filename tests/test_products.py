@@ -191,3 +191,43 @@ def test_every_product_is_a_declared_table() -> None:
     names = [p.name for p in products.PRODUCTS]
     assert len(names) == len(set(names))
     assert set(names) == set(schema.TABLES) - {"compare", "trail"}
+
+
+@needs_ncu_report
+def test_a_new_view_is_one_registry_entry(tmp_path, monkeypatch) -> None:
+    """A product added to the registry (and its table to schema.TABLES) is built, written in both
+    formats, listed in the manifest, its section on the page and its header line, with no other change."""
+    import html
+
+    import pandas as pd
+
+    import ncuroof
+    from ncuroof import products
+
+    columns = {
+        "kernel_key": schema.Column("string", "", "kernel"),
+        "time_s": schema.KERNELS["time_s"],
+    }
+    monkeypatch.setitem(schema.TABLES, "longest", columns)
+
+    def build(a, req):
+        return a.summary[["kernel_key", "time_s"]].head(1)
+
+    def section(t, a):
+        return f'<section id="longest">{len(t)} longest</section>'
+
+    entry = products.Product(
+        "longest", build, section=section, meta=lambda t: {"longest": t["kernel_key"].iloc[0]}
+    )
+    monkeypatch.setattr(products, "PRODUCTS", (*products.PRODUCTS, entry))
+    out = tmp_path / "out"
+    res = ncuroof.analyze(shared(CUTLASS), out, formats=("csv", "parquet"))
+    top = res.analysis.summary.iloc[0]
+    back = tables_io.read_table(out / "longest.parquet")
+    assert back["kernel_key"].tolist() == [top["kernel_key"]]
+    assert back["time_s"].tolist() == [top["time_s"]] and back.attrs["units"]["time_s"] == "s"
+    assert pd.read_csv(out / "longest.csv")["time_s"].tolist() == [top["time_s"]]
+    page = (out / "roofline.html").read_text(encoding="utf-8")
+    assert '<section id="longest">1 longest</section>' in page
+    assert f"<li><b>longest</b>: {html.escape(top['kernel_key'])}</li>" in page
+    assert "longest.csv" in json.loads((out / tables_io.MANIFEST).read_text())["files"]
