@@ -193,6 +193,7 @@ def test_every_product_is_a_declared_table() -> None:
     assert set(names) == set(schema.TABLES) - {"compare", "trail"}
 
 
+@pytest.mark.slow  # an analyze run of a real report
 @needs_ncu_report
 def test_a_new_view_is_one_registry_entry(tmp_path, monkeypatch) -> None:
     """A product added to the registry (and its table to schema.TABLES) is built, written in both
