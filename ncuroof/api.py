@@ -7,7 +7,6 @@ keyword arguments), builds the analysis once and hands it to the page, the table
 from __future__ import annotations
 
 import contextlib
-import html
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -21,6 +20,7 @@ from .collector import ncu as collector
 from .errors import InputError
 from .model import analysis as _analysis
 from .model import calculator
+from .model import summary as _summary
 from .model.analysis import Analysis, AnalysisOptions
 from .parser import tables_io
 from .render import figure as plot
@@ -160,7 +160,15 @@ def plot_roofline(
     title: str = "Hierarchical roofline",
     **options: Any,
 ) -> go.Figure:
-    """Plot a points table (and its kernels table); see :func:`ncuroof.render.figure.plot_roofline` for ``options``."""
+    """Plot a points table (and its kernels table); see :func:`ncuroof.render.figure.plot_roofline` for ``options``.
+
+    Without ``kernels``, one row per launch of ``points`` (:func:`ncuroof.model.summary.launch_kernels`);
+    without ``options["summary"]``, :func:`ncuroof.model.summary.kernel_summary` of them.
+    """
+    if len(points):
+        kernels = _summary.launch_kernels(points) if kernels is None else kernels
+        focus = options.get("focus", _summary.FOCUS_SHARE)
+        options.setdefault("summary", _summary.kernel_summary(kernels, points, focus=focus))
     return plot.plot_roofline(points, kernels, title=title, **options)
 
 
@@ -294,7 +302,7 @@ def _page(
     fig = plot.plot_roofline(
         a.points,
         kernels,
-        title=f"Hierarchical roofline — {html.escape(a.inputs[0].name)}",
+        title=f"Hierarchical roofline — {a.inputs[0].name}",
         focus=a.options.focus,
         summary=summ,
         dots={"kernel": a.dots},

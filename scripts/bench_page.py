@@ -93,7 +93,7 @@ def measure(browser, tmp: Path, n: int, kernels: int, repeat: int) -> tuple:
     pts = ncuroof.points(k)
     t0 = time.perf_counter()
     summ = summary.kernel_summary(k, pts)
-    fig = plot.plot_roofline(pts, k, title=f"{n} launches")
+    fig = plot.plot_roofline(pts, k, title=f"{n} launches", summary=summ)
     html = report.render_html(fig, k, {"inputs": "synthetic"}, summary=summ)
     build = time.perf_counter() - t0
     page = tmp / f"page-{n}.html"

@@ -100,7 +100,7 @@ def test_controls_switch_views(browser, tmp_path):
     k = synthetic.kernels_table(400, 40, seed=3)
     pts = ncuroof.points(k)
     summ = summary.kernel_summary(k, pts)
-    fig = plot.plot_roofline(pts, k, title="synthetic")
+    fig = ncuroof.plot_roofline(pts, k, title="synthetic")
     page_path = tmp_path / "roofline.html"
     page_path.write_text(
         report.render_html(fig, k, {"inputs": "synthetic"}, summary=summ), encoding="utf-8"
@@ -176,7 +176,7 @@ def test_ten_thousand_launches(browser, tmp_path):
     k = synthetic.kernels_table(10_000, 300, seed=1)
     pts = ncuroof.points(k)
     summ = summary.kernel_summary(k, pts)
-    fig = plot.plot_roofline(pts, k, title="10k launches")
+    fig = ncuroof.plot_roofline(pts, k, title="10k launches")
     html = report.render_html(fig, k, {"inputs": "synthetic"}, summary=summ)
     assert len(html.encode()) < 20e6
     page_path = tmp_path / "roofline.html"
@@ -200,7 +200,7 @@ def test_per_launch_dots_are_the_longest_launches_when_there_are_many(monkeypatc
     k = synthetic.kernels_table(600, 20, seed=3)
     pts = ncuroof.points(k)
     monkeypatch.setattr(plot, "MAX_LAUNCH_DOTS", 50)
-    fig = plot.plot_roofline(pts, k, title="capped", show_all=True)
+    fig = ncuroof.plot_roofline(pts, k, title="capped", show_all=True)
     longest = set(k.nlargest(50, "time_s")["launch_id"])
     at = plot.CUSTOMDATA.index("launch_id")
     drawn = {
@@ -234,7 +234,7 @@ def test_static_image(tmp_path):
     if CHROMIUM is None:
         pytest.skip("Chromium not found: kaleido renders with Chrome/Chromium")
     k = synthetic.kernels_table(50, 8)
-    fig = plot.plot_roofline(ncuroof.points(k), k)
+    fig = ncuroof.plot_roofline(ncuroof.points(k), k)
     png = report.render_image(fig, "png", width=1000, height=600)
     assert _png_size(png) == (2000, 1200)
     svg = report.render_image(fig, "svg", width=1000, height=600).decode()
