@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from . import __version__, fmt
+from . import __version__, fmt, products
 from .collector.ncu import collectable
 from .errors import NcuNotFoundError, NcuroofError
 from .model.analysis import TRAFFIC_CHOICES, AnalysisOptions
@@ -475,7 +475,11 @@ def _print_analysis(
         from .render import json_doc
 
         document = json_doc.analysis_document(
-            result.analysis, result.outdir, list(result.files), result.failures
+            result.analysis,
+            result.outdir,
+            list(result.files),
+            result.failures,
+            products.in_document(result.products),
         )
         click.echo(json_doc.dumps(document), nl=False)
         return

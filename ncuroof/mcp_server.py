@@ -31,7 +31,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from . import api, catalog
+from . import api, catalog, products
 from .errors import InputError, MissingModuleError, NcuroofError
 from .model.analysis import Analysis, AnalysisOptions
 from .model.ceilings import FLOP_ROOFS, parse_peak
@@ -166,10 +166,16 @@ class Session:
             )
         out = self._write_to(write, api.default_outdir(paths[0]).name)
         if out is None:
-            return json_doc.analysis_document(self.analysis(paths, opts))
+            a = self.analysis(paths, opts)
+            made = products.build(a, products.Request())
+            return json_doc.analysis_document(a, products=products.in_document(made))
         result = api.analyze(paths, out, opts)
         return json_doc.analysis_document(
-            result.analysis, result.outdir, list(result.files), result.failures
+            result.analysis,
+            result.outdir,
+            list(result.files),
+            result.failures,
+            products.in_document(result.products),
         )
 
     def compare(

@@ -1540,3 +1540,23 @@ KERNEL_WORK: dict[str, Column] = {
 }
 
 __all__ += ["KERNEL_WORK"]
+
+#: Every table ncuroof writes, by file stem (``<name>.csv`` and/or ``<name>.parquet``, through
+#: ``ncuroof.parser.tables_io``): its declared columns. The tables of ``ncuroof analyze`` are its
+#: products (``ncuroof.products.PRODUCTS``, one entry per name here); ``compare`` and ``trail``
+#: are written by ``ncuroof compare``. Any other file ncuroof writes is a key of :data:`FILES`.
+TABLES: dict[str, dict[str, Column]] = {
+    "kernels": KERNELS,
+    "points": POINTS,
+    "ranks": RANKS,
+    "failures": FAILURES,
+    "timeline": TIMELINE_KERNEL,
+    "ops": OPS,
+    "compare": COMPARE,
+    "trail": COMPARE_TRAIL,
+    "phases": PHASES,
+    "instruction_points": INSTRUCTION_POINTS,
+    "whatif": WHATIF,
+}
+
+__all__ += ["TABLES"]

@@ -1259,7 +1259,7 @@ def plot_roofline(
     height : int, default 800
         Figure height [px].
     charts : sequence of Chart, optional
-        Other charts the ``chart`` control switches to (:func:`ncuroof.render.views.page_charts`),
+        Other charts the ``chart`` control switches to (:func:`ncuroof.products.charts`),
         hidden at first (shown first when there are no points).
 
     Returns

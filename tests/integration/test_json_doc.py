@@ -226,3 +226,45 @@ def test_dumps_escapes_what_a_terminal_would_act_on():
     text = json_doc.dumps({"kernel_name": name, "x": math.nan and None})
     assert not any(c in text for c in "\x1b\x9b\u202e\x7f")
     assert json.loads(text)["kernel_name"] == name  # escapes, decoded back to the same text
+
+
+def test_the_document_carries_the_products_written_beside_it(tmp_path):
+    """--json serializes the products of the run (issue 31): the phases and the what-if projection,
+    one record per row of phases.csv / whatif.csv read back with pandas, valid against the schema;
+    the per-launch instruction points are in their file only."""
+    out = tmp_path / "out"
+    proc = run_cli(
+        "analyze",
+        str(shared("cutlass-panjd123__4f3955ed3c_report.ncu-rep")),
+        "-o",
+        str(out),
+        "-q",
+        "--json",
+        "--group-by",
+        "nvtx",
+        "--what-if",
+        "h100-sxm",
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = document(proc)
+    validate(doc, "analyze")
+    assert set(doc["products"]) == {"phases", "whatif"}
+    assert (out / "instruction_points.csv").is_file()
+    for name in ("phases", "whatif"):
+        table = pd.read_csv(out / f"{name}.csv", keep_default_na=False, na_values=[""])
+        recs = doc["products"][name]
+        assert len(recs) == len(table) > 0
+        for c in table.columns:
+            got = [r[c] for r in recs]
+            want = [None if pd.isna(v) else v for v in table[c]]
+            if pd.api.types.is_numeric_dtype(table[c]) and not pd.api.types.is_bool_dtype(table[c]):
+                assert all(
+                    (g is None and w is None) or math.isclose(g, w, rel_tol=1e-15)
+                    for g, w in zip(got, want, strict=True)
+                ), (name, c)
+            else:
+                assert got == [w if w != "" else None for w in want], (name, c)
+
+
+def test_a_plain_run_has_no_products_in_its_document(analyzed):
+    assert analyzed[1]["products"] == {}

@@ -126,3 +126,109 @@ def test_declared_columns_carry_a_unit_where_the_name_says_one(name: str) -> Non
             c.endswith("_per_s") and unit == "s"
         ):  # sector/s, inst/s: their own units
             assert col.unit == unit, (name, c, col.unit)
+
+
+def _rows(columns: dict) -> object:
+    """Two rows of a declared table: one with a value of each column's dtype, one with each missing
+    (a list column's cell as its text, as written)."""
+    import numpy as np
+    import pandas as pd
+
+    full = {"float64": 1.25e-3, "int64": 7, "Int64": 7, "bool": True, "string": 'a,b "q"'}
+    empty = {"float64": np.nan, "int64": 0, "Int64": pd.NA, "bool": False, "string": None}
+    data = {}
+    for name, col in columns.items():
+        first = full.get(col.dtype, "x")
+        if name == "flags":
+            first = "code: its text"
+        elif name == "notes":
+            first = "one; two"
+        data[name] = pd.Series([first, empty.get(col.dtype)], dtype=col.dtype)
+    return pd.DataFrame(data)
+
+
+@pytest.mark.parametrize("name", sorted(schema.TABLES))
+def test_every_table_round_trips_as_csv_and_parquet_with_its_declared_schema(
+    tmp_path, name: str
+) -> None:
+    """Each declared table (every product of analyze, compare and trail) written through
+    tables_io.table_files in both formats and read back: the declared columns in order, with their
+    dtypes and units, and the same values from either file."""
+    import pandas as pd
+
+    from ncuroof.render import page
+
+    columns = schema.TABLES[name]
+    df = _rows(columns)
+    files = tables_io.table_files({name: df}, ("csv", "parquet"), [tmp_path / "in.ncu-rep"])
+    assert set(files) == {f"{name}.csv", f"{name}.parquet"}
+    page.write_outputs(tmp_path / "out", files, [])
+    back = {
+        fmt: tables_io.read_table(tmp_path / "out" / f"{name}.{fmt}") for fmt in ("csv", "parquet")
+    }
+    dtypes = {c: str(pd.Series([], dtype=col.dtype).dtype) for c, col in columns.items()}
+    want = [[_cell(v) for v in schema.from_text(df)[c]] for c in columns]
+    for fmt, t in back.items():
+        assert list(t.columns) == list(columns), fmt
+        assert {c: str(t[c].dtype) for c in t.columns} == dtypes, fmt
+        assert [[_cell(v) for v in t[c]] for c in columns] == want, fmt
+    parquet = back["parquet"]
+    assert parquet.attrs["inputs"] == [str(tmp_path / "in.ncu-rep")]
+    assert parquet.attrs["units"] == {c: col.unit for c, col in columns.items()}
+
+
+def _cell(v: object) -> object:
+    """A cell compared across readers: every missing value one None."""
+    import pandas as pd
+
+    return v if isinstance(v, list) or not pd.isna(v) else None
+
+
+def test_every_product_is_a_declared_table() -> None:
+    """The registry's products are the tables of schema.TABLES but compare's two, once each."""
+    from ncuroof import products
+
+    names = [p.name for p in products.PRODUCTS]
+    assert len(names) == len(set(names))
+    assert set(names) == set(schema.TABLES) - {"compare", "trail"}
+
+
+@pytest.mark.slow  # an analyze run of a real report
+@needs_ncu_report
+def test_a_new_view_is_one_registry_entry(tmp_path, monkeypatch) -> None:
+    """A product added to the registry (and its table to schema.TABLES) is built, written in both
+    formats, listed in the manifest, its section on the page and its header line, with no other change."""
+    import html
+
+    import pandas as pd
+
+    import ncuroof
+    from ncuroof import products
+
+    columns = {
+        "kernel_key": schema.Column("string", "", "kernel"),
+        "time_s": schema.KERNELS["time_s"],
+    }
+    monkeypatch.setitem(schema.TABLES, "longest", columns)
+
+    def build(a, req):
+        return a.summary[["kernel_key", "time_s"]].head(1)
+
+    def section(t, a):
+        return f'<section id="longest">{len(t)} longest</section>'
+
+    entry = products.Product(
+        "longest", build, section=section, meta=lambda t: {"longest": t["kernel_key"].iloc[0]}
+    )
+    monkeypatch.setattr(products, "PRODUCTS", (*products.PRODUCTS, entry))
+    out = tmp_path / "out"
+    res = ncuroof.analyze(shared(CUTLASS), out, formats=("csv", "parquet"))
+    top = res.analysis.summary.iloc[0]
+    back = tables_io.read_table(out / "longest.parquet")
+    assert back["kernel_key"].tolist() == [top["kernel_key"]]
+    assert back["time_s"].tolist() == [top["time_s"]] and back.attrs["units"]["time_s"] == "s"
+    assert pd.read_csv(out / "longest.csv")["time_s"].tolist() == [top["time_s"]]
+    page = (out / "roofline.html").read_text(encoding="utf-8")
+    assert '<section id="longest">1 longest</section>' in page
+    assert f"<li><b>longest</b>: {html.escape(top['kernel_key'])}</li>" in page
+    assert "longest.csv" in json.loads((out / tables_io.MANIFEST).read_text())["files"]
