@@ -840,7 +840,8 @@ def parse_sources(text: object) -> dict[str, str]:
         return dict(text)
     if not isinstance(text, str) or not text:
         return {}
-    return dict(item.split(":", 1) for item in text.split(","))
+    # an item without a source (a hand-edited file) names no roof's source: left out, not an error
+    return dict(item.split(":", 1) for item in text.split(",") if ":" in item)
 
 
 def format_sources(sources: dict[str, str]) -> str:

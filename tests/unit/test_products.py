@@ -143,6 +143,8 @@ def _rows(columns: dict) -> object:
             first = "code: its text"
         elif name == "notes":
             first = "one; two"
+        elif name in schema.SOURCE_COLUMNS:  # roof sets in memory, their text as written
+            first = "fp32:report,dram:datasheet"
         data[name] = pd.Series([first, empty.get(col.dtype)], dtype=col.dtype)
     return pd.DataFrame(data)
 
