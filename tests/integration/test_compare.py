@@ -315,6 +315,25 @@ def _folder(tmp_path: Path, name: str, k: pd.DataFrame) -> Path:
     return tmp_path / name
 
 
+def _gate(before: Path, after: Path, out: Path, *flags: str):
+    """``ncuroof compare`` of two saved runs with a 5 % slowdown gate and ``flags``."""
+    return run("compare", str(before), str(after), "--fail-if-slower", "5", *flags, "-o", str(out))
+
+
+def _check_each_runs_sums(t: pd.DataFrame, before: pd.DataFrame, after: pd.DataFrame) -> None:
+    """The work columns of compare.csv (``t``, by kernel name) are each run's own sums of its launch
+    table (``ncuroof.load`` of that run alone), for every kernel that run holds."""
+    for side, k in (("before", before), ("after", after)):
+        for col in ("fp32_flop", "dram_bytes", "l2_bytes", "l1_bytes", "time_s"):
+            sums = k.groupby("kernel_name")[col].sum()
+            for name in t.index[t[f"launches_{side}"] > 0]:
+                assert t.loc[name, f"{col}_{side}"] == pytest.approx(sums[name], rel=1e-12), (
+                    side,
+                    col,
+                    name,
+                )
+
+
 @needs_ncu_report
 def test_one_more_kernel_after_passes_the_gate_and_sums_equal_each_run(tmp_path: Path) -> None:
     import ncuroof
@@ -324,7 +343,7 @@ def test_one_more_kernel_after_passes_the_gate_and_sums_equal_each_run(tmp_path:
     b = _folder(
         tmp_path, "b", pd.concat([pd.read_csv(a / "kernels.csv"), extra], ignore_index=True)
     )
-    ok = run("compare", str(a), str(b), "--fail-if-slower", "5", "-o", str(tmp_path / "c"))
+    ok = _gate(a, b, tmp_path / "c")
     assert ok.returncode == 0, ok.stderr
     assert "new: naive_gemm (after run only)" in ok.stderr and "gate passed" in ok.stderr
     assert (
@@ -332,44 +351,14 @@ def test_one_more_kernel_after_passes_the_gate_and_sums_equal_each_run(tmp_path:
         and "(4 kernels)" in ok.stdout
         and "(5 kernels)" in ok.stdout
     )
-    new = run(
-        "compare",
-        str(a),
-        str(b),
-        "--fail-if-slower",
-        "5",
-        "--fail-on-new",
-        "-o",
-        str(tmp_path / "c2"),
-    )
+    new = _gate(a, b, tmp_path / "c2", "--fail-on-new")
     assert new.returncode == 1 and "new: naive_gemm" in new.stderr and "gate failed" in new.stderr
-    back = run("compare", str(b), str(a), "--fail-if-slower", "5", "-o", str(tmp_path / "c3"))
+    back = _gate(b, a, tmp_path / "c3")
     assert back.returncode == 0 and "gone: naive_gemm (before run only)" in back.stderr
-    assert (
-        run(
-            "compare",
-            str(b),
-            str(a),
-            "--fail-if-slower",
-            "5",
-            "--fail-on-gone",
-            "-o",
-            str(tmp_path / "c4"),
-        ).returncode
-        == 1
-    )
+    assert _gate(b, a, tmp_path / "c4", "--fail-on-gone").returncode == 1
     # The work columns are each run's own sums (ncuroof.load of that run alone).
     t = pd.read_csv(tmp_path / "c" / "compare.csv").set_index("kernel_name")
-    kb, ka = ncuroof.load(shared(ESMM)), ncuroof.load(b)
-    for side, k in (("before", kb), ("after", ka)):
-        for col in ("fp32_flop", "dram_bytes", "l2_bytes", "l1_bytes", "time_s"):
-            sums = k.groupby("kernel_name")[col].sum()
-            for name in t.index[t[f"launches_{side}"] > 0]:
-                assert t.loc[name, f"{col}_{side}"] == pytest.approx(sums[name], rel=1e-12), (
-                    side,
-                    col,
-                    name,
-                )
+    _check_each_runs_sums(t, ncuroof.load(shared(ESMM)), ncuroof.load(b))
     assert t.loc["naive_gemm", "status"] == "only_after" and np.isnan(
         t.loc["naive_gemm", "time_s_before"]
     )

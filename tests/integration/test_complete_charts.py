@@ -397,24 +397,10 @@ def test_rendered_page_holds_every_dot_under_its_roof(
     assert drawn >= 12 and errors == []
 
 
-@needs_ncu_report
-def test_achievable_roofs_beside_the_peaks(tmp_path: Path) -> None:
-    """User achievable roofs (as --achievable-flops/--achievable-bandwidth give them) are drawn dashed
-    and labelled beside the peak roofs, which stay; the checkbox hides only them; the page and the
-    terminal give the fraction of the achievable roof beside the fraction of the roof, recomputed here
-    from points.csv at the kernel's binding level."""
-    from ncuroof.render import text
-
-    name = "cutlass-panjd123__4fb3ff3f6a_report-s8.ncu-rep"
-    out = tmp_path / "ach"
-    res = ncuroof.analyze(
-        shared(name),
-        out,
-        achievable_flops={"fp32": 1.2e13},
-        achievable_bandwidth={"l1": 1.0e13, "dram": 1.5e12},
-    )
-    data, layout = figure_of(out / "roofline.html")
-    points = pd.read_csv(out / "points.csv")
+def _check_achievable_roofs(data: list[dict], layout: dict, points: pd.DataFrame) -> None:
+    """The figure's achievable roofs (FP32 1.2e13 FLOP/s, L1 1e13 and DRAM 1.5e12 B/s) are dashed and
+    labelled, the peak DRAM roof stays at points.csv's median peak, and the achievable-roofs
+    checkbox (view state ``achievable``) hides only them."""
     ach = {
         t["meta"].get("level") or t["meta"].get("precision"): t
         for t in data
@@ -445,6 +431,27 @@ def test_achievable_roofs_beside_the_peaks(tmp_path: Path) -> None:
         visible(t["meta"]["when"], state) == t.get("visible", True) for t in ach.values()
     )  # shown at first
     assert not any(visible(t["meta"]["when"], dict(state, achievable=False)) for t in ach.values())
+
+
+@needs_ncu_report
+def test_achievable_roofs_beside_the_peaks(tmp_path: Path) -> None:
+    """User achievable roofs (as --achievable-flops/--achievable-bandwidth give them) are drawn dashed
+    and labelled beside the peak roofs, which stay; the checkbox hides only them; the page and the
+    terminal give the fraction of the achievable roof beside the fraction of the roof, recomputed here
+    from points.csv at the kernel's binding level."""
+    from ncuroof.render import text
+
+    name = "cutlass-panjd123__4fb3ff3f6a_report-s8.ncu-rep"
+    out = tmp_path / "ach"
+    res = ncuroof.analyze(
+        shared(name),
+        out,
+        achievable_flops={"fp32": 1.2e13},
+        achievable_bandwidth={"l1": 1.0e13, "dram": 1.5e12},
+    )
+    data, layout = figure_of(out / "roofline.html")
+    points = pd.read_csv(out / "points.csv")
+    _check_achievable_roofs(data, layout, points)
     # The longest kernel (one launch, FP32) at its binding level: achieved / min(achievable FP32, AI x achievable bandwidth).
     top = res.summary.iloc[0]
     row = points[

@@ -96,6 +96,39 @@ def test_real_report_page(browser, tmp_path):
     assert errors == []
 
 
+# The index, in the first visible dot trace, of the dot of kernel id 0 (the largest kernel).
+FIRST_KERNEL_JS = """() => { const gd = document.getElementById('roofline');
+  const t = gd._fullData.find(t => t.visible === true && t.meta && t.meta.role === 'dots');
+  const kid = gd.layout.meta.view.customdata.indexOf('kid');
+  const i = Array.from(t.customdata).findIndex(c => c[kid] === 0);
+  return i; }"""
+# The fill colour of dot ``i`` of the first visible dot trace.
+DOT_FILL_JS = """(i) => { const gd = document.getElementById('roofline');
+  const t = gd._fullData.find(t => t.visible === true && t.meta && t.meta.role === 'dots');
+  return document.querySelectorAll('.trace' + t.uid + ' .points path')[i].style.fill; }"""
+
+
+def _settled(page, action, *args) -> int:
+    """Run a control ``action`` (``page.check``, ``page.select_option``, ...), wait for the redraw,
+    and count the drawn dots."""
+    action(*args)
+    page.wait_for_timeout(300)
+    return page.evaluate(COUNT_JS)
+
+
+def _sorted_column(page, header: str) -> list[float]:
+    """Click the first sortable table's column ``header``; that column's raw values in row order."""
+    col = page.evaluate(
+        "() => Array.from(document.querySelectorAll('table.sortable')[0].tHead.rows[0].cells)"
+        f".findIndex(c => c.textContent === '{header}')"
+    )
+    page.locator("table.sortable").first.locator("th").nth(col).click()
+    return page.evaluate(
+        "() => Array.from(document.querySelectorAll('table.sortable')[0].tBodies[0].rows)"
+        f".map(r => parseFloat(r.cells[{col}].dataset.v))"
+    )
+
+
 def test_controls_switch_views(browser, tmp_path):
     k = synthetic.kernels_table(400, 40, seed=3)
     pts = ncuroof.points(k)
@@ -112,54 +145,24 @@ def test_controls_switch_views(browser, tmp_path):
     assert page.evaluate(COUNT_JS) == 3 * len(focus)  # each kernel at its main precision, 3 levels
 
     # Colour: the largest kernel's dot has the first palette colour, then its bound's colour.
-    first = page.evaluate("""() => { const gd = document.getElementById('roofline');
-      const t = gd._fullData.find(t => t.visible === true && t.meta && t.meta.role === 'dots');
-      const kid = gd.layout.meta.view.customdata.indexOf('kid');
-      const i = Array.from(t.customdata).findIndex(c => c[kid] === 0);
-      return i; }""")
+    first = page.evaluate(FIRST_KERNEL_JS)
     assert first >= 0
     top = k.groupby("kernel_demangled")["time_s"].sum().idxmax()
     top_bound = k.loc[k["kernel_demangled"] == top, "bound"].mode().iat[0]
-    rgb = page.evaluate(
-        """(i) => { const gd = document.getElementById('roofline');
-      const t = gd._fullData.find(t => t.visible === true && t.meta && t.meta.role === 'dots');
-      return document.querySelectorAll('.trace' + t.uid + ' .points path')[i].style.fill; }""",
-        first,
-    )
-    assert rgb == _rgb(KERNEL_COLORS[0])
+    assert page.evaluate(DOT_FILL_JS, first) == _rgb(KERNEL_COLORS[0])
     page.check('input[name="ctl-color"][value="bound"]')
     page.wait_for_timeout(300)
-    rgb = page.evaluate(
-        """(i) => { const gd = document.getElementById('roofline');
-      const t = gd._fullData.find(t => t.visible === true && t.meta && t.meta.role === 'dots');
-      return document.querySelectorAll('.trace' + t.uid + ' .points path')[i].style.fill; }""",
-        first,
-    )
-    assert rgb == _rgb(BOUND_COLORS[top_bound])
+    assert page.evaluate(DOT_FILL_JS, first) == _rgb(BOUND_COLORS[top_bound])
 
-    page.check('input[name="ctl-mode"][value="launch"]')
-    page.wait_for_timeout(300)
-    assert page.evaluate(COUNT_JS) == 3 * int(in_focus.sum())
-    page.uncheck('.ctl-level[value="l1"]')
-    page.wait_for_timeout(300)
-    assert page.evaluate(COUNT_JS) == 2 * int(in_focus.sum())
-    page.check("#ctl-all")
-    page.wait_for_timeout(300)
-    assert page.evaluate(COUNT_JS) == 2 * len(k)
-    page.select_option("#ctl-precision", "fp64")
-    page.wait_for_timeout(300)
-    assert page.evaluate(COUNT_JS) == 2 * int(k["fp64_flop"].gt(0).sum())
+    launches = int(in_focus.sum())
+    assert _settled(page, page.check, 'input[name="ctl-mode"][value="launch"]') == 3 * launches
+    assert _settled(page, page.uncheck, '.ctl-level[value="l1"]') == 2 * launches
+    assert _settled(page, page.check, "#ctl-all") == 2 * len(k)
+    fp64 = int(k["fp64_flop"].gt(0).sum())
+    assert _settled(page, page.select_option, "#ctl-precision", "fp64") == 2 * fp64
 
     # The kernels table sorts by a column's raw values.
-    col = page.evaluate(
-        "() => Array.from(document.querySelectorAll('table.sortable')[0].tHead.rows[0].cells)"
-        ".findIndex(c => c.textContent === 'launches')"
-    )
-    page.locator("table.sortable").first.locator("th").nth(col).click()
-    values = page.evaluate(
-        "() => Array.from(document.querySelectorAll('table.sortable')[0].tBodies[0].rows)"
-        f".map(r => parseFloat(r.cells[{col}].dataset.v))"
-    )
+    values = _sorted_column(page, "launches")
     assert (
         values == sorted(values, reverse=True)
         and values[0] == k["kernel_demangled"].value_counts().max()

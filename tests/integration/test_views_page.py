@@ -34,32 +34,17 @@ LAYOUT = (
 )
 
 
-@needs_ncu_report
-def test_phase_and_instruction_views(browser, tmp_path):  # noqa: F811 - the fixture
-    """The view control switches the one roofline figure between its charts from the view contract:
-    drawn dots counted against phases.csv / instruction_points.csv, controls shown with their charts,
-    the levels control filtering the instruction roofline, the roofline's axes back on return."""
-    out = tmp_path / "cutlass"
-    ncuroof.analyze(shared("cutlass-panjd123__4f3955ed3c_report.ncu-rep"), out, group_by="nvtx")
-    phases = pd.read_csv(out / "phases.csv")
-    ipts = pd.read_csv(out / "instruction_points.csv")
-    page, errors = _open(browser, out / "roofline.html")
-    chart = page.locator('input[name="ctl-chart"]')
-    labels = page.evaluate(
-        "() => [...document.querySelectorAll('input[name=ctl-chart]')].map(e =>"
-        " e.parentElement.textContent)"
-    )
-    assert labels == ["Kernels (FLOP roofline)", "NVTX phases", "Instruction roofline"]
-    roofline = page.evaluate(LAYOUT)
-    kernel_dots = page.evaluate(DRAWN, "dots")
-    assert (
-        kernel_dots > 0
-        and page.evaluate(DRAWN, "phase_dots") == 0
-        and page.evaluate(SHOWN, "#ctl-precision")
-    )
+CHART_LABELS = """() => [...document.querySelectorAll('input[name=ctl-chart]')].map(e =>
+  e.parentElement.textContent)"""
+# The text labels of the phase dots.
+PHASE_LABELS = """() => { const gd = document.getElementById('roofline');
+  const t = gd._fullData.find(t => t.meta && t.meta.role === 'phase_dots');
+  return [...document.querySelectorAll('#roofline .trace' + t.uid + ' .textpoint')].map(e => e.textContent); }"""
 
-    chart.nth(1).check()
-    page.wait_for_timeout(400)
+
+def _check_phase_view(page, phases: pd.DataFrame) -> None:
+    """The NVTX phase chart (chosen): a dot per phase with FLOPs and DRAM bytes, labelled with its
+    name, the precision control shown and the levels control hidden, its own title."""
     drawn = phases[(phases["flop"] > 0) & (phases["dram_bytes"] > 0)]
     assert (
         len(drawn) == 2
@@ -69,17 +54,14 @@ def test_phase_and_instruction_views(browser, tmp_path):  # noqa: F811 - the fix
     assert page.evaluate(SHOWN, "#ctl-precision") and not page.evaluate(SHOWN, ".ctl-level")
     _check_phase_precisions(page, phases)
     assert page.evaluate(LAYOUT)[0].startswith("NVTX phases")
-    labels = page.evaluate(
-        """() => { const gd = document.getElementById('roofline');
-      const t = gd._fullData.find(t => t.meta && t.meta.role === 'phase_dots');
-      return [...document.querySelectorAll('#roofline .trace' + t.uid + ' .textpoint')].map(e => e.textContent); }"""
-    )
-    assert sorted(labels) == ["Fused-GEMM", "Non-fused-GEMM"]
+    assert sorted(page.evaluate(PHASE_LABELS)) == ["Fused-GEMM", "Non-fused-GEMM"]
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "roofline-phases-cutlass.png"), full_page=True)
 
-    chart.nth(2).check()
-    page.wait_for_timeout(400)
+
+def _check_instruction_view(page, ipts: pd.DataFrame) -> None:
+    """The instruction roofline (chosen): a dot per row of instruction_points.csv, the levels control
+    shown and the precision control hidden; unticking L1 leaves the other levels' dots."""
     assert len(ipts) == 9 and page.evaluate(DRAWN, "instruction_dots") == len(
         ipts
     )  # 3 launches x L1, L2, DRAM
@@ -92,6 +74,34 @@ def test_phase_and_instruction_views(browser, tmp_path):  # noqa: F811 - the fix
     page.uncheck('.ctl-level[value="l1"]')
     page.wait_for_timeout(300)
     assert page.evaluate(DRAWN, "instruction_dots") == int((ipts["level"] != "l1").sum()) == 6
+
+
+@needs_ncu_report
+def test_phase_and_instruction_views(browser, tmp_path):  # noqa: F811 - the fixture
+    """The view control switches the one roofline figure between its charts from the view contract:
+    drawn dots counted against phases.csv / instruction_points.csv, controls shown with their charts,
+    the levels control filtering the instruction roofline, the roofline's axes back on return."""
+    out = tmp_path / "cutlass"
+    ncuroof.analyze(shared("cutlass-panjd123__4f3955ed3c_report.ncu-rep"), out, group_by="nvtx")
+    page, errors = _open(browser, out / "roofline.html")
+    chart = page.locator('input[name="ctl-chart"]')
+    labels = page.evaluate(CHART_LABELS)
+    assert labels == ["Kernels (FLOP roofline)", "NVTX phases", "Instruction roofline"]
+    roofline = page.evaluate(LAYOUT)
+    kernel_dots = page.evaluate(DRAWN, "dots")
+    assert (
+        kernel_dots > 0
+        and page.evaluate(DRAWN, "phase_dots") == 0
+        and page.evaluate(SHOWN, "#ctl-precision")
+    )
+
+    chart.nth(1).check()
+    page.wait_for_timeout(400)
+    _check_phase_view(page, pd.read_csv(out / "phases.csv"))
+
+    chart.nth(2).check()
+    page.wait_for_timeout(400)
+    _check_instruction_view(page, pd.read_csv(out / "instruction_points.csv"))
 
     chart.nth(0).check()
     page.wait_for_timeout(300)
@@ -172,20 +182,12 @@ def _check_phase_precisions(page, phases: pd.DataFrame) -> None:
                 assert got[k] == pytest.approx(v, rel=5e-3), (view, k)
 
 
-def test_charts_join_the_view_contract_by_hand():
-    """add_charts: the figure's own traces show with its chart, a chart's traces with theirs and the
-    levels they name; a condition no control can meet is dropped; the axes and notes follow the chart.
-    """
+def _own_and_other_chart():
+    """A figure with one dot trace shown at level L2, a contract with a levels and a colour control,
+    and another chart with a trace at L1 and one at L3 (a level no control offers)."""
     import plotly.graph_objects as go
 
-    from ncuroof.render.viewcontract import (
-        Chart,
-        Control,
-        ViewContract,
-        ViewState,
-        add_charts,
-        apply_view,
-    )
+    from ncuroof.render.viewcontract import Chart, Control, ViewContract, ViewState
 
     fig = go.Figure([go.Scatter(x=[1], y=[1], meta={"role": "dots", "when": {"levels": "l2"}})])
     fig.update_layout(title="own", xaxis_range=[0, 3])
@@ -207,6 +209,16 @@ def test_charts_join_the_view_contract_by_hand():
         layout={"title.text": "other"},
         fields=("levels",),
     )
+    return fig, contract, other
+
+
+def test_charts_join_the_view_contract_by_hand():
+    """add_charts: the figure's own traces show with its chart, a chart's traces with theirs and the
+    levels they name; a condition no control can meet is dropped; the axes and notes follow the chart.
+    """
+    from ncuroof.render.viewcontract import add_charts, apply_view
+
+    fig, contract, other = _own_and_other_chart()
     add_charts(fig, contract, [other], "Own")
     assert [t.meta["when"] for t in fig.data] == [
         {"levels": "l2", "chart": "roofline"},
