@@ -407,6 +407,7 @@ def analyze(
     ranks: bool | None = None,
     workers: int | None = None,
     group_by: str | None = None,
+    roofs: bool = False,
     **option_fields: Any,
 ) -> AnalysisResult:
     """Run the whole analysis, build its products (:mod:`ncuroof.products`) and write them with
@@ -425,7 +426,7 @@ def analyze(
     formats : sequence of {'csv', 'parquet'}, default ('csv',)
         Table formats (:func:`ncuroof.parser.tables_io.table_files`); a fleet or multi-rank run
         always writes Parquet too, as datasets partitioned by input.
-    what_if, group_by, ranks
+    what_if, group_by, ranks, roofs
         Products asked for (:class:`ncuroof.products.Request`). ``ranks`` None: recognised from the
         inputs (:func:`ncuroof.runs.ranks.looks_like_ranks`) unless ``stack``.
     scheduler, workers
@@ -442,7 +443,7 @@ def analyze(
     opts = AnalysisOptions.of(options, **option_fields)
     if ranks is None:
         ranks = not opts.stack and len(inputs) > 1 and _ranks.looks_like_ranks(inputs)
-    request = products.Request(what_if=what_if, group_by=group_by, ranks=ranks)
+    request = products.Request(what_if=what_if, group_by=group_by, ranks=ranks, roofs=roofs)
     a, request = _analysis_and_request(inputs, opts, request, scheduler, workers, progress)
     result = AnalysisResult(
         a, a.summary.head(top).reset_index(drop=True), products=products.build(a, request)

@@ -364,6 +364,14 @@ _COLLECTABLE = collectable()
     ),
 )
 @click.option(
+    "--roofs",
+    is_flag=True,
+    help=(
+        "Also write roofs.csv: every roof of every launch (peak and achievable), its value, source"
+        " (report, datasheet, measured, user), SM clock and confidence."
+    ),
+)
+@click.option(
     "--format",
     "formats",
     callback=_csv_choice(FORMATS),
@@ -428,6 +436,7 @@ def analyze(
     workers: int | None,
     ranks: bool | None,
     group_by: str | None,
+    roofs: bool,
     quiet: bool,
     as_json: bool = False,
     **kw: object,
@@ -458,6 +467,7 @@ def analyze(
             ranks=ranks,
             workers=workers,
             group_by=group_by,
+            roofs=roofs,
         )
     _print_analysis(result, as_json, quiet)
 

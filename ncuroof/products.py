@@ -25,6 +25,7 @@ from .errors import InputError
 from .model import diagnose
 from .model import phases as _phases
 from .model import production as _production
+from .model import roofs as _roofs
 from .model.analysis import Analysis
 from .model.instruction_roofline import instruction_points
 from .render import views
@@ -58,6 +59,9 @@ class Request:
         ``nvtx[:DEPTH]`` (the ``phases`` table) or ``op`` (the ``ops`` table).
     ranks : bool
         The inputs are one report per MPI rank: the ``ranks`` table.
+    roofs : bool
+        The ``roofs`` table (``--roofs``): every roof of every launch with its source, clock and
+        confidence (:func:`ncuroof.model.roofs.roof_table`).
     failures : DataFrame, optional
         The inputs a fleet or multi-rank run could not analyze (:func:`ncuroof.runs.fleet.run`):
         the ``failures`` table, given for such a run, None otherwise.
@@ -66,6 +70,7 @@ class Request:
     what_if: str | None = None
     group_by: str | None = None
     ranks: bool = False
+    roofs: bool = False
     failures: pd.DataFrame | None = None
 
 
@@ -155,6 +160,10 @@ def _what_if(a: Analysis, req: Request) -> pd.DataFrame | None:
     return diagnose.what_if(a.summary, a.kernels, target, a.gpus)
 
 
+def _roofs_table(a: Analysis, req: Request) -> pd.DataFrame | None:
+    return _roofs.roof_table(a.kernels, a.gpus) if req.roofs else None
+
+
 def _phase_chart(t: pd.DataFrame, a: Analysis) -> Chart | None:
     return views.phase_chart(t, a.points, a.summary) if len(t) else None
 
@@ -197,6 +206,7 @@ PRODUCTS: tuple[Product, ...] = (
         in_document=False,
     ),
     Product("whatif", _what_if),
+    Product("roofs", _roofs_table, in_document=False),
 )
 
 

@@ -1558,6 +1558,7 @@ TABLES: dict[str, dict[str, Column]] = {
     "phases": PHASES,
     "instruction_points": INSTRUCTION_POINTS,
     "whatif": WHATIF,
+    "roofs": ROOFS,
 }
 
 __all__ += ["TABLES"]

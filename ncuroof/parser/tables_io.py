@@ -71,6 +71,7 @@ _ARROW_TYPES = {
     "float64": "float64",
     "bool": "bool_",
     "object": "string",
+    "category": "string",
 }
 
 

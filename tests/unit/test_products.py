@@ -17,8 +17,8 @@ from ncuroof.parser import tables_io
 from tests.helpers.reports import needs_ncu_report, shared
 
 CUTLASS = "cutlass-panjd123__4f3955ed3c_report.ncu-rep"  # NVTX ranges and instruction counters
-#: The tables this run must write: the always-written ones and the three views its options ask for.
-VIEWS = {"kernels", "points", "phases", "instruction_points", "whatif"}
+#: The tables this run must write: the always-written ones and the four views its options ask for.
+VIEWS = {"kernels", "points", "phases", "instruction_points", "whatif", "roofs"}
 
 
 def _text(value: object) -> str:
@@ -65,10 +65,23 @@ def test_every_file_of_an_analyze_run_is_in_the_manifest_and_declared(tmp_path) 
 
     out = tmp_path / "out"
     ncuroof.analyze(
-        shared(CUTLASS), out, group_by="nvtx", what_if="h100-sxm", formats=("csv", "parquet")
+        shared(CUTLASS),
+        out,
+        group_by="nvtx",
+        what_if="h100-sxm",
+        roofs=True,
+        formats=("csv", "parquet"),
     )
     found = _check_declared(out, {"csv", "parquet"})
     assert found["csv"] == found["parquet"] == VIEWS
+    # roofs.csv holds each launch's roofs of kernels.csv, one row per (launch, kind, roof).
+    roofs, kernels = pd.read_csv(out / "roofs.csv"), pd.read_csv(out / "kernels.csv")
+    fp32 = roofs[(roofs["kind"] == "peak") & (roofs["roof"] == "fp32")].set_index("launch_id")
+    dram = roofs[(roofs["kind"] == "peak") & (roofs["roof"] == "dram")].set_index("launch_id")
+    k = kernels.set_index("launch_id")
+    assert len(fp32) == len(dram) == len(k) > 0
+    assert (fp32["flop_per_s"] == k.loc[fp32.index, "peak_fp32_flop_per_s"]).all()
+    assert (dram["bytes_per_s"] == k.loc[dram.index, "peak_dram_bytes_per_s"]).all()
     for name in VIEWS:
         t = pq.read_table(out / f"{name}.parquet")
         meta = t.schema.metadata
@@ -101,7 +114,7 @@ def test_format_parquet_alone_writes_no_csv_table(tmp_path) -> None:
 
     out = tmp_path / "out"
     ncuroof.analyze(shared(CUTLASS), out, group_by="nvtx", what_if="h100-sxm", formats=("parquet",))
-    assert _check_declared(out, {"parquet"})["parquet"] == VIEWS
+    assert _check_declared(out, {"parquet"})["parquet"] == VIEWS - {"roofs"}  # roofs: asked for
     assert not list(out.glob("*.csv"))
 
 
