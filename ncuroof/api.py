@@ -7,7 +7,6 @@ keyword arguments), builds the analysis once and hands it to the page, the table
 from __future__ import annotations
 
 import contextlib
-import html
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -16,15 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from . import catalog, fmt
+from . import catalog, fmt, products
 from .collector import ncu as collector
 from .errors import InputError
 from .model import analysis as _analysis
-from .model import calculator, diagnose
-from .model import phases as _phases
-from .model import production as _production
+from .model import calculator
+from .model import summary as _summary
 from .model.analysis import Analysis, AnalysisOptions
-from .model.instruction_roofline import instruction_points
 from .parser import tables_io
 from .render import figure as plot
 from .render import page as report
@@ -163,7 +160,15 @@ def plot_roofline(
     title: str = "Hierarchical roofline",
     **options: Any,
 ) -> go.Figure:
-    """Plot a points table (and its kernels table); see :func:`ncuroof.render.figure.plot_roofline` for ``options``."""
+    """Plot a points table (and its kernels table); see :func:`ncuroof.render.figure.plot_roofline` for ``options``.
+
+    Without ``kernels``, one row per launch of ``points`` (:func:`ncuroof.model.summary.launch_kernels`);
+    without ``options["summary"]``, :func:`ncuroof.model.summary.kernel_summary` of them.
+    """
+    if len(points):
+        kernels = _summary.launch_kernels(points) if kernels is None else kernels
+        focus = options.get("focus", _summary.FOCUS_SHARE)
+        options.setdefault("summary", _summary.kernel_summary(kernels, points, focus=focus))
     return plot.plot_roofline(points, kernels, title=title, **options)
 
 
@@ -243,20 +248,29 @@ def default_outdir(path: PathLike) -> Path:
     return p.with_name(f"{stem}.ncuroof")
 
 
+def _product(name: str, doc: str) -> property:
+    return property(lambda self: self.products.get(name), doc=doc)
+
+
 @dataclass
 class AnalysisResult:
-    """What :func:`analyze` produced: the analysis, the top of its summary and the files written."""
+    """What :func:`analyze` produced: the analysis, the top of its summary, its products
+    (:func:`ncuroof.products.build`: table name -> table) and the files written."""
 
     analysis: Analysis
     summary: pd.DataFrame
     outdir: Path | None = None
     files: dict[str, Path] = field(default_factory=dict)
-    what_if: pd.DataFrame | None = None
-    failures: pd.DataFrame | None = None
-    ranks: pd.DataFrame | None = None
-    phases: pd.DataFrame | None = None
-    instruction_points: pd.DataFrame | None = None
-    ops: pd.DataFrame | None = None
+    products: dict[str, pd.DataFrame] = field(default_factory=dict)
+
+    what_if = _product("whatif", "``--what-if``'s projection (:data:`ncuroof.schema.WHATIF`).")
+    failures = _product("failures", "A fleet's inputs that could not be analyzed.")
+    ranks = _product(
+        "ranks", "A multi-rank run's spread over ranks (:data:`ncuroof.schema.RANKS`)."
+    )
+    phases = _product("phases", "``--group-by nvtx``: one row per NVTX phase.")
+    instruction_points = _product("instruction_points", "The instruction roofline's points.")
+    ops = _product("ops", "``--group-by op``: one row per PyTorch operator.")
 
     @property
     def kernels(self) -> pd.DataFrame:
@@ -274,66 +288,28 @@ class AnalysisResult:
         return self.analysis.missing_metrics
 
 
-def _what_if(a: Analysis, name: str) -> pd.DataFrame:
-    target = a.gpus.by_name(name)
-    if target is None:
-        raise InputError(
-            f"--what-if {name!r} is not in metrics/gpus.toml; use one of "
-            + ", ".join(g.id for g in a.gpus.gpus)
-        )
-    return diagnose.what_if(a.summary, a.kernels, target, a.gpus)
-
-
 def _table_formats(formats: Sequence[str], apart: bool) -> list[str]:
     """The table formats asked for; a fleet's or multi-rank run's (``apart``) always with Parquet."""
     return sorted(set(formats) | ({"parquet"} if apart else set()))
 
 
-def _page_files(
-    a: Analysis,
-    plotlyjs: str | bool,
-    image: str | None,
-    formats: Sequence[str] = ("csv",),
-    failures: pd.DataFrame | None = None,
-    ranks: pd.DataFrame | None = None,
-    phases: pd.DataFrame | None = None,
-    ipts: pd.DataFrame | None = None,
-    ops: pd.DataFrame | None = None,
-) -> dict[str, Any]:
-    """The tables (:func:`ncuroof.parser.tables_io.table_files`), roofline.html and the optional image
-    of one analysis; a fleet's or multi-rank run's (``failures`` given) as Parquet datasets by input;
-    the page with the phase, operator and instruction-roofline views, the spread over ranks and the
-    production timeline of :mod:`ncuroof.render.views` when given."""
-    kernels, summ = (
-        to_text(a.kernels),
-        to_text(a.summary),
-    )  # list columns as text for files and the page
+def _page(
+    a: Analysis, tables: dict[str, pd.DataFrame], kernels: pd.DataFrame, plotlyjs: str | bool
+) -> tuple[Any, str]:
+    """The roofline figure (with the products' charts) and the page's HTML (with their sections and
+    header lines, :mod:`ncuroof.products`); ``kernels`` the launch table with its lists as text."""
+    summ = to_text(a.summary)
     fig = plot.plot_roofline(
         a.points,
         kernels,
-        title=f"Hierarchical roofline — {html.escape(a.inputs[0].name)}",
+        title=f"Hierarchical roofline — {a.inputs[0].name}",
         focus=a.options.focus,
         summary=summ,
         dots={"kernel": a.dots},
         catalog=a.catalog,
-        charts=views.page_charts(a.points, a.kernels, a.summary, phases, ipts, ops),
+        charts=products.charts(tables, a),
     )
-    meta = {
-        **provenance.page_meta(a.kernels, a.inputs),
-        **fleet.page_meta(failures),
-        **_ranks.page_meta(ranks),
-    }
-    prod = a.production
-    tables = {
-        "kernels": kernels,
-        "points": a.points,
-        **({"failures": failures} if failures is not None else {}),
-        **({"ranks": ranks} if ranks is not None else {}),
-        **({"timeline": prod.table} if prod is not None else {}),
-        **({"ops": ops} if ops is not None else {}),
-    }
-    apart = failures is not None
-    # The page first: the Arrow copies of the tables are made after its text is built, not beside it.
+    meta = {**provenance.page_meta(a.kernels, a.inputs), **products.page_meta(tables)}
     page = report.render_html(
         fig,
         kernels,
@@ -341,11 +317,32 @@ def _page_files(
         plotlyjs=plotlyjs,
         summary=summ,
         focus=a.options.focus,
-        extra=views.page_sections(summ, ranks, a.catalog.thresholds["ranks"]["imbalance"], prod),
-        basis=views.time_basis(prod),
+        extra=views.page_sections(summ, products.sections(tables, a)),
+        basis=views.time_basis(a.production),
     )
+    return fig, page
+
+
+def _page_files(
+    a: Analysis,
+    plotlyjs: str | bool,
+    image: str | None,
+    tables: dict[str, pd.DataFrame] | None = None,
+    formats: Sequence[str] = ("csv",),
+) -> dict[str, Any]:
+    """The products' files (:func:`ncuroof.parser.tables_io.table_files`; a fleet's or multi-rank
+    run's, with a ``failures`` product, as Parquet datasets by input), roofline.html and the optional
+    image of one analysis. ``tables`` default: the kernels and points tables."""
+    tables = tables if tables is not None else products.build(a, products.Request())
+    # List columns as text once, for the page and the files.
+    tables = {**tables, "kernels": to_text(a.kernels)}
+    # The page first: the Arrow copies of the tables are made after its text is built, not beside it.
+    fig, page = _page(a, tables, tables["kernels"], plotlyjs)
+    apart = "failures" in tables
     files: dict[str, Any] = {
-        **tables_io.table_files(tables, _table_formats(formats, apart), a.inputs, dataset=apart),
+        **tables_io.table_files(
+            products.written(tables), _table_formats(formats, apart), a.inputs, dataset=apart
+        ),
         "roofline.html": page,
     }
     if image is not None:
@@ -358,14 +355,12 @@ def _analyze_apart(
     options: AnalysisOptions,
     scheduler: str | None,
     workers: int | None,
-    ranks: bool,
     progress: bool,
-) -> tuple[Analysis, pd.DataFrame, pd.DataFrame | None]:
-    """Each input analyzed alone (:func:`ncuroof.runs.fleet.run`), then one analysis of them all; the
-    failures, and the spread over ranks when ``ranks`` (:func:`ncuroof.runs.ranks.spread`)."""
-    with _progress_bar(
-        progress, "analyzing inputs"
-    ) as bar:  # the timeline is joined once, to the whole
+) -> tuple[Analysis, pd.DataFrame]:
+    """Each input analyzed alone (:func:`ncuroof.runs.fleet.run`), then one analysis of them all;
+    and the failures."""
+    # the timeline is joined once, to the whole
+    with _progress_bar(progress, "analyzing inputs") as bar:
         fr = fleet.run(
             inputs,
             replace(options, timeline=None),
@@ -375,27 +370,25 @@ def _analyze_apart(
         )
     cat, gpus = catalog.load(), catalog.load_gpus()
     a = _analysis.from_kernels(fr.kernels, options, cat, gpus, inputs=inputs, classified=True)
-    if not ranks:
-        return a, fr.failures, None
-    labels = dict(zip(map(str, inputs), _ranks.rank_labels(inputs), strict=True))
-    return (
-        a,
-        fr.failures,
-        _ranks.spread(
-            a.kernels, a.points, labels, cat.thresholds["ranks"]["imbalance"], by=options.match
-        ),
-    )
+    return a, fr.failures
 
 
-def _op_rows(a: Analysis) -> pd.DataFrame:
-    """``--group-by op``: :func:`ncuroof.model.production.op_table`, or InputError without a PyTorch profiler trace."""
-    prod = a.production
-    if prod is None or prod.format != "kineto":
-        raise InputError(
-            "--group-by op needs the PyTorch profiler trace of the run (--timeline trace.json or"
-            " .json.gz): it names the operator that launched each kernel"
-        )
-    return _production.op_table(a.kernels, prod)
+def _analysis_and_request(
+    inputs: list[Path],
+    opts: AnalysisOptions,
+    request: products.Request,
+    scheduler: str | None,
+    workers: int | None,
+    progress: bool,
+) -> tuple[Analysis, products.Request]:
+    """The analysis: a fleet's or multi-rank run's input by input, with its failures in the request;
+    else of the inputs together."""
+    ranks = request.ranks
+    if ranks or (opts.stack and fleet.wanted(len(inputs), scheduler, workers)):
+        a, failures = _analyze_apart(inputs, opts, scheduler, workers, progress)
+        return a, replace(request, failures=failures)
+    with _progress_bar(progress) as bar:
+        return _analysis.build(inputs, opts, bar), request
 
 
 def analyze(
@@ -414,126 +407,67 @@ def analyze(
     ranks: bool | None = None,
     workers: int | None = None,
     group_by: str | None = None,
+    roofs: bool = False,
     **option_fields: Any,
 ) -> AnalysisResult:
-    """Run the whole analysis and write ``kernels.csv``, ``points.csv`` and ``roofline.html``.
+    """Run the whole analysis, build its products (:mod:`ncuroof.products`) and write them with
+    ``roofline.html`` (whole or not at all) into ``outdir`` (default :func:`default_outdir`).
 
     Parameters
     ----------
-    paths : path or list of paths
-        Inputs, see :func:`load`.
-    outdir : path, optional
-        Output directory; default :func:`default_outdir` of the first input.
-    options : AnalysisOptions, optional
-        How to analyze; ``**option_fields`` override its fields (see :func:`load`).
+    paths, options, progress, **option_fields
+        Inputs and how to analyze them, see :func:`load`.
     plotlyjs : True or 'cdn', default True
         Embed plotly.js in the HTML (offline) or link the CDN.
     top : int, default 10
         Kernels in the returned summary.
-    progress : bool, default False
-        Progress bar on stderr while reading.
-    write : bool, default True
-        Write the output directory (whole or not at all).
-    image : {'png', 'svg'}, optional
-        Also write ``roofline.png``/``.svg``, the chart's default view, through plotly's image
-        export (kaleido and a Chrome or Chromium browser).
-    what_if : str, optional
-        A ``metrics/gpus.toml`` entry: project every kernel onto its datasheet roofs
-        (:func:`ncuroof.model.diagnose.what_if`) and write ``whatif.csv``.
+    write, image : bool, {'png', 'svg'} or None
+        Write the output directory; also ``roofline.png``/``.svg`` (plotly's image export).
     formats : sequence of {'csv', 'parquet'}, default ('csv',)
-        Table formats (:func:`ncuroof.parser.tables_io.table_files`). A fleet or a multi-rank run
-        always writes Parquet too, as datasets partitioned by input (``kernels.parquet/``...).
-    scheduler : str, optional
-        With ``stack`` or ``ranks``: the dask scheduler (``tcp://HOST:PORT``) whose workers
-        analyze the inputs (:func:`ncuroof.runs.fleet.run`). Without it, stacks of
-        :data:`ncuroof.runs.fleet.FLEET_MIN_INPUTS` or more inputs (or with ``workers``) run on a
-        local dask cluster.
-    ranks : bool, optional
-        The inputs are one report per MPI rank of one run: each is analyzed alone and
-        ``ranks.csv`` gives each kernel's spread over ranks (:func:`ncuroof.runs.ranks.spread`).
-        None (default): recognised from the file names and processes
-        (:func:`ncuroof.runs.ranks.looks_like_ranks`) unless ``stack``.
-    workers : int, optional
-        Worker processes of the local dask cluster (default: the cores); giving it runs a stack
-        on the cluster whatever its size.
-    group_by : str, optional
-        ``nvtx`` or ``nvtx:DEPTH``: aggregate launches by NVTX range path
-        (:func:`ncuroof.model.phases.phase_table`) and write ``phases.csv``. ``op``: one dot per PyTorch
-        operator of the timeline (:func:`ncuroof.model.production.op_table`), ``ops.csv``; needs a PyTorch
-        profiler trace as ``timeline``.
-
-    Notes
-    -----
-    ``instruction_points.csv`` (the instruction roofline, :func:`ncuroof.model.instruction_roofline.instruction_points`)
-    is written when the report has warp-instruction and transaction counters.
+        Table formats (:func:`ncuroof.parser.tables_io.table_files`); a fleet or multi-rank run
+        always writes Parquet too, as datasets partitioned by input.
+    what_if, group_by, ranks, roofs
+        Products asked for (:class:`ncuroof.products.Request`). ``ranks`` None: recognised from the
+        inputs (:func:`ncuroof.runs.ranks.looks_like_ranks`) unless ``stack``.
+    scheduler, workers
+        A stack's or multi-rank run's dask scheduler and workers (:func:`ncuroof.runs.fleet.run`).
 
     Returns
     -------
     AnalysisResult
-        With ``failures`` (inputs that could not be analyzed) for a fleet or multi-rank run and
-        ``ranks`` for a multi-rank run.
-
-    Raises
-    ------
-    NcuroofError
-        Bad input or an output directory that cannot be written; for a fleet, only when no
-        input could be analyzed.
+        The analysis, its products and the files written. NcuroofError for bad input, a request the
+        analysis cannot serve or an output directory that cannot be written (a fleet: only when no
+        input could be analyzed).
     """
     inputs = as_paths(paths)
     opts = AnalysisOptions.of(options, **option_fields)
     if ranks is None:
         ranks = not opts.stack and len(inputs) > 1 and _ranks.looks_like_ranks(inputs)
-    failures = rank_table = None
-    if ranks or (opts.stack and fleet.wanted(len(inputs), scheduler, workers)):
-        a, failures, rank_table = _analyze_apart(inputs, opts, scheduler, workers, ranks, progress)
-    else:
-        with _progress_bar(progress) as bar:
-            a = _analysis.build(inputs, opts, bar)
-    projected = _what_if(a, what_if) if what_if is not None else None
-    op_rows = _op_rows(a) if group_by == _phases.BY_OPERATOR else None
-    phase_rows = (
-        _phases.phase_table(a.kernels, _phases.parse_group_by(group_by))
-        if group_by not in (None, _phases.BY_OPERATOR)
-        else None
-    )
-    ipts = instruction_points(
-        a.kernels, a.catalog.instruction.sector_bytes if a.catalog.instruction else 32.0
-    )
+    request = products.Request(what_if=what_if, group_by=group_by, ranks=ranks, roofs=roofs)
+    a, request = _analysis_and_request(inputs, opts, request, scheduler, workers, progress)
     result = AnalysisResult(
-        a,
-        a.summary.head(top).reset_index(drop=True),
-        what_if=projected,
-        failures=failures,
-        ranks=rank_table,
-        phases=phase_rows,
-        instruction_points=ipts,
-        ops=op_rows,
+        a, a.summary.head(top).reset_index(drop=True), products=products.build(a, request)
     )
-    if not write:
-        return result
-    out = Path(outdir) if outdir is not None else default_outdir(inputs[0])
-    files = _page_files(
-        a, plotlyjs, image, formats, failures, rank_table, phase_rows, ipts, op_rows
-    )
-    views_tables = {
-        "whatif": projected,
-        "phases": phase_rows,
-        "instruction_points": ipts if len(ipts) else None,
-    }
-    files.update(
-        tables_io.table_files(
-            {name: t for name, t in views_tables.items() if t is not None},
-            _table_formats(formats, failures is not None),
-            a.inputs,
-            dataset=failures is not None,
-        )
-    )
-    report.write_outputs(
-        out, files, [*inputs, *([opts.timeline] if opts.timeline is not None else [])]
-    )
+    if write:
+        out = Path(outdir) if outdir is not None else default_outdir(inputs[0])
+        _write_analysis(result, out, plotlyjs, image, formats)
+    return result
+
+
+def _write_analysis(
+    result: AnalysisResult,
+    out: Path,
+    plotlyjs: str | bool,
+    image: str | None,
+    formats: Sequence[str],
+) -> None:
+    """Write the products and the page of ``result`` into ``out`` and note the files in it."""
+    a = result.analysis
+    files = _page_files(a, plotlyjs, image, result.products, formats)
+    timeline = [a.options.timeline] if a.options.timeline is not None else []
+    report.write_outputs(out, files, [*a.inputs, *timeline])
     result.outdir = out
     result.files = {name: out / name for name in files}
-    return result
 
 
 def analysis_of(
@@ -653,6 +587,47 @@ def _refuse_stale(side: PathLike | Sequence[PathLike]) -> None:
         )
 
 
+def _comparable(ab: Analysis, aa: Analysis, before: Any, after: Any, strict: bool) -> list[str]:
+    """Why the two runs may not be comparable point for point, then their timelines' warnings;
+    InputError with ``strict`` when the first list is not empty."""
+    warns = _compare.warnings(ab.kernels, aa.kernels) + provenance.collection_warnings(
+        before, after
+    )
+    if strict and warns:
+        raise InputError(
+            "the runs are not comparable point for point: "
+            + "; ".join(warns)
+            + " (drop --strict to compare anyway)"
+        )
+    timelines = (a.production.warnings for a in (ab, aa) if a.production is not None)
+    return warns + list(dict.fromkeys(w for ws in timelines for w in ws))
+
+
+def _joined(
+    ab: Analysis, aa: Analysis, by: str, specs: list, pair_option: str, warns: list[str]
+) -> CompareResult:
+    """The comparison of two analyses, kernels paired by ``match`` and the ``specs`` by hand."""
+    resolved = _compare.resolve_pairs(specs, ab.summary, aa.summary, pair_option)
+    table = _compare.join(
+        ab.summary,
+        aa.summary,
+        kernels=(ab.kernels, aa.kernels),
+        by=by,
+        pairs=resolved,
+    )
+    result = CompareResult(table, warns, _compare.totals(table, ab.kernels, aa.kernels))
+    result.before, result.after = ab, aa
+    result.pairs = _compare.match(ab.summary, aa.summary, resolved)
+    return result
+
+
+def _beside(side: PathLike | Sequence[PathLike], suffix: str) -> Path:
+    """The default output folder of a comparison: ``<stem><suffix>`` beside the side's first input
+    (a saved analysis directory's own name)."""
+    first = as_paths(side)[0]
+    return first.with_name((first.name if first.is_dir() else default_outdir(first).stem) + suffix)
+
+
 def compare_runs(
     before: PathLike | Sequence[PathLike],
     after: PathLike | Sequence[PathLike],
@@ -673,52 +648,25 @@ def compare_runs(
     formats: Sequence[str] = ("csv",),
     **option_fields: Any,
 ) -> CompareResult:
-    """Compare two runs: match kernels, speedups, work and how each dot moved; write compare.csv/.html; gate.
+    """Compare two runs analyzed with the same options: a join of their kernel summaries
+    (:func:`ncuroof.runs.compare.join`); write compare.csv/.parquet and compare.html into ``outdir``
+    (default ``<after stem>.compare/``), whole or not at all; with ``fail_if_slower`` [%], the CI
+    gate's verdict in ``result.gate`` (:func:`ncuroof.runs.compare.gate`, with ``fail_on_new``,
+    ``fail_on_gone``, ``allow_unmatched``).
 
-    Both sides are analyzed with the same options, and the comparison is a join of their kernel
-    summaries (:func:`ncuroof.runs.compare.join`): each kernel's AI and roof fraction equal its row on
-    each side's page; its work and traffic are its launches' sums.
-
-    Parameters
-    ----------
-    before, after : path or list of paths
-        Each a report, CSV export(s) or an ncuroof output directory (:func:`analysis_of`).
-    outdir : path, optional
-        Output directory; default ``<after stem>.compare/`` next to the after input.
-    options : AnalysisOptions, optional
-        How to analyze both sides; ``**option_fields`` override its fields (see :func:`load`).
-    by_launch : bool, default False
-        Pair the k-th launches of each kernel instead of aggregating (``match='launch'``).
-    plotlyjs : True or 'cdn', default True
-        See :func:`analyze`.
-    write : bool, default True
-        Write ``compare.csv`` (and ``compare.parquet`` with ``formats``) and ``compare.html`` (whole or not at all).
-    strict : bool, default False
-        Raise instead of warning when the runs are not comparable point for point.
-    progress : bool, default False
-        Progress bar while reading.
-    pairs : sequence of (str, str)
-        Kernels paired by hand, ``(OLD, NEW)``: see :func:`ncuroof.runs.compare.resolve_pairs`.
-    pair_file : path, optional
-        More pairs, from TOML ``[[pair]]`` tables (:func:`ncuroof.runs.compare.read_pair_file`).
-    fail_if_slower : float, optional
-        Evaluate the CI gate at this threshold [%] (:func:`ncuroof.runs.compare.gate`, with
-        ``fail_on_new``, ``fail_on_gone``, ``allow_unmatched``) into ``result.gate``.
-    formats : sequence of {'csv', 'parquet'}, default ('csv',)
-        Formats of the compare table (:func:`ncuroof.parser.tables_io.table_files`).
+    ``before``/``after`` are each a report, CSV export(s) or an output directory
+    (:func:`analysis_of`); ``options``, ``**option_fields``, ``progress``, ``plotlyjs``, ``write``
+    and ``formats`` as in :func:`analyze`; ``by_launch`` pairs the k-th launches of each kernel
+    (``match='launch'``); ``strict`` raises instead of warning when the runs are not comparable
+    point for point; ``pairs`` (``(OLD, NEW)``) and ``pair_file`` (TOML ``[[pair]]``) pair kernels
+    by hand (:func:`ncuroof.runs.compare.resolve_pairs`).
 
     Returns
     -------
     CompareResult
-        ``table`` (:data:`ncuroof.schema.COMPARE`) from :func:`ncuroof.runs.compare.join`;
-        ``warnings`` (why the runs may not be comparable point for point); ``totals`` from
-        :func:`ncuroof.runs.compare.totals`; ``gate`` with ``fail_if_slower``.
-
-    Raises
-    ------
-    NcuroofError
-        Bad input (a pair naming no kernel or several); with ``strict``, runs that differ in GPU,
-        ncu version, clocks or metric set.
+        ``table`` (:data:`ncuroof.schema.COMPARE`), ``warnings``, ``totals`` and ``gate``.
+        NcuroofError for bad input (a pair naming no kernel or several) and, with ``strict``, runs
+        that differ in GPU, ncu version, clocks or metric set.
     """
     opts = AnalysisOptions.of(
         options, **option_fields, **({"match": "launch"} if by_launch else {})
@@ -727,54 +675,18 @@ def compare_runs(
     for side in (before, after):
         _refuse_stale(side)
     ab, aa = analysis_of(before, opts, progress), analysis_of(after, opts, progress)
-    warns = _compare.warnings(ab.kernels, aa.kernels) + provenance.collection_warnings(
-        before, after
-    )
-    if strict and warns:
-        raise InputError(
-            "the runs are not comparable point for point: "
-            + "; ".join(warns)
-            + " (drop --strict to compare anyway)"
-        )
-    warns += list(
-        dict.fromkeys(
-            w for a in (ab, aa) if a.production is not None for w in a.production.warnings
-        )
-    )
-    resolved = _compare.resolve_pairs(
-        specs, ab.summary, aa.summary, "--pair-file" if pair_file and not pairs else "--pair"
-    )
-    table = _compare.join(
-        ab.summary, aa.summary, kernels=(ab.kernels, aa.kernels), by=opts.match, pairs=resolved
-    )
-    result = CompareResult(table, warns, _compare.totals(table, ab.kernels, aa.kernels))
+    warns = _comparable(ab, aa, before, after, strict)
+    pair_option = "--pair-file" if pair_file and not pairs else "--pair"
+    result = _joined(ab, aa, opts.match, specs, pair_option, warns)
     if fail_if_slower is not None:
-        result.gate = result.judge(
-            fail_if_slower,
-            fail_on_new=fail_on_new,
-            fail_on_gone=fail_on_gone,
-            allow_unmatched=allow_unmatched,
-        )
-    result.before, result.after, result.pairs = (
-        ab,
-        aa,
-        _compare.match(ab.summary, aa.summary, resolved),
-    )
-    if not write:
-        return result
-    first_after = as_paths(after)[0]
-    out = (
-        Path(outdir)
-        if outdir is not None
-        else first_after.with_name(
-            (first_after.name if first_after.is_dir() else default_outdir(first_after).stem)
-            + ".compare"
-        )
-    )
-    files = _compare_files(result, as_paths(before), as_paths(after), (ab, aa), plotlyjs, formats)
-    report.write_outputs(out, files, [*as_paths(before), *as_paths(after)])
-    result.outdir = out
-    result.files = {name: out / name for name in files}
+        gate = dict(fail_on_new=fail_on_new, fail_on_gone=fail_on_gone)
+        result.gate = result.judge(fail_if_slower, **gate, allow_unmatched=allow_unmatched)
+    if write:
+        out = Path(outdir) if outdir is not None else _beside(after, ".compare")
+        sides = as_paths(before), as_paths(after)
+        files = _compare_files(result, *sides, (ab, aa), plotlyjs, formats)
+        report.write_outputs(out, files, [*sides[0], *sides[1]])
+        result.outdir, result.files = out, {name: out / name for name in files}
     return result
 
 
@@ -851,10 +763,8 @@ def compare_series(
         ``table`` (:data:`ncuroof.schema.COMPARE_TRAIL`), the run names, the warnings of each
         consecutive pair of runs.
 
-    Raises
-    ------
-    NcuroofError
-        Bad input; fewer than two runs; a pair naming one kernel in no two consecutive runs.
+        NcuroofError for bad input, fewer than two runs, a pair naming one kernel in no two
+        consecutive runs.
     """
     if len(runs) < 2:
         raise InputError("a series needs at least two runs", ", ".join(str(r) for r in runs))
@@ -871,23 +781,27 @@ def compare_series(
         [a.summary for a in sides], [a.kernels for a in sides], names, opts.match, specs
     )
     result = SeriesResult(table, names, warns)
-    if not write:
-        return result
-    last = as_paths(runs[-1])[0]
-    out = (
-        Path(outdir)
-        if outdir is not None
-        else last.with_name((last.name if last.is_dir() else default_outdir(last).stem) + ".trail")
-    )
+    if write:
+        out = Path(outdir) if outdir is not None else _beside(runs[-1], ".trail")
+        _write_series(result, out, runs, (sides[0], sides[-1]), plotlyjs, formats)
+    return result
+
+
+def _write_series(
+    result: SeriesResult,
+    out: Path,
+    runs: Sequence[PathLike | Sequence[PathLike]],
+    ends: tuple[Analysis, Analysis],
+    plotlyjs: str | bool,
+    formats: Sequence[str],
+) -> None:
+    """Write trail.csv/.parquet and trail.html (the first and last runs' roofs) into ``out``."""
     from .render import compare as compare_page
 
     inputs = [p for r in runs for p in as_paths(r)]
-    files = {
-        **tables_io.table_files({"trail": table}, formats, inputs),
-        "trail.html": compare_page.trail_page(
-            table, sides[0].points, sides[-1].points, names, warns, plotlyjs
-        ),
-    }
+    page = compare_page.trail_page(
+        result.table, ends[0].points, ends[1].points, result.names, result.warnings, plotlyjs
+    )
+    files = {**tables_io.table_files({"trail": result.table}, formats, inputs), "trail.html": page}
     report.write_outputs(out, files, inputs)
     result.outdir, result.files = out, {name: out / name for name in files}
-    return result

@@ -786,7 +786,26 @@ def load_gpus(directory: Path | None = None) -> GpuCatalog:
     data = _read((directory or metrics_dir()) / "gpus.toml")
     gpus = []
     seen: set[str] = set()
-    required = {
+    for g in data["gpu"]:
+        missing = _GPU_FIELDS - set(g)
+        if missing or g["id"] in seen:
+            raise ValueError(
+                f"gpus.toml: entry {g.get('id')!r} lacks {sorted(missing)} or repeats its id"
+            )
+        seen.add(g["id"])
+        gpus.append(_gpu_spec(g))
+    paths = tuple(
+        TensorRoofRule(
+            re.compile(t["pattern"]), t["key"], t.get("assumption", ""), t.get("confidence", "")
+        )
+        for t in data["tensor_paths"]
+    )
+    return GpuCatalog(tuple(gpus), paths)
+
+
+#: Fields every ``[[gpu]]`` entry of ``metrics/gpus.toml`` has.
+_GPU_FIELDS = frozenset(
+    {
         "id",
         "name",
         "match",
@@ -801,48 +820,36 @@ def load_gpus(directory: Path | None = None) -> GpuCatalog:
         "source",
         "confidence",
     }
-    for g in data["gpu"]:
-        missing = required - set(g)
-        if missing or g["id"] in seen:
-            raise ValueError(
-                f"gpus.toml: entry {g.get('id')!r} lacks {sorted(missing)} or repeats its id"
-            )
-        seen.add(g["id"])
-        flops = {
-            p: float(g[f"{p}_tflops"]) * 1e12
-            for p in ("fp64", "fp32", "fp16")
-            if f"{p}_tflops" in g
-        }
-        tensor = {k: float(v) * 1e12 for k, v in g["tensor_tflops"].items()}
-        values = [*flops.values(), *tensor.values(), g["dram_gbps"], g["l2_mb"], g["boost_mhz"]]
-        if any(v <= 0 for v in values) or g["confidence"] not in ("H", "M", "L", "H/M", "M/L"):
-            raise ValueError(
-                f"gpus.toml: entry {g['id']!r} has a non-positive number or an unknown confidence"
-            )
-        spec = GpuSpec(
-            id=g["id"],
-            name=g["name"],
-            match=tuple(re.compile(m, re.IGNORECASE) for m in g["match"]),
-            cc=g["cc"],
-            sms=int(g["sms"]),
-            boost_hz=float(g["boost_mhz"]) * 1e6,
-            flop_per_s=flops,
-            tensor=tensor,
-            dram_bytes_per_s=float(g["dram_gbps"]) * 1e9,
-            l2_bytes=float(g["l2_mb"]) * 1e6,
-            source=g["source"],
-            confidence=g["confidence"],
+)
+
+
+def _gpu_spec(g: dict[str, Any]) -> GpuSpec:
+    """One ``[[gpu]]`` entry in SI units, with its measurements; ValueError on a non-positive
+    number or an unknown confidence."""
+    flops = {
+        p: float(g[f"{p}_tflops"]) * 1e12 for p in ("fp64", "fp32", "fp16") if f"{p}_tflops" in g
+    }
+    tensor = {k: float(v) * 1e12 for k, v in g["tensor_tflops"].items()}
+    values = [*flops.values(), *tensor.values(), g["dram_gbps"], g["l2_mb"], g["boost_mhz"]]
+    if any(v <= 0 for v in values) or g["confidence"] not in ("H", "M", "L", "H/M", "M/L"):
+        raise ValueError(
+            f"gpus.toml: entry {g['id']!r} has a non-positive number or an unknown confidence"
         )
-        gpus.append(
-            replace(spec, measured=tuple(_measurement(spec, m) for m in g.get("measured", [])))
-        )
-    paths = tuple(
-        TensorRoofRule(
-            re.compile(t["pattern"]), t["key"], t.get("assumption", ""), t.get("confidence", "")
-        )
-        for t in data["tensor_paths"]
+    spec = GpuSpec(
+        id=g["id"],
+        name=g["name"],
+        match=tuple(re.compile(m, re.IGNORECASE) for m in g["match"]),
+        cc=g["cc"],
+        sms=int(g["sms"]),
+        boost_hz=float(g["boost_mhz"]) * 1e6,
+        flop_per_s=flops,
+        tensor=tensor,
+        dram_bytes_per_s=float(g["dram_gbps"]) * 1e9,
+        l2_bytes=float(g["l2_mb"]) * 1e6,
+        source=g["source"],
+        confidence=g["confidence"],
     )
-    return GpuCatalog(tuple(gpus), paths)
+    return replace(spec, measured=tuple(_measurement(spec, m) for m in g.get("measured", [])))
 
 
 #: Fields every ``[[gpu.measured]]`` entry has; ``value`` or ``fraction`` gives the number.

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from . import __version__, fmt
+from . import __version__, fmt, products
 from .collector.ncu import collectable
 from .errors import NcuNotFoundError, NcuroofError
 from .model.analysis import TRAFFIC_CHOICES, AnalysisOptions
@@ -89,149 +89,174 @@ _JSON_HELP = (
 )
 
 
+_DEFAULT = AnalysisOptions()
+
+#: How the inputs are read: the L1/L2 traffic definition, merged or stacked, the datasheet entry.
+_READING_OPTIONS = [
+    click.option(
+        "--traffic",
+        type=click.Choice(TRAFFIC_CHOICES),
+        default=_DEFAULT.traffic,
+        show_default=True,
+        help=(
+            "Traffic definition preferred for L1/L2: ncu's charts, or NERSC's"
+            " lts__t_bytes/l1tex__t_bytes."
+        ),
+    ),
+    click.option(
+        "--stack",
+        is_flag=True,
+        help=(
+            "Inputs are unrelated runs: stack them. Default: several inputs are files "
+            "of one run, merged launch by launch."
+        ),
+    ),
+    click.option(
+        "--gpu",
+        metavar="NAME",
+        default=None,
+        help=(
+            "Datasheet entry for roofs the input lacks (e.g. a10g, v100-sxm2; see"
+            " metrics/gpus.toml). Default: matched on the device name."
+        ),
+    ),
+]
+
+#: Roofs given by hand: peak and achievable compute and bandwidth.
+_ROOF_OPTIONS = [
+    click.option(
+        "--peak-flops",
+        "peak_flops",
+        metavar="[PREC=]VALUE",
+        multiple=True,
+        callback=_peaks("flops"),
+        help=(
+            f"Compute roof in FLOP/s, e.g. 19.5T or fp64=9.7e12 (PREC: {', '.join(FLOP_ROOFS)};"
+            " bare = all). Repeatable."
+        ),
+    ),
+    click.option(
+        "--peak-bandwidth",
+        "peak_bandwidth",
+        metavar="[LEVEL=]VALUE",
+        multiple=True,
+        callback=_peaks("bandwidth"),
+        help=(
+            f"Bandwidth roof in B/s, e.g. 900G or l2=3T (LEVEL: {', '.join(LEVELS)}; bare ="
+            " dram). Repeatable."
+        ),
+    ),
+    click.option(
+        "--achievable-flops",
+        "achievable_flops",
+        metavar="[PREC=]VALUE",
+        multiple=True,
+        callback=_peaks("flops"),
+        help=(
+            "Achievable compute roof in FLOP/s (what a benchmark sustained), same syntax as"
+            " --peak-flops: drawn and reported beside the peak roof, replacing"
+            " metrics/gpus.toml's published measurements. Repeatable."
+        ),
+    ),
+    click.option(
+        "--achievable-bandwidth",
+        "achievable_bandwidth",
+        metavar="[LEVEL=]VALUE",
+        multiple=True,
+        callback=_peaks("bandwidth"),
+        help=(
+            "Achievable bandwidth roof in B/s (e.g. a STREAM copy), same syntax as"
+            " --peak-bandwidth, beside the peak roof. Repeatable."
+        ),
+    ),
+]
+
+#: Which kernels: expected work, what one kernel is, the chart's focus.
+_KERNEL_OPTIONS = [
+    click.option(
+        "--expect",
+        "expect",
+        type=click.Path(path_type=Path, dir_okay=False),
+        default=None,
+        metavar="FILE",
+        help=(
+            "TOML (or YAML) of expected FLOPs and DRAM bytes per kernel-name pattern, formulas"
+            " of named sizes: useful vs measured intensity, and flags where the counted work"
+            " differs."
+        ),
+    ),
+    click.option(
+        "--match",
+        "match",
+        type=click.Choice([*KEY_CHOICES, "name"]),
+        default=_DEFAULT.match,
+        show_default=True,
+        help=_MATCH_HELP + " 'name' is the old spelling of 'kernel'.",
+    ),
+    click.option(
+        "--focus",
+        type=click.FloatRange(0, 1, min_open=True),
+        default=_DEFAULT.focus,
+        show_default=True,
+        help=(
+            "The chart shows the fewest kernels making up this share of GPU time (the page can"
+            " show the rest)."
+        ),
+    ),
+]
+
+#: Where the numbers come from: the .ncu-rep reader and the production timeline.
+_SOURCE_OPTIONS = [
+    click.option(
+        "--reader",
+        type=click.Choice(READERS),
+        default=_DEFAULT.reader,
+        show_default=True,
+        help=(
+            ".ncu-rep reader: ncuroof's own decoder (fast), NVIDIA's ncu_report module, or the"
+            " decoder checked against ncu_report on a sample, with ncu_report for whatever it"
+            " does not know or reads differently (auto)."
+        ),
+    ),
+    click.option(
+        "--timeline",
+        type=click.Path(path_type=Path, dir_okay=False),
+        default=None,
+        metavar="TRACE",
+        help=(
+            "Production timeline of the run: a PyTorch profiler trace (.json, .json.gz) or an"
+            " Nsight Systems export (.sqlite, .nsys-rep). Shares, focus, savings and the top"
+            " kernels follow its kernel time; writes timeline.csv (production vs profiled time"
+            " per kernel, kernels ncu did not profile)."
+        ),
+    ),
+    click.option(
+        "--device",
+        type=click.IntRange(0),
+        default=None,
+        metavar="N",
+        help=(
+            "The timeline's CUDA device (default: the only one with kernels, else the report's"
+            " GPU)."
+        ),
+    ),
+]
+
+
+def _apply(*groups: list):  # noqa: ANN202 - click decorator factory
+    """A decorator applying the click options of ``groups`` in order (the first listed first in --help)."""
+
+    def decorate(f):  # noqa: ANN001, ANN202 - click decorator
+        for option in reversed([o for group in groups for o in group]):
+            f = option(f)
+        return f
+
+    return decorate
+
+
 def analysis_options(f):  # noqa: ANN001, ANN201 - click decorator
     """The options of :class:`ncuroof.model.analysis.AnalysisOptions`, shared by every command that analyzes."""
-    default = AnalysisOptions()
-    options = [
-        click.option(
-            "--traffic",
-            type=click.Choice(TRAFFIC_CHOICES),
-            default=default.traffic,
-            show_default=True,
-            help=(
-                "Traffic definition preferred for L1/L2: ncu's charts, or NERSC's"
-                " lts__t_bytes/l1tex__t_bytes."
-            ),
-        ),
-        click.option(
-            "--stack",
-            is_flag=True,
-            help=(
-                "Inputs are unrelated runs: stack them. Default: several inputs are files "
-                "of one run, merged launch by launch."
-            ),
-        ),
-        click.option(
-            "--gpu",
-            metavar="NAME",
-            default=None,
-            help=(
-                "Datasheet entry for roofs the input lacks (e.g. a10g, v100-sxm2; see"
-                " metrics/gpus.toml). Default: matched on the device name."
-            ),
-        ),
-        click.option(
-            "--peak-flops",
-            "peak_flops",
-            metavar="[PREC=]VALUE",
-            multiple=True,
-            callback=_peaks("flops"),
-            help=(
-                f"Compute roof in FLOP/s, e.g. 19.5T or fp64=9.7e12 (PREC: {', '.join(FLOP_ROOFS)};"
-                " bare = all). Repeatable."
-            ),
-        ),
-        click.option(
-            "--peak-bandwidth",
-            "peak_bandwidth",
-            metavar="[LEVEL=]VALUE",
-            multiple=True,
-            callback=_peaks("bandwidth"),
-            help=(
-                f"Bandwidth roof in B/s, e.g. 900G or l2=3T (LEVEL: {', '.join(LEVELS)}; bare ="
-                " dram). Repeatable."
-            ),
-        ),
-        click.option(
-            "--achievable-flops",
-            "achievable_flops",
-            metavar="[PREC=]VALUE",
-            multiple=True,
-            callback=_peaks("flops"),
-            help=(
-                "Achievable compute roof in FLOP/s (what a benchmark sustained), same syntax as"
-                " --peak-flops: drawn and reported beside the peak roof, replacing"
-                " metrics/gpus.toml's published measurements. Repeatable."
-            ),
-        ),
-        click.option(
-            "--achievable-bandwidth",
-            "achievable_bandwidth",
-            metavar="[LEVEL=]VALUE",
-            multiple=True,
-            callback=_peaks("bandwidth"),
-            help=(
-                "Achievable bandwidth roof in B/s (e.g. a STREAM copy), same syntax as"
-                " --peak-bandwidth, beside the peak roof. Repeatable."
-            ),
-        ),
-        click.option(
-            "--expect",
-            "expect",
-            type=click.Path(path_type=Path, dir_okay=False),
-            default=None,
-            metavar="FILE",
-            help=(
-                "TOML (or YAML) of expected FLOPs and DRAM bytes per kernel-name pattern, formulas"
-                " of named sizes: useful vs measured intensity, and flags where the counted work"
-                " differs."
-            ),
-        ),
-        click.option(
-            "--match",
-            "match",
-            type=click.Choice([*KEY_CHOICES, "name"]),
-            default=default.match,
-            show_default=True,
-            help=_MATCH_HELP + " 'name' is the old spelling of 'kernel'.",
-        ),
-        click.option(
-            "--focus",
-            type=click.FloatRange(0, 1, min_open=True),
-            default=default.focus,
-            show_default=True,
-            help=(
-                "The chart shows the fewest kernels making up this share of GPU time (the page can"
-                " show the rest)."
-            ),
-        ),
-        click.option(
-            "--reader",
-            type=click.Choice(READERS),
-            default=default.reader,
-            show_default=True,
-            help=(
-                ".ncu-rep reader: ncuroof's own decoder (fast), NVIDIA's ncu_report module, or the"
-                " decoder checked against ncu_report on a sample, with ncu_report for whatever it"
-                " does not know or reads differently (auto)."
-            ),
-        ),
-        click.option(
-            "--timeline",
-            type=click.Path(path_type=Path, dir_okay=False),
-            default=None,
-            metavar="TRACE",
-            help=(
-                "Production timeline of the run: a PyTorch profiler trace (.json, .json.gz) or an"
-                " Nsight Systems export (.sqlite, .nsys-rep). Shares, focus, savings and the top"
-                " kernels follow its kernel time; writes timeline.csv (production vs profiled time"
-                " per kernel, kernels ncu did not profile)."
-            ),
-        ),
-        click.option(
-            "--device",
-            type=click.IntRange(0),
-            default=None,
-            metavar="N",
-            help=(
-                "The timeline's CUDA device (default: the only one with kernels, else the report's"
-                " GPU)."
-            ),
-        ),
-    ]
-    for option in reversed(options):
-        f = option(f)
-    return f
+    return _apply(_READING_OPTIONS, _ROOF_OPTIONS, _KERNEL_OPTIONS, _SOURCE_OPTIONS)(f)
 
 
 def _options(kw: dict) -> AnalysisOptions:
@@ -339,6 +364,14 @@ _COLLECTABLE = collectable()
     ),
 )
 @click.option(
+    "--roofs",
+    is_flag=True,
+    help=(
+        "Also write roofs.csv: every roof of every launch (peak and achievable), its value, source"
+        " (report, datasheet, measured, user), SM clock and confidence."
+    ),
+)
+@click.option(
     "--format",
     "formats",
     callback=_csv_choice(FORMATS),
@@ -403,6 +436,7 @@ def analyze(
     workers: int | None,
     ranks: bool | None,
     group_by: str | None,
+    roofs: bool,
     quiet: bool,
     as_json: bool = False,
     **kw: object,
@@ -433,21 +467,31 @@ def analyze(
             ranks=ranks,
             workers=workers,
             group_by=group_by,
+            roofs=roofs,
         )
+    _print_analysis(result, as_json, quiet)
+
+
+def _print_analysis(
+    result: "AnalysisResult",  # noqa: F821, UP037 - imported lazily
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """A fleet's failures and the timeline's warnings on stderr, then the JSON document or the summary."""
     for r in result.failures.itertuples(index=False) if result.failures is not None else ():
         _echo(f"ncuroof: error: {r.error}", err=True, one_line=True)
     _warn(result.analysis)
     if as_json:
         from .render import json_doc
 
-        click.echo(
-            json_doc.dumps(
-                json_doc.analysis_document(
-                    result.analysis, result.outdir, list(result.files), result.failures
-                )
-            ),
-            nl=False,
+        document = json_doc.analysis_document(
+            result.analysis,
+            result.outdir,
+            list(result.files),
+            result.failures,
+            products.in_document(result.products),
         )
+        click.echo(json_doc.dumps(document), nl=False)
         return
     from .render import text
 
@@ -591,7 +635,8 @@ def profile(
     from . import api
     from .render import text
 
-    cmd = tuple(c for c in cmd if c != "--") if cmd and cmd[0] == "--" else cmd
+    # Only the separator goes: a "--" of the program's own arguments is passed on.
+    cmd = cmd[1:] if cmd and cmd[0] == "--" else cmd
     options = _options(fields)
     echo = (lambda line: None) if quiet else (lambda line: _echo(line, err=True))
     res = api.profile_run(list(cmd), output, ncu=ncu_path, echo=echo, extra=ncu_args, **fields)
@@ -610,13 +655,10 @@ def doctor() -> None:
     Exit 0 when everything needed is there, 1 when a check failed, 2 when ncu is missing.
     """
     from .collector import ncu as collector
+    from .render import text
 
     checks = collector.doctor()
-    for c in checks:
-        mark = {True: "ok  ", False: "FAIL", None: "?   "}[c.ok]
-        _echo(f"{mark} {c.name}: {c.detail}")
-        if c.fix and c.ok is not True:
-            _echo(f"     fix: {c.fix}")
+    _echo(text.doctor_text(checks), nl=False)
     if any(c.name == "ncu" and c.ok is False for c in checks):
         raise NcuNotFoundError("ncu not found or unusable; see the fix above")
     if any(c.ok is False for c in checks):
@@ -772,35 +814,11 @@ def compare_cmd(
     """
     from . import api
 
-    if (
-        len(runs) == 1
-        and runs[0].is_dir()
-        and not (runs[0] / "kernels.csv").exists()
-        and not (runs[0] / "kernels.parquet").exists()
-    ):
-        runs = tuple(api.runs_in(runs[0]))
-    if len(runs) < 2:
-        raise click.UsageError(
-            "compare needs BEFORE AFTER, more runs in order, or a directory of runs"
-        )
-    if fail_pct is None and (fail_on_new or fail_on_gone or allow_unmatched):
-        raise click.UsageError(
-            "--fail-on-new, --fail-on-gone and --allow-unmatched shape the gate: add"
-            " --fail-if-slower P"
-        )
+    runs = _runs_to_compare(runs)
+    _check_gate_options(fail_pct, fail_on_new, fail_on_gone, allow_unmatched)
     if len(runs) > 2:
-        _compare_series(
-            runs,
-            outdir,
-            strict or fail_pct is not None or as_json,
-            pairs,
-            pair_file,
-            formats,
-            plotlyjs,
-            top,
-            quiet,
-            kw,
-        )
+        two_only = strict or fail_pct is not None or as_json
+        _compare_series(runs, outdir, two_only, pairs, pair_file, formats, plotlyjs, top, quiet, kw)
         return
     before, after = runs
     with _stdout_to_stderr(as_json):
@@ -820,10 +838,52 @@ def compare_cmd(
             allow_unmatched=allow_unmatched,
             formats=formats,
         )
-    for w in result.warnings:
-        _echo(f"warning: {w}", err=True, one_line=True)
+    _print_comparison(result, before, after, fail_pct, as_json, top, quiet)
+
+
+def _runs_to_compare(runs: tuple[Path, ...]) -> tuple[Path, ...]:
+    """The runs of ``compare``: those given, or the runs in one directory that is no analyze output."""
+    from . import api
+
+    if (
+        len(runs) == 1
+        and runs[0].is_dir()
+        and not (runs[0] / "kernels.csv").exists()
+        and not (runs[0] / "kernels.parquet").exists()
+    ):
+        runs = tuple(api.runs_in(runs[0]))
+    if len(runs) < 2:
+        raise click.UsageError(
+            "compare needs BEFORE AFTER, more runs in order, or a directory of runs"
+        )
+    return runs
+
+
+def _check_gate_options(
+    fail_pct: float | None, fail_on_new: bool, fail_on_gone: bool, allow_unmatched: bool
+) -> None:
+    """Refuse the options that shape the gate without the gate (``--fail-if-slower``)."""
+    if fail_pct is None and (fail_on_new or fail_on_gone or allow_unmatched):
+        raise click.UsageError(
+            "--fail-on-new, --fail-on-gone and --allow-unmatched shape the gate: add"
+            " --fail-if-slower P"
+        )
+
+
+def _print_comparison(
+    result: "CompareResult",  # noqa: F821, UP037 - imported lazily
+    before: Path,
+    after: Path,
+    fail_pct: float | None,
+    as_json: bool,
+    top: int,
+    quiet: bool,
+) -> None:
+    """Warnings on stderr, the JSON document or the summary, then the gate's verdict and exit code."""
     from .render import text
 
+    for w in result.warnings:
+        _echo(f"warning: {w}", err=True, one_line=True)
     if as_json:
         from .render import json_doc
 

@@ -26,11 +26,12 @@ few analyses are kept (keyed by the inputs' paths, sizes and modification times,
 from __future__ import annotations
 
 import collections
+import inspect
 import threading
 from pathlib import Path
 from typing import Any
 
-from . import api, catalog
+from . import api, catalog, products
 from .errors import InputError, MissingModuleError, NcuroofError
 from .model.analysis import Analysis, AnalysisOptions
 from .model.ceilings import FLOP_ROOFS, parse_peak
@@ -165,10 +166,16 @@ class Session:
             )
         out = self._write_to(write, api.default_outdir(paths[0]).name)
         if out is None:
-            return json_doc.analysis_document(self.analysis(paths, opts))
+            a = self.analysis(paths, opts)
+            made = products.build(a, products.Request())
+            return json_doc.analysis_document(a, products=products.in_document(made))
         result = api.analyze(paths, out, opts)
         return json_doc.analysis_document(
-            result.analysis, result.outdir, list(result.files), result.failures
+            result.analysis,
+            result.outdir,
+            list(result.files),
+            result.failures,
+            products.in_document(result.products),
         )
 
     def compare(
@@ -236,98 +243,118 @@ def _stamp(p: Path) -> tuple[int, int]:
     return (st.st_size, st.st_mtime_ns)
 
 
-def _option_parameters() -> list[Any]:
-    """The analysis options every analyzing tool takes, as keyword-only parameters with descriptions (pydantic ``Field``)."""
-    import inspect
-    from typing import Annotated, Literal
+def _param(name: str, kind: Any, text: str, default: Any = inspect.Parameter.empty) -> Any:
+    """A keyword-only tool parameter with its description (pydantic ``Field``), as the SDK reads it."""
+    from typing import Annotated
 
     from pydantic import Field
+
+    return inspect.Parameter(
+        name,
+        inspect.Parameter.KEYWORD_ONLY,
+        default=default,
+        annotation=Annotated[kind, Field(description=text)],
+    )
+
+
+def _option_parameters() -> list[Any]:
+    """The analysis options every analyzing tool takes, as keyword-only parameters with descriptions (pydantic ``Field``)."""
+    return [*_reading_parameters(), *_scope_parameters(), *_roof_parameters()]
+
+
+def _reading_parameters() -> list[Any]:
+    """How the inputs are read: kernel identity, traffic definition, datasheet entry, reader, stacking."""
+    from typing import Literal
 
     from .model.analysis import TRAFFIC_CHOICES
     from .model.summary import KEY_CHOICES
     from .parser import READERS
 
-    def opt(name: str, kind: Any, default: Any, text: str) -> inspect.Parameter:
-        return inspect.Parameter(
-            name,
-            inspect.Parameter.KEYWORD_ONLY,
-            default=default,
-            annotation=Annotated[kind, Field(description=text)],
-        )
-
-    roofs = list[str] | None
     return [
-        opt(
+        _param(
             "match",
             Literal[KEY_CHOICES],
-            "kernel",
             "What one kernel is: kernel (demangled name), config (also grid and block), "
             "nvtx (also the NVTX range path), launch (each launch apart).",
+            "kernel",
         ),
-        opt(
+        _param(
             "traffic",
             Literal[TRAFFIC_CHOICES],
-            "ncu",
             "L1/L2 traffic definition: ncu's charts or NERSC's lts__t_bytes/l1tex__t_bytes.",
+            "ncu",
         ),
-        opt(
+        _param(
             "gpu",
             str | None,
-            None,
             "Datasheet entry (list_gpus ids) for roofs the input lacks; default: matched on the"
             " device name.",
+            None,
         ),
-        opt(
+        _param(
             "reader",
             Literal[READERS],
-            "auto",
             ".ncu-rep reader: auto (decoder checked against ncu_report), fast, ncu_report.",
+            "auto",
         ),
-        opt(
+        _param(
             "stack",
             bool,
-            False,
             "Several inputs are unrelated runs (stacked), not files of one run (merged).",
+            False,
         ),
-        opt(
+    ]
+
+
+def _scope_parameters() -> list[Any]:
+    """The focus share, the production timeline and its device, the expected work."""
+    return [
+        _param(
             "focus",
             float | None,
-            None,
             "Share of GPU time whose fewest kernels make the focus set (default 0.95).",
+            None,
         ),
-        opt(
+        _param(
             "timeline",
             str | None,
-            None,
             "Production timeline: PyTorch profiler trace (.json[.gz]) or Nsight Systems export"
             " (.sqlite).",
+            None,
         ),
-        opt("device", int | None, None, "The timeline's CUDA device."),
-        opt(
+        _param("device", int | None, "The timeline's CUDA device.", None),
+        _param(
             "expect",
             str | None,
-            None,
             "TOML of expected FLOPs and DRAM bytes per kernel-name pattern.",
+            None,
         ),
-        opt(
+    ]
+
+
+def _roof_parameters() -> list[Any]:
+    """Roofs given by hand, spelled as the CLI's ``--peak-*`` and ``--achievable-*`` options."""
+    roofs = list[str] | None
+    return [
+        _param(
             "peak_flops",
             roofs,
-            None,
             "Compute roofs as the CLI's --peak-flops: ['fp32=19.5T', ...] (bare value: every"
             " precision).",
+            None,
         ),
-        opt(
+        _param(
             "peak_bandwidth",
             roofs,
-            None,
             "Bandwidth roofs as --peak-bandwidth: ['dram=1.5T', 'l2=3T'] (bare value: dram).",
+            None,
         ),
-        opt("achievable_flops", roofs, None, "Achievable compute roofs, as peak_flops."),
-        opt(
+        _param("achievable_flops", roofs, "Achievable compute roofs, as peak_flops.", None),
+        _param(
             "achievable_bandwidth",
             roofs,
-            None,
             "Achievable bandwidth roofs, as peak_bandwidth (e.g. a STREAM copy).",
+            None,
         ),
     ]
 
@@ -367,44 +394,99 @@ def _guarded(fn: Any) -> Any:
     return call
 
 
-def build_server(session: Session) -> Any:
-    """The MCP server of a :class:`Session`: its tools registered on the SDK's ``MCPServer``.
+#: What each tool does, as the client reads it.
+_DESCRIPTIONS = {
+    "analyze": (
+        "Analyze ncu reports: the document of `ncuroof analyze --json` (kernels longest"
+        " first, units in the key names)."
+    ),
+    "compare": (
+        "Compare two runs: the document of `ncuroof compare --json` (speedups, AI and roof"
+        " fraction before and after, the gate)."
+    ),
+    "explain": (
+        "One kernel's full evidence and advice, with every launch's diagnosis, flags and notes."
+    ),
+    "list_gpus": (
+        "The datasheet GPUs of metrics/gpus.toml: ids for gpu, peak FLOP/s and bandwidth,"
+        " published measurements."
+    ),
+    "profile": (
+        "Run the command under ncu (--set roofline), keep the report in the output"
+        " directory, return its analysis."
+    ),
+}
 
-    Raises
-    ------
-    MissingModuleError
-        The MCP SDK is not installed (:data:`INSTALL_HINT`).
-    """
-    import inspect
-    from typing import Annotated
+#: What the tools take as paths: one input or several files of one run.
+_PATHS = str | list[str]
 
-    try:
-        from mcp.server.mcpserver import MCPServer
-        from pydantic import Field
-    except ImportError as exc:
-        raise MissingModuleError(f"{INSTALL_HINT} ({exc})") from None
-    from ._version import __version__
 
-    def param(
-        name: str, kind: Any, text: str, default: Any = inspect.Parameter.empty
-    ) -> inspect.Parameter:
-        return inspect.Parameter(
-            name,
-            inspect.Parameter.KEYWORD_ONLY,
-            default=default,
-            annotation=Annotated[kind, Field(description=text)],
-        )
-
-    paths = str | list[str]
-    opts = _option_parameters()
-    write = param(
+def _write_parameter() -> Any:
+    """``write``: also write the outputs into the server's output directory."""
+    return _param(
         "write",
         bool,
         "Also write the outputs (tables, page) into the server's output directory (needs ncuroof"
         " mcp --outdir).",
         False,
     )
-    server = MCPServer(
+
+
+def _own_parameters(tool: str) -> list[Any]:
+    """The parameters of ``tool`` before the analysis options (its inputs, and ``write``)."""
+    if tool == "analyze":
+        path = _param(
+            "path",
+            _PATHS,
+            "A .ncu-rep report, ncu CSV export(s) (files of one run) or an ncuroof "
+            "output directory.",
+        )
+        return [path, _write_parameter()]
+    if tool == "compare":
+        return [
+            _param(
+                "before", _PATHS, "The run before the change (report, CSV or output directory)."
+            ),
+            _param("after", _PATHS, "The run after the change."),
+            _param(
+                "fail_if_slower_pct",
+                float | None,
+                "The gate: fails when a kernel's time (or the total) "
+                "grew by more than this percent.",
+                None,
+            ),
+            _param(
+                "strict",
+                bool,
+                "Refuse runs that differ in GPU, ncu version, clocks or metric set.",
+                False,
+            ),
+            _write_parameter(),
+        ]
+    # explain
+    kernel = "The kernel: its kernel_key, kernel_label or kernel_name in analyze's document."
+    return [_param("path", _PATHS, "The report (as for analyze)."), _param("kernel", str, kernel)]
+
+
+def _profile_parameters() -> list[Any]:
+    """The parameters of the ``profile`` tool before the analysis options."""
+    return [
+        _param("command", list[str], "The program and its arguments."),
+        _param("name", str, "Report name in the output directory."),
+        _param("launch_count", int | None, "ncu --launch-count.", None),
+        _param("kernel_name", str | None, "ncu --kernel-name.", None),
+    ]
+
+
+def _new_server() -> Any:
+    """The SDK's ``MCPServer`` named ncuroof, with its instructions; no tools yet."""
+    try:
+        from mcp.server.mcpserver import MCPServer
+    except ImportError as exc:
+        raise MissingModuleError(f"{INSTALL_HINT} ({exc})") from None
+    from ._version import __version__
+
+    return MCPServer(
         "ncuroof",
         version=__version__,
         instructions=(
@@ -414,92 +496,27 @@ def build_server(session: Session) -> Any:
             " kernel."
         ),
     )
-    tools = {
-        "analyze": (
-            session.analyze,
-            [
-                param(
-                    "path",
-                    paths,
-                    "A .ncu-rep report, ncu CSV export(s) (files of one run) or an ncuroof "
-                    "output directory.",
-                ),
-                write,
-            ],
-            (
-                "Analyze ncu reports: the document of `ncuroof analyze --json` (kernels longest"
-                " first, units in the key names)."
-            ),
-        ),
-        "compare": (
-            session.compare,
-            [
-                param(
-                    "before", paths, "The run before the change (report, CSV or output directory)."
-                ),
-                param("after", paths, "The run after the change."),
-                param(
-                    "fail_if_slower_pct",
-                    float | None,
-                    "The gate: fails when a kernel's time (or the total) "
-                    "grew by more than this percent.",
-                    None,
-                ),
-                param(
-                    "strict",
-                    bool,
-                    "Refuse runs that differ in GPU, ncu version, clocks or metric set.",
-                    False,
-                ),
-                write,
-            ],
-            (
-                "Compare two runs: the document of `ncuroof compare --json` (speedups, AI and roof"
-                " fraction before and after, the gate)."
-            ),
-        ),
-        "explain": (
-            session.explain,
-            [
-                param("path", paths, "The report (as for analyze)."),
-                param(
-                    "kernel",
-                    str,
-                    "The kernel: its kernel_key, kernel_label or kernel_name in analyze's"
-                    " document.",
-                ),
-            ],
-            (
-                "One kernel's full evidence and advice, with every launch's diagnosis, flags and"
-                " notes."
-            ),
-        ),
-    }
-    for name, (fn, own, doc) in tools.items():
-        server.add_tool(_guarded(_tool(fn, own, opts, doc)), name=name, description=doc)
-    server.add_tool(
-        _guarded(_tool(session.list_gpus, [], [], "")),
-        name="list_gpus",
-        description=(
-            "The datasheet GPUs of metrics/gpus.toml: ids for gpu, peak FLOP/s and bandwidth,"
-            " published measurements."
-        ),
-    )
+
+
+def build_server(session: Session) -> Any:
+    """The MCP server of a :class:`Session`: its tools registered on the SDK's ``MCPServer``.
+
+    Raises
+    ------
+    MissingModuleError
+        The MCP SDK is not installed (:data:`INSTALL_HINT`).
+    """
+    server = _new_server()
+    opts = _option_parameters()
+    for name in ("analyze", "compare", "explain"):
+        doc = _DESCRIPTIONS[name]
+        tool = _tool(getattr(session, name), _own_parameters(name), opts, doc)
+        server.add_tool(_guarded(tool), name=name, description=doc)
+    list_gpus = _tool(session.list_gpus, [], [], "")
+    server.add_tool(_guarded(list_gpus), name="list_gpus", description=_DESCRIPTIONS["list_gpus"])
     if session.allow_profile:
-        own = [
-            param("command", list[str], "The program and its arguments."),
-            param("name", str, "Report name in the output directory."),
-            param("launch_count", int | None, "ncu --launch-count.", None),
-            param("kernel_name", str | None, "ncu --kernel-name.", None),
-        ]
-        server.add_tool(
-            _guarded(_tool(session.profile, own, opts, "")),
-            name="profile",
-            description=(
-                "Run the command under ncu (--set roofline), keep the report in the output"
-                " directory, return its analysis."
-            ),
-        )
+        profile = _tool(session.profile, _profile_parameters(), opts, "")
+        server.add_tool(_guarded(profile), name="profile", description=_DESCRIPTIONS["profile"])
     return server
 
 

@@ -63,8 +63,17 @@ __all__ = [
     "empty",
     "parse_sources",
     "format_sources",
-    "parse_sources_column",
-    "format_sources_column",
+    "SOURCE_COLUMNS",
+    "distinct_sources",
+    "ROOF_SOURCES",
+    "ROOFS",
+    "Note",
+    "NOTE_CODES",
+    "INCONSISTENT",
+    "NA_NOTE",
+    "SOURCES_DISAGREE",
+    "L2_READS_ONLY",
+    "input_notes",
     "SCHEMA_VERSION",
     "RANKS",
     "FAILURES",
@@ -127,6 +136,63 @@ DAMAGED = "damaged record"
 #: Start of the ``input_notes`` of a launch whose counts and rates disagree on its duration
 #: (:func:`ncuroof.parser.verify.check_rates`): flagged ``inconsistent_read``.
 INCONSISTENT = "inconsistent values"
+#: Start of the ``input_notes`` naming the metrics a CSV export printed as n/a (:mod:`ncuroof.parser.csv`):
+#: flagged ``na_metrics``.
+NA_NOTE = "n/a in the CSV (missing, not 0)"
+#: Start of the note of a launch whose sources of one quantity disagree (:mod:`ncuroof.model.evidence`).
+SOURCES_DISAGREE = "sources disagree"
+#: Start of the note of a launch whose L2 bytes are 0 under a reads-only definition while its write
+#: counters hold bytes (:func:`ncuroof.model.evidence.l2_write_evidence`).
+L2_READS_ONLY = "L2 reads only"
+
+#: Code of each note that carries a status or a flag -> the words its text starts with. The code is
+#: set where the note is decided (:class:`Note`) and read by code (:func:`ncuroof.model.calculator`,
+#: :func:`ncuroof.model.diagnose.launch_flags`); the words are only for people and for notes read
+#: back from text (:func:`input_notes`, :func:`from_text`).
+NOTE_CODES: dict[str, str] = {
+    "damaged_record": DAMAGED,
+    "inconsistent_read": INCONSISTENT,
+    "na_metrics": NA_NOTE,
+    "sources_disagree": SOURCES_DISAGREE,
+    "l2_reads_only": L2_READS_ONLY,
+}
+
+
+class Note(str):
+    """One note of a launch: its text (a ``str``: renderers and files see only the words) and its
+    ``code`` (a key of :data:`NOTE_CODES`), set where the status or flag it reports is decided.
+
+    ``Note("sources_disagree", "sources disagree: ...")``; a plain ``str`` note has no code.
+    """
+
+    code: str
+
+    def __new__(cls, code: str, text: str) -> Note:
+        note = super().__new__(cls, text)
+        note.code = code
+        return note
+
+    def __reduce__(self) -> tuple:
+        return (Note, (self.code, str(self)))
+
+
+def _coded(text: str) -> str:
+    """``text`` as a :class:`Note` when it starts with the words of a :data:`NOTE_CODES` code, else itself."""
+    for code, words in NOTE_CODES.items():
+        if text.startswith(words):
+            return Note(code, text)
+    return text
+
+
+def input_notes(column: Iterable[object]) -> list[list[str]]:
+    """The reader's ``input_notes`` of each launch (``'; '``-joined text of the raw table, or
+    missing) as notes, those that report a status or flag (:data:`NOTE_CODES`) as :class:`Note`
+    with their code: the one place where the parser's words become codes."""
+    return [
+        [_coded(t) for t in text.split(LIST_SEPARATOR)] if isinstance(text, str) and text else []
+        for text in column
+    ]
+
 
 RAW_META: dict[str, Column] = {
     "source": Column("string", "", "input file the launch was read from"),
@@ -225,7 +291,7 @@ KERNELS: dict[str, Column] = {
         for lv in LEVELS
     },
     "achievable_sources": Column(
-        "string",
+        "object",
         "",
         "source of each achievable roof, 'name:source' comma-separated"
         " (dram:measured,fp32:user,tensor_<path>:user); measured: a published measurement in"
@@ -343,7 +409,7 @@ KERNELS: dict[str, Column] = {
         "datasheet (boost clock), user",
     ),
     "ceiling_sources": Column(
-        "string",
+        "object",
         "",
         "source of each roof, 'name:source' comma-separated"
         " (fp32:report,dram:datasheet,tensor_<path>:datasheet)",
@@ -604,17 +670,28 @@ KERNEL_SUMMARY: dict[str, Column] = {
 #: Columns whose cells are lists in memory and text in CSV files, with the separator used there.
 LIST_SEPARATOR = "; "
 LIST_COLUMNS = ("notes", "flags")
+#: Columns of the kernels table whose cells are, in memory, a launch's roof sources: a tuple of
+#: ``(roof, source)`` pairs in the order the roofs were set (roof: a precision, a level or
+#: ``tensor_<path>``; source: one of :data:`ROOF_SOURCES`); in files the text ``roof:source,...``
+#: (``"fp32:report,dram:datasheet"``), written by :func:`to_text` and read by :func:`from_text` only.
+#: Launches share a handful of such tuples (a roof set): code factorizes them, it never parses text.
+SOURCE_COLUMNS = ("ceiling_sources", "achievable_sources")
+#: Where a roof comes from: ncu's ``peak_sustained`` x the measured clock, a datasheet of
+#: ``metrics/gpus.toml``, the user, or a published measurement (achievable roofs).
+ROOF_SOURCES = ("report", "datasheet", "user", "measured")
 
 
 def cell_text(name: str, cell: object) -> str:
-    """The text of one list cell: notes joined by :data:`LIST_SEPARATOR`, flags as ``code: text``.
+    """The text of one list cell: notes joined by :data:`LIST_SEPARATOR`, flags as ``code: text``,
+    roof sources (:data:`SOURCE_COLUMNS`) as ``roof:source`` comma-separated.
 
     Parameters
     ----------
-    name : {'notes', 'flags'}
+    name : {'notes', 'flags', 'ceiling_sources', 'achievable_sources'}
         The column.
-    cell : list, or str for a table read back from CSV
-        Notes (``list[str]``) or flags (``list[tuple[str, str]]``).
+    cell : list or tuple, or str for a table read back from CSV
+        Notes (``list[str]``), flags (``list[tuple[str, str]]``) or roof sources
+        (``tuple[tuple[str, str], ...]``).
 
     Returns
     -------
@@ -625,30 +702,49 @@ def cell_text(name: str, cell: object) -> str:
         return cell
     if not isinstance(cell, (list, tuple)):
         return ""
+    if name in SOURCE_COLUMNS:
+        return format_sources(dict(cell))
     items = [f"{c}: {t}" for c, t in cell] if name == "flags" else [str(x) for x in cell]
     # An item never holds the separator (producers avoid it; this keeps a file parseable regardless).
     return LIST_SEPARATOR.join(x.replace(LIST_SEPARATOR, ", ") for x in items)
 
 
-def parse_cell(name: str, text: object) -> list:
-    """Inverse of :func:`cell_text`: ``'a; b'`` -> ``['a', 'b']``; flags -> ``[(code, text), ...]``."""
-    if isinstance(text, list):
+def parse_cell(name: str, text: object) -> list | tuple:
+    """Inverse of :func:`cell_text`: ``'a; b'`` -> ``['a', 'b']`` (a note with the words of a
+    :data:`NOTE_CODES` code as its :class:`Note`); flags -> ``[(code, text), ...]``; roof sources
+    -> ``(('fp32', 'report'), ...)``."""
+    if isinstance(text, (list, tuple)):
         return text
+    if name in SOURCE_COLUMNS:
+        return tuple(parse_sources(text).items())
     if not isinstance(text, str) or not text:
         return []
     parts = text.split(LIST_SEPARATOR)
     if name != "flags":
-        return parts
+        return [_coded(p) for p in parts] if name == "notes" else parts
     return [tuple(p.split(": ", 1)) if ": " in p else ("other", p) for p in parts]
 
 
+def _each_distinct(name: str, cells: pd.Series, convert) -> list:
+    """``convert(name, cell)`` of every cell, each distinct cell converted once (a report's launches
+    share a handful of roof sets)."""
+    codes, uniques = pd.factorize(cells.to_numpy(dtype=object), use_na_sentinel=False)
+    done = [convert(name, u) for u in uniques]
+    return [done[c] for c in codes]
+
+
 def to_text(df: pd.DataFrame) -> pd.DataFrame:
-    """A copy of ``df`` with its list columns (:data:`LIST_COLUMNS`) as text, for CSV files and pages
-    (the other columns are shared with ``df``, not copied)."""
+    """A copy of ``df`` with its list columns (:data:`LIST_COLUMNS`) and roof sources
+    (:data:`SOURCE_COLUMNS`) as text, for CSV files and pages (the other columns are shared with
+    ``df``, not copied)."""
     out = df.copy(deep=False)
     for name in LIST_COLUMNS:
         if name in out.columns:
             out[name] = [cell_text(name, c) for c in out[name]]
+    for name in SOURCE_COLUMNS:  # dtype 'string', as the text columns they were before issue 31
+        if name in out.columns:
+            text = _each_distinct(name, out[name], cell_text)
+            out[name] = pd.Series(text, index=out.index, dtype="string")
     return out
 
 
@@ -660,6 +756,10 @@ def from_text(df: pd.DataFrame) -> pd.DataFrame:
             out[name] = pd.Series(
                 [parse_cell(name, c) for c in out[name]], index=out.index, dtype=object
             )
+    for name in SOURCE_COLUMNS:
+        if name in out.columns:
+            cells = _each_distinct(name, out[name], parse_cell)
+            out[name] = pd.Series(cells, index=out.index, dtype=object)
     return out
 
 
@@ -734,40 +834,25 @@ def precision_title(precision: str) -> str:
 
 
 def parse_sources(text: object) -> dict[str, str]:
-    """Read a ``ceiling_sources`` cell: ``"fp32:report,dram:datasheet"`` -> ``{"fp32": "report", "dram": "datasheet"}``."""
+    """Roof name -> source of a ``ceiling_sources`` cell: its text ``"fp32:report,dram:datasheet"``
+    (a file) or its tuple of pairs (in memory, :data:`SOURCE_COLUMNS`) -> ``{"fp32": "report", ...}``."""
+    if isinstance(text, tuple):
+        return dict(text)
     if not isinstance(text, str) or not text:
         return {}
-    return dict(item.split(":", 1) for item in text.split(","))
+    # an item without a source (a hand-edited file) names no roof's source: left out, not an error
+    return dict(item.split(":", 1) for item in text.split(",") if ":" in item)
 
 
 def format_sources(sources: dict[str, str]) -> str:
-    """Write a ``ceiling_sources`` cell (inverse of :func:`parse_sources`)."""
+    """Write a ``ceiling_sources`` cell's text (inverse of :func:`parse_sources`)."""
     return ",".join(f"{k}:{v}" for k, v in sources.items())
 
 
-def parse_sources_column(cells: pd.Series) -> list[dict[str, str]]:
-    """:func:`parse_sources` of every cell, a dict of its own per row; each distinct text is parsed
-    once (a report's launches share a handful of them)."""
-    parsed: dict[str, dict[str, str]] = {}
-    out = []
-    for cell in cells.to_numpy(dtype=object):
-        key = cell if isinstance(cell, str) else ""
-        if key not in parsed:
-            parsed[key] = parse_sources(key)
-        out.append(dict(parsed[key]))
-    return out
-
-
-def format_sources_column(sources: list[dict[str, str]]) -> list[str]:
-    """:func:`format_sources` of every row, each distinct set of sources written once."""
-    written: dict[tuple[tuple[str, str], ...], str] = {}
-    out = []
-    for src in sources:
-        key = tuple(src.items())
-        if key not in written:
-            written[key] = format_sources(src)
-        out.append(written[key])
-    return out
+def distinct_sources(cells: pd.Series) -> list[dict[str, str]]:
+    """Roof name -> source of each distinct cell of a roof-sources column (:data:`SOURCE_COLUMNS`;
+    roof sets in memory, their text in a table read without :func:`from_text`), for renderers."""
+    return [parse_sources(c) for c in pd.unique(cells.dropna().to_numpy(dtype=object))]
 
 
 def empty(columns: dict[str, Column]) -> pd.DataFrame:
@@ -989,6 +1074,33 @@ WHATIF: dict[str, Column] = {
     "change": Column(
         "string", "", "the projection in words: bound here, bound there, both ridges and the AI"
     ),
+}
+
+#: The roofs as a long table (:func:`ncuroof.model.roofs.roof_table`): one row per (launch, kind,
+#: roof) with a value or a source. In the analysis each launch's sources are a roof set
+#: (:data:`SOURCE_COLUMNS`) and the values its ``peak_*``/``achievable_*`` columns; this table lays
+#: them out for a reader or a file. Size: a row per roof a launch has (about 7 to 14), ~40 B a row
+#: (categorical names and sources): ~5 MB at 10,000 launches, ~50 MB at 100,000, built on request.
+ROOFS: dict[str, Column] = {
+    "source": Column("category", "", RAW_META["source"].description),
+    "launch_id": RAW_META["launch_id"],
+    "kind": Column("category", "", "peak (the roof) or achievable (what a benchmark sustained)"),
+    "roof": Column(
+        "category", "", "precision (fp64, fp32, fp16, tensor_<path>) or level (l1, l2, dram)"
+    ),
+    "flop_per_s": Column("float64", "FLOP/s", "a compute roof's value; NaN for a bandwidth roof"),
+    "bytes_per_s": Column("float64", "B/s", "a bandwidth roof's value; NaN for a compute roof"),
+    "roof_source": Column("category", "", "report, datasheet, user or measured (ROOF_SOURCES)"),
+    "clock_hz": Column(
+        "float64",
+        "Hz",
+        "SM clock the roof is at: the launch's measured clock for compute roofs from the report or"
+        " a datasheet scaled to it; NaN for bandwidth roofs, user roofs and measurements",
+    ),
+    "confidence": Column(
+        "category", "", "metrics/gpus.toml confidence of a datasheet roof or measurement, else ''"
+    ),
+    "datasheet_gpu": Column("category", "", "metrics/gpus.toml entry of a datasheet roof, else ''"),
 }
 
 #: The files ncuroof writes besides the tables of ``ncuroof.parser.tables_io.TABLES`` (each table as
@@ -1429,3 +1541,24 @@ KERNEL_WORK: dict[str, Column] = {
 }
 
 __all__ += ["KERNEL_WORK"]
+
+#: Every table ncuroof writes, by file stem (``<name>.csv`` and/or ``<name>.parquet``, through
+#: ``ncuroof.parser.tables_io``): its declared columns. The tables of ``ncuroof analyze`` are its
+#: products (``ncuroof.products.PRODUCTS``, one entry per name here); ``compare`` and ``trail``
+#: are written by ``ncuroof compare``. Any other file ncuroof writes is a key of :data:`FILES`.
+TABLES: dict[str, dict[str, Column]] = {
+    "kernels": KERNELS,
+    "points": POINTS,
+    "ranks": RANKS,
+    "failures": FAILURES,
+    "timeline": TIMELINE_KERNEL,
+    "ops": OPS,
+    "compare": COMPARE,
+    "trail": COMPARE_TRAIL,
+    "phases": PHASES,
+    "instruction_points": INSTRUCTION_POINTS,
+    "whatif": WHATIF,
+    "roofs": ROOFS,
+}
+
+__all__ += ["TABLES"]

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "helpers"))
 
 ARGS = [
     "--no-sandbox",
@@ -62,14 +62,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="page loads per measurement (best kept)")
     args = ap.parse_args()
 
-    import plotly.graph_objects as go
-    import synthetic
     from playwright.sync_api import sync_playwright
-
-    import ncuroof
-    from ncuroof.model import summary
-    from ncuroof.render import figure as plot
-    from ncuroof.render import page as report
 
     chromium = os.environ.get("NCUROOF_CHROMIUM") or shutil.which("chromium")
     if chromium is None:
@@ -79,44 +72,50 @@ def main() -> None:
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, args=ARGS)
         for n in (int(x) for x in args.launches.split(",")):
-            k = synthetic.kernels_table(n, min(args.kernels, n))
-            pts = ncuroof.points(k)
-            t0 = time.perf_counter()
-            summ = summary.kernel_summary(k, pts)
-            fig = plot.plot_roofline(pts, k, title=f"{n} launches")
-            html = report.render_html(fig, k, {"inputs": "synthetic"}, summary=summ)
-            build = time.perf_counter() - t0
-            page = tmp / f"page-{n}.html"
-            page.write_text(html, encoding="utf-8")
-            dots = fig.layout.meta["view"]["counts"]["launch/main/focus"]
-            base = go.Figure(
-                go.Scattergl(
-                    x=pts["ai_flop_per_byte"].head(dots),
-                    y=pts["flop_per_s"].head(dots),
-                    mode="markers",
-                )
-            )
-            base_path = tmp / f"base-{n}.html"
-            base_path.write_text(
-                base.to_html(include_plotlyjs=True, div_id="roofline"), encoding="utf-8"
-            )
-            ours = min(
-                (interactive_s(browser, page, True) for _ in range(args.repeat)), key=lambda x: x[0]
-            )
-            theirs = min(interactive_s(browser, base_path, False)[0] for _ in range(args.repeat))
-            rows.append(
-                (
-                    n,
-                    len(html.encode()) / 1e6,
-                    base_path.stat().st_size / 1e6,
-                    build,
-                    ours[0],
-                    theirs,
-                    ours[1],
-                )
-            )
+            rows.append(measure(browser, tmp, n, args.kernels, args.repeat))
         browser.close()
     shutil.rmtree(tmp, ignore_errors=True)
+    print_table(rows)
+
+
+def measure(browser, tmp: Path, n: int, kernels: int, repeat: int) -> tuple:
+    """One row of the table: our page and the bare plotly page of ``n`` launches, written to
+    ``tmp`` and each loaded ``repeat`` times (the best kept)."""
+    import plotly.graph_objects as go
+    import synthetic
+
+    import ncuroof
+    from ncuroof.model import summary
+    from ncuroof.render import figure as plot
+    from ncuroof.render import page as report
+
+    k = synthetic.kernels_table(n, min(kernels, n))
+    pts = ncuroof.points(k)
+    t0 = time.perf_counter()
+    summ = summary.kernel_summary(k, pts)
+    fig = plot.plot_roofline(pts, k, title=f"{n} launches", summary=summ)
+    html = report.render_html(fig, k, {"inputs": "synthetic"}, summary=summ)
+    build = time.perf_counter() - t0
+    page = tmp / f"page-{n}.html"
+    page.write_text(html, encoding="utf-8")
+    dots = fig.layout.meta["view"]["counts"]["launch/main/focus"]
+    base = go.Figure(
+        go.Scattergl(
+            x=pts["ai_flop_per_byte"].head(dots),
+            y=pts["flop_per_s"].head(dots),
+            mode="markers",
+        )
+    )
+    base_path = tmp / f"base-{n}.html"
+    base_path.write_text(base.to_html(include_plotlyjs=True, div_id="roofline"), encoding="utf-8")
+    ours = min((interactive_s(browser, page, True) for _ in range(repeat)), key=lambda x: x[0])
+    theirs = min(interactive_s(browser, base_path, False)[0] for _ in range(repeat))
+    page_mb, base_mb = len(html.encode()) / 1e6, base_path.stat().st_size / 1e6
+    return (n, page_mb, base_mb, build, ours[0], theirs, ours[1])
+
+
+def print_table(rows: list[tuple]) -> None:
+    """The measurements as a Markdown table, with the ratio to the bare plotly page."""
     head = (
         "launches",
         "page MB",

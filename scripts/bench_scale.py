@@ -215,6 +215,32 @@ def print_stages(rows: list[tuple[int, dict[str, tuple[float, float]]]]) -> None
 
 
 def main() -> int:
+    args = arguments()
+    floors: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="ncuroof-bench-") as d:
+        tmp = Path(d)
+        print(f"source {args.report.name}; {os.cpu_count()} cores")
+        fixed = fixed_cost(args.report, tmp)
+        print(
+            f"{'launches':>9} {'file MB':>8} {'wall s':>7} {'CPU s':>7} {'ms/launch':>9}"
+            f" {'marginal':>9} {'peak RSS MB':>11} {'floor ms/launch':>15} {'verify s':>9}"
+        )
+        rows = []
+        for n in sorted(args.sizes):
+            row, fl = size_row(args, tmp, n, fixed)
+            rows.append(row)
+            if fl is not None:
+                floors.append(fl)
+        if floors:
+            print_against_floor(rows, sum(floors) / len(floors), len(floors))
+        if len(rows) > 1:
+            print_slopes(rows, fixed)
+        print_stages([(n, st) for n, _, _, _, st in rows])
+    return 0
+
+
+def arguments() -> argparse.Namespace:
+    """The command line."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--report", type=Path, default=SHARED / "ESMM-Research__profile_output.ncu-rep")
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
@@ -227,67 +253,69 @@ def main() -> int:
     ap.add_argument(
         "--no-repz", action="store_true", help="do not time the .ncu-repz of each report"
     )
-    args = ap.parse_args()
-    floors: list[float] = []
-    with tempfile.TemporaryDirectory(prefix="ncuroof-bench-") as d:
-        tmp = Path(d)
-        print(f"source {args.report.name}; {os.cpu_count()} cores")
-        fixed, _, _, _ = analyze(args.report, tmp / "out0")
-        checked, cost = verify_cost(args.report)
+    return ap.parse_args()
+
+
+def fixed_cost(report: Path, tmp: Path) -> float:
+    """Wall seconds of ``analyze`` of the source report itself (printed with its verify part)."""
+    fixed, _, _, _ = analyze(report, tmp / "out0")
+    checked, cost = verify_cost(report)
+    print(
+        f"fixed cost (analyze of the source report itself): {fixed:.2f} s, of which verify"
+        f" {cost:.2f} s ({checked} launches)"
+    )
+    return fixed
+
+
+def size_row(
+    args: argparse.Namespace, tmp: Path, n: int, fixed: float
+) -> tuple[tuple, float | None]:
+    """Make, analyze and print the report of ``n`` launches (and its .ncu-repz): the row
+    (n, wall, rss, cpu, stages) and the ncu_report floor per launch (None when not measured)."""
+    big = tmp / f"big{n}.ncu-rep"
+    make_big_report(args.report, big, n)
+    wall, rss, cpu, st = analyze(big, tmp / "out")
+    repz = "" if args.no_repz else repz_row(big, tmp, wall, rss, cpu)
+    checked, cost = verify_cost(big)
+    fl = floor_per_launch(big, n) if n in args.floor_sizes else None
+    print(
+        f"{n:>9} {big.stat().st_size / 1e6:>8.0f} {wall:>7.2f} {cpu:>7.2f}"
+        f" {wall / n * 1e3:>9.3f} {(wall - fixed) / n * 1e3:>9.3f} {rss / 2**20:>11.0f}"
+        f" {'' if fl is None else f'{fl * 1e3:.3f}':>15} {cost:>6.2f} ({checked})"
+    )
+    if repz:
+        print(repz)
+    big.unlink()
+    shutil.rmtree(tmp / "out", ignore_errors=True)
+    return (n, wall, rss, cpu, st), fl
+
+
+def print_against_floor(rows: list[tuple], fl: float, count: int) -> None:
+    """Each size's wall and CPU time as ratios to ``fl`` (floor per launch, the mean of ``count``)."""
+    print(f"\nfloor per launch (mean of {count}, this run): {fl * 1e3:.3f} ms")
+    for n, wall, rss, cpu, _ in rows:
+        target = 0.1 * fl * n
         print(
-            f"fixed cost (analyze of the source report itself): {fixed:.2f} s, of which verify"
-            f" {cost:.2f} s ({checked} launches)"
+            f"{n:>9} launches: wall / (floor x launches) = {wall / (fl * n):.3f}, / (0.1 x"
+            f" floor x launches) = {wall / target:.2f} (target <= 1); CPU / (floor x"
+            f" launches) = {cpu / (fl * n):.3f}; peak RSS / 1 GB = {rss / 2**30:.2f}"
+            " (target <= 1)"
         )
-        print(
-            f"{'launches':>9} {'file MB':>8} {'wall s':>7} {'CPU s':>7} {'ms/launch':>9}"
-            f" {'marginal':>9} {'peak RSS MB':>11} {'floor ms/launch':>15} {'verify s':>9}"
+
+
+def print_slopes(rows: list[tuple], fixed: float) -> None:
+    """The log-log slope of the wall time and of the marginal time between consecutive sizes."""
+    print(
+        "\nlog-log slope of wall time against launches (1: linear): "
+        + ", ".join(
+            f"{a[0]}->{b[0]}: {slope(a[0], a[1], b[0], b[1]):.2f}" for a, b in zip(rows, rows[1:])
         )
-        rows = []
-        for n in sorted(args.sizes):
-            big = tmp / f"big{n}.ncu-rep"
-            make_big_report(args.report, big, n)
-            wall, rss, cpu, st = analyze(big, tmp / "out")
-            repz = "" if args.no_repz else repz_row(big, tmp, wall, rss, cpu)
-            checked, cost = verify_cost(big)
-            fl = floor_per_launch(big, n) if n in args.floor_sizes else None
-            if fl is not None:
-                floors.append(fl)
-            rows.append((n, wall, rss, cpu, st))
-            print(
-                f"{n:>9} {big.stat().st_size / 1e6:>8.0f} {wall:>7.2f} {cpu:>7.2f}"
-                f" {wall / n * 1e3:>9.3f} {(wall - fixed) / n * 1e3:>9.3f} {rss / 2**20:>11.0f}"
-                f" {'' if fl is None else f'{fl * 1e3:.3f}':>15} {cost:>6.2f} ({checked})"
-            )
-            if repz:
-                print(repz)
-            big.unlink()
-            shutil.rmtree(tmp / "out", ignore_errors=True)
-        if floors:
-            fl = sum(floors) / len(floors)
-            print(f"\nfloor per launch (mean of {len(floors)}, this run): {fl * 1e3:.3f} ms")
-            for n, wall, rss, cpu, _ in rows:
-                target = 0.1 * fl * n
-                print(
-                    f"{n:>9} launches: wall / (floor x launches) = {wall / (fl * n):.3f}, / (0.1 x"
-                    f" floor x launches) = {wall / target:.2f} (target <= 1); CPU / (floor x"
-                    f" launches) = {cpu / (fl * n):.3f}; peak RSS / 1 GB = {rss / 2**30:.2f}"
-                    " (target <= 1)"
-                )
-        if len(rows) > 1:
-            print(
-                "\nlog-log slope of wall time against launches (1: linear): "
-                + ", ".join(
-                    f"{a[0]}->{b[0]}: {slope(a[0], a[1], b[0], b[1]):.2f}"
-                    for a, b in zip(rows, rows[1:])
-                )
-                + "; of the marginal time: "
-                + ", ".join(
-                    f"{a[0]}->{b[0]}: {slope(a[0], a[1] - fixed, b[0], b[1] - fixed):.2f}"
-                    for a, b in zip(rows, rows[1:])
-                )
-            )
-        print_stages([(n, st) for n, _, _, _, st in rows])
-    return 0
+        + "; of the marginal time: "
+        + ", ".join(
+            f"{a[0]}->{b[0]}: {slope(a[0], a[1] - fixed, b[0], b[1] - fixed):.2f}"
+            for a, b in zip(rows, rows[1:])
+        )
+    )
 
 
 if __name__ == "__main__":

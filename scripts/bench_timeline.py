@@ -159,75 +159,62 @@ def write_kineto(path: Path, n: int) -> None:
         fh.write('\n  ],\n  "traceName": "bench_timeline.json"\n}\n')
 
 
+#: The tables and columns of an nsys SQLite export that the reader uses.
+NSYS_SCHEMA = """
+    CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE TARGET_INFO_GPU (id INTEGER, name TEXT);
+    CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INT, end INT, deviceId INT, contextId INT, streamId INT, correlationId INT,
+        globalPid INT, demangledName INT, shortName INT, mangledName INT, gridX INT, gridY INT, gridZ INT,
+        blockX INT, blockY INT, blockZ INT);
+    CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INT, end INT, eventClass INT, globalTid INT, correlationId INT, nameId INT);
+    CREATE TABLE NVTX_EVENTS (start INT, end INT, eventType INT, rangeId INT, category INT, color INT, text TEXT,
+        globalTid INT, endGlobalTid INT, textId INT, domainId INT);
+"""
+
+
 def write_nsys(path: Path, n: int) -> None:
     """An Nsight Systems SQLite export of ``n`` kernel launches: the tables and columns the reader uses."""
-    rng = random.Random(SEED)
     path.unlink(missing_ok=True)
     con = sqlite3.connect(path)
-    con.executescript("""
-        CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
-        CREATE TABLE TARGET_INFO_GPU (id INTEGER, name TEXT);
-        CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INT, end INT, deviceId INT, contextId INT, streamId INT, correlationId INT,
-            globalPid INT, demangledName INT, shortName INT, mangledName INT, gridX INT, gridY INT, gridZ INT,
-            blockX INT, blockY INT, blockZ INT);
-        CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INT, end INT, eventClass INT, globalTid INT, correlationId INT, nameId INT);
-        CREATE TABLE NVTX_EVENTS (start INT, end INT, eventType INT, rangeId INT, category INT, color INT, text TEXT,
-            globalTid INT, endGlobalTid INT, textId INT, domainId INT);
-    """)
+    con.executescript(NSYS_SCHEMA)
     con.executemany(
         "INSERT INTO StringIds VALUES (?, ?)",
         [(i, s) for i, s in enumerate(NAMES)] + [(99, "cudaLaunchKernel")],
     )
     con.execute("INSERT INTO TARGET_INFO_GPU VALUES (0, 'NVIDIA A100-SXM4-80GB')")
     tid, gap = (4242 << 24) + 4242, 20_000
-    kernels, runtime = [], []
-    for i in range(n):
-        k, t = rng.randrange(len(NAMES)), i * gap
-        start = t + 8_000 + rng.randrange(5_000)
-        kernels.append(
-            (
-                start,
-                start + rng.randrange(2_000, 40_000),
-                0,
-                1,
-                7 + i % 3,
-                i + 1,
-                4242 << 24,
-                k,
-                k,
-                k,
-                rng.choice((1, 80, 864)),
-                1,
-                1,
-                256,
-                1,
-                1,
-            )
-        )
-        runtime.append((t + 2_000, t + 8_000, 1, tid, i + 1, 99))
+    kernels, runtime = nsys_launches(n, tid, gap)
     con.executemany(
         f"INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES ({','.join('?' * 16)})", kernels
     )
     con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?, ?, ?, ?, ?, ?)", runtime)
+    # an NVTX push/pop range (event type 59) "step S" per 1000 launches
     steps = [
-        (
-            s * 1000 * gap,
-            (s + 1) * 1000 * gap - 1,
-            59,
-            None,
-            None,
-            None,
-            f"step {s}",
-            tid,
-            None,
-            None,
-            0,
-        )
-        for s in range(n // 1000 + 1)
+        (s * 1000 * gap, (s + 1) * 1000 * gap - 1, f"step {s}", tid) for s in range(n // 1000 + 1)
     ]
-    con.executemany("INSERT INTO NVTX_EVENTS VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", steps)
+    con.executemany(
+        "INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, domainId)"
+        " VALUES (?, ?, 59, ?, ?, 0)",
+        steps,
+    )
     con.commit()
     con.close()
+
+
+def nsys_launches(n: int, tid: int, gap: int) -> tuple[list[tuple], list[tuple]]:
+    """The rows of ``n`` kernels, one every ``gap`` ns, and of their launch calls on thread ``tid``."""
+    rng = random.Random(SEED)
+    kernels, runtime = [], []
+    for i in range(n):
+        k, t = rng.randrange(len(NAMES)), i * gap
+        start = t + 8_000 + rng.randrange(5_000)
+        end = start + rng.randrange(2_000, 40_000)
+        grid = rng.choice((1, 80, 864))
+        # device, context, stream, correlation, process; the name in three spellings; grid, block
+        ids = (0, 1, 7 + i % 3, i + 1, 4242 << 24)
+        kernels.append((start, end, *ids, k, k, k, grid, 1, 1, 256, 1, 1))
+        runtime.append((t + 2_000, t + 8_000, 1, tid, i + 1, 99))
+    return kernels, runtime
 
 
 # Each reader: what it imports (before the memory baseline), then what is timed.

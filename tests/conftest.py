@@ -1,115 +1,21 @@
-"""Shared fixtures: real ncu reports in ../shared/fixtures, read by path, never copied."""
+"""Test layout: tests/unit (fast, in-process) and tests/integration (the CLI in a subprocess,
+Chromium, fuzzing, fleets, MCP, every-report sweeps), helpers in tests/helpers.
+
+Every test under tests/integration is marked ``slow``: ``scripts/test --quick`` (``-m "not slow"``)
+runs tests/unit only, plain ``scripts/test`` runs both. Real reports are read from
+``../shared/fixtures`` by path (tests/helpers/reports.py) and tests skip when it is absent.
+"""
 
 from __future__ import annotations
 
-import functools
-import importlib.util
-import math
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared" / "fixtures"
-REPORTS = sorted(SHARED.glob("*.ncu-rep")) if SHARED.is_dir() else []
+INTEGRATION = Path(__file__).resolve().parent / "integration"
 
-needs_shared = pytest.mark.skipif(
-    not SHARED.is_dir(),
-    reason=f"{SHARED} is absent: the shared real-report fixtures are not beside this checkout",
-)
-
-HAVE_NCU_REPORT = importlib.util.find_spec("ncu_report") is not None  # no wheel on aarch64 hosts
-
-needs_ncu_report = pytest.mark.skipif(
-    not HAVE_NCU_REPORT, reason="ncu_report is not installed (no wheel for this platform)"
-)
-
-
-def shared(name: str) -> Path:
-    """Path of a shared fixture; skips the test when the shared folder is absent."""
-    path = SHARED / name
-    if not path.exists():
-        pytest.skip(
-            f"{path} is absent: the shared real-report fixtures are not beside this checkout"
-        )
-    return path
-
-
-@functools.cache
-def kernels_of(name: str):
-    """The kernels table of a shared fixture (cached for the session)."""
-    import ncuroof
-
-    return ncuroof.load(shared(name))
-
-
-@functools.cache
-def ncu_metrics(name: str) -> tuple[dict[str, float], ...]:
-    """Every scalar metric ncu stored for each launch, read directly through ncu_report.
-
-    This is the independent path the tests compare ncuroof against: it does not go through
-    ncuroof's parser, catalog or calculator.
-    """
-    out = []
-    for action in ncu_actions(name):
-        values = {}
-        for m in action.metric_names():
-            metric = action.metric_by_name(m)
-            if metric.num_instances() == 0 or m.startswith("sass__"):
-                v = metric.value()
-                if isinstance(v, (int, float)):
-                    values[m] = float(v)
-        out.append(values)
-    return tuple(out)
-
-
-def ncu_actions(name: str):
-    """Every launch (ncu_report action) of a shared report, in report order, read by ncu_report alone."""
-    import ncu_report
-
-    ctx = ncu_report.load_report(str(shared(name)))
-    for r in range(ctx.num_ranges()):
-        rng = ctx.range_by_idx(r)
-        for a in range(rng.num_actions()):
-            yield rng.action_by_idx(a)
-
-
-def close(a: float, b: float, rel: float = 1e-9) -> bool:
-    """Relative closeness that treats two NaNs as different and 0 == 0."""
-    if math.isnan(a) or math.isnan(b):
-        return False
-    return abs(a - b) <= rel * max(abs(a), abs(b)) or a == b
-
-
-#: Test modules left out of the quick subset (``scripts/test --quick``, ``-m "not slow"``): they start
-#: subprocesses or the CLI on real reports, drive Chromium, fuzz, start dask clusters or the MCP server,
-#: or read every shared report. Plain ``scripts/test`` runs them all.
-SLOW_MODULES = frozenset(
-    {
-        "test_bad_input",
-        "test_collector",
-        "test_compare",
-        "test_compare_page",
-        "test_complete_charts",
-        "test_decoder",
-        "test_fleet",
-        "test_fuzz",
-        "test_hostile",
-        "test_json_doc",
-        "test_mcp",
-        "test_ncu_agreement",
-        "test_page",
-        "test_production",
-        "test_ranks",
-        "test_reports",
-        "test_repz",
-        "test_tables_io",
-        "test_views_page",
-    }
-)
-
-#: Single tests of quick modules left out too (``module::function``): each takes seconds (every shared
-#: report, the CLI end to end, many generated inputs).
+#: Single tests of tests/unit marked slow too (``module::function``): each takes seconds (every
+#: shared report, the CLI end to end, many generated inputs).
 SLOW_TESTS = frozenset(
     {
         "test_verdict_invariants::test_words_never_contradict_numbers",
@@ -129,12 +35,15 @@ SLOW_TESTS = frozenset(
 )
 
 
+def _slow(item: pytest.Item) -> bool:
+    if INTEGRATION in item.path.parents:
+        return True
+    module = item.path.stem
+    return f"{module}::{getattr(item, 'originalname', item.name)}" in SLOW_TESTS
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the tests of :data:`SLOW_MODULES` and :data:`SLOW_TESTS` ``slow`` (registered in pyproject.toml)."""
+    """Mark tests/integration and :data:`SLOW_TESTS` ``slow`` (registered in pyproject.toml)."""
     for item in items:
-        module = item.module.__name__.rpartition(".")[2] if item.module is not None else ""
-        if (
-            module in SLOW_MODULES
-            or f"{module}::{getattr(item, 'originalname', item.name)}" in SLOW_TESTS
-        ):
+        if _slow(item):
             item.add_marker(pytest.mark.slow)

@@ -520,34 +520,59 @@ def run_profile(
     """
     ncu, version = _usable_ncu(ncu)
     defaults = ncu_defaults(version)
-    if opts.clock_control and opts.clock_control not in defaults.clock_control:
-        raise ProfileError(
-            f"ncu {version} takes --clock-control {'|'.join(defaults.clock_control)}, not"
-            f" {opts.clock_control!r}",
-            ncu,
-        )
+    _check_clock_control(opts, defaults, ncu)
     report = report_path(opts.output, defaults.report_suffix)
     if report.exists() and not opts.force:
         raise ProfileError("exists; pass --force to overwrite it or -o to write elsewhere", report)
     metrics = _explicit_metrics(opts)
+    _make_parent(report)
+    partials = _partial_names(report, defaults)
+    command = build_command(ncu, opts, cmd, report_stem=partials[0], metrics=metrics or None)
+    rc, lines, passes, app_code = _stream(
+        command, ncu, partials, echo or (lambda line: print(line, file=sys.stderr, flush=True))
+    )
+    written = next((p for p in partials if p.is_file()), None)
+    _keep_report(partials, written, report, _problem(rc, lines, app_code, written))
+    side = _write_sidecar(report, command, ncu, defaults, opts, metrics, passes)
+    return ProfileResult(report, command, version, passes, metrics, app_code, side)
+
+
+def _check_clock_control(opts: ProfileOptions, defaults: NcuDefaults, ncu: Path) -> None:
+    """Refuse a ``--clock-control`` value this ncu does not take."""
+    if opts.clock_control and opts.clock_control not in defaults.clock_control:
+        raise ProfileError(
+            f"ncu {defaults.version} takes --clock-control {'|'.join(defaults.clock_control)}, not"
+            f" {opts.clock_control!r}",
+            ncu,
+        )
+
+
+def _make_parent(report: Path) -> None:
+    """Create the report's directory (ProfileError when it cannot be)."""
     try:
         report.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ProfileError(
             f"cannot create the report's directory ({exc.strerror})", report.parent
         ) from exc
+
+
+def _partial_names(report: Path, defaults: NcuDefaults) -> tuple[Path, Path]:
+    """Where ncu writes the report before it is kept: the name ncu is given, then that name with
+    this ncu's suffix appended."""
     # The partial report keeps the final suffix (ncu honours an explicit .ncu-rep or .ncu-repz); an ncu
     # that appends its own suffix anyway would write the second name: both are looked for and removed.
     partial = report.with_name(
         f".{_stem(report).name}.{os.getpid()}.partial{report.name[len(_stem(report).name) :]}"
     )
-    partials = (partial, partial.with_name(partial.name + defaults.report_suffix))
-    command = build_command(ncu, opts, cmd, report_stem=partial, metrics=metrics or None)
-    rc, lines, passes, app_code = _stream(
-        command, ncu, partials, echo or (lambda line: print(line, file=sys.stderr, flush=True))
-    )
-    written = next((p for p in partials if p.is_file()), None)
-    problem = _problem(rc, lines, app_code, written)
+    return (partial, partial.with_name(partial.name + defaults.report_suffix))
+
+
+def _keep_report(
+    partials: Sequence[Path], written: Path | None, report: Path, problem: str | None
+) -> None:
+    """Move the partial report ncu ``written`` to ``report`` when there was no ``problem``; else
+    remove the partial reports and raise ProfileError with the problem."""
     if problem is not None or written is None:
         for p in partials:
             p.unlink(missing_ok=True)
@@ -555,8 +580,6 @@ def run_profile(
     os.replace(written, report)
     for p in partials:
         p.unlink(missing_ok=True)
-    side = _write_sidecar(report, command, ncu, defaults, opts, metrics, passes)
-    return ProfileResult(report, command, version, passes, metrics, app_code, side)
 
 
 def _usable_ncu(ncu: Path | None) -> tuple[Path, str]:
@@ -751,10 +774,14 @@ def doctor(
         by default, :func:`ncu_defaults`), ``gpu`` (``nvidia-smi`` lists a GPU; its MIG mode),
         ``counters`` (performance counters permitted to this user).
     """
-    checks: list[Check] = []
+    return [*_ncu_checks(env), *_gpu_checks(env), _counters_check(params)]
+
+
+def _ncu_checks(env: dict[str, str] | None) -> list[Check]:
+    """``ncu``: found and new enough; ``ncu defaults``: its report suffix and clock control."""
     ncu = find_ncu(env)
     if ncu is None:
-        checks.append(
+        return [
             Check(
                 "ncu",
                 False,
@@ -763,32 +790,37 @@ def doctor(
                 "install Nsight Compute (CUDA toolkit or the standalone package) or put ncu on"
                 " PATH",
             )
+        ]
+    checks: list[Check] = []
+    try:
+        v = ncu_version(ncu)
+        old = _version_key(v)[:2] < MIN_NCU_VERSION
+        checks.append(
+            Check(
+                "ncu",
+                not old,
+                f"{ncu} version {v}",
+                "install Nsight Compute 2020.1 or newer" if old else "",
+            )
         )
-    else:
-        try:
-            v = ncu_version(ncu)
-            old = _version_key(v)[:2] < MIN_NCU_VERSION
+        if not old:
+            d = ncu_defaults(v)
             checks.append(
                 Check(
-                    "ncu",
-                    not old,
-                    f"{ncu} version {v}",
-                    "install Nsight Compute 2020.1 or newer" if old else "",
+                    "ncu defaults",
+                    True,
+                    f"ncu {v} writes {d.report_suffix} reports by default (-o NAME);"
+                    f" --clock-control {d.clock_default} by default (takes"
+                    f" {', '.join(d.clock_control)})",
                 )
             )
-            if not old:
-                d = ncu_defaults(v)
-                checks.append(
-                    Check(
-                        "ncu defaults",
-                        True,
-                        f"ncu {v} writes {d.report_suffix} reports by default (-o NAME);"
-                        f" --clock-control {d.clock_default} by default (takes"
-                        f" {', '.join(d.clock_control)})",
-                    )
-                )
-        except NcuNotFoundError as exc:
-            checks.append(Check("ncu", False, str(exc), "reinstall Nsight Compute"))
+    except NcuNotFoundError as exc:
+        checks.append(Check("ncu", False, str(exc), "reinstall Nsight Compute"))
+    return checks
+
+
+def _gpu_checks(env: dict[str, str] | None) -> list[Check]:
+    """``gpu``: what ``nvidia-smi`` lists; ``mig`` when MIG is enabled (ncu cannot lock clocks)."""
     smi = shutil.which("nvidia-smi", path=(env or os.environ).get("PATH", ""))
     out = (
         _run(
@@ -802,28 +834,31 @@ def doctor(
         else None
     )
     if out is None or out.returncode != 0 or not out.stdout.strip():
-        checks.append(
+        return [
             Check(
                 "gpu",
                 False,
                 "no NVIDIA GPU visible (nvidia-smi missing or failed)",
                 "run on a machine with an NVIDIA GPU and driver; in a container pass --gpus all",
             )
-        )
-    else:
-        gpus = [ln.strip() for ln in out.stdout.strip().splitlines()]
-        mig = any(ln.rsplit(",", 1)[-1].strip().lower() == "enabled" for ln in gpus)
-        checks.append(Check("gpu", True, "; ".join(gpus)))
-        if mig:
-            checks.append(
-                Check(
-                    "mig",
-                    None,
-                    "MIG is enabled",
-                    "ncu profiles only isolated MIG compute instances and cannot lock clocks there:"
-                    " pass --clock-control none",
-                )
+        ]
+    gpus = [ln.strip() for ln in out.stdout.strip().splitlines()]
+    checks = [Check("gpu", True, "; ".join(gpus))]
+    if any(ln.rsplit(",", 1)[-1].strip().lower() == "enabled" for ln in gpus):
+        checks.append(
+            Check(
+                "mig",
+                None,
+                "MIG is enabled",
+                "ncu profiles only isolated MIG compute instances and cannot lock clocks there:"
+                " pass --clock-control none",
             )
+        )
+    return checks
+
+
+def _counters_check(params: Path) -> Check:
+    """``counters``: whether the driver lets this user read performance counters."""
     root = hasattr(os, "geteuid") and os.geteuid() == 0
     try:
         text = params.read_text()
@@ -831,40 +866,37 @@ def doctor(
         text = ""
     m = re.search(r"RmProfilingAdminOnly:\s*(\d)", text)
     if m is None:
-        checks.append(
-            Check(
-                "counters", None, f"cannot read {params}: permission unknown until a profile runs"
-            )
+        return Check(
+            "counters", None, f"cannot read {params}: permission unknown until a profile runs"
         )
-    elif m.group(1) == "1" and not root:
-        container = (
-            Path("/.dockerenv").exists()
-            or "docker" in _read("/proc/1/cgroup")
-            or "containerd" in _read("/proc/1/cgroup")
+    if m.group(1) == "1" and not root:
+        return Check(
+            "counters",
+            False,
+            "performance counters are restricted to admin users (RmProfilingAdminOnly: 1)",
+            _counters_fix(),
         )
-        fix = (
-            "run as root, or have an admin set 'options nvidia"
-            " NVreg_RestrictProfilingToAdminUsers=0' in /etc/modprobe.d and reload the driver"
-        )
-        if container:
-            fix += "; inside a container also start it with --cap-add SYS_ADMIN"
-        checks.append(
-            Check(
-                "counters",
-                False,
-                "performance counters are restricted to admin users (RmProfilingAdminOnly: 1)",
-                fix,
-            )
-        )
-    else:
-        checks.append(
-            Check(
-                "counters",
-                True,
-                "permitted" + (" (running as root)" if root and m.group(1) == "1" else ""),
-            )
-        )
-    return checks
+    return Check(
+        "counters",
+        True,
+        "permitted" + (" (running as root)" if root and m.group(1) == "1" else ""),
+    )
+
+
+def _counters_fix() -> str:
+    """How to permit the counters to a user who is not root (in a container too)."""
+    container = (
+        Path("/.dockerenv").exists()
+        or "docker" in _read("/proc/1/cgroup")
+        or "containerd" in _read("/proc/1/cgroup")
+    )
+    fix = (
+        "run as root, or have an admin set 'options nvidia"
+        " NVreg_RestrictProfilingToAdminUsers=0' in /etc/modprobe.d and reload the driver"
+    )
+    if container:
+        fix += "; inside a container also start it with --cap-add SYS_ADMIN"
+    return fix
 
 
 def _read(path: str) -> str:

@@ -387,7 +387,8 @@ def restore_kernels(
     -------
     DataFrame
         The classified table (``bound`` and the launch diagnosis filled), cast to
-        :data:`ncuroof.schema.KERNELS` dtypes.
+        :data:`ncuroof.schema.KERNELS` dtypes; notes, flags and roof sources as data
+        (:func:`ncuroof.schema.from_text`: the one place their text is read).
 
     Raises
     ------
@@ -396,6 +397,37 @@ def restore_kernels(
     """
     if "clock_control" not in table.columns:  # kernels.csv of ncuroof before issue 32
         table = table.assign(clock_control=None)
+    _check_saved(table, where)
+    k = _typed(from_text(table))
+    if "hot_pipe" not in k.columns:  # written before issue 15
+        k["hot_pipe"], k["hot_pipe_frac"] = "", np.nan
+    if any(
+        c not in k.columns
+        for c in ("time_at_roof_s", "saving_s", "time_at_roof_bound", "speed_of_light_note")
+    ):
+        k = calculator.time_at_roof(k, cat)
+    for c in ("expected_flop", "expected_dram_bytes", *_ACHIEVABLE):
+        if c not in k.columns:
+            k[c] = np.nan
+    if "achievable_sources" not in k.columns:
+        k["achievable_sources"] = pd.Series([()] * len(k), index=k.index, dtype=object)
+    if "roof_fraction" not in table.columns:  # written before issue 21
+        bind = k[["source", "launch_id"]].merge(
+            classify.binding_points(calculator.compute_points(k)), how="left"
+        )
+        k["roof_fraction"] = pd.to_numeric(bind["roof_fraction"], errors="coerce").to_numpy(float)
+    if any(c not in table.columns for c in ("diagnosis", "evidence", "advice", "flags")):
+        k = diagnose.diagnose_launches(k, calculator.compute_points(k), cat, gpus)
+    return k.drop(columns=["kernel_key"], errors="ignore")
+
+
+#: The achievable roof columns of the kernels table (their sources: ``achievable_sources``).
+_ACHIEVABLE = tuple(c for c in KERNELS if c.startswith("achievable_") and c != "achievable_sources")
+
+
+def _check_saved(table: pd.DataFrame, where: Path) -> None:
+    """InputError when a saved launch table lacks a column that cannot be recomputed, or has a
+    status ncuroof does not write."""
     missing = [c for c in KERNELS if c not in table.columns and c not in _DERIVED]
     if missing:
         raise InputError(
@@ -411,35 +443,18 @@ def restore_kernels(
             " analyze on the inputs",
             where,
         )
-    k = from_text(table)
+
+
+def _typed(k: pd.DataFrame) -> pd.DataFrame:
+    """The text columns of a saved launch table with their in-memory missing value ('' or None),
+    and ``cc`` as text ('8.6' where a CSV reader made it a number)."""
     for name, col in KERNELS.items():
         if name in k.columns and col.dtype == "string":
             k[name] = (
                 k[name].astype(object).where(k[name].notna(), "" if name in _TEXT_EMPTY else None)
             )
     k["cc"] = k["cc"].map(lambda c: f"{c:.1f}" if isinstance(c, float) and np.isfinite(c) else c)
-    if "hot_pipe" not in k.columns:  # written before issue 15
-        k["hot_pipe"], k["hot_pipe_frac"] = "", np.nan
-    if any(
-        c not in k.columns
-        for c in ("time_at_roof_s", "saving_s", "time_at_roof_bound", "speed_of_light_note")
-    ):
-        k = calculator.time_at_roof(k, cat)
-    for c in (
-        "expected_flop",
-        "expected_dram_bytes",
-        *(c for c in KERNELS if c.startswith("achievable_")),
-    ):
-        if c not in k.columns:
-            k[c] = "" if c == "achievable_sources" else np.nan
-    if "roof_fraction" not in table.columns:  # written before issue 21
-        bind = k[["source", "launch_id"]].merge(
-            classify.binding_points(calculator.compute_points(k)), how="left"
-        )
-        k["roof_fraction"] = pd.to_numeric(bind["roof_fraction"], errors="coerce").to_numpy(float)
-    if any(c not in table.columns for c in ("diagnosis", "evidence", "advice", "flags")):
-        k = diagnose.diagnose_launches(k, calculator.compute_points(k), cat, gpus)
-    return k.drop(columns=["kernel_key"], errors="ignore")
+    return k
 
 
 #: Text columns whose missing value is the empty string (not None) in a launch table.
@@ -449,8 +464,6 @@ _TEXT_EMPTY = (
     "advice",
     "grid",
     "block",
-    "ceiling_sources",
-    "achievable_sources",
     "datasheet_gpu",
     "flop_source",
     "tensor_source",

@@ -31,24 +31,24 @@ from ..schema import (
     DAMAGED,
     KERNELS,
     LEVELS,
-    LIST_SEPARATOR,
     POINTS,
     PRECISIONS,
+    SOURCES_DISAGREE,
+    Note,
     empty,
-    format_sources,
-    parse_sources,
+    input_notes,
     tensor_columns,
     tensor_paths,
 )
 from .distinct import categorical, distinct_codes, text_array
 from .evidence import (
-    SOURCES_DISAGREE,
     alternatives_text,
     flop_evidence,
     l2_write_evidence,
     ledger_text,
     opcode_flops,
 )
+from .roofs import Factorized, objects, report_sets
 from .speed_of_light import apply_speed_of_light, hot_pipe, launch_floor
 
 __all__ = [
@@ -478,9 +478,12 @@ def _note_disagreement(
         apart = np.abs(v - ref) / np.maximum(np.maximum(np.abs(v), np.abs(ref)), 1.0)
         for i in np.flatnonzero(both & (apart > disagree)):
             notes[i].append(
-                f"{SOURCES_DISAGREE}: {name.upper()} bytes {ref[i]:.6g} from the first"
-                f" recipe but {v[i]:.6g} from {label} ({100 * apart[i]:.1f} % apart): the"
-                " first is used"
+                Note(
+                    "sources_disagree",
+                    f"{SOURCES_DISAGREE}: {name.upper()} bytes {ref[i]:.6g} from the first"
+                    f" recipe but {v[i]:.6g} from {label} ({100 * apart[i]:.1f} % apart): the"
+                    " first is used",
+                )
             )
 
 
@@ -533,16 +536,14 @@ def _failed_measurements(raw: pd.DataFrame, time_s: np.ndarray) -> np.ndarray:
     return failed
 
 
-def _damaged(raw: pd.DataFrame, k: pd.DataFrame, cat: Catalog) -> tuple[np.ndarray, np.ndarray]:
-    """Launches whose record is damaged: flagged by the parser (the reason is in its input notes,
-    :func:`ncuroof.parser.validate.check_values`) or with a rate beyond any roof
-    (:func:`ncuroof.parser.validate.roof_damage`, reason returned). Returns (mask, reasons)."""
-    notes = (
-        raw["input_notes"].to_numpy(dtype=object)
-        if "input_notes" in raw.columns
-        else np.full(len(raw), None)
+def _damaged(k: pd.DataFrame, cat: Catalog, read: list[list[str]]) -> tuple[np.ndarray, np.ndarray]:
+    """Launches whose record is damaged: flagged by the parser (a ``damaged_record`` note among
+    its input notes ``read``, :func:`ncuroof.parser.validate.check_values`) or with a rate beyond
+    any roof (:func:`ncuroof.parser.validate.roof_damage`, reason returned). Returns (mask, reasons).
+    """
+    mask = np.array(
+        [any(getattr(n, "code", "") == "damaged_record" for n in x) for x in read], dtype=bool
     )
-    mask = np.array([isinstance(x, str) and DAMAGED in x for x in notes], dtype=bool)
     names = [*(f"{p}_flop" for p in PRECISIONS), *(f"{lv}_bytes" for lv in LEVELS)]
     reasons = roof_damage(
         {n: k[f"{n}_per_s"].to_numpy(float) for n in names},
@@ -629,7 +630,7 @@ def _measured_columns(
             **{f"achievable_{lv}_bytes_per_s": _NAN for lv in LEVELS},
             "roof_fraction": _NAN,
             "achievable_roof_fraction": _NAN,
-            "achievable_sources": "",
+            "achievable_sources": objects([()] * len(raw)),
             **_throughput_columns(raw, cat, cc),
             **_instruction_counts(raw, cat, cc),
         },
@@ -664,13 +665,54 @@ def _report_roofs(
     )
     have = np.isfinite(peaks)
     k["peak_source"] = np.where(have.any(axis=1), "report", "")
-    first, which = distinct_codes(list(have.T))  # launches share a handful of roof sets
-    text = np.array(
-        [format_sources({nm: "report" for nm, h in zip(names, have[i]) if h}) for i in first],
-        dtype=object,
-    )
-    k["ceiling_sources"] = text_array(categorical(which, text))
+    k["ceiling_sources"] = report_sets(names, have)
     k["datasheet_gpu"] = ""
+
+
+def _has_work(
+    k: pd.DataFrame, work: dict[str, _Work], levels: dict[str, _Traffic]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Whether each launch has FLOPs and bytes to place a point: counts or rates (a rate-only export,
+    the roofline section's details page, has no duration). The SASS-opcode tensor estimate alone
+    does not make a roofline (no FP counters, no roof)."""
+    tensor = np.where(
+        k["tensor_source"].to_numpy() == "sass_opcodes", _NAN, k["tensor_flop"].to_numpy(float)
+    )
+    has_flop = np.isfinite(
+        np.column_stack(
+            [work[p].flop for p in PRECISIONS] + [work[p].flop_per_s for p in PRECISIONS] + [tensor]
+        )
+    ).any(axis=1)
+    has_bytes = np.isfinite(
+        np.column_stack(
+            [levels[lv].bytes for lv in LEVELS] + [levels[lv].bytes_per_s for lv in LEVELS]
+        )
+    ).any(axis=1)
+    return has_flop, has_bytes
+
+
+def _missing_note(has_flop: bool, has_bytes: bool) -> str:
+    """The first note of a ``no_roofline_metrics`` launch: what it lacks and how to collect it."""
+    missing = []
+    if not has_flop:
+        missing.append(
+            "FLOP counters (smsp__sass_thread_inst_executed_op_*, sm__ops_path_tensor_*)"
+        )
+    if not has_bytes:
+        missing.append(
+            "memory traffic (dram__bytes, lts__lts2xbar_cycles_active, l1tex__lsu_writeback_active_*)"
+        )
+    return (
+        "no roofline metrics: missing "
+        + " and ".join(missing)
+        + ", collect with ncu --set roofline (or --set full)"
+    )
+
+
+_FAILED_NOTE = (
+    "measurement failed: ncu stored NaN for the duration or the FLOP counters of this launch,"
+    " not plotted"
+)
 
 
 def _status_and_notes(
@@ -683,28 +725,16 @@ def _status_and_notes(
     notes: list[list[str]],
 ) -> np.ndarray:
     """Each launch's status (ok, no_roofline_metrics, failed_measurement, corrupt_record), with
-    the reason first in its notes (``notes`` is extended in place, the reader's notes last)."""
+    the reason first in its notes (``notes`` is extended in place, the reader's notes last, each
+    with its code where it has one: :func:`ncuroof.schema.input_notes`)."""
     time_s = time.values
-    # The SASS-opcode tensor estimate alone does not make a roofline (no FP counters, no roof).
-    tensor = np.where(
-        k["tensor_source"].to_numpy() == "sass_opcodes", _NAN, k["tensor_flop"].to_numpy(float)
-    )
-    # a point needs rates, not counts: a rate-only export (the roofline section's details page) has no duration
-    has_flop = np.isfinite(
-        np.column_stack(
-            [work[p].flop for p in PRECISIONS] + [work[p].flop_per_s for p in PRECISIONS] + [tensor]
-        )
-    ).any(axis=1)
-    has_bytes = np.isfinite(
-        np.column_stack(
-            [levels[lv].bytes for lv in LEVELS] + [levels[lv].bytes_per_s for lv in LEVELS]
-        )
-    ).any(axis=1)
+    read = input_notes(raw["input_notes"] if "input_notes" in raw.columns else [None] * len(raw))
+    has_flop, has_bytes = _has_work(k, work, levels)
     failed = _failed_measurements(raw, time_s)
     status = np.where(
         failed, "failed_measurement", np.where(has_flop & has_bytes, "ok", "no_roofline_metrics")
     )
-    damaged, why = _damaged(raw, k, cat)
+    damaged, why = _damaged(k, cat, read)
     status = np.where(damaged, "corrupt_record", status)
     first = cat.time[0].label
     other_time = np.fromiter(
@@ -715,38 +745,17 @@ def _status_and_notes(
     ):  # the rest have no note
         if damaged[i]:
             if why[i]:
-                notes[i].insert(0, why[i])
+                notes[i].insert(0, Note("damaged_record", why[i]))
         elif failed[i]:
-            notes[i].insert(
-                0,
-                "measurement failed: ncu stored NaN for the duration or the FLOP counters of this"
-                " launch, not plotted",
-            )
+            notes[i].insert(0, _FAILED_NOTE)
         elif status[i] == "no_roofline_metrics":
-            missing = []
-            if not has_flop[i]:
-                missing.append(
-                    "FLOP counters (smsp__sass_thread_inst_executed_op_*, sm__ops_path_tensor_*)"
-                )
-            if not has_bytes[i]:
-                missing.append(
-                    "memory traffic (dram__bytes, lts__lts2xbar_cycles_active,"
-                    " l1tex__lsu_writeback_active_*)"
-                )
-            notes[i].insert(
-                0,
-                "no roofline metrics: missing "
-                + " and ".join(missing)
-                + ", collect with ncu --set roofline (or --set full)",
-            )
+            notes[i].insert(0, _missing_note(has_flop[i], has_bytes[i]))
         if not failed[i] and np.isnan(time_s[i]):
             notes[i].append(_no_duration_note(status[i]))
         if other_time[i]:
             notes[i].append(f"time from {time.labels[i]}")
-    if "input_notes" in raw.columns:
-        for i, note in enumerate(raw["input_notes"]):
-            if isinstance(note, str) and note:
-                notes[i].extend(note.split(LIST_SEPARATOR))
+    for i in (i for i, x in enumerate(read) if x):
+        notes[i].extend(read[i])
     return status
 
 
@@ -901,12 +910,8 @@ def compute_points(kernels: pd.DataFrame) -> pd.DataFrame:
 def _point_parts(kernels: pd.DataFrame) -> list[_PointPart]:
     """The points of each (level, precision) pair, for the launches with work there."""
     ok = (kernels["status"] == "ok").to_numpy()
-    sources = _Sources(kernels["ceiling_sources"])
-    achievable = _Sources(
-        kernels["achievable_sources"]
-        if "achievable_sources" in kernels.columns
-        else pd.Series([""] * len(kernels))
-    )
+    sources = _Sources(kernels, "ceiling_sources")
+    achievable = _Sources(kernels, "achievable_sources")
     parts = []
     work = _point_work(kernels)
     defs = {lv: pd.factorize(kernels[f"{lv}_definition"], use_na_sentinel=False) for lv in LEVELS}
@@ -1055,15 +1060,21 @@ def _point_work(kernels: pd.DataFrame) -> list[_PointWork]:
 
 
 class _Sources:
-    """A ``ceiling_sources``-like column (:func:`ncuroof.schema.parse_sources`), each distinct cell parsed once."""
+    """The roof sets of a roof-sources column (:data:`ncuroof.schema.SOURCE_COLUMNS`): each roof's
+    source per launch, found once per distinct set (:class:`ncuroof.model.roofs.Factorized`)."""
 
-    def __init__(self, cells: pd.Series) -> None:
-        self.codes, uniques = pd.factorize(cells, use_na_sentinel=False)
-        self.parsed = [parse_sources(u) for u in uniques]
+    def __init__(self, kernels: pd.DataFrame, column: str) -> None:
+        n = len(kernels)
+        cells = kernels[column].to_numpy(dtype=object) if column in kernels.columns else None
+        self.sets = Factorized.of(cells if cells is not None else objects([], n))
+        self.words: dict[str, np.ndarray] = {}
 
     def get(self, idx: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
-        """The source of roof ``name`` ('' without one) of the launches ``idx``, as (codes, words)."""
-        return self.codes[idx], np.array([p.get(name, "") for p in self.parsed], dtype=object)
+        """The source of roof ``name`` ('' without one) of the launches ``idx``, as (codes, words):
+        the words one per distinct roof set."""
+        if name not in self.words:
+            self.words[name] = objects(dict(s).get(name, "") for s in self.sets.sets)
+        return self.sets.codes[idx], self.words[name]
 
 
 def _point_part(
@@ -1086,7 +1097,7 @@ def _point_part(
             else np.full(len(idx), _NAN)
         ),
     )
-    ai = fps / bps
+    ai = _div(fps, bps)  # an infinite rate over an infinite one is unknown, not a warning
     ridge = _div(peak_f, peak_b)
     roof = np.minimum(peak_f, ai * peak_b)
     ach_roof = achievable_roof(ai, peak_f, peak_b, ach_f, ach_b)

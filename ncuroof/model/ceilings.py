@@ -7,37 +7,31 @@ A ``.ncu-rep`` from the roofline or full set carries ``peak_sustained`` metrics,
 (source ``datasheet``, boost clock), matched on the device name or named with ``--gpu``, and the
 user may set roofs outright (source ``user``, ``--peak-flops``/``--peak-bandwidth``).
 
-The kernels table records every roof's source in ``ceiling_sources``
-(``"fp32:report,dram:datasheet"``), a summary in ``peak_source``, and the datasheet entry used in
-``datasheet_gpu``.
+The kernels table records every roof's source in ``ceiling_sources``, a roof set: ``(roof,
+source)`` pairs in memory (:mod:`ncuroof.model.roofs`), the text ``"fp32:report,dram:datasheet"``
+only in files; a summary in ``peak_source``, and the datasheet entry used in ``datasheet_gpu``.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from .. import fmt
-from ..catalog import Catalog, GpuCatalog, GpuSpec
+from ..catalog import Catalog, GpuCatalog, GpuSpec, Measurement
 from ..catalog import load as load_catalog
 from ..errors import InputError
 from ..parser.validate import roof_damage
-from ..schema import (
-    LEVELS,
-    PRECISIONS,
-    format_sources_column,
-    parse_cell,
-    parse_sources_column,
-    tensor_columns,
-    tensor_paths,
-)
+from ..schema import LEVELS, PRECISIONS, Note, tensor_columns, tensor_paths
+from .roofs import Factorized, has_any, objects, set_source, source_kinds
 
 __all__ = ["fill_ceilings", "fill_achievable", "parse_peak", "SOURCES", "FLOP_ROOFS"]
 
-#: Values a roof's source takes, in the order they are listed.
+#: Values a peak roof's source takes, in the order they are listed (achievable roofs: ``measured``, ``user``).
 SOURCES = ("report", "datasheet", "user")
 #: Names of a user compute roof (``--peak-flops``, ``--achievable-flops``): a precision, or ``tensor`` for every
 #: tensor datapath; ``*`` names them all. Bandwidth roofs are named by level (:data:`ncuroof.schema.LEVELS`).
@@ -80,10 +74,44 @@ def parse_peak(text: str, allowed: tuple[str, ...], default: str) -> tuple[str, 
     return name, float(m.group(1)) * _SI[m.group(2)]
 
 
+@dataclass
+class _Sets:
+    """The roof sets of one sources column (:mod:`ncuroof.model.roofs`) and the launches' notes,
+    updated in place while roofs are filled."""
+
+    cells: np.ndarray
+    notes: list[list[str]]
+
+    @classmethod
+    def of(cls, k: pd.DataFrame, column: str) -> _Sets:
+        """The sets of ``k[column]`` (none where absent) and a copy of each launch's notes."""
+        if column in k.columns:
+            cells = k[column].to_numpy(dtype=object)
+        else:
+            cells = objects([()] * len(k))
+        return cls(cells, [_note_list(x) for x in k["notes"]])
+
+    def set(self, idx: np.ndarray, name: str, source: str) -> None:
+        """Roof ``name`` of the launches ``idx`` comes from ``source``."""
+        self.cells = set_source(self.cells, idx, name, source)
+
+
+def _note_list(cell: object) -> list[str]:
+    """A copy of a launch's notes (a list in memory; a hand-made table may hold one text)."""
+    if isinstance(cell, list):
+        return list(cell)
+    return [cell] if isinstance(cell, str) and cell else []
+
+
 def _spec_for(device: object, gpus: GpuCatalog, forced: GpuSpec | None) -> GpuSpec | None:
     if forced is not None:
         return forced
     return gpus.by_device(device) if isinstance(device, str) and device else None
+
+
+def _devices(k: pd.DataFrame) -> np.ndarray:
+    """Each launch's device name ('' where unknown)."""
+    return k["device_name"].astype(object).where(k["device_name"].notna(), "").to_numpy()
 
 
 def fill_ceilings(
@@ -103,34 +131,28 @@ def fill_ceilings(
     kernels : DataFrame
         From :func:`ncuroof.model.calculator.compute_kernels`: ``peak_<p>_flop_per_s`` [FLOP/s],
         ``peak_<level>_bytes_per_s`` [B/s], ``peak_tensor_<path>_flop_per_s``, ``device_name``,
-        ``cc``, ``sm_clock_hz``, ``status``, ``ceiling_sources``, ``notes``.
+        ``cc``, ``sm_clock_hz``, ``status``, ``ceiling_sources`` (roof sets), ``notes``.
     gpus : GpuCatalog
         The datasheet catalog (``metrics/gpus.toml``).
     gpu : str, optional
-        Use this catalog entry (id, name or a device name it matches) for every launch instead of
-        matching ``device_name``.
-    peak_flops : mapping, optional
-        User compute roofs in FLOP/s by precision (``fp64``, ``fp32``, ``fp16``, ``tensor``;
-        ``"*"`` for all). They replace any other roof of that precision.
-    peak_bandwidth : mapping, optional
-        User bandwidth roofs in B/s by level (``dram``, ``l2``, ``l1``).
+        Use this catalog entry (id, name or a device name it matches) for every launch.
+    peak_flops, peak_bandwidth : mapping, optional
+        User roofs: FLOP/s by precision (``fp64``, ``fp32``, ``fp16``, ``tensor``; ``"*"`` for
+        all), B/s by level (``dram``, ``l2``, ``l1``). They replace any other roof of that name.
     catalog : Catalog, optional
-        For ``max_roof_multiple`` (``[input]`` of ``metrics/thresholds.toml``); the installed one
-        by default.
+        For ``max_roof_multiple`` (``[input]`` of ``metrics/thresholds.toml``); default installed.
     achievable_flops, achievable_bandwidth : mapping, optional
-        User achievable roofs, named as ``peak_flops`` and ``peak_bandwidth``; they replace the
-        published measurements of ``metrics/gpus.toml`` (see :func:`fill_achievable`).
+        User achievable roofs, named the same way (see :func:`fill_achievable`).
 
     Returns
     -------
     DataFrame
         A copy with the roof columns filled, ``ceiling_sources``, ``peak_source`` (the sources
         used, ``+``-joined), ``datasheet_gpu`` and ``notes`` updated. A datasheet roof is used
-        only where the input has none; datasheet numbers assume the boost clock
-        (ROOFLINE_SPEC §9), and the note gives the launch's measured clock beside it. A launch
-        achieving more than ``max_roof_multiple`` times a datasheet roof holds a damaged counter:
-        its status becomes ``corrupt_record`` (as the calculator does for the report's own roofs,
-        :func:`ncuroof.parser.validate.roof_violations`; user roofs are taken as given).
+        only where the input has none, its compute roofs scaled to the measured clock (datasheets
+        are at boost, ROOFLINE_SPEC §9). A launch above ``max_roof_multiple`` times a datasheet
+        roof holds a damaged counter: status ``corrupt_record``
+        (:func:`ncuroof.parser.validate.roof_violations`; user roofs are taken as given).
 
     Raises
     ------
@@ -138,47 +160,37 @@ def fill_ceilings(
         If ``gpu`` names no catalog entry.
     """
     forced = _forced_spec(gpus, gpu)
-    peak_flops, peak_bandwidth = _check_names(peak_flops, peak_bandwidth)
+    flops, bandwidth = _check_names(peak_flops, peak_bandwidth)
     k = kernels.copy(deep=False)
-    tensor_cols = {p: tensor_columns(p).peak for p in tensor_paths(k.columns, "peak")}
-    sources = parse_sources_column(k["ceiling_sources"])
-    notes = [list(parse_cell("notes", x)) for x in k["notes"]]
-    devices = k["device_name"].astype(object).where(k["device_name"].notna(), "").to_numpy()
+    paths = tensor_paths(k.columns, "peak")
+    sets, devices = _Sets.of(k, "ceiling_sources"), _devices(k)
     spec_of = {d: _spec_for(d, gpus, forced) for d in pd.unique(devices)}
+    datasheet = _datasheet_roofs(k, gpus, spec_of, devices, paths, sets)
+    _apply_user(k, sets, _user_roofs(flops, bandwidth, paths), "peak_")
+    _no_roof_notes(k, devices, spec_of, sets, gpus)
+    _beyond_datasheet(k, sets, catalog if catalog is not None else load_catalog())
+    k["ceiling_sources"], k["peak_source"] = sets.cells, source_kinds(sets.cells)
+    k["datasheet_gpu"], k["notes"] = datasheet, sets.notes
+    specs = {d: s for d, s in spec_of.items() if s is not None}
+    return fill_achievable(k, gpus, specs, achievable_flops, achievable_bandwidth, paths)
+
+
+def _datasheet_roofs(
+    k: pd.DataFrame,
+    gpus: GpuCatalog,
+    spec_of: dict[str, GpuSpec | None],
+    devices: np.ndarray,
+    paths: list[str],
+    sets: _Sets,
+) -> np.ndarray:
+    """Fill the roofs each launch lacks from its device's datasheet ``spec_of`` (in place); return
+    the ``datasheet_gpu`` column: the entry of the launches that took a roof from one, else ''."""
     datasheet = np.full(len(k), "", dtype=object)
     for device, spec in spec_of.items():
         if spec is not None:
-            _apply_datasheet(
-                k,
-                np.flatnonzero(devices == device),
-                spec,
-                gpus,
-                tensor_cols,
-                sources,
-                notes,
-                datasheet,
-            )
-    for name, col, value in _user_roofs(peak_flops, peak_bandwidth, tensor_cols):
-        k[col] = float(value)
-        for src in sources:
-            src[name] = "user"
-    _no_roof_notes(k, devices, spec_of, sources, notes, gpus)
-    _beyond_datasheet(k, sources, notes, catalog if catalog is not None else load_catalog())
-    k["ceiling_sources"] = text = format_sources_column(sources)
-    kinds: dict[str, str] = {}
-    for t, s in zip(text, sources):  # launches share a handful of source sets
-        if t not in kinds:
-            kinds[t] = "+".join(x for x in SOURCES if x in s.values())
-    k["peak_source"] = [kinds[t] for t in text]
-    k["datasheet_gpu"] = datasheet
-    k["notes"] = notes
-    return fill_achievable(
-        k,
-        gpus,
-        {d: s for d, s in spec_of.items() if s is not None},
-        achievable_flops,
-        achievable_bandwidth,
-    )
+            filled = _apply_datasheet(k, np.flatnonzero(devices == device), spec, gpus, paths, sets)
+            datasheet[filled] = spec.id
+    return datasheet
 
 
 def _check_names(
@@ -203,6 +215,7 @@ def fill_achievable(
     spec_of: Mapping[str, GpuSpec],
     achievable_flops: Mapping[str, float] | None = None,
     achievable_bandwidth: Mapping[str, float] | None = None,
+    paths: list[str] | None = None,
 ) -> pd.DataFrame:
     """Set the achievable roofs: published measurements of the launch's GPU, or the user's.
 
@@ -210,8 +223,8 @@ def fill_achievable(
     ----------
     kernels : DataFrame
         With ``device_name``, the ``peak_*`` roofs, ``achievable_<p>_flop_per_s`` [FLOP/s],
-        ``achievable_<level>_bytes_per_s`` [B/s], ``achievable_sources`` (made where absent),
-        ``notes`` and a ``peak_tensor_<path>_flop_per_s`` column per tensor datapath.
+        ``achievable_<level>_bytes_per_s`` [B/s], ``achievable_sources`` (roof sets; made where
+        absent), ``notes`` and a ``peak_tensor_<path>_flop_per_s`` column per tensor datapath.
     gpus : GpuCatalog
         For the datasheet key of each tensor datapath.
     spec_of : mapping
@@ -219,6 +232,8 @@ def fill_achievable(
     achievable_flops, achievable_bandwidth : mapping, optional
         User achievable roofs [FLOP/s by precision, ``tensor`` or ``*``; B/s by level]
         (``--achievable-flops``, ``--achievable-bandwidth``).
+    paths : list of str, optional
+        The tensor datapaths with a roof column (default: found in ``kernels``' columns).
 
     Returns
     -------
@@ -235,29 +250,41 @@ def fill_achievable(
     """
     flops, bandwidth = _check_names(achievable_flops, achievable_bandwidth)
     k = kernels.copy(deep=False)
-    paths = tensor_paths(k.columns, "peak")
+    paths = tensor_paths(k.columns, "peak") if paths is None else paths
     for col in (
         *(f"achievable_{p}_flop_per_s" for p in PRECISIONS),
         *(f"achievable_{lv}_bytes_per_s" for lv in LEVELS),
     ):
         if col not in k.columns:
             k[col] = np.nan
-    sources = parse_sources_column(
-        k["achievable_sources"] if "achievable_sources" in k.columns else pd.Series([""] * len(k))
-    )
-    notes = [list(parse_cell("notes", x)) for x in k["notes"]]
-    devices = k["device_name"].astype(object).where(k["device_name"].notna(), "").to_numpy()
+    sets, devices = _Sets.of(k, "achievable_sources"), _devices(k)
     for device, spec in spec_of.items():
-        _apply_measured(k, np.flatnonzero(devices == device), spec, gpus, paths, sources, notes)
-    for name, col, value in _user_roofs(
-        flops, bandwidth, {p: tensor_columns(p).peak for p in paths}
-    ):
-        k["achievable_" + col[len("peak_") :]] = float(value)
-        for src in sources:
-            src[name] = "user"
-    k["achievable_sources"] = format_sources_column(sources)
-    k["notes"] = notes
+        _apply_measured(k, np.flatnonzero(devices == device), spec, gpus, paths, sets)
+    _apply_user(k, sets, _user_roofs(flops, bandwidth, paths), "achievable_")
+    k["achievable_sources"], k["notes"] = sets.cells, sets.notes
     return k
+
+
+def _apply_user(
+    k: pd.DataFrame, sets: _Sets, user: list[tuple[str, str, float]], kind: str
+) -> None:
+    """Set the user roofs ``user`` (:func:`_user_roofs`) on every launch, in place: ``kind``
+    (``peak_`` or ``achievable_``) names the columns."""
+    for name, col, value in user:
+        k[kind + col[len("peak_") :]] = float(value)
+        sets.set(np.arange(len(k)), name, "user")
+
+
+def _measured_targets(quantity: str, gpus: GpuCatalog, paths: list[str]) -> list[tuple[str, str]]:
+    """(roof name, achievable column) of each roof a measured ``quantity`` of gpus.toml applies to."""
+    if quantity.startswith("tensor_"):
+        return [
+            (t.name, t.achievable)
+            for p, t in zip(paths, map(tensor_columns, paths))
+            if gpus.tensor_key(p) == quantity[7:]
+        ]
+    unit = "bytes" if quantity in LEVELS else "flop"
+    return [(quantity, f"achievable_{quantity}_{unit}_per_s")]
 
 
 def _apply_measured(
@@ -266,72 +293,66 @@ def _apply_measured(
     spec: GpuSpec,
     gpus: GpuCatalog,
     paths: list[str],
-    sources: list[dict[str, str]],
-    notes: list[list[str]],
+    sets: _Sets,
 ) -> None:
     """Set the launches ``idx``'s achievable roofs from ``spec``'s measurements, in place, citing each in the notes."""
     for quantity, m in spec.achievable().items():
-        if quantity.startswith("tensor_"):
-            targets = [
-                (t.name, t.achievable)
-                for p, t in zip(paths, map(tensor_columns, paths))
-                if gpus.tensor_key(p) == quantity[7:]
-            ]
-        else:
-            unit = "bytes" if quantity in LEVELS else "flop"
-            targets = [(quantity, f"achievable_{quantity}_{unit}_per_s")]
+        targets = _measured_targets(quantity, gpus, paths)
         for name, col in targets:
             values = k[col].to_numpy(float).copy() if col in k.columns else np.full(len(k), np.nan)
             values[idx] = m.value
             k[col] = values
-            for i in idx:
-                sources[i][name] = "measured"
+            sets.set(idx, name, "measured")
         if targets and len(idx):
-            text = (
-                f"achievable {quantity.replace('_', ' ').upper()} roof"
-                f" {fmt.si(m.value, 'B/s' if quantity in LEVELS else 'FLOP/s')}: {m.what}"
-                f" ({m.source}, confidence {m.confidence})"
-            )
-            peaks = np.column_stack(
-                [
-                    (
-                        k[c.replace("achievable_", "peak_", 1)].to_numpy(float)
-                        if c.replace("achievable_", "peak_", 1) in k.columns
-                        else np.full(len(k), np.nan)
-                    )
-                    for _, c in targets
-                ]
-            )
-            for i in idx:
-                above = bool((peaks[i] < m.value).any())
-                notes[i].append(
-                    text
-                    + (
-                        ": above this launch's peak roof, which is at the clock ncu measured"
-                        if above
-                        else ""
-                    )
-                )
+            _cite_measurement(k, idx, quantity, m, [c for _, c in targets], sets.notes)
 
 
-def _beyond_datasheet(
-    k: pd.DataFrame, sources: list[dict[str, str]], notes: list[list[str]], cat: Catalog
+def _cite_measurement(
+    k: pd.DataFrame,
+    idx: np.ndarray,
+    quantity: str,
+    m: Measurement,
+    columns: list[str],
+    notes: list[list[str]],
 ) -> None:
+    """Note, for the launches ``idx``, the measurement ``m`` their achievable roofs ``columns`` took,
+    and whether it is above the launch's peak roof (at the clock ncu measured)."""
+    text = (
+        f"achievable {quantity.replace('_', ' ').upper()} roof"
+        f" {fmt.si(m.value, 'B/s' if quantity in LEVELS else 'FLOP/s')}: {m.what}"
+        f" ({m.source}, confidence {m.confidence})"
+    )
+    peaks = np.column_stack(
+        [
+            (
+                k[c.replace("achievable_", "peak_", 1)].to_numpy(float)
+                if c.replace("achievable_", "peak_", 1) in k.columns
+                else np.full(len(k), np.nan)
+            )
+            for c in columns
+        ]
+    )
+    above = ": above this launch's peak roof, which is at the clock ncu measured"
+    for i in idx:
+        notes[i].append(text + (above if bool((peaks[i] < m.value).any()) else ""))
+
+
+def _beyond_datasheet(k: pd.DataFrame, sets: _Sets, cat: Catalog) -> None:
     """Mark the ``ok`` launches whose FLOP/s or B/s exceed a datasheet roof by more than
     ``max_roof_multiple`` as damaged records (in place: ``status``, ``notes``)."""
     ok = (k["status"] == "ok").to_numpy()
-    rates, peaks = {}, {}
+    rates, peaks, sources = {}, {}, Factorized.of(sets.cells)
     for key, unit in [*((p, "flop") for p in PRECISIONS), *((lv, "bytes") for lv in LEVELS)]:
         if f"{key}_{unit}_per_s" not in k.columns or f"peak_{key}_{unit}_per_s" not in k.columns:
             continue
-        sheet = ok & np.array([s.get(key) == "datasheet" for s in sources], dtype=bool)
+        sheet = ok & (sources.source(key) == "datasheet")
         rates[f"{key}_{unit}"] = k[f"{key}_{unit}_per_s"].to_numpy(float)
         peaks[f"{key}_{unit}"] = np.where(
             sheet, k[f"peak_{key}_{unit}_per_s"].to_numpy(float), np.nan
         )
     damage = roof_damage(rates, peaks, cat, " (a datasheet roof)")
     for i in np.flatnonzero(damage != ""):
-        notes[i].insert(0, damage[i])
+        sets.notes[i].insert(0, Note("damaged_record", damage[i]))
     if (damage != "").any():
         k["status"] = np.where(damage != "", "corrupt_record", k["status"].to_numpy(dtype=object))
 
@@ -349,26 +370,31 @@ def _forced_spec(gpus: GpuCatalog, gpu: str | None) -> GpuSpec | None:
     return forced
 
 
+def _datasheet_targets(
+    spec: GpuSpec, gpus: GpuCatalog, paths: list[str]
+) -> list[tuple[str, str, float | None]]:
+    """(roof name, peak column, datasheet value or None) of every roof a datasheet may fill."""
+    targets = [(p, f"peak_{p}_flop_per_s", spec.flop_per_s.get(p)) for p in PRECISIONS]
+    targets.append(("dram", "peak_dram_bytes_per_s", spec.dram_bytes_per_s))
+    return targets + [
+        (t.name, t.peak, spec.tensor.get(gpus.tensor_key(path)))
+        for path, t in zip(paths, map(tensor_columns, paths))
+    ]
+
+
 def _apply_datasheet(
     k: pd.DataFrame,
     idx: np.ndarray,
     spec: GpuSpec,
     gpus: GpuCatalog,
-    tensor_cols: dict[str, str],
-    sources: list[dict[str, str]],
-    notes: list[list[str]],
-    datasheet: np.ndarray,
-) -> None:
-    """Fill the roofs the launches ``idx`` lack from ``spec``, in place, and say so in their notes."""
-    targets = [(p, f"peak_{p}_flop_per_s", spec.flop_per_s.get(p)) for p in PRECISIONS]
-    targets.append(("dram", "peak_dram_bytes_per_s", spec.dram_bytes_per_s))
-    targets += [
-        (tensor_columns(path).name, col, spec.tensor.get(gpus.tensor_key(path)))
-        for path, col in tensor_cols.items()
-    ]
+    paths: list[str],
+    sets: _Sets,
+) -> np.ndarray:
+    """Fill the roofs the launches ``idx`` lack from ``spec``, in place, and say so in their notes;
+    return the launches that took a roof from it."""
     scale = _clock_scale(k["sm_clock_hz"].to_numpy(float)[idx], spec)
     filled: dict[int, list[tuple[str, str]]] = {}
-    for name, col, value in targets:
+    for name, col, value in _datasheet_targets(spec, gpus, paths):
         if value is None:
             continue
         values = k[col].to_numpy(float).copy()
@@ -378,38 +404,47 @@ def _apply_datasheet(
         # runs on the memory clock, which the SM clock does not tell: it stays the datasheet's)
         values[miss] = value * (1.0 if name == "dram" else scale[lacks])
         k[col] = values
+        sets.set(miss, name, "datasheet")
+        unscaled = "" if name == "dram" else f" (datasheet {fmt.si(value, 'FLOP/s')} at boost)"
+        shown = name.replace("_", " ", 1) if name.startswith("tensor_") else name
         for i in miss:
-            sources[i][name] = "datasheet"
-            unscaled = "" if name == "dram" else f" (datasheet {fmt.si(value, 'FLOP/s')} at boost)"
-            shown = name.replace("_", " ", 1) if name.startswith("tensor_") else name
             filled.setdefault(i, []).append((shown, shown + unscaled))
     clock = k["sm_clock_hz"].to_numpy(float)
     for i, names in filled.items():
-        datasheet[i] = spec.id
-        compute = any(n != "dram" for n, _ in names)
-        ran = (
-            ""
-            if not compute
-            else (
-                "; compute roofs scaled to the SM clock this launch ran at,"
-                f" {fmt.si(clock[i], 'Hz')} = {fmt.pct(clock[i] / spec.boost_hz)} of boost, as the"
-                " report's own roofs are; DRAM at the datasheet's bandwidth"
-                if np.isfinite(clock[i]) and clock[i] > 0
-                else "; no measured SM clock: at the boost clock"
+        sets.notes[i] += _datasheet_notes(spec, gpus, names, clock[i])
+    return np.fromiter(filled, dtype=np.int64, count=len(filled))
+
+
+def _datasheet_notes(
+    spec: GpuSpec, gpus: GpuCatalog, names: list[tuple[str, str]], clock: float
+) -> list[str]:
+    """The notes of a launch whose roofs ``names`` ((shown name, text) pairs) came from ``spec``
+    with its SM clock ``clock`` [Hz]: the datasheet, the clock, and any tensor roof assumption."""
+    compute = any(n != "dram" for n, _ in names)
+    ran = (
+        ""
+        if not compute
+        else (
+            "; compute roofs scaled to the SM clock this launch ran at,"
+            f" {fmt.si(clock, 'Hz')} = {fmt.pct(clock / spec.boost_hz)} of boost, as the"
+            " report's own roofs are; DRAM at the datasheet's bandwidth"
+            if np.isfinite(clock) and clock > 0
+            else "; no measured SM clock: at the boost clock"
+        )
+    )
+    out = [
+        f"roofs for {', '.join(text for _, text in names)} from the {spec.name} datasheet "
+        f"(boost clock {spec.boost_hz / 1e6:.0f} MHz{ran}, confidence {spec.confidence})"
+    ]
+    for name, _ in names:
+        rule = gpus.tensor_rule(name[len("tensor ") :]) if name.startswith("tensor ") else None
+        if rule is not None and rule.assumption:
+            out.append(
+                f"{name} roof = datasheet {rule.key.upper()}"
+                f" {fmt.si(spec.tensor[rule.key], 'FLOP/s')}: {rule.assumption} (confidence"
+                f" {rule.confidence})"
             )
-        )
-        notes[i].append(
-            f"roofs for {', '.join(text for _, text in names)} from the {spec.name} datasheet "
-            f"(boost clock {spec.boost_hz / 1e6:.0f} MHz{ran}, confidence {spec.confidence})"
-        )
-        for name, _ in names:
-            rule = gpus.tensor_rule(name[len("tensor ") :]) if name.startswith("tensor ") else None
-            if rule is not None and rule.assumption:
-                notes[i].append(
-                    f"{name} roof = datasheet {rule.key.upper()}"
-                    f" {fmt.si(spec.tensor[rule.key], 'FLOP/s')}: {rule.assumption} (confidence"
-                    f" {rule.confidence})"
-                )
+    return out
 
 
 def _clock_scale(clock: np.ndarray, spec: GpuSpec) -> np.ndarray:
@@ -420,15 +455,15 @@ def _clock_scale(clock: np.ndarray, spec: GpuSpec) -> np.ndarray:
 
 
 def _user_roofs(
-    peak_flops: dict[str, float], peak_bandwidth: dict[str, float], tensor_cols: dict[str, str]
+    peak_flops: dict[str, float], peak_bandwidth: dict[str, float], paths: list[str]
 ) -> list[tuple[str, str, float]]:
-    """(roof name, column, value) of every user roof; ``*`` is every precision not named and tensor."""
+    """(roof name, peak column, value) of every user roof; ``*`` is every precision not named and tensor."""
     user = [
         (name, f"peak_{name}_flop_per_s", v) for name, v in peak_flops.items() if name in PRECISIONS
     ]
     for name, v in peak_flops.items():
         if name in ("*", "tensor"):
-            user += [(tensor_columns(p).name, c, v) for p, c in tensor_cols.items()]
+            user += [(t.name, t.peak, v) for t in map(tensor_columns, paths)]
         if name == "*":
             user += [(p, f"peak_{p}_flop_per_s", v) for p in PRECISIONS if p not in peak_flops]
     return user + [(name, f"peak_{name}_bytes_per_s", v) for name, v in peak_bandwidth.items()]
@@ -438,16 +473,16 @@ def _no_roof_notes(
     k: pd.DataFrame,
     devices: np.ndarray,
     spec_of: dict,
-    sources: list[dict[str, str]],
-    notes: list[list[str]],
+    sets: _Sets,
     gpus: GpuCatalog,
 ) -> None:
     """Say, for each measured launch left without any roof, what to pass."""
+    roofed = has_any(sets.cells)
     for i in np.flatnonzero((k["status"] == "ok").to_numpy()):
-        if sources[i] or spec_of[devices[i]] is not None:
+        if roofed[i] or spec_of[devices[i]] is not None:
             continue
         if devices[i]:
-            notes[i].append(
+            sets.notes[i].append(
                 f"no roofs: the input has no peak_sustained metrics and {devices[i]} is not in "
                 "metrics/gpus.toml: pass --gpu NAME or --peak-flops/--peak-bandwidth"
             )
@@ -455,7 +490,7 @@ def _no_roof_notes(
         cc = k["cc"].iat[i] if isinstance(k["cc"].iat[i], str) else ""
         same = ", ".join(g.id for g in gpus.gpus if g.cc == cc)
         hint = f" (CC {cc}: {same})" if same else ""
-        notes[i].append(
+        sets.notes[i].append(
             "no roofs: the input names no device and has no peak_sustained metrics: "
             f"pass --gpu NAME{hint} or --peak-flops/--peak-bandwidth"
         )

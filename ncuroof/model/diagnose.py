@@ -44,19 +44,15 @@ import pandas as pd
 from .. import fmt
 from ..catalog import Catalog, GpuCatalog, PipeCatalog, load_gpus
 from ..catalog import load as load_catalog
-from ..parser.csv import NA_NOTE
 from ..schema import (
-    INCONSISTENT,
     KERNEL_SUMMARY,
     flop_name,
-    parse_cell,
     precision_title,
     tensor_path,
     work_unit,
 )
 from .classify import binding_points
 from .distinct import categorical, distinct_rows, per_distinct, text_array
-from .evidence import L2_READS_ONLY, SOURCES_DISAGREE
 from .speed_of_light import instruction_verdict
 from .summary import grid_sizes, keys_of
 
@@ -706,28 +702,48 @@ def launch_flags(
         ``no_work_bytes`` at every level).
     """
     out: list[list[tuple[str, str]]] = [[] for _ in range(len(kernels))]
-    _record_flags(kernels, points, thresholds, out)
-    _work_flags(kernels, thresholds, out)
+    _above_roof_flags(out, kernels, points, thresholds)
+    _status_flags(out, kernels)
+    _missing_flags(out, kernels)
+    _asked_flags(out, kernels, thresholds)
+    _no_work_flags(out, kernels, float(thresholds["no_work_bytes"]))
     return pd.Series(out, index=kernels.index, dtype=object)
 
 
-def _record_flags(
-    kernels: pd.DataFrame,
-    points: pd.DataFrame,
-    thresholds: dict[str, Any],
-    out: list[list[tuple[str, str]]],
+_Flags = list[list[tuple[str, str]]]
+
+
+def _asked_flags(out: _Flags, kernels: pd.DataFrame, thresholds: dict[str, Any]) -> None:
+    """Add the ``--expect`` flags (:func:`_expect_flags`) of the launches with an expected work,
+    made once per distinct row of the numbers they read (in place)."""
+    expected = kernels.reindex(columns=["expected_flop", "expected_dram_bytes"]).to_numpy(float)
+    asked = np.isfinite(expected).any(axis=1)
+    if asked.any():
+        cols = [c for c in _EXPECT_FACTS if c in kernels.columns]
+        made = per_distinct(kernels.loc[asked], cols, lambda r: _expect_flags(r, thresholds))
+        for i, flags in zip(np.flatnonzero(asked), made, strict=True):
+            out[i] += flags
+
+
+def _above_roof_flags(
+    out: _Flags, kernels: pd.DataFrame, points: pd.DataFrame, thresholds: dict[str, Any]
 ) -> None:
-    """Flags of the record: above a roof, failed or damaged, and those its notes raise (``out``
-    extended in place, one list per launch)."""
+    """Add each launch's ``above_roof`` flags (:func:`_above_roof`), once each (in place)."""
     above = _above_roof(kernels, points, thresholds)
-    if above:
-        pos = pd.Series(
-            np.arange(len(kernels)),
-            index=pd.MultiIndex.from_arrays([kernels["source"], kernels["launch_id"]]),
-        )
-        for (src, lid), flag in above:
-            if flag not in out[pos[(src, lid)]]:
-                out[pos[(src, lid)]].append(flag)
+    if not above:
+        return
+    pos = pd.Series(
+        np.arange(len(kernels)),
+        index=pd.MultiIndex.from_arrays([kernels["source"], kernels["launch_id"]]),
+    )
+    for (src, lid), flag in above:
+        if flag not in out[pos[(src, lid)]]:
+            out[pos[(src, lid)]].append(flag)
+
+
+def _status_flags(out: _Flags, kernels: pd.DataFrame) -> None:
+    """Add the flags of each launch's status and of its coded notes (:data:`_NOTE_FLAGS`: the code
+    of a :class:`ncuroof.schema.Note`, never its words), in place."""
     status = kernels["status"].to_numpy()
     for i in np.flatnonzero(status == "failed_measurement"):
         out[i].append(("failed_measurement", "ncu stored NaN, not plotted"))
@@ -737,45 +753,29 @@ def _record_flags(
         out[i] += flags
 
 
-def _work_flags(
-    kernels: pd.DataFrame, thresholds: dict[str, Any], out: list[list[tuple[str, str]]]
-) -> None:
-    """Flags of the measured work: roofline metrics missing, work against ``--expect``, no work
-    (``out`` extended in place, one list per launch)."""
-    no_work = float(thresholds["no_work_bytes"])
-    status = kernels["status"].to_numpy()
+def _missing_flags(out: _Flags, kernels: pd.DataFrame) -> None:
+    """Add ``missing_metrics`` to each ``no_roofline_metrics`` launch, saying what it holds (in place)."""
     time_s = kernels["time_s"].to_numpy(float)
     held = evidence_facts(kernels)
     sm, mem = (
         kernels.reindex(columns=[c])[c].to_numpy(float)
         for c in ("sm_throughput_frac", "memory_throughput_frac")
     )
-    for i in np.flatnonzero(status == "no_roofline_metrics"):
-        out[i].append(
-            (
-                "missing_metrics",
-                _missing_text(
-                    bool(held["has_flop"].iat[i]),
-                    bool(held["has_bytes"].iat[i]),
-                    time_s[i],
-                    sm[i],
-                    mem[i],
-                ),
-            )
-        )
-    expected = kernels.reindex(columns=["expected_flop", "expected_dram_bytes"]).to_numpy(float)
-    asked = np.isfinite(expected).any(axis=1)
-    if asked.any():  # the flags of each distinct row of the numbers they read, made once
-        cols = [c for c in _EXPECT_FACTS if c in kernels.columns]
-        made = per_distinct(kernels.loc[asked], cols, lambda r: _expect_flags(r, thresholds))
-        for i, flags in zip(np.flatnonzero(asked), made, strict=True):
-            out[i] += flags
+    for i in np.flatnonzero(kernels["status"].to_numpy() == "no_roofline_metrics"):
+        flop, byts = bool(held["has_flop"].iat[i]), bool(held["has_bytes"].iat[i])
+        out[i].append(("missing_metrics", _missing_text(flop, byts, time_s[i], sm[i], mem[i])))
+
+
+def _no_work_flags(out: _Flags, kernels: pd.DataFrame, no_work: float) -> None:
+    """Add ``no_work`` to each ``ok`` launch with a duration, no FLOPs and at most ``no_work`` [B]
+    at every level (in place)."""
+    time_s = kernels["time_s"].to_numpy(float)
     work = kernels.reindex(columns=["fp64_flop", "fp32_flop", "fp16_flop", "tensor_flop"]).to_numpy(
         float
     )
     byts = kernels.reindex(columns=["dram_bytes", "l2_bytes", "l1_bytes"]).to_numpy(float)
     idle = (
-        (status == "ok")
+        (kernels["status"].to_numpy() == "ok")
         & np.isfinite(time_s)
         & ~(np.nan_to_num(work) > 0).any(axis=1)
         & ~(np.nan_to_num(byts) > no_work).any(axis=1)
@@ -803,34 +803,28 @@ _EXPECT_FACTS = (
 )
 
 
-#: The notes that raise a flag: the start of the note, its flag code and the flag's text.
-_NOTE_FLAGS = (
-    (NA_NOTE, "na_metrics", "see notes"),
-    (INCONSISTENT, "inconsistent_read", "see notes; check it with --reader ncu_report"),
-    (SOURCES_DISAGREE, "sources_disagree", "see notes"),
-    (L2_READS_ONLY, "l2_reads_only", "see notes"),
-)
+#: The flags a launch's coded notes raise (:data:`ncuroof.schema.NOTE_CODES`), in this order.
+_NOTE_FLAGS = {
+    "na_metrics": "see notes",
+    "inconsistent_read": "see notes; check it with --reader ncu_report",
+    "sources_disagree": "see notes",
+    "l2_reads_only": "see notes",
+}
 
 
 def _note_flags(notes: pd.Series) -> dict[int, list[tuple[str, str]]]:
-    """The flags each launch's notes raise (:data:`_NOTE_FLAGS`), by position; launches without
-    one are absent. Each distinct note text is tested once."""
-    cells = [parse_cell("notes", c) for c in notes]
+    """The flags each launch's coded notes raise (:data:`_NOTE_FLAGS`: the code of a
+    :class:`ncuroof.schema.Note`, never its words), by position; launches without one are absent.
+    The codes of all notes are compared at once, not launch by launch."""
+    cells = [c if isinstance(c, list) else [] for c in notes]
     counts = np.fromiter(map(len, cells), dtype=np.int64, count=len(cells))
-    flat = np.empty(int(counts.sum()), dtype=object)
-    flat[:] = [str(n) for n in itertools.chain.from_iterable(cells)]
-    if not len(flat):
-        return {}
-    codes, texts = pd.factorize(flat)
+    codes = np.empty(int(counts.sum()), dtype=object)
+    codes[:] = [getattr(n, "code", "") for n in itertools.chain.from_iterable(cells)]
     row = np.repeat(np.arange(len(cells)), counts)
-    hits = []
-    for prefix, code, text in _NOTE_FLAGS:
-        starts = np.fromiter((t.startswith(prefix) for t in texts), dtype=bool, count=len(texts))
-        hits.append((np.unique(row[starts[codes]]), (code, text)))
     out: dict[int, list[tuple[str, str]]] = {}
-    for rows, flag in hits:
-        for i in rows.tolist():
-            out.setdefault(i, []).append(flag)
+    for code, text in _NOTE_FLAGS.items():
+        for i in np.unique(row[codes == code]).tolist():
+            out.setdefault(i, []).append((code, text))
     return out
 
 
@@ -1171,7 +1165,7 @@ def diagnose_kernels(
     s["advice"] = [r[2] for r in res]
     spread = float(catalog.thresholds["diagnosis"]["clock_spread"])
     flags = k.groupby("kernel_key")["flags"].agg(
-        lambda x: list(dict.fromkeys(tuple(f) for v in x for f in parse_cell("flags", v)))
+        lambda x: list(dict.fromkeys(tuple(f) for v in x if isinstance(v, list) for f in v))
     )
     out = []
     for r in s.itertuples(index=False):

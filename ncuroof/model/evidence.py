@@ -19,6 +19,7 @@ import pandas as pd
 
 from .. import fmt
 from ..catalog import Catalog, OpcodeTable, Recipe
+from ..schema import L2_READS_ONLY, SOURCES_DISAGREE, Note
 from .distinct import categorical, distinct_codes
 
 __all__ = [
@@ -32,10 +33,8 @@ __all__ = [
     "ledger_text",
 ]
 
-#: Start of the note of a launch whose sources of one quantity disagree (flag ``sources_disagree``).
-SOURCES_DISAGREE = "sources disagree"
-#: Start of the note of a launch whose L2 bytes are 0 under a reads-only definition while its write counters hold bytes (flag ``l2_reads_only``).
-L2_READS_ONLY = "L2 reads only"
+# SOURCES_DISAGREE and L2_READS_ONLY (ncuroof.schema): the words of the notes this module writes, as
+# Notes with codes ``sources_disagree`` and ``l2_reads_only`` (flags of the same names).
 
 _NAN = np.nan
 
@@ -151,23 +150,9 @@ def flop_evidence(
         if t.table.factor == 1:  # only a thread table counts what the counters count
             for i in np.flatnonzero(both & (apart > disagree)):
                 notes[i].append(
-                    _disagreement(title, t.table, flop[i], value[i], source[i], disagree)
+                    _disagree_note(title, (flop[i], source[i]), value[i], apart[i], t, disagree)
                 )
     return flop, flop_per_s, source.astype(object), held
-
-
-def _disagreement(
-    title: str, table: OpcodeTable, flop: float, value: float, source: str, disagree: float
-) -> str:
-    """The note of a launch whose FLOP counters and thread-opcode table are further apart than
-    ``disagree``."""
-    apart = _apart(np.array([flop]), np.array([value]))[0]
-    return (
-        f"{SOURCES_DISAGREE}: {title} FLOPs {fmt.si(flop, 'FLOP')} from the counters"
-        f" ({source}) but {fmt.si(value, 'FLOP')} from {table.metric}"
-        f" ({100 * apart:.1f} % apart, more than {100 * disagree:g} %): the counters"
-        " are used; re-profile if the run was replayed inconsistently"
-    )
 
 
 def _add_note(notes: list[list[str]], where: np.ndarray, note: str) -> None:
@@ -197,6 +182,26 @@ def _agreement_text(
         )
         text[both] = shown[codes]
     return text
+
+
+def _disagree_note(
+    title: str,
+    counted: tuple[float, str],
+    value: float,
+    apart: float,
+    t: OpcodeFlops,
+    disagree: float,
+) -> Note:
+    """The ``sources_disagree`` note of a launch whose counters (``counted``: FLOPs and their
+    source) and thread-opcode table ``t`` (``value`` [FLOP]) are ``apart`` by more than ``disagree``."""
+    flop, source = counted
+    return Note(
+        "sources_disagree",
+        f"{SOURCES_DISAGREE}: {title} FLOPs {fmt.si(flop, 'FLOP')} from the counters ({source})"
+        f" but {fmt.si(value, 'FLOP')} from {t.table.metric} ({100 * apart:.1f} % apart, more"
+        f" than {100 * disagree:g} %): the counters are used; re-profile if the run was replayed"
+        " inconsistently",
+    )
 
 
 def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -242,10 +247,13 @@ def l2_write_evidence(
     reads_only = (definition == "ncu-legacy") & (l2_bytes == 0) & (writes > 0)
     for i in np.flatnonzero(reads_only):
         notes[i].append(
-            f"{L2_READS_ONLY}: l2_bytes = 0 under the ncu-legacy definition"
-            f" (l1tex__m_xbar2l1tex_read_bytes, L2 -> L1 reads only) while {label[i]} ="
-            f" {fmt.si(writes[i], 'B')} were written to L2: this launch's L2 traffic is writes;"
-            " --traffic nersc (lts__t_bytes) counts them"
+            Note(
+                "l2_reads_only",
+                f"{L2_READS_ONLY}: l2_bytes = 0 under the ncu-legacy definition"
+                f" (l1tex__m_xbar2l1tex_read_bytes, L2 -> L1 reads only) while {label[i]} ="
+                f" {fmt.si(writes[i], 'B')} were written to L2: this launch's L2 traffic is writes;"
+                " --traffic nersc (lts__t_bytes) counts them",
+            )
         )
     missing = ~(peak > 0) & ~np.isnan(l2_bytes)
     peak_label = np.full(n, "", dtype=object)

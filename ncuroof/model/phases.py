@@ -111,19 +111,8 @@ def phase_table(kernels: pd.DataFrame, depth: int | None = None) -> pd.DataFrame
     k = kernels
     key = phase_of(k["nvtx_range"], depth).rename("phase")
     t = k["time_s"].fillna(0.0).to_numpy(float)
-    paths = [
-        c for p, c in flop_columns(k.columns).items() if p not in PRECISIONS
-    ]  # tensor datapaths
-    sums = [
-        "time_s",
-        *(f"{p}_flop" for p in PRECISIONS),
-        "tensor_flop",
-        *paths,
-        "flop",
-        *(f"{lv}_bytes" for lv in LEVELS),
-        "time_at_roof_s",
-        "saving_s",
-    ]
+    paths = [c for p, c in flop_columns(k.columns).items() if p not in PRECISIONS]  # tensor
+    sums = _summed_columns(paths)
     work = [c for c in sums if c != "time_s"]
     damaged = (
         k["status"].isin(["failed_measurement", "corrupt_record"]).to_numpy()
@@ -144,8 +133,35 @@ def phase_table(kernels: pd.DataFrame, depth: int | None = None) -> pd.DataFrame
         out["saving_share"] = out["saving_s"] / total if total > 0 else np.nan
         out["flop_per_s"] = out["flop"] / out["time_s"].where(out["time_s"] > 0)
         out["dram_ai_flop_per_byte"] = out["flop"] / out["dram_bytes"].where(out["dram_bytes"] > 0)
+    out["bound"] = _bound_of_most_time(k["bound"], t, key).reindex(out.index).fillna("unknown")
+    for col in ("sm_throughput_frac", "memory_throughput_frac"):
+        out[col] = _weighted(k, col, t, key)
+    out = out.rename_axis("phase").reset_index()
+    out = out.sort_values("time_s", ascending=False, na_position="last", kind="stable").reset_index(
+        drop=True
+    )
+    return out[[*PHASES, *paths]].astype({name: c.dtype for name, c in PHASES.items()})
+
+
+def _summed_columns(paths: list[str]) -> list[str]:
+    """The columns a phase sums: time, FLOPs per precision and tensor datapath (``paths``), all
+    counted FLOPs, bytes per level, time at the roof and saving."""
+    return [
+        "time_s",
+        *(f"{p}_flop" for p in PRECISIONS),
+        "tensor_flop",
+        *paths,
+        "flop",
+        *(f"{lv}_bytes" for lv in LEVELS),
+        "time_at_roof_s",
+        "saving_s",
+    ]
+
+
+def _bound_of_most_time(bound: pd.Series, t: np.ndarray, key: pd.Series) -> pd.Series:
+    """Per phase (``key``), the bound of most of its time ``t`` (s)."""
     bound_time = (
-        pd.DataFrame({"phase": key, "bound": k["bound"].astype(str), "_t": t})
+        pd.DataFrame({"phase": key, "bound": bound.astype(str), "_t": t})
         .groupby(["phase", "bound"], sort=False)["_t"]
         .sum()
     )
@@ -155,11 +171,4 @@ def phase_table(kernels: pd.DataFrame, depth: int | None = None) -> pd.DataFrame
         .drop_duplicates("phase")
         .set_index("phase")
     )
-    out["bound"] = top["bound"].reindex(out.index).fillna("unknown")
-    for col in ("sm_throughput_frac", "memory_throughput_frac"):
-        out[col] = _weighted(k, col, t, key)
-    out = out.rename_axis("phase").reset_index()
-    out = out.sort_values("time_s", ascending=False, na_position="last", kind="stable").reset_index(
-        drop=True
-    )
-    return out[[*PHASES, *paths]].astype({name: c.dtype for name, c in PHASES.items()})
+    return top["bound"]

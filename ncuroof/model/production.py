@@ -354,6 +354,19 @@ def join(
     # kernel only by its name in one spelling, or by its base name and launch configuration)
     pairs = summary.pair_keys(ncu, side, ("spelling", "base name and configuration"), _UNMATCHED)
     table = _assemble(pairs, ncu, side, set(dots["kernel_key"]) if len(dots) else set(), differs)
+    prod = _production(table, _timeline_launches(tl, pairs), timeline.attrs, differs)
+    if len(side) and not ((pairs["key_left"] != "") & (pairs["key_right"] != "")).any():
+        prod.warnings.append(
+            f"timeline {prod.path.name}: none of its {fmt.count(len(side), 'kernel')} is one of the"
+            " report's; shares count production time, but no kernel with a roofline point has any"
+            " (is it the same program?)"
+        )
+    return prod
+
+
+def _timeline_launches(tl: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
+    """The timeline's launches as ``kernel_key`` (the paired ncu kernel's key where there is one),
+    ``op`` ('' when none) and ``duration_s``."""
     to_ncu = dict(
         zip(
             pairs["key_right"],
@@ -361,15 +374,21 @@ def join(
         )
     )
     op = tl["op"].astype(object).where(tl["op"].notna(), "") if "op" in tl.columns else ""
-    launches = pd.DataFrame(
+    return pd.DataFrame(
         {
             "kernel_key": tl["kernel_key"].map(to_ncu),
             "op": op,
             "duration_s": tl["duration_s"].to_numpy(float),
         }
     )
-    a = timeline.attrs
-    prod = Production(
+
+
+def _production(
+    table: pd.DataFrame, launches: pd.DataFrame, a: dict[str, Any], differs: float
+) -> Production:
+    """The :class:`Production` of the joined ``table`` and ``launches``, with the timeline's
+    ``attrs`` ``a`` (span, busy time, path, format, device, GPU name)."""
+    return Production(
         table,
         launches,
         float(table["production_time_s"].sum()),
@@ -381,13 +400,6 @@ def join(
         str(a.get("gpu_name") or ""),
         differs=differs,
     )
-    if len(side) and not ((pairs["key_left"] != "") & (pairs["key_right"] != "")).any():
-        prod.warnings.append(
-            f"timeline {prod.path.name}: none of its {fmt.count(len(side), 'kernel')} is one of the"
-            " report's; shares count production time, but no kernel with a roofline point has any"
-            " (is it the same program?)"
-        )
-    return prod
 
 
 def gpu_warning(gpu_name: str, report_gpus: list[str], path: Path) -> str:
@@ -545,25 +557,14 @@ def op_table(kernels: pd.DataFrame, production: Production) -> pd.DataFrame:
         position; ``time_s``, ``time_share`` (of :attr:`Production.total_s`), ``launches`` and
         ``kernels`` (distinct kernel keys) the production run's.
     """
-    pl = production.launches.assign(op=production.launches["op"].replace("", NO_OPERATOR))
-    per = (
-        pl.groupby(["kernel_key", "op"], sort=False)["duration_s"]
-        .agg(["sum", "size"])
-        .reset_index()
-    )
-    key_time = per.groupby("kernel_key")["sum"].transform("sum").to_numpy(float)
-    profiled = kernels.groupby("kernel_key")["time_s"].sum()
-    with np.errstate(divide="ignore", invalid="ignore"):
-        per["w"] = np.where(key_time > 0, per["sum"].to_numpy(float) / key_time, 0.0)
-        per["scale"] = per["sum"].to_numpy(float) / profiled.reindex(per["kernel_key"]).to_numpy(
-            float
-        )
+    per = _operator_shares(kernels, production)
     k = kernels.drop(columns=["nvtx_range"]).merge(
         per[["kernel_key", "op", "w", "scale"]], on="kernel_key"
     )
+    # the work (tensor datapaths too) by the operator's share, the times by production over ncu time
     for col in dict.fromkeys(
         [c for c in (*_WORK, *flop_columns(k.columns).values()) if c in k.columns]
-    ):  # tensor datapaths too
+    ):
         k[col] = k[col] * k["w"]
     for col in ("time_at_roof_s", "saving_s"):
         k[col] = k[col] * k["scale"]
@@ -582,7 +583,31 @@ def op_table(kernels: pd.DataFrame, production: Production) -> pd.DataFrame:
         work.set_index("op").drop(columns=["launches", "kernels", "time_share", "saving_share"]),
         how="left",
     )
-    total = production.total_s
+    return _finish_ops(out, work, production.total_s)
+
+
+def _operator_shares(kernels: pd.DataFrame, production: Production) -> pd.DataFrame:
+    """A row per kernel key and operator: production time (``sum``) and launches (``size``) under
+    it, ``w`` its share of the key's production time, ``scale`` over the key's ncu time."""
+    pl = production.launches.assign(op=production.launches["op"].replace("", NO_OPERATOR))
+    per = (
+        pl.groupby(["kernel_key", "op"], sort=False)["duration_s"]
+        .agg(["sum", "size"])
+        .reset_index()
+    )
+    key_time = per.groupby("kernel_key")["sum"].transform("sum").to_numpy(float)
+    profiled = kernels.groupby("kernel_key")["time_s"].sum()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per["w"] = np.where(key_time > 0, per["sum"].to_numpy(float) / key_time, 0.0)
+        per["scale"] = per["sum"].to_numpy(float) / profiled.reindex(per["kernel_key"]).to_numpy(
+            float
+        )
+    return per
+
+
+def _finish_ops(out: pd.DataFrame, work: pd.DataFrame, total: float) -> pd.DataFrame:
+    """Shares of the production ``total`` (s), unknown bound filled, most time first, typed as
+    :data:`ncuroof.schema.OPS` (then the phase table's other columns)."""
     out["time_share"] = out["time_s"] / total if total > 0 else np.nan
     out["saving_share"] = out["saving_s"] / total if total > 0 else np.nan
     out["bound"] = out["bound"].fillna("unknown")

@@ -29,6 +29,7 @@ __all__ = [
     "kernel_summary",
     "kernel_keys",
     "kernel_dots",
+    "launch_kernels",
     "with_keys",
     "focus_set",
     "grid_size",
@@ -873,3 +874,35 @@ def grid_size(text: object) -> float:
         return np.nan
     nums = re.findall(r"\d+", text)
     return float(np.prod([int(n) for n in nums])) if nums else np.nan
+
+
+def launch_kernels(points: pd.DataFrame) -> pd.DataFrame:
+    """A minimal classified kernels table for a points table given alone: one row per launch.
+
+    Parameters
+    ----------
+    points : DataFrame
+        A points table (:data:`ncuroof.schema.POINTS`).
+
+    Returns
+    -------
+    DataFrame
+        ``source``, ``launch_id``, ``kernel_name``, ``time_s`` [s] of each launch,
+        ``kernel_demangled`` (the name), ``nvtx_range`` (''), ``time_at_roof_s`` and ``saving_s``
+        (NaN: unknown without the launch table), and ``bound`` at the launch's binding point
+        (:func:`binding_points`; ``unknown`` without one).
+    """
+    k = points.drop_duplicates(["source", "launch_id"])[
+        ["source", "launch_id", "kernel_name", "time_s"]
+    ].copy()
+    k["kernel_demangled"] = k["kernel_name"]
+    k["nvtx_range"] = ""
+    k["time_at_roof_s"] = np.nan
+    k["saving_s"] = np.nan
+    k = k.merge(
+        binding_points(points)[["source", "launch_id", "bound"]],
+        on=["source", "launch_id"],
+        how="left",
+    )
+    k["bound"] = k["bound"].replace("", np.nan).fillna("unknown")
+    return k

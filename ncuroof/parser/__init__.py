@@ -255,6 +255,21 @@ def read(
     return validate_raw(check_values(df, catalog), str(path))
 
 
+def _read_each(
+    paths: Sequence[str | Path], catalog: Catalog, progress: Any, reader: str
+) -> tuple[list[pd.DataFrame], list[tuple[Path, Session]]]:
+    """The raw table of each file that has launches (:func:`read`), and the session pages."""
+    tables: list[pd.DataFrame] = []
+    sessions: list[tuple[Path, Session]] = []
+    for p in (Path(x) for x in paths):
+        _check_path(p)
+        if not _is_report(p) and sniff(p) == "session":
+            sessions.append((p, read_session(p)))
+        else:
+            tables.append(read(p, catalog, progress, reader))
+    return tables, sessions
+
+
 def read_many(
     paths: Sequence[str | Path],
     catalog: Catalog,
@@ -294,14 +309,7 @@ def read_many(
         For an unknown ``reader``.
     """
     check_reader(reader)
-    tables: list[pd.DataFrame] = []
-    sessions: list[tuple[Path, Session]] = []
-    for p in (Path(x) for x in paths):
-        _check_path(p)
-        if not _is_report(p) and sniff(p) == "session":
-            sessions.append((p, read_session(p)))
-        else:
-            tables.append(read(p, catalog, progress, reader))
+    tables, sessions = _read_each(paths, catalog, progress, reader)
     if not tables:
         where = sessions[0][0] if sessions else None
         raise InputError(

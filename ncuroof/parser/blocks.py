@@ -19,11 +19,12 @@ import hashlib
 import mmap
 import re
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from google.protobuf.message import DecodeError
 
 from ..errors import InputError, ReportFormatError
@@ -42,7 +43,9 @@ __all__ = [
     "release_pages",
     "ResultRecord",
     "LaunchLedger",
+    "check_records",
     "Plan",
+    "Mark",
     "plan",
 ]
 
@@ -137,8 +140,11 @@ def check_header(header: bytes, end: int, size: int, path: Path) -> None:
         )
 
 
+_U32 = struct.Struct("<I")
+
+
 def _u32(mm: Any, pos: int) -> int:
-    return struct.unpack_from("<I", mm, pos)[0]
+    return _U32.unpack_from(mm, pos)[0]
 
 
 def first_block(mm: Any, path: Path) -> tuple[int, int]:
@@ -212,16 +218,10 @@ def walk(
     while pos + 4 <= size:
         if pos - released >= RELEASE_BYTES:
             released = release_pages(mm, released, pos)
-        if (
-            _u32(mm, pos) == 0
-        ):  # no block has an empty header: zeros appended or written over the report
-            raise ReportFormatError(
-                f"block {index} at byte {pos} has an empty header: the {size - pos} bytes from"
-                " there are not blocks (zeros appended to the report?); the report is damaged:"
-                " copy it again or re-run ncu",
-                path,
-            )
-        start = pos + 4 + _u32(mm, pos)
+        length = _U32.unpack_from(mm, pos)[0]
+        if length == 0:  # no block has an empty header: zeros appended or written over it
+            raise _empty_header(path, index, pos, size)
+        start = pos + 4 + length
         if start > size:
             break
         try:
@@ -239,11 +239,26 @@ def walk(
         index += 1
     release_pages(mm, released, pos)  # the blocks are read: none of their pages stays resident
     if pos != size:
-        raise ReportFormatError(
-            f"is truncated or corrupt: its blocks end at byte {pos} but the file has {len(mm)}"
-            " bytes; copy the report again or re-run ncu",
-            path,
-        )
+        raise _truncated(path, pos, len(mm))
+
+
+def _empty_header(path: Path, index: int, pos: int, size: int) -> ReportFormatError:
+    """The error for a block header of size 0 at byte ``pos`` (the walk ends at byte ``size``)."""
+    return ReportFormatError(
+        f"block {index} at byte {pos} has an empty header: the {size - pos} bytes from"
+        " there are not blocks (zeros appended to the report?); the report is damaged:"
+        " copy it again or re-run ncu",
+        path,
+    )
+
+
+def _truncated(path: Path, pos: int, size: int) -> ReportFormatError:
+    """The error for blocks that end at byte ``pos`` of a file of ``size`` bytes."""
+    return ReportFormatError(
+        f"is truncated or corrupt: its blocks end at byte {pos} but the file has {size}"
+        " bytes; copy the report again or re-run ncu",
+        path,
+    )
 
 
 class Untiled(DecodeError):
@@ -393,17 +408,62 @@ class LaunchLedger:
         self.last[r.process_id] = r
 
 
+def check_records(path: Path, data: Any, records: Sequence[tuple[Any, ...]]) -> None:
+    """Check launch records in file order as :class:`LaunchLedger` does, at once where it can.
+
+    Where every record has a process ID and a sequence number and each process's numbers
+    increase from record to record (a report as ncu writes it), the ledger finds nothing: no two
+    records share (process ID, sequence number), none is out of sequence; that is checked on
+    NumPy arrays. Otherwise the records go through the ledger one by one, which raises its error.
+
+    Parameters
+    ----------
+    path : Path
+        The report, for the messages.
+    data : buffer
+        The whole report (``mmap`` or ``bytes``).
+    records : sequence of tuple
+        ``(index, block, start, end, process ID, sequence number, ...)`` per launch record, in file
+        order (the fields of :class:`ResultRecord`, then anything).
+
+    Raises
+    ------
+    ReportFormatError
+        As :meth:`LaunchLedger.add`.
+    """
+    pids, seqs = [r[4] for r in records], [r[5] for r in records]
+    if None not in pids and None not in seqs:
+        try:
+            pid, seq = np.array(pids, dtype=np.uint64), np.array(seqs, dtype=np.uint64)
+        except OverflowError:  # not u64 values: the ledger says what is wrong
+            pass
+        else:
+            order = np.argsort(pid, kind="stable")  # by process, in file order within each
+            pid, seq = pid[order], seq[order]
+            if not ((pid[1:] == pid[:-1]) & (seq[1:] <= seq[:-1])).any():
+                return
+    ledger = LaunchLedger(path, data)
+    for r in records:
+        ledger.add(ResultRecord(*r[:6]))
+
+
+#: A result block as :func:`plan` finds it: byte offset, block index, first launch, payload start,
+#: payload end, number of source records, number of result records.
+Mark = tuple[int, int, int, int, int, int, int]
+
+
 @dataclass
 class Plan:
     """What one walk over a report's block headers finds (:func:`plan`): the ncu version (in the
     first block header without results that has one; ``ncu_report`` does not expose it), the
-    number of launches, for each result block its byte offset, block index and first launch,
-    ``strings``, the whole string table (every block's, in file order), and ``records``, every
+    number of launches, ``marks``: for each result block its byte offset, block index, first
+    launch, payload start and end, and numbers of source and result records (:data:`Mark`: a
+    reader decodes the results from these without walking the block headers again), ``strings``, the whole string table (every block's, in file order), and ``records``, every
     launch record, when the walk was given a ledger."""
 
     version: str | None = None
     total: int = 0
-    marks: list[tuple[int, int, int]] = field(default_factory=list)
+    marks: list[Mark] = field(default_factory=list)
     strings: list[bytes] = field(default_factory=list)
     records: list[ResultRecord] = field(default_factory=list)
 
@@ -442,7 +502,10 @@ def plan(
     out = Plan()
     for block, pos, header, start in blocks:
         if header.num_results:
-            out.marks.append((pos, block, out.total))
+            end = start + header.payload_size
+            out.marks.append(
+                (pos, block, out.total, start, end, header.num_sources, header.num_results)
+            )
             if ledger is not None:
                 out.records.extend(_stamps(mm, path, block, start, header, out.total, ledger))
             out.total += header.num_results

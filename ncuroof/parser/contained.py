@@ -137,9 +137,7 @@ def read_launches(
         )
         try:
             rows, total, error, missing = _collect(proc, json.dumps(spec).encode(), progress)
-        except (
-            BaseException
-        ):  # Ctrl-C or a failing progress bar: the worker does not outlive the read
+        except BaseException:  # Ctrl-C or a failing progress bar: the worker does not outlive it
             proc.kill()
             raise
         finally:
@@ -150,23 +148,27 @@ def read_launches(
             raise ReportFormatError(
                 f"ncu_report could not read it ({error}); re-run ncu or re-export the report", path
             )
-        code = proc.returncode
-        if code < 0:
-            try:
-                name = signal.Signals(-code).name
-            except ValueError:
-                name = f"signal {-code}"
-            detail = _stderr_line(err)
-            raise ReportFormatError(
-                f"has a damaged launch record: NVIDIA's ncu_report decoder aborted ({name})"
-                f" {_where(len(rows), total, records)}{': ' + detail if detail else ''}; copy the"
-                " report again or re-run ncu",
-                path,
-            )
-        if code != 0:
-            raise ReportFormatError(
-                f"ncu_report failed {_where(len(rows), total, records)} ({_stderr_line(err)}); "
-                "re-run ncu or re-export the report",
-                path,
-            )
+        _check_exit(proc.returncode, err, path, _where(len(rows), total, records))
     return rows
+
+
+def _check_exit(code: int, err: Any, path: Path, where: str) -> None:
+    """ReportFormatError when the worker died of a signal (the decoder aborted) or failed: ``err``
+    is its stderr file, ``where`` the launch it was at (:func:`_where`)."""
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        detail = _stderr_line(err)
+        raise ReportFormatError(
+            f"has a damaged launch record: NVIDIA's ncu_report decoder aborted ({name})"
+            f" {where}{': ' + detail if detail else ''}; copy the"
+            " report again or re-run ncu",
+            path,
+        )
+    if code != 0:
+        raise ReportFormatError(
+            f"ncu_report failed {where} ({_stderr_line(err)}); re-run ncu or re-export the report",
+            path,
+        )

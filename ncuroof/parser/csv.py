@@ -46,6 +46,7 @@ import pandas as pd
 
 from ..catalog import Catalog, CsvRules, limits, load_csv_rules, over_limit
 from ..errors import InputError, ReportFormatError
+from ..schema import NA_NOTE  # the words of the na_metrics note (ncuroof.schema.NOTE_CODES)
 from .merge import merge
 
 __all__ = ["read_csv", "read_session", "sniff", "function_name", "Session"]
@@ -63,8 +64,6 @@ _META = {
     "CC": "cc",
 }
 _NA = ("n/a", "N/A", "nan", "NaN")
-#: How a launch's notes start the note naming the metrics ncu printed as n/a (the diagnosis flags it).
-NA_NOTE = "n/a in the CSV (missing, not 0)"
 _SESSION_FIRST = (
     b"Launch Settings",
     b"Session Info",
@@ -524,8 +523,27 @@ def _chart_repeats(rows: pd.DataFrame, rules: CsvRules) -> pd.DataFrame:
 def _read_details(
     rows: pd.DataFrame, path: Path, catalog: Catalog, rules: CsvRules, notes: list[str]
 ) -> pd.DataFrame:
+    """The details page's rows (one per launch and metric) as one row per launch: its meta columns,
+    a column per wanted ncu metric in SI units and ``_na`` naming the metrics it gave as n/a."""
     rows = _chart_repeats(rows, rules)
     _check_launch_rows(rows, path)
+    rows = _name_metrics(rows, rules, notes)
+    meta = _meta(rows.drop_duplicates("ID"), path)
+    na_all = _na_metrics(rows)
+    keep = rows[[isinstance(m, str) and _wanted(m, catalog) for m in rows["metric"]]]
+    if keep.empty:
+        meta["_na"] = na_all.reindex(meta["launch_id"]).to_numpy()
+        return meta
+    wide = _wide_values(keep, path, rules)
+    meta = meta.set_index("launch_id", drop=False)
+    meta = meta.join(wide, how="left")
+    meta["_na"] = na_all.reindex(meta.index)
+    return meta.reset_index(drop=True)
+
+
+def _name_metrics(rows: pd.DataFrame, rules: CsvRules, notes: list[str]) -> pd.DataFrame:
+    """``rows`` with ``metric`` (the ncu metric of a metric name or of a section label; None for
+    labels that map to none, counted in ``notes``) and ``rank`` (1 for a label)."""
     names = rows["Metric Name"].to_numpy(dtype=object)
     sections = (
         rows["Section Name"].to_numpy(dtype=object)
@@ -549,21 +567,24 @@ def _read_details(
             f"{len(ignored)} section labels not mapped to an ncu metric were ignored "
             f"(e.g. {', '.join(sorted(ignored)[:3])})"
         )
-    rows = rows.assign(metric=metric, rank=label_rank)
-    first = rows.drop_duplicates("ID")
-    meta = _meta(first, path)
-    # n/a of any metric the export names is reported, read or not (the GPU did not provide it).
+    return rows.assign(metric=metric, rank=label_rank)
+
+
+def _na_metrics(rows: pd.DataFrame) -> pd.Series:
+    """Per launch ID, the metrics given as n/a (comma-separated), read or not: the GPU did not
+    provide them."""
     na_rows = rows[
         rows["Metric Value"].str.strip().isin(_NA)
         & rows["metric"].map(lambda m: isinstance(m, str))
     ]
-    na_all = na_rows.groupby(pd.to_numeric(na_rows["ID"]).astype("int64"))["metric"].apply(
+    return na_rows.groupby(pd.to_numeric(na_rows["ID"]).astype("int64"))["metric"].apply(
         lambda m: ", ".join(sorted(set(m)))
     )
-    keep = rows[[isinstance(m, str) and _wanted(m, catalog) for m in rows["metric"]]]
-    if keep.empty:
-        meta["_na"] = na_all.reindex(meta["launch_id"]).to_numpy()
-        return meta
+
+
+def _wide_values(keep: pd.DataFrame, path: Path, rules: CsvRules) -> pd.DataFrame:
+    """The values of the metric rows ``keep`` in SI units, one row per launch ID, one column per
+    metric; InputError on a value that is not a number."""
     first_metric = keep.drop_duplicates("Metric Unit").set_index("Metric Unit")["metric"]
     factor = {u: _convert(path, first_metric[u], u, rules) for u in first_metric.index}
     try:
@@ -573,9 +594,8 @@ def _read_details(
         raise InputError(
             f"launch {bad['ID']}: {bad['metric']} has the non-numeric value {exc.args[0]!r}", path
         ) from exc
-    with np.errstate(
-        over="ignore"
-    ):  # 1e308 Kbyte: inf, refused as not physical by validate.check_values
+    # 1e308 Kbyte: inf, refused as not physical by validate.check_values
+    with np.errstate(over="ignore"):
         values = values * keep["Metric Unit"].map(factor).to_numpy(dtype=float)
     long = pd.DataFrame(
         {
@@ -590,17 +610,12 @@ def _read_details(
         ["ID", "metric"]
     )
     wide = long.pivot(index="ID", columns="metric", values="value")
-    for (
-        metric,
-        others,
-    ) in rules.also.items():  # one label, several metrics (the section's sm__ and smsp__ clocks)
+    # one label, several metrics (the section's sm__ and smsp__ clocks)
+    for metric, others in rules.also.items():
         for other in others:
             if metric in wide.columns and other not in wide.columns:
                 wide[other] = wide[metric]
-    meta = meta.set_index("launch_id", drop=False)
-    meta = meta.join(wide, how="left")
-    meta["_na"] = na_all.reindex(meta.index)
-    return meta.reset_index(drop=True)
+    return wide
 
 
 def _read_raw(path: Path, catalog: Catalog, rules: CsvRules, notes: list[str]) -> pd.DataFrame:

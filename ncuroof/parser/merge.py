@@ -123,10 +123,20 @@ def merge(tables: list[pd.DataFrame], advice: str = _ADVICE) -> pd.DataFrame:
     others = [t.sort_values(_KEY).reset_index(drop=True) for t in tables[1:]]
     for t in others:
         _check_lineup(base, t, advice)
-    ordered = sorted(
-        [base, *others], key=sass_patched
-    )  # stable: unpatched files first, then input order
-    patched = {_name(t): sass_patched(t) for t in ordered}
+    # stable: unpatched files first, then input order
+    ordered = sorted([base, *others], key=sass_patched)
+    out = _merged_meta(base, others)
+    notes = _input_notes(out, others)
+    metrics, differ = _merged_metrics(ordered, notes)
+    out = pd.concat([out, pd.DataFrame(metrics)], axis=1)
+    out["input_notes"] = ["; ".join(n) or None for n in notes]
+    if differ:
+        _warn_differ(out, notes, differ)
+    return out
+
+
+def _merged_meta(base: pd.DataFrame, others: list[pd.DataFrame]) -> pd.DataFrame:
+    """The key and metadata columns, each from the first file that has it, and ``source``."""
     out = base[_KEY].copy()
     for col in RAW_META:
         if col in _KEY:
@@ -136,11 +146,25 @@ def merge(tables: list[pd.DataFrame], advice: str = _ADVICE) -> pd.DataFrame:
             values = values.where(values.notna(), t[col].astype(object))
         out[col] = values
     out["source"] = " + ".join(_name(t) for t in [base, *others])
+    return out
+
+
+def _input_notes(out: pd.DataFrame, others: list[pd.DataFrame]) -> list[list[str]]:
+    """Per launch, the distinct input notes of every file."""
     notes: list[list[str]] = [[n] if isinstance(n, str) and n else [] for n in out["input_notes"]]
     for t in others:
         for i, n in enumerate(t["input_notes"]):
             if isinstance(n, str) and n and n not in notes[i]:
                 notes[i].append(n)
+    return notes
+
+
+def _merged_metrics(
+    ordered: list[pd.DataFrame], notes: list[list[str]]
+) -> tuple[dict[str, np.ndarray], list[tuple[int, str]]]:
+    """Each metric from the first table of ``ordered`` that has it, launch by launch; where the
+    tables disagree on a value, a note in ``notes`` and the (launch index, metric) listed."""
+    patched = {_name(t): sass_patched(t) for t in ordered}
     metrics: dict[str, np.ndarray] = {}
     origin: dict[str, np.ndarray] = {}
     differ: list[tuple[int, str]] = []
@@ -160,34 +184,45 @@ def merge(tables: list[pd.DataFrame], advice: str = _ADVICE) -> pd.DataFrame:
                 np.isfinite(kept) & np.isfinite(v) & (np.abs(kept - v) > tolerance * np.abs(kept))
             ):
                 inflated = tolerance > _SAME and patched[name] and not patched[origin[col][i]]
-                why = (
-                    " (its run has SASS-patched metrics, which inflate durations and cycles)"
-                    if inflated
-                    else " (the first input's value: nothing tells which is right)"
-                )
                 notes[i].append(
-                    f"{col} from {_shown(origin[col][i])} ({kept[i]:,.6g}), not {_shown(name)}"
-                    f" ({v[i]:,.6g}){why}"
+                    _differ_note(col, (origin[col][i], kept[i]), (name, v[i]), inflated)
                 )
                 differ.append((i, col))
             take = np.isnan(kept) & ~np.isnan(v)
             metrics[col] = np.where(take, v, kept)
             origin[col] = np.where(take, name, origin[col])
-    out = pd.concat([out, pd.DataFrame(metrics)], axis=1)
-    out["input_notes"] = ["; ".join(n) or None for n in notes]
-    if differ:  # said on the terminal, never decided quietly: which value was kept is in each launch's notes
-        i, col = differ[0]
-        _log.warning(
-            "%s: the inputs give different values for %d launch metrics, e.g. launch %s's %s: %s;"
-            " each launch's notes in kernels.csv name the value kept (pass runs that are not parts"
-            " of one run with --stack)",
-            out["source"].iloc[0],
-            len(differ),
-            out["launch_id"].iloc[i],
-            col,
-            notes[i][-1] if notes[i] else col,
-        )
-    return out
+    return metrics, differ
+
+
+def _differ_note(
+    col: str, kept: tuple[str, float], other: tuple[str, float], inflated: bool
+) -> str:
+    """The note of a launch whose inputs disagree on ``col``: the (file, value) kept and the other."""
+    why = (
+        " (its run has SASS-patched metrics, which inflate durations and cycles)"
+        if inflated
+        else " (the first input's value: nothing tells which is right)"
+    )
+    return (
+        f"{col} from {_shown(kept[0])} ({kept[1]:,.6g}), not {_shown(other[0])}"
+        f" ({other[1]:,.6g}){why}"
+    )
+
+
+def _warn_differ(out: pd.DataFrame, notes: list[list[str]], differ: list[tuple[int, str]]) -> None:
+    """Say on the terminal that the inputs disagree (never decided quietly: which value was kept is
+    in each launch's notes)."""
+    i, col = differ[0]
+    _log.warning(
+        "%s: the inputs give different values for %d launch metrics, e.g. launch %s's %s: %s;"
+        " each launch's notes in kernels.csv name the value kept (pass runs that are not parts"
+        " of one run with --stack)",
+        out["source"].iloc[0],
+        len(differ),
+        out["launch_id"].iloc[i],
+        col,
+        notes[i][-1] if notes[i] else col,
+    )
 
 
 def apply_session(raw: pd.DataFrame, session: Session, path: Path) -> pd.DataFrame:

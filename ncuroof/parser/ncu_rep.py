@@ -193,7 +193,7 @@ def numeric_metrics(df: pd.DataFrame) -> pd.DataFrame:
         ``df``, changed in place.
     """
     text = [
-        c for c in df.columns if c not in _META and not pd.api.types.is_numeric_dtype(df[c])
+        c for c, t in df.dtypes.items() if c not in _META and not pd.api.types.is_numeric_dtype(t)
     ]  # the rest are numbers already
     if text:
         df[text] = df[text].apply(pd.to_numeric, errors="coerce")

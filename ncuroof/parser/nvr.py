@@ -26,12 +26,14 @@ header or result field never seen in those reports (:data:`~ncuroof.parser.wire.
 not: the report is unsupported.
 
 :func:`read_nvr` reads only the metrics the catalog asks for, straight from a memory map, and
-builds the same raw table as :func:`ncuroof.parser.ncu_rep.read_ncu_rep`, in one pass that also
-checks the framing and every launch record (:class:`~ncuroof.parser.blocks.LaunchLedger`). A big
-report is cut into slices of result blocks decoded side by side by worker processes
-(:mod:`ncuroof.parser.split`). Per launch, the wanted metric results are found by a cached layout
-(positions checked by their leading bytes, earlier copies of repeated metrics included) and their
-values read in one regex match and one ``struct`` unpack (:class:`_Doubles`), else one by one. A
+builds the same raw table as :func:`ncuroof.parser.ncu_rep.read_ncu_rep`: one walk over the block
+headers checks the framing and records each result block (:func:`_plan`); a big report is cut into
+slices of those blocks decoded side by side by worker processes (:mod:`ncuroof.parser.split`),
+without walking the headers again; every launch record is then checked in file order
+(:func:`~ncuroof.parser.blocks.check_records`). Per launch, the wanted metric results are found by
+a cached layout (positions checked by their leading bytes, earlier copies of repeated metrics
+included) and their doubles matched by one regex and kept as raw bytes, read for many launches at
+once as NumPy records (:class:`_Doubles`, :func:`_run_frame`), else value by value. A
 report using anything not seen in those reports raises :class:`UnsupportedReport`, on which
 :func:`ncuroof.parser.read` falls back to ``ncu_report``; a payload that does not decode raises
 :class:`PayloadError` naming the block, its byte offset and the launch (damaged, or a layout
@@ -51,7 +53,7 @@ import operator
 import os
 import re
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,13 +65,17 @@ from google.protobuf.message import DecodeError
 from ..catalog import Catalog
 from ..errors import InputError, ReportFormatError
 from .blocks import (
+    RELEASE_BYTES,
     LaunchLedger,
+    Mark,
     Plan,
     ResultRecord,
     Untiled,
     check_file,
+    check_records,
     first_block,
     plan,
+    release_pages,
     results,
     untiled_block,
     walk,
@@ -99,7 +105,10 @@ __all__ = [
 FORMAT_VERSION = 7
 KERNEL_LAUNCH = 3
 CHUNK = 4096  # launches per DataFrame chunk: bounds the memory of the per-row dicts
-#: Launches worth one more decoding process (a worker's start costs about 8,000 launches' decoding).
+#: Chunks of launches read in bulk per DataFrame (no per-row dicts: 1 kB a launch, and fewer, longer
+#: tables are cheaper to make and to join).
+RUN = 4
+#: Launches worth one more decoding process (a worker's start, 0.6 s, costs about 17,000 launches' decoding).
 PROCESS_LAUNCHES = 25_000
 #: The launches this process decodes while a worker starts (importing ncuroof, about 0.6 s).
 START_LAUNCHES = 8_000
@@ -110,13 +119,14 @@ TICK = 256
 #: ``DataFrame.attrs`` key of :func:`read_nvr`'s table: the launches whose layout was learned by a full scan.
 LEARNED = "ncuroof.learned_launches"
 _DOUBLE = struct.Struct("<d")
+_U32 = struct.Struct("<I")
 
 
 class UnsupportedReport(Exception):
     """The report uses something the decoder has not been verified on (read it with ``ncu_report``)."""
 
 
-@dataclass
+@dataclass(slots=True)
 class Launch:
     """One decoded result (kernel launch) of a report.
 
@@ -142,7 +152,7 @@ class Launch:
     numbers: list[Any] | None = None
     blob: bytes | None = None
     others: list[Any] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] | None = None
 
     @property
     def values(self) -> dict[str, Any]:
@@ -156,7 +166,8 @@ class Launch:
             )
             numbers = self.layout.doubles.values(self.blob, self.others)
         out = dict(zip(self.layout.names, numbers))
-        out.update(self.extra)
+        if self.extra:
+            out.update(self.extra)
         return out
 
 
@@ -184,6 +195,7 @@ class _Layout:
     opcodes: tuple[str, ...]
     doubles: _Doubles | None = None
     n_read: int = 0
+    bulk: bool = False  # no opcode columns and no name twice: read in bulk (:func:`_run_frame`)
 
     def same_extras(self, raws: tuple[bytes, ...]) -> bool:
         """Whether the opcode metrics and the earlier copies of repeated metrics are where learned."""
@@ -259,13 +271,17 @@ class _Doubles:
         """(the joined raw results of the doubles, the other values in order) of ``raws``, or None
         where they are not laid out as learned."""
         blob = b"".join(self.get(raws))
-        if self.pattern.fullmatch(blob) is None or not layout.same_extras(raws):
+        if self.pattern.fullmatch(blob) is None or (
+            len(raws) > len(layout.names) and not layout.same_extras(raws)
+        ):
             return None
         others = []
+        keys = layout.keys
         for i, at in self.others:
-            if not raws[i].startswith(layout.keys[i]):
+            raw = raws[i]
+            if not raw.startswith(keys[i]):
                 return None
-            others.append(_value_at(raws[i], at, metric_cls))
+            others.append(_value_at(raw, at, metric_cls))
         return blob, others
 
     def values(self, blob: bytes, others: list[Any]) -> list[Any]:
@@ -356,6 +372,7 @@ class _Wanted:
             _getter([i for _, i in picked]),
             tuple(name for name, _, _ in opcodes),
             n_read=n_read,
+            bulk=not opcodes and len({name for name, _, _ in scalars}) == len(scalars),
         )
         known[:] = [layout, *known[:3]]
         return layout, layout.get(metrics)
@@ -442,6 +459,8 @@ def _value_at(raw: bytes, at: int, metric_cls: Any) -> Any:
     n = raw[at]
     if n == 9 and raw[at + 1] == 0x19:
         return _DOUBLE.unpack_from(raw, at + 2)[0]
+    if n == 2 and raw[at + 1] == 0x28 and raw[at + 2] < 0x80:  # a one-byte uint64
+        return raw[at + 2]
     if 0 < n < 0x80 and raw[at + 1] == 0x28:
         value, end = _varint(raw, at + 2)
         if end == at + 1 + n:
@@ -489,14 +508,23 @@ def _values(result: Any, wanted: _Wanted, metric_cls: Any, got: Launch) -> None:
         if layout.doubles is None:
             layout.doubles = _Doubles.learn(layout, raws)
     got.layout = layout
-    for name, raw in zip(layout.opcodes, layout.opcode_raws(raws)):
-        got.extra.update(_opcodes(metric_cls.FromString(raw), name, wanted.catalog))
+    if layout.opcodes:
+        got.extra = {}
+        for name, raw in zip(layout.opcodes, layout.opcode_raws(raws)):
+            got.extra.update(_opcodes(metric_cls.FromString(raw), name, wanted.catalog))
 
 
 def _launch(buf: Any, block: int, offset: int, wanted: _Wanted, classes: dict[str, Any]) -> Launch:
     result = classes["Result"].FromString(buf)
     if result.kind != KERNEL_LAUNCH:
         raise UnsupportedReport(f"a result of kind {result.kind} (not a kernel launch)")
+    return _parsed_launch(result, block, offset, wanted, classes["Metric"])
+
+
+def _parsed_launch(
+    result: Any, block: int, offset: int, wanted: _Wanted, metric_cls: Any
+) -> Launch:
+    """The :class:`Launch` of a parsed kernel-launch result."""
     # an empty name (a C symbol has no demangled form) is the mangled one, as in ncu_report
     function, demangled = result.function or result.mangled, result.demangled or result.mangled
     got = Launch(
@@ -510,7 +538,7 @@ def _launch(buf: Any, block: int, offset: int, wanted: _Wanted, classes: dict[st
         result.timestamp,
         _NO_LAYOUT,
     )
-    _values(result, wanted, classes["Metric"], got)
+    _values(result, wanted, metric_cls, got)
     return got
 
 
@@ -545,20 +573,43 @@ def _damaged(path: Path, launch: int, block: int, pos: int, exc: Exception) -> P
     )
 
 
+def _records(mm: Any, mark: Mark) -> Iterator[tuple[int, Any]]:
+    """The result records of one result block (:data:`~ncuroof.parser.blocks.Mark`): its one record
+    read in place when the block holds one result and nothing else (as ncu writes them), else
+    through :func:`~ncuroof.parser.blocks.results`; raises :class:`Untiled` if they do not tile its
+    payload."""
+    _, _, _, start, end, sources, count = mark
+    if sources == 0 and count == 1:
+        if start + 4 > end or start + 4 + _U32.unpack_from(mm, start)[0] != end:
+            raise Untiled()
+        return iter(((start, mm[start + 4 : end]),))
+    return results(mm, start, end, _Counts(sources, count))
+
+
+@dataclass(frozen=True)
+class _Counts:
+    """The record counts of a block header, as :func:`~ncuroof.parser.blocks.results` reads them."""
+
+    num_sources: int
+    num_results: int
+
+
 def _launches(
-    mm: Any, path: Path, blocks: Iterator[tuple[int, int, Any, int]], wanted: _Wanted, launch: int
+    mm: Any, path: Path, marks: Iterable[Mark], wanted: _Wanted
 ) -> Iterator[tuple[int, Launch, int, int, bool]]:
     """(launch index, :class:`Launch`, record start, record end, whether its metric layout was
-    learned here) of the kernel launches in ``blocks``, numbered from ``launch``, their metric names
-    resolved in ``wanted`` (the whole report's string table); the result fields of a learned layout
-    are checked (:func:`_check_seen`); a payload that does not decode raises :class:`PayloadError`.
-    """
-    classes = _classes()
-    for block, pos, header, start in blocks:
-        if not header.num_results:
-            continue
+    learned here) of the kernel launches in the result blocks ``marks`` (from the walk of
+    :func:`_plan`), their metric names resolved in ``wanted`` (the whole report's string table); the
+    result fields of a learned layout are checked (:func:`_check_seen`); a payload that does not
+    decode raises :class:`PayloadError`. The pages read are released as it goes
+    (:func:`~ncuroof.parser.blocks.release_pages`)."""
+    classes, released = _classes(), -1
+    for mark in marks:
+        pos, block, launch, start, end, sources, count = mark
+        if released < 0 or start - released >= RELEASE_BYTES:
+            released = start if released < 0 else release_pages(mm, released, start)
         try:
-            for offset, buf in results(mm, start, start + header.payload_size, header):
+            for offset, buf in _records(mm, mark):
                 scans = wanted.scans
                 got = _launch(buf, block, offset, wanted, classes)
                 learned = wanted.scans != scans
@@ -567,16 +618,11 @@ def _launches(
                 yield launch, got, offset + 4, offset + 4 + len(buf), learned
                 launch += 1
         except Untiled as exc:
-            raise untiled_block(
-                path,
-                launch,
-                block,
-                start,
-                start + header.payload_size,
-                header.num_sources + header.num_results,
-            ) from exc
+            raise untiled_block(path, launch, block, start, end, sources + count) from exc
         except (DecodeError, UnicodeDecodeError, IndexError, ValueError, struct.error) as exc:
             raise _damaged(path, launch, block, pos, exc) from exc
+    if released >= 0:
+        release_pages(mm, released, len(mm))
 
 
 def iter_results(mm: Any, path: Path, catalog: Catalog) -> Iterator[Launch]:
@@ -605,8 +651,9 @@ def iter_results(mm: Any, path: Path, catalog: Catalog) -> Iterator[Launch]:
         For a format version, value kind or structure not seen in the reports we verified.
     """
     ledger = LaunchLedger(path, mm)
-    wanted = _Wanted.of(catalog, _plan(mm, path).strings)
-    for index, got, start, end, _ in _launches(mm, path, _blocks(mm, path), wanted, 0):
+    plan = _plan(mm, path)
+    wanted = _Wanted.of(catalog, plan.strings)
+    for index, got, start, end, _ in _launches(mm, path, plan.marks, wanted):
         ledger.add(ResultRecord(index, got.block, start, end, got.thread_id, got.seq))
         yield got
 
@@ -666,22 +713,10 @@ def _check_seen(buf: Any, message: str, where: str) -> None:
         )
 
 
-def _seen(
-    mm: Any, blocks: Iterator[tuple[int, int, Any, int]]
-) -> Iterator[tuple[int, int, Any, int]]:
-    """``blocks``, their headers checked for fields never seen (but for result blocks after the first)."""
-    after_results = False
-    for block, pos, header, start in blocks:
-        if not after_results or not header.num_results:
-            _check_seen(mm[pos + 4 : start], "BlockHeader", f"block {block}")
-        after_results = after_results or bool(header.num_results)
-        yield block, pos, header, start
-
-
 def _plan(mm: Any, path: Path, blocks: list[Block] | None = None) -> Plan:
     """One walk over the block headers (:func:`ncuroof.parser.blocks.plan`), checked for fields never
-    seen; every block appended to ``blocks`` when given (:func:`_recorded`)."""
-    return plan(mm, path, _recorded(_seen(mm, _blocks(mm, path)), blocks))
+    seen; every block appended to ``blocks`` when given (:func:`_seen`)."""
+    return plan(mm, path, _seen(mm, _blocks(mm, path), blocks))
 
 
 #: One block as :func:`ncuroof.parser.verify.cut_report` needs it: its byte offset, the end of its
@@ -690,33 +725,34 @@ def _plan(mm: Any, path: Path, blocks: list[Block] | None = None) -> Plan:
 Block = tuple[int, int, int, int, Any]
 
 
-def _recorded(
-    blocks: Iterator[tuple[int, int, Any, int]], out: list[Block] | None
+def _seen(
+    mm: Any, blocks: Iterator[tuple[int, int, Any, int]], out: list[Block] | None
 ) -> Iterator[tuple[int, int, Any, int]]:
-    """``blocks``, each also appended to ``out`` as a :data:`Block` (when ``out`` is not None)."""
+    """``blocks``, their headers checked for fields never seen (but for result blocks after the
+    first), each also appended to ``out`` as a :data:`Block` (when ``out`` is not None)."""
+    after_results = False
     for block, pos, header, start in blocks:
+        results = header.num_results
+        if not after_results or not results:
+            _check_seen(mm[pos + 4 : start], "BlockHeader", f"block {block}")
+            after_results = after_results or bool(results)
         if out is not None:
             strings = (
                 header.strings
-                if header.num_results and header.HasField("strings") and header.strings.strings
+                if results and header.HasField("strings") and header.strings.strings
                 else None
             )
-            out.append(
-                (pos, start + header.payload_size, header.num_results, header.num_sources, strings)
-            )
+            out.append((pos, start + header.payload_size, results, header.num_sources, strings))
         yield block, pos, header, start
 
 
 @dataclass(frozen=True)
 class Slice:
-    """The blocks of a report one process decodes: from byte ``pos`` (None: the first block) to
-    byte ``stop`` (None: the end), starting with block ``block`` and launch ``launch``, with the
-    report's whole string table."""
+    """The result blocks of a report one process decodes, as the walk of :func:`_plan` found them
+    (:data:`~ncuroof.parser.blocks.Mark` rows of a ``uint64`` array: a header field is a u64), with
+    the report's whole string table."""
 
-    pos: int | None = None
-    stop: int | None = None
-    block: int = 0
-    launch: int = 0
+    marks: np.ndarray
     strings: tuple[bytes, ...] = ()
 
 
@@ -724,21 +760,18 @@ def _slices(plan: Plan, processes: int) -> list[Slice]:
     """Cut the result blocks into ``processes`` slices at block boundaries; the first (decoded in
     this process while the workers start) is longer by :data:`START_LAUNCHES` per worker."""
     strings = tuple(plan.strings)
-    if processes <= 1 or len(plan.marks) < processes:
-        return [Slice(strings=strings)]
+    marks = np.array(plan.marks, dtype=np.uint64).reshape(-1, 7)
+    if processes <= 1 or len(marks) < processes:
+        return [Slice(marks, strings)]
     head = min(START_LAUNCHES, plan.total // (2 * processes))
     first = (plan.total + (processes - 1) * head) / processes
     width = (plan.total - first) / (processes - 1)
-    launches = [m[2] for m in plan.marks]
+    launches = marks[:, 2].tolist()
     cuts = sorted(
         {bisect.bisect_left(launches, first + k * width) for k in range(processes - 1)}
         - {0, len(launches)}
     )
-    bounds = [plan.marks[i] for i in cuts]
-    out = [Slice(stop=bounds[0][0], strings=strings)]
-    for (pos, block, launch), nxt in zip(bounds, [*bounds[1:], None]):
-        out.append(Slice(pos, None if nxt is None else nxt[0], block, launch, strings))
-    return out
+    return [Slice(part, strings) for part in np.split(marks, cuts)]
 
 
 def decode_slice(
@@ -751,36 +784,141 @@ def decode_slice(
 ) -> tuple[list[pd.DataFrame], list[tuple[int, ...]]]:
     """Decode the launches of one :class:`Slice` of a report (in this process or a worker's).
 
-    Returns the raw-table chunks (:func:`_frames`, ``chunk`` launches at a time) and one record
+    Returns the raw-table chunks (at most ``chunk`` launches each, :data:`RUN` times that for
+    launches read in bulk, in launch order) and one record
     per launch (index, block, start, end, thread ID, sequence number) for
     :class:`~ncuroof.parser.blocks.LaunchLedger`, then whether its metric layout was learned there
     (:data:`LEARNED`). ``progress(n)`` is told every
     :data:`TICK` launches. Python's cyclic garbage collector is paused meanwhile: the decoder
     makes no cycles, and its collections over the growing table cost a third of the time.
     """
-    frames: list[pd.DataFrame] = []
-    rows: list[tuple[int, Launch]] = []
-    records: list[tuple[int, ...]] = []
-    wanted = _Wanted.of(catalog, part.strings)
     with (
         path.open("rb") as f,
         mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm,
         _gc_paused(),
     ):
-        blocks = _blocks(mm, path, part.pos, part.block, part.stop)
-        for index, got, start, end, learned in _launches(mm, path, blocks, wanted, part.launch):
-            records.append((index, got.block, start, end, got.thread_id, got.seq, learned))
-            rows.append((index, got))
-            if len(rows) == chunk:
-                frames += _frames(path, rows, version)
-                rows = []
-            if progress is not None and len(records) % TICK == 0:
-                progress(TICK)
-    if rows:
-        frames += _frames(path, rows, version)
-    if progress is not None and len(records) % TICK:
-        progress(len(records) % TICK)
-    return frames, records
+        reader = _SliceReader(path, mm, _Wanted.of(catalog, part.strings), chunk, version)
+        reader.read(part.marks.tolist(), progress)
+    return reader.frames, reader.records
+
+
+@dataclass
+class _Run:
+    """Consecutive launches whose values one layout's :class:`_Doubles` reader matched, as columns:
+    launch index, function and demangled names, NVTX ranges, the doubles' joined raw results and
+    the other values (:func:`_run_frame` makes their table at once)."""
+
+    layout: _Layout
+    index: list[int] = field(default_factory=list)
+    function: list[str] = field(default_factory=list)
+    demangled: list[str] = field(default_factory=list)
+    nvtx: list[str | None] = field(default_factory=list)
+    blobs: list[bytes] = field(default_factory=list)
+    others: list[list[Any]] = field(default_factory=list)
+
+
+class _SliceReader:
+    """Decodes the result blocks of one slice into raw-table chunks (``frames``) and ledger
+    ``records``: a launch whose values a learned :class:`_Doubles` reader matches is added to the
+    current :class:`_Run` as columns (no :class:`Launch`), any other is decoded in full
+    (:func:`_parsed_launch`) and made a row (:func:`_frames`)."""
+
+    def __init__(
+        self, path: Path, mm: Any, wanted: _Wanted, chunk: int, version: str | None
+    ) -> None:
+        self.path, self.mm, self.wanted, self.chunk, self.version = path, mm, wanted, chunk, version
+        classes = _classes()
+        self.result_cls, self.metric_cls = classes["Result"], classes["Metric"]
+        self.texts: dict[bytes, str] = {}
+        self.frames: list[pd.DataFrame] = []
+        self.records: list[tuple[int, ...]] = []
+        self.rows: list[tuple[int, Launch]] = []
+        self.run: _Run | None = None
+
+    def read(self, marks: list[Mark], progress: Callable[[int], None] | None) -> None:
+        """Decode the launches of the result blocks ``marks`` (rows of :data:`Mark`), in order; a
+        block whose records do not tile it, or a payload that does not decode, raises
+        (:func:`~ncuroof.parser.blocks.untiled_block`, :class:`PayloadError`)."""
+        released = marks[0][3] if marks else 0
+        for mark in marks:
+            pos, block, launch, start, end, sources, count = mark
+            if start - released >= RELEASE_BYTES:
+                released = release_pages(self.mm, released, start)
+            try:
+                for offset, buf in _records(self.mm, mark):
+                    self.launch(buf, launch, block, offset)
+                    launch += 1
+                    if progress is not None and len(self.records) % TICK == 0:
+                        progress(TICK)
+            except Untiled as exc:
+                raise untiled_block(self.path, launch, block, start, end, sources + count) from exc
+            except (DecodeError, UnicodeDecodeError, IndexError, ValueError, struct.error) as exc:
+                raise _damaged(self.path, launch, block, pos, exc) from exc
+        release_pages(self.mm, released, len(self.mm))
+        self.flush()
+        if progress is not None and len(self.records) % TICK:
+            progress(len(self.records) % TICK)
+
+    def launch(self, buf: Any, index: int, block: int, offset: int) -> None:
+        """Decode one result record (``buf``, at byte ``offset`` of block ``block``)."""
+        result = self.result_cls.FromString(buf)
+        if result.kind != KERNEL_LAUNCH:
+            raise UnsupportedReport(f"a result of kind {result.kind} (not a kernel launch)")
+        mangled = result.mangled
+        # an empty name (a C symbol has no demangled form) is the mangled one, as in ncu_report
+        function, demangled = (
+            self.text(result.function or mangled),
+            self.text(result.demangled or mangled),
+        )
+        nvtx = _nvtx(result)
+        layout, _, matched = self.wanted.read_doubles(result.metrics, self.metric_cls)
+        learned = False
+        if matched is None or not layout.bulk:
+            learned = self.slow(result, buf, index, block, offset)
+        else:
+            run = self.run
+            if run is None or run.layout is not layout or len(run.index) >= RUN * self.chunk:
+                self.flush()
+                run = self.run = _Run(layout)
+            run.index.append(index)
+            run.function.append(function)
+            run.demangled.append(demangled)
+            run.nvtx.append(nvtx)
+            run.blobs.append(matched[0])
+            run.others.append(matched[1])
+        seq = result.seq if result.HasField("seq") else None
+        tid = result.thread_id if result.HasField("thread_id") else None
+        self.records.append((index, block, offset + 4, offset + 4 + len(buf), tid, seq, learned))
+
+    def text(self, raw: bytes) -> str:
+        """``raw`` decoded (UTF-8), once per distinct name."""
+        text = self.texts.get(raw)
+        return text if text is not None else self.texts.setdefault(raw, raw.decode())
+
+    def slow(self, result: Any, buf: Any, index: int, block: int, offset: int) -> bool:
+        """Decode a launch in full into a row; whether its metric layout was learned here (then its
+        result fields are checked: :func:`_check_seen`)."""
+        if self.run is not None:
+            self.flush()
+        scans = self.wanted.scans
+        self.rows.append(
+            (index, _parsed_launch(result, block, offset, self.wanted, self.metric_cls))
+        )
+        if len(self.rows) >= self.chunk:
+            self.flush()
+        if self.wanted.scans != scans:  # a new layout: are its fields all known?
+            _check_seen(buf, "Result", f"launch {index}")
+            return True
+        return False
+
+    def flush(self) -> None:
+        """Make the table of the pending run or rows."""
+        if self.run is not None and self.run.index:
+            self.frames.append(_run_frame(self.path, self.run, self.version))
+        self.run = None
+        if self.rows:
+            self.frames += _frames(self.path, self.rows, self.version)
+            self.rows = []
 
 
 def _frames(path: Path, rows: list[tuple[int, Launch]], version: str | None) -> list[pd.DataFrame]:
@@ -794,7 +932,7 @@ def _frames(path: Path, rows: list[tuple[int, Launch]], version: str | None) -> 
             continue
         run = rows[start:end]
         if kinds[start] is not None:
-            out.append(_run_frame(path, [got for _, got in run], [i for i, _ in run], version))
+            out.append(_run_frame(path, _as_run(run), version))
         else:
             out.append(
                 launch_frame(
@@ -810,12 +948,24 @@ def _frames(path: Path, rows: list[tuple[int, Launch]], version: str | None) -> 
     return out
 
 
+def _as_run(rows: list[tuple[int, Launch]]) -> _Run:
+    """Launches of one bulk layout (:func:`_fast`) as a :class:`_Run`."""
+    run = _Run(rows[0][1].layout)
+    for i, got in rows:
+        assert got.blob is not None and got.others is not None
+        run.index.append(i)
+        run.function.append(got.function)
+        run.demangled.append(got.demangled)
+        run.nvtx.append(got.nvtx)
+        run.blobs.append(got.blob)
+        run.others.append(got.others)
+    return run
+
+
 def _fast(got: Launch) -> int | None:
     """The identity of the layout ``got``'s values can be read with in bulk, or None."""
     layout = got.layout
-    if got.blob is None or layout.opcodes or len(set(layout.names)) != len(layout.names):
-        return None
-    return id(layout)
+    return id(layout) if got.blob is not None and layout.bulk else None
 
 
 _DISPLAY = "device__attribute_display_name"
@@ -826,28 +976,26 @@ _SHAPE = (
 )
 
 
-def _run_frame(
-    path: Path, run: list[Launch], index: list[int], version: str | None
-) -> pd.DataFrame:
+def _run_frame(path: Path, run: _Run, version: str | None) -> pd.DataFrame:
     """The raw table of launches of one layout whose values :meth:`_Doubles.match` matched, equal to
     :func:`~ncuroof.parser.ncu_rep.launch_frame` of their :func:`~ncuroof.parser.ncu_rep.launch_row`
     rows: the doubles are read from their joined raw bytes as NumPy records (no Python float per
     value), the other values are typed as ``DataFrame.from_records`` types them, and the identity
     columns (compute capability, grid and block text) are made once per distinct combination."""
-    layout = run[0].layout
+    layout, n = run.layout, len(run.index)
     doubles = layout.doubles
     assert doubles is not None and doubles.dtype is not None
     names = layout.names
-    records = np.frombuffer(b"".join([got.blob for got in run]), dtype=doubles.dtype)  # type: ignore[misc]
+    records = np.frombuffer(b"".join(run.blobs), dtype=doubles.dtype)
     columns: dict[str, Any] = {names[i]: records[f"v{i}"].copy() for i in doubles.doubles}
     other = [names[i] for i, _ in doubles.others]
     if other:
-        typed = pd.DataFrame.from_records([got.others for got in run], columns=other)
+        typed = pd.DataFrame.from_records(run.others, columns=other)
         columns.update((c, typed[c]) for c in other)
 
     def listed(name: str) -> list[Any]:
         col = columns.get(name)
-        return [None] * len(run) if col is None else col.tolist()
+        return [None] * n if col is None else col.tolist()
 
     display = [d if isinstance(d, str) else None for d in listed(_DISPLAY)]
     shapes: dict[tuple[Any, ...], tuple[str | None, str | None, str | None]] = {}
@@ -857,17 +1005,28 @@ def _run_frame(
         if text is None:
             text = shapes[key] = _shape_texts(key)
         texts.append(text)
-    source = str(path)
-    meta = pd.DataFrame.from_records(
-        [
-            (source, 0, i, got.function, got.demangled, got.nvtx, d, *t, version, None, None)
-            for i, got, d, t in zip(index, run, display, texts)
-        ],
-        columns=list(META_COLUMNS),
-    )
-    frame = pd.DataFrame(
-        {**{c: meta[c] for c in META_COLUMNS}, **{n: columns[n] for n in names if n != _DISPLAY}}
-    )
+    cc, grid, block = zip(*texts) if texts else ((), (), ())
+    meta = dict(
+        zip(
+            META_COLUMNS,
+            (
+                [str(path)] * n,
+                [0] * n,
+                run.index,
+                run.function,
+                run.demangled,
+                run.nvtx,
+                display,
+                list(cc),
+                list(grid),
+                list(block),
+                [version] * n,
+                [None] * n,
+                [None] * n,
+            ),
+        )
+    )  # typed as DataFrame.from_records types the rows of launch_row
+    frame = pd.DataFrame({**meta, **{c: columns[c] for c in names if c != _DISPLAY}})
     return numeric_metrics(frame)
 
 
@@ -962,30 +1121,37 @@ def read_nvr(
     check_file(path)
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
         n = processes if processes is not None else _processes(_estimate(mm, path))
-        with Workers(
-            n - 1, __name__
-        ) as workers:  # they start (import ncuroof) while the blocks are walked
-            plan = _plan(mm, path, blocks)
-            if not plan.total:
-                raise InputError(
-                    "holds no kernel launches; check ncu's --kernel-name/--launch-count filters",
-                    path,
-                )
-            slices = _slices(plan, n)
-            advance = progress(plan.total) if progress is not None else None
-            parts = workers.run(
-                decode_slice,
-                [(path, catalog, part, chunk, plan.version) for part in slices],
-                advance,
-            )
-        ledger = LaunchLedger(path, mm)
-        learned = []
-        for _, records in parts:
-            for r in records:
-                ledger.add(ResultRecord(*r[:6]))
-                if r[6]:
-                    learned.append(r[0])
+        parts = _decoded(mm, path, catalog, n, chunk, progress, blocks)
+        records = [r for _, part in parts for r in part]
+        check_records(path, mm, records)
     frames = [frame for part_frames, _ in parts for frame in part_frames]
     df = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
-    df.attrs[LEARNED] = learned
+    df.attrs[LEARNED] = [r[0] for r in records if r[6]]
     return df
+
+
+def _decoded(
+    mm: Any,
+    path: Path,
+    catalog: Catalog,
+    n: int,
+    chunk: int,
+    progress: Callable[[int], Callable[..., None]] | None,
+    blocks: list[Block] | None,
+) -> list[tuple[list[pd.DataFrame], list[tuple[int, ...]]]]:
+    """The report walked once (:func:`_plan`, every block appended to ``blocks`` when given) and its
+    slices decoded on ``n`` processes (:func:`decode_slice`'s results, in order); the workers start
+    (import ncuroof) while the blocks are walked."""
+    with Workers(n - 1, __name__) as workers:
+        plan = _plan(mm, path, blocks)
+        if not plan.total:
+            raise InputError(
+                "holds no kernel launches; check ncu's --kernel-name/--launch-count filters",
+                path,
+            )
+        advance = progress(plan.total) if progress is not None else None
+        return workers.run(
+            decode_slice,
+            [(path, catalog, part, chunk, plan.version) for part in _slices(plan, n)],
+            advance,
+        )

@@ -61,20 +61,8 @@ _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}")
 #: Output formats of ``ncuroof analyze --format``.
 FORMATS = ("csv", "parquet")
 
-#: File stem -> declared columns of each table ncuroof writes.
-TABLES: dict[str, dict[str, Column]] = {
-    "kernels": schema.KERNELS,
-    "points": schema.POINTS,
-    "ranks": schema.RANKS,
-    "failures": schema.FAILURES,
-    "timeline": schema.TIMELINE_KERNEL,
-    "ops": schema.OPS,
-    "compare": schema.COMPARE,
-    "trail": schema.COMPARE_TRAIL,
-    "phases": schema.PHASES,
-    "instruction_points": schema.INSTRUCTION_POINTS,
-    "whatif": schema.WHATIF,
-}
+#: File stem -> declared columns of each table ncuroof writes (:data:`ncuroof.schema.TABLES`).
+TABLES: dict[str, dict[str, Column]] = schema.TABLES
 
 # List columns (schema.LIST_COLUMNS) are stored as their text (schema.to_text) and parsed back.
 _ARROW_TYPES = {
@@ -83,6 +71,7 @@ _ARROW_TYPES = {
     "float64": "float64",
     "bool": "bool_",
     "object": "string",
+    "category": "string",
 }
 
 

@@ -112,14 +112,7 @@ def read_timeline(
     path = Path(path)
     fmt = _sniff(path)
     if fmt == "nsys-rep":
-        with tempfile.TemporaryDirectory(prefix="ncuroof-nsys-") as tmp:
-            exported = _export_nsys_rep(path, Path(tmp))
-            try:
-                out = read_timeline(exported, device, progress, report_gpu=report_gpu)
-            except InputError as exc:
-                raise InputError(f"exported to SQLite: {exc.message}", path) from None
-        out.attrs["path"] = str(path)
-        return out
+        return _read_nsys_rep(path, device, progress, report_gpu)
     try:
         launches, gpus = _read_nsys(path) if fmt == "nsys-sqlite" else _read_kineto(path, progress)
     except _LimitHit as exc:
@@ -131,23 +124,39 @@ def read_timeline(
     on_device = (launches["device"] == chosen).to_numpy(dtype=bool, na_value=False)
     out = launches if on_device.all() else launches[on_device]
     del launches
+    out, start, end = _by_start(out)
+    t0 = start.min()
+    out = validate_timeline(out.assign(start_s=start - t0).reset_index(drop=True), str(path))
+    out.attrs = {"format": fmt, "path": str(path), "device": chosen, "gpu_name": gpus.get(chosen)}
+    out.attrs.update(devices=devices, span_s=float(end.max() - t0), busy_s=busy_time(start, end))
+    return out
+
+
+def _read_nsys_rep(
+    path: Path,
+    device: int | None,
+    progress: Callable[[int], Callable[..., None]] | None,
+    report_gpu: str | None,
+) -> pd.DataFrame:
+    """:func:`read_timeline` of an ``.nsys-rep``: exported to SQLite in a temporary directory."""
+    with tempfile.TemporaryDirectory(prefix="ncuroof-nsys-") as tmp:
+        exported = _export_nsys_rep(path, Path(tmp))
+        try:
+            out = read_timeline(exported, device, progress, report_gpu=report_gpu)
+        except InputError as exc:
+            raise InputError(f"exported to SQLite: {exc.message}", path) from None
+    out.attrs["path"] = str(path)
+    return out
+
+
+def _by_start(out: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    """The launches sorted by start (stable; left as they are when already sorted), their starts
+    and ends (s)."""
     start = out["start_s"].to_numpy(dtype=float)
     if np.any(start[1:] < start[:-1]):
         out = out.iloc[np.argsort(start, kind="stable")]
         start = out["start_s"].to_numpy(dtype=float)
-    end = start + out["duration_s"].to_numpy(dtype=float)
-    t0 = start.min()
-    out = validate_timeline(out.assign(start_s=start - t0).reset_index(drop=True), str(path))
-    out.attrs = {
-        "format": fmt,
-        "path": str(path),
-        "device": chosen,
-        "gpu_name": gpus.get(chosen),
-        "devices": devices,
-        "span_s": float(end.max() - t0),
-        "busy_s": busy_time(start, end),
-    }
-    return out
+    return out, start, start + out["duration_s"].to_numpy(dtype=float)
 
 
 def _whole_numbers(launches: pd.DataFrame, path: Path) -> None:
@@ -323,57 +332,7 @@ _NO_RUNTIME = "(SELECT NULL AS globalTid, NULL AS start, NULL AS correlationId)"
 
 def _read_nsys(path: Path) -> tuple[pd.DataFrame, dict[int, str]]:
     """The launches of every device of an nsys SQLite export and the GPU names by device."""
-    try:
-        con = sqlite3.connect(
-            path.resolve().as_uri() + "?mode=ro", uri=True
-        )  # as a URI: '#', '?' or '%' in a path are escaped
-        budget = _bounded(con)
-        with contextlib.closing(con):
-            tables = {
-                r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-            }
-            if "CUPTI_ACTIVITY_KIND_KERNEL" not in tables:
-                raise InputError(
-                    "no CUPTI_ACTIVITY_KIND_KERNEL table: the export holds no CUDA kernels (profile"
-                    " with nsys profile --trace=cuda and export with nsys export --type sqlite)",
-                    path,
-                )
-            if "StringIds" not in tables:  # only real tables are read: a view can run forever
-                raise InputError(
-                    "no StringIds table (a view of that name is not read); re-export it with nsys"
-                    " export --type sqlite",
-                    path,
-                )
-            cols = {r[1] for r in con.execute("PRAGMA table_info(CUPTI_ACTIVITY_KIND_KERNEL)")}
-            by_process = "globalPid" in cols and "CUPTI_ACTIVITY_KIND_RUNTIME" in tables
-            runtime = (
-                _RUNTIME.format(process="globalTid >> 24, " if by_process else "")
-                if "CUPTI_ACTIVITY_KIND_RUNTIME" in tables
-                else _NO_RUNTIME
-            )
-            same = " AND (r.globalTid >> 24) = (k.globalPid >> 24)" if by_process else ""
-            name = "demangledName" if "demangledName" in cols else "shortName"
-            raw = _numbers(
-                con,
-                _NSYS_QUERY.format(name=name, runtime=runtime, same_process=same),
-                con.execute("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0],
-            )
-            names = _names(con, _NAMES_QUERY.format(name=name))
-            nvtx = pd.read_sql_query(_NVTX_QUERY, con) if "NVTX_EVENTS" in tables else None
-            gpus = _nsys_gpus(con, tables)
-    except sqlite3.DatabaseError as exc:
-        if budget.hit is not None:
-            raise _LimitHit(budget.hit) from None
-        raise InputError(
-            f"not a readable SQLite database ({exc}); re-export it with nsys export --type sqlite",
-            path,
-        ) from None
-    except (ValueError, TypeError) as exc:  # TEXT or a BLOB where nsys writes numbers
-        raise InputError(
-            f"a kernel column holds a value that is not a number ({str(exc)[:80]}); re-export it"
-            " with nsys export --type sqlite",
-            path,
-        ) from None
+    raw, names, nvtx, gpus = _query_nsys(path)
     if raw.empty:
         raise InputError(
             "the export holds no kernel launches (CUPTI_ACTIVITY_KIND_KERNEL is empty)", path
@@ -392,6 +351,72 @@ def _read_nsys(path: Path) -> tuple[pd.DataFrame, dict[int, str]]:
         else _enclosing(nvtx, raw[["tid", "launch"]].rename(columns={"launch": "start"}))[1]
     )
     return out, gpus
+
+
+def _query_nsys(path: Path) -> tuple[pd.DataFrame, Any, pd.DataFrame | None, dict[int, str]]:
+    """The kernel rows, the kernel names by string ID, the NVTX ranges (None without the table) and
+    the GPU names by device of an nsys SQLite export, read within the query budget."""
+    try:
+        # as a URI: '#', '?' or '%' in a path are escaped
+        con = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
+        budget = _bounded(con)
+        with contextlib.closing(con):
+            tables = _nsys_tables(con, path)
+            query, name = _kernel_query(con, tables)
+            raw = _numbers(
+                con,
+                query,
+                con.execute("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0],
+            )
+            names = _names(con, _NAMES_QUERY.format(name=name))
+            nvtx = pd.read_sql_query(_NVTX_QUERY, con) if "NVTX_EVENTS" in tables else None
+            gpus = _nsys_gpus(con, tables)
+    except sqlite3.DatabaseError as exc:
+        if budget.hit is not None:
+            raise _LimitHit(budget.hit) from None
+        raise InputError(
+            f"not a readable SQLite database ({exc}); re-export it with nsys export --type sqlite",
+            path,
+        ) from None
+    except (ValueError, TypeError) as exc:  # TEXT or a BLOB where nsys writes numbers
+        raise InputError(
+            f"a kernel column holds a value that is not a number ({str(exc)[:80]}); re-export it"
+            " with nsys export --type sqlite",
+            path,
+        ) from None
+    return raw, names, nvtx, gpus
+
+
+def _nsys_tables(con: sqlite3.Connection, path: Path) -> set[str]:
+    """The export's tables; InputError without the kernel or the string table."""
+    tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if "CUPTI_ACTIVITY_KIND_KERNEL" not in tables:
+        raise InputError(
+            "no CUPTI_ACTIVITY_KIND_KERNEL table: the export holds no CUDA kernels (profile"
+            " with nsys profile --trace=cuda and export with nsys export --type sqlite)",
+            path,
+        )
+    if "StringIds" not in tables:  # only real tables are read: a view can run forever
+        raise InputError(
+            "no StringIds table (a view of that name is not read); re-export it with nsys"
+            " export --type sqlite",
+            path,
+        )
+    return tables
+
+
+def _kernel_query(con: sqlite3.Connection, tables: set[str]) -> tuple[str, str]:
+    """The query of the kernel rows for this export's columns, and the kernel name's column."""
+    cols = {r[1] for r in con.execute("PRAGMA table_info(CUPTI_ACTIVITY_KIND_KERNEL)")}
+    by_process = "globalPid" in cols and "CUPTI_ACTIVITY_KIND_RUNTIME" in tables
+    runtime = (
+        _RUNTIME.format(process="globalTid >> 24, " if by_process else "")
+        if "CUPTI_ACTIVITY_KIND_RUNTIME" in tables
+        else _NO_RUNTIME
+    )
+    same = " AND (r.globalTid >> 24) = (k.globalPid >> 24)" if by_process else ""
+    name = "demangledName" if "demangledName" in cols else "shortName"
+    return _NSYS_QUERY.format(name=name, runtime=runtime, same_process=same), name
 
 
 class _Budget:
@@ -898,6 +923,17 @@ def _enclosing(
     r = ranges.dropna(subset=["tid", "start", "end"])
     if not len(qpos) or r.empty:
         return inner, path
+    order, events = _events(r, queries, qpos)
+    _sweep(order, events, r["label"].to_numpy(dtype=object), (inner, path), paths)
+    return inner, path
+
+
+def _events(
+    r: pd.DataFrame, queries: pd.DataFrame, qpos: np.ndarray
+) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+    """The ranges ``r`` and the queries at ``qpos`` as one list of events: their order (by thread,
+    time, a range before a query at the same time, the longer range first) and the columns thread,
+    start, end, is-a-query and index (into ``r``'s rows or into the queries)."""
     n = len(r)
     tid = np.concatenate(
         [r["tid"].to_numpy(dtype=np.float64), queries["tid"].to_numpy(dtype=np.float64)[qpos]]
@@ -909,16 +945,27 @@ def _enclosing(
     is_query = np.concatenate([np.zeros(n, dtype=bool), np.ones(len(qpos), dtype=bool)])
     ref = np.concatenate([np.arange(n), qpos])
     order = np.lexsort((-end, is_query, start, tid))
-    labels = r["label"].to_numpy(dtype=object)
+    return order, (tid, start, end, is_query, ref)
+
+
+def _sweep(
+    order: np.ndarray,
+    events: tuple[np.ndarray, ...],
+    labels: np.ndarray,
+    out: tuple[np.ndarray, np.ndarray],
+    paths: bool,
+) -> None:
+    """Walk the :func:`_events` in ``order``, keeping each thread's open ranges, and fill ``out``
+    (innermost label, path) at each query; _LimitHit past [limits] ``range_depth``."""
+    inner, path = out
     max_depth = int(catalog.limits()["range_depth"])
     ends: list[float] = []
     stack: list[int] = []  # the open ranges, outermost first, as indices of ``labels``
-    parent = np.full(
-        n, -1, dtype=np.int64
-    )  # each range's enclosing range: paths are built only when asked
+    # each range's enclosing range: paths are built only when asked
+    parent = np.full(len(labels), -1, dtype=np.int64)
     built: dict[int, Any] = {}
     current = None
-    for g, s, e, q, j in _in_order(order, (tid, start, end, is_query, ref)):
+    for g, s, e, q, j in _in_order(order, events):
         if g != current:
             ends, stack, current = [], [], g
         while ends and ends[-1] < s:
@@ -936,7 +983,6 @@ def _enclosing(
                     "range_depth", f"a thread has more than {max_depth} ranges open at once"
                 )
             )
-    return inner, path
 
 
 def _path(node: int, labels: np.ndarray, parent: np.ndarray, built: dict[int, Any]) -> Any:

@@ -81,6 +81,17 @@ def add_note(raw: pd.DataFrame, i: int, text: str) -> None:
     raw.at[i, "input_notes"] = f"{text}; {old}" if isinstance(old, str) and old else text
 
 
+def _checked_columns(raw: pd.DataFrame, lim: dict[str, Any]) -> list[str]:
+    """The numeric metric columns :func:`check_values` checks (not those named ``unchecked_prefix``)."""
+    return [
+        c
+        for c in raw.columns
+        if c not in RAW_META
+        and not c.startswith(lim["unchecked_prefix"])
+        and pd.api.types.is_numeric_dtype(raw[c])
+    ]
+
+
 def check_values(raw: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
     """Keep values that cannot be physical missing and mark their launches as damaged records.
 
@@ -105,13 +116,7 @@ def check_values(raw: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
     """
     lim = limits(catalog)
     raw = raw.reset_index(drop=True)
-    cols = [
-        c
-        for c in raw.columns
-        if c not in RAW_META
-        and not c.startswith(lim["unchecked_prefix"])
-        and pd.api.types.is_numeric_dtype(raw[c])
-    ]
+    cols = _checked_columns(raw, lim)
     values = raw[cols].to_numpy(dtype=float, copy=True) if cols else np.empty((len(raw), 0))
     why, texts = _reasons(values, cols, lim)
     bad = why != 0

@@ -251,14 +251,7 @@ def plot_compare(
     """
     fig = go.Figure()
     views = _views(table)
-    traces, xs, ys, owner = [], [], [], []
-    for i, (_, _, v) in enumerate(views):
-        t, x, y = _dot_traces(v)
-        for tr in t:
-            tr.visible = i == 0
-            tr.meta = {**tr.meta, "view": views[i][0]}
-        traces += t
-        xs, ys, owner = xs + x, ys + y, owner + [i] * len(t)
+    traces, xs, ys, owner = _view_dots(views)
     levels = {lv for _, _, v in views for lv in v["movement_level"] if lv}
     precisions = set(table["precision_before"]) | set(table["precision_after"])
     runs = _run_roofs(points_before, points_after, precisions, levels - {""})
@@ -266,35 +259,58 @@ def plot_compare(
     notes, n_roofs = list(fig.layout.annotations), len(fig.data) - len(traces)
     fig.update_layout(annotations=notes + _arrows(views[0][2]))
     if len(views) > 1:
-        buttons = [
-            dict(
-                label=label,
-                method="update",
-                args=[
-                    {"visible": [True] * n_roofs + [o == i for o in owner]},
-                    {
-                        "annotations": notes + _arrows(v),
-                        "xaxis.title.text": f"Arithmetic intensity at {label} [FLOP/byte]",
-                    },
-                ],
-            )
-            for i, (_, label, v) in enumerate(views)
-        ]
-        fig.update_layout(
-            updatemenus=[
-                dict(
-                    type="buttons",
-                    direction="right",
-                    x=1,
-                    xanchor="right",
-                    y=1.02,
-                    yanchor="bottom",
-                    buttons=buttons,
-                    showactive=True,
-                )
-            ]
-        )
+        fig.update_layout(updatemenus=[_level_control(views, notes, n_roofs, owner)])
     return fig
+
+
+def _view_dots(
+    views: list[tuple[str, str, pd.DataFrame]],
+) -> tuple[list[go.Scatter], list[float], list[float], list[int]]:
+    """The dot traces of every level view (only the first visible, ``meta.view`` its name), all
+    their x and y, and the view index of each trace."""
+    traces, xs, ys, owner = [], [], [], []
+    for i, (name, _, v) in enumerate(views):
+        t, x, y = _dot_traces(v)
+        for tr in t:
+            tr.visible = i == 0
+            tr.meta = {**tr.meta, "view": name}
+        traces += t
+        xs, ys, owner = xs + x, ys + y, owner + [i] * len(t)
+    return traces, xs, ys, owner
+
+
+def _level_control(
+    views: list[tuple[str, str, pd.DataFrame]],
+    notes: list[Any],
+    n_roofs: int,
+    owner: list[int],
+) -> dict[str, Any]:
+    """The level control (plotly ``updatemenus`` buttons): per view, its dot traces (the roofs
+    always), its arrows after the figure's ``notes`` and its axis title."""
+    buttons = [
+        dict(
+            label=label,
+            method="update",
+            args=[
+                {"visible": [True] * n_roofs + [o == i for o in owner]},
+                {
+                    "annotations": notes + _arrows(v),
+                    "xaxis.title.text": f"Arithmetic intensity at {label} [FLOP/byte]",
+                },
+            ],
+        )
+        for i, (_, label, v) in enumerate(views)
+    ]
+    return dict(
+        type="buttons",
+        direction="right",
+        x=1,
+        xanchor="right",
+        y=1.02,
+        yanchor="bottom",
+        buttons=buttons,
+        showactive=True,
+    )
 
 
 def _views(table: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]]:
@@ -409,37 +425,7 @@ def plot_trails(
     """
     fig = go.Figure()
     ok = trail[(trail["trail_ai_flop_per_byte"] > 0) & (trail["flop_per_s"] > 0)]
-    traces = []
-    for i, (tid, t) in enumerate(ok.groupby("trail", sort=True)):
-        data = np.column_stack(
-            [
-                [html.escape(str(v)) for v in t["kernel_label"]],
-                [html.escape(str(v)) for v in t["run_name"]],
-                [fmt.time(v) for v in t["time_s"]],
-                [f"{v:.2f}x" if np.isfinite(v) else "n/a" for v in t["speedup_vs_first"]],
-                [str(v).upper() for v in t["trail_level"]],
-                [fmt.pct(v) for v in t["trail_roof_fraction"]],
-            ]
-        )
-        traces.append(
-            go.Scatter(
-                x=t["trail_ai_flop_per_byte"],
-                y=t["flop_per_s"],
-                mode="lines+markers+text",
-                text=[str(r + 1) for r in t["run"]],
-                textposition="top center",
-                name=html.escape(str(t["kernel_label"].iat[-1])),
-                meta={"role": "trail", "trail": int(tid)},
-                line=dict(color=KERNEL_COLORS[i % len(KERNEL_COLORS)]),
-                marker=dict(size=10),
-                customdata=data,
-                hovertemplate=(
-                    "<b>%{customdata[0]}</b><br>run %{text}: %{customdata[1]}<br>%{customdata[4]}:"
-                    " AI %{x:.3g} FLOP/B<br>%{y:.3s} FLOP/s, %{customdata[5]} of roof<br>time"
-                    " %{customdata[2]} · %{customdata[3]} the first run's<extra></extra>"
-                ),
-            )
-        )
+    traces = [_trail_trace(i, tid, t) for i, (tid, t) in enumerate(ok.groupby("trail", sort=True))]
     levels, precisions = set(ok["trail_level"]), set(ok["precision"])
     runs = _run_roofs(
         points_first, points_last, precisions, levels, labels=("first run", "last run")
@@ -448,6 +434,38 @@ def plot_trails(
         fig, traces, list(ok["trail_ai_flop_per_byte"]), list(ok["flop_per_s"]), runs, levels, title
     )
     return fig
+
+
+def _trail_trace(i: int, tid: Any, t: pd.DataFrame) -> go.Scatter:
+    """The ``i``-th trail (``trail`` id ``tid``, its rows ``t`` in run order): a line through its
+    runs, each point labelled with the run's number, coloured by :data:`KERNEL_COLORS`."""
+    data = np.column_stack(
+        [
+            [html.escape(str(v)) for v in t["kernel_label"]],
+            [html.escape(str(v)) for v in t["run_name"]],
+            [fmt.time(v) for v in t["time_s"]],
+            [f"{v:.2f}x" if np.isfinite(v) else "n/a" for v in t["speedup_vs_first"]],
+            [str(v).upper() for v in t["trail_level"]],
+            [fmt.pct(v) for v in t["trail_roof_fraction"]],
+        ]
+    )
+    return go.Scatter(
+        x=t["trail_ai_flop_per_byte"],
+        y=t["flop_per_s"],
+        mode="lines+markers+text",
+        text=[str(r + 1) for r in t["run"]],
+        textposition="top center",
+        name=html.escape(str(t["kernel_label"].iat[-1])),
+        meta={"role": "trail", "trail": int(tid)},
+        line=dict(color=KERNEL_COLORS[i % len(KERNEL_COLORS)]),
+        marker=dict(size=10),
+        customdata=data,
+        hovertemplate=(
+            "<b>%{customdata[0]}</b><br>run %{text}: %{customdata[1]}<br>%{customdata[4]}:"
+            " AI %{x:.3g} FLOP/B<br>%{y:.3s} FLOP/s, %{customdata[5]} of roof<br>time"
+            " %{customdata[2]} · %{customdata[3]} the first run's<extra></extra>"
+        ),
+    )
 
 
 _TRAIL_TABLE = [

@@ -13,9 +13,28 @@ in which states of the page's view they show (:mod:`ncuroof.render.viewcontract`
 lives); the arguments choose the initial state and the page's controls switch it in the browser.
 Other charts (``charts=``, :mod:`ncuroof.render.views`) join the figure as options of its ``chart`` control.
 
+The figure holds: sloped roofs (one per level, B/s from ``peak_bytes_per_s``, running up to the
+highest compute roof the precision view shows) and flat roofs (one per precision, FLOP/s from
+``peak_flop_per_s``), medians over launches, labelled on the chart (non-report roofs tagged with
+their source); beside them, dashed, the achievable roofs of the points' ``achievable_flop_per_s``/
+``achievable_bytes_per_s`` (roles ``roof_mem_achievable``, ``roof_flop_achievable``, shown in the
+``achievable`` state); a note per precision view naming the roofs it cannot draw and why; axis
+ranges holding every dot of every view with its largest marker, every roof and every ridge point;
+ridge points (peak FLOP/s / peak B/s, [KPG §2.9]); dots at (AI [FLOP/B], achieved FLOP/s) with
+area proportional to the time share, one trace per (dot group, precision view, focus subset,
+level), ``Scattergl`` when a group has more than :data:`SCATTERGL_THRESHOLD` dots in a view;
+trails joining each kernel's dots, one trace per subset of levels. Each trace's ``meta`` names its
+``role`` (``roof_mem``, ``roof_flop``, ``ridge``, ``dots``, ``trail``, ``key_level``,
+``key_bound``, ``key_kernel``; the other charts' own roles).
+
+The figure draws the model's tables and computes no analysis: the kernel summary and the
+launches' bounds come from :mod:`ncuroof.model` (:func:`ncuroof.plot_roofline` makes them for a
+points table given alone).
+
 The figure is built in parts: :func:`_chart` (roofs, views, axis ranges), :func:`_roof_traces`,
 :func:`_ridge_traces`, :func:`_group_traces` per dot group of :data:`DOT_GROUPS`,
-:func:`_key_traces` (legend), :func:`_contract` (controls and initial view).
+:func:`_key_traces` (legend), :func:`_draw` (all of them on the figure), :func:`_contract`
+(controls and initial view).
 """
 
 from __future__ import annotations
@@ -34,8 +53,7 @@ import pandas as pd
 from .. import catalog as _catalog
 from .. import fmt
 from .._lazy import LazyModule
-from ..model.classify import binding_points
-from ..model.summary import FOCUS_SHARE, aggregate_points, kernel_summary, with_keys
+from ..model.summary import FOCUS_SHARE, aggregate_points, keys_of, with_keys
 from ..schema import LEVELS, precision_title, work_unit
 from .viewcontract import Chart, Control, ViewContract, ViewState, add_charts, apply_view
 
@@ -162,7 +180,9 @@ def _kernel_names(dots: pd.DataFrame) -> np.ndarray:
 
 
 def _launch_names(dots: pd.DataFrame) -> np.ndarray:
-    return dots["label"].astype(str).map(html.escape).to_numpy(dtype=object)
+    """Hover head of per-launch dots: the label, escaped once per distinct label (a string array)."""
+    codes, labels = pd.factorize(dots["label"].astype(str), use_na_sentinel=False)
+    return np.array([html.escape(str(v)) for v in labels], dtype=str)[codes]
 
 
 @dataclass(frozen=True)
@@ -205,22 +225,16 @@ DOT_GROUPS = (
 )
 
 
-def _kernels_from_points(points: pd.DataFrame) -> pd.DataFrame:
-    """A minimal kernels table for a points table given alone (one row per launch)."""
-    k = points.drop_duplicates(["source", "launch_id"])[
-        ["source", "launch_id", "kernel_name", "time_s"]
-    ].copy()
-    k["kernel_demangled"] = k["kernel_name"]
-    k["nvtx_range"] = ""
-    k["time_at_roof_s"] = np.nan
-    k["saving_s"] = np.nan
-    k = k.merge(
-        binding_points(points)[["source", "launch_id", "bound"]],
-        on=["source", "launch_id"],
-        how="left",
-    )
-    k["bound"] = k["bound"].replace("", np.nan).fillna("unknown")
-    return k
+#: The per-kernel facts of each dot, from the summary row of its ``kernel_key`` unless the dot
+#: frame has them: (dot column, summary column).
+_FACTS = (
+    ("kid", "kid"),
+    ("in_focus", "in_focus"),
+    ("main", "precision"),
+    ("label", "kernel_label"),
+    ("demangled", "kernel_demangled"),
+    ("kbound", "bound"),
+)
 
 
 def _dot_frames(
@@ -235,55 +249,50 @@ def _dot_frames(
     aggregated).
 
     ``given`` may hold precomputed frames: ``kernel`` = :func:`ncuroof.model.summary.kernel_dots`,
-    ``launch`` = :func:`ncuroof.model.summary.with_keys`; other keys are further dot groups of
+    ``launch`` = :func:`ncuroof.model.summary.with_keys` (default: :func:`_launch_dots`); other keys are further dot groups of
     :data:`DOT_GROUPS` (aggregated dots with a ``kernel_key``, or their own facts columns).
     """
     given = dict(given or {})
-    info = summ.set_index("kernel_key")
     kern = given.get("kernel")
     if kern is None:  # every launch, before the per-launch dots are cut to the longest
         kern = aggregate_points(with_keys(points, kernels), by="kernel_key")
     launch = given.get("launch")
     if launch is None:
-        launch = with_keys(longest_launches(points, kernels, MAX_LAUNCH_DOTS), kernels)
+        launch = _launch_dots(points, kernels)
     frames = {**given, "kernel": kern.assign(launch_id=-1), "launch": launch.assign(launches=1)}
-    facts = (
-        ("kid", "kid"),
-        ("in_focus", "in_focus"),
-        ("main", "precision"),
-        ("label", "kernel_label"),
-        ("demangled", "kernel_demangled"),
-        ("kbound", "bound"),
-    )
-    out = {}
-    for gid, d in frames.items():
-        d = d.copy()
-        if gid == "launch":  # each launch's own classified bound
-            d = d.merge(
-                kernels[["source", "launch_id", "bound"]].rename(columns={"bound": "kbound"}),
-                on=["source", "launch_id"],
-                how="left",
-            )
-        elif (
-            gid == "kernel"
-        ):  # area from all the kernel's launches, those without points too; the summary's share (time basis)
-            d["time_s"] = info["time_s"].reindex(d["kernel_key"]).to_numpy()
-            d["share"] = info["time_share"].reindex(d["kernel_key"]).to_numpy()
-        for col, src in facts:
-            if col not in d.columns:
-                d[col] = info[src].reindex(d["kernel_key"]).to_numpy()
-        if "launch_id" not in d.columns:
-            d["launch_id"] = -1
-        for col in (
-            "achievable_roof_flop_per_s",
-            "achievable_roof_fraction",
-        ):  # tables from before achievable roofs
-            if col not in d.columns:
-                d[col] = np.nan
-        d["kbound"] = d["kbound"].fillna("unknown")
-        d["in_focus"] = d["in_focus"].astype(bool)
-        out[gid] = d
-    return out
+    info = summ.set_index("kernel_key")
+    return {gid: _with_facts(gid, d, kernels, info) for gid, d in frames.items()}
+
+
+def _with_facts(
+    gid: str, d: pd.DataFrame, kernels: pd.DataFrame, info: pd.DataFrame
+) -> pd.DataFrame:
+    """One group's dots with the :data:`_FACTS` columns: a launch's own classified bound (per
+    launch), a kernel's time and share from the summary (the area counts all its launches, those
+    without points too; the summary's time basis)."""
+    d = d.copy()
+    if gid == "launch" and "kbound" not in d.columns:
+        d = d.merge(
+            kernels[["source", "launch_id", "bound"]].rename(columns={"bound": "kbound"}),
+            on=["source", "launch_id"],
+            how="left",
+        )
+    need = {col: src for col, src in _FACTS if col not in d.columns}
+    if gid == "kernel":
+        need.update(time_s="time_s", share="time_share")
+    if need:  # a frame with its own facts (another dot group) needs no kernel_key
+        codes, keys = pd.factorize(d["kernel_key"], use_na_sentinel=False)
+        rows = info.reindex(keys)  # the summary row of each distinct key, then per dot by its code
+        for col, src in need.items():
+            d[col] = rows[src].to_numpy()[codes]
+    if "launch_id" not in d.columns:
+        d["launch_id"] = -1
+    for col in ("achievable_roof_flop_per_s", "achievable_roof_fraction"):
+        if col not in d.columns:  # tables from before achievable roofs
+            d[col] = np.nan
+    d["kbound"] = d["kbound"].fillna("unknown")
+    d["in_focus"] = d["in_focus"].astype(bool)
+    return d
 
 
 def longest_launches(points: pd.DataFrame, kernels: pd.DataFrame, most: int) -> pd.DataFrame:
@@ -292,8 +301,44 @@ def longest_launches(points: pd.DataFrame, kernels: pd.DataFrame, most: int) -> 
     if len(kernels) <= most:
         return points
     longest = kernels.nlargest(most, "time_s", keep="first")
-    ids = pd.MultiIndex.from_frame(longest[["source", "launch_id"]])
-    return points[pd.MultiIndex.from_frame(points[["source", "launch_id"]]).isin(ids)]
+    return points[_launch_positions(points, longest) >= 0]
+
+
+def _launch_positions(rows: pd.DataFrame, launches: pd.DataFrame) -> np.ndarray:
+    """Position in ``launches`` of each row's launch (``source``, ``launch_id``; the first such
+    launch), -1 where it is not there: one hash lookup per row on an integer key."""
+    sources = pd.Index(pd.unique(launches["source"]))
+    ids = launches["launch_id"].to_numpy(np.int64)
+    lo, span = (int(ids.min()), int(ids.max() - ids.min()) + 1) if len(ids) else (0, 1)
+
+    def key(frame: pd.DataFrame) -> np.ndarray:
+        codes, names = pd.factorize(frame["source"], use_na_sentinel=False)  # few distinct
+        code = sources.get_indexer(names)[codes]
+        lid = frame["launch_id"].to_numpy(np.int64) - lo
+        return np.where((code >= 0) & (lid >= 0) & (lid < span), code * span + lid, -1)
+
+    at = pd.Series(np.arange(len(launches)), index=key(launches))
+    at = at[~at.index.duplicated()]
+    return at.reindex(key(rows)).fillna(-1).to_numpy(np.int64)
+
+
+def _launch_dots(points: pd.DataFrame, kernels: pd.DataFrame) -> pd.DataFrame:
+    """The points of the :data:`MAX_LAUNCH_DOTS` longest launches (all when there are no more), in
+    ``points`` order, with their launch's ``kernel_key`` (:func:`ncuroof.model.summary.keys_of`)
+    and classified bound (``kbound``); NaN for a point whose launch ``kernels`` lacks."""
+    capped = len(kernels) > MAX_LAUNCH_DOTS
+    launches = kernels.nlargest(MAX_LAUNCH_DOTS, "time_s", keep="first") if capped else kernels
+    at = _launch_positions(points, launches)
+    if capped:
+        points, at = points[at >= 0], at[at >= 0]
+    pick = np.where(at >= 0, at, len(launches))  # past the end: the NaN appended below
+
+    def column(values: pd.Series) -> np.ndarray:
+        return np.append(values.to_numpy(object), np.nan)[pick]
+
+    return points.reset_index(drop=True).assign(
+        kernel_key=column(keys_of(launches)), kbound=column(launches["bound"])
+    )
 
 
 def _group_label(group: DotGroup, kernels: pd.DataFrame) -> DotGroup:
@@ -342,12 +387,12 @@ def _medians(
         return {}, {}
     have = points[np.isfinite(points[col].to_numpy(float))]
     value = have.groupby(key)[col].median().to_dict()
-    source = (
-        have.groupby(key)[src].agg(lambda s: s.mode().iat[0] if len(s.mode()) else "").to_dict()
-        if src in have.columns
-        else {}
-    )
-    return value, {k: str(v) for k, v in source.items()}
+    if src not in have.columns:
+        return value, {}
+    n = have.groupby([key, src]).size()  # sorted: per key, its most common source, ties the first
+    top = n[n == n.groupby(level=0).transform("max")].reset_index().drop_duplicates(key)
+    mode = dict(zip(top[key], top[src]))
+    return value, {k: str(mode.get(k, "")) for k in value}
 
 
 def roofs(points: pd.DataFrame) -> tuple[dict[str, float], dict[str, float], dict[str, str]]:
@@ -950,7 +995,7 @@ def _dot_trace(
             line=dict(width=1, color="white"),
         ),
         text=group.names(dots),
-        hovertext=dots["kbound"].astype(str).to_numpy(dtype=object),
+        hovertext=dots["kbound"].astype(str).to_numpy(dtype=str),
         customdata=dots[list(CUSTOMDATA)].to_numpy(float).astype(np.float32),
         showlegend=False,
         name=f"{lv.upper()} dots",
@@ -1119,96 +1164,10 @@ def _empty_figure(fig: go.Figure, charts: list[Chart]) -> go.Figure:
     return fig
 
 
-def plot_roofline(
-    points: pd.DataFrame,
-    kernels: pd.DataFrame | None = None,
-    title: str = "Hierarchical roofline",
-    *,
-    precision: str = "main",
-    levels: list[str] | None = None,
-    per_launch: bool = False,
-    color: str = "kernel",
-    focus: float = FOCUS_SHARE,
-    show_all: bool = False,
-    summary: pd.DataFrame | None = None,
-    dots: Mapping[str, pd.DataFrame] | None = None,
-    catalog: _catalog.Catalog | None = None,
-    height: int = 800,
-    charts: Sequence[Chart] = (),
-) -> go.Figure:
-    """Draw the whole application on one log-log hierarchical roofline.
-
-    Parameters
-    ----------
-    points : DataFrame
-        The points table (:data:`ncuroof.schema.POINTS`), one row per (launch, precision, level).
-    kernels : DataFrame, optional
-        Its classified kernels table (:data:`ncuroof.schema.KERNELS`): time shares count every
-        launch, colours by bound use its ``bound``, hover gives the demangled name. Without it,
-        shares count only the launches with points and the bound is the binding point's.
-    title : str, optional
-        Figure title.
-    precision : str, default 'main'
-        Visible precision view: ``'main'`` (every kernel at the precision of most of its FLOPs,
-        with the roofs of those precisions) or one precision (``fp32``, ``tensor:<path>``).
-    levels : list of str, optional
-        Visible memory levels (default: all that have points).
-    per_launch : bool, default False
-        One dot per launch (of the :data:`MAX_LAUNCH_DOTS` longest) instead of one per kernel
-        (launches aggregated: time, FLOPs and bytes summed, so rates are time-weighted;
-        :func:`ncuroof.model.summary.aggregate_points`).
-    color : {'kernel', 'bound'}, default 'kernel'
-        Colour dots by kernel (largest time first, :data:`KERNEL_COLORS`) or by the kernel's
-        classified bound (:data:`BOUND_COLORS`).
-    focus : float, default 0.95
-        Show the fewest kernels that make up this share of GPU time (:func:`ncuroof.model.summary.focus_set`).
-    show_all : bool, default False
-        Also show the kernels outside the focus set.
-    summary : DataFrame, optional
-        :func:`ncuroof.model.summary.kernel_summary` of the same data with the same ``focus``, when
-        the caller has it already (kernel colours follow its order); computed otherwise.
-    dots : mapping of str to DataFrame, optional
-        Precomputed dots per dot group (:func:`_dot_frames`): ``kernel`` =
-        ``aggregate_points(with_keys(points, kernels), by="kernel_key")``, ``launch`` =
-        ``with_keys(points, kernels)``; the missing ones are computed.
-    catalog : Catalog, optional
-        The metric catalog (formulas in the hover text); :func:`ncuroof.catalog.load` otherwise.
-    height : int, default 800
-        Figure height [px].
-    charts : sequence of Chart, optional
-        Other charts the page's ``chart`` control switches to (:func:`ncuroof.render.views.page_charts`;
-        :func:`ncuroof.render.viewcontract.add_charts`), hidden at first (shown first when there are no points).
-
-    Returns
-    -------
-    plotly.graph_objects.Figure
-        Sloped roofs (one per level, B/s from ``peak_bytes_per_s``, running up to the highest
-        compute roof the precision view shows) and flat roofs (one per precision, FLOP/s from
-        ``peak_flop_per_s``), medians over launches and labelled on the chart (non-report roofs
-        tagged with their source); beside them, dashed, the achievable roofs of the points'
-        ``achievable_flop_per_s``/``achievable_bytes_per_s`` (roles ``roof_mem_achievable``,
-        ``roof_flop_achievable``, shown in the ``achievable`` state); a note per precision view
-        naming the roofs it cannot draw and why; axis ranges holding every dot of every view with
-        its largest marker, every roof and every ridge point; ridge points (peak FLOP/s / peak B/s,
-        [KPG §2.9]); dots at (AI [FLOP/B], achieved FLOP/s) with area proportional to the time
-        share, one trace per (dot group, precision view, focus subset, level), ``Scattergl`` when
-        a group has more than :data:`SCATTERGL_THRESHOLD` dots in a view; trails joining each
-        kernel's dots, one trace per subset of levels. Each trace's ``meta`` names its ``role``
-        (``roof_mem``, ``roof_flop``, ``ridge``, ``dots``, ``trail``, ``key_level``,
-        ``key_bound``, ``key_kernel``; the ``charts``' own roles) and ``when`` it is visible (:mod:`ncuroof.render.viewcontract`);
-        ``layout.meta["view"]`` is the :class:`ncuroof.render.viewcontract.ViewContract` (controls, initial
-        state, colour scales, dot counts) the page's script reads.
-
-    Raises
-    ------
-    ValueError
-        For an unknown ``precision``, ``color`` or level.
-    """
-    if color not in ("kernel", "bound"):
-        raise ValueError(f"color must be 'kernel' or 'bound', not {color!r}")
-    fig = go.Figure()
+def _base_layout(fig: go.Figure, title: str, height: int) -> None:
+    """The figure's frame: title (plain text, escaped: plotly reads HTML in it), log axes, legend."""
     fig.update_layout(
-        title=title,
+        title=html.escape(title),
         template="plotly_white",
         height=height,
         margin=dict(t=50, b=170, r=20),
@@ -1226,19 +1185,14 @@ def plot_roofline(
             tracegroupgap=4,
         ),
     )
-    if points.empty:
-        return _empty_figure(fig, list(charts))
-    if kernels is None:
-        kernels = _kernels_from_points(points)
-    summ = (
-        kernel_summary(kernels, points, focus=focus) if summary is None else summary
-    ).reset_index(drop=True)
-    summ["kid"] = np.arange(len(summ))
-    ch = _chart(points, kernels, summ, catalog if catalog is not None else _catalog.load(), height)
-    state = _initial_state(ch, precision, levels, per_launch, color, show_all)
+
+
+def _draw(
+    fig: go.Figure, ch: _Chart, groups: list[DotGroup], frames: dict[str, pd.DataFrame]
+) -> dict[str, int]:
+    """Add the roofs, ridge points, dots, trails and legend keys, the roofs' source note and the
+    axis ranges; return the dots per ``<mode>/<precision view>/<focus|rest>``."""
     counts: dict[str, int] = {}
-    frames = _dot_frames(points, kernels, summ, dots)
-    groups = [_group_label(g, kernels) for g in DOT_GROUPS if g.id in frames]
     fig.add_traces(
         _roof_traces(ch)
         + _ridge_traces(ch)
@@ -1258,7 +1212,84 @@ def plot_roofline(
     )
     fig.update_xaxes(range=[math.log10(v) for v in ch.x_range])
     fig.update_yaxes(range=[math.log10(v) for v in ch.y_range])
-    contract = _contract(ch, state, groups, counts, focus)
+    return counts
+
+
+def plot_roofline(
+    points: pd.DataFrame,
+    kernels: pd.DataFrame | None = None,
+    title: str = "Hierarchical roofline",
+    *,
+    precision: str = "main",
+    levels: list[str] | None = None,
+    per_launch: bool = False,
+    color: str = "kernel",
+    focus: float = FOCUS_SHARE,
+    show_all: bool = False,
+    summary: pd.DataFrame | None = None,
+    dots: Mapping[str, pd.DataFrame] | None = None,
+    catalog: _catalog.Catalog | None = None,
+    height: int = 800,
+    charts: Sequence[Chart] = (),
+) -> go.Figure:
+    """Draw the whole application on one log-log hierarchical roofline (the figure: module docstring).
+
+    Parameters
+    ----------
+    points : DataFrame
+        The points table (:data:`ncuroof.schema.POINTS`), one row per (launch, precision, level).
+    kernels, summary : DataFrame
+        Its classified kernels table (:data:`ncuroof.schema.KERNELS`) and their
+        :func:`ncuroof.model.summary.kernel_summary` with ``focus`` (kernel colours follow its
+        order): the model's, required with points (:func:`ncuroof.plot_roofline` makes both).
+    title : str, optional
+        Figure title, plain text.
+    precision, levels, per_launch, color, show_all
+        The initial view (:class:`ncuroof.render.viewcontract.ViewState`): precision view
+        (``'main'`` or a precision such as ``fp32``), memory levels (default: all with points),
+        one dot per launch (of the :data:`MAX_LAUNCH_DOTS` longest) or per kernel, colour by
+        ``'kernel'`` or ``'bound'``, also the kernels outside the focus set.
+    focus : float, default 0.95
+        The share of GPU time ``summary``'s focus set makes up (the page's text on the rest).
+    dots : mapping of str to DataFrame, optional
+        Dots per dot group (:func:`_dot_frames`): ``kernel`` =
+        :func:`ncuroof.model.summary.kernel_dots`; the missing ones are made from the points.
+    catalog : Catalog, optional
+        The metric catalog (formulas in the hover text); :func:`ncuroof.catalog.load` otherwise.
+    height : int, default 800
+        Figure height [px].
+    charts : sequence of Chart, optional
+        Other charts the ``chart`` control switches to (:func:`ncuroof.products.charts`),
+        hidden at first (shown first when there are no points).
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        Each trace's ``meta`` names its ``role`` and ``when`` it shows; ``layout.meta["view"]`` is
+        the :class:`ncuroof.render.viewcontract.ViewContract` the page's script reads.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``precision``, ``color`` or level, or points without kernels or summary.
+    """
+    if color not in ("kernel", "bound"):
+        raise ValueError(f"color must be 'kernel' or 'bound', not {color!r}")
+    fig = go.Figure()
+    _base_layout(fig, title, height)
+    if points.empty:
+        return _empty_figure(fig, list(charts))
+    if kernels is None or summary is None:
+        raise ValueError(
+            "plot_roofline draws the model's tables: pass kernels= and summary= (kernel_summary);"
+            " ncuroof.plot_roofline makes them from the points"
+        )
+    summ = summary.reset_index(drop=True).assign(kid=lambda s: np.arange(len(s)))
+    ch = _chart(points, kernels, summ, catalog if catalog is not None else _catalog.load(), height)
+    state = _initial_state(ch, precision, levels, per_launch, color, show_all)
+    frames = _dot_frames(points, kernels, summ, dots)
+    groups = [_group_label(g, kernels) for g in DOT_GROUPS if g.id in frames]
+    contract = _contract(ch, state, groups, _draw(fig, ch, groups, frames), focus)
     _add_view_notes(fig, ch, contract)
     add_charts(fig, contract, list(charts), OWN_CHART)
     apply_view(fig, contract)

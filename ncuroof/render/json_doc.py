@@ -33,10 +33,11 @@ from ..schema import (
     KERNEL_WORK,
     LEVELS,
     PRECISIONS,
+    TABLES,
     Column,
+    distinct_sources,
     flop_name,
     parse_cell,
-    parse_sources,
     tensor_columns,
     tensor_paths,
 )
@@ -203,8 +204,8 @@ def _roof_sources(kernels: pd.DataFrame, col: str) -> dict[str, str]:
     out: dict[str, list[str]] = {}
     if col not in kernels.columns:
         return {}
-    for cell in kernels[col].dropna().astype(str).unique():
-        for name, src in parse_sources(cell).items():
+    for cell in distinct_sources(kernels[col]):
+        for name, src in cell.items():
             out.setdefault(name, [])
             if src not in out[name]:
                 out[name].append(src)
@@ -314,11 +315,17 @@ def _notes(analysis: Any) -> list[str]:
     return out
 
 
+def _columns(table: pd.DataFrame, declared: Mapping[str, Column]) -> list[str]:
+    """The declared columns, then the table's others (a phase's ``tensor_<path>_flop``...)."""
+    return [*declared, *(c for c in table.columns if c not in declared)]
+
+
 def analysis_document(
     analysis: Any,
     outdir: Path | None = None,
     files: Sequence[str] = (),
     failures: pd.DataFrame | None = None,
+    products: Mapping[str, pd.DataFrame] | None = None,
 ) -> dict[str, Any]:
     """The ``analyze --json`` document of one analysis.
 
@@ -332,6 +339,9 @@ def analysis_document(
         The files written there.
     failures : DataFrame, optional
         A fleet's inputs that could not be analyzed (``source``, ``error``).
+    products : mapping of str to DataFrame, optional
+        Tables of :data:`ncuroof.schema.TABLES` by name (the products :func:`ncuroof.api.analyze`
+        built that go in the document, :func:`ncuroof.products.in_document`).
 
     Returns
     -------
@@ -341,7 +351,8 @@ def analysis_document(
         reader), ``roofs`` (:func:`roofs`), ``totals``, ``kernels`` (longest first: every
         :data:`~ncuroof.schema.KERNEL_SUMMARY` column, the :data:`~ncuroof.schema.KERNEL_WORK`
         columns and ``dots``, the kernel's :data:`~ncuroof.schema.DOTS` rows), ``notes``,
-        ``failures`` and ``outputs``. JSON-ready: no NaN or inf anywhere (missing is None).
+        ``failures``, ``products`` (name -> one record per row, every column) and
+        ``outputs``. JSON-ready: no NaN or inf anywhere (missing is None).
     """
     k, summ = analysis.kernels, analysis.summary
     return {
@@ -355,6 +366,7 @@ def analysis_document(
         "kernels": _kernel_records(summ, k, analysis.dots),
         "notes": _notes(analysis),
         "failures": _records(failures, ["source", "error"]) if failures is not None else [],
+        "products": {n: _records(t, _columns(t, TABLES[n])) for n, t in (products or {}).items()},
         "outputs": {"outdir": str(outdir) if outdir is not None else None, "files": list(files)},
     }
 
@@ -523,6 +535,12 @@ def gate(result: Any, pct: float | None) -> dict[str, Any] | None:
     }
 
 
+def _side_inputs(a: Any, paths: Sequence[Path]) -> list[dict[str, Any]]:
+    """The inputs of one side of a comparison (:func:`_input`), from its analysis when given."""
+    kernels = a.kernels if a is not None else pd.DataFrame(columns=["source"])
+    return [_input(Path(p), kernels, len(paths) == 1) for p in paths]
+
+
 def compare_document(
     result: Any,
     before: Sequence[Path],
@@ -565,15 +583,8 @@ def compare_document(
         "ncuroof_version": __version__,
         "options": _options(getattr(ab, "options", None)),
         "inputs": {
-            side: [
-                _input(
-                    Path(p),
-                    a.kernels if a is not None else pd.DataFrame(columns=["source"]),
-                    len(paths) == 1,
-                )
-                for p in paths
-            ]
-            for side, a, paths in (("before", ab, before), ("after", aa, after))
+            "before": _side_inputs(ab, before),
+            "after": _side_inputs(aa, after),
         },
         "totals": {k: value(v) for k, v in result.totals.items()},
         "warnings": [str(w) for w in result.warnings],
@@ -728,6 +739,22 @@ def _outputs_schema() -> dict[str, Any]:
     )
 
 
+#: Tables that are never a product of the analyze document: its own keys, or compare's.
+_NOT_PRODUCTS = ("kernels", "points", "failures", "compare", "trail")
+
+
+def _products_schema() -> dict[str, Any]:
+    """Each declared table that may be a product of the document: an array of its rows."""
+    return _object(
+        {
+            name: {"type": "array", "items": _object(_declared(cols), patterns=_TENSOR_PATTERN)}
+            for name, cols in TABLES.items()
+            if name not in _NOT_PRODUCTS
+        },
+        required=[],
+    )
+
+
 def _analyze_schema() -> dict[str, Any]:
     totals = _object(
         {
@@ -749,6 +776,7 @@ def _analyze_schema() -> dict[str, Any]:
             "kernels": {"type": "array", "items": _kernel_schema()},
             "notes": {"type": "array", "items": {"type": "string"}},
             "failures": {"type": "array", "items": failure},
+            "products": _products_schema(),
             "outputs": _outputs_schema(),
         }
     )

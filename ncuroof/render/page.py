@@ -506,66 +506,34 @@ def render_html(
     extra: str = "",
     basis: dict[str, Any] | None = None,
 ) -> str:
-    """Build the self-contained roofline page (template ``templates/roofline.html.j2``).
-
-    The page leads with the chart: a one-line header (GPU, total GPU time, launches, kernels),
-    the view controls, the chart with the top kernels and the hover details beside it; below it
-    the summary (focus, savings, the top kernels' diagnoses), the kernels and launch tables and
-    the input's facts. ``extra`` goes under the chart, in its column.
+    """The self-contained roofline page (``templates/roofline.html.j2``): header line, view controls,
+    the chart with the top kernels and hover details beside it, ``extra`` under it; then the summary,
+    the kernels and launch tables and the input's facts.
 
     Parameters
     ----------
-    fig : Figure
-        From :func:`ncuroof.render.figure.plot_roofline` (its view contract drives the controls).
-    kernels : DataFrame
-        The classified kernels table (one row per launch).
-    meta : dict
-        Facts about the input (``inputs``, ``GPU``, ``ncu version``, ``clocks``, ``roofs``, ...;
-        empty values are left out); ``GPU`` goes in the header.
-    plotlyjs : True or 'cdn', default True
-        True embeds plotly.js (opens offline); ``'cdn'`` links it.
-    summary : DataFrame, optional
-        :func:`summarize` (or :func:`ncuroof.model.summary.kernel_summary`) of the same data, all
-        kernels, in the order ``fig`` was drawn from (kernel colours follow it); computed from
-        ``kernels`` and ``points`` when not given.
-    points : DataFrame, optional
-        The points table, needed only when ``summary`` is not given.
-    focus : float, default :data:`ncuroof.model.summary.FOCUS_SHARE`
-        The share of GPU time the summary's ``in_focus`` was computed with (said on the page).
-    top : int, default :data:`TOP_ON_PAGE`
-        Kernels listed beside the chart and described below it.
-    extra : str, optional
-        HTML put under the chart (:func:`ncuroof.render.views.page_sections`: the spread over ranks, the
-        speed-of-light notes).
-    basis : dict, optional
-        With a production timeline (:func:`ncuroof.render.views.time_basis`): ``total_s``, the time the
-        summary's shares are of (the savings' share too), and ``text``, the header's sentence on it.
+    fig, kernels : Figure, DataFrame
+        From :func:`ncuroof.render.figure.plot_roofline` (its view contract drives the controls);
+        the classified kernels table (one row per launch).
+    meta, plotlyjs : dict, True or 'cdn'
+        Facts about the input (``GPU`` in the header; empty values left out); True embeds plotly.js
+        (opens offline), ``'cdn'`` links it.
+    summary, points : DataFrame, optional
+        :func:`summarize` of the data, all kernels, in ``fig``'s order (kernel colours follow it);
+        else computed from ``kernels`` and ``points``.
+    focus, top, extra, basis
+        The share of GPU time of the summary's ``in_focus``; kernels listed beside the chart; HTML
+        under the chart (:func:`ncuroof.render.views.page_sections`); with a production timeline
+        (:func:`ncuroof.render.views.time_basis`), ``total_s``, the time the shares and savings
+        are of, and ``text``, the header's sentence on it.
 
     Returns
     -------
     str
-        A complete HTML document. Its script builds the controls from the figure's view
-        contract, shows the hovered dot's full demangled name and numbers beside the chart and
-        sorts the tables.
+        A complete HTML document.
     """
-    if summary is None:
-        summary = summarize(
-            kernels,
-            points if points is not None else pd.DataFrame(columns=["level"]),
-            top=len(kernels),
-        )
-    summ = summary.reset_index(drop=True)
-    if "diagnosis" not in summ.columns:
-        summ = summ.assign(diagnosis="", evidence="", advice="", flags="")
-    total = (
-        float(basis["total_s"]) if basis else float(np.nansum(kernels["time_s"].to_numpy(float)))
-    )
-    note = provenance.evidence_note(
-        kernels, _has_role(fig, "instruction_dots")
-    )  # None unless no launch has roofline metrics
-    hide = "missing_metrics" if note else None  # said once, by the note, in the report's own terms
-    launch_table, launches_title = _launch_table(kernels, hide)
-    by_saving, families = _savings(summ, total, top)
+    summ = _page_summary(kernels, summary, points)
+    note = provenance.evidence_note(kernels, _has_role(fig, "instruction_dots"))  # None: metrics
     plot_div = fig.to_html(
         full_html=False,
         include_plotlyjs=plotlyjs,
@@ -579,22 +547,60 @@ def render_html(
             title="ncuroof roofline",
             **_header(kernels, summ, meta, basis),
             plot=Markup(plot_div),
-            top=_side_top(summ, top),
-            focus=_focus(summ, focus) if (summ["precision"].astype(str) != "").any() else None,
-            saving=_saving(summ, total),
-            missing_metrics=note,
-            items=_items(summ, top, hide),
-            by_saving=by_saving,
-            families=families,
-            kernel_table=Markup(_kernel_table(summ, hide)),
-            launch_table=Markup(launch_table),
-            launches_title=launches_title,
+            **_sections(kernels, summ, basis, top, focus, note),
             facts=meta,
-            kernels_json=Markup(_kernels_json(summ, hide)),
-            sort_js=Markup(_asset("sort.js")),
-            roofline_js=Markup(_asset("roofline.js")),
             extra=Markup(extra),
         )
+    )
+
+
+def _page_summary(
+    kernels: pd.DataFrame, summary: pd.DataFrame | None, points: pd.DataFrame | None
+) -> pd.DataFrame:
+    """The summary the page lists (:func:`summarize` of ``kernels`` when not given), with the
+    diagnosis columns (empty when it has none)."""
+    if summary is None:
+        summary = summarize(
+            kernels,
+            points if points is not None else pd.DataFrame(columns=["level"]),
+            top=len(kernels),
+        )
+    summ = summary.reset_index(drop=True)
+    if "diagnosis" not in summ.columns:
+        summ = summ.assign(diagnosis="", evidence="", advice="", flags="")
+    return summ
+
+
+def _sections(
+    kernels: pd.DataFrame,
+    summ: pd.DataFrame,
+    basis: dict[str, Any] | None,
+    top: int,
+    focus: float,
+    note: str | None,
+) -> dict[str, Any]:
+    """The template's context for the top kernels, the summary and the tables; shares and savings
+    of the timeline's kernel time (``basis``) or the launches'."""
+    total = (
+        float(basis["total_s"]) if basis else float(np.nansum(kernels["time_s"].to_numpy(float)))
+    )
+    hide = "missing_metrics" if note else None  # said once, by the note, in the report's own terms
+    launch_table, launches_title = _launch_table(kernels, hide)
+    by_saving, families = _savings(summ, total, top)
+    return dict(
+        top=_side_top(summ, top),
+        focus=_focus(summ, focus) if (summ["precision"].astype(str) != "").any() else None,
+        saving=_saving(summ, total),
+        missing_metrics=note,
+        items=_items(summ, top, hide),
+        by_saving=by_saving,
+        families=families,
+        kernel_table=Markup(_kernel_table(summ, hide)),
+        launch_table=Markup(launch_table),
+        launches_title=launches_title,
+        kernels_json=Markup(_kernels_json(summ, hide)),
+        sort_js=Markup(_asset("sort.js")),
+        roofline_js=Markup(_asset("roofline.js")),
     )
 
 
@@ -661,10 +667,8 @@ def html_table(
 
     Parameters
     ----------
-    df : DataFrame
-        The rows.
-    cols : list of (column, header)
-        Columns to show, in order.
+    df, cols : DataFrame, list of (column, header)
+        The rows; the columns to show, in order.
     title_col : str, optional
         Column giving the ``kernel_name``/``kernel_label`` cells a tooltip (the demangled name).
     kinds : dict, optional
@@ -836,22 +840,10 @@ def write_outputs(
         cannot be written. Any other exception is re-raised after the staging directory is removed.
     """
     outdir = Path(outdir)
-    if outdir.exists() and not outdir.is_dir():
-        raise OutputError("exists and is not a directory; choose another -o", outdir)
-    try:
-        old = (tables_io.read_manifest(outdir) or []) if outdir.is_dir() else []
-    except InputError as exc:
-        raise OutputError(f"{exc.message}, or choose another -o", exc.path) from exc
+    old = _previous(outdir)
     _check_targets(outdir, list(files), old, inputs)
     with _signals_interrupt():
-        try:
-            stage_in = outdir if outdir.is_dir() else outdir.parent
-            stage_in.mkdir(parents=True, exist_ok=True)
-            tmp = Path(tempfile.mkdtemp(prefix=f".{outdir.name or 'ncuroof'}.new.", dir=stage_in))
-        except OSError as exc:
-            raise OutputError(
-                f"cannot create the output directory ({exc.strerror}); choose a writable -o", outdir
-            ) from exc
+        tmp = _staging(outdir)
         try:
             _write_files(tmp, {**files, tables_io.MANIFEST: tables_io.manifest_text(list(files))})
             if not outdir.exists():
@@ -862,21 +854,46 @@ def write_outputs(
         except BaseException as exc:  # noqa: BLE001 - whatever fails (disk, Arrow, encoding, a signal), leave no partial files
             shutil.rmtree(tmp, ignore_errors=True)
             if isinstance(exc, (OSError, pa.ArrowException)):
-                why = getattr(exc, "strerror", None) or exc
-                denied = getattr(exc, "errno", None) in (
-                    errno.EACCES,
-                    errno.EPERM,
-                    errno.EROFS,
-                    errno.ENOSPC,
-                    errno.EDQUOT,
-                )
-                advice = "choose a writable -o" if denied else "choose another -o"
-                raise OutputError(
-                    f"cannot write the output ({why}); the previous files are kept; {advice}",
-                    outdir,
-                ) from exc
+                raise _write_error(exc, outdir) from exc
             raise
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _previous(outdir: Path) -> list[str]:
+    """The files an earlier run wrote in ``outdir`` (its manifest; none for a new folder);
+    OutputError when ``outdir`` is a file or its manifest is not ncuroof's."""
+    if outdir.exists() and not outdir.is_dir():
+        raise OutputError("exists and is not a directory; choose another -o", outdir)
+    try:
+        return (tables_io.read_manifest(outdir) or []) if outdir.is_dir() else []
+    except InputError as exc:
+        raise OutputError(f"{exc.message}, or choose another -o", exc.path) from exc
+
+
+def _staging(outdir: Path) -> Path:
+    """A new hidden staging directory inside an existing ``outdir``, else beside it."""
+    try:
+        stage_in = outdir if outdir.is_dir() else outdir.parent
+        stage_in.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix=f".{outdir.name or 'ncuroof'}.new.", dir=stage_in))
+    except OSError as exc:
+        raise OutputError(
+            f"cannot create the output directory ({exc.strerror}); choose a writable -o", outdir
+        ) from exc
+
+
+#: Errors that a writable output directory elsewhere avoids.
+_DENIED = (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT)
+
+
+def _write_error(exc: BaseException, outdir: Path) -> OutputError:
+    """The one-line error of a failed write (the previous files are kept)."""
+    why = getattr(exc, "strerror", None) or exc
+    denied = getattr(exc, "errno", None) in _DENIED
+    advice = "choose a writable -o" if denied else "choose another -o"
+    return OutputError(
+        f"cannot write the output ({why}); the previous files are kept; {advice}", outdir
+    )
 
 
 def _check_targets(outdir: Path, new: list[str], old: list[str], inputs: Sequence[Path]) -> None:

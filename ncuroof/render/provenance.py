@@ -3,7 +3,6 @@ and what a CSV export could not carry. Used by the page header, the CLI and ``co
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -12,8 +11,9 @@ import numpy as np
 import pandas as pd
 
 from .. import fmt
+from ..catalog import load_gpus
 from ..collector import ncu as collector
-from ..schema import parse_cell, parse_sources
+from ..schema import distinct_sources
 
 __all__ = [
     "collection_text",
@@ -136,8 +136,8 @@ def _achievable_text(kernels: pd.DataFrame) -> str:
     if "achievable_sources" not in kernels.columns:
         return ""
     by_source: dict[str, set[str]] = {}
-    for cell in kernels["achievable_sources"].dropna().astype(str).unique():
-        for name, source in parse_sources(cell).items():
+    for cell in distinct_sources(kernels["achievable_sources"]):
+        for name, source in cell.items():
             by_source.setdefault(source, set()).add(name)
     what = {
         "measured": "published measurement, metrics/gpus.toml, cited in notes",
@@ -246,7 +246,7 @@ def device_text(kernels: pd.DataFrame) -> str:
     Parameters
     ----------
     kernels : DataFrame
-        ``device_name``, ``cc`` and, where present, ``notes`` (the datasheet roofs' note).
+        ``device_name``, ``cc`` and, where present, ``datasheet_gpu`` (the entry the roofs used).
 
     Returns
     -------
@@ -258,12 +258,12 @@ def device_text(kernels: pd.DataFrame) -> str:
     ):
         cc = f" (CC {c})" if isinstance(c, str) and c else ""
         out.append(f"{d}{cc}" if isinstance(d, str) and d else f"not named in the input{cc}")
-    if any(x.startswith("not named") for x in out) and "notes" in kernels.columns:
+    if any(x.startswith("not named") for x in out) and "datasheet_gpu" in kernels.columns:
+        gpus = load_gpus()
         sheets = {
-            m.group(1)
-            for cell in kernels["notes"]
-            for n in parse_cell("notes", cell)
-            if (m := re.search(r"from the (.+?) datasheet", str(n)))
+            spec.name
+            for gpu in kernels["datasheet_gpu"].dropna().unique()
+            if gpu and (spec := gpus.by_name(str(gpu))) is not None
         }
         if sheets:
             out.append("roofs from the " + ", ".join(sorted(sheets)) + " datasheet (--gpu)")

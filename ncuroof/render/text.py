@@ -286,3 +286,26 @@ def profile_text(res: Any) -> str:
         + (f", {'/'.join(map(str, passes))} replay passes each" if passes else "")
         + ")"
     )
+
+
+def doctor_text(checks: list[Any]) -> str:
+    """What ``doctor`` prints: a line per check (``ok``, ``FAIL`` or ``?``), then its fix when it did
+    not pass.
+
+    Parameters
+    ----------
+    checks : list of ncuroof.collector.ncu.Check
+        From :func:`ncuroof.collector.ncu.doctor`.
+
+    Returns
+    -------
+    str
+        The lines, each ending in a newline.
+    """
+    out = []
+    for c in checks:
+        mark = {True: "ok  ", False: "FAIL", None: "?   "}[c.ok]
+        out.append(f"{mark} {c.name}: {c.detail}")
+        if c.fix and c.ok is not True:
+            out.append(f"     fix: {c.fix}")
+    return "".join(line + "\n" for line in out)

@@ -3,15 +3,21 @@
 A figure carries every view the page can show as traces; which of them are visible depends only on
 the page's *state* (:class:`ViewState`: precision view, memory levels, dot groups, colouring, focus).
 Each trace says when it is visible in its ``meta["when"]``: a dict from state field to the value(s)
-it needs. :func:`visible` is the whole rule, and ``assets/roofline.js`` applies the same rule to
-the same data in the browser:
+it needs. :func:`visible` is the whole rule:
 
 - state field holds one value, ``when`` one value: they are equal;
 - state field holds one value, ``when`` a list: the state's value is in the list;
 - state field holds a list (``levels``), ``when`` one value: the value is in the state's list;
 - state field holds a list, ``when`` a list: the same members.
 
-A field absent from ``when`` does not matter to that trace. The :class:`ViewContract` also
+A field absent from ``when`` does not matter to that trace. The page's script does not restate
+the rule: :func:`apply_view` evaluates it here, field by field, over every value the page's
+controls can give that field (:func:`state_domain`), and writes the result into the contract as
+data (:func:`shows`): per trace and per control, ``{field: [keys of the values it shows in]}``,
+a value's key being :func:`state_key` (its JSON, a list sorted). The script shows a trace when,
+for every field listed, the key of the state's value is in the list.
+
+The :class:`ViewContract` also
 lists the controls (one per state field, each with its options, shown in the states its own
 ``when`` allows), the per-state restyles
 (colour scales) and relayouts (axes), and is serialised into the figure's ``layout.meta["view"]``, where the
@@ -23,13 +29,26 @@ charts (the NVTX phases, the instruction roofline: :mod:`ncuroof.render.views`) 
 
 from __future__ import annotations
 
+import itertools
+import json
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
-__all__ = ["ViewState", "Control", "ViewContract", "Chart", "visible", "apply_view", "add_charts"]
+__all__ = [
+    "ViewState",
+    "Control",
+    "ViewContract",
+    "Chart",
+    "visible",
+    "state_key",
+    "state_domain",
+    "shows",
+    "apply_view",
+    "add_charts",
+]
 
 
 @dataclass
@@ -117,6 +136,9 @@ class ViewContract:
     customdata : list of str
         The columns of the ``customdata`` of the ``dots`` traces, in order
         (:data:`ncuroof.render.figure.CUSTOMDATA`); the script finds a column's index by its name here.
+    shows : dict
+        The visibility rule evaluated (:func:`apply_view`): ``traces``, one :func:`shows` per trace
+        of the figure in order, and ``controls``, one per control; what the script reads.
     """
 
     state: ViewState
@@ -125,6 +147,7 @@ class ViewContract:
     layouts: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
     customdata: list[str] = field(default_factory=list)
+    shows: dict[str, list[dict[str, list[str]]]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able dict (what the page's script reads)."""
@@ -188,9 +211,76 @@ def visible(when: dict[str, Any], state: ViewState | dict[str, Any]) -> bool:
     return True
 
 
+def state_key(value: Any) -> str:
+    """A state value as the page's script keys it: its JSON, a list sorted (a list field's value is
+    its members, in any order), e.g. ``'"fp32"'``, ``'["dram","l2"]'``, ``'true'``."""
+    value = sorted(value) if isinstance(value, list) else value
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def state_domain(contract: ViewContract) -> dict[str, list[Any]]:
+    """Every value each state field can take on the page: its initial value and what its control
+    sets (a ``select``'s or ``radio``'s options, every subset of a ``checkboxes``' options,
+    ``True``/``False`` for a ``checkbox``).
+
+    Parameters
+    ----------
+    contract : ViewContract
+
+    Returns
+    -------
+    dict of str to list
+        State field -> its values, the initial one first, no repeats (by :func:`state_key`).
+    """
+    domain: dict[str, list[Any]] = {k: [v] for k, v in asdict(contract.state).items()}
+    for c in contract.controls:
+        values = [o[0] for o in c.options]
+        if c.kind == "checkbox":
+            values = [True, False]
+        elif c.kind == "checkboxes":
+            values = [
+                list(sub)
+                for r in range(len(values) + 1)
+                for sub in itertools.combinations(values, r)
+            ]
+        have = domain.setdefault(c.field, [])
+        seen = {state_key(v) for v in have}
+        have += [v for v in values if state_key(v) not in seen]
+    return domain
+
+
+def shows(when: dict[str, Any], domain: dict[str, list[Any]]) -> dict[str, list[str]]:
+    """The rule (:func:`visible`) for one ``when``, evaluated over ``domain``: per field that
+    ``when`` names, the :func:`state_key` of each value of :func:`state_domain` it holds in.
+
+    Parameters
+    ----------
+    when : dict
+        State field -> value or list of values (a trace's or a control's).
+    domain : dict of str to list
+        :func:`state_domain` of the contract.
+
+    Returns
+    -------
+    dict of str to list of str
+        A state shows the trace when, for each field here, the key of its value is in the list
+        (the conditions are per field, so this equals :func:`visible` in every state of ``domain``).
+
+    Raises
+    ------
+    KeyError
+        When ``when`` names a field the state lacks.
+    """
+    return {
+        key: [state_key(v) for v in domain[key] if visible({key: want}, {key: v})]
+        for key, want in when.items()
+    }
+
+
 def apply_view(fig: go.Figure, contract: ViewContract) -> None:
     """Set every trace's ``visible`` from its ``meta["when"]`` and the contract's state, apply
-    the state's restyles and relayouts, and store the contract in ``fig.layout.meta["view"]``.
+    the state's restyles and relayouts, evaluate the rule for the page (``contract.shows``,
+    :func:`shows` of every trace and control) and store the contract in ``fig.layout.meta["view"]``.
 
     Parameters
     ----------
@@ -210,6 +300,14 @@ def apply_view(fig: go.Figure, contract: ViewContract) -> None:
     for fld, per_value in contract.layouts.items():
         for attr, value in per_value.get(str(st[fld]), {}).items():
             fig.layout[attr] = value
+    domain = state_domain(contract)
+    contract.shows = {
+        "traces": [
+            shows(tr.meta.get("when", {}) if isinstance(tr.meta, dict) else {}, domain)
+            for tr in fig.data
+        ],
+        "controls": [shows(c.when, domain) for c in contract.controls],
+    }
     fig.update_layout(meta=dict(view=contract.to_dict()))
 
 

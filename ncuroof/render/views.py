@@ -1,12 +1,13 @@
 """Extra views of the roofline page (issue 15): NVTX phases, the instruction roofline and the
 speed-of-light notes; on a multi-rank run (issue 12) each kernel's spread over the ranks.
 
-The phase chart and the instruction roofline are :class:`ncuroof.render.viewcontract.Chart` objects
-(:func:`page_charts`) that :func:`ncuroof.render.figure.plot_roofline` adds to the roofline figure as
-options of its view contract's ``chart`` control (``charts=``): the page's script switches them as
-it switches every other view, and the instruction roofline follows the levels control. The
-sections below the chart (:func:`page_sections`) are rendered from ``templates/views.html.j2`` and
-``templates/ranks.html.j2``; :func:`ncuroof.render.page.render_html` places them (``extra=``).
+The phase chart and the instruction roofline are :class:`ncuroof.render.viewcontract.Chart`
+objects that :func:`ncuroof.render.figure.plot_roofline` adds to the roofline figure as options of
+its view contract's ``chart`` control (``charts=``): the page's script switches them as it switches
+every other view, and the instruction roofline follows the levels control. The sections below the
+chart (:func:`rank_section`, :func:`timeline_section`, :func:`page_sections`) are rendered from
+``templates/``; :func:`ncuroof.render.page.render_html` places them (``extra=``). Which charts and
+sections a page has is the products registry's (:mod:`ncuroof.products`).
 """
 
 from __future__ import annotations
@@ -26,9 +27,7 @@ from ..schema import LEVELS, precision_title
 from . import page as report
 from .figure import (
     LEVEL_COLORS,
-    MAX_LAUNCH_DOTS,
     customdata_fields,
-    longest_launches,
     main_precisions,
     precision_views,
     precision_when,
@@ -41,7 +40,6 @@ go = LazyModule("plotly.graph_objects")  # imported when a chart is drawn
 __all__ = [
     "instruction_chart",
     "phase_chart",
-    "page_charts",
     "PHASE_CUSTOMDATA",
     "INSTRUCTION_CUSTOMDATA",
     "page_sections",
@@ -166,28 +164,7 @@ def instruction_chart(ipts: pd.DataFrame) -> Chart:
     elbows = [peak / w for w in walls.values() if np.isfinite(peak) and np.isfinite(w) and w > 0]
     xs = _x_range(ipts["inst_per_transaction"].to_numpy(float), elbows)
     traces = _instruction_roofs(xs, peak, source, walls)
-    for lv in levels:
-        g = ipts[ipts["level"] == lv]
-        hover = customdata_fields(
-            f"%{{text}} (launch %{{@launch_id:.0f}}) {lv.upper()}<br>%{{x:.4g}} inst/sector,"
-            " %{y:.3s} warp inst/s, %{@roof_fraction:.1%} of roof,"
-            " %{hovertext}-bound<extra></extra>",
-            INSTRUCTION_CUSTOMDATA,
-        )
-        traces.append(
-            go.Scatter(
-                x=g["inst_per_transaction"],
-                y=g["warp_inst_per_s"],
-                mode="markers",
-                name=f"{lv.upper()} points",
-                marker=dict(color=LEVEL_COLORS[lv], size=9, line=dict(width=1, color="#333")),
-                text=g["kernel_name"].astype(str).map(html.escape),
-                hovertext=g["bound"].replace("", "unknown"),
-                customdata=g[list(INSTRUCTION_CUSTOMDATA)].to_numpy(float),
-                hovertemplate=hover,
-                meta=dict(role="instruction_dots", level=lv, when={"levels": lv}),
-            )
-        )
+    traces += [_instruction_dots(ipts[ipts["level"] == lv], lv) for lv in levels]
     note = _instruction_note(levels, peak, walls)
     return Chart(
         "instructions",
@@ -202,6 +179,28 @@ def instruction_chart(ipts: pd.DataFrame) -> Chart:
             "xaxis.title.text": "instruction intensity [warp instructions per 32 B transaction]",
             "yaxis.title.text": "warp instructions / s",
         },
+    )
+
+
+def _instruction_dots(g: pd.DataFrame, lv: str) -> go.Scatter:
+    """The instruction points of one level, hover from :data:`INSTRUCTION_CUSTOMDATA`."""
+    hover = customdata_fields(
+        f"%{{text}} (launch %{{@launch_id:.0f}}) {lv.upper()}<br>%{{x:.4g}} inst/sector,"
+        " %{y:.3s} warp inst/s, %{@roof_fraction:.1%} of roof,"
+        " %{hovertext}-bound<extra></extra>",
+        INSTRUCTION_CUSTOMDATA,
+    )
+    return go.Scatter(
+        x=g["inst_per_transaction"],
+        y=g["warp_inst_per_s"],
+        mode="markers",
+        name=f"{lv.upper()} points",
+        marker=dict(color=LEVEL_COLORS[lv], size=9, line=dict(width=1, color="#333")),
+        text=g["kernel_name"].astype(str).map(html.escape),
+        hovertext=g["bound"].replace("", "unknown"),
+        customdata=g[list(INSTRUCTION_CUSTOMDATA)].to_numpy(float),
+        hovertemplate=hover,
+        meta=dict(role="instruction_dots", level=lv, when={"levels": lv}),
     )
 
 
@@ -292,14 +291,35 @@ def phase_chart(
     """
     compute, memory, _ = roofs(points)
     views = [v for v, _ in precision_views(points)] or ["main"]
-    main = main_precisions(summary)
     dots = {v: _phase_dots(phases, v) for v in views}
     bw = memory.get("dram", np.nan)
     xs = _x_range(
         np.concatenate([d["x"].to_numpy(float) for d in dots.values()]),
         [v / bw for v in compute.values() if bw > 0],
     )
-    traces: list[Any] = [
+    traces = _phase_roofs(xs, compute, bw, main_precisions(summary))
+    has_roof = bool(traces)
+    traces += [_phase_trace(d, v, label) for v, d in dots.items()]
+    skipped = len(phases) - len(_phase_dots(phases, "main"))
+    return Chart(
+        chart_id,
+        label,
+        traces,
+        fields=("precision",),
+        layout={
+            "title.text": _phase_title(label, skipped, has_roof, bw),
+            "xaxis.title.text": "arithmetic intensity at DRAM [FLOP/B]",
+            "yaxis.title.text": "FLOP/s",
+        },
+    )
+
+
+def _phase_roofs(
+    xs: np.ndarray, compute: dict[str, float], bw: float, main: Any
+) -> list[go.Scatter]:
+    """Per precision with a compute roof, min(roof, AI x the DRAM roof) over ``xs``, highest first,
+    shown in the precision views where the figure draws that roof; none without a DRAM roof."""
+    return [
         go.Scatter(
             x=xs,
             y=np.fmin(peak, xs * bw),
@@ -312,9 +332,10 @@ def phase_chart(
         for p, peak in sorted(compute.items(), key=lambda kv: -kv[1])
         if np.isfinite(peak) and np.isfinite(bw)
     ]
-    has_roof = bool(traces)
-    traces += [_phase_trace(d, v, label) for v, d in dots.items()]
-    skipped = len(phases) - len(_phase_dots(phases, "main"))
+
+
+def _phase_title(label: str, skipped: int, has_roof: bool, bw: float) -> str:
+    """The phase chart's title: what a dot is, the phases not drawn, and why no roof is drawn."""
     why = (
         "no DRAM bandwidth roof"
         if not np.isfinite(bw)
@@ -325,103 +346,32 @@ def phase_chart(
         if has_roof
         else f"<br><sup>no roof: {why} (set one with --peak-bandwidth/--peak-flops)</sup>"
     )
-    return Chart(
-        chart_id,
-        label,
-        traces,
-        fields=("precision",),
-        layout={
-            "title.text": (
-                f"{label}: one time-weighted dot each (the precision's FLOPs / DRAM bytes; all"
-                " counted FLOPs in the main view)"
-                + (f"; {skipped} without FLOPs or DRAM bytes not drawn" if skipped else "")
-                + roofless
-            ),
-            "xaxis.title.text": "arithmetic intensity at DRAM [FLOP/B]",
-            "yaxis.title.text": "FLOP/s",
-        },
-    )
-
-
-def page_charts(
-    points: pd.DataFrame,
-    kernels: pd.DataFrame,
-    summary: pd.DataFrame,
-    phases: pd.DataFrame | None = None,
-    ipts: pd.DataFrame | None = None,
-    ops: pd.DataFrame | None = None,
-) -> list[Chart]:
-    """The charts the roofline figure switches to (:func:`ncuroof.render.figure.plot_roofline` ``charts=``).
-
-    Parameters
-    ----------
-    points, summary : DataFrame
-        The points table and kernel summary of the roofline figure (the phase charts' roofs and precision views).
-    kernels : DataFrame
-        The kernels table (the longest launches of the instruction roofline).
-    phases : DataFrame, optional
-        :func:`ncuroof.model.phases.phase_table` (``--group-by nvtx``).
-    ipts : DataFrame, optional
-        :func:`ncuroof.model.instruction_roofline.instruction_points`.
-    ops : DataFrame, optional
-        :func:`ncuroof.model.production.op_table` (``--group-by op``): one dot per PyTorch operator.
-
-    Returns
-    -------
-    list of Chart
-        :func:`phase_chart` of the phases and of the operators, and :func:`instruction_chart` (the points of the
-        :data:`ncuroof.render.figure.MAX_LAUNCH_DOTS` longest launches, as the per-launch dots), each when
-        its table has rows.
-    """
-    if ipts is not None:
-        ipts = longest_launches(ipts, kernels, MAX_LAUNCH_DOTS)
     return (
-        ([phase_chart(phases, points, summary)] if phases is not None and len(phases) else [])
-        + (
-            [
-                phase_chart(
-                    ops.rename(columns={"op": "phase"}), points, summary, "ops", "PyTorch operators"
-                )
-            ]
-            if ops is not None and len(ops)
-            else []
-        )
-        + ([instruction_chart(ipts)] if ipts is not None and len(ipts) else [])
+        f"{label}: one time-weighted dot each (the precision's FLOPs / DRAM bytes; all"
+        " counted FLOPs in the main view)"
+        + (f"; {skipped} without FLOPs or DRAM bytes not drawn" if skipped else "")
+        + roofless
     )
 
 
-def page_sections(
-    summary: pd.DataFrame,
-    ranks: pd.DataFrame | None = None,
-    imbalance: float | None = None,
-    production: Production | None = None,
-) -> str:
-    """The sections the page adds under the chart for issues 12 and 15 (template ``views.html.j2``).
+def page_sections(summary: pd.DataFrame, products: str = "") -> str:
+    """The sections the page adds under the chart (template ``views.html.j2``).
 
     Parameters
     ----------
     summary : DataFrame
         The kernel summary (``kernel_key``, ``kernel_label``, ``speed_of_light_note``).
-    ranks : DataFrame, optional
-        A multi-rank run's :func:`ncuroof.runs.ranks.spread` (:data:`ncuroof.schema.RANKS`).
-    imbalance : float, optional
-        The threshold ``ranks`` was flagged with (``[ranks].imbalance``); default the catalog's.
-    production : Production, optional
-        A production timeline joined to the analysis: its :func:`timeline_section` comes first.
+    products : str
+        HTML of the products' sections (:func:`ncuroof.products.sections`: the production
+        timeline's :func:`timeline_section`, a multi-rank run's :func:`rank_section`), put first.
 
     Returns
     -------
     str
-        HTML: the :func:`timeline_section` with a timeline, the :func:`rank_section` when ``ranks`` is given, then the "Speed of light" notes,
-        one per kernel whose roofline and unit bounds differ by more than 2x (longest first);
-        empty when there is neither.
+        HTML: ``products``, then the "Speed of light" notes, one per kernel whose roofline and unit
+        bounds differ by more than 2x (longest first); empty when there is neither.
     """
-    timeline = timeline_section(production, summary) if production is not None else ""
-    return timeline + report.render_fragment(
-        "views.html.j2",
-        ranks=Markup(rank_section(ranks, summary, imbalance) if ranks is not None else ""),
-        notes=_notes(summary),
-    )
+    return products + report.render_fragment("views.html.j2", notes=_notes(summary))
 
 
 _RANK_COLUMNS = [
@@ -484,15 +434,23 @@ def rank_section(
 
         imbalance = catalog.load().thresholds["ranks"]["imbalance"]
     shown = ranks.head(top)
-    labels = (
-        summary.set_index("kernel_key")["kernel_label"]
-        if "kernel_label" in summary.columns
-        else pd.Series(dtype=object)
-    )
     every = ranks["load_imbalance"].fillna(False).astype(bool).tolist()
-    flags = every[: len(shown)]
+    table = _rank_table(shown, summary, every[: len(shown)])
+    return report.render_fragment(
+        "ranks.html.j2",
+        ranks=int(ranks["ranks"].max()) if len(ranks) else 0,
+        threshold=fmt.pct(imbalance),
+        flagged=f"{sum(every)} of {fmt.count(len(ranks), 'kernel')} {fmt.agree(sum(every))}",
+        shown=_left_out(len(shown), sum(every[len(shown) :]), len(ranks)),
+        table=Markup(table),
+    )
+
+
+def _rank_table(shown: pd.DataFrame, summary: pd.DataFrame, flags: list[bool]) -> str:
+    """The rank section's table: the kernels named as on the page, the AI and roof-fraction ranges
+    (:func:`ncuroof.fmt.span`), the load-imbalanced rows marked."""
     rows = shown.assign(
-        kernel_label=shown["kernel_key"].map(labels).fillna(shown["kernel_name"]),
+        kernel_label=shown["kernel_key"].map(_labels(summary)).fillna(shown["kernel_name"]),
         ai_text=[
             fmt.span(lo, hi)
             for lo, hi in zip(shown["ai_flop_per_byte_min"], shown["ai_flop_per_byte_max"])
@@ -503,20 +461,12 @@ def rank_section(
         ],
         flag=["imbalanced" if f else "" for f in flags],
     )
-    table = report.html_table(
+    return report.html_table(
         rows,
         _RANK_COLUMNS,
         title_col="kernel_key",
         kinds=_RANK_KINDS,
         row_classes=["imbalanced" if f else "" for f in flags],
-    )
-    return report.render_fragment(
-        "ranks.html.j2",
-        ranks=int(ranks["ranks"].max()) if len(ranks) else 0,
-        threshold=fmt.pct(imbalance),
-        flagged=f"{sum(every)} of {fmt.count(len(ranks), 'kernel')} {fmt.agree(sum(every))}",
-        shown=_left_out(len(shown), sum(every[len(shown) :]), len(ranks)),
-        table=Markup(table),
     )
 
 
@@ -632,47 +582,50 @@ def timeline_section(
     t = production.table
     un = t[t["match"] == "unprofiled"]
     both = t[(t["production_launches"] > 0) & (t["profiled_launches"] > 0)]
-    labels = (
-        summary.set_index("kernel_key")["kernel_label"]
-        if "kernel_label" in summary.columns
-        else pd.Series(dtype=object)
+    differs = int(t["duration_differs"].sum())
+    unprofiled = (
+        report.html_table(un.head(top), _UNPROFILED_COLUMNS, kinds=_TIMELINE_KINDS)
+        if len(un)
+        else ""
     )
-    shown = both.head(top).assign(
-        kernel_label=lambda d: d["kernel_key"].map(labels).fillna(d["kernel_name"]),
-        flag=lambda d: np.where(d["duration_differs"], "yes", ""),
-    )
-    marks = ["imbalanced" if f else "" for f in shown["duration_differs"]]
-    differs = production.table["duration_differs"]
-    band = f"[{1 / (1 + production.differs):.2f}, {1 + production.differs:.2f}]"
     return report.render_fragment(
         "timeline.html.j2",
         basis=(time_basis(production) or {}).get("text", ""),
-        unprofiled=(
-            Markup(report.html_table(un.head(top), _UNPROFILED_COLUMNS, kinds=_TIMELINE_KINDS))
-            if len(un)
-            else ""
-        ),
+        unprofiled=Markup(unprofiled),
         unprofiled_note=(
             f"{fmt.count(len(un), 'kernel')}, {fmt.pct(un['production_share'].sum(), 1)} of"
             " production kernel time"
         )
         + (f"; the {top} biggest shown." if len(un) > top else "."),
-        durations=(
-            Markup(
-                report.html_table(
-                    shown,
-                    _DURATION_COLUMNS,
-                    title_col="kernel_key",
-                    kinds=_TIMELINE_KINDS,
-                    row_classes=marks,
-                )
-            )
-            if len(shown)
-            else ""
-        ),
+        durations=Markup(_duration_table(both.head(top), summary)),
         flagged=(
-            f"{int(differs.sum())} of {fmt.count(len(both), 'kernel')}"
-            f" {fmt.agree(int(differs.sum()), 'differs', 'differ')}"
+            f"{differs} of {fmt.count(len(both), 'kernel')}"
+            f" {fmt.agree(differs, 'differs', 'differ')}"
         ),
-        band=band,
+        band=f"[{1 / (1 + production.differs):.2f}, {1 + production.differs:.2f}]",
+    )
+
+
+def _labels(summary: pd.DataFrame) -> pd.Series:
+    """``kernel_key`` -> ``kernel_label`` of the summary, to name kernels as the page does."""
+    if "kernel_label" not in summary.columns:
+        return pd.Series(dtype=object)
+    return summary.set_index("kernel_key")["kernel_label"]
+
+
+def _duration_table(shown: pd.DataFrame, summary: pd.DataFrame) -> str:
+    """The profiled kernels' production and profiled time per launch, ``duration_differs`` rows
+    marked; empty without rows."""
+    if not len(shown):
+        return ""
+    shown = shown.assign(
+        kernel_label=lambda d: d["kernel_key"].map(_labels(summary)).fillna(d["kernel_name"]),
+        flag=lambda d: np.where(d["duration_differs"], "yes", ""),
+    )
+    return report.html_table(
+        shown,
+        _DURATION_COLUMNS,
+        title_col="kernel_key",
+        kinds=_TIMELINE_KINDS,
+        row_classes=["imbalanced" if f else "" for f in shown["duration_differs"]],
     )

@@ -294,28 +294,53 @@ def join(
         for s in (before, after)
     )
     pairs_t = match(before, after, pairs)
-    sides = []
-    for side, s, k in (
-        ("before", before, kernels[0] if kernels else None),
-        ("after", after, kernels[1] if kernels else None),
-    ):
-        t = s.set_index("kernel_key")[_SIDE]
-        w = (
-            work(k, by).reindex(t.index)
-            if k is not None
-            else pd.DataFrame(index=t.index, columns=["time_s", "grid", "block", *_WORK])
-        )
-        if k is not None:
-            t = t.assign(time_s=w["time_s"])
-        sides.append(t.join(w.drop(columns="time_s")).add_suffix(f"_{side}"))
-    out = pairs_t.join(sides[0], on="key_before").join(sides[1], on="key_after")
+    k_before, k_after = kernels if kernels else (None, None)
+    out = pairs_t.join(_side(before, k_before, by, "before"), on="key_before").join(
+        _side(after, k_after, by, "after"), on="key_after"
+    )
     matched = ((pairs_t["key_before"] != "") & (pairs_t["key_after"] != "")).to_numpy()
+    _fill_sides(out)
+    _identity_and_time(out, matched)
+    _movement_columns(out, matched)
+    out["change"] = [change(r) for r in out.itertuples(index=False)]
+    out["partner"] = partners(out)
+    order = (
+        out["time_delta_s"]
+        .abs()
+        .sort_values(ascending=False, kind="stable", na_position="last")
+        .index
+    )
+    return out.loc[order, list(COMPARE)].reset_index(drop=True)
+
+
+def _side(summary: pd.DataFrame, k: pd.DataFrame | None, by: str, side: str) -> pd.DataFrame:
+    """One run's columns by kernel key, suffixed ``_<side>``: its summary's, its work, traffic and
+    configuration (:func:`work`; NaN without the launch table ``k``) and, with ``k``, the time
+    summed over its launches."""
+    t = summary.set_index("kernel_key")[_SIDE]
+    w = (
+        work(k, by).reindex(t.index)
+        if k is not None
+        else pd.DataFrame(index=t.index, columns=["time_s", "grid", "block", *_WORK])
+    )
+    if k is not None:
+        t = t.assign(time_s=w["time_s"])
+    return t.join(w.drop(columns="time_s")).add_suffix(f"_{side}")
+
+
+def _fill_sides(out: pd.DataFrame) -> None:
+    """The side of a kernel in one run only, in place: 0 launches, '' text, NaN numbers."""
     for side in ("before", "after"):
         out[f"launches_{side}"] = out[f"launches_{side}"].fillna(0).astype(int)
         for c in ("bound", "precision", "level", "kernel_name", "kernel_label", "grid", "block"):
             out[f"{c}_{side}"] = out[f"{c}_{side}"].astype(object).fillna("").astype(str)
         for c in _WORK:
             out[f"{c}_{side}"] = pd.to_numeric(out[f"{c}_{side}"], errors="coerce")
+
+
+def _identity_and_time(out: pd.DataFrame, matched: np.ndarray) -> None:
+    """In place: the kernel's key, name and label (the before run's when it has one), ``status``,
+    ``speedup`` (before / after time, matched kernels with both times) and ``time_delta_s``."""
     out["kernel_key"] = np.where(out["key_before"] != "", out["key_before"], out["key_after"])
     out["kernel_name"] = np.where(
         out["key_before"] != "", out["kernel_name_before"], out["kernel_name_after"]
@@ -328,16 +353,6 @@ def join(
     with np.errstate(divide="ignore", invalid="ignore"):
         out["speedup"] = np.where(matched & (ta > 0) & np.isfinite(tb), tb / ta, np.nan)
     out["time_delta_s"] = np.where(matched, ta - tb, np.where(out["key_before"] != "", -tb, ta))
-    _movement_columns(out, matched)
-    out["change"] = [change(r) for r in out.itertuples(index=False)]
-    out["partner"] = partners(out)
-    order = (
-        out["time_delta_s"]
-        .abs()
-        .sort_values(ascending=False, kind="stable", na_position="last")
-        .index
-    )
-    return out.loc[order, list(COMPARE)].reset_index(drop=True)
 
 
 def _movement_columns(out: pd.DataFrame, matched: np.ndarray) -> None:
@@ -397,31 +412,53 @@ def partners(table: pd.DataFrame) -> list[str]:
     list of str
         Per row: the partner's ``kernel_key`` in the other run, ``''`` when none (and for matched kernels).
     """
-    lim = thresholds()
     out = [""] * len(table)
     gone = np.flatnonzero((table["status"] == "only_before").to_numpy())
     new = np.flatnonzero((table["status"] == "only_after").to_numpy())
     if not len(gone) or not len(new):
         return out
     b, a = table.iloc[gone], table.iloc[new]
+    cand = _ranked(b, a, *_candidates(b, a), thresholds())
+    taken_b, taken_a = set(), set()
+    for r in cand.sort_values(
+        ["n", "dw", "dt"], ascending=[False, True, True], kind="stable"
+    ).itertuples(index=False):
+        if r.b in taken_b or r.a in taken_a:
+            continue
+        taken_b.add(r.b)
+        taken_a.add(r.a)
+        out[gone[r.b]], out[new[r.a]] = a["kernel_key"].iat[r.a], b["kernel_key"].iat[r.b]
+    return out
+
+
+def _candidates(b: pd.DataFrame, a: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Positions ``(in b, in a)`` of the (gone, new) pairs to weigh: every pair, or above
+    :data:`_MAX_CANDIDATES` those of the same grid and block."""
     if len(b) * len(a) <= _MAX_CANDIDATES:
         bi, ai = (
             g.ravel() for g in np.meshgrid(np.arange(len(b)), np.arange(len(a)), indexing="ij")
         )
-    else:  # too many to weigh every pair: candidates of the same configuration only
-        both = pd.DataFrame(
-            {"c": (b["grid_before"] + "|" + b["block_before"]).to_numpy(), "bi": np.arange(len(b))}
-        ).merge(
-            pd.DataFrame(
-                {
-                    "c": (a["grid_after"] + "|" + a["block_after"]).to_numpy(),
-                    "ai": np.arange(len(a)),
-                }
-            ),
-            on="c",
-        )
-        both = both[both["c"] != "|"].head(_MAX_CANDIDATES)
-        bi, ai = both["bi"].to_numpy(int), both["ai"].to_numpy(int)
+        return bi, ai
+    both = pd.DataFrame(
+        {"c": (b["grid_before"] + "|" + b["block_before"]).to_numpy(), "bi": np.arange(len(b))}
+    ).merge(
+        pd.DataFrame(
+            {
+                "c": (a["grid_after"] + "|" + a["block_after"]).to_numpy(),
+                "ai": np.arange(len(a)),
+            }
+        ),
+        on="c",
+    )
+    both = both[both["c"] != "|"].head(_MAX_CANDIDATES)
+    return both["bi"].to_numpy(int), both["ai"].to_numpy(int)
+
+
+def _ranked(
+    b: pd.DataFrame, a: pd.DataFrame, bi: np.ndarray, ai: np.ndarray, lim: dict[str, float]
+) -> pd.DataFrame:
+    """The candidate pairs with the same configuration or work: ``b``, ``a`` (positions), ``n``
+    (criteria met: configuration, work, time), ``dw`` and ``dt`` (|log ratio| of work and time)."""
     gb, ga = (
         (b["grid_before"] + "|" + b["block_before"]).to_numpy(),
         (a["grid_after"] + "|" + a["block_after"]).to_numpy(),
@@ -442,17 +479,8 @@ def partners(table: pd.DataFrame) -> list[str]:
                 "dw": np.nan_to_num(np.abs(np.log(wa / wb)), nan=np.inf),
                 "dt": np.nan_to_num(np.abs(np.log(ta / tb)), nan=np.inf),
             }
-        )[config | same_work]
-    taken_b, taken_a = set(), set()
-    for r in cand.sort_values(
-        ["n", "dw", "dt"], ascending=[False, True, True], kind="stable"
-    ).itertuples(index=False):
-        if r.b in taken_b or r.a in taken_a:
-            continue
-        taken_b.add(r.b)
-        taken_a.add(r.a)
-        out[gone[r.b]], out[new[r.a]] = a["kernel_key"].iat[r.a], b["kernel_key"].iat[r.b]
-    return out
+        )
+    return cand[config | same_work]
 
 
 def _side_keys(spec: str, summary: pd.DataFrame, side: str, where: str) -> str:
@@ -797,6 +825,25 @@ def _unknown(table: pd.DataFrame, tot: dict[str, float]) -> tuple[list[str], lis
     ]
 
 
+def _slower_matched(table: pd.DataFrame, tot: dict[str, float], limit: float) -> list[str]:
+    """A line per matched kernel whose time grew past ``limit`` × its time before, and one for
+    the matched total (:func:`totals`) when it did."""
+    m = table[table["status"] == "matched"]
+    tb, ta = m["time_s_before"].to_numpy(float), m["time_s_after"].to_numpy(float)
+    slow = m[np.isfinite(tb) & np.isfinite(ta) & (tb > 0) & (ta > limit * tb)]
+    fails = [
+        f"slower: {fmt_name(r.kernel_label)}: {fmt.time(r.time_s_before)} ->"
+        f" {fmt.time(r.time_s_after)} (+{100 * (r.time_s_after / r.time_s_before - 1):.1f}%)"
+        for r in slow.itertuples(index=False)
+    ]
+    if tot["matched_time_s_after"] > limit * tot["matched_time_s_before"]:
+        fails.append(
+            f"slower: total of {fmt.count(int(tot['matched_known']), 'matched kernel')} "
+            f"{fmt.time(tot['matched_time_s_before'])} -> {fmt.time(tot['matched_time_s_after'])}"
+        )
+    return fails
+
+
 def gate(
     table: pd.DataFrame,
     tot: dict[str, float],
@@ -833,19 +880,7 @@ def gate(
         measure it both times) is a note, not judged.
     """
     limit = 1 + pct / 100
-    m = table[table["status"] == "matched"]
-    tb, ta = m["time_s_before"].to_numpy(float), m["time_s_after"].to_numpy(float)
-    slow = m[np.isfinite(tb) & np.isfinite(ta) & (tb > 0) & (ta > limit * tb)]
-    fails = [
-        f"slower: {fmt_name(r.kernel_label)}: {fmt.time(r.time_s_before)} ->"
-        f" {fmt.time(r.time_s_after)} (+{100 * (r.time_s_after / r.time_s_before - 1):.1f}%)"
-        for r in slow.itertuples(index=False)
-    ]
-    if tot["matched_time_s_after"] > limit * tot["matched_time_s_before"]:
-        fails.append(
-            f"slower: total of {fmt.count(int(tot['matched_known']), 'matched kernel')} "
-            f"{fmt.time(tot['matched_time_s_before'])} -> {fmt.time(tot['matched_time_s_after'])}"
-        )
+    fails = _slower_matched(table, tot, limit)
     one_fails, notes = _one_run(table, fail_on_new, fail_on_gone)
     renamed = _renamed(table, limit)
     fails += one_fails + ([] if allow_unmatched else renamed)
@@ -989,6 +1024,23 @@ def series(
     InputError
         A pair that names one kernel in no two consecutive runs.
     """
+    ids = _trail_ids(summaries, _pair_steps(summaries, pairs))
+    rows = [
+        row
+        for run, (s, k) in enumerate(zip(summaries, kernels, strict=True))
+        for row in _trail_rows(run, names[run], s, work(k, by), ids[run])
+    ]
+    if not rows:
+        return pd.DataFrame(columns=list(COMPARE_TRAIL))
+    out = pd.DataFrame(rows).sort_values(["trail", "run"], kind="stable").reset_index(drop=True)
+    return _trail_columns(out).reindex(columns=list(COMPARE_TRAIL))
+
+
+def _pair_steps(
+    summaries: Sequence[pd.DataFrame], pairs: Sequence[tuple[str, str]]
+) -> list[list[tuple[str, str]]]:
+    """Per pair of consecutive runs, the pairs by hand resolved between them (:func:`resolve_pairs`);
+    InputError for a pair that names one kernel in no two consecutive runs."""
     steps = [
         [
             resolve_pairs([spec], summaries[i - 1], summaries[i])[0]
@@ -1009,44 +1061,50 @@ def series(
         raise InputError(
             f"names one kernel in no two consecutive runs: {', '.join(unused)}", "--pair"
         )
-    ids = _trail_ids(summaries, steps)
-    rows = []
-    for run, (s, k) in enumerate(zip(summaries, kernels, strict=True)):
-        w = work(k, by)
-        t = s.set_index("kernel_key")
-        for key, (trail, how) in ids[run].items():
-            r = t.loc[key]
-            rows.append(
-                {
-                    "trail": trail,
-                    "run": run,
-                    "run_name": names[run],
-                    "kernel_key": key,
-                    "match": how,
-                    **{
-                        c: r[c]
-                        for c in (
-                            "kernel_name",
-                            "kernel_label",
-                            "launches",
-                            "flop_per_s",
-                            "precision",
-                            "level",
-                            "ai_flop_per_byte",
-                            "roof_fraction",
-                            *(
-                                f"{lv}_{m}"
-                                for lv in LEVELS
-                                for m in ("ai_flop_per_byte", "roof_fraction")
-                            ),
-                        )
-                    },
-                    **w.loc[key].to_dict(),
-                }
-            )
-    if not rows:
-        return pd.DataFrame(columns=list(COMPARE_TRAIL))
-    out = pd.DataFrame(rows).sort_values(["trail", "run"], kind="stable").reset_index(drop=True)
+    return steps
+
+
+#: The kernel summary's columns a trail row carries.
+_TRAIL_SUMMARY = (
+    "kernel_name",
+    "kernel_label",
+    "launches",
+    "flop_per_s",
+    "precision",
+    "level",
+    "ai_flop_per_byte",
+    "roof_fraction",
+    *(f"{lv}_{m}" for lv in LEVELS for m in ("ai_flop_per_byte", "roof_fraction")),
+)
+
+
+def _trail_rows(
+    run: int,
+    name: str,
+    summary: pd.DataFrame,
+    w: pd.DataFrame,
+    ids: dict[str, tuple[int, str]],
+) -> list[dict[str, Any]]:
+    """One run's rows of the trail table: per kernel of ``ids`` (key -> trail id, how matched), its
+    summary row (:data:`_TRAIL_SUMMARY`) and its work and traffic ``w`` (:func:`work`)."""
+    t = summary.set_index("kernel_key")
+    return [
+        {
+            "trail": trail,
+            "run": run,
+            "run_name": name,
+            "kernel_key": key,
+            "match": how,
+            **{c: t.loc[key][c] for c in _TRAIL_SUMMARY},
+            **w.loc[key].to_dict(),
+        }
+        for key, (trail, how) in ids.items()
+    ]
+
+
+def _trail_columns(out: pd.DataFrame) -> pd.DataFrame:
+    """The trail table's own columns, in place: ``trail_level`` (:func:`_trail_level`), the AI and
+    roof fraction there, and the speedups against the trail's first and previous rows."""
     out["trail_level"] = out.groupby("trail", sort=False)["trail"].transform(
         lambda ix: _trail_level(out.loc[ix.index])
     )
@@ -1060,7 +1118,7 @@ def series(
             out.groupby("trail")["time_s"].transform(lambda v: v.iloc[0]).to_numpy(float) / t
         )
         out["speedup_vs_previous"] = out.groupby("trail")["time_s"].shift(1).to_numpy(float) / t
-    return out.reindex(columns=list(COMPARE_TRAIL))
+    return out
 
 
 def _trail_level(rows: pd.DataFrame) -> str:

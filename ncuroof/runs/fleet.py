@@ -245,6 +245,11 @@ def run(
         outcomes = _on_dask(tasks, options, scheduler, n, advance)
     else:
         outcomes = _in_process(tasks, options, advance)
+    return _gathered(outcomes)
+
+
+def _gathered(outcomes: list[dict[str, Any]]) -> FleetResult:
+    """The inputs' kernel tables stacked and the failures listed; InputError when all failed."""
     ok = [o for o in outcomes if "error" not in o]
     failures = pd.DataFrame(
         [{"source": o["source"], "error": o["error"]} for o in outcomes if "error" in o],

@@ -163,14 +163,7 @@ def spread(
         are over the ranks that launched it. NaN values are left out of the statistics.
         ``imbalance`` = ``time_s_max`` / ``time_s_median`` - 1.
     """
-    per_rank = []
-    for source, k in kernels.groupby("source", sort=False):
-        s = kernel_summary(k, points[points["source"] == source], by=by)
-        per_rank.append(
-            s[["kernel_key", "kernel_name", "time_s", "ai_flop_per_byte", "roof_fraction"]].assign(
-                rank=labels.get(str(source), str(source))
-            )
-        )
+    per_rank = _per_rank(kernels, points, labels, by)
     if not per_rank:
         return pd.DataFrame({n: pd.Series(dtype=c.dtype) for n, c in RANKS.items()})
     t = pd.concat(per_rank, ignore_index=True)
@@ -195,6 +188,21 @@ def spread(
         .reset_index(drop=True)
     )
     return out[list(RANKS)].astype({n: c.dtype for n, c in RANKS.items()})
+
+
+def _per_rank(
+    kernels: pd.DataFrame, points: pd.DataFrame, labels: dict[str, str], by: str
+) -> list[pd.DataFrame]:
+    """Per rank, its kernels' time, AI and roof fraction (:func:`kernel_summary`) and ``rank``."""
+    per_rank = []
+    for source, k in kernels.groupby("source", sort=False):
+        s = kernel_summary(k, points[points["source"] == source], by=by)
+        per_rank.append(
+            s[["kernel_key", "kernel_name", "time_s", "ai_flop_per_byte", "roof_fraction"]].assign(
+                rank=labels.get(str(source), str(source))
+            )
+        )
+    return per_rank
 
 
 def page_meta(ranks: pd.DataFrame | None) -> dict[str, str]:

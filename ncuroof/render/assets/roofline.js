@@ -1,8 +1,9 @@
 // ncuroof roofline page: controls over the figure's views and a details panel.
 // The view contract (ncuroof/render/viewcontract.py) is in the figure's layout.meta.view: the initial state, the
-// controls (one per state field) and the restyles and relayouts per state. Each trace's meta.when says in which
-// states it shows; `visible` below is the same rule as ncuroof.viewcontract.visible, nothing else here
-// knows which trace belongs to which view.
+// controls (one per state field), the restyles and relayouts per state, and `shows`: the visibility rule
+// (ncuroof.render.viewcontract.visible) already evaluated by Python for each trace and control, as
+// {field: [keys of the values it shows in]} (ncuroof.render.viewcontract.shows). This script has no rule of its
+// own: it looks the state's values up in those lists, and knows nothing of which trace belongs to which view.
 (function () {
   "use strict";
   const gd = document.getElementById("roofline");
@@ -27,22 +28,22 @@
     return Math.abs(v) >= 1000 ? Math.round(v).toLocaleString("en-US") : String(Number(v.toPrecision(3)));
   }
 
-  // ncuroof.viewcontract.visible: every condition of `when` holds in `state`.
-  function visible(when, state) {
-    return Object.entries(when || {}).every(([key, want]) => {
-      const have = state[key];
-      if (Array.isArray(have)) {
-        return Array.isArray(want) ? want.length === have.length && want.every((w) => have.includes(w)) : have.includes(want);
-      }
-      return Array.isArray(want) ? want.includes(have) : have === want;
-    });
+  // A state value's key, as ncuroof.render.viewcontract.state_key writes it: its JSON, a list sorted.
+  function key(v) {
+    return JSON.stringify(Array.isArray(v) ? [...v].sort() : v);
+  }
+
+  // Whether a trace or control shows in `state`: for every field of its `shows` entry, the state's key is listed.
+  function shown(entry, state) {
+    return Object.entries(entry || {}).every(([field, keys]) => keys.includes(key(state[field])));
   }
 
   // Visibility and restyles for state `st`; the relayouts of the fields that differ from `before` (all when
   // there is none), so a control that does not change the axes keeps the user's zoom.
   function apply(view, st, before) {
     const idx = gd.data.map((_, i) => i);
-    const p = Plotly.restyle(gd, { visible: gd.data.map((tr) => visible((tr.meta || {}).when, st)) }, idx);
+    const rules = (view.shows || {}).traces || [];
+    const p = Plotly.restyle(gd, { visible: gd.data.map((_, i) => shown(rules[i], st)) }, idx);
     let chain = p;
     for (const [field, perValue] of Object.entries(view.styles || {})) {
       for (const [role, patch] of Object.entries(perValue[String(st[field])] || {})) {
@@ -85,9 +86,10 @@
     return document.getElementById(id).checked;
   }
 
-  // Each control shows in the states its `when` allows (the same rule as the traces').
+  // Each control shows in the states its `when` allows (evaluated like the traces').
   function showControls(view, st) {
-    view.controls.forEach((c, i) => { controls.children[i].style.display = visible(c.when, st) ? "" : "none"; });
+    const rules = (view.shows || {}).controls || [];
+    view.controls.forEach((c, i) => { controls.children[i].style.display = shown(rules[i], st) ? "" : "none"; });
   }
 
   function build() {
@@ -105,7 +107,7 @@
     controls.querySelectorAll("select, input").forEach((e) => e.addEventListener("change", update));
   }
 
-  // A dot's customdata as {column: value}: the columns are named in the contract (ncuroof.plot.CUSTOMDATA).
+  // A dot's customdata as {column: value}: the columns are named in the contract (ncuroof.render.figure.CUSTOMDATA).
   function columns(pt) {
     const names = ((gd.layout.meta || {}).view || {}).customdata || [];
     return Object.fromEntries(names.map((name, i) => [name, pt.customdata[i]]));

@@ -1,0 +1,1 @@
+"""Helpers shared by tests/unit and tests/integration (import as ``tests.helpers.X``)."""

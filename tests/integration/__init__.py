@@ -1,0 +1,1 @@
+"""Slow tests: the CLI in a subprocess, Chromium, fuzzing, fleets, MCP, every-report sweeps."""

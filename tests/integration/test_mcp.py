@@ -1,0 +1,152 @@
+"""``ncuroof mcp`` (issue 30) driven by the official MCP client SDK over stdio: the tools are listed,
+analyze and compare return the documents of ``--json`` (valid against the shipped schemas), bad input
+is an error result with the CLI's line and the server keeps serving, writes stay in --outdir, and
+ncu is out of reach unless --allow-profile."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from ncuroof.render import json_doc
+from tests.helpers.errors import assert_one_line_error
+from tests.helpers.reports import REPO, shared
+
+pytest.importorskip("mcp", reason="the MCP SDK is an extra: pip install 'ncuroof[mcp]'")
+jsonschema = pytest.importorskip("jsonschema", reason="jsonschema is in the test extra")
+
+from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
+
+REPORT = "ESMM-Research__profile_output.ncu-rep"
+BEFORE, AFTER = (
+    "gene-pop2020__time-dram_dzv_ak_ncuroof-time-0.ncu-rep",
+    "gene-pop2020__time-flops_dzv_ak_ncuroof-time-0.ncu-rep",
+)
+ENV = {**os.environ, "PYTHONPATH": str(REPO)}
+
+
+def cli_json(*args: str) -> tuple[dict | None, subprocess.CompletedProcess]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "ncuroof", *args, "--json"],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=300,
+    )
+    return (json.loads(proc.stdout) if proc.stdout else None), proc
+
+
+async def session_calls(
+    server_args: list[str], calls: list[tuple[str, dict]]
+) -> tuple[list[str], list]:
+    """Start ``ncuroof mcp ARGS``, list its tools and make the calls in order, in one session."""
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "ncuroof", "mcp", *server_args], env=ENV
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
+        await s.initialize()
+        names = [t.name for t in (await s.list_tools()).tools]
+        return names, [await s.call_tool(name, args) for name, args in calls]
+
+
+def doc_of(result) -> dict:
+    assert not result.is_error, result.content[0].text
+    text_doc = json.loads(result.content[0].text)
+    assert result.structured_content == text_doc  # the same document, structured and as text
+    return text_doc
+
+
+def without_outputs(doc: dict) -> dict:
+    return {k: v for k, v in doc.items() if k != "outputs"}
+
+
+def test_tools_answer_as_the_cli_and_bad_input_does_not_stop_the_server(tmp_path):
+    report, before, after = str(shared(REPORT)), str(shared(BEFORE)), str(shared(AFTER))
+    missing = str(tmp_path / "missing.ncu-rep")
+    calls = [
+        ("analyze", {"path": missing}),
+        ("analyze", {"path": report}),
+        ("compare", {"before": before, "after": after, "fail_if_slower_pct": 0}),
+        ("explain", {"path": report, "kernel": "no_such_kernel"}),
+        ("list_gpus", {}),
+    ]
+    names, (bad, analyzed, compared, unknown, gpus) = asyncio.run(session_calls([], calls))
+    assert {"analyze", "compare", "explain", "list_gpus"} <= set(names) and "profile" not in names
+
+    _, proc = cli_json("analyze", missing)
+    assert bad.is_error and bad.content[0].text == proc.stderr.strip() and proc.returncode == 2
+
+    cli_doc, proc = cli_json("analyze", report, "-o", str(tmp_path / "a"))
+    doc = doc_of(analyzed)
+    jsonschema.validate(doc, json_doc.shipped_schema("analyze"))
+    assert without_outputs(doc) == without_outputs(cli_doc) and doc["outputs"] == {
+        "outdir": None,
+        "files": [],
+    }
+    assert not (
+        REPO.parent / "shared" / "fixtures" / "ESMM-Research__profile_output.ncuroof"
+    ).exists()
+
+    cli_cmp, proc = cli_json(
+        "compare", before, after, "-o", str(tmp_path / "c"), "--fail-if-slower", "0"
+    )
+    cmp_doc = doc_of(compared)
+    jsonschema.validate(cmp_doc, json_doc.shipped_schema("compare"))
+    assert (
+        without_outputs(cmp_doc) == without_outputs(cli_cmp)
+        and cmp_doc["gate"]["passed"] is False
+        and proc.returncode == 1
+    )
+
+    assert unknown.is_error and unknown.content[0].text.startswith(
+        "ncuroof: error: no kernel 'no_such_kernel'"
+    )
+    ids = [g["id"] for g in doc_of(gpus)["gpus"]]
+    assert "h100-sxm" in ids and "a10g" in ids
+
+
+def test_explain_after_analyze_reuses_the_analysis_and_details_a_kernel():
+    from ncuroof.mcp_server import Session
+
+    s = Session()
+    doc = s.analyze(str(shared(REPORT)))
+    first = doc["kernels"][0]
+    ex = s.explain(str(shared(REPORT)), first["kernel_label"])
+    assert ex["kernel"] == first and ex["launches"][0]["advice"] == first["advice"]
+    assert len(s._cache) == 1  # one analysis served both calls
+
+
+def test_writes_stay_in_outdir_and_profile_only_when_allowed(tmp_path):
+    out = tmp_path / "out"
+    calls = [
+        ("analyze", {"path": str(shared(REPORT)), "write": True}),
+        ("profile", {"command": ["true"], "name": "../escape"}),
+    ]
+    names, (analyzed, profiled) = asyncio.run(
+        session_calls(["--outdir", str(out), "--allow-profile"], calls)
+    )
+    assert "profile" in names
+    doc = doc_of(analyzed)
+    assert doc["outputs"]["outdir"] == str(out.resolve() / "ESMM-Research__profile_output.ncuroof")
+    assert sorted(p.name for p in out.iterdir()) == ["ESMM-Research__profile_output.ncuroof"]
+    assert "kernels.csv" in doc["outputs"]["files"]
+    # no ncu here (or the program is not a CUDA program): an error result, and nothing outside out/
+    assert profiled.is_error and profiled.content[0].text.startswith("ncuroof: error:")
+    assert not (tmp_path / "escape.ncu-rep").exists()
+
+
+def test_without_the_sdk_mcp_says_how_to_install(monkeypatch, capsys):
+    from ncuroof import cli
+
+    monkeypatch.setitem(
+        sys.modules, "mcp.server.mcpserver", None
+    )  # import fails as if the extra were not installed
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["mcp"])
+    assert exc.value.code == 2
+    assert_one_line_error(capsys.readouterr().err, None, "pip install 'ncuroof[mcp]'")

@@ -1,0 +1,291 @@
+"""Compressed reports (.ncu-repz, ncu 2026.3's default) and the fields of ncu 2025.4 and 2026.2 (issue 32).
+
+The .ncu-repz inputs are made at test time from the shared reports the way ncu writes them (zstd of
+the same bytes): one frame; several frames with skippable frames and no content sizes. NVIDIA's
+ncu_report (2026.2+ reads .ncu-repz) must read each as the original, and ncuroof's decoder must give
+the identical raw table from it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from ncuroof import catalog, parser
+from ncuroof.errors import InputError, ReportFormatError
+from ncuroof.parser import compressed, nvr, wire
+from ncuroof.parser.contained import read_launches
+from ncuroof.parser.ncu_rep import _spec
+from tests.helpers import fuzz
+from tests.helpers.cli import assert_clean_failure
+from tests.helpers.errors import assert_one_line_error
+from tests.helpers.reports import needs_ncu_report, shared
+from tests.integration.test_decoder import assert_same_tables
+
+#: ncu 2020.1 (V100, ppc64le), 2022.3 (NVTX), 2023.3 (143 launches), 2025.1 (GH200), 2025.2 (B200), 2026.2.1.
+NAMES = (
+    "gene-pop2020__time-flops_dzv_ak_ncuroof-time-0.ncu-rep",
+    "nsight-training__manual_nvtx.ncu-rep",
+    "alife_cuda__profile_output.ncu-rep",
+    "cs599k__rms_norm_triton_looping.ncu-rep",
+    "accelsim-test__algo23_profile.ncu-rep",
+    "ai-infra-notes__leetgpu_matmul_full.ncu-rep",
+)
+LAYOUTS = {
+    "one frame": {},
+    "frames, skippable, no sizes": {"frames": 3, "skippable": True, "content_size": False},
+}
+NCUROOF = [sys.executable, "-m", "ncuroof"]
+
+
+def _ncu_report_reads_repz() -> bool:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return tuple(int(x) for x in version("ncu-report").split(".")[:2]) >= (2026, 2)
+    except (PackageNotFoundError, ValueError):
+        return False
+
+
+def _bits(rows: list[dict]) -> list[dict]:
+    """ncu_report's launch dicts with floats as their bytes (NaN equals NaN)."""
+    return [
+        {k: struct.pack("<d", v) if isinstance(v, float) else v for k, v in row.items()}
+        for row in rows
+    ]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("name", NAMES)
+def test_repz_reads_as_the_original(tmp_path: Path, name: str, layout: str) -> None:
+    """The decoder gives the identical raw table (ncu_version included) from the .ncu-repz, and
+    ncu_report 2026.2+ reads the .ncu-repz itself exactly as the original."""
+    src = shared(name)
+    repz = tmp_path / "run.ncu-repz"
+    repz.write_bytes(fuzz.compress(src.read_bytes(), **LAYOUTS[layout]))
+    found = compressed.frames(repz)
+    assert (found.count, found.skippable) == ((1, 0) if layout == "one frame" else (3, 3))
+    assert (found.declared is None) == (layout != "one frame")
+    cat = catalog.load()
+    ours = parser.read(repz, cat, reader="fast")
+    original = parser.read(src, cat, reader="fast")
+    assert (ours["source"] == str(repz)).all()
+    assert_same_tables(original.drop(columns="source"), ours.drop(columns="source"))
+    assert original["ncu_version"].notna().all() or name.startswith("gene")
+    if _ncu_report_reads_repz():
+        assert _bits(read_launches(repz, _spec(cat))) == _bits(read_launches(src, _spec(cat)))
+
+
+@needs_ncu_report
+def test_auto_verifies_a_repz_on_the_decompressed_bytes(tmp_path: Path) -> None:
+    """--reader auto decodes a .ncu-repz natively and checks it against ncu_report; --reader
+    ncu_report reads its decompressed bytes (any ncu_report version can)."""
+    name = "alife_cuda__profile_output.ncu-rep"
+    repz = tmp_path / "a.ncu-repz"
+    repz.write_bytes(fuzz.compress(shared(name).read_bytes(), frames=2, skippable=True))
+    cat = catalog.load()
+    auto = parser.read(repz, cat)
+    assert (
+        auto["reader"]
+        .str.fullmatch(r"ncuroof decoder, verified against ncu_report on \d+ of 143 launches")
+        .all()
+    )
+    theirs = parser.read(repz, cat, reader="ncu_report")
+    assert_same_tables(theirs.drop(columns="reader"), auto.drop(columns="reader"))
+    assert list(tmp_path.iterdir()) == [repz]
+
+
+def test_content_decides_not_the_name(tmp_path: Path) -> None:
+    src = shared("ESMM-Research__profile_output.ncu-rep")
+    cat = catalog.load()
+    ref = parser.read(src, cat, reader="fast").drop(columns="source")
+    packed_as_rep = tmp_path / "packed.ncu-rep"
+    packed_as_rep.write_bytes(fuzz.compress(src.read_bytes()))
+    plain_as_repz = tmp_path / "plain.ncu-repz"
+    plain_as_repz.write_bytes(src.read_bytes())
+    no_suffix = tmp_path / "report"
+    no_suffix.write_bytes(fuzz.compress(src.read_bytes()))
+    for p in (packed_as_rep, plain_as_repz, no_suffix):
+        assert_same_tables(ref, parser.read(p, cat, reader="fast").drop(columns="source"))
+
+
+@pytest.mark.parametrize("cut", [5, 12, 100, -1])
+def test_truncated_repz_is_one_line_exit_2_nothing_written(tmp_path: Path, cut: int) -> None:
+    data = fuzz.compress(shared("ESMM-Research__profile_output.ncu-rep").read_bytes())
+    bad = tmp_path / "cut.ncu-repz"
+    bad.write_bytes(data[:cut])
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [*NCUROOF, "analyze", str(bad), "-o", str(out), "-q"], capture_output=True, text=True
+    )
+    line = assert_clean_failure(proc, bad, out, "truncated", f"byte {len(data[:cut])}", "copy")
+    assert line.startswith(f"ncuroof: error: {bad}: ")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cut.ncu-repz"]
+
+
+def test_corrupt_stream_is_a_one_line_error(tmp_path: Path) -> None:
+    data = bytearray(fuzz.compress(b"NVR\x00" + bytes(range(256)) * 4000))
+    data[len(data) // 2] ^= 0xFF  # inside a compressed block: zstd's own error
+    bad = tmp_path / "bad.ncu-repz"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(ReportFormatError) as err:
+        parser.read(bad, catalog.load())
+    assert_one_line_error(err, bad)
+    assert any(w in str(err.value) for w in ("corrupt", "damaged", "truncated"))
+    garbage = tmp_path / "tail.ncu-repz"
+    garbage.write_bytes(
+        fuzz.compress(shared("ESMM-Research__profile_output.ncu-rep").read_bytes()) + b"not zstd"
+    )
+    with pytest.raises(ReportFormatError) as err:
+        parser.read(garbage, catalog.load())
+    assert_one_line_error(err, garbage, "zstd", "byte ", "copy")
+
+
+def test_declared_bomb_is_refused_before_anything_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bomb = tmp_path / "bomb.ncu-repz"
+    bomb.write_bytes(fuzz.bomb(1 << 40))
+    monkeypatch.setattr(
+        compressed, "_decompress", lambda *a: pytest.fail("decompressed a declared bomb")
+    )
+    with pytest.raises(ReportFormatError) as exc:
+        parser.read(bomb, catalog.load())
+    assert_one_line_error(
+        exc, bomb, "1,099,511,627,776", "max_bytes", "max_ratio", "metrics/thresholds.toml"
+    )
+
+
+def test_undeclared_bomb_is_stopped_at_the_limit(tmp_path: Path) -> None:
+    """A stream without content sizes that makes more than the limit is stopped while streaming, the
+    temporary file removed: the limit is max(ratio_from_bytes, max_ratio x compressed), at most max_bytes.
+    """
+    bomb = tmp_path / "zeros.ncu-repz"
+    bomb.write_bytes(fuzz.compress(b"NVR\x00" + bytes(32 << 20), content_size=False))
+    cat = catalog.load()
+    small = dataclasses.replace(
+        cat,
+        thresholds={
+            **cat.thresholds,
+            "compressed": {"max_bytes": 1 << 30, "max_ratio": 100.0, "ratio_from_bytes": 1 << 20},
+        },
+    )
+    assert compressed.limit_bytes(small, bomb.stat().st_size) == 1 << 20
+    assert (
+        compressed.limit_bytes(cat, 10) == 1 << 30
+        and compressed.limit_bytes(cat, 1 << 40) == 64 << 30
+    )
+    with pytest.raises(ReportFormatError) as err:
+        parser.read(bomb, small)
+    assert_one_line_error(err, bomb, "1,048,576 bytes")
+
+
+def test_the_2026_2_report_is_read_by_the_decoder() -> None:
+    """ncu 2026.2.1 writes result fields 36 (PmPcSamplingDataEntries) and 38 (NvtxdInfo) and block-header
+    field 10 (NumGraphs, 0): the decoder reads it, values equal to ncu_report's (test_decoder checks
+    every shared report bit for bit; here the reader column)."""
+    report = shared("ai-infra-notes__leetgpu_matmul_full.ncu-rep")
+    df = parser.read(report, catalog.load())
+    assert df["ncu_version"].eq("2026.2.1.0").all()
+    assert df["reader"].str.startswith("ncuroof decoder").all()
+
+
+def test_a_block_with_graphs_is_declined(tmp_path: Path) -> None:
+    """NumGraphs is verified only at 0: a block that counts graph records is unknown to the decoder."""
+    assert wire.unseen_fields(bytes([0x50, 0x00]), "BlockHeader") == []
+    assert wire.unseen_fields(bytes([0x50, 0x02]), "BlockHeader") == [(10, 0)]
+    assert (
+        wire.unseen_fields(bytes([0x40, 0x00, 0x48, 0x00]), "BlockHeader") == []
+    )  # NumCmdlistResults, NumGraphResults at 0
+    assert wire.unseen_fields(bytes([0x40, 0x01, 0x48, 0x03]), "BlockHeader") == [(8, 0), (9, 0)]
+    src = shared("ai-infra-notes__leetgpu_matmul_full.ncu-rep").read_bytes()
+    first = 8 + struct.unpack_from("<I", src, 4)[0]
+    size = struct.unpack_from("<I", src, first)[0]
+    header = src[first + 4 : first + 4 + size]
+    at = header.rindex(b"\x50\x00")  # field 10 = 0, the block header's last field
+    edited = header[:at] + b"\x50\x01" + header[at + 2 :]
+    bad = tmp_path / "graphs.ncu-rep"
+    bad.write_bytes(src[:first] + struct.pack("<I", len(edited)) + edited + src[first + 4 + size :])
+    with pytest.raises(nvr.UnsupportedReport) as err:
+        nvr.read_nvr(bad, catalog.load())
+    assert_one_line_error(err, None, "BlockHeader", "[(10, 0)]")  # internal: auto falls back
+
+
+@needs_ncu_report
+def test_ncu_report_and_the_decoder_agree_on_the_repz_of_2026() -> None:
+    """The table of the 2026.2.1 report, decoder and ncu_report, column for column (no source)."""
+    report = shared("ai-infra-notes__leetgpu_matmul_full.ncu-rep")
+    cat = catalog.load()
+    pd.testing.assert_frame_equal(
+        parser.read(report, cat, reader="ncu_report").drop(columns="reader"),
+        parser.read(report, cat, reader="fast").drop(columns="reader"),
+        check_exact=True,
+    )
+
+
+def test_clock_control_comes_from_the_report_and_compare_warns(tmp_path: Path) -> None:
+    """Result field 25 (ClockStatus: RequestedLock, ExecutedLocked) says whether ncu locked the clocks:
+    every shared report was collected with ncu's default (locked); the same report with RequestedLock
+    0 (as --clock-control none writes it) reads as not locked, and compare warns about the difference.
+    """
+    import ncuroof
+    from ncuroof.parser import clocks
+
+    src = shared("ESMM-Research__profile_output.ncu-rep")
+    locked_tag = (  # field 25, 4 bytes: RequestedLock 1, ExecutedLocked 1
+        b"\xca\x01\x04\x08\x01\x10\x01"
+    )
+    data = src.read_bytes()
+    assert data.count(locked_tag) == 4  # one per launch
+    unlocked = tmp_path / "none.ncu-repz"
+    unlocked.write_bytes(fuzz.compress(data.replace(locked_tag, b"\xca\x01\x04\x08\x00\x10\x00")))
+    assert (
+        clocks.report_clock(src) == clocks.LOCKED
+        and clocks.report_clock(unlocked) == clocks.NOT_LOCKED
+    )
+    assert clocks.report_clock(shared("ESMM-Research__metrics.csv")) is None
+    assert (ncuroof.load(src)["clock_control"] == "locked").all()
+    assert (ncuroof.load(unlocked)["clock_control"] == "not locked").all()
+    warns = ncuroof.compare_runs(src, unlocked, write=False).warnings
+    assert "different clock control: locked before, not locked after" in warns
+
+
+@needs_ncu_report
+def test_metadata_fields_of_the_proto_are_skipped_and_values_stay_ncu_report_s(
+    tmp_path: Path,
+) -> None:
+    """Result fields 37 (GraphViewerDataInfo) and 39 (SectionSetIdentifier), declared in NVIDIA's
+    ProfilerReport.proto but in no shared report, added to every launch: the decoder reads the report
+    (auto keeps its table) and equals ncu_report; an unknown field number is still declined."""
+    from tests.integration.test_decoder import _edit_results
+
+    src = shared("nsight-training__manual_nvtx.ncu-rep")
+    edited = tmp_path / "meta.ncu-rep"
+    _edit_results(src, edited, lambda r: None, extra=b"\xaa\x02\x02\x08\x01" + b"\xba\x02\x04full")
+    cat = catalog.load()
+    auto = parser.read(edited, cat)
+    assert auto["reader"].str.startswith("ncuroof decoder, verified").all()
+    assert_same_tables(
+        parser.read(edited, cat, reader="ncu_report").drop(columns="reader"),
+        auto.drop(columns="reader"),
+    )
+    unknown = tmp_path / "unknown.ncu-rep"
+    _edit_results(src, unknown, lambda r: None, extra=b"\xc8\x03\x01")  # field 57, a varint
+    with pytest.raises(nvr.UnsupportedReport) as err:
+        nvr.read_nvr(unknown, cat)
+    assert_one_line_error(err, None, "Result", "[(57, 0)]")  # internal: auto falls back
+
+
+def test_a_compressed_file_that_is_no_report_is_named_so(tmp_path: Path) -> None:
+    other = tmp_path / "notes.ncu-repz"
+    other.write_bytes(fuzz.compress(b"some text, not a report\n" * 100))
+    with pytest.raises(InputError) as err:
+        parser.read(other, catalog.load())
+    assert_one_line_error(err, other, "zstd", "Nsight Compute report")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.ncu-repz"]

@@ -1,0 +1,217 @@
+"""Table outputs: pyarrow CSV equivalent to pandas' CSV, Parquet round trip bit for bit with the
+schema's dtypes, units and metadata, ncuroof.load of a saved analysis, whole-or-nothing writes."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+import ncuroof
+from ncuroof import schema
+from ncuroof.errors import InputError, OutputError
+from ncuroof.parser import tables_io
+from ncuroof.render import page as report
+from tests.helpers.errors import assert_one_line_error
+from tests.helpers.reports import REPO, kernels_of, needs_ncu_report, shared
+
+ESMM = "ESMM-Research__profile_output.ncu-rep"
+
+
+def _awkward_kernels() -> pd.DataFrame:
+    """A kernels table with the values a writer gets wrong: NaN, -0.0, subnormal, huge, None vs ''."""
+    k = kernels_of(ESMM).copy()
+    k = pd.concat([k, k], ignore_index=True)
+    k["launch_id"] = np.arange(len(k))
+    floats = [c for c, col in schema.KERNELS.items() if col.dtype == "float64"]
+    special = [np.nan, -0.0, 5e-324, 1.7976931348623157e308, 0.1 + 0.2, 1 / 3, 1e-300, 123456789.0]
+    for i, c in enumerate(floats):
+        k.loc[i % len(k), c] = special[i % len(special)]
+    k.loc[0, "nvtx_range"] = None
+    k.loc[1, "nvtx_range"] = ""
+    k["notes"] = k["notes"].astype(object)
+    k.at[2, "notes"] = ['a "quoted", comma\nand newline', "a second note"]
+    return schema.validate_kernels(k)
+
+
+def _same_bits(a: pd.DataFrame, b: pd.DataFrame) -> None:
+    assert list(a.columns) == list(b.columns)
+    assert list(a.dtypes) == list(b.dtypes)
+    for c in a.columns:
+        if a[c].dtype == "float64":
+            assert np.array_equal(a[c].to_numpy().view(np.int64), b[c].to_numpy().view(np.int64)), c
+        else:
+            pd.testing.assert_series_equal(a[c], b[c], check_exact=True)
+
+
+@needs_ncu_report
+def test_parquet_round_trip_is_bit_for_bit_with_units_and_metadata(tmp_path: Path) -> None:
+    k = _awkward_kernels()
+    inputs = [str(shared(ESMM)), "second input.ncu-rep"]
+    path = tmp_path / "kernels.parquet"
+    path.write_bytes(
+        tables_io.parquet_bytes(tables_io.arrow_table(k, schema.KERNELS, "kernels", inputs))
+    )
+    back = tables_io.read_table(path)
+    _same_bits(k, back)
+    assert back.loc[0, "nvtx_range"] is pd.NA and back.loc[1, "nvtx_range"] == ""
+    # Metadata as written, read independently of ncuroof's reader.
+    s = pq.read_schema(path)
+    assert s.metadata[b"ncuroof.schema_version"] == str(schema.SCHEMA_VERSION).encode()
+    assert s.metadata[b"ncuroof.table"] == b"kernels"
+    assert json.loads(s.metadata[b"ncuroof.inputs"]) == inputs
+    assert s.field("dram_bytes_per_s").metadata[b"unit"] == b"B/s"
+    assert str(s.field("launch_id").type) == "int64" and str(s.field("cc").type) == "string"
+    assert (
+        back.attrs["units"]["time_s"] == "s" and back.attrs["units"]["fp32_flop_per_s"] == "FLOP/s"
+    )
+    assert back.attrs["inputs"] == inputs and back.attrs["schema_version"] == schema.SCHEMA_VERSION
+
+
+@needs_ncu_report
+def test_arrow_csv_reads_back_like_pandas_csv(tmp_path: Path) -> None:
+    k = _awkward_kernels()
+    ours = tables_io.csv_bytes(tables_io.arrow_table(k, schema.KERNELS, "kernels"))
+    a = pd.read_csv(io.BytesIO(ours))
+    b = pd.read_csv(
+        io.StringIO(schema.to_text(k).to_csv(index=False))
+    )  # list columns as text, as ncuroof writes them
+    assert list(a.columns) == list(b.columns)
+    for c in a.columns:
+        if pd.api.types.is_numeric_dtype(b[c]):
+            # Same doubles (a whole float is written without '.0', so pandas may infer int64).
+            assert np.array_equal(a[c].to_numpy(float), b[c].to_numpy(float), equal_nan=True), c
+        else:
+            assert a[c].fillna("").astype(str).tolist() == b[c].fillna("").astype(str).tolist(), c
+    # ncuroof's reader restores the declared dtypes and tells None from ''.
+    (tmp_path / "kernels.csv").write_bytes(ours)
+    _same_bits(k, tables_io.read_table(tmp_path / "kernels.csv"))
+
+
+@needs_ncu_report
+def test_analyze_format_parquet_and_load_back(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ncuroof",
+            "analyze",
+            str(shared(ESMM)),
+            "-o",
+            str(out),
+            "-q",
+            "--format",
+            "csv,parquet",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in out.iterdir()) == [
+        "kernels.csv",
+        "kernels.parquet",
+        "ncuroof-manifest.json",
+        "points.csv",
+        "points.parquet",
+        "roofline.html",
+    ]
+    direct = ncuroof.load(shared(ESMM))
+    for saved in (out, out / "kernels.parquet"):
+        _same_bits(direct, ncuroof.load(saved))
+    pts = tables_io.read_table(out / "points.parquet")
+    _same_bits(ncuroof.points(direct), pts)
+    assert pts.attrs["units"]["ai_flop_per_byte"] == "FLOP/B"
+    # The CSV of the same run, read by pandas, has the same values as the Parquet.
+    csv = pd.read_csv(out / "kernels.csv")
+    assert np.array_equal(csv["time_s"].to_numpy(float), direct["time_s"].to_numpy(float))
+    assert csv["kernel_name"].tolist() == direct["kernel_name"].tolist()
+
+
+def test_not_a_table_is_an_input_error(tmp_path: Path) -> None:
+    bad = tmp_path / "kernels.parquet"
+    bad.write_bytes(b"PAR1 this is not parquet")
+    with pytest.raises(InputError) as err:
+        ncuroof.load(bad)
+    assert_one_line_error(err, bad, "table")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"import ncuroof.cli; ncuroof.cli.main(['compare', '{bad}', '{bad}'])",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert_one_line_error(proc.stderr, bad, "table")
+
+
+def test_failing_writer_leaves_nothing(tmp_path: Path) -> None:
+    def broken(path: Path) -> None:
+        path.mkdir()
+        (path / "part-0.parquet").write_bytes(b"x")
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(OutputError) as err:
+        report.write_outputs(tmp_path / "out", {"a.csv": "x\n", "kernels.parquet": broken})
+    assert_one_line_error(err, tmp_path / "out", "No space left")  # the OS's reason passed on
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_dataset_directory_replaces_the_old_one(tmp_path: Path) -> None:
+    t = tables_io.arrow_table(
+        pd.DataFrame({"source": ["a", "b"], "error": ["x", "y"]}),
+        schema.FAILURES,
+        "failures",
+        ["a", "b"],
+    )
+    out = tmp_path / "out"
+    report.write_outputs(out, {"failures.parquet": tables_io.dataset_writer(t)})
+    t2 = tables_io.arrow_table(
+        pd.DataFrame({"source": ["c"], "error": ["z"]}), schema.FAILURES, "failures", ["c"]
+    )
+    report.write_outputs(out, {"failures.parquet": tables_io.dataset_writer(t2)})
+    back = tables_io.read_table(out / "failures.parquet")
+    assert back["source"].tolist() == ["c"] and back["error"].tolist() == ["z"]
+
+
+@needs_ncu_report
+def test_parquet_only_directory_compares_and_bad_format_is_refused(tmp_path: Path) -> None:
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "ncuroof", *args],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=300,
+        )
+
+    out = tmp_path / "out"
+    assert (
+        run("analyze", str(shared(ESMM)), "-o", str(out), "-q", "--format", "parquet").returncode
+        == 0
+    )
+    assert sorted(p.name for p in out.iterdir()) == [
+        "kernels.parquet",
+        "ncuroof-manifest.json",
+        "points.parquet",
+        "roofline.html",
+    ]
+    proc = run("compare", str(out), str(out), "-o", str(tmp_path / "cmp"), "-q")
+    assert proc.returncode == 0, proc.stderr
+    table = pd.read_csv(tmp_path / "cmp" / "compare.csv")
+    assert len(table) == len(kernels_of(ESMM)) and np.allclose(table["speedup"], 1.0)
+    bad = run("analyze", str(shared(ESMM)), "-o", str(tmp_path / "x"), "--format", "csv,feather")
+    assert bad.returncode == 2 and "feather" in bad.stderr and not (tmp_path / "x").exists()

@@ -1,0 +1,383 @@
+"""Diagnosis verdicts on real reports whose limiter is known from their content, each asserted
+together with the numbers it cites; plausibility flags; the hardware what-if by hand."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import ncuroof
+from ncuroof import catalog
+from ncuroof.model import diagnose, summary
+from ncuroof.model.distinct import distinct_rows
+from ncuroof.schema import cell_text, flag_codes
+from tests.helpers.errors import assert_one_line_error
+from tests.helpers.reports import kernels_of, ncu_metrics, needs_ncu_report, shared
+
+SOL = catalog.load().thresholds["sol"]
+
+
+def _kernels(name: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    k = kernels_of(name)
+    pts = ncuroof.points(k)
+    s = diagnose.diagnose_kernels(
+        summary.kernel_summary(k, pts), k, catalog.load(), catalog.load_gpus()
+    )
+    return k, s.set_index("kernel_label")
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+@needs_ncu_report
+def test_esmm_sgemm_kernels():
+    name = "ESMM-Research__profile_output.ncu-rep"
+    k, s = _kernels(name)
+    ncu = ncu_metrics(name)
+    # The first kernel keeps both SM and memory busy at ncu's 65 %: balanced.
+    r = s.loc["one_blocktiling"]
+    sm = ncu[0]["sm__throughput.avg.pct_of_peak_sustained_elapsed"] / 100
+    mem = ncu[0]["gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"] / 100
+    assert (
+        r["diagnosis"] == "balanced"
+        and abs(sm - mem) <= SOL["balanced"]
+        and min(sm, mem) >= SOL["latency_bound"]
+    )
+    assert f"SM {_pct(sm)}, memory {_pct(mem)}" in r["evidence"]
+    # The tiled kernels run 64 blocks (grid 8 x 8) on an 80-SM A10G: under a wave, latency bound.
+    for kern in ("two_blocktiling", "vectorized_blocktiling", "warptiling"):
+        r = s.loc[kern]
+        i = list(k["kernel_name"]).index(kern)
+        waves = ncu[i]["launch__waves_per_multiprocessor"]
+        assert r["diagnosis"] == "latency_bound" and waves < 1
+        assert f"{waves:.3g} waves per SM (64 blocks of" in r["evidence"]
+        assert "too little parallel work" in r["advice"]
+
+
+@needs_ncu_report
+def test_hand_sgemm_is_dram_bound_with_a_reuse_gap():
+    name = "Cuda_Gemm_Practice__gemm_v9.ncu-rep"
+    k, s = _kernels(name)
+    r = s.loc["gemm"]
+    row = k[k["kernel_name"] == "gemm"].iloc[0]
+    ai = row["fp32_flop"] / row["dram_bytes"]
+    ridge = row["peak_fp32_flop_per_s"] / row["peak_dram_bytes_per_s"]
+    frac = (
+        row["dram_bytes_per_s"] / row["peak_dram_bytes_per_s"]
+    )  # at AI << ridge the roof is AI x bandwidth
+    assert r["diagnosis"] == "memory_below_roof" and r["level"] == "dram"
+    assert frac == pytest.approx(
+        ncu_metrics(name)[0]["gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed"] / 100,
+        rel=1e-3,
+    )
+    assert f"AI {ai:.3g} FLOP/B < ridge {ridge:.3g}, {_pct(frac)} of roof" in r["evidence"]
+    assert f"a {ridge / ai:.0f}x gap" in r["advice"] and "tile for reuse" in r["advice"]
+    # cuBLAS's SGEMM in the same report: compute bound, FP32 pipe half used, no tensor cores.
+    r = s.loc["ampere_sgemm_128x64_nn"]
+    assert r["diagnosis"] == "compute_below_roof" and "no tensor-core work" in r["advice"]
+    spec = catalog.load_gpus().by_device(row["device_name"])
+    assert f"{spec.tensor['fp16_fp32acc'] / spec.flop_per_s['fp32']:.0f}x higher" in r["advice"]
+
+
+@needs_ncu_report
+def test_silu_is_at_the_dram_roof():
+    k, s = _kernels("cs599k__2025-04-21-vector-based.ncu-rep")
+    r = s.loc["silu_kernel_vector"]
+    assert r["diagnosis"] == "memory_near_roof" and r["roof_fraction"] >= SOL["no_bound"]
+    # the H100 PCIe's published memcpy bandwidth (1,860 GB/s, metrics/gpus.toml) is the achievable roof beside the peak
+    assert r["achievable_roof_fraction"] == pytest.approx(
+        k["dram_bytes_per_s"].max() / 1.86e12, rel=0.01
+    )
+    assert (
+        f"at {_pct(r['achievable_roof_fraction'])} of achievable DRAM bandwidth"
+        f" ({_pct(r['roof_fraction'])} of peak)" in r["evidence"]
+    ) and "only moving fewer bytes helps" in r["advice"]
+    assert r["flags"] == []
+
+
+@needs_ncu_report
+def test_alife_tiny_launches_are_under_occupied():
+    k = kernels_of("alife_cuda__profile_output.ncu-rep")
+    one_block = k[k["grid"] == "(1, 1, 1)"]
+    assert len(one_block) > 0
+    assert (one_block["diagnosis"] == "latency_bound").all()
+    for r in one_block.itertuples(index=False):
+        assert f"{r.waves_per_sm:.3g} waves per SM (1 block of" in r.evidence
+        assert "too little parallel work" in r.advice
+
+
+@needs_ncu_report
+def test_failed_measurement_is_flagged_not_classified():
+    k, s = _kernels("BBAStar__profile_output.ncu-rep")
+    failed = k[k["status"] == "failed_measurement"]
+    assert len(failed) == 1
+    assert failed["diagnosis"].iat[0] == "not_classified" and flag_codes(
+        failed["flags"].iat[0]
+    ) == ["failed_measurement"]
+    r = s.loc[failed["kernel_name"].iat[0]]
+    assert r["diagnosis"] == "not_classified" and "failed_measurement" in flag_codes(r["flags"])
+
+
+def test_point_pushed_above_its_roof_is_flagged_with_the_cause():
+    csv = shared("RooflineAnalysis_On_NVIDIA_GPU__output0.csv")
+    k = ncuroof.load(
+        csv, peak_flops={"fp32": 1e15, "fp64": 1e15, "fp16": 1e15}, peak_bandwidth={"dram": 1e9}
+    )
+    pts = ncuroof.points(k)
+    dram = pts[pts["level"] == "dram"]
+    assert (dram["roof_fraction"] > 1).all()
+    flags = cell_text("flags", k["flags"].iat[0])
+    for r in dram.itertuples(index=False):
+        assert (
+            f"above_roof: {r.precision.upper()} at DRAM {_pct(r.roof_fraction)} of roof, likely the"
+            " user roof" in flags
+        )
+
+
+def test_verdicts_by_hand():
+    base = {
+        "status": "ok",
+        "precision": "fp32",
+        "level": "l2",
+        "ai_flop_per_byte": 50.0,
+        "ridge_flop_per_byte": 10.0,
+        "sm_throughput_frac": 0.9,
+        "memory_throughput_frac": 0.5,
+        "waves_per_sm": 8.0,
+        "blocks": 1024,
+        "threads_per_block": 256,
+        "tensor_flop": 0.0,
+        "device_name": "NVIDIA H100 80GB HBM3",
+    }
+    cls, ev, advice = diagnose.verdict(
+        {**base, "bound": "compute", "roof_fraction": 0.9}, SOL, catalog.load_gpus()
+    )
+    spec = catalog.load_gpus().by_device("NVIDIA H100 80GB HBM3")
+    assert cls == "compute_near_roof" and "FP32 at L2: AI 50 FLOP/B >= ridge 10, 90% of roof" in ev
+    assert f"is {spec.tensor['bf16'] / spec.flop_per_s['fp32']:.0f}x the FP32 roof" in advice
+    cls, _, advice = diagnose.verdict(
+        {**base, "bound": "compute", "roof_fraction": 0.3, "tensor_flop": 1e9}, SOL
+    )
+    assert cls == "compute_below_roof" and "tensor" not in advice
+    cls, _, advice = diagnose.verdict(
+        {
+            **base,
+            "bound": "memory",
+            "roof_fraction": 0.3,
+            "ai_flop_per_byte": 1.0,
+            "sm_throughput_frac": 0.4,
+            "memory_throughput_frac": 0.85,
+        },
+        SOL,
+    )
+    assert cls == "memory_below_roof" and advice.startswith(
+        "30% of the L2 roof: the access pattern wastes bandwidth; check coalescing"
+    )
+    # SM 90 % vs memory 50 %: ncu's rule points at the SM (>= 60 % and 10 points busier), so no memory advice
+    cls, ev, advice = diagnose.verdict(
+        {**base, "bound": "memory", "roof_fraction": 0.3, "ai_flop_per_byte": 1.0}, SOL
+    )
+    assert cls == "instruction_bound" and "check coalescing" not in advice and "by 40 points" in ev
+    cls, ev, _ = diagnose.verdict(
+        {
+            **base,
+            "bound": "memory",
+            "roof_fraction": 0.95,
+            "sm_throughput_frac": 0.7,
+            "memory_throughput_frac": 0.75,
+        },
+        SOL,
+    )
+    assert cls == "balanced" and "SM 70%, memory 75%" in ev
+    cls, _, _ = diagnose.verdict({**base, "bound": "unknown", "roof_fraction": math.nan}, SOL)
+    assert cls == "not_classified"
+
+
+def test_achievable_roof_in_the_verdict_by_hand():
+    base = {
+        "status": "ok",
+        "precision": "fp32",
+        "level": "dram",
+        "ai_flop_per_byte": 0.5,
+        "ridge_flop_per_byte": 10.0,
+        "sm_throughput_frac": 0.2,
+        "memory_throughput_frac": 0.7,
+        "waves_per_sm": 8.0,
+        "tensor_flop": 0.0,
+        "bound": "memory",
+        "roof_fraction": 0.76,
+        "peak_bytes_source": "datasheet",
+    }
+    # 76% of the datasheet's DRAM bandwidth but 93% of what the GPU sustains: the class stays the peak's, the
+    # evidence gives both, and the advice says the bandwidth is used up.
+    cls, ev, advice = diagnose.verdict(
+        {**base, "achievable_roof_fraction": 0.93, "achievable_bytes_per_s": 1.8e12}, SOL
+    )
+    assert cls == "memory_below_roof"
+    assert (
+        "FP32 at DRAM: AI 0.5 FLOP/B < ridge 10, at 93% of achievable DRAM bandwidth (76% of the"
+        " datasheet's)" in ev
+    )
+    assert advice.startswith(
+        "93% of the achievable DRAM bandwidth: near what this GPU sustains, so only moving fewer"
+        " bytes helps"
+    )
+    cls, ev, advice = diagnose.verdict({**base, "achievable_roof_fraction": math.nan}, SOL)
+    assert "76% of roof" in ev and "achievable" not in ev + advice
+    # Placed at another precision: said in the evidence.
+    _, ev, _ = diagnose.verdict({**base, "main_precision": "tensor:sass_hmma"}, SOL)
+    assert "placed at FP32: no roof for its main precision Tensor sass_hmma" in ev
+
+
+@needs_ncu_report
+def test_what_if_by_hand():
+    k = kernels_of("Cuda_Gemm_Practice__gemm_v9.ncu-rep")
+    s = summary.kernel_summary(k, ncuroof.points(k))
+    h100 = catalog.load_gpus().by_name("h100-sxm")
+    w = diagnose.what_if(s, k, h100).set_index("kernel_label")
+    row = k[k["kernel_name"] == "gemm"].iloc[0]
+    ai = row["fp32_flop"] / row["dram_bytes"]
+    r = w.loc["gemm"]
+    assert r["dram_ai_flop_per_byte"] == pytest.approx(ai)
+    assert r["ridge_there"] == pytest.approx(h100.flop_per_s["fp32"] / h100.dram_bytes_per_s)
+    assert r["time_at_roof_there_s"] == pytest.approx(
+        max(row["fp32_flop"] / h100.flop_per_s["fp32"], row["dram_bytes"] / h100.dram_bytes_per_s)
+    )
+    assert r["bound_here"] == r["bound_there"] == "memory"
+    assert re.search(
+        r"memory-bound here, still memory-bound on H100 SXM5 \(ridge 33\.\d -> 20 FLOP/B",
+        r["change"],
+    )
+
+
+# --- --expect ------------------------------------------------------------------------------
+
+GEMM_EXPECT = """
+[sizes]
+M = 1312
+N = 110
+K = 3122
+
+[[kernel]]
+match = "^gemm$"
+flop = "2*M*N*K"
+bytes = "4*(M*K + K*N + M*N)"
+
+[[kernel]]
+match = "sgemm"
+flop = 5e8
+"""
+
+
+def test_formulas():
+    from ncuroof.model.expect import evaluate
+
+    assert evaluate("2*M*N*K", {"M": 2, "N": 3, "K": 4}) == 48
+    assert evaluate("(M + 1) ** 2 // 3 - -1", {"M": 5}) == 13
+    assert evaluate(7, {}) == 7.0
+    for bad in ("__import__('os')", "M.real", "open", "2 if M else 3"):
+        with pytest.raises(ValueError):
+            evaluate(bad, {"M": 1})
+
+
+@needs_ncu_report
+def test_expect_gives_useful_ai_and_flags_excess_traffic(tmp_path):
+    path = tmp_path / "expect.toml"
+    path.write_text(GEMM_EXPECT)
+    k = ncuroof.load(shared("Cuda_Gemm_Practice__gemm_v9.ncu-rep"), expect=path)
+    gemm = k[k["kernel_name"] == "gemm"].iloc[0]
+    flop, byts = 2 * 1312 * 110 * 3122, 4 * (1312 * 3122 + 3122 * 110 + 1312 * 110)
+    assert gemm["expected_flop"] == flop and gemm["expected_dram_bytes"] == byts
+    # ncu counted exactly the algorithmic FLOPs: no FLOP flag; DRAM traffic is far above the minimum.
+    assert gemm["fp32_flop"] == pytest.approx(flop, rel=1e-9) and "counted FLOPs" not in cell_text(
+        "flags", gemm["flags"]
+    )
+    assert (
+        f"is {gemm['dram_bytes'] / byts:.3g}x the {byts / 1e6:.3g} MB the kernel must move"
+        in cell_text("flags", gemm["flags"])
+    )
+    sg = k[k["kernel_name"] == "ampere_sgemm_128x64_nn"].iloc[0]
+    assert sg["expected_flop"] == 5e8 and math.isnan(sg["expected_dram_bytes"])
+    assert (
+        f"counted FLOPs {sg['fp32_flop'] / 1e6:.3g} MFLOP are {sg['fp32_flop'] / 5e8:.3g}x the"
+        " expected 500 MFLOP: masked, padded or redundant work" in cell_text("flags", sg["flags"])
+    )
+    s = diagnose.diagnose_kernels(
+        summary.kernel_summary(k, ncuroof.points(k)), k, catalog.load()
+    ).set_index("kernel_label")
+    assert f"useful AI {flop / byts:.3g} FLOP/B" in s.loc["gemm", "evidence"]
+
+
+def test_bad_expect_file_is_one_line_exit_2(tmp_path, capsys):
+    from ncuroof import cli
+
+    csv = shared("RooflineAnalysis_On_NVIDIA_GPU__output0.csv")
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[sizes]\nM = 4\n[[kernel]]\nmatch = "k"\nflop = "2*M*Q"\n')
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["analyze", str(csv), "-o", str(tmp_path / "out"), "--expect", str(bad), "-q"])
+    assert exc.value.code == 2
+    assert_one_line_error(capsys.readouterr().err, bad, "'Q'", "2*M*Q")
+    assert not (tmp_path / "out").exists()
+
+
+def test_low_occupancy_is_named_with_its_cause():
+    base = {
+        "status": "ok",
+        "bound": "latency",
+        "sm_throughput_frac": 0.3,
+        "memory_throughput_frac": 0.2,
+        "waves_per_sm": 12.0,
+        "blocks": 4096,
+        "threads_per_block": 256,
+        "occupancy_frac": 0.22,
+        "theoretical_occupancy_frac": 0.25,
+    }
+    cls, ev, advice = diagnose.verdict(base, SOL, low_occupancy=0.5)
+    assert cls == "latency_bound" and "achieved occupancy 22% (theoretical 25%)" in ev
+    assert (
+        "only 22% of the SM's warps are active" in advice
+        and "fewer registers or less shared memory" in advice
+    )
+    _, _, advice = diagnose.verdict(
+        {**base, "theoretical_occupancy_frac": 1.0}, SOL, low_occupancy=0.5
+    )
+    assert "load imbalance" in advice
+    _, _, advice = diagnose.verdict({**base, "occupancy_frac": 0.9}, SOL, low_occupancy=0.5)
+    assert "warp-stall reasons" in advice and "occupancy" not in advice
+
+
+@needs_ncu_report
+def test_occupancy_is_ncus():
+    name = "alife_cuda__profile_output.ncu-rep"
+    k = kernels_of(name)
+    ncu = ncu_metrics(name)
+    for i in range(len(k)):
+        assert k["occupancy_frac"].iat[i] == pytest.approx(
+            ncu[i]["sm__warps_active.avg.pct_of_peak_sustained_active"] / 100
+        )
+        assert k["theoretical_occupancy_frac"].iat[i] == pytest.approx(
+            ncu[i]["sm__maximum_warps_per_active_cycle_pct"] / 100
+        )
+
+
+def test_distinct_rows_tells_apart_what_text_could_tell_apart() -> None:
+    """NaN, None, 0.0 and -0.0 are four keys; equal rows share one; order of first appearance."""
+
+    frame = pd.DataFrame(
+        {
+            "x": [0.0, -0.0, np.nan, 0.0, np.nan, 1.0],
+            "o": pd.Series([None, None, None, None, np.nan, "a"], dtype=object),
+            "s": pd.Series(["p", "p", "p", "p", "p", None], dtype="str"),
+        }
+    )
+    first, inverse = distinct_rows(frame, ["x", "o", "s"])
+    assert first.tolist() == [0, 1, 2, 4, 5]
+    assert inverse.tolist() == [0, 1, 2, 0, 3, 4]
+    first, inverse = distinct_rows(frame, ["s"])
+    assert first.tolist() == [0, 5] and inverse.tolist() == [0, 0, 0, 0, 0, 1]

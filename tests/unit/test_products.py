@@ -1,0 +1,249 @@
+"""Every file an analyze run writes is listed in its manifest and declared in ncuroof/schema.py (issue 31).
+
+A table is declared as ``tables_io.TABLES[name]`` (a column dictionary of :mod:`ncuroof.schema`) and
+written as ``<name>.csv`` and/or ``<name>.parquet``; any other file is a key of :data:`ncuroof.schema.FILES`.
+The Parquet files are read back with pyarrow and compared with the CSV read by pandas: the same values.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ncuroof import schema
+from ncuroof.parser import tables_io
+from tests.helpers.reports import needs_ncu_report, shared
+
+CUTLASS = "cutlass-panjd123__4f3955ed3c_report.ncu-rep"  # NVTX ranges and instruction counters
+#: The tables this run must write: the always-written ones and the four views its options ask for.
+VIEWS = {"kernels", "points", "phases", "instruction_points", "whatif", "roofs"}
+
+
+def _text(value: object) -> str:
+    import pandas as pd
+
+    return "" if pd.isna(value) else str(value)
+
+
+def _declared_tables() -> dict[str, dict]:
+    """The table names whose columns are one of schema.py's declarations (the same object)."""
+    decls = [
+        v
+        for v in vars(schema).values()
+        if isinstance(v, dict) and v and all(isinstance(c, schema.Column) for c in v.values())
+    ]
+    return {name: cols for name, cols in tables_io.TABLES.items() if any(cols is d for d in decls)}
+
+
+def _check_declared(out: Path, formats: set[str]) -> dict[str, set[str]]:
+    """Assert the folder holds exactly its manifest's files (and the manifest), each declared; the tables by suffix."""
+    listed = json.loads((out / tables_io.MANIFEST).read_text(encoding="utf-8"))["files"]
+    assert sorted(p.name for p in out.iterdir()) == sorted([*listed, tables_io.MANIFEST])
+    tables = _declared_tables()
+    found: dict[str, set[str]] = {}
+    for name in listed:
+        stem, _, suffix = name.rpartition(".")
+        if suffix in tables_io.FORMATS and stem in tables:
+            found.setdefault(suffix, set()).add(stem)
+        else:
+            assert name in schema.FILES, (
+                f"{name} is written but declared neither as a table nor in schema.FILES"
+            )
+    assert tables_io.MANIFEST in schema.FILES
+    assert set(found) == formats
+    return found
+
+
+@needs_ncu_report
+def test_every_file_of_an_analyze_run_is_in_the_manifest_and_declared(tmp_path) -> None:
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    import ncuroof
+
+    out = tmp_path / "out"
+    ncuroof.analyze(
+        shared(CUTLASS),
+        out,
+        group_by="nvtx",
+        what_if="h100-sxm",
+        roofs=True,
+        formats=("csv", "parquet"),
+    )
+    found = _check_declared(out, {"csv", "parquet"})
+    assert found["csv"] == found["parquet"] == VIEWS
+    # roofs.csv holds each launch's roofs of kernels.csv, one row per (launch, kind, roof).
+    roofs, kernels = pd.read_csv(out / "roofs.csv"), pd.read_csv(out / "kernels.csv")
+    fp32 = roofs[(roofs["kind"] == "peak") & (roofs["roof"] == "fp32")].set_index("launch_id")
+    dram = roofs[(roofs["kind"] == "peak") & (roofs["roof"] == "dram")].set_index("launch_id")
+    k = kernels.set_index("launch_id")
+    assert len(fp32) == len(dram) == len(k) > 0
+    assert (fp32["flop_per_s"] == k.loc[fp32.index, "peak_fp32_flop_per_s"]).all()
+    assert (dram["bytes_per_s"] == k.loc[dram.index, "peak_dram_bytes_per_s"]).all()
+    for name in VIEWS:
+        t = pq.read_table(out / f"{name}.parquet")
+        meta = t.schema.metadata
+        assert (
+            meta[b"ncuroof.table"].decode() == name
+            and int(meta[b"ncuroof.schema_version"]) == schema.SCHEMA_VERSION
+        )
+        declared = tables_io.TABLES[name]
+        assert list(t.column_names[: len(declared)]) == list(declared)
+        assert all(
+            t.schema.field(c).metadata[b"unit"].decode() == col.unit for c, col in declared.items()
+        )
+        from_csv, from_parquet = pd.read_csv(out / f"{name}.csv"), t.to_pandas()
+        assert len(from_csv) == len(from_parquet) > 0
+        for c in (
+            from_csv.columns
+        ):  # the same values through two readers (text read as text, numbers as numbers)
+            a, b = from_csv[c], from_parquet[c]
+            if pd.api.types.is_numeric_dtype(b) and not pd.api.types.is_bool_dtype(b):
+                pd.testing.assert_series_equal(
+                    a.astype(float), b.astype(float), check_exact=True, check_names=False
+                )
+            else:
+                assert [_text(v) for v in a] == [_text(v) for v in b], (name, c)
+
+
+@needs_ncu_report
+def test_format_parquet_alone_writes_no_csv_table(tmp_path) -> None:
+    import ncuroof
+
+    out = tmp_path / "out"
+    ncuroof.analyze(shared(CUTLASS), out, group_by="nvtx", what_if="h100-sxm", formats=("parquet",))
+    assert _check_declared(out, {"parquet"})["parquet"] == VIEWS - {"roofs"}  # roofs: asked for
+    assert not list(out.glob("*.csv"))
+
+
+def test_every_table_is_declared_in_schema() -> None:
+    assert set(_declared_tables()) == set(tables_io.TABLES)
+    assert {"phases", "instruction_points", "whatif", "compare"} <= set(tables_io.TABLES)
+
+
+@pytest.mark.parametrize("name", sorted(tables_io.TABLES))
+def test_declared_columns_carry_a_unit_where_the_name_says_one(name: str) -> None:
+    """A column named ``..._s``, ``..._bytes``, ``..._flop``, ``..._flop_per_s`` is declared in s, B, FLOP, FLOP/s."""
+    units = (
+        ("_flop_per_s", "FLOP/s"),
+        ("_bytes_per_s", "B/s"),
+        ("_s", "s"),
+        ("_bytes", "B"),
+        ("_flop", "FLOP"),
+    )
+    for c, col in tables_io.TABLES[name].items():
+        unit = next((u for suffix, u in units if c.endswith(suffix)), None)
+        if unit is not None and not (
+            c.endswith("_per_s") and unit == "s"
+        ):  # sector/s, inst/s: their own units
+            assert col.unit == unit, (name, c, col.unit)
+
+
+def _rows(columns: dict) -> object:
+    """Two rows of a declared table: one with a value of each column's dtype, one with each missing
+    (a list column's cell as its text, as written)."""
+    import numpy as np
+    import pandas as pd
+
+    full = {"float64": 1.25e-3, "int64": 7, "Int64": 7, "bool": True, "string": 'a,b "q"'}
+    empty = {"float64": np.nan, "int64": 0, "Int64": pd.NA, "bool": False, "string": None}
+    data = {}
+    for name, col in columns.items():
+        first = full.get(col.dtype, "x")
+        if name == "flags":
+            first = "code: its text"
+        elif name == "notes":
+            first = "one; two"
+        elif name in schema.SOURCE_COLUMNS:  # roof sets in memory, their text as written
+            first = "fp32:report,dram:datasheet"
+        data[name] = pd.Series([first, empty.get(col.dtype)], dtype=col.dtype)
+    return pd.DataFrame(data)
+
+
+@pytest.mark.parametrize("name", sorted(schema.TABLES))
+def test_every_table_round_trips_as_csv_and_parquet_with_its_declared_schema(
+    tmp_path, name: str
+) -> None:
+    """Each declared table (every product of analyze, compare and trail) written through
+    tables_io.table_files in both formats and read back: the declared columns in order, with their
+    dtypes and units, and the same values from either file."""
+    import pandas as pd
+
+    from ncuroof.render import page
+
+    columns = schema.TABLES[name]
+    df = _rows(columns)
+    files = tables_io.table_files({name: df}, ("csv", "parquet"), [tmp_path / "in.ncu-rep"])
+    assert set(files) == {f"{name}.csv", f"{name}.parquet"}
+    page.write_outputs(tmp_path / "out", files, [])
+    back = {
+        fmt: tables_io.read_table(tmp_path / "out" / f"{name}.{fmt}") for fmt in ("csv", "parquet")
+    }
+    dtypes = {c: str(pd.Series([], dtype=col.dtype).dtype) for c, col in columns.items()}
+    want = [[_cell(v) for v in schema.from_text(df)[c]] for c in columns]
+    for fmt, t in back.items():
+        assert list(t.columns) == list(columns), fmt
+        assert {c: str(t[c].dtype) for c in t.columns} == dtypes, fmt
+        assert [[_cell(v) for v in t[c]] for c in columns] == want, fmt
+    parquet = back["parquet"]
+    assert parquet.attrs["inputs"] == [str(tmp_path / "in.ncu-rep")]
+    assert parquet.attrs["units"] == {c: col.unit for c, col in columns.items()}
+
+
+def _cell(v: object) -> object:
+    """A cell compared across readers: every missing value one None."""
+    import pandas as pd
+
+    return v if isinstance(v, list) or not pd.isna(v) else None
+
+
+def test_every_product_is_a_declared_table() -> None:
+    """The registry's products are the tables of schema.TABLES but compare's two, once each."""
+    from ncuroof import products
+
+    names = [p.name for p in products.PRODUCTS]
+    assert len(names) == len(set(names))
+    assert set(names) == set(schema.TABLES) - {"compare", "trail"}
+
+
+@pytest.mark.slow  # an analyze run of a real report
+@needs_ncu_report
+def test_a_new_view_is_one_registry_entry(tmp_path, monkeypatch) -> None:
+    """A product added to the registry (and its table to schema.TABLES) is built, written in both
+    formats, listed in the manifest, its section on the page and its header line, with no other change."""
+    import html
+
+    import pandas as pd
+
+    import ncuroof
+    from ncuroof import products
+
+    columns = {
+        "kernel_key": schema.Column("string", "", "kernel"),
+        "time_s": schema.KERNELS["time_s"],
+    }
+    monkeypatch.setitem(schema.TABLES, "longest", columns)
+
+    def build(a, req):
+        return a.summary[["kernel_key", "time_s"]].head(1)
+
+    def section(t, a):
+        return f'<section id="longest">{len(t)} longest</section>'
+
+    entry = products.Product(
+        "longest", build, section=section, meta=lambda t: {"longest": t["kernel_key"].iloc[0]}
+    )
+    monkeypatch.setattr(products, "PRODUCTS", (*products.PRODUCTS, entry))
+    out = tmp_path / "out"
+    res = ncuroof.analyze(shared(CUTLASS), out, formats=("csv", "parquet"))
+    top = res.analysis.summary.iloc[0]
+    back = tables_io.read_table(out / "longest.parquet")
+    assert back["kernel_key"].tolist() == [top["kernel_key"]]
+    assert back["time_s"].tolist() == [top["time_s"]] and back.attrs["units"]["time_s"] == "s"
+    assert pd.read_csv(out / "longest.csv")["time_s"].tolist() == [top["time_s"]]
+    page = (out / "roofline.html").read_text(encoding="utf-8")
+    assert '<section id="longest">1 longest</section>' in page
+    assert f"<li><b>longest</b>: {html.escape(top['kernel_key'])}</li>" in page
+    assert "longest.csv" in json.loads((out / tables_io.MANIFEST).read_text())["files"]

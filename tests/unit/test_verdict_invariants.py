@@ -1,0 +1,354 @@
+"""Verdict invariants (ncuroof.model.invariants) on every shared report, each rule shown able to fail on
+a hand-made row, the launch floor recomputed from the reports, and the issue's cases checked against the
+report's own metrics (key words and codes, never whole sentences)."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import math
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ncuroof import catalog
+from ncuroof.errors import InputError
+from ncuroof.model import analysis, diagnose
+from ncuroof.model.invariants import INVARIANTS, violations
+from ncuroof.model.speed_of_light import launch_floor
+from tests.helpers.reports import SHARED, ncu_metrics, needs_ncu_report, needs_shared, shared
+
+INPUTS = sorted([*SHARED.glob("*.ncu-rep"), *SHARED.glob("*.csv")]) if SHARED.is_dir() else []
+TH = catalog.load().thresholds
+SOL = TH["sol"]
+
+
+@functools.cache
+def _built(name: str) -> analysis.Analysis | None:
+    try:
+        return analysis.build([shared(name)])
+    except InputError:
+        return None  # an input that does not analyze alone (a session page): its refusal is tested elsewhere
+
+
+def _analysis(name: str) -> analysis.Analysis | None:
+    """The analysis of a shared input, built once; each caller gets its own deep copy."""
+    return copy.deepcopy(_built(name))
+
+
+@needs_shared
+@pytest.mark.parametrize("name", [p.name for p in INPUTS])
+def test_words_never_contradict_numbers(name: str) -> None:
+    a = _analysis(name)
+    if a is None:
+        pytest.skip(f"{name} does not analyze alone")
+    for table in (a.kernels, a.summary):
+        v = violations(table)
+        assert v.empty, v.to_string()
+
+
+def _row(**kw: object) -> pd.DataFrame:
+    base = {
+        "diagnosis": "memory_below_roof",
+        "evidence": "",
+        "advice": "",
+        "time_s": 1e-3,
+        "sm_throughput_frac": 0.3,
+        "memory_throughput_frac": 0.5,
+        "roof_fraction": 0.5,
+        "achievable_roof_fraction": math.nan,
+        "cc": "8.0",
+        "time_at_roof_s": 5e-4,
+        "saving_s": 5e-4,
+        "fp32_flop": 1e6,
+        "dram_bytes": 1e6,
+        "peak_fp32_flop_per_s": 1e13,
+    }
+    return pd.DataFrame([{**base, **kw}])
+
+
+@pytest.mark.parametrize(
+    ("row", "code"),
+    [
+        ({"evidence": "no roofline point and no SpeedOfLight values"}, "claims_absent"),
+        ({"evidence": "missing: FLOP counters, memory traffic"}, "claims_absent"),
+        (
+            {"notes": ["bound unknown: no roofline point and no SpeedOfLight throughputs"]},
+            "claims_absent",
+        ),
+        (
+            {
+                "sm_throughput_frac": 0.68,
+                "memory_throughput_frac": 0.42,
+                "advice": "check coalescing",
+            },
+            "memory_advice_sm_busier",
+        ),
+        ({"diagnosis": "memory_near_roof", "roof_fraction": 0.79}, "near_roof_below_threshold"),
+        (
+            {
+                "diagnosis": "compute_near_roof",
+                "roof_fraction": math.nan,
+                "sm_throughput_frac": 0.5,
+            },
+            "near_roof_below_threshold",
+        ),
+        (
+            {"time_s": 1.5e-6, "time_at_roof_s": 1.8e-8, "saving_s": 1.5e-6 - 1.8e-8},
+            "saving_under_floor",
+        ),
+        (
+            {
+                "diagnosis": "not_classified",
+                "evidence": "no roofline point",
+                "advice": "re-profile this kernel",
+            },
+            "unclassified_without_fix",
+        ),
+        (
+            {
+                "diagnosis": "not_classified",
+                "evidence": "missing: roofs",
+                "advice": "re-profile: ncuroof profile -- ./app",
+                "peak_fp32_flop_per_s": math.nan,
+            },
+            "unclassified_without_fix",
+        ),
+        (
+            {
+                "occupancy_frac": 0.48,
+                "theoretical_occupancy_frac": 0.5,
+                "advice": "achieved is well below the theoretical 50%",
+            },
+            "occupancy_contradicted",
+        ),
+        ({"threads_per_block": 1.0, "advice": "raise occupancy"}, "idle_lanes_unnamed"),
+    ],
+)
+def test_each_invariant_can_fail(row: dict, code: str) -> None:
+    assert set(INVARIANTS) >= {code}
+    assert code in violations(_row(**row))["code"].tolist()
+    assert violations(_row()).empty  # the same row without the contradiction passes
+
+
+@needs_shared
+def test_launch_floor_is_the_shortest_launch_held() -> None:
+    """metrics/thresholds.toml [launch_floor]: per compute capability, the shortest gpu__time_duration of the shared reports."""
+    spec = TH["launch_floor"]
+    shortest: dict[str, tuple[float, str]] = {}
+    for path in SHARED.glob("*.ncu-rep"):
+        k = analysis.launch_table([path])
+        k = k[np.isfinite(k["time_s"].to_numpy(float))]
+        for cc, g in k.groupby("cc"):
+            t = float(g["time_s"].min())
+            if cc not in shortest or t < shortest[cc][0]:
+                shortest[cc] = (t, path.name)
+    assert set(shortest) == set(spec["shortest"])
+    for cc, (t, report) in shortest.items():
+        assert (
+            spec["shortest"][cc]["s"] == pytest.approx(t, rel=1e-9)
+            and spec["shortest"][cc]["report"] == report
+        )
+    assert spec["default_s"] == pytest.approx(min(t for t, _ in shortest.values()), rel=1e-9)
+    floor, source = launch_floor(np.array([7.5, 9.0, np.nan]), spec)
+    assert floor.tolist() == pytest.approx(
+        [spec["default_s"]] * 3
+    )  # no architecture's shortest launch is below the default
+    assert all("alife_cuda" in s for s in source)
+
+
+@needs_shared
+@needs_ncu_report
+def test_single_block_launch_is_held_at_the_floor() -> None:
+    """The issue's case: 1.5-4 us one-block launches whose roofline bound is tens of ns."""
+    name = "alife_cuda__profile_output.ncu-rep"
+    k = _analysis(name).kernels
+    floor = TH["launch_floor"]["default_s"]
+    metrics = ncu_metrics(name)
+    held = k[k["time_at_roof_bound"] == "launch_floor"]
+    assert len(held) > 0
+    for r in held.itertuples(index=False):
+        t = metrics[int(r.launch_id)]["gpu__time_duration.sum"] * 1e-9
+        assert r.time_s == pytest.approx(t, rel=1e-12)
+        assert r.time_at_roof_s == pytest.approx(min(floor, t), rel=1e-12)
+        assert r.saving_s == pytest.approx(t - min(floor, t), abs=1e-15)
+        assert r.saving_s / r.time_s < 1 - floor / t + 1e-9  # never "98.7 %" of a 1.5 us launch
+        assert "no launch finishes faster than" in r.speed_of_light_note
+
+
+@needs_shared
+@needs_ncu_report
+def test_sm_busier_than_memory_gets_no_memory_advice() -> None:
+    """GH200 SiLU: ncu stored SM 68 %, memory 42 %: ncu's rule names the SM, so no coalescing advice."""
+    name = "cs599k__silu-2025-04-18-v1.ncu-rep"
+    m = ncu_metrics(name)[0]
+    sm = m["sm__throughput.avg.pct_of_peak_sustained_elapsed"] / 100
+    mem = m["gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"] / 100
+    assert sm >= SOL["latency_bound"] and sm - mem >= SOL["balanced"]
+    r = _analysis(name).kernels.iloc[0]
+    assert not r["diagnosis"].startswith("memory") and "check coalescing" not in r["advice"]
+    assert f"SM {100 * sm:.0f}%, memory {100 * mem:.0f}%" in r["evidence"]
+
+
+@needs_shared
+@needs_ncu_report
+def test_achieved_at_theoretical_occupancy_and_warp_sized_blocks() -> None:
+    """self-join: achieved 48 %, theoretical 50 %, blocks of 32 threads."""
+    name = "self-join-MiSTIC__ilpProf.ncu-rep"
+    m = ncu_metrics(name)[0]
+    occ, theo = (
+        m["sm__warps_active.avg.pct_of_peak_sustained_active"] / 100,
+        m["sm__maximum_warps_per_active_cycle_pct"] / 100,
+    )
+    assert occ >= TH["diagnosis"]["occupancy_gap"] * theo
+    r = _analysis(name).kernels.iloc[0]
+    assert (
+        "well below" not in r["advice"]
+        and f"at the launch's theoretical {100 * theo:.0f}%" in r["advice"]
+    )
+
+
+@needs_shared
+def test_one_thread_blocks_name_their_idle_lanes() -> None:
+    k = _analysis("alife_cuda__profile_output.ncu-rep").kernels
+    one = k[(k["block"] == "(1, 1, 1)") & (k["diagnosis"] != "not_classified")]
+    assert len(one) > 0
+    assert one["advice"].str.contains("blocks of 1 thread: 31 of 32 lanes of every warp idle").all()
+
+
+def test_lanes_by_hand() -> None:
+    assert diagnose.lanes(1.0).startswith("blocks of 1 thread: 31 of 32 lanes")
+    # 48 threads: 2 warps, the second with 16 of 32 lanes busy; 16 of 64 lanes idle = 25 %
+    assert (
+        diagnose.lanes(48.0)
+        == "blocks of 48 threads: the last of each block's 2 warps has 16 of 32 lanes busy (25% of"
+        " lanes idle)"
+    )
+    assert diagnose.lanes(256.0) == "" and diagnose.lanes(math.nan) == ""
+    # 64 blocks at 0.4 waves: a full wave is 160 blocks
+    assert "fills 40% of one wave (64 blocks, a full wave is about 160)" in diagnose.lanes(
+        256.0, 64.0, 0.4
+    )
+
+
+@needs_shared
+def test_unclassified_csv_names_what_is_missing_and_the_option() -> None:
+    """A CSV with FLOPs and DRAM bytes and no device name: only the roofs are missing, so --gpu, not re-profiling."""
+    a = _analysis("ESMM-Research__metrics.csv")
+    k = a.kernels
+    assert (k["diagnosis"] == "not_classified").all()
+    assert (k["fp32_flop"] > 0).all() and (k["dram_bytes"] > 0).all()
+    assert k["evidence"].str.contains("missing: roofs").all()
+    assert (
+        k["advice"].str.contains("--gpu").all() and not k["advice"].str.contains("re-profile").any()
+    )
+    # the SM throughput a CSV does hold is quoted, never called absent
+    r = _analysis("GPU-Roofline-Profiler__saxpy.csv").kernels.iloc[0]
+    assert r["sm_throughput_frac"] == pytest.approx(0.223) and "SM throughput 22%" in r["evidence"]
+    assert "SpeedOfLight values" not in r["evidence"]
+
+
+@needs_shared
+def test_instantiations_are_told_apart_by_their_template() -> None:
+    """CUTLASS's Kernel<...> and a <float>/<__half> pair: labels from the demangled names, identity unchanged."""
+    s = _analysis("cuda-roofline__output.csv").summary
+    labels = dict(zip(s["kernel_demangled"], s["kernel_label"]))
+    for demangled, label in labels.items():
+        m = re.search(r"GemmShape<\(int\)(\d+), \(int\)(\d+), \(int\)(\d+)>", demangled)
+        if m:
+            assert label == f"Kernel<{'x'.join(m.groups())}>"
+        if demangled.startswith("void InitializeMatrix_kernel<"):
+            assert label == "InitializeMatrix_kernel<" + demangled.split("<")[1].split(",")[0] + ">"
+    assert s["kernel_label"].is_unique and s["kernel_key"].nunique() == len(s)
+
+
+@needs_shared
+def test_integer_tensor_work_reads_as_ops() -> None:
+    """The int8 CUTLASS GEMM (IMMA): its roof and hovers say OP, never FLOP; float precisions keep FLOP."""
+    from ncuroof.render import figure
+    from ncuroof.schema import work_unit
+
+    a = _analysis("cutlass-panjd123__4fb3ff3f6a_report-s8.ncu-rep")
+    assert (
+        work_unit("tensor:sass_imma") == "OP"
+        and work_unit("fp32") == "FLOP"
+        and work_unit("tensor:sass_hmma") == "FLOP"
+    )
+    fig = figure.plot_roofline(a.points, a.kernels, summary=a.summary)
+    roofs = [
+        t
+        for t in fig.data
+        if (t.meta or {}).get("role") == "roof_flop"
+        and t.meta.get("precision") == "tensor:sass_imma"
+    ]
+    assert roofs and all("OP/s" in t.name and "FLOP" not in t.name for t in roofs)
+    assert all(
+        t.line.dash == "solid" for t in fig.data if (t.meta or {}).get("role") == "roof_flop"
+    )  # dashed is achievable
+    dots = [
+        t for t in fig.data if (t.meta or {}).get("role") == "dots" and t.meta.get("unit") == "OP"
+    ]
+    assert dots and all("OP/B" in t.hovertemplate and "FLOP/B" not in t.hovertemplate for t in dots)
+
+
+@needs_shared
+def test_header_names_a_missing_device_and_the_gpu_option() -> None:
+    from ncuroof.render import provenance
+
+    path = shared("ESMM-Research__metrics.csv")
+    assert (
+        provenance.device_text(analysis.build([path]).kernels) == "not named in the input (CC 8.6)"
+    )
+    text = provenance.device_text(
+        analysis.build([path], analysis.AnalysisOptions(gpu="a10g")).kernels
+    )
+    assert "nan" not in text and "A10G datasheet (--gpu)" in text
+
+
+def test_unclassified_words_by_hand() -> None:
+    gpus = catalog.load_gpus()
+    base = {
+        "status": "ok",
+        "time_s": 1e-3,
+        "has_flop": True,
+        "has_bytes": True,
+        "has_roof": False,
+        "sm_throughput_frac": math.nan,
+        "memory_throughput_frac": math.nan,
+        "device_name": None,
+        "cc": "7.0",
+        "kernel_name": "k",
+    }
+    ids = [g.id for g in gpus.gpus if g.cc == "7.0"]
+    ev, fix = diagnose.unclassified(base, gpus)
+    assert ev.startswith("missing: roofs") and "present: FLOPs, bytes, duration 1 ms" in ev
+    assert fix.startswith(f"pass --gpu NAME (CC 7.0: {', '.join(ids)})") and "re-profile" not in fix
+    ev, fix = diagnose.unclassified(
+        {
+            **base,
+            "has_flop": False,
+            "has_bytes": False,
+            "has_roof": True,
+            "sm_throughput_frac": 0.97,
+        },
+        gpus,
+    )
+    assert (
+        "FLOP counters" in ev
+        and "memory traffic" in ev
+        and "SM throughput 97%" in ev
+        and "SpeedOfLight" not in ev
+    )
+    assert "ncuroof profile -k k -c 1" in fix
+    ev, fix = diagnose.unclassified(
+        {**base, "status": "failed_measurement", "kernel_name": "a b;c"}, gpus
+    )
+    assert (
+        "NaN" in ev and "-k NAME" in fix
+    )  # a name that is not a plain identifier is not pasted into a command
+    assert (
+        "missing: a readable record"
+        in diagnose.unclassified({**base, "status": "corrupt_record"}, gpus)[0]
+    )
