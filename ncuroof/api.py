@@ -436,14 +436,13 @@ def analyze(
     -------
     AnalysisResult
         The analysis, its products and the files written. NcuroofError for bad input, a request the
-        analysis cannot serve or an output directory that cannot be written (a fleet: only when no
-        input could be analyzed).
+        analysis cannot serve or an unwritable output directory (a fleet: when no input was read).
     """
     inputs = as_paths(paths)
     opts = AnalysisOptions.of(options, **option_fields)
-    if ranks is None:
+    if ranks is None:  # recognised from the inputs
         ranks = not opts.stack and len(inputs) > 1 and _ranks.looks_like_ranks(inputs)
-    request = products.Request(what_if=what_if, group_by=group_by, ranks=ranks, roofs=roofs)
+    request = products.Request(what_if, group_by, ranks, roofs)
     a, request = _analysis_and_request(inputs, opts, request, scheduler, workers, progress)
     result = AnalysisResult(
         a, a.summary.head(top).reset_index(drop=True), products=products.build(a, request)

@@ -733,6 +733,24 @@ def _each_distinct(name: str, cells: pd.Series, convert) -> list:
     return [done[c] for c in codes]
 
 
+def _list_texts(name: str, cells: pd.Series) -> list[str]:
+    """:func:`cell_text` of every list cell, each distinct list written once (launches of a kernel
+    share their notes and flags; a list is keyed by its items as a tuple)."""
+    memo: dict[object, str] = {}
+    out = []
+    for cell in cells:
+        key = tuple(cell) if isinstance(cell, list) else cell
+        try:
+            text = memo.get(key)
+        except TypeError:  # an item that cannot be hashed: written as it is
+            out.append(cell_text(name, cell))
+            continue
+        if text is None:
+            text = memo[key] = cell_text(name, cell)
+        out.append(text)
+    return out
+
+
 def to_text(df: pd.DataFrame) -> pd.DataFrame:
     """A copy of ``df`` with its list columns (:data:`LIST_COLUMNS`) and roof sources
     (:data:`SOURCE_COLUMNS`) as text, for CSV files and pages (the other columns are shared with
@@ -740,7 +758,7 @@ def to_text(df: pd.DataFrame) -> pd.DataFrame:
     out = df.copy(deep=False)
     for name in LIST_COLUMNS:
         if name in out.columns:
-            out[name] = [cell_text(name, c) for c in out[name]]
+            out[name] = _list_texts(name, out[name])
     for name in SOURCE_COLUMNS:  # dtype 'string', as the text columns they were before issue 31
         if name in out.columns:
             text = _each_distinct(name, out[name], cell_text)

@@ -61,57 +61,68 @@ def evaluate(formula: str | float | int, sizes: dict[str, float]) -> float:
             raise ValueError(f"{formula!r} is not a finite number")
         return float(formula)
     text = str(formula)
+    tree = _parse_formula(text)
+    try:
+        return _value(tree, sizes, formula, text)
+    except RecursionError:
+        raise ValueError(f"a formula nested too deep: {text[:40]!r}...") from None
+
+
+def _parse_formula(text: str) -> ast.Expression:
+    """The syntax tree of ``text``, refused when too long or not an expression."""
     if len(text) > _MAX_FORMULA:
         raise ValueError(
             f"a formula of {len(text)} characters (at most {_MAX_FORMULA}): {text[:40]!r}..."
         )
     try:
-        tree = ast.parse(text, mode="eval")
+        return ast.parse(text, mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         raise ValueError(f"not a formula: {text[:80]!r}") from exc
 
-    def ev(node: ast.AST) -> float:
-        if isinstance(node, ast.Expression):
-            return ev(node.body)
-        if (
-            isinstance(node, ast.Constant)
-            and isinstance(node.value, (int, float))
-            and not isinstance(node.value, bool)
-        ):
-            try:
-                v = float(node.value)
-            except OverflowError:
-                v = math.inf
-            if not math.isfinite(v):
-                raise ValueError(f"{text[:80]!r} holds a number that is not finite")
-            return v
-        if isinstance(node, ast.Name):
-            if node.id not in sizes:
-                raise ValueError(
-                    f"unknown size {node.id!r} in {formula!r}; define it under [sizes]"
-                )
-            return float(sizes[node.id])
-        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-            try:
-                v = float(_OPS[type(node.op)](ev(node.left), ev(node.right)))
-            except (
-                ZeroDivisionError,
-                OverflowError,
-                TypeError,
-            ) as exc:  # TypeError: a complex power
-                raise ValueError(f"{text[:80]!r} has no finite value ({exc})") from None
-            if not math.isfinite(v):
-                raise ValueError(f"{text[:80]!r} has no finite value")
-            return v
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-            v = ev(node.operand)
-            return -v if isinstance(node.op, ast.USub) else v
-        raise ValueError(f"only numbers, sizes and + - * / // % ** are allowed in {formula!r}")
 
+def _value(node: ast.AST, sizes: dict[str, float], formula: object, text: str) -> float:
+    """Value of one node of ``formula`` (``text``): a number, a size, or an allowed operation."""
+    if isinstance(node, ast.Expression):
+        return _value(node.body, sizes, formula, text)
+    if (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, (int, float))
+        and not isinstance(node.value, bool)
+    ):
+        return _constant(node.value, text)
+    if isinstance(node, ast.Name):
+        if node.id not in sizes:
+            raise ValueError(f"unknown size {node.id!r} in {formula!r}; define it under [sizes]")
+        return float(sizes[node.id])
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+        left = _value(node.left, sizes, formula, text)
+        return _operate(node.op, left, _value(node.right, sizes, formula, text), text)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        v = _value(node.operand, sizes, formula, text)
+        return -v if isinstance(node.op, ast.USub) else v
+    raise ValueError(f"only numbers, sizes and + - * / // % ** are allowed in {formula!r}")
+
+
+def _constant(value: int | float, text: str) -> float:
+    """A number written in the formula, refused when not finite (an int too large for a float)."""
     try:
-        return ev(tree)
-    except RecursionError:
-        raise ValueError(f"a formula nested too deep: {text[:40]!r}...") from None
+        v = float(value)
+    except OverflowError:
+        v = math.inf
+    if not math.isfinite(v):
+        raise ValueError(f"{text[:80]!r} holds a number that is not finite")
+    return v
+
+
+def _operate(op: ast.operator, left: float, right: float, text: str) -> float:
+    """``left op right``, refused when it has no finite value (division by zero, overflow)."""
+    try:
+        v = float(_OPS[type(op)](left, right))
+    except (ZeroDivisionError, OverflowError, TypeError) as exc:  # TypeError: a complex power
+        raise ValueError(f"{text[:80]!r} has no finite value ({exc})") from None
+    if not math.isfinite(v):
+        raise ValueError(f"{text[:80]!r} has no finite value")
+    return v
 
 
 @dataclass(frozen=True)
@@ -146,6 +157,22 @@ def read_expectations(path: str | Path) -> list[Expectation]:
         raise InputError(
             "no such expectations file; give a TOML file with [sizes] and [[kernel]] entries", p
         )
+    data = _load_document(p)
+    sizes = data.get("sizes", {}) or {}
+    entries = data.get("kernel", []) or []
+    if not isinstance(sizes, dict) or not isinstance(entries, list) or not entries:
+        raise InputError(
+            "needs a [sizes] table and at least one [[kernel]] entry with match, flop and/or bytes",
+            p,
+        )
+    try:
+        return _expectations_of(sizes, entries)
+    except (ValueError, re.error) as exc:
+        raise InputError(str(exc), p) from exc
+
+
+def _load_document(p: Path) -> dict:
+    """The parsed YAML or TOML of an expectations file; any parser error as one InputError line."""
     try:
         if p.suffix.lower() in (".yaml", ".yml"):
             try:
@@ -155,13 +182,12 @@ def read_expectations(path: str | Path) -> list[Expectation]:
                     "YAML expectations need PyYAML (pip install pyyaml), or write the file as TOML",
                     p,
                 ) from exc
-            data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-        else:
-            try:
-                import tomllib
-            except ModuleNotFoundError:  # Python 3.10
-                import tomli as tomllib  # type: ignore[no-redef]
-            data = tomllib.loads(p.read_text(encoding="utf-8"))
+            return yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        try:
+            import tomllib
+        except ModuleNotFoundError:  # Python 3.10
+            import tomli as tomllib  # type: ignore[no-redef]
+        return tomllib.loads(p.read_text(encoding="utf-8"))
     except InputError:
         raise
     except Exception as exc:  # noqa: BLE001 - parser errors of either format, reported in one line
@@ -170,28 +196,22 @@ def read_expectations(path: str | Path) -> list[Expectation]:
             f" {str(exc).splitlines()[0] if str(exc) else ''})",
             p,
         ) from exc
-    sizes = data.get("sizes", {}) or {}
-    entries = data.get("kernel", []) or []
-    if not isinstance(sizes, dict) or not isinstance(entries, list) or not entries:
-        raise InputError(
-            "needs a [sizes] table and at least one [[kernel]] entry with match, flop and/or bytes",
-            p,
-        )
+
+
+def _expectations_of(sizes: dict, entries: list) -> list[Expectation]:
+    """One Expectation per ``[[kernel]]`` entry, its formulas evaluated on the resolved ``sizes``."""
     out = []
-    try:
-        resolved = {k: evaluate(v, {}) for k, v in sizes.items()}
-        for i, e in enumerate(entries):
-            if not isinstance(e, dict) or "match" not in e:
-                raise ValueError(f"kernel entry {i + 1} has no 'match'")
-            out.append(
-                Expectation(
-                    re.compile(str(e["match"])),
-                    evaluate(e["flop"], resolved) if "flop" in e else math.nan,
-                    evaluate(e["bytes"], resolved) if "bytes" in e else math.nan,
-                )
+    resolved = {k: evaluate(v, {}) for k, v in sizes.items()}
+    for i, e in enumerate(entries):
+        if not isinstance(e, dict) or "match" not in e:
+            raise ValueError(f"kernel entry {i + 1} has no 'match'")
+        out.append(
+            Expectation(
+                re.compile(str(e["match"])),
+                evaluate(e["flop"], resolved) if "flop" in e else math.nan,
+                evaluate(e["bytes"], resolved) if "bytes" in e else math.nan,
             )
-    except (ValueError, re.error) as exc:
-        raise InputError(str(exc), p) from exc
+        )
     return out
 
 

@@ -111,60 +111,73 @@ def instruction_points(
         x is below the elbow (issue roof / wall), else instruction. Launches that failed or lack
         instructions, time or transactions of a level get no point there.
     """
-    frames = []
-    ok = (
-        ~kernels["status"].isin(["failed_measurement", "corrupt_record"])
-    ).to_numpy()  # damaged records are not plotted
+    # damaged records are not plotted
+    ok = (~kernels["status"].isin(["failed_measurement", "corrupt_record"])).to_numpy()
     t = kernels["time_s"].to_numpy(float)
     inst = (
         kernels["warp_inst"].to_numpy(float)
         if "warp_inst" in kernels.columns
         else np.full(len(kernels), np.nan)
     )
-    peak, peak_source = (
+    issue = (
         issue_roofs(kernels, gpus) if len(kernels) else (np.array([]), np.array([], dtype=object))
     )
+    frames = []
     for lv in LEVELS:
         col = f"{lv}_transactions"
         if col not in kernels.columns:
             continue
         txn = kernels[col].to_numpy(float)
         keep = ok & (inst > 0) & (txn > 0) & (t > 0)
-        if not keep.any():
-            continue
-        i = np.flatnonzero(keep)
-        x = inst[i] / txn[i]
-        wall = kernels[f"peak_{lv}_bytes_per_s"].to_numpy(float)[i] / sector_bytes
-        roof = np.fmin(peak[i], x * wall)  # fmin: a missing wall or issue roof leaves the other
-        y = inst[i] / t[i]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            elbow = peak[i] / wall
-        frames.append(
-            pd.DataFrame(
-                {
-                    "source": kernels["source"].to_numpy()[i],
-                    "launch_id": kernels["launch_id"].to_numpy()[i],
-                    "kernel_name": kernels["kernel_name"].to_numpy()[i],
-                    "level": lv,
-                    "time_s": t[i],
-                    "warp_inst": inst[i],
-                    "transactions": txn[i],
-                    "inst_per_transaction": x,
-                    "warp_inst_per_s": y,
-                    "peak_warp_inst_per_s": peak[i],
-                    "peak_warp_inst_source": peak_source[i],
-                    "peak_transactions_per_s": wall,
-                    "roof_warp_inst_per_s": roof,
-                    "roof_fraction": np.where(roof > 0, y / np.where(roof > 0, roof, 1.0), np.nan),
-                    "bound": np.where(
-                        np.isfinite(elbow), np.where(x < elbow, "memory", "instruction"), ""
-                    ),
-                }
-            )
-        )
+        if keep.any():
+            rows = np.flatnonzero(keep)
+            frames.append(_level_points(kernels, lv, rows, inst, txn, t, issue, sector_bytes))
     if not frames:
         return empty(INSTRUCTION_POINTS)
-    out = pd.concat(frames, ignore_index=True)
+    return _in_plot_order(pd.concat(frames, ignore_index=True))
+
+
+def _level_points(
+    kernels: pd.DataFrame,
+    lv: str,
+    i: np.ndarray,
+    inst: np.ndarray,
+    txn: np.ndarray,
+    t: np.ndarray,
+    issue: tuple[np.ndarray, np.ndarray],
+    sector_bytes: float,
+) -> pd.DataFrame:
+    """The points of level ``lv`` for the launches at positions ``i``: x, y, roofs and bound."""
+    peak, peak_source = issue
+    x = inst[i] / txn[i]
+    wall = kernels[f"peak_{lv}_bytes_per_s"].to_numpy(float)[i] / sector_bytes
+    roof = np.fmin(peak[i], x * wall)  # fmin: a missing wall or issue roof leaves the other
+    y = inst[i] / t[i]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        elbow = peak[i] / wall
+    return pd.DataFrame(
+        {
+            "source": kernels["source"].to_numpy()[i],
+            "launch_id": kernels["launch_id"].to_numpy()[i],
+            "kernel_name": kernels["kernel_name"].to_numpy()[i],
+            "level": lv,
+            "time_s": t[i],
+            "warp_inst": inst[i],
+            "transactions": txn[i],
+            "inst_per_transaction": x,
+            "warp_inst_per_s": y,
+            "peak_warp_inst_per_s": peak[i],
+            "peak_warp_inst_source": peak_source[i],
+            "peak_transactions_per_s": wall,
+            "roof_warp_inst_per_s": roof,
+            "roof_fraction": np.where(roof > 0, y / np.where(roof > 0, roof, 1.0), np.nan),
+            "bound": np.where(np.isfinite(elbow), np.where(x < elbow, "memory", "instruction"), ""),
+        }
+    )
+
+
+def _in_plot_order(out: pd.DataFrame) -> pd.DataFrame:
+    """The points sorted by source, launch and level (DRAM, L2, L1), with the schema's columns."""
     order = {lv: n for n, lv in enumerate(LEVELS)}
     out = out.sort_values(
         ["source", "launch_id", "level"],

@@ -164,24 +164,45 @@ def violations(table: pd.DataFrame, catalog: Catalog | None = None) -> pd.DataFr
         numbers that break it); empty when the words agree with the numbers.
     """
     th = (catalog or load_catalog()).thresholds
-    out: list[tuple[Any, str, str]] = []
-    idx = table.index
-    words = _text(table, ("evidence", "advice", "flags", "notes", "speed_of_light_note"))
     held = _held(table)
+    diag = _text_column(table, "diagnosis")
+    advice = _text_column(table, "advice")
+    unclassified = (diag == "not_classified").to_numpy()
+    out = _absent_checks(table, held)
+    out += _sol_checks(table, diag, advice, th)
+    out += _floor_checks(table, th)
+    out += _unclassified_checks(table, advice, unclassified, held)
+    out += _occupancy_checks(table, advice, th)
+    out += _idle_lanes_checks(table, advice, unclassified)
+    return pd.DataFrame(out, columns=["row", "code", "text"])
+
+
+def _text_column(table: pd.DataFrame, name: str) -> pd.Series:
+    """Column ``name`` as text ('' on every row when the table has no such column)."""
+    if name in table.columns:
+        return table[name].astype(str)
+    return pd.Series("", index=table.index)
+
+
+def _absent_checks(table: pd.DataFrame, held: dict[str, np.ndarray]) -> list[tuple[Any, str, str]]:
+    """``claims_absent``: the words say a quantity is missing that the row holds."""
+    words = _text(table, ("evidence", "advice", "flags", "notes", "speed_of_light_note"))
+    out = []
     for what, phrases in _ABSENT.items():
         said = words.str.contains("|".join(phrases), regex=True).to_numpy()
         for i in np.flatnonzero(said & held[what]):
-            out.append((idx[i], "claims_absent", f"says {what} is missing; the row holds it"))
-    diag = (
-        table["diagnosis"].astype(str) if "diagnosis" in table.columns else pd.Series("", index=idx)
-    )
-    advice = table["advice"].astype(str) if "advice" in table.columns else pd.Series("", index=idx)
-    out += _sol_checks(table, diag, advice, th)
-    out += _floor_checks(table, th)
-    unclassified = (diag == "not_classified").to_numpy()
-    evidence = (
-        table["evidence"].astype(str) if "evidence" in table.columns else pd.Series("", index=idx)
-    )
+            out.append(
+                (table.index[i], "claims_absent", f"says {what} is missing; the row holds it")
+            )
+    return out
+
+
+def _unclassified_checks(
+    table: pd.DataFrame, advice: pd.Series, unclassified: np.ndarray, held: dict[str, np.ndarray]
+) -> list[tuple[Any, str, str]]:
+    """``unclassified_without_fix``: no 'missing:' or fix named, or a re-profile --gpu would spare."""
+    idx = table.index
+    evidence = _text_column(table, "evidence")
     bad = unclassified & ~(
         evidence.str.contains("missing:").to_numpy()
         & advice.str.contains(_FIX, regex=True).to_numpy()
@@ -193,7 +214,7 @@ def violations(table: pd.DataFrame, catalog: Catalog | None = None) -> pd.DataFr
         & ~held["roof"]
         & advice.str.contains("re-profile").to_numpy()
     )
-    out += [
+    out = [
         (idx[i], "unclassified_without_fix", "no 'missing:' or no fix named")
         for i in np.flatnonzero(bad)
     ]
@@ -201,27 +222,40 @@ def violations(table: pd.DataFrame, catalog: Catalog | None = None) -> pd.DataFr
         (idx[i], "unclassified_without_fix", "re-profile advised where --gpu gives the roofs")
         for i in np.flatnonzero(gpu_fixes)
     ]
+    return out
+
+
+def _occupancy_checks(
+    table: pd.DataFrame, advice: pd.Series, th: dict[str, Any]
+) -> list[tuple[Any, str, str]]:
+    """``occupancy_contradicted``: advice says occupancy is well below theoretical; it is not."""
     occ, theo = _num(table, "occupancy_frac"), _num(table, "theoretical_occupancy_frac")
     with np.errstate(invalid="ignore"):
         at_theo = occ >= float(th["diagnosis"]["occupancy_gap"]) * theo
-    for i in np.flatnonzero(
-        at_theo & advice.str.contains(r"well below (?:the )?theoretical", regex=True).to_numpy()
-    ):
-        out.append(
-            (
-                idx[i],
-                "occupancy_contradicted",
-                f"achieved {occ[i]:.3f} vs theoretical {theo[i]:.3f}",
-            )
+    says_below = advice.str.contains(r"well below (?:the )?theoretical", regex=True).to_numpy()
+    return [
+        (
+            table.index[i],
+            "occupancy_contradicted",
+            f"achieved {occ[i]:.3f} vs theoretical {theo[i]:.3f}",
         )
+        for i in np.flatnonzero(at_theo & says_below)
+    ]
+
+
+def _idle_lanes_checks(
+    table: pd.DataFrame, advice: pd.Series, unclassified: np.ndarray
+) -> list[tuple[Any, str, str]]:
+    """``idle_lanes_unnamed``: blocks under a warp (32 threads) with no word about idle lanes."""
     threads = _num(table, "threads_per_block")
     if "block" in table.columns and not np.isfinite(threads).any():
         threads = grid_sizes(table["block"]).to_numpy(float)
     with np.errstate(invalid="ignore"):
         small = (threads < 32) & ~unclassified
-    for i in np.flatnonzero(small & ~advice.str.contains("lanes").to_numpy()):
-        out.append((idx[i], "idle_lanes_unnamed", f"blocks of {threads[i]:.0f} threads"))
-    return pd.DataFrame(out, columns=["row", "code", "text"])
+    return [
+        (table.index[i], "idle_lanes_unnamed", f"blocks of {threads[i]:.0f} threads")
+        for i in np.flatnonzero(small & ~advice.str.contains("lanes").to_numpy())
+    ]
 
 
 def _sol_checks(

@@ -308,9 +308,8 @@ def apply_speed_of_light(
     floor_s, floor_src = (
         floor if floor is not None else (np.full(len(k), np.nan), np.full(len(k), "", dtype=object))
     )
-    floor_s = np.fmin(
-        floor_s, time_s
-    )  # a launch shorter than the floor shows the floor is lower on its GPU
+    # a launch shorter than the floor shows the floor is lower on its GPU
+    floor_s = np.fmin(floor_s, time_s)
     use_floor = np.isfinite(t) & (floor_s > t)
     t = np.where(use_floor, floor_s, t)
     k["time_at_roof_s"] = t
@@ -318,6 +317,17 @@ def apply_speed_of_light(
     k["saving_s"] = np.where(
         np.isfinite(t) & np.isfinite(time_s), np.maximum(time_s - t, 0.0), np.nan
     )
+    notes = _bound_notes(k, roof, unit, side, disagree)
+    held = np.maximum(_finite_or_zero(roof), _finite_or_zero(unit))
+    _put_floor_notes(notes, use_floor, floor_s, floor_src, held)
+    k["speed_of_light_note"] = notes
+    return k
+
+
+def _bound_notes(
+    k: pd.DataFrame, roof: np.ndarray, unit: np.ndarray, side: np.ndarray, disagree: float
+) -> np.ndarray:
+    """Per launch, :func:`_note` on its roofline and unit bounds (computed once per distinct row)."""
     sm, mem = _col(k, "sm_throughput_frac"), _col(k, "memory_throughput_frac")
     frac = _nanmax([sm, mem], len(k))
     pipe = (
@@ -329,20 +339,26 @@ def apply_speed_of_light(
     args = pd.DataFrame(
         {"roof": roof, "unit": unit, "side": side, "frac": frac, "pipe": pipe, "pfrac": pfrac}
     )
-    notes = np.asarray(
+    return np.asarray(
         per_distinct(args, list(args.columns), lambda r: _note(*r, disagree)), dtype=object
     )
-    for i in np.flatnonzero(
-        np.asarray(use_floor, dtype=bool)
-    ):  # only the launches held at the floor
-        r, u = roof[i], unit[i]
-        notes[i] = _floor_note(
-            floor_s[i],
-            floor_src[i],
-            max(r if np.isfinite(r) else 0.0, u if np.isfinite(u) else 0.0),
-        )
-    k["speed_of_light_note"] = notes
-    return k
+
+
+def _put_floor_notes(
+    notes: np.ndarray,
+    use_floor: np.ndarray,
+    floor_s: np.ndarray,
+    floor_src: np.ndarray,
+    bound: np.ndarray,
+) -> None:
+    """Replace, in place, the notes of the launches held at the floor with :func:`_floor_note`."""
+    for i in np.flatnonzero(np.asarray(use_floor, dtype=bool)):
+        notes[i] = _floor_note(floor_s[i], floor_src[i], bound[i])
+
+
+def _finite_or_zero(a: np.ndarray) -> np.ndarray:
+    """``a`` with NaN and inf replaced by 0."""
+    return np.where(np.isfinite(a), a, 0.0)
 
 
 def _floor_note(floor_s: float, source: str, bound: float) -> str:
@@ -418,32 +434,43 @@ def instruction_verdict(
     ):
         return None
     pipe, pfrac = str(f.get("hot_pipe") or ""), float(f.get("hot_pipe_frac", np.nan))
-    spec = next((p for p in pipes.pipes if p.name == pipe), None) if pipes is not None else None
-    fp = (
-        f"the FP roofline has {str(f.get('precision') or '').upper()} at"
-        f" {str(f.get('level')).upper()} {fmt.pct(frac)} of its roof ({bound}-bound)"
-        if has_point
-        else (
-            "no FP roofline point (FLOPs but no roof for them)"
-            if f.get("has_flop")
-            else "no FP work counted"
-        )
-    )
     busy = (
         f"busiest pipe {pipe} {fmt.pct(pfrac)}"
         if pipe and np.isfinite(pfrac)
         else "no pipe metrics"
     )
-    why = (
-        f"SM >= {float(instruction['ratio']):g}x memory"
-        if by_ratio
-        else (
-            f"SM busier than memory by {fmt.plain(round(100 * (sm - mem)))} points (>="
-            f" {fmt.plain(100 * float(sol['balanced']))}) above"
-            f" {fmt.pct(float(sol['latency_bound']))}: ncu's High Compute Throughput"
-        )
-    )
+    why = _instruction_why(sm, mem, by_ratio, sol, instruction)
+    fp = _fp_roofline_says(f, bound, frac, has_point)
     evidence = f"SM {fmt.pct(sm)}, memory {fmt.pct(mem)} of peak throughput ({why}); {busy}; {fp}"
+    return "instruction_bound", evidence, _instruction_advice(pipe, sm, pipes)
+
+
+def _instruction_why(sm: float, mem: float, by_ratio: bool, sol: dict, instruction: dict) -> str:
+    """Which test found the SM busy: the ``ratio`` over memory, or ncu's High Compute Throughput."""
+    if by_ratio:
+        return f"SM >= {float(instruction['ratio']):g}x memory"
+    return (
+        f"SM busier than memory by {fmt.plain(round(100 * (sm - mem)))} points (>="
+        f" {fmt.plain(100 * float(sol['balanced']))}) above"
+        f" {fmt.pct(float(sol['latency_bound']))}: ncu's High Compute Throughput"
+    )
+
+
+def _fp_roofline_says(f: dict, bound: object, frac: float, has_point: bool) -> str:
+    """What the FP roofline shows for the kernel: its point's share of the roof, or why none."""
+    if has_point:
+        return (
+            f"the FP roofline has {str(f.get('precision') or '').upper()} at"
+            f" {str(f.get('level')).upper()} {fmt.pct(frac)} of its roof ({bound}-bound)"
+        )
+    if f.get("has_flop"):
+        return "no FP roofline point (FLOPs but no roof for them)"
+    return "no FP work counted"
+
+
+def _instruction_advice(pipe: str, sm: float, pipes: PipeCatalog | None) -> str:
+    """What to try on an instruction-bound kernel: fewer instructions, on its busiest pipe first."""
+    spec = next((p for p in pipes.pipes if p.name == pipe), None) if pipes is not None else None
     advice = (
         "the SM is busy with instructions the FP roofline does not count: cut instructions, not"
         " bytes (coalescing will not help)"
@@ -455,4 +482,4 @@ def instruction_verdict(
         " (ncu's InstructionStats section lists the mix); with these instructions the launch can"
         f" get at most {1 / sm:.1f}x faster"
     )
-    return "instruction_bound", evidence, advice
+    return advice

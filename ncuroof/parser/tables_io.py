@@ -269,12 +269,16 @@ def csv_safe(table: pa.Table) -> pa.Table:
     """
     for i in _text_columns(table):
         col = table.column(i)
+        # The rules run on the column's distinct values (text columns repeat: a kernel name per
+        # launch), then the cells holding a formula-like value are found by hashing.
+        values = pc.unique(col)
         signed = pc.and_(
-            pc.match_substring_regex(col, fmt.CSV_SIGNED),
-            pc.invert(pc.match_substring_regex(col, fmt.CSV_SIGNED_NUMBER)),
+            pc.match_substring_regex(values, fmt.CSV_SIGNED),
+            pc.invert(pc.match_substring_regex(values, fmt.CSV_SIGNED_NUMBER)),
         )
-        mask = pc.or_(pc.match_substring_regex(col, fmt.CSV_FORMULA), signed)
-        if pc.any(mask).as_py():
+        formulas = values.filter(pc.or_(pc.match_substring_regex(values, fmt.CSV_FORMULA), signed))
+        if len(formulas):
+            mask = pc.is_in(col, value_set=formulas)
             table = table.set_column(
                 i,
                 table.schema.field(i),

@@ -1116,15 +1116,25 @@ def _contract(
     )
 
 
-def _initial_state(
-    ch: _Chart,
-    precision: str,
-    levels: list[str] | None,
-    per_launch: bool,
-    color: str,
-    show_all: bool,
-) -> ViewState:
+@dataclass(frozen=True)
+class _AskedView:
+    """The initial view :func:`plot_roofline` was asked for; ValueError for an unknown ``color``."""
+
+    precision: str
+    levels: list[str] | None
+    per_launch: bool
+    color: str
+    show_all: bool
+
+    def __post_init__(self) -> None:
+        """Refuse a colouring the page does not offer."""
+        if self.color not in ("kernel", "bound"):
+            raise ValueError(f"color must be 'kernel' or 'bound', not {self.color!r}")
+
+
+def _initial_state(ch: _Chart, asked: _AskedView) -> ViewState:
     """The :class:`ViewState` of :func:`plot_roofline`'s arguments, checked."""
+    precision, levels = asked.precision, asked.levels
     if levels is not None and set(levels) - set(LEVELS):
         raise ValueError(
             f"unknown level(s) {sorted(set(levels) - set(LEVELS))}; use {', '.join(LEVELS)}"
@@ -1140,9 +1150,9 @@ def _initial_state(
     return ViewState(
         precision=precision,
         levels=shown,
-        mode="launch" if per_launch else "kernel",
-        color=color,
-        all=bool(show_all),
+        mode="launch" if asked.per_launch else "kernel",
+        color=asked.color,
+        all=bool(asked.show_all),
     )
 
 
@@ -1273,8 +1283,23 @@ def plot_roofline(
     ValueError
         For an unknown ``precision``, ``color`` or level, or points without kernels or summary.
     """
-    if color not in ("kernel", "bound"):
-        raise ValueError(f"color must be 'kernel' or 'bound', not {color!r}")
+    asked = _AskedView(precision, levels, per_launch, color, show_all)
+    return _plot_model(title, points, kernels, summary, asked, focus, dots, catalog, height, charts)
+
+
+def _plot_model(
+    title: str,
+    points: pd.DataFrame,
+    kernels: pd.DataFrame | None,
+    summary: pd.DataFrame | None,
+    asked: _AskedView,
+    focus: float,
+    dots: Mapping[str, pd.DataFrame] | None,
+    catalog: _catalog.Catalog | None,
+    height: int,
+    charts: Sequence[Chart],
+) -> go.Figure:
+    """The roofline figure of the model's tables with its view contract (a note without points)."""
     fig = go.Figure()
     _base_layout(fig, title, height)
     if points.empty:
@@ -1286,7 +1311,7 @@ def plot_roofline(
         )
     summ = summary.reset_index(drop=True).assign(kid=lambda s: np.arange(len(s)))
     ch = _chart(points, kernels, summ, catalog if catalog is not None else _catalog.load(), height)
-    state = _initial_state(ch, precision, levels, per_launch, color, show_all)
+    state = _initial_state(ch, asked)
     frames = _dot_frames(points, kernels, summ, dots)
     groups = [_group_label(g, kernels) for g in DOT_GROUPS if g.id in frames]
     contract = _contract(ch, state, groups, _draw(fig, ch, groups, frames), focus)
