@@ -1,4 +1,5 @@
-"""Heavy optional-path modules (plotly, jinja2, pyarrow) imported on first use, not at ``import ncuroof``.
+"""Heavy optional-path modules (plotly, jinja2, pyarrow) imported on first use, not
+at ``import ncuroof``.
 
 A command that writes no page and no Parquet (``analyze --json`` into a loop, ``doctor``, the MCP
 server's analyses) never pays for them; ``python -X importtime -m ncuroof --help`` shows it.

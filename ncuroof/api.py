@@ -1,7 +1,8 @@
-"""The Python API behind the command line: a facade over :mod:`ncuroof.model.analysis` and the renderers.
+"""The Python API behind the command line: a facade over
+:mod:`ncuroof.model.analysis` and the renderers.
 
-Every function here takes the same :class:`~ncuroof.model.analysis.AnalysisOptions` (or its fields as
-keyword arguments), builds the analysis once and hands it to the page, the tables or ``compare``.
+Every function here takes the same :class:`~ncuroof.model.analysis.AnalysisOptions` (or its fields
+as keyword arguments), builds the analysis once and hands it to the page, the tables or ``compare``.
 """
 
 from __future__ import annotations
@@ -105,8 +106,8 @@ def load(
         are taken as parts of one ncu run and merged launch by launch
         (:func:`ncuroof.parser.merge.merge`), unless ``stack``. Or one saved analysis: an
         ``ncuroof analyze`` output directory or a ``kernels.parquet`` file or dataset, read
-        back as saved with its dtypes (:func:`ncuroof.parser.tables_io.read_table`; ``attrs['units']``
-        holds each column's unit), the options ignored.
+        back as saved with its dtypes (:func:`ncuroof.parser.tables_io.read_table`;
+        ``attrs['units']`` holds each column's unit), the options ignored.
     options : AnalysisOptions, optional
         How to analyze (traffic definition, roofs, ``--expect``, kernel identity, ...).
     progress : bool, default False
@@ -149,7 +150,8 @@ def points(kernels: pd.DataFrame) -> pd.DataFrame:
     Returns
     -------
     DataFrame
-        The :data:`ncuroof.schema.POINTS` table, see :func:`ncuroof.model.calculator.compute_points`.
+        The :data:`ncuroof.schema.POINTS` table, see
+        :func:`ncuroof.model.calculator.compute_points`.
     """
     return validate_points(calculator.compute_points(kernels))
 
@@ -160,10 +162,12 @@ def plot_roofline(
     title: str = "Hierarchical roofline",
     **options: Any,
 ) -> go.Figure:
-    """Plot a points table (and its kernels table); see :func:`ncuroof.render.figure.plot_roofline` for ``options``.
+    """Plot a points table (and its kernels table); see
+    :func:`ncuroof.render.figure.plot_roofline` for ``options``.
 
-    Without ``kernels``, one row per launch of ``points`` (:func:`ncuroof.model.summary.launch_kernels`);
-    without ``options["summary"]``, :func:`ncuroof.model.summary.kernel_summary` of them.
+    Without ``kernels``, one row per launch of ``points``
+    (:func:`ncuroof.model.summary.launch_kernels`); without ``options["summary"]``,
+    :func:`ncuroof.model.summary.kernel_summary` of them.
     """
     if len(points):
         kernels = _summary.launch_kernels(points) if kernels is None else kernels
@@ -217,7 +221,8 @@ def profile(
         The program and its arguments.
     output : path, optional
         The report; without a ``.ncu-rep``/``.ncu-repz`` suffix, the one this ncu writes by default
-        is appended (``.ncu-repz`` from ncu 2026.3). Default ``<program name>`` in the current directory.
+        is appended (``.ncu-repz`` from ncu 2026.3). Default ``<program name>`` in
+        the current directory.
     ncu : path, optional
         The ncu executable (default: :func:`ncuroof.collector.ncu.find_ncu`).
     echo : callable, optional
@@ -289,7 +294,8 @@ class AnalysisResult:
 
 
 def _table_formats(formats: Sequence[str], apart: bool) -> list[str]:
-    """The table formats asked for; a fleet's or multi-rank run's (``apart``) always with Parquet."""
+    """The table formats asked for; a fleet's or multi-rank run's (``apart``)
+    always with Parquet."""
     return sorted(set(formats) | ({"parquet"} if apart else set()))
 
 
@@ -331,12 +337,13 @@ def _page_files(
     formats: Sequence[str] = ("csv",),
 ) -> dict[str, Any]:
     """The products' files (:func:`ncuroof.parser.tables_io.table_files`; a fleet's or multi-rank
-    run's, with a ``failures`` product, as Parquet datasets by input), roofline.html and the optional
-    image of one analysis. ``tables`` default: the kernels and points tables."""
+    run's, with a ``failures`` product, as Parquet datasets by input), roofline.html and the
+    optional image of one analysis. ``tables`` default: the kernels and points tables."""
     tables = tables if tables is not None else products.build(a, products.Request())
     # List columns as text once, for the page and the files.
     tables = {**tables, "kernels": to_text(a.kernels)}
-    # The page first: the Arrow copies of the tables are made after its text is built, not beside it.
+    # The page first: the Arrow copies of the tables are made after its text is
+    # built, not beside it.
     fig, page = _page(a, tables, tables["kernels"], plotlyjs)
     apart = "failures" in tables
     files: dict[str, Any] = {
@@ -474,7 +481,8 @@ def analysis_of(
     options: AnalysisOptions | None = None,
     progress: bool = False,
 ) -> Analysis:
-    """The analysis of one side of a comparison: inputs analyzed, or a saved output directory read back.
+    """The analysis of one side of a comparison: inputs analyzed, or a saved output
+    directory read back.
 
     Parameters
     ----------
@@ -520,18 +528,20 @@ class CompareResult:
     outdir: Path | None = None
     files: dict[str, Path] = field(default_factory=dict)
     gate: _compare.Gate | None = None
-    #: The two sides' analyses and the kernel pairing (:func:`ncuroof.runs.compare.match`), for the ``--json`` document.
+    #: The two sides' analyses and the kernel pairing (:func:`ncuroof.runs.compare.match`), for the
+    #: ``--json`` document.
     before: Analysis | None = None
     after: Analysis | None = None
     pairs: pd.DataFrame | None = None
 
     def slower(self, pct: float) -> list[str]:
-        """The CI gate's failures and what it could not judge: see :func:`ncuroof.runs.compare.slower`."""
+        """The CI gate's failures and what it could not judge: see
+        :func:`ncuroof.runs.compare.slower`."""
         return _compare.slower(self.table, self.totals, pct)
 
     def judge(self, pct: float, **gate_options: bool) -> _compare.Gate:
-        """The CI gate's verdict (:func:`ncuroof.runs.compare.gate`; ``fail_on_new``, ``fail_on_gone``,
-        ``allow_unmatched``)."""
+        """The CI gate's verdict (:func:`ncuroof.runs.compare.gate`; ``fail_on_new``,
+        ``fail_on_gone``, ``allow_unmatched``)."""
         return _compare.gate(self.table, self.totals, pct, **gate_options)
 
 
@@ -562,9 +572,9 @@ def _compare_files(
 
 
 def _refuse_stale(side: PathLike | Sequence[PathLike]) -> None:
-    """InputError when a saved analysis directory holds a ``kernels.csv`` and a ``kernels.parquet`` that
-    disagree (launches or summed time): one is left from an earlier ``analyze``, and a gate must not
-    read the stale one."""
+    """InputError when a saved analysis directory holds a ``kernels.csv`` and a ``kernels.parquet``
+    that disagree (launches or summed time): one is left from an earlier ``analyze``, and a gate
+    must not read the stale one."""
     paths = as_paths(side)
     if len(paths) != 1 or not paths[0].is_dir():
         return
@@ -709,7 +719,8 @@ def runs_in(directory: PathLike) -> list[Path]:
         for p in d.iterdir()
         if p.is_file() and (p.name.endswith(collector.REPORT_SUFFIXES) or p.suffix == ".csv")
     ]
-    # analyze writes <stem>.ncuroof/ beside each report: that folder is the same run, not another one
+    # analyze writes <stem>.ncuroof/ beside each report: that folder is the same
+    # run, not another one
     stems = {p.name.split(".")[0] for p in files}
     saved = [
         p

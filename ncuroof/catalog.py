@@ -188,7 +188,8 @@ class Pipe:
 
 @dataclass(frozen=True)
 class PipeCatalog:
-    """The hot-pipe metrics and the precision-to-pipe table per compute capability (``metrics/pipes.toml``)."""
+    """The hot-pipe metrics and the precision-to-pipe table per compute capability
+    (``metrics/pipes.toml``)."""
 
     suffixes: tuple[str, ...]
     pipes: tuple[Pipe, ...]
@@ -201,7 +202,8 @@ class PipeCatalog:
         return tuple(b + s for p in self.pipes for b in p.metrics for s in self.suffixes)
 
     def pipe_of(self, cc: float) -> dict[str, str]:
-        """The pipe of each precision (``fp64``, ``fp32``, ``fp16``, ``tensor``) at compute capability ``cc``; {} when unknown."""
+        """The pipe of each precision (``fp64``, ``fp32``, ``fp16``, ``tensor``) at compute
+        capability ``cc``; {} when unknown."""
         for lo, hi, pipes, _ in self.precision_pipes:
             if (lo is None or cc >= lo - 1e-9) and (hi is None or cc <= hi + 1e-9):
                 return pipes
@@ -321,14 +323,15 @@ class Catalog:
     pipes: PipeCatalog | None = None
     instruction: InstructionCatalog | None = None
     opcodes: OpcodeCatalog | None = None
-    #: ``[l2_evidence]`` of roofline.toml: L2 write bytes (``writes``) and an L2 roof from the tag stage (``peak``).
+    #: ``[l2_evidence]`` of roofline.toml: L2 write bytes (``writes``) and an L2 roof from the
+    #: tag stage (``peak``).
     l2_evidence: dict[str, tuple[Recipe, ...]] = field(default_factory=dict)
 
     @functools.cached_property
     def instanced_metrics(self) -> dict[str, re.Pattern[str]]:
         """The instanced (per-opcode) metrics the parser reads, each with the regex of the instance
-        keys it keeps: the MMA opcodes of the tensor estimate and the FP opcodes of ``opcodes.toml``.
-        Kept instances become ``<metric>[<key>]`` columns."""
+        keys it keeps: the MMA opcodes of the tensor estimate and the FP opcodes of
+        ``opcodes.toml``. Kept instances become ``<metric>[<key>]`` columns."""
         out = {self.tensor.opcode_metric: self.tensor.looks_like_mma}
         if self.opcodes is not None:
             out |= {t.metric: self.opcodes.fp_opcode for t in self.opcodes.tables}
@@ -601,8 +604,8 @@ def _tensor(ten: dict[str, Any]) -> TensorCatalog:
 
 @functools.lru_cache(maxsize=4)
 def load(directory: Path | None = None) -> Catalog:
-    """Load and validate the metric catalog (roofline.toml, tensor.toml, thresholds.toml, pipes.toml, ...)
-    from ``directory`` (default :func:`metrics_dir`), cached per directory.
+    """Load and validate the metric catalog (roofline.toml, tensor.toml, thresholds.toml,
+    pipes.toml, ...) from ``directory`` (default :func:`metrics_dir`), cached per directory.
 
     Returns
     -------
@@ -643,7 +646,8 @@ def load(directory: Path | None = None) -> Catalog:
 
 
 def limits() -> dict[str, float]:
-    """The ``[limits]`` of ``metrics/thresholds.toml``: how much work an input may ask for (issue 34)."""
+    """The ``[limits]`` of ``metrics/thresholds.toml``: how much work an input may
+    ask for (issue 34)."""
     return {k: v for k, v in load().thresholds["limits"].items() if k != "source"}
 
 
@@ -660,7 +664,8 @@ def over_limit(name: str, what: str) -> str:
 
 @dataclass(frozen=True)
 class Measurement:
-    """One published measurement of what a GPU sustains (``[[gpu.measured]]`` of ``metrics/gpus.toml``).
+    """One published measurement of what a GPU sustains (``[[gpu.measured]]`` of
+    ``metrics/gpus.toml``).
 
     ``quantity`` is a roof name: a memory level (``dram``, ``l2``, ``l1``), a precision (``fp64``,
     ``fp32``, ``fp16``) or ``tensor_<datasheet key>`` (``tensor_fp16``); ``value`` is in SI units
@@ -704,7 +709,8 @@ class GpuSpec:
         return any(p.search(device_name) for p in self.match)
 
     def datasheet_value(self, quantity: str) -> float | None:
-        """The datasheet roof of a roof name (``dram``, ``fp32``, ``tensor_fp16``...) in SI units, or None."""
+        """The datasheet roof of a roof name (``dram``, ``fp32``, ``tensor_fp16``...) in
+        SI units, or None."""
         if quantity == "dram":
             return self.dram_bytes_per_s
         if quantity.startswith("tensor_"):
@@ -723,9 +729,10 @@ class GpuSpec:
 
 @dataclass(frozen=True)
 class TensorRoofRule:
-    """Which datasheet key is the roof of the tensor datapaths matching ``pattern`` (``[[tensor_paths]]``
-    of ``metrics/gpus.toml``); ``assumption`` and ``confidence`` say what is assumed where the path
-    does not name its datatype (the SASS-opcode estimate), empty where nothing is."""
+    """Which datasheet key is the roof of the tensor datapaths matching ``pattern``
+    (``[[tensor_paths]]`` of ``metrics/gpus.toml``); ``assumption`` and ``confidence`` say what is
+    assumed where the path does not name its datatype (the SASS-opcode estimate), empty
+    where nothing is."""
 
     pattern: re.Pattern[str]
     key: str
@@ -757,7 +764,8 @@ class GpuCatalog:
         return self.tensor_rule(path).key
 
     def tensor_rule(self, path: str) -> TensorRoofRule:
-        """The first :class:`TensorRoofRule` matching a tensor datapath (key ``""`` when none does)."""
+        """The first :class:`TensorRoofRule` matching a tensor datapath (key
+        ``""`` when none does)."""
         return next(
             (r for r in self.tensor_paths if r.pattern.search(path)),
             TensorRoofRule(re.compile(""), ""),
@@ -857,8 +865,9 @@ _MEASURED_FIELDS = ("quantity", "what", "method", "date", "source", "confidence"
 
 
 def _measurement(spec: GpuSpec, m: dict[str, Any]) -> Measurement:
-    """One ``[[gpu.measured]]`` entry of ``spec``, in SI units: ``value`` in GB/s (levels) or TFLOP/s
-    (precisions, ``tensor_<key>``), or ``fraction`` of the datasheet's value of the same quantity.
+    """One ``[[gpu.measured]]`` entry of ``spec``, in SI units: ``value`` in GB/s (levels) or
+    TFLOP/s (precisions, ``tensor_<key>``), or ``fraction`` of the datasheet's value
+    of the same quantity.
     """
     missing = [f for f in _MEASURED_FIELDS if not str(m.get(f, "")).strip()]
     quantity = str(m.get("quantity", ""))
@@ -903,7 +912,8 @@ class CsvRules:
     bases: dict[str, float]
     per: dict[str, float]
     labels: dict[tuple[str, str], str]
-    #: (section, label) printed once per chart of a section (the same metric each time): the first row is read.
+    #: (section, label) printed once per chart of a section (the same metric each time):
+    #: the first row is read.
     repeating: frozenset[tuple[str, str]] = frozenset()
     #: metric -> the other metrics a label's value also gives (``also`` in csv.toml).
     also: dict[str, tuple[str, ...]] = field(default_factory=dict)

@@ -51,9 +51,9 @@ class _PrintableFormatter(logging.Formatter):
 
 
 def _echo(text: str, err: bool = False, nl: bool = True, one_line: bool = False) -> None:
-    """Print through click with every control character made visible (:func:`ncuroof.fmt.printable`):
-    text from inputs (names, paths, messages) never reaches the terminal raw. ``one_line`` escapes
-    newlines and tabs too (an error or a warning is one line)."""
+    """Print through click with every control character made visible
+    (:func:`ncuroof.fmt.printable`): text from inputs (names, paths, messages) never reaches the
+    terminal raw. ``one_line`` escapes newlines and tabs too (an error or a warning is one line)."""
     click.echo(fmt.printable(text, layout=not one_line), err=err, nl=nl)
 
 
@@ -244,7 +244,8 @@ _SOURCE_OPTIONS = [
 
 
 def _apply(*groups: list):  # noqa: ANN202 - click decorator factory
-    """A decorator applying the click options of ``groups`` in order (the first listed first in --help)."""
+    """A decorator applying the click options of ``groups`` in order (the first listed
+    first in --help)."""
 
     def decorate(f):  # noqa: ANN001, ANN202 - click decorator
         for option in reversed([o for group in groups for o in group]):
@@ -255,7 +256,8 @@ def _apply(*groups: list):  # noqa: ANN202 - click decorator factory
 
 
 def analysis_options(f):  # noqa: ANN001, ANN201 - click decorator
-    """The options of :class:`ncuroof.model.analysis.AnalysisOptions`, shared by every command that analyzes."""
+    """The options of :class:`ncuroof.model.analysis.AnalysisOptions`, shared by every
+    command that analyzes."""
     return _apply(_READING_OPTIONS, _ROOF_OPTIONS, _KERNEL_OPTIONS, _SOURCE_OPTIONS)(f)
 
 
@@ -283,7 +285,8 @@ def _options(kw: dict) -> AnalysisOptions:
 
 
 def _group_by(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """Check ``--group-by``: :data:`ncuroof.model.phases.BY_OPERATOR` or :func:`ncuroof.model.phases.parse_group_by`."""
+    """Check ``--group-by``: :data:`ncuroof.model.phases.BY_OPERATOR` or
+    :func:`ncuroof.model.phases.parse_group_by`."""
     if value is not None and value != BY_OPERATOR:
         try:
             parse_group_by(value)
@@ -441,7 +444,8 @@ def analyze(
     as_json: bool = False,
     **kw: object,
 ) -> None:
-    """Analyze ncu reports (.ncu-rep) or CSV exports: write kernels.csv, points.csv and roofline.html.
+    """Analyze ncu reports (.ncu-rep) or CSV exports: write kernels.csv,
+    points.csv and roofline.html.
 
     Several INPUTS are files of one ncu run (e.g. a time/DRAM run and a FLOP run, or a raw export
     and its session page) and are merged launch by launch; pass --stack for unrelated runs. A
@@ -477,7 +481,8 @@ def _print_analysis(
     as_json: bool,
     quiet: bool,
 ) -> None:
-    """A fleet's failures and the timeline's warnings on stderr, then the JSON document or the summary."""
+    """A fleet's failures and the timeline's warnings on stderr, then the JSON
+    document or the summary."""
     for r in result.failures.itertuples(index=False) if result.failures is not None else ():
         _echo(f"ncuroof: error: {r.error}", err=True, one_line=True)
     _warn(result.analysis)
@@ -500,7 +505,8 @@ def _print_analysis(
 
 @contextlib.contextmanager
 def _stdout_to_stderr(enabled: bool):  # noqa: ANN202 - a context manager
-    """While analyzing for ``--json``: whatever anything prints to stdout (Python or a child process) goes to stderr."""
+    """While analyzing for ``--json``: whatever anything prints to stdout (Python or a child
+    process) goes to stderr."""
     if not enabled:
         yield
         return
@@ -799,7 +805,8 @@ def compare_cmd(
     as_json: bool = False,
     **kw: object,
 ) -> None:
-    """Compare two runs (reports, CSV exports or analyze output directories): did the dot move, did the work change?
+    """Compare two runs (reports, CSV exports or analyze output directories): did the dot move,
+    did the work change?
 
     Both runs are analyzed with the same options; kernels are matched by --match (and --pair).
     Writes compare.csv (one row per kernel of either run: speedup, work per precision and
@@ -842,7 +849,8 @@ def compare_cmd(
 
 
 def _runs_to_compare(runs: tuple[Path, ...]) -> tuple[Path, ...]:
-    """The runs of ``compare``: those given, or the runs in one directory that is no analyze output."""
+    """The runs of ``compare``: those given, or the runs in one directory that is
+    no analyze output."""
     from . import api
 
     if (
@@ -879,7 +887,8 @@ def _print_comparison(
     top: int,
     quiet: bool,
 ) -> None:
-    """Warnings on stderr, the JSON document or the summary, then the gate's verdict and exit code."""
+    """Warnings on stderr, the JSON document or the summary, then the gate's
+    verdict and exit code."""
     from .render import text
 
     for w in result.warnings:
@@ -910,7 +919,8 @@ def _compare_series(
     quiet: bool,
     kw: dict[str, object],
 ) -> None:
-    """``compare`` of three or more runs: each kernel's trail (:func:`ncuroof.api.compare_series`)."""
+    """``compare`` of three or more runs: each kernel's trail
+    (:func:`ncuroof.api.compare_series`)."""
     from . import api
     from .render import text
 

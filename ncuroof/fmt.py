@@ -1,5 +1,6 @@
 """The one formatting module: numbers, times, shares and counts as text for the CLI, the page and
-the diagnosis. Every function returns ``'n/a'`` for a missing or non-finite value (never ``'nan%'``).
+the diagnosis. Every function returns ``'n/a'`` for a missing or non-finite
+value (never ``'nan%'``).
 """
 
 from __future__ import annotations
@@ -95,14 +96,16 @@ def num(x: Any) -> float:
 
 
 def g(x: Any, digits: int = 3) -> str:
-    """``digits`` significant digits: ``0.000123`` -> ``'0.000123'``, ``1234.5`` -> ``'1.23e+03'``."""
+    """``digits`` significant digits: ``0.000123`` -> ``'0.000123'``,
+    ``1234.5`` -> ``'1.23e+03'``."""
     v = num(x)
     return f"{v:.{digits}g}" if math.isfinite(v) else "n/a"
 
 
 def plain(x: Any, digits: int = 3) -> str:
     """A count or ratio people read without an exponent: ``plain(16318464)`` -> ``'16,318,464'``,
-    ``plain(29876.4)`` -> ``'29,876'``, below 1000 ``digits`` significant digits (``plain(0.2881)`` -> ``'0.288'``).
+    ``plain(29876.4)`` -> ``'29,876'``, below 1000 ``digits`` significant digits
+    (``plain(0.2881)`` -> ``'0.288'``).
     """
     v = num(x)
     if not math.isfinite(v):
@@ -119,7 +122,8 @@ def pct(x: Any, digits: int = 0) -> str:
 
 def apart(x: Any) -> str:
     """How far apart two forms of one quantity are (a relative difference): ``apart(0.003)`` ->
-    ``'0.3%'``; below 0.01 % (floating-point noise between a counter and its opcode table) ``'< 0.01%'``.
+    ``'0.3%'``; below 0.01 % (floating-point noise between a counter and its opcode
+    table) ``'< 0.01%'``.
     """
     v = num(x)
     if not math.isfinite(v):
@@ -176,7 +180,8 @@ def count(n: int, noun: str, plural_form: str | None = None) -> str:
 
 
 def agree(n: int, one: str = "is", many: str = "are") -> str:
-    """The verb that agrees with ``n`` things: ``agree(1)`` -> ``'is'``, ``agree(2, 'has', 'have')`` -> ``'have'``."""
+    """The verb that agrees with ``n`` things: ``agree(1)`` -> ``'is'``,
+    ``agree(2, 'has', 'have')`` -> ``'have'``."""
     return one if n == 1 else many
 
 
@@ -192,8 +197,8 @@ def achievable(fraction: Any, peak_fraction: Any, roof: str, peak_source: str = 
 
 
 def change(r: Any, digits: int = 0) -> str:
-    """A relative change as a signed percentage: ``change(-0.47)`` -> ``'−47 %'`` (a minus sign, U+2212),
-    ``change(0.04)`` -> ``'+4 %'``, ``change(0)`` -> ``'±0 %'``."""
+    """A relative change as a signed percentage: ``change(-0.47)`` -> ``'−47 %'`` (a minus sign,
+    U+2212), ``change(0.04)`` -> ``'+4 %'``, ``change(0)`` -> ``'±0 %'``."""
     v = num(r)
     if not math.isfinite(v):
         return "n/a"

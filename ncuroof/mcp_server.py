@@ -1,7 +1,9 @@
-"""``ncuroof mcp``: the analysis as a Model Context Protocol server over stdio, for agents and tuning loops.
+"""``ncuroof mcp``: the analysis as a Model Context Protocol server over stdio, for
+agents and tuning loops.
 
-Built on the official MCP Python SDK (``pip install 'ncuroof[mcp]'``, ``mcp.server.mcpserver.MCPServer``).
-The tools return the documents of ``--json`` (:mod:`ncuroof.render.json_doc`):
+Built on the official MCP Python SDK (``pip install 'ncuroof[mcp]'``,
+``mcp.server.mcpserver.MCPServer``). The tools return the documents of ``--json``
+(:mod:`ncuroof.render.json_doc`):
 
 ``analyze(path, ...)``
     The ``analyze --json`` document of a report, CSV export(s) or saved analysis directory.
@@ -15,12 +17,12 @@ The tools return the documents of ``--json`` (:mod:`ncuroof.render.json_doc`):
     Only when the server was started with ``--allow-profile``: runs ncu on the command, keeps the
     report in the output directory and returns its analysis.
 
-Bad input is a tool error whose text is the CLI's one line (``ncuroof: error: ...``); the server keeps
-serving. The server reads the paths the client gives, writes only inside the output directory it was
-started with (``--outdir``; without one it writes nothing) and runs ncu only through ``profile``.
-The process stays warm: imports, the metric catalog and the GPU table are loaded once, and the last
-few analyses are kept (keyed by the inputs' paths, sizes and modification times, and the options), so
-``explain`` after ``analyze`` of the same report costs no second analysis.
+Bad input is a tool error whose text is the CLI's one line (``ncuroof: error: ...``); the server
+keeps serving. The server reads the paths the client gives, writes only inside the output directory
+it was started with (``--outdir``; without one it writes nothing) and runs ncu only through
+``profile``. The process stays warm: imports, the metric catalog and the GPU table are loaded once,
+and the last few analyses are kept (keyed by the inputs' paths, sizes and modification times, and
+the options), so ``explain`` after ``analyze`` of the same report costs no second analysis.
 """
 
 from __future__ import annotations
@@ -48,7 +50,8 @@ CACHED_ANALYSES = 4
 
 
 def error_text(exc: BaseException) -> str:
-    """The CLI's one line for an error a tool met (``ncuroof: error: ...``), control characters escaped."""
+    """The CLI's one line for an error a tool met (``ncuroof: error: ...``), control
+    characters escaped."""
     text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
     text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
     return f"ncuroof: error: {text}"
@@ -77,7 +80,8 @@ def options_of(
     achievable_flops: list[str] | None = None,
     achievable_bandwidth: list[str] | None = None,
 ) -> AnalysisOptions:
-    """The :class:`~ncuroof.model.analysis.AnalysisOptions` of a tool call, spelled as the CLI's options.
+    """The :class:`~ncuroof.model.analysis.AnalysisOptions` of a tool call, spelled
+    as the CLI's options.
 
     Raises
     ------
@@ -107,8 +111,8 @@ class Session:
     Parameters
     ----------
     outdir : Path, optional
-        The only directory the tools may write into (each analysis in ``<input stem>.ncuroof/`` there,
-        each comparison in ``<after stem>.compare/``); None: nothing is written.
+        The only directory the tools may write into (each analysis in ``<input stem>.ncuroof/``
+        there, each comparison in ``<after stem>.compare/``); None: nothing is written.
     allow_profile : bool, default False
         Whether the ``profile`` tool (which runs ncu) exists; it needs ``outdir`` for its reports.
     """
@@ -144,7 +148,8 @@ class Session:
         return self._inside(name)
 
     def analysis(self, paths: list[Path], options: AnalysisOptions) -> Analysis:
-        """The analysis of ``paths`` (:func:`ncuroof.api.analysis_of`), from the cache when the inputs did not change."""
+        """The analysis of ``paths`` (:func:`ncuroof.api.analysis_of`), from the cache when the
+        inputs did not change."""
         key = (tuple((str(p.resolve()), *_stamp(p)) for p in paths), repr(options))
         with self._lock:
             if key in self._cache:
@@ -187,7 +192,8 @@ class Session:
         write: bool = False,
         **options: Any,
     ) -> dict[str, Any]:
-        """The ``compare --json`` document (``compare.csv``/``.html`` written into ``outdir`` when ``write``)."""
+        """The ``compare --json`` document (``compare.csv``/``.html`` written into
+        ``outdir`` when ``write``)."""
         b, a, opts = as_paths(before), as_paths(after), options_of(**options)
         out = self._write_to(
             write, (a[0].name if a[0].is_dir() else api.default_outdir(a[0]).stem) + ".compare"
@@ -215,7 +221,8 @@ class Session:
         kernel_name: str | None = None,
         **options: Any,
     ) -> dict[str, Any]:
-        """Run ``command`` under ncu into ``outdir/<name>.ncu-rep`` and return its ``analyze --json`` document."""
+        """Run ``command`` under ncu into ``outdir/<name>.ncu-rep`` and return its
+        ``analyze --json`` document."""
         if not self.allow_profile:
             raise InputError(
                 "profiling is off: start the server with ncuroof mcp --outdir DIR --allow-profile"
@@ -234,7 +241,8 @@ class Session:
 
 
 def _stamp(p: Path) -> tuple[int, int]:
-    """Size and modification time of an input (a directory's kernels table when it has one); (-1, -1) when absent."""
+    """Size and modification time of an input (a directory's kernels table when it has one);
+    (-1, -1) when absent."""
     target = p / "kernels.csv" if p.is_dir() else p
     try:
         st = target.stat()
@@ -244,7 +252,8 @@ def _stamp(p: Path) -> tuple[int, int]:
 
 
 def _param(name: str, kind: Any, text: str, default: Any = inspect.Parameter.empty) -> Any:
-    """A keyword-only tool parameter with its description (pydantic ``Field``), as the SDK reads it."""
+    """A keyword-only tool parameter with its description (pydantic ``Field``), as
+    the SDK reads it."""
     from typing import Annotated
 
     from pydantic import Field
@@ -258,12 +267,14 @@ def _param(name: str, kind: Any, text: str, default: Any = inspect.Parameter.emp
 
 
 def _option_parameters() -> list[Any]:
-    """The analysis options every analyzing tool takes, as keyword-only parameters with descriptions (pydantic ``Field``)."""
+    """The analysis options every analyzing tool takes, as keyword-only parameters with descriptions
+    (pydantic ``Field``)."""
     return [*_reading_parameters(), *_scope_parameters(), *_roof_parameters()]
 
 
 def _reading_parameters() -> list[Any]:
-    """How the inputs are read: kernel identity, traffic definition, datasheet entry, reader, stacking."""
+    """How the inputs are read: kernel identity, traffic definition, datasheet entry,
+    reader, stacking."""
     from typing import Literal
 
     from .model.analysis import TRAFFIC_CHOICES
@@ -360,7 +371,8 @@ def _roof_parameters() -> list[Any]:
 
 
 def _tool(fn: Any, own: list[Any], options: list[Any], doc: str) -> Any:
-    """``fn(**kwargs)`` with the signature ``own + options`` (what the SDK reads for the tool's input schema)."""
+    """``fn(**kwargs)`` with the signature ``own + options`` (what the SDK reads for the
+    tool's input schema)."""
     import functools
     import inspect
 
@@ -375,8 +387,9 @@ def _tool(fn: Any, own: list[Any], options: list[Any], doc: str) -> Any:
 
 
 def _guarded(fn: Any) -> Any:
-    """``fn`` whose user errors (bad input, a bad option, an unknown kernel) are an error result holding the CLI's
-    one line, as it is (a raised ``ToolError`` would reach the client prefixed with the tool's name).
+    """``fn`` whose user errors (bad input, a bad option, an unknown kernel) are an error result
+    holding the CLI's one line, as it is (a raised ``ToolError`` would reach the client prefixed
+    with the tool's name).
     """
     import functools
 

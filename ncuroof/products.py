@@ -88,8 +88,8 @@ class Product:
     build : callable
         ``build(analysis, request)``: the table, or None when not requested or not applicable.
     chart : callable, optional
-        ``chart(table, analysis)``: a :class:`~ncuroof.render.viewcontract.Chart` of the page's chart
-        control, or None to draw none.
+        ``chart(table, analysis)``: a :class:`~ncuroof.render.viewcontract.Chart` of the page's
+        chart control, or None to draw none.
     section : callable, optional
         ``section(table, analysis)``: HTML of a section under the chart.
     meta : callable, optional
@@ -250,7 +250,8 @@ def in_document(products: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]
 
 
 def charts(products: Mapping[str, pd.DataFrame], a: Analysis) -> list[Chart]:
-    """The charts of the products present (:func:`ncuroof.render.figure.plot_roofline` ``charts=``)."""
+    """The charts of the products present
+    (:func:`ncuroof.render.figure.plot_roofline` ``charts=``)."""
     drawn = (p.chart(products[p.name], a) for p in PRODUCTS if p.chart and p.name in products)
     return [c for c in drawn if c is not None]
 

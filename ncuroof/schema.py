@@ -99,9 +99,10 @@ _TENSOR_PRECISION = "tensor:"
 
 
 class TensorColumns(NamedTuple):
-    """The names of one tensor datapath ``<path>`` (:func:`tensor_columns`). The kernels table has its four columns
-    after the declared ones for each datapath with work in any launch (:func:`ncuroof.model.calculator.compute_kernels`;
-    the achievable roof where one applies, :func:`ncuroof.model.ceilings.fill_achievable`)."""
+    """The names of one tensor datapath ``<path>`` (:func:`tensor_columns`). The kernels table has
+    its four columns after the declared ones for each datapath with work in any launch
+    (:func:`ncuroof.model.calculator.compute_kernels`; the achievable roof where one applies,
+    :func:`ncuroof.model.ceilings.fill_achievable`)."""
 
     name: (
         str  #: ``tensor_<path>``: its roofs' name in ``ceiling_sources`` and ``achievable_sources``
@@ -126,20 +127,23 @@ DIAGNOSES = (
     "instruction_bound",
     "not_classified",
 )
-#: Values of the ``time_at_roof_bound`` column of the kernels table (:mod:`ncuroof.model.speed_of_light`).
+#: Values of the ``time_at_roof_bound`` column of the kernels table
+#: (:mod:`ncuroof.model.speed_of_light`).
 TIME_BOUNDS = ("roofline", "sm_units", "memory_units", "launch_floor", "")
 #: Values of the ``status`` column of the kernels table.
 STATUSES = ("ok", "no_roofline_metrics", "failed_measurement", "corrupt_record")
-#: Start of the ``input_notes`` of a launch whose record is damaged (:mod:`ncuroof.parser.validate`):
-#: values no GPU can produce, no kernel name, no values. Such a launch gets status ``corrupt_record``.
+#: Start of the ``input_notes`` of a launch whose record is damaged
+#: (:mod:`ncuroof.parser.validate`): values no GPU can produce, no kernel name, no values. Such a
+#: launch gets status ``corrupt_record``.
 DAMAGED = "damaged record"
 #: Start of the ``input_notes`` of a launch whose counts and rates disagree on its duration
 #: (:func:`ncuroof.parser.verify.check_rates`): flagged ``inconsistent_read``.
 INCONSISTENT = "inconsistent values"
-#: Start of the ``input_notes`` naming the metrics a CSV export printed as n/a (:mod:`ncuroof.parser.csv`):
-#: flagged ``na_metrics``.
+#: Start of the ``input_notes`` naming the metrics a CSV export printed as n/a
+#: (:mod:`ncuroof.parser.csv`): flagged ``na_metrics``.
 NA_NOTE = "n/a in the CSV (missing, not 0)"
-#: Start of the note of a launch whose sources of one quantity disagree (:mod:`ncuroof.model.evidence`).
+#: Start of the note of a launch whose sources of one quantity disagree
+#: (:mod:`ncuroof.model.evidence`).
 SOURCES_DISAGREE = "sources disagree"
 #: Start of the note of a launch whose L2 bytes are 0 under a reads-only definition while its write
 #: counters hold bytes (:func:`ncuroof.model.evidence.l2_write_evidence`).
@@ -177,7 +181,8 @@ class Note(str):
 
 
 def _coded(text: str) -> str:
-    """``text`` as a :class:`Note` when it starts with the words of a :data:`NOTE_CODES` code, else itself."""
+    """``text`` as a :class:`Note` when it starts with the words of a :data:`NOTE_CODES`
+    code, else itself."""
     for code, words in NOTE_CODES.items():
         if text.startswith(words):
             return Note(code, text)
@@ -513,7 +518,8 @@ POINTS: dict[str, Column] = {
 }
 
 
-#: Aggregated dots: one row per (kernel, precision, level) (:func:`ncuroof.model.summary.aggregate_points`).
+#: Aggregated dots: one row per (kernel, precision, level)
+#: (:func:`ncuroof.model.summary.aggregate_points`).
 DOTS: dict[str, Column] = {
     "kernel_key": KERNELS["kernel_key"],
     "kernel_name": RAW_META["kernel_name"],
@@ -557,8 +563,9 @@ DOTS: dict[str, Column] = {
     },
 }
 
-#: One row per kernel (:func:`ncuroof.model.summary.kernel_summary` then :func:`ncuroof.model.diagnose.diagnose_kernels`):
-#: what the page's and the CLI's kernel tables show and what ``compare`` joins.
+#: One row per kernel (:func:`ncuroof.model.summary.kernel_summary` then
+#: :func:`ncuroof.model.diagnose.diagnose_kernels`): what the page's and the CLI's kernel tables
+#: show and what ``compare`` joins.
 KERNEL_SUMMARY: dict[str, Column] = {
     "kernel_key": DOTS["kernel_key"],
     "kernel_name": RAW_META["kernel_name"],
@@ -673,8 +680,9 @@ LIST_COLUMNS = ("notes", "flags")
 #: Columns of the kernels table whose cells are, in memory, a launch's roof sources: a tuple of
 #: ``(roof, source)`` pairs in the order the roofs were set (roof: a precision, a level or
 #: ``tensor_<path>``; source: one of :data:`ROOF_SOURCES`); in files the text ``roof:source,...``
-#: (``"fp32:report,dram:datasheet"``), written by :func:`to_text` and read by :func:`from_text` only.
-#: Launches share a handful of such tuples (a roof set): code factorizes them, it never parses text.
+#: (``"fp32:report,dram:datasheet"``), written by :func:`to_text` and read by :func:`from_text`
+#: only. Launches share a handful of such tuples (a roof set): code factorizes them,
+#: it never parses text.
 SOURCE_COLUMNS = ("ceiling_sources", "achievable_sources")
 #: Where a roof comes from: ncu's ``peak_sustained`` x the measured clock, a datasheet of
 #: ``metrics/gpus.toml``, the user, or a published measurement (achievable roofs).
@@ -705,7 +713,8 @@ def cell_text(name: str, cell: object) -> str:
     if name in SOURCE_COLUMNS:
         return format_sources(dict(cell))
     items = [f"{c}: {t}" for c, t in cell] if name == "flags" else [str(x) for x in cell]
-    # An item never holds the separator (producers avoid it; this keeps a file parseable regardless).
+    # An item never holds the separator (producers avoid it; this keeps a file
+    # parseable regardless).
     return LIST_SEPARATOR.join(x.replace(LIST_SEPARATOR, ", ") for x in items)
 
 
@@ -767,7 +776,8 @@ def to_text(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def from_text(df: pd.DataFrame) -> pd.DataFrame:
-    """Inverse of :func:`to_text`, for a table read back from CSV (other columns shared with ``df``)."""
+    """Inverse of :func:`to_text`, for a table read back from CSV (other columns
+    shared with ``df``)."""
     out = df.copy(deep=False)
     for name in LIST_COLUMNS:
         if name in out.columns:
@@ -787,9 +797,10 @@ def flag_codes(cell: object) -> list[str]:
 
 
 def tensor_columns(path: str) -> TensorColumns:
-    """The names of a tensor datapath ``<path>`` (ncu's ``sm__ops_path_tensor_<path>``; ``sass_hmma``, ``sass_imma``,
-    ``sass_dmma`` for the SASS-opcode estimate; ``legacy_x512``): its roof name, precision and columns
-    (:class:`TensorColumns`), named as a precision called ``tensor_<path>`` is."""
+    """The names of a tensor datapath ``<path>`` (ncu's ``sm__ops_path_tensor_<path>``;
+    ``sass_hmma``, ``sass_imma``, ``sass_dmma`` for the SASS-opcode estimate; ``legacy_x512``): its
+    roof name, precision and columns (:class:`TensorColumns`), named as a precision called
+    ``tensor_<path>`` is."""
     name = f"tensor_{path}"
     return TensorColumns(
         name,
@@ -809,8 +820,9 @@ def tensor_paths(columns: Iterable[str], which: str = "flop") -> list[str]:
     columns : iterable of str
         Column names (a kernels table's).
     which : {'flop', 'flop_per_s', 'peak', 'achievable'}, default 'flop'
-        The :class:`TensorColumns` field looked for: ``flop`` (``tensor_<path>_flop``) for the datapaths with
-        work, ``peak`` (``peak_tensor_<path>_flop_per_s``) for those with a roof column.
+        The :class:`TensorColumns` field looked for: ``flop`` (``tensor_<path>_flop``) for the
+        datapaths with work, ``peak`` (``peak_tensor_<path>_flop_per_s``) for
+        those with a roof column.
 
     Returns
     -------
@@ -824,12 +836,14 @@ def tensor_paths(columns: Iterable[str], which: str = "flop") -> list[str]:
 
 
 def tensor_path(precision: str) -> str | None:
-    """The datapath of a tensor precision (``tensor:src_fp16`` -> ``src_fp16``); None for another precision."""
+    """The datapath of a tensor precision (``tensor:src_fp16`` -> ``src_fp16``); None for
+    another precision."""
     return precision[len(_TENSOR_PRECISION) :] if precision.startswith(_TENSOR_PRECISION) else None
 
 
 def flop_name(precision: str) -> str:
-    """The name of a precision's columns and roofs: ``fp32`` (``fp32_flop``...), ``tensor:<path>`` -> ``tensor_<path>``."""
+    """The name of a precision's columns and roofs: ``fp32`` (``fp32_flop``...),
+    ``tensor:<path>`` -> ``tensor_<path>``."""
     path = tensor_path(precision)
     return precision if path is None else tensor_columns(path).name
 
@@ -838,22 +852,25 @@ _INTEGER_PATH = re.compile(r"imma|igmma|bmma|int\d|(?:^|_)[su](?:8|4)(?:_|$)|(?:
 
 
 def work_unit(precision: str) -> str:
-    """What a person reads a precision's work in: ``OP`` for integer tensor work (IMMA, IGMMA, int8/int4
-    datapaths: operations, not floating-point operations), else ``FLOP``. Column names keep ``flop``.
+    """What a person reads a precision's work in: ``OP`` for integer tensor work (IMMA, IGMMA,
+    int8/int4 datapaths: operations, not floating-point operations), else ``FLOP``. Column
+    names keep ``flop``.
     """
     path = tensor_path(str(precision or ""))
     return "OP" if path is not None and _INTEGER_PATH.search(path) else "FLOP"
 
 
 def precision_title(precision: str) -> str:
-    """Display name of a precision: ``fp32`` -> ``FP32``, ``tensor:src_fp16`` -> ``Tensor src_fp16``."""
+    """Display name of a precision: ``fp32`` -> ``FP32``,
+    ``tensor:src_fp16`` -> ``Tensor src_fp16``."""
     path = tensor_path(precision)
     return precision.upper() if path is None else "Tensor " + path
 
 
 def parse_sources(text: object) -> dict[str, str]:
     """Roof name -> source of a ``ceiling_sources`` cell: its text ``"fp32:report,dram:datasheet"``
-    (a file) or its tuple of pairs (in memory, :data:`SOURCE_COLUMNS`) -> ``{"fp32": "report", ...}``."""
+    (a file) or its tuple of pairs (in memory,
+    :data:`SOURCE_COLUMNS`) -> ``{"fp32": "report", ...}``."""
     if isinstance(text, tuple):
         return dict(text)
     if not isinstance(text, str) or not text:
@@ -975,7 +992,8 @@ def validate_kernels(df: pd.DataFrame) -> pd.DataFrame:
 
 def validate_points(df: pd.DataFrame) -> pd.DataFrame:
     """Check the points table (:data:`POINTS`) like :func:`validate_kernels` and return it cast
-    to the declared dtypes; ValueError when a column is missing, a quantity negative or a level unknown.
+    to the declared dtypes; ValueError when a column is missing, a quantity
+    negative or a level unknown.
     """
     out = _validate(df, POINTS, "points")
     if not out["level"].isin(LEVELS).all():
@@ -983,9 +1001,10 @@ def validate_points(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-#: One row per NVTX phase (:func:`ncuroof.model.phases.phase_table`, ``ncuroof analyze --group-by nvtx[:DEPTH]``,
-#: ``phases.csv``): launches aggregated by their NVTX range path. After these columns, one ``tensor_<path>_flop``
-#: [FLOP] per tensor datapath of the kernels table (summed, as ``tensor_flop``), so each precision view has its FLOPs.
+#: One row per NVTX phase (:func:`ncuroof.model.phases.phase_table`,
+#: ``ncuroof analyze --group-by nvtx[:DEPTH]``, ``phases.csv``): launches aggregated by their NVTX
+#: range path. After these columns, one ``tensor_<path>_flop`` [FLOP] per tensor datapath of the
+#: kernels table (summed, as ``tensor_flop``), so each precision view has its FLOPs.
 PHASES: dict[str, Column] = {
     "phase": Column(
         "string",
@@ -1021,7 +1040,8 @@ PHASES: dict[str, Column] = {
 
 
 #: One row per (launch, memory level) with warp instructions and transactions: the instruction
-#: roofline [DING] (:func:`ncuroof.model.instruction_roofline.instruction_points`, ``instruction_points.csv``).
+#: roofline [DING] (:func:`ncuroof.model.instruction_roofline.instruction_points`,
+#: ``instruction_points.csv``).
 INSTRUCTION_POINTS: dict[str, Column] = {
     "source": RAW_META["source"],
     "launch_id": RAW_META["launch_id"],
@@ -1058,7 +1078,8 @@ INSTRUCTION_POINTS: dict[str, Column] = {
 
 #: One row per kernel with a main precision, FLOPs and DRAM bytes, projected onto another GPU's
 #: datasheet roofs (:func:`ncuroof.model.diagnose.what_if`, ``ncuroof analyze --what-if GPU``,
-#: ``whatif.csv``). Ridges and AI are in FLOP/B, or OP/B for an integer tensor precision (``work_unit``).
+#: ``whatif.csv``). Ridges and AI are in FLOP/B, or OP/B for an integer tensor
+#: precision (``work_unit``).
 WHATIF: dict[str, Column] = {
     "kernel_label": KERNEL_SUMMARY["kernel_label"],
     "precision": KERNEL_SUMMARY["precision"],
@@ -1151,7 +1172,8 @@ SCHEMA_VERSION = 1
 
 #: Multi-rank runs (:mod:`ncuroof.runs.ranks`): one row per kernel, its spread over the MPI ranks. A
 #: kernel's per-rank values are those of its row in that rank's kernel summary
-#: (:func:`ncuroof.model.summary.kernel_summary`): summed time, AI and roof fraction of the binding dot.
+#: (:func:`ncuroof.model.summary.kernel_summary`): summed time, AI and roof
+#: fraction of the binding dot.
 RANKS: dict[str, Column] = {
     "kernel_key": Column(
         "string", "", "kernel identity (ncuroof.model.summary.kernel_keys): the demangled name"
@@ -1194,8 +1216,9 @@ FAILURES: dict[str, Column] = {
     "error": Column("string", "", "the one-line error (what went wrong and what to do)"),
 }
 
-#: Production timelines (:func:`ncuroof.parser.timeline.read_timeline`, ``--timeline``): one row per kernel
-#: launch of a PyTorch profiler (Kineto) trace or an Nsight Systems SQLite export, on one device.
+#: Production timelines (:func:`ncuroof.parser.timeline.read_timeline`, ``--timeline``): one row per
+#: kernel launch of a PyTorch profiler (Kineto) trace or an Nsight Systems SQLite
+#: export, on one device.
 TIMELINE_LAUNCH: dict[str, Column] = {
     "kernel_name": Column(
         "string", "", "kernel name as the trace gives it (Kineto 'name'; nsys demangledName)"
@@ -1248,11 +1271,12 @@ def validate_timeline(df: pd.DataFrame, path: str) -> pd.DataFrame:
     return _validate(df, TIMELINE_LAUNCH, "timeline")
 
 
-# --- issue 24, the join of a production timeline to the analysis (ncuroof.model.production) ---------
+# --- issue 24, the join of a production timeline to the analysis (ncuroof.model.production) -------
 
-#: One row per kernel identity of a timeline joined to the analysis (:func:`ncuroof.model.production.join`,
-#: ``timeline.csv``): production launches and time beside ncu's. Kernels of the timeline ncu did not
-#: profile are rows too, so ``production_time_s`` adds up to the timeline's kernel time on its device.
+#: One row per kernel identity of a timeline joined to the analysis
+#: (:func:`ncuroof.model.production.join`, ``timeline.csv``): production launches and time beside
+#: ncu's. Kernels of the timeline ncu did not profile are rows too, so ``production_time_s`` adds up
+#: to the timeline's kernel time on its device.
 TIMELINE_KERNEL: dict[str, Column] = {
     "kernel_key": Column(
         "string",
@@ -1309,8 +1333,9 @@ TIMELINE_KERNEL: dict[str, Column] = {
 }
 
 #: One row per PyTorch operator (``--group-by op``, ``ops.csv``): the :data:`PHASES` columns with
-#: ``op`` for ``phase``; work (FLOPs, bytes, ncu time) is each kernel's ncu totals times the share of
-#: its production time spent under the operator; ``time_s``, ``time_share``, ``launches`` are production's.
+#: ``op`` for ``phase``; work (FLOPs, bytes, ncu time) is each kernel's ncu totals times the share
+#: of its production time spent under the operator; ``time_s``, ``time_share``,
+#: ``launches`` are production's.
 OPS: dict[str, Column] = {
     "op": Column(
         "string",
@@ -1326,7 +1351,7 @@ OPS: dict[str, Column] = {
 __all__ += ["TIMELINE_KERNEL", "OPS"]
 
 
-# --- issue 28, compare before and after (ncuroof.runs.compare) ----------------------------------------
+# --- issue 28, compare before and after (ncuroof.runs.compare) ------------------------------------
 
 _SIDES = ("before", "after")
 
@@ -1338,10 +1363,10 @@ def _per_side(name: str, col: Column) -> dict[str, Column]:
 
 
 #: One row per kernel of either run (:func:`ncuroof.runs.compare.join`, ``compare.csv``): matched
-#: kernels with both runs' numbers, kernels in one run only with theirs. Rates, AI and roof fractions
-#: are the kernel summary's (:data:`KERNEL_SUMMARY`); time, work and traffic are sums over the
-#: kernel's launches. A value a run does not have (a kernel it lacks, a counter, a duration) is
-#: missing, never 0.
+#: kernels with both runs' numbers, kernels in one run only with theirs. Rates, AI and roof
+#: fractions are the kernel summary's (:data:`KERNEL_SUMMARY`); time, work and traffic are sums over
+#: the kernel's launches. A value a run does not have (a kernel it lacks, a counter, a duration)
+#: is missing, never 0.
 COMPARE: dict[str, Column] = {
     "kernel_key": Column(
         "string", "", "kernel identity (--match): the before run's key, else the after run's"
@@ -1465,8 +1490,8 @@ COMPARE_GATE: dict[str, Column] = {
 
 __all__ += ["COMPARE", "COMPARE_GATE"]
 
-#: Several runs in order (:func:`ncuroof.runs.compare.series`, ``trail.csv``): one row per kernel and run
-#: it is in; a kernel matched between consecutive runs keeps its ``trail``.
+#: Several runs in order (:func:`ncuroof.runs.compare.series`, ``trail.csv``): one row per kernel
+#: and run it is in; a kernel matched between consecutive runs keeps its ``trail``.
 COMPARE_TRAIL: dict[str, Column] = {
     "trail": Column(
         "int64",
@@ -1515,11 +1540,12 @@ COMPARE_TRAIL: dict[str, Column] = {
 __all__ += ["COMPARE_TRAIL"]
 
 
-# --- issue 30, the machine-readable verdict (ncuroof.render.json_doc, analyze/compare --json) --------
+# --- issue 30, the machine-readable verdict (ncuroof.render.json_doc, analyze/compare --json) -----
 
 #: A kernel's work and traffic summed over its launches, and their rates, beside its
-#: :data:`KERNEL_SUMMARY` row in the ``--json`` documents (:func:`ncuroof.render.json_doc.kernel_work`).
-#: Followed there by ``tensor_<path>_flop`` [FLOP] and ``tensor_<path>_flop_per_s`` [FLOP/s] per tensor datapath with work.
+#: :data:`KERNEL_SUMMARY` row in the ``--json`` documents
+#: (:func:`ncuroof.render.json_doc.kernel_work`). Followed there by ``tensor_<path>_flop`` [FLOP]
+#: and ``tensor_<path>_flop_per_s`` [FLOP/s] per tensor datapath with work.
 KERNEL_WORK: dict[str, Column] = {
     **{
         f"{p}_flop": Column(

@@ -3,8 +3,8 @@
 metrics through ncu_report, measured in the same run on the largest shared fixture.
 
 --warm (issue 30): a small report analyzed in a warm process (imports, metric catalog and GPU table
-loaded; the analysis itself redone) against a cold ``ncuroof analyze --json`` run of the same report,
-CPU time of the child process and wall time, in one run; target warm <= 1/3 of cold.
+loaded; the analysis itself redone) against a cold ``ncuroof analyze --json`` run of the same
+report, CPU time of the child process and wall time, in one run; target warm <= 1/3 of cold.
 
 Target (issue 2): analysis (parse, compute, classify and diagnose each launch, points) at most
 1.5x the floor. The per-kernel summary and diagnosis (issue 7) and the figure and page are timed
@@ -61,7 +61,8 @@ def analysis(path: Path) -> int:
 
 
 def summarizing(path: Path) -> int:
-    """Per-kernel aggregation and diagnosis (issue 7): a cost that grows with kernels, timed alone."""
+    """Per-kernel aggregation and diagnosis (issue 7): a cost that grows with
+    kernels, timed alone."""
     import ncuroof
     from ncuroof.render import page as report
 
@@ -97,7 +98,8 @@ def best_of(fn, path: Path, repeat: int) -> tuple[float, int]:
 
 
 def cold_cli(path: Path, outdir: Path) -> tuple[float, float]:
-    """One cold ``ncuroof analyze REPORT --json`` process: (CPU seconds of the child, wall seconds)."""
+    """One cold ``ncuroof analyze REPORT --json`` process: (CPU seconds of the
+    child, wall seconds)."""
     import os
     import resource
     import subprocess
@@ -117,7 +119,8 @@ def cold_cli(path: Path, outdir: Path) -> tuple[float, float]:
 
 
 def warm_call(path: Path) -> tuple[float, float]:
-    """The same document in this (warm) process, the analysis redone: (CPU seconds, wall seconds)."""
+    """The same document in this (warm) process, the analysis redone: (CPU
+    seconds, wall seconds)."""
     from ncuroof import api
     from ncuroof.render import json_doc
 

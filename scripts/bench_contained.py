@@ -8,7 +8,8 @@ on both sides, as in one ``ncuroof analyze``):
   (:func:`ncuroof.parser._ncu_worker.read`) called in-process and a walk of the framing without
   the launch records, the way ncuroof read reports before issue 14;
 * contained: :func:`ncuroof.parser.ncu_rep.read_ncu_rep` as it is: one walk of the framing and
-  the launch records (:func:`~ncuroof.parser.ncu_rep.check_records`) and the read in a worker process.
+  the launch records (:func:`~ncuroof.parser.ncu_rep.check_records`) and the read
+  in a worker process.
 
 Prints milliseconds (best of ``--repeat`` fresh runs) and the ratio contained / baseline.
 

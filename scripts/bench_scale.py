@@ -23,9 +23,9 @@ wall time against launches between the two largest sizes (1: linear).
 On a machine shared with other work, compare the CPU columns and the ratios, not wall seconds.
 
 Compressed reports (issue 32): each generated report is also compressed as ncu 2026.3 writes a
-``.ncu-repz`` (zstd level 3 of the same bytes, one frame) and analyzed the same way; its wall time, CPU
-time and peak RSS are printed as ratios to the uncompressed report's in the same run (targets: time
-<= 1.3x, peak RSS <= 1 GB). ``--no-repz`` skips it.
+``.ncu-repz`` (zstd level 3 of the same bytes, one frame) and analyzed the same way; its wall time,
+CPU time and peak RSS are printed as ratios to the uncompressed report's in the same run (targets:
+time <= 1.3x, peak RSS <= 1 GB). ``--no-repz`` skips it.
 """
 
 from __future__ import annotations
@@ -48,7 +48,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_big_report import make_big_report  # noqa: E402
 
 ENV = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
-# The sample check of --reader auto alone (issue 20): cut the sampled launches out, read them through ncu_report.
+# The sample check of --reader auto alone (issue 20): cut the sampled launches out, read
+# them through ncu_report.
 VERIFY = (
     "import sys, time; from pathlib import Path; from ncuroof import catalog; from ncuroof.parser"
     " import nvr, verify; c = catalog.load(); p = Path(sys.argv[1]); df = nvr.read_nvr(p, c); t ="
@@ -124,7 +125,8 @@ def verify_cost(report: Path) -> tuple[int, float]:
 
 
 def compress(src: Path, dst: Path) -> None:
-    """``src`` as ncu writes a ``.ncu-repz``: zstd (level 3) of the same bytes, streamed (one frame with its size)."""
+    """``src`` as ncu writes a ``.ncu-repz``: zstd (level 3) of the same bytes, streamed (one
+    frame with its size)."""
     import zstandard
 
     with src.open("rb") as f, dst.open("wb") as g:
@@ -132,7 +134,8 @@ def compress(src: Path, dst: Path) -> None:
 
 
 def repz_row(big: Path, tmp: Path, wall: float, rss: int, cpu: float) -> str:
-    """Analyze the ``.ncu-repz`` of ``big``: its time and peak RSS, and their ratios to the uncompressed run's."""
+    """Analyze the ``.ncu-repz`` of ``big``: its time and peak RSS, and their ratios to the
+    uncompressed run's."""
     packed = big.with_suffix(".ncu-repz")
     compress(big, packed)
     zwall, zrss, _, _, zcpu = run_measured(
@@ -168,7 +171,8 @@ def stages(err: str) -> dict[str, tuple[float, float]]:
 
 
 def analyze(report: Path, out: Path) -> tuple[float, int, float, dict[str, tuple[float, float]]]:
-    """``ncuroof analyze`` of ``report`` through stage_times: wall s, peak RSS bytes, CPU s, stages."""
+    """``ncuroof analyze`` of ``report`` through stage_times: wall s, peak RSS
+    bytes, CPU s, stages."""
     wall, rss, _, err, cpu = run_measured(
         [
             sys.executable,
@@ -291,7 +295,8 @@ def size_row(
 
 
 def print_against_floor(rows: list[tuple], fl: float, count: int) -> None:
-    """Each size's wall and CPU time as ratios to ``fl`` (floor per launch, the mean of ``count``)."""
+    """Each size's wall and CPU time as ratios to ``fl`` (floor per launch, the
+    mean of ``count``)."""
     print(f"\nfloor per launch (mean of {count}, this run): {fl * 1e3:.3f} ms")
     for n, wall, rss, cpu, _ in rows:
         target = 0.1 * fl * n

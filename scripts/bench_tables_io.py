@@ -8,9 +8,12 @@ multiplied by lognormal noise (seed 0, so no two values repeat), computes its po
 and times, best of ``--repeat`` runs each:
 
 * ``DataFrame.to_csv``: the baseline (what analyze wrote before ``ncuroof.parser.tables_io``);
-* ``tables_io CSV``: :func:`ncuroof.parser.tables_io.arrow_table` + :func:`~ncuroof.parser.tables_io.csv_bytes`;
-* ``tables_io Parquet``: :func:`~ncuroof.parser.tables_io.arrow_table` + :func:`~ncuroof.parser.tables_io.parquet_bytes`;
-* ``read_table Parquet``: reading that Parquet back with dtypes (:func:`ncuroof.parser.tables_io.read_table`).
+* ``tables_io CSV``:
+  :func:`ncuroof.parser.tables_io.arrow_table` + :func:`~ncuroof.parser.tables_io.csv_bytes`;
+* ``tables_io Parquet``:
+  :func:`~ncuroof.parser.tables_io.arrow_table` + :func:`~ncuroof.parser.tables_io.parquet_bytes`;
+* ``read_table Parquet``: reading that Parquet back with dtypes
+  (:func:`ncuroof.parser.tables_io.read_table`).
 
     .venv/bin/python scripts/bench_tables_io.py [--launches N] [--repeat R]
 """

@@ -74,7 +74,8 @@ def _flow(ph: str, corr: int, pid: int, tid: int, ts: float) -> str:
 
 
 def _launch(i: int, t: float, rng: random.Random) -> list[str]:
-    """The events of launch ``i`` whose CPU side starts at ``t`` µs: child op, runtime call, flows, kernel."""
+    """The events of launch ``i`` whose CPU side starts at ``t`` µs: child op, runtime
+    call, flows, kernel."""
     k = rng.randrange(len(NAMES))
     ext, corr, stream = 2 * i + 1, 10 * i + 7, 7 + (i % 3)
     dur = rng.uniform(2.0, 40.0)
@@ -173,7 +174,8 @@ NSYS_SCHEMA = """
 
 
 def write_nsys(path: Path, n: int) -> None:
-    """An Nsight Systems SQLite export of ``n`` kernel launches: the tables and columns the reader uses."""
+    """An Nsight Systems SQLite export of ``n`` kernel launches: the tables and
+    columns the reader uses."""
     path.unlink(missing_ok=True)
     con = sqlite3.connect(path)
     con.executescript(NSYS_SCHEMA)
@@ -202,7 +204,8 @@ def write_nsys(path: Path, n: int) -> None:
 
 
 def nsys_launches(n: int, tid: int, gap: int) -> tuple[list[tuple], list[tuple]]:
-    """The rows of ``n`` kernels, one every ``gap`` ns, and of their launch calls on thread ``tid``."""
+    """The rows of ``n`` kernels, one every ``gap`` ns, and of their launch calls
+    on thread ``tid``."""
     rng = random.Random(SEED)
     kernels, runtime = [], []
     for i in range(n):

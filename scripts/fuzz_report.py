@@ -8,7 +8,8 @@ Each case is a damaged copy of a shared fixture (fixed seed); ``ncuroof analyze 
 (a report with fewer launches and no trace of the loss: a removed block), then one column per
 failure kind (signal, traceback, internal_error, leftover, silent_value, warning, ...).
 
-    PYTHONPATH=. .venv/bin/python scripts/fuzz_report.py [--seed 14] [--per-report 3] [--per-csv 3] [-v]
+    PYTHONPATH=. .venv/bin/python scripts/fuzz_report.py [--seed 14] [--per-report
+    3] [--per-csv 3] [-v]
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Write the JSON Schemas of the ``--json`` documents into ncuroof/schemas/, from ncuroof/schema.py.
 
-    .venv/bin/python scripts/make_schemas.py           # (re)write analyze.schema.json and compare.schema.json
-    .venv/bin/python scripts/make_schemas.py --check   # exit 1 when a shipped file differs from what it would write
+    .venv/bin/python scripts/make_schemas.py # (re)write analyze.schema.json and compare.schema.json
+    .venv/bin/python scripts/make_schemas.py --check # exit 1 when a shipped file differs
+    from what it would write
 
-Run it after declaring or changing a column in ncuroof/schema.py; tests/test_json_doc.py fails until the
-shipped files equal its output.
+Run it after declaring or changing a column in ncuroof/schema.py; tests/test_json_doc.py fails until
+the shipped files equal its output.
 """
 
 from __future__ import annotations

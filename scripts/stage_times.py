@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Run ``ncuroof`` with a wall-clock and a CPU timer and the peak RSS on each pipeline stage: where the time goes.
+"""Run ``ncuroof`` with a wall-clock and a CPU timer and the peak RSS on each pipeline stage:
+where the time goes.
 
     .venv/bin/python scripts/stage_times.py analyze REPORT -o OUT -q
 

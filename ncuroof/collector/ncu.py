@@ -159,9 +159,9 @@ def ncu_version(ncu: Path) -> str:
 
 @dataclass(frozen=True)
 class NcuDefaults:
-    """What one ncu version does by default (``metrics/ncu_versions.toml``): the suffix ``ncu -o NAME``
-    writes, the ``--clock-control`` values it accepts and the one it uses without the option, whether
-    ``--pipeline-boost-state`` exists, and the source."""
+    """What one ncu version does by default (``metrics/ncu_versions.toml``): the suffix
+    ``ncu -o NAME`` writes, the ``--clock-control`` values it accepts and the one it uses without
+    the option, whether ``--pipeline-boost-state`` exists, and the source."""
 
     version: str
     report_suffix: str
@@ -260,7 +260,8 @@ class ProfileOptions:
 
     @property
     def report(self) -> Path:
-        """The report path for an ncu that writes ``.ncu-rep`` by default (:func:`report_path` for another)."""
+        """The report path for an ncu that writes ``.ncu-rep`` by default
+        (:func:`report_path` for another)."""
         return report_path(self.output, REPORT_SUFFIXES[0])
 
 
@@ -269,7 +270,8 @@ def _cc_ok(variant: dict[str, Any], cc: float) -> bool:
 
 
 def collectable(directory: Path | None = None) -> dict[str, tuple[str, ...]]:
-    """What an explicit metric list can collect (:func:`metric_list`, ``--precisions`` and ``--levels``).
+    """What an explicit metric list can collect (:func:`metric_list`,
+    ``--precisions`` and ``--levels``).
 
     Parameters
     ----------
@@ -279,7 +281,8 @@ def collectable(directory: Path | None = None) -> dict[str, tuple[str, ...]]:
     Returns
     -------
     dict
-        ``precision`` and ``level``: the names ``metrics/collect.toml`` has metrics for, in its order.
+        ``precision`` and ``level``: the names ``metrics/collect.toml`` has
+        metrics for, in its order.
     """
     data = _catalog.load_toml(directory, "collect.toml")
     return {kind: tuple(data[kind]) for kind in ("precision", "level")}
@@ -380,7 +383,8 @@ def build_command(
     Returns
     -------
     list of str
-        ``ncu [--set roofline | --metrics m1,m2,...] --nvtx [scoping options] -o REPORT [extra] -- cmd``.
+        ``ncu [--set roofline | --metrics m1,m2,...] --nvtx [scoping options] -o
+        REPORT [extra] -- cmd``.
     """
     if not cmd:
         raise ValueError("no program to profile: give it after --")
@@ -446,7 +450,8 @@ _SIDECAR_LISTS = ("ncu_command", "metrics")
 
 
 def read_sidecar(report: Path) -> dict[str, Any] | None:
-    """The collection record of a report made by ``ncuroof profile``, or None (no record, or not JSON).
+    """The collection record of a report made by ``ncuroof profile``, or None (no
+    record, or not JSON).
 
     Raises
     ------
@@ -560,8 +565,9 @@ def _make_parent(report: Path) -> None:
 def _partial_names(report: Path, defaults: NcuDefaults) -> tuple[Path, Path]:
     """Where ncu writes the report before it is kept: the name ncu is given, then that name with
     this ncu's suffix appended."""
-    # The partial report keeps the final suffix (ncu honours an explicit .ncu-rep or .ncu-repz); an ncu
-    # that appends its own suffix anyway would write the second name: both are looked for and removed.
+    # The partial report keeps the final suffix (ncu honours an explicit .ncu-rep or .ncu-repz); an
+    # ncu that appends its own suffix anyway would write the second name: both are
+    # looked for and removed.
     partial = report.with_name(
         f".{_stem(report).name}.{os.getpid()}.partial{report.name[len(_stem(report).name) :]}"
     )
@@ -659,7 +665,8 @@ def _stream(
 
 
 def _problem(rc: int, lines: list[str], app_code: int | None, written: Path | None) -> str | None:
-    """What went wrong in an ncu run, in words with the fix for known failures; None when it succeeded."""
+    """What went wrong in an ncu run, in words with the fix for known failures; None
+    when it succeeded."""
     errors = [ln for ln in lines if ln.startswith("==ERROR==")]
     advice = diagnose(errors)
     if advice is not None:
@@ -728,7 +735,8 @@ def _write_sidecar(
 
 
 def _arg_value(args: Sequence[str], flag: str) -> str | None:
-    """The value of ``flag`` in ``args`` (``--flag V`` or ``--flag=V``), the last one given; None when absent."""
+    """The value of ``flag`` in ``args`` (``--flag V`` or ``--flag=V``), the last one given;
+    None when absent."""
     value = None
     for i, a in enumerate(args):
         if a == flag and i + 1 < len(args):

@@ -3,8 +3,8 @@
 :func:`build` runs the pipeline once (parser → calculator → roofs → classify → summary →
 diagnose) and returns an :class:`Analysis` holding the launch table (``kernels``), its roofline
 points, the per-kernel dots and the per-kernel summary, with the catalog and the options used.
-The page (:mod:`ncuroof.render.figure`, :mod:`ncuroof.render.page`), the CLI summary and :mod:`ncuroof.runs.compare`
-read these tables; none of them recomputes a point, a dot or a summary.
+The page (:mod:`ncuroof.render.figure`, :mod:`ncuroof.render.page`), the CLI summary and
+:mod:`ncuroof.runs.compare` read these tables; none of them recomputes a point, a dot or a summary.
 """
 
 from __future__ import annotations
@@ -52,14 +52,16 @@ class AnalysisOptions:
         User roofs in FLOP/s by precision and B/s by level; they replace all others.
     achievable_flops, achievable_bandwidth : mapping, optional
         User achievable roofs, named the same way; they replace the published measurements of
-        ``metrics/gpus.toml`` and sit beside the peak roofs (:func:`ncuroof.model.ceilings.fill_achievable`).
+        ``metrics/gpus.toml`` and sit beside the peak roofs
+        (:func:`ncuroof.model.ceilings.fill_achievable`).
     expect : path, optional
         Expected FLOPs and DRAM bytes per kernel-name pattern (:mod:`ncuroof.model.expect`).
     match : str
         Kernel identity (:data:`ncuroof.model.summary.KEY_CHOICES`): ``kernel`` (demangled name),
         ``config``, ``nvtx`` or ``launch``.
     focus : float
-        Share of GPU time whose kernels the page shows first (:func:`ncuroof.model.summary.focus_set`).
+        Share of GPU time whose kernels the page shows first
+        (:func:`ncuroof.model.summary.focus_set`).
     stack : bool
         Stack unrelated inputs instead of merging them as files of one run.
     reader : {'auto', 'fast', 'ncu_report'}
@@ -124,7 +126,8 @@ class Analysis:
     options : AnalysisOptions
         The options used.
     kernels : DataFrame
-        One row per launch (:data:`ncuroof.schema.KERNELS`), ``kernel_key`` set by ``options.match``.
+        One row per launch (:data:`ncuroof.schema.KERNELS`), ``kernel_key`` set
+        by ``options.match``.
     points : DataFrame
         One row per (launch, precision, level) (:data:`ncuroof.schema.POINTS`).
     dots : DataFrame
@@ -219,7 +222,8 @@ def from_kernels(
     classified: bool = False,
     progress: Callable[[int], Callable[..., None]] | None = None,
 ) -> Analysis:
-    """Finish an analysis from a launch table: points, bound, diagnosis, dots and summary, once each.
+    """Finish an analysis from a launch table: points, bound, diagnosis, dots
+    and summary, once each.
 
     Parameters
     ----------
@@ -275,14 +279,16 @@ def _classified(
     cat: Catalog,
     gpus: GpuCatalog,
 ) -> pd.DataFrame:
-    """:func:`read_kernels`' table classified and diagnosed launch by launch (``points``: its points), keyed."""
+    """:func:`read_kernels`' table classified and diagnosed launch by launch (``points``:
+    its points), keyed."""
     bind = classify.binding_points(points)  # once, handed on
     k = classify.classify(kernels, points, cat, bind)
     return _keyed(diagnose.diagnose_launches(k, points, cat, gpus, bind), options)
 
 
 def launch_table(paths: Sequence[Path], options: AnalysisOptions | None = None) -> pd.DataFrame:
-    """The launch table of ``paths`` alone, as :func:`build` makes it, without the rest of the analysis.
+    """The launch table of ``paths`` alone, as :func:`build` makes it, without the
+    rest of the analysis.
 
     What a fleet worker keeps of each input (:mod:`ncuroof.runs.fleet`): read, work, traffic, roofs,
     classification and diagnosis of every launch; no kernel aggregation.

@@ -173,7 +173,8 @@ def _precision_work(
 ) -> tuple[dict[str, _Work], np.ndarray, dict[str, np.ndarray]]:
     """Work per precision in the order of ``metrics/opcodes.toml`` ``[order].flop``: the roofline
     counters (count, else rate x time), else the SASS opcode tables (:mod:`ncuroof.model.evidence`).
-    Returns the work, ``flop_source`` (the sources used, ``+``-joined) and each precision's ledger text.
+    Returns the work, ``flop_source`` (the sources used, ``+``-joined) and each
+    precision's ledger text.
     """
     work: dict[str, _Work] = {}
     tables = opcode_flops(raw, cat)
@@ -205,7 +206,8 @@ def _precision_work(
 
 @dataclass
 class _Tensor:
-    """Tensor work found so far: per datapath, the family total, its rate, the source and notes per launch."""
+    """Tensor work found so far: per datapath, the family total, its rate, the source and
+    notes per launch."""
 
     paths: dict[str, _Work]
     flop: np.ndarray
@@ -240,7 +242,8 @@ def _tensor_work(
 def _ops_path_work(
     raw: pd.DataFrame, cat: Catalog, time_s: np.ndarray, notes: list[list[str]]
 ) -> _Tensor:
-    """1. ``sm__ops_path_tensor_<path>`` counters (exact); the family total avoids double counting."""
+    """1. ``sm__ops_path_tensor_<path>`` counters (exact); the family total
+    avoids double counting."""
     t = cat.tensor
     n = len(raw)
     sm_clock = _column(raw, t.ops_clock)
@@ -295,7 +298,8 @@ def _ops_path_work(
 
 
 def _opcode_work(raw: pd.DataFrame, cat: Catalog, time_s: np.ndarray, st: _Tensor) -> None:
-    """2. SASS opcode counts x ops per MMA instruction (estimated), where no ops-path counter exists."""
+    """2. SASS opcode counts x ops per MMA instruction (estimated), where no
+    ops-path counter exists."""
     t = cat.tensor
     n = len(raw)
     opcode_total = _column(raw, t.opcode_metric)
@@ -333,7 +337,8 @@ def _opcode_work(raw: pd.DataFrame, cat: Catalog, time_s: np.ndarray, st: _Tenso
 def _legacy_work(
     raw: pd.DataFrame, cat: Catalog, cc: np.ndarray, time_s: np.ndarray, st: _Tensor
 ) -> None:
-    """3. Legacy 512 x tensor-pipe instructions, CC 7.0 only (approximate), where nothing else applied."""
+    """3. Legacy 512 x tensor-pipe instructions, CC 7.0 only (approximate), where
+    nothing else applied."""
     t = cat.tensor
     legacy_cc = np.isin(np.round(cc, 1), t.legacy_cc)
     count = _term(raw, t.legacy_count) * t.legacy_factor
@@ -416,7 +421,8 @@ def _ledger(
 ) -> pd.Categorical:
     """The ``evidence_sources`` column: per precision, level, time and clock, every source the
     launch's input holds, the used one first, with the agreement of two forms of one quantity
-    (``dram__bytes.sum`` and read + write); a disagreement beyond ``[evidence].flop_disagree`` is a note (flag).
+    (``dram__bytes.sum`` and read + write); a disagreement beyond
+    ``[evidence].flop_disagree`` is a note (flag).
     """
     disagree = float(cat.thresholds.get("evidence", {}).get("flop_disagree", 0.02))
     parts = dict(flop_held)
@@ -539,7 +545,8 @@ def _failed_measurements(raw: pd.DataFrame, time_s: np.ndarray) -> np.ndarray:
 def _damaged(k: pd.DataFrame, cat: Catalog, read: list[list[str]]) -> tuple[np.ndarray, np.ndarray]:
     """Launches whose record is damaged: flagged by the parser (a ``damaged_record`` note among
     its input notes ``read``, :func:`ncuroof.parser.validate.check_values`) or with a rate beyond
-    any roof (:func:`ncuroof.parser.validate.roof_damage`, reason returned). Returns (mask, reasons).
+    any roof (:func:`ncuroof.parser.validate.roof_damage`, reason returned).
+    Returns (mask, reasons).
     """
     mask = np.array(
         [any(getattr(n, "code", "") == "damaged_record" for n in x) for x in read], dtype=bool
@@ -656,7 +663,8 @@ def _throughput_columns(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray) -> dict
 def _report_roofs(
     k: pd.DataFrame, work: dict[str, _Work], levels: dict[str, _Traffic], tpaths: dict[str, _Work]
 ) -> None:
-    """``peak_source``, ``ceiling_sources`` and ``datasheet_gpu`` for the roofs the report carries (in place)."""
+    """``peak_source``, ``ceiling_sources`` and ``datasheet_gpu`` for the roofs the report
+    carries (in place)."""
     names = [*PRECISIONS, *LEVELS, *(tensor_columns(p).name for p in tpaths)]
     peaks = np.column_stack(
         [work[p].peak for p in PRECISIONS]
@@ -672,9 +680,9 @@ def _report_roofs(
 def _has_work(
     k: pd.DataFrame, work: dict[str, _Work], levels: dict[str, _Traffic]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Whether each launch has FLOPs and bytes to place a point: counts or rates (a rate-only export,
-    the roofline section's details page, has no duration). The SASS-opcode tensor estimate alone
-    does not make a roofline (no FP counters, no roof)."""
+    """Whether each launch has FLOPs and bytes to place a point: counts or rates (a rate-only
+    export, the roofline section's details page, has no duration). The SASS-opcode tensor estimate
+    alone does not make a roofline (no FP counters, no roof)."""
     tensor = np.where(
         k["tensor_source"].to_numpy() == "sass_opcodes", _NAN, k["tensor_flop"].to_numpy(float)
     )
@@ -760,7 +768,8 @@ def _status_and_notes(
 
 
 def _no_duration_note(status: str) -> str:
-    """The note of a launch without a duration: a point from rates needs none, counts and savings do."""
+    """The note of a launch without a duration: a point from rates needs none,
+    counts and savings do."""
     if status == "ok":
         return (
             "no duration (gpu__time_duration.sum or sm__cycles_elapsed.avg): the point is placed"
@@ -772,7 +781,8 @@ def _no_duration_note(status: str) -> str:
 
 
 def _later_columns(k: pd.DataFrame) -> None:
-    """The columns later stages fill (roofs and time at the roof, --expect, kernel key, bound, diagnosis), empty (in place)."""
+    """The columns later stages fill (roofs and time at the roof, --expect, kernel key, bound,
+    diagnosis), empty (in place)."""
     for col in ("time_at_roof_s", "saving_s", "expected_flop", "expected_dram_bytes"):
         k[col] = _NAN
     for col in ("time_at_roof_bound", "speed_of_light_note", "evidence", "advice"):
@@ -879,8 +889,8 @@ def compute_points(kernels: pd.DataFrame) -> pd.DataFrame:
         ``roof_fraction`` = ``flop_per_s`` / ``roof_flop_per_s``; ``bound`` = memory when AI is
         below the ridge. Points without a roof have NaN roof columns and an empty ``bound``.
         Achievable roofs (``achievable_<p>_flop_per_s``, ``achievable_<level>_bytes_per_s``,
-        ``achievable_sources`` of the kernels table, :func:`ncuroof.model.ceilings.fill_ceilings`) give
-        ``achievable_roof_flop_per_s`` = min(achievable FLOP/s, AI × achievable B/s), an absent
+        ``achievable_sources`` of the kernels table, :func:`ncuroof.model.ceilings.fill_ceilings`)
+        give ``achievable_roof_flop_per_s`` = min(achievable FLOP/s, AI × achievable B/s), an absent
         achievable roof taken at its peak, NaN where the point has neither; and
         ``achievable_roof_fraction`` = ``flop_per_s`` / that.
     """
@@ -917,7 +927,8 @@ def _point_parts(kernels: pd.DataFrame) -> list[_PointPart]:
     defs = {lv: pd.factorize(kernels[f"{lv}_definition"], use_na_sentinel=False) for lv in LEVELS}
     for lv in LEVELS:
         for w in work:
-            # a rate-only launch (no duration, so no counts) is placed from its rates: AI = FLOP/s / B/s
+            # a rate-only launch (no duration, so no counts) is placed from its
+            # rates: AI = FLOP/s / B/s
             keep = (
                 ok
                 & ((w.flop > 0) | np.isnan(w.flop))
@@ -1008,14 +1019,16 @@ def flop_columns(columns: Iterable[str]) -> dict[str, str]:
     Parameters
     ----------
     columns : iterable of str
-        The table's columns (the kernels table, :data:`ncuroof.schema.PHASES`, :data:`ncuroof.schema.OPS`).
+        The table's columns (the kernels table, :data:`ncuroof.schema.PHASES`,
+        :data:`ncuroof.schema.OPS`).
 
     Returns
     -------
     dict of str to str
-        Precision (as the points table spells it) -> column [FLOP]: ``fp64`` -> ``fp64_flop`` for every
-        precision of :data:`ncuroof.schema.PRECISIONS` (present or not), then ``tensor:<path>`` ->
-        ``tensor_<path>_flop`` for each tensor datapath column present, in column order.
+        Precision (as the points table spells it) -> column [FLOP]: ``fp64`` -> ``fp64_flop`` for
+        every precision of :data:`ncuroof.schema.PRECISIONS` (present or not), then
+        ``tensor:<path>`` -> ``tensor_<path>_flop`` for each tensor datapath column
+        present, in column order.
     """
     tensor = {t.precision: t.flop for t in map(tensor_columns, tensor_paths(columns))}
     return {p: f"{p}_flop" for p in PRECISIONS} | tensor
@@ -1035,7 +1048,8 @@ class _PointWork:
 
 
 def _point_work(kernels: pd.DataFrame) -> list[_PointWork]:
-    """Every precision and tensor datapath of ``kernels``: work, rate, peak and achievable roof per launch."""
+    """Every precision and tensor datapath of ``kernels``: work, rate, peak and
+    achievable roof per launch."""
     n = len(kernels)
 
     def col(name: str) -> np.ndarray:
@@ -1147,7 +1161,8 @@ def time_at_roof(kernels: pd.DataFrame, catalog: Catalog | None = None) -> pd.Da
         datapath, ``<level>_bytes`` [B] and ``peak_<level>_bytes_per_s`` [B/s] per level,
         ``time_s``, ``sm_throughput_frac``, ``memory_throughput_frac``.
     catalog : Catalog, optional
-        For ``metrics/pipes.toml`` and ``metrics/thresholds.toml``; default :func:`ncuroof.catalog.load`.
+        For ``metrics/pipes.toml`` and ``metrics/thresholds.toml``; default
+        :func:`ncuroof.catalog.load`.
 
     Returns
     -------
@@ -1161,8 +1176,8 @@ def time_at_roof(kernels: pd.DataFrame, catalog: Catalog | None = None) -> pd.Da
         :func:`ncuroof.model.speed_of_light.apply_speed_of_light`. The roofline bound is NaN for
         launches whose ``status`` is not ``ok``; the unit bound exists wherever ncu stored the
         duration and a throughput. Where a bound exists, the launch floor of its GPU
-        (:func:`ncuroof.model.speed_of_light.launch_floor`, ``metrics/thresholds.toml`` [launch_floor])
-        is a third lower bound (``time_at_roof_bound`` ``launch_floor``).
+        (:func:`ncuroof.model.speed_of_light.launch_floor`, ``metrics/thresholds.toml``
+        [launch_floor]) is a third lower bound (``time_at_roof_bound`` ``launch_floor``).
     """
     cat = catalog or _catalog.load()
     disagree = float(cat.thresholds.get("speed_of_light", {}).get("disagree", 2.0))

@@ -31,10 +31,12 @@ from .roofs import Factorized, has_any, objects, set_source, source_kinds
 
 __all__ = ["fill_ceilings", "fill_achievable", "parse_peak", "SOURCES", "FLOP_ROOFS"]
 
-#: Values a peak roof's source takes, in the order they are listed (achievable roofs: ``measured``, ``user``).
+#: Values a peak roof's source takes, in the order they are listed (achievable roofs:
+#: ``measured``, ``user``).
 SOURCES = ("report", "datasheet", "user")
-#: Names of a user compute roof (``--peak-flops``, ``--achievable-flops``): a precision, or ``tensor`` for every
-#: tensor datapath; ``*`` names them all. Bandwidth roofs are named by level (:data:`ncuroof.schema.LEVELS`).
+#: Names of a user compute roof (``--peak-flops``, ``--achievable-flops``): a precision, or
+#: ``tensor`` for every tensor datapath; ``*`` names them all. Bandwidth roofs are named by level
+#: (:data:`ncuroof.schema.LEVELS`).
 FLOP_ROOFS = (*PRECISIONS, "tensor")
 _SI = {"": 1.0, "K": 1e3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 _NUMBER = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?\d+)?)\s*([kKMGTP]?)\s*$")
@@ -196,7 +198,8 @@ def _datasheet_roofs(
 def _check_names(
     flops: Mapping[str, float] | None, bandwidth: Mapping[str, float] | None
 ) -> tuple[dict[str, float], dict[str, float]]:
-    """The user roofs as dicts; ValueError for a name that is no precision (or tensor, ``*``) or level."""
+    """The user roofs as dicts; ValueError for a name that is no precision (or
+    tensor, ``*``) or level."""
     flops, bandwidth = dict(flops or {}), dict(bandwidth or {})
     unknown = [n for n in flops if n not in (*FLOP_ROOFS, "*")] + [
         n for n in bandwidth if n not in LEVELS
@@ -276,7 +279,8 @@ def _apply_user(
 
 
 def _measured_targets(quantity: str, gpus: GpuCatalog, paths: list[str]) -> list[tuple[str, str]]:
-    """(roof name, achievable column) of each roof a measured ``quantity`` of gpus.toml applies to."""
+    """(roof name, achievable column) of each roof a measured ``quantity`` of
+    gpus.toml applies to."""
     if quantity.startswith("tensor_"):
         return [
             (t.name, t.achievable)
@@ -295,7 +299,8 @@ def _apply_measured(
     paths: list[str],
     sets: _Sets,
 ) -> None:
-    """Set the launches ``idx``'s achievable roofs from ``spec``'s measurements, in place, citing each in the notes."""
+    """Set the launches ``idx``'s achievable roofs from ``spec``'s measurements, in place, citing
+    each in the notes."""
     for quantity, m in spec.achievable().items():
         targets = _measured_targets(quantity, gpus, paths)
         for name, col in targets:
@@ -315,8 +320,8 @@ def _cite_measurement(
     columns: list[str],
     notes: list[list[str]],
 ) -> None:
-    """Note, for the launches ``idx``, the measurement ``m`` their achievable roofs ``columns`` took,
-    and whether it is above the launch's peak roof (at the clock ncu measured)."""
+    """Note, for the launches ``idx``, the measurement ``m`` their achievable roofs ``columns``
+    took, and whether it is above the launch's peak roof (at the clock ncu measured)."""
     text = (
         f"achievable {quantity.replace('_', ' ').upper()} roof"
         f" {fmt.si(m.value, 'B/s' if quantity in LEVELS else 'FLOP/s')}: {m.what}"
@@ -400,8 +405,8 @@ def _apply_datasheet(
         values = k[col].to_numpy(float).copy()
         lacks = np.isnan(values[idx])
         miss = idx[lacks]
-        # one clock for every roof of a launch: compute roofs at the SM clock ncu measured (the DRAM roof
-        # runs on the memory clock, which the SM clock does not tell: it stays the datasheet's)
+        # one clock for every roof of a launch: compute roofs at the SM clock ncu measured (the DRAM
+        # roof runs on the memory clock, which the SM clock does not tell: it stays the datasheet's)
         values[miss] = value * (1.0 if name == "dram" else scale[lacks])
         k[col] = values
         sets.set(miss, name, "datasheet")
@@ -457,7 +462,8 @@ def _clock_scale(clock: np.ndarray, spec: GpuSpec) -> np.ndarray:
 def _user_roofs(
     peak_flops: dict[str, float], peak_bandwidth: dict[str, float], paths: list[str]
 ) -> list[tuple[str, str, float]]:
-    """(roof name, peak column, value) of every user roof; ``*`` is every precision not named and tensor."""
+    """(roof name, peak column, value) of every user roof; ``*`` is every precision not
+    named and tensor."""
     user = [
         (name, f"peak_{name}_flop_per_s", v) for name, v in peak_flops.items() if name in PRECISIONS
     ]

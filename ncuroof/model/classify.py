@@ -42,14 +42,16 @@ def main_precision(points: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
         A points table or aggregated dots (:func:`ncuroof.model.summary.aggregate_points`), with
         ``keys``, ``precision`` and ``flop``.
     keys : list of str
-        The grouping columns (``["source", "launch_id"]`` per launch, ``["kernel_key"]`` per kernel).
+        The grouping columns (``["source", "launch_id"]`` per launch,
+        ``["kernel_key"]`` per kernel).
 
     Returns
     -------
     DataFrame
         ``keys`` and ``precision``, one row per group.
     """
-    # a rate-only input has no counts (no duration): within a group the rates rank the same way (one time)
+    # a rate-only input has no counts (no duration): within a group the rates rank
+    # the same way (one time)
     flop = (
         points["flop"].where(points["flop"].notna(), points["flop_per_s"])
         if "flop_per_s" in points.columns
@@ -114,7 +116,8 @@ def binding_points(
         ``level``, ``ai_flop_per_byte``, ``flop_per_s``, ``ridge_flop_per_byte``,
         ``roof_flop_per_s``, ``roof_fraction``, ``peak_flop_per_s``, ``peak_bytes_per_s``,
         ``bound``, the binding point's achievable roofs and fraction (NaN or empty where none),
-        the sources of its peak roofs and ``main_precision``; groups without a binding point are absent.
+        the sources of its peak roofs and ``main_precision``; groups without a
+        binding point are absent.
     """
     keys = list(keys)
     cols = keys + BINDING_COLUMNS
@@ -147,7 +150,8 @@ def binding_points(
 
 def _most_work(g: np.ndarray, pc: np.ndarray, flop: np.ndarray, groups: int) -> np.ndarray:
     """Per group code, the precision code with the most FLOPs (:func:`main_precision`'s rule: the
-    largest per-precision maximum, the first precision to appear on a tie); -1 for an absent group."""
+    largest per-precision maximum, the first precision to appear on a tie); -1
+    for an absent group."""
     pair_first, pair = distinct_codes([g, pc])
     most = pd.Series(np.nan_to_num(flop, nan=-np.inf)).groupby(pair, sort=False).max().to_numpy()
     order = np.lexsort((np.arange(len(most)), -most, g[pair_first]))  # by group, most work first
@@ -165,7 +169,8 @@ def _any_of(g: np.ndarray, groups: int) -> np.ndarray:
 
 
 def _first_min(g: np.ndarray, value: np.ndarray, groups: int) -> np.ndarray:
-    """Per group code, the position in ``g`` of its smallest ``value`` (the first on a tie; -1 where absent)."""
+    """Per group code, the position in ``g`` of its smallest ``value`` (the first on a tie;
+    -1 where absent)."""
     order = np.lexsort((np.arange(len(g)), value, g))
     out = np.full(groups, -1, dtype=np.int64)
     out[g[order[::-1]]] = order[::-1]
@@ -194,7 +199,8 @@ def _roofline_reason(r: Any) -> str:
 
 
 def _placed_note(r: Any) -> str:
-    """Where a launch whose main precision has no roof was placed (:func:`binding_points`), else ''."""
+    """Where a launch whose main precision has no roof was placed
+    (:func:`binding_points`), else ''."""
     if (
         not isinstance(r.main_precision, str)
         or not isinstance(r.precision, str)
@@ -229,10 +235,10 @@ def _sol_only_reason(r: Any) -> str:
 def _dram_only(
     k: pd.DataFrame, candidates: np.ndarray, near: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Launches with bytes and a duration but no FLOPs (no roofline point) and no SpeedOfLight: their
-    DRAM bandwidth against the DRAM roof, bytes / time / roof (issue 33). Returns (fraction, NaN
-    elsewhere) and the mask of those at or above ``near`` ([sol].no_bound, ncu's "well utilized"):
-    memory-bound whatever their FLOPs."""
+    """Launches with bytes and a duration but no FLOPs (no roofline point) and no SpeedOfLight:
+    their DRAM bandwidth against the DRAM roof, bytes / time / roof (issue 33). Returns (fraction,
+    NaN elsewhere) and the mask of those at or above ``near`` ([sol].no_bound, ncu's "well
+    utilized"): memory-bound whatever their FLOPs."""
     bps, roof = k["dram_bytes_per_s"].to_numpy(float), k["peak_dram_bytes_per_s"].to_numpy(float)
     frac = np.where(
         candidates & (roof > 0) & np.isfinite(bps), bps / np.where(roof > 0, roof, 1.0), np.nan
@@ -349,7 +355,8 @@ class _Verdicts:
         has_sol = np.isfinite(sm) & np.isfinite(mem)
         is_lat = live & has_sol & (sm < latency) & (mem < latency)
         is_roof = live & ~is_lat & bind["bound"].isin(["memory", "compute"]).to_numpy()
-        # One throughput alone above no_bound is ncu's "High Throughput" of that unit (ROOFLINE_SPEC §8.2).
+        # One throughput alone above no_bound is ncu's "High Throughput" of that unit
+        # (ROOFLINE_SPEC §8.2).
         lone = np.isfinite(sm) != np.isfinite(mem)
         one_high = lone & (
             (np.nan_to_num(sm, nan=-1.0) >= no_bound) | (np.nan_to_num(mem, nan=-1.0) >= no_bound)

@@ -74,7 +74,8 @@ def distinct_rows(frame: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, np.
 
 
 def per_distinct(frame: pd.DataFrame, cols: list[str], fn: Callable[[Any], Any]) -> np.ndarray:
-    """``[fn(r) for r in frame[cols].itertuples(index=False)]``, with ``fn`` called once per distinct row.
+    """``[fn(r) for r in frame[cols].itertuples(index=False)]``, with ``fn`` called
+    once per distinct row.
 
     Parameters
     ----------
@@ -126,8 +127,8 @@ def first_rows(codes: np.ndarray, count: int) -> np.ndarray:
 
 
 def categorical(inverse: np.ndarray, made: np.ndarray) -> pd.Categorical:
-    """Per-row values ``made[inverse]`` as a :class:`pandas.Categorical` (text made once per distinct
-    row, stored once: equal texts of different rows share one category)."""
+    """Per-row values ``made[inverse]`` as a :class:`pandas.Categorical` (text made once per
+    distinct row, stored once: equal texts of different rows share one category)."""
     codes, texts = pd.factorize(np.asarray(made, dtype=object), use_na_sentinel=False)
     return pd.Categorical.from_codes(codes[inverse], pd.Index(texts, dtype=object))
 

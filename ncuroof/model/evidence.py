@@ -41,7 +41,8 @@ _NAN = np.nan
 
 @dataclass
 class OpcodeFlops:
-    """FLOPs of each precision from one SASS opcode table, per launch (NaN where the launch lacks the table)."""
+    """FLOPs of each precision from one SASS opcode table, per launch (NaN where the launch
+    lacks the table)."""
 
     table: OpcodeTable
     held: np.ndarray
@@ -55,7 +56,8 @@ def opcode_flops(raw: pd.DataFrame, cat: Catalog) -> list[OpcodeFlops]:
     ----------
     raw : DataFrame
         The raw table: ``<table metric>`` (any value: the table exists in that launch) and one
-        ``<table metric>[<OPCODE>]`` column per kept FP opcode (:attr:`ncuroof.catalog.Catalog.instanced_metrics`).
+        ``<table metric>[<OPCODE>]`` column per kept FP opcode
+        (:attr:`ncuroof.catalog.Catalog.instanced_metrics`).
     cat : Catalog
         ``cat.opcodes`` (``metrics/opcodes.toml``): tables, their factor to thread instructions and
         the FLOPs per thread instruction of each opcode.
@@ -103,7 +105,8 @@ def flop_evidence(
     disagree: float,
     notes: list[list[str]],
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Fill one precision's FLOPs from the opcode tables where the counters have none, and check them where both exist.
+    """Fill one precision's FLOPs from the opcode tables where the counters have none, and check
+    them where both exist.
 
     Parameters
     ----------
@@ -193,7 +196,8 @@ def _disagree_note(
     disagree: float,
 ) -> Note:
     """The ``sources_disagree`` note of a launch whose counters (``counted``: FLOPs and their
-    source) and thread-opcode table ``t`` (``value`` [FLOP]) are ``apart`` by more than ``disagree``."""
+    source) and thread-opcode table ``t`` (``value`` [FLOP]) are ``apart`` by more
+    than ``disagree``."""
     flop, source = counted
     return Note(
         "sources_disagree",
@@ -217,14 +221,16 @@ def l2_write_evidence(
     peak: np.ndarray,
     notes: list[list[str]],
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Flag an L2 zero that the report's write counters contradict, and fill a missing L2 roof from the tag stage.
+    """Flag an L2 zero that the report's write counters contradict, and fill a missing L2
+    roof from the tag stage.
 
     Parameters
     ----------
     evaluate : callable
         Recipe -> per-launch values (the calculator's recipe evaluation).
     cat : Catalog
-        ``cat.l2_evidence`` (``[l2_evidence]`` of ``metrics/roofline.toml``): ``writes`` and ``peak`` recipes.
+        ``cat.l2_evidence`` (``[l2_evidence]`` of ``metrics/roofline.toml``): ``writes``
+        and ``peak`` recipes.
     l2_bytes, definition, peak : ndarray
         The L2 bytes [B], traffic definition id and roof [B/s] chosen by the calculator.
     notes : list of list of str
@@ -302,7 +308,8 @@ def alternatives_text(forms: list[tuple[str, np.ndarray]], n: int) -> np.ndarray
 
 
 def ledger_text(parts: dict[str, np.ndarray | pd.Categorical]) -> pd.Categorical:
-    """The ``evidence_sources`` cell of each launch: ``"quantity: used [= other (x % apart)] | ..."``.
+    """The ``evidence_sources`` cell of each launch:
+    ``"quantity: used [= other (x % apart)] | ..."``.
 
     Parameters
     ----------
@@ -319,7 +326,8 @@ def ledger_text(parts: dict[str, np.ndarray | pd.Categorical]) -> pd.Categorical
     if not parts:
         return pd.Categorical([])
     names = list(parts)
-    # launches share a handful of ledgers: factorize each quantity's text (hashing), join each distinct row once
+    # launches share a handful of ledgers: factorize each quantity's text (hashing), join
+    # each distinct row once
     coded = [pd.factorize(parts[k], use_na_sentinel=False) for k in names]
     first, row = distinct_codes([c for c, _ in coded])
     words = [np.asarray(u, dtype=object) for _, u in coded]

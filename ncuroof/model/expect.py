@@ -14,7 +14,8 @@ work one launch must do::
     bytes = "2*(M*K + K*N + M*N)" # the DRAM bytes the kernel must move at least
 
 The first matching entry applies. The kernels table gets ``expected_flop`` and
-``expected_dram_bytes`` per launch; :mod:`ncuroof.model.diagnose` compares them with the counted work.
+``expected_dram_bytes`` per launch; :mod:`ncuroof.model.diagnose` compares them
+with the counted work.
 """
 
 from __future__ import annotations
@@ -199,7 +200,8 @@ def _load_document(p: Path) -> dict:
 
 
 def _expectations_of(sizes: dict, entries: list) -> list[Expectation]:
-    """One Expectation per ``[[kernel]]`` entry, its formulas evaluated on the resolved ``sizes``."""
+    """One Expectation per ``[[kernel]]`` entry, its formulas evaluated on the
+    resolved ``sizes``."""
     out = []
     resolved = {k: evaluate(v, {}) for k, v in sizes.items()}
     for i, e in enumerate(entries):
@@ -218,7 +220,8 @@ def _expectations_of(sizes: dict, entries: list) -> list[Expectation]:
 def apply_expectations(
     kernels: pd.DataFrame, expectations: list[Expectation] | None
 ) -> pd.DataFrame:
-    """Fill ``expected_flop`` and ``expected_dram_bytes`` of each launch from the first matching entry.
+    """Fill ``expected_flop`` and ``expected_dram_bytes`` of each launch from the
+    first matching entry.
 
     Parameters
     ----------

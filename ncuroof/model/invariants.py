@@ -95,7 +95,8 @@ def _text(t: pd.DataFrame, cols: tuple[str, ...]) -> pd.Series:
 
 
 def _held(t: pd.DataFrame) -> dict[str, np.ndarray]:
-    """What each row holds, per quantity of :data:`_ABSENT` (rows without the columns hold nothing)."""
+    """What each row holds, per quantity of :data:`_ABSENT` (rows without the
+    columns hold nothing)."""
     cols = list(t.columns)
 
     def any_of(names: list[str], test: Any) -> np.ndarray:
@@ -129,8 +130,8 @@ def _held(t: pd.DataFrame) -> dict[str, np.ndarray]:
 
 
 def _near_fraction(t: pd.DataFrame) -> np.ndarray:
-    """The fraction a "near the roof" class must reach: the achievable roof's where there is one, else the
-    roof's, else (no point) the SpeedOfLight throughput of the bound's side."""
+    """The fraction a "near the roof" class must reach: the achievable roof's where there is one,
+    else the roof's, else (no point) the SpeedOfLight throughput of the bound's side."""
     frac, ach = _num(t, "roof_fraction"), _num(t, "achievable_roof_fraction")
     sm, mem = _num(t, "sm_throughput_frac"), _num(t, "memory_throughput_frac")
     memory = (
@@ -155,7 +156,8 @@ def violations(table: pd.DataFrame, catalog: Catalog | None = None) -> pd.DataFr
         ``threads_per_block`` or ``block``, FLOP, bytes and roof columns. Checks whose columns
         are absent are skipped.
     catalog : Catalog, optional
-        For ``metrics/thresholds.toml`` ([sol], [diagnosis], [launch_floor]); default the installed one.
+        For ``metrics/thresholds.toml`` ([sol], [diagnosis], [launch_floor]);
+        default the installed one.
 
     Returns
     -------
@@ -200,7 +202,8 @@ def _absent_checks(table: pd.DataFrame, held: dict[str, np.ndarray]) -> list[tup
 def _unclassified_checks(
     table: pd.DataFrame, advice: pd.Series, unclassified: np.ndarray, held: dict[str, np.ndarray]
 ) -> list[tuple[Any, str, str]]:
-    """``unclassified_without_fix``: no 'missing:' or fix named, or a re-profile --gpu would spare."""
+    """``unclassified_without_fix``: no 'missing:' or fix named, or a re-profile
+    --gpu would spare."""
     idx = table.index
     evidence = _text_column(table, "evidence")
     bad = unclassified & ~(

@@ -1,4 +1,5 @@
-"""NVTX phases: launches aggregated by their NVTX range path (``ncuroof analyze --group-by nvtx[:DEPTH]``).
+"""NVTX phases: launches aggregated by their NVTX range path
+(``ncuroof analyze --group-by nvtx[:DEPTH]``).
 
 A phase is the ``nvtx_range`` of a launch (push/pop and start/end ranges active at launch,
 outermost first, joined by `` > ``; :mod:`ncuroof.parser.ncu_rep`), cut to its first ``DEPTH``
@@ -24,8 +25,8 @@ __all__ = ["NO_RANGE", "SEPARATOR", "BY_OPERATOR", "parse_group_by", "phase_of",
 NO_RANGE = "no range"
 #: How :mod:`ncuroof.parser` joins nested ranges.
 SEPARATOR = " > "
-#: The ``--group-by`` value for one dot per PyTorch operator of a timeline (:func:`ncuroof.model.production.op_table`),
-#: beside ``nvtx[:DEPTH]`` (:func:`parse_group_by`).
+#: The ``--group-by`` value for one dot per PyTorch operator of a timeline
+#: (:func:`ncuroof.model.production.op_table`), beside ``nvtx[:DEPTH]`` (:func:`parse_group_by`).
 BY_OPERATOR = "op"
 
 _GROUP_BY = re.compile(r"^nvtx(?::([1-9][0-9]*))?$")
@@ -100,12 +101,13 @@ def phase_table(kernels: pd.DataFrame, depth: int | None = None) -> pd.DataFrame
     Returns
     -------
     DataFrame
-        The :data:`ncuroof.schema.PHASES` columns, longest phase first, then a ``tensor_<path>_flop``
-        column per tensor datapath column of ``kernels`` (:func:`ncuroof.model.calculator.flop_columns`):
-        sums of ``time_s``, FLOPs per precision and tensor datapath, ``flop`` (all counted FLOPs, :func:`ncuroof.model.expect.counted_flop`),
+        The :data:`ncuroof.schema.PHASES` columns, longest phase first, then a
+        ``tensor_<path>_flop`` column per tensor datapath column of ``kernels``
+        (:func:`ncuroof.model.calculator.flop_columns`): sums of ``time_s``, FLOPs per precision and
+        tensor datapath, ``flop`` (all counted FLOPs, :func:`ncuroof.model.expect.counted_flop`),
         bytes per level, ``time_at_roof_s`` and ``saving_s`` (NaN where no launch has them);
-        ``flop_per_s`` = flop / time_s; ``dram_ai_flop_per_byte`` = flop / dram_bytes
-        [Williams et al., CACM 52(4), 2009]; ``bound`` of most of the time; SpeedOfLight
+        ``flop_per_s`` = flop / time_s; ``dram_ai_flop_per_byte`` = flop / dram_bytes [Williams et
+        al., CACM 52(4), 2009]; ``bound`` of most of the time; SpeedOfLight
         throughputs time-weighted.
     """
     k = kernels

@@ -4,14 +4,14 @@ ncu replays each kernel alone, caches flushed and clocks locked, often on a filt
 launches (``-c``, ``-k``, NVTX filters): its durations are not production's and its kernels are not
 all of the GPU time. A production timeline (a PyTorch profiler trace or an Nsight Systems export,
 read by :func:`ncuroof.parser.timeline.read_timeline`) has both. Here its launches get the kernel
-identity of the analysis (:func:`ncuroof.model.summary.kernel_keys`, the ``--match`` identity) and are
-paired with ncu's kernels (:func:`ncuroof.model.summary.pair_keys`: the same key, else the same name in
-one demangler spelling, else the same unambiguous base name and launch configuration; never the base
-name alone, which would credit one instantiation's production time to another). The result, :class:`Production`,
-gives each kernel its production launches and time beside ncu's (``timeline.csv``,
-:data:`ncuroof.schema.TIMELINE_KERNEL`), the time basis of the kernel summary
-(:func:`ncuroof.model.summary.kernel_summary` ``production_s``), the coverage of the roofline, the idle
-share of the timeline and, for PyTorch traces, one dot per operator (:func:`op_table`).
+identity of the analysis (:func:`ncuroof.model.summary.kernel_keys`, the ``--match`` identity) and
+are paired with ncu's kernels (:func:`ncuroof.model.summary.pair_keys`: the same key, else the same
+name in one demangler spelling, else the same unambiguous base name and launch configuration; never
+the base name alone, which would credit one instantiation's production time to another). The result,
+:class:`Production`, gives each kernel its production launches and time beside ncu's
+(``timeline.csv``, :data:`ncuroof.schema.TIMELINE_KERNEL`), the time basis of the kernel summary
+(:func:`ncuroof.model.summary.kernel_summary` ``production_s``), the coverage of the roofline, the
+idle share of the timeline and, for PyTorch traces, one dot per operator (:func:`op_table`).
 """
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ __all__ = [
 
 #: The operator of launches the timeline ties to no PyTorch operator.
 NO_OPERATOR = "no operator"
-#: ``match`` of kernels found on one side only (:func:`ncuroof.model.summary.pair_keys` ``unmatched``).
+#: ``match`` of kernels found on one side only
+#: (:func:`ncuroof.model.summary.pair_keys` ``unmatched``).
 _UNMATCHED = ("not_in_timeline", "unprofiled")
 
 
@@ -57,7 +58,8 @@ class Production:
     Attributes
     ----------
     table : DataFrame
-        One row per kernel identity (:data:`ncuroof.schema.TIMELINE_KERNEL`), most production time first.
+        One row per kernel identity (:data:`ncuroof.schema.TIMELINE_KERNEL`), most
+        production time first.
     launches : DataFrame
         One row per production launch: ``kernel_key`` (ncu's where paired), ``op`` (''
         when unknown), ``duration_s`` [s].
@@ -93,7 +95,8 @@ class Production:
 
     @property
     def coverage(self) -> float:
-        """Share of production kernel time whose kernels have a roofline point (NaN without time)."""
+        """Share of production kernel time whose kernels have a roofline point
+        (NaN without time)."""
         t = self.table
         return (
             float(t.loc[t["has_roofline_point"], "production_time_s"].sum() / self.total_s)
@@ -103,7 +106,8 @@ class Production:
 
     @property
     def idle_share(self) -> float:
-        """Share of the timeline's span with no kernel running: 1 - busy_s / span_s (NaN without a span)."""
+        """Share of the timeline's span with no kernel running: 1 - busy_s / span_s
+        (NaN without a span)."""
         return 1.0 - self.busy_s / self.span_s if self.span_s > 0 else float("nan")
 
     @property
@@ -126,7 +130,8 @@ def _dims(tl: pd.DataFrame, kind: str) -> pd.Series:
 
 
 def _key_input(tl: pd.DataFrame) -> pd.DataFrame:
-    """What :func:`ncuroof.model.summary.kernel_keys` reads, for timeline rows (function names parsed once per name)."""
+    """What :func:`ncuroof.model.summary.kernel_keys` reads, for timeline rows (function names
+    parsed once per name)."""
     names = tl["kernel_name"].astype(object).fillna("").astype(str)
     functions = {n: function_name(n) for n in names.unique()}
     return pd.DataFrame(
@@ -148,7 +153,8 @@ _KEY_COLUMNS = ["kernel_name", *(f"{k}_{a}" for k in ("grid", "block") for a in 
 
 
 def timeline_keys(timeline: pd.DataFrame, by: str = "kernel") -> pd.Series:
-    """The kernel identity of each production launch: :func:`ncuroof.model.summary.kernel_keys` of the timeline.
+    """The kernel identity of each production launch:
+    :func:`ncuroof.model.summary.kernel_keys` of the timeline.
 
     Parameters
     ----------
@@ -183,7 +189,8 @@ def timeline_keys(timeline: pd.DataFrame, by: str = "kernel") -> pd.Series:
 def _config(
     keys: pd.Series, grid: pd.Series, block: pd.Series, launches: pd.Series | int = 1
 ) -> pd.Series:
-    """Per kernel key: the launch configuration ``'grid block'`` of most launches (``launches`` per row)."""
+    """Per kernel key: the launch configuration ``'grid block'`` of most launches
+    (``launches`` per row)."""
     f = pd.DataFrame(
         {
             "kernel_key": keys.to_numpy(),
@@ -220,7 +227,8 @@ def _ncu_side(kernels: pd.DataFrame) -> pd.DataFrame:
 
 
 def _timeline_side(tl: pd.DataFrame) -> pd.DataFrame:
-    """One row per timeline key: names, production launches and time, the operator and scope of most time."""
+    """One row per timeline key: names, production launches and time, the operator and
+    scope of most time."""
     t = tl.assign(_t=tl["duration_s"].to_numpy(float))
     g = t.groupby("kernel_key", sort=False)
     out = pd.DataFrame(
@@ -326,32 +334,37 @@ def join(
     Parameters
     ----------
     kernels : DataFrame
-        The analysis' launch table, ``kernel_key`` set (:func:`ncuroof.model.analysis.from_kernels`).
+        The analysis' launch table, ``kernel_key`` set
+        (:func:`ncuroof.model.analysis.from_kernels`).
     dots : DataFrame
-        Its per-kernel dots (:func:`ncuroof.model.summary.kernel_dots`): which kernels have a roofline point.
+        Its per-kernel dots (:func:`ncuroof.model.summary.kernel_dots`): which kernels
+        have a roofline point.
     timeline : DataFrame
         :data:`ncuroof.schema.TIMELINE_LAUNCH` rows of one device; ``attrs`` ``path``, ``format``,
-        ``device``, ``gpu_name``, ``span_s``, ``busy_s`` (:func:`ncuroof.parser.timeline.read_timeline`).
+        ``device``, ``gpu_name``, ``span_s``, ``busy_s``
+        (:func:`ncuroof.parser.timeline.read_timeline`).
     by : str, default 'kernel'
         ``--match``, the identity of both sides (:func:`timeline_keys`).
     differs : float, optional
-        Default ``[timeline].duration_differs`` of ``metrics/thresholds.toml``: ``duration_differs`` when the
-        production over profiled time per launch is above 1 + ``differs`` or below 1 / (1 + ``differs``).
+        Default ``[timeline].duration_differs`` of ``metrics/thresholds.toml``: ``duration_differs``
+        when the production over profiled time per launch is above 1 + ``differs`` or below
+        1 / (1 + ``differs``).
 
     Returns
     -------
     Production
         ``table``: a row per kernel of either side, ``production_time_s`` summing to the timeline's
-        kernel time (a kernel ncu did not profile has ``match`` ``unprofiled`` and its ``ncu_filter``;
-        one the timeline lacks ``not_in_timeline`` and no production time); ``warnings`` when
-        nothing paired.
+        kernel time (a kernel ncu did not profile has ``match`` ``unprofiled`` and its
+        ``ncu_filter``; one the timeline lacks ``not_in_timeline`` and no production time);
+        ``warnings`` when nothing paired.
     """
     if differs is None:
         differs = float(catalog.load().thresholds["timeline"]["duration_differs"])
     tl = timeline.assign(kernel_key=timeline_keys(timeline, by).to_numpy())
     ncu, side = _ncu_side(kernels), _timeline_side(tl)
-    # not the base name alone: two instantiations of one template are two kernels (a timeline pairs a profiled
-    # kernel only by its name in one spelling, or by its base name and launch configuration)
+    # not the base name alone: two instantiations of one template are two kernels (a timeline pairs
+    # a profiled kernel only by its name in one spelling, or by its base name and
+    # launch configuration)
     pairs = summary.pair_keys(ncu, side, ("spelling", "base name and configuration"), _UNMATCHED)
     table = _assemble(pairs, ncu, side, set(dots["kernel_key"]) if len(dots) else set(), differs)
     prod = _production(table, _timeline_launches(tl, pairs), timeline.attrs, differs)
@@ -417,7 +430,8 @@ def gpu_warning(gpu_name: str, report_gpus: list[str], path: Path) -> str:
     Returns
     -------
     str
-        One sentence; names compare as the reader chooses a device (without case and a leading ``NVIDIA``).
+        One sentence; names compare as the reader chooses a device (without case and a
+        leading ``NVIDIA``).
     """
     from ..parser.timeline import same_gpu
 
@@ -441,9 +455,11 @@ def read(
     Parameters
     ----------
     path : Path
-        A PyTorch profiler trace (``.json``, ``.json.gz``) or an Nsight Systems export (``.sqlite``, ``.nsys-rep``).
+        A PyTorch profiler trace (``.json``, ``.json.gz``) or an Nsight Systems export
+        (``.sqlite``, ``.nsys-rep``).
     device : int, optional
-        ``--device``; default: the only device with kernels, else the one named like the report's GPU.
+        ``--device``; default: the only device with kernels, else the one named
+        like the report's GPU.
     report_gpus : list of str
         The report's device names (to choose the device).
     progress : callable, optional
@@ -485,7 +501,8 @@ def from_options(
     thresholds: dict[str, Any],
     progress: Callable[[int], Callable[..., None]] | None = None,
 ) -> Production | None:
-    """:func:`read` and :func:`join` for an analysis (None without a timeline), with the GPU warning.
+    """:func:`read` and :func:`join` for an analysis (None without a timeline),
+    with the GPU warning.
 
     Parameters
     ----------
@@ -500,7 +517,8 @@ def from_options(
     thresholds : dict
         ``metrics/thresholds.toml`` (its ``[timeline]`` table).
     progress : callable, optional
-        Progress-bar factory ``progress(total) -> advance(n)`` for reading the timeline (bytes of a trace).
+        Progress-bar factory ``progress(total) -> advance(n)`` for reading the
+        timeline (bytes of a trace).
 
     Returns
     -------
@@ -520,7 +538,8 @@ def from_options(
     return prod
 
 
-#: Launch-table columns summed per operator, scaled by the share of the kernel's production time under it.
+#: Launch-table columns summed per operator, scaled by the share of the kernel's
+#: production time under it.
 _WORK = (
     "time_s",
     "fp64_flop",
@@ -534,13 +553,14 @@ _WORK = (
 
 
 def op_table(kernels: pd.DataFrame, production: Production) -> pd.DataFrame:
-    """One row per PyTorch operator (``--group-by op``): the kernels under it, as a phase (:func:`ncuroof.model.phases.phase_table`).
+    """One row per PyTorch operator (``--group-by op``): the kernels under it, as a phase
+    (:func:`ncuroof.model.phases.phase_table`).
 
     A kernel key whose production launches ran under several operators is split between them by
     its production time: operator O gets the share w = (its production time under O) / (its
     production time) of the kernel's ncu FLOPs, bytes and ncu time, and of its time at the roof and
-    saving scaled to production time (:func:`ncuroof.model.summary.kernel_summary`). The shares of a kernel
-    add to 1, so the operators' FLOPs, bytes and production time add up to the kernels'.
+    saving scaled to production time (:func:`ncuroof.model.summary.kernel_summary`). The shares of a
+    kernel add to 1, so the operators' FLOPs, bytes and production time add up to the kernels'.
 
     Parameters
     ----------
@@ -552,10 +572,11 @@ def op_table(kernels: pd.DataFrame, production: Production) -> pd.DataFrame:
     Returns
     -------
     DataFrame
-        :data:`ncuroof.schema.OPS`, most production time first (then the phase table's ``tensor_<path>_flop`` columns): ``flop_per_s`` and
-        ``dram_ai_flop_per_byte`` from ncu's work and ncu's time (``profiled_time_s``), the dot's
-        position; ``time_s``, ``time_share`` (of :attr:`Production.total_s`), ``launches`` and
-        ``kernels`` (distinct kernel keys) the production run's.
+        :data:`ncuroof.schema.OPS`, most production time first (then the phase table's
+        ``tensor_<path>_flop`` columns): ``flop_per_s`` and ``dram_ai_flop_per_byte`` from ncu's
+        work and ncu's time (``profiled_time_s``), the dot's position; ``time_s``, ``time_share``
+        (of :attr:`Production.total_s`), ``launches`` and ``kernels`` (distinct kernel keys)
+        the production run's.
     """
     per = _operator_shares(kernels, production)
     k = kernels.drop(columns=["nvtx_range"]).merge(

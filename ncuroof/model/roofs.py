@@ -106,8 +106,8 @@ def sources_of(cells: np.ndarray, name: str) -> np.ndarray:
 
 
 def source_kinds(cells: np.ndarray) -> np.ndarray:
-    """Each launch's ``peak_source``: the sources its roofs use, in :data:`ncuroof.schema.ROOF_SOURCES`
-    order, ``+``-joined (``report+datasheet``)."""
+    """Each launch's ``peak_source``: the sources its roofs use, in
+    :data:`ncuroof.schema.ROOF_SOURCES` order, ``+``-joined (``report+datasheet``)."""
     return _per_set(
         cells, lambda roofs: "+".join(x for x in ROOF_SOURCES if x in dict(roofs).values())
     )
@@ -119,7 +119,8 @@ def has_any(cells: np.ndarray) -> np.ndarray:
 
 
 def _roof_rows(kernels: pd.DataFrame, kind: str, column: str) -> list[pd.DataFrame]:
-    """One frame per roof name of the ``kind`` roofs (peak or achievable) with a value or a source."""
+    """One frame per roof name of the ``kind`` roofs (peak or achievable) with a
+    value or a source."""
     cells = (
         Factorized.of(kernels[column].to_numpy(dtype=object)) if column in kernels.columns else None
     )

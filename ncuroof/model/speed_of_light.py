@@ -83,10 +83,10 @@ def hot_pipe(
     (ndarray of str, ndarray of float)
         ``hot_pipe``: the display name of the pipe with the largest
         ``<base><suffix>`` value ('' when the launch has none), and ``hot_pipe_frac``: that value
-        / 100 (NaN when none). Per launch the first suffix family (``.avg.pct_of_peak_sustained_elapsed``,
-        the sm__throughput breakdown; else ``…_active``, ncu's HighPipeUtilization rule) with any
-        value is used; families are never mixed. Source: [NCU-SEC] SpeedOfLight.section,
-        HighPipeUtilization.py.
+        / 100 (NaN when none). Per launch the first suffix family
+        (``.avg.pct_of_peak_sustained_elapsed``, the sm__throughput breakdown; else ``…_active``,
+        ncu's HighPipeUtilization rule) with any value is used; families are never mixed. Source:
+        [NCU-SEC] SpeedOfLight.section, HighPipeUtilization.py.
     """
     n = len(raw)
     names = np.full(n, "", dtype=object)
@@ -120,7 +120,8 @@ def _time(k: pd.DataFrame, work_col: str, peak_col: str) -> np.ndarray:
 
 
 def _work_times(k: pd.DataFrame) -> dict[str, np.ndarray]:
-    """FLOPs / roof per precision and for tensor work (paths of one family summed: they share the tensor pipe)."""
+    """FLOPs / roof per precision and for tensor work (paths of one family summed: they share
+    the tensor pipe)."""
     n = len(k)
     out = {p: _time(k, f"{p}_flop", f"peak_{p}_flop_per_s") for p in PRECISIONS}
     agg: list[np.ndarray] = []
@@ -139,13 +140,14 @@ def roofline_time(kernels: pd.DataFrame, pipes: PipeCatalog, cc: np.ndarray) -> 
     Parameters
     ----------
     kernels : DataFrame
-        ``<p>_flop`` [FLOP] and ``peak_<p>_flop_per_s`` [FLOP/s] per precision, ``tensor_<path>_flop``
-        and ``peak_tensor_<path>_flop_per_s`` per tensor datapath, ``<level>_bytes`` [B] and
-        ``peak_<level>_bytes_per_s`` [B/s] per level, ``status``.
+        ``<p>_flop`` [FLOP] and ``peak_<p>_flop_per_s`` [FLOP/s] per precision,
+        ``tensor_<path>_flop`` and ``peak_tensor_<path>_flop_per_s`` per tensor datapath,
+        ``<level>_bytes`` [B] and ``peak_<level>_bytes_per_s`` [B/s] per level, ``status``.
     pipes : PipeCatalog
         The precision-to-pipe table per compute capability (``metrics/pipes.toml``).
     cc : ndarray of float
-        Compute capability per launch; where no table entry applies, every precision is its own pipe.
+        Compute capability per launch; where no table entry applies, every
+        precision is its own pipe.
 
     Returns
     -------
@@ -180,8 +182,8 @@ def unit_time(kernels: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     ----------
     kernels : DataFrame
         ``time_s`` [s], ``sm_throughput_frac`` and ``memory_throughput_frac`` [1] (ncu's
-        ``sm__throughput`` / ``gpu__compute_memory_throughput`` ``.avg.pct_of_peak_sustained_elapsed``
-        / 100).
+        ``sm__throughput`` / ``gpu__compute_memory_throughput``
+        ``.avg.pct_of_peak_sustained_elapsed`` / 100).
 
     Returns
     -------
@@ -249,7 +251,8 @@ def launch_floor(cc: np.ndarray, spec: dict) -> tuple[np.ndarray, np.ndarray]:
         Compute capability per launch (NaN when unknown).
     spec : dict
         ``metrics/thresholds.toml`` [launch_floor]: ``default_s``, ``default_source`` and
-        ``shortest`` (per compute capability, the shortest launch held: ``s``, ``report``, ``kernel``).
+        ``shortest`` (per compute capability, the shortest launch held: ``s``,
+        ``report``, ``kernel``).
 
     Returns
     -------
@@ -294,8 +297,8 @@ def apply_speed_of_light(
     DataFrame
         A copy with ``time_at_roof_s`` [s] = max(:func:`roofline_time`, :func:`unit_time`, floor)
         where a bound exists, the floor never above the launch's own ``time_s``,
-        ``time_at_roof_bound`` (``roofline``, ``sm_units``, ``memory_units``, ``launch_floor`` or ''),
-        ``saving_s`` [s] = max(``time_s`` − ``time_at_roof_s``, 0) and ``speed_of_light_note``
+        ``time_at_roof_bound`` (``roofline``, ``sm_units``, ``memory_units``, ``launch_floor`` or
+        ''), ``saving_s`` [s] = max(``time_s`` − ``time_at_roof_s``, 0) and ``speed_of_light_note``
         (one sentence when the two bounds differ by more than ``disagree``, else '').
     """
     k = kernels.copy(deep=False)
@@ -327,7 +330,8 @@ def apply_speed_of_light(
 def _bound_notes(
     k: pd.DataFrame, roof: np.ndarray, unit: np.ndarray, side: np.ndarray, disagree: float
 ) -> np.ndarray:
-    """Per launch, :func:`_note` on its roofline and unit bounds (computed once per distinct row)."""
+    """Per launch, :func:`_note` on its roofline and unit bounds (computed once
+    per distinct row)."""
     sm, mem = _col(k, "sm_throughput_frac"), _col(k, "memory_throughput_frac")
     frac = _nanmax([sm, mem], len(k))
     pipe = (
@@ -383,8 +387,8 @@ def sm_busier(sm: float, mem: float, sol: dict) -> bool:
     -------
     bool
         SM >= ``latency_bound`` and SM − memory >= ``balanced`` ([NCU-SEC] SpeedOfLight.py;
-        ROOFLINE_SPEC §8.2; above 80 % ncu says "High Throughput" of the busier unit, the same side).
-        False when either is missing.
+        ROOFLINE_SPEC §8.2; above 80 % ncu says "High Throughput" of the busier unit, the same
+        side). False when either is missing.
     """
     return bool(
         np.isfinite(sm)
@@ -397,7 +401,8 @@ def sm_busier(sm: float, mem: float, sol: dict) -> bool:
 def instruction_verdict(
     f: dict, sol: dict, instruction: dict, pipes: PipeCatalog | None
 ) -> tuple[str, str, str] | None:
-    """The "instruction-bound (non-FP work)" class of one kernel or launch, or None when it does not apply.
+    """The "instruction-bound (non-FP work)" class of one kernel or launch, or None
+    when it does not apply.
 
     Parameters
     ----------

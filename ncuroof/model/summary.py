@@ -136,10 +136,11 @@ def spelling(demangled: str) -> str:
     """A demangled name with the demanglers' differences of spelling removed.
 
     ncu and Nsight Systems write ``(anonymous namespace)`` as ``<unnamed>``, integer template
-    arguments as casts (``(int)4``, ``(bool)0``), ``float *`` and lambdas ``[lambda(int) (instance 1)]``;
-    the Itanium demangler PyTorch's profiler uses (``__cxa_demangle``) writes ``4``, ``4ul``,
-    ``false``, ``float const*`` and ``{lambda(int)#1}``. Both become ``<unnamed>``, ``4``, ``0``,
-    ``float*`` and ``[lambda(int)(instance1)]`` here, ``const`` and blanks dropped.
+    arguments as casts (``(int)4``, ``(bool)0``), ``float *`` and lambdas
+    ``[lambda(int) (instance 1)]``; the Itanium demangler PyTorch's profiler uses
+    (``__cxa_demangle``) writes ``4``, ``4ul``, ``false``, ``float const*`` and ``{lambda(int)#1}``.
+    Both become ``<unnamed>``, ``4``, ``0``, ``float*`` and ``[lambda(int)(instance1)]`` here,
+    ``const`` and blanks dropped.
 
     Parameters
     ----------
@@ -221,8 +222,8 @@ def pair_keys(
     """Pair the kernels of two tables of kernel identities (two runs, or a run and its timeline).
 
     Pairs given ``by_hand`` come first (``match`` ``by hand``); the other kernels pair on their
-    ``kernel_key``; those left pair by the ``fallbacks`` (:data:`FALLBACKS`), each said in ``match``,
-    when the pairing is unambiguous (the fallback's key unique on both sides).
+    ``kernel_key``; those left pair by the ``fallbacks`` (:data:`FALLBACKS`), each said in
+    ``match``, when the pairing is unambiguous (the fallback's key unique on both sides).
 
     Parameters
     ----------
@@ -233,7 +234,8 @@ def pair_keys(
     unmatched : (str, str)
         The ``match`` of a kernel found only on the left, only on the right.
     by_hand : sequence of (str, str)
-        ``(left key, right key)`` pairs decided by the user (``compare --pair``); each key at most once.
+        ``(left key, right key)`` pairs decided by the user (``compare --pair``);
+        each key at most once.
 
     Returns
     -------
@@ -312,17 +314,17 @@ def aggregate_points(points: pd.DataFrame, by: str = "kernel_name") -> pd.DataFr
     Returns
     -------
     DataFrame
-        One row per (``by``, ``precision``, ``level``) with ``kernel_name``, ``launches`` (launches with
-        this point), ``time_s`` [s], ``flop`` [FLOP] and ``bytes`` [B] summed;
+        One row per (``by``, ``precision``, ``level``) with ``kernel_name``, ``launches`` (launches
+        with this point), ``time_s`` [s], ``flop`` [FLOP] and ``bytes`` [B] summed;
         ``ai_flop_per_byte`` = flop / bytes [FLOP/B]; ``flop_per_s`` = flop / time_s and
         ``bytes_per_s`` = bytes / time_s (time-weighted means of the launches' rates);
-        ``peak_flop_per_s`` and ``peak_bytes_per_s`` time-weighted over launches (NaN if any
-        launch lacks the roof); ``ridge_flop_per_byte``, ``roof_flop_per_s`` = min(peak FLOP/s,
-        AI × peak B/s), ``roof_fraction`` and ``bound`` (memory when AI < ridge) as in
+        ``peak_flop_per_s`` and ``peak_bytes_per_s`` time-weighted over launches (NaN if any launch
+        lacks the roof); ``ridge_flop_per_byte``, ``roof_flop_per_s`` = min(peak FLOP/s, AI × peak
+        B/s), ``roof_fraction`` and ``bound`` (memory when AI < ridge) as in
         :func:`ncuroof.model.calculator.compute_points` [KPG §2.9]; ``estimated`` (any launch
         estimated); ``definition``, ``peak_flop_source``, ``peak_bytes_source`` (distinct values
-        joined with `` / ``); the achievable roofs likewise (:data:`ncuroof.schema.ACHIEVABLE_POINT`,
-        :func:`ncuroof.model.calculator.achievable_roof`).
+        joined with `` / ``); the achievable roofs likewise
+        (:data:`ncuroof.schema.ACHIEVABLE_POINT`, :func:`ncuroof.model.calculator.achievable_roof`).
     """
     cols = [
         *dict.fromkeys([by, "kernel_name"]),
@@ -468,8 +470,8 @@ def focus_set(
     share : float, default :data:`FOCUS_SHARE`
         Fraction of the total, in (0, 1]; 1 keeps every kernel.
     total_s : float, optional
-        The total [s] the share is of: default the sum of ``time_s``; with a production timeline, its
-        whole kernel time, unprofiled kernels included (when the kernels here make up less than
+        The total [s] the share is of: default the sum of ``time_s``; with a production timeline,
+        its whole kernel time, unprofiled kernels included (when the kernels here make up less than
         ``share`` of it, all of them are kept).
 
     Returns
@@ -624,8 +626,8 @@ def _text(col: pd.Series) -> pd.Series:
 
 
 def _longest_launch(k: pd.DataFrame, col: str) -> pd.Series:
-    """Per ``kernel_key``: the non-empty value of ``col`` of the longest launch (``time_s``) that has one; a key
-    without one is absent."""
+    """Per ``kernel_key``: the non-empty value of ``col`` of the longest launch (``time_s``) that
+    has one; a key without one is absent."""
     v = k[["kernel_key", "time_s"]].assign(_v=_text(k[col]))
     v = v[v["_v"] != ""].sort_values("time_s", ascending=False, kind="stable")
     return v.drop_duplicates("kernel_key").set_index("kernel_key")["_v"]
@@ -688,7 +690,8 @@ def _dot_columns(out: pd.DataFrame, dots: pd.DataFrame) -> pd.DataFrame:
 
 
 def _achievable_source(r: object) -> str:
-    """``ceiling_sources``-style text of a binding dot's achievable roofs (``dram:measured``), '' when none."""
+    """``ceiling_sources``-style text of a binding dot's achievable roofs
+    (``dram:measured``), '' when none."""
     items = {}
     if isinstance(getattr(r, "achievable_flop_source", None), str) and r.achievable_flop_source:
         items[str(r.precision).replace(":", "_")] = r.achievable_flop_source
@@ -707,7 +710,8 @@ _FRAGMENT_CHARS = 40
 
 
 def _template_tokens(demangled: str) -> list[str]:
-    """The template arguments of a demangled name as words, namespaces dropped: ``f<cutlass::half_t, (int)8>`` -> ``['half_t', '8']``."""
+    """The template arguments of a demangled name as words, namespaces dropped:
+    ``f<cutlass::half_t, (int)8>`` -> ``['half_t', '8']``."""
     start = demangled.find("<")
     if start < 0:
         return []
@@ -719,8 +723,9 @@ def _template_tokens(demangled: str) -> list[str]:
 
 
 def _fragment(demangled: str, others: list[list[str]]) -> str:
-    """What tells this instantiation apart: its first tile shape (``GemmShape<128, 96, 64>`` -> ``128x96x64``,
-    or a ``128x128`` in its arguments), else its first template word the others lack; '' when none.
+    """What tells this instantiation apart: its first tile shape
+    (``GemmShape<128, 96, 64>`` -> ``128x96x64``, or a ``128x128`` in its arguments), else its first
+    template word the others lack; '' when none.
     """
     m = _TILE.search(demangled)
     if m:
@@ -734,10 +739,10 @@ def _fragment(demangled: str, others: list[list[str]]) -> str:
 
 
 def _labels(out: pd.DataFrame) -> pd.Series:
-    """The function name; where several kernels share it (CUTLASS instantiations of ``Kernel``), with the
-    template fragment that tells them apart (``Kernel<128x96x64>``: the tile shape, else the first
-    template word the others lack), numbered ``name (2)`` (in time order) where no fragment does.
-    Labels only: the kernel identity (``kernel_key``) is unchanged."""
+    """The function name; where several kernels share it (CUTLASS instantiations of ``Kernel``),
+    with the template fragment that tells them apart (``Kernel<128x96x64>``: the tile shape, else
+    the first template word the others lack), numbered ``name (2)`` (in time order) where no
+    fragment does. Labels only: the kernel identity (``kernel_key``) is unchanged."""
     names = out["kernel_name"].astype(str)
     labels = names.copy()
     demangled = (
@@ -786,7 +791,8 @@ def kernel_summary(
     production_s: pd.Series | None = None,
     production_total_s: float | None = None,
 ) -> pd.DataFrame:
-    """One row per kernel: time, share, main precision, bound, binding dot, distance to the roof, saving.
+    """One row per kernel: time, share, main precision, bound, binding dot, distance
+    to the roof, saving.
 
     The one aggregation of launches into kernels that the page, the CLI summary and ``compare``
     use: a kernel is a :func:`kernel_keys` key; time, FLOPs and bytes are summed (rates are then

@@ -33,7 +33,8 @@ from .verify import against_ncu_report, check_rates
 
 
 def have_ncu_report() -> bool:
-    """Whether NVIDIA's ``ncu_report`` can be imported here (wheels for Linux x86-64 and aarch64, macOS 13+ and Windows; not every host)."""
+    """Whether NVIDIA's ``ncu_report`` can be imported here (wheels for Linux x86-64 and aarch64,
+    macOS 13+ and Windows; not every host)."""
     try:
         return importlib.util.find_spec("ncu_report") is not None
     except (ImportError, ValueError):
@@ -104,7 +105,9 @@ def _read_report(path: Path, catalog: Catalog, progress: Any, reader: str) -> pd
     """
     if reader == "ncu_report":
         return _by(read_ncu_rep(path, catalog, progress), "ncu_report (--reader ncu_report)")
-    try:  # the decoder checks framing and launch records in its one pass (issue 14); read_ncu_rep checks them first
+    # the decoder checks framing and launch records in its one pass (issue 14);
+    # read_ncu_rep checks them first
+    try:
         df = read_nvr(path, catalog, progress, blocks=(blocks := []))
     except UnsupportedReport as exc:
         if reader == "fast":

@@ -73,7 +73,8 @@ def _value(metric: Any) -> Any:
 def _metrics(
     action: Any, spec: dict[str, Any], instanced: dict[str, re.Pattern[str]]
 ) -> dict[str, Any]:
-    """The wanted scalar metrics, tensor-path metrics and the kept opcode instances (MMA, FP) of one launch."""
+    """The wanted scalar metrics, tensor-path metrics and the kept opcode instances (MMA,
+    FP) of one launch."""
     wanted = spec["wanted"]
     prefix, suffixes = spec["ops_prefix"], tuple(spec["ops_suffixes"])
     names = action.metric_names()

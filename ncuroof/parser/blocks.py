@@ -153,7 +153,8 @@ def first_block(mm: Any, path: Path) -> tuple[int, int]:
     Returns
     -------
     (int, int)
-        The byte offset of the first block and the report's format version (7 from ncu 2020.1 to 2025.2).
+        The byte offset of the first block and the report's format version (7 from
+        ncu 2020.1 to 2025.2).
 
     Raises
     ------
@@ -196,7 +197,8 @@ def walk(
     path : Path
         The report, for error messages.
     pos, index : int, optional
-        Start at block ``index``, at byte ``pos`` (default: the first block, after :func:`first_block`).
+        Start at block ``index``, at byte ``pos`` (default: the first block, after
+        :func:`first_block`).
     stop : int, optional
         End at this byte, a block boundary (default: the end of the file).
 
@@ -275,7 +277,8 @@ def results(mm: Any, start: int, end: int, header: Any) -> Iterator[tuple[int, A
     start, end : int
         The payload's byte range in ``mm``.
     header : BlockHeader
-        The block's header (``num_sources`` records of other kinds come first, then ``num_results``).
+        The block's header (``num_sources`` records of other kinds come first,
+        then ``num_results``).
 
     Yields
     ------
@@ -458,8 +461,9 @@ class Plan:
     first block header without results that has one; ``ncu_report`` does not expose it), the
     number of launches, ``marks``: for each result block its byte offset, block index, first
     launch, payload start and end, and numbers of source and result records (:data:`Mark`: a
-    reader decodes the results from these without walking the block headers again), ``strings``, the whole string table (every block's, in file order), and ``records``, every
-    launch record, when the walk was given a ledger."""
+    reader decodes the results from these without walking the block headers again), ``strings``, the
+    whole string table (every block's, in file order), and ``records``, every launch record, when
+    the walk was given a ledger."""
 
     version: str | None = None
     total: int = 0
@@ -525,7 +529,9 @@ def _stamps(
     try:
         for offset, buf in results(mm, start, start + header.payload_size, header):
             begin, end = offset + 4, offset + 4 + len(buf)
-            try:  # protobuf's C parser walks the record's wire format (a deleted or inserted byte breaks it)
+            # protobuf's C parser walks the record's wire format (a deleted or
+            # inserted byte breaks it)
+            try:
                 f = stamp.FromString(buf)
             except DecodeError as exc:
                 raise ReportFormatError(

@@ -1,4 +1,5 @@
-"""The clock control a report was collected with, from the report itself (and the collection record).
+"""The clock control a report was collected with, from the report itself (and
+the collection record).
 
 ncu stores in every result its clock status: result field 25, ``ClockStatus`` of NVIDIA's
 ``extras/FileFormat/ProfilerReport.proto`` (``ProfilerClockStatusMessage``: 1 ``RequestedLock``,
@@ -50,7 +51,8 @@ def _skip(f: BinaryIO, n: int) -> bool:
 
 
 def _first_record(f: BinaryIO) -> bytes | None:
-    """The first launch record of a report stream (after ``NVR\\0``), None when there is none or the framing breaks."""
+    """The first launch record of a report stream (after ``NVR\\0``), None when there is none or
+    the framing breaks."""
     size = _read(f, 4)
     if size is None or not _skip(f, struct.unpack("<I", size)[0]):
         return None
@@ -130,16 +132,18 @@ def report_clock(path: Path) -> str | None:
                     record = _first_record(z) if _read(z, 4) == MAGIC else None  # type: ignore[arg-type]
             else:
                 return None
-    except Exception:  # noqa: BLE001 - unreadable or corrupt: the reader's own error says it, not this
+    # unreadable or corrupt: the reader's own error says it, not this
+    except Exception:  # noqa: BLE001
         return None
     return _status(record) if record else None
 
 
 def clock_control(path: Path) -> str | None:
     """The clock control of a report as the page and ``kernels.csv`` show it: the report's clock
-    status (:func:`report_clock`), then after a colon the ``--clock-control`` of ``ncuroof profile``'s
-    record when there is one (``locked: base (ncu default)``, ``not locked: none``); the record's
-    value alone for an input without a clock status; None when neither says."""
+    status (:func:`report_clock`), then after a colon the ``--clock-control`` of
+    ``ncuroof profile``'s record when there is one (``locked: base (ncu default)``,
+    ``not locked: none``); the record's value alone for an input without a clock status; None
+    when neither says."""
     status = report_clock(path)
     rec = read_sidecar(path)
     mode = (

@@ -1,4 +1,5 @@
-"""Compressed Nsight Compute reports (``.ncu-repz``, ncu's default from 2026.3), opened as ``.ncu-rep``.
+"""Compressed Nsight Compute reports (``.ncu-repz``, ncu's default from 2026.3),
+opened as ``.ncu-rep``.
 
 A ``.ncu-repz`` is the ``.ncu-rep`` byte stream compressed with zstd (RFC 8878): one frame or
 several, with or without their content size, skippable frames anywhere, as NVIDIA's ``ncu_report``
@@ -53,7 +54,8 @@ _RAISE = "raise [compressed] max_bytes, max_ratio in metrics/thresholds.toml if 
 
 
 def is_compressed(head: bytes) -> bool:
-    """Whether ``head`` (a file's first 4 bytes or more) starts a zstd frame or a skippable frame."""
+    """Whether ``head`` (a file's first 4 bytes or more) starts a zstd frame or
+    a skippable frame."""
     return head[:4] == ZSTD_MAGIC or (
         len(head) >= 4 and struct.unpack_from("<I", head)[0] & _SKIPPABLE_MASK == _SKIPPABLE
     )
@@ -76,7 +78,8 @@ def _truncated(path: Path, size: int) -> ReportFormatError:
 
 
 def _frame_header(f: BinaryIO, at: int, size: int, path: Path) -> tuple[int | None, bool]:
-    """The content size (None if absent) and checksum flag of the zstd frame whose magic ends at ``at``."""
+    """The content size (None if absent) and checksum flag of the zstd frame whose
+    magic ends at ``at``."""
     desc = f.read(1)
     if not desc:
         raise _truncated(path, size)
@@ -193,7 +196,8 @@ def _bomb(path: Path, what: str, limit: int, compressed: int) -> ReportFormatErr
 
 
 def _decompress(path: Path, out: Path, limit: int) -> None:
-    """Stream ``path`` into ``out``, each read's output bounded by :data:`CHUNK`, at most ``limit`` bytes."""
+    """Stream ``path`` into ``out``, each read's output bounded by :data:`CHUNK`, at
+    most ``limit`` bytes."""
     try:
         import zstandard
     except ImportError as exc:

@@ -25,8 +25,8 @@ __all__ = ["read_launches", "missing_module", "WORKER"]
 #: The worker script, run by path.
 WORKER = Path(__file__).with_name("_ncu_worker.py")
 # Run the worker by path (its directory, which holds csv.py, is not put on sys.path) and without the
-# current directory ``python -c`` puts first (absent under PYTHONSAFEPATH), keeping PYTHONPATH (ncu's
-# extras/python is often put there).
+# current directory ``python -c`` puts first (absent under PYTHONSAFEPATH), keeping PYTHONPATH
+# (ncu's extras/python is often put there).
 _BOOT = (
     "import runpy, sys; sys.path[:1] = [p for p in sys.path[:1] if p]; sys.argv = sys.argv[1:]; "
     "runpy.run_path(sys.argv[0], run_name='__main__')"
@@ -34,7 +34,8 @@ _BOOT = (
 
 
 def missing_module(path: Path) -> MissingModuleError:
-    """The error for a machine without NVIDIA's ``ncu_report`` module: how to get it, or the CSV route."""
+    """The error for a machine without NVIDIA's ``ncu_report`` module: how to get it,
+    or the CSV route."""
     return MissingModuleError(
         "reading .ncu-rep needs NVIDIA's ncu_report module (pip install ncu-report; wheels for"
         " Linux x86-64 and aarch64, macOS 13+ and Windows); install it, or export the data with"
@@ -108,7 +109,8 @@ def read_launches(
         A framing-checked ``.ncu-rep`` (or ``.ncu-repz``).
     spec : dict
         What to keep: ``wanted`` (metric names), ``ops_prefix``/``ops_suffixes`` (tensor-path
-        metrics), ``instanced`` (each opcode metric and the regex of the opcodes kept), see :mod:`._ncu_worker`.
+        metrics), ``instanced`` (each opcode metric and the regex of the opcodes kept), see
+        :mod:`._ncu_worker`.
     progress : callable, optional
         ``progress(total)`` returns a callable advanced once per launch.
     records : list of ResultRecord, optional

@@ -176,7 +176,8 @@ def _no_header(mm: Any, path: Path) -> InputError:
 
 
 class _RowLines(io.RawIOBase):
-    """A binary stream of the lines of ``f`` from ``offset`` that are CSV rows (start with a quote)."""
+    """A binary stream of the lines of ``f`` from ``offset`` that are CSV rows
+    (start with a quote)."""
 
     def __init__(self, f: IO[bytes], offset: int) -> None:
         f.seek(offset)
@@ -207,7 +208,8 @@ class _RowLines(io.RawIOBase):
 
 
 def _longest_line(mm: Any, offset: int) -> int:
-    """The length in bytes of the longest line of ``mm`` from ``offset``, counted 16 MiB at a time in numpy."""
+    """The length in bytes of the longest line of ``mm`` from ``offset``, counted 16 MiB
+    at a time in numpy."""
     longest, line_start, block = 0, offset, 1 << 24
     for lo in range(offset, len(mm), block):
         ends = (
@@ -225,7 +227,8 @@ def _longest_line(mm: Any, offset: int) -> int:
 
 
 def _open_rows(path: Path, usecols: Any) -> pd.DataFrame:
-    """Read the CSV table of an export from its header row on, as strings, skipping non-row lines."""
+    """Read the CSV table of an export from its header row on, as strings,
+    skipping non-row lines."""
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
         m = _HEADER.search(mm)  # type: ignore[call-overload]
         assert m is not None  # sniff() checked
@@ -755,7 +758,8 @@ def read_csv(path: str | Path, catalog: Catalog, rules: CsvRules | None = None) 
 
 
 def _with_notes(raw: pd.DataFrame, notes: list[str], path: Path) -> pd.DataFrame:
-    """``raw`` with its ``input_notes``: the launch's n/a metrics, then ``notes`` (common to all launches)."""
+    """``raw`` with its ``input_notes``: the launch's n/a metrics, then ``notes`` (common
+    to all launches)."""
     if raw.empty:
         raise InputError(
             "holds no kernel launches; check ncu's --kernel-name/--launch-count filters", path

@@ -28,7 +28,8 @@ __all__ = ["merge", "apply_session", "sass_patched"]
 
 _KEY = ["range_id", "launch_id"]
 _TIME_LIKE = ("gpu__time_duration", "cycles_elapsed", "cycles_active")
-# Other metrics of one launch in two inputs are the same count unless they differ by more than rounding.
+# Other metrics of one launch in two inputs are the same count unless they differ
+# by more than rounding.
 _SAME = 1e-9
 _log = logging.getLogger(__name__)
 
@@ -40,7 +41,8 @@ def _shown(source: str) -> str:
 
 
 def sass_patched(raw: pd.DataFrame) -> bool:
-    """Whether a raw table holds SASS-patched metrics (``sm__sass_*``, ``smsp__sass_*``, ``sass__*``).
+    """Whether a raw table holds SASS-patched metrics (``sm__sass_*``,
+    ``smsp__sass_*``, ``sass__*``).
 
     Parameters
     ----------
@@ -197,7 +199,8 @@ def _merged_metrics(
 def _differ_note(
     col: str, kept: tuple[str, float], other: tuple[str, float], inflated: bool
 ) -> str:
-    """The note of a launch whose inputs disagree on ``col``: the (file, value) kept and the other."""
+    """The note of a launch whose inputs disagree on ``col``: the (file, value)
+    kept and the other."""
     why = (
         " (its run has SASS-patched metrics, which inflate durations and cycles)"
         if inflated

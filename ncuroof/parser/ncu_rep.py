@@ -36,7 +36,8 @@ __all__ = [
 
 
 def check_records(path: Path) -> Plan:
-    """Framing, file header and launch records of a ``.ncu-rep`` checked, before ``ncu_report`` reads it.
+    """Framing, file header and launch records of a ``.ncu-rep`` checked, before
+    ``ncu_report`` reads it.
 
     One walk over the blocks (:func:`ncuroof.parser.blocks.plan` with a
     :class:`~ncuroof.parser.blocks.LaunchLedger`): no truncated report, damaged block, duplicated
@@ -276,7 +277,8 @@ DAMAGED_TEXT = (
 
 
 def _no_launches(path: Path, records: list[ResultRecord] | None) -> InputError:
-    """The error for a report ncu_report reads as empty: damaged when its blocks hold launch records."""
+    """The error for a report ncu_report reads as empty: damaged when its blocks
+    hold launch records."""
     if records:
         return ReportFormatError(
             f"is damaged: it holds {len(records)} launch records but ncu_report decodes none (its"

@@ -15,15 +15,14 @@ the mangled name: C symbols have no demangled form), 8 the workload kind (3: a k
 name's string-table index, 2 the value, 3 instances (1 the correlation ID, 2 the instance value).
 A metric may be stored more than once in one result (GH200: ``gpu__time_duration.sum`` beside the
 NVLink-C2C counters and again in the main list); ``ncu_report`` keeps the last copy, and so does
-the decoder. Value: 1 string, 3 double, 5 uint64 (2 float and 4 uint32 are never written by the ncu versions
-we know). NVTX state: 1 domains (1 ID, 2 name), 2 threads (1 thread ID, 2 per-domain push/pop
-stacks: 1 domain ID, 3 ranges with the name in field 1; the launch's ranges are those of the
-thread whose ID is result field 1, as ncu_report picks them), 3 start/end ranges. The formats
-were reverse-engineered against ``ncu_report`` on every report in
-``../shared/fixtures`` (tests/test_decoder.py requires identical raw tables); the messages are
-declared at run time, so no generated code is needed; fields not declared are skipped, but a block
-header or result field never seen in those reports (:data:`~ncuroof.parser.wire.SEEN_FIELDS`) is
-not: the report is unsupported.
+the decoder. Value: 1 string, 3 double, 5 uint64 (2 float and 4 uint32 are never written by the ncu
+versions we know). NVTX state: 1 domains (1 ID, 2 name), 2 threads (1 thread ID, 2 per-domain
+push/pop stacks: 1 domain ID, 3 ranges with the name in field 1; the launch's ranges are those of
+the thread whose ID is result field 1, as ncu_report picks them), 3 start/end ranges. The formats
+were reverse-engineered against ``ncu_report`` on every report in ``../shared/fixtures``
+(tests/test_decoder.py requires identical raw tables); the messages are declared at run time, so no
+generated code is needed; fields not declared are skipped, but a block header or result field never
+seen in those reports (:data:`~ncuroof.parser.wire.SEEN_FIELDS`) is not: the report is unsupported.
 
 :func:`read_nvr` reads only the metrics the catalog asks for, straight from a memory map, and
 builds the same raw table as :func:`ncuroof.parser.ncu_rep.read_ncu_rep`: one walk over the block
@@ -108,7 +107,8 @@ CHUNK = 4096  # launches per DataFrame chunk: bounds the memory of the per-row d
 #: Chunks of launches read in bulk per DataFrame (no per-row dicts: 1 kB a launch, and fewer, longer
 #: tables are cheaper to make and to join).
 RUN = 4
-#: Launches worth one more decoding process (a worker's start, 0.6 s, costs about 17,000 launches' decoding).
+#: Launches worth one more decoding process (a worker's start, 0.6 s, costs about 17,000
+#: launches' decoding).
 PROCESS_LAUNCHES = 25_000
 #: The launches this process decodes while a worker starts (importing ncuroof, about 0.6 s).
 START_LAUNCHES = 8_000
@@ -116,14 +116,16 @@ START_LAUNCHES = 8_000
 PROCESSES_ENV = "NCUROOF_DECODE_PROCESSES"
 #: Launches between two progress reports.
 TICK = 256
-#: ``DataFrame.attrs`` key of :func:`read_nvr`'s table: the launches whose layout was learned by a full scan.
+#: ``DataFrame.attrs`` key of :func:`read_nvr`'s table: the launches whose layout was
+#: learned by a full scan.
 LEARNED = "ncuroof.learned_launches"
 _DOUBLE = struct.Struct("<d")
 _U32 = struct.Struct("<I")
 
 
 class UnsupportedReport(Exception):
-    """The report uses something the decoder has not been verified on (read it with ``ncu_report``)."""
+    """The report uses something the decoder has not been verified on (read it
+    with ``ncu_report``)."""
 
 
 @dataclass(slots=True)
@@ -172,7 +174,8 @@ class Launch:
 
 
 def _key(name_id: int) -> bytes:
-    """The bytes a metric result with this name index starts with: field 1, the index, field 2's tag."""
+    """The bytes a metric result with this name index starts with: field 1, the
+    index, field 2's tag."""
     out = bytearray(b"\x08")
     while name_id >= 0x80:
         out.append(name_id & 0x7F | 0x80)
@@ -184,9 +187,9 @@ def _key(name_id: int) -> bytes:
 class _Layout:
     """Where a result's wanted metrics are: ``get(metrics)`` returns their raw metric results, each
     starting with its ``keys`` entry; the first ``len(names)`` are the scalars, in ncu's name order,
-    whose value messages start at ``ats``, then the instanced (per-opcode) metrics named in ``opcodes`` (``n_read`` in all),
-    then the earlier copies of repeated metrics (checked, not read). ``doubles`` reads them all at
-    once once learned (:class:`_Doubles`)."""
+    whose value messages start at ``ats``, then the instanced (per-opcode) metrics named in
+    ``opcodes`` (``n_read`` in all), then the earlier copies of repeated metrics (checked, not
+    read). ``doubles`` reads them all at once once learned (:class:`_Doubles`)."""
 
     names: tuple[str, ...]
     ats: tuple[int, ...]
@@ -198,7 +201,8 @@ class _Layout:
     bulk: bool = False  # no opcode columns and no name twice: read in bulk (:func:`_run_frame`)
 
     def same_extras(self, raws: tuple[bytes, ...]) -> bool:
-        """Whether the opcode metrics and the earlier copies of repeated metrics are where learned."""
+        """Whether the opcode metrics and the earlier copies of repeated metrics
+        are where learned."""
         at = len(self.names)
         return all(map(bytes.startswith, raws[at:], self.keys[at:])) if len(raws) > at else True
 
@@ -235,7 +239,8 @@ class _Doubles:
 
     @classmethod
     def learn(cls, layout: _Layout, raws: tuple[bytes, ...]) -> _Doubles | None:
-        """The reader of ``layout``'s values from one launch's ``raws`` (None with fewer than 2 doubles)."""
+        """The reader of ``layout``'s values from one launch's ``raws`` (None with
+        fewer than 2 doubles)."""
         doubles, others, pattern, fmt, offsets, size = [], [], [], ["<"], [], 0
         for i, (raw, at) in enumerate(zip(raws, layout.ats)):
             if raw.startswith(b"\x09\x19", at) and len(raw) >= at + 10:
@@ -343,7 +348,8 @@ class _Wanted:
         A metric named more than once in one result (a GH200 report stores
         ``gpu__time_duration.sum`` beside the NVLink-C2C counters of one pass and again in the
         main list) is read from its LAST copy, as ``ncu_report`` keeps it; the layout also checks
-        where the earlier copies were, so a cached layout is used only on results with the same repeats.
+        where the earlier copies were, so a cached layout is used only on results
+        with the same repeats.
         """
         known = self.layouts.setdefault(len(metrics), [])
         for layout in known:
@@ -427,7 +433,8 @@ def _metric_value(m: Any) -> Any:
 
 
 def _nvtx(result: Any) -> str | None:
-    """The NVTX push/pop ranges open at launch, as :func:`ncuroof.parser._ncu_worker._nvtx` joins them."""
+    """The NVTX push/pop ranges open at launch, as
+    :func:`ncuroof.parser._ncu_worker._nvtx` joins them."""
     if not result.HasField("nvtx"):
         return None
     state = result.nvtx
@@ -705,7 +712,8 @@ def read_stamps(path: str | Path) -> pd.DataFrame:
 
 
 def _check_seen(buf: Any, message: str, where: str) -> None:
-    """Raise :class:`UnsupportedReport` for a field of ``message`` never seen in a verified report."""
+    """Raise :class:`UnsupportedReport` for a field of ``message`` never seen in
+    a verified report."""
     unseen = unseen_fields(bytes(buf), message)
     if unseen:
         raise UnsupportedReport(
@@ -714,8 +722,8 @@ def _check_seen(buf: Any, message: str, where: str) -> None:
 
 
 def _plan(mm: Any, path: Path, blocks: list[Block] | None = None) -> Plan:
-    """One walk over the block headers (:func:`ncuroof.parser.blocks.plan`), checked for fields never
-    seen; every block appended to ``blocks`` when given (:func:`_seen`)."""
+    """One walk over the block headers (:func:`ncuroof.parser.blocks.plan`), checked for fields
+    never seen; every block appended to ``blocks`` when given (:func:`_seen`)."""
     return plan(mm, path, _seen(mm, _blocks(mm, path), blocks))
 
 
@@ -922,8 +930,8 @@ class _SliceReader:
 
 
 def _frames(path: Path, rows: list[tuple[int, Launch]], version: str | None) -> list[pd.DataFrame]:
-    """The raw table of ``rows`` (launch index, :class:`Launch`), in order: each run of launches whose
-    values were all matched by one :class:`_Doubles` reader (no opcode columns) read at once
+    """The raw table of ``rows`` (launch index, :class:`Launch`), in order: each run of launches
+    whose values were all matched by one :class:`_Doubles` reader (no opcode columns) read at once
     (:func:`_run_frame`), the others row by row (:func:`~ncuroof.parser.ncu_rep.launch_row`)."""
     out: list[pd.DataFrame] = []
     start, kinds = 0, [_fast(got) for _, got in rows]
@@ -1031,8 +1039,8 @@ def _run_frame(path: Path, run: _Run, version: str | None) -> pd.DataFrame:
 
 
 def _shape_texts(key: tuple[Any, ...]) -> tuple[str | None, str | None, str | None]:
-    """``cc``, ``grid`` and ``block`` of a launch with these :data:`_SHAPE` values (None: absent), as
-    :func:`~ncuroof.parser.ncu_rep.launch_row` writes them."""
+    """``cc``, ``grid`` and ``block`` of a launch with these :data:`_SHAPE` values (None: absent),
+    as :func:`~ncuroof.parser.ncu_rep.launch_row` writes them."""
     row = launch_row(
         Path(), 0, 0, "", "", None, {c: v for c, v in zip(_SHAPE, key) if v is not None}, None
     )
@@ -1051,7 +1059,8 @@ def _gc_paused() -> Iterator[None]:
 
 
 def _estimate(mm: Any, path: Path) -> int:
-    """The launches of a report, estimated from the size of its first result block (0 without one)."""
+    """The launches of a report, estimated from the size of its first result
+    block (0 without one)."""
     for _, _, header, start in _blocks(mm, path):
         if header.num_results:
             return int((len(mm) - start) * header.num_results / max(header.payload_size, 1))
@@ -1095,7 +1104,8 @@ def read_nvr(
         ``progress(total)`` returns a callable advanced by ``advance(n)`` as launches are read
         (a progress bar).
     chunk : int, default 4096
-        Launches turned into a DataFrame at a time (bounds memory; the result does not depend on it).
+        Launches turned into a DataFrame at a time (bounds memory; the result
+        does not depend on it).
     processes : int, optional
         Decoding processes; default ``$NCUROOF_DECODE_PROCESSES``, else one per
         :data:`PROCESS_LAUNCHES` launches, at most one per core. The result does not depend on it.

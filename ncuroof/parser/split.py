@@ -1,5 +1,5 @@
-"""Run one function over slices of a report on several processes: the first slice here, the others in
-worker interpreters.
+"""Run one function over slices of a report on several processes: the first slice here, the others
+in worker interpreters.
 
 The workers are plain child interpreters (``python -c``), not ``multiprocessing`` children: they do
 not re-run the caller's ``__main__`` (a user's script without a ``__name__`` guard) and inherit no
@@ -31,7 +31,8 @@ _ROOT = str(Path(__file__).resolve().parent.parent.parent)
 _PROGRESS = b"\0progress "
 _BOOT = (
     "import importlib, pickle, sys\n"
-    "sys.path[:1] = [p for p in sys.path[:1] if p]\n"  # not the current directory python -c puts first
+    # not the current directory python -c puts first
+    "sys.path[:1] = [p for p in sys.path[:1] if p]\n"
     "importlib.import_module(sys.argv[1])\n"
     "call = sys.stdin.buffer.read()\n"
     "if not call:\n"
@@ -62,7 +63,8 @@ class _WorkerDied(RuntimeError):
 
 @dataclass
 class _Worker:
-    """A worker process and what its reader threads have gathered: stdout, stderr lines, progress."""
+    """A worker process and what its reader threads have gathered: stdout,
+    stderr lines, progress."""
 
     proc: subprocess.Popen[bytes]
     out: list[bytes] = field(default_factory=list)
@@ -237,7 +239,8 @@ class Workers:
 
 
 def _skipping(progress: Callable[[int], None] | None, done: int) -> Callable[[int], None]:
-    """``progress`` less the first ``done`` units (already counted when a dead worker's call is run again)."""
+    """``progress`` less the first ``done`` units (already counted when a dead worker's
+    call is run again)."""
     left = [done]
 
     def tell(n: int) -> None:

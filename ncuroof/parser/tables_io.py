@@ -53,8 +53,9 @@ __all__ = [
     "csv_safe",
 ]
 
-#: The file in every output folder listing the files ncuroof wrote there (JSON ``{"files": [...]}``):
-#: the only ones a later run replaces or removes, and the only ones read back from the folder.
+#: The file in every output folder listing the files ncuroof wrote there (JSON
+#: ``{"files": [...]}``): the only ones a later run replaces or removes, and the only ones read
+#: back from the folder.
 MANIFEST = "ncuroof-manifest.json"
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}")
 

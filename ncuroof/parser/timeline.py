@@ -100,8 +100,8 @@ def read_timeline(
         (times in s: Kineto's µs x 1e-6, nsys's ns x 1e-9), sorted by start. ``attrs``: ``format``
         (one of :data:`FORMATS`), ``path``, ``device``, ``gpu_name`` (Kineto ``deviceProperties`` /
         nsys ``TARGET_INFO_GPU``, None when absent), ``devices`` (devices with kernels), ``span_s``
-        (first kernel start to last kernel end on the device), ``busy_s`` (length of the union of the
-        kernel intervals: the idle share of the timeline is ``1 - busy_s / span_s``).
+        (first kernel start to last kernel end on the device), ``busy_s`` (length of the union of
+        the kernel intervals: the idle share of the timeline is ``1 - busy_s / span_s``).
 
     Raises
     ------
@@ -277,7 +277,8 @@ def _choose_device(
 
 
 def same_gpu(name: str | None, report_gpu: str) -> bool:
-    """Whether a timeline's GPU name and a report's name the same product (case and 'NVIDIA ' aside).
+    """Whether a timeline's GPU name and a report's name the same product (case
+    and 'NVIDIA ' aside).
 
     Parameters
     ----------
@@ -322,7 +323,8 @@ SELECT e.globalTid AS tid, e.start AS start, e.end AS end, COALESCE(e.text, s.va
 FROM NVTX_EVENTS AS e LEFT JOIN StringIds AS s ON s.id = e.textId
 WHERE e.eventType = 59 AND e.end IS NOT NULL
 """
-# One runtime call per correlation ID (of a process: IDs are per process), so no kernel is counted twice.
+# One runtime call per correlation ID (of a process: IDs are per process), so no
+# kernel is counted twice.
 _RUNTIME = (
     "(SELECT correlationId, globalTid, MIN(start) AS start FROM CUPTI_ACTIVITY_KIND_RUNTIME "
     "GROUP BY {process}correlationId)"
@@ -451,7 +453,8 @@ def _bounded(con: sqlite3.Connection) -> _Budget:
 
 
 def _names(con: sqlite3.Connection, query: str) -> dict[Any, str]:
-    """``id -> value`` of StringIds, each value at most ``[limits] name_chars`` long (longer is refused)."""
+    """``id -> value`` of StringIds, each value at most ``[limits] name_chars`` long
+    (longer is refused)."""
     limit = int(catalog.limits()["name_chars"])
     out = {}
     for i, v in con.execute(f"SELECT id, substr(value, 1, {limit + 1}) FROM ({query})"):
@@ -529,7 +532,8 @@ class _Consumed:
 
 
 class _LimitHit(Exception):
-    """An input past one of the ``[limits]`` of ``metrics/thresholds.toml`` (the message says which)."""
+    """An input past one of the ``[limits]`` of ``metrics/thresholds.toml`` (the
+    message says which)."""
 
 
 # Every byte but the ones that open or close a JSON string, array or object.
@@ -654,7 +658,8 @@ def _open_trace(
 
 
 def _gpu_names(path: Path) -> dict[int, str]:
-    """GPU names by device from the ``deviceProperties`` of a Kineto trace's head (Kineto writes them first)."""
+    """GPU names by device from the ``deviceProperties`` of a Kineto trace's head (Kineto
+    writes them first)."""
     import ijson
 
     with _open_trace(path, None) as fh:
@@ -765,8 +770,8 @@ class _KinetoScan:
         col["external"].append((e.get("args") or {}).get("External id", _NAN))
 
     def _name(self, e: dict) -> int:
-        """The index of the event's name in :attr:`strings`: text (a missing name is ``''``, a number its
-        text), at most ``[limits] name_chars`` long."""
+        """The index of the event's name in :attr:`strings`: text (a missing name is ``''``, a
+        number its text), at most ``[limits] name_chars`` long."""
         name = e.get("name")
         name = "" if name is None else name if isinstance(name, str) else str(name)[:64]
         if len(name) > self.name_chars:
@@ -776,8 +781,8 @@ class _KinetoScan:
         return self.strings.setdefault(name, len(self.strings))
 
     def frame(self, kind: str) -> pd.DataFrame:
-        """One kind of event (``kernel``, ``launch``, ``op``, ``scope``, ``gpu_scope``) as a frame of float64 columns
-        (names as strings)."""
+        """One kind of event (``kernel``, ``launch``, ``op``, ``scope``, ``gpu_scope``) as a frame
+        of float64 columns (names as strings)."""
         out = pd.DataFrame(
             {
                 c: np.frombuffer(a, dtype=np.float64) if len(a) else np.empty(0)
@@ -793,7 +798,8 @@ class _KinetoScan:
 
 
 def _is_module(name: object) -> bool:
-    """A ``python_function`` event that is a module scope (``nn.Module: Linear_0`` or ``## name ##``)."""
+    """A ``python_function`` event that is a module scope (``nn.Module: Linear_0``
+    or ``## name ##``)."""
     return isinstance(name, str) and (
         name.startswith("nn.Module: ") or (name.startswith("## ") and name.endswith(" ##"))
     )
@@ -835,7 +841,8 @@ def _scan_kineto(path: Path, progress: Callable[[int], Callable[..., None]] | No
 def _read_kineto(
     path: Path, progress: Callable[[int], Callable[..., None]] | None
 ) -> tuple[pd.DataFrame, dict[int, str]]:
-    """The launches of every device of a Kineto trace, with their op and scope, and the GPU names by device."""
+    """The launches of every device of a Kineto trace, with their op and scope, and the
+    GPU names by device."""
     scan = _scan_kineto(path, progress)
     launch = (
         scan.frame("launch")
@@ -866,7 +873,8 @@ def _read_kineto(
 
 
 def _ranges(events: pd.DataFrame) -> pd.DataFrame:
-    """Profiler events as the ranges of :func:`_enclosing` (``tid``, ``start``, ``end``, ``label``)."""
+    """Profiler events as the ranges of :func:`_enclosing` (``tid``, ``start``,
+    ``end``, ``label``)."""
     return events.assign(
         tid=events["thread"],
         start=events["ts"],

@@ -38,7 +38,8 @@ _DEFAULTS: dict[str, Any] = {
 
 
 def limits(catalog: Catalog) -> dict[str, Any]:
-    """The ``[input]`` limits of ``metrics/thresholds.toml`` (defaults for a catalog without them)."""
+    """The ``[input]`` limits of ``metrics/thresholds.toml`` (defaults for a
+    catalog without them)."""
     return {**_DEFAULTS, **catalog.thresholds.get("input", {})}
 
 
@@ -82,7 +83,8 @@ def add_note(raw: pd.DataFrame, i: int, text: str) -> None:
 
 
 def _checked_columns(raw: pd.DataFrame, lim: dict[str, Any]) -> list[str]:
-    """The numeric metric columns :func:`check_values` checks (not those named ``unchecked_prefix``)."""
+    """The numeric metric columns :func:`check_values` checks (not those named
+    ``unchecked_prefix``)."""
     return [
         c
         for c in raw.columns
@@ -109,10 +111,10 @@ def check_values(raw: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
         A copy of ``raw`` where every negative or infinite metric value, any value above
         ``max_value``, a duration below ``min_duration_ns``, elapsed cycles (``cycle_counts``)
         below ``min_cycles``, a clock (``*<clock_suffix>``)
-        at or below 0 and a core clock (``core_clocks``) above ``max_clock_hz`` is NaN; a launch without a kernel name, or
-        without any metric value (the record was emptied), is damaged too. Each damaged launch's
-        ``input_notes`` starts with :data:`ncuroof.schema.DAMAGED` and names the metrics, their
-        values and why (at most three).
+        at or below 0 and a core clock (``core_clocks``) above ``max_clock_hz`` is NaN; a launch
+        without a kernel name, or without any metric value (the record was emptied), is damaged too.
+        Each damaged launch's ``input_notes`` starts with :data:`ncuroof.schema.DAMAGED` and names
+        the metrics, their values and why (at most three).
     """
     lim = limits(catalog)
     raw = raw.reset_index(drop=True)

@@ -1,21 +1,21 @@
 """Check the built-in decoder against NVIDIA's ``ncu_report`` on a sample of launches, and check a
 decoded table against itself where no second reader exists.
 
-:func:`against_ncu_report` is what ``--reader auto`` runs after :func:`ncuroof.parser.nvr.read_nvr` wherever
-``ncu_report`` is installed: the first launch of every metric layout the decoder learned (see
-:data:`ncuroof.parser.nvr.LEARNED`) and :data:`SAMPLE_EXTRA` more picked with a fixed seed are cut
-out of the report into a small report of their own (file header, every block without results,
+:func:`against_ncu_report` is what ``--reader auto`` runs after :func:`ncuroof.parser.nvr.read_nvr`
+wherever ``ncu_report`` is installed: the first launch of every metric layout the decoder learned
+(see :data:`ncuroof.parser.nvr.LEARNED`) and :data:`SAMPLE_EXTRA` more picked with a fixed seed are
+cut out of the report into a small report of their own (file header, every block without results,
 the result blocks of the sampled launches, and the string tables of the others), which
-``ncu_report`` reads in its contained worker (:mod:`.contained`); every value ncuroof reads must
-be equal bit for bit. The check costs one worker start and a few launches, whatever the size of
-the report.
+``ncu_report`` reads in its contained worker (:mod:`.contained`); every value ncuroof reads must be
+equal bit for bit. The check costs one worker start and a few launches, whatever
+the size of the report.
 
 :func:`check_rates` needs no second reader: ncu stores a count and its rate (``X.sum`` and
 ``X.sum.per_second``) computed from one duration, so ``X.sum / X.sum.per_second`` equals
 ``gpu__time_duration.sum`` (to about 1e-16 on every shared report read by ``ncu_report``; 0.9 to
 1.7 % off on the GH200 reports the decoder once misread). A launch where they differ by more than
-``[input].rate_consistency`` (``metrics/thresholds.toml``) is noted :data:`ncuroof.schema.INCONSISTENT`
-and flagged, never silently kept.
+``[input].rate_consistency`` (``metrics/thresholds.toml``) is noted
+:data:`ncuroof.schema.INCONSISTENT` and flagged, never silently kept.
 """
 
 from __future__ import annotations
@@ -61,7 +61,8 @@ _NAMES = ("kernel_name", "kernel_demangled", "nvtx_range")
 
 @dataclass(frozen=True)
 class Verdict:
-    """The outcome of :func:`against_ncu_report`: the launches compared and the first difference ('' if none)."""
+    """The outcome of :func:`against_ncu_report`: the launches compared and the first
+    difference ('' if none)."""
 
     launches: int
     difference: str = ""
@@ -92,7 +93,8 @@ def sample_launches(
 def cut_report(
     path: Path, launches: list[int], dst: Path, blocks: list[Block] | None = None
 ) -> list[int]:
-    """Write a report holding only the result blocks of ``launches`` (and everything else but results).
+    """Write a report holding only the result blocks of ``launches`` (and
+    everything else but results).
 
     A dropped result block leaves its string table behind in a block of its own (as ncu writes
     header-only blocks), so every later string keeps its index.
@@ -106,7 +108,8 @@ def cut_report(
     dst : Path
         Where to write the cut report.
     blocks : list of Block, optional
-        The report's blocks as :func:`ncuroof.parser.nvr.read_nvr` recorded them; default: walk them here.
+        The report's blocks as :func:`ncuroof.parser.nvr.read_nvr` recorded them;
+        default: walk them here.
 
     Returns
     -------
@@ -157,7 +160,8 @@ def _show(value: Any) -> str:
 
 
 def _difference(ours: pd.DataFrame, rows: list[dict[str, Any]], kept: list[int]) -> str:
-    """The first value where the decoder's table and ``ncu_report``'s launch dicts differ ('' if none)."""
+    """The first value where the decoder's table and ``ncu_report``'s launch dicts
+    differ ('' if none)."""
     if len(rows) != len(kept):
         return f"ncu_report reads {len(rows)} launches in the sample, the decoder {len(kept)}"
     metrics = [c for c in ours.columns if c not in RAW_META]
@@ -231,7 +235,8 @@ def check_rates(raw: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
     raw : DataFrame
         A decoded raw table (metric columns in ncu base units: ns, counts, count/s).
     catalog : Catalog
-        ``[input].rate_consistency`` (relative tolerance) and ``durations_ns`` in ``metrics/thresholds.toml``.
+        ``[input].rate_consistency`` (relative tolerance) and ``durations_ns`` in
+        ``metrics/thresholds.toml``.
 
     Returns
     -------

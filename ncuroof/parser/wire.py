@@ -32,7 +32,8 @@ _U64, _U32, _DBL, _FLT, _BYTES, _MSG = (
     _T.TYPE_BYTES,
     _T.TYPE_MESSAGE,
 )
-# message name -> (field number, field name, type, repeated, message type); the value kinds form a oneof
+# message name -> (field number, field name, type, repeated, message type); the
+# value kinds form a oneof
 _MESSAGES: dict[str, tuple[tuple[int, str, int, bool, str], ...]] = {
     "FileHeader": ((1, "version", _U64, False, ""),),
     "StringTable": ((1, "strings", _BYTES, True, ""),),
@@ -125,20 +126,20 @@ SEEN_FIELDS: dict[str, frozenset[tuple[int, int]]] = {
     ),
 }
 
-#: Fields no shared report has that NVIDIA's ProfilerReport.proto (2026.3) declares as metadata the raw
-#: table does not read, accepted as seen: result 26 ``ContextName``, 27 ``StreamName``, 32
+#: Fields no shared report has that NVIDIA's ProfilerReport.proto (2026.3) declares as metadata the
+#: raw table does not read, accepted as seen: result 26 ``ContextName``, 27 ``StreamName``, 32
 #: ``PythonStack``, 33/34 ``PartitionDeviceInfoProfiler``/``Sampler`` (MIG partition), 37
-#: ``GraphViewerDataInfo`` (graph address, timestamp, launch index), 39 ``SectionSetIdentifier`` (the
-#: section set's name). Block header 8 ``NumCmdlistResults`` and 9 ``NumGraphResults`` count records
-#: of kinds the decoder does not read: accepted at 0 only (:data:`ZERO_ONLY`).
+#: ``GraphViewerDataInfo`` (graph address, timestamp, launch index), 39 ``SectionSetIdentifier``
+#: (the section set's name). Block header 8 ``NumCmdlistResults`` and 9 ``NumGraphResults`` count
+#: records of kinds the decoder does not read: accepted at 0 only (:data:`ZERO_ONLY`).
 PROTO_FIELDS: dict[str, frozenset[tuple[int, int]]] = {
     "BlockHeader": frozenset({(8, 0), (9, 0)}),
     "Result": frozenset({(26, 2), (27, 2), (32, 2), (33, 2), (34, 2), (37, 2), (39, 2)}),
 }
 
 #: Count fields (varints) verified only at 0: block header 8, 9 and 10 (``NumCmdlistResults``,
-#: ``NumGraphResults``, ``NumGraphs``; 10 written by ncu 2026.2) count records of kinds the decoder does
-#: not read in the block's payload; a block with some is declined.
+#: ``NumGraphResults``, ``NumGraphs``; 10 written by ncu 2026.2) count records of kinds the decoder
+#: does not read in the block's payload; a block with some is declined.
 ZERO_ONLY: dict[str, frozenset[int]] = {"BlockHeader": frozenset({8, 9, 10})}
 
 

@@ -1,4 +1,5 @@
-"""The compare page: both runs on one roofline, an arrow per kernel from its before-dot to its after-dot.
+"""The compare page: both runs on one roofline, an arrow per kernel from its
+before-dot to its after-dot.
 
 :func:`plot_compare` draws the roofs of both runs (once, labelled "both runs", when they agree
 within :data:`SAME_ROOF`; else each run's, labelled, before dashed), on log axes that hold every dot
@@ -74,7 +75,8 @@ def _run_roofs(
 
 
 def _dots(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame, dict[str, Any]]]:
-    """``(side, rows with a dot on that side, marker)`` for the matched kernels' two sides and the kernels of one run."""
+    """``(side, rows with a dot on that side, marker)`` for the matched kernels' two sides and the
+    kernels of one run."""
     out = []
     for side, marker in _SIDES.items():
         out.append((side, table[table["status"] == "matched"], marker))
@@ -143,13 +145,14 @@ def _dot_traces(table: pd.DataFrame) -> tuple[list[go.Scatter], list[float], lis
     return traces, xs, ys
 
 
-#: Arrows drawn at most (the kernels whose time changed most; plotly slows down with thousands of annotations).
+#: Arrows drawn at most (the kernels whose time changed most; plotly slows down with
+#: thousands of annotations).
 MAX_ARROWS = 300
 
 
 def _arrows(table: pd.DataFrame) -> list[dict[str, Any]]:
-    """One arrow annotation per matched kernel whose dot moved, before → after (log axes: positions in
-    decades), for the :data:`MAX_ARROWS` whose time changed most."""
+    """One arrow annotation per matched kernel whose dot moved, before → after (log axes: positions
+    in decades), for the :data:`MAX_ARROWS` whose time changed most."""
     out = []
     m = table[table["status"] == "matched"]
     m = m.loc[
@@ -186,7 +189,8 @@ def _arrows(table: pd.DataFrame) -> list[dict[str, Any]]:
 def _roof_traces(
     runs: list[tuple[str, str, dict[str, float], dict[str, float]]], x_lo: float, x_hi: float
 ) -> list[go.Scatter]:
-    """Sloped roofs up to the run's highest compute roof, flat roofs from the run's widest bandwidth roof."""
+    """Sloped roofs up to the run's highest compute roof, flat roofs from the run's
+    widest bandwidth roof."""
     out = []
     for who, dash, compute, memory in runs:
         top, widest = max(compute.values(), default=np.nan), max(memory.values(), default=np.nan)
@@ -241,13 +245,13 @@ def plot_compare(
     -------
     plotly.graph_objects.Figure
         Log-log axes, AI at each kernel's ``movement_level`` [FLOP/B] × FLOP/s, ranges holding every
-        dot and ridge point; roof traces (``meta.role == 'roof'``, ``meta.run`` ``both runs``, ``before``
-        or ``after``), dot traces (``meta.role == 'dots'``: hollow before, filled after, ``x`` only
-        before, star only after; hover as on the analyze page: name, level, AI, FLOP/s, roof
-        fraction, time, speedup, movement, change), one arrow annotation per moved matched kernel
-        (the :data:`MAX_ARROWS` whose time changed most). With dots at more than one level, a level
-        control (``updatemenus``) switches between each kernel's ``movement_level`` and one level for
-        all (``meta.view`` of the dot traces), arrows and axis title with it.
+        dot and ridge point; roof traces (``meta.role == 'roof'``, ``meta.run`` ``both runs``,
+        ``before`` or ``after``), dot traces (``meta.role == 'dots'``: hollow before, filled after,
+        ``x`` only before, star only after; hover as on the analyze page: name, level, AI, FLOP/s,
+        roof fraction, time, speedup, movement, change), one arrow annotation per moved matched
+        kernel (the :data:`MAX_ARROWS` whose time changed most). With dots at more than one level, a
+        level control (``updatemenus``) switches between each kernel's ``movement_level`` and one
+        level for all (``meta.view`` of the dot traces), arrows and axis title with it.
     """
     fig = go.Figure()
     views = _views(table)
@@ -314,8 +318,9 @@ def _level_control(
 
 
 def _views(table: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]]:
-    """The level control's views ``(name, label, table)``: each kernel at its ``movement_level``, then
-    every level some kernel has a dot at, outermost first, the ``movement_*`` columns set to that level's.
+    """The level control's views ``(name, label, table)``: each kernel at its ``movement_level``,
+    then every level some kernel has a dot at, outermost first, the ``movement_*`` columns
+    set to that level's.
     """
     out = [("movement", "each kernel's level", table)]
     for lv in reversed(LEVELS):
@@ -350,7 +355,8 @@ def _frame(
     levels: set[str],
     title: str,
 ) -> None:
-    """Roofs, dots, log axes holding every dot and ridge point, and a note where no dot or no roof is drawn."""
+    """Roofs, dots, log axes holding every dot and ridge point, and a note where no dot or
+    no roof is drawn."""
     ridges = [c / m for _, _, comp, mem in runs for c in comp.values() for m in mem.values()]
     x_all = [v for v in xs + ridges if np.isfinite(v) and v > 0] or [0.1, 10.0]
     x_lo, x_hi = min(x_all) / 4, max(x_all) * 4
@@ -419,9 +425,10 @@ def plot_trails(
     Returns
     -------
     plotly.graph_objects.Figure
-        Log-log axes, AI at each trail's ``trail_level`` × FLOP/s; one ``lines+markers+text`` trace per
-        trail (``meta.role == 'trail'``), its points labelled with the run's number (1 first), hover
-        with the kernel, run, time, speedup against the trail's first run, level and roof fraction.
+        Log-log axes, AI at each trail's ``trail_level`` × FLOP/s; one ``lines+markers+text`` trace
+        per trail (``meta.role == 'trail'``), its points labelled with the run's number (1 first),
+        hover with the kernel, run, time, speedup against the trail's first run,
+        level and roof fraction.
     """
     fig = go.Figure()
     ok = trail[(trail["trail_ai_flop_per_byte"] > 0) & (trail["flop_per_s"] > 0)]
@@ -493,7 +500,8 @@ def trail_page(
     warnings: list[str],
     plotlyjs: str | bool = True,
 ) -> str:
-    """The page of several runs (``trail.html``): the runs in order, :func:`plot_trails`, the table of each kernel per run.
+    """The page of several runs (``trail.html``): the runs in order, :func:`plot_trails`, the table
+    of each kernel per run.
 
     Parameters
     ----------
@@ -583,7 +591,8 @@ def compare_page(
     title: str,
     plotlyjs: str | bool = True,
 ) -> str:
-    """The compare page (``compare.html``): headline, gate verdict, warnings, :func:`plot_compare`, the table.
+    """The compare page (``compare.html``): headline, gate verdict, warnings,
+    :func:`plot_compare`, the table.
 
     Parameters
     ----------

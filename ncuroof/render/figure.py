@@ -9,9 +9,10 @@ each shown dot has the flat roof of its precision drawn, the memory roofs run up
 highest compute roof, the axes hold every dot and ridge point, and a view that cannot draw a roof
 says why in its note. Every view the page offers (precision, levels, dot groups, colour by
 kernel or by bound, focus or all kernels) is in the figure as traces whose ``meta["when"]`` says
-in which states of the page's view they show (:mod:`ncuroof.render.viewcontract`, the one place that rule
-lives); the arguments choose the initial state and the page's controls switch it in the browser.
-Other charts (``charts=``, :mod:`ncuroof.render.views`) join the figure as options of its ``chart`` control.
+in which states of the page's view they show (:mod:`ncuroof.render.viewcontract`, the one place that
+rule lives); the arguments choose the initial state and the page's controls switch it in the
+browser. Other charts (``charts=``, :mod:`ncuroof.render.views`) join the figure as options of
+its ``chart`` control.
 
 The figure holds: sloped roofs (one per level, B/s from ``peak_bytes_per_s``, running up to the
 highest compute roof the precision view shows) and flat roofs (one per precision, FLOP/s from
@@ -124,7 +125,8 @@ KERNEL_COLORS = (
 )
 OTHER_COLOR = "#b0b0b0"
 _LEVEL_SYMBOL = {"l1": "circle", "l2": "square", "dram": "diamond"}
-#: Colour of each memory level (roof labels here, the instruction roofline of :mod:`ncuroof.render.views`).
+#: Colour of each memory level (roof labels here, the instruction roofline of
+#: :mod:`ncuroof.render.views`).
 LEVEL_COLORS = {"l1": "#1f77b4", "l2": "#2ca02c", "dram": "#d62728"}
 _MAX_DOT_PX = 36.0
 _MIN_DOT_PX = 6.0
@@ -133,7 +135,8 @@ _MIN_DOT_PX = 6.0
 _MIN_PLOT_WIDTH_PX = 600.0
 _MARGIN_PX = 220
 _NAME_CHARS = 200
-#: Kernels with a colour key in the legend (largest first); the page's tables give every kernel's colour.
+#: Kernels with a colour key in the legend (largest first); the page's tables give
+#: every kernel's colour.
 _KEYED_KERNELS = 6
 #: The view control's text for the figure's own chart when other charts are added (``charts=``).
 OWN_CHART = "Kernels (FLOP roofline)"
@@ -145,7 +148,8 @@ def kernel_color(kid: int) -> str:
 
 
 def level_subsets(levels: list[str]) -> list[tuple[str, ...]]:
-    """Every subset of ``levels`` with at least two members, in :data:`LEVELS` order (trail variants)."""
+    """Every subset of ``levels`` with at least two members, in :data:`LEVELS` order
+    (trail variants)."""
     ordered = [lv for lv in LEVELS if lv in levels]
     return [c for r in range(2, len(ordered) + 1) for c in itertools.combinations(ordered, r)]
 
@@ -180,7 +184,8 @@ def _kernel_names(dots: pd.DataFrame) -> np.ndarray:
 
 
 def _launch_names(dots: pd.DataFrame) -> np.ndarray:
-    """Hover head of per-launch dots: the label, escaped once per distinct label (a string array)."""
+    """Hover head of per-launch dots: the label, escaped once per distinct label
+    (a string array)."""
     codes, labels = pd.factorize(dots["label"].astype(str), use_na_sentinel=False)
     return np.array([html.escape(str(v)) for v in labels], dtype=str)[codes]
 
@@ -249,8 +254,9 @@ def _dot_frames(
     aggregated).
 
     ``given`` may hold precomputed frames: ``kernel`` = :func:`ncuroof.model.summary.kernel_dots`,
-    ``launch`` = :func:`ncuroof.model.summary.with_keys` (default: :func:`_launch_dots`); other keys are further dot groups of
-    :data:`DOT_GROUPS` (aggregated dots with a ``kernel_key``, or their own facts columns).
+    ``launch`` = :func:`ncuroof.model.summary.with_keys` (default: :func:`_launch_dots`); other keys
+    are further dot groups of :data:`DOT_GROUPS` (aggregated dots with a ``kernel_key``, or
+    their own facts columns).
     """
     given = dict(given or {})
     kern = given.get("kernel")
@@ -342,7 +348,8 @@ def _launch_dots(points: pd.DataFrame, kernels: pd.DataFrame) -> pd.DataFrame:
 
 
 def _group_label(group: DotGroup, kernels: pd.DataFrame) -> DotGroup:
-    """``group``, its control label saying how many launches it shows when capped at :data:`MAX_LAUNCH_DOTS`."""
+    """``group``, its control label saying how many launches it shows when capped at
+    :data:`MAX_LAUNCH_DOTS`."""
     if group.id != "launch" or len(kernels) <= MAX_LAUNCH_DOTS:
         return group
     return replace(group, label=f"per launch (the {MAX_LAUNCH_DOTS:,} longest of {len(kernels):,})")
@@ -382,7 +389,8 @@ class _Chart:
 def _medians(
     points: pd.DataFrame, key: str, col: str, src: str
 ) -> tuple[dict[str, float], dict[str, str]]:
-    """Median of ``col`` per ``key`` over the points that have it, and the most common ``src`` there."""
+    """Median of ``col`` per ``key`` over the points that have it, and the most
+    common ``src`` there."""
     if col not in points.columns:
         return {}, {}
     have = points[np.isfinite(points[col].to_numpy(float))]
@@ -396,13 +404,14 @@ def _medians(
 
 
 def roofs(points: pd.DataFrame) -> tuple[dict[str, float], dict[str, float], dict[str, str]]:
-    """The roofs of the page's FLOP charts (the roofline and the phase charts): one per precision and one per memory level.
+    """The roofs of the page's FLOP charts (the roofline and the phase charts): one per precision
+    and one per memory level.
 
     Parameters
     ----------
     points : DataFrame
-        The points table (``precision``, ``level``, ``peak_flop_per_s`` [FLOP/s], ``peak_bytes_per_s``
-        [B/s] and their ``peak_flop_source``/``peak_bytes_source``).
+        The points table (``precision``, ``level``, ``peak_flop_per_s`` [FLOP/s],
+        ``peak_bytes_per_s`` [B/s] and their ``peak_flop_source``/``peak_bytes_source``).
 
     Returns
     -------
@@ -425,9 +434,9 @@ def _achievable(points: pd.DataFrame) -> tuple[dict[str, float], dict[str, str]]
 
 
 def precision_views(points: pd.DataFrame) -> list[tuple[str, str]]:
-    """The precision control's views, ``(value, text)``: ``main`` (each kernel at the precision of most
-    of its FLOPs; only with more than one precision), then every precision with work in ``points``,
-    most FLOPs first."""
+    """The precision control's views, ``(value, text)``: ``main`` (each kernel at the precision of
+    most of its FLOPs; only with more than one precision), then every precision with work in
+    ``points``, most FLOPs first."""
     work = points.groupby("precision")["flop"].sum().sort_values(ascending=False)
     views = [("main", "Each kernel's main precision")] if len(work) > 1 else []
     return views + [(p, precision_title(p)) for p in work.index]
@@ -440,7 +449,8 @@ def _dot_precisions(view: str, main_precisions: list[str]) -> list[str]:
 
 def _pad(span: float, px: float) -> float:
     """Decades to add on each side of a log axis of ``span`` data decades drawn over ``px`` pixels
-    so that a dot of the largest marker radius (:data:`_MAX_DOT_PX` / 2, outline included) stays inside.
+    so that a dot of the largest marker radius (:data:`_MAX_DOT_PX` / 2, outline
+    included) stays inside.
     """
     r = _MAX_DOT_PX / 2 + 2
     return r * max(span, 1.0) / max(px - 2 * r, r)
@@ -571,12 +581,14 @@ def _chart(
 
 
 def main_precisions(summ: pd.DataFrame) -> list[str]:
-    """The precisions the ``main`` view draws: the kernel summary's ``precision`` values (sorted)."""
+    """The precisions the ``main`` view draws: the kernel summary's
+    ``precision`` values (sorted)."""
     return sorted(set(summ["precision"]) - {""})
 
 
 def precision_when(prec: str, main: list[str]) -> dict[str, Any]:
-    """A precision's roof shows in its own view and, when it is in ``main`` (:func:`main_precisions`), in ``main``."""
+    """A precision's roof shows in its own view and, when it is in ``main``
+    (:func:`main_precisions`), in ``main``."""
     return {"precision": [prec, "main"] if prec in main else [prec]}
 
 
@@ -590,7 +602,8 @@ def _by_top(ch: _Chart) -> dict[float, list[str]]:
 
 def _memory_roofs(ch: _Chart, lv: str, bw: float, achievable: bool) -> list[go.Scatter]:
     """The sloped roof of one level, one trace per group of views with the same top (it runs up to
-    the highest compute roof the view shows); dashed and in the ``achievable`` state when ``achievable``.
+    the highest compute roof the view shows); dashed and in the ``achievable`` state
+    when ``achievable``.
     """
     (x_lo, _), (y_lo, _) = ch.x_range, ch.y_range
     src = (ch.ach_source if achievable else ch.source).get(lv, "")
@@ -652,7 +665,8 @@ def _flat_roof(ch: _Chart, i: int, prec: str, peak: float, achievable: bool) -> 
         text=["", f"{what}{title} {fmt.si(peak, rate)}{tag}"],
         textposition="top left" if not achievable else "bottom left",
         textfont=dict(size=11, color="#333" if not achievable else "#777"),
-        # Peak roofs are solid (their precision is in the label): dashed means achievable on this chart.
+        # Peak roofs are solid (their precision is in the label): dashed means
+        # achievable on this chart.
         line=dict(
             color="#444" if not achievable else "#888",
             width=2 if not achievable else 1.5,
@@ -726,7 +740,8 @@ def _ridge_traces(ch: _Chart) -> list[go.Scatter]:
 
 
 def _key_traces(ch: _Chart) -> list[go.Scatter]:
-    """Legend keys: marker symbol per level, colour per bound or per kernel (the first :data:`_KEYED_KERNELS`)."""
+    """Legend keys: marker symbol per level, colour per bound or per kernel (the first
+    :data:`_KEYED_KERNELS`)."""
 
     def key(
         name: str, group: str, title: str, marker: dict[str, Any], meta: dict[str, Any]
@@ -879,7 +894,8 @@ def _trail(
 
 #: Columns of a dot trace's ``customdata``, in order: declared here only. The hover templates name
 #: them (:func:`customdata_fields`) and the view contract carries them to the page's script
-#: (:attr:`ncuroof.render.viewcontract.ViewContract.customdata`), which looks their indices up by name.
+#: (:attr:`ncuroof.render.viewcontract.ViewContract.customdata`), which looks
+#: their indices up by name.
 CUSTOMDATA = (
     "kid",
     "launches",
@@ -1076,7 +1092,9 @@ def _contract(
         if "precision" in left.columns
         else len(left)
     )
-    if drawn:  # a control that would add no dot is left out: the focus line below the chart counts those kernels
+    # a control that would add no dot is left out: the focus line below the chart
+    # counts those kernels
+    if drawn:
         pointless = len(left) - drawn
         controls.append(
             Control(
@@ -1157,7 +1175,8 @@ def _initial_state(ch: _Chart, asked: _AskedView) -> ViewState:
 
 
 def _empty_figure(fig: go.Figure, charts: list[Chart]) -> go.Figure:
-    """The figure without roofline points: a note, and the other charts (the first of them shown)."""
+    """The figure without roofline points: a note, and the other charts (the
+    first of them shown)."""
     fig.add_annotation(
         text="No roofline points: the input has no FLOP counters or no memory traffic.",
         showarrow=False,
@@ -1175,7 +1194,8 @@ def _empty_figure(fig: go.Figure, charts: list[Chart]) -> go.Figure:
 
 
 def _base_layout(fig: go.Figure, title: str, height: int) -> None:
-    """The figure's frame: title (plain text, escaped: plotly reads HTML in it), log axes, legend."""
+    """The figure's frame: title (plain text, escaped: plotly reads HTML in it),
+    log axes, legend."""
     fig.update_layout(
         title=html.escape(title),
         template="plotly_white",
@@ -1242,7 +1262,8 @@ def plot_roofline(
     height: int = 800,
     charts: Sequence[Chart] = (),
 ) -> go.Figure:
-    """Draw the whole application on one log-log hierarchical roofline (the figure: module docstring).
+    """Draw the whole application on one log-log hierarchical roofline (the
+    figure: module docstring).
 
     Parameters
     ----------

@@ -1,15 +1,18 @@
-"""The machine-readable verdict: ``analyze --json`` and ``compare --json`` documents and their JSON Schemas.
+"""The machine-readable verdict: ``analyze --json`` and ``compare --json`` documents
+and their JSON Schemas.
 
-One document per command, built from the analysis object's tables (:func:`ncuroof.model.analysis.build`:
-``kernels``, ``dots``, ``summary``) and, for ``compare``, from whatever columns the comparison table
-has: a kernel record holds every column declared in :mod:`ncuroof.schema` (:data:`~ncuroof.schema.KERNEL_SUMMARY`
-and :data:`~ncuroof.schema.KERNEL_WORK`), so a column declared there flows into the document and its
+One document per command, built from the analysis object's tables
+(:func:`ncuroof.model.analysis.build`: ``kernels``, ``dots``, ``summary``) and, for ``compare``,
+from whatever columns the comparison table has: a kernel record holds every column declared in
+:mod:`ncuroof.schema` (:data:`~ncuroof.schema.KERNEL_SUMMARY` and
+:data:`~ncuroof.schema.KERNEL_WORK`), so a column declared there flows into the document and its
 schema without a change here. Key names carry their units as the tables' column names do
-(``time_s``, ``dram_bytes``, ``ai_flop_per_byte``). A missing value is ``null``, never 0, NaN or inf;
-an empty text is ``null`` too.
+(``time_s``, ``dram_bytes``, ``ai_flop_per_byte``). A missing value is ``null``, never 0, NaN or
+inf; an empty text is ``null`` too.
 
 :func:`json_schema` makes the JSON Schema of each document from the same declarations; the files
-shipped in ``ncuroof/schemas/`` are its output (``scripts/make_schemas.py``), and a test keeps them equal.
+shipped in ``ncuroof/schemas/`` are its output (``scripts/make_schemas.py``), and a
+test keeps them equal.
 """
 
 from __future__ import annotations
@@ -61,9 +64,9 @@ __all__ = [
     "gate",
 ]
 
-#: Version of the documents' layout (``schema_version`` in each document and its schema). Raised only when
-#: a key changes meaning, unit or type, or is removed, with the reason in README.md ("In a loop or an agent");
-#: adding a key (a new declared column) does not raise it.
+#: Version of the documents' layout (``schema_version`` in each document and its schema). Raised
+#: only when a key changes meaning, unit or type, or is removed, with the reason in README.md ("In a
+#: loop or an agent"); adding a key (a new declared column) does not raise it.
 DOCUMENT_VERSION = 1
 
 _DOTS_KEPT = [c for c in DOTS if c not in ("kernel_key", "kernel_name")]
@@ -93,7 +96,8 @@ def value(v: Any) -> Any:
 
 
 def _cell(name: str, v: Any) -> Any:
-    """A table cell by column: flags as ``[{"code", "text"}]``, notes as a list of sentences, else :func:`value`."""
+    """A table cell by column: flags as ``[{"code", "text"}]``, notes as a list of sentences,
+    else :func:`value`."""
     if name == "flags":
         return [{"code": c, "text": t} for c, t in parse_cell("flags", v)]
     if name == "notes":
@@ -123,7 +127,8 @@ def file_sha256(path: Path) -> str | None:
 
 
 def _work_columns(kernels: pd.DataFrame) -> list[str]:
-    """The additive work and traffic columns of a launch table: :data:`KERNEL_WORK` and each tensor datapath's FLOPs."""
+    """The additive work and traffic columns of a launch table: :data:`KERNEL_WORK` and each tensor
+    datapath's FLOPs."""
     names = [c for c, col in KERNEL_WORK.items() if col.unit in ("FLOP", "B")]
     return [c for c in names if c in kernels.columns] + [
         tensor_columns(p).flop for p in tensor_paths(kernels.columns)
@@ -131,7 +136,8 @@ def _work_columns(kernels: pd.DataFrame) -> list[str]:
 
 
 def kernel_work(kernels: pd.DataFrame, key: str = "kernel_key") -> pd.DataFrame:
-    """Each kernel's work, traffic and their rates, from its launches (:data:`ncuroof.schema.KERNEL_WORK`).
+    """Each kernel's work, traffic and their rates, from its launches
+    (:data:`ncuroof.schema.KERNEL_WORK`).
 
     Parameters
     ----------
@@ -143,9 +149,9 @@ def kernel_work(kernels: pd.DataFrame, key: str = "kernel_key") -> pd.DataFrame:
     Returns
     -------
     DataFrame
-        Indexed by ``key``: ``<prec>_flop`` [FLOP] and ``<level>_bytes`` [B] summed over the launches
-        (NaN when no launch has the value, never 0), ``tensor_<path>_flop`` per datapath, and
-        ``<prec>_flop_per_s`` [FLOP/s], ``<level>_bytes_per_s`` [B/s]: the sum over the summed
+        Indexed by ``key``: ``<prec>_flop`` [FLOP] and ``<level>_bytes`` [B] summed over the
+        launches (NaN when no launch has the value, never 0), ``tensor_<path>_flop`` per datapath,
+        and ``<prec>_flop_per_s`` [FLOP/s], ``<level>_bytes_per_s`` [B/s]: the sum over the summed
         ``time_s`` of the launches that have the value (the time-weighted mean of their rates).
     """
     cols = _work_columns(kernels)
@@ -200,7 +206,8 @@ def _median(kernels: pd.DataFrame, col: str) -> float | None:
 
 
 def _roof_sources(kernels: pd.DataFrame, col: str) -> dict[str, str]:
-    """Roof name -> its sources over the launches, '+'-joined (``ceiling_sources`` or ``achievable_sources``)."""
+    """Roof name -> its sources over the launches, '+'-joined (``ceiling_sources`` or
+    ``achievable_sources``)."""
     out: dict[str, list[str]] = {}
     if col not in kernels.columns:
         return {}
@@ -214,7 +221,8 @@ def _roof_sources(kernels: pd.DataFrame, col: str) -> dict[str, str]:
 
 def roofs(kernels: pd.DataFrame) -> dict[str, Any]:
     """The roofs of a launch table: the SM clock ncu measured, each compute and bandwidth roof
-    (median over launches, at each launch's clock) with its source, and the achievable roofs beside them.
+    (median over launches, at each launch's clock) with its source, and the
+    achievable roofs beside them.
     """
     peak_src, ach_src = (
         _roof_sources(kernels, "ceiling_sources"),
@@ -271,7 +279,8 @@ def roofs(kernels: pd.DataFrame) -> dict[str, Any]:
 def _kernel_records(
     summary: pd.DataFrame, kernels: pd.DataFrame, dots: pd.DataFrame | None
 ) -> list[dict[str, Any]]:
-    """One record per kernel of the summary: its declared columns, its work and traffic, its dots."""
+    """One record per kernel of the summary: its declared columns, its work and
+    traffic, its dots."""
     work = kernel_work(kernels) if len(kernels) else pd.DataFrame()
     recs = _records(summary, list(KERNEL_SUMMARY))
     by_dots = (
@@ -372,21 +381,24 @@ def analysis_document(
 
 
 def explain_document(analysis: Any, kernel: str) -> dict[str, Any]:
-    """One kernel's record (as in :func:`analysis_document`) with its launches' evidence, advice, flags and notes.
+    """One kernel's record (as in :func:`analysis_document`) with its launches' evidence,
+    advice, flags and notes.
 
     Parameters
     ----------
     analysis : ncuroof.model.analysis.Analysis
         The analysis.
     kernel : str
-        A ``kernel_key``, ``kernel_label`` or ``kernel_name`` of its summary (the first, longest, match).
+        A ``kernel_key``, ``kernel_label`` or ``kernel_name`` of its summary (the
+        first, longest, match).
 
     Returns
     -------
     dict
-        ``schema`` (``ncuroof.explain``), ``schema_version``, ``kernel`` (the record) and ``launches``:
-        each launch's ``launch_id``, ``time_s``, ``bound``, ``diagnosis``, ``evidence``, ``advice``,
-        ``flags``, ``notes``, ``roof_fraction``, ``time_at_roof_s``, ``saving_s``.
+        ``schema`` (``ncuroof.explain``), ``schema_version``, ``kernel`` (the record) and
+        ``launches``: each launch's ``launch_id``, ``time_s``, ``bound``, ``diagnosis``,
+        ``evidence``, ``advice``, ``flags``, ``notes``, ``roof_fraction``,
+        ``time_at_roof_s``, ``saving_s``.
 
     Raises
     ------
@@ -433,15 +445,17 @@ def explain_document(analysis: Any, kernel: str) -> dict[str, Any]:
 
 
 def gpus_document(gpus: Any) -> dict[str, Any]:
-    """The datasheet GPUs of ``metrics/gpus.toml`` (:class:`ncuroof.catalog.GpuCatalog`), for ``list_gpus``.
+    """The datasheet GPUs of ``metrics/gpus.toml``
+    (:class:`ncuroof.catalog.GpuCatalog`), for ``list_gpus``.
 
     Returns
     -------
     dict
-        ``schema`` (``ncuroof.gpus``), ``schema_version`` and ``gpus``: each GPU's ``id`` (what ``--gpu``
-        and ``--what-if`` take), ``name``, ``cc``, ``sms``, ``boost_hz``, ``flop_per_s`` (dense peak by
-        precision at the boost clock), ``tensor_flop_per_s`` (by datasheet key), ``dram_bytes_per_s``,
-        ``l2_bytes``, ``source``, ``confidence`` and ``measured`` (published achievable roofs).
+        ``schema`` (``ncuroof.gpus``), ``schema_version`` and ``gpus``: each GPU's ``id`` (what
+        ``--gpu`` and ``--what-if`` take), ``name``, ``cc``, ``sms``, ``boost_hz``, ``flop_per_s``
+        (dense peak by precision at the boost clock), ``tensor_flop_per_s`` (by datasheet key),
+        ``dram_bytes_per_s``, ``l2_bytes``, ``source``, ``confidence`` and ``measured``
+        (published achievable roofs).
     """
     out = [
         {
@@ -482,7 +496,8 @@ def _compare_declared() -> dict[str, Column] | None:
 def _side_work(
     table: pd.DataFrame, before: Any, after: Any, pairs: pd.DataFrame | None
 ) -> dict[str, list[Any]]:
-    """Work and traffic before and after per compare row (``<col>_before``/``_after``), for the columns the table lacks."""
+    """Work and traffic before and after per compare row (``<col>_before``/``_after``), for the
+    columns the table lacks."""
     if before is None or after is None or pairs is None:
         return {}
     out: dict[str, list[Any]] = {}
@@ -563,10 +578,11 @@ def compare_document(
     Returns
     -------
     dict
-        ``schema`` (``ncuroof.compare``), ``schema_version``, ``ncuroof_version``, ``options``, ``inputs``
-        (``before`` and ``after``: lists as in :func:`analysis_document`), ``totals``, ``warnings``,
-        ``kernels`` (one record per row of the comparison table, plus ``<work>_before``/``_after``
-        for the :data:`~ncuroof.schema.KERNEL_WORK` columns the table lacks), ``gate`` and ``outputs``.
+        ``schema`` (``ncuroof.compare``), ``schema_version``, ``ncuroof_version``, ``options``,
+        ``inputs`` (``before`` and ``after``: lists as in :func:`analysis_document`), ``totals``,
+        ``warnings``, ``kernels`` (one record per row of the comparison table, plus
+        ``<work>_before``/``_after`` for the :data:`~ncuroof.schema.KERNEL_WORK` columns the table
+        lacks), ``gate`` and ``outputs``.
     """
     ab, aa = getattr(result, "before", None), getattr(result, "after", None)
     table = result.table
@@ -597,20 +613,22 @@ def compare_document(
     }
 
 
-#: Characters JSON may carry raw that a terminal would act on (DEL, C1 controls such as CSI, line and
-#: paragraph separators, bidirectional overrides): written as ``\\uXXXX`` escapes (C0 controls json escapes itself).
+#: Characters JSON may carry raw that a terminal would act on (DEL, C1 controls such as CSI, line
+#: and paragraph separators, bidirectional overrides): written as ``\\uXXXX`` escapes (C0 controls
+#: json escapes itself).
 _TERMINAL_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def dumps(doc: dict[str, Any]) -> str:
-    """The document as JSON text: UTF-8, indented, NaN refused (:func:`value` leaves none), and no character
-    from an input that a terminal would act on (escaped as ``\\uXXXX``, which JSON readers decode back).
+    """The document as JSON text: UTF-8, indented, NaN refused (:func:`value` leaves none), and no
+    character from an input that a terminal would act on (escaped as ``\\uXXXX``, which JSON
+    readers decode back).
     """
     text = json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False)
     return _TERMINAL_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
 
 
-# --- the JSON Schemas of the documents, from the same declarations ------------------------------------
+# --- the JSON Schemas of the documents, from the same declarations --------------------------------
 
 _NULL_NUMBER = {"type": ["number", "null"]}
 _NULL_STRING = {"type": ["string", "null"]}
@@ -665,7 +683,8 @@ def _declared(columns: Mapping[str, Column]) -> dict[str, Any]:
     return {name: column_schema(name, col) for name, col in columns.items()}
 
 
-#: Tensor datapath columns (``tensor_<path>_flop``, ``..._flop_per_s``, with ``_before``/``_after`` in compare).
+#: Tensor datapath columns (``tensor_<path>_flop``, ``..._flop_per_s``, with
+#: ``_before``/``_after`` in compare).
 _TENSOR_PATTERN = {r"^tensor_.+_flop(_per_s)?(_before|_after)?$": _NULL_NUMBER}
 
 
@@ -832,7 +851,8 @@ def _compare_schema() -> dict[str, Any]:
 
 
 def json_schema(kind: str) -> dict[str, Any]:
-    """The JSON Schema (draft 2020-12) of the ``analyze`` or ``compare`` document, from :mod:`ncuroof.schema`.
+    """The JSON Schema (draft 2020-12) of the ``analyze`` or ``compare`` document, from
+    :mod:`ncuroof.schema`.
 
     Parameters
     ----------
@@ -864,12 +884,14 @@ def json_schema(kind: str) -> dict[str, Any]:
 
 
 def schema_text(kind: str) -> str:
-    """:func:`json_schema` as the text of its shipped file (``ncuroof/schemas/<kind>.schema.json``)."""
+    """:func:`json_schema` as the text of its shipped file
+    (``ncuroof/schemas/<kind>.schema.json``)."""
     return json.dumps(json_schema(kind), indent=1, ensure_ascii=False) + "\n"
 
 
 def shipped_schema(kind: str) -> dict[str, Any]:
-    """The JSON Schema shipped in the package (``ncuroof/schemas/<kind>.schema.json``), for validating documents."""
+    """The JSON Schema shipped in the package (``ncuroof/schemas/<kind>.schema.json``), for
+    validating documents."""
     from importlib import resources
 
     return json.loads(

@@ -88,7 +88,8 @@ def summarize(
         most of the time), ``level`` and ``roof_fraction`` (the binding level's aggregate dot;
         NaN when that precision has no roof, as for tensor work estimated from SASS opcodes),
         ``time_at_roof_s``, ``saving_s`` [s], ``saving_share``, ..., and the diagnosis columns of
-        :func:`ncuroof.model.diagnose.diagnose_kernels` (``diagnosis``, ``evidence``, ``advice``, ``flags``).
+        :func:`ncuroof.model.diagnose.diagnose_kernels` (``diagnosis``, ``evidence``,
+        ``advice``, ``flags``).
     """
     from .. import catalog as _catalog
     from ..model import diagnose
@@ -175,7 +176,8 @@ def _env() -> jinja2.Environment:
 
 
 def _kept_flags(flags: Any, hide: str | None = None) -> list[tuple[str, str]]:
-    """The ``(code, text)`` pairs of a flags cell (pairs, or their CSV text) but those with code ``hide``."""
+    """The ``(code, text)`` pairs of a flags cell (pairs, or their CSV text) but those
+    with code ``hide``."""
     return [(code, text) for code, text in parse_cell("flags", flags) if code != hide]
 
 
@@ -192,7 +194,8 @@ def _verdict(r: Any) -> str:
 def _header(
     kernels: pd.DataFrame, summ: pd.DataFrame, meta: dict[str, Any], basis: dict[str, Any] | None
 ) -> dict[str, Any]:
-    """The line above the chart: GPU, total GPU time (ncu's), launches and kernels; the time basis with a timeline."""
+    """The line above the chart: GPU, total GPU time (ncu's), launches and kernels; the time
+    basis with a timeline."""
     gpu = meta.get("GPU") or ", ".join(
         str(d) for d in kernels.get("device_name", pd.Series(dtype=object)).dropna().unique()
     )
@@ -331,7 +334,8 @@ def _items(summ: pd.DataFrame, top: int, hide: str | None) -> list[dict[str, Any
 def _savings(
     summ: pd.DataFrame, total: float, top: int
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The largest savings per kernel and per kernel family (function name, instantiations together)."""
+    """The largest savings per kernel and per kernel family (function name,
+    instantiations together)."""
     by_saving = (
         summ[np.isfinite(summ["saving_s"].to_numpy(float))]
         .sort_values("saving_s", ascending=False)
@@ -407,7 +411,8 @@ _LAUNCH_COLUMNS = [
 
 
 def _kernel_table(summ: pd.DataFrame, hide: str | None = None) -> str:
-    """The sortable kernels table, one row per kernel with its dot colour (flags with code ``hide`` left out)."""
+    """The sortable kernels table, one row per kernel with its dot colour (flags with code
+    ``hide`` left out)."""
     cols = list(_KERNEL_COLUMNS)
     view = summ.assign(
         diagnosis=[DIAGNOSIS_TEXT.get(d, d) for d in summ["diagnosis"]],
@@ -459,7 +464,8 @@ def _kernel_table(summ: pd.DataFrame, hide: str | None = None) -> str:
 
 def _launch_table(kernels: pd.DataFrame, hide: str | None = None) -> tuple[str, str]:
     """The table of the longest launches (flags with code ``hide`` left out) and its title."""
-    # The order of the time column alone, then only the rows shown taken (sorting the whole table copies every column).
+    # The order of the time column alone, then only the rows shown taken (sorting the whole table
+    # copies every column).
     order = pd.Series(kernels["time_s"].to_numpy(), copy=False).sort_values(
         ascending=False, na_position="last", kind="stable"
     )
@@ -475,7 +481,8 @@ def _launch_table(kernels: pd.DataFrame, hide: str | None = None) -> tuple[str, 
 
 
 def _kernels_json(summ: pd.DataFrame, hide: str | None = None) -> str:
-    """Per kernel (in colour order) what the details panel shows; a dot's ``kid`` customdata column indexes it."""
+    """Per kernel (in colour order) what the details panel shows; a dot's ``kid`` customdata
+    column indexes it."""
     rows = [
         {
             "name": r.kernel_label,
@@ -506,9 +513,9 @@ def render_html(
     extra: str = "",
     basis: dict[str, Any] | None = None,
 ) -> str:
-    """The self-contained roofline page (``templates/roofline.html.j2``): header line, view controls,
-    the chart with the top kernels and hover details beside it, ``extra`` under it; then the summary,
-    the kernels and launch tables and the input's facts.
+    """The self-contained roofline page (``templates/roofline.html.j2``): header line, view
+    controls, the chart with the top kernels and hover details beside it, ``extra`` under it; then
+    the summary, the kernels and launch tables and the input's facts.
 
     Parameters
     ----------
@@ -663,7 +670,8 @@ def html_table(
     swatches: list[str] | None = None,
     row_classes: list[str] | None = None,
 ) -> str:
-    """A sortable HTML table of ``df``'s columns ``cols`` (name, header), from ``templates/table.html.j2``.
+    """A sortable HTML table of ``df``'s columns ``cols`` (name, header), from
+    ``templates/table.html.j2``.
 
     Parameters
     ----------
@@ -737,7 +745,8 @@ def _text_cells(values: pd.Series, name: bool, titles: pd.Series | None) -> list
 
 def render_fragment(template: str, **context: Any) -> str:
     """A part of a page from a template of ``ncuroof/render/templates`` (text escaped unless it is
-    :class:`markupsafe.Markup`); :func:`ncuroof.render.views.page_sections` renders its sections with it.
+    :class:`markupsafe.Markup`); :func:`ncuroof.render.views.page_sections` renders
+    its sections with it.
 
     Parameters
     ----------
@@ -767,7 +776,8 @@ def render_page(
     table: str,
     plotlyjs: str | bool = True,
 ) -> str:
-    """A self-contained HTML document (template ``templates/page.html.j2``): title, facts, the figure, then a table.
+    """A self-contained HTML document (template ``templates/page.html.j2``): title, facts, the
+    figure, then a table.
 
     Parameters
     ----------
@@ -834,7 +844,8 @@ def write_outputs(
     Raises
     ------
     InputError
-        If an input is among the files this run writes or replaces (``analyze dir/kernels.csv -o dir``).
+        If an input is among the files this run writes or replaces
+        (``analyze dir/kernels.csv -o dir``).
     OutputError
         If a file to write exists and no manifest says ncuroof wrote it, or the directory or a file
         cannot be written. Any other exception is re-raised after the staging directory is removed.
@@ -851,7 +862,8 @@ def write_outputs(
                 os.chmod(outdir, 0o777 & ~_umask())
             else:
                 _swap(outdir, tmp, [*files, tables_io.MANIFEST], [*old, tables_io.MANIFEST])
-        except BaseException as exc:  # noqa: BLE001 - whatever fails (disk, Arrow, encoding, a signal), leave no partial files
+        # whatever fails (disk, Arrow, encoding, a signal), leave no partial files
+        except BaseException as exc:  # noqa: BLE001
             shutil.rmtree(tmp, ignore_errors=True)
             if isinstance(exc, (OSError, pa.ArrowException)):
                 raise _write_error(exc, outdir) from exc
@@ -897,7 +909,8 @@ def _write_error(exc: BaseException, outdir: Path) -> OutputError:
 
 
 def _check_targets(outdir: Path, new: list[str], old: list[str], inputs: Sequence[Path]) -> None:
-    """Refuse an input among the files written or replaced, and a file to write that ncuroof did not write."""
+    """Refuse an input among the files written or replaced, and a file to write that
+    ncuroof did not write."""
     base = outdir.resolve()
     targets = {(base / n).resolve() for n in {*new, *old}}
     for p in inputs:
@@ -918,7 +931,8 @@ def _check_targets(outdir: Path, new: list[str], old: list[str], inputs: Sequenc
 
 
 def _swap(outdir: Path, tmp: Path, new: list[str], old: list[str]) -> None:
-    """Move ``old`` files of ``outdir`` aside, ``new`` ones from ``tmp`` in; on failure put the old ones back."""
+    """Move ``old`` files of ``outdir`` aside, ``new`` ones from ``tmp`` in; on failure put
+    the old ones back."""
     aside = tmp / ".old"
     aside.mkdir()
     moved_old: list[str] = []

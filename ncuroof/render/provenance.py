@@ -59,8 +59,8 @@ def collection_warnings(
     before: PathLike | Sequence[PathLike], after: PathLike | Sequence[PathLike]
 ) -> list[str]:
     """Differences in how ``ncuroof profile`` collected the two sides (clock control, pipeline boost
-    state where both ncu versions have it, cache control, replay mode, metric list), read from the reports' ``.ncuroof.json`` records; empty
-    when either side has none."""
+    state where both ncu versions have it, cache control, replay mode, metric list), read from the
+    reports' ``.ncuroof.json`` records; empty when either side has none."""
 
     def record(side: PathLike | Sequence[PathLike]) -> dict[str, Any] | None:
         recs = [collector.read_sidecar(p) for p in as_paths(side)]
@@ -87,7 +87,8 @@ def collection_warnings(
 
 
 def clock_text(kernels: pd.DataFrame) -> str:
-    """The SM clock ncu measured, for headers: median, and the range when launches differ by more than 1 %."""
+    """The SM clock ncu measured, for headers: median, and the range when launches differ
+    by more than 1 %."""
     clk = kernels["sm_clock_hz"].to_numpy(float)
     clk = clk[np.isfinite(clk)]
     if not len(clk):
@@ -132,7 +133,8 @@ def roof_sources(kernels: pd.DataFrame) -> str:
 
 
 def _achievable_text(kernels: pd.DataFrame) -> str:
-    """``achievable beside them: dram (published measurement, cited in notes), fp32 (--achievable-*)``, or ''."""
+    """``achievable beside them: dram (published measurement, cited in notes), fp32
+    (--achievable-*)``, or ''."""
     if "achievable_sources" not in kernels.columns:
         return ""
     by_source: dict[str, set[str]] = {}
@@ -156,7 +158,8 @@ def evidence_note(kernels: pd.DataFrame, instruction_chart: bool = False) -> str
     Parameters
     ----------
     kernels : DataFrame
-        The classified launch table (``status``, ``sm_throughput_frac``, ``memory_throughput_frac``).
+        The classified launch table (``status``, ``sm_throughput_frac``,
+        ``memory_throughput_frac``).
     instruction_chart : bool, default False
         Whether the page or output has an instruction roofline (warp-instruction counters).
 
@@ -240,8 +243,8 @@ def csv_limits(kernels: pd.DataFrame, inputs: Sequence[PathLike]) -> str | None:
 
 
 def device_text(kernels: pd.DataFrame) -> str:
-    """``NVIDIA A100 80GB PCIe (CC 8.0)`` per distinct device; an input that names none says so (never ``nan``),
-    with the ``--gpu`` datasheet its roofs came from when one was given.
+    """``NVIDIA A100 80GB PCIe (CC 8.0)`` per distinct device; an input that names none says so
+    (never ``nan``), with the ``--gpu`` datasheet its roofs came from when one was given.
 
     Parameters
     ----------
@@ -271,7 +274,8 @@ def device_text(kernels: pd.DataFrame) -> str:
 
 
 def page_meta(kernels: pd.DataFrame, inputs: Sequence[Path]) -> dict[str, str]:
-    """The page header: inputs, GPU, ncu version, launch counts, clocks, collection and roof sources.
+    """The page header: inputs, GPU, ncu version, launch counts, clocks,
+    collection and roof sources.
 
     Parameters
     ----------

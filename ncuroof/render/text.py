@@ -18,7 +18,8 @@ __all__ = ["analysis_text", "compare_text", "gate_text", "series_text", "profile
 
 
 def _findings(result: Any) -> list[str]:
-    """Advice and flags of the top kernels, the what-if projection, roofs, caveats, failed launches."""
+    """Advice and flags of the top kernels, the what-if projection, roofs,
+    caveats, failed launches."""
     k = result.kernels
     ipts = getattr(result, "instruction_points", None)
     evidence = provenance.evidence_note(k, ipts is not None and len(ipts) > 0)
@@ -76,7 +77,8 @@ def _production_lines(prod: Any) -> list[str]:
 
     t = prod.table
     lines = [time_basis(prod)["text"]]
-    # one line per function name: several timeline rows (kernels of one name, devices) would repeat it
+    # one line per function name: several timeline rows (kernels of one name,
+    # devices) would repeat it
     unprofiled = (
         t[t["match"] == "unprofiled"]
         .groupby("kernel_name", sort=False)
@@ -159,8 +161,8 @@ def _compare_table(result: Any, top: int) -> str:
 
 
 def compare_text(result: Any, top: int = 10, quiet: bool = False) -> str:
-    """What ``compare`` prints: the largest changes under the headline (speedup over matched kernels,
-    both runs' totals), the after run's share of time per bound, the output.
+    """What ``compare`` prints: the largest changes under the headline (speedup over matched
+    kernels, both runs' totals), the after run's share of time per bound, the output.
 
     Parameters
     ----------
@@ -194,7 +196,8 @@ def compare_text(result: Any, top: int = 10, quiet: bool = False) -> str:
 
 
 def gate_text(gate: Any) -> str:
-    """What the CI gate prints on stderr: its notes, failures and what it could not judge, then the verdict.
+    """What the CI gate prints on stderr: its notes, failures and what it could not
+    judge, then the verdict.
 
     Parameters
     ----------
@@ -225,7 +228,8 @@ def gate_text(gate: Any) -> str:
 
 
 def series_text(result: Any, top: int = 10, quiet: bool = False) -> str:
-    """What ``compare`` prints for several runs: each kernel's time through the runs (longest last time first).
+    """What ``compare`` prints for several runs: each kernel's time through the runs
+    (longest last time first).
 
     Parameters
     ----------
@@ -238,7 +242,8 @@ def series_text(result: Any, top: int = 10, quiet: bool = False) -> str:
     Returns
     -------
     str
-        ``name: 1.2 ms -> - -> 0.8 ms (1.50x its first)`` lines (``-``: not in that run), then ``wrote DIR/ (files)``.
+        ``name: 1.2 ms -> - -> 0.8 ms (1.50x its first)`` lines (``-``: not in that run), then
+        ``wrote DIR/ (files)``.
     """
     out = []
     if not quiet:
@@ -289,8 +294,8 @@ def profile_text(res: Any) -> str:
 
 
 def doctor_text(checks: list[Any]) -> str:
-    """What ``doctor`` prints: a line per check (``ok``, ``FAIL`` or ``?``), then its fix when it did
-    not pass.
+    """What ``doctor`` prints: a line per check (``ok``, ``FAIL`` or ``?``), then its fix
+    when it did not pass.
 
     Parameters
     ----------

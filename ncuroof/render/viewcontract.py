@@ -1,9 +1,9 @@
 """The roofline page's view contract, declared once and read by both Python and the page's script.
 
 A figure carries every view the page can show as traces; which of them are visible depends only on
-the page's *state* (:class:`ViewState`: precision view, memory levels, dot groups, colouring, focus).
-Each trace says when it is visible in its ``meta["when"]``: a dict from state field to the value(s)
-it needs. :func:`visible` is the whole rule:
+the page's *state* (:class:`ViewState`: precision view, memory levels, dot groups, colouring,
+focus). Each trace says when it is visible in its ``meta["when"]``: a dict from state field to the
+value(s) it needs. :func:`visible` is the whole rule:
 
 - state field holds one value, ``when`` one value: they are equal;
 - state field holds one value, ``when`` a list: the state's value is in the list;
@@ -20,11 +20,12 @@ for every field listed, the key of the state's value is in the list.
 The :class:`ViewContract` also
 lists the controls (one per state field, each with its options, shown in the states its own
 ``when`` allows), the per-state restyles
-(colour scales) and relayouts (axes), and is serialised into the figure's ``layout.meta["view"]``, where the
-script reads it. So a new view is a new option of a control (or a new state field with its
+(colour scales) and relayouts (axes), and is serialised into the figure's ``layout.meta["view"]``,
+where the script reads it. So a new view is a new option of a control (or a new state field with its
 control) plus traces whose ``when`` names it; no visibility logic is added anywhere. Whole other
-charts (the NVTX phases, the instruction roofline: :mod:`ncuroof.render.views`) are :class:`Chart` objects that
-:func:`add_charts` turns into options of a ``chart`` field, with their axes as that field's relayouts.
+charts (the NVTX phases, the instruction roofline: :mod:`ncuroof.render.views`) are :class:`Chart`
+objects that :func:`add_charts` turns into options of a ``chart`` field, with their axes as
+that field's relayouts.
 """
 
 from __future__ import annotations
@@ -135,7 +136,8 @@ class ViewContract:
         Dots per ``<mode>/<precision view>/<focus|rest>`` (for benchmarks and tests).
     customdata : list of str
         The columns of the ``customdata`` of the ``dots`` traces, in order
-        (:data:`ncuroof.render.figure.CUSTOMDATA`); the script finds a column's index by its name here.
+        (:data:`ncuroof.render.figure.CUSTOMDATA`); the script finds a column's
+        index by its name here.
     shows : dict
         The visibility rule evaluated (:func:`apply_view`): ``traces``, one :func:`shows` per trace
         of the figure in order, and ``controls``, one per control; what the script reads.
@@ -168,7 +170,8 @@ class Chart:
         Its traces; ``meta["role"]`` names them (not ``dots``: the details panel reads those) and
         ``meta["when"]`` may name the fields in ``fields``.
     layout : dict
-        ``{plotly layout attribute: value}`` while it shows (title, axis titles; the axes autorange).
+        ``{plotly layout attribute: value}`` while it shows (title, axis titles;
+        the axes autorange).
     fields : tuple of str
         Other state fields its traces follow (e.g. ``('levels',)``): their controls show with it.
     """
@@ -181,7 +184,8 @@ class Chart:
 
 
 def visible(when: dict[str, Any], state: ViewState | dict[str, Any]) -> bool:
-    """Whether a trace with visibility conditions ``when`` shows in ``state`` (rule in the module docstring).
+    """Whether a trace with visibility conditions ``when`` shows in ``state`` (rule in
+    the module docstring).
 
     Parameters
     ----------
@@ -312,7 +316,8 @@ def apply_view(fig: go.Figure, contract: ViewContract) -> None:
 
 
 def _own_layout(fig: go.Figure) -> dict[str, Any]:
-    """The relayout that brings back the figure's own chart: title, axis titles and ranges, notes."""
+    """The relayout that brings back the figure's own chart: title, axis titles
+    and ranges, notes."""
     lay = fig.layout
     out: dict[str, Any] = {
         "title.text": lay.title.text,
@@ -326,7 +331,8 @@ def _own_layout(fig: go.Figure) -> dict[str, Any]:
 
 
 def add_charts(fig: go.Figure, contract: ViewContract, charts: list[Chart], label: str) -> None:
-    """Put other charts into ``fig`` as options of a ``chart`` control (first in ``contract``'s controls).
+    """Put other charts into ``fig`` as options of a ``chart`` control (first in
+    ``contract``'s controls).
 
     The figure's own traces get ``chart = contract.state.chart`` in their ``when``, each chart's
     traces its ``id``; conditions of a chart's traces on fields that no control can switch to the

@@ -114,7 +114,8 @@ def _instruction_roofs(
     return traces
 
 
-#: Columns of an instruction dot's ``customdata``, in order (its hover template names them; numbers only).
+#: Columns of an instruction dot's ``customdata``, in order (its hover template names
+#: them; numbers only).
 INSTRUCTION_CUSTOMDATA = ("launch_id", "roof_fraction")
 
 
@@ -138,7 +139,8 @@ def _instruction_note(levels: list[str], peak: float, walls: dict[str, float]) -
 
 
 def instruction_chart(ipts: pd.DataFrame) -> Chart:
-    """The instruction roofline [DING]: one dot per (launch, level), the issue roof and one wall per level.
+    """The instruction roofline [DING]: one dot per (launch, level), the issue roof
+    and one wall per level.
 
     Parameters
     ----------
@@ -205,8 +207,9 @@ def _instruction_dots(g: pd.DataFrame, lv: str) -> go.Scatter:
 
 
 #: Columns of a phase dot's ``customdata``, in order: its hover template names them
-#: (:func:`ncuroof.render.figure.customdata_fields`); ``flop`` is the precision view's. Numbers only, as
-#: the roofline's dots (NaN stays NaN; plotly would show a missing value in a mixed array as 0).
+#: (:func:`ncuroof.render.figure.customdata_fields`); ``flop`` is the precision view's. Numbers
+#: only, as the roofline's dots (NaN stays NaN; plotly would show a missing value in
+#: a mixed array as 0).
 PHASE_CUSTOMDATA = ("launches", "time_s", "time_share", "flop", "time_at_roof_s")
 
 
@@ -224,8 +227,8 @@ def _phase_dots(phases: pd.DataFrame, view: str) -> pd.DataFrame:
 
 
 def _phase_trace(d: pd.DataFrame, view: str, label: str) -> go.Scatter:
-    """The dots of one precision view: labelled on the chart (``text``), area by time share, hover from
-    :data:`PHASE_CUSTOMDATA` under the phase and its bound (``hovertext``)."""
+    """The dots of one precision view: labelled on the chart (``text``), area by time share, hover
+    from :data:`PHASE_CUSTOMDATA` under the phase and its bound (``hovertext``)."""
     work = "all counted FLOPs" if view == "main" else f"{precision_title(view)} FLOPs"
     hover = customdata_fields(
         "%{hovertext}<br>%{@launches:.0f} launches, %{@time_s:.3s}s (%{@time_share:.0%})<br>"
@@ -262,18 +265,19 @@ def phase_chart(
     chart_id: str = "phases",
     label: str = "NVTX phases",
 ) -> Chart:
-    """One time-weighted dot per NVTX phase at DRAM under the roofline figure's DRAM and compute roofs,
-    following its precision control.
+    """One time-weighted dot per NVTX phase at DRAM under the roofline figure's DRAM and compute
+    roofs, following its precision control.
 
     Parameters
     ----------
     phases : DataFrame
-        :func:`ncuroof.model.phases.phase_table` (or :func:`ncuroof.model.production.op_table` with ``op``
-        renamed ``phase``).
+        :func:`ncuroof.model.phases.phase_table` (or :func:`ncuroof.model.production.op_table` with
+        ``op`` renamed ``phase``).
     points, summary : DataFrame
         The points table and kernel summary the roofline figure draws: the roofs
         (:func:`ncuroof.render.figure.roofs`), the precision views and when each roof shows in them
-        (:func:`ncuroof.render.figure.precision_views`, :func:`ncuroof.render.figure.precision_when`).
+        (:func:`ncuroof.render.figure.precision_views`,
+        :func:`ncuroof.render.figure.precision_when`).
     chart_id, label : str
         The chart's ``id`` and its name (control, title, hover): ``phases``, ``NVTX phases`` by
         default; ``ops``, ``PyTorch operators`` for ``--group-by op``.
@@ -283,11 +287,11 @@ def phase_chart(
     Chart
         ``id`` ``chart_id``, following the ``precision`` field: per precision view, dots at x = the
         view's FLOPs / ``dram_bytes`` [FLOP/B], y = the view's FLOPs / time [FLOP/s] (``main``: all
-        counted FLOPs, the table's ``dram_ai_flop_per_byte`` and ``flop_per_s``), marker area by time
-        share (``meta.role`` ``phase_dots``, ``meta.when`` the view); per precision with a roof,
-        min(its compute roof, AI × the DRAM roof) (``phase_roof``), in the views where the figure
-        draws that roof. Phases without FLOPs or DRAM bytes are counted in the title, not drawn; the
-        title says when no roof can be drawn.
+        counted FLOPs, the table's ``dram_ai_flop_per_byte`` and ``flop_per_s``), marker area by
+        time share (``meta.role`` ``phase_dots``, ``meta.when`` the view); per precision with a
+        roof, min(its compute roof, AI × the DRAM roof) (``phase_roof``), in the views where the
+        figure draws that roof. Phases without FLOPs or DRAM bytes are counted in the title, not
+        drawn; the title says when no roof can be drawn.
     """
     compute, memory, _ = roofs(points)
     views = [v for v, _ in precision_views(points)] or ["main"]
@@ -406,7 +410,8 @@ def rank_section(
     imbalance: float | None = None,
     top: int = RANKS_ON_PAGE,
 ) -> str:
-    """A multi-rank run's section of the page: each kernel's spread over the ranks (template ``ranks.html.j2``).
+    """A multi-rank run's section of the page: each kernel's spread over the ranks
+    (template ``ranks.html.j2``).
 
     Parameters
     ----------
@@ -418,7 +423,8 @@ def rank_section(
     imbalance : float, optional
         The ``[ranks].imbalance`` threshold of the flag (a fraction); default the catalog's.
     top : int, default :data:`RANKS_ON_PAGE`
-        Kernels listed, the first of ``ranks``; the section counts those left out (all are in ``ranks.csv``).
+        Kernels listed, the first of ``ranks``; the section counts those left out (all
+        are in ``ranks.csv``).
 
     Returns
     -------
@@ -471,7 +477,8 @@ def _rank_table(shown: pd.DataFrame, summary: pd.DataFrame, flags: list[bool]) -
 
 
 def _left_out(shown: int, flagged_left: int, n: int) -> str:
-    """The section's sentence on how many kernels it lists and how many (load-imbalanced ones among them) it leaves out."""
+    """The section's sentence on how many kernels it lists and how many (load-imbalanced ones among
+    them) it leaves out."""
     if shown == n:
         return f"All {fmt.count(n, 'kernel')}, longest median time per rank first."
     left = n - shown
@@ -483,8 +490,8 @@ def _left_out(shown: int, flagged_left: int, n: int) -> str:
 
 
 def _notes(summary: pd.DataFrame) -> list[dict[str, str]]:
-    """Per kernel with a ``speed_of_light_note`` (:func:`ncuroof.model.summary.kernel_summary`), in summary order:
-    ``label`` and ``note``."""
+    """Per kernel with a ``speed_of_light_note`` (:func:`ncuroof.model.summary.kernel_summary`), in
+    summary order: ``label`` and ``note``."""
     return [
         {"label": r.kernel_label, "note": r.speed_of_light_note}
         for r in summary.itertuples(index=False)
@@ -497,7 +504,8 @@ TIMELINE_ON_PAGE = 15
 
 
 def time_basis(production: Production | None) -> dict[str, Any] | None:
-    """The page header's time basis with a timeline (:func:`ncuroof.render.page.render_html` ``basis``), else None.
+    """The page header's time basis with a timeline (:func:`ncuroof.render.page.render_html`
+    ``basis``), else None.
 
     Parameters
     ----------
@@ -507,9 +515,10 @@ def time_basis(production: Production | None) -> dict[str, Any] | None:
     Returns
     -------
     dict or None
-        ``total_s``: the timeline's kernel time on its device [s], the shares' denominator; ``text``:
-        one sentence with the trace, the device, that time, the coverage (share of it whose kernels
-        have a roofline point) and the idle share (no kernel running: 1 - busy / span).
+        ``total_s``: the timeline's kernel time on its device [s], the shares' denominator;
+        ``text``: one sentence with the trace, the device, that time, the coverage (share of it
+        whose kernels have a roofline point) and the idle share (no kernel
+        running: 1 - busy / span).
     """
     if production is None:
         return None
@@ -567,7 +576,8 @@ def timeline_section(
     production : Production
         :func:`ncuroof.model.production.join`.
     summary : DataFrame
-        The kernel summary (``kernel_key``, ``kernel_label``), to name profiled kernels as the page does.
+        The kernel summary (``kernel_key``, ``kernel_label``), to name profiled
+        kernels as the page does.
     top : int, default :data:`TIMELINE_ON_PAGE`
         Rows of each table.
 

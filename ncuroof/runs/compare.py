@@ -1,17 +1,18 @@
-"""Compare two analyses: match kernels, say how far each dot moved, what work changed, and gate CI on it.
+"""Compare two analyses: match kernels, say how far each dot moved, what work
+changed, and gate CI on it.
 
-A comparison is a join of the two runs' kernel summaries (:func:`ncuroof.model.summary.kernel_summary`,
-the page's own aggregation and binding point), so a kernel's AI and roof fraction before and
-after are those of its row on each page; beside them the kernel's work and traffic (FLOPs per
-precision, bytes per level, summed over its launches like the summary's time). Kernels are matched
-on their kernel identity (:func:`ncuroof.model.summary.kernel_keys`: the demangled name, or finer
-keys with ``--match``; the k-th launch of each kernel with ``--match launch``) by
-:func:`ncuroof.model.summary.pair_keys`: pairs given by hand (``--pair``) first, then equal keys,
-then fallbacks that say they were used: the same base name once template arguments and parameters
-are stripped, then names that differ only in their numbers (``sigma_gpp_gpu_34`` →
-``sigma_gpp_gpu_35``: OpenACC/OpenMP offload kernels are named after a source line) when that
-pairing is unambiguous. A kernel left in one run only gets a likely partner in the other
-(:func:`partners`), suggested, never paired.
+A comparison is a join of the two runs' kernel summaries
+(:func:`ncuroof.model.summary.kernel_summary`, the page's own aggregation and binding point), so a
+kernel's AI and roof fraction before and after are those of its row on each page; beside them the
+kernel's work and traffic (FLOPs per precision, bytes per level, summed over its launches like the
+summary's time). Kernels are matched on their kernel identity
+(:func:`ncuroof.model.summary.kernel_keys`: the demangled name, or finer keys with ``--match``; the
+k-th launch of each kernel with ``--match launch``) by :func:`ncuroof.model.summary.pair_keys`:
+pairs given by hand (``--pair``) first, then equal keys, then fallbacks that say they were used: the
+same base name once template arguments and parameters are stripped, then names that differ only in
+their numbers (``sigma_gpp_gpu_34`` → ``sigma_gpp_gpu_35``: OpenACC/OpenMP offload kernels are named
+after a source line) when that pairing is unambiguous. A kernel left in one run only gets a likely
+partner in the other (:func:`partners`), suggested, never paired.
 
 The CI gate (:func:`gate`) judges matched kernels: a matched kernel, or the matched kernels' total,
 slower by more than the threshold fails it; kernels in one run only fail it only when asked
@@ -78,7 +79,8 @@ def thresholds() -> dict[str, float]:
 
 def __getattr__(name: str) -> float:
     """``MOVE_THRESHOLD``: the relative change below which AI, roof fraction, work, traffic or
-    throughput counts as unchanged (``[compare].move`` of ``metrics/thresholds.toml``), read when first asked.
+    throughput counts as unchanged (``[compare].move`` of ``metrics/thresholds.toml``),
+    read when first asked.
     """
     if name == "MOVE_THRESHOLD":
         return thresholds()["move"]
@@ -103,21 +105,24 @@ _WORK = [*(f"{p}_flop" for p in WORK_PRECISIONS), *(f"{lv}_bytes" for lv in LEVE
 
 
 def work(kernels: pd.DataFrame, by: str = "kernel") -> pd.DataFrame:
-    """Per kernel: its time, work and traffic summed over its launches, and its launch configuration.
+    """Per kernel: its time, work and traffic summed over its launches, and its
+    launch configuration.
 
     Parameters
     ----------
     kernels : DataFrame
         A launch table (:data:`ncuroof.schema.KERNELS`).
     by : str, default 'kernel'
-        Kernel identity when ``kernels`` has no ``kernel_key`` (:func:`ncuroof.model.summary.keys_of`).
+        Kernel identity when ``kernels`` has no ``kernel_key``
+        (:func:`ncuroof.model.summary.keys_of`).
 
     Returns
     -------
     DataFrame
         Indexed by ``kernel_key``: ``time_s`` [s] (NaN unless every launch has a duration: a partial
-        sum would hide a slowdown), ``<p>_flop`` [FLOP] for :data:`WORK_PRECISIONS`, ``<level>_bytes``
-        [B] (NaN where no launch has the counter), ``grid`` and ``block`` of most of the time.
+        sum would hide a slowdown), ``<p>_flop`` [FLOP] for :data:`WORK_PRECISIONS`,
+        ``<level>_bytes`` [B] (NaN where no launch has the counter), ``grid`` and ``block``
+        of most of the time.
     """
     k = kernels.reindex(columns=["time_s", "grid", "block", *_WORK]).assign(
         kernel_key=keys_of(kernels, by).to_numpy()
@@ -157,7 +162,8 @@ def movement(
 ) -> str:
     """Which way a dot moved: ``more reuse`` (AI up), ``better utilization`` (roof fraction up),
     ``both``, ``worse`` (both down), mixed (``more reuse, lower utilization``, …), ``none``, or
-    ``unknown`` when a value is missing. Changes under ``threshold`` (default ``MOVE_THRESHOLD``) count as none.
+    ``unknown`` when a value is missing. Changes under ``threshold`` (default
+    ``MOVE_THRESHOLD``) count as none.
     """
     threshold = thresholds()["move"] if threshold is None else threshold
 
@@ -211,9 +217,10 @@ def change(row: Any, threshold: float | None = None) -> str:
     """What moved between before and after, with the numbers: ``FP64 work −47 %, throughput +4 %``.
 
     Work per precision (:data:`WORK_PRECISIONS`), traffic per level and launches are named when they
-    changed by ``threshold`` or more (``same work and traffic`` when none did); the throughput (FLOP/s
-    of the kernel's precision at its binding dot) is always given when known on both sides, so "did
-    less work" reads apart from "did the work faster". Work a side has no counter for is left out.
+    changed by ``threshold`` or more (``same work and traffic`` when none did); the throughput
+    (FLOP/s of the kernel's precision at its binding dot) is always given when known on both sides,
+    so "did less work" reads apart from "did the work faster". Work a side has no
+    counter for is left out.
 
     Parameters
     ----------
@@ -261,7 +268,8 @@ def join(
     by: str = "kernel",
     pairs: Sequence[tuple[str, str]] = (),
 ) -> pd.DataFrame:
-    """The comparison table (:data:`ncuroof.schema.COMPARE`): two kernel summaries joined on matched kernels.
+    """The comparison table (:data:`ncuroof.schema.COMPARE`): two kernel summaries
+    joined on matched kernels.
 
     Every rate is the page's own (:func:`ncuroof.model.summary.kernel_summary`): a kernel's AI and
     roof fraction before and after equal its row in each page's kernel table; work, traffic and
@@ -288,7 +296,8 @@ def join(
         that is not known is NaN, never 0. Sorted by the time the change saved or cost, largest
         first, then kernels of unknown time.
     """
-    # Speedups compare ncu's durations: with a timeline (--timeline) time_s is production's, the same run on both sides.
+    # Speedups compare ncu's durations: with a timeline (--timeline) time_s is production's, the
+    # same run on both sides.
     before, after = (
         s.assign(time_s=s["profiled_time_s"]) if "profiled_time_s" in s.columns else s
         for s in (before, after)
@@ -356,8 +365,8 @@ def _identity_and_time(out: pd.DataFrame, matched: np.ndarray) -> None:
 
 
 def _movement_columns(out: pd.DataFrame, matched: np.ndarray) -> None:
-    """``movement_level``, ``movement`` and the AI and roof fraction at that level, in place. A kernel
-    in one run only has its binding dot's there (and no movement)."""
+    """``movement_level``, ``movement`` and the AI and roof fraction at that level, in place. A
+    kernel in one run only has its binding dot's there (and no movement)."""
     moved = [
         _movement(r) if m else ("", "")
         for r, m in zip(out.itertuples(index=False), matched, strict=True)
@@ -388,7 +397,8 @@ def _close(x: np.ndarray, y: np.ndarray, tol: float) -> np.ndarray:
         return (x > 0) & (y > 0) & (np.abs(y / x - 1) <= tol)
 
 
-#: Above this many (gone, new) kernel pairs :func:`partners` weighs only pairs of the same configuration.
+#: Above this many (gone, new) kernel pairs :func:`partners` weighs only pairs of
+#: the same configuration.
 _MAX_CANDIDATES = 1_000_000
 
 
@@ -405,12 +415,14 @@ def partners(table: pd.DataFrame) -> list[str]:
     Parameters
     ----------
     table : DataFrame
-        :func:`join`'s rows (``status``, ``kernel_key``, ``grid``/``block``/work/``time_s`` per side).
+        :func:`join`'s rows (``status``, ``kernel_key``,
+        ``grid``/``block``/work/``time_s`` per side).
 
     Returns
     -------
     list of str
-        Per row: the partner's ``kernel_key`` in the other run, ``''`` when none (and for matched kernels).
+        Per row: the partner's ``kernel_key`` in the other run, ``''`` when none (and
+        for matched kernels).
     """
     out = [""] * len(table)
     gone = np.flatnonzero((table["status"] == "only_before").to_numpy())
@@ -569,7 +581,8 @@ def resolve_pairs(
 
 
 def read_pair_file(path: str | Path) -> list[tuple[str, str]]:
-    """The pairs of a ``--pair-file``: TOML with ``[[pair]]`` tables of ``before`` and ``after`` strings.
+    """The pairs of a ``--pair-file``: TOML with ``[[pair]]`` tables of ``before``
+    and ``after`` strings.
 
     Raises
     ------
@@ -651,8 +664,8 @@ def totals(table: pd.DataFrame, before: pd.DataFrame, after: pd.DataFrame) -> di
         (over the matched kernels whose time is known on both sides), ``matched_kernels``,
         ``matched_known`` (those with both times); per run ``time_s_before``/``_after`` [s] (the
         launches with a duration; NaN when none has one), ``unknown_launches_<side>`` (launches
-        without a duration), ``kernels_<side>``; ``share_<bound>`` of the after run's time for each of
-        :data:`ncuroof.schema.BOUNDS` (NaN without time).
+        without a duration), ``kernels_<side>``; ``share_<bound>`` of the after run's time for each
+        of :data:`ncuroof.schema.BOUNDS` (NaN without time).
     """
     out: dict[str, float] = {}
     for side, k in (("before", before), ("after", after)):
@@ -690,8 +703,8 @@ def totals(table: pd.DataFrame, before: pd.DataFrame, after: pd.DataFrame) -> di
 
 
 def headline(tot: dict[str, float]) -> str:
-    """``speedup 1.02x over 3 matched kernels (1.2 ms -> 1.18 ms); whole runs: 1.5 ms before (4 kernels),
-    1.2 ms after (3 kernels)``; a run with launches of unknown time says how many."""
+    """``speedup 1.02x over 3 matched kernels (1.2 ms -> 1.18 ms); whole runs: 1.5 ms before (4
+    kernels), 1.2 ms after (3 kernels)``; a run with launches of unknown time says how many."""
 
     def run(side: str) -> str:
         n, unknown = int(tot[f"kernels_{side}"]), int(tot[f"unknown_launches_{side}"])
@@ -761,7 +774,8 @@ def _one_run(
 
 
 def _renamed(table: pd.DataFrame, limit: float) -> list[str]:
-    """Failures: an unpaired kernel whose likely partner (:func:`partners`) is slower by more than ``limit``."""
+    """Failures: an unpaired kernel whose likely partner (:func:`partners`) is slower by
+    more than ``limit``."""
     keys = dict(zip(table["kernel_key"], table.itertuples(index=False), strict=True))
     out = []
     for r in table[(table["status"] == "only_before") & (table["partner"] != "")].itertuples(
@@ -784,9 +798,9 @@ def _renamed(table: pd.DataFrame, limit: float) -> list[str]:
 
 
 def _unknown(table: pd.DataFrame, tot: dict[str, float]) -> tuple[list[str], list[str]]:
-    """(what the gate cannot judge, notes): an empty run, no kernel in both runs, a matched kernel whose
-    time is known in one run only, no matched kernel known in both; a kernel without a duration in
-    either run (a launch ncu failed to measure each time) is a note, not judged."""
+    """(what the gate cannot judge, notes): an empty run, no kernel in both runs, a matched kernel
+    whose time is known in one run only, no matched kernel known in both; a kernel without a
+    duration in either run (a launch ncu failed to measure each time) is a note, not judged."""
     out = [
         f"the {side} run has no kernels: nothing to judge"
         for side in ("before", "after")
@@ -797,7 +811,8 @@ def _unknown(table: pd.DataFrame, tot: dict[str, float]) -> tuple[list[str], lis
         out.append(
             "no kernel is in both runs: nothing to judge (pair renamed kernels with --pair OLD=NEW)"
         )
-    # a duration of 0 or less is no measurement (a hand-edited saved table): unknown, never infinitely fast
+    # a duration of 0 or less is no measurement (a hand-edited saved table): unknown,
+    # never infinitely fast
     known = {
         s: (lambda t: np.isfinite(t) & (t > 0))(m[f"time_s_{s}"].to_numpy(float))
         for s in ("before", "after")
@@ -853,7 +868,8 @@ def gate(
     fail_on_gone: bool = False,
     allow_unmatched: bool = False,
 ) -> Gate:
-    """The CI gate: did a matched kernel, or the matched total, get slower by more than ``pct`` percent?
+    """The CI gate: did a matched kernel, or the matched total, get slower by more
+    than ``pct`` percent?
 
     Parameters
     ----------
@@ -899,8 +915,8 @@ def gate(
 
 
 def slower(table: pd.DataFrame, tot: dict[str, float], pct: float) -> list[str]:
-    """The gate's failures and what it could not judge (:func:`gate` with its defaults), one line each;
-    empty when it passes."""
+    """The gate's failures and what it could not judge (:func:`gate` with its defaults), one line
+    each; empty when it passes."""
     g = gate(table, tot, pct)
     return g.failures + g.unknown
 
@@ -1010,7 +1026,8 @@ def series(
     by : str, default 'kernel'
         The kernel identity of the summaries.
     pairs : sequence of (str, str)
-        Pairs by hand (:func:`resolve_pairs`); each must resolve between at least one pair of consecutive runs.
+        Pairs by hand (:func:`resolve_pairs`); each must resolve between at least one pair
+        of consecutive runs.
 
     Returns
     -------
@@ -1039,8 +1056,9 @@ def series(
 def _pair_steps(
     summaries: Sequence[pd.DataFrame], pairs: Sequence[tuple[str, str]]
 ) -> list[list[tuple[str, str]]]:
-    """Per pair of consecutive runs, the pairs by hand resolved between them (:func:`resolve_pairs`);
-    InputError for a pair that names one kernel in no two consecutive runs."""
+    """Per pair of consecutive runs, the pairs by hand resolved between them
+    (:func:`resolve_pairs`); InputError for a pair that names one kernel in no two
+    consecutive runs."""
     steps = [
         [
             resolve_pairs([spec], summaries[i - 1], summaries[i])[0]
@@ -1123,7 +1141,8 @@ def _trail_columns(out: pd.DataFrame) -> pd.DataFrame:
 
 def _trail_level(rows: pd.DataFrame) -> str:
     """The one level a trail is drawn at: the kernel's binding level in its last run, else DRAM, L2,
-    L1, the first where every run of the trail has an AI; else that binding level (DRAM without one).
+    L1, the first where every run of the trail has an AI; else that binding
+    level (DRAM without one).
     """
     last = rows["level"].iat[-1] if rows["level"].iat[-1] in LEVELS else "dram"
     for lv in dict.fromkeys([last, "dram", "l2", "l1"]):

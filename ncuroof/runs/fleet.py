@@ -1,16 +1,16 @@
 """Fleets: many unrelated reports analyzed one by one as one ``dask.distributed`` job.
 
 ``ncuroof analyze runs/*.ncu-rep --stack`` with :data:`FLEET_MIN_INPUTS` or more inputs (or with
-``--scheduler`` or ``--workers``) analyzes every input alone in a task (:func:`analyze_input`: only its
-launch table, :func:`ncuroof.model.analysis.launch_table`: read, kernels, roofs, classification, diagnosis of
-each launch) on a :class:`distributed.LocalCluster` of this machine's cores, or on an existing cluster
-given by its scheduler address. The launch tables of the inputs
-that succeed are concatenated in input order: they equal the tables of each report analyzed
-alone, and :func:`ncuroof.model.analysis.from_kernels` makes one analysis of them (points, dots,
-summary: computed once for the fleet, every step per launch or per kernel). An input
-that fails (missing, corrupt, foreign, or a worker that died on it) is listed in the failures
-table and never stops the others; when no input succeeds the whole job fails with the first
-error. Fewer inputs run in this process, the same way, without starting a cluster.
+``--scheduler`` or ``--workers``) analyzes every input alone in a task (:func:`analyze_input`: only
+its launch table, :func:`ncuroof.model.analysis.launch_table`: read, kernels, roofs, classification,
+diagnosis of each launch) on a :class:`distributed.LocalCluster` of this machine's cores, or on an
+existing cluster given by its scheduler address. The launch tables of the inputs that succeed are
+concatenated in input order: they equal the tables of each report analyzed alone, and
+:func:`ncuroof.model.analysis.from_kernels` makes one analysis of them (points, dots, summary:
+computed once for the fleet, every step per launch or per kernel). An input that fails (missing,
+corrupt, foreign, or a worker that died on it) is listed in the failures table and never stops the
+others; when no input succeeds the whole job fails with the first error. Fewer inputs run in this
+process, the same way, without starting a cluster.
 """
 
 from __future__ import annotations
@@ -32,11 +32,12 @@ from ..schema import FAILURES, validate_kernels
 
 __all__ = ["FLEET_MIN_INPUTS", "FleetResult", "analyze_input", "analyze_on_worker", "run", "wanted"]
 
-#: Stacks of at least this many inputs run on dask; smaller ones in this process (no cluster start-up).
-#: ``scripts/bench_fleet.py`` on 2 cores: a local cluster costs about 1.5 s to start, and copies of
-#: a 4-launch report analyze in 0.16 s each in-process, so dask pays from about 16 of them (0.95 of
-#: the in-process time; 32: 0.89; 8: 1.49); stacks of four 5,000-launch reports are still faster
-#: in-process (a big report is decoded on several processes anyway, :mod:`ncuroof.parser.split`).
+#: Stacks of at least this many inputs run on dask; smaller ones in this process (no cluster
+#: start-up). ``scripts/bench_fleet.py`` on 2 cores: a local cluster costs about 1.5 s to start, and
+#: copies of a 4-launch report analyze in 0.16 s each in-process, so dask pays from about 16 of them
+#: (0.95 of the in-process time; 32: 0.89; 8: 1.49); stacks of four 5,000-launch reports are still
+#: faster in-process (a big report is decoded on several processes anyway,
+#: :mod:`ncuroof.parser.split`).
 FLEET_MIN_INPUTS = 16
 
 #: Seconds to wait for an existing scheduler to answer.
@@ -67,7 +68,8 @@ def wanted(n_inputs: int, scheduler: str | None, workers: int | None = None) -> 
 
 
 def analyze_input(path: str, source: str, options: AnalysisOptions) -> dict[str, Any]:
-    """Analyze one input alone (a dask task): its launch table (:func:`ncuroof.model.analysis.launch_table`), or its error.
+    """Analyze one input alone (a dask task): its launch table
+    (:func:`ncuroof.model.analysis.launch_table`), or its error.
 
     Parameters
     ----------
@@ -82,8 +84,8 @@ def analyze_input(path: str, source: str, options: AnalysisOptions) -> dict[str,
     -------
     dict
         ``source`` and either ``kernels`` (the classified launch table) or ``error`` (the one-line
-        message of the :class:`~ncuroof.errors.NcuroofError`, naming the input as given). Other exceptions propagate (a
-        defect, reported by :func:`run` as an internal error of that input).
+        message of the :class:`~ncuroof.errors.NcuroofError`, naming the input as given). Other
+        exceptions propagate (a defect, reported by :func:`run` as an internal error of that input).
     """
     from ..model import analysis
 
@@ -123,7 +125,8 @@ def _quiet_dask() -> Iterator[None]:
 
 @contextlib.contextmanager
 def _client(scheduler: str | None, workers: int) -> Iterator[Any]:
-    """A dask client: of the scheduler at ``scheduler``, or of a local cluster of ``workers`` processes."""
+    """A dask client: of the scheduler at ``scheduler``, or of a local cluster of
+    ``workers`` processes."""
     from distributed import Client, LocalCluster
 
     if scheduler is not None:
@@ -174,7 +177,8 @@ def _on_dask(
             i = where[f.key]
             try:
                 out[i] = f.result()
-            except Exception as exc:  # noqa: BLE001 - a defect or a dead worker sinks this input only
+            # a defect or a dead worker sinks this input only
+            except Exception as exc:  # noqa: BLE001
                 out[i] = _failure(tasks[i][1], exc)
             advance()
         return out
@@ -187,7 +191,8 @@ def _in_process(
     for path, source in tasks:
         try:
             out.append(analyze_input(path, source, options))
-        except Exception as exc:  # noqa: BLE001 - as on dask: one input's defect does not sink the others
+        # as on dask: one input's defect does not sink the others
+        except Exception as exc:  # noqa: BLE001
             out.append(_failure(source, exc))
         advance()
     return out

@@ -1,11 +1,11 @@
 """Multi-rank runs: one report per MPI rank of one run, merged into each kernel's spread over ranks.
 
 ncu writes one report per process when its ``-o`` holds ``%q{OMPI_COMM_WORLD_RANK}``, ``%h``
-(host) or ``%p`` (process ID). Each rank's report is analyzed alone (:mod:`ncuroof.runs.fleet`); here
-each kernel's per-rank numbers (its row of that rank's kernel summary) are reduced to min,
+(host) or ``%p`` (process ID). Each rank's report is analyzed alone (:mod:`ncuroof.runs.fleet`);
+here each kernel's per-rank numbers (its row of that rank's kernel summary) are reduced to min,
 median and max over ranks, and a kernel whose slowest rank spends more than ``[ranks].imbalance``
-(``metrics/thresholds.toml``, 10 %) more time in it than the median rank is flagged as load
-imbalanced.
+(``metrics/thresholds.toml``, 10 %) more time in it than the median rank is
+flagged as load imbalanced.
 
 A rank is named by the number that differs between the file names (the substituted
 ``%q{...RANK}``), else by ``host:pid`` of the process ncu profiled (stored in the report's first
@@ -34,7 +34,8 @@ _PROCESS_FIELDS = {1: "pid", 2: "host", 3: "executable"}
 
 
 def _fields(data: bytes) -> dict[int, object]:
-    """The top-level fields of a protobuf message (first occurrence each), parsed without a schema."""
+    """The top-level fields of a protobuf message (first occurrence each), parsed
+    without a schema."""
     from google.protobuf import empty_pb2
     from google.protobuf.unknown_fields import UnknownFieldSet
 
@@ -145,7 +146,8 @@ def spread(
     Parameters
     ----------
     kernels, points : DataFrame
-        The concatenated tables of the ranks (:func:`ncuroof.runs.fleet.run`); ``source`` is the rank's report.
+        The concatenated tables of the ranks (:func:`ncuroof.runs.fleet.run`); ``source``
+        is the rank's report.
     labels : dict of str to str
         ``source`` -> rank label (:func:`rank_labels`).
     threshold : float
@@ -158,10 +160,10 @@ def spread(
     DataFrame
         :data:`ncuroof.schema.RANKS`, one row per kernel (``kernel_key``), longest median time
         first. Per rank, a kernel's ``time_s`` is its summed launch time, ``ai_flop_per_byte``
-        and ``roof_fraction`` those of its binding dot (:func:`ncuroof.model.summary.kernel_summary`);
-        min, median (:func:`numpy.median`: mean of the middle two for an even count) and max
-        are over the ranks that launched it. NaN values are left out of the statistics.
-        ``imbalance`` = ``time_s_max`` / ``time_s_median`` - 1.
+        and ``roof_fraction`` those of its binding dot
+        (:func:`ncuroof.model.summary.kernel_summary`); min, median (:func:`numpy.median`: mean of
+        the middle two for an even count) and max are over the ranks that launched it. NaN values
+        are left out of the statistics. ``imbalance`` = ``time_s_max`` / ``time_s_median`` - 1.
     """
     per_rank = _per_rank(kernels, points, labels, by)
     if not per_rank:

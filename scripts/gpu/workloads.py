@@ -5,7 +5,8 @@ Each prints the sizes the ground-truth tests need (FLOPs = 2*M*N*K for GEMMs, by
 elementwise op). Run under ncu through scripts/gpu/collect_fixtures.sh on a GPU machine with
 PyTorch and CuPy:
 
-    python3 scripts/gpu/workloads.py gemm_fp16 | sgemm | dgemm_cupy | elementwise | transformer | naive | tiled
+    python3 scripts/gpu/workloads.py gemm_fp16 | sgemm | dgemm_cupy | elementwise |
+    transformer | naive | tiled
 """
 
 from __future__ import annotations

@@ -18,7 +18,8 @@ def arr(v: object) -> np.ndarray:
 
 
 def figure_of(page: Path) -> tuple[list[dict], dict]:
-    """The data and layout of the roofline figure, parsed from the page's ``Plotly.newPlot`` call."""
+    """The data and layout of the roofline figure, parsed from the page's
+    ``Plotly.newPlot`` call."""
     html = page.read_text(encoding="utf-8")
     m = re.search(r'Plotly\.newPlot\(\s*"roofline",\s*', html)
     dec = json.JSONDecoder()

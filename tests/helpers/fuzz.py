@@ -42,7 +42,8 @@ REPORTS = (
 )
 #: Reports also damaged as ``.ncu-repz`` (ncu 2025 and 2026.2).
 REPZ = ("ESMM-Research__profile_output.ncu-rep", "ai-infra-notes__leetgpu_matmul_full.ncu-rep")
-#: CSV exports: details page (old and new ncu), raw page with and without units, two runs written into one file.
+#: CSV exports: details page (old and new ncu), raw page with and without units, two runs
+#: written into one file.
 CSVS = (
     "ESMM-Research__metrics.csv",
     "GPU-Roofline-Profiler__saxpy.csv",
@@ -72,7 +73,8 @@ VALUE_COLUMNS = (
 
 @dataclass(frozen=True)
 class Case:
-    """One damaged input: its family, a short description, the bytes and the fixture it came from."""
+    """One damaged input: its family, a short description, the bytes and the
+    fixture it came from."""
 
     family: str
     name: str
@@ -211,8 +213,8 @@ def _block_edits(data: bytes, results: list[Block], rng: random.Random, case) ->
 def compress(
     data: bytes, frames: int = 1, skippable: bool = False, content_size: bool = True
 ) -> bytes:
-    """``data`` as ncu 2026.3 writes a ``.ncu-repz``: zstd (level 3) of the same bytes, in ``frames``
-    frames, with a skippable frame before and between them when ``skippable``."""
+    """``data`` as ncu 2026.3 writes a ``.ncu-repz``: zstd (level 3) of the same bytes, in
+    ``frames`` frames, with a skippable frame before and between them when ``skippable``."""
     import zstandard
 
     cctx = zstandard.ZstdCompressor(level=3, write_content_size=content_size)
@@ -223,14 +225,15 @@ def compress(
 
 
 def bomb(declared: int = 1 << 40) -> bytes:
-    """A zstd frame that declares ``declared`` decompressed bytes and holds one raw block of 4 (RFC 8878)."""
+    """A zstd frame that declares ``declared`` decompressed bytes and holds one raw
+    block of 4 (RFC 8878)."""
     header = bytes([0xE0]) + declared.to_bytes(8, "little")  # single segment, 8-byte content size
     return b"\x28\xb5\x2f\xfd" + header + (1 | 4 << 3).to_bytes(3, "little") + b"NVR\x00"
 
 
 def repz_cases(name: str, data: bytes, rng: random.Random, per_family: int) -> Iterator[Case]:
-    """Damaged ``.ncu-repz`` copies of one report (issue 32): the compressed stream cut or flipped, the
-    report flipped before compressing, and a bomb that declares a terabyte."""
+    """Damaged ``.ncu-repz`` copies of one report (issue 32): the compressed stream cut or flipped,
+    the report flipped before compressing, and a bomb that declares a terabyte."""
     packed = compress(data)
 
     def case(family: str, what: str, out: bytes) -> Case:

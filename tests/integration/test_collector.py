@@ -198,7 +198,8 @@ def test_collected_metric_names_exist_on_that_architecture(report, tensor):
         f"{action.metric_by_name('device__attribute_compute_capability_major').value()}."
         f"{action.metric_by_name('device__attribute_compute_capability_minor').value()}"
     )
-    # FP16 only where the report's ncu had the half-precision chart (2025.x; older full sets lack it).
+    # FP16 only where the report's ncu had the half-precision chart (2025.x;
+    # older full sets lack it).
     half = ["fp16"] if any("op_hfma" in n for n in names) else []
     wanted = metric_list(
         ["dram", "l2", "l1"], ["fp64", "fp32", *half] + (["tensor"] if tensor else []), cc
@@ -272,7 +273,8 @@ def test_profile_keeps_report_records_collection_and_analyzes(
     )
     html = (tmp_path / "silu.ncuroof" / "roofline.html").read_text()
     assert "clock control none" in html and "silu_kernel_vector" in html
-    # the report's own clock status (the stand-in copies a real report: locked), then the record's --clock-control
+    # the report's own clock status (the stand-in copies a real report: locked), then the
+    # record's --clock-control
     kernels = pd.read_csv(tmp_path / "silu.ncuroof" / "kernels.csv")
     assert (kernels["clock_control"] == "locked: none").all() and "locked: none" in html
 
@@ -292,8 +294,9 @@ def test_existing_report_is_not_overwritten(fake_env, version, tmp_path, capsys)
 @pytest.mark.parametrize("asked", [".ncu-rep", ".ncu-repz"])
 def test_an_explicit_suffix_is_honoured(fake_env, version, monkeypatch, tmp_path, asked):
     """-o run1.ncu-rep / run1.ncu-repz keep that name whatever the version's default; the report is
-    compressed where ncu compresses it (an ncu before 2026.2 writes no .ncu-repz: it appends .ncu-rep,
-    and the report, read by its content, is kept under the name asked for). Nothing else is left."""
+    compressed where ncu compresses it (an ncu before 2026.2 writes no .ncu-repz: it appends
+    .ncu-rep, and the report, read by its content, is kept under the name asked for).
+    Nothing else is left."""
     monkeypatch.setenv("FAKE_NCU_MODE", "ok")
     monkeypatch.setenv("FAKE_NCU_REPORT", str(shared("cs599k__2025-04-21-vector-based.ncu-rep")))
     res = collector.run_profile(
@@ -470,7 +473,8 @@ def test_compare_warns_when_collected_differently(fake_env, monkeypatch, tmp_pat
 
 
 def test_compare_warns_about_the_pipeline_boost_state(fake_env, version, monkeypatch, tmp_path):
-    """ncu 2026.1+ records --pipeline-boost-state (given with --ncu-arg); older versions have none to compare."""
+    """ncu 2026.1+ records --pipeline-boost-state (given with --ncu-arg); older versions
+    have none to compare."""
     monkeypatch.setenv("FAKE_NCU_MODE", "ok")
     a = collector.run_profile(["./app"], ProfileOptions(output=Path("a")), echo=lambda s: None)
     b = collector.run_profile(

@@ -73,7 +73,8 @@ def test_report_against_its_csv_exports() -> None:
         row["dram_ai_flop_per_byte_before"], rel=1e-6
     )
     assert row["movement"] == "none"
-    # The work columns are each side's own sums (ncuroof.load of that side alone): FP64 work of the GENE kernel.
+    # The work columns are each side's own sums (ncuroof.load of that side alone): FP64
+    # work of the GENE kernel.
     for side, paths in (
         ("before", [shared(F.format(x, "ncu-rep")) for x in ("dram", "flops")]),
         ("after", [shared(F.format(x, "csv")) for x in ("dram", "flops")]),
@@ -187,13 +188,15 @@ def test_match_by_launch_pairs_in_order() -> None:
 def test_dot_movement_with_more_reuse() -> None:
     from ncuroof.runs.compare import compare
 
-    # Same FLOPs, half the DRAM bytes and half the time: AI x2, FLOP/s x2 (roof = min(1e13, AI*1e12)).
+    # Same FLOPs, half the DRAM bytes and half the time: AI x2, FLOP/s x2
+    # (roof = min(1e13, AI*1e12)).
     t = compare(_k(["g"], [1.0]), _k(["g"], [0.5], dram_bytes=5e7)).iloc[0]
     assert t["dram_ai_flop_per_byte_before"] == 10 and t["dram_ai_flop_per_byte_after"] == 20
     assert t["dram_roof_fraction_before"] == pytest.approx(1e9 / 1e13) and t[
         "dram_roof_fraction_after"
     ] == pytest.approx(2e9 / 1e13)
-    # The movement speaks of the after run's binding level (L1 and L2 kept AI 10 there: only utilization rose), named.
+    # The movement speaks of the after run's binding level (L1 and L2 kept AI 10 there: only
+    # utilization rose), named.
     assert t["level_after"] in ("l1", "l2") and t["movement_level"] == t["level_after"]
     assert t["movement"] == "better utilization" and t["speedup"] == 2.0
     assert t["movement_ai_flop_per_byte_before"] == t["movement_ai_flop_per_byte_after"] == 10
@@ -203,7 +206,8 @@ def test_dot_movement_with_more_reuse() -> None:
 def test_movement_and_ai_columns_speak_of_one_level() -> None:
     from ncuroof.runs.compare import compare
 
-    # L1 and L2 traffic a tenth of DRAM's and bandwidth roofs of 1e11 B/s: DRAM binds (AI 10 -> 20 there, 100 at L1/L2).
+    # L1 and L2 traffic a tenth of DRAM's and bandwidth roofs of 1e11 B/s: DRAM binds (AI 10 -> 20
+    # there, 100 at L1/L2).
     lo = {
         "l1_bytes": 1e7,
         "l2_bytes": 1e7,
@@ -212,7 +216,8 @@ def test_movement_and_ai_columns_speak_of_one_level() -> None:
     t = compare(_k(["g"], [1.0], **lo), _k(["g"], [0.5], dram_bytes=5e7, **lo)).iloc[0]
     assert t["level_before"] == t["level_after"] == t["movement_level"] == "dram"
     assert (t["movement_ai_flop_per_byte_before"], t["movement_ai_flop_per_byte_after"]) == (10, 20)
-    # Roof at DRAM: AI x 1e11; FLOP/s 1e9 -> 2e9: the fraction is 1e9 / 1e12 = 2e9 / 2e12 on both sides.
+    # Roof at DRAM: AI x 1e11; FLOP/s 1e9 -> 2e9: the fraction is
+    # 1e9 / 1e12 = 2e9 / 2e12 on both sides.
     assert t["movement_roof_fraction_before"] == pytest.approx(1e-3) and t[
         "movement_roof_fraction_after"
     ] == pytest.approx(1e-3)
@@ -270,9 +275,10 @@ def test_cli_saved_directory_fail_if_slower_and_strict(tmp_path: Path) -> None:
 
 @needs_ncu_report
 def test_compare_carries_the_peak_and_the_achievable_fraction(tmp_path: Path) -> None:
-    # V100 GENE kernels (time+DRAM run joined with the FLOP run): memory bound at DRAM, where the catalog's
-    # published STREAM-like copy (820 GB/s) is the achievable roof. A kernels.csv written before issue 21
-    # (without the new columns) still compares: its fractions are recomputed, its achievable roof absent.
+    # V100 GENE kernels (time+DRAM run joined with the FLOP run): memory bound at DRAM, where the
+    # catalog's published STREAM-like copy (820 GB/s) is the achievable roof. A kernels.csv written
+    # before issue 21 (without the new columns) still compares: its fractions are recomputed, its
+    # achievable roof absent.
     import ncuroof
 
     runs = [
@@ -298,7 +304,7 @@ def test_compare_carries_the_peak_and_the_achievable_fraction(tmp_path: Path) ->
     ] == pytest.approx(bps / 820e9, rel=1e-9)
 
 
-# --- issue 28: a compare you can put in CI ---------------------------------------------------------
+# --- issue 28: a compare you can put in CI --------------------------------------------------------
 
 ESMM = "ESMM-Research__profile_output.ncu-rep"
 
@@ -371,7 +377,8 @@ def test_one_more_kernel_after_passes_the_gate_and_sums_equal_each_run(tmp_path:
 
 @needs_ncu_report
 def test_unknown_times_never_pass_the_gate(tmp_path: Path) -> None:
-    # silu 04-19 stores no duration (247 metrics, no gpu__time_duration): its matched kernel's time is unknown.
+    # silu 04-19 stores no duration (247 metrics, no gpu__time_duration): its matched
+    # kernel's time is unknown.
     before, after = (
         shared("cs599k__silu-2025-04-18-v1.ncu-rep"),
         shared("cs599k__silu-2025-04-19-v1.ncu-rep"),
@@ -392,7 +399,8 @@ def test_unknown_times_never_pass_the_gate(tmp_path: Path) -> None:
     empty = _folder(tmp_path, "empty", pd.read_csv(a / "kernels.csv").head(0))
     proc = run("compare", str(a), str(empty), "--fail-if-slower", "5", "-o", str(tmp_path / "c2"))
     assert proc.returncode == 2 and "after run" in proc.stderr and "no kernels" in proc.stderr
-    # Durations in neither run: nothing to judge. A kernel ncu failed to measure in both runs is not judged, the rest is.
+    # Durations in neither run: nothing to judge. A kernel ncu failed to measure in both runs is not
+    # judged, the rest is.
     proc = run(
         "compare", str(after), str(after), "--fail-if-slower", "5", "-q", "-o", str(tmp_path / "c3")
     )
@@ -517,7 +525,8 @@ def test_gate_by_hand() -> None:
         "slower: b: 1 s -> 1.5 s (+50.0%)",
         "slower: total of 2 matched kernels 2 s -> 2.54 s",
     ]
-    # Same FLOPs (1e9 each): 'gone' has two candidates; 'new' also has its time (1 s), so it is the partner, 'new2' is not.
+    # Same FLOPs (1e9 each): 'gone' has two candidates; 'new' also has its time (1 s), so it is the
+    # partner, 'new2' is not.
     p = t.set_index("kernel_name")["partner"]
     assert p["gone"] == "new" and p["new"] == "gone" and p["new2"] == "" and p["a"] == ""
     g = gate(t, tot, 60)
@@ -616,7 +625,8 @@ def test_change_by_hand() -> None:
         "±0 %",
         "n/a",
     )
-    # The issue's case: FP64 work 4.23e12 -> 2.22e12 FLOP in 1/1.99 of the time: throughput x (2.22/4.23)*1.99 = 1.044.
+    # The issue's case: FP64 work 4.23e12 -> 2.22e12 FLOP in 1/1.99 of the time: throughput x
+    # (2.22/4.23)*1.99 = 1.044.
     side = {f"{p}_flop_{s}": 0.0 for p in WORK_PRECISIONS for s in ("before", "after")}
     side.update(
         {f"{lv}_bytes_{s}": 1e9 for lv in ("l1", "l2", "dram") for s in ("before", "after")}
@@ -641,7 +651,8 @@ def test_change_by_hand() -> None:
 
 @needs_ncu_report
 def test_a_stale_parquet_beside_a_new_csv_is_refused(tmp_path: Path) -> None:
-    # issue 34: analyzed with csv,parquet, then again with csv only: the old kernels.parquet must not be what the gate reads.
+    # issue 34: analyzed with csv,parquet, then again with csv only: the old kernels.parquet must
+    # not be what the gate reads.
     report = shared(ESMM)
     out = tmp_path / "run"
     assert (
@@ -661,7 +672,8 @@ def test_a_stale_parquet_beside_a_new_csv_is_refused(tmp_path: Path) -> None:
 
 
 def test_a_zero_time_is_unknown_not_infinitely_slow() -> None:
-    # A hand-edited saved table can hold time_s = 0: the gate says it cannot judge (exit 2), never divides by it.
+    # A hand-edited saved table can hold time_s = 0: the gate says it cannot judge (exit 2),
+    # never divides by it.
     from ncuroof.runs.compare import compare, gate, totals
 
     before, after = _k(["a", "gone"], [0.0, 0.0]), _k(["a", "new"], [1.0, 3.0])

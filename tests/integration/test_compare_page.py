@@ -83,7 +83,8 @@ def test_compare_page_is_a_roofline_of_both_runs(browser, tmp_path):  # noqa: F8
     s = page.evaluate(STATE_JS)
     assert s["x"] == s["y"] == "log"
     _check_roofs(s, before, after)  # two GPUs
-    # One arrow: the paired kernel, from its before dot to its after dot at the level the table names.
+    # One arrow: the paired kernel, from its before dot to its after dot at the
+    # level the table names.
     row = r.table.set_index("kernel_name").loc["naive_gemm"]
     assert len(s["arrows"]) == 1 and s["arrows"][0] == pytest.approx(
         _arrow(row, "movement"), rel=1e-9
@@ -99,7 +100,8 @@ def test_compare_page_is_a_roofline_of_both_runs(browser, tmp_path):  # noqa: F8
     assert "ampere_sgemm_128x64_nn" in label and "only after (new)" in label and "77.4 us" in label
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "compare-CudaCode-Cuda_Gemm.png"), full_page=True)
-    # The level control: L1 for every kernel moves the dots and the arrow to the L1 columns of the table.
+    # The level control: L1 for every kernel moves the dots and the arrow to the L1
+    # columns of the table.
     assert page.evaluate(LEVEL_LABELS_JS) == ["each kernel's level", "DRAM", "L2", "L1"]
     page.evaluate(LEVEL_BUTTON_JS, [3])
     page.wait_for_timeout(300)

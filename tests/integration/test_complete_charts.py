@@ -4,9 +4,9 @@ highest shown compute roof; ridge points are inside the ranges; the instruction 
 issue roof wherever the report or the datasheet gives SMs and clock, and its legend lists only
 drawn traces; the page header does not claim evidence the report lacks.
 
-The checks read the figure JSON out of the written ``roofline.html`` and recompute the dots and roofs
-from ``points.csv`` with pandas (sums and medians), not from ncuroof's plotting code. One check
-runs in Chromium on the rendered page.
+The checks read the figure JSON out of the written ``roofline.html`` and recompute the dots and
+roofs from ``points.csv`` with pandas (sums and medians), not from ncuroof's plotting code. One
+check runs in Chromium on the rendered page.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from tests.helpers.reports import REPORTS, ncu_metrics, needs_ncu_report, shared
 
 CUTLASS = "cutlass-panjd123__4f3955ed3c_report.ncu-rep"
 GEMM = "Cuda_Gemm_Practice__gemm_v9.ncu-rep"
-# What the instruction-only input keeps: identity, launch attributes, time, warp instructions, sectors.
+# What the instruction-only input keeps: identity, launch attributes, time, warp
+# instructions, sectors.
 _INSTRUCTIONS_ONLY = re.compile(
     r"^(source|range_id|launch_id|kernel_name|kernel_demangled|nvtx_range|device_name|cc|grid|block|"
     r"ncu_version|input_notes|device__attribute_.*|launch__.*|gpu__time_duration\.sum|smsp__inst_executed\.sum|"
@@ -73,7 +74,8 @@ def _expected_dots(points: pd.DataFrame, kernels: pd.DataFrame) -> dict[str, pd.
 
 
 def _radius_px(trace: dict) -> np.ndarray:
-    """Marker radius of each dot [px] (plotly's area sizing: diameter = sqrt(size / sizeref), at least sizemin)."""
+    """Marker radius of each dot [px] (plotly's area sizing: diameter = sqrt(size / sizeref),
+    at least sizemin)."""
     m = trace["marker"]
     size = (
         arr(m["size"])
@@ -87,7 +89,8 @@ def _radius_px(trace: dict) -> np.ndarray:
 
 
 def check_complete(out: Path, width_px: float = 600.0) -> int:
-    """Every check of the module docstring on the FLOP roofline of the page in ``out``, in every state; dots checked."""
+    """Every check of the module docstring on the FLOP roofline of the page in ``out``, in every
+    state; dots checked."""
     data, layout = figure_of(out / "roofline.html")
     points, kernels = pd.read_csv(out / "points.csv"), pd.read_csv(out / "kernels.csv")
     expected = _expected_dots(points, kernels)
@@ -166,7 +169,8 @@ def test_every_dot_has_its_roof_in_every_view(name: str, analyzed) -> None:
 
 
 def _relabelled(name: str, old: str, new: str) -> pd.DataFrame:
-    """A shared report's raw table with its MMA opcode counters renamed (``old`` -> ``new`` in the opcode)."""
+    """A shared report's raw table with its MMA opcode counters renamed
+    (``old`` -> ``new`` in the opcode)."""
     cat = catalog.load()
     raw = parser.read(shared(name), cat)
     return raw.rename(
@@ -194,9 +198,9 @@ def test_hmma_work_from_opcodes_has_a_roof(tmp_path: Path, monkeypatch: pytest.M
 @needs_ncu_report
 @pytest.mark.parametrize("gone", ["fp32", "tensor:sass_imma"])
 def test_a_view_without_a_roof_says_why(gone: str) -> None:
-    """A precision whose roof is gone from every launch: no flat roof is drawn for it, and the chart's
-    note, set per view, names it in its own view; a kernel whose main precision lost its roof is drawn
-    at its other roofed precision with work, and the 'main' view's note says so."""
+    """A precision whose roof is gone from every launch: no flat roof is drawn for it, and the
+    chart's note, set per view, names it in its own view; a kernel whose main precision lost its
+    roof is drawn at its other roofed precision with work, and the 'main' view's note says so."""
     from ncuroof.model import summary
     from ncuroof.render import figure as plot
 
@@ -224,7 +228,8 @@ def test_a_view_without_a_roof_says_why(gone: str) -> None:
 
 
 def _instructions_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The page of the RTX 3080 report cut to instruction counters (no FLOPs, SpeedOfLight or SM clock)."""
+    """The page of the RTX 3080 report cut to instruction counters (no FLOPs,
+    SpeedOfLight or SM clock)."""
     raw = parser.read(shared(GEMM), catalog.load())
     raw = raw[[c for c in raw.columns if _INSTRUCTIONS_ONLY.match(c)]]
     monkeypatch.setattr(parser, "read_many", lambda *a, **k: raw)
@@ -235,10 +240,11 @@ def _instructions_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @needs_ncu_report
 def test_instruction_only_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The RTX 4090 case: instruction counters, but neither FLOP counters nor SpeedOfLight nor the SM
-    clock. The instruction roofline gets the datasheet's issue roof (RTX 3080: 68 SMs x 4 x 1.71 GHz),
-    labelled; walls only where a bandwidth roof exists (DRAM from the datasheet; not L1, L2); the legend
-    lists only drawn traces; the header does not say the verdicts come from SpeedOfLight."""
+    """The RTX 4090 case: instruction counters, but neither FLOP counters nor SpeedOfLight nor the
+    SM clock. The instruction roofline gets the datasheet's issue roof (RTX 3080: 68 SMs x 4 x 1.71
+    GHz), labelled; walls only where a bandwidth roof exists (DRAM from the datasheet; not L1, L2);
+    the legend lists only drawn traces; the header does not say the verdicts come
+    from SpeedOfLight."""
     out = _instructions_only(tmp_path, monkeypatch)
     data, layout = figure_of(out / "roofline.html")
     inst = [t for t in data if t.get("meta", {}).get("when", {}).get("chart") == "instructions"]
@@ -316,7 +322,8 @@ def test_instruction_chart_has_an_issue_roof(name: str, analyzed) -> None:
 
 
 # In the rendered page: the plot area, every drawn dot's box, the axis ranges plotly settled on and
-# the data of the visible dots, and which precisions have a drawn flat roof (a line path with points).
+# the data of the visible dots, and which precisions have a drawn flat roof (a
+# line path with points).
 _RENDERED = """() => { const gd = document.getElementById('roofline'); const fl = gd._fullLayout;
   const area = document.querySelector('#roofline .nsewdrag').getBoundingClientRect();
   const boxes = [], xs = [], ys = [], roofs = [];
@@ -369,9 +376,9 @@ def test_rendered_page_holds_every_dot_under_its_roof(
     relabel: bool,  # noqa: F811
 ) -> None:
     """In Chromium, every precision view and both dot groups, all kernels shown, of the CUTLASS INT8
-    report (and of it with its IMMA opcodes relabelled HMMA, the A40 case): each drawn dot inside the
-    plot area and the rendered axis ranges, under a drawn flat roof of its precision (single-launch
-    kernels: a kernel's dot is its launch's point)."""
+    report (and of it with its IMMA opcodes relabelled HMMA, the A40 case): each drawn dot inside
+    the plot area and the rendered axis ranges, under a drawn flat roof of its precision
+    (single-launch kernels: a kernel's dot is its launch's point)."""
     from tests.helpers.browser import open_page as _open
 
     name = "cutlass-panjd123__4fb3ff3f6a_report-s8.ncu-rep"
@@ -385,7 +392,8 @@ def test_rendered_page_holds_every_dot_under_its_roof(
     options = page.evaluate(
         "() => [...document.querySelectorAll('#ctl-precision option')].map(o => o.value)"
     )
-    # main, the tensor path, FP32, FP16 (the reference GEMM's 147,456 HFMA2 thread instructions of the opcode table, issue 33)
+    # main, the tensor path, FP32, FP16 (the reference GEMM's 147,456 HFMA2 thread instructions of
+    # the opcode table, issue 33)
     assert len(options) == 4
     page.check("#ctl-all")  # the tensor GEMM is outside the top 95 % of GPU time
     drawn = 0
@@ -398,8 +406,8 @@ def test_rendered_page_holds_every_dot_under_its_roof(
 
 
 def _check_achievable_roofs(data: list[dict], layout: dict, points: pd.DataFrame) -> None:
-    """The figure's achievable roofs (FP32 1.2e13 FLOP/s, L1 1e13 and DRAM 1.5e12 B/s) are dashed and
-    labelled, the peak DRAM roof stays at points.csv's median peak, and the achievable-roofs
+    """The figure's achievable roofs (FP32 1.2e13 FLOP/s, L1 1e13 and DRAM 1.5e12 B/s) are dashed
+    and labelled, the peak DRAM roof stays at points.csv's median peak, and the achievable-roofs
     checkbox (view state ``achievable``) hides only them."""
     ach = {
         t["meta"].get("level") or t["meta"].get("precision"): t
@@ -435,10 +443,10 @@ def _check_achievable_roofs(data: list[dict], layout: dict, points: pd.DataFrame
 
 @needs_ncu_report
 def test_achievable_roofs_beside_the_peaks(tmp_path: Path) -> None:
-    """User achievable roofs (as --achievable-flops/--achievable-bandwidth give them) are drawn dashed
-    and labelled beside the peak roofs, which stay; the checkbox hides only them; the page and the
-    terminal give the fraction of the achievable roof beside the fraction of the roof, recomputed here
-    from points.csv at the kernel's binding level."""
+    """User achievable roofs (as --achievable-flops/--achievable-bandwidth give them) are drawn
+    dashed and labelled beside the peak roofs, which stay; the checkbox hides only them; the page
+    and the terminal give the fraction of the achievable roof beside the fraction of the roof,
+    recomputed here from points.csv at the kernel's binding level."""
     from ncuroof.render import text
 
     name = "cutlass-panjd123__4fb3ff3f6a_report-s8.ncu-rep"
@@ -452,7 +460,8 @@ def test_achievable_roofs_beside_the_peaks(tmp_path: Path) -> None:
     data, layout = figure_of(out / "roofline.html")
     points = pd.read_csv(out / "points.csv")
     _check_achievable_roofs(data, layout, points)
-    # The longest kernel (one launch, FP32) at its binding level: achieved / min(achievable FP32, AI x achievable bandwidth).
+    # The longest kernel (one launch, FP32) at its binding level: achieved / min(achievable FP32, AI
+    # x achievable bandwidth).
     top = res.summary.iloc[0]
     row = points[
         (points["launch_id"] == 1)
@@ -470,7 +479,8 @@ def test_achievable_roofs_beside_the_peaks(tmp_path: Path) -> None:
 
 def test_focus_sentence_counts_kernels_without_a_dot(tmp_path: Path) -> None:
     """The page's 'the chart shows the N kernels' sentence says how many of them have no dot: the
-    largest synthetic kernel with its FLOP counters removed is in the focus set but not on the chart.
+    largest synthetic kernel with its FLOP counters removed is in the focus set
+    but not on the chart.
     """
     from tests.helpers import synthetic
     from tests.integration.test_page import _page

@@ -46,8 +46,8 @@ def assert_same_tables(a: pd.DataFrame, b: pd.DataFrame) -> None:
 @needs_shared
 @pytest.mark.parametrize("report", REPORTS, ids=lambda p: p.name)
 def test_same_raw_table_as_ncu_report(report: Path) -> None:
-    """Every shared report, every launch, every value ncuroof reads: the decoder equals ncu_report bit
-    for bit, and ``auto`` verifies it on a sample and keeps the decoder's table."""
+    """Every shared report, every launch, every value ncuroof reads: the decoder equals ncu_report
+    bit for bit, and ``auto`` verifies it on a sample and keeps the decoder's table."""
     cat = catalog.load()
     ref = read_ncu_rep(report, cat)
     ours = parser.read(report, cat, reader="fast")
@@ -220,7 +220,8 @@ def test_fast_reader_without_ncu_report(tmp_path: Path) -> None:
     assert_clean_failure(proc, report, tmp_path / "o2", "pip install ncu-report")
 
 
-def _edit_results(src: Path, dst: Path, edit, extra: bytes = b"") -> None:  # noqa: ANN001 - edit(result message) in place
+# edit(result message) in place
+def _edit_results(src: Path, dst: Path, edit, extra: bytes = b"") -> None:  # noqa: ANN001
     """Write ``src`` with every result message edited (through the decoder's own message types), and
     ``extra`` (raw fields) appended to each."""
     data = src.read_bytes()
@@ -269,7 +270,8 @@ def _other_thread(result) -> None:  # noqa: ANN001
     ],
 )
 def test_edited_reports_agree_with_ncu_report(tmp_path: Path, edit) -> None:  # noqa: ANN001
-    """Names and NVTX cases no shared report has, made by editing one: the decoder agrees with ncu_report."""
+    """Names and NVTX cases no shared report has, made by editing one: the decoder
+    agrees with ncu_report."""
     edited = tmp_path / "edited.ncu-rep"
     _edit_results(shared("nsight-training__manual_nvtx.ncu-rep"), edited, edit)
     cat = catalog.load()
@@ -284,8 +286,8 @@ def test_unknown_reader_is_refused() -> None:
 
 
 def test_split_decode_is_the_same_table_and_its_errors_are_whole(tmp_path: Path) -> None:
-    """Slices decoded by worker processes give the one-process table; a damage or a repeated block in
-    a worker's slice is the same one-line error, naming the file and the launch."""
+    """Slices decoded by worker processes give the one-process table; a damage or a repeated block
+    in a worker's slice is the same one-line error, naming the file and the launch."""
     big = tmp_path / "big.ncu-rep"
     _make_big_report()(shared("ESMM-Research__profile_output.ncu-rep"), big, 1200)
     cat = catalog.load()
@@ -383,8 +385,8 @@ def test_values_read_in_one_match_equal_values_read_one_by_one(
 
 @needs_ncu_report
 def test_launches_of_another_process_stay_in_range_0_both_ways(tmp_path: Path) -> None:
-    """ncu_report makes no new range for blocks of another process (block header field 6: process ID,
-    host, executable); the decoder's range_id 0 agrees. (A result of another kind than a kernel
+    """ncu_report makes no new range for blocks of another process (block header field 6: process
+    ID, host, executable); the decoder's range_id 0 agrees. (A result of another kind than a kernel
     launch, as range replay writes, makes the decoder give the report to ncu_report.)"""
     data = bytearray(shared("ESMM-Research__profile_output.ncu-rep").read_bytes())
     blocks = [b for b in nvr._blocks(bytes(data), Path("x")) if b[2].num_results]
@@ -482,8 +484,9 @@ def _first_copy_wins(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_auto_reads_with_ncu_report_where_the_sample_differs(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A decoder that misreads a repeated metric (GH200: gpu__time_duration.sum beside the NVLink-C2C
-    counters) is caught by the sample check, and the whole report is read by ncu_report."""
+    """A decoder that misreads a repeated metric (GH200: gpu__time_duration.sum beside the
+    NVLink-C2C counters) is caught by the sample check, and the whole report is
+    read by ncu_report."""
     report = shared("cs599k__silu-2025-04-18-v1.ncu-rep")
     cat = catalog.load()
     ref = parser.read(report, cat, reader="ncu_report").drop(columns="reader")
@@ -506,8 +509,8 @@ def test_auto_reads_with_ncu_report_where_the_sample_differs(
 def test_counts_that_disagree_with_rates_are_flagged_without_a_second_reader(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Where no ncu_report checks the decoder (--reader fast, aarch64), X.sum / X.sum.per_second must
-    equal gpu__time_duration.sum; a misread duration flags the launch, naming the pair."""
+    """Where no ncu_report checks the decoder (--reader fast, aarch64), X.sum / X.sum.per_second
+    must equal gpu__time_duration.sum; a misread duration flags the launch, naming the pair."""
     report = shared("cs599k__rms_norm_triton_looping.ncu-rep")
     cat = catalog.load()
     good = parser.read(report, cat, reader="fast")
@@ -533,7 +536,8 @@ def test_counts_that_disagree_with_rates_are_flagged_without_a_second_reader(
 def test_a_launch_the_decoder_cannot_decode_goes_to_ncu_report(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A launch that frames well but does not decode is damaged only if ncu_report fails on it too."""
+    """A launch that frames well but does not decode is damaged only if
+    ncu_report fails on it too."""
     report = shared("nsight-training__manual_nvtx.ncu-rep")
     cat = catalog.load()
     ref = parser.read(report, cat, reader="ncu_report").drop(columns="reader")
@@ -565,8 +569,8 @@ def test_a_launch_the_decoder_cannot_decode_goes_to_ncu_report(
 
 @needs_ncu_report
 def test_a_result_field_never_seen_goes_to_ncu_report(tmp_path: Path) -> None:
-    """A field no verified report has (here field 40 of each result) is not guessed at: fast declines,
-    auto reads with ncu_report and says why."""
+    """A field no verified report has (here field 40 of each result) is not guessed at: fast
+    declines, auto reads with ncu_report and says why."""
     edited = tmp_path / "new-field.ncu-rep"
     _edit_results(
         shared("nsight-training__manual_nvtx.ncu-rep"),
@@ -596,8 +600,9 @@ def test_a_result_field_never_seen_goes_to_ncu_report(tmp_path: Path) -> None:
 def test_a_sample_check_that_cannot_run_never_refuses_the_report(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """ncu_report failing on the sample cut from a report reads the report itself; failing on the report
-    too leaves the decoder's table, said unverified, instead of refusing a report one reader reads.
+    """ncu_report failing on the sample cut from a report reads the report itself; failing on the
+    report too leaves the decoder's table, said unverified, instead of refusing a
+    report one reader reads.
     """
     report = shared("nsight-training__manual_nvtx.ncu-rep")
     cat = catalog.load()

@@ -34,7 +34,8 @@ SMALL = (
 
 
 def _runs(tmp_path: Path) -> list[str]:
-    """Copies of small shared reports and a truncated one in tmp_path/runs; relative names, in order."""
+    """Copies of small shared reports and a truncated one in tmp_path/runs;
+    relative names, in order."""
     runs = tmp_path / "runs"
     runs.mkdir()
     names = []

@@ -31,8 +31,8 @@ from tests.helpers import fuzz
 from tests.helpers.errors import assert_one_line_error
 from tests.helpers.reports import needs_ncu_report, shared
 
-#: One case per family and fixture in CI (~120 cases, ~1 min on 2 cores); NCUROOF_FUZZ_PER=3 runs what
-#: scripts/fuzz_report.py counts (~280 cases).
+#: One case per family and fixture in CI (~120 cases, ~1 min on 2 cores); NCUROOF_FUZZ_PER=3 runs
+#: what scripts/fuzz_report.py counts (~280 cases).
 PER = int(os.environ.get("NCUROOF_FUZZ_PER", "1"))
 CASES = fuzz.all_cases(seed=14, per_report=PER, per_csv=PER) if fuzz.SHARED.is_dir() else []
 
@@ -94,7 +94,7 @@ def test_harness_covers_every_family() -> None:
     assert len(CASES) >= 100
 
 
-# --- the examples, one by one ---------------------------------------------------------------
+# --- the examples, one by one -------------------------------------------------------------
 
 
 def _shortened(name: str, block: int) -> bytes:
@@ -397,7 +397,7 @@ def test_roof_violations_by_hand() -> None:
     )[0].startswith("fp32_flop at 100x")
 
 
-# --- compare ---------------------------------------------------------------------------------------
+# --- compare --------------------------------------------------------------------------------------
 
 
 def _compare(before: Path, after: Path, outdir: Path) -> tuple[int, str, str]:
@@ -425,7 +425,7 @@ def test_compare_refuses_a_duplicated_block_and_warns_about_damaged_records(tmp_
     assert not any(p.name.startswith(".") for p in tmp_path.iterdir())
 
 
-# --- hypothesis: the CSV reader on arbitrary numbers --------------------------------------------------
+# --- hypothesis: the CSV reader on arbitrary numbers ----------------------------------------------
 
 _RAW_HEADER = [
     "ID",

@@ -285,7 +285,7 @@ def test_printable_and_csv_cell() -> None:
     ]
 
 
-# --- small inputs that would eat the machine --------------------------------------------------------
+# --- small inputs that would eat the machine ------------------------------------------------------
 
 
 def _event(

@@ -100,8 +100,9 @@ def test_analyze_json_is_one_document_and_the_outputs_are_written(analyzed):
 
 
 def test_analyze_json_agrees_with_kernels_csv(analyzed):
-    """Per kernel: launches, time and each precision's FLOPs and each level's bytes are kernels.csv's
-    launches summed (to the last digit: one launch each here); a value missing there is null, never 0.
+    """Per kernel: launches, time and each precision's FLOPs and each level's bytes are
+    kernels.csv's launches summed (to the last digit: one launch each here); a value missing
+    there is null, never 0.
     """
     _, doc, csv, _ = analyzed
     assert len(doc["kernels"]) == csv["kernel_key"].nunique() == 4
@@ -119,14 +120,16 @@ def test_analyze_json_agrees_with_kernels_csv(analyzed):
             and rec["diagnosis"] == row["diagnosis"]
             and rec["advice"] == row["advice"]
         )
-        # the kernel's binding dot divides summed FLOPs by summed time; the launch row uses its own rate: equal to rounding
+        # the kernel's binding dot divides summed FLOPs by summed time; the launch row uses its own
+        # rate: equal to rounding
         assert rec["roof_fraction"] == pytest.approx(row["roof_fraction"], rel=1e-14)
         assert rec["time_at_roof_s"] == row["time_at_roof_s"] and rec["saving_s"] == row["saving_s"]
         assert isinstance(rec["flags"], list)
 
 
 def test_a_kernels_launches_are_summed_and_rates_time_weighted():
-    """Two launches of one kernel: FLOPs and bytes summed, the rate their sum over the summed time (hand arithmetic)."""
+    """Two launches of one kernel: FLOPs and bytes summed, the rate their sum over the summed time
+    (hand arithmetic)."""
     from ncuroof.model.analysis import build
 
     a = build([shared(TWO_LAUNCHES)])

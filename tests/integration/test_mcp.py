@@ -1,7 +1,7 @@
-"""``ncuroof mcp`` (issue 30) driven by the official MCP client SDK over stdio: the tools are listed,
-analyze and compare return the documents of ``--json`` (valid against the shipped schemas), bad input
-is an error result with the CLI's line and the server keeps serving, writes stay in --outdir, and
-ncu is out of reach unless --allow-profile."""
+"""``ncuroof mcp`` (issue 30) driven by the official MCP client SDK over stdio: the tools are
+listed, analyze and compare return the documents of ``--json`` (valid against the shipped schemas),
+bad input is an error result with the CLI's line and the server keeps serving, writes stay in
+--outdir, and ncu is out of reach unless --allow-profile."""
 
 from __future__ import annotations
 

@@ -41,7 +41,8 @@ def _focus_keys(kernels: pd.DataFrame, share: float = 0.95) -> set[str]:
 
 
 def _expected_kernel_dots(kernels: pd.DataFrame, points: pd.DataFrame) -> pd.DataFrame:
-    """(key, precision, level) of every focus kernel's dots at the precision of most of its FLOPs."""
+    """(key, precision, level) of every focus kernel's dots at the precision of
+    most of its FLOPs."""
     key = kernels.assign(
         key=kernels["kernel_demangled"].fillna(kernels["kernel_name"]).astype(str)
     )[["source", "launch_id", "key"]]
@@ -269,7 +270,8 @@ def test_chart_leads_the_page(browser, tmp_path):
     )
     assert box[4] == 0 and box[0] >= 0 and box[1] >= 0
     assert box[2] <= 1400 and box[3] <= 1000, f"chart not fully on the first screen: {box}"
-    # The header beside/above it: GPU, total time and the top kernels, largest first, as pandas sums them.
+    # The header beside/above it: GPU, total time and the top kernels, largest first,
+    # as pandas sums them.
     total = k["time_s"].sum()
     header = page.evaluate("() => document.querySelector('header').textContent")
     assert k["device_name"].iat[0] in header and f"{total * 1e3:.3g} ms" in header
@@ -297,8 +299,9 @@ def test_chart_leads_the_page(browser, tmp_path):
 
 
 def test_python_and_script_apply_one_view_rule(browser, tmp_path):
-    """The script's visibility after a control change equals ncuroof.render.viewcontract.visible of each trace's
-    `when` in that state, and the dot colour scale is the contract's for the colouring."""
+    """The script's visibility after a control change equals ncuroof.render.viewcontract.visible of
+    each trace's `when` in that state, and the dot colour scale is the contract's
+    for the colouring."""
     from ncuroof.render.viewcontract import visible
 
     k = synthetic.kernels_table(300, 30, seed=5)
@@ -337,7 +340,8 @@ def test_python_and_script_apply_one_view_rule(browser, tmp_path):
 def test_focus_sentence_counts_kernels_in_words(tmp_path, left_out):
     k = synthetic.kernels_table(200, 12, seed=2)
     t = k.groupby("kernel_demangled")["time_s"].sum().sort_values(ascending=False)
-    # A focus share that leaves out exactly the `left_out` smallest kernels (summary.focus_set's rule).
+    # A focus share that leaves out exactly the `left_out` smallest kernels
+    # (summary.focus_set's rule).
     share = (t.sum() - t.iloc[-left_out:].sum() - 0.5 * t.iloc[-left_out - 1]) / t.sum()
     path, fig, _ = _page(tmp_path, k, focus=share)
     text = " ".join(path.read_text(encoding="utf-8").split())
@@ -535,8 +539,8 @@ def _si_number(text: str, pattern: str) -> float:
 
 def test_customdata_columns_are_named_once(browser, tmp_path, monkeypatch):
     """The customdata columns are declared once (plot.CUSTOMDATA): in another order, the hover label
-    (Python's template) and the details panel (the script) still give the largest kernel's time, share
-    and launches, as pandas sums them from the kernels and points tables."""
+    (Python's template) and the details panel (the script) still give the largest kernel's time,
+    share and launches, as pandas sums them from the kernels and points tables."""
     declared = plot.CUSTOMDATA
     monkeypatch.setattr(plot, "CUSTOMDATA", tuple(reversed(declared)))
     k = synthetic.kernels_table(300, 12, seed=4)
@@ -557,7 +561,8 @@ def test_customdata_columns_are_named_once(browser, tmp_path, monkeypatch):
     )
     page, errors = _open(browser, path)
     # Hover that very dot (a mouse at its centre may pick a smaller dot inside it); plotly emits no
-    # event for a hover called from code, so the page's handler gets plotly's hover data as a mouse gives it.
+    # event for a hover called from code, so the page's handler gets plotly's hover data
+    # as a mouse gives it.
     page.evaluate(
         """([c, p]) => { const gd = document.getElementById('roofline');
       Plotly.Fx.hover(gd, [{curveNumber: c, pointNumber: p}]); gd.emit('plotly_hover', {points: gd._hoverdata}); }""",

@@ -1,5 +1,6 @@
 """A production timeline joined to the analysis (issue 24): production time per kernel, the time
-basis of shares, focus, savings and the top kernels, coverage, unprofiled kernels, ``--group-by op``.
+basis of shares, focus, savings and the top kernels, coverage, unprofiled
+kernels, ``--group-by op``.
 
 The report is a real one (Cuda_Gemm_Practice: cuBLAS ``ampere_sgemm_128x64_nn`` and a templated
 ``gemm<...>``, one launch each); the timelines are made by hand here, so every expected number is
@@ -29,7 +30,8 @@ from tests.helpers.reports import kernels_of, shared
 
 GEMM = "Cuda_Gemm_Practice__gemm_v9.ncu-rep"
 SGEMM = "ampere_sgemm_128x64_nn"
-# The Itanium demangler's spelling (PyTorch's profiler) of ncu's "void gemm<(int)128, ..., (bool)0>(float *, ...)".
+# The Itanium demangler's spelling (PyTorch's profiler) of ncu's "void gemm<(int)128, ...,
+# (bool)0>(float *, ...)".
 GEMM_KINETO = (
     "void gemm<128, 8, 128, 8, 8, false>(float*, float*, float*, int, int, int, unsigned long,"
     " unsigned long, unsigned long)"
@@ -105,8 +107,9 @@ def _frame(
 def _kineto(
     path, launches: list[tuple[str, float, str]], gpu: str = "NVIDIA GeForce RTX 3080"
 ) -> None:
-    """The same launches as a PyTorch profiler trace: per launch a cpu_op, the cudaLaunchKernel inside it
-    and the kernel 1 us after the op (ts/dur in us), linked by correlation ID as Kineto links them.
+    """The same launches as a PyTorch profiler trace: per launch a cpu_op, the cudaLaunchKernel
+    inside it and the kernel 1 us after the op (ts/dur in us), linked by correlation ID
+    as Kineto links them.
     """
     events, ts = [], 0.0
     for i, (name, dur, op) in enumerate(launches):
@@ -232,7 +235,8 @@ def test_group_by_op_dots_add_up() -> None:
     flop = k["fp32_flop"] + k["fp64_flop"].fillna(0) + k["fp16_flop"].fillna(0)
     assert math.isclose(ops["flop"].sum(), flop.sum(), rel_tol=1e-12)
     assert math.isclose(ops["dram_bytes"].sum(), k["dram_bytes"].sum(), rel_tol=1e-12)
-    # addmm ran 20 of sgemm's 30 launches (all of equal length): two thirds of its ncu work and time.
+    # addmm ran 20 of sgemm's 30 launches (all of equal length): two thirds of
+    # its ncu work and time.
     assert math.isclose(
         ops.loc["aten::addmm", "dram_bytes"], 2 / 3 * k.loc[SGEMM, "dram_bytes"], rel_tol=1e-12
     )
@@ -344,10 +348,11 @@ def test_another_gpu_is_a_warning(tmp_path) -> None:
 
 
 def test_real_trace_production_time_is_the_sum_of_its_kernel_events() -> None:
-    # AlexNet on an A100 (PyTorch profiler) against a GH200 report of PyTorch's uniform_ kernel: both
-    # run distribution_elementwise_grid_stride_kernel, but two instantiations of it (the trace's
-    # uniform_and_transform has one more template argument) at another grid (864 against 1056 blocks):
-    # two kernels, not paired by their base name alone, so no production time has a roofline point.
+    # AlexNet on an A100 (PyTorch profiler) against a GH200 report of PyTorch's uniform_ kernel:
+    # both run distribution_elementwise_grid_stride_kernel, but two instantiations of it (the
+    # trace's uniform_and_transform has one more template argument) at another grid (864 against
+    # 1056 blocks): two kernels, not paired by their base name alone, so no production time
+    # has a roofline point.
     trace = shared("hta__alexnet_trace.json.gz")
     with gzip.open(trace, "rt") as f:
         kernels = [e for e in json.load(f)["traceEvents"] if e.get("cat") == "kernel"]
@@ -400,7 +405,8 @@ def test_operator_view_in_the_browser(tmp_path, browser) -> None:  # noqa: F811 
 
 
 def test_one_spelling_of_the_two_demanglers() -> None:
-    # ncu / Nsight Systems (NVIDIA's demangler) against PyTorch's profiler (__cxa_demangle), by hand.
+    # ncu / Nsight Systems (NVIDIA's demangler) against PyTorch's profiler
+    # (__cxa_demangle), by hand.
     ncu = (
         "void at::native::<unnamed>::k<(int)4, (bool)1, (unsigned long)8>(const float *,"
         " [lambda(int) (instance 1)])"

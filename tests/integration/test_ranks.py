@@ -82,7 +82,8 @@ def test_spread_and_flag_by_hand() -> None:
 
 
 def _copy_with_pid(src: Path, dst: Path, pid: int) -> None:
-    """A copy of a report whose process messages name another process ID (a varint of the same length)."""
+    """A copy of a report whose process messages name another process ID (a varint of
+    the same length)."""
 
     def varint(n: int) -> bytes:
         out = bytearray()
@@ -243,7 +244,8 @@ def section_of(page: str) -> _Section:
 def test_page_shows_the_spread_over_ranks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     out = imbalanced_run(tmp_path, monkeypatch)
     section = section_of((out / "roofline.html").read_text(encoding="utf-8"))
-    # Second path: per rank (source) each kernel's summed launch time, reduced over ranks with pandas.
+    # Second path: per rank (source) each kernel's summed launch time, reduced
+    # over ranks with pandas.
     k = pd.read_csv(out / "kernels.csv")
     per_rank = k.groupby(["kernel_key", "source"])["time_s"].sum().reset_index()
     t = (
@@ -254,7 +256,8 @@ def test_page_shows_the_spread_over_ranks(tmp_path: Path, monkeypatch: pytest.Mo
     slowest = per_rank.loc[per_rank.groupby("kernel_key")["time_s"].idxmax()].set_index(
         "kernel_key"
     )["source"]
-    # AI and roof fraction: each rank's kernel summary of its rows read back, min and max with pandas.
+    # AI and roof fraction: each rank's kernel summary of its rows read back, min
+    # and max with pandas.
     back = ncuroof.load(out)
     dots = pd.concat(
         [kernel_summary(g, ncuroof.points(g)).assign(source=s) for s, g in back.groupby("source")]

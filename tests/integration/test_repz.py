@@ -1,4 +1,5 @@
-"""Compressed reports (.ncu-repz, ncu 2026.3's default) and the fields of ncu 2025.4 and 2026.2 (issue 32).
+"""Compressed reports (.ncu-repz, ncu 2026.3's default) and the fields of ncu 2025.4
+and 2026.2 (issue 32).
 
 The .ncu-repz inputs are made at test time from the shared reports the way ncu writes them (zstd of
 the same bytes): one frame; several frames with skippable frames and no content sizes. NVIDIA's
@@ -28,7 +29,8 @@ from tests.helpers.errors import assert_one_line_error
 from tests.helpers.reports import needs_ncu_report, shared
 from tests.integration.test_decoder import assert_same_tables
 
-#: ncu 2020.1 (V100, ppc64le), 2022.3 (NVTX), 2023.3 (143 launches), 2025.1 (GH200), 2025.2 (B200), 2026.2.1.
+#: ncu 2020.1 (V100, ppc64le), 2022.3 (NVTX), 2023.3 (143 launches), 2025.1 (GH200),
+#: 2025.2 (B200), 2026.2.1.
 NAMES = (
     "gene-pop2020__time-flops_dzv_ak_ncuroof-time-0.ncu-rep",
     "nsight-training__manual_nvtx.ncu-rep",
@@ -164,7 +166,8 @@ def test_declared_bomb_is_refused_before_anything_is_written(
 
 def test_undeclared_bomb_is_stopped_at_the_limit(tmp_path: Path) -> None:
     """A stream without content sizes that makes more than the limit is stopped while streaming, the
-    temporary file removed: the limit is max(ratio_from_bytes, max_ratio x compressed), at most max_bytes.
+    temporary file removed: the limit is max(ratio_from_bytes, max_ratio x
+    compressed), at most max_bytes.
     """
     bomb = tmp_path / "zeros.ncu-repz"
     bomb.write_bytes(fuzz.compress(b"NVR\x00" + bytes(32 << 20), content_size=False))
@@ -187,9 +190,9 @@ def test_undeclared_bomb_is_stopped_at_the_limit(tmp_path: Path) -> None:
 
 
 def test_the_2026_2_report_is_read_by_the_decoder() -> None:
-    """ncu 2026.2.1 writes result fields 36 (PmPcSamplingDataEntries) and 38 (NvtxdInfo) and block-header
-    field 10 (NumGraphs, 0): the decoder reads it, values equal to ncu_report's (test_decoder checks
-    every shared report bit for bit; here the reader column)."""
+    """ncu 2026.2.1 writes result fields 36 (PmPcSamplingDataEntries) and 38 (NvtxdInfo) and
+    block-header field 10 (NumGraphs, 0): the decoder reads it, values equal to ncu_report's
+    (test_decoder checks every shared report bit for bit; here the reader column)."""
     report = shared("ai-infra-notes__leetgpu_matmul_full.ncu-rep")
     df = parser.read(report, catalog.load())
     assert df["ncu_version"].eq("2026.2.1.0").all()
@@ -197,7 +200,8 @@ def test_the_2026_2_report_is_read_by_the_decoder() -> None:
 
 
 def test_a_block_with_graphs_is_declined(tmp_path: Path) -> None:
-    """NumGraphs is verified only at 0: a block that counts graph records is unknown to the decoder."""
+    """NumGraphs is verified only at 0: a block that counts graph records is
+    unknown to the decoder."""
     assert wire.unseen_fields(bytes([0x50, 0x00]), "BlockHeader") == []
     assert wire.unseen_fields(bytes([0x50, 0x02]), "BlockHeader") == [(10, 0)]
     assert (
@@ -230,9 +234,10 @@ def test_ncu_report_and_the_decoder_agree_on_the_repz_of_2026() -> None:
 
 
 def test_clock_control_comes_from_the_report_and_compare_warns(tmp_path: Path) -> None:
-    """Result field 25 (ClockStatus: RequestedLock, ExecutedLocked) says whether ncu locked the clocks:
-    every shared report was collected with ncu's default (locked); the same report with RequestedLock
-    0 (as --clock-control none writes it) reads as not locked, and compare warns about the difference.
+    """Result field 25 (ClockStatus: RequestedLock, ExecutedLocked) says whether ncu locked the
+    clocks: every shared report was collected with ncu's default (locked); the same report with
+    RequestedLock 0 (as --clock-control none writes it) reads as not locked, and compare warns
+    about the difference.
     """
     import ncuroof
     from ncuroof.parser import clocks
@@ -261,8 +266,9 @@ def test_metadata_fields_of_the_proto_are_skipped_and_values_stay_ncu_report_s(
     tmp_path: Path,
 ) -> None:
     """Result fields 37 (GraphViewerDataInfo) and 39 (SectionSetIdentifier), declared in NVIDIA's
-    ProfilerReport.proto but in no shared report, added to every launch: the decoder reads the report
-    (auto keeps its table) and equals ncu_report; an unknown field number is still declined."""
+    ProfilerReport.proto but in no shared report, added to every launch: the decoder reads the
+    report (auto keeps its table) and equals ncu_report; an unknown field number
+    is still declined."""
     from tests.integration.test_decoder import _edit_results
 
     src = shared("nsight-training__manual_nvtx.ncu-rep")

@@ -26,7 +26,8 @@ ESMM = "ESMM-Research__profile_output.ncu-rep"
 
 
 def _awkward_kernels() -> pd.DataFrame:
-    """A kernels table with the values a writer gets wrong: NaN, -0.0, subnormal, huge, None vs ''."""
+    """A kernels table with the values a writer gets wrong: NaN, -0.0, subnormal,
+    huge, None vs ''."""
     k = kernels_of(ESMM).copy()
     k = pd.concat([k, k], ignore_index=True)
     k["launch_id"] = np.arange(len(k))

@@ -60,8 +60,8 @@ def _check_phase_view(page, phases: pd.DataFrame) -> None:
 
 
 def _check_instruction_view(page, ipts: pd.DataFrame) -> None:
-    """The instruction roofline (chosen): a dot per row of instruction_points.csv, the levels control
-    shown and the precision control hidden; unticking L1 leaves the other levels' dots."""
+    """The instruction roofline (chosen): a dot per row of instruction_points.csv, the levels
+    control shown and the precision control hidden; unticking L1 leaves the other levels' dots."""
     assert len(ipts) == 9 and page.evaluate(DRAWN, "instruction_dots") == len(
         ipts
     )  # 3 launches x L1, L2, DRAM
@@ -79,8 +79,9 @@ def _check_instruction_view(page, ipts: pd.DataFrame) -> None:
 @needs_ncu_report
 def test_phase_and_instruction_views(browser, tmp_path):  # noqa: F811 - the fixture
     """The view control switches the one roofline figure between its charts from the view contract:
-    drawn dots counted against phases.csv / instruction_points.csv, controls shown with their charts,
-    the levels control filtering the instruction roofline, the roofline's axes back on return."""
+    drawn dots counted against phases.csv / instruction_points.csv, controls shown with their
+    charts, the levels control filtering the instruction roofline, the roofline's
+    axes back on return."""
     out = tmp_path / "cutlass"
     ncuroof.analyze(shared("cutlass-panjd123__4f3955ed3c_report.ncu-rep"), out, group_by="nvtx")
     page, errors = _open(browser, out / "roofline.html")
@@ -110,7 +111,8 @@ def test_phase_and_instruction_views(browser, tmp_path):  # noqa: F811 - the fix
     assert errors == []
 
 
-# Hover one phase dot of a precision view; its hover label's lines; the precisions of the drawn phase roofs.
+# Hover one phase dot of a precision view; its hover label's lines; the precisions of
+# the drawn phase roofs.
 PHASE_HOVER = """([prec, i]) => { const gd = document.getElementById('roofline');
   const n = gd.data.findIndex(t => t.meta && t.meta.role === 'phase_dots' && t.meta.precision === prec);
   Plotly.Fx.hover(gd, [{curveNumber: n, pointNumber: i}]); }"""
@@ -147,9 +149,10 @@ def _hover_numbers(lines: list[str]) -> dict[str, float | str]:
 
 
 def _check_phase_precisions(page, phases: pd.DataFrame) -> None:
-    """On the phase chart, the precision control changes the phase dots and roofs: all counted FLOPs under
-    the roof of the kernels' main precision (tensor), FP32 FLOPs under the FP32 roof; each view's hover
-    label holds phases.csv's numbers recomputed with pandas (3 significant digits, the label's)."""
+    """On the phase chart, the precision control changes the phase dots and roofs: all counted FLOPs
+    under the roof of the kernels' main precision (tensor), FP32 FLOPs under the FP32 roof; each
+    view's hover label holds phases.csv's numbers recomputed with pandas (3 significant
+    digits, the label's)."""
     views = {
         "main": ("flop", ["tensor:sass_imma"]),
         "fp32": ("fp32_flop", ["fp32"]),
@@ -214,7 +217,8 @@ def _own_and_other_chart():
 
 def test_charts_join_the_view_contract_by_hand():
     """add_charts: the figure's own traces show with its chart, a chart's traces with theirs and the
-    levels they name; a condition no control can meet is dropped; the axes and notes follow the chart.
+    levels they name; a condition no control can meet is dropped; the axes and
+    notes follow the chart.
     """
     from ncuroof.render.viewcontract import add_charts, apply_view
 

@@ -64,7 +64,8 @@ def test_gpu_catalog_entries_have_sources_and_si_values() -> None:
         assert g.source and g.confidence
         assert 1e11 < g.flop_per_s["fp32"] < 1e15 and 1e11 < g.dram_bytes_per_s < 1e13
         assert 1e6 <= g.l2_bytes <= 2e8 and 5e8 < g.boost_hz < 3e9
-        # The datasheet FP32 peak is SMs x FP32 lanes (64 on GV100, TU10x, GA100; 128 since GA10x) x 2 x boost clock, within 3 %.
+        # The datasheet FP32 peak is SMs x FP32 lanes (64 on GV100, TU10x, GA100; 128 since GA10x) x
+        # 2 x boost clock, within 3 %.
         lanes = 64 if g.cc in ("7.0", "7.5", "8.0") else 128
         assert g.flop_per_s["fp32"] == pytest.approx(g.sms * lanes * 2 * g.boost_hz, rel=0.03), g.id
 
@@ -112,7 +113,8 @@ def test_labels_point_at_metrics_the_catalog_reads() -> None:
 
 def test_achievable_roofs_are_the_published_measurements() -> None:
     gpus = {g.id: g for g in catalog.load_gpus().gpus}
-    # H200: TileOPs PR #1993 copy/triad/read at 0.82/0.84/0.94 of the theoretical 4.8 TB/s; the roof is the highest.
+    # H200: TileOPs PR #1993 copy/triad/read at 0.82/0.84/0.94 of the theoretical 4.8 TB/s; the
+    # roof is the highest.
     assert sorted(m.value for m in gpus["h200"].measured) == pytest.approx(
         [0.82 * 4.8e12, 0.84 * 4.8e12, 0.94 * 4.8e12]
     )
@@ -120,8 +122,9 @@ def test_achievable_roofs_are_the_published_measurements() -> None:
         gpus["h200"].achievable()["dram"].value == pytest.approx(4.512e12)
         and "read" in gpus["h200"].achievable()["dram"].what
     )
-    # STREAM-like copies (issue 21): V100 820 GB/s, A100 1,800 GB/s, never on a GPU they exceed; H100 SXM: 2,900 GB/s
-    # (issue 21) and a D2D copy of 2,903 GB/s (aigatech/vpbenchmarking): the higher; H100 PCIe: memcpy 1,860 GB/s.
+    # STREAM-like copies (issue 21): V100 820 GB/s, A100 1,800 GB/s, never on a GPU they exceed;
+    # H100 SXM: 2,900 GB/s (issue 21) and a D2D copy of 2,903 GB/s (aigatech/vpbenchmarking): the
+    # higher; H100 PCIe: memcpy 1,860 GB/s.
     for gpu_id, value in (
         ("v100-sxm2", 820e9),
         ("v100-pcie", 820e9),

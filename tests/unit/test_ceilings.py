@@ -33,7 +33,8 @@ MATCHED = {
 def test_datasheet_agrees_with_ncu_peak_sustained(name: str, gpu_id: str, gpus) -> None:
     """Independent check of the datasheet numbers: per clock cycle, the datasheet FP64/FP32 peak
     at the boost clock equals ncu's 2 x dfma/ffma.peak_sustained within 2 %, and the DRAM
-    datasheet bandwidth equals ncu's dram peak within 5 % (HBM/GDDR clocks do not follow --clock-control).
+    datasheet bandwidth equals ncu's dram peak within 5 % (HBM/GDDR clocks do not
+    follow --clock-control).
     """
     k = kernels_of(name)
     spec = gpus.by_device(k.loc[0, "device_name"])
@@ -44,7 +45,8 @@ def test_datasheet_agrees_with_ncu_peak_sustained(name: str, gpu_id: str, gpus) 
         per_cycle_datasheet = spec.flop_per_s[p] / spec.boost_hz
         assert per_cycle_datasheet == pytest.approx(per_cycle_report, rel=0.02), p
     assert spec.dram_bytes_per_s == pytest.approx(row["peak_dram_bytes_per_s"], rel=0.05)
-    # Report roofs are kept, never replaced by the datasheet (which may fill roofs the report lacks).
+    # Report roofs are kept, never replaced by the datasheet (which may fill
+    # roofs the report lacks).
     sources = parse_sources(row["ceiling_sources"])
     assert sources["fp32"] == sources["fp64"] == sources["dram"] == "report"
 
@@ -112,7 +114,8 @@ def test_fill_from_datasheet_keeps_report_roofs_and_labels_each(gpus) -> None:
     k = fill_ceilings(_kernels(peak_fp32_flop_per_s=27e12, ceiling_sources="fp32:report"), gpus)
     row = k.loc[0]
     assert row["peak_fp32_flop_per_s"] == 27e12  # the report's, untouched
-    # one clock: datasheet compute roofs (A10G, boost 1710 MHz) at the 1300 MHz this launch ran at; DRAM at its datasheet bandwidth
+    # one clock: datasheet compute roofs (A10G, boost 1710 MHz) at the 1300 MHz this launch ran at;
+    # DRAM at its datasheet bandwidth
     assert (
         row["peak_fp64_flop_per_s"] == pytest.approx(0.547e12 * 1300 / 1710)
         and row["peak_dram_bytes_per_s"] == 600e9
@@ -280,8 +283,9 @@ IMMA_PER_GEMM = 110_592  # IMMA.16832 instructions per 3072x384x384 GEMM (PROVEN
 
 
 def _hmma_analysis(gpu: str | None = None, opcode: str = "HMMA.16816", **roofs):
-    """The CUTLASS IMMA report with its opcode counters relabelled (default HMMA.16816 without type modifiers:
-    16x8x16, 4096 ops each, the family path), through the pipeline: the HMMA case of issue 21 on real counters.
+    """The CUTLASS IMMA report with its opcode counters relabelled (default HMMA.16816 without type
+    modifiers: 16x8x16, 4096 ops each, the family path), through the pipeline: the HMMA case of
+    issue 21 on real counters.
     """
     from ncuroof import catalog, parser
     from ncuroof.model import calculator, ceilings, classify
@@ -304,9 +308,11 @@ def test_sass_hmma_work_gets_the_datasheet_dense_fp16_roof() -> None:
     k, pts, gpus = _hmma_analysis()
     row = k.set_index("launch_id").loc[0]
     assert row["tensor_sass_hmma_flop"] == IMMA_PER_GEMM * 2 * 16 * 8 * 16
-    # A100 80GB PCIe datasheet: 312 TFLOP/s dense FP16 (the most generous type an HMMA allows), labelled.
+    # A100 80GB PCIe datasheet: 312 TFLOP/s dense FP16 (the most generous type an
+    # HMMA allows), labelled.
     assert gpus.by_device(row["device_name"]).tensor["fp16"] == 312e12
-    # one clock: the datasheet roof is at boost, scaled to the SM clock ncu measured like the report's roofs
+    # one clock: the datasheet roof is at boost, scaled to the SM clock ncu measured
+    # like the report's roofs
     peak = 312e12 * row["sm_clock_hz"] / gpus.by_device(row["device_name"]).boost_hz
     assert row["sm_clock_hz"] < gpus.by_device(row["device_name"]).boost_hz and row[
         "peak_tensor_sass_hmma_flop_per_s"
@@ -316,8 +322,9 @@ def test_sass_hmma_work_gets_the_datasheet_dense_fp16_roof() -> None:
     assert (
         "tensor sass_hmma roof = datasheet FP16 312 TFLOP/s" in notes and "(confidence L)" in notes
     )
-    # The binding point by hand: tensor work is the main precision; at each level the attainable roof is
-    # min(312e12, AI x the report's bandwidth roof); the lowest binds, and the fraction is achieved / that roof.
+    # The binding point by hand: tensor work is the main precision; at each level the attainable
+    # roof is min(312e12, AI x the report's bandwidth roof); the lowest binds, and the fraction is
+    # achieved / that roof.
     fps = row["tensor_sass_hmma_flop"] / row["time_s"]
     roofs = {
         lv: min(peak, fps / row[f"{lv}_bytes_per_s"] * row[f"peak_{lv}_bytes_per_s"])
@@ -365,8 +372,9 @@ def test_sass_hmma_work_gets_the_datasheet_dense_fp16_roof() -> None:
 def test_hopper_warpgroup_mma_gets_the_roof_of_its_source_type(
     opcode: str, path: str, key: str, gpus
 ) -> None:
-    # The same counters as Hopper wgmma opcodes: each of a warpgroup's 4 warps executes the instruction,
-    # so one counts 2*M*N*K/4 ops; the roof is the H100 SXM datasheet's for the type the opcode names.
+    # The same counters as Hopper wgmma opcodes: each of a warpgroup's 4 warps executes the
+    # instruction, so one counts 2*M*N*K/4 ops; the roof is the H100 SXM datasheet's for the
+    # type the opcode names.
     k = _hmma_analysis(gpu="h100-sxm", opcode=opcode)[0].set_index("launch_id")
     m, n, kk = (int(x) for x in opcode.split(".")[1].split("x"))
     assert k.loc[0, f"tensor_{path}_flop"] == IMMA_PER_GEMM * 2 * m * n * kk / 4
@@ -389,8 +397,9 @@ def test_hopper_warpgroup_mma_gets_the_roof_of_its_source_type(
 def test_hmma_accumulator_modifier_picks_the_datasheet_roof(
     opcode: str, path: str, key: str, gpus
 ) -> None:
-    # On an RTX 3080 FP32 accumulation runs at half the FP16-accumulate rate (59.5 vs 119 TFLOP/s dense): the
-    # opcode's .F32/.F16 modifier picks the roof instead of the most generous guess, with no assumption noted.
+    # On an RTX 3080 FP32 accumulation runs at half the FP16-accumulate rate (59.5 vs 119 TFLOP/s
+    # dense): the opcode's .F32/.F16 modifier picks the roof instead of the most generous guess,
+    # with no assumption noted.
     k = _hmma_analysis(gpu="rtx-3080", opcode=opcode)[0].set_index("launch_id")
     spec = gpus.by_name("rtx-3080")
     assert spec.tensor["fp16_fp32acc"] == 59.5e12 and spec.tensor["fp16"] == 119e12
@@ -403,9 +412,10 @@ def test_hmma_accumulator_modifier_picks_the_datasheet_roof(
 
 @needs_ncu_report
 def test_a_kernel_whose_main_precision_has_no_roof_is_placed_at_another() -> None:
-    # The RTX 5070 datasheet has no tensor rates: the HMMA work (the main precision) has no roof. The fused
-    # launch 2 also runs FP32 work (its epilogue), which has the report's roof: it is placed there instead
-    # of nowhere, and says so. Launches 0 and 1 have no other work: nothing to place them at.
+    # The RTX 5070 datasheet has no tensor rates: the HMMA work (the main precision) has no roof.
+    # The fused launch 2 also runs FP32 work (its epilogue), which has the report's roof: it is
+    # placed there instead of nowhere, and says so. Launches 0 and 1 have no other work:
+    # nothing to place them at.
     k, pts, _ = _hmma_analysis(gpu="rtx-5070")
     k = k.set_index("launch_id")
     assert k["peak_tensor_sass_hmma_flop_per_s"].isna().all()
@@ -454,8 +464,9 @@ def test_published_achievable_bandwidth_on_real_reports(
 
 
 def _check_achievable_by_hand(a, bandwidth: float) -> None:
-    """Every DRAM point: achievable roof = min(peak FLOP/s, AI x achievable B/s), fraction = achieved / that,
-    from the launch table's own rates; and where DRAM binds, kernels.csv and the summary carry the same.
+    """Every DRAM point: achievable roof = min(peak FLOP/s, AI x achievable B/s),
+    fraction = achieved / that, from the launch table's own rates; and where DRAM binds, kernels.csv
+    and the summary carry the same.
     """
     k = a.kernels.set_index(["source", "launch_id"])
     dram = a.points[a.points["level"] == "dram"]
@@ -494,8 +505,8 @@ def _check_achievable_by_hand(a, bandwidth: float) -> None:
 def test_user_achievable_roofs_on_an_h100_report(gpus) -> None:
     from ncuroof.model import analysis
 
-    # H100 PCIe: the published memcpy measurement (1,860 GB/s, metrics/gpus.toml) is its achievable DRAM
-    # roof; the user's --achievable-bandwidth replaces it, beside the report's peak.
+    # H100 PCIe: the published memcpy measurement (1,860 GB/s, metrics/gpus.toml) is its achievable
+    # DRAM roof; the user's --achievable-bandwidth replaces it, beside the report's peak.
     name = "cs599k__2025-04-21-vector-based.ncu-rep"
     plain = analysis.build([shared(name)])
     assert {

@@ -234,7 +234,8 @@ def test_report_and_its_csv_exports_agree(csv_name: str, decimals_rel: float | N
     for m in shared_metrics:
         got, want = raw.loc[0, m], report[m]
         if decimals_rel is not None and m != "launch__waves_per_multiprocessor":
-            # The raw page prints 6 decimals: small percentages (pipe utilisation) agree to half a unit of the 6th.
+            # The raw page prints 6 decimals: small percentages (pipe utilisation) agree to
+            # half a unit of the 6th.
             assert close(got, want, rel=decimals_rel) or abs(got - want) <= 5e-7, m
         else:
             # ncu prints this value rounded (22.59 us, 3.99 Ghz, 0.29 waves): agree to half a unit
@@ -289,7 +290,8 @@ def test_merged_pair_gives_fp64_points_with_time_from_the_unpatched_run(cat) -> 
         fp64 = pts[(pts["precision"] == "fp64") & (pts["level"] == "dram")]
         assert len(fp64) == 4
         assert (fp64["peak_flop_source"] == "datasheet").all()
-        # V100 SXM2 datasheet FP64 7.8 TFLOP/s at its 1530 MHz boost, at the SM clock each launch ran at (one clock); DRAM as is
+        # V100 SXM2 datasheet FP64 7.8 TFLOP/s at its 1530 MHz boost, at the SM clock each launch
+        # ran at (one clock); DRAM as is
         clock = fp64["launch_id"].map(k.set_index("launch_id")["sm_clock_hz"]).to_numpy(float)
         assert (clock < 1530e6).all() and np.allclose(
             fp64["peak_flop_per_s"], 7.8e12 * clock / 1530e6, rtol=1e-12
@@ -559,8 +561,9 @@ def test_two_runs_written_into_one_file_equal_their_halves_as_two_files(tmp_path
         assert k.loc[launch, "time_s"] == pytest.approx(
             m["sm__cycles_elapsed.avg"] / m["sm__cycles_elapsed.avg.per_second"], rel=1e-12
         )
-    # By hand from the cells: launch 0 (ij_deriv_kernel) 0 + 55,050,240 + 2 x 137,625,600 FP64 operations
-    # in 1,209,252.43 cycles at 1,309,394,950.84 cycles/s; launch 1 (add_i_col_times_ij_block_kernel) 4 x 27,525,120.
+    # By hand from the cells: launch 0 (ij_deriv_kernel) 0 + 55,050,240 + 2 x 137,625,600 FP64
+    # operations in 1,209,252.43 cycles at 1,309,394,950.84 cycles/s; launch 1
+    # (add_i_col_times_ij_block_kernel) 4 x 27,525,120.
     assert (
         k.loc[0, "kernel_name"] == "ij_deriv_kernel"
         and k.loc[1, "kernel_name"] == "add_i_col_times_ij_block_kernel"
@@ -637,8 +640,8 @@ def test_runs_in_one_file_that_do_not_line_up_are_refused(
 
 
 def test_kernel_names_of_any_length(tmp_path: Path, cat) -> None:
-    """A 300 KiB kernel name (deep expression templates) on the first and the last launch: read whole,
-    the values unchanged; cut inside the name, the file is still called truncated."""
+    """A 300 KiB kernel name (deep expression templates) on the first and the last launch: read
+    whole, the values unchanged; cut inside the name, the file is still called truncated."""
     from ncuroof.parser import read
     from ncuroof.parser.csv import read_session
     from tests.helpers.cli import assert_clean_failure, run

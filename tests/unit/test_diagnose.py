@@ -89,7 +89,8 @@ def test_silu_is_at_the_dram_roof():
     k, s = _kernels("cs599k__2025-04-21-vector-based.ncu-rep")
     r = s.loc["silu_kernel_vector"]
     assert r["diagnosis"] == "memory_near_roof" and r["roof_fraction"] >= SOL["no_bound"]
-    # the H100 PCIe's published memcpy bandwidth (1,860 GB/s, metrics/gpus.toml) is the achievable roof beside the peak
+    # the H100 PCIe's published memcpy bandwidth (1,860 GB/s, metrics/gpus.toml) is the achievable
+    # roof beside the peak
     assert r["achievable_roof_fraction"] == pytest.approx(
         k["dram_bytes_per_s"].max() / 1.86e12, rel=0.01
     )
@@ -178,7 +179,8 @@ def test_verdicts_by_hand():
     assert cls == "memory_below_roof" and advice.startswith(
         "30% of the L2 roof: the access pattern wastes bandwidth; check coalescing"
     )
-    # SM 90 % vs memory 50 %: ncu's rule points at the SM (>= 60 % and 10 points busier), so no memory advice
+    # SM 90 % vs memory 50 %: ncu's rule points at the SM (>= 60 % and 10 points
+    # busier), so no memory advice
     cls, ev, advice = diagnose.verdict(
         {**base, "bound": "memory", "roof_fraction": 0.3, "ai_flop_per_byte": 1.0}, SOL
     )
@@ -213,8 +215,8 @@ def test_achievable_roof_in_the_verdict_by_hand():
         "roof_fraction": 0.76,
         "peak_bytes_source": "datasheet",
     }
-    # 76% of the datasheet's DRAM bandwidth but 93% of what the GPU sustains: the class stays the peak's, the
-    # evidence gives both, and the advice says the bandwidth is used up.
+    # 76% of the datasheet's DRAM bandwidth but 93% of what the GPU sustains: the class stays the
+    # peak's, the evidence gives both, and the advice says the bandwidth is used up.
     cls, ev, advice = diagnose.verdict(
         {**base, "achievable_roof_fraction": 0.93, "achievable_bytes_per_s": 1.8e12}, SOL
     )
@@ -293,7 +295,8 @@ def test_expect_gives_useful_ai_and_flags_excess_traffic(tmp_path):
     gemm = k[k["kernel_name"] == "gemm"].iloc[0]
     flop, byts = 2 * 1312 * 110 * 3122, 4 * (1312 * 3122 + 3122 * 110 + 1312 * 110)
     assert gemm["expected_flop"] == flop and gemm["expected_dram_bytes"] == byts
-    # ncu counted exactly the algorithmic FLOPs: no FLOP flag; DRAM traffic is far above the minimum.
+    # ncu counted exactly the algorithmic FLOPs: no FLOP flag; DRAM traffic is
+    # far above the minimum.
     assert gemm["fp32_flop"] == pytest.approx(flop, rel=1e-9) and "counted FLOPs" not in cell_text(
         "flags", gemm["flags"]
     )

@@ -49,8 +49,8 @@ def opcode_table(name: str, metric: str = THREAD) -> tuple[Mapping[str, float], 
 
 
 def _counter_flops(values: dict[str, float], precision: str) -> float:
-    """FLOPs from ncu's stored per-cycle counters x its measured clock x its duration (ncu's chart form
-    times the launch time, [NCU-SEC]); NaN where the report has no such counter."""
+    """FLOPs from ncu's stored per-cycle counters x its measured clock x its duration (ncu's chart
+    form times the launch time, [NCU-SEC]); NaN where the report has no such counter."""
     ops = {
         "fp64": {"dadd": 1, "dmul": 1, "dfma": 2},
         "fp32": {"fadd": 1, "fmul": 1, "ffma": 2},
@@ -69,9 +69,11 @@ def _counter_flops(values: dict[str, float], precision: str) -> float:
     return rate * values["gpu__time_duration.sum"] * 1e-9
 
 
-# Hand arithmetic on the opcode counts ncu_report returns (FFMA 2, FADD/FMUL 1; DFMA 2, DADD 1; HFMA2 4).
+# Hand arithmetic on the opcode counts ncu_report returns (FFMA 2, FADD/FMUL 1; DFMA
+# 2, DADD 1; HFMA2 4).
 HAND = [
-    # CudaCode naive SGEMM (GTX 1660 SUPER): 1,074,790,400 FFMA + 1,048,576 FMUL thread instructions.
+    # CudaCode naive SGEMM (GTX 1660 SUPER): 1,074,790,400 FFMA + 1,048,576 FMUL
+    # thread instructions.
     (
         "CudaCode__naive.ncu-rep",
         0,
@@ -79,7 +81,8 @@ HAND = [
         {"FFMA": 1_074_790_400, "FMUL": 1_048_576},
         2 * 1_074_790_400 + 1_048_576,
     ),
-    # Cuda_Gemm_Practice hand-written SGEMM: 450,567,040 FFMA = exactly 2*M*N*K/2 for M=1312 N=110 K=3122.
+    # Cuda_Gemm_Practice hand-written SGEMM: 450,567,040 FFMA = exactly 2*M*N*K/2 for
+    # M=1312 N=110 K=3122.
     (
         "Cuda_Gemm_Practice__gemm_v9.ncu-rep",
         0,
@@ -150,8 +153,9 @@ def test_every_report_with_both_sources_agrees(path) -> None:
 
 
 def test_fp16_from_the_opcode_table_where_the_report_has_no_fp16_counter() -> None:
-    # KernelBench (ncu 2023.2 full set on an H100) stores no hfma counter; its table holds 16,777,216 HFMA2
-    # thread instructions (the compiler's HFMA2.MMA), 4 FLOPs each as ncu weights HFMA2.
+    # KernelBench (ncu 2023.2 full set on an H100) stores no hfma counter; its table holds
+    # 16,777,216 HFMA2 thread instructions (the compiler's HFMA2.MMA), 4 FLOPs each
+    # as ncu weights HFMA2.
     name = "KernelBench__matmul_kernel.ncu-rep"
     assert (
         "smsp__sass_thread_inst_executed_op_hfma_pred_on.sum.per_cycle_elapsed"
@@ -176,7 +180,8 @@ def _raw(name: str):
 
 def test_sgemm_without_roofline_counters_gets_a_point_from_opcodes_and_read_write_bytes() -> None:
     """The issue's cuBLAS case: no FP counters, no dram__bytes, but the opcode table and
-    dram__bytes_read/write.sum: FP32 FLOPs from FFMA/FMUL, DRAM bytes = read + write, a roofline point.
+    dram__bytes_read/write.sum: FP32 FLOPs from FFMA/FMUL, DRAM
+    bytes = read + write, a roofline point.
     """
     from ncuroof.model import calculator
 
@@ -301,9 +306,10 @@ def test_every_datasheet_roof_is_at_the_measured_clock(path) -> None:
         )
 
 
-# The body items of SpeedOfLight_RooflineChart.section in the order `ncu --page details --print-details all`
-# prints them (FP32 roofline, FP64 roofline, FP32 achieved, FP64 achieved), each with the metric it shows,
-# the unit ncu prints and the scale of that unit ([NCU-SEC]; values with ncu's two decimals).
+# The body items of SpeedOfLight_RooflineChart.section in the order
+# `ncu --page details --print-details all` prints them (FP32 roofline, FP64 roofline, FP32 achieved,
+# FP64 achieved), each with the metric it shows, the unit ncu prints and the scale of that unit
+# ([NCU-SEC]; values with ncu's two decimals).
 CHART = [
     (
         "Theoretical Predicated-On FFMA Operations",
@@ -370,7 +376,8 @@ ROOFLINE_REPORT = (  # the --set roofline report: every chart metric stored
 
 
 def roofline_details_csv(path):
-    """A details-page CSV of the roofline chart section with the values ncu stored in ROOFLINE_REPORT."""
+    """A details-page CSV of the roofline chart section with the values ncu stored
+    in ROOFLINE_REPORT."""
     import csv
 
     head = [
@@ -428,7 +435,8 @@ def test_rate_only_roofline_details_export_gives_a_point_without_a_duration(tmp_
     assert k["time_s"].isna().all()  # the section holds no duration
     for launch, values in enumerate(ncu_metrics(ROOFLINE_REPORT)):
         row = k.iloc[launch]
-        # FP32 rate = (fadd + fmul + 2*ffma per cycle) x SM frequency, as ncu's chart computes it, by hand
+        # FP32 rate = (fadd + fmul + 2*ffma per cycle) x SM frequency, as ncu's chart
+        # computes it, by hand
         fp32 = (
             values["smsp__sass_thread_inst_executed_op_fadd_pred_on.sum.per_cycle_elapsed"]
             + values["smsp__sass_thread_inst_executed_op_fmul_pred_on.sum.per_cycle_elapsed"]
@@ -454,8 +462,9 @@ def test_rate_only_roofline_details_export_gives_a_point_without_a_duration(tmp_
 
 
 def test_bytes_without_flops_get_a_dram_verdict() -> None:
-    # GENE time-dram run (V100, ncu 2020.1): dram__bytes.sum and the SM cycles only, no FLOP counter, no
-    # SpeedOfLight: bytes / time against the V100 SXM2 datasheet DRAM roof (900 GB/s) is the verdict.
+    # GENE time-dram run (V100, ncu 2020.1): dram__bytes.sum and the SM cycles only, no FLOP
+    # counter, no SpeedOfLight: bytes / time against the V100 SXM2 datasheet DRAM roof (900
+    # GB/s) is the verdict.
     name = "gene-pop2020__time-dram_dzv_ak_ncuroof-time-0.ncu-rep"
     k = kernels_of(name)
     for launch, v in enumerate(ncu_metrics(name)):
@@ -479,9 +488,10 @@ def test_bytes_without_flops_get_a_dram_verdict() -> None:
     ],
 )
 def test_dram_roof_does_not_follow_the_sm_clock(name: str) -> None:
-    """Why datasheet DRAM roofs are not scaled by measured / boost SM clock: on reports taken at 62-77 % of
-    the boost SM clock, ncu's own DRAM roof (dram__bytes.sum.peak_sustained x dram__cycles_elapsed.avg.per_second)
-    is the datasheet bandwidth within 3 %: the memory clock is not the SM clock."""
+    """Why datasheet DRAM roofs are not scaled by measured / boost SM clock: on reports taken at
+    62-77 % of the boost SM clock, ncu's own DRAM roof (dram__bytes.sum.peak_sustained x
+    dram__cycles_elapsed.avg.per_second) is the datasheet bandwidth within 3 %: the memory clock is
+    not the SM clock."""
     from ncuroof.catalog import load_gpus
 
     v = ncu_metrics(name)[0]
@@ -492,8 +502,8 @@ def test_dram_roof_does_not_follow_the_sm_clock(name: str) -> None:
 
 
 def test_time_and_clock_sources_are_listed_with_their_agreement() -> None:
-    # CudaCode stores gpu__time_duration and the SM cycles and clock: both times are listed, the duration used,
-    # with how far apart the elapsed-cycles form is (by hand from ncu's values).
+    # CudaCode stores gpu__time_duration and the SM cycles and clock: both times are listed, the
+    # duration used, with how far apart the elapsed-cycles form is (by hand from ncu's values).
     name = "CudaCode__naive.ncu-rep"
     v = ncu_metrics(name)[0]
     t1, t2 = (

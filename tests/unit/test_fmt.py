@@ -1,4 +1,5 @@
-"""ncuroof.fmt: numbers and counts as the page, the tables and the terminal show them (hand-written expectations)."""
+"""ncuroof.fmt: numbers and counts as the page, the tables and the terminal show them
+(hand-written expectations)."""
 
 from __future__ import annotations
 
@@ -84,7 +85,8 @@ def test_achievable_beside_peak():
 
 
 def test_plain_counts_have_no_exponent() -> None:
-    # the issue's "3e+04 waves per SM (16318464 blocks ...)": separators above 1000, 3 significant digits below
+    # the issue's "3e+04 waves per SM (16318464 blocks ...)": separators above 1000, 3
+    # significant digits below
     assert (
         fmt.plain(16318464) == "16,318,464"
         and fmt.plain(29876.4) == "29,876"

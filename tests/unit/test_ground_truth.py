@@ -17,7 +17,8 @@ def test_hand_written_sgemm_fp32_flops_equal_2mnk() -> None:
     k = kernels_of("Cuda_Gemm_Practice__gemm_v9.ncu-rep")
     row = k[k["kernel_name"] == "gemm"].iloc[0]
     assert row["fp32_flop"] == pytest.approx(2 * 1312 * 110 * 3122, rel=1e-3)
-    # the full set stores per-cycle rates only; the opcode table gives the same FP32 FLOPs (fp16 comes from it alone)
+    # the full set stores per-cycle rates only; the opcode table gives the same FP32 FLOPs (fp16
+    # comes from it alone)
     assert row["flop_source"].split("+")[0] == "rate x time"
     assert "fp32: rate x time = sass_thread_opcodes" in row["evidence_sources"]
 
@@ -50,9 +51,9 @@ def test_sass_estimate_points_are_flagged_and_take_the_datasheet_roof() -> None:
     tensor = pts[pts["precision"] == "tensor:sass_imma"]
     assert len(tensor) == 3 * 3  # three launches x (L1, L2, DRAM)
     assert tensor["estimated"].all()
-    # The report holds no tensor roof; the A100 80GB PCIe datasheet gives 624 dense INT8 TOP/s at its
-    # 1410 MHz boost, labelled as such and scaled to the SM clock ncu measured (about 1030 MHz under
-    # --clock-control base), while the bandwidth roofs stay the report's.
+    # The report holds no tensor roof; the A100 80GB PCIe datasheet gives 624 dense INT8 TOP/s at
+    # its 1410 MHz boost, labelled as such and scaled to the SM clock ncu measured (about 1030 MHz
+    # under --clock-control base), while the bandwidth roofs stay the report's.
     clock = tensor["launch_id"].map(
         kernels_of("cutlass-panjd123__4f3955ed3c_report.ncu-rep").set_index("launch_id")[
             "sm_clock_hz"

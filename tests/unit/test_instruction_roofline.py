@@ -1,4 +1,5 @@
-"""Instruction roofline [DING] (issue 15): points recomputed independently from the raw counters ncu stored."""
+"""Instruction roofline [DING] (issue 15): points recomputed independently from the raw
+counters ncu stored."""
 
 from __future__ import annotations
 
@@ -78,7 +79,8 @@ def test_points_recomputed_from_raw_counters(name: str) -> None:
 @needs_ncu_report
 @pytest.mark.parametrize("name", [p.name for p in REPORTS])
 def test_issue_roof_agrees_with_ncus_own_peak(name: str) -> None:
-    # ncu's peak warp instructions per cycle over all SMs = per_cycle_elapsed / pct_of_peak; times the SM clock.
+    # ncu's peak warp instructions per cycle over all
+    # SMs = per_cycle_elapsed / pct_of_peak; times the SM clock.
     pts = instruction_points(kernels_of(name))
     checked = 0
     for r in pts.drop_duplicates("launch_id").itertuples(index=False):
@@ -117,13 +119,15 @@ def test_geometry_by_hand() -> None:
     )
     pts = instruction_points(k).set_index("level")
     assert list(pts.index) == ["l1", "dram"]  # no L2 counters; the failed launch has no point
-    # L1: x = 10 inst/sector, wall 1e12 sectors/s -> 1e13 > roof 4e11: instruction side; y = 1e11 = 25 % of the roof.
+    # L1: x = 10 inst/sector, wall 1e12 sectors/s -> 1e13 > roof 4e11: instruction side;
+    # y = 1e11 = 25 % of the roof.
     assert (
         pts.loc["l1", "roof_warp_inst_per_s"] == pytest.approx(4e11)
         and pts.loc["l1", "bound"] == "instruction"
     )
     assert pts.loc["l1", "roof_fraction"] == pytest.approx(0.25)
-    # DRAM: x = 1, wall 1e11 sectors/s -> attainable 1e11, below the elbow 4: memory side, at its roof.
+    # DRAM: x = 1, wall 1e11 sectors/s -> attainable 1e11, below the elbow 4:
+    # memory side, at its roof.
     assert (
         pts.loc["dram", "roof_warp_inst_per_s"] == pytest.approx(1e11)
         and pts.loc["dram", "bound"] == "memory"

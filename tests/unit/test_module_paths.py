@@ -1,6 +1,7 @@
-"""Every ``ncuroof.<dotted>`` name the README, the docstrings and comments, the templates, the page's
-scripts and the scripts/ name resolves: a module, or an attribute of one (no stale path such as
-``ncuroof.figure`` after a module moved), and every ``from ncuroof... import`` in scripts/ imports."""
+"""Every ``ncuroof.<dotted>`` name the README, the docstrings and comments, the templates, the
+page's scripts and the scripts/ name resolves: a module, or an attribute of one (no stale path such
+as ``ncuroof.figure`` after a module moved), and every ``from ncuroof... import`` in
+scripts/ imports."""
 
 from __future__ import annotations
 

@@ -33,7 +33,8 @@ def test_report_compared_with_itself_has_the_pages_kernels() -> None:
         # Equal to the last digit: the same function computed both.
         assert (rows[f"{col}_before"].to_numpy() == page[col].to_numpy()).all()
         assert (rows[f"{col}_after"].to_numpy() == page[col].to_numpy()).all()
-    # told apart by their threadblock tile (the first GemmShape<M, N, K> of each demangled name), not by a number
+    # told apart by their threadblock tile (the first GemmShape<M, N, K> of each demangled
+    # name), not by a number
     tiles = [
         "x".join(re.search(r"GemmShape<\(int\)(\d+), \(int\)(\d+), \(int\)(\d+)>", d).groups())
         for d in page["kernel_demangled"]
@@ -135,15 +136,17 @@ def _pt(
 def test_binding_point_rule_by_hand() -> None:
     pts = pd.DataFrame(
         [
-            # launch 0: FP32 has most work; its lowest attainable roof is DRAM (10 * 1e12 = 1e13 < L2's 4e13).
+            # launch 0: FP32 has most work; its lowest attainable roof is DRAM (10 *
+            # 1e12 = 1e13 < L2's 4e13).
             _pt(0, "fp32", "l2", 1e9, 10, 6e13, 4e12),
             _pt(0, "fp32", "dram", 1e9, 10, 6e13, 1e12),
             _pt(0, "fp64", "dram", 1e6, 0.01, 3e13, 1e12),
-            # launch 1: compute bound at L1 (AI 1000 > ridge 60 at every level; min roof = peak, first in order).
+            # launch 1: compute bound at L1 (AI 1000 > ridge 60 at every level; min
+            # roof = peak, first in order).
             _pt(1, "fp32", "l1", 1e9, 1000, 6e13, 1e12),
             _pt(1, "fp32", "dram", 1e9, 2000, 6e13, 1e12),
-            # launch 2: the main precision (tensor) has no roof: placed at FP32, the roofed precision with the most work
-            # (more than FP64's), not nowhere.
+            # launch 2: the main precision (tensor) has no roof: placed at FP32, the roofed
+            # precision with the most work (more than FP64's), not nowhere.
             {**_pt(2, "tensor:fp16", "dram", 1e12, 100, np.nan, 1e12), "roof_flop_per_s": np.nan},
             _pt(2, "fp32", "dram", 1e6, 1, 6e13, 1e12),
             _pt(2, "fp64", "dram", 1e3, 0.1, 3e13, 1e12),
@@ -220,7 +223,8 @@ def test_one_analyze_computes_each_table_once(monkeypatch: pytest.MonkeyPatch, t
 
 
 def test_the_old_analysis_module_still_imports_with_a_warning() -> None:
-    """ncuroof.analysis moved to ncuroof.model.analysis (issue 22): the old import path keeps working, warned."""
+    """ncuroof.analysis moved to ncuroof.model.analysis (issue 22): the old import path
+    keeps working, warned."""
     import importlib
     import warnings
 

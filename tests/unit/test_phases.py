@@ -1,4 +1,5 @@
-"""NVTX phases (issue 15): phases.csv times sum to the launches inside each range, read through ncu_report."""
+"""NVTX phases (issue 15): phases.csv times sum to the launches inside each range, read
+through ncu_report."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ GENE = "gene-pop2020__time-flops_dzv_ak_ncuroof-time-0.ncu-rep"
 
 
 def _ranges(name: str) -> list[list[str]]:
-    """The push/pop and start/end range names of each launch, outermost first, read directly through ncu_report."""
+    """The push/pop and start/end range names of each launch, outermost first, read directly
+    through ncu_report."""
     import ncu_report
 
     ctx = ncu_report.load_report(str(shared(name)))
@@ -88,7 +90,8 @@ def test_cutlass_phases_by_hand() -> None:
 
 
 def test_a_damaged_record_adds_no_work_to_its_phase() -> None:
-    """Damaged records are not plotted (compute_points keeps status ok), so their counters add nothing."""
+    """Damaged records are not plotted (compute_points keeps status ok), so their
+    counters add nothing."""
     k = kernels_of(CUTLASS).copy()
     inside = k.index[k["nvtx_range"] == "Non-fused-GEMM"]
     good = k.loc[inside[1]]
@@ -140,7 +143,8 @@ def test_analyze_group_by_writes_phases_csv(tmp_path) -> None:
 
 
 def _cutlass_page(tmp_path):
-    """The CUTLASS report analyzed by NVTX phase: phases.csv read back with pandas, the page's figure."""
+    """The CUTLASS report analyzed by NVTX phase: phases.csv read back with pandas,
+    the page's figure."""
     import pandas as pd
 
     import ncuroof
@@ -153,7 +157,8 @@ def _cutlass_page(tmp_path):
 
 
 def _phase_flop_column(view: str) -> str:
-    """phases.csv's column of a precision view's FLOPs, spelled here from the points' precision names."""
+    """phases.csv's column of a precision view's FLOPs, spelled here from the
+    points' precision names."""
     return (
         "flop"
         if view == "main"
@@ -198,8 +203,8 @@ def test_phase_dots_follow_the_precision_views_with_their_numbers_from_phases_cs
 
 
 def test_phase_roofs_are_the_roofline_figures_roofs(tmp_path) -> None:
-    """In every precision view the phase chart draws the roofline figure's compute roofs of that view
-    (the same FLOP/s) under its DRAM roof (the same B/s), and no other."""
+    """In every precision view the phase chart draws the roofline figure's compute roofs of that
+    view (the same FLOP/s) under its DRAM roof (the same B/s), and no other."""
     from ncuroof.render.viewcontract import visible
     from tests.helpers.figures import arr
 

@@ -1,8 +1,10 @@
-"""Every file an analyze run writes is listed in its manifest and declared in ncuroof/schema.py (issue 31).
+"""Every file an analyze run writes is listed in its manifest and declared in
+ncuroof/schema.py (issue 31).
 
 A table is declared as ``tables_io.TABLES[name]`` (a column dictionary of :mod:`ncuroof.schema`) and
-written as ``<name>.csv`` and/or ``<name>.parquet``; any other file is a key of :data:`ncuroof.schema.FILES`.
-The Parquet files are read back with pyarrow and compared with the CSV read by pandas: the same values.
+written as ``<name>.csv`` and/or ``<name>.parquet``; any other file is a key of
+:data:`ncuroof.schema.FILES`. The Parquet files are read back with pyarrow and compared with the CSV
+read by pandas: the same values.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ def _declared_tables() -> dict[str, dict]:
 
 
 def _check_declared(out: Path, formats: set[str]) -> dict[str, set[str]]:
-    """Assert the folder holds exactly its manifest's files (and the manifest), each declared; the tables by suffix."""
+    """Assert the folder holds exactly its manifest's files (and the manifest), each declared; the
+    tables by suffix."""
     listed = json.loads((out / tables_io.MANIFEST).read_text(encoding="utf-8"))["files"]
     assert sorted(p.name for p in out.iterdir()) == sorted([*listed, tables_io.MANIFEST])
     tables = _declared_tables()
@@ -125,7 +128,8 @@ def test_every_table_is_declared_in_schema() -> None:
 
 @pytest.mark.parametrize("name", sorted(tables_io.TABLES))
 def test_declared_columns_carry_a_unit_where_the_name_says_one(name: str) -> None:
-    """A column named ``..._s``, ``..._bytes``, ``..._flop``, ``..._flop_per_s`` is declared in s, B, FLOP, FLOP/s."""
+    """A column named ``..._s``, ``..._bytes``, ``..._flop``, ``..._flop_per_s`` is declared in
+    s, B, FLOP, FLOP/s."""
     units = (
         ("_flop_per_s", "FLOP/s"),
         ("_bytes_per_s", "B/s"),
@@ -212,7 +216,8 @@ def test_every_product_is_a_declared_table() -> None:
 @needs_ncu_report
 def test_a_new_view_is_one_registry_entry(tmp_path, monkeypatch) -> None:
     """A product added to the registry (and its table to schema.TABLES) is built, written in both
-    formats, listed in the manifest, its section on the page and its header line, with no other change."""
+    formats, listed in the manifest, its section on the page and its header line,
+    with no other change."""
     import html
 
     import pandas as pd

@@ -70,7 +70,8 @@ def test_no_html_markup_outside_render():
 
 
 def _is_docstring_like(text: str) -> bool:
-    """Prose that names a placeholder such as ``<table metric>``, not markup: inside double backticks."""
+    """Prose that names a placeholder such as ``<table metric>``, not markup: inside
+    double backticks."""
     return all("``" in text[: m.start()] for m in _MARKUP.finditer(text))
 
 

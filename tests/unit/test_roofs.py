@@ -32,7 +32,8 @@ ESMM = "ESMM-Research__profile_output.ncu-rep"
 @needs_ncu_report
 def test_report_roofs_in_the_long_table_are_what_ncu_stored() -> None:
     """Each report roof = ncu's peak_sustained x the clock ncu measured, read through ncu_report
-    alone (FP32: 2 x ffma.peak_sustained x SM clock; DRAM: dram__bytes.sum.peak_sustained x DRAM clock)."""
+    alone (FP32: 2 x ffma.peak_sustained x SM clock; DRAM:
+    dram__bytes.sum.peak_sustained x DRAM clock)."""
     a = analysis.build([shared(ESMM)])
     t = roof_table(a.kernels, catalog.load_gpus())
     assert list(t.columns) == list(ROOFS) and len(t) == 6 * len(a.kernels)
@@ -51,7 +52,8 @@ def test_report_roofs_in_the_long_table_are_what_ncu_stored() -> None:
 
 def test_datasheet_and_measured_roofs_carry_their_entry_clock_and_confidence() -> None:
     """A CSV export without peak_sustained or a device name (V100, --gpu): datasheet roofs at the
-    measured clock, by hand; an H100 report: the published DRAM measurement as its achievable roof."""
+    measured clock, by hand; an H100 report: the published DRAM measurement as
+    its achievable roof."""
     gpus = catalog.load_gpus()
     opts = analysis.AnalysisOptions(gpu="v100-sxm2")
     a = analysis.build([shared("cuda-roofline__output.csv")], opts)

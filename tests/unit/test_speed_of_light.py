@@ -1,4 +1,5 @@
-"""Issue 15: the unit bound, the hot pipe, mixed-pipe time at the roof and the instruction-bound class.
+"""Issue 15: the unit bound, the hot pipe, mixed-pipe time at the roof and the
+instruction-bound class.
 
 Real-report checks compare against what ncu stored, read directly through ncu_report
 (conftest.ncu_metrics), never against ncuroof's own earlier output.
@@ -101,7 +102,8 @@ def _mixed(cc: str):
 
 
 def test_mixed_pipe_time_at_roof_by_hand() -> None:
-    # CC 8.6: FP32 and FP16 share the FMA pipe: 1e-4 + 2e-4; FP64 2.5e-4 and tensor 1e-4 on their own.
+    # CC 8.6: FP32 and FP16 share the FMA pipe: 1e-4 + 2e-4; FP64 2.5e-4 and
+    # tensor 1e-4 on their own.
     assert _mixed("8.6") == pytest.approx(3e-4)
     # CC 8.0: FP16 on its own pipe; FP64 and tensor share one issue port: 2.5e-4 + 1e-4.
     assert _mixed("8.0") == pytest.approx(3.5e-4)
@@ -120,7 +122,8 @@ def test_precision_pipes_cover_known_architectures_with_sources() -> None:
 
 
 def test_instruction_bound_verdict_by_hand() -> None:
-    # The issue's case: an RNG kernel, SM 66 %, memory 17 %, FP roofline memory-bound at 15 % of the DRAM roof.
+    # The issue's case: an RNG kernel, SM 66 %, memory 17 %, FP roofline memory-bound at
+    # 15 % of the DRAM roof.
     f = {
         "status": "ok",
         "bound": "memory",
@@ -144,7 +147,8 @@ def test_instruction_bound_verdict_by_hand() -> None:
         {**f, "bound": "compute", "level": "", "roof_fraction": math.nan, "hot_pipe": "XU"}, SOL
     )
     assert cls == "instruction_bound" and "no FP work counted" in ev
-    # Memory 40 %, SM 66 %: ncu's rule still names the SM (>= 60 % and 26 points busier), so no memory verdict.
+    # Memory 40 %, SM 66 %: ncu's rule still names the SM (>= 60 % and 26 points busier),
+    # so no memory verdict.
     assert diagnose.verdict({**f, "memory_throughput_frac": 0.4}, SOL)[0] == "instruction_bound"
     # SM 50 %, memory 58 %: memory is the busier unit, so the roofline's memory verdict stands.
     assert (

@@ -37,7 +37,8 @@ def _points(rows):
 
 
 def test_aggregate_points_time_weighted():
-    # Two launches of k at DRAM: 1 ms doing 2 GFLOP over 1 GB, 3 ms doing 2 GFLOP over 3 GB; roofs at two clocks.
+    # Two launches of k at DRAM: 1 ms doing 2 GFLOP over 1 GB, 3 ms doing 2 GFLOP over 3 GB;
+    # roofs at two clocks.
     p = _points(
         [
             (
@@ -118,7 +119,8 @@ def test_aggregate_roof_missing_in_one_launch_is_missing():
 
 
 def test_aggregate_achievable_roofs_time_weighted_beside_the_peaks():
-    # Same two launches; achievable DRAM roofs 1.6e12 (1 ms) and 0.8e12 (3 ms), no achievable compute roof.
+    # Same two launches; achievable DRAM roofs 1.6e12 (1 ms) and 0.8e12 (3 ms), no
+    # achievable compute roof.
     p = _points(
         [
             (
@@ -167,7 +169,8 @@ def test_aggregate_achievable_roofs_time_weighted_beside_the_peaks():
         "achievable_roof_fraction"
     ] == pytest.approx(1.0)
     assert r["roof_fraction"] == pytest.approx(0.8) and r["achievable_bytes_source"] == "measured"
-    # A launch without the achievable roof makes the aggregate's missing; without any, there is no achievable point.
+    # A launch without the achievable roof makes the aggregate's missing; without any, there is
+    # no achievable point.
     r = summary.aggregate_points(p.assign(achievable_bytes_per_s=[1.6e12, np.nan])).iloc[0]
     assert math.isnan(r["achievable_bytes_per_s"]) and math.isnan(r["achievable_roof_fraction"])
     # A table from before issue 21 (no achievable columns) aggregates with NaN achievable roofs.
@@ -274,7 +277,8 @@ def test_summary_of_silu_report():
 
 
 def test_focus_share_of_a_larger_total() -> None:
-    """With a production timeline the share is of its whole kernel time, unprofiled kernels included."""
+    """With a production timeline the share is of its whole kernel time, unprofiled
+    kernels included."""
     t = pd.Series([6.0, 3.0, 1.0], index=["a", "b", "c"])
     assert list(summary.focus_set(t, 0.5)) == [True, False, False]  # 6 s reach half of 10 s
     assert list(summary.focus_set(t, 0.5, total_s=20.0)) == [

@@ -1,6 +1,6 @@
-"""Verdict invariants (ncuroof.model.invariants) on every shared report, each rule shown able to fail on
-a hand-made row, the launch floor recomputed from the reports, and the issue's cases checked against the
-report's own metrics (key words and codes, never whole sentences)."""
+"""Verdict invariants (ncuroof.model.invariants) on every shared report, each rule shown able to
+fail on a hand-made row, the launch floor recomputed from the reports, and the issue's cases checked
+against the report's own metrics (key words and codes, never whole sentences)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ def _built(name: str) -> analysis.Analysis | None:
     try:
         return analysis.build([shared(name)])
     except InputError:
-        return None  # an input that does not analyze alone (a session page): its refusal is tested elsewhere
+        # an input that does not analyze alone (a session page): its refusal is tested elsewhere
+        return None
 
 
 def _analysis(name: str) -> analysis.Analysis | None:
@@ -135,7 +136,8 @@ def test_each_invariant_can_fail(row: dict, code: str) -> None:
 
 @needs_shared
 def test_launch_floor_is_the_shortest_launch_held() -> None:
-    """metrics/thresholds.toml [launch_floor]: per compute capability, the shortest gpu__time_duration of the shared reports."""
+    """metrics/thresholds.toml [launch_floor]: per compute capability, the shortest
+    gpu__time_duration of the shared reports."""
     spec = TH["launch_floor"]
     shortest: dict[str, tuple[float, str]] = {}
     for path in SHARED.glob("*.ncu-rep"):
@@ -181,7 +183,8 @@ def test_single_block_launch_is_held_at_the_floor() -> None:
 @needs_shared
 @needs_ncu_report
 def test_sm_busier_than_memory_gets_no_memory_advice() -> None:
-    """GH200 SiLU: ncu stored SM 68 %, memory 42 %: ncu's rule names the SM, so no coalescing advice."""
+    """GH200 SiLU: ncu stored SM 68 %, memory 42 %: ncu's rule names the SM, so no
+    coalescing advice."""
     name = "cs599k__silu-2025-04-18-v1.ncu-rep"
     m = ncu_metrics(name)[0]
     sm = m["sm__throughput.avg.pct_of_peak_sustained_elapsed"] / 100
@@ -235,7 +238,8 @@ def test_lanes_by_hand() -> None:
 
 @needs_shared
 def test_unclassified_csv_names_what_is_missing_and_the_option() -> None:
-    """A CSV with FLOPs and DRAM bytes and no device name: only the roofs are missing, so --gpu, not re-profiling."""
+    """A CSV with FLOPs and DRAM bytes and no device name: only the roofs are missing, so --gpu,
+    not re-profiling."""
     a = _analysis("ESMM-Research__metrics.csv")
     k = a.kernels
     assert (k["diagnosis"] == "not_classified").all()
@@ -252,7 +256,8 @@ def test_unclassified_csv_names_what_is_missing_and_the_option() -> None:
 
 @needs_shared
 def test_instantiations_are_told_apart_by_their_template() -> None:
-    """CUTLASS's Kernel<...> and a <float>/<__half> pair: labels from the demangled names, identity unchanged."""
+    """CUTLASS's Kernel<...> and a <float>/<__half> pair: labels from the demangled names,
+    identity unchanged."""
     s = _analysis("cuda-roofline__output.csv").summary
     labels = dict(zip(s["kernel_demangled"], s["kernel_label"]))
     for demangled, label in labels.items():
@@ -266,7 +271,8 @@ def test_instantiations_are_told_apart_by_their_template() -> None:
 
 @needs_shared
 def test_integer_tensor_work_reads_as_ops() -> None:
-    """The int8 CUTLASS GEMM (IMMA): its roof and hovers say OP, never FLOP; float precisions keep FLOP."""
+    """The int8 CUTLASS GEMM (IMMA): its roof and hovers say OP, never FLOP; float
+    precisions keep FLOP."""
     from ncuroof.render import figure
     from ncuroof.schema import work_unit
 

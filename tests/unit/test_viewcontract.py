@@ -1,6 +1,6 @@
-"""The view-visibility rule lives once, in ncuroof.render.viewcontract.visible: the page's script reads
-it evaluated (the contract's ``shows``), so the lookup must equal the rule in every state the page can
-reach, and the script must not read the traces' ``when`` itself."""
+"""The view-visibility rule lives once, in ncuroof.render.viewcontract.visible: the page's script
+reads it evaluated (the contract's ``shows``), so the lookup must equal the rule in every state the
+page can reach, and the script must not read the traces' ``when`` itself."""
 
 from __future__ import annotations
 
@@ -34,7 +34,8 @@ def _every_state(contract_dict: dict, domain: dict) -> list[dict]:
 
 
 def test_shows_equals_visible_in_every_state_of_a_small_contract():
-    """The four cases of the rule (one value or a list, on either side) and a field no control sets."""
+    """The four cases of the rule (one value or a list, on either side) and a
+    field no control sets."""
     whens = [
         {"levels": "l1"},
         {"levels": ["l2", "l1"]},
@@ -74,7 +75,8 @@ def test_shows_equals_visible_in_every_state_of_a_small_contract():
 
 
 def test_shows_equals_visible_on_a_real_figure_with_another_chart():
-    """A synthetic analysis' roofline with another chart added: every trace in every reachable state."""
+    """A synthetic analysis' roofline with another chart added: every trace in
+    every reachable state."""
     k = synthetic.kernels_table(60, 8, seed=3)
     other = Chart(
         "other", "Other", [go.Scatter(x=[1], y=[2], meta={"role": "o", "when": {"levels": "l1"}})]
@@ -92,6 +94,7 @@ def test_shows_equals_visible_on_a_real_figure_with_another_chart():
 
 
 def test_the_script_does_not_restate_the_rule():
-    """roofline.js reads the evaluated rule (``view.shows``), never a trace's or control's ``when``."""
+    """roofline.js reads the evaluated rule (``view.shows``), never a trace's or
+    control's ``when``."""
     js = resources.files("ncuroof.render").joinpath("assets", "roofline.js").read_text()
     assert "view.shows" in js and ".when" not in js
