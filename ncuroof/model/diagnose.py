@@ -34,7 +34,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -206,21 +206,23 @@ def verdict(
     )
     cls, ev, advice = _verdict(c, f, sol, gpus, low_occupancy, instruction, pipes, gap)
     if c.lanes and cls != "not_classified":
-        if c.lanes not in ev:
-            ev += f"; {c.lanes}"
-        fixes = [
-            x
-            for x, ok in (
-                (
-                    f"blocks of a multiple of {WARP} threads (128-256 are typical)",
-                    "lanes" in c.lanes,
-                ),
-                ("enough blocks for a full wave", "wave" in c.lanes),
-            )
-            if ok
-        ]
-        advice += f"; {c.lanes}: use " + " and ".join(fixes)
+        ev, advice = _with_lanes(c.lanes, ev, advice)
     return cls, ev, advice
+
+
+def _with_lanes(idle: str, ev: str, advice: str) -> tuple[str, str]:
+    """Evidence and advice with the idle lanes and grid (:func:`lanes`) and their fixes added."""
+    if idle not in ev:
+        ev += f"; {idle}"
+    fixes = [
+        x
+        for x, ok in (
+            (f"blocks of a multiple of {WARP} threads (128-256 are typical)", "lanes" in idle),
+            ("enough blocks for a full wave", "wave" in idle),
+        )
+        if ok
+    ]
+    return ev, advice + f"; {idle}: use " + " and ".join(fixes)
 
 
 def _verdict(
@@ -237,24 +239,8 @@ def _verdict(
     if f.get("status") in ("failed_measurement", "corrupt_record") or c.bound == "unknown":
         return ("not_classified", *unclassified(f, gpus))
     latency, balanced = float(sol["latency_bound"]), float(sol["balanced"])
-    if (
-        math.isfinite(c.sm)
-        and math.isfinite(c.mem)
-        and c.sm >= latency
-        and c.mem >= latency
-        and abs(c.sm - c.mem) <= balanced
-    ):
-        return (
-            "balanced",
-            (
-                f"{c.sol_text}: both above {fmt.pct(latency)} and within {fmt.pct(balanced)} of"
-                " each other"
-            ),
-            (
-                "compute and memory are both busy: gains need both fewer instructions and fewer"
-                " bytes; near the best this algorithm allows"
-            ),
-        )
+    if (both_busy := _balanced(c, latency, balanced)) is not None:
+        return both_busy
     if c.bound == "latency":
         return _latency(c, latency, low_occupancy, occupancy_gap)
     inst = instruction_verdict(
@@ -265,21 +251,7 @@ def _verdict(
     )
     if inst is not None:
         return inst
-    if math.isfinite(c.frac) and c.level:
-        cmp = "<" if c.bound == "memory" else ">="
-        ev = (
-            f"{precision_title(c.prec)} at {c.level}: AI {fmt.g(c.ai)} {work_unit(c.prec)}/B {cmp}"
-            f" ridge {fmt.g(c.ridge)}, "
-            + (c.achievable_text or f"{fmt.pct(c.frac)} of roof")
-            + (f"; {c.placed}" if c.placed else "")
-            + (f"; {c.sol_text}" if c.sol_text else "")
-            + (f"; {c.shape}" if c.shape else "")
-        )
-    else:
-        c.frac = c.mem if c.bound == "memory" else c.sm
-        ev = f"{c.sol_text} (no roofline point: from SpeedOfLight only)" + (
-            f"; {c.shape}" if c.shape else ""
-        )
+    ev = _bound_evidence(c)
     if c.bound == "memory":
         return _memory(c, ev, float(sol["no_bound"]), latency)
     return _compute(
@@ -289,6 +261,48 @@ def _verdict(
         fmt.num(f.get("tensor_flop")),
         str(f.get("device_name") or ""),
         gpus,
+    )
+
+
+def _balanced(c: _Context, latency: float, balanced: float) -> tuple[str, str, str] | None:
+    """The "balanced" verdict when SM and memory throughput are both busy and close, else None."""
+    if not (
+        math.isfinite(c.sm)
+        and math.isfinite(c.mem)
+        and c.sm >= latency
+        and c.mem >= latency
+        and abs(c.sm - c.mem) <= balanced
+    ):
+        return None
+    return (
+        "balanced",
+        (
+            f"{c.sol_text}: both above {fmt.pct(latency)} and within {fmt.pct(balanced)} of"
+            " each other"
+        ),
+        (
+            "compute and memory are both busy: gains need both fewer instructions and fewer"
+            " bytes; near the best this algorithm allows"
+        ),
+    )
+
+
+def _bound_evidence(c: _Context) -> str:
+    """Evidence of a memory or compute verdict: the roofline point, else SpeedOfLight alone (which
+    then sets ``c.frac`` to the bound side's throughput)."""
+    if math.isfinite(c.frac) and c.level:
+        cmp = "<" if c.bound == "memory" else ">="
+        return (
+            f"{precision_title(c.prec)} at {c.level}: AI {fmt.g(c.ai)} {work_unit(c.prec)}/B {cmp}"
+            f" ridge {fmt.g(c.ridge)}, "
+            + (c.achievable_text or f"{fmt.pct(c.frac)} of roof")
+            + (f"; {c.placed}" if c.placed else "")
+            + (f"; {c.sol_text}" if c.sol_text else "")
+            + (f"; {c.shape}" if c.shape else "")
+        )
+    c.frac = c.mem if c.bound == "memory" else c.sm
+    return f"{c.sol_text} (no roofline point: from SpeedOfLight only)" + (
+        f"; {c.shape}" if c.shape else ""
     )
 
 
@@ -339,6 +353,19 @@ def unclassified(f: dict[str, Any], gpus: GpuCatalog | None = None) -> tuple[str
         with the roofline counters when counters are missing or ncu failed, the ``.ncu-rep`` for a
         damaged export.
     """
+    unread = _unread(f)
+    if unread is not None:
+        return unread
+    flop, byts, roof = bool(f.get("has_flop")), bool(f.get("has_bytes")), bool(f.get("has_roof"))
+    missing, present = _missing_and_present(f, flop, byts, roof)
+    evidence = (
+        "missing: " + ", ".join(missing) + ("; present: " + ", ".join(present) if present else "")
+    )
+    return evidence, _unclassified_fix(f, gpus, flop, byts, roof)
+
+
+def _unread(f: dict[str, Any]) -> tuple[str, str] | None:
+    """Evidence and advice of a failed measurement or a damaged record, else None."""
     status = f.get("status")
     if status == "failed_measurement":
         return (
@@ -353,12 +380,18 @@ def unclassified(f: dict[str, Any], gpus: GpuCatalog | None = None) -> tuple[str
             ),
             "analyze the .ncu-rep the export came from, or re-profile: " + _profile_command(f),
         )
+    return None
+
+
+def _missing_and_present(
+    f: dict[str, Any], flop: bool, byts: bool, roof: bool
+) -> tuple[list[str], list[str]]:
+    """What an unclassified row lacks and what it holds, in the words of its evidence."""
     sm, mem, t = (
         fmt.num(f.get("sm_throughput_frac")),
         fmt.num(f.get("memory_throughput_frac")),
         fmt.num(f.get("time_s")),
     )
-    flop, byts, roof = bool(f.get("has_flop")), bool(f.get("has_bytes")), bool(f.get("has_roof"))
     timed = bool(f["has_time"]) if "has_time" in f else math.isfinite(t)
     missing = [
         x
@@ -390,20 +423,21 @@ def unclassified(f: dict[str, Any], gpus: GpuCatalog | None = None) -> tuple[str
         missing.append("SpeedOfLight throughputs")
     if flop and byts and roof:
         missing.insert(0, "a roof for the precision that holds the work")
-    evidence = (
-        "missing: " + ", ".join(missing) + ("; present: " + ", ".join(present) if present else "")
-    )
+    return missing, present
+
+
+def _unclassified_fix(
+    f: dict[str, Any], gpus: GpuCatalog | None, flop: bool, byts: bool, roof: bool
+) -> str:
+    """The one option or command that gives an unclassified row what it lacks."""
     if flop and byts and roof:
-        return evidence, "pass its roof: --peak-flops PRECISION=FLOP_PER_S (e.g. tensor=...)"
+        return "pass its roof: --peak-flops PRECISION=FLOP_PER_S (e.g. tensor=...)"
     if flop and byts and not roof:
-        return (
-            evidence,
-            f"pass {_gpu_option(f, gpus)}, or --peak-flops/--peak-bandwidth with the GPU's roofs",
-        )
+        return f"pass {_gpu_option(f, gpus)}, or --peak-flops/--peak-bandwidth with the GPU's roofs"
     fix = f"re-profile with the roofline counters: {_profile_command(f)}"
     if byts and not roof:
         fix = f"pass {_gpu_option(f, gpus)} for the DRAM roof; for FLOPs {fix}"
-    return evidence, fix
+    return fix
 
 
 @dataclass
@@ -894,65 +928,73 @@ def _above_roof(
 def _expect_flags(r: Any, thresholds: dict[str, Any]) -> list[str]:
     """Counted work against the user's expectation (``--expect``) for one launch."""
     tol, excess = float(thresholds["expect_tolerance"]), float(thresholds["excess_bytes"])
-    out = []
-    exp_f, exp_b = (
-        fmt.num(getattr(r, "expected_flop", math.nan)),
-        fmt.num(getattr(r, "expected_dram_bytes", math.nan)),
+    if r.status != "ok":
+        return []
+    flags = (
+        _flop_flag(_counted_flop(r), fmt.num(getattr(r, "expected_flop", math.nan)), tol),
+        _dram_flag(
+            fmt.num(getattr(r, "dram_bytes", math.nan)),
+            fmt.num(getattr(r, "expected_dram_bytes", math.nan)),
+            tol,
+            excess,
+        ),
     )
+    return [x for x in flags if x is not None]
+
+
+def _counted_flop(r: Any) -> float:
+    """FLOPs the counters hold over all precisions and tensor cores (NaN when none is finite)."""
     work = [fmt.num(getattr(r, c)) for c in ("fp64_flop", "fp32_flop", "fp16_flop", "tensor_flop")]
-    counted = (
-        sum(w for w in work if math.isfinite(w))
-        if any(math.isfinite(w) for w in work)
-        else math.nan
+    if not any(math.isfinite(w) for w in work):
+        return math.nan
+    return sum(w for w in work if math.isfinite(w))
+
+
+def _flop_flag(counted: float, expected: float, tol: float) -> tuple[str, str] | None:
+    """``flop_above_expected`` or ``flop_below_expected`` beyond ``tol``, else None."""
+    if not (expected > 0 and math.isfinite(counted)):
+        return None
+    ratio = counted / expected
+    said = (
+        f"counted FLOPs {fmt.si(counted, 'FLOP')} are {fmt.g(ratio)}x the expected"
+        f" {fmt.si(expected, 'FLOP')}"
     )
-    if exp_f > 0 and math.isfinite(counted) and r.status == "ok":
-        ratio = counted / exp_f
-        if ratio > 1 + tol:
-            out.append(
-                (
-                    "flop_above_expected",
-                    (
-                        f"counted FLOPs {fmt.si(counted, 'FLOP')} are {fmt.g(ratio)}x the expected"
-                        f" {fmt.si(exp_f, 'FLOP')}: masked, padded or redundant work"
-                    ),
-                )
-            )
-        elif ratio < 1 - tol:
-            out.append(
-                (
-                    "flop_below_expected",
-                    (
-                        f"counted FLOPs {fmt.si(counted, 'FLOP')} are {fmt.g(ratio)}x the expected"
-                        f" {fmt.si(exp_f, 'FLOP')}: work on units the FLOP counters miss (tensor"
-                        " cores without ops metrics, integer math) or a wrong expectation"
-                    ),
-                )
-            )
-    dram = fmt.num(getattr(r, "dram_bytes", math.nan))
-    if exp_b > 0 and math.isfinite(dram) and r.status == "ok":
-        ratio = dram / exp_b
-        if ratio < 1 - tol:
-            out.append(
-                (
-                    "dram_below_expected",
-                    (
-                        f"DRAM traffic {fmt.si(dram, 'B')} is below the {fmt.si(exp_b, 'B')} the"
-                        f" kernel must move ({fmt.g(ratio)}x): data was cache-resident (warm L2,"
-                        " --cache-control none) or the expectation is wrong"
-                    ),
-                )
-            )
-        elif ratio > excess:
-            out.append(
-                (
-                    "dram_above_expected",
-                    (
-                        f"DRAM traffic {fmt.si(dram, 'B')} is {fmt.g(ratio)}x the"
-                        f" {fmt.si(exp_b, 'B')} the kernel must move: redundant loads or poor reuse"
-                    ),
-                )
-            )
-    return out
+    if ratio > 1 + tol:
+        return ("flop_above_expected", f"{said}: masked, padded or redundant work")
+    if ratio < 1 - tol:
+        return (
+            "flop_below_expected",
+            (
+                f"{said}: work on units the FLOP counters miss (tensor cores without ops metrics,"
+                " integer math) or a wrong expectation"
+            ),
+        )
+    return None
+
+
+def _dram_flag(dram: float, expected: float, tol: float, excess: float) -> tuple[str, str] | None:
+    """``dram_below_expected`` below ``1 - tol``, ``dram_above_expected`` above ``excess``, else None."""
+    if not (expected > 0 and math.isfinite(dram)):
+        return None
+    ratio = dram / expected
+    if ratio < 1 - tol:
+        return (
+            "dram_below_expected",
+            (
+                f"DRAM traffic {fmt.si(dram, 'B')} is below the {fmt.si(expected, 'B')} the"
+                f" kernel must move ({fmt.g(ratio)}x): data was cache-resident (warm L2,"
+                " --cache-control none) or the expectation is wrong"
+            ),
+        )
+    if ratio > excess:
+        return (
+            "dram_above_expected",
+            (
+                f"DRAM traffic {fmt.si(dram, 'B')} is {fmt.g(ratio)}x the"
+                f" {fmt.si(expected, 'B')} the kernel must move: redundant loads or poor reuse"
+            ),
+        )
+    return None
 
 
 def evidence_facts(table: pd.DataFrame) -> pd.DataFrame:
@@ -1031,31 +1073,36 @@ def diagnose_launches(
     """
     k = kernels.copy(deep=False)
     facts = _launch_facts(k, binding_points(points) if bind is None else bind)
-    sol = catalog.thresholds["sol"]
-    low = float(catalog.thresholds["diagnosis"]["low_occupancy"])
     cols = [c for c in _FACTS if c in facts.columns]
     first, inverse = distinct_rows(
         facts, cols
     )  # the text of each distinct combination of facts, made once
     res = np.array(
-        [
-            verdict(
-                f,
-                sol,
-                gpus,
-                low,
-                catalog.thresholds["instruction"],
-                catalog.pipes,
-                float(catalog.thresholds["diagnosis"]["occupancy_gap"]),
-            )
-            for f in _records(facts.iloc[first], cols)
-        ],
-        dtype=object,
+        _verdicts(_records(facts.iloc[first], cols), catalog, gpus), dtype=object
     ).reshape(len(first), 3)
     for i, name in enumerate(("diagnosis", "evidence", "advice")):
         k[name] = text_array(categorical(inverse, res[:, i])) if len(k) else []
     k["flags"] = launch_flags(k, points, catalog.thresholds["diagnosis"]).to_numpy()
     return k
+
+
+def _verdicts(
+    facts: Iterable[dict[str, Any]], catalog: Catalog, gpus: GpuCatalog | None
+) -> list[tuple[str, str, str]]:
+    """:func:`verdict` of each row of facts, with the catalog's thresholds and pipes."""
+    diagnosis = catalog.thresholds["diagnosis"]
+    return [
+        verdict(
+            f,
+            catalog.thresholds["sol"],
+            gpus,
+            float(diagnosis["low_occupancy"]),
+            catalog.thresholds["instruction"],
+            catalog.pipes,
+            float(diagnosis["occupancy_gap"]),
+        )
+        for f in facts
+    ]
 
 
 def _launch_facts(k: pd.DataFrame, bind: pd.DataFrame) -> pd.DataFrame:
@@ -1125,18 +1172,33 @@ def diagnose_kernels(
     """
     s = summary.copy()
     k = kernels.assign(kernel_key=keys_of(kernels).to_numpy())
+    s["status"] = _kernel_status(s, k)
+    facts = _kernel_facts(s, k)
+    res = _verdicts(facts, catalog, gpus)
+    s["diagnosis"] = [r[0] for r in res]
+    s["evidence"] = [r[1] + _useful_ai(f) for r, f in zip(res, facts)]
+    s["advice"] = [r[2] for r in res]
+    s["flags"] = _kernel_flags(s, k, float(catalog.thresholds["diagnosis"]["clock_spread"]))
+    return s[[c for c in KERNEL_SUMMARY if c in s.columns]]
+
+
+def _kernel_status(s: pd.DataFrame, k: pd.DataFrame) -> np.ndarray:
+    """``failed_measurement`` for the kernels whose every launch failed, else ``ok``."""
     failed = k.groupby("kernel_key")["status"].agg(
         lambda x: bool((x == "failed_measurement").all())
     )
-    s["status"] = np.where(
+    return np.where(
         failed.reindex(s["kernel_key"]).fillna(False).to_numpy(bool), "failed_measurement", "ok"
     )
-    sol = catalog.thresholds["sol"]
-    low = float(catalog.thresholds["diagnosis"]["low_occupancy"])
+
+
+def _kernel_facts(s: pd.DataFrame, k: pd.DataFrame) -> list[dict[str, Any]]:
+    """One record per kernel: its summary row, what any of its launches holds
+    (:func:`evidence_facts`) and its first launch's ``cc`` and ``kernel_name``."""
     held = pd.concat([k[["kernel_key"]], evidence_facts(k)], axis=1).groupby("kernel_key").any()
     first = k.groupby("kernel_key")[[c for c in ("cc", "kernel_name") if c in k.columns]].first()
     extra = held.join(first).reindex(s["kernel_key"]).reset_index(drop=True)
-    facts = list(
+    return list(
         _records(
             pd.concat(
                 [
@@ -1148,22 +1210,10 @@ def diagnose_kernels(
             list(s.columns) + [c for c in extra.columns if c not in s.columns],
         )
     )
-    res = [
-        verdict(
-            f,
-            sol,
-            gpus,
-            low,
-            catalog.thresholds["instruction"],
-            catalog.pipes,
-            float(catalog.thresholds["diagnosis"]["occupancy_gap"]),
-        )
-        for f in facts
-    ]
-    s["diagnosis"] = [r[0] for r in res]
-    s["evidence"] = [r[1] + _useful_ai(f) for r, f in zip(res, facts)]
-    s["advice"] = [r[2] for r in res]
-    spread = float(catalog.thresholds["diagnosis"]["clock_spread"])
+
+
+def _kernel_flags(s: pd.DataFrame, k: pd.DataFrame, spread: float) -> pd.Series:
+    """Each kernel's launch flags, distinct, plus ``clock_differs`` above ``spread``."""
     flags = k.groupby("kernel_key")["flags"].agg(
         lambda x: list(dict.fromkeys(tuple(f) for v in x if isinstance(v, list) for f in v))
     )
@@ -1175,8 +1225,7 @@ def diagnose_kernels(
                 ("clock_differs", f"SM clock varies {fmt.pct(r.clock_spread)} between launches")
             )
         out.append(f)
-    s["flags"] = pd.Series(out, index=s.index, dtype=object)
-    return s[[c for c in KERNEL_SUMMARY if c in s.columns]]
+    return pd.Series(out, index=s.index, dtype=object)
 
 
 def what_if(
@@ -1209,72 +1258,87 @@ def what_if(
     k = kernels.assign(kernel_key=keys_of(kernels).to_numpy())
     rows = []
     for r in summary.itertuples(index=False):
-        p = r.precision
         g = k[(k["kernel_key"] == r.kernel_key) & (k["status"] == "ok")]
-        if not p or g.empty:
+        if not r.precision or g.empty:
             continue
-        flop_col, peak_col = f"{flop_name(p)}_flop", f"peak_{flop_name(p)}_flop_per_s"
-        if flop_col not in g.columns:
-            continue
-        flop = float(np.nansum(g[flop_col]))
-        dram = float(np.nansum(g["dram_bytes"]))
-        if not (flop > 0 and dram > 0):
-            continue
-        t = g["time_s"].to_numpy(float)
-        here_peak = (
-            float(np.nansum(g[peak_col].to_numpy(float) * t) / np.nansum(t))
-            if peak_col in g.columns
-            else math.nan
-        )
-        here_bw = float(np.nansum(g["peak_dram_bytes_per_s"].to_numpy(float) * t) / np.nansum(t))
-        if (path := tensor_path(p)) is not None:
-            key = (gpus or load_gpus()).tensor_key(path)
-            there_peak = target.tensor.get(key, math.nan) if key else math.nan
-        else:
-            there_peak = target.flop_per_s.get(p, math.nan)
-        there_bw = target.dram_bytes_per_s
-        ai = flop / dram
-        ridge_here = here_peak / here_bw if here_bw > 0 else math.nan
-        ridge_there = there_peak / there_bw if there_bw > 0 else math.nan
-        bound_here = (
-            "" if not math.isfinite(ridge_here) else ("memory" if ai < ridge_here else "compute")
-        )
-        bound_there = (
-            "" if not math.isfinite(ridge_there) else ("memory" if ai < ridge_there else "compute")
-        )
-        same = bound_here and bound_here == bound_there
-        change = (
-            f"{bound_here or '?'}-bound here, {'still ' if same else ''}{bound_there or '?'}-bound"
-            f" on {target.name} (ridge {fmt.g(ridge_here)} -> {fmt.g(ridge_there)}"
-            f" {work_unit(p)}/B, AI {fmt.g(ai)})"
-        )
-        t_there = max(flop / there_peak if there_peak > 0 else 0.0, dram / there_bw)
-        rows.append(
-            {
-                "kernel_label": r.kernel_label,
-                "precision": p,
-                "dram_ai_flop_per_byte": ai,
-                "ridge_here": ridge_here,
-                "bound_here": bound_here,
-                "ridge_there": ridge_there,
-                "bound_there": bound_there,
-                "time_at_roof_here_s": r.time_at_roof_s,
-                "time_at_roof_there_s": t_there,
-                "change": change,
-            }
-        )
-    return pd.DataFrame(
-        rows,
-        columns=[
-            "kernel_label",
-            "precision",
-            "dram_ai_flop_per_byte",
-            "ridge_here",
-            "bound_here",
-            "ridge_there",
-            "bound_there",
-            "time_at_roof_here_s",
-            "time_at_roof_there_s",
-            "change",
-        ],
+        row = _projection(r, g, target, gpus)
+        if row is not None:
+            rows.append(row)
+    return pd.DataFrame(rows, columns=list(_WHAT_IF))
+
+
+#: The columns of :func:`what_if`'s table.
+_WHAT_IF = (
+    "kernel_label",
+    "precision",
+    "dram_ai_flop_per_byte",
+    "ridge_here",
+    "bound_here",
+    "ridge_there",
+    "bound_there",
+    "time_at_roof_here_s",
+    "time_at_roof_there_s",
+    "change",
+)
+
+
+def _projection(
+    r: Any, g: pd.DataFrame, target: Any, gpus: GpuCatalog | None
+) -> dict[str, Any] | None:
+    """One kernel's row of :func:`what_if` from its launches ``g`` (None without FLOPs and bytes)."""
+    p = r.precision
+    flop_col, peak_col = f"{flop_name(p)}_flop", f"peak_{flop_name(p)}_flop_per_s"
+    if flop_col not in g.columns:
+        return None
+    flop = float(np.nansum(g[flop_col]))
+    dram = float(np.nansum(g["dram_bytes"]))
+    if not (flop > 0 and dram > 0):
+        return None
+    ridge_here = _ridge_here(g, peak_col)
+    there_peak, there_bw = _peak_there(target, p, gpus), target.dram_bytes_per_s
+    ai = flop / dram
+    ridge_there = there_peak / there_bw if there_bw > 0 else math.nan
+    bound_here, bound_there = _side(ai, ridge_here), _side(ai, ridge_there)
+    same = bound_here and bound_here == bound_there
+    change = (
+        f"{bound_here or '?'}-bound here, {'still ' if same else ''}{bound_there or '?'}-bound"
+        f" on {target.name} (ridge {fmt.g(ridge_here)} -> {fmt.g(ridge_there)}"
+        f" {work_unit(p)}/B, AI {fmt.g(ai)})"
     )
+    return {
+        "kernel_label": r.kernel_label,
+        "precision": p,
+        "dram_ai_flop_per_byte": ai,
+        "ridge_here": ridge_here,
+        "bound_here": bound_here,
+        "ridge_there": ridge_there,
+        "bound_there": bound_there,
+        "time_at_roof_here_s": r.time_at_roof_s,
+        "time_at_roof_there_s": max(flop / there_peak if there_peak > 0 else 0.0, dram / there_bw),
+        "change": change,
+    }
+
+
+def _ridge_here(g: pd.DataFrame, peak_col: str) -> float:
+    """The measured GPU's ridge for ``peak_col``: time-weighted roof over time-weighted bandwidth."""
+    t = g["time_s"].to_numpy(float)
+    here_peak = (
+        float(np.nansum(g[peak_col].to_numpy(float) * t) / np.nansum(t))
+        if peak_col in g.columns
+        else math.nan
+    )
+    here_bw = float(np.nansum(g["peak_dram_bytes_per_s"].to_numpy(float) * t) / np.nansum(t))
+    return here_peak / here_bw if here_bw > 0 else math.nan
+
+
+def _peak_there(target: Any, precision: str, gpus: GpuCatalog | None) -> float:
+    """The target GPU's datasheet roof for ``precision`` (its tensor datapath's for tensor work)."""
+    if (path := tensor_path(precision)) is not None:
+        key = (gpus or load_gpus()).tensor_key(path)
+        return target.tensor.get(key, math.nan) if key else math.nan
+    return target.flop_per_s.get(precision, math.nan)
+
+
+def _side(ai: float, ridge: float) -> str:
+    """``memory`` left of the ridge, ``compute`` at or right of it, '' without a ridge."""
+    return "" if not math.isfinite(ridge) else ("memory" if ai < ridge else "compute")
