@@ -90,7 +90,7 @@ def main() -> None:
     for p in reports:
         base, cont = _best(_BASELINE, p, args.repeat), _best(_CONTAINED, p, args.repeat)
         print(
-            f"{p.name[:44]:<45}{p.stat().st_size / 1e6:>8.1f}{1e3 * base:>13.0f}{1e3 * cont:>14.0f}{cont / base:>7.2f}"
+            f"{p.name[:44]:<45}{p.stat().st_size / 1e6:>8.1f}{1e3 * base:>13.0f}{1e3 * cont:>14.0f}{cont / base:>7.2f}"  # noqa: E501
         )
 
 

@@ -56,7 +56,7 @@ t0 = time.perf_counter()
 {code}
 dt = time.perf_counter() - t0
 print(__import__("json").dumps({{"s": dt, "rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}}))
-"""
+"""  # noqa: E501
 
 
 def build(source: Path, launches: int, out: Path, noise: int = 0) -> int:

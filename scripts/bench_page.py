@@ -39,7 +39,7 @@ READY = (
 )
 SWITCH = """async () => { const gd = document.getElementById('roofline');
   const done = new Promise(r => gd.once('plotly_afterplot', r)); const t0 = performance.now();
-  document.querySelector('input[name="ctl-mode"][value="launch"]').click(); await done; return performance.now() - t0; }"""
+  document.querySelector('input[name="ctl-mode"][value="launch"]').click(); await done; return performance.now() - t0; }"""  # noqa: E501
 
 
 def interactive_s(browser, path: Path, switch: bool) -> tuple[float, float]:

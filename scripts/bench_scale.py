@@ -26,7 +26,7 @@ Compressed reports (issue 32): each generated report is also compressed as ncu 2
 ``.ncu-repz`` (zstd level 3 of the same bytes, one frame) and analyzed the same way; its wall time,
 CPU time and peak RSS are printed as ratios to the uncompressed report's in the same run (targets:
 time <= 1.3x, peak RSS <= 1 GB). ``--no-repz`` skips it.
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 

@@ -36,7 +36,7 @@ NAMES = (
         " >(int, float, at::detail::Array<char*, 2>)"
     ),
     (
-        "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>(cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4::Params)"
+        "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>(cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4::Params)"  # noqa: E501
     ),
     "triton_poi_fused_add_cos_sin_0",
     (
@@ -170,7 +170,7 @@ NSYS_SCHEMA = """
     CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INT, end INT, eventClass INT, globalTid INT, correlationId INT, nameId INT);
     CREATE TABLE NVTX_EVENTS (start INT, end INT, eventType INT, rangeId INT, category INT, color INT, text TEXT,
         globalTid INT, endGlobalTid INT, textId INT, domainId INT);
-"""
+"""  # noqa: E501
 
 
 def write_nsys(path: Path, n: int) -> None:

@@ -708,7 +708,7 @@ def _missing_note(has_flop: bool, has_bytes: bool) -> str:
         )
     if not has_bytes:
         missing.append(
-            "memory traffic (dram__bytes, lts__lts2xbar_cycles_active, l1tex__lsu_writeback_active_*)"
+            "memory traffic (dram__bytes, lts__lts2xbar_cycles_active, l1tex__lsu_writeback_active_*)"  # noqa: E501
         )
     return (
         "no roofline metrics: missing "

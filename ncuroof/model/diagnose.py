@@ -110,7 +110,8 @@ CLASSES = {
 
 
 def _tensor_ratio(device: str, precision: str, gpus: GpuCatalog | None) -> tuple[float, str] | None:
-    """How much higher the GPU's dense FP16/BF16 tensor roof is than its ``precision`` roof (datasheet)."""
+    """How much higher the GPU's dense FP16/BF16 tensor roof is than its ``precision``
+    roof (datasheet)."""
     if gpus is None or not isinstance(device, str) or precision not in ("fp32", "fp16"):
         return None
     spec = gpus.by_device(device)
@@ -196,7 +197,8 @@ def verdict(
     -------
     (str, str, str)
         A key of :data:`CLASSES`, the numbers behind it, and what to try; idle lanes and a grid
-        under one wave (:func:`lanes`) are added to the evidence and advice of every classified verdict.
+        under one wave (:func:`lanes`) are added to the evidence and advice of
+        every classified verdict.
     """
     c = _Context.of(f, sol)
     gap = float(
@@ -311,7 +313,8 @@ _PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,79}")
 
 
 def _gpu_option(f: dict[str, Any], gpus: GpuCatalog | None) -> str:
-    """``--gpu a10g``, or ``--gpu NAME`` with the datasheet entries of the launch's compute capability."""
+    """``--gpu a10g``, or ``--gpu NAME`` with the datasheet entries of the launch's
+    compute capability."""
     cat = gpus or load_gpus()
     device = f.get("device_name")
     spec = cat.by_device(device) if isinstance(device, str) and device else None
@@ -339,11 +342,12 @@ def unclassified(f: dict[str, Any], gpus: GpuCatalog | None = None) -> tuple[str
     Parameters
     ----------
     f : dict
-        ``status``, ``has_time`` (or ``time_s``), ``has_flop``, ``has_bytes``, ``has_roof`` (bool: any FLOPs, any
-        bytes, any roof), ``sm_throughput_frac``, ``memory_throughput_frac``, ``device_name``,
-        ``cc``, ``kernel_name``.
+        ``status``, ``has_time`` (or ``time_s``), ``has_flop``, ``has_bytes``, ``has_roof`` (bool:
+        any FLOPs, any bytes, any roof), ``sm_throughput_frac``, ``memory_throughput_frac``,
+        ``device_name``, ``cc``, ``kernel_name``.
     gpus : GpuCatalog, optional
-        For the ``--gpu`` entries of the launch's compute capability (default ``metrics/gpus.toml``).
+        For the ``--gpu`` entries of the launch's compute capability (default
+        ``metrics/gpus.toml``).
 
     Returns
     -------
@@ -442,7 +446,8 @@ def _unclassified_fix(
 
 @dataclass
 class _Context:
-    """The numbers one verdict reads, and their text (``shape``: grid and occupancy for the evidence)."""
+    """The numbers one verdict reads, and their text (``shape``: grid and occupancy
+    for the evidence)."""
 
     bound: str
     prec: str
@@ -506,7 +511,8 @@ class _Context:
 
 
 def _count(n: float, noun: str) -> str:
-    """``16,318,464 blocks``, ``1 thread``: a count with thousands separators and the noun in agreement."""
+    """``16,318,464 blocks``, ``1 thread``: a count with thousands separators and the
+    noun in agreement."""
     return f"{fmt.plain(n)} {fmt.plural(int(n), noun)}"
 
 
@@ -562,7 +568,8 @@ def lanes(threads: float, blocks: float = math.nan, waves: float = math.nan) -> 
 
 
 def _sol_text(sm: float, mem: float) -> str:
-    """``SM 68%, memory 42% of peak throughput``; with one of them, that one and what the input lacks; '' with none."""
+    """``SM 68%, memory 42% of peak throughput``; with one of them, that one and what the input
+    lacks; '' with none."""
     if math.isfinite(sm) and math.isfinite(mem):
         return f"SM {fmt.pct(sm)}, memory {fmt.pct(mem)} of peak throughput"
     if math.isfinite(sm):
@@ -573,8 +580,8 @@ def _sol_text(sm: float, mem: float) -> str:
 
 
 def _achievable(f: dict[str, Any]) -> dict[str, Any]:
-    """The binding point's achievable-roof fraction and its text (:func:`ncuroof.fmt.achievable`), and
-    where the kernel was placed when its main precision has no roof."""
+    """The binding point's achievable-roof fraction and its text (:func:`ncuroof.fmt.achievable`),
+    and where the kernel was placed when its main precision has no roof."""
     prec, main = str(f.get("precision") or ""), str(f.get("main_precision") or "")
     placed = (
         f"placed at {precision_title(prec)}: no roof for its main precision {precision_title(main)}"
@@ -729,11 +736,11 @@ def launch_flags(
     Returns
     -------
     Series of lists of (code, text)
-        Indexed like ``kernels``; codes from :data:`FLAG_CODES`. Flags: ``above roof`` (a point over ``above_roof`` × its roof,
-        with the likely cause: a datasheet or user roof too low, L2-resident data, estimated
-        tensor weighting, sparsity, or the clock), ``failed measurement``, ``n/a metrics``
-        (values ncu stored as n/a), ``no work measured`` (a duration but no FLOPs and at most
-        ``no_work_bytes`` at every level).
+        Indexed like ``kernels``; codes from :data:`FLAG_CODES`. Flags: ``above roof`` (a point over
+        ``above_roof`` × its roof, with the likely cause: a datasheet or user roof too low,
+        L2-resident data, estimated tensor weighting, sparsity, or the clock),
+        ``failed measurement``, ``n/a metrics`` (values ncu stored as n/a), ``no work measured`` (a
+        duration but no FLOPs and at most ``no_work_bytes`` at every level).
     """
     out: list[list[tuple[str, str]]] = [[] for _ in range(len(kernels))]
     _above_roof_flags(out, kernels, points, thresholds)
@@ -788,7 +795,8 @@ def _status_flags(out: _Flags, kernels: pd.DataFrame) -> None:
 
 
 def _missing_flags(out: _Flags, kernels: pd.DataFrame) -> None:
-    """Add ``missing_metrics`` to each ``no_roofline_metrics`` launch, saying what it holds (in place)."""
+    """Add ``missing_metrics`` to each ``no_roofline_metrics`` launch, saying what it
+    holds (in place)."""
     time_s = kernels["time_s"].to_numpy(float)
     held = evidence_facts(kernels)
     sm, mem = (
@@ -863,7 +871,8 @@ def _note_flags(notes: pd.Series) -> dict[int, list[tuple[str, str]]]:
 
 
 def _missing_text(flop: bool, byts: bool, time_s: float, sm: float, mem: float) -> str:
-    """The ``missing_metrics`` flag's text: which of FLOP counters and memory traffic are absent, and what the launch holds."""
+    """The ``missing_metrics`` flag's text: which of FLOP counters and memory traffic are absent,
+    and what the launch holds."""
     absent = (
         " and ".join(x for x, ok in (("FLOP counters", flop), ("memory traffic", byts)) if not ok)
         or "roofline counters"
@@ -885,7 +894,8 @@ def _missing_text(flop: bool, byts: bool, time_s: float, sm: float, mem: float) 
 def _above_roof(
     kernels: pd.DataFrame, points: pd.DataFrame, thresholds: dict[str, Any]
 ) -> list[tuple[tuple[str, int], tuple[str, str]]]:
-    """((source, launch_id), flag) of each point over ``above_roof`` × its roof, with the likely cause."""
+    """((source, launch_id), flag) of each point over ``above_roof`` × its roof, with
+    the likely cause."""
     above, resident = float(thresholds["above_roof"]), float(thresholds["l2_resident_share"])
     if points.empty:
         return []
@@ -973,7 +983,8 @@ def _flop_flag(counted: float, expected: float, tol: float) -> tuple[str, str] |
 
 
 def _dram_flag(dram: float, expected: float, tol: float, excess: float) -> tuple[str, str] | None:
-    """``dram_below_expected`` below ``1 - tol``, ``dram_above_expected`` above ``excess``, else None."""
+    """``dram_below_expected`` below ``1 - tol``, ``dram_above_expected`` above
+    ``excess``, else None."""
     if not (expected > 0 and math.isfinite(dram)):
         return None
     ratio = dram / expected
@@ -998,17 +1009,20 @@ def _dram_flag(dram: float, expected: float, tol: float, excess: float) -> tuple
 
 
 def evidence_facts(table: pd.DataFrame) -> pd.DataFrame:
-    """What each row holds, for the words of a verdict: ``has_flop``, ``has_bytes``, ``has_roof``, ``has_time`` (bool).
+    """What each row holds, for the words of a verdict: ``has_flop``, ``has_bytes``, ``has_roof``,
+    ``has_time`` (bool).
 
     Parameters
     ----------
     table : DataFrame
-        A kernels table (``<p>_flop``, ``tensor_*_flop``, ``<level>_bytes``, ``peak_*_per_s`` columns).
+        A kernels table (``<p>_flop``, ``tensor_*_flop``, ``<level>_bytes``,
+        ``peak_*_per_s`` columns).
 
     Returns
     -------
     DataFrame
-        Indexed like ``table``: any FLOP column > 0, any bytes column > 0, any finite ``peak_*`` roof.
+        Indexed like ``table``: any FLOP column > 0, any bytes column > 0, any
+        finite ``peak_*`` roof.
     """
 
     def any_of(cols: list[str], test: Any) -> np.ndarray:
@@ -1137,7 +1151,8 @@ def _records(frame: pd.DataFrame, cols: list[str]) -> Iterator[dict[str, Any]]:
 
 
 def _useful_ai(f: dict[str, Any]) -> str:
-    """``; useful AI 512 FLOP/B (expected work / expected DRAM bytes) vs 0.17 measured at DRAM``, or ''."""
+    """``; useful AI 512 FLOP/B (expected work / expected DRAM bytes) vs 0.17 measured
+    at DRAM``, or ''."""
     ef, eb = fmt.num(f.get("expected_flop")), fmt.num(f.get("expected_dram_bytes"))
     if not (ef > 0 and eb > 0):
         return ""
@@ -1249,11 +1264,12 @@ def what_if(
     DataFrame
         Per kernel: ``kernel_label``, ``precision``, ``dram_ai_flop_per_byte`` (FLOPs of the main
         precision / DRAM bytes, unchanged by the GPU), ``ridge_here`` and ``bound_here`` (the
-        measured GPU's roofs, time-weighted), ``ridge_there``, ``bound_there``, ``time_at_roof_there_s``
-        = max(FLOPs / target roof, DRAM bytes / target bandwidth), and ``change`` (text such as
-        "memory-bound here, still memory-bound on H100 SXM (ridge 20 -> 296)"). The projection is
-        the roofline model's: it assumes the kernel reaches the same fraction of either roof and
-        moves the same DRAM bytes (caches differ: L2 size here vs there).
+        measured GPU's roofs, time-weighted), ``ridge_there``, ``bound_there``,
+        ``time_at_roof_there_s`` = max(FLOPs / target roof, DRAM bytes / target bandwidth), and
+        ``change`` (text such as "memory-bound here, still memory-bound on H100 SXM (ridge
+        20 -> 296)"). The projection is the roofline model's: it assumes the kernel reaches the same
+        fraction of either roof and moves the same DRAM bytes (caches differ: L2
+        size here vs there).
     """
     k = kernels.assign(kernel_key=keys_of(kernels).to_numpy())
     rows = []
@@ -1285,7 +1301,8 @@ _WHAT_IF = (
 def _projection(
     r: Any, g: pd.DataFrame, target: Any, gpus: GpuCatalog | None
 ) -> dict[str, Any] | None:
-    """One kernel's row of :func:`what_if` from its launches ``g`` (None without FLOPs and bytes)."""
+    """One kernel's row of :func:`what_if` from its launches ``g`` (None without
+    FLOPs and bytes)."""
     p = r.precision
     flop_col, peak_col = f"{flop_name(p)}_flop", f"peak_{flop_name(p)}_flop_per_s"
     if flop_col not in g.columns:
@@ -1320,7 +1337,8 @@ def _projection(
 
 
 def _ridge_here(g: pd.DataFrame, peak_col: str) -> float:
-    """The measured GPU's ridge for ``peak_col``: time-weighted roof over time-weighted bandwidth."""
+    """The measured GPU's ridge for ``peak_col``: time-weighted roof over
+    time-weighted bandwidth."""
     t = g["time_s"].to_numpy(float)
     here_peak = (
         float(np.nansum(g[peak_col].to_numpy(float) * t) / np.nansum(t))

@@ -105,8 +105,7 @@ def flop_evidence(
     disagree: float,
     notes: list[list[str]],
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Fill one precision's FLOPs from the opcode tables where the counters have none, and check
-    them where both exist.
+    """Fill a precision's FLOPs from opcode tables where counters have none; check where both exist.
 
     Parameters
     ----------
@@ -221,8 +220,7 @@ def l2_write_evidence(
     peak: np.ndarray,
     notes: list[list[str]],
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Flag an L2 zero that the report's write counters contradict, and fill a missing L2
-    roof from the tag stage.
+    """Flag an L2 zero the write counters contradict; fill a missing L2 roof from the tag stage.
 
     Parameters
     ----------

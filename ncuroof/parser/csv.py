@@ -702,7 +702,7 @@ def read_session(path: str | Path) -> Session:
         "device__attribute_compute_capability_major" in a
         and "device__attribute_compute_capability_minor" in a
     ):
-        session.cc = f"{int(a['device__attribute_compute_capability_major'])}.{int(a['device__attribute_compute_capability_minor'])}"
+        session.cc = f"{int(a['device__attribute_compute_capability_major'])}.{int(a['device__attribute_compute_capability_minor'])}"  # noqa: E501
     return session
 
 

@@ -1104,8 +1104,7 @@ def read_nvr(
         ``progress(total)`` returns a callable advanced by ``advance(n)`` as launches are read
         (a progress bar).
     chunk : int, default 4096
-        Launches turned into a DataFrame at a time (bounds memory; the result
-        does not depend on it).
+        Launches made a DataFrame at a time (bounds memory; the result does not depend on it).
     processes : int, optional
         Decoding processes; default ``$NCUROOF_DECODE_PROCESSES``, else one per
         :data:`PROCESS_LAUNCHES` launches, at most one per core. The result does not depend on it.

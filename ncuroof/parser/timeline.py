@@ -309,7 +309,7 @@ SELECT k.start AS start, k.end AS end, k.deviceId AS device, k.streamId AS strea
        k.{name} AS name_id, r.globalTid AS tid, r.start AS launch
 FROM CUPTI_ACTIVITY_KIND_KERNEL AS k
 LEFT JOIN {runtime} AS r ON r.correlationId = k.correlationId{same_process}
-"""
+"""  # noqa: E501
 _NAMES_QUERY = (
     "SELECT id, value FROM StringIds WHERE id IN (SELECT DISTINCT {name} FROM"
     " CUPTI_ACTIVITY_KIND_KERNEL)"

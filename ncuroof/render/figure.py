@@ -1262,8 +1262,7 @@ def plot_roofline(
     height: int = 800,
     charts: Sequence[Chart] = (),
 ) -> go.Figure:
-    """Draw the whole application on one log-log hierarchical roofline (the
-    figure: module docstring).
+    """Draw the whole application on one log-log hierarchical roofline (module docstring).
 
     Parameters
     ----------

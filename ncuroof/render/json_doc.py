@@ -381,16 +381,14 @@ def analysis_document(
 
 
 def explain_document(analysis: Any, kernel: str) -> dict[str, Any]:
-    """One kernel's record (as in :func:`analysis_document`) with its launches' evidence,
-    advice, flags and notes.
+    """One kernel's record (:func:`analysis_document`) with its launches' evidence and advice.
 
     Parameters
     ----------
     analysis : ncuroof.model.analysis.Analysis
         The analysis.
     kernel : str
-        A ``kernel_key``, ``kernel_label`` or ``kernel_name`` of its summary (the
-        first, longest, match).
+        A ``kernel_key``, ``kernel_label`` or ``kernel_name`` of the summary (first longest match).
 
     Returns
     -------

@@ -126,7 +126,7 @@ def roof_sources(kernels: pd.DataFrame) -> str:
         parts.append("user: --peak-flops/--peak-bandwidth")
     text = (
         "; ".join(parts)
-        or "none: the input has no peak_sustained metrics and no datasheet entry matched (use --gpu)"
+        or "none: the input has no peak_sustained metrics and no datasheet entry matched (use --gpu)"  # noqa: E501
     )
     achievable = _achievable_text(kernels)
     return f"{text}; {achievable}" if achievable else text

@@ -102,7 +102,7 @@ extern "C" __global__ void tiled(const float* A, const float* B, float* C, int n
   }
   C[r * n + c] = s;
 }
-"""
+"""  # noqa: E501
 
 
 def _matmul(name):

@@ -22,7 +22,7 @@ STATE_JS = """() => { const gd = document.querySelector('.plotly-graph-div');
           roofs: roofs.map(t => ({name: t.name, run: t.meta.run, level: t.meta.level || '', x: Array.from(t.x), y: Array.from(t.y)})),
           dots: dots.map(t => ({name: t.name, n: document.querySelectorAll('.trace' + t.uid + ' .points path').length,
                                 x: Array.from(t.x)})),
-          arrows: gd._fullLayout.annotations.filter(a => a.showarrow).map(a => [a.ax, a.ay, a.x, a.y])}; }"""
+          arrows: gd._fullLayout.annotations.filter(a => a.showarrow).map(a => [a.ax, a.ay, a.x, a.y])}; }"""  # noqa: E501
 
 
 # The visible traces' names; hover one point of a curve and read its label; apply a level button.
@@ -33,7 +33,7 @@ HOVER_JS = """([c]) => { const gd = document.querySelector('.plotly-graph-div');
 LEVEL_LABELS_JS = """() => document.querySelector('.plotly-graph-div').layout.updatemenus[0].buttons
   .map(b => b.label)"""
 LEVEL_BUTTON_JS = """([i]) => { const gd = document.querySelector('.plotly-graph-div');
-  const b = gd.layout.updatemenus[0].buttons[i]; return Plotly.update(gd, b.args[0], b.args[1]); }"""
+  const b = gd.layout.updatemenus[0].buttons[i]; return Plotly.update(gd, b.args[0], b.args[1]); }"""  # noqa: E501
 XTITLE_JS = "() => document.querySelector('.plotly-graph-div')._fullLayout.xaxis.title.text"
 
 
@@ -141,7 +141,7 @@ def test_trail_page_draws_each_kernels_trail(browser, tmp_path):  # noqa: F811
     page, errors = _open(browser, tmp_path / "t" / "trail.html")
     trails = page.evaluate(
         """() => document.querySelector('.plotly-graph-div')._fullData
-      .filter(t => t.meta && t.meta.role === 'trail').map(t => ({trail: t.meta.trail, text: Array.from(t.text), x: Array.from(t.x)}))"""
+      .filter(t => t.meta && t.meta.role === 'trail').map(t => ({trail: t.meta.trail, text: Array.from(t.text), x: Array.from(t.x)}))"""  # noqa: E501
     )
     t = r.table[(r.table["trail_ai_flop_per_byte"] > 0) & (r.table["flop_per_s"] > 0)]
     assert sorted(tr["trail"] for tr in trails) == sorted(t["trail"].unique())

@@ -336,7 +336,7 @@ _RENDERED = """() => { const gd = document.getElementById('roofline'); const fl 
       const line = document.querySelector('#roofline .trace' + t.uid + ' .js-line');
       if (line && (line.getAttribute('d') || '').length > 2) roofs.push([t.meta.precision, t.y[0]]); } });
   return {area: [area.left, area.top, area.right, area.bottom], boxes, xs, ys, roofs,
-          xrange: fl.xaxis.range, yrange: fl.yaxis.range}; }"""
+          xrange: fl.xaxis.range, yrange: fl.yaxis.range}; }"""  # noqa: E501
 
 
 def _rendered_complete(page, points: pd.DataFrame) -> int:
@@ -537,7 +537,7 @@ def test_rendered_instruction_legend_lists_what_is_drawn(
       const out = [...document.querySelectorAll('#roofline .scatterlayer .points path')].filter(p => {
         const r = p.getBoundingClientRect();
         return r.left < area.left - 1 || r.right > area.right + 1 || r.top < area.top - 1 || r.bottom > area.bottom + 1; });
-      return {legend, drawn, out: out.length}; }""")
+      return {legend, drawn, out: out.length}; }""")  # noqa: E501
     assert (
         sorted(got["legend"]) == sorted(got["drawn"]) and len(got["drawn"]) == 5
     )  # issue roof, DRAM wall, L1/L2/DRAM points

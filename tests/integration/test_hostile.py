@@ -292,10 +292,10 @@ def _event(
     name: object, ts: int = 10, cat: str = "kernel", args: str | None = None, dur: int = 10
 ) -> str:
     args = args or '{"device":0,"stream":7,"correlation":1,"grid":[1,1,1],"block":[1,1,1]}'
-    return f'{{"ph":"X","cat":"{cat}","name":{json.dumps(name)},"pid":0,"tid":7,"ts":{ts},"dur":{dur},"args":{args}}}'
+    return f'{{"ph":"X","cat":"{cat}","name":{json.dumps(name)},"pid":0,"tid":7,"ts":{ts},"dur":{dur},"args":{args}}}'  # noqa: E501
 
 
-_LAUNCH = '{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":0,"tid":7,"ts":5,"dur":1,"args":{"correlation":1}}'
+_LAUNCH = '{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":0,"tid":7,"ts":5,"dur":1,"args":{"correlation":1}}'  # noqa: E501
 
 
 def _trace(*events: str) -> str:

@@ -29,7 +29,7 @@ from tests.helpers.reports import needs_ncu_report, shared
 COUNT_JS = """() => { const gd = document.getElementById('roofline'); let n = 0;
   gd._fullData.forEach(t => { if (t.visible === true && t.meta && t.meta.role === 'dots') {
     n += t.type === 'scattergl' ? t._length : document.querySelectorAll('.trace' + t.uid + ' .points path').length; } });
-  return n; }"""
+  return n; }"""  # noqa: E501
 
 
 def _focus_keys(kernels: pd.DataFrame, share: float = 0.95) -> set[str]:
@@ -565,7 +565,7 @@ def test_customdata_columns_are_named_once(browser, tmp_path, monkeypatch):
     # as a mouse gives it.
     page.evaluate(
         """([c, p]) => { const gd = document.getElementById('roofline');
-      Plotly.Fx.hover(gd, [{curveNumber: c, pointNumber: p}]); gd.emit('plotly_hover', {points: gd._hoverdata}); }""",
+      Plotly.Fx.hover(gd, [{curveNumber: c, pointNumber: p}]); gd.emit('plotly_hover', {points: gd._hoverdata}); }""",  # noqa: E501
         [curve, point],
     )
     page.wait_for_timeout(300)

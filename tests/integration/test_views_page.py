@@ -39,7 +39,7 @@ CHART_LABELS = """() => [...document.querySelectorAll('input[name=ctl-chart]')].
 # The text labels of the phase dots.
 PHASE_LABELS = """() => { const gd = document.getElementById('roofline');
   const t = gd._fullData.find(t => t.meta && t.meta.role === 'phase_dots');
-  return [...document.querySelectorAll('#roofline .trace' + t.uid + ' .textpoint')].map(e => e.textContent); }"""
+  return [...document.querySelectorAll('#roofline .trace' + t.uid + ' .textpoint')].map(e => e.textContent); }"""  # noqa: E501
 
 
 def _check_phase_view(page, phases: pd.DataFrame) -> None:
@@ -115,11 +115,11 @@ def test_phase_and_instruction_views(browser, tmp_path):  # noqa: F811 - the fix
 # the drawn phase roofs.
 PHASE_HOVER = """([prec, i]) => { const gd = document.getElementById('roofline');
   const n = gd.data.findIndex(t => t.meta && t.meta.role === 'phase_dots' && t.meta.precision === prec);
-  Plotly.Fx.hover(gd, [{curveNumber: n, pointNumber: i}]); }"""
+  Plotly.Fx.hover(gd, [{curveNumber: n, pointNumber: i}]); }"""  # noqa: E501
 HOVER_LINES = """() => { const h = document.querySelector('#roofline .hoverlayer .hovertext');
   return h ? [...h.querySelectorAll('tspan.line')].map(e => e.textContent) : null; }"""
 PHASE_ROOFS = """() => document.getElementById('roofline')._fullData.filter(t => t.visible === true && t.meta
-  && t.meta.role === 'phase_roof').map(t => t.meta.precision)"""
+  && t.meta.role === 'phase_roof').map(t => t.meta.precision)"""  # noqa: E501
 _SI = {"": 1.0, "n": 1e-9, "µ": 1e-6, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 _NUM = r"([0-9.]+(?:e[+-]?[0-9]+)?)([nµmkMGTP]?)"
 

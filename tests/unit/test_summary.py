@@ -119,8 +119,7 @@ def test_aggregate_roof_missing_in_one_launch_is_missing():
 
 
 def test_aggregate_achievable_roofs_time_weighted_beside_the_peaks():
-    # Same two launches; achievable DRAM roofs 1.6e12 (1 ms) and 0.8e12 (3 ms), no
-    # achievable compute roof.
+    # Same two launches; achievable DRAM roofs 1.6e12 (1 ms) and 0.8e12 (3 ms), no compute one.
     p = _points(
         [
             (
