@@ -170,6 +170,11 @@ class Session:
                 "no input files given: pass a .ncu-rep/.ncu-repz report or an ncu CSV export"
             )
         out = self._write_to(write, api.default_outdir(paths[0]).name)
+        if out is None and len(paths) > 1:  # ranks or a stack: decided as analyze decides
+            result = api.analyze(paths, None, opts, write=False)
+            return json_doc.analysis_document(
+                result.analysis, None, [], result.failures, products.in_document(result.products)
+            )
         if out is None:
             a = self.analysis(paths, opts)
             made = products.build(a, products.Request())

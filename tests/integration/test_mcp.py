@@ -121,6 +121,19 @@ def test_explain_after_analyze_reuses_the_analysis_and_details_a_kernel():
     assert len(s._cache) == 1  # one analysis served both calls
 
 
+def test_several_inputs_are_analyzed_as_analyze_does_whether_written_or_not(tmp_path):
+    """Two reports of one kernel on two runs are MPI ranks to ``analyze`` (ranks.csv): the MCP
+    tool gives the same products without writing files as with."""
+    from ncuroof.mcp_server import Session
+
+    ranks = [str(shared(f"cs599k__silu-2025-04-{d}-v1.ncu-rep")) for d in ("18", "19")]
+    written = Session(outdir=tmp_path / "out").analyze(ranks, write=True)
+    unwritten = Session().analyze(ranks)
+    assert list(written["products"]) == list(unwritten["products"]) == ["ranks"]
+    assert written["products"]["ranks"] == unwritten["products"]["ranks"]
+    assert unwritten["outputs"]["files"] == []
+
+
 def test_writes_stay_in_outdir_and_profile_only_when_allowed(tmp_path):
     out = tmp_path / "out"
     calls = [
