@@ -26,7 +26,7 @@ from ..catalog import Catalog, GpuCatalog, GpuSpec, Measurement
 from ..catalog import load as load_catalog
 from ..errors import InputError
 from ..parser.validate import roof_damage
-from ..schema import LEVELS, PRECISIONS, Note, tensor_columns, tensor_paths
+from ..schema import LEVELS, PRECISIONS, Note, parse_cell, tensor_columns, tensor_paths
 from .roofs import Factorized, has_any, objects, set_source, source_kinds
 
 __all__ = ["fill_ceilings", "fill_achievable", "parse_peak", "SOURCES", "FLOP_ROOFS"]
@@ -89,6 +89,8 @@ class _Sets:
         """The sets of ``k[column]`` (none where absent) and a copy of each launch's notes."""
         if column in k.columns:
             cells = k[column].to_numpy(dtype=object)
+            if any(isinstance(c, str) for c in cells):  # a table read back from text: parsed
+                cells = objects([parse_cell(column, c) if isinstance(c, str) else c for c in cells])
         else:
             cells = objects([()] * len(k))
         return cls(cells, [_note_list(x) for x in k["notes"]])
@@ -99,10 +101,9 @@ class _Sets:
 
 
 def _note_list(cell: object) -> list[str]:
-    """A copy of a launch's notes (a list in memory; a hand-made table may hold one text)."""
-    if isinstance(cell, list):
-        return list(cell)
-    return [cell] if isinstance(cell, str) and cell else []
+    """A copy of a launch's notes (a list in memory; a hand-made or read-back table may hold their
+    text or a tuple: parsed, codes included)."""
+    return list(cell) if isinstance(cell, list) else list(parse_cell("notes", cell))
 
 
 def _spec_for(device: object, gpus: GpuCatalog, forced: GpuSpec | None) -> GpuSpec | None:

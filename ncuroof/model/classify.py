@@ -121,7 +121,8 @@ def binding_points(
     """
     keys = list(keys)
     cols = keys + BINDING_COLUMNS
-    live = points[keys].notna().all(axis=1).to_numpy()  # a group key left empty makes no group
+    # A group key left empty makes no group; a point of no precision binds none (as before).
+    live = points[[*keys, "precision"]].notna().all(axis=1).to_numpy()
     p = points if live.all() else points[live]
     roof = p["roof_flop_per_s"].to_numpy(float)
     roofed = np.isfinite(roof)

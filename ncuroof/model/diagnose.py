@@ -47,6 +47,7 @@ from ..catalog import load as load_catalog
 from ..schema import (
     KERNEL_SUMMARY,
     flop_name,
+    parse_cell,
     precision_title,
     tensor_path,
     work_unit,
@@ -858,7 +859,8 @@ def _note_flags(notes: pd.Series) -> dict[int, list[tuple[str, str]]]:
     """The flags each launch's coded notes raise (:data:`_NOTE_FLAGS`: the code of a
     :class:`ncuroof.schema.Note`, never its words), by position; launches without one are absent.
     The codes of all notes are compared at once, not launch by launch."""
-    cells = [c if isinstance(c, list) else [] for c in notes]
+    # A hand-made or read-back table may hold a notes cell as text or a tuple: its notes parsed.
+    cells = [c if isinstance(c, list) else list(parse_cell("notes", c)) for c in notes]
     counts = np.fromiter(map(len, cells), dtype=np.int64, count=len(cells))
     codes = np.empty(int(counts.sum()), dtype=object)
     codes[:] = [getattr(n, "code", "") for n in itertools.chain.from_iterable(cells)]

@@ -1,0 +1,59 @@
+"""Model functions handed a table in its written form (text cells, as read back from CSV or made by
+hand through the API) give what they give on the in-memory table (review of issue 31's roof sets
+and note codes)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ncuroof import schema
+from ncuroof.catalog import load_gpus
+from ncuroof.model import ceilings, diagnose
+from ncuroof.model.classify import BINDING_COLUMNS, binding_points
+from tests.helpers.reports import needs_ncu_report, shared
+
+
+def test_note_flags_read_the_codes_of_text_and_tuple_notes() -> None:
+    code, words = "sources_disagree", schema.NOTE_CODES["sources_disagree"]
+    cells = pd.Series(
+        [
+            f"{words}: x; other",
+            [schema.Note(code, f"{words}: y")],
+            (schema.Note(code, f"{words}: z"),),
+            "other",
+        ]
+    )
+    flags = diagnose._note_flags(cells)
+    assert sorted(flags) == [0, 1, 2]
+    assert all(c == code for i in (0, 1, 2) for c, _ in flags[i])
+
+
+@needs_ncu_report
+def test_fill_ceilings_on_a_written_kernels_table_equals_the_in_memory_one() -> None:
+    import ncuroof
+
+    k = ncuroof.analyze(shared("CudaCode__naive.ncu-rep"), write=False).analysis.kernels
+    gpus = load_gpus()
+    mem, text = ceilings.fill_ceilings(k, gpus), ceilings.fill_ceilings(schema.to_text(k), gpus)
+    assert (text["peak_source"] == mem["peak_source"]).all() and (mem["peak_source"] != "").all()
+    assert schema.to_text(text)["ceiling_sources"].equals(schema.to_text(mem)["ceiling_sources"])
+    assert [list(map(str, n)) for n in text["notes"]] == [list(map(str, n)) for n in mem["notes"]]
+
+
+def test_a_point_of_no_precision_binds_no_group() -> None:
+    p = pd.DataFrame(
+        {
+            "kernel_key": ["a", "a"],
+            "precision": [None, "fp32"],
+            "level": ["dram", "dram"],
+            "flop": [9.0, 1.0],
+            "flop_per_s": [9.0, 1.0],
+            "roof_flop_per_s": [5.0, 5.0],
+        }
+    )
+    for c in BINDING_COLUMNS:
+        if c not in p.columns and c != "main_precision":
+            p[c] = np.arange(2, dtype=float)
+    out = binding_points(p, ("kernel_key",))
+    assert out["precision"].tolist() == ["fp32"] and out["main_precision"].tolist() == ["fp32"]
