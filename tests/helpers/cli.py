@@ -4,18 +4,26 @@ line that names the file, no traceback, no output left behind
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 from tests.helpers.errors import assert_one_line_error
+from tests.helpers.reports import REPO
 
 NCUROOF = [sys.executable, "-m", "ncuroof"]
 
 
-def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """``python -m ncuroof ARGS`` with its output captured as text (2 minutes at most)."""
-    return subprocess.run([*NCUROOF, *args], capture_output=True, text=True, cwd=cwd, timeout=120)
+def run(
+    *args: str, cwd: Path | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """``python -m ncuroof ARGS`` of this checkout (also from another ``cwd``), its output captured
+    as text (``timeout`` seconds at most)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run(
+        [*NCUROOF, *args], capture_output=True, text=True, cwd=cwd, timeout=timeout, env=env
+    )
 
 
 def assert_clean_failure(

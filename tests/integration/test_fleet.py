@@ -20,6 +20,7 @@ import ncuroof
 from ncuroof.errors import InputError
 from ncuroof.parser import tables_io
 from ncuroof.runs import fleet
+from tests.helpers.cli import run
 from tests.helpers.errors import assert_one_line_error
 from tests.helpers.reports import REPO, needs_ncu_report, shared
 
@@ -69,25 +70,8 @@ def _equal(a: pd.DataFrame, b: pd.DataFrame) -> None:
 
 def test_fleet_on_local_cluster_equals_each_report_alone(tmp_path: Path) -> None:
     names = _runs(tmp_path)
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ncuroof",
-            "analyze",
-            *names,
-            "--stack",
-            "--workers",
-            "2",
-            "-o",
-            "out",
-            "-q",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=300,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+    proc = run(
+        "analyze", *names, "--stack", "--workers", "2", "-o", "out", "-q", cwd=tmp_path, timeout=300
     )
     assert proc.returncode == 0, proc.stderr
     line = assert_one_line_error(proc.stderr, "runs/bad.ncu-rep", "truncated")

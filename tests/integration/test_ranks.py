@@ -5,11 +5,8 @@ ranks reduced again with pandas from the kernels.csv written beside it."""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -22,7 +19,8 @@ from ncuroof import catalog, fmt
 from ncuroof.model.summary import kernel_summary
 from ncuroof.render import views
 from ncuroof.runs import fleet, ranks
-from tests.helpers.reports import REPO, kernels_of, needs_ncu_report, shared
+from tests.helpers.cli import run
+from tests.helpers.reports import kernels_of, needs_ncu_report, shared
 
 pytestmark = needs_ncu_report
 
@@ -147,24 +145,8 @@ def test_analyze_ranks_writes_the_spread(tmp_path: Path, flag: list[str]) -> Non
             if not flag
             else shutil.copyfile(src, tmp_path / f"app.{r}.ncu-rep")
         )
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ncuroof",
-            "analyze",
-            *(f"app.{r}.ncu-rep" for r in range(3)),
-            *flag,
-            "-o",
-            "out",
-            "-q",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=300,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
+    apps = (f"app.{r}.ncu-rep" for r in range(3))
+    proc = run("analyze", *apps, *flag, "-o", "out", "-q", cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr
     table = pd.read_csv(tmp_path / "out" / "ranks.csv").set_index("kernel_name")
     s0 = kernel_summary(kernels_of(ESMM), ncuroof.points(kernels_of(ESMM))).set_index("kernel_name")
