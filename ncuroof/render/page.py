@@ -671,7 +671,8 @@ def html_table(
     row_classes: list[str] | None = None,
 ) -> str:
     """A sortable HTML table of ``df``'s columns ``cols`` (name, header), from
-    ``templates/table.html.j2``.
+    ``templates/table.html.j2`` (its rows built here, a column at a time: a page's tables have
+    thousands of cells).
 
     Parameters
     ----------
@@ -702,8 +703,8 @@ def html_table(
         or (c not in kinds and not pd.api.types.is_numeric_dtype(df[c]))
     }
     head = [dict(cls="l" if c in text_cols else "", text=t) for c, t in cols]
-    cells = {
-        c: (
+    cells = [
+        (
             _text_cells(
                 df[c],
                 kinds.get(c) == "name",
@@ -713,34 +714,83 @@ def html_table(
             else _number_cells(df[c], _KINDS.get(kinds.get(c, "num"), _KINDS["num"]))
         )
         for c, _ in cols
-    }
-    rows = [list(r) for r in zip(*cells.values())] if cols else []
-    for row, color in zip(rows, swatches or []):
-        row[0] = {**row[0], "swatch": color}
+    ]
     return (
         _env()
         .get_template("table.html.j2")
-        .render(head=head, rows=rows, row_classes=row_classes or [""] * len(rows))
+        .render(head=head, body=Markup(_table_rows(cells, swatches, row_classes)))
     )
 
 
-def _number_cells(values: pd.Series, shown: Any) -> list[dict[str, Any]]:
+def _table_rows(
+    cells: list[tuple[list[str], list[str]]],
+    swatches: list[str] | None,
+    row_classes: list[str] | None,
+) -> str:
+    """The ``<tr>`` rows of :func:`html_table` from its columns' cells (per column the opening
+    ``<td>`` tags and the escaped texts), a swatch before the first cell's text where ``swatches``
+    has a colour; no rows without columns."""
+    if not cells:
+        return ""
+    first_open, first_text = cells[0]
+    first_text = list(first_text)
+    for i, color in enumerate((swatches or [])[: len(first_text)]):
+        if color:
+            first_text[i] = (
+                f'<span class="swatch" style="background:{_escape(color)}"></span> '
+                + (first_text[i])
+            )
+    columns = [[*zip(first_open, first_text)], *(zip(o, t) for o, t in cells[1:])]
+    tds = ["".join(f"{o}{t}</td>" for o, t in row) for row in zip(*columns)]
+    classes = row_classes or [""] * len(tds)
+    return "".join(
+        f'<tr class="{_escape(classes[i])}">{r}</tr>' if classes[i] else f"<tr>{r}</tr>"
+        for i, r in enumerate(tds)
+    )
+
+
+def _escape(text: Any) -> str:
+    """``text`` as HTML text, as :func:`markupsafe.escape` (Jinja's autoescape) writes it, without
+    making a :class:`~markupsafe.Markup` for each cell."""
+    if hasattr(text, "__html__"):
+        return str(text.__html__())
+    return (
+        str(text)
+        .replace("&", "&amp;")
+        .replace(">", "&gt;")
+        .replace("<", "&lt;")
+        .replace("'", "&#39;")
+        .replace('"', "&#34;")
+    )
+
+
+def _number_cells(values: pd.Series, shown: Any) -> tuple[list[str], list[str]]:
+    """The opening tags (the raw value in ``data-v``, empty when missing) and texts of a numeric
+    column's cells."""
     f = pd.to_numeric(values, errors="coerce").to_numpy(float)
-    return [
-        (
-            dict(cls="", v=repr(float(x)), text=shown(x), title=None, swatch=None)
-            if np.isfinite(x)
-            else dict(cls="", v="", text="", title=None, swatch=None)
-        )
-        for x in f
+    finite = np.isfinite(f).tolist()
+    opens = [
+        f'<td data-v="{x!r}">' if ok else '<td data-v="">' for x, ok in zip(f.tolist(), finite)
     ]
+    return opens, [_escape(shown(x)) if ok else "" for x, ok in zip(f.tolist(), finite)]
 
 
-def _text_cells(values: pd.Series, name: bool, titles: pd.Series | None) -> list[dict[str, Any]]:
+def _text_cells(
+    values: pd.Series, name: bool, titles: pd.Series | None
+) -> tuple[list[str], list[str]]:
+    """The opening tags (class, the tooltip ``titles`` where given and not empty) and escaped texts
+    of a text column's cells; each distinct text escaped once."""
     cls = "l name" if name else "l"
-    text = values.astype(object).where(values.notna(), "").astype(str)
-    tips = [None] * len(values) if titles is None else titles.astype(str).tolist()
-    return [dict(cls=cls, v=None, text=t, title=tip, swatch=None) for t, tip in zip(text, tips)]
+    text = values.astype(object).where(values.notna(), "").astype(str).tolist()
+    if titles is None:
+        opens = [f'<td class="{cls}">'] * len(text)
+    else:
+        opens = [
+            f'<td class="{cls}" title="{_escape(tip)}">' if tip else f'<td class="{cls}">'
+            for tip in titles.astype(str).tolist()
+        ]
+    escaped = {t: _escape(t) for t in dict.fromkeys(text)}
+    return opens, [escaped[t] for t in text]
 
 
 def render_fragment(template: str, **context: Any) -> str:

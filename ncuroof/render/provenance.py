@@ -30,6 +30,12 @@ __all__ = [
 PathLike = str | Path
 
 
+def _distinct(col: pd.Series) -> pd.Series:
+    """The distinct non-missing values of ``col`` as text, in order of appearance: one pass over
+    the column, the rest over its few distinct values (a launch table has 100,000s of rows)."""
+    return pd.Series(col.unique()).dropna().astype(str)
+
+
 def as_paths(paths: PathLike | Sequence[PathLike]) -> list[Path]:
     """One path or several, as a list of :class:`~pathlib.Path`."""
     if isinstance(paths, (str, Path)):
@@ -114,13 +120,12 @@ def roof_sources(kernels: pd.DataFrame) -> str:
         clock, ``metrics/gpus.toml``; user), then the achievable roofs beside them with theirs.
     """
     parts = []
-    used = set("+".join(kernels["peak_source"].dropna().astype(str)).split("+")) - {""}
+    used = set("+".join(_distinct(kernels["peak_source"])).split("+")) - {""}
     if "report" in used:
         parts.append("report: ncu peak_sustained × the clock ncu measured for each launch")
     if "datasheet" in used:
-        names = sorted(
-            kernels.loc[kernels["datasheet_gpu"] != "", "datasheet_gpu"].astype(str).unique()
-        )
+        gpus = pd.Series(kernels["datasheet_gpu"].unique())
+        names = sorted(gpus[gpus != ""].astype(str).unique())
         parts.append(f"datasheet ({', '.join(names)}): boost clock, metrics/gpus.toml")
     if "user" in used:
         parts.append("user: --peak-flops/--peak-bandwidth")
@@ -221,7 +226,7 @@ def readers(kernels: pd.DataFrame) -> str:
     """
     col = kernels["reader"] if "reader" in kernels.columns else pd.Series(dtype=object)
     return (
-        "; ".join(dict.fromkeys(col.dropna().astype(str)))
+        "; ".join(dict.fromkeys(_distinct(col)))
         or "not recorded (a table saved before ncuroof named its reader)"
     )
 
@@ -231,7 +236,7 @@ def csv_limits(kernels: pd.DataFrame, inputs: Sequence[PathLike]) -> str | None:
     if not any(Path(p).suffix.lower() in (".csv", ".txt", ".log") for p in inputs):
         return None
     missing = ["NVTX ranges", "per-opcode SASS instance values (tensor estimate)"]
-    if not kernels["peak_source"].astype(str).str.contains("report").any():
+    if not _distinct(kernels["peak_source"]).str.contains("report").any():
         missing.append("peak_sustained roofs")
     if kernels["device_name"].isna().any():
         missing.append("the device name")
@@ -294,7 +299,7 @@ def page_meta(kernels: pd.DataFrame, inputs: Sequence[Path]) -> dict[str, str]:
     meta = {
         "inputs": ", ".join(str(p) for p in inputs),
         "GPU": devices,
-        "ncu version": ", ".join(sorted(kernels["ncu_version"].dropna().astype(str).unique())),
+        "ncu version": ", ".join(sorted(_distinct(kernels["ncu_version"]).unique())),
         "launches": (
             f"{len(kernels)} ({int((status == 'ok').sum())} with roofline metrics, "
             f"{fmt.count(int((status == 'failed_measurement').sum()), 'failed measurement')}"
@@ -307,7 +312,7 @@ def page_meta(kernels: pd.DataFrame, inputs: Sequence[Path]) -> dict[str, str]:
         ),
         "clocks": clock_text(kernels),
         "clock control": (
-            ", ".join(sorted(kernels["clock_control"].dropna().astype(str).unique()))
+            ", ".join(sorted(_distinct(kernels["clock_control"]).unique()))
             if "clock_control" in kernels
             else ""
         ),
