@@ -306,8 +306,15 @@ def longest_launches(points: pd.DataFrame, kernels: pd.DataFrame, most: int) -> 
     launches of ``kernels`` (all of them when there are no more): what the page draws per launch."""
     if len(kernels) <= most:
         return points
-    longest = kernels.nlargest(most, "time_s", keep="first")
+    longest = kernels[["source", "launch_id"]].take(_longest(kernels, most))
     return points[_launch_positions(points, longest) >= 0]
+
+
+def _longest(kernels: pd.DataFrame, most: int) -> np.ndarray:
+    """Row positions of the ``most`` longest launches of ``kernels``, longest first (ties: the
+    first listed; ``DataFrame.nlargest(most, "time_s", keep="first")``'s rows), found on the time
+    column alone: the other columns are taken only where needed, for those rows."""
+    return kernels["time_s"].reset_index(drop=True).nlargest(most, keep="first").index.to_numpy()
 
 
 def _launch_positions(rows: pd.DataFrame, launches: pd.DataFrame) -> np.ndarray:
@@ -333,7 +340,12 @@ def _launch_dots(points: pd.DataFrame, kernels: pd.DataFrame) -> pd.DataFrame:
     ``points`` order, with their launch's ``kernel_key`` (:func:`ncuroof.model.summary.keys_of`)
     and classified bound (``kbound``); NaN for a point whose launch ``kernels`` lacks."""
     capped = len(kernels) > MAX_LAUNCH_DOTS
-    launches = kernels.nlargest(MAX_LAUNCH_DOTS, "time_s", keep="first") if capped else kernels
+    if capped:  # with the analysis's kernel keys (keys_of), only the columns used here
+        needed = ["source", "launch_id", "kernel_key", "bound"]
+        keyed = set(needed) <= set(kernels.columns) and kernels["kernel_key"].notna().all()
+        launches = (kernels[needed] if keyed else kernels).take(_longest(kernels, MAX_LAUNCH_DOTS))
+    else:
+        launches = kernels
     at = _launch_positions(points, launches)
     if capped:
         points, at = points[at >= 0], at[at >= 0]
@@ -386,21 +398,43 @@ class _Chart:
     cat: Any
 
 
+def _sorted_codes(values: pd.Series) -> tuple[np.ndarray, list[Any]]:
+    """Each value's place among the sorted distinct values (-1: missing), and those values: one
+    hash pass over the column, the sorting over its few distinct values. A categorical column
+    keeps its categories' order (as ``groupby`` does)."""
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        return values.cat.codes.to_numpy(np.intp), list(values.cat.categories)
+    codes, names = pd.factorize(values)
+    order = np.argsort(np.asarray(names, dtype=object), kind="stable")
+    rank = np.empty(len(order) + 1, dtype=np.intp)
+    rank[order], rank[-1] = np.arange(len(order)), -1
+    return rank[codes], [names[i] for i in order]
+
+
 def _medians(
     points: pd.DataFrame, key: str, col: str, src: str
 ) -> tuple[dict[str, float], dict[str, str]]:
-    """Median of ``col`` per ``key`` over the points that have it, and the most
-    common ``src`` there."""
+    """Median of ``col`` per ``key`` (in sorted order) over the points that have it, and the most
+    common ``src`` there (ties: the first in sorted order; '' when none has one)."""
     if col not in points.columns:
         return {}, {}
-    have = points[np.isfinite(points[col].to_numpy(float))]
-    value = have.groupby(key)[col].median().to_dict()
-    if src not in have.columns:
+    vals = points[col].to_numpy(float)
+    finite = np.isfinite(vals)
+    if not finite.any():  # e.g. no achievable roofs
+        return {}, {}
+    keys, names = _sorted_codes(points[key])
+    have = finite & (keys >= 0)
+    codes, vals = keys[have], vals[have]
+    present = np.flatnonzero(np.bincount(codes, minlength=len(names)))
+    value = {names[c]: float(np.median(vals[codes == c])) for c in present}
+    if src not in points.columns:
         return value, {}
-    n = have.groupby([key, src]).size()  # sorted: per key, its most common source, ties the first
-    top = n[n == n.groupby(level=0).transform("max")].reset_index().drop_duplicates(key)
-    mode = dict(zip(top[key], top[src]))
-    return value, {k: str(mode.get(k, "")) for k in value}
+    srcs, src_names = _sorted_codes(points[src])
+    srcs = srcs[have]
+    ok, width = srcs >= 0, max(len(src_names), 1)
+    n = np.bincount(codes[ok] * width + srcs[ok], minlength=len(names) * width)
+    n = n.reshape(len(names), width)
+    return value, {names[c]: str(src_names[n[c].argmax()]) if n[c].any() else "" for c in present}
 
 
 def roofs(points: pd.DataFrame) -> tuple[dict[str, float], dict[str, float], dict[str, str]]:
@@ -523,6 +557,7 @@ def _view_notes(
     but no bandwidth roof, and why; in ``main`` also ``moved`` (:func:`_moved_note`). Empty when
     every dot has its roofs."""
     notes = {}
+    points = points[["precision", "level"]]  # the rows are filtered per view: only these columns
     for v, _ in views:
         precs = _dot_precisions(v, main)
         shown = points[points["precision"].isin(precs)]

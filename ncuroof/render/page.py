@@ -764,6 +764,16 @@ def _escape(text: Any) -> str:
     )
 
 
+def _escape_all(texts: list[str]) -> list[str]:
+    """Each of ``texts`` through :func:`_escape`, each distinct text once; ``texts`` itself when
+    none holds a character to escape (one scan: numbers' texts seldom do)."""
+    joined = "".join(texts)
+    if not any(c in joined for c in "&<>'\""):
+        return texts
+    done = {t: _escape(t) for t in dict.fromkeys(texts)}
+    return [done[t] for t in texts]
+
+
 def _number_cells(values: pd.Series, shown: Any) -> tuple[list[str], list[str]]:
     """The opening tags (the raw value in ``data-v``, empty when missing) and texts of a numeric
     column's cells."""
@@ -772,7 +782,7 @@ def _number_cells(values: pd.Series, shown: Any) -> tuple[list[str], list[str]]:
     opens = [
         f'<td data-v="{x!r}">' if ok else '<td data-v="">' for x, ok in zip(f.tolist(), finite)
     ]
-    return opens, [_escape(shown(x)) if ok else "" for x, ok in zip(f.tolist(), finite)]
+    return opens, _escape_all([shown(x) if ok else "" for x, ok in zip(f.tolist(), finite)])
 
 
 def _text_cells(
@@ -785,12 +795,12 @@ def _text_cells(
     if titles is None:
         opens = [f'<td class="{cls}">'] * len(text)
     else:
+        tips = [str(t) if t else "" for t in titles.astype(str).tolist()]  # None: no tooltip
         opens = [
-            f'<td class="{cls}" title="{_escape(tip)}">' if tip else f'<td class="{cls}">'
-            for tip in titles.astype(str).tolist()
+            f'<td class="{cls}" title="{tip}">' if tip else f'<td class="{cls}">'
+            for tip in _escape_all(tips)
         ]
-    escaped = {t: _escape(t) for t in dict.fromkeys(text)}
-    return opens, [escaped[t] for t in text]
+    return opens, _escape_all(text)
 
 
 def render_fragment(template: str, **context: Any) -> str:
