@@ -901,29 +901,38 @@ def _bound_colorscale(bounds: list[str]) -> list[list[Any]]:
     return scale or [[0, BOUND_COLORS["unknown"]], [1, BOUND_COLORS["unknown"]]]
 
 
+def _group_ids(frame: pd.DataFrame) -> np.ndarray:
+    """Per row, the number of its group of equal values in every column, in order of first
+    appearance (``groupby(sort=False).ngroup()``); -1 where a value is missing."""
+    ids = np.zeros(len(frame), dtype=np.int64)
+    for col in frame.columns:
+        codes, uniques = pd.factorize(frame[col])
+        ids = np.where((ids >= 0) & (codes >= 0), ids * max(len(uniques), 1) + codes, -1)
+        ids = np.where(ids >= 0, pd.factorize(ids)[0], -1)  # renumbered: no overflow
+    return ids
+
+
 def _trail(
     dots: pd.DataFrame, levels: tuple[str, ...], key: list[str]
 ) -> tuple[np.ndarray, np.ndarray]:
     """x and y of the polylines joining each kernel's (or launch's) dots at ``levels``, in level
-    order, NaN between polylines; groups with one dot are left out."""
-    order = {lv: i for i, lv in enumerate(LEVELS)}
-    sel = dots[dots["level"].isin(levels)].copy()
-    if sel.empty:
+    order, NaN between polylines; groups with one dot (or a missing key) are left out."""
+    sel = dots[dots["level"].isin(levels)]
+    group = _group_ids(sel[list(dict.fromkeys([*key, "precision"]))])
+    rank = {lv: i for i, lv in enumerate(LEVELS)}
+    level = np.array([rank[lv] for lv in sel["level"]], dtype=np.int64)
+    rows = np.flatnonzero(group >= 0)
+    rows = rows[np.argsort(level[rows], kind="stable")]
+    rows = rows[np.argsort(group[rows], kind="stable")]  # by group, then level, else row order
+    rows = rows[np.bincount(group[rows], minlength=1)[group[rows]] >= 2] if len(rows) else rows
+    if not len(rows):
         return np.array([]), np.array([])
-    sel["_g"] = sel.groupby(key + ["precision"], sort=False).ngroup()
-    sel["_o"] = sel["level"].map(order)
-    sel = sel.sort_values(["_g", "_o"], kind="stable")
-    sizes = sel.groupby("_g")["_g"].transform("size").to_numpy()
-    sel = sel[sizes >= 2]
-    if sel.empty:
-        return np.array([]), np.array([])
-    g = pd.factorize(sel["_g"])[0]
-    pos = np.arange(len(sel)) + g  # one gap after each group
-    n = len(sel) + g.max() + 1
-    x = np.full(n, np.nan)
-    y = np.full(n, np.nan)
-    x[pos] = sel["ai_flop_per_byte"].to_numpy(float)
-    y[pos] = sel["flop_per_s"].to_numpy(float)
+    g = np.unique(group[rows], return_inverse=True)[1].reshape(-1)  # 0, 1, ... in this order
+    pos = np.arange(len(rows)) + g  # one gap after each group
+    x = np.full(len(rows) + g.max() + 1, np.nan)
+    y = np.full(len(rows) + g.max() + 1, np.nan)
+    x[pos] = sel["ai_flop_per_byte"].to_numpy(float)[rows]
+    y[pos] = sel["flop_per_s"].to_numpy(float)[rows]
     return x[:-1], y[:-1]
 
 

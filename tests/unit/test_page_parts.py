@@ -199,3 +199,31 @@ def test_page_tables_of_many_launches_are_capped_as_the_page_says(tmp_path: Path
     )
     ids = [int(float(r[0][0]["data-v"])) for r in p.rows]
     assert ids == list(range(n - 1, n - 1 - report.MAX_LAUNCH_ROWS, -1))  # the longest first
+
+
+def test_trails_join_each_kernels_dots_in_level_order() -> None:
+    """Kernel A's dots listed dram, l1, l2 are joined l1 -> l2 -> dram; a kernel with one dot at
+    the levels shown, a precision with one dot and a dot without a kernel key have no trail."""
+    rows = [
+        ("A", "fp32", "dram", 1.0, 10.0),
+        ("B", "fp32", "l1", 5.0, 50.0),
+        ("A", "fp32", "l1", 2.0, 20.0),
+        ("A", "fp32", "l2", 3.0, 30.0),
+        ("B", "fp32", "l2", 6.0, 60.0),
+        ("C", "fp32", "l1", 7.0, 70.0),
+        ("A", "fp64", "l1", 8.0, 80.0),
+        (None, "fp32", "l2", 9.0, 90.0),
+        (None, "fp32", "l1", 9.5, 95.0),
+    ]
+    dots = pd.DataFrame(
+        rows, columns=["kernel_key", "precision", "level", "ai_flop_per_byte", "flop_per_s"]
+    )
+    x, y = plot._trail(dots, ("l1", "l2", "dram"), ["kernel_key"])
+    np.testing.assert_array_equal(x, [2.0, 3.0, 1.0, NAN, 5.0, 6.0])
+    np.testing.assert_array_equal(y, [20.0, 30.0, 10.0, NAN, 50.0, 60.0])
+    x, _ = plot._trail(dots, ("l1", "l2"), ["kernel_key"])  # B's dot comes first at these levels
+    np.testing.assert_array_equal(x, [5.0, 6.0, NAN, 2.0, 3.0])
+    x, _ = plot._trail(dots, ("l2", "dram"), ["kernel_key"])
+    np.testing.assert_array_equal(x, [3.0, 1.0])  # B has one dot at these levels
+    x, y = plot._trail(dots.iloc[5:7], ("l1", "l2", "dram"), ["kernel_key"])
+    assert len(x) == len(y) == 0
