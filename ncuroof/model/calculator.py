@@ -97,7 +97,9 @@ def cc_number(cc: pd.Series) -> np.ndarray:
     ndarray of float
         8.6, 10.0, ... ; ``"12.1"`` becomes 12.1.
     """
-    return pd.to_numeric(cc.astype("string"), errors="coerce").to_numpy(dtype=float)
+    codes, uniques = pd.factorize(cc, use_na_sentinel=True)  # a handful of distinct values
+    numbers = pd.to_numeric(pd.Series(uniques).astype("string"), errors="coerce")
+    return np.append(numbers.to_numpy(dtype=float, na_value=_NAN), _NAN)[codes]
 
 
 def _column(raw: pd.DataFrame, metric: str) -> np.ndarray | None:
@@ -548,9 +550,9 @@ def _damaged(k: pd.DataFrame, cat: Catalog, read: list[list[str]]) -> tuple[np.n
     any roof (:func:`ncuroof.parser.validate.roof_damage`, reason returned).
     Returns (mask, reasons).
     """
-    mask = np.array(
-        [any(getattr(n, "code", "") == "damaged_record" for n in x) for x in read], dtype=bool
-    )
+    mask = np.zeros(len(read), dtype=bool)
+    for i in np.flatnonzero(np.fromiter(map(bool, read), dtype=bool, count=len(read))):
+        mask[i] = any(getattr(n, "code", "") == "damaged_record" for n in read[i])
     names = [*(f"{p}_flop" for p in PRECISIONS), *(f"{lv}_bytes" for lv in LEVELS)]
     reasons = roof_damage(
         {n: k[f"{n}_per_s"].to_numpy(float) for n in names},
@@ -559,7 +561,9 @@ def _damaged(k: pd.DataFrame, cat: Catalog, read: list[list[str]]) -> tuple[np.n
     )
     beyond = reasons != ""
     floats = [c for c in k.columns if k[c].dtype == float]
-    inf = np.isinf(k[floats].to_numpy(float))
+    inf = np.zeros((len(k), len(floats)), dtype=bool)
+    for j in (j for j, c in enumerate(floats) if np.isinf(k[c].to_numpy(float)).any()):
+        inf[:, j] = np.isinf(k[floats[j]].to_numpy(float))  # a rare overflow: no matrix copy
     for i in np.flatnonzero(
         inf.any(axis=1) & (reasons == "")
     ):  # a safety net behind the parser's limits

@@ -19,6 +19,7 @@ import pandas as pd
 
 from ..catalog import GpuCatalog
 from ..schema import LEVELS, PRECISIONS, ROOF_SOURCES, ROOFS
+from .distinct import distinct_codes
 
 __all__ = [
     "RoofSet",
@@ -60,9 +61,16 @@ def _per_set(cells: np.ndarray, change: Callable[[RoofSet], object]) -> np.ndarr
 def report_sets(names: list[str], have: np.ndarray) -> np.ndarray:
     """The roof sets of the roofs a report carries: ``have[i, j]`` (bool, launches x ``names``)
     says launch ``i`` has roof ``names[j]`` from ncu's ``peak_sustained``; one cell per launch."""
-    rows, which = np.unique(have, axis=0, return_inverse=True)
-    sets = objects(tuple((nm, "report") for nm, h in zip(names, row) if h) for row in rows)
-    return sets[which.reshape(-1)] if len(sets) else objects([], len(have))
+    first, which = (
+        distinct_codes(list(np.asarray(have, dtype=bool).T))
+        if len(names)
+        else (
+            np.zeros(min(len(have), 1), dtype=np.int64),
+            np.zeros(len(have), dtype=np.int64),
+        )
+    )
+    sets = objects(tuple((nm, "report") for nm, h in zip(names, have[i]) if h) for i in first)
+    return sets[which] if len(sets) else objects([], len(have))
 
 
 def set_source(cells: np.ndarray, idx: np.ndarray, name: str, source: str) -> np.ndarray:
