@@ -40,7 +40,7 @@ from ..schema import (
     tensor_columns,
     tensor_paths,
 )
-from .distinct import categorical, distinct_codes, text_array
+from .distinct import categorical, distinct_codes, gc_paused, text_array
 from .evidence import (
     alternatives_text,
     flop_evidence,
@@ -800,6 +800,7 @@ def _later_columns(k: pd.DataFrame) -> None:
     k["flags"] = [[] for _ in range(len(k))]
 
 
+@gc_paused
 def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -> pd.DataFrame:
     """Compute the kernels table (one row per launch) from the raw table.
 
@@ -873,6 +874,7 @@ def _with_tensor_paths(k: pd.DataFrame, tpaths: dict[str, _Work]) -> pd.DataFram
     return k
 
 
+@gc_paused
 def compute_points(kernels: pd.DataFrame) -> pd.DataFrame:
     """Place every launch on the roofline: one point per (launch, precision, level) with work.
 
@@ -1154,6 +1156,7 @@ def _point_part(
     return _PointPart(idx, lv, numbers, texts)
 
 
+@gc_paused
 def time_at_roof(kernels: pd.DataFrame, catalog: Catalog | None = None) -> pd.DataFrame:
     """Fill ``time_at_roof_s``, ``time_at_roof_bound``, ``saving_s`` and ``speed_of_light_note``.
 

@@ -27,6 +27,7 @@ from ..catalog import load as load_catalog
 from ..errors import InputError
 from ..parser.validate import roof_damage
 from ..schema import LEVELS, PRECISIONS, Note, parse_cell, tensor_columns, tensor_paths
+from .distinct import gc_paused
 from .roofs import Factorized, has_any, objects, set_source, source_kinds
 
 __all__ = ["fill_ceilings", "fill_achievable", "parse_peak", "SOURCES", "FLOP_ROOFS"]
@@ -126,6 +127,7 @@ def _devices(k: pd.DataFrame) -> np.ndarray:
     return k["device_name"].astype(object).where(k["device_name"].notna(), "").to_numpy()
 
 
+@gc_paused
 def fill_ceilings(
     kernels: pd.DataFrame,
     gpus: GpuCatalog,

@@ -24,7 +24,7 @@ import pandas as pd
 from .. import fmt
 from ..catalog import Catalog
 from ..schema import parse_cell, work_unit
-from .distinct import distinct_codes, per_distinct
+from .distinct import distinct_codes, gc_paused, per_distinct
 
 __all__ = ["classify", "binding_points", "main_precision", "BINDING_COLUMNS"]
 
@@ -90,6 +90,7 @@ BINDING_COLUMNS = [
 ]
 
 
+@gc_paused
 def binding_points(
     points: pd.DataFrame, keys: list[str] | tuple[str, ...] = ("source", "launch_id")
 ) -> pd.DataFrame:
@@ -260,6 +261,7 @@ def _dram_reason(frac: float, near: float) -> str:
     )
 
 
+@gc_paused
 def classify(
     kernels: pd.DataFrame,
     points: pd.DataFrame,

@@ -53,7 +53,7 @@ from ..schema import (
     work_unit,
 )
 from .classify import binding_points
-from .distinct import categorical, distinct_rows, per_distinct, text_array
+from .distinct import categorical, distinct_rows, gc_paused, per_distinct, text_array
 from .speed_of_light import instruction_verdict
 from .summary import grid_sizes, keys_of
 
@@ -1059,6 +1059,7 @@ def evidence_facts(table: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+@gc_paused
 def diagnose_launches(
     kernels: pd.DataFrame,
     points: pd.DataFrame,
@@ -1164,6 +1165,7 @@ def _useful_ai(f: dict[str, Any]) -> str:
     )
 
 
+@gc_paused
 def diagnose_kernels(
     summary: pd.DataFrame, kernels: pd.DataFrame, catalog: Catalog, gpus: GpuCatalog | None = None
 ) -> pd.DataFrame:

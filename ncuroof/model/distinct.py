@@ -8,9 +8,11 @@ row would give.
 
 from __future__ import annotations
 
+import functools
+import gc
 import itertools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -23,7 +25,32 @@ __all__ = [
     "first_rows",
     "per_distinct",
     "text_array",
+    "gc_paused",
 ]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def gc_paused(fn: _F) -> _F:
+    """``fn`` run with Python's cyclic garbage collector paused (restored after, as it was).
+
+    A model stage makes containers per launch (notes and flags lists, roof-set tuples) that form no
+    reference cycles; each 100,000 of them would start a collection that walks every live object
+    (the raw and launch tables' cells included), a large part of a stage's time. Reference counting
+    still frees everything as usual; only cyclic garbage waits for the next collection.
+    """
+
+    @functools.wraps(fn)
+    def paused(*args: Any, **kwargs: Any) -> Any:
+        was = gc.isenabled()
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            if was:
+                gc.enable()
+
+    return paused  # type: ignore[return-value]
 
 
 def distinct_rows(frame: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -136,7 +163,10 @@ def categorical(inverse: np.ndarray, made: np.ndarray) -> pd.Categorical:
 def text_array(values: np.ndarray | pd.Categorical) -> pd.api.extensions.ExtensionArray:
     """Per-row text as a ``str`` (pyarrow) array, each distinct text converted to Arrow once:
     what assigning an object array to a column does, without a conversion per row."""
-    codes, texts = pd.factorize(values, use_na_sentinel=False)
+    if isinstance(values, pd.Categorical) and not (values.codes < 0).any():
+        codes, texts = values.codes, values.categories  # already coded: no second hashing
+    else:
+        codes, texts = pd.factorize(values, use_na_sentinel=False)
     texts = np.asarray(texts, dtype=object)
     if len(texts) and any(not isinstance(t, str) for t in texts):  # None, NaN: the slow way
         return pd.array(np.asarray(values, dtype=object), dtype="str")

@@ -19,7 +19,7 @@ import pandas as pd
 
 from ..catalog import GpuCatalog
 from ..schema import LEVELS, PRECISIONS, ROOF_SOURCES, ROOFS
-from .distinct import distinct_codes
+from .distinct import distinct_codes, first_rows
 
 __all__ = [
     "RoofSet",
@@ -51,9 +51,20 @@ def _as_set(cell: object) -> RoofSet:
     return cell if isinstance(cell, tuple) else ()
 
 
+def _factorize(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``pd.factorize(cells, use_na_sentinel=False)`` of a roof-sources column, in linear time
+    without hashing a tuple per launch: launches share a handful of set objects, so the cells are
+    factorized by identity first, then the few distinct objects by value (same codes, same order:
+    the first object of each value is the first row of it)."""
+    ids = np.fromiter(map(id, cells), dtype=np.uint64, count=len(cells))
+    by_id, objs = pd.factorize(ids)
+    codes, uniques = pd.factorize(cells[first_rows(by_id, len(objs))], use_na_sentinel=False)
+    return codes[by_id], uniques
+
+
 def _per_set(cells: np.ndarray, change: Callable[[RoofSet], object]) -> np.ndarray:
     """``change`` of each cell's roof set, computed once per distinct set."""
-    codes, uniques = pd.factorize(cells, use_na_sentinel=False)
+    codes, uniques = _factorize(cells)
     done = objects(change(_as_set(u)) for u in uniques)
     return done[codes] if len(done) else objects([], len(cells))
 
@@ -98,7 +109,7 @@ class Factorized:
     @classmethod
     def of(cls, cells: np.ndarray) -> Factorized:
         """The distinct roof sets of ``cells`` (a missing cell is the empty set)."""
-        codes, uniques = pd.factorize(cells, use_na_sentinel=False)
+        codes, uniques = _factorize(cells)
         return cls(codes, [_as_set(u) for u in uniques])
 
     def source(self, name: str) -> np.ndarray:

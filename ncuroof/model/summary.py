@@ -21,7 +21,7 @@ from ..parser.csv import function_name
 from ..schema import ACHIEVABLE_POINT, LEVELS, format_sources
 from .calculator import achievable_roof
 from .classify import BINDING_COLUMNS, binding_points, main_precision
-from .distinct import distinct_codes
+from .distinct import distinct_codes, distinct_rows, gc_paused
 from .expect import counted_flop
 
 __all__ = [
@@ -91,6 +91,24 @@ def kernel_keys(kernels: pd.DataFrame, by: str = "kernel") -> pd.Series:
     ValueError
         For an unknown ``by``.
     """
+    if by in _KEY_COLUMNS and len(kernels):
+        # launches of one kernel repeat its names: each distinct row keyed once, taken back
+        first, inverse = distinct_rows(kernels, list(_KEY_COLUMNS[by]))
+        made = _keys(kernels.iloc[first], by)
+        return pd.Series(made.array.take(inverse), index=kernels.index, name=made.name)
+    return _keys(kernels, by)
+
+
+#: The columns each kernel key of :func:`kernel_keys` reads (``launch`` reads the launch order).
+_KEY_COLUMNS = {
+    "kernel": ("kernel_demangled", "kernel_name"),
+    "config": ("kernel_demangled", "kernel_name", "grid", "block"),
+    "nvtx": ("kernel_demangled", "kernel_name", "nvtx_range"),
+}
+
+
+def _keys(kernels: pd.DataFrame, by: str) -> pd.Series:
+    """:func:`kernel_keys` of every row of ``kernels``, one at a time."""
     dm = kernels["kernel_demangled"].astype(object)
     name = dm.where(dm.notna() & (dm.astype(str) != ""), kernels["kernel_name"]).astype(str)
     if by == "kernel":
@@ -280,6 +298,7 @@ def with_keys(points: pd.DataFrame, kernels: pd.DataFrame, by: str = "kernel") -
     return points.assign(kernel_key=key.array.take(at, allow_fill=True)).reset_index(drop=True)
 
 
+@gc_paused
 def kernel_dots(kernels: pd.DataFrame, points: pd.DataFrame, by: str = "kernel") -> pd.DataFrame:
     """One dot per (kernel, precision, level): :func:`aggregate_points` over :func:`kernel_keys`.
 
@@ -782,6 +801,7 @@ def _production_basis(out: pd.DataFrame, production_s: pd.Series) -> pd.DataFram
     )
 
 
+@gc_paused
 def kernel_summary(
     kernels: pd.DataFrame,
     points: pd.DataFrame | None = None,
