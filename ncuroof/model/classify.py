@@ -15,6 +15,7 @@ Rules (thresholds from ``metrics/thresholds.toml``):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +27,7 @@ from ..catalog import Catalog
 from ..schema import parse_cell, work_unit
 from .distinct import distinct_codes, gc_paused, per_distinct
 
-__all__ = ["classify", "binding_points", "main_precision", "BINDING_COLUMNS"]
+__all__ = ["classify", "binding_points", "main_precision", "BINDING_COLUMNS", "join_launches"]
 
 
 def _sol_reason(sm: float, mem: float) -> str:
@@ -170,6 +171,40 @@ def _any_of(g: np.ndarray, groups: int) -> np.ndarray:
     return seen
 
 
+def join_launches(
+    left: pd.DataFrame, right: pd.DataFrame, keys: Sequence[str] = ("source", "launch_id")
+) -> pd.DataFrame:
+    """``left.merge(right, on=keys, how="left")`` for a ``right`` with at most one row per key
+    (binding points: one per launch), by integer codes instead of a hash join of text keys.
+
+    Parameters
+    ----------
+    left, right : DataFrame
+        Both with the ``keys`` columns; no other column in common.
+
+    Returns
+    -------
+    DataFrame
+        ``left``'s rows in order (a new RangeIndex) and columns, then ``right``'s other columns: the
+        matching row's values, NaN where none matches (an integer column then becomes float, a
+        boolean one object, as in a merge). A ``right`` with a repeated key, or columns in common,
+        goes through :meth:`pandas.DataFrame.merge` itself.
+    """
+    keys, n = list(keys), len(left)
+    shared = set(left.columns) & set(right.columns)
+    codes = [
+        pd.factorize(pd.concat([left[c], right[c]], ignore_index=True), use_na_sentinel=False)[0]
+        for c in keys
+    ]
+    code = distinct_codes(codes)[1]
+    pos = np.full(int(np.max(code, initial=-1)) + 1, -1, dtype=np.int64)
+    pos[code[n:]] = np.arange(len(right))
+    if shared != set(keys) or (np.bincount(code[n:]) > 1).any():
+        return left.merge(right, on=keys, how="left")
+    rest = right.drop(columns=keys).reset_index(drop=True).reindex(pos[code[:n]])
+    return pd.concat([left.reset_index(drop=True), rest.reset_index(drop=True)], axis=1)
+
+
 def _first_min(g: np.ndarray, value: np.ndarray, groups: int) -> np.ndarray:
     """Per group code, the position in ``g`` of its smallest ``value`` (the first on a tie;
     -1 where absent)."""
@@ -298,8 +333,8 @@ def classify(
         deep=False
     )  # columns shared until replaced (copy-on-write): no copy of the whole table
     live = (~out["status"].isin(["failed_measurement", "corrupt_record"])).to_numpy()
-    bind = out[["source", "launch_id"]].merge(
-        binding_points(points) if bind is None else bind, on=["source", "launch_id"], how="left"
+    bind = join_launches(
+        out[["source", "launch_id"]], binding_points(points) if bind is None else bind
     )
     v = _Verdicts.of(out, bind, live, sol)
     out["bound"] = v.bound

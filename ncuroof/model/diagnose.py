@@ -52,7 +52,7 @@ from ..schema import (
     tensor_path,
     work_unit,
 )
-from .classify import binding_points
+from .classify import binding_points, join_launches
 from .distinct import categorical, distinct_rows, gc_paused, per_distinct, text_array
 from .speed_of_light import instruction_verdict
 from .summary import grid_sizes, keys_of
@@ -1133,7 +1133,7 @@ def _launch_facts(k: pd.DataFrame, bind: pd.DataFrame) -> pd.DataFrame:
         "block",
         *(c for c in _FACTS if c in k.columns and c not in bind.columns),
     ]
-    facts = k[need].merge(bind, on=["source", "launch_id"], how="left")
+    facts = join_launches(k[need], bind)
     facts["blocks"] = grid_sizes(facts["grid"])
     facts["threads_per_block"] = grid_sizes(facts["block"])
     return pd.concat([facts, evidence_facts(k).reset_index(drop=True)], axis=1)

@@ -138,10 +138,19 @@ def distinct_codes(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         ``first``: the position of the first row of each distinct combination, in order of first
         appearance; ``inverse``: for each row, the index into ``first`` of its combination (int64).
     """
-    code = np.zeros(len(columns[0]), dtype=np.int64)
-    for col in columns:
-        sub, uniques = pd.factorize(np.asarray(col), use_na_sentinel=False)
-        code = pd.factorize(code * (len(uniques) + 1) + sub)[0]
+    code, bound = np.zeros(len(columns[0]), dtype=np.int64), 1
+    for col in map(np.asarray, columns):
+        small = col.dtype.kind in "iu" and len(col) and 0 <= col.min() and col.max() < 2**31
+        if col.dtype == bool or small:
+            sub, size = col.astype(np.int64), int(col.max(initial=0)) + 1  # already small codes
+        else:
+            sub, uniques = pd.factorize(col, use_na_sentinel=False)
+            size = len(uniques) + 1
+        if bound * size >= 2**62:  # renumber before the combined code could overflow
+            code = pd.factorize(code)[0]
+            bound = int(code.max(initial=-1)) + 1
+        code, bound = code * size + sub, bound * size
+    code = pd.factorize(code)[0]
     return first_rows(code, int(code.max(initial=-1)) + 1), code
 
 
