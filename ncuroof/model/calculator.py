@@ -982,7 +982,7 @@ def _texts(pieces: list[tuple[np.ndarray, np.ndarray]], order: np.ndarray) -> An
     codes = np.concatenate([c + o for (c, _), o in zip(pieces, offsets, strict=False)])[order]
     words = np.concatenate([w for _, w in pieces])
     if all(isinstance(x, str) for x in words):
-        return pd.array(pa.array(words, pa.large_string()).take(pa.array(codes)), dtype="str")
+        return pd.array(pa.array(words, pa.large_string()).take(codes), dtype="str")
     return pd.array(words[codes], dtype="str")  # a missing value among them
 
 

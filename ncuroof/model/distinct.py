@@ -180,4 +180,6 @@ def text_array(values: np.ndarray | pd.Categorical) -> pd.api.extensions.Extensi
     if len(texts) and any(not isinstance(t, str) for t in texts):  # None, NaN: the slow way
         return pd.array(np.asarray(values, dtype=object), dtype="str")
     table = pa.array(texts, type=pa.large_string())
-    return pd.array(table.take(pa.array(codes, type=pa.int64())), dtype="str")
+    return pd.array(
+        table.take(np.asarray(codes, dtype=np.int64)), dtype="str"
+    )  # numpy indices: a faster take

@@ -274,7 +274,7 @@ def l2_write_evidence(
     return peak, peak_label
 
 
-def alternatives_text(forms: list[tuple[str, np.ndarray]], n: int) -> np.ndarray:
+def alternatives_text(forms: list[tuple[str, np.ndarray]], n: int) -> pd.Categorical:
     """Ledger text of one quantity given in several forms, in order of preference: the first form a
     launch holds, then each other held form with how far apart it is (``"a = b (0.3 % apart)"``).
 
@@ -287,22 +287,35 @@ def alternatives_text(forms: list[tuple[str, np.ndarray]], n: int) -> np.ndarray
 
     Returns
     -------
-    ndarray of str
-        '' where the launch holds none.
+    Categorical of str
+        '' where the launch holds none; each distinct text written once (launches share a handful:
+        which form is first, and each other form's distinct difference).
     """
-    text = np.full(n, "", dtype=object)
-    ref = np.full(n, _NAN)
-    for label, v in forms:
+    ref, first_form = np.full(n, _NAN), np.full(n, -1, dtype=np.int64)
+    codes, words = [], []  # per form: 1 + its " = label (x apart)" text's code, 0 where none
+    for j, (label, v) in enumerate(forms):
         held = ~np.isnan(v)
         first = held & np.isnan(ref)
-        text = np.where(first, label, text)
+        first_form[first] = j
         other = held & ~first
+        code, shown = np.zeros(n, dtype=np.int64), np.array([], dtype=object)
         if other.any():
             which, values = pd.factorize(_apart(ref[other], v[other]), use_na_sentinel=False)
             shown = np.array([f" = {label} ({fmt.apart(a)} apart)" for a in values], dtype=object)
-            text[other] = text[other] + shown[which]
+            code[other] = which + 1
+        codes.append(code)
+        words.append(shown)
         ref = np.where(first, v, ref)
-    return text
+    rows, inverse = distinct_codes([first_form + 1, *codes])
+    labels = ["", *(label for label, _ in forms)]
+    made = np.array(
+        [
+            labels[first_form[i] + 1] + "".join(w[c[i] - 1] for c, w in zip(codes, words) if c[i])
+            for i in rows
+        ],
+        dtype=object,
+    )
+    return categorical(inverse, made)
 
 
 def ledger_text(parts: dict[str, np.ndarray | pd.Categorical]) -> pd.Categorical:
@@ -326,7 +339,12 @@ def ledger_text(parts: dict[str, np.ndarray | pd.Categorical]) -> pd.Categorical
     names = list(parts)
     # launches share a handful of ledgers: factorize each quantity's text (hashing), join
     # each distinct row once
-    coded = [pd.factorize(parts[k], use_na_sentinel=False) for k in names]
+    coded = [
+        (p.codes, p.categories)
+        if isinstance(p, pd.Categorical) and not (p.codes < 0).any()
+        else pd.factorize(p, use_na_sentinel=False)
+        for p in (parts[k] for k in names)
+    ]
     first, row = distinct_codes([c for c, _ in coded])
     words = [np.asarray(u, dtype=object) for _, u in coded]
     text = np.array(
