@@ -40,7 +40,7 @@ from ..schema import (
     tensor_columns,
     tensor_paths,
 )
-from .distinct import categorical, distinct_codes, gc_paused, text_array
+from .distinct import categorical, coded_text, distinct_codes, gc_paused, text_array
 from .evidence import (
     alternatives_text,
     flop_evidence,
@@ -49,7 +49,7 @@ from .evidence import (
     opcode_flops,
 )
 from .roofs import Factorized, objects, report_sets
-from .speed_of_light import apply_speed_of_light, hot_pipe, launch_floor
+from .speed_of_light import apply_speed_of_light, hot_pipe_codes, launch_floor
 
 __all__ = [
     "compute_kernels",
@@ -383,6 +383,9 @@ class _Traffic:
     bytes_per_s: np.ndarray
     peak: np.ndarray
     definition: np.ndarray
+    #: ``definition`` coded: index into ``ids`` ('' first: no definition)
+    codes: np.ndarray
+    ids: list[str]
 
 
 def _level_traffic(
@@ -398,18 +401,19 @@ def _level_traffic(
         b = np.full(n, _NAN)
         r = np.full(n, _NAN)
         pk = np.full(n, _NAN)
-        used = np.full(n, "", dtype=object)
-        for d in defs:
+        used = np.zeros(n, dtype=np.int64)  # 1 + the definition's place in defs, 0: none yet
+        for j, d in enumerate(defs, start=1):
             valid = _cc_mask(cc, d.cc_min, d.cc_max)
             db = _resolve(raw, d.bytes, cc).values
             dr = _resolve(raw, d.rate, cc).values
             dp = _resolve(raw, d.peak, cc).values
-            take = valid & (used == "") & (~np.isnan(db) | ~np.isnan(dr))
+            take = valid & (used == 0) & (~np.isnan(db) | ~np.isnan(dr))
             b = np.where(take, np.where(np.isnan(db), dr * time_s, db), b)
             r = np.where(take, np.where(np.isnan(dr), _div(db, time_s), dr), r)
             pk = np.where(take, dp, pk)
-            used = np.where(take, d.id, used)
-        out[name] = _Traffic(b, r, pk, used)
+            used[take] = j
+        ids = ["", *(d.id for d in defs)]
+        out[name] = _Traffic(b, r, pk, np.array(ids, dtype=object)[used], used, ids)
     return out
 
 
@@ -459,12 +463,11 @@ def _level_ledger(
             first = here & np.isnan(ref)
             _note_disagreement(name, r.label, ref, v, here & ~first, disagree, notes)
             ref = np.where(first, v, ref)
-    used_codes, used_ids = pd.factorize(used, use_na_sentinel=False)
     has_bytes = ~np.isnan(level.bytes)
-    first, inverse = distinct_codes([used_codes, has_bytes, *held])
+    first, inverse = distinct_codes([level.codes, has_bytes, *held])
     text = _level_text(
         cat.levels[name].definitions,
-        np.asarray(used_ids, dtype=object)[used_codes[first]],
+        np.asarray(level.ids, dtype=object)[level.codes[first]],
         [h[first] for h in held],
         has_bytes[first],
     )
@@ -652,7 +655,10 @@ def _measured_columns(
 def _throughput_columns(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray) -> dict[str, Any]:
     """SpeedOfLight throughputs, waves, occupancy and the hot pipe of each launch."""
     waves = _column(raw, cat.throughput["waves"])
-    pipe, pipe_frac = hot_pipe(raw, cat.pipes, cc) if cat.pipes is not None else ("", _NAN)
+    pipe, pipe_frac = ("", _NAN)
+    if cat.pipes is not None:
+        code, pipe_frac = hot_pipe_codes(raw, cat.pipes, cc)
+        pipe = coded_text(code + 1, ["", *(p.name for p in cat.pipes.pipes)])
     return {
         "sm_throughput_frac": _fraction(raw, cat.throughput["sm"]),
         "memory_throughput_frac": _fraction(raw, cat.throughput["memory"]),
@@ -740,7 +746,7 @@ def _status_and_notes(
     the reason first in its notes (``notes`` is extended in place, the reader's notes last, each
     with its code where it has one: :func:`ncuroof.schema.input_notes`)."""
     time_s = time.values
-    read = input_notes(raw["input_notes"] if "input_notes" in raw.columns else [None] * len(raw))
+    read = _read_notes(raw)
     has_flop, has_bytes = _has_work(k, work, levels)
     failed = _failed_measurements(raw, time_s)
     status = np.where(
@@ -749,9 +755,7 @@ def _status_and_notes(
     damaged, why = _damaged(k, cat, read)
     status = np.where(damaged, "corrupt_record", status)
     first = cat.time[0].label
-    other_time = np.fromiter(
-        (bool(label) and label != first for label in time.labels), dtype=bool, count=len(k)
-    )
+    other_time = np.array([False, *(bool(x) and x != first for x in time.names)])[time.which + 1]
     for i in np.flatnonzero(
         damaged | failed | (status == "no_roofline_metrics") | np.isnan(time_s) | other_time
     ):  # the rest have no note
@@ -766,9 +770,18 @@ def _status_and_notes(
             notes[i].append(_no_duration_note(status[i]))
         if other_time[i]:
             notes[i].append(f"time from {time.labels[i]}")
-    for i in (i for i, x in enumerate(read) if x):
+    for i in np.flatnonzero(np.fromiter(map(bool, read), dtype=bool, count=len(read))):
         notes[i].extend(read[i])
     return status
+
+
+def _read_notes(raw: pd.DataFrame) -> np.ndarray:
+    """Each launch's reader notes (:func:`ncuroof.schema.input_notes`), an object array of lists:
+    each distinct text parsed once, launches with the same text sharing its list (only read)."""
+    if "input_notes" not in raw.columns:
+        return objects([[]])[np.zeros(len(raw), dtype=np.int64)]
+    codes, texts = pd.factorize(raw["input_notes"], use_na_sentinel=True)
+    return objects([*input_notes(list(texts)), []])[codes]  # -1 (missing): the last, empty
 
 
 def _no_duration_note(status: str) -> str:
@@ -851,7 +864,7 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
     k["tensor_source"] = tensor_source
     k["evidence_sources"] = text_array(_ledger(raw, cat, cc, flop_held, levels, notes))
     for lv in LEVELS:
-        k[f"{lv}_definition"] = levels[lv].definition
+        k[f"{lv}_definition"] = coded_text(levels[lv].codes, levels[lv].ids)
     _report_roofs(k, work, levels, tpaths)
     k["ncu_version"] = raw["ncu_version"]
     k["reader"] = raw["reader"] if "reader" in raw.columns else None

@@ -30,6 +30,7 @@ from .distinct import per_distinct
 
 __all__ = [
     "hot_pipe",
+    "hot_pipe_codes",
     "roofline_time",
     "unit_time",
     "apply_speed_of_light",
@@ -88,29 +89,34 @@ def hot_pipe(
         ncu's HighPipeUtilization rule) with any value is used; families are never mixed. Source:
         [NCU-SEC] SpeedOfLight.section, HighPipeUtilization.py.
     """
+    code, frac = hot_pipe_codes(raw, pipes, cc)
+    return np.array(["", *(p.name for p in pipes.pipes)], dtype=object)[code + 1], frac
+
+
+def hot_pipe_codes(
+    raw: pd.DataFrame, pipes: PipeCatalog, cc: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`hot_pipe` as the index of the pipe in ``pipes.pipes`` (-1 where none) and its
+    utilisation: the largest finite value of the first suffix family with one, the first pipe of
+    the catalog on a tie."""
     n = len(raw)
-    names = np.full(n, "", dtype=object)
-    frac = np.full(n, np.nan)
+    code, frac = np.full(n, -1, dtype=np.int64), np.full(n, np.nan)
     for suffix in pipes.suffixes:
-        cols = []
-        for p in pipes.pipes:
+        top, best = np.full(n, -np.inf), np.full(n, -1, dtype=np.int64)
+        for j, p in enumerate(pipes.pipes):
             v = np.full(n, np.nan)
             for base in p.metrics:
                 v = np.where(np.isnan(v), _col(raw, base + suffix), v)
-            ok = np.ones(n, dtype=bool)
+            ok = np.isfinite(v)
             if p.cc_min is not None:
                 ok &= ~(cc < p.cc_min - 1e-9)
             if p.cc_max is not None:
                 ok &= ~(cc > p.cc_max + 1e-9)
-            cols.append(np.where(ok, v, np.nan))
-        a = np.vstack(cols)
-        take = np.isnan(frac) & np.isfinite(a).any(axis=0)
-        if not take.any():
-            continue
-        best = np.argmax(np.where(np.isfinite(a), a, -np.inf), axis=0)
-        names = np.where(take, np.array([p.name for p in pipes.pipes], dtype=object)[best], names)
-        frac = np.where(take, a[best, np.arange(n)] / 100.0, frac)
-    return names, frac
+            up = ok & ((v > top) | (best < 0))  # strictly larger: the first pipe keeps a tie
+            top, best = np.where(up, v, top), np.where(up, j, best)
+        take = np.isnan(frac) & (best >= 0)
+        code, frac = np.where(take, best, code), np.where(take, top / 100.0, frac)
+    return code, frac
 
 
 def _time(k: pd.DataFrame, work_col: str, peak_col: str) -> np.ndarray:
