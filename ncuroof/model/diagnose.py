@@ -860,10 +860,13 @@ def _note_flags(notes: pd.Series) -> dict[int, list[tuple[str, str]]]:
     :class:`ncuroof.schema.Note`, never its words), by position; launches without one are absent.
     The codes of all notes are compared at once, not launch by launch."""
     # A hand-made or read-back table may hold a notes cell as text or a tuple: its notes parsed.
-    cells = [c if isinstance(c, list) else list(parse_cell("notes", c)) for c in notes]
+    cells = notes.to_numpy(dtype=object)
+    if not set(map(type, cells)) <= {list}:
+        cells = [c if isinstance(c, list) else list(parse_cell("notes", c)) for c in cells]
     counts = np.fromiter(map(len, cells), dtype=np.int64, count=len(cells))
     codes = np.empty(int(counts.sum()), dtype=object)
-    codes[:] = [getattr(n, "code", "") for n in itertools.chain.from_iterable(cells)]
+    every = itertools.chain.from_iterable(cells)  # each note's code, without a Python call each
+    codes[:] = list(map(getattr, every, itertools.repeat("code"), itertools.repeat("")))
     row = np.repeat(np.arange(len(cells)), counts)
     out: dict[int, list[tuple[str, str]]] = {}
     for code, text in _NOTE_FLAGS.items():
@@ -1028,11 +1031,17 @@ def evidence_facts(table: pd.DataFrame) -> pd.DataFrame:
     """
 
     def any_of(cols: list[str], test: Any) -> np.ndarray:
-        if not cols:
-            return np.zeros(len(table), dtype=bool)
-        a = table[cols].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-        with np.errstate(invalid="ignore"):
-            return test(a).any(axis=1)
+        out = np.zeros(len(table), dtype=bool)
+        for c in cols:  # column by column: no table copy, no conversion of a float column
+            col = table[c]
+            a = (
+                col.to_numpy()
+                if col.dtype == np.float64
+                else pd.to_numeric(col, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+            )
+            with np.errstate(invalid="ignore"):
+                out |= test(a)
+        return out
 
     cols = list(table.columns)
     return pd.DataFrame(
