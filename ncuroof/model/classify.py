@@ -26,6 +26,7 @@ from .. import fmt
 from ..catalog import Catalog
 from ..schema import parse_cell, work_unit
 from .distinct import distinct_codes, gc_paused, per_distinct
+from .roofs import objects
 
 __all__ = ["classify", "binding_points", "main_precision", "BINDING_COLUMNS", "join_launches"]
 
@@ -360,7 +361,9 @@ def _with_reasons(notes: np.ndarray, text: np.ndarray, placed: np.ndarray) -> li
             pd.factorize(placed, use_na_sentinel=False)[0],
         ]
     )
-    extras = [tuple(x for x in (text[i], placed[i]) if x) for i in first]
+    extras = objects([[x for x in (text[i], placed[i]) if x] for i in first])
+    if set(map(type, notes)) <= {list}:  # each a new list, without a Python call per launch
+        return list(map(list.__add__, notes, extras[pair] if len(extras) else []))
     return [
         [*(old if isinstance(old, list) else parse_cell("notes", old)), *extras[c]]
         for old, c in zip(notes, pair.tolist(), strict=True)

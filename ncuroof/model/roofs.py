@@ -19,7 +19,6 @@ import pandas as pd
 
 from ..catalog import GpuCatalog
 from ..schema import LEVELS, PRECISIONS, ROOF_SOURCES, ROOFS
-from .distinct import distinct_codes, first_rows
 
 __all__ = [
     "RoofSet",
@@ -58,8 +57,17 @@ def _factorize(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     the first object of each value is the first row of it)."""
     ids = np.fromiter(map(id, cells), dtype=np.uint64, count=len(cells))
     by_id, objs = pd.factorize(ids)
-    codes, uniques = pd.factorize(cells[first_rows(by_id, len(objs))], use_na_sentinel=False)
+    codes, uniques = pd.factorize(cells[_first_rows(by_id, len(objs))], use_na_sentinel=False)
     return codes[by_id], uniques
+
+
+def _first_rows(codes: np.ndarray, count: int) -> np.ndarray:
+    """The first position of each code ``0 .. count - 1`` (numbered in order of first appearance,
+    as :func:`pandas.factorize` numbers them); :func:`ncuroof.model.distinct.first_rows`, which
+    this layer does not import."""
+    first = np.empty(count, dtype=np.int64)
+    first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)
+    return first
 
 
 def _per_set(cells: np.ndarray, change: Callable[[RoofSet], object]) -> np.ndarray:
@@ -72,14 +80,13 @@ def _per_set(cells: np.ndarray, change: Callable[[RoofSet], object]) -> np.ndarr
 def report_sets(names: list[str], have: np.ndarray) -> np.ndarray:
     """The roof sets of the roofs a report carries: ``have[i, j]`` (bool, launches x ``names``)
     says launch ``i`` has roof ``names[j]`` from ncu's ``peak_sustained``; one cell per launch."""
-    first, which = (
-        distinct_codes(list(np.asarray(have, dtype=bool).T))
-        if len(names)
-        else (
-            np.zeros(min(len(have), 1), dtype=np.int64),
-            np.zeros(len(have), dtype=np.int64),
-        )
-    )
+    bits = np.asarray(have, dtype=bool).reshape(len(have), len(names))
+    if len(names) <= 62:  # each row's roofs as the bits of one integer
+        key = bits.astype(np.int64) @ (np.int64(1) << np.arange(len(names), dtype=np.int64))
+    else:
+        key = np.unique(bits, axis=0, return_inverse=True)[1].reshape(-1)
+    which, rows = pd.factorize(key)
+    first = _first_rows(which, len(rows))
     sets = objects(tuple((nm, "report") for nm, h in zip(names, have[i]) if h) for i in first)
     return sets[which] if len(sets) else objects([], len(have))
 
