@@ -34,6 +34,7 @@ from ..schema import (
     POINTS,
     PRECISIONS,
     SOURCES_DISAGREE,
+    STATUSES,
     Note,
     empty,
     input_notes,
@@ -682,9 +683,9 @@ def _report_roofs(
         + [w.peak for w in tpaths.values()]
     )
     have = np.isfinite(peaks)
-    k["peak_source"] = np.where(have.any(axis=1), "report", "")
+    k["peak_source"] = coded_text(have.any(axis=1), ["", "report"])
     k["ceiling_sources"] = report_sets(names, have)
-    k["datasheet_gpu"] = ""
+    k["datasheet_gpu"] = coded_text(np.zeros(len(k), dtype=np.int64), [""])
 
 
 def _has_work(
@@ -784,6 +785,14 @@ def _read_notes(raw: pd.DataFrame) -> np.ndarray:
     return objects([*input_notes(list(texts)), []])[codes]  # -1 (missing): the last, empty
 
 
+def _status_codes(status: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """``status`` (each one of :data:`ncuroof.schema.STATUSES`) as codes into those words."""
+    codes = np.zeros(len(status), dtype=np.int64)
+    for j, word in enumerate(STATUSES):
+        codes[status == word] = j
+    return codes, list(STATUSES)
+
+
 def _no_duration_note(status: str) -> str:
     """The note of a launch without a duration: a point from rates needs none,
     counts and savings do."""
@@ -802,14 +811,15 @@ def _later_columns(k: pd.DataFrame) -> None:
     diagnosis), empty (in place)."""
     for col in ("time_at_roof_s", "saving_s", "expected_flop", "expected_dram_bytes"):
         k[col] = _NAN
+    none = np.zeros(len(k), dtype=np.int64)  # one text for every launch: taken, not converted
     for col in ("time_at_roof_bound", "speed_of_light_note", "evidence", "advice"):
-        k[col] = ""
+        k[col] = coded_text(none, [""])
     k["kernel_key"] = None  # set once by the analysis (ncuroof.model.summary.kernel_keys, --match)
     k["clock_control"] = (
         None  # set by the analysis from each input (ncuroof.parser.clocks.clock_control)
     )
-    k["bound"] = "unknown"
-    k["diagnosis"] = "not_classified"
+    k["bound"] = coded_text(none, ["unknown"])
+    k["diagnosis"] = coded_text(none, ["not_classified"])
     k["flags"] = [[] for _ in range(len(k))]
 
 
@@ -868,7 +878,8 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
     _report_roofs(k, work, levels, tpaths)
     k["ncu_version"] = raw["ncu_version"]
     k["reader"] = raw["reader"] if "reader" in raw.columns else None
-    k["status"] = _status_and_notes(raw, k, cat, time, work, levels, notes)
+    status = _status_and_notes(raw, k, cat, time, work, levels, notes)
+    k["status"] = coded_text(*_status_codes(status))
     _later_columns(k)
     k["notes"] = notes
     return _with_tensor_paths(k[list(KERNELS)].reset_index(drop=True), tpaths)

@@ -509,9 +509,10 @@ def _no_roof_notes(
 ) -> None:
     """Say, for each measured launch left without any roof, what to pass."""
     roofed = has_any(sets.cells)
-    for i in np.flatnonzero((k["status"] == "ok").to_numpy()):
-        if roofed[i] or spec_of[devices[i]] is not None:
-            continue
+    codes, names = pd.factorize(devices, use_na_sentinel=False)
+    sheet = np.array([spec_of[d] is not None for d in names], dtype=bool)
+    bare = (k["status"] == "ok").to_numpy() & ~roofed & ~sheet[codes]
+    for i in np.flatnonzero(bare):
         if devices[i]:
             sets.notes[i].append(
                 f"no roofs: the input has no peak_sustained metrics and {devices[i]} is not in "

@@ -39,6 +39,8 @@ RoofSet = tuple[tuple[str, str], ...]
 def objects(items: Iterable[object], n: int | None = None) -> np.ndarray:
     """A 1-d object array of ``items`` (a tuple stays one cell; numpy would unpack it)."""
     items = list(items)
+    if n is None or n == len(items):  # each item one cell, without a Python step each
+        return np.fromiter(items, dtype=object, count=len(items))
     out = np.empty(len(items) if n is None else n, dtype=object)
     for i, x in enumerate(items):
         out[i] = x
