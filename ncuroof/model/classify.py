@@ -28,7 +28,14 @@ from ..schema import parse_cell, work_unit
 from .distinct import distinct_codes, gc_paused, per_distinct
 from .roofs import objects
 
-__all__ = ["classify", "binding_points", "main_precision", "BINDING_COLUMNS", "join_launches"]
+__all__ = [
+    "classify",
+    "binding_points",
+    "main_precision",
+    "BINDING_COLUMNS",
+    "join_launches",
+    "launch_positions",
+]
 
 
 def _sol_reason(sm: float, mem: float) -> str:
@@ -191,19 +198,41 @@ def join_launches(
         boolean one object, as in a merge). A ``right`` with a repeated key, or columns in common,
         goes through :meth:`pandas.DataFrame.merge` itself.
     """
-    keys, n = list(keys), len(left)
-    shared = set(left.columns) & set(right.columns)
+    at = launch_positions(right, left, keys)
+    if at is None or set(left.columns) & set(right.columns) != set(keys):
+        return left.merge(right, on=list(keys), how="left")
+    rest = right.drop(columns=list(keys)).reset_index(drop=True).reindex(at)
+    return pd.concat([left.reset_index(drop=True), rest.reset_index(drop=True)], axis=1)
+
+
+def launch_positions(
+    table: pd.DataFrame, rows: pd.DataFrame, keys: Sequence[str] = ("source", "launch_id")
+) -> np.ndarray | None:
+    """Where each row of ``rows`` is in ``table``, matched on ``keys`` by integer codes (missing
+    keys match each other, as in a merge).
+
+    Parameters
+    ----------
+    table, rows : DataFrame
+        Both with the ``keys`` columns.
+
+    Returns
+    -------
+    ndarray of int64 or None
+        Per row of ``rows``, the position of the row of ``table`` with its keys, -1 where none;
+        None when ``table`` repeats a key.
+    """
+    n = len(table)
     codes = [
-        pd.factorize(pd.concat([left[c], right[c]], ignore_index=True), use_na_sentinel=False)[0]
+        pd.factorize(pd.concat([table[c], rows[c]], ignore_index=True), use_na_sentinel=False)[0]
         for c in keys
     ]
     code = distinct_codes(codes)[1]
+    if (np.bincount(code[:n]) > 1).any():
+        return None
     pos = np.full(int(np.max(code, initial=-1)) + 1, -1, dtype=np.int64)
-    pos[code[n:]] = np.arange(len(right))
-    if shared != set(keys) or (np.bincount(code[n:]) > 1).any():
-        return left.merge(right, on=keys, how="left")
-    rest = right.drop(columns=keys).reset_index(drop=True).reindex(pos[code[:n]])
-    return pd.concat([left.reset_index(drop=True), rest.reset_index(drop=True)], axis=1)
+    pos[code[:n]] = np.arange(n)
+    return pos[code[n:]]
 
 
 def _first_min(g: np.ndarray, value: np.ndarray, groups: int) -> np.ndarray:

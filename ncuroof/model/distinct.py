@@ -74,7 +74,7 @@ def distinct_rows(frame: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, np.
         ``first``: the position of the first row of each distinct combination, in order of first
         appearance; ``inverse``: for each row, the index into ``first`` of its combination (int64).
     """
-    code = np.zeros(len(frame), dtype=np.int64)
+    subs = []  # each part's codes, combined at once (distinct_codes)
     for c in cols:
         col = frame[c]
         if col.dtype == np.float64:
@@ -92,13 +92,10 @@ def distinct_rows(frame: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, np.
             parts = [col.array]  # hashed by Arrow or by category code: no Python object per row
         else:
             parts = [col.to_numpy()]
-        for part in parts:
-            sub, uniques = pd.factorize(part, use_na_sentinel=False)
-            code = pd.factorize(code * (len(uniques) + 1) + sub)[0]
-    return (
-        np.unique(code, return_index=True)[1],
-        code,
-    )  # factorize numbers in order of first appearance
+        subs += [pd.factorize(part, use_na_sentinel=False)[0] for part in parts]
+    if not subs:
+        return np.zeros(min(len(frame), 1), dtype=np.int64), np.zeros(len(frame), dtype=np.int64)
+    return distinct_codes(subs)  # numbered in order of first appearance
 
 
 def per_distinct(frame: pd.DataFrame, cols: list[str], fn: Callable[[Any], Any]) -> np.ndarray:

@@ -20,7 +20,7 @@ import pandas as pd
 from ..parser.csv import function_name
 from ..schema import ACHIEVABLE_POINT, LEVELS, format_sources
 from .calculator import achievable_roof
-from .classify import BINDING_COLUMNS, binding_points, main_precision
+from .classify import BINDING_COLUMNS, binding_points, launch_positions, main_precision
 from .distinct import distinct_codes, distinct_rows, gc_paused
 from .expect import counted_flop
 
@@ -54,8 +54,7 @@ def _join_unique(
     with `` / `` (``group``: the rows' group codes, when the caller has them)."""
     codes, uniques = pd.factorize(p[col], use_na_sentinel=True)  # each distinct value once
     words = np.array([str(u) for u in uniques], dtype=object)
-    held = np.flatnonzero(codes >= 0)
-    held = held[words[codes[held]] != ""]
+    held = np.flatnonzero(np.append(words != "", False)[codes])  # -1 (missing): the last, False
     if group is None:
         group = distinct_codes([pd.factorize(p[k], use_na_sentinel=False)[0] for k in keys])[1]
     first = held[distinct_codes([group[held], codes[held]])[0]]  # first row of each (group, value)
@@ -290,11 +289,10 @@ def keys_of(kernels: pd.DataFrame, by: str = "kernel") -> pd.Series:
 def with_keys(points: pd.DataFrame, kernels: pd.DataFrame, by: str = "kernel") -> pd.DataFrame:
     """``points`` with a ``kernel_key`` column (:func:`keys_of` each point's launch)."""
     key = keys_of(kernels, by)
-    launch = pd.MultiIndex.from_arrays([kernels["source"], kernels["launch_id"]])
-    if not launch.is_unique:  # a launch listed twice: the merge repeats its points
+    at = launch_positions(kernels, points)
+    if at is None:  # a launch listed twice: the merge repeats its points
         keys = kernels[["source", "launch_id"]].assign(kernel_key=key.to_numpy())
         return points.merge(keys, on=["source", "launch_id"], how="left")
-    at = launch.get_indexer(pd.MultiIndex.from_arrays([points["source"], points["launch_id"]]))
     return points.assign(kernel_key=key.array.take(at, allow_fill=True)).reset_index(drop=True)
 
 
