@@ -26,7 +26,7 @@ import pandas as pd
 from .. import fmt
 from ..catalog import PipeCatalog
 from ..schema import LEVELS, PRECISIONS, tensor_columns, tensor_paths
-from .distinct import per_distinct
+from .distinct import per_distinct, text_array
 
 __all__ = [
     "hot_pipe",
@@ -322,14 +322,14 @@ def apply_speed_of_light(
     use_floor = np.isfinite(t) & (floor_s > t)
     t = np.where(use_floor, floor_s, t)
     k["time_at_roof_s"] = t
-    k["time_at_roof_bound"] = np.where(use_floor, "launch_floor", bound).astype(object)
+    k["time_at_roof_bound"] = text_array(np.where(use_floor, "launch_floor", bound).astype(object))
     k["saving_s"] = np.where(
         np.isfinite(t) & np.isfinite(time_s), np.maximum(time_s - t, 0.0), np.nan
     )
     notes = _bound_notes(k, roof, unit, side, disagree)
     held = np.maximum(_finite_or_zero(roof), _finite_or_zero(unit))
     _put_floor_notes(notes, use_floor, floor_s, floor_src, held)
-    k["speed_of_light_note"] = notes
+    k["speed_of_light_note"] = text_array(notes)
     return k
 
 
@@ -340,11 +340,10 @@ def _bound_notes(
     per distinct row)."""
     sm, mem = _col(k, "sm_throughput_frac"), _col(k, "memory_throughput_frac")
     frac = _nanmax([sm, mem], len(k))
-    pipe = (
-        k["hot_pipe"].astype(object).fillna("").to_numpy()
-        if "hot_pipe" in k.columns
-        else np.full(len(k), "", dtype=object)
-    )
+    col = k["hot_pipe"] if "hot_pipe" in k.columns else pd.Series("", index=k.index, dtype=object)
+    # a text column stays one: its distinct values found by Arrow, not object by object
+    text = isinstance(col.dtype, pd.StringDtype)
+    pipe = col.fillna("").array if text else col.astype(object).fillna("").to_numpy()
     pfrac = _col(k, "hot_pipe_frac")
     args = pd.DataFrame(
         {"roof": roof, "unit": unit, "side": side, "frac": frac, "pipe": pipe, "pfrac": pfrac}
@@ -362,8 +361,10 @@ def _put_floor_notes(
     bound: np.ndarray,
 ) -> None:
     """Replace, in place, the notes of the launches held at the floor with :func:`_floor_note`."""
-    for i in np.flatnonzero(np.asarray(use_floor, dtype=bool)):
-        notes[i] = _floor_note(floor_s[i], floor_src[i], bound[i])
+    at = np.flatnonzero(np.asarray(use_floor, dtype=bool))
+    if len(at):  # each distinct (floor, source, bound) written once
+        args = pd.DataFrame({"f": floor_s[at], "s": floor_src[at], "b": bound[at]})
+        notes[at] = per_distinct(args, ["f", "s", "b"], lambda r: _floor_note(*r))
 
 
 def _finite_or_zero(a: np.ndarray) -> np.ndarray:
