@@ -190,9 +190,8 @@ def _precision_work(
         peak = _resolve(raw, p.peak, cc)
         flop = np.where(count.present, count.values, rate.values * time_s)
         flop_per_s = np.where(rate.present, rate.values, _div(count.values, time_s))
-        src = np.where(count.present, "count", np.where(rate.present, "rate x time", "")).astype(
-            object
-        )
+        # the three words as objects once, taken per launch (no str object made per launch)
+        src = _SOURCE_WORDS[np.where(count.present, 2, np.where(rate.present, 1, 0))]
         flop, flop_per_s, src, held[name] = flop_evidence(
             name, flop, flop_per_s, src, time_s, tables, disagree, notes
         )
@@ -205,6 +204,10 @@ def _precision_work(
         ["+".join(dict.fromkeys(u[i] for u in used if u[i])) for i in first], dtype=object
     )
     return work, categorical(which, text), held
+
+
+#: A precision's FLOP source before the opcode tables: none, rate x time, count.
+_SOURCE_WORDS = np.array(["", "rate x time", "count"], dtype=object)
 
 
 @dataclass
@@ -568,16 +571,15 @@ def _damaged(k: pd.DataFrame, cat: Catalog, read: list[list[str]]) -> tuple[np.n
     inf = np.zeros((len(k), len(floats)), dtype=bool)
     for j in (j for j, c in enumerate(floats) if np.isinf(k[c].to_numpy(float)).any()):
         inf[:, j] = np.isinf(k[floats[j]].to_numpy(float))  # a rare overflow: no matrix copy
-    for i in np.flatnonzero(
-        inf.any(axis=1) & (reasons == "")
-    ):  # a safety net behind the parser's limits
+    inf_any = inf.any(axis=1) if inf.any() else np.zeros(len(k), dtype=bool)
+    for i in np.flatnonzero(inf_any & (reasons == "")):  # a safety net behind the parser's limits
         reasons[i] = (
             f"{DAMAGED}: {', '.join(np.array(floats)[inf[i]][:3])} overflowed to infinity (kept"
             " missing); re-run ncu"
         )
-    if inf.any():  # rewriting every float column would copy the table
+    if inf_any.any():  # rewriting every float column would copy the table
         k[floats] = np.where(inf, np.nan, k[floats].to_numpy(float))
-    return mask | beyond | inf.any(axis=1), reasons
+    return mask | beyond | inf_any, reasons
 
 
 def _instruction_counts(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray) -> dict[str, np.ndarray]:
@@ -694,9 +696,8 @@ def _has_work(
     """Whether each launch has FLOPs and bytes to place a point: counts or rates (a rate-only
     export, the roofline section's details page, has no duration). The SASS-opcode tensor estimate
     alone does not make a roofline (no FP counters, no roof)."""
-    tensor = np.where(
-        k["tensor_source"].to_numpy() == "sass_opcodes", _NAN, k["tensor_flop"].to_numpy(float)
-    )
+    opcodes = (k["tensor_source"] == "sass_opcodes").to_numpy(dtype=bool, na_value=False)
+    tensor = np.where(opcodes, _NAN, k["tensor_flop"].to_numpy(float))
     has_flop = np.isfinite(
         np.column_stack(
             [work[p].flop for p in PRECISIONS] + [work[p].flop_per_s for p in PRECISIONS] + [tensor]

@@ -45,6 +45,8 @@ __all__ = [
 def _col(df: pd.DataFrame, name: str) -> np.ndarray:
     if name not in df.columns:
         return np.full(len(df), np.nan)
+    if df[name].dtype == np.float64:
+        return df[name].to_numpy()
     return pd.to_numeric(df[name], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
 
 
