@@ -21,6 +21,7 @@ from .. import fmt
 from ..catalog import Catalog, OpcodeTable, Recipe
 from ..schema import L2_READS_ONLY, SOURCES_DISAGREE, Note
 from .distinct import categorical, distinct_codes
+from .roofs import objects
 
 __all__ = [
     "alternatives_text",
@@ -104,7 +105,7 @@ def flop_evidence(
     tables: list[OpcodeFlops],
     disagree: float,
     notes: list[list[str]],
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, pd.Categorical]:
     """Fill a precision's FLOPs from opcode tables where counters have none; check where both exist.
 
     Parameters
@@ -130,9 +131,12 @@ def flop_evidence(
     (flop, flop_per_s, source, held)
         FLOPs and FLOP/s with the opcode tables' values where the counters had none, the source
         used per launch (the table's id where it came from one), and the ledger text of the
-        sources held (``"rate x time = sass_thread_opcodes (0.01 % apart)"``).
+        sources held (``"rate x time = sass_thread_opcodes (0.01 % apart)"``), a Categorical: each
+        distinct text made once.
     """
-    held, title = np.where(source != "", source, "").astype(object), precision.upper()
+    title = precision.upper()
+    codes, words = pd.factorize(np.asarray(source, dtype=object), use_na_sentinel=False)
+    held = _Held(codes, [w if isinstance(w, str) else "" for w in words])
     for t in tables:
         value = t.flop[precision]
         take = np.isnan(flop) & t.held
@@ -145,16 +149,45 @@ def flop_evidence(
         flop = np.where(take, value, flop)
         flop_per_s = np.where(take, _div(value, time_s), flop_per_s)
         source = np.where(take, t.table.id, source)
-        both = t.held & (held != "") & ~take
+        both = t.held & held.nonempty() & ~take
         apart = _apart(flop, value)
-        text = _agreement_text(t.table, both, apart, disagree)
-        held = np.where(both, held + text, np.where(take, t.table.id, held))
+        held.append(both, *_agreement_text(t.table, both, apart, disagree))
+        held.replace(take, t.table.id)
         if t.table.factor == 1:  # only a thread table counts what the counters count
             for i in np.flatnonzero(both & (apart > disagree)):
                 notes[i].append(
                     _disagree_note(title, (flop[i], source[i]), value[i], apart[i], t, disagree)
                 )
-    return flop, flop_per_s, source.astype(object), held
+    return flop, flop_per_s, source.astype(object), categorical(held.codes, objects(held.words))
+
+
+@dataclass
+class _Held:
+    """A precision's ledger text per launch, coded: ``words[codes]`` (each text made once)."""
+
+    codes: np.ndarray
+    words: list[str]
+
+    def nonempty(self) -> np.ndarray:
+        """Whether each launch's text is not empty."""
+        return np.array([w != "" for w in self.words], dtype=bool)[self.codes]
+
+    def append(self, where: np.ndarray, codes: np.ndarray, shown: np.ndarray) -> None:
+        """``shown[codes]`` added to the text of the launches ``where``, once per distinct pair."""
+        at = np.flatnonzero(where)
+        if not len(at):
+            return
+        first, pair = distinct_codes([self.codes[at], codes[at]])
+        base = len(self.words)
+        self.words += [self.words[self.codes[at[f]]] + shown[codes[at[f]]] for f in first]
+        self.codes = self.codes.copy()
+        self.codes[at] = base + pair
+
+    def replace(self, where: np.ndarray, word: str) -> None:
+        """The text of the launches ``where`` is ``word``."""
+        if where.any():
+            self.words.append(word)
+            self.codes = np.where(where, len(self.words) - 1, self.codes)
 
 
 def _add_note(notes: list[list[str]], where: np.ndarray, note: str) -> None:
@@ -165,12 +198,13 @@ def _add_note(notes: list[list[str]], where: np.ndarray, note: str) -> None:
 
 def _agreement_text(
     table: OpcodeTable, both: np.ndarray, apart: np.ndarray, disagree: float
-) -> np.ndarray:
+) -> tuple[np.ndarray, np.ndarray]:
     """The ledger's ``" = <table> (x % apart)"`` of the launches holding both the counters and the
     opcode table (``both``): ``!=`` (a thread table) or ``<=`` (warp x 32, an upper bound of the
-    thread count) beyond ``disagree``; each distinct difference formatted once."""
+    thread count) beyond ``disagree``; each distinct difference formatted once. Returns (codes,
+    texts): per launch the index of its text (-1 outside ``both``)."""
     sign = ("=", "!=") if table.factor == 1 else ("=", "<=")
-    text = np.full(len(both), "", dtype=object)
+    text, shown = np.full(len(both), -1, dtype=np.int64), np.array([], dtype=object)
     if both.any():
         codes, values = pd.factorize(apart[both], use_na_sentinel=False)
         shown = np.array(
@@ -182,8 +216,8 @@ def _agreement_text(
             ],
             dtype=object,
         )
-        text[both] = shown[codes]
-    return text
+        text[both] = codes
+    return text, shown
 
 
 def _disagree_note(
