@@ -542,12 +542,12 @@ def _failed_measurements(raw: pd.DataFrame, time_s: np.ndarray) -> np.ndarray:
     counters = [c for c in raw.columns if "sass_thread_inst_executed_op_" in c]
     if counters:
         values = raw[counters]
-        for _, idx in raw.groupby("source", sort=False).groups.items():
-            block = values.loc[idx]
+        for at in raw.groupby("source", sort=False).indices.values():
+            block = values if len(at) == n else values.iloc[at]  # one input: no copy
             seen = block.notna().any(axis=0)
             if seen.any():
                 all_nan = block.loc[:, seen].isna().all(axis=1).to_numpy()
-                failed[raw.index.get_indexer(idx)] |= all_nan
+                failed[at] |= all_nan
     return failed
 
 
