@@ -41,7 +41,14 @@ from ..schema import (
     tensor_columns,
     tensor_paths,
 )
-from .distinct import categorical, coded_text, distinct_codes, gc_paused, text_array
+from .distinct import (
+    categorical,
+    coded_text,
+    distinct_codes,
+    factorize_objects,
+    gc_paused,
+    text_array,
+)
 from .evidence import (
     alternatives_text,
     flop_evidence,
@@ -198,7 +205,7 @@ def _precision_work(
         used.append(src)
         work[name] = _Work(flop, flop_per_s, peak.values, np.zeros(len(raw), dtype=bool))
     first, which = distinct_codes(
-        [pd.factorize(u, use_na_sentinel=False)[0] for u in used]
+        [factorize_objects(u)[0] for u in used]
     )  # a handful of combinations
     text = np.array(
         ["+".join(dict.fromkeys(u[i] for u in used if u[i])) for i in first], dtype=object

@@ -124,7 +124,8 @@ def _spec_for(device: object, gpus: GpuCatalog, forced: GpuSpec | None) -> GpuSp
 
 def _devices(k: pd.DataFrame) -> np.ndarray:
     """Each launch's device name ('' where unknown)."""
-    return k["device_name"].astype(object).where(k["device_name"].notna(), "").to_numpy()
+    codes, names = pd.factorize(k["device_name"], use_na_sentinel=True)  # no object per launch
+    return np.array([*names, ""], dtype=object)[codes]  # -1 (missing): the last, ''
 
 
 @gc_paused

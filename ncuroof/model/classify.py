@@ -25,7 +25,7 @@ import pandas as pd
 from .. import fmt
 from ..catalog import Catalog
 from ..schema import parse_cell, work_unit
-from .distinct import distinct_codes, gc_paused, per_distinct
+from .distinct import distinct_codes, factorize_objects, gc_paused, per_distinct
 from .roofs import objects
 
 __all__ = [
@@ -386,8 +386,8 @@ def _with_reasons(notes: np.ndarray, text: np.ndarray, placed: np.ndarray) -> li
     them; the reasons of each distinct pair are gathered once."""
     first, pair = distinct_codes(
         [
-            pd.factorize(text, use_na_sentinel=False)[0],
-            pd.factorize(placed, use_na_sentinel=False)[0],
+            factorize_objects(text)[0],
+            factorize_objects(placed)[0],
         ]
     )
     extras = objects([[x for x in (text[i], placed[i]) if x] for i in first])

@@ -783,13 +783,18 @@ def _above_roof_flags(
             out[pos[(src, lid)]].append(flag)
 
 
+def _is(col: pd.Series, value: str) -> np.ndarray:
+    """Whether each cell of ``col`` is ``value`` (a boolean array; False where missing)."""
+    return (col == value).to_numpy(dtype=bool, na_value=False)
+
+
 def _status_flags(out: _Flags, kernels: pd.DataFrame) -> None:
     """Add the flags of each launch's status and of its coded notes (:data:`_NOTE_FLAGS`: the code
     of a :class:`ncuroof.schema.Note`, never its words), in place."""
-    status = kernels["status"].to_numpy()
-    for i in np.flatnonzero(status == "failed_measurement"):
+    status = kernels["status"]  # compared as the text column it is, not as objects
+    for i in np.flatnonzero(_is(status, "failed_measurement")):
         out[i].append(("failed_measurement", "ncu stored NaN, not plotted"))
-    for i in np.flatnonzero(status == "corrupt_record"):
+    for i in np.flatnonzero(_is(status, "corrupt_record")):
         out[i].append(("corrupt_record", "the input is damaged (see notes), not plotted"))
     for i, flags in _note_flags(kernels["notes"]).items():
         out[i] += flags
@@ -804,7 +809,7 @@ def _missing_flags(out: _Flags, kernels: pd.DataFrame) -> None:
         kernels.reindex(columns=[c])[c].to_numpy(float)
         for c in ("sm_throughput_frac", "memory_throughput_frac")
     )
-    for i in np.flatnonzero(kernels["status"].to_numpy() == "no_roofline_metrics"):
+    for i in np.flatnonzero(_is(kernels["status"], "no_roofline_metrics")):
         flop, byts = bool(held["has_flop"].iat[i]), bool(held["has_bytes"].iat[i])
         out[i].append(("missing_metrics", _missing_text(flop, byts, time_s[i], sm[i], mem[i])))
 
@@ -818,7 +823,7 @@ def _no_work_flags(out: _Flags, kernels: pd.DataFrame, no_work: float) -> None:
     )
     byts = kernels.reindex(columns=["dram_bytes", "l2_bytes", "l1_bytes"]).to_numpy(float)
     idle = (
-        (kernels["status"].to_numpy() == "ok")
+        _is(kernels["status"], "ok")
         & np.isfinite(time_s)
         & ~(np.nan_to_num(work) > 0).any(axis=1)
         & ~(np.nan_to_num(byts) > no_work).any(axis=1)
@@ -1199,7 +1204,7 @@ def diagnose_kernels(
         exceeds ``clock_spread``); ``status`` is ``failed_measurement`` when every launch failed.
     """
     s = summary.copy()
-    k = kernels.assign(kernel_key=keys_of(kernels).to_numpy())
+    k = kernels.assign(kernel_key=keys_of(kernels).array)
     s["status"] = _kernel_status(s, k)
     facts = _kernel_facts(s, k)
     res = _verdicts(facts, catalog, gpus)
@@ -1242,8 +1247,13 @@ def _kernel_facts(s: pd.DataFrame, k: pd.DataFrame) -> list[dict[str, Any]]:
 
 def _kernel_flags(s: pd.DataFrame, k: pd.DataFrame, spread: float) -> pd.Series:
     """Each kernel's launch flags, distinct, plus ``clock_differs`` above ``spread``."""
-    flags = k.groupby("kernel_key")["flags"].agg(
-        lambda x: list(dict.fromkeys(tuple(f) for v in x if isinstance(v, list) for f in v))
+    held = np.fromiter(map(bool, k["flags"].to_numpy(dtype=object)), dtype=bool, count=len(k))
+    flags = (
+        k.loc[held]
+        .groupby("kernel_key")["flags"]
+        .agg(  # launches without a flag add none
+            lambda x: list(dict.fromkeys(tuple(f) for v in x if isinstance(v, list) for f in v))
+        )
     )
     out = []
     for r in s.itertuples(index=False):
@@ -1284,7 +1294,7 @@ def what_if(
         fraction of either roof and moves the same DRAM bytes (caches differ: L2
         size here vs there).
     """
-    k = kernels.assign(kernel_key=keys_of(kernels).to_numpy())
+    k = kernels.assign(kernel_key=keys_of(kernels).array)
     rows = []
     for r in summary.itertuples(index=False):
         g = k[(k["kernel_key"] == r.kernel_key) & (k["status"] == "ok")]

@@ -26,6 +26,7 @@ __all__ = [
     "per_distinct",
     "text_array",
     "coded_text",
+    "factorize_objects",
     "gc_paused",
 ]
 
@@ -167,11 +168,38 @@ def categorical(inverse: np.ndarray, made: np.ndarray) -> pd.Categorical:
     return pd.Categorical.from_codes(codes[inverse], pd.Index(texts, dtype=object))
 
 
+def factorize_objects(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``pd.factorize(values, use_na_sentinel=False)`` of an object array, faster where its cells
+    repeat a few objects (text made once per distinct row and taken back): the cells are numbered
+    by identity first, then the distinct objects by value (same codes, same order: the first
+    object of each value is its first row).
+
+    Parameters
+    ----------
+    values : ndarray of object
+        Any cells.
+
+    Returns
+    -------
+    (ndarray, ndarray)
+        As :func:`pandas.factorize`: codes per cell and the distinct values in order of first
+        appearance.
+    """
+    ids = np.fromiter(map(id, values), dtype=np.uint64, count=len(values))
+    by_id, objs = pd.factorize(ids)
+    if len(objs) > len(values) // 4:  # mostly distinct objects: hashing values once is cheaper
+        return pd.factorize(values, use_na_sentinel=False)
+    codes, uniques = pd.factorize(values[first_rows(by_id, len(objs))], use_na_sentinel=False)
+    return codes[by_id], uniques
+
+
 def text_array(values: np.ndarray | pd.Categorical) -> pd.api.extensions.ExtensionArray:
     """Per-row text as a ``str`` (pyarrow) array, each distinct text converted to Arrow once:
     what assigning an object array to a column does, without a conversion per row."""
     if isinstance(values, pd.Categorical) and not (values.codes < 0).any():
         codes, texts = values.codes, values.categories  # already coded: no second hashing
+    elif isinstance(values, np.ndarray) and values.dtype == object:
+        codes, texts = factorize_objects(values)
     else:
         codes, texts = pd.factorize(values, use_na_sentinel=False)
     texts = np.asarray(texts, dtype=object)

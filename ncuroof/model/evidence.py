@@ -134,18 +134,12 @@ def flop_evidence(
         sources held (``"rate x time = sass_thread_opcodes (0.01 % apart)"``), a Categorical: each
         distinct text made once.
     """
-    title = precision.upper()
-    codes, words = pd.factorize(np.asarray(source, dtype=object), use_na_sentinel=False)
-    held = _Held(codes, [w if isinstance(w, str) else "" for w in words])
+    title, held = precision.upper(), _Held.of(source)
     for t in tables:
         value = t.flop[precision]
         take = np.isnan(flop) & t.held
         if t.table.assumption:
-            _add_note(
-                notes,
-                take & (value > 0),
-                f"{title} FLOPs from {t.table.metric} x {t.table.factor:g}: {t.table.assumption}",
-            )
+            _add_note(notes, take & (value > 0), _assumption(title, t.table))
         flop = np.where(take, value, flop)
         flop_per_s = np.where(take, _div(value, time_s), flop_per_s)
         source = np.where(take, t.table.id, source)
@@ -168,6 +162,12 @@ class _Held:
     codes: np.ndarray
     words: list[str]
 
+    @classmethod
+    def of(cls, source: np.ndarray) -> _Held:
+        """The text of each launch's FLOP source (``count``, ``rate x time`` or '')."""
+        codes, words = pd.factorize(np.asarray(source, dtype=object), use_na_sentinel=False)
+        return cls(codes, [w if isinstance(w, str) else "" for w in words])
+
     def nonempty(self) -> np.ndarray:
         """Whether each launch's text is not empty."""
         return np.array([w != "" for w in self.words], dtype=bool)[self.codes]
@@ -188,6 +188,11 @@ class _Held:
         if where.any():
             self.words.append(word)
             self.codes = np.where(where, len(self.words) - 1, self.codes)
+
+
+def _assumption(title: str, table: OpcodeTable) -> str:
+    """The note of FLOPs taken from an opcode table that assumes something (a warp table)."""
+    return f"{title} FLOPs from {table.metric} x {table.factor:g}: {table.assumption}"
 
 
 def _add_note(notes: list[list[str]], where: np.ndarray, note: str) -> None:

@@ -847,7 +847,7 @@ def kernel_summary(
     from ..schema import KERNEL_SUMMARY
 
     k = kernels.reindex(columns=_SUMMARY_INPUT)  # a column a partial table lacks is NaN
-    k["kernel_key"] = keys_of(kernels, by).to_numpy()
+    k["kernel_key"] = keys_of(kernels, by).array
     if dots is None:
         dots = (
             kernel_dots(kernels, points, by)
