@@ -268,7 +268,7 @@ def from_kernels(
 def _keyed(kernels: pd.DataFrame, options: AnalysisOptions) -> pd.DataFrame:
     """The classified launch table with its ``kernel_key`` (``options.match``), validated."""
     return validate_kernels(
-        kernels.assign(kernel_key=summary.kernel_keys(kernels, options.match).to_numpy())
+        kernels.assign(kernel_key=summary.kernel_keys(kernels, options.match).array)
     )
 
 

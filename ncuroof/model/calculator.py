@@ -34,13 +34,21 @@ from ..schema import (
     POINTS,
     PRECISIONS,
     SOURCES_DISAGREE,
+    STATUSES,
     Note,
     empty,
     input_notes,
     tensor_columns,
     tensor_paths,
 )
-from .distinct import categorical, distinct_codes, text_array
+from .distinct import (
+    categorical,
+    coded_text,
+    distinct_codes,
+    factorize_objects,
+    gc_paused,
+    text_array,
+)
 from .evidence import (
     alternatives_text,
     flop_evidence,
@@ -49,7 +57,7 @@ from .evidence import (
     opcode_flops,
 )
 from .roofs import Factorized, objects, report_sets
-from .speed_of_light import apply_speed_of_light, hot_pipe, launch_floor
+from .speed_of_light import apply_speed_of_light, hot_pipe_codes, launch_floor
 
 __all__ = [
     "compute_kernels",
@@ -97,7 +105,9 @@ def cc_number(cc: pd.Series) -> np.ndarray:
     ndarray of float
         8.6, 10.0, ... ; ``"12.1"`` becomes 12.1.
     """
-    return pd.to_numeric(cc.astype("string"), errors="coerce").to_numpy(dtype=float)
+    codes, uniques = pd.factorize(cc, use_na_sentinel=True)  # a handful of distinct values
+    numbers = pd.to_numeric(pd.Series(uniques).astype("string"), errors="coerce")
+    return np.append(numbers.to_numpy(dtype=float, na_value=_NAN), _NAN)[codes]
 
 
 def _column(raw: pd.DataFrame, metric: str) -> np.ndarray | None:
@@ -187,21 +197,24 @@ def _precision_work(
         peak = _resolve(raw, p.peak, cc)
         flop = np.where(count.present, count.values, rate.values * time_s)
         flop_per_s = np.where(rate.present, rate.values, _div(count.values, time_s))
-        src = np.where(count.present, "count", np.where(rate.present, "rate x time", "")).astype(
-            object
-        )
+        # the three words as objects once, taken per launch (no str object made per launch)
+        src = _SOURCE_WORDS[np.where(count.present, 2, np.where(rate.present, 1, 0))]
         flop, flop_per_s, src, held[name] = flop_evidence(
             name, flop, flop_per_s, src, time_s, tables, disagree, notes
         )
         used.append(src)
         work[name] = _Work(flop, flop_per_s, peak.values, np.zeros(len(raw), dtype=bool))
     first, which = distinct_codes(
-        [pd.factorize(u, use_na_sentinel=False)[0] for u in used]
+        [factorize_objects(u)[0] for u in used]
     )  # a handful of combinations
     text = np.array(
         ["+".join(dict.fromkeys(u[i] for u in used if u[i])) for i in first], dtype=object
     )
     return work, categorical(which, text), held
+
+
+#: A precision's FLOP source before the opcode tables: none, rate x time, count.
+_SOURCE_WORDS = np.array(["", "rate x time", "count"], dtype=object)
 
 
 @dataclass
@@ -381,6 +394,9 @@ class _Traffic:
     bytes_per_s: np.ndarray
     peak: np.ndarray
     definition: np.ndarray
+    #: ``definition`` coded: index into ``ids`` ('' first: no definition)
+    codes: np.ndarray
+    ids: list[str]
 
 
 def _level_traffic(
@@ -396,18 +412,19 @@ def _level_traffic(
         b = np.full(n, _NAN)
         r = np.full(n, _NAN)
         pk = np.full(n, _NAN)
-        used = np.full(n, "", dtype=object)
-        for d in defs:
+        used = np.zeros(n, dtype=np.int64)  # 1 + the definition's place in defs, 0: none yet
+        for j, d in enumerate(defs, start=1):
             valid = _cc_mask(cc, d.cc_min, d.cc_max)
             db = _resolve(raw, d.bytes, cc).values
             dr = _resolve(raw, d.rate, cc).values
             dp = _resolve(raw, d.peak, cc).values
-            take = valid & (used == "") & (~np.isnan(db) | ~np.isnan(dr))
+            take = valid & (used == 0) & (~np.isnan(db) | ~np.isnan(dr))
             b = np.where(take, np.where(np.isnan(db), dr * time_s, db), b)
             r = np.where(take, np.where(np.isnan(dr), _div(db, time_s), dr), r)
             pk = np.where(take, dp, pk)
-            used = np.where(take, d.id, used)
-        out[name] = _Traffic(b, r, pk, used)
+            used[take] = j
+        ids = ["", *(d.id for d in defs)]
+        out[name] = _Traffic(b, r, pk, np.array(ids, dtype=object)[used], used, ids)
     return out
 
 
@@ -457,12 +474,11 @@ def _level_ledger(
             first = here & np.isnan(ref)
             _note_disagreement(name, r.label, ref, v, here & ~first, disagree, notes)
             ref = np.where(first, v, ref)
-    used_codes, used_ids = pd.factorize(used, use_na_sentinel=False)
     has_bytes = ~np.isnan(level.bytes)
-    first, inverse = distinct_codes([used_codes, has_bytes, *held])
+    first, inverse = distinct_codes([level.codes, has_bytes, *held])
     text = _level_text(
         cat.levels[name].definitions,
-        np.asarray(used_ids, dtype=object)[used_codes[first]],
+        np.asarray(level.ids, dtype=object)[level.codes[first]],
         [h[first] for h in held],
         has_bytes[first],
     )
@@ -533,12 +549,12 @@ def _failed_measurements(raw: pd.DataFrame, time_s: np.ndarray) -> np.ndarray:
     counters = [c for c in raw.columns if "sass_thread_inst_executed_op_" in c]
     if counters:
         values = raw[counters]
-        for _, idx in raw.groupby("source", sort=False).groups.items():
-            block = values.loc[idx]
+        for at in raw.groupby("source", sort=False).indices.values():
+            block = values if len(at) == n else values.iloc[at]  # one input: no copy
             seen = block.notna().any(axis=0)
             if seen.any():
                 all_nan = block.loc[:, seen].isna().all(axis=1).to_numpy()
-                failed[raw.index.get_indexer(idx)] |= all_nan
+                failed[at] |= all_nan
     return failed
 
 
@@ -548,9 +564,9 @@ def _damaged(k: pd.DataFrame, cat: Catalog, read: list[list[str]]) -> tuple[np.n
     any roof (:func:`ncuroof.parser.validate.roof_damage`, reason returned).
     Returns (mask, reasons).
     """
-    mask = np.array(
-        [any(getattr(n, "code", "") == "damaged_record" for n in x) for x in read], dtype=bool
-    )
+    mask = np.zeros(len(read), dtype=bool)
+    for i in np.flatnonzero(np.fromiter(map(bool, read), dtype=bool, count=len(read))):
+        mask[i] = any(getattr(n, "code", "") == "damaged_record" for n in read[i])
     names = [*(f"{p}_flop" for p in PRECISIONS), *(f"{lv}_bytes" for lv in LEVELS)]
     reasons = roof_damage(
         {n: k[f"{n}_per_s"].to_numpy(float) for n in names},
@@ -559,17 +575,18 @@ def _damaged(k: pd.DataFrame, cat: Catalog, read: list[list[str]]) -> tuple[np.n
     )
     beyond = reasons != ""
     floats = [c for c in k.columns if k[c].dtype == float]
-    inf = np.isinf(k[floats].to_numpy(float))
-    for i in np.flatnonzero(
-        inf.any(axis=1) & (reasons == "")
-    ):  # a safety net behind the parser's limits
+    inf = np.zeros((len(k), len(floats)), dtype=bool)
+    for j in (j for j, c in enumerate(floats) if np.isinf(k[c].to_numpy(float)).any()):
+        inf[:, j] = np.isinf(k[floats[j]].to_numpy(float))  # a rare overflow: no matrix copy
+    inf_any = inf.any(axis=1) if inf.any() else np.zeros(len(k), dtype=bool)
+    for i in np.flatnonzero(inf_any & (reasons == "")):  # a safety net behind the parser's limits
         reasons[i] = (
             f"{DAMAGED}: {', '.join(np.array(floats)[inf[i]][:3])} overflowed to infinity (kept"
             " missing); re-run ncu"
         )
-    if inf.any():  # rewriting every float column would copy the table
+    if inf_any.any():  # rewriting every float column would copy the table
         k[floats] = np.where(inf, np.nan, k[floats].to_numpy(float))
-    return mask | beyond | inf.any(axis=1), reasons
+    return mask | beyond | inf_any, reasons
 
 
 def _instruction_counts(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray) -> dict[str, np.ndarray]:
@@ -648,7 +665,10 @@ def _measured_columns(
 def _throughput_columns(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray) -> dict[str, Any]:
     """SpeedOfLight throughputs, waves, occupancy and the hot pipe of each launch."""
     waves = _column(raw, cat.throughput["waves"])
-    pipe, pipe_frac = hot_pipe(raw, cat.pipes, cc) if cat.pipes is not None else ("", _NAN)
+    pipe, pipe_frac = ("", _NAN)
+    if cat.pipes is not None:
+        code, pipe_frac = hot_pipe_codes(raw, cat.pipes, cc)
+        pipe = coded_text(code + 1, ["", *(p.name for p in cat.pipes.pipes)])
     return {
         "sm_throughput_frac": _fraction(raw, cat.throughput["sm"]),
         "memory_throughput_frac": _fraction(raw, cat.throughput["memory"]),
@@ -672,9 +692,9 @@ def _report_roofs(
         + [w.peak for w in tpaths.values()]
     )
     have = np.isfinite(peaks)
-    k["peak_source"] = np.where(have.any(axis=1), "report", "")
+    k["peak_source"] = coded_text(have.any(axis=1), ["", "report"])
     k["ceiling_sources"] = report_sets(names, have)
-    k["datasheet_gpu"] = ""
+    k["datasheet_gpu"] = coded_text(np.zeros(len(k), dtype=np.int64), [""])
 
 
 def _has_work(
@@ -683,9 +703,8 @@ def _has_work(
     """Whether each launch has FLOPs and bytes to place a point: counts or rates (a rate-only
     export, the roofline section's details page, has no duration). The SASS-opcode tensor estimate
     alone does not make a roofline (no FP counters, no roof)."""
-    tensor = np.where(
-        k["tensor_source"].to_numpy() == "sass_opcodes", _NAN, k["tensor_flop"].to_numpy(float)
-    )
+    opcodes = (k["tensor_source"] == "sass_opcodes").to_numpy(dtype=bool, na_value=False)
+    tensor = np.where(opcodes, _NAN, k["tensor_flop"].to_numpy(float))
     has_flop = np.isfinite(
         np.column_stack(
             [work[p].flop for p in PRECISIONS] + [work[p].flop_per_s for p in PRECISIONS] + [tensor]
@@ -736,7 +755,7 @@ def _status_and_notes(
     the reason first in its notes (``notes`` is extended in place, the reader's notes last, each
     with its code where it has one: :func:`ncuroof.schema.input_notes`)."""
     time_s = time.values
-    read = input_notes(raw["input_notes"] if "input_notes" in raw.columns else [None] * len(raw))
+    read = _read_notes(raw)
     has_flop, has_bytes = _has_work(k, work, levels)
     failed = _failed_measurements(raw, time_s)
     status = np.where(
@@ -745,9 +764,7 @@ def _status_and_notes(
     damaged, why = _damaged(k, cat, read)
     status = np.where(damaged, "corrupt_record", status)
     first = cat.time[0].label
-    other_time = np.fromiter(
-        (bool(label) and label != first for label in time.labels), dtype=bool, count=len(k)
-    )
+    other_time = np.array([False, *(bool(x) and x != first for x in time.names)])[time.which + 1]
     for i in np.flatnonzero(
         damaged | failed | (status == "no_roofline_metrics") | np.isnan(time_s) | other_time
     ):  # the rest have no note
@@ -762,9 +779,26 @@ def _status_and_notes(
             notes[i].append(_no_duration_note(status[i]))
         if other_time[i]:
             notes[i].append(f"time from {time.labels[i]}")
-    for i in (i for i, x in enumerate(read) if x):
+    for i in np.flatnonzero(np.fromiter(map(bool, read), dtype=bool, count=len(read))):
         notes[i].extend(read[i])
     return status
+
+
+def _read_notes(raw: pd.DataFrame) -> np.ndarray:
+    """Each launch's reader notes (:func:`ncuroof.schema.input_notes`), an object array of lists:
+    each distinct text parsed once, launches with the same text sharing its list (only read)."""
+    if "input_notes" not in raw.columns:
+        return objects([[]])[np.zeros(len(raw), dtype=np.int64)]
+    codes, texts = pd.factorize(raw["input_notes"], use_na_sentinel=True)
+    return objects([*input_notes(list(texts)), []])[codes]  # -1 (missing): the last, empty
+
+
+def _status_codes(status: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """``status`` (each one of :data:`ncuroof.schema.STATUSES`) as codes into those words."""
+    codes = np.zeros(len(status), dtype=np.int64)
+    for j, word in enumerate(STATUSES):
+        codes[status == word] = j
+    return codes, list(STATUSES)
 
 
 def _no_duration_note(status: str) -> str:
@@ -785,17 +819,19 @@ def _later_columns(k: pd.DataFrame) -> None:
     diagnosis), empty (in place)."""
     for col in ("time_at_roof_s", "saving_s", "expected_flop", "expected_dram_bytes"):
         k[col] = _NAN
+    none = np.zeros(len(k), dtype=np.int64)  # one text for every launch: taken, not converted
     for col in ("time_at_roof_bound", "speed_of_light_note", "evidence", "advice"):
-        k[col] = ""
+        k[col] = coded_text(none, [""])
     k["kernel_key"] = None  # set once by the analysis (ncuroof.model.summary.kernel_keys, --match)
     k["clock_control"] = (
         None  # set by the analysis from each input (ncuroof.parser.clocks.clock_control)
     )
-    k["bound"] = "unknown"
-    k["diagnosis"] = "not_classified"
+    k["bound"] = coded_text(none, ["unknown"])
+    k["diagnosis"] = coded_text(none, ["not_classified"])
     k["flags"] = [[] for _ in range(len(k))]
 
 
+@gc_paused
 def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -> pd.DataFrame:
     """Compute the kernels table (one row per launch) from the raw table.
 
@@ -846,11 +882,12 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
     k["tensor_source"] = tensor_source
     k["evidence_sources"] = text_array(_ledger(raw, cat, cc, flop_held, levels, notes))
     for lv in LEVELS:
-        k[f"{lv}_definition"] = levels[lv].definition
+        k[f"{lv}_definition"] = coded_text(levels[lv].codes, levels[lv].ids)
     _report_roofs(k, work, levels, tpaths)
     k["ncu_version"] = raw["ncu_version"]
     k["reader"] = raw["reader"] if "reader" in raw.columns else None
-    k["status"] = _status_and_notes(raw, k, cat, time, work, levels, notes)
+    status = _status_and_notes(raw, k, cat, time, work, levels, notes)
+    k["status"] = coded_text(*_status_codes(status))
     _later_columns(k)
     k["notes"] = notes
     return _with_tensor_paths(k[list(KERNELS)].reset_index(drop=True), tpaths)
@@ -869,6 +906,7 @@ def _with_tensor_paths(k: pd.DataFrame, tpaths: dict[str, _Work]) -> pd.DataFram
     return k
 
 
+@gc_paused
 def compute_points(kernels: pd.DataFrame) -> pd.DataFrame:
     """Place every launch on the roofline: one point per (launch, precision, level) with work.
 
@@ -976,7 +1014,7 @@ def _texts(pieces: list[tuple[np.ndarray, np.ndarray]], order: np.ndarray) -> An
     codes = np.concatenate([c + o for (c, _), o in zip(pieces, offsets, strict=False)])[order]
     words = np.concatenate([w for _, w in pieces])
     if all(isinstance(x, str) for x in words):
-        return pd.array(pa.array(words, pa.large_string()).take(pa.array(codes)), dtype="str")
+        return pd.array(pa.array(words, pa.large_string()).take(codes), dtype="str")
     return pd.array(words[codes], dtype="str")  # a missing value among them
 
 
@@ -1150,6 +1188,7 @@ def _point_part(
     return _PointPart(idx, lv, numbers, texts)
 
 
+@gc_paused
 def time_at_roof(kernels: pd.DataFrame, catalog: Catalog | None = None) -> pd.DataFrame:
     """Fill ``time_at_roof_s``, ``time_at_roof_bound``, ``saving_s`` and ``speed_of_light_note``.
 

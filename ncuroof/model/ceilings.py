@@ -27,6 +27,7 @@ from ..catalog import load as load_catalog
 from ..errors import InputError
 from ..parser.validate import roof_damage
 from ..schema import LEVELS, PRECISIONS, Note, parse_cell, tensor_columns, tensor_paths
+from .distinct import gc_paused
 from .roofs import Factorized, has_any, objects, set_source, source_kinds
 
 __all__ = ["fill_ceilings", "fill_achievable", "parse_peak", "SOURCES", "FLOP_ROOFS"]
@@ -85,19 +86,28 @@ class _Sets:
     notes: list[list[str]]
 
     @classmethod
-    def of(cls, k: pd.DataFrame, column: str) -> _Sets:
-        """The sets of ``k[column]`` (none where absent) and a copy of each launch's notes."""
+    def of(cls, k: pd.DataFrame, column: str, owned: bool = False) -> _Sets:
+        """The sets of ``k[column]`` (none where absent) and a copy of each launch's notes (the
+        lists themselves where ``owned``: made by this module's caller, not the input's)."""
         if column in k.columns:
             cells = k[column].to_numpy(dtype=object)
-            if any(isinstance(c, str) for c in cells):  # a table read back from text: parsed
+            if str in set(map(type, cells)):  # a table read back from text: parsed
                 cells = objects([parse_cell(column, c) if isinstance(c, str) else c for c in cells])
         else:
             cells = objects([()] * len(k))
-        return cls(cells, [_note_list(x) for x in k["notes"]])
+        notes = k["notes"].to_numpy(dtype=object)
+        return cls(cells, list(notes) if owned else _note_lists(notes))
 
     def set(self, idx: np.ndarray, name: str, source: str) -> None:
         """Roof ``name`` of the launches ``idx`` comes from ``source``."""
         self.cells = set_source(self.cells, idx, name, source)
+
+
+def _note_lists(cells: np.ndarray) -> list[list[str]]:
+    """A copy of every launch's notes (:func:`_note_list`; lists copied without a call each)."""
+    if set(map(type, cells)) <= {list}:
+        return list(map(list.copy, cells))
+    return [_note_list(x) for x in cells]
 
 
 def _note_list(cell: object) -> list[str]:
@@ -114,9 +124,11 @@ def _spec_for(device: object, gpus: GpuCatalog, forced: GpuSpec | None) -> GpuSp
 
 def _devices(k: pd.DataFrame) -> np.ndarray:
     """Each launch's device name ('' where unknown)."""
-    return k["device_name"].astype(object).where(k["device_name"].notna(), "").to_numpy()
+    codes, names = pd.factorize(k["device_name"], use_na_sentinel=True)  # no object per launch
+    return np.array([*names, ""], dtype=object)[codes]  # -1 (missing): the last, ''
 
 
+@gc_paused
 def fill_ceilings(
     kernels: pd.DataFrame,
     gpus: GpuCatalog,
@@ -175,7 +187,8 @@ def fill_ceilings(
     k["ceiling_sources"], k["peak_source"] = sets.cells, source_kinds(sets.cells)
     k["datasheet_gpu"], k["notes"] = datasheet, sets.notes
     specs = {d: s for d, s in spec_of.items() if s is not None}
-    return fill_achievable(k, gpus, specs, achievable_flops, achievable_bandwidth, paths)
+    user = _check_names(achievable_flops, achievable_bandwidth)
+    return _achievable(k, gpus, specs, user, paths, True)
 
 
 def _datasheet_roofs(
@@ -253,18 +266,30 @@ def fill_achievable(
         For a user roof name that is no precision or level.
     """
     flops, bandwidth = _check_names(achievable_flops, achievable_bandwidth)
-    k = kernels.copy(deep=False)
-    paths = tensor_paths(k.columns, "peak") if paths is None else paths
+    paths = tensor_paths(kernels.columns, "peak") if paths is None else paths
+    return _achievable(kernels.copy(deep=False), gpus, spec_of, (flops, bandwidth), paths, False)
+
+
+def _achievable(
+    k: pd.DataFrame,
+    gpus: GpuCatalog,
+    spec_of: Mapping[str, GpuSpec],
+    user: tuple[dict[str, float], dict[str, float]],
+    paths: list[str],
+    owned: bool,
+) -> pd.DataFrame:
+    """:func:`fill_achievable` of the copy ``k`` (in place, returned), with the user roofs
+    ``user`` (FLOP/s, B/s); ``owned``: ``k``'s notes lists are this module's own, not copied."""
     for col in (
         *(f"achievable_{p}_flop_per_s" for p in PRECISIONS),
         *(f"achievable_{lv}_bytes_per_s" for lv in LEVELS),
     ):
         if col not in k.columns:
             k[col] = np.nan
-    sets, devices = _Sets.of(k, "achievable_sources"), _devices(k)
+    sets, devices = _Sets.of(k, "achievable_sources", owned), _devices(k)
     for device, spec in spec_of.items():
         _apply_measured(k, np.flatnonzero(devices == device), spec, gpus, paths, sets)
-    _apply_user(k, sets, _user_roofs(flops, bandwidth, paths), "achievable_")
+    _apply_user(k, sets, _user_roofs(*user, paths), "achievable_")
     k["achievable_sources"], k["notes"] = sets.cells, sets.notes
     return k
 
@@ -485,9 +510,10 @@ def _no_roof_notes(
 ) -> None:
     """Say, for each measured launch left without any roof, what to pass."""
     roofed = has_any(sets.cells)
-    for i in np.flatnonzero((k["status"] == "ok").to_numpy()):
-        if roofed[i] or spec_of[devices[i]] is not None:
-            continue
+    codes, names = pd.factorize(devices, use_na_sentinel=False)
+    sheet = np.array([spec_of[d] is not None for d in names], dtype=bool)
+    bare = (k["status"] == "ok").to_numpy() & ~roofed & ~sheet[codes]
+    for i in np.flatnonzero(bare):
         if devices[i]:
             sets.notes[i].append(
                 f"no roofs: the input has no peak_sustained metrics and {devices[i]} is not in "

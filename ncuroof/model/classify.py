@@ -15,6 +15,7 @@ Rules (thresholds from ``metrics/thresholds.toml``):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,9 +25,17 @@ import pandas as pd
 from .. import fmt
 from ..catalog import Catalog
 from ..schema import parse_cell, work_unit
-from .distinct import distinct_codes, per_distinct
+from .distinct import distinct_codes, factorize_objects, gc_paused, per_distinct
+from .roofs import objects
 
-__all__ = ["classify", "binding_points", "main_precision", "BINDING_COLUMNS"]
+__all__ = [
+    "classify",
+    "binding_points",
+    "main_precision",
+    "BINDING_COLUMNS",
+    "join_launches",
+    "launch_positions",
+]
 
 
 def _sol_reason(sm: float, mem: float) -> str:
@@ -90,6 +99,7 @@ BINDING_COLUMNS = [
 ]
 
 
+@gc_paused
 def binding_points(
     points: pd.DataFrame, keys: list[str] | tuple[str, ...] = ("source", "launch_id")
 ) -> pd.DataFrame:
@@ -167,6 +177,62 @@ def _any_of(g: np.ndarray, groups: int) -> np.ndarray:
     seen = np.zeros(groups, dtype=bool)
     seen[g] = True
     return seen
+
+
+def join_launches(
+    left: pd.DataFrame, right: pd.DataFrame, keys: Sequence[str] = ("source", "launch_id")
+) -> pd.DataFrame:
+    """``left.merge(right, on=keys, how="left")`` for a ``right`` with at most one row per key
+    (binding points: one per launch), by integer codes instead of a hash join of text keys.
+
+    Parameters
+    ----------
+    left, right : DataFrame
+        Both with the ``keys`` columns; no other column in common.
+
+    Returns
+    -------
+    DataFrame
+        ``left``'s rows in order (a new RangeIndex) and columns, then ``right``'s other columns: the
+        matching row's values, NaN where none matches (an integer column then becomes float, a
+        boolean one object, as in a merge). A ``right`` with a repeated key, or columns in common,
+        goes through :meth:`pandas.DataFrame.merge` itself.
+    """
+    at = launch_positions(right, left, keys)
+    if at is None or set(left.columns) & set(right.columns) != set(keys):
+        return left.merge(right, on=list(keys), how="left")
+    rest = right.drop(columns=list(keys)).reset_index(drop=True).reindex(at)
+    return pd.concat([left.reset_index(drop=True), rest.reset_index(drop=True)], axis=1)
+
+
+def launch_positions(
+    table: pd.DataFrame, rows: pd.DataFrame, keys: Sequence[str] = ("source", "launch_id")
+) -> np.ndarray | None:
+    """Where each row of ``rows`` is in ``table``, matched on ``keys`` by integer codes (missing
+    keys match each other, as in a merge).
+
+    Parameters
+    ----------
+    table, rows : DataFrame
+        Both with the ``keys`` columns.
+
+    Returns
+    -------
+    ndarray of int64 or None
+        Per row of ``rows``, the position of the row of ``table`` with its keys, -1 where none;
+        None when ``table`` repeats a key.
+    """
+    n = len(table)
+    codes = [
+        pd.factorize(pd.concat([table[c], rows[c]], ignore_index=True), use_na_sentinel=False)[0]
+        for c in keys
+    ]
+    code = distinct_codes(codes)[1]
+    if (np.bincount(code[:n]) > 1).any():
+        return None
+    pos = np.full(int(np.max(code, initial=-1)) + 1, -1, dtype=np.int64)
+    pos[code[:n]] = np.arange(n)
+    return pos[code[n:]]
 
 
 def _first_min(g: np.ndarray, value: np.ndarray, groups: int) -> np.ndarray:
@@ -260,6 +326,7 @@ def _dram_reason(frac: float, near: float) -> str:
     )
 
 
+@gc_paused
 def classify(
     kernels: pd.DataFrame,
     points: pd.DataFrame,
@@ -296,8 +363,8 @@ def classify(
         deep=False
     )  # columns shared until replaced (copy-on-write): no copy of the whole table
     live = (~out["status"].isin(["failed_measurement", "corrupt_record"])).to_numpy()
-    bind = out[["source", "launch_id"]].merge(
-        binding_points(points) if bind is None else bind, on=["source", "launch_id"], how="left"
+    bind = join_launches(
+        out[["source", "launch_id"]], binding_points(points) if bind is None else bind
     )
     v = _Verdicts.of(out, bind, live, sol)
     out["bound"] = v.bound
@@ -319,11 +386,13 @@ def _with_reasons(notes: np.ndarray, text: np.ndarray, placed: np.ndarray) -> li
     them; the reasons of each distinct pair are gathered once."""
     first, pair = distinct_codes(
         [
-            pd.factorize(text, use_na_sentinel=False)[0],
-            pd.factorize(placed, use_na_sentinel=False)[0],
+            factorize_objects(text)[0],
+            factorize_objects(placed)[0],
         ]
     )
-    extras = [tuple(x for x in (text[i], placed[i]) if x) for i in first]
+    extras = objects([[x for x in (text[i], placed[i]) if x] for i in first])
+    if set(map(type, notes)) <= {list}:  # each a new list, without a Python call per launch
+        return list(map(list.__add__, notes, extras[pair] if len(extras) else []))
     return [
         [*(old if isinstance(old, list) else parse_cell("notes", old)), *extras[c]]
         for old, c in zip(notes, pair.tolist(), strict=True)

@@ -52,8 +52,8 @@ from ..schema import (
     tensor_path,
     work_unit,
 )
-from .classify import binding_points
-from .distinct import categorical, distinct_rows, per_distinct, text_array
+from .classify import binding_points, join_launches
+from .distinct import categorical, distinct_rows, gc_paused, per_distinct, text_array
 from .speed_of_light import instruction_verdict
 from .summary import grid_sizes, keys_of
 
@@ -783,13 +783,18 @@ def _above_roof_flags(
             out[pos[(src, lid)]].append(flag)
 
 
+def _is(col: pd.Series, value: str) -> np.ndarray:
+    """Whether each cell of ``col`` is ``value`` (a boolean array; False where missing)."""
+    return (col == value).to_numpy(dtype=bool, na_value=False)
+
+
 def _status_flags(out: _Flags, kernels: pd.DataFrame) -> None:
     """Add the flags of each launch's status and of its coded notes (:data:`_NOTE_FLAGS`: the code
     of a :class:`ncuroof.schema.Note`, never its words), in place."""
-    status = kernels["status"].to_numpy()
-    for i in np.flatnonzero(status == "failed_measurement"):
+    status = kernels["status"]  # compared as the text column it is, not as objects
+    for i in np.flatnonzero(_is(status, "failed_measurement")):
         out[i].append(("failed_measurement", "ncu stored NaN, not plotted"))
-    for i in np.flatnonzero(status == "corrupt_record"):
+    for i in np.flatnonzero(_is(status, "corrupt_record")):
         out[i].append(("corrupt_record", "the input is damaged (see notes), not plotted"))
     for i, flags in _note_flags(kernels["notes"]).items():
         out[i] += flags
@@ -804,7 +809,7 @@ def _missing_flags(out: _Flags, kernels: pd.DataFrame) -> None:
         kernels.reindex(columns=[c])[c].to_numpy(float)
         for c in ("sm_throughput_frac", "memory_throughput_frac")
     )
-    for i in np.flatnonzero(kernels["status"].to_numpy() == "no_roofline_metrics"):
+    for i in np.flatnonzero(_is(kernels["status"], "no_roofline_metrics")):
         flop, byts = bool(held["has_flop"].iat[i]), bool(held["has_bytes"].iat[i])
         out[i].append(("missing_metrics", _missing_text(flop, byts, time_s[i], sm[i], mem[i])))
 
@@ -818,7 +823,7 @@ def _no_work_flags(out: _Flags, kernels: pd.DataFrame, no_work: float) -> None:
     )
     byts = kernels.reindex(columns=["dram_bytes", "l2_bytes", "l1_bytes"]).to_numpy(float)
     idle = (
-        (kernels["status"].to_numpy() == "ok")
+        _is(kernels["status"], "ok")
         & np.isfinite(time_s)
         & ~(np.nan_to_num(work) > 0).any(axis=1)
         & ~(np.nan_to_num(byts) > no_work).any(axis=1)
@@ -860,10 +865,13 @@ def _note_flags(notes: pd.Series) -> dict[int, list[tuple[str, str]]]:
     :class:`ncuroof.schema.Note`, never its words), by position; launches without one are absent.
     The codes of all notes are compared at once, not launch by launch."""
     # A hand-made or read-back table may hold a notes cell as text or a tuple: its notes parsed.
-    cells = [c if isinstance(c, list) else list(parse_cell("notes", c)) for c in notes]
+    cells = notes.to_numpy(dtype=object)
+    if not set(map(type, cells)) <= {list}:
+        cells = [c if isinstance(c, list) else list(parse_cell("notes", c)) for c in cells]
     counts = np.fromiter(map(len, cells), dtype=np.int64, count=len(cells))
     codes = np.empty(int(counts.sum()), dtype=object)
-    codes[:] = [getattr(n, "code", "") for n in itertools.chain.from_iterable(cells)]
+    every = itertools.chain.from_iterable(cells)  # each note's code, without a Python call each
+    codes[:] = list(map(getattr, every, itertools.repeat("code"), itertools.repeat("")))
     row = np.repeat(np.arange(len(cells)), counts)
     out: dict[int, list[tuple[str, str]]] = {}
     for code, text in _NOTE_FLAGS.items():
@@ -1028,11 +1036,17 @@ def evidence_facts(table: pd.DataFrame) -> pd.DataFrame:
     """
 
     def any_of(cols: list[str], test: Any) -> np.ndarray:
-        if not cols:
-            return np.zeros(len(table), dtype=bool)
-        a = table[cols].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-        with np.errstate(invalid="ignore"):
-            return test(a).any(axis=1)
+        out = np.zeros(len(table), dtype=bool)
+        for c in cols:  # column by column: no table copy, no conversion of a float column
+            col = table[c]
+            a = (
+                col.to_numpy()
+                if col.dtype == np.float64
+                else pd.to_numeric(col, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+            )
+            with np.errstate(invalid="ignore"):
+                out |= test(a)
+        return out
 
     cols = list(table.columns)
     return pd.DataFrame(
@@ -1059,6 +1073,7 @@ def evidence_facts(table: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+@gc_paused
 def diagnose_launches(
     kernels: pd.DataFrame,
     points: pd.DataFrame,
@@ -1132,7 +1147,7 @@ def _launch_facts(k: pd.DataFrame, bind: pd.DataFrame) -> pd.DataFrame:
         "block",
         *(c for c in _FACTS if c in k.columns and c not in bind.columns),
     ]
-    facts = k[need].merge(bind, on=["source", "launch_id"], how="left")
+    facts = join_launches(k[need], bind)
     facts["blocks"] = grid_sizes(facts["grid"])
     facts["threads_per_block"] = grid_sizes(facts["block"])
     return pd.concat([facts, evidence_facts(k).reset_index(drop=True)], axis=1)
@@ -1164,6 +1179,7 @@ def _useful_ai(f: dict[str, Any]) -> str:
     )
 
 
+@gc_paused
 def diagnose_kernels(
     summary: pd.DataFrame, kernels: pd.DataFrame, catalog: Catalog, gpus: GpuCatalog | None = None
 ) -> pd.DataFrame:
@@ -1188,7 +1204,7 @@ def diagnose_kernels(
         exceeds ``clock_spread``); ``status`` is ``failed_measurement`` when every launch failed.
     """
     s = summary.copy()
-    k = kernels.assign(kernel_key=keys_of(kernels).to_numpy())
+    k = kernels.assign(kernel_key=keys_of(kernels).array)
     s["status"] = _kernel_status(s, k)
     facts = _kernel_facts(s, k)
     res = _verdicts(facts, catalog, gpus)
@@ -1231,8 +1247,13 @@ def _kernel_facts(s: pd.DataFrame, k: pd.DataFrame) -> list[dict[str, Any]]:
 
 def _kernel_flags(s: pd.DataFrame, k: pd.DataFrame, spread: float) -> pd.Series:
     """Each kernel's launch flags, distinct, plus ``clock_differs`` above ``spread``."""
-    flags = k.groupby("kernel_key")["flags"].agg(
-        lambda x: list(dict.fromkeys(tuple(f) for v in x if isinstance(v, list) for f in v))
+    held = np.fromiter(map(bool, k["flags"].to_numpy(dtype=object)), dtype=bool, count=len(k))
+    flags = (
+        k.loc[held]
+        .groupby("kernel_key")["flags"]
+        .agg(  # launches without a flag add none
+            lambda x: list(dict.fromkeys(tuple(f) for v in x if isinstance(v, list) for f in v))
+        )
     )
     out = []
     for r in s.itertuples(index=False):
@@ -1273,7 +1294,7 @@ def what_if(
         fraction of either roof and moves the same DRAM bytes (caches differ: L2
         size here vs there).
     """
-    k = kernels.assign(kernel_key=keys_of(kernels).to_numpy())
+    k = kernels.assign(kernel_key=keys_of(kernels).array)
     rows = []
     for r in summary.itertuples(index=False):
         g = k[(k["kernel_key"] == r.kernel_key) & (k["status"] == "ok")]

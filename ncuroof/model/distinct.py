@@ -8,9 +8,11 @@ row would give.
 
 from __future__ import annotations
 
+import functools
+import gc
 import itertools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -23,7 +25,34 @@ __all__ = [
     "first_rows",
     "per_distinct",
     "text_array",
+    "coded_text",
+    "factorize_objects",
+    "gc_paused",
 ]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def gc_paused(fn: _F) -> _F:
+    """``fn`` run with Python's cyclic garbage collector paused (restored after, as it was).
+
+    A model stage makes containers per launch (notes and flags lists, roof-set tuples) that form no
+    reference cycles; each 100,000 of them would start a collection that walks every live object
+    (the raw and launch tables' cells included), a large part of a stage's time. Reference counting
+    still frees everything as usual; only cyclic garbage waits for the next collection.
+    """
+
+    @functools.wraps(fn)
+    def paused(*args: Any, **kwargs: Any) -> Any:
+        was = gc.isenabled()
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            if was:
+                gc.enable()
+
+    return paused  # type: ignore[return-value]
 
 
 def distinct_rows(frame: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -46,7 +75,7 @@ def distinct_rows(frame: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, np.
         ``first``: the position of the first row of each distinct combination, in order of first
         appearance; ``inverse``: for each row, the index into ``first`` of its combination (int64).
     """
-    code = np.zeros(len(frame), dtype=np.int64)
+    subs = []  # each part's codes, combined at once (distinct_codes)
     for c in cols:
         col = frame[c]
         if col.dtype == np.float64:
@@ -64,13 +93,10 @@ def distinct_rows(frame: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, np.
             parts = [col.array]  # hashed by Arrow or by category code: no Python object per row
         else:
             parts = [col.to_numpy()]
-        for part in parts:
-            sub, uniques = pd.factorize(part, use_na_sentinel=False)
-            code = pd.factorize(code * (len(uniques) + 1) + sub)[0]
-    return (
-        np.unique(code, return_index=True)[1],
-        code,
-    )  # factorize numbers in order of first appearance
+        subs += [pd.factorize(part, use_na_sentinel=False)[0] for part in parts]
+    if not subs:
+        return np.zeros(min(len(frame), 1), dtype=np.int64), np.zeros(len(frame), dtype=np.int64)
+    return distinct_codes(subs)  # numbered in order of first appearance
 
 
 def per_distinct(frame: pd.DataFrame, cols: list[str], fn: Callable[[Any], Any]) -> np.ndarray:
@@ -111,10 +137,19 @@ def distinct_codes(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         ``first``: the position of the first row of each distinct combination, in order of first
         appearance; ``inverse``: for each row, the index into ``first`` of its combination (int64).
     """
-    code = np.zeros(len(columns[0]), dtype=np.int64)
-    for col in columns:
-        sub, uniques = pd.factorize(np.asarray(col), use_na_sentinel=False)
-        code = pd.factorize(code * (len(uniques) + 1) + sub)[0]
+    code, bound = np.zeros(len(columns[0]), dtype=np.int64), 1
+    for col in map(np.asarray, columns):
+        small = col.dtype.kind in "iu" and len(col) and 0 <= col.min() and col.max() < 2**31
+        if col.dtype == bool or small:
+            sub, size = col.astype(np.int64), int(col.max(initial=0)) + 1  # already small codes
+        else:
+            sub, uniques = pd.factorize(col, use_na_sentinel=False)
+            size = len(uniques) + 1
+        if bound * size >= 2**62:  # renumber before the combined code could overflow
+            code = pd.factorize(code)[0]
+            bound = int(code.max(initial=-1)) + 1
+        code, bound = code * size + sub, bound * size
+    code = pd.factorize(code)[0]
     return first_rows(code, int(code.max(initial=-1)) + 1), code
 
 
@@ -133,12 +168,62 @@ def categorical(inverse: np.ndarray, made: np.ndarray) -> pd.Categorical:
     return pd.Categorical.from_codes(codes[inverse], pd.Index(texts, dtype=object))
 
 
+def factorize_objects(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``pd.factorize(values, use_na_sentinel=False)`` of an object array, faster where its cells
+    repeat a few objects (text made once per distinct row and taken back): the cells are numbered
+    by identity first, then the distinct objects by value (same codes, same order: the first
+    object of each value is its first row).
+
+    Parameters
+    ----------
+    values : ndarray of object
+        Any cells.
+
+    Returns
+    -------
+    (ndarray, ndarray)
+        As :func:`pandas.factorize`: codes per cell and the distinct values in order of first
+        appearance.
+    """
+    ids = np.fromiter(map(id, values), dtype=np.uint64, count=len(values))
+    by_id, objs = pd.factorize(ids)
+    if len(objs) > len(values) // 4:  # mostly distinct objects: hashing values once is cheaper
+        return pd.factorize(values, use_na_sentinel=False)
+    codes, uniques = pd.factorize(values[first_rows(by_id, len(objs))], use_na_sentinel=False)
+    return codes[by_id], uniques
+
+
 def text_array(values: np.ndarray | pd.Categorical) -> pd.api.extensions.ExtensionArray:
     """Per-row text as a ``str`` (pyarrow) array, each distinct text converted to Arrow once:
     what assigning an object array to a column does, without a conversion per row."""
-    codes, texts = pd.factorize(values, use_na_sentinel=False)
+    if isinstance(values, pd.Categorical) and not (values.codes < 0).any():
+        codes, texts = values.codes, values.categories  # already coded: no second hashing
+    elif isinstance(values, np.ndarray) and values.dtype == object:
+        codes, texts = factorize_objects(values)
+    else:
+        codes, texts = pd.factorize(values, use_na_sentinel=False)
     texts = np.asarray(texts, dtype=object)
     if len(texts) and any(not isinstance(t, str) for t in texts):  # None, NaN: the slow way
         return pd.array(np.asarray(values, dtype=object), dtype="str")
-    table = pa.array(texts, type=pa.large_string())
-    return pd.array(table.take(pa.array(codes, type=pa.int64())), dtype="str")
+    return coded_text(codes, list(texts))
+
+
+def coded_text(codes: np.ndarray, words: list[str]) -> pd.api.extensions.ExtensionArray:
+    """``words[codes]`` as a ``str`` (pyarrow) array: each word converted to Arrow once, then
+    taken (no conversion per row; what :func:`text_array` does once values are coded).
+
+    Parameters
+    ----------
+    codes : ndarray of int
+        Per row, an index into ``words`` (0 .. len(words) - 1).
+    words : list of str
+        The distinct texts.
+
+    Returns
+    -------
+    ExtensionArray
+        Dtype ``str``, one value per code.
+    """
+    table = pa.array(list(words), type=pa.large_string())
+    # numpy indices: a pyarrow index array makes the take several times slower
+    return pd.array(table.take(np.asarray(codes, dtype=np.int64)), dtype="str")

@@ -21,6 +21,7 @@ from .. import fmt
 from ..catalog import Catalog, OpcodeTable, Recipe
 from ..schema import L2_READS_ONLY, SOURCES_DISAGREE, Note
 from .distinct import categorical, distinct_codes
+from .roofs import objects
 
 __all__ = [
     "alternatives_text",
@@ -104,7 +105,7 @@ def flop_evidence(
     tables: list[OpcodeFlops],
     disagree: float,
     notes: list[list[str]],
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, pd.Categorical]:
     """Fill a precision's FLOPs from opcode tables where counters have none; check where both exist.
 
     Parameters
@@ -130,31 +131,68 @@ def flop_evidence(
     (flop, flop_per_s, source, held)
         FLOPs and FLOP/s with the opcode tables' values where the counters had none, the source
         used per launch (the table's id where it came from one), and the ledger text of the
-        sources held (``"rate x time = sass_thread_opcodes (0.01 % apart)"``).
+        sources held (``"rate x time = sass_thread_opcodes (0.01 % apart)"``), a Categorical: each
+        distinct text made once.
     """
-    held, title = np.where(source != "", source, "").astype(object), precision.upper()
+    title, held = precision.upper(), _Held.of(source)
     for t in tables:
         value = t.flop[precision]
         take = np.isnan(flop) & t.held
         if t.table.assumption:
-            _add_note(
-                notes,
-                take & (value > 0),
-                f"{title} FLOPs from {t.table.metric} x {t.table.factor:g}: {t.table.assumption}",
-            )
+            _add_note(notes, take & (value > 0), _assumption(title, t.table))
         flop = np.where(take, value, flop)
         flop_per_s = np.where(take, _div(value, time_s), flop_per_s)
         source = np.where(take, t.table.id, source)
-        both = t.held & (held != "") & ~take
+        both = t.held & held.nonempty() & ~take
         apart = _apart(flop, value)
-        text = _agreement_text(t.table, both, apart, disagree)
-        held = np.where(both, held + text, np.where(take, t.table.id, held))
+        held.append(both, *_agreement_text(t.table, both, apart, disagree))
+        held.replace(take, t.table.id)
         if t.table.factor == 1:  # only a thread table counts what the counters count
             for i in np.flatnonzero(both & (apart > disagree)):
                 notes[i].append(
                     _disagree_note(title, (flop[i], source[i]), value[i], apart[i], t, disagree)
                 )
-    return flop, flop_per_s, source.astype(object), held
+    return flop, flop_per_s, source.astype(object), categorical(held.codes, objects(held.words))
+
+
+@dataclass
+class _Held:
+    """A precision's ledger text per launch, coded: ``words[codes]`` (each text made once)."""
+
+    codes: np.ndarray
+    words: list[str]
+
+    @classmethod
+    def of(cls, source: np.ndarray) -> _Held:
+        """The text of each launch's FLOP source (``count``, ``rate x time`` or '')."""
+        codes, words = pd.factorize(np.asarray(source, dtype=object), use_na_sentinel=False)
+        return cls(codes, [w if isinstance(w, str) else "" for w in words])
+
+    def nonempty(self) -> np.ndarray:
+        """Whether each launch's text is not empty."""
+        return np.array([w != "" for w in self.words], dtype=bool)[self.codes]
+
+    def append(self, where: np.ndarray, codes: np.ndarray, shown: np.ndarray) -> None:
+        """``shown[codes]`` added to the text of the launches ``where``, once per distinct pair."""
+        at = np.flatnonzero(where)
+        if not len(at):
+            return
+        first, pair = distinct_codes([self.codes[at], codes[at]])
+        base = len(self.words)
+        self.words += [self.words[self.codes[at[f]]] + shown[codes[at[f]]] for f in first]
+        self.codes = self.codes.copy()
+        self.codes[at] = base + pair
+
+    def replace(self, where: np.ndarray, word: str) -> None:
+        """The text of the launches ``where`` is ``word``."""
+        if where.any():
+            self.words.append(word)
+            self.codes = np.where(where, len(self.words) - 1, self.codes)
+
+
+def _assumption(title: str, table: OpcodeTable) -> str:
+    """The note of FLOPs taken from an opcode table that assumes something (a warp table)."""
+    return f"{title} FLOPs from {table.metric} x {table.factor:g}: {table.assumption}"
 
 
 def _add_note(notes: list[list[str]], where: np.ndarray, note: str) -> None:
@@ -165,12 +203,13 @@ def _add_note(notes: list[list[str]], where: np.ndarray, note: str) -> None:
 
 def _agreement_text(
     table: OpcodeTable, both: np.ndarray, apart: np.ndarray, disagree: float
-) -> np.ndarray:
+) -> tuple[np.ndarray, np.ndarray]:
     """The ledger's ``" = <table> (x % apart)"`` of the launches holding both the counters and the
     opcode table (``both``): ``!=`` (a thread table) or ``<=`` (warp x 32, an upper bound of the
-    thread count) beyond ``disagree``; each distinct difference formatted once."""
+    thread count) beyond ``disagree``; each distinct difference formatted once. Returns (codes,
+    texts): per launch the index of its text (-1 outside ``both``)."""
     sign = ("=", "!=") if table.factor == 1 else ("=", "<=")
-    text = np.full(len(both), "", dtype=object)
+    text, shown = np.full(len(both), -1, dtype=np.int64), np.array([], dtype=object)
     if both.any():
         codes, values = pd.factorize(apart[both], use_na_sentinel=False)
         shown = np.array(
@@ -182,8 +221,8 @@ def _agreement_text(
             ],
             dtype=object,
         )
-        text[both] = shown[codes]
-    return text
+        text[both] = codes
+    return text, shown
 
 
 def _disagree_note(
@@ -274,7 +313,7 @@ def l2_write_evidence(
     return peak, peak_label
 
 
-def alternatives_text(forms: list[tuple[str, np.ndarray]], n: int) -> np.ndarray:
+def alternatives_text(forms: list[tuple[str, np.ndarray]], n: int) -> pd.Categorical:
     """Ledger text of one quantity given in several forms, in order of preference: the first form a
     launch holds, then each other held form with how far apart it is (``"a = b (0.3 % apart)"``).
 
@@ -287,22 +326,35 @@ def alternatives_text(forms: list[tuple[str, np.ndarray]], n: int) -> np.ndarray
 
     Returns
     -------
-    ndarray of str
-        '' where the launch holds none.
+    Categorical of str
+        '' where the launch holds none; each distinct text written once (launches share a handful:
+        which form is first, and each other form's distinct difference).
     """
-    text = np.full(n, "", dtype=object)
-    ref = np.full(n, _NAN)
-    for label, v in forms:
+    ref, first_form = np.full(n, _NAN), np.full(n, -1, dtype=np.int64)
+    codes, words = [], []  # per form: 1 + its " = label (x apart)" text's code, 0 where none
+    for j, (label, v) in enumerate(forms):
         held = ~np.isnan(v)
         first = held & np.isnan(ref)
-        text = np.where(first, label, text)
+        first_form[first] = j
         other = held & ~first
+        code, shown = np.zeros(n, dtype=np.int64), np.array([], dtype=object)
         if other.any():
             which, values = pd.factorize(_apart(ref[other], v[other]), use_na_sentinel=False)
             shown = np.array([f" = {label} ({fmt.apart(a)} apart)" for a in values], dtype=object)
-            text[other] = text[other] + shown[which]
+            code[other] = which + 1
+        codes.append(code)
+        words.append(shown)
         ref = np.where(first, v, ref)
-    return text
+    rows, inverse = distinct_codes([first_form + 1, *codes])
+    labels = ["", *(label for label, _ in forms)]
+    made = np.array(
+        [
+            labels[first_form[i] + 1] + "".join(w[c[i] - 1] for c, w in zip(codes, words) if c[i])
+            for i in rows
+        ],
+        dtype=object,
+    )
+    return categorical(inverse, made)
 
 
 def ledger_text(parts: dict[str, np.ndarray | pd.Categorical]) -> pd.Categorical:
@@ -326,7 +378,12 @@ def ledger_text(parts: dict[str, np.ndarray | pd.Categorical]) -> pd.Categorical
     names = list(parts)
     # launches share a handful of ledgers: factorize each quantity's text (hashing), join
     # each distinct row once
-    coded = [pd.factorize(parts[k], use_na_sentinel=False) for k in names]
+    coded = [
+        (p.codes, p.categories)
+        if isinstance(p, pd.Categorical) and not (p.codes < 0).any()
+        else pd.factorize(p, use_na_sentinel=False)
+        for p in (parts[k] for k in names)
+    ]
     first, row = distinct_codes([c for c, _ in coded])
     words = [np.asarray(u, dtype=object) for _, u in coded]
     text = np.array(

@@ -39,6 +39,8 @@ RoofSet = tuple[tuple[str, str], ...]
 def objects(items: Iterable[object], n: int | None = None) -> np.ndarray:
     """A 1-d object array of ``items`` (a tuple stays one cell; numpy would unpack it)."""
     items = list(items)
+    if n is None or n == len(items):  # each item one cell, without a Python step each
+        return np.fromiter(items, dtype=object, count=len(items))
     out = np.empty(len(items) if n is None else n, dtype=object)
     for i, x in enumerate(items):
         out[i] = x
@@ -50,9 +52,29 @@ def _as_set(cell: object) -> RoofSet:
     return cell if isinstance(cell, tuple) else ()
 
 
+def _factorize(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``pd.factorize(cells, use_na_sentinel=False)`` of a roof-sources column, in linear time
+    without hashing a tuple per launch: launches share a handful of set objects, so the cells are
+    factorized by identity first, then the few distinct objects by value (same codes, same order:
+    the first object of each value is the first row of it)."""
+    ids = np.fromiter(map(id, cells), dtype=np.uint64, count=len(cells))
+    by_id, objs = pd.factorize(ids)
+    codes, uniques = pd.factorize(cells[_first_rows(by_id, len(objs))], use_na_sentinel=False)
+    return codes[by_id], uniques
+
+
+def _first_rows(codes: np.ndarray, count: int) -> np.ndarray:
+    """The first position of each code ``0 .. count - 1`` (numbered in order of first appearance,
+    as :func:`pandas.factorize` numbers them); :func:`ncuroof.model.distinct.first_rows`, which
+    this layer does not import."""
+    first = np.empty(count, dtype=np.int64)
+    first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)
+    return first
+
+
 def _per_set(cells: np.ndarray, change: Callable[[RoofSet], object]) -> np.ndarray:
     """``change`` of each cell's roof set, computed once per distinct set."""
-    codes, uniques = pd.factorize(cells, use_na_sentinel=False)
+    codes, uniques = _factorize(cells)
     done = objects(change(_as_set(u)) for u in uniques)
     return done[codes] if len(done) else objects([], len(cells))
 
@@ -60,9 +82,15 @@ def _per_set(cells: np.ndarray, change: Callable[[RoofSet], object]) -> np.ndarr
 def report_sets(names: list[str], have: np.ndarray) -> np.ndarray:
     """The roof sets of the roofs a report carries: ``have[i, j]`` (bool, launches x ``names``)
     says launch ``i`` has roof ``names[j]`` from ncu's ``peak_sustained``; one cell per launch."""
-    rows, which = np.unique(have, axis=0, return_inverse=True)
-    sets = objects(tuple((nm, "report") for nm, h in zip(names, row) if h) for row in rows)
-    return sets[which.reshape(-1)] if len(sets) else objects([], len(have))
+    bits = np.asarray(have, dtype=bool).reshape(len(have), len(names))
+    if len(names) <= 62:  # each row's roofs as the bits of one integer
+        key = bits.astype(np.int64) @ (np.int64(1) << np.arange(len(names), dtype=np.int64))
+    else:
+        key = np.unique(bits, axis=0, return_inverse=True)[1].reshape(-1)
+    which, rows = pd.factorize(key)
+    first = _first_rows(which, len(rows))
+    sets = objects(tuple((nm, "report") for nm, h in zip(names, have[i]) if h) for i in first)
+    return sets[which] if len(sets) else objects([], len(have))
 
 
 def set_source(cells: np.ndarray, idx: np.ndarray, name: str, source: str) -> np.ndarray:
@@ -90,7 +118,7 @@ class Factorized:
     @classmethod
     def of(cls, cells: np.ndarray) -> Factorized:
         """The distinct roof sets of ``cells`` (a missing cell is the empty set)."""
-        codes, uniques = pd.factorize(cells, use_na_sentinel=False)
+        codes, uniques = _factorize(cells)
         return cls(codes, [_as_set(u) for u in uniques])
 
     def source(self, name: str) -> np.ndarray:

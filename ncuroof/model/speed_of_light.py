@@ -26,10 +26,11 @@ import pandas as pd
 from .. import fmt
 from ..catalog import PipeCatalog
 from ..schema import LEVELS, PRECISIONS, tensor_columns, tensor_paths
-from .distinct import per_distinct
+from .distinct import per_distinct, text_array
 
 __all__ = [
     "hot_pipe",
+    "hot_pipe_codes",
     "roofline_time",
     "unit_time",
     "apply_speed_of_light",
@@ -44,6 +45,8 @@ __all__ = [
 def _col(df: pd.DataFrame, name: str) -> np.ndarray:
     if name not in df.columns:
         return np.full(len(df), np.nan)
+    if df[name].dtype == np.float64:
+        return df[name].to_numpy()
     return pd.to_numeric(df[name], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
 
 
@@ -88,29 +91,34 @@ def hot_pipe(
         ncu's HighPipeUtilization rule) with any value is used; families are never mixed. Source:
         [NCU-SEC] SpeedOfLight.section, HighPipeUtilization.py.
     """
+    code, frac = hot_pipe_codes(raw, pipes, cc)
+    return np.array(["", *(p.name for p in pipes.pipes)], dtype=object)[code + 1], frac
+
+
+def hot_pipe_codes(
+    raw: pd.DataFrame, pipes: PipeCatalog, cc: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`hot_pipe` as the index of the pipe in ``pipes.pipes`` (-1 where none) and its
+    utilisation: the largest finite value of the first suffix family with one, the first pipe of
+    the catalog on a tie."""
     n = len(raw)
-    names = np.full(n, "", dtype=object)
-    frac = np.full(n, np.nan)
+    code, frac = np.full(n, -1, dtype=np.int64), np.full(n, np.nan)
     for suffix in pipes.suffixes:
-        cols = []
-        for p in pipes.pipes:
+        top, best = np.full(n, -np.inf), np.full(n, -1, dtype=np.int64)
+        for j, p in enumerate(pipes.pipes):
             v = np.full(n, np.nan)
             for base in p.metrics:
                 v = np.where(np.isnan(v), _col(raw, base + suffix), v)
-            ok = np.ones(n, dtype=bool)
+            ok = np.isfinite(v)
             if p.cc_min is not None:
                 ok &= ~(cc < p.cc_min - 1e-9)
             if p.cc_max is not None:
                 ok &= ~(cc > p.cc_max + 1e-9)
-            cols.append(np.where(ok, v, np.nan))
-        a = np.vstack(cols)
-        take = np.isnan(frac) & np.isfinite(a).any(axis=0)
-        if not take.any():
-            continue
-        best = np.argmax(np.where(np.isfinite(a), a, -np.inf), axis=0)
-        names = np.where(take, np.array([p.name for p in pipes.pipes], dtype=object)[best], names)
-        frac = np.where(take, a[best, np.arange(n)] / 100.0, frac)
-    return names, frac
+            up = ok & ((v > top) | (best < 0))  # strictly larger: the first pipe keeps a tie
+            top, best = np.where(up, v, top), np.where(up, j, best)
+        take = np.isnan(frac) & (best >= 0)
+        code, frac = np.where(take, best, code), np.where(take, top / 100.0, frac)
+    return code, frac
 
 
 def _time(k: pd.DataFrame, work_col: str, peak_col: str) -> np.ndarray:
@@ -316,14 +324,14 @@ def apply_speed_of_light(
     use_floor = np.isfinite(t) & (floor_s > t)
     t = np.where(use_floor, floor_s, t)
     k["time_at_roof_s"] = t
-    k["time_at_roof_bound"] = np.where(use_floor, "launch_floor", bound).astype(object)
+    k["time_at_roof_bound"] = text_array(np.where(use_floor, "launch_floor", bound).astype(object))
     k["saving_s"] = np.where(
         np.isfinite(t) & np.isfinite(time_s), np.maximum(time_s - t, 0.0), np.nan
     )
     notes = _bound_notes(k, roof, unit, side, disagree)
     held = np.maximum(_finite_or_zero(roof), _finite_or_zero(unit))
     _put_floor_notes(notes, use_floor, floor_s, floor_src, held)
-    k["speed_of_light_note"] = notes
+    k["speed_of_light_note"] = text_array(notes)
     return k
 
 
@@ -334,11 +342,10 @@ def _bound_notes(
     per distinct row)."""
     sm, mem = _col(k, "sm_throughput_frac"), _col(k, "memory_throughput_frac")
     frac = _nanmax([sm, mem], len(k))
-    pipe = (
-        k["hot_pipe"].astype(object).fillna("").to_numpy()
-        if "hot_pipe" in k.columns
-        else np.full(len(k), "", dtype=object)
-    )
+    col = k["hot_pipe"] if "hot_pipe" in k.columns else pd.Series("", index=k.index, dtype=object)
+    # a text column stays one: its distinct values found by Arrow, not object by object
+    text = isinstance(col.dtype, pd.StringDtype)
+    pipe = col.fillna("").array if text else col.astype(object).fillna("").to_numpy()
     pfrac = _col(k, "hot_pipe_frac")
     args = pd.DataFrame(
         {"roof": roof, "unit": unit, "side": side, "frac": frac, "pipe": pipe, "pfrac": pfrac}
@@ -356,8 +363,10 @@ def _put_floor_notes(
     bound: np.ndarray,
 ) -> None:
     """Replace, in place, the notes of the launches held at the floor with :func:`_floor_note`."""
-    for i in np.flatnonzero(np.asarray(use_floor, dtype=bool)):
-        notes[i] = _floor_note(floor_s[i], floor_src[i], bound[i])
+    at = np.flatnonzero(np.asarray(use_floor, dtype=bool))
+    if len(at):  # each distinct (floor, source, bound) written once
+        args = pd.DataFrame({"f": floor_s[at], "s": floor_src[at], "b": bound[at]})
+        notes[at] = per_distinct(args, ["f", "s", "b"], lambda r: _floor_note(*r))
 
 
 def _finite_or_zero(a: np.ndarray) -> np.ndarray:

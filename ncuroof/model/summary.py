@@ -20,8 +20,8 @@ import pandas as pd
 from ..parser.csv import function_name
 from ..schema import ACHIEVABLE_POINT, LEVELS, format_sources
 from .calculator import achievable_roof
-from .classify import BINDING_COLUMNS, binding_points, main_precision
-from .distinct import distinct_codes
+from .classify import BINDING_COLUMNS, binding_points, launch_positions, main_precision
+from .distinct import distinct_codes, distinct_rows, gc_paused
 from .expect import counted_flop
 
 __all__ = [
@@ -54,8 +54,7 @@ def _join_unique(
     with `` / `` (``group``: the rows' group codes, when the caller has them)."""
     codes, uniques = pd.factorize(p[col], use_na_sentinel=True)  # each distinct value once
     words = np.array([str(u) for u in uniques], dtype=object)
-    held = np.flatnonzero(codes >= 0)
-    held = held[words[codes[held]] != ""]
+    held = np.flatnonzero(np.append(words != "", False)[codes])  # -1 (missing): the last, False
     if group is None:
         group = distinct_codes([pd.factorize(p[k], use_na_sentinel=False)[0] for k in keys])[1]
     first = held[distinct_codes([group[held], codes[held]])[0]]  # first row of each (group, value)
@@ -91,6 +90,24 @@ def kernel_keys(kernels: pd.DataFrame, by: str = "kernel") -> pd.Series:
     ValueError
         For an unknown ``by``.
     """
+    if by in _KEY_COLUMNS and len(kernels):
+        # launches of one kernel repeat its names: each distinct row keyed once, taken back
+        first, inverse = distinct_rows(kernels, list(_KEY_COLUMNS[by]))
+        made = _keys(kernels.iloc[first], by)
+        return pd.Series(made.array.take(inverse), index=kernels.index, name=made.name)
+    return _keys(kernels, by)
+
+
+#: The columns each kernel key of :func:`kernel_keys` reads (``launch`` reads the launch order).
+_KEY_COLUMNS = {
+    "kernel": ("kernel_demangled", "kernel_name"),
+    "config": ("kernel_demangled", "kernel_name", "grid", "block"),
+    "nvtx": ("kernel_demangled", "kernel_name", "nvtx_range"),
+}
+
+
+def _keys(kernels: pd.DataFrame, by: str) -> pd.Series:
+    """:func:`kernel_keys` of every row of ``kernels``, one at a time."""
     dm = kernels["kernel_demangled"].astype(object)
     name = dm.where(dm.notna() & (dm.astype(str) != ""), kernels["kernel_name"]).astype(str)
     if by == "kernel":
@@ -272,14 +289,14 @@ def keys_of(kernels: pd.DataFrame, by: str = "kernel") -> pd.Series:
 def with_keys(points: pd.DataFrame, kernels: pd.DataFrame, by: str = "kernel") -> pd.DataFrame:
     """``points`` with a ``kernel_key`` column (:func:`keys_of` each point's launch)."""
     key = keys_of(kernels, by)
-    launch = pd.MultiIndex.from_arrays([kernels["source"], kernels["launch_id"]])
-    if not launch.is_unique:  # a launch listed twice: the merge repeats its points
+    at = launch_positions(kernels, points)
+    if at is None:  # a launch listed twice: the merge repeats its points
         keys = kernels[["source", "launch_id"]].assign(kernel_key=key.to_numpy())
         return points.merge(keys, on=["source", "launch_id"], how="left")
-    at = launch.get_indexer(pd.MultiIndex.from_arrays([points["source"], points["launch_id"]]))
     return points.assign(kernel_key=key.array.take(at, allow_fill=True)).reset_index(drop=True)
 
 
+@gc_paused
 def kernel_dots(kernels: pd.DataFrame, points: pd.DataFrame, by: str = "kernel") -> pd.DataFrame:
     """One dot per (kernel, precision, level): :func:`aggregate_points` over :func:`kernel_keys`.
 
@@ -782,6 +799,7 @@ def _production_basis(out: pd.DataFrame, production_s: pd.Series) -> pd.DataFram
     )
 
 
+@gc_paused
 def kernel_summary(
     kernels: pd.DataFrame,
     points: pd.DataFrame | None = None,
@@ -829,7 +847,7 @@ def kernel_summary(
     from ..schema import KERNEL_SUMMARY
 
     k = kernels.reindex(columns=_SUMMARY_INPUT)  # a column a partial table lacks is NaN
-    k["kernel_key"] = keys_of(kernels, by).to_numpy()
+    k["kernel_key"] = keys_of(kernels, by).array
     if dots is None:
         dots = (
             kernel_dots(kernels, points, by)
