@@ -1160,6 +1160,7 @@ def read_nvr(
     chunk: int = CHUNK,
     processes: int | None = None,
     blocks: list[Block] | None = None,
+    planned: Callable[[int, list[int]], None] | None = None,
 ) -> pd.DataFrame:
     """Read every launch of a report into the raw table, without ``ncu_report``.
 
@@ -1173,27 +1174,26 @@ def read_nvr(
     path : str or Path
         An uncompressed report (:func:`ncuroof.parser.read` decompresses a ``.ncu-repz`` first).
     catalog : Catalog
-        Which metrics to read: every scalar metric of its recipes, every
-        ``sm__ops_path_tensor_*`` count/rate/peak, and the MMA opcodes of
-        ``sass__inst_executed_per_opcode_with_modifier_all``.
+        Which metrics to read: every scalar metric of its recipes, every ``sm__ops_path_tensor_*``
+        count/rate/peak, the MMA opcodes of ``sass__inst_executed_per_opcode_with_modifier_all``.
     progress : callable, optional
-        ``progress(total)`` returns a callable advanced by ``advance(n)`` as launches are read
-        (a progress bar).
+        ``progress(total)`` returns a callable advanced by ``advance(n)`` as launches are read.
     chunk : int, default 4096
         Launches made a DataFrame at a time (bounds memory; the result does not depend on it).
     processes : int, optional
-        Decoding processes; default ``$NCUROOF_DECODE_PROCESSES``, else one per
-        :data:`PROCESS_LAUNCHES` launches, at most one per core. The result does not depend on it.
+        Decoding processes (the result does not depend on it); default :func:`_processes`.
     blocks : list, optional
         When given, every block of the report is appended to it (:data:`Block`), so that the
         sample check (:func:`ncuroof.parser.verify.cut_report`) need not walk the report again.
+    planned : callable, optional
+        ``planned(launches, firsts)`` once the blocks are walked (``blocks`` complete), before
+        decoding: the number of launches and the first launch of each slice (each learns a layout).
 
     Returns
     -------
     DataFrame
-        The raw table of :mod:`ncuroof.schema`, identical to
-        :func:`~ncuroof.parser.ncu_rep.read_ncu_rep`'s: one row per launch, ``range_id`` 0,
-        ``launch_id`` 0, 1, ... in report order.
+        The raw table of :mod:`ncuroof.schema`, identical to :func:`~.ncu_rep.read_ncu_rep`'s:
+        one row per launch, ``range_id`` 0, ``launch_id`` 0, 1, ... in report order.
 
     Raises
     ------
@@ -1206,7 +1206,7 @@ def read_nvr(
     check_file(path)
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
         n = processes if processes is not None else _processes(_estimate(mm, path))
-        parts = _decoded(mm, f.fileno(), path, catalog, n, chunk, progress, blocks)
+        parts = _decoded(mm, f.fileno(), path, catalog, n, chunk, progress, blocks, planned)
         records = [r for _, part in parts for r in part]
         check_records(path, mm, records)
     frames = [frame for part_frames, _ in parts for frame in part_frames]
@@ -1224,10 +1224,12 @@ def _decoded(
     chunk: int,
     progress: Callable[[int], Callable[..., None]] | None,
     blocks: list[Block] | None,
+    planned: Callable[[int, list[int]], None] | None = None,
 ) -> list[tuple[list[pd.DataFrame], list[tuple[int, ...]]]]:
     """The report walked once (:func:`_plan`, every block appended to ``blocks`` when given) and its
     slices decoded on ``n`` processes (:func:`decode_slice`'s results, in order); the workers start
-    (import ncuroof) while the blocks are walked (their headers read through ``fd``)."""
+    (import ncuroof) while the blocks are walked (their headers read through ``fd``); ``planned``
+    is told the number of launches in between."""
     with Workers(n - 1, __name__) as workers:
         plan = _plan(mm, path, blocks, fd)
         if not plan.total:
@@ -1235,9 +1237,10 @@ def _decoded(
                 "holds no kernel launches; check ncu's --kernel-name/--launch-count filters",
                 path,
             )
+        parts = _slices(plan, n)
+        if planned is not None:
+            planned(plan.total, [int(part.marks[0][2]) for part in parts if len(part.marks)])
         advance = progress(plan.total) if progress is not None else None
         return workers.run(
-            decode_slice,
-            [(path, catalog, part, chunk, plan.version) for part in _slices(plan, n)],
-            advance,
+            decode_slice, [(path, catalog, part, chunk, plan.version) for part in parts], advance
         )
