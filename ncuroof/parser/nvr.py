@@ -1074,8 +1074,7 @@ def _run_frame(path: Path, run: _Run, version: str | None) -> pd.DataFrame:
     columns: dict[str, Any] = {names[i]: records[f"v{i}"].copy() for i in doubles.doubles}
     other = [names[i] for i, _ in doubles.others]
     if other:
-        typed = pd.DataFrame.from_records(run.others, columns=other)
-        columns.update((c, typed[c]) for c in other)
+        columns.update(_typed_others(run.others, other))
 
     def listed(name: str) -> list[Any]:
         col = columns.get(name)
@@ -1112,6 +1111,19 @@ def _run_frame(path: Path, run: _Run, version: str | None) -> pd.DataFrame:
     )  # typed as DataFrame.from_records types the rows of launch_row
     frame = pd.DataFrame({**meta, **{c: columns[c] for c in names if c != _DISPLAY}})
     return numeric_metrics(frame)
+
+
+def _typed_others(others: list[list[Any]], names: list[str]) -> pd.DataFrame:
+    """``DataFrame.from_records(others, columns=names)``, made from the distinct lists of ``others``
+    (:class:`_Bulk` hands on one list while the values do not change), then taken in order: the
+    same values, so the same types."""
+    first: dict[int, int] = {}
+    codes = [first.setdefault(id(values), len(first)) for values in others]
+    if len(first) == len(others):
+        return pd.DataFrame.from_records(others, columns=names)
+    distinct = list({id(values): values for values in others}.values())
+    typed = pd.DataFrame.from_records(distinct, columns=names)
+    return typed.take(codes).reset_index(drop=True)
 
 
 def _shape_texts(key: tuple[Any, ...]) -> tuple[str | None, str | None, str | None]:
