@@ -228,6 +228,7 @@ def walk(
     size = len(mm) if stop is None else stop
     pos = first_block(mm, path)[0] if pos is None else pos
     released = pos
+    fd = fd if hasattr(os, "pread") else None  # Windows has no pread: the map is read
     headers = _Headers(mm, fd, path)
     while pos + 4 <= size:
         if fd is None and pos - released >= RELEASE_BYTES:
