@@ -29,7 +29,7 @@ from .merge import apply_session, merge
 from .ncu_rep import read_ncu_rep
 from .nvr import LEARNED, PayloadError, UnsupportedReport, read_nvr
 from .validate import check_values
-from .verify import against_ncu_report, check_rates
+from .verify import EarlySample, against_ncu_report, check_rates
 
 
 def have_ncu_report() -> bool:
@@ -107,8 +107,32 @@ def _read_report(path: Path, catalog: Catalog, progress: Any, reader: str) -> pd
         return _by(read_ncu_rep(path, catalog, progress), "ncu_report (--reader ncu_report)")
     # the decoder checks framing and launch records in its one pass (issue 14);
     # read_ncu_rep checks them first
+    blocks: list[Any] = []
+    early: list[EarlySample] = []  # the sample check's first part, read while the report decodes
+
+    def planned(total: int, firsts: list[int]) -> None:
+        if reader == "auto" and have_ncu_report():
+            early.append(EarlySample(path, catalog, blocks, total, firsts))
+
     try:
-        df = read_nvr(path, catalog, progress, blocks=(blocks := []))
+        return _decoded_report(path, catalog, progress, reader, blocks, planned, early)
+    finally:
+        for sample in early:
+            sample.result()  # its worker done and its files removed, whatever happened here
+
+
+def _decoded_report(
+    path: Path,
+    catalog: Catalog,
+    progress: Any,
+    reader: str,
+    blocks: list[Any],
+    planned: Any,
+    early: list[EarlySample],
+) -> pd.DataFrame:
+    """:func:`_read_report` through the decoder (``reader`` 'fast' or 'auto')."""
+    try:
+        df = read_nvr(path, catalog, progress, blocks=blocks, planned=planned)
     except UnsupportedReport as exc:
         if reader == "fast":
             raise ReportFormatError(
@@ -137,7 +161,7 @@ def _read_report(path: Path, catalog: Catalog, progress: Any, reader: str) -> pd
             f"ncuroof decoder, not verified against ncu_report ({why}); counts checked against"
             " rates",
         )
-    return _verified(path, df, catalog, progress, learned, blocks)
+    return _verified(path, df, catalog, progress, learned, blocks, early[0] if early else None)
 
 
 def _verified(
@@ -147,14 +171,16 @@ def _verified(
     progress: Any,
     learned: list[int],
     blocks: list[Any],
+    early: EarlySample | None = None,
 ) -> pd.DataFrame:
     """The decoder's table checked against ``ncu_report`` on a sample, or ``ncu_report``'s table
     where they differ. Where ``ncu_report`` cannot read the sample cut from the report, it reads the
     report itself; where it cannot read that either, the decoder's table stays, said unverified
     (one reader reading a report is no reason to refuse it). ``blocks``: the report's blocks as the
-    decoder recorded them (the sample is cut without walking the report again)."""
+    decoder recorded them (the sample is cut without walking the report again); ``early``: the
+    part of the sample read while the report was decoded."""
     try:
-        verdict = against_ncu_report(path, df, catalog, learned, blocks)
+        verdict = against_ncu_report(path, df, catalog, learned, blocks, early=early)
     except NcuroofError as exc:
         try:
             return _by(

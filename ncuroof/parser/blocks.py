@@ -15,8 +15,10 @@ into slices, the ``ncu_report`` path (:mod:`.ncu_rep`) to check every launch rec
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import mmap
+import os
 import re
 import struct
 from collections.abc import Iterator, Sequence
@@ -28,7 +30,7 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from ..errors import InputError, ReportFormatError
-from .wire import classes, fields
+from .wire import classes, fields, varint
 
 __all__ = [
     "MAGIC",
@@ -186,7 +188,12 @@ def release_pages(mm: mmap.mmap, start: int, end: int) -> int:
 
 
 def walk(
-    mm: Any, path: Path, pos: int | None = None, index: int = 0, stop: int | None = None
+    mm: Any,
+    path: Path,
+    pos: int | None = None,
+    index: int = 0,
+    stop: int | None = None,
+    fd: int | None = None,
 ) -> Iterator[tuple[int, int, Any, int]]:
     """Walk the blocks of a report, checking its framing.
 
@@ -201,6 +208,11 @@ def walk(
         :func:`first_block`).
     stop : int, optional
         End at this byte, a block boundary (default: the end of the file).
+    fd : int, optional
+        A file descriptor of the report ``mm`` maps: the block headers are then read with
+        ``os.pread`` (a few bytes each) instead of touching a page of the map per block, and a
+        result block's header that equals one parsed before but for its payload size is given
+        without parsing it, as a read-only stand-in (:class:`_Headers`).
 
     Yields
     ------
@@ -216,32 +228,126 @@ def walk(
     size = len(mm) if stop is None else stop
     pos = first_block(mm, path)[0] if pos is None else pos
     released = pos
-    header_cls = classes()["BlockHeader"]
+    fd = fd if hasattr(os, "pread") else None  # Windows has no pread: the map is read
+    headers = _Headers(mm, fd, path)
     while pos + 4 <= size:
-        if pos - released >= RELEASE_BYTES:
+        if fd is None and pos - released >= RELEASE_BYTES:
             released = release_pages(mm, released, pos)
-        length = _U32.unpack_from(mm, pos)[0]
-        if length == 0:  # no block has an empty header: zeros appended or written over it
-            raise _empty_header(path, index, pos, size)
+        length, header = headers.at(pos, index, size)
         start = pos + 4 + length
-        if start > size:
+        if header is None:
             break
-        try:
-            header = header_cls.FromString(mm[pos + 4 : start])
-        except DecodeError as exc:
-            raise ReportFormatError(
-                f"block {index} at byte {pos} has a corrupt header ({exc}); the report is damaged",
-                path,
-            ) from exc
         end = start + header.payload_size
         if end > size:
             break
         yield index, pos, header, start
         pos = end
         index += 1
-    release_pages(mm, released, pos)  # the blocks are read: none of their pages stays resident
+    if fd is None:
+        release_pages(mm, released, pos)  # the blocks are read: none of their pages stays resident
     if pos != size:
         raise _truncated(path, pos, len(mm))
+
+
+#: Bytes read at once at the start of a block (:class:`_Headers`): its size and, nearly always,
+#: its whole header.
+_HEAD = 256
+
+
+class _Learned:
+    """A result block's header that equals a parsed one byte for byte but for its payload size
+    (:class:`_Headers`): what ``BlockHeader.FromString`` gives for it, without parsing it."""
+
+    __slots__ = ("num_sources", "num_results", "strings", "payload_size", "HasField")
+
+    def __init__(self, template: Any, payload_size: int) -> None:
+        self.num_sources, self.num_results = template.num_sources, template.num_results
+        self.strings, self.HasField = template.strings, template.HasField
+        self.payload_size = payload_size
+
+
+class _Headers:
+    """Reads the block headers of :func:`walk`: parsed (``BlockHeader.FromString``) from ``mm``,
+    or, given ``fd``, read through ``os.pread`` and parsed but for result block headers of a
+    learned byte shape: the bytes of a parsed result block header with its one payload-size
+    varint (field 5) matched as any varint of at most 9 bytes (below 2**63). A header that matches
+    parses as the learned one but for that field, so it is read without parsing (:class:`_Learned`,
+    read-only). The last :attr:`SHAPES` shapes are kept, most recent first."""
+
+    SHAPES = 4
+
+    def __init__(self, mm: Any, fd: int | None, path: Path) -> None:
+        self.mm, self.fd, self.path = mm, fd, path
+        self.known: list[tuple[re.Pattern[bytes], Any]] = []
+
+    def at(self, pos: int, index: int, size: int) -> tuple[int, Any]:
+        """(header size, header) of block ``index`` at byte ``pos``; header None when the block
+        runs past byte ``size``."""
+        head = os.pread(self.fd, _HEAD, pos) if self.fd is not None else self.mm[pos : pos + _HEAD]
+        length = _U32.unpack_from(head, 0)[0]
+        if length == 0:  # no block has an empty header: zeros appended or written over it
+            raise _empty_header(self.path, index, pos, size)
+        if pos + 4 + length > size:
+            return length, None
+        raw, begin, end = (head, 4, 4 + length) if length <= _HEAD - 4 else (self.mm, pos + 4, 0)
+        if end == 0:
+            end = pos + 4 + length
+        for pattern, template in self.known:
+            m = pattern.fullmatch(raw, begin, end)
+            if m is not None:
+                return length, _Learned(template, _varint_value(m.group(1)))
+        data = raw[begin:end]
+        try:
+            header = classes()["BlockHeader"].FromString(data)
+        except DecodeError as exc:
+            raise ReportFormatError(
+                f"block {index} at byte {pos} has a corrupt header ({exc}); the report is damaged",
+                self.path,
+            ) from exc
+        if header.num_results and self.fd is not None:
+            self.learn(data, header)
+        return length, header
+
+    def learn(self, raw: bytes, header: Any) -> None:
+        """Learn the shape of ``raw``, a result block's header parsed as ``header``, when its
+        payload size is one varint field 5 of at most 9 bytes (as ncu writes it)."""
+        spans, i = [], 0
+        try:
+            for number, wire, _ in fields(raw):
+                if number == 5:
+                    spans.append((wire, i))
+                i = _field_end(raw, i)
+        except ValueError:
+            return
+        if len(spans) != 1 or spans[0][0] != 0:
+            return
+        at, end = varint(raw, spans[0][1])[1], _field_end(raw, spans[0][1])
+        if end - at > 9:
+            return
+        pattern = re.compile(
+            re.escape(raw[:at]) + rb"([\x80-\xff]{0,8}[\x00-\x7f])" + re.escape(raw[end:]),
+            re.DOTALL,
+        )
+        self.known = [(pattern, header), *self.known[: self.SHAPES - 1]]
+
+
+@functools.lru_cache(maxsize=4096)
+def _varint_value(raw: bytes) -> int:
+    """The value of the varint ``raw`` (one whole varint; payload sizes repeat: cached)."""
+    return varint(raw, 0)[0]
+
+
+def _field_end(raw: bytes, i: int) -> int:
+    """Where the field whose key starts at ``raw[i]`` ends (a message
+    :func:`~ncuroof.parser.wire.fields` has read)."""
+    key, i = varint(raw, i)
+    wire = key & 7
+    if wire == 0:
+        return varint(raw, i)[1]
+    if wire == 2:
+        length, i = varint(raw, i)
+        return i + length
+    return i + (8 if wire == 1 else 4)
 
 
 def _empty_header(path: Path, index: int, pos: int, size: int) -> ReportFormatError:

@@ -121,6 +121,7 @@ TICK = 256
 LEARNED = "ncuroof.learned_launches"
 _DOUBLE = struct.Struct("<d")
 _U32 = struct.Struct("<I")
+_UNKNOWN: Any = object()  # not looked up yet
 
 
 class UnsupportedReport(Exception):
@@ -199,6 +200,7 @@ class _Layout:
     doubles: _Doubles | None = None
     n_read: int = 0
     bulk: bool = False  # no opcode columns and no name twice: read in bulk (:func:`_run_frame`)
+    positions: tuple[int, ...] = ()  # where ``get`` takes each of ``keys`` from in the metrics
 
     def same_extras(self, raws: tuple[bytes, ...]) -> bool:
         """Whether the opcode metrics and the earlier copies of repeated metrics
@@ -304,6 +306,57 @@ def _getter(indices: list[int]) -> Callable[[Any], tuple[bytes, ...]]:
 
 
 @dataclass
+class _Bulk:
+    """:meth:`_Doubles.match` of a bulk layout (:attr:`_Layout.bulk`) straight from a result's
+    metric results: the raw results of its doubles taken at once (``doubles``), joined and matched
+    by the learned pattern, then those of its other values and of the earlier copies of repeated
+    metrics (``checks``), each checked by its leading bytes (``keys``). The other values (launch
+    dimensions, device name: the same from launch to launch) are read again only when their raw
+    results differ from the last launch's (``last``, ``values``)."""
+
+    layout: _Layout
+    doubles: Callable[[Any], tuple[bytes, ...]]
+    pattern: re.Pattern[bytes]
+    checks: Callable[[Any], tuple[bytes, ...]] | None
+    keys: tuple[bytes, ...]
+    ats: tuple[int, ...]
+    last: tuple[bytes, ...] = ()
+    values: list[Any] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, layout: _Layout) -> _Bulk:
+        """The reader of ``layout`` (bulk, with a :class:`_Doubles` reader)."""
+        d, at = layout.doubles, layout.positions
+        assert d is not None and layout.bulk
+        checked = [i for i, _ in d.others] + list(range(len(layout.names), len(layout.keys)))
+        return cls(
+            layout,
+            _getter([at[i] for i in d.doubles]),
+            d.pattern,
+            _getter([at[i] for i in checked]) if checked else None,
+            tuple(layout.keys[i] for i in checked),
+            tuple(offset for _, offset in d.others),
+        )
+
+    def match(self, metrics: Any, metric_cls: Any) -> tuple[bytes, list[Any]] | None:
+        """(the joined raw results of the doubles, the other values in order) of ``metrics``, or
+        None where they are not laid out as learned (as :meth:`_Doubles.match`)."""
+        blob = b"".join(self.doubles(metrics))
+        if self.pattern.fullmatch(blob) is None:
+            return None
+        if self.checks is None:
+            return blob, []
+        raws = self.checks(metrics)
+        if not all(map(bytes.startswith, raws, self.keys)):
+            return None
+        others = raws[: len(self.ats)]
+        if others != self.last:
+            self.values = [_value_at(raw, at, metric_cls) for raw, at in zip(others, self.ats)]
+            self.last = others
+        return blob, self.values
+
+
+@dataclass
 class _Wanted:
     """The metrics to read, by index in the whole report's string table, and a cache of the last
     layouts (:class:`_Layout`) by number of metrics in a result; each use checks every position by
@@ -342,6 +395,14 @@ class _Wanted:
                 return layout, raws, layout.doubles.match(layout, raws, metric_cls)
         return None, None, None
 
+    def bulk(self, count: int) -> _Bulk | None:
+        """The reader of the layout :meth:`read_doubles` tries first on a result of ``count``
+        metric results, when that layout is read in bulk (else None)."""
+        for layout in self.layouts.get(count, ()):
+            if layout.doubles is not None:
+                return _Bulk.of(layout) if layout.bulk else None
+        return None
+
     def raw_metrics(self, metrics: Any) -> tuple[_Layout, tuple[bytes, ...]]:
         """The layout of ``metrics`` (a result's raw metric results) and the wanted ones.
 
@@ -379,6 +440,7 @@ class _Wanted:
             tuple(name for name, _, _ in opcodes),
             n_read=n_read,
             bulk=not opcodes and len({name for name, _, _ in scalars}) == len(scalars),
+            positions=tuple(i for _, i in picked),
         )
         known[:] = [layout, *known[:3]]
         return layout, layout.get(metrics)
@@ -558,11 +620,17 @@ def _first_block(mm: Any, path: Path) -> int:
 
 
 def _blocks(
-    mm: Any, path: Path, pos: int | None = None, index: int = 0, stop: int | None = None
+    mm: Any,
+    path: Path,
+    pos: int | None = None,
+    index: int = 0,
+    stop: int | None = None,
+    fd: int | None = None,
 ) -> Iterator[tuple[int, int, Any, int]]:
     """The blocks of :func:`ncuroof.parser.blocks.walk`, from the first (its format version
-    checked) or from block ``index`` at byte ``pos``, to the end of the file or to byte ``stop``."""
-    return walk(mm, path, _first_block(mm, path) if pos is None else pos, index, stop)
+    checked) or from block ``index`` at byte ``pos``, to the end of the file or to byte ``stop``
+    (their headers read through ``fd`` when given)."""
+    return walk(mm, path, _first_block(mm, path) if pos is None else pos, index, stop, fd)
 
 
 class PayloadError(ReportFormatError):
@@ -721,10 +789,11 @@ def _check_seen(buf: Any, message: str, where: str) -> None:
         )
 
 
-def _plan(mm: Any, path: Path, blocks: list[Block] | None = None) -> Plan:
-    """One walk over the block headers (:func:`ncuroof.parser.blocks.plan`), checked for fields
-    never seen; every block appended to ``blocks`` when given (:func:`_seen`)."""
-    return plan(mm, path, _seen(mm, _blocks(mm, path), blocks))
+def _plan(mm: Any, path: Path, blocks: list[Block] | None = None, fd: int | None = None) -> Plan:
+    """One walk over the block headers (:func:`ncuroof.parser.blocks.plan`; read through ``fd``
+    when given), checked for fields never seen; every block appended to ``blocks`` when given
+    (:func:`_seen`)."""
+    return plan(mm, path, _seen(mm, _blocks(mm, path, fd=fd), blocks))
 
 
 #: One block as :func:`ncuroof.parser.verify.cut_report` needs it: its byte offset, the end of its
@@ -842,6 +911,8 @@ class _SliceReader:
         self.records: list[tuple[int, ...]] = []
         self.rows: list[tuple[int, Launch]] = []
         self.run: _Run | None = None
+        self.run_size = RUN * chunk
+        self.bulks: dict[int, _Bulk | None] = {}  # by number of metric results: Wanted.bulk's
 
     def read(self, marks: list[Mark], progress: Callable[[int], None] | None) -> None:
         """Decode the launches of the result blocks ``marks`` (rows of :data:`Mark`), in order; a
@@ -879,15 +950,20 @@ class _SliceReader:
             self.text(result.demangled or mangled),
         )
         nvtx = _nvtx(result)
-        layout, _, matched = self.wanted.read_doubles(result.metrics, self.metric_cls)
+        metrics = result.metrics
+        bulk = self.bulks.get(len(metrics), _UNKNOWN)
+        if bulk is _UNKNOWN:
+            bulk = self.bulks[len(metrics)] = self.wanted.bulk(len(metrics))
+        matched = bulk.match(metrics, self.metric_cls) if bulk is not None else None
         learned = False
-        if matched is None or not layout.bulk:
+        if matched is None:
             learned = self.slow(result, buf, index, block, offset)
+            self.bulks.clear()  # the layouts may have changed
         else:
             run = self.run
-            if run is None or run.layout is not layout or len(run.index) >= RUN * self.chunk:
+            if run is None or run.layout is not bulk.layout or len(run.index) >= self.run_size:
                 self.flush()
-                run = self.run = _Run(layout)
+                run = self.run = _Run(bulk.layout)
             run.index.append(index)
             run.function.append(function)
             run.demangled.append(demangled)
@@ -998,8 +1074,7 @@ def _run_frame(path: Path, run: _Run, version: str | None) -> pd.DataFrame:
     columns: dict[str, Any] = {names[i]: records[f"v{i}"].copy() for i in doubles.doubles}
     other = [names[i] for i, _ in doubles.others]
     if other:
-        typed = pd.DataFrame.from_records(run.others, columns=other)
-        columns.update((c, typed[c]) for c in other)
+        columns.update(_typed_others(run.others, other))
 
     def listed(name: str) -> list[Any]:
         col = columns.get(name)
@@ -1036,6 +1111,19 @@ def _run_frame(path: Path, run: _Run, version: str | None) -> pd.DataFrame:
     )  # typed as DataFrame.from_records types the rows of launch_row
     frame = pd.DataFrame({**meta, **{c: columns[c] for c in names if c != _DISPLAY}})
     return numeric_metrics(frame)
+
+
+def _typed_others(others: list[list[Any]], names: list[str]) -> pd.DataFrame:
+    """``DataFrame.from_records(others, columns=names)``, made from the distinct lists of ``others``
+    (:class:`_Bulk` hands on one list while the values do not change), then taken in order: the
+    same values, so the same types."""
+    first: dict[int, int] = {}
+    codes = [first.setdefault(id(values), len(first)) for values in others]
+    if len(first) == len(others):
+        return pd.DataFrame.from_records(others, columns=names)
+    distinct = list({id(values): values for values in others}.values())
+    typed = pd.DataFrame.from_records(distinct, columns=names)
+    return typed.take(codes).reset_index(drop=True)
 
 
 def _shape_texts(key: tuple[Any, ...]) -> tuple[str | None, str | None, str | None]:
@@ -1084,6 +1172,7 @@ def read_nvr(
     chunk: int = CHUNK,
     processes: int | None = None,
     blocks: list[Block] | None = None,
+    planned: Callable[[int, list[int]], None] | None = None,
 ) -> pd.DataFrame:
     """Read every launch of a report into the raw table, without ``ncu_report``.
 
@@ -1097,27 +1186,26 @@ def read_nvr(
     path : str or Path
         An uncompressed report (:func:`ncuroof.parser.read` decompresses a ``.ncu-repz`` first).
     catalog : Catalog
-        Which metrics to read: every scalar metric of its recipes, every
-        ``sm__ops_path_tensor_*`` count/rate/peak, and the MMA opcodes of
-        ``sass__inst_executed_per_opcode_with_modifier_all``.
+        Which metrics to read: every scalar metric of its recipes, every ``sm__ops_path_tensor_*``
+        count/rate/peak, the MMA opcodes of ``sass__inst_executed_per_opcode_with_modifier_all``.
     progress : callable, optional
-        ``progress(total)`` returns a callable advanced by ``advance(n)`` as launches are read
-        (a progress bar).
+        ``progress(total)`` returns a callable advanced by ``advance(n)`` as launches are read.
     chunk : int, default 4096
         Launches made a DataFrame at a time (bounds memory; the result does not depend on it).
     processes : int, optional
-        Decoding processes; default ``$NCUROOF_DECODE_PROCESSES``, else one per
-        :data:`PROCESS_LAUNCHES` launches, at most one per core. The result does not depend on it.
+        Decoding processes (the result does not depend on it); default :func:`_processes`.
     blocks : list, optional
         When given, every block of the report is appended to it (:data:`Block`), so that the
         sample check (:func:`ncuroof.parser.verify.cut_report`) need not walk the report again.
+    planned : callable, optional
+        ``planned(launches, firsts)`` once the blocks are walked (``blocks`` complete), before
+        decoding: the number of launches and the first launch of each slice (each learns a layout).
 
     Returns
     -------
     DataFrame
-        The raw table of :mod:`ncuroof.schema`, identical to
-        :func:`~ncuroof.parser.ncu_rep.read_ncu_rep`'s: one row per launch, ``range_id`` 0,
-        ``launch_id`` 0, 1, ... in report order.
+        The raw table of :mod:`ncuroof.schema`, identical to :func:`~.ncu_rep.read_ncu_rep`'s:
+        one row per launch, ``range_id`` 0, ``launch_id`` 0, 1, ... in report order.
 
     Raises
     ------
@@ -1130,7 +1218,7 @@ def read_nvr(
     check_file(path)
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
         n = processes if processes is not None else _processes(_estimate(mm, path))
-        parts = _decoded(mm, path, catalog, n, chunk, progress, blocks)
+        parts = _decoded(mm, f.fileno(), path, catalog, n, chunk, progress, blocks, planned)
         records = [r for _, part in parts for r in part]
         check_records(path, mm, records)
     frames = [frame for part_frames, _ in parts for frame in part_frames]
@@ -1141,26 +1229,30 @@ def read_nvr(
 
 def _decoded(
     mm: Any,
+    fd: int,
     path: Path,
     catalog: Catalog,
     n: int,
     chunk: int,
     progress: Callable[[int], Callable[..., None]] | None,
     blocks: list[Block] | None,
+    planned: Callable[[int, list[int]], None] | None = None,
 ) -> list[tuple[list[pd.DataFrame], list[tuple[int, ...]]]]:
     """The report walked once (:func:`_plan`, every block appended to ``blocks`` when given) and its
     slices decoded on ``n`` processes (:func:`decode_slice`'s results, in order); the workers start
-    (import ncuroof) while the blocks are walked."""
+    (import ncuroof) while the blocks are walked (their headers read through ``fd``); ``planned``
+    is told the number of launches in between."""
     with Workers(n - 1, __name__) as workers:
-        plan = _plan(mm, path, blocks)
+        plan = _plan(mm, path, blocks, fd)
         if not plan.total:
             raise InputError(
                 "holds no kernel launches; check ncu's --kernel-name/--launch-count filters",
                 path,
             )
+        parts = _slices(plan, n)
+        if planned is not None:
+            planned(plan.total, [int(part.marks[0][2]) for part in parts if len(part.marks)])
         advance = progress(plan.total) if progress is not None else None
         return workers.run(
-            decode_slice,
-            [(path, catalog, part, chunk, plan.version) for part in _slices(plan, n)],
-            advance,
+            decode_slice, [(path, catalog, part, chunk, plan.version) for part in parts], advance
         )

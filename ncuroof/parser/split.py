@@ -72,11 +72,16 @@ class _Worker:
     done: int = 0  # work the worker reported through progress(n)
     passed: int = 0  # of which passed on to this process's progress
     readers: list[threading.Thread] = field(default_factory=list)
+    collect: threading.Event = field(default_factory=threading.Event)
 
     def read(self) -> None:
-        """Start the threads that read the worker's stdout and stderr to their end."""
+        """Start the threads that read the worker's stdout and stderr to their end; stdout (the
+        result) only once :attr:`collect` is set: read while this process works, each chunk of the
+        pipe would wait for the interpreter lock (a switch interval, 5 ms per 64 kB) and hold the
+        worker up; read once this process waits, it comes at the speed of memory."""
 
         def stdout() -> None:
+            self.collect.wait()
             self.out.append(self.proc.stdout.read())  # type: ignore[union-attr]
 
         def stderr() -> None:
@@ -128,6 +133,7 @@ def _send(w: _Worker, call: bytes) -> None:
 
 def _finish(w: _Worker, progress: Callable[[int], None] | None) -> Any:
     """The worker's result, or its exception raised again; its progress passed on meanwhile."""
+    w.collect.set()
     while any(t.is_alive() for t in w.readers):
         w.readers[0].join(timeout=0.1)
         w.pass_progress(progress)
@@ -173,6 +179,7 @@ class Workers:
             if w.proc.poll() is None:
                 w.proc.kill()
             w.proc.wait()
+            w.collect.set()
             for t in w.readers:
                 t.join()
             for stream in (w.proc.stdout, w.proc.stderr):

@@ -24,6 +24,7 @@ import math
 import mmap
 import struct
 import tempfile
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +48,7 @@ __all__ = [
     "sample_launches",
     "check_rates",
     "Verdict",
+    "EarlySample",
     "SAMPLE_EXTRA",
     "SEED",
 ]
@@ -122,7 +124,11 @@ def cut_report(
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
         parts.append(mm[: first_block(mm, path)[0]])
         for pos, end, n, sources, strings in blocks if blocks is not None else _walked(mm, path):
-            if not n or sources or wanted & set(range(launch, launch + n)):
+            if (
+                not n
+                or sources
+                or (launch in wanted if n == 1 else wanted & set(range(launch, launch + n)))
+            ):
                 parts.append(mm[pos:end])
                 kept.extend(range(launch, launch + n))
             elif strings is not None:
@@ -191,6 +197,7 @@ def against_ncu_report(
     catalog: Catalog,
     learned: list[int],
     blocks: list[Block] | None = None,
+    early: EarlySample | None = None,
 ) -> Verdict:
     """Compare the decoder's raw table with ``ncu_report`` on a sample of launches.
 
@@ -207,6 +214,8 @@ def against_ncu_report(
         The launches where the decoder learned a layout.
     blocks : list of Block, optional
         The report's blocks as the decoder recorded them (:func:`cut_report`).
+    early : EarlySample, optional
+        The part of the sample already being read (started while the report was decoded).
 
     Returns
     -------
@@ -220,11 +229,76 @@ def against_ncu_report(
     MissingModuleError
         If ``ncu_report`` is not installed.
     """
+    sample = sample_launches(learned, len(ours))
+    first = early.result() if early is not None else None
+    if first is not None and early is not None and set(early.launches) <= set(sample):
+        done = set(first[0])
+        rest = _read_sample(path, catalog, [i for i in sample if i not in done], blocks)
+        if rest is not None and len(rest[1]) == len(rest[0]):
+            pairs = sorted([*zip(*first), *zip(*rest)], key=lambda pair: pair[0])
+            kept, rows = [k for k, _ in pairs], [r for _, r in pairs]
+            return Verdict(len(kept), _difference(ours, rows, kept))
+    kept, rows = _read_sample(path, catalog, sample, blocks)
+    return Verdict(len(kept), _difference(ours, rows, kept))
+
+
+def _read_sample(
+    path: Path, catalog: Catalog, launches: list[int], blocks: list[Block] | None
+) -> tuple[list[int], list[dict[str, Any]]]:
+    """(the launches kept, ``ncu_report``'s rows of them) of a report cut to ``launches``
+    (:func:`cut_report`; none: nothing read)."""
+    if not launches:
+        return [], []
     with tempfile.TemporaryDirectory(prefix="ncuroof-verify-") as tmp:
         cut = Path(tmp) / "sample.ncu-rep"
-        kept = cut_report(path, sample_launches(learned, len(ours)), cut, blocks)
-        rows = read_launches(cut, _spec(catalog))
-    return Verdict(len(kept), _difference(ours, rows, kept))
+        kept = cut_report(path, launches, cut, blocks)
+        return kept, read_launches(cut, _spec(catalog))
+
+
+class EarlySample:
+    """The part of :func:`against_ncu_report`'s sample known before a report is decoded (launch 0,
+    the :data:`SAMPLE_EXTRA` drawn ones and the first launch of each slice of the decoder, where a
+    layout is always learned), read by ``ncu_report`` in a thread while the decoder works: its
+    worker's start and read no longer wait for the decoder. :func:`against_ncu_report` then reads
+    only the learned launches not in it, and compares all of them as one sample. A read that fails
+    or gives another number of launches is dropped (``result`` None), as is one of launches that
+    are not all in the sample: the whole sample is then read again, as without it, so the outcome
+    never depends on it.
+
+    Parameters
+    ----------
+    path : Path
+        The report.
+    catalog : Catalog
+        Which metrics are read.
+    blocks : list of Block
+        The report's blocks (complete: the walk over them is done).
+    total : int
+        Launches in the report.
+    firsts : list of int
+        The first launch of each slice the decoder reads.
+    """
+
+    def __init__(
+        self, path: Path, catalog: Catalog, blocks: list[Block], total: int, firsts: list[int]
+    ) -> None:
+        self.launches = sample_launches(firsts, total)
+        self.out: tuple[list[int], list[dict[str, Any]]] | None = None
+        self.thread = threading.Thread(target=self._read, args=(path, catalog, blocks), daemon=True)
+        self.thread.start()
+
+    def _read(self, path: Path, catalog: Catalog, blocks: list[Block]) -> None:
+        try:
+            kept, rows = _read_sample(path, catalog, self.launches, blocks)
+        except Exception:  # noqa: BLE001 - any failure is met again by the whole sample's read
+            return
+        if len(rows) == len(kept):
+            self.out = (kept, rows)
+
+    def result(self) -> tuple[list[int], list[dict[str, Any]]] | None:
+        """(launches kept, ``ncu_report``'s rows of them) once read, or None if that failed."""
+        self.thread.join()
+        return self.out
 
 
 def check_rates(raw: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:

@@ -650,3 +650,59 @@ def test_sample_cut_from_the_decoder_s_blocks_is_the_walked_cut(tmp_path: Path, 
                 report, launches, recorded, blocks
             )
             assert walked.read_bytes() == recorded.read_bytes()
+
+
+@needs_ncu_report
+def test_sample_read_in_two_parts_gives_the_verdict_of_one_read(tmp_path: Path) -> None:
+    """The sample check's early part (read while the report decodes, verify.EarlySample) and the
+    learned launches read after it give the verdict of the whole sample read at once: the same
+    launches compared, agreement, and the same first difference on a table changed at a learned
+    launch the early part does not hold (here: the second slice's first launch)."""
+    report = tmp_path / "big.ncu-rep"
+    _make_big_report()(shared("ESMM-Research__profile_output.ncu-rep"), report, 1200)
+    cat = catalog.load()
+    blocks: list[object] = []
+    df = nvr.read_nvr(report, cat, processes=2, blocks=blocks)
+    learned = df.attrs[nvr.LEARNED]
+    early = verify.EarlySample(report, cat, blocks, len(df), [0])
+    late = [i for i in learned if i not in early.launches]
+    assert late, "some learned launches are read after the early part"
+    whole = verify.against_ncu_report(report, df, cat, learned, blocks)
+    assert whole.launches == len(verify.sample_launches(learned, len(df))) and not whole.difference
+    assert verify.against_ncu_report(report, df, cat, learned, blocks, early=early) == whole
+    changed = df.copy()
+    metric = "gpu__time_duration.sum"
+    changed.loc[late[-1], metric] = changed.loc[late[-1], metric] * 2
+    whole = verify.against_ncu_report(report, changed, cat, learned, blocks)
+    assert whole.difference.startswith(f"launch {late[-1]}: {metric} is ")
+    early = verify.EarlySample(report, cat, blocks, len(df), [0])
+    assert verify.against_ncu_report(report, changed, cat, learned, blocks, early=early) == whole
+
+
+@needs_shared
+def test_block_headers_read_through_the_file_agree_with_parsed_ones(tmp_path: Path) -> None:
+    """The walk that reads block headers with pread and gives result headers of a learned byte
+    shape without parsing them (blocks._Headers) plans every report as the walk that parses every
+    header: the same result blocks (payload sizes of every length of varint included), strings,
+    version and recorded blocks."""
+    import mmap
+
+    grown = tmp_path / "grown.ncu-rep"  # payload sizes of 3 and 4 varint bytes in one report
+    extra = iter([0, 0, 2_100_000])  # the last header, of a learned shape, gets 4 bytes
+    _edit_results(
+        shared("nsight-training__manual_nvtx.ncu-rep"),
+        grown,
+        lambda r: r.metrics.append(b"\x08\x01" + b"x" * next(extra)),
+    )
+    sizes = {
+        (h.payload_size.bit_length() + 6) // 7
+        for _, _, h, _ in nvr._blocks(grown.read_bytes(), grown)
+        if h.num_results
+    }
+    assert len(sizes) == 2, sizes
+    for report in [*REPORTS, grown]:
+        with report.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            parsed, read = [], []
+            plan = nvr._plan(mm, report, parsed)
+            assert nvr._plan(mm, report, read, f.fileno()) == plan, report.name
+            assert read == parsed, report.name
