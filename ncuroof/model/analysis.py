@@ -22,7 +22,14 @@ from .. import catalog, parser
 from ..catalog import Catalog, GpuCatalog
 from ..errors import InputError
 from ..parser.clocks import clock_control
-from ..schema import KERNELS, STATUSES, from_text, validate_kernels, validate_points
+from ..schema import (
+    KERNELS,
+    STATUSES,
+    compact_text,
+    from_text,
+    validate_kernels,
+    validate_points,
+)
 from . import calculator, ceilings, classify, diagnose, expect, production, summary
 from .summary import FOCUS_SHARE, KEY_CHOICES
 
@@ -210,7 +217,9 @@ def read_kernels(
     k = calculator.time_at_roof(k, cat)
     if options.expect is not None:
         k = expect.apply_expectations(k, expect.read_expectations(options.expect))
-    return k
+    # from here on the launch table's texts are held once each (the stages after this one replace
+    # whole columns, never cells)
+    return compact_text(k, KERNELS)
 
 
 def from_kernels(
