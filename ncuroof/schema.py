@@ -762,18 +762,22 @@ def _list_texts(name: str, cells: pd.Series) -> list[str]:
     return out
 
 
-def to_text(df: pd.DataFrame) -> pd.DataFrame:
+def to_text(df: pd.DataFrame, categories: bool = False) -> pd.DataFrame:
     """A copy of ``df`` with its list columns (:data:`LIST_COLUMNS`) and roof sources
     (:data:`SOURCE_COLUMNS`) as text, for CSV files and pages (the other columns are shared with
-    ``df``, not copied)."""
+    ``df``, not copied); ``categories``: those texts held as ``category`` (each distinct text
+    once, categories of the dtype the text column would have), for the files."""
     out = df.copy(deep=False)
+    categories = categories and len(out) > 0
     for name in LIST_COLUMNS:
         if name in out.columns:
-            out[name] = _list_texts(name, out[name])
+            text = _list_texts(name, out[name])
+            out[name] = pd.Categorical(text) if categories else text
     for name in SOURCE_COLUMNS:  # dtype 'string', as the text columns they were before issue 31
         if name in out.columns:
             text = _each_distinct(name, out[name], cell_text)
-            out[name] = pd.Series(text, index=out.index, dtype="string")
+            col = pd.Series(text, index=out.index, dtype="string")
+            out[name] = col.astype("category") if categories else col
     return out
 
 

@@ -21,6 +21,7 @@ import pandas as pd
 from .. import catalog, parser
 from ..catalog import Catalog, GpuCatalog
 from ..errors import InputError
+from ..parser import tables_io
 from ..parser.clocks import clock_control
 from ..schema import (
     KERNELS,
@@ -218,8 +219,10 @@ def read_kernels(
     if options.expect is not None:
         k = expect.apply_expectations(k, expect.read_expectations(options.expect))
     # from here on the launch table's texts are held once each (the stages after this one replace
-    # whole columns, never cells)
-    return compact_text(k, KERNELS)
+    # whole columns, never cells); the raw table and the texts' copies are given back
+    k = compact_text(k, KERNELS)
+    tables_io.release_memory()
+    return k
 
 
 def from_kernels(
@@ -259,6 +262,7 @@ def from_kernels(
         if not classified
         else _keyed(kernels, options)
     )
+    tables_io.release_memory()  # the launch table's intermediate copies
     dots = summary.kernel_dots(k, pts)
     prod = production.from_options(
         k, dots, options.timeline, options.device, options.match, cat.thresholds, progress

@@ -17,6 +17,7 @@ with the same values; :func:`read_table` also restores the dtypes and tells None
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import hashlib
 import json
@@ -51,6 +52,7 @@ __all__ = [
     "read_manifest",
     "manifest_text",
     "csv_safe",
+    "release_memory",
 ]
 
 #: The file in every output folder listing the files ncuroof wrote there (JSON
@@ -127,6 +129,18 @@ def arrow_table(
     return raw.cast(target).replace_schema_metadata(target.metadata)
 
 
+def release_memory() -> None:
+    """Give the memory freed so far back to the system: Arrow's pool (its unused pages) and, with
+    glibc, ``malloc_trim``. The two allocators do not reuse each other's free pages, so a phase
+    that allocates with one (writing the tables: Arrow) would otherwise add to the other's free
+    pages (the analysis: numpy and Python) in the peak resident memory."""
+    pa.default_memory_pool().release_unused()
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (AttributeError, OSError):  # not glibc
+        pass
+
+
 def _check_columns(df: pd.DataFrame, columns: Mapping[str, Column], table: str) -> None:
     missing = [c for c in columns if c not in df.columns]
     if missing:
@@ -141,7 +155,7 @@ def _arrow_parts(
     schema with the table's metadata, to cast to whole or a slice at a time."""
     _check_columns(df, columns, table)
     order = list(columns) + [c for c in df.columns if c not in columns]
-    text = schema.to_text(df[order])
+    text = schema.to_text(df[order], categories=True)
     # pandas' Arrow-backed strings keep every chunk of the concatenations that built them (one per
     # input, per read batch, ...); writers slow down per chunk, so make each column one array.
     raw = pa.Table.from_pandas(text, preserve_index=False).combine_chunks()
