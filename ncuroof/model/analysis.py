@@ -203,6 +203,7 @@ def read_kernels(
         raise InputError("no input files given")
     raw = parser.read_many(list(inputs), cat, progress, stack=options.stack, reader=options.reader)
     k = calculator.compute_kernels(raw, cat, traffic=options.traffic)
+    del raw  # the metric columns are not needed past here
     clocks = {s: clock_control(Path(s)) for s in k["source"].dropna().unique()}
     k["clock_control"] = k["source"].map(clocks).astype(object)
     k = ceilings.fill_ceilings(

@@ -21,6 +21,7 @@ import ctypes
 import functools
 import hashlib
 import json
+import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -53,6 +54,7 @@ __all__ = [
     "manifest_text",
     "csv_safe",
     "release_memory",
+    "use_returning_pool",
 ]
 
 #: The file in every output folder listing the files ncuroof wrote there (JSON
@@ -141,6 +143,24 @@ def release_memory() -> None:
         pass
 
 
+def use_returning_pool() -> None:
+    """Make Arrow allocate from its jemalloc pool, in this process and in the worker processes it
+    starts (``ARROW_DEFAULT_MEMORY_POOL``), when this pyarrow has one and the user chose no pool.
+
+    For the command line (one analysis per process): jemalloc gives freed pages back to the system
+    within a second, where the default pool (mimalloc) keeps them, so a phase's Arrow copies do not
+    stay in the resident memory of the phases after it (~50 MB less peak on 100,000 launches).
+    """
+    if os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
+        return
+    try:
+        pool = pa.jemalloc_memory_pool()
+    except NotImplementedError:  # a pyarrow built without jemalloc
+        return
+    pa.set_memory_pool(pool)
+    os.environ["ARROW_DEFAULT_MEMORY_POOL"] = "jemalloc"
+
+
 def _check_columns(df: pd.DataFrame, columns: Mapping[str, Column], table: str) -> None:
     missing = [c for c in columns if c not in df.columns]
     if missing:
@@ -155,7 +175,8 @@ def _arrow_parts(
     schema with the table's metadata, to cast to whole or a slice at a time."""
     _check_columns(df, columns, table)
     order = list(columns) + [c for c in df.columns if c not in columns]
-    text = schema.to_text(df[order], categories=True)
+    # (df[order] copies the float columns: only when the order differs)
+    text = schema.to_text(df if list(df.columns) == order else df[order], categories=True)
     # pandas' Arrow-backed strings keep every chunk of the concatenations that built them (one per
     # input, per read batch, ...); writers slow down per chunk, so make each column one array.
     raw = pa.Table.from_pandas(text, preserve_index=False).combine_chunks()
