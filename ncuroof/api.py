@@ -299,11 +299,11 @@ def _table_formats(formats: Sequence[str], apart: bool) -> list[str]:
     return sorted(set(formats) | ({"parquet"} if apart else set()))
 
 
-def _page(
-    a: Analysis, tables: dict[str, pd.DataFrame], kernels: pd.DataFrame, plotlyjs: str | bool
-) -> tuple[Any, str]:
+def _page(a: Analysis, tables: dict[str, pd.DataFrame], plotlyjs: str | bool) -> tuple[Any, str]:
     """The roofline figure (with the products' charts) and the page's HTML (with their sections and
-    header lines, :mod:`ncuroof.products`); ``kernels`` the launch table with its lists as text."""
+    header lines, :mod:`ncuroof.products`); ``tables["kernels"]`` the launch table with its lists
+    as text."""
+    kernels = tables["kernels"]
     summ = to_text(a.summary)
     fig = plot.plot_roofline(
         a.points,
@@ -340,11 +340,11 @@ def _page_files(
     run's, with a ``failures`` product, as Parquet datasets by input), roofline.html and the
     optional image of one analysis. ``tables`` default: the kernels and points tables."""
     tables = tables if tables is not None else products.build(a, products.Request())
-    # List columns as text once, for the page and the files.
-    tables = {**tables, "kernels": to_text(a.kernels)}
-    # The page first: the Arrow copies of the tables are made after its text is
-    # built, not beside it.
-    fig, page = _page(a, tables, tables["kernels"], plotlyjs)
+    # The page first, with the list columns as text; that copy is let go before the files are
+    # written (each file converts its table when it is written, tables_io.table_files).
+    tables_io.release_memory()
+    fig, page = _page(a, {**tables, "kernels": to_text(a.kernels, categories=True)}, plotlyjs)
+    tables_io.release_memory()
     apart = "failures" in tables
     files: dict[str, Any] = {
         **tables_io.table_files(

@@ -22,7 +22,7 @@ from .model.ceilings import FLOP_ROOFS, parse_peak
 from .model.phases import BY_OPERATOR, parse_group_by
 from .model.summary import KEY_CHOICES
 from .parser import READERS
-from .parser.tables_io import FORMATS
+from .parser.tables_io import FORMATS, use_returning_pool
 from .render.page import IMAGE_FORMATS, PLOTLYJS
 from .runs.fleet import FLEET_MIN_INPUTS
 from .schema import LEVELS
@@ -970,6 +970,7 @@ def mcp_cmd(outdir: Path | None, allow_profile: bool) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``ncuroof`` console script."""
+    use_returning_pool()
     try:
         cli.main(args=argv, prog_name="ncuroof", standalone_mode=False)
     except click.exceptions.Abort:

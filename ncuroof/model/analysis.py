@@ -21,8 +21,16 @@ import pandas as pd
 from .. import catalog, parser
 from ..catalog import Catalog, GpuCatalog
 from ..errors import InputError
+from ..parser import tables_io
 from ..parser.clocks import clock_control
-from ..schema import KERNELS, STATUSES, from_text, validate_kernels, validate_points
+from ..schema import (
+    KERNELS,
+    STATUSES,
+    compact_text,
+    from_text,
+    validate_kernels,
+    validate_points,
+)
 from . import calculator, ceilings, classify, diagnose, expect, production, summary
 from .summary import FOCUS_SHARE, KEY_CHOICES
 
@@ -195,6 +203,7 @@ def read_kernels(
         raise InputError("no input files given")
     raw = parser.read_many(list(inputs), cat, progress, stack=options.stack, reader=options.reader)
     k = calculator.compute_kernels(raw, cat, traffic=options.traffic)
+    del raw  # the metric columns are not needed past here
     clocks = {s: clock_control(Path(s)) for s in k["source"].dropna().unique()}
     k["clock_control"] = k["source"].map(clocks).astype(object)
     k = ceilings.fill_ceilings(
@@ -210,6 +219,10 @@ def read_kernels(
     k = calculator.time_at_roof(k, cat)
     if options.expect is not None:
         k = expect.apply_expectations(k, expect.read_expectations(options.expect))
+    # from here on the launch table's texts are held once each (the stages after this one replace
+    # whole columns, never cells); the raw table and the texts' copies are given back
+    k = compact_text(k, KERNELS)
+    tables_io.release_memory()
     return k
 
 
@@ -250,6 +263,7 @@ def from_kernels(
         if not classified
         else _keyed(kernels, options)
     )
+    tables_io.release_memory()  # the launch table's intermediate copies
     dots = summary.kernel_dots(k, pts)
     prod = production.from_options(
         k, dots, options.timeline, options.device, options.match, cat.thresholds, progress

@@ -1159,7 +1159,7 @@ def _records(frame: pd.DataFrame, cols: list[str]) -> Iterator[dict[str, Any]]:
     arrays = [
         (
             frame[c].to_numpy(dtype=object, na_value=None)
-            if frame[c].dtype == "string"
+            if frame[c].dtype == "string" or isinstance(frame[c].dtype, pd.CategoricalDtype)
             else frame[c].to_numpy(dtype=object)
         )
         for c in cols

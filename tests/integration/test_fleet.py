@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 
 import ncuroof
+from ncuroof import schema
 from ncuroof.errors import InputError
 from ncuroof.parser import tables_io
 from ncuroof.runs import fleet
@@ -57,8 +58,10 @@ def _alone(tmp_path: Path, names: list[str]) -> tuple[pd.DataFrame, pd.DataFrame
             k = ncuroof.load(tmp_path / n)
             k = k.assign(source=n).astype({"source": "string"})
             ks.append(k)
-    kernels = pd.concat(ks, ignore_index=True)
-    return kernels, pd.concat([ncuroof.points(k) for k in ks], ignore_index=True)
+    # concatenated texts held as the analysis holds them (schema.compact_text)
+    kernels = schema.compact_text(pd.concat(ks, ignore_index=True), schema.KERNELS)
+    points = pd.concat([ncuroof.points(k) for k in ks], ignore_index=True)
+    return kernels, schema.compact_text(points, schema.POINTS)
 
 
 def _equal(a: pd.DataFrame, b: pd.DataFrame) -> None:

@@ -62,7 +62,7 @@ def test_parquet_round_trip_is_bit_for_bit_with_units_and_metadata(tmp_path: Pat
     )
     back = tables_io.read_table(path)
     _same_bits(k, back)
-    assert back.loc[0, "nvtx_range"] is pd.NA and back.loc[1, "nvtx_range"] == ""
+    assert pd.isna(back.loc[0, "nvtx_range"]) and back.loc[1, "nvtx_range"] == ""
     # Metadata as written, read independently of ncuroof's reader.
     s = pq.read_schema(path)
     assert s.metadata[b"ncuroof.schema_version"] == str(schema.SCHEMA_VERSION).encode()
@@ -216,3 +216,60 @@ def test_parquet_only_directory_compares_and_bad_format_is_refused(tmp_path: Pat
     assert len(table) == len(kernels_of(ESMM)) and np.allclose(table["speedup"], 1.0)
     bad = run("analyze", str(shared(ESMM)), "-o", str(tmp_path / "x"), "--format", "csv,feather")
     assert bad.returncode == 2 and "feather" in bad.stderr and not (tmp_path / "x").exists()
+
+
+def _as_text(k: pd.DataFrame) -> pd.DataFrame:
+    """``k`` with its category text columns back as plain 'string' columns (as held before
+    schema.compact_text)."""
+    cats = [c for c, d in k.dtypes.items() if isinstance(d, pd.CategoricalDtype)]
+    return k.astype(dict.fromkeys(cats, "string"))
+
+
+@needs_ncu_report
+def test_files_of_category_texts_written_in_slices_equal_the_plain_text_table_at_once(
+    tmp_path: Path,
+) -> None:
+    """table_files writes a launch table of category texts a slice at a time (CSV_ROWS rows,
+    formatted in threads): the files are byte for byte those of the same table with plain text
+    columns written whole (the writer before it), formula-like cells escaped in the CSV (a
+    dictionary's values) and not in the Parquet file."""
+    k = _as_text(_awkward_kernels())
+    k = pd.concat([k] * (2 * tables_io.CSV_ROWS // len(k) + 3), ignore_index=True)
+    k["launch_id"] = np.arange(len(k))
+    k.loc[::7, "advice"] = '=HYPERLINK("http://x")'
+    k.loc[1::7, "advice"] = None
+    k.loc[2::7, "evidence"] = "-1 + 2"
+    held = schema.validate_kernels(k)
+    assert isinstance(held["advice"].dtype, pd.CategoricalDtype)
+    assert len(held) > 2 * tables_io.CSV_ROWS
+    files = tables_io.table_files({"kernels": held}, ("csv", "parquet"), ["in.ncu-rep"])
+    report.write_outputs(tmp_path / "out", files)
+    plain = tables_io.arrow_table(_as_text(held), schema.KERNELS, "kernels", ["in.ncu-rep"])
+    assert not any(str(f.type).startswith("dictionary") for f in plain.schema)
+    written = (tmp_path / "out" / "kernels.csv").read_bytes()
+    assert written == tables_io.csv_bytes(tables_io.csv_safe(plain))
+    assert written.count(b'"\'=HYPERLINK(""http://x"")"') == len(k[::7])
+    assert written.count(b'"\'-1 + 2"') == len(k[2::7])
+    assert (tmp_path / "out" / "kernels.parquet").read_bytes() == tables_io.parquet_bytes(plain)
+
+
+def test_compact_text_keeps_the_values_missing_and_empty_apart() -> None:
+    """compact_text holds the COMPACT_TEXT columns as category: the same texts, a missing cell still
+    missing and '' still '', a number as its text (as a 'string' column), fillna('') possible; the
+    other columns untouched."""
+    columns = {n: schema.KERNELS[n] for n in ("advice", "cc", "kernel_key", "time_s")}
+    df = pd.DataFrame(
+        {
+            "advice": pd.Series(["a", None, "", "a"], dtype="string"),
+            "cc": pd.Series(["8.6", 9.0, None, "8.6"], dtype=object),
+            "kernel_key": pd.Series(["k", "k", None, "j"], dtype="string"),
+            "time_s": [1.0, 2.0, np.nan, 4.0],
+        }
+    )
+    out = schema.compact_text(df, columns)
+    assert [str(out[c].dtype) for c in out] == ["category", "category", "string", "float64"]
+    assert out["advice"].isna().tolist() == [False, True, False, False]
+    assert out["advice"].fillna("").tolist() == ["a", "", "", "a"]
+    assert out["cc"].astype(object).tolist()[:2] == ["8.6", "9.0"] and pd.isna(out["cc"][2])
+    assert out["kernel_key"] is df["kernel_key"] or out["kernel_key"].equals(df["kernel_key"])
+    assert schema.compact_text(out, columns)["advice"].equals(out["advice"])

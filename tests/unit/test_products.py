@@ -186,6 +186,8 @@ def test_every_table_round_trips_as_csv_and_parquet_with_its_declared_schema(
         fmt: tables_io.read_table(tmp_path / "out" / f"{name}.{fmt}") for fmt in ("csv", "parquet")
     }
     dtypes = {c: str(pd.Series([], dtype=col.dtype).dtype) for c, col in columns.items()}
+    if name in ("kernels", "points"):  # their repeated texts read back as validate_* holds them
+        dtypes.update((c, "category") for c in schema.COMPACT_TEXT if c in columns)
     want = [[_cell(v) for v in schema.from_text(df)[c]] for c in columns]
     for fmt, t in back.items():
         assert list(t.columns) == list(columns), fmt
