@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 __all__ = [
     "categorical",
@@ -27,6 +28,7 @@ __all__ = [
     "text_array",
     "coded_text",
     "factorize_objects",
+    "text_codes",
     "gc_paused",
 ]
 
@@ -141,7 +143,10 @@ def distinct_codes(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     for col in map(np.asarray, columns):
         small = col.dtype.kind in "iu" and len(col) and 0 <= col.min() and col.max() < 2**31
         if col.dtype == bool or small:
-            sub, size = col.astype(np.int64), int(col.max(initial=0)) + 1  # already small codes
+            sub, size = (
+                col.astype(np.int64, copy=False),
+                int(col.max(initial=0)) + 1,
+            )  # already small codes
         else:
             sub, uniques = pd.factorize(col, use_na_sentinel=False)
             size = len(uniques) + 1
@@ -149,8 +154,22 @@ def distinct_codes(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
             code = pd.factorize(code)[0]
             bound = int(code.max(initial=-1)) + 1
         code, bound = code * size + sub, bound * size
+    if bound <= 2 * len(code):  # few combinations: numbered by their first rows, not hashed
+        return _dense_codes(code, bound)
     code = pd.factorize(code)[0]
     return first_rows(code, int(code.max(initial=-1)) + 1), code
+
+
+def _dense_codes(code: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`distinct_codes` of one column of codes ``0 .. bound - 1``: each present code's first
+    row, in order of first appearance, and the rows renumbered in that order."""
+    at = np.full(bound, len(code), dtype=np.int64)
+    at[code[::-1]] = np.arange(len(code) - 1, -1, -1)  # the last write wins: the first row
+    present = np.flatnonzero(at < len(code))
+    order = present[np.argsort(at[present], kind="stable")]
+    rank = np.empty(bound, dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    return at[order], rank[code]
 
 
 def first_rows(codes: np.ndarray, count: int) -> np.ndarray:
@@ -191,6 +210,30 @@ def factorize_objects(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return pd.factorize(values, use_na_sentinel=False)
     codes, uniques = pd.factorize(values[first_rows(by_id, len(objs))], use_na_sentinel=False)
     return codes[by_id], uniques
+
+
+def text_codes(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """``pd.factorize(col, use_na_sentinel=True)``, faster for an Arrow text column holding one
+    value (a table's repeated source or precision): told by one comparison of every row, not
+    hashed.
+
+    Parameters
+    ----------
+    col : Series
+        Any column.
+
+    Returns
+    -------
+    (ndarray, ndarray)
+        Codes per row (-1 where missing) numbering the distinct values in order of first
+        appearance, as :func:`pandas.factorize` does, and those values (an object array).
+    """
+    arr = getattr(col.array, "_pa_array", None)
+    if isinstance(col.dtype, pd.StringDtype) and arr is not None and len(col):
+        if not arr.null_count and pc.all(pc.equal(arr, arr[0])).as_py():
+            return np.zeros(len(col), dtype=np.int64), np.array([arr[0].as_py()], dtype=object)
+    codes, uniques = pd.factorize(col, use_na_sentinel=True)
+    return codes, np.asarray(uniques, dtype=object)
 
 
 def text_array(values: np.ndarray | pd.Categorical) -> pd.api.extensions.ExtensionArray:

@@ -21,7 +21,7 @@ from ..parser.csv import function_name
 from ..schema import ACHIEVABLE_POINT, LEVELS, format_sources
 from .calculator import achievable_roof
 from .classify import BINDING_COLUMNS, binding_points, launch_positions, main_precision
-from .distinct import distinct_codes, distinct_rows, first_rows, gc_paused
+from .distinct import distinct_codes, distinct_rows, first_rows, gc_paused, text_codes
 from .expect import counted_flop
 
 __all__ = [
@@ -47,19 +47,15 @@ __all__ = [
 FOCUS_SHARE = 0.95
 
 
-def _join_unique(
-    p: pd.DataFrame, keys: list[str], col: str, group: np.ndarray | None = None
-) -> pd.Series:
-    """Per group of ``keys``: the distinct non-empty values of ``col``, first-seen order, joined
-    with `` / `` (``group``: the rows' group codes, when the caller has them)."""
-    codes, uniques = pd.factorize(p[col], use_na_sentinel=True)  # each distinct value once
+def _join_unique(col: pd.Series, group: np.ndarray, n: int) -> pd.Series:
+    """Per group ``0 .. n - 1`` of ``group`` (the rows' group codes): the distinct non-empty values
+    of ``col``, first-seen order, joined with `` / `` ('' where none)."""
+    codes, uniques = text_codes(col)  # each distinct value once
     words = np.array([str(u) for u in uniques], dtype=object)
     held = np.flatnonzero(np.append(words != "", False)[codes])  # -1 (missing): the last, False
-    if group is None:
-        group = distinct_codes([pd.factorize(p[k], use_na_sentinel=False)[0] for k in keys])[1]
     first = held[distinct_codes([group[held], codes[held]])[0]]  # first row of each (group, value)
-    v = p[keys].iloc[first].assign(**{col: pd.array(words[codes[first]], dtype="str")})
-    return v.groupby(keys, sort=False)[col].agg(" / ".join)
+    v = pd.Series(pd.array(words[codes[first]], dtype="str"))
+    return v.groupby(group[first], sort=False).agg(" / ".join).reindex(range(n)).fillna("")
 
 
 #: What identifies "one kernel" (``--match``): ``kernel``, the demangled name (template arguments
@@ -314,7 +310,38 @@ def kernel_dots(kernels: pd.DataFrame, points: pd.DataFrame, by: str = "kernel")
     DataFrame
         The :func:`aggregate_points` columns with ``kernel_key`` first.
     """
-    return aggregate_points(with_keys(points, kernels, by), by="kernel_key")
+    key = keys_of(kernels, by)
+    at = launch_positions(kernels, points)
+    if at is None or points.empty:  # a launch listed twice: the merge repeats its points
+        return aggregate_points(with_keys(points, kernels, by), by="kernel_key")
+    codes, words = pd.factorize(key.array, use_na_sentinel=True)  # per launch, not per point
+    dots = _aggregate(points, "kernel_key", (np.append(codes, -1)[at], words))
+    return dots[["kernel_key", "kernel_name", *_DOT_COLUMNS]]
+
+
+#: The columns of a dot after its kernel's (:func:`aggregate_points`).
+_DOT_COLUMNS = (
+    "precision",
+    "level",
+    "launches",
+    "time_s",
+    "flop",
+    "bytes",
+    "ai_flop_per_byte",
+    "flop_per_s",
+    "bytes_per_s",
+    "peak_flop_per_s",
+    "peak_bytes_per_s",
+    "ridge_flop_per_byte",
+    "roof_flop_per_s",
+    "roof_fraction",
+    "bound",
+    "estimated",
+    "definition",
+    "peak_flop_source",
+    "peak_bytes_source",
+    *ACHIEVABLE_POINT,
+)
 
 
 def aggregate_points(points: pd.DataFrame, by: str = "kernel_name") -> pd.DataFrame:
@@ -343,40 +370,25 @@ def aggregate_points(points: pd.DataFrame, by: str = "kernel_name") -> pd.DataFr
         joined with `` / ``); the achievable roofs likewise
         (:data:`ncuroof.schema.ACHIEVABLE_POINT`, :func:`ncuroof.model.calculator.achievable_roof`).
     """
-    cols = [
-        *dict.fromkeys([by, "kernel_name"]),
-        "precision",
-        "level",
-        "launches",
-        "time_s",
-        "flop",
-        "bytes",
-        "ai_flop_per_byte",
-        "flop_per_s",
-        "bytes_per_s",
-        "peak_flop_per_s",
-        "peak_bytes_per_s",
-        "ridge_flop_per_byte",
-        "roof_flop_per_s",
-        "roof_fraction",
-        "bound",
-        "estimated",
-        "definition",
-        "peak_flop_source",
-        "peak_bytes_source",
-        *ACHIEVABLE_POINT,
-    ]
+    cols = [*dict.fromkeys([by, "kernel_name"]), *_DOT_COLUMNS]
     if points.empty:
         return pd.DataFrame(columns=cols)
+    return _aggregate(points, by)[cols]
+
+
+def _aggregate(points: pd.DataFrame, by: str, coded: tuple[np.ndarray, Any] | None = None):
+    """:func:`aggregate_points`' dots of a non-empty ``points`` (its columns, not yet in order);
+    ``coded``: the points' codes of ``by`` and the distinct values they number, when ``points``
+    has no ``by`` column."""
     # a table without achievable roofs (or rates): NaN
     p = points.reindex(
         columns=list(
             dict.fromkeys([*points.columns, *ACHIEVABLE_POINT, "flop_per_s", "bytes_per_s"])
         )
     )
-    out = _dot_sums(p, by, [by, "precision", "level"])
+    out = _dot_sums(p, by, [by, "precision", "level"], coded)
     _dot_rates(out)
-    return out[cols]
+    return out
 
 
 #: The roofs of a dot, time-weighted over its launches.
@@ -388,20 +400,27 @@ _DOT_ROOFS = (
 )
 
 
-def _dot_sums(p: pd.DataFrame, by: str, keys: list[str]) -> pd.DataFrame:
-    """Per group of ``keys``: launches, summed time, work and traffic, time-weighted roofs (NaN
-    when a launch lacks one), plain means for rate-only inputs, and the distinct text of the
-    definitions and roof sources; the group keys as columns."""
+def _dot_sums(
+    p: pd.DataFrame, by: str, keys: list[str], coded: tuple[np.ndarray, Any] | None
+) -> pd.DataFrame:
+    """Per group of ``keys`` (``coded``: see :func:`_aggregate`): launches, summed time, work and
+    traffic, time-weighted roofs (NaN when a launch lacks one), plain means for rate-only inputs,
+    and the distinct text of the definitions and roof sources; the group keys as columns."""
+    p, first, group, heads = _dot_groups(p, keys, coded)
     t = p["time_s"].to_numpy(float)
     roofs = _DOT_ROOFS
     for i, col in enumerate(roofs):
         p[f"_w{i}"] = p[col].to_numpy(float) * t
         p[f"_n{i}"] = p[col].isna()
-    g = p.groupby(keys, sort=False)
-    group = g.ngroup().to_numpy()
+    g = p.groupby(group, sort=False)
     out = pd.DataFrame(
         {
-            **({"kernel_name": g["kernel_name"].first()} if by != "kernel_name" else {}),
+            **heads,
+            **(
+                {"kernel_name": _firsts(p["kernel_name"], g, group, len(first))}
+                if by != "kernel_name"
+                else {}
+            ),
             "launches": g.size(),
             "_timed": g["time_s"].count(),
             **{f"_mean_{c}": g[c].mean() for c in ("flop_per_s", "bytes_per_s", *roofs)},
@@ -423,8 +442,26 @@ def _dot_sums(p: pd.DataFrame, by: str, keys: list[str]) -> pd.DataFrame:
         "achievable_flop_source",
         "achievable_bytes_source",
     ):
-        out[col] = _join_unique(p, keys, col, group).reindex(out.index).fillna("")
-    return out.reset_index()
+        out[col] = _join_unique(p[col], group, len(first))
+    return out.reset_index(drop=True)
+
+
+def _dot_groups(
+    p: pd.DataFrame, keys: list[str], coded: tuple[np.ndarray, Any] | None
+) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, dict[str, Any]]:
+    """The rows of ``p`` with every key (``groupby`` drops the others), the first row of each
+    group of ``keys`` and each row's group (first-seen order, as ``groupby(sort=False)``, from the
+    keys' integer codes), and the keys' values per group."""
+    codes = [text_codes(p[k])[0] for k in keys[1 if coded else 0 :]]
+    codes = [coded[0], *codes] if coded else codes
+    held = np.logical_and.reduce([c >= 0 for c in codes])
+    if not held.all():
+        p, codes = p[held].reset_index(drop=True), [c[held] for c in codes]
+    first, group = distinct_codes(codes)
+    heads = {k: p[k].array.take(first) for k in keys[1 if coded else 0 :]}
+    if coded:
+        heads = {keys[0]: coded[1].take(codes[0][first]), **heads}
+    return p, first, group, heads
 
 
 def _dot_rates(out: pd.DataFrame) -> None:
@@ -658,7 +695,7 @@ def _text(col: pd.Series) -> pd.Series:
 def _words(col: pd.Series, empty: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """``col``'s codes and its distinct values as text, -1 where missing or (unless ``empty``)
     empty."""
-    codes, uniques = pd.factorize(col, use_na_sentinel=True)
+    codes, uniques = text_codes(col)
     words = np.array([str(u) for u in uniques], dtype=object)
     return np.where(np.append((words == "") & (not empty), True)[codes], -1, codes), words
 
