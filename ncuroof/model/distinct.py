@@ -29,6 +29,7 @@ __all__ = [
     "coded_text",
     "factorize_objects",
     "text_codes",
+    "bit_codes",
     "gc_paused",
 ]
 
@@ -77,12 +78,14 @@ def distinct_rows(frame: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, np.
         ``first``: the position of the first row of each distinct combination, in order of first
         appearance; ``inverse``: for each row, the index into ``first`` of its combination (int64).
     """
-    subs = []  # each part's codes, combined at once (distinct_codes)
+    subs, bits = [], []  # each part's codes, combined at once (distinct_codes); 64-bit columns
     for c in cols:
         col = frame[c]
-        if col.dtype == np.float64:
-            parts = [col.to_numpy().view(np.uint64)]
-        elif col.dtype == object:
+        if col.dtype in (np.float64, np.int64, np.bool_):
+            cells = col.to_numpy()  # bits taken as they are (floats: NaN and -0.0 apart)
+            bits.append(cells.astype(np.uint64) if cells.dtype == bool else cells.view(np.uint64))
+            continue
+        if col.dtype == object:
             cells = col.to_numpy()
             kinds = np.fromiter(map(type, cells), dtype=object, count=len(cells))
             floats = np.fromiter(
@@ -92,13 +95,32 @@ def distinct_rows(frame: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, np.
             keys[floats] = cells[floats].astype(np.float64).view(np.uint64).astype(object)
             parts = [kinds, keys]
         elif isinstance(col.dtype, (pd.StringDtype, pd.CategoricalDtype)):
-            parts = [col.array]  # hashed by Arrow or by category code: no Python object per row
+            subs.append(text_codes(col)[0])  # hashed by Arrow or by category code: no object
+            continue
         else:
             parts = [col.to_numpy()]
         subs += [pd.factorize(part, use_na_sentinel=False)[0] for part in parts]
+    subs += bit_codes(bits)
     if not subs:
         return np.zeros(min(len(frame), 1), dtype=np.int64), np.zeros(len(frame), dtype=np.int64)
     return distinct_codes(subs)  # numbered in order of first appearance
+
+
+def bit_codes(columns: list[np.ndarray]) -> list[np.ndarray]:
+    """Codes of the distinct rows of 64-bit columns (``uint64`` views of floats' bits, integers,
+    booleans), for :func:`distinct_codes`: each row's bits hashed into one number, that column
+    factorized and checked against the rows (exact); on a collision, each column factorized."""
+    if len(columns) < 2:
+        return [pd.factorize(c, use_na_sentinel=False)[0] for c in columns]
+    mixed = np.zeros(len(columns[0]), dtype=np.uint64)
+    for col in columns:  # multiply and shift (wrapping): every bit of a row moves the hash
+        mixed = (mixed ^ col) * np.uint64(0x9E3779B97F4A7C15)
+        mixed ^= mixed >> np.uint64(29)
+    code, hashes = pd.factorize(mixed)
+    at = first_rows(code, len(hashes))[code]  # each row's first row with its hash
+    if all(np.array_equal(col, col[at]) for col in columns):
+        return [code]
+    return [pd.factorize(c, use_na_sentinel=False)[0] for c in columns]
 
 
 def per_distinct(frame: pd.DataFrame, cols: list[str], fn: Callable[[Any], Any]) -> np.ndarray:

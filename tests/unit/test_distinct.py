@@ -3,7 +3,13 @@
 import numpy as np
 import pandas as pd
 
-from ncuroof.model.distinct import distinct_codes, first_rows, text_codes
+from ncuroof.model.distinct import (
+    bit_codes,
+    distinct_codes,
+    distinct_rows,
+    first_rows,
+    text_codes,
+)
 
 
 def _factorized_rows(cols: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -54,3 +60,38 @@ def test_text_codes_of_one_value():
     codes, uniques = text_codes(pd.Series(["report"] * 4, dtype="str"))
     assert codes.tolist() == [0, 0, 0, 0]
     assert list(uniques) == ["report"]
+
+
+def test_distinct_rows_tell_float_bits_apart():
+    rng = np.random.default_rng(3)
+    values = np.array([0.0, -0.0, np.nan, 1.5, 2.0])
+    for _ in range(200):
+        n = int(rng.integers(1, 30))
+        frame = pd.DataFrame(
+            {
+                "a": values[rng.integers(0, 5, n)],
+                "b": values[rng.integers(0, 3, n)],
+                "c": rng.random(n) < 0.5,
+                "d": rng.integers(-2, 2, n),
+                "e": pd.array(np.array(["x", "y"])[rng.integers(0, 2, n)], dtype="str"),
+            }
+        )
+        first, inverse = distinct_rows(frame, list(frame.columns))
+        bits = [frame[c].to_numpy().view(np.uint64) for c in ("a", "b")]
+        rest = [frame[c].to_numpy() for c in ("c", "d", "e")]
+        want_first, want_inverse = _factorized_rows([*bits, *rest])
+        assert inverse.tolist() == want_inverse.tolist()
+        assert first.tolist() == want_first.tolist()
+
+
+def test_bit_codes_tell_apart_rows_whose_hashes_collide():
+    def step(h: np.ndarray) -> np.ndarray:  # bit_codes' mixing of one column into the hash
+        h = h * np.uint64(0x9E3779B97F4A7C15)
+        return h ^ (h >> np.uint64(29))
+
+    a = np.array([1, 2, 1], dtype=np.uint64)
+    m = step(a)
+    b = np.array([5, 5 ^ int(m[0]) ^ int(m[1]), 5], dtype=np.uint64)  # rows 0 and 1 collide
+    assert step(m[:2] ^ b[:2])[0] == step(m[:2] ^ b[:2])[1]
+    codes = bit_codes([a, b])
+    assert distinct_codes(codes)[1].tolist() == [0, 1, 0]
