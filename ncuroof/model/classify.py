@@ -25,7 +25,7 @@ import pandas as pd
 from .. import fmt
 from ..catalog import Catalog
 from ..schema import parse_cell, work_unit
-from .distinct import distinct_codes, factorize_objects, gc_paused, per_distinct
+from .distinct import distinct_codes, factorize_objects, gc_paused, per_distinct, text_codes
 from .roofs import objects
 
 __all__ = [
@@ -224,7 +224,11 @@ def launch_positions(
     """
     n = len(table)
     codes = [
-        pd.factorize(pd.concat([table[c], rows[c]], ignore_index=True), use_na_sentinel=False)[0]
+        np.concatenate(_shared_codes(table[c], rows[c]))
+        if isinstance(table[c].dtype, pd.StringDtype)  # a file name: one, compared not hashed
+        else pd.factorize(pd.concat([table[c], rows[c]], ignore_index=True), use_na_sentinel=False)[
+            0
+        ]
         for c in keys
     ]
     code = distinct_codes(codes)[1]
@@ -233,6 +237,19 @@ def launch_positions(
     pos = np.full(int(np.max(code, initial=-1)) + 1, -1, dtype=np.int64)
     pos[code[:n]] = np.arange(n)
     return pos[code[n:]]
+
+
+def _shared_codes(a: pd.Series, b: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """The values of ``a`` and of ``b`` as codes of one numbering (each column coded alone, then
+    their distinct values matched; missing values alike, as in a merge)."""
+    code_a, words_a = text_codes(a)
+    code_b, words_b = text_codes(b)
+    at = pd.Index(words_a, dtype=object).get_indexer(pd.Index(words_b, dtype=object))
+    new = at < 0
+    at[new] = len(words_a) + np.arange(int(new.sum()))
+    missing = len(words_a) + len(words_b)
+    at = np.append(at, missing)  # code -1 (missing) of b: the last
+    return np.where(code_a < 0, missing, code_a), at[code_b]
 
 
 def _first_min(g: np.ndarray, value: np.ndarray, groups: int) -> np.ndarray:

@@ -3,6 +3,7 @@
 import numpy as np
 import pandas as pd
 
+from ncuroof.model.classify import launch_positions
 from ncuroof.model.distinct import (
     bit_codes,
     distinct_codes,
@@ -95,3 +96,25 @@ def test_bit_codes_tell_apart_rows_whose_hashes_collide():
     assert step(m[:2] ^ b[:2])[0] == step(m[:2] ^ b[:2])[1]
     codes = bit_codes([a, b])
     assert distinct_codes(codes)[1].tolist() == [0, 1, 0]
+
+
+def test_launch_positions_agree_with_a_merge():
+    rng = np.random.default_rng(11)
+    names = np.array(["a.ncu-rep", "b.ncu-rep", None, "c.csv"], dtype=object)
+    for _ in range(300):
+        n, m = (int(x) for x in rng.integers(0, 12, 2))
+        table, rows = (
+            pd.DataFrame(
+                {
+                    "source": pd.array(names[rng.integers(0, 4, size)], dtype="str"),
+                    "launch_id": rng.integers(0, 4, size),
+                }
+            )
+            for size in (n, m)
+        )
+        at = launch_positions(table, rows)
+        if table.duplicated().any():
+            assert at is None
+            continue
+        merged = rows.merge(table.reset_index(), on=["source", "launch_id"], how="left")
+        assert at.tolist() == merged["index"].fillna(-1).astype(int).tolist()
