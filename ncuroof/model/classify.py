@@ -25,7 +25,14 @@ import pandas as pd
 from .. import fmt
 from ..catalog import Catalog
 from ..schema import parse_cell, work_unit
-from .distinct import distinct_codes, factorize_objects, gc_paused, per_distinct, text_codes
+from .distinct import (
+    coded_text,
+    distinct_codes,
+    factorize_objects,
+    gc_paused,
+    per_distinct,
+    text_codes,
+)
 from .roofs import objects
 
 __all__ = [
@@ -416,6 +423,10 @@ def _with_reasons(notes: np.ndarray, text: np.ndarray, placed: np.ndarray) -> li
     ]
 
 
+#: A launch's bound, in the order of :class:`_Verdicts`' codes.
+_BOUNDS = ("latency", "memory", "compute", "unknown")
+
+
 @dataclass
 class _Verdicts:
     """Which rule decides each launch's bound (masks over launches) and the bound it gives."""
@@ -426,7 +437,7 @@ class _Verdicts:
     unknown: np.ndarray
     lone: np.ndarray
     dram_frac: np.ndarray
-    bound: np.ndarray
+    bound: Any
 
     @classmethod
     def of(
@@ -451,15 +462,10 @@ class _Verdicts:
         is_sol = live & ~is_lat & ~is_roof & (has_sol | one_high)
         sm_side = np.nan_to_num(sm, nan=-1.0) >= np.nan_to_num(mem, nan=-1.0)
         dram_frac, is_dram = _dram_only(out, live & ~is_lat & ~is_roof & ~is_sol, no_bound)
-        bound = np.select(
-            [is_lat, is_roof, is_sol, is_dram],
-            [
-                "latency",
-                bind["bound"].astype(object).to_numpy(),
-                np.where(sm_side, "compute", "memory"),
-                "memory",
-            ],
-            "unknown",
+        compute = (bind["bound"] == "compute").to_numpy(dtype=bool, na_value=False)
+        bound = coded_text(  # codes into _BOUNDS: no Python string per launch
+            np.select([is_lat, is_roof, is_sol, is_dram], [0, 1 + compute, 1 + sm_side, 1], 3),
+            list(_BOUNDS),
         )
         unknown = live & ~is_lat & ~is_roof & ~is_sol
         return cls(is_lat, is_roof, is_sol, unknown, lone, dram_frac, bound)
