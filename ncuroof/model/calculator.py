@@ -951,7 +951,8 @@ def compute_points(kernels: pd.DataFrame) -> pd.DataFrame:
                 for c in POINTS
                 if c not in ("source", "launch_id", "kernel_name")
             },
-        }
+        },
+        copy=False,  # every column made here: not copied into one block
     )
 
 

@@ -25,7 +25,14 @@ import pandas as pd
 from .. import fmt
 from ..catalog import Catalog
 from ..schema import parse_cell, work_unit
-from .distinct import distinct_codes, factorize_objects, gc_paused, per_distinct
+from .distinct import (
+    coded_text,
+    distinct_codes,
+    factorize_objects,
+    gc_paused,
+    per_distinct,
+    text_codes,
+)
 from .roofs import objects
 
 __all__ = [
@@ -224,7 +231,11 @@ def launch_positions(
     """
     n = len(table)
     codes = [
-        pd.factorize(pd.concat([table[c], rows[c]], ignore_index=True), use_na_sentinel=False)[0]
+        np.concatenate(_shared_codes(table[c], rows[c]))
+        if isinstance(table[c].dtype, pd.StringDtype)  # a file name: one, compared not hashed
+        else pd.factorize(pd.concat([table[c], rows[c]], ignore_index=True), use_na_sentinel=False)[
+            0
+        ]
         for c in keys
     ]
     code = distinct_codes(codes)[1]
@@ -233,6 +244,19 @@ def launch_positions(
     pos = np.full(int(np.max(code, initial=-1)) + 1, -1, dtype=np.int64)
     pos[code[:n]] = np.arange(n)
     return pos[code[n:]]
+
+
+def _shared_codes(a: pd.Series, b: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """The values of ``a`` and of ``b`` as codes of one numbering (each column coded alone, then
+    their distinct values matched; missing values alike, as in a merge)."""
+    code_a, words_a = text_codes(a)
+    code_b, words_b = text_codes(b)
+    at = pd.Index(words_a, dtype=object).get_indexer(pd.Index(words_b, dtype=object))
+    new = at < 0
+    at[new] = len(words_a) + np.arange(int(new.sum()))
+    missing = len(words_a) + len(words_b)
+    at = np.append(at, missing)  # code -1 (missing) of b: the last
+    return np.where(code_a < 0, missing, code_a), at[code_b]
 
 
 def _first_min(g: np.ndarray, value: np.ndarray, groups: int) -> np.ndarray:
@@ -399,6 +423,10 @@ def _with_reasons(notes: np.ndarray, text: np.ndarray, placed: np.ndarray) -> li
     ]
 
 
+#: A launch's bound, in the order of :class:`_Verdicts`' codes.
+_BOUNDS = ("latency", "memory", "compute", "unknown")
+
+
 @dataclass
 class _Verdicts:
     """Which rule decides each launch's bound (masks over launches) and the bound it gives."""
@@ -409,7 +437,7 @@ class _Verdicts:
     unknown: np.ndarray
     lone: np.ndarray
     dram_frac: np.ndarray
-    bound: np.ndarray
+    bound: Any
 
     @classmethod
     def of(
@@ -434,15 +462,10 @@ class _Verdicts:
         is_sol = live & ~is_lat & ~is_roof & (has_sol | one_high)
         sm_side = np.nan_to_num(sm, nan=-1.0) >= np.nan_to_num(mem, nan=-1.0)
         dram_frac, is_dram = _dram_only(out, live & ~is_lat & ~is_roof & ~is_sol, no_bound)
-        bound = np.select(
-            [is_lat, is_roof, is_sol, is_dram],
-            [
-                "latency",
-                bind["bound"].astype(object).to_numpy(),
-                np.where(sm_side, "compute", "memory"),
-                "memory",
-            ],
-            "unknown",
+        compute = (bind["bound"] == "compute").to_numpy(dtype=bool, na_value=False)
+        bound = coded_text(  # codes into _BOUNDS: no Python string per launch
+            np.select([is_lat, is_roof, is_sol, is_dram], [0, 1 + compute, 1 + sm_side, 1], 3),
+            list(_BOUNDS),
         )
         unknown = live & ~is_lat & ~is_roof & ~is_sol
         return cls(is_lat, is_roof, is_sol, unknown, lone, dram_frac, bound)

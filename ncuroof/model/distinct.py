@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 __all__ = [
     "categorical",
@@ -27,6 +28,8 @@ __all__ = [
     "text_array",
     "coded_text",
     "factorize_objects",
+    "text_codes",
+    "bit_codes",
     "gc_paused",
 ]
 
@@ -75,12 +78,14 @@ def distinct_rows(frame: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, np.
         ``first``: the position of the first row of each distinct combination, in order of first
         appearance; ``inverse``: for each row, the index into ``first`` of its combination (int64).
     """
-    subs = []  # each part's codes, combined at once (distinct_codes)
+    subs, bits = [], []  # each part's codes, combined at once (distinct_codes); 64-bit columns
     for c in cols:
         col = frame[c]
-        if col.dtype == np.float64:
-            parts = [col.to_numpy().view(np.uint64)]
-        elif col.dtype == object:
+        if col.dtype in (np.float64, np.int64, np.bool_):
+            cells = col.to_numpy()  # bits taken as they are (floats: NaN and -0.0 apart)
+            bits.append(cells.astype(np.uint64) if cells.dtype == bool else cells.view(np.uint64))
+            continue
+        if col.dtype == object:
             cells = col.to_numpy()
             kinds = np.fromiter(map(type, cells), dtype=object, count=len(cells))
             floats = np.fromiter(
@@ -90,13 +95,32 @@ def distinct_rows(frame: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, np.
             keys[floats] = cells[floats].astype(np.float64).view(np.uint64).astype(object)
             parts = [kinds, keys]
         elif isinstance(col.dtype, (pd.StringDtype, pd.CategoricalDtype)):
-            parts = [col.array]  # hashed by Arrow or by category code: no Python object per row
+            subs.append(text_codes(col)[0])  # hashed by Arrow or by category code: no object
+            continue
         else:
             parts = [col.to_numpy()]
         subs += [pd.factorize(part, use_na_sentinel=False)[0] for part in parts]
+    subs += bit_codes(bits)
     if not subs:
         return np.zeros(min(len(frame), 1), dtype=np.int64), np.zeros(len(frame), dtype=np.int64)
     return distinct_codes(subs)  # numbered in order of first appearance
+
+
+def bit_codes(columns: list[np.ndarray]) -> list[np.ndarray]:
+    """Codes of the distinct rows of 64-bit columns (``uint64`` views of floats' bits, integers,
+    booleans), for :func:`distinct_codes`: each row's bits hashed into one number, that column
+    factorized and checked against the rows (exact); on a collision, each column factorized."""
+    if len(columns) < 2:
+        return [pd.factorize(c, use_na_sentinel=False)[0] for c in columns]
+    mixed = np.zeros(len(columns[0]), dtype=np.uint64)
+    for col in columns:  # multiply and shift (wrapping): every bit of a row moves the hash
+        mixed = (mixed ^ col) * np.uint64(0x9E3779B97F4A7C15)
+        mixed ^= mixed >> np.uint64(29)
+    code, hashes = pd.factorize(mixed)
+    at = first_rows(code, len(hashes))[code]  # each row's first row with its hash
+    if all(np.array_equal(col, col[at]) for col in columns):
+        return [code]
+    return [pd.factorize(c, use_na_sentinel=False)[0] for c in columns]
 
 
 def per_distinct(frame: pd.DataFrame, cols: list[str], fn: Callable[[Any], Any]) -> np.ndarray:
@@ -141,7 +165,10 @@ def distinct_codes(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     for col in map(np.asarray, columns):
         small = col.dtype.kind in "iu" and len(col) and 0 <= col.min() and col.max() < 2**31
         if col.dtype == bool or small:
-            sub, size = col.astype(np.int64), int(col.max(initial=0)) + 1  # already small codes
+            sub, size = (
+                col.astype(np.int64, copy=False),
+                int(col.max(initial=0)) + 1,
+            )  # already small codes
         else:
             sub, uniques = pd.factorize(col, use_na_sentinel=False)
             size = len(uniques) + 1
@@ -149,8 +176,22 @@ def distinct_codes(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
             code = pd.factorize(code)[0]
             bound = int(code.max(initial=-1)) + 1
         code, bound = code * size + sub, bound * size
+    if bound <= 2 * len(code):  # few combinations: numbered by their first rows, not hashed
+        return _dense_codes(code, bound)
     code = pd.factorize(code)[0]
     return first_rows(code, int(code.max(initial=-1)) + 1), code
+
+
+def _dense_codes(code: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`distinct_codes` of one column of codes ``0 .. bound - 1``: each present code's first
+    row, in order of first appearance, and the rows renumbered in that order."""
+    at = np.full(bound, len(code), dtype=np.int64)
+    at[code[::-1]] = np.arange(len(code) - 1, -1, -1)  # the last write wins: the first row
+    present = np.flatnonzero(at < len(code))
+    order = present[np.argsort(at[present], kind="stable")]
+    rank = np.empty(bound, dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    return at[order], rank[code]
 
 
 def first_rows(codes: np.ndarray, count: int) -> np.ndarray:
@@ -191,6 +232,30 @@ def factorize_objects(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return pd.factorize(values, use_na_sentinel=False)
     codes, uniques = pd.factorize(values[first_rows(by_id, len(objs))], use_na_sentinel=False)
     return codes[by_id], uniques
+
+
+def text_codes(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """``pd.factorize(col, use_na_sentinel=True)``, faster for an Arrow text column holding one
+    value (a table's repeated source or precision): told by one comparison of every row, not
+    hashed.
+
+    Parameters
+    ----------
+    col : Series
+        Any column.
+
+    Returns
+    -------
+    (ndarray, ndarray)
+        Codes per row (-1 where missing) numbering the distinct values in order of first
+        appearance, as :func:`pandas.factorize` does, and those values (an object array).
+    """
+    arr = getattr(col.array, "_pa_array", None)
+    if isinstance(col.dtype, pd.StringDtype) and arr is not None and len(col):
+        if not arr.null_count and pc.all(pc.equal(arr, arr[0])).as_py():
+            return np.zeros(len(col), dtype=np.int64), np.array([arr[0].as_py()], dtype=object)
+    codes, uniques = pd.factorize(col, use_na_sentinel=True)
+    return codes, np.asarray(uniques, dtype=object)
 
 
 def text_array(values: np.ndarray | pd.Categorical) -> pd.api.extensions.ExtensionArray:

@@ -26,7 +26,7 @@ import pandas as pd
 from .. import fmt
 from ..catalog import PipeCatalog
 from ..schema import LEVELS, PRECISIONS, tensor_columns, tensor_paths
-from .distinct import per_distinct, text_array
+from .distinct import coded_text, per_distinct, text_array
 
 __all__ = [
     "hot_pipe",
@@ -201,18 +201,24 @@ def unit_time(kernels: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         least f × T at its peak: [NCU-SEC] SpeedOfLight.section (each throughput is the
         busiest sub-unit of its side).
     """
+    value, side = _unit_codes(kernels)
+    return value, np.asarray(_SIDES, dtype=object)[side]
+
+
+#: Which side set a launch's unit bound, by code ('': none).
+_SIDES = ("", "sm_units", "memory_units")
+#: A launch's ``time_at_roof_bound``, by code: the sides', then these.
+_BOUND_WORDS = (*_SIDES, "roofline", "launch_floor")
+
+
+def _unit_codes(kernels: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`unit_time` with the side as a code into :data:`_SIDES`."""
     t = _col(kernels, "time_s")
     sm, mem = _col(kernels, "sm_throughput_frac"), _col(kernels, "memory_throughput_frac")
     frac = _nanmax([sm, mem], len(kernels))
-    side = np.where(
-        np.isnan(frac),
-        "",
-        np.where(
-            np.nan_to_num(sm, nan=-1.0) >= np.nan_to_num(mem, nan=-1.0), "sm_units", "memory_units"
-        ),
-    )
     value = t * frac
-    return value, np.where(np.isfinite(value), side, "").astype(object)
+    side = np.where(np.nan_to_num(sm, nan=-1.0) >= np.nan_to_num(mem, nan=-1.0), 1, 2)
+    return value, np.where(np.isnan(frac) | ~np.isfinite(value), 0, side)
 
 
 def _note(
@@ -311,10 +317,10 @@ def apply_speed_of_light(
     """
     k = kernels.copy(deep=False)
     roof = roofline_time(k, pipes, cc)
-    unit, side = unit_time(k)
+    unit, side = _unit_codes(k)
     use_unit = np.isfinite(unit) & ~(roof >= unit)
     t = np.where(use_unit, unit, roof)
-    bound = np.where(use_unit, side, np.where(np.isfinite(roof), "roofline", "")).astype(object)
+    bound = np.where(use_unit, side, np.where(np.isfinite(roof), 3, 0))  # into _BOUND_WORDS
     time_s = _col(k, "time_s")
     floor_s, floor_src = (
         floor if floor is not None else (np.full(len(k), np.nan), np.full(len(k), "", dtype=object))
@@ -324,11 +330,11 @@ def apply_speed_of_light(
     use_floor = np.isfinite(t) & (floor_s > t)
     t = np.where(use_floor, floor_s, t)
     k["time_at_roof_s"] = t
-    k["time_at_roof_bound"] = text_array(np.where(use_floor, "launch_floor", bound).astype(object))
+    k["time_at_roof_bound"] = coded_text(np.where(use_floor, 4, bound), list(_BOUND_WORDS))
     k["saving_s"] = np.where(
         np.isfinite(t) & np.isfinite(time_s), np.maximum(time_s - t, 0.0), np.nan
     )
-    notes = _bound_notes(k, roof, unit, side, disagree)
+    notes = _bound_notes(k, roof, unit, pd.Categorical.from_codes(side, _SIDES), disagree)
     held = np.maximum(_finite_or_zero(roof), _finite_or_zero(unit))
     _put_floor_notes(notes, use_floor, floor_s, floor_src, held)
     k["speed_of_light_note"] = text_array(notes)
@@ -336,7 +342,7 @@ def apply_speed_of_light(
 
 
 def _bound_notes(
-    k: pd.DataFrame, roof: np.ndarray, unit: np.ndarray, side: np.ndarray, disagree: float
+    k: pd.DataFrame, roof: np.ndarray, unit: np.ndarray, side: pd.Categorical, disagree: float
 ) -> np.ndarray:
     """Per launch, :func:`_note` on its roofline and unit bounds (computed once
     per distinct row)."""

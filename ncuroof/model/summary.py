@@ -21,7 +21,7 @@ from ..parser.csv import function_name
 from ..schema import ACHIEVABLE_POINT, LEVELS, format_sources
 from .calculator import achievable_roof
 from .classify import BINDING_COLUMNS, binding_points, launch_positions, main_precision
-from .distinct import distinct_codes, distinct_rows, gc_paused
+from .distinct import distinct_codes, distinct_rows, first_rows, gc_paused, text_codes
 from .expect import counted_flop
 
 __all__ = [
@@ -47,19 +47,15 @@ __all__ = [
 FOCUS_SHARE = 0.95
 
 
-def _join_unique(
-    p: pd.DataFrame, keys: list[str], col: str, group: np.ndarray | None = None
-) -> pd.Series:
-    """Per group of ``keys``: the distinct non-empty values of ``col``, first-seen order, joined
-    with `` / `` (``group``: the rows' group codes, when the caller has them)."""
-    codes, uniques = pd.factorize(p[col], use_na_sentinel=True)  # each distinct value once
+def _join_unique(col: pd.Series, group: np.ndarray, n: int) -> pd.Series:
+    """Per group ``0 .. n - 1`` of ``group`` (the rows' group codes): the distinct non-empty values
+    of ``col``, first-seen order, joined with `` / `` ('' where none)."""
+    codes, uniques = text_codes(col)  # each distinct value once
     words = np.array([str(u) for u in uniques], dtype=object)
     held = np.flatnonzero(np.append(words != "", False)[codes])  # -1 (missing): the last, False
-    if group is None:
-        group = distinct_codes([pd.factorize(p[k], use_na_sentinel=False)[0] for k in keys])[1]
     first = held[distinct_codes([group[held], codes[held]])[0]]  # first row of each (group, value)
-    v = p[keys].iloc[first].assign(**{col: pd.array(words[codes[first]], dtype="str")})
-    return v.groupby(keys, sort=False)[col].agg(" / ".join)
+    v = pd.Series(pd.array(words[codes[first]], dtype="str"))
+    return v.groupby(group[first], sort=False).agg(" / ".join).reindex(range(n)).fillna("")
 
 
 #: What identifies "one kernel" (``--match``): ``kernel``, the demangled name (template arguments
@@ -314,7 +310,38 @@ def kernel_dots(kernels: pd.DataFrame, points: pd.DataFrame, by: str = "kernel")
     DataFrame
         The :func:`aggregate_points` columns with ``kernel_key`` first.
     """
-    return aggregate_points(with_keys(points, kernels, by), by="kernel_key")
+    key = keys_of(kernels, by)
+    at = launch_positions(kernels, points)
+    if at is None or points.empty:  # a launch listed twice: the merge repeats its points
+        return aggregate_points(with_keys(points, kernels, by), by="kernel_key")
+    codes, words = pd.factorize(key.array, use_na_sentinel=True)  # per launch, not per point
+    dots = _aggregate(points, "kernel_key", (np.append(codes, -1)[at], words))
+    return dots[["kernel_key", "kernel_name", *_DOT_COLUMNS]]
+
+
+#: The columns of a dot after its kernel's (:func:`aggregate_points`).
+_DOT_COLUMNS = (
+    "precision",
+    "level",
+    "launches",
+    "time_s",
+    "flop",
+    "bytes",
+    "ai_flop_per_byte",
+    "flop_per_s",
+    "bytes_per_s",
+    "peak_flop_per_s",
+    "peak_bytes_per_s",
+    "ridge_flop_per_byte",
+    "roof_flop_per_s",
+    "roof_fraction",
+    "bound",
+    "estimated",
+    "definition",
+    "peak_flop_source",
+    "peak_bytes_source",
+    *ACHIEVABLE_POINT,
+)
 
 
 def aggregate_points(points: pd.DataFrame, by: str = "kernel_name") -> pd.DataFrame:
@@ -343,40 +370,25 @@ def aggregate_points(points: pd.DataFrame, by: str = "kernel_name") -> pd.DataFr
         joined with `` / ``); the achievable roofs likewise
         (:data:`ncuroof.schema.ACHIEVABLE_POINT`, :func:`ncuroof.model.calculator.achievable_roof`).
     """
-    cols = [
-        *dict.fromkeys([by, "kernel_name"]),
-        "precision",
-        "level",
-        "launches",
-        "time_s",
-        "flop",
-        "bytes",
-        "ai_flop_per_byte",
-        "flop_per_s",
-        "bytes_per_s",
-        "peak_flop_per_s",
-        "peak_bytes_per_s",
-        "ridge_flop_per_byte",
-        "roof_flop_per_s",
-        "roof_fraction",
-        "bound",
-        "estimated",
-        "definition",
-        "peak_flop_source",
-        "peak_bytes_source",
-        *ACHIEVABLE_POINT,
-    ]
+    cols = [*dict.fromkeys([by, "kernel_name"]), *_DOT_COLUMNS]
     if points.empty:
         return pd.DataFrame(columns=cols)
+    return _aggregate(points, by)[cols]
+
+
+def _aggregate(points: pd.DataFrame, by: str, coded: tuple[np.ndarray, Any] | None = None):
+    """:func:`aggregate_points`' dots of a non-empty ``points`` (its columns, not yet in order);
+    ``coded``: the points' codes of ``by`` and the distinct values they number, when ``points``
+    has no ``by`` column."""
     # a table without achievable roofs (or rates): NaN
     p = points.reindex(
         columns=list(
             dict.fromkeys([*points.columns, *ACHIEVABLE_POINT, "flop_per_s", "bytes_per_s"])
         )
     )
-    out = _dot_sums(p, by, [by, "precision", "level"])
+    out = _dot_sums(p, by, [by, "precision", "level"], coded)
     _dot_rates(out)
-    return out[cols]
+    return out
 
 
 #: The roofs of a dot, time-weighted over its launches.
@@ -388,20 +400,27 @@ _DOT_ROOFS = (
 )
 
 
-def _dot_sums(p: pd.DataFrame, by: str, keys: list[str]) -> pd.DataFrame:
-    """Per group of ``keys``: launches, summed time, work and traffic, time-weighted roofs (NaN
-    when a launch lacks one), plain means for rate-only inputs, and the distinct text of the
-    definitions and roof sources; the group keys as columns."""
+def _dot_sums(
+    p: pd.DataFrame, by: str, keys: list[str], coded: tuple[np.ndarray, Any] | None
+) -> pd.DataFrame:
+    """Per group of ``keys`` (``coded``: see :func:`_aggregate`): launches, summed time, work and
+    traffic, time-weighted roofs (NaN when a launch lacks one), plain means for rate-only inputs,
+    and the distinct text of the definitions and roof sources; the group keys as columns."""
+    p, first, group, heads = _dot_groups(p, keys, coded)
     t = p["time_s"].to_numpy(float)
     roofs = _DOT_ROOFS
     for i, col in enumerate(roofs):
         p[f"_w{i}"] = p[col].to_numpy(float) * t
         p[f"_n{i}"] = p[col].isna()
-    g = p.groupby(keys, sort=False)
-    group = g.ngroup().to_numpy()
+    g = p.groupby(group, sort=False)
     out = pd.DataFrame(
         {
-            **({"kernel_name": g["kernel_name"].first()} if by != "kernel_name" else {}),
+            **heads,
+            **(
+                {"kernel_name": _firsts(p["kernel_name"], g, group, len(first))}
+                if by != "kernel_name"
+                else {}
+            ),
             "launches": g.size(),
             "_timed": g["time_s"].count(),
             **{f"_mean_{c}": g[c].mean() for c in ("flop_per_s", "bytes_per_s", *roofs)},
@@ -423,8 +442,26 @@ def _dot_sums(p: pd.DataFrame, by: str, keys: list[str]) -> pd.DataFrame:
         "achievable_flop_source",
         "achievable_bytes_source",
     ):
-        out[col] = _join_unique(p, keys, col, group).reindex(out.index).fillna("")
-    return out.reset_index()
+        out[col] = _join_unique(p[col], group, len(first))
+    return out.reset_index(drop=True)
+
+
+def _dot_groups(
+    p: pd.DataFrame, keys: list[str], coded: tuple[np.ndarray, Any] | None
+) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, dict[str, Any]]:
+    """The rows of ``p`` with every key (``groupby`` drops the others), the first row of each
+    group of ``keys`` and each row's group (first-seen order, as ``groupby(sort=False)``, from the
+    keys' integer codes), and the keys' values per group."""
+    codes = [text_codes(p[k])[0] for k in keys[1 if coded else 0 :]]
+    codes = [coded[0], *codes] if coded else codes
+    held = np.logical_and.reduce([c >= 0 for c in codes])
+    if not held.all():
+        p, codes = p[held].reset_index(drop=True), [c[held] for c in codes]
+    first, group = distinct_codes(codes)
+    heads = {k: p[k].array.take(first) for k in keys[1 if coded else 0 :]}
+    if coded:
+        heads = {keys[0]: coded[1].take(codes[0][first]), **heads}
+    return p, first, group, heads
 
 
 def _dot_rates(out: pd.DataFrame) -> None:
@@ -564,72 +601,85 @@ def _mode_or_empty(s: pd.Series) -> str:
 
 
 def _totals(k: pd.DataFrame) -> pd.DataFrame:
-    """Per kernel key: sums, time-weighted throughputs and occupancy, medians of geometry."""
-    g = k.groupby("kernel_key", sort=False)
+    """Per kernel key: sums, time-weighted throughputs and occupancy, medians of geometry. Grouped
+    on the keys' integer codes (first-seen order, as ``groupby(sort=False)``), indexed by key."""
+    codes, keys = pd.factorize(k["kernel_key"], use_na_sentinel=True)
+    if (codes < 0).any():  # a launch without a key is in no group, as groupby drops it
+        k, codes = k[codes >= 0], codes[codes >= 0]
+    k = k.reset_index(drop=True)
+    g = k.groupby(codes, sort=False)
     out = pd.DataFrame(
         {
-            "kernel_name": g["kernel_name"].first(),
-            "kernel_demangled": g["kernel_demangled"].first(),
+            "kernel_name": _firsts(k["kernel_name"], g, codes, len(keys)),
+            "kernel_demangled": _firsts(k["kernel_demangled"], g, codes, len(keys)),
             "launches": g.size(),
-            **{
-                c: g[c].sum(min_count=1)
-                for c in (
-                    "time_s",
-                    "time_at_roof_s",
-                    "saving_s",
-                    "tensor_flop",
-                    "expected_flop",
-                    "expected_dram_bytes",
-                )
-            },
-            "nvtx_range": g["nvtx_range"].agg(_mode_or_empty),
-            "device_name": g["device_name"].first(),
         }
     )
+    sums = k[list(_SUMMED)].astype(float).groupby(codes, sort=False).sum(min_count=1)
+    for c in _SUMMED:
+        out[c] = sums[c]
+    out["nvtx_range"] = g["nvtx_range"].agg(_mode_or_empty)
+    out["device_name"] = _firsts(k["device_name"], g, codes, len(keys))
     t = k["time_s"].fillna(0.0).to_numpy(float)
-    _weighted_means(k, t, out)
-    out["waves_per_sm"] = g["waves_per_sm"].median()
-    per = pd.DataFrame(  # grouped once by the kernel key, not once per column
-        {
-            "blocks": grid_sizes(k["grid"]).to_numpy(float),
-            "threads_per_block": grid_sizes(k["block"]).to_numpy(float),
-            "counted": counted_flop(k),
-        },
-        index=k.index,
-    ).groupby(k["kernel_key"], sort=False)
-    out["blocks"] = per["blocks"].median()
-    out["threads_per_block"] = per["threads_per_block"].median()
-    clk = g["sm_clock_hz"]
-    out["clock_spread"] = (clk.max() - clk.min()) / clk.median()
-    dram = g["dram_bytes"].sum(min_count=1)
-    out["counted_dram_ai_flop_per_byte"] = per["counted"].sum(min_count=1) / dram.where(dram > 0)
-    bound_time = (
-        k.assign(_t=t).groupby(["kernel_key", "bound"], sort=False)["_t"].sum().reset_index()
-    )
-    out["bound"] = (
-        bound_time.sort_values("_t", ascending=False, kind="stable")
-        .drop_duplicates("kernel_key")
-        .set_index("kernel_key")["bound"]
-        .reindex(out.index)
-        .fillna("unknown")
-    )
+    _weighted_means(k, t, out, codes)
+    _geometry(k, codes, out)
+    out["bound"] = _most_time_coded(k["bound"], codes, len(keys), t, "unknown", empty=True)
     for col in ("hot_pipe", "time_at_roof_bound"):
-        out[col] = most_time(k.assign(_t=t), col).reindex(out.index).fillna("")
-    out["speed_of_light_note"] = (
-        _longest_launch(k, "speed_of_light_note").reindex(out.index).fillna("")
-    )
+        out[col] = _most_time_coded(k[col], codes, len(keys), t, "")
+    out["speed_of_light_note"] = _longest_launch(k, codes, len(keys), "speed_of_light_note")
+    out.index = pd.Index(keys, name="kernel_key")
     return out
 
 
-def _weighted_means(k: pd.DataFrame, t: np.ndarray, out: pd.DataFrame) -> None:
-    """The :data:`_WEIGHTED` columns per kernel key: means weighted by launch time ``t`` over the
-    launches that have a value, NaN where they have no time (``out`` filled in place)."""
+#: The launch columns a kernel sums (NaN when no launch has a value).
+_SUMMED = (
+    "time_s",
+    "time_at_roof_s",
+    "saving_s",
+    "tensor_flop",
+    "expected_flop",
+    "expected_dram_bytes",
+)
+
+
+def _firsts(col: pd.Series, g: Any, codes: np.ndarray, n: int) -> pd.Series:
+    """Per group: the first value of ``col`` that is not missing (``GroupBy.first``), taken at the
+    groups' first rows when no value is missing."""
+    if col.notna().all():
+        return pd.Series(col.array.take(first_rows(codes, n)))
+    return g[col.name].first()
+
+
+def _geometry(k: pd.DataFrame, codes: np.ndarray, out: pd.DataFrame) -> None:
+    """Medians of waves, blocks and threads per block, the clock's spread and the DRAM AI of the
+    FLOPs ncu counted, per group of ``codes`` (``out`` filled in place)."""
+    clk = k["sm_clock_hz"].to_numpy(float)
+    per = pd.DataFrame(  # grouped once by the kernel key, not once per column
+        {
+            "waves_per_sm": k["waves_per_sm"].to_numpy(float),
+            "blocks": grid_sizes(k["grid"]).to_numpy(float),
+            "threads_per_block": grid_sizes(k["block"]).to_numpy(float),
+            "clk": clk,
+        }
+    ).groupby(codes, sort=False)
+    med = per.median()
+    for c in ("waves_per_sm", "blocks", "threads_per_block"):
+        out[c] = med[c]
+    out["clock_spread"] = (per["clk"].max() - per["clk"].min()) / med["clk"]
+    sums = pd.DataFrame({"counted": counted_flop(k), "dram": k["dram_bytes"].to_numpy(float)})
+    sums = sums.groupby(codes, sort=False).sum(min_count=1)
+    out["counted_dram_ai_flop_per_byte"] = sums["counted"] / sums["dram"].where(sums["dram"] > 0)
+
+
+def _weighted_means(k: pd.DataFrame, t: np.ndarray, out: pd.DataFrame, codes: np.ndarray) -> None:
+    """The :data:`_WEIGHTED` columns per group of ``codes``: means weighted by launch time ``t``
+    over the launches that have a value, NaN where they have no time (``out`` filled in place)."""
     parts = {}
     for col in _WEIGHTED:
         v = k[col].to_numpy(float)
         w = np.where(np.isfinite(v), t, 0.0)
         parts[f"num_{col}"], parts[f"den_{col}"] = np.nan_to_num(v) * w, w
-    sums = pd.DataFrame(parts, index=k.index).groupby(k["kernel_key"], sort=False).sum()
+    sums = pd.DataFrame(parts).groupby(codes, sort=False).sum()
     for col in _WEIGHTED:
         num, den = sums[f"num_{col}"], sums[f"den_{col}"]
         out[col] = (num / den.where(den > 0)).where(den > 0)
@@ -642,12 +692,46 @@ def _text(col: pd.Series) -> pd.Series:
     return col.astype(object).where(col.notna(), "").astype(str)
 
 
-def _longest_launch(k: pd.DataFrame, col: str) -> pd.Series:
-    """Per ``kernel_key``: the non-empty value of ``col`` of the longest launch (``time_s``) that
-    has one; a key without one is absent."""
-    v = k[["kernel_key", "time_s"]].assign(_v=_text(k[col]))
-    v = v[v["_v"] != ""].sort_values("time_s", ascending=False, kind="stable")
-    return v.drop_duplicates("kernel_key").set_index("kernel_key")["_v"]
+def _words(col: pd.Series, empty: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """``col``'s codes and its distinct values as text, -1 where missing or (unless ``empty``)
+    empty."""
+    codes, uniques = text_codes(col)
+    words = np.array([str(u) for u in uniques], dtype=object)
+    return np.where(np.append((words == "") & (not empty), True)[codes], -1, codes), words
+
+
+def _top(group: np.ndarray, value: np.ndarray, n: int) -> np.ndarray:
+    """Per group ``0 .. n - 1``: the position of its largest ``value`` (NaN last, the first row on
+    ties, as a stable descending sort then the first of each group), -1 for a group with no row."""
+    order = np.argsort(-value, kind="stable")
+    top = np.full(n, -1, dtype=np.int64)
+    top[group[order][::-1]] = order[::-1]  # the last write wins: the first in sorted order
+    return top
+
+
+def _most_time_coded(
+    col: pd.Series, codes: np.ndarray, n: int, t: np.ndarray, default: str, empty: bool = False
+) -> np.ndarray:
+    """Per group of ``codes``: the non-empty (with ``empty``: any present) value of ``col`` with the
+    most launch time ``t`` [s] (:func:`most_time` on codes), ``default`` where none is; as
+    ``str``, with ``empty`` in a string ``col``'s dtype."""
+    vals, words = _words(col, empty)
+    held = vals >= 0
+    first, pair = distinct_codes([codes[held], vals[held]])  # (group, value) in first-seen order
+    time = pd.Series(t[held]).groupby(pair, sort=False).sum().to_numpy()
+    top = _top(codes[held][first], time, n)
+    texts = np.append(words, default)[np.append(vals[held][first], -1)[top]]  # -1: default
+    keep = empty and isinstance(col.dtype, pd.StringDtype)
+    return pd.array(texts, dtype=col.dtype if keep else "str")
+
+
+def _longest_launch(k: pd.DataFrame, codes: np.ndarray, n: int, col: str) -> np.ndarray:
+    """Per group of ``codes``: the non-empty value of ``col`` of the longest launch (``time_s``)
+    that has one, '' where none has."""
+    vals, words = _words(k[col])
+    held = np.flatnonzero(vals >= 0)
+    top = _top(codes[held], k["time_s"].to_numpy(float)[held], n)
+    return pd.array(np.append(words, "")[np.append(vals[held], -1)[top]], dtype="str")
 
 
 def most_time(k: pd.DataFrame, col: str) -> pd.Series:
