@@ -106,11 +106,15 @@ class _Worker:
 
 
 def _start(module: str) -> _Worker:
-    """A worker interpreter importing ``module``, then waiting for its call."""
+    """A worker interpreter importing ``module``, then waiting for its call; it allocates Arrow
+    memory from the pool this process uses (:func:`ncuroof.parser.tables_io.use_returning_pool`)."""
     env = dict(
         os.environ,
         PYTHONPATH=os.pathsep.join(p for p in (_ROOT, os.environ.get("PYTHONPATH", "")) if p),
     )
+    arrow = sys.modules.get("pyarrow")
+    if arrow is not None:
+        env.setdefault("ARROW_DEFAULT_MEMORY_POOL", arrow.default_memory_pool().backend_name)
     return _Worker(
         subprocess.Popen(
             [sys.executable, "-c", _BOOT, module],

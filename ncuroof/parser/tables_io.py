@@ -141,13 +141,15 @@ def release_memory() -> None:
     pa.default_memory_pool().release_unused()
     try:
         ctypes.CDLL(None).malloc_trim(0)
-    except (AttributeError, OSError):  # not glibc
+    except (AttributeError, OSError, TypeError):  # not glibc (Windows: no CDLL(None))
         pass
 
 
 def use_returning_pool() -> None:
-    """Make Arrow allocate from its jemalloc pool, in this process and in the worker processes it
-    starts (``ARROW_DEFAULT_MEMORY_POOL``), when this pyarrow has one and the user chose no pool.
+    """Make Arrow allocate from its jemalloc pool in this process (the decoding workers it starts
+    take the same pool: :mod:`ncuroof.parser.split`), when this pyarrow has one and the user chose
+    no pool (``ARROW_DEFAULT_MEMORY_POOL``). The environment is left as it is: ``ncuroof profile``
+    runs the user's program with it.
 
     For the command line (one analysis per process): jemalloc gives freed pages back to the system
     within a second, where the default pool (mimalloc) keeps them, so a phase's Arrow copies do not
@@ -160,7 +162,6 @@ def use_returning_pool() -> None:
     except NotImplementedError:  # a pyarrow built without jemalloc
         return
     pa.set_memory_pool(pool)
-    os.environ["ARROW_DEFAULT_MEMORY_POOL"] = "jemalloc"
 
 
 def _check_columns(df: pd.DataFrame, columns: Mapping[str, Column], table: str) -> None:

@@ -5,19 +5,21 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 import ncuroof
 from ncuroof import schema
 from ncuroof.errors import InputError, OutputError
-from ncuroof.parser import tables_io
+from ncuroof.parser import split, tables_io
 from ncuroof.render import page as report
 from tests.helpers.errors import assert_one_line_error
 from tests.helpers.reports import REPO, kernels_of, needs_ncu_report, shared
@@ -273,3 +275,45 @@ def test_compact_text_keeps_the_values_missing_and_empty_apart() -> None:
     assert out["cc"].astype(object).tolist()[:2] == ["8.6", "9.0"] and pd.isna(out["cc"][2])
     assert out["kernel_key"] is df["kernel_key"] or out["kernel_key"].equals(df["kernel_key"])
     assert schema.compact_text(out, columns)["advice"].equals(out["advice"])
+
+
+def test_returning_pool_leaves_the_environment() -> None:
+    """The command line's Arrow pool choice stays in the process: ``ncuroof profile`` runs the
+    user's program with the environment."""
+    code = (
+        "import os, pyarrow as pa; from ncuroof.parser import tables_io;"
+        " tables_io.use_returning_pool();"
+        " print(pa.default_memory_pool().backend_name, os.environ.get('ARROW_DEFAULT_MEMORY_POOL'))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    env["PYTHONPATH"] = str(REPO)
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    pool, environ = out.stdout.split()
+    assert environ == "None"
+    assert pool == ("jemalloc" if _has_jemalloc() else pool)
+
+
+def _has_jemalloc() -> bool:
+    try:
+        pa.jemalloc_memory_pool()
+    except NotImplementedError:
+        return False
+    return True
+
+
+def test_decoding_workers_take_this_process_arrow_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A decoding worker is started with this process's Arrow pool, whatever the environment."""
+    seen: dict[str, str] = {}
+
+    def popen(*args: object, env: dict[str, str], **kwargs: object) -> object:
+        seen.update(env)
+        return object()
+
+    monkeypatch.delenv("ARROW_DEFAULT_MEMORY_POOL", raising=False)
+    monkeypatch.setattr(split.subprocess, "Popen", popen)
+    split._start("json")
+    assert seen["ARROW_DEFAULT_MEMORY_POOL"] == pa.default_memory_pool().backend_name
+    assert "ARROW_DEFAULT_MEMORY_POOL" not in os.environ
