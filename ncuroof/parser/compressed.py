@@ -23,13 +23,15 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import os
 import shutil
 import struct
 import tempfile
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from ..catalog import Catalog
 from ..errors import InputError, MissingModuleError, NcuroofError, ReportFormatError
@@ -48,7 +50,7 @@ __all__ = [
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _SKIPPABLE, _SKIPPABLE_MASK = 0x184D2A50, 0xFFFFFFF0
 #: Bytes read or written at a time while decompressing.
-CHUNK = 1 << 20
+CHUNK = 4 << 20
 _DEFAULTS = {"max_bytes": 64 << 30, "max_ratio": 4096.0, "ratio_from_bytes": 1 << 30}
 _RAISE = "raise [compressed] max_bytes, max_ratio in metrics/thresholds.toml if it is a real report"
 
@@ -195,9 +197,8 @@ def _bomb(path: Path, what: str, limit: int, compressed: int) -> ReportFormatErr
     )
 
 
-def _decompress(path: Path, out: Path, limit: int) -> None:
-    """Stream ``path`` into ``out``, each read's output bounded by :data:`CHUNK`, at
-    most ``limit`` bytes."""
+def _zstandard(path: Path) -> Any:
+    """The ``zstandard`` module, or the error that says how to install it."""
     try:
         import zstandard
     except ImportError as exc:
@@ -205,35 +206,111 @@ def _decompress(path: Path, out: Path, limit: int) -> None:
             "reading a compressed .ncu-repz needs the zstandard package: pip install zstandard",
             path,
         ) from exc
+    return zstandard
+
+
+def _no_room(path: Path, out: Path, what: str) -> InputError:
+    return InputError(
+        f"no room to decompress it in {out.parent.parent} ({what}): free some space or point"
+        " TMPDIR elsewhere",
+        path,
+    )
+
+
+def _reserve(fd: int, declared: int | None, path: Path, out: Path) -> bool:
+    """Allocate the ``declared`` bytes of ``out`` (open as ``fd``) before writing them, where the
+    platform can (``posix_fallocate``): a full disk is said at once, and writing into allocated
+    blocks costs the kernel less (3.5 GB on ext4: 0.7-1.1 s of system time, 1.1-1.8 s without).
+    Whether it did."""
+    if not declared or not hasattr(os, "posix_fallocate"):
+        return False
+    try:
+        os.posix_fallocate(fd, 0, declared)
+    except OSError as exc:
+        if exc.errno in (errno.EINVAL, errno.EOPNOTSUPP, errno.ENOSYS):
+            return False  # a file system that cannot: written as it comes
+        if exc.errno != errno.ENOSPC:
+            raise
+        raise _no_room(path, out, f"it needs {declared:,} bytes") from exc
+    return True
+
+
+def _decompress(path: Path, fd: int, limit: int, declared: int | None, out: Path) -> None:
+    """Stream ``path`` into ``out`` (open as ``fd``), at most ``limit`` bytes, each read's output
+    into one reused buffer of :data:`CHUNK` bytes (a new bytes object per read cost 2 s more of
+    page faults on 3.5 GB)."""
+    zstandard = _zstandard(path)
     written, compressed = 0, path.stat().st_size
-    with path.open("rb") as src, out.open("wb") as dst:
+    buffer = bytearray(CHUNK)
+    view = memoryview(buffer)
+    reserved = _reserve(fd, declared, path, out)
+    with path.open("rb") as src:
         reader = zstandard.ZstdDecompressor().stream_reader(
             src, read_size=CHUNK, read_across_frames=True
         )
         while True:
             try:
-                data = reader.read(CHUNK)
+                n = reader.readinto(buffer)
             except zstandard.ZstdError as exc:
                 raise ReportFormatError(
                     f"the compressed report is corrupt near byte {src.tell()} ({exc}): copy it"
                     " again",
                     path,
                 ) from exc
-            if not data:
-                return
-            written += len(data)
-            if written > limit:
+            if not n:
+                break
+            if written + n > limit:
                 raise _bomb(path, f"decompresses to more than {limit:,} bytes", limit, compressed)
+            _write_all(fd, view[:n], path, out, written)
+            written += n
+    if reserved and written != declared:
+        os.ftruncate(fd, written)
+
+
+def _write_all(fd: int, data: memoryview, path: Path, out: Path, written: int) -> None:
+    """Write ``data`` whole to ``fd`` (``out``), ``written`` bytes already there."""
+    try:
+        while data:
+            data = data[os.write(fd, data) :]
+    except OSError as exc:
+        if exc.errno != errno.ENOSPC:
+            raise
+        raise _no_room(path, out, f"{written:,} bytes written so far") from exc
+
+
+def _discard(fd: int, tmp: Path) -> None:
+    """Remove the directory ``tmp`` and the file in it open as ``fd``: the names at once; where a
+    file can be removed while open (POSIX), the last descriptor is closed by a thread, since
+    the kernel frees the file's pages then and may wait for their writeback (0.4-1.7 s for 3.5 GB,
+    0.15 s of it CPU). The interpreter waits for that thread before it exits."""
+    posix = os.name != "nt"
+    try:
+        if not posix:
+            os.close(fd)
+        shutil.rmtree(tmp)
+    finally:
+        if posix:
             try:
-                dst.write(data)
-            except OSError as exc:
-                if exc.errno != errno.ENOSPC:
-                    raise
-                raise InputError(
-                    f"no room to decompress it in {out.parent.parent} ({written:,} bytes written so"
-                    " far): free some space or point TMPDIR elsewhere",
-                    path,
-                ) from exc
+                threading.Thread(target=os.close, args=(fd,), name="ncuroof-repz-free").start()
+            except RuntimeError:  # no new thread while the interpreter shuts down
+                os.close(fd)
+
+
+@contextlib.contextmanager
+def _scratch() -> Iterator[tuple[Path, int]]:
+    """A new file ``report.ncu-rep`` in a new private directory of ``$TMPDIR``, and its descriptor
+    open for reading and writing; both removed when the block ends (:func:`_discard`)."""
+    tmp = Path(tempfile.mkdtemp(prefix="ncuroof-repz-"))
+    out = tmp / "report.ncu-rep"
+    try:
+        fd = os.open(out, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    try:
+        yield out, fd
+    finally:
+        _discard(fd, tmp)
 
 
 def _renamed(exc: NcuroofError, tmp: Path, path: Path) -> NcuroofError:
@@ -283,23 +360,22 @@ def uncompressed(path: Path, catalog: Catalog) -> Iterator[Path]:
     limit = limit_bytes(catalog, compressed)
     if found.declared is not None and found.declared > limit:
         raise _bomb(path, f"declares {found.declared:,} decompressed bytes", limit, compressed)
-    with tempfile.TemporaryDirectory(prefix="ncuroof-repz-") as tmp:
-        if found.declared is not None and found.declared > shutil.disk_usage(tmp).free:
+    with _scratch() as (out, fd):
+        if found.declared is not None and found.declared > shutil.disk_usage(out.parent).free:
             raise InputError(
-                f"no room to decompress it in {Path(tmp).parent}: it needs {found.declared:,}"
+                f"no room to decompress it in {out.parent.parent}: it needs {found.declared:,}"
                 " bytes; free some space or point TMPDIR elsewhere",
                 path,
             )
-        out = Path(tmp) / "report.ncu-rep"
-        _decompress(path, out, limit)
-        with out.open("rb") as f:
-            if f.read(4) != MAGIC:
-                raise InputError(
-                    "is zstd-compressed but holds no Nsight Compute report (its decompressed bytes"
-                    " do not start with NVR\\0); pass a .ncu-rep/.ncu-repz report or an ncu CSV"
-                    " export",
-                    path,
-                )
+        _decompress(path, fd, limit, found.declared, out)
+        os.lseek(fd, 0, os.SEEK_SET)
+        if os.read(fd, 4) != MAGIC:
+            raise InputError(
+                "is zstd-compressed but holds no Nsight Compute report (its decompressed bytes"
+                " do not start with NVR\\0); pass a .ncu-rep/.ncu-repz report or an ncu CSV"
+                " export",
+                path,
+            )
         try:
             yield out
         except NcuroofError as exc:
