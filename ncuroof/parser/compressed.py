@@ -7,7 +7,10 @@ several, with or without their content size, skippable frames anywhere, as NVIDI
 as it is, the zstd magic (or a skippable frame's) a compressed one. :func:`uncompressed` streams a
 compressed report into a temporary file (``$TMPDIR``), deleted after the read, which both readers
 then memory-map as they map a ``.ncu-rep``: the decompressed report is never held in memory, and
-the same block walk, decoder and sample check read it.
+the same block walk, decoder and sample check read it. It is written from one reused buffer, into
+blocks allocated first where the declared size is known; when the read ends its name goes at once
+and a thread closes its last descriptor (the kernel frees its pages then, while the analysis goes
+on).
 
 Before anything is decompressed, :func:`frames` walks the frame and block headers (RFC 8878 section
 3.1): a stream that ends inside a frame is truncated (one line naming the byte, nothing written),
