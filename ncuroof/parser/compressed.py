@@ -7,10 +7,9 @@ several, with or without their content size, skippable frames anywhere, as NVIDI
 as it is, the zstd magic (or a skippable frame's) a compressed one. :func:`uncompressed` streams a
 compressed report into a temporary file (``$TMPDIR``), deleted after the read, which both readers
 then memory-map as they map a ``.ncu-rep``: the decompressed report is never held in memory, and
-the same block walk, decoder and sample check read it. It is written from one reused buffer, into
-blocks allocated first where the declared size is known; when the read ends its name goes at once
-and a thread closes its last descriptor (the kernel frees its pages then, while the analysis goes
-on).
+the same block walk, decoder and sample check read it. It is written from one reused buffer; when
+the read ends its name goes at once and a thread closes its last descriptor (the kernel frees its
+pages then, while the analysis goes on).
 
 Before anything is decompressed, :func:`frames` walks the frame and block headers (RFC 8878 section
 3.1): a stream that ends inside a frame is truncated (one line naming the byte, nothing written),
@@ -220,25 +219,7 @@ def _no_room(path: Path, out: Path, what: str) -> InputError:
     )
 
 
-def _reserve(fd: int, declared: int | None, path: Path, out: Path) -> bool:
-    """Allocate the ``declared`` bytes of ``out`` (open as ``fd``) before writing them, where the
-    platform can (``posix_fallocate``): a full disk is said at once, and writing into allocated
-    blocks costs the kernel less (3.5 GB on ext4: 0.7-1.1 s of system time, 1.1-1.8 s without).
-    Whether it did."""
-    if not declared or not hasattr(os, "posix_fallocate"):
-        return False
-    try:
-        os.posix_fallocate(fd, 0, declared)
-    except OSError as exc:
-        if exc.errno in (errno.EINVAL, errno.EOPNOTSUPP, errno.ENOSYS):
-            return False  # a file system that cannot: written as it comes
-        if exc.errno != errno.ENOSPC:
-            raise
-        raise _no_room(path, out, f"it needs {declared:,} bytes") from exc
-    return True
-
-
-def _decompress(path: Path, fd: int, limit: int, declared: int | None, out: Path) -> None:
+def _decompress(path: Path, fd: int, limit: int, out: Path) -> None:
     """Stream ``path`` into ``out`` (open as ``fd``), at most ``limit`` bytes, each read's output
     into one reused buffer of :data:`CHUNK` bytes (a new bytes object per read cost 2 s more of
     page faults on 3.5 GB)."""
@@ -246,7 +227,6 @@ def _decompress(path: Path, fd: int, limit: int, declared: int | None, out: Path
     written, compressed = 0, path.stat().st_size
     buffer = bytearray(CHUNK)
     view = memoryview(buffer)
-    reserved = _reserve(fd, declared, path, out)
     with path.open("rb") as src:
         reader = zstandard.ZstdDecompressor().stream_reader(
             src, read_size=CHUNK, read_across_frames=True
@@ -266,8 +246,6 @@ def _decompress(path: Path, fd: int, limit: int, declared: int | None, out: Path
                 raise _bomb(path, f"decompresses to more than {limit:,} bytes", limit, compressed)
             _write_all(fd, view[:n], path, out, written)
             written += n
-    if reserved and written != declared:
-        os.ftruncate(fd, written)
 
 
 def _write_all(fd: int, data: memoryview, path: Path, out: Path, written: int) -> None:
@@ -370,7 +348,7 @@ def uncompressed(path: Path, catalog: Catalog) -> Iterator[Path]:
                 " bytes; free some space or point TMPDIR elsewhere",
                 path,
             )
-        _decompress(path, fd, limit, found.declared, out)
+        _decompress(path, fd, limit, out)
         os.lseek(fd, 0, os.SEEK_SET)
         if os.read(fd, 4) != MAGIC:
             raise InputError(

@@ -353,25 +353,30 @@ def test_every_refusal_leaves_no_temporary_file(
         assert list(scratch.iterdir()) == [], name
 
 
-@pytest.mark.parametrize("sized", [True, False])
+@pytest.mark.parametrize("when", ["declared", "writing"])
 def test_a_full_disk_is_a_one_line_error(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sized: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, when: str
 ) -> None:
-    """No room in $TMPDIR, found when allocating the declared size or while writing a stream that
-    declares none: a one-line error saying where and what to do, nothing left."""
+    """No room in $TMPDIR, for the size the frames declare or while writing: a one-line error
+    saying where and what to do, nothing left."""
     import errno
     import os
+    import shutil
+    from types import SimpleNamespace
 
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     monkeypatch.setattr("tempfile.tempdir", str(scratch))
     repz = tmp_path / "r.ncu-repz"
-    repz.write_bytes(fuzz.compress(_report_bytes(1 << 20), content_size=sized))
+    repz.write_bytes(fuzz.compress(_report_bytes(1 << 20), content_size=when == "declared"))
 
     def full(*args: object) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(os, "posix_fallocate" if sized else "write", full, raising=False)
+    if when == "declared":
+        monkeypatch.setattr(shutil, "disk_usage", lambda p: SimpleNamespace(free=0))
+    else:
+        monkeypatch.setattr(os, "write", full)
     with pytest.raises(InputError) as err:
         with compressed.uncompressed(repz, catalog.load()):
             pytest.fail("a full disk was not noticed")
