@@ -51,8 +51,9 @@ __all__ = [
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _SKIPPABLE, _SKIPPABLE_MASK = 0x184D2A50, 0xFFFFFFF0
-#: Bytes read or written at a time while decompressing.
-CHUNK = 4 << 20
+#: Bytes read or written at a time while decompressing: the buffer stays in a core's L2 cache
+#: between the decompressor and the write (4 MiB cost 2x the CPU of 1 MiB or 256 KiB).
+CHUNK = 1 << 20
 _DEFAULTS = {"max_bytes": 64 << 30, "max_ratio": 4096.0, "ratio_from_bytes": 1 << 30}
 _RAISE = "raise [compressed] max_bytes, max_ratio in metrics/thresholds.toml if it is a real report"
 
