@@ -295,3 +295,90 @@ def test_a_compressed_file_that_is_no_report_is_named_so(tmp_path: Path) -> None
         parser.read(other, catalog.load())
     assert_one_line_error(err, other, "zstd", "Nsight Compute report")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.ncu-repz"]
+
+
+def _report_bytes(size: int) -> bytes:
+    """``size`` bytes starting as a report (``NVR\\0``), compressible 4x or so."""
+    import random
+
+    rng = random.Random(29)
+    return b"NVR\x00" + bytes(rng.randrange(16) for _ in range(size - 4))
+
+
+@pytest.mark.parametrize(
+    "layout", [{}, {"frames": 3, "skippable": True}, {"frames": 2, "content_size": False}]
+)
+def test_decompressed_copy_is_the_bytes_and_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: dict
+) -> None:
+    """The temporary file holds exactly the report's bytes (several buffers' worth, frames with and
+    without their sizes, skippable frames between), and neither it nor its directory is left once
+    the block ends."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(scratch))
+    data = _report_bytes(2 * compressed.CHUNK + 12345)
+    repz = tmp_path / "r.ncu-repz"
+    repz.write_bytes(fuzz.compress(data, **layout))
+    with compressed.uncompressed(repz, catalog.load()) as out:
+        assert out.parent.parent == scratch and out.stat().st_size == len(data)
+        assert out.read_bytes() == data
+    assert list(scratch.iterdir()) == []
+
+
+def test_every_refusal_leaves_no_temporary_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A corrupt stream, a frame that declares more than it holds, one that is no report, and an
+    error of the reader inside the block: one-line errors naming the .ncu-repz, nothing left in
+    $TMPDIR."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(scratch))
+    cat = catalog.load()
+    corrupt = bytearray(fuzz.compress(_report_bytes(1 << 20)))
+    corrupt[len(corrupt) // 2] ^= 0xFF
+    cases = {
+        "corrupt.ncu-repz": bytes(corrupt),
+        "short.ncu-repz": fuzz.bomb(1 << 20),  # declares 1 MiB, holds 4 bytes
+        "other.ncu-repz": fuzz.compress(b"not a report" * 1000),
+    }
+    for name, data in cases.items():
+        bad = tmp_path / name
+        bad.write_bytes(data)
+        with pytest.raises((ReportFormatError, InputError)) as err:
+            with compressed.uncompressed(bad, cat) as out:
+                raise ReportFormatError(f"{out} is damaged at byte 4", out)
+        assert_one_line_error(err, bad)
+        assert list(scratch.iterdir()) == [], name
+
+
+@pytest.mark.parametrize("when", ["declared", "writing"])
+def test_a_full_disk_is_a_one_line_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, when: str
+) -> None:
+    """No room in $TMPDIR, for the size the frames declare or while writing: a one-line error
+    saying where and what to do, nothing left."""
+    import errno
+    import os
+    import shutil
+    from types import SimpleNamespace
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(scratch))
+    repz = tmp_path / "r.ncu-repz"
+    repz.write_bytes(fuzz.compress(_report_bytes(1 << 20), content_size=when == "declared"))
+
+    def full(*args: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    if when == "declared":
+        monkeypatch.setattr(shutil, "disk_usage", lambda p: SimpleNamespace(free=0))
+    else:
+        monkeypatch.setattr(os, "write", full)
+    with pytest.raises(InputError) as err:
+        with compressed.uncompressed(repz, catalog.load()):
+            pytest.fail("a full disk was not noticed")
+    assert_one_line_error(err, repz, "no room", str(scratch), "TMPDIR")
+    assert list(scratch.iterdir()) == []
