@@ -19,6 +19,7 @@ import pandas as pd
 
 from ..catalog import GpuCatalog
 from ..schema import LEVELS, PRECISIONS, ROOF_SOURCES, ROOFS
+from .distinct import factorize_objects, first_rows
 
 __all__ = [
     "RoofSet",
@@ -52,29 +53,9 @@ def _as_set(cell: object) -> RoofSet:
     return cell if isinstance(cell, tuple) else ()
 
 
-def _factorize(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``pd.factorize(cells, use_na_sentinel=False)`` of a roof-sources column, in linear time
-    without hashing a tuple per launch: launches share a handful of set objects, so the cells are
-    factorized by identity first, then the few distinct objects by value (same codes, same order:
-    the first object of each value is the first row of it)."""
-    ids = np.fromiter(map(id, cells), dtype=np.uint64, count=len(cells))
-    by_id, objs = pd.factorize(ids)
-    codes, uniques = pd.factorize(cells[_first_rows(by_id, len(objs))], use_na_sentinel=False)
-    return codes[by_id], uniques
-
-
-def _first_rows(codes: np.ndarray, count: int) -> np.ndarray:
-    """The first position of each code ``0 .. count - 1`` (numbered in order of first appearance,
-    as :func:`pandas.factorize` numbers them); :func:`ncuroof.model.distinct.first_rows`, which
-    this layer does not import."""
-    first = np.empty(count, dtype=np.int64)
-    first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)
-    return first
-
-
 def _per_set(cells: np.ndarray, change: Callable[[RoofSet], object]) -> np.ndarray:
     """``change`` of each cell's roof set, computed once per distinct set."""
-    codes, uniques = _factorize(cells)
+    codes, uniques = factorize_objects(cells)
     done = objects(change(_as_set(u)) for u in uniques)
     return done[codes] if len(done) else objects([], len(cells))
 
@@ -88,7 +69,7 @@ def report_sets(names: list[str], have: np.ndarray) -> np.ndarray:
     else:
         key = np.unique(bits, axis=0, return_inverse=True)[1].reshape(-1)
     which, rows = pd.factorize(key)
-    first = _first_rows(which, len(rows))
+    first = first_rows(which, len(rows))
     sets = objects(tuple((nm, "report") for nm, h in zip(names, have[i]) if h) for i in first)
     return sets[which] if len(sets) else objects([], len(have))
 
@@ -118,7 +99,7 @@ class Factorized:
     @classmethod
     def of(cls, cells: np.ndarray) -> Factorized:
         """The distinct roof sets of ``cells`` (a missing cell is the empty set)."""
-        codes, uniques = _factorize(cells)
+        codes, uniques = factorize_objects(cells)
         return cls(codes, [_as_set(u) for u in uniques])
 
     def source(self, name: str) -> np.ndarray:
