@@ -30,7 +30,7 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from ..errors import InputError, ReportFormatError
-from .wire import classes, fields, varint
+from .wire import classes, field_spans, fields, varint
 
 __all__ = [
     "MAGIC",
@@ -311,17 +311,13 @@ class _Headers:
     def learn(self, raw: bytes, header: Any) -> None:
         """Learn the shape of ``raw``, a result block's header parsed as ``header``, when its
         payload size is one varint field 5 of at most 9 bytes (as ncu writes it)."""
-        spans, i = [], 0
         try:
-            for number, wire, _ in fields(raw):
-                if number == 5:
-                    spans.append((wire, i))
-                i = _field_end(raw, i)
+            spans = [(w, start, end) for n, w, _, start, end in field_spans(raw) if n == 5]
         except ValueError:
             return
         if len(spans) != 1 or spans[0][0] != 0:
             return
-        at, end = varint(raw, spans[0][1])[1], _field_end(raw, spans[0][1])
+        at, end = varint(raw, spans[0][1])[1], spans[0][2]  # the value: after the key
         if end - at > 9:
             return
         pattern = re.compile(
@@ -335,19 +331,6 @@ class _Headers:
 def _varint_value(raw: bytes) -> int:
     """The value of the varint ``raw`` (one whole varint; payload sizes repeat: cached)."""
     return varint(raw, 0)[0]
-
-
-def _field_end(raw: bytes, i: int) -> int:
-    """Where the field whose key starts at ``raw[i]`` ends (a message
-    :func:`~ncuroof.parser.wire.fields` has read)."""
-    key, i = varint(raw, i)
-    wire = key & 7
-    if wire == 0:
-        return varint(raw, i)[1]
-    if wire == 2:
-        length, i = varint(raw, i)
-        return i + length
-    return i + (8 if wire == 1 else 4)
 
 
 def _empty_header(path: Path, index: int, pos: int, size: int) -> ReportFormatError:

@@ -20,6 +20,7 @@ __all__ = [
     "ZERO_ONLY",
     "unseen_fields",
     "fields",
+    "field_spans",
     "varint",
 ]
 
@@ -194,8 +195,16 @@ def fields(buf: bytes) -> Iterator[tuple[int, int, int | None]]:
     ValueError
         For a broken wire format (field number 0, an unknown wire type, a field past the end).
     """
+    for number, wire, value, _, _ in field_spans(buf):
+        yield number, wire, value
+
+
+def field_spans(buf: bytes) -> Iterator[tuple[int, int, int | None, int, int]]:
+    """:func:`fields` with where each field is: (field number, wire type, varint value or None,
+    byte offset of its key, byte offset just past its end); raises as :func:`fields` does."""
     i, end = 0, len(buf)
     while i < end:
+        start = i
         key, i = varint(buf, i)
         number, wire, value = key >> 3, key & 7, None
         if number == 0:
@@ -211,7 +220,7 @@ def fields(buf: bytes) -> Iterator[tuple[int, int, int | None]]:
             raise ValueError(f"wire type {wire}")
         if i > end:
             raise ValueError("a field runs past the end of the message")
-        yield number, wire, value
+        yield number, wire, value, start, i
 
 
 def varint(buf: bytes, i: int) -> tuple[int, int]:
