@@ -53,7 +53,14 @@ from ..schema import (
     work_unit,
 )
 from .classify import binding_points, join_launches
-from .distinct import categorical, distinct_rows, gc_paused, per_distinct, text_array
+from .distinct import (
+    categorical,
+    distinct_codes,
+    distinct_rows,
+    gc_paused,
+    per_distinct,
+    text_array,
+)
 from .speed_of_light import instruction_verdict
 from .summary import grid_sizes, keys_of
 
@@ -802,16 +809,28 @@ def _status_flags(out: _Flags, kernels: pd.DataFrame) -> None:
 
 def _missing_flags(out: _Flags, kernels: pd.DataFrame) -> None:
     """Add ``missing_metrics`` to each ``no_roofline_metrics`` launch, saying what it
-    holds (in place)."""
-    time_s = kernels["time_s"].to_numpy(float)
+    holds (in place); the text is made once per distinct combination of what is held."""
+    rows = np.flatnonzero(_is(kernels["status"], "no_roofline_metrics"))
+    if not len(rows):
+        return
     held = evidence_facts(kernels)
     sm, mem = (
-        kernels.reindex(columns=[c])[c].to_numpy(float)
+        kernels.reindex(columns=[c])[c].to_numpy(float)[rows]
         for c in ("sm_throughput_frac", "memory_throughput_frac")
     )
-    for i in np.flatnonzero(_is(kernels["status"], "no_roofline_metrics")):
-        flop, byts = bool(held["has_flop"].iat[i]), bool(held["has_bytes"].iat[i])
-        out[i].append(("missing_metrics", _missing_text(flop, byts, time_s[i], sm[i], mem[i])))
+    facts = np.column_stack(
+        [
+            held["has_flop"].to_numpy(bool)[rows],
+            held["has_bytes"].to_numpy(bool)[rows],
+            np.isfinite(kernels["time_s"].to_numpy(float)[rows]),
+            np.isfinite(sm),
+            np.isfinite(mem),
+        ]
+    )
+    first, inverse = distinct_codes(list(facts.T))
+    texts = [_missing_text(*map(bool, facts[f])) for f in first]
+    for i, k in zip(rows, inverse):
+        out[i].append(("missing_metrics", texts[k]))
 
 
 def _no_work_flags(out: _Flags, kernels: pd.DataFrame, no_work: float) -> None:
@@ -880,9 +899,9 @@ def _note_flags(notes: pd.Series) -> dict[int, list[tuple[str, str]]]:
     return out
 
 
-def _missing_text(flop: bool, byts: bool, time_s: float, sm: float, mem: float) -> str:
+def _missing_text(flop: bool, byts: bool, time: bool, sm: bool, mem: bool) -> str:
     """The ``missing_metrics`` flag's text: which of FLOP counters and memory traffic are absent,
-    and what the launch holds."""
+    and what the launch holds (FLOPs, bytes, a finite duration, SM and memory throughput)."""
     absent = (
         " and ".join(x for x, ok in (("FLOP counters", flop), ("memory traffic", byts)) if not ok)
         or "roofline counters"
@@ -892,9 +911,9 @@ def _missing_text(flop: bool, byts: bool, time_s: float, sm: float, mem: float) 
         for x, ok in (
             ("FLOPs", flop),
             ("bytes", byts),
-            ("duration", math.isfinite(time_s)),
-            ("SM throughput", math.isfinite(sm)),
-            ("memory throughput", math.isfinite(mem)),
+            ("duration", time),
+            ("SM throughput", sm),
+            ("memory throughput", mem),
         )
         if ok
     ]

@@ -18,6 +18,7 @@ import pandas as pd
 
 from .. import catalog as _catalog
 from ..schema import INSTRUCTION_POINTS, LEVELS, empty
+from .distinct import per_distinct
 
 __all__ = ["instruction_points", "issue_roofs"]
 
@@ -65,22 +66,17 @@ def issue_roofs(
             return peak, source
         schedulers_per_sm = ins.schedulers_per_sm
     peak = peak.copy()
-    names, devices = (
-        (
-            kernels[c].fillna("").astype(str).to_numpy()
-            if c in kernels.columns
-            else np.full(len(kernels), "")
-        )
-        for c in ("datasheet_gpu", "device_name")
-    )
-    for i in lacking:
-        gpu = (
-            gpus.by_name(names[i])
-            if names[i]
-            else (gpus.by_device(devices[i]) if devices[i] else None)
-        )
-        if gpu is not None:
-            peak[i], source[i] = gpu.sms * schedulers_per_sm * gpu.boost_hz, "datasheet"
+    cols = ["datasheet_gpu", "device_name"]
+
+    def roof(row: tuple[object, object]) -> float:  # the entry the roofs used, else the device's
+        name, device = (x if isinstance(x, str) else "" for x in row)
+        gpu = gpus.by_name(name) if name else (gpus.by_device(device) if device else None)
+        return np.nan if gpu is None else gpu.sms * schedulers_per_sm * gpu.boost_hz
+
+    # the catalog is searched once per distinct (datasheet entry, device name), not per launch
+    got = per_distinct(kernels.reindex(columns=cols).iloc[lacking], cols, roof).astype(float)
+    hit = np.isfinite(got)
+    peak[lacking[hit]], source[lacking[hit]] = got[hit], "datasheet"
     return peak, source
 
 

@@ -384,3 +384,27 @@ def test_distinct_rows_tells_apart_what_text_could_tell_apart() -> None:
     assert inverse.tolist() == [0, 1, 2, 0, 3, 4]
     first, inverse = distinct_rows(frame, ["s"])
     assert first.tolist() == [0, 5] and inverse.tolist() == [0, 0, 0, 0, 0, 1]
+
+
+def test_missing_metrics_text_by_hand() -> None:
+    """Each ``no_roofline_metrics`` launch says what it lacks and holds, its own words even where
+    the text is made once per distinct combination (rows repeat, interleaved with ``ok`` rows)."""
+    nan = math.nan
+    k = pd.DataFrame(
+        {
+            "status": ["no_roofline_metrics", "ok", "no_roofline_metrics"] * 2
+            + ["no_roofline_metrics"],
+            "time_s": [1e-3, 1e-3, nan, 1e-3, 1e-3, nan, 2e-3],
+            "fp32_flop": [nan, 5.0, 7.0, nan, 5.0, 7.0, nan],
+            "dram_bytes": [64.0, 8.0, nan, 64.0, 8.0, nan, nan],
+            "sm_throughput_frac": [0.5, 0.5, nan, 0.5, 0.5, nan, nan],
+            "memory_throughput_frac": [nan, 0.5, nan, nan, 0.5, nan, 0.2],
+        }
+    )
+    out: list[list[tuple[str, str]]] = [[] for _ in range(len(k))]
+    diagnose._missing_flags(out, k)
+    a = "no FLOP counters (holds bytes, duration, SM throughput)"
+    b = "no memory traffic (holds FLOPs)"
+    c = "no FLOP counters and memory traffic (holds duration, memory throughput)"
+    want = [[("missing_metrics", t)] if t else [] for t in (a, "", b, a, "", b, c)]
+    assert out == want

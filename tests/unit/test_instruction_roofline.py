@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from ncuroof.catalog import load_gpus
-from ncuroof.model.instruction_roofline import instruction_points
+from ncuroof.model.instruction_roofline import instruction_points, issue_roofs
 from tests.helpers.reports import REPORTS, kernels_of, ncu_metrics, needs_ncu_report
 
 _L1 = (
@@ -133,3 +133,22 @@ def test_geometry_by_hand() -> None:
         and pts.loc["dram", "bound"] == "memory"
     )
     assert math.isclose(pts.loc["dram", "roof_fraction"], 1.0)
+
+
+def test_issue_roofs_from_the_datasheet_by_hand() -> None:
+    """Launches without the report's issue roof get their datasheet entry's SMs x 4 x boost clock:
+    the entry the roofs used where named, else the one matching the device, else none (NaN, no
+    source); rows repeat and interleave, each gets its own."""
+    gpus = load_gpus()
+    a10g, a40 = gpus.by_name("a10g"), gpus.by_name("a40")
+    k = pd.DataFrame(
+        {
+            "peak_warp_inst_per_s": [1e12, np.nan, np.nan, np.nan, np.nan, np.nan],
+            "datasheet_gpu": [None, "a10g", None, "a10g", None, None],
+            "device_name": ["NVIDIA A40", "NVIDIA A40", "NVIDIA A40", None, "no such GPU", None],
+        }
+    )
+    peak, source = issue_roofs(k, gpus, schedulers_per_sm=4)
+    ds = [g.sms * 4 * g.boost_hz for g in (a10g, a40, a10g)]
+    np.testing.assert_array_equal(peak, [1e12, ds[0], ds[1], ds[2], np.nan, np.nan])
+    assert list(source) == ["report", "datasheet", "datasheet", "datasheet", "", ""]
