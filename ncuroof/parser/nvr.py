@@ -119,6 +119,10 @@ TICK = 256
 #: ``DataFrame.attrs`` key of :func:`read_nvr`'s table: the launches whose layout was
 #: learned by a full scan.
 LEARNED = "ncuroof.learned_launches"
+#: Bytes a double's raw metric result may hold after its value and still be read in bulk (ncu's
+#: flag field, 2 bytes in every shared report): longer ones (a second message that repeats the
+#: value, 19 bytes) change from launch to launch, so they are read one by one (:func:`_value_at`).
+TRAILER = 4
 _DOUBLE = struct.Struct("<d")
 _U32 = struct.Struct("<I")
 _UNKNOWN: Any = object()  # not looked up yet
@@ -199,7 +203,7 @@ class _Layout:
     opcodes: tuple[str, ...]
     doubles: _Doubles | None = None
     n_read: int = 0
-    bulk: bool = False  # no opcode columns and no name twice: read in bulk (:func:`_run_frame`)
+    bulk: bool = False  # no scalar name twice: read in bulk (:func:`_run_frame`)
     positions: tuple[int, ...] = ()  # where ``get`` takes each of ``keys`` from in the metrics
 
     def same_extras(self, raws: tuple[bytes, ...]) -> bool:
@@ -240,12 +244,12 @@ class _Doubles:
     dtype: np.dtype | None = None
 
     @classmethod
-    def learn(cls, layout: _Layout, raws: tuple[bytes, ...]) -> _Doubles | None:
-        """The reader of ``layout``'s values from one launch's ``raws`` (None with
-        fewer than 2 doubles)."""
+    def learn(cls, layout: _Layout, raws: tuple[bytes, ...]) -> _Doubles:
+        """The reader of ``layout``'s values from one launch's ``raws`` (with no double too: the
+        other values are read one by one, the launches still made a table at once)."""
         doubles, others, pattern, fmt, offsets, size = [], [], [], ["<"], [], 0
         for i, (raw, at) in enumerate(zip(raws, layout.ats)):
-            if raw.startswith(b"\x09\x19", at) and len(raw) >= at + 10:
+            if raw.startswith(b"\x09\x19", at) and at + 10 <= len(raw) <= at + 10 + TRAILER:
                 doubles.append(i)
                 pattern.append(re.escape(raw[: at + 2]) + rb".{8}" + re.escape(raw[at + 10 :]))
                 fmt.append(f"{at + 2}xd{len(raw) - at - 10}x")
@@ -253,8 +257,6 @@ class _Doubles:
                 size += len(raw)
             else:
                 others.append((i, at))
-        if len(doubles) < 2:
-            return None
         dtype = np.dtype(
             {
                 "names": [f"v{i}" for i in doubles],
@@ -305,14 +307,20 @@ def _getter(indices: list[int]) -> Callable[[Any], tuple[bytes, ...]]:
     return lambda metrics: tuple(metrics[i] for i in indices)
 
 
+#: Opcode tables (:func:`_opcodes`) a :class:`_Bulk` keeps decoded by their raw bytes: launches of
+#: one kernel repeat them, in turn with other kernels of the same layout.
+OPCODE_CACHE = 256
+
+
 @dataclass
 class _Bulk:
     """:meth:`_Doubles.match` of a bulk layout (:attr:`_Layout.bulk`) straight from a result's
     metric results: the raw results of its doubles taken at once (``doubles``), joined and matched
-    by the learned pattern, then those of its other values and of the earlier copies of repeated
-    metrics (``checks``), each checked by its leading bytes (``keys``). The other values (launch
-    dimensions, device name: the same from launch to launch) are read again only when their raw
-    results differ from the last launch's (``last``, ``values``)."""
+    by the learned pattern, then those of its other values, of its opcode tables and of the earlier
+    copies of repeated metrics (``checks``), each checked by its leading bytes (``keys``). The other
+    values (launch dimensions, device name: the same from launch to launch) are read again only
+    when their raw results differ from the last launch's (``last``, ``values``); an opcode table's
+    columns (:func:`_opcodes`) are decoded once per distinct raw bytes (``tables``)."""
 
     layout: _Layout
     doubles: Callable[[Any], tuple[bytes, ...]]
@@ -320,11 +328,13 @@ class _Bulk:
     checks: Callable[[Any], tuple[bytes, ...]] | None
     keys: tuple[bytes, ...]
     ats: tuple[int, ...]
+    catalog: Catalog
     last: tuple[bytes, ...] = ()
     values: list[Any] = field(default_factory=list)
+    tables: dict[tuple[bytes, ...], dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, layout: _Layout) -> _Bulk:
+    def of(cls, layout: _Layout, catalog: Catalog) -> _Bulk:
         """The reader of ``layout`` (bulk, with a :class:`_Doubles` reader)."""
         d, at = layout.doubles, layout.positions
         assert d is not None and layout.bulk
@@ -336,24 +346,40 @@ class _Bulk:
             _getter([at[i] for i in checked]) if checked else None,
             tuple(layout.keys[i] for i in checked),
             tuple(offset for _, offset in d.others),
+            catalog,
         )
 
-    def match(self, metrics: Any, metric_cls: Any) -> tuple[bytes, list[Any]] | None:
-        """(the joined raw results of the doubles, the other values in order) of ``metrics``, or
-        None where they are not laid out as learned (as :meth:`_Doubles.match`)."""
+    def match(
+        self, metrics: Any, metric_cls: Any
+    ) -> tuple[bytes, list[Any], dict[str, Any] | None] | None:
+        """(the joined raw results of the doubles, the other values in order, the opcode columns or
+        None without opcode tables) of ``metrics``, or None where they are not laid out as learned
+        (as :meth:`_Doubles.match`)."""
         blob = b"".join(self.doubles(metrics))
         if self.pattern.fullmatch(blob) is None:
             return None
         if self.checks is None:
-            return blob, []
+            return blob, [], None
         raws = self.checks(metrics)
         if not all(map(bytes.startswith, raws, self.keys)):
             return None
-        others = raws[: len(self.ats)]
+        n = len(self.ats)
+        others = raws[:n]
         if others != self.last:
             self.values = [_value_at(raw, at, metric_cls) for raw, at in zip(others, self.ats)]
             self.last = others
-        return blob, self.values
+        opcodes = self.layout.opcodes
+        if not opcodes:
+            return blob, self.values, None
+        tables = raws[n : n + len(opcodes)]
+        extra = self.tables.get(tables)
+        if extra is None:
+            if len(self.tables) >= OPCODE_CACHE:
+                self.tables.clear()
+            extra = self.tables[tables] = {}
+            for name, raw in zip(opcodes, tables):
+                extra.update(_opcodes(metric_cls.FromString(raw), name, self.catalog))
+        return blob, self.values, extra
 
 
 @dataclass
@@ -395,13 +421,14 @@ class _Wanted:
                 return layout, raws, layout.doubles.match(layout, raws, metric_cls)
         return None, None, None
 
-    def bulk(self, count: int) -> _Bulk | None:
-        """The reader of the layout :meth:`read_doubles` tries first on a result of ``count``
-        metric results, when that layout is read in bulk (else None)."""
-        for layout in self.layouts.get(count, ()):
-            if layout.doubles is not None:
-                return _Bulk.of(layout) if layout.bulk else None
-        return None
+    def bulks(self, count: int) -> list[_Bulk]:
+        """The readers of the bulk layouts with a :class:`_Doubles` reader of results of ``count``
+        metric results, the latest learned first."""
+        return [
+            _Bulk.of(layout, self.catalog)
+            for layout in self.layouts.get(count, ())
+            if layout.doubles is not None and layout.bulk
+        ]
 
     def raw_metrics(self, metrics: Any) -> tuple[_Layout, tuple[bytes, ...]]:
         """The layout of ``metrics`` (a result's raw metric results) and the wanted ones.
@@ -439,7 +466,7 @@ class _Wanted:
             _getter([i for _, i in picked]),
             tuple(name for name, _, _ in opcodes),
             n_read=n_read,
-            bulk=not opcodes and len({name for name, _, _ in scalars}) == len(scalars),
+            bulk=len({name for name, _, _ in scalars}) == len(scalars),
             positions=tuple(i for _, i in picked),
         )
         known[:] = [layout, *known[:3]]
@@ -881,9 +908,10 @@ def decode_slice(
 
 @dataclass
 class _Run:
-    """Consecutive launches whose values one layout's :class:`_Doubles` reader matched, as columns:
-    launch index, function and demangled names, NVTX ranges, the doubles' joined raw results and
-    the other values (:func:`_run_frame` makes their table at once)."""
+    """Launches of one window (:class:`_SliceReader`) whose values one layout's :class:`_Doubles`
+    reader matched, as columns: launch index, function and demangled names, NVTX ranges, the
+    doubles' joined raw results, the other values and the opcode columns (None without opcode
+    tables; :func:`_run_frame` makes their table at once)."""
 
     layout: _Layout
     index: list[int] = field(default_factory=list)
@@ -892,13 +920,43 @@ class _Run:
     nvtx: list[str | None] = field(default_factory=list)
     blobs: list[bytes] = field(default_factory=list)
     others: list[list[Any]] = field(default_factory=list)
+    extras: list[dict[str, Any] | None] = field(default_factory=list)
+
+    def add(
+        self,
+        index: int,
+        names: tuple[str, str, str | None],
+        matched: tuple[bytes, list[Any], dict[str, Any] | None],
+    ) -> None:
+        """Add a launch: its index, (function, demangled, NVTX) and :meth:`_Bulk.match`'s values."""
+        self.index.append(index)
+        self.function.append(names[0])
+        self.demangled.append(names[1])
+        self.nvtx.append(names[2])
+        self.blobs.append(matched[0])
+        self.others.append(matched[1])
+        self.extras.append(matched[2])
+
+    def columns(self) -> list[tuple[int, list[str]]]:
+        """(launch index, the raw-table columns it adds in order) of this run's first launch and of
+        the first launch of each distinct set of opcode columns (for :func:`_window_frame`)."""
+        names = [n for n in self.layout.names if n != _DISPLAY]
+        out = [(self.index[0], [*META_COLUMNS, *names])]
+        seen: set[int] = set()
+        for i, extra in zip(self.index, self.extras):
+            if extra is not None and id(extra) not in seen:
+                seen.add(id(extra))
+                out.append((i, list(extra)))
+        return out
 
 
 class _SliceReader:
     """Decodes the result blocks of one slice into raw-table chunks (``frames``) and ledger
-    ``records``: a launch whose values a learned :class:`_Doubles` reader matches is added to the
-    current :class:`_Run` as columns (no :class:`Launch`), any other is decoded in full
-    (:func:`_parsed_launch`) and made a row (:func:`_frames`)."""
+    ``records``, a window of launches at a time: a launch whose values a learned bulk reader
+    (:class:`_Bulk`) matches is added to its layout's :class:`_Run` as columns (no
+    :class:`Launch`), any other is decoded in full (:func:`_parsed_launch`) and made a row
+    (:func:`_frames`); a window's tables are made at once and put in launch order
+    (:func:`_window_frame`), so launches of several kernels in turn cost no table each."""
 
     def __init__(
         self, path: Path, mm: Any, wanted: _Wanted, chunk: int, version: str | None
@@ -910,9 +968,10 @@ class _SliceReader:
         self.frames: list[pd.DataFrame] = []
         self.records: list[tuple[int, ...]] = []
         self.rows: list[tuple[int, Launch]] = []
-        self.run: _Run | None = None
+        self.runs: dict[int, _Run] = {}  # the window's run of each bulk layout, by its id
+        self.pending = 0  # launches in the window
         self.run_size = RUN * chunk
-        self.bulks: dict[int, _Bulk | None] = {}  # by number of metric results: Wanted.bulk's
+        self.bulks: dict[int, list[_Bulk]] = {}  # by number of metric results: Wanted.bulks'
 
     def read(self, marks: list[Mark], progress: Callable[[int], None] | None) -> None:
         """Decode the launches of the result blocks ``marks`` (rows of :data:`Mark`), in order; a
@@ -945,34 +1004,41 @@ class _SliceReader:
             raise UnsupportedReport(f"a result of kind {result.kind} (not a kernel launch)")
         mangled = result.mangled
         # an empty name (a C symbol has no demangled form) is the mangled one, as in ncu_report
-        function, demangled = (
+        names = (
             self.text(result.function or mangled),
             self.text(result.demangled or mangled),
+            _nvtx(result),
         )
-        nvtx = _nvtx(result)
-        metrics = result.metrics
-        bulk = self.bulks.get(len(metrics), _UNKNOWN)
-        if bulk is _UNKNOWN:
-            bulk = self.bulks[len(metrics)] = self.wanted.bulk(len(metrics))
-        matched = bulk.match(metrics, self.metric_cls) if bulk is not None else None
+        matched, bulk = self.match(result.metrics)
         learned = False
-        if matched is None:
+        if bulk is None:
             learned = self.slow(result, buf, index, block, offset)
-            self.bulks.clear()  # the layouts may have changed
         else:
-            run = self.run
-            if run is None or run.layout is not bulk.layout or len(run.index) >= self.run_size:
-                self.flush()
-                run = self.run = _Run(bulk.layout)
-            run.index.append(index)
-            run.function.append(function)
-            run.demangled.append(demangled)
-            run.nvtx.append(nvtx)
-            run.blobs.append(matched[0])
-            run.others.append(matched[1])
+            run = self.runs.get(id(bulk.layout))
+            if run is None:
+                run = self.runs[id(bulk.layout)] = _Run(bulk.layout)
+            run.add(index, names, matched)
+        self.pending += 1
+        if self.pending >= self.run_size or len(self.rows) >= self.chunk:
+            self.flush()
         seq = result.seq if result.HasField("seq") else None
         tid = result.thread_id if result.HasField("thread_id") else None
         self.records.append((index, block, offset + 4, offset + 4 + len(buf), tid, seq, learned))
+
+    def match(self, metrics: Any) -> tuple[Any, _Bulk | None]:
+        """(:meth:`_Bulk.match`'s values, the reader) of the first bulk reader of this many metric
+        results that matches ``metrics`` (moved first: launches of a kernel come together), or
+        (None, None)."""
+        bulks = self.bulks.get(len(metrics))
+        if bulks is None:
+            bulks = self.bulks[len(metrics)] = self.wanted.bulks(len(metrics))
+        for k, bulk in enumerate(bulks):
+            matched = bulk.match(metrics, self.metric_cls)
+            if matched is not None:
+                if k:
+                    bulks.insert(0, bulks.pop(k))
+                return matched, bulk
+        return None, None
 
     def text(self, raw: bytes) -> str:
         """``raw`` decoded (UTF-8), once per distinct name."""
@@ -981,28 +1047,46 @@ class _SliceReader:
 
     def slow(self, result: Any, buf: Any, index: int, block: int, offset: int) -> bool:
         """Decode a launch in full into a row; whether its metric layout was learned here (then its
-        result fields are checked: :func:`_check_seen`)."""
-        if self.run is not None:
-            self.flush()
+        result fields are checked: :func:`_check_seen`). A launch read without a
+        :class:`_Doubles` reader (a layout new, or new to its reader) makes the bulk readers be
+        listed again."""
         scans = self.wanted.scans
-        self.rows.append(
-            (index, _parsed_launch(result, block, offset, self.wanted, self.metric_cls))
-        )
-        if len(self.rows) >= self.chunk:
-            self.flush()
+        got = _parsed_launch(result, block, offset, self.wanted, self.metric_cls)
+        self.rows.append((index, got))
+        if got.numbers is not None:
+            self.bulks.clear()
         if self.wanted.scans != scans:  # a new layout: are its fields all known?
             _check_seen(buf, "Result", f"launch {index}")
             return True
         return False
 
     def flush(self) -> None:
-        """Make the table of the pending run or rows."""
-        if self.run is not None and self.run.index:
-            self.frames.append(_run_frame(self.path, self.run, self.version))
-        self.run = None
+        """Make the table of the window's runs and rows, in launch order."""
+        frames = [_run_frame(self.path, run, self.version) for run in self.runs.values()]
         if self.rows:
-            self.frames += _frames(self.path, self.rows, self.version)
-            self.rows = []
+            frames += _frames(self.path, self.rows, self.version)
+        if len(frames) > 1:
+            order = [c for run in self.runs.values() for c in run.columns()]
+            order += [(i, _row_columns(got)) for i, got in self.rows]
+            frames = [_window_frame(frames, order)]
+        self.frames += frames
+        self.runs, self.rows, self.pending = {}, [], 0
+
+
+def _row_columns(got: Launch) -> list[str]:
+    """The raw-table columns of a launch decoded in full, in order (as
+    :func:`~ncuroof.parser.ncu_rep.launch_row` makes them)."""
+    return [*META_COLUMNS, *(c for c in got.values if c != _DISPLAY)]
+
+
+def _window_frame(frames: list[pd.DataFrame], columns: list[tuple[int, list[str]]]) -> pd.DataFrame:
+    """The tables of one window's launches as one, rows in launch order and columns in the order
+    one table of its rows in launch order would have (each column where a launch first has it:
+    ``columns`` lists (launch index, the columns it adds) of the launches that add any)."""
+    df = pd.concat(frames, ignore_index=True)
+    first = dict.fromkeys(c for _, cols in sorted(columns, key=lambda x: x[0]) for c in cols)
+    order = np.argsort(df["launch_id"].to_numpy(), kind="stable")
+    return df[list(first)].take(order).reset_index(drop=True)
 
 
 def _frames(path: Path, rows: list[tuple[int, Launch]], version: str | None) -> list[pd.DataFrame]:
@@ -1037,12 +1121,7 @@ def _as_run(rows: list[tuple[int, Launch]]) -> _Run:
     run = _Run(rows[0][1].layout)
     for i, got in rows:
         assert got.blob is not None and got.others is not None
-        run.index.append(i)
-        run.function.append(got.function)
-        run.demangled.append(got.demangled)
-        run.nvtx.append(got.nvtx)
-        run.blobs.append(got.blob)
-        run.others.append(got.others)
+        run.add(i, (got.function, got.demangled, got.nvtx), (got.blob, got.others, got.extra))
     return run
 
 
@@ -1070,8 +1149,10 @@ def _run_frame(path: Path, run: _Run, version: str | None) -> pd.DataFrame:
     doubles = layout.doubles
     assert doubles is not None and doubles.dtype is not None
     names = layout.names
-    records = np.frombuffer(b"".join(run.blobs), dtype=doubles.dtype)
-    columns: dict[str, Any] = {names[i]: records[f"v{i}"].copy() for i in doubles.doubles}
+    columns: dict[str, Any] = {}
+    if doubles.doubles:
+        records = np.frombuffer(b"".join(run.blobs), dtype=doubles.dtype)
+        columns.update({names[i]: records[f"v{i}"].copy() for i in doubles.doubles})
     other = [names[i] for i, _ in doubles.others]
     if other:
         columns.update(_typed_others(run.others, other))
@@ -1109,8 +1190,10 @@ def _run_frame(path: Path, run: _Run, version: str | None) -> pd.DataFrame:
             ),
         )
     )  # typed as DataFrame.from_records types the rows of launch_row
-    frame = pd.DataFrame({**meta, **{c: columns[c] for c in names if c != _DISPLAY}})
-    return numeric_metrics(frame)
+    body = {c: columns[c] for c in names if c != _DISPLAY}
+    if run.extras and run.extras[0] is not None:  # opcode columns after, as a row's values
+        body.update(_typed_extras(run.extras))
+    return numeric_metrics(pd.DataFrame({**meta, **body}))
 
 
 def _typed_others(others: list[list[Any]], names: list[str]) -> pd.DataFrame:
@@ -1124,6 +1207,18 @@ def _typed_others(others: list[list[Any]], names: list[str]) -> pd.DataFrame:
     distinct = list({id(values): values for values in others}.values())
     typed = pd.DataFrame.from_records(distinct, columns=names)
     return typed.take(codes).reset_index(drop=True)
+
+
+def _typed_extras(extras: list[Any]) -> dict[str, np.ndarray]:
+    """The opcode columns of a run's launches (their :func:`_opcodes` dicts), typed as
+    ``DataFrame.from_records`` types them: made from the distinct dicts (a :class:`_Bulk` hands on
+    one dict per distinct opcode table), then taken in order; columns in order of first
+    appearance."""
+    first: dict[int, int] = {}
+    codes = [first.setdefault(id(extra), len(first)) for extra in extras]
+    distinct = list({id(extra): extra for extra in extras}.values())
+    typed = pd.DataFrame.from_records(distinct)
+    return {c: typed[c].to_numpy().take(codes) for c in typed.columns}
 
 
 def _shape_texts(key: tuple[Any, ...]) -> tuple[str | None, str | None, str | None]:

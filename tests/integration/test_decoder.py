@@ -706,3 +706,33 @@ def test_block_headers_read_through_the_file_agree_with_parsed_ones(tmp_path: Pa
             plan = nvr._plan(mm, report, parsed)
             assert nvr._plan(mm, report, read, f.fileno()) == plan, report.name
             assert read == parsed, report.name
+
+
+@needs_ncu_report
+@pytest.mark.parametrize(
+    "name",
+    [
+        "alife_cuda__profile_output.ncu-rep",  # 143 launches, 10 layouts, in turn
+        "nsight-training__manual_nvtx.ncu-rep",  # opcode tables
+        "cs599k__silu-2025-04-19-v1.ncu-rep",  # one double of ncu's short form, the rest integers
+    ],
+)
+def test_launches_of_many_layouts_and_opcode_tables_are_read_in_bulk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """A report whose kernels take turns, some with opcode tables or few doubles: after the first
+    launch of each layout none is decoded in full (each window of launches made a table at once,
+    rows and columns in launch order), and the table equals ncu_report's bit for bit, in one
+    process and split over two, in windows of 40 launches."""
+    source = shared(name)
+    big = tmp_path / "big.ncu-rep"
+    _make_big_report()(source, big, 900)
+    cat = catalog.load()
+    ref = read_ncu_rep(big, cat)
+    full: list[int] = []
+    parsed = nvr._parsed_launch
+    monkeypatch.setattr(nvr, "_parsed_launch", lambda *a: full.append(1) or parsed(*a))
+    ours = nvr.read_nvr(big, cat, processes=1, chunk=10)
+    assert 0 < len(full) <= len(read_ncu_rep(source, cat)), "launches decoded in full"
+    assert_same_tables(ref, ours)
+    assert_same_tables(ref, nvr.read_nvr(big, cat, processes=2, chunk=10))

@@ -1,0 +1,31 @@
+"""The decoder's window of launches (ncuroof.parser.nvr): tables of several layouts made one, in
+launch order, against one table of the same rows made in order."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ncuroof.parser import nvr
+
+
+def test_a_window_of_tables_is_one_table_in_launch_order() -> None:
+    """Runs of two layouts taken in turn, one with opcode columns a later launch adds to: rows in
+    launch order, columns where a launch first has them, as one table of the rows made in order."""
+    from ncuroof.parser.ncu_rep import META_COLUMNS, launch_frame
+
+    def row(i: int, **values: float) -> dict:
+        return {**dict.fromkeys(META_COLUMNS), "launch_id": i, **values}
+
+    rows = [
+        row(0, x=1.0, **{"op[a]": 2.0}),
+        row(1, y=3.0),
+        row(2, x=4.0, **{"op[a]": 5.0}),
+        row(3, y=6.0),
+        row(4, x=7.0, **{"op[a]": 8.0, "op[b]": 9.0}),
+    ]
+    frames = [launch_frame([rows[i] for i in (0, 2, 4)]), launch_frame([rows[1], rows[3]])]
+    first = [(0, [*META_COLUMNS, "x", "op[a]"]), (4, ["op[a]", "op[b]"]), (1, [*META_COLUMNS, "y"])]
+    got = nvr._window_frame(frames, first)
+    want = launch_frame(rows)
+    assert list(got.columns) == [*META_COLUMNS, "x", "op[a]", "y", "op[b]"]
+    pd.testing.assert_frame_equal(got, want)
