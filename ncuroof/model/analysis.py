@@ -202,6 +202,7 @@ def read_kernels(
     if not inputs:
         raise InputError("no input files given")
     raw = parser.read_many(list(inputs), cat, progress, stack=options.stack, reader=options.reader)
+    tables_io.release_memory()  # the decoded chunks, joined into ``raw``, and the reader's copies
     k = calculator.compute_kernels(raw, cat, traffic=options.traffic)
     del raw  # the metric columns are not needed past here
     clocks = {s: clock_control(Path(s)) for s in k["source"].dropna().unique()}

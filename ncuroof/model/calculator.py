@@ -765,6 +765,7 @@ def _status_and_notes(
     status = np.where(damaged, "corrupt_record", status)
     first = cat.time[0].label
     other_time = np.array([False, *(bool(x) and x != first for x in time.names)])[time.which + 1]
+    labels = time.labels  # read once: each read of the property makes the whole array
     for i in np.flatnonzero(
         damaged | failed | (status == "no_roofline_metrics") | np.isnan(time_s) | other_time
     ):  # the rest have no note
@@ -778,7 +779,7 @@ def _status_and_notes(
         if not failed[i] and np.isnan(time_s[i]):
             notes[i].append(_no_duration_note(status[i]))
         if other_time[i]:
-            notes[i].append(f"time from {time.labels[i]}")
+            notes[i].append(f"time from {labels[i]}")
     for i in np.flatnonzero(np.fromiter(map(bool, read), dtype=bool, count=len(read))):
         notes[i].extend(read[i])
     return status

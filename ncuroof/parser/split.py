@@ -4,21 +4,26 @@ in worker interpreters.
 The workers are plain child interpreters (``python -c``), not ``multiprocessing`` children: they do
 not re-run the caller's ``__main__`` (a user's script without a ``__name__`` guard) and inherit no
 threads. Each imports a module named on its command line, then reads one pickled call
-``(module, function, args)`` on stdin (none: it exits), runs it with a ``progress(n)`` keyword that
-writes ``\\0progress n`` lines on its stderr, and writes one pickled ``("ok", result)`` or
-``("error", exception)`` on stdout; an exception raised in a worker is raised again here, as it
-was. Two threads per worker read its stdout and stderr, so the caller's progress bar counts the
-workers' work as it is done. Starting one costs about the import of ``ncuroof`` (0.6 s on the
-2-core reference machine), so :class:`Workers` are started before the work is planned (the imports
-overlap the planning) and callers split only work worth several times that.
+``(module, function, args, result file)`` on stdin (none: it exits), runs it with a
+``progress(n)`` keyword that writes ``\\0progress n`` lines on its stderr, writes one pickled
+``("ok", result)`` or ``("error", exception)`` into the result file (a temporary file this process
+made) and exits; this process reads the file once the worker has ended, so a worker's memory is
+given back before its result takes memory here (the peak of the two is not their sum). An
+exception raised in a worker is raised again here, as it was. A thread per worker reads its
+stderr, so the caller's progress bar counts the workers' work as it is done. Starting one costs
+about the import of ``ncuroof`` (0.6 s on the 2-core reference machine), so :class:`Workers` are
+started before the work is planned (the imports overlap the planning) and callers split only work
+worth several times that.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -37,7 +42,7 @@ _BOOT = (
     "call = sys.stdin.buffer.read()\n"
     "if not call:\n"
     "    sys.exit(0)\n"
-    "module, name, args = pickle.loads(call)\n"
+    "module, name, args, result = pickle.loads(call)\n"
     "def progress(n):\n"
     "    sys.stderr.write(f'\\0progress {n}\\n')\n"
     "    sys.stderr.flush()\n"
@@ -45,7 +50,8 @@ _BOOT = (
     "    out = ('ok', getattr(importlib.import_module(module), name)(*args, progress=progress))\n"
     "except Exception as exc:\n"
     "    out = ('error', exc)\n"
-    "pickle.dump(out, sys.stdout.buffer, protocol=pickle.HIGHEST_PROTOCOL)\n"
+    "with open(result, 'wb') as f:\n"
+    "    pickle.dump(out, f, protocol=pickle.HIGHEST_PROTOCOL)\n"
 )
 
 
@@ -63,26 +69,18 @@ class _WorkerDied(RuntimeError):
 
 @dataclass
 class _Worker:
-    """A worker process and what its reader threads have gathered: stdout,
-    stderr lines, progress."""
+    """A worker process, the file its result goes to, and what its stderr reader thread has
+    gathered: stderr lines, progress."""
 
     proc: subprocess.Popen[bytes]
-    out: list[bytes] = field(default_factory=list)
+    result: str  # the temporary file the worker writes its pickled result into
     err: list[bytes] = field(default_factory=list)
     done: int = 0  # work the worker reported through progress(n)
     passed: int = 0  # of which passed on to this process's progress
-    readers: list[threading.Thread] = field(default_factory=list)
-    collect: threading.Event = field(default_factory=threading.Event)
+    reader: threading.Thread | None = None
 
     def read(self) -> None:
-        """Start the threads that read the worker's stdout and stderr to their end; stdout (the
-        result) only once :attr:`collect` is set: read while this process works, each chunk of the
-        pipe would wait for the interpreter lock (a switch interval, 5 ms per 64 kB) and hold the
-        worker up; read once this process waits, it comes at the speed of memory."""
-
-        def stdout() -> None:
-            self.collect.wait()
-            self.out.append(self.proc.stdout.read())  # type: ignore[union-attr]
+        """Start the thread that reads the worker's stderr to its end (the worker's end)."""
 
         def stderr() -> None:
             for line in self.proc.stderr:  # type: ignore[union-attr]
@@ -91,12 +89,8 @@ class _Worker:
                 else:
                     self.err.append(line)
 
-        self.readers = [
-            threading.Thread(target=stdout, daemon=True),
-            threading.Thread(target=stderr, daemon=True),
-        ]
-        for t in self.readers:
-            t.start()
+        self.reader = threading.Thread(target=stderr, daemon=True)
+        self.reader.start()
 
     def pass_progress(self, progress: Callable[[int], None] | None) -> None:
         """Tell ``progress`` the work reported since the last call."""
@@ -106,8 +100,9 @@ class _Worker:
 
 
 def _start(module: str) -> _Worker:
-    """A worker interpreter importing ``module``, then waiting for its call; it allocates Arrow
-    memory from the pool this process uses (:func:`ncuroof.parser.tables_io.use_returning_pool`)."""
+    """A worker interpreter importing ``module``, then waiting for its call, with an empty result
+    file of its own (made here, only this user may read it); it allocates Arrow memory from the
+    pool this process uses (:func:`ncuroof.parser.tables_io.use_returning_pool`)."""
     env = dict(
         os.environ,
         PYTHONPATH=os.pathsep.join(p for p in (_ROOT, os.environ.get("PYTHONPATH", "")) if p),
@@ -115,15 +110,25 @@ def _start(module: str) -> _Worker:
     arrow = sys.modules.get("pyarrow")
     if arrow is not None:
         env.setdefault("ARROW_DEFAULT_MEMORY_POOL", arrow.default_memory_pool().backend_name)
-    return _Worker(
-        subprocess.Popen(
+    fd, result = tempfile.mkstemp(prefix="ncuroof-worker-", suffix=".pickle")
+    os.close(fd)
+    try:
+        proc = subprocess.Popen(
             [sys.executable, "-c", _BOOT, module],
             stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             env=env,
         )
-    )
+    except BaseException:
+        _remove(result)
+        raise
+    return _Worker(proc, result)
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
 
 
 def _send(w: _Worker, call: bytes) -> None:
@@ -136,23 +141,24 @@ def _send(w: _Worker, call: bytes) -> None:
 
 
 def _finish(w: _Worker, progress: Callable[[int], None] | None) -> Any:
-    """The worker's result, or its exception raised again; its progress passed on meanwhile."""
-    w.collect.set()
-    while any(t.is_alive() for t in w.readers):
-        w.readers[0].join(timeout=0.1)
+    """The worker's result, read from its file once it has ended (its file removed), or its
+    exception raised again; its progress passed on meanwhile."""
+    while w.reader is not None and w.reader.is_alive():
+        w.reader.join(timeout=0.1)
         w.pass_progress(progress)
-    for t in w.readers:
-        t.join()
     w.pass_progress(progress)
     code = w.proc.wait()
-    data = b"".join(w.out)
-    w.out.clear()  # the pickled result is not kept once read: only ``data``, until it is unpickled
-    if code != 0 or not data:
-        lines = b"".join(w.err).decode("utf-8", "replace").strip().splitlines()
-        raise _WorkerDied(
-            f"a worker process ended with code {code}: {lines[-1] if lines else 'no message'}"
-        )
-    status, value = pickle.loads(data)
+    try:
+        with open(w.result, "rb") as f:
+            if code != 0 or not os.fstat(f.fileno()).st_size:
+                lines = b"".join(w.err).decode("utf-8", "replace").strip().splitlines()
+                raise _WorkerDied(
+                    f"a worker process ended with code {code}:"
+                    f" {lines[-1] if lines else 'no message'}"
+                )
+            status, value = pickle.load(f)
+    finally:
+        _remove(w.result)
     if status == "error":
         raise value
     return value
@@ -183,11 +189,10 @@ class Workers:
             if w.proc.poll() is None:
                 w.proc.kill()
             w.proc.wait()
-            w.collect.set()
-            for t in w.readers:
-                t.join()
-            for stream in (w.proc.stdout, w.proc.stderr):
-                stream.close()  # type: ignore[union-attr]
+            if w.reader is not None:
+                w.reader.join()
+            w.proc.stderr.close()  # type: ignore[union-attr]
+            _remove(w.result)
 
     def run(
         self,
@@ -229,7 +234,9 @@ class Workers:
             w.read()
             _send(
                 w,
-                pickle.dumps((fn.__module__, fn.__name__, args), protocol=pickle.HIGHEST_PROTOCOL),
+                pickle.dumps(
+                    (fn.__module__, fn.__name__, args, w.result), protocol=pickle.HIGHEST_PROTOCOL
+                ),
             )
         for w in self.workers[len(busy) :]:
             _send(w, b"")

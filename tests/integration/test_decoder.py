@@ -6,6 +6,7 @@ import importlib.util
 import struct
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -736,3 +737,30 @@ def test_launches_of_many_layouts_and_opcode_tables_are_read_in_bulk(
     assert 0 < len(full) <= len(read_ncu_rep(source, cat)), "launches decoded in full"
     assert_same_tables(ref, ours)
     assert_same_tables(ref, nvr.read_nvr(big, cat, processes=2, chunk=10))
+
+
+def test_workers_leave_no_result_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker's result goes through a temporary file of its own (read once the worker has ended,
+    so the two processes' memory does not add up); none is left after a read, a worker's error or a
+    worker killed before it answers."""
+    from ncuroof.parser import split
+
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    big = tmp_path / "big.ncu-rep"
+    _make_big_report()(shared("ESMM-Research__profile_output.ncu-rep"), big, 600)
+    cat = catalog.load()
+    one = nvr.read_nvr(big, cat, processes=1)
+    assert_same_tables(one, nvr.read_nvr(big, cat, processes=3))
+    assert not list(temp.iterdir())
+    data = big.read_bytes()
+    blocks = list(nvr._blocks(data, big))
+    bad = tmp_path / "bad.ncu-rep"
+    bad.write_bytes(_shorten_block(data, blocks[-3][0]))  # damaged in the last worker's slice
+    with pytest.raises(ReportFormatError):
+        nvr.read_nvr(bad, cat, processes=3)
+    assert not list(temp.iterdir())
+    monkeypatch.setattr(split, "_BOOT", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
+    assert_same_tables(one, nvr.read_nvr(big, cat, processes=3))
+    assert not list(temp.iterdir())

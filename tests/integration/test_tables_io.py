@@ -314,6 +314,6 @@ def test_decoding_workers_take_this_process_arrow_pool(monkeypatch: pytest.Monke
 
     monkeypatch.delenv("ARROW_DEFAULT_MEMORY_POOL", raising=False)
     monkeypatch.setattr(split.subprocess, "Popen", popen)
-    split._start("json")
+    split._remove(split._start("json").result)
     assert seen["ARROW_DEFAULT_MEMORY_POOL"] == pa.default_memory_pool().backend_name
     assert "ARROW_DEFAULT_MEMORY_POOL" not in os.environ
