@@ -959,15 +959,17 @@ def validate_raw(df: pd.DataFrame, path: str) -> pd.DataFrame:
 #: Text columns (dtype ``string``) of the launch and points tables held in memory as pandas
 #: ``category`` (:func:`compact_text`): texts repeated on every launch of a kernel (evidence,
 #: advice, provenance, launch configuration), read by the pages and written to the files but never
-#: changed cell by cell. The keys and classes the model groups, merges and fills (``source``,
-#: ``kernel_name``, ``kernel_key``, ``status``, ``bound``, ``diagnosis``, ``precision``,
-#: ``level``) stay ``string``.
+#: changed cell by cell; and ``kernel_key``, set once per analysis (``--match``), which repeats the
+#: demangled name on every launch (kilobytes for a C++ template kernel). The other keys and classes
+#: the model groups, merges and fills (``source``, ``kernel_name``, ``status``, ``bound``,
+#: ``diagnosis``, ``precision``, ``level``) stay ``string``.
 COMPACT_TEXT = frozenset(
     {
         "evidence_sources",
         "evidence",
         "advice",
         "kernel_demangled",
+        "kernel_key",
         "reader",
         "speed_of_light_note",
         "clock_control",

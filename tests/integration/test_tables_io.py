@@ -259,12 +259,12 @@ def test_compact_text_keeps_the_values_missing_and_empty_apart() -> None:
     """compact_text holds the COMPACT_TEXT columns as category: the same texts, a missing cell still
     missing and '' still '', a number as its text (as a 'string' column), fillna('') possible; the
     other columns untouched."""
-    columns = {n: schema.KERNELS[n] for n in ("advice", "cc", "kernel_key", "time_s")}
+    columns = {n: schema.KERNELS[n] for n in ("advice", "cc", "kernel_name", "time_s")}
     df = pd.DataFrame(
         {
             "advice": pd.Series(["a", None, "", "a"], dtype="string"),
             "cc": pd.Series(["8.6", 9.0, None, "8.6"], dtype=object),
-            "kernel_key": pd.Series(["k", "k", None, "j"], dtype="string"),
+            "kernel_name": pd.Series(["k", "k", None, "j"], dtype="string"),
             "time_s": [1.0, 2.0, np.nan, 4.0],
         }
     )
@@ -273,7 +273,7 @@ def test_compact_text_keeps_the_values_missing_and_empty_apart() -> None:
     assert out["advice"].isna().tolist() == [False, True, False, False]
     assert out["advice"].fillna("").tolist() == ["a", "", "", "a"]
     assert out["cc"].astype(object).tolist()[:2] == ["8.6", "9.0"] and pd.isna(out["cc"][2])
-    assert out["kernel_key"] is df["kernel_key"] or out["kernel_key"].equals(df["kernel_key"])
+    assert out["kernel_name"] is df["kernel_name"] or out["kernel_name"].equals(df["kernel_name"])
     assert schema.compact_text(out, columns)["advice"].equals(out["advice"])
 
 
