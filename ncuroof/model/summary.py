@@ -79,7 +79,9 @@ def kernel_keys(kernels: pd.DataFrame, by: str = "kernel") -> pd.Series:
     Returns
     -------
     Series of str
-        Same index.
+        Same index; a ``category`` of the distinct keys in sorted order (as
+        :func:`ncuroof.schema.compact_text` holds ``kernel_key``) where launches repeat their names:
+        one copy of each key, however many launches.
 
     Raises
     ------
@@ -87,10 +89,13 @@ def kernel_keys(kernels: pd.DataFrame, by: str = "kernel") -> pd.Series:
         For an unknown ``by``.
     """
     if by in _KEY_COLUMNS and len(kernels):
-        # launches of one kernel repeat its names: each distinct row keyed once, taken back
+        # launches of one kernel repeat its names: each distinct row keyed once, taken back as codes
         first, inverse = distinct_rows(kernels, list(_KEY_COLUMNS[by]))
         made = _keys(kernels.iloc[first], by)
-        return pd.Series(made.array.take(inverse), index=kernels.index, name=made.name)
+        codes, words = pd.factorize(made.array, sort=True)
+        dtype = pd.CategoricalDtype(pd.Index(words, dtype="string"))
+        keys = pd.Categorical.from_codes(codes[inverse], dtype=dtype)
+        return pd.Series(keys, index=kernels.index, name=made.name)
     return _keys(kernels, by)
 
 
@@ -278,7 +283,8 @@ def keys_of(kernels: pd.DataFrame, by: str = "kernel") -> pd.Series:
     """The ``kernel_key`` column the analysis set once (:func:`ncuroof.model.analysis.build`), else
     :func:`kernel_keys` of ``kernels`` by ``by``."""
     if "kernel_key" in kernels.columns and kernels["kernel_key"].notna().all():
-        return kernels["kernel_key"].astype(str)
+        key = kernels["kernel_key"]
+        return key if isinstance(key.dtype, pd.CategoricalDtype) else key.astype(str)
     return kernel_keys(kernels, by)
 
 
