@@ -27,7 +27,7 @@ from ..catalog import load as load_catalog
 from ..errors import InputError
 from ..parser.validate import roof_damage
 from ..schema import LEVELS, PRECISIONS, Note, parse_cell, tensor_columns, tensor_paths
-from .distinct import gc_paused
+from .distinct import bit_codes, distinct_codes, gc_paused
 from .roofs import Factorized, has_any, objects, set_source, source_kinds
 
 __all__ = ["fill_ceilings", "fill_achievable", "parse_peak", "SOURCES", "FLOP_ROOFS"]
@@ -421,10 +421,13 @@ def _apply_datasheet(
     paths: list[str],
     sets: _Sets,
 ) -> np.ndarray:
-    """Fill the roofs the launches ``idx`` lack from ``spec``, in place, and say so in their notes;
-    return the launches that took a roof from it."""
-    scale = _clock_scale(k["sm_clock_hz"].to_numpy(float)[idx], spec)
-    filled: dict[int, list[tuple[str, str]]] = {}
+    """Fill the roofs the launches ``idx`` lack from ``spec``, in place, and say so in their notes
+    (made once per distinct set of roofs filled and SM clock); return the launches that took a roof
+    from it."""
+    clock = k["sm_clock_hz"].to_numpy(float)[idx]
+    scale = _clock_scale(clock, spec)
+    filled: list[tuple[str, str]] = []  # (shown name, text) of each roof filled, in order
+    took: list[np.ndarray] = []  # for each of them: which launches of ``idx`` took it
     for name, col, value in _datasheet_targets(spec, gpus, paths):
         if value is None:
             continue
@@ -438,12 +441,20 @@ def _apply_datasheet(
         sets.set(miss, name, "datasheet")
         unscaled = "" if name == "dram" else f" (datasheet {fmt.si(value, 'FLOP/s')} at boost)"
         shown = name.replace("_", " ", 1) if name.startswith("tensor_") else name
-        for i in miss:
-            filled.setdefault(i, []).append((shown, shown + unscaled))
-    clock = k["sm_clock_hz"].to_numpy(float)
-    for i, names in filled.items():
-        sets.notes[i] += _datasheet_notes(spec, gpus, names, clock[i])
-    return np.fromiter(filled, dtype=np.int64, count=len(filled))
+        filled.append((shown, shown + unscaled))
+        took.append(lacks)
+    hit = np.flatnonzero(np.logical_or.reduce(took)) if took else np.array([], dtype=np.int64)
+    if not len(hit):
+        return hit
+    rows = [t[hit] for t in took]
+    first, inverse = distinct_codes([*rows, *bit_codes([clock[hit].view(np.uint64)])])
+    notes = [
+        _datasheet_notes(spec, gpus, [f for f, t in zip(filled, rows) if t[j]], clock[hit[j]])
+        for j in first
+    ]
+    for i, n in zip(idx[hit].tolist(), inverse.tolist()):
+        sets.notes[i] += notes[n]
+    return idx[hit]
 
 
 def _datasheet_notes(

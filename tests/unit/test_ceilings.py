@@ -563,3 +563,25 @@ def test_every_launch_with_work_has_a_roof_and_a_roof_fraction(path) -> None:
     ].tolist()
     bind = a.points.merge(k.reset_index()[["source", "launch_id"]])
     assert bind.groupby(["source", "launch_id"])["roof_flop_per_s"].min().map(np.isfinite).all()
+
+
+def test_datasheet_notes_are_each_launch_s_own(gpus) -> None:
+    """Launches taking turns between SM clocks and the roofs they lack: each launch's datasheet
+    note names its own clock and roofs (the notes are made once per distinct combination)."""
+    from ncuroof.model.ceilings import fill_ceilings
+
+    rows = [
+        _kernels(sm_clock_hz=1.3e9),
+        _kernels(sm_clock_hz=1.71e9, peak_fp32_flop_per_s=27e12, ceiling_sources="fp32:report"),
+        _kernels(sm_clock_hz=1.3e9),
+        _kernels(sm_clock_hz=np.nan, peak_dram_bytes_per_s=5e11, ceiling_sources="dram:report"),
+        _kernels(sm_clock_hz=1.71e9, peak_fp32_flop_per_s=27e12, ceiling_sources="fp32:report"),
+    ]
+    k = fill_ceilings(pd.concat(rows, ignore_index=True), gpus)
+    notes = [cell_text("notes", n) for n in k["notes"]]
+    assert notes[0] == notes[2] and notes[1] == notes[4]
+    assert "1.3 GHz = 76% of boost" in notes[0] and ", fp32 (datasheet" in notes[0]
+    assert "1.71 GHz = 100% of boost" in notes[1] and ", fp32 (datasheet" not in notes[1]
+    assert "no measured SM clock: at the boost clock" in notes[3] and ", dram," not in notes[3]
+    assert all("fp64 (datasheet 547 GFLOP/s at boost)" in n for n in notes)
+    assert list(k["datasheet_gpu"]) == ["a10g"] * 5
