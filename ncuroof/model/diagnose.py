@@ -31,6 +31,7 @@ roof -> instruction mix, tensor cores; latency bound -> more parallelism or occu
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import re
@@ -484,13 +485,7 @@ class _Context:
             fmt.num(f.get("blocks")),
             fmt.num(f.get("threads_per_block")),
         )
-        grid = ""
-        if math.isfinite(waves):
-            grid = f"{fmt.plain(waves)} waves per SM" + (
-                f" ({_count(blocks, 'block')} of {_count(threads, 'thread')})"
-                if math.isfinite(blocks) and math.isfinite(threads)
-                else ""
-            )
+        grid = _grid_text(waves, blocks, threads)
         occ, theo = fmt.num(f.get("occupancy_frac")), fmt.num(f.get("theoretical_occupancy_frac"))
         occ_text = (
             f"achieved occupancy {fmt.pct(occ)}"
@@ -513,9 +508,28 @@ class _Context:
             small_grid=math.isfinite(waves) and waves < float(sol["small_grid_waves"]),
             sol_text=_sol_text(sm, mem),
             shape="; ".join(x for x in (grid, occ_text) if x),
-            lanes=lanes(threads),
+            lanes=_lanes(threads),
             **_achievable(f),
         )
+
+
+@functools.lru_cache(maxsize=4096)
+def _grid_text(waves: float, blocks: float, threads: float) -> str:
+    """``0.8 waves per SM (64 blocks of 256 threads)``, or '' without waves: made once per launch
+    configuration, which the launches of a kernel repeat."""
+    if not math.isfinite(waves):
+        return ""
+    return f"{fmt.plain(waves)} waves per SM" + (
+        f" ({_count(blocks, 'block')} of {_count(threads, 'thread')})"
+        if math.isfinite(blocks) and math.isfinite(threads)
+        else ""
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def _lanes(threads: float) -> str:
+    """:func:`lanes` of a block size, made once per block size."""
+    return lanes(threads)
 
 
 def _count(n: float, noun: str) -> str:
