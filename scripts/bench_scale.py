@@ -22,6 +22,11 @@ wall time against launches between the two largest sizes (1: linear).
 
 On a machine shared with other work, compare the CPU columns and the ratios, not wall seconds.
 
+``--vary V`` (make_big_report.py --vary): each copy's counts, bytes, durations and cycles are
+multiplied by a factor of 1 +- V, so no two launches are alike, as in a real report; the text made
+once per distinct row (verdicts, notes) is then made per launch. At 100,000 launches a line says
+the issue's goal: at most 5 s and 500 MB peak RSS of the process tree.
+
 Compressed reports (issue 32): each generated report is also compressed as ncu 2026.3 writes a
 ``.ncu-repz`` (zstd level 3 of the same bytes, one frame) and analyzed the same way; its wall time,
 CPU time and peak RSS are printed as ratios to the uncompressed report's in the same run (targets:
@@ -223,7 +228,8 @@ def main() -> int:
     floors: list[float] = []
     with tempfile.TemporaryDirectory(prefix="ncuroof-bench-") as d:
         tmp = Path(d)
-        print(f"source {args.report.name}; {os.cpu_count()} cores")
+        varied = f"; each copy's counts and durations times 1 +- {args.vary}" if args.vary else ""
+        print(f"source {args.report.name}; {os.cpu_count()} cores{varied}")
         fixed = fixed_cost(args.report, tmp)
         print(
             f"{'launches':>9} {'file MB':>8} {'wall s':>7} {'CPU s':>7} {'ms/launch':>9}"
@@ -257,6 +263,13 @@ def arguments() -> argparse.Namespace:
     ap.add_argument(
         "--no-repz", action="store_true", help="do not time the .ncu-repz of each report"
     )
+    ap.add_argument(
+        "--vary",
+        type=float,
+        default=0.0,
+        help="vary each copy's measured values by 1 +- VARY (make_big_report.py --vary): no two"
+        " launches alike, as in a real report",
+    )
     return ap.parse_args()
 
 
@@ -277,7 +290,7 @@ def size_row(
     """Make, analyze and print the report of ``n`` launches (and its .ncu-repz): the row
     (n, wall, rss, cpu, stages) and the ncu_report floor per launch (None when not measured)."""
     big = tmp / f"big{n}.ncu-rep"
-    make_big_report(args.report, big, n)
+    make_big_report(args.report, big, n, args.vary)
     wall, rss, cpu, st = analyze(big, tmp / "out")
     repz = "" if args.no_repz else repz_row(big, tmp, wall, rss, cpu)
     checked, cost = verify_cost(big)
@@ -306,6 +319,11 @@ def print_against_floor(rows: list[tuple], fl: float, count: int) -> None:
             f" launches) = {cpu / (fl * n):.3f}; peak RSS / 1 GB = {rss / 2**30:.2f}"
             " (target <= 1)"
         )
+        if n == 100_000:
+            print(
+                f"{n:>9} launches: wall {wall:.2f} s (goal <= 5), peak RSS of the process tree"
+                f" {rss / 2**20:.0f} MB (goal <= 500)"
+            )
 
 
 def print_slopes(rows: list[tuple], fixed: float) -> None:

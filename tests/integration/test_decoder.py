@@ -764,3 +764,20 @@ def test_workers_leave_no_result_file(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setattr(split, "_BOOT", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
     assert_same_tables(one, nvr.read_nvr(big, cat, processes=3))
     assert not list(temp.iterdir())
+
+
+@needs_ncu_report
+def test_generated_report_with_varied_values_reads_as_ncu_report_does(tmp_path: Path) -> None:
+    """make_big_report --vary: every copy's counts, durations and cycles differ by one factor of
+    1 +- 5 %, rates kept; ncu_report and the decoder read the same values, no two durations alike,
+    and every count still agrees with its rate and the duration (no note from the rate check)."""
+    big = tmp_path / "varied.ncu-rep"
+    _make_big_report()(shared("ESMM-Research__profile_output.ncu-rep"), big, 800, vary=0.05)
+    cat = catalog.load()
+    ref = read_ncu_rep(big, cat)
+    assert_same_tables(ref, nvr.read_nvr(big, cat, processes=2, chunk=50))
+    duration = ref["gpu__time_duration.sum"]
+    assert duration.nunique() == 800
+    factor = duration.to_numpy()[4::4] / duration.to_numpy()[0]  # copies of launch 0
+    assert (np.abs(factor - 1) <= 0.05).all() and np.ptp(factor) > 0.01
+    assert parser.read(big, cat, reader="fast")["input_notes"].isna().all()
