@@ -1358,7 +1358,7 @@ def _decoded(
                 "holds no kernel launches; check ncu's --kernel-name/--launch-count filters",
                 path,
             )
-        parts = _slices(plan, n)
+        parts = _slices(plan, len(workers.workers) + 1)  # those that started
         if planned is not None:
             planned(plan.total, [int(part.marks[0][2]) for part in parts if len(part.marks)])
         advance = progress(plan.total) if progress is not None else None

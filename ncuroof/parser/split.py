@@ -171,13 +171,19 @@ class Workers:
     Parameters
     ----------
     n : int
-        Workers to start (0: :meth:`run` runs everything here).
+        Workers to start (0: :meth:`run` runs everything here); fewer start where no temporary
+        file or process can be made (:attr:`workers` lists those that did).
     module : str
         The module they import while this process goes on (the one whose function they will run).
     """
 
     def __init__(self, n: int, module: str) -> None:
-        self.workers = [_start(module) for _ in range(max(0, n))]
+        self.workers: list[_Worker] = []
+        for _ in range(max(0, n)):
+            try:
+                self.workers.append(_start(module))
+            except OSError:  # no temporary file or no process to be had: fewer workers
+                break
 
     def __enter__(self) -> Workers:
         return self

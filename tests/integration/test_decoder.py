@@ -764,6 +764,8 @@ def test_workers_leave_no_result_file(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setattr(split, "_BOOT", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
     assert_same_tables(one, nvr.read_nvr(big, cat, processes=3))
     assert not list(temp.iterdir())
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "gone"))  # no temporary file: no worker
+    assert_same_tables(one, nvr.read_nvr(big, cat, processes=3))
 
 
 @needs_ncu_report
