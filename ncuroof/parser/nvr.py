@@ -127,7 +127,6 @@ LEARNED = "ncuroof.learned_launches"
 TRAILER = 4
 _DOUBLE = struct.Struct("<d")
 _U32 = struct.Struct("<I")
-_UNKNOWN: Any = object()  # not looked up yet
 
 
 class UnsupportedReport(Exception):
