@@ -27,6 +27,8 @@ from pathlib import Path
 import numpy as np
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
+from ncuroof.parser.wire import varint
+
 _U32 = struct.Struct("<I")
 
 
@@ -91,16 +93,6 @@ _MEASURED = (".sum", ".avg", ".min", ".max")
 _DOUBLE = struct.Struct("<d")
 
 
-def _varint(buf: bytes, i: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        b = buf[i]
-        value |= (b & 0x7F) << shift
-        i, shift = i + 1, shift + 7
-        if b < 0x80:
-            return value, i
-
-
 def _varied(metrics: list[bytes], names: list[str], factor: float) -> None:
     """Multiply the double value of each :data:`_MEASURED` metric result by ``factor``, in place
     (a metric result: field 1 its name's index in the string table, field 2 its value, whose
@@ -108,7 +100,7 @@ def _varied(metrics: list[bytes], names: list[str], factor: float) -> None:
     for j, raw in enumerate(metrics):
         if raw[:1] != b"\x08":
             continue
-        name, at = _varint(raw, 1)
+        name, at = varint(raw, 1)
         if (
             name < len(names)
             and names[name].endswith(_MEASURED)

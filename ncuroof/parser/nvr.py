@@ -912,8 +912,8 @@ def decode_slice(
         mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm,
         _gc_paused(),
     ):
-        reader = _SliceReader(path, mm, _Wanted.of(catalog, part.strings), chunk, version)
-        reader.fd = f.fileno()
+        wanted = _Wanted.of(catalog, part.strings)
+        reader = _SliceReader(path, mm, f.fileno(), wanted, chunk, version)
         reader.read(part.marks.tolist(), progress)
     return reader.frames, reader.records
 
@@ -954,6 +954,8 @@ class _Run:
         the first launch of each distinct set of opcode columns (for :func:`_window_frame`)."""
         names = [n for n in self.layout.names if n != _DISPLAY]
         out = [(self.index[0], [*META_COLUMNS, *names])]
+        if self.extras[0] is None:  # a layout without opcode tables: none has any
+            return out
         seen: set[int] = set()
         for i, extra in zip(self.index, self.extras):
             if extra is not None and id(extra) not in seen:
@@ -971,10 +973,10 @@ class _SliceReader:
     (:func:`_window_frame`), so launches of several kernels in turn cost no table each."""
 
     def __init__(
-        self, path: Path, mm: Any, wanted: _Wanted, chunk: int, version: str | None
+        self, path: Path, mm: Any, fd: int, wanted: _Wanted, chunk: int, version: str | None
     ) -> None:
         self.path, self.mm, self.wanted, self.chunk, self.version = path, mm, wanted, chunk, version
-        self.fd: int | None = None  # the report's file: single records read through it
+        self.fd = fd  # the report's file (mapped as ``mm``): single records read through it
         classes = _classes()
         self.result_cls, self.metric_cls = classes["Result"], classes["Metric"]
         self.texts: dict[bytes, str] = {}
@@ -1168,7 +1170,7 @@ def _run_frame(path: Path, run: _Run, version: str | None) -> pd.DataFrame:
         columns.update({names[i]: records[f"v{i}"].copy() for i in doubles.doubles})
     other = [names[i] for i, _ in doubles.others]
     if other:
-        columns.update(_typed_others(run.others, other))
+        columns.update(_typed_distinct(run.others, other))
 
     def listed(name: str) -> list[Any]:
         col = columns.get(name)
@@ -1205,33 +1207,22 @@ def _run_frame(path: Path, run: _Run, version: str | None) -> pd.DataFrame:
     )  # typed as DataFrame.from_records types the rows of launch_row
     body = {c: columns[c] for c in names if c != _DISPLAY}
     if run.extras and run.extras[0] is not None:  # opcode columns after, as a row's values
-        body.update(_typed_extras(run.extras))
+        body.update(_typed_distinct(run.extras))
     return numeric_metrics(pd.DataFrame({**meta, **body}))
 
 
-def _typed_others(others: list[list[Any]], names: list[str]) -> pd.DataFrame:
-    """``DataFrame.from_records(others, columns=names)``, made from the distinct lists of ``others``
-    (:class:`_Bulk` hands on one list while the values do not change), then taken in order: the
-    same values, so the same types."""
+def _typed_distinct(rows: list[Any], names: list[str] | None = None) -> pd.DataFrame:
+    """``DataFrame.from_records(rows, columns=names)``, made from the distinct objects of ``rows``
+    (:class:`_Bulk` hands on one list of other values while they do not change, one dict of opcode
+    columns per distinct opcode table), then taken in order: the same values, so the same types;
+    without ``names``, columns in order of first appearance."""
     first: dict[int, int] = {}
-    codes = [first.setdefault(id(values), len(first)) for values in others]
-    if len(first) == len(others):
-        return pd.DataFrame.from_records(others, columns=names)
-    distinct = list({id(values): values for values in others}.values())
+    codes = [first.setdefault(id(row), len(first)) for row in rows]
+    if len(first) == len(rows):
+        return pd.DataFrame.from_records(rows, columns=names)
+    distinct = list({id(row): row for row in rows}.values())
     typed = pd.DataFrame.from_records(distinct, columns=names)
     return typed.take(codes).reset_index(drop=True)
-
-
-def _typed_extras(extras: list[Any]) -> dict[str, np.ndarray]:
-    """The opcode columns of a run's launches (their :func:`_opcodes` dicts), typed as
-    ``DataFrame.from_records`` types them: made from the distinct dicts (a :class:`_Bulk` hands on
-    one dict per distinct opcode table), then taken in order; columns in order of first
-    appearance."""
-    first: dict[int, int] = {}
-    codes = [first.setdefault(id(extra), len(first)) for extra in extras]
-    distinct = list({id(extra): extra for extra in extras}.values())
-    typed = pd.DataFrame.from_records(distinct)
-    return {c: typed[c].to_numpy().take(codes) for c in typed.columns}
 
 
 def _shape_texts(key: tuple[Any, ...]) -> tuple[str | None, str | None, str | None]:
