@@ -129,6 +129,8 @@ def _client(scheduler: str | None, workers: int) -> Iterator[Any]:
     ``workers`` processes."""
     from distributed import Client, LocalCluster
 
+    from .worker_logs import LogLevel, worker_level
+
     if scheduler is not None:
         try:
             client = Client(scheduler, timeout=CONNECT_TIMEOUT_S)
@@ -148,6 +150,7 @@ def _client(scheduler: str | None, workers: int) -> Iterator[Any]:
             processes=True,
             dashboard_address=":0",
             silence_logs=logging.ERROR,
+            plugins=(LogLevel(worker_level()),),
         ) as cluster,
         Client(cluster) as client,
     ):

@@ -182,3 +182,30 @@ def test_a_stack_runs_on_dask_from_sixteen_inputs_or_when_asked() -> None:
     )  # scripts/bench_fleet.py: dask pays from about 16 small reports on 2 cores
     assert not wanted(15, None) and wanted(16, None)
     assert wanted(2, None, workers=2) and wanted(1, "tcp://127.0.0.1:8786")
+
+
+def _worker_levels() -> tuple[int, int]:
+    """The effective levels of the ``distributed.worker`` and ``distributed`` loggers here."""
+    import logging
+
+    return (
+        logging.getLogger("distributed.worker").getEffectiveLevel(),
+        logging.getLogger("distributed").getEffectiveLevel(),
+    )
+
+
+@pytest.mark.parametrize(("root", "expected"), [("WARNING", "CRITICAL"), ("INFO", "INFO")])
+def test_local_workers_log_only_what_verbose_asks_for(root: str, expected: str) -> None:
+    """A worker's heartbeat racing the cluster's shutdown logged an ERROR traceback on our stderr
+    after a successful run (CI, 2 cores): the local workers log at CRITICAL unless -v."""
+    import logging
+
+    before = logging.getLogger().level
+    logging.getLogger().setLevel(root)
+    try:
+        with fleet._client(None, 1) as client:
+            levels = list(client.run(_worker_levels).values())
+    finally:
+        logging.getLogger().setLevel(before)
+    want = logging.getLevelName(expected)
+    assert levels == [(want, want)]
