@@ -29,3 +29,35 @@ def test_a_window_of_tables_is_one_table_in_launch_order() -> None:
     want = launch_frame(rows)
     assert list(got.columns) == [*META_COLUMNS, "x", "op[a]", "y", "op[b]"]
     pd.testing.assert_frame_equal(got, want)
+
+
+def test_coded_names_join_to_the_tables_before_coding() -> None:
+    """Windows whose name columns are held as category (each with categories of its own, one
+    missing demangled name) join to what the tables before coding join to, text dtype included."""
+    from ncuroof.parser.ncu_rep import META_COLUMNS, launch_frame
+
+    long = "void k<" + "int, " * 1000 + "float>(int)"
+
+    def row(i: int, name: str, demangled: str | None) -> dict:
+        return {
+            **dict.fromkeys(META_COLUMNS),
+            "launch_id": i,
+            "kernel_name": name,
+            "kernel_demangled": demangled,
+            "x": float(i),
+        }
+
+    windows = [
+        launch_frame([row(0, "a", long), row(1, "b", "b()")]),
+        launch_frame([row(2, "b", "b()"), row(3, "c", None)]),
+        launch_frame([row(4, "a", long)]),
+    ]
+    coded = [nvr._coded(w) for w in windows]
+    assert all(isinstance(c["kernel_demangled"].dtype, pd.CategoricalDtype) for c in coded)
+    assert coded[1]["kernel_name"].cat.categories.tolist() == ["b", "c"]
+    got = nvr._joined(coded)
+    want = pd.concat(windows, ignore_index=True)
+    pd.testing.assert_frame_equal(got, want, check_exact=True)
+    assert got["kernel_demangled"].tolist()[:3] == [long, "b()", "b()"]
+    assert got["kernel_demangled"].isna().tolist() == [False, False, False, True, False]
+    pd.testing.assert_frame_equal(nvr._joined(coded[:1]), windows[0], check_exact=True)
