@@ -3,7 +3,8 @@
 One reader per format, chosen from the file's content and name: ``.ncu-rep`` reports through our
 own decoder (:mod:`.nvr`), or NVIDIA's ``ncu_report`` (:mod:`.ncu_rep`: the reference, used for
 anything the decoder was not verified on), ncu CSV exports (:mod:`.csv`). A compressed report
-(``.ncu-repz``, zstd) is decompressed into a temporary file first and read the same way
+(``.ncu-repz``, zstd) is read forward from its stream where its frames declare its size
+(:mod:`.forward`), else decompressed into a temporary file first and read the same way
 (:mod:`.compressed`). Several files of
 one run (the NERSC/GENE workflow: time and DRAM bytes from one ncu run, FLOP counts from another)
 are merged launch by launch (:mod:`.merge`); a session-page CSV completes the others with the
@@ -13,7 +14,8 @@ device name and ncu version.
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,7 @@ from ..schema import validate_raw
 from .blocks import MAGIC
 from .compressed import is_compressed, uncompressed
 from .csv import Session, read_csv, read_session, sniff
+from .forward import Backward, streamable
 from .merge import apply_session, merge
 from .ncu_rep import read_ncu_rep
 from .nvr import LEARNED, PayloadError, UnsupportedReport, read_nvr
@@ -54,6 +57,26 @@ __all__ = [
 ]
 
 READERS = ("auto", "fast", "ncu_report")
+_log = logging.getLogger(__name__)
+
+#: How ``ncu_report`` reads a whole report into the raw table (:func:`read_ncu_rep`'s signature).
+Whole = Callable[[Path, Catalog, Any], pd.DataFrame]
+
+
+class _Declined(Exception):
+    """A compressed report read forward needs ``ncu_report`` on the whole report: it is read from a
+    decompressed copy instead (:func:`_streamed`)."""
+
+
+def _ncu_report(path: Path, catalog: Catalog, progress: Any) -> pd.DataFrame:
+    """The :data:`Whole` of a report: :func:`read_ncu_rep`."""
+    return read_ncu_rep(path, catalog, progress)
+
+
+def _decline(path: Path, catalog: Catalog, progress: Any) -> pd.DataFrame:
+    """The :data:`Whole` of a compressed report read forward: declined (:class:`_Declined`)."""
+    raise _Declined(path)
+
 
 _TEXT_SUFFIXES = (".csv", ".txt", ".log")
 
@@ -93,7 +116,9 @@ def check_reader(reader: str) -> None:
         raise ValueError(f"reader must be one of {', '.join(READERS)}, not {reader!r}")
 
 
-def _read_report(path: Path, catalog: Catalog, progress: Any, reader: str) -> pd.DataFrame:
+def _read_report(
+    path: Path, catalog: Catalog, progress: Any, reader: str, whole: Whole = _ncu_report
+) -> pd.DataFrame:
     """A ``.ncu-rep`` through the chosen reader, its ``reader`` column saying which and why.
 
     ``auto`` reads with the decoder, then checks it against ``ncu_report`` on a sample
@@ -101,7 +126,8 @@ def _read_report(path: Path, catalog: Catalog, progress: Any, reader: str) -> pd
     ``ncu_report`` when the decoder meets something it was not verified on, when a launch does
     not decode as it knows results (a damaged report only if ``ncu_report`` fails on it too), or
     when the sample differs. Decoded tables are checked for counts and rates that disagree on
-    the duration (:func:`.verify.check_rates`).
+    the duration (:func:`.verify.check_rates`). ``whole`` is how ``ncu_report`` reads the whole
+    report (:func:`_streamed` declines instead).
     """
     if reader == "ncu_report":
         return _by(read_ncu_rep(path, catalog, progress), "ncu_report (--reader ncu_report)")
@@ -115,7 +141,7 @@ def _read_report(path: Path, catalog: Catalog, progress: Any, reader: str) -> pd
             early.append(EarlySample(path, catalog, blocks, total, firsts))
 
     try:
-        return _decoded_report(path, catalog, progress, reader, blocks, planned, early)
+        return _decoded_report(path, catalog, progress, reader, blocks, planned, early, whole)
     finally:
         for sample in early:
             sample.result()  # its worker done and its files removed, whatever happened here
@@ -129,6 +155,7 @@ def _decoded_report(
     blocks: list[Any],
     planned: Any,
     early: list[EarlySample],
+    whole: Whole = _ncu_report,
 ) -> pd.DataFrame:
     """:func:`_read_report` through the decoder (``reader`` 'fast' or 'auto')."""
     try:
@@ -142,7 +169,11 @@ def _decoded_report(
             ) from exc
         return _by(
             _fallback(
-                path, catalog, progress, f"the built-in reader does not know this report ({exc})"
+                path,
+                catalog,
+                progress,
+                f"the built-in reader does not know this report ({exc})",
+                whole,
             ),
             f"ncu_report (the built-in decoder does not know this report: {exc})",
         )
@@ -150,7 +181,7 @@ def _decoded_report(
         if reader == "fast" or not have_ncu_report():
             raise
         return _by(
-            _second_opinion(path, catalog, progress, exc),
+            _second_opinion(path, catalog, progress, exc, whole),
             f"ncu_report (the built-in decoder could not decode it: {exc.message})",
         )
     learned = df.attrs.get(LEARNED, [])
@@ -161,7 +192,8 @@ def _decoded_report(
             f"ncuroof decoder, not verified against ncu_report ({why}); counts checked against"
             " rates",
         )
-    return _verified(path, df, catalog, progress, learned, blocks, early[0] if early else None)
+    sample = early[0] if early else None
+    return _verified(path, df, catalog, progress, learned, blocks, sample, whole)
 
 
 def _verified(
@@ -172,6 +204,7 @@ def _verified(
     learned: list[int],
     blocks: list[Any],
     early: EarlySample | None = None,
+    whole: Whole = _ncu_report,
 ) -> pd.DataFrame:
     """The decoder's table checked against ``ncu_report`` on a sample, or ``ncu_report``'s table
     where they differ. Where ``ncu_report`` cannot read the sample cut from the report, it reads the
@@ -184,7 +217,7 @@ def _verified(
     except NcuroofError as exc:
         try:
             return _by(
-                read_ncu_rep(path, catalog, progress),
+                whole(path, catalog, progress),
                 f"ncu_report (the sample check against it could not run: {exc.message})",
             )
         except NcuroofError as theirs:
@@ -195,7 +228,7 @@ def _verified(
             )
     if verdict.difference:
         return _by(
-            read_ncu_rep(path, catalog, progress),
+            whole(path, catalog, progress),
             f"ncu_report (the built-in decoder differed from it: {verdict.difference})",
         )
     return _by(
@@ -209,19 +242,23 @@ def _by(df: pd.DataFrame, text: str) -> pd.DataFrame:
     return df
 
 
-def _fallback(path: Path, catalog: Catalog, progress: Any, why: str) -> pd.DataFrame:
+def _fallback(
+    path: Path, catalog: Catalog, progress: Any, why: str, whole: Whole = _ncu_report
+) -> pd.DataFrame:
     """The report through ``ncu_report``, or a missing-module error saying ``why`` it was needed."""
     try:
-        return read_ncu_rep(path, catalog, progress)
+        return whole(path, catalog, progress)
     except MissingModuleError as missing:
         raise MissingModuleError(f"{why}; {missing.message}", path) from missing
 
 
-def _second_opinion(path: Path, catalog: Catalog, progress: Any, exc: PayloadError) -> pd.DataFrame:
+def _second_opinion(
+    path: Path, catalog: Catalog, progress: Any, exc: PayloadError, whole: Whole = _ncu_report
+) -> pd.DataFrame:
     """The report through ``ncu_report`` after the decoder failed on a launch; damaged only if
     ``ncu_report`` fails too (then the decoder's error, which names the block and launch)."""
     try:
-        return read_ncu_rep(path, catalog, progress)
+        return whole(path, catalog, progress)
     except ReportFormatError as theirs:
         raise ReportFormatError(
             f"{exc.message.split(': the report is damaged or')[0]}, and ncu_report cannot read it"
@@ -275,13 +312,33 @@ def read(
     path = Path(path)
     _check_path(path)
     if _is_report(path):
-        with uncompressed(path, catalog) as report:
-            df = _read_report(report, catalog, progress, reader)
-        if report != path:
-            df["source"] = str(path)
+        df = _streamed(path, catalog, progress, reader)
+        if df is None:
+            with uncompressed(path, catalog) as report:
+                df = _read_report(report, catalog, progress, reader)
+            if report != path:
+                df["source"] = str(path)
     else:
         df = _by(read_csv(path, catalog), "ncuroof CSV reader")
     return validate_raw(check_values(df, catalog), str(path))
+
+
+def _streamed(path: Path, catalog: Catalog, progress: Any, reader: str) -> pd.DataFrame | None:
+    """A compressed report whose frames declare its size, read by the decoder forward from its
+    stream (:mod:`.forward`: no decompressed copy written), sample check included; None where
+    that does not give the table, so that it is read from a decompressed copy as every other
+    compressed report is (the same table, and the same errors): an uncompressed file,
+    ``--reader ncu_report``, a report ``ncu_report`` must read whole (one the decoder does not know,
+    a launch it cannot decode, a sample that differs), any error (a damaged report's message is the
+    copy's), a read behind the stream's window."""
+    if reader == "ncu_report" or streamable(path, catalog) is None:
+        return None
+    try:
+        return _read_report(path, catalog, progress, reader, whole=_decline)
+    # whatever stops this way, the decompressed copy is read as it always was
+    except (_Declined, Backward, NcuroofError, Exception) as exc:  # noqa: BLE001
+        _log.info("%s: read from a decompressed copy (%s)", path, exc)
+        return None
 
 
 def _read_each(

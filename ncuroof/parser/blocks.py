@@ -146,7 +146,7 @@ _U32 = struct.Struct("<I")
 
 
 def _u32(mm: Any, pos: int) -> int:
-    return _U32.unpack_from(mm, pos)[0]
+    return _U32.unpack(mm[pos : pos + 4])[0]
 
 
 def first_block(mm: Any, path: Path) -> tuple[int, int]:
@@ -268,11 +268,12 @@ class _Learned:
 
 class _Headers:
     """Reads the block headers of :func:`walk`: parsed (``BlockHeader.FromString``) from ``mm``,
-    or, given ``fd``, read through ``os.pread`` and parsed but for result block headers of a
-    learned byte shape: the bytes of a parsed result block header with its one payload-size
-    varint (field 5) matched as any varint of at most 9 bytes (below 2**63). A header that matches
-    parses as the learned one but for that field, so it is read without parsing (:class:`_Learned`,
-    read-only). The last :attr:`SHAPES` shapes are kept, most recent first."""
+    or, given ``fd`` (read through ``os.pread``) or a :class:`~ncuroof.parser.forward.Forward`
+    (``sequential``), parsed but for result block headers of a learned byte shape: the bytes of a
+    parsed result block header with its one payload-size varint (field 5) matched as any varint of
+    at most 9 bytes (below 2**63). A header that matches parses as the learned one but for that
+    field, so it is read without parsing (:class:`_Learned`, read-only). The last :attr:`SHAPES`
+    shapes are kept, most recent first."""
 
     SHAPES = 4
 
@@ -289,9 +290,12 @@ class _Headers:
             raise _empty_header(self.path, index, pos, size)
         if pos + 4 + length > size:
             return length, None
-        raw, begin, end = (head, 4, 4 + length) if length <= _HEAD - 4 else (self.mm, pos + 4, 0)
-        if end == 0:
-            end = pos + 4 + length
+        if length <= _HEAD - 4:
+            raw, begin, end = head, 4, 4 + length
+        elif getattr(self.mm, "sequential", False):  # a Forward is no buffer: its bytes
+            raw, begin, end = self.mm[pos + 4 : pos + 4 + length], 0, length
+        else:
+            raw, begin, end = self.mm, pos + 4, pos + 4 + length
         for pattern, template in self.known:
             m = pattern.fullmatch(raw, begin, end)
             if m is not None:
@@ -304,7 +308,7 @@ class _Headers:
                 f"block {index} at byte {pos} has a corrupt header ({exc}); the report is damaged",
                 self.path,
             ) from exc
-        if header.num_results and self.fd is not None:
+        if header.num_results and (self.fd is not None or getattr(self.mm, "sequential", False)):
             self.learn(data, header)
         return length, header
 
@@ -603,7 +607,7 @@ def plan(
                 out.records.extend(_stamps(mm, path, block, start, header, out.total, ledger))
             out.total += header.num_results
         elif out.version is None:
-            m = _VERSION.search(mm, pos, start)
+            m = _VERSION.search(mm[pos:start])
             out.version = m.group(1).decode() if m else None
         if header.HasField("strings"):
             out.strings.extend(header.strings.strings)

@@ -81,6 +81,7 @@ from .blocks import (
     untiled_block,
     walk,
 )
+from .forward import check_report, open_report
 from .ncu_rep import META_COLUMNS, launch_frame, launch_row, numeric_metrics
 from .split import Workers, cores
 from .wire import classes as _classes
@@ -914,13 +915,9 @@ def decode_slice(
     :data:`TICK` launches. Python's cyclic garbage collector is paused meanwhile: the decoder
     makes no cycles, and its collections over the growing table cost a third of the time.
     """
-    with (
-        path.open("rb") as f,
-        mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm,
-        _gc_paused(),
-    ):
+    with open_report(path) as (mm, fd), _gc_paused():
         wanted = _Wanted.of(catalog, part.strings)
-        reader = _SliceReader(path, mm, f.fileno(), wanted, chunk, version)
+        reader = _SliceReader(path, mm, fd, wanted, chunk, version)
         reader.read(part.marks.tolist(), progress)
     return reader.frames, reader.records
 
@@ -1321,7 +1318,9 @@ def read_nvr(
     Parameters
     ----------
     path : str or Path
-        An uncompressed report (:func:`ncuroof.parser.read` decompresses a ``.ncu-repz`` first).
+        A report: a ``.ncu-rep``, or a ``.ncu-repz`` whose frames declare its size, read forward
+        from its stream (:mod:`ncuroof.parser.forward`; :func:`ncuroof.parser.read` reads the
+        others from a decompressed copy).
     catalog : Catalog
         Which metrics to read: every scalar metric of its recipes, every ``sm__ops_path_tensor_*``
         count/rate/peak, the MMA opcodes of ``sass__inst_executed_per_opcode_with_modifier_all``.
@@ -1352,11 +1351,14 @@ def read_nvr(
         For a report this decoder has not been verified on (read it with ``ncu_report``).
     """
     path = Path(path)
-    check_file(path)
-    with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+    check_report(path)
+    # one pass over the report each (a compressed one is decompressed again for each)
+    with open_report(path) as (mm, fd):
         n = processes if processes is not None else _processes(_estimate(mm, path))
-        parts = _decoded(mm, f.fileno(), path, catalog, n, chunk, progress, blocks, planned)
-        records = [r for _, part in parts for r in part]
+    with open_report(path) as (mm, fd):
+        parts = _decoded(mm, fd, path, catalog, n, chunk, progress, blocks, planned)
+    records = [r for _, part in parts for r in part]
+    with open_report(path) as (mm, _):
         check_records(path, mm, records)
     df = _joined([frame for part_frames, _ in parts for frame in part_frames])
     df.attrs[LEARNED] = [r[0] for r in records if r[6]]

@@ -21,7 +21,6 @@ the size of the report.
 from __future__ import annotations
 
 import math
-import mmap
 import struct
 import tempfile
 import threading
@@ -37,6 +36,7 @@ from ..catalog import Catalog
 from ..schema import INCONSISTENT, RAW_META
 from .blocks import first_block, walk
 from .contained import read_launches
+from .forward import open_report
 from .ncu_rep import _spec
 from .nvr import Block
 from .validate import add_note, limits
@@ -104,7 +104,7 @@ def cut_report(
     Parameters
     ----------
     path : Path
-        A framing-checked ``.ncu-rep``.
+        A framing-checked report (a ``.ncu-repz`` read forward, :func:`~.forward.open_report`).
     launches : list of int
         Launch indices to keep (0-based, report order).
     dst : Path
@@ -121,7 +121,7 @@ def cut_report(
     """
     wanted, kept, parts, launch = set(launches), [], [], 0
     header_cls = _classes()["BlockHeader"]
-    with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+    with open_report(path) as (mm, _):
         parts.append(mm[: first_block(mm, path)[0]])
         for pos, end, n, sources, strings in blocks if blocks is not None else _walked(mm, path):
             if (

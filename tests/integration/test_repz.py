@@ -382,3 +382,91 @@ def test_a_full_disk_is_a_one_line_error(
             pytest.fail("a full disk was not noticed")
     assert_one_line_error(err, repz, "no room", str(scratch), "TMPDIR")
     assert list(scratch.iterdir()) == []
+
+
+def _copies(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The compressed reports read from a decompressed copy from here on (compressed._scratch)."""
+    made: list[Path] = []
+    scratch = compressed._scratch
+
+    def counted(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        made.append(Path())
+        return scratch(*args, **kwargs)
+
+    monkeypatch.setattr(compressed, "_scratch", counted)
+    return made
+
+
+@pytest.mark.parametrize("processes", ["1", "2"])
+@pytest.mark.parametrize("layout", [{}, {"frames": 3, "skippable": True}])
+def test_a_repz_that_declares_its_size_is_read_forward_with_no_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: dict, processes: str
+) -> None:
+    """Frames that declare their sizes: the decoder reads the stream forward (a worker skips to its
+    slice), the sample check cuts its sample from it, no decompressed copy is made, and the table
+    is the original's (issue 32's scale: a copy of 3.5 GB cost 4-8 s of writes)."""
+    name = "alife_cuda__profile_output.ncu-rep"
+    repz = tmp_path / "a.ncu-repz"
+    repz.write_bytes(fuzz.compress(shared(name).read_bytes(), **layout))
+    monkeypatch.setenv(nvr.PROCESSES_ENV, processes)
+    made = _copies(monkeypatch)
+    cat = catalog.load()
+    ours = parser.read(repz, cat)
+    assert made == []
+    original = parser.read(shared(name), cat)
+    assert (ours["source"] == str(repz)).all()
+    assert_same_tables(original.drop(columns="source"), ours.drop(columns="source"))
+    if parser.have_ncu_report():
+        assert ours["reader"].str.fullmatch(r"ncuroof decoder, verified .* of 143 launches").all()
+
+
+def test_a_repz_read_forward_falls_back_to_a_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Frames without sizes, and a read behind the window kept (no window at all), are read from a
+    decompressed copy, as before: the same table."""
+    from ncuroof.parser import forward
+
+    name = "nsight-training__manual_nvtx.ncu-rep"
+    cat = catalog.load()
+    original = parser.read(shared(name), cat, reader="fast").drop(columns="source")
+    unsized = tmp_path / "unsized.ncu-repz"
+    unsized.write_bytes(fuzz.compress(shared(name).read_bytes(), content_size=False))
+    sized = tmp_path / "sized.ncu-repz"
+    sized.write_bytes(fuzz.compress(shared(name).read_bytes()))
+    made = _copies(monkeypatch)
+    assert_same_tables(original, parser.read(unsized, cat, reader="fast").drop(columns="source"))
+    assert len(made) == 1
+    monkeypatch.setattr(forward, "WINDOW", 0)
+    assert_same_tables(original, parser.read(sized, cat, reader="fast").drop(columns="source"))
+    assert len(made) == 2
+
+
+def test_forward_slices_are_the_bytes_and_refuse_what_they_no_longer_hold(tmp_path: Path) -> None:
+    """Slices at growing offsets (the window kept behind them, skips past it) equal the bytes'; one
+    before the window raises Backward; a stream that makes fewer or more bytes than declared is a
+    ReportFormatError."""
+    import random
+
+    from ncuroof.parser.forward import WINDOW, Backward, Forward
+
+    data = _report_bytes(3 * compressed.CHUNK + WINDOW + 777)
+    repz = tmp_path / "r.ncu-repz"
+    repz.write_bytes(fuzz.compress(data, frames=2))
+    rng = random.Random(32)
+    with repz.open("rb") as f:
+        fwd = Forward(repz, len(data), f)
+        at, held = 0, 0  # the next read's start, and how far before it bytes are kept
+        while at < len(data):
+            n = rng.choice([4, 256, 35_000, compressed.CHUNK + 5])
+            back = rng.randrange(min(held, WINDOW) + 1)
+            assert fwd[at - back : at + n] == data[at - back : at + n]
+            gap = rng.choice([0, 0, 1, 2 * compressed.CHUNK])
+            at, held = at + n + gap, (n + back if not gap else 0)
+        assert len(fwd) == len(data) and fwd[len(data) - 4 :] == data[-4:]
+        with pytest.raises(Backward):
+            fwd[0:4]
+    for size in (len(data) + 10, len(data) - 10):
+        with repz.open("rb") as f, pytest.raises(ReportFormatError) as err:
+            Forward(repz, size, f)[size - 4 : size]
+        assert_one_line_error(err, repz, "declare")
