@@ -60,6 +60,7 @@ __all__ = [
     "validate_raw",
     "compact_text",
     "COMPACT_TEXT",
+    "RAW_COMPACT",
     "validate_kernels",
     "validate_points",
     "empty",
@@ -918,6 +919,27 @@ def _check_columns(df: pd.DataFrame, columns: dict[str, Column], what: str) -> N
         raise ValueError(f"{what} table lacks columns {missing}")
 
 
+#: Raw-table text columns held as ``category`` from the readers on (:func:`validate_raw`, as
+#: :func:`compact_text` holds them): the demangled name repeats on each launch of a kernel
+#: (5.5 kB for a GENE template kernel: 550 MB of text at 100,000 launches, held once each so).
+RAW_COMPACT = ("kernel_demangled",)
+
+
+def _string_categories(df: pd.DataFrame, names: set[str]) -> pd.DataFrame:
+    """``df`` with the categories of its ``category`` columns ``names`` as ``string`` (as
+    :func:`compact_text` makes them), and ``""`` among them where a value is missing."""
+    if not names:
+        return df
+    out = {}
+    for name in names:
+        col = df[name]
+        cats = col.cat.categories.astype("string")
+        if col.isna().any() and "" not in cats:
+            cats = cats.append(pd.Index([""], dtype="string"))
+        out[name] = pd.Categorical.from_codes(col.cat.codes, categories=cats)
+    return df.assign(**out)
+
+
 def validate_raw(df: pd.DataFrame, path: str) -> pd.DataFrame:
     """Check a parser's raw table and coerce its metadata dtypes.
 
@@ -931,7 +953,8 @@ def validate_raw(df: pd.DataFrame, path: str) -> pd.DataFrame:
     Returns
     -------
     DataFrame
-        ``df`` with metadata columns cast to their declared dtypes.
+        ``df`` with metadata columns cast to their declared dtypes, those of :data:`RAW_COMPACT`
+        held as ``category`` of them (:func:`compact_text`).
 
     Raises
     ------
@@ -944,7 +967,9 @@ def validate_raw(df: pd.DataFrame, path: str) -> pd.DataFrame:
         raise InputError(
             f"parser produced no {missing} columns; this input is not a supported ncu export", path
         )
-    df = df.astype({name: col.dtype for name, col in RAW_META.items()})
+    held = {n for n in RAW_COMPACT if isinstance(df[n].dtype, pd.CategoricalDtype)}
+    df = df.astype({name: col.dtype for name, col in RAW_META.items() if name not in held})
+    df = compact_text(_string_categories(df, held), {n: RAW_META[n] for n in RAW_COMPACT})
     dup = df.duplicated(["source", "range_id", "launch_id"])
     if dup.any():
         ids = df.loc[dup, "launch_id"].tolist()[:5]

@@ -20,7 +20,7 @@ import pandas as pd
 
 from ..catalog import Catalog
 from ..errors import InputError, ReportFormatError
-from ..schema import DAMAGED
+from ..schema import DAMAGED, RAW_COMPACT
 from .blocks import LaunchLedger, Plan, ResultRecord, check_file, plan, walk
 from .contained import missing_module, read_launches
 
@@ -232,7 +232,8 @@ def read_ncu_rep(path: str | Path, catalog: Catalog, progress: Any = None) -> pd
     -------
     DataFrame
         The raw table of :mod:`ncuroof.schema`: one row per launch, ``launch_id`` numbered
-        0, 1, ... across ranges in report order (ncu's result ID).
+        0, 1, ... across ranges in report order (ncu's result ID); ``kernel_demangled`` held as
+        ``category`` (:func:`held_text`).
 
     Raises
     ------
@@ -263,7 +264,14 @@ def read_ncu_rep(path: str | Path, catalog: Catalog, progress: Any = None) -> pd
         )
         row["input_notes"] = DAMAGED_TEXT if launch.get("_damaged_text") else None
         rows.append(row)
-    return launch_frame(rows)
+    return held_text(launch_frame(rows))
+
+
+def held_text(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with its :data:`~ncuroof.schema.RAW_COMPACT` columns of text as ``category`` (sorted
+    categories of the text's dtype), as both readers of a report give them."""
+    text = [c for c in RAW_COMPACT if isinstance(df[c].dtype, pd.StringDtype)]
+    return df.assign(**{c: df[c].astype("category") for c in text}) if text else df
 
 
 #: Keys of the worker's launch dicts that are not metrics.

@@ -65,6 +65,7 @@ from pandas.api.types import union_categoricals
 
 from ..catalog import Catalog
 from ..errors import InputError, ReportFormatError
+from ..schema import RAW_COMPACT
 from .blocks import (
     RELEASE_BYTES,
     LaunchLedger,
@@ -130,8 +131,9 @@ LEARNED = "ncuroof.learned_launches"
 TRAILER = 4
 #: Raw-table columns that repeat a kernel's names on each of its launches (kilobytes for a C++
 #: template: 5.5 kB for gene-pop's): a slice's tables hold them as ``category`` from the decoding
-#: to the joined table (:func:`_coded`, :func:`_joined`), so a decoding worker's tables and the
-#: result it hands over carry each name once, not once per launch.
+#: to the joined table (:func:`_coded`, :func:`_joined`; those of
+#: :data:`~ncuroof.schema.RAW_COMPACT` beyond it), so a decoding worker's tables and the result it
+#: hands over carry each name once, not once per launch.
 NAMES = ("kernel_name", "kernel_demangled")
 _DOUBLE = struct.Struct("<d")
 _U32 = struct.Struct("<I")
@@ -931,16 +933,23 @@ def _coded(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _joined(frames: list[pd.DataFrame]) -> pd.DataFrame:
-    """The :func:`_coded` tables ``frames`` as one, in order, with the :data:`NAMES` columns that
-    were text given back their text dtype (:func:`_text`): the table of the frames before coding.
-    Each name column gets the categories of all frames first, so the join keeps codes (a join of
-    differing categories makes a Python string per launch)."""
+    """The :func:`_coded` tables ``frames`` as one, in order: the table of the frames before coding,
+    but for the :data:`NAMES` columns that were text: given back their text dtype (:func:`_text`),
+    or, those of :data:`~ncuroof.schema.RAW_COMPACT`, kept ``category`` with sorted categories (as
+    :func:`~ncuroof.parser.ncu_rep.held_text` holds them). Each name column gets the categories
+    of all frames first, so the join keeps codes (a join of differing categories makes a Python
+    string per launch)."""
     coded = [c for c in NAMES if isinstance(frames[0][c].dtype, pd.CategoricalDtype)]
     if len(frames) > 1 and coded:
-        union = {c: union_categoricals([f[c] for f in frames]).categories for c in coded}
+        union = {
+            c: union_categoricals([f[c] for f in frames], sort_categories=True).categories
+            for c in coded
+        }
         frames = [f.assign(**{c: f[c].cat.set_categories(union[c]) for c in coded}) for f in frames]
     df = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
-    return df.assign(**{c: _text(df[c]) for c in coded}) if coded else df
+    # those stay category, as ncu_rep.held_text holds them
+    text = [c for c in coded if c not in RAW_COMPACT]
+    return df.assign(**{c: _text(df[c]) for c in text}) if text else df
 
 
 def _text(col: pd.Series) -> pd.Series:

@@ -317,3 +317,24 @@ def test_decoding_workers_take_this_process_arrow_pool(monkeypatch: pytest.Monke
     split._remove(split._start("json").result)
     assert seen["ARROW_DEFAULT_MEMORY_POOL"] == pa.default_memory_pool().backend_name
     assert "ARROW_DEFAULT_MEMORY_POOL" not in os.environ
+
+
+def test_validate_raw_holds_the_demangled_name_once_each() -> None:
+    """validate_raw holds the RAW_COMPACT columns as compact_text does (string categories, a missing
+    name still missing, fillna('') possible), from text (ncu_report, CSV) and from the decoder's
+    category of 'str' categories alike: the same values and the same dtype either way."""
+    meta = {n: None for n in schema.RAW_META}
+    names = ["void k<int>(int)", None, "void k<int>(int)", "b()"]
+    rows = [{**meta, "source": "r", "range_id": 0, "launch_id": i} for i in range(4)]
+    as_text = pd.DataFrame(rows).assign(kernel_demangled=pd.Series(names, dtype="str"))
+    as_codes = as_text.assign(kernel_demangled=as_text["kernel_demangled"].astype("category"))
+    a, b = schema.validate_raw(as_text, "r"), schema.validate_raw(as_codes, "r")
+    for out in (a, b):
+        col = out["kernel_demangled"]
+        assert isinstance(col.dtype, pd.CategoricalDtype)
+        assert str(col.cat.categories.dtype) == "string"
+        assert col.isna().tolist() == [False, True, False, False]
+        assert col.fillna("").tolist() == ["void k<int>(int)", "", "void k<int>(int)", "b()"]
+    assert sorted(a["kernel_demangled"].cat.categories) == sorted(
+        b["kernel_demangled"].cat.categories
+    )
