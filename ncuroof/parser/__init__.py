@@ -27,7 +27,7 @@ from ..schema import validate_raw
 from .blocks import MAGIC
 from .compressed import is_compressed, uncompressed
 from .csv import Session, read_csv, read_session, sniff
-from .forward import Backward, streamable
+from .forward import streamable
 from .merge import apply_session, merge
 from .ncu_rep import read_ncu_rep
 from .nvr import LEARNED, PayloadError, UnsupportedReport, read_nvr
@@ -335,8 +335,9 @@ def _streamed(path: Path, catalog: Catalog, progress: Any, reader: str) -> pd.Da
         return None
     try:
         return _read_report(path, catalog, progress, reader, whole=_decline)
-    # whatever stops this way, the decompressed copy is read as it always was
-    except (_Declined, Backward, NcuroofError, Exception) as exc:  # noqa: BLE001
+    # _Declined, Backward, an NcuroofError, or a defect of this path: whatever stops it, the
+    # decompressed copy is read as it always was
+    except Exception as exc:  # noqa: BLE001
         _log.info("%s: read from a decompressed copy (%s)", path, exc)
         return None
 

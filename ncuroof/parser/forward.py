@@ -88,8 +88,9 @@ class Forward:
             return bytes(view[start - self._base : stop - self._base])
 
     def _fill(self, start: int, stop: int) -> None:
-        """Decompress until the window holds ``[start, stop)``; bytes before ``start`` and more
-        than :data:`WINDOW` behind the end are dropped (all of them when ``start`` is past it)."""
+        """Decompress until the window holds ``[start, stop)``; the bytes before ``start`` and more
+        than :data:`WINDOW` behind the end are dropped once over :data:`WINDOW` of them are held
+        (all of them when ``start`` is past the end)."""
         end = self._base + len(self._buf)
         if start >= end:  # nothing held is wanted: skip to start
             self._buf.clear()
@@ -145,8 +146,8 @@ def streamable(path: Path, catalog: Catalog) -> int | None:
 @contextlib.contextmanager
 def open_report(path: Path) -> Iterator[tuple[Any, int | None]]:
     """A report to read as a buffer: ``(memory map, file descriptor)`` of a ``.ncu-rep``, or
-    ``(Forward, None)`` of a compressed report whose frames declare its size (else its first bytes
-    as they are: the reader then finds no ``NVR\\0``).
+    ``(Forward, None)`` of a compressed report (of size 0 when its frames do not declare their
+    sizes: :func:`check_report` refuses it).
 
     Raises
     ------
