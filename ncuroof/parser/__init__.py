@@ -3,8 +3,8 @@
 One reader per format, chosen from the file's content and name: ``.ncu-rep`` reports through our
 own decoder (:mod:`.nvr`), or NVIDIA's ``ncu_report`` (:mod:`.ncu_rep`: the reference, used for
 anything the decoder was not verified on), ncu CSV exports (:mod:`.csv`). A compressed report
-(``.ncu-repz``, zstd) is read forward from its stream where its frames declare its size
-(:mod:`.forward`), else decompressed into a temporary file first and read the same way
+(``.ncu-repz``, zstd) is read forward from its stream (:mod:`.forward`), or, where that path
+stops, decompressed into a temporary file first and read the same way
 (:mod:`.compressed`). Several files of
 one run (the NERSC/GENE workflow: time and DRAM bytes from one ncu run, FLOP counts from another)
 are merged launch by launch (:mod:`.merge`); a session-page CSV completes the others with the
@@ -324,10 +324,10 @@ def read(
 
 
 def _streamed(path: Path, catalog: Catalog, progress: Any, reader: str) -> pd.DataFrame | None:
-    """A compressed report whose frames declare its size, read by the decoder forward from its
-    stream (:mod:`.forward`: no decompressed copy written), sample check included; None where
-    that does not give the table, so that it is read from a decompressed copy as every other
-    compressed report is (the same table, and the same errors): an uncompressed file,
+    """A compressed report read by the decoder forward from its stream (:mod:`.forward`: its size
+    declared by its frames or counted by one pass of decompression, no decompressed copy written),
+    sample check included; None where that does not give the table, so that it is read from a
+    decompressed copy as before (the same table, and the same errors): an uncompressed file,
     ``--reader ncu_report``, a report ``ncu_report`` must read whole (one the decoder does not know,
     a launch it cannot decode, a sample that differs), any error (a damaged report's message is the
     copy's), a read behind the stream's window."""

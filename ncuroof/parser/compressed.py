@@ -4,9 +4,9 @@ opened as ``.ncu-rep``.
 A ``.ncu-repz`` is the ``.ncu-rep`` byte stream compressed with zstd (RFC 8878): one frame or
 several, with or without their content size, skippable frames anywhere, as NVIDIA's ``ncu_report``
 2026.x accepts. What a file is follows from its first bytes, never its name: ``NVR\\0`` is a report
-as it is, the zstd magic (or a skippable frame's) a compressed one. A report whose frames declare
-their sizes is first read forward from its stream, with no copy (:mod:`.forward`); for the others,
-and wherever that path stops, :func:`uncompressed` streams a
+as it is, the zstd magic (or a skippable frame's) a compressed one. A compressed report is
+first read forward from its stream, with no copy (:mod:`.forward`); wherever that path stops,
+:func:`uncompressed` streams a
 compressed report into a temporary file (``$TMPDIR``), deleted after the read, which both readers
 then memory-map as they map a ``.ncu-rep``: the decompressed report is never held in memory, and
 the same block walk, decoder and sample check read it. It is written from one reused buffer; when

@@ -26,7 +26,15 @@ from ..errors import InputError, NcuroofError, ReportFormatError
 from .blocks import MAGIC, check_file
 from .compressed import CHUNK, _zstandard, frames, is_compressed, limit_bytes
 
-__all__ = ["Backward", "Forward", "WINDOW", "check_report", "open_report", "streamable"]
+__all__ = [
+    "Backward",
+    "Forward",
+    "WINDOW",
+    "check_report",
+    "decompressed_size",
+    "open_report",
+    "streamable",
+]
 
 #: Bytes a :class:`Forward` keeps behind the furthest byte read (a read may start that far back:
 #: the walk reads a block's header again after its first bytes; a record is 35 kB).
@@ -46,7 +54,7 @@ class Forward:
     path : Path
         The compressed report (for messages).
     size : int
-        Its decompressed size (declared by its frames, :func:`streamable`): ``len()``.
+        Its decompressed size (:func:`decompressed_size`): ``len()``.
     f : binary file
         The compressed report, open at its start.
 
@@ -128,26 +136,73 @@ class Forward:
 
 def streamable(path: Path, catalog: Catalog) -> int | None:
     """The decompressed size of the compressed report ``path`` when it can be read forward
-    (:class:`Forward`): every zstd frame declares its content size, within the limits of
-    :func:`ncuroof.parser.compressed.limit_bytes`; None for an uncompressed file, a stream that
-    does not say, exceeds them or does not frame well (its error is the decompressed copy's)."""
+    (:class:`Forward`): the sum of its frames' content sizes, or, where one does not declare it,
+    the bytes one pass of decompression makes; within the limits of
+    :func:`ncuroof.parser.compressed.limit_bytes`. None for an uncompressed file, or a stream that
+    does not frame well, exceeds the limits or is corrupt (its error is the decompressed copy's)."""
     with path.open("rb") as f:
         if not is_compressed(f.read(8)):
             return None
+    limit = limit_bytes(catalog, path.stat().st_size)
     try:
-        declared = frames(path).declared
+        size = decompressed_size(path, limit)
     except NcuroofError:
         return None
-    if declared is None or declared > limit_bytes(catalog, path.stat().st_size):
-        return None
-    return declared
+    return size if size <= limit else None
+
+
+def decompressed_size(path: Path, limit: int | None = None) -> int:
+    """The bytes the compressed report ``path`` decompresses to: its frames' declared sizes, or
+    counted by decompressing it (at most ``limit`` bytes plus one chunk; more: ``limit + 1``).
+    Counted once per file and process (by path, size and modification time).
+
+    Raises
+    ------
+    ReportFormatError
+        When the stream does not frame well or is corrupt.
+    """
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if key in _SIZES:
+        return _SIZES[key]
+    size = frames(path).declared
+    if size is None:
+        size = _counted(path, limit)
+        if limit is not None and size > limit:  # stopped: not its size
+            return size
+    _SIZES[key] = size
+    return size
+
+
+#: Decompressed sizes counted in this process (:func:`decompressed_size`).
+_SIZES: dict[tuple[str, int, int], int] = {}
+
+
+def _counted(path: Path, limit: int | None) -> int:
+    """The bytes one decompression of ``path`` makes, into one reused buffer (``limit + 1`` once
+    over ``limit``)."""
+    zstandard, n, chunk = _zstandard(path), 0, bytearray(CHUNK)
+    with path.open("rb") as f:
+        reader = zstandard.ZstdDecompressor().stream_reader(
+            f, read_size=CHUNK, read_across_frames=True
+        )
+        while True:
+            try:
+                got = reader.readinto(chunk)
+            except zstandard.ZstdError as exc:
+                raise ReportFormatError(
+                    f"the compressed report is corrupt ({exc}): copy it again", path
+                ) from exc
+            n += got
+            if not got or (limit is not None and n > limit):
+                return n if not got else limit + 1
 
 
 @contextlib.contextmanager
-def open_report(path: Path) -> Iterator[tuple[Any, int | None]]:
+def open_report(path: Path, size: int | None = None) -> Iterator[tuple[Any, int | None]]:
     """A report to read as a buffer: ``(memory map, file descriptor)`` of a ``.ncu-rep``, or
-    ``(Forward, None)`` of a compressed report (of size 0 when its frames do not declare their
-    sizes: :func:`check_report` refuses it).
+    ``(Forward, None)`` of a compressed report, of ``size`` decompressed bytes (default:
+    :func:`decompressed_size`).
 
     Raises
     ------
@@ -158,8 +213,7 @@ def open_report(path: Path) -> Iterator[tuple[Any, int | None]]:
         head = f.read(8)
         f.seek(0)
         if is_compressed(head):
-            declared = frames(path).declared
-            yield Forward(path, declared if declared is not None else 0, f), None
+            yield Forward(path, size if size is not None else decompressed_size(path), f), None
             return
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
             yield mm, f.fileno()
@@ -173,7 +227,7 @@ def check_report(path: Path) -> None:
     ------
     InputError, ReportFormatError
         As :func:`~ncuroof.parser.blocks.check_file`; for a compressed report that holds no
-        Nsight Compute report (or none whose frames declare its size), InputError.
+        Nsight Compute report, InputError.
     """
     with path.open("rb") as f:
         compressed = is_compressed(f.read(8))
@@ -183,7 +237,8 @@ def check_report(path: Path) -> None:
     with open_report(path) as (data, _):
         if not len(data) or data[0:4] != MAGIC:
             raise InputError(
-                "is zstd-compressed but holds no Nsight Compute report whose size its frames"
-                " declare; pass a .ncu-rep/.ncu-repz report or an ncu CSV export",
+                "is zstd-compressed but holds no Nsight Compute report (its decompressed bytes"
+                " do not start with NVR\\0); pass a .ncu-rep/.ncu-repz report or an ncu CSV"
+                " export",
                 path,
             )

@@ -875,19 +875,21 @@ def _seen(
 class Slice:
     """The result blocks of a report one process decodes, as the walk of :func:`_plan` found them
     (:data:`~ncuroof.parser.blocks.Mark` rows of a ``uint64`` array: a header field is a u64), with
-    the report's whole string table."""
+    the report's whole string table and its size in bytes (decompressed: a worker opens a
+    compressed report without counting it again, :func:`~ncuroof.parser.forward.open_report`)."""
 
     marks: np.ndarray
     strings: tuple[bytes, ...] = ()
+    size: int | None = None
 
 
-def _slices(plan: Plan, processes: int) -> list[Slice]:
+def _slices(plan: Plan, processes: int, size: int | None = None) -> list[Slice]:
     """Cut the result blocks into ``processes`` slices at block boundaries; the first (decoded in
     this process while the workers start) is longer by :data:`START_LAUNCHES` per worker."""
     strings = tuple(plan.strings)
     marks = np.array(plan.marks, dtype=np.uint64).reshape(-1, 7)
     if processes <= 1 or len(marks) < processes:
-        return [Slice(marks, strings)]
+        return [Slice(marks, strings, size)]
     head = min(START_LAUNCHES, plan.total // (2 * processes))
     first = (plan.total + (processes - 1) * head) / processes
     width = (plan.total - first) / (processes - 1)
@@ -896,7 +898,7 @@ def _slices(plan: Plan, processes: int) -> list[Slice]:
         {bisect.bisect_left(launches, first + k * width) for k in range(processes - 1)}
         - {0, len(launches)}
     )
-    return [Slice(part, strings) for part in np.split(marks, cuts)]
+    return [Slice(part, strings, size) for part in np.split(marks, cuts)]
 
 
 def decode_slice(
@@ -917,7 +919,7 @@ def decode_slice(
     :data:`TICK` launches. Python's cyclic garbage collector is paused meanwhile: the decoder
     makes no cycles, and its collections over the growing table cost a third of the time.
     """
-    with open_report(path) as (mm, fd), _gc_paused():
+    with open_report(path, part.size) as (mm, fd), _gc_paused():
         wanted = _Wanted.of(catalog, part.strings)
         reader = _SliceReader(path, mm, fd, wanted, chunk, version)
         reader.read(part.marks.tolist(), progress)
@@ -1327,9 +1329,9 @@ def read_nvr(
     Parameters
     ----------
     path : str or Path
-        A report: a ``.ncu-rep``, or a ``.ncu-repz`` whose frames declare its size, read forward
-        from its stream (:mod:`ncuroof.parser.forward`; :func:`ncuroof.parser.read` reads the
-        others from a decompressed copy).
+        A report: a ``.ncu-rep``, or a ``.ncu-repz`` read forward from its stream
+        (:mod:`ncuroof.parser.forward`; where that path stops, :func:`ncuroof.parser.read` reads
+        it from a decompressed copy).
     catalog : Catalog
         Which metrics to read: every scalar metric of its recipes, every ``sm__ops_path_tensor_*``
         count/rate/peak, the MMA opcodes of ``sass__inst_executed_per_opcode_with_modifier_all``.
@@ -1396,7 +1398,7 @@ def _decoded(
                 "holds no kernel launches; check ncu's --kernel-name/--launch-count filters",
                 path,
             )
-        parts = _slices(plan, len(workers.workers) + 1)  # those that started
+        parts = _slices(plan, len(workers.workers) + 1, len(mm))  # those that started
         if planned is not None:
             planned(plan.total, [int(part.marks[0][2]) for part in parts if len(part.marks)])
         advance = progress(plan.total) if progress is not None else None

@@ -398,13 +398,16 @@ def _copies(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
 
 
 @pytest.mark.parametrize("processes", ["1", "2"])
-@pytest.mark.parametrize("layout", [{}, {"frames": 3, "skippable": True}])
-def test_a_repz_that_declares_its_size_is_read_forward_with_no_copy(
+@pytest.mark.parametrize(
+    "layout", [{}, {"frames": 3, "skippable": True}, {"frames": 2, "content_size": False}]
+)
+def test_a_repz_is_read_forward_with_no_copy(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: dict, processes: str
 ) -> None:
-    """Frames that declare their sizes: the decoder reads the stream forward (a worker skips to its
-    slice), the sample check cuts its sample from it, no decompressed copy is made, and the table
-    is the original's (issue 32's scale: a copy of 3.5 GB cost 4-8 s of writes)."""
+    """Frames with their sizes or without (then counted by one pass): the decoder reads the stream
+    forward (a worker skips to its slice), the sample check cuts its sample from it, no
+    decompressed copy is made, and the table is the original's (issue 32's scale: a copy of 3.5 GB
+    cost 4-8 s of writes)."""
     name = "alife_cuda__profile_output.ncu-rep"
     repz = tmp_path / "a.ncu-repz"
     repz.write_bytes(fuzz.compress(shared(name).read_bytes(), **layout))
@@ -423,23 +426,33 @@ def test_a_repz_that_declares_its_size_is_read_forward_with_no_copy(
 def test_a_repz_read_forward_falls_back_to_a_copy(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Frames without sizes, and a read behind the window kept (no window at all), are read from a
-    decompressed copy, as before: the same table."""
+    """A read behind the window kept (no window at all), and a stream that makes more than the
+    limits allow (counted, not declared), are read from a decompressed copy, as before: the same
+    table, and the copy's error."""
     from ncuroof.parser import forward
 
     name = "nsight-training__manual_nvtx.ncu-rep"
     cat = catalog.load()
     original = parser.read(shared(name), cat, reader="fast").drop(columns="source")
-    unsized = tmp_path / "unsized.ncu-repz"
-    unsized.write_bytes(fuzz.compress(shared(name).read_bytes(), content_size=False))
     sized = tmp_path / "sized.ncu-repz"
     sized.write_bytes(fuzz.compress(shared(name).read_bytes()))
     made = _copies(monkeypatch)
-    assert_same_tables(original, parser.read(unsized, cat, reader="fast").drop(columns="source"))
-    assert len(made) == 1
     monkeypatch.setattr(forward, "WINDOW", 0)
     assert_same_tables(original, parser.read(sized, cat, reader="fast").drop(columns="source"))
+    assert len(made) == 1
+    unsized = tmp_path / "unsized.ncu-repz"
+    unsized.write_bytes(fuzz.compress(shared(name).read_bytes(), content_size=False))
+    small = dataclasses.replace(
+        cat,
+        thresholds={**cat.thresholds, "compressed": {"max_ratio": 1.0, "ratio_from_bytes": 1000}},
+    )
+    assert compressed.limit_bytes(small, unsized.stat().st_size) < shared(name).stat().st_size
+    assert forward.streamable(unsized, small) is None
+    with pytest.raises(ReportFormatError) as err:
+        parser.read(unsized, small)
+    assert_one_line_error(err, unsized, "zstd bomb")
     assert len(made) == 2
+    assert forward.streamable(unsized, cat) == shared(name).stat().st_size
 
 
 def test_forward_slices_are_the_bytes_and_refuse_what_they_no_longer_hold(tmp_path: Path) -> None:
