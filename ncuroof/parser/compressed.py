@@ -49,6 +49,7 @@ __all__ = [
     "uncompressed",
     "limit_bytes",
     "CHUNK",
+    "Decompressing",
 ]
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -222,27 +223,41 @@ def _no_room(path: Path, out: Path, what: str) -> InputError:
     )
 
 
+class Decompressing:
+    """The decompressed bytes of the compressed report ``path`` (open as ``src``, at its start),
+    read into a caller's buffer: ``readinto`` raises :class:`~ncuroof.errors.ReportFormatError`
+    for a corrupt stream, naming the compressed byte it had read to."""
+
+    def __init__(self, path: Path, src: BinaryIO) -> None:
+        zstandard = _zstandard(path)
+        self.path, self.src, self._error = path, src, zstandard.ZstdError
+        self._reader = zstandard.ZstdDecompressor().stream_reader(
+            src, read_size=CHUNK, read_across_frames=True
+        )
+
+    def readinto(self, buffer: bytearray) -> int:
+        """Decompress into ``buffer``; the bytes made (0 at the end)."""
+        try:
+            return self._reader.readinto(buffer)
+        except self._error as exc:
+            raise ReportFormatError(
+                f"the compressed report is corrupt near byte {self.src.tell()} ({exc}): copy it"
+                " again",
+                self.path,
+            ) from exc
+
+
 def _decompress(path: Path, fd: int, limit: int, out: Path) -> None:
     """Stream ``path`` into ``out`` (open as ``fd``), at most ``limit`` bytes, each read's output
     into one reused buffer of :data:`CHUNK` bytes (a new bytes object per read cost 2 s more of
     page faults on 3.5 GB)."""
-    zstandard = _zstandard(path)
     written, compressed = 0, path.stat().st_size
     buffer = bytearray(CHUNK)
     view = memoryview(buffer)
     with path.open("rb") as src:
-        reader = zstandard.ZstdDecompressor().stream_reader(
-            src, read_size=CHUNK, read_across_frames=True
-        )
+        reader = Decompressing(path, src)
         while True:
-            try:
-                n = reader.readinto(buffer)
-            except zstandard.ZstdError as exc:
-                raise ReportFormatError(
-                    f"the compressed report is corrupt near byte {src.tell()} ({exc}): copy it"
-                    " again",
-                    path,
-                ) from exc
+            n = reader.readinto(buffer)
             if not n:
                 break
             if written + n > limit:

@@ -24,7 +24,7 @@ from typing import Any, BinaryIO
 from ..catalog import Catalog
 from ..errors import InputError, NcuroofError, ReportFormatError
 from .blocks import MAGIC, check_file
-from .compressed import CHUNK, _zstandard, frames, is_compressed, limit_bytes
+from .compressed import CHUNK, Decompressing, frames, is_compressed, limit_bytes
 
 __all__ = [
     "Backward",
@@ -70,12 +70,8 @@ class Forward:
     sequential = True
 
     def __init__(self, path: Path, size: int, f: BinaryIO) -> None:
-        zstandard = _zstandard(path)
-        self.path, self.size, self._src = path, size, f
-        self._error = zstandard.ZstdError
-        self._reader = zstandard.ZstdDecompressor().stream_reader(
-            f, read_size=CHUNK, read_across_frames=True
-        )
+        self.path, self.size = path, size
+        self._reader = Decompressing(path, f)
         self._buf = bytearray()
         self._base = 0  # the offset of _buf[0] in the decompressed bytes
         self._chunk = bytearray(CHUNK)
@@ -114,14 +110,7 @@ class Forward:
 
     def _more(self, keep: bool) -> int:
         """Decompress the next chunk (kept in the window when ``keep``); its size."""
-        try:
-            n = self._reader.readinto(self._chunk)
-        except self._error as exc:
-            raise ReportFormatError(
-                f"the compressed report is corrupt near byte {self._src.tell()} ({exc}): copy it"
-                " again",
-                self.path,
-            ) from exc
+        n = self._reader.readinto(self._chunk)
         end = self._base + len(self._buf) + n
         if not n or end > self.size:
             raise ReportFormatError(
@@ -181,18 +170,11 @@ _SIZES: dict[tuple[str, int, int], int] = {}
 def _counted(path: Path, limit: int | None) -> int:
     """The bytes one decompression of ``path`` makes, into one reused buffer (``limit + 1`` once
     over ``limit``)."""
-    zstandard, n, chunk = _zstandard(path), 0, bytearray(CHUNK)
+    n, chunk = 0, bytearray(CHUNK)
     with path.open("rb") as f:
-        reader = zstandard.ZstdDecompressor().stream_reader(
-            f, read_size=CHUNK, read_across_frames=True
-        )
+        reader = Decompressing(path, f)
         while True:
-            try:
-                got = reader.readinto(chunk)
-            except zstandard.ZstdError as exc:
-                raise ReportFormatError(
-                    f"the compressed report is corrupt ({exc}): copy it again", path
-                ) from exc
+            got = reader.readinto(chunk)
             n += got
             if not got or (limit is not None and n > limit):
                 return n if not got else limit + 1
