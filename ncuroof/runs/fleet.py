@@ -113,10 +113,13 @@ def _failure(source: str, exc: BaseException) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def _quiet_dask() -> Iterator[None]:
-    """dask's INFO logs (cluster start and stop) shown only when ncuroof runs with -v."""
+    """dask's logs in this process (cluster start and stop, warnings of a loaded machine) shown only
+    when ncuroof runs with -v (:func:`~ncuroof.runs.worker_logs.dask_level`)."""
+    from .worker_logs import dask_level
+
     log = logging.getLogger("distributed")
     before = log.level
-    log.setLevel(max(logging.WARNING, logging.getLogger().getEffectiveLevel()))
+    log.setLevel(dask_level())
     try:
         yield
     finally:
@@ -129,7 +132,7 @@ def _client(scheduler: str | None, workers: int) -> Iterator[Any]:
     ``workers`` processes."""
     from distributed import Client, LocalCluster
 
-    from .worker_logs import LogLevel, worker_level
+    from .worker_logs import LogLevel, dask_level
 
     if scheduler is not None:
         try:
@@ -150,7 +153,7 @@ def _client(scheduler: str | None, workers: int) -> Iterator[Any]:
             processes=True,
             dashboard_address=":0",
             silence_logs=logging.ERROR,
-            plugins=(LogLevel(worker_level()),),
+            plugins=(LogLevel(dask_level()),),
         ) as cluster,
         Client(cluster) as client,
     ):

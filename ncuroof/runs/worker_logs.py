@@ -1,11 +1,12 @@
-"""The log level of the dask workers that ncuroof starts itself (:mod:`ncuroof.runs.fleet`).
+"""The log level of dask in a fleet (:mod:`ncuroof.runs.fleet`): this process's scheduler and
+client, and the workers of the local cluster ncuroof starts itself.
 
 ``LocalCluster(silence_logs=...)`` sets the level of the ``distributed.nanny`` logger only; a
 worker process logs with dask's configured levels, so a worker whose heartbeat races the
 scheduler's shutdown printed an ERROR traceback on ncuroof's stderr after a successful run. Every
-input's failure already reaches the user as one line of its own, so the workers of a local cluster
-log only what ``-v`` asks for. This module imports ``distributed``: it is imported only when a
-local cluster starts.
+input's failure already reaches the user as one line of its own, so dask logs only what ``-v`` asks
+for (a loaded machine's "event loop was unresponsive" warnings included). This module imports
+``distributed``: it is imported only when a fleet runs on dask.
 """
 
 from __future__ import annotations
@@ -15,12 +16,12 @@ from typing import Any
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
-__all__ = ["LogLevel", "worker_level"]
+__all__ = ["LogLevel", "dask_level"]
 
 
-def worker_level() -> int:
-    """The level of the workers' ``distributed`` logger: CRITICAL unless ncuroof runs with ``-v``
-    (then the level of this process's root logger, INFO or DEBUG)."""
+def dask_level() -> int:
+    """The level of dask's ``distributed`` logger: CRITICAL unless ncuroof runs with ``-v`` (then
+    the level of this process's root logger, INFO or DEBUG)."""
     root = logging.getLogger().getEffectiveLevel()
     return logging.CRITICAL if root >= logging.WARNING else root
 
