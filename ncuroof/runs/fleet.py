@@ -152,7 +152,7 @@ def _client(scheduler: str | None, workers: int) -> Iterator[Any]:
             threads_per_worker=1,
             processes=True,
             dashboard_address=":0",
-            silence_logs=logging.ERROR,
+            silence_logs=dask_level(),
             plugins=(LogLevel(dask_level()),),
         ) as cluster,
         Client(cluster) as client,
