@@ -279,6 +279,7 @@ class _Headers:
 
     def __init__(self, mm: Any, fd: int | None, path: Path) -> None:
         self.mm, self.fd, self.path = mm, fd, path
+        self.sequential = getattr(mm, "sequential", False)  # a Forward: no buffer, read once
         self.known: list[tuple[re.Pattern[bytes], Any]] = []
 
     def at(self, pos: int, index: int, size: int) -> tuple[int, Any]:
@@ -292,7 +293,7 @@ class _Headers:
             return length, None
         if length <= _HEAD - 4:
             raw, begin, end = head, 4, 4 + length
-        elif getattr(self.mm, "sequential", False):  # a Forward is no buffer: its bytes
+        elif self.sequential:  # a Forward is no buffer: its bytes
             raw, begin, end = self.mm[pos + 4 : pos + 4 + length], 0, length
         else:
             raw, begin, end = self.mm, pos + 4, pos + 4 + length
@@ -308,7 +309,7 @@ class _Headers:
                 f"block {index} at byte {pos} has a corrupt header ({exc}); the report is damaged",
                 self.path,
             ) from exc
-        if header.num_results and (self.fd is not None or getattr(self.mm, "sequential", False)):
+        if header.num_results and (self.fd is not None or self.sequential):
             self.learn(data, header)
         return length, header
 

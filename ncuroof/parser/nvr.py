@@ -83,7 +83,7 @@ from .blocks import (
     walk,
 )
 from .forward import check_report, open_report
-from .ncu_rep import META_COLUMNS, launch_frame, launch_row, numeric_metrics
+from .ncu_rep import META_COLUMNS, held_text, launch_frame, launch_row, numeric_metrics
 from .split import Workers, cores
 from .wire import classes as _classes
 from .wire import unseen_fields
@@ -131,7 +131,7 @@ LEARNED = "ncuroof.learned_launches"
 TRAILER = 4
 #: Raw-table columns that repeat a kernel's names on each of its launches (kilobytes for a C++
 #: template: 5.5 kB for gene-pop's): a slice's tables hold them as ``category`` from the decoding
-#: to the joined table (:func:`_coded`, :func:`_joined`; those of
+#: to the joined table (:func:`~ncuroof.parser.ncu_rep.held_text`, :func:`_joined`; those of
 #: :data:`~ncuroof.schema.RAW_COMPACT` beyond it), so a decoding worker's tables and the result it
 #: hands over carry each name once, not once per launch.
 NAMES = ("kernel_name", "kernel_demangled")
@@ -926,21 +926,14 @@ def decode_slice(
     return reader.frames, reader.records
 
 
-def _coded(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` with its :data:`NAMES` columns of text held as ``category`` (their categories keep
-    the text dtype, which :func:`_joined` gives back)."""
-    text = [c for c in NAMES if isinstance(frame[c].dtype, pd.StringDtype)]
-    # column by column: astype of a dict rebuilds every column of a wide table (10x the time)
-    return frame.assign(**{c: frame[c].astype("category") for c in text}) if text else frame
-
-
 def _joined(frames: list[pd.DataFrame]) -> pd.DataFrame:
-    """The :func:`_coded` tables ``frames`` as one, in order: the table of the frames before coding,
-    but for the :data:`NAMES` columns that were text: given back their text dtype (:func:`_text`),
-    or, those of :data:`~ncuroof.schema.RAW_COMPACT`, kept ``category`` with sorted categories (as
-    :func:`~ncuroof.parser.ncu_rep.held_text` holds them). Each name column gets the categories
-    of all frames first, so the join keeps codes (a join of differing categories makes a Python
-    string per launch)."""
+    """The tables ``frames`` (their :data:`NAMES` held as category by
+    :func:`~ncuroof.parser.ncu_rep.held_text`) as one, in order: the table of the frames before
+    coding, but for the :data:`NAMES` columns that were text: given back their text dtype
+    (:func:`_text`), or, those of :data:`~ncuroof.schema.RAW_COMPACT`, kept ``category`` with
+    sorted categories (as ``held_text`` holds them). Each name column gets the categories of all
+    frames first, so the join keeps codes (a join of differing categories makes a Python string
+    per launch)."""
     coded = [c for c in NAMES if isinstance(frames[0][c].dtype, pd.CategoricalDtype)]
     if len(frames) > 1 and coded:
         union = {
@@ -1130,7 +1123,7 @@ class _SliceReader:
             order = [c for run in self.runs.values() for c in run.columns()]
             order += [(i, _row_columns(got)) for i, got in self.rows]
             frames = [_window_frame(frames, order)]
-        self.frames += [_coded(frame) for frame in frames]
+        self.frames += [held_text(frame, NAMES) for frame in frames]
         self.runs, self.rows, self.pending = {}, [], 0
 
 

@@ -35,7 +35,7 @@ def test_coded_names_join_to_the_tables_before_coding() -> None:
     """Windows whose name columns are held as category (each with categories of its own, one
     missing demangled name) join to what the tables before coding join to: kernel_name as text,
     kernel_demangled (schema.RAW_COMPACT) still category, of the same values."""
-    from ncuroof.parser.ncu_rep import META_COLUMNS, launch_frame
+    from ncuroof.parser.ncu_rep import META_COLUMNS, held_text, launch_frame
 
     long = "void k<" + "int, " * 1000 + "float>(int)"
 
@@ -53,7 +53,7 @@ def test_coded_names_join_to_the_tables_before_coding() -> None:
         launch_frame([row(2, "b", "b()"), row(3, "c", None)]),
         launch_frame([row(4, "a", long)]),
     ]
-    coded = [nvr._coded(w) for w in windows]
+    coded = [held_text(w, nvr.NAMES) for w in windows]
     assert all(isinstance(c["kernel_demangled"].dtype, pd.CategoricalDtype) for c in coded)
     assert coded[1]["kernel_name"].cat.categories.tolist() == ["b", "c"]
     got = nvr._joined(coded)
