@@ -53,6 +53,10 @@ __all__ = [
     "load_gpus",
     "load_csv_rules",
     "parse_term",
+    "OperatorRule",
+    "OperatorCatalog",
+    "OPERATOR_FAMILIES",
+    "load_operators",
 ]
 
 
@@ -984,3 +988,95 @@ def load_csv_rules(directory: Path | None = None) -> CsvRules:
         frozenset(repeating),
         also,
     )
+
+
+# --- issue 41, analytic work of PyTorch operators (metrics/operators.toml) ---------------------
+
+#: The families of ``metrics/operators.toml`` whose arithmetic :mod:`ncuroof.model.analytic` knows.
+OPERATOR_FAMILIES = (
+    "matmul",
+    "linear",
+    "convolution",
+    "convolution_backward",
+    "attention",
+    "attention_backward",
+    "normalization",
+    "softmax",
+    "embedding",
+    "elementwise",
+    "reduction",
+)
+
+
+@dataclass(frozen=True)
+class OperatorRule:
+    """One operator of ``metrics/operators.toml``: its family, whether it is matmul-class (tensor
+    roofs), its formula and source, and its parameters (argument positions, per-element costs)."""
+
+    op: str
+    family: str
+    matmul: bool
+    formula: str
+    source: str
+    params: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class OperatorCatalog:
+    """``metrics/operators.toml``: the rules by operator name, the dtypes (Kineto ``Input type``
+    -> bytes per element and precision), the roof of each precision for matmul-class and other
+    operators (roof names as :meth:`GpuSpec.datasheet_value` takes them, alternatives split by
+    ``|``) and the causal share of attention's score work."""
+
+    rules: dict[str, OperatorRule]
+    dtypes: dict[str, tuple[int, str]]
+    matmul_roofs: dict[str, str]
+    other_roofs: dict[str, str]
+    causal_fraction: float
+
+
+@functools.lru_cache(maxsize=4)
+def load_operators(directory: Path | None = None) -> OperatorCatalog:
+    """Load ``metrics/operators.toml`` (issue 41).
+
+    Parameters
+    ----------
+    directory : Path, optional
+        Where the TOML files are; default :func:`metrics_dir`.
+
+    Returns
+    -------
+    OperatorCatalog
+
+    Raises
+    ------
+    ValueError
+        An unknown family, an operator listed twice, a family without formula, units or source, a
+        dtype without a positive size, a causal fraction outside (0, 1].
+    """
+    data = _read((directory or metrics_dir()) / "operators.toml")
+    rules: dict[str, OperatorRule] = {}
+    for fam in data["family"]:
+        name = fam.get("name")
+        if name not in OPERATOR_FAMILIES or not all(fam.get(k) for k in _FAMILY_FIELDS):
+            raise ValueError(
+                f"operators.toml: family {name!r} is unknown or lacks one of {_FAMILY_FIELDS}"
+            )
+        for entry in fam["ops"]:
+            op = entry["op"]
+            if op in rules:
+                raise ValueError(f"operators.toml: {op} is listed twice")
+            params = {k: v for k, v in entry.items() if k != "op"}
+            matmul = bool(fam.get("matmul", False))
+            rules[op] = OperatorRule(op, name, matmul, fam["formula"], fam["source"], params)
+    dtypes = {k: (int(v["bytes"]), str(v["precision"])) for k, v in data["dtypes"].items()}
+    if any(b <= 0 for b, _ in dtypes.values()):
+        raise ValueError("operators.toml: a dtype without a positive size")
+    causal = float(data["attention"]["causal_fraction"])
+    if not 0 < causal <= 1:
+        raise ValueError("operators.toml: [attention].causal_fraction must be in (0, 1]")
+    roofs = data["roofs"]
+    return OperatorCatalog(rules, dtypes, dict(roofs["matmul"]), dict(roofs["other"]), causal)
+
+
+_FAMILY_FIELDS = ("formula", "units", "bytes", "source", "ops")

@@ -1732,3 +1732,98 @@ TABLES: dict[str, dict[str, Column]] = {
 }
 
 __all__ += ["TABLES"]
+
+
+# --- issue 41, analytic work from the shapes of a PyTorch trace (ncuroof.model.analytic) ---------
+
+#: Where the work of an :data:`ANALYTIC_OPS` row comes from.
+ANALYTIC_SOURCE = "analytic (from shapes)"
+#: Precisions of analytic work (``metrics/operators.toml`` [dtypes]).
+ANALYTIC_PRECISIONS = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8")
+
+#: One row per PyTorch operator and input shape of a Kineto trace recorded with shapes
+#: (``operators.csv``, :func:`ncuroof.model.analytic.operator_table`): the GPU time of the kernels
+#: it launched, and its analytic FLOPs and compulsory bytes from the formulas of
+#: ``metrics/operators.toml`` against the device's datasheet roofs. With an ncu report
+#: (``--timeline``) the counted work beside it.
+ANALYTIC_OPS: dict[str, Column] = {
+    "op": Column(
+        "string",
+        "",
+        "PyTorch operator (Kineto cpu_op name); 'no operator' for kernels"
+        " launched outside every cpu_op",
+    ),
+    "input_dims": Column("string", "", "the operator's Input Dims (one list per argument)"),
+    "input_types": Column("string", "", "the operator's Input type (dtypes as c10 names them)"),
+    "concrete_inputs": Column("string", "", "the operator's Concrete Inputs (scalars, lists)"),
+    "family": Column("string", "", "formula family of metrics/operators.toml, '' without one"),
+    "calls": Column("int64", "", "operator calls that launched kernels"),
+    "launches": Column(
+        "int64", "", "kernel launches tied to the operator (innermost with a formula)"
+    ),
+    "time_s": Column("float64", "s", "summed duration of those kernels"),
+    "time_share": Column("float64", "1", "time_s over the device's kernel time"),
+    "precision": Column(
+        "string",
+        "",
+        "precision of the work (fp64, fp32, tf32, fp16, bf16, fp8,"
+        " int8; int for integer types), '' without a formula",
+    ),
+    **{
+        f"{p}_flop": Column("float64", "FLOP", f"analytic {p.upper()} FLOPs (all calls)")
+        for p in ANALYTIC_PRECISIONS
+    },
+    "flop": Column("float64", "FLOP", "analytic FLOPs of all calls, NaN without a formula"),
+    "compulsory_bytes": Column(
+        "float64",
+        "B",
+        "each input read once and each output written"
+        " once, at its dtype's size (all calls); NaN without a formula",
+    ),
+    "ai_flop_per_byte": Column("float64", "FLOP/B", "flop / compulsory_bytes (analytic AI)"),
+    "flop_per_s": Column("float64", "FLOP/s", "flop / time_s (achieved)"),
+    "bytes_per_s": Column("float64", "B/s", "compulsory_bytes / time_s (achieved)"),
+    "roof": Column("string", "", "the compute roof (gpus.toml name: fp32, tensor_bf16, ...)"),
+    "roof_flop_per_s": Column("float64", "FLOP/s", "that roof's datasheet peak"),
+    "dram_bytes_per_s": Column("float64", "B/s", "the device's datasheet DRAM bandwidth"),
+    "ridge_flop_per_byte": Column("float64", "FLOP/B", "roof_flop_per_s / dram_bytes_per_s"),
+    "roof_fraction": Column(
+        "float64",
+        "1",
+        "achieved FLOP/s over the attainable roof at the"
+        " analytic AI (bytes/s over the bandwidth when there are no FLOPs)",
+    ),
+    "bound": Column(
+        "string", "", "memory or compute (analytic AI against the ridge), unknown without a formula"
+    ),
+    "time_at_roof_s": Column("float64", "s", "max(flop / roof, compulsory_bytes / bandwidth)"),
+    "saving_s": Column("float64", "s", "time_s - time_at_roof_s, at least 0"),
+    "work_source": Column("string", "", f"'{ANALYTIC_SOURCE}', or 'no formula'"),
+    "flag": Column(
+        "string",
+        "",
+        "'no formula', 'shapes do not fit: ...', a missing roof, or a"
+        " counted/analytic ratio below 1 ('' when none)",
+    ),
+    "counted_flop": Column(
+        "float64",
+        "FLOP",
+        "with --timeline and a report: ncu's FLOPs of the operator's kernels (ops.csv's share)",
+    ),
+    "counted_over_analytic": Column(
+        "float64", "1", "counted_flop / flop: above 1 is wasted work (masking, padding, recompute)"
+    ),
+    "dram_bytes": Column(
+        "float64", "B", "with a report: ncu's measured DRAM bytes of the operator's kernels"
+    ),
+    "dram_over_compulsory": Column(
+        "float64", "1", "dram_bytes / compulsory_bytes: above 1 is excess traffic"
+    ),
+    "useful_ai_flop_per_byte": Column(
+        "float64",
+        "FLOP/B",
+        "flop / dram_bytes: the useful intensity (analytic FLOPs over measured bytes)",
+    ),
+}
+
+__all__ += ["ANALYTIC_OPS", "ANALYTIC_SOURCE", "ANALYTIC_PRECISIONS"]

@@ -45,7 +45,7 @@ from .. import catalog
 from ..errors import InputError
 from ..schema import TIMELINE_LAUNCH, validate_timeline
 
-__all__ = ["read_timeline", "busy_time", "same_gpu", "FORMATS"]
+__all__ = ["read_timeline", "read_operator_launches", "busy_time", "same_gpu", "FORMATS"]
 
 #: Values of the ``format`` attribute of a timeline table.
 FORMATS = ("kineto", "nsys-sqlite")
@@ -701,14 +701,18 @@ class _KinetoScan:
     LAUNCH = ("thread", "ts", "correlation")
     RANGE = ("thread", "ts", "dur", "name", "external")
 
-    def __init__(self) -> None:
+    def __init__(self, shapes: bool = False) -> None:
+        self.shapes = shapes
+        # distinct (Input Dims, Input type, Concrete Inputs) of the cpu_op events, by their text
+        self.signatures: dict[str, int] = {}
+        self.signature_values: list[tuple[Any, Any, Any]] = []
         self.strings: dict[Any, int] = {}
         self.name_chars = int(catalog.limits()["name_chars"])
         self.threads: dict[Any, int] = {}
         self.events = 0
         self.kernel = {c: array("d") for c in self.KERNEL}
         self.launch = {c: array("d") for c in self.LAUNCH}
-        self.op = {c: array("d") for c in self.RANGE}
+        self.op = {c: array("d") for c in (*self.RANGE, *(("shape",) if shapes else ()))}
         self.scope = {c: array("d") for c in self.RANGE}
         self.gpu_scope = {c: array("d") for c in self.RANGE}
 
@@ -720,6 +724,8 @@ class _KinetoScan:
             self._kernel(e, e.get("args") or {})
         elif cat in _OP:
             self._range(self.op, e)
+            if self.shapes:
+                self._shape(e.get("args") or {})
         elif cat in _LAUNCH:
             self._launch(e, (e.get("args") or {}).get("correlation", _NAN))
         elif cat == _FLOW:
@@ -759,6 +765,21 @@ class _KinetoScan:
             dims = dims if isinstance(dims, list) and len(dims) == 3 else _NO_DIMS
             for axis, value in zip("xyz", dims):
                 col[f"{kind}_{axis}"].append(value)
+
+    def _shape(self, args: dict) -> None:
+        """The code of a cpu_op's shapes in :attr:`signature_values` (NaN without
+        ``Input Dims``)."""
+        dims = args.get("Input Dims")
+        if dims is None:
+            self.op["shape"].append(_NAN)
+            return
+        value = (dims, args.get("Input type"), args.get("Concrete Inputs"))
+        key = repr(value)
+        code = self.signatures.get(key)
+        if code is None:
+            code = self.signatures[key] = len(self.signature_values)
+            self.signature_values.append(value)
+        self.op["shape"].append(code)
 
     def _range(self, col: dict[str, array], e: dict) -> None:
         col["thread"].append(
@@ -805,11 +826,14 @@ def _is_module(name: object) -> bool:
     )
 
 
-def _scan_kineto(path: Path, progress: Callable[[int], Callable[..., None]] | None) -> _KinetoScan:
-    """Stream the ``traceEvents`` of a Kineto trace into a :class:`_KinetoScan`."""
+def _scan_kineto(
+    path: Path, progress: Callable[[int], Callable[..., None]] | None, shapes: bool = False
+) -> _KinetoScan:
+    """Stream the ``traceEvents`` of a Kineto trace into a :class:`_KinetoScan` (with the
+    operators' shapes when ``shapes``)."""
     import ijson
 
-    scan = _KinetoScan()
+    scan = _KinetoScan(shapes)
     with _open_trace(path, progress) as fh:
         try:
             add = scan.add
@@ -870,6 +894,126 @@ def _read_kineto(
         nvtx=pd.NA,
     )
     return out, _gpu_names(path)
+
+
+#: How to record the shapes analytic work needs (the error of a trace without them).
+RECORD_SHAPES = "torch.profiler.profile(record_shapes=True)"
+
+
+def read_operator_launches(
+    path: str | Path,
+    formula_ops: frozenset[str],
+    device: int | None = None,
+    progress: Callable[[int], Callable[..., None]] | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame, list[tuple[Any, Any, Any]]]:
+    """The kernels of one device of a Kineto trace, each tied to the PyTorch operator whose
+    analytic work it does (issue 41).
+
+    A kernel belongs to the innermost ``cpu_op`` open on its launching thread at its launch whose
+    name is in ``formula_ops`` (so ``aten::linear -> aten::addmm`` is the addmm's), else to the
+    innermost ``cpu_op`` (an operator without a formula); a kernel without a launch call in the
+    trace is placed at the start of the ``cpu_op`` of its ``External id``.
+
+    Parameters
+    ----------
+    path : str or Path
+        A PyTorch profiler trace (``.json``, ``.json.gz``) recorded with shapes.
+    formula_ops : frozenset of str
+        Operator names that have a formula (``metrics/operators.toml``).
+    device : int, optional
+        CUDA device (default: the only one with kernels).
+    progress : callable, optional
+        Progress-bar factory, advanced by the bytes read.
+
+    Returns
+    -------
+    (DataFrame, DataFrame, list)
+        Launches: ``duration_s`` [s] and ``op_row`` (row of the operators frame, -1 when no
+        operator); ``attrs`` ``path``, ``device``, ``gpu_name``, ``devices``, ``span_s``,
+        ``busy_s``. Operators: ``name`` and ``shape`` (index into the list, -1 without
+        ``Input Dims``), one row per cpu_op event. The list: the distinct
+        ``(Input Dims, Input type, Concrete Inputs)``.
+
+    Raises
+    ------
+    InputError
+        Not a Kineto trace, no kernel events, no ``Input Dims`` on any operator (recorded without
+        shapes: the message says how to record them), a device to choose.
+    """
+    path = Path(path)
+    if _sniff(path) != "kineto":
+        raise InputError(
+            "analytic work needs a PyTorch profiler trace (.json, .json.gz) recorded with"
+            f" {RECORD_SHAPES}",
+            path,
+        )
+    try:
+        scan = _scan_kineto(path, progress, shapes=True)
+    except _LimitHit as exc:
+        raise InputError(f"cannot be read within ncuroof's limits: {exc}", path) from None
+    if not scan.signature_values:
+        raise InputError(
+            f"the trace has no operator shapes (no cpu_op carries 'Input Dims'); record them with"
+            f" {RECORD_SHAPES}",
+            path,
+        )
+    launch = scan.frame("launch").dropna(subset=["correlation"]).drop_duplicates("correlation")
+    k = scan.frame("kernel").merge(
+        launch.rename(columns={"ts": "launch_ts", "thread": "launch_thread"}),
+        on="correlation",
+        how="left",
+    )
+    gpus = _gpu_names(path)
+    devices = sorted(int(d) for d in k["device"].dropna().unique())
+    chosen = _choose_device(devices, gpus, device, None, path)
+    k = k[(k["device"] == chosen).to_numpy()].reset_index(drop=True)
+    op, values = scan.frame("op"), scan.signature_values
+    del scan
+    rows = _operator_rows(k, op, formula_ops)
+    start, dur = k["ts"].to_numpy(float) * 1e-6, k["dur"].to_numpy(float) * 1e-6
+    if not (np.isfinite(start).all() and np.isfinite(dur).all() and (dur >= 0).all()):
+        raise InputError(
+            "kernel events without a start or with a negative duration; re-export the trace", path
+        )
+    out = pd.DataFrame({"duration_s": dur, "op_row": rows})
+    end = start + dur
+    out.attrs = {"path": str(path), "device": chosen, "gpu_name": gpus.get(chosen)}
+    out.attrs.update(
+        devices=devices,
+        span_s=float(end.max() - start.min()) if len(start) else 0.0,
+        busy_s=busy_time(start, end),
+    )
+    ops = pd.DataFrame(
+        {
+            "name": op["name"].astype(object),
+            "shape": op["shape"].fillna(-1).to_numpy(dtype=np.int64),
+        }
+    )
+    return out, ops, values
+
+
+def _operator_rows(k: pd.DataFrame, op: pd.DataFrame, formula_ops: frozenset[str]) -> np.ndarray:
+    """Per kernel, the row of ``op`` whose work it does: the innermost open operator with a
+    formula, else the innermost open operator, else -1."""
+    queries = pd.DataFrame({"tid": k["launch_thread"], "start": k["launch_ts"]})
+    lost = (k["launch_ts"].isna() & (k["external"] != k["correlation"])).to_numpy()
+    if lost.any():  # placed at the start of the cpu_op of its External id
+        first = (
+            op.reset_index()
+            .dropna(subset=["external"])
+            .drop_duplicates("external")
+            .set_index("external")
+        )
+        ext = k.loc[lost, "external"]
+        queries.loc[lost, "tid"] = ext.map(first["thread"]).to_numpy()
+        queries.loc[lost, "start"] = ext.map(first["ts"]).to_numpy()
+    ranges = op.assign(
+        tid=op["thread"], start=op["ts"], end=op["ts"] + op["dur"], label=np.arange(len(op))
+    )
+    inner = _enclosing(ranges, queries, paths=False)[0]
+    formula = _enclosing(ranges[op["name"].isin(formula_ops).to_numpy()], queries, paths=False)[0]
+    chosen = np.where(pd.isna(formula), inner, formula)
+    return pd.Series(chosen, dtype=object).fillna(-1).to_numpy(dtype=np.int64)
 
 
 def _ranges(events: pd.DataFrame) -> pd.DataFrame:

@@ -1,0 +1,522 @@
+"""Analytic work of PyTorch operators from the shapes of a profiler trace (issue 41).
+
+A Kineto trace recorded with ``record_shapes=True`` gives each ``cpu_op`` its ``Input Dims``,
+``Input type`` and often ``Concrete Inputs``. :func:`work` turns one operator's shapes into its
+FLOPs (by precision) and compulsory bytes (each input read once, each output written once) with
+the family formulas of ``metrics/operators.toml`` (:func:`ncuroof.catalog.load_operators`);
+:func:`operator_table` adds the GPU time of the kernels each operator launched
+(:func:`ncuroof.parser.timeline.read_operator_launches`) and the device's datasheet roofs
+(``metrics/gpus.toml``), one row per operator and input shape (:data:`ncuroof.schema.ANALYTIC_OPS`).
+Nothing here comes from ncu: every number is labelled ``analytic (from shapes)``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .. import fmt
+from ..catalog import GpuSpec, OperatorCatalog, OperatorRule
+from ..schema import ANALYTIC_OPS, ANALYTIC_PRECISIONS, ANALYTIC_SOURCE
+
+__all__ = ["Work", "work", "operator_table", "FP32_MATMUL", "NO_FORMULA", "NO_OPERATOR"]
+
+#: ``--fp32-matmul``: the roof of FP32 matmul-class operators (the trace does not say whether
+#: TF32 was allowed; PyTorch's default since 1.12 is not).
+FP32_MATMUL = ("fp32", "tf32")
+#: The flag and work source of an operator without a formula.
+NO_FORMULA = "no formula"
+#: The operator of kernels launched outside every cpu_op.
+NO_OPERATOR = "no operator"
+
+
+class _Misfit(ValueError):
+    """Shapes that do not fit the operator's formula (the message says how)."""
+
+
+@dataclass(frozen=True)
+class Work:
+    """One call's analytic work: FLOPs [FLOP] at ``precision``, compulsory bytes [B], and the
+    flag when the shapes do not fit (then both are NaN)."""
+
+    flop: float
+    bytes: float
+    precision: str
+    flag: str = ""
+
+
+# --- the arguments of one call ------------------------------------------------------------------
+
+
+class _Args:
+    """One call's ``Input Dims``, ``Input type`` and ``Concrete Inputs``, with the dtypes of
+    ``metrics/operators.toml``."""
+
+    def __init__(self, dims: Any, types: Any, concrete: Any, dtypes: dict) -> None:
+        self.dims = dims if isinstance(dims, list) else []
+        self.types = types if isinstance(types, list) else []
+        self.concrete = concrete if isinstance(concrete, list) else []
+        self.dtypes = dtypes
+
+    def is_tensor(self, i: Any) -> bool:
+        return (
+            isinstance(i, int)
+            and 0 <= i < len(self.dims)
+            and i < len(self.types)
+            and self.types[i] in self.dtypes
+            and isinstance(self.dims[i], list)
+            and all(isinstance(d, (int, float)) and d >= 0 for d in self.dims[i])
+        )
+
+    def shape(self, i: Any, what: str) -> list[int]:
+        if not self.is_tensor(i):
+            raise _Misfit(f"argument {i} ({what}) is not a tensor of a known dtype")
+        return [int(d) for d in self.dims[i]]
+
+    def size(self, i: int) -> int:
+        """Bytes per element of tensor argument ``i``."""
+        return self.dtypes[self.types[i]][0]
+
+    def precision(self, i: int) -> str:
+        return self.dtypes[self.types[i]][1]
+
+    def nbytes(self, i: Any) -> float:
+        """Bytes of tensor argument ``i`` (0 when it is not a tensor: an absent bias)."""
+        return float(math.prod(self.shape(i, "")) * self.size(i)) if self.is_tensor(i) else 0.0
+
+    def tensors(self) -> list[int]:
+        return [i for i in range(len(self.dims)) if self.is_tensor(i)]
+
+    def value(self, i: Any, default: Any = None) -> Any:
+        """The Concrete Input at ``i`` as a Python value (``'[1, 1]'`` a list, ``'True'`` a bool,
+        ``'2'`` an int), ``default`` when absent or empty."""
+        if not isinstance(i, int) or i >= len(self.concrete):
+            return default
+        text = self.concrete[i]
+        if not isinstance(text, str) or not text.strip():
+            return default if not isinstance(text, (int, float, list)) else text
+        words = {"True": True, "False": False, "None": None, "true": True, "false": False}
+        if text.strip() in words:
+            return words[text.strip()]
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text.strip()
+
+
+def _per_dim(value: Any, n: int, name: str) -> list[int]:
+    """A conv parameter (int or list) as ``n`` ints."""
+    if isinstance(value, bool) or value is None:
+        raise _Misfit(f"{name} is not in Concrete Inputs")
+    if isinstance(value, (int, float)):
+        return [int(value)] * n
+    if isinstance(value, list) and len(value) == 1:
+        return [int(value[0])] * n
+    if isinstance(value, list) and len(value) == n:
+        return [int(v) for v in value]
+    raise _Misfit(f"{name} {value!r} does not fit {n} spatial dimensions")
+
+
+# --- the families -------------------------------------------------------------------------------
+
+
+def _matmul(a: _Args, p: dict, cat: OperatorCatalog) -> tuple[float, float, int]:
+    """``A[..., M, K] @ B[..., K, N]`` (+ bias): 2*M*N*K per batch (+ M*N)."""
+    A, B = a.shape(p["a"], "A"), a.shape(p["b"], "B")
+    A, B = ([1, *A] if len(A) == 1 else A), ([*B, 1] if len(B) == 1 else B)
+    if len(A) < 2 or len(B) < 2 or A[-1] != B[-2]:
+        raise _Misfit(f"A {A} and B {B} do not multiply")
+    m, k, n = A[-2], A[-1], B[-1]
+    try:
+        batch = math.prod(np.broadcast_shapes(tuple(A[:-2]), tuple(B[:-2])))
+    except ValueError:
+        raise _Misfit(f"batch dimensions of A {A} and B {B} do not broadcast") from None
+    bias = a.is_tensor(p.get("bias"))
+    flop = 2.0 * batch * m * n * k + (batch * m * n if bias else 0)
+    out = batch * m * n * a.size(p["a"])
+    return flop, a.nbytes(p["a"]) + a.nbytes(p["b"]) + a.nbytes(p.get("bias")) + out, p["a"]
+
+
+def _linear(a: _Args, p: dict, cat: OperatorCatalog) -> tuple[float, float, int]:
+    """``x[..., K] @ W[N, K]^T`` (+ bias)."""
+    x, w = a.shape(p["x"], "input"), a.shape(p["w"], "weight")
+    if not x or len(w) != 2 or x[-1] != w[1]:
+        raise _Misfit(f"input {x} and weight {w} do not multiply")
+    m, n, k = math.prod(x[:-1]), w[0], w[1]
+    bias = a.is_tensor(p.get("bias"))
+    flop = 2.0 * m * n * k + (m * n if bias else 0)
+    out = m * n * a.size(p["x"])
+    return flop, a.nbytes(p["x"]) + a.nbytes(p["w"]) + a.nbytes(p.get("bias")) + out, p["x"]
+
+
+def _conv_geometry(a: _Args, p: dict) -> tuple[list[int], list[int], list[int], bool, int]:
+    """Input, weight and output shapes of a convolution, whether transposed, and its groups."""
+    x, w = a.shape(p["input"], "input"), a.shape(p["weight"], "weight")
+    nd = len(x) - 2
+    if nd < 1 or len(w) != len(x):
+        raise _Misfit(f"input {x} and weight {w} are not a convolution's")
+    transposed = bool(a.value(p.get("transposed"), False))
+    groups = int(a.value(p.get("groups"), 1) or 1)
+    stride = _per_dim(a.value(p["stride"]), nd, "stride")
+    dilation = _per_dim(a.value(p["dilation"]), nd, "dilation")
+    pad_value = a.value(p["padding"])
+    if pad_value in ("same", "valid"):
+        pad = [0] * nd
+        out = x[2:] if pad_value == "same" else None
+    else:
+        pad, out = _per_dim(pad_value, nd, "padding"), None
+    k = w[2:]
+    if transposed:
+        extra = _per_dim(a.value(p.get("output_padding"), 0), nd, "output_padding")
+        sp = [
+            (i - 1) * s - 2 * q + d * (kk - 1) + e + 1
+            for i, s, q, d, kk, e in zip(x[2:], stride, pad, dilation, k, extra)
+        ]
+        c_out = w[1] * groups
+    else:
+        sp = out or [
+            (i + 2 * q - d * (kk - 1) - 1) // s + 1
+            for i, s, q, d, kk in zip(x[2:], stride, pad, dilation, k)
+        ]
+        c_out = w[0]
+    if min(sp) <= 0 or (not transposed and x[1] != w[1] * groups):
+        raise _Misfit(f"input {x}, weight {w} and groups {groups} do not fit")
+    return x, w, [x[0], c_out, *sp], transposed, groups
+
+
+def _conv_flop(x: list[int], w: list[int], y: list[int], transposed: bool) -> float:
+    """flop_counter's conv_flop_count: 2 * N * prod(weight) * prod(output spatial), the input's
+    spatial size for a transposed convolution."""
+    return 2.0 * x[0] * math.prod(w) * math.prod(x[2:] if transposed else y[2:])
+
+
+def _convolution(a: _Args, p: dict, cat: OperatorCatalog) -> tuple[float, float, int]:
+    x, w, y, transposed, _ = _conv_geometry(a, p)
+    bias = a.is_tensor(p.get("bias"))
+    flop = _conv_flop(x, w, y, transposed) + (math.prod(y) if bias else 0)
+    out = math.prod(y) * a.size(p["input"])
+    return flop, a.nbytes(p["input"]) + a.nbytes(p["weight"]) + a.nbytes(p.get("bias")) + out, 0
+
+
+def _convolution_backward(a: _Args, p: dict, cat: OperatorCatalog) -> tuple[float, float, int]:
+    x, w, y, transposed, _ = _conv_geometry(a, p)
+    mask = a.value(p["output_mask"], [True, True, True])
+    if not isinstance(mask, list) or len(mask) != 3:
+        raise _Misfit(f"output_mask {mask!r} is not three booleans")
+    fwd = _conv_flop(x, w, y, transposed)
+    flop = fwd * (bool(mask[0]) + bool(mask[1])) + (math.prod(y) if mask[2] else 0)
+    size = a.size(p["input"])
+    written = (
+        bool(mask[0]) * math.prod(x) + bool(mask[1]) * math.prod(w) + bool(mask[2]) * y[1]
+    ) * size
+    read = a.nbytes(p["grad_output"]) + a.nbytes(p["input"]) + a.nbytes(p["weight"])
+    return flop, read + written, p["input"]
+
+
+def _bhsd(a: _Args, i: int, layout: str, what: str) -> list[int]:
+    """An attention tensor as [B, H, S, D] (``bshd`` layouts transposed; 3-D: B = 1)."""
+    s = a.shape(i, what)
+    s = [1, *s] if len(s) == 3 else s
+    if len(s) != 4:
+        raise _Misfit(f"{what} {a.shape(i, what)} is not [B, H, S, D]")
+    return [s[0], s[2], s[1], s[3]] if layout == "bshd" else s
+
+
+def _attention_shapes(a: _Args, p: dict) -> tuple[int, int, int, int, int, int]:
+    layout = p.get("layout", "bhsd")
+    q, k, v = (_bhsd(a, p[n], layout, n.upper()) for n in ("q", "k", "v"))
+    if not (q[0] == k[0] == v[0] and k[2] == v[2] and q[3] == k[3] and q[1] % max(k[1], 1) == 0):
+        raise _Misfit(f"Q {q}, K {k} and V {v} do not fit attention")
+    return q[0], q[1], q[2], k[2], q[3], v[3]
+
+
+def _causal(a: _Args, p: dict, cat: OperatorCatalog) -> float:
+    return cat.causal_fraction if a.value(p.get("is_causal"), False) else 1.0
+
+
+def _attention(a: _Args, p: dict, cat: OperatorCatalog) -> tuple[float, float, int]:
+    b, h, sq, sk, d, dv = _attention_shapes(a, p)
+    flop = 2.0 * b * h * sq * sk * (d + dv) * _causal(a, p, cat)
+    read = sum(a.nbytes(p[n]) for n in ("q", "k", "v")) + a.nbytes(p.get("mask"))
+    return flop, read + b * h * sq * dv * a.size(p["q"]), p["q"]
+
+
+def _attention_backward(a: _Args, p: dict, cat: OperatorCatalog) -> tuple[float, float, int]:
+    b, h, sq, sk, d, dv = _attention_shapes(a, p)
+    flop = 2.0 * b * h * sq * sk * (3 * d + 2 * dv) * _causal(a, p, cat)
+    qkv = sum(a.nbytes(p[n]) for n in ("q", "k", "v"))
+    read = qkv + a.nbytes(p["grad"]) + a.nbytes(p.get("out"))
+    return flop, read + qkv, p["q"]
+
+
+def _reads(a: _Args, p: dict, default: Sequence[Any]) -> float:
+    """Bytes of the tensor arguments read: ``reads`` of the rule (False: none), else ``default``."""
+    reads = p.get("reads", list(default))
+    return 0.0 if reads is False else float(sum(a.nbytes(i) for i in reads))
+
+
+def _per_element(a: _Args, p: dict, cat: OperatorCatalog) -> tuple[float, float, int]:
+    """Normalisation and softmax: cost per input element, the output shaped like the input."""
+    x = a.shape(p["input"], "input")
+    n = math.prod(x)
+    affine = a.is_tensor(p.get("weight"))
+    flop = n * (p["flop_per_element"] + (p.get("affine_flop_per_element", 0) if affine else 0))
+    read = _reads(a, p, [p["input"], *(i for i in (p.get("weight"), p.get("weight", -9) + 1))])
+    written = n * a.size(p["input"])
+    if affine and p.get("affine_flop_per_element") and "reads" in p:  # a backward's weight grads
+        written += 2 * a.nbytes(p["weight"])
+    return float(flop), read + written, p["input"]
+
+
+def _embedding(a: _Args, p: dict, cat: OperatorCatalog) -> tuple[float, float, int]:
+    w, idx = a.shape(p["weight"], "weight"), a.shape(p["indices"], "indices")
+    if len(w) != 2:
+        raise _Misfit(f"weight {w} is not [num_embeddings, dim]")
+    rows = math.prod(idx) * w[1] * a.size(p["weight"])
+    return 0.0, a.nbytes(p["indices"]) + 2.0 * rows, p["weight"]
+
+
+def _elementwise(a: _Args, p: dict, cat: OperatorCatalog) -> tuple[float, float, int]:
+    tensors = a.tensors()
+    if not tensors:
+        raise _Misfit("no tensor argument of a known dtype")
+    try:
+        shape = np.broadcast_shapes(*(tuple(a.shape(i, "")) for i in tensors))
+    except ValueError:
+        raise _Misfit("the tensor arguments do not broadcast") from None
+    n = math.prod(shape)
+    return float(n * p["flop_per_element"]), _reads(a, p, tensors) + n * a.size(tensors[0]), 0
+
+
+def _reduction(a: _Args, p: dict, cat: OperatorCatalog) -> tuple[float, float, int]:
+    x = a.shape(p["input"], "input")
+    dims = a.value(p.get("dim"))
+    dims = [dims] if isinstance(dims, int) and not isinstance(dims, bool) else dims
+    if not isinstance(dims, list) or not dims or not x:
+        kept = 1
+    else:
+        try:
+            gone = {int(d) % len(x) for d in dims}
+        except (TypeError, ValueError):
+            raise _Misfit(f"dim {dims!r} is not a list of dimensions") from None
+        kept = math.prod(s for i, s in enumerate(x) if i not in gone)
+    n = math.prod(x)
+    return float(n * p["flop_per_element"]), a.nbytes(p["input"]) + kept * a.size(p["input"]), 0
+
+
+_FAMILIES = {
+    "matmul": _matmul,
+    "linear": _linear,
+    "convolution": _convolution,
+    "convolution_backward": _convolution_backward,
+    "attention": _attention,
+    "attention_backward": _attention_backward,
+    "normalization": _per_element,
+    "softmax": _per_element,
+    "embedding": _embedding,
+    "elementwise": _elementwise,
+    "reduction": _reduction,
+}
+
+
+def work(rule: OperatorRule, signature: tuple[Any, Any, Any], cat: OperatorCatalog) -> Work:
+    """The analytic work of one call of an operator.
+
+    Parameters
+    ----------
+    rule : OperatorRule
+        The operator's rule (``metrics/operators.toml``).
+    signature : tuple
+        Its ``(Input Dims, Input type, Concrete Inputs)`` as the trace gives them.
+    cat : OperatorCatalog
+        Dtype sizes and precisions, the causal fraction.
+
+    Returns
+    -------
+    Work
+        FLOPs [FLOP] (0 for an integer type's non-matmul work), compulsory bytes [B] and the
+        precision of the first relevant tensor; NaN and a ``shapes do not fit: ...`` flag when the
+        shapes do not fit the formula.
+    """
+    a = _Args(*signature, cat.dtypes)
+    fn = _FAMILIES[rule.family]
+    try:
+        flop, nbytes, first = fn(a, rule.params, cat)
+        first = first if a.is_tensor(first) else (a.tensors() or [None])[0]
+        precision = a.precision(first) if first is not None else ""
+    except (_Misfit, KeyError, TypeError, ValueError, OverflowError, ZeroDivisionError) as exc:
+        why = str(exc) if isinstance(exc, _Misfit) else f"{type(exc).__name__} {exc}"
+        return Work(math.nan, math.nan, "", f"shapes do not fit: {fmt.printable(why)[:160]}")
+    if precision == "int" or (precision == "int8" and not rule.matmul):
+        flop = 0.0
+    return Work(float(flop), float(nbytes), precision)
+
+
+# --- the operator table -------------------------------------------------------------------------
+
+
+def _shape_text(value: Any) -> str:
+    """An Input Dims / Input type / Concrete Inputs list as one printable line."""
+    if value is None:
+        return ""
+    return fmt.printable(json.dumps(value, separators=(",", ":"), default=str), layout=False)
+
+
+def _calls(launches: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
+    """One row per (operator name, shape code): calls, launches and GPU time of the kernels."""
+    per_call = launches.groupby("op_row", sort=False)["duration_s"].agg(["sum", "size"])
+    rows = per_call.index.to_numpy(dtype=np.int64)
+    has = rows >= 0
+    name = np.full(len(rows), NO_OPERATOR, dtype=object)
+    shape = np.full(len(rows), -1, dtype=np.int64)
+    name[has] = ops["name"].to_numpy(dtype=object)[rows[has]]
+    shape[has] = ops["shape"].to_numpy()[rows[has]]
+    f = pd.DataFrame(
+        {
+            "op": name,
+            "shape": shape,
+            "time_s": per_call["sum"].to_numpy(float),
+            "launches": per_call["size"].to_numpy(np.int64),
+        }
+    )
+    g = f.groupby(["op", "shape"], sort=False)
+    return pd.DataFrame(
+        {"calls": g.size(), "launches": g["launches"].sum(), "time_s": g["time_s"].sum()}
+    ).reset_index()
+
+
+def _roof(
+    rule: OperatorRule | None, precision: str, gpu: GpuSpec, cat: OperatorCatalog, fp32: str
+) -> tuple[str, float]:
+    """The compute roof of a row: its gpus.toml name and FLOP/s (NaN where the datasheet has
+    none)."""
+    if rule is None or not precision or precision == "int":
+        return "", math.nan
+    if rule.matmul and precision == "fp32" and fp32 == "tf32":
+        precision = "tf32"
+    choices = (cat.matmul_roofs if rule.matmul else cat.other_roofs).get(precision, "")
+    for name in filter(None, choices.split("|")):
+        value = gpu.datasheet_value(name)
+        if value:
+            return name, float(value)
+    return (choices.split("|")[0] if choices else ""), math.nan
+
+
+def _row_work(
+    row: Any, values: list, cat: OperatorCatalog, gpu: GpuSpec, fp32: str
+) -> dict[str, Any]:
+    """The analytic columns of one (operator, shape) row."""
+    rule = cat.rules.get(row.op)
+    sig = values[row.shape] if row.shape >= 0 else (None, None, None)
+    out: dict[str, Any] = {
+        "input_dims": _shape_text(sig[0]),
+        "input_types": _shape_text(sig[1]),
+        "concrete_inputs": _shape_text(sig[2]),
+        "family": rule.family if rule else "",
+    }
+    if rule is None or row.shape < 0:
+        why = NO_FORMULA if rule is None else "no shapes recorded for this operator"
+        return {**out, "flop": math.nan, "compulsory_bytes": math.nan, "precision": "", "flag": why}
+    w = work(rule, sig, cat)
+    precision = "tf32" if rule.matmul and w.precision == "fp32" and fp32 == "tf32" else w.precision
+    roof, peak = _roof(rule, w.precision, gpu, cat, fp32)
+    flag = w.flag or ("" if roof == "" or math.isfinite(peak) else f"no datasheet roof {roof}")
+    return {
+        **out,
+        "flop": w.flop * row.calls,
+        "compulsory_bytes": w.bytes * row.calls,
+        "precision": precision,
+        "roof": roof,
+        "roof_flop_per_s": peak,
+        "flag": flag,
+    }
+
+
+def operator_table(
+    launches: pd.DataFrame,
+    ops: pd.DataFrame,
+    values: list[tuple[Any, Any, Any]],
+    cat: OperatorCatalog,
+    gpu: GpuSpec,
+    fp32_matmul: str = "fp32",
+) -> pd.DataFrame:
+    """One row per PyTorch operator and input shape, with analytic work against the datasheet.
+
+    Parameters
+    ----------
+    launches, ops, values
+        :func:`ncuroof.parser.timeline.read_operator_launches`: the kernels (``duration_s`` [s],
+        ``op_row``), the cpu_op events (``name``, ``shape``) and the distinct shapes.
+    cat : OperatorCatalog
+        ``metrics/operators.toml``.
+    gpu : GpuSpec
+        The device's datasheet roofs (``metrics/gpus.toml``, at its boost clock).
+    fp32_matmul : {'fp32', 'tf32'}
+        The roof of FP32 matmul-class operators (``--fp32-matmul``).
+
+    Returns
+    -------
+    DataFrame
+        :data:`ncuroof.schema.ANALYTIC_OPS`, most GPU time first. Rows without a formula keep
+        their time, ``work_source`` and ``flag`` 'no formula', NaN work and bound ``unknown``.
+    """
+    if fp32_matmul not in FP32_MATMUL:
+        raise ValueError(f"fp32_matmul must be one of {FP32_MATMUL}")
+    t = _calls(launches, ops)
+    extra = pd.DataFrame([_row_work(r, values, cat, gpu, fp32_matmul) for r in t.itertuples()])
+    t = pd.concat([t.drop(columns="shape"), extra.reindex(index=t.index)], axis=1)
+    total = float(t["time_s"].sum())
+    t["time_share"] = t["time_s"] / total if total > 0 else math.nan
+    t = _roofline(t, float(gpu.dram_bytes_per_s))
+    for p in ANALYTIC_PRECISIONS:
+        t[f"{p}_flop"] = np.where(t["precision"] == p, t["flop"], t["flop"] * 0.0)
+    t["work_source"] = np.where(t["flag"] == NO_FORMULA, NO_FORMULA, ANALYTIC_SOURCE)
+    for col in ("counted_flop", "counted_over_analytic", "dram_bytes", "dram_over_compulsory"):
+        t[col] = math.nan
+    t["useful_ai_flop_per_byte"] = math.nan
+    t = t.sort_values("time_s", ascending=False, kind="stable").reset_index(drop=True)
+    return typed(t)
+
+
+def typed(t: pd.DataFrame) -> pd.DataFrame:
+    """``t`` with the columns and dtypes of :data:`ncuroof.schema.ANALYTIC_OPS`."""
+    for name, col in ANALYTIC_OPS.items():
+        if name not in t.columns:
+            t[name] = "" if col.dtype == "string" else math.nan
+        if col.dtype == "string":
+            t[name] = t[name].fillna("")
+    return t[list(ANALYTIC_OPS)].astype({n: c.dtype for n, c in ANALYTIC_OPS.items()})
+
+
+def _roofline(t: pd.DataFrame, bandwidth: float) -> pd.DataFrame:
+    """AI, achieved rates, ridge, fraction of the attainable roof, bound, time at the roof and
+    saving of each row (NaN where the row has no work)."""
+    flop, nbytes, time = (t[c].to_numpy(float) for c in ("flop", "compulsory_bytes", "time_s"))
+    peak = t["roof_flop_per_s"].to_numpy(float) if "roof_flop_per_s" in t else flop * math.nan
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t["ai_flop_per_byte"] = np.where(nbytes > 0, flop / nbytes, np.nan)
+        t["flop_per_s"] = np.where(time > 0, flop / time, np.nan)
+        t["bytes_per_s"] = np.where(time > 0, nbytes / time, np.nan)
+        t["dram_bytes_per_s"] = bandwidth
+        t["ridge_flop_per_byte"] = peak / bandwidth
+        ai = t["ai_flop_per_byte"].to_numpy(float)
+        no_compute = ~(flop > 0) | ~np.isfinite(peak)
+        attainable = np.where(no_compute, np.nan, np.minimum(peak, ai * bandwidth))
+        t["roof_fraction"] = np.where(
+            no_compute, t["bytes_per_s"] / bandwidth, t["flop_per_s"] / attainable
+        )
+        at_roof = np.fmax(np.where(no_compute, 0.0, flop / peak), nbytes / bandwidth)
+    has = np.isfinite(nbytes)
+    t["time_at_roof_s"] = np.where(has, at_roof, np.nan)
+    t["saving_s"] = np.where(has, np.clip(time - at_roof, 0.0, None), np.nan)
+    bound = np.where(
+        no_compute | (ai < t["ridge_flop_per_byte"].to_numpy(float)), "memory", "compute"
+    )
+    t["bound"] = np.where(has, bound, "unknown")
+    return t
