@@ -52,6 +52,9 @@ __all__ = [
     "compare_series",
     "SeriesResult",
     "runs_in",
+    "analyze_trace",
+    "TraceResult",
+    "is_trace",
 ]
 
 PathLike = str | Path
@@ -815,3 +818,124 @@ def _write_series(
     files = {**tables_io.table_files({"trail": result.table}, formats, inputs), "trail.html": page}
     report.write_outputs(out, files, inputs)
     result.outdir, result.files = out, {name: out / name for name in files}
+
+
+# --- issue 41, a PyTorch trace alone: operators with analytic work ------------------------------
+
+
+@dataclass
+class TraceResult:
+    """What :func:`analyze_trace` produced: the operator table
+    (:data:`ncuroof.schema.ANALYTIC_OPS`), the device, the timeline's attributes and the files
+    written."""
+
+    operators: pd.DataFrame
+    gpu: catalog.GpuSpec
+    trace: Path
+    attrs: dict[str, Any] = field(default_factory=dict)
+    fp32_matmul: str = "fp32"
+    outdir: Path | None = None
+    files: dict[str, Path] = field(default_factory=dict)
+
+
+def is_trace(path: PathLike) -> bool:
+    """Whether ``path`` names a PyTorch profiler trace (``.json``, ``.json.gz``, ``.pt.trace.json``)
+    rather than ncu output: what ``ncuroof analyze`` analyzes alone."""
+    name = Path(path).name.lower()
+    return name.endswith((".json", ".json.gz"))
+
+
+def _trace_gpu(name: str | None, gpu: str | None, path: Path) -> catalog.GpuSpec:
+    """The datasheet of ``--gpu``, else of the trace's deviceProperties name."""
+    gpus = catalog.load_gpus()
+    spec = gpus.by_name(gpu) if gpu else (gpus.by_device(name) if name else None)
+    if spec is None:
+        what = f"--gpu {gpu!r} is" if gpu else f"the trace's GPU {name or '(unnamed)'!r} is"
+        raise InputError(
+            f"{what} not in metrics/gpus.toml; pass --gpu ID (ncuroof list-gpus names them)", path
+        )
+    return spec
+
+
+def analyze_trace(
+    path: PathLike,
+    outdir: PathLike | None = None,
+    *,
+    gpu: str | None = None,
+    device: int | None = None,
+    fp32_matmul: str = "fp32",
+    write: bool = True,
+    formats: Sequence[str] = ("csv",),
+    plotlyjs: str | bool = True,
+    progress: bool = False,
+) -> TraceResult:
+    """Analyze a PyTorch profiler trace recorded with shapes, alone (no ncu): one row per operator
+    and input shape with analytic FLOPs and compulsory bytes against the datasheet roofs.
+
+    Parameters
+    ----------
+    path : path
+        A Kineto trace (``.json``, ``.json.gz``) of ``torch.profiler.profile(record_shapes=True)``.
+    outdir : path, optional
+        Default ``<stem>.ncuroof/`` beside the trace.
+    gpu : str, optional
+        ``--gpu``: the datasheet (default: the trace's deviceProperties name).
+    device : int, optional
+        ``--device``: the CUDA device (default: the only one with kernels).
+    fp32_matmul : {'fp32', 'tf32'}
+        The roof of FP32 matmul-class operators (the trace does not say whether TF32 ran).
+    write, formats, plotlyjs, progress
+        Write ``operators.csv``/``.parquet`` and ``roofline.html`` (whole or not at all).
+
+    Returns
+    -------
+    TraceResult
+        NcuroofError (one line, exit 2) for a bad trace, one without shapes, an unknown GPU.
+    """
+    from .model import analytic
+    from .parser.timeline import read_operator_launches
+    from .render import analytic as page
+
+    p = Path(path)
+    cat = catalog.load_operators()
+    with _progress_bar(progress, "reading the trace") as bar:
+        launches, ops, values = read_operator_launches(p, frozenset(cat.rules), device, bar)
+    spec = _trace_gpu(launches.attrs.get("gpu_name"), gpu, p)
+    table = analytic.operator_table(launches, ops, values, cat, spec, fp32_matmul)
+    result = TraceResult(table, spec, p, dict(launches.attrs), fp32_matmul)
+    if write:
+        out = Path(outdir) if outdir is not None else _trace_outdir(p)
+        fig = page.figure(table, f"Operator roofline, {analytic.ANALYTIC_SOURCE}: {p.name}")
+        html = page.page_html(table, fig, _trace_meta(result), plotlyjs)
+        files: dict[str, Any] = {
+            **tables_io.table_files({"operators": table}, formats, [p]),
+            "roofline.html": html,
+        }
+        report.write_outputs(out, files, [p])
+        result.outdir, result.files = out, {name: out / name for name in files}
+    return result
+
+
+def _trace_outdir(p: Path) -> Path:
+    """``<name without .json/.json.gz>.ncuroof/`` beside the trace."""
+    name = p.name
+    for suffix in (".json.gz", ".json"):
+        if name.lower().endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    return p.with_name(f"{name}.ncuroof")
+
+
+def _trace_meta(r: TraceResult) -> dict[str, str]:
+    """The page header of a trace's analysis."""
+    gpu = r.gpu
+    return {
+        "work": "analytic (from shapes): FLOPs and compulsory bytes from each operator's Input"
+        " Dims with the formulas of metrics/operators.toml; time from the kernels it launched",
+        "trace": r.trace.name,
+        "device": f"{r.attrs.get('device')} ({r.attrs.get('gpu_name') or 'unnamed'}) as {gpu.name}",
+        "roofs": f"datasheet at {gpu.boost_hz / 1e6:.0f} MHz boost: DRAM"
+        f" {fmt.si(gpu.dram_bytes_per_s, 'B/s')}; {gpu.source}",
+        "FP32 matmuls": f"roof {r.fp32_matmul} (--fp32-matmul; the trace does not say whether TF32"
+        " was allowed)",
+    }

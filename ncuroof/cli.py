@@ -425,6 +425,18 @@ _COLLECTABLE = collectable()
         " --timeline trace (ops.csv)."
     ),
 )
+@click.option(
+    "--fp32-matmul",
+    "fp32_matmul",
+    type=click.Choice(["fp32", "tf32"]),
+    default="fp32",
+    show_default=True,
+    help=(
+        "A PyTorch trace analyzed alone: the roof of FP32 matmul-class operators, FP32 or TF32"
+        " tensor cores (the trace does not say whether torch.backends.cuda.matmul.allow_tf32 was"
+        " set; PyTorch's default is off)."
+    ),
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary table.")
 @click.option("--json", "as_json", is_flag=True, help=_JSON_HELP.format(kind="analyze"))
 def analyze(
@@ -442,6 +454,7 @@ def analyze(
     roofs: bool,
     quiet: bool,
     as_json: bool = False,
+    fp32_matmul: str = "fp32",
     **kw: object,
 ) -> None:
     """Analyze ncu reports (.ncu-rep) or CSV exports: write kernels.csv,
@@ -456,6 +469,18 @@ def analyze(
     """
     from . import api
 
+    if len(inputs) == 1 and api.is_trace(inputs[0]) and kw.get("timeline") is None:
+        _analyze_trace(
+            inputs[0],
+            outdir,
+            _options(kw),
+            fp32_matmul,
+            formats,
+            PLOTLYJS[plotlyjs],
+            quiet,
+            as_json,
+        )
+        return
     with _stdout_to_stderr(as_json):
         result = api.analyze(
             list(inputs),
@@ -474,6 +499,43 @@ def analyze(
             roofs=roofs,
         )
     _print_analysis(result, as_json, quiet)
+
+
+def _analyze_trace(
+    path: Path,
+    outdir: Path | None,
+    options: AnalysisOptions,
+    fp32_matmul: str,
+    formats: tuple[str, ...],
+    plotlyjs: str | bool,
+    quiet: bool,
+    as_json: bool,
+) -> None:
+    """``ncuroof analyze trace.json.gz``: a PyTorch trace alone, operators with analytic work
+    (issue 41); the summary or the JSON document on stdout."""
+    from . import api
+
+    with _stdout_to_stderr(as_json):
+        result = api.analyze_trace(
+            path,
+            outdir,
+            gpu=options.gpu,
+            device=options.device,
+            fp32_matmul=fp32_matmul,
+            formats=formats,
+            plotlyjs=plotlyjs,
+            progress=not quiet,
+        )
+    if as_json:
+        from .render import json_doc
+
+        click.echo(json_doc.dumps(json_doc.trace_document(result)), nl=False)
+        return
+    from .render import analytic
+
+    if not quiet:
+        _echo(analytic.summary_text(result.operators, result.gpu.name), nl=False)
+    _echo(f"wrote {result.outdir}", err=True)
 
 
 def _print_analysis(

@@ -1827,3 +1827,5 @@ ANALYTIC_OPS: dict[str, Column] = {
 }
 
 __all__ += ["ANALYTIC_OPS", "ANALYTIC_SOURCE", "ANALYTIC_PRECISIONS"]
+
+TABLES["operators"] = ANALYTIC_OPS

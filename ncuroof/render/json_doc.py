@@ -31,6 +31,7 @@ import pandas as pd
 
 from .._version import __version__
 from ..schema import (
+    ANALYTIC_SOURCE,
     DOTS,
     KERNEL_SUMMARY,
     KERNEL_WORK,
@@ -62,6 +63,7 @@ __all__ = [
     "value",
     "column_schema",
     "gate",
+    "trace_document",
 ]
 
 #: Version of the documents' layout (``schema_version`` in each document and its schema). Raised
@@ -897,3 +899,88 @@ def shipped_schema(kind: str) -> dict[str, Any]:
         .joinpath("schemas", f"{kind}.schema.json")
         .read_text(encoding="utf-8")
     )
+
+
+def trace_document(result: Any) -> dict[str, Any]:
+    """The ``analyze --json`` document of a PyTorch trace analyzed alone (issue 41): the analyze
+    schema with no kernels (nothing from ncu), the device's datasheet roofs and the operator table
+    as the product ``operators`` (:data:`ncuroof.schema.ANALYTIC_OPS`, work_source ``analytic
+    (from shapes)``).
+
+    Parameters
+    ----------
+    result : ncuroof.api.TraceResult
+        Its ``operators``, ``gpu``, ``trace``, ``attrs``, ``fp32_matmul``, ``outdir``, ``files``.
+
+    Returns
+    -------
+    dict
+        JSON-ready (no NaN or inf).
+    """
+    t, gpu = result.operators, result.gpu
+    used = t.loc[t["roof_flop_per_s"] > 0, ["roof", "roof_flop_per_s"]].drop_duplicates("roof")
+    roof = {"source": "datasheet", "achievable_source": None}
+    compute = [
+        {"precision": r, "peak_flop_per_s": value(v), "achievable_flop_per_s": None, **roof}
+        for r, v in zip(used["roof"], used["roof_flop_per_s"])
+    ]
+    memory = [
+        {
+            "level": "dram",
+            "peak_bytes_per_s": value(gpu.dram_bytes_per_s),
+            "achievable_bytes_per_s": None,
+            **roof,
+        }
+    ]
+    total = float(t["time_s"].sum())
+    return {
+        "schema": "ncuroof.analyze",
+        "schema_version": DOCUMENT_VERSION,
+        "ncuroof_version": __version__,
+        "options": {
+            "work_source": ANALYTIC_SOURCE,
+            "fp32_matmul": result.fp32_matmul,
+            "device": value(result.attrs.get("device")),
+        },
+        "inputs": [
+            {
+                "path": str(result.trace),
+                "sha256": file_sha256(result.trace),
+                "kind": "file",
+                "launches": int(t["launches"].sum()),
+                "gpu": result.attrs.get("gpu_name") or None,
+                "cc": gpu.cc,
+                "ncu_version": None,
+                "reader": "kineto (analytic from shapes)",
+            }
+        ],
+        "roofs": {
+            "sm_clock_hz": value(gpu.boost_hz),
+            "sm_clock_hz_min": None,
+            "sm_clock_hz_max": None,
+            "datasheet_gpu": [gpu.name],
+            "sources": gpu.source,
+            "compute": compute,
+            "memory": memory,
+        },
+        "totals": {
+            "launches": int(t["launches"].sum()),
+            "kernels": 0,
+            "time_s": value(total),
+            "time_at_roof_s": value(float(t["time_at_roof_s"].sum(skipna=True))),
+            "saving_s": value(float(t["saving_s"].sum(skipna=True))),
+            "status": {},
+        },
+        "kernels": [],
+        "notes": [
+            f"work {ANALYTIC_SOURCE}: FLOPs and compulsory bytes from each operator's Input Dims"
+            " (metrics/operators.toml), no ncu counters; roofs from the datasheet at the boost"
+            " clock"
+        ],
+        "failures": [],
+        "products": {"operators": _records(t, _columns(t, TABLES["operators"]))},
+        "outputs": {
+            "outdir": str(result.outdir) if result.outdir is not None else None,
+            "files": list(result.files),
+        },
+    }

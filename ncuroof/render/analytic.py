@@ -1,0 +1,227 @@
+"""The operator roofline of a PyTorch trace alone (issue 41): a page with each operator at its
+analytic intensity under the device's datasheet roofs, its table, and the lines of the terminal
+summary. Everything is labelled ``analytic (from shapes)``: no number here comes from ncu."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from .. import fmt
+from ..schema import ANALYTIC_SOURCE
+from . import page as report
+
+__all__ = ["figure", "page_html", "finding", "summary_text"]
+
+#: Operators listed on the page and in the terminal summary.
+TOP = 25
+
+
+def _roof_lines(t: pd.DataFrame, bandwidth: float, x: tuple[float, float]) -> list[go.Scatter]:
+    """The DRAM roof and each compute roof the rows use, as lines over ``x`` (AI range)."""
+    traces = []
+    roofs = t.loc[t["roof_flop_per_s"] > 0, ["roof", "roof_flop_per_s"]].drop_duplicates("roof")
+    top = float(roofs["roof_flop_per_s"].max()) if len(roofs) else bandwidth * x[1]
+    xs = np.geomspace(x[0], max(x[1], top / bandwidth * 4), 64)
+    traces.append(
+        go.Scatter(
+            x=xs,
+            y=np.minimum(xs * bandwidth, top),
+            mode="lines",
+            name="DRAM (datasheet)",
+            line={"color": "#555", "width": 2},
+            hoverinfo="name",
+        )
+    )
+    for r in roofs.itertuples():
+        ridge = r.roof_flop_per_s / bandwidth
+        xr = xs[xs >= ridge]
+        traces.append(
+            go.Scatter(
+                x=[ridge, *xr],
+                y=[r.roof_flop_per_s] * (len(xr) + 1),
+                mode="lines",
+                name=f"{r.roof} {fmt.si(r.roof_flop_per_s, 'FLOP/s')} (datasheet)",
+                line={"dash": "dot"},
+                hoverinfo="name",
+            )
+        )
+    return traces
+
+
+def _label(t: pd.DataFrame) -> list[str]:
+    return [
+        f"{fmt.printable(o, layout=False)[:80]} {fmt.printable(d, layout=False)[:120]}"
+        for o, d in zip(t["op"], t["input_dims"])
+    ]
+
+
+def figure(t: pd.DataFrame, title: str) -> go.Figure:
+    """Operators with a formula and FLOPs at (analytic AI, achieved FLOP/s), sized by GPU time,
+    under the DRAM roof and the compute roofs they use; with counted work (``--timeline`` and a
+    report) a second marker at the useful intensity (analytic FLOPs over measured DRAM bytes).
+
+    Parameters
+    ----------
+    t : DataFrame
+        :data:`ncuroof.schema.ANALYTIC_OPS` rows.
+    title : str
+        The figure's title.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+    """
+    dots = t[(t["flop"] > 0) & (t["time_s"] > 0) & (t["ai_flop_per_byte"] > 0)]
+    bw = (
+        float(t["dram_bytes_per_s"].dropna().iloc[0])
+        if t["dram_bytes_per_s"].notna().any()
+        else 1e12
+    )
+    ai = dots["ai_flop_per_byte"].to_numpy(float)
+    lo, hi = (float(ai.min()) / 4, float(ai.max()) * 4) if len(ai) else (1e-2, 1e4)
+    fig = go.Figure(_roof_lines(t, bw, (lo, hi)))
+    size = 8 + 30 * np.sqrt(dots["time_s"].to_numpy(float) / max(float(t["time_s"].max()), 1e-30))
+    fig.add_trace(
+        go.Scatter(
+            x=ai,
+            y=dots["flop_per_s"],
+            mode="markers",
+            name=f"operator, {ANALYTIC_SOURCE}",
+            marker={
+                "size": size,
+                "color": np.where(dots["bound"] == "memory", "#1f77b4", "#d62728"),
+            },
+            text=_label(dots),
+            hovertemplate="%{text}<br>AI %{x:.3g} FLOP/B<br>%{y:.3g} FLOP/s<extra></extra>",
+        )
+    )
+    useful = dots[dots["useful_ai_flop_per_byte"] > 0]
+    if len(useful):
+        fig.add_trace(
+            go.Scatter(
+                x=useful["useful_ai_flop_per_byte"],
+                y=useful["flop_per_s"],
+                mode="markers",
+                name="useful intensity (analytic FLOPs / measured DRAM bytes)",
+                marker={"symbol": "diamond-open", "size": 10, "color": "#2ca02c"},
+                text=_label(useful),
+                hovertemplate="%{text}<br>useful AI %{x:.3g} FLOP/B<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        title=title,
+        height=640,
+        template="plotly_white",
+        xaxis={"type": "log", "title": "arithmetic intensity [FLOP/B], analytic (from shapes)"},
+        yaxis={"type": "log", "title": "achieved [FLOP/s], analytic FLOPs / GPU time"},
+    )
+    return fig
+
+
+def finding(r: Any) -> str:
+    """One row in words: ``memory-bound: AI 0.98 FLOP/B against a ridge of 295 FLOP/B; ...``."""
+    if r.work_source != ANALYTIC_SOURCE or not math.isfinite(r.compulsory_bytes):
+        return f"{r.flag or 'no formula'}: {fmt.time(r.time_s)} of GPU time kept, no work counted"
+    where = (
+        f"AI {fmt.g(r.ai_flop_per_byte)} FLOP/B against a ridge of {fmt.g(r.ridge_flop_per_byte)}"
+        f" FLOP/B ({r.roof})"
+        if math.isfinite(r.ridge_flop_per_byte)
+        else f"AI {fmt.g(r.ai_flop_per_byte)} FLOP/B, no compute roof"
+    )
+    text = (
+        f"{r.bound}-bound: {where}; {fmt.pct(r.roof_fraction)} of the roof, "
+        f"{fmt.time(r.time_at_roof_s)} at the roof of {fmt.time(r.time_s)}"
+    )
+    ratio = getattr(r, "counted_over_analytic", math.nan)
+    if math.isfinite(ratio):
+        text += f"; counted/analytic FLOPs {fmt.g(ratio)}"
+    return text + (f" [{r.flag}]" if r.flag else "")
+
+
+def summary_text(t: pd.DataFrame, gpu: str, top: int = 10) -> str:
+    """The terminal summary: the device, then the operators of most GPU time, one line each."""
+    total = float(t["time_s"].sum())
+    covered = float(t.loc[t["work_source"] == ANALYTIC_SOURCE, "time_s"].sum())
+    lines = [
+        f"{len(t)} operator rows on {fmt.printable(gpu)}, work {ANALYTIC_SOURCE};"
+        f" {fmt.pct(covered / total if total else math.nan)} of {fmt.time(total)} GPU time has a"
+        " formula; roofs: datasheet at the boost clock"
+    ]
+    for r in t.head(top).itertuples():
+        name = fmt.printable(f"{r.op} {r.input_dims}", layout=False)[:100]
+        lines.append(f"  {fmt.pct(r.time_share):>4} {name}: {fmt.printable(finding(r))}")
+    saving = float(t["saving_s"].sum(skipna=True))
+    lines.append(f"time at the roofs would save {fmt.time(saving)} of {fmt.time(total)}")
+    return "\n".join(lines) + "\n"
+
+
+_COLUMNS = [
+    ("op", "operator"),
+    ("input_dims", "input dims"),
+    ("input_types", "types"),
+    ("calls", "calls"),
+    ("launches", "launches"),
+    ("time_s", "GPU time"),
+    ("time_share", "share"),
+    ("precision", "precision"),
+    ("flop", "FLOPs (analytic)"),
+    ("compulsory_bytes", "compulsory bytes"),
+    ("ai_flop_per_byte", "AI [FLOP/B]"),
+    ("roof", "roof"),
+    ("roof_fraction", "of roof"),
+    ("bound", "bound"),
+    ("saving_s", "saving"),
+    ("counted_over_analytic", "counted/analytic FLOPs"),
+    ("dram_over_compulsory", "DRAM/compulsory bytes"),
+    ("flag", "flag"),
+]
+_KINDS = {
+    "op": "name",
+    "input_dims": "name",
+    "input_types": "name",
+    "time_s": "time",
+    "saving_s": "time",
+    "time_share": "pct",
+    "roof_fraction": "pct",
+    "flop": "si",
+    "compulsory_bytes": "si",
+    "calls": "int",
+    "launches": "int",
+}
+
+
+def page_html(t: pd.DataFrame, fig: go.Figure, meta: dict[str, str], plotlyjs: str | bool) -> str:
+    """The standalone page: header (work source, device, roofs), the figure and the table.
+
+    Parameters
+    ----------
+    t : DataFrame
+        :data:`ncuroof.schema.ANALYTIC_OPS` rows.
+    fig : Figure
+        :func:`figure`.
+    meta : dict of str
+        Header lines (label -> text), escaped here.
+    plotlyjs : True or 'cdn'
+        Embed plotly.js or link the CDN.
+
+    Returns
+    -------
+    str
+        HTML.
+    """
+    esc = report._escape
+    cols = [(c, h) for c, h in _COLUMNS if c in t.columns and not t[c].isna().all()]
+    table = report.html_table(t.head(500), cols, kinds=_KINDS)
+    head = "".join(f"<li><b>{esc(k)}</b>: {esc(fmt.printable(v))}</li>" for k, v in meta.items())
+    plot = fig.to_html(full_html=False, include_plotlyjs=plotlyjs)
+    return (
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>"
+        f"<title>Operator roofline, {esc(ANALYTIC_SOURCE)}</title></head><body>"
+        f"<h1>Operator roofline: {esc(ANALYTIC_SOURCE)}</h1><ul>{head}</ul>{plot}"
+        f"<h2>Operators ({esc(ANALYTIC_SOURCE)})</h2>{table}</body></html>"
+    )
