@@ -37,8 +37,16 @@ class Trace:
             args["Input type"] = types or []
             if concrete is not None:
                 args["Concrete Inputs"] = concrete
-        e = {"ph": "X", "cat": "cpu_op", "name": name, "pid": 7, "tid": 7, "ts": self.ts,
-             "dur": dur, "args": args}
+        e = {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": name,
+            "pid": 7,
+            "tid": 7,
+            "ts": self.ts,
+            "dur": dur,
+            "args": args,
+        }
         self.events.append(e)
         self.ts += 1.0
         return e
@@ -46,17 +54,53 @@ class Trace:
     def kernel(self, name: str, dur_us: float, device: int = 0) -> None:
         """A cudaLaunchKernel now (on the CPU thread) and its kernel on the GPU."""
         self.corr += 1
-        launch = {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 7,
-                  "tid": 7, "ts": self.ts, "dur": 2.0, "args": {"correlation": self.corr}}
-        kern = {"ph": "X", "cat": "kernel", "name": name, "pid": device, "tid": 7,
-                "ts": self.ts + 5000.0, "dur": dur_us,
-                "args": {"device": device, "stream": 7, "correlation": self.corr,
-                         "External id": self.ext, "grid": [1, 1, 1], "block": [128, 1, 1]}}
+        launch = {
+            "ph": "X",
+            "cat": "cuda_runtime",
+            "name": "cudaLaunchKernel",
+            "pid": 7,
+            "tid": 7,
+            "ts": self.ts,
+            "dur": 2.0,
+            "args": {"correlation": self.corr},
+        }
+        kern = {
+            "ph": "X",
+            "cat": "kernel",
+            "name": name,
+            "pid": device,
+            "tid": 7,
+            "ts": self.ts + 5000.0,
+            "dur": dur_us,
+            "args": {
+                "device": device,
+                "stream": 7,
+                "correlation": self.corr,
+                "External id": self.ext,
+                "grid": [1, 1, 1],
+                "block": [128, 1, 1],
+            },
+        }
         flows = [
-            {"ph": "s", "id": self.corr, "pid": 7, "tid": 7, "ts": self.ts, "cat": "ac2g",
-             "name": "ac2g"},
-            {"ph": "f", "id": self.corr, "pid": device, "tid": 7, "ts": self.ts + 5000.0,
-             "cat": "ac2g", "name": "ac2g", "bp": "e"},
+            {
+                "ph": "s",
+                "id": self.corr,
+                "pid": 7,
+                "tid": 7,
+                "ts": self.ts,
+                "cat": "ac2g",
+                "name": "ac2g",
+            },
+            {
+                "ph": "f",
+                "id": self.corr,
+                "pid": device,
+                "tid": 7,
+                "ts": self.ts + 5000.0,
+                "cat": "ac2g",
+                "name": "ac2g",
+                "bp": "e",
+            },
         ]
         self.events += [launch, kern, *flows]
         self.ts += 3.0
@@ -67,8 +111,9 @@ class Trace:
     def write(self, path: Path) -> Path:
         doc = {
             "schemaVersion": 1,
-            "deviceProperties": [{"id": 0, "name": self.gpu, "computeMajor": 9,
-                                  "computeMinor": 0, "numSms": 132}],
+            "deviceProperties": [
+                {"id": 0, "name": self.gpu, "computeMajor": 9, "computeMinor": 0, "numSms": 132}
+            ],
             "record_shapes": int(self.shapes),
             "traceEvents": self.events,
         }
