@@ -169,6 +169,13 @@ class Session:
             raise InputError(
                 "no input files given: pass a .ncu-rep/.ncu-repz report or an ncu CSV export"
             )
+        if len(paths) == 1 and api.is_trace(paths[0]) and opts.timeline is None:
+            # a PyTorch trace alone: operators with analytic work (issue 41)
+            out = self._write_to(write, api.default_outdir(paths[0]).name)
+            res = api.analyze_trace(
+                paths[0], out, gpu=opts.gpu, device=opts.device, write=out is not None
+            )
+            return json_doc.trace_document(res)
         out = self._write_to(write, api.default_outdir(paths[0]).name)
         if out is None and len(paths) > 1:  # ranks or a stack: decided as analyze decides
             result = api.analyze(paths, None, opts, write=False)
@@ -416,7 +423,8 @@ def _guarded(fn: Any) -> Any:
 _DESCRIPTIONS = {
     "analyze": (
         "Analyze ncu reports: the document of `ncuroof analyze --json` (kernels longest"
-        " first, units in the key names)."
+        " first, units in the key names); a PyTorch trace with shapes alone gives its operators"
+        " with analytic (from shapes) FLOPs and bytes against the datasheet roofs."
     ),
     "compare": (
         "Compare two runs: the document of `ncuroof compare --json` (speedups, AI and roof"
@@ -456,8 +464,10 @@ def _own_parameters(tool: str) -> list[Any]:
         path = _param(
             "path",
             _PATHS,
-            "A .ncu-rep report, ncu CSV export(s) (files of one run) or an ncuroof "
-            "output directory.",
+            "A .ncu-rep report, ncu CSV export(s) (files of one run), an ncuroof output"
+            " directory, or a PyTorch profiler trace recorded with shapes (.json, .json.gz) alone:"
+            " its operators with analytic FLOPs and bytes (work_source 'analytic (from shapes)',"
+            " products.operators).",
         )
         return [path, _write_parameter()]
     if tool == "compare":
