@@ -1819,10 +1819,10 @@ ANALYTIC_OPS: dict[str, Column] = {
     "dram_over_compulsory": Column(
         "float64", "1", "dram_bytes / compulsory_bytes: above 1 is excess traffic"
     ),
-    "useful_ai_flop_per_byte": Column(
+    "measured_ai_flop_per_byte": Column(
         "float64",
         "FLOP/B",
-        "flop / dram_bytes: the useful intensity (analytic FLOPs over measured bytes)",
+        "counted_flop / dram_bytes: the measured intensity (the dot beside the analytic one)",
     ),
 }
 

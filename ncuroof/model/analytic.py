@@ -386,9 +386,35 @@ def _calls(launches: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
         }
     )
     g = f.groupby(["op", "shape"], sort=False)
-    return pd.DataFrame(
+    out = pd.DataFrame(
         {"calls": g.size(), "launches": g["launches"].sum(), "time_s": g["time_s"].sum()}
     ).reset_index()
+    for col in _COUNTED:
+        if col in launches.columns:  # NaN where any launch of the row has no counted value
+            f[col] = (
+                _sum_known(launches[col], launches["op_row"]).reindex(per_call.index).to_numpy()
+            )
+            out[col] = _sum_known(f[col], [f["op"], f["shape"]]).to_numpy(float)
+    return out
+
+
+def _sum_known(values: pd.Series, by: Any) -> pd.Series:
+    """Sums of ``values`` grouped ``by`` (first-appearance order), NaN for a group with a missing
+    value."""
+    v = values.to_numpy(float)
+    g = pd.Series(v).groupby(
+        by if isinstance(by, pd.Series) else [b.to_numpy() for b in by], sort=False
+    )
+    missing = (
+        pd.Series(np.isnan(v))
+        .groupby(by if isinstance(by, pd.Series) else [b.to_numpy() for b in by], sort=False)
+        .any()
+    )
+    return g.sum().where(~missing.to_numpy())
+
+
+#: Per-launch counted work a caller may give :func:`operator_table` (ncu's, with a report).
+_COUNTED = ("counted_flop", "dram_bytes")
 
 
 def _roof(
@@ -477,11 +503,29 @@ def operator_table(
     for p in ANALYTIC_PRECISIONS:
         t[f"{p}_flop"] = np.where(t["precision"] == p, t["flop"], t["flop"] * 0.0)
     t["work_source"] = np.where(t["flag"] == NO_FORMULA, NO_FORMULA, ANALYTIC_SOURCE)
-    for col in ("counted_flop", "counted_over_analytic", "dram_bytes", "dram_over_compulsory"):
-        t[col] = math.nan
-    t["useful_ai_flop_per_byte"] = math.nan
+    t = _counted(t)
     t = t.sort_values("time_s", ascending=False, kind="stable").reset_index(drop=True)
     return typed(t)
+
+
+def _counted(t: pd.DataFrame) -> pd.DataFrame:
+    """Counted over analytic FLOPs, measured DRAM over compulsory bytes and the measured intensity
+    where counted work was given; a FLOP ratio below 1 is a flag."""
+    for col in _COUNTED:
+        if col not in t.columns:
+            t[col] = math.nan
+    counted, dram = t["counted_flop"].to_numpy(float), t["dram_bytes"].to_numpy(float)
+    flop, nbytes = t["flop"].to_numpy(float), t["compulsory_bytes"].to_numpy(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t["counted_over_analytic"] = np.where(flop > 0, counted / flop, np.nan)
+        t["dram_over_compulsory"] = np.where(nbytes > 0, dram / nbytes, np.nan)
+        t["measured_ai_flop_per_byte"] = np.where(dram > 0, counted / dram, np.nan)
+    low = t["counted_over_analytic"].to_numpy(float) < 1
+    t.loc[low, "flag"] = [
+        "; ".join(filter(None, (f, f"counted FLOPs below analytic (x{fmt.g(r)})")))
+        for f, r in zip(t.loc[low, "flag"], t.loc[low, "counted_over_analytic"])
+    ]
+    return t
 
 
 def typed(t: pd.DataFrame) -> pd.DataFrame:

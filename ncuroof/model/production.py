@@ -79,6 +79,11 @@ class Production:
         What the user should know (another GPU than the report's, nothing paired).
     differs : float
         The ``[timeline].duration_differs`` threshold ``table`` was flagged with.
+    to_ncu : dict of str to str
+        Timeline kernel key -> the paired ncu kernel key (issue 41: counted work of the
+        timeline's launches).
+    by : str
+        ``--match``, the identity the keys were made with (:func:`timeline_keys`).
     """
 
     table: pd.DataFrame
@@ -92,6 +97,8 @@ class Production:
     gpu_name: str = ""
     warnings: list[str] = field(default_factory=list)
     differs: float = float("nan")
+    to_ncu: dict[str, str] = field(default_factory=dict)
+    by: str = "kernel"
 
     @property
     def coverage(self) -> float:
@@ -368,6 +375,9 @@ def join(
     pairs = summary.pair_keys(ncu, side, ("spelling", "base name and configuration"), _UNMATCHED)
     table = _assemble(pairs, ncu, side, set(dots["kernel_key"]) if len(dots) else set(), differs)
     prod = _production(table, _timeline_launches(tl, pairs), timeline.attrs, differs)
+    paired = (pairs["key_left"] != "") & (pairs["key_right"] != "")
+    prod.to_ncu = dict(zip(pairs.loc[paired, "key_right"], pairs.loc[paired, "key_left"]))
+    prod.by = by
     if len(side) and not ((pairs["key_left"] != "") & (pairs["key_right"] != "")).any():
         prod.warnings.append(
             f"timeline {prod.path.name}: none of its {fmt.count(len(side), 'kernel')} is one of the"

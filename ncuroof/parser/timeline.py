@@ -928,10 +928,11 @@ def read_operator_launches(
     Returns
     -------
     (DataFrame, DataFrame, list)
-        Launches: ``duration_s`` [s] and ``op_row`` (row of the operators frame, -1 when no
-        operator); ``attrs`` ``path``, ``device``, ``gpu_name``, ``devices``, ``span_s``,
-        ``busy_s``. Operators: ``name`` and ``shape`` (index into the list, -1 without
-        ``Input Dims``), one row per cpu_op event. The list: the distinct
+        Launches: ``kernel_name``, ``start_s`` and ``duration_s`` [s], grid and block (as
+        :data:`ncuroof.schema.TIMELINE_LAUNCH`, for kernel keys), ``op_row`` (row of the
+        operators frame, -1 when no operator); ``attrs`` ``path``, ``device``, ``gpu_name``,
+        ``devices``, ``span_s``, ``busy_s``. Operators: ``name`` and ``shape`` (index into the
+        list, -1 without ``Input Dims``), one row per cpu_op event. The list: the distinct
         ``(Input Dims, Input type, Concrete Inputs)``.
 
     Raises
@@ -975,7 +976,16 @@ def read_operator_launches(
         raise InputError(
             "kernel events without a start or with a negative duration; re-export the trace", path
         )
-    out = pd.DataFrame({"duration_s": dur, "op_row": rows})
+    out = pd.DataFrame(
+        {
+            "kernel_name": k["name"].astype(object),
+            "start_s": start - (start.min() if len(start) else 0.0),
+            "duration_s": dur,
+            **{f"{d}_{a}": _whole(k[f"{d}_{a}"]) for d in ("grid", "block") for a in "xyz"},
+            "nvtx": pd.NA,
+            "op_row": rows,
+        }
+    )
     end = start + dur
     out.attrs = {"path": str(path), "device": chosen, "gpu_name": gpus.get(chosen)}
     out.attrs.update(
@@ -990,6 +1000,14 @@ def read_operator_launches(
         }
     )
     return out, ops, values
+
+
+def _whole(col: pd.Series) -> pd.Series:
+    """A float column as Int64: values that are no whole number below 2**53 missing."""
+    v = col.to_numpy(dtype=float)
+    ok = np.isfinite(v) & (np.abs(v) < 2.0**53)
+    ok[ok] = v[ok] == np.round(v[ok])
+    return pd.Series(np.where(ok, v, np.nan)).astype("Int64")
 
 
 def _operator_rows(k: pd.DataFrame, op: pd.DataFrame, formula_ops: frozenset[str]) -> np.ndarray:

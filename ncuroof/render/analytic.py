@@ -63,7 +63,9 @@ def _label(t: pd.DataFrame) -> list[str]:
 def figure(t: pd.DataFrame, title: str) -> go.Figure:
     """Operators with a formula and FLOPs at (analytic AI, achieved FLOP/s), sized by GPU time,
     under the DRAM roof and the compute roofs they use; with counted work (``--timeline`` and a
-    report) a second marker at the useful intensity (analytic FLOPs over measured DRAM bytes).
+    report) a second marker at the measured intensity (ncu's counted FLOPs over its DRAM bytes,
+    at counted FLOP/s): the analytic dot is the useful work, the gap the wasted work and the
+    excess traffic.
 
     Parameters
     ----------
@@ -100,17 +102,18 @@ def figure(t: pd.DataFrame, title: str) -> go.Figure:
             hovertemplate="%{text}<br>AI %{x:.3g} FLOP/B<br>%{y:.3g} FLOP/s<extra></extra>",
         )
     )
-    useful = dots[dots["useful_ai_flop_per_byte"] > 0]
-    if len(useful):
+    measured = dots[dots["measured_ai_flop_per_byte"] > 0]
+    if len(measured):
         fig.add_trace(
             go.Scatter(
-                x=useful["useful_ai_flop_per_byte"],
-                y=useful["flop_per_s"],
+                x=measured["measured_ai_flop_per_byte"],
+                y=measured["counted_flop"] / measured["time_s"],
                 mode="markers",
-                name="useful intensity (analytic FLOPs / measured DRAM bytes)",
+                name="measured (ncu: counted FLOPs / DRAM bytes)",
                 marker={"symbol": "diamond-open", "size": 10, "color": "#2ca02c"},
-                text=_label(useful),
-                hovertemplate="%{text}<br>useful AI %{x:.3g} FLOP/B<extra></extra>",
+                text=_label(measured),
+                hovertemplate="%{text}<br>measured AI %{x:.3g} FLOP/B<br>%{y:.3g} FLOP/s"
+                "<extra></extra>",
             )
         )
     fig.update_layout(
