@@ -28,6 +28,7 @@ from .model import production as _production
 from .model import roofs as _roofs
 from .model.analysis import Analysis
 from .model.instruction_roofline import instruction_points
+from .render import analytic as analytic_page
 from .render import views
 from .render.figure import MAX_LAUNCH_DOTS, longest_launches
 from .render.viewcontract import Chart
@@ -142,6 +143,19 @@ def _ops_table(a: Analysis, req: Request) -> pd.DataFrame | None:
     return _production.op_table(a.kernels, a.production)
 
 
+def _operators_table(a: Analysis, req: Request) -> pd.DataFrame | None:
+    """Issue 41: with a PyTorch trace recorded with shapes as ``--timeline``, each operator's
+    analytic (useful) work beside ncu's counted work (:func:`ncuroof.model.production.
+    operator_work`); None for other timelines."""
+    if a.production is None or a.production.format != "kineto" or a.options.timeline is None:
+        return None
+    return _production.operator_work(a.kernels, a.production, a.gpus)
+
+
+def _operators_section(t: pd.DataFrame, a: Analysis) -> str:
+    return analytic_page.section_html(t) if len(t) else ""
+
+
 def _instruction_points(a: Analysis, req: Request) -> pd.DataFrame:
     sector = a.catalog.instruction.sector_bytes if a.catalog.instruction else 32.0
     return instruction_points(a.kernels, sector)
@@ -198,6 +212,7 @@ PRODUCTS: tuple[Product, ...] = (
     Product("ranks", _ranks_table, section=_rank_section, meta=_ranks.page_meta),
     Product("phases", _phases_table, chart=_phase_chart),
     Product("ops", _ops_table, chart=_ops_chart),
+    Product("operators", _operators_table, section=_operators_section),
     Product(
         "instruction_points",
         _instruction_points,

@@ -30,7 +30,7 @@ from .. import catalog, fmt
 from ..errors import InputError
 from ..parser.csv import function_name
 from ..schema import OPS, TIMELINE_KERNEL
-from . import phases, summary
+from . import analytic, phases, summary
 from .calculator import flop_columns
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "op_table",
     "ncu_filter",
     "gpu_warning",
+    "operator_work",
 ]
 
 #: The operator of launches the timeline ties to no PyTorch operator.
@@ -651,3 +652,76 @@ def _finish_ops(out: pd.DataFrame, work: pd.DataFrame, total: float) -> pd.DataF
     return out[[*OPS, *(c for c in work.columns if c not in OPS)]].astype(
         {n: c.dtype for n, c in OPS.items()}
     )
+
+
+#: ncu's FLOP columns of the kernels table summed into an operator's counted FLOPs.
+_COUNTED_FLOP = ("fp64_flop", "fp32_flop", "fp16_flop", "tensor_flop")
+
+
+def _per_launch(kernels: pd.DataFrame) -> pd.DataFrame:
+    """Per ncu kernel key: counted FLOPs and DRAM bytes per profiled launch (NaN where ncu
+    counted none)."""
+    cols = [c for c in _COUNTED_FLOP if c in kernels.columns]
+    k = pd.DataFrame(
+        {
+            "kernel_key": kernels["kernel_key"].to_numpy(),
+            "flop": kernels[cols].sum(axis=1, min_count=1).to_numpy(float) if cols else np.nan,
+            "dram": kernels["dram_bytes"].to_numpy(float)
+            if "dram_bytes" in kernels.columns
+            else np.nan,
+        }
+    )
+    g = k.groupby("kernel_key", sort=False)
+    return pd.DataFrame({"flop": g["flop"].mean(), "dram": g["dram"].mean()})
+
+
+def operator_work(
+    kernels: pd.DataFrame,
+    production: Production,
+    gpus: catalog.GpuCatalog,
+    fp32_matmul: str = "fp32",
+) -> pd.DataFrame | None:
+    """Useful against counted work per operator and input shape (issue 41): the analytic table
+    (:func:`ncuroof.model.analytic.operator_table`) of the run's PyTorch trace, each launch given
+    the counted FLOPs and DRAM bytes ncu measured per launch of its paired kernel.
+
+    Parameters
+    ----------
+    kernels : DataFrame
+        The analysis' launch table (``kernel_key`` set).
+    production : Production
+        The Kineto timeline joined to it (:func:`join`): its path, device, key pairs.
+    gpus : GpuCatalog
+        Datasheets: the report's GPU (else the trace's) gives the roofs.
+    fp32_matmul : {'fp32', 'tf32'}
+        The roof of FP32 matmul-class operators.
+
+    Returns
+    -------
+    DataFrame or None
+        :data:`ncuroof.schema.ANALYTIC_OPS` with ``counted_flop`` and ``dram_bytes`` (NaN for a
+        row with a launch ncu did not profile); None when the trace has no shapes or its GPU no
+        datasheet (a warning on ``production`` says so).
+    """
+    from ..parser.timeline import NoShapesError, read_operator_launches
+
+    cat = catalog.load_operators()
+    try:
+        launches, ops, values = read_operator_launches(
+            production.path, frozenset(cat.rules), production.device
+        )
+    except NoShapesError:
+        return None
+    names = [str(n) for n in kernels.get("device_name", pd.Series(dtype=object)).dropna()]
+    spec = next((g for g in map(gpus.by_device, [*names, production.gpu_name]) if g), None)
+    if spec is None:
+        production.warnings.append(
+            f"timeline {production.path.name}: no datasheet for its GPU, so no operator roofline"
+            " (operators.csv) from its shapes"
+        )
+        return None
+    keys = timeline_keys(launches, production.by).map(production.to_ncu)
+    rate = _per_launch(kernels)
+    launches["counted_flop"] = keys.map(rate["flop"]).to_numpy(float)
+    launches["dram_bytes"] = keys.map(rate["dram"]).to_numpy(float)
+    return analytic.operator_table(launches, ops, values, cat, spec, fp32_matmul)

@@ -45,7 +45,14 @@ from .. import catalog
 from ..errors import InputError
 from ..schema import TIMELINE_LAUNCH, validate_timeline
 
-__all__ = ["read_timeline", "read_operator_launches", "busy_time", "same_gpu", "FORMATS"]
+__all__ = [
+    "read_timeline",
+    "read_operator_launches",
+    "NoShapesError",
+    "busy_time",
+    "same_gpu",
+    "FORMATS",
+]
 
 #: Values of the ``format`` attribute of a timeline table.
 FORMATS = ("kineto", "nsys-sqlite")
@@ -900,6 +907,10 @@ def _read_kineto(
 RECORD_SHAPES = "torch.profiler.profile(record_shapes=True)"
 
 
+class NoShapesError(InputError):
+    """A Kineto trace recorded without operator shapes (no ``Input Dims``)."""
+
+
 def read_operator_launches(
     path: str | Path,
     formula_ops: frozenset[str],
@@ -953,7 +964,7 @@ def read_operator_launches(
     except _LimitHit as exc:
         raise InputError(f"cannot be read within ncuroof's limits: {exc}", path) from None
     if not scan.signature_values:
-        raise InputError(
+        raise NoShapesError(
             f"the trace has no operator shapes (no cpu_op carries 'Input Dims'); record them with"
             f" {RECORD_SHAPES}",
             path,

@@ -15,7 +15,7 @@ from .. import fmt
 from ..schema import ANALYTIC_SOURCE
 from . import page as report
 
-__all__ = ["figure", "page_html", "finding", "summary_text"]
+__all__ = ["figure", "page_html", "section_html", "finding", "summary_text"]
 
 #: Operators listed on the page and in the terminal summary.
 TOP = 25
@@ -227,4 +227,22 @@ def page_html(t: pd.DataFrame, fig: go.Figure, meta: dict[str, str], plotlyjs: s
         f"<title>Operator roofline, {esc(ANALYTIC_SOURCE)}</title></head><body>"
         f"<h1>Operator roofline: {esc(ANALYTIC_SOURCE)}</h1><ul>{head}</ul>{plot}"
         f"<h2>Operators ({esc(ANALYTIC_SOURCE)})</h2>{table}</body></html>"
+    )
+
+
+def section_html(t: pd.DataFrame) -> str:
+    """The section of the ncu report's page (``--timeline`` a trace with shapes): the operators
+    at their useful (analytic) and measured intensity, and their table with the counted/analytic
+    ratios (plotly.js is on the page already)."""
+    fig = figure(t, f"PyTorch operators: useful work {ANALYTIC_SOURCE} against ncu's counted work")
+    esc = report._escape
+    cols = [(c, h) for c, h in _COLUMNS if c in t.columns and not t[c].isna().all()]
+    return (
+        f"<section><h2>Operators: {esc(ANALYTIC_SOURCE)} against counted</h2>"
+        "<p>Each operator's FLOPs and compulsory bytes from its shapes (metrics/operators.toml)"
+        " beside ncu's counted FLOPs and DRAM bytes of the kernels it launched: counted/analytic"
+        " above 1 is wasted work (masking, padding, recompute), DRAM/compulsory above 1 excess"
+        " traffic; a FLOP ratio below 1 is flagged.</p>"
+        f"{fig.to_html(full_html=False, include_plotlyjs=False)}"
+        f"{report.html_table(t.head(200), cols, kinds=_KINDS)}</section>"
     )

@@ -51,7 +51,14 @@ class Trace:
         self.ts += 1.0
         return e
 
-    def kernel(self, name: str, dur_us: float, device: int = 0) -> None:
+    def kernel(
+        self,
+        name: str,
+        dur_us: float,
+        device: int = 0,
+        grid: list[int] | None = None,
+        block: list[int] | None = None,
+    ) -> None:
         """A cudaLaunchKernel now (on the CPU thread) and its kernel on the GPU."""
         self.corr += 1
         launch = {
@@ -77,8 +84,8 @@ class Trace:
                 "stream": 7,
                 "correlation": self.corr,
                 "External id": self.ext,
-                "grid": [1, 1, 1],
-                "block": [128, 1, 1],
+                "grid": grid or [1, 1, 1],
+                "block": block or [128, 1, 1],
             },
         }
         flows = [

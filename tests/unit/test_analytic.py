@@ -253,3 +253,60 @@ def test_shared_traces() -> None:
     assert (t["work_source"] == "no formula").all()
     assert t["time_s"].sum() > 0
     assert analytic.NO_FORMULA in set(t["flag"])
+
+
+REPORT = FIXTURES / "KernelBench__matmul_kernel.ncu-rep"
+
+
+def _matmul_run(tmp_path: Path, m: int) -> Path:
+    """The trace of KernelBench's naive FP32 matmul (4096^3, ncu's FP32 FLOPs = 2*4096^3):
+    aten::mm of [m, 4096] x [4096, 4096] launching the report's kernel once."""
+    tr = Trace(gpu="NVIDIA H100 PCIe")
+    tr.op("aten::mm", [[m, 4096], [4096, 4096]], [F32] * 2, ["", ""], dur=100)
+    tr.kernel(
+        "matmul_kernel(float const*, float const*, float*, int)",
+        52000.0,
+        grid=[256, 256, 1],
+        block=[16, 16, 1],
+    )
+    return tr.write(tmp_path / f"mm{m}.json")
+
+
+def test_counted_against_analytic_with_a_report(tmp_path: Path) -> None:
+    if not REPORT.exists():
+        pytest.skip("shared fixtures absent (../shared/fixtures)")
+    res = api.analyze([REPORT], timeline=_matmul_run(tmp_path, 4096), write=False)
+    r = _row(res.products["operators"], "aten::mm")
+    assert r["flop"] == 2 * 4096**3
+    k = res.analysis.kernels
+    counted = sum(float(k[c].fillna(0).iloc[0]) for c in ("fp64_flop", "fp32_flop", "fp16_flop"))
+    counted += float(k["tensor_flop"].fillna(0).iloc[0])
+    assert r["counted_flop"] == pytest.approx(counted)  # all of ncu's FLOPs: FP32 + FP16 (HFMA2)
+    assert r["counted_over_analytic"] == pytest.approx(1.0, rel=1e-3)  # ground truth 2*4096^3
+    assert r["dram_bytes"] == pytest.approx(float(k["dram_bytes"].iloc[0]))
+    assert r["dram_over_compulsory"] == pytest.approx(
+        float(k["dram_bytes"].iloc[0]) / (3 * 4096**2 * 4)
+    )
+    assert r["dram_over_compulsory"] > 10  # the naive kernel re-reads its inputs
+    assert "counted FLOPs below" not in r["flag"]
+    # a formula that claims more than ncu counted: a flag, not a silent ratio
+    res = api.analyze([REPORT], timeline=_matmul_run(tmp_path, 8192), write=False)
+    r = _row(res.products["operators"], "aten::mm")
+    assert r["counted_over_analytic"] == pytest.approx(0.5, rel=1e-3)
+    assert "counted FLOPs below analytic" in r["flag"]
+
+
+def test_timeline_without_shapes_adds_no_operators(tmp_path: Path) -> None:
+    if not REPORT.exists():
+        pytest.skip("shared fixtures absent (../shared/fixtures)")
+    tr = Trace(gpu="NVIDIA H100 PCIe", shapes=False)
+    tr.op("aten::mm", [[4096, 4096], [4096, 4096]], [F32] * 2)
+    tr.kernel(
+        "matmul_kernel(float const*, float const*, float*, int)",
+        52000.0,
+        grid=[256, 256, 1],
+        block=[16, 16, 1],
+    )
+    res = api.analyze([REPORT], timeline=tr.write(tmp_path / "plain.json"), write=False)
+    assert "operators" not in res.products
+    assert res.analysis.production is not None
