@@ -85,6 +85,9 @@ class Production:
         timeline's launches).
     by : str
         ``--match``, the identity the keys were made with (:func:`timeline_keys`).
+    shapes : bool
+        The timeline is a Kineto trace whose operators carry shapes (the reader's
+        ``attrs['shapes']``).
     """
 
     table: pd.DataFrame
@@ -100,6 +103,7 @@ class Production:
     differs: float = float("nan")
     to_ncu: dict[str, str] = field(default_factory=dict)
     by: str = "kernel"
+    shapes: bool = False
 
     @property
     def coverage(self) -> float:
@@ -379,6 +383,7 @@ def join(
     paired = (pairs["key_left"] != "") & (pairs["key_right"] != "")
     prod.to_ncu = dict(zip(pairs.loc[paired, "key_right"], pairs.loc[paired, "key_left"]))
     prod.by = by
+    prod.shapes = bool(timeline.attrs.get("shapes", False))
     if len(side) and not ((pairs["key_left"] != "") & (pairs["key_right"] != "")).any():
         prod.warnings.append(
             f"timeline {prod.path.name}: none of its {fmt.count(len(side), 'kernel')} is one of the"
@@ -705,12 +710,17 @@ def operator_work(
     """
     from ..parser.timeline import NoShapesError, read_operator_launches
 
+    if not production.shapes:  # read once more only when its first read saw shapes
+        return None
     cat = catalog.load_operators()
     try:
         launches, ops, values = read_operator_launches(
             production.path, frozenset(cat.rules), production.device
         )
     except NoShapesError:
+        return None
+    except InputError as exc:  # the timeline itself was read: this optional view only is lost
+        production.warnings.append(f"no operator roofline from its shapes: {exc}")
         return None
     names = [str(n) for n in kernels.get("device_name", pd.Series(dtype=object)).dropna()]
     spec = next((g for g in map(gpus.by_device, [*names, production.gpu_name]) if g), None)

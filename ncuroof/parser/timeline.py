@@ -108,7 +108,8 @@ def read_timeline(
         (one of :data:`FORMATS`), ``path``, ``device``, ``gpu_name`` (Kineto ``deviceProperties`` /
         nsys ``TARGET_INFO_GPU``, None when absent), ``devices`` (devices with kernels), ``span_s``
         (first kernel start to last kernel end on the device), ``busy_s`` (length of the union of
-        the kernel intervals: the idle share of the timeline is ``1 - busy_s / span_s``).
+        the kernel intervals: the idle share of the timeline is ``1 - busy_s / span_s``),
+        ``shapes`` (a Kineto cpu_op carries ``Input Dims``: issue 41's analytic work can be made).
 
     Raises
     ------
@@ -124,6 +125,7 @@ def read_timeline(
         launches, gpus = _read_nsys(path) if fmt == "nsys-sqlite" else _read_kineto(path, progress)
     except _LimitHit as exc:
         raise InputError(f"cannot be read within ncuroof's limits: {exc}", path) from None
+    shapes = bool(launches.attrs.get("shapes", False))
     launches = launches[list(TIMELINE_LAUNCH)]
     _whole_numbers(launches, path)
     devices = sorted(int(d) for d in launches["device"].dropna().unique())
@@ -136,6 +138,7 @@ def read_timeline(
     out = validate_timeline(out.assign(start_s=start - t0).reset_index(drop=True), str(path))
     out.attrs = {"format": fmt, "path": str(path), "device": chosen, "gpu_name": gpus.get(chosen)}
     out.attrs.update(devices=devices, span_s=float(end.max() - t0), busy_s=busy_time(start, end))
+    out.attrs["shapes"] = shapes
     return out
 
 
@@ -713,6 +716,7 @@ class _KinetoScan:
         # distinct (Input Dims, Input type, Concrete Inputs) of the cpu_op events, by their text
         self.signatures: dict[str, int] = {}
         self.signature_values: list[tuple[Any, Any, Any]] = []
+        self.with_shapes = False  # a cpu_op carries Input Dims
         self.strings: dict[Any, int] = {}
         self.name_chars = int(catalog.limits()["name_chars"])
         self.threads: dict[Any, int] = {}
@@ -733,6 +737,8 @@ class _KinetoScan:
             self._range(self.op, e)
             if self.shapes:
                 self._shape(e.get("args") or {})
+            elif not self.with_shapes:
+                self.with_shapes = "Input Dims" in (e.get("args") or {})
         elif cat in _LAUNCH:
             self._launch(e, (e.get("args") or {}).get("correlation", _NAN))
         elif cat == _FLOW:
@@ -900,6 +906,7 @@ def _read_kineto(
         duration_s=k["dur"] * 1e-6,
         nvtx=pd.NA,
     )
+    out.attrs["shapes"] = scan.with_shapes
     return out, _gpu_names(path)
 
 
