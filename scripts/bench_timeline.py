@@ -9,9 +9,11 @@ Each reader runs in a subprocess of its own; its peak memory is its peak residen
 Linux) less its resident set before reading, with pandas and the reader imported.
 
 Targets: ``read_timeline`` of the Kineto trace in at most the time of ``json.load`` of the same
-file, peak memory (above the interpreter with pandas imported) at most twice the file's size.
+file, peak memory (above the interpreter with pandas imported) at most twice the file's size;
+``ncuroof.api.analyze_trace`` of it (issue 41: the cpu_ops carry shapes, operators with analytic
+work) in at most 1.5 times the time of ``read_timeline``.
 
-    .venv/bin/python scripts/bench_timeline.py [--kernels N] [--dir DIR]
+    .venv/bin/python scripts/bench_timeline.py [--kernels N] [--dir DIR] [--kineto-only]
 """
 
 from __future__ import annotations
@@ -54,6 +56,45 @@ OPS = (
     ("aten::mean", "aten::mean"),
 )
 CPU_PID, LAUNCH_GAP_US = 4242, 20.0
+_BF16 = '"c10::BFloat16"'
+# The shapes record_shapes=True gives each operator (Input Dims, Input type, Concrete Inputs), as
+# args text; issue 41's analytic work is made from them.
+SHAPES = {
+    "aten::linear": (
+        "[[64, 1024], [256, 1024], [256]]",
+        f"[{_BF16}, {_BF16}, {_BF16}]",
+        '["", "", ""]',
+    ),
+    "aten::addmm": (
+        "[[256], [64, 1024], [1024, 256], [], []]",
+        f'[{_BF16}, {_BF16}, {_BF16}, "Scalar", "Scalar"]',
+        '["", "", "", "1", "1"]',
+    ),
+    "aten::clamp": ("[[4096, 64], [], []]", '["float", "Scalar", "Scalar"]', '["", "0", "6"]'),
+    "aten::clamp_": ("[[4096, 64], [], []]", '["float", "Scalar", "Scalar"]', '["", "0", "6"]'),
+    "aten::conv2d": (
+        "[[8, 64, 56, 56], [64, 64, 3, 3], [64], [], [], [], []]",
+        '["float", "float", "float", "ScalarList", "ScalarList", "ScalarList", "Int"]',
+        '["", "", "", "[1, 1]", "[1, 1]", "[1, 1]", "1"]',
+    ),
+    "aten::cudnn_convolution": (
+        "[[8, 64, 56, 56], [64, 64, 3, 3]]",
+        '["float", "float"]',
+        '["", ""]',
+    ),
+    "triton_op": ("[[10, 10]]", '["float"]', '[""]'),
+    "triton_poi_fused_add_cos_sin_0": ("[[10, 10]]", '["float"]', '[""]'),
+    "aten::mean": (
+        "[[64, 4096], [], [], []]",
+        '["float", "", "Bool", ""]',
+        '["", "[1]", "False", ""]',
+    ),
+}
+
+
+def _shape_args(op: str) -> str:
+    dims, types, concrete = SHAPES[op]
+    return f', "Input Dims": {dims}, "Input type": {types}, "Concrete Inputs": {concrete}'
 
 
 def _event(ph_cat: str, name: str, pid: int, tid: int, ts: float, dur: float, args: str) -> str:
@@ -89,7 +130,8 @@ def _launch(i: int, t: float, rng: random.Random) -> list[str]:
             CPU_PID,
             t + 1.0,
             9.0,
-            f'"External id": {ext}, "Record function id": 0, "Ev Idx": {3 * i}',
+            f'"External id": {ext}, "Record function id": 0, "Ev Idx": {3 * i}'
+            + _shape_args(OPS[k][1]),
         ),
         _event(
             "cuda_runtime",
@@ -129,15 +171,17 @@ def write_kineto(path: Path, n: int) -> None:
         first = True
         for i in range(0, n, 2):
             t = i * LAUNCH_GAP_US
+            parent = OPS[rng.randrange(len(OPS))][0]
             parts = [
                 _event(
                     "cpu_op",
-                    OPS[rng.randrange(len(OPS))][0],
+                    parent,
                     CPU_PID,
                     CPU_PID,
                     t,
                     2 * LAUNCH_GAP_US - 1.0,
-                    f'"External id": {2 * i}, "Record function id": 0, "Ev Idx": {3 * i + 1}',
+                    f'"External id": {2 * i}, "Record function id": 0, "Ev Idx": {3 * i + 1}'
+                    + _shape_args(parent),
                 )
             ]
             if i % 1000 == 0:
@@ -230,6 +274,11 @@ READERS = {
         "from ncuroof.parser.timeline import read_timeline",
         "n = len(read_timeline(P))",
     ),
+    # issue 41: the trace alone, operators with analytic work (the trace's A100 datasheet)
+    "analyze_trace": (
+        "from ncuroof import api",
+        "n = int(api.analyze_trace(P, write=False).operators['launches'].sum())",
+    ),
     "sql_sum": (
         "import sqlite3",
         (
@@ -291,15 +340,17 @@ def main() -> None:
         default=None,
         help="where to write the generated files (default: a temporary folder)",
     )
+    ap.add_argument(
+        "--kineto-only", action="store_true", help="skip the Nsight Systems export's readers"
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         trace, db = Path(tmp) / "bench_timeline.json", Path(tmp) / "bench_timeline.sqlite"
         write_kineto(trace, args.kernels)
-        write_nsys(db, args.kernels)
         size = trace.stat().st_size
         print(f"Kineto trace: {args.kernels:,} kernels, {size / 1e6:,.0f} MB")
         got = {}
-        for reader in ("json.load", "read_timeline"):
+        for reader in ("json.load", "read_timeline", "analyze_trace"):
             n, t, c, m = got[reader] = measure(reader, trace)
             assert n == args.kernels, (reader, n)
             print(
@@ -311,6 +362,14 @@ def main() -> None:
             f"  read_timeline / json.load: wall {t1 / t0:.2f}, CPU {c1 / c0:.2f} (target <= 1);"
             f" memory / file {m1 / size:.2f} (target <= 2)"
         )
+        _, t2, c2, m2 = got["analyze_trace"]
+        print(
+            f"  analyze_trace / read_timeline: wall {t2 / t1:.2f}, CPU {c2 / c1:.2f} (target <="
+            f" 1.5); memory / file {m2 / size:.2f}"
+        )
+        if args.kineto_only:
+            return
+        write_nsys(db, args.kernels)
         dbsize = db.stat().st_size
         print(f"nsys SQLite export: {args.kernels:,} kernels, {dbsize / 1e6:,.0f} MB")
         cpu = {}
