@@ -533,9 +533,8 @@ def _analyze_trace(
         return
     from .render import analytic
 
-    if not quiet:
-        _echo(analytic.summary_text(result.operators, result.gpu.name), nl=False)
-    _echo(f"wrote {result.outdir}", err=True)
+    head = "" if quiet else analytic.summary_text(result.operators, result.gpu.name)
+    _echo(f"{head}wrote {result.outdir}/ ({', '.join(result.files)})")
 
 
 def _print_analysis(

@@ -504,6 +504,7 @@ def operator_table(
         t[f"{p}_flop"] = np.where(t["precision"] == p, t["flop"], t["flop"] * 0.0)
     t["work_source"] = np.where(t["flag"] == NO_FORMULA, NO_FORMULA, ANALYTIC_SOURCE)
     t = _counted(t)
+    t["op"] = [fmt.printable(o, layout=False) for o in t["op"]]  # text from the trace
     t = t.sort_values("time_s", ascending=False, kind="stable").reset_index(drop=True)
     return typed(t)
 

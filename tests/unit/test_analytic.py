@@ -310,3 +310,31 @@ def test_timeline_without_shapes_adds_no_operators(tmp_path: Path) -> None:
     res = api.analyze([REPORT], timeline=tr.write(tmp_path / "plain.json"), write=False)
     assert "operators" not in res.products
     assert res.analysis.production is not None
+
+
+def test_cli_trace_alone_and_refusal(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from ncuroof import cli
+
+    tr = Trace()
+    tr.op("aten::mm", [[256, 256], [256, 256]], [BF16] * 2, ["", ""])
+    tr.kernel("gemm", 4.0)
+    tr.skip()
+    tr.op("evil\x1b]52;c;x\x07op", [[4]], [F32], [""])
+    tr.kernel("k", 1.0)
+    path = tr.write(tmp_path / "run.json.gz")
+    with pytest.raises(SystemExit) as done:
+        cli.main(["analyze", str(path), "-o", str(tmp_path / "out"), "-q"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "operators.csv" in out
+    for name in ("operators.csv", "roofline.html"):
+        text = (tmp_path / "out" / name).read_text()
+        assert "\x1b" not in text and "\x07" not in text
+    bare = Trace(shapes=False)
+    bare.op("aten::mm")
+    bare.kernel("gemm", 1.0)
+    with pytest.raises(SystemExit) as done:
+        cli.main(["analyze", str(bare.write(tmp_path / "bare.json"))])
+    err = capsys.readouterr().err
+    assert done.value.code == 2
+    assert len(err.strip().splitlines()) == 1 and "record_shapes=True" in err
