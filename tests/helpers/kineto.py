@@ -58,10 +58,12 @@ class Trace:
         device: int = 0,
         grid: list[int] | None = None,
         block: list[int] | None = None,
+        launch: bool = True,
     ) -> None:
-        """A cudaLaunchKernel now (on the CPU thread) and its kernel on the GPU."""
+        """A cudaLaunchKernel now (on the CPU thread) and its kernel on the GPU, whose External id
+        is the last operator's (``launch`` False: the kernel alone, no runtime call nor flow)."""
         self.corr += 1
-        launch = {
+        call = {
             "ph": "X",
             "cat": "cuda_runtime",
             "name": "cudaLaunchKernel",
@@ -83,7 +85,7 @@ class Trace:
                 "device": device,
                 "stream": 7,
                 "correlation": self.corr,
-                "External id": self.ext,
+                "External id": self.ext - 1,
                 "grid": grid or [1, 1, 1],
                 "block": block or [128, 1, 1],
             },
@@ -109,7 +111,7 @@ class Trace:
                 "bp": "e",
             },
         ]
-        self.events += [launch, kern, *flows]
+        self.events += [call, kern, *flows] if launch else [kern]
         self.ts += 3.0
 
     def skip(self, us: float = 200.0) -> None:

@@ -338,3 +338,12 @@ def test_cli_trace_alone_and_refusal(tmp_path: Path, capsys: pytest.CaptureFixtu
     err = capsys.readouterr().err
     assert done.value.code == 2
     assert len(err.strip().splitlines()) == 1 and "record_shapes=True" in err
+
+
+def test_kernel_without_launch_call_goes_by_external_id(tmp_path: Path) -> None:
+    tr = Trace()
+    tr.op("aten::linear", [[8, 64], [32, 64], []], [BF16] * 2 + [""], ["", "", ""], dur=80)
+    tr.op("aten::mm", [[8, 64], [64, 32]], [BF16] * 2, ["", ""], dur=50)
+    tr.kernel("gemm", 10.0, launch=False)  # External id of aten::mm; no runtime call, no flow
+    r = _row(_table(tmp_path, tr), "aten::mm")
+    assert r["flop"] == 2 * 8 * 32 * 64 and r["launches"] == 1
