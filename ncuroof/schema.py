@@ -1798,6 +1798,12 @@ ANALYTIC_OPS: dict[str, Column] = {
     ),
     "time_at_roof_s": Column("float64", "s", "max(flop / roof, compulsory_bytes / bandwidth)"),
     "saving_s": Column("float64", "s", "time_s - time_at_roof_s, at least 0"),
+    "note": Column(
+        "string",
+        "",
+        "a memory-bound matmul-class operator: its rows M and the M (a power of two) whose"
+        " analytic AI would reach the ridge, else ''",
+    ),
     "work_source": Column("string", "", f"'{ANALYTIC_SOURCE}', or 'no formula'"),
     "flag": Column(
         "string",

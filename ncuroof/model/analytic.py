@@ -25,7 +25,15 @@ from .. import fmt
 from ..catalog import GpuSpec, OperatorCatalog, OperatorRule
 from ..schema import ANALYTIC_OPS, ANALYTIC_PRECISIONS, ANALYTIC_SOURCE
 
-__all__ = ["Work", "work", "operator_table", "FP32_MATMUL", "NO_FORMULA", "NO_OPERATOR"]
+__all__ = [
+    "Work",
+    "work",
+    "rows_note",
+    "operator_table",
+    "FP32_MATMUL",
+    "NO_FORMULA",
+    "NO_OPERATOR",
+]
 
 #: ``--fp32-matmul``: the roof of FP32 matmul-class operators (the trace does not say whether
 #: TF32 was allowed; PyTorch's default since 1.12 is not).
@@ -358,6 +366,63 @@ def work(rule: OperatorRule, signature: tuple[Any, Any, Any], cat: OperatorCatal
     return Work(float(flop), float(nbytes), precision)
 
 
+# --- what would change the bound ---------------------------------------------------------------
+
+#: The largest number of rows :func:`rows_note` tries (2**16).
+_MAX_ROWS_EXP = 16
+
+
+def _with_rows(rule: OperatorRule, sig: tuple[Any, Any, Any], m: int) -> tuple[Any, Any, Any]:
+    """``sig`` with the rows of a matmul's A (a linear's input) set to ``m``."""
+    dims = [list(d) if isinstance(d, list) else d for d in sig[0]]
+    p = rule.params
+    if rule.family == "linear":
+        dims[p["x"]] = [m, dims[p["x"]][-1]]
+    else:
+        old = dims[p["a"]][-2]
+        dims[p["a"]][-2] = m
+        bias = p.get("bias")
+        if isinstance(bias, int) and len(dims[bias]) >= 2 and dims[bias][-2] == old:
+            dims[bias][-2] = m
+    return dims, sig[1], sig[2]
+
+
+def rows_note(
+    rule: OperatorRule, sig: tuple[Any, Any, Any], cat: OperatorCatalog, ridge: float
+) -> str:
+    """For a matmul-class operator below its ridge: ``'at M=1 rows; M=512 would reach AI 310
+    FLOP/B'``, the smallest power-of-two M whose analytic AI (same N, K and dtypes) reaches the
+    ridge, or that none up to 2**16 does; '' for other operators or at the ridge.
+
+    Parameters
+    ----------
+    rule, sig, cat
+        The operator's rule, its shapes, ``metrics/operators.toml``.
+    ridge : float
+        Its roof over the DRAM bandwidth [FLOP/B].
+    """
+    if rule.family not in ("matmul", "linear") or not math.isfinite(ridge):
+        return ""
+    a = _Args(*sig, cat.dtypes)
+    try:
+        x = a.shape(rule.params["x" if rule.family == "linear" else "a"], "A")
+        m = math.prod(x[:-1]) if rule.family == "linear" else (x[-2] if len(x) >= 2 else 0)
+    except _Misfit:
+        return ""
+
+    def ai(rows: int) -> float:
+        w = work(rule, _with_rows(rule, sig, rows), cat)
+        return w.flop / w.bytes if w.bytes > 0 else math.nan
+
+    if m < 1 or not ai(m) < ridge:
+        return ""
+    for e in range(max(m.bit_length(), 1), _MAX_ROWS_EXP + 1):
+        if ai(2**e) >= ridge:
+            return f"at M={m} rows; M={2**e} would reach AI {fmt.g(ai(2**e))} FLOP/B"
+    top = 2**_MAX_ROWS_EXP
+    return f"at M={m} rows; no M up to {top} reaches the ridge (AI {fmt.g(ai(top))} FLOP/B there)"
+
+
 # --- the operator table -------------------------------------------------------------------------
 
 
@@ -453,6 +518,7 @@ def _row_work(
     precision = "tf32" if rule.matmul and w.precision == "fp32" and fp32 == "tf32" else w.precision
     roof, peak = _roof(rule, w.precision, gpu, cat, fp32)
     flag = w.flag or ("" if roof == "" or math.isfinite(peak) else f"no datasheet roof {roof}")
+    note = "" if w.flag else rows_note(rule, sig, cat, peak / gpu.dram_bytes_per_s)
     return {
         **out,
         "flop": w.flop * row.calls,
@@ -461,6 +527,7 @@ def _row_work(
         "roof": roof,
         "roof_flop_per_s": peak,
         "flag": flag,
+        "note": note,
     }
 
 

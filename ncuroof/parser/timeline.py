@@ -988,29 +988,8 @@ def read_operator_launches(
     k = k[(k["device"] == chosen).to_numpy()].reset_index(drop=True)
     op, values = scan.frame("op"), scan.signature_values
     del scan
-    rows = _operator_rows(k, op, formula_ops)
-    start, dur = k["ts"].to_numpy(float) * 1e-6, k["dur"].to_numpy(float) * 1e-6
-    if not (np.isfinite(start).all() and np.isfinite(dur).all() and (dur >= 0).all()):
-        raise InputError(
-            "kernel events without a start or with a negative duration; re-export the trace", path
-        )
-    out = pd.DataFrame(
-        {
-            "kernel_name": k["name"].astype(object),
-            "start_s": start - (start.min() if len(start) else 0.0),
-            "duration_s": dur,
-            **{f"{d}_{a}": _whole(k[f"{d}_{a}"]) for d in ("grid", "block") for a in "xyz"},
-            "nvtx": pd.NA,
-            "op_row": rows,
-        }
-    )
-    end = start + dur
-    out.attrs = {"path": str(path), "device": chosen, "gpu_name": gpus.get(chosen)}
-    out.attrs.update(
-        devices=devices,
-        span_s=float(end.max() - start.min()) if len(start) else 0.0,
-        busy_s=busy_time(start, end),
-    )
+    out = _operator_launch_frame(k, _operator_rows(k, op, formula_ops), path)
+    out.attrs.update(path=str(path), device=chosen, gpu_name=gpus.get(chosen), devices=devices)
     ops = pd.DataFrame(
         {
             "name": op["name"].astype(object),
@@ -1018,6 +997,33 @@ def read_operator_launches(
         }
     )
     return out, ops, values
+
+
+def _operator_launch_frame(k: pd.DataFrame, rows: np.ndarray, path: Path) -> pd.DataFrame:
+    """The launches of :func:`read_operator_launches` from the kernel events ``k`` of one device
+    (Kineto µs to s) and their operator rows; ``attrs`` ``span_s`` and ``busy_s``."""
+    start, dur = k["ts"].to_numpy(float) * 1e-6, k["dur"].to_numpy(float) * 1e-6
+    if not (np.isfinite(start).all() and np.isfinite(dur).all() and (dur >= 0).all()):
+        raise InputError(
+            "kernel events without a start or with a negative duration; re-export the trace", path
+        )
+    t0 = float(start.min()) if len(start) else 0.0
+    out = pd.DataFrame(
+        {
+            "kernel_name": k["name"].astype(object),
+            "start_s": start - t0,
+            "duration_s": dur,
+            **{f"{d}_{a}": _whole(k[f"{d}_{a}"]) for d in ("grid", "block") for a in "xyz"},
+            "nvtx": pd.NA,
+            "op_row": rows,
+        }
+    )
+    end = start + dur
+    out.attrs = {
+        "span_s": float(end.max() - t0) if len(start) else 0.0,
+        "busy_s": busy_time(start, end),
+    }
+    return out
 
 
 def _whole(col: pd.Series) -> pd.Series:

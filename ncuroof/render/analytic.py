@@ -140,6 +140,8 @@ def finding(r: Any) -> str:
         f"{r.bound}-bound: {where}; {fmt.pct(r.roof_fraction)} of the roof, "
         f"{fmt.time(r.time_at_roof_s)} at the roof of {fmt.time(r.time_s)}"
     )
+    if r.note:
+        text += f"; {r.note}"
     ratio = getattr(r, "counted_over_analytic", math.nan)
     if math.isfinite(ratio):
         text += f"; counted/analytic FLOPs {fmt.g(ratio)}"

@@ -901,6 +901,27 @@ def shipped_schema(kind: str) -> dict[str, Any]:
     )
 
 
+def _datasheet_roofs(t: pd.DataFrame, gpu: Any) -> dict[str, Any]:
+    """The ``roofs`` of a trace's document: the datasheet's compute roofs its operators use and
+    its DRAM bandwidth, at the boost clock."""
+    used = t.loc[t["roof_flop_per_s"] > 0, ["roof", "roof_flop_per_s"]].drop_duplicates("roof")
+    roof = {"source": "datasheet", "achievable_source": None}
+    compute = [
+        {"precision": r, "peak_flop_per_s": value(v), "achievable_flop_per_s": None, **roof}
+        for r, v in zip(used["roof"], used["roof_flop_per_s"])
+    ]
+    dram = {"level": "dram", "peak_bytes_per_s": value(gpu.dram_bytes_per_s)}
+    return {
+        "sm_clock_hz": value(gpu.boost_hz),
+        "sm_clock_hz_min": None,
+        "sm_clock_hz_max": None,
+        "datasheet_gpu": [gpu.name],
+        "sources": gpu.source,
+        "compute": compute,
+        "memory": [{**dram, "achievable_bytes_per_s": None, **roof}],
+    }
+
+
 def trace_document(result: Any) -> dict[str, Any]:
     """The ``analyze --json`` document of a PyTorch trace analyzed alone (issue 41): the analyze
     schema with no kernels (nothing from ncu), the device's datasheet roofs and the operator table
@@ -918,20 +939,6 @@ def trace_document(result: Any) -> dict[str, Any]:
         JSON-ready (no NaN or inf).
     """
     t, gpu = result.operators, result.gpu
-    used = t.loc[t["roof_flop_per_s"] > 0, ["roof", "roof_flop_per_s"]].drop_duplicates("roof")
-    roof = {"source": "datasheet", "achievable_source": None}
-    compute = [
-        {"precision": r, "peak_flop_per_s": value(v), "achievable_flop_per_s": None, **roof}
-        for r, v in zip(used["roof"], used["roof_flop_per_s"])
-    ]
-    memory = [
-        {
-            "level": "dram",
-            "peak_bytes_per_s": value(gpu.dram_bytes_per_s),
-            "achievable_bytes_per_s": None,
-            **roof,
-        }
-    ]
     total = float(t["time_s"].sum())
     return {
         "schema": "ncuroof.analyze",
@@ -954,15 +961,7 @@ def trace_document(result: Any) -> dict[str, Any]:
                 "reader": "kineto (analytic from shapes)",
             }
         ],
-        "roofs": {
-            "sm_clock_hz": value(gpu.boost_hz),
-            "sm_clock_hz_min": None,
-            "sm_clock_hz_max": None,
-            "datasheet_gpu": [gpu.name],
-            "sources": gpu.source,
-            "compute": compute,
-            "memory": memory,
-        },
+        "roofs": _datasheet_roofs(t, gpu),
         "totals": {
             "launches": int(t["launches"].sum()),
             "kernels": 0,

@@ -347,3 +347,23 @@ def test_kernel_without_launch_call_goes_by_external_id(tmp_path: Path) -> None:
     tr.kernel("gemm", 10.0, launch=False)  # External id of aten::mm; no runtime call, no flow
     r = _row(_table(tmp_path, tr), "aten::mm")
     assert r["flop"] == 2 * 8 * 32 * 64 and r["launches"] == 1
+
+
+def test_rows_that_reach_the_ridge(tmp_path: Path) -> None:
+    # mm [M, 4096] x [4096, 4096] bf16: AI(M) = 2*M*N*K / (2*(M*K + K*N + M*N)) = 4096*M/(2*M+4096)
+    tr = Trace()
+    tr.op("aten::mm", [[1, 4096], [4096, 4096]], [BF16] * 2, ["", ""])
+    tr.kernel("gemv", 30.0)
+    r = _row(_table(tmp_path, tr), "aten::mm")
+    ridge = 989e12 / 3.35e12  # H100 SXM bf16 tensor over HBM3, gpus.toml
+    assert r["ai_flop_per_byte"] == pytest.approx(4096 / (2 + 4096))
+    # 256 rows: 4096*256/(512+4096) = 227.6 < ridge; 512 rows: 4096*512/(1024+4096) = 409.6
+    assert 4096 * 256 / (512 + 4096) < ridge < 4096 * 512 / (1024 + 4096)
+    assert r["note"] == "at M=1 rows; M=512 would reach AI 410 FLOP/B"
+    assert "memory-bound" in analytic_text(r)
+
+
+def analytic_text(r) -> str:
+    from ncuroof.render import analytic as page
+
+    return page.finding(r)
