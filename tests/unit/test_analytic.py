@@ -367,3 +367,15 @@ def analytic_text(r) -> str:
     from ncuroof.render import analytic as page
 
     return page.finding(r)
+
+
+def test_mcp_session_analyzes_a_trace(tmp_path: Path) -> None:
+    from ncuroof.mcp_server import Session
+
+    tr = Trace()
+    tr.op("aten::bmm", [[2, 8, 16], [2, 16, 4]], [BF16] * 2, ["", ""])
+    tr.kernel("bmm", 2.0)
+    doc = Session().analyze(str(tr.write(tmp_path / "t.json")))
+    (row,) = doc["products"]["operators"]
+    assert row["flop"] == 2 * 2 * 8 * 4 * 16 and row["work_source"] == "analytic (from shapes)"
+    assert doc["kernels"] == [] and doc["options"]["work_source"] == "analytic (from shapes)"
