@@ -201,7 +201,8 @@ _KINDS = {
 
 
 def page_html(t: pd.DataFrame, fig: go.Figure, meta: dict[str, str], plotlyjs: str | bool) -> str:
-    """The standalone page: header (work source, device, roofs), the figure and the table.
+    """The standalone page (:func:`ncuroof.render.page.render_page`): header (work source,
+    device, roofs), the figure and the sortable operator table.
 
     Parameters
     ----------
@@ -210,7 +211,7 @@ def page_html(t: pd.DataFrame, fig: go.Figure, meta: dict[str, str], plotlyjs: s
     fig : Figure
         :func:`figure`.
     meta : dict of str
-        Header lines (label -> text), escaped here.
+        Header lines (label -> text), escaped by the template.
     plotlyjs : True or 'cdn'
         Embed plotly.js or link the CDN.
 
@@ -219,16 +220,15 @@ def page_html(t: pd.DataFrame, fig: go.Figure, meta: dict[str, str], plotlyjs: s
     str
         HTML.
     """
-    esc = report._escape
     cols = [(c, h) for c, h in _COLUMNS if c in t.columns and not t[c].isna().all()]
     table = report.html_table(t.head(500), cols, kinds=_KINDS)
-    head = "".join(f"<li><b>{esc(k)}</b>: {esc(fmt.printable(v))}</li>" for k, v in meta.items())
-    plot = fig.to_html(full_html=False, include_plotlyjs=plotlyjs)
-    return (
-        "<!DOCTYPE html><html><head><meta charset='utf-8'>"
-        f"<title>Operator roofline, {esc(ANALYTIC_SOURCE)}</title></head><body>"
-        f"<h1>Operator roofline: {esc(ANALYTIC_SOURCE)}</h1><ul>{head}</ul>{plot}"
-        f"<h2>Operators ({esc(ANALYTIC_SOURCE)})</h2>{table}</body></html>"
+    return report.render_page(
+        f"Operator roofline: {ANALYTIC_SOURCE}",
+        fig,
+        {k: fmt.printable(v) for k, v in meta.items()},
+        f"Operators, most GPU time first ({ANALYTIC_SOURCE}; {min(len(t), 500)} of {len(t)})",
+        table,
+        plotlyjs,
     )
 
 
