@@ -270,15 +270,18 @@ def _reads(a: _Args, p: dict, default: Sequence[Any]) -> float:
 
 
 def _per_element(a: _Args, p: dict, cat: OperatorCatalog) -> tuple[float, float, int]:
-    """Normalisation and softmax: cost per input element, the output shaped like the input."""
+    """Normalisation and softmax: cost per input element (plus the affine cost with a weight);
+    the input, weight and bias read (``reads`` where given), the output shaped like the input
+    written (and the weight's and bias' gradients with ``writes_weight_grads``)."""
     x = a.shape(p["input"], "input")
     n = math.prod(x)
-    affine = a.is_tensor(p.get("weight"))
+    w = p.get("weight")
+    affine = a.is_tensor(w)
     flop = n * (p["flop_per_element"] + (p.get("affine_flop_per_element", 0) if affine else 0))
-    read = _reads(a, p, [p["input"], *(i for i in (p.get("weight"), p.get("weight", -9) + 1))])
+    read = _reads(a, p, [p["input"], *((w, w + 1) if isinstance(w, int) else ())])
     written = n * a.size(p["input"])
-    if affine and p.get("affine_flop_per_element") and "reads" in p:  # a backward's weight grads
-        written += 2 * a.nbytes(p["weight"])
+    if affine and p.get("writes_weight_grads"):
+        written += 2 * a.nbytes(w)
     return float(flop), read + written, p["input"]
 
 

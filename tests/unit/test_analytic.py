@@ -379,3 +379,21 @@ def test_mcp_session_analyzes_a_trace(tmp_path: Path) -> None:
     (row,) = doc["products"]["operators"]
     assert row["flop"] == 2 * 2 * 8 * 4 * 16 and row["work_source"] == "analytic (from shapes)"
     assert doc["kernels"] == [] and doc["options"]["work_source"] == "analytic (from shapes)"
+
+
+def test_layer_norm_backward(tmp_path: Path) -> None:
+    tr = Trace()
+    x, w = [32, 768], [768]
+    tr.op(
+        "aten::native_layer_norm_backward",
+        [x, x, [], [32, 1], [32, 1], w, w, []],
+        [BF16, BF16, "", F32, F32, BF16, BF16, ""],
+        ["", "", "[768]", "", "", "", "", "[True, True, True]"],
+    )
+    tr.kernel("layer_norm_grad_input_kernel", 3.0)
+    tr.kernel("gamma_beta_backward", 2.0)
+    r = _row(_table(tmp_path, tr), "aten::native_layer_norm_backward")
+    n = 32 * 768
+    assert r["flop"] == n * (8 + 4) and r["launches"] == 2
+    # read: grad_out, input (bf16), mean, rstd (fp32), weight; written: grad_input, 2 x grad w
+    assert r["compulsory_bytes"] == (2 * n * 2 + 2 * 32 * 4 + 768 * 2) + (n * 2 + 2 * 768 * 2)
