@@ -12,6 +12,7 @@ Nothing here comes from ncu: every number is labelled ``analytic (from shapes)``
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 from collections.abc import Sequence
@@ -115,6 +116,10 @@ class _Args:
         try:
             return json.loads(text)
         except ValueError:
+            pass
+        try:  # Python's spelling of a list of booleans: '[True, False, True]'
+            return ast.literal_eval(text.strip())
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             return text.strip()
 
 

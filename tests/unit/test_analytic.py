@@ -397,3 +397,70 @@ def test_layer_norm_backward(tmp_path: Path) -> None:
     assert r["flop"] == n * (8 + 4) and r["launches"] == 2
     # read: grad_out, input (bf16), mean, rstd (fp32), weight; written: grad_input, 2 x grad w
     assert r["compulsory_bytes"] == (2 * n * 2 + 2 * 32 * 4 + 768 * 2) + (n * 2 + 2 * 768 * 2)
+
+
+def test_backward_and_variant_families(tmp_path: Path) -> None:
+    tr = Trace()
+    go, x, w = [2, 16, 16, 16], [2, 3, 32, 32], [16, 3, 3, 3]
+    tr.op(
+        "aten::convolution_backward",
+        [go, x, w, [], [], [], [], [], [], [], []],
+        [F32] * 3 + [""] * 8,
+        [
+            "",
+            "",
+            "",
+            "[16]",
+            "[2, 2]",
+            "[1, 1]",
+            "[1, 1]",
+            "False",
+            "[0, 0]",
+            "1",
+            "[True, True, True]",
+        ],
+    )
+    tr.kernel("wgrad", 5.0)
+    tr.skip()
+    q = [2, 8, 128, 64]
+    tr.op(
+        "aten::_scaled_dot_product_flash_attention_backward",
+        [q, q, q, q, q] + [[]] * 10,
+        [BF16] * 5 + [""] * 10,
+        [""] * 11 + ["True"] + [""] * 3,
+    )
+    tr.kernel("flash_bwd", 9.0)
+    tr.skip()
+    qs, kv = [2, 128, 8, 64], [2, 128, 2, 64]  # (B, S, H, D), grouped-query: 2 K/V heads
+    tr.op(
+        "aten::_flash_attention_forward",
+        [qs, kv, kv] + [[]] * 8,
+        [BF16] * 3 + [""] * 8,
+        [""] * 8 + ["False", "False", ""],
+    )
+    tr.kernel("flash_fwd", 4.0)
+    tr.skip()
+    tx, tw = [1, 16, 8, 8], [16, 8, 4, 4]  # transposed: weight (C_in, C_out/groups, kh, kw)
+    tr.op(
+        "aten::convolution",
+        [tx, tw, [], [], [], [], [], [], []],
+        [F32, F32] + [""] * 7,
+        ["", "", "", "[2, 2]", "[1, 1]", "[1, 1]", "True", "[0, 0]", "1"],
+    )
+    tr.kernel("dgrad_as_deconv", 2.0)
+    t = _table(tmp_path, tr)
+    cb = _row(t, "aten::convolution_backward")
+    fwd = 2 * 2 * 16 * 3 * 9 * 16 * 16
+    assert cb["flop"] == 2 * fwd + 2 * 16 * 16 * 16
+    read = 2 * 16 * 256 + 2 * 3 * 1024 + 16 * 27
+    assert cb["compulsory_bytes"] == (read + 2 * 3 * 1024 + 16 * 27 + 16) * 4
+    fb = _row(t, "aten::_scaled_dot_product_flash_attention_backward")
+    n = 2 * 8 * 128 * 64
+    assert fb["flop"] == 2 * 2 * 8 * 128 * 128 * (3 * 64 + 2 * 64) * 0.5
+    assert fb["compulsory_bytes"] == (5 * n + 3 * n) * 2
+    ff = _row(t, "aten::_flash_attention_forward")
+    assert ff["flop"] == 2 * 2 * 8 * 128 * 128 * (64 + 64)
+    assert ff["compulsory_bytes"] == (n + 2 * (2 * 128 * 2 * 64) + n) * 2
+    ct = _row(t, "aten::convolution")
+    assert ct["flop"] == 2 * 1 * (16 * 8 * 16) * 64  # flop_counter: the input's spatial size
+    assert ct["compulsory_bytes"] == (16 * 64 + 16 * 8 * 16 + 8 * 16 * 16) * 4
