@@ -464,3 +464,20 @@ def test_backward_and_variant_families(tmp_path: Path) -> None:
     ct = _row(t, "aten::convolution")
     assert ct["flop"] == 2 * 1 * (16 * 8 * 16) * 64  # flop_counter: the input's spatial size
     assert ct["compulsory_bytes"] == (16 * 64 + 16 * 8 * 16 + 8 * 16 * 16) * 4
+
+
+def test_batch_norm_inner_cudnn_op(tmp_path: Path) -> None:
+    x, c = [8, 64, 28, 28], [64]
+    dims = [x, c, c, c, c, [], [], [], []]
+    types = [F32] * 5 + ["Scalar"] * 4
+    conc = ["", "", "", "", "", "True", "0.1", "1e-05", "True"]
+    tr = Trace()
+    tr.op("aten::batch_norm", dims, types, conc, dur=80)
+    tr.op("aten::_batch_norm_impl_index", dims, types, conc, dur=70)
+    tr.op("aten::cudnn_batch_norm", dims[:8], types[:8], conc[:8], dur=60)
+    tr.kernel("bn_fw_tr_1C11_kernel_NCHW", 6.0)
+    t = _table(tmp_path, tr)
+    assert list(t["op"]) == ["aten::cudnn_batch_norm"]
+    n = 8 * 64 * 28 * 28
+    r = t.iloc[0]
+    assert r["flop"] == n * 7 and r["compulsory_bytes"] == (n + 64 + 64 + n) * 4
