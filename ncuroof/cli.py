@@ -11,6 +11,7 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -470,15 +471,9 @@ def analyze(
     from . import api
 
     if len(inputs) == 1 and api.is_trace(inputs[0]) and kw.get("timeline") is None:
+        where = {"gpu": kw.get("gpu"), "device": kw.get("device")}  # --device: the trace's
         _analyze_trace(
-            inputs[0],
-            outdir,
-            _options(kw),
-            fp32_matmul,
-            formats,
-            PLOTLYJS[plotlyjs],
-            quiet,
-            as_json,
+            inputs[0], outdir, where, fp32_matmul, formats, PLOTLYJS[plotlyjs], quiet, as_json
         )
         return
     with _stdout_to_stderr(as_json):
@@ -504,7 +499,7 @@ def analyze(
 def _analyze_trace(
     path: Path,
     outdir: Path | None,
-    options: AnalysisOptions,
+    where: dict[str, Any],
     fp32_matmul: str,
     formats: tuple[str, ...],
     plotlyjs: str | bool,
@@ -519,8 +514,8 @@ def _analyze_trace(
         result = api.analyze_trace(
             path,
             outdir,
-            gpu=options.gpu,
-            device=options.device,
+            gpu=where["gpu"],
+            device=where["device"],
             fp32_matmul=fp32_matmul,
             formats=formats,
             plotlyjs=plotlyjs,

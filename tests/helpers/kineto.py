@@ -121,7 +121,8 @@ class Trace:
         doc = {
             "schemaVersion": 1,
             "deviceProperties": [
-                {"id": 0, "name": self.gpu, "computeMajor": 9, "computeMinor": 0, "numSms": 132}
+                {"id": i, "name": self.gpu, "computeMajor": 9, "computeMinor": 0, "numSms": 132}
+                for i in (0, 1)
             ],
             "record_shapes": int(self.shapes),
             "traceEvents": self.events,

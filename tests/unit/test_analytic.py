@@ -481,3 +481,23 @@ def test_batch_norm_inner_cudnn_op(tmp_path: Path) -> None:
     n = 8 * 64 * 28 * 28
     r = t.iloc[0]
     assert r["flop"] == n * 7 and r["compulsory_bytes"] == (n + 64 + 64 + n) * 4
+
+
+def test_cli_device_of_a_two_gpu_trace(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from ncuroof import cli
+
+    tr = Trace()
+    tr.op("aten::mm", [[16, 16], [16, 16]], [F32] * 2, ["", ""])
+    tr.kernel("gemm", 1.0, device=0)
+    tr.skip()
+    tr.op("aten::mm", [[32, 16], [16, 16]], [F32] * 2, ["", ""])
+    tr.kernel("gemm", 1.0, device=1)
+    path = tr.write(tmp_path / "two.json")
+    with pytest.raises(SystemExit) as done:
+        cli.main(["analyze", str(path), "-q"])
+    assert done.value.code == 2 and "--device" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as done:
+        cli.main(["analyze", str(path), "--device", "1", "--json", "-q"])
+    assert done.value.code == 0
+    (row,) = json.loads(capsys.readouterr().out)["products"]["operators"]
+    assert row["flop"] == 2 * 32 * 16 * 16
