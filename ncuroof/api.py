@@ -250,8 +250,11 @@ def profile(
 
 
 def default_outdir(path: PathLike) -> Path:
-    """``<stem>.ncuroof/`` next to the (first) input file."""
+    """``<stem>.ncuroof/`` next to the (first) input file (a PyTorch trace's stem without
+    ``.json``/``.json.gz``)."""
     p = Path(path)
+    if is_trace(p):
+        return _trace_outdir(p)
     stem = p.name[: -len(".ncu-rep")] if p.name.endswith(".ncu-rep") else p.stem
     return p.with_name(f"{stem}.ncuroof")
 
@@ -418,6 +421,7 @@ def analyze(
     workers: int | None = None,
     group_by: str | None = None,
     roofs: bool = False,
+    fp32_matmul: str = "fp32",
     **option_fields: Any,
 ) -> AnalysisResult:
     """Run the whole analysis, build its products (:mod:`ncuroof.products`) and write them with
@@ -441,6 +445,9 @@ def analyze(
         inputs (:func:`ncuroof.runs.ranks.looks_like_ranks`) unless ``stack``.
     scheduler, workers
         A stack's or multi-rank run's dask scheduler and workers (:func:`ncuroof.runs.fleet.run`).
+    fp32_matmul : {'fp32', 'tf32'}
+        With a PyTorch trace recorded with shapes as ``timeline``: the roof of FP32 matmul-class
+        operators in the ``operators`` table (issue 41).
 
     Returns
     -------
@@ -452,7 +459,7 @@ def analyze(
     opts = AnalysisOptions.of(options, **option_fields)
     if ranks is None:  # recognised from the inputs
         ranks = not opts.stack and len(inputs) > 1 and _ranks.looks_like_ranks(inputs)
-    request = products.Request(what_if, group_by, ranks, roofs)
+    request = products.Request(what_if, group_by, ranks, roofs, fp32_matmul=fp32_matmul)
     a, request = _analysis_and_request(inputs, opts, request, scheduler, workers, progress)
     result = AnalysisResult(
         a, a.summary.head(top).reset_index(drop=True), products=products.build(a, request)
@@ -904,7 +911,7 @@ def analyze_trace(
     table = analytic.operator_table(launches, ops, values, cat, spec, fp32_matmul)
     result = TraceResult(table, spec, p, dict(launches.attrs), fp32_matmul)
     if write:
-        out = Path(outdir) if outdir is not None else _trace_outdir(p)
+        out = Path(outdir) if outdir is not None else default_outdir(p)
         fig = page.figure(table, f"Operator roofline, {analytic.ANALYTIC_SOURCE}: {p.name}")
         html = page.page_html(table, fig, _trace_meta(result), plotlyjs)
         files: dict[str, Any] = {

@@ -433,9 +433,9 @@ _COLLECTABLE = collectable()
     default="fp32",
     show_default=True,
     help=(
-        "A PyTorch trace analyzed alone: the roof of FP32 matmul-class operators, FP32 or TF32"
-        " tensor cores (the trace does not say whether torch.backends.cuda.matmul.allow_tf32 was"
-        " set; PyTorch's default is off)."
+        "A PyTorch trace with shapes (analyzed alone, or as --timeline): the roof of FP32"
+        " matmul-class operators, FP32 or TF32 tensor cores (the trace does not say whether"
+        " torch.backends.cuda.matmul.allow_tf32 was set; PyTorch's default is off)."
     ),
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary table.")
@@ -492,6 +492,7 @@ def analyze(
             workers=workers,
             group_by=group_by,
             roofs=roofs,
+            fp32_matmul=fp32_matmul,
         )
     _print_analysis(result, as_json, quiet)
 

@@ -162,20 +162,22 @@ class Session:
                 self._cache.popitem(last=False)
         return a
 
-    def analyze(self, path: str | list[str], write: bool = False, **options: Any) -> dict[str, Any]:
+    def analyze(
+        self,
+        path: str | list[str],
+        write: bool = False,
+        fp32_matmul: str = "fp32",
+        **options: Any,
+    ) -> dict[str, Any]:
         """The ``analyze --json`` document (outputs written into ``outdir`` when ``write``)."""
-        paths, opts = as_paths(path), options_of(**options)
+        paths = as_paths(path)
         if not paths:
             raise InputError(
                 "no input files given: pass a .ncu-rep/.ncu-repz report or an ncu CSV export"
             )
-        if len(paths) == 1 and api.is_trace(paths[0]) and opts.timeline is None:
-            # a PyTorch trace alone: operators with analytic work (issue 41)
-            out = self._write_to(write, api.default_outdir(paths[0]).name)
-            res = api.analyze_trace(
-                paths[0], out, gpu=opts.gpu, device=opts.device, write=out is not None
-            )
-            return json_doc.trace_document(res)
+        if len(paths) == 1 and api.is_trace(paths[0]) and options.get("timeline") is None:
+            return self._trace(paths[0], write, fp32_matmul, options)
+        opts = options_of(**options)
         out = self._write_to(write, api.default_outdir(paths[0]).name)
         if out is None and len(paths) > 1:  # ranks or a stack: decided as analyze decides
             result = api.analyze(paths, None, opts, write=False)
@@ -184,9 +186,9 @@ class Session:
             )
         if out is None:
             a = self.analysis(paths, opts)
-            made = products.build(a, products.Request())
+            made = products.build(a, products.Request(fp32_matmul=fp32_matmul))
             return json_doc.analysis_document(a, products=products.in_document(made))
-        result = api.analyze(paths, out, opts)
+        result = api.analyze(paths, out, opts, fp32_matmul=fp32_matmul)
         return json_doc.analysis_document(
             result.analysis,
             result.outdir,
@@ -194,6 +196,22 @@ class Session:
             result.failures,
             products.in_document(result.products),
         )
+
+    def _trace(
+        self, path: Path, write: bool, fp32_matmul: str, options: dict[str, Any]
+    ) -> dict[str, Any]:
+        """A PyTorch trace alone: its operators with analytic work (issue 41); ``gpu`` and
+        ``device`` are the only options it reads."""
+        out = self._write_to(write, api.default_outdir(path).name)
+        res = api.analyze_trace(
+            path,
+            out,
+            gpu=options.get("gpu"),
+            device=options.get("device"),
+            fp32_matmul=fp32_matmul,
+            write=out is not None,
+        )
+        return json_doc.trace_document(res)
 
     def compare(
         self,
@@ -469,7 +487,14 @@ def _own_parameters(tool: str) -> list[Any]:
             " its operators with analytic FLOPs and bytes (work_source 'analytic (from shapes)',"
             " products.operators).",
         )
-        return [path, _write_parameter()]
+        fp32 = _param(
+            "fp32_matmul",
+            str,
+            "With a PyTorch trace recorded with shapes: the roof of FP32 matmuls, 'fp32' or 'tf32'"
+            " (the trace does not say whether TF32 was allowed).",
+            "fp32",
+        )
+        return [path, _write_parameter(), fp32]
     if tool == "compare":
         return [
             _param(

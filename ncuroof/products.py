@@ -66,6 +66,8 @@ class Request:
     failures : DataFrame, optional
         The inputs a fleet or multi-rank run could not analyze (:func:`ncuroof.runs.fleet.run`):
         the ``failures`` table, given for such a run, None otherwise.
+    fp32_matmul : {'fp32', 'tf32'}
+        ``--fp32-matmul``: the roof of FP32 matmul-class operators in the ``operators`` table.
     """
 
     what_if: str | None = None
@@ -73,6 +75,7 @@ class Request:
     ranks: bool = False
     roofs: bool = False
     failures: pd.DataFrame | None = None
+    fp32_matmul: str = "fp32"
 
 
 Build = Callable[[Analysis, Request], "pd.DataFrame | None"]
@@ -149,7 +152,7 @@ def _operators_table(a: Analysis, req: Request) -> pd.DataFrame | None:
     operator_work`); None for other timelines."""
     if a.production is None or a.production.format != "kineto" or a.options.timeline is None:
         return None
-    return _production.operator_work(a.kernels, a.production, a.gpus)
+    return _production.operator_work(a.kernels, a.production, a.gpus, req.fp32_matmul)
 
 
 def _operators_section(t: pd.DataFrame, a: Analysis) -> str:
