@@ -360,7 +360,10 @@ def test_rows_that_reach_the_ridge(tmp_path: Path) -> None:
     # 256 rows: 4096*256/(512+4096) = 227.6 < ridge; 512 rows: 4096*512/(1024+4096) = 409.6
     assert 4096 * 256 / (512 + 4096) < ridge < 4096 * 512 / (1024 + 4096)
     assert r["note"] == "at M=1 rows; M=512 would reach AI 410 FLOP/B"
-    assert "memory-bound" in analytic_text(r)
+    assert analytic_text(r).startswith(
+        "memory-bound at M=1 rows: AI 1 FLOP/B against a ridge of 295 FLOP/B (tensor_bf16);"
+        " M=512 would reach AI 410 FLOP/B;"
+    )
 
 
 def analytic_text(r) -> str:
