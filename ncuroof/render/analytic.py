@@ -26,7 +26,8 @@ def _roof_lines(t: pd.DataFrame, bandwidth: float, x: tuple[float, float]) -> li
     traces = []
     roofs = t.loc[t["roof_flop_per_s"] > 0, ["roof", "roof_flop_per_s"]].drop_duplicates("roof")
     top = float(roofs["roof_flop_per_s"].max()) if len(roofs) else bandwidth * x[1]
-    xs = np.geomspace(x[0], max(x[1], top / bandwidth * 4), 64)
+    low = float(roofs["roof_flop_per_s"].min()) if len(roofs) else top
+    xs = np.geomspace(min(x[0], low / bandwidth / 4), max(x[1], top / bandwidth * 4), 64)
     traces.append(
         go.Scatter(
             x=xs,
@@ -85,7 +86,9 @@ def figure(t: pd.DataFrame, title: str) -> go.Figure:
         else 1e12
     )
     ai = dots["ai_flop_per_byte"].to_numpy(float)
-    lo, hi = (float(ai.min()) / 4, float(ai.max()) * 4) if len(ai) else (1e-2, 1e4)
+    xs = np.concatenate([ai, dots["measured_ai_flop_per_byte"].to_numpy(float)])
+    xs = xs[np.isfinite(xs) & (xs > 0)]
+    lo, hi = (float(xs.min()) / 4, float(xs.max()) * 4) if len(xs) else (1e-2, 1e4)
     fig = go.Figure(_roof_lines(t, bw, (lo, hi)))
     size = 8 + 30 * np.sqrt(dots["time_s"].to_numpy(float) / max(float(t["time_s"].max()), 1e-30))
     fig.add_trace(
@@ -121,7 +124,7 @@ def figure(t: pd.DataFrame, title: str) -> go.Figure:
         height=640,
         template="plotly_white",
         xaxis={"type": "log", "title": "arithmetic intensity [FLOP/B], analytic (from shapes)"},
-        yaxis={"type": "log", "title": "achieved [FLOP/s], analytic FLOPs / GPU time"},
+        yaxis={"type": "log", "title": "achieved [FLOP/s]: FLOPs / GPU time in the trace"},
     )
     return fig
 
