@@ -1780,6 +1780,12 @@ ANALYTIC_OPS: dict[str, Column] = {
         "each input read once and each output written"
         " once, at its dtype's size (all calls); NaN without a formula",
     ),
+    "flop_per_call": Column(
+        "float64", "FLOP", "analytic FLOPs of one call (flop / calls): the formula at the shapes"
+    ),
+    "compulsory_bytes_per_call": Column(
+        "float64", "B", "compulsory bytes of one call (compulsory_bytes / calls)"
+    ),
     "ai_flop_per_byte": Column("float64", "FLOP/B", "flop / compulsory_bytes (analytic AI)"),
     "flop_per_s": Column("float64", "FLOP/s", "flop / time_s (achieved)"),
     "bytes_per_s": Column("float64", "B/s", "compulsory_bytes / time_s (achieved)"),

@@ -529,6 +529,8 @@ def _row_work(
     note = "" if w.flag else rows_note(rule, sig, cat, peak / gpu.dram_bytes_per_s)
     return {
         **out,
+        "flop_per_call": w.flop,
+        "compulsory_bytes_per_call": w.bytes,
         "flop": w.flop * row.calls,
         "compulsory_bytes": w.bytes * row.calls,
         "precision": precision,

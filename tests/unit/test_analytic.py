@@ -504,3 +504,16 @@ def test_cli_device_of_a_two_gpu_trace(tmp_path: Path, capsys: pytest.CaptureFix
     assert done.value.code == 0
     (row,) = json.loads(capsys.readouterr().out)["products"]["operators"]
     assert row["flop"] == 2 * 32 * 16 * 16
+
+
+def test_calls_of_one_shape_add_up(tmp_path: Path) -> None:
+    tr = Trace()
+    for _ in range(3):
+        tr.op("aten::mm", [[64, 128], [128, 32]], [BF16] * 2, ["", ""])
+        tr.kernel("gemm", 2.0)
+        tr.skip()
+    r = _row(_table(tmp_path, tr), "aten::mm")
+    assert r["calls"] == 3 and r["launches"] == 3 and r["time_s"] == pytest.approx(6e-6)
+    assert r["flop_per_call"] == 2 * 64 * 32 * 128 and r["flop"] == 3 * r["flop_per_call"]
+    assert r["compulsory_bytes_per_call"] == (64 * 128 + 128 * 32 + 64 * 32) * 2
+    assert r["compulsory_bytes"] == 3 * r["compulsory_bytes_per_call"]
