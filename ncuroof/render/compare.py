@@ -21,7 +21,8 @@ import pandas as pd
 
 from .. import fmt
 from .._lazy import LazyModule
-from ..schema import BOUNDS, LEVELS, precision_title
+from ..catalog import precision_title
+from ..schema import BOUNDS, LEVELS
 from . import page as report
 from .figure import KERNEL_COLORS, LEVEL_COLORS, roofs
 

@@ -54,8 +54,9 @@ import pandas as pd
 from .. import catalog as _catalog
 from .. import fmt
 from .._lazy import LazyModule
+from ..catalog import precision_title
 from ..model.summary import FOCUS_SHARE, aggregate_points, keys_of, with_keys
-from ..schema import LEVELS, precision_title, work_unit
+from ..schema import LEVELS, work_unit
 from .viewcontract import Chart, Control, ViewContract, ViewState, add_charts, apply_view
 
 go = LazyModule("plotly.graph_objects")  # imported when a figure is drawn

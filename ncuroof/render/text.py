@@ -6,15 +6,49 @@ words and numbers live here, formatted by :mod:`ncuroof.fmt`.
 
 from __future__ import annotations
 
-import io
+import os
+import shutil
+import sys
 from typing import Any
 
 from .. import fmt
 from ..schema import cell_text, parse_cell
 from . import provenance
-from .page import summary_text
+from .page import console_text, name_width, summary_text
 
-__all__ = ["analysis_text", "compare_text", "gate_text", "series_text", "profile_text"]
+__all__ = [
+    "analysis_text",
+    "compare_text",
+    "gate_text",
+    "series_text",
+    "profile_text",
+    "terminal_width",
+    "use_color",
+]
+
+#: Columns assumed when the output is not a terminal and ``COLUMNS`` is not set (a log, a pipe).
+DEFAULT_WIDTH = 120
+#: Narrowest layout drawn: below it tables are drawn this wide (and wrap in the terminal).
+MIN_WIDTH = 60
+
+
+def terminal_width() -> int:
+    """Columns to lay text out in: ``COLUMNS`` when set, else the terminal's width when stdout is
+    one, else :data:`DEFAULT_WIDTH`; never below :data:`MIN_WIDTH`."""
+    return max(MIN_WIDTH, shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns)
+
+
+def use_color(choice: bool | None) -> bool:
+    """Whether to print ANSI colours: ``--color`` (True) or ``--no-color`` (False) when given,
+    else only on a terminal and when ``NO_COLOR`` is unset or empty (no-color.org)."""
+    if choice is not None:
+        return choice
+    return not os.environ.get("NO_COLOR") and sys.stdout.isatty()
+
+
+def _lines(lines: list[str], width: int) -> list[str]:
+    """Each line made printable and wrapped to ``width`` (:func:`ncuroof.fmt.wrap`)."""
+    return [fmt.wrap(fmt.printable(line, layout=False), width) for line in lines]
 
 
 def _findings(result: Any) -> list[str]:
@@ -98,7 +132,9 @@ def _production_lines(prod: Any) -> list[str]:
     return lines
 
 
-def analysis_text(result: Any, quiet: bool = False) -> str:
+def analysis_text(
+    result: Any, quiet: bool = False, width: int = DEFAULT_WIDTH, color: bool = False
+) -> str:
     """What ``analyze`` and ``profile`` print after the analysis.
 
     Parameters
@@ -107,22 +143,32 @@ def analysis_text(result: Any, quiet: bool = False) -> str:
         The analysis and the files written.
     quiet : bool, default False
         Only the line saying where the output went.
+    width : int, default DEFAULT_WIDTH
+        Columns (:func:`terminal_width`): the table fits, the other lines wrap.
+    color : bool, default False
+        ANSI colours in the table (:func:`use_color`).
 
     Returns
     -------
     str
-        Lines ending in a newline: the summary table, advice and flags of the top kernels, the
-        roof sources, caveats, then ``wrote DIR/ (files)``.
+        Lines ending in a newline, every control character from an input made visible
+        (:func:`ncuroof.fmt.printable`): the summary table, advice and flags of the top kernels,
+        the roof sources, caveats, then ``wrote DIR/ (files)``.
     """
-    out = [] if quiet else [summary_text(result.summary).rstrip("\n"), *_findings(result)]
+    out = [] if quiet else [summary_text(result.summary, width, color).rstrip("\n")]
+    out += _lines([] if quiet else _findings(result), width)
     if result.outdir is not None:
-        out.append(f"wrote {result.outdir}/ ({', '.join(result.files)})")
+        out += _lines([f"wrote {result.outdir}/ ({', '.join(result.files)})"], width)
     return "".join(line + "\n" for line in out)
 
 
-def _compare_table(result: Any, top: int) -> str:
-    from rich.console import Console
+#: The terminal style of a comparison's status.
+_STATUS_STYLES = {"slower": "red", "faster": "green", "only_before": "dim", "only_after": "dim"}
+
+
+def _compare_table(result: Any, top: int, width: int = DEFAULT_WIDTH, color: bool = False) -> str:
     from rich.table import Table
+    from rich.text import Text
 
     from ..runs.compare import headline
 
@@ -137,15 +183,18 @@ def _compare_table(result: Any, top: int) -> str:
         "level",
         "movement",
     ):
-        table.add_column(col)
-    for r in result.table.head(top).itertuples(index=False):
-        label = fmt.printable(r.kernel_label, layout=False)
-        name = label if len(label) <= 50 else label[:47] + "..."
+        table.add_column(col, no_wrap=col == "kernel")
+    head = result.table.head(top)
+    names = fmt.shorten_names(
+        [fmt.printable(x, layout=False) for x in head["kernel_label"]], name_width(width)
+    )
+    for name, r in zip(names, head.itertuples(index=False)):
         if r.match not in ("name", "only_before", "only_after"):
-            name += f" (-> {fmt.printable(r.kernel_name_after, layout=False)}, {r.match})"
+            after = fmt.shorten_names([fmt.printable(r.kernel_name_after, layout=False)], 24)[0]
+            name = Text(f"{name}\n(-> {after}, {r.match})")
         table.add_row(
             name,
-            r.status,
+            Text(str(r.status), style=_STATUS_STYLES.get(str(r.status), "")),
             fmt.time(r.time_s_before) if r.launches_before else "-",
             fmt.time(r.time_s_after) if r.launches_after else "-",
             f"{r.speedup:.3g}x" if r.speedup == r.speedup else "-",
@@ -153,14 +202,12 @@ def _compare_table(result: Any, top: int) -> str:
             r.movement_level.upper() or "-",
             r.movement or "-",
         )
-    buf = io.StringIO()
-    Console(file=buf, width=160, force_terminal=False, color_system=None, markup=False).print(
-        table
-    )  # names are text
-    return buf.getvalue()
+    return console_text(table, width, color)
 
 
-def compare_text(result: Any, top: int = 10, quiet: bool = False) -> str:
+def compare_text(
+    result: Any, top: int = 10, quiet: bool = False, width: int = DEFAULT_WIDTH, color: bool = False
+) -> str:
     """What ``compare`` prints: the largest changes under the headline (speedup over matched
     kernels, both runs' totals), the after run's share of time per bound, the output.
 
@@ -172,16 +219,20 @@ def compare_text(result: Any, top: int = 10, quiet: bool = False) -> str:
         Kernels in the table.
     quiet : bool, default False
         Only the line saying where the output went.
+    width : int, default DEFAULT_WIDTH
+        Columns (:func:`terminal_width`).
+    color : bool, default False
+        ANSI colours in the table (:func:`use_color`).
 
     Returns
     -------
     str
-        Lines ending in a newline.
+        Lines ending in a newline, control characters from inputs made visible.
     """
     out = ""
     if not quiet:
         tot = result.totals
-        out += _compare_table(result, top)
+        out += _compare_table(result, top, width, color)
         out += (
             "after, share of GPU time: "
             + ", ".join(
@@ -191,7 +242,7 @@ def compare_text(result: Any, top: int = 10, quiet: bool = False) -> str:
             + "\n"
         )
     if result.outdir is not None:
-        out += f"wrote {result.outdir}/ ({', '.join(result.files)})\n"
+        out += _lines([f"wrote {result.outdir}/ ({', '.join(result.files)})"], width)[0] + "\n"
     return out
 
 
