@@ -987,7 +987,7 @@ def _print_comparison(
             result.outdir / "compare.html" if result.outdir is not None else None,
         )
     if result.gate is not None:
-        _echo(text.gate_text(result.gate), err=True, nl=False)
+        _echo(text.gate_text(result.gate, text.terminal_width()), err=True, nl=False)
         if result.gate.exit_code:
             sys.exit(result.gate.exit_code)
 

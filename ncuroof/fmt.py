@@ -30,6 +30,7 @@ __all__ = [
     "shorten_names",
     "wrap",
     "markdown_cell",
+    "kernel_time",
 ]
 
 # C0 controls but tab and newline, DEL, C1 controls, and the bidirectional overrides and isolates
@@ -213,8 +214,9 @@ def change(r: Any, digits: int = 0) -> str:
 
 #: Characters kept before the ellipsis when a name is cut around the place where it differs.
 _HEAD = 10
-#: Characters of context kept before the place where two cut names differ.
-_CONTEXT = 3
+#: At most this many characters kept before the place where two cut names differ (back to the
+#: start of the word that differs).
+_CONTEXT = 8
 
 
 def _cut(name: str, width: int, at: int) -> str:
@@ -226,7 +228,10 @@ def _cut(name: str, width: int, at: int) -> str:
     if at < width - 1:
         return name[: width - 1] + "…"
     head = min(_HEAD, max(1, width // 3))
-    start = min(at - _CONTEXT, len(name) - (width - head - 2))
+    start = at
+    while start > head and name[start - 1] not in "<>,_:( " and at - start < _CONTEXT:
+        start -= 1  # back to the start of the word that differs (a tile shape, an argument)
+    start = min(start, len(name) - (width - head - 2))
     tail = name[start : start + width - head - 2]
     return name[:head] + "…" + tail + ("…" if start + len(tail) < len(name) else "")
 
@@ -273,19 +278,20 @@ def shorten_names(names: list[str], width: int) -> list[str]:
 
 
 def wrap(text: str, width: int, indent: str = "  ") -> str:
-    """``text`` wrapped to ``width`` columns, lines after the first indented by ``indent``;
-    words longer than a line (a path) are kept whole rather than split."""
+    """``text`` wrapped to ``width`` columns, lines after the first indented by ``indent``; only a
+    word longer than a whole line (a long kernel name in an ``ncu -k`` pattern) is split."""
     return textwrap.fill(
         text,
         width=max(20, int(width)),
         subsequent_indent=indent,
-        break_long_words=False,
+        break_long_words=True,
         break_on_hyphens=False,
     )
 
 
-#: ASCII punctuation that Markdown (CommonMark, GitHub) reads as markup in a table cell.
-_MARKDOWN = re.compile(r"([\\`*_{}\[\]<>()#+!|~])")
+#: ASCII punctuation that Markdown (CommonMark, GitHub) reads as markup in a table cell (``(``,
+#: ``)`` and ``!`` only mean something after a ``]``, which is escaped).
+_MARKDOWN = re.compile(r"([\\`*_{}\[\]<>|~])")
 
 
 def markdown_cell(text: Any) -> str:
@@ -294,3 +300,11 @@ def markdown_cell(text: Any) -> str:
     as markup, ``|`` included, backslash-escaped (CommonMark's backslash escapes):
     ``markdown_cell('gemm<float>|x')`` -> ``'gemm\\<float\\>\\|x'``."""
     return _MARKDOWN.sub(r"\\\1", printable(text, layout=False))
+
+
+def kernel_time(t: Any) -> str:
+    """A kernel's time in a summary (:func:`time`), ``'-'`` for 0: no kernel runs in no time, so a
+    0 is a kernel that a production timeline does not hold (``--timeline`` of another run or
+    GPU), not a measurement, and never prints as ``'0 ns'``."""
+    v = num(t)
+    return "-" if v == 0 else time(v)

@@ -18,7 +18,14 @@ from ..catalog import precision_title
 from ..errors import OutputError
 from ..model.diagnose import CLASSES as DIAGNOSIS_TEXT
 
-__all__ = ["analysis_markdown", "compare_markdown", "write_markdown", "MARKER"]
+__all__ = [
+    "analysis_markdown",
+    "compare_markdown",
+    "write_markdown",
+    "analysis_rows",
+    "compare_rows",
+    "MARKER",
+]
 
 #: The first line of every summary ncuroof writes: a file beginning with it may be replaced.
 MARKER = "<!-- ncuroof summary -->"
@@ -64,6 +71,42 @@ def _verdict(summary: Any) -> str:
     )
 
 
+def analysis_rows(summary: Any) -> tuple[list[str], list[list[str]]]:
+    """Header (``>``: a number, right-aligned) and text cells of the top kernels, unescaped: the
+    Markdown summary and the notebook view escape them each for their own format."""
+    rows = [
+        [
+            str(r.kernel_label),
+            str(r.launches),
+            fmt.kernel_time(r.time_s),
+            fmt.pct(r.time_share, 1) if r.time_s else "-",
+            precision_title(r.precision) if r.precision else "-",
+            DIAGNOSIS_TEXT.get(getattr(r, "diagnosis", ""), r.bound),
+            fmt.pct(r.roof_fraction, 1),
+            fmt.pct(r.saving_share, 1),
+        ]
+        for r in summary.itertuples(index=False)
+    ]
+    header = ["kernel", "launches>", "time>", "share>", "precision", "diagnosis"]
+    return [*header, "% of roof>", "saving>"], rows
+
+
+def compare_rows(table: Any) -> tuple[list[str], list[list[str]]]:
+    """Header and text cells of the largest changes of a comparison (:func:`analysis_rows`)."""
+    rows = [
+        [
+            str(r.kernel_label),
+            str(r.status),
+            fmt.time(r.time_s_before) if r.launches_before else "-",
+            fmt.time(r.time_s_after) if r.launches_after else "-",
+            f"{r.speedup:.3g}x" if r.speedup == r.speedup else "-",
+            str(r.change or "-"),
+        ]
+        for r in table.itertuples(index=False)
+    ]
+    return ["kernel", "status", "before>", "after>", "speedup>", "change"], rows
+
+
 def analysis_markdown(result: Any, title: str = "") -> str:
     """The Markdown summary of an analysis.
 
@@ -82,20 +125,7 @@ def analysis_markdown(result: Any, title: str = "") -> str:
         :data:`MARKER`, a heading, the verdict, a table of the top kernels and a link to the page.
     """
     s = result.summary.head(TOP)
-    rows = [
-        [
-            fmt.markdown_cell(r.kernel_label),
-            str(r.launches),
-            fmt.time(r.time_s),
-            fmt.pct(r.time_share, 1),
-            fmt.markdown_cell(precision_title(r.precision) if r.precision else "-"),
-            fmt.markdown_cell(DIAGNOSIS_TEXT.get(getattr(r, "diagnosis", ""), r.bound)),
-            fmt.pct(r.roof_fraction, 1),
-            fmt.pct(r.saving_share, 1),
-        ]
-        for r in s.itertuples(index=False)
-    ]
-    header = ["kernel", "launches>", "time>", "share>", "precision", "diagnosis"]
+    header, rows = analysis_rows(s)
     page = _link(result.outdir, result.files, "roofline.html")
     return "\n".join(
         [
@@ -104,7 +134,7 @@ def analysis_markdown(result: Any, title: str = "") -> str:
             "",
             _verdict(s),
             "",
-            *_table([*header, "% of roof>", "saving>"], rows),
+            *_table(header, [[fmt.markdown_cell(c) for c in r] for r in rows]),
             "",
             *([f"Page: {page}", ""] if page else []),
         ]
@@ -141,17 +171,7 @@ def compare_markdown(result: Any, top: int = TOP) -> str:
     """
     from ..runs.compare import headline
 
-    rows = [
-        [
-            fmt.markdown_cell(r.kernel_label),
-            fmt.markdown_cell(r.status),
-            fmt.time(r.time_s_before) if r.launches_before else "-",
-            fmt.time(r.time_s_after) if r.launches_after else "-",
-            f"{r.speedup:.3g}x" if r.speedup == r.speedup else "-",
-            fmt.markdown_cell(r.change or "-"),
-        ]
-        for r in result.table.head(top).itertuples(index=False)
-    ]
+    header, rows = compare_rows(result.table.head(top))
     page = _link(result.outdir, result.files, "compare.html")
     return "\n".join(
         [
@@ -162,7 +182,7 @@ def compare_markdown(result: Any, top: int = TOP) -> str:
             "",
             _gate_line(result.gate),
             "",
-            *_table(["kernel", "status", "before>", "after>", "speedup>", "change"], rows),
+            *_table(header, [[fmt.markdown_cell(c) for c in r] for r in rows]),
             "",
             *([f"Page: {page}", ""] if page else []),
         ]

@@ -136,8 +136,8 @@ def _summary_cells(r: Any, name: str) -> dict[str, Any]:
     return {
         "kernel": name,
         "launches": str(r.launches),
-        "time": fmt.time(r.time_s),
-        "share": fmt.pct(r.time_share, 1),
+        "time": fmt.kernel_time(r.time_s),
+        "share": fmt.pct(r.time_share, 1) if r.time_s else "-",
         "precision": precision_title(r.precision) if r.precision else "-",
         "diagnosis": Text(
             DIAGNOSIS_TEXT.get(getattr(r, "diagnosis", ""), r.bound),

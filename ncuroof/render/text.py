@@ -14,7 +14,7 @@ from typing import Any
 from .. import fmt
 from ..schema import cell_text, parse_cell
 from . import provenance
-from .page import console_text, name_width, summary_text
+from .page import console_text, summary_text
 
 __all__ = [
     "analysis_text",
@@ -166,6 +166,36 @@ def analysis_text(
 _STATUS_STYLES = {"slower": "red", "faster": "green", "only_before": "dim", "only_after": "dim"}
 
 
+#: The comparison table's columns and the narrowest terminal that shows each (compare.csv and
+#: the page have them all).
+_COMPARE_COLUMNS = (
+    ("kernel", 0),
+    ("status", 0),
+    ("time before", 0),
+    ("time after", 0),
+    ("speedup", 0),
+    ("change", 100),
+    ("level", 120),
+    ("movement", 110),
+)
+
+
+def _compare_cells(r: Any, name: Any) -> dict[str, Any]:
+    """One comparison row's cells by header."""
+    from rich.text import Text
+
+    return {
+        "kernel": name,
+        "status": Text(str(r.status), style=_STATUS_STYLES.get(str(r.status), "")),
+        "time before": fmt.time(r.time_s_before) if r.launches_before else "-",
+        "time after": fmt.time(r.time_s_after) if r.launches_after else "-",
+        "speedup": f"{r.speedup:.3g}x" if r.speedup == r.speedup else "-",
+        "change": r.change or "-",
+        "level": r.movement_level.upper() or "-",
+        "movement": r.movement or "-",
+    }
+
+
 def _compare_table(result: Any, top: int, width: int = DEFAULT_WIDTH, color: bool = False) -> str:
     from rich.table import Table
     from rich.text import Text
@@ -173,35 +203,19 @@ def _compare_table(result: Any, top: int, width: int = DEFAULT_WIDTH, color: boo
     from ..runs.compare import headline
 
     table = Table(title=headline(result.totals) + "; largest changes first")
-    for col in (
-        "kernel",
-        "status",
-        "time before",
-        "time after",
-        "speedup",
-        "change",
-        "level",
-        "movement",
-    ):
-        table.add_column(col, no_wrap=col == "kernel")
+    cols = [c for c, narrowest in _COMPARE_COLUMNS if width >= narrowest]
+    for col in cols:
+        table.add_column(col, no_wrap=col in ("kernel", "status"))
     head = result.table.head(top)
     names = fmt.shorten_names(
-        [fmt.printable(x, layout=False) for x in head["kernel_label"]], name_width(width)
+        [fmt.printable(x, layout=False) for x in head["kernel_label"]], max(16, min(50, width - 54))
     )
     for name, r in zip(names, head.itertuples(index=False)):
         if r.match not in ("name", "only_before", "only_after"):
             after = fmt.shorten_names([fmt.printable(r.kernel_name_after, layout=False)], 24)[0]
             name = Text(f"{name}\n(-> {after}, {r.match})")
-        table.add_row(
-            name,
-            Text(str(r.status), style=_STATUS_STYLES.get(str(r.status), "")),
-            fmt.time(r.time_s_before) if r.launches_before else "-",
-            fmt.time(r.time_s_after) if r.launches_after else "-",
-            f"{r.speedup:.3g}x" if r.speedup == r.speedup else "-",
-            r.change or "-",
-            r.movement_level.upper() or "-",
-            r.movement or "-",
-        )
+        cells = _compare_cells(r, name)
+        table.add_row(*(cells[c] for c in cols))
     return console_text(table, width, color)
 
 
@@ -246,13 +260,15 @@ def compare_text(
     return out
 
 
-def gate_text(gate: Any) -> str:
+def gate_text(gate: Any, width: int = DEFAULT_WIDTH) -> str:
     """What the CI gate prints on stderr: its notes, failures and what it could not
     judge, then the verdict.
 
     Parameters
     ----------
     gate : ncuroof.runs.compare.Gate
+    width : int, default DEFAULT_WIDTH
+        Columns the lines wrap at (:func:`terminal_width`).
 
     Returns
     -------
@@ -275,7 +291,7 @@ def gate_text(gate: Any) -> str:
         lines.append(
             f"ncuroof: gate passed at --fail-if-slower {gate.threshold_pct:g} ({gate.headline})"
         )
-    return "".join(line + "\n" for line in lines)
+    return "".join(line + "\n" for line in _lines(lines, width))
 
 
 def series_text(result: Any, top: int = 10, quiet: bool = False) -> str:
