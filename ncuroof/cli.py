@@ -63,7 +63,7 @@ def _terminal_options(f):  # noqa: ANN001, ANN202 - a click decorator
 
     def keep(name: str):  # noqa: ANN202 - a click callback factory
         def callback(ctx: click.Context, param: click.Parameter, value: object) -> object:
-            ctx.meta[f"ncuroof.{name}"] = value
+            ctx.meta[f"ncuroof-{name}"] = value
             return value
 
         return callback
@@ -105,16 +105,16 @@ def _show(table_text: object, markdown: object, page: Path | None) -> None:
     from .render import text
 
     meta = click.get_current_context().meta
-    color = text.use_color(meta.get("ncuroof.color"))
+    color = text.use_color(meta.get("ncuroof-color"))
     out = table_text(text.terminal_width(), color)  # type: ignore[operator]
     if color:  # made printable by the renderer, colours kept
         click.echo(out, nl=False, color=True)
     else:
         _echo(out, nl=False)
-    if meta.get("ncuroof.markdown") is not None:
-        written = md.write_markdown(markdown(), meta["ncuroof.markdown"])  # type: ignore[operator]
+    if meta.get("ncuroof-markdown") is not None:
+        written = md.write_markdown(markdown(), meta["ncuroof-markdown"])  # type: ignore[operator]
         _echo(f"wrote {written}", err=True)
-    if meta.get("ncuroof.open") and page is not None and page.is_file():
+    if meta.get("ncuroof-open") and page is not None and page.is_file():
         import webbrowser
 
         if not webbrowser.open(page.resolve().as_uri()):
