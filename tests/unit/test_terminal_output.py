@@ -166,3 +166,21 @@ def test_compare_fits_the_terminal_and_says_the_gate(columns: int, tmp_path: Pat
         assert max(map(len, stream.splitlines()), default=0) <= columns
     page = (tmp_path / "cmp" / "compare.html").read_text()
     assert not re.search(r"at --fail-if-slower 5: ?<", page)  # something after the colon
+
+
+def test_a_report_without_roofline_metrics_gets_the_speed_of_light_chart(tmp_path: Path) -> None:
+    """ncu's SpeedOfLight view stands in for an empty roofline: a dot per kernel at the
+    throughputs ncu stored (the accelsim details export: SM 15.01 %, memory 44.98 %)."""
+    export = shared("accelsim-test__algo23_details.csv")
+    res = ncuroof.analyze(export, tmp_path / "out", progress=False)
+    assert len(res.points) == 0
+    fig = ncuroof.api._page(res.analysis, {"kernels": res.kernels}, "cdn")[0]
+    dots = [t for t in fig.data if (t.meta or {}).get("role") == "sol_dot"]
+    assert [(round(t.x[0], 2), round(t.y[0], 2)) for t in dots] == [(44.98, 15.01)]
+    lines = [t for t in fig.data if (t.meta or {}).get("role") == "sol_threshold"]
+    assert sorted(tuple(t.x) for t in lines) == [(0, 100), (60, 60)]
+    assert fig.layout.meta["view"]["state"]["chart"] == "speed_of_light"
+    assert (
+        "SOLBottleneck"
+        in fig.layout.meta["view"]["layouts"]["chart"]["speed_of_light"]["title.text"]
+    )
