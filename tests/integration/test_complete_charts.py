@@ -219,7 +219,8 @@ def test_a_view_without_a_roof_says_why(gone: str) -> None:
     assert f"no {title[gone]} roof" in notes[gone] and "--peak-flops" in notes[gone]
     other = next(p for p in title if p != gone)
     assert title[gone] not in notes[other]
-    moved = "1 kernel drawn at another precision with work: INT8 tensor (IMMA), estimated has no roof, so at FP32"
+    imma = title["tensor:sass_imma"]
+    moved = f"1 kernel drawn at another precision with work: {imma} has no roof, so at FP32"
     assert (moved in notes["main"]) == (
         gone == "tensor:sass_imma"
     )  # the IMMA GEMM has FP32 work too; the FP32 GEMM nothing else
