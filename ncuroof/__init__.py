@@ -47,6 +47,12 @@ __all__ = [
 ]
 
 
+def __dir__() -> list[str]:
+    """The public API (imported lazily by :func:`__getattr__`) with the module's own names, so that
+    ``dir(ncuroof)`` and completion in a notebook list ``load``, ``points``, ``analyze``..."""
+    return sorted({*__all__, *(n for n in globals() if n.startswith("__"))})
+
+
 def __getattr__(name: str) -> Any:
     """The public API, imported on first use (a process that imports only a part, such as a decoding
     worker importing :mod:`ncuroof.parser.nvr`, does not pay for the rest); a subpackage or module

@@ -298,6 +298,14 @@ class AnalysisResult:
         """True when no launch has roofline metrics."""
         return self.analysis.missing_metrics
 
+    def _repr_html_(self) -> str:
+        """A notebook's view: the top kernels and the roofline figure
+        (:func:`ncuroof.render.notebook.analysis_html`)."""
+        from .render import notebook
+
+        fig = plot_roofline(self.points, self.kernels) if len(self.points) else None
+        return notebook.analysis_html(self, fig)
+
 
 def _table_formats(formats: Sequence[str], apart: bool) -> list[str]:
     """The table formats asked for; a fleet's or multi-rank run's (``apart``)
@@ -548,6 +556,13 @@ class CompareResult:
         """The CI gate's failures and what it could not judge: see
         :func:`ncuroof.runs.compare.slower`."""
         return _compare.slower(self.table, self.totals, pct)
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: the headline, the gate and the largest changes
+        (:func:`ncuroof.render.notebook.compare_html`)."""
+        from .render import notebook
+
+        return notebook.compare_html(self)
 
     def judge(self, pct: float, **gate_options: bool) -> _compare.Gate:
         """The CI gate's verdict (:func:`ncuroof.runs.compare.gate`; ``fail_on_new``,

@@ -57,6 +57,7 @@ __all__ = [
     "OperatorCatalog",
     "OPERATOR_FAMILIES",
     "load_operators",
+    "precision_title",
 ]
 
 
@@ -647,6 +648,64 @@ def load(directory: Path | None = None) -> Catalog:
             else None
         ),
     )
+
+
+@functools.lru_cache(maxsize=4)
+def _labels(directory: Path) -> dict[str, dict[str, str]]:
+    """``[labels]`` of ``labels.toml`` in ``directory``, else of the copy beside the package (a
+    user's catalog folder may predate the file)."""
+    path = directory / "labels.toml"
+    if not path.is_file():
+        path = Path(__file__).resolve().parent / "_metrics" / "labels.toml"
+    return _read(path)["labels"]
+
+
+def _tensor_title(path: str, labels: dict[str, dict[str, str]]) -> str:
+    """A tensor datapath as people name it, read token by token (``labels.toml``)."""
+    if path in labels["fixed"]:
+        return labels["fixed"][path]
+    tokens = path.split("_")
+    sure = labels["sources"].get(tokens[0], "")
+    fams, srcs, dst, notes = [], [], "", []
+    for i, t in enumerate(tokens):
+        if t in labels["families"]:
+            fams.append(labels["families"][t])
+        elif t in labels["types"] and i and tokens[i - 1] == "dst":
+            dst = labels["types"][t]
+        elif t in labels["types"]:
+            srcs.append(labels["types"][t])
+        elif t == "fp32acc":
+            dst = labels["types"]["fp32"]
+        elif t == "on" and i and tokens[i - 1] == "sparsity":
+            notes.append("sparse")
+    inside = [*fams, *([f"{dst} accumulate"] if dst else []), *notes]
+    implied = [labels["family_types"].get(t, "") for t in tokens if t in labels["family_types"]]
+    srcs = srcs or [t for t in implied if t]
+    title = "/".join(dict.fromkeys(srcs)) + " tensor" if srcs else "Tensor"
+    title += f" ({', '.join(inside)})" if inside else ""
+    return title + (f", {sure}" if sure else "")
+
+
+def precision_title(precision: str, directory: Path | None = None) -> str:
+    """The name of a precision as ncu and its users say it, for every display (terminal, page,
+    Markdown, advice); column names keep the datapath.
+
+    ``fp32`` -> ``FP32``; ``tensor:src_bf16_dst_fp32`` -> ``BF16 tensor (FP32 accumulate)``;
+    ``tensor:op_hmma_src_bf16_dst_fp32`` -> ``BF16 tensor (HMMA, FP32 accumulate)``;
+    ``tensor:sass_imma`` -> ``Tensor (IMMA), estimated``; ``tensor:sass_igmma_int8`` ->
+    ``INT8 tensor (IGMMA), estimated``. The words are data: ``metrics/labels.toml``.
+
+    Parameters
+    ----------
+    precision : str
+        A precision key (``fp64``, ``fp32``, ``fp16``, ``tensor:<path>``).
+    directory : Path, optional
+        The catalog folder (default :func:`metrics_dir`).
+    """
+    path = tensor_path(precision)
+    if path is None:
+        return precision.upper()
+    return _tensor_title(path, _labels(directory or metrics_dir()))
 
 
 def limits() -> dict[str, float]:

@@ -58,6 +58,70 @@ def _echo(text: str, err: bool = False, nl: bool = True, one_line: bool = False)
     click.echo(fmt.printable(text, layout=not one_line), err=err, nl=nl)
 
 
+def _terminal_options(f):  # noqa: ANN001, ANN202 - a click decorator
+    """``--color/--no-color``, ``--open`` and ``--markdown FILE`` of the commands that print a
+    summary (analyze, profile, compare), kept in the click context for :func:`_show`."""
+
+    def keep(name: str):  # noqa: ANN202 - a click callback factory
+        def callback(ctx: click.Context, param: click.Parameter, value: object) -> object:
+            ctx.meta[f"ncuroof-{name}"] = value
+            return value
+
+        return callback
+
+    f = click.option(
+        "--markdown",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        expose_value=False,
+        callback=keep("markdown"),
+        help=(
+            "Also write a Markdown summary (verdict, top kernels, gate, link to the page) to FILE,"
+            ' for a pull-request comment; --markdown "$GITHUB_STEP_SUMMARY" appends to GitHub\'s'
+            " job summary."
+        ),
+    )(f)
+    f = click.option(
+        "--open",
+        "open_page",
+        is_flag=True,
+        expose_value=False,
+        callback=keep("open"),
+        help="Open the page in the default web browser once it is written.",
+    )(f)
+    return click.option(
+        "--color/--no-color",
+        default=None,
+        expose_value=False,
+        callback=keep("color"),
+        help="Colours in the table (default: on a terminal, unless NO_COLOR is set).",
+    )(f)
+
+
+def _show(table_text: object, markdown: object, page: Path | None) -> None:
+    """Print a summary through :func:`ncuroof.render.text` (laid out for this terminal, coloured
+    as ``--color`` says), write ``--markdown`` and ``--open`` the page. ``table_text`` and
+    ``markdown`` are ``(width, color) -> str`` and ``() -> str``."""
+    from .render import markdown as md
+    from .render import text
+
+    meta = click.get_current_context().meta
+    color = text.use_color(meta.get("ncuroof-color"))
+    out = table_text(text.terminal_width(), color)  # type: ignore[operator]
+    if color:  # made printable by the renderer, colours kept
+        click.echo(out, nl=False, color=True)
+    else:
+        _echo(out, nl=False)
+    if meta.get("ncuroof-markdown") is not None:
+        written = md.write_markdown(markdown(), meta["ncuroof-markdown"])  # type: ignore[operator]
+        _echo(f"wrote {written}", err=True)
+    if meta.get("ncuroof-open") and page is not None and page.is_file():
+        import webbrowser
+
+        if not webbrowser.open(page.resolve().as_uri()):
+            _echo(f"warning: no web browser to open {page}", err=True, one_line=True)
+
+
 def _peaks(kind: str):  # noqa: ANN202 - click callback factory
     """A click callback turning repeated ``[NAME=]VALUE`` options into ``{name: SI value}``."""
     allowed, default = (FLOP_ROOFS, "*") if kind == "flops" else (LEVELS, "dram")
@@ -438,6 +502,7 @@ _COLLECTABLE = collectable()
         " torch.backends.cuda.matmul.allow_tf32 was set; PyTorch's default is off)."
     ),
 )
+@_terminal_options
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary table.")
 @click.option("--json", "as_json", is_flag=True, help=_JSON_HELP.format(kind="analyze"))
 def analyze(
@@ -527,9 +592,10 @@ def _analyze_trace(
 
         click.echo(json_doc.dumps(json_doc.trace_document(result)), nl=False)
         return
-    from .render import analytic
+    from .render import analytic, text
 
-    head = "" if quiet else analytic.summary_text(result.operators, result.gpu.name)
+    width = text.terminal_width()
+    head = "" if quiet else analytic.summary_text(result.operators, result.gpu.name, width=width)
     _echo(f"{head}wrote {result.outdir}/ ({', '.join(result.files)})")
 
 
@@ -555,9 +621,21 @@ def _print_analysis(
         )
         click.echo(json_doc.dumps(document), nl=False)
         return
+    _show_analysis(result, quiet)
+
+
+def _show_analysis(result: "AnalysisResult", quiet: bool) -> None:  # noqa: F821, UP037
+    """The summary of an analysis (:func:`_show`), its Markdown and its page."""
+    from .render import markdown as md
     from .render import text
 
-    _echo(text.analysis_text(result, quiet), nl=False)
+    page = result.outdir / "roofline.html" if result.outdir is not None else None
+    title = ", ".join(p.name for p in result.analysis.inputs) if result.analysis.inputs else ""
+    _show(
+        lambda width, color: text.analysis_text(result, quiet, width, color),
+        lambda: md.analysis_markdown(result, title),
+        page,
+    )
 
 
 @contextlib.contextmanager
@@ -677,6 +755,7 @@ def _warn(analysis: "Analysis") -> None:  # noqa: F821, UP037 - imported lazily
 )
 @analysis_options
 @click.option("--no-analyze", is_flag=True, help="Only collect the report.")
+@_terminal_options
 @click.option("-q", "--quiet", is_flag=True, help="No ncu progress and no summary table.")
 @click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)
 def profile(
@@ -708,7 +787,7 @@ def profile(
         return
     result = api.analyze([res.report], outdir=outdir, options=options, progress=not quiet)
     _warn(result.analysis)
-    _echo(text.analysis_text(result, quiet), nl=False)
+    _show_analysis(result, quiet)
 
 
 @cli.command()
@@ -843,6 +922,7 @@ kernel with durations in both: unknown is not fast).
 @click.option(
     "--top", type=click.IntRange(1), default=10, show_default=True, help="Kernels in the summary."
 )
+@_terminal_options
 @click.option("-q", "--quiet", is_flag=True, help="No summary table.")
 @click.option("--json", "as_json", is_flag=True, help=_JSON_HELP.format(kind="compare"))
 def compare_cmd(
@@ -957,9 +1037,15 @@ def _print_comparison(
             json_doc.dumps(json_doc.compare_document(result, [before], [after], fail_pct)), nl=False
         )
     else:
-        _echo(text.compare_text(result, top, quiet), nl=False)
+        from .render import markdown as md
+
+        _show(
+            lambda width, color: text.compare_text(result, top, quiet, width, color),
+            lambda: md.compare_markdown(result, top),
+            result.outdir / "compare.html" if result.outdir is not None else None,
+        )
     if result.gate is not None:
-        _echo(text.gate_text(result.gate), err=True, nl=False)
+        _echo(text.gate_text(result.gate, text.terminal_width()), err=True, nl=False)
         if result.gate.exit_code:
             sys.exit(result.gate.exit_code)
 

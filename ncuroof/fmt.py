@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import re
+import textwrap
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +27,10 @@ __all__ = [
     "achievable",
     "change",
     "apart",
+    "shorten_names",
+    "wrap",
+    "markdown_cell",
+    "kernel_time",
 ]
 
 # C0 controls but tab and newline, DEL, C1 controls, and the bidirectional overrides and isolates
@@ -205,3 +210,101 @@ def change(r: Any, digits: int = 0) -> str:
     text = f"{abs(100 * v):.{digits}f}"
     sign = "±" if float(text) == 0 else ("+" if v > 0 else "−")
     return f"{sign}{text} %"
+
+
+#: Characters kept before the ellipsis when a name is cut around the place where it differs.
+_HEAD = 10
+#: At most this many characters kept before the place where two cut names differ (back to the
+#: start of the word that differs).
+_CONTEXT = 8
+
+
+def _cut(name: str, width: int, at: int) -> str:
+    """``name`` in at most ``width`` characters: whole when it fits, else its head and, when it
+    differs from another name only at ``at`` or later, an ellipsis and the part from just
+    before ``at`` (``Kernel<128x…x64, 3>``)."""
+    if len(name) <= width:
+        return name
+    if at < width - 1:
+        return name[: width - 1] + "…"
+    head = min(_HEAD, max(1, width // 3))
+    start = at
+    while start > head and name[start - 1] not in "<>,_:( " and at - start < _CONTEXT:
+        start -= 1  # back to the start of the word that differs (a tile shape, an argument)
+    start = min(start, len(name) - (width - head - 2))
+    tail = name[start : start + width - head - 2]
+    return name[:head] + "…" + tail + ("…" if start + len(tail) < len(name) else "")
+
+
+def shorten_names(names: list[str], width: int) -> list[str]:
+    """Each name in at most ``width`` characters, no two alike where the names differ.
+
+    A name that fits is kept; a longer one is cut at the end (``InitializeMatrix…``), or, where
+    that would print it as another name does, around the first character in which it differs
+    from the most alike other name (``Kernel<1…>, 128x96x64, 3>``: the tile shape or template
+    argument that tells two instantiations apart). Names still alike after that (a difference
+    that does not fit) get ``#1``, ``#2`` at the end, in order.
+
+    Parameters
+    ----------
+    names : list of str
+        Printable names (:func:`printable`).
+    width : int
+        At most this many characters each (at least 8).
+
+    Returns
+    -------
+    list of str
+        The names to print, in the same order.
+    """
+    width = max(8, int(width))
+    at = [0] * len(names)
+    order = sorted(range(len(names)), key=lambda i: names[i])
+    for a, b in zip(order, order[1:]):  # the most alike name is a neighbour in sorted order
+        x, y = names[a], names[b]
+        n = next((i for i, (p, q) in enumerate(zip(x, y)) if p != q), min(len(x), len(y)))
+        at[a], at[b] = max(at[a], n), max(at[b], n)
+    out = [_cut(n, width, i) for n, i in zip(names, at)]
+    seen: dict[str, int] = {}
+    for text in out:
+        seen[text] = seen.get(text, 0) + 1
+    nth: dict[str, int] = {}
+    for i, text in enumerate(out):
+        if seen[text] > 1 and names.count(names[i]) < seen[text]:
+            nth[text] = nth.get(text, 0) + 1
+            mark = f" #{nth[text]}"
+            out[i] = _cut(names[i], width - len(mark), at[i]) + mark
+    return out
+
+
+def wrap(text: str, width: int, indent: str = "  ") -> str:
+    """``text`` wrapped to ``width`` columns, lines after the first indented by ``indent``; only a
+    word longer than a whole line (a long kernel name in an ``ncu -k`` pattern) is split."""
+    return textwrap.fill(
+        text,
+        width=max(20, int(width)),
+        subsequent_indent=indent,
+        break_long_words=True,
+        break_on_hyphens=False,
+    )
+
+
+#: ASCII punctuation that Markdown (CommonMark, GitHub) reads as markup in a table cell (``(``,
+#: ``)`` and ``!`` only mean something after a ``]``, which is escaped).
+_MARKDOWN = re.compile(r"([\\`*_{}\[\]<>|~])")
+
+
+def markdown_cell(text: Any) -> str:
+    """``text`` as one literal cell of a Markdown table: control characters visible
+    (:func:`printable`, newlines too), and every punctuation character that Markdown would read
+    as markup, ``|`` included, backslash-escaped (CommonMark's backslash escapes):
+    ``markdown_cell('gemm<float>|x')`` -> ``'gemm\\<float\\>\\|x'``."""
+    return _MARKDOWN.sub(r"\\\1", printable(text, layout=False))
+
+
+def kernel_time(t: Any) -> str:
+    """A kernel's time in a summary (:func:`time`), ``'-'`` for 0: no kernel runs in no time, so a
+    0 is a kernel that a production timeline does not hold (``--timeline`` of another run or
+    GPU), not a measurement, and never prints as ``'0 ns'``."""
+    v = num(t)
+    return "-" if v == 0 else time(v)

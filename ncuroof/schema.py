@@ -867,13 +867,6 @@ def work_unit(precision: str) -> str:
     return "OP" if path is not None and _INTEGER_PATH.search(path) else "FLOP"
 
 
-def precision_title(precision: str) -> str:
-    """Display name of a precision: ``fp32`` -> ``FP32``,
-    ``tensor:src_fp16`` -> ``Tensor src_fp16``."""
-    path = tensor_path(precision)
-    return precision.upper() if path is None else "Tensor " + path
-
-
 def parse_sources(text: object) -> dict[str, str]:
     """Roof name -> source of a ``ceiling_sources`` cell: its text ``"fp32:report,dram:datasheet"``
     (a file) or its tuple of pairs (in memory,

@@ -43,13 +43,12 @@ import numpy as np
 import pandas as pd
 
 from .. import fmt
-from ..catalog import Catalog, GpuCatalog, PipeCatalog, load_gpus
+from ..catalog import Catalog, GpuCatalog, PipeCatalog, load_gpus, precision_title
 from ..catalog import load as load_catalog
 from ..schema import (
     KERNEL_SUMMARY,
     flop_name,
     parse_cell,
-    precision_title,
     tensor_path,
     work_unit,
 )

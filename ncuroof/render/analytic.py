@@ -152,8 +152,9 @@ def finding(r: Any) -> str:
     return text + (f" [{r.flag}]" if r.flag else "")
 
 
-def summary_text(t: pd.DataFrame, gpu: str, top: int = 10) -> str:
-    """The terminal summary: the device, then the operators of most GPU time, one line each."""
+def summary_text(t: pd.DataFrame, gpu: str, top: int = 10, width: int = 120) -> str:
+    """The terminal summary: the device, then the operators of most GPU time, one each, wrapped
+    to ``width`` columns (:func:`ncuroof.fmt.wrap`)."""
     total = float(t["time_s"].sum())
     covered = float(t.loc[t["work_source"] == ANALYTIC_SOURCE, "time_s"].sum())
     lines = [
@@ -161,12 +162,16 @@ def summary_text(t: pd.DataFrame, gpu: str, top: int = 10) -> str:
         f" {fmt.pct(covered / total if total else math.nan)} of {fmt.time(total)} GPU time has a"
         " formula; roofs: datasheet at the boost clock"
     ]
-    for r in t.head(top).itertuples():
-        name = fmt.printable(f"{r.op} {r.input_dims}", layout=False)[:100]
-        lines.append(f"  {fmt.pct(r.time_share):>4} {name}: {fmt.printable(finding(r))}")
+    head = t.head(top)
+    names = fmt.shorten_names(
+        [fmt.printable(f"{r.op} {r.input_dims}", layout=False) for r in head.itertuples()],
+        max(24, min(100, width // 2)),
+    )
+    for name, r in zip(names, head.itertuples()):
+        lines.append(f"{fmt.pct(r.time_share):>4} {name}: {fmt.printable(finding(r))}")
     saving = float(t["saving_s"].sum(skipna=True))
     lines.append(f"time at the roofs would save {fmt.time(saving)} of {fmt.time(total)}")
-    return "\n".join(lines) + "\n"
+    return "".join(fmt.wrap(line, width, "      ") + "\n" for line in lines)
 
 
 _COLUMNS = [

@@ -21,7 +21,8 @@ import pandas as pd
 
 from .. import fmt
 from .._lazy import LazyModule
-from ..schema import BOUNDS, LEVELS, precision_title
+from ..catalog import precision_title
+from ..schema import BOUNDS, LEVELS
 from . import page as report
 from .figure import KERNEL_COLORS, LEVEL_COLORS, roofs
 
@@ -582,6 +583,18 @@ _KINDS = {
 }
 
 
+def gate_words(gate: Any) -> str:
+    """The gate's verdict for the page: ``passed at --fail-if-slower 5: no matched kernel slower
+    by more than 5 %``, or its failures and what it could not judge after the colon."""
+    word = {"pass": "passed", "fail": "failed", "unknown": "cannot judge"}.get(
+        gate.verdict, gate.verdict
+    )
+    why = "; ".join(gate.failures + gate.unknown) or (
+        f"no matched kernel slower by more than {gate.threshold_pct:g} %"
+    )
+    return f"{word} at --fail-if-slower {gate.threshold_pct:g}: {why}"
+
+
 def compare_page(
     result: Any,
     points_before: pd.DataFrame | None,
@@ -621,12 +634,7 @@ def compare_page(
         "after": ", ".join(str(p) for p in after),
         "GPU time": headline(tot),
         "after, share of time": ", ".join(f"{b} {fmt.pct(tot[f'share_{b}'])}" for b in BOUNDS),
-        "gate": (
-            ""
-            if gate is None
-            else f"{gate.verdict} at {gate.threshold_pct:g} %: "
-            + "; ".join(gate.failures + gate.unknown)
-        ),
+        "gate": "" if gate is None else gate_words(gate),
         "warnings": "; ".join(result.warnings),
     }
     fig = plot_compare(result.table, points_before, points_after, title)

@@ -54,8 +54,9 @@ import pandas as pd
 from .. import catalog as _catalog
 from .. import fmt
 from .._lazy import LazyModule
+from ..catalog import precision_title
 from ..model.summary import FOCUS_SHARE, aggregate_points, keys_of, with_keys
-from ..schema import LEVELS, precision_title, work_unit
+from ..schema import LEVELS, work_unit
 from .viewcontract import Chart, Control, ViewContract, ViewState, add_charts, apply_view
 
 go = LazyModule("plotly.graph_objects")  # imported when a figure is drawn
@@ -68,6 +69,7 @@ __all__ = [
     "MAX_LAUNCH_DOTS",
     "longest_launches",
     "LEVEL_COLORS",
+    "speed_of_light_chart",
     "BOUND_COLORS",
     "KERNEL_COLORS",
     "OTHER_COLOR",
@@ -1218,9 +1220,96 @@ def _initial_state(ch: _Chart, asked: _AskedView) -> ViewState:
     )
 
 
-def _empty_figure(fig: go.Figure, charts: list[Chart]) -> go.Figure:
-    """The figure without roofline points: a note, and the other charts (the
-    first of them shown)."""
+#: The note above the speed-of-light chart that stands in for an empty roofline.
+SOL_NOTE = (
+    "No roofline points (the input has no FLOP counters or no memory traffic): ncu's speed of"
+    " light instead,\neach kernel's SM against memory throughput; below {pct} % of both is"
+    " latency-bound (ncu's SOLBottleneck rule)."
+)
+
+
+def speed_of_light_chart(summary: pd.DataFrame | None, latency_bound: float) -> Chart | None:
+    """ncu's SpeedOfLight view as a chart: one dot per kernel at (memory throughput, SM
+    throughput) in % of peak, coloured as on the roofline (:data:`KERNEL_COLORS` in summary
+    order), with ncu's ``latency_bound`` lines (60 %: ``metrics/thresholds.toml`` ``[sol]``).
+
+    Parameters
+    ----------
+    summary : DataFrame or None
+        The kernel summary: ``kernel_label``, ``time_s`` [s], ``time_share``,
+        ``sm_throughput_frac`` and ``memory_throughput_frac`` (ncu's
+        ``sm__throughput.avg.pct_of_peak_sustained_elapsed`` and
+        ``gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed`` / 100, time-weighted).
+    latency_bound : float
+        The threshold as a fraction (0.6).
+
+    Returns
+    -------
+    Chart or None
+        None when no kernel has both throughputs.
+    """
+    if summary is None or not len(summary):
+        return None
+    sm = pd.to_numeric(summary["sm_throughput_frac"], errors="coerce").to_numpy(float)
+    mem = pd.to_numeric(summary["memory_throughput_frac"], errors="coerce").to_numpy(float)
+    have = np.isfinite(sm) & np.isfinite(mem)
+    if not have.any():
+        return None
+    traces: list[Any] = []
+    for i, r in enumerate(summary.itertuples(index=False)):
+        if not have[i]:
+            continue
+        color = KERNEL_COLORS[i] if i < len(KERNEL_COLORS) else OTHER_COLOR
+        label = html.escape(fmt.printable(r.kernel_label, layout=False))
+        traces.append(
+            go.Scatter(
+                x=[100 * mem[i]],
+                y=[100 * sm[i]],
+                mode="markers",
+                name=label,
+                marker=dict(color=color, size=12, line=dict(width=1, color="#333")),
+                hovertemplate=(
+                    f"{label}<br>memory %{{x:.1f}} %, SM %{{y:.1f}} % of peak<br>"
+                    f"{fmt.kernel_time(r.time_s)}, {fmt.pct(r.time_share, 1)} of GPU time"
+                    "<extra></extra>"
+                ),
+                meta={"role": "sol_dot"},
+            )
+        )
+    pct = 100 * latency_bound
+    for x, y in (([pct, pct], [0, 100]), ([0, 100], [pct, pct])):
+        traces.append(
+            go.Scatter(
+                x=x,
+                y=y,
+                mode="lines",
+                line=dict(color="#888", dash="dash", width=1),
+                name=f"{pct:g} % (ncu SOLBottleneck)",
+                showlegend=x[0] == pct,
+                hoverinfo="skip",
+                meta={"role": "sol_threshold"},
+            )
+        )
+    layout = {
+        "title.text": "Speed of light: SM against memory throughput<br><sup>"
+        + html.escape(SOL_NOTE.format(pct=f"{pct:g}")).replace("\n", "<br>")
+        + "</sup>",
+        "xaxis.type": "linear",
+        "xaxis.title.text": "Memory throughput [% of peak]",
+        "yaxis.type": "linear",
+        "yaxis.title.text": "Compute (SM) throughput [% of peak]",
+    }
+    return Chart("speed_of_light", "Speed of light", traces, layout)
+
+
+def _empty_figure(
+    fig: go.Figure, charts: list[Chart], summary: pd.DataFrame | None = None
+) -> go.Figure:
+    """The figure without roofline points: a note, and the other charts (the first of them
+    shown); ncu's speed-of-light chart first when the summary has the throughputs."""
+    latency = _catalog.load().thresholds["sol"]["latency_bound"]
+    sol = speed_of_light_chart(summary, latency)
+    charts = [sol, *charts] if sol is not None else charts
     fig.add_annotation(
         text="No roofline points: the input has no FLOP counters or no memory traffic.",
         showarrow=False,
@@ -1367,7 +1456,7 @@ def _plot_model(
     fig = go.Figure()
     _base_layout(fig, title, height)
     if points.empty:
-        return _empty_figure(fig, list(charts))
+        return _empty_figure(fig, list(charts), summary)
     if kernels is None or summary is None:
         raise ValueError(
             "plot_roofline draws the model's tables: pass kernels= and summary= (kernel_summary);"

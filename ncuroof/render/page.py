@@ -25,12 +25,12 @@ from markupsafe import Markup
 
 from .. import fmt
 from .._lazy import LazyModule
-from ..catalog import Catalog, GpuCatalog
+from ..catalog import Catalog, GpuCatalog, precision_title
 from ..errors import InputError, OutputError
 from ..model.diagnose import CLASSES as DIAGNOSIS_TEXT
 from ..model.summary import FOCUS_SHARE, kernel_summary
 from ..parser import tables_io
-from ..schema import cell_text, parse_cell, precision_title, to_text, work_unit
+from ..schema import cell_text, parse_cell, to_text, work_unit
 from . import figure as plot
 from . import provenance
 
@@ -43,6 +43,9 @@ jinja2, go, pa = (
 __all__ = [
     "summarize",
     "summary_text",
+    "console_text",
+    "name_width",
+    "TERMINAL_BOUND_STYLES",
     "roof_text",
     "render_html",
     "render_image",
@@ -103,7 +106,51 @@ def summarize(
     return to_text(summ.head(top).reset_index(drop=True))
 
 
-def summary_text(summary: pd.DataFrame, width: int = 120) -> str:
+def name_width(width: int) -> int:
+    """Characters a kernel name may take in a terminal table ``width`` columns wide: what the
+    other columns leave, between 16 and 50."""
+    return max(16, min(50, int(width) - 66))
+
+
+#: The summary table's columns: header, justification, and the narrowest terminal that shows
+#: it (narrower terminals leave it out: the kernel, its time, share, diagnosis and % of the roof
+#: always stay; every column is in kernels.csv and on the page).
+_SUMMARY_COLUMNS = (
+    ("kernel", "left", 0),
+    ("launches", "right", 110),
+    ("time", "right", 0),
+    ("share", "right", 0),
+    ("precision", "left", 100),
+    ("diagnosis", "left", 0),
+    ("% of roof", "right", 0),
+    ("% achievable", "right", 120),
+    ("at roof", "right", 110),
+    ("saving", "right", 90),
+)
+
+
+def _summary_cells(r: Any, name: str) -> dict[str, Any]:
+    """One summary row's cells by header."""
+    from rich.text import Text
+
+    return {
+        "kernel": name,
+        "launches": str(r.launches),
+        "time": fmt.kernel_time(r.time_s),
+        "share": fmt.pct(r.time_share, 1) if r.time_s else "-",
+        "precision": precision_title(r.precision) if r.precision else "-",
+        "diagnosis": Text(
+            DIAGNOSIS_TEXT.get(getattr(r, "diagnosis", ""), r.bound),
+            style=TERMINAL_BOUND_STYLES.get(r.bound, ""),
+        ),
+        "% of roof": fmt.pct(r.roof_fraction, 1),
+        "% achievable": fmt.pct(getattr(r, "achievable_roof_fraction", float("nan")), 1),
+        "at roof": fmt.time(r.time_at_roof_s),
+        "saving": fmt.pct(r.saving_share, 1),
+    }
+
+
+def summary_text(summary: pd.DataFrame, width: int = 120, color: bool = False) -> str:
     """Render the summary as a rich table (plain text when not a terminal).
 
     Parameters
@@ -111,49 +158,57 @@ def summary_text(summary: pd.DataFrame, width: int = 120) -> str:
     summary : DataFrame
         From :func:`summarize`.
     width : int, default 120
-        Console width.
+        Console width (the terminal's): the table fits in it, kernel names shortened by
+        :func:`ncuroof.fmt.shorten_names` to :func:`name_width`, the columns a narrow terminal
+        has no room for left out (:data:`_SUMMARY_COLUMNS`), the other cells wrapped by rich.
+    color : bool, default False
+        ANSI colours (the diagnosis in its bound's colour, :data:`TERMINAL_BOUND_STYLES`); the
+        caller decides (``--color``, ``NO_COLOR``, a terminal).
 
     Returns
     -------
     str
     """
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title="Top kernels by GPU time")
     ach = _has_achievable(summary)
-    for col, just in (
-        ("kernel", "left"),
-        ("launches", "right"),
-        ("time", "right"),
-        ("share", "right"),
-        ("precision", "left"),
-        ("diagnosis", "left"),
-        ("% of roof", "right"),
-        *([("% achievable", "right")] if ach else []),
-        ("at roof", "right"),
-        ("saving", "right"),
-    ):
-        table.add_column(col, justify=just)  # type: ignore[arg-type]
-    for r in summary.itertuples(index=False):
-        label = fmt.printable(r.kernel_label, layout=False)
-        name = label if len(label) <= 50 else label[:47] + "..."
-        table.add_row(
-            name,
-            str(r.launches),
-            fmt.time(r.time_s),
-            fmt.pct(r.time_share, 1),
-            precision_title(r.precision) if r.precision else "-",
-            DIAGNOSIS_TEXT.get(getattr(r, "diagnosis", ""), r.bound),
-            fmt.pct(r.roof_fraction, 1),
-            *([fmt.pct(r.achievable_roof_fraction, 1)] if ach else []),
-            fmt.time(r.time_at_roof_s),
-            fmt.pct(r.saving_share, 1),
-        )
+    cols = [
+        (c, just)
+        for c, just, narrowest in _SUMMARY_COLUMNS
+        if width >= narrowest and (ach or c != "% achievable")
+    ]
+    for col, just in cols:
+        table.add_column(col, justify=just, no_wrap=col == "kernel")  # type: ignore[arg-type]
+    names = fmt.shorten_names(
+        [fmt.printable(x, layout=False) for x in summary["kernel_label"]], name_width(width)
+    )
+    for name, r in zip(names, summary.itertuples(index=False)):
+        cells = _summary_cells(r, name)
+        table.add_row(*(cells[c] for c, _ in cols))
+    return console_text(table, width, color)
+
+
+#: The terminal colour of each bound (rich style names), as on the page (memory blue, compute
+#: red, latency purple).
+TERMINAL_BOUND_STYLES = {"memory": "blue", "compute": "red", "latency": "magenta"}
+
+
+def console_text(renderable: Any, width: int, color: bool = False) -> str:
+    """``renderable`` (a rich table) as text ``width`` columns wide, with ANSI colours only when
+    ``color``; markup off (names are text)."""
+    from rich.console import Console
+
     buf = io.StringIO()
-    Console(file=buf, width=width, force_terminal=False, color_system=None, markup=False).print(
-        table
-    )  # names are text
+    Console(
+        file=buf,
+        width=width,
+        force_terminal=color,
+        color_system="standard" if color else None,
+        no_color=not color,
+        markup=False,
+        highlight=False,
+    ).print(renderable)
     return buf.getvalue()
 
 

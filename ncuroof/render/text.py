@@ -6,15 +6,49 @@ words and numbers live here, formatted by :mod:`ncuroof.fmt`.
 
 from __future__ import annotations
 
-import io
+import os
+import shutil
+import sys
 from typing import Any
 
 from .. import fmt
 from ..schema import cell_text, parse_cell
 from . import provenance
-from .page import summary_text
+from .page import console_text, summary_text
 
-__all__ = ["analysis_text", "compare_text", "gate_text", "series_text", "profile_text"]
+__all__ = [
+    "analysis_text",
+    "compare_text",
+    "gate_text",
+    "series_text",
+    "profile_text",
+    "terminal_width",
+    "use_color",
+]
+
+#: Columns assumed when the output is not a terminal and ``COLUMNS`` is not set (a log, a pipe).
+DEFAULT_WIDTH = 120
+#: Narrowest layout drawn: below it tables are drawn this wide (and wrap in the terminal).
+MIN_WIDTH = 60
+
+
+def terminal_width() -> int:
+    """Columns to lay text out in: ``COLUMNS`` when set, else the terminal's width when stdout is
+    one, else :data:`DEFAULT_WIDTH`; never below :data:`MIN_WIDTH`."""
+    return max(MIN_WIDTH, shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns)
+
+
+def use_color(choice: bool | None) -> bool:
+    """Whether to print ANSI colours: ``--color`` (True) or ``--no-color`` (False) when given,
+    else only on a terminal and when ``NO_COLOR`` is unset or empty (no-color.org)."""
+    if choice is not None:
+        return choice
+    return not os.environ.get("NO_COLOR") and sys.stdout.isatty()
+
+
+def _lines(lines: list[str], width: int) -> list[str]:
+    """Each line made printable and wrapped to ``width`` (:func:`ncuroof.fmt.wrap`)."""
+    return [fmt.wrap(fmt.printable(line, layout=False), width) for line in lines]
 
 
 def _findings(result: Any) -> list[str]:
@@ -98,7 +132,9 @@ def _production_lines(prod: Any) -> list[str]:
     return lines
 
 
-def analysis_text(result: Any, quiet: bool = False) -> str:
+def analysis_text(
+    result: Any, quiet: bool = False, width: int = DEFAULT_WIDTH, color: bool = False
+) -> str:
     """What ``analyze`` and ``profile`` print after the analysis.
 
     Parameters
@@ -107,60 +143,85 @@ def analysis_text(result: Any, quiet: bool = False) -> str:
         The analysis and the files written.
     quiet : bool, default False
         Only the line saying where the output went.
+    width : int, default DEFAULT_WIDTH
+        Columns (:func:`terminal_width`): the table fits, the other lines wrap.
+    color : bool, default False
+        ANSI colours in the table (:func:`use_color`).
 
     Returns
     -------
     str
-        Lines ending in a newline: the summary table, advice and flags of the top kernels, the
-        roof sources, caveats, then ``wrote DIR/ (files)``.
+        Lines ending in a newline, every control character from an input made visible
+        (:func:`ncuroof.fmt.printable`): the summary table, advice and flags of the top kernels,
+        the roof sources, caveats, then ``wrote DIR/ (files)``.
     """
-    out = [] if quiet else [summary_text(result.summary).rstrip("\n"), *_findings(result)]
+    out = [] if quiet else [summary_text(result.summary, width, color).rstrip("\n")]
+    out += _lines([] if quiet else _findings(result), width)
     if result.outdir is not None:
-        out.append(f"wrote {result.outdir}/ ({', '.join(result.files)})")
+        out += _lines([f"wrote {result.outdir}/ ({', '.join(result.files)})"], width)
     return "".join(line + "\n" for line in out)
 
 
-def _compare_table(result: Any, top: int) -> str:
-    from rich.console import Console
+#: The terminal style of a comparison's status.
+_STATUS_STYLES = {"slower": "red", "faster": "green", "only_before": "dim", "only_after": "dim"}
+
+
+#: The comparison table's columns and the narrowest terminal that shows each (compare.csv and
+#: the page have them all).
+_COMPARE_COLUMNS = (
+    ("kernel", 0),
+    ("status", 0),
+    ("time before", 0),
+    ("time after", 0),
+    ("speedup", 0),
+    ("change", 100),
+    ("level", 120),
+    ("movement", 110),
+)
+
+
+def _compare_cells(r: Any, name: Any) -> dict[str, Any]:
+    """One comparison row's cells by header."""
+    from rich.text import Text
+
+    return {
+        "kernel": name,
+        "status": Text(str(r.status), style=_STATUS_STYLES.get(str(r.status), "")),
+        "time before": fmt.time(r.time_s_before) if r.launches_before else "-",
+        "time after": fmt.time(r.time_s_after) if r.launches_after else "-",
+        "speedup": f"{r.speedup:.3g}x" if r.speedup == r.speedup else "-",
+        "change": r.change or "-",
+        "level": r.movement_level.upper() or "-",
+        "movement": r.movement or "-",
+    }
+
+
+def _compare_table(result: Any, top: int, width: int = DEFAULT_WIDTH, color: bool = False) -> str:
     from rich.table import Table
+    from rich.text import Text
 
     from ..runs.compare import headline
 
     table = Table(title=headline(result.totals) + "; largest changes first")
-    for col in (
-        "kernel",
-        "status",
-        "time before",
-        "time after",
-        "speedup",
-        "change",
-        "level",
-        "movement",
-    ):
-        table.add_column(col)
-    for r in result.table.head(top).itertuples(index=False):
-        label = fmt.printable(r.kernel_label, layout=False)
-        name = label if len(label) <= 50 else label[:47] + "..."
+    cols = [c for c, narrowest in _COMPARE_COLUMNS if width >= narrowest]
+    for col in cols:
+        table.add_column(col, no_wrap=col in ("kernel", "status"))
+    head = result.table.head(top)
+    names = fmt.shorten_names(
+        [fmt.printable(x, layout=False) for x in head["kernel_label"]], max(16, min(50, width - 54))
+    )
+    for name, r in zip(names, head.itertuples(index=False)):
         if r.match not in ("name", "only_before", "only_after"):
-            name += f" (-> {fmt.printable(r.kernel_name_after, layout=False)}, {r.match})"
-        table.add_row(
-            name,
-            r.status,
-            fmt.time(r.time_s_before) if r.launches_before else "-",
-            fmt.time(r.time_s_after) if r.launches_after else "-",
-            f"{r.speedup:.3g}x" if r.speedup == r.speedup else "-",
-            r.change or "-",
-            r.movement_level.upper() or "-",
-            r.movement or "-",
-        )
-    buf = io.StringIO()
-    Console(file=buf, width=160, force_terminal=False, color_system=None, markup=False).print(
-        table
-    )  # names are text
-    return buf.getvalue()
+            after = fmt.shorten_names([fmt.printable(r.kernel_name_after, layout=False)], 24)[0]
+            name = Text(f"{name}\n(-> {after}, {r.match})")
+        cells = _compare_cells(r, name)
+        table.add_row(*(cells[c] for c in cols))
+    return console_text(table, width, color)
 
 
-def compare_text(result: Any, top: int = 10, quiet: bool = False) -> str:
+def compare_text(
+    result: Any, top: int = 10, quiet: bool = False, width: int = DEFAULT_WIDTH, color: bool = False
+) -> str:
     """What ``compare`` prints: the largest changes under the headline (speedup over matched
     kernels, both runs' totals), the after run's share of time per bound, the output.
 
@@ -172,16 +233,20 @@ def compare_text(result: Any, top: int = 10, quiet: bool = False) -> str:
         Kernels in the table.
     quiet : bool, default False
         Only the line saying where the output went.
+    width : int, default DEFAULT_WIDTH
+        Columns (:func:`terminal_width`).
+    color : bool, default False
+        ANSI colours in the table (:func:`use_color`).
 
     Returns
     -------
     str
-        Lines ending in a newline.
+        Lines ending in a newline, control characters from inputs made visible.
     """
     out = ""
     if not quiet:
         tot = result.totals
-        out += _compare_table(result, top)
+        out += _compare_table(result, top, width, color)
         out += (
             "after, share of GPU time: "
             + ", ".join(
@@ -191,17 +256,19 @@ def compare_text(result: Any, top: int = 10, quiet: bool = False) -> str:
             + "\n"
         )
     if result.outdir is not None:
-        out += f"wrote {result.outdir}/ ({', '.join(result.files)})\n"
+        out += _lines([f"wrote {result.outdir}/ ({', '.join(result.files)})"], width)[0] + "\n"
     return out
 
 
-def gate_text(gate: Any) -> str:
+def gate_text(gate: Any, width: int = DEFAULT_WIDTH) -> str:
     """What the CI gate prints on stderr: its notes, failures and what it could not
     judge, then the verdict.
 
     Parameters
     ----------
     gate : ncuroof.runs.compare.Gate
+    width : int, default DEFAULT_WIDTH
+        Columns the lines wrap at (:func:`terminal_width`).
 
     Returns
     -------
@@ -224,7 +291,7 @@ def gate_text(gate: Any) -> str:
         lines.append(
             f"ncuroof: gate passed at --fail-if-slower {gate.threshold_pct:g} ({gate.headline})"
         )
-    return "".join(line + "\n" for line in lines)
+    return "".join(line + "\n" for line in _lines(lines, width))
 
 
 def series_text(result: Any, top: int = 10, quiet: bool = False) -> str:

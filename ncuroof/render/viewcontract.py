@@ -325,6 +325,8 @@ def _own_layout(fig: go.Figure) -> dict[str, Any]:
         "yaxis.title.text": lay.yaxis.title.text,
     }
     for ax in ("xaxis", "yaxis"):
+        if lay[ax].type is not None:  # a chart with linear axes (speed of light) changes it
+            out[f"{ax}.type"] = lay[ax].type
         rng = lay[ax].range
         out.update({f"{ax}.range": list(rng)} if rng is not None else {f"{ax}.autorange": True})
     return out | {f"annotations[{i}].visible": True for i in range(len(lay.annotations))}

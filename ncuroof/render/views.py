@@ -21,9 +21,10 @@ from markupsafe import Markup
 
 from .. import fmt
 from .._lazy import LazyModule
+from ..catalog import precision_title
 from ..model.calculator import flop_columns
 from ..model.production import Production
-from ..schema import LEVELS, precision_title
+from ..schema import LEVELS
 from . import page as report
 from .figure import (
     LEVEL_COLORS,

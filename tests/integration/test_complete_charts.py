@@ -215,13 +215,12 @@ def test_a_view_without_a_roof_says_why(gone: str) -> None:
         t for t in fig.data if t.meta["role"] == "roof_flop" and t.meta["precision"] == gone
     ]
     notes = {v: next(iter(patch.values())) for v, patch in view["layouts"]["precision"].items()}
-    title = {"fp32": "FP32", "tensor:sass_imma": "Tensor sass_imma"}
+    title = {"fp32": "FP32", "tensor:sass_imma": "INT8 tensor (IMMA), estimated"}
     assert f"no {title[gone]} roof" in notes[gone] and "--peak-flops" in notes[gone]
     other = next(p for p in title if p != gone)
     assert title[gone] not in notes[other]
-    moved = (
-        "1 kernel drawn at another precision with work: Tensor sass_imma has no roof, so at FP32"
-    )
+    imma = title["tensor:sass_imma"]
+    moved = f"1 kernel drawn at another precision with work: {imma} has no roof, so at FP32"
     assert (moved in notes["main"]) == (
         gone == "tensor:sass_imma"
     )  # the IMMA GEMM has FP32 work too; the FP32 GEMM nothing else

@@ -233,7 +233,7 @@ def test_achievable_roof_in_the_verdict_by_hand():
     assert "76% of roof" in ev and "achievable" not in ev + advice
     # Placed at another precision: said in the evidence.
     _, ev, _ = diagnose.verdict({**base, "main_precision": "tensor:sass_hmma"}, SOL)
-    assert "placed at FP32: no roof for its main precision Tensor sass_hmma" in ev
+    assert "placed at FP32: no roof for its main precision FP16/BF16 tensor (HMMA), estimated" in ev
 
 
 @needs_ncu_report

@@ -1,0 +1,229 @@
+"""The Markdown summary (``--markdown FILE``): what a pull-request comment or GitHub's
+``$GITHUB_STEP_SUMMARY`` shows of an ``analyze`` or a ``compare``: the verdict, the top kernels
+as a Markdown table, the gate, and where the page is.
+
+Every cell from an input goes through :func:`ncuroof.fmt.markdown_cell` (control characters
+visible, ``|`` and other markup escaped), so a kernel name cannot break the table.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .. import fmt
+from ..catalog import precision_title
+from ..errors import OutputError
+from ..model.diagnose import CLASSES as DIAGNOSIS_TEXT
+
+__all__ = [
+    "analysis_markdown",
+    "compare_markdown",
+    "write_markdown",
+    "analysis_rows",
+    "compare_rows",
+    "MARKER",
+]
+
+#: The first line of every summary ncuroof writes: a file beginning with it may be replaced.
+MARKER = "<!-- ncuroof summary -->"
+#: Kernels in the table.
+TOP = 10
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """A GitHub-flavoured Markdown table; numbers right-aligned (header cells ending in ``>``)."""
+    align = ["---:" if h.endswith(">") else "---" for h in header]
+    names = [h.rstrip(">") for h in header]
+    return [
+        "| " + " | ".join(names) + " |",
+        "| " + " | ".join(align) + " |",
+        *("| " + " | ".join(r) + " |" for r in rows),
+    ]
+
+
+def _link(outdir: Path | None, files: dict[str, Path] | Any, name: str) -> str:
+    """``[name](path)`` of an output file when it was written, else ``''``."""
+    path = dict(files or {}).get(name) if isinstance(files, dict) else None
+    if path is None and outdir is not None and name in (files or ()):
+        path = Path(outdir) / name
+    if path is None:
+        return ""
+    return f"[{fmt.markdown_cell(name)}]({Path(path).as_posix().replace(' ', '%20')})"
+
+
+def _verdict(summary: Any) -> str:
+    """One sentence: how the GPU time splits over bounds and what limits the largest kernel."""
+    shares = summary.groupby("bound", observed=True)["time_share"].sum()
+    split = ", ".join(
+        f"{fmt.pct(v, 0)} {b}-bound" for b, v in shares.sort_values(ascending=False).items() if v
+    )
+    if not len(summary):
+        return "No kernel launch was analyzed."
+    top = summary.iloc[0]
+    what = DIAGNOSIS_TEXT.get(top.get("diagnosis", ""), "") or f"{top['bound']} bound"
+    return (
+        f"GPU time: {split or 'n/a'} (top {fmt.count(len(summary), 'kernel')}). Largest:"
+        f" {fmt.markdown_cell(top['kernel_label'])}, {fmt.pct(top['time_share'], 1)} of the"
+        f" time, {fmt.markdown_cell(what)} at {fmt.pct(top['roof_fraction'], 1)} of its roof."
+    )
+
+
+def analysis_rows(summary: Any) -> tuple[list[str], list[list[str]]]:
+    """Header (``>``: a number, right-aligned) and text cells of the top kernels, unescaped: the
+    Markdown summary and the notebook view escape them each for their own format."""
+    rows = [
+        [
+            str(r.kernel_label),
+            str(r.launches),
+            fmt.kernel_time(r.time_s),
+            fmt.pct(r.time_share, 1) if r.time_s else "-",
+            precision_title(r.precision) if r.precision else "-",
+            DIAGNOSIS_TEXT.get(getattr(r, "diagnosis", ""), r.bound),
+            fmt.pct(r.roof_fraction, 1),
+            fmt.pct(r.saving_share, 1),
+        ]
+        for r in summary.itertuples(index=False)
+    ]
+    header = ["kernel", "launches>", "time>", "share>", "precision", "diagnosis"]
+    return [*header, "% of roof>", "saving>"], rows
+
+
+def compare_rows(table: Any) -> tuple[list[str], list[list[str]]]:
+    """Header and text cells of the largest changes of a comparison (:func:`analysis_rows`)."""
+    rows = [
+        [
+            str(r.kernel_label),
+            str(r.status),
+            fmt.time(r.time_s_before) if r.launches_before else "-",
+            fmt.time(r.time_s_after) if r.launches_after else "-",
+            f"{r.speedup:.3g}x" if r.speedup == r.speedup else "-",
+            str(r.change or "-"),
+        ]
+        for r in table.itertuples(index=False)
+    ]
+    return ["kernel", "status", "before>", "after>", "speedup>", "change"], rows
+
+
+def analysis_markdown(result: Any, title: str = "") -> str:
+    """The Markdown summary of an analysis.
+
+    Parameters
+    ----------
+    result : ncuroof.api.AnalysisResult
+        Its ``summary`` (:data:`ncuroof.schema.KERNEL_SUMMARY` columns: ``kernel_label``,
+        ``launches``, ``time_s`` [s], ``time_share``, ``precision``, ``bound``, ``diagnosis``,
+        ``roof_fraction``, ``saving_share``), ``outdir`` and ``files``.
+    title : str, optional
+        What was analyzed (the report's name).
+
+    Returns
+    -------
+    str
+        :data:`MARKER`, a heading, the verdict, a table of the top kernels and a link to the page.
+    """
+    s = result.summary.head(TOP)
+    header, rows = analysis_rows(s)
+    page = _link(result.outdir, result.files, "roofline.html")
+    return "\n".join(
+        [
+            MARKER,
+            f"## ncuroof roofline{': ' + fmt.markdown_cell(title) if title else ''}",
+            "",
+            _verdict(s),
+            "",
+            *_table(header, [[fmt.markdown_cell(c) for c in r] for r in rows]),
+            "",
+            *([f"Page: {page}", ""] if page else []),
+        ]
+    )
+
+
+def _gate_line(gate: Any) -> str:
+    """The gate's verdict in words, with its threshold and why."""
+    if gate is None:
+        return "Gate: not asked for (`--fail-if-slower PCT`)."
+    word = {"pass": "passed", "fail": "**failed**", "unknown": "**cannot judge**"}[gate.verdict]
+    why = [*gate.failures, *gate.unknown]
+    return f"Gate: {word} at --fail-if-slower {gate.threshold_pct:g}" + (
+        "".join(f"\n- {fmt.markdown_cell(w)}" for w in why) if why else "."
+    )
+
+
+def compare_markdown(result: Any, top: int = TOP) -> str:
+    """The Markdown summary of a comparison of two runs.
+
+    Parameters
+    ----------
+    result : ncuroof.api.CompareResult
+        Its ``totals`` (the headline), ``table`` (:data:`ncuroof.schema.COMPARE`: ``kernel_label``,
+        ``status``, ``time_s_before``/``_after`` [s], ``speedup``, ``change``), ``gate``,
+        ``outdir`` and ``files``.
+    top : int, default TOP
+        Kernels in the table (largest changes first).
+
+    Returns
+    -------
+    str
+        :data:`MARKER`, a heading, the headline, the gate, a table and a link to the page.
+    """
+    from ..runs.compare import headline
+
+    header, rows = compare_rows(result.table.head(top))
+    page = _link(result.outdir, result.files, "compare.html")
+    return "\n".join(
+        [
+            MARKER,
+            "## ncuroof compare",
+            "",
+            fmt.markdown_cell(headline(result.totals)) + ".",
+            "",
+            _gate_line(result.gate),
+            "",
+            *_table(header, [[fmt.markdown_cell(c) for c in r] for r in rows]),
+            "",
+            *([f"Page: {page}", ""] if page else []),
+        ]
+    )
+
+
+def write_markdown(text: str, path: Path | str) -> Path:
+    """Write a Markdown summary to ``path``, whole or not at all.
+
+    GitHub's step summary (``path`` is ``$GITHUB_STEP_SUMMARY``) is appended to, as every step of
+    a job adds to it. Any other file is replaced through a temporary file in its folder, and only
+    when it is new or begins with :data:`MARKER` (a summary ncuroof wrote): a file of someone
+    else's is never written over.
+
+    Raises
+    ------
+    OutputError
+        If ``path`` is a folder, or a file that ncuroof did not write, or cannot be written.
+    """
+    path = Path(path)
+    step = os.environ.get("GITHUB_STEP_SUMMARY")
+    try:
+        if step and path.resolve() == Path(step).resolve():
+            with path.open("a", encoding="utf-8") as f:
+                f.write(text + "\n")
+            return path
+        if path.is_dir() or (path.exists() and not _ours(path)):
+            what = "is a folder" if path.is_dir() else "exists and was not written by ncuroof"
+            raise OutputError(f"{path}: {what}; give --markdown a new file name")
+        fd, tmp = tempfile.mkstemp(prefix=".ncuroof-", suffix=".md", dir=path.parent or ".")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text + "\n")
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot write the Markdown summary ({exc.strerror})") from None
+    return path
+
+
+def _ours(path: Path) -> bool:
+    """Whether a regular file begins with :data:`MARKER` (its first bytes only)."""
+    if not path.is_file():
+        return False
+    with path.open("rb") as f:
+        return f.read(len(MARKER)) == MARKER.encode()

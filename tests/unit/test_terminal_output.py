@@ -1,0 +1,186 @@
+"""What a person reads (issue 42): names that never print alike, plain precision labels, the
+Markdown summary, output at the terminal's width, and the notebook and package conveniences."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ncuroof
+from ncuroof import catalog, fmt
+from ncuroof.errors import OutputError
+from ncuroof.render import markdown
+from tests.helpers.reports import shared
+
+#: Internal source words that must not reach a reader (issue 42).
+INTERNAL = re.compile(r"sass_|legacy_|op_hmma|op_hgmma|src_[a-z0-9]+_dst")
+
+
+def test_cutlass_and_initialize_names_print_apart() -> None:
+    names = [
+        "cutlass::Kernel<cutlass::gemm::kernel::GemmUniversal<128x96x64_3stage>>",
+        "cutlass::Kernel<cutlass::gemm::kernel::GemmUniversal<128x128x32_5stage>>",
+        "InitializeMatrix_kernel_float_a",
+        "InitializeMatrix_kernel_float_b",
+    ]
+    for width in (16, 20, 30):
+        out = fmt.shorten_names(names, width)
+        assert len(set(out)) == len(out), out
+        assert all(len(s) <= width for s in out)
+    out = fmt.shorten_names(names, 30)
+    assert "128x96x64" in out[0] and "128x128x32" in out[1]  # the part that tells them apart
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.text(alphabet="ab<>x_:", min_size=1, max_size=60), min_size=1, unique=True),
+    st.integers(8, 40),
+)
+def test_shortened_names_are_distinct_and_fit(names: list[str], width: int) -> None:
+    out = fmt.shorten_names(names, width)
+    assert len(out) == len(names)
+    assert all(len(s) <= width for s in out)
+    assert len(set(out)) == len(out)
+    assert [s for s, n in zip(out, names) if len(n) <= width] == [
+        n for n in names if len(n) <= width
+    ]
+
+
+@pytest.mark.parametrize(
+    ("precision", "label"),
+    [
+        ("fp32", "FP32"),
+        ("tensor:src_bf16_dst_fp32", "BF16 tensor (FP32 accumulate)"),
+        ("tensor:op_hmma_src_bf16_dst_fp32", "BF16 tensor (HMMA, FP32 accumulate)"),
+        ("tensor:sass_imma", "INT8 tensor (IMMA), estimated"),
+        ("tensor:sass_hgmma_bf16", "BF16 tensor (HGMMA), estimated"),
+        ("tensor:sass_dmma", "FP64 tensor (DMMA), estimated"),
+        ("tensor:src_fp16_bf16_tf32_dst_fp32", "FP16/BF16/TF32 tensor (FP32 accumulate)"),
+        ("tensor:src_bf16_dst_fp32_sparsity_on", "BF16 tensor (FP32 accumulate, sparse)"),
+        ("tensor:legacy_x512", "FP16 tensor (HMMA, 512 x tensor-pipe instructions), approximate"),
+    ],
+)
+def test_precision_labels_are_plain(precision: str, label: str) -> None:
+    assert catalog.precision_title(precision) == label
+
+
+def test_every_tensor_path_of_the_catalog_has_a_plain_label() -> None:
+    paths = {s.path for s in catalog.load().tensor.shapes} | {"legacy_x512"}
+    for path in paths:
+        title = catalog.precision_title(f"tensor:{path}")
+        assert not INTERNAL.search(title) and "tensor" in title.lower(), (path, title)
+
+
+def test_markdown_cell_escapes_markup_and_controls() -> None:
+    cell = fmt.markdown_cell("gemm<float>|x_\x1b[2J")
+    assert "|" not in cell.replace("\\|", "") and "\x1b" not in cell
+    assert cell == "gemm\\<float\\>\\|x\\_\\\\x1b\\[2J"
+
+
+def test_kernel_time_never_prints_zero_ns() -> None:
+    assert fmt.kernel_time(0.0) == "-" and fmt.kernel_time(1.5e-6) == "1.5 us"
+
+
+def test_package_dir_lists_the_lazy_api() -> None:
+    names = dir(ncuroof)
+    assert {"load", "points", "analyze", "compare_runs", "plot_roofline"} <= set(names)
+
+
+def test_markdown_is_not_written_over_a_file_it_did_not_write(tmp_path: Path) -> None:
+    theirs = tmp_path / "notes.md"
+    theirs.write_text("mine\n")
+    with pytest.raises(OutputError, match="not written by ncuroof"):
+        markdown.write_markdown(markdown.MARKER + "\nx", theirs)
+    assert theirs.read_text() == "mine\n"
+    ours = tmp_path / "summary.md"
+    markdown.write_markdown(markdown.MARKER + "\none", ours)
+    markdown.write_markdown(markdown.MARKER + "\ntwo", ours)  # ours: replaced
+    assert ours.read_text().endswith("two\n")
+
+
+def test_markdown_appends_to_github_step_summary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    step = tmp_path / "step_summary"
+    step.write_text("earlier step\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
+    markdown.write_markdown(markdown.MARKER + "\nours", step)
+    assert step.read_text() == "earlier step\n" + markdown.MARKER + "\nours\n"
+
+
+def _run(args: list[str], columns: int, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    env = {"COLUMNS": str(columns), "PATH": "/usr/bin:/bin", "NO_COLOR": "1"}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+    return subprocess.run(
+        [sys.executable, "-m", "ncuroof", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+    )
+
+
+def _table_names(text: str) -> list[str]:
+    """The kernel cells of the first column of rich's tables (rows beginning with a name)."""
+    return [
+        line.split("│")[1].strip()
+        for line in text.splitlines()
+        if line.startswith("│") and line.split("│")[1].strip()
+    ]
+
+
+@pytest.mark.parametrize("columns", [80, 100])
+def test_analyze_fits_the_terminal_with_plain_words(columns: int, tmp_path: Path) -> None:
+    report = shared("cutlass-panjd123__4fb3ff3f6a_report-s8.ncu-rep")  # an INT8 IMMA GEMM
+    md = tmp_path / "summary.md"
+    proc = _run(["analyze", str(report), "-o", "out", "--markdown", str(md)], columns, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    for stream in (proc.stdout, proc.stderr):
+        assert max(map(len, stream.splitlines()), default=0) <= columns
+    names = _table_names(proc.stdout)
+    assert names and len(set(names)) == len(names)
+    assert "INT8 tensor (IMMA), estimated" in md.read_text()
+    assert not INTERNAL.search(proc.stdout) and not INTERNAL.search(md.read_text())
+    rows = [line for line in md.read_text().splitlines() if line.startswith("|")]
+    assert len(rows) >= 3 and len({row.count(" | ") for row in rows}) == 1  # one table, same width
+
+
+@pytest.mark.parametrize("columns", [80, 100])
+def test_compare_fits_the_terminal_and_says_the_gate(columns: int, tmp_path: Path) -> None:
+    before = shared("cs599k__silu-2025-04-18-v1.ncu-rep")
+    after = shared("cs599k__silu-2025-04-19-v1.ncu-rep")
+    proc = _run(
+        ["compare", str(before), str(after), "-o", "cmp", "--fail-if-slower", "5"],
+        columns,
+        tmp_path,
+    )
+    assert proc.returncode in (0, 1, 2), proc.stderr
+    for stream in (proc.stdout, proc.stderr):
+        assert max(map(len, stream.splitlines()), default=0) <= columns
+    page = (tmp_path / "cmp" / "compare.html").read_text()
+    assert not re.search(r"at --fail-if-slower 5: ?<", page)  # something after the colon
+
+
+def test_a_report_without_roofline_metrics_gets_the_speed_of_light_chart(tmp_path: Path) -> None:
+    """ncu's SpeedOfLight view stands in for an empty roofline: a dot per kernel at the
+    throughputs ncu stored (the accelsim details export: SM 15.01 %, memory 44.98 %)."""
+    export = shared("accelsim-test__algo23_details.csv")
+    res = ncuroof.analyze(export, tmp_path / "out", progress=False)
+    assert len(res.points) == 0
+    fig = ncuroof.api._page(res.analysis, {"kernels": res.kernels}, "cdn")[0]
+    dots = [t for t in fig.data if (t.meta or {}).get("role") == "sol_dot"]
+    assert [(round(t.x[0], 2), round(t.y[0], 2)) for t in dots] == [(44.98, 15.01)]
+    lines = [t for t in fig.data if (t.meta or {}).get("role") == "sol_threshold"]
+    assert sorted(tuple(t.x) for t in lines) == [(0, 100), (60, 60)]
+    assert fig.layout.meta["view"]["state"]["chart"] == "speed_of_light"
+    assert (
+        "SOLBottleneck"
+        in fig.layout.meta["view"]["layouts"]["chart"]["speed_of_light"]["title.text"]
+    )
