@@ -32,6 +32,14 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared" / "fixtures"
+EMBEDDED = REPO / "fixtures" / "third_party"
+
+
+def _real(name: str) -> Path | None:
+    """The repository's copy of a real input, else the shared one (tests.helpers.reports'
+    rule; not imported from there: this module is imported by scripts without pytest)."""
+    return next((f / name for f in (EMBEDDED, SHARED) if (f / name).is_file()), None)
+
 
 #: Small reports (fast to decode) that cover ncu 2020-2025 and NVTX.
 REPORTS = (
@@ -434,17 +442,17 @@ def all_cases(seed: int = 14, per_report: int = 3, per_csv: int = 3) -> list[Cas
     rng = random.Random(seed)
     cases: list[Case] = []
     for name in REPORTS:
-        if (SHARED / name).exists():
-            cases += report_cases(name, (SHARED / name).read_bytes(), rng, per_report)
+        if path := _real(name):
+            cases += report_cases(name, path.read_bytes(), rng, per_report)
     zrng = random.Random(
         seed + 32
     )  # its own stream: the cases of the other families stay those of before issue 32
     for name in REPZ:
-        if (SHARED / name).exists():
-            cases += repz_cases(name, (SHARED / name).read_bytes(), zrng, per_report)
+        if path := _real(name):
+            cases += repz_cases(name, path.read_bytes(), zrng, per_report)
     for name in CSVS:
-        if (SHARED / name).exists():
-            cases += csv_cases(name, (SHARED / name).read_bytes(), rng, per_csv)
+        if path := _real(name):
+            cases += csv_cases(name, path.read_bytes(), rng, per_csv)
     return cases
 
 

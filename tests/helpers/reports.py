@@ -19,7 +19,35 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared" / "fixtures"
-REPORTS = sorted(SHARED.glob("*.ncu-rep")) if SHARED.is_dir() else []
+#: The few real inputs whose license allows a copy in the repository (fixtures/third_party/
+#: PROVENANCE.md): a clone with nothing beside it tests on them.
+EMBEDDED = REPO / "fixtures" / "third_party"
+
+
+def fixture_path(name: str) -> Path | None:
+    """Where a real input of that name is: the repository's own copy (``fixtures/third_party``),
+    else the shared folder beside the checkout, else None. The one decision of where tests read
+    real inputs from (the copies are byte-identical, ``tests/unit/test_fixtures.py``)."""
+    for folder in (EMBEDDED, SHARED):
+        if (folder / name).is_file():
+            return folder / name
+    return None
+
+
+def inputs(*patterns: str) -> list[Path]:
+    """Every real input matching the glob ``patterns`` in either folder (:func:`fixture_path`),
+    by name."""
+    names = {
+        p.name
+        for folder in (EMBEDDED, SHARED)
+        if folder.is_dir()
+        for pat in patterns
+        for p in folder.glob(pat)
+    }
+    return [fixture_path(n) for n in sorted(names)]  # type: ignore[misc]
+
+
+REPORTS = inputs("*.ncu-rep")
 
 needs_shared = pytest.mark.skipif(
     not SHARED.is_dir(),
@@ -34,11 +62,13 @@ needs_ncu_report = pytest.mark.skipif(
 
 
 def shared(name: str) -> Path:
-    """Path of a shared fixture; skips the test when the shared folder is absent."""
-    path = SHARED / name
-    if not path.exists():
+    """Path of a real input (:func:`fixture_path`); skips the test when neither the repository's
+    copies nor the shared folder beside the checkout hold it."""
+    path = fixture_path(name)
+    if path is None:
         pytest.skip(
-            f"{path} is absent: the shared real-report fixtures are not beside this checkout"
+            f"{SHARED / name} is absent: the shared real-report fixtures are not beside this"
+            " checkout (fixtures/third_party holds only the redistributable few)"
         )
     return path
 

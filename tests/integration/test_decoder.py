@@ -44,7 +44,6 @@ def assert_same_tables(a: pd.DataFrame, b: pd.DataFrame) -> None:
 
 
 @needs_ncu_report
-@needs_shared
 @pytest.mark.parametrize("report", REPORTS, ids=lambda p: p.name)
 def test_same_raw_table_as_ncu_report(report: Path) -> None:
     """Every shared report, every launch, every value ncuroof reads: the decoder equals ncu_report

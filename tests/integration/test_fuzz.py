@@ -34,7 +34,7 @@ from tests.helpers.reports import needs_ncu_report, shared
 #: One case per family and fixture in CI (~120 cases, ~1 min on 2 cores); NCUROOF_FUZZ_PER=3 runs
 #: what scripts/fuzz_report.py counts (~280 cases).
 PER = int(os.environ.get("NCUROOF_FUZZ_PER", "1"))
-CASES = fuzz.all_cases(seed=14, per_report=PER, per_csv=PER) if fuzz.SHARED.is_dir() else []
+CASES = fuzz.all_cases(seed=14, per_report=PER, per_csv=PER)
 
 
 def reference(origin: str, tmp: str) -> pd.DataFrame | None:

@@ -17,10 +17,9 @@ from tests.helpers.reports import (
     kernels_of,
     ncu_metrics,
     needs_ncu_report,
-    needs_shared,
 )
 
-pytestmark = [needs_shared, needs_ncu_report]
+pytestmark = [needs_ncu_report]
 
 NAMES = [p.name for p in REPORTS]
 SMSP = "smsp__cycles_elapsed.avg.per_second"

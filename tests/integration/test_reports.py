@@ -16,11 +16,10 @@ from tests.helpers.reports import (
     kernels_of,
     ncu_metrics,
     needs_ncu_report,
-    needs_shared,
     shared,
 )
 
-pytestmark = [needs_shared, needs_ncu_report]
+pytestmark = [needs_ncu_report]
 
 # launches and ncu version per report, from ../shared/fixtures/PROVENANCE.md
 PROVENANCE = {

@@ -14,9 +14,9 @@ from ncuroof import api, catalog
 from ncuroof.errors import InputError
 from ncuroof.model import analytic
 from tests.helpers.kineto import Trace
+from tests.helpers.reports import shared
 
 BF16, F32 = "c10::BFloat16", "float"
-FIXTURES = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures"
 H100 = "NVIDIA H100 80GB HBM3"
 
 
@@ -242,10 +242,8 @@ def test_every_rule_has_a_known_family() -> None:
 
 
 def test_shared_traces() -> None:
-    alexnet = FIXTURES / "hta__alexnet_trace.json.gz"
-    triton = FIXTURES / "hta__triton_example.json.gz"
-    if not alexnet.exists():
-        pytest.skip("shared fixtures absent (../shared/fixtures)")
+    alexnet = shared("hta__alexnet_trace.json.gz")
+    triton = shared("hta__triton_example.json.gz")
     with pytest.raises(InputError, match=r"record_shapes=True"):
         api.analyze_trace(alexnet, write=False)
     # the Triton example has shapes but only an Inductor kernel: no formula, its time kept
@@ -255,7 +253,7 @@ def test_shared_traces() -> None:
     assert analytic.NO_FORMULA in set(t["flag"])
 
 
-REPORT = FIXTURES / "KernelBench__matmul_kernel.ncu-rep"
+REPORT = "KernelBench__matmul_kernel.ncu-rep"
 
 
 def _matmul_run(tmp_path: Path, m: int) -> Path:
@@ -273,9 +271,8 @@ def _matmul_run(tmp_path: Path, m: int) -> Path:
 
 
 def test_counted_against_analytic_with_a_report(tmp_path: Path) -> None:
-    if not REPORT.exists():
-        pytest.skip("shared fixtures absent (../shared/fixtures)")
-    res = api.analyze([REPORT], timeline=_matmul_run(tmp_path, 4096), write=False)
+    report = shared(REPORT)
+    res = api.analyze([report], timeline=_matmul_run(tmp_path, 4096), write=False)
     r = _row(res.products["operators"], "aten::mm")
     assert r["flop"] == 2 * 4096**3
     k = res.analysis.kernels
@@ -290,15 +287,14 @@ def test_counted_against_analytic_with_a_report(tmp_path: Path) -> None:
     assert r["dram_over_compulsory"] > 10  # the naive kernel re-reads its inputs
     assert "counted FLOPs below" not in r["flag"]
     # a formula that claims more than ncu counted: a flag, not a silent ratio
-    res = api.analyze([REPORT], timeline=_matmul_run(tmp_path, 8192), write=False)
+    res = api.analyze([report], timeline=_matmul_run(tmp_path, 8192), write=False)
     r = _row(res.products["operators"], "aten::mm")
     assert r["counted_over_analytic"] == pytest.approx(0.5, rel=1e-3)
     assert "counted FLOPs below analytic" in r["flag"]
 
 
 def test_timeline_without_shapes_adds_no_operators(tmp_path: Path) -> None:
-    if not REPORT.exists():
-        pytest.skip("shared fixtures absent (../shared/fixtures)")
+    report = shared(REPORT)
     tr = Trace(gpu="NVIDIA H100 PCIe", shapes=False)
     tr.op("aten::mm", [[4096, 4096], [4096, 4096]], [F32] * 2)
     tr.kernel(
@@ -307,7 +303,7 @@ def test_timeline_without_shapes_adds_no_operators(tmp_path: Path) -> None:
         grid=[256, 256, 1],
         block=[16, 16, 1],
     )
-    res = api.analyze([REPORT], timeline=tr.write(tmp_path / "plain.json"), write=False)
+    res = api.analyze([report], timeline=tr.write(tmp_path / "plain.json"), write=False)
     assert "operators" not in res.products
     assert res.analysis.production is not None
 

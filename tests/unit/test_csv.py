@@ -15,13 +15,9 @@ import pytest
 
 from ncuroof.schema import cell_text
 from tests.helpers.errors import assert_one_line_error
-from tests.helpers.reports import SHARED, close, ncu_metrics, needs_ncu_report, shared
+from tests.helpers.reports import close, inputs, ncu_metrics, needs_ncu_report, shared
 
-CSVS = (
-    sorted(p.name for p in SHARED.glob("*.csv") if "session" not in p.name)
-    if SHARED.is_dir()
-    else []
-)
+CSVS = [p.name for p in inputs("*.csv") if "session" not in p.name]
 
 # Launch counts, read off each file by eye (distinct values of its ID column) and PROVENANCE.md.
 LAUNCHES = {

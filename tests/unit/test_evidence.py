@@ -22,11 +22,10 @@ from tests.helpers.reports import (
     ncu_actions,
     ncu_metrics,
     needs_ncu_report,
-    needs_shared,
     shared,
 )
 
-pytestmark = [needs_shared, needs_ncu_report]
+pytestmark = [needs_ncu_report]
 
 THREAD = "sass__thread_inst_executed_true_per_opcode"
 WARP = "sass__inst_executed_per_opcode"

@@ -26,3 +26,22 @@ def test_ncu_metrics_are_read_only() -> None:
     with pytest.raises(TypeError):
         launch["gpu__time_duration.sum"] = 0.0  # type: ignore[index]
     assert ncu_metrics(ESMM)[0]["gpu__time_duration.sum"] > 0
+
+
+def test_embedded_fixtures_are_the_published_files_with_their_licenses() -> None:
+    """fixtures/third_party: each file's sha256 is the one its provenance table gives (the file its
+    author published), its license text is beside it, and every file is in the table."""
+    import hashlib
+    import re
+
+    from tests.helpers.reports import EMBEDDED
+
+    table = (EMBEDDED / "PROVENANCE.md").read_text(encoding="utf-8")
+    rows = {m.group(1): m.group(0) for m in re.finditer(r"^\| `([^`]+)` \|.*$", table, re.M)}
+    files = sorted(p.name for p in EMBEDDED.iterdir() if p.is_file() and p.suffix != ".md")
+    assert files and set(files) == set(rows)
+    for name in files:
+        digest = hashlib.sha256((EMBEDDED / name).read_bytes()).hexdigest()[:16]
+        assert f"`{digest}`" in rows[name], name
+        license_file = re.search(r"`(licenses/[^`]+)`", rows[name]).group(1)
+        assert (EMBEDDED / license_file).is_file(), license_file

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from ncuroof.schema import cell_text
-from tests.helpers.reports import kernels_of, needs_ncu_report, needs_shared
+from tests.helpers.reports import kernels_of, needs_ncu_report
 
-pytestmark = [needs_shared, needs_ncu_report]
+pytestmark = [needs_ncu_report]
 
 
 def test_hand_written_sgemm_fp32_flops_equal_2mnk() -> None:

@@ -18,9 +18,16 @@ from ncuroof.errors import InputError
 from ncuroof.model import analysis, diagnose
 from ncuroof.model.invariants import INVARIANTS, violations
 from ncuroof.model.speed_of_light import launch_floor
-from tests.helpers.reports import SHARED, ncu_metrics, needs_ncu_report, needs_shared, shared
+from tests.helpers.reports import (
+    SHARED,
+    inputs,
+    ncu_metrics,
+    needs_ncu_report,
+    needs_shared,
+    shared,
+)
 
-INPUTS = sorted([*SHARED.glob("*.ncu-rep"), *SHARED.glob("*.csv")]) if SHARED.is_dir() else []
+INPUTS = inputs("*.ncu-rep", "*.csv")
 TH = catalog.load().thresholds
 SOL = TH["sol"]
 
@@ -39,7 +46,6 @@ def _analysis(name: str) -> analysis.Analysis | None:
     return copy.deepcopy(_built(name))
 
 
-@needs_shared
 @pytest.mark.parametrize("name", [p.name for p in INPUTS])
 def test_words_never_contradict_numbers(name: str) -> None:
     a = _analysis(name)
@@ -161,7 +167,6 @@ def test_launch_floor_is_the_shortest_launch_held() -> None:
     assert all("alife_cuda" in s for s in source)
 
 
-@needs_shared
 @needs_ncu_report
 def test_single_block_launch_is_held_at_the_floor() -> None:
     """The issue's case: 1.5-4 us one-block launches whose roofline bound is tens of ns."""
@@ -180,7 +185,6 @@ def test_single_block_launch_is_held_at_the_floor() -> None:
         assert "no launch finishes faster than" in r.speed_of_light_note
 
 
-@needs_shared
 @needs_ncu_report
 def test_sm_busier_than_memory_gets_no_memory_advice() -> None:
     """GH200 SiLU: ncu stored SM 68 %, memory 42 %: ncu's rule names the SM, so no
@@ -195,7 +199,6 @@ def test_sm_busier_than_memory_gets_no_memory_advice() -> None:
     assert f"SM {100 * sm:.0f}%, memory {100 * mem:.0f}%" in r["evidence"]
 
 
-@needs_shared
 @needs_ncu_report
 def test_achieved_at_theoretical_occupancy_and_warp_sized_blocks() -> None:
     """self-join: achieved 48 %, theoretical 50 %, blocks of 32 threads."""
@@ -213,7 +216,6 @@ def test_achieved_at_theoretical_occupancy_and_warp_sized_blocks() -> None:
     )
 
 
-@needs_shared
 def test_one_thread_blocks_name_their_idle_lanes() -> None:
     k = _analysis("alife_cuda__profile_output.ncu-rep").kernels
     one = k[(k["block"] == "(1, 1, 1)") & (k["diagnosis"] != "not_classified")]
@@ -236,7 +238,6 @@ def test_lanes_by_hand() -> None:
     )
 
 
-@needs_shared
 def test_unclassified_csv_names_what_is_missing_and_the_option() -> None:
     """A CSV with FLOPs and DRAM bytes and no device name: only the roofs are missing, so --gpu,
     not re-profiling."""
@@ -254,7 +255,6 @@ def test_unclassified_csv_names_what_is_missing_and_the_option() -> None:
     assert "SpeedOfLight values" not in r["evidence"]
 
 
-@needs_shared
 def test_instantiations_are_told_apart_by_their_template() -> None:
     """CUTLASS's Kernel<...> and a <float>/<__half> pair: labels from the demangled names,
     identity unchanged."""
@@ -269,7 +269,6 @@ def test_instantiations_are_told_apart_by_their_template() -> None:
     assert s["kernel_label"].is_unique and s["kernel_key"].nunique() == len(s)
 
 
-@needs_shared
 def test_integer_tensor_work_reads_as_ops() -> None:
     """The int8 CUTLASS GEMM (IMMA): its roof and hovers say OP, never FLOP; float
     precisions keep FLOP."""
@@ -299,7 +298,6 @@ def test_integer_tensor_work_reads_as_ops() -> None:
     assert dots and all("OP/B" in t.hovertemplate and "FLOP/B" not in t.hovertemplate for t in dots)
 
 
-@needs_shared
 def test_header_names_a_missing_device_and_the_gpu_option() -> None:
     from ncuroof.render import provenance
 
