@@ -200,3 +200,42 @@ def test_mma_shapes_by_hand(opcode: str, path: str | None, ops: float) -> None:
         return
     assert shape.path == path and shape.ops_of(opcode) == ops
     assert catalog.load_gpus().tensor_key(path)  # every opcode path has a datasheet key
+
+
+def test_geforce_and_workstation_entries_by_hand() -> None:
+    """The GeForce and workstation entries of issue 42: FP32 = SMs x FP32 lanes per SM (64 on
+    Turing, 128 from GA10x on) x 2 x boost clock, dense FP16 tensor = SMs x (1024 FLOP/clk on
+    Turing, 1024 on GA10x/Ada) x boost clock, INT8 twice that."""
+    from ncuroof.catalog import load_gpus
+
+    gpus = {g.id: g for g in load_gpus().gpus}
+    tflops = 1e12
+    for gid, lanes in (
+        ("rtx-2070-super", 64),
+        ("rtx-2060", 64),
+        ("rtx-3070", 128),
+        ("rtx-a6000", 128),
+        ("rtx-4080", 128),
+        ("rtx-6000-ada", 128),
+    ):
+        g = gpus[gid]
+        fp32, fp16 = g.flop_per_s["fp32"], g.tensor["fp16"]
+        assert fp32 == pytest.approx(g.sms * lanes * 2 * g.boost_hz, rel=5e-3), gid
+        assert fp16 == pytest.approx(g.sms * 1024 * g.boost_hz, rel=5e-3), gid
+        assert g.tensor["int8"] == pytest.approx(2 * fp16, rel=5e-3), gid
+    # the RTX 2070 SUPER: 40 SMs x 64 x 2 x 1.77 GHz = 9.06 TFLOP/s, 72.5 FP16 tensor, 448 GB/s
+    g = gpus["rtx-2070-super"]
+    assert (g.flop_per_s["fp32"], g.tensor["fp16"], g.dram_bytes_per_s) == (
+        9.06 * tflops,
+        72.5 * tflops,
+        448e9,
+    )
+
+
+def test_a_geforce_rtx_2070_super_report_gets_datasheet_roofs() -> None:
+    from tests.helpers.reports import kernels_of
+
+    k = kernels_of("alife_cuda__profile_output.ncu-rep")
+    assert set(k["device_name"]) == {"NVIDIA GeForce RTX 2070 SUPER"}
+    assert set(k["datasheet_gpu"]) == {"rtx-2070-super"}
+    assert (k["peak_dram_bytes_per_s"] == 448e9).all()  # 14 Gbit/s x 256 bit
