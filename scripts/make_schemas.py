@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Write the JSON Schemas of the ``--json`` documents into ncuroof/schemas/, from ncuroof/schema.py.
+"""Write the JSON Schemas of the ``--json`` documents into src/ncuroof/schemas/, from
+src/ncuroof/schema.py.
 
     .venv/bin/python scripts/make_schemas.py # (re)write analyze.schema.json and compare.schema.json
     .venv/bin/python scripts/make_schemas.py --check # exit 1 when a shipped file differs
@@ -33,7 +34,7 @@ def main() -> int:
     args = ap.parse_args()
     stale = []
     for kind in KINDS:
-        path = ROOT / "ncuroof" / "schemas" / f"{kind}.schema.json"
+        path = ROOT / "src" / "ncuroof" / "schemas" / f"{kind}.schema.json"
         text = schema_text(kind)
         if path.exists() and path.read_text(encoding="utf-8") == text:
             continue

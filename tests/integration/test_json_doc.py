@@ -58,7 +58,9 @@ def validate(doc: dict, kind: str) -> None:
 
 @pytest.mark.parametrize("kind", ["analyze", "compare"])
 def test_shipped_schemas_are_generated_from_schema_py(kind):
-    shipped = (REPO / "ncuroof" / "schemas" / f"{kind}.schema.json").read_text(encoding="utf-8")
+    shipped = (REPO / "src" / "ncuroof" / "schemas" / f"{kind}.schema.json").read_text(
+        encoding="utf-8"
+    )
     assert shipped == json_doc.schema_text(kind), (
         "run scripts/make_schemas.py after changing ncuroof/schema.py"
     )

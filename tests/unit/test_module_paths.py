@@ -32,7 +32,7 @@ _SUFFIXES = {".py", ".md", ".j2", ".js", ".css", ".toml"}
 
 def _files() -> list[Path]:
     tops = [ROOT / "README.md", ROOT / "pyproject.toml", *sorted((ROOT / "docs").glob("*.md"))]
-    for folder in ("ncuroof", "scripts"):
+    for folder in ("src", "scripts"):
         tops += [p for p in (ROOT / folder).rglob("*") if p.is_file() and p.suffix in _SUFFIXES]
     return [p for p in tops if p.exists()]
 

@@ -9,7 +9,7 @@ import ast
 import re
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[2] / "ncuroof"
+PACKAGE = Path(__file__).resolve().parents[2] / "src" / "ncuroof"
 RENDERING = {"plotly", "jinja2", "markupsafe", "html"}
 _MARKUP = re.compile(r"<(?:b|i|br|div|span|table|tr|td|p|a|ol|ul|li|h\d)\b[^>]*>", re.IGNORECASE)
 

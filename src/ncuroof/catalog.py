@@ -499,7 +499,7 @@ def metrics_dir() -> Path:
     candidates = (
         [Path(os.environ["NCUROOF_METRICS_DIR"])] if os.environ.get("NCUROOF_METRICS_DIR") else []
     )
-    candidates += [here.parent / "metrics", here / "_metrics"]
+    candidates += [here.parent.parent / "metrics", here / "_metrics"]  # src/ncuroof -> metrics/
     for c in candidates:
         if (c / "roofline.toml").is_file():
             return c
