@@ -184,3 +184,18 @@ def test_a_report_without_roofline_metrics_gets_the_speed_of_light_chart(tmp_pat
         "SOLBottleneck"
         in fig.layout.meta["view"]["layouts"]["chart"]["speed_of_light"]["title.text"]
     )
+
+
+def test_a_folder_named_ncuroof_beside_a_script_is_not_imported(tmp_path: Path) -> None:
+    """A script next to a clone folder called ncuroof imports the installed package (src/ layout),
+    not the folder as a namespace package."""
+    (tmp_path / "ncuroof").mkdir()
+    (tmp_path / "s.py").write_text(
+        "import ncuroof\nprint(ncuroof.__file__, callable(ncuroof.load))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "s.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    where, loads = proc.stdout.split()
+    assert Path(where).name == "__init__.py" and str(tmp_path) not in where and loads == "True"
