@@ -466,12 +466,13 @@ def _datasheet_notes(
     ran = (
         ""
         if not compute
+        # no "; " inside one note: it separates the notes of a written table (LIST_SEPARATOR)
         else (
-            "; compute roofs scaled to the SM clock this launch ran at,"
+            ", compute roofs scaled to the SM clock this launch ran at,"
             f" {fmt.si(clock, 'Hz')} = {fmt.pct(clock / spec.boost_hz)} of boost, as the"
-            " report's own roofs are; DRAM at the datasheet's bandwidth"
+            " report's own roofs are, DRAM at the datasheet's bandwidth"
             if np.isfinite(clock) and clock > 0
-            else "; no measured SM clock: at the boost clock"
+            else ", no measured SM clock: at the boost clock"
         )
     )
     out = [

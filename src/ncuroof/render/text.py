@@ -202,7 +202,11 @@ def _compare_table(result: Any, top: int, width: int = DEFAULT_WIDTH, color: boo
 
     from ..runs.compare import headline
 
-    table = Table(title=headline(result.totals) + "; largest changes first")
+    # the headline's parts a line each (``speedup ... ;`` / ``whole runs: ...``), wrapped
+    title = "\n".join(
+        _lines((headline(result.totals) + "; largest changes first").split("; "), width)
+    )
+    table = Table(title=title)
     cols = [c for c, narrowest in _COMPARE_COLUMNS if width >= narrowest]
     for col in cols:
         table.add_column(col, no_wrap=col in ("kernel", "status"))
