@@ -6,6 +6,7 @@ value (never ``'nan%'``).
 from __future__ import annotations
 
 import math
+import os
 import re
 import textwrap
 from collections.abc import Callable
@@ -13,6 +14,7 @@ from typing import Any
 
 __all__ = [
     "printable",
+    "path_text",
     "csv_cell",
     "num",
     "g",
@@ -35,8 +37,12 @@ __all__ = [
 
 # C0 controls but tab and newline, DEL, C1 controls, and the bidirectional overrides and isolates
 # (which reorder what a terminal shows); \r is a control here too (it overwrites a line).
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-_CONTROL_ALL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_CONTROL = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+_CONTROL_ALL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+#: :data:`_CONTROL` in RE2's syntax (pyarrow's regular expressions), for the written CSV files.
+CONTROL_RE2 = r"[\x00-\x08\x0b-\x1f\x7f-\x{9f}\x{2028}\x{2029}\x{202a}-\x{202e}\x{2066}-\x{2069}]"
 #: Text cells a spreadsheet would read as a formula (OWASP CSV injection): beginning with ``=``,
 #: ``@``, tab or CR, or with ``+``/``-`` before something that is not a number; and those beginning
 #: with ``'`` (so that the ``'`` ncuroof puts in front reads back unambiguously). Regular
@@ -48,7 +54,22 @@ CSV_SIGNED_NUMBER = r"^[+-](\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$"
 
 def _escape(m: re.Match[str]) -> str:
     c = ord(m.group())
+    if 0xDC80 <= c <= 0xDCFF:  # a byte of a file name that is not UTF-8 (surrogateescape)
+        return f"\\x{c - 0xDC00:02x}"
     return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+
+
+#: Lone surrogates: how Python holds the bytes of a file name that are not UTF-8 (PEP 383).
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def path_text(path: Any) -> str:
+    """A path as text that can be encoded, printed and stored: ``str(path)``, with each byte of a
+    name that is not UTF-8 (held by Python as a lone surrogate, PEP 383) written ``\\xff``.
+    ``path_text(b'bad\\xff.ncu-rep')`` -> ``'bad\\\\xff.ncu-rep'``. The one form in which paths
+    enter tables, documents and messages; the file is still opened by its real name."""
+    text = os.fsdecode(path) if isinstance(path, bytes) else str(path)
+    return _SURROGATE.sub(_escape, text)
 
 
 def printable(text: Any, layout: bool = True) -> str:

@@ -14,6 +14,7 @@ only in files; a summary in ``peak_source``, and the datasheet entry used in ``d
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -63,7 +64,8 @@ def parse_peak(text: str, allowed: tuple[str, ...], default: str) -> tuple[str, 
     Raises
     ------
     ValueError
-        For an unknown name or a value that is not a positive number.
+        For an unknown name or a value that is not a finite positive number (``1e400``
+        overflows to infinity: an infinite roof is no roof).
     """
     name, sep, value = text.partition("=")
     if not sep:
@@ -72,9 +74,12 @@ def parse_peak(text: str, allowed: tuple[str, ...], default: str) -> tuple[str, 
     if name not in allowed and name != default:
         raise ValueError(f"{name!r} is not one of {', '.join(allowed)}")
     m = _NUMBER.match(value)
-    if m is None or float(m.group(1)) <= 0:
-        raise ValueError(f"{value!r} is not a positive number (suffixes K, M, G, T, P allowed)")
-    return name, float(m.group(1)) * _SI[m.group(2)]
+    number = float(m.group(1)) * _SI[m.group(2)] if m is not None else math.nan
+    if not (math.isfinite(number) and number > 0):  # 1e400 and 1e999T are inf: no roof
+        raise ValueError(
+            f"{value!r} is not a finite positive number (suffixes K, M, G, T, P allowed)"
+        )
+    return name, number
 
 
 @dataclass

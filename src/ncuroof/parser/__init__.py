@@ -23,6 +23,7 @@ import pandas as pd
 
 from ..catalog import Catalog
 from ..errors import InputError, MissingModuleError, NcuroofError, ReportFormatError
+from ..fmt import path_text
 from ..schema import validate_raw
 from .blocks import MAGIC
 from .compressed import is_compressed, uncompressed
@@ -317,10 +318,10 @@ def read(
             with uncompressed(path, catalog) as report:
                 df = _read_report(report, catalog, progress, reader)
             if report != path:
-                df["source"] = str(path)
+                df["source"] = path_text(path)
     else:
         df = _by(read_csv(path, catalog), "ncuroof CSV reader")
-    return validate_raw(check_values(df, catalog), str(path))
+    return validate_raw(check_values(df, catalog), path_text(path))
 
 
 def _streamed(path: Path, catalog: Catalog, progress: Any, reader: str) -> pd.DataFrame | None:
@@ -411,4 +412,4 @@ def read_many(
     )
     for p, session in sessions:
         raw = apply_session(raw, session, p)
-    return validate_raw(raw, " + ".join(str(p) for p in paths))
+    return validate_raw(raw, " + ".join(path_text(p) for p in paths))

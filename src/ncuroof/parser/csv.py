@@ -46,6 +46,7 @@ import pandas as pd
 
 from ..catalog import Catalog, CsvRules, limits, load_csv_rules, over_limit
 from ..errors import InputError, ReportFormatError
+from ..fmt import path_text
 from ..schema import NA_NOTE  # the words of the na_metrics note (ncuroof.schema.NOTE_CODES)
 from .merge import merge
 
@@ -385,7 +386,7 @@ def _meta(first: pd.DataFrame, path: Path) -> pd.DataFrame:
         raise InputError(
             f"has a non-integer launch ID ({exc}); is it an ncu CSV export?", path
         ) from exc
-    out = pd.DataFrame({"source": str(path), "range_id": 0, "launch_id": ids.to_numpy()})
+    out = pd.DataFrame({"source": path_text(path), "range_id": 0, "launch_id": ids.to_numpy()})
     demangled = first["Kernel Name"]
     out["kernel_demangled"] = demangled.to_numpy(dtype=object)
     names = {d: function_name(d) for d in demangled.unique()}  # names repeat: parse each once
@@ -498,7 +499,7 @@ def _join(runs: dict[str, pd.DataFrame], path: Path) -> pd.DataFrame:
             "own file (ncu --import REPORT --csv) and pass them with --stack"
         ),
     )
-    raw["source"] = str(path)
+    raw["source"] = path_text(path)
     note = (
         f"{len(runs)} ncu runs of the same launches (processes {', '.join(runs)}) written one after"
         " the other into this file: joined launch by launch, each metric from the first run that"

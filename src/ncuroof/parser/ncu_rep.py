@@ -21,6 +21,7 @@ import pandas as pd
 
 from ..catalog import Catalog
 from ..errors import InputError, ReportFormatError
+from ..fmt import path_text
 from ..schema import DAMAGED, RAW_COMPACT
 from .blocks import LaunchLedger, Plan, ResultRecord, check_file, plan, walk
 from .contained import missing_module, read_launches
@@ -145,7 +146,7 @@ def launch_row(
         zip(
             _META,
             (
-                str(path),
+                path_text(path),
                 range_id,
                 launch_id,
                 kernel_name,

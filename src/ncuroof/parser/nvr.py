@@ -65,6 +65,7 @@ from pandas.api.types import union_categoricals
 
 from ..catalog import Catalog
 from ..errors import InputError, ReportFormatError
+from ..fmt import path_text
 from ..schema import RAW_COMPACT
 from .blocks import (
     RELEASE_BYTES,
@@ -1228,7 +1229,7 @@ def _run_frame(path: Path, run: _Run, version: str | None) -> pd.DataFrame:
         zip(
             META_COLUMNS,
             (
-                [str(path)] * n,
+                [path_text(path)] * n,
                 [0] * n,
                 run.index,
                 run.function,

@@ -199,7 +199,7 @@ def _arrow_parts(
         f"{_PREFIX}table": table,
         f"{_PREFIX}schema_version": str(schema.SCHEMA_VERSION),
         f"{_PREFIX}version": __version__,
-        f"{_PREFIX}inputs": json.dumps([str(p) for p in inputs]),
+        f"{_PREFIX}inputs": json.dumps([fmt.path_text(p) for p in inputs]),
     }
     return raw, pa.schema(fields, metadata=meta)
 
@@ -410,7 +410,8 @@ def _is_text(t: pa.DataType) -> bool:
 
 
 def csv_safe(table: pa.Table) -> pa.Table:
-    """The table with every text cell a spreadsheet would run as a formula behind a ``'``.
+    """The table with every text cell a spreadsheet would run as a formula behind a ``'``, and
+    every control character of a text cell made visible (:func:`_printable`).
 
     The OWASP CSV-injection guidance, as :func:`ncuroof.fmt.csv_cell` (``=HYPERLINK(...)`` ->
     ``'=HYPERLINK(...)``; a cell already beginning with ``'`` gets one more); for the CSV files
@@ -430,10 +431,25 @@ def csv_safe(table: pa.Table) -> pa.Table:
     return table
 
 
+def _printable(col: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """The text cells with their control characters made visible as the terminal shows them
+    (:func:`ncuroof.fmt.printable`: ``ESC`` -> ``\\x1b``; tab and newline kept, the CSV quotes
+    them): a written file is as safe to ``cat`` as the terminal output. Done on the distinct
+    values that hold one, then taken back into place."""
+    values = pc.unique(col)
+    bad = values.filter(pc.match_substring_regex(values, fmt.CONTROL_RE2))
+    if not len(bad):
+        return col
+    clean = pa.array([fmt.printable(v) for v in bad.to_pylist()], col.type)
+    where = pc.index_in(col, value_set=bad)
+    return pc.if_else(pc.is_valid(where), pc.take(clean, where), col)
+
+
 def _escaped(col: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
-    """:func:`csv_safe` of one text column (``col`` itself when no cell needs a ``'``)."""
+    """:func:`csv_safe` of one text column (``col`` itself when no cell needs a change)."""
     # The rules run on the column's distinct values (text columns repeat: a kernel name per
     # launch), then the cells holding a formula-like value are found by hashing.
+    col = _printable(col)
     values = pc.unique(col)
     signed = pc.and_(
         pc.match_substring_regex(values, fmt.CSV_SIGNED),

@@ -43,6 +43,7 @@ import pandas as pd
 
 from .. import catalog
 from ..errors import InputError
+from ..fmt import path_text
 from ..schema import TIMELINE_LAUNCH, validate_timeline
 
 __all__ = [
@@ -135,8 +136,14 @@ def read_timeline(
     del launches
     out, start, end = _by_start(out)
     t0 = start.min()
-    out = validate_timeline(out.assign(start_s=start - t0).reset_index(drop=True), str(path))
-    out.attrs = {"format": fmt, "path": str(path), "device": chosen, "gpu_name": gpus.get(chosen)}
+    where = path_text(path)
+    out = validate_timeline(out.assign(start_s=start - t0).reset_index(drop=True), where)
+    out.attrs = {
+        "format": fmt,
+        "path": where,
+        "device": chosen,
+        "gpu_name": gpus.get(chosen),
+    }
     out.attrs.update(devices=devices, span_s=float(end.max() - t0), busy_s=busy_time(start, end))
     out.attrs["shapes"] = shapes
     return out
@@ -155,7 +162,7 @@ def _read_nsys_rep(
             out = read_timeline(exported, device, progress, report_gpu=report_gpu)
         except InputError as exc:
             raise InputError(f"exported to SQLite: {exc.message}", path) from None
-    out.attrs["path"] = str(path)
+    out.attrs["path"] = path_text(path)
     return out
 
 
@@ -989,7 +996,9 @@ def read_operator_launches(
     op, values = scan.frame("op"), scan.signature_values
     del scan
     out = _operator_launch_frame(k, _operator_rows(k, op, formula_ops), path)
-    out.attrs.update(path=str(path), device=chosen, gpu_name=gpus.get(chosen), devices=devices)
+    out.attrs.update(
+        path=path_text(path), device=chosen, gpu_name=gpus.get(chosen), devices=devices
+    )
     ops = pd.DataFrame(
         {
             "name": op["name"].astype(object),

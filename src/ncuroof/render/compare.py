@@ -630,8 +630,8 @@ def compare_page(
     tot = result.totals
     gate = result.gate
     meta = {
-        "before": ", ".join(str(p) for p in before),
-        "after": ", ".join(str(p) for p in after),
+        "before": ", ".join(fmt.path_text(p) for p in before),
+        "after": ", ".join(fmt.path_text(p) for p in after),
         "GPU time": headline(tot),
         "after, share of time": ", ".join(f"{b} {fmt.pct(tot[f'share_{b}'])}" for b in BOUNDS),
         "gate": "" if gate is None else gate_words(gate),

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from .._version import __version__
+from ..fmt import path_text
 from ..schema import (
     ANALYTIC_SOURCE,
     DOTS,
@@ -174,7 +175,9 @@ def kernel_work(kernels: pd.DataFrame, key: str = "kernel_key") -> pd.DataFrame:
 def _input(path: Path, kernels: pd.DataFrame, alone: bool = True) -> dict[str, Any]:
     """One input: its path, SHA-256 and what its launches say about the GPU, ncu and the reader."""
     src = kernels["source"].astype(str) if "source" in kernels.columns else pd.Series(dtype=str)
-    mine = kernels[src.map(lambda s: str(path) in s.split(" + "))] if len(kernels) else kernels
+    mine = (
+        kernels[src.map(lambda s: path_text(path) in s.split(" + "))] if len(kernels) else kernels
+    )
     rows = (
         mine if len(mine) or not alone else kernels
     )  # a saved directory's launches name the report it was made of
@@ -188,7 +191,7 @@ def _input(path: Path, kernels: pd.DataFrame, alone: bool = True) -> dict[str, A
         return ", ".join(vals) or None
 
     return {
-        "path": str(path),
+        "path": path_text(path),
         "sha256": file_sha256(path),
         "kind": "directory" if path.is_dir() else "file",
         "launches": int(len(rows)),

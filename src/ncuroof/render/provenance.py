@@ -297,7 +297,7 @@ def page_meta(kernels: pd.DataFrame, inputs: Sequence[Path]) -> dict[str, str]:
     devices = device_text(kernels)
     status = kernels["status"]
     meta = {
-        "inputs": ", ".join(str(p) for p in inputs),
+        "inputs": ", ".join(fmt.path_text(p) for p in inputs),
         "GPU": devices,
         "ncu version": ", ".join(sorted(_distinct(kernels["ncu_version"]).unique())),
         "launches": (
