@@ -137,7 +137,7 @@ def load(
     """
     inputs = as_paths(paths)
     if len(inputs) == 1 and (saved := tables_io.saved_kernels(inputs[0])) is not None:
-        return tables_io.read_table(saved, "kernels")
+        return tables_io.read_saved_kernels(saved)
     with _progress_bar(progress) as bar:
         return _analysis.build(inputs, AnalysisOptions.of(options, **option_fields), bar).kernels
 
@@ -529,7 +529,7 @@ def analysis_of(
                 paths[0],
             )
         cat, gpus = catalog.load(), catalog.load_gpus()
-        frame = tables_io.read_table(table, "kernels")
+        frame = tables_io.read_saved_kernels(table)
         k = _analysis.restore_kernels(frame, table, cat, gpus)
         return _analysis.from_kernels(k, options, cat, gpus, inputs=paths, classified=True)
     with _progress_bar(progress) as bar:
@@ -606,7 +606,7 @@ def _refuse_stale(side: PathLike | Sequence[PathLike]) -> None:
     csv, parquet = paths[0] / "kernels.csv", paths[0] / "kernels.parquet"
     if not (csv.is_file() and parquet.exists()):
         return
-    a, b = (tables_io.read_table(p, "kernels") for p in (csv, parquet))
+    a, b = (tables_io.read_saved_kernels(p) for p in (csv, parquet))
     ta, tb = (pd.to_numeric(t["time_s"], errors="coerce") for t in (a, b))
     if (
         len(a) != len(b)

@@ -1,6 +1,7 @@
 """The ``ncuroof`` command line: a thin click layer over :mod:`ncuroof.api`.
 
-Every user error is printed as one line on stderr and exits with code 2; no traceback.
+Every user error is printed as one line on stderr and exits with code 2; no traceback. A defect
+exits with :data:`INTERNAL_ERROR` (3), never with 1, the code of a failed compare gate.
 """
 
 from __future__ import annotations
@@ -28,10 +29,18 @@ from .render.page import IMAGE_FORMATS, PLOTLYJS
 from .runs.fleet import FLEET_MIN_INPUTS
 from .schema import LEVELS
 
-__all__ = ["main", "cli"]
+__all__ = ["main", "cli", "INTERNAL_ERROR"]
+
+#: The exit code of an internal error (a defect): never 1, which says "the gate failed: slower".
+INTERNAL_ERROR = 3
+_EXIT_CODES = (
+    "Exit codes: 0 done; 1 compare's gate failed (a kernel got slower; doctor: a check failed);"
+    " 2 bad input or usage (one line on stderr naming the file and what to do), or a gate that"
+    f" cannot judge; {INTERNAL_ERROR} internal error (a defect: please report it)."
+)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=_EXIT_CODES)
 @click.version_option(__version__, prog_name="ncuroof")
 @click.option("-v", "--verbose", count=True, help="More log output on stderr (-vv for debug).")
 def cli(verbose: int) -> None:
@@ -1152,5 +1161,5 @@ def main(argv: list[str] | None = None) -> None:
             err=True,
             one_line=True,
         )
-        sys.exit(1)
+        sys.exit(INTERNAL_ERROR)
     sys.exit(0)

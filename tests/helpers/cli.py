@@ -20,7 +20,7 @@ def run(
 ) -> subprocess.CompletedProcess[str]:
     """``python -m ncuroof ARGS`` of this checkout (also from another ``cwd``), its output captured
     as text (``timeout`` seconds at most)."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     return subprocess.run(
         [*NCUROOF, *args], capture_output=True, text=True, cwd=cwd, timeout=timeout, env=env
     )

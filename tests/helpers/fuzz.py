@@ -8,7 +8,8 @@ abort inside ``ncu_report`` is seen as a signal instead of killing the harness) 
 
 * exit 0 with whole outputs (``kernels.csv``, ``points.csv``, ``roofline.html``), or exit 2 with
   exactly one line on stderr that names the input file;
-* no traceback, no signal, no internal error (exit 1), no file left beside the output directory;
+* no traceback, no signal, no internal error (exit 3, ``cli.INTERNAL_ERROR``), no file left
+  beside the output directory;
 * no value that was finite and non-zero in the undamaged input's kernels table turned zero or
   non-finite in a launch whose status is ``ok`` and that carries no flag or note;
 * no launch added without a note, and no damaged launch reported as ncu's failed measurement or

@@ -197,7 +197,7 @@ def test_fast_reader_without_ncu_report(tmp_path: Path) -> None:
     blocker = tmp_path / "block"
     blocker.mkdir()
     (blocker / "sitecustomize.py").write_text("import sys\nsys.modules['ncu_report'] = None\n")
-    env = {"PYTHONPATH": f"{blocker}:{REPO}", "PATH": "/usr/bin:/bin"}
+    env = {"PYTHONPATH": f"{blocker}:{REPO / 'src'}", "PATH": "/usr/bin:/bin"}
     out = tmp_path / "out"
     proc = subprocess.run(
         [*NCUROOF, "analyze", str(report), "-o", str(out), "-q"],

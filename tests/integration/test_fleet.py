@@ -107,7 +107,7 @@ def test_fleet_on_a_real_scheduler_and_two_workers(tmp_path: Path) -> None:
     names = _runs(tmp_path)
     port = _free_port()
     addr = f"tcp://127.0.0.1:{port}"
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     cmds = [[str(dask), "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"]]
     cmds += [
         [

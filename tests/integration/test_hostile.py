@@ -66,7 +66,7 @@ def ncuroof_cli(*args: str | Path, cwd: Path, timeout: float = 60) -> Run:
         capture_output=True,
         cwd=cwd,
         timeout=timeout,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
         preexec_fn=_cap,
         stdin=subprocess.DEVNULL,
     )
@@ -189,7 +189,8 @@ def test_a_signal_while_writing_cleans_up_like_ctrl_c(tmp_path: Path, sig: signa
         " KeyboardInterrupt:\n    sys.exit(130)\n"
     )
     proc = subprocess.Popen(
-        [sys.executable, "-c", script, str(out)], env={**os.environ, "PYTHONPATH": str(REPO)}
+        [sys.executable, "-c", script, str(out)],
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
     )
     deadline = time.monotonic() + 30
     while (

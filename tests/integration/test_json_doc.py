@@ -35,7 +35,7 @@ def _no_constant(name: str) -> float:
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     return subprocess.run(
         [sys.executable, "-m", "ncuroof", *args],
         capture_output=True,

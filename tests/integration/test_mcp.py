@@ -27,7 +27,7 @@ BEFORE, AFTER = (
     "gene-pop2020__time-dram_dzv_ak_ncuroof-time-0.ncu-rep",
     "gene-pop2020__time-flops_dzv_ak_ncuroof-time-0.ncu-rep",
 )
-ENV = {**os.environ, "PYTHONPATH": str(REPO)}
+ENV = {**os.environ, "PYTHONPATH": str(REPO / "src")}
 
 
 def cli_json(*args: str) -> tuple[dict | None, subprocess.CompletedProcess]:

@@ -286,7 +286,7 @@ def test_returning_pool_leaves_the_environment() -> None:
         " print(pa.default_memory_pool().backend_name, os.environ.get('ARROW_DEFAULT_MEMORY_POOL'))"
     )
     env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
-    env["PYTHONPATH"] = str(REPO)
+    env["PYTHONPATH"] = str(REPO / "src")
     out = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
     )

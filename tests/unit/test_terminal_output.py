@@ -116,7 +116,7 @@ def test_markdown_appends_to_github_step_summary(
 
 def _run(args: list[str], columns: int, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     env = {"COLUMNS": str(columns), "PATH": "/usr/bin:/bin", "NO_COLOR": "1"}
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2] / "src")
     return subprocess.run(
         [sys.executable, "-m", "ncuroof", *args],
         capture_output=True,

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
+from ..parser.files import read_bounded
 
 __all__ = ["Expectation", "read_expectations", "apply_expectations", "evaluate", "counted_flop"]
 
@@ -172,6 +173,14 @@ def read_expectations(path: str | Path) -> list[Expectation]:
         raise InputError(str(exc), p) from exc
 
 
+def _text(p: Path) -> str:
+    """An expectations file's text, through the reading gate (a regular file of at most
+    ``[limits].option_file_bytes``)."""
+    return read_bounded(p, "pass a YAML or TOML expectations file", "option_file_bytes").decode(
+        "utf-8"
+    )
+
+
 def _load_document(p: Path) -> dict:
     """The parsed YAML or TOML of an expectations file; any parser error as one InputError line."""
     try:
@@ -183,12 +192,12 @@ def _load_document(p: Path) -> dict:
                     "YAML expectations need PyYAML (pip install pyyaml), or write the file as TOML",
                     p,
                 ) from exc
-            return yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+            return yaml.safe_load(_text(p)) or {}
         try:
             import tomllib
         except ModuleNotFoundError:  # Python 3.10
             import tomli as tomllib  # type: ignore[no-redef]
-        return tomllib.loads(p.read_text(encoding="utf-8"))
+        return tomllib.loads(_text(p))
     except InputError:
         raise
     except Exception as exc:  # noqa: BLE001 - parser errors of either format, reported in one line

@@ -28,6 +28,7 @@ from ..schema import validate_raw
 from .blocks import MAGIC
 from .compressed import is_compressed, uncompressed
 from .csv import Session, read_csv, read_session, sniff
+from .files import regular_file
 from .forward import streamable
 from .merge import apply_session, merge
 from .ncu_rep import read_ncu_rep
@@ -83,16 +84,7 @@ _TEXT_SUFFIXES = (".csv", ".txt", ".log")
 
 
 def _check_path(path: Path) -> None:
-    if not path.exists():
-        raise InputError("no such file; check the path", path)
-    if path.is_dir():
-        raise InputError("is a directory; pass a .ncu-rep report or an ncu CSV export", path)
-    if not path.is_file():  # checked before opening: opening a FIFO blocks until someone writes
-        raise InputError(
-            "is not a regular file (a FIFO, socket or device); pass a .ncu-rep report or an ncu CSV"
-            " export",
-            path,
-        )
+    regular_file(path, "pass a .ncu-rep report or an ncu CSV export")
 
 
 def _is_report(path: Path) -> bool:

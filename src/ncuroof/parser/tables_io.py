@@ -34,8 +34,10 @@ import pandas as pd
 from .. import fmt, schema
 from .._lazy import LazyModule
 from .._version import __version__
+from ..catalog import limits, over_limit
 from ..errors import InputError
 from ..schema import Column
+from .files import regular_file
 
 pa, pacsv, pads, pq, pc = (
     LazyModule(f"pyarrow{m}") for m in ("", ".csv", ".dataset", ".parquet", ".compute")
@@ -47,6 +49,8 @@ __all__ = [
     "MANIFEST",
     "arrow_table",
     "csv_bytes",
+    "read_saved_kernels",
+    "check_launch_values",
     "parquet_bytes",
     "table_files",
     "dataset_writer",
@@ -502,6 +506,8 @@ def _read_parquet(path: Path) -> pa.Table:
     if path.is_file():
         return pq.read_table(path)
     data = pads.dataset(path, format="parquet", partitioning="hive")
+    for part in data.files:  # a FIFO or device among the parts would block or never end
+        _saved_file(part)
     first = pq.read_schema(data.files[0]) if data.files else data.schema
     meta = first.metadata or {}
     declared = TABLES.get(meta.get(f"{_PREFIX}table".encode(), path.stem.encode()).decode(), {})
@@ -523,6 +529,15 @@ def _read_parquet(path: Path) -> pa.Table:
         at = rank.reindex(t.column("source").to_pandas()).fillna(len(inputs)).to_numpy()
         t = t.take(pa.array(np.argsort(at, kind="stable")))
     return t.replace_schema_metadata(meta)
+
+
+def _saved_file(path: str | Path) -> Path:
+    """A file of a saved folder through the reading gate: regular, at most
+    ``[limits].saved_table_bytes``."""
+    path = regular_file(path, "pass an ncuroof output folder or the table files it holds")
+    if path.stat().st_size > limits()["saved_table_bytes"]:
+        raise InputError(over_limit("saved_table_bytes", "is larger than a saved table"), path)
+    return path
 
 
 def read_table(path: str | Path, table: str | None = None) -> pd.DataFrame:
@@ -548,8 +563,8 @@ def read_table(path: str | Path, table: str | None = None) -> pd.DataFrame:
         When the file is missing, is not a table ncuroof wrote or has a newer schema version.
     """
     path = Path(path)
-    if not path.exists():
-        raise InputError("no such file; check the path", path)
+    if not (path.is_dir() and path.suffix == ".parquet"):
+        _saved_file(path)
     try:
         if path.suffix == ".csv":
             columns = TABLES.get(table or path.stem, {})
@@ -558,7 +573,9 @@ def read_table(path: str | Path, table: str | None = None) -> pd.DataFrame:
                 strings_can_be_null=True,
                 quoted_strings_can_be_null=False,
             )
-            return _to_pandas(_csv_raw(pacsv.read_csv(path, convert_options=opts)), columns)
+            return _checked_pandas(
+                _csv_raw(pacsv.read_csv(path, convert_options=opts)), columns, path
+            )
         t = _read_parquet(path)
     except (pa.ArrowInvalid, OSError, IndexError) as exc:
         raise InputError(
@@ -566,15 +583,153 @@ def read_table(path: str | Path, table: str | None = None) -> pd.DataFrame:
             path,
         ) from exc
     meta = t.schema.metadata or {}
-    version = int(meta.get(f"{_PREFIX}schema_version".encode(), b"0"))
+    text = meta.get(f"{_PREFIX}schema_version".encode(), b"0")
+    if not text.isdigit():
+        raise InputError(
+            f"has schema_version {text[:20]!r} in its metadata, not a number: it was edited or not"
+            " written by ncuroof; rerun ncuroof analyze on the inputs",
+            path,
+        )
+    version = int(text)
     if version > schema.SCHEMA_VERSION:
         raise InputError(
             f"was written with table schema version {version}, newer than this ncuroof's "
             f"{schema.SCHEMA_VERSION}; upgrade ncuroof",
             path,
         )
-    name = table or meta.get(f"{_PREFIX}table".encode(), path.stem.encode()).decode()
-    return _to_pandas(t, TABLES.get(name))
+    name = table or meta.get(f"{_PREFIX}table".encode(), path.stem.encode()).decode(
+        "utf-8", "replace"
+    )
+    return _checked_pandas(t, TABLES.get(name), path)
+
+
+def _checked_pandas(t: pa.Table, columns: Mapping[str, Column] | None, path: Path) -> pd.DataFrame:
+    """:func:`_to_pandas` of a table read back, any column that is not what :data:`TABLES`
+    declares (a duplicated name, text where numbers belong, metadata that does not decode) one
+    InputError naming the file and the column."""
+    names = t.column_names
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise InputError(f"has the column {twice[0]!r} twice; {_EDITED}", path)
+    try:
+        df = _to_pandas(t, columns)
+    except (ValueError, TypeError, UnicodeDecodeError, KeyError) as exc:
+        bad = next(
+            (
+                n
+                for n, c in (columns or {}).items()
+                if n in names and not _casts(t.column(n), c.dtype)
+            ),
+            None,
+        )
+        what = f"column {bad!r} does not hold {columns[bad].dtype} values" if bad else "it"
+        raise InputError(f"{what} ({str(exc).splitlines()[0][:80]}); {_EDITED}", path) from None
+    return df
+
+
+def read_saved_kernels(path: str | Path) -> pd.DataFrame:
+    """The launch table of a saved output folder (:func:`saved_kernels`), read by
+    :func:`read_table` and its values checked by :func:`check_launch_values`: what ``compare``
+    and ``load`` read back reaches the model validated as fresh tables are.
+
+    Raises
+    ------
+    InputError
+        One line naming the file (and the column and row) for anything ncuroof would not have
+        written.
+    """
+    path = Path(path)
+    df = read_table(path, "kernels")
+    check_launch_values(df, path)
+    return df
+
+
+#: Units of quantities that are never negative: every number of a launch table is one.
+_NON_NEGATIVE_UNITS = ("", "s", "FLOP", "B", "Hz", "FLOP/s", "B/s", "sector", "inst", "inst/s", "1")
+#: Rate columns and the ``[limits]`` that bound them; work and bytes columns are bounded the same
+#: way over the launch's ``time_s``.
+_RATE_LIMITS = {"_flop_per_s": "saved_flop_per_s", "_bytes_per_s": "saved_bytes_per_s"}
+_WORK_LIMITS = {"_flop": "saved_flop_per_s", "_bytes": "saved_bytes_per_s"}
+
+
+def _where(df: pd.DataFrame, mask: np.ndarray, column: str) -> str:
+    """``column 'x', row N (launch L)`` of the first row of ``mask`` (data rows counted from 1)."""
+    i = int(np.flatnonzero(mask)[0])
+    launch = df["launch_id"].iloc[i] if "launch_id" in df.columns else "?"
+    return f"column {column!r}, row {i + 1} (launch {launch})"
+
+
+def check_launch_values(df: pd.DataFrame, path: Path) -> None:
+    """The values of a launch table read back, checked as fresh tables are: every number finite
+    where present and never negative, rates no higher than the physical bounds of ``[limits]``
+    (``saved_flop_per_s``, ``saved_bytes_per_s``; work and bytes over ``time_s`` too), ``bound``
+    one of :data:`ncuroof.schema.BOUNDS`, and each launch (``source``, ``range_id``,
+    ``launch_id``) once.
+
+    Raises
+    ------
+    InputError
+        One line naming the file, the column and the row, and what to do.
+    """
+    time = pd.to_numeric(df["time_s"], errors="coerce") if "time_s" in df.columns else None
+    for name in df.columns:
+        col = schema.KERNELS.get(name)
+        declared = col is not None and col.dtype in ("float64", "int64")
+        if not (declared or name.endswith(("_flop", "_bytes", "_per_s"))):
+            continue
+        if col is not None and col.unit not in _NON_NEGATIVE_UNITS:
+            continue
+        v = pd.to_numeric(df[name], errors="coerce").to_numpy(float)
+        for bad, what in ((np.isinf(v), "is not finite"), (v < 0, "is negative")):
+            if bad.any():
+                raise InputError(f"{_where(df, bad, name)} {what}; {_EDITED}", path)
+        _check_rate(df, name, v, time, path)
+    if "bound" in df.columns:
+        odd = ~df["bound"].isin(schema.BOUNDS).to_numpy()
+        if odd.any():
+            words = ", ".join(schema.BOUNDS)
+            raise InputError(f"{_where(df, odd, 'bound')} is not one of {words}; {_EDITED}", path)
+    key = [c for c in ("source", "range_id", "launch_id") if c in df.columns]
+    again = df.duplicated(key).to_numpy() if "launch_id" in key else np.zeros(0, bool)
+    if again.any():
+        raise InputError(f"{_where(df, again, 'launch_id')} repeats a launch; {_EDITED}", path)
+
+
+def _check_rate(
+    df: pd.DataFrame, name: str, v: np.ndarray, time: pd.Series | None, path: Path
+) -> None:
+    """A rate column against its ``[limits]`` bound, a work or bytes column over ``time_s``."""
+    lim = limits()
+    rate_limit = next((lim_ for sfx, lim_ in _RATE_LIMITS.items() if name.endswith(sfx)), None)
+    work_limit = next((lim_ for sfx, lim_ in _WORK_LIMITS.items() if name.endswith(sfx)), None)
+    if rate_limit is not None:
+        rate, limit = v, rate_limit
+    elif work_limit is not None and time is not None:
+        t = time.to_numpy(float)
+        with np.errstate(divide="ignore", invalid="ignore"):  # no duration: no rate to bound
+            rate, limit = np.where(t > 0, v / t, np.nan), work_limit
+    else:
+        return
+    over = rate > lim[limit]
+    if over.any():
+        raise InputError(
+            f"{_where(df, over, name)} is beyond any GPU ({fmt.g(np.max(rate[over]))}/s, above"
+            f" limits.{limit} = {lim[limit]:g}); {_EDITED}",
+            path,
+        )
+
+
+#: The end of every message about a saved table that is not as ncuroof wrote it.
+_EDITED = "the table was edited or not written by ncuroof: rerun ncuroof analyze on the inputs"
+
+
+def _casts(col: pa.ChunkedArray, dtype: str) -> bool:
+    """Whether one column converts to its declared dtype."""
+    try:
+        col.to_pandas().astype(dtype)
+    except (ValueError, TypeError):
+        return False
+    return True
 
 
 def read_manifest(directory: str | Path) -> list[str] | None:
@@ -598,8 +753,9 @@ def read_manifest(directory: str | Path) -> list[str] | None:
         When the manifest is not the JSON ncuroof writes.
     """
     path = Path(directory) / MANIFEST
-    if not path.is_file():
+    if not path.exists():
         return None
+    regular_file(path, "remove it and rerun the analysis")
     try:
         with open(path, "rb") as f:
             data = json.loads(f.read(1 << 20))

@@ -45,6 +45,7 @@ from .. import catalog
 from ..errors import InputError
 from ..fmt import path_text
 from ..schema import TIMELINE_LAUNCH, validate_timeline
+from .files import regular_file
 
 __all__ = [
     "read_timeline",
@@ -219,20 +220,10 @@ def busy_time(start: np.ndarray, end: np.ndarray) -> float:
 
 def _sniff(path: Path) -> str:
     """The format of ``path`` from its first bytes (and the ``.nsys-rep`` suffix)."""
-    if not path.exists():
-        raise InputError("no such file; check the path", path)
-    if path.is_dir():
-        raise InputError(
-            "is a directory; pass a PyTorch profiler trace (.json, .json.gz) or an Nsight Systems"
-            " export (.sqlite)",
-            path,
-        )
-    if not path.is_file():  # checked before opening: opening a FIFO blocks until someone writes
-        raise InputError(
-            "is not a regular file (a FIFO, socket or device); pass a PyTorch profiler trace or an"
-            " Nsight Systems export",
-            path,
-        )
+    regular_file(
+        path,
+        "pass a PyTorch profiler trace (.json, .json.gz) or an Nsight Systems export (.sqlite)",
+    )
     if path.suffix == ".nsys-rep":
         return "nsys-rep"
     try:

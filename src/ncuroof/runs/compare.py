@@ -38,6 +38,7 @@ from .. import fmt
 from ..errors import InputError
 from ..model.calculator import compute_points
 from ..model.summary import kernel_summary, keys_of, most_time, pair_keys
+from ..parser.files import read_bounded
 from ..schema import BOUNDS, COMPARE, COMPARE_TRAIL, LEVELS, PRECISIONS
 
 __all__ = [
@@ -589,9 +590,11 @@ def read_pair_file(path: str | Path) -> list[tuple[str, str]]:
     InputError
         The file is unreadable, not TOML, or a ``[[pair]]`` lacks a string ``before`` or ``after``.
     """
+    fix = 'write [[pair]] tables with before = "..." and after = "..."'
+    raw = read_bounded(path, f"pass a TOML file: {fix}", "option_file_bytes")
     try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise InputError(
             f'cannot read the pair file ({exc}); write [[pair]] tables with before = "..." and'
             ' after = "..."',
