@@ -19,7 +19,7 @@ import click
 from . import __version__, fmt, products
 from .collector.ncu import collectable
 from .errors import NcuNotFoundError, NcuroofError
-from .model.analysis import TRAFFIC_CHOICES, AnalysisOptions
+from .model.analysis import OPTION_BOUNDS, TRAFFIC_CHOICES, AnalysisOptions
 from .model.ceilings import FLOP_ROOFS, parse_peak
 from .model.phases import BY_OPERATOR, parse_group_by
 from .model.summary import KEY_CHOICES
@@ -65,6 +65,14 @@ def _echo(text: str, err: bool = False, nl: bool = True, one_line: bool = False)
     (:func:`ncuroof.fmt.printable`): text from inputs (names, paths, messages) never reaches the
     terminal raw. ``one_line`` escapes newlines and tabs too (an error or a warning is one line)."""
     click.echo(fmt.printable(text, layout=not one_line), err=err, nl=nl)
+
+
+def _ranged(name: str, kind: type) -> click.ParamType:
+    """The click range of an option from :data:`OPTION_BOUNDS` (declared once, with MCP's)."""
+    low, high, open_low = OPTION_BOUNDS[name]
+    if kind is int:
+        return click.IntRange(int(low), None if high is None else int(high), min_open=open_low)
+    return click.FloatRange(low, high, min_open=open_low)
 
 
 def _terminal_options(f):  # noqa: ANN001, ANN202 - a click decorator
@@ -269,7 +277,7 @@ _KERNEL_OPTIONS = [
     ),
     click.option(
         "--focus",
-        type=click.FloatRange(0, 1, min_open=True),
+        type=_ranged("focus", float),
         default=_DEFAULT.focus,
         show_default=True,
         help=(
@@ -306,7 +314,7 @@ _SOURCE_OPTIONS = [
     ),
     click.option(
         "--device",
-        type=click.IntRange(0),
+        type=_ranged("device", int),
         default=None,
         metavar="N",
         help=(
@@ -416,7 +424,7 @@ _COLLECTABLE = collectable()
 )
 @click.option(
     "--top",
-    type=click.IntRange(1),
+    type=_ranged("top", int),
     default=10,
     show_default=True,
     help="Kernels in the summary table.",
@@ -718,10 +726,14 @@ def _warn(analysis: "Analysis") -> None:  # noqa: F821, UP037 - imported lazily
 )
 @click.option("--kernel-id", default=None, help="ncu --kernel-id context:stream:name:invocation.")
 @click.option(
-    "-s", "--launch-skip", type=click.IntRange(0), default=None, help="ncu --launch-skip."
+    "-s", "--launch-skip", type=_ranged("launch_skip", int), default=None, help="ncu --launch-skip."
 )
 @click.option(
-    "-c", "--launch-count", type=click.IntRange(1), default=None, help="ncu --launch-count."
+    "-c",
+    "--launch-count",
+    type=_ranged("launch_count", int),
+    default=None,
+    help="ncu --launch-count.",
 )
 @click.option("--nvtx-include", multiple=True, help="ncu --nvtx-include (repeatable).")
 @click.option("--nvtx-exclude", multiple=True, help="ncu --nvtx-exclude (repeatable).")
@@ -872,7 +884,7 @@ kernel with durations in both: unknown is not fast).
 @click.option(
     "--fail-if-slower",
     "fail_pct",
-    type=click.FloatRange(min=0),
+    type=_ranged("fail_if_slower_pct", float),
     default=None,
     metavar="PCT",
     help=(
@@ -929,7 +941,7 @@ kernel with durations in both: unknown is not fast).
 )
 @click.option("--plotlyjs", type=click.Choice(list(PLOTLYJS)), default="embed", show_default=True)
 @click.option(
-    "--top", type=click.IntRange(1), default=10, show_default=True, help="Kernels in the summary."
+    "--top", type=_ranged("top", int), default=10, show_default=True, help="Kernels in the summary."
 )
 @_terminal_options
 @click.option("-q", "--quiet", is_flag=True, help="No summary table.")

@@ -35,7 +35,7 @@ from typing import Any
 
 from . import api, catalog, products
 from .errors import InputError, MissingModuleError, NcuroofError
-from .model.analysis import Analysis, AnalysisOptions
+from .model.analysis import OPTION_BOUNDS, Analysis, AnalysisOptions
 from .model.ceilings import FLOP_ROOFS, parse_peak
 from .render import json_doc
 from .render.provenance import as_paths
@@ -225,6 +225,12 @@ class Session:
         """The ``compare --json`` document (``compare.csv``/``.html`` written into
         ``outdir`` when ``write``)."""
         b, a, opts = as_paths(before), as_paths(after), options_of(**options)
+        for side, given in (("before", b), ("after", a)):
+            if not given:
+                raise InputError(
+                    f"{side} names no run: give a report, an ncu CSV export or an ncuroof output"
+                    " directory"
+                )
         out = self._write_to(
             write, (a[0].name if a[0].is_dir() else api.default_outdir(a[0]).stem) + ".compare"
         )
@@ -282,17 +288,22 @@ def _stamp(p: Path) -> tuple[int, int]:
 
 
 def _param(name: str, kind: Any, text: str, default: Any = inspect.Parameter.empty) -> Any:
-    """A keyword-only tool parameter with its description (pydantic ``Field``), as
-    the SDK reads it."""
+    """A keyword-only tool parameter with its description and, for a bounded option, the bounds
+    the CLI applies (:data:`ncuroof.model.analysis.OPTION_BOUNDS`) (pydantic ``Field``), as the
+    SDK reads it."""
     from typing import Annotated
 
     from pydantic import Field
 
+    bounds: dict[str, float] = {}
+    if name in OPTION_BOUNDS:
+        low, high, open_low = OPTION_BOUNDS[name]
+        bounds = {"gt" if open_low else "ge": low, **({"le": high} if high is not None else {})}
     return inspect.Parameter(
         name,
         inspect.Parameter.KEYWORD_ONLY,
         default=default,
-        annotation=Annotated[kind, Field(description=text)],
+        annotation=Annotated[kind, Field(description=text, **bounds)],
     )
 
 
@@ -430,11 +441,29 @@ def _guarded(fn: Any) -> Any:
         try:
             return fn(**kwargs)
         except (NcuroofError, ValueError, KeyError, OSError) as exc:
-            return CallToolResult(
-                content=[TextContent(type="text", text=error_text(exc))], is_error=True
-            )
+            text = error_text(exc)
+        except Exception as exc:  # noqa: BLE001 - a defect: one line, no traceback, keep serving
+            text = error_text(exc).replace("error:", f"internal error: {type(exc).__name__}:", 1)
+        return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
 
     return call
+
+
+def _forbid_unknown_arguments(server: Any, name: str) -> None:
+    """Make the tool ``name`` refuse arguments it does not declare (``top: -1`` to ``analyze``
+    was accepted silently), in its validation and in the schema clients read. The SDK keeps its
+    tools in a private registry: where that changes, the tool stays as registered (and
+    ``tests/integration/test_mcp.py`` says so)."""
+    from pydantic import ConfigDict
+
+    tool = getattr(getattr(server, "_tool_manager", None), "_tools", {}).get(name)
+    meta = getattr(tool, "fn_metadata", None)
+    if meta is None:
+        return
+    base = meta.arg_model
+    config = ConfigDict(**{**base.model_config, "extra": "forbid"})
+    meta.arg_model = type(base.__name__, (base,), {"model_config": config, "__module__": __name__})
+    tool.parameters = {**tool.parameters, "additionalProperties": False}
 
 
 #: What each tool does, as the client reads it.
@@ -570,6 +599,8 @@ def build_server(session: Session) -> Any:
     if session.allow_profile:
         profile = _tool(session.profile, _profile_parameters(), opts, "")
         server.add_tool(_guarded(profile), name="profile", description=_DESCRIPTIONS["profile"])
+    for name in ("analyze", "compare", "explain", "list_gpus", "profile"):
+        _forbid_unknown_arguments(server, name)
     return server
 
 

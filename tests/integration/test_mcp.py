@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -163,3 +164,42 @@ def test_without_the_sdk_mcp_says_how_to_install(monkeypatch, capsys):
         cli.main(["mcp"])
     assert exc.value.code == 2
     assert_one_line_error(capsys.readouterr().err, None, "pip install 'ncuroof[mcp]'")
+
+
+def test_mcp_arguments_are_judged_like_the_cli_and_the_server_keeps_serving(tmp_path):
+    """Issue 45: a negative gate, an unknown argument, an empty run list and a pattern that
+    backtracks without limit are each an error result in one line; no traceback reaches the
+    server's stderr, identical runs never fail the gate, and the next call is answered."""
+    report = str(shared(REPORT))
+    long_name = tmp_path / "k.csv"
+    text = shared("ESMM-Research__metrics.csv").read_text(encoding="utf-8")
+    long_name.write_text(text.replace("basic(", "a" * 60 + "!basic("), encoding="utf-8")
+    expect = tmp_path / "expect.toml"  # a pattern that backtracks without limit in Python's re
+    expect.write_text('[sizes]\nn = 1\n[[kernel]]\nmatch = "^(a|aa)+$"\nflop = "n"\n')
+    calls = [
+        ("compare", {"before": report, "after": report, "fail_if_slower_pct": -5}),
+        ("analyze", {"path": report, "top": -1}),
+        ("compare", {"before": report, "after": []}),
+        ("compare", {"before": str(long_name), "after": str(long_name), "match": "bogus"}),
+        ("analyze", {"path": str(long_name), "expect": str(expect)}),
+        ("compare", {"before": report, "after": report, "fail_if_slower_pct": 5}),
+        ("list_gpus", {}),
+    ]
+    start = time.monotonic()
+    _, results = asyncio.run(session_calls([], calls))
+    negative, unknown, empty, bad_choice, backtracking, same, gpus = results
+    assert time.monotonic() - start < 60
+    assert backtracking.is_error and "(a|aa)+$" in backtracking.content[0].text
+    assert "regex_seconds" in backtracking.content[0].text
+    for result, words in (
+        (negative, ("fail_if_slower_pct", "greater than or equal to 0")),
+        (unknown, ("top", "Extra inputs are not permitted")),
+        (empty, ("after names no run",)),
+        (bad_choice, ("match",)),
+    ):
+        assert result.is_error, words
+        message = result.content[0].text
+        assert all(w in message for w in words), message
+        assert "Traceback" not in message and "internal error" not in message
+    assert doc_of(same)["gate"]["passed"] is True  # identical runs never fail the gate
+    assert doc_of(gpus)["gpus"]

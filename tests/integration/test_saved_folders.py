@@ -208,3 +208,26 @@ def test_a_pair_file_is_a_bounded_regular_file(saved, tmp_path, kind) -> None:
     assert time.monotonic() - start < 10
     word = "option_file_bytes" if kind == "big" else "not a regular file"
     assert_clean_failure(proc, pair, tmp_path / "c", word)
+
+
+@pytest.mark.parametrize("pattern", ["(a+)+$", "^(a|aa)+$"])
+def test_a_backtracking_pattern_returns_within_seconds(tmp_path, pattern) -> None:
+    """Issue 43: kernel names of forty and sixty ``a`` and a ``!``; Python's ``re`` runs for
+    minutes on these patterns. Each is answered (no kernel, or the time limit) in seconds."""
+    text = shared("ESMM-Research__metrics.csv").read_text(encoding="utf-8")
+    before = tmp_path / "b.csv"
+    before.write_text(text.replace("basic(", "a" * 60 + "!basic("), encoding="utf-8")
+    start = time.monotonic()
+    proc = run(
+        "compare",
+        str(before),
+        str(shared("ESMM-Research__metrics.csv")),
+        "--pair",
+        f"regex:{pattern}=x",
+        "-o",
+        str(tmp_path / "c"),
+        timeout=60,
+    )
+    assert time.monotonic() - start < 10
+    line = assert_clean_failure(proc, None, tmp_path / "c", pattern)
+    assert "regex_seconds" in line or "names no kernel" in line

@@ -23,7 +23,6 @@ from __future__ import annotations
 import ast
 import math
 import operator
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +31,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..parser.files import read_bounded
+from ..parser.patterns import UserPattern, compile_pattern
 
 __all__ = ["Expectation", "read_expectations", "apply_expectations", "evaluate", "counted_flop"]
 
@@ -131,7 +131,7 @@ def _operate(op: ast.operator, left: float, right: float, text: str) -> float:
 class Expectation:
     """One ``[[kernel]]`` entry: a name pattern and the work one launch must do."""
 
-    pattern: re.Pattern[str]
+    pattern: UserPattern
     flop: float
     dram_bytes: float
 
@@ -155,7 +155,7 @@ def read_expectations(path: str | Path) -> list[Expectation]:
         Missing or unreadable file, a bad pattern or formula (one line naming the file).
     """
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise InputError(
             "no such expectations file; give a TOML file with [sizes] and [[kernel]] entries", p
         )
@@ -169,7 +169,9 @@ def read_expectations(path: str | Path) -> list[Expectation]:
         )
     try:
         return _expectations_of(sizes, entries)
-    except (ValueError, re.error) as exc:
+    except InputError as exc:  # a pattern that does not compile
+        raise InputError(exc.message, p) from None
+    except ValueError as exc:
         raise InputError(str(exc), p) from exc
 
 
@@ -218,7 +220,7 @@ def _expectations_of(sizes: dict, entries: list) -> list[Expectation]:
             raise ValueError(f"kernel entry {i + 1} has no 'match'")
         out.append(
             Expectation(
-                re.compile(str(e["match"])),
+                compile_pattern(str(e["match"]), f"[[kernel]] entry {i + 1} match"),
                 evaluate(e["flop"], resolved) if "flop" in e else math.nan,
                 evaluate(e["bytes"], resolved) if "bytes" in e else math.nan,
             )

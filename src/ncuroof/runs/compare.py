@@ -24,7 +24,6 @@ passes it.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -39,6 +38,7 @@ from ..errors import InputError
 from ..model.calculator import compute_points
 from ..model.summary import kernel_summary, keys_of, most_time, pair_keys
 from ..parser.files import read_bounded
+from ..parser.patterns import compile_pattern
 from ..schema import BOUNDS, COMPARE, COMPARE_TRAIL, LEVELS, PRECISIONS
 
 __all__ = [
@@ -506,13 +506,8 @@ def _side_keys(spec: str, summary: pd.DataFrame, side: str, where: str) -> str:
         .astype(str)
     )
     if spec.startswith("regex:"):
-        try:
-            rx = re.compile(spec[len("regex:") :])
-        except re.error as exc:
-            raise InputError(
-                f"{spec!r} is not a regular expression ({exc}); fix the pattern", where
-            ) from exc
-        hit = names.apply(lambda c: c.map(lambda v: bool(rx.search(v)))).any(axis=1)
+        rx = compile_pattern(spec[len("regex:") :], f"{where} regex:")
+        hit = pd.Series([rx.any(row) for row in names.itertuples(index=False)], index=names.index)
     else:
         hit = (names == spec).any(axis=1)
     keys = list(dict.fromkeys(names.loc[hit, "kernel_key"]))
