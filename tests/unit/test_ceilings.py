@@ -411,6 +411,31 @@ def test_hmma_accumulator_modifier_picks_the_datasheet_roof(
 
 
 @needs_ncu_report
+@pytest.mark.parametrize(
+    "opcode, m, n, kk",
+    [
+        ("IMMA.16816.S8.S8", 16, 8, 16),
+        ("IMMA.8816.S8.S8", 8, 8, 16),
+        ("IMMA.16832.S8.S8", 16, 8, 32),
+    ],
+)
+def test_imma_shape_modifier_counts_the_int8_work(
+    opcode: str, m: int, n: int, kk: int, gpus
+) -> None:
+    # Issue 44 class 1: IMMA.16816 (m16n8k16, Ampere) was "no MMA shape known" and tensor work 0.
+    # The report's IMMA counters relabelled: every IMMA shape is 2*M*N*K ops per warp instruction,
+    # at the A40 INT8 datasheet roof.
+    k = _hmma_analysis(gpu="a40", opcode=opcode)[0].set_index("launch_id")
+    assert k.loc[0, "tensor_sass_imma_flop"] == IMMA_PER_GEMM * 2 * m * n * kk
+    assert k.loc[0, "tensor_flop"] == IMMA_PER_GEMM * 2 * m * n * kk
+    assert "no MMA shape known" not in cell_text("notes", k.loc[0, "notes"])
+    a40 = gpus.by_name("a40")
+    assert k.loc[0, "peak_tensor_sass_imma_flop_per_s"] == pytest.approx(
+        a40.tensor["int8"] * k.loc[0, "sm_clock_hz"] / a40.boost_hz
+    )
+
+
+@needs_ncu_report
 def test_a_kernel_whose_main_precision_has_no_roof_is_placed_at_another() -> None:
     # The RTX 5070 datasheet has no tensor rates: the HMMA work (the main precision) has no roof.
     # The fused launch 2 also runs FP32 work (its epilogue), which has the report's roof: it is
