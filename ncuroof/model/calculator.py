@@ -294,6 +294,8 @@ def _ops_path_work(
             np.zeros(n, dtype=bool),
         )
 
+    _dense_aggregate_peaks(paths, t.family_prefix, notes)
+
     def family_sum(attr: str) -> np.ndarray:
         agg = [getattr(w, attr) for p, w in paths.items() if not p.startswith(t.family_prefix)]
         ops = [getattr(w, attr) for p, w in paths.items() if p.startswith(t.family_prefix)]
@@ -308,6 +310,32 @@ def _ops_path_work(
         np.where(have_ops, "ops_path", "").astype(object),
         notes,
     )
+
+
+def _dense_aggregate_peaks(paths: dict[str, _Work], family: str, notes: list[list[str]]) -> None:
+    """A per-datatype aggregate path without a sparsity suffix (RTX 50xx
+    ``src_bf16_dst_fp32``) holds the *sparsity-on* peak (174,080 ops/cycle where its dense
+    ``op_hmma_…_sparsity_off`` child holds 87,040). Where the launch ran no sparse MMA of that
+    datatype (its ``_sparsity_on`` children 0 or absent), its work is judged against the dense
+    peak: the highest ``_sparsity_off`` child's (ROOFLINE_SPEC §3.2 "never add a sparse path's
+    ops to a dense path's peak"; ncu's own pct_of_peak uses the dense peak). In place."""
+    for agg in [p for p in paths if not p.startswith(family) and "sparsity" not in p]:
+        kids = [
+            p for p in paths if p.startswith(family) and p.endswith("_" + agg + "_sparsity_off")
+        ]
+        if not kids:
+            continue
+        on = [paths[k[: -len("off")] + "on"].flop for k in kids if k[: -len("off")] + "on" in paths]
+        sparse_ops = np.nansum(on, axis=0) if on else np.zeros(len(paths[agg].flop))
+        with np.errstate(all="ignore"):
+            dense = np.fmax.reduce([paths[k].peak for k in kids])
+            use = (sparse_ops == 0) & (dense > 0) & ~(paths[agg].peak <= dense)
+        paths[agg].peak = np.where(use, dense, paths[agg].peak)
+        for i in np.flatnonzero(use & (paths[agg].flop > 0)):
+            notes[i].append(
+                f"tensor {agg} roof = its dense peak (the highest {family}*_{agg}_sparsity_off):"
+                " the aggregate's peak_sustained is the sparsity-on rate, and no sparse MMA ran"
+            )
 
 
 def _opcode_work(raw: pd.DataFrame, cat: Catalog, time_s: np.ndarray, st: _Tensor) -> None:
@@ -1096,6 +1124,12 @@ def _point_work(kernels: pd.DataFrame) -> list[_PointWork]:
         return kernels[name].to_numpy(float) if name in kernels.columns else np.full(n, _NAN)
 
     estimated = kernels["tensor_source"].isin(["sass_opcodes", "legacy_x512"]).to_numpy()
+    # one tensor point per work: where an aggregate path (src_…) holds the work, its per-family
+    # op_… paths (the same ops, split by instruction) are not placed a second time
+    in_aggregate = np.zeros(n, dtype=bool)
+    for path in tensor_paths(kernels.columns):
+        if not path.startswith("op_"):
+            in_aggregate |= np.nan_to_num(col(tensor_columns(path).flop)) > 0
     out = []
     for prec, c in flop_columns(kernels.columns).items():
         key = c.removesuffix("_flop")
@@ -1103,7 +1137,7 @@ def _point_work(kernels: pd.DataFrame) -> list[_PointWork]:
             _PointWork(
                 prec,
                 key,
-                col(c),
+                np.where(in_aggregate, 0.0, col(c)) if key.startswith("tensor_op_") else col(c),
                 col(f"{key}_flop_per_s"),
                 col(f"peak_{key}_flop_per_s"),
                 col(f"achievable_{key}_flop_per_s"),

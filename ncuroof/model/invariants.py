@@ -19,6 +19,8 @@ whatever the exact wording:
 * ``occupancy_contradicted``: no "well below the theoretical" when achieved occupancy is at least
   ``[diagnosis].occupancy_gap`` of the theoretical.
 * ``idle_lanes_unnamed``: a classified launch with blocks below a warp names its idle lanes.
+* ``sparse_peak_for_dense_work``: no tensor aggregate path's work against a peak above its dense
+  (``op_…_sparsity_off``) children's when the launch ran no sparse MMA of that datatype.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import pandas as pd
 
 from ..catalog import Catalog
 from ..catalog import load as load_catalog
-from ..schema import cell_text
+from ..schema import cell_text, tensor_columns, tensor_paths
 from .calculator import cc_number
 from .speed_of_light import launch_floor
 from .summary import grid_sizes
@@ -52,6 +54,7 @@ INVARIANTS = {
         "'well below the theoretical' when achieved occupancy is at the theoretical"
     ),
     "idle_lanes_unnamed": "blocks below a warp with no word about the idle lanes",
+    "sparse_peak_for_dense_work": "tensor work with sparse ops 0 against a sparsity-on peak",
 }
 
 #: (quantity, phrases that call it absent): a phrase is a regex matched case-sensitively.
@@ -176,6 +179,7 @@ def violations(table: pd.DataFrame, catalog: Catalog | None = None) -> pd.DataFr
     out += _unclassified_checks(table, advice, unclassified, held)
     out += _occupancy_checks(table, advice, th)
     out += _idle_lanes_checks(table, advice, unclassified)
+    out += _sparse_peak_checks(table)
     return pd.DataFrame(out, columns=["row", "code", "text"])
 
 
@@ -311,3 +315,34 @@ def _floor_checks(table: pd.DataFrame, th: dict[str, Any]) -> list[tuple[Any, st
         )
         for i in np.flatnonzero(under | too_much)
     ]
+
+
+def _sparse_peak_checks(table: pd.DataFrame) -> list[tuple[Any, str, str]]:
+    """``sparse_peak_for_dense_work``: an aggregate tensor path (``tensor_src_…``) with work, no
+    sparse ops among its ``op_…_sparsity_on`` children, and a peak above every dense child's."""
+    out = []
+    for path in tensor_paths(table.columns):
+        if path.startswith("op_") or "sparsity" in path:
+            continue
+        kids = [
+            p
+            for p in tensor_paths(table.columns, "peak")
+            if p.startswith("op_") and p.endswith(f"_{path}_sparsity_off")
+        ]
+        if not kids:
+            continue
+        on = [tensor_columns(k[: -len("off")] + "on").flop for k in kids]
+        sparse = np.nansum([_num(table, c) for c in on], axis=0)
+        dense = np.fmax.reduce([_num(table, tensor_columns(k).peak) for k in kids])
+        work, peak = _num(table, tensor_columns(path).flop), _num(table, tensor_columns(path).peak)
+        with np.errstate(invalid="ignore"):
+            bad = (work > 0) & (sparse == 0) & (peak > dense * (1 + 1e-9))
+        out += [
+            (
+                table.index[i],
+                "sparse_peak_for_dense_work",
+                f"tensor {path}: peak {peak[i]:.4g}/s, dense peak {dense[i]:.4g}/s, sparse ops 0",
+            )
+            for i in np.flatnonzero(bad)
+        ]
+    return out

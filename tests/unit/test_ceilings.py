@@ -610,3 +610,54 @@ def test_datasheet_notes_are_each_launch_s_own(gpus) -> None:
     assert "no measured SM clock: at the boost clock" in notes[3] and ", dram," not in notes[3]
     assert all("fp64 (datasheet 547 GFLOP/s at boost)" in n for n in notes)
     assert list(k["datasheet_gpu"]) == ["a10g"] * 5
+
+
+RTX5090 = "ai-infra-notes__leetgpu_matmul_full.ncu-rep"
+
+
+def _rtx5090_with_bf16_work(sparse_ops: float):
+    """The RTX 5090 report's own tensor metrics (its peaks: aggregate src_bf16_dst_fp32 174,080
+    ops/cycle, op_hmma_src_bf16_dst_fp32_sparsity_off 87,040) with BF16 MMA work written in:
+    41.2 % of the dense peak over the launch's duration, ``sparse_ops`` of it sparse."""
+    from ncuroof import catalog, parser
+    from ncuroof.model import calculator
+
+    cat = catalog.load()
+    raw = parser.read(shared(RTX5090), cat)
+    pre = "sm__ops_path_tensor_"
+    agg, off = pre + "src_bf16_dst_fp32", pre + "op_hmma_src_bf16_dst_fp32_sparsity_off"
+    on = pre + "op_hmma_src_bf16_dst_fp32_sparsity_on"
+    assert raw[agg + ".sum.peak_sustained"].iloc[0] == 174_080
+    assert raw[off + ".sum.peak_sustained"].iloc[0] == 87_040
+    cycles = raw["gpu__time_duration.sum"].iloc[0] * 1e-9 * raw[
+        "sm__cycles_elapsed.avg.per_second"
+    ].iloc[0]
+    ops = 0.412 * 87_040 * cycles
+    raw[agg + ".sum"], raw[off + ".sum"], raw[on + ".sum"] = ops, ops - sparse_ops, sparse_ops
+    for c in (agg, off, on):
+        raw = raw.drop(columns=[c + ".sum.per_cycle_elapsed"], errors="ignore")
+    k = calculator.compute_kernels(raw, cat)
+    return k, calculator.compute_points(k)
+
+
+@needs_ncu_report
+def test_dense_bf16_work_is_judged_against_the_dense_peak() -> None:
+    # Issue 44 class 2: dense work (sparse ops 0) at the aggregate's sparsity-on peak showed
+    # 20.6 % where ncu's own pct_of_peak said 41.2 %.
+    k, pts = _rtx5090_with_bf16_work(0.0)
+    clock = k.loc[0, "sm_clock_hz"]
+    assert k.loc[0, "peak_tensor_src_bf16_dst_fp32_flop_per_s"] == pytest.approx(87_040 * clock)
+    frac = k.loc[0, "tensor_src_bf16_dst_fp32_flop_per_s"] / (87_040 * clock)
+    assert frac == pytest.approx(0.412, rel=1e-3)
+    assert "dense peak" in cell_text("notes", k.loc[0, "notes"])
+    # the same work is placed once: the aggregate, not again as its op_hmma child
+    tensor = pts[pts["precision"].str.startswith("tensor")]
+    assert set(tensor["precision"]) == {"tensor:src_bf16_dst_fp32"}
+    assert tensor.groupby("level").size().max() == 1
+
+
+@needs_ncu_report
+def test_sparse_bf16_work_keeps_the_sparse_peak() -> None:
+    k, _ = _rtx5090_with_bf16_work(1e6)
+    clock = k.loc[0, "sm_clock_hz"]
+    assert k.loc[0, "peak_tensor_src_bf16_dst_fp32_flop_per_s"] == pytest.approx(174_080 * clock)

@@ -126,6 +126,16 @@ def _row(**kw: object) -> pd.DataFrame:
             "occupancy_contradicted",
         ),
         ({"threads_per_block": 1.0, "advice": "raise occupancy"}, "idle_lanes_unnamed"),
+        (
+            {  # issue 44 class 2: RTX 5090 BF16 aggregate at its sparsity-on peak, no sparse ops
+                "tensor_src_bf16_dst_fp32_flop": 1e9,
+                "peak_tensor_src_bf16_dst_fp32_flop_per_s": 174_080 * 2e9,
+                "tensor_op_hmma_src_bf16_dst_fp32_sparsity_off_flop": 1e9,
+                "peak_tensor_op_hmma_src_bf16_dst_fp32_sparsity_off_flop_per_s": 87_040 * 2e9,
+                "tensor_op_hmma_src_bf16_dst_fp32_sparsity_on_flop": 0.0,
+            },
+            "sparse_peak_for_dense_work",
+        ),
     ],
 )
 def test_each_invariant_can_fail(row: dict, code: str) -> None:
