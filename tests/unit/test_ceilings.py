@@ -629,9 +629,11 @@ def _rtx5090_with_bf16_work(sparse_ops: float):
     on = pre + "op_hmma_src_bf16_dst_fp32_sparsity_on"
     assert raw[agg + ".sum.peak_sustained"].iloc[0] == 174_080
     assert raw[off + ".sum.peak_sustained"].iloc[0] == 87_040
-    cycles = raw["gpu__time_duration.sum"].iloc[0] * 1e-9 * raw[
-        "sm__cycles_elapsed.avg.per_second"
-    ].iloc[0]
+    cycles = (
+        raw["gpu__time_duration.sum"].iloc[0]
+        * 1e-9
+        * raw["sm__cycles_elapsed.avg.per_second"].iloc[0]
+    )
     ops = 0.412 * 87_040 * cycles
     raw[agg + ".sum"], raw[off + ".sum"], raw[on + ".sum"] = ops, ops - sparse_ops, sparse_ops
     for c in (agg, off, on):
