@@ -25,6 +25,7 @@ import pandas as pd
 import pyarrow as pa
 
 from .. import catalog as _catalog
+from .. import fmt
 from ..catalog import Catalog, Recipe, Term
 from ..parser.validate import roof_damage
 from ..schema import (
@@ -454,6 +455,39 @@ def _level_traffic(
         ids = ["", *(d.id for d in defs)]
         out[name] = _Traffic(b, r, pk, np.array(ids, dtype=object)[used], used, ids)
     return out
+
+
+def _zero_fallback(
+    raw: pd.DataFrame,
+    cat: Catalog,
+    cc: np.ndarray,
+    time_s: np.ndarray,
+    levels: dict[str, _Traffic],
+    notes: list[list[str]],
+) -> None:
+    """A level of ``[evidence].zero_fallback_levels`` (thresholds.toml) whose chosen definition
+    counts 0 B while a later definition holds bytes takes that definition (bytes, rate and roof),
+    with a note: a zero another counter of the same level contradicts is never shown. In place."""
+    for name in cat.thresholds.get("evidence", {}).get("zero_fallback_levels", ()):
+        lv, defs = levels[name], cat.levels[name].definitions
+        for d in defs:
+            zero = (lv.bytes == 0) & (lv.definition != d.id)
+            db = _resolve(raw, d.bytes, cc).values
+            take = zero & _cc_mask(cc, d.cc_min, d.cc_max) & (db > 0)
+            if not take.any():
+                continue
+            j = lv.ids.index(d.id)
+            for i in np.flatnonzero(take):
+                notes[i].append(
+                    f"{name.upper()} bytes are 0 under the {lv.definition[i]} definition while"
+                    f" {d.bytes[0].label} (or 32 B x its sectors) holds {fmt.si(db[i], 'B')}: the"
+                    f" {d.id} definition is used, not a zero: {d.description}"
+                )
+            lv.bytes = np.where(take, db, lv.bytes)
+            lv.bytes_per_s = np.where(take, _div(db, time_s), lv.bytes_per_s)
+            lv.peak = np.where(take, _resolve(raw, d.peak, cc).values, lv.peak)
+            lv.definition = np.where(take, d.id, lv.definition)
+            lv.codes = np.where(take, j, lv.codes)
 
 
 def _ledger(
@@ -897,6 +931,7 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
     work, flop_source, flop_held = _precision_work(raw, cat, cc, time_s, notes)
     tpaths, tensor_flop, tensor_rate, tensor_source = _tensor_work(raw, cat, cc, time_s, notes)
     levels = _level_traffic(raw, cat, cc, time_s, traffic)
+    _zero_fallback(raw, cat, cc, time_s, levels, notes)
     levels["l2"].peak, _ = l2_write_evidence(
         lambda r: _recipe(raw, r, cc),
         cat,

@@ -663,3 +663,28 @@ def test_sparse_bf16_work_keeps_the_sparse_peak() -> None:
     k, _ = _rtx5090_with_bf16_work(1e6)
     clock = k.loc[0, "sm_clock_hz"]
     assert k.loc[0, "peak_tensor_src_bf16_dst_fp32_flop_per_s"] == pytest.approx(174_080 * clock)
+
+
+@needs_ncu_report
+def test_l1_zero_contradicted_by_sectors_falls_back_to_the_sectors() -> None:
+    # Issue 44 class 3: the RTX 5090 flash-attention launch had 128 x
+    # l1tex__lsu_writeback_active_mem_lgds = 0 B while l1tex__t_sectors = 4,984,832 (159.5 MB):
+    # the report's own metrics with those two values written in.
+    from ncuroof import catalog, parser
+    from ncuroof.model import calculator
+
+    cat = catalog.load()
+    raw = parser.read(shared(RTX5090), cat)
+    wb = "l1tex__lsu_writeback_active_mem_lgds.sum"
+    raw[wb], raw[wb + ".per_second"] = 0.0, 0.0
+    raw["l1tex__t_sectors.sum"] = 4_984_832.0
+    k = calculator.compute_kernels(raw, cat)
+    assert k.loc[0, "l1_bytes"] == 4_984_832 * 32 == 159_514_624
+    assert k.loc[0, "l1_definition"] == "nersc"
+    assert k.loc[0, "l1_bytes_per_s"] == pytest.approx(159_514_624 / k.loc[0, "time_s"])
+    notes = cell_text("notes", k.loc[0, "notes"])
+    assert "L1 bytes are 0 under the ncu definition" in notes and "160 MB" in notes
+    # untouched: a launch whose writeback counter holds bytes keeps the ncu definition
+    k0 = calculator.compute_kernels(parser.read(shared(RTX5090), cat), cat)
+    assert k0.loc[0, "l1_definition"] == "ncu"
+    assert k0.loc[0, "l1_bytes"] == 128 * 8_417_909
