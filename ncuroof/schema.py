@@ -76,6 +76,7 @@ __all__ = [
     "NA_NOTE",
     "SOURCES_DISAGREE",
     "L2_READS_ONLY",
+    "LEVELS_OUT_OF_ORDER",
     "input_notes",
     "SCHEMA_VERSION",
     "RANKS",
@@ -151,6 +152,9 @@ SOURCES_DISAGREE = "sources disagree"
 #: Start of the note of a launch whose L2 bytes are 0 under a reads-only definition while its write
 #: counters hold bytes (:func:`ncuroof.model.evidence.l2_write_evidence`).
 L2_READS_ONLY = "L2 reads only"
+#: Start of the note of a launch one of whose memory levels counts fewer bytes than the level under
+#: it (L1 < L2, L2 < DRAM; :func:`ncuroof.model.evidence.level_order_evidence`).
+LEVELS_OUT_OF_ORDER = "levels out of order"
 
 #: Code of each note that carries a status or a flag -> the words its text starts with. The code is
 #: set where the note is decided (:class:`Note`) and read by code (:func:`ncuroof.model.calculator`,
@@ -162,6 +166,7 @@ NOTE_CODES: dict[str, str] = {
     "na_metrics": NA_NOTE,
     "sources_disagree": SOURCES_DISAGREE,
     "l2_reads_only": L2_READS_ONLY,
+    "levels_out_of_order": LEVELS_OUT_OF_ORDER,
 }
 
 

@@ -55,6 +55,7 @@ from .evidence import (
     flop_evidence,
     l2_write_evidence,
     ledger_text,
+    level_order_evidence,
     opcode_flops,
 )
 from .roofs import Factorized, objects, report_sets
@@ -941,6 +942,14 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
         notes,
     )
 
+    writes = [_recipe(raw, r, cc) for r in cat.l2_evidence.get("writes", ())]
+    level_order_evidence(
+        {lv: levels[lv].bytes for lv in LEVELS},
+        {lv: levels[lv].definition for lv in LEVELS},
+        np.fmax.reduce(writes) if writes else np.full(len(raw), _NAN),
+        float(cat.thresholds.get("evidence", {}).get("level_order_slack", 0.0)),
+        notes,
+    )
     k = _measured_columns(raw, cat, cc, time_s, work, levels, tensor_flop, tensor_rate)
     k["flop_source"] = text_array(flop_source)
     k["tensor_source"] = tensor_source

@@ -103,6 +103,10 @@ FLAG_CODES = {
         "L2 bytes are 0 under a reads-only definition (ncu-legacy) while the report's L2 write"
         " counters hold bytes"
     ),
+    "levels_out_of_order": (
+        "a memory level counts fewer bytes than the level under it (L1 < L2 or L2 < DRAM): its"
+        " definition leaves some traffic out"
+    ),
 }
 
 #: Diagnosis classes, in the order of the table above, with their display text.
@@ -890,6 +894,7 @@ _NOTE_FLAGS = {
     "inconsistent_read": "see notes; check it with --reader ncu_report",
     "sources_disagree": "see notes",
     "l2_reads_only": "see notes",
+    "levels_out_of_order": "see notes",
 }
 
 

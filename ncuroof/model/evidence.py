@@ -19,7 +19,7 @@ import pandas as pd
 
 from .. import fmt
 from ..catalog import Catalog, OpcodeTable, Recipe
-from ..schema import L2_READS_ONLY, SOURCES_DISAGREE, Note
+from ..schema import L2_READS_ONLY, LEVELS_OUT_OF_ORDER, SOURCES_DISAGREE, Note
 from .distinct import categorical, distinct_codes
 from .roofs import objects
 
@@ -29,6 +29,7 @@ __all__ = [
     "opcode_flops",
     "flop_evidence",
     "l2_write_evidence",
+    "level_order_evidence",
     "SOURCES_DISAGREE",
     "L2_READS_ONLY",
     "ledger_text",
@@ -311,6 +312,74 @@ def l2_write_evidence(
             f" {definition[i] or 'chosen'} definition has none here)"
         )
     return peak, peak_label
+
+
+#: What a level's definitions leave out, named where that level counts less than the one under it.
+_LEFT_OUT = {
+    "l1": (
+        "the L1 definition counts loads written back to registers only (stores, LDGSTS/cp.async"
+        " and TMA copies bypass it)"
+    ),
+    "l2": "the L2 definition counts reads only (L2 -> L1 / crossbar), not writes",
+}
+
+
+def level_order_evidence(
+    level_bytes: dict[str, np.ndarray],
+    definitions: dict[str, np.ndarray],
+    l2_writes: np.ndarray,
+    slack: float,
+    notes: list[list[str]],
+) -> np.ndarray:
+    """Flag a level that counts fewer bytes than the level under it (issue 44: an H100 launch with
+    L2 224 B under the read-only definition and DRAM 5,632 B).
+
+    Traffic reaching DRAM passes through L2, and L2 traffic through L1 (for the loads and stores
+    both count), so a level below the one under it by more than ``slack`` (a fraction,
+    ``[evidence].level_order_slack``) means its definition leaves traffic out: reads only (L2 ncu /
+    ncu-legacy), loads written back only (L1 ncu). Bytes stay as the definition counts them
+    (ncu's own); the note says which level, by how much, and the L2 write bytes where held.
+
+    Parameters
+    ----------
+    level_bytes : dict of str to ndarray
+        ``l1``, ``l2``, ``dram`` bytes [B] per launch (NaN: not held).
+    definitions : dict of str to ndarray
+        Each level's definition id per launch.
+    l2_writes : ndarray
+        L2 write bytes [B] from ``[l2_evidence].writes`` (NaN where not held).
+    slack : float
+        Allowed shortfall, fraction of the lower level's bytes.
+    notes : list of list of str
+        Per-launch notes, extended in place (code ``levels_out_of_order``).
+
+    Returns
+    -------
+    ndarray of bool
+        The launches flagged.
+    """
+    flagged = np.zeros(len(l2_writes), dtype=bool)
+    for upper, lower in (("l1", "l2"), ("l2", "dram")):
+        up, low = level_bytes[upper], level_bytes[lower]
+        with np.errstate(invalid="ignore"):
+            bad = (low > 0) & (up < low * (1 - slack))
+        why = _LEFT_OUT[upper]
+        for i in np.flatnonzero(bad):
+            extra = (
+                f"; L2 writes held: {fmt.si(l2_writes[i], 'B')}"
+                if upper == "l2" and l2_writes[i] > 0
+                else ""
+            )
+            notes[i].append(
+                Note(
+                    "levels_out_of_order",
+                    f"{LEVELS_OUT_OF_ORDER}: {upper.upper()} {fmt.si(up[i], 'B')}"
+                    f" ({definitions[upper][i]} definition) below {lower.upper()}"
+                    f" {fmt.si(low[i], 'B')}: {why}{extra}",
+                )
+            )
+        flagged |= bad
+    return flagged
 
 
 def alternatives_text(forms: list[tuple[str, np.ndarray]], n: int) -> pd.Categorical:

@@ -19,6 +19,9 @@ whatever the exact wording:
 * ``occupancy_contradicted``: no "well below the theoretical" when achieved occupancy is at least
   ``[diagnosis].occupancy_gap`` of the theoretical.
 * ``idle_lanes_unnamed``: a classified launch with blocks below a warp names its idle lanes.
+* ``level_order_unflagged``: a level below the level under it (L1 < L2, L2 < DRAM by more than
+  ``[evidence].level_order_slack``), or a level at 0 B over a level with bytes, carries the
+  ``levels out of order`` note.
 * ``sparse_peak_for_dense_work``: no tensor aggregate path's work against a peak above its dense
   (``op_…_sparsity_off``) children's when the launch ran no sparse MMA of that datatype.
 """
@@ -55,6 +58,7 @@ INVARIANTS = {
     ),
     "idle_lanes_unnamed": "blocks below a warp with no word about the idle lanes",
     "sparse_peak_for_dense_work": "tensor work with sparse ops 0 against a sparsity-on peak",
+    "level_order_unflagged": "a level below the level under it with nothing said",
 }
 
 #: (quantity, phrases that call it absent): a phrase is a regex matched case-sensitively.
@@ -180,6 +184,7 @@ def violations(table: pd.DataFrame, catalog: Catalog | None = None) -> pd.DataFr
     out += _occupancy_checks(table, advice, th)
     out += _idle_lanes_checks(table, advice, unclassified)
     out += _sparse_peak_checks(table)
+    out += _level_order_checks(table, th)
     return pd.DataFrame(out, columns=["row", "code", "text"])
 
 
@@ -342,6 +347,29 @@ def _sparse_peak_checks(table: pd.DataFrame) -> list[tuple[Any, str, str]]:
                 table.index[i],
                 "sparse_peak_for_dense_work",
                 f"tensor {path}: peak {peak[i]:.4g}/s, dense peak {dense[i]:.4g}/s, sparse ops 0",
+            )
+            for i in np.flatnonzero(bad)
+        ]
+    return out
+
+
+def _level_order_checks(table: pd.DataFrame, th: dict[str, Any]) -> list[tuple[Any, str, str]]:
+    """``level_order_unflagged``: L1 < L2 or L2 < DRAM (a zero under bytes included) with no
+    ``levels out of order`` note (launch rows: those with ``notes``)."""
+    if "notes" not in table.columns:
+        return []
+    slack = float(th.get("evidence", {}).get("level_order_slack", 0.0))
+    said = _text(table, ("notes",)).str.contains("levels out of order").to_numpy()
+    out = []
+    for upper, lower in (("l1", "l2"), ("l2", "dram")):
+        up, low = _num(table, f"{upper}_bytes"), _num(table, f"{lower}_bytes")
+        with np.errstate(invalid="ignore"):
+            bad = (low > 0) & (up < low * (1 - slack)) & ~said
+        out += [
+            (
+                table.index[i],
+                "level_order_unflagged",
+                f"{upper} {up[i]:.4g} B below {lower} {low[i]:.4g} B",
             )
             for i in np.flatnonzero(bad)
         ]

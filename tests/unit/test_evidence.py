@@ -519,3 +519,26 @@ def test_time_and_clock_sources_are_listed_with_their_agreement() -> None:
     assert (
         "clock: sm__cycles_elapsed.avg.per_second = smsp__cycles_elapsed.avg.per_second" in ledger
     )
+
+
+def test_level_below_the_level_under_it_is_flagged_by_hand() -> None:
+    # Issue 44 class 4: H100 stochastic rounding, L2 224 B (read-only definition) below DRAM
+    # 5,632 B; a second launch in order; a third with L1 0 B over L2 bytes.
+    from ncuroof.model.evidence import level_order_evidence
+
+    notes: list[list[str]] = [[], [], []]
+    got = level_order_evidence(
+        {
+            "l1": np.array([1e4, 1e4, 0.0]),
+            "l2": np.array([224.0, 6000.0, 1e6]),
+            "dram": np.array([5632.0, 5632.0, 1e5]),
+        },
+        {lv: np.array(["ncu"] * 3, dtype=object) for lv in ("l1", "l2", "dram")},
+        np.array([4096.0, np.nan, np.nan]),
+        0.05,
+        notes,
+    )
+    assert got.tolist() == [True, False, True]
+    assert notes[0][0].code == "levels_out_of_order"
+    assert "L2 224 B" in notes[0][0] and "DRAM 5.63 kB" in notes[0][0] and "4.1 kB" in notes[0][0]
+    assert "L1 0 B" in notes[2][0] and notes[1] == []

@@ -136,6 +136,13 @@ def _row(**kw: object) -> pd.DataFrame:
             },
             "sparse_peak_for_dense_work",
         ),
+        # issue 44 classes 3-4: an H100 launch with L2 224 B (read-only definition) under DRAM
+        # 5,632 B, and an L1 zero under L2 bytes, with nothing said
+        ({"l2_bytes": 224.0, "dram_bytes": 5632.0, "notes": []}, "level_order_unflagged"),
+        (
+            {"l1_bytes": 0.0, "l2_bytes": 1e6, "dram_bytes": 1e6, "notes": []},
+            "level_order_unflagged",
+        ),
     ],
 )
 def test_each_invariant_can_fail(row: dict, code: str) -> None:
