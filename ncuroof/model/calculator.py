@@ -1301,6 +1301,8 @@ def time_at_roof(kernels: pd.DataFrame, catalog: Catalog | None = None) -> pd.Da
     cat = catalog or _catalog.load()
     disagree = float(cat.thresholds.get("speed_of_light", {}).get("disagree", 2.0))
     cc = cc_number(kernels["cc"])
+    t = pd.Series(kernels["time_s"].to_numpy(float))
+    own = t.groupby(kernels["device_name"].astype(str).to_numpy()).transform("min").to_numpy()
     return apply_speed_of_light(
-        kernels, cat.pipes, cc, disagree, launch_floor(cc, cat.thresholds["launch_floor"])
+        kernels, cat.pipes, cc, disagree, launch_floor(cc, cat.thresholds["launch_floor"], own)
     )

@@ -22,12 +22,15 @@ whatever the exact wording:
 * ``level_order_unflagged``: a level below the level under it (L1 < L2, L2 < DRAM by more than
   ``[evidence].level_order_slack``), or a level at 0 B over a level with bytes, carries the
   ``levels out of order`` note.
+* ``foreign_file_cited``: no text cites a file other than the row's own input (issue 44: the
+  launch floor cited another report's kernel on another GPU).
 * ``sparse_peak_for_dense_work``: no tensor aggregate path's work against a peak above its dense
   (``op_…_sparsity_off``) children's when the launch ran no sparse MMA of that datatype.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -59,6 +62,7 @@ INVARIANTS = {
     "idle_lanes_unnamed": "blocks below a warp with no word about the idle lanes",
     "sparse_peak_for_dense_work": "tensor work with sparse ops 0 against a sparsity-on peak",
     "level_order_unflagged": "a level below the level under it with nothing said",
+    "foreign_file_cited": "a text cites a file that is not the row's own input",
 }
 
 #: (quantity, phrases that call it absent): a phrase is a regex matched case-sensitively.
@@ -185,6 +189,7 @@ def violations(table: pd.DataFrame, catalog: Catalog | None = None) -> pd.DataFr
     out += _idle_lanes_checks(table, advice, unclassified)
     out += _sparse_peak_checks(table)
     out += _level_order_checks(table, th)
+    out += _foreign_file_checks(table)
     return pd.DataFrame(out, columns=["row", "code", "text"])
 
 
@@ -305,8 +310,13 @@ def _floor_checks(table: pd.DataFrame, th: dict[str, Any]) -> list[tuple[Any, st
     """``saving_under_floor`` (launch rows: those with ``cc``)."""
     if "cc" not in table.columns or "time_at_roof_s" not in table.columns:
         return []
-    floor, _ = launch_floor(cc_number(table["cc"]), th["launch_floor"])
     t, tar, saving = _num(table, "time_s"), _num(table, "time_at_roof_s"), _num(table, "saving_s")
+    own = None
+    if "device_name" in table.columns:
+        own = pd.Series(t).groupby(table["device_name"].astype(str).to_numpy()).transform("min")
+    floor, _ = launch_floor(
+        cc_number(table["cc"]), th["launch_floor"], None if own is None else own.to_numpy()
+    )
     floor = np.fmin(floor, t)
     eps = 1e-15
     with np.errstate(invalid="ignore"):
@@ -373,4 +383,23 @@ def _level_order_checks(table: pd.DataFrame, th: dict[str, Any]) -> list[tuple[A
             )
             for i in np.flatnonzero(bad)
         ]
+    return out
+
+
+_FILE = re.compile(r"[\w.+-]+\.(?:ncu-repz?|csv|sqlite|nsys-rep|json(?:\.gz)?|ncuroof)\b")
+
+
+def _foreign_file_checks(table: pd.DataFrame) -> list[tuple[Any, str, str]]:
+    """``foreign_file_cited``: a file name in the row's words that is not its own ``source``."""
+    words = _text(table, ("evidence", "advice", "speed_of_light_note"))
+    own = (
+        table["source"].astype(str).map(lambda p: p.replace("\\", "/").rsplit("/", 1)[-1])
+        if "source" in table.columns
+        else pd.Series("", index=table.index)
+    )
+    out = []
+    for i, (w, mine) in enumerate(zip(words, own)):
+        foreign = [f for f in _FILE.findall(w) if f != mine and f not in mine]
+        if foreign:
+            out.append((table.index[i], "foreign_file_cited", f"cites {foreign[0]}"))
     return out

@@ -140,6 +140,14 @@ def _row(**kw: object) -> pd.DataFrame:
         # 5,632 B, and an L1 zero under L2 bytes, with nothing said
         ({"l2_bytes": 224.0, "dram_bytes": 5632.0, "notes": []}, "level_order_unflagged"),
         (
+            {  # issue 44 class 6: an H100 row citing another report's kernel as its floor
+                "source": "/data/h100_sr.ncu-rep",
+                "speed_of_light_note": "no launch finishes faster than about 1.5 us (launch and"
+                " drain; alife_cuda__profile_output.ncu-rep _kernel_agent on a GeForce RTX 2070",
+            },
+            "foreign_file_cited",
+        ),
+        (
             {"l1_bytes": 0.0, "l2_bytes": 1e6, "dram_bytes": 1e6, "notes": []},
             "level_order_unflagged",
         ),
@@ -175,7 +183,13 @@ def test_launch_floor_is_the_shortest_launch_held() -> None:
     assert floor.tolist() == pytest.approx(
         [spec["default_s"]] * 3
     )  # no architecture's shortest launch is below the default
-    assert all("alife_cuda" in s for s in source)
+    # issue 44 class 6: the floor is named with how it was measured, never by another file's name
+    assert all("launch floor" in s and "gpu__time_duration" in s for s in source)
+    assert not any(re.search(r"\.ncu-rep|alife|RTX 2070", s) for s in source)
+    # the input's own shortest launch on the GPU lowers it
+    floor, source = launch_floor(np.array([9.0, 9.0]), spec, np.array([1.2e-6, np.nan]))
+    assert floor.tolist() == pytest.approx([1.2e-6, spec["default_s"]])
+    assert "this input's shortest launch" in source[0]
 
 
 @needs_shared
