@@ -180,6 +180,7 @@ def verdict(
     instruction: dict[str, Any] | None = None,
     pipes: PipeCatalog | None = None,
     occupancy_gap: float | None = None,
+    occupancy_well_below: float | None = None,
 ) -> tuple[str, str, str]:
     """Class, evidence and advice for one kernel or launch.
 
@@ -205,6 +206,9 @@ def verdict(
     occupancy_gap : float, optional
         ``metrics/thresholds.toml`` [diagnosis].occupancy_gap (default: the installed catalog's):
         achieved occupancy at or above this share of the theoretical is "at the theoretical".
+    occupancy_well_below : float, optional
+        ``metrics/thresholds.toml`` [diagnosis].occupancy_well_below (default: the installed
+        catalog's): only achieved occupancy below this share of the theoretical is "well below".
 
     Returns
     -------
@@ -219,7 +223,14 @@ def verdict(
         if occupancy_gap is not None
         else load_catalog().thresholds["diagnosis"]["occupancy_gap"]
     )
-    cls, ev, advice = _verdict(c, f, sol, gpus, low_occupancy, instruction, pipes, gap)
+    well_below = float(
+        occupancy_well_below
+        if occupancy_well_below is not None
+        else load_catalog().thresholds["diagnosis"]["occupancy_well_below"]
+    )
+    cls, ev, advice = _verdict(
+        c, f, sol, gpus, low_occupancy, instruction, pipes, (gap, well_below)
+    )
     if c.lanes and cls != "not_classified":
         ev, advice = _with_lanes(c.lanes, ev, advice)
     return cls, ev, advice
@@ -248,9 +259,10 @@ def _verdict(
     low_occupancy: float,
     instruction: dict[str, Any] | None,
     pipes: PipeCatalog | None,
-    occupancy_gap: float,
+    occupancy_gap: tuple[float, float],
 ) -> tuple[str, str, str]:
-    """:func:`verdict` before the lane words."""
+    """:func:`verdict` before the lane words (``occupancy_gap``: at-the-theoretical and
+    well-below shares)."""
     if f.get("status") in ("failed_measurement", "corrupt_record") or c.bound == "unknown":
         return ("not_classified", *unclassified(f, gpus))
     latency, balanced = float(sol["latency_bound"]), float(sol["balanced"])
@@ -474,6 +486,7 @@ class _Context:
     theo: float
     grid: str
     small_grid: bool
+    waves: float
     sol_text: str
     shape: str
     achievable_frac: float = math.nan
@@ -509,6 +522,7 @@ class _Context:
             occ=occ,
             theo=theo,
             grid=grid,
+            waves=waves,
             small_grid=math.isfinite(waves) and waves < float(sol["small_grid_waves"]),
             sol_text=_sol_text(sm, mem),
             shape="; ".join(x for x in (grid, occ_text) if x),
@@ -634,7 +648,7 @@ def _achievable(f: dict[str, Any]) -> dict[str, Any]:
 
 
 def _latency(
-    c: _Context, latency: float, low_occupancy: float, occupancy_gap: float
+    c: _Context, latency: float, low_occupancy: float, occupancy_gap: tuple[float, float]
 ) -> tuple[str, str, str]:
     ev = f"{c.sol_text}, both below {fmt.pct(latency)} (ncu SOLBottleneck rule)" + (
         f"; {c.shape}" if c.shape else ""
@@ -645,7 +659,8 @@ def _latency(
             " work, batch small launches, or merge them with CUDA graphs)"
         )
     elif math.isfinite(c.occ) and c.occ < low_occupancy:
-        at_theo = math.isfinite(c.theo) and c.occ >= occupancy_gap * c.theo
+        at_theo = math.isfinite(c.theo) and c.occ >= occupancy_gap[0] * c.theo
+        near_theo = math.isfinite(c.theo) and c.occ >= occupancy_gap[1] * c.theo
         limit = (
             f"achieved is at the launch's theoretical {fmt.pct(c.theo)}: raise that limit with"
             " fewer registers or less shared memory per block, or other block sizes"
@@ -655,8 +670,12 @@ def _latency(
                 " memory per block, or other block sizes"
                 if math.isfinite(c.theo) and c.theo < low_occupancy
                 else (
-                    f"achieved is well below the theoretical {fmt.pct(c.theo)}: load imbalance or a"
-                    " tail of partial waves"
+                    f"achieved is close to the theoretical {fmt.pct(c.theo)}"
+                    f" ({fmt.pct(c.occ / c.theo)} of it): the launch's own limit binds; raise it"
+                    " with fewer registers or less shared memory per block, or other block sizes"
+                    if near_theo
+                    else f"achieved is well below the theoretical {fmt.pct(c.theo)}: "
+                    + _imbalance(c.waves)
                     if math.isfinite(c.theo)
                     else "check the theoretical occupancy (ncu's Occupancy section) for its limiter"
                 )
@@ -672,6 +691,19 @@ def _latency(
             " ncu's warp-stall reasons (WarpStateStats) for what the warps wait on"
         )
     return "latency_bound", ev, advice
+
+
+def _imbalance(waves: float) -> str:
+    """Why achieved occupancy falls well below the theoretical: a tail of partial waves only where
+    the grid runs more than one wave and the last is partial (issue 44: not at exactly 1 wave)."""
+    if math.isfinite(waves) and waves > 1 and not math.isclose(waves, round(waves), abs_tol=0.05):
+        return f"load imbalance or a tail of partial waves ({fmt.plain(waves)} waves per SM)"
+    if math.isfinite(waves) and waves <= 1.05:
+        return (
+            "load imbalance within the single wave (warps that finish early or wait at a"
+            " barrier, no partial-wave tail)"
+        )
+    return "load imbalance between blocks or warps that finish early"
 
 
 def _memory(c: _Context, ev: str, near: float, latency: float) -> tuple[str, str, str]:
@@ -1169,6 +1201,7 @@ def _verdicts(
             catalog.thresholds["instruction"],
             catalog.pipes,
             float(diagnosis["occupancy_gap"]),
+            float(diagnosis["occupancy_well_below"]),
         )
         for f in facts
     ]

@@ -17,7 +17,8 @@ whatever the exact wording:
 * ``unclassified_without_fix``: every "not classified" says what is missing ("missing: ...") and
   names the option or command that fixes it; never "re-profile" when only the roofs are missing.
 * ``occupancy_contradicted``: no "well below the theoretical" when achieved occupancy is at least
-  ``[diagnosis].occupancy_gap`` of the theoretical.
+  ``[diagnosis].occupancy_well_below`` of the theoretical, and no "tail of partial waves" when the
+  grid runs at most one wave.
 * ``idle_lanes_unnamed``: a classified launch with blocks below a warp names its idle lanes.
 * ``level_order_unflagged``: a level below the level under it (L1 < L2, L2 < DRAM by more than
   ``[evidence].level_order_slack``), or a level at 0 B over a level with bytes, carries the
@@ -248,9 +249,21 @@ def _occupancy_checks(
     """``occupancy_contradicted``: advice says occupancy is well below theoretical; it is not."""
     occ, theo = _num(table, "occupancy_frac"), _num(table, "theoretical_occupancy_frac")
     with np.errstate(invalid="ignore"):
-        at_theo = occ >= float(th["diagnosis"]["occupancy_gap"]) * theo
+        at_theo = occ >= float(th["diagnosis"]["occupancy_well_below"]) * theo
     says_below = advice.str.contains(r"well below (?:the )?theoretical", regex=True).to_numpy()
-    return [
+    waves = _num(table, "waves_per_sm")
+    tail = advice.str.contains("tail of partial waves").to_numpy()
+    with np.errstate(invalid="ignore"):
+        one_wave = tail & (waves <= 1.0)
+    out = [
+        (
+            table.index[i],
+            "occupancy_contradicted",
+            f"a tail of partial waves at {waves[i]:.3g} waves",
+        )
+        for i in np.flatnonzero(one_wave)
+    ]
+    return out + [
         (
             table.index[i],
             "occupancy_contradicted",

@@ -358,6 +358,37 @@ def test_low_occupancy_is_named_with_its_cause():
     assert "warp-stall reasons" in advice and "occupancy" not in advice
 
 
+@pytest.mark.parametrize(
+    "occ, waves, well_below, tail",
+    [
+        (0.445, 1.0, False, False),  # issue 44: 44.5 % of 50 % (89 %) at one wave
+        (0.30, 1.0, True, False),  # 60 % of the theoretical: well below, but no tail at 1 wave
+        (0.30, 2.5, True, True),  # a partial third wave: the tail is named
+    ],
+)
+def test_well_below_needs_the_threshold_and_a_tail_needs_waves(
+    occ: float, waves: float, well_below: bool, tail: bool
+) -> None:
+    th = catalog.load().thresholds["diagnosis"]
+    assert th["occupancy_well_below"] == 0.8 and 0.445 / 0.5 >= 0.8
+    f = {
+        "status": "ok",
+        "bound": "latency",
+        "sm_throughput_frac": 0.3,
+        "memory_throughput_frac": 0.2,
+        "waves_per_sm": waves,
+        "blocks": 1024,
+        "threads_per_block": 256,
+        "occupancy_frac": occ,
+        "theoretical_occupancy_frac": 0.5,
+    }
+    _, _, advice = diagnose.verdict(f, SOL, low_occupancy=0.5, occupancy_gap=0.9)
+    assert ("well below the theoretical" in advice) == well_below
+    assert ("tail of partial waves" in advice) == tail
+    if not well_below:
+        assert "close to the theoretical 50%" in advice and "(89% of it)" in advice
+
+
 @needs_ncu_report
 def test_occupancy_is_ncus():
     name = "alife_cuda__profile_output.ncu-rep"

@@ -127,6 +127,10 @@ def _row(**kw: object) -> pd.DataFrame:
         ),
         ({"threads_per_block": 1.0, "advice": "raise occupancy"}, "idle_lanes_unnamed"),
         (
+            {"waves_per_sm": 1.0, "advice": "load imbalance or a tail of partial waves"},
+            "occupancy_contradicted",
+        ),
+        (
             {  # issue 44 class 2: RTX 5090 BF16 aggregate at its sparsity-on peak, no sparse ops
                 "tensor_src_bf16_dst_fp32_flop": 1e9,
                 "peak_tensor_src_bf16_dst_fp32_flop_per_s": 174_080 * 2e9,
