@@ -281,7 +281,7 @@ def _verdict(
     ev = _bound_evidence(c)
     if c.bound == "memory":
         return _memory(c, ev, float(sol["no_bound"]), latency)
-    return _compute(
+    cls, ev, advice = _compute(
         c,
         ev,
         float(sol["no_bound"]),
@@ -289,6 +289,9 @@ def _verdict(
         str(f.get("device_name") or ""),
         gpus,
     )
+    if cls == "compute_below_roof":
+        advice = advice.replace(_RAISE_FMA, _below_roof_lever(c.prec, f, pipes))
+    return cls, ev, advice
 
 
 def _balanced(c: _Context, latency: float, balanced: float) -> tuple[str, str, str] | None:
@@ -771,10 +774,37 @@ def _compute(
             f"; no tensor-core work: the {ratio[1]} dense BF16/FP16 tensor roof is {ratio[0]:.0f}x"
             " higher"
         )
-    advice += "; raise FMA share and ILP, and read ncu's warp-stall reasons"
+    advice += _RAISE_FMA
     if c.small_grid:
         advice += f"; also {c.grid}: too few blocks"
     return "compute_below_roof", ev, advice
+
+
+_RAISE_FMA = "; raise FMA share and ILP, and read ncu's warp-stall reasons"
+
+
+def _below_roof_lever(prec: str, f: dict[str, Any], pipes: PipeCatalog | None) -> str:
+    """What to try below a compute roof: where the busiest pipe is not the one that runs the
+    precision's work (``[diagnosis].fp_pipes`` / ``tensor_pipes``), that pipe and the instructions
+    to cut (issue 44: an INT8 IMMA kernel at 54 % of its tensor roof with the ALU pipe at 69 % was
+    told to raise FMA share); else raise the FMA share (FP) or keep the MMAs fed (tensor)."""
+    th = load_catalog().thresholds["diagnosis"]
+    tensor = prec.startswith("tensor")
+    own = th["tensor_pipes"] if tensor else th["fp_pipes"]
+    pipe, pfrac = str(f.get("hot_pipe") or ""), fmt.num(f.get("hot_pipe_frac"))
+    spec = next((p for p in (pipes or load_catalog().pipes).pipes if p.name == pipe), None)
+    if spec is not None and pipe not in own and math.isfinite(pfrac):
+        return (
+            f"; the busiest pipe is {pipe} at {fmt.pct(pfrac)}, not the"
+            f" {'tensor' if tensor else 'FP'} pipe: it runs {spec.does}; cut those instructions"
+            f" ({spec.advice}), and read ncu's warp-stall reasons"
+        )
+    if tensor:
+        return (
+            "; keep the tensor pipe fed: more MMAs in flight per warp (larger tiles, asynchronous"
+            " copies overlapping the math), and read ncu's warp-stall reasons"
+        )
+    return _RAISE_FMA
 
 
 def launch_flags(

@@ -25,6 +25,8 @@ whatever the exact wording:
   ``levels out of order`` note.
 * ``foreign_file_cited``: no text cites a file other than the row's own input (issue 44: the
   launch floor cited another report's kernel on another GPU).
+* ``advice_wrong_pipe``: advice names as busiest a pipe that is not the row's ``hot_pipe``, or says
+  "raise FMA share" while the hot pipe is none of ``[diagnosis].fp_pipes``.
 * ``sparse_peak_for_dense_work``: no tensor aggregate path's work against a peak above its dense
   (``op_…_sparsity_off``) children's when the launch ran no sparse MMA of that datatype.
 """
@@ -64,6 +66,7 @@ INVARIANTS = {
     "sparse_peak_for_dense_work": "tensor work with sparse ops 0 against a sparsity-on peak",
     "level_order_unflagged": "a level below the level under it with nothing said",
     "foreign_file_cited": "a text cites a file that is not the row's own input",
+    "advice_wrong_pipe": "advice names a pipe that is not the hot one",
 }
 
 #: (quantity, phrases that call it absent): a phrase is a regex matched case-sensitively.
@@ -191,6 +194,7 @@ def violations(table: pd.DataFrame, catalog: Catalog | None = None) -> pd.DataFr
     out += _sparse_peak_checks(table)
     out += _level_order_checks(table, th)
     out += _foreign_file_checks(table)
+    out += _pipe_checks(table, advice, th)
     return pd.DataFrame(out, columns=["row", "code", "text"])
 
 
@@ -415,4 +419,24 @@ def _foreign_file_checks(table: pd.DataFrame) -> list[tuple[Any, str, str]]:
         foreign = [f for f in _FILE.findall(w) if f != mine and f not in mine]
         if foreign:
             out.append((table.index[i], "foreign_file_cited", f"cites {foreign[0]}"))
+    return out
+
+
+def _pipe_checks(
+    table: pd.DataFrame, advice: pd.Series, th: dict[str, Any]
+) -> list[tuple[Any, str, str]]:
+    """``advice_wrong_pipe``: "busiest pipe is X" with X not the row's hot pipe, or "raise FMA
+    share" where the hot pipe (with a value) runs no FP work."""
+    if "hot_pipe" not in table.columns:
+        return []
+    hot = table["hot_pipe"].astype(object).where(table["hot_pipe"].notna(), "").astype(str)
+    frac = _num(table, "hot_pipe_frac")
+    fp = set(th["diagnosis"]["fp_pipes"])
+    named = advice.str.extract(r"busiest pipe is (.+?) at ", expand=False)
+    out = []
+    for i, (a, h, n) in enumerate(zip(advice, hot, named)):
+        if isinstance(n, str) and n != h:
+            out.append((table.index[i], "advice_wrong_pipe", f"names {n}; the hot pipe is {h}"))
+        elif "raise FMA share" in a and h and h not in fp and np.isfinite(frac[i]):
+            out.append((table.index[i], "advice_wrong_pipe", f"FMA share; the hot pipe is {h}"))
     return out

@@ -389,6 +389,39 @@ def test_well_below_needs_the_threshold_and_a_tail_needs_waves(
         assert "close to the theoretical 50%" in advice and "(89% of it)" in advice
 
 
+@pytest.mark.parametrize(
+    "prec, pipe, named",
+    [
+        ("tensor:sass_imma", "ALU", True),  # issue 44: A40 INT8 IMMA, ALU 69 %
+        ("tensor:sass_imma", "Tensor", False),
+        ("fp32", "LSU", True),
+        ("fp32", "FMA", False),
+    ],
+)
+def test_below_a_compute_roof_the_hot_pipe_is_named(prec: str, pipe: str, named: bool) -> None:
+    f = {
+        "status": "ok",
+        "bound": "compute",
+        "precision": prec,
+        "level": "dram",
+        "roof_fraction": 0.54,
+        "ai_flop_per_byte": 500.0,
+        "ridge_flop_per_byte": 100.0,
+        "sm_throughput_frac": 0.55,
+        "memory_throughput_frac": 0.40,
+        "hot_pipe": pipe,
+        "hot_pipe_frac": 0.69,
+        "tensor_flop": 4.33e12 if prec.startswith("tensor") else 0.0,
+    }
+    cls, _, advice = diagnose.verdict(f, SOL)
+    assert cls == "compute_below_roof"
+    assert (f"busiest pipe is {pipe} at 69%" in advice) == named
+    assert ("raise FMA share" in advice) == (prec == "fp32" and not named)
+    if named:
+        spec = next(p for p in catalog.load().pipes.pipes if p.name == pipe)
+        assert spec.advice in advice
+
+
 @needs_ncu_report
 def test_occupancy_is_ncus():
     name = "alife_cuda__profile_output.ncu-rep"

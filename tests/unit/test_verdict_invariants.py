@@ -126,6 +126,18 @@ def _row(**kw: object) -> pd.DataFrame:
             "occupancy_contradicted",
         ),
         ({"threads_per_block": 1.0, "advice": "raise occupancy"}, "idle_lanes_unnamed"),
+        (  # issue 44 class 7: A40 INT8 IMMA kernel, ALU at 69 %, told to raise the FMA share
+            {
+                "hot_pipe": "ALU",
+                "hot_pipe_frac": 0.69,
+                "advice": "54% of the INT8 tensor roof; raise FMA share and ILP",
+            },
+            "advice_wrong_pipe",
+        ),
+        (
+            {"hot_pipe": "ALU", "hot_pipe_frac": 0.69, "advice": "busiest pipe is FMA at 40%"},
+            "advice_wrong_pipe",
+        ),
         (
             {"waves_per_sm": 1.0, "advice": "load imbalance or a tail of partial waves"},
             "occupancy_contradicted",
