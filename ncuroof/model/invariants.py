@@ -27,6 +27,8 @@ whatever the exact wording:
   launch floor cited another report's kernel on another GPU).
 * ``advice_wrong_pipe``: advice names as busiest a pipe that is not the row's ``hot_pipe``, or says
   "raise FMA share" while the hot pipe is none of ``[diagnosis].fp_pipes``.
+* ``level_roof_unexplained``: a level with bytes and no roof says why (``no <LEVEL> roof`` or
+  ``no roofs``).
 * ``sparse_peak_for_dense_work``: no tensor aggregate path's work against a peak above its dense
   (``op_…_sparsity_off``) children's when the launch ran no sparse MMA of that datatype.
 """
@@ -67,6 +69,7 @@ INVARIANTS = {
     "level_order_unflagged": "a level below the level under it with nothing said",
     "foreign_file_cited": "a text cites a file that is not the row's own input",
     "advice_wrong_pipe": "advice names a pipe that is not the hot one",
+    "level_roof_unexplained": "a level with bytes and no roof, with nothing said",
 }
 
 #: (quantity, phrases that call it absent): a phrase is a regex matched case-sensitively.
@@ -195,6 +198,7 @@ def violations(table: pd.DataFrame, catalog: Catalog | None = None) -> pd.DataFr
     out += _level_order_checks(table, th)
     out += _foreign_file_checks(table)
     out += _pipe_checks(table, advice, th)
+    out += _level_roof_checks(table)
     return pd.DataFrame(out, columns=["row", "code", "text"])
 
 
@@ -439,4 +443,24 @@ def _pipe_checks(
             out.append((table.index[i], "advice_wrong_pipe", f"names {n}; the hot pipe is {h}"))
         elif "raise FMA share" in a and h and h not in fp and np.isfinite(frac[i]):
             out.append((table.index[i], "advice_wrong_pipe", f"FMA share; the hot pipe is {h}"))
+    return out
+
+
+def _level_roof_checks(table: pd.DataFrame) -> list[tuple[Any, str, str]]:
+    """``level_roof_unexplained``: an ``ok`` launch with bytes at a level, no roof there, and no
+    note saying why (launch rows: those with ``notes`` and ``status``)."""
+    if "notes" not in table.columns or "status" not in table.columns:
+        return []
+    words = _text(table, ("notes",))
+    ok = (table["status"].astype(str) == "ok").to_numpy()
+    out = []
+    for lv in ("dram", "l2", "l1"):
+        b, peak = _num(table, f"{lv}_bytes"), _num(table, f"peak_{lv}_bytes_per_s")
+        said = words.str.contains(f"no {lv.upper()} roof|no roofs", regex=True).to_numpy()
+        with np.errstate(invalid="ignore"):
+            bad = ok & (b > 0) & ~(peak > 0) & ~said
+        out += [
+            (table.index[i], "level_roof_unexplained", f"{lv} {b[i]:.4g} B, no roof")
+            for i in np.flatnonzero(bad)
+        ]
     return out

@@ -688,3 +688,27 @@ def test_l1_zero_contradicted_by_sectors_falls_back_to_the_sectors() -> None:
     k0 = calculator.compute_kernels(parser.read(shared(RTX5090), cat), cat)
     assert k0.loc[0, "l1_definition"] == "ncu"
     assert k0.loc[0, "l1_bytes"] == 128 * 8_417_909
+
+
+def test_datasheet_note_names_only_the_roofs_the_launch_used(gpus) -> None:
+    # Issue 44 class 11: an FP64-only kernel's note listed the FP16 datasheet roof. The roofs are
+    # all filled (table columns); the note names FP64 and DRAM, the work this launch did.
+    from ncuroof.model.ceilings import fill_ceilings
+
+    k = _kernels(
+        fp64_flop=1e9,
+        fp32_flop=0.0,
+        fp16_flop=0.0,
+        tensor_src_fp16_dst_fp32_flop=0.0,
+        dram_bytes=1e8,
+        l2_bytes=2e8,
+        l1_bytes=3e8,
+    )
+    row = fill_ceilings(k, gpus).loc[0]
+    assert row["peak_fp16_flop_per_s"] > 0  # filled all the same
+    notes = cell_text("notes", row["notes"])
+    assert "roofs for fp64 (datasheet 547 GFLOP/s at boost), dram from the" in notes
+    assert "fp16 (datasheet" not in notes and "tensor src_fp16" not in notes
+    # the L2 and L1 bytes have no roof (the A10G datasheet gives none): said, with the fix
+    assert "no L2 roof: 200 MB counted at L2" in notes and "--peak-bandwidth l2=" in notes
+    assert "no L1 roof: 300 MB counted at L1" in notes

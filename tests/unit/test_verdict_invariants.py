@@ -126,6 +126,10 @@ def _row(**kw: object) -> pd.DataFrame:
             "occupancy_contradicted",
         ),
         ({"threads_per_block": 1.0, "advice": "raise occupancy"}, "idle_lanes_unnamed"),
+        (  # issue 44 class 11: an L2 row with bytes and no peak, nothing said
+            {"status": "ok", "l2_bytes": 1e6, "peak_l2_bytes_per_s": math.nan, "notes": []},
+            "level_roof_unexplained",
+        ),
         (  # issue 44 class 7: A40 INT8 IMMA kernel, ALU at 69 %, told to raise the FMA share
             {
                 "hot_pipe": "ALU",
