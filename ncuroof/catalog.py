@@ -286,6 +286,12 @@ class OpcodeCatalog:
     tables: tuple[OpcodeTable, ...]
     weights: dict[str, dict[str, float]]
     order: dict[str, tuple[str, ...]]
+    #: ``[signals]``: name -> regex on the opcode with modifiers (the tensor estimate's
+    #: per-opcode-with-modifier table) of instructions that tell something about a launch
+    #: (HFMA2.MMA register moves, a grid-wide spin barrier).
+    signals: dict[str, re.Pattern[str]] = field(default_factory=dict)
+    #: ``[signals].<name>.share`` where given (the share of its kind a signal must reach).
+    signal_share: dict[str, float] = field(default_factory=dict)
 
     @functools.cached_property
     def fp_opcode(self) -> re.Pattern[str]:
@@ -304,7 +310,14 @@ def _opcodes(data: dict[str, Any]) -> OpcodeCatalog:
         raise ValueError(
             "opcodes.toml: needs [[table]] entries with a positive factor and weights per precision"
         )
-    return OpcodeCatalog(tables, weights, {k: tuple(v) for k, v in data.get("order", {}).items()})
+    sig = data.get("signals", {})
+    return OpcodeCatalog(
+        tables,
+        weights,
+        {k: tuple(v) for k, v in data.get("order", {}).items()},
+        {k: re.compile(v["pattern"]) for k, v in sig.items()},
+        {k: float(v["share"]) for k, v in sig.items() if "share" in v},
+    )
 
 
 @dataclass(frozen=True)
@@ -332,7 +345,10 @@ class Catalog:
         """The instanced (per-opcode) metrics the parser reads, each with the regex of the instance
         keys it keeps: the MMA opcodes of the tensor estimate and the FP opcodes of
         ``opcodes.toml``. Kept instances become ``<metric>[<key>]`` columns."""
-        out = {self.tensor.opcode_metric: self.tensor.looks_like_mma}
+        kept = [self.tensor.looks_like_mma.pattern]
+        if self.opcodes is not None:
+            kept += [p.pattern for p in self.opcodes.signals.values()]
+        out = {self.tensor.opcode_metric: re.compile("|".join(f"(?:{p})" for p in kept))}
         if self.opcodes is not None:
             out |= {t.metric: self.opcodes.fp_opcode for t in self.opcodes.tables}
         return out

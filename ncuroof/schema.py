@@ -77,6 +77,7 @@ __all__ = [
     "SOURCES_DISAGREE",
     "L2_READS_ONLY",
     "LEVELS_OUT_OF_ORDER",
+    "FP16_MOVES",
     "input_notes",
     "SCHEMA_VERSION",
     "RANKS",
@@ -155,6 +156,9 @@ L2_READS_ONLY = "L2 reads only"
 #: Start of the note of a launch one of whose memory levels counts fewer bytes than the level under
 #: it (L1 < L2, L2 < DRAM; :func:`ncuroof.model.evidence.level_order_evidence`).
 LEVELS_OUT_OF_ORDER = "levels out of order"
+#: Start of the note of a launch whose FP16 FLOPs come from HFMA2.MMA register moves
+#: (:func:`ncuroof.model.evidence.opcode_signals`).
+FP16_MOVES = "FP16 work probably moves, not math"
 
 #: Code of each note that carries a status or a flag -> the words its text starts with. The code is
 #: set where the note is decided (:class:`Note`) and read by code (:func:`ncuroof.model.calculator`,
@@ -167,6 +171,7 @@ NOTE_CODES: dict[str, str] = {
     "sources_disagree": SOURCES_DISAGREE,
     "l2_reads_only": L2_READS_ONLY,
     "levels_out_of_order": LEVELS_OUT_OF_ORDER,
+    "fp16_moves": FP16_MOVES,
 }
 
 

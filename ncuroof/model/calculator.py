@@ -57,6 +57,7 @@ from .evidence import (
     ledger_text,
     level_order_evidence,
     opcode_flops,
+    opcode_signals,
 )
 from .roofs import Factorized, objects, report_sets
 from .speed_of_light import apply_speed_of_light, hot_pipe_codes, launch_floor
@@ -353,6 +354,8 @@ def _opcode_work(raw: pd.DataFrame, cat: Catalog, time_s: np.ndarray, st: _Tenso
     per_path: dict[str, np.ndarray] = {}
     for col in (c for c in raw.columns if c.startswith(prefix)):
         opcode = col[len(prefix) : -1]
+        if not t.looks_like_mma.search(opcode):  # an opcode kept for its signal, not tensor work
+            continue
         counts = np.nan_to_num(raw[col].to_numpy(dtype=float, na_value=np.nan))
         shape = next((s for s in t.shapes if s.pattern.search(opcode)), None)
         if shape is None:
@@ -942,6 +945,7 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
         notes,
     )
 
+    opcode_signals(raw, cat, work["fp16"].flop, notes)
     writes = [_recipe(raw, r, cc) for r in cat.l2_evidence.get("writes", ())]
     level_order_evidence(
         {lv: levels[lv].bytes for lv in LEVELS},

@@ -107,6 +107,10 @@ FLAG_CODES = {
         "a memory level counts fewer bytes than the level under it (L1 < L2 or L2 < DRAM): its"
         " definition leaves some traffic out"
     ),
+    "fp16_moves": (
+        "the FP16 FLOPs come from HFMA2.MMA, register moves the compiler emits: probably moves, not"
+        " math"
+    ),
 }
 
 #: Diagnosis classes, in the order of the table above, with their display text.
@@ -957,6 +961,7 @@ _NOTE_FLAGS = {
     "sources_disagree": "see notes",
     "l2_reads_only": "see notes",
     "levels_out_of_order": "see notes",
+    "fp16_moves": "probably moves, not math",
 }
 
 
