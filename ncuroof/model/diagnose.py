@@ -157,6 +157,7 @@ _FACTS = (
     "waves_per_sm",
     "blocks",
     "threads_per_block",
+    "warp_inst",
     "tensor_flop",
     "device_name",
     "hot_pipe",
@@ -494,6 +495,7 @@ class _Context:
     grid: str
     small_grid: bool
     waves: float
+    idle_grid: str
     sol_text: str
     shape: str
     achievable_frac: float = math.nan
@@ -530,6 +532,7 @@ class _Context:
             theo=theo,
             grid=grid,
             waves=waves,
+            idle_grid=_idle_grid(blocks, threads, fmt.num(f.get("warp_inst"))),
             small_grid=math.isfinite(waves) and waves < float(sol["small_grid_waves"]),
             sol_text=_sol_text(sm, mem),
             shape="; ".join(x for x in (grid, occ_text) if x),
@@ -660,7 +663,9 @@ def _latency(
     ev = f"{c.sol_text}, both below {fmt.pct(latency)} (ncu SOLBottleneck rule)" + (
         f"; {c.shape}" if c.shape else ""
     )
-    if c.small_grid:
+    if c.small_grid and c.idle_grid:
+        advice = c.idle_grid
+    elif c.small_grid:
         advice = (
             f"too little parallel work: {c.grid} cannot fill the GPU; launch more blocks (split the"
             " work, batch small launches, or merge them with CUDA graphs)"
@@ -698,6 +703,26 @@ def _latency(
             " ncu's warp-stall reasons (WarpStateStats) for what the warps wait on"
         )
     return "latency_bound", ev, advice
+
+
+def _idle_grid(blocks: float, threads: float, warp_inst: float) -> str:
+    """Advice for a grid whose warps mostly exit after the prologue: fewer warp instructions per
+    launched warp than ``[diagnosis].prologue_warp_inst`` means most warps did no work, so the fix
+    is a smaller grid (or merging the kernel), not more blocks (issue 44: 4,226 warps launched, 2
+    touching memory). '' where that does not hold or the numbers are missing."""
+    if not (math.isfinite(blocks) and math.isfinite(threads) and math.isfinite(warp_inst)):
+        return ""
+    warps = blocks * math.ceil(threads / WARP)
+    limit = float(load_catalog().thresholds["diagnosis"]["prologue_warp_inst"])
+    if warps <= 0 or warp_inst >= limit * warps:
+        return ""
+    return (
+        f"the grid is larger than the work: {_count(warps, 'warp')} launched execute"
+        f" {_count(warp_inst, 'warp instruction')} ({fmt.g(warp_inst / warps)} each, under the"
+        f" {fmt.plain(limit)} of a prologue that checks its index and exits), so most warps do no"
+        " work and launch overhead dominates: launch a smaller grid sized to the work, or merge"
+        " this kernel into its neighbour (more blocks would not help)"
+    )
 
 
 def _imbalance(waves: float) -> str:
@@ -751,7 +776,9 @@ def _memory(c: _Context, ev: str, near: float, latency: float) -> tuple[str, str
             + (f" ({gap_text})" if gap_text else "")
             + "; fuse, tile for reuse, use smaller data types"
         )
-    if c.small_grid:
+    if c.small_grid and c.idle_grid:
+        advice += f"; also {c.idle_grid}"
+    elif c.small_grid:
         advice += f"; also {c.grid}: too few blocks in flight to saturate memory"
     return "memory_below_roof", ev, advice
 

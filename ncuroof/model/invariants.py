@@ -29,6 +29,8 @@ whatever the exact wording:
   "raise FMA share" while the hot pipe is none of ``[diagnosis].fp_pipes``.
 * ``level_roof_unexplained``: a level with bytes and no roof says why (``no <LEVEL> roof`` or
   ``no roofs``).
+* ``more_blocks_for_idle_grid``: no "launch more blocks" where the warps launched execute fewer
+  than ``[diagnosis].prologue_warp_inst`` warp instructions each (the grid is larger than the work).
 * ``sparse_peak_for_dense_work``: no tensor aggregate path's work against a peak above its dense
   (``op_…_sparsity_off``) children's when the launch ran no sparse MMA of that datatype.
 """
@@ -70,6 +72,7 @@ INVARIANTS = {
     "foreign_file_cited": "a text cites a file that is not the row's own input",
     "advice_wrong_pipe": "advice names a pipe that is not the hot one",
     "level_roof_unexplained": "a level with bytes and no roof, with nothing said",
+    "more_blocks_for_idle_grid": "'launch more blocks' where most warps launched do no work",
 }
 
 #: (quantity, phrases that call it absent): a phrase is a regex matched case-sensitively.
@@ -199,6 +202,7 @@ def violations(table: pd.DataFrame, catalog: Catalog | None = None) -> pd.DataFr
     out += _foreign_file_checks(table)
     out += _pipe_checks(table, advice, th)
     out += _level_roof_checks(table)
+    out += _idle_grid_checks(table, advice, th)
     return pd.DataFrame(out, columns=["row", "code", "text"])
 
 
@@ -464,3 +468,25 @@ def _level_roof_checks(table: pd.DataFrame) -> list[tuple[Any, str, str]]:
             for i in np.flatnonzero(bad)
         ]
     return out
+
+
+def _idle_grid_checks(
+    table: pd.DataFrame, advice: pd.Series, th: dict[str, Any]
+) -> list[tuple[Any, str, str]]:
+    """``more_blocks_for_idle_grid``: "launch more blocks" where the warp instructions per
+    launched warp (``warp_inst`` / (blocks x ceil(threads per block / 32))) are under the
+    prologue (blocks and threads from ``grid``/``block`` on launch rows)."""
+    inst, blocks = _num(table, "warp_inst"), _num(table, "blocks")
+    threads = _num(table, "threads_per_block")
+    if "grid" in table.columns and not np.isfinite(blocks).any():
+        blocks = grid_sizes(table["grid"]).to_numpy(float)
+    if "block" in table.columns and not np.isfinite(threads).any():
+        threads = grid_sizes(table["block"]).to_numpy(float)
+    limit = float(th["diagnosis"]["prologue_warp_inst"])
+    with np.errstate(invalid="ignore"):
+        per_warp = inst / (blocks * np.ceil(threads / 32))
+        bad = (per_warp < limit) & advice.str.contains("launch more blocks").to_numpy()
+    return [
+        (table.index[i], "more_blocks_for_idle_grid", f"{per_warp[i]:.3g} warp instructions/warp")
+        for i in np.flatnonzero(bad)
+    ]

@@ -426,6 +426,30 @@ def test_below_a_compute_roof_the_hot_pipe_is_named(prec: str, pipe: str, named:
         assert spec.advice in advice
 
 
+@pytest.mark.parametrize("warp_inst, idle", [(4226 * 8.0, True), (4226 * 400.0, False)])
+def test_an_oversized_grid_gets_a_smaller_grid_not_more_blocks(warp_inst: float, idle: bool):
+    # Issue 44 class 5: H100, 4,226 warps launched (4,226 blocks of 32 threads, 0.25 waves), most
+    # exiting after the prologue: 8 warp instructions each is under [diagnosis].prologue_warp_inst.
+    f = {
+        "status": "ok",
+        "bound": "latency",
+        "sm_throughput_frac": 0.02,
+        "memory_throughput_frac": 0.01,
+        "waves_per_sm": 0.25,
+        "blocks": 4226,
+        "threads_per_block": 32,
+        "warp_inst": warp_inst,
+        "occupancy_frac": 0.1,
+        "theoretical_occupancy_frac": 0.5,
+    }
+    _, _, advice = diagnose.verdict(f, SOL)
+    assert catalog.load().thresholds["diagnosis"]["prologue_warp_inst"] == 32
+    assert ("smaller grid" in advice) == idle
+    assert ("launch more blocks" in advice) == (not idle)
+    if idle:
+        assert "4,226 warps launched execute 33,808 warp instructions (8 each" in advice
+
+
 @needs_ncu_report
 def test_occupancy_is_ncus():
     name = "alife_cuda__profile_output.ncu-rep"

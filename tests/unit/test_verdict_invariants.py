@@ -126,6 +126,15 @@ def _row(**kw: object) -> pd.DataFrame:
             "occupancy_contradicted",
         ),
         ({"threads_per_block": 1.0, "advice": "raise occupancy"}, "idle_lanes_unnamed"),
+        (  # issue 44 class 5: 4,226 warps launched doing 8 warp instructions each
+            {
+                "blocks": 4226.0,
+                "threads_per_block": 32.0,
+                "warp_inst": 4226 * 8.0,
+                "advice": "too little parallel work: launch more blocks",
+            },
+            "more_blocks_for_idle_grid",
+        ),
         (  # issue 44 class 11: an L2 row with bytes and no peak, nothing said
             {"status": "ok", "l2_bytes": 1e6, "peak_l2_bytes_per_s": math.nan, "notes": []},
             "level_roof_unexplained",
