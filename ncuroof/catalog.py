@@ -195,11 +195,18 @@ class PipeCatalog:
     pipes: tuple[Pipe, ...]
     #: (cc_min, cc_max, {precision or 'tensor': pipe}, source), in file order.
     precision_pipes: tuple[tuple[float | None, float | None, dict[str, str], str], ...]
+    #: ``[hot_memory_unit]``: the units of ncu's memory throughput breakdown, read like the pipes
+    #: (the largest is the unit behind the memory SpeedOfLight), and the names of those that
+    #: count instructions issued rather than bytes (``issue = true``).
+    memory_units: tuple[Pipe, ...] = ()
+    issue_units: frozenset[str] = frozenset()
 
     @property
     def metrics(self) -> tuple[str, ...]:
-        """Every full metric name the hot pipe may read (each base with each suffix)."""
-        return tuple(b + s for p in self.pipes for b in p.metrics for s in self.suffixes)
+        """Every full metric name the hot pipe and hot memory unit may read (each base with each
+        suffix)."""
+        units = (*self.pipes, *self.memory_units)
+        return tuple(b + s for p in units for b in p.metrics for s in self.suffixes)
 
     def pipe_of(self, cc: float) -> dict[str, str]:
         """The pipe of each precision (``fp64``, ``fp32``, ``fp16``, ``tensor``) at compute
@@ -231,7 +238,20 @@ def _pipes(data: dict[str, Any]) -> PipeCatalog:
                 " fp16 and tensor"
             )
         table.append((e.get("cc_min"), e.get("cc_max"), dict(e["pipes"]), e["source"]))
-    return PipeCatalog(tuple(hp["suffixes"]), pipes, tuple(table))
+    mu = data.get("hot_memory_unit", {}).get("unit", [])
+    units = tuple(
+        Pipe(
+            u["name"],
+            tuple(m.strip() for m in u["metrics"].split("|")),
+            u.get("cc_min"),
+            u.get("cc_max"),
+            u["does"],
+            u["advice"],
+        )
+        for u in mu
+    )
+    issue = frozenset(u["name"] for u in mu if u.get("issue"))
+    return PipeCatalog(tuple(hp["suffixes"]), pipes, tuple(table), units, issue)
 
 
 @dataclass(frozen=True)

@@ -349,6 +349,17 @@ KERNELS: dict[str, Column] = {
         "1",
         "utilisation of hot_pipe: its .avg.pct_of_peak_sustained_elapsed (else _active) / 100",
     ),
+    "hot_memory_unit": Column(
+        "string",
+        "",
+        "the unit behind the memory SpeedOfLight (metrics/pipes.toml [hot_memory_unit]): the"
+        " largest unit of ncu's gpu__compute_memory_throughput breakdown, '' when none",
+    ),
+    "hot_memory_unit_frac": Column(
+        "float64",
+        "1",
+        "utilisation of hot_memory_unit: its .avg.pct_of_peak_sustained_elapsed / 100",
+    ),
     "warp_inst": Column(
         "float64",
         "inst",
@@ -661,6 +672,10 @@ KERNEL_SUMMARY: dict[str, Column] = {
     ),
     "hot_pipe": Column("string", "", "the launches' hot pipe of most of the time"),
     "hot_pipe_frac": Column("float64", "1", "hot_pipe_frac, time-weighted over launches"),
+    "hot_memory_unit": Column("string", "", "the launches' hot memory unit of most of the time"),
+    "hot_memory_unit_frac": Column(
+        "float64", "1", "hot_memory_unit_frac, time-weighted over launches"
+    ),
     "time_at_roof_bound": Column(
         "string", "", "the launches' time_at_roof_bound of most of the time"
     ),
@@ -1018,6 +1033,7 @@ COMPACT_TEXT = frozenset(
         "ncu_version",
         "time_at_roof_bound",
         "hot_pipe",
+        "hot_memory_unit",
         "l1_definition",
         "l2_definition",
         "dram_definition",

@@ -731,10 +731,12 @@ def _measured_columns(
 def _throughput_columns(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray) -> dict[str, Any]:
     """SpeedOfLight throughputs, waves, occupancy and the hot pipe of each launch."""
     waves = _column(raw, cat.throughput["waves"])
-    pipe, pipe_frac = ("", _NAN)
+    pipe, pipe_frac, unit, unit_frac = ("", _NAN, "", _NAN)
     if cat.pipes is not None:
         code, pipe_frac = hot_pipe_codes(raw, cat.pipes, cc)
         pipe = coded_text(code + 1, ["", *(p.name for p in cat.pipes.pipes)])
+        code, unit_frac = hot_pipe_codes(raw, cat.pipes, cc, memory=True)
+        unit = coded_text(code + 1, ["", *(p.name for p in cat.pipes.memory_units)])
     return {
         "sm_throughput_frac": _fraction(raw, cat.throughput["sm"]),
         "memory_throughput_frac": _fraction(raw, cat.throughput["memory"]),
@@ -743,6 +745,8 @@ def _throughput_columns(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray) -> dict
         "theoretical_occupancy_frac": _fraction(raw, cat.throughput["theoretical_occupancy"]),
         "hot_pipe": pipe,
         "hot_pipe_frac": pipe_frac,
+        "hot_memory_unit": unit,
+        "hot_memory_unit_frac": unit_frac,
     }
 
 

@@ -162,6 +162,8 @@ _FACTS = (
     "device_name",
     "hot_pipe",
     "hot_pipe_frac",
+    "hot_memory_unit",
+    "hot_memory_unit_frac",
     "achievable_roof_fraction",
     "achievable_flop_per_s",
     "achievable_bytes_per_s",
@@ -272,6 +274,9 @@ def _verdict(
         return ("not_classified", *unclassified(f, gpus))
     latency, balanced = float(sol["latency_bound"]), float(sol["balanced"])
     if (both_busy := _balanced(c, latency, balanced)) is not None:
+        unit = _issue_unit(f, pipes)
+        if unit:  # memory SOL is instruction issue: not "near the best"
+            return both_busy[0], both_busy[1] + f"; {unit[0]}", unit[1]
         return both_busy
     if c.bound == "latency":
         return _latency(c, latency, low_occupancy, occupancy_gap)
@@ -285,7 +290,11 @@ def _verdict(
         return inst
     ev = _bound_evidence(c)
     if c.bound == "memory":
-        return _memory(c, ev, float(sol["no_bound"]), latency)
+        cls, ev, advice = _memory(c, ev, float(sol["no_bound"]), latency)
+        unit = _issue_unit(f, pipes)
+        if unit and cls == "memory_below_roof":
+            ev, advice = ev + f"; {unit[0]}", unit[1] + f"; {advice}"
+        return cls, ev, advice
     cls, ev, advice = _compute(
         c,
         ev,
@@ -319,6 +328,23 @@ def _balanced(c: _Context, latency: float, balanced: float) -> tuple[str, str, s
             "compute and memory are both busy: gains need both fewer instructions and fewer"
             " bytes; near the best this algorithm allows"
         ),
+    )
+
+
+def _issue_unit(f: dict[str, Any], pipes: PipeCatalog | None) -> tuple[str, str] | None:
+    """(evidence, advice) where the unit behind the memory SpeedOfLight counts instructions issued,
+    not bytes (``metrics/pipes.toml`` [hot_memory_unit], ``issue = true``): the memory side is
+    busy with too many memory instructions (issue 44: SGEMM at 98 % memory SOL from
+    l1tex__lsuin_requests, L1 bank reads 12.9 %, DRAM 51 %), else None."""
+    unit, frac = str(f.get("hot_memory_unit") or ""), fmt.num(f.get("hot_memory_unit_frac"))
+    cat = pipes or load_catalog().pipes
+    spec = next((u for u in cat.memory_units if u.name == unit), None)
+    if spec is None or unit not in cat.issue_units or not math.isfinite(frac):
+        return None
+    return (
+        f"memory throughput is {unit} at {fmt.pct(frac)}: {spec.does}",
+        f"the memory side is busy issuing instructions, not moving bytes: {spec.advice}; then"
+        " fewer instructions on the SM side too",
     )
 
 

@@ -31,6 +31,8 @@ whatever the exact wording:
   ``no roofs``).
 * ``more_blocks_for_idle_grid``: no "launch more blocks" where the warps launched execute fewer
   than ``[diagnosis].prologue_warp_inst`` warp instructions each (the grid is larger than the work).
+* ``memory_unit_unnamed``: no "near the best this algorithm allows" where the unit behind the
+  memory SpeedOfLight counts instructions issued (``metrics/pipes.toml`` ``issue = true``).
 * ``sparse_peak_for_dense_work``: no tensor aggregate path's work against a peak above its dense
   (``op_…_sparsity_off``) children's when the launch ran no sparse MMA of that datatype.
 """
@@ -73,6 +75,7 @@ INVARIANTS = {
     "advice_wrong_pipe": "advice names a pipe that is not the hot one",
     "level_roof_unexplained": "a level with bytes and no roof, with nothing said",
     "more_blocks_for_idle_grid": "'launch more blocks' where most warps launched do no work",
+    "memory_unit_unnamed": "'near the best' where memory throughput is instruction issue",
 }
 
 #: (quantity, phrases that call it absent): a phrase is a regex matched case-sensitively.
@@ -186,7 +189,8 @@ def violations(table: pd.DataFrame, catalog: Catalog | None = None) -> pd.DataFr
         ``row`` (the table's index label), ``code`` (a key of :data:`INVARIANTS`) and ``text`` (the
         numbers that break it); empty when the words agree with the numbers.
     """
-    th = (catalog or load_catalog()).thresholds
+    catalog = catalog or load_catalog()
+    th = catalog.thresholds
     held = _held(table)
     diag = _text_column(table, "diagnosis")
     advice = _text_column(table, "advice")
@@ -203,6 +207,7 @@ def violations(table: pd.DataFrame, catalog: Catalog | None = None) -> pd.DataFr
     out += _pipe_checks(table, advice, th)
     out += _level_roof_checks(table)
     out += _idle_grid_checks(table, advice, th)
+    out += _memory_unit_checks(table, advice, catalog)
     return pd.DataFrame(out, columns=["row", "code", "text"])
 
 
@@ -489,4 +494,22 @@ def _idle_grid_checks(
     return [
         (table.index[i], "more_blocks_for_idle_grid", f"{per_warp[i]:.3g} warp instructions/warp")
         for i in np.flatnonzero(bad)
+    ]
+
+
+def _memory_unit_checks(
+    table: pd.DataFrame, advice: pd.Series, catalog: Catalog
+) -> list[tuple[Any, str, str]]:
+    """``memory_unit_unnamed``: "near the best" where ``hot_memory_unit`` is an issue unit."""
+    if "hot_memory_unit" not in table.columns or catalog.pipes is None:
+        return []
+    issue = table["hot_memory_unit"].isin(list(catalog.pipes.issue_units)).to_numpy()
+    near = advice.str.contains("near the best").to_numpy()
+    return [
+        (
+            table.index[i],
+            "memory_unit_unnamed",
+            f"hot memory unit {table['hot_memory_unit'].iat[i]}",
+        )
+        for i in np.flatnonzero(issue & near)
     ]

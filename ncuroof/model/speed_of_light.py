@@ -96,16 +96,17 @@ def hot_pipe(
 
 
 def hot_pipe_codes(
-    raw: pd.DataFrame, pipes: PipeCatalog, cc: np.ndarray
+    raw: pd.DataFrame, pipes: PipeCatalog, cc: np.ndarray, memory: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`hot_pipe` as the index of the pipe in ``pipes.pipes`` (-1 where none) and its
     utilisation: the largest finite value of the first suffix family with one, the first pipe of
-    the catalog on a tie."""
+    the catalog on a tie. ``memory``: the units of the memory breakdown
+    (``pipes.memory_units``) instead of the pipes."""
     n = len(raw)
     code, frac = np.full(n, -1, dtype=np.int64), np.full(n, np.nan)
     for suffix in pipes.suffixes:
         top, best = np.full(n, -np.inf), np.full(n, -1, dtype=np.int64)
-        for j, p in enumerate(pipes.pipes):
+        for j, p in enumerate(pipes.memory_units if memory else pipes.pipes):
             v = np.full(n, np.nan)
             for base in p.metrics:
                 v = np.where(np.isnan(v), _col(raw, base + suffix), v)
