@@ -200,11 +200,18 @@ class PipeCatalog:
     pipes: tuple[Pipe, ...]
     #: (cc_min, cc_max, {precision or 'tensor': pipe}, source), in file order.
     precision_pipes: tuple[tuple[float | None, float | None, dict[str, str], str], ...]
+    #: ``[hot_memory_unit]``: the units of ncu's memory throughput breakdown, read like the pipes
+    #: (the largest is the unit behind the memory SpeedOfLight), and the names of those that
+    #: count instructions issued rather than bytes (``issue = true``).
+    memory_units: tuple[Pipe, ...] = ()
+    issue_units: frozenset[str] = frozenset()
 
     @property
     def metrics(self) -> tuple[str, ...]:
-        """Every full metric name the hot pipe may read (each base with each suffix)."""
-        return tuple(b + s for p in self.pipes for b in p.metrics for s in self.suffixes)
+        """Every full metric name the hot pipe and hot memory unit may read (each base with each
+        suffix)."""
+        units = (*self.pipes, *self.memory_units)
+        return tuple(b + s for p in units for b in p.metrics for s in self.suffixes)
 
     def pipe_of(self, cc: float) -> dict[str, str]:
         """The pipe of each precision (``fp64``, ``fp32``, ``fp16``, ``tensor``) at compute
@@ -236,7 +243,20 @@ def _pipes(data: dict[str, Any]) -> PipeCatalog:
                 " fp16 and tensor"
             )
         table.append((e.get("cc_min"), e.get("cc_max"), dict(e["pipes"]), e["source"]))
-    return PipeCatalog(tuple(hp["suffixes"]), pipes, tuple(table))
+    mu = data.get("hot_memory_unit", {}).get("unit", [])
+    units = tuple(
+        Pipe(
+            u["name"],
+            tuple(m.strip() for m in u["metrics"].split("|")),
+            u.get("cc_min"),
+            u.get("cc_max"),
+            u["does"],
+            u["advice"],
+        )
+        for u in mu
+    )
+    issue = frozenset(u["name"] for u in mu if u.get("issue"))
+    return PipeCatalog(tuple(hp["suffixes"]), pipes, tuple(table), units, issue)
 
 
 @dataclass(frozen=True)
@@ -291,6 +311,12 @@ class OpcodeCatalog:
     tables: tuple[OpcodeTable, ...]
     weights: dict[str, dict[str, float]]
     order: dict[str, tuple[str, ...]]
+    #: ``[signals]``: name -> regex on the opcode with modifiers (the tensor estimate's
+    #: per-opcode-with-modifier table) of instructions that tell something about a launch
+    #: (HFMA2.MMA register moves, a grid-wide spin barrier).
+    signals: dict[str, re.Pattern[str]] = field(default_factory=dict)
+    #: ``[signals].<name>.share`` where given (the share of its kind a signal must reach).
+    signal_share: dict[str, float] = field(default_factory=dict)
 
     @functools.cached_property
     def fp_opcode(self) -> re.Pattern[str]:
@@ -309,7 +335,14 @@ def _opcodes(data: dict[str, Any]) -> OpcodeCatalog:
         raise ValueError(
             "opcodes.toml: needs [[table]] entries with a positive factor and weights per precision"
         )
-    return OpcodeCatalog(tables, weights, {k: tuple(v) for k, v in data.get("order", {}).items()})
+    sig = data.get("signals", {})
+    return OpcodeCatalog(
+        tables,
+        weights,
+        {k: tuple(v) for k, v in data.get("order", {}).items()},
+        {k: re.compile(v["pattern"]) for k, v in sig.items()},
+        {k: float(v["share"]) for k, v in sig.items() if "share" in v},
+    )
 
 
 @dataclass(frozen=True)
@@ -337,7 +370,10 @@ class Catalog:
         """The instanced (per-opcode) metrics the parser reads, each with the regex of the instance
         keys it keeps: the MMA opcodes of the tensor estimate and the FP opcodes of
         ``opcodes.toml``. Kept instances become ``<metric>[<key>]`` columns."""
-        out = {self.tensor.opcode_metric: self.tensor.looks_like_mma}
+        kept = [self.tensor.looks_like_mma.pattern]
+        if self.opcodes is not None:
+            kept += [p.pattern for p in self.opcodes.signals.values()]
+        out = {self.tensor.opcode_metric: re.compile("|".join(f"(?:{p})" for p in kept))}
         if self.opcodes is not None:
             out |= {t.metric: self.opcodes.fp_opcode for t in self.opcodes.tables}
         return out

@@ -76,6 +76,8 @@ __all__ = [
     "NA_NOTE",
     "SOURCES_DISAGREE",
     "L2_READS_ONLY",
+    "LEVELS_OUT_OF_ORDER",
+    "FP16_MOVES",
     "input_notes",
     "SCHEMA_VERSION",
     "RANKS",
@@ -151,6 +153,12 @@ SOURCES_DISAGREE = "sources disagree"
 #: Start of the note of a launch whose L2 bytes are 0 under a reads-only definition while its write
 #: counters hold bytes (:func:`ncuroof.model.evidence.l2_write_evidence`).
 L2_READS_ONLY = "L2 reads only"
+#: Start of the note of a launch one of whose memory levels counts fewer bytes than the level under
+#: it (L1 < L2, L2 < DRAM; :func:`ncuroof.model.evidence.level_order_evidence`).
+LEVELS_OUT_OF_ORDER = "levels out of order"
+#: Start of the note of a launch whose FP16 FLOPs come from HFMA2.MMA register moves
+#: (:func:`ncuroof.model.evidence.opcode_signals`).
+FP16_MOVES = "FP16 work probably moves, not math"
 
 #: Code of each note that carries a status or a flag -> the words its text starts with. The code is
 #: set where the note is decided (:class:`Note`) and read by code (:func:`ncuroof.model.calculator`,
@@ -162,6 +170,8 @@ NOTE_CODES: dict[str, str] = {
     "na_metrics": NA_NOTE,
     "sources_disagree": SOURCES_DISAGREE,
     "l2_reads_only": L2_READS_ONLY,
+    "levels_out_of_order": LEVELS_OUT_OF_ORDER,
+    "fp16_moves": FP16_MOVES,
 }
 
 
@@ -338,6 +348,17 @@ KERNELS: dict[str, Column] = {
         "float64",
         "1",
         "utilisation of hot_pipe: its .avg.pct_of_peak_sustained_elapsed (else _active) / 100",
+    ),
+    "hot_memory_unit": Column(
+        "string",
+        "",
+        "the unit behind the memory SpeedOfLight (metrics/pipes.toml [hot_memory_unit]): the"
+        " largest unit of ncu's gpu__compute_memory_throughput breakdown, '' when none",
+    ),
+    "hot_memory_unit_frac": Column(
+        "float64",
+        "1",
+        "utilisation of hot_memory_unit: its .avg.pct_of_peak_sustained_elapsed / 100",
     ),
     "warp_inst": Column(
         "float64",
@@ -651,6 +672,10 @@ KERNEL_SUMMARY: dict[str, Column] = {
     ),
     "hot_pipe": Column("string", "", "the launches' hot pipe of most of the time"),
     "hot_pipe_frac": Column("float64", "1", "hot_pipe_frac, time-weighted over launches"),
+    "hot_memory_unit": Column("string", "", "the launches' hot memory unit of most of the time"),
+    "hot_memory_unit_frac": Column(
+        "float64", "1", "hot_memory_unit_frac, time-weighted over launches"
+    ),
     "time_at_roof_bound": Column(
         "string", "", "the launches' time_at_roof_bound of most of the time"
     ),
@@ -1001,6 +1026,7 @@ COMPACT_TEXT = frozenset(
         "ncu_version",
         "time_at_roof_bound",
         "hot_pipe",
+        "hot_memory_unit",
         "l1_definition",
         "l2_definition",
         "dram_definition",

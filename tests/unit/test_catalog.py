@@ -191,15 +191,35 @@ def test_opcode_tensor_paths_get_the_most_generous_roof_with_their_assumption(tm
         ("IGMMA.64x256x32.S8.S8", "sass_igmma_int8", 2 * 64 * 256 * 32 / 4),
         ("QGMMA.64x128x32.F32.E4M3.E4M3", "sass_qgmma_fp8", 2 * 64 * 128 * 32 / 4),
         ("HGMMA.64x128x32.F32.BF16.SP", None, 0),
+        # issue 44: the shape modifier read for every mma.sync family (M 16|8, N 8, K the rest)
+        ("IMMA.16816.S8.S8", "sass_imma", 2 * 16 * 8 * 16),
+        ("IMMA.16816.S8.S8.SAT", "sass_imma", 2 * 16 * 8 * 16),
+        ("IMMA.8816.S8.S8", "sass_imma", 2 * 8 * 8 * 16),  # the convention kept: 2048
+        ("IMMA.8832.S4.S4", "sass_imma", 2 * 8 * 8 * 32),
+        ("IMMA.16864.S4.S4", "sass_imma", 2 * 16 * 8 * 64),
+        ("HMMA.1688.F32.BF16", "sass_hmma_bf16", 2 * 16 * 8 * 8),
+        ("HMMA.16816.F16", "sass_hmma_fp16", 2 * 16 * 8 * 16),
+        ("HMMA.884.F32.F32", "sass_hmma_fp16_fp32acc", 512),
+        ("HMMA.884.F16.F16", "sass_hmma_fp16", 1024),
+        ("DMMA.884", "sass_dmma", 2 * 8 * 8 * 4),
+        ("DMMA.16816", "sass_dmma", 2 * 16 * 8 * 16),
+        ("BMMA.88128.AND.POPC", "sass_bmma", 2 * 8 * 8 * 128),
+        ("BMMA.168256.XOR.POPC", "sass_bmma", 2 * 16 * 8 * 256),
+        ("UTCHMMA.128x256x16.F32.BF16", "sass_utcmma", 2 * 128 * 256 * 16),
+        ("UTCHMMA.2CTA", None, 0),  # shape in the instruction descriptor: incomplete, not guessed
+        ("HMMA.SP.16832.F32", None, 0),
+        ("IMMA.16864.S8.S8.SP", None, 0),
     ],
 )
 def test_mma_shapes_by_hand(opcode: str, path: str | None, ops: float) -> None:
     shape = next((s for s in catalog.load().tensor.shapes if s.pattern.search(opcode)), None)
-    if path is None:  # sparse wgmma: no dense shape, reported as incomplete work
+    if path is None:  # sparse or shapeless: no dense shape, reported as incomplete work
         assert shape is None
+        assert catalog.load().tensor.looks_like_mma.search(opcode)
         return
     assert shape.path == path and shape.ops_of(opcode) == ops
-    assert catalog.load_gpus().tensor_key(path)  # every opcode path has a datasheet key
+    if path not in ("sass_bmma", "sass_utcmma"):  # no datasheet gives a b1 / tcgen05 rate
+        assert catalog.load_gpus().tensor_key(path)  # every other opcode path has a datasheet key
 
 
 def test_geforce_and_workstation_entries_by_hand() -> None:
@@ -239,3 +259,11 @@ def test_a_geforce_rtx_2070_super_report_gets_datasheet_roofs() -> None:
     assert set(k["device_name"]) == {"NVIDIA GeForce RTX 2070 SUPER"}
     assert set(k["datasheet_gpu"]) == {"rtx-2070-super"}
     assert (k["peak_dram_bytes_per_s"] == 448e9).all()  # 14 Gbit/s x 256 bit
+
+
+def test_imma_16816_count_of_issue_44() -> None:
+    """1,056,964,608 IMMA.16816.S8.S8 x 2*16*8*16 = 4.33e12 INT8 ops (issue 44, A40 report)."""
+    shape = next(s for s in catalog.load().tensor.shapes if s.pattern.search("IMMA.16816.S8.S8"))
+    ops = 1_056_964_608 * shape.ops_of("IMMA.16816.S8.S8")
+    assert ops == 4_329_327_034_368
+    assert round(ops / 1e12, 2) == 4.33

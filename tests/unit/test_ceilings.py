@@ -411,6 +411,31 @@ def test_hmma_accumulator_modifier_picks_the_datasheet_roof(
 
 
 @needs_ncu_report
+@pytest.mark.parametrize(
+    "opcode, m, n, kk",
+    [
+        ("IMMA.16816.S8.S8", 16, 8, 16),
+        ("IMMA.8816.S8.S8", 8, 8, 16),
+        ("IMMA.16832.S8.S8", 16, 8, 32),
+    ],
+)
+def test_imma_shape_modifier_counts_the_int8_work(
+    opcode: str, m: int, n: int, kk: int, gpus
+) -> None:
+    # Issue 44 class 1: IMMA.16816 (m16n8k16, Ampere) was "no MMA shape known" and tensor work 0.
+    # The report's IMMA counters relabelled: every IMMA shape is 2*M*N*K ops per warp instruction,
+    # at the A40 INT8 datasheet roof.
+    k = _hmma_analysis(gpu="a40", opcode=opcode)[0].set_index("launch_id")
+    assert k.loc[0, "tensor_sass_imma_flop"] == IMMA_PER_GEMM * 2 * m * n * kk
+    assert k.loc[0, "tensor_flop"] == IMMA_PER_GEMM * 2 * m * n * kk
+    assert "no MMA shape known" not in cell_text("notes", k.loc[0, "notes"])
+    a40 = gpus.by_name("a40")
+    assert k.loc[0, "peak_tensor_sass_imma_flop_per_s"] == pytest.approx(
+        a40.tensor["int8"] * k.loc[0, "sm_clock_hz"] / a40.boost_hz
+    )
+
+
+@needs_ncu_report
 def test_a_kernel_whose_main_precision_has_no_roof_is_placed_at_another() -> None:
     # The RTX 5070 datasheet has no tensor rates: the HMMA work (the main precision) has no roof.
     # The fused launch 2 also runs FP32 work (its epilogue), which has the report's roof: it is
@@ -585,3 +610,105 @@ def test_datasheet_notes_are_each_launch_s_own(gpus) -> None:
     assert "no measured SM clock: at the boost clock" in notes[3] and ", dram," not in notes[3]
     assert all("fp64 (datasheet 547 GFLOP/s at boost)" in n for n in notes)
     assert list(k["datasheet_gpu"]) == ["a10g"] * 5
+
+
+RTX5090 = "ai-infra-notes__leetgpu_matmul_full.ncu-rep"
+
+
+def _rtx5090_with_bf16_work(sparse_ops: float):
+    """The RTX 5090 report's own tensor metrics (its peaks: aggregate src_bf16_dst_fp32 174,080
+    ops/cycle, op_hmma_src_bf16_dst_fp32_sparsity_off 87,040) with BF16 MMA work written in:
+    41.2 % of the dense peak over the launch's duration, ``sparse_ops`` of it sparse."""
+    from ncuroof import catalog, parser
+    from ncuroof.model import calculator
+
+    cat = catalog.load()
+    raw = parser.read(shared(RTX5090), cat)
+    pre = "sm__ops_path_tensor_"
+    agg, off = pre + "src_bf16_dst_fp32", pre + "op_hmma_src_bf16_dst_fp32_sparsity_off"
+    on = pre + "op_hmma_src_bf16_dst_fp32_sparsity_on"
+    assert raw[agg + ".sum.peak_sustained"].iloc[0] == 174_080
+    assert raw[off + ".sum.peak_sustained"].iloc[0] == 87_040
+    cycles = (
+        raw["gpu__time_duration.sum"].iloc[0]
+        * 1e-9
+        * raw["sm__cycles_elapsed.avg.per_second"].iloc[0]
+    )
+    ops = 0.412 * 87_040 * cycles
+    raw[agg + ".sum"], raw[off + ".sum"], raw[on + ".sum"] = ops, ops - sparse_ops, sparse_ops
+    for c in (agg, off, on):
+        raw = raw.drop(columns=[c + ".sum.per_cycle_elapsed"], errors="ignore")
+    k = calculator.compute_kernels(raw, cat)
+    return k, calculator.compute_points(k)
+
+
+@needs_ncu_report
+def test_dense_bf16_work_is_judged_against_the_dense_peak() -> None:
+    # Issue 44 class 2: dense work (sparse ops 0) at the aggregate's sparsity-on peak showed
+    # 20.6 % where ncu's own pct_of_peak said 41.2 %.
+    k, pts = _rtx5090_with_bf16_work(0.0)
+    clock = k.loc[0, "sm_clock_hz"]
+    assert k.loc[0, "peak_tensor_src_bf16_dst_fp32_flop_per_s"] == pytest.approx(87_040 * clock)
+    frac = k.loc[0, "tensor_src_bf16_dst_fp32_flop_per_s"] / (87_040 * clock)
+    assert frac == pytest.approx(0.412, rel=1e-3)
+    assert "dense peak" in cell_text("notes", k.loc[0, "notes"])
+    # the same work is placed once: the aggregate, not again as its op_hmma child
+    tensor = pts[pts["precision"].str.startswith("tensor")]
+    assert set(tensor["precision"]) == {"tensor:src_bf16_dst_fp32"}
+    assert tensor.groupby("level").size().max() == 1
+
+
+@needs_ncu_report
+def test_sparse_bf16_work_keeps_the_sparse_peak() -> None:
+    k, _ = _rtx5090_with_bf16_work(1e6)
+    clock = k.loc[0, "sm_clock_hz"]
+    assert k.loc[0, "peak_tensor_src_bf16_dst_fp32_flop_per_s"] == pytest.approx(174_080 * clock)
+
+
+@needs_ncu_report
+def test_l1_zero_contradicted_by_sectors_falls_back_to_the_sectors() -> None:
+    # Issue 44 class 3: the RTX 5090 flash-attention launch had 128 x
+    # l1tex__lsu_writeback_active_mem_lgds = 0 B while l1tex__t_sectors = 4,984,832 (159.5 MB):
+    # the report's own metrics with those two values written in.
+    from ncuroof import catalog, parser
+    from ncuroof.model import calculator
+
+    cat = catalog.load()
+    raw = parser.read(shared(RTX5090), cat)
+    wb = "l1tex__lsu_writeback_active_mem_lgds.sum"
+    raw[wb], raw[wb + ".per_second"] = 0.0, 0.0
+    raw["l1tex__t_sectors.sum"] = 4_984_832.0
+    k = calculator.compute_kernels(raw, cat)
+    assert k.loc[0, "l1_bytes"] == 4_984_832 * 32 == 159_514_624
+    assert k.loc[0, "l1_definition"] == "nersc"
+    assert k.loc[0, "l1_bytes_per_s"] == pytest.approx(159_514_624 / k.loc[0, "time_s"])
+    notes = cell_text("notes", k.loc[0, "notes"])
+    assert "L1 bytes are 0 under the ncu definition" in notes and "160 MB" in notes
+    # untouched: a launch whose writeback counter holds bytes keeps the ncu definition
+    k0 = calculator.compute_kernels(parser.read(shared(RTX5090), cat), cat)
+    assert k0.loc[0, "l1_definition"] == "ncu"
+    assert k0.loc[0, "l1_bytes"] == 128 * 8_417_909
+
+
+def test_datasheet_note_names_only_the_roofs_the_launch_used(gpus) -> None:
+    # Issue 44 class 11: an FP64-only kernel's note listed the FP16 datasheet roof. The roofs are
+    # all filled (table columns); the note names FP64 and DRAM, the work this launch did.
+    from ncuroof.model.ceilings import fill_ceilings
+
+    k = _kernels(
+        fp64_flop=1e9,
+        fp32_flop=0.0,
+        fp16_flop=0.0,
+        tensor_src_fp16_dst_fp32_flop=0.0,
+        dram_bytes=1e8,
+        l2_bytes=2e8,
+        l1_bytes=3e8,
+    )
+    row = fill_ceilings(k, gpus).loc[0]
+    assert row["peak_fp16_flop_per_s"] > 0  # filled all the same
+    notes = cell_text("notes", row["notes"])
+    assert "roofs for fp64 (datasheet 547 GFLOP/s at boost), dram from the" in notes
+    assert "fp16 (datasheet" not in notes and "tensor src_fp16" not in notes
+    # the L2 and L1 bytes have no roof (the A10G datasheet gives none): said, with the fix
+    assert "no L2 roof: 200 MB counted at L2" in notes and "--peak-bandwidth l2=" in notes
+    assert "no L1 roof: 300 MB counted at L1" in notes

@@ -98,7 +98,14 @@ def test_silu_is_at_the_dram_roof():
         f"at {_pct(r['achievable_roof_fraction'])} of achievable DRAM bandwidth"
         f" ({_pct(r['roof_fraction'])} of peak)" in r["evidence"]
     ) and "only moving fewer bytes helps" in r["advice"]
-    assert r["flags"] == []
+    # issue 44 class 4: the ncu L2 definition counts reads only: L2 (269 MB) below DRAM (517 MB,
+    # the kernel writes as much as it reads) is flagged; class 10: its FP16 FLOPs are all
+    # HFMA2.MMA register moves (2,097,154 of 2,097,154 FP16 warp instructions)
+    assert r["flags"] == [
+        ("levels_out_of_order", "see notes"),
+        ("fp16_moves", "probably moves, not math"),
+    ]
+    assert (k["l2_bytes"] < 0.95 * k["dram_bytes"]).all()
 
 
 @needs_ncu_report
@@ -353,6 +360,94 @@ def test_low_occupancy_is_named_with_its_cause():
     assert "load imbalance" in advice
     _, _, advice = diagnose.verdict({**base, "occupancy_frac": 0.9}, SOL, low_occupancy=0.5)
     assert "warp-stall reasons" in advice and "occupancy" not in advice
+
+
+@pytest.mark.parametrize(
+    "occ, waves, well_below, tail",
+    [
+        (0.445, 1.0, False, False),  # issue 44: 44.5 % of 50 % (89 %) at one wave
+        (0.30, 1.0, True, False),  # 60 % of the theoretical: well below, but no tail at 1 wave
+        (0.30, 2.5, True, True),  # a partial third wave: the tail is named
+    ],
+)
+def test_well_below_needs_the_threshold_and_a_tail_needs_waves(
+    occ: float, waves: float, well_below: bool, tail: bool
+) -> None:
+    th = catalog.load().thresholds["diagnosis"]
+    assert th["occupancy_well_below"] == 0.8 and 0.445 / 0.5 >= 0.8
+    f = {
+        "status": "ok",
+        "bound": "latency",
+        "sm_throughput_frac": 0.3,
+        "memory_throughput_frac": 0.2,
+        "waves_per_sm": waves,
+        "blocks": 1024,
+        "threads_per_block": 256,
+        "occupancy_frac": occ,
+        "theoretical_occupancy_frac": 0.5,
+    }
+    _, _, advice = diagnose.verdict(f, SOL, low_occupancy=0.5, occupancy_gap=0.9)
+    assert ("well below the theoretical" in advice) == well_below
+    assert ("tail of partial waves" in advice) == tail
+    if not well_below:
+        assert "close to the theoretical 50%" in advice and "(89% of it)" in advice
+
+
+@pytest.mark.parametrize(
+    "prec, pipe, named",
+    [
+        ("tensor:sass_imma", "ALU", True),  # issue 44: A40 INT8 IMMA, ALU 69 %
+        ("tensor:sass_imma", "Tensor", False),
+        ("fp32", "LSU", True),
+        ("fp32", "FMA", False),
+    ],
+)
+def test_below_a_compute_roof_the_hot_pipe_is_named(prec: str, pipe: str, named: bool) -> None:
+    f = {
+        "status": "ok",
+        "bound": "compute",
+        "precision": prec,
+        "level": "dram",
+        "roof_fraction": 0.54,
+        "ai_flop_per_byte": 500.0,
+        "ridge_flop_per_byte": 100.0,
+        "sm_throughput_frac": 0.55,
+        "memory_throughput_frac": 0.40,
+        "hot_pipe": pipe,
+        "hot_pipe_frac": 0.69,
+        "tensor_flop": 4.33e12 if prec.startswith("tensor") else 0.0,
+    }
+    cls, _, advice = diagnose.verdict(f, SOL)
+    assert cls == "compute_below_roof"
+    assert (f"busiest pipe is {pipe} at 69%" in advice) == named
+    assert ("raise FMA share" in advice) == (prec == "fp32" and not named)
+    if named:
+        spec = next(p for p in catalog.load().pipes.pipes if p.name == pipe)
+        assert spec.advice in advice
+
+
+@pytest.mark.parametrize("warp_inst, idle", [(4226 * 8.0, True), (4226 * 400.0, False)])
+def test_an_oversized_grid_gets_a_smaller_grid_not_more_blocks(warp_inst: float, idle: bool):
+    # Issue 44 class 5: H100, 4,226 warps launched (4,226 blocks of 32 threads, 0.25 waves), most
+    # exiting after the prologue: 8 warp instructions each is under [diagnosis].prologue_warp_inst.
+    f = {
+        "status": "ok",
+        "bound": "latency",
+        "sm_throughput_frac": 0.02,
+        "memory_throughput_frac": 0.01,
+        "waves_per_sm": 0.25,
+        "blocks": 4226,
+        "threads_per_block": 32,
+        "warp_inst": warp_inst,
+        "occupancy_frac": 0.1,
+        "theoretical_occupancy_frac": 0.5,
+    }
+    _, _, advice = diagnose.verdict(f, SOL)
+    assert catalog.load().thresholds["diagnosis"]["prologue_warp_inst"] == 32
+    assert ("smaller grid" in advice) == idle
+    assert ("launch more blocks" in advice) == (not idle)
+    if idle:
+        assert "4,226 warps launched execute 33,808 warp instructions (8 each" in advice
 
 
 @needs_ncu_report

@@ -518,3 +518,73 @@ def test_time_and_clock_sources_are_listed_with_their_agreement() -> None:
     assert (
         "clock: sm__cycles_elapsed.avg.per_second = smsp__cycles_elapsed.avg.per_second" in ledger
     )
+
+
+def test_level_below_the_level_under_it_is_flagged_by_hand() -> None:
+    # Issue 44 class 4: H100 stochastic rounding, L2 224 B (read-only definition) below DRAM
+    # 5,632 B; a second launch in order; a third with L1 0 B over L2 bytes.
+    from ncuroof.model.evidence import level_order_evidence
+
+    notes: list[list[str]] = [[], [], []]
+    got = level_order_evidence(
+        {
+            "l1": np.array([1e4, 1e4, 0.0]),
+            "l2": np.array([224.0, 6000.0, 1e6]),
+            "dram": np.array([5632.0, 5632.0, 1e5]),
+        },
+        {lv: np.array(["ncu"] * 3, dtype=object) for lv in ("l1", "l2", "dram")},
+        np.array([4096.0, np.nan, np.nan]),
+        0.05,
+        notes,
+    )
+    assert got.tolist() == [True, False, True]
+    assert notes[0][0].code == "levels_out_of_order"
+    assert "L2 224 B" in notes[0][0] and "DRAM 5.63 kB" in notes[0][0] and "4.1 kB" in notes[0][0]
+    assert "L1 0 B" in notes[2][0] and notes[1] == []
+
+
+MODIFIER = "sass__inst_executed_per_opcode_with_modifier_all"
+
+
+@pytest.mark.parametrize(
+    "name", ["KernelBench__matmul_kernel.ncu-rep", "cs599k__silu-2025-04-18-v1.ncu-rep"]
+)
+def test_fp16_work_only_from_hfma2_mma_is_flagged_as_moves(name: str) -> None:
+    # Issue 44 class 10: every FP16 warp instruction of these launches is HFMA2.MMA (ncu_report's
+    # own with-modifier table): the FP16 point is flagged "probably moves, not math".
+    k = kernels_of(name)
+    for i, mods in enumerate(opcode_table(name, MODIFIER)):
+        warp = opcode_table(name, WARP)[i]
+        moves = sum(v for op, v in mods.items() if op.startswith("HFMA2.MMA"))
+        fp16 = sum(warp.get(op, 0.0) for op in ("HFMA2", "HADD2", "HMUL2"))
+        row = k[k["launch_id"] == i].iloc[0]
+        notes = cell_text("notes", row["notes"])
+        if moves > 0 and moves >= 0.95 * fp16 and row["fp16_flop"] > 0:
+            assert f"{moves:,.0f} of the {fp16:,.0f} FP16 warp instructions" in notes
+            assert ("fp16_moves", "probably moves, not math") in row["flags"]
+        else:
+            assert "probably moves" not in notes
+
+
+def test_spin_wait_at_gpu_scope_is_named() -> None:
+    # Issue 44 class 9: strong GPU-scope loads polling a flag with a GPU fence (cuBLAS split-K
+    # semaphore on the RTX 3080 SGEMM report): named with the counts ncu_report stores.
+    name = "Cuda_Gemm_Practice__gemm_v9.ncu-rep"
+    k = kernels_of(name)
+    named = 0
+    for i, mods in enumerate(opcode_table(name, MODIFIER)):
+        notes = cell_text("notes", k[k["launch_id"] == i].iloc[0]["notes"])
+        strong = {
+            op: v
+            for op, v in mods.items()
+            if op.startswith(("LD.", "LDG.")) and "STRONG.GPU" in op and v > 0
+        }
+        fence = {op: v for op, v in mods.items() if op.startswith("MEMBAR") and v > 0}
+        if strong and fence:
+            named += 1
+            assert "spin wait at GPU scope" in notes
+            for op, v in {**strong, **fence}.items():
+                assert f"{op} x {v:,.0f}" in notes
+        else:
+            assert "spin wait" not in notes
+    assert named >= 1

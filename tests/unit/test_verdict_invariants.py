@@ -132,6 +132,68 @@ def _row(**kw: object) -> pd.DataFrame:
             "occupancy_contradicted",
         ),
         ({"threads_per_block": 1.0, "advice": "raise occupancy"}, "idle_lanes_unnamed"),
+        (  # issue 44 class 8: balanced "near the best" with memory SOL from LSU-in requests
+            {
+                "diagnosis": "balanced",
+                "hot_memory_unit": "L1 load/store instruction issue (l1tex__lsuin_requests)",
+                "advice": "compute and memory are both busy; near the best this algorithm allows",
+            },
+            "memory_unit_unnamed",
+        ),
+        (  # issue 44 class 5: 4,226 warps launched doing 8 warp instructions each
+            {
+                "blocks": 4226.0,
+                "threads_per_block": 32.0,
+                "warp_inst": 4226 * 8.0,
+                "advice": "too little parallel work: launch more blocks",
+            },
+            "more_blocks_for_idle_grid",
+        ),
+        (  # issue 44 class 11: an L2 row with bytes and no peak, nothing said
+            {"status": "ok", "l2_bytes": 1e6, "peak_l2_bytes_per_s": math.nan, "notes": []},
+            "level_roof_unexplained",
+        ),
+        (  # issue 44 class 7: A40 INT8 IMMA kernel, ALU at 69 %, told to raise the FMA share
+            {
+                "hot_pipe": "ALU",
+                "hot_pipe_frac": 0.69,
+                "advice": "54% of the INT8 tensor roof; raise FMA share and ILP",
+            },
+            "advice_wrong_pipe",
+        ),
+        (
+            {"hot_pipe": "ALU", "hot_pipe_frac": 0.69, "advice": "busiest pipe is FMA at 40%"},
+            "advice_wrong_pipe",
+        ),
+        (
+            {"waves_per_sm": 1.0, "advice": "load imbalance or a tail of partial waves"},
+            "occupancy_contradicted",
+        ),
+        (
+            {  # issue 44 class 2: RTX 5090 BF16 aggregate at its sparsity-on peak, no sparse ops
+                "tensor_src_bf16_dst_fp32_flop": 1e9,
+                "peak_tensor_src_bf16_dst_fp32_flop_per_s": 174_080 * 2e9,
+                "tensor_op_hmma_src_bf16_dst_fp32_sparsity_off_flop": 1e9,
+                "peak_tensor_op_hmma_src_bf16_dst_fp32_sparsity_off_flop_per_s": 87_040 * 2e9,
+                "tensor_op_hmma_src_bf16_dst_fp32_sparsity_on_flop": 0.0,
+            },
+            "sparse_peak_for_dense_work",
+        ),
+        # issue 44 classes 3-4: an H100 launch with L2 224 B (read-only definition) under DRAM
+        # 5,632 B, and an L1 zero under L2 bytes, with nothing said
+        ({"l2_bytes": 224.0, "dram_bytes": 5632.0, "notes": []}, "level_order_unflagged"),
+        (
+            {  # issue 44 class 6: an H100 row citing another report's kernel as its floor
+                "source": "/data/h100_sr.ncu-rep",
+                "speed_of_light_note": "no launch finishes faster than about 1.5 us (launch and"
+                " drain; alife_cuda__profile_output.ncu-rep _kernel_agent on a GeForce RTX 2070",
+            },
+            "foreign_file_cited",
+        ),
+        (
+            {"l1_bytes": 0.0, "l2_bytes": 1e6, "dram_bytes": 1e6, "notes": []},
+            "level_order_unflagged",
+        ),
     ],
 )
 def test_each_invariant_can_fail(row: dict, code: str) -> None:
@@ -164,7 +226,33 @@ def test_launch_floor_is_the_shortest_launch_held() -> None:
     assert floor.tolist() == pytest.approx(
         [spec["default_s"]] * 3
     )  # no architecture's shortest launch is below the default
-    assert all("alife_cuda" in s for s in source)
+    # issue 44 class 6: the floor is named with how it was measured, never by another file's name
+    assert all("launch floor" in s and "gpu__time_duration" in s for s in source)
+    assert not any(re.search(r"\.ncu-rep|alife|RTX 2070", s) for s in source)
+    # the input's own shortest launch on the GPU lowers it
+    floor, source = launch_floor(np.array([9.0, 9.0]), spec, np.array([1.2e-6, np.nan]))
+    assert floor.tolist() == pytest.approx([1.2e-6, spec["default_s"]])
+    assert "this input's shortest launch" in source[0]
+
+
+@needs_shared
+@needs_ncu_report
+def test_memory_sol_from_load_instruction_issue_is_named() -> None:
+    """Issue 44 class 8 on the RTX 5090 naive SGEMM: ncu stored memory SOL = l1tex__lsuin_requests
+    (73.8 %) with L1 bank reads at 5.2 %: the verdict names the unit, not 'near the best'."""
+    name = "ai-infra-notes__leetgpu_matmul_full.ncu-rep"
+    m = ncu_metrics(name)[0]
+    sol = m["gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"]
+    lsuin = m["l1tex__lsuin_requests.avg.pct_of_peak_sustained_elapsed"]
+    assert (
+        lsuin == pytest.approx(sol)
+        and m["l1tex__data_bank_reads.avg.pct_of_peak_sustained_elapsed"] < 0.1 * lsuin
+    )
+    r = _analysis(name).kernels.iloc[0]
+    assert r["hot_memory_unit"].endswith("(l1tex__lsuin_requests)")
+    assert r["hot_memory_unit_frac"] == pytest.approx(lsuin / 100)
+    assert "too many load instructions" in r["advice"] and "LDS.128" in r["advice"]
+    assert "near the best" not in r["advice"]
 
 
 @needs_ncu_report

@@ -395,6 +395,8 @@ _DERIVED = (
     "flags",
     "hot_pipe",
     "hot_pipe_frac",
+    "hot_memory_unit",
+    "hot_memory_unit_frac",
     "time_at_roof_bound",
     "speed_of_light_note",
     *(c for c in KERNELS if c.startswith("achievable_")),
@@ -435,6 +437,8 @@ def restore_kernels(
     k = _typed(from_text(table))
     if "hot_pipe" not in k.columns:  # written before issue 15
         k["hot_pipe"], k["hot_pipe_frac"] = "", np.nan
+    if "hot_memory_unit" not in k.columns:  # written before issue 44
+        k["hot_memory_unit"], k["hot_memory_unit_frac"] = "", np.nan
     if any(
         c not in k.columns
         for c in ("time_at_roof_s", "saving_s", "time_at_roof_bound", "speed_of_light_note")
@@ -503,6 +507,7 @@ _TEXT_EMPTY = (
     "tensor_source",
     "input_notes",
     "hot_pipe",
+    "hot_memory_unit",
     "time_at_roof_bound",
     "speed_of_light_note",
 )

@@ -25,6 +25,7 @@ import pandas as pd
 import pyarrow as pa
 
 from .. import catalog as _catalog
+from .. import fmt
 from ..catalog import Catalog, Recipe, Term
 from ..parser.validate import roof_damage
 from ..schema import (
@@ -54,7 +55,9 @@ from .evidence import (
     flop_evidence,
     l2_write_evidence,
     ledger_text,
+    level_order_evidence,
     opcode_flops,
+    opcode_signals,
 )
 from .roofs import Factorized, objects, report_sets
 from .speed_of_light import apply_speed_of_light, hot_pipe_codes, launch_floor
@@ -294,6 +297,8 @@ def _ops_path_work(
             np.zeros(n, dtype=bool),
         )
 
+    _dense_aggregate_peaks(paths, t.family_prefix, notes)
+
     def family_sum(attr: str) -> np.ndarray:
         agg = [getattr(w, attr) for p, w in paths.items() if not p.startswith(t.family_prefix)]
         ops = [getattr(w, attr) for p, w in paths.items() if p.startswith(t.family_prefix)]
@@ -310,6 +315,32 @@ def _ops_path_work(
     )
 
 
+def _dense_aggregate_peaks(paths: dict[str, _Work], family: str, notes: list[list[str]]) -> None:
+    """A per-datatype aggregate path without a sparsity suffix (RTX 50xx
+    ``src_bf16_dst_fp32``) holds the *sparsity-on* peak (174,080 ops/cycle where its dense
+    ``op_hmma_…_sparsity_off`` child holds 87,040). Where the launch ran no sparse MMA of that
+    datatype (its ``_sparsity_on`` children 0 or absent), its work is judged against the dense
+    peak: the highest ``_sparsity_off`` child's (ROOFLINE_SPEC §3.2 "never add a sparse path's
+    ops to a dense path's peak"; ncu's own pct_of_peak uses the dense peak). In place."""
+    for agg in [p for p in paths if not p.startswith(family) and "sparsity" not in p]:
+        kids = [
+            p for p in paths if p.startswith(family) and p.endswith("_" + agg + "_sparsity_off")
+        ]
+        if not kids:
+            continue
+        on = [paths[k[: -len("off")] + "on"].flop for k in kids if k[: -len("off")] + "on" in paths]
+        sparse_ops = np.nansum(on, axis=0) if on else np.zeros(len(paths[agg].flop))
+        with np.errstate(all="ignore"):
+            dense = np.fmax.reduce([paths[k].peak for k in kids])
+            use = (sparse_ops == 0) & (dense > 0) & ~(paths[agg].peak <= dense)
+        paths[agg].peak = np.where(use, dense, paths[agg].peak)
+        for i in np.flatnonzero(use & (paths[agg].flop > 0)):
+            notes[i].append(
+                f"tensor {agg} roof = its dense peak (the highest {family}*_{agg}_sparsity_off):"
+                " the aggregate's peak_sustained is the sparsity-on rate, and no sparse MMA ran"
+            )
+
+
 def _opcode_work(raw: pd.DataFrame, cat: Catalog, time_s: np.ndarray, st: _Tensor) -> None:
     """2. SASS opcode counts x ops per MMA instruction (estimated), where no
     ops-path counter exists."""
@@ -323,6 +354,8 @@ def _opcode_work(raw: pd.DataFrame, cat: Catalog, time_s: np.ndarray, st: _Tenso
     per_path: dict[str, np.ndarray] = {}
     for col in (c for c in raw.columns if c.startswith(prefix)):
         opcode = col[len(prefix) : -1]
+        if not t.looks_like_mma.search(opcode):  # an opcode kept for its signal, not tensor work
+            continue
         counts = np.nan_to_num(raw[col].to_numpy(dtype=float, na_value=np.nan))
         shape = next((s for s in t.shapes if s.pattern.search(opcode)), None)
         if shape is None:
@@ -426,6 +459,39 @@ def _level_traffic(
         ids = ["", *(d.id for d in defs)]
         out[name] = _Traffic(b, r, pk, np.array(ids, dtype=object)[used], used, ids)
     return out
+
+
+def _zero_fallback(
+    raw: pd.DataFrame,
+    cat: Catalog,
+    cc: np.ndarray,
+    time_s: np.ndarray,
+    levels: dict[str, _Traffic],
+    notes: list[list[str]],
+) -> None:
+    """A level of ``[evidence].zero_fallback_levels`` (thresholds.toml) whose chosen definition
+    counts 0 B while a later definition holds bytes takes that definition (bytes, rate and roof),
+    with a note: a zero another counter of the same level contradicts is never shown. In place."""
+    for name in cat.thresholds.get("evidence", {}).get("zero_fallback_levels", ()):
+        lv, defs = levels[name], cat.levels[name].definitions
+        for d in defs:
+            zero = (lv.bytes == 0) & (lv.definition != d.id)
+            db = _resolve(raw, d.bytes, cc).values
+            take = zero & _cc_mask(cc, d.cc_min, d.cc_max) & (db > 0)
+            if not take.any():
+                continue
+            j = lv.ids.index(d.id)
+            for i in np.flatnonzero(take):
+                notes[i].append(
+                    f"{name.upper()} bytes are 0 under the {lv.definition[i]} definition while"
+                    f" {d.bytes[0].label} (or 32 B x its sectors) holds {fmt.si(db[i], 'B')}: the"
+                    f" {d.id} definition is used, not a zero: {d.description}"
+                )
+            lv.bytes = np.where(take, db, lv.bytes)
+            lv.bytes_per_s = np.where(take, _div(db, time_s), lv.bytes_per_s)
+            lv.peak = np.where(take, _resolve(raw, d.peak, cc).values, lv.peak)
+            lv.definition = np.where(take, d.id, lv.definition)
+            lv.codes = np.where(take, j, lv.codes)
 
 
 def _ledger(
@@ -665,10 +731,12 @@ def _measured_columns(
 def _throughput_columns(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray) -> dict[str, Any]:
     """SpeedOfLight throughputs, waves, occupancy and the hot pipe of each launch."""
     waves = _column(raw, cat.throughput["waves"])
-    pipe, pipe_frac = ("", _NAN)
+    pipe, pipe_frac, unit, unit_frac = ("", _NAN, "", _NAN)
     if cat.pipes is not None:
         code, pipe_frac = hot_pipe_codes(raw, cat.pipes, cc)
         pipe = coded_text(code + 1, ["", *(p.name for p in cat.pipes.pipes)])
+        code, unit_frac = hot_pipe_codes(raw, cat.pipes, cc, memory=True)
+        unit = coded_text(code + 1, ["", *(p.name for p in cat.pipes.memory_units)])
     return {
         "sm_throughput_frac": _fraction(raw, cat.throughput["sm"]),
         "memory_throughput_frac": _fraction(raw, cat.throughput["memory"]),
@@ -677,6 +745,8 @@ def _throughput_columns(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray) -> dict
         "theoretical_occupancy_frac": _fraction(raw, cat.throughput["theoretical_occupancy"]),
         "hot_pipe": pipe,
         "hot_pipe_frac": pipe_frac,
+        "hot_memory_unit": unit,
+        "hot_memory_unit_frac": unit_frac,
     }
 
 
@@ -869,6 +939,7 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
     work, flop_source, flop_held = _precision_work(raw, cat, cc, time_s, notes)
     tpaths, tensor_flop, tensor_rate, tensor_source = _tensor_work(raw, cat, cc, time_s, notes)
     levels = _level_traffic(raw, cat, cc, time_s, traffic)
+    _zero_fallback(raw, cat, cc, time_s, levels, notes)
     levels["l2"].peak, _ = l2_write_evidence(
         lambda r: _recipe(raw, r, cc),
         cat,
@@ -878,6 +949,15 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
         notes,
     )
 
+    opcode_signals(raw, cat, work["fp16"].flop, notes)
+    writes = [_recipe(raw, r, cc) for r in cat.l2_evidence.get("writes", ())]
+    level_order_evidence(
+        {lv: levels[lv].bytes for lv in LEVELS},
+        {lv: levels[lv].definition for lv in LEVELS},
+        np.fmax.reduce(writes) if writes else np.full(len(raw), _NAN),
+        float(cat.thresholds.get("evidence", {}).get("level_order_slack", 0.0)),
+        notes,
+    )
     k = _measured_columns(raw, cat, cc, time_s, work, levels, tensor_flop, tensor_rate)
     k["flop_source"] = text_array(flop_source)
     k["tensor_source"] = tensor_source
@@ -1096,6 +1176,12 @@ def _point_work(kernels: pd.DataFrame) -> list[_PointWork]:
         return kernels[name].to_numpy(float) if name in kernels.columns else np.full(n, _NAN)
 
     estimated = kernels["tensor_source"].isin(["sass_opcodes", "legacy_x512"]).to_numpy()
+    # one tensor point per work: where an aggregate path (src_…) holds the work, its per-family
+    # op_… paths (the same ops, split by instruction) are not placed a second time
+    in_aggregate = np.zeros(n, dtype=bool)
+    for path in tensor_paths(kernels.columns):
+        if not path.startswith("op_"):
+            in_aggregate |= np.nan_to_num(col(tensor_columns(path).flop)) > 0
     out = []
     for prec, c in flop_columns(kernels.columns).items():
         key = c.removesuffix("_flop")
@@ -1103,7 +1189,7 @@ def _point_work(kernels: pd.DataFrame) -> list[_PointWork]:
             _PointWork(
                 prec,
                 key,
-                col(c),
+                np.where(in_aggregate, 0.0, col(c)) if key.startswith("tensor_op_") else col(c),
                 col(f"{key}_flop_per_s"),
                 col(f"peak_{key}_flop_per_s"),
                 col(f"achievable_{key}_flop_per_s"),
@@ -1223,6 +1309,8 @@ def time_at_roof(kernels: pd.DataFrame, catalog: Catalog | None = None) -> pd.Da
     cat = catalog or _catalog.load()
     disagree = float(cat.thresholds.get("speed_of_light", {}).get("disagree", 2.0))
     cc = cc_number(kernels["cc"])
+    t = pd.Series(kernels["time_s"].to_numpy(float))
+    own = t.groupby(kernels["device_name"].astype(str).to_numpy()).transform("min").to_numpy()
     return apply_speed_of_light(
-        kernels, cat.pipes, cc, disagree, launch_floor(cc, cat.thresholds["launch_floor"])
+        kernels, cat.pipes, cc, disagree, launch_floor(cc, cat.thresholds["launch_floor"], own)
     )

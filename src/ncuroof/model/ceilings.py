@@ -188,6 +188,7 @@ def fill_ceilings(
     datasheet = _datasheet_roofs(k, gpus, spec_of, devices, paths, sets)
     _apply_user(k, sets, _user_roofs(flops, bandwidth, paths), "peak_")
     _no_roof_notes(k, devices, spec_of, sets, gpus)
+    _level_without_roof_notes(k, sets)
     _beyond_datasheet(k, sets, catalog if catalog is not None else load_catalog())
     k["ceiling_sources"], k["peak_source"] = sets.cells, source_kinds(sets.cells)
     k["datasheet_gpu"], k["notes"] = datasheet, sets.notes
@@ -433,6 +434,7 @@ def _apply_datasheet(
     scale = _clock_scale(clock, spec)
     filled: list[tuple[str, str]] = []  # (shown name, text) of each roof filled, in order
     took: list[np.ndarray] = []  # for each of them: which launches of ``idx`` took it
+    named: list[np.ndarray] = []  # ... and used it (work of that precision, bytes at that level)
     for name, col, value in _datasheet_targets(spec, gpus, paths):
         if value is None:
             continue
@@ -448,9 +450,13 @@ def _apply_datasheet(
         shown = name.replace("_", " ", 1) if name.startswith("tensor_") else name
         filled.append((shown, shown + unscaled))
         took.append(lacks)
+        named.append(lacks & _used(k, name, idx))
     hit = np.flatnonzero(np.logical_or.reduce(took)) if took else np.array([], dtype=np.int64)
     if not len(hit):
         return hit
+    # the note names the roofs the launch used, and is left out where it used none of them
+    took = named
+    took_any, hit = hit, hit[np.logical_or.reduce([t[hit] for t in took])]
     rows = [t[hit] for t in took]
     first, inverse = distinct_codes([*rows, *bit_codes([clock[hit].view(np.uint64)])])
     notes = [
@@ -459,7 +465,22 @@ def _apply_datasheet(
     ]
     for i, n in zip(idx[hit].tolist(), inverse.tolist()):
         sets.notes[i] += notes[n]
-    return idx[hit]
+    return idx[took_any]
+
+
+def _used(k: pd.DataFrame, name: str, idx: np.ndarray) -> np.ndarray:
+    """Whether the launches ``idx`` used roof ``name``: work of that precision or tensor path, or
+    bytes at that level. Only those roofs are named in the datasheet note (issue 44: an FP16 roof
+    listed on an FP64-only kernel); the others are filled all the same (a table column)."""
+    col = f"{name}_bytes" if name in LEVELS else f"{name}_flop"
+    if col not in k.columns and f"{col}_per_s" not in k.columns:
+        return np.ones(len(idx), dtype=bool)  # a table without the work: named, as it may be
+    used = np.zeros(len(idx), dtype=bool)
+    for c in (col, f"{col}_per_s"):  # a rate-only launch (no duration) holds only the rate
+        if c in k.columns:
+            with np.errstate(invalid="ignore"):
+                used |= k[c].to_numpy(float)[idx] > 0
+    return used
 
 
 def _datasheet_notes(
@@ -516,6 +537,34 @@ def _user_roofs(
         if name == "*":
             user += [(p, f"peak_{p}_flop_per_s", v) for p in PRECISIONS if p not in peak_flops]
     return user + [(name, f"peak_{name}_bytes_per_s", v) for name, v in peak_bandwidth.items()]
+
+
+def _level_without_roof_notes(k: pd.DataFrame, sets: _Sets) -> None:
+    """Say, for each ``ok`` launch with bytes at a level but no roof there (and roofs elsewhere:
+    one with none at all has its own note), why that level's point has no roof fraction or bound
+    and what to pass (issue 44: an L2 row with bytes and empty fraction and bound)."""
+    roofed = has_any(sets.cells)
+    ok = (k["status"] == "ok").to_numpy() & roofed
+    for lv in LEVELS:
+        if f"{lv}_bytes" not in k.columns:
+            continue
+        b = k[f"{lv}_bytes"].to_numpy(float)
+        peak = k[f"peak_{lv}_bytes_per_s"].to_numpy(float)
+        definition = (
+            k[f"{lv}_definition"].astype(str).to_numpy()
+            if f"{lv}_definition" in k.columns
+            else np.full(len(k), "", dtype=object)
+        )
+        with np.errstate(invalid="ignore"):
+            bare = ok & (b > 0) & ~(peak > 0)
+        for i in np.flatnonzero(bare):
+            sets.notes[i].append(
+                f"no {lv.upper()} roof: {fmt.si(b[i], 'B')} counted at {lv.upper()}"
+                + (f" ({definition[i]} definition)" if definition[i] else "")
+                + f" but the input holds no {lv.upper()} peak for it and the datasheet gives"
+                f" none, so the {lv.upper()} point has no roof fraction or bound: pass"
+                f" --peak-bandwidth {lv}=B/s"
+            )
 
 
 def _no_roof_notes(

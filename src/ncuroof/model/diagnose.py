@@ -102,6 +102,14 @@ FLAG_CODES = {
         "L2 bytes are 0 under a reads-only definition (ncu-legacy) while the report's L2 write"
         " counters hold bytes"
     ),
+    "levels_out_of_order": (
+        "a memory level counts fewer bytes than the level under it (L1 < L2 or L2 < DRAM): its"
+        " definition leaves some traffic out"
+    ),
+    "fp16_moves": (
+        "the FP16 FLOPs come from HFMA2.MMA, register moves the compiler emits: probably moves, not"
+        " math"
+    ),
 }
 
 #: Diagnosis classes, in the order of the table above, with their display text.
@@ -148,10 +156,13 @@ _FACTS = (
     "waves_per_sm",
     "blocks",
     "threads_per_block",
+    "warp_inst",
     "tensor_flop",
     "device_name",
     "hot_pipe",
     "hot_pipe_frac",
+    "hot_memory_unit",
+    "hot_memory_unit_frac",
     "achievable_roof_fraction",
     "achievable_flop_per_s",
     "achievable_bytes_per_s",
@@ -175,6 +186,7 @@ def verdict(
     instruction: dict[str, Any] | None = None,
     pipes: PipeCatalog | None = None,
     occupancy_gap: float | None = None,
+    occupancy_well_below: float | None = None,
 ) -> tuple[str, str, str]:
     """Class, evidence and advice for one kernel or launch.
 
@@ -200,6 +212,9 @@ def verdict(
     occupancy_gap : float, optional
         ``metrics/thresholds.toml`` [diagnosis].occupancy_gap (default: the installed catalog's):
         achieved occupancy at or above this share of the theoretical is "at the theoretical".
+    occupancy_well_below : float, optional
+        ``metrics/thresholds.toml`` [diagnosis].occupancy_well_below (default: the installed
+        catalog's): only achieved occupancy below this share of the theoretical is "well below".
 
     Returns
     -------
@@ -214,7 +229,14 @@ def verdict(
         if occupancy_gap is not None
         else load_catalog().thresholds["diagnosis"]["occupancy_gap"]
     )
-    cls, ev, advice = _verdict(c, f, sol, gpus, low_occupancy, instruction, pipes, gap)
+    well_below = float(
+        occupancy_well_below
+        if occupancy_well_below is not None
+        else load_catalog().thresholds["diagnosis"]["occupancy_well_below"]
+    )
+    cls, ev, advice = _verdict(
+        c, f, sol, gpus, low_occupancy, instruction, pipes, (gap, well_below)
+    )
     if c.lanes and cls != "not_classified":
         ev, advice = _with_lanes(c.lanes, ev, advice)
     return cls, ev, advice
@@ -243,13 +265,17 @@ def _verdict(
     low_occupancy: float,
     instruction: dict[str, Any] | None,
     pipes: PipeCatalog | None,
-    occupancy_gap: float,
+    occupancy_gap: tuple[float, float],
 ) -> tuple[str, str, str]:
-    """:func:`verdict` before the lane words."""
+    """:func:`verdict` before the lane words (``occupancy_gap``: at-the-theoretical and
+    well-below shares)."""
     if f.get("status") in ("failed_measurement", "corrupt_record") or c.bound == "unknown":
         return ("not_classified", *unclassified(f, gpus))
     latency, balanced = float(sol["latency_bound"]), float(sol["balanced"])
     if (both_busy := _balanced(c, latency, balanced)) is not None:
+        unit = _issue_unit(f, pipes)
+        if unit:  # memory SOL is instruction issue: not "near the best"
+            return both_busy[0], both_busy[1] + f"; {unit[0]}", unit[1]
         return both_busy
     if c.bound == "latency":
         return _latency(c, latency, low_occupancy, occupancy_gap)
@@ -263,8 +289,12 @@ def _verdict(
         return inst
     ev = _bound_evidence(c)
     if c.bound == "memory":
-        return _memory(c, ev, float(sol["no_bound"]), latency)
-    return _compute(
+        cls, ev, advice = _memory(c, ev, float(sol["no_bound"]), latency)
+        unit = _issue_unit(f, pipes)
+        if unit and cls == "memory_below_roof":
+            ev, advice = ev + f"; {unit[0]}", unit[1] + f"; {advice}"
+        return cls, ev, advice
+    cls, ev, advice = _compute(
         c,
         ev,
         float(sol["no_bound"]),
@@ -272,6 +302,9 @@ def _verdict(
         str(f.get("device_name") or ""),
         gpus,
     )
+    if cls == "compute_below_roof":
+        advice = advice.replace(_RAISE_FMA, _below_roof_lever(c.prec, f, pipes))
+    return cls, ev, advice
 
 
 def _balanced(c: _Context, latency: float, balanced: float) -> tuple[str, str, str] | None:
@@ -294,6 +327,23 @@ def _balanced(c: _Context, latency: float, balanced: float) -> tuple[str, str, s
             "compute and memory are both busy: gains need both fewer instructions and fewer"
             " bytes; near the best this algorithm allows"
         ),
+    )
+
+
+def _issue_unit(f: dict[str, Any], pipes: PipeCatalog | None) -> tuple[str, str] | None:
+    """(evidence, advice) where the unit behind the memory SpeedOfLight counts instructions issued,
+    not bytes (``metrics/pipes.toml`` [hot_memory_unit], ``issue = true``): the memory side is
+    busy with too many memory instructions (issue 44: SGEMM at 98 % memory SOL from
+    l1tex__lsuin_requests, L1 bank reads 12.9 %, DRAM 51 %), else None."""
+    unit, frac = str(f.get("hot_memory_unit") or ""), fmt.num(f.get("hot_memory_unit_frac"))
+    cat = pipes or load_catalog().pipes
+    spec = next((u for u in cat.memory_units if u.name == unit), None)
+    if spec is None or unit not in cat.issue_units or not math.isfinite(frac):
+        return None
+    return (
+        f"memory throughput is {unit} at {fmt.pct(frac)}: {spec.does}",
+        f"the memory side is busy issuing instructions, not moving bytes: {spec.advice}; then"
+        " fewer instructions on the SM side too",
     )
 
 
@@ -469,6 +519,8 @@ class _Context:
     theo: float
     grid: str
     small_grid: bool
+    waves: float
+    idle_grid: str
     sol_text: str
     shape: str
     achievable_frac: float = math.nan
@@ -504,6 +556,8 @@ class _Context:
             occ=occ,
             theo=theo,
             grid=grid,
+            waves=waves,
+            idle_grid=_idle_grid(blocks, threads, fmt.num(f.get("warp_inst"))),
             small_grid=math.isfinite(waves) and waves < float(sol["small_grid_waves"]),
             sol_text=_sol_text(sm, mem),
             shape="; ".join(x for x in (grid, occ_text) if x),
@@ -629,18 +683,21 @@ def _achievable(f: dict[str, Any]) -> dict[str, Any]:
 
 
 def _latency(
-    c: _Context, latency: float, low_occupancy: float, occupancy_gap: float
+    c: _Context, latency: float, low_occupancy: float, occupancy_gap: tuple[float, float]
 ) -> tuple[str, str, str]:
     ev = f"{c.sol_text}, both below {fmt.pct(latency)} (ncu SOLBottleneck rule)" + (
         f"; {c.shape}" if c.shape else ""
     )
-    if c.small_grid:
+    if c.small_grid and c.idle_grid:
+        advice = c.idle_grid
+    elif c.small_grid:
         advice = (
             f"too little parallel work: {c.grid} cannot fill the GPU; launch more blocks (split the"
             " work, batch small launches, or merge them with CUDA graphs)"
         )
     elif math.isfinite(c.occ) and c.occ < low_occupancy:
-        at_theo = math.isfinite(c.theo) and c.occ >= occupancy_gap * c.theo
+        at_theo = math.isfinite(c.theo) and c.occ >= occupancy_gap[0] * c.theo
+        near_theo = math.isfinite(c.theo) and c.occ >= occupancy_gap[1] * c.theo
         limit = (
             f"achieved is at the launch's theoretical {fmt.pct(c.theo)}: raise that limit with"
             " fewer registers or less shared memory per block, or other block sizes"
@@ -650,8 +707,12 @@ def _latency(
                 " memory per block, or other block sizes"
                 if math.isfinite(c.theo) and c.theo < low_occupancy
                 else (
-                    f"achieved is well below the theoretical {fmt.pct(c.theo)}: load imbalance or a"
-                    " tail of partial waves"
+                    f"achieved is close to the theoretical {fmt.pct(c.theo)}"
+                    f" ({fmt.pct(c.occ / c.theo)} of it): the launch's own limit binds; raise it"
+                    " with fewer registers or less shared memory per block, or other block sizes"
+                    if near_theo
+                    else f"achieved is well below the theoretical {fmt.pct(c.theo)}: "
+                    + _imbalance(c.waves)
                     if math.isfinite(c.theo)
                     else "check the theoretical occupancy (ncu's Occupancy section) for its limiter"
                 )
@@ -667,6 +728,39 @@ def _latency(
             " ncu's warp-stall reasons (WarpStateStats) for what the warps wait on"
         )
     return "latency_bound", ev, advice
+
+
+def _idle_grid(blocks: float, threads: float, warp_inst: float) -> str:
+    """Advice for a grid whose warps mostly exit after the prologue: fewer warp instructions per
+    launched warp than ``[diagnosis].prologue_warp_inst`` means most warps did no work, so the fix
+    is a smaller grid (or merging the kernel), not more blocks (issue 44: 4,226 warps launched, 2
+    touching memory). '' where that does not hold or the numbers are missing."""
+    if not (math.isfinite(blocks) and math.isfinite(threads) and math.isfinite(warp_inst)):
+        return ""
+    warps = blocks * math.ceil(threads / WARP)
+    limit = float(load_catalog().thresholds["diagnosis"]["prologue_warp_inst"])
+    if warps <= 0 or warp_inst >= limit * warps:
+        return ""
+    return (
+        f"the grid is larger than the work: {_count(warps, 'warp')} launched execute"
+        f" {_count(warp_inst, 'warp instruction')} ({fmt.g(warp_inst / warps)} each, under the"
+        f" {fmt.plain(limit)} of a prologue that checks its index and exits), so most warps do no"
+        " work and launch overhead dominates: launch a smaller grid sized to the work, or merge"
+        " this kernel into its neighbour (more blocks would not help)"
+    )
+
+
+def _imbalance(waves: float) -> str:
+    """Why achieved occupancy falls well below the theoretical: a tail of partial waves only where
+    the grid runs more than one wave and the last is partial (issue 44: not at exactly 1 wave)."""
+    if math.isfinite(waves) and waves > 1 and not math.isclose(waves, round(waves), abs_tol=0.05):
+        return f"load imbalance or a tail of partial waves ({fmt.plain(waves)} waves per SM)"
+    if math.isfinite(waves) and waves <= 1.05:
+        return (
+            "load imbalance within the single wave (warps that finish early or wait at a"
+            " barrier, no partial-wave tail)"
+        )
+    return "load imbalance between blocks or warps that finish early"
 
 
 def _memory(c: _Context, ev: str, near: float, latency: float) -> tuple[str, str, str]:
@@ -707,7 +801,9 @@ def _memory(c: _Context, ev: str, near: float, latency: float) -> tuple[str, str
             + (f" ({gap_text})" if gap_text else "")
             + "; fuse, tile for reuse, use smaller data types"
         )
-    if c.small_grid:
+    if c.small_grid and c.idle_grid:
+        advice += f"; also {c.idle_grid}"
+    elif c.small_grid:
         advice += f"; also {c.grid}: too few blocks in flight to saturate memory"
     return "memory_below_roof", ev, advice
 
@@ -734,10 +830,37 @@ def _compute(
             f"; no tensor-core work: the {ratio[1]} dense BF16/FP16 tensor roof is {ratio[0]:.0f}x"
             " higher"
         )
-    advice += "; raise FMA share and ILP, and read ncu's warp-stall reasons"
+    advice += _RAISE_FMA
     if c.small_grid:
         advice += f"; also {c.grid}: too few blocks"
     return "compute_below_roof", ev, advice
+
+
+_RAISE_FMA = "; raise FMA share and ILP, and read ncu's warp-stall reasons"
+
+
+def _below_roof_lever(prec: str, f: dict[str, Any], pipes: PipeCatalog | None) -> str:
+    """What to try below a compute roof: where the busiest pipe is not the one that runs the
+    precision's work (``[diagnosis].fp_pipes`` / ``tensor_pipes``), that pipe and the instructions
+    to cut (issue 44: an INT8 IMMA kernel at 54 % of its tensor roof with the ALU pipe at 69 % was
+    told to raise FMA share); else raise the FMA share (FP) or keep the MMAs fed (tensor)."""
+    th = load_catalog().thresholds["diagnosis"]
+    tensor = prec.startswith("tensor")
+    own = th["tensor_pipes"] if tensor else th["fp_pipes"]
+    pipe, pfrac = str(f.get("hot_pipe") or ""), fmt.num(f.get("hot_pipe_frac"))
+    spec = next((p for p in (pipes or load_catalog().pipes).pipes if p.name == pipe), None)
+    if spec is not None and pipe not in own and math.isfinite(pfrac):
+        return (
+            f"; the busiest pipe is {pipe} at {fmt.pct(pfrac)}, not the"
+            f" {'tensor' if tensor else 'FP'} pipe: it runs {spec.does}; cut those instructions"
+            f" ({spec.advice}), and read ncu's warp-stall reasons"
+        )
+    if tensor:
+        return (
+            "; keep the tensor pipe fed: more MMAs in flight per warp (larger tiles, asynchronous"
+            " copies overlapping the math), and read ncu's warp-stall reasons"
+        )
+    return _RAISE_FMA
 
 
 def launch_flags(
@@ -889,6 +1012,8 @@ _NOTE_FLAGS = {
     "inconsistent_read": "see notes; check it with --reader ncu_report",
     "sources_disagree": "see notes",
     "l2_reads_only": "see notes",
+    "levels_out_of_order": "see notes",
+    "fp16_moves": "probably moves, not math",
 }
 
 
@@ -1163,6 +1288,7 @@ def _verdicts(
             catalog.thresholds["instruction"],
             catalog.pipes,
             float(diagnosis["occupancy_gap"]),
+            float(diagnosis["occupancy_well_below"]),
         )
         for f in facts
     ]

@@ -11,6 +11,7 @@ stage where the chosen definition has none. Everything is vectorized over the la
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -19,7 +20,7 @@ import pandas as pd
 
 from .. import fmt
 from ..catalog import Catalog, OpcodeTable, Recipe
-from ..schema import L2_READS_ONLY, SOURCES_DISAGREE, Note
+from ..schema import FP16_MOVES, L2_READS_ONLY, LEVELS_OUT_OF_ORDER, SOURCES_DISAGREE, Note
 from .distinct import categorical, distinct_codes
 from .roofs import objects
 
@@ -29,6 +30,8 @@ __all__ = [
     "opcode_flops",
     "flop_evidence",
     "l2_write_evidence",
+    "level_order_evidence",
+    "opcode_signals",
     "SOURCES_DISAGREE",
     "L2_READS_ONLY",
     "ledger_text",
@@ -311,6 +314,152 @@ def l2_write_evidence(
             f" {definition[i] or 'chosen'} definition has none here)"
         )
     return peak, peak_label
+
+
+def _signal_counts(
+    raw: pd.DataFrame, metric: str, pattern: re.Pattern[str]
+) -> dict[str, np.ndarray]:
+    """Each kept opcode (with modifiers) of ``metric`` that ``pattern`` matches -> its counts."""
+    prefix = metric + "["
+    return {
+        c[len(prefix) : -1]: np.nan_to_num(raw[c].to_numpy(dtype=float, na_value=np.nan))
+        for c in raw.columns
+        if c.startswith(prefix) and pattern.search(c[len(prefix) : -1])
+    }
+
+
+def opcode_signals(
+    raw: pd.DataFrame, cat: Catalog, fp16_flop: np.ndarray, notes: list[list[str]]
+) -> None:
+    """Notes from the opcode-with-modifier table (``metrics/opcodes.toml`` [signals]), in place.
+
+    ``hfma2_mma``: FP16 FLOPs whose HFMA2 instructions are (at least ``share`` of the FP16 warp
+    instructions of ``sass__inst_executed_per_opcode``) HFMA2.MMA register moves: "probably moves,
+    not math" (code ``fp16_moves``, issue 44). ``spin_barrier``: a strong GPU-scope load with YIELD,
+    CCTL.IVALL or a GPU fence: a grid-wide spin barrier is named with its instruction counts.
+
+    Parameters
+    ----------
+    raw : DataFrame
+        The raw table with the ``<metric>[<OPCODE>]`` columns the parser kept.
+    cat : Catalog
+        ``cat.opcodes.signals`` and ``cat.tensor.opcode_metric``.
+    fp16_flop : ndarray
+        FP16 FLOPs per launch.
+    notes : list of list of str
+        Per-launch notes.
+    """
+    if cat.opcodes is None:
+        return
+    sig, metric = cat.opcodes.signals, cat.tensor.opcode_metric
+    if "hfma2_mma" in sig:
+        moves = sum(_signal_counts(raw, metric, sig["hfma2_mma"]).values(), np.zeros(len(raw)))
+        fp16 = np.full(len(raw), _NAN)  # FP16 warp instructions: NaN where the table is absent
+        for op in cat.opcodes.weights.get("fp16", {}):
+            c = f"sass__inst_executed_per_opcode[{op}]"
+            if c in raw.columns:
+                v = raw[c].to_numpy(dtype=float, na_value=np.nan)
+                fp16 = np.where(np.isnan(v), fp16, np.nan_to_num(fp16) + v)
+        share = cat.opcodes.signal_share.get("hfma2_mma", 1.0)
+        with np.errstate(invalid="ignore"):
+            hit = (fp16_flop > 0) & (moves > 0) & (fp16 > 0) & (moves >= share * fp16)
+        for i in np.flatnonzero(hit):
+            notes[i].append(
+                Note(
+                    "fp16_moves",
+                    f"{FP16_MOVES}: {moves[i]:,.0f} of the {fp16[i]:,.0f} FP16 warp instructions"
+                    " are HFMA2.MMA, which the compiler emits to move registers on the FMA pipe;"
+                    " the FP16 FLOPs counted from them are not arithmetic",
+                )
+            )
+    if "spin_barrier" in sig:
+        _spin_barrier(_signal_counts(raw, metric, sig["spin_barrier"]), len(raw), notes)
+
+
+def _spin_barrier(counts: dict[str, np.ndarray], n: int, notes: list[list[str]]) -> None:
+    """Name a spin wait at GPU scope: a strong GPU-scope load with YIELD, CCTL.IVALL or a fence."""
+    strong = [k for k in counts if "STRONG" in k]
+    other = [k for k in counts if "STRONG" not in k]
+    if not strong or not other:
+        return
+    with_strong = sum((counts[k] for k in strong), np.zeros(n)) > 0
+    with_other = sum((counts[k] for k in other), np.zeros(n)) > 0
+    for i in np.flatnonzero(with_strong & with_other):
+        seen = ", ".join(f"{k} x {counts[k][i]:,.0f}" for k in counts if counts[k][i] > 0)
+        notes[i].append(
+            f"spin wait at GPU scope visible in the opcode table ({seen}): a grid-wide barrier or"
+            " a semaphore (grid.sync, split-K serial reduction) where warps poll a flag until"
+            " other blocks arrive; that wait is latency, not work: fewer grid-wide syncs (split"
+            " the kernel at the barrier) or a block-level step instead"
+        )
+
+
+#: What a level's definitions leave out, named where that level counts less than the one under it.
+_LEFT_OUT = {
+    "l1": (
+        "the L1 definition counts loads written back to registers only (stores, LDGSTS/cp.async"
+        " and TMA copies bypass it)"
+    ),
+    "l2": "the L2 definition counts reads only (L2 -> L1 / crossbar), not writes",
+}
+
+
+def level_order_evidence(
+    level_bytes: dict[str, np.ndarray],
+    definitions: dict[str, np.ndarray],
+    l2_writes: np.ndarray,
+    slack: float,
+    notes: list[list[str]],
+) -> np.ndarray:
+    """Flag a level that counts fewer bytes than the level under it (issue 44: an H100 launch with
+    L2 224 B under the read-only definition and DRAM 5,632 B).
+
+    Traffic reaching DRAM passes through L2, and L2 traffic through L1 (for the loads and stores
+    both count), so a level below the one under it by more than ``slack`` (a fraction,
+    ``[evidence].level_order_slack``) means its definition leaves traffic out: reads only (L2 ncu /
+    ncu-legacy), loads written back only (L1 ncu). Bytes stay as the definition counts them
+    (ncu's own); the note says which level, by how much, and the L2 write bytes where held.
+
+    Parameters
+    ----------
+    level_bytes : dict of str to ndarray
+        ``l1``, ``l2``, ``dram`` bytes [B] per launch (NaN: not held).
+    definitions : dict of str to ndarray
+        Each level's definition id per launch.
+    l2_writes : ndarray
+        L2 write bytes [B] from ``[l2_evidence].writes`` (NaN where not held).
+    slack : float
+        Allowed shortfall, fraction of the lower level's bytes.
+    notes : list of list of str
+        Per-launch notes, extended in place (code ``levels_out_of_order``).
+
+    Returns
+    -------
+    ndarray of bool
+        The launches flagged.
+    """
+    flagged = np.zeros(len(l2_writes), dtype=bool)
+    for upper, lower in (("l1", "l2"), ("l2", "dram")):
+        up, low = level_bytes[upper], level_bytes[lower]
+        with np.errstate(invalid="ignore"):
+            bad = (low > 0) & (up < low * (1 - slack))
+        why = _LEFT_OUT[upper]
+        for i in np.flatnonzero(bad):
+            extra = (
+                f"; L2 writes held: {fmt.si(l2_writes[i], 'B')}"
+                if upper == "l2" and l2_writes[i] > 0
+                else ""
+            )
+            notes[i].append(
+                Note(
+                    "levels_out_of_order",
+                    f"{LEVELS_OUT_OF_ORDER}: {upper.upper()} {fmt.si(up[i], 'B')}"
+                    f" ({definitions[upper][i]} definition) below {lower.upper()}"
+                    f" {fmt.si(low[i], 'B')}: {why}{extra}",
+                )
+            )
+        flagged |= bad
+    return flagged
 
 
 def alternatives_text(forms: list[tuple[str, np.ndarray]], n: int) -> pd.Categorical:

@@ -17,12 +17,29 @@ whatever the exact wording:
 * ``unclassified_without_fix``: every "not classified" says what is missing ("missing: ...") and
   names the option or command that fixes it; never "re-profile" when only the roofs are missing.
 * ``occupancy_contradicted``: no "well below the theoretical" when achieved occupancy is at least
-  ``[diagnosis].occupancy_gap`` of the theoretical.
+  ``[diagnosis].occupancy_well_below`` of the theoretical, and no "tail of partial waves" when the
+  grid runs at most one wave.
 * ``idle_lanes_unnamed``: a classified launch with blocks below a warp names its idle lanes.
+* ``level_order_unflagged``: a level below the level under it (L1 < L2, L2 < DRAM by more than
+  ``[evidence].level_order_slack``), or a level at 0 B over a level with bytes, carries the
+  ``levels out of order`` note.
+* ``foreign_file_cited``: no text cites a file other than the row's own input (issue 44: the
+  launch floor cited another report's kernel on another GPU).
+* ``advice_wrong_pipe``: advice names as busiest a pipe that is not the row's ``hot_pipe``, or says
+  "raise FMA share" while the hot pipe is none of ``[diagnosis].fp_pipes``.
+* ``level_roof_unexplained``: a level with bytes and no roof says why (``no <LEVEL> roof`` or
+  ``no roofs``).
+* ``more_blocks_for_idle_grid``: no "launch more blocks" where the warps launched execute fewer
+  than ``[diagnosis].prologue_warp_inst`` warp instructions each (the grid is larger than the work).
+* ``memory_unit_unnamed``: no "near the best this algorithm allows" where the unit behind the
+  memory SpeedOfLight counts instructions issued (``metrics/pipes.toml`` ``issue = true``).
+* ``sparse_peak_for_dense_work``: no tensor aggregate path's work against a peak above its dense
+  (``op_…_sparsity_off``) children's when the launch ran no sparse MMA of that datatype.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -30,7 +47,7 @@ import pandas as pd
 
 from ..catalog import Catalog
 from ..catalog import load as load_catalog
-from ..schema import cell_text
+from ..schema import cell_text, tensor_columns, tensor_paths
 from .calculator import cc_number
 from .speed_of_light import launch_floor
 from .summary import grid_sizes
@@ -52,6 +69,13 @@ INVARIANTS = {
         "'well below the theoretical' when achieved occupancy is at the theoretical"
     ),
     "idle_lanes_unnamed": "blocks below a warp with no word about the idle lanes",
+    "sparse_peak_for_dense_work": "tensor work with sparse ops 0 against a sparsity-on peak",
+    "level_order_unflagged": "a level below the level under it with nothing said",
+    "foreign_file_cited": "a text cites a file that is not the row's own input",
+    "advice_wrong_pipe": "advice names a pipe that is not the hot one",
+    "level_roof_unexplained": "a level with bytes and no roof, with nothing said",
+    "more_blocks_for_idle_grid": "'launch more blocks' where most warps launched do no work",
+    "memory_unit_unnamed": "'near the best' where memory throughput is instruction issue",
 }
 
 #: (quantity, phrases that call it absent): a phrase is a regex matched case-sensitively.
@@ -165,7 +189,8 @@ def violations(table: pd.DataFrame, catalog: Catalog | None = None) -> pd.DataFr
         ``row`` (the table's index label), ``code`` (a key of :data:`INVARIANTS`) and ``text`` (the
         numbers that break it); empty when the words agree with the numbers.
     """
-    th = (catalog or load_catalog()).thresholds
+    catalog = catalog or load_catalog()
+    th = catalog.thresholds
     held = _held(table)
     diag = _text_column(table, "diagnosis")
     advice = _text_column(table, "advice")
@@ -176,6 +201,13 @@ def violations(table: pd.DataFrame, catalog: Catalog | None = None) -> pd.DataFr
     out += _unclassified_checks(table, advice, unclassified, held)
     out += _occupancy_checks(table, advice, th)
     out += _idle_lanes_checks(table, advice, unclassified)
+    out += _sparse_peak_checks(table)
+    out += _level_order_checks(table, th)
+    out += _foreign_file_checks(table)
+    out += _pipe_checks(table, advice, th)
+    out += _level_roof_checks(table)
+    out += _idle_grid_checks(table, advice, th)
+    out += _memory_unit_checks(table, advice, catalog)
     return pd.DataFrame(out, columns=["row", "code", "text"])
 
 
@@ -234,9 +266,21 @@ def _occupancy_checks(
     """``occupancy_contradicted``: advice says occupancy is well below theoretical; it is not."""
     occ, theo = _num(table, "occupancy_frac"), _num(table, "theoretical_occupancy_frac")
     with np.errstate(invalid="ignore"):
-        at_theo = occ >= float(th["diagnosis"]["occupancy_gap"]) * theo
+        at_theo = occ >= float(th["diagnosis"]["occupancy_well_below"]) * theo
     says_below = advice.str.contains(r"well below (?:the )?theoretical", regex=True).to_numpy()
-    return [
+    waves = _num(table, "waves_per_sm")
+    tail = advice.str.contains("tail of partial waves").to_numpy()
+    with np.errstate(invalid="ignore"):
+        one_wave = tail & (waves <= 1.0)
+    out = [
+        (
+            table.index[i],
+            "occupancy_contradicted",
+            f"a tail of partial waves at {waves[i]:.3g} waves",
+        )
+        for i in np.flatnonzero(one_wave)
+    ]
+    return out + [
         (
             table.index[i],
             "occupancy_contradicted",
@@ -296,8 +340,13 @@ def _floor_checks(table: pd.DataFrame, th: dict[str, Any]) -> list[tuple[Any, st
     """``saving_under_floor`` (launch rows: those with ``cc``)."""
     if "cc" not in table.columns or "time_at_roof_s" not in table.columns:
         return []
-    floor, _ = launch_floor(cc_number(table["cc"]), th["launch_floor"])
     t, tar, saving = _num(table, "time_s"), _num(table, "time_at_roof_s"), _num(table, "saving_s")
+    own = None
+    if "device_name" in table.columns:
+        own = pd.Series(t).groupby(table["device_name"].astype(str).to_numpy()).transform("min")
+    floor, _ = launch_floor(
+        cc_number(table["cc"]), th["launch_floor"], None if own is None else own.to_numpy()
+    )
     floor = np.fmin(floor, t)
     eps = 1e-15
     with np.errstate(invalid="ignore"):
@@ -310,4 +359,157 @@ def _floor_checks(table: pd.DataFrame, th: dict[str, Any]) -> list[tuple[Any, st
             f"time {t[i]:.4g} s, at the roof {tar[i]:.4g} s, floor {floor[i]:.4g} s",
         )
         for i in np.flatnonzero(under | too_much)
+    ]
+
+
+def _sparse_peak_checks(table: pd.DataFrame) -> list[tuple[Any, str, str]]:
+    """``sparse_peak_for_dense_work``: an aggregate tensor path (``tensor_src_…``) with work, no
+    sparse ops among its ``op_…_sparsity_on`` children, and a peak above every dense child's."""
+    out = []
+    for path in tensor_paths(table.columns):
+        if path.startswith("op_") or "sparsity" in path:
+            continue
+        kids = [
+            p
+            for p in tensor_paths(table.columns, "peak")
+            if p.startswith("op_") and p.endswith(f"_{path}_sparsity_off")
+        ]
+        if not kids:
+            continue
+        on = [tensor_columns(k[: -len("off")] + "on").flop for k in kids]
+        sparse = np.nansum([_num(table, c) for c in on], axis=0)
+        dense = np.fmax.reduce([_num(table, tensor_columns(k).peak) for k in kids])
+        work, peak = _num(table, tensor_columns(path).flop), _num(table, tensor_columns(path).peak)
+        with np.errstate(invalid="ignore"):
+            bad = (work > 0) & (sparse == 0) & (peak > dense * (1 + 1e-9))
+        out += [
+            (
+                table.index[i],
+                "sparse_peak_for_dense_work",
+                f"tensor {path}: peak {peak[i]:.4g}/s, dense peak {dense[i]:.4g}/s, sparse ops 0",
+            )
+            for i in np.flatnonzero(bad)
+        ]
+    return out
+
+
+def _level_order_checks(table: pd.DataFrame, th: dict[str, Any]) -> list[tuple[Any, str, str]]:
+    """``level_order_unflagged``: L1 < L2 or L2 < DRAM (a zero under bytes included) with no
+    ``levels out of order`` note (launch rows: those with ``notes``)."""
+    if "notes" not in table.columns:
+        return []
+    slack = float(th.get("evidence", {}).get("level_order_slack", 0.0))
+    said = _text(table, ("notes",)).str.contains("levels out of order").to_numpy()
+    out = []
+    for upper, lower in (("l1", "l2"), ("l2", "dram")):
+        up, low = _num(table, f"{upper}_bytes"), _num(table, f"{lower}_bytes")
+        with np.errstate(invalid="ignore"):
+            bad = (low > 0) & (up < low * (1 - slack)) & ~said
+        out += [
+            (
+                table.index[i],
+                "level_order_unflagged",
+                f"{upper} {up[i]:.4g} B below {lower} {low[i]:.4g} B",
+            )
+            for i in np.flatnonzero(bad)
+        ]
+    return out
+
+
+_FILE = re.compile(r"[\w.+-]+\.(?:ncu-repz?|csv|sqlite|nsys-rep|json(?:\.gz)?|ncuroof)\b")
+
+
+def _foreign_file_checks(table: pd.DataFrame) -> list[tuple[Any, str, str]]:
+    """``foreign_file_cited``: a file name in the row's words that is not its own ``source``."""
+    words = _text(table, ("evidence", "advice", "speed_of_light_note"))
+    own = (
+        table["source"].astype(str).map(lambda p: p.replace("\\", "/").rsplit("/", 1)[-1])
+        if "source" in table.columns
+        else pd.Series("", index=table.index)
+    )
+    out = []
+    for i, (w, mine) in enumerate(zip(words, own)):
+        foreign = [f for f in _FILE.findall(w) if f != mine and f not in mine]
+        if foreign:
+            out.append((table.index[i], "foreign_file_cited", f"cites {foreign[0]}"))
+    return out
+
+
+def _pipe_checks(
+    table: pd.DataFrame, advice: pd.Series, th: dict[str, Any]
+) -> list[tuple[Any, str, str]]:
+    """``advice_wrong_pipe``: "busiest pipe is X" with X not the row's hot pipe, or "raise FMA
+    share" where the hot pipe (with a value) runs no FP work."""
+    if "hot_pipe" not in table.columns:
+        return []
+    hot = table["hot_pipe"].astype(object).where(table["hot_pipe"].notna(), "").astype(str)
+    frac = _num(table, "hot_pipe_frac")
+    fp = set(th["diagnosis"]["fp_pipes"])
+    named = advice.str.extract(r"busiest pipe is (.+?) at ", expand=False)
+    out = []
+    for i, (a, h, n) in enumerate(zip(advice, hot, named)):
+        if isinstance(n, str) and n != h:
+            out.append((table.index[i], "advice_wrong_pipe", f"names {n}; the hot pipe is {h}"))
+        elif "raise FMA share" in a and h and h not in fp and np.isfinite(frac[i]):
+            out.append((table.index[i], "advice_wrong_pipe", f"FMA share; the hot pipe is {h}"))
+    return out
+
+
+def _level_roof_checks(table: pd.DataFrame) -> list[tuple[Any, str, str]]:
+    """``level_roof_unexplained``: an ``ok`` launch with bytes at a level, no roof there, and no
+    note saying why (launch rows: those with ``notes`` and ``status``)."""
+    if "notes" not in table.columns or "status" not in table.columns:
+        return []
+    words = _text(table, ("notes",))
+    ok = (table["status"].astype(str) == "ok").to_numpy()
+    out = []
+    for lv in ("dram", "l2", "l1"):
+        b, peak = _num(table, f"{lv}_bytes"), _num(table, f"peak_{lv}_bytes_per_s")
+        said = words.str.contains(f"no {lv.upper()} roof|no roofs", regex=True).to_numpy()
+        with np.errstate(invalid="ignore"):
+            bad = ok & (b > 0) & ~(peak > 0) & ~said
+        out += [
+            (table.index[i], "level_roof_unexplained", f"{lv} {b[i]:.4g} B, no roof")
+            for i in np.flatnonzero(bad)
+        ]
+    return out
+
+
+def _idle_grid_checks(
+    table: pd.DataFrame, advice: pd.Series, th: dict[str, Any]
+) -> list[tuple[Any, str, str]]:
+    """``more_blocks_for_idle_grid``: "launch more blocks" where the warp instructions per
+    launched warp (``warp_inst`` / (blocks x ceil(threads per block / 32))) are under the
+    prologue (blocks and threads from ``grid``/``block`` on launch rows)."""
+    inst, blocks = _num(table, "warp_inst"), _num(table, "blocks")
+    threads = _num(table, "threads_per_block")
+    if "grid" in table.columns and not np.isfinite(blocks).any():
+        blocks = grid_sizes(table["grid"]).to_numpy(float)
+    if "block" in table.columns and not np.isfinite(threads).any():
+        threads = grid_sizes(table["block"]).to_numpy(float)
+    limit = float(th["diagnosis"]["prologue_warp_inst"])
+    with np.errstate(invalid="ignore"):
+        per_warp = inst / (blocks * np.ceil(threads / 32))
+        bad = (per_warp < limit) & advice.str.contains("launch more blocks").to_numpy()
+    return [
+        (table.index[i], "more_blocks_for_idle_grid", f"{per_warp[i]:.3g} warp instructions/warp")
+        for i in np.flatnonzero(bad)
+    ]
+
+
+def _memory_unit_checks(
+    table: pd.DataFrame, advice: pd.Series, catalog: Catalog
+) -> list[tuple[Any, str, str]]:
+    """``memory_unit_unnamed``: "near the best" where ``hot_memory_unit`` is an issue unit."""
+    if "hot_memory_unit" not in table.columns or catalog.pipes is None:
+        return []
+    issue = table["hot_memory_unit"].isin(list(catalog.pipes.issue_units)).to_numpy()
+    near = advice.str.contains("near the best").to_numpy()
+    return [
+        (
+            table.index[i],
+            "memory_unit_unnamed",
+            f"hot memory unit {table['hot_memory_unit'].iat[i]}",
+        )
+        for i in np.flatnonzero(issue & near)
     ]

@@ -96,16 +96,17 @@ def hot_pipe(
 
 
 def hot_pipe_codes(
-    raw: pd.DataFrame, pipes: PipeCatalog, cc: np.ndarray
+    raw: pd.DataFrame, pipes: PipeCatalog, cc: np.ndarray, memory: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`hot_pipe` as the index of the pipe in ``pipes.pipes`` (-1 where none) and its
     utilisation: the largest finite value of the first suffix family with one, the first pipe of
-    the catalog on a tie."""
+    the catalog on a tie. ``memory``: the units of the memory breakdown
+    (``pipes.memory_units``) instead of the pipes."""
     n = len(raw)
     code, frac = np.full(n, -1, dtype=np.int64), np.full(n, np.nan)
     for suffix in pipes.suffixes:
         top, best = np.full(n, -np.inf), np.full(n, -1, dtype=np.int64)
-        for j, p in enumerate(pipes.pipes):
+        for j, p in enumerate(pipes.memory_units if memory else pipes.pipes):
             v = np.full(n, np.nan)
             for base in p.metrics:
                 v = np.where(np.isnan(v), _col(raw, base + suffix), v)
@@ -256,31 +257,42 @@ def _note(
     return ""
 
 
-def launch_floor(cc: np.ndarray, spec: dict) -> tuple[np.ndarray, np.ndarray]:
-    """The shortest time any launch takes on each launch's GPU, and where that number comes from.
+def launch_floor(
+    cc: np.ndarray, spec: dict, own_shortest: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The shortest time any launch takes on each launch's GPU, and how that number was measured.
 
     Parameters
     ----------
     cc : ndarray of float
         Compute capability per launch (NaN when unknown).
     spec : dict
-        ``metrics/thresholds.toml`` [launch_floor]: ``default_s``, ``default_source`` and
-        ``shortest`` (per compute capability, the shortest launch held: ``s``,
-        ``report``, ``kernel``).
+        ``metrics/thresholds.toml`` [launch_floor]: ``default_s`` and ``default_method`` (the floor
+        of any GPU and how it was measured), and ``shortest`` (per compute capability, the
+        shortest launch measured: ``s``).
+    own_shortest : ndarray of float, optional
+        Per launch, the shortest launch of the same GPU in the input itself [s] (NaN: none).
 
     Returns
     -------
     (ndarray of float, ndarray of str)
-        Seconds: min(``default_s``, the architecture's shortest launch) (a launch that short
-        happened, so the floor is not above it), and its source text.
+        Seconds: min(``default_s``, the architecture's shortest launch, the input's own shortest
+        launch on that GPU) (a launch that short happened, so the floor is not above it), and the
+        method of that number: never a file name (issue 44: an H100 row cited another report's
+        kernel on a GeForce RTX 2070 SUPER).
     """
-    default, source = float(spec["default_s"]), str(spec["default_source"])
+    default, method = float(spec["default_s"]), str(spec["default_method"])
     floor = np.full(len(cc), default)
-    text = np.full(len(cc), source, dtype=object)
+    text = np.full(len(cc), method, dtype=object)
     for key, entry in spec.get("shortest", {}).items():
         rows = np.isclose(cc, float(key)) & (float(entry["s"]) < default)
         floor[rows] = float(entry["s"])
-        text[rows] = f"{entry['report']} {entry['kernel']}: the shortest launch held for CC {key}"
+        text[rows] = f"launch floor: the shortest gpu__time_duration measured on CC {key}"
+    if own_shortest is not None:
+        with np.errstate(invalid="ignore"):
+            own = (own_shortest > 0) & (own_shortest < floor)
+        floor = np.where(own, own_shortest, floor)
+        text[own] = "launch floor: this input's shortest launch on this GPU (gpu__time_duration)"
     return floor, text
 
 

@@ -579,6 +579,8 @@ _SUMMARY_INPUT = [
     "dram_bytes",
     "hot_pipe",
     "hot_pipe_frac",
+    "hot_memory_unit",
+    "hot_memory_unit_frac",
     "time_at_roof_bound",
     "speed_of_light_note",
 ]
@@ -588,6 +590,7 @@ _WEIGHTED = (
     "occupancy_frac",
     "theoretical_occupancy_frac",
     "hot_pipe_frac",
+    "hot_memory_unit_frac",
 )
 _BINDING = (
     "ai_flop_per_byte",
@@ -630,7 +633,7 @@ def _totals(k: pd.DataFrame) -> pd.DataFrame:
     _weighted_means(k, t, out, codes)
     _geometry(k, codes, out)
     out["bound"] = _most_time_coded(k["bound"], codes, len(keys), t, "unknown", empty=True)
-    for col in ("hot_pipe", "time_at_roof_bound"):
+    for col in ("hot_pipe", "hot_memory_unit", "time_at_roof_bound"):
         out[col] = _most_time_coded(k[col], codes, len(keys), t, "")
     out["speed_of_light_note"] = _longest_launch(k, codes, len(keys), "speed_of_light_note")
     out.index = pd.Index(keys, name="kernel_key")
