@@ -469,14 +469,14 @@ def _check_saved(table: pd.DataFrame, where: Path) -> None:
     missing = [c for c in KERNELS if c not in table.columns and c not in _DERIVED]
     if missing:
         raise InputError(
-            f"kernels.csv lacks {missing[:4]}; it was not written by this version of ncuroof"
+            f"lacks the columns {missing[:4]}; it was not written by this version of ncuroof"
             " analyze",
             where,
         )
     unknown = table["status"][~table["status"].isin(STATUSES)]
     if len(unknown):
         raise InputError(
-            f"kernels.csv has status {str(unknown.iloc[0])[:40]!r}, not one of"
+            f"has status {str(unknown.iloc[0])[:40]!r}, not one of"
             f" {', '.join(STATUSES)}: it was edited or not written by ncuroof; rerun ncuroof"
             " analyze on the inputs",
             where,
