@@ -586,3 +586,26 @@ def test_customdata_columns_are_named_once(browser, tmp_path, monkeypatch):
             100 * top.iat[0] / k["time_s"].sum(),
             atol=0.05,
         )
+
+
+def test_page_words_are_plain(browser, tmp_path):
+    """Issue 42: what a reader sees on the page (its text and the hover of every dot of the INT8
+    IMMA GEMM) names precisions as ncu's users do, never by an internal source word."""
+    import re
+
+    import ncuroof
+
+    ncuroof.analyze(shared("cutlass-panjd123__4fb3ff3f6a_report-s8.ncu-rep"), tmp_path / "o")
+    page, errors = _open(browser, tmp_path / "o" / "roofline.html")
+    seen = page.inner_text("body")
+    seen += "\n".join(
+        page.evaluate(
+            "() => document.getElementById('roofline').data"
+            ".map(t => [t.name || '', t.hovertemplate || '', (t.text || []).join(' ')].join(' '))"
+        )
+    )
+    assert "INT8 tensor (IMMA), estimated" in seen
+    assert not re.search(r"sass_|legacy_|op_hmma", seen), re.search(
+        r".{40}(sass_|legacy_|op_hmma).{20}", seen
+    )
+    assert not errors
