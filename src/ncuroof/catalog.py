@@ -222,19 +222,21 @@ class PipeCatalog:
         return {}
 
 
+def _pipe(p: dict[str, Any]) -> Pipe:
+    """One ``[[hot_pipe.pipe]]`` or ``[[hot_memory_unit.unit]]`` entry of pipes.toml."""
+    return Pipe(
+        p["name"],
+        tuple(m.strip() for m in p["metrics"].split("|")),
+        p.get("cc_min"),
+        p.get("cc_max"),
+        p["does"],
+        p["advice"],
+    )
+
+
 def _pipes(data: dict[str, Any]) -> PipeCatalog:
     hp = data["hot_pipe"]
-    pipes = tuple(
-        Pipe(
-            p["name"],
-            tuple(m.strip() for m in p["metrics"].split("|")),
-            p.get("cc_min"),
-            p.get("cc_max"),
-            p["does"],
-            p["advice"],
-        )
-        for p in hp["pipe"]
-    )
+    pipes = tuple(_pipe(p) for p in hp["pipe"])
     table = []
     for e in data["precision_pipes"]:
         if not e.get("source") or set(e["pipes"]) != {"fp64", "fp32", "fp16", "tensor"}:
@@ -244,17 +246,7 @@ def _pipes(data: dict[str, Any]) -> PipeCatalog:
             )
         table.append((e.get("cc_min"), e.get("cc_max"), dict(e["pipes"]), e["source"]))
     mu = data.get("hot_memory_unit", {}).get("unit", [])
-    units = tuple(
-        Pipe(
-            u["name"],
-            tuple(m.strip() for m in u["metrics"].split("|")),
-            u.get("cc_min"),
-            u.get("cc_max"),
-            u["does"],
-            u["advice"],
-        )
-        for u in mu
-    )
+    units = tuple(_pipe(u) for u in mu)
     issue = frozenset(u["name"] for u in mu if u.get("issue"))
     return PipeCatalog(tuple(hp["suffixes"]), pipes, tuple(table), units, issue)
 
@@ -722,6 +714,7 @@ def _tensor_title(path: str, labels: dict[str, dict[str, str]]) -> str:
     return title + (f", {sure}" if sure else "")
 
 
+@functools.lru_cache(maxsize=4096)
 def precision_title(precision: str, directory: Path | None = None) -> str:
     """The name of a precision as ncu and its users say it, for every display (terminal, page,
     Markdown, advice); column names keep the datapath.
@@ -729,7 +722,8 @@ def precision_title(precision: str, directory: Path | None = None) -> str:
     ``fp32`` -> ``FP32``; ``tensor:src_bf16_dst_fp32`` -> ``BF16 tensor (FP32 accumulate)``;
     ``tensor:op_hmma_src_bf16_dst_fp32`` -> ``BF16 tensor (HMMA, FP32 accumulate)``;
     ``tensor:sass_imma`` -> ``Tensor (IMMA), estimated``; ``tensor:sass_igmma_int8`` ->
-    ``INT8 tensor (IGMMA), estimated``. The words are data: ``metrics/labels.toml``.
+    ``INT8 tensor (IGMMA), estimated``. The words are data: ``metrics/labels.toml``. Cached: the
+    diagnosis names a precision per launch.
 
     Parameters
     ----------

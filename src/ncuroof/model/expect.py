@@ -31,7 +31,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..parser.files import read_bounded
-from ..parser.patterns import UserPattern, compile_pattern
+from ..parser.patterns import UserPattern
 
 __all__ = ["Expectation", "read_expectations", "apply_expectations", "evaluate", "counted_flop"]
 
@@ -220,7 +220,7 @@ def _expectations_of(sizes: dict, entries: list) -> list[Expectation]:
             raise ValueError(f"kernel entry {i + 1} has no 'match'")
         out.append(
             Expectation(
-                compile_pattern(str(e["match"]), f"[[kernel]] entry {i + 1} match"),
+                UserPattern(str(e["match"]), f"[[kernel]] entry {i + 1} match"),
                 evaluate(e["flop"], resolved) if "flop" in e else math.nan,
                 evaluate(e["bytes"], resolved) if "bytes" in e else math.nan,
             )

@@ -18,7 +18,7 @@ import regex
 from ..catalog import limits
 from ..errors import InputError
 
-__all__ = ["UserPattern", "compile_pattern"]
+__all__ = ["UserPattern"]
 
 
 class UserPattern:
@@ -63,9 +63,3 @@ class UserPattern:
     def any(self, values: Iterable[str]) -> bool:
         """Whether the pattern occurs in any of ``values``."""
         return any(self.search(v) for v in values)
-
-
-def compile_pattern(text: str, option: str) -> UserPattern:
-    """A user's pattern (:class:`UserPattern`); InputError naming ``option`` when it does not
-    compile."""
-    return UserPattern(text, option)

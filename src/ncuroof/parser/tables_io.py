@@ -644,7 +644,7 @@ def read_saved_kernels(path: str | Path) -> pd.DataFrame:
     return df
 
 
-#: Units of quantities that are never negative: every number of a launch table is one.
+#: Units of quantities that are never negative (today every number of a launch table has one).
 _NON_NEGATIVE_UNITS = ("", "s", "FLOP", "B", "Hz", "FLOP/s", "B/s", "sector", "inst", "inst/s", "1")
 #: Rate columns and the ``[limits]`` that bound them; work and bytes columns are bounded the same
 #: way over the launch's ``time_s``.
@@ -677,10 +677,9 @@ def check_launch_values(df: pd.DataFrame, path: Path) -> None:
         declared = col is not None and col.dtype in ("float64", "int64")
         if not (declared or name.endswith(("_flop", "_bytes", "_per_s"))):
             continue
-        if col is not None and col.unit not in _NON_NEGATIVE_UNITS:
-            continue
         v = pd.to_numeric(df[name], errors="coerce").to_numpy(float)
-        for bad, what in ((np.isinf(v), "is not finite"), (v < 0, "is negative")):
+        signed = col is not None and col.unit not in _NON_NEGATIVE_UNITS
+        for bad, what in ((np.isinf(v), "is not finite"), (~signed & (v < 0), "is negative")):
             if bad.any():
                 raise InputError(f"{_where(df, bad, name)} {what}; {_EDITED}", path)
         _check_rate(df, name, v, time, path)

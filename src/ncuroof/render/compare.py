@@ -583,6 +583,21 @@ _KINDS = {
 }
 
 
+def compare_cells(r: Any) -> dict[str, str]:
+    """One comparison row's cells as text, by header, unescaped (as
+    :func:`ncuroof.render.page.summary_cells`: for the terminal, Markdown and notebook)."""
+    return {
+        "kernel": str(r.kernel_label),
+        "status": str(r.status),
+        "time before": fmt.time(r.time_s_before) if r.launches_before else "-",
+        "time after": fmt.time(r.time_s_after) if r.launches_after else "-",
+        "speedup": f"{r.speedup:.3g}x" if r.speedup == r.speedup else "-",
+        "change": str(r.change or "-"),
+        "level": r.movement_level.upper() or "-",
+        "movement": r.movement or "-",
+    }
+
+
 def gate_words(gate: Any) -> str:
     """The gate's verdict for the page: ``passed at --fail-if-slower 5: no matched kernel slower
     by more than 5 %``, or its failures and what it could not judge after the colon."""

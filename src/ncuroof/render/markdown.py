@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from .. import fmt
-from ..catalog import precision_title
 from ..errors import OutputError
 from ..model.diagnose import CLASSES as DIAGNOSIS_TEXT
+from .compare import compare_cells
+from .page import summary_cells
 
 __all__ = [
     "analysis_markdown",
@@ -44,14 +45,13 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     ]
 
 
-def _link(outdir: Path | None, files: dict[str, Path] | Any, name: str) -> str:
-    """``[name](path)`` of an output file when it was written, else ``''``."""
-    path = dict(files or {}).get(name) if isinstance(files, dict) else None
-    if path is None and outdir is not None and name in (files or ()):
-        path = Path(outdir) / name
-    if path is None:
+def _link(outdir: Path | None, files: Any, name: str) -> str:
+    """``[name](path)`` of an output file written into ``outdir`` (``files``: the names
+    written), else ``''``."""
+    if outdir is None or name not in (files or ()):
         return ""
-    return f"[{fmt.markdown_cell(name)}]({Path(path).as_posix().replace(' ', '%20')})"
+    path = (Path(outdir) / name).as_posix().replace(" ", "%20")
+    return f"[{fmt.markdown_cell(name)}]({path})"
 
 
 def _verdict(summary: Any) -> str:
@@ -71,40 +71,37 @@ def _verdict(summary: Any) -> str:
     )
 
 
+#: The columns of the Markdown and notebook tables (``>``: a number, right-aligned), from
+#: :func:`ncuroof.render.page.summary_cells` and :func:`ncuroof.render.compare.compare_cells`.
+_SUMMARY = (
+    "kernel",
+    "launches>",
+    "time>",
+    "share>",
+    "precision",
+    "diagnosis",
+    "% of roof>",
+    "saving>",
+)
+_COMPARE = ("kernel", "status", "time before>", "time after>", "speedup>", "change")
+
+
+def _rows(frame: Any, cells: Any, header: tuple[str, ...]) -> tuple[list[str], list[list[str]]]:
+    """The header and the text cells of ``frame``'s rows (``cells(row)`` by header)."""
+    names = [h.rstrip(">") for h in header]
+    each = (cells(r) for r in frame.itertuples(index=False))
+    return list(header), [[c[n] for n in names] for c in each]
+
+
 def analysis_rows(summary: Any) -> tuple[list[str], list[list[str]]]:
-    """Header (``>``: a number, right-aligned) and text cells of the top kernels, unescaped: the
-    Markdown summary and the notebook view escape them each for their own format."""
-    rows = [
-        [
-            str(r.kernel_label),
-            str(r.launches),
-            fmt.kernel_time(r.time_s),
-            fmt.pct(r.time_share, 1) if r.time_s else "-",
-            precision_title(r.precision) if r.precision else "-",
-            DIAGNOSIS_TEXT.get(getattr(r, "diagnosis", ""), r.bound),
-            fmt.pct(r.roof_fraction, 1),
-            fmt.pct(r.saving_share, 1),
-        ]
-        for r in summary.itertuples(index=False)
-    ]
-    header = ["kernel", "launches>", "time>", "share>", "precision", "diagnosis"]
-    return [*header, "% of roof>", "saving>"], rows
+    """Header and text cells of the top kernels, unescaped: the Markdown summary and the
+    notebook view escape them each for their own format."""
+    return _rows(summary, summary_cells, _SUMMARY)
 
 
 def compare_rows(table: Any) -> tuple[list[str], list[list[str]]]:
     """Header and text cells of the largest changes of a comparison (:func:`analysis_rows`)."""
-    rows = [
-        [
-            str(r.kernel_label),
-            str(r.status),
-            fmt.time(r.time_s_before) if r.launches_before else "-",
-            fmt.time(r.time_s_after) if r.launches_after else "-",
-            f"{r.speedup:.3g}x" if r.speedup == r.speedup else "-",
-            str(r.change or "-"),
-        ]
-        for r in table.itertuples(index=False)
-    ]
-    return ["kernel", "status", "before>", "after>", "speedup>", "change"], rows
+    return _rows(table, compare_cells, _COMPARE)
 
 
 def analysis_markdown(result: Any, title: str = "") -> str:

@@ -43,6 +43,7 @@ jinja2, go, pa = (
 __all__ = [
     "summarize",
     "summary_text",
+    "summary_cells",
     "console_text",
     "name_width",
     "TERMINAL_BOUND_STYLES",
@@ -106,10 +107,10 @@ def summarize(
     return to_text(summ.head(top).reset_index(drop=True))
 
 
-def name_width(width: int) -> int:
+def name_width(width: int, others: int = 66) -> int:
     """Characters a kernel name may take in a terminal table ``width`` columns wide: what the
-    other columns leave, between 16 and 50."""
-    return max(16, min(50, int(width) - 66))
+    ``others`` columns of the other cells leave at their narrowest, between 16 and 50."""
+    return max(16, min(50, int(width) - others))
 
 
 #: The summary table's columns: header, justification, and the narrowest terminal that shows
@@ -129,20 +130,16 @@ _SUMMARY_COLUMNS = (
 )
 
 
-def _summary_cells(r: Any, name: str) -> dict[str, Any]:
-    """One summary row's cells by header."""
-    from rich.text import Text
-
+def summary_cells(r: Any) -> dict[str, str]:
+    """One kernel summary row's cells as text, by header, unescaped: the terminal table, the
+    Markdown summary and the notebook view each show them (and escape them) their own way."""
     return {
-        "kernel": name,
+        "kernel": str(r.kernel_label),
         "launches": str(r.launches),
         "time": fmt.kernel_time(r.time_s),
         "share": fmt.pct(r.time_share, 1) if r.time_s else "-",
         "precision": precision_title(r.precision) if r.precision else "-",
-        "diagnosis": Text(
-            DIAGNOSIS_TEXT.get(getattr(r, "diagnosis", ""), r.bound),
-            style=TERMINAL_BOUND_STYLES.get(r.bound, ""),
-        ),
+        "diagnosis": DIAGNOSIS_TEXT.get(getattr(r, "diagnosis", ""), r.bound),
         "% of roof": fmt.pct(r.roof_fraction, 1),
         "% achievable": fmt.pct(getattr(r, "achievable_roof_fraction", float("nan")), 1),
         "at roof": fmt.time(r.time_at_roof_s),
@@ -170,6 +167,7 @@ def summary_text(summary: pd.DataFrame, width: int = 120, color: bool = False) -
     str
     """
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(title="Top kernels by GPU time")
     ach = _has_achievable(summary)
@@ -184,7 +182,9 @@ def summary_text(summary: pd.DataFrame, width: int = 120, color: bool = False) -
         [fmt.printable(x, layout=False) for x in summary["kernel_label"]], name_width(width)
     )
     for name, r in zip(names, summary.itertuples(index=False)):
-        cells = _summary_cells(r, name)
+        cells: dict[str, Any] = summary_cells(r)
+        cells["kernel"] = name
+        cells["diagnosis"] = Text(cells["diagnosis"], style=TERMINAL_BOUND_STYLES.get(r.bound, ""))
         table.add_row(*(cells[c] for c, _ in cols))
     return console_text(table, width, color)
 

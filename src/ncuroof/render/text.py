@@ -14,7 +14,8 @@ from typing import Any
 from .. import fmt
 from ..schema import cell_text, parse_cell
 from . import provenance
-from .page import console_text, summary_text
+from .compare import compare_cells
+from .page import console_text, name_width, summary_text
 
 __all__ = [
     "analysis_text",
@@ -180,22 +181,6 @@ _COMPARE_COLUMNS = (
 )
 
 
-def _compare_cells(r: Any, name: Any) -> dict[str, Any]:
-    """One comparison row's cells by header."""
-    from rich.text import Text
-
-    return {
-        "kernel": name,
-        "status": Text(str(r.status), style=_STATUS_STYLES.get(str(r.status), "")),
-        "time before": fmt.time(r.time_s_before) if r.launches_before else "-",
-        "time after": fmt.time(r.time_s_after) if r.launches_after else "-",
-        "speedup": f"{r.speedup:.3g}x" if r.speedup == r.speedup else "-",
-        "change": r.change or "-",
-        "level": r.movement_level.upper() or "-",
-        "movement": r.movement or "-",
-    }
-
-
 def _compare_table(result: Any, top: int, width: int = DEFAULT_WIDTH, color: bool = False) -> str:
     from rich.table import Table
     from rich.text import Text
@@ -212,13 +197,15 @@ def _compare_table(result: Any, top: int, width: int = DEFAULT_WIDTH, color: boo
         table.add_column(col, no_wrap=col in ("kernel", "status"))
     head = result.table.head(top)
     names = fmt.shorten_names(
-        [fmt.printable(x, layout=False) for x in head["kernel_label"]], max(16, min(50, width - 54))
+        [fmt.printable(x, layout=False) for x in head["kernel_label"]], name_width(width, 54)
     )
     for name, r in zip(names, head.itertuples(index=False)):
         if r.match not in ("name", "only_before", "only_after"):
             after = fmt.shorten_names([fmt.printable(r.kernel_name_after, layout=False)], 24)[0]
             name = Text(f"{name}\n(-> {after}, {r.match})")
-        cells = _compare_cells(r, name)
+        cells: dict[str, Any] = compare_cells(r)
+        cells["kernel"] = name
+        cells["status"] = Text(cells["status"], style=_STATUS_STYLES.get(cells["status"], ""))
         table.add_row(*(cells[c] for c in cols))
     return console_text(table, width, color)
 

@@ -38,7 +38,7 @@ from ..errors import InputError
 from ..model.calculator import compute_points
 from ..model.summary import kernel_summary, keys_of, most_time, pair_keys
 from ..parser.files import read_bounded
-from ..parser.patterns import compile_pattern
+from ..parser.patterns import UserPattern
 from ..schema import BOUNDS, COMPARE, COMPARE_TRAIL, LEVELS, PRECISIONS
 
 __all__ = [
@@ -506,7 +506,7 @@ def _side_keys(spec: str, summary: pd.DataFrame, side: str, where: str) -> str:
         .astype(str)
     )
     if spec.startswith("regex:"):
-        rx = compile_pattern(spec[len("regex:") :], f"{where} regex:")
+        rx = UserPattern(spec[len("regex:") :], f"{where} regex:")
         hit = pd.Series([rx.any(row) for row in names.itertuples(index=False)], index=names.index)
     else:
         hit = (names == spec).any(axis=1)
