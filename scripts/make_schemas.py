@@ -17,9 +17,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "src"))
 
-from ncuroof.render.json_doc import schema_text  # noqa: E402
+from ncuroof.views import schema_text  # noqa: E402
 
 KINDS = ("analyze", "compare")
 

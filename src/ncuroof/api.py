@@ -8,6 +8,7 @@ as keyword arguments), builds the analysis once and hands it to the page, the ta
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from . import catalog, fmt, products
+from . import catalog, fmt, views
 from .collector import ncu as collector
 from .errors import InputError
 from .model import analysis as _analysis
@@ -24,14 +25,13 @@ from .model import calculator
 from .model import summary as _summary
 from .model.analysis import Analysis, AnalysisOptions
 from .parser import tables_io
-from .render import figure as plot
-from .render import page as report
-from .render import provenance, views
+from .render import figure, page, provenance
 from .render.provenance import as_paths
 from .runs import compare as _compare
 from .runs import fleet
 from .runs import ranks as _ranks
 from .schema import to_text, validate_points
+from .views.timeline import time_basis
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -176,7 +176,7 @@ def plot_roofline(
         kernels = _summary.launch_kernels(points) if kernels is None else kernels
         focus = options.get("focus", _summary.FOCUS_SHARE)
         options.setdefault("summary", _summary.kernel_summary(kernels, points, focus=focus))
-    return plot.plot_roofline(points, kernels, title=title, **options)
+    return figure.plot_roofline(points, kernels, title=title, **options)
 
 
 def profile_run(
@@ -259,29 +259,31 @@ def default_outdir(path: PathLike) -> Path:
     return p.with_name(f"{stem}.ncuroof")
 
 
-def _product(name: str, doc: str) -> property:
-    return property(lambda self: self.products.get(name), doc=doc)
-
-
 @dataclass
 class AnalysisResult:
-    """What :func:`analyze` produced: the analysis, the top of its summary, its products
-    (:func:`ncuroof.products.build`: table name -> table) and the files written."""
+    """What :func:`analyze` produced: the analysis, the top of its summary, its tables
+    (:func:`ncuroof.views.build`: view name -> table) and the files written.
+
+    Each view's table is also an attribute named as the view (``result.whatif``,
+    ``result.phases``, ``result.failures``, ...): None when not built.
+    """
 
     analysis: Analysis
     summary: pd.DataFrame
     outdir: Path | None = None
     files: dict[str, Path] = field(default_factory=dict)
-    products: dict[str, pd.DataFrame] = field(default_factory=dict)
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
 
-    what_if = _product("whatif", "``--what-if``'s projection (:data:`ncuroof.schema.WHATIF`).")
-    failures = _product("failures", "A fleet's inputs that could not be analyzed.")
-    ranks = _product(
-        "ranks", "A multi-rank run's spread over ranks (:data:`ncuroof.schema.RANKS`)."
-    )
-    phases = _product("phases", "``--group-by nvtx``: one row per NVTX phase.")
-    instruction_points = _product("instruction_points", "The instruction roofline's points.")
-    ops = _product("ops", "``--group-by op``: one row per PyTorch operator.")
+    def __getattr__(self, name: str) -> pd.DataFrame | None:
+        if name != "tables" and name in views.declared():
+            return self.tables.get(name)
+        raise AttributeError(name)
+
+    @property
+    def view_lines(self) -> tuple[list[str], list[str]]:
+        """The terminal summary's lines of the views built (:func:`ncuroof.views.summary_lines`):
+        those before the top kernels' findings and those after them."""
+        return views.summary_lines(self.tables, self.analysis)
 
     @property
     def kernels(self) -> pd.DataFrame:
@@ -314,12 +316,12 @@ def _table_formats(formats: Sequence[str], apart: bool) -> list[str]:
 
 
 def _page(a: Analysis, tables: dict[str, pd.DataFrame], plotlyjs: str | bool) -> tuple[Any, str]:
-    """The roofline figure (with the products' charts) and the page's HTML (with their sections and
-    header lines, :mod:`ncuroof.products`); ``tables["kernels"]`` the launch table with its lists
+    """The roofline figure (with the views' charts) and the page's HTML (with their sections and
+    header lines, :mod:`ncuroof.views`); ``tables["kernels"]`` the launch table with its lists
     as text."""
     kernels = tables["kernels"]
     summ = to_text(a.summary)
-    fig = plot.plot_roofline(
+    fig = figure.plot_roofline(
         a.points,
         kernels,
         title=f"Hierarchical roofline — {a.inputs[0].name}",
@@ -327,20 +329,20 @@ def _page(a: Analysis, tables: dict[str, pd.DataFrame], plotlyjs: str | bool) ->
         summary=summ,
         dots={"kernel": a.dots},
         catalog=a.catalog,
-        charts=products.charts(tables, a),
+        charts=views.charts(tables, a),
     )
-    meta = {**provenance.page_meta(a.kernels, a.inputs), **products.page_meta(tables)}
-    page = report.render_html(
+    meta = {**provenance.page_meta(a.kernels, a.inputs), **views.page_meta(tables)}
+    html = page.render_html(
         fig,
         kernels,
         meta,
         plotlyjs=plotlyjs,
         summary=summ,
         focus=a.options.focus,
-        extra=views.page_sections(summ, products.sections(tables, a)),
-        basis=views.time_basis(a.production),
+        extra=page.page_sections(summ, views.sections(tables, a)),
+        basis=time_basis(a.production),
     )
-    return fig, page
+    return fig, html
 
 
 def _page_files(
@@ -350,24 +352,28 @@ def _page_files(
     tables: dict[str, pd.DataFrame] | None = None,
     formats: Sequence[str] = ("csv",),
 ) -> dict[str, Any]:
-    """The products' files (:func:`ncuroof.parser.tables_io.table_files`; a fleet's or multi-rank
-    run's, with a ``failures`` product, as Parquet datasets by input), roofline.html and the
+    """The views' files (:func:`ncuroof.parser.tables_io.table_files`; a fleet's or multi-rank
+    run's, with a ``failures`` table, as Parquet datasets by input), roofline.html and the
     optional image of one analysis. ``tables`` default: the kernels and points tables."""
-    tables = tables if tables is not None else products.build(a, products.Request())
+    tables = tables if tables is not None else views.build(a, views.request())
     # The page first, with the list columns as text; that copy is let go before the files are
     # written (each file converts its table when it is written, tables_io.table_files).
     tables_io.release_memory()
-    fig, page = _page(a, {**tables, "kernels": to_text(a.kernels, categories=True)}, plotlyjs)
+    fig, html = _page(a, {**tables, "kernels": to_text(a.kernels, categories=True)}, plotlyjs)
     tables_io.release_memory()
     apart = "failures" in tables
     files: dict[str, Any] = {
         **tables_io.table_files(
-            products.written(tables), _table_formats(formats, apart), a.inputs, dataset=apart
+            views.written(tables),
+            _table_formats(formats, apart),
+            a.inputs,
+            dataset=apart,
+            declared=views.declared(),
         ),
-        "roofline.html": page,
+        "roofline.html": html,
     }
     if image is not None:
-        files[f"roofline.{image}"] = report.render_image(fig, image)
+        files[f"roofline.{image}"] = page.render_image(fig, image)
     return files
 
 
@@ -397,19 +403,32 @@ def _analyze_apart(
 def _analysis_and_request(
     inputs: list[Path],
     opts: AnalysisOptions,
-    request: products.Request,
+    request: views.Request,
     scheduler: str | None,
     workers: int | None,
     progress: bool,
-) -> tuple[Analysis, products.Request]:
+) -> tuple[Analysis, views.Request]:
     """The analysis: a fleet's or multi-rank run's input by input, with its failures in the request;
     else of the inputs together."""
-    ranks = request.ranks
-    if ranks or (opts.stack and fleet.wanted(len(inputs), scheduler, workers)):
+    if request["ranks"] or (opts.stack and fleet.wanted(len(inputs), scheduler, workers)):
         a, failures = _analyze_apart(inputs, opts, scheduler, workers, progress)
-        return a, replace(request, failures=failures)
+        return a, views.Request(request.values, failures)
     with _progress_bar(progress) as bar:
         return _analysis.build(inputs, opts, bar), request
+
+
+def _split_fields(fields: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``analyze``'s keywords: the :class:`AnalysisOptions` fields, and the views' options
+    (:func:`ncuroof.views.view_options`). TypeError for any other name."""
+    mine = {o.name for o in views.view_options()}
+    known = mine | {f.name for f in dataclasses.fields(AnalysisOptions)}
+    unknown = sorted(set(fields) - known)
+    if unknown:
+        raise TypeError(f"analyze() got unexpected keyword argument(s): {', '.join(unknown)}")
+    return (
+        {k: v for k, v in fields.items() if k not in mine},
+        {k: v for k, v in fields.items() if k in mine},
+    )
 
 
 def analyze(
@@ -422,22 +441,17 @@ def analyze(
     progress: bool = False,
     write: bool = True,
     image: str | None = None,
-    what_if: str | None = None,
     formats: Sequence[str] = ("csv",),
     scheduler: str | None = None,
-    ranks: bool | None = None,
     workers: int | None = None,
-    group_by: str | None = None,
-    roofs: bool = False,
-    fp32_matmul: str = "fp32",
-    **option_fields: Any,
+    **fields: Any,
 ) -> AnalysisResult:
-    """Run the whole analysis, build its products (:mod:`ncuroof.products`) and write them with
+    """Run the whole analysis, build its views (:mod:`ncuroof.views`) and write their tables with
     ``roofline.html`` (whole or not at all) into ``outdir`` (default :func:`default_outdir`).
 
     Parameters
     ----------
-    paths, options, progress, **option_fields
+    paths, options, progress
         Inputs and how to analyze them, see :func:`load`.
     plotlyjs : True or 'cdn', default True
         Embed plotly.js in the HTML (offline) or link the CDN.
@@ -448,29 +462,32 @@ def analyze(
     formats : sequence of {'csv', 'parquet'}, default ('csv',)
         Table formats (:func:`ncuroof.parser.tables_io.table_files`); a fleet or multi-rank run
         always writes Parquet too, as datasets partitioned by input.
-    what_if, group_by, ranks, roofs
-        Products asked for (:class:`ncuroof.products.Request`). ``ranks`` None: recognised from the
-        inputs (:func:`ncuroof.runs.ranks.looks_like_ranks`) unless ``stack``.
     scheduler, workers
         A stack's or multi-rank run's dask scheduler and workers (:func:`ncuroof.runs.fleet.run`).
-    fp32_matmul : {'fp32', 'tf32'}
-        With a PyTorch trace recorded with shapes as ``timeline``: the roof of FP32 matmul-class
-        operators in the ``operators`` table (issue 41).
+    **fields
+        Fields of :class:`~ncuroof.model.analysis.AnalysisOptions` overriding ``options`` (see
+        :func:`load`), and the views' options (:func:`ncuroof.views.view_options`): ``what_if`` (a
+        ``metrics/gpus.toml`` id), ``group_by`` (``nvtx[:DEPTH]`` or ``op``), ``ranks`` (None:
+        recognised from the inputs, :func:`ncuroof.runs.ranks.looks_like_ranks`, unless
+        ``stack``), ``roofs``, ``fp32_matmul`` (``fp32``/``tf32``).
 
     Returns
     -------
     AnalysisResult
-        The analysis, its products and the files written. NcuroofError for bad input, a request the
-        analysis cannot serve or an unwritable output directory (a fleet: when no input was read).
+        The analysis, its tables and the files written. NcuroofError for bad input, a request the
+        analysis cannot serve or an unwritable output directory (a fleet: when no input was read);
+        TypeError for a keyword that is neither.
     """
     inputs = as_paths(paths)
+    option_fields, view_fields = _split_fields(fields)
     opts = AnalysisOptions.of(options, **option_fields)
-    if ranks is None:  # recognised from the inputs
+    request = views.request(**view_fields)
+    if request["ranks"] is None:  # recognised from the inputs
         ranks = not opts.stack and len(inputs) > 1 and _ranks.looks_like_ranks(inputs)
-    request = products.Request(what_if, group_by, ranks, roofs, fp32_matmul=fp32_matmul)
+        request = views.Request({**request.values, "ranks": ranks})
     a, request = _analysis_and_request(inputs, opts, request, scheduler, workers, progress)
     result = AnalysisResult(
-        a, a.summary.head(top).reset_index(drop=True), products=products.build(a, request)
+        a, a.summary.head(top).reset_index(drop=True), tables=views.build(a, request)
     )
     if write:
         out = Path(outdir) if outdir is not None else default_outdir(inputs[0])
@@ -485,11 +502,11 @@ def _write_analysis(
     image: str | None,
     formats: Sequence[str],
 ) -> None:
-    """Write the products and the page of ``result`` into ``out`` and note the files in it."""
+    """Write the tables and the page of ``result`` into ``out`` and note the files in it."""
     a = result.analysis
-    files = _page_files(a, plotlyjs, image, result.products, formats)
+    files = _page_files(a, plotlyjs, image, result.tables, formats)
     timeline = [a.options.timeline] if a.options.timeline is not None else []
-    report.write_outputs(out, files, [*a.inputs, *timeline])
+    page.write_outputs(out, files, [*a.inputs, *timeline])
     result.outdir = out
     result.files = {name: out / name for name in files}
 
@@ -719,7 +736,7 @@ def compare_runs(
         out = Path(outdir) if outdir is not None else _beside(after, ".compare")
         sides = as_paths(before), as_paths(after)
         files = _compare_files(result, *sides, (ab, aa), plotlyjs, formats)
-        report.write_outputs(out, files, [*sides[0], *sides[1]])
+        page.write_outputs(out, files, [*sides[0], *sides[1]])
         result.outdir, result.files = out, {name: out / name for name in files}
     return result
 
@@ -834,11 +851,11 @@ def _write_series(
     from .render import compare as compare_page
 
     inputs = [p for r in runs for p in as_paths(r)]
-    page = compare_page.trail_page(
+    html = compare_page.trail_page(
         result.table, ends[0].points, ends[1].points, result.names, result.warnings, plotlyjs
     )
-    files = {**tables_io.table_files({"trail": result.table}, formats, inputs), "trail.html": page}
-    report.write_outputs(out, files, inputs)
+    files = {**tables_io.table_files({"trail": result.table}, formats, inputs), "trail.html": html}
+    page.write_outputs(out, files, inputs)
     result.outdir, result.files = out, {name: out / name for name in files}
 
 
@@ -916,7 +933,7 @@ def analyze_trace(
     """
     from .model import analytic
     from .parser.timeline import read_operator_launches
-    from .render import analytic as page
+    from .render import analytic as analytic_page
 
     p = Path(path)
     cat = catalog.load_operators()
@@ -927,13 +944,15 @@ def analyze_trace(
     result = TraceResult(table, spec, p, dict(launches.attrs), fp32_matmul)
     if write:
         out = Path(outdir) if outdir is not None else default_outdir(p)
-        fig = page.figure(table, f"Operator roofline, {analytic.ANALYTIC_SOURCE}: {p.name}")
-        html = page.page_html(table, fig, _trace_meta(result), plotlyjs)
+        fig = analytic_page.figure(
+            table, f"Operator roofline, {analytic.ANALYTIC_SOURCE}: {p.name}"
+        )
+        html = analytic_page.page_html(table, fig, _trace_meta(result), plotlyjs)
         files: dict[str, Any] = {
             **tables_io.table_files({"operators": table}, formats, [p]),
             "roofline.html": html,
         }
-        report.write_outputs(out, files, [p])
+        page.write_outputs(out, files, [p])
         result.outdir, result.files = out, {name: out / name for name in files}
     return result
 

@@ -33,13 +33,13 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from . import api, catalog, products
+from . import api, catalog, views
 from .errors import InputError, MissingModuleError, NcuroofError
-from .model.analysis import OPTION_BOUNDS, Analysis, AnalysisOptions
-from .model.ceilings import FLOP_ROOFS, parse_peak
+from .model.analysis import Analysis, AnalysisOptions
 from .render import json_doc
 from .render.provenance import as_paths
-from .schema import LEVELS
+from .views.base import Option
+from .views.options import ANALYSIS, FAIL_IF_SLOWER, LAUNCH_COUNT, analysis_options
 
 __all__ = ["Session", "build_server", "serve", "INSTALL_HINT", "error_text"]
 
@@ -57,52 +57,22 @@ def error_text(exc: BaseException) -> str:
     return f"ncuroof: error: {text}"
 
 
-def _peaks(values: list[str] | None, kind: str) -> dict[str, float] | None:
-    """``["fp32=19.5T", ...]`` as the CLI's ``--peak-flops``/``--peak-bandwidth`` read them."""
-    if not values:
-        return None
-    allowed, default = (FLOP_ROOFS, "*") if kind == "flops" else (LEVELS, "dram")
-    return dict(parse_peak(v, allowed, default) for v in values)
-
-
-def options_of(
-    match: str = "kernel",
-    traffic: str = "ncu",
-    gpu: str | None = None,
-    reader: str = "auto",
-    stack: bool = False,
-    focus: float | None = None,
-    timeline: str | None = None,
-    device: int | None = None,
-    expect: str | None = None,
-    peak_flops: list[str] | None = None,
-    peak_bandwidth: list[str] | None = None,
-    achievable_flops: list[str] | None = None,
-    achievable_bandwidth: list[str] | None = None,
-) -> AnalysisOptions:
-    """The :class:`~ncuroof.model.analysis.AnalysisOptions` of a tool call, spelled
-    as the CLI's options.
+def options_of(**values: Any) -> AnalysisOptions:
+    """The :class:`~ncuroof.model.analysis.AnalysisOptions` of a tool call's analysis options
+    (:data:`ncuroof.views.options.ANALYSIS`, spelled as the CLI's), each parsed as declared.
 
     Raises
     ------
     ValueError
         For an unknown value or a roof that does not parse (the message says which).
     """
-    return AnalysisOptions.of(
-        match="kernel" if match == "name" else match,
-        traffic=traffic,
-        gpu=gpu,
-        reader=reader,
-        stack=stack,
-        focus=focus,
-        timeline=timeline,
-        device=device,
-        expect=expect,
-        peak_flops=_peaks(peak_flops, "flops"),
-        peak_bandwidth=_peaks(peak_bandwidth, "bandwidth"),
-        achievable_flops=_peaks(achievable_flops, "flops"),
-        achievable_bandwidth=_peaks(achievable_bandwidth, "bandwidth"),
-    )
+    return analysis_options(dict(values))
+
+
+def _view_values(values: dict[str, Any]) -> dict[str, Any]:
+    """Pop the views' options (:func:`ncuroof.views.view_options`) out of a tool call's arguments, each
+    as the API takes it."""
+    return {o.name: o.value(values.pop(o.name, None)) for o in views.view_options()}
 
 
 class Session:
@@ -162,39 +132,29 @@ class Session:
                 self._cache.popitem(last=False)
         return a
 
-    def analyze(
-        self,
-        path: str | list[str],
-        write: bool = False,
-        fp32_matmul: str = "fp32",
-        **options: Any,
-    ) -> dict[str, Any]:
+    def analyze(self, path: str | list[str], write: bool = False, **options: Any) -> dict[str, Any]:
         """The ``analyze --json`` document (outputs written into ``outdir`` when ``write``)."""
         paths = as_paths(path)
         if not paths:
             raise InputError(
                 "no input files given: pass a .ncu-rep/.ncu-repz report or an ncu CSV export"
             )
+        asked = _view_values(options)
         if len(paths) == 1 and api.is_trace(paths[0]) and options.get("timeline") is None:
-            return self._trace(paths[0], write, fp32_matmul, options)
+            return self._trace(paths[0], write, asked["fp32_matmul"], options)
         opts = options_of(**options)
         out = self._write_to(write, api.default_outdir(paths[0]).name)
-        if out is None and len(paths) > 1:  # ranks or a stack: decided as analyze decides
-            result = api.analyze(paths, None, opts, write=False)
-            return json_doc.analysis_document(
-                result.analysis, None, [], result.failures, products.in_document(result.products)
-            )
-        if out is None:
+        if out is None and len(paths) == 1 and not asked["ranks"]:  # the cached analysis serves
             a = self.analysis(paths, opts)
-            made = products.build(a, products.Request(fp32_matmul=fp32_matmul))
-            return json_doc.analysis_document(a, products=products.in_document(made))
-        result = api.analyze(paths, out, opts, fp32_matmul=fp32_matmul)
+            made = views.build(a, views.request(**asked))
+            return json_doc.analysis_document(a, products=views.in_document(made))
+        result = api.analyze(paths, out, opts, write=out is not None, **asked)
         return json_doc.analysis_document(
             result.analysis,
             result.outdir,
             list(result.files),
             result.failures,
-            products.in_document(result.products),
+            views.in_document(result.tables),
         )
 
     def _trace(
@@ -287,128 +247,29 @@ def _stamp(p: Path) -> tuple[int, int]:
     return (st.st_size, st.st_mtime_ns)
 
 
-def _param(name: str, kind: Any, text: str, default: Any = inspect.Parameter.empty) -> Any:
-    """A keyword-only tool parameter with its description and, for a bounded option, the bounds
-    the CLI applies (:data:`ncuroof.model.analysis.OPTION_BOUNDS`) (pydantic ``Field``), as the
-    SDK reads it."""
+def _param(o: Option) -> Any:
+    """The keyword-only tool parameter of a declaration: its type, default, description and, for a
+    bounded option, the bounds the CLI applies (pydantic ``Field``), as the SDK reads it."""
     from typing import Annotated
 
     from pydantic import Field
 
     bounds: dict[str, float] = {}
-    if name in OPTION_BOUNDS:
-        low, high, open_low = OPTION_BOUNDS[name]
+    if o.bounds is not None:
+        low, high, open_low = o.bounds
         bounds = {"gt" if open_low else "ge": low, **({"le": high} if high is not None else {})}
     return inspect.Parameter(
-        name,
+        o.name,
         inspect.Parameter.KEYWORD_ONLY,
-        default=default,
-        annotation=Annotated[kind, Field(description=text, **bounds)],
+        default=o.default,
+        annotation=Annotated[o.kind, Field(description=o.help, **bounds)],
     )
 
 
 def _option_parameters() -> list[Any]:
-    """The analysis options every analyzing tool takes, as keyword-only parameters with descriptions
-    (pydantic ``Field``)."""
-    return [*_reading_parameters(), *_scope_parameters(), *_roof_parameters()]
-
-
-def _reading_parameters() -> list[Any]:
-    """How the inputs are read: kernel identity, traffic definition, datasheet entry,
-    reader, stacking."""
-    from typing import Literal
-
-    from .model.analysis import TRAFFIC_CHOICES
-    from .model.summary import KEY_CHOICES
-    from .parser import READERS
-
-    return [
-        _param(
-            "match",
-            Literal[KEY_CHOICES],
-            "What one kernel is: kernel (demangled name), config (also grid and block), "
-            "nvtx (also the NVTX range path), launch (each launch apart).",
-            "kernel",
-        ),
-        _param(
-            "traffic",
-            Literal[TRAFFIC_CHOICES],
-            "L1/L2 traffic definition: ncu's charts or NERSC's lts__t_bytes/l1tex__t_bytes.",
-            "ncu",
-        ),
-        _param(
-            "gpu",
-            str | None,
-            "Datasheet entry (list_gpus ids) for roofs the input lacks; default: matched on the"
-            " device name.",
-            None,
-        ),
-        _param(
-            "reader",
-            Literal[READERS],
-            ".ncu-rep reader: auto (decoder checked against ncu_report), fast, ncu_report.",
-            "auto",
-        ),
-        _param(
-            "stack",
-            bool,
-            "Several inputs are unrelated runs (stacked), not files of one run (merged).",
-            False,
-        ),
-    ]
-
-
-def _scope_parameters() -> list[Any]:
-    """The focus share, the production timeline and its device, the expected work."""
-    return [
-        _param(
-            "focus",
-            float | None,
-            "Share of GPU time whose fewest kernels make the focus set (default 0.95).",
-            None,
-        ),
-        _param(
-            "timeline",
-            str | None,
-            "Production timeline: PyTorch profiler trace (.json[.gz]) or Nsight Systems export"
-            " (.sqlite).",
-            None,
-        ),
-        _param("device", int | None, "The timeline's CUDA device.", None),
-        _param(
-            "expect",
-            str | None,
-            "TOML of expected FLOPs and DRAM bytes per kernel-name pattern.",
-            None,
-        ),
-    ]
-
-
-def _roof_parameters() -> list[Any]:
-    """Roofs given by hand, spelled as the CLI's ``--peak-*`` and ``--achievable-*`` options."""
-    roofs = list[str] | None
-    return [
-        _param(
-            "peak_flops",
-            roofs,
-            "Compute roofs as the CLI's --peak-flops: ['fp32=19.5T', ...] (bare value: every"
-            " precision).",
-            None,
-        ),
-        _param(
-            "peak_bandwidth",
-            roofs,
-            "Bandwidth roofs as --peak-bandwidth: ['dram=1.5T', 'l2=3T'] (bare value: dram).",
-            None,
-        ),
-        _param("achievable_flops", roofs, "Achievable compute roofs, as peak_flops.", None),
-        _param(
-            "achievable_bandwidth",
-            roofs,
-            "Achievable bandwidth roofs, as peak_bandwidth (e.g. a STREAM copy).",
-            None,
-        ),
-    ]
+    """The analysis options every analyzing tool takes (:data:`ncuroof.views.options.ANALYSIS`),
+    as keyword-only parameters with descriptions."""
+    return [_param(o) for o in ANALYSIS]
 
 
 def _tool(fn: Any, own: list[Any], options: list[Any], doc: str) -> Any:
@@ -494,70 +355,69 @@ _DESCRIPTIONS = {
 _PATHS = str | list[str]
 
 
-def _write_parameter() -> Any:
-    """``write``: also write the outputs into the server's output directory."""
-    return _param(
-        "write",
-        bool,
-        "Also write the outputs (tables, page) into the server's output directory (needs ncuroof"
-        " mcp --outdir).",
-        False,
-    )
+#: A parameter without a default.
+_REQUIRED = inspect.Parameter.empty
+#: ``write``: also write the outputs into the server's output directory.
+_WRITE = Option(
+    "write",
+    "Also write the outputs (tables, page) into the server's output directory (needs ncuroof mcp"
+    " --outdir).",
+    bool,
+    False,
+)
 
 
 def _own_parameters(tool: str) -> list[Any]:
-    """The parameters of ``tool`` before the analysis options (its inputs, and ``write``)."""
+    """The parameters of ``tool`` before the analysis options (its inputs, ``write``, and for
+    ``analyze`` the views' options, :func:`ncuroof.views.view_options`)."""
     if tool == "analyze":
-        path = _param(
+        path = Option(
             "path",
-            _PATHS,
-            "A .ncu-rep report, ncu CSV export(s) (files of one run), an ncuroof output"
-            " directory, or a PyTorch profiler trace recorded with shapes (.json, .json.gz) alone:"
-            " its operators with analytic FLOPs and bytes (work_source 'analytic (from shapes)',"
+            "A .ncu-rep report, ncu CSV export(s) (files of one run), an ncuroof output directory,"
+            " or a PyTorch profiler trace recorded with shapes (.json, .json.gz) alone: its"
+            " operators with analytic FLOPs and bytes (work_source 'analytic (from shapes)',"
             " products.operators).",
+            _PATHS,
+            _REQUIRED,
         )
-        fp32 = _param(
-            "fp32_matmul",
-            str,
-            "With a PyTorch trace recorded with shapes: the roof of FP32 matmuls, 'fp32' or 'tf32'"
-            " (the trace does not say whether TF32 was allowed).",
-            "fp32",
-        )
-        return [path, _write_parameter(), fp32]
+        return [_param(o) for o in (path, _WRITE, *views.view_options())]
     if tool == "compare":
-        return [
-            _param(
-                "before", _PATHS, "The run before the change (report, CSV or output directory)."
+        own = (
+            Option(
+                "before",
+                "The run before the change (report, CSV or output directory).",
+                _PATHS,
+                _REQUIRED,
             ),
-            _param("after", _PATHS, "The run after the change."),
-            _param(
-                "fail_if_slower_pct",
-                float | None,
-                "The gate: fails when a kernel's time (or the total) "
-                "grew by more than this percent.",
-                None,
-            ),
-            _param(
+            Option("after", "The run after the change.", _PATHS, _REQUIRED),
+            FAIL_IF_SLOWER,
+            Option(
                 "strict",
-                bool,
                 "Refuse runs that differ in GPU, ncu version, clocks or metric set.",
+                bool,
                 False,
             ),
-            _write_parameter(),
-        ]
+            _WRITE,
+        )
+        return [_param(o) for o in own]
     # explain
     kernel = "The kernel: its kernel_key, kernel_label or kernel_name in analyze's document."
-    return [_param("path", _PATHS, "The report (as for analyze)."), _param("kernel", str, kernel)]
+    own = (
+        Option("path", "The report (as for analyze).", _PATHS, _REQUIRED),
+        Option("kernel", kernel, str, _REQUIRED),
+    )
+    return [_param(o) for o in own]
 
 
 def _profile_parameters() -> list[Any]:
     """The parameters of the ``profile`` tool before the analysis options."""
-    return [
-        _param("command", list[str], "The program and its arguments."),
-        _param("name", str, "Report name in the output directory."),
-        _param("launch_count", int | None, "ncu --launch-count.", None),
-        _param("kernel_name", str | None, "ncu --kernel-name.", None),
-    ]
+    own = (
+        Option("command", "The program and its arguments.", list[str], _REQUIRED),
+        Option("name", "Report name in the output directory.", str, _REQUIRED),
+        LAUNCH_COUNT,
+        Option("kernel_name", "ncu --kernel-name.", str | None),
+    )
+    return [_param(o) for o in own]
 
 
 def _new_server() -> Any:

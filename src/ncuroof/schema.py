@@ -1733,7 +1733,7 @@ __all__ += ["KERNEL_WORK"]
 
 #: Every table ncuroof writes, by file stem (``<name>.csv`` and/or ``<name>.parquet``, through
 #: ``ncuroof.parser.tables_io``): its declared columns. The tables of ``ncuroof analyze`` are its
-#: products (``ncuroof.products.PRODUCTS``, one entry per name here); ``compare`` and ``trail``
+#: views' (``ncuroof.views.REGISTRY``, one entry per name here); ``compare`` and ``trail``
 #: are written by ``ncuroof compare``. Any other file ncuroof writes is a key of :data:`FILES`.
 TABLES: dict[str, dict[str, Column]] = {
     "kernels": KERNELS,

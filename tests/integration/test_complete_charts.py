@@ -498,7 +498,7 @@ def test_focus_sentence_counts_kernels_without_a_dot(tmp_path: Path) -> None:
 def test_phase_chart_says_when_it_has_no_roof() -> None:
     """The NVTX phase chart of the CUTLASS report draws a roof per precision with work at DRAM; with
     the DRAM roof gone it draws none and its title says why."""
-    from ncuroof.render import views
+    from ncuroof.views import phases as views
 
     res = ncuroof.analyze(shared(CUTLASS), write=False, group_by="nvtx")
     chart = views.phase_chart(res.phases, res.points, res.summary)

@@ -17,8 +17,8 @@ import pytest
 import ncuroof
 from ncuroof import catalog, fmt
 from ncuroof.model.summary import kernel_summary
-from ncuroof.render import views
 from ncuroof.runs import fleet, ranks
+from ncuroof.views import ranks as views
 from tests.helpers.cli import run
 from tests.helpers.reports import kernels_of, needs_ncu_report, shared
 

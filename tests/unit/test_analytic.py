@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ncuroof import api, catalog
+from ncuroof import api, catalog, views
 from ncuroof.errors import InputError
 from ncuroof.model import analytic
 from tests.helpers.kineto import Trace
@@ -232,7 +232,7 @@ def test_outputs_and_json_document(tmp_path: Path) -> None:
     ops = doc["products"]["operators"]
     assert ops[0]["flop"] == 2 * 64**3 and ops[0]["work_source"] == "analytic (from shapes)"
     jsonschema = pytest.importorskip("jsonschema")
-    jsonschema.validate(doc, json_doc.json_schema("analyze"))
+    jsonschema.validate(doc, json.loads(views.schema_text("analyze")))
 
 
 def test_every_rule_has_a_known_family() -> None:
@@ -273,7 +273,7 @@ def _matmul_run(tmp_path: Path, m: int) -> Path:
 def test_counted_against_analytic_with_a_report(tmp_path: Path) -> None:
     report = shared(REPORT)
     res = api.analyze([report], timeline=_matmul_run(tmp_path, 4096), write=False)
-    r = _row(res.products["operators"], "aten::mm")
+    r = _row(res.tables["operators"], "aten::mm")
     assert r["flop"] == 2 * 4096**3
     k = res.analysis.kernels
     counted = sum(float(k[c].fillna(0).iloc[0]) for c in ("fp64_flop", "fp32_flop", "fp16_flop"))
@@ -288,7 +288,7 @@ def test_counted_against_analytic_with_a_report(tmp_path: Path) -> None:
     assert "counted FLOPs below" not in r["flag"]
     # a formula that claims more than ncu counted: a flag, not a silent ratio
     res = api.analyze([report], timeline=_matmul_run(tmp_path, 8192), write=False)
-    r = _row(res.products["operators"], "aten::mm")
+    r = _row(res.tables["operators"], "aten::mm")
     assert r["counted_over_analytic"] == pytest.approx(0.5, rel=1e-3)
     assert "counted FLOPs below analytic" in r["flag"]
 
@@ -304,7 +304,7 @@ def test_timeline_without_shapes_adds_no_operators(tmp_path: Path) -> None:
         block=[16, 16, 1],
     )
     res = api.analyze([report], timeline=tr.write(tmp_path / "plain.json"), write=False)
-    assert "operators" not in res.products
+    assert "operators" not in res.tables
     assert res.analysis.production is not None
 
 

@@ -220,20 +220,3 @@ def test_one_analyze_computes_each_table_once(monkeypatch: pytest.MonkeyPatch, t
         "kernel_summary": 1,
         "diagnose_kernels": 1,
     }
-
-
-def test_the_old_analysis_module_still_imports_with_a_warning() -> None:
-    """ncuroof.analysis moved to ncuroof.model.analysis (issue 22): the old import path
-    keeps working, warned."""
-    import importlib
-    import warnings
-
-    from ncuroof.model import analysis
-
-    old = importlib.import_module("ncuroof.analysis")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        build, options = old.build, old.AnalysisOptions
-    assert build is analysis.build and options is analysis.AnalysisOptions
-    assert [w.category for w in caught] == [DeprecationWarning, DeprecationWarning]
-    assert "ncuroof.model.analysis" in str(caught[0].message)

@@ -170,7 +170,7 @@ def test_phase_dots_follow_the_precision_views_with_their_numbers_from_phases_cs
     """One phase-dot trace per precision view of the page; its dots and the customdata its hover
     template reads are phases.csv's numbers recomputed with pandas: the view's FLOPs over the
     phase's DRAM bytes and over its time."""
-    from ncuroof.render.views import PHASE_CUSTOMDATA
+    from ncuroof.views.phases import PHASE_CUSTOMDATA
     from tests.helpers.figures import arr
 
     table, data, view = _cutlass_page(tmp_path)

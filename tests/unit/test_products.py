@@ -205,52 +205,118 @@ def _cell(v: object) -> object:
     return v if isinstance(v, list) or not pd.isna(v) else None
 
 
-def test_every_product_is_a_declared_table() -> None:
-    """The registry's products are the tables of schema.TABLES but compare's two, once each."""
-    from ncuroof import products
+def test_every_view_is_a_declared_table() -> None:
+    """The registry's views are the tables of schema.TABLES but compare's two, once each, with the
+    same declared columns."""
+    from ncuroof import views
 
-    names = [p.name for p in products.PRODUCTS]
+    names = [v.name for v in views.REGISTRY]
     assert len(names) == len(set(names))
     assert set(names) == set(schema.TABLES) - {"compare", "trail"}
+    assert all(v.columns is schema.TABLES[v.name] for v in views.REGISTRY)
 
 
-@pytest.mark.slow  # an analyze run of a real report
-@needs_ncu_report
-def test_a_new_view_is_one_registry_entry(tmp_path, monkeypatch) -> None:
-    """A product added to the registry (and its table to schema.TABLES) is built, written in both
-    formats, listed in the manifest, its section on the page and its header line,
-    with no other change."""
-    import html
-
-    import pandas as pd
-
-    import ncuroof
-    from ncuroof import products
-
+def _longest_view(views):
+    """A view added the way a new one is: its option, table, builder, section and header line."""
     columns = {
         "kernel_key": schema.Column("string", "", "kernel"),
         "time_s": schema.KERNELS["time_s"],
     }
-    monkeypatch.setitem(schema.TABLES, "longest", columns)
+    option = views.Option("longest", "The N longest kernels (longest.csv).", int | None)
 
     def build(a, req):
-        return a.summary[["kernel_key", "time_s"]].head(1)
+        n = req["longest"]
+        return a.summary[["kernel_key", "time_s"]].head(n) if n else None
 
     def section(t, a):
         return f'<section id="longest">{len(t)} longest</section>'
 
-    entry = products.Product(
-        "longest", build, section=section, meta=lambda t: {"longest": t["kernel_key"].iloc[0]}
+    return views.View(
+        "longest",
+        columns,
+        build,
+        option=option,
+        section=section,
+        meta=lambda t: {"longest": t["kernel_key"].iloc[0]},
+        lines=lambda t, a: [f"longest: {t['kernel_key'].iloc[0]}"],
     )
-    monkeypatch.setattr(products, "PRODUCTS", (*products.PRODUCTS, entry))
+
+
+@pytest.mark.slow  # analyze runs of a real report
+@needs_ncu_report
+def test_a_new_view_is_one_module_and_one_registry_line(tmp_path, monkeypatch) -> None:
+    """A view added to the registry (nothing else) is an option of analyze on the command line,
+    a keyword of ncuroof.analyze and a parameter of the MCP analyze tool; its table is built,
+    written in both formats, listed in the manifest, in the --json document and its schema; its
+    section and header line are on the page and its line in the terminal summary."""
+    import html
+
+    import pandas as pd
+    from click.testing import CliRunner
+
+    import ncuroof
+    from ncuroof import views
+    from ncuroof.cli import analyze as analyze_cli
+
+    monkeypatch.setattr(views, "REGISTRY", (*views.REGISTRY, _longest_view(views)))
     out = tmp_path / "out"
-    res = ncuroof.analyze(shared(CUTLASS), out, formats=("csv", "parquet"))
+    res = ncuroof.analyze(shared(CUTLASS), out, formats=("csv", "parquet"), longest=1)
     top = res.analysis.summary.iloc[0]
     back = tables_io.read_table(out / "longest.parquet")
     assert back["kernel_key"].tolist() == [top["kernel_key"]]
     assert back["time_s"].tolist() == [top["time_s"]] and back.attrs["units"]["time_s"] == "s"
     assert pd.read_csv(out / "longest.csv")["time_s"].tolist() == [top["time_s"]]
+    assert res.longest is res.tables["longest"]
     page = (out / "roofline.html").read_text(encoding="utf-8")
     assert '<section id="longest">1 longest</section>' in page
     assert f"<li><b>longest</b>: {html.escape(top['kernel_key'])}</li>" in page
     assert "longest.csv" in json.loads((out / tables_io.MANIFEST).read_text())["files"]
+    schema_doc = json.loads(views.schema_text("analyze"))
+    assert "longest" in schema_doc["properties"]["products"]["properties"]
+    # the command line: --longest 2 writes two rows and prints the view's line
+    cmd = analyze_cli.make_command()
+    run = CliRunner().invoke(
+        cmd, [str(shared(CUTLASS)), "-o", str(tmp_path / "cli"), "--longest", "2"]
+    )
+    assert run.exit_code == 0, run.output
+    assert len(pd.read_csv(tmp_path / "cli" / "longest.csv")) == 2
+    assert f"longest: {top['kernel_key']}" in run.output.replace("\n", " ")
+    doc = json.loads(
+        CliRunner()
+        .invoke(cmd, [str(shared(CUTLASS)), "-o", str(tmp_path / "j"), "--longest", "1", "--json"])
+        .stdout
+    )
+    assert doc["products"]["longest"][0]["kernel_key"] == top["kernel_key"]
+    # a name that is no option stays refused
+    with pytest.raises(TypeError, match="longst"):
+        ncuroof.analyze(shared(CUTLASS), write=False, longst=1)
+
+
+def test_a_new_view_is_a_parameter_of_the_mcp_analyze_tool(monkeypatch) -> None:
+    """The MCP analyze tool's parameters are generated from the registry: a view added there is
+    one, with its description; the analysis options and every view option are there."""
+    pytest.importorskip("mcp")
+    from ncuroof import mcp_server, views
+    from ncuroof.views.options import ANALYSIS
+
+    monkeypatch.setattr(views, "REGISTRY", (*views.REGISTRY, _longest_view(views)))
+    params = {p.name: p for p in mcp_server._own_parameters("analyze")}
+    params |= {p.name: p for p in mcp_server._option_parameters()}
+    assert "longest" in params
+    names = {o.name for o in (*ANALYSIS, *views.view_options())}
+    assert names <= set(params)
+    assert {"what_if", "group_by", "roofs", "ranks", "fp32_matmul"} <= set(params)
+
+
+def test_analysis_options_are_declared_once_for_every_field() -> None:
+    """The declarations of views.options.ANALYSIS are the fields of AnalysisOptions, one each, with
+    the same defaults (what the CLI, the API and MCP are generated from)."""
+    import dataclasses
+
+    from ncuroof.model.analysis import AnalysisOptions
+    from ncuroof.views.options import ANALYSIS
+
+    fields = {f.name: f.default for f in dataclasses.fields(AnalysisOptions)}
+    assert sorted(o.name for o in ANALYSIS) == sorted(fields)
+    for o in ANALYSIS:
+        assert o.value(None) == fields[o.name], o.name

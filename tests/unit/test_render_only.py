@@ -1,5 +1,7 @@
-"""Rendering lives in ncuroof/render only: no module outside it imports a rendering library (plotly,
-jinja2, markupsafe, html) but for type hints, or spells HTML markup in its strings; and the figures
+"""Rendering lives in ncuroof/render and the views that draw their own charts and sections
+(ncuroof/views, issue 40, the layer above render): no module outside them imports a rendering
+library (plotly, jinja2, markupsafe, html) but for type hints, or spells HTML markup in its
+strings; and the figures
 draw the model's tables without recomputing them (no kernel_summary or binding_points in
 render.figure or render.compare)."""
 
@@ -15,7 +17,8 @@ _MARKUP = re.compile(r"<(?:b|i|br|div|span|table|tr|td|p|a|ol|ul|li|h\d)\b[^>]*>
 
 
 def _outside_render() -> list[Path]:
-    return [p for p in PACKAGE.rglob("*.py") if "render" not in p.relative_to(PACKAGE).parts]
+    drawing = {"render", "views"}
+    return [p for p in PACKAGE.rglob("*.py") if not drawing & set(p.relative_to(PACKAGE).parts)]
 
 
 def _type_only(tree: ast.Module) -> set[int]:

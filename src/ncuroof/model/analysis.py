@@ -45,19 +45,6 @@ __all__ = [
 
 TRAFFIC_CHOICES = ("ncu", "nersc")
 
-#: The numeric bounds of the options, declared once: the CLI's click ranges and the MCP tools'
-#: argument schemas (pydantic ``Field``) are both made from them (issue 45: the MCP gate took
-#: ``fail_if_slower_pct: -5``, which the CLI refuses). name -> (minimum, maximum or None, whether
-#: the minimum itself is excluded).
-OPTION_BOUNDS: dict[str, tuple[float, float | None, bool]] = {
-    "focus": (0.0, 1.0, True),
-    "device": (0, None, False),
-    "fail_if_slower_pct": (0.0, None, False),
-    "top": (1, None, False),
-    "launch_count": (1, None, False),
-    "launch_skip": (0, None, False),
-}
-
 
 @dataclass(frozen=True)
 class AnalysisOptions:

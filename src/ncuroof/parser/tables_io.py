@@ -294,6 +294,7 @@ def table_files(
     formats: Sequence[str] = ("csv",),
     inputs: Sequence[str | Path] = (),
     dataset: bool = False,
+    declared: Mapping[str, Mapping[str, Column]] | None = None,
 ) -> dict[str, bytes | Callable[[Path], None]]:
     """The output files of some tables, for :func:`ncuroof.render.page.write_outputs`.
 
@@ -308,6 +309,9 @@ def table_files(
     dataset : bool, default False
         Write ``<name>.parquet`` of the tables with a ``source`` column as a directory partitioned
         by input (:func:`dataset_writer`) instead of one file: a fleet's output.
+    declared : mapping, optional
+        Table name to its declared columns (default :data:`TABLES`; ``analyze`` passes its views',
+        :func:`ncuroof.views.declared`).
 
     Returns
     -------
@@ -325,7 +329,7 @@ def table_files(
         raise ValueError(f"formats must be among {', '.join(FORMATS)}, not {list(formats)!r}")
     out: dict[str, bytes | Callable[[Path], None]] = {}
     for name, df in tables.items():
-        columns = TABLES[name]
+        columns = (declared or TABLES)[name]
         _check_columns(df, columns, name)
         # Each writer converts its table when it is called: one Arrow copy at a time, released
         # when its file is written.

@@ -11,7 +11,7 @@ says why in its note. Every view the page offers (precision, levels, dot groups,
 kernel or by bound, focus or all kernels) is in the figure as traces whose ``meta["when"]`` says
 in which states of the page's view they show (:mod:`ncuroof.render.viewcontract`, the one place that
 rule lives); the arguments choose the initial state and the page's controls switch it in the
-browser. Other charts (``charts=``, :mod:`ncuroof.render.views`) join the figure as options of
+browser. Other charts (``charts=``, :mod:`ncuroof.views`) join the figure as options of
 its ``chart`` control.
 
 The figure holds: sloped roofs (one per level, B/s from ``peak_bytes_per_s``, running up to the
@@ -128,7 +128,7 @@ KERNEL_COLORS = (
 OTHER_COLOR = "#b0b0b0"
 _LEVEL_SYMBOL = {"l1": "circle", "l2": "square", "dram": "diamond"}
 #: Colour of each memory level (roof labels here, the instruction roofline of
-#: :mod:`ncuroof.render.views`).
+#: :mod:`ncuroof.views`).
 LEVEL_COLORS = {"l1": "#1f77b4", "l2": "#2ca02c", "dram": "#d62728"}
 _MAX_DOT_PX = 36.0
 _MIN_DOT_PX = 6.0
@@ -969,7 +969,7 @@ def customdata_fields(template: str, columns: Sequence[str] | None = None) -> st
         Plotly hover template; ``%{@time_s:.3s}`` becomes ``%{customdata[2]:.3s}``.
     columns : sequence of str, optional
         The trace's ``customdata`` columns, in order (default :data:`CUSTOMDATA`, looked up at the
-        call; the other charts declare their own: :mod:`ncuroof.render.views`).
+        call; the other charts declare their own: :mod:`ncuroof.views`).
 
     Returns
     -------
@@ -1422,7 +1422,7 @@ def plot_roofline(
     height : int, default 800
         Figure height [px].
     charts : sequence of Chart, optional
-        Other charts the ``chart`` control switches to (:func:`ncuroof.products.charts`),
+        Other charts the ``chart`` control switches to (:func:`ncuroof.views.charts`),
         hidden at first (shown first when there are no points).
 
     Returns
@@ -1472,3 +1472,18 @@ def _plot_model(
     add_charts(fig, contract, list(charts), OWN_CHART)
     apply_view(fig, contract)
     return fig
+
+
+def time_weighted(values: pd.Series, time_s: pd.Series) -> float:
+    """Time-weighted mean of the finite ``values`` (NaN when none)."""
+    v, t = values.to_numpy(float), time_s.fillna(0.0).to_numpy(float)
+    ok = np.isfinite(v) & (t > 0)
+    return float(np.sum(v[ok] * t[ok]) / np.sum(t[ok])) if ok.any() else float("nan")
+
+
+def log_range(x: np.ndarray, elbows: list[float]) -> np.ndarray:
+    """64 log-spaced x values from a decade below to a decade above the finite positive ``x`` and
+    ``elbows`` (1e-2 to 1e3 when there are none): the x axis of the other charts' roofs."""
+    finite = [v for v in [*x.tolist(), *elbows] if np.isfinite(v) and v > 0]
+    lo, hi = (min(finite) / 10, max(finite) * 10) if finite else (1e-2, 1e3)
+    return np.geomspace(lo, hi, 64)

@@ -355,7 +355,7 @@ def analysis_document(
         A fleet's inputs that could not be analyzed (``source``, ``error``).
     products : mapping of str to DataFrame, optional
         Tables of :data:`ncuroof.schema.TABLES` by name (the products :func:`ncuroof.api.analyze`
-        built that go in the document, :func:`ncuroof.products.in_document`).
+        built that go in the document, :func:`ncuroof.views.in_document`).
 
     Returns
     -------
@@ -765,19 +765,21 @@ def _outputs_schema() -> dict[str, Any]:
 _NOT_PRODUCTS = ("kernels", "points", "failures", "compare", "trail")
 
 
-def _products_schema() -> dict[str, Any]:
-    """Each declared table that may be a product of the document: an array of its rows."""
+def _products_schema(products: Mapping[str, Mapping[str, Any]] | None) -> dict[str, Any]:
+    """Each table that may be a product of the document (default: every declared table but the
+    document's own and compare's): an array of its rows."""
+    if products is None:
+        products = {n: cols for n, cols in TABLES.items() if n not in _NOT_PRODUCTS}
     return _object(
         {
             name: {"type": "array", "items": _object(_declared(cols), patterns=_TENSOR_PATTERN)}
-            for name, cols in TABLES.items()
-            if name not in _NOT_PRODUCTS
+            for name, cols in products.items()
         },
         required=[],
     )
 
 
-def _analyze_schema() -> dict[str, Any]:
+def _analyze_schema(products: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
     totals = _object(
         {
             "launches": {"type": "integer"},
@@ -798,7 +800,7 @@ def _analyze_schema() -> dict[str, Any]:
             "kernels": {"type": "array", "items": _kernel_schema()},
             "notes": {"type": "array", "items": {"type": "string"}},
             "failures": {"type": "array", "items": failure},
-            "products": _products_schema(),
+            "products": _products_schema(products),
             "outputs": _outputs_schema(),
         }
     )
@@ -853,7 +855,9 @@ def _compare_schema() -> dict[str, Any]:
     )
 
 
-def json_schema(kind: str) -> dict[str, Any]:
+def json_schema(
+    kind: str, products: Mapping[str, Mapping[str, Any]] | None = None
+) -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of the ``analyze`` or ``compare`` document, from
     :mod:`ncuroof.schema`.
 
@@ -861,6 +865,10 @@ def json_schema(kind: str) -> dict[str, Any]:
     ----------
     kind : {'analyze', 'compare'}
         Which document.
+    products : mapping, optional
+        The tables ``analyze``'s ``products`` may hold, name -> declared columns
+        (:func:`ncuroof.views.document_tables`); default every declared table but the
+        document's own and compare's.
 
     Returns
     -------
@@ -872,9 +880,9 @@ def json_schema(kind: str) -> dict[str, Any]:
     ValueError
         For another ``kind``.
     """
-    body = {"analyze": _analyze_schema, "compare": _compare_schema}.get(kind)
-    if body is None:
+    if kind not in ("analyze", "compare"):
         raise ValueError(f"kind must be analyze or compare, not {kind!r}")
+    body = (lambda: _analyze_schema(products)) if kind == "analyze" else _compare_schema
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": f"ncuroof {kind} --json document",
@@ -886,10 +894,10 @@ def json_schema(kind: str) -> dict[str, Any]:
     }
 
 
-def schema_text(kind: str) -> str:
+def schema_text(kind: str, products: Mapping[str, Mapping[str, Any]] | None = None) -> str:
     """:func:`json_schema` as the text of its shipped file
     (``ncuroof/schemas/<kind>.schema.json``)."""
-    return json.dumps(json_schema(kind), indent=1, ensure_ascii=False) + "\n"
+    return json.dumps(json_schema(kind, products), indent=1, ensure_ascii=False) + "\n"
 
 
 def shipped_schema(kind: str) -> dict[str, Any]:

@@ -585,8 +585,8 @@ def render_html(
         else computed from ``kernels`` and ``points``.
     focus, top, extra, basis
         The share of GPU time of the summary's ``in_focus``; kernels listed beside the chart; HTML
-        under the chart (:func:`ncuroof.render.views.page_sections`); with a production timeline
-        (:func:`ncuroof.render.views.time_basis`), ``total_s``, the time the shares and savings
+        under the chart (:func:`page_sections`); with a production timeline
+        (:func:`ncuroof.views.timeline.time_basis`), ``total_s``, the time the shares and savings
         are of, and ``text``, the header's sentence on it.
 
     Returns
@@ -860,7 +860,7 @@ def _text_cells(
 
 def render_fragment(template: str, **context: Any) -> str:
     """A part of a page from a template of ``ncuroof/render/templates`` (text escaped unless it is
-    :class:`markupsafe.Markup`); :func:`ncuroof.render.views.page_sections` renders
+    :class:`markupsafe.Markup`); :func:`page_sections` renders
     its sections with it.
 
     Parameters
@@ -1120,3 +1120,40 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def page_sections(summary: pd.DataFrame, products: str = "") -> str:
+    """The sections the page adds under the chart (template ``views.html.j2``).
+
+    Parameters
+    ----------
+    summary : DataFrame
+        The kernel summary (``kernel_key``, ``kernel_label``, ``speed_of_light_note``).
+    products : str
+        HTML of the views' sections (:func:`ncuroof.views.sections`: the production
+        timeline's :func:`timeline_section`, a multi-rank run's :func:`rank_section`), put first.
+
+    Returns
+    -------
+    str
+        HTML: ``products``, then the "Speed of light" notes, one per kernel whose roofline and unit
+        bounds differ by more than 2x (longest first); empty when there is neither.
+    """
+    return products + render_fragment("views.html.j2", notes=_notes(summary))
+
+
+def _notes(summary: pd.DataFrame) -> list[dict[str, str]]:
+    """Per kernel with a ``speed_of_light_note`` (:func:`ncuroof.model.summary.kernel_summary`), in
+    summary order: ``label`` and ``note``."""
+    return [
+        {"label": r.kernel_label, "note": r.speed_of_light_note}
+        for r in summary.itertuples(index=False)
+        if r.speed_of_light_note
+    ]
+
+
+def labels_by_key(summary: pd.DataFrame) -> pd.Series:
+    """``kernel_key`` -> ``kernel_label`` of the summary, to name kernels as the page does."""
+    if "kernel_label" not in summary.columns:
+        return pd.Series(dtype=object)
+    return summary.set_index("kernel_key")["kernel_label"]

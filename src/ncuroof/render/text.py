@@ -58,7 +58,8 @@ def _findings(result: Any) -> list[str]:
     k = result.kernels
     ipts = getattr(result, "instruction_points", None)
     evidence = provenance.evidence_note(k, ipts is not None and len(ipts) > 0)
-    lines = _production_lines(result.analysis.production)
+    lead, tail = result.view_lines
+    lines = list(lead)
     for r in result.summary.head(3).itertuples(index=False):
         if r.advice:
             lines.append(f"{r.kernel_label}: {r.evidence}. Try: {r.advice}")
@@ -74,10 +75,7 @@ def _findings(result: Any) -> list[str]:
         )
         if flags:  # missing metrics are said once, by the note, in the report's own terms
             lines.append(f"{r.kernel_label}: check: {flags}")
-    if result.what_if is not None:
-        lines += [
-            f"what-if {r.kernel_label}: {r.change}" for r in result.what_if.itertuples(index=False)
-        ]
+    lines += tail
     lines.append(f"roofs: {provenance.roof_sources(k)}")
     lines.append(f"read by: {provenance.readers(k)}")
     limits = provenance.csv_limits(k, result.analysis.inputs)
@@ -96,40 +94,6 @@ def _findings(result: Any) -> list[str]:
     ]
     if evidence:
         lines.append(f"{evidence} See kernels.csv 'notes' for what each launch lacks.")
-    return lines
-
-
-#: Unprofiled kernels and kernels whose production duration differs named in the CLI summary.
-_TIMELINE_LINES = 3
-
-
-def _production_lines(prod: Any) -> list[str]:
-    """With a timeline: the time basis, the biggest kernels ncu did not profile with their filter,
-    the kernels whose production duration per launch differs from ncu's."""
-    if prod is None:
-        return []
-    from .views import time_basis
-
-    t = prod.table
-    lines = [time_basis(prod)["text"]]
-    # one line per function name: several timeline rows (kernels of one name,
-    # devices) would repeat it
-    unprofiled = (
-        t[t["match"] == "unprofiled"]
-        .groupby("kernel_name", sort=False)
-        .agg(production_share=("production_share", "sum"), ncu_filter=("ncu_filter", "first"))
-        .sort_values("production_share", ascending=False, kind="stable")
-    )
-    for name, r in unprofiled.head(_TIMELINE_LINES).iterrows():
-        lines.append(
-            f"not profiled: {name}, {fmt.pct(r['production_share'], 1)} of production kernel time;"
-            f" ncu {r['ncu_filter']}"
-        )
-    for r in t[t["duration_differs"]].head(_TIMELINE_LINES).itertuples(index=False):
-        lines.append(
-            f"{r.kernel_name}: {fmt.time(r.production_time_per_launch_s)} per launch in production,"
-            f" {fmt.time(r.profiled_time_per_launch_s)} under ncu ({fmt.g(r.duration_ratio)}x)"
-        )
     return lines
 
 

@@ -23,7 +23,7 @@ lists the controls (one per state field, each with its options, shown in the sta
 (colour scales) and relayouts (axes), and is serialised into the figure's ``layout.meta["view"]``,
 where the script reads it. So a new view is a new option of a control (or a new state field with its
 control) plus traces whose ``when`` names it; no visibility logic is added anywhere. Whole other
-charts (the NVTX phases, the instruction roofline: :mod:`ncuroof.render.views`) are :class:`Chart`
+charts (the NVTX phases, the instruction roofline: :mod:`ncuroof.views`) are :class:`Chart`
 objects that :func:`add_charts` turns into options of a ``chart`` field, with their axes as
 that field's relayouts.
 """

@@ -1,0 +1,106 @@
+"""The ``ncuroof`` command line: a thin click layer over :mod:`ncuroof.api`, one module per command
+(:mod:`~ncuroof.cli.analyze`, :mod:`~ncuroof.cli.profile`, :mod:`~ncuroof.cli.compare`,
+:mod:`~ncuroof.cli.serve`); their options generated from the declarations of :mod:`ncuroof.views`
+(:mod:`~ncuroof.cli.options`).
+
+Every user error is printed as one line on stderr and exits with code 2; no traceback. A defect
+exits with :data:`INTERNAL_ERROR` (3), never with 1, the code of a failed compare gate.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import sys
+
+import click
+
+from .. import __version__, fmt
+from ..errors import NcuroofError
+from ..parser.tables_io import use_returning_pool
+from . import analyze, compare, profile, serve
+from .common import echo
+
+__all__ = ["main", "cli", "INTERNAL_ERROR"]
+
+#: The exit code of an internal error (a defect): never 1, which says "the gate failed: slower".
+INTERNAL_ERROR = 3
+
+_EXIT_CODES = (
+    "Exit codes: 0 done; 1 compare's gate failed (a kernel got slower; doctor: a check failed);"
+    " 2 bad input or usage (one line on stderr naming the file and what to do), or a gate that"
+    f" cannot judge; {INTERNAL_ERROR} internal error (a defect: please report it)."
+)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=_EXIT_CODES)
+@click.version_option(__version__, prog_name="ncuroof")
+@click.option("-v", "--verbose", count=True, help="More log output on stderr (-vv for debug).")
+def cli(verbose: int) -> None:
+    """Roofline analysis of NVIDIA Nsight Compute (ncu) profiles."""
+    level = logging.WARNING - 10 * min(verbose, 2)
+    logging.basicConfig(
+        level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr
+    )
+    for handler in logging.getLogger().handlers:
+        handler.setFormatter(_PrintableFormatter("%(levelname)s %(name)s: %(message)s"))
+
+
+class _PrintableFormatter(logging.Formatter):
+    """Log records with their control characters visible (:func:`ncuroof.fmt.printable`)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return fmt.printable(super().format(record))
+
+
+cli.add_command(analyze.analyze)
+cli.add_command(profile.profile)
+cli.add_command(profile.doctor)
+cli.add_command(compare.compare_cmd)
+cli.add_command(serve.mcp_cmd)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the ``ncuroof`` console script."""
+    use_returning_pool()
+    try:
+        cli.main(args=argv, prog_name="ncuroof", standalone_mode=False)
+    except click.exceptions.Abort:
+        echo("ncuroof: aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        buf = io.StringIO()
+        exc.show(file=buf)
+        echo(buf.getvalue(), err=True, nl=False)
+        sys.exit(exc.exit_code)
+    except NcuroofError as exc:
+        echo(f"ncuroof: error: {exc}", err=True, one_line=True)
+        sys.exit(exc.exit_code)
+    except (
+        MemoryError,
+        RecursionError,
+    ) as exc:  # an input too large or too deep for this machine: its limits are input's
+        need = (
+            "more memory than this machine gives"
+            if isinstance(exc, MemoryError)
+            else "deeper nesting than Python allows"
+        )
+        echo(
+            f"ncuroof: error: the input needs {need} ({type(exc).__name__}); check that it is the"
+            " file you meant, or run on a larger machine",
+            err=True,
+            one_line=True,
+        )
+        sys.exit(2)
+    except Exception as exc:  # noqa: BLE001 - last resort: a defect, reported in one line
+        if os.environ.get("NCUROOF_DEBUG"):
+            raise
+        echo(
+            f"ncuroof: internal error: {type(exc).__name__}: {exc} (set NCUROOF_DEBUG=1 for the"
+            " traceback and please report it)",
+            err=True,
+            one_line=True,
+        )
+        sys.exit(INTERNAL_ERROR)
+    sys.exit(0)

@@ -1,0 +1,131 @@
+"""Click options generated from the declarations of :mod:`ncuroof.views` (issue 40): the analysis
+options (:data:`ncuroof.views.options.ANALYSIS`), the views' options and the commands' bounded
+options, each spelled once there; and the comma-separated choices of ``--format``/``--levels``."""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .. import views
+from ..model.analysis import AnalysisOptions
+from ..views.base import Option
+from ..views.options import ANALYSIS
+from ..views.options import analysis_options as _analysis_options
+
+__all__ = [
+    "click_option",
+    "click_options",
+    "analysis_options",
+    "analysis_values",
+    "view_values",
+    "ranged",
+    "csv_choice",
+    "csv_metavar",
+]
+
+
+def ranged(o: Option) -> click.ParamType:
+    """The click range of a bounded option (its :attr:`~ncuroof.views.base.Option.bounds`)."""
+    low, high, open_low = o.bounds  # type: ignore[misc]
+    if int in (o.kind, *typing.get_args(o.kind)):
+        return click.IntRange(int(low), None if high is None else int(high), min_open=open_low)
+    return click.FloatRange(low, high, min_open=open_low)
+
+
+def _checked(o: Option) -> Callable[[click.Context, click.Parameter, Any], Any]:
+    """A click callback refusing a value the option's ``parse`` refuses (the value is kept as
+    given: it is parsed once, by :meth:`~ncuroof.views.base.Option.value`)."""
+
+    def callback(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        try:
+            o.value(value)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), ctx=ctx, param=param) from exc
+        return value
+
+    return callback
+
+
+def click_option(o: Option) -> Callable[[Any], Any]:
+    """The click option of a declaration: its spelling, help, default, type (choices, range or
+    file) and a callback checking it parses."""
+    kw: dict[str, Any] = {"help": o.help, "show_default": o.show_default}
+    if o.metavar:
+        kw["metavar"] = o.metavar
+    if o.is_flag:
+        kw["is_flag"] = True
+    kw["default"] = None if "/" in o.cli_flags[0] else o.default
+    if o.choices:
+        kw["type"] = click.Choice(o.choices)
+    elif o.bounds:
+        kw["type"] = ranged(o)
+    elif o.path:
+        kw["type"] = click.Path(path_type=Path, dir_okay=False)
+    if o.multiple:
+        kw["multiple"] = True
+        kw["default"] = ()
+    if o.parse is not None and not o.path and not o.choices:
+        kw["callback"] = _checked(o)
+    return click.option(*o.cli_flags, o.name, **kw)
+
+
+def click_options(options: Iterable[Option]) -> Callable[[Any], Any]:
+    """A decorator adding the click options of ``options``, the first listed first in ``--help``."""
+    listed = list(options)
+
+    def decorate(f: Any) -> Any:
+        for o in reversed(listed):
+            f = click_option(o)(f)
+        return f
+
+    return decorate
+
+
+def analysis_options(f: Any) -> Any:
+    """The analysis options (:data:`ncuroof.views.options.ANALYSIS`), shared by every command that
+    analyzes."""
+    return click_options(ANALYSIS)(f)
+
+
+def analysis_values(kw: dict[str, Any]) -> AnalysisOptions:
+    """Pop the :func:`analysis_options` values out of a command's keyword arguments; a combination
+    the options refuse is a usage error."""
+    try:
+        return _analysis_options(kw)
+    except ValueError as exc:  # a combination of options that click does not check alone
+        raise click.UsageError(str(exc)) from exc
+
+
+def view_values(kw: dict[str, Any]) -> dict[str, Any]:
+    """Pop the views' option values (:func:`ncuroof.views.view_options`) out of a command's keyword
+    arguments, each as the API takes it."""
+    return {o.name: o.value(kw.pop(o.name, None)) for o in views.view_options()}
+
+
+def csv_choice(allowed: tuple[str, ...]) -> Callable[..., tuple[str, ...] | None]:
+    """A click callback reading a comma-separated subset of ``allowed``."""
+
+    def callback(
+        ctx: click.Context, param: click.Parameter, value: str | None
+    ) -> tuple[str, ...] | None:
+        if value is None:
+            return None
+        items = tuple(v.strip().lower() for v in value.split(",") if v.strip())
+        bad = [v for v in items if v not in allowed]
+        if bad or not items:
+            raise click.BadParameter(
+                f"{','.join(bad) or value!r}: choose from {','.join(allowed)}", ctx=ctx, param=param
+            )
+        return items
+
+    return callback
+
+
+def csv_metavar(allowed: tuple[str, ...]) -> str:
+    """``csv[,parquet]``: how a :func:`csv_choice` option is written."""
+    return f"{allowed[0]}[,{','.join(allowed[1:])}]"
