@@ -4,12 +4,12 @@
 For each report, in a fresh interpreter each time (so ncu_report's one-time start-up is counted
 on both sides, as in one ``ncuroof analyze``):
 
-* baseline: :func:`ncuroof.parser.ncu_rep.read_ncu_rep` with the worker's read
-  (:func:`ncuroof.parser._ncu_worker.read`) called in-process and a walk of the framing without
-  the launch records, the way ncuroof read reports before issue 14;
-* contained: :func:`ncuroof.parser.ncu_rep.read_ncu_rep` as it is: one walk of the framing and
-  the launch records (:func:`~ncuroof.parser.ncu_rep.check_records`) and the read
-  in a worker process.
+* baseline: :func:`ncuroof.parser.ncu_rep.reference.read_ncu_rep` with the worker's read
+  (:func:`ncuroof.parser.ncu_rep._ncu_worker.read`) called in-process and a walk of the framing
+  without the launch records, the way ncuroof read reports before issue 14;
+* contained: :func:`ncuroof.parser.ncu_rep.reference.read_ncu_rep` as it is: one walk of the
+  framing and the launch records (:func:`~ncuroof.parser.ncu_rep.reference.check_records`) and
+  the read in a worker process.
 
 Prints milliseconds (best of ``--repeat`` fresh runs) and the ratio contained / baseline.
 
@@ -34,7 +34,7 @@ DEFAULT = (
 _BASELINE = """
 import io, mmap, pickle, sys, time
 from ncuroof import catalog
-from ncuroof.parser import _ncu_worker, blocks, ncu_rep
+from ncuroof.parser.ncu_rep import _ncu_worker, framing, reference
 
 def in_process(path, spec, progress=None, records=None):
     buf = io.BytesIO()
@@ -46,15 +46,15 @@ def in_process(path, spec, progress=None, records=None):
     return [v for k, v in frames if k == "row"]
 
 def framing_only(path):
-    blocks.check_file(path)
+    framing.check_file(path)
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        return blocks.plan(mm, path, blocks.walk(mm, path))
+        return framing.plan(mm, path, framing.walk(mm, path))
 
-ncu_rep.read_launches = in_process
-ncu_rep.check_records = framing_only
+reference.read_launches = in_process
+reference.check_records = framing_only
 cat = catalog.load()
 t = time.perf_counter()
-ncu_rep.read_ncu_rep(sys.argv[1], cat)
+reference.read_ncu_rep(sys.argv[1], cat)
 print(time.perf_counter() - t)
 """
 _CONTAINED = """

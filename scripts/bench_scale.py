@@ -14,7 +14,7 @@ as a ratio to ``floor per launch x launches`` measured in this run. Targets (iss
 1 GB; time per launch flat. The fixed cost of one run (starting Python, importing, writing a page:
 ``analyze`` of the source report itself) is measured too, and the time per launch is also given
 without it (``marginal``). The ``verify`` column is the part of the wall time that ``--reader auto``
-spends checking the decoder against ncu_report on a sample of launches (``ncuroof.parser.verify``),
+spends checking the decoder against ncu_report on a sample of launches (``ncuroof.parser.ncu_rep.verify``),
 measured alone. Then each stage's wall and CPU seconds at every size, and the log-log slope of its
 wall time against launches between the two largest sizes (1: linear).
 
@@ -57,8 +57,9 @@ ENV = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPAT
 # them through ncu_report.
 VERIFY = (
     "import sys, time; from pathlib import Path; from ncuroof import catalog; from ncuroof.parser"
-    " import nvr, verify; c = catalog.load(); p = Path(sys.argv[1]); df = nvr.read_nvr(p, c); t ="
-    " time.perf_counter(); v = verify.against_ncu_report(p, df, c, df.attrs[nvr.LEARNED]);"
+    ".ncu_rep import decode, verify; c = catalog.load(); p = Path(sys.argv[1]);"
+    " df = decode.read_nvr(p, c); t = time.perf_counter();"
+    " v = verify.against_ncu_report(p, df, c, df.attrs[decode.LEARNED]);"
     " print(v.launches, time.perf_counter() - t, repr(v.difference))"
 )
 FLOOR = (

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-from ncuroof.parser.wire import varint
+from ncuroof.parser.ncu_rep.protobuf import varint
 
 _U32 = struct.Struct("<I")
 

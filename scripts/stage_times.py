@@ -10,7 +10,7 @@ seconds (this process and the child processes it waited for: decoding workers, n
 shared machine CPU time is the number to compare), the process's peak RSS when the stage ended, and
 the rest (start-up, imports, glue). Unlike cProfile
 it adds no per-call overhead, so the numbers are those of a plain run. Decoding worker processes
-(:mod:`ncuroof.parser.split`) run inside ``parser.read_many``.
+(:mod:`ncuroof.parser.ncu_rep.parallel`) run inside ``parser.read_many``.
 """
 
 from __future__ import annotations

@@ -55,8 +55,8 @@ def __dir__() -> list[str]:
 
 def __getattr__(name: str) -> Any:
     """The public API, imported on first use (a process that imports only a part, such as a decoding
-    worker importing :mod:`ncuroof.parser.nvr`, does not pay for the rest); a subpackage or module
-    by its name (``ncuroof.api``, ``from .. import fmt``)."""
+    worker importing :mod:`ncuroof.parser.ncu_rep.decode`, does not pay for the rest); a subpackage
+    or module by its name (``ncuroof.api``, ``from .. import fmt``)."""
     if name in __all__:
         return getattr(importlib.import_module(f"{__name__}.api"), name)
     try:

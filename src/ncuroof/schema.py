@@ -142,7 +142,7 @@ STATUSES = ("ok", "no_roofline_metrics", "failed_measurement", "corrupt_record")
 #: launch gets status ``corrupt_record``.
 DAMAGED = "damaged record"
 #: Start of the ``input_notes`` of a launch whose counts and rates disagree on its duration
-#: (:func:`ncuroof.parser.verify.check_rates`): flagged ``inconsistent_read``.
+#: (:func:`ncuroof.parser.ncu_rep.verify.check_rates`): flagged ``inconsistent_read``.
 INCONSISTENT = "inconsistent values"
 #: Start of the ``input_notes`` naming the metrics a CSV export printed as n/a
 #: (:mod:`ncuroof.parser.csv`): flagged ``na_metrics``.

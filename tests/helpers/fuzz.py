@@ -107,8 +107,8 @@ class Block:
 
 
 def blocks(data: bytes) -> list[Block]:
-    """Walk the framing of an undamaged report (with :func:`ncuroof.parser.blocks.walk`)."""
-    from ncuroof.parser.blocks import walk
+    """Walk the framing of an undamaged report (:func:`ncuroof.parser.ncu_rep.framing.walk`)."""
+    from ncuroof.parser.ncu_rep.framing import walk
 
     return [
         Block(pos, data[pos + 4 : start], start, header.payload_size)
@@ -128,7 +128,7 @@ def _varint(n: int) -> bytes:
 
 def _with_payload_size(header: bytes, size: int) -> bytes:
     """The block header with field 5 (payload size) set to ``size``, other fields kept."""
-    from ncuroof.parser.wire import varint as read_varint
+    from ncuroof.parser.ncu_rep.protobuf import varint as read_varint
 
     out, i = bytearray(), 0
     while i < len(header):

@@ -1,4 +1,5 @@
-"""Our own .ncu-rep decoder (ncuroof.parser.nvr) against NVIDIA's ncu_report, the reference."""
+"""Our own .ncu-rep decoder (ncuroof.parser.ncu_rep.decode) against NVIDIA's ncu_report, the
+reference."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ import pytest
 import ncuroof
 from ncuroof import catalog, parser, schema
 from ncuroof.errors import ReportFormatError
-from ncuroof.parser import nvr, verify
-from ncuroof.parser.ncu_rep import read_ncu_rep
+from ncuroof.parser.ncu_rep import decode, verify
+from ncuroof.parser.ncu_rep.reference import read_ncu_rep
 from tests.helpers.cli import assert_clean_failure
 from tests.helpers.errors import assert_one_line_error
 from tests.helpers.reports import REPO, REPORTS, needs_ncu_report, needs_shared, shared
@@ -53,7 +54,7 @@ def test_same_raw_table_as_ncu_report(report: Path) -> None:
     ours = parser.read(report, cat, reader="fast")
     theirs = parser.read(report, cat, reader="ncu_report")
     assert_same_tables(theirs.drop(columns="reader"), ours.drop(columns="reader"))
-    assert_same_tables(ref, nvr.read_nvr(report, cat))
+    assert_same_tables(ref, decode.read_nvr(report, cat))
     assert ref["nvtx_range"].notna().any() == (
         report.name.startswith(("cutlass", "gene", "nsight"))
     )
@@ -77,7 +78,7 @@ def test_generated_report_reads_as_n_launches_both_ways(tmp_path: Path) -> None:
     ref = read_ncu_rep(big, cat)
     assert len(ref) == 2000
     ticks: list[int] = []
-    ours = nvr.read_nvr(
+    ours = decode.read_nvr(
         big,
         cat,
         progress=lambda total: (ticks.append(total), lambda n=1: ticks.append(-n))[1],
@@ -86,7 +87,7 @@ def test_generated_report_reads_as_n_launches_both_ways(tmp_path: Path) -> None:
     assert ticks[0] == 2000 and -sum(ticks[1:]) == 2000
     assert_same_tables(ref, ours)
     ticks.clear()
-    split = nvr.read_nvr(
+    split = decode.read_nvr(
         big,
         cat,
         progress=lambda total: (ticks.append(total), lambda n=1: ticks.append(-n))[1],
@@ -95,8 +96,8 @@ def test_generated_report_reads_as_n_launches_both_ways(tmp_path: Path) -> None:
     )
     assert ticks[0] == 2000 and -sum(ticks[1:]) == 2000
     assert_same_tables(ref, split)
-    launches = list(nvr.iter_results(big.read_bytes(), big, cat))
-    stamps = nvr.read_stamps(big)
+    launches = list(decode.iter_results(big.read_bytes(), big, cat))
+    stamps = decode.read_stamps(big)
     assert list(stamps["seq"]) == [launch.seq for launch in launches]
     assert stamps["seq"].is_monotonic_increasing and stamps["seq"].is_unique, (
         "ncu's sequence numbers keep increasing"
@@ -109,14 +110,14 @@ def test_unknown_format_version_falls_back_or_says_what_to_do(
 ) -> None:
     report = shared("nsight-training__manual_nvtx.ncu-rep")
     cat = catalog.load()
-    monkeypatch.setattr(nvr, "FORMAT_VERSION", 6)
+    monkeypatch.setattr(decode, "FORMAT_VERSION", 6)
     with pytest.raises(ReportFormatError) as err:
         parser.read(report, cat, reader="fast")
     assert_one_line_error(err, report, "--reader ncu_report")
     if importlib.util.find_spec("ncu_report") is not None:
-        monkeypatch.setattr(nvr, "FORMAT_VERSION", 7)
+        monkeypatch.setattr(decode, "FORMAT_VERSION", 7)
         expected = parser.read(report, cat, reader="fast")
-        monkeypatch.setattr(nvr, "FORMAT_VERSION", 6)
+        monkeypatch.setattr(decode, "FORMAT_VERSION", 6)
         got = parser.read(report, cat)
         assert_same_tables(expected.drop(columns="reader"), got.drop(columns="reader"))
         assert (
@@ -128,7 +129,7 @@ def test_unknown_format_version_falls_back_or_says_what_to_do(
 
 def _shorten_block(data: bytes, block: int) -> bytes:
     """Delete one byte in the middle of ``block``'s payload and lower its payload size by one."""
-    for index, pos, header, start in nvr._blocks(data, Path("x")):
+    for index, pos, header, start in decode._blocks(data, Path("x")):
         if index == block:
             size = header.payload_size
             header.payload_size = size - 1
@@ -225,9 +226,9 @@ def _edit_results(src: Path, dst: Path, edit, extra: bytes = b"") -> None:  # no
     """Write ``src`` with every result message edited (through the decoder's own message types), and
     ``extra`` (raw fields) appended to each."""
     data = src.read_bytes()
-    classes = nvr._classes()
+    classes = decode._classes()
     out = [data[: 8 + struct.unpack_from("<I", data, 4)[0]]]
-    for _, _, header, start in nvr._blocks(data, src):
+    for _, _, header, start in decode._blocks(data, src):
         payload = data[start : start + header.payload_size]
         if header.num_results:
             result = classes["Result"].FromString(payload[4:])
@@ -276,7 +277,7 @@ def test_edited_reports_agree_with_ncu_report(tmp_path: Path, edit) -> None:  # 
     _edit_results(shared("nsight-training__manual_nvtx.ncu-rep"), edited, edit)
     cat = catalog.load()
     ref = read_ncu_rep(edited, cat)
-    assert_same_tables(ref, nvr.read_nvr(edited, cat))
+    assert_same_tables(ref, decode.read_nvr(edited, cat))
 
 
 def test_unknown_reader_is_refused() -> None:
@@ -291,24 +292,24 @@ def test_split_decode_is_the_same_table_and_its_errors_are_whole(tmp_path: Path)
     big = tmp_path / "big.ncu-rep"
     _make_big_report()(shared("ESMM-Research__profile_output.ncu-rep"), big, 1200)
     cat = catalog.load()
-    one = nvr.read_nvr(big, cat, processes=1)
+    one = decode.read_nvr(big, cat, processes=1)
     assert len(one) == 1200 and list(one["launch_id"]) == list(range(1200))
-    assert_same_tables(one, nvr.read_nvr(big, cat, processes=2, chunk=100))
+    assert_same_tables(one, decode.read_nvr(big, cat, processes=2, chunk=100))
     data = big.read_bytes()
-    blocks = list(nvr._blocks(data, big))
+    blocks = list(decode._blocks(data, big))
     index, pos, header, start = blocks[-3]  # the third-last block: in the last slice
     launch = sum(h.num_results for _, _, h, _ in blocks[:-3])
     bad = tmp_path / "bad.ncu-rep"
     bad.write_bytes(_shorten_block(data, index))
     with pytest.raises(ReportFormatError) as info:
-        nvr.read_nvr(bad, cat, processes=2)
+        decode.read_nvr(bad, cat, processes=2)
     assert info.value.path == bad
     assert_one_line_error(info, bad, "damaged", f"launch {launch} ", f"block {index} ")
     first = next(i for i, (_, _, h, _) in enumerate(blocks) if h.num_results)
     last = blocks[-1][1]  # the first launch's block again before the last one: two slices apart
     bad.write_bytes(data[:last] + data[blocks[first][1] : blocks[first + 1][1]] + data[last:])
     with pytest.raises(ReportFormatError) as info:
-        nvr.read_nvr(bad, cat, processes=2)
+        decode.read_nvr(bad, cat, processes=2)
     assert_one_line_error(info, bad, "repeated", "record 1199", "record 0 ")
 
 
@@ -316,7 +317,7 @@ def test_records_checked_at_once_agree_with_the_ledger_one_by_one() -> None:
     """blocks.check_records (NumPy, for records whose sequence numbers increase per process) raises
     exactly where LaunchLedger.add, record by record, raises, with its message; on random records
     with repeated, lowered and missing sequence numbers and repeated bytes."""
-    from ncuroof.parser.blocks import LaunchLedger, ResultRecord, check_records
+    from ncuroof.parser.ncu_rep.framing import LaunchLedger, ResultRecord, check_records
 
     rng = np.random.default_rng(29)
     path, outcomes = Path("r.ncu-rep"), set()
@@ -350,15 +351,15 @@ def test_records_checked_at_once_agree_with_the_ledger_one_by_one() -> None:
 def test_decoding_processes_follow_cores_size_and_the_environment(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.delenv(nvr.PROCESSES_ENV, raising=False)
-    monkeypatch.setattr(nvr, "cores", lambda: 4)
-    assert [nvr._processes(n) for n in (10, 49_999, 50_000, 100_000, 10**6)] == [1, 1, 2, 4, 4]
+    monkeypatch.delenv(decode.PROCESSES_ENV, raising=False)
+    monkeypatch.setattr(decode, "cores", lambda: 4)
+    assert [decode._processes(n) for n in (10, 49_999, 50_000, 100_000, 10**6)] == [1, 1, 2, 4, 4]
     monkeypatch.setenv(
-        nvr.PROCESSES_ENV, "1"
+        decode.PROCESSES_ENV, "1"
     )  # what a dask worker of a fleet sets (ncuroof.runs.fleet.analyze_on_worker)
-    assert nvr._processes(10**6) == 1
-    monkeypatch.setenv(nvr.PROCESSES_ENV, "many")
-    assert nvr._processes(10**6) == 4
+    assert decode._processes(10**6) == 1
+    monkeypatch.setenv(decode.PROCESSES_ENV, "many")
+    assert decode._processes(10**6) == 4
 
 
 @pytest.mark.parametrize(
@@ -367,20 +368,20 @@ def test_decoding_processes_follow_cores_size_and_the_environment(
 def test_values_read_in_one_match_equal_values_read_one_by_one(
     monkeypatch: pytest.MonkeyPatch, name: str
 ) -> None:
-    """The learned reader (nvr._Doubles) against the value-by-value decoder, on every launch."""
+    """The learned reader (decode._Doubles) against the value-by-value decoder, on every launch."""
     cat = catalog.load()
     report = shared(name)
     learned: list[object] = []
-    learn = nvr._Doubles.learn
+    learn = decode._Doubles.learn
     monkeypatch.setattr(
-        nvr._Doubles,
+        decode._Doubles,
         "learn",
         classmethod(lambda cls, layout, raws: learned.append(1) or learn(layout, raws)),
     )
-    fast = nvr.read_nvr(report, cat, processes=1)
-    monkeypatch.setattr(nvr._Doubles, "learn", classmethod(lambda cls, layout, raws: None))
+    fast = decode.read_nvr(report, cat, processes=1)
+    monkeypatch.setattr(decode._Doubles, "learn", classmethod(lambda cls, layout, raws: None))
     assert learned and len(fast) > len(learned), "the learned reader read most launches"
-    assert_same_tables(nvr.read_nvr(report, cat, processes=1), fast)
+    assert_same_tables(decode.read_nvr(report, cat, processes=1), fast)
 
 
 @needs_ncu_report
@@ -389,7 +390,7 @@ def test_launches_of_another_process_stay_in_range_0_both_ways(tmp_path: Path) -
     ID, host, executable); the decoder's range_id 0 agrees. (A result of another kind than a kernel
     launch, as range replay writes, makes the decoder give the report to ncu_report.)"""
     data = bytearray(shared("ESMM-Research__profile_output.ncu-rep").read_bytes())
-    blocks = [b for b in nvr._blocks(bytes(data), Path("x")) if b[2].num_results]
+    blocks = [b for b in decode._blocks(bytes(data), Path("x")) if b[2].num_results]
     for _, pos, _, start in blocks[-2:]:
         at = bytes(data[pos:start]).find(b"\x08\xceG\x12\t127.0.0.1")  # process 9166 on 127.0.0.1
         assert at > 0
@@ -399,20 +400,24 @@ def test_launches_of_another_process_stay_in_range_0_both_ways(tmp_path: Path) -
     cat = catalog.load()
     ref = read_ncu_rep(report, cat)
     assert list(ref["range_id"]) == [0, 0, 0, 0] and list(ref["launch_id"]) == [0, 1, 2, 3]
-    assert_same_tables(ref, nvr.read_nvr(report, cat))
+    assert_same_tables(ref, decode.read_nvr(report, cat))
 
 
 def test_a_dead_worker_s_slice_is_decoded_here(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A worker killed before it answers (out of memory, a signal) costs time, not the analysis."""
-    from ncuroof.parser import split
+    from ncuroof.parser.ncu_rep import parallel
 
     big = tmp_path / "big.ncu-rep"
     _make_big_report()(shared("ESMM-Research__profile_output.ncu-rep"), big, 600)
     cat = catalog.load()
-    monkeypatch.setattr(split, "_BOOT", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
-    assert_same_tables(nvr.read_nvr(big, cat, processes=1), nvr.read_nvr(big, cat, processes=3))
+    monkeypatch.setattr(
+        parallel, "_BOOT", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"
+    )
+    assert_same_tables(
+        decode.read_nvr(big, cat, processes=1), decode.read_nvr(big, cat, processes=3)
+    )
 
 
 def test_an_unknown_reader_is_refused_whatever_the_input() -> None:
@@ -428,10 +433,10 @@ def _strings_after_first_result(src: Path, dst: Path) -> None:
     string each right after it, as an H800 report of ncu 2023.3 lays them out: that launch names
     strings defined later in the file. Every string keeps its index."""
     data = src.read_bytes()
-    classes = nvr._classes()
+    classes = decode._classes()
     out = [data[: 8 + struct.unpack_from("<I", data, 4)[0]]]
     moved: list[bytes] = []
-    for _, _, header, start in nvr._blocks(data, src):
+    for _, _, header, start in decode._blocks(data, src):
         payload = data[start : start + header.payload_size]
         first = header.num_results and not moved and len(header.strings.strings) > 0
         if first:
@@ -456,20 +461,20 @@ def test_strings_defined_after_the_launch_that_names_them(tmp_path: Path) -> Non
     _strings_after_first_result(shared("nsight-training__manual_nvtx.ncu-rep"), moved)
     ref = read_ncu_rep(shared("nsight-training__manual_nvtx.ncu-rep"), cat).drop(columns="source")
     assert_same_tables(ref, read_ncu_rep(moved, cat).drop(columns="source"))
-    assert_same_tables(ref, nvr.read_nvr(moved, cat).drop(columns="source"))
+    assert_same_tables(ref, decode.read_nvr(moved, cat).drop(columns="source"))
     assert parser.read(moved, cat)["reader"].str.startswith("ncuroof decoder, verified").all()
     big, big_moved = tmp_path / "big.ncu-rep", tmp_path / "big-moved.ncu-rep"
     _make_big_report()(shared("ESMM-Research__profile_output.ncu-rep"), big, 1200)
     _strings_after_first_result(big, big_moved)
     assert_same_tables(
-        nvr.read_nvr(big, cat, processes=1).drop(columns="source"),
-        nvr.read_nvr(big_moved, cat, processes=2, chunk=100).drop(columns="source"),
+        decode.read_nvr(big, cat, processes=1).drop(columns="source"),
+        decode.read_nvr(big_moved, cat, processes=2, chunk=100).drop(columns="source"),
     )
 
 
 def _first_copy_wins(monkeypatch: pytest.MonkeyPatch) -> None:
     """Bring back the decoder's old reading of a repeated metric: the first copy (issue 20)."""
-    scan = nvr._Wanted._scan
+    scan = decode._Wanted._scan
 
     def first(self, metrics):  # noqa: ANN001, ANN202
         found, earlier = scan(self, metrics)
@@ -477,7 +482,7 @@ def _first_copy_wins(monkeypatch: pytest.MonkeyPatch) -> None:
             found[mid] = i
         return found, []
 
-    monkeypatch.setattr(nvr._Wanted, "_scan", first)
+    monkeypatch.setattr(decode._Wanted, "_scan", first)
 
 
 @needs_ncu_report
@@ -491,7 +496,7 @@ def test_auto_reads_with_ncu_report_where_the_sample_differs(
     cat = catalog.load()
     ref = parser.read(report, cat, reader="ncu_report").drop(columns="reader")
     _first_copy_wins(monkeypatch)
-    wrong = nvr.read_nvr(report, cat)
+    wrong = decode.read_nvr(report, cat)
     assert (wrong["gpu__time_duration.sum"] != ref["gpu__time_duration.sum"]).all()
     got = parser.read(report, cat)
     assert_same_tables(ref, got.drop(columns="reader"))
@@ -541,17 +546,17 @@ def test_a_launch_the_decoder_cannot_decode_goes_to_ncu_report(
     report = shared("nsight-training__manual_nvtx.ncu-rep")
     cat = catalog.load()
     ref = parser.read(report, cat, reader="ncu_report").drop(columns="reader")
-    launch = nvr._SliceReader.launch
+    launch = decode._SliceReader.launch
     monkeypatch.setattr(
-        nvr._SliceReader,
+        decode._SliceReader,
         "launch",
         lambda self, buf, index, block, offset: (
-            (_ for _ in ()).throw(nvr.DecodeError("a layout never seen"))
+            (_ for _ in ()).throw(decode.DecodeError("a layout never seen"))
             if block == 12
             else launch(self, buf, index, block, offset)
         ),
     )
-    with pytest.raises(nvr.PayloadError) as err:
+    with pytest.raises(decode.PayloadError) as err:
         parser.read(report, cat, reader="fast")
     assert_one_line_error(
         err, report, "launch 2 ", "block 12 ", "byte 119733", "a layout never seen"
@@ -642,8 +647,8 @@ def test_sample_cut_from_the_decoder_s_blocks_is_the_walked_cut(tmp_path: Path, 
     moved = tmp_path / "moved.ncu-rep"
     _strings_after_first_result(shared(name), moved)
     for report in (shared(name), moved):
-        blocks: list[nvr.Block] = []
-        df = nvr.read_nvr(report, cat, blocks=blocks)
+        blocks: list[decode.Block] = []
+        df = decode.read_nvr(report, cat, blocks=blocks)
         for launches in ([0], [len(df) - 1], verify.sample_launches([], len(df), extra=2)):
             walked, recorded = tmp_path / "walked.ncu-rep", tmp_path / "recorded.ncu-rep"
             assert verify.cut_report(report, launches, walked) == verify.cut_report(
@@ -662,8 +667,8 @@ def test_sample_read_in_two_parts_gives_the_verdict_of_one_read(tmp_path: Path) 
     _make_big_report()(shared("ESMM-Research__profile_output.ncu-rep"), report, 1200)
     cat = catalog.load()
     blocks: list[object] = []
-    df = nvr.read_nvr(report, cat, processes=2, blocks=blocks)
-    learned = df.attrs[nvr.LEARNED]
+    df = decode.read_nvr(report, cat, processes=2, blocks=blocks)
+    learned = df.attrs[decode.LEARNED]
     early = verify.EarlySample(report, cat, blocks, len(df), [0])
     late = [i for i in learned if i not in early.launches]
     assert late, "some learned launches are read after the early part"
@@ -696,15 +701,15 @@ def test_block_headers_read_through_the_file_agree_with_parsed_ones(tmp_path: Pa
     )
     sizes = {
         (h.payload_size.bit_length() + 6) // 7
-        for _, _, h, _ in nvr._blocks(grown.read_bytes(), grown)
+        for _, _, h, _ in decode._blocks(grown.read_bytes(), grown)
         if h.num_results
     }
     assert len(sizes) == 2, sizes
     for report in [*REPORTS, grown]:
         with report.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
             parsed, read = [], []
-            plan = nvr._plan(mm, report, parsed)
-            assert nvr._plan(mm, report, read, f.fileno()) == plan, report.name
+            plan = decode._plan(mm, report, parsed)
+            assert decode._plan(mm, report, read, f.fileno()) == plan, report.name
             assert read == parsed, report.name
 
 
@@ -730,19 +735,19 @@ def test_launches_of_many_layouts_and_opcode_tables_are_read_in_bulk(
     cat = catalog.load()
     ref = read_ncu_rep(big, cat)
     full: list[int] = []
-    parsed = nvr._parsed_launch
-    monkeypatch.setattr(nvr, "_parsed_launch", lambda *a: full.append(1) or parsed(*a))
-    ours = nvr.read_nvr(big, cat, processes=1, chunk=10)
+    parsed = decode._parsed_launch
+    monkeypatch.setattr(decode, "_parsed_launch", lambda *a: full.append(1) or parsed(*a))
+    ours = decode.read_nvr(big, cat, processes=1, chunk=10)
     assert 0 < len(full) <= len(read_ncu_rep(source, cat)), "launches decoded in full"
     assert_same_tables(ref, ours)
-    assert_same_tables(ref, nvr.read_nvr(big, cat, processes=2, chunk=10))
+    assert_same_tables(ref, decode.read_nvr(big, cat, processes=2, chunk=10))
 
 
 def test_workers_leave_no_result_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A worker's result goes through a temporary file of its own (read once the worker has ended,
     so the two processes' memory does not add up); none is left after a read, a worker's error or a
     worker killed before it answers."""
-    from ncuroof.parser import split
+    from ncuroof.parser.ncu_rep import parallel
 
     temp = tmp_path / "temp"
     temp.mkdir()
@@ -750,21 +755,23 @@ def test_workers_leave_no_result_file(tmp_path: Path, monkeypatch: pytest.Monkey
     big = tmp_path / "big.ncu-rep"
     _make_big_report()(shared("ESMM-Research__profile_output.ncu-rep"), big, 600)
     cat = catalog.load()
-    one = nvr.read_nvr(big, cat, processes=1)
-    assert_same_tables(one, nvr.read_nvr(big, cat, processes=3))
+    one = decode.read_nvr(big, cat, processes=1)
+    assert_same_tables(one, decode.read_nvr(big, cat, processes=3))
     assert not list(temp.iterdir())
     data = big.read_bytes()
-    blocks = list(nvr._blocks(data, big))
+    blocks = list(decode._blocks(data, big))
     bad = tmp_path / "bad.ncu-rep"
     bad.write_bytes(_shorten_block(data, blocks[-3][0]))  # damaged in the last worker's slice
     with pytest.raises(ReportFormatError):
-        nvr.read_nvr(bad, cat, processes=3)
+        decode.read_nvr(bad, cat, processes=3)
     assert not list(temp.iterdir())
-    monkeypatch.setattr(split, "_BOOT", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
-    assert_same_tables(one, nvr.read_nvr(big, cat, processes=3))
+    monkeypatch.setattr(
+        parallel, "_BOOT", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"
+    )
+    assert_same_tables(one, decode.read_nvr(big, cat, processes=3))
     assert not list(temp.iterdir())
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "gone"))  # no temporary file: no worker
-    assert_same_tables(one, nvr.read_nvr(big, cat, processes=3))
+    assert_same_tables(one, decode.read_nvr(big, cat, processes=3))
 
 
 @needs_ncu_report
@@ -776,7 +783,7 @@ def test_generated_report_with_varied_values_reads_as_ncu_report_does(tmp_path: 
     _make_big_report()(shared("ESMM-Research__profile_output.ncu-rep"), big, 800, vary=0.05)
     cat = catalog.load()
     ref = read_ncu_rep(big, cat)
-    assert_same_tables(ref, nvr.read_nvr(big, cat, processes=2, chunk=50))
+    assert_same_tables(ref, decode.read_nvr(big, cat, processes=2, chunk=50))
     duration = ref["gpu__time_duration.sum"]
     assert duration.nunique() == 800
     factor = duration.to_numpy()[4::4] / duration.to_numpy()[0]  # copies of launch 0

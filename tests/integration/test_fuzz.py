@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 
 from ncuroof import catalog
 from ncuroof.errors import ReportFormatError
-from ncuroof.parser import ncu_rep, read_csv
-from ncuroof.parser.contained import read_launches
+from ncuroof.parser import read_csv
+from ncuroof.parser.ncu_rep.reference import DAMAGED_TEXT, _spec, check_records, read_launches
 from ncuroof.parser.validate import check_values, roof_violations
 from ncuroof.render.page import write_outputs
 from tests.helpers import fuzz
@@ -133,7 +133,7 @@ def test_an_abort_of_ncu_report_is_contained_in_the_worker(tmp_path: Path) -> No
     bad = tmp_path / "short.ncu-rep"
     bad.write_bytes(_shortened("nsight-training__manual_nvtx.ncu-rep", 11))
     with pytest.raises(ReportFormatError) as err:
-        read_launches(bad, ncu_rep._spec(catalog.load()))
+        read_launches(bad, _spec(catalog.load()))
     assert_one_line_error(err, bad, "SIGABRT")
 
 
@@ -143,7 +143,7 @@ def test_worker_reads_what_ncu_stored(tmp_path: Path) -> None:
     from tests.helpers.reports import ncu_metrics
 
     name = "ESMM-Research__profile_output.ncu-rep"
-    rows = read_launches(shared(name), ncu_rep._spec(catalog.load()))
+    rows = read_launches(shared(name), _spec(catalog.load()))
     direct = ncu_metrics(name)
     assert len(rows) == len(direct) == 4
     for row, ncu in zip(rows, direct):
@@ -170,10 +170,7 @@ def test_flipped_byte_in_a_name_never_crashes(tmp_path: Path) -> None:
     assert not out.leftovers and out.signal is None
     assert out.exit_code == 0 or "launch 0 in block 2" in _one_line_refusal(out)
     raw = read(tmp_path / "case.ncu-rep", catalog.load(), reader="ncu_report")
-    assert (
-        "\ufffd" in raw.loc[0, "kernel_demangled"]
-        and raw.loc[0, "input_notes"] == ncu_rep.DAMAGED_TEXT
-    )
+    assert "\ufffd" in raw.loc[0, "kernel_demangled"] and raw.loc[0, "input_notes"] == DAMAGED_TEXT
     assert raw.loc[1:, "input_notes"].isna().all()
 
 
@@ -304,7 +301,7 @@ def test_duplicated_or_reordered_result_blocks_are_refused(tmp_path: Path) -> No
 
 
 def test_launch_sequence_reads_ncu_sequence_numbers() -> None:
-    records = ncu_rep.check_records(shared("ESMM-Research__profile_output.ncu-rep")).records
+    records = check_records(shared("ESMM-Research__profile_output.ncu-rep")).records
     assert [r.sequence for r in records] == [519, 525, 531, 537]
     assert {r.process_id for r in records} == {9166}
 

@@ -20,9 +20,8 @@ import pytest
 
 from ncuroof import catalog, parser
 from ncuroof.errors import InputError, ReportFormatError
-from ncuroof.parser import compressed, nvr, wire
-from ncuroof.parser.contained import read_launches
-from ncuroof.parser.ncu_rep import _spec
+from ncuroof.parser.ncu_rep import compressed, decode, protobuf
+from ncuroof.parser.ncu_rep.reference import _spec, read_launches
 from tests.helpers import fuzz
 from tests.helpers.cli import assert_clean_failure
 from tests.helpers.errors import assert_one_line_error
@@ -202,12 +201,15 @@ def test_the_2026_2_report_is_read_by_the_decoder() -> None:
 def test_a_block_with_graphs_is_declined(tmp_path: Path) -> None:
     """NumGraphs is verified only at 0: a block that counts graph records is
     unknown to the decoder."""
-    assert wire.unseen_fields(bytes([0x50, 0x00]), "BlockHeader") == []
-    assert wire.unseen_fields(bytes([0x50, 0x02]), "BlockHeader") == [(10, 0)]
+    assert protobuf.unseen_fields(bytes([0x50, 0x00]), "BlockHeader") == []
+    assert protobuf.unseen_fields(bytes([0x50, 0x02]), "BlockHeader") == [(10, 0)]
     assert (
-        wire.unseen_fields(bytes([0x40, 0x00, 0x48, 0x00]), "BlockHeader") == []
+        protobuf.unseen_fields(bytes([0x40, 0x00, 0x48, 0x00]), "BlockHeader") == []
     )  # NumCmdlistResults, NumGraphResults at 0
-    assert wire.unseen_fields(bytes([0x40, 0x01, 0x48, 0x03]), "BlockHeader") == [(8, 0), (9, 0)]
+    assert protobuf.unseen_fields(bytes([0x40, 0x01, 0x48, 0x03]), "BlockHeader") == [
+        (8, 0),
+        (9, 0),
+    ]
     src = shared("ai-infra-notes__leetgpu_matmul_full.ncu-rep").read_bytes()
     first = 8 + struct.unpack_from("<I", src, 4)[0]
     size = struct.unpack_from("<I", src, first)[0]
@@ -216,8 +218,8 @@ def test_a_block_with_graphs_is_declined(tmp_path: Path) -> None:
     edited = header[:at] + b"\x50\x01" + header[at + 2 :]
     bad = tmp_path / "graphs.ncu-rep"
     bad.write_bytes(src[:first] + struct.pack("<I", len(edited)) + edited + src[first + 4 + size :])
-    with pytest.raises(nvr.UnsupportedReport) as err:
-        nvr.read_nvr(bad, catalog.load())
+    with pytest.raises(decode.UnsupportedReport) as err:
+        decode.read_nvr(bad, catalog.load())
     assert_one_line_error(err, None, "BlockHeader", "[(10, 0)]")  # internal: auto falls back
 
 
@@ -283,8 +285,8 @@ def test_metadata_fields_of_the_proto_are_skipped_and_values_stay_ncu_report_s(
     )
     unknown = tmp_path / "unknown.ncu-rep"
     _edit_results(src, unknown, lambda r: None, extra=b"\xc8\x03\x01")  # field 57, a varint
-    with pytest.raises(nvr.UnsupportedReport) as err:
-        nvr.read_nvr(unknown, cat)
+    with pytest.raises(decode.UnsupportedReport) as err:
+        decode.read_nvr(unknown, cat)
     assert_one_line_error(err, None, "Result", "[(57, 0)]")  # internal: auto falls back
 
 
@@ -411,7 +413,7 @@ def test_a_repz_is_read_forward_with_no_copy(
     name = "alife_cuda__profile_output.ncu-rep"
     repz = tmp_path / "a.ncu-repz"
     repz.write_bytes(fuzz.compress(shared(name).read_bytes(), **layout))
-    monkeypatch.setenv(nvr.PROCESSES_ENV, processes)
+    monkeypatch.setenv(decode.PROCESSES_ENV, processes)
     made = _copies(monkeypatch)
     cat = catalog.load()
     ours = parser.read(repz, cat)
@@ -429,7 +431,7 @@ def test_a_repz_read_forward_falls_back_to_a_copy(
     """A read behind the window kept (no window at all), and a stream that makes more than the
     limits allow (counted, not declared), are read from a decompressed copy, as before: the same
     table, and the copy's error."""
-    from ncuroof.parser import forward
+    from ncuroof.parser.ncu_rep import source
 
     name = "nsight-training__manual_nvtx.ncu-rep"
     cat = catalog.load()
@@ -437,7 +439,7 @@ def test_a_repz_read_forward_falls_back_to_a_copy(
     sized = tmp_path / "sized.ncu-repz"
     sized.write_bytes(fuzz.compress(shared(name).read_bytes()))
     made = _copies(monkeypatch)
-    monkeypatch.setattr(forward, "WINDOW", 0)
+    monkeypatch.setattr(source, "WINDOW", 0)
     assert_same_tables(original, parser.read(sized, cat, reader="fast").drop(columns="source"))
     assert len(made) == 1
     unsized = tmp_path / "unsized.ncu-repz"
@@ -447,12 +449,12 @@ def test_a_repz_read_forward_falls_back_to_a_copy(
         thresholds={**cat.thresholds, "compressed": {"max_ratio": 1.0, "ratio_from_bytes": 1000}},
     )
     assert compressed.limit_bytes(small, unsized.stat().st_size) < shared(name).stat().st_size
-    assert forward.streamable(unsized, small) is None
+    assert source.streamable(unsized, small) is None
     with pytest.raises(ReportFormatError) as err:
         parser.read(unsized, small)
     assert_one_line_error(err, unsized, "zstd bomb")
     assert len(made) == 2
-    assert forward.streamable(unsized, cat) == shared(name).stat().st_size
+    assert source.streamable(unsized, cat) == shared(name).stat().st_size
 
 
 def test_forward_slices_are_the_bytes_and_refuse_what_they_no_longer_hold(tmp_path: Path) -> None:
@@ -461,7 +463,7 @@ def test_forward_slices_are_the_bytes_and_refuse_what_they_no_longer_hold(tmp_pa
     ReportFormatError."""
     import random
 
-    from ncuroof.parser.forward import WINDOW, Backward, Forward
+    from ncuroof.parser.ncu_rep.source import WINDOW, Backward, Forward
 
     data = _report_bytes(3 * compressed.CHUNK + WINDOW + 777)
     repz = tmp_path / "r.ncu-repz"

@@ -19,7 +19,8 @@ import pytest
 import ncuroof
 from ncuroof import schema
 from ncuroof.errors import InputError, OutputError
-from ncuroof.parser import split, tables_io
+from ncuroof.parser import tables_io
+from ncuroof.parser.ncu_rep import parallel
 from ncuroof.render import page as report
 from tests.helpers.errors import assert_one_line_error
 from tests.helpers.reports import REPO, kernels_of, needs_ncu_report, shared
@@ -313,8 +314,8 @@ def test_decoding_workers_take_this_process_arrow_pool(monkeypatch: pytest.Monke
         return object()
 
     monkeypatch.delenv("ARROW_DEFAULT_MEMORY_POOL", raising=False)
-    monkeypatch.setattr(split.subprocess, "Popen", popen)
-    split._remove(split._start("json").result)
+    monkeypatch.setattr(parallel.subprocess, "Popen", popen)
+    parallel._remove(parallel._start("json").result)
     assert seen["ARROW_DEFAULT_MEMORY_POOL"] == pa.default_memory_pool().backend_name
     assert "ARROW_DEFAULT_MEMORY_POOL" not in os.environ
 

@@ -1,11 +1,11 @@
 """Turn ncu output files into the raw table (:mod:`ncuroof.schema`).
 
 One reader per format, chosen from the file's content and name: ``.ncu-rep`` reports through our
-own decoder (:mod:`.nvr`), or NVIDIA's ``ncu_report`` (:mod:`.ncu_rep`: the reference, used for
-anything the decoder was not verified on), ncu CSV exports (:mod:`.csv`). A compressed report
-(``.ncu-repz``, zstd) is read forward from its stream (:mod:`.forward`), or, where that path
-stops, decompressed into a temporary file first and read the same way
-(:mod:`.compressed`). Several files of
+own decoder (:mod:`.ncu_rep.decode`), or NVIDIA's ``ncu_report`` (:mod:`.ncu_rep.reference`: the
+reference, used for anything the decoder was not verified on), ncu CSV exports (:mod:`.csv`). A
+compressed report (``.ncu-repz``, zstd) is read forward from its stream (:mod:`.ncu_rep.source`),
+or, where that path stops, decompressed into a temporary file first and read the same way
+(:mod:`.ncu_rep.compressed`). Several files of
 one run (the NERSC/GENE workflow: time and DRAM bytes from one ncu run, FLOP counts from another)
 are merged launch by launch (:mod:`.merge`); a session-page CSV completes the others with the
 device name and ncu version.
@@ -25,16 +25,24 @@ from ..catalog import Catalog
 from ..errors import InputError, MissingModuleError, NcuroofError, ReportFormatError
 from ..fmt import path_text
 from ..schema import validate_raw
-from .blocks import MAGIC
-from .compressed import is_compressed, uncompressed
 from .csv import Session, read_csv, read_session, sniff
 from .files import regular_file
-from .forward import streamable
 from .merge import apply_session, merge
-from .ncu_rep import read_ncu_rep
-from .nvr import LEARNED, PayloadError, UnsupportedReport, read_nvr
+from .ncu_rep import (
+    LEARNED,
+    MAGIC,
+    EarlySample,
+    PayloadError,
+    UnsupportedReport,
+    against_ncu_report,
+    check_rates,
+    is_compressed,
+    read_ncu_rep,
+    read_nvr,
+    streamable,
+    uncompressed,
+)
 from .validate import check_values
-from .verify import EarlySample, against_ncu_report, check_rates
 
 
 def have_ncu_report() -> bool:
@@ -115,12 +123,12 @@ def _read_report(
     """A ``.ncu-rep`` through the chosen reader, its ``reader`` column saying which and why.
 
     ``auto`` reads with the decoder, then checks it against ``ncu_report`` on a sample
-    (:func:`.verify.against_ncu_report`) wherever that is installed, and reads the whole report with
-    ``ncu_report`` when the decoder meets something it was not verified on, when a launch does
-    not decode as it knows results (a damaged report only if ``ncu_report`` fails on it too), or
-    when the sample differs. Decoded tables are checked for counts and rates that disagree on
-    the duration (:func:`.verify.check_rates`). ``whole`` is how ``ncu_report`` reads the whole
-    report (:func:`_streamed` declines instead).
+    (:func:`.ncu_rep.verify.against_ncu_report`) wherever that is installed, and reads the whole
+    report with ``ncu_report`` when the decoder meets something it was not verified on, when a
+    launch does not decode as it knows results (a damaged report only if ``ncu_report`` fails on it
+    too), or when the sample differs. Decoded tables are checked for counts and rates that disagree
+    on the duration (:func:`.ncu_rep.verify.check_rates`). ``whole`` is how ``ncu_report`` reads
+    the whole report (:func:`_streamed` declines instead).
     """
     if reader == "ncu_report":
         return _by(read_ncu_rep(path, catalog, progress), "ncu_report (--reader ncu_report)")
@@ -317,10 +325,10 @@ def read(
 
 
 def _streamed(path: Path, catalog: Catalog, progress: Any, reader: str) -> pd.DataFrame | None:
-    """A compressed report read by the decoder forward from its stream (:mod:`.forward`: its size
-    declared by its frames or counted by one pass of decompression, no decompressed copy written),
-    sample check included; None where that does not give the table, so that it is read from a
-    decompressed copy as before (the same table, and the same errors): an uncompressed file,
+    """A compressed report read by the decoder forward from its stream (:mod:`.ncu_rep.source`: its
+    size declared by its frames or counted by one pass of decompression, no decompressed copy
+    written), sample check included; None where that does not give the table, so that it is read
+    from a decompressed copy as before (the same table, and the same errors): an uncompressed file,
     ``--reader ncu_report``, a report ``ncu_report`` must read whole (one the decoder does not know,
     a launch it cannot decode, a sample that differs), any error (a damaged report's message is the
     copy's), a read behind the stream's window."""

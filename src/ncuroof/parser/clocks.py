@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ..collector.ncu import read_sidecar
-from .blocks import MAGIC
-from .compressed import is_compressed
-from .wire import classes, fields, varint
+from .ncu_rep.compressed import is_compressed
+from .ncu_rep.framing import MAGIC
+from .ncu_rep.protobuf import classes, fields, varint
 
 __all__ = ["report_clock", "clock_control", "LOCKED", "NOT_LOCKED", "NOT_APPLIED"]
 

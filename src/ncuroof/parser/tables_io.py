@@ -159,9 +159,9 @@ JEMALLOC_DECAY_MS = 50
 
 def use_returning_pool() -> None:
     """Make Arrow allocate from its jemalloc pool in this process (the decoding workers it starts
-    take the same pool: :mod:`ncuroof.parser.split`), when this pyarrow has one and the user chose
-    no pool (``ARROW_DEFAULT_MEMORY_POOL``). The environment is left as it is: ``ncuroof profile``
-    runs the user's program with it.
+    take the same pool: :mod:`ncuroof.parser.ncu_rep.parallel`), when this pyarrow has one and the
+    user chose no pool (``ARROW_DEFAULT_MEMORY_POOL``). The environment is left as it is:
+    ``ncuroof profile`` runs the user's program with it.
 
     For the command line (one analysis per process): jemalloc gives freed pages back to the system
     within a second, where the default pool (mimalloc) keeps them, so a phase's Arrow copies do not

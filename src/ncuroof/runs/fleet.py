@@ -27,7 +27,7 @@ import pandas as pd
 
 from ..errors import InputError, NcuroofError
 from ..model.analysis import AnalysisOptions
-from ..parser.nvr import PROCESSES_ENV
+from ..parser.ncu_rep import PROCESSES_ENV
 from ..schema import FAILURES, validate_kernels
 
 __all__ = ["FLEET_MIN_INPUTS", "FleetResult", "analyze_input", "analyze_on_worker", "run", "wanted"]
@@ -37,7 +37,7 @@ __all__ = ["FLEET_MIN_INPUTS", "FleetResult", "analyze_input", "analyze_on_worke
 #: copies of a 4-launch report analyze in 0.16 s each in-process, so dask pays from about 16 of them
 #: (0.95 of the in-process time; 32: 0.89; 8: 1.49); stacks of four 5,000-launch reports are still
 #: faster in-process (a big report is decoded on several processes anyway,
-#: :mod:`ncuroof.parser.split`).
+#: :mod:`ncuroof.parser.ncu_rep.parallel`).
 FLEET_MIN_INPUTS = 16
 
 #: Seconds to wait for an existing scheduler to answer.
@@ -99,7 +99,8 @@ def analyze_input(path: str, source: str, options: AnalysisOptions) -> dict[str,
 
 def analyze_on_worker(path: str, source: str, options: AnalysisOptions) -> dict[str, Any]:
     """:func:`analyze_input` as a dask task: the worker decodes reports in its own process only
-    (the cluster already runs a process per core; :data:`ncuroof.parser.nvr.PROCESSES_ENV`)."""
+    (the cluster already runs a process per core;
+    :data:`ncuroof.parser.ncu_rep.decode.PROCESSES_ENV`)."""
     os.environ[PROCESSES_ENV] = "1"
     return analyze_input(path, source, options)
 

@@ -1,4 +1,12 @@
-"""Run NVIDIA's ``ncu_report`` where its abort cannot take ncuroof down: in a worker process.
+"""Read Nsight Compute ``.ncu-rep`` reports through NVIDIA's ``ncu_report`` module, the reference,
+in a worker process where its abort cannot take ncuroof down.
+
+``ncu_report`` (PyPI ``ncu-report``) reads reports without a GPU, but it reads a truncated report
+silently as one with fewer launches, and a repeated or reordered block as more launches, so
+:func:`check_records` first walks the report once with the decoder's block walker
+(:func:`.framing.plan`): framing, every launch record through the
+:class:`~.framing.LaunchLedger`, and the ncu version, which ``ncu_report``
+does not expose.
 
 ``ncu_report``'s C++ decoder aborts the process (SIGABRT) on some damaged payloads that pass the
 framing checks. :func:`read_launches` runs :mod:`._ncu_worker` as a child interpreter (only the
@@ -9,7 +17,9 @@ streams its launches back and turns an abort or a failure into a one-line
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import mmap
 import pickle
 import signal
 import subprocess
@@ -18,15 +28,28 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..errors import MissingModuleError, ReportFormatError
+import pandas as pd
 
-__all__ = ["read_launches", "missing_module", "WORKER"]
+from ...catalog import Catalog
+from ...errors import InputError, MissingModuleError, ReportFormatError
+from ...schema import DAMAGED
+from .framing import LaunchLedger, Plan, ResultRecord, check_file, plan, walk
+from .rows import held_text, launch_frame, launch_row
+
+__all__ = [
+    "read_ncu_rep",
+    "check_records",
+    "read_launches",
+    "missing_module",
+    "DAMAGED_TEXT",
+    "WORKER",
+]
 
 #: The worker script, run by path.
 WORKER = Path(__file__).with_name("_ncu_worker.py")
-# Run the worker by path (its directory, which holds csv.py, is not put on sys.path) and without the
-# current directory ``python -c`` puts first (absent under PYTHONSAFEPATH), keeping PYTHONPATH
-# (ncu's extras/python is often put there).
+# Run the worker by path (its directory, which holds protobuf.py, is not put on sys.path) and
+# without the current directory ``python -c`` puts first (absent under PYTHONSAFEPATH), keeping
+# PYTHONPATH (ncu's extras/python is often put there).
 _BOOT = (
     "import runpy, sys; sys.path[:1] = [p for p in sys.path[:1] if p]; sys.argv = sys.argv[1:]; "
     "runpy.run_path(sys.argv[0], run_name='__main__')"
@@ -114,7 +137,7 @@ def read_launches(
     progress : callable, optional
         ``progress(total)`` returns a callable advanced once per launch.
     records : list of ResultRecord, optional
-        From :func:`ncuroof.parser.ncu_rep.check_records`, to name the byte range of the
+        From :func:`.reference.check_records`, to name the byte range of the
         launch being decoded when the decoder aborts.
 
     Returns
@@ -174,3 +197,131 @@ def _check_exit(code: int, err: Any, path: Path, where: str) -> None:
             f"ncu_report failed {where} ({_stderr_line(err)}); re-run ncu or re-export the report",
             path,
         )
+
+
+def check_records(path: Path) -> Plan:
+    """Framing, file header and launch records of a ``.ncu-rep`` checked, before
+    ``ncu_report`` reads it.
+
+    One walk over the blocks (:func:`.framing.plan` with a
+    :class:`~.framing.LaunchLedger`): no truncated report, damaged block, duplicated
+    or reordered launch record passes silently. The report's format version is not checked
+    (``ncu_report`` reads versions the decoder does not know).
+
+    Parameters
+    ----------
+    path : Path
+        An uncompressed report.
+
+    Returns
+    -------
+    Plan
+        Its ``records`` (every launch record, in file order) and ``version`` (the ncu version
+        that wrote it, None when not found: ncu 2020 reports).
+
+    Raises
+    ------
+    InputError, ReportFormatError
+        For a missing, empty or foreign file, a damaged file header, framing, block or launch
+        record, or repeated or reordered launch records.
+    """
+    check_file(path)
+    with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        return plan(mm, path, walk(mm, path), LaunchLedger(path, mm))
+
+
+def _require_ncu_report(path: Path) -> None:
+    if importlib.util.find_spec("ncu_report") is None:
+        raise missing_module(path)
+
+
+def _spec(catalog: Catalog) -> dict[str, Any]:
+    """What the worker keeps of each launch (:mod:`._ncu_worker`)."""
+    t = catalog.tensor
+    return {
+        "wanted": sorted(catalog.scalar_metrics),
+        "ops_prefix": t.ops_prefix,
+        "ops_suffixes": [t.ops_count, t.ops_rate, t.ops_peak],
+        "instanced": {name: keep.pattern for name, keep in catalog.instanced_metrics.items()},
+    }
+
+
+def read_ncu_rep(path: str | Path, catalog: Catalog, progress: Any = None) -> pd.DataFrame:
+    """Read every launch of every range of a report into the raw table.
+
+    Parameters
+    ----------
+    path : str or Path
+        An uncompressed report (:func:`ncuroof.parser.read` decompresses a ``.ncu-repz`` first,
+        so that any ``ncu_report`` reads it and its launch records are checked).
+    catalog : Catalog
+        Says which metrics to read: every scalar metric of its recipes, every
+        ``sm__ops_path_tensor_*`` count/rate/peak, the MMA opcodes of
+        ``sass__inst_executed_per_opcode_with_modifier_all`` and the FP opcodes of the opcode tables
+        (``metrics/opcodes.toml``).
+    progress : callable, optional
+        ``progress(total)`` returns a callable advanced once per launch (a progress bar).
+
+    Returns
+    -------
+    DataFrame
+        The raw table of :mod:`ncuroof.schema`: one row per launch, ``launch_id`` numbered
+        0, 1, ... across ranges in report order (ncu's result ID); ``kernel_demangled`` held as
+        ``category`` (:func:`held_text`).
+
+    Raises
+    ------
+    InputError, ReportFormatError
+        For a missing, empty, foreign, truncated or corrupt file.
+    MissingModuleError
+        If ``ncu_report`` is not installed.
+    """
+    path = Path(path)
+    checked = check_records(path)
+    records, version = checked.records, checked.version
+    _require_ncu_report(path)
+    launches = read_launches(path, _spec(catalog), progress, records)
+    if not launches:
+        raise _no_launches(path, records)
+    rows: list[dict[str, Any]] = []
+    for launch in launches:
+        values = {k: v for k, v in launch.items() if k not in _LAUNCH_META}
+        row = launch_row(
+            path,
+            launch["range_id"],
+            launch["launch_id"],
+            launch["kernel_name"],
+            launch["kernel_demangled"],
+            launch["nvtx_range"],
+            values,
+            version,
+        )
+        row["input_notes"] = DAMAGED_TEXT if launch.get("_damaged_text") else None
+        rows.append(row)
+    return held_text(launch_frame(rows))
+
+
+#: Keys of the worker's launch dicts that are not metrics.
+_LAUNCH_META = frozenset(
+    {"range_id", "launch_id", "kernel_name", "kernel_demangled", "nvtx_range", "_damaged_text"}
+)
+#: Input note of a launch whose names held bytes that are not UTF-8.
+DAMAGED_TEXT = (
+    f"{DAMAGED}: its names hold bytes that are not UTF-8 (shown as U+FFFD), the report is damaged"
+)
+
+
+def _no_launches(path: Path, records: list[ResultRecord] | None) -> InputError:
+    """The error for a report ncu_report reads as empty: damaged when its blocks
+    hold launch records."""
+    if records:
+        return ReportFormatError(
+            f"is damaged: it holds {len(records)} launch records but ncu_report decodes none (its"
+            " file or session header is likely damaged); copy the report again or re-run ncu",
+            path,
+        )
+    return InputError(
+        "holds no kernel launches: ncu profiled none (check its --kernel-name/--launch-count"
+        " filters), or the file was cut short after its header (copy it again)",
+        path,
+    )

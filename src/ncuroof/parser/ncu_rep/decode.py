@@ -22,14 +22,14 @@ the thread whose ID is result field 1, as ncu_report picks them), 3 start/end ra
 were reverse-engineered against ``ncu_report`` on every report in ``../shared/fixtures``
 (tests/test_decoder.py requires identical raw tables); the messages are declared at run time, so no
 generated code is needed; fields not declared are skipped, but a block header or result field never
-seen in those reports (:data:`~ncuroof.parser.wire.SEEN_FIELDS`) is not: the report is unsupported.
+seen in those reports (:data:`~.protobuf.SEEN_FIELDS`) is not: the report is unsupported.
 
 :func:`read_nvr` reads only the metrics the catalog asks for, straight from a memory map, and
-builds the same raw table as :func:`ncuroof.parser.ncu_rep.read_ncu_rep`: one walk over the block
+builds the same raw table as :func:`.reference.read_ncu_rep`: one walk over the block
 headers checks the framing and records each result block (:func:`_plan`); a big report is cut into
-slices of those blocks decoded side by side by worker processes (:mod:`ncuroof.parser.split`),
+slices of those blocks decoded side by side by worker processes (:mod:`.parallel`),
 without walking the headers again; every launch record is then checked in file order
-(:func:`~ncuroof.parser.blocks.check_records`). Per launch, the wanted metric results are found by
+(:func:`~.framing.check_records`). Per launch, the wanted metric results are found by
 a cached layout (positions checked by their leading bytes, earlier copies of repeated metrics
 included) and their doubles matched by one regex and kept as raw bytes, read for many launches at
 once as NumPy records (:class:`_Doubles`, :func:`_run_frame`), else value by value. A
@@ -38,7 +38,7 @@ report using anything not seen in those reports raises :class:`UnsupportedReport
 :class:`PayloadError` naming the block, its byte offset and the launch (damaged, or a layout
 never seen: ``--reader auto`` asks ``ncu_report``). The launches where a layout was learned are
 listed in the table's ``attrs[LEARNED]``: ``--reader auto`` checks them against ``ncu_report``
-(:mod:`ncuroof.parser.verify`).
+(:mod:`.verify`).
 """
 
 from __future__ import annotations
@@ -63,11 +63,11 @@ import pyarrow as pa
 from google.protobuf.message import DecodeError
 from pandas.api.types import union_categoricals
 
-from ..catalog import Catalog
-from ..errors import InputError, ReportFormatError
-from ..fmt import path_text
-from ..schema import RAW_COMPACT
-from .blocks import (
+from ...catalog import Catalog
+from ...errors import InputError, ReportFormatError
+from ...fmt import path_text
+from ...schema import RAW_COMPACT
+from .framing import (
     RELEASE_BYTES,
     LaunchLedger,
     Mark,
@@ -83,12 +83,12 @@ from .blocks import (
     untiled_block,
     walk,
 )
-from .forward import check_report, open_report
-from .ncu_rep import META_COLUMNS, held_text, launch_frame, launch_row, numeric_metrics
-from .split import Workers, cores
-from .wire import classes as _classes
-from .wire import unseen_fields
-from .wire import varint as _varint
+from .parallel import Workers, cores
+from .protobuf import classes as _classes
+from .protobuf import unseen_fields
+from .protobuf import varint as _varint
+from .rows import META_COLUMNS, held_text, launch_frame, launch_row, numeric_metrics
+from .source import check_report, open_report
 
 __all__ = [
     "read_nvr",
@@ -132,7 +132,7 @@ LEARNED = "ncuroof.learned_launches"
 TRAILER = 4
 #: Raw-table columns that repeat a kernel's names on each of its launches (kilobytes for a C++
 #: template: 5.5 kB for gene-pop's): a slice's tables hold them as ``category`` from the decoding
-#: to the joined table (:func:`~ncuroof.parser.ncu_rep.held_text`, :func:`_joined`; those of
+#: to the joined table (:func:`~.rows.held_text`, :func:`_joined`; those of
 #: :data:`~ncuroof.schema.RAW_COMPACT` beyond it), so a decoding worker's tables and the result it
 #: hands over carry each name once, not once per launch.
 NAMES = ("kernel_name", "kernel_demangled")
@@ -152,7 +152,7 @@ class Launch:
     ``seq`` is ncu's sequence number (result field 2), ``thread_id`` the launching thread's ID
     (result field 1; the process ID for a process's main thread), both None when absent, and
     ``timestamp`` the Unix time in seconds (field 14): the launch-accounting checks
-    (:class:`~ncuroof.parser.blocks.LaunchLedger`) use them to find repeated or reordered
+    (:class:`~.framing.LaunchLedger`) use them to find repeated or reordered
     blocks. ``values`` maps metric names to values in ncu's metric-name order; it is built on
     demand from the scalar values in the order of ``layout.names`` (``numbers``, or the raw
     doubles ``blob`` and the ``others`` of :meth:`_Doubles.match`, which :func:`decode_slice` reads
@@ -535,7 +535,7 @@ def _metric_value(m: Any) -> Any:
 
 def _nvtx(result: Any) -> str | None:
     """The NVTX push/pop ranges open at launch, as
-    :func:`ncuroof.parser._ncu_worker._nvtx` joins them."""
+    :func:`._ncu_worker._nvtx` joins them."""
     if not result.HasField("nvtx"):
         return None
     state = result.nvtx
@@ -666,7 +666,7 @@ def _blocks(
     stop: int | None = None,
     fd: int | None = None,
 ) -> Iterator[tuple[int, int, Any, int]]:
-    """The blocks of :func:`ncuroof.parser.blocks.walk`, from the first (its format version
+    """The blocks of :func:`.framing.walk`, from the first (its format version
     checked) or from block ``index`` at byte ``pos``, to the end of the file or to byte ``stop``
     (their headers read through ``fd`` when given)."""
     return walk(mm, path, _first_block(mm, path) if pos is None else pos, index, stop, fd)
@@ -688,11 +688,11 @@ def _damaged(path: Path, launch: int, block: int, pos: int, exc: Exception) -> P
 
 
 def _records(mm: Any, mark: Mark, fd: int | None = None) -> Iterator[tuple[int, Any]]:
-    """The result records of one result block (:data:`~ncuroof.parser.blocks.Mark`): its one record
+    """The result records of one result block (:data:`~.framing.Mark`): its one record
     read in place when the block holds one result and nothing else (as ncu writes them; given
     ``fd``, read through ``os.pread``: a copy from the page cache costs less than faulting the
     mapped pages in, 3.5 against 6 us for a 35 kB launch), else through
-    :func:`~ncuroof.parser.blocks.results`; raises :class:`Untiled` if they do not tile its
+    :func:`~.framing.results`; raises :class:`Untiled` if they do not tile its
     payload."""
     _, _, _, start, end, sources, count = mark
     if sources == 0 and count == 1:
@@ -712,7 +712,7 @@ def _records(mm: Any, mark: Mark, fd: int | None = None) -> Iterator[tuple[int, 
 
 @dataclass(frozen=True)
 class _Counts:
-    """The record counts of a block header, as :func:`~ncuroof.parser.blocks.results` reads them."""
+    """The record counts of a block header, as :func:`~.framing.results` reads them."""
 
     num_sources: int
     num_results: int
@@ -726,7 +726,7 @@ def _launches(
     :func:`_plan`), their metric names resolved in ``wanted`` (the whole report's string table); the
     result fields of a learned layout are checked (:func:`_check_seen`); a payload that does not
     decode raises :class:`PayloadError`. The pages read are released as it goes
-    (:func:`~ncuroof.parser.blocks.release_pages`)."""
+    (:func:`~.framing.release_pages`)."""
     classes, released = _classes(), -1
     for mark in marks:
         pos, block, launch, start, end, sources, count = mark
@@ -770,7 +770,7 @@ def iter_results(mm: Any, path: Path, catalog: Catalog) -> Iterator[Launch]:
     ReportFormatError
         For a damaged header, framing or payload: names the file, the block, its byte offset
         and the launch (its index in the report); for repeated or reordered launch records
-        (:class:`~ncuroof.parser.blocks.LaunchLedger`).
+        (:class:`~.framing.LaunchLedger`).
     UnsupportedReport
         For a format version, value kind or structure not seen in the reports we verified.
     """
@@ -839,13 +839,13 @@ def _check_seen(buf: Any, message: str, where: str) -> None:
 
 
 def _plan(mm: Any, path: Path, blocks: list[Block] | None = None, fd: int | None = None) -> Plan:
-    """One walk over the block headers (:func:`ncuroof.parser.blocks.plan`; read through ``fd``
+    """One walk over the block headers (:func:`.framing.plan`; read through ``fd``
     when given), checked for fields never seen; every block appended to ``blocks`` when given
     (:func:`_seen`)."""
     return plan(mm, path, _seen(mm, _blocks(mm, path, fd=fd), blocks))
 
 
-#: One block as :func:`ncuroof.parser.verify.cut_report` needs it: its byte offset, the end of its
+#: One block as :func:`.verify.cut_report` needs it: its byte offset, the end of its
 #: payload, its numbers of results and sources, and the string table of a result block (None
 #: without strings or results).
 Block = tuple[int, int, int, int, Any]
@@ -875,9 +875,9 @@ def _seen(
 @dataclass(frozen=True)
 class Slice:
     """The result blocks of a report one process decodes, as the walk of :func:`_plan` found them
-    (:data:`~ncuroof.parser.blocks.Mark` rows of a ``uint64`` array: a header field is a u64), with
+    (:data:`~.framing.Mark` rows of a ``uint64`` array: a header field is a u64), with
     the report's whole string table and its size in bytes (decompressed: a worker opens a
-    compressed report without counting it again, :func:`~ncuroof.parser.forward.open_report`)."""
+    compressed report without counting it again, :func:`~.source.open_report`)."""
 
     marks: np.ndarray
     strings: tuple[bytes, ...] = ()
@@ -915,7 +915,7 @@ def decode_slice(
     Returns the raw-table chunks (at most ``chunk`` launches each, :data:`RUN` times that for
     launches read in bulk, in launch order) and one record
     per launch (index, block, start, end, thread ID, sequence number) for
-    :class:`~ncuroof.parser.blocks.LaunchLedger`, then whether its metric layout was learned there
+    :class:`~.framing.LaunchLedger`, then whether its metric layout was learned there
     (:data:`LEARNED`). ``progress(n)`` is told every
     :data:`TICK` launches. Python's cyclic garbage collector is paused meanwhile: the decoder
     makes no cycles, and its collections over the growing table cost a third of the time.
@@ -929,7 +929,7 @@ def decode_slice(
 
 def _joined(frames: list[pd.DataFrame]) -> pd.DataFrame:
     """The tables ``frames`` (their :data:`NAMES` held as category by
-    :func:`~ncuroof.parser.ncu_rep.held_text`) as one, in order: the table of the frames before
+    :func:`~.rows.held_text`) as one, in order: the table of the frames before
     coding, but for the :data:`NAMES` columns that were text: given back their text dtype
     (:func:`_text`), or, those of :data:`~ncuroof.schema.RAW_COMPACT`, kept ``category`` with
     sorted categories (as ``held_text`` holds them). Each name column gets the categories of all
@@ -1031,7 +1031,7 @@ class _SliceReader:
     def read(self, marks: list[Mark], progress: Callable[[int], None] | None) -> None:
         """Decode the launches of the result blocks ``marks`` (rows of :data:`Mark`), in order; a
         block whose records do not tile it, or a payload that does not decode, raises
-        (:func:`~ncuroof.parser.blocks.untiled_block`, :class:`PayloadError`)."""
+        (:func:`~.framing.untiled_block`, :class:`PayloadError`)."""
         released = marks[0][3] if marks else 0
         for mark in marks:
             pos, block, launch, start, end, sources, count = mark
@@ -1130,7 +1130,7 @@ class _SliceReader:
 
 def _row_columns(got: Launch) -> list[str]:
     """The raw-table columns of a launch decoded in full, in order (as
-    :func:`~ncuroof.parser.ncu_rep.launch_row` makes them)."""
+    :func:`~.rows.launch_row` makes them)."""
     return [*META_COLUMNS, *(c for c in got.values if c != _DISPLAY)]
 
 
@@ -1147,7 +1147,7 @@ def _window_frame(frames: list[pd.DataFrame], columns: list[tuple[int, list[str]
 def _frames(path: Path, rows: list[tuple[int, Launch]], version: str | None) -> list[pd.DataFrame]:
     """The raw table of ``rows`` (launch index, :class:`Launch`), in order: each run of launches
     whose values were all matched by one :class:`_Doubles` reader (no opcode columns) read at once
-    (:func:`_run_frame`), the others row by row (:func:`~ncuroof.parser.ncu_rep.launch_row`)."""
+    (:func:`_run_frame`), the others row by row (:func:`~.rows.launch_row`)."""
     out: list[pd.DataFrame] = []
     start, kinds = 0, [_fast(got) for _, got in rows]
     for end in range(1, len(rows) + 1):
@@ -1196,7 +1196,7 @@ _SHAPE = (
 
 def _run_frame(path: Path, run: _Run, version: str | None) -> pd.DataFrame:
     """The raw table of launches of one layout whose values :meth:`_Doubles.match` matched, equal to
-    :func:`~ncuroof.parser.ncu_rep.launch_frame` of their :func:`~ncuroof.parser.ncu_rep.launch_row`
+    :func:`~.rows.launch_frame` of their :func:`~.rows.launch_row`
     rows: the doubles are read from their joined raw bytes as NumPy records (no Python float per
     value), the other values are typed as ``DataFrame.from_records`` types them, and the identity
     columns (compute capability, grid and block text) are made once per distinct combination."""
@@ -1267,7 +1267,7 @@ def _typed_distinct(rows: list[Any], names: list[str] | None = None) -> pd.DataF
 
 def _shape_texts(key: tuple[Any, ...]) -> tuple[str | None, str | None, str | None]:
     """``cc``, ``grid`` and ``block`` of a launch with these :data:`_SHAPE` values (None: absent),
-    as :func:`~ncuroof.parser.ncu_rep.launch_row` writes them."""
+    as :func:`~.rows.launch_row` writes them."""
     row = launch_row(
         Path(), 0, 0, "", "", None, {c: v for c, v in zip(_SHAPE, key) if v is not None}, None
     )
@@ -1316,15 +1316,15 @@ def read_nvr(
     """Read every launch of a report into the raw table, without ``ncu_report``.
 
     One walk over the block headers counts the launches; the result blocks are then decoded in
-    slices, on several processes for a big report (:class:`ncuroof.parser.split.Workers`, as many
+    slices, on several processes for a big report (:class:`.parallel.Workers`, as many
     as the size of the first result block says the report needs), and every launch record is
-    checked in file order (:class:`~ncuroof.parser.blocks.LaunchLedger`).
+    checked in file order (:class:`~.framing.LaunchLedger`).
 
     Parameters
     ----------
     path : str or Path
         A report: a ``.ncu-rep``, or a ``.ncu-repz`` read forward from its stream
-        (:mod:`ncuroof.parser.forward`; where that path stops, :func:`ncuroof.parser.read` reads
+        (:mod:`.source`; where that path stops, :func:`ncuroof.parser.read` reads
         it from a decompressed copy).
     catalog : Catalog
         Which metrics to read: every scalar metric of its recipes, every ``sm__ops_path_tensor_*``
@@ -1337,7 +1337,7 @@ def read_nvr(
         Decoding processes (the result does not depend on it); default :func:`_processes`.
     blocks : list, optional
         When given, every block of the report is appended to it (:data:`Block`), so that the
-        sample check (:func:`ncuroof.parser.verify.cut_report`) need not walk the report again.
+        sample check (:func:`.verify.cut_report`) need not walk the report again.
     planned : callable, optional
         ``planned(launches, firsts)`` once the blocks are walked (``blocks`` complete), before
         decoding: the number of launches and the first launch of each slice (each learns a layout).
@@ -1345,7 +1345,7 @@ def read_nvr(
     Returns
     -------
     DataFrame
-        The raw table of :mod:`ncuroof.schema`, identical to :func:`~.ncu_rep.read_ncu_rep`'s:
+        The raw table of :mod:`ncuroof.schema`, identical to :func:`~.reference.read_ncu_rep`'s:
         one row per launch, ``range_id`` 0, ``launch_id`` 0, 1, ... in report order.
 
     Raises

@@ -8,8 +8,8 @@ block header's fields used here: 1 number of source records, 2 number of result 
 message, the sources first.
 
 :func:`walk` is the one block walker (it checks the framing as it goes), :func:`plan` the one pass
-over the block headers that both readers start from: the decoder (:mod:`.nvr`) to cut the report
-into slices, the ``ncu_report`` path (:mod:`.ncu_rep`) to check every launch record with the
+over the block headers that both readers start from: the decoder (:mod:`.decode`) to cut the report
+into slices, the ``ncu_report`` path (:mod:`.reference`) to check every launch record with the
 :class:`LaunchLedger` before ``ncu_report``, which reads a damaged report silently, sees it.
 """
 
@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from ..errors import InputError, ReportFormatError
-from .wire import classes, field_spans, fields, varint
+from ...errors import InputError, ReportFormatError
+from .protobuf import classes, field_spans, fields, varint
 
 __all__ = [
     "MAGIC",
@@ -268,7 +268,7 @@ class _Learned:
 
 class _Headers:
     """Reads the block headers of :func:`walk`: parsed (``BlockHeader.FromString``) from ``mm``,
-    or, given ``fd`` (read through ``os.pread``) or a :class:`~ncuroof.parser.forward.Forward`
+    or, given ``fd`` (read through ``os.pread``) or a :class:`~.source.Forward`
     (``sequential``), parsed but for result block headers of a learned byte shape: the bytes of a
     parsed result block header with its one payload-size varint (field 5) matched as any varint of
     at most 9 bytes (below 2**63). A header that matches parses as the learned one but for that

@@ -1,7 +1,7 @@
 """A report opened for reading, compressed or not: a ``.ncu-rep``'s memory map, or a ``.ncu-repz``'s
 decompressed bytes read forward from its zstd stream, with no decompressed copy anywhere.
 
-The decoder (:mod:`.nvr`), the block walk (:mod:`.blocks`) and the sample cut (:mod:`.verify`)
+The decoder (:mod:`.decode`), the block walk (:mod:`.framing`) and the sample cut (:mod:`.verify`)
 read a report as a buffer sliced at byte offsets that only grow, pass after pass (the walk of
 the block headers, then each slice's records, then the sampled blocks). :class:`Forward` gives
 those slices of a compressed report's decompressed bytes by decompressing it from its start into
@@ -10,7 +10,7 @@ decompression of the stream up to where it stops (no file written, no page alloc
 100,000-launch report is 3.5 GB decompressed, and writing it to a temporary file cost 4-8 s of
 kernel time on the 2-core reference machine, against 0.3 s to decompress it). A read before the
 window raises :class:`Backward`: the caller then reads the report from a decompressed copy
-(:func:`ncuroof.parser.compressed.uncompressed`), as it reads every report this path declines.
+(:func:`.compressed.uncompressed`), as it reads every report this path declines.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ..catalog import Catalog
-from ..errors import InputError, NcuroofError, ReportFormatError
-from .blocks import MAGIC, check_file
+from ...catalog import Catalog
+from ...errors import InputError, NcuroofError, ReportFormatError
 from .compressed import CHUNK, Decompressing, frames, is_compressed, limit_bytes
+from .framing import MAGIC, check_file
 
 __all__ = [
     "Backward",
@@ -66,7 +66,7 @@ class Forward:
         When the stream is corrupt, or makes fewer or more bytes than ``size``.
     """
 
-    #: read block headers as the walk reads them through a descriptor (:class:`.blocks._Headers`)
+    #: read block headers as the walk reads them through a descriptor (:class:`.framing._Headers`)
     sequential = True
 
     def __init__(self, path: Path, size: int, f: BinaryIO) -> None:
@@ -127,7 +127,7 @@ def streamable(path: Path, catalog: Catalog) -> int | None:
     """The decompressed size of the compressed report ``path`` when it can be read forward
     (:class:`Forward`): the sum of its frames' content sizes, or, where one does not declare it,
     the bytes one pass of decompression makes; within the limits of
-    :func:`ncuroof.parser.compressed.limit_bytes`. None for an uncompressed file, or a stream that
+    :func:`.compressed.limit_bytes`. None for an uncompressed file, or a stream that
     does not frame well, exceeds the limits or is corrupt (its error is the decompressed copy's)."""
     with path.open("rb") as f:
         if not is_compressed(f.read(8)):
@@ -202,13 +202,13 @@ def open_report(path: Path, size: int | None = None) -> Iterator[tuple[Any, int 
 
 
 def check_report(path: Path) -> None:
-    """:func:`ncuroof.parser.blocks.check_file` for a ``.ncu-rep``; for a compressed report, that
+    """:func:`.framing.check_file` for a ``.ncu-rep``; for a compressed report, that
     its decompressed bytes start with ``NVR\\0``.
 
     Raises
     ------
     InputError, ReportFormatError
-        As :func:`~ncuroof.parser.blocks.check_file`; for a compressed report that holds no
+        As :func:`~.framing.check_file`; for a compressed report that holds no
         Nsight Compute report, InputError.
     """
     with path.open("rb") as f:

@@ -2,7 +2,7 @@
 
 Only the fields ncuroof uses are declared; the ``protobuf`` package skips the others. The layout
 was verified against NVIDIA's ``ncu_report`` on every report in ``../shared/fixtures`` (see
-:mod:`ncuroof.parser.nvr`).
+:mod:`.decode`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The ``ncu_report`` read of one report, run in a worker process by :mod:`.ncu_rep`.
+"""The ``ncu_report`` read of one report, run in a worker process by :mod:`.reference`.
 
 ``ncu_report``'s C++ decoder aborts the whole process (SIGABRT, ``Check failed: count >= 0``) on
 some damaged payloads; run here, an abort ends only this worker, and the parent turns it into a

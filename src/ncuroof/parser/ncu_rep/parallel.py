@@ -32,7 +32,7 @@ from typing import Any
 
 __all__ = ["Workers", "cores"]
 
-_ROOT = str(Path(__file__).resolve().parent.parent.parent)
+_ROOT = str(Path(__file__).resolve().parents[3])  # the folder holding the ncuroof package
 _PROGRESS = b"\0progress "
 _BOOT = (
     "import importlib, pickle, sys\n"

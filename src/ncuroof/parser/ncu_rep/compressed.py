@@ -5,7 +5,7 @@ A ``.ncu-repz`` is the ``.ncu-rep`` byte stream compressed with zstd (RFC 8878):
 several, with or without their content size, skippable frames anywhere, as NVIDIA's ``ncu_report``
 2026.x accepts. What a file is follows from its first bytes, never its name: ``NVR\\0`` is a report
 as it is, the zstd magic (or a skippable frame's) a compressed one. A compressed report is
-first read forward from its stream, with no copy (:mod:`.forward`); wherever that path stops,
+first read forward from its stream, with no copy (:mod:`.source`); wherever that path stops,
 :func:`uncompressed` streams a
 compressed report into a temporary file (``$TMPDIR``), deleted after the read, which both readers
 then memory-map as they map a ``.ncu-rep``: the decompressed report is never held in memory, and
@@ -37,9 +37,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ..catalog import Catalog
-from ..errors import InputError, MissingModuleError, NcuroofError, ReportFormatError
-from .blocks import MAGIC
+from ...catalog import Catalog
+from ...errors import InputError, MissingModuleError, NcuroofError, ReportFormatError
+from .framing import MAGIC
 
 __all__ = [
     "ZSTD_MAGIC",

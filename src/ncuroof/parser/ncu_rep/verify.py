@@ -1,12 +1,12 @@
 """Check the built-in decoder against NVIDIA's ``ncu_report`` on a sample of launches, and check a
 decoded table against itself where no second reader exists.
 
-:func:`against_ncu_report` is what ``--reader auto`` runs after :func:`ncuroof.parser.nvr.read_nvr`
+:func:`against_ncu_report` is what ``--reader auto`` runs after :func:`.decode.read_nvr`
 wherever ``ncu_report`` is installed: the first launch of every metric layout the decoder learned
-(see :data:`ncuroof.parser.nvr.LEARNED`) and :data:`SAMPLE_EXTRA` more picked with a fixed seed are
+(see :data:`.decode.LEARNED`) and :data:`SAMPLE_EXTRA` more picked with a fixed seed are
 cut out of the report into a small report of their own (file header, every block without results,
 the result blocks of the sampled launches, and the string tables of the others), which
-``ncu_report`` reads in its contained worker (:mod:`.contained`); every value ncuroof reads must be
+``ncu_report`` reads in its contained worker (:mod:`.reference`); every value ncuroof reads must be
 equal bit for bit. The check costs one worker start and a few launches, whatever
 the size of the report.
 
@@ -32,15 +32,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..catalog import Catalog
-from ..schema import INCONSISTENT, RAW_META
-from .blocks import first_block, walk
-from .contained import read_launches
-from .forward import open_report
-from .ncu_rep import _spec
-from .nvr import Block
-from .validate import add_note, limits
-from .wire import classes as _classes
+from ...catalog import Catalog
+from ...schema import INCONSISTENT, RAW_META
+from ..validate import add_note, limits
+from .decode import Block
+from .framing import first_block, walk
+from .protobuf import classes as _classes
+from .reference import _spec, read_launches
+from .source import open_report
 
 __all__ = [
     "against_ncu_report",
@@ -104,13 +103,13 @@ def cut_report(
     Parameters
     ----------
     path : Path
-        A framing-checked report (a ``.ncu-repz`` read forward, :func:`~.forward.open_report`).
+        A framing-checked report (a ``.ncu-repz`` read forward, :func:`~.source.open_report`).
     launches : list of int
         Launch indices to keep (0-based, report order).
     dst : Path
         Where to write the cut report.
     blocks : list of Block, optional
-        The report's blocks as :func:`ncuroof.parser.nvr.read_nvr` recorded them;
+        The report's blocks as :func:`.decode.read_nvr` recorded them;
         default: walk them here.
 
     Returns
@@ -140,7 +139,7 @@ def cut_report(
 
 
 def _walked(mm: Any, path: Path) -> Iterator[Block]:
-    """The report's blocks as :data:`ncuroof.parser.nvr.Block`, from a walk over them."""
+    """The report's blocks as :data:`.decode.Block`, from a walk over them."""
     for _, pos, header, start in walk(mm, path):
         strings = (
             header.strings
@@ -206,7 +205,7 @@ def against_ncu_report(
     path : Path
         The report the decoder read.
     ours : DataFrame
-        The decoder's raw table of it (:func:`ncuroof.parser.nvr.read_nvr`), one row per launch
+        The decoder's raw table of it (:func:`.decode.read_nvr`), one row per launch
         in report order.
     catalog : Catalog
         Which metrics were read.
