@@ -70,8 +70,8 @@ def options_of(**values: Any) -> AnalysisOptions:
 
 
 def _view_values(values: dict[str, Any]) -> dict[str, Any]:
-    """Pop the views' options (:func:`ncuroof.views.view_options`) out of a tool call's arguments, each
-    as the API takes it."""
+    """Pop the views' options (:func:`ncuroof.views.view_options`) out of a tool call's
+    arguments, each as the API takes it."""
     return {o.name: o.value(values.pop(o.name, None)) for o in views.view_options()}
 
 
