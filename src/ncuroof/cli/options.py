@@ -29,10 +29,16 @@ __all__ = [
 ]
 
 
+def _number(o: Option) -> type | None:
+    """``int`` or ``float`` when the option's value is a number (``int | None`` included)."""
+    kinds = (o.kind, *typing.get_args(o.kind))
+    return next((k for k in (int, float) if k in kinds), None)
+
+
 def ranged(o: Option) -> click.ParamType:
     """The click range of a bounded option (its :attr:`~ncuroof.views.base.Option.bounds`)."""
     low, high, open_low = o.bounds  # type: ignore[misc]
-    if int in (o.kind, *typing.get_args(o.kind)):
+    if _number(o) is int:
         return click.IntRange(int(low), None if high is None else int(high), min_open=open_low)
     return click.FloatRange(low, high, min_open=open_low)
 
@@ -66,6 +72,8 @@ def click_option(o: Option) -> Callable[[Any], Any]:
         kw["type"] = ranged(o)
     elif o.path:
         kw["type"] = click.Path(path_type=Path, dir_okay=False)
+    elif not o.is_flag and _number(o) is not None:
+        kw["type"] = _number(o)
     if o.multiple:
         kw["multiple"] = True
         kw["default"] = ()

@@ -380,7 +380,9 @@ def analysis_document(
         "kernels": _kernel_records(summ, k, analysis.dots),
         "notes": _notes(analysis),
         "failures": _records(failures, ["source", "error"]) if failures is not None else [],
-        "products": {n: _records(t, _columns(t, TABLES[n])) for n, t in (products or {}).items()},
+        "products": {
+            n: _records(t, _columns(t, TABLES.get(n, {}))) for n, t in (products or {}).items()
+        },
         "outputs": {"outdir": str(outdir) if outdir is not None else None, "files": list(files)},
     }
 
