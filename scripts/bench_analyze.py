@@ -81,10 +81,10 @@ def drawing(path: Path) -> int:
 
     result = ncuroof.analyze(path, write=False)
     t0 = time.perf_counter()
-    fig = ncuroof.plot_roofline(result.points, result.kernels)
-    report.render_html(fig, result.kernels, {}, plotlyjs="cdn", points=result.points)
+    fig = ncuroof.plot_roofline(result.points, result.launches)
+    report.render_html(fig, result.launches, {}, plotlyjs="cdn", points=result.points)
     drawing.elapsed = time.perf_counter() - t0  # type: ignore[attr-defined]
-    return len(result.kernels)
+    return len(result.launches)
 
 
 def best_of(fn, path: Path, repeat: int) -> tuple[float, int]:

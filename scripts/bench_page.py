@@ -71,7 +71,7 @@ def main() -> None:
     rows = []
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, args=ARGS)
-        for n in (int(x) for x in args.launches.split(",")):
+        for n in (int(x) for x in args.kernels.split(",")):
             rows.append(measure(browser, tmp, n, args.kernels, args.repeat))
         browser.close()
     shutil.rmtree(tmp, ignore_errors=True)

@@ -43,10 +43,10 @@ def tables(launches: int) -> dict[str, pd.DataFrame]:
     big = pd.concat([k] * -(-launches // len(k)), ignore_index=True).head(launches)
     big["launch_id"] = np.arange(len(big))
     rng = np.random.default_rng(0)
-    for c, col in schema.KERNELS.items():
+    for c, col in schema.LAUNCHES.items():
         if col.dtype == "float64":
             big[c] = big[c] * rng.lognormal(size=len(big))
-    big = schema.validate_kernels(big)
+    big = schema.validate_launches(big)
     return {"kernels": big, "points": ncuroof.points(big)}
 
 

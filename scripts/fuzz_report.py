@@ -27,7 +27,7 @@ import fuzz  # noqa: E402
 
 
 def _references(cases: list[fuzz.Case], work: Path) -> dict[str, object]:
-    """kernels.csv of each undamaged fixture the cases come from."""
+    """launches.csv of each undamaged fixture the cases come from."""
     refs: dict[str, object] = {}
     for origin in sorted({c.origin for c in cases}):
         data = (fuzz.SHARED / origin).read_bytes()
@@ -39,7 +39,7 @@ def _references(cases: list[fuzz.Case], work: Path) -> dict[str, object]:
             origin,
         )
         out = fuzz.run_case(case, work / f"ref-{len(refs)}")
-        refs[origin] = out.kernels
+        refs[origin] = out.launches
         if out.exit_code != 0:
             print(
                 f"note: the undamaged {origin} gives exit {out.exit_code}:"

@@ -108,7 +108,7 @@ def load(
         ``.ncu-rep`` reports or ncu CSV exports (details, raw or session page). Several files
         are taken as parts of one ncu run and merged launch by launch
         (:func:`ncuroof.parser.merge.merge`), unless ``stack``. Or one saved analysis: an
-        ``ncuroof analyze`` output directory or a ``kernels.parquet`` file or dataset, read
+        ``ncuroof analyze`` output directory or a ``launches.parquet`` file or dataset, read
         back as saved with its dtypes (:func:`ncuroof.parser.tables_io.read_table`;
         ``attrs['units']`` holds each column's unit), the options ignored.
     options : AnalysisOptions, optional
@@ -123,7 +123,7 @@ def load(
     Returns
     -------
     DataFrame
-        The :data:`ncuroof.schema.KERNELS` table (SI units, missing values NaN, never 0),
+        The :data:`ncuroof.schema.LAUNCHES` table (SI units, missing values NaN, never 0),
         followed by ``tensor_<path>_flop``, ``tensor_<path>_flop_per_s`` and
         ``peak_tensor_<path>_flop_per_s`` for each tensor datapath with work (and
         ``achievable_tensor_<path>_flop_per_s`` where a datapath has an achievable roof).
@@ -136,10 +136,10 @@ def load(
         For an unknown option value.
     """
     inputs = as_paths(paths)
-    if len(inputs) == 1 and (saved := tables_io.saved_kernels(inputs[0])) is not None:
-        return tables_io.read_saved_kernels(saved)
+    if len(inputs) == 1 and (saved := tables_io.saved_launches(inputs[0])) is not None:
+        return tables_io.read_saved_launches(saved)
     with _progress_bar(progress) as bar:
-        return _analysis.build(inputs, AnalysisOptions.of(options, **option_fields), bar).kernels
+        return _analysis.build(inputs, AnalysisOptions.of(options, **option_fields), bar).launches
 
 
 def points(kernels: pd.DataFrame) -> pd.DataFrame:
@@ -286,9 +286,10 @@ class AnalysisResult:
         return views.summary_lines(self.tables, self.analysis)
 
     @property
-    def kernels(self) -> pd.DataFrame:
-        """The launch table."""
-        return self.analysis.kernels
+    def launches(self) -> pd.DataFrame:
+        """The launch table (:data:`ncuroof.schema.LAUNCHES`); ``kernels`` is the per-kernel
+        table (:data:`ncuroof.schema.KERNELS`)."""
+        return self.analysis.launches
 
     @property
     def points(self) -> pd.DataFrame:
@@ -305,7 +306,7 @@ class AnalysisResult:
         (:func:`ncuroof.render.notebook.analysis_html`)."""
         from .render import notebook
 
-        fig = plot_roofline(self.points, self.kernels) if len(self.points) else None
+        fig = plot_roofline(self.points, self.launches) if len(self.points) else None
         return notebook.analysis_html(self, fig)
 
 
@@ -317,9 +318,9 @@ def _table_formats(formats: Sequence[str], apart: bool) -> list[str]:
 
 def _page(a: Analysis, tables: dict[str, pd.DataFrame], plotlyjs: str | bool) -> tuple[Any, str]:
     """The roofline figure (with the views' charts) and the page's HTML (with their sections and
-    header lines, :mod:`ncuroof.views`); ``tables["kernels"]`` the launch table with its lists
+    header lines, :mod:`ncuroof.views`); ``tables["launches"]`` the launch table with its lists
     as text."""
-    kernels = tables["kernels"]
+    kernels = tables["launches"]
     summ = to_text(a.summary)
     fig = figure.plot_roofline(
         a.points,
@@ -331,7 +332,7 @@ def _page(a: Analysis, tables: dict[str, pd.DataFrame], plotlyjs: str | bool) ->
         catalog=a.catalog,
         charts=views.charts(tables, a),
     )
-    meta = {**provenance.page_meta(a.kernels, a.inputs), **views.page_meta(tables)}
+    meta = {**provenance.page_meta(a.launches, a.inputs), **views.page_meta(tables)}
     html = page.render_html(
         fig,
         kernels,
@@ -359,7 +360,7 @@ def _page_files(
     # The page first, with the list columns as text; that copy is let go before the files are
     # written (each file converts its table when it is written, tables_io.table_files).
     tables_io.release_memory()
-    fig, html = _page(a, {**tables, "kernels": to_text(a.kernels, categories=True)}, plotlyjs)
+    fig, html = _page(a, {**tables, "launches": to_text(a.launches, categories=True)}, plotlyjs)
     tables_io.release_memory()
     apart = "failures" in tables
     files: dict[str, Any] = {
@@ -396,7 +397,7 @@ def _analyze_apart(
             progress=bar,
         )
     cat, gpus = catalog.load(), catalog.load_gpus()
-    a = _analysis.from_kernels(fr.kernels, options, cat, gpus, inputs=inputs, classified=True)
+    a = _analysis.from_launches(fr.launches, options, cat, gpus, inputs=inputs, classified=True)
     return a, fr.failures
 
 
@@ -523,7 +524,8 @@ def analysis_of(
     ----------
     side : path or list of paths
         ``.ncu-rep`` or CSV inputs (see :func:`load`), or a directory written by :func:`analyze`
-        (its ``kernels.csv`` is read back and re-aggregated with ``options.match``).
+        (its ``launches.csv``, ``kernels.csv`` before schema version 2, is read back and
+        re-aggregated with ``options.match``).
     options : AnalysisOptions, optional
         The same for both sides of a comparison.
     progress : bool, default False
@@ -538,17 +540,17 @@ def analysis_of(
     options = options if options is not None else AnalysisOptions()
     paths = as_paths(side)
     if len(paths) == 1 and paths[0].is_dir():
-        table = tables_io.saved_kernels(paths[0])
+        table = tables_io.saved_launches(paths[0])
         if table is None:
             raise InputError(
-                "is a directory without kernels.csv; pass an ncuroof output directory, a report or"
+                "is a directory without launches.csv; pass an ncuroof output directory, a report or"
                 " a CSV export",
                 paths[0],
             )
         cat, gpus = catalog.load(), catalog.load_gpus()
-        frame = tables_io.read_saved_kernels(table)
-        k = _analysis.restore_kernels(frame, table, cat, gpus)
-        return _analysis.from_kernels(k, options, cat, gpus, inputs=paths, classified=True)
+        frame = tables_io.read_saved_launches(table)
+        k = _analysis.restore_launches(frame, table, cat, gpus)
+        return _analysis.from_launches(k, options, cat, gpus, inputs=paths, classified=True)
     with _progress_bar(progress) as bar:
         return _analysis.build(paths, options, bar)
 
@@ -614,16 +616,18 @@ def _compare_files(
 
 
 def _refuse_stale(side: PathLike | Sequence[PathLike]) -> None:
-    """InputError when a saved analysis directory holds a ``kernels.csv`` and a ``kernels.parquet``
-    that disagree (launches or summed time): one is left from an earlier ``analyze``, and a gate
-    must not read the stale one."""
+    """InputError when a saved analysis directory holds a ``launches.csv`` and a
+    ``launches.parquet`` (``kernels.*`` before schema version 2) that disagree (launches or summed
+    time): one is left from an earlier ``analyze``, and a gate must not read the stale one."""
     paths = as_paths(side)
     if len(paths) != 1 or not paths[0].is_dir():
         return
-    csv, parquet = paths[0] / "kernels.csv", paths[0] / "kernels.parquet"
+    saved = tables_io.saved_launches(paths[0])
+    stem = saved.name.split(".")[0] if saved is not None else "launches"
+    csv, parquet = paths[0] / f"{stem}.csv", paths[0] / f"{stem}.parquet"
     if not (csv.is_file() and parquet.exists()):
         return
-    a, b = (tables_io.read_saved_kernels(p) for p in (csv, parquet))
+    a, b = (tables_io.read_saved_launches(p) for p in (csv, parquet))
     ta, tb = (pd.to_numeric(t["time_s"], errors="coerce") for t in (a, b))
     if (
         len(a) != len(b)
@@ -631,7 +635,7 @@ def _refuse_stale(side: PathLike | Sequence[PathLike]) -> None:
         or abs(ta.sum() - tb.sum()) > 1e-9 * max(abs(ta.sum()), 1e-30)
     ):
         raise InputError(
-            f"holds a kernels.csv ({len(a)} launches, {fmt.time(ta.sum())}) and a kernels.parquet"
+            f"holds a {csv.name} ({len(a)} launches, {fmt.time(ta.sum())}) and a {parquet.name}"
             f" ({len(b)} launches, {fmt.time(tb.sum())}) that disagree: one is left from an earlier"
             " analyze; re-run analyze into an empty directory or remove the stale file",
             paths[0],
@@ -641,7 +645,7 @@ def _refuse_stale(side: PathLike | Sequence[PathLike]) -> None:
 def _comparable(ab: Analysis, aa: Analysis, before: Any, after: Any, strict: bool) -> list[str]:
     """Why the two runs may not be comparable point for point, then their timelines' warnings;
     InputError with ``strict`` when the first list is not empty."""
-    warns = _compare.warnings(ab.kernels, aa.kernels) + provenance.collection_warnings(
+    warns = _compare.warnings(ab.launches, aa.launches) + provenance.collection_warnings(
         before, after
     )
     if strict and warns:
@@ -662,11 +666,11 @@ def _joined(
     table = _compare.join(
         ab.summary,
         aa.summary,
-        kernels=(ab.kernels, aa.kernels),
+        kernels=(ab.launches, aa.launches),
         by=by,
         pairs=resolved,
     )
-    result = CompareResult(table, warns, _compare.totals(table, ab.kernels, aa.kernels))
+    result = CompareResult(table, warns, _compare.totals(table, ab.launches, aa.launches))
     result.before, result.after = ab, aa
     result.pairs = _compare.match(ab.summary, aa.summary, resolved)
     return result
@@ -768,7 +772,7 @@ def runs_in(directory: PathLike) -> list[Path]:
         p
         for p in d.iterdir()
         if p.is_dir()
-        and tables_io.saved_kernels(p) is not None
+        and tables_io.saved_launches(p) is not None
         and not (p.name.endswith(".ncuroof") and p.name[: -len(".ncuroof")].split(".")[0] in stems)
     ]
     found = sorted(files + saved)
@@ -827,10 +831,10 @@ def compare_series(
     warns = [
         f"runs {i} → {i + 1}: {w}"
         for i in range(1, len(sides))
-        for w in _compare.warnings(sides[i - 1].kernels, sides[i].kernels)
+        for w in _compare.warnings(sides[i - 1].launches, sides[i].launches)
     ]
     table = _compare.series(
-        [a.summary for a in sides], [a.kernels for a in sides], names, opts.match, specs
+        [a.summary for a in sides], [a.launches for a in sides], names, opts.match, specs
     )
     result = SeriesResult(table, names, warns)
     if write:

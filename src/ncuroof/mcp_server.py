@@ -237,9 +237,11 @@ class Session:
 
 
 def _stamp(p: Path) -> tuple[int, int]:
-    """Size and modification time of an input (a directory's kernels table when it has one);
-    (-1, -1) when absent."""
-    target = p / "kernels.csv" if p.is_dir() else p
+    """Size and modification time of an input (a directory's launch table when it has one,
+    :func:`ncuroof.parser.tables_io.saved_launches`); (-1, -1) when absent."""
+    from .parser.tables_io import saved_launches
+
+    target = (saved_launches(p) or p / "launches.csv") if p.is_dir() else p
     try:
         st = target.stat()
     except OSError:

@@ -9,7 +9,7 @@ Three tables flow through the pipeline:
     flattened to ``metric[instance]`` columns (e.g.
     ``sass__inst_executed_per_opcode_with_modifier_all[IMMA.16832.S8.S8.SAT]``).
 ``kernels``
-    Calculator output: one row per kernel launch, SI units named in each column (:data:`KERNELS`).
+    Calculator output: one row per kernel launch, SI units named in each column (:data:`LAUNCHES`).
 ``points``
     One row per (launch, precision, memory level) with non-zero work (:data:`POINTS`).
 
@@ -33,7 +33,7 @@ from .errors import InputError
 __all__ = [
     "Column",
     "RAW_META",
-    "KERNELS",
+    "LAUNCHES",
     "POINTS",
     "ACHIEVABLE_POINT",
     "DOTS",
@@ -61,7 +61,7 @@ __all__ = [
     "compact_text",
     "COMPACT_TEXT",
     "RAW_COMPACT",
-    "validate_kernels",
+    "validate_launches",
     "validate_points",
     "empty",
     "parse_sources",
@@ -243,7 +243,7 @@ RAW_META: dict[str, Column] = {
     ),
 }
 
-KERNELS: dict[str, Column] = {
+LAUNCHES: dict[str, Column] = {
     "source": RAW_META["source"],
     "launch_id": RAW_META["launch_id"],
     "kernel_name": RAW_META["kernel_name"],
@@ -512,7 +512,7 @@ POINTS: dict[str, Column] = {
     "kernel_name": RAW_META["kernel_name"],
     "precision": Column("string", "", "fp64, fp32, fp16 or tensor:<datapath>"),
     "level": Column("string", "", "l1, l2 or dram"),
-    "time_s": KERNELS["time_s"],
+    "time_s": LAUNCHES["time_s"],
     "flop": Column("float64", "FLOP", "operations of this precision"),
     "bytes": Column("float64", "B", "traffic at this level"),
     "ai_flop_per_byte": Column(
@@ -545,7 +545,7 @@ POINTS: dict[str, Column] = {
 #: Aggregated dots: one row per (kernel, precision, level)
 #: (:func:`ncuroof.model.summary.aggregate_points`).
 DOTS: dict[str, Column] = {
-    "kernel_key": KERNELS["kernel_key"],
+    "kernel_key": LAUNCHES["kernel_key"],
     "kernel_name": RAW_META["kernel_name"],
     "precision": POINTS["precision"],
     "level": POINTS["level"],
@@ -694,10 +694,10 @@ KERNEL_SUMMARY: dict[str, Column] = {
         )
         for lv in LEVELS
     },
-    "diagnosis": KERNELS["diagnosis"],
-    "evidence": KERNELS["evidence"],
-    "advice": KERNELS["advice"],
-    "flags": KERNELS["flags"],
+    "diagnosis": LAUNCHES["diagnosis"],
+    "evidence": LAUNCHES["evidence"],
+    "advice": LAUNCHES["advice"],
+    "flags": LAUNCHES["flags"],
     "status": Column("string", "", "failed_measurement when every launch failed, else ok"),
 }
 
@@ -921,7 +921,7 @@ def empty(columns: dict[str, Column]) -> pd.DataFrame:
     Parameters
     ----------
     columns : dict of str to Column
-        One of :data:`KERNELS`, :data:`POINTS`, :data:`RAW_META`.
+        One of :data:`LAUNCHES`, :data:`POINTS`, :data:`RAW_META`.
 
     Returns
     -------
@@ -1054,7 +1054,7 @@ def compact_text(df: pd.DataFrame, columns: dict[str, Column]) -> pd.DataFrame:
     Parameters
     ----------
     df : DataFrame
-        A launch or points table (:data:`KERNELS`, :data:`POINTS`); other columns untouched.
+        A launch or points table (:data:`LAUNCHES`, :data:`POINTS`); other columns untouched.
     columns : dict of str to Column
         The declaration.
 
@@ -1104,13 +1104,13 @@ def _validate(
     return out
 
 
-def validate_kernels(df: pd.DataFrame) -> pd.DataFrame:
+def validate_launches(df: pd.DataFrame) -> pd.DataFrame:
     """Check the kernels table: declared columns present, dtypes, no negative quantities.
 
     Parameters
     ----------
     df : DataFrame
-        The kernels table (:data:`KERNELS`); extra columns are kept.
+        The kernels table (:data:`LAUNCHES`); extra columns are kept.
 
     Returns
     -------
@@ -1123,7 +1123,7 @@ def validate_kernels(df: pd.DataFrame) -> pd.DataFrame:
     ValueError
         If a declared column is missing or a quantity is negative (a defect in ncuroof).
     """
-    out = _validate(df, KERNELS, "kernels", compact=True)
+    out = _validate(df, LAUNCHES, "launches", compact=True)
     time_bound = out["time_at_roof_bound"]
     if (
         not out["status"].isin(STATUSES).all()
@@ -1131,12 +1131,12 @@ def validate_kernels(df: pd.DataFrame) -> pd.DataFrame:
         or not out["diagnosis"].isin(DIAGNOSES).all()
         or not (time_bound.isna() | time_bound.isin(TIME_BOUNDS)).all()
     ):
-        raise ValueError("kernels table has an unknown status or bound value")
+        raise ValueError("launches table has an unknown status or bound value")
     return out
 
 
 def validate_points(df: pd.DataFrame) -> pd.DataFrame:
-    """Check the points table (:data:`POINTS`) like :func:`validate_kernels` and return it cast
+    """Check the points table (:data:`POINTS`) like :func:`validate_launches` and return it cast
     to the declared dtypes, text held as ``category`` (:func:`compact_text`); ValueError when a
     column is missing, a quantity negative or a level unknown.
     """
@@ -1192,8 +1192,8 @@ INSTRUCTION_POINTS: dict[str, Column] = {
     "launch_id": RAW_META["launch_id"],
     "kernel_name": RAW_META["kernel_name"],
     "level": Column("string", "", "l1, l2 or dram"),
-    "time_s": KERNELS["time_s"],
-    "warp_inst": KERNELS["warp_inst"],
+    "time_s": LAUNCHES["time_s"],
+    "warp_inst": LAUNCHES["warp_inst"],
     "transactions": Column("float64", "sector", "32 B transactions at this level"),
     "inst_per_transaction": Column(
         "float64",
@@ -1201,7 +1201,7 @@ INSTRUCTION_POINTS: dict[str, Column] = {
         "instruction intensity: warp_inst / transactions (the x of the point)",
     ),
     "warp_inst_per_s": Column("float64", "inst/s", "warp_inst / time_s (the y of the point)"),
-    "peak_warp_inst_per_s": KERNELS["peak_warp_inst_per_s"],
+    "peak_warp_inst_per_s": LAUNCHES["peak_warp_inst_per_s"],
     "peak_warp_inst_source": Column(
         "string",
         "",
@@ -1312,8 +1312,10 @@ __all__ += ["WHATIF", "FILES"]
 
 
 #: Version of the table layout written to Parquet key-value metadata (``ncuroof.schema_version``);
-#: raised when a column changes meaning or dtype, not when one is added.
-SCHEMA_VERSION = 1
+#: raised when a column changes meaning or dtype, not when one is added. 2: the per-launch table
+#: is ``launches`` and ``kernels`` is one row per kernel (issue 40); a version-1 folder's
+#: ``kernels`` table is read as launches.
+SCHEMA_VERSION = 2
 
 #: Multi-rank runs (:mod:`ncuroof.runs.ranks`): one row per kernel, its spread over the MPI ranks. A
 #: kernel's per-rank values are those of its row in that rank's kernel summary
@@ -1731,11 +1733,25 @@ KERNEL_WORK: dict[str, Column] = {
 
 __all__ += ["KERNEL_WORK"]
 
+#: ``kernels.csv``/``.parquet``: one row per kernel identity (``--match``), longest first: the
+#: :data:`KERNEL_SUMMARY` columns (launches, time and share, bound, binding dot, diagnosis, advice,
+#: saving), then the :data:`KERNEL_WORK` columns not among them (work and traffic summed over the
+#: launches, their time-weighted rates), then ``tensor_<path>_flop`` and ``_flop_per_s`` per
+#: tensor datapath with work (:func:`ncuroof.model.summary.kernel_table`). The per-launch table is
+#: :data:`LAUNCHES` (``launches.csv``; ``kernels.csv`` before schema version 2).
+KERNELS: dict[str, Column] = {
+    **KERNEL_SUMMARY,
+    **{c: col for c, col in KERNEL_WORK.items() if c not in KERNEL_SUMMARY},
+}
+
+__all__ += ["KERNELS"]
+
 #: Every table ncuroof writes, by file stem (``<name>.csv`` and/or ``<name>.parquet``, through
 #: ``ncuroof.parser.tables_io``): its declared columns. The tables of ``ncuroof analyze`` are its
 #: views' (``ncuroof.views.REGISTRY``, one entry per name here); ``compare`` and ``trail``
 #: are written by ``ncuroof compare``. Any other file ncuroof writes is a key of :data:`FILES`.
 TABLES: dict[str, dict[str, Column]] = {
+    "launches": LAUNCHES,
     "kernels": KERNELS,
     "points": POINTS,
     "ranks": RANKS,

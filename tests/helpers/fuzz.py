@@ -6,7 +6,7 @@ case in-process through ``ncuroof.cli.main`` (in a forked child for report cases
 abort inside ``ncu_report`` is seen as a signal instead of killing the harness) and
 :func:`verdict` checks the promise:
 
-* exit 0 with whole outputs (``kernels.csv``, ``points.csv``, ``roofline.html``), or exit 2 with
+* exit 0 with whole outputs (``launches.csv``, ``points.csv``, ``roofline.html``), or exit 2 with
   exactly one line on stderr that names the input file;
 * no traceback, no signal, no internal error (exit 3, ``cli.INTERNAL_ERROR``), no file left
   beside the output directory;
@@ -63,7 +63,7 @@ CSVS = (
     "gene-pop2020__time-flops_dzv_ak_ncuroof-time-0.csv",
     "gene-pop2020__out_nvroof_ncuroof_region-dgdxy-1.csv",
 )
-#: Columns of kernels.csv whose values the "no silent zero / non-finite" check compares.
+#: Columns of launches.csv whose values the "no silent zero / non-finite" check compares.
 VALUE_COLUMNS = (
     "time_s",
     "sm_clock_hz",
@@ -467,7 +467,7 @@ class Outcome:
     output: str
     files: list[str]
     leftovers: list[str]
-    kernels: object = None  # DataFrame of kernels.csv when written
+    kernels: object = None  # DataFrame of launches.csv when written
 
 
 def _analyze_in_process(
@@ -546,10 +546,10 @@ def run_case(case: Case, workdir: Path, fork: bool | None = None) -> Outcome:
     leftovers = sorted(after - before - {"result"})
     files = sorted(os.listdir(outdir)) if outdir.is_dir() else []
     kernels = None
-    if code == 0 and "kernels.csv" in files:
+    if code == 0 and "launches.csv" in files:
         import pandas as pd
 
-        kernels = pd.read_csv(outdir / "kernels.csv", keep_default_na=False, na_values=[""])
+        kernels = pd.read_csv(outdir / "launches.csv", keep_default_na=False, na_values=[""])
     return Outcome(code, sig, err, out, files, leftovers, kernels)
 
 
@@ -599,18 +599,18 @@ def verdict(case: Case, outcome: Outcome, reference: object = None) -> tuple[str
         return "FAIL:internal_error", " | ".join(lines[:2])
     if warnings:
         return "FAIL:warning", warnings[0]
-    if outcome.files[:3] != sorted(["kernels.csv", "points.csv", "roofline.html"])[:3] and not {
-        "kernels.csv",
+    if outcome.files[:3] != sorted(["launches.csv", "points.csv", "roofline.html"])[:3] and not {
+        "launches.csv",
         "points.csv",
         "roofline.html",
     } <= set(outcome.files):
         return "FAIL:partial_output", ", ".join(outcome.files)
-    bad = silent_bad_values(outcome.kernels, reference)
+    bad = silent_bad_values(outcome.launches, reference)
     if bad:
         return "FAIL:silent_value", "; ".join(bad[:3])
     import numpy as np
 
-    k, ref = outcome.kernels, reference
+    k, ref = outcome.launches, reference
     damage = _text(k["notes"]).str.contains(DAMAGE_WORDS) | _text(k["flags"]).str.contains(
         DAMAGE_WORDS
     )
@@ -639,7 +639,7 @@ def verdict(case: Case, outcome: Outcome, reference: object = None) -> tuple[str
 
 
 def _text(col: object) -> object:
-    """A kernels.csv text column as str, '' where empty (read back as NaN)."""
+    """A launches.csv text column as str, '' where empty (read back as NaN)."""
     return col.astype(object).where(col.notna(), "").astype(str)  # type: ignore[union-attr]
 
 

@@ -11,7 +11,7 @@ import pandas as pd
 
 from ncuroof import catalog
 from ncuroof.model import calculator, diagnose
-from ncuroof.schema import KERNELS, empty, validate_kernels
+from ncuroof.schema import LAUNCHES, empty, validate_launches
 
 PEAK = {"fp64": 33.5e12, "fp32": 67e12, "fp16": 134e12}
 BW = {"l1": 33e12, "l2": 11e12, "dram": 3.35e12}
@@ -41,12 +41,12 @@ def kernels_table(
     k = diagnose.diagnose_launches(
         k, calculator.compute_points(k), catalog.load(), catalog.load_gpus()
     )
-    return validate_kernels(k)
+    return validate_launches(k)
 
 
 def _launches(kid: np.ndarray, time_s: np.ndarray) -> pd.DataFrame:
     """A kernels table with one launch of kernel ``kid[i]`` taking ``time_s[i]`` per row."""
-    k = empty(KERNELS).reindex(range(len(kid)))
+    k = empty(LAUNCHES).reindex(range(len(kid)))
     k["source"] = "synthetic"
     k["launch_id"] = np.arange(len(kid))
     k["kernel_name"] = [f"kern_{i}" for i in kid]

@@ -275,7 +275,7 @@ def test_profile_keeps_report_records_collection_and_analyzes(
     assert "clock control none" in html and "silu_kernel_vector" in html
     # the report's own clock status (the stand-in copies a real report: locked), then the
     # record's --clock-control
-    kernels = pd.read_csv(tmp_path / "silu.ncuroof" / "kernels.csv")
+    kernels = pd.read_csv(tmp_path / "silu.ncuroof" / "launches.csv")
     assert (kernels["clock_control"] == "locked: none").all() and "locked: none" in html
 
 

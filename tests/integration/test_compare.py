@@ -228,10 +228,10 @@ def test_movement_and_ai_columns_speak_of_one_level() -> None:
 def test_cli_saved_directory_fail_if_slower_and_strict(tmp_path: Path) -> None:
     report = shared("ESMM-Research__profile_output.ncu-rep")
     assert run("analyze", str(report), "-q", "-o", str(tmp_path / "a")).returncode == 0
-    k = pd.read_csv(tmp_path / "a" / "kernels.csv")
+    k = pd.read_csv(tmp_path / "a" / "launches.csv")
     k.loc[k["kernel_name"] == "warptiling", "time_s"] *= 1.5
     (tmp_path / "b").mkdir()
-    k.to_csv(tmp_path / "b" / "kernels.csv", index=False)
+    k.to_csv(tmp_path / "b" / "launches.csv", index=False)
     ok = run(
         "compare",
         str(tmp_path / "a"),
@@ -276,7 +276,7 @@ def test_cli_saved_directory_fail_if_slower_and_strict(tmp_path: Path) -> None:
 @needs_ncu_report
 def test_compare_carries_the_peak_and_the_achievable_fraction(tmp_path: Path) -> None:
     # V100 GENE kernels (time+DRAM run joined with the FLOP run): memory bound at DRAM, where the
-    # catalog's published STREAM-like copy (820 GB/s) is the achievable roof. A kernels.csv written
+    # catalog's published STREAM-like copy (820 GB/s) is the achievable roof. A launches.csv written
     # before issue 21 (without the new columns) still compares: its fractions are recomputed, its
     # achievable roof absent.
     import ncuroof
@@ -285,11 +285,11 @@ def test_compare_carries_the_peak_and_the_achievable_fraction(tmp_path: Path) ->
         shared(f"gene-pop2020__time-{x}_dzv_ak_ncuroof-time-0.ncu-rep") for x in ("dram", "flops")
     ]
     assert run("analyze", *map(str, runs), "-q", "-o", str(tmp_path / "a")).returncode == 0
-    k = pd.read_csv(tmp_path / "a" / "kernels.csv")
+    k = pd.read_csv(tmp_path / "a" / "launches.csv")
     (tmp_path / "old").mkdir()
     k.drop(
         columns=[c for c in k.columns if c.startswith("achievable_") or c == "roof_fraction"]
-    ).to_csv(tmp_path / "old" / "kernels.csv", index=False)
+    ).to_csv(tmp_path / "old" / "launches.csv", index=False)
     t = ncuroof.compare_runs(tmp_path / "old", tmp_path / "a", write=False).table.iloc[0]
     s = ncuroof.analyze(runs, write=False).summary.iloc[0]
     assert s["level"] == "dram" and s["achievable_source"] == "dram:measured"
@@ -317,7 +317,7 @@ def _saved(tmp_path: Path, name: str, report: str) -> Path:
 
 def _folder(tmp_path: Path, name: str, k: pd.DataFrame) -> Path:
     (tmp_path / name).mkdir()
-    k.to_csv(tmp_path / name / "kernels.csv", index=False)
+    k.to_csv(tmp_path / name / "launches.csv", index=False)
     return tmp_path / name
 
 
@@ -345,9 +345,9 @@ def test_one_more_kernel_after_passes_the_gate_and_sums_equal_each_run(tmp_path:
     import ncuroof
 
     a = _saved(tmp_path, "a", ESMM)
-    extra = pd.read_csv(_saved(tmp_path, "x", "CudaCode__naive.ncu-rep") / "kernels.csv").head(1)
+    extra = pd.read_csv(_saved(tmp_path, "x", "CudaCode__naive.ncu-rep") / "launches.csv").head(1)
     b = _folder(
-        tmp_path, "b", pd.concat([pd.read_csv(a / "kernels.csv"), extra], ignore_index=True)
+        tmp_path, "b", pd.concat([pd.read_csv(a / "launches.csv"), extra], ignore_index=True)
     )
     ok = _gate(a, b, tmp_path / "c")
     assert ok.returncode == 0, ok.stderr
@@ -396,7 +396,7 @@ def test_unknown_times_never_pass_the_gate(tmp_path: Path) -> None:
     assert np.isnan(t.loc[0, "time_s_after"]) and np.isnan(t.loc[0, "speedup"])
     assert t.loc[0, "change"].startswith("work and traffic unknown")
     a = _saved(tmp_path, "a", ESMM)
-    empty = _folder(tmp_path, "empty", pd.read_csv(a / "kernels.csv").head(0))
+    empty = _folder(tmp_path, "empty", pd.read_csv(a / "launches.csv").head(0))
     proc = run("compare", str(a), str(empty), "--fail-if-slower", "5", "-o", str(tmp_path / "c2"))
     assert proc.returncode == 2 and "after run" in proc.stderr and "no kernels" in proc.stderr
     # Durations in neither run: nothing to judge. A kernel ncu failed to measure in both runs is not
@@ -430,7 +430,7 @@ def _renamed(k: pd.DataFrame, old: str, new: str, factor: float) -> pd.DataFrame
 def test_a_renamed_slower_kernel_fails_unless_paired_or_allowed(tmp_path: Path) -> None:
     a = _saved(tmp_path, "a", ESMM)
     b = _folder(
-        tmp_path, "b", _renamed(pd.read_csv(a / "kernels.csv"), "warptiling", "warptiling_v2", 4.0)
+        tmp_path, "b", _renamed(pd.read_csv(a / "launches.csv"), "warptiling", "warptiling_v2", 4.0)
     )
 
     def compare(out: str, *args: str):
@@ -563,7 +563,7 @@ def test_three_runs_give_each_kernels_trail(tmp_path: Path) -> None:
 
     runs = [shared("ESMM-Research__metrics.csv"), shared(ESMM)]
     a = _saved(tmp_path, "a", ESMM)
-    renamed = _renamed(pd.read_csv(a / "kernels.csv"), "warptiling", "warptiling_v2", 0.5)
+    renamed = _renamed(pd.read_csv(a / "launches.csv"), "warptiling", "warptiling_v2", 0.5)
     runs.append(_folder(tmp_path, "v2", renamed))
     proc = run(
         "compare",
@@ -651,20 +651,20 @@ def test_change_by_hand() -> None:
 
 @needs_ncu_report
 def test_a_stale_parquet_beside_a_new_csv_is_refused(tmp_path: Path) -> None:
-    # issue 34: analyzed with csv,parquet, then again with csv only: the old kernels.parquet must
+    # issue 34: analyzed with csv,parquet, then again with csv only: the old launches.parquet must
     # not be what the gate reads.
     report = shared(ESMM)
     out = tmp_path / "run"
     assert (
         run("analyze", str(report), "-q", "-o", str(out), "--format", "csv,parquet").returncode == 0
     )
-    slow = pd.read_csv(out / "kernels.csv")
+    slow = pd.read_csv(out / "launches.csv")
     slow["time_s"] *= 3
-    slow.to_csv(out / "kernels.csv", index=False)
+    slow.to_csv(out / "launches.csv", index=False)
     base = _saved(tmp_path, "base", ESMM)
     proc = run("compare", str(base), str(out), "--fail-if-slower", "5", "-o", str(tmp_path / "c"))
-    assert_clean_failure(proc, out, tmp_path / "c", "kernels.csv", "kernels.parquet", "analyze")
-    (out / "kernels.parquet").unlink()
+    assert_clean_failure(proc, out, tmp_path / "c", "launches.csv", "launches.parquet", "analyze")
+    (out / "launches.parquet").unlink()
     proc = run(
         "compare", str(base), str(out), "--fail-if-slower", "5", "-q", "-o", str(tmp_path / "c2")
     )
@@ -688,9 +688,9 @@ def test_runs_of_a_directory_take_repz_and_skip_each_report_s_own_analysis(tmp_p
     for name in ("a.ncu-repz", "b.ncu-rep", "c.csv"):
         (tmp_path / name).write_bytes(b"x")
     (tmp_path / "a.ncuroof").mkdir()
-    (tmp_path / "a.ncuroof" / "kernels.csv").write_text("launch_id\n")
+    (tmp_path / "a.ncuroof" / "launches.csv").write_text("launch_id\n")
     (tmp_path / "saved").mkdir()
-    (tmp_path / "saved" / "kernels.csv").write_text("launch_id\n")
+    (tmp_path / "saved" / "launches.csv").write_text("launch_id\n")
     assert [p.name for p in runs_in(tmp_path)] == ["a.ncu-repz", "b.ncu-rep", "c.csv", "saved"]
 
 

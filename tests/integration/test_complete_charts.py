@@ -92,7 +92,7 @@ def check_complete(out: Path, width_px: float = 600.0) -> int:
     """Every check of the module docstring on the FLOP roofline of the page in ``out``, in every
     state; dots checked."""
     data, layout = figure_of(out / "roofline.html")
-    points, kernels = pd.read_csv(out / "points.csv"), pd.read_csv(out / "kernels.csv")
+    points, kernels = pd.read_csv(out / "points.csv"), pd.read_csv(out / "launches.csv")
     expected = _expected_dots(points, kernels)
     peaks = points.groupby("precision")["peak_flop_per_s"].median().dropna()
     (x0, x1), (y0, y1) = layout["xaxis"]["range"], layout["yaxis"]["range"]
@@ -208,8 +208,8 @@ def test_a_view_without_a_roof_says_why(gone: str) -> None:
     pts = res.points.assign(
         peak_flop_per_s=res.points["peak_flop_per_s"].where(res.points["precision"] != gone)
     )
-    summ = summary.kernel_summary(res.kernels, pts)
-    fig = plot.plot_roofline(pts, res.kernels, summary=summ)
+    summ = summary.kernel_summary(res.launches, pts)
+    fig = plot.plot_roofline(pts, res.launches, summary=summ)
     view = fig.layout.meta["view"]
     assert not [
         t for t in fig.data if t.meta["role"] == "roof_flop" and t.meta["precision"] == gone
@@ -268,8 +268,10 @@ def test_instruction_only_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     )
     title = layout["meta"]["view"]["layouts"]["chart"]["instructions"]["title.text"]
     assert "no L1/L2 wall" in title
-    flags = pd.read_csv(out / "kernels.csv")["flags"]  # kernels.csv says what the report holds too
-    k = pd.read_csv(out / "kernels.csv")
+    flags = pd.read_csv(out / "launches.csv")[
+        "flags"
+    ]  # launches.csv says what the report holds too
+    k = pd.read_csv(out / "launches.csv")
     assert (k["dram_bytes"] > 0).all() and k[
         "sm_throughput_frac"
     ].isna().all()  # it holds bytes, no SpeedOfLight

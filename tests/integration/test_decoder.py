@@ -175,7 +175,7 @@ def test_damaged_payload_is_one_line_exit_2(tmp_path: Path, reader: str, damage:
         damage == "flipped name byte" and reader == "auto"
     ):  # framing holds: ncu_report decides, and reads it
         assert proc.returncode == 0, proc.stderr
-        k = pd.read_csv(tmp_path / "out" / "kernels.csv")
+        k = pd.read_csv(tmp_path / "out" / "launches.csv")
         assert (
             k["reader"]
             .str.startswith(f"ncu_report (the built-in decoder could not decode it: {where} (byte ")
@@ -208,7 +208,7 @@ def test_fast_reader_without_ncu_report(tmp_path: Path) -> None:
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
-    kernels = pd.read_csv(out / "kernels.csv")
+    kernels = pd.read_csv(out / "launches.csv")
     assert list(kernels["kernel_name"]) == ["kernel_assign_6"] * 4
     assert kernels["nvtx_range"].str.endswith("CalFRhs0 > dzv_ak").all()
     proc = subprocess.run(

@@ -59,7 +59,7 @@ def _alone(tmp_path: Path, names: list[str]) -> tuple[pd.DataFrame, pd.DataFrame
             k = k.assign(source=n).astype({"source": "string"})
             ks.append(k)
     # concatenated texts held as the analysis holds them (schema.compact_text)
-    kernels = schema.compact_text(pd.concat(ks, ignore_index=True), schema.KERNELS)
+    kernels = schema.compact_text(pd.concat(ks, ignore_index=True), schema.LAUNCHES)
     points = pd.concat([ncuroof.points(k) for k in ks], ignore_index=True)
     return kernels, schema.compact_text(points, schema.POINTS)
 
@@ -83,14 +83,14 @@ def test_fleet_on_local_cluster_equals_each_report_alone(tmp_path: Path) -> None
     failures = pd.read_csv(out / "failures.csv")
     assert failures["source"].tolist() == ["runs/bad.ncu-rep"]
     # One hive partition per good input, read back in input order.
-    parts = sorted(p.name for p in (out / "kernels.parquet").iterdir())
+    parts = sorted(p.name for p in (out / "launches.parquet").iterdir())
     assert parts == sorted(
         f"input_key={hashlib.sha1(n.encode()).hexdigest()[:16]}" for n in names if "bad" not in n
     )
     kernels, points = _alone(tmp_path, names)
     _equal(ncuroof.load(out), kernels)
     _equal(tables_io.read_table(out / "points.parquet"), points)
-    assert pd.read_csv(out / "kernels.csv")["source"].tolist() == kernels["source"].tolist()
+    assert pd.read_csv(out / "launches.csv")["source"].tolist() == kernels["source"].tolist()
     assert "runs/bad.ncu-rep" in (out / "roofline.html").read_text()
 
 
@@ -151,8 +151,8 @@ def test_fleet_on_a_real_scheduler_and_two_workers(tmp_path: Path) -> None:
             except subprocess.TimeoutExpired:
                 p.kill()
     kernels, points = _alone(tmp_path, names)
-    _equal(result.kernels, kernels)
-    _equal(ncuroof.points(result.kernels), points)
+    _equal(result.launches, kernels)
+    _equal(ncuroof.points(result.launches), points)
     assert result.failures["source"].tolist() == ["runs/bad.ncu-rep"]
 
 

@@ -38,7 +38,7 @@ CASES = fuzz.all_cases(seed=14, per_report=PER, per_csv=PER)
 
 
 def reference(origin: str, tmp: str) -> pd.DataFrame | None:
-    """kernels.csv of the undamaged fixture, read once; each caller gets its own copy."""
+    """launches.csv of the undamaged fixture, read once; each caller gets its own copy."""
     k = _reference(origin, tmp)
     return None if k is None else k.copy(deep=True)
 
@@ -51,7 +51,7 @@ def _reference(origin: str, tmp: str) -> pd.DataFrame | None:
         Path(tmp) / origin,
     )
     assert out.exit_code == 0, out.stderr
-    return out.kernels  # type: ignore[return-value]
+    return out.launches  # type: ignore[return-value]
 
 
 @pytest.fixture(scope="module")
@@ -194,7 +194,7 @@ def test_negative_duration_is_a_damaged_record_named(tmp_path: Path, ref_dir: st
     case = _csv_case("ESMM-Research__metrics.csv", b'"262,784"', b'"-262,784"')
     out = fuzz.run_case(case, tmp_path)
     assert out.exit_code == 0 and out.stderr == "", out.stderr
-    k, ref = out.kernels, reference(case.origin, ref_dir)
+    k, ref = out.launches, reference(case.origin, ref_dir)
     bad = k[k["status"] == "corrupt_record"]
     assert len(bad) == 1
     assert re.search(r"damaged record: \S+ = -262784 is negative", bad["notes"].iloc[0])
@@ -233,7 +233,7 @@ def test_infinite_clock_or_duration_is_never_a_silent_zero(
 ) -> None:
     out = fuzz.run_case(_set_first(name, metric, b"inf"), tmp_path)
     assert out.exit_code == 0 and out.stderr == "", out.stderr
-    k = out.kernels
+    k = out.launches
     damaged = k[k["status"] == "corrupt_record"]
     assert len(damaged) == 1 and f"{metric} = inf is infinite" in damaged["notes"].iloc[0]
     values = damaged[["time_s", "dram_bytes_per_s"]].to_numpy(
@@ -250,7 +250,7 @@ def test_absurd_clock_gives_no_runtime_warning(tmp_path: Path) -> None:
     assert out.exit_code == 0 and out.stderr == "", (
         out.stderr
     )  # warnings are recorded into stderr by the harness
-    k = out.kernels
+    k = out.launches
     assert "= 1.7e+308 is above 1e+24" in k.loc[k["status"] == "corrupt_record", "notes"].iloc[0]
     assert np.isfinite(k["dram_bytes_per_s"].dropna()).all()
     out = fuzz.run_case(
@@ -261,7 +261,7 @@ def test_absurd_clock_gives_no_runtime_warning(tmp_path: Path) -> None:
     )
     assert (
         "a clock above 10 GHz"
-        in out.kernels.loc[out.kernels["status"] == "corrupt_record", "notes"].iloc[0]
+        in out.launches.loc[out.launches["status"] == "corrupt_record", "notes"].iloc[0]
     )
 
 
@@ -274,7 +274,7 @@ def test_negated_flop_counter_is_not_a_lower_count(tmp_path: Path) -> None:
     assert m is not None and m.group(2) != b"0"
     bad = data[: m.start(2)] + b"-" + data[m.start(2) :]
     out = fuzz.run_case(fuzz.Case("bad_number", "issue", bad, ".csv", name), tmp_path)
-    k = out.kernels
+    k = out.launches
     assert out.exit_code == 0
     assert (k["status"] == "corrupt_record").sum() == 1
     assert (

@@ -101,7 +101,7 @@ def esmm(tmp: Path, name: str = "in.csv", kernel: str | None = None) -> Path:
 
 
 def test_an_input_inside_the_output_set_is_refused(tmp_path: Path) -> None:
-    src = esmm(tmp_path, "kernels.csv")
+    src = esmm(tmp_path, "launches.csv")
     before = src.read_bytes()
     refused(
         ncuroof_cli("analyze", src, "-o", tmp_path, "-q", cwd=tmp_path),
@@ -109,7 +109,7 @@ def test_an_input_inside_the_output_set_is_refused(tmp_path: Path) -> None:
         "choose another -o",
     )
     assert src.read_bytes() == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["kernels.csv"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["launches.csv"]
 
 
 def test_a_file_ncuroof_did_not_write_is_never_replaced(tmp_path: Path) -> None:
@@ -130,49 +130,49 @@ def test_a_rerun_removes_stale_outputs_and_keeps_other_files(tmp_path: Path) -> 
         ncuroof_cli("analyze", src, "-o", out, "-q", "--format", "csv,parquet", cwd=tmp_path).code
         == 0
     )
-    assert (out / "kernels.parquet").exists()
+    assert (out / "launches.parquet").exists()
     (out / "notes.txt").write_text("mine")
     assert ncuroof_cli("analyze", src, "-o", out, "-q", cwd=tmp_path).code == 0
     assert sorted(p.name for p in out.iterdir()) == [
-        "kernels.csv",
+        "launches.csv",
         tables_io.MANIFEST,
         "notes.txt",
         "points.csv",
         "roofline.html",
     ]
-    assert tables_io.read_manifest(out) == ["kernels.csv", "points.csv", "roofline.html"]
+    assert tables_io.read_manifest(out) == ["launches.csv", "points.csv", "roofline.html"]
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
 
 
 def test_a_saved_folder_is_read_through_its_manifest(tmp_path: Path) -> None:
-    """A kernels.parquet the manifest does not list (left by hand or an older run) is never read."""
+    """A launches.parquet the manifest does not list (left by hand, an older run) is never read."""
     table = tables_io.arrow_table(
         pd.DataFrame({"source": ["a"], "error": ["x"]}), schema.FAILURES, "failures"
     )
-    page.write_outputs(tmp_path / "out", {"kernels.csv": "x\n"})
-    (tmp_path / "out" / "kernels.parquet").write_bytes(tables_io.parquet_bytes(table))
-    assert tables_io.saved_kernels(tmp_path / "out") == tmp_path / "out" / "kernels.csv"
+    page.write_outputs(tmp_path / "out", {"launches.csv": "x\n"})
+    (tmp_path / "out" / "launches.parquet").write_bytes(tables_io.parquet_bytes(table))
+    assert tables_io.saved_launches(tmp_path / "out") == tmp_path / "out" / "launches.csv"
     (tmp_path / "old").mkdir()  # a folder written before manifests: read as before
-    (tmp_path / "old" / "kernels.parquet").write_bytes(b"")
-    assert tables_io.saved_kernels(tmp_path / "old") == tmp_path / "old" / "kernels.parquet"
+    (tmp_path / "old" / "launches.parquet").write_bytes(b"")
+    assert tables_io.saved_launches(tmp_path / "old") == tmp_path / "old" / "launches.parquet"
 
 
 def test_a_failed_write_keeps_the_previous_run(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    page.write_outputs(out, {"kernels.csv": "one\n", "phases.csv": "p\n"})
+    page.write_outputs(out, {"launches.csv": "one\n", "phases.csv": "p\n"})
 
     def broken(path: Path) -> None:
         path.write_bytes(b"half")
         raise OSError(28, "No space left on device")
 
     with pytest.raises(OutputError) as err:
-        page.write_outputs(out, {"kernels.csv": "two\n", "points.parquet": broken})
+        page.write_outputs(out, {"launches.csv": "two\n", "points.parquet": broken})
     assert_one_line_error(err, out, "No space left", "previous files")
-    assert (out / "kernels.csv").read_text() == "one\n" and (
+    assert (out / "launches.csv").read_text() == "one\n" and (
         out / "phases.csv"
     ).read_text() == "p\n"
     assert sorted(p.name for p in out.iterdir()) == [
-        "kernels.csv",
+        "launches.csv",
         tables_io.MANIFEST,
         "phases.csv",
     ]
@@ -181,11 +181,11 @@ def test_a_failed_write_keeps_the_previous_run(tmp_path: Path) -> None:
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
 def test_a_signal_while_writing_cleans_up_like_ctrl_c(tmp_path: Path, sig: signal.Signals) -> None:
     out = tmp_path / "out"
-    page.write_outputs(out, {"kernels.csv": "one\n"})
+    page.write_outputs(out, {"launches.csv": "one\n"})
     script = (
         "import sys, time\nfrom pathlib import Path\nfrom ncuroof.render.page import"
         " write_outputs\ndef slow(p):\n    Path(p).write_text('half')\n    time.sleep(2)\ntry:\n   "
-        " write_outputs(Path(sys.argv[1]), {'kernels.csv': 'two', 'points.csv': slow})\nexcept"
+        " write_outputs(Path(sys.argv[1]), {'launches.csv': 'two', 'points.csv': slow})\nexcept"
         " KeyboardInterrupt:\n    sys.exit(130)\n"
     )
     proc = subprocess.Popen(
@@ -200,8 +200,8 @@ def test_a_signal_while_writing_cleans_up_like_ctrl_c(tmp_path: Path, sig: signa
     proc.send_signal(sig)
     assert proc.wait(timeout=30) == 130
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
-    assert sorted(p.name for p in out.iterdir()) == ["kernels.csv", tables_io.MANIFEST]
-    assert (out / "kernels.csv").read_text() == "one\n"
+    assert sorted(p.name for p in out.iterdir()) == ["launches.csv", tables_io.MANIFEST]
+    assert (out / "launches.csv").read_text() == "one\n"
 
 
 # --- saved tables: names are text, edits are refused ----------------------------------------------
@@ -227,9 +227,9 @@ def test_a_hand_edited_saved_folder_is_one_line(
 ) -> None:
     src = esmm(tmp_path)
     assert ncuroof_cli("analyze", src, "-o", "out", "-q", cwd=tmp_path).code == 0
-    k = pd.read_csv(tmp_path / "out" / "kernels.csv", keep_default_na=False, dtype=str)
+    k = pd.read_csv(tmp_path / "out" / "launches.csv", keep_default_na=False, dtype=str)
     k.loc[0, column] = value
-    k.to_csv(tmp_path / "out" / "kernels.csv", index=False)
+    k.to_csv(tmp_path / "out" / "launches.csv", index=False)
     refused(ncuroof_cli("compare", "out", "out", "-o", "cmp", "-q", cwd=tmp_path), words)
 
 
@@ -243,13 +243,13 @@ def test_names_reach_no_terminal_spreadsheet_or_page_raw(tmp_path: Path) -> None
     run = ncuroof_cli("analyze", src, "-o", "out", "--format", "csv,parquet", cwd=tmp_path)
     assert run.code == 0, run.text
     assert b"\\x1b" in run.out, "the escape is shown, not dropped"
-    csv_names = pd.read_csv(tmp_path / "out" / "kernels.csv", keep_default_na=False, dtype=str)[
+    csv_names = pd.read_csv(tmp_path / "out" / "launches.csv", keep_default_na=False, dtype=str)[
         "kernel_name"
     ]
     assert csv_names[0].startswith("'=") and not any(
         n.startswith(("=", "+", "@")) for n in csv_names
     )
-    raw = pd.read_parquet(tmp_path / "out" / "kernels.parquet")["kernel_name"]
+    raw = pd.read_parquet(tmp_path / "out" / "launches.parquet")["kernel_name"]
     assert raw[0].startswith("=") and "\x1b" in raw[0]
     assert ncuroof.load(tmp_path / "out")["kernel_name"][0] == raw[0], (
         "the CSV reads back as the raw value"
@@ -505,7 +505,7 @@ def test_appended_runs_that_disagree_are_said_on_the_terminal(tmp_path: Path) ->
     run = ncuroof_cli("analyze", "runs.csv", "-o", "out", "-q", cwd=tmp_path)
     assert run.code == 0
     assert "dram__bytes.sum" in run.text and "different values" in run.text
-    notes = pd.read_csv(tmp_path / "out" / "kernels.csv", keep_default_na=False)["notes"][0]
+    notes = pd.read_csv(tmp_path / "out" / "launches.csv", keep_default_na=False)["notes"][0]
     assert (
         "98,240,640" in notes.replace("9.82406e+07", "98,240,640") and "SASS-patched" not in notes
     )

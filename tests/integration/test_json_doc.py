@@ -1,5 +1,5 @@
 """``analyze --json`` and ``compare --json`` (issue 30): one document on stdout, valid against the
-shipped schemas, agreeing with kernels.csv and with each run's own analysis; the schemas equal what
+shipped schemas, agreeing with launches.csv and with each run's own analysis; the schemas equal what
 ``scripts/make_schemas.py`` generates from ncuroof/schema.py."""
 
 from __future__ import annotations
@@ -76,11 +76,11 @@ def test_schema_has_every_declared_kernel_column():
 
 @pytest.fixture(scope="module")
 def analyzed(tmp_path_factory):
-    """``analyze --json`` of a 4-kernel report: the process, its document and kernels.csv."""
+    """``analyze --json`` of a 4-kernel report: the process, its document and launches.csv."""
     out = tmp_path_factory.mktemp("json") / "out"
     proc = run_cli("analyze", str(shared(FOUR_KERNELS)), "-o", str(out), "--json")
     assert proc.returncode == 0, proc.stderr
-    return proc, document(proc), pd.read_csv(out / "kernels.csv"), out
+    return proc, document(proc), pd.read_csv(out / "launches.csv"), out
 
 
 def test_analyze_json_is_one_document_and_the_outputs_are_written(analyzed):
@@ -89,7 +89,7 @@ def test_analyze_json_is_one_document_and_the_outputs_are_written(analyzed):
     assert doc["schema"] == "ncuroof.analyze" and doc["schema_version"] == json_doc.DOCUMENT_VERSION
     assert (
         doc["outputs"]["outdir"] == str(out)
-        and "kernels.csv" in doc["outputs"]["files"]
+        and "launches.csv" in doc["outputs"]["files"]
         and (out / "roofline.html").is_file()
     )
     assert "wrote" not in proc.stdout  # the summary is not printed beside the document
@@ -104,7 +104,7 @@ def test_analyze_json_is_one_document_and_the_outputs_are_written(analyzed):
 
 def test_analyze_json_agrees_with_kernels_csv(analyzed):
     """Per kernel: launches, time and each precision's FLOPs and each level's bytes are
-    kernels.csv's launches summed (to the last digit: one launch each here); a value missing
+    launches.csv's launches summed (to the last digit: one launch each here); a value missing
     there is null, never 0.
     """
     _, doc, csv, _ = analyzed
@@ -139,7 +139,7 @@ def test_a_kernels_launches_are_summed_and_rates_time_weighted():
     doc = json.loads(json_doc.dumps(json_doc.analysis_document(a)), parse_constant=_no_constant)
     validate(doc, "analyze")
     (rec,) = doc["kernels"]
-    k = a.kernels
+    k = a.launches
     assert rec["launches"] == 2 and rec["time_s"] == pytest.approx(k["time_s"].sum(), rel=1e-15)
     assert rec["dram_bytes"] == k["dram_bytes"].iloc[0] + k["dram_bytes"].iloc[1]
     assert rec["dram_bytes_per_s"] == pytest.approx(rec["dram_bytes"] / rec["time_s"], rel=1e-12)

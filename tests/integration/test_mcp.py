@@ -148,7 +148,7 @@ def test_writes_stay_in_outdir_and_profile_only_when_allowed(tmp_path):
     doc = doc_of(analyzed)
     assert doc["outputs"]["outdir"] == str(out.resolve() / "ESMM-Research__profile_output.ncuroof")
     assert sorted(p.name for p in out.iterdir()) == ["ESMM-Research__profile_output.ncuroof"]
-    assert "kernels.csv" in doc["outputs"]["files"]
+    assert "launches.csv" in doc["outputs"]["files"]
     # no ncu here (or the program is not a CUDA program): an error result, and nothing outside out/
     assert profiled.is_error and profiled.content[0].text.startswith("ncuroof: error:")
     assert not (tmp_path / "escape.ncu-rep").exists()

@@ -1,6 +1,6 @@
 """The roofline page in real headless Chromium (Debian's ``chromium``; ``.ci/run`` installs it).
 
-Counts of drawn dots are checked against the rows of ``points.csv``/``kernels.csv`` grouped here
+Counts of drawn dots are checked against the rows of ``points.csv``/``launches.csv`` grouped here
 with pandas, not against numbers the page reports about itself. A screenshot of a real report's
 page is saved under ``test-artifacts/`` (or ``$NCUROOF_ARTIFACTS``).
 """
@@ -58,7 +58,7 @@ def test_real_report_page(browser, tmp_path):
     path = shared("ESMM-Research__profile_output.ncu-rep")
     out = tmp_path / "esmm"
     ncuroof.analyze(path, out)
-    kernels = pd.read_csv(out / "kernels.csv")
+    kernels = pd.read_csv(out / "launches.csv")
     points = pd.read_csv(out / "points.csv")
     expected = _expected_kernel_dots(kernels, points)
     assert len(expected) == 12  # 4 SGEMM kernels x (L1, L2, DRAM), all FP32

@@ -457,7 +457,7 @@ def test_instantiations_told_apart_by_launch_configuration() -> None:
         ("(25, 11, 1)", "(16, 16, 1)")
     }
     analysis = ncuroof.analyze(shared(GEMM), write=False).analysis
-    t = production.join(analysis.kernels, analysis.dots, tl).table.set_index("timeline_name")
+    t = production.join(analysis.launches, analysis.dots, tl).table.set_index("timeline_name")
     assert (
         t.loc[a, "match"] == "base name and configuration" and t.loc[a, "kernel_key"] == _gemm_key()
     )
@@ -470,7 +470,7 @@ def test_another_instantiation_at_another_configuration_is_not_paired() -> None:
     alone would pair the two, and coverage would count it)."""
     tl = _frame([("void gemm<64>(float*)", 1e-3, "aten::mm")], dims=[(9, 1, 1, 64, 1, 1)])
     analysis = ncuroof.analyze(shared(GEMM), write=False).analysis
-    prod = production.join(analysis.kernels, analysis.dots, tl)
+    prod = production.join(analysis.launches, analysis.dots, tl)
     t = prod.table.set_index("timeline_name")
     assert t.loc["void gemm<64>(float*)", "match"] == "unprofiled" and prod.coverage == 0
     assert t.loc["void gemm<64>(float*)", "ncu_filter"] == "-k 'regex:^gemm$'"

@@ -1,7 +1,7 @@
 """Multi-rank runs: the spread over ranks and the load-imbalance flag checked by hand arithmetic on
 synthetic ranks made from a real report; rank recognition from file names and from the process
 ID stored in the report (binary-edited copies); the page's spread-over-ranks section against the
-ranks reduced again with pandas from the kernels.csv written beside it."""
+ranks reduced again with pandas from the launches.csv written beside it."""
 
 from __future__ import annotations
 
@@ -228,7 +228,7 @@ def test_page_shows_the_spread_over_ranks(tmp_path: Path, monkeypatch: pytest.Mo
     section = section_of((out / "roofline.html").read_text(encoding="utf-8"))
     # Second path: per rank (source) each kernel's summed launch time, reduced
     # over ranks with pandas.
-    k = pd.read_csv(out / "kernels.csv")
+    k = pd.read_csv(out / "launches.csv")
     per_rank = k.groupby(["kernel_key", "source"])["time_s"].sum().reset_index()
     t = (
         per_rank.groupby("kernel_key")["time_s"]
@@ -288,7 +288,7 @@ def test_rank_section_says_how_many_are_left_out(
     table = pd.read_csv(out / "ranks.csv", dtype={"slowest_rank": str, "fastest_rank": str})
     summ = kernel_summary(kernels_of(ESMM), ncuroof.points(kernels_of(ESMM)))
     section = section_of(views.rank_section(table, summ, 0.10, top=2))
-    per_rank = pd.read_csv(out / "kernels.csv").groupby(["kernel_key", "source"])["time_s"].sum()
+    per_rank = pd.read_csv(out / "launches.csv").groupby(["kernel_key", "source"])["time_s"].sum()
     t = per_rank.groupby("kernel_key").agg(["median", "max"]).sort_values("median", ascending=False)
     left_flagged = int((t["max"] / t["median"] - 1 > 0.10).iloc[2:].sum())
     assert (

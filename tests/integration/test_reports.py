@@ -121,7 +121,7 @@ def test_cli_end_to_end(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "one_blocktiling" in proc.stdout and "Top kernels by GPU time" in proc.stdout
     assert sorted(p.name for p in out.iterdir()) == [
-        "kernels.csv",
+        "launches.csv",
         "ncuroof-manifest.json",
         "points.csv",
         "roofline.html",
@@ -133,7 +133,7 @@ def test_cli_end_to_end(tmp_path: Path) -> None:
 
     pts = pd.read_csv(out / "points.csv")
     assert len(pts) == 4 * 3  # 4 SGEMM launches x FP32 x (L1, L2, DRAM)
-    assert set(pd.read_csv(out / "kernels.csv")["launch_id"]) == {0, 1, 2, 3}
+    assert set(pd.read_csv(out / "launches.csv")["launch_id"]) == {0, 1, 2, 3}
 
 
 def test_cli_default_set_report_exits_0_and_says_how_to_collect(tmp_path: Path) -> None:

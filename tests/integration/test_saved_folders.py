@@ -34,15 +34,15 @@ def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _forged(saved: Path, tmp_path: Path, edit) -> Path:
-    """A copy of the saved folder whose kernels.csv is ``edit(frame)`` (its Parquet removed, so the
+    """A copy of the saved folder whose launches.csv is ``edit(frame)`` (its Parquet removed, so the
     CSV is what is read)."""
     out = tmp_path / "forged"
     shutil.copytree(saved, out)
-    (out / "kernels.parquet").unlink()
+    (out / "launches.parquet").unlink()
     (out / "manifest.json").unlink(missing_ok=True)
-    k = pd.read_csv(out / "kernels.csv")
+    k = pd.read_csv(out / "launches.csv")
     changed = edit(k)  # in place, or a new frame
-    (k if changed is None else changed).to_csv(out / "kernels.csv", index=False)
+    (k if changed is None else changed).to_csv(out / "launches.csv", index=False)
     return out
 
 
@@ -87,54 +87,54 @@ def test_an_edited_saved_table_is_refused_never_judged(saved, tmp_path, edit, wo
         proc = run(
             "compare", str(before), str(after), "--fail-if-slower", "5", "-o", str(tmp_path / "c")
         )
-        assert_clean_failure(proc, forged / "kernels.csv", tmp_path / "c", *words)
-    with pytest.raises(InputError, match="kernels.csv"):  # ncuroof.load reads it back the same way
+        assert_clean_failure(proc, forged / "launches.csv", tmp_path / "c", *words)
+    with pytest.raises(InputError, match="launches.csv"):  # ncuroof.load reads it back the same way
         ncuroof.load(forged)
 
 
 def test_a_repeated_launch_row_is_corrupt_input_not_a_slowdown(saved, tmp_path) -> None:
     out = tmp_path / "twice"
     shutil.copytree(saved, out)
-    (out / "kernels.parquet").unlink()
+    (out / "launches.parquet").unlink()
     (out / "manifest.json").unlink(missing_ok=True)
-    k = pd.read_csv(out / "kernels.csv")
-    pd.concat([k, k.iloc[[0]]], ignore_index=True).to_csv(out / "kernels.csv", index=False)
+    k = pd.read_csv(out / "launches.csv")
+    pd.concat([k, k.iloc[[0]]], ignore_index=True).to_csv(out / "launches.csv", index=False)
     proc = run("compare", str(saved), str(out), "--fail-if-slower", "5", "-o", str(tmp_path / "c"))
-    assert_clean_failure(proc, out / "kernels.csv", tmp_path / "c", "repeats a launch", "row 5")
+    assert_clean_failure(proc, out / "launches.csv", tmp_path / "c", "repeats a launch", "row 5")
 
 
 def test_a_saved_table_without_an_identity_column_is_refused(saved, tmp_path) -> None:
     forged = _forged(saved, tmp_path, lambda k: k.drop(columns=["launch_id"]))
     proc = run("compare", str(saved), str(forged), "-o", str(tmp_path / "c"))
-    assert_clean_failure(proc, forged / "kernels.csv", tmp_path / "c", "launch_id")
+    assert_clean_failure(proc, forged / "launches.csv", tmp_path / "c", "launch_id")
 
 
 def test_a_duplicated_column_is_refused(saved, tmp_path) -> None:
     out = tmp_path / "dup"
     shutil.copytree(saved, out)
-    (out / "kernels.parquet").unlink()
+    (out / "launches.parquet").unlink()
     (out / "manifest.json").unlink(missing_ok=True)
-    lines = (out / "kernels.csv").read_text(encoding="utf-8").splitlines()
+    lines = (out / "launches.csv").read_text(encoding="utf-8").splitlines()
     lines = [f"{line},{line.split(',')[0]}" for line in lines[:1]] + [
         f"{line},{line.split(',')[0]}" for line in lines[1:]
     ]
-    (out / "kernels.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (out / "launches.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
     proc = run("compare", str(saved), str(out), "-o", str(tmp_path / "c"))
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
-    assert "kernels.csv" in proc.stderr and "internal error" not in proc.stderr
+    assert "launches.csv" in proc.stderr and "internal error" not in proc.stderr
 
 
 def _parquet_folder(saved: Path, tmp_path: Path, table: pa.Table, name: str = "p") -> Path:
     out = tmp_path / name
     shutil.copytree(saved, out)
-    (out / "kernels.csv").unlink()
+    (out / "launches.csv").unlink()
     (out / "manifest.json").unlink(missing_ok=True)
-    pq.write_table(table, out / "kernels.parquet")
+    pq.write_table(table, out / "launches.parquet")
     return out
 
 
 def test_forged_parquet_is_refused_in_one_line(saved, tmp_path) -> None:
-    t = pq.read_table(saved / "kernels.parquet")
+    t = pq.read_table(saved / "launches.parquet")
     meta = dict(t.schema.metadata)
     cases = {
         "version": (
@@ -164,23 +164,23 @@ def test_forged_parquet_is_refused_in_one_line(saved, tmp_path) -> None:
             str(tmp_path / f"c{name}"),
         )
         assert proc.returncode == 2, (name, proc.stderr)
-        assert_clean_failure(proc, folder / "kernels.parquet", None, word)
+        assert_clean_failure(proc, folder / "launches.parquet", None, word)
 
 
 @pytest.mark.parametrize("kind", ["fifo", "urandom"])
 def test_a_fifo_or_device_in_a_saved_folder_does_not_hang(saved, tmp_path, kind) -> None:
     out = tmp_path / kind
     shutil.copytree(saved, out)
-    for f in ("kernels.parquet", "manifest.json", "kernels.csv"):
+    for f in ("launches.parquet", "manifest.json", "launches.csv"):
         (out / f).unlink(missing_ok=True)
     if kind == "fifo":
-        os.mkfifo(out / "kernels.csv")
+        os.mkfifo(out / "launches.csv")
     else:
-        (out / "kernels.csv").symlink_to("/dev/urandom")
+        (out / "launches.csv").symlink_to("/dev/urandom")
     start = time.monotonic()
     proc = run("compare", str(saved), str(out), "-o", str(tmp_path / "c"), timeout=30)
     assert time.monotonic() - start < 10
-    assert_clean_failure(proc, out / "kernels.csv", tmp_path / "c", "not a regular file")
+    assert_clean_failure(proc, out / "launches.csv", tmp_path / "c", "not a regular file")
 
 
 @pytest.mark.parametrize("kind", ["zero", "fifo", "big"])

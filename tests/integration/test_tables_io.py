@@ -34,7 +34,7 @@ def _awkward_kernels() -> pd.DataFrame:
     k = kernels_of(ESMM).copy()
     k = pd.concat([k, k], ignore_index=True)
     k["launch_id"] = np.arange(len(k))
-    floats = [c for c, col in schema.KERNELS.items() if col.dtype == "float64"]
+    floats = [c for c, col in schema.LAUNCHES.items() if col.dtype == "float64"]
     special = [np.nan, -0.0, 5e-324, 1.7976931348623157e308, 0.1 + 0.2, 1 / 3, 1e-300, 123456789.0]
     for i, c in enumerate(floats):
         k.loc[i % len(k), c] = special[i % len(special)]
@@ -42,7 +42,7 @@ def _awkward_kernels() -> pd.DataFrame:
     k.loc[1, "nvtx_range"] = ""
     k["notes"] = k["notes"].astype(object)
     k.at[2, "notes"] = ['a "quoted", comma\nand newline', "a second note"]
-    return schema.validate_kernels(k)
+    return schema.validate_launches(k)
 
 
 def _same_bits(a: pd.DataFrame, b: pd.DataFrame) -> None:
@@ -59,9 +59,9 @@ def _same_bits(a: pd.DataFrame, b: pd.DataFrame) -> None:
 def test_parquet_round_trip_is_bit_for_bit_with_units_and_metadata(tmp_path: Path) -> None:
     k = _awkward_kernels()
     inputs = [str(shared(ESMM)), "second input.ncu-rep"]
-    path = tmp_path / "kernels.parquet"
+    path = tmp_path / "launches.parquet"
     path.write_bytes(
-        tables_io.parquet_bytes(tables_io.arrow_table(k, schema.KERNELS, "kernels", inputs))
+        tables_io.parquet_bytes(tables_io.arrow_table(k, schema.LAUNCHES, "launches", inputs))
     )
     back = tables_io.read_table(path)
     _same_bits(k, back)
@@ -69,7 +69,7 @@ def test_parquet_round_trip_is_bit_for_bit_with_units_and_metadata(tmp_path: Pat
     # Metadata as written, read independently of ncuroof's reader.
     s = pq.read_schema(path)
     assert s.metadata[b"ncuroof.schema_version"] == str(schema.SCHEMA_VERSION).encode()
-    assert s.metadata[b"ncuroof.table"] == b"kernels"
+    assert s.metadata[b"ncuroof.table"] == b"launches"
     assert json.loads(s.metadata[b"ncuroof.inputs"]) == inputs
     assert s.field("dram_bytes_per_s").metadata[b"unit"] == b"B/s"
     assert str(s.field("launch_id").type) == "int64" and str(s.field("cc").type) == "string"
@@ -82,7 +82,7 @@ def test_parquet_round_trip_is_bit_for_bit_with_units_and_metadata(tmp_path: Pat
 @needs_ncu_report
 def test_arrow_csv_reads_back_like_pandas_csv(tmp_path: Path) -> None:
     k = _awkward_kernels()
-    ours = tables_io.csv_bytes(tables_io.arrow_table(k, schema.KERNELS, "kernels"))
+    ours = tables_io.csv_bytes(tables_io.arrow_table(k, schema.LAUNCHES, "launches"))
     a = pd.read_csv(io.BytesIO(ours))
     b = pd.read_csv(
         io.StringIO(schema.to_text(k).to_csv(index=False))
@@ -95,8 +95,8 @@ def test_arrow_csv_reads_back_like_pandas_csv(tmp_path: Path) -> None:
         else:
             assert a[c].fillna("").astype(str).tolist() == b[c].fillna("").astype(str).tolist(), c
     # ncuroof's reader restores the declared dtypes and tells None from ''.
-    (tmp_path / "kernels.csv").write_bytes(ours)
-    _same_bits(k, tables_io.read_table(tmp_path / "kernels.csv"))
+    (tmp_path / "launches.csv").write_bytes(ours)
+    _same_bits(k, tables_io.read_table(tmp_path / "launches.csv"))
 
 
 @needs_ncu_report
@@ -122,27 +122,27 @@ def test_analyze_format_parquet_and_load_back(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert sorted(p.name for p in out.iterdir()) == [
-        "kernels.csv",
-        "kernels.parquet",
+        "launches.csv",
+        "launches.parquet",
         "ncuroof-manifest.json",
         "points.csv",
         "points.parquet",
         "roofline.html",
     ]
     direct = ncuroof.load(shared(ESMM))
-    for saved in (out, out / "kernels.parquet"):
+    for saved in (out, out / "launches.parquet"):
         _same_bits(direct, ncuroof.load(saved))
     pts = tables_io.read_table(out / "points.parquet")
     _same_bits(ncuroof.points(direct), pts)
     assert pts.attrs["units"]["ai_flop_per_byte"] == "FLOP/B"
     # The CSV of the same run, read by pandas, has the same values as the Parquet.
-    csv = pd.read_csv(out / "kernels.csv")
+    csv = pd.read_csv(out / "launches.csv")
     assert np.array_equal(csv["time_s"].to_numpy(float), direct["time_s"].to_numpy(float))
     assert csv["kernel_name"].tolist() == direct["kernel_name"].tolist()
 
 
 def test_not_a_table_is_an_input_error(tmp_path: Path) -> None:
-    bad = tmp_path / "kernels.parquet"
+    bad = tmp_path / "launches.parquet"
     bad.write_bytes(b"PAR1 this is not parquet")
     with pytest.raises(InputError) as err:
         ncuroof.load(bad)
@@ -169,7 +169,7 @@ def test_failing_writer_leaves_nothing(tmp_path: Path) -> None:
         raise OSError(28, "No space left on device")
 
     with pytest.raises(OutputError) as err:
-        report.write_outputs(tmp_path / "out", {"a.csv": "x\n", "kernels.parquet": broken})
+        report.write_outputs(tmp_path / "out", {"a.csv": "x\n", "launches.parquet": broken})
     assert_one_line_error(err, tmp_path / "out", "No space left")  # the OS's reason passed on
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
@@ -208,7 +208,7 @@ def test_parquet_only_directory_compares_and_bad_format_is_refused(tmp_path: Pat
         == 0
     )
     assert sorted(p.name for p in out.iterdir()) == [
-        "kernels.parquet",
+        "launches.parquet",
         "ncuroof-manifest.json",
         "points.parquet",
         "roofline.html",
@@ -242,25 +242,25 @@ def test_files_of_category_texts_written_in_slices_equal_the_plain_text_table_at
     k.loc[::7, "advice"] = '=HYPERLINK("http://x")'
     k.loc[1::7, "advice"] = None
     k.loc[2::7, "evidence"] = "-1 + 2"
-    held = schema.validate_kernels(k)
+    held = schema.validate_launches(k)
     assert isinstance(held["advice"].dtype, pd.CategoricalDtype)
     assert len(held) > 2 * tables_io.CSV_ROWS
-    files = tables_io.table_files({"kernels": held}, ("csv", "parquet"), ["in.ncu-rep"])
+    files = tables_io.table_files({"launches": held}, ("csv", "parquet"), ["in.ncu-rep"])
     report.write_outputs(tmp_path / "out", files)
-    plain = tables_io.arrow_table(_as_text(held), schema.KERNELS, "kernels", ["in.ncu-rep"])
+    plain = tables_io.arrow_table(_as_text(held), schema.LAUNCHES, "launches", ["in.ncu-rep"])
     assert not any(str(f.type).startswith("dictionary") for f in plain.schema)
-    written = (tmp_path / "out" / "kernels.csv").read_bytes()
+    written = (tmp_path / "out" / "launches.csv").read_bytes()
     assert written == tables_io.csv_bytes(tables_io.csv_safe(plain))
     assert written.count(b'"\'=HYPERLINK(""http://x"")"') == len(k[::7])
     assert written.count(b'"\'-1 + 2"') == len(k[2::7])
-    assert (tmp_path / "out" / "kernels.parquet").read_bytes() == tables_io.parquet_bytes(plain)
+    assert (tmp_path / "out" / "launches.parquet").read_bytes() == tables_io.parquet_bytes(plain)
 
 
 def test_compact_text_keeps_the_values_missing_and_empty_apart() -> None:
     """compact_text holds the COMPACT_TEXT columns as category: the same texts, a missing cell still
     missing and '' still '', a number as its text (as a 'string' column), fillna('') possible; the
     other columns untouched."""
-    columns = {n: schema.KERNELS[n] for n in ("advice", "cc", "kernel_name", "time_s")}
+    columns = {n: schema.LAUNCHES[n] for n in ("advice", "cc", "kernel_name", "time_s")}
     df = pd.DataFrame(
         {
             "advice": pd.Series(["a", None, "", "a"], dtype="string"),

@@ -275,7 +275,7 @@ def test_counted_against_analytic_with_a_report(tmp_path: Path) -> None:
     res = api.analyze([report], timeline=_matmul_run(tmp_path, 4096), write=False)
     r = _row(res.tables["operators"], "aten::mm")
     assert r["flop"] == 2 * 4096**3
-    k = res.analysis.kernels
+    k = res.analysis.launches
     counted = sum(float(k[c].fillna(0).iloc[0]) for c in ("fp64_flop", "fp32_flop", "fp16_flop"))
     counted += float(k["tensor_flop"].fillna(0).iloc[0])
     assert r["counted_flop"] == pytest.approx(counted)  # all of ncu's FLOPs: FP32 + FP16 (HFMA2)

@@ -190,7 +190,7 @@ positive = st.floats(min_value=1e-3, max_value=1e15, allow_nan=False, allow_infi
 def test_roofline_invariants(flop: float, bytes_: float, t: float, peak: float, bw: float) -> None:
     """For any counts: AI = FLOPs/bytes, the attainable roof never exceeds either ceiling, the
     point is memory bound exactly when AI < ridge, and roof_fraction = achieved / attainable."""
-    row = {c: np.nan if col.dtype == "float64" else "" for c, col in calculator.KERNELS.items()}
+    row = {c: np.nan if col.dtype == "float64" else "" for c, col in calculator.LAUNCHES.items()}
     row.update(
         source="s",
         launch_id=0,

@@ -203,7 +203,7 @@ def test_cli_peaks_end_to_end(tmp_path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert "datasheet (a10g)" in proc.stdout and "user" in proc.stdout
-    k = pd.read_csv(tmp_path / "o" / "kernels.csv")
+    k = pd.read_csv(tmp_path / "o" / "launches.csv")
     assert (k["peak_dram_bytes_per_s"] == 500e9).all() and (
         k["peak_fp32_flop_per_s"] == 35e12
     ).all()
@@ -475,25 +475,25 @@ def test_published_achievable_bandwidth_on_real_reports(
     from ncuroof.model import analysis
 
     a = analysis.build([shared(n) for n in names])
-    spec = gpus.by_device(a.kernels["device_name"].iat[0])
+    spec = gpus.by_device(a.launches["device_name"].iat[0])
     assert spec.achievable()["dram"].value == bandwidth
-    assert (a.kernels["achievable_dram_bytes_per_s"] == bandwidth).all()
-    assert all(c == (("dram", "measured"),) for c in a.kernels["achievable_sources"])
+    assert (a.launches["achievable_dram_bytes_per_s"] == bandwidth).all()
+    assert all(c == (("dram", "measured"),) for c in a.launches["achievable_sources"])
     assert all(
         "achievable DRAM roof" in cell_text("notes", n) and "issue 21" in cell_text("notes", n)
-        for n in a.kernels["notes"]
+        for n in a.launches["notes"]
     )
     # Peak roofs stay as they were (report or datasheet).
-    assert (a.kernels["peak_dram_bytes_per_s"] != bandwidth).all()
+    assert (a.launches["peak_dram_bytes_per_s"] != bandwidth).all()
     _check_achievable_by_hand(a, bandwidth)
 
 
 def _check_achievable_by_hand(a, bandwidth: float) -> None:
     """Every DRAM point: achievable roof = min(peak FLOP/s, AI x achievable B/s),
-    fraction = achieved / that, from the launch table's own rates; and where DRAM binds, kernels.csv
-    and the summary carry the same.
+    fraction = achieved / that, from the launch table's own rates; and where DRAM binds, the
+    launches and the summary carry the same.
     """
-    k = a.kernels.set_index(["source", "launch_id"])
+    k = a.launches.set_index(["source", "launch_id"])
     dram = a.points[a.points["level"] == "dram"]
     assert len(dram)
     for p in dram.itertuples():
@@ -508,8 +508,8 @@ def _check_achievable_by_hand(a, bandwidth: float) -> None:
         assert p.achievable_roof_flop_per_s == pytest.approx(roof, rel=1e-9)
         assert p.achievable_roof_fraction == pytest.approx(row[col] / roof, rel=1e-9)
         assert p.achievable_bytes_source == "measured"
-    bound = a.kernels[
-        a.kernels["notes"].map(lambda n: "at DRAM (binding level)" in cell_text("notes", n))
+    bound = a.launches[
+        a.launches["notes"].map(lambda n: "at DRAM (binding level)" in cell_text("notes", n))
     ]
     for r in bound.itertuples():
         if (
@@ -536,13 +536,13 @@ def test_user_achievable_roofs_on_an_h100_report(gpus) -> None:
     plain = analysis.build([shared(name)])
     assert {
         q: m.value
-        for q, m in gpus.by_device(plain.kernels["device_name"].iat[0]).achievable().items()
+        for q, m in gpus.by_device(plain.launches["device_name"].iat[0]).achievable().items()
     } == {"dram": 1.86e12}
-    assert (plain.kernels["achievable_dram_bytes_per_s"] == 1.86e12).all() and all(
-        c == (("dram", "measured"),) for c in plain.kernels["achievable_sources"]
+    assert (plain.launches["achievable_dram_bytes_per_s"] == 1.86e12).all() and all(
+        c == (("dram", "measured"),) for c in plain.launches["achievable_sources"]
     )
-    assert plain.kernels["achievable_roof_fraction"].to_numpy() == pytest.approx(
-        (plain.kernels["dram_bytes_per_s"] / 1.86e12).to_numpy(), rel=1e-9
+    assert plain.launches["achievable_roof_fraction"].to_numpy() == pytest.approx(
+        (plain.launches["dram_bytes_per_s"] / 1.86e12).to_numpy(), rel=1e-9
     )
     opts = analysis.AnalysisOptions(
         achievable_bandwidth={"dram": 1.7e12}, achievable_flops={"fp32": 40e12}
@@ -550,10 +550,10 @@ def test_user_achievable_roofs_on_an_h100_report(gpus) -> None:
     a = analysis.build([shared(name)], opts)
     assert all(
         parse_sources(c) == {"fp32": "user", "dram": "user"}
-        for c in a.kernels["achievable_sources"]
+        for c in a.launches["achievable_sources"]
     )
-    assert (a.kernels["peak_dram_bytes_per_s"] == plain.kernels["peak_dram_bytes_per_s"]).all()
-    k = a.kernels
+    assert (a.launches["peak_dram_bytes_per_s"] == plain.launches["peak_dram_bytes_per_s"]).all()
+    k = a.launches
     assert (k["bound"] == "memory").all()  # the SiLU kernels bind at DRAM
     assert k["achievable_roof_fraction"].to_numpy() == pytest.approx(
         (k["dram_bytes_per_s"] / 1.7e12).to_numpy(), rel=1e-9
@@ -582,7 +582,7 @@ def test_every_launch_with_work_has_a_roof_and_a_roof_fraction(path) -> None:
 
     a = analysis.build([path])
     work = a.points.groupby(["source", "launch_id"])["flop"].max()
-    k = a.kernels.set_index(["source", "launch_id"]).loc[work.index]
+    k = a.launches.set_index(["source", "launch_id"]).loc[work.index]
     assert np.isfinite(k["roof_fraction"]).all(), k.loc[
         ~np.isfinite(k["roof_fraction"]), "notes"
     ].tolist()

@@ -462,7 +462,7 @@ def test_merge_refuses_runs_that_do_not_line_up(tmp_path: Path) -> None:
     # --stack keeps unrelated inputs side by side.
     proc = run("analyze", str(a), str(c), "--stack", "-q", "-o", str(tmp_path / "out"))
     assert proc.returncode == 0, proc.stderr
-    assert len(pd.read_csv(tmp_path / "out" / "kernels.csv")) == 3
+    assert len(pd.read_csv(tmp_path / "out" / "launches.csv")) == 3
 
 
 def test_session_page_for_another_gpu_is_refused(tmp_path: Path, cat) -> None:
@@ -671,7 +671,7 @@ def test_kernel_names_of_any_length(tmp_path: Path, cat) -> None:
     proc = run("analyze", str(path), "-q", "-o", str(tmp_path / "out"))
     assert proc.returncode == 0, proc.stderr
     assert (
-        pd.read_csv(tmp_path / "out" / "kernels.csv")["kernel_demangled"].str.len() == len(long)
+        pd.read_csv(tmp_path / "out" / "launches.csv")["kernel_demangled"].str.len() == len(long)
     ).sum() == 3
     cut = tmp_path / "cut.csv"
     cut.write_bytes(path.read_bytes()[: -len(long) // 2])  # inside the last launch's name

@@ -196,7 +196,7 @@ def test_one_analyze_computes_each_table_once(monkeypatch: pytest.MonkeyPatch, t
         (classify, "classify"),
     ):
         counted(module, name)
-    a = analysis.from_kernels(
+    a = analysis.from_launches(
         k,
         analysis.AnalysisOptions(),
         analysis.catalog.load(),

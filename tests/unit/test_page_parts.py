@@ -195,7 +195,7 @@ def test_page_tables_of_many_launches_are_capped_as_the_page_says(tmp_path: Path
     p.feed(html)
     assert (
         title
-        == f"The {report.MAX_LAUNCH_ROWS} longest of {n} launches (all of them are in kernels.csv)"
+        == f"The {report.MAX_LAUNCH_ROWS} longest of {n} launches (all of them are in launches.csv)"
     )
     ids = [int(float(r[0][0]["data-v"])) for r in p.rows]
     assert ids == list(range(n - 1, n - 1 - report.MAX_LAUNCH_ROWS, -1))  # the longest first

@@ -20,7 +20,7 @@ from tests.helpers.reports import needs_ncu_report, shared
 
 CUTLASS = "cutlass-panjd123__4f3955ed3c_report.ncu-rep"  # NVTX ranges and instruction counters
 #: The tables this run must write: the always-written ones and the four views its options ask for.
-VIEWS = {"kernels", "points", "phases", "instruction_points", "whatif", "roofs"}
+VIEWS = {"launches", "kernels", "points", "phases", "instruction_points", "whatif", "roofs"}
 
 
 def _text(value: object) -> str:
@@ -77,8 +77,8 @@ def test_every_file_of_an_analyze_run_is_in_the_manifest_and_declared(tmp_path) 
     )
     found = _check_declared(out, {"csv", "parquet"})
     assert found["csv"] == found["parquet"] == VIEWS
-    # roofs.csv holds each launch's roofs of kernels.csv, one row per (launch, kind, roof).
-    roofs, kernels = pd.read_csv(out / "roofs.csv"), pd.read_csv(out / "kernels.csv")
+    # roofs.csv holds each launch's roofs of launches.csv, one row per (launch, kind, roof).
+    roofs, kernels = pd.read_csv(out / "roofs.csv"), pd.read_csv(out / "launches.csv")
     fp32 = roofs[(roofs["kind"] == "peak") & (roofs["roof"] == "fp32")].set_index("launch_id")
     dram = roofs[(roofs["kind"] == "peak") & (roofs["roof"] == "dram")].set_index("launch_id")
     k = kernels.set_index("launch_id")
@@ -186,7 +186,7 @@ def test_every_table_round_trips_as_csv_and_parquet_with_its_declared_schema(
         fmt: tables_io.read_table(tmp_path / "out" / f"{name}.{fmt}") for fmt in ("csv", "parquet")
     }
     dtypes = {c: str(pd.Series([], dtype=col.dtype).dtype) for c, col in columns.items()}
-    if name in ("kernels", "points"):  # their repeated texts read back as validate_* holds them
+    if name in ("launches", "points"):  # their repeated texts read back as validate_* holds them
         dtypes.update((c, "category") for c in schema.COMPACT_TEXT if c in columns)
     want = [[_cell(v) for v in schema.from_text(df)[c]] for c in columns]
     for fmt, t in back.items():
@@ -220,7 +220,7 @@ def _longest_view(views):
     """A view added the way a new one is: its option, table, builder, section and header line."""
     columns = {
         "kernel_key": schema.Column("string", "", "kernel"),
-        "time_s": schema.KERNELS["time_s"],
+        "time_s": schema.LAUNCHES["time_s"],
     }
     option = views.Option("longest", "The N longest kernels (longest.csv).", int | None)
 

@@ -33,7 +33,7 @@ def test_note_flags_read_the_codes_of_text_and_tuple_notes() -> None:
 def test_fill_ceilings_on_a_written_kernels_table_equals_the_in_memory_one() -> None:
     import ncuroof
 
-    k = ncuroof.analyze(shared("CudaCode__naive.ncu-rep"), write=False).analysis.kernels
+    k = ncuroof.analyze(shared("CudaCode__naive.ncu-rep"), write=False).analysis.launches
     gpus = load_gpus()
     mem, text = ceilings.fill_ceilings(k, gpus), ceilings.fill_ceilings(schema.to_text(k), gpus)
     assert (text["peak_source"] == mem["peak_source"]).all() and (mem["peak_source"] != "").all()

@@ -35,8 +35,8 @@ def test_report_roofs_in_the_long_table_are_what_ncu_stored() -> None:
     alone (FP32: 2 x ffma.peak_sustained x SM clock; DRAM:
     dram__bytes.sum.peak_sustained x DRAM clock)."""
     a = analysis.build([shared(ESMM)])
-    t = roof_table(a.kernels, catalog.load_gpus())
-    assert list(t.columns) == list(ROOFS) and len(t) == 6 * len(a.kernels)
+    t = roof_table(a.launches, catalog.load_gpus())
+    assert list(t.columns) == list(ROOFS) and len(t) == 6 * len(a.launches)
     assert (t["roof_source"] == "report").all() and (t["kind"] == "peak").all()
     for lid, m in enumerate(ncu_metrics(ESMM)):
         mine = t[t["launch_id"] == lid].set_index("roof")
@@ -57,12 +57,12 @@ def test_datasheet_and_measured_roofs_carry_their_entry_clock_and_confidence() -
     gpus = catalog.load_gpus()
     opts = analysis.AnalysisOptions(gpu="v100-sxm2")
     a = analysis.build([shared("cuda-roofline__output.csv")], opts)
-    t = roof_table(a.kernels, gpus)
+    t = roof_table(a.launches, gpus)
     sheet = t[t["roof_source"] == "datasheet"]
     assert len(sheet) and set(sheet["datasheet_gpu"]) == {"v100-sxm2"}
     spec = gpus.by_name("v100-sxm2")
     assert (sheet["confidence"] == spec.confidence).all()
-    clock = a.kernels.set_index("launch_id")["sm_clock_hz"]
+    clock = a.launches.set_index("launch_id")["sm_clock_hz"]
     for r in sheet[sheet["roof"] == "fp32"].itertuples():
         expected = spec.flop_per_s["fp32"] * clock[r.launch_id] / spec.boost_hz
         assert r.flop_per_s == pytest.approx(expected, rel=1e-12)
@@ -70,10 +70,10 @@ def test_datasheet_and_measured_roofs_carry_their_entry_clock_and_confidence() -
     assert (dram["bytes_per_s"] == spec.dram_bytes_per_s).all() and dram["clock_hz"].isna().all()
 
     h100 = analysis.build([shared("cs599k__2025-04-21-vector-based.ncu-rep")])
-    t = roof_table(h100.kernels, gpus)
+    t = roof_table(h100.launches, gpus)
     ach = t[t["kind"] == "achievable"]
-    measured = gpus.by_device(h100.kernels["device_name"].iat[0]).achievable()["dram"]
-    assert len(ach) == len(h100.kernels) and (ach["roof"] == "dram").all()
+    measured = gpus.by_device(h100.launches["device_name"].iat[0]).achievable()["dram"]
+    assert len(ach) == len(h100.launches) and (ach["roof"] == "dram").all()
     assert (ach["bytes_per_s"] == 1.86e12).all() and (ach["roof_source"] == "measured").all()
     assert (ach["confidence"] == measured.confidence).all()
 
@@ -124,7 +124,7 @@ def test_reader_notes_become_codes_once_and_flags_follow_codes_not_words() -> No
     assert set(NOTE_CODES) <= set(diagnose.FLAG_CODES) | {"damaged_record"}
 
     cat = catalog.load()
-    k = analysis.build([shared(ESMM)]).kernels.iloc[:2].copy()
+    k = analysis.build([shared(ESMM)]).launches.iloc[:2].copy()
     k["notes"] = pd.Series(
         [[Note("na_metrics", "any words")], [f"{NA_NOTE}: words without a code"]],
         index=k.index,

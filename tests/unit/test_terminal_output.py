@@ -174,7 +174,7 @@ def test_a_report_without_roofline_metrics_gets_the_speed_of_light_chart(tmp_pat
     export = shared("accelsim-test__algo23_details.csv")
     res = ncuroof.analyze(export, tmp_path / "out", progress=False)
     assert len(res.points) == 0
-    fig = ncuroof.api._page(res.analysis, {"kernels": res.kernels}, "cdn")[0]
+    fig = ncuroof.api._page(res.analysis, {"launches": res.launches}, "cdn")[0]
     dots = [t for t in fig.data if (t.meta or {}).get("role") == "sol_dot"]
     assert [(round(t.x[0], 2), round(t.y[0], 2)) for t in dots] == [(44.98, 15.01)]
     lines = [t for t in fig.data if (t.meta or {}).get("role") == "sol_threshold"]

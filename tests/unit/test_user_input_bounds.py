@@ -32,7 +32,7 @@ CONTROL_BYTES = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u20
 
 
 def test_written_csv_files_hold_no_control_bytes(tmp_path: Path) -> None:
-    """A CSV export whose kernel name carries ESC ... BEL: kernels.csv, points.csv and compare.csv
+    """A CSV export whose kernel name carries ESC ... BEL: launches.csv, points.csv and compare.csv
     show them as the terminal does (``\\x1b``), never raw (``cat compare.csv`` runs nothing)."""
     import ncuroof
 
@@ -43,12 +43,12 @@ def test_written_csv_files_hold_no_control_bytes(tmp_path: Path) -> None:
     forged.write_text(text.replace("basic(", "ba\x1b]0;pwned\x07\u202esic("), encoding="utf-8")
     ncuroof.analyze(forged, tmp_path / "a")
     ncuroof.compare_runs(original, forged, outdir=tmp_path / "c")
-    written = [tmp_path / "a" / "kernels.csv", tmp_path / "a" / "points.csv"]
+    written = [tmp_path / "a" / "launches.csv", tmp_path / "a" / "points.csv"]
     written.append(tmp_path / "c" / "compare.csv")
     for path in written:
         body = path.read_text(encoding="utf-8")
         assert not CONTROL_BYTES.search(body), path.name
-    assert "ba\\x1b]0;pwned\\x07\\u202esic(" in (tmp_path / "a" / "kernels.csv").read_text()
+    assert "ba\\x1b]0;pwned\\x07\\u202esic(" in (tmp_path / "a" / "launches.csv").read_text()
 
 
 @pytest.mark.parametrize("lang", ["C.UTF-8", "C"])
@@ -74,5 +74,5 @@ def test_a_file_name_that_is_not_utf8_is_printed_escaped(tmp_path: Path, lang: s
         )
         assert proc.returncode == 0, proc.stderr.decode("utf-8", "replace")
         assert b"internal error" not in proc.stderr
-    kernels = (tmp_path / "out" / "kernels.csv").read_text(encoding="utf-8")
+    kernels = (tmp_path / "out" / "launches.csv").read_text(encoding="utf-8")
     assert "bad\\xff\\xfe.ncu-rep" in kernels  # the source column, escaped as the terminal shows it

@@ -51,7 +51,7 @@ def test_words_never_contradict_numbers(name: str) -> None:
     a = _analysis(name)
     if a is None:
         pytest.skip(f"{name} does not analyze alone")
-    for table in (a.kernels, a.summary):
+    for table in (a.launches, a.summary):
         v = violations(table)
         assert v.empty, v.to_string()
 
@@ -248,7 +248,7 @@ def test_memory_sol_from_load_instruction_issue_is_named() -> None:
         lsuin == pytest.approx(sol)
         and m["l1tex__data_bank_reads.avg.pct_of_peak_sustained_elapsed"] < 0.1 * lsuin
     )
-    r = _analysis(name).kernels.iloc[0]
+    r = _analysis(name).launches.iloc[0]
     assert r["hot_memory_unit"].endswith("(l1tex__lsuin_requests)")
     assert r["hot_memory_unit_frac"] == pytest.approx(lsuin / 100)
     assert "too many load instructions" in r["advice"] and "LDS.128" in r["advice"]
@@ -259,7 +259,7 @@ def test_memory_sol_from_load_instruction_issue_is_named() -> None:
 def test_single_block_launch_is_held_at_the_floor() -> None:
     """The issue's case: 1.5-4 us one-block launches whose roofline bound is tens of ns."""
     name = "alife_cuda__profile_output.ncu-rep"
-    k = _analysis(name).kernels
+    k = _analysis(name).launches
     floor = TH["launch_floor"]["default_s"]
     metrics = ncu_metrics(name)
     held = k[k["time_at_roof_bound"] == "launch_floor"]
@@ -282,7 +282,7 @@ def test_sm_busier_than_memory_gets_no_memory_advice() -> None:
     sm = m["sm__throughput.avg.pct_of_peak_sustained_elapsed"] / 100
     mem = m["gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"] / 100
     assert sm >= SOL["latency_bound"] and sm - mem >= SOL["balanced"]
-    r = _analysis(name).kernels.iloc[0]
+    r = _analysis(name).launches.iloc[0]
     assert not r["diagnosis"].startswith("memory") and "check coalescing" not in r["advice"]
     assert f"SM {100 * sm:.0f}%, memory {100 * mem:.0f}%" in r["evidence"]
 
@@ -297,7 +297,7 @@ def test_achieved_at_theoretical_occupancy_and_warp_sized_blocks() -> None:
         m["sm__maximum_warps_per_active_cycle_pct"] / 100,
     )
     assert occ >= TH["diagnosis"]["occupancy_gap"] * theo
-    r = _analysis(name).kernels.iloc[0]
+    r = _analysis(name).launches.iloc[0]
     assert (
         "well below" not in r["advice"]
         and f"at the launch's theoretical {100 * theo:.0f}%" in r["advice"]
@@ -305,7 +305,7 @@ def test_achieved_at_theoretical_occupancy_and_warp_sized_blocks() -> None:
 
 
 def test_one_thread_blocks_name_their_idle_lanes() -> None:
-    k = _analysis("alife_cuda__profile_output.ncu-rep").kernels
+    k = _analysis("alife_cuda__profile_output.ncu-rep").launches
     one = k[(k["block"] == "(1, 1, 1)") & (k["diagnosis"] != "not_classified")]
     assert len(one) > 0
     assert one["advice"].str.contains("blocks of 1 thread: 31 of 32 lanes of every warp idle").all()
@@ -330,7 +330,7 @@ def test_unclassified_csv_names_what_is_missing_and_the_option() -> None:
     """A CSV with FLOPs and DRAM bytes and no device name: only the roofs are missing, so --gpu,
     not re-profiling."""
     a = _analysis("ESMM-Research__metrics.csv")
-    k = a.kernels
+    k = a.launches
     assert (k["diagnosis"] == "not_classified").all()
     assert (k["fp32_flop"] > 0).all() and (k["dram_bytes"] > 0).all()
     assert k["evidence"].str.contains("missing: roofs").all()
@@ -338,7 +338,7 @@ def test_unclassified_csv_names_what_is_missing_and_the_option() -> None:
         k["advice"].str.contains("--gpu").all() and not k["advice"].str.contains("re-profile").any()
     )
     # the SM throughput a CSV does hold is quoted, never called absent
-    r = _analysis("GPU-Roofline-Profiler__saxpy.csv").kernels.iloc[0]
+    r = _analysis("GPU-Roofline-Profiler__saxpy.csv").launches.iloc[0]
     assert r["sm_throughput_frac"] == pytest.approx(0.223) and "SM throughput 22%" in r["evidence"]
     assert "SpeedOfLight values" not in r["evidence"]
 
@@ -369,7 +369,7 @@ def test_integer_tensor_work_reads_as_ops() -> None:
         and work_unit("fp32") == "FLOP"
         and work_unit("tensor:sass_hmma") == "FLOP"
     )
-    fig = figure.plot_roofline(a.points, a.kernels, summary=a.summary)
+    fig = figure.plot_roofline(a.points, a.launches, summary=a.summary)
     roofs = [
         t
         for t in fig.data
@@ -391,10 +391,10 @@ def test_header_names_a_missing_device_and_the_gpu_option() -> None:
 
     path = shared("ESMM-Research__metrics.csv")
     assert (
-        provenance.device_text(analysis.build([path]).kernels) == "not named in the input (CC 8.6)"
+        provenance.device_text(analysis.build([path]).launches) == "not named in the input (CC 8.6)"
     )
     text = provenance.device_text(
-        analysis.build([path], analysis.AnalysisOptions(gpu="a10g")).kernels
+        analysis.build([path], analysis.AnalysisOptions(gpu="a10g")).launches
     )
     assert "nan" not in text and "A10G datasheet (--gpu)" in text
 

@@ -129,8 +129,8 @@ def _analyze(
     as_json: bool = False,
     **kw: Any,
 ) -> None:
-    """Analyze ncu reports (.ncu-rep) or CSV exports: write kernels.csv,
-    points.csv and roofline.html.
+    """Analyze ncu reports (.ncu-rep) or CSV exports: write launches.csv (one row per launch),
+    kernels.csv (one row per kernel), points.csv and roofline.html.
 
     Several INPUTS are files of one ncu run (e.g. a time/DRAM run and a FLOP run, or a raw export
     and its session page) and are merged launch by launch; pass --stack for unrelated runs. A

@@ -190,13 +190,9 @@ def _runs_to_compare(runs: tuple[Path, ...]) -> tuple[Path, ...]:
     """The runs of ``compare``: those given, or the runs in one directory that is
     no analyze output."""
     from .. import api
+    from ..parser.tables_io import saved_launches
 
-    if (
-        len(runs) == 1
-        and runs[0].is_dir()
-        and not (runs[0] / "kernels.csv").exists()
-        and not (runs[0] / "kernels.parquet").exists()
-    ):
+    if len(runs) == 1 and runs[0].is_dir() and saved_launches(runs[0]) is None:
         runs = tuple(api.runs_in(runs[0]))
     if len(runs) < 2:
         raise click.UsageError(

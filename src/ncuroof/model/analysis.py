@@ -24,11 +24,11 @@ from ..errors import InputError
 from ..parser import tables_io
 from ..parser.clocks import clock_control
 from ..schema import (
-    KERNELS,
+    LAUNCHES,
     STATUSES,
     compact_text,
     from_text,
-    validate_kernels,
+    validate_launches,
     validate_points,
 )
 from . import calculator, ceilings, classify, diagnose, expect, production, summary
@@ -38,9 +38,9 @@ __all__ = [
     "AnalysisOptions",
     "Analysis",
     "build",
-    "from_kernels",
+    "from_launches",
     "launch_table",
-    "restore_kernels",
+    "restore_launches",
 ]
 
 TRAFFIC_CHOICES = ("ncu", "nersc")
@@ -133,8 +133,8 @@ class Analysis:
         The files analyzed.
     options : AnalysisOptions
         The options used.
-    kernels : DataFrame
-        One row per launch (:data:`ncuroof.schema.KERNELS`), ``kernel_key`` set
+    launches : DataFrame
+        One row per launch (:data:`ncuroof.schema.LAUNCHES`), ``kernel_key`` set
         by ``options.match``.
     points : DataFrame
         One row per (launch, precision, level) (:data:`ncuroof.schema.POINTS`).
@@ -152,7 +152,7 @@ class Analysis:
 
     inputs: list[Path]
     options: AnalysisOptions
-    kernels: pd.DataFrame
+    launches: pd.DataFrame
     points: pd.DataFrame
     dots: pd.DataFrame
     summary: pd.DataFrame
@@ -164,12 +164,12 @@ class Analysis:
     @property
     def missing_metrics(self) -> bool:
         """True when no launch has roofline metrics (a basic-set report)."""
-        return bool(len(self.kernels)) and bool(
-            (self.kernels["status"] == "no_roofline_metrics").all()
+        return bool(len(self.launches)) and bool(
+            (self.launches["status"] == "no_roofline_metrics").all()
         )
 
 
-def read_kernels(
+def read_launches(
     inputs: Sequence[Path],
     options: AnalysisOptions,
     cat: Catalog,
@@ -222,12 +222,12 @@ def read_kernels(
         k = expect.apply_expectations(k, expect.read_expectations(options.expect))
     # from here on the launch table's texts are held once each (the stages after this one replace
     # whole columns, never cells); the raw table and the texts' copies are given back
-    k = compact_text(k, KERNELS)
+    k = compact_text(k, LAUNCHES)
     tables_io.release_memory()
     return k
 
 
-def from_kernels(
+def from_launches(
     kernels: pd.DataFrame,
     options: AnalysisOptions,
     cat: Catalog,
@@ -242,7 +242,7 @@ def from_kernels(
     Parameters
     ----------
     kernels : DataFrame
-        From :func:`read_kernels`, or a saved ``kernels.csv`` after :func:`restore_kernels`.
+        From :func:`read_launches`, or a saved ``launches.csv`` after :func:`restore_launches`.
     options : AnalysisOptions
         ``match``, ``focus``, ``timeline`` and ``device`` are used here.
     cat, gpus : Catalog, GpuCatalog
@@ -282,7 +282,7 @@ def from_kernels(
 
 def _keyed(kernels: pd.DataFrame, options: AnalysisOptions) -> pd.DataFrame:
     """The classified launch table with its ``kernel_key`` (``options.match``), validated."""
-    return validate_kernels(
+    return validate_launches(
         kernels.assign(kernel_key=summary.kernel_keys(kernels, options.match).array)
     )
 
@@ -294,7 +294,7 @@ def _classified(
     cat: Catalog,
     gpus: GpuCatalog,
 ) -> pd.DataFrame:
-    """:func:`read_kernels`' table classified and diagnosed launch by launch (``points``:
+    """:func:`read_launches`' table classified and diagnosed launch by launch (``points``:
     its points), keyed."""
     bind = classify.binding_points(points)  # once, handed on
     k = classify.classify(kernels, points, cat, bind)
@@ -318,7 +318,7 @@ def launch_table(paths: Sequence[Path], options: AnalysisOptions | None = None) 
     Returns
     -------
     DataFrame
-        :data:`ncuroof.schema.KERNELS`, equal to ``build(paths, options).kernels``.
+        :data:`ncuroof.schema.LAUNCHES`, equal to ``build(paths, options).launches``.
 
     Raises
     ------
@@ -355,7 +355,7 @@ def build(
         Bad input (one line naming the file).
     """
     options, cat, gpus, k = _read(paths, options, progress)
-    return from_kernels(k, options, cat, gpus, inputs=paths, progress=progress)
+    return from_launches(k, options, cat, gpus, inputs=paths, progress=progress)
 
 
 def _read(
@@ -363,10 +363,10 @@ def _read(
     options: AnalysisOptions | None,
     progress: Callable[[int], Callable[[], None]] | None = None,
 ) -> tuple[AnalysisOptions, Catalog, GpuCatalog, pd.DataFrame]:
-    """The options (defaults for None), the catalogs and :func:`read_kernels` of ``paths``."""
+    """The options (defaults for None), the catalogs and :func:`read_launches` of ``paths``."""
     options = options if options is not None else AnalysisOptions()
     cat, gpus = catalog.load(), catalog.load_gpus()
-    return options, cat, gpus, read_kernels(paths, options, cat, gpus, progress)
+    return options, cat, gpus, read_launches(paths, options, cat, gpus, progress)
 
 
 #: Columns a saved kernels table may lack (written by an older ncuroof): recomputed on reading.
@@ -386,15 +386,15 @@ _DERIVED = (
     "hot_memory_unit_frac",
     "time_at_roof_bound",
     "speed_of_light_note",
-    *(c for c in KERNELS if c.startswith("achievable_")),
+    *(c for c in LAUNCHES if c.startswith("achievable_")),
     "roof_fraction",
 )
 
 
-def restore_kernels(
+def restore_launches(
     table: pd.DataFrame, where: Path, cat: Catalog, gpus: GpuCatalog
 ) -> pd.DataFrame:
-    """A launch table read back from a saved ``kernels.csv``, with the declared dtypes and any
+    """A launch table read back from a saved ``launches.csv`` (``kernels.csv`` before schema version 2), with the declared dtypes and any
     derived column an older ncuroof did not write recomputed.
 
     Parameters
@@ -410,7 +410,7 @@ def restore_kernels(
     -------
     DataFrame
         The classified table (``bound`` and the launch diagnosis filled), cast to
-        :data:`ncuroof.schema.KERNELS` dtypes; notes, flags and roof sources as data
+        :data:`ncuroof.schema.LAUNCHES` dtypes; notes, flags and roof sources as data
         (:func:`ncuroof.schema.from_text`: the one place their text is read).
 
     Raises
@@ -447,13 +447,15 @@ def restore_kernels(
 
 
 #: The achievable roof columns of the kernels table (their sources: ``achievable_sources``).
-_ACHIEVABLE = tuple(c for c in KERNELS if c.startswith("achievable_") and c != "achievable_sources")
+_ACHIEVABLE = tuple(
+    c for c in LAUNCHES if c.startswith("achievable_") and c != "achievable_sources"
+)
 
 
 def _check_saved(table: pd.DataFrame, where: Path) -> None:
     """InputError when a saved launch table lacks a column that cannot be recomputed, or has a
     status ncuroof does not write."""
-    missing = [c for c in KERNELS if c not in table.columns and c not in _DERIVED]
+    missing = [c for c in LAUNCHES if c not in table.columns and c not in _DERIVED]
     if missing:
         raise InputError(
             f"lacks the columns {missing[:4]}; it was not written by this version of ncuroof"
@@ -473,7 +475,7 @@ def _check_saved(table: pd.DataFrame, where: Path) -> None:
 def _typed(k: pd.DataFrame) -> pd.DataFrame:
     """The text columns of a saved launch table with their in-memory missing value ('' or None),
     and ``cc`` as text ('8.6' where a CSV reader made it a number)."""
-    for name, col in KERNELS.items():
+    for name, col in LAUNCHES.items():
         if name in k.columns and col.dtype == "string":
             k[name] = (
                 k[name].astype(object).where(k[name].notna(), "" if name in _TEXT_EMPTY else None)

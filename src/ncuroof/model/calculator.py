@@ -30,7 +30,7 @@ from ..catalog import Catalog, Recipe, Term
 from ..parser.validate import roof_damage
 from ..schema import (
     DAMAGED,
-    KERNELS,
+    LAUNCHES,
     LEVELS,
     POINTS,
     PRECISIONS,
@@ -918,7 +918,7 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
     Returns
     -------
     DataFrame
-        The :data:`ncuroof.schema.KERNELS` columns except ``bound`` (set to ``'unknown'``; see
+        The :data:`ncuroof.schema.LAUNCHES` columns except ``bound`` (set to ``'unknown'``; see
         :func:`ncuroof.model.classify.classify`). SI units. Missing values are NaN/empty, never 0.
         After the declared columns, three columns per tensor datapath with work in any launch:
         ``tensor_<path>_flop``, ``tensor_<path>_flop_per_s``, ``peak_tensor_<path>_flop_per_s``
@@ -971,7 +971,7 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
     k["status"] = coded_text(*_status_codes(status))
     _later_columns(k)
     k["notes"] = notes
-    return _with_tensor_paths(k[list(KERNELS)].reset_index(drop=True), tpaths)
+    return _with_tensor_paths(k[list(LAUNCHES)].reset_index(drop=True), tpaths)
 
 
 def _with_tensor_paths(k: pd.DataFrame, tpaths: dict[str, _Work]) -> pd.DataFrame:
@@ -994,7 +994,7 @@ def compute_points(kernels: pd.DataFrame) -> pd.DataFrame:
     Parameters
     ----------
     kernels : DataFrame
-        The kernels table (:data:`ncuroof.schema.KERNELS`); launches whose ``status`` is not
+        The kernels table (:data:`ncuroof.schema.LAUNCHES`); launches whose ``status`` is not
         ``ok`` get no points. Tensor work is taken per datapath from the ``tensor_<path>_flop``
         columns :func:`compute_kernels` adds.
 

@@ -94,7 +94,7 @@ def phase_table(kernels: pd.DataFrame, depth: int | None = None) -> pd.DataFrame
     Parameters
     ----------
     kernels : DataFrame
-        The classified kernels table (:data:`ncuroof.schema.KERNELS`).
+        The classified kernels table (:data:`ncuroof.schema.LAUNCHES`).
     depth : int, optional
         Cut the NVTX paths to their first ``depth`` ranges (:func:`phase_of`).
 

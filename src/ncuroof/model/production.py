@@ -347,7 +347,7 @@ def join(
     ----------
     kernels : DataFrame
         The analysis' launch table, ``kernel_key`` set
-        (:func:`ncuroof.model.analysis.from_kernels`).
+        (:func:`ncuroof.model.analysis.from_launches`).
     dots : DataFrame
         Its per-kernel dots (:func:`ncuroof.model.summary.kernel_dots`): which kernels
         have a roofline point.

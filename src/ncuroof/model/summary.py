@@ -18,7 +18,14 @@ import numpy as np
 import pandas as pd
 
 from ..parser.csv import function_name
-from ..schema import ACHIEVABLE_POINT, LEVELS, format_sources
+from ..schema import (
+    ACHIEVABLE_POINT,
+    KERNEL_WORK,
+    LEVELS,
+    format_sources,
+    tensor_columns,
+    tensor_paths,
+)
 from .calculator import achievable_roof
 from .classify import BINDING_COLUMNS, binding_points, launch_positions, main_precision
 from .distinct import distinct_codes, distinct_rows, first_rows, gc_paused, text_codes
@@ -41,6 +48,8 @@ __all__ = [
     "spelling",
     "FALLBACKS",
     "most_time",
+    "kernel_work",
+    "kernel_table",
 ]
 
 #: Default share of GPU time the page focuses on: the fewest kernels that add up to it.
@@ -913,7 +922,7 @@ def kernel_summary(
     Parameters
     ----------
     kernels : DataFrame
-        The classified kernels table (:data:`ncuroof.schema.KERNELS`).
+        The classified kernels table (:data:`ncuroof.schema.LAUNCHES`).
     points : DataFrame, optional
         Its points table (needed unless ``dots`` is given).
     focus : float, default :data:`FOCUS_SHARE`
@@ -1023,3 +1032,75 @@ def launch_kernels(points: pd.DataFrame) -> pd.DataFrame:
     )
     k["bound"] = k["bound"].replace("", np.nan).fillna("unknown")
     return k
+
+
+def _work_columns(kernels: pd.DataFrame) -> list[str]:
+    """The additive work and traffic columns of a launch table: :data:`KERNEL_WORK` and each tensor
+    datapath's FLOPs."""
+    names = [c for c, col in KERNEL_WORK.items() if col.unit in ("FLOP", "B")]
+    return [c for c in names if c in kernels.columns] + [
+        tensor_columns(p).flop for p in tensor_paths(kernels.columns)
+    ]
+
+
+def kernel_work(kernels: pd.DataFrame, key: str = "kernel_key") -> pd.DataFrame:
+    """Each kernel's work, traffic and their rates, from its launches
+    (:data:`ncuroof.schema.KERNEL_WORK`).
+
+    Parameters
+    ----------
+    kernels : DataFrame
+        A launch table (:data:`ncuroof.schema.LAUNCHES`) with ``key``.
+    key : str, default 'kernel_key'
+        The kernel identity column.
+
+    Returns
+    -------
+    DataFrame
+        Indexed by ``key``: ``<prec>_flop`` [FLOP] and ``<level>_bytes`` [B] summed over the
+        launches (NaN when no launch has the value, never 0), ``tensor_<path>_flop`` per datapath,
+        and ``<prec>_flop_per_s`` [FLOP/s], ``<level>_bytes_per_s`` [B/s]: the sum over the summed
+        ``time_s`` of the launches that have the value (the time-weighted mean of their rates).
+    """
+    cols = _work_columns(kernels)
+    g = kernels.groupby(key, sort=False)
+    out = g[cols].sum(min_count=1)
+    time = kernels["time_s"].to_numpy(float)
+    for c in cols:
+        rate = c + "_per_s"
+        if rate in KERNEL_WORK or c.startswith("tensor_"):
+            t = pd.Series(
+                np.where(np.isfinite(kernels[c].to_numpy(float)), time, np.nan), index=kernels.index
+            )
+            denom = t.groupby(kernels[key], sort=False).sum(min_count=1).reindex(out.index)
+            out[rate] = np.where(denom > 0, out[c] / denom.where(denom > 0, 1.0), np.nan)
+    return out
+
+
+def kernel_table(summary: pd.DataFrame, launches: pd.DataFrame) -> pd.DataFrame:
+    """The per-kernel table written as ``kernels.csv`` (:data:`ncuroof.schema.KERNELS`).
+
+    Parameters
+    ----------
+    summary : DataFrame
+        :func:`kernel_summary` then :func:`ncuroof.model.diagnose.diagnose_kernels`: one row per
+        kernel, longest first.
+    launches : DataFrame
+        The launches it was made of, with ``kernel_key``.
+
+    Returns
+    -------
+    DataFrame
+        ``summary``'s rows in its order: its declared columns, then each kernel's work and traffic
+        summed over its launches and their time-weighted rates (:func:`kernel_work`), the
+        declared ones first, then ``tensor_<path>_flop``/``_flop_per_s`` per datapath with work.
+    """
+    from ..schema import KERNELS
+
+    work = kernel_work(launches) if len(launches) else pd.DataFrame()
+    extra = [c for c in work.columns if c not in summary.columns]
+    out = summary.join(work[extra], on="kernel_key") if extra else summary.copy()
+    declared = [c for c in KERNELS if c not in out.columns]
+    out = out.assign(**{c: np.nan for c in declared})
+    order = [*KERNELS, *(c for c in out.columns if c not in KERNELS)]
+    return out[order].reset_index(drop=True)

@@ -139,7 +139,7 @@ def report_clock(path: Path) -> str | None:
 
 
 def clock_control(path: Path) -> str | None:
-    """The clock control of a report as the page and ``kernels.csv`` show it: the report's clock
+    """The clock control of a report as the page and ``launches.csv`` show it: the report's clock
     status (:func:`report_clock`), then after a colon the ``--clock-control`` of
     ``ncuroof profile``'s record when there is one (``locked: base (ncu default)``,
     ``not locked: none``); the record's value alone for an input without a clock status; None

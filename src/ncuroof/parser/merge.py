@@ -218,7 +218,7 @@ def _warn_differ(out: pd.DataFrame, notes: list[list[str]], differ: list[tuple[i
     i, col = differ[0]
     _log.warning(
         "%s: the inputs give different values for %d launch metrics, e.g. launch %s's %s: %s;"
-        " each launch's notes in kernels.csv name the value kept (pass runs that are not parts"
+        " each launch's notes in launches.csv name the value kept (pass runs that are not parts"
         " of one run with --stack)",
         out["source"].iloc[0],
         len(differ),

@@ -49,13 +49,13 @@ __all__ = [
     "MANIFEST",
     "arrow_table",
     "csv_bytes",
-    "read_saved_kernels",
+    "read_saved_launches",
     "check_launch_values",
     "parquet_bytes",
     "table_files",
     "dataset_writer",
     "read_table",
-    "saved_kernels",
+    "saved_launches",
     "read_manifest",
     "manifest_text",
     "csv_safe",
@@ -113,7 +113,7 @@ def arrow_table(
         The table; it holds every column of ``columns`` (in any order) and may hold more (the
         kernels table's ``tensor_<path>_*`` columns), whose type is inferred.
     columns : mapping of str to Column
-        The declaration (:data:`ncuroof.schema.KERNELS`, ...): gives each field its Arrow type
+        The declaration (:data:`ncuroof.schema.LAUNCHES`, ...): gives each field its Arrow type
         (string, int64, float64, bool) and ``unit``/``description`` field metadata.
     table : str
         The table's name (``kernels``, ``points``, ...), stored as ``ncuroof.table``.
@@ -489,7 +489,7 @@ def _to_pandas(t: pa.Table, columns: Mapping[str, Column] | None) -> pd.DataFram
         df = schema.from_text(
             df.astype({n: c.dtype for n, c in columns.items() if n in df.columns})
         )
-        if columns is schema.KERNELS or columns is schema.POINTS:  # as validate_* holds them
+        if columns is schema.LAUNCHES or columns is schema.POINTS:  # as validate_* holds them
             df = schema.compact_text(df, columns)
     df.attrs["units"] = {
         f.name: f.metadata[b"unit"].decode()
@@ -631,8 +631,8 @@ def _checked_pandas(t: pa.Table, columns: Mapping[str, Column] | None, path: Pat
     return df
 
 
-def read_saved_kernels(path: str | Path) -> pd.DataFrame:
-    """The launch table of a saved output folder (:func:`saved_kernels`), read by
+def read_saved_launches(path: str | Path) -> pd.DataFrame:
+    """The launch table of a saved output folder (:func:`saved_launches`), read by
     :func:`read_table` and its values checked by :func:`check_launch_values`: what ``compare``
     and ``load`` read back reaches the model validated as fresh tables are.
 
@@ -643,7 +643,13 @@ def read_saved_kernels(path: str | Path) -> pd.DataFrame:
         written.
     """
     path = Path(path)
-    df = read_table(path, "kernels")
+    df = read_table(path, "launches")
+    if "launch_id" not in df.columns and "launches" in df.columns:
+        raise InputError(
+            "holds one row per kernel (the kernels table of schema version 2), not the launches:"
+            " pass the analyze output folder or its launches.parquet",
+            path,
+        )
     check_launch_values(df, path)
     return df
 
@@ -677,7 +683,7 @@ def check_launch_values(df: pd.DataFrame, path: Path) -> None:
     """
     time = pd.to_numeric(df["time_s"], errors="coerce") if "time_s" in df.columns else None
     for name in df.columns:
-        col = schema.KERNELS.get(name)
+        col = schema.LAUNCHES.get(name)
         declared = col is not None and col.dtype in ("float64", "int64")
         if not (declared or name.endswith(("_flop", "_bytes", "_per_s"))):
             continue
@@ -782,20 +788,27 @@ def manifest_text(names: Sequence[str]) -> str:
     )
 
 
-def saved_kernels(path: str | Path) -> Path | None:
-    """The kernels table of a saved analysis, or None when ``path`` is not one.
+def saved_launches(path: str | Path) -> Path | None:
+    """The launch table of a saved analysis, or None when ``path`` is not one.
 
-    ``path`` is a ``.parquet`` file or dataset, or an output directory of ``ncuroof analyze``
-    (its ``kernels.parquet``, else its ``kernels.csv``). A folder with a :data:`MANIFEST` is read
-    only through it: a table a later run did not write (a stale ``kernels.parquet``) is never
-    read; a folder without one (written before manifests) is read as it is.
+    ``path`` is a ``.parquet`` file or dataset, or an output directory of ``ncuroof analyze``: its
+    ``launches.parquet``, else its ``launches.csv``; a folder written before schema version 2 has
+    no launches table, and its ``kernels.parquet``/``kernels.csv`` (one row per launch then) is
+    read instead. A folder with a :data:`MANIFEST` is read only through it: a table a later run
+    did not write (a stale ``launches.parquet``) is never read; a folder without one (written
+    before manifests) is read as it is.
     """
     p = Path(path)
     if p.suffix == ".parquet" and p.exists():
         return p
-    if p.is_dir():
-        listed = read_manifest(p)
-        for name in ("kernels.parquet", "kernels.csv"):
-            if (listed is None or name in listed) and (p / name).exists():
-                return p / name
-    return None
+    if not p.is_dir():
+        return None
+    listed = read_manifest(p)
+
+    def present(name: str) -> bool:
+        return (listed is None or name in listed) and (p / name).exists()
+
+    names = ("launches.parquet", "launches.csv")
+    if not any((p / n).exists() for n in names):  # schema version 1: kernels held launches
+        names = ("kernels.parquet", "kernels.csv")
+    return next((p / n for n in names if present(n)), None)

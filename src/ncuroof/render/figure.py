@@ -88,7 +88,7 @@ __all__ = [
 #: Above this many dots in one view the dots are drawn with WebGL (``Scattergl``).
 SCATTERGL_THRESHOLD = 1000
 #: The per-launch dots show at most this many launches, the longest (the page of a 100,000-launch
-#: report stays a few MB; every launch is in kernels.csv and points.csv).
+#: report stays a few MB; every launch is in launches.csv and points.csv).
 MAX_LAUNCH_DOTS = 10_000
 
 #: Colour of each bound class (colour by bound).
@@ -1402,7 +1402,7 @@ def plot_roofline(
     points : DataFrame
         The points table (:data:`ncuroof.schema.POINTS`), one row per (launch, precision, level).
     kernels, summary : DataFrame
-        Its classified kernels table (:data:`ncuroof.schema.KERNELS`) and their
+        Its classified kernels table (:data:`ncuroof.schema.LAUNCHES`) and their
         :func:`ncuroof.model.summary.kernel_summary` with ``focus`` (kernel colours follow its
         order): the model's, required with points (:func:`ncuroof.plot_roofline` makes both).
     title : str, optional

@@ -31,6 +31,7 @@ import pandas as pd
 
 from .._version import __version__
 from ..fmt import path_text
+from ..model.summary import kernel_work
 from ..schema import (
     ANALYTIC_SOURCE,
     DOTS,
@@ -43,7 +44,6 @@ from ..schema import (
     distinct_sources,
     flop_name,
     parse_cell,
-    tensor_columns,
     tensor_paths,
 )
 from . import provenance
@@ -54,7 +54,6 @@ __all__ = [
     "compare_document",
     "dumps",
     "json_schema",
-    "kernel_work",
     "explain_document",
     "file_sha256",
     "gpus_document",
@@ -69,8 +68,10 @@ __all__ = [
 
 #: Version of the documents' layout (``schema_version`` in each document and its schema). Raised
 #: only when a key changes meaning, unit or type, or is removed, with the reason in README.md ("In a
-#: loop or an agent"); adding a key (a new declared column) does not raise it.
-DOCUMENT_VERSION = 1
+#: loop or an agent"); adding a key (a new declared column) does not raise it. 2 (issue 40): the
+#: per-launch table is written as ``launches.csv`` and ``kernels.csv`` holds one row per kernel, so
+#: ``outputs.files`` names change meaning; ``products`` lists only the tables it carries.
+DOCUMENT_VERSION = 2
 
 _DOTS_KEPT = [c for c in DOTS if c not in ("kernel_key", "kernel_name")]
 
@@ -127,49 +128,6 @@ def file_sha256(path: Path) -> str | None:
     except OSError:
         return None
     return h.hexdigest()
-
-
-def _work_columns(kernels: pd.DataFrame) -> list[str]:
-    """The additive work and traffic columns of a launch table: :data:`KERNEL_WORK` and each tensor
-    datapath's FLOPs."""
-    names = [c for c, col in KERNEL_WORK.items() if col.unit in ("FLOP", "B")]
-    return [c for c in names if c in kernels.columns] + [
-        tensor_columns(p).flop for p in tensor_paths(kernels.columns)
-    ]
-
-
-def kernel_work(kernels: pd.DataFrame, key: str = "kernel_key") -> pd.DataFrame:
-    """Each kernel's work, traffic and their rates, from its launches
-    (:data:`ncuroof.schema.KERNEL_WORK`).
-
-    Parameters
-    ----------
-    kernels : DataFrame
-        A launch table (:data:`ncuroof.schema.KERNELS`) with ``key``.
-    key : str, default 'kernel_key'
-        The kernel identity column.
-
-    Returns
-    -------
-    DataFrame
-        Indexed by ``key``: ``<prec>_flop`` [FLOP] and ``<level>_bytes`` [B] summed over the
-        launches (NaN when no launch has the value, never 0), ``tensor_<path>_flop`` per datapath,
-        and ``<prec>_flop_per_s`` [FLOP/s], ``<level>_bytes_per_s`` [B/s]: the sum over the summed
-        ``time_s`` of the launches that have the value (the time-weighted mean of their rates).
-    """
-    cols = _work_columns(kernels)
-    g = kernels.groupby(key, sort=False)
-    out = g[cols].sum(min_count=1)
-    time = kernels["time_s"].to_numpy(float)
-    for c in cols:
-        rate = c + "_per_s"
-        if rate in KERNEL_WORK or c.startswith("tensor_"):
-            t = pd.Series(
-                np.where(np.isfinite(kernels[c].to_numpy(float)), time, np.nan), index=kernels.index
-            )
-            denom = t.groupby(kernels[key], sort=False).sum(min_count=1).reindex(out.index)
-            out[rate] = np.where(denom > 0, out[c] / denom.where(denom > 0, 1.0), np.nan)
-    return out
 
 
 def _input(path: Path, kernels: pd.DataFrame, alone: bool = True) -> dict[str, Any]:
@@ -322,7 +280,7 @@ def _totals(kernels: pd.DataFrame, summary: pd.DataFrame) -> dict[str, Any]:
 
 
 def _notes(analysis: Any) -> list[str]:
-    k = analysis.kernels
+    k = analysis.launches
     out = [n for n in (provenance.evidence_note(k), provenance.csv_limits(k, analysis.inputs)) if n]
     if analysis.production is not None:
         out += list(analysis.production.warnings)
@@ -368,7 +326,7 @@ def analysis_document(
         ``failures``, ``products`` (name -> one record per row, every column) and
         ``outputs``. JSON-ready: no NaN or inf anywhere (missing is None).
     """
-    k, summ = analysis.kernels, analysis.summary
+    k, summ = analysis.launches, analysis.summary
     return {
         "schema": "ncuroof.analyze",
         "schema_version": DOCUMENT_VERSION,
@@ -423,7 +381,7 @@ def explain_document(analysis: Any, kernel: str) -> dict[str, Any]:
             + (", ..." if len(summ) > 10 else "")
         )
     key = hit["kernel_key"].iloc[0]
-    k = analysis.kernels[analysis.kernels["kernel_key"] == key]
+    k = analysis.launches[analysis.launches["kernel_key"] == key]
     record = _kernel_records(hit.head(1), k, analysis.dots)[0]
     launch_cols = [
         "source",
@@ -509,7 +467,7 @@ def _side_work(
     key_after = {(kb if kb else ka): ka for kb, ka in zip(pairs["key_before"], pairs["key_after"])}
     key_before = {(kb if kb else ka): kb for kb, ka in zip(pairs["key_before"], pairs["key_after"])}
     for side, a, keys in (("before", before, key_before), ("after", after, key_after)):
-        work = kernel_work(a.kernels) if len(a.kernels) else pd.DataFrame()
+        work = kernel_work(a.launches) if len(a.launches) else pd.DataFrame()
         for c in work.columns:
             name = f"{c}_{side}"
             if name in table.columns:
@@ -557,7 +515,7 @@ def gate(result: Any, pct: float | None) -> dict[str, Any] | None:
 
 def _side_inputs(a: Any, paths: Sequence[Path]) -> list[dict[str, Any]]:
     """The inputs of one side of a comparison (:func:`_input`), from its analysis when given."""
-    kernels = a.kernels if a is not None else pd.DataFrame(columns=["source"])
+    kernels = a.launches if a is not None else pd.DataFrame(columns=["source"])
     return [_input(Path(p), kernels, len(paths) == 1) for p in paths]
 
 

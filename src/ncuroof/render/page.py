@@ -115,7 +115,7 @@ def name_width(width: int, others: int = 66) -> int:
 
 #: The summary table's columns: header, justification, and the narrowest terminal that shows
 #: it (narrower terminals leave it out: the kernel, its time, share, diagnosis and % of the roof
-#: always stay; every column is in kernels.csv and on the page).
+#: always stay; every column is in launches.csv and on the page).
 _SUMMARY_COLUMNS = (
     ("kernel", "left", 0),
     ("launches", "right", 110),
@@ -530,7 +530,7 @@ def _launch_table(kernels: pd.DataFrame, hide: str | None = None) -> tuple[str, 
     title = (
         f"Every launch ({n})"
         if n <= MAX_LAUNCH_ROWS
-        else f"The {MAX_LAUNCH_ROWS} longest of {n} launches (all of them are in kernels.csv)"
+        else f"The {MAX_LAUNCH_ROWS} longest of {n} launches (all of them are in launches.csv)"
     )
     return html_table(to_text(longest), _LAUNCH_COLUMNS, title_col="kernel_demangled"), title
 
@@ -941,7 +941,7 @@ def write_outputs(
     an existing one). A new ``outdir`` is the staging directory renamed. In an existing one, the
     files of the previous run (those its :data:`~ncuroof.parser.tables_io.MANIFEST` lists) are
     moved aside, the new ones moved in, then the old ones removed: a stale output of an earlier
-    run (``kernels.parquet`` after a CSV-only rerun, ``phases.csv``, ...) does not stay beside the
+    run (``launches.parquet`` after a CSV-only rerun, ``phases.csv``, ...) does not stay beside the
     new ones, and a failure puts the previous run back. Files the manifest does not list are
     never touched. SIGTERM and SIGHUP while writing clean up like Ctrl-C (KeyboardInterrupt).
 
@@ -960,7 +960,7 @@ def write_outputs(
     ------
     InputError
         If an input is among the files this run writes or replaces
-        (``analyze dir/kernels.csv -o dir``).
+        (``analyze dir/launches.csv -o dir``).
     OutputError
         If a file to write exists and no manifest says ncuroof wrote it, or the directory or a file
         cannot be written. Any other exception is re-raised after the staging directory is removed.

@@ -215,7 +215,7 @@ def readers(kernels: pd.DataFrame) -> str:
     Parameters
     ----------
     kernels : DataFrame
-        A launch table; its ``reader`` column (:data:`ncuroof.schema.KERNELS`): ncuroof's decoder
+        A launch table; its ``reader`` column (:data:`ncuroof.schema.LAUNCHES`): ncuroof's decoder
         checked against ``ncu_report`` on a sample, ``ncu_report`` and why, or the CSV reader.
 
     Returns

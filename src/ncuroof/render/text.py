@@ -55,7 +55,7 @@ def _lines(lines: list[str], width: int) -> list[str]:
 def _findings(result: Any) -> list[str]:
     """Advice and flags of the top kernels, the what-if projection, roofs,
     caveats, failed launches."""
-    k = result.kernels
+    k = result.launches
     ipts = getattr(result, "instruction_points", None)
     evidence = provenance.evidence_note(k, ipts is not None and len(ipts) > 0)
     lead, tail = result.view_lines
@@ -83,17 +83,17 @@ def _findings(result: Any) -> list[str]:
         lines.append(f"note: {limits}")
     failed = k[k["status"] == "failed_measurement"]
     lines += [
-        f"launch {r.launch_id} ({r.kernel_name}): measurement failed in ncu; kept in kernels.csv,"
+        f"launch {r.launch_id} ({r.kernel_name}): measurement failed in ncu; kept in launches.csv,"
         " not plotted"
         for r in failed.itertuples(index=False)
     ]
     lines += [
         f"launch {r.launch_id} ({r.kernel_name}): damaged record in the input, see its notes in"
-        " kernels.csv; not plotted"
+        " launches.csv; not plotted"
         for r in k[k["status"] == "corrupt_record"].head(5).itertuples(index=False)
     ]
     if evidence:
-        lines.append(f"{evidence} See kernels.csv 'notes' for what each launch lacks.")
+        lines.append(f"{evidence} See launches.csv 'notes' for what each launch lacks.")
     return lines
 
 

@@ -112,7 +112,7 @@ def work(kernels: pd.DataFrame, by: str = "kernel") -> pd.DataFrame:
     Parameters
     ----------
     kernels : DataFrame
-        A launch table (:data:`ncuroof.schema.KERNELS`).
+        A launch table (:data:`ncuroof.schema.LAUNCHES`).
     by : str, default 'kernel'
         Kernel identity when ``kernels`` has no ``kernel_key``
         (:func:`ncuroof.model.summary.keys_of`).
@@ -963,7 +963,7 @@ def warnings(before: pd.DataFrame, after: pd.DataFrame) -> list[str]:
             out.append(
                 f"{n} launch{'es' if n > 1 else ''} {side}"
                 f" {'are damaged records' if n > 1 else 'is a damaged record'} (status"
-                " corrupt_record, see kernels.csv notes): not plotted, their numbers are not"
+                " corrupt_record, see launches.csv notes): not plotted, their numbers are not"
                 " measurements; the input is damaged"
             )
     for col, what in (

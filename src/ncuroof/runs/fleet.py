@@ -6,7 +6,7 @@ its launch table, :func:`ncuroof.model.analysis.launch_table`: read, kernels, ro
 diagnosis of each launch) on a :class:`distributed.LocalCluster` of this machine's cores, or on an
 existing cluster given by its scheduler address. The launch tables of the inputs that succeed are
 concatenated in input order: they equal the tables of each report analyzed alone, and
-:func:`ncuroof.model.analysis.from_kernels` makes one analysis of them (points, dots, summary:
+:func:`ncuroof.model.analysis.from_launches` makes one analysis of them (points, dots, summary:
 computed once for the fleet, every step per launch or per kernel). An input that fails (missing,
 corrupt, foreign, or a worker that died on it) is listed in the failures table and never stops the
 others; when no input succeeds the whole job fails with the first error. Fewer inputs run in this
@@ -28,7 +28,7 @@ import pandas as pd
 from ..errors import InputError, NcuroofError
 from ..model.analysis import AnalysisOptions
 from ..parser.ncu_rep import PROCESSES_ENV
-from ..schema import FAILURES, validate_kernels
+from ..schema import FAILURES, validate_launches
 
 __all__ = ["FLEET_MIN_INPUTS", "FleetResult", "analyze_input", "analyze_on_worker", "run", "wanted"]
 
@@ -50,14 +50,14 @@ class FleetResult:
 
     Attributes
     ----------
-    kernels : DataFrame
-        The classified and diagnosed :data:`~ncuroof.schema.KERNELS` tables of the inputs that
+    launches : DataFrame
+        The classified and diagnosed :data:`~ncuroof.schema.LAUNCHES` tables of the inputs that
         succeeded, concatenated in input order (``source`` tells them apart).
     failures : DataFrame
         :data:`~ncuroof.schema.FAILURES`: one row per input that failed, in input order.
     """
 
-    kernels: pd.DataFrame
+    launches: pd.DataFrame
     failures: pd.DataFrame
 
 
@@ -273,7 +273,7 @@ def _gathered(outcomes: list[dict[str, Any]]) -> FleetResult:
             f" {failures['error'].iloc[0]}"
         )
     return FleetResult(
-        validate_kernels(pd.concat([o["kernels"] for o in ok], ignore_index=True)), failures
+        validate_launches(pd.concat([o["kernels"] for o in ok], ignore_index=True)), failures
     )
 
 

@@ -22,10 +22,11 @@ from typing import Any
 import pandas as pd
 
 from ..model.analysis import Analysis
+from ..model.summary import kernel_table
 from ..render import json_doc
 from ..render.viewcontract import Chart
 from ..runs import fleet
-from ..schema import FAILURES, KERNELS, POINTS, Column
+from ..schema import FAILURES, KERNELS, LAUNCHES, POINTS, Column
 from . import instruction, operators, ops, phases, ranks, roofs, timeline, whatif
 from .base import Option, Request, View
 
@@ -51,7 +52,8 @@ __all__ = [
 #: Every view, in the page's order of charts and sections (and the order files are listed): the
 #: tables every analysis writes, then the optional views.
 REGISTRY: tuple[View, ...] = (
-    View("kernels", KERNELS, lambda a, req: a.kernels, in_document=False),
+    View("launches", LAUNCHES, lambda a, req: a.launches, in_document=False),
+    View("kernels", KERNELS, lambda a, req: kernel_table(a.summary, a.launches), in_document=False),
     View("points", POINTS, lambda a, req: a.points, in_document=False),
     View(
         "failures", FAILURES, lambda a, req: req.failures, meta=fleet.page_meta, in_document=False
@@ -111,7 +113,7 @@ def build(a: Analysis, req: Request) -> dict[str, pd.DataFrame]:
     Parameters
     ----------
     a : Analysis
-        :func:`ncuroof.model.analysis.build` or :func:`~ncuroof.model.analysis.from_kernels`.
+        :func:`ncuroof.model.analysis.build` or :func:`~ncuroof.model.analysis.from_launches`.
     req : Request
         What was asked for (:func:`request`).
 

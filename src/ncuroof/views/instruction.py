@@ -34,12 +34,12 @@ __all__ = ["VIEW", "instruction_chart", "INSTRUCTION_CUSTOMDATA"]
 
 def _build(a: Analysis, req: Request) -> pd.DataFrame:
     sector = a.catalog.instruction.sector_bytes if a.catalog.instruction else 32.0
-    return instruction_points(a.kernels, sector)
+    return instruction_points(a.launches, sector)
 
 
 def _chart(t: pd.DataFrame, a: Analysis) -> Chart | None:
     """The instruction roofline of the longest launches (as many as the roofline's launch dots)."""
-    shown = longest_launches(t, a.kernels, MAX_LAUNCH_DOTS)
+    shown = longest_launches(t, a.launches, MAX_LAUNCH_DOTS)
     return instruction_chart(shown) if len(shown) else None
 
 

@@ -32,7 +32,7 @@ def _build(a: Analysis, req: Request) -> pd.DataFrame | None:
     """None for a timeline that is no PyTorch trace, and without one."""
     if a.production is None or a.production.format != "kineto" or a.options.timeline is None:
         return None
-    return _production.operator_work(a.kernels, a.production, a.gpus, req["fp32_matmul"])
+    return _production.operator_work(a.launches, a.production, a.gpus, req["fp32_matmul"])
 
 
 def _section(t: pd.DataFrame, a: Analysis) -> str:

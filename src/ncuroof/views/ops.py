@@ -29,7 +29,7 @@ def _build(a: Analysis, req: Request) -> pd.DataFrame | None:
             "--group-by op needs the PyTorch profiler trace of the run (--timeline trace.json or"
             " .json.gz): it names the operator that launched each kernel"
         )
-    return _production.op_table(a.kernels, a.production)
+    return _production.op_table(a.launches, a.production)
 
 
 def _chart(t: pd.DataFrame, a: Analysis) -> Chart | None:

@@ -57,7 +57,7 @@ GROUP_BY = Option(
 def _build(a: Analysis, req: Request) -> pd.DataFrame | None:
     if req["group_by"] in (None, _phases.BY_OPERATOR):
         return None
-    return _phases.phase_table(a.kernels, _phases.parse_group_by(req["group_by"]))
+    return _phases.phase_table(a.launches, _phases.parse_group_by(req["group_by"]))
 
 
 def _chart(t: pd.DataFrame, a: Analysis) -> Chart | None:

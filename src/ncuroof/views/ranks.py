@@ -32,7 +32,7 @@ def _build(a: Analysis, req: Request) -> pd.DataFrame | None:
         return None
     labels = dict(zip(map(str, a.inputs), _ranks.rank_labels(a.inputs), strict=True))
     threshold = a.catalog.thresholds["ranks"]["imbalance"]
-    return _ranks.spread(a.kernels, a.points, labels, threshold, by=a.options.match)
+    return _ranks.spread(a.launches, a.points, labels, threshold, by=a.options.match)
 
 
 def _section(t: pd.DataFrame, a: Analysis) -> str:

@@ -24,7 +24,7 @@ ROOFS_OPTION = Option(
 
 
 def _build(a: Analysis, req: Request) -> pd.DataFrame | None:
-    return _roofs.roof_table(a.kernels, a.gpus) if req["roofs"] else None
+    return _roofs.roof_table(a.launches, a.gpus) if req["roofs"] else None
 
 
 VIEW = View("roofs", ROOFS, _build, option=ROOFS_OPTION, in_document=False)

@@ -34,7 +34,7 @@ def _build(a: Analysis, req: Request) -> pd.DataFrame | None:
             f"--what-if {req['what_if']!r} is not in metrics/gpus.toml; use one of "
             + ", ".join(g.id for g in a.gpus.gpus)
         )
-    return diagnose.what_if(a.summary, a.kernels, target, a.gpus)
+    return diagnose.what_if(a.summary, a.launches, target, a.gpus)
 
 
 def _lines(t: pd.DataFrame, a: Analysis) -> list[str]:
