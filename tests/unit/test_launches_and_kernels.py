@@ -1,0 +1,78 @@
+"""Issue 40: ``launches.csv`` holds one row per launch and ``kernels.csv`` one row per kernel, its
+sums and rates equal to those of its launches (a second path: pandas over launches.csv); a folder
+written before schema version 2 (``kernels.csv`` holding launches) still loads and compares."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import ncuroof
+from ncuroof import schema
+from ncuroof.parser import tables_io
+from tests.helpers.reports import fixture_path
+
+CUTLASS = "cutlass-panjd123__4f3955ed3c_report.ncu-rep"  # 3 launches of 2 kernels, embedded
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    path = fixture_path(CUTLASS)
+    if path is None:
+        pytest.skip(f"{CUTLASS} is in neither fixtures/third_party nor ../shared")
+    out = tmp_path_factory.mktemp("cutlass") / "out"
+    ncuroof.analyze(path, out, formats=("csv", "parquet"), plotlyjs="cdn")
+    return out
+
+
+def test_kernels_csv_is_one_row_per_kernel_summed_from_launches_csv(saved) -> None:
+    launches = pd.read_csv(saved / "launches.csv")
+    kernels = pd.read_csv(saved / "kernels.csv")
+    assert list(kernels.columns[: len(schema.KERNELS)]) == list(schema.KERNELS)
+    assert len(launches) > len(kernels) == launches["kernel_key"].nunique() > 1
+    g = launches.groupby("kernel_key")
+    k = kernels.set_index("kernel_key")
+    assert (k["launches"] == g.size().reindex(k.index)).all()
+    np.testing.assert_allclose(k["time_s"], g["time_s"].sum().reindex(k.index), rtol=1e-12)
+    assert (np.diff(kernels["time_s"].to_numpy()) <= 0).all()  # longest first
+    for col in ("fp32_flop", "dram_bytes", "l2_bytes"):
+        np.testing.assert_allclose(k[col], g[col].sum().reindex(k.index), rtol=1e-12)
+        # the rate: summed work over the summed time of the launches that have it
+        timed = launches[launches[col].notna()].groupby("kernel_key")
+        rate = timed[col].sum() / timed["time_s"].sum()
+        np.testing.assert_allclose(k[f"{col}_per_s"], rate.reindex(k.index), rtol=1e-12)
+    assert set(k["bound"]) <= set(schema.BOUNDS) and k["diagnosis"].notna().all()
+
+
+def test_the_document_and_the_files_say_which_table_is_which(saved) -> None:
+    listed = tables_io.read_manifest(saved)
+    assert {"launches.csv", "launches.parquet", "kernels.csv", "kernels.parquet"} <= set(listed)
+    meta = tables_io.read_table(saved / "launches.parquet").attrs
+    assert meta["schema_version"] == schema.SCHEMA_VERSION == 2
+    assert tables_io.saved_launches(saved) == saved / "launches.parquet"
+    with pytest.raises(ncuroof.NcuroofError, match="one row per kernel"):
+        ncuroof.load(saved / "kernels.parquet")
+
+
+def _version_one(v2, to):
+    """The folder ncuroof wrote before schema version 2: the launches as kernels.csv, no
+    launches table, its manifest listing what it held."""
+    to.mkdir()
+    shutil.copy(v2 / "launches.csv", to / "kernels.csv")
+    shutil.copy(v2 / "points.csv", to / "points.csv")
+    (to / tables_io.MANIFEST).write_text(json.dumps({"files": ["kernels.csv", "points.csv"]}))
+    return to
+
+
+def test_a_version_one_folder_loads_and_compares_as_launches(saved, tmp_path) -> None:
+    old = _version_one(saved, tmp_path / "old")
+    assert tables_io.saved_launches(old) == old / "kernels.csv"
+    a, b = ncuroof.load(old), ncuroof.load(saved)
+    assert len(a) == len(b) and a["launch_id"].tolist() == b["launch_id"].tolist()
+    np.testing.assert_allclose(a["time_s"], b["time_s"], rtol=0)
+    res = ncuroof.compare_runs(old, saved, tmp_path / "cmp", plotlyjs="cdn")
+    assert (res.table["speedup"].dropna() == 1.0).all() and len(res.table.dropna(subset=["speedup"]))
