@@ -6,7 +6,7 @@ Public API::
     kernels = ncuroof.load("report.ncu-rep")     # one row per kernel launch (SI units)
     pts = ncuroof.points(kernels)                 # one row per (launch, precision, level)
     fig = ncuroof.plot_roofline(pts)              # plotly Figure
-    ncuroof.analyze("report.ncu-rep", outdir)     # launches.csv, kernels.csv, points.csv, roofline.html
+    ncuroof.analyze("report.ncu-rep", outdir)     # launches, kernels, points .csv; roofline.html
     ncuroof.compare_runs("before.ncu-rep", "after.ncu-rep")   # compare.csv, compare.html
 
 Importing ncuroof has no side effects: it runs no ncu and imports ncu_report only when a

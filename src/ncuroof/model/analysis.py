@@ -394,7 +394,8 @@ _DERIVED = (
 def restore_launches(
     table: pd.DataFrame, where: Path, cat: Catalog, gpus: GpuCatalog
 ) -> pd.DataFrame:
-    """A launch table read back from a saved ``launches.csv`` (``kernels.csv`` before schema version 2), with the declared dtypes and any
+    """A launch table read back from a saved ``launches.csv`` (``kernels.csv`` before schema
+    version 2), with the declared dtypes and any
     derived column an older ncuroof did not write recomputed.
 
     Parameters

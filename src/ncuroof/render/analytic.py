@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 
 from .. import fmt
 from ..schema import ANALYTIC_SOURCE
-from . import page as report
+from . import page
 
 __all__ = ["figure", "page_html", "section_html", "finding", "summary_text"]
 
@@ -230,8 +230,8 @@ def page_html(t: pd.DataFrame, fig: go.Figure, meta: dict[str, str], plotlyjs: s
         HTML.
     """
     cols = [(c, h) for c, h in _COLUMNS if c in t.columns and not t[c].isna().all()]
-    table = report.html_table(t.head(500), cols, kinds=_KINDS)
-    return report.render_page(
+    table = page.html_table(t.head(500), cols, kinds=_KINDS)
+    return page.render_page(
         f"Operator roofline: {ANALYTIC_SOURCE}",
         fig,
         {k: fmt.printable(v) for k, v in meta.items()},
@@ -246,7 +246,7 @@ def section_html(t: pd.DataFrame) -> str:
     at their useful (analytic) and measured intensity, and their table with the counted/analytic
     ratios (plotly.js is on the page already)."""
     fig = figure(t, f"PyTorch operators: useful work {ANALYTIC_SOURCE} against ncu's counted work")
-    esc = report._escape
+    esc = page._escape
     cols = [(c, h) for c, h in _COLUMNS if c in t.columns and not t[c].isna().all()]
     return (
         f"<section><h2>Operators: {esc(ANALYTIC_SOURCE)} against counted</h2>"
@@ -255,5 +255,5 @@ def section_html(t: pd.DataFrame) -> str:
         " above 1 is wasted work (masking, padding, recompute), DRAM/compulsory above 1 excess"
         " traffic; a FLOP ratio below 1 is flagged.</p>"
         f"{fig.to_html(full_html=False, include_plotlyjs=False)}"
-        f"{report.html_table(t.head(200), cols, kinds=_KINDS)}</section>"
+        f"{page.html_table(t.head(200), cols, kinds=_KINDS)}</section>"
     )

@@ -23,7 +23,7 @@ from .. import fmt
 from .._lazy import LazyModule
 from ..catalog import precision_title
 from ..schema import BOUNDS, LEVELS
-from . import page as report
+from . import page
 from .figure import KERNEL_COLORS, LEVEL_COLORS, roofs
 
 go = LazyModule("plotly.graph_objects")  # imported when a figure is drawn
@@ -536,12 +536,12 @@ def trail_page(
     }
     shown = trail.assign(run=trail["run"] + 1)
     fig = plot_trails(trail, points_first, points_last, f"Kernels through {len(names)} runs")
-    return report.render_page(
+    return page.render_page(
         "ncuroof compare (runs)",
         fig,
         meta,
         "Each kernel per run",
-        report.html_table(shown, _TRAIL_TABLE, kinds=kinds),
+        page.html_table(shown, _TRAIL_TABLE, kinds=kinds),
         plotlyjs,
     )
 
@@ -653,11 +653,11 @@ def compare_page(
         "warnings": "; ".join(result.warnings),
     }
     fig = plot_compare(result.table, points_before, points_after, title)
-    return report.render_page(
+    return page.render_page(
         "ncuroof compare",
         fig,
         meta,
         "Kernels",
-        report.html_table(result.table, _TABLE, kinds=_KINDS),
+        page.html_table(result.table, _TABLE, kinds=_KINDS),
         plotlyjs,
     )

@@ -31,8 +31,7 @@ from ..model.diagnose import CLASSES as DIAGNOSIS_TEXT
 from ..model.summary import FOCUS_SHARE, kernel_summary
 from ..parser import tables_io
 from ..schema import cell_text, parse_cell, to_text, work_unit
-from . import figure as plot
-from . import provenance
+from . import figure, provenance
 
 jinja2, go, pa = (
     LazyModule("jinja2"),
@@ -307,7 +306,7 @@ def _side_top(summ: pd.DataFrame, top: int) -> list[dict[str, Any]]:
     fraction of the roof (of the achievable roof beside it)."""
     return [
         dict(
-            color=plot.kernel_color(i) if r.precision else None,
+            color=figure.kernel_color(i) if r.precision else None,
             label=r.kernel_label,
             demangled=r.kernel_demangled or "",
             share=fmt.pct(r.time_share, 1),
@@ -513,7 +512,7 @@ def _kernel_table(summ: pd.DataFrame, hide: str | None = None) -> str:
         [(c, t) for c, t, _ in cols],
         title_col="kernel_demangled",
         kinds={c: k for c, _, k in cols},
-        swatches=[plot.kernel_color(i) if p else None for i, p in enumerate(summ["precision"])],
+        swatches=[figure.kernel_color(i) if p else None for i, p in enumerate(summ["precision"])],
     )
 
 
