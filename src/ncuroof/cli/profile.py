@@ -130,8 +130,8 @@ def profile(
     # Only the separator goes: a "--" of the program's own arguments is passed on.
     cmd = cmd[1:] if cmd and cmd[0] == "--" else cmd
     options = analysis_values(fields)
-    echo = (lambda line: None) if quiet else (lambda line: echo(line, err=True))
-    res = api.profile_run(list(cmd), output, ncu=ncu_path, echo=echo, extra=ncu_args, **fields)
+    say = (lambda line: None) if quiet else (lambda line: echo(line, err=True))
+    res = api.profile_run(list(cmd), output, ncu=ncu_path, echo=say, extra=ncu_args, **fields)
     echo(text.profile_text(res))
     if no_analyze:
         return
