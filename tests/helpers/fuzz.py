@@ -467,7 +467,7 @@ class Outcome:
     output: str
     files: list[str]
     leftovers: list[str]
-    kernels: object = None  # DataFrame of launches.csv when written
+    launches: object = None  # DataFrame of launches.csv when written
 
 
 def _analyze_in_process(

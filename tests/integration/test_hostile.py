@@ -134,13 +134,19 @@ def test_a_rerun_removes_stale_outputs_and_keeps_other_files(tmp_path: Path) -> 
     (out / "notes.txt").write_text("mine")
     assert ncuroof_cli("analyze", src, "-o", out, "-q", cwd=tmp_path).code == 0
     assert sorted(p.name for p in out.iterdir()) == [
+        "kernels.csv",
         "launches.csv",
         tables_io.MANIFEST,
         "notes.txt",
         "points.csv",
         "roofline.html",
     ]
-    assert tables_io.read_manifest(out) == ["launches.csv", "points.csv", "roofline.html"]
+    assert tables_io.read_manifest(out) == [
+        "kernels.csv",
+        "launches.csv",
+        "points.csv",
+        "roofline.html",
+    ]
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
 
 
@@ -172,6 +178,7 @@ def test_a_failed_write_keeps_the_previous_run(tmp_path: Path) -> None:
         out / "phases.csv"
     ).read_text() == "p\n"
     assert sorted(p.name for p in out.iterdir()) == [
+        "kernels.csv",
         "launches.csv",
         tables_io.MANIFEST,
         "phases.csv",

@@ -121,6 +121,7 @@ def test_cli_end_to_end(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "one_blocktiling" in proc.stdout and "Top kernels by GPU time" in proc.stdout
     assert sorted(p.name for p in out.iterdir()) == [
+        "kernels.csv",
         "launches.csv",
         "ncuroof-manifest.json",
         "points.csv",

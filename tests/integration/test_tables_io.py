@@ -122,6 +122,8 @@ def test_analyze_format_parquet_and_load_back(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert sorted(p.name for p in out.iterdir()) == [
+        "kernels.csv",
+        "kernels.parquet",
         "launches.csv",
         "launches.parquet",
         "ncuroof-manifest.json",
@@ -208,6 +210,7 @@ def test_parquet_only_directory_compares_and_bad_format_is_refused(tmp_path: Pat
         == 0
     )
     assert sorted(p.name for p in out.iterdir()) == [
+        "kernels.parquet",
         "launches.parquet",
         "ncuroof-manifest.json",
         "points.parquet",
