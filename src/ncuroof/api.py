@@ -30,7 +30,7 @@ from .render.provenance import as_paths
 from .runs import compare as _compare
 from .runs import fleet
 from .runs import ranks as _ranks
-from .schema import to_text, validate_points
+from .schema import validate_points
 from .views.timeline import time_basis
 
 if TYPE_CHECKING:
@@ -318,13 +318,11 @@ def _table_formats(formats: Sequence[str], apart: bool) -> list[str]:
 
 def _page(a: Analysis, tables: dict[str, pd.DataFrame], plotlyjs: str | bool) -> tuple[Any, str]:
     """The roofline figure (with the views' charts) and the page's HTML (with their sections and
-    header lines, :mod:`ncuroof.views`); ``tables["launches"]`` the launch table with its lists
-    as text."""
-    kernels = tables["launches"]
-    summ = to_text(a.summary)
+    header lines, :mod:`ncuroof.views`). The tables hold lists; the page writes their text."""
+    summ = a.summary
     fig = figure.plot_roofline(
         a.points,
-        kernels,
+        a.launches,
         title=f"Hierarchical roofline — {a.inputs[0].name}",
         focus=a.options.focus,
         summary=summ,
@@ -335,7 +333,7 @@ def _page(a: Analysis, tables: dict[str, pd.DataFrame], plotlyjs: str | bool) ->
     meta = {**provenance.page_meta(a.launches, a.inputs), **views.page_meta(tables)}
     html = page.render_html(
         fig,
-        kernels,
+        a.launches,
         meta,
         plotlyjs=plotlyjs,
         summary=summ,
@@ -357,10 +355,9 @@ def _page_files(
     run's, with a ``failures`` table, as Parquet datasets by input), roofline.html and the
     optional image of one analysis. ``tables`` default: the kernels and points tables."""
     tables = tables if tables is not None else views.build(a, views.request())
-    # The page first, with the list columns as text; that copy is let go before the files are
-    # written (each file converts its table when it is written, tables_io.table_files).
+    # The page first; each file converts its table when it is written (tables_io.table_files).
     tables_io.release_memory()
-    fig, html = _page(a, {**tables, "launches": to_text(a.launches, categories=True)}, plotlyjs)
+    fig, html = _page(a, tables, plotlyjs)
     tables_io.release_memory()
     apart = "failures" in tables
     files: dict[str, Any] = {

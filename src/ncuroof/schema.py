@@ -725,17 +725,24 @@ def cell_text(name: str, cell: object) -> str:
     ----------
     name : {'notes', 'flags', 'ceiling_sources', 'achievable_sources'}
         The column.
-    cell : list or tuple, or str for a table read back from CSV
+    cell : list or tuple
         Notes (``list[str]``), flags (``list[tuple[str, str]]``) or roof sources
-        (``tuple[tuple[str, str], ...]``).
+        (``tuple[tuple[str, str], ...]``): the model holds these cells as lists only, their text
+        exists in the files and on the pages (the writers call this, the readers
+        :func:`parse_cell`).
 
     Returns
     -------
     str
         Empty for an empty or missing cell.
+
+    Raises
+    ------
+    TypeError
+        For a cell that is text already (a table converted twice: a defect).
     """
     if isinstance(cell, str):
-        return cell
+        raise TypeError(f"a {name} cell is text already: {cell[:60]!r}")
     if not isinstance(cell, (list, tuple)):
         return ""
     if name in SOURCE_COLUMNS:
@@ -749,9 +756,10 @@ def cell_text(name: str, cell: object) -> str:
 def parse_cell(name: str, text: object) -> list | tuple:
     """Inverse of :func:`cell_text`: ``'a; b'`` -> ``['a', 'b']`` (a note with the words of a
     :data:`NOTE_CODES` code as its :class:`Note`); flags -> ``[(code, text), ...]``; roof sources
-    -> ``(('fp32', 'report'), ...)``."""
+    -> ``(('fp32', 'report'), ...)``. The readers call it (:func:`from_text`); TypeError for a cell
+    that is a list already."""
     if isinstance(text, (list, tuple)):
-        return text
+        raise TypeError(f"a {name} cell is a {type(text).__name__} already, not text")
     if name in SOURCE_COLUMNS:
         return tuple(parse_sources(text).items())
     if not isinstance(text, str) or not text:
@@ -807,25 +815,34 @@ def to_text(df: pd.DataFrame, categories: bool = False) -> pd.DataFrame:
     return out
 
 
+def _read_cell(name: str, cell: object) -> list | tuple:
+    """A cell as the model holds it: text parsed (:func:`parse_cell`); a list of notes or flags
+    copied, roof sources as a tuple of pairs (a table made by hand)."""
+    if isinstance(cell, (list, tuple)):
+        return tuple(map(tuple, cell)) if name in SOURCE_COLUMNS else list(cell)
+    return parse_cell(name, cell)
+
+
 def from_text(df: pd.DataFrame) -> pd.DataFrame:
-    """Inverse of :func:`to_text`, for a table read back from CSV (other columns
-    shared with ``df``)."""
+    """Inverse of :func:`to_text`, for a table read back from a file or made by hand (other
+    columns shared with ``df``): the one place list cells are read from text; what the model
+    takes holds lists only."""
     out = df.copy(deep=False)
     for name in LIST_COLUMNS:
         if name in out.columns:
             out[name] = pd.Series(
-                [parse_cell(name, c) for c in out[name]], index=out.index, dtype=object
+                [_read_cell(name, c) for c in out[name]], index=out.index, dtype=object
             )
     for name in SOURCE_COLUMNS:
         if name in out.columns:
-            cells = _each_distinct(name, out[name], parse_cell)
+            cells = _each_distinct(name, out[name], _read_cell)
             out[name] = pd.Series(cells, index=out.index, dtype=object)
     return out
 
 
 def flag_codes(cell: object) -> list[str]:
-    """The codes of a flags cell (list of (code, text) pairs, or its text)."""
-    return [c for c, _ in parse_cell("flags", cell)]
+    """The codes of a flags cell (a list of (code, text) pairs; none when missing)."""
+    return [c for c, _ in cell] if isinstance(cell, (list, tuple)) else []
 
 
 def tensor_columns(path: str) -> TensorColumns:

@@ -147,7 +147,7 @@ def test_declared_columns_carry_a_unit_where_the_name_says_one(name: str) -> Non
 
 def _rows(columns: dict) -> object:
     """Two rows of a declared table: one with a value of each column's dtype, one with each missing
-    (a list column's cell as its text, as written)."""
+    (a list column's cell a list, as the model holds it)."""
     import numpy as np
     import pandas as pd
 
@@ -156,12 +156,12 @@ def _rows(columns: dict) -> object:
     data = {}
     for name, col in columns.items():
         first = full.get(col.dtype, "x")
-        if name == "flags":
-            first = "code: its text"
+        if name == "flags":  # list cells as the model holds them; their text is the writer's
+            first = [("code", "its text")]
         elif name == "notes":
-            first = "one; two"
-        elif name in schema.SOURCE_COLUMNS:  # roof sets in memory, their text as written
-            first = "fp32:report,dram:datasheet"
+            first = ["one", "two"]
+        elif name in schema.SOURCE_COLUMNS:  # roof sets in memory
+            first = (("fp32", "report"), ("dram", "datasheet"))
         data[name] = pd.Series([first, empty.get(col.dtype)], dtype=col.dtype)
     return pd.DataFrame(data)
 

@@ -27,7 +27,7 @@ from ..catalog import Catalog, GpuCatalog, GpuSpec, Measurement
 from ..catalog import load as load_catalog
 from ..errors import InputError
 from ..parser.validate import roof_damage
-from ..schema import LEVELS, PRECISIONS, Note, parse_cell, tensor_columns, tensor_paths
+from ..schema import LEVELS, PRECISIONS, Note, tensor_columns, tensor_paths
 from .distinct import bit_codes, distinct_codes, gc_paused
 from .roofs import Factorized, has_any, objects, set_source, source_kinds
 
@@ -96,8 +96,6 @@ class _Sets:
         lists themselves where ``owned``: made by this module's caller, not the input's)."""
         if column in k.columns:
             cells = k[column].to_numpy(dtype=object)
-            if str in set(map(type, cells)):  # a table read back from text: parsed
-                cells = objects([parse_cell(column, c) if isinstance(c, str) else c for c in cells])
         else:
             cells = objects([()] * len(k))
         notes = k["notes"].to_numpy(dtype=object)
@@ -110,15 +108,7 @@ class _Sets:
 
 def _note_lists(cells: np.ndarray) -> list[list[str]]:
     """A copy of every launch's notes (:func:`_note_list`; lists copied without a call each)."""
-    if set(map(type, cells)) <= {list}:
-        return list(map(list.copy, cells))
-    return [_note_list(x) for x in cells]
-
-
-def _note_list(cell: object) -> list[str]:
-    """A copy of a launch's notes (a list in memory; a hand-made or read-back table may hold their
-    text or a tuple: parsed, codes included)."""
-    return list(cell) if isinstance(cell, list) else list(parse_cell("notes", cell))
+    return list(map(list, cells))
 
 
 def _spec_for(device: object, gpus: GpuCatalog, forced: GpuSpec | None) -> GpuSpec | None:

@@ -24,7 +24,7 @@ import pandas as pd
 
 from .. import fmt
 from ..catalog import Catalog
-from ..schema import parse_cell, work_unit
+from ..schema import work_unit
 from .distinct import (
     coded_text,
     distinct_codes,
@@ -417,10 +417,7 @@ def _with_reasons(notes: np.ndarray, text: np.ndarray, placed: np.ndarray) -> li
     extras = objects([[x for x in (text[i], placed[i]) if x] for i in first])
     if set(map(type, notes)) <= {list}:  # each a new list, without a Python call per launch
         return list(map(list.__add__, notes, extras[pair] if len(extras) else []))
-    return [
-        [*(old if isinstance(old, list) else parse_cell("notes", old)), *extras[c]]
-        for old, c in zip(notes, pair.tolist(), strict=True)
-    ]
+    return [[*old, *extras[c]] for old, c in zip(notes, pair.tolist(), strict=True)]
 
 
 #: A launch's bound, in the order of :class:`_Verdicts`' codes.

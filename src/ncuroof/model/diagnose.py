@@ -48,7 +48,6 @@ from ..catalog import load as load_catalog
 from ..schema import (
     KERNEL_SUMMARY,
     flop_name,
-    parse_cell,
     tensor_path,
     work_unit,
 )
@@ -1021,10 +1020,7 @@ def _note_flags(notes: pd.Series) -> dict[int, list[tuple[str, str]]]:
     """The flags each launch's coded notes raise (:data:`_NOTE_FLAGS`: the code of a
     :class:`ncuroof.schema.Note`, never its words), by position; launches without one are absent.
     The codes of all notes are compared at once, not launch by launch."""
-    # A hand-made or read-back table may hold a notes cell as text or a tuple: its notes parsed.
-    cells = notes.to_numpy(dtype=object)
-    if not set(map(type, cells)) <= {list}:
-        cells = [c if isinstance(c, list) else list(parse_cell("notes", c)) for c in cells]
+    cells = notes.to_numpy(dtype=object)  # lists (ncuroof.schema.from_text reads text)
     counts = np.fromiter(map(len, cells), dtype=np.int64, count=len(cells))
     codes = np.empty(int(counts.sum()), dtype=object)
     every = itertools.chain.from_iterable(cells)  # each note's code, without a Python call each

@@ -43,7 +43,6 @@ from ..schema import (
     Column,
     distinct_sources,
     flop_name,
-    parse_cell,
     tensor_paths,
 )
 from . import provenance
@@ -102,10 +101,11 @@ def value(v: Any) -> Any:
 def _cell(name: str, v: Any) -> Any:
     """A table cell by column: flags as ``[{"code", "text"}]``, notes as a list of sentences,
     else :func:`value`."""
-    if name == "flags":
-        return [{"code": c, "text": t} for c, t in parse_cell("flags", v)]
-    if name == "notes":
-        return [str(x) for x in parse_cell("notes", v)]
+    if name in ("flags", "notes"):
+        cells = v if isinstance(v, (list, tuple)) else []  # missing: none
+        if name == "flags":
+            return [{"code": c, "text": t} for c, t in cells]
+        return [str(x) for x in cells]
     return value(v)
 
 

@@ -30,7 +30,7 @@ from ..errors import InputError, OutputError
 from ..model.diagnose import CLASSES as DIAGNOSIS_TEXT
 from ..model.summary import FOCUS_SHARE, kernel_summary
 from ..parser import tables_io
-from ..schema import cell_text, parse_cell, to_text, work_unit
+from ..schema import cell_text, to_text, work_unit
 from . import figure, provenance
 
 jinja2, go, pa = (
@@ -230,9 +230,10 @@ def _env() -> jinja2.Environment:
 
 
 def _kept_flags(flags: Any, hide: str | None = None) -> list[tuple[str, str]]:
-    """The ``(code, text)`` pairs of a flags cell (pairs, or their CSV text) but those
-    with code ``hide``."""
-    return [(code, text) for code, text in parse_cell("flags", flags) if code != hide]
+    """The ``(code, text)`` pairs of a flags cell but those with code ``hide`` (none when the cell
+    is missing)."""
+    pairs = flags if isinstance(flags, (list, tuple)) else []
+    return [(code, text) for code, text in pairs if code != hide]
 
 
 def _flag_texts(flags: Any, hide: str | None = None) -> str:

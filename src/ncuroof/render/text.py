@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from .. import fmt
-from ..schema import cell_text, parse_cell
+from ..schema import cell_text
 from . import provenance
 from .compare import compare_cells
 from .page import console_text, name_width, summary_text
@@ -67,11 +67,7 @@ def _findings(result: Any) -> list[str]:
             lines.append(f"{r.kernel_label}: {r.speed_of_light_note}")
         flags = cell_text(
             "flags",
-            [
-                (c, t)
-                for c, t in parse_cell("flags", r.flags)
-                if not (evidence and c == "missing_metrics")
-            ],
+            [(c, t) for c, t in r.flags if not (evidence and c == "missing_metrics")],
         )
         if flags:  # missing metrics are said once, by the note, in the report's own terms
             lines.append(f"{r.kernel_label}: check: {flags}")
