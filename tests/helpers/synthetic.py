@@ -106,4 +106,4 @@ def _fill_labels(k: pd.DataFrame, ai_dram: np.ndarray, frac: np.ndarray) -> None
     k["ncu_version"] = "synthetic"
     k["bound"] = np.where(ai_dram < PEAK["fp32"] / BW["dram"], "memory", "compute")
     k["status"] = "ok"
-    k["notes"] = ""
+    k["notes"] = pd.Series([[] for _ in range(len(k))], index=k.index, dtype=object)

@@ -265,10 +265,6 @@ class ProfileOptions:
         return report_path(self.output, REPORT_SUFFIXES[0])
 
 
-def _cc_ok(variant: dict[str, Any], cc: float) -> bool:
-    return float(variant.get("cc_min", -1)) <= cc <= float(variant.get("cc_max", 1e9))
-
-
 def collectable(directory: Path | None = None) -> dict[str, tuple[str, ...]]:
     """What an explicit metric list can collect (:func:`metric_list`,
     ``--precisions`` and ``--levels``).
@@ -322,7 +318,11 @@ def metric_list(
                 raise ValueError(f"unknown {kind} {name!r}; use {', '.join(data[kind])}")
             entry = data[kind][name]
             out += entry.get("metrics", [])
-            variants = [v for v in entry.get("variant", []) if _cc_ok(v, c)]
+            variants = [
+                v
+                for v in entry.get("variant", [])
+                if _catalog.cc_in_range(c, v.get("cc_min"), v.get("cc_max"))
+            ]
             for v in variants:
                 out += v.get("metrics", [])
                 out += [

@@ -133,15 +133,6 @@ def _term(raw: pd.DataFrame, term: Term) -> np.ndarray:
     return out
 
 
-def _cc_mask(cc: np.ndarray, cc_min: float | None, cc_max: float | None) -> np.ndarray:
-    ok = np.ones(len(cc), dtype=bool)
-    if cc_min is not None:
-        ok &= cc >= cc_min - 1e-9
-    if cc_max is not None:
-        ok &= cc <= cc_max + 1e-9
-    return ok
-
-
 def _recipe(raw: pd.DataFrame, recipe: Recipe, cc: np.ndarray) -> np.ndarray:
     value = np.zeros(len(raw))
     for term in recipe.terms:
@@ -150,7 +141,7 @@ def _recipe(raw: pd.DataFrame, recipe: Recipe, cc: np.ndarray) -> np.ndarray:
         value = value * _term(raw, recipe.multiply_by)
     for term in recipe.divide_by:
         value = _div(value, _term(raw, term))
-    return np.where(_cc_mask(cc, recipe.cc_min, recipe.cc_max), value, _NAN)
+    return np.where(_catalog.cc_in_range(cc, recipe.cc_min, recipe.cc_max), value, _NAN)
 
 
 def _resolve(raw: pd.DataFrame, recipes: tuple[Recipe, ...], cc: np.ndarray) -> Resolved:
@@ -447,7 +438,7 @@ def _level_traffic(
         pk = np.full(n, _NAN)
         used = np.zeros(n, dtype=np.int64)  # 1 + the definition's place in defs, 0: none yet
         for j, d in enumerate(defs, start=1):
-            valid = _cc_mask(cc, d.cc_min, d.cc_max)
+            valid = _catalog.cc_in_range(cc, d.cc_min, d.cc_max)
             db = _resolve(raw, d.bytes, cc).values
             dr = _resolve(raw, d.rate, cc).values
             dp = _resolve(raw, d.peak, cc).values
@@ -477,7 +468,7 @@ def _zero_fallback(
         for d in defs:
             zero = (lv.bytes == 0) & (lv.definition != d.id)
             db = _resolve(raw, d.bytes, cc).values
-            take = zero & _cc_mask(cc, d.cc_min, d.cc_max) & (db > 0)
+            take = zero & _catalog.cc_in_range(cc, d.cc_min, d.cc_max) & (db > 0)
             if not take.any():
                 continue
             j = lv.ids.index(d.id)
