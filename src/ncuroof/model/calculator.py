@@ -715,7 +715,7 @@ def _measured_columns(
             **{f"{lv}_bytes_per_s": levels[lv].bytes_per_s for lv in LEVELS},
             **{f"peak_{p}_flop_per_s": work[p].peak for p in PRECISIONS},
             **{f"peak_{lv}_bytes_per_s": levels[lv].peak for lv in LEVELS},
-            # achievable roofs: ncuroof.model.ceilings.fill_ceilings; fractions: classify.classify
+            # achievable roofs: ncuroof.model.roofs.fill_ceilings; fractions: classify.classify
             **{f"achievable_{p}_flop_per_s": _NAN for p in PRECISIONS},
             **{f"achievable_{lv}_bytes_per_s": _NAN for lv in LEVELS},
             "roof_fraction": _NAN,
@@ -1008,7 +1008,7 @@ def compute_points(kernels: pd.DataFrame) -> pd.DataFrame:
         ``roof_fraction`` = ``flop_per_s`` / ``roof_flop_per_s``; ``bound`` = memory when AI is
         below the ridge. Points without a roof have NaN roof columns and an empty ``bound``.
         Achievable roofs (``achievable_<p>_flop_per_s``, ``achievable_<level>_bytes_per_s``,
-        ``achievable_sources`` of the kernels table, :func:`ncuroof.model.ceilings.fill_ceilings`)
+        ``achievable_sources`` of the kernels table, :func:`ncuroof.model.roofs.fill_ceilings`)
         give ``achievable_roof_flop_per_s`` = min(achievable FLOP/s, AI × achievable B/s), an absent
         achievable roof taken at its peak, NaN where the point has neither; and
         ``achievable_roof_fraction`` = ``flop_per_s`` / that.
@@ -1283,7 +1283,7 @@ def time_at_roof(kernels: pd.DataFrame, catalog: Catalog | None = None) -> pd.Da
     Parameters
     ----------
     kernels : DataFrame
-        The kernels table with its roofs filled (:func:`ncuroof.model.ceilings.fill_ceilings`):
+        The kernels table with its roofs filled (:func:`ncuroof.model.roofs.fill_ceilings`):
         ``<p>_flop`` [FLOP] and ``peak_<p>_flop_per_s`` [FLOP/s] per precision and tensor
         datapath, ``<level>_bytes`` [B] and ``peak_<level>_bytes_per_s`` [B/s] per level,
         ``time_s``, ``sm_throughput_frac``, ``memory_throughput_frac``.
