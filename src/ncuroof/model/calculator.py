@@ -940,6 +940,35 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
     tpaths, tensor_flop, tensor_rate, tensor_source = _tensor_work(raw, cat, cc, time_s, notes)
     levels = _level_traffic(raw, cat, cc, time_s, traffic)
     _zero_fallback(raw, cat, cc, time_s, levels, notes)
+    _cross_checks(raw, cat, cc, work, levels, notes)
+    k = _measured_columns(raw, cat, cc, time_s, work, levels, tensor_flop, tensor_rate)
+    k["flop_source"] = text_array(flop_source)
+    k["tensor_source"] = tensor_source
+    k["evidence_sources"] = text_array(_ledger(raw, cat, cc, flop_held, levels, notes))
+    for lv in LEVELS:
+        k[f"{lv}_definition"] = coded_text(levels[lv].codes, levels[lv].ids)
+    _report_roofs(k, work, levels, tpaths)
+    k["ncu_version"] = raw["ncu_version"]
+    k["reader"] = raw["reader"] if "reader" in raw.columns else None
+    status = _status_and_notes(raw, k, cat, time, work, levels, notes)
+    k["status"] = coded_text(*_status_codes(status))
+    _later_columns(k)
+    k["notes"] = notes
+    return _with_tensor_paths(k[list(LAUNCHES)].reset_index(drop=True), tpaths)
+
+
+def _cross_checks(
+    raw: pd.DataFrame,
+    cat: Catalog,
+    cc: np.ndarray,
+    work: dict[str, _Work],
+    levels: dict[str, _Traffic],
+    notes: list[list[str]],
+) -> None:
+    """The evidence that checks the counters against each other, in place: the L2 write counters
+    (an L2 zero they contradict; a missing L2 roof from the tag stage, on ``levels``), the opcode
+    signals and the order of the levels' bytes, each adding its ``notes``
+    (:mod:`ncuroof.model.evidence`)."""
     levels["l2"].peak, _ = l2_write_evidence(
         lambda r: _recipe(raw, r, cc),
         cat,
@@ -958,20 +987,6 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
         float(cat.thresholds.get("evidence", {}).get("level_order_slack", 0.0)),
         notes,
     )
-    k = _measured_columns(raw, cat, cc, time_s, work, levels, tensor_flop, tensor_rate)
-    k["flop_source"] = text_array(flop_source)
-    k["tensor_source"] = tensor_source
-    k["evidence_sources"] = text_array(_ledger(raw, cat, cc, flop_held, levels, notes))
-    for lv in LEVELS:
-        k[f"{lv}_definition"] = coded_text(levels[lv].codes, levels[lv].ids)
-    _report_roofs(k, work, levels, tpaths)
-    k["ncu_version"] = raw["ncu_version"]
-    k["reader"] = raw["reader"] if "reader" in raw.columns else None
-    status = _status_and_notes(raw, k, cat, time, work, levels, notes)
-    k["status"] = coded_text(*_status_codes(status))
-    _later_columns(k)
-    k["notes"] = notes
-    return _with_tensor_paths(k[list(LAUNCHES)].reset_index(drop=True), tpaths)
 
 
 def _with_tensor_paths(k: pd.DataFrame, tpaths: dict[str, _Work]) -> pd.DataFrame:

@@ -308,18 +308,33 @@ def fill_ceilings(
     flops, bandwidth = _check_names(peak_flops, peak_bandwidth)
     k = kernels.copy(deep=False)
     paths = tensor_paths(k.columns, "peak")
+    spec_of = _fill_peaks(k, gpus, forced, _user_roofs(flops, bandwidth, paths), paths, catalog)
+    specs = {d: s for d, s in spec_of.items() if s is not None}
+    user = _check_names(achievable_flops, achievable_bandwidth)
+    return _achievable(k, gpus, specs, user, paths, True)
+
+
+def _fill_peaks(
+    k: pd.DataFrame,
+    gpus: GpuCatalog,
+    forced: GpuSpec | None,
+    user: list[tuple[str, str, float]],
+    paths: list[str],
+    catalog: Catalog | None,
+) -> dict[str, GpuSpec | None]:
+    """The peak roofs of :func:`fill_ceilings` on the copy ``k``, in place: datasheet roofs where
+    the input has none, the user roofs ``user`` (:func:`_user_roofs`), the notes of launches
+    without a roof, damaged records, and the sources columns. Return each device's datasheet."""
     sets, devices = _Sets.of(k, "ceiling_sources"), _devices(k)
     spec_of = {d: _spec_for(d, gpus, forced) for d in pd.unique(devices)}
     datasheet = _datasheet_roofs(k, gpus, spec_of, devices, paths, sets)
-    _apply_user(k, sets, _user_roofs(flops, bandwidth, paths), "peak_")
+    _apply_user(k, sets, user, "peak_")
     _no_roof_notes(k, devices, spec_of, sets, gpus)
     _level_without_roof_notes(k, sets)
     _beyond_datasheet(k, sets, catalog if catalog is not None else load_catalog())
     k["ceiling_sources"], k["peak_source"] = sets.cells, source_kinds(sets.cells)
     k["datasheet_gpu"], k["notes"] = datasheet, sets.notes
-    specs = {d: s for d, s in spec_of.items() if s is not None}
-    user = _check_names(achievable_flops, achievable_bandwidth)
-    return _achievable(k, gpus, specs, user, paths, True)
+    return spec_of
 
 
 def _datasheet_roofs(
