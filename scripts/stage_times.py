@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 STAGES = (
     ("parser", "read_many"),
     ("model.calculator", "compute_kernels"),
-    ("model.ceilings", "fill_ceilings"),
+    ("model.roofs", "fill_ceilings"),
     ("model.calculator", "time_at_roof"),
     ("model.calculator", "compute_points"),
     ("model.classify", "classify"),

@@ -107,7 +107,7 @@ class TensorColumns(NamedTuple):
     """The names of one tensor datapath ``<path>`` (:func:`tensor_columns`). The kernels table has
     its four columns after the declared ones for each datapath with work in any launch
     (:func:`ncuroof.model.calculator.compute_kernels`; the achievable roof where one applies,
-    :func:`ncuroof.model.ceilings.fill_achievable`)."""
+    :func:`ncuroof.model.roofs.fill_achievable`)."""
 
     name: (
         str  #: ``tensor_<path>``: its roofs' name in ``ceiling_sources`` and ``achievable_sources``

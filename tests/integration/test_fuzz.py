@@ -518,7 +518,7 @@ def test_a_rate_far_beyond_a_datasheet_roof_is_a_damaged_record() -> None:
     ncu's peak metrics, roofs from --gpu), not only from the report; user roofs are taken as given.
     """
     from ncuroof.model.calculator import compute_kernels
-    from ncuroof.model.ceilings import fill_ceilings
+    from ncuroof.model.roofs import fill_ceilings
 
     cat, gpus = catalog.load(), catalog.load_gpus()
     raw = read_csv(shared("ESMM-Research__metrics.csv"), cat)

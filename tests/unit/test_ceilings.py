@@ -108,7 +108,7 @@ def _kernels(**over) -> pd.DataFrame:
 
 
 def test_fill_from_datasheet_keeps_report_roofs_and_labels_each(gpus) -> None:
-    from ncuroof.model.ceilings import fill_ceilings
+    from ncuroof.model.roofs import fill_ceilings
     from ncuroof.schema import parse_sources
 
     k = fill_ceilings(_kernels(peak_fp32_flop_per_s=27e12, ceiling_sources="fp32:report"), gpus)
@@ -140,7 +140,7 @@ def test_fill_from_datasheet_keeps_report_roofs_and_labels_each(gpus) -> None:
 
 def test_gpu_option_and_user_roofs(gpus) -> None:
     from ncuroof.errors import InputError
-    from ncuroof.model.ceilings import fill_ceilings
+    from ncuroof.model.roofs import fill_ceilings
 
     k = fill_ceilings(_kernels(device_name=None), gpus)
     assert np.isnan(k.loc[0, "peak_fp32_flop_per_s"])
@@ -181,14 +181,14 @@ def test_gpu_option_and_user_roofs(gpus) -> None:
     [("19.5T", "*", 19.5e12), ("fp64=9.7e12", "fp64", 9.7e12), ("FP32 = 900G", "fp32", 900e9)],
 )
 def test_parse_peak(text: str, name: str, value: float) -> None:
-    from ncuroof.model.ceilings import parse_peak
+    from ncuroof.model.roofs import parse_peak
 
     assert parse_peak(text, ("fp64", "fp32", "fp16", "tensor"), "*") == (name, pytest.approx(value))
 
 
 @pytest.mark.parametrize("text", ["fp128=1T", "-5", "fast", "1X"])
 def test_parse_peak_refuses(text: str) -> None:
-    from ncuroof.model.ceilings import parse_peak
+    from ncuroof.model.roofs import parse_peak
 
     with pytest.raises(ValueError):
         parse_peak(text, ("fp64", "fp32", "fp16", "tensor"), "*")
@@ -220,7 +220,7 @@ def test_achievable_roofs_from_measurements_and_the_user(gpus) -> None:
     import dataclasses
 
     from ncuroof.catalog import Measurement
-    from ncuroof.model.ceilings import fill_achievable, fill_ceilings
+    from ncuroof.model.roofs import fill_achievable, fill_ceilings
     from ncuroof.schema import parse_sources
 
     # A10G has no published measurement: nothing achievable unless the user gives it.
@@ -288,7 +288,8 @@ def _hmma_analysis(gpu: str | None = None, opcode: str = "HMMA.16816", **roofs):
     issue 21 on real counters.
     """
     from ncuroof import catalog, parser
-    from ncuroof.model import calculator, ceilings, classify
+    from ncuroof.model import calculator, classify
+    from ncuroof.model.roofs import fill_ceilings
 
     cat, gpus = catalog.load(), catalog.load_gpus()
     raw = parser.read(shared(CUTLASS), cat)
@@ -296,9 +297,7 @@ def _hmma_analysis(gpu: str | None = None, opcode: str = "HMMA.16816", **roofs):
     imma = [c for c in raw.columns if c.startswith(prefix + "IMMA.16832")]
     assert imma, "the report's IMMA counters"
     raw = raw.rename(columns={c: prefix + opcode + "]" for c in imma})
-    k = ceilings.fill_ceilings(
-        calculator.compute_kernels(raw, cat), gpus, gpu=gpu, catalog=cat, **roofs
-    )
+    k = fill_ceilings(calculator.compute_kernels(raw, cat), gpus, gpu=gpu, catalog=cat, **roofs)
     pts = calculator.compute_points(k)
     return classify.classify(k, pts, cat), pts, gpus
 
@@ -593,7 +592,7 @@ def test_every_launch_with_work_has_a_roof_and_a_roof_fraction(path) -> None:
 def test_datasheet_notes_are_each_launch_s_own(gpus) -> None:
     """Launches taking turns between SM clocks and the roofs they lack: each launch's datasheet
     note names its own clock and roofs (the notes are made once per distinct combination)."""
-    from ncuroof.model.ceilings import fill_ceilings
+    from ncuroof.model.roofs import fill_ceilings
 
     rows = [
         _kernels(sm_clock_hz=1.3e9),
@@ -693,7 +692,7 @@ def test_l1_zero_contradicted_by_sectors_falls_back_to_the_sectors() -> None:
 def test_datasheet_note_names_only_the_roofs_the_launch_used(gpus) -> None:
     # Issue 44 class 11: an FP64-only kernel's note listed the FP16 datasheet roof. The roofs are
     # all filled (table columns); the note names FP64 and DRAM, the work this launch did.
-    from ncuroof.model.ceilings import fill_ceilings
+    from ncuroof.model.roofs import fill_ceilings
 
     k = _kernels(
         fp64_flop=1e9,

@@ -10,7 +10,7 @@ import pytest
 
 from ncuroof import schema
 from ncuroof.catalog import load_gpus
-from ncuroof.model import ceilings, diagnose
+from ncuroof.model import diagnose, roofs
 from ncuroof.model.classify import BINDING_COLUMNS, binding_points
 from tests.helpers.reports import needs_ncu_report, shared
 
@@ -39,7 +39,7 @@ def test_fill_ceilings_on_a_written_kernels_table_equals_the_in_memory_one() -> 
     k = ncuroof.analyze(shared("CudaCode__naive.ncu-rep"), write=False).analysis.launches
     gpus = load_gpus()
     read_back = schema.from_text(schema.to_text(k))  # as written, then read by the one reader
-    mem, text = ceilings.fill_ceilings(k, gpus), ceilings.fill_ceilings(read_back, gpus)
+    mem, text = roofs.fill_ceilings(k, gpus), roofs.fill_ceilings(read_back, gpus)
     assert (text["peak_source"] == mem["peak_source"]).all() and (mem["peak_source"] != "").all()
     assert schema.to_text(text)["ceiling_sources"].equals(schema.to_text(mem)["ceiling_sources"])
     assert [list(map(str, n)) for n in text["notes"]] == [list(map(str, n)) for n in mem["notes"]]

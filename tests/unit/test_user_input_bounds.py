@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ncuroof.model.ceilings import FLOP_ROOFS, parse_peak
+from ncuroof.model.roofs import FLOP_ROOFS, parse_peak
 from ncuroof.schema import LEVELS
 from tests.helpers.reports import shared
 

@@ -4,7 +4,8 @@ Takes the raw table of :mod:`ncuroof.parser` and the catalog; gives every number
 show, in the tidy tables of :mod:`ncuroof.schema`, in pipeline order:
 
 - :mod:`.calculator`: FLOPs per precision, bytes per level, rates, report roofs, points;
-- :mod:`.ceilings`: datasheet, user and achievable roofs where the report has none;
+- :mod:`.roofs`: datasheet, user and achievable roofs where the report has none, each roof's
+  source as data, the long roof table;
 - :mod:`.expect`: useful work from ``--expect`` sizes;
 - :mod:`.classify`: bound, and the one binding-point rule;
 - :mod:`.speed_of_light`: time at the roof (roofline and unit bounds), hot pipe;

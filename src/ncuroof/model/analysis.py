@@ -31,7 +31,7 @@ from ..schema import (
     validate_launches,
     validate_points,
 )
-from . import calculator, ceilings, classify, diagnose, expect, production, summary
+from . import calculator, classify, diagnose, expect, production, roofs, summary
 from .summary import FOCUS_SHARE, KEY_CHOICES
 
 __all__ = [
@@ -61,7 +61,7 @@ class AnalysisOptions:
     achievable_flops, achievable_bandwidth : mapping, optional
         User achievable roofs, named the same way; they replace the published measurements of
         ``metrics/gpus.toml`` and sit beside the peak roofs
-        (:func:`ncuroof.model.ceilings.fill_achievable`).
+        (:func:`ncuroof.model.roofs.fill_achievable`).
     expect : path, optional
         Expected FLOPs and DRAM bytes per kernel-name pattern (:mod:`ncuroof.model.expect`).
     match : str
@@ -207,7 +207,7 @@ def read_launches(
     del raw  # the metric columns are not needed past here
     clocks = {s: clock_control(Path(s)) for s in k["source"].dropna().unique()}
     k["clock_control"] = k["source"].map(clocks).astype(object)
-    k = ceilings.fill_ceilings(
+    k = roofs.fill_ceilings(
         k,
         gpus,
         gpu=options.gpu,

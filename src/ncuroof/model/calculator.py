@@ -706,7 +706,7 @@ def _measured_columns(
             **{f"{lv}_bytes_per_s": levels[lv].bytes_per_s for lv in LEVELS},
             **{f"peak_{p}_flop_per_s": work[p].peak for p in PRECISIONS},
             **{f"peak_{lv}_bytes_per_s": levels[lv].peak for lv in LEVELS},
-            # achievable roofs: ncuroof.model.ceilings.fill_ceilings; fractions: classify.classify
+            # achievable roofs: ncuroof.model.roofs.fill_ceilings; fractions: classify.classify
             **{f"achievable_{p}_flop_per_s": _NAN for p in PRECISIONS},
             **{f"achievable_{lv}_bytes_per_s": _NAN for lv in LEVELS},
             "roof_fraction": _NAN,
@@ -931,6 +931,35 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
     tpaths, tensor_flop, tensor_rate, tensor_source = _tensor_work(raw, cat, cc, time_s, notes)
     levels = _level_traffic(raw, cat, cc, time_s, traffic)
     _zero_fallback(raw, cat, cc, time_s, levels, notes)
+    _cross_checks(raw, cat, cc, work, levels, notes)
+    k = _measured_columns(raw, cat, cc, time_s, work, levels, tensor_flop, tensor_rate)
+    k["flop_source"] = text_array(flop_source)
+    k["tensor_source"] = tensor_source
+    k["evidence_sources"] = text_array(_ledger(raw, cat, cc, flop_held, levels, notes))
+    for lv in LEVELS:
+        k[f"{lv}_definition"] = coded_text(levels[lv].codes, levels[lv].ids)
+    _report_roofs(k, work, levels, tpaths)
+    k["ncu_version"] = raw["ncu_version"]
+    k["reader"] = raw["reader"] if "reader" in raw.columns else None
+    status = _status_and_notes(raw, k, cat, time, work, levels, notes)
+    k["status"] = coded_text(*_status_codes(status))
+    _later_columns(k)
+    k["notes"] = notes
+    return _with_tensor_paths(k[list(LAUNCHES)].reset_index(drop=True), tpaths)
+
+
+def _cross_checks(
+    raw: pd.DataFrame,
+    cat: Catalog,
+    cc: np.ndarray,
+    work: dict[str, _Work],
+    levels: dict[str, _Traffic],
+    notes: list[list[str]],
+) -> None:
+    """The evidence that checks the counters against each other, in place: the L2 write counters
+    (an L2 zero they contradict; a missing L2 roof from the tag stage, on ``levels``), the opcode
+    signals and the order of the levels' bytes, each adding its ``notes``
+    (:mod:`ncuroof.model.evidence`)."""
     levels["l2"].peak, _ = l2_write_evidence(
         lambda r: _recipe(raw, r, cc),
         cat,
@@ -949,20 +978,6 @@ def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -
         float(cat.thresholds.get("evidence", {}).get("level_order_slack", 0.0)),
         notes,
     )
-    k = _measured_columns(raw, cat, cc, time_s, work, levels, tensor_flop, tensor_rate)
-    k["flop_source"] = text_array(flop_source)
-    k["tensor_source"] = tensor_source
-    k["evidence_sources"] = text_array(_ledger(raw, cat, cc, flop_held, levels, notes))
-    for lv in LEVELS:
-        k[f"{lv}_definition"] = coded_text(levels[lv].codes, levels[lv].ids)
-    _report_roofs(k, work, levels, tpaths)
-    k["ncu_version"] = raw["ncu_version"]
-    k["reader"] = raw["reader"] if "reader" in raw.columns else None
-    status = _status_and_notes(raw, k, cat, time, work, levels, notes)
-    k["status"] = coded_text(*_status_codes(status))
-    _later_columns(k)
-    k["notes"] = notes
-    return _with_tensor_paths(k[list(LAUNCHES)].reset_index(drop=True), tpaths)
 
 
 def _with_tensor_paths(k: pd.DataFrame, tpaths: dict[str, _Work]) -> pd.DataFrame:
@@ -999,7 +1014,7 @@ def compute_points(kernels: pd.DataFrame) -> pd.DataFrame:
         ``roof_fraction`` = ``flop_per_s`` / ``roof_flop_per_s``; ``bound`` = memory when AI is
         below the ridge. Points without a roof have NaN roof columns and an empty ``bound``.
         Achievable roofs (``achievable_<p>_flop_per_s``, ``achievable_<level>_bytes_per_s``,
-        ``achievable_sources`` of the kernels table, :func:`ncuroof.model.ceilings.fill_ceilings`)
+        ``achievable_sources`` of the kernels table, :func:`ncuroof.model.roofs.fill_ceilings`)
         give ``achievable_roof_flop_per_s`` = min(achievable FLOP/s, AI × achievable B/s), an absent
         achievable roof taken at its peak, NaN where the point has neither; and
         ``achievable_roof_fraction`` = ``flop_per_s`` / that.
@@ -1274,7 +1289,7 @@ def time_at_roof(kernels: pd.DataFrame, catalog: Catalog | None = None) -> pd.Da
     Parameters
     ----------
     kernels : DataFrame
-        The kernels table with its roofs filled (:func:`ncuroof.model.ceilings.fill_ceilings`):
+        The kernels table with its roofs filled (:func:`ncuroof.model.roofs.fill_ceilings`):
         ``<p>_flop`` [FLOP] and ``peak_<p>_flop_per_s`` [FLOP/s] per precision and tensor
         datapath, ``<level>_bytes`` [B] and ``peak_<level>_bytes_per_s`` [B/s] per level,
         ``time_s``, ``sm_throughput_frac``, ``memory_throughput_frac``.

@@ -223,22 +223,24 @@ def verdict(
         every classified verdict.
     """
     c = _Context.of(f, sol)
-    gap = float(
-        occupancy_gap
-        if occupancy_gap is not None
-        else load_catalog().thresholds["diagnosis"]["occupancy_gap"]
-    )
-    well_below = float(
-        occupancy_well_below
-        if occupancy_well_below is not None
-        else load_catalog().thresholds["diagnosis"]["occupancy_well_below"]
-    )
-    cls, ev, advice = _verdict(
-        c, f, sol, gpus, low_occupancy, instruction, pipes, (gap, well_below)
-    )
+    occupancy = _occupancy_shares(occupancy_gap, occupancy_well_below)
+    cls, ev, advice = _verdict(c, f, sol, gpus, low_occupancy, instruction, pipes, occupancy)
     if c.lanes and cls != "not_classified":
         ev, advice = _with_lanes(c.lanes, ev, advice)
     return cls, ev, advice
+
+
+def _occupancy_shares(gap: float | None, well_below: float | None) -> tuple[float, float]:
+    """``occupancy_gap`` and ``occupancy_well_below`` of :func:`verdict`, each the installed
+    catalog's ``[diagnosis]`` value where not given."""
+    return (
+        float(gap if gap is not None else load_catalog().thresholds["diagnosis"]["occupancy_gap"]),
+        float(
+            well_below
+            if well_below is not None
+            else load_catalog().thresholds["diagnosis"]["occupancy_well_below"]
+        ),
+    )
 
 
 def _with_lanes(idle: str, ev: str, advice: str) -> tuple[str, str]:

@@ -123,12 +123,7 @@ def read_timeline(
     fmt = _sniff(path)
     if fmt == "nsys-rep":
         return _read_nsys_rep(path, device, progress, report_gpu)
-    try:
-        launches, gpus = _read_nsys(path) if fmt == "nsys-sqlite" else _read_kineto(path, progress)
-    except _LimitHit as exc:
-        raise InputError(f"cannot be read within ncuroof's limits: {exc}", path) from None
-    shapes = bool(launches.attrs.get("shapes", False))
-    launches = launches[list(TIMELINE_LAUNCH)]
+    launches, gpus, shapes = _read_launches(path, fmt, progress)
     _whole_numbers(launches, path)
     devices = sorted(int(d) for d in launches["device"].dropna().unique())
     chosen = _choose_device(devices, gpus, device, report_gpu, path)
@@ -139,15 +134,24 @@ def read_timeline(
     t0 = start.min()
     where = path_text(path)
     out = validate_timeline(out.assign(start_s=start - t0).reset_index(drop=True), where)
-    out.attrs = {
-        "format": fmt,
-        "path": where,
-        "device": chosen,
-        "gpu_name": gpus.get(chosen),
-    }
+    out.attrs = {"format": fmt, "path": where, "device": chosen, "gpu_name": gpus.get(chosen)}
     out.attrs.update(devices=devices, span_s=float(end.max() - t0), busy_s=busy_time(start, end))
     out.attrs["shapes"] = shapes
     return out
+
+
+def _read_launches(
+    path: Path, fmt: str, progress: Callable[[int], Callable[..., None]] | None
+) -> tuple[pd.DataFrame, dict[int, str], bool]:
+    """The launches of every device of a Kineto trace or nsys SQLite export (``fmt``), in the
+    :data:`ncuroof.schema.TIMELINE_LAUNCH` columns; the GPU names by device; whether the trace
+    carries ``Input Dims`` (``shapes``). InputError when a limit is hit."""
+    try:
+        launches, gpus = _read_nsys(path) if fmt == "nsys-sqlite" else _read_kineto(path, progress)
+    except _LimitHit as exc:
+        raise InputError(f"cannot be read within ncuroof's limits: {exc}", path) from None
+    shapes = bool(launches.attrs.get("shapes", False))
+    return launches[list(TIMELINE_LAUNCH)], gpus, shapes
 
 
 def _read_nsys_rep(
@@ -958,6 +962,47 @@ def read_operator_launches(
         shapes: the message says how to record them), a device to choose.
     """
     path = Path(path)
+    scan = _scan_with_shapes(path, progress)
+    k = _kernels_with_launches(scan)
+    gpus = _gpu_names(path)
+    devices = sorted(int(d) for d in k["device"].dropna().unique())
+    chosen = _choose_device(devices, gpus, device, None, path)
+    k = k[(k["device"] == chosen).to_numpy()].reset_index(drop=True)
+    op, values = scan.frame("op"), scan.signature_values
+    del scan
+    out = _operator_launch_frame(k, _operator_rows(k, op, formula_ops), path)
+    out.attrs.update(
+        path=path_text(path), device=chosen, gpu_name=gpus.get(chosen), devices=devices
+    )
+    return out, _operator_table(op), values
+
+
+def _kernels_with_launches(scan: _KinetoScan) -> pd.DataFrame:
+    """The kernel events of ``scan``, each with its launch call's ``launch_ts`` and
+    ``launch_thread`` (joined on ``correlation``; NaN for a kernel without one)."""
+    launch = scan.frame("launch").dropna(subset=["correlation"]).drop_duplicates("correlation")
+    return scan.frame("kernel").merge(
+        launch.rename(columns={"ts": "launch_ts", "thread": "launch_thread"}),
+        on="correlation",
+        how="left",
+    )
+
+
+def _operator_table(op: pd.DataFrame) -> pd.DataFrame:
+    """The operators of :func:`read_operator_launches`: ``name``, ``shape`` (-1 without one)."""
+    return pd.DataFrame(
+        {
+            "name": op["name"].astype(object),
+            "shape": op["shape"].fillna(-1).to_numpy(dtype=np.int64),
+        }
+    )
+
+
+def _scan_with_shapes(
+    path: Path, progress: Callable[[int], Callable[..., None]] | None
+) -> _KinetoScan:
+    """The scan of the Kineto trace ``path`` with its operator shapes (:func:`_scan_kineto`);
+    InputError for another format or a limit hit, :class:`NoShapesError` without ``Input Dims``."""
     if _sniff(path) != "kineto":
         raise InputError(
             "analytic work needs a PyTorch profiler trace (.json, .json.gz) recorded with"
@@ -974,29 +1019,7 @@ def read_operator_launches(
             f" {RECORD_SHAPES}",
             path,
         )
-    launch = scan.frame("launch").dropna(subset=["correlation"]).drop_duplicates("correlation")
-    k = scan.frame("kernel").merge(
-        launch.rename(columns={"ts": "launch_ts", "thread": "launch_thread"}),
-        on="correlation",
-        how="left",
-    )
-    gpus = _gpu_names(path)
-    devices = sorted(int(d) for d in k["device"].dropna().unique())
-    chosen = _choose_device(devices, gpus, device, None, path)
-    k = k[(k["device"] == chosen).to_numpy()].reset_index(drop=True)
-    op, values = scan.frame("op"), scan.signature_values
-    del scan
-    out = _operator_launch_frame(k, _operator_rows(k, op, formula_ops), path)
-    out.attrs.update(
-        path=path_text(path), device=chosen, gpu_name=gpus.get(chosen), devices=devices
-    )
-    ops = pd.DataFrame(
-        {
-            "name": op["name"].astype(object),
-            "shape": op["shape"].fillna(-1).to_numpy(dtype=np.int64),
-        }
-    )
-    return out, ops, values
+    return scan
 
 
 def _operator_launch_frame(k: pd.DataFrame, rows: np.ndarray, path: Path) -> pd.DataFrame:

@@ -105,20 +105,9 @@ def figure(t: pd.DataFrame, title: str) -> go.Figure:
             hovertemplate="%{text}<br>AI %{x:.3g} FLOP/B<br>%{y:.3g} FLOP/s<extra></extra>",
         )
     )
-    measured = dots[dots["measured_ai_flop_per_byte"] > 0]
-    if len(measured):
-        fig.add_trace(
-            go.Scatter(
-                x=measured["measured_ai_flop_per_byte"],
-                y=measured["counted_flop"] / measured["time_s"],
-                mode="markers",
-                name="measured (ncu: counted FLOPs / DRAM bytes)",
-                marker={"symbol": "diamond-open", "size": 10, "color": "#2ca02c"},
-                text=_label(measured),
-                hovertemplate="%{text}<br>measured AI %{x:.3g} FLOP/B<br>%{y:.3g} FLOP/s"
-                "<extra></extra>",
-            )
-        )
+    measured = _measured_trace(dots)
+    if measured is not None:
+        fig.add_trace(measured)
     fig.update_layout(
         title=title,
         height=640,
@@ -127,6 +116,23 @@ def figure(t: pd.DataFrame, title: str) -> go.Figure:
         yaxis={"type": "log", "title": "achieved [FLOP/s]: FLOPs / GPU time in the trace"},
     )
     return fig
+
+
+def _measured_trace(dots: pd.DataFrame) -> go.Scatter | None:
+    """The second marker of the operators ``dots`` with counted work: at the measured intensity
+    (ncu's counted FLOPs over its DRAM bytes) and counted FLOP/s; None when none has."""
+    measured = dots[dots["measured_ai_flop_per_byte"] > 0]
+    if not len(measured):
+        return None
+    return go.Scatter(
+        x=measured["measured_ai_flop_per_byte"],
+        y=measured["counted_flop"] / measured["time_s"],
+        mode="markers",
+        name="measured (ncu: counted FLOPs / DRAM bytes)",
+        marker={"symbol": "diamond-open", "size": 10, "color": "#2ca02c"},
+        text=_label(measured),
+        hovertemplate="%{text}<br>measured AI %{x:.3g} FLOP/B<br>%{y:.3g} FLOP/s<extra></extra>",
+    )
 
 
 def finding(r: Any) -> str:

@@ -1255,27 +1255,7 @@ def speed_of_light_chart(summary: pd.DataFrame | None, latency_bound: float) -> 
     have = np.isfinite(sm) & np.isfinite(mem)
     if not have.any():
         return None
-    traces: list[Any] = []
-    for i, r in enumerate(summary.itertuples(index=False)):
-        if not have[i]:
-            continue
-        color = KERNEL_COLORS[i] if i < len(KERNEL_COLORS) else OTHER_COLOR
-        label = html.escape(fmt.printable(r.kernel_label, layout=False))
-        traces.append(
-            go.Scatter(
-                x=[100 * mem[i]],
-                y=[100 * sm[i]],
-                mode="markers",
-                name=label,
-                marker=dict(color=color, size=12, line=dict(width=1, color="#333")),
-                hovertemplate=(
-                    f"{label}<br>memory %{{x:.1f}} %, SM %{{y:.1f}} % of peak<br>"
-                    f"{fmt.kernel_time(r.time_s)}, {fmt.pct(r.time_share, 1)} of GPU time"
-                    "<extra></extra>"
-                ),
-                meta={"role": "sol_dot"},
-            )
-        )
+    traces: list[Any] = _sol_dots(summary, sm, mem, have)
     pct = 100 * latency_bound
     for x, y in (([pct, pct], [0, 100]), ([0, 100], [pct, pct])):
         traces.append(
@@ -1300,6 +1280,35 @@ def speed_of_light_chart(summary: pd.DataFrame | None, latency_bound: float) -> 
         "yaxis.title.text": "Compute (SM) throughput [% of peak]",
     }
     return Chart("speed_of_light", "Speed of light", traces, layout)
+
+
+def _sol_dots(
+    summary: pd.DataFrame, sm: np.ndarray, mem: np.ndarray, have: np.ndarray
+) -> list[Any]:
+    """One dot per kernel of ``summary`` that ``have`` both throughputs, at (``mem``, ``sm``)
+    [fractions of peak, shown in %], coloured as on the roofline (:data:`KERNEL_COLORS`)."""
+    dots: list[Any] = []
+    for i, r in enumerate(summary.itertuples(index=False)):
+        if not have[i]:
+            continue
+        color = KERNEL_COLORS[i] if i < len(KERNEL_COLORS) else OTHER_COLOR
+        label = html.escape(fmt.printable(r.kernel_label, layout=False))
+        dots.append(
+            go.Scatter(
+                x=[100 * mem[i]],
+                y=[100 * sm[i]],
+                mode="markers",
+                name=label,
+                marker=dict(color=color, size=12, line=dict(width=1, color="#333")),
+                hovertemplate=(
+                    f"{label}<br>memory %{{x:.1f}} %, SM %{{y:.1f}} % of peak<br>"
+                    f"{fmt.kernel_time(r.time_s)}, {fmt.pct(r.time_share, 1)} of GPU time"
+                    "<extra></extra>"
+                ),
+                meta={"role": "sol_dot"},
+            )
+        )
+    return dots
 
 
 def _empty_figure(

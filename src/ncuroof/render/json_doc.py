@@ -920,18 +920,7 @@ def trace_document(result: Any) -> dict[str, Any]:
             "fp32_matmul": result.fp32_matmul,
             "device": value(result.attrs.get("device")),
         },
-        "inputs": [
-            {
-                "path": str(result.trace),
-                "sha256": file_sha256(result.trace),
-                "kind": "file",
-                "launches": int(t["launches"].sum()),
-                "gpu": result.attrs.get("gpu_name") or None,
-                "cc": gpu.cc,
-                "ncu_version": None,
-                "reader": "kineto (analytic from shapes)",
-            }
-        ],
+        "inputs": [_trace_input(result)],
         "roofs": _datasheet_roofs(t, gpu),
         "totals": {
             "launches": int(t["launches"].sum()),
@@ -953,4 +942,18 @@ def trace_document(result: Any) -> dict[str, Any]:
             "outdir": str(result.outdir) if result.outdir is not None else None,
             "files": list(result.files),
         },
+    }
+
+
+def _trace_input(result: Any) -> dict[str, Any]:
+    """The one ``inputs`` entry of :func:`trace_document`: the trace file, its launches and GPU."""
+    return {
+        "path": str(result.trace),
+        "sha256": file_sha256(result.trace),
+        "kind": "file",
+        "launches": int(result.operators["launches"].sum()),
+        "gpu": result.attrs.get("gpu_name") or None,
+        "cc": result.gpu.cc,
+        "ncu_version": None,
+        "reader": "kineto (analytic from shapes)",
     }

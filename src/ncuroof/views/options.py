@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..model.analysis import TRAFFIC_CHOICES, AnalysisOptions
-from ..model.ceilings import FLOP_ROOFS, parse_peak
+from ..model.roofs import FLOP_ROOFS, parse_peak
 from ..model.summary import FOCUS_SHARE, KEY_CHOICES
 from ..parser import READERS
 from ..schema import LEVELS
@@ -23,7 +23,7 @@ __all__ = ["ANALYSIS", "TOP", "FAIL_IF_SLOWER", "LAUNCH_COUNT", "LAUNCH_SKIP", "
 
 def _roofs(kind: str) -> Any:
     """``parse``: repeated ``[NAME=]VALUE`` as ``{name: SI value}``
-    (:func:`ncuroof.model.ceilings.parse_peak`)."""
+    (:func:`ncuroof.model.roofs.parse_peak`)."""
     allowed, default = (FLOP_ROOFS, "*") if kind == "flops" else (LEVELS, "dram")
     return lambda values: dict(parse_peak(v, allowed, default) for v in values)
 

@@ -1362,6 +1362,14 @@ def read_nvr(
         n = processes if processes is not None else _processes(_estimate(mm, path))
     with open_report(path) as (mm, fd):
         parts = _decoded(mm, fd, path, catalog, n, chunk, progress, blocks, planned)
+    return _checked(path, parts)
+
+
+def _checked(
+    path: Path, parts: list[tuple[list[pd.DataFrame], list[tuple[int, ...]]]]
+) -> pd.DataFrame:
+    """The raw table of the decoded ``parts`` (:func:`_decoded`) of the report ``path``, once every
+    launch record is checked in file order (:func:`~.framing.check_records`, one more pass)."""
     records = [r for _, part in parts for r in part]
     with open_report(path) as (mm, _):
         check_records(path, mm, records)
