@@ -38,7 +38,7 @@ STAGES = (
     ("model.diagnose", "diagnose_kernels"),
     ("render.figure", "plot_roofline"),
     ("render.page", "render_html"),
-    ("render.page", "write_outputs"),
+    ("output.folder", "write_outputs"),
 )
 T0 = time.perf_counter()
 TIMES: dict[str, list[float]] = {}

@@ -24,9 +24,11 @@ from .model import analysis as _analysis
 from .model import calculator
 from .model import summary as _summary
 from .model.analysis import Analysis, AnalysisOptions
-from .parser import tables_io
+from .output import folder
+from .output.tables import table_files
+from .parser.memory import release_memory
+from .parser.saved import read_saved_launches, saved_launches
 from .render import figure, page, provenance
-from .render.provenance import as_paths
 from .runs import compare as _compare
 from .runs import fleet
 from .runs import ranks as _ranks
@@ -55,9 +57,17 @@ __all__ = [
     "analyze_trace",
     "TraceResult",
     "is_trace",
+    "as_paths",
 ]
 
 PathLike = str | Path
+
+
+def as_paths(paths: PathLike | Sequence[PathLike]) -> list[Path]:
+    """One path or several, as a list of :class:`~pathlib.Path`."""
+    if isinstance(paths, (str, Path)):
+        return [Path(paths)]
+    return [Path(p) for p in paths]
 
 
 @contextlib.contextmanager
@@ -109,7 +119,7 @@ def load(
         are taken as parts of one ncu run and merged launch by launch
         (:func:`ncuroof.parser.merge.merge`), unless ``stack``. Or one saved analysis: an
         ``ncuroof analyze`` output directory or a ``launches.parquet`` file or dataset, read
-        back as saved with its dtypes (:func:`ncuroof.parser.tables_io.read_table`;
+        back as saved with its dtypes (:func:`ncuroof.parser.saved.read_table`;
         ``attrs['units']`` holds each column's unit), the options ignored.
     options : AnalysisOptions, optional
         How to analyze (traffic definition, roofs, ``--expect``, kernel identity, ...).
@@ -136,8 +146,8 @@ def load(
         For an unknown option value.
     """
     inputs = as_paths(paths)
-    if len(inputs) == 1 and (saved := tables_io.saved_launches(inputs[0])) is not None:
-        return tables_io.read_saved_launches(saved)
+    if len(inputs) == 1 and (saved := saved_launches(inputs[0])) is not None:
+        return read_saved_launches(saved)
     with _progress_bar(progress) as bar:
         return _analysis.build(inputs, AnalysisOptions.of(options, **option_fields), bar).launches
 
@@ -351,17 +361,18 @@ def _page_files(
     tables: dict[str, pd.DataFrame] | None = None,
     formats: Sequence[str] = ("csv",),
 ) -> dict[str, Any]:
-    """The views' files (:func:`ncuroof.parser.tables_io.table_files`; a fleet's or multi-rank
+    """The views' files (:func:`ncuroof.output.tables.table_files`; a fleet's or multi-rank
     run's, with a ``failures`` table, as Parquet datasets by input), roofline.html and the
     optional image of one analysis. ``tables`` default: the kernels and points tables."""
     tables = tables if tables is not None else views.build(a, views.request())
-    # The page first; each file converts its table when it is written (tables_io.table_files).
-    tables_io.release_memory()
+    # The page first; each file converts its table when it is written
+    # (ncuroof.output.tables.table_files).
+    release_memory()
     fig, html = _page(a, tables, plotlyjs)
-    tables_io.release_memory()
+    release_memory()
     apart = "failures" in tables
     files: dict[str, Any] = {
-        **tables_io.table_files(
+        **table_files(
             views.written(tables),
             _table_formats(formats, apart),
             a.inputs,
@@ -458,7 +469,7 @@ def analyze(
     write, image : bool, {'png', 'svg'} or None
         Write the output directory; also ``roofline.png``/``.svg`` (plotly's image export).
     formats : sequence of {'csv', 'parquet'}, default ('csv',)
-        Table formats (:func:`ncuroof.parser.tables_io.table_files`); a fleet or multi-rank run
+        Table formats (:func:`ncuroof.output.tables.table_files`); a fleet or multi-rank run
         always writes Parquet too, as datasets partitioned by input.
     scheduler, workers
         A stack's or multi-rank run's dask scheduler and workers (:func:`ncuroof.runs.fleet.run`).
@@ -504,7 +515,7 @@ def _write_analysis(
     a = result.analysis
     files = _page_files(a, plotlyjs, image, result.tables, formats)
     timeline = [a.options.timeline] if a.options.timeline is not None else []
-    page.write_outputs(out, files, [*a.inputs, *timeline])
+    folder.write_outputs(out, files, [*a.inputs, *timeline])
     result.outdir = out
     result.files = {name: out / name for name in files}
 
@@ -537,7 +548,7 @@ def analysis_of(
     options = options if options is not None else AnalysisOptions()
     paths = as_paths(side)
     if len(paths) == 1 and paths[0].is_dir():
-        table = tables_io.saved_launches(paths[0])
+        table = saved_launches(paths[0])
         if table is None:
             raise InputError(
                 "is a directory without launches.csv; pass an ncuroof output directory, a report or"
@@ -545,7 +556,7 @@ def analysis_of(
                 paths[0],
             )
         cat, gpus = catalog.load(), catalog.load_gpus()
-        frame = tables_io.read_saved_launches(table)
+        frame = read_saved_launches(table)
         k = _analysis.restore_launches(frame, table, cat, gpus)
         return _analysis.from_launches(k, options, cat, gpus, inputs=paths, classified=True)
     with _progress_bar(progress) as bar:
@@ -607,7 +618,7 @@ def _compare_files(
         plotlyjs,
     )
     return {
-        **tables_io.table_files({"compare": result.table}, formats, [*before, *after]),
+        **table_files({"compare": result.table}, formats, [*before, *after]),
         "compare.html": html,
     }
 
@@ -619,12 +630,12 @@ def _refuse_stale(side: PathLike | Sequence[PathLike]) -> None:
     paths = as_paths(side)
     if len(paths) != 1 or not paths[0].is_dir():
         return
-    saved = tables_io.saved_launches(paths[0])
+    saved = saved_launches(paths[0])
     stem = saved.name.split(".")[0] if saved is not None else "launches"
     csv, parquet = paths[0] / f"{stem}.csv", paths[0] / f"{stem}.parquet"
     if not (csv.is_file() and parquet.exists()):
         return
-    a, b = (tables_io.read_saved_launches(p) for p in (csv, parquet))
+    a, b = (read_saved_launches(p) for p in (csv, parquet))
     ta, tb = (pd.to_numeric(t["time_s"], errors="coerce") for t in (a, b))
     if (
         len(a) != len(b)
@@ -643,7 +654,7 @@ def _comparable(ab: Analysis, aa: Analysis, before: Any, after: Any, strict: boo
     """Why the two runs may not be comparable point for point, then their timelines' warnings;
     InputError with ``strict`` when the first list is not empty."""
     warns = _compare.warnings(ab.launches, aa.launches) + provenance.collection_warnings(
-        before, after
+        as_paths(before), as_paths(after)
     )
     if strict and warns:
         raise InputError(
@@ -737,7 +748,7 @@ def compare_runs(
         out = Path(outdir) if outdir is not None else _beside(after, ".compare")
         sides = as_paths(before), as_paths(after)
         files = _compare_files(result, *sides, (ab, aa), plotlyjs, formats)
-        page.write_outputs(out, files, [*sides[0], *sides[1]])
+        folder.write_outputs(out, files, [*sides[0], *sides[1]])
         result.outdir, result.files = out, {name: out / name for name in files}
     return result
 
@@ -769,7 +780,7 @@ def runs_in(directory: PathLike) -> list[Path]:
         p
         for p in d.iterdir()
         if p.is_dir()
-        and tables_io.saved_launches(p) is not None
+        and saved_launches(p) is not None
         and not (p.name.endswith(".ncuroof") and p.name[: -len(".ncuroof")].split(".")[0] in stems)
     ]
     found = sorted(files + saved)
@@ -855,8 +866,8 @@ def _write_series(
     html = compare_page.trail_page(
         result.table, ends[0].points, ends[1].points, result.names, result.warnings, plotlyjs
     )
-    files = {**tables_io.table_files({"trail": result.table}, formats, inputs), "trail.html": html}
-    page.write_outputs(out, files, inputs)
+    files = {**table_files({"trail": result.table}, formats, inputs), "trail.html": html}
+    folder.write_outputs(out, files, inputs)
     result.outdir, result.files = out, {name: out / name for name in files}
 
 
@@ -950,10 +961,10 @@ def analyze_trace(
         )
         html = analytic_page.page_html(table, fig, _trace_meta(result), plotlyjs)
         files: dict[str, Any] = {
-            **tables_io.table_files({"operators": table}, formats, [p]),
+            **table_files({"operators": table}, formats, [p]),
             "roofline.html": html,
         }
-        page.write_outputs(out, files, [p])
+        folder.write_outputs(out, files, [p])
         result.outdir, result.files = out, {name: out / name for name in files}
     return result
 

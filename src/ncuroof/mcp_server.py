@@ -37,7 +37,6 @@ from . import api, catalog, views
 from .errors import InputError, MissingModuleError, NcuroofError
 from .model.analysis import Analysis, AnalysisOptions
 from .render import json_doc
-from .render.provenance import as_paths
 from .views.base import Option
 from .views.options import ANALYSIS, FAIL_IF_SLOWER, LAUNCH_COUNT, analysis_options
 
@@ -134,7 +133,7 @@ class Session:
 
     def analyze(self, path: str | list[str], write: bool = False, **options: Any) -> dict[str, Any]:
         """The ``analyze --json`` document (outputs written into ``outdir`` when ``write``)."""
-        paths = as_paths(path)
+        paths = api.as_paths(path)
         if not paths:
             raise InputError(
                 "no input files given: pass a .ncu-rep/.ncu-repz report or an ncu CSV export"
@@ -184,7 +183,7 @@ class Session:
     ) -> dict[str, Any]:
         """The ``compare --json`` document (``compare.csv``/``.html`` written into
         ``outdir`` when ``write``)."""
-        b, a, opts = as_paths(before), as_paths(after), options_of(**options)
+        b, a, opts = api.as_paths(before), api.as_paths(after), options_of(**options)
         for side, given in (("before", b), ("after", a)):
             if not given:
                 raise InputError(
@@ -202,7 +201,7 @@ class Session:
     def explain(self, path: str | list[str], kernel: str, **options: Any) -> dict[str, Any]:
         """One kernel's evidence and advice (:func:`ncuroof.render.json_doc.explain_document`)."""
         return json_doc.explain_document(
-            self.analysis(as_paths(path), options_of(**options)), kernel
+            self.analysis(api.as_paths(path), options_of(**options)), kernel
         )
 
     def list_gpus(self) -> dict[str, Any]:
@@ -238,8 +237,8 @@ class Session:
 
 def _stamp(p: Path) -> tuple[int, int]:
     """Size and modification time of an input (a directory's launch table when it has one,
-    :func:`ncuroof.parser.tables_io.saved_launches`); (-1, -1) when absent."""
-    from .parser.tables_io import saved_launches
+    :func:`ncuroof.parser.saved.saved_launches`); (-1, -1) when absent."""
+    from .parser.saved import saved_launches
 
     target = (saved_launches(p) or p / "launches.csv") if p.is_dir() else p
     try:

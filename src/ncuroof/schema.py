@@ -1064,7 +1064,7 @@ def compact_text(df: pd.DataFrame, columns: dict[str, Column]) -> pd.DataFrame:
 
     A launch table repeats its texts (a kernel's evidence and advice on each of its launches):
     held so, the 100,000-launch table takes ~110 MB less. The values are the same text (missing
-    stays missing); files and pages write them as text (:mod:`ncuroof.parser.tables_io`). A
+    stays missing); files and pages write them as text (:mod:`ncuroof.output.tables`). A
     column already ``category`` is kept as it is. A column with a missing value has ``""`` among
     its categories, so that ``fillna("")`` works on it as on text.
 
@@ -1304,7 +1304,7 @@ ROOFS: dict[str, Column] = {
     "datasheet_gpu": Column("category", "", "metrics/gpus.toml entry of a datasheet roof, else ''"),
 }
 
-#: The files ncuroof writes besides the tables of ``ncuroof.parser.tables_io.TABLES`` (each table as
+#: The files ncuroof writes besides the tables of ``ncuroof.parser.saved.TABLES`` (each table as
 #: ``<name>.csv`` and/or ``<name>.parquet``): file name -> what it holds.
 FILES: dict[str, str] = {
     "roofline.html": (
@@ -1764,7 +1764,7 @@ KERNELS: dict[str, Column] = {
 __all__ += ["KERNELS"]
 
 #: Every table ncuroof writes, by file stem (``<name>.csv`` and/or ``<name>.parquet``, through
-#: ``ncuroof.parser.tables_io``): its declared columns. The tables of ``ncuroof analyze`` are its
+#: ``ncuroof.output.tables``): its declared columns. The tables of ``ncuroof analyze`` are its
 #: views' (``ncuroof.views.REGISTRY``, one entry per name here); ``compare`` and ``trail``
 #: are written by ``ncuroof compare``. Any other file ncuroof writes is a key of :data:`FILES`.
 TABLES: dict[str, dict[str, Column]] = {

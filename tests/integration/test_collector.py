@@ -487,11 +487,13 @@ def test_compare_warns_about_the_pipeline_boost_state(fake_env, version, monkeyp
 
     if version >= "2026.1":
         assert (ra["pipeline_boost_state"], rb["pipeline_boost_state"]) == ("ncu default", "stable")
-        assert collection_warnings(a.report, b.report) == [
+        assert collection_warnings([a.report], [b.report]) == [
             "collected differently: pipeline boost state ncu default before, stable after"
         ]
     else:
-        assert "pipeline_boost_state" not in ra and collection_warnings(a.report, b.report) == []
+        assert (
+            "pipeline_boost_state" not in ra and collection_warnings([a.report], [b.report]) == []
+        )
 
 
 @pytest.mark.parametrize("separators", [["--"], ["--", "--"]], ids=["one", "doubled"])

@@ -474,7 +474,7 @@ def test_a_renamed_slower_kernel_fails_unless_paired_or_allowed(tmp_path: Path) 
 @needs_ncu_report
 def test_a_rewritten_kernel_paired_by_hand_names_the_work_that_changed(tmp_path: Path) -> None:
     import ncuroof
-    from ncuroof.parser import tables_io
+    from ncuroof.parser.saved import read_table
 
     before, after = shared("CudaCode__naive.ncu-rep"), shared("Cuda_Gemm_Practice__gemm_v9.ncu-rep")
     r = ncuroof.compare_runs(
@@ -501,7 +501,7 @@ def test_a_rewritten_kernel_paired_by_hand_names_the_work_that_changed(tmp_path:
     assert r.totals["matched_kernels"] == 1 and r.totals["time_s_after"] == pytest.approx(
         ka["time_s"].sum()
     )
-    back = tables_io.read_table(tmp_path / "c" / "compare.parquet")
+    back = read_table(tmp_path / "c" / "compare.parquet")
     assert (
         list(back.columns[: len(r.table.columns)]) == list(r.table.columns)
         and back.attrs["units"]["fp32_flop_before"] == "FLOP"

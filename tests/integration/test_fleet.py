@@ -19,7 +19,7 @@ import pytest
 import ncuroof
 from ncuroof import schema
 from ncuroof.errors import InputError
-from ncuroof.parser import tables_io
+from ncuroof.parser.saved import read_table
 from ncuroof.runs import fleet
 from tests.helpers.cli import run
 from tests.helpers.errors import assert_one_line_error
@@ -89,7 +89,7 @@ def test_fleet_on_local_cluster_equals_each_report_alone(tmp_path: Path) -> None
     )
     kernels, points = _alone(tmp_path, names)
     _equal(ncuroof.load(out), kernels)
-    _equal(tables_io.read_table(out / "points.parquet"), points)
+    _equal(read_table(out / "points.parquet"), points)
     assert pd.read_csv(out / "launches.csv")["source"].tolist() == kernels["source"].tolist()
     assert "runs/bad.ncu-rep" in (out / "roofline.html").read_text()
 

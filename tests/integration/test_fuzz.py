@@ -23,10 +23,10 @@ from hypothesis import strategies as st
 
 from ncuroof import catalog
 from ncuroof.errors import ReportFormatError
+from ncuroof.output.folder import write_outputs
 from ncuroof.parser import read_csv
 from ncuroof.parser.ncu_rep.reference import DAMAGED_TEXT, _spec, check_records, read_launches
 from ncuroof.parser.validate import check_values, roof_violations
-from ncuroof.render.page import write_outputs
 from tests.helpers import fuzz
 from tests.helpers.errors import assert_one_line_error
 from tests.helpers.reports import needs_ncu_report, shared

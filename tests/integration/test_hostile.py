@@ -30,8 +30,10 @@ import ncuroof
 from ncuroof import fmt, schema
 from ncuroof.errors import InputError, OutputError
 from ncuroof.model.expect import evaluate
-from ncuroof.parser import tables_io, timeline
-from ncuroof.render import page
+from ncuroof.output.folder import write_outputs
+from ncuroof.output.tables import arrow_table, csv_safe, dataset_writer, parquet_bytes
+from ncuroof.parser import timeline
+from ncuroof.parser.saved import MANIFEST, _csv_raw, read_manifest, read_table, saved_launches
 from tests.helpers.errors import assert_one_line_error
 from tests.helpers.reports import REPO, shared
 
@@ -136,12 +138,12 @@ def test_a_rerun_removes_stale_outputs_and_keeps_other_files(tmp_path: Path) -> 
     assert sorted(p.name for p in out.iterdir()) == [
         "kernels.csv",
         "launches.csv",
-        tables_io.MANIFEST,
+        MANIFEST,
         "notes.txt",
         "points.csv",
         "roofline.html",
     ]
-    assert tables_io.read_manifest(out) == [
+    assert read_manifest(out) == [
         "kernels.csv",
         "launches.csv",
         "points.csv",
@@ -152,45 +154,40 @@ def test_a_rerun_removes_stale_outputs_and_keeps_other_files(tmp_path: Path) -> 
 
 def test_a_saved_folder_is_read_through_its_manifest(tmp_path: Path) -> None:
     """A launches.parquet the manifest does not list (left by hand, an older run) is never read."""
-    table = tables_io.arrow_table(
+    table = arrow_table(
         pd.DataFrame({"source": ["a"], "error": ["x"]}), schema.FAILURES, "failures"
     )
-    page.write_outputs(tmp_path / "out", {"launches.csv": "x\n"})
-    (tmp_path / "out" / "launches.parquet").write_bytes(tables_io.parquet_bytes(table))
-    assert tables_io.saved_launches(tmp_path / "out") == tmp_path / "out" / "launches.csv"
+    write_outputs(tmp_path / "out", {"launches.csv": "x\n"})
+    (tmp_path / "out" / "launches.parquet").write_bytes(parquet_bytes(table))
+    assert saved_launches(tmp_path / "out") == tmp_path / "out" / "launches.csv"
     (tmp_path / "old").mkdir()  # a folder written before manifests: read as before
     (tmp_path / "old" / "launches.parquet").write_bytes(b"")
-    assert tables_io.saved_launches(tmp_path / "old") == tmp_path / "old" / "launches.parquet"
+    assert saved_launches(tmp_path / "old") == tmp_path / "old" / "launches.parquet"
 
 
 def test_a_failed_write_keeps_the_previous_run(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    page.write_outputs(out, {"launches.csv": "one\n", "phases.csv": "p\n"})
+    write_outputs(out, {"launches.csv": "one\n", "phases.csv": "p\n"})
 
     def broken(path: Path) -> None:
         path.write_bytes(b"half")
         raise OSError(28, "No space left on device")
 
     with pytest.raises(OutputError) as err:
-        page.write_outputs(out, {"launches.csv": "two\n", "points.parquet": broken})
+        write_outputs(out, {"launches.csv": "two\n", "points.parquet": broken})
     assert_one_line_error(err, out, "No space left", "previous files")
     assert (out / "launches.csv").read_text() == "one\n" and (
         out / "phases.csv"
     ).read_text() == "p\n"
-    assert sorted(p.name for p in out.iterdir()) == [
-        "kernels.csv",
-        "launches.csv",
-        tables_io.MANIFEST,
-        "phases.csv",
-    ]
+    assert sorted(p.name for p in out.iterdir()) == ["launches.csv", MANIFEST, "phases.csv"]
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
 def test_a_signal_while_writing_cleans_up_like_ctrl_c(tmp_path: Path, sig: signal.Signals) -> None:
     out = tmp_path / "out"
-    page.write_outputs(out, {"launches.csv": "one\n"})
+    write_outputs(out, {"launches.csv": "one\n"})
     script = (
-        "import sys, time\nfrom pathlib import Path\nfrom ncuroof.render.page import"
+        "import sys, time\nfrom pathlib import Path\nfrom ncuroof.output.folder import"
         " write_outputs\ndef slow(p):\n    Path(p).write_text('half')\n    time.sleep(2)\ntry:\n   "
         " write_outputs(Path(sys.argv[1]), {'launches.csv': 'two', 'points.csv': slow})\nexcept"
         " KeyboardInterrupt:\n    sys.exit(130)\n"
@@ -207,7 +204,7 @@ def test_a_signal_while_writing_cleans_up_like_ctrl_c(tmp_path: Path, sig: signa
     proc.send_signal(sig)
     assert proc.wait(timeout=30) == 130
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
-    assert sorted(p.name for p in out.iterdir()) == ["launches.csv", tables_io.MANIFEST]
+    assert sorted(p.name for p in out.iterdir()) == ["launches.csv", MANIFEST]
     assert (out / "launches.csv").read_text() == "one\n"
 
 
@@ -290,11 +287,11 @@ def test_printable_and_csv_cell() -> None:
     # a written CSV shows control characters as the terminal does (issue 45): \r of "\rx" is
     # written \x0d, so reading back gives the printable form; everything else comes back whole
     shown = pa.table({"name": [fmt.printable(c) for c in cells] + [None]})
-    assert tables_io._csv_raw(tables_io.csv_safe(t)).equals(shown)
-    assert tables_io.csv_safe(t).column("name").to_pylist()[:7] == [
+    assert _csv_raw(csv_safe(t)).equals(shown)
+    assert csv_safe(t).column("name").to_pylist()[:7] == [
         fmt.csv_cell(fmt.printable(c)) for c in cells[:7]
     ]
-    assert tables_io.csv_safe(t).column("name").to_pylist()[5] == "\\x0dx"
+    assert csv_safe(t).column("name").to_pylist()[5] == "\\x0dx"
 
 
 # --- small inputs that would eat the machine ------------------------------------------------------
@@ -520,14 +517,14 @@ def test_appended_runs_that_disagree_are_said_on_the_terminal(tmp_path: Path) ->
 
 def test_a_long_input_path_costs_no_partition(tmp_path: Path) -> None:
     source = "/".join(["d" * 200] * 3) + "/report.ncu-rep"
-    t = tables_io.arrow_table(
+    t = arrow_table(
         pd.DataFrame({"source": [source, "b"], "error": ["x", "y"]}),
         schema.FAILURES,
         "failures",
         [source, "b"],
     )
-    page.write_outputs(tmp_path / "out", {"failures.parquet": tables_io.dataset_writer(t)})
-    back = tables_io.read_table(tmp_path / "out" / "failures.parquet")
+    write_outputs(tmp_path / "out", {"failures.parquet": dataset_writer(t)})
+    back = read_table(tmp_path / "out" / "failures.parquet")
     assert back["source"].tolist() == [source, "b"] and list(back.columns) == ["source", "error"]
 
 

@@ -19,9 +19,18 @@ import pytest
 import ncuroof
 from ncuroof import schema
 from ncuroof.errors import InputError, OutputError
-from ncuroof.parser import tables_io
+from ncuroof.output.folder import write_outputs
+from ncuroof.output.tables import (
+    CSV_ROWS,
+    arrow_table,
+    csv_bytes,
+    csv_safe,
+    dataset_writer,
+    parquet_bytes,
+    table_files,
+)
 from ncuroof.parser.ncu_rep import parallel
-from ncuroof.render import page as report
+from ncuroof.parser.saved import read_table
 from tests.helpers.errors import assert_one_line_error
 from tests.helpers.reports import REPO, kernels_of, needs_ncu_report, shared
 
@@ -60,10 +69,8 @@ def test_parquet_round_trip_is_bit_for_bit_with_units_and_metadata(tmp_path: Pat
     k = _awkward_kernels()
     inputs = [str(shared(ESMM)), "second input.ncu-rep"]
     path = tmp_path / "launches.parquet"
-    path.write_bytes(
-        tables_io.parquet_bytes(tables_io.arrow_table(k, schema.LAUNCHES, "launches", inputs))
-    )
-    back = tables_io.read_table(path)
+    path.write_bytes(parquet_bytes(arrow_table(k, schema.LAUNCHES, "launches", inputs)))
+    back = read_table(path)
     _same_bits(k, back)
     assert pd.isna(back.loc[0, "nvtx_range"]) and back.loc[1, "nvtx_range"] == ""
     # Metadata as written, read independently of ncuroof's reader.
@@ -82,7 +89,7 @@ def test_parquet_round_trip_is_bit_for_bit_with_units_and_metadata(tmp_path: Pat
 @needs_ncu_report
 def test_arrow_csv_reads_back_like_pandas_csv(tmp_path: Path) -> None:
     k = _awkward_kernels()
-    ours = tables_io.csv_bytes(tables_io.arrow_table(k, schema.LAUNCHES, "launches"))
+    ours = csv_bytes(arrow_table(k, schema.LAUNCHES, "launches"))
     a = pd.read_csv(io.BytesIO(ours))
     b = pd.read_csv(
         io.StringIO(schema.to_text(k).to_csv(index=False))
@@ -96,7 +103,7 @@ def test_arrow_csv_reads_back_like_pandas_csv(tmp_path: Path) -> None:
             assert a[c].fillna("").astype(str).tolist() == b[c].fillna("").astype(str).tolist(), c
     # ncuroof's reader restores the declared dtypes and tells None from ''.
     (tmp_path / "launches.csv").write_bytes(ours)
-    _same_bits(k, tables_io.read_table(tmp_path / "launches.csv"))
+    _same_bits(k, read_table(tmp_path / "launches.csv"))
 
 
 @needs_ncu_report
@@ -134,7 +141,7 @@ def test_analyze_format_parquet_and_load_back(tmp_path: Path) -> None:
     direct = ncuroof.load(shared(ESMM))
     for saved in (out, out / "launches.parquet"):
         _same_bits(direct, ncuroof.load(saved))
-    pts = tables_io.read_table(out / "points.parquet")
+    pts = read_table(out / "points.parquet")
     _same_bits(ncuroof.points(direct), pts)
     assert pts.attrs["units"]["ai_flop_per_byte"] == "FLOP/B"
     # The CSV of the same run, read by pandas, has the same values as the Parquet.
@@ -171,25 +178,25 @@ def test_failing_writer_leaves_nothing(tmp_path: Path) -> None:
         raise OSError(28, "No space left on device")
 
     with pytest.raises(OutputError) as err:
-        report.write_outputs(tmp_path / "out", {"a.csv": "x\n", "launches.parquet": broken})
+        write_outputs(tmp_path / "out", {"a.csv": "x\n", "launches.parquet": broken})
     assert_one_line_error(err, tmp_path / "out", "No space left")  # the OS's reason passed on
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
 def test_dataset_directory_replaces_the_old_one(tmp_path: Path) -> None:
-    t = tables_io.arrow_table(
+    t = arrow_table(
         pd.DataFrame({"source": ["a", "b"], "error": ["x", "y"]}),
         schema.FAILURES,
         "failures",
         ["a", "b"],
     )
     out = tmp_path / "out"
-    report.write_outputs(out, {"failures.parquet": tables_io.dataset_writer(t)})
-    t2 = tables_io.arrow_table(
+    write_outputs(out, {"failures.parquet": dataset_writer(t)})
+    t2 = arrow_table(
         pd.DataFrame({"source": ["c"], "error": ["z"]}), schema.FAILURES, "failures", ["c"]
     )
-    report.write_outputs(out, {"failures.parquet": tables_io.dataset_writer(t2)})
-    back = tables_io.read_table(out / "failures.parquet")
+    write_outputs(out, {"failures.parquet": dataset_writer(t2)})
+    back = read_table(out / "failures.parquet")
     assert back["source"].tolist() == ["c"] and back["error"].tolist() == ["z"]
 
 
@@ -240,23 +247,23 @@ def test_files_of_category_texts_written_in_slices_equal_the_plain_text_table_at
     columns written whole (the writer before it), formula-like cells escaped in the CSV (a
     dictionary's values) and not in the Parquet file."""
     k = _as_text(_awkward_kernels())
-    k = pd.concat([k] * (2 * tables_io.CSV_ROWS // len(k) + 3), ignore_index=True)
+    k = pd.concat([k] * (2 * CSV_ROWS // len(k) + 3), ignore_index=True)
     k["launch_id"] = np.arange(len(k))
     k.loc[::7, "advice"] = '=HYPERLINK("http://x")'
     k.loc[1::7, "advice"] = None
     k.loc[2::7, "evidence"] = "-1 + 2"
     held = schema.validate_launches(k)
     assert isinstance(held["advice"].dtype, pd.CategoricalDtype)
-    assert len(held) > 2 * tables_io.CSV_ROWS
-    files = tables_io.table_files({"launches": held}, ("csv", "parquet"), ["in.ncu-rep"])
-    report.write_outputs(tmp_path / "out", files)
-    plain = tables_io.arrow_table(_as_text(held), schema.LAUNCHES, "launches", ["in.ncu-rep"])
+    assert len(held) > 2 * CSV_ROWS
+    files = table_files({"launches": held}, ("csv", "parquet"), ["in.ncu-rep"])
+    write_outputs(tmp_path / "out", files)
+    plain = arrow_table(_as_text(held), schema.LAUNCHES, "launches", ["in.ncu-rep"])
     assert not any(str(f.type).startswith("dictionary") for f in plain.schema)
     written = (tmp_path / "out" / "launches.csv").read_bytes()
-    assert written == tables_io.csv_bytes(tables_io.csv_safe(plain))
+    assert written == csv_bytes(csv_safe(plain))
     assert written.count(b'"\'=HYPERLINK(""http://x"")"') == len(k[::7])
     assert written.count(b'"\'-1 + 2"') == len(k[2::7])
-    assert (tmp_path / "out" / "launches.parquet").read_bytes() == tables_io.parquet_bytes(plain)
+    assert (tmp_path / "out" / "launches.parquet").read_bytes() == parquet_bytes(plain)
 
 
 def test_compact_text_keeps_the_values_missing_and_empty_apart() -> None:
@@ -285,8 +292,8 @@ def test_returning_pool_leaves_the_environment() -> None:
     """The command line's Arrow pool choice stays in the process: ``ncuroof profile`` runs the
     user's program with the environment."""
     code = (
-        "import os, pyarrow as pa; from ncuroof.parser import tables_io;"
-        " tables_io.use_returning_pool();"
+        "import os, pyarrow as pa; from ncuroof.parser import memory;"
+        " memory.use_returning_pool();"
         " print(pa.default_memory_pool().backend_name, os.environ.get('ARROW_DEFAULT_MEMORY_POOL'))"
     )
     env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}

@@ -13,7 +13,7 @@ import pytest
 
 import ncuroof
 from ncuroof import schema
-from ncuroof.parser import tables_io
+from ncuroof.parser.saved import MANIFEST, read_manifest, read_table, saved_launches
 from tests.helpers.reports import fixture_path
 
 CUTLASS = "cutlass-panjd123__4f3955ed3c_report.ncu-rep"  # 3 launches of 2 kernels, embedded
@@ -49,11 +49,11 @@ def test_kernels_csv_is_one_row_per_kernel_summed_from_launches_csv(saved) -> No
 
 
 def test_the_document_and_the_files_say_which_table_is_which(saved) -> None:
-    listed = tables_io.read_manifest(saved)
+    listed = read_manifest(saved)
     assert {"launches.csv", "launches.parquet", "kernels.csv", "kernels.parquet"} <= set(listed)
-    meta = tables_io.read_table(saved / "launches.parquet").attrs
+    meta = read_table(saved / "launches.parquet").attrs
     assert meta["schema_version"] == schema.SCHEMA_VERSION == 2
-    assert tables_io.saved_launches(saved) == saved / "launches.parquet"
+    assert saved_launches(saved) == saved / "launches.parquet"
     with pytest.raises(ncuroof.NcuroofError, match="one row per kernel"):
         ncuroof.load(saved / "kernels.parquet")
 
@@ -64,13 +64,13 @@ def _version_one(v2, to):
     to.mkdir()
     shutil.copy(v2 / "launches.csv", to / "kernels.csv")
     shutil.copy(v2 / "points.csv", to / "points.csv")
-    (to / tables_io.MANIFEST).write_text(json.dumps({"files": ["kernels.csv", "points.csv"]}))
+    (to / MANIFEST).write_text(json.dumps({"files": ["kernels.csv", "points.csv"]}))
     return to
 
 
 def test_a_version_one_folder_loads_and_compares_as_launches(saved, tmp_path) -> None:
     old = _version_one(saved, tmp_path / "old")
-    assert tables_io.saved_launches(old) == old / "kernels.csv"
+    assert saved_launches(old) == old / "kernels.csv"
     a, b = ncuroof.load(old), ncuroof.load(saved)
     assert len(a) == len(b) and a["launch_id"].tolist() == b["launch_id"].tolist()
     np.testing.assert_allclose(a["time_s"], b["time_s"], rtol=0)

@@ -15,7 +15,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Names spelled ``ncuroof.<x>`` that are not Python paths: Parquet key-value metadata keys
-#: (tables_io), JSON document schema ids (json_doc) and the decoder's cache key.
+#: (ncuroof.output.tables), JSON document schema ids (json_doc) and the decoder's cache key.
 NOT_PATHS = {
     "ncuroof.table",
     "ncuroof.schema_version",

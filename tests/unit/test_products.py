@@ -1,7 +1,7 @@
 """Every file an analyze run writes is listed in its manifest and declared in
 ncuroof/schema.py (issue 31).
 
-A table is declared as ``tables_io.TABLES[name]`` (a column dictionary of :mod:`ncuroof.schema`) and
+A table is declared as ``TABLES[name]`` (a column dictionary of :mod:`ncuroof.schema`) and
 written as ``<name>.csv`` and/or ``<name>.parquet``; any other file is a key of
 :data:`ncuroof.schema.FILES`. The Parquet files are read back with pyarrow and compared with the CSV
 read by pandas: the same values.
@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 from ncuroof import schema
-from ncuroof.parser import tables_io
+from ncuroof.output.folder import write_outputs
+from ncuroof.output.tables import FORMATS, table_files
+from ncuroof.parser.saved import MANIFEST, TABLES, read_table
 from tests.helpers.reports import needs_ncu_report, shared
 
 CUTLASS = "cutlass-panjd123__4f3955ed3c_report.ncu-rep"  # NVTX ranges and instruction counters
@@ -36,25 +38,25 @@ def _declared_tables() -> dict[str, dict]:
         for v in vars(schema).values()
         if isinstance(v, dict) and v and all(isinstance(c, schema.Column) for c in v.values())
     ]
-    return {name: cols for name, cols in tables_io.TABLES.items() if any(cols is d for d in decls)}
+    return {name: cols for name, cols in TABLES.items() if any(cols is d for d in decls)}
 
 
 def _check_declared(out: Path, formats: set[str]) -> dict[str, set[str]]:
     """Assert the folder holds exactly its manifest's files (and the manifest), each declared; the
     tables by suffix."""
-    listed = json.loads((out / tables_io.MANIFEST).read_text(encoding="utf-8"))["files"]
-    assert sorted(p.name for p in out.iterdir()) == sorted([*listed, tables_io.MANIFEST])
+    listed = json.loads((out / MANIFEST).read_text(encoding="utf-8"))["files"]
+    assert sorted(p.name for p in out.iterdir()) == sorted([*listed, MANIFEST])
     tables = _declared_tables()
     found: dict[str, set[str]] = {}
     for name in listed:
         stem, _, suffix = name.rpartition(".")
-        if suffix in tables_io.FORMATS and stem in tables:
+        if suffix in FORMATS and stem in tables:
             found.setdefault(suffix, set()).add(stem)
         else:
             assert name in schema.FILES, (
                 f"{name} is written but declared neither as a table nor in schema.FILES"
             )
-    assert tables_io.MANIFEST in schema.FILES
+    assert MANIFEST in schema.FILES
     assert set(found) == formats
     return found
 
@@ -92,7 +94,7 @@ def test_every_file_of_an_analyze_run_is_in_the_manifest_and_declared(tmp_path) 
             meta[b"ncuroof.table"].decode() == name
             and int(meta[b"ncuroof.schema_version"]) == schema.SCHEMA_VERSION
         )
-        declared = tables_io.TABLES[name]
+        declared = TABLES[name]
         assert list(t.column_names[: len(declared)]) == list(declared)
         assert all(
             t.schema.field(c).metadata[b"unit"].decode() == col.unit for c, col in declared.items()
@@ -122,11 +124,11 @@ def test_format_parquet_alone_writes_no_csv_table(tmp_path) -> None:
 
 
 def test_every_table_is_declared_in_schema() -> None:
-    assert set(_declared_tables()) == set(tables_io.TABLES)
-    assert {"phases", "instruction_points", "whatif", "compare"} <= set(tables_io.TABLES)
+    assert set(_declared_tables()) == set(TABLES)
+    assert {"phases", "instruction_points", "whatif", "compare"} <= set(TABLES)
 
 
-@pytest.mark.parametrize("name", sorted(tables_io.TABLES))
+@pytest.mark.parametrize("name", sorted(TABLES))
 def test_declared_columns_carry_a_unit_where_the_name_says_one(name: str) -> None:
     """A column named ``..._s``, ``..._bytes``, ``..._flop``, ``..._flop_per_s`` is declared in
     s, B, FLOP, FLOP/s."""
@@ -137,7 +139,7 @@ def test_declared_columns_carry_a_unit_where_the_name_says_one(name: str) -> Non
         ("_bytes", "B"),
         ("_flop", "FLOP"),
     )
-    for c, col in tables_io.TABLES[name].items():
+    for c, col in TABLES[name].items():
         unit = next((u for suffix, u in units if c.endswith(suffix)), None)
         if unit is not None and not (
             c.endswith("_per_s") and unit == "s"
@@ -171,20 +173,16 @@ def test_every_table_round_trips_as_csv_and_parquet_with_its_declared_schema(
     tmp_path, name: str
 ) -> None:
     """Each declared table (every product of analyze, compare and trail) written through
-    tables_io.table_files in both formats and read back: the declared columns in order, with their
+    table_files in both formats and read back: the declared columns in order, with their
     dtypes and units, and the same values from either file."""
     import pandas as pd
 
-    from ncuroof.render import page
-
     columns = schema.TABLES[name]
     df = _rows(columns)
-    files = tables_io.table_files({name: df}, ("csv", "parquet"), [tmp_path / "in.ncu-rep"])
+    files = table_files({name: df}, ("csv", "parquet"), [tmp_path / "in.ncu-rep"])
     assert set(files) == {f"{name}.csv", f"{name}.parquet"}
-    page.write_outputs(tmp_path / "out", files, [])
-    back = {
-        fmt: tables_io.read_table(tmp_path / "out" / f"{name}.{fmt}") for fmt in ("csv", "parquet")
-    }
+    write_outputs(tmp_path / "out", files, [])
+    back = {fmt: read_table(tmp_path / "out" / f"{name}.{fmt}") for fmt in ("csv", "parquet")}
     dtypes = {c: str(pd.Series([], dtype=col.dtype).dtype) for c, col in columns.items()}
     if name in ("launches", "points"):  # their repeated texts read back as validate_* holds them
         dtypes.update((c, "category") for c in schema.COMPACT_TEXT if c in columns)
@@ -262,7 +260,7 @@ def test_a_new_view_is_one_module_and_one_registry_line(tmp_path, monkeypatch) -
     out = tmp_path / "out"
     res = ncuroof.analyze(shared(CUTLASS), out, formats=("csv", "parquet"), longest=1)
     top = res.analysis.summary.iloc[0]
-    back = tables_io.read_table(out / "longest.parquet")
+    back = read_table(out / "longest.parquet")
     assert back["kernel_key"].tolist() == [top["kernel_key"]]
     assert back["time_s"].tolist() == [top["time_s"]] and back.attrs["units"]["time_s"] == "s"
     assert pd.read_csv(out / "longest.csv")["time_s"].tolist() == [top["time_s"]]
@@ -270,7 +268,7 @@ def test_a_new_view_is_one_module_and_one_registry_line(tmp_path, monkeypatch) -
     page = (out / "roofline.html").read_text(encoding="utf-8")
     assert '<section id="longest">1 longest</section>' in page
     assert f"<li><b>longest</b>: {html.escape(top['kernel_key'])}</li>" in page
-    assert "longest.csv" in json.loads((out / tables_io.MANIFEST).read_text())["files"]
+    assert "longest.csv" in json.loads((out / MANIFEST).read_text())["files"]
     schema_doc = json.loads(views.schema_text("analyze"))
     assert "longest" in schema_doc["properties"]["products"]["properties"]
     # the command line: --longest 2 writes two rows and prints the view's line

@@ -18,7 +18,7 @@ import click
 
 from .. import __version__, fmt
 from ..errors import NcuroofError
-from ..parser.tables_io import use_returning_pool
+from ..parser.memory import use_returning_pool
 from . import analyze, compare, profile, serve
 from .common import echo
 

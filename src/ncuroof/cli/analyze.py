@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .. import views
-from ..parser.tables_io import FORMATS
+from ..output.tables import FORMATS
 from ..render.page import IMAGE_FORMATS, PLOTLYJS
 from ..runs.fleet import FLEET_MIN_INPUTS
 from ..views.options import TOP

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..parser.tables_io import FORMATS
+from ..output.tables import FORMATS
 from ..render.page import PLOTLYJS
 from ..views.options import FAIL_IF_SLOWER, TOP
 from .common import JSON_HELP, echo, show, stdout_to_stderr, terminal_options
@@ -190,7 +190,7 @@ def _runs_to_compare(runs: tuple[Path, ...]) -> tuple[Path, ...]:
     """The runs of ``compare``: those given, or the runs in one directory that is
     no analyze output."""
     from .. import api
-    from ..parser.tables_io import saved_launches
+    from ..parser.saved import saved_launches
 
     if len(runs) == 1 and runs[0].is_dir() and saved_launches(runs[0]) is None:
         runs = tuple(api.runs_in(runs[0]))

@@ -21,8 +21,8 @@ import pandas as pd
 from .. import catalog, parser
 from ..catalog import Catalog, GpuCatalog
 from ..errors import InputError
-from ..parser import tables_io
 from ..parser.clocks import clock_control
+from ..parser.memory import release_memory
 from ..schema import (
     LAUNCHES,
     STATUSES,
@@ -202,7 +202,7 @@ def read_launches(
     if not inputs:
         raise InputError("no input files given")
     raw = parser.read_many(list(inputs), cat, progress, stack=options.stack, reader=options.reader)
-    tables_io.release_memory()  # the decoded chunks, joined into ``raw``, and the reader's copies
+    release_memory()  # the decoded chunks, joined into ``raw``, and the reader's copies
     k = calculator.compute_kernels(raw, cat, traffic=options.traffic)
     del raw  # the metric columns are not needed past here
     clocks = {s: clock_control(Path(s)) for s in k["source"].dropna().unique()}
@@ -223,7 +223,7 @@ def read_launches(
     # from here on the launch table's texts are held once each (the stages after this one replace
     # whole columns, never cells); the raw table and the texts' copies are given back
     k = compact_text(k, LAUNCHES)
-    tables_io.release_memory()
+    release_memory()
     return k
 
 
@@ -264,7 +264,7 @@ def from_launches(
         if not classified
         else _keyed(kernels, options)
     )
-    tables_io.release_memory()  # the launch table's intermediate copies
+    release_memory()  # the launch table's intermediate copies
     dots = summary.kernel_dots(k, pts)
     prod = production.from_options(
         k, dots, options.timeline, options.device, options.match, cat.thresholds, progress

@@ -23,7 +23,6 @@ __all__ = [
     "readers",
     "csv_limits",
     "page_meta",
-    "as_paths",
     "evidence_note",
 ]
 
@@ -34,13 +33,6 @@ def _distinct(col: pd.Series) -> pd.Series:
     """The distinct non-missing values of ``col`` as text, in order of appearance: one pass over
     the column, the rest over its few distinct values (a launch table has 100,000s of rows)."""
     return pd.Series(col.unique()).dropna().astype(str)
-
-
-def as_paths(paths: PathLike | Sequence[PathLike]) -> list[Path]:
-    """One path or several, as a list of :class:`~pathlib.Path`."""
-    if isinstance(paths, (str, Path)):
-        return [Path(paths)]
-    return [Path(p) for p in paths]
 
 
 def collection_text(inputs: Sequence[PathLike]) -> str:
@@ -61,15 +53,14 @@ def collection_text(inputs: Sequence[PathLike]) -> str:
     return "; ".join(parts)
 
 
-def collection_warnings(
-    before: PathLike | Sequence[PathLike], after: PathLike | Sequence[PathLike]
-) -> list[str]:
+def collection_warnings(before: Sequence[PathLike], after: Sequence[PathLike]) -> list[str]:
     """Differences in how ``ncuroof profile`` collected the two sides (clock control, pipeline boost
     state where both ncu versions have it, cache control, replay mode, metric list), read from the
-    reports' ``.ncuroof.json`` records; empty when either side has none."""
+    reports' ``.ncuroof.json`` records; empty when either side has none. Each side is its input
+    files (:func:`ncuroof.api.as_paths` of a path or paths)."""
 
-    def record(side: PathLike | Sequence[PathLike]) -> dict[str, Any] | None:
-        recs = [collector.read_sidecar(p) for p in as_paths(side)]
+    def record(side: Sequence[PathLike]) -> dict[str, Any] | None:
+        recs = [collector.read_sidecar(Path(p)) for p in side]
         return recs[0] if len(recs) == 1 else None
 
     rb, ra = record(before), record(after)

@@ -102,7 +102,7 @@ class _Worker:
 def _start(module: str) -> _Worker:
     """A worker interpreter importing ``module``, then waiting for its call, with an empty result
     file of its own (made here, only this user may read it); it allocates Arrow memory from the
-    pool this process uses (:func:`ncuroof.parser.tables_io.use_returning_pool`)."""
+    pool this process uses (:func:`ncuroof.parser.memory.use_returning_pool`)."""
     env = dict(
         os.environ,
         PYTHONPATH=os.pathsep.join(p for p in (_ROOT, os.environ.get("PYTHONPATH", "")) if p),

@@ -7,15 +7,16 @@ Builds an N-launch kernels table (default 100,000) by repeating the launches of 
 multiplied by lognormal noise (seed 0, so no two values repeat), computes its points table,
 and times, best of ``--repeat`` runs each:
 
-* ``DataFrame.to_csv``: the baseline (what analyze wrote before ``ncuroof.parser.tables_io``);
-* ``tables_io CSV``:
-  :func:`ncuroof.parser.tables_io.arrow_table` + :func:`~ncuroof.parser.tables_io.csv_bytes`;
-* ``tables_io Parquet``:
-  :func:`~ncuroof.parser.tables_io.arrow_table` + :func:`~ncuroof.parser.tables_io.parquet_bytes`;
+* ``DataFrame.to_csv``: the baseline (what analyze wrote before pyarrow's writer,
+  :mod:`ncuroof.output.tables`);
+* ``pyarrow CSV``:
+  :func:`ncuroof.output.tables.arrow_table` + :func:`~ncuroof.output.tables.csv_bytes`;
+* ``Parquet``:
+  :func:`~ncuroof.output.tables.arrow_table` + :func:`~ncuroof.output.tables.parquet_bytes`;
 * ``read_table Parquet``: reading that Parquet back with dtypes
-  (:func:`ncuroof.parser.tables_io.read_table`).
+  (:func:`ncuroof.parser.saved.read_table`).
 
-    .venv/bin/python scripts/bench_tables_io.py [--launches N] [--repeat R]
+    .venv/bin/python scripts/bench_tables.py [--launches N] [--repeat R]
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ import pandas as pd
 
 import ncuroof
 from ncuroof import schema
-from ncuroof.parser import tables_io
+from ncuroof.output.tables import arrow_table, csv_bytes, parquet_bytes
+from ncuroof.parser.saved import TABLES, read_table
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT.parent / "shared" / "fixtures" / "ESMM-Research__profile_output.ncu-rep"
@@ -74,33 +76,25 @@ def main() -> None:
             base = best(lambda df=df: df.to_csv(index=False), args.repeat)
             size = len(df.to_csv(index=False).encode())
             path = Path(tmp) / f"{name}.parquet"
-            path.write_bytes(
-                tables_io.parquet_bytes(tables_io.arrow_table(df, tables_io.TABLES[name], name))
-            )
+            path.write_bytes(parquet_bytes(arrow_table(df, TABLES[name], name)))
             steps = {
                 "DataFrame.to_csv": (base, size),
-                "tables_io CSV": (
+                "pyarrow CSV": (
                     best(
-                        lambda df=df, n=name: tables_io.csv_bytes(
-                            tables_io.arrow_table(df, tables_io.TABLES[n], n)
-                        ),
+                        lambda df=df, n=name: csv_bytes(arrow_table(df, TABLES[n], n)),
                         args.repeat,
                     ),
-                    len(
-                        tables_io.csv_bytes(tables_io.arrow_table(df, tables_io.TABLES[name], name))
-                    ),
+                    len(csv_bytes(arrow_table(df, TABLES[name], name))),
                 ),
-                "tables_io Parquet": (
+                "Parquet": (
                     best(
-                        lambda df=df, n=name: tables_io.parquet_bytes(
-                            tables_io.arrow_table(df, tables_io.TABLES[n], n)
-                        ),
+                        lambda df=df, n=name: parquet_bytes(arrow_table(df, TABLES[n], n)),
                         args.repeat,
                     ),
                     path.stat().st_size,
                 ),
                 "read_table Parquet": (
-                    best(lambda p=path: tables_io.read_table(p), args.repeat),
+                    best(lambda p=path: read_table(p), args.repeat),
                     path.stat().st_size,
                 ),
             }
