@@ -440,6 +440,16 @@ def _split_fields(fields: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any
     )
 
 
+def _request(inputs: list[Path], opts: AnalysisOptions, fields: dict[str, Any]) -> views.Request:
+    """The views asked for (:func:`ncuroof.views.request`); ``ranks`` None: recognised from the
+    inputs (:func:`ncuroof.runs.ranks.looks_like_ranks`) unless ``stack``."""
+    request = views.request(**fields)
+    if request["ranks"] is None:
+        ranks = not opts.stack and len(inputs) > 1 and _ranks.looks_like_ranks(inputs)
+        request = views.Request({**request.values, "ranks": ranks})
+    return request
+
+
 def analyze(
     paths: PathLike | Sequence[PathLike],
     outdir: PathLike | None = None,
@@ -490,10 +500,7 @@ def analyze(
     inputs = as_paths(paths)
     option_fields, view_fields = _split_fields(fields)
     opts = AnalysisOptions.of(options, **option_fields)
-    request = views.request(**view_fields)
-    if request["ranks"] is None:  # recognised from the inputs
-        ranks = not opts.stack and len(inputs) > 1 and _ranks.looks_like_ranks(inputs)
-        request = views.Request({**request.values, "ranks": ranks})
+    request = _request(inputs, opts, view_fields)
     a, request = _analysis_and_request(inputs, opts, request, scheduler, workers, progress)
     result = AnalysisResult(
         a, a.summary.head(top).reset_index(drop=True), tables=views.build(a, request)

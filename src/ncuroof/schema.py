@@ -21,7 +21,7 @@ calculator.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -948,7 +948,12 @@ def empty(columns: dict[str, Column]) -> pd.DataFrame:
     return pd.DataFrame({name: pd.Series(dtype=col.dtype) for name, col in columns.items()})
 
 
-def _check_columns(df: pd.DataFrame, columns: dict[str, Column], what: str) -> None:
+__all__ += ["check_columns"]
+
+
+def check_columns(df: pd.DataFrame, columns: Mapping[str, Column], what: str) -> None:
+    """ValueError naming the declared ``columns`` that ``df`` lacks (a defect in ncuroof: the
+    tables it makes and writes hold every declared column)."""
     missing = [c for c in columns if c not in df.columns]
     if missing:
         raise ValueError(f"{what} table lacks columns {missing}")
@@ -1104,7 +1109,7 @@ def _validate(
     df: pd.DataFrame, columns: dict[str, Column], what: str, compact: bool = False
 ) -> pd.DataFrame:
     """``df`` cast to the declared dtypes (``compact``: text as in :func:`compact_text`)."""
-    _check_columns(df, columns, what)
+    check_columns(df, columns, what)
     out = df.astype(
         {
             name: col.dtype
@@ -1423,7 +1428,7 @@ def validate_timeline(df: pd.DataFrame, path: str) -> pd.DataFrame:
     """Check a timeline table (:data:`TIMELINE_LAUNCH`, one row per production launch; extra columns
     kept) and return it cast to the declared dtypes; InputError naming ``path`` when a start or a
     duration is missing or a duration negative (a damaged trace)."""
-    _check_columns(df, TIMELINE_LAUNCH, "timeline")
+    check_columns(df, TIMELINE_LAUNCH, "timeline")
     start, dur = (df[c].to_numpy(dtype=float, na_value=np.nan) for c in ("start_s", "duration_s"))
     bad = ~np.isfinite(start) | ~np.isfinite(dur) | (dur < 0)
     if bad.any():

@@ -90,19 +90,13 @@ def arrow_table(
     return raw.cast(target).replace_schema_metadata(target.metadata)
 
 
-def _check_columns(df: pd.DataFrame, columns: Mapping[str, Column], table: str) -> None:
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise ValueError(f"{table} table lacks columns {missing}")
-
-
 def _arrow_parts(
     df: pd.DataFrame, columns: Mapping[str, Column], table: str, inputs: Sequence[str | Path]
 ) -> tuple[pa.Table, pa.Schema]:
     """:func:`arrow_table` in two parts: the columns as Arrow converted them (text held as
     ``category`` still dictionary-encoded, :func:`ncuroof.schema.compact_text`) and the declared
     schema with the table's metadata, to cast to whole or a slice at a time."""
-    _check_columns(df, columns, table)
+    schema.check_columns(df, columns, table)
     order = list(columns) + [c for c in df.columns if c not in columns]
     # (df[order] copies the float columns: only when the order differs)
     text = schema.to_text(df if list(df.columns) == order else df[order], categories=True)
@@ -238,7 +232,7 @@ def table_files(
     out: dict[str, bytes | Callable[[Path], None]] = {}
     for name, df in tables.items():
         columns = (declared or TABLES)[name]
-        _check_columns(df, columns, name)
+        schema.check_columns(df, columns, name)
         # Each writer converts its table when it is called: one Arrow copy at a time, released
         # when its file is written.
         args = (df, columns, name, inputs)

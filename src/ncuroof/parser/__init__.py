@@ -396,8 +396,7 @@ def read_many(
     ValueError
         For an unknown ``reader``.
     """
-    check_reader(reader)
-    tables, sessions = _read_each(paths, catalog, progress, reader)
+    tables, sessions = _read_each(paths, catalog, progress, reader)  # each read() checks reader
     if not tables:
         where = sessions[0][0] if sessions else None
         raise InputError(
@@ -405,6 +404,8 @@ def read_many(
             "pass the raw or details export (or the .ncu-rep) with it",
             where,
         )
+    if len(tables) == 1 and not sessions:  # validated by read(), as it is
+        return tables[0]
     raw = (
         tables[0]
         if len(tables) == 1

@@ -175,6 +175,25 @@ def _saved_file(path: str | Path) -> Path:
     return path
 
 
+def _check_version(meta: Mapping[bytes, bytes], path: Path) -> None:
+    """InputError for a Parquet table whose ``ncuroof.schema_version`` is not a number or is newer
+    than this ncuroof's (:data:`ncuroof.schema.SCHEMA_VERSION`)."""
+    text = meta.get(f"{_PREFIX}schema_version".encode(), b"0")
+    if not text.isdigit():
+        raise InputError(
+            f"has schema_version {text[:20]!r} in its metadata, not a number: it was edited or not"
+            " written by ncuroof; rerun ncuroof analyze on the inputs",
+            path,
+        )
+    version = int(text)
+    if version > schema.SCHEMA_VERSION:
+        raise InputError(
+            f"was written with table schema version {version}, newer than this ncuroof's "
+            f"{schema.SCHEMA_VERSION}; upgrade ncuroof",
+            path,
+        )
+
+
 def read_table(path: str | Path, table: str | None = None) -> pd.DataFrame:
     """Read a table written by ncuroof: a ``.parquet`` file or dataset directory, or a ``.csv``.
 
@@ -218,20 +237,7 @@ def read_table(path: str | Path, table: str | None = None) -> pd.DataFrame:
             path,
         ) from exc
     meta = t.schema.metadata or {}
-    text = meta.get(f"{_PREFIX}schema_version".encode(), b"0")
-    if not text.isdigit():
-        raise InputError(
-            f"has schema_version {text[:20]!r} in its metadata, not a number: it was edited or not"
-            " written by ncuroof; rerun ncuroof analyze on the inputs",
-            path,
-        )
-    version = int(text)
-    if version > schema.SCHEMA_VERSION:
-        raise InputError(
-            f"was written with table schema version {version}, newer than this ncuroof's "
-            f"{schema.SCHEMA_VERSION}; upgrade ncuroof",
-            path,
-        )
+    _check_version(meta, path)
     name = table or meta.get(f"{_PREFIX}table".encode(), path.stem.encode()).decode(
         "utf-8", "replace"
     )
