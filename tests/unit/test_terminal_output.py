@@ -199,3 +199,23 @@ def test_a_folder_named_ncuroof_beside_a_script_is_not_imported(tmp_path: Path) 
     assert proc.returncode == 0, proc.stderr
     where, loads = proc.stdout.split()
     assert Path(where).name == "__init__.py" and str(tmp_path) not in where and loads == "True"
+
+
+def test_list_gpus_names_every_datasheet_id_the_options_take() -> None:
+    """``ncuroof list-gpus`` (the command the unknown-GPU messages name) lists every id of
+    metrics/gpus.toml, read here with tomllib, once, in the file's order, each with its DRAM
+    bandwidth from the file."""
+    from click.testing import CliRunner
+
+    from ncuroof.cli import cli
+
+    tomllib = pytest.importorskip("tomllib" if sys.version_info >= (3, 11) else "tomli")
+    repo = Path(__file__).resolve().parents[2]
+    data = tomllib.loads((repo / "metrics" / "gpus.toml").read_text(encoding="utf-8"))
+    ids = [g["id"] for g in data["gpu"]]
+    run = CliRunner().invoke(cli, ["list-gpus"])
+    assert run.exit_code == 0, run.output
+    lines = run.output.splitlines()
+    assert [line.split()[0] for line in lines] == ids
+    for g, line in zip(data["gpu"], lines, strict=True):
+        assert f"DRAM {fmt.si(g['dram_gbps'] * 1e9, 'B/s')}" in line

@@ -1,7 +1,7 @@
 """The ``ncuroof`` command line: a thin click layer over :mod:`ncuroof.api`, one module per command
 (:mod:`~ncuroof.cli.analyze`, :mod:`~ncuroof.cli.profile`, :mod:`~ncuroof.cli.compare`,
-:mod:`~ncuroof.cli.serve`); their options generated from the declarations of :mod:`ncuroof.views`
-(:mod:`~ncuroof.cli.options`).
+:mod:`~ncuroof.cli.serve`, :mod:`~ncuroof.cli.gpus`); their options generated from the
+declarations of :mod:`ncuroof.views` (:mod:`~ncuroof.cli.options`).
 
 Every user error is printed as one line on stderr and exits with code 2; no traceback. A defect
 exits with :data:`INTERNAL_ERROR` (3), never with 1, the code of a failed compare gate.
@@ -19,7 +19,7 @@ import click
 from .. import __version__, fmt
 from ..errors import NcuroofError
 from ..parser.memory import use_returning_pool
-from . import analyze, compare, profile, serve
+from . import analyze, compare, gpus, profile, serve
 from .common import echo
 
 __all__ = ["main", "cli", "INTERNAL_ERROR"]
@@ -59,6 +59,7 @@ cli.add_command(profile.profile)
 cli.add_command(profile.doctor)
 cli.add_command(compare.compare_cmd)
 cli.add_command(serve.mcp_cmd)
+cli.add_command(gpus.list_gpus)
 
 
 def main(argv: list[str] | None = None) -> None:
