@@ -320,3 +320,24 @@ def test_analysis_options_are_declared_once_for_every_field() -> None:
     assert sorted(o.name for o in ANALYSIS) == sorted(fields)
     for o in ANALYSIS:
         assert o.value(None) == fields[o.name], o.name
+
+
+def test_the_mcp_session_serves_every_view_option() -> None:
+    """Issue 40: the MCP analyze tool takes the view options the CLI takes; the document's products
+    equal the API's tables of the same options (a second path)."""
+    import ncuroof
+    from ncuroof.mcp_server import Session
+    from tests.helpers.reports import fixture_path
+
+    path = fixture_path(CUTLASS)
+    if path is None:
+        pytest.skip(f"{CUTLASS} is in neither fixtures/third_party nor ../shared")
+    doc = Session().analyze(str(path), what_if="h100-sxm", group_by="nvtx")
+    res = ncuroof.analyze(path, write=False, what_if="h100-sxm", group_by="nvtx")
+    for name in ("whatif", "phases"):
+        rows = doc["products"][name]
+        assert len(rows) == len(res.tables[name]) > 0, name
+    labels = [r["kernel_label"] for r in doc["products"]["whatif"]]
+    assert labels == res.whatif["kernel_label"].tolist()
+    with pytest.raises(ValueError, match="nvtx"):
+        Session().analyze(str(path), group_by="by-stream")
