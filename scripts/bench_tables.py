@@ -40,7 +40,7 @@ SOURCE = ROOT.parent / "shared" / "fixtures" / "ESMM-Research__profile_output.nc
 
 
 def tables(launches: int) -> dict[str, pd.DataFrame]:
-    """An N-launch kernels table from the shared report, and its points table."""
+    """An N-launch launch table from the shared report, and its points table."""
     k = ncuroof.load(SOURCE)
     big = pd.concat([k] * -(-launches // len(k)), ignore_index=True).head(launches)
     big["launch_id"] = np.arange(len(big))
@@ -49,7 +49,7 @@ def tables(launches: int) -> dict[str, pd.DataFrame]:
         if col.dtype == "float64":
             big[c] = big[c] * rng.lognormal(size=len(big))
     big = schema.validate_launches(big)
-    return {"kernels": big, "points": ncuroof.points(big)}
+    return {"launches": big, "points": ncuroof.points(big)}
 
 
 def best(fn: Callable[[], object], repeat: int) -> float:
