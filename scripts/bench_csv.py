@@ -7,7 +7,7 @@ in a fresh subprocess so peak memory is its own:
 
 * ``pandas.read_csv(path)``: the baseline, in the same run;
 * ``ncuroof.parser.read_csv``: the raw table ncuroof analyzes;
-* ``ncuroof.load``: the whole kernels table (reader + calculator + roofs + classifier).
+* ``ncuroof.load``: the whole kernels table (reader + formulas + roofs + classifier).
 
 Targets (issue 3): the reader at most 2x read_csv's time, peak memory at most 3x the file size.
 Peak memory is the subprocess's maximum RSS minus that of the same interpreter after imports.

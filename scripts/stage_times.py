@@ -27,10 +27,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 STAGES = (
     ("parser", "read_many"),
-    ("model.calculator", "compute_kernels"),
+    ("model.formulas", "compute_launches"),
     ("model.roofs", "fill_ceilings"),
-    ("model.calculator", "time_at_roof"),
-    ("model.calculator", "compute_points"),
+    ("model.formulas", "time_at_roof"),
+    ("model.formulas", "compute_points"),
     ("model.classify", "classify"),
     ("model.diagnose", "diagnose_launches"),
     ("model.summary", "kernel_dots"),

@@ -21,7 +21,7 @@ from . import catalog, fmt, views
 from .collector import ncu as collector
 from .errors import InputError
 from .model import analysis as _analysis
-from .model import calculator
+from .model import formulas
 from .model import summary as _summary
 from .model.analysis import Analysis, AnalysisOptions
 from .output import folder
@@ -164,9 +164,9 @@ def points(kernels: pd.DataFrame) -> pd.DataFrame:
     -------
     DataFrame
         The :data:`ncuroof.schema.POINTS` table, see
-        :func:`ncuroof.model.calculator.compute_points`.
+        :func:`ncuroof.model.formulas.compute_points`.
     """
-    return validate_points(calculator.compute_points(kernels))
+    return validate_points(formulas.compute_points(kernels))
 
 
 def plot_roofline(

@@ -15,7 +15,7 @@ Three tables flow through the pipeline:
 
 Every column is described by a :class:`Column`: its dtype, its unit and its meaning. The
 ``validate_*`` functions are called where data enters the pipeline and where it leaves the
-calculator.
+formulas.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ _TENSOR_PRECISION = "tensor:"
 class TensorColumns(NamedTuple):
     """The names of one tensor datapath ``<path>`` (:func:`tensor_columns`). The kernels table has
     its four columns after the declared ones for each datapath with work in any launch
-    (:func:`ncuroof.model.calculator.compute_kernels`; the achievable roof where one applies,
+    (:func:`ncuroof.model.formulas.compute_launches`; the achievable roof where one applies,
     :func:`ncuroof.model.roofs.fill_achievable`)."""
 
     name: (
@@ -161,7 +161,7 @@ LEVELS_OUT_OF_ORDER = "levels out of order"
 FP16_MOVES = "FP16 work probably moves, not math"
 
 #: Code of each note that carries a status or a flag -> the words its text starts with. The code is
-#: set where the note is decided (:class:`Note`) and read by code (:func:`ncuroof.model.calculator`,
+#: set where the note is decided (:class:`Note`) and read by code (:func:`ncuroof.model.formulas`,
 #: :func:`ncuroof.model.diagnose.launch_flags`); the words are only for people and for notes read
 #: back from text (:func:`input_notes`, :func:`from_text`).
 NOTE_CODES: dict[str, str] = {

@@ -106,7 +106,7 @@ def ncu_metrics(name: str) -> tuple[Mapping[str, float], ...]:
     read-only mapping (metric name -> value) per launch, in report order, cached for the session.
 
     This is the independent path the tests compare ncuroof against: it does not go through
-    ncuroof's parser, catalog or calculator.
+    ncuroof's parser, catalog or formulas.
     """
     return _ncu_metrics(name)
 

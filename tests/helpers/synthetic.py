@@ -1,7 +1,7 @@
 """Synthetic kernels tables for page and scale tests (no ../shared needed).
 
 The numbers are made up but consistent (rates = work / time, roofs of an H100-like GPU), so the
-calculator's points and the page can be checked against the arithmetic here.
+formulas's points and the page can be checked against the arithmetic here.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ncuroof import catalog
-from ncuroof.model import calculator, diagnose
+from ncuroof.model import diagnose, formulas
 from ncuroof.schema import LAUNCHES, empty, validate_launches
 
 PEAK = {"fp64": 33.5e12, "fp32": 67e12, "fp16": 134e12}
@@ -37,9 +37,9 @@ def kernels_table(
     flop = _fill_flops(k, kid, time_s, ai_dram, frac, fp64_every)
     _fill_bytes(k, flop / ai_dram, time_s)
     _fill_labels(k, ai_dram, frac)
-    k = calculator.time_at_roof(k)
+    k = formulas.time_at_roof(k)
     k = diagnose.diagnose_launches(
-        k, calculator.compute_points(k), catalog.load(), catalog.load_gpus()
+        k, formulas.compute_points(k), catalog.load(), catalog.load_gpus()
     )
     return validate_launches(k)
 

@@ -355,7 +355,7 @@ def test_swapped_id_columns_are_named(tmp_path: Path) -> None:
 
 def test_damaged_record_has_its_own_status() -> None:
     """No name and no values: corrupt_record; ncu's NaN duration: failed_measurement."""
-    from ncuroof.model.calculator import compute_kernels
+    from ncuroof.model.formulas import compute_launches
 
     cat = catalog.load()
     raw = read_csv(shared("ESMM-Research__metrics.csv"), cat)
@@ -364,7 +364,7 @@ def test_damaged_record_has_its_own_status() -> None:
     raw.loc[1, "kernel_name"] = None
     raw.loc[2, "gpu__time_duration.sum"] = np.nan
     raw.loc[2, "sm__cycles_elapsed.avg"] = np.nan
-    k = compute_kernels(check_values(raw, cat), cat)
+    k = compute_launches(check_values(raw, cat), cat)
     assert k.loc[1, "status"] == "corrupt_record"
     assert k.loc[1, "notes"][0].startswith(
         "damaged record: no kernel name, no metric values, kept missing"
@@ -517,7 +517,7 @@ def test_a_rate_far_beyond_a_datasheet_roof_is_a_damaged_record() -> None:
     """The 100x-roof check also holds where the roof comes from metrics/gpus.toml (an export without
     ncu's peak metrics, roofs from --gpu), not only from the report; user roofs are taken as given.
     """
-    from ncuroof.model.calculator import compute_kernels
+    from ncuroof.model.formulas import compute_launches
     from ncuroof.model.roofs import fill_ceilings
 
     cat, gpus = catalog.load(), catalog.load_gpus()
@@ -526,7 +526,7 @@ def test_a_rate_far_beyond_a_datasheet_roof_is_a_damaged_record() -> None:
 
     def analyzed(**roofs: object) -> pd.DataFrame:
         return fill_ceilings(
-            compute_kernels(check_values(raw, cat), cat), gpus, gpu="A40", catalog=cat, **roofs
+            compute_launches(check_values(raw, cat), cat), gpus, gpu="A40", catalog=cat, **roofs
         )
 
     k = analyzed()

@@ -288,7 +288,7 @@ def _hmma_analysis(gpu: str | None = None, opcode: str = "HMMA.16816", **roofs):
     issue 21 on real counters.
     """
     from ncuroof import catalog, parser
-    from ncuroof.model import calculator, classify
+    from ncuroof.model import classify, formulas
     from ncuroof.model.roofs import fill_ceilings
 
     cat, gpus = catalog.load(), catalog.load_gpus()
@@ -297,8 +297,8 @@ def _hmma_analysis(gpu: str | None = None, opcode: str = "HMMA.16816", **roofs):
     imma = [c for c in raw.columns if c.startswith(prefix + "IMMA.16832")]
     assert imma, "the report's IMMA counters"
     raw = raw.rename(columns={c: prefix + opcode + "]" for c in imma})
-    k = fill_ceilings(calculator.compute_kernels(raw, cat), gpus, gpu=gpu, catalog=cat, **roofs)
-    pts = calculator.compute_points(k)
+    k = fill_ceilings(formulas.compute_launches(raw, cat), gpus, gpu=gpu, catalog=cat, **roofs)
+    pts = formulas.compute_points(k)
     return classify.classify(k, pts, cat), pts, gpus
 
 
@@ -619,7 +619,7 @@ def _rtx5090_with_bf16_work(sparse_ops: float):
     ops/cycle, op_hmma_src_bf16_dst_fp32_sparsity_off 87,040) with BF16 MMA work written in:
     41.2 % of the dense peak over the launch's duration, ``sparse_ops`` of it sparse."""
     from ncuroof import catalog, parser
-    from ncuroof.model import calculator
+    from ncuroof.model import formulas
 
     cat = catalog.load()
     raw = parser.read(shared(RTX5090), cat)
@@ -637,8 +637,8 @@ def _rtx5090_with_bf16_work(sparse_ops: float):
     raw[agg + ".sum"], raw[off + ".sum"], raw[on + ".sum"] = ops, ops - sparse_ops, sparse_ops
     for c in (agg, off, on):
         raw = raw.drop(columns=[c + ".sum.per_cycle_elapsed"], errors="ignore")
-    k = calculator.compute_kernels(raw, cat)
-    return k, calculator.compute_points(k)
+    k = formulas.compute_launches(raw, cat)
+    return k, formulas.compute_points(k)
 
 
 @needs_ncu_report
@@ -670,21 +670,21 @@ def test_l1_zero_contradicted_by_sectors_falls_back_to_the_sectors() -> None:
     # l1tex__lsu_writeback_active_mem_lgds = 0 B while l1tex__t_sectors = 4,984,832 (159.5 MB):
     # the report's own metrics with those two values written in.
     from ncuroof import catalog, parser
-    from ncuroof.model import calculator
+    from ncuroof.model import formulas
 
     cat = catalog.load()
     raw = parser.read(shared(RTX5090), cat)
     wb = "l1tex__lsu_writeback_active_mem_lgds.sum"
     raw[wb], raw[wb + ".per_second"] = 0.0, 0.0
     raw["l1tex__t_sectors.sum"] = 4_984_832.0
-    k = calculator.compute_kernels(raw, cat)
+    k = formulas.compute_launches(raw, cat)
     assert k.loc[0, "l1_bytes"] == 4_984_832 * 32 == 159_514_624
     assert k.loc[0, "l1_definition"] == "nersc"
     assert k.loc[0, "l1_bytes_per_s"] == pytest.approx(159_514_624 / k.loc[0, "time_s"])
     notes = cell_text("notes", k.loc[0, "notes"])
     assert "L1 bytes are 0 under the ncu definition" in notes and "160 MB" in notes
     # untouched: a launch whose writeback counter holds bytes keeps the ncu definition
-    k0 = calculator.compute_kernels(parser.read(shared(RTX5090), cat), cat)
+    k0 = formulas.compute_launches(parser.read(shared(RTX5090), cat), cat)
     assert k0.loc[0, "l1_definition"] == "ncu"
     assert k0.loc[0, "l1_bytes"] == 128 * 8_417_909
 

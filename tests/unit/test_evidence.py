@@ -182,7 +182,7 @@ def test_sgemm_without_roofline_counters_gets_a_point_from_opcodes_and_read_writ
     dram__bytes_read/write.sum: FP32 FLOPs from FFMA/FMUL, DRAM
     bytes = read + write, a roofline point.
     """
-    from ncuroof.model import calculator
+    from ncuroof.model import formulas
 
     name = "Cuda_Gemm_Practice__gemm_v9.ncu-rep"  # launch 1 is cuBLAS's SGEMM
     raw, cat = _raw(name)
@@ -193,14 +193,14 @@ def test_sgemm_without_roofline_counters_gets_a_point_from_opcodes_and_read_writ
         or c.startswith("dram__bytes.")
         or c.startswith(("lts__", "l1tex__", "derived__"))
     ]
-    k = calculator.compute_kernels(raw.drop(columns=drop), cat).set_index("launch_id")
+    k = formulas.compute_launches(raw.drop(columns=drop), cat).set_index("launch_id")
     table, values = opcode_table(name)[1], ncu_metrics(name)[1]
     row = k.loc[1]
     assert row["status"] == "ok" and row["flop_source"] == "sass_thread_opcodes"
     assert row["fp32_flop"] == 2 * table["FFMA"] + table["FMUL"] == 2 * 481_689_600 + 4_300_800
     assert row["dram_bytes"] == values["dram__bytes_read.sum"] + values["dram__bytes_write.sum"]
     assert "dram: dram__bytes_read.sum + dram__bytes_write.sum" in row["evidence_sources"]
-    pts = calculator.compute_points(k.reset_index())
+    pts = formulas.compute_points(k.reset_index())
     dram = pts[(pts["launch_id"] == 1) & (pts["level"] == "dram") & (pts["precision"] == "fp32")]
     assert len(dram) == 1 and dram["ai_flop_per_byte"].iloc[0] == pytest.approx(
         row["fp32_flop"] / row["dram_bytes"], rel=1e-9
@@ -208,12 +208,12 @@ def test_sgemm_without_roofline_counters_gets_a_point_from_opcodes_and_read_writ
 
 
 def test_warp_table_is_the_named_fallback_with_its_assumption() -> None:
-    from ncuroof.model import calculator
+    from ncuroof.model import formulas
 
     name = "CudaCode__naive.ncu-rep"
     raw, cat = _raw(name)
     drop = [c for c in raw.columns if "sass_thread_inst_executed_op_" in c or c.startswith(THREAD)]
-    row = calculator.compute_kernels(raw.drop(columns=drop), cat).iloc[0]
+    row = formulas.compute_launches(raw.drop(columns=drop), cat).iloc[0]
     warp = opcode_table(name, WARP)[0]
     assert row["flop_source"] == "sass_warp_opcodes_x32"
     assert row["fp32_flop"] == 32 * (2 * warp["FFMA"] + warp["FMUL"])
@@ -221,12 +221,12 @@ def test_warp_table_is_the_named_fallback_with_its_assumption() -> None:
 
 
 def test_a_counter_and_its_opcode_table_disagreeing_is_a_flag() -> None:
-    from ncuroof.model import calculator, diagnose
+    from ncuroof.model import diagnose, formulas
     from ncuroof.model.evidence import SOURCES_DISAGREE
 
     raw, cat = _raw("CudaCode__naive.ncu-rep")
     raw[f"{THREAD}[FFMA]"] = raw[f"{THREAD}[FFMA]"] * 0.9  # 10 % fewer FFMA than the counters saw
-    k = calculator.compute_kernels(raw, cat)
+    k = formulas.compute_launches(raw, cat)
     assert np.allclose(
         k["fp32_flop"], 2 * 1_074_790_400 + 1_048_576, rtol=1e-9
     )  # the counters are kept
@@ -236,7 +236,7 @@ def test_a_counter_and_its_opcode_table_disagreeing_is_a_flag() -> None:
         [getattr(n, "code", "") for n in notes].count("sources_disagree") >= 1
         for notes in k["notes"]
     )
-    flags = diagnose.launch_flags(k, calculator.compute_points(k), cat.thresholds["diagnosis"])
+    flags = diagnose.launch_flags(k, formulas.compute_points(k), cat.thresholds["diagnosis"])
     assert all("sources_disagree" in [c for c, _ in f] for f in flags)
     assert "sources_disagree" in diagnose.FLAG_CODES
 

@@ -11,7 +11,7 @@ import pytest
 
 import ncuroof
 from ncuroof import api
-from ncuroof.model import analysis, calculator, classify, diagnose, summary
+from ncuroof.model import analysis, classify, diagnose, formulas, summary
 from tests.helpers import synthetic
 from tests.helpers.errors import assert_one_line_error
 from tests.helpers.reports import needs_ncu_report, shared
@@ -71,7 +71,7 @@ def _pytorch_like(scale: dict[int, float]) -> pd.DataFrame:
     k["time_s"] = k["time_s"] * f
     for c in rates:
         k[c] = k[c] / f
-    return calculator.time_at_roof(k)
+    return formulas.time_at_roof(k)
 
 
 def test_template_instantiations_moving_opposite_ways_stay_two_rows() -> None:
@@ -189,7 +189,7 @@ def test_one_analyze_computes_each_table_once(monkeypatch: pytest.MonkeyPatch, t
 
     k = synthetic.kernels_table(40, 5)
     for module, name in (
-        (calculator, "compute_points"),
+        (formulas, "compute_points"),
         (summary, "kernel_dots"),
         (summary, "kernel_summary"),
         (diagnose, "diagnose_kernels"),

@@ -15,7 +15,7 @@ import pytest
 
 import ncuroof
 from ncuroof import catalog
-from ncuroof.model import calculator, diagnose, summary
+from ncuroof.model import diagnose, formulas, summary
 from tests.helpers import synthetic
 from tests.helpers.reports import REPORTS, kernels_of, ncu_metrics, needs_ncu_report
 
@@ -98,7 +98,7 @@ def _mixed(cc: str):
         0.0,
         0.0,
     ]  # 1e-4 s
-    return calculator.time_at_roof(k).loc[0, "time_at_roof_s"]
+    return formulas.time_at_roof(k).loc[0, "time_at_roof_s"]
 
 
 def test_mixed_pipe_time_at_roof_by_hand() -> None:

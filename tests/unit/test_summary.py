@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ncuroof
-from ncuroof.model import calculator, summary
+from ncuroof.model import formulas, summary
 from tests.helpers import synthetic
 from tests.helpers.reports import kernels_of, needs_ncu_report
 
@@ -231,7 +231,7 @@ def test_time_at_roof_hand_arithmetic():
         0.1,
         0.15,
     ]  # unit bound 7.5e-4 s, below the roofline's
-    out = calculator.time_at_roof(k)
+    out = formulas.time_at_roof(k)
     # max(6e9/60e12 = 1e-4, 1e9/1e12 = 1e-3, 2e8/2e12 = 1e-4, ...) = 1e-3 (FP64 binds).
     assert out.loc[0, "time_at_roof_s"] == pytest.approx(1e-3)
     assert out.loc[0, "saving_s"] == pytest.approx(4e-3)
@@ -241,7 +241,7 @@ def test_time_at_roof_hand_arithmetic():
         math.nan
     )  # ncu stored NaN: no bound at all
     k.loc[2, "time_s"] = 1e-9  # faster than its roof: saving is 0, not negative
-    out = calculator.time_at_roof(k)
+    out = formulas.time_at_roof(k)
     assert math.isnan(out.loc[1, "time_at_roof_s"]) and math.isnan(out.loc[1, "saving_s"])
     assert out.loc[2, "saving_s"] == 0.0
 

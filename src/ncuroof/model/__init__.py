@@ -3,7 +3,7 @@
 Takes the raw table of :mod:`ncuroof.parser` and the catalog; gives every number the renderers
 show, in the tidy tables of :mod:`ncuroof.schema`, in pipeline order:
 
-- :mod:`.calculator`: FLOPs per precision, bytes per level, rates, report roofs, points;
+- :mod:`.formulas`: FLOPs per precision, bytes per level, rates, report roofs, points;
 - :mod:`.roofs`: datasheet, user and achievable roofs where the report has none, each roof's
   source as data, the long roof table;
 - :mod:`.expect`: useful work from ``--expect`` sizes;

@@ -1,6 +1,6 @@
 """One analysis, computed once: the tables every renderer and ``compare`` consume.
 
-:func:`build` runs the pipeline once (parser → calculator → roofs → classify → summary →
+:func:`build` runs the pipeline once (parser → formulas → roofs → classify → summary →
 diagnose) and returns an :class:`Analysis` holding the launch table (``kernels``), its roofline
 points, the per-kernel dots and the per-kernel summary, with the catalog and the options used.
 The page (:mod:`ncuroof.render.figure`, :mod:`ncuroof.render.page`), the CLI summary and
@@ -31,7 +31,7 @@ from ..schema import (
     validate_launches,
     validate_points,
 )
-from . import calculator, classify, diagnose, expect, production, roofs, summary
+from . import classify, diagnose, expect, formulas, production, roofs, summary
 from .summary import FOCUS_SHARE, KEY_CHOICES
 
 __all__ = [
@@ -203,7 +203,7 @@ def read_launches(
         raise InputError("no input files given")
     raw = parser.read_many(list(inputs), cat, progress, stack=options.stack, reader=options.reader)
     release_memory()  # the decoded chunks, joined into ``raw``, and the reader's copies
-    k = calculator.compute_kernels(raw, cat, traffic=options.traffic)
+    k = formulas.compute_launches(raw, cat, traffic=options.traffic)
     del raw  # the metric columns are not needed past here
     clocks = {s: clock_control(Path(s)) for s in k["source"].dropna().unique()}
     k["clock_control"] = k["source"].map(clocks).astype(object)
@@ -217,7 +217,7 @@ def read_launches(
         achievable_flops=options.achievable_flops,
         achievable_bandwidth=options.achievable_bandwidth,
     )
-    k = calculator.time_at_roof(k, cat)
+    k = formulas.time_at_roof(k, cat)
     if options.expect is not None:
         k = expect.apply_expectations(k, expect.read_expectations(options.expect))
     # from here on the launch table's texts are held once each (the stages after this one replace
@@ -258,7 +258,7 @@ def from_launches(
     -------
     Analysis
     """
-    pts = validate_points(calculator.compute_points(kernels))
+    pts = validate_points(formulas.compute_points(kernels))
     k = (
         _classified(kernels, pts, options, cat, gpus)
         if not classified
@@ -326,7 +326,7 @@ def launch_table(paths: Sequence[Path], options: AnalysisOptions | None = None) 
         Bad input (one line naming the file).
     """
     options, cat, gpus, k = _read(paths, options)
-    return _classified(k, validate_points(calculator.compute_points(k)), options, cat, gpus)
+    return _classified(k, validate_points(formulas.compute_points(k)), options, cat, gpus)
 
 
 def build(
@@ -431,7 +431,7 @@ def restore_launches(
         c not in k.columns
         for c in ("time_at_roof_s", "saving_s", "time_at_roof_bound", "speed_of_light_note")
     ):
-        k = calculator.time_at_roof(k, cat)
+        k = formulas.time_at_roof(k, cat)
     for c in ("expected_flop", "expected_dram_bytes", *_ACHIEVABLE):
         if c not in k.columns:
             k[c] = np.nan
@@ -439,11 +439,11 @@ def restore_launches(
         k["achievable_sources"] = pd.Series([()] * len(k), index=k.index, dtype=object)
     if "roof_fraction" not in table.columns:  # written before issue 21
         bind = k[["source", "launch_id"]].merge(
-            classify.binding_points(calculator.compute_points(k)), how="left"
+            classify.binding_points(formulas.compute_points(k)), how="left"
         )
         k["roof_fraction"] = pd.to_numeric(bind["roof_fraction"], errors="coerce").to_numpy(float)
     if any(c not in table.columns for c in ("diagnosis", "evidence", "advice", "flags")):
-        k = diagnose.diagnose_launches(k, calculator.compute_points(k), cat, gpus)
+        k = diagnose.diagnose_launches(k, formulas.compute_points(k), cat, gpus)
     return k.drop(columns=["kernel_key"], errors="ignore")
 
 

@@ -365,9 +365,9 @@ def classify(
     Parameters
     ----------
     kernels : DataFrame
-        Kernels table from :func:`ncuroof.model.calculator.compute_kernels`.
+        Kernels table from :func:`ncuroof.model.formulas.compute_launches`.
     points : DataFrame
-        Its points table (:func:`ncuroof.model.calculator.compute_points`).
+        Its points table (:func:`ncuroof.model.formulas.compute_points`).
     catalog : Catalog
         For the thresholds in ``metrics/thresholds.toml``.
     bind : DataFrame, optional

@@ -267,12 +267,12 @@ def l2_write_evidence(
     Parameters
     ----------
     evaluate : callable
-        Recipe -> per-launch values (the calculator's recipe evaluation).
+        Recipe -> per-launch values (the formulas's recipe evaluation).
     cat : Catalog
         ``cat.l2_evidence`` (``[l2_evidence]`` of ``metrics/roofline.toml``): ``writes``
         and ``peak`` recipes.
     l2_bytes, definition, peak : ndarray
-        The L2 bytes [B], traffic definition id and roof [B/s] chosen by the calculator.
+        The L2 bytes [B], traffic definition id and roof [B/s] chosen by the formulas.
     notes : list of list of str
         Per-launch notes, extended in place.
 

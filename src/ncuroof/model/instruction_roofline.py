@@ -34,7 +34,7 @@ def issue_roofs(
     ----------
     kernels : DataFrame
         The kernels table: ``peak_warp_inst_per_s`` (the report's SMs × schedulers × measured
-        clock, :mod:`ncuroof.model.calculator`), ``datasheet_gpu``, ``device_name``.
+        clock, :mod:`ncuroof.model.formulas`), ``datasheet_gpu``, ``device_name``.
     gpus : GpuCatalog, optional
         The datasheet catalog (default :func:`ncuroof.catalog.load_gpus`), read only when some
         launch lacks the report's roof.

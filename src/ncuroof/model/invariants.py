@@ -48,7 +48,7 @@ import pandas as pd
 from ..catalog import Catalog
 from ..catalog import load as load_catalog
 from ..schema import cell_text, tensor_columns, tensor_paths
-from .calculator import cc_number
+from .formulas import cc_number
 from .speed_of_light import launch_floor
 from .summary import grid_sizes
 

@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from ..schema import LEVELS, PHASES, PRECISIONS
-from .calculator import flop_columns
 from .expect import counted_flop
+from .formulas import flop_columns
 
 __all__ = ["NO_RANGE", "SEPARATOR", "BY_OPERATOR", "parse_group_by", "phase_of", "phase_table"]
 
@@ -103,7 +103,7 @@ def phase_table(kernels: pd.DataFrame, depth: int | None = None) -> pd.DataFrame
     DataFrame
         The :data:`ncuroof.schema.PHASES` columns, longest phase first, then a
         ``tensor_<path>_flop`` column per tensor datapath column of ``kernels``
-        (:func:`ncuroof.model.calculator.flop_columns`): sums of ``time_s``, FLOPs per precision and
+        (:func:`ncuroof.model.formulas.flop_columns`): sums of ``time_s``, FLOPs per precision and
         tensor datapath, ``flop`` (all counted FLOPs, :func:`ncuroof.model.expect.counted_flop`),
         bytes per level, ``time_at_roof_s`` and ``saving_s`` (NaN where no launch has them);
         ``flop_per_s`` = flop / time_s; ``dram_ai_flop_per_byte`` = flop / dram_bytes [Williams et

@@ -31,7 +31,7 @@ from ..errors import InputError
 from ..parser.csv import function_name
 from ..schema import OPS, TIMELINE_KERNEL
 from . import analytic, phases, summary
-from .calculator import flop_columns
+from .formulas import flop_columns
 
 __all__ = [
     "Production",

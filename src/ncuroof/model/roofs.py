@@ -1,7 +1,7 @@
 """Where each roof comes from, and where it came from: the report, a GPU datasheet, the user.
 
 A ``.ncu-rep`` from the roofline or full set carries ``peak_sustained`` metrics, and
-:func:`ncuroof.model.calculator.compute_kernels` turns them into roofs at the clock ncu measured
+:func:`ncuroof.model.formulas.compute_launches` turns them into roofs at the clock ncu measured
 (source ``report``). CSV exports and custom ``--metrics`` reports usually carry none; for them
 :func:`fill_ceilings` takes the missing roofs from the datasheet catalog ``metrics/gpus.toml``
 (source ``datasheet``, boost clock), matched on the device name or named with ``--gpu``, and the
@@ -11,7 +11,7 @@ user's.
 
 A launch's roof sources (``ceiling_sources``, ``achievable_sources`` of the kernels table,
 :data:`ncuroof.schema.SOURCE_COLUMNS`) are, in memory, a roof set: a tuple of ``(roof, source)``
-pairs in the order the roofs were set (the calculator sets the report's roofs, :func:`fill_ceilings`
+pairs in the order the roofs were set (the formulas sets the report's roofs, :func:`fill_ceilings`
 adds datasheet, user and measured ones); the text ``"fp32:report,dram:datasheet"`` only in files
 (:func:`ncuroof.schema.to_text`). The kernels table also holds a summary in ``peak_source`` and the
 datasheet entry used in ``datasheet_gpu``. Launches share a handful of roof sets, so every function
@@ -270,7 +270,7 @@ def fill_ceilings(
     Parameters
     ----------
     kernels : DataFrame
-        From :func:`ncuroof.model.calculator.compute_kernels`: ``peak_<p>_flop_per_s`` [FLOP/s],
+        From :func:`ncuroof.model.formulas.compute_launches`: ``peak_<p>_flop_per_s`` [FLOP/s],
         ``peak_<level>_bytes_per_s`` [B/s], ``peak_tensor_<path>_flop_per_s``, ``device_name``,
         ``cc``, ``sm_clock_hz``, ``status``, ``ceiling_sources`` (roof sets), ``notes``.
     gpus : GpuCatalog

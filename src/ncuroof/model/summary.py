@@ -26,10 +26,10 @@ from ..schema import (
     tensor_columns,
     tensor_paths,
 )
-from .calculator import achievable_roof
 from .classify import BINDING_COLUMNS, binding_points, launch_positions, main_precision
 from .distinct import distinct_codes, distinct_rows, first_rows, gc_paused, text_codes
 from .expect import counted_flop
+from .formulas import achievable_roof
 
 __all__ = [
     "aggregate_points",
@@ -380,10 +380,10 @@ def aggregate_points(points: pd.DataFrame, by: str = "kernel_name") -> pd.DataFr
         ``peak_flop_per_s`` and ``peak_bytes_per_s`` time-weighted over launches (NaN if any launch
         lacks the roof); ``ridge_flop_per_byte``, ``roof_flop_per_s`` = min(peak FLOP/s, AI × peak
         B/s), ``roof_fraction`` and ``bound`` (memory when AI < ridge) as in
-        :func:`ncuroof.model.calculator.compute_points` [KPG §2.9]; ``estimated`` (any launch
+        :func:`ncuroof.model.formulas.compute_points` [KPG §2.9]; ``estimated`` (any launch
         estimated); ``definition``, ``peak_flop_source``, ``peak_bytes_source`` (distinct values
         joined with `` / ``); the achievable roofs likewise
-        (:data:`ncuroof.schema.ACHIEVABLE_POINT`, :func:`ncuroof.model.calculator.achievable_roof`).
+        (:data:`ncuroof.schema.ACHIEVABLE_POINT`, :func:`ncuroof.model.formulas.achievable_roof`).
     """
     cols = [*dict.fromkeys([by, "kernel_name"]), *_DOT_COLUMNS]
     if points.empty:
@@ -481,7 +481,7 @@ def _dot_groups(
 
 def _dot_rates(out: pd.DataFrame) -> None:
     """A dot's AI, rates, roofs, ridge, attainable roof, fractions and bound from its sums (in
-    place), as :func:`ncuroof.model.calculator.compute_points` places a launch [KPG §2.9]."""
+    place), as :func:`ncuroof.model.formulas.compute_points` places a launch [KPG §2.9]."""
     roofs = _DOT_ROOFS
     with np.errstate(divide="ignore", invalid="ignore"):
         t = out["time_s"].to_numpy(float)

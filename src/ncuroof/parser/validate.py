@@ -4,7 +4,7 @@ A flipped byte or an edited CSV can turn a duration, a clock or a counter into a
 infinite or absurd number. Passed on, such a value becomes a silent zero (a clock of ``inf`` gives
 ``time_s = 0``), an ``inf`` bandwidth, a numpy ``RuntimeWarning`` or a lowered FLOP count.
 :func:`check_values` keeps such values missing (NaN, never 0 or inf) and marks the launch as a
-damaged record, naming the metric; the calculator gives it status ``corrupt_record``
+damaged record, naming the metric; the formulas gives it status ``corrupt_record``
 (:data:`ncuroof.schema.DAMAGED`). The limits, with their reasons, are ``[input]`` of
 ``metrics/thresholds.toml``.
 """
@@ -156,7 +156,7 @@ def roof_damage(
     rates: dict[str, np.ndarray], peaks: dict[str, np.ndarray], catalog: Catalog, roofs: str = ""
 ) -> np.ndarray:
     """Per launch, '' or the damaged-record note of :func:`roof_violations` (``roofs`` says whose
-    roofs, e.g. ``" (a datasheet roof)"``); the calculator and the datasheet roofs both use it."""
+    roofs, e.g. ``" (a datasheet roof)"``); the formulas and the datasheet roofs both use it."""
     beyond = roof_violations(rates, peaks, catalog)
     return np.array(
         [

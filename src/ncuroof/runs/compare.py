@@ -35,7 +35,7 @@ import tomllib
 
 from .. import fmt
 from ..errors import InputError
-from ..model.calculator import compute_points
+from ..model.formulas import compute_points
 from ..model.summary import kernel_summary, keys_of, most_time, pair_keys
 from ..parser.files import read_bounded
 from ..parser.patterns import UserPattern

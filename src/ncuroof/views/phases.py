@@ -15,7 +15,7 @@ from .._lazy import LazyModule
 from ..catalog import precision_title
 from ..model import phases as _phases
 from ..model.analysis import Analysis
-from ..model.calculator import flop_columns
+from ..model.formulas import flop_columns
 from ..render.figure import (
     customdata_fields,
     log_range,
@@ -73,7 +73,7 @@ PHASE_CUSTOMDATA = ("launches", "time_s", "time_share", "flop", "time_at_roof_s"
 
 def _phase_dots(phases: pd.DataFrame, view: str) -> pd.DataFrame:
     """The phases with FLOPs of a precision view and DRAM bytes, at that view: ``flop`` the view's
-    column (:func:`ncuroof.model.calculator.flop_columns`; all counted FLOPs in ``main``), ``x`` and
+    column (:func:`ncuroof.model.formulas.flop_columns`; all counted FLOPs in ``main``), ``x`` and
     ``y`` the table's AI and FLOP/s scaled by its share of ``flop`` (same bytes, same time)."""
     col = "flop" if view == "main" else flop_columns(phases.columns).get(view, "")
     flop = phases[col] if col in phases.columns else pd.Series(np.nan, index=phases.index)

@@ -63,7 +63,7 @@ from .roofs import Factorized, objects, report_sets
 from .speed_of_light import apply_speed_of_light, hot_pipe_codes, launch_floor
 
 __all__ = [
-    "compute_kernels",
+    "compute_launches",
     "compute_points",
     "achievable_roof",
     "time_at_roof",
@@ -894,7 +894,7 @@ def _later_columns(k: pd.DataFrame) -> None:
 
 
 @gc_paused
-def compute_kernels(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -> pd.DataFrame:
+def compute_launches(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -> pd.DataFrame:
     """Compute the kernels table (one row per launch) from the raw table.
 
     Parameters
@@ -1002,7 +1002,7 @@ def compute_points(kernels: pd.DataFrame) -> pd.DataFrame:
     kernels : DataFrame
         The kernels table (:data:`ncuroof.schema.LAUNCHES`); launches whose ``status`` is not
         ``ok`` get no points. Tensor work is taken per datapath from the ``tensor_<path>_flop``
-        columns :func:`compute_kernels` adds.
+        columns :func:`compute_launches` adds.
 
     Returns
     -------

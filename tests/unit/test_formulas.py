@@ -1,4 +1,4 @@
-"""The calculator on small hand-made raw tables, checked against hand arithmetic."""
+"""The formulas on small hand-made raw tables, checked against hand arithmetic."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from ncuroof import catalog
 from ncuroof.catalog import parse_term
-from ncuroof.model import calculator, classify
+from ncuroof.model import classify, formulas
 from ncuroof.schema import cell_text
 
 CAT = catalog.load()
@@ -53,7 +53,7 @@ COUNTS = {
 
 
 def test_counts_weights_and_roofs_by_hand() -> None:
-    k = calculator.compute_kernels(raw(**COUNTS), CAT).iloc[0]
+    k = formulas.compute_launches(raw(**COUNTS), CAT).iloc[0]
     assert k["time_s"] == pytest.approx(2e-6)
     assert k["fp32_flop"] == 10 + 20 + 2 * 30
     assert k["fp16_flop"] == 2 * 1 + 2 * 2 + 4 * 3  # ncu's packed-half weighting
@@ -67,8 +67,8 @@ def test_counts_weights_and_roofs_by_hand() -> None:
 
 
 def test_point_geometry_by_hand() -> None:
-    k = calculator.compute_kernels(raw(**COUNTS), CAT)
-    p = calculator.compute_points(k)
+    k = formulas.compute_launches(raw(**COUNTS), CAT)
+    p = formulas.compute_points(k)
     fp32 = p[(p["precision"] == "fp32") & (p["level"] == "dram")].iloc[0]
     assert fp32["ai_flop_per_byte"] == pytest.approx(90 / 40)
     assert fp32["ridge_flop_per_byte"] == pytest.approx(200e9 / 20e9)
@@ -87,7 +87,7 @@ def test_rate_form_wins_for_flop_per_s_and_count_for_flops() -> None:
             "smsp__cycles_elapsed.avg.per_second": 1e9,
         }
     )
-    k = calculator.compute_kernels(raw(**m), CAT).iloc[0]
+    k = formulas.compute_launches(raw(**m), CAT).iloc[0]
     assert k["fp32_flop_per_s"] == pytest.approx((1 + 0 + 4) * 1e9)
     assert k["fp32_flop"] == 90
 
@@ -100,7 +100,7 @@ def test_old_ncu_fp16_derived_metric_is_reweighted() -> None:
         "smsp__sass_thread_inst_executed_op_hmul_pred_on.sum.per_cycle_elapsed": 0.0,
         "derived__smsp__sass_thread_inst_executed_op_hfma_pred_on_x2": 3.0,
     }
-    k = calculator.compute_kernels(raw(**m), CAT).iloc[0]
+    k = formulas.compute_launches(raw(**m), CAT).iloc[0]
     assert k["fp16_flop_per_s"] == pytest.approx(
         2 * 3.0 * 1e9
     )  # 4 x hfma, ncu 2023 stored 2 x hfma
@@ -112,10 +112,10 @@ def test_l1_definition_follows_compute_capability() -> None:
         "l1tex__lsu_writeback_active_mem_lg.sum": 5.0,
         "l1tex__lsu_writeback_active_mem_lgds.sum": 7.0,
     }
-    k86 = calculator.compute_kernels(raw(**m), CAT).iloc[0]
+    k86 = formulas.compute_launches(raw(**m), CAT).iloc[0]
     r90 = raw(**m)
     r90["cc"] = "9.0"
-    k90 = calculator.compute_kernels(r90, CAT).iloc[0]
+    k90 = formulas.compute_launches(r90, CAT).iloc[0]
     assert k86["l1_bytes"] == 128 * 5 and k90["l1_bytes"] == 128 * 7
 
 
@@ -125,8 +125,8 @@ def test_traffic_nersc_prefers_tag_bytes() -> None:
         "lts__lts2xbar_cycles_active.sum": 3.0,
         "lts__t_bytes.sum": 1000.0,
     }
-    assert calculator.compute_kernels(raw(**m), CAT).iloc[0]["l2_bytes"] == 96
-    k = calculator.compute_kernels(raw(**m), CAT, traffic="nersc").iloc[0]
+    assert formulas.compute_launches(raw(**m), CAT).iloc[0]["l2_bytes"] == 96
+    k = formulas.compute_launches(raw(**m), CAT, traffic="nersc").iloc[0]
     assert k["l2_bytes"] == 1000 and k["l2_definition"] == "nersc"
 
 
@@ -145,9 +145,9 @@ def test_nan_counters_mark_failed_measurement() -> None:
         }
     )
     bad["launch_id"] = 1
-    k = calculator.compute_kernels(pd.concat([good, bad], ignore_index=True), CAT)
+    k = formulas.compute_launches(pd.concat([good, bad], ignore_index=True), CAT)
     assert list(k["status"]) == ["ok", "failed_measurement"]
-    assert set(calculator.compute_points(k)["launch_id"]) == {0}
+    assert set(formulas.compute_points(k)["launch_id"]) == {0}
 
 
 def test_latency_rule_uses_ncu_thresholds() -> None:
@@ -157,12 +157,12 @@ def test_latency_rule_uses_ncu_thresholds() -> None:
         "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed": 59.9,
         "launch__waves_per_multiprocessor": 0.5,
     }
-    k = calculator.compute_kernels(raw(**m), CAT)
-    k = classify.classify(k, calculator.compute_points(k), CAT).iloc[0]
+    k = formulas.compute_launches(raw(**m), CAT)
+    k = classify.classify(k, formulas.compute_points(k), CAT).iloc[0]
     assert k["bound"] == "latency" and "small grid" in cell_text("notes", k["notes"])
     m["gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"] = 60.0
-    k = calculator.compute_kernels(raw(**m), CAT)
-    assert classify.classify(k, calculator.compute_points(k), CAT).iloc[0]["bound"] == "memory"
+    k = formulas.compute_launches(raw(**m), CAT)
+    assert classify.classify(k, formulas.compute_points(k), CAT).iloc[0]["bound"] == "memory"
 
 
 def test_parse_term() -> None:
@@ -190,7 +190,7 @@ positive = st.floats(min_value=1e-3, max_value=1e15, allow_nan=False, allow_infi
 def test_roofline_invariants(flop: float, bytes_: float, t: float, peak: float, bw: float) -> None:
     """For any counts: AI = FLOPs/bytes, the attainable roof never exceeds either ceiling, the
     point is memory bound exactly when AI < ridge, and roof_fraction = achieved / attainable."""
-    row = {c: np.nan if col.dtype == "float64" else "" for c, col in calculator.LAUNCHES.items()}
+    row = {c: np.nan if col.dtype == "float64" else "" for c, col in formulas.LAUNCHES.items()}
     row.update(
         source="s",
         launch_id=0,
@@ -205,7 +205,7 @@ def test_roofline_invariants(flop: float, bytes_: float, t: float, peak: float, 
         time_s=t,
     )
     k = pd.DataFrame([row])
-    p = calculator.compute_points(k).iloc[0]
+    p = formulas.compute_points(k).iloc[0]
     ai = p["ai_flop_per_byte"]
     assert ai == pytest.approx(flop / bytes_, rel=1e-9)
     assert p["roof_flop_per_s"] <= peak * (1 + 1e-12) and p["roof_flop_per_s"] <= ai * bw * (
