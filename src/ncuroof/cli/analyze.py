@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .. import views
-from ..output.tables import FORMATS
 from ..render.page import IMAGE_FORMATS, PLOTLYJS
 from ..runs.fleet import FLEET_MIN_INPUTS
 from ..views.options import TOP
@@ -23,8 +22,8 @@ from .options import (
     analysis_values,
     click_option,
     click_options,
-    csv_choice,
-    csv_metavar,
+    formats_option,
+    plotlyjs_option,
     view_values,
 )
 
@@ -35,16 +34,7 @@ __all__ = ["analyze", "make_command"]
 
 
 _OUTPUT_OPTIONS = [
-    click.option(
-        "--plotlyjs",
-        type=click.Choice(list(PLOTLYJS)),
-        default="embed",
-        show_default=True,
-        help=(
-            "Embed plotly.js in roofline.html (works offline) or link it from the CDN (smaller"
-            " file)."
-        ),
-    ),
+    plotlyjs_option("roofline.html"),
     click_option(TOP),
     click.option(
         "--image",
@@ -55,17 +45,9 @@ _OUTPUT_OPTIONS = [
             " Chrome/Chromium)."
         ),
     ),
-    click.option(
-        "--format",
-        "formats",
-        callback=csv_choice(FORMATS),
-        default="csv",
-        show_default=True,
-        metavar=csv_metavar(FORMATS),
-        help=(
-            "Table formats: the tables as CSV and/or Parquet (schema dtypes, units and inputs in"
-            " its metadata)."
-        ),
+    formats_option(
+        "Table formats: the tables as CSV and/or Parquet (schema dtypes, units and inputs in its"
+        " metadata)."
     ),
     click.option(
         "--scheduler",

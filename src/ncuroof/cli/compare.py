@@ -9,11 +9,16 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..output.tables import FORMATS
 from ..render.page import PLOTLYJS
 from ..views.options import FAIL_IF_SLOWER, TOP
 from .common import JSON_HELP, echo, show, stdout_to_stderr, terminal_options
-from .options import analysis_options, analysis_values, click_option, csv_choice, csv_metavar
+from .options import (
+    analysis_options,
+    analysis_values,
+    click_option,
+    formats_option,
+    plotlyjs_option,
+)
 
 if TYPE_CHECKING:
     from ..api import CompareResult
@@ -109,19 +114,10 @@ kernel with durations in both: unknown is not fast).
     default=None,
     help='TOML file of pairs: [[pair]] tables with before = "OLD" and after = "NEW".',
 )
-@click.option(
-    "--format",
-    "formats",
-    callback=csv_choice(FORMATS),
-    default="csv",
-    show_default=True,
-    metavar=csv_metavar(FORMATS),
-    help=(
-        "Formats of the compare table: compare.csv and/or compare.parquet (schema dtypes and"
-        " units)."
-    ),
+@formats_option(
+    "Formats of the compare table: compare.csv and/or compare.parquet (schema dtypes and units)."
 )
-@click.option("--plotlyjs", type=click.Choice(list(PLOTLYJS)), default="embed", show_default=True)
+@plotlyjs_option("compare.html")
 @click_option(TOP)
 @terminal_options
 @click.option("-q", "--quiet", is_flag=True, help="No summary table.")

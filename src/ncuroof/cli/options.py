@@ -13,6 +13,8 @@ import click
 
 from .. import views
 from ..model.analysis import AnalysisOptions
+from ..output.tables import FORMATS
+from ..render.page import PLOTLYJS
 from ..views.base import Option
 from ..views.options import ANALYSIS
 from ..views.options import analysis_options as _analysis_options
@@ -26,6 +28,8 @@ __all__ = [
     "ranged",
     "csv_choice",
     "csv_metavar",
+    "formats_option",
+    "plotlyjs_option",
 ]
 
 
@@ -137,3 +141,28 @@ def csv_choice(allowed: tuple[str, ...]) -> Callable[..., tuple[str, ...] | None
 def csv_metavar(allowed: tuple[str, ...]) -> str:
     """``csv[,parquet]``: how a :func:`csv_choice` option is written."""
     return f"{allowed[0]}[,{','.join(allowed[1:])}]"
+
+
+def formats_option(what: str) -> Callable[[Any], Any]:
+    """``--format csv[,parquet]`` (the ``formats`` keyword) of a command writing tables; ``what``:
+    its help."""
+    return click.option(
+        "--format",
+        "formats",
+        callback=csv_choice(FORMATS),
+        default="csv",
+        show_default=True,
+        metavar=csv_metavar(FORMATS),
+        help=what,
+    )
+
+
+def plotlyjs_option(page: str) -> Callable[[Any], Any]:
+    """``--plotlyjs embed|cdn`` of a command writing the HTML page ``page``."""
+    return click.option(
+        "--plotlyjs",
+        type=click.Choice(list(PLOTLYJS)),
+        default="embed",
+        show_default=True,
+        help=(f"Embed plotly.js in {page} (works offline) or link it from the CDN (smaller file)."),
+    )
