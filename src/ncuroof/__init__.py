@@ -3,8 +3,8 @@
 Public API::
 
     report = ncuroof.profile(["./app", "arg"])    # runs ncu --set roofline, returns the .ncu-rep
-    kernels = ncuroof.load("report.ncu-rep")     # one row per kernel launch (SI units)
-    pts = ncuroof.points(kernels)                 # one row per (launch, precision, level)
+    launches = ncuroof.load("report.ncu-rep")    # one row per kernel launch (SI units)
+    pts = ncuroof.points(launches)                # one row per (launch, precision, level)
     fig = ncuroof.plot_roofline(pts)              # plotly Figure
     ncuroof.analyze("report.ncu-rep", outdir)     # launches, kernels, points .csv; roofline.html
     ncuroof.compare_runs("before.ncu-rep", "after.ncu-rep")   # compare.csv, compare.html
