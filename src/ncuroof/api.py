@@ -110,7 +110,7 @@ def load(
     progress: bool = False,
     **option_fields: Any,
 ) -> pd.DataFrame:
-    """Read ncu output and return the kernels table: one classified row per kernel launch.
+    """Read ncu output and return the launch table: one classified row per kernel launch.
 
     Parameters
     ----------
@@ -153,7 +153,7 @@ def load(
 
 
 def points(kernels: pd.DataFrame) -> pd.DataFrame:
-    """Place the launches of a kernels table on the roofline.
+    """Place the launches of a launch table on the roofline.
 
     Parameters
     ----------
@@ -175,7 +175,7 @@ def plot_roofline(
     title: str = "Hierarchical roofline",
     **options: Any,
 ) -> go.Figure:
-    """Plot a points table (and its kernels table); see
+    """Plot a points table (and its launch table); see
     :func:`ncuroof.render.figure.plot_roofline` for ``options``.
 
     Without ``kernels``, one row per launch of ``points``
@@ -550,7 +550,7 @@ def analysis_of(
     -------
     Analysis
         Of the inputs, or of the saved launch table (re-aggregated with ``options.match``);
-        NcuroofError for bad input or a directory without a saved kernels table.
+        NcuroofError for bad input or a directory without a saved launch table.
     """
     options = options if options is not None else AnalysisOptions()
     paths = as_paths(side)
@@ -773,7 +773,7 @@ class SeriesResult:
 
 def runs_in(directory: PathLike) -> list[Path]:
     """The runs of a directory, in name order: its ``.ncu-rep`` reports, ncu CSV exports and saved
-    analyses (subdirectories with a kernels table). InputError when it holds fewer than two."""
+    analyses (subdirectories with a launch table). InputError when it holds fewer than two."""
     d = Path(directory)
     files = [
         p

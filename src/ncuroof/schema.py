@@ -104,7 +104,7 @@ _TENSOR_PRECISION = "tensor:"
 
 
 class TensorColumns(NamedTuple):
-    """The names of one tensor datapath ``<path>`` (:func:`tensor_columns`). The kernels table has
+    """The names of one tensor datapath ``<path>`` (:func:`tensor_columns`). The launch table has
     its four columns after the declared ones for each datapath with work in any launch
     (:func:`ncuroof.model.formulas.compute_launches`; the achievable roof where one applies,
     :func:`ncuroof.model.roofs.fill_achievable`)."""
@@ -119,9 +119,9 @@ class TensorColumns(NamedTuple):
     achievable: str  #: ``achievable_tensor_<path>_flop_per_s`` [FLOP/s]: its achievable roof
 
 
-#: Values of the ``bound`` column of the kernels table.
+#: Values of the ``bound`` column of the launch table.
 BOUNDS = ("memory", "compute", "latency", "unknown")
-#: Values of the ``diagnosis`` column of the kernels table (:mod:`ncuroof.model.diagnose`).
+#: Values of the ``diagnosis`` column of the launch table (:mod:`ncuroof.model.diagnose`).
 DIAGNOSES = (
     "memory_near_roof",
     "memory_below_roof",
@@ -132,10 +132,10 @@ DIAGNOSES = (
     "instruction_bound",
     "not_classified",
 )
-#: Values of the ``time_at_roof_bound`` column of the kernels table
+#: Values of the ``time_at_roof_bound`` column of the launch table
 #: (:mod:`ncuroof.model.speed_of_light`).
 TIME_BOUNDS = ("roofline", "sm_units", "memory_units", "launch_floor", "")
-#: Values of the ``status`` column of the kernels table.
+#: Values of the ``status`` column of the launch table.
 STATUSES = ("ok", "no_roofline_metrics", "failed_measurement", "corrupt_record")
 #: Start of the ``input_notes`` of a launch whose record is damaged
 #: (:mod:`ncuroof.parser.validate`): values no GPU can produce, no kernel name, no values. Such a
@@ -705,7 +705,7 @@ KERNEL_SUMMARY: dict[str, Column] = {
 #: Columns whose cells are lists in memory and text in CSV files, with the separator used there.
 LIST_SEPARATOR = "; "
 LIST_COLUMNS = ("notes", "flags")
-#: Columns of the kernels table whose cells are, in memory, a launch's roof sources: a tuple of
+#: Columns of the launch table whose cells are, in memory, a launch's roof sources: a tuple of
 #: ``(roof, source)`` pairs in the order the roofs were set (roof: a precision, a level or
 #: ``tensor_<path>``; source: one of :data:`ROOF_SOURCES`); in files the text ``roof:source,...``
 #: (``"fp32:report,dram:datasheet"``), written by :func:`to_text` and read by :func:`from_text`
@@ -867,7 +867,7 @@ def tensor_paths(columns: Iterable[str], which: str = "flop") -> list[str]:
     Parameters
     ----------
     columns : iterable of str
-        Column names (a kernels table's).
+        Column names (a launch table's).
     which : {'flop', 'flop_per_s', 'peak', 'achievable'}, default 'flop'
         The :class:`TensorColumns` field looked for: ``flop`` (``tensor_<path>_flop``) for the
         datapaths with work, ``peak`` (``peak_tensor_<path>_flop_per_s``) for
@@ -1127,12 +1127,12 @@ def _validate(
 
 
 def validate_launches(df: pd.DataFrame) -> pd.DataFrame:
-    """Check the kernels table: declared columns present, dtypes, no negative quantities.
+    """Check the launch table: declared columns present, dtypes, no negative quantities.
 
     Parameters
     ----------
     df : DataFrame
-        The kernels table (:data:`LAUNCHES`); extra columns are kept.
+        The launch table (:data:`LAUNCHES`); extra columns are kept.
 
     Returns
     -------

@@ -369,7 +369,7 @@ def _read(
     return options, cat, gpus, read_launches(paths, options, cat, gpus, progress)
 
 
-#: Columns a saved kernels table may lack (written by an older ncuroof): recomputed on reading.
+#: Columns a saved launch table may lack (written by an older ncuroof): recomputed on reading.
 _DERIVED = (
     "kernel_key",
     "time_at_roof_s",
@@ -447,7 +447,7 @@ def restore_launches(
     return k.drop(columns=["kernel_key"], errors="ignore")
 
 
-#: The achievable roof columns of the kernels table (their sources: ``achievable_sources``).
+#: The achievable roof columns of the launch table (their sources: ``achievable_sources``).
 _ACHIEVABLE = tuple(
     c for c in LAUNCHES if c.startswith("achievable_") and c != "achievable_sources"
 )

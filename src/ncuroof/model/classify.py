@@ -357,7 +357,7 @@ def classify(
     catalog: Catalog,
     bind: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
-    """Fill the ``bound`` column of the kernels table and append the reason to ``notes``.
+    """Fill the ``bound`` column of the launch table and append the reason to ``notes``.
 
     Vectorised over launches; the roofline verdict is the binding point of
     :func:`ncuroof.model.summary.binding_points` (the one rule the page and ``compare`` use too).

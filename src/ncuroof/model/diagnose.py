@@ -872,7 +872,7 @@ def launch_flags(
     Parameters
     ----------
     kernels : DataFrame
-        The kernels table.
+        The launch table.
     points : DataFrame
         Its points table.
     thresholds : dict
@@ -1180,7 +1180,7 @@ def evidence_facts(table: pd.DataFrame) -> pd.DataFrame:
     Parameters
     ----------
     table : DataFrame
-        A kernels table (``<p>_flop``, ``tensor_*_flop``, ``<level>_bytes``,
+        A launch table (``<p>_flop``, ``tensor_*_flop``, ``<level>_bytes``,
         ``peak_*_per_s`` columns).
 
     Returns
@@ -1241,7 +1241,7 @@ def diagnose_launches(
     Parameters
     ----------
     kernels : DataFrame
-        The classified kernels table.
+        The classified launch table.
     points : DataFrame
         Its points table.
     catalog : Catalog
@@ -1346,7 +1346,7 @@ def diagnose_kernels(
     summary : DataFrame
         From :func:`ncuroof.model.summary.kernel_summary`.
     kernels : DataFrame
-        The kernels table after :func:`diagnose_launches` (its ``flags`` and ``status``).
+        The launch table after :func:`diagnose_launches` (its ``flags`` and ``status``).
     catalog : Catalog
         Thresholds.
     gpus : GpuCatalog, optional
@@ -1432,7 +1432,7 @@ def what_if(
     summary : DataFrame
         From :func:`ncuroof.model.summary.kernel_summary` (``precision``, ``ai_flop_per_byte``...).
     kernels : DataFrame
-        The kernels table (FLOPs per precision, DRAM bytes, roofs of the measured GPU).
+        The launch table (FLOPs per precision, DRAM bytes, roofs of the measured GPU).
     target : GpuSpec
         The datasheet entry to project onto (``metrics/gpus.toml``).
     gpus : GpuCatalog, optional

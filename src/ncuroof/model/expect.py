@@ -13,7 +13,7 @@ work one launch must do::
     flop = "2*M*N*K"              # a number or an arithmetic formula of the sizes
     bytes = "2*(M*K + K*N + M*N)" # the DRAM bytes the kernel must move at least
 
-The first matching entry applies. The kernels table gets ``expected_flop`` and
+The first matching entry applies. The launch table gets ``expected_flop`` and
 ``expected_dram_bytes`` per launch; :mod:`ncuroof.model.diagnose` compares them
 with the counted work.
 """
@@ -237,7 +237,7 @@ def apply_expectations(
     Parameters
     ----------
     kernels : DataFrame
-        The kernels table.
+        The launch table.
     expectations : list of Expectation or None
         From :func:`read_expectations`; None leaves the columns NaN.
 

@@ -895,7 +895,7 @@ def _later_columns(k: pd.DataFrame) -> None:
 
 @gc_paused
 def compute_launches(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") -> pd.DataFrame:
-    """Compute the kernels table (one row per launch) from the raw table.
+    """Compute the launch table (one row per launch) from the raw table.
 
     Parameters
     ----------
@@ -1000,7 +1000,7 @@ def compute_points(kernels: pd.DataFrame) -> pd.DataFrame:
     Parameters
     ----------
     kernels : DataFrame
-        The kernels table (:data:`ncuroof.schema.LAUNCHES`); launches whose ``status`` is not
+        The launch table (:data:`ncuroof.schema.LAUNCHES`); launches whose ``status`` is not
         ``ok`` get no points. Tensor work is taken per datapath from the ``tensor_<path>_flop``
         columns :func:`compute_launches` adds.
 
@@ -1014,7 +1014,7 @@ def compute_points(kernels: pd.DataFrame) -> pd.DataFrame:
         ``roof_fraction`` = ``flop_per_s`` / ``roof_flop_per_s``; ``bound`` = memory when AI is
         below the ridge. Points without a roof have NaN roof columns and an empty ``bound``.
         Achievable roofs (``achievable_<p>_flop_per_s``, ``achievable_<level>_bytes_per_s``,
-        ``achievable_sources`` of the kernels table, :func:`ncuroof.model.roofs.fill_ceilings`)
+        ``achievable_sources`` of the launch table, :func:`ncuroof.model.roofs.fill_ceilings`)
         give ``achievable_roof_flop_per_s`` = min(achievable FLOP/s, AI × achievable B/s), an absent
         achievable roof taken at its peak, NaN where the point has neither; and
         ``achievable_roof_fraction`` = ``flop_per_s`` / that.
@@ -1070,7 +1070,7 @@ def _point_parts(kernels: pd.DataFrame) -> list[_PointPart]:
 
 @dataclass
 class _PointPart:
-    """The points of some launches (``rows`` of the kernels table) for one precision and level:
+    """The points of some launches (``rows`` of the launch table) for one precision and level:
     numeric columns, and text columns as (codes, words) pairs."""
 
     rows: np.ndarray
@@ -1140,12 +1140,12 @@ def achievable_roof(
 
 
 def flop_columns(columns: Iterable[str]) -> dict[str, str]:
-    """The FLOP column of each precision in a table with the kernels table's work columns.
+    """The FLOP column of each precision in a table with the launch table's work columns.
 
     Parameters
     ----------
     columns : iterable of str
-        The table's columns (the kernels table, :data:`ncuroof.schema.PHASES`,
+        The table's columns (the launch table, :data:`ncuroof.schema.PHASES`,
         :data:`ncuroof.schema.OPS`).
 
     Returns
@@ -1162,7 +1162,7 @@ def flop_columns(columns: Iterable[str]) -> dict[str, str]:
 
 @dataclass
 class _PointWork:
-    """One precision or tensor datapath of the kernels table, as :func:`compute_points` reads it."""
+    """One precision or tensor datapath of the launch table, as :func:`compute_points` reads it."""
 
     name: str
     key: str
@@ -1289,7 +1289,7 @@ def time_at_roof(kernels: pd.DataFrame, catalog: Catalog | None = None) -> pd.Da
     Parameters
     ----------
     kernels : DataFrame
-        The kernels table with its roofs filled (:func:`ncuroof.model.roofs.fill_ceilings`):
+        The launch table with its roofs filled (:func:`ncuroof.model.roofs.fill_ceilings`):
         ``<p>_flop`` [FLOP] and ``peak_<p>_flop_per_s`` [FLOP/s] per precision and tensor
         datapath, ``<level>_bytes`` [B] and ``peak_<level>_bytes_per_s`` [B/s] per level,
         ``time_s``, ``sm_throughput_frac``, ``memory_throughput_frac``.

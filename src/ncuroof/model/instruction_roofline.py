@@ -33,7 +33,7 @@ def issue_roofs(
     Parameters
     ----------
     kernels : DataFrame
-        The kernels table: ``peak_warp_inst_per_s`` (the report's SMs × schedulers × measured
+        The launch table: ``peak_warp_inst_per_s`` (the report's SMs × schedulers × measured
         clock, :mod:`ncuroof.model.formulas`), ``datasheet_gpu``, ``device_name``.
     gpus : GpuCatalog, optional
         The datasheet catalog (default :func:`ncuroof.catalog.load_gpus`), read only when some
@@ -88,7 +88,7 @@ def instruction_points(
     Parameters
     ----------
     kernels : DataFrame
-        The kernels table: ``warp_inst`` [inst], ``<level>_transactions`` [sector],
+        The launch table: ``warp_inst`` [inst], ``<level>_transactions`` [sector],
         ``peak_warp_inst_per_s`` [inst/s], ``peak_<level>_bytes_per_s`` [B/s], ``time_s`` [s],
         ``status``.
     sector_bytes : float, default 32

@@ -1,6 +1,6 @@
 """Verdict invariants: the words of a verdict never contradict the numbers of its row.
 
-:func:`violations` checks a kernels table (one row per launch) or a kernel summary (one row per
+:func:`violations` checks a launch table (one row per launch) or a kernel summary (one row per
 kernel) after the diagnosis and returns every row whose text breaks one of these rules (codes in
 :data:`INVARIANTS`). The words are matched by key phrases, never whole sentences, so the rules hold
 whatever the exact wording:
@@ -173,7 +173,7 @@ def violations(table: pd.DataFrame, catalog: Catalog | None = None) -> pd.DataFr
     Parameters
     ----------
     table : DataFrame
-        A diagnosed kernels table or kernel summary: ``diagnosis``, ``evidence``, ``advice``, and
+        A diagnosed launch table or kernel summary: ``diagnosis``, ``evidence``, ``advice``, and
         where present ``flags``, ``speed_of_light_note``, ``time_s``, ``time_at_roof_s``,
         ``saving_s``, ``cc``, ``sm_throughput_frac``, ``memory_throughput_frac``, ``roof_fraction``,
         ``achievable_roof_fraction``, ``occupancy_frac``, ``theoretical_occupancy_frac``,

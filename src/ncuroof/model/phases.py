@@ -65,7 +65,7 @@ def phase_of(nvtx_range: pd.Series, depth: int | None = None) -> pd.Series:
     Parameters
     ----------
     nvtx_range : Series of str
-        The kernels table's ``nvtx_range`` (None/NaN/'' outside every range).
+        The launch table's ``nvtx_range`` (None/NaN/'' outside every range).
     depth : int, optional
         Keep the first ``depth`` ranges of the path; None keeps all.
 
@@ -94,7 +94,7 @@ def phase_table(kernels: pd.DataFrame, depth: int | None = None) -> pd.DataFrame
     Parameters
     ----------
     kernels : DataFrame
-        The classified kernels table (:data:`ncuroof.schema.LAUNCHES`).
+        The classified launch table (:data:`ncuroof.schema.LAUNCHES`).
     depth : int, optional
         Cut the NVTX paths to their first ``depth`` ranges (:func:`phase_of`).
 

@@ -659,7 +659,7 @@ def _finish_ops(out: pd.DataFrame, work: pd.DataFrame, total: float) -> pd.DataF
     )
 
 
-#: ncu's FLOP columns of the kernels table summed into an operator's counted FLOPs.
+#: ncu's FLOP columns of the launch table summed into an operator's counted FLOPs.
 _COUNTED_FLOP = ("fp64_flop", "fp32_flop", "fp16_flop", "tensor_flop")
 
 

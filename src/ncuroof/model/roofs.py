@@ -9,11 +9,11 @@ user may set roofs outright (source ``user``, ``--peak-flops``/``--peak-bandwidt
 :func:`fill_achievable` sets the achievable roofs: published measurements (``measured``) or the
 user's.
 
-A launch's roof sources (``ceiling_sources``, ``achievable_sources`` of the kernels table,
+A launch's roof sources (``ceiling_sources``, ``achievable_sources`` of the launch table,
 :data:`ncuroof.schema.SOURCE_COLUMNS`) are, in memory, a roof set: a tuple of ``(roof, source)``
 pairs in the order the roofs were set (the formulas sets the report's roofs, :func:`fill_ceilings`
 adds datasheet, user and measured ones); the text ``"fp32:report,dram:datasheet"`` only in files
-(:func:`ncuroof.schema.to_text`). The kernels table also holds a summary in ``peak_source`` and the
+(:func:`ncuroof.schema.to_text`). The launch table also holds a summary in ``peak_source`` and the
 datasheet entry used in ``datasheet_gpu``. Launches share a handful of roof sets, so every function
 on them works once per distinct set and maps the result back by factorizing the column (linear in
 launches, no text). :func:`roof_table` lays the roofs out as the declared long table
@@ -789,7 +789,7 @@ def roof_table(kernels: pd.DataFrame, gpus: GpuCatalog | None = None) -> pd.Data
     Parameters
     ----------
     kernels : DataFrame
-        The kernels table after :func:`fill_ceilings`: ``peak_*`` and
+        The launch table after :func:`fill_ceilings`: ``peak_*`` and
         ``achievable_*`` roofs [FLOP/s, B/s], ``ceiling_sources``, ``achievable_sources``,
         ``sm_clock_hz``, ``datasheet_gpu``, ``device_name``.
     gpus : GpuCatalog, optional

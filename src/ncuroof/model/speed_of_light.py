@@ -308,7 +308,7 @@ def apply_speed_of_light(
     Parameters
     ----------
     kernels : DataFrame
-        The kernels table with roofs filled; ``hot_pipe``/``hot_pipe_frac`` are quoted when present.
+        The launch table with roofs filled; ``hot_pipe``/``hot_pipe_frac`` are quoted when present.
     pipes : PipeCatalog
         ``metrics/pipes.toml``.
     cc : ndarray of float

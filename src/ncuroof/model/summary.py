@@ -922,7 +922,7 @@ def kernel_summary(
     Parameters
     ----------
     kernels : DataFrame
-        The classified kernels table (:data:`ncuroof.schema.LAUNCHES`).
+        The classified launch table (:data:`ncuroof.schema.LAUNCHES`).
     points : DataFrame, optional
         Its points table (needed unless ``dots`` is given).
     focus : float, default :data:`FOCUS_SHARE`
@@ -1003,7 +1003,7 @@ def grid_size(text: object) -> float:
 
 
 def launch_kernels(points: pd.DataFrame) -> pd.DataFrame:
-    """A minimal classified kernels table for a points table given alone: one row per launch.
+    """A minimal classified launch table for a points table given alone: one row per launch.
 
     Parameters
     ----------

@@ -64,7 +64,7 @@ def arrow_table(
     ----------
     df : DataFrame
         The table; it holds every column of ``columns`` (in any order) and may hold more (the
-        kernels table's ``tensor_<path>_*`` columns), whose type is inferred.
+        launch table's ``tensor_<path>_*`` columns), whose type is inferred.
     columns : mapping of str to Column
         The declaration (:data:`ncuroof.schema.LAUNCHES`, ...): gives each field its Arrow type
         (string, int64, float64, bool) and ``unit``/``description`` field metadata.

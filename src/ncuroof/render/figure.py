@@ -1411,7 +1411,7 @@ def plot_roofline(
     points : DataFrame
         The points table (:data:`ncuroof.schema.POINTS`), one row per (launch, precision, level).
     kernels, summary : DataFrame
-        Its classified kernels table (:data:`ncuroof.schema.LAUNCHES`) and their
+        Its classified launch table (:data:`ncuroof.schema.LAUNCHES`) and their
         :func:`ncuroof.model.summary.kernel_summary` with ``focus`` (kernel colours follow its
         order): the model's, required with points (:func:`ncuroof.plot_roofline` makes both).
     title : str, optional

@@ -412,7 +412,7 @@ def _savings(
     return kernels, families
 
 
-#: Columns of the kernels table on the roofline page: (column, header, kind of :func:`html_table`).
+#: Columns of the launch table on the roofline page: (column, header, kind of :func:`html_table`).
 _KERNEL_COLUMNS = [
     ("kernel_label", "kernel", "name"),
     ("launches", "launches", "int"),
@@ -563,7 +563,7 @@ def render_html(
     ----------
     fig, kernels : Figure, DataFrame
         From :func:`ncuroof.render.figure.plot_roofline` (its view contract drives the controls);
-        the classified kernels table (one row per launch).
+        the classified launch table (one row per launch).
     meta, plotlyjs : dict, True or 'cdn'
         Facts about the input (``GPU`` in the header; empty values left out); True embeds plotly.js
         (opens offline), ``'cdn'`` links it.

@@ -97,7 +97,7 @@ def clock_text(kernels: pd.DataFrame) -> str:
 
 
 def roof_sources(kernels: pd.DataFrame) -> str:
-    """One line saying where the roofs of a kernels table come from, for headers and summaries.
+    """One line saying where the roofs of a launch table come from, for headers and summaries.
 
     Parameters
     ----------
