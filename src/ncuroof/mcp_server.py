@@ -68,12 +68,6 @@ def options_of(**values: Any) -> AnalysisOptions:
     return analysis_options(dict(values))
 
 
-def _view_values(values: dict[str, Any]) -> dict[str, Any]:
-    """Pop the views' options (:func:`ncuroof.views.view_options`) out of a tool call's
-    arguments, each as the API takes it."""
-    return {o.name: o.value(values.pop(o.name, None)) for o in views.view_options()}
-
-
 class Session:
     """What the server's tools do, without the protocol: one per server process.
 
@@ -138,7 +132,7 @@ class Session:
             raise InputError(
                 "no input files given: pass a .ncu-rep/.ncu-repz report or an ncu CSV export"
             )
-        asked = _view_values(options)
+        asked = views.view_values(options)
         if len(paths) == 1 and api.is_trace(paths[0]) and options.get("timeline") is None:
             return self._trace(paths[0], write, asked["fp32_matmul"], options)
         opts = options_of(**options)

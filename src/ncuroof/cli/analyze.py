@@ -24,7 +24,6 @@ from .options import (
     click_options,
     formats_option,
     plotlyjs_option,
-    view_values,
 )
 
 if TYPE_CHECKING:
@@ -123,7 +122,7 @@ def _analyze(
     """
     from .. import api
 
-    asked = view_values(kw)
+    asked = views.view_values(kw)
     if len(inputs) == 1 and api.is_trace(inputs[0]) and kw.get("timeline") is None:
         where = {"gpu": kw.get("gpu"), "device": kw.get("device")}  # --device: the trace's
         _analyze_trace(

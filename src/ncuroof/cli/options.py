@@ -11,7 +11,6 @@ from typing import Any
 
 import click
 
-from .. import views
 from ..model.analysis import AnalysisOptions
 from ..output.tables import FORMATS
 from ..render.page import PLOTLYJS
@@ -24,7 +23,6 @@ __all__ = [
     "click_options",
     "analysis_options",
     "analysis_values",
-    "view_values",
     "ranged",
     "csv_choice",
     "csv_metavar",
@@ -111,12 +109,6 @@ def analysis_values(kw: dict[str, Any]) -> AnalysisOptions:
         return _analysis_options(kw)
     except ValueError as exc:  # a combination of options that click does not check alone
         raise click.UsageError(str(exc)) from exc
-
-
-def view_values(kw: dict[str, Any]) -> dict[str, Any]:
-    """Pop the views' option values (:func:`ncuroof.views.view_options`) out of a command's keyword
-    arguments, each as the API takes it."""
-    return {o.name: o.value(kw.pop(o.name, None)) for o in views.view_options()}
 
 
 def csv_choice(allowed: tuple[str, ...]) -> Callable[..., tuple[str, ...] | None]:

@@ -721,15 +721,8 @@ def _outputs_schema() -> dict[str, Any]:
     )
 
 
-#: Tables that are never a product of the analyze document: its own keys, or compare's.
-_NOT_PRODUCTS = ("kernels", "points", "failures", "compare", "trail")
-
-
-def _products_schema(products: Mapping[str, Mapping[str, Any]] | None) -> dict[str, Any]:
-    """Each table that may be a product of the document (default: every declared table but the
-    document's own and compare's): an array of its rows."""
-    if products is None:
-        products = {n: cols for n, cols in TABLES.items() if n not in _NOT_PRODUCTS}
+def _products_schema(products: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """Each table that may be a product of the document: an array of its rows."""
     return _object(
         {
             name: {"type": "array", "items": _object(_declared(cols), patterns=_TENSOR_PATTERN)}
@@ -739,7 +732,7 @@ def _products_schema(products: Mapping[str, Mapping[str, Any]] | None) -> dict[s
     )
 
 
-def _analyze_schema(products: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+def _analyze_schema(products: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     totals = _object(
         {
             "launches": {"type": "integer"},
@@ -827,8 +820,7 @@ def json_schema(
         Which document.
     products : mapping, optional
         The tables ``analyze``'s ``products`` may hold, name -> declared columns
-        (:func:`ncuroof.views.document_tables`); default every declared table but the
-        document's own and compare's.
+        (:func:`ncuroof.views.document_tables`, the one list of them); needed for ``analyze``.
 
     Returns
     -------
@@ -838,10 +830,12 @@ def json_schema(
     Raises
     ------
     ValueError
-        For another ``kind``.
+        For another ``kind``, or ``analyze`` without ``products``.
     """
     if kind not in ("analyze", "compare"):
         raise ValueError(f"kind must be analyze or compare, not {kind!r}")
+    if kind == "analyze" and products is None:
+        raise ValueError("the analyze schema needs its products (ncuroof.views.document_tables)")
     body = (lambda: _analyze_schema(products)) if kind == "analyze" else _compare_schema
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",

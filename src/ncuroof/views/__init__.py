@@ -36,6 +36,7 @@ __all__ = [
     "Option",
     "Request",
     "view_options",
+    "view_values",
     "request",
     "declared",
     "document_tables",
@@ -89,6 +90,18 @@ def request(failures: pd.DataFrame | None = None, **values: Any) -> Request:
     if unknown:
         raise TypeError(f"unexpected view option(s): {', '.join(unknown)}")
     return Request({**known, **{k: v for k, v in values.items() if v is not None}}, failures)
+
+
+def view_values(values: dict[str, Any]) -> dict[str, Any]:
+    """Pop the views' options (:func:`view_options`) out of a command's or tool call's arguments,
+    each as the API takes it (:meth:`~ncuroof.views.base.Option.value`).
+
+    Raises
+    ------
+    ValueError
+        A value that does not parse (the message says why).
+    """
+    return {o.name: o.value(values.pop(o.name, None)) for o in view_options()}
 
 
 def declared() -> dict[str, Mapping[str, Column]]:
