@@ -17,12 +17,13 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from .. import catalog as _catalog
 from ..errors import InputError, NcuNotFoundError, ProfileError
+from . import facts as _facts
 
 __all__ = [
     "find_ncu",
@@ -36,8 +37,11 @@ __all__ = [
     "metric_list",
     "collectable",
     "build_command",
+    "program_argument",
     "run_profile",
     "diagnose",
+    "known_failures",
+    "binary_defaults",
     "doctor",
     "Check",
     "ProfileError",
@@ -62,47 +66,8 @@ _PASSES = re.compile(
 )
 _APP_ERROR = re.compile(r"^==ERROR== The application returned an error code \((?P<code>-?\d+)\)")
 
-#: Known ncu failures: a pattern in its output and what to do instead of ncu's raw text.
-KNOWN_FAILURES: tuple[tuple[str, str], ...] = (
-    (
-        "ERR_NVGPUCTRPERM",
-        (
-            "no permission to read the GPU performance counters (ERR_NVGPUCTRPERM): run as root, or"
-            " have an admin set 'options nvidia NVreg_RestrictProfilingToAdminUsers=0' in"
-            " /etc/modprobe.d and reload the driver; in a container start it with --cap-add"
-            " SYS_ADMIN (some cloud providers allow neither)"
-        ),
-    ),
-    (
-        "Profiling is not supported on this device",
-        (
-            "ncu cannot profile this GPU (unsupported architecture for this ncu version, or a"
-            " shared MIG compute instance); use an ncu that supports it, or an isolated MIG"
-            " instance"
-        ),
-    ),
-    (
-        "clock control",
-        (
-            "ncu could not lock the clocks (not possible on MIG partitions or some virtual GPUs):"
-            " pass --clock-control none"
-        ),
-    ),
-    (
-        "Failed to find metric",
-        (
-            "this ncu does not know a requested metric: check --cc matches the GPU, or drop"
-            " --levels/--precisions to use ncu's own --set roofline"
-        ),
-    ),
-    (
-        "Unknown Error on device",
-        (
-            "ncu failed on the device (driver/ncu mismatch, another profiler attached, or a crashed"
-            " kernel): update ncu to match the driver and retry with a single process on the GPU"
-        ),
-    ),
-)
+#: Longest piece of ncu's own text put in a message (its ambiguous-option line is 1,500 characters).
+MAX_NCU_TEXT = 300
 
 
 def find_ncu(env: dict[str, str] | None = None) -> Path | None:
@@ -285,7 +250,12 @@ def collectable(directory: Path | None = None) -> dict[str, tuple[str, ...]]:
 
 
 def metric_list(
-    levels: Sequence[str], precisions: Sequence[str], cc: str, directory: Path | None = None
+    levels: Sequence[str],
+    precisions: Sequence[str],
+    cc: str,
+    directory: Path | None = None,
+    ncu_version: str | None = None,
+    chip: str | None = None,
 ) -> list[str]:
     """The explicit ncu metric list for the roofline of ``precisions`` at ``levels``.
 
@@ -297,17 +267,23 @@ def metric_list(
         Compute capability, ``major.minor``: metric names differ by architecture.
     directory : Path, optional
         Catalog directory (default the packaged ``metrics/``).
+    ncu_version : str, optional
+        The ncu that will collect (``2022.3.0.0``): names differ by version too (ncu 2022.3 has no
+        ``sm__ops_path_tensor_*``); default the newest spellings.
+    chip : str, optional
+        ncu's chip name (``tu116``), for the chips whose ncu lacks what their CC has.
 
     Returns
     -------
     list of str
         ``metrics/collect.toml``'s ``base`` metrics, then those of each precision and level
-        with the variants for ``cc``; no duplicates.
+        with the variants for ``cc``, ``ncu_version`` and ``chip``; no duplicates.
 
     Raises
     ------
     ValueError
-        For an unknown level or precision, or a compute capability with no tensor paths.
+        For an unknown level or precision, a level the architecture has no counters for, or
+        tensor work on an architecture, ncu or chip with no tensor metrics.
     """
     data = _catalog.load_toml(directory, "collect.toml")
     c = float(cc)
@@ -316,23 +292,43 @@ def metric_list(
         for name in names:
             if name not in data[kind]:
                 raise ValueError(f"unknown {kind} {name!r}; use {', '.join(data[kind])}")
-            entry = data[kind][name]
-            out += entry.get("metrics", [])
-            variants = [
-                v
-                for v in entry.get("variant", [])
-                if _catalog.cc_in_range(c, v.get("cc_min"), v.get("cc_max"))
-            ]
-            for v in variants:
-                out += v.get("metrics", [])
-                out += [
-                    entry["prefix"] + p + s for p in v.get("paths", []) for s in entry["suffixes"]
-                ]
-            if name == "tensor" and not variants:
-                raise ValueError(
-                    f"no tensor paths known for CC {cc}; profile with the default --set roofline"
-                )
+            out += _entry_metrics(name, data[kind][name], c, cc, ncu_version, chip)
     return list(dict.fromkeys(out))
+
+
+def _entry_metrics(
+    name: str, entry: dict, c: float, cc: str, ncu_version: str | None, chip: str | None
+) -> list[str]:
+    """One ``collect.toml`` precision or level: its metrics and those of the variants that apply
+    to CC ``c``, ``ncu_version`` and ``chip`` (ValueError where none can)."""
+    if c in entry.get("cc_without", []):
+        raise ValueError(f"CC {cc} has no {name} counters in ncu; leave {name} out of --levels")
+    variants = [v for v in entry.get("variant", []) if _variant_applies(v, c, ncu_version)]
+    if chip is not None and any(chip in v.get("chips_without", []) for v in variants):
+        raise ValueError(f"the {chip} has no {name} metrics in ncu; leave {name} out")
+    out = list(entry.get("metrics", []))
+    for v in variants:
+        out += v.get("metrics", [])
+        out += [entry["prefix"] + p + s for p in v.get("paths", []) for s in entry["suffixes"]]
+    if name == "tensor" and not variants:
+        raise ValueError(
+            f"no tensor metrics known for CC {cc}"
+            + (f" with ncu {ncu_version}" if ncu_version else "")
+            + "; profile with the default --set roofline"
+        )
+    return out
+
+
+def _variant_applies(variant: dict, c: float, ncu_version: str | None) -> bool:
+    """Whether a ``collect.toml`` variant holds for CC ``c`` and ``ncu_version`` (ncu_min <=
+    version < ncu_below; no version: the newest)."""
+    if not _catalog.cc_in_range(c, variant.get("cc_min"), variant.get("cc_max")):
+        return False
+    have = _version_key(ncu_version)[:2] if ncu_version else (9999,)
+    low, below = variant.get("ncu_min"), variant.get("ncu_below")
+    return (low is None or have >= _version_key(low)[:2]) and (
+        below is None or have < _version_key(below)[:2]
+    )
 
 
 def gpu_compute_capability() -> str | None:
@@ -384,7 +380,11 @@ def build_command(
     -------
     list of str
         ``ncu [--set roofline | --metrics m1,m2,...] --nvtx [scoping options] -o
-        REPORT [extra] -- cmd``.
+        REPORT [extra] program args``: ncu takes the program as its first argument that is not an
+        option (``ncu [options] [program] [program-arguments]``, its ``--help``); a ``--`` there
+        is refused by every real ncu tested (2022.3, 2024.1: "option is ambiguous"), so none is
+        written. A program whose name starts with ``-`` is given as ``./-name``
+        (:func:`program_argument`).
     """
     if not cmd:
         raise ValueError("no program to profile: give it after --")
@@ -414,7 +414,18 @@ def build_command(
             args += [flag, v]
     args += ["-o", str(stem)]
     args += list(opts.extra)
-    return args + ["--", *cmd]
+    return args + [program_argument(cmd[0]), *cmd[1:]]
+
+
+def program_argument(program: str) -> str:
+    """``program`` as ncu must be given it: ncu reads an argument starting with ``-`` as one of its
+    options ("unrecognised option '-name'", ncu 2022.3 and 2024.1), so such a name is made the
+    path ``./-name``, which names the same file."""
+    if not program.startswith("-"):
+        return program
+    if not Path(program).exists() and (found := shutil.which(program)):
+        return found
+    return "./" + program
 
 
 @dataclass
@@ -430,13 +441,35 @@ class ProfileResult:
     sidecar: Path
 
 
-def diagnose(lines: Sequence[str]) -> str | None:
-    """The advice for the first known failure in ncu's output, or None."""
+def known_failures(directory: Path | None = None) -> list[dict[str, str]]:
+    """``metrics/ncu_messages.toml``'s ``[[failure]]`` entries: ``match`` (a regular expression in
+    ncu's words), ``say`` (what it means and what to do) and ``source``."""
+    return list(_catalog.load_toml(directory, "ncu_messages.toml")["failure"])
+
+
+def diagnose(lines: Sequence[str], version: str = "") -> str | None:
+    """What the first known failure in ncu's output means and what to do (one line), or None.
+
+    Parameters
+    ----------
+    lines : sequence of str
+        ncu's output lines (its ``==ERROR==`` lines and usage errors).
+    version : str
+        The ncu version, named in the advice.
+    """
     text = "\n".join(lines)
-    for pattern, advice in KNOWN_FAILURES:
-        if pattern.lower() in text.lower():
-            return advice
+    for entry in known_failures():
+        m = re.search(entry["match"], text, re.IGNORECASE)
+        if m is not None:
+            fields = {k: _clip(v or "") for k, v in m.groupdict().items()}
+            return entry["say"].format(version=version or "", **fields).replace("ncu  ", "ncu ")
     return None
+
+
+def _clip(text: str, limit: int = MAX_NCU_TEXT) -> str:
+    """``text`` cut to ``limit`` characters (with an ellipsis) for a one-line message."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def sidecar_path(report: Path) -> Path:
@@ -524,12 +557,14 @@ def run_profile(
         the program exited non-zero, or no kernel was profiled. No report is left behind.
     """
     ncu, version = _usable_ncu(ncu)
-    defaults = ncu_defaults(version)
-    _check_clock_control(opts, defaults, ncu)
+    defaults, offered = binary_defaults(ncu, version)
+    _check_choices(opts, offered, ncu)
     report = report_path(opts.output, defaults.report_suffix)
     if report.exists() and not opts.force:
         raise ProfileError("exists; pass --force to overwrite it or -o to write elsewhere", report)
-    metrics = _explicit_metrics(opts)
+    metrics = _explicit_metrics(opts, version)
+    if metrics:
+        _check_metrics_known(ncu, version, metrics)
     _make_parent(report)
     partials = _partial_names(report, defaults)
     command = build_command(ncu, opts, cmd, report_stem=partials[0], metrics=metrics or None)
@@ -537,19 +572,84 @@ def run_profile(
         command, ncu, partials, echo or (lambda line: print(line, file=sys.stderr, flush=True))
     )
     written = next((p for p in partials if p.is_file()), None)
-    _keep_report(partials, written, report, _problem(rc, lines, app_code, written))
+    problem = _problem(rc, lines, app_code, written, version)
+    _keep_report(partials, written, report, problem)
     side = _write_sidecar(report, command, ncu, defaults, opts, metrics, passes)
     return ProfileResult(report, command, version, passes, metrics, app_code, side)
 
 
-def _check_clock_control(opts: ProfileOptions, defaults: NcuDefaults, ncu: Path) -> None:
-    """Refuse a ``--clock-control`` value this ncu does not take."""
-    if opts.clock_control and opts.clock_control not in defaults.clock_control:
+def binary_defaults(ncu: Path, version: str) -> tuple[NcuDefaults, _facts.NcuFacts]:
+    """What this ncu does by default and offers, asked of the binary (:func:`facts.ncu_facts`):
+    :func:`ncu_defaults` of its version with the report suffix and ``--clock-control`` values the
+    binary itself gives where it gives them."""
+    offered = _facts.ncu_facts(ncu, version)
+    defaults = ncu_defaults(version)
+    clock = offered.options.get("clock-control")
+    changes: dict[str, Any] = {}
+    if offered.report_suffix:
+        changes["report_suffix"] = offered.report_suffix
+    if clock is not None and clock.choices:
+        changes["clock_control"] = clock.choices
+        changes["clock_default"] = clock.default or defaults.clock_default
+    if changes:
+        defaults = replace(defaults, source=f"{ncu} (--help, -o probe)", **changes)
+    return defaults, offered
+
+
+#: ProfileOptions fields that are ncu options with a fixed set of values.
+_CHOICE_OPTIONS = {
+    "kernel_name_base": "kernel-name-base",
+    "target_processes": "target-processes",
+    "replay_mode": "replay-mode",
+    "clock_control": "clock-control",
+    "cache_control": "cache-control",
+}
+
+
+def _check_choices(opts: ProfileOptions, offered: _facts.NcuFacts, ncu: Path) -> None:
+    """Refuse, before running anything, an option or value this ncu's ``--help`` does not list
+    (``--replay-mode app-range`` on ncu 2022.3, ``--clock-control boost`` before 2026.1)."""
+    if not offered.options:
+        return
+    for field_name, option in _CHOICE_OPTIONS.items():
+        value = getattr(opts, field_name)
+        if not value:
+            continue
+        fact = offered.options.get(option)
+        if fact is None:
+            raise ProfileError(f"ncu {offered.version} has no --{option}; leave it out", ncu)
+        if fact.choices and value not in fact.choices:
+            raise ProfileError(
+                f"ncu {offered.version} takes --{option} {'|'.join(fact.choices)}, not {value!r}",
+                ncu,
+            )
+
+
+def _check_metrics_known(ncu: Path, version: str, metrics: Sequence[str]) -> None:
+    """Ask ncu about the GPUs of this machine (``--query-metrics --query-metrics-mode suffix``)
+    whether it knows every metric of an explicit list; ProfileError naming those it does not
+    (launch__ and sass__ metrics aside: ncu collects them but does not list them), or for a
+    machine whose driver ncu cannot load."""
+    out = _facts.run_ncu(
+        ncu, ["--query-metrics", "--query-metrics-mode", "suffix", "--metrics", ",".join(metrics)]
+    )
+    advice = diagnose([ln for ln in out.splitlines() if ln.startswith("==ERROR==")], version)
+    if advice is not None:
+        raise ProfileError(advice)
+    unknown = [m for m in _facts.unknown_metrics(out) if not m.startswith(_UNLISTED)]
+    if unknown:
+        shown = ", ".join(unknown[:3]) + (
+            f" and {len(unknown) - 3} more" if len(unknown) > 3 else ""
+        )
         raise ProfileError(
-            f"ncu {defaults.version} takes --clock-control {'|'.join(defaults.clock_control)}, not"
-            f" {opts.clock_control!r}",
+            f"ncu {version} does not know {shown} on this GPU: leave out the --precisions or"
+            " --levels they belong to, or drop both to use ncu's own --set roofline",
             ncu,
         )
+
+
+#: Metric prefixes ncu collects but --query-metrics does not list (launch attributes, SASS tables).
+_UNLISTED = ("launch__", "sass__")
 
 
 def _make_parent(report: Path) -> None:
@@ -590,7 +690,7 @@ def _keep_report(
 
 def _usable_ncu(ncu: Path | None) -> tuple[Path, str]:
     """The ncu to run and its version; NcuNotFoundError when there is none or it is too old."""
-    ncu = ncu or find_ncu()
+    ncu = _executable(ncu) if ncu is not None else find_ncu()
     if ncu is None:
         raise NcuNotFoundError(
             "ncu not found on PATH, in $CUDA_HOME/bin, /usr/local/cuda/bin or"
@@ -607,7 +707,17 @@ def _usable_ncu(ncu: Path | None) -> tuple[Path, str]:
     return ncu, version
 
 
-def _explicit_metrics(opts: ProfileOptions) -> list[str]:
+def _executable(path: Path) -> Path:
+    """``--ncu PATH`` as a path to run: a bare name is the file of that name here when there is one
+    (as a shell user means it), else the program of that name on PATH."""
+    path = Path(path)
+    if len(path.parts) == 1 and not path.is_file():
+        found = shutil.which(str(path))
+        return Path(found) if found else path
+    return path.absolute() if len(path.parts) == 1 else path
+
+
+def _explicit_metrics(opts: ProfileOptions, version: str | None = None) -> list[str]:
     """The explicit metric list of ``--levels``/``--precisions`` (empty for ``--set roofline``)."""
     if opts.levels is None and opts.precisions is None:
         return []
@@ -617,12 +727,18 @@ def _explicit_metrics(opts: ProfileOptions) -> list[str]:
             "cannot tell the GPU's compute capability for --levels/--precisions (nvidia-smi gave"
             " none); pass --cc MAJOR.MINOR"
         )
+    levels = opts.levels or _default_levels(cc)
     try:
-        return metric_list(
-            opts.levels or ("dram", "l2", "l1"), opts.precisions or ("fp32", "fp64"), cc
-        )
+        return metric_list(levels, opts.precisions or ("fp32", "fp64"), cc, ncu_version=version)
     except ValueError as exc:
         raise ProfileError(str(exc)) from exc
+
+
+def _default_levels(cc: str) -> tuple[str, ...]:
+    """The levels ``--precisions`` alone collects: every level the architecture has counters for
+    (no DRAM on integrated-memory parts, ``collect.toml`` ``cc_without``)."""
+    data = _catalog.load_toml(None, "collect.toml")["level"]
+    return tuple(n for n in ("dram", "l2", "l1") if float(cc) not in data[n].get("cc_without", []))
 
 
 def _stream(
@@ -664,11 +780,15 @@ def _stream(
         raise
 
 
-def _problem(rc: int, lines: list[str], app_code: int | None, written: Path | None) -> str | None:
+def _problem(
+    rc: int, lines: list[str], app_code: int | None, written: Path | None, version: str = ""
+) -> str | None:
     """What went wrong in an ncu run, in words with the fix for known failures; None
-    when it succeeded."""
-    errors = [ln for ln in lines if ln.startswith("==ERROR==")]
-    advice = diagnose(errors)
+    when it succeeded. Until ncu connects to the program (no ``==PROF==`` line) everything it
+    prints is its own: ncu 2022.3 prints its usage errors without ``==ERROR==``."""
+    connected = any(ln.startswith("==PROF==") for ln in lines)
+    errors = [ln for ln in lines if ln.startswith("==ERROR==") or not connected]
+    advice = diagnose(errors, version)
     if advice is not None:
         return advice
     none_profiled = any("No kernels were profiled" in ln for ln in lines)
@@ -690,7 +810,7 @@ def _problem(rc: int, lines: list[str], app_code: int | None, written: Path | No
             )
         return "; ".join(parts)
     if errors:
-        return errors[0].removeprefix("==ERROR==").strip()
+        return "ncu: " + _clip(errors[0].removeprefix("==ERROR==").strip())
     if rc != 0:
         return f"ncu exited with code {rc}"
     return None if written is not None else "ncu wrote no report"
