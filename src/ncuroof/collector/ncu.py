@@ -932,7 +932,7 @@ def _ncu_checks(env: dict[str, str] | None) -> list[Check]:
             )
         )
         if not old:
-            d = ncu_defaults(v)
+            d, offered = binary_defaults(ncu, v)
             checks.append(
                 Check(
                     "ncu defaults",
@@ -942,9 +942,32 @@ def _ncu_checks(env: dict[str, str] | None) -> list[Check]:
                     f" {', '.join(d.clock_control)})",
                 )
             )
+            checks.append(_offers_check(offered))
     except NcuNotFoundError as exc:
         checks.append(Check("ncu", False, str(exc), "reinstall Nsight Compute"))
     return checks
+
+
+#: The sections ``doctor`` looks for: the roofline charts, and PM sampling (``--samples``).
+_ROOFLINE_SECTIONS = ("SpeedOfLight", "SpeedOfLight_RooflineChart")
+_SAMPLING_SECTIONS = ("PmSampling", "PmSampling_WarpStates")
+
+
+def _offers_check(offered: _facts.NcuFacts) -> Check:
+    """``ncu offers``: its sets, the roofline and PM sampling sections it has, from the binary."""
+    roofline = [s for s in offered.sections if s in _ROOFLINE_SECTIONS or "RooflineChart" in s]
+    sampling = [s for s in offered.sections if s in _SAMPLING_SECTIONS]
+    has_set = "roofline" in offered.sets
+    detail = (
+        f"sets {', '.join(offered.sets) or '(none listed)'}; roofline sections"
+        f" {', '.join(roofline) or 'none'}; PM sampling sections {', '.join(sampling) or 'none'}"
+    )
+    return Check(
+        "ncu offers",
+        has_set and bool(roofline),
+        detail,
+        "" if has_set else "this ncu has no 'roofline' set: use --levels/--precisions",
+    )
 
 
 def _gpu_checks(env: dict[str, str] | None) -> list[Check]:
