@@ -684,3 +684,53 @@ def test_kernel_names_of_any_length(tmp_path: Path, cat) -> None:
         .replace('"NVIDIA B200"', f'"{long}"')
     )
     assert read_session(session).device_name == long
+
+
+RAW_HEADER = (
+    '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size",'
+    '"Grid Size","Device","CC","gpu__time_duration.sum","dram__bytes.sum",'
+    '"derived__smsp__sass_thread_inst_executed_op_hadd_pred_on_x2",'
+    '"sass__inst_executed_per_opcode_with_modifier_all"\n'
+    '"","","","","","","","","","","","ns","byte","inst",""\n'
+)
+
+
+def _raw_row(launch: int, time: str, hadd: str, opcodes: str) -> str:
+    return (
+        f'"{launch}","1","app","h","k(int)","1","7","(128, 1, 1)","(4, 1, 1)","0","9.0",'
+        f'"{time}","1,024","{hadd}","{opcodes}"\n'
+    )
+
+
+def test_raw_export_cells_without_a_value_are_missing_and_instances_are_read(
+    tmp_path: Path, cat
+) -> None:
+    """ncu 2024.1's raw page: ``no data`` and ``-nan`` are missing values (not a refused file);
+    an instanced metric exported with --print-metric-instances details gives its instance
+    columns as the report reader names them; exported as totals only, it is dropped with a note
+    saying how to export it, never read as zero work."""
+    from ncuroof.parser import read
+    from ncuroof.parser.csv import NO_INSTANCES_NOTE
+
+    path = tmp_path / "raw.csv"
+    path.write_text(
+        RAW_HEADER
+        + _raw_row(0, "2,000", "no data", "638208 (HMMA.16816.F32: 110592; IADD3: 49536)")
+        + _raw_row(1, "-nan", "3", "12 (YIELD: 4; MEMBAR.SC.GPU: 8)")
+    )
+    raw = read(path, cat).set_index("launch_id")
+    opcodes = "sass__inst_executed_per_opcode_with_modifier_all"
+    assert raw.loc[0, "gpu__time_duration.sum"] == 2000  # ns, as ncu stores it
+    assert math.isnan(raw.loc[1, "gpu__time_duration.sum"])
+    assert math.isnan(raw.loc[0, "derived__smsp__sass_thread_inst_executed_op_hadd_pred_on_x2"])
+    assert raw.loc[0, f"{opcodes}[HMMA.16816.F32]"] == 110592
+    assert raw.loc[1, f"{opcodes}[HMMA.16816.F32]"] == 0  # no such instance in launch 1
+    assert raw.loc[1, f"{opcodes}[MEMBAR.SC.GPU]"] == 8
+    assert f"{opcodes}[IADD3]" not in raw.columns  # not an opcode any formula reads
+    assert "gpu__time_duration.sum" in raw.loc[1, "input_notes"]
+
+    totals = tmp_path / "totals.csv"
+    totals.write_text(RAW_HEADER + _raw_row(0, "2,000", "1", "638208"))
+    raw = read(totals, cat)
+    assert not any(c.startswith(opcodes) for c in raw.columns)
+    assert NO_INSTANCES_NOTE in raw.loc[0, "input_notes"]

@@ -64,7 +64,11 @@ _META = {
     "Grid Size": "grid",
     "CC": "cc",
 }
-_NA = ("n/a", "N/A", "nan", "NaN")
+#: What ncu writes in a cell for a value it does not have: ``n/a`` (not provided by this GPU),
+#: ``no data`` (ncu 2024.1's raw export of a derived metric whose inputs were not collected),
+#: ``-nan``/``nan`` (a failed measurement, e.g. an H800 report's gpu__time_duration.sum). Each is a
+#: missing value with a note on its launch, never a refused file.
+_NA = ("n/a", "N/A", "no data", "nan", "NaN", "-nan", "-NaN", "+nan")
 _SESSION_FIRST = (
     b"Launch Settings",
     b"Session Info",
@@ -74,8 +78,18 @@ _SESSION_FIRST = (
 _SUMMARY_HEADER = re.compile(
     rb'^(?:\xef\xbb\xbf)?"Kernel Name",.*"(Invocations|Average|Minimum)"', re.MULTILINE
 )
-# "1,234.5 (inst0: 600; inst1: 634.5)": the aggregate value, then instance values.
+# "1,234.5 (inst0: 600; inst1: 634.5)": the aggregate value, then instance values
+# (ncu --print-metric-instances values|details).
 _WITH_INSTANCES = re.compile(r"^\s*([-+]?[0-9][0-9,]*\.?[0-9]*(?:[eE][-+]?[0-9]+)?)\s+\(.*\)\s*$")
+_INSTANCE = re.compile(
+    r"\s*([^;:()]+?):\s*([-+]?[0-9][0-9,]*\.?[0-9]*(?:[eE][-+]?[0-9]+)?)\s*(?:;|$)"
+)
+#: The note on a launch whose opcode tables were exported as totals only.
+NO_INSTANCES_NOTE = (
+    "exported without metric instances: the work counted from SASS opcodes (FP16 on recent ncu,"
+    " tensor MMAs without ops-path metrics) is unknown (export with ncu --import REPORT --csv"
+    " --page raw --print-metric-instances details)"
+)
 
 
 @dataclass
@@ -177,14 +191,16 @@ def _no_header(mm: Any, path: Path) -> InputError:
 
 
 class _RowLines(io.RawIOBase):
-    """A binary stream of the lines of ``f`` from ``offset`` that are CSV rows
-    (start with a quote)."""
+    """A binary stream of the lines of ``f`` from ``offset`` that are CSV rows (start with a
+    quote), with the lines that continue a quoted cell of the row before (ncu's details page
+    quotes rule messages of several lines, such as a rule's Python traceback)."""
 
     def __init__(self, f: IO[bytes], offset: int) -> None:
         f.seek(offset)
         self._lines: Iterator[bytes] = iter(f)
         self._buf = b""
         self._pos = 0
+        self._open = False  # inside a quoted cell: an odd number of quotes so far in this row
 
     def readable(self) -> bool:
         return True
@@ -198,9 +214,10 @@ class _RowLines(io.RawIOBase):
                 line = next(self._lines, None)
                 if line is None:
                     break
-                if line.startswith(b'"'):
+                if self._open or line.startswith(b'"'):
                     parts.append(line)
                     size += len(line)
+                    self._open ^= line.count(b'"') % 2 == 1
             self._buf, self._pos = b"".join(parts), 0
         n = min(len(b), len(self._buf) - self._pos)
         b[:n] = memoryview(self._buf)[self._pos : self._pos + n]
@@ -241,14 +258,17 @@ def _open_rows(path: Path, usecols: Any) -> pd.DataFrame:
         while stop > offset and mm[stop - 1] in b"\r\n":
             stop -= 1
         last = mm[max(offset, mm.rfind(b"\n", offset, stop) + 1) : stop]
+        first_end = mm.find(b"\n", end + 1) if end >= 0 else -1
+        first = mm[end + 1 : first_end if first_end >= 0 else stop] if end >= 0 else b""
         limit = limits()["csv_line_bytes"]
         if _longest_line(mm, offset) > limit:
             raise InputError(
                 over_limit("csv_line_bytes", f"a line is longer than {int(limit):,} bytes"), path
             )
-    if last.startswith(b'"') and (
-        not last.endswith(b'"') or _cell_count(last) < _cell_count(header)
-    ):
+    # ncu 2024.1's details page ends each metric row with a comma, without the rule columns of the
+    # header: a row is short only against the first row, not against the header.
+    cells = min(_cell_count(header), _cell_count(first.rstrip(b"\r")) or _cell_count(header))
+    if last.startswith(b'"') and (not last.endswith((b'"', b'",')) or _cell_count(last) < cells):
         raise ReportFormatError(
             "ends in the middle of a row: the export is truncated; export it again", path
         )
@@ -364,7 +384,31 @@ def _numbers(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _wanted(name: str, catalog: Catalog) -> bool:
-    return name in catalog.scalar_metrics or catalog.is_tensor_path_metric(name)
+    return (
+        name in catalog.scalar_metrics
+        or name in catalog.instanced_metrics
+        or catalog.is_tensor_path_metric(name)
+    )
+
+
+def _instances(cells: pd.Series, metric: str, keep: re.Pattern[str]) -> tuple[dict, bool]:
+    """The ``<metric>[<instance>]`` columns of an instanced metric's cells (``"638208 (IMMA.16832.
+    S8.S8.SAT: 110592; IADD3: 49536; ...)"``), for the instances ``keep`` matches, as the report
+    reader gives them (``parser.ncu_rep.decode._opcodes``); and whether any cell held instances
+    (False: the export printed totals only, or ``values`` without the opcodes). A launch without
+    an instance has it 0."""
+    columns: dict[str, np.ndarray] = {}
+    listed = False
+    for row, cell in enumerate(cells.to_numpy(dtype=object)):
+        text = str(cell)
+        if "(" not in text:
+            continue
+        for key, value in _INSTANCE.findall(text[text.index("(") + 1 : text.rindex(")")]):
+            listed = True  # "values" mode prints the counts without the opcodes: not listed
+            if keep.search(key.strip()):
+                col = columns.setdefault(f"{metric}[{key.strip()}]", np.zeros(len(cells)))
+                col[row] = float(value.replace(",", ""))
+    return columns, listed
 
 
 def _convert(path: Path, metric: str, unit: str, rules: CsvRules) -> float:
@@ -388,6 +432,11 @@ def _meta(first: pd.DataFrame, path: Path) -> pd.DataFrame:
         ) from exc
     out = pd.DataFrame({"source": path_text(path), "range_id": 0, "launch_id": ids.to_numpy()})
     demangled = first["Kernel Name"]
+    longest = int(demangled.str.len().max()) if len(demangled) else 0
+    if longest > limits()["name_chars"]:
+        raise InputError(
+            over_limit("name_chars", f"a kernel name has {longest:,} characters"), path
+        )
     out["kernel_demangled"] = demangled.to_numpy(dtype=object)
     names = {d: function_name(d) for d in demangled.unique()}  # names repeat: parse each once
     out["kernel_name"] = demangled.map(names).to_numpy(dtype=object)
@@ -649,24 +698,45 @@ def _read_raw(path: Path, catalog: Catalog, rules: CsvRules, notes: list[str]) -
         meta["device_name"] = (
             data["device__attribute_display_name"].replace("", None).to_numpy(dtype=object)
         )
-    na_cols: dict[str, np.ndarray] = {}
-    for col in data.columns:
-        if col in meta_cols:
-            continue
-        f = _convert(path, col, units[col], rules)
-        try:
-            values, na = _numbers(data[col])
-        except ValueError as exc:
-            raise InputError(f"{col} has the non-numeric value {exc.args[0]!r}", path) from exc
-        with np.errstate(over="ignore"):  # see _read_details
-            meta[col] = values * f
-        if na.any():
-            na_cols[col] = na
+    metrics = [c for c in data.columns if c not in meta_cols]
+    values, na_cols = _raw_values(data, metrics, units, path, rules)
+    for col, keep in catalog.instanced_metrics.items():
+        if col in data.columns:
+            columns, listed = _instances(data[col], col, keep)
+            values.update(columns)
+            if not listed:
+                # Totals only: without its instances the table would read as "no such opcode"
+                # (zero work); without the table the work is unknown, as it is.
+                values.pop(col, None)
+                if NO_INSTANCES_NOTE not in notes:
+                    notes.append(NO_INSTANCES_NOTE)
+    # One concat, not a column at a time (pandas' "highly fragmented" PerformanceWarning).
+    meta = pd.concat([meta, pd.DataFrame(values, index=meta.index)], axis=1)
     if na_cols:
         names = np.array(sorted(na_cols))
         mask = np.column_stack([na_cols[c] for c in names])
         meta["_na"] = [", ".join(names[row]) if row.any() else None for row in mask]
     return meta
+
+
+def _raw_values(
+    data: pd.DataFrame, cols: list[str], units: pd.Series, path: Path, rules: CsvRules
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """The raw page's metric columns in ncu base units, and per column the mask of launches where
+    ncu wrote no value (:data:`_NA`); InputError on a cell that is not a number."""
+    values: dict[str, np.ndarray] = {}
+    na_cols: dict[str, np.ndarray] = {}
+    for col in cols:
+        f = _convert(path, col, units[col], rules)
+        try:
+            numbers, na = _numbers(data[col])
+        except ValueError as exc:
+            raise InputError(f"{col} has the non-numeric value {exc.args[0]!r}", path) from exc
+        with np.errstate(over="ignore"):  # see _read_details
+            values[col] = numbers * f
+        if na.any():
+            na_cols[col] = na
+    return values, na_cols
 
 
 def read_session(path: str | Path) -> Session:
