@@ -588,3 +588,25 @@ def test_spin_wait_at_gpu_scope_is_named() -> None:
         else:
             assert "spin wait" not in notes
     assert named >= 1
+
+
+def test_spin_wait_at_system_scope_is_named() -> None:
+    """Issue 50 class 2 (an H800 FP8 cast kernel's opcode table): a grid barrier at system scope
+    (MEMBAR.SC.SYS, LDG.E.STRONG.SYS, YIELD) is matched by the signal's pattern and named with its
+    counts; a launch with the fence alone (no polling load) is not."""
+    import re
+
+    from ncuroof import catalog
+    from ncuroof.model.evidence import _spin_barrier
+
+    pattern = re.compile(catalog.load().opcodes.signals["spin_barrier"])
+    table = {"MEMBAR.SC.SYS": [1056, 8], "LDG.E.STRONG.SYS": [132, 0], "YIELD": [132, 0]}
+    table |= {"ATOMG.E.ADD.STRONG.GPU": [132, 0], "FFMA": [9, 9]}
+    counts = {k: np.array(v, dtype=float) for k, v in table.items() if pattern.search(k)}
+    assert sorted(counts) == ["LDG.E.STRONG.SYS", "MEMBAR.SC.SYS", "YIELD"]
+    notes: list[list[str]] = [[], []]
+    _spin_barrier(counts, 2, notes)
+    assert notes[1] == []
+    (note,) = notes[0]
+    assert note.startswith("spin wait at system scope")
+    assert "MEMBAR.SC.SYS x 1,056, LDG.E.STRONG.SYS x 132, YIELD x 132" in note

@@ -523,3 +523,20 @@ def test_sqlite_path_with_uri_characters(tmp_path):
     odd = tmp_path / "run #3?50%.sqlite"
     shutil.copy(shared("gpu4__report.sqlite"), odd)
     assert len(read_timeline(odd)) == len(read_timeline(shared("gpu4__report.sqlite"))) == 4
+
+
+@pytest.mark.parametrize("zipped", [False, True])
+def test_device_properties_after_trace_events_beyond_the_head(tmp_path, zipped):
+    """Most real traces put ``deviceProperties`` after ``traceEvents``: the GPU is named from it
+    also when it lies past the 4 MiB head (padded here with 5 MB of CPU events)."""
+    trace = _modern_trace()
+    pad = [_event("cpu_op", f"aten::pad{i}", 1e6 + 2 * i, 1, {}) for i in range(60_000)]
+    body = {
+        "traceEvents": [*pad, *trace["traceEvents"]],
+        "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}],
+    }
+    data = json.dumps(body).encode()
+    assert len(data) > 5 << 20 and data.index(b"deviceProperties") > 4 << 20
+    path = tmp_path / ("t.json.gz" if zipped else "t.json")
+    path.write_bytes(gzip.compress(data) if zipped else data)
+    assert read_timeline(path).attrs["gpu_name"] == "NVIDIA H100 80GB HBM3"

@@ -377,7 +377,8 @@ def opcode_signals(
 
 
 def _spin_barrier(counts: dict[str, np.ndarray], n: int, notes: list[list[str]]) -> None:
-    """Name a spin wait at GPU scope: a strong GPU-scope load with YIELD, CCTL.IVALL or a fence."""
+    """Name a spin wait at GPU or system scope: a strong GPU- or system-scope load with YIELD,
+    CCTL.IVALL or a fence."""
     strong = [k for k in counts if "STRONG" in k]
     other = [k for k in counts if "STRONG" not in k]
     if not strong or not other:
@@ -386,9 +387,10 @@ def _spin_barrier(counts: dict[str, np.ndarray], n: int, notes: list[list[str]])
     with_other = sum((counts[k] for k in other), np.zeros(n)) > 0
     for i in np.flatnonzero(with_strong & with_other):
         seen = ", ".join(f"{k} x {counts[k][i]:,.0f}" for k in counts if counts[k][i] > 0)
+        scope = "system" if any(k.endswith(".SYS") and counts[k][i] > 0 for k in strong) else "GPU"
         notes[i].append(
-            f"spin wait at GPU scope visible in the opcode table ({seen}): a grid-wide barrier or"
-            " a semaphore (grid.sync, split-K serial reduction) where warps poll a flag until"
+            f"spin wait at {scope} scope visible in the opcode table ({seen}): a grid-wide barrier"
+            " or a semaphore (grid.sync, split-K serial reduction) where warps poll a flag until"
             " other blocks arrive; that wait is latency, not work: fewer grid-wide syncs (split"
             " the kernel at the barrier) or a block-level step instead"
         )

@@ -670,15 +670,28 @@ def _open_trace(
 
 
 def _gpu_names(path: Path) -> dict[int, str]:
-    """GPU names by device from the ``deviceProperties`` of a Kineto trace's head (Kineto
-    writes them first)."""
-    import ijson
+    """GPU names by device from the ``deviceProperties`` of a Kineto trace, wherever the key is:
+    the head first (Kineto writes it before ``traceEvents``), else one more streamed pass over the
+    whole trace (most traces we met have it after ``traceEvents``: 6 of 8), which builds no event
+    and stays within the streaming read's memory bound."""
 
     with _open_trace(path, None) as fh:
         head = fh.read(_HEAD_BYTES)
+    names = _device_properties(io.BytesIO(head))
+    if not names and len(head) == _HEAD_BYTES:
+        with _open_trace(path, None) as fh:
+            names = _device_properties(fh)
+    return names
+
+
+def _device_properties(fh: BinaryIO) -> dict[int, str]:
+    """The ``{id: name}`` of the ``deviceProperties`` items of a Kineto JSON stream; what cannot
+    be read (the head ends mid-document, a damaged file: the main scan says so) names none."""
+    import ijson
+
     names: dict[int, str] = {}
-    with contextlib.suppress(ijson.JSONError):  # the head ends mid-document
-        for prop in ijson.items(io.BytesIO(head), "deviceProperties.item", use_float=True):
+    with contextlib.suppress(ijson.JSONError, InputError):
+        for prop in ijson.items(fh, "deviceProperties.item", use_float=True, buf_size=_JSON_BYTES):
             with contextlib.suppress(
                 TypeError, ValueError, OverflowError
             ):  # an id that is no device number names none
