@@ -908,9 +908,12 @@ def _trace_gpu(name: str | None, gpu: str | None, path: Path) -> catalog.GpuSpec
     gpus = catalog.load_gpus()
     spec = gpus.by_name(gpu) if gpu else (gpus.by_device(name) if name else None)
     if spec is None:
-        what = f"--gpu {gpu!r} is" if gpu else f"the trace's GPU {name or '(unnamed)'!r} is"
+        if gpu:
+            raise InputError(gpus.unknown("--gpu", gpu), path)
         raise InputError(
-            f"{what} not in metrics/gpus.toml; pass --gpu ID (ncuroof list-gpus names them)", path
+            f"the trace's GPU {name or '(unnamed)'!r} is not in metrics/gpus.toml; pass --gpu ID"
+            " (ncuroof list-gpus names them)",
+            path,
         )
     return spec
 

@@ -864,6 +864,21 @@ class GpuCatalog:
                 return g
         return self.by_device(name)
 
+    def unknown(self, option: str, name: str) -> str:
+        """The one line for a GPU ``option`` (``--gpu``, ``--what-if``) naming no entry: the ids
+        it is close to (those it is part of, else :func:`difflib.get_close_matches`), and where
+        the whole list is."""
+        import difflib
+
+        key = name.strip().lower()
+        ids = [g.id for g in self.gpus]
+        close = [i for i in ids if key and key in i] or difflib.get_close_matches(key, ids, 4, 0.6)
+        hint = f"did you mean {', '.join(close[:6])}? " if close else ""
+        return (
+            f"{option} {name!r} is not in the datasheet catalog (metrics/gpus.toml); {hint}"
+            "ncuroof list-gpus names every id"
+        )
+
     def tensor_key(self, path: str) -> str:
         """The datasheet key of a tensor datapath, ``""`` when it has none (sparse, unknown)."""
         return self.tensor_rule(path).key

@@ -267,3 +267,22 @@ def test_imma_16816_count_of_issue_44() -> None:
     ops = 1_056_964_608 * shape.ops_of("IMMA.16816.S8.S8")
     assert ops == 4_329_327_034_368
     assert round(ops / 1e12, 2) == 4.33
+
+
+@pytest.mark.parametrize(
+    "name,close",
+    [
+        ("a100", ["a100-80gb-sxm", "a100-80gb-pcie", "a100-40gb"]),
+        ("h100", ["h100-sxm", "h100-pcie"]),
+        ("rtx4090", ["rtx-4090"]),
+    ],
+)
+def test_an_unknown_gpu_id_gets_the_ids_it_is_close_to(name, close) -> None:
+    """Issue 54 item 5: ``--gpu a100`` names the A100 entries, not all 35 ids."""
+    gpus = catalog.load_gpus()
+    assert gpus.by_name(name) is None
+    line = gpus.unknown("--gpu", name)
+    assert "\n" not in line and "ncuroof list-gpus" in line
+    suggested = line.split("did you mean ")[1].split("?")[0].split(", ")
+    assert set(close) <= set(suggested) and len(suggested) < len(gpus.gpus) / 4
+    assert "did you mean" not in gpus.unknown("--gpu", "qqqq")

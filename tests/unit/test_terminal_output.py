@@ -219,3 +219,25 @@ def test_list_gpus_names_every_datasheet_id_the_options_take() -> None:
     assert [line.split()[0] for line in lines] == ids
     for g, line in zip(data["gpu"], lines, strict=True):
         assert f"DRAM {fmt.si(g['dram_gbps'] * 1e9, 'B/s')}" in line
+
+
+@pytest.mark.parametrize(
+    "argv,hint",
+    [
+        (
+            ["analyze", "x.csv", "--fial-if-slower", "3"],
+            "--fail-if-slower is an option of ncuroof compare",
+        ),
+        (["analyze", "x.csv", "--zzzqqq"], None),
+    ],
+)
+def test_an_option_of_another_command_is_named(capsys, argv, hint) -> None:
+    """Issue 54 item 5: ``analyze --fial-if-slower`` says which command has ``--fail-if-slower``
+    (click suggests only the command's own options); nothing close, nothing said; exit 2."""
+    from ncuroof.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "No such option" in err
+    assert (hint in err) if hint else ("another command" not in err)

@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as exc:
         buf = io.StringIO()
         exc.show(file=buf)
-        echo(buf.getvalue(), err=True, nl=False)
+        echo(buf.getvalue() + _elsewhere(exc), err=True, nl=False)
         sys.exit(exc.exit_code)
     except NcuroofError as exc:
         echo(f"ncuroof: error: {exc}", err=True, one_line=True)
@@ -105,3 +105,22 @@ def main(argv: list[str] | None = None) -> None:
         )
         sys.exit(INTERNAL_ERROR)
     sys.exit(0)
+
+
+def _elsewhere(exc: click.ClickException) -> str:
+    """For an option this command lacks and click found nothing close to (``analyze
+    --fial-if-slower``): the line naming the other commands' options close to it, else ``""``."""
+    import difflib
+
+    if not isinstance(exc, click.NoSuchOption) or exc.possibilities:
+        return ""
+    owners: dict[str, str] = {}
+    for name, command in cli.commands.items():
+        for param in command.params:
+            for opt in getattr(param, "opts", []):
+                owners.setdefault(opt, name)
+    close = difflib.get_close_matches(exc.option_name, list(owners), 3, 0.75)
+    if not close:
+        return ""
+    where = "; ".join(f"{opt} is an option of ncuroof {owners[opt]}" for opt in close)
+    return f"Did you mean another command? {where}\n"

@@ -536,10 +536,7 @@ def _forced_spec(gpus: GpuCatalog, gpu: str | None) -> GpuSpec | None:
         return None
     forced = gpus.by_name(gpu)
     if forced is None:
-        known = ", ".join(g.id for g in gpus.gpus)
-        raise InputError(
-            f"--gpu {gpu!r} is not in the datasheet catalog (metrics/gpus.toml); known: {known}"
-        )
+        raise InputError(gpus.unknown("--gpu", gpu))
     return forced
 
 

@@ -30,10 +30,7 @@ def _build(a: Analysis, req: Request) -> pd.DataFrame | None:
         return None
     target = a.gpus.by_name(req["what_if"])
     if target is None:
-        raise InputError(
-            f"--what-if {req['what_if']!r} is not in metrics/gpus.toml; use one of "
-            + ", ".join(g.id for g in a.gpus.gpus)
-        )
+        raise InputError(a.gpus.unknown("--what-if", req["what_if"]))
     return diagnose.what_if(a.summary, a.launches, target, a.gpus)
 
 
