@@ -7,7 +7,7 @@ Public API::
     pts = ncuroof.points(launches)                # one row per (launch, precision, level)
     fig = ncuroof.plot_roofline(pts)              # plotly Figure
     ncuroof.analyze("report.ncu-rep", outdir)     # launches, kernels, points .csv; roofline.html
-    ncuroof.compare_runs("before.ncu-rep", "after.ncu-rep")   # compare.csv, compare.html
+    ncuroof.compare_runs("before.ncu-rep", "after.ncu-rep", outdir)   # compare.csv, compare.html
 
 Importing ncuroof has no side effects: it runs no ncu and imports ncu_report only when a
 ``.ncu-rep`` is read.

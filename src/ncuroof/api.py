@@ -458,7 +458,7 @@ def analyze(
     plotlyjs: str | bool = True,
     top: int = 10,
     progress: bool = False,
-    write: bool = True,
+    write: bool | None = None,
     image: str | None = None,
     formats: Sequence[str] = ("csv",),
     scheduler: str | None = None,
@@ -466,7 +466,8 @@ def analyze(
     **fields: Any,
 ) -> AnalysisResult:
     """Run the whole analysis, build its views (:mod:`ncuroof.views`) and write their tables with
-    ``roofline.html`` (whole or not at all) into ``outdir`` (default :func:`default_outdir`).
+    ``roofline.html`` (whole or not at all) into ``outdir``; nothing is written unless ``outdir``
+    is given or ``write=True`` (then default :func:`default_outdir`).
 
     Parameters
     ----------
@@ -476,8 +477,10 @@ def analyze(
         Embed plotly.js in the HTML (offline) or link the CDN.
     top : int, default 10
         Kernels in the returned summary.
-    write, image : bool, {'png', 'svg'} or None
-        Write the output directory; also ``roofline.png``/``.svg`` (plotly's image export).
+    write, image : bool or None, {'png', 'svg'} or None
+        Write the output directory (None, the default: only when ``outdir`` is given; True:
+        ``outdir`` or :func:`default_outdir`); also ``roofline.png``/``.svg`` (plotly's image
+        export).
     formats : sequence of {'csv', 'parquet'}, default ('csv',)
         Table formats (:func:`ncuroof.output.tables.table_files`); a fleet or multi-rank run
         always writes Parquet too, as datasets partitioned by input.
@@ -505,7 +508,7 @@ def analyze(
     result = AnalysisResult(
         a, a.summary.head(top).reset_index(drop=True), tables=views.build(a, request)
     )
-    if write:
+    if _writes(write, outdir):
         out = Path(outdir) if outdir is not None else default_outdir(inputs[0])
         _write_analysis(result, out, plotlyjs, image, formats)
     return result
@@ -691,6 +694,13 @@ def _joined(
     return result
 
 
+def _writes(write: bool | None, outdir: PathLike | None) -> bool:
+    """Whether an API call writes its folder: ``write`` as given, else (None, the default) only
+    when the caller named ``outdir``; a library call writes nothing it was not asked for (the
+    CLI passes ``write=True`` and so gets its default folder beside the input)."""
+    return outdir is not None if write is None else write
+
+
 def _beside(side: PathLike | Sequence[PathLike], suffix: str) -> Path:
     """The default output folder of a comparison: ``<stem><suffix>`` beside the side's first input
     (a saved analysis directory's own name)."""
@@ -706,7 +716,7 @@ def compare_runs(
     *,
     by_launch: bool = False,
     plotlyjs: str | bool = True,
-    write: bool = True,
+    write: bool | None = None,
     strict: bool = False,
     progress: bool = False,
     pairs: Sequence[tuple[str, str]] = (),
@@ -720,7 +730,8 @@ def compare_runs(
 ) -> CompareResult:
     """Compare two runs analyzed with the same options: a join of their kernel summaries
     (:func:`ncuroof.runs.compare.join`); write compare.csv/.parquet and compare.html into ``outdir``
-    (default ``<after stem>.compare/``), whole or not at all; with ``fail_if_slower`` [%], the CI
+    (with ``write=True`` and no ``outdir``: ``<after stem>.compare/``; nothing unless one of
+    them is given), whole or not at all; with ``fail_if_slower`` [%], the CI
     gate's verdict in ``result.gate`` (:func:`ncuroof.runs.compare.gate`, with ``fail_on_new``,
     ``fail_on_gone``, ``allow_unmatched``).
 
@@ -751,7 +762,7 @@ def compare_runs(
     if fail_if_slower is not None:
         gate = dict(fail_on_new=fail_on_new, fail_on_gone=fail_on_gone)
         result.gate = result.judge(fail_if_slower, **gate, allow_unmatched=allow_unmatched)
-    if write:
+    if _writes(write, outdir):
         out = Path(outdir) if outdir is not None else _beside(after, ".compare")
         sides = as_paths(before), as_paths(after)
         files = _compare_files(result, *sides, (ab, aa), plotlyjs, formats)
@@ -806,7 +817,7 @@ def compare_series(
     options: AnalysisOptions | None = None,
     *,
     plotlyjs: str | bool = True,
-    write: bool = True,
+    write: bool | None = None,
     progress: bool = False,
     pairs: Sequence[tuple[str, str]] = (),
     pair_file: PathLike | None = None,
@@ -820,7 +831,8 @@ def compare_series(
     runs : sequence
         Each a report, CSV export(s) or an ncuroof output directory (:func:`analysis_of`), in order.
     outdir : path, optional
-        Output directory; default ``<last run's stem>.trail/`` next to the last run.
+        Output directory; with ``write=True`` and none, ``<last run's stem>.trail/`` next to
+        the last run; nothing is written when neither is given.
     options : AnalysisOptions, optional
         How to analyze every run; ``**option_fields`` override its fields.
     plotlyjs, write, progress, formats
@@ -852,7 +864,7 @@ def compare_series(
         [a.summary for a in sides], [a.launches for a in sides], names, opts.match, specs
     )
     result = SeriesResult(table, names, warns)
-    if write:
+    if _writes(write, outdir):
         out = Path(outdir) if outdir is not None else _beside(runs[-1], ".trail")
         _write_series(result, out, runs, (sides[0], sides[-1]), plotlyjs, formats)
     return result
@@ -925,7 +937,7 @@ def analyze_trace(
     gpu: str | None = None,
     device: int | None = None,
     fp32_matmul: str = "fp32",
-    write: bool = True,
+    write: bool | None = None,
     formats: Sequence[str] = ("csv",),
     plotlyjs: str | bool = True,
     progress: bool = False,
@@ -938,7 +950,8 @@ def analyze_trace(
     path : path
         A Kineto trace (``.json``, ``.json.gz``) of ``torch.profiler.profile(record_shapes=True)``.
     outdir : path, optional
-        Default ``<stem>.ncuroof/`` beside the trace.
+        Where to write; with ``write=True`` and none, ``<stem>.ncuroof/`` beside the trace;
+        nothing is written when neither is given.
     gpu : str, optional
         ``--gpu``: the datasheet (default: the trace's deviceProperties name).
     device : int, optional
@@ -964,7 +977,7 @@ def analyze_trace(
     spec = _trace_gpu(launches.attrs.get("gpu_name"), gpu, p)
     table = analytic.operator_table(launches, ops, values, cat, spec, fp32_matmul)
     result = TraceResult(table, spec, p, dict(launches.attrs), fp32_matmul)
-    if write:
+    if _writes(write, outdir):
         out = Path(outdir) if outdir is not None else default_outdir(p)
         fig = analytic_page.figure(
             table, f"Operator roofline, {analytic.ANALYTIC_SOURCE}: {p.name}"

@@ -224,7 +224,7 @@ def test_outputs_and_json_document(tmp_path: Path) -> None:
     tr.op("aten::mm", [[64, 64], [64, 64]], [BF16] * 2, ["", ""])
     tr.kernel("gemm", 2.0)
     path = tr.write(tmp_path / "run.pt.trace.json.gz")
-    res = api.analyze_trace(path, formats=("csv",))
+    res = api.analyze_trace(path, formats=("csv",), write=True)
     assert res.outdir == tmp_path / "run.pt.trace.ncuroof"
     html = (res.outdir / "roofline.html").read_text()
     assert "analytic (from shapes)" in html and "aten::mm" in html

@@ -77,3 +77,15 @@ def test_a_version_one_folder_loads_and_compares_as_launches(saved, tmp_path) ->
     res = ncuroof.compare_runs(old, saved, tmp_path / "cmp", plotlyjs="cdn")
     matched = res.table["speedup"].dropna()
     assert len(matched) and (matched == 1.0).all()
+
+
+def test_a_library_call_writes_nothing_unless_given_a_folder(tmp_path) -> None:
+    """Issue 54 item 3: ``compare_runs(a, b)`` and ``analyze(a)`` without an output folder write
+    nothing beside their inputs (the CLI asks for its default with ``write=True``)."""
+    src = tmp_path / "in" / "r.ncu-rep"
+    src.parent.mkdir()
+    shutil.copy(fixture_path("ESMM-Research__profile_output.ncu-rep"), src)
+    assert ncuroof.analyze(src).outdir is None
+    assert ncuroof.compare_runs(src, src).outdir is None
+    assert sorted(p.name for p in src.parent.iterdir()) == ["r.ncu-rep"]
+    assert ncuroof.analyze(src, write=True).outdir == src.parent / "r.ncuroof"

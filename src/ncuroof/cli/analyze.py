@@ -140,6 +140,7 @@ def _analyze(
         result = api.analyze(
             list(inputs),
             outdir=outdir,
+            write=True,
             options=analysis_values(kw),
             plotlyjs=PLOTLYJS[plotlyjs],
             top=top,
@@ -174,6 +175,7 @@ def _analyze_trace(
         result = api.analyze_trace(
             path,
             outdir,
+            write=True,
             gpu=where["gpu"],
             device=where["device"],
             fp32_matmul=fp32_matmul,

@@ -167,6 +167,7 @@ def compare_cmd(
             before,
             after,
             outdir=outdir,
+            write=True,
             options=analysis_values(kw),
             strict=strict,
             progress=not quiet,
@@ -270,6 +271,7 @@ def _compare_series(
     series = api.compare_series(
         list(runs),
         outdir=outdir,
+        write=True,
         options=analysis_values(kw),
         progress=not quiet,
         plotlyjs=PLOTLYJS[plotlyjs],

@@ -135,7 +135,9 @@ def profile(
     echo(text.profile_text(res))
     if no_analyze:
         return
-    result = api.analyze([res.report], outdir=outdir, options=options, progress=not quiet)
+    result = api.analyze(
+        [res.report], outdir=outdir, options=options, progress=not quiet, write=True
+    )
     warn(result.analysis)
     show_analysis(result, quiet)
 
