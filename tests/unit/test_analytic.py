@@ -513,3 +513,13 @@ def test_calls_of_one_shape_add_up(tmp_path: Path) -> None:
     assert r["flop_per_call"] == 2 * 64 * 32 * 128 and r["flop"] == 3 * r["flop_per_call"]
     assert r["compulsory_bytes_per_call"] == (64 * 128 + 128 * 32 + 64 * 32) * 2
     assert r["compulsory_bytes"] == 3 * r["compulsory_bytes_per_call"]
+
+
+def test_a_kernel_no_gpu_timer_gives_is_refused(tmp_path: Path) -> None:
+    """Issue 53 item 4: a 1e-300 us kernel wrote inf into operators.csv; now one line, exit 2."""
+    tr = Trace()
+    tr.op("aten::mm", [[4, 5], [5, 7]], [F32] * 2, ["", ""])
+    tr.kernel("gemm", 1e-300)
+    path = tr.write(tmp_path / "m.json")
+    with pytest.raises(InputError, match="no GPU timer gives"):
+        api.analyze_trace(path, write=False)

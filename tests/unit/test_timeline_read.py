@@ -540,3 +540,41 @@ def test_device_properties_after_trace_events_beyond_the_head(tmp_path, zipped):
     path = tmp_path / ("t.json.gz" if zipped else "t.json")
     path.write_bytes(gzip.compress(data) if zipped else data)
     assert read_timeline(path).attrs["gpu_name"] == "NVIDIA H100 80GB HBM3"
+
+
+@pytest.mark.parametrize(
+    "sql,words",
+    [
+        (
+            "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = 999999"
+            " WHERE correlationId = 124",
+            ("StringIds does not hold", "999999"),
+        ),
+        (
+            "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = -9223372036854775808,"
+            " end = 9223372036854775807 WHERE correlationId = 124",
+            ("no GPU timer gives", "timeline_max_duration_s"),
+        ),
+    ],
+)
+def test_a_damaged_nsys_export_is_refused_in_one_line(tmp_path, sql, words):
+    """Issue 53 item 5: a kernel naming a missing StringIds row (was AttributeError, exit 3) and a
+    kernel from -2**63 to 2**63-1 ns (was a 584-year kernel)."""
+    db = _nsys_copy(tmp_path, sql)
+    with pytest.raises(InputError) as err:
+        read_timeline(db)
+    assert_one_line_error(err, db, *words)
+
+
+@pytest.mark.parametrize("dur_us", [1e-300, 1e-7, 1e12])
+def test_kineto_durations_no_gpu_timer_gives_are_refused(tmp_path, dur_us):
+    """Issue 53 item 4: a 1e-300 us kernel (an inf rate), one under half a nanosecond and one of
+    eleven days; 0 us (under Kineto's resolution) is kept."""
+    trace = _modern_trace()
+    trace["traceEvents"][-2]["dur"] = dur_us
+    path = _write(tmp_path, trace)
+    with pytest.raises(InputError) as err:
+        read_timeline(path)
+    assert_one_line_error(err, path, "no GPU timer gives")
+    trace["traceEvents"][-2]["dur"] = 0
+    assert len(read_timeline(_write(tmp_path, trace))) == 2

@@ -133,6 +133,7 @@ def read_timeline(
     out, start, end = _by_start(out)
     t0 = start.min()
     where = path_text(path)
+    _durations_a_gpu_can_have(out["duration_s"].to_numpy(dtype=float, na_value=np.nan), path)
     out = validate_timeline(out.assign(start_s=start - t0).reset_index(drop=True), where)
     out.attrs = {"format": fmt, "path": where, "device": chosen, "gpu_name": gpus.get(chosen)}
     out.attrs.update(devices=devices, span_s=float(end.max() - t0), busy_s=busy_time(start, end))
@@ -179,6 +180,23 @@ def _by_start(out: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
         out = out.iloc[np.argsort(start, kind="stable")]
         start = out["start_s"].to_numpy(dtype=float)
     return out, start, start + out["duration_s"].to_numpy(dtype=float)
+
+
+def _durations_a_gpu_can_have(dur: np.ndarray, path: Path) -> None:
+    """InputError for a kernel duration no GPU timer gives: above 0 and below
+    ``[limits] timeline_min_duration_s``, or above ``timeline_max_duration_s`` (issue 53: a
+    1e-300 us kernel, a 584-year nsys row)."""
+    lim = catalog.limits()
+    low, high = lim["timeline_min_duration_s"], lim["timeline_max_duration_s"]
+    with np.errstate(invalid="ignore"):
+        odd = ((dur > 0) & (dur < low)) | (dur > high)
+    if odd.any():
+        raise InputError(
+            f"{int(odd.sum())} kernel events last {dur[odd][0]:.3g} s, which no GPU timer gives"
+            f" (limits.timeline_min_duration_s = {low:g}, timeline_max_duration_s = {high:g} in"
+            " metrics/thresholds.toml); the trace is damaged or hand-made: re-export it",
+            path,
+        )
 
 
 def _whole_numbers(launches: pd.DataFrame, path: Path) -> None:
@@ -350,6 +368,14 @@ def _read_nsys(path: Path) -> tuple[pd.DataFrame, dict[int, str]]:
     if raw.empty:
         raise InputError(
             "the export holds no kernel launches (CUPTI_ACTIVITY_KIND_KERNEL is empty)", path
+        )
+    missing = ~raw["name_id"].isin(names.keys())
+    if missing.any():
+        raise InputError(
+            f"{int(missing.sum())} kernels name a string ID that StringIds does not hold (e.g."
+            f" {raw['name_id'][missing].iloc[0]:.0f}): the export is damaged; re-export it with"
+            " nsys export --type sqlite",
+            path,
         )
     base = raw["start"].min()
     out = raw.assign(
@@ -981,6 +1007,7 @@ def read_operator_launches(
     devices = sorted(int(d) for d in k["device"].dropna().unique())
     chosen = _choose_device(devices, gpus, device, None, path)
     k = k[(k["device"] == chosen).to_numpy()].reset_index(drop=True)
+    _durations_a_gpu_can_have(k["dur"].to_numpy(dtype=float, na_value=np.nan) * 1e-6, path)
     op, values = scan.frame("op"), scan.signature_values
     del scan
     out = _operator_launch_frame(k, _operator_rows(k, op, formula_ops), path)
