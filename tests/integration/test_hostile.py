@@ -543,3 +543,20 @@ def test_zeros_appended_to_a_report_are_damage(tmp_path: Path, tail: int) -> Non
     run = ncuroof_cli("analyze", path, "-o", "out", "-q", cwd=tmp_path)
     refused(run, "empty header", "zeros appended")
     assert run.seconds < 30 and path.stat().st_size == len(data) + tail
+
+
+@pytest.mark.parametrize("field", ["flop", "match"])
+def test_a_yaml_alias_bomb_is_refused_before_it_expands(tmp_path: Path, field: str) -> None:
+    """Issue 53 item 1: 9 levels of 9 aliases (a 0.5 KB file expanding to 9**9 scalars) ran 58 s
+    at 3.2 GB before its "formula of 2808798543 characters"; now refused in one line naming the
+    limit, before anything is built."""
+    pytest.importorskip("yaml")
+    lines = ['a0: &a0 "xxxxxxxxxx"']
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 10)]
+    lines += ["sizes: {M: 1}", "kernel:", f"  - {field}: *a9"]
+    (tmp_path / "e.yaml").write_text("\n".join(lines) + "\n")
+    out = ncuroof_cli(
+        "analyze", shared(ESMM), "--expect", "e.yaml", "-o", "out", "-q", cwd=tmp_path
+    )
+    refused(out, "e.yaml", "yaml_expanded_chars")
+    assert not (tmp_path / "out").exists()
