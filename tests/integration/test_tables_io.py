@@ -349,3 +349,39 @@ def test_validate_raw_holds_the_demangled_name_once_each() -> None:
     assert sorted(a["kernel_demangled"].cat.categories) == sorted(
         b["kernel_demangled"].cat.categories
     )
+
+
+def test_two_writers_of_one_folder_take_turns_and_leave_no_lock(tmp_path: Path) -> None:
+    """Issue 53 item 2: a run into a folder another run is writing waits for it (here: the lock
+    held by hand for 0.3 s), then replaces its files as the manifest says; nothing but the folder
+    is left beside it."""
+    import threading
+    import time
+
+    from ncuroof.output import folder
+
+    out = tmp_path / "o"
+    write_outputs(out, {"a.csv": "1\n", "roofs.csv": "r\n"})
+    done = []
+    with folder._one_writer(out):
+        t = threading.Thread(target=lambda: done.append(write_outputs(out, {"a.csv": "2\n"})))
+        t.start()
+        time.sleep(0.3)
+        assert done == [] and (out / "roofs.csv").exists()  # it waits, nothing written yet
+    t.join(30)
+    assert done == [None]
+    assert sorted(p.name for p in out.iterdir()) == ["a.csv", "ncuroof-manifest.json"]
+    assert (out / "a.csv").read_text() == "2\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["o"]
+
+
+def test_a_staging_folder_a_killed_run_left_is_removed_by_the_next(tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    write_outputs(out, {"a.csv": "1\n"})
+    (out / ".o.new.abc123").mkdir()
+    (out / ".o.new.abc123" / "launches.csv").write_text("partial")
+    (tmp_path / ".o.new.zz").mkdir()
+    (out / ".other").mkdir()  # not ncuroof's: kept
+    write_outputs(out, {"a.csv": "2\n"})
+    assert sorted(p.name for p in out.iterdir()) == [".other", "a.csv", "ncuroof-manifest.json"]
+    assert [p.name for p in tmp_path.iterdir()] == ["o"]

@@ -73,8 +73,75 @@ def write_outputs(
         cannot be written. Any other exception is re-raised after the staging directory is removed.
     """
     outdir = Path(outdir)
-    old = _previous(outdir)
-    _check_targets(outdir, list(files), old, inputs)
+    with _one_writer(outdir):
+        old = _previous(outdir)
+        _check_targets(outdir, list(files), old, inputs)
+        _remove_debris(outdir)
+        _write_staged(outdir, files, old)
+
+
+#: Seconds a run waits for another ncuroof run writing the same folder before it is refused.
+WAIT_FOR_WRITER_S = 120.0
+
+
+@contextlib.contextmanager
+def _one_writer(outdir: Path) -> Iterator[None]:
+    """Hold the lock of ``outdir`` (``fcntl.flock`` on ``.<name>.lock`` beside it, removed on
+    release): a second run into the same folder waits for the first, up to
+    :data:`WAIT_FOR_WRITER_S`, then is refused in one line (issue 53: two runs into one ``-o``
+    left a ``roofs.csv`` the manifest did not list). Where the lock cannot be made (a read-only
+    parent), the write itself says why."""
+    import fcntl
+    import time
+
+    lock = outdir.parent / f".{outdir.name or 'ncuroof'}.lock"
+    with contextlib.suppress(OSError):
+        outdir.parent.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + WAIT_FOR_WRITER_S
+    while True:
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError:
+            yield  # no lock here: _staging reports the unwritable place
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            same = os.fstat(fd).st_ino == os.stat(lock).st_ino  # not unlinked by its last holder
+        except OSError:
+            same = None
+        if same:
+            break
+        os.close(fd)
+        if same is None and time.monotonic() > deadline:
+            raise OutputError(
+                f"another ncuroof run has been writing it for {WAIT_FOR_WRITER_S:g} s; wait for it"
+                " or choose another -o",
+                outdir,
+            )
+        time.sleep(0.05)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(lock)
+        os.close(fd)
+
+
+def _remove_debris(outdir: Path) -> None:
+    """Remove the staging folders (``.<name>.new.*``) a killed run left in or beside ``outdir``:
+    with the folder's lock held no other run is writing them (issue 53)."""
+    prefix = f".{outdir.name or 'ncuroof'}.new."
+    for where in (outdir, outdir.parent):
+        with contextlib.suppress(OSError):
+            for entry in where.iterdir():
+                if entry.name.startswith(prefix) and entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry, ignore_errors=True)
+
+
+def _write_staged(
+    outdir: Path, files: dict[str, str | bytes | Callable[[Path], None]], old: list[str]
+) -> None:
+    """Stage ``files`` and swap them in (see :func:`write_outputs`)."""
     with _signals_interrupt():
         tmp = _staging(outdir)
         try:
