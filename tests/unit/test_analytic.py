@@ -523,3 +523,21 @@ def test_a_kernel_no_gpu_timer_gives_is_refused(tmp_path: Path) -> None:
     path = tr.write(tmp_path / "m.json")
     with pytest.raises(InputError, match="no GPU timer gives"):
         api.analyze_trace(path, write=False)
+
+
+@pytest.mark.parametrize(
+    "dims",
+    [
+        [[2**40, 2**40], [2**40, 2**40]],  # 2.66e36 FLOPs "at 4e28 % of the roof"
+        [[4.5, 5], [5, 7]],  # not whole numbers
+        [[1e300, 5], [5, 7]],
+    ],
+)
+def test_shapes_no_gpu_holds_are_flagged_not_counted(tmp_path: Path, dims) -> None:
+    """Issue 53 item 4: such a row keeps its time, gets no work (NaN, never inf) and says why."""
+    tr = Trace()
+    tr.op("aten::mm", dims, [F32] * 2, ["", ""])
+    tr.kernel("gemm", 2.0)
+    row = _row(api.analyze_trace(tr.write(tmp_path / "m.json"), write=False).operators, "aten::mm")
+    assert math.isnan(row["flop"]) and row["time_s"] == pytest.approx(2e-6)
+    assert row["flag"].startswith("shapes do not fit") and math.isnan(row["roof_fraction"])

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import fmt
+from .. import catalog, fmt
 from ..catalog import GpuSpec, OperatorCatalog, OperatorRule
 from ..schema import ANALYTIC_OPS, ANALYTIC_PRECISIONS, ANALYTIC_SOURCE
 
@@ -84,9 +84,22 @@ class _Args:
         )
 
     def shape(self, i: Any, what: str) -> list[int]:
+        """The dims of tensor argument ``i``; _Misfit when it is no tensor, or a shape no GPU
+        holds (issue 53: non-integer dims, M=N=K=2**40): a dim that is not a whole number, or
+        more bytes than ``[limits] trace_tensor_bytes``."""
         if not self.is_tensor(i):
             raise _Misfit(f"argument {i} ({what}) is not a tensor of a known dtype")
-        return [int(d) for d in self.dims[i]]
+        dims = self.dims[i]
+        if any(isinstance(d, float) and not d.is_integer() for d in dims):
+            raise _Misfit(f"argument {i} ({what}) has a dimension that is not a whole number")
+        shape = [int(d) for d in dims]
+        limit = catalog.limits()["trace_tensor_bytes"]
+        if math.prod(shape) * self.size(i) > limit:
+            raise _Misfit(
+                f"argument {i} ({what}) of shape {shape} holds more than {limit:.3g} bytes, more"
+                " than a GPU holds (limits.trace_tensor_bytes)"
+            )
+        return shape
 
     def size(self, i: int) -> int:
         """Bytes per element of tensor argument ``i``."""
