@@ -35,7 +35,7 @@ from ncuroof.output.tables import arrow_table, csv_safe, dataset_writer, parquet
 from ncuroof.parser import timeline
 from ncuroof.parser.saved import MANIFEST, _csv_raw, read_manifest, read_table, saved_launches
 from tests.helpers.errors import assert_one_line_error
-from tests.helpers.reports import REPO, shared
+from tests.helpers.reports import REPO, fixture_path, shared
 
 ESMM = "ESMM-Research__metrics.csv"
 ESMM_KERNEL = "basic(int, int, int, const float *, const float *, float *)"
@@ -560,3 +560,39 @@ def test_a_yaml_alias_bomb_is_refused_before_it_expands(tmp_path: Path, field: s
     )
     refused(out, "e.yaml", "yaml_expanded_chars")
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("limit_kb", [800_000, 500_000])
+@pytest.mark.parametrize(
+    "job", ["csv", "report", "compare"], ids=["analyze-csv", "analyze-report", "compare"]
+)
+def test_under_a_memory_limit_a_run_ends_cleanly(tmp_path: Path, job: str, limit_kb: int) -> None:
+    """Issue 53 item 3: under ``ulimit -v 800000`` a CSV analysis died of SIGSEGV (Arrow's writer
+    thread) or "can't start new thread", a report of std::bad_alloc, compare of SIGSEGV, leaving
+    ``.NAME.new.*``. Now: done (exit 0) or one line naming the limit (exit 2), never a signal,
+    and no staging folder left."""
+    report = fixture_path("ESMM-Research__profile_output.ncu-rep")
+    args = {
+        "csv": ["analyze", shared(ESMM), "-o", "out"],
+        "report": ["analyze", report, "-o", "out"],
+        "compare": ["compare", report, report, "-o", "out"],
+    }[job]
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit_kb * 1024, limit_kb * 1024))
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "ncuroof", *map(str, args), "-q"],
+        capture_output=True,
+        cwd=tmp_path,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+        preexec_fn=limit,
+        stdin=subprocess.DEVNULL,
+    )
+    text = (proc.stdout + proc.stderr).decode(errors="replace")
+    assert proc.returncode in (0, 2), text
+    if proc.returncode == 2:
+        lines = text.strip().splitlines()
+        assert len(lines) == 1 and "ulimit -v" in lines[0], text
+    assert [p.name for p in tmp_path.iterdir() if ".new." in p.name] == []

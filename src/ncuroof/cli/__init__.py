@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> None:
         RecursionError,
     ) as exc:  # an input too large or too deep for this machine: its limits are input's
         need = (
-            "more memory than this machine gives"
+            f"more memory than {_memory_limit_text()}"
             if isinstance(exc, MemoryError)
             else "deeper nesting than Python allows"
         )
@@ -94,17 +94,47 @@ def main(argv: list[str] | None = None) -> None:
             one_line=True,
         )
         sys.exit(2)
-    except Exception as exc:  # noqa: BLE001 - last resort: a defect, reported in one line
-        if os.environ.get("NCUROOF_DEBUG"):
-            raise
+    except RuntimeError as exc:
+        if "can't start new thread" not in str(exc) or os.environ.get("NCUROOF_DEBUG"):
+            _internal(exc)
+        # a memory limit (ulimit -v) leaves no room for a thread's stack (issue 53)
         echo(
-            f"ncuroof: internal error: {type(exc).__name__}: {exc} (set NCUROOF_DEBUG=1 for the"
-            " traceback and please report it)",
+            "ncuroof: error: no memory for another thread under this process's limits (ulimit -v);"
+            " raise the limit, or analyze fewer launches at a time (--launch-count, --workers 1)",
             err=True,
             one_line=True,
         )
-        sys.exit(INTERNAL_ERROR)
+        sys.exit(2)
+    except Exception as exc:  # noqa: BLE001 - last resort: a defect, reported in one line
+        _internal(exc)
     sys.exit(0)
+
+
+def _memory_limit_text() -> str:
+    """``this machine gives``, or the virtual-memory limit of this process (``ulimit -v``)."""
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    except (ImportError, OSError, ValueError):
+        return "this machine gives"
+    if soft == resource.RLIM_INFINITY:
+        return "this machine gives"
+    return f"this process's limit allows (ulimit -v {soft // 1024} kB: raise it)"
+
+
+def _internal(exc: BaseException) -> None:
+    """Report a defect in one line and exit :data:`INTERNAL_ERROR` (the traceback with
+    NCUROOF_DEBUG=1)."""
+    if os.environ.get("NCUROOF_DEBUG"):
+        raise exc
+    echo(
+        f"ncuroof: internal error: {type(exc).__name__}: {exc} (set NCUROOF_DEBUG=1 for the"
+        " traceback and please report it)",
+        err=True,
+        one_line=True,
+    )
+    sys.exit(INTERNAL_ERROR)
 
 
 def _elsewhere(exc: click.ClickException) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import threading
 
 from .._lazy import LazyModule
 
@@ -51,9 +52,25 @@ def use_returning_pool() -> None:
     """
     if os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
         return
+    if _address_space_limited():
+        # jemalloc and mimalloc reserve address space in large arenas: under ulimit -v 800000 a
+        # CSV analysis died of SIGSEGV in Arrow's writer thread (issue 53); malloc stays within it.
+        pa.set_memory_pool(pa.system_memory_pool())
+        threading.stack_size(1 << 20)  # 1 MiB stacks: a thread's 8 MiB default counts in the limit
+        return
     try:
         pool = pa.jemalloc_memory_pool()
     except NotImplementedError:  # a pyarrow built without jemalloc
         return
     pa.set_memory_pool(pool)
     pa.jemalloc_set_decay_ms(JEMALLOC_DECAY_MS)
+
+
+def _address_space_limited() -> bool:
+    """Whether this process runs under a virtual-memory limit (``ulimit -v``, RLIMIT_AS)."""
+    try:
+        import resource
+    except ImportError:  # not on POSIX
+        return False
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    return soft != resource.RLIM_INFINITY
