@@ -503,3 +503,24 @@ def test_missing_metrics_text_by_hand() -> None:
     c = "no FLOP counters and memory traffic (holds duration, memory throughput)"
     want = [[("missing_metrics", t)] if t else [] for t in (a, "", b, a, "", b, c)]
     assert out == want
+
+
+@pytest.mark.parametrize("missing", [math.nan, None, pd.NA])
+def test_a_verdict_from_speed_of_light_alone_names_no_nan_roof(missing):
+    """Issue 50 class 9: a launch judged from SpeedOfLight alone (no roofline point: level and
+    precision missing, NaN in the table) said "at the NAN roof"; now "the memory roof"."""
+    f = {
+        "status": "ok",
+        "bound": "memory",
+        "precision": missing,
+        "level": missing,
+        "roof_fraction": 0.9,
+        "sm_throughput_frac": 0.02,
+        "memory_throughput_frac": 0.89,
+        "waves_per_sm": 8.0,
+        "blocks": 1024,
+        "threads_per_block": 256,
+    }
+    cls, ev, advice = diagnose.verdict(f, SOL)
+    assert "nan" not in (ev + advice).lower().replace("nanosecond", "")
+    assert "memory roof" in advice, advice

@@ -300,7 +300,7 @@ def _verdict(
         ev,
         float(sol["no_bound"]),
         fmt.num(f.get("tensor_flop")),
-        str(f.get("device_name") or ""),
+        _word(f.get("device_name")),
         gpus,
     )
     if cls == "compute_below_roof":
@@ -336,7 +336,7 @@ def _issue_unit(f: dict[str, Any], pipes: PipeCatalog | None) -> tuple[str, str]
     not bytes (``metrics/pipes.toml`` [hot_memory_unit], ``issue = true``): the memory side is
     busy with too many memory instructions (issue 44: SGEMM at 98 % memory SOL from
     l1tex__lsuin_requests, L1 bank reads 12.9 %, DRAM 51 %), else None."""
-    unit, frac = str(f.get("hot_memory_unit") or ""), fmt.num(f.get("hot_memory_unit_frac"))
+    unit, frac = _word(f.get("hot_memory_unit")), fmt.num(f.get("hot_memory_unit_frac"))
     cat = pipes or load_catalog().pipes
     spec = next((u for u in cat.memory_units if u.name == unit), None)
     if spec is None or unit not in cat.issue_units or not math.isfinite(frac):
@@ -390,7 +390,7 @@ def _gpu_option(f: dict[str, Any], gpus: GpuCatalog | None) -> str:
 
 def _profile_command(f: dict[str, Any]) -> str:
     """The one command that collects the roofline counters for this kernel."""
-    name = str(f.get("kernel_name") or "")
+    name = _word(f.get("kernel_name"))
     k = name if _PLAIN_NAME.fullmatch(name) else "NAME"
     return f"ncuroof profile -k {k} -c 1 -- ./app (ncu --set roofline)"
 
@@ -503,6 +503,12 @@ def _unclassified_fix(
     return fix
 
 
+def _word(value: object) -> str:
+    """A text field of a row as words, ``""`` when missing (None, NaN, pd.NA): a NaN is truthy,
+    and ``str(nan or "")`` printed "at the NAN roof" (issue 50 class 9)."""
+    return value if isinstance(value, str) else ""
+
+
 @dataclass
 class _Context:
     """The numbers one verdict reads, and their text (``shape``: grid and occupancy
@@ -547,8 +553,8 @@ class _Context:
         )
         return cls(
             bound=f.get("bound", "unknown"),
-            prec=str(f.get("precision") or ""),
-            level=str(f.get("level") or "").upper(),
+            prec=_word(f.get("precision")),
+            level=_word(f.get("level")).upper(),
             sm=sm,
             mem=mem,
             frac=fmt.num(f.get("roof_fraction")),
@@ -658,7 +664,7 @@ def _sol_text(sm: float, mem: float) -> str:
 def _achievable(f: dict[str, Any]) -> dict[str, Any]:
     """The binding point's achievable-roof fraction and its text (:func:`ncuroof.fmt.achievable`),
     and where the kernel was placed when its main precision has no roof."""
-    prec, main = str(f.get("precision") or ""), str(f.get("main_precision") or "")
+    prec, main = _word(f.get("precision")), _word(f.get("main_precision"))
     placed = (
         f"placed at {precision_title(prec)}: no roof for its main precision {precision_title(main)}"
         if prec and main and prec != main
@@ -667,7 +673,7 @@ def _achievable(f: dict[str, Any]) -> dict[str, Any]:
     ach = fmt.num(f.get("achievable_roof_fraction"))
     if not math.isfinite(ach):
         return {"placed": placed}
-    level = str(f.get("level") or "").upper()
+    level = _word(f.get("level")).upper()
     memory = f.get("bound") == "memory" and math.isfinite(fmt.num(f.get("achievable_bytes_per_s")))
     compute = f.get("bound") == "compute" and math.isfinite(fmt.num(f.get("achievable_flop_per_s")))
     roof = (
@@ -848,7 +854,7 @@ def _below_roof_lever(prec: str, f: dict[str, Any], pipes: PipeCatalog | None) -
     th = load_catalog().thresholds["diagnosis"]
     tensor = prec.startswith("tensor")
     own = th["tensor_pipes"] if tensor else th["fp_pipes"]
-    pipe, pfrac = str(f.get("hot_pipe") or ""), fmt.num(f.get("hot_pipe_frac"))
+    pipe, pfrac = _word(f.get("hot_pipe")), fmt.num(f.get("hot_pipe_frac"))
     spec = next((p for p in (pipes or load_catalog().pipes).pipes if p.name == pipe), None)
     if spec is not None and pipe not in own and math.isfinite(pfrac):
         return (
