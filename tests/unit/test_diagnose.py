@@ -524,3 +524,17 @@ def test_a_verdict_from_speed_of_light_alone_names_no_nan_roof(missing):
     cls, ev, advice = diagnose.verdict(f, SOL)
     assert "nan" not in (ev + advice).lower().replace("nanosecond", "")
     assert "memory roof" in advice, advice
+
+
+@pytest.mark.parametrize(
+    "waves,text",
+    [
+        (1.0, "1 wave per SM"),
+        (1.0004, "1 wave per SM"),
+        (0.925, "0.925 waves per SM"),
+        (2.0, "2 waves per SM"),
+    ],
+)
+def test_the_noun_agrees_with_the_waves_printed(waves, text):
+    """Issue 50 class 9: "1 waves"."""
+    assert diagnose._grid_text(waves, 64.0, 256.0).startswith(text)

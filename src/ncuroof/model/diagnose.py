@@ -503,6 +503,13 @@ def _unclassified_fix(
     return fix
 
 
+def _waves(waves: float) -> str:
+    """``0.925 waves``, ``1 wave`` (the noun agrees with the number as printed: "1 waves" was
+    issue 50 class 9)."""
+    shown = fmt.plain(waves)
+    return f"{shown} {'wave' if shown == '1' else 'waves'}"
+
+
 def _word(value: object) -> str:
     """A text field of a row as words, ``""`` when missing (None, NaN, pd.NA): a NaN is truthy,
     and ``str(nan or "")`` printed "at the NAN roof" (issue 50 class 9)."""
@@ -579,7 +586,7 @@ def _grid_text(waves: float, blocks: float, threads: float) -> str:
     configuration, which the launches of a kernel repeat."""
     if not math.isfinite(waves):
         return ""
-    return f"{fmt.plain(waves)} waves per SM" + (
+    return f"{_waves(waves)} per SM" + (
         f" ({_count(blocks, 'block')} of {_count(threads, 'thread')})"
         if math.isfinite(blocks) and math.isfinite(threads)
         else ""
@@ -761,7 +768,7 @@ def _imbalance(waves: float) -> str:
     """Why achieved occupancy falls well below the theoretical: a tail of partial waves only where
     the grid runs more than one wave and the last is partial (issue 44: not at exactly 1 wave)."""
     if math.isfinite(waves) and waves > 1 and not math.isclose(waves, round(waves), abs_tol=0.05):
-        return f"load imbalance or a tail of partial waves ({fmt.plain(waves)} waves per SM)"
+        return f"load imbalance or a tail of partial waves ({_waves(waves)} per SM)"
     if math.isfinite(waves) and waves <= 1.05:
         return (
             "load imbalance within the single wave (warps that finish early or wait at a"
