@@ -538,3 +538,27 @@ def test_a_verdict_from_speed_of_light_alone_names_no_nan_roof(missing):
 def test_the_noun_agrees_with_the_waves_printed(waves, text):
     """Issue 50 class 9: "1 waves"."""
     assert diagnose._grid_text(waves, 64.0, 256.0).startswith(text)
+
+
+@pytest.mark.parametrize(
+    "prec,lever", [("fp64", "fp32 where the accuracy allows"), ("fp32", "bf16/fp8")]
+)
+def test_an_fp64_code_at_the_memory_roof_is_not_told_to_use_fp8(prec, lever):
+    """Issue 50 class 9: "use bf16/fp8" was advised for an FP64 science code."""
+    f = {
+        "status": "ok",
+        "bound": "memory",
+        "precision": prec,
+        "level": "dram",
+        "roof_fraction": 0.9,
+        "ai_flop_per_byte": 0.1,
+        "ridge_flop_per_byte": 5.0,
+        "sm_throughput_frac": 0.1,
+        "memory_throughput_frac": 0.9,
+        "waves_per_sm": 8.0,
+        "blocks": 1024,
+        "threads_per_block": 256,
+    }
+    cls, _, advice = diagnose.verdict(f, SOL)
+    assert cls == "memory_near_roof" and lever in advice
+    assert ("bf16" in advice) == (prec != "fp64")

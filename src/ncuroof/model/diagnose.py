@@ -503,6 +503,15 @@ def _unclassified_fix(
     return fix
 
 
+def _smaller_types(prec: str) -> str:
+    """The smaller-data-type lever for work of precision ``prec``: an FP64 code (science, where
+    the accuracy is the point) is pointed at FP32 where accuracy allows, not at bf16/fp8 (issue 50
+    class 9)."""
+    if prec == "fp64":
+        return "fp32 where the accuracy allows (half the bytes of fp64; mixed precision)"
+    return "smaller data types (bf16/fp8 move 2-4x fewer bytes)"
+
+
 def _waves(waves: float) -> str:
     """``0.925 waves``, ``1 wave`` (the noun agrees with the number as printed: "1 waves" was
     issue 50 class 9)."""
@@ -793,7 +802,7 @@ def _memory(c: _Context, ev: str, near: float, latency: float) -> tuple[str, str
             f"at the {level or 'memory'} roof: only moving fewer bytes helps"
             + (f" ({gap_text})" if gap_text else "")
             + "; fuse with neighbouring kernels, tile for reuse in shared memory or registers, use"
-            " smaller data types (bf16/fp8 move 2-4x fewer bytes)"
+            f" {_smaller_types(c.prec)}"
         )
         return "memory_near_roof", ev, advice
     if math.isfinite(frac) and frac >= latency and math.isfinite(gap) and gap >= 10:
