@@ -227,3 +227,26 @@ def test_trails_join_each_kernels_dots_in_level_order() -> None:
     np.testing.assert_array_equal(x, [3.0, 1.0])  # B has one dot at these levels
     x, y = plot._trail(dots.iloc[5:7], ("l1", "l2", "dram"), ["kernel_key"])
     assert len(x) == len(y) == 0
+
+
+def test_hover_names_wrap_at_spaces_and_keep_their_markup_out() -> None:
+    """Issue 54 item 2: the hover showed ``const<br> float *`` as literal text and broke names
+    mid-word (``floa<br>t *``). Lines break at spaces, at most 90 characters, each escaped; the
+    ``<br>`` between them is the only markup, and the words are the name's."""
+    import html
+
+    import pandas as pd
+
+    from ncuroof.render import figure
+
+    demangled = (
+        "void cutlass::Kernel<cutlass::gemm::kernel::GemmUniversal<cutlass::half_t, float,"
+        " cutlass::layout::RowMajor, 128, 256, 64>>(const float *, float *, <script>x</script>)"
+    )
+    dots = pd.DataFrame({"label": ["Kernel"], "demangled": [demangled], "launches": [2]})
+    head = figure._kernel_names(dots)[0]
+    name_lines = head.split("<br>")[1:-1]
+    assert len(name_lines) > 1 and "&lt;br&gt;" not in head and "<script>" not in head
+    assert all(len(html.unescape(line)) <= 90 for line in name_lines)
+    assert " ".join(html.unescape(line) for line in name_lines) == demangled
+    assert head.endswith("<br>2 launches")

@@ -157,9 +157,15 @@ def level_subsets(levels: list[str]) -> list[tuple[str, ...]]:
 
 
 def _short(name: str, limit: int = _NAME_CHARS) -> str:
-    """A demangled name for a hover label: at most ``limit`` characters, wrapped every 90."""
+    """A demangled name for a hover label, as HTML: at most ``limit`` characters, wrapped at
+    spaces into lines of at most 90 (a word longer than that is cut), each line escaped, so that
+    the ``<br>`` between them is the only markup (issue 54: ``const<br> float *`` was shown as
+    text, and names broke mid-word)."""
+    import textwrap
+
     text = name if len(name) <= limit else name[: limit - 1] + "…"
-    return "<br>".join(text[i : i + 90] for i in range(0, len(text), 90))
+    lines = textwrap.wrap(text, 90, break_on_hyphens=False) or [text]
+    return "<br>".join(html.escape(line) for line in lines)
 
 
 def _tag(source: str) -> str:
@@ -175,7 +181,7 @@ def _kernel_names(dots: pd.DataFrame) -> np.ndarray:
     return np.array(
         [
             (
-                f"<b>{esc(str(n))}</b><br>{esc(_short(dm))}<br>{fmt.count(int(c), 'launch')}"
+                f"<b>{esc(str(n))}</b><br>{_short(dm)}<br>{fmt.count(int(c), 'launch')}"
                 if isinstance(dm, str) and dm and dm != n
                 else f"<b>{esc(str(n))}</b><br>{fmt.count(int(c), 'launch')}"
             )
