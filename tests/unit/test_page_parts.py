@@ -250,3 +250,21 @@ def test_hover_names_wrap_at_spaces_and_keep_their_markup_out() -> None:
     assert all(len(html.unescape(line)) <= 90 for line in name_lines)
     assert " ".join(html.unescape(line) for line in name_lines) == demangled
     assert head.endswith("<br>2 launches")
+
+
+@pytest.mark.parametrize(
+    "name,unit",
+    [
+        ("cutlass-panjd123__4f3955ed3c_report.ncu-rep", "OP"),
+        ("ESMM-Research__profile_output.ncu-rep", "FLOP"),
+    ],
+)
+def test_the_axes_say_the_unit_of_the_work_shown(name, unit) -> None:
+    """Issue 54 item 2: an INT8 tensor report's y axis said FLOP/s. IMMA work is operations."""
+    import ncuroof
+    from tests.helpers.reports import fixture_path
+
+    launches = ncuroof.load(fixture_path(name))
+    fig = ncuroof.plot_roofline(ncuroof.points(launches), launches)
+    assert fig.layout.yaxis.title.text == f"Performance [{unit}/s]"
+    assert fig.layout.xaxis.title.text == f"Arithmetic intensity [{unit}/byte]"

@@ -862,6 +862,22 @@ def _add_view_notes(fig: go.Figure, ch: _Chart, contract: ViewContract) -> None:
     }
 
 
+def _add_axis_units(ch: _Chart, contract: ViewContract) -> None:
+    """Per precision view, the axis titles in the unit of its work (:func:`ncuroof.schema.
+    work_unit`): OP/s and OP/byte for integer tensor work (issue 54: an INT8 report's axis said
+    FLOP/s), FLOP otherwise, "FLOP or OP" for a view mixing them."""
+    views = contract.layouts.setdefault("precision", {})
+    for v, _ in ch.views:
+        units = {work_unit(p) for p in _dot_precisions(v, ch.main_precisions)}
+        unit = units.pop() if len(units) == 1 else "FLOP or OP"
+        views.setdefault(v, {}).update(
+            {
+                "xaxis.title.text": f"Arithmetic intensity [{unit}/byte]",
+                "yaxis.title.text": f"Performance [{unit}/s]",
+            }
+        )
+
+
 def _roof_note(ch: _Chart) -> str:
     """Where the roofs come from, for the line under the chart."""
     used = set(ch.source.values())
@@ -1484,6 +1500,7 @@ def _plot_model(
     groups = [_group_label(g, kernels) for g in DOT_GROUPS if g.id in frames]
     contract = _contract(ch, state, groups, _draw(fig, ch, groups, frames), focus)
     _add_view_notes(fig, ch, contract)
+    _add_axis_units(ch, contract)
     add_charts(fig, contract, list(charts), OWN_CHART)
     apply_view(fig, contract)
     return fig
