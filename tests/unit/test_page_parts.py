@@ -268,3 +268,17 @@ def test_the_axes_say_the_unit_of_the_work_shown(name, unit) -> None:
     fig = ncuroof.plot_roofline(ncuroof.points(launches), launches)
     assert fig.layout.yaxis.title.text == f"Performance [{unit}/s]"
     assert fig.layout.xaxis.title.text == f"Arithmetic intensity [{unit}/byte]"
+
+
+def test_the_first_kernels_are_not_drawn_in_the_roofs_colours() -> None:
+    """Issue 54 item 2: blue/green/red were both L1/L2/DRAM and the first three kernels. The
+    first ten kernel colours are each far (RGB distance > 100) from every level's colour."""
+    from ncuroof.render.figure import KERNEL_COLORS, LEVEL_COLORS
+
+    def rgb(c: str) -> tuple[int, ...]:
+        return tuple(int(c[i : i + 2], 16) for i in (1, 3, 5))
+
+    for k in KERNEL_COLORS[:10]:
+        for level in LEVEL_COLORS.values():
+            d = sum((a - b) ** 2 for a, b in zip(rgb(k), rgb(level))) ** 0.5
+            assert d > 100, (k, level)

@@ -98,32 +98,34 @@ BOUND_COLORS = {
     "latency": "#9467bd",
     "unknown": "#7f7f7f",
 }
-#: Colours of the kernels, largest time first (plotly's Dark24); later kernels are grey.
+#: Colours of the kernels, largest time first: plotly's Dark24, the 14 far from the roofs' colours
+#: (:data:`LEVEL_COLORS`, L1/L2/DRAM; RGB distance > 100) first, the blues, greens and reds after (a
+#: kernel in a roof's colour read as a level, issue 54); later kernels are grey.
 KERNEL_COLORS = (
-    "#2E91E5",
     "#E15F99",
-    "#1CA71C",
-    "#FB0D0D",
     "#DA16FF",
     "#B68100",
     "#750D86",
-    "#EB663B",
     "#511CFB",
-    "#00A08B",
     "#FB00D1",
     "#FC0080",
     "#B2828D",
-    "#6C7C32",
-    "#778AAE",
-    "#862A16",
     "#A777F1",
     "#620042",
-    "#1616A7",
     "#DA60CA",
     "#6C4516",
     "#0D2A63",
-    "#AF0038",
     "#222A2A",
+    "#EB663B",
+    "#00A08B",
+    "#6C7C32",
+    "#778AAE",
+    "#862A16",
+    "#1616A7",
+    "#AF0038",
+    "#2E91E5",
+    "#1CA71C",
+    "#FB0D0D",
 )
 OTHER_COLOR = "#b0b0b0"
 _LEVEL_SYMBOL = {"l1": "circle", "l2": "square", "dram": "diamond"}
