@@ -357,7 +357,9 @@ def test_focus_sentence_counts_kernels_in_words(tmp_path, left_out):
             f"{left_out} kernels ({100 * gone:.1f}% of the time) are left out (tick the box above"
             " the chart to show them)" in text
         )
-    assert f"The chart shows the {kept} kernels that make up {100 * share:.0f}% of GPU time" in text
+    # the share the kept kernels make up, not the --focus target (issue 50 class 10)
+    made = 100 * (1 - gone)
+    assert f"The chart shows the {kept} kernels that make up {made:.0f}% of GPU time" in text
     control = fig.layout.meta["view"]["controls"][-1]
     assert control["label"].startswith(
         f"also the {left_out} kernel{'s' if left_out > 1 else ''} outside"
@@ -373,9 +375,10 @@ def test_page_text_does_not_come_from_the_figure_meta(tmp_path):
     fig.layout.meta = None
     html = report.render_html(fig, k, {}, summary=summ)
     kept = int(summ["in_focus"].sum())
+    made = 100 * summ.loc[summ["in_focus"].astype(bool), "time_share"].sum()
     assert (
         kept < len(summ)
-        and f"The chart shows the {kept} kernels that make up 95% of GPU time" in html
+        and f"The chart shows the {kept} kernels that make up {made:.0f}% of GPU time" in html
     )
 
 
