@@ -101,10 +101,7 @@ def test_silu_is_at_the_dram_roof():
     # issue 44 class 4: the ncu L2 definition counts reads only: L2 (269 MB) below DRAM (517 MB,
     # the kernel writes as much as it reads) is flagged; class 10: its FP16 FLOPs are all
     # HFMA2.MMA register moves (2,097,154 of 2,097,154 FP16 warp instructions)
-    assert r["flags"] == [
-        ("levels_out_of_order", "see notes"),
-        ("fp16_moves", "probably moves, not math"),
-    ]
+    assert [c for c, _ in r["flags"]] == ["levels_out_of_order", "fp16_moves"]
     assert (k["l2_bytes"] < 0.95 * k["dram_bytes"]).all()
 
 

@@ -241,3 +241,20 @@ def test_an_option_of_another_command_is_named(capsys, argv, hint) -> None:
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and "No such option" in err
     assert (hint in err) if hint else ("another command" not in err)
+
+
+def test_the_terminal_says_flags_in_sentences_not_codes() -> None:
+    """Issue 50 class 10: "check: levels_out_of_order: see notes" and "fp16_moves" on the
+    terminal. The SiLU report's kernel has both flags (L2 under DRAM with the ncu read-only
+    definition; FP16 FLOPs that are HFMA2.MMA moves): its check line says them in words."""
+    from ncuroof.render import text
+    from ncuroof.schema import NOTE_CODES
+    from tests.helpers.reports import shared
+
+    result = ncuroof.analyze(shared("cs599k__2025-04-21-vector-based.ncu-rep"))
+    lines = [line for line in text._findings(result) if ": check: " in line]
+    assert lines, "the kernel's flags are on the terminal"
+    said = " ".join(lines)
+    assert "fewer bytes than the level under it" in said and "register moves" in said
+    codes = {*NOTE_CODES, "levels_out_of_order", "fp16_moves", "l2_reads_only"}
+    assert not any(code in said for code in codes), said

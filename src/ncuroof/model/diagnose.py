@@ -1030,13 +1030,18 @@ _EXPECT_FACTS = (
 
 
 #: The flags a launch's coded notes raise (:data:`ncuroof.schema.NOTE_CODES`), in this order.
+#: The texts are sentences a person reads (the terminal prints them without the codes, issue 50).
 _NOTE_FLAGS = {
-    "na_metrics": "see notes",
-    "inconsistent_read": "see notes; check it with --reader ncu_report",
-    "sources_disagree": "see notes",
-    "l2_reads_only": "see notes",
-    "levels_out_of_order": "see notes",
-    "fp16_moves": "probably moves, not math",
+    "na_metrics": "ncu stored no value for some metrics (the notes name them)",
+    "inconsistent_read": (
+        "counts and rates of this launch disagree; check it with --reader ncu_report"
+    ),
+    "sources_disagree": "two sources of one value disagree (the notes give both)",
+    "l2_reads_only": "the L2 definition counts reads only, not writes (the notes say how much)",
+    "levels_out_of_order": (
+        "a memory level counts fewer bytes than the level under it (the notes say why)"
+    ),
+    "fp16_moves": "its FP16 FLOPs are probably register moves, not math",
 }
 
 

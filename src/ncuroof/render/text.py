@@ -12,7 +12,6 @@ import sys
 from typing import Any
 
 from .. import fmt
-from ..schema import cell_text
 from . import provenance
 from .compare import compare_cells
 from .page import console_text, name_width, summary_text
@@ -65,11 +64,10 @@ def _findings(result: Any) -> list[str]:
             lines.append(f"{r.kernel_label}: {r.evidence}. Try: {r.advice}")
         if r.speed_of_light_note:
             lines.append(f"{r.kernel_label}: {r.speed_of_light_note}")
-        flags = cell_text(
-            "flags",
-            [(c, t) for c, t in r.flags if not (evidence and c == "missing_metrics")],
-        )
-        if flags:  # missing metrics are said once, by the note, in the report's own terms
+        # the flags' sentences, not their codes (issue 50; codes stay in --json and the tables);
+        # missing metrics are said once, by the note, in the report's own terms
+        flags = "; ".join(t for c, t in r.flags if not (evidence and c == "missing_metrics"))
+        if flags:
             lines.append(f"{r.kernel_label}: check: {flags}")
     lines += tail
     lines.append(f"roofs: {provenance.roof_sources(k)}")
