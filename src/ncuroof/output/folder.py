@@ -86,15 +86,15 @@ WAIT_FOR_WRITER_S = 120.0
 
 @contextlib.contextmanager
 def _one_writer(outdir: Path) -> Iterator[None]:
-    """Hold the lock of ``outdir`` (``fcntl.flock`` on ``.<name>.lock`` beside it, removed on
-    release): a second run into the same folder waits for the first, up to
+    """Hold the lock of ``outdir`` (``fcntl.flock`` on ``.<name>.ncuroof-lock`` beside it, removed
+    on release): a second run into the same folder waits for the first, up to
     :data:`WAIT_FOR_WRITER_S`, then is refused in one line (issue 53: two runs into one ``-o``
     left a ``roofs.csv`` the manifest did not list). Where the lock cannot be made (a read-only
     parent), the write itself says why."""
     import fcntl
     import time
 
-    lock = outdir.parent / f".{outdir.name or 'ncuroof'}.lock"
+    lock = outdir.parent / f".{outdir.name or 'ncuroof'}.ncuroof-lock"
     with contextlib.suppress(OSError):
         outdir.parent.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + WAIT_FOR_WRITER_S
