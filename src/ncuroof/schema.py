@@ -659,9 +659,11 @@ KERNEL_SUMMARY: dict[str, Column] = {
     "memory_throughput_frac": Column("float64", "1", "ncu memory throughput, time-weighted"),
     "occupancy_frac": Column("float64", "1", "achieved occupancy, time-weighted"),
     "theoretical_occupancy_frac": Column("float64", "1", "theoretical occupancy, time-weighted"),
-    "waves_per_sm": Column("float64", "1", "median launch__waves_per_multiprocessor"),
-    "blocks": Column("float64", "1", "median blocks per launch"),
-    "threads_per_block": Column("float64", "1", "median threads per block"),
+    "waves_per_sm": Column(
+        "float64", "1", "launch__waves_per_multiprocessor of the kernel's longest launch"
+    ),
+    "blocks": Column("float64", "1", "blocks of the kernel's longest launch"),
+    "threads_per_block": Column("float64", "1", "threads per block of the kernel's longest launch"),
     "clock_spread": Column("float64", "1", "(max - min) / median SM clock over launches"),
     "tensor_flop": Column("float64", "FLOP", "summed tensor work"),
     "device_name": RAW_META["device_name"],

@@ -89,3 +89,20 @@ def test_a_library_call_writes_nothing_unless_given_a_folder(tmp_path) -> None:
     assert ncuroof.compare_runs(src, src).outdir is None
     assert sorted(p.name for p in src.parent.iterdir()) == ["r.ncu-rep"]
     assert ncuroof.analyze(src, write=True).outdir == src.parent / "r.ncuroof"
+
+
+def test_a_kernel_quotes_the_geometry_of_its_longest_launch() -> None:
+    """Issue 50 class 4: the kernel row quoted a median geometry no launch had (171,500 blocks
+    over launches of 290,304 / 68,600 / 68,600 / 274,400). Now the longest launch's blocks,
+    threads and waves, which some launch had."""
+    from ncuroof.model import summary
+    from tests.helpers import synthetic
+
+    k = synthetic.kernels_table(40, 1, seed=3)
+    k = k.iloc[:4].copy()
+    k["grid"] = ["(290304, 1, 1)", "(68600, 1, 1)", "(68600, 1, 1)", "(274400, 1, 1)"]
+    k["block"] = ["(128, 1, 1)", "(256, 1, 1)", "(256, 1, 1)", "(64, 1, 1)"]
+    k["waves_per_sm"] = [10.0, 2.0, 2.0, 9.0]
+    k["time_s"] = [1e-3, 2e-3, 2e-3, 5e-3]  # the fourth launch is the longest
+    s = summary.kernel_summary(k, ncuroof.points(k)).iloc[0]
+    assert (s["blocks"], s["threads_per_block"], s["waves_per_sm"]) == (274400, 64, 9.0)

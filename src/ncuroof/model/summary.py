@@ -669,21 +669,22 @@ def _firsts(col: pd.Series, g: Any, codes: np.ndarray, n: int) -> pd.Series:
 
 
 def _geometry(k: pd.DataFrame, codes: np.ndarray, out: pd.DataFrame) -> None:
-    """Medians of waves, blocks and threads per block, the clock's spread and the DRAM AI of the
-    FLOPs ncu counted, per group of ``codes`` (``out`` filled in place)."""
+    """Waves, blocks and threads per block of each group's longest launch (a geometry some launch
+    had: the median of 290,304 / 68,600 / 68,600 / 274,400 blocks was 171,500, which none had,
+    issue 50), the clock's spread and the DRAM AI of the FLOPs ncu counted, per group of
+    ``codes`` (``out`` filled in place)."""
     clk = k["sm_clock_hz"].to_numpy(float)
-    per = pd.DataFrame(  # grouped once by the kernel key, not once per column
-        {
-            "waves_per_sm": k["waves_per_sm"].to_numpy(float),
-            "blocks": grid_sizes(k["grid"]).to_numpy(float),
-            "threads_per_block": grid_sizes(k["block"]).to_numpy(float),
-            "clk": clk,
-        }
-    ).groupby(codes, sort=False)
-    med = per.median()
-    for c in ("waves_per_sm", "blocks", "threads_per_block"):
-        out[c] = med[c]
-    out["clock_spread"] = (per["clk"].max() - per["clk"].min()) / med["clk"]
+    geometry = {
+        "waves_per_sm": k["waves_per_sm"].to_numpy(float),
+        "blocks": grid_sizes(k["grid"]).to_numpy(float),
+        "threads_per_block": grid_sizes(k["block"]).to_numpy(float),
+    }
+    top = _top(codes, k["time_s"].to_numpy(float), len(out))
+    for c, v in geometry.items():
+        out[c] = np.where(top >= 0, np.append(v, np.nan)[top], np.nan)
+    med = pd.Series(clk).groupby(codes, sort=False).median().to_numpy()
+    per = pd.Series(clk).groupby(codes, sort=False)
+    out["clock_spread"] = (per.max() - per.min()).to_numpy() / med
     sums = pd.DataFrame({"counted": counted_flop(k), "dram": k["dram_bytes"].to_numpy(float)})
     sums = sums.groupby(codes, sort=False).sum(min_count=1)
     out["counted_dram_ai_flop_per_byte"] = sums["counted"] / sums["dram"].where(sums["dram"] > 0)
