@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -47,7 +48,19 @@ def record_probe(ncu: Path, args: list[str]) -> dict:
         stdin=subprocess.DEVNULL,
         cwd="/",
     )
-    return {"stdout": out.stdout, "stderr": out.stderr, "rc": out.returncode}
+    return {"stdout": _steady(out.stdout), "stderr": _steady(out.stderr), "rc": out.returncode}
+
+
+#: A line ncu prints or not depending on timing (ncu 2022.3 without a driver: whether the target
+#: process ended before its first CUDA call was instrumented), with a process ID in it.
+_TIMING_LINE = re.compile(
+    r"^==PROF== Target process \d+ terminated before first instrumented API call\.\n", re.M
+)
+
+
+def _steady(text: str) -> str:
+    """``text`` without the lines that vary from run to run (:data:`_TIMING_LINE`)."""
+    return _TIMING_LINE.sub("", text)
 
 
 def recorded(version: str) -> dict:
