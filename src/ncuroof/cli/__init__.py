@@ -18,7 +18,7 @@ import click
 
 from .. import __version__, fmt
 from ..errors import NcuroofError
-from ..parser.memory import use_returning_pool
+from ..parser.memory import address_space_limit, use_returning_pool
 from . import analyze, compare, gpus, profile, serve
 from .common import echo
 
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> None:
         # a memory limit (ulimit -v) leaves no room for a thread's stack (issue 53)
         echo(
             "ncuroof: error: no memory for another thread under this process's limits (ulimit -v);"
-            " raise the limit, or analyze fewer launches at a time (--launch-count, --workers 1)",
+            " raise the limit, or use fewer workers (--workers 1)",
             err=True,
             one_line=True,
         )
@@ -112,15 +112,10 @@ def main(argv: list[str] | None = None) -> None:
 
 def _memory_limit_text() -> str:
     """``this machine gives``, or the virtual-memory limit of this process (``ulimit -v``)."""
-    try:
-        import resource
-
-        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
-    except (ImportError, OSError, ValueError):
+    limit = address_space_limit()
+    if limit is None:
         return "this machine gives"
-    if soft == resource.RLIM_INFINITY:
-        return "this machine gives"
-    return f"this process's limit allows (ulimit -v {soft // 1024} kB: raise it)"
+    return f"this process's limit allows (ulimit -v {limit // 1024} kB: raise it)"
 
 
 def _internal(exc: BaseException) -> None:

@@ -196,9 +196,13 @@ def _load_document(p: Path) -> dict:
                     "YAML expectations need PyYAML (pip install pyyaml), or write the file as TOML",
                     p,
                 ) from exc
-            text = _text(p)
-            _bounded_yaml(yaml.compose(text, Loader=yaml.SafeLoader), p)
-            return yaml.safe_load(text) or {}
+            loader = yaml.SafeLoader(_text(p))  # composed once: bounded, then built
+            try:
+                node = loader.get_single_node()
+                _bounded_yaml(node, p)
+                return (loader.construct_document(node) if node is not None else None) or {}
+            finally:
+                loader.dispose()
         try:
             import tomllib
         except ModuleNotFoundError:  # Python 3.10

@@ -16,7 +16,7 @@ from .._lazy import LazyModule
 
 pa = LazyModule("pyarrow")  # imported when memory is released or the pool chosen
 
-__all__ = ["release_memory", "use_returning_pool", "JEMALLOC_DECAY_MS"]
+__all__ = ["release_memory", "use_returning_pool", "address_space_limit", "JEMALLOC_DECAY_MS"]
 
 
 def release_memory() -> None:
@@ -52,7 +52,7 @@ def use_returning_pool() -> None:
     """
     if os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
         return
-    if _address_space_limited():
+    if address_space_limit() is not None:
         # jemalloc and mimalloc reserve address space in large arenas: under ulimit -v 800000 a
         # CSV analysis died of SIGSEGV in Arrow's writer thread (issue 53); malloc stays within it.
         pa.set_memory_pool(pa.system_memory_pool())
@@ -66,11 +66,12 @@ def use_returning_pool() -> None:
     pa.jemalloc_set_decay_ms(JEMALLOC_DECAY_MS)
 
 
-def _address_space_limited() -> bool:
-    """Whether this process runs under a virtual-memory limit (``ulimit -v``, RLIMIT_AS)."""
+def address_space_limit() -> int | None:
+    """This process's virtual-memory limit in bytes (``ulimit -v``, RLIMIT_AS), None without one."""
     try:
         import resource
-    except ImportError:  # not on POSIX
-        return False
-    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
-    return soft != resource.RLIM_INFINITY
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    except (ImportError, OSError, ValueError):  # not on POSIX
+        return None
+    return None if soft == resource.RLIM_INFINITY else int(soft)
