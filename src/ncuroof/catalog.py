@@ -217,6 +217,9 @@ class PipeCatalog:
     #: count instructions issued rather than bytes (``issue = true``).
     memory_units: tuple[Pipe, ...] = ()
     issue_units: frozenset[str] = frozenset()
+    #: Those that count requests or crossbar cycles, not bytes (``requests = true``): busy with
+    #: small requests (:mod:`ncuroof.model.limiters` request_bound).
+    request_units: frozenset[str] = frozenset()
 
     @property
     def metrics(self) -> tuple[str, ...]:
@@ -260,7 +263,8 @@ def _pipes(data: dict[str, Any]) -> PipeCatalog:
     mu = data.get("hot_memory_unit", {}).get("unit", [])
     units = tuple(_pipe(u) for u in mu)
     issue = frozenset(u["name"] for u in mu if u.get("issue"))
-    return PipeCatalog(tuple(hp["suffixes"]), pipes, tuple(table), units, issue)
+    requests = frozenset(u["name"] for u in mu if u.get("requests"))
+    return PipeCatalog(tuple(hp["suffixes"]), pipes, tuple(table), units, issue, requests)
 
 
 @dataclass(frozen=True)
@@ -368,6 +372,19 @@ class Catalog:
     #: ``[l2_evidence]`` of roofline.toml: L2 write bytes (``writes``) and an L2 roof from the
     #: tag stage (``peak``).
     l2_evidence: dict[str, tuple[Recipe, ...]] = field(default_factory=dict)
+    #: ``metrics/limiters.toml``: the limiter rules' order, thresholds, metrics and stall reasons
+    #: (:mod:`ncuroof.model.limiters`); empty without the file.
+    limiters: dict[str, Any] = field(default_factory=dict)
+
+    @functools.cached_property
+    def limiter_metrics(self) -> dict[str, str]:
+        """The metrics the limiter rules read (``[metrics]`` of limiters.toml), by role; the stall
+        template expanded as ``stall:<reason>``."""
+        spec = dict(self.limiters.get("metrics", {}))
+        spec.pop("source", None)
+        template = spec.pop("stall", "")
+        stalls = {f"stall:{r}": template.format(reason=r) for r in self.limiters.get("stall", {})}
+        return {**spec, **(stalls if template else {})}
 
     @functools.cached_property
     def instanced_metrics(self) -> dict[str, re.Pattern[str]]:
@@ -405,6 +422,7 @@ class Catalog:
             names.update(self.pipes.metrics)
         if self.instruction is not None:
             names.update(self.instruction.metrics)
+        names.update(self.limiter_metrics.values())
         return frozenset(names)
 
     def formula(self, key: str, definition: str = "") -> str:
@@ -686,6 +704,9 @@ def load(directory: Path | None = None) -> Catalog:
             _opcodes(_read(directory / "opcodes.toml"))
             if (directory / "opcodes.toml").is_file()
             else None
+        ),
+        limiters=(
+            _read(directory / "limiters.toml") if (directory / "limiters.toml").is_file() else {}
         ),
     )
 

@@ -360,6 +360,42 @@ LAUNCHES: dict[str, Column] = {
         "1",
         "utilisation of hot_memory_unit: its .avg.pct_of_peak_sustained_elapsed / 100",
     ),
+    # The limiter rules' evidence (ncuroof/model/limiters.py, metrics/limiters.toml [metrics]).
+    "sm_count": Column("float64", "1", "device__attribute_multiprocessor_count: SMs of the GPU"),
+    "sm_active_frac": Column(
+        "float64", "1", "sm__cycles_active.avg / sm__cycles_elapsed.avg: share of cycles SMs ran"
+    ),
+    "global_load_sectors_per_request": Column(
+        "float64",
+        "1",
+        "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum /"
+        " l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum (4 for coalesced 4-byte loads)",
+    ),
+    "global_store_sectors_per_request": Column(
+        "float64",
+        "1",
+        "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum /"
+        " l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
+    ),
+    "warp_cycles_per_issue": Column(
+        "float64", "cycle", "smsp__average_warp_latency_per_inst_issued.ratio"
+    ),
+    "issue_active_frac": Column("float64", "1", "smsp__issue_active.avg.per_cycle_active"),
+    "top_stall": Column(
+        "string",
+        "",
+        "the stall reason with the most cycles per issued instruction"
+        " (smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio); '' when none",
+    ),
+    "top_stall_cycles_per_issue": Column("float64", "cycle", "cycles of top_stall per issue"),
+    "second_stall": Column("string", "", "the next stall reason; '' when none"),
+    "second_stall_cycles_per_issue": Column("float64", "cycle", "cycles of second_stall per issue"),
+    "limiter": Column(
+        "string",
+        "",
+        "what limits the launch beyond its roofline point (ncuroof/model/limiters.py):"
+        " launch_bound, fence, uncoalesced, request_bound, tail, pipe; '' when no rule fired",
+    ),
     "warp_inst": Column(
         "float64",
         "inst",
@@ -697,6 +733,7 @@ KERNEL_SUMMARY: dict[str, Column] = {
         for lv in LEVELS
     },
     "diagnosis": LAUNCHES["diagnosis"],
+    "limiter": LAUNCHES["limiter"],
     "evidence": LAUNCHES["evidence"],
     "advice": LAUNCHES["advice"],
     "flags": LAUNCHES["flags"],
@@ -1034,6 +1071,8 @@ COMPACT_TEXT = frozenset(
     {
         "evidence_sources",
         "evidence",
+        "top_stall",
+        "second_stall",
         "advice",
         "kernel_demangled",
         "kernel_key",

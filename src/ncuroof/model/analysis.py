@@ -32,6 +32,7 @@ from ..schema import (
     validate_points,
 )
 from . import classify, diagnose, expect, formulas, production, roofs, summary
+from .limiters import LIMITER_COLUMNS
 from .summary import FOCUS_SHARE, KEY_CHOICES
 
 __all__ = [
@@ -388,6 +389,7 @@ _DERIVED = (
     "speed_of_light_note",
     *(c for c in LAUNCHES if c.startswith("achievable_")),
     "roof_fraction",
+    *LIMITER_COLUMNS,
 )
 
 
@@ -427,6 +429,9 @@ def restore_launches(
         k["hot_pipe"], k["hot_pipe_frac"] = "", np.nan
     if "hot_memory_unit" not in k.columns:  # written before issue 44
         k["hot_memory_unit"], k["hot_memory_unit_frac"] = "", np.nan
+    for c, missing in LIMITER_COLUMNS.items():  # written before issue 50
+        if c not in k.columns:
+            k[c] = missing
     if any(
         c not in k.columns
         for c in ("time_at_roof_s", "saving_s", "time_at_roof_bound", "speed_of_light_note")
@@ -498,6 +503,9 @@ _TEXT_EMPTY = (
     "input_notes",
     "hot_pipe",
     "hot_memory_unit",
+    "top_stall",
+    "second_stall",
+    "limiter",
     "time_at_roof_bound",
     "speed_of_light_note",
 )

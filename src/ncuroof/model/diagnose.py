@@ -60,6 +60,9 @@ from .distinct import (
     per_distinct,
     text_array,
 )
+from .evidence import SPIN_WAIT
+from .limiters import LIMITER_COLUMNS
+from .limiters import apply as apply_limiters
 from .speed_of_light import instruction_verdict
 from .summary import grid_sizes, keys_of
 
@@ -174,6 +177,10 @@ _FACTS = (
     "has_flop",
     "has_bytes",
     "has_roof",
+    # the limiter rules' (ncuroof.model.limiters)
+    *(c for c in LIMITER_COLUMNS if c != "limiter"),
+    "short_launch",
+    "spin_barrier",
 )
 
 
@@ -222,12 +229,29 @@ def verdict(
         under one wave (:func:`lanes`) are added to the evidence and advice of
         every classified verdict.
     """
-    c = _Context.of(f, sol)
     occupancy = _occupancy_shares(occupancy_gap, occupancy_well_below)
-    cls, ev, advice = _verdict(c, f, sol, gpus, low_occupancy, instruction, pipes, occupancy)
+    got = _limited(f, sol, gpus, low_occupancy, instruction, pipes, occupancy, load_catalog())
+    return got[0], got[1], got[2]
+
+
+def _limited(
+    f: dict[str, Any],
+    sol: dict[str, Any],
+    gpus: GpuCatalog | None,
+    low_occupancy: float,
+    instruction: dict[str, Any] | None,
+    pipes: PipeCatalog | None,
+    occupancy: tuple[float, float],
+    catalog: Catalog,
+) -> tuple[str, str, str, str]:
+    """:func:`verdict` with its limiter: the roofline/SpeedOfLight verdict, then the limiter
+    rules of ``catalog`` (:func:`ncuroof.model.limiters.apply`), then the idle lanes."""
+    c = _Context.of(f, sol)
+    base = _verdict(c, f, sol, gpus, low_occupancy, instruction, pipes, occupancy)
+    cls, ev, advice, limiter = apply_limiters(f, base, catalog)
     if c.lanes and cls != "not_classified":
         ev, advice = _with_lanes(c.lanes, ev, advice)
-    return cls, ev, advice
+    return cls, ev, advice, limiter
 
 
 def _occupancy_shares(gap: float | None, well_below: float | None) -> tuple[float, float]:
@@ -1285,15 +1309,15 @@ def diagnose_launches(
         A copy of ``kernels`` with the four columns (see :func:`verdict`, :func:`launch_flags`).
     """
     k = kernels.copy(deep=False)
-    facts = _launch_facts(k, binding_points(points) if bind is None else bind)
+    facts = _launch_facts(k, binding_points(points) if bind is None else bind, catalog)
     cols = [c for c in _FACTS if c in facts.columns]
     first, inverse = distinct_rows(
         facts, cols
     )  # the text of each distinct combination of facts, made once
     res = np.array(
         _verdicts(_records(facts.iloc[first], cols), catalog, gpus), dtype=object
-    ).reshape(len(first), 3)
-    for i, name in enumerate(("diagnosis", "evidence", "advice")):
+    ).reshape(len(first), 4)
+    for i, name in enumerate(("diagnosis", "evidence", "advice", "limiter")):
         k[name] = text_array(categorical(inverse, res[:, i])) if len(k) else []
     k["flags"] = launch_flags(k, points, catalog.thresholds["diagnosis"]).to_numpy()
     return k
@@ -1301,25 +1325,27 @@ def diagnose_launches(
 
 def _verdicts(
     facts: Iterable[dict[str, Any]], catalog: Catalog, gpus: GpuCatalog | None
-) -> list[tuple[str, str, str]]:
-    """:func:`verdict` of each row of facts, with the catalog's thresholds and pipes."""
+) -> list[tuple[str, str, str, str]]:
+    """:func:`verdict` of each row of facts, with the catalog's thresholds and pipes, then the
+    limiter rules (:func:`ncuroof.model.limiters.apply`): class, evidence, advice, limiter."""
     diagnosis = catalog.thresholds["diagnosis"]
+    occupancy = (float(diagnosis["occupancy_gap"]), float(diagnosis["occupancy_well_below"]))
     return [
-        verdict(
+        _limited(
             f,
             catalog.thresholds["sol"],
             gpus,
             float(diagnosis["low_occupancy"]),
             catalog.thresholds["instruction"],
             catalog.pipes,
-            float(diagnosis["occupancy_gap"]),
-            float(diagnosis["occupancy_well_below"]),
+            occupancy,
+            catalog,
         )
         for f in facts
     ]
 
 
-def _launch_facts(k: pd.DataFrame, bind: pd.DataFrame) -> pd.DataFrame:
+def _launch_facts(k: pd.DataFrame, bind: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
     """What a launch's verdict is made of (:data:`_FACTS`), one row per launch: its binding point,
     grid and block sizes and what it holds (:func:`evidence_facts`)."""
     bind = bind.drop(columns="bound")
@@ -1333,7 +1359,30 @@ def _launch_facts(k: pd.DataFrame, bind: pd.DataFrame) -> pd.DataFrame:
     facts = join_launches(k[need], bind)
     facts["blocks"] = grid_sizes(facts["grid"])
     facts["threads_per_block"] = grid_sizes(facts["block"])
+    facts["short_launch"] = _short_launches(k, catalog)
+    facts["spin_barrier"] = _spin_barriers(k)
     return pd.concat([facts, evidence_facts(k).reset_index(drop=True)], axis=1)
+
+
+def _short_launches(k: pd.DataFrame, catalog: Catalog) -> np.ndarray:
+    """Launches of at most ``metrics/limiters.toml`` [launch_bound].max_time_s (a bool, so that
+    the verdicts of launches that differ only in duration are made once)."""
+    limit = float(catalog.limiters.get("launch_bound", {}).get("max_time_s", 0.0))
+    t = k["time_s"].to_numpy(dtype=float, na_value=np.nan) if "time_s" in k else np.array([])
+    with np.errstate(invalid="ignore"):
+        return t <= limit if len(t) == len(k) else np.zeros(len(k), dtype=bool)
+
+
+def _spin_barriers(k: pd.DataFrame) -> np.ndarray:
+    """Launches whose notes name a spin barrier (:func:`ncuroof.model.evidence.opcode_signals`)."""
+    if "notes" not in k:
+        return np.zeros(len(k), dtype=bool)
+    cells = k["notes"].to_numpy(dtype=object)
+    return np.fromiter(
+        (isinstance(c, list) and any(str(n).startswith(SPIN_WAIT) for n in c) for c in cells),
+        dtype=bool,
+        count=len(cells),
+    )
 
 
 def _records(frame: pd.DataFrame, cols: list[str]) -> Iterator[dict[str, Any]]:
@@ -1390,12 +1439,63 @@ def diagnose_kernels(
     k = kernels.assign(kernel_key=keys_of(kernels).array)
     s["status"] = _kernel_status(s, k)
     facts = _kernel_facts(s, k)
-    res = _verdicts(facts, catalog, gpus)
+    res = _kernel_verdicts(s, k)
     s["diagnosis"] = [r[0] for r in res]
     s["evidence"] = [r[1] + _useful_ai(f) for r, f in zip(res, facts)]
     s["advice"] = [r[2] for r in res]
+    s["limiter"] = [r[3] for r in res]
     s["flags"] = _kernel_flags(s, k, float(catalog.thresholds["diagnosis"]["clock_spread"]))
     return s[[c for c in KERNEL_SUMMARY if c in s.columns]]
+
+
+def _kernel_verdicts(s: pd.DataFrame, k: pd.DataFrame) -> list[tuple[str, str, str, str]]:
+    """Each kernel's verdict taken from its launches, never made anew (issue 50: every launch
+    said "grid larger than the work", the kernel row "launch more blocks"): the diagnosis that
+    holds the most of the kernel's launch time, with the evidence (said to be that launch's),
+    advice and limiter of its longest launch of that diagnosis; where launches differ, the
+    evidence ends with how the launches split. ``(diagnosis, evidence, advice, limiter)`` in
+    the order of ``s``."""
+    cls = k["diagnosis"].astype(str).to_numpy()
+    frame = pd.DataFrame(
+        {
+            "key": k["kernel_key"].to_numpy(dtype=object),
+            "cls": cls,
+            "t": np.nan_to_num(k["time_s"].to_numpy(dtype=float, na_value=np.nan)),
+            "pos": np.arange(len(k)),
+        }
+    )
+    shares = frame.groupby(["key", "cls"], sort=False)["t"].agg(["sum", "size"]).reset_index()
+    shares = shares.sort_values(["sum", "size"], ascending=False, kind="stable")
+    top = shares.drop_duplicates("key")[["key", "cls"]]
+    chosen = frame.merge(top, on=["key", "cls"]).sort_values("t", ascending=False, kind="stable")
+    pos = chosen.drop_duplicates("key").set_index("key")["pos"]
+    split = {key: g for key, g in shares.groupby("key", sort=False) if len(g) > 1}
+    n_launches = frame.groupby("key", sort=False).size().to_dict()
+    text = {c: k[c].astype(object).to_numpy() for c in ("evidence", "advice", "limiter")}
+    out = []
+    for key in s["kernel_key"].to_numpy(dtype=object):
+        i = int(pos.get(key, -1))
+        if i < 0:
+            out.append(("not_classified", "no launch of this kernel", "", ""))
+            continue
+        ev = str(text["evidence"][i] or "")
+        if n_launches.get(key, 1) > 1:
+            ev = f"longest launch of {n_launches[key]}: {ev}"
+        ev += _launch_split(split[key]) if key in split else ""
+        out.append((cls[i], ev, str(text["advice"][i] or ""), str(text["limiter"][i] or "")))
+    return out
+
+
+def _launch_split(shares: pd.DataFrame) -> str:
+    """``; its launches: 3 of 4 (92% of time) latency-bound / under-occupied, 1 ...``."""
+    n, total = int(shares["size"].sum()), float(shares["sum"].sum())
+    parts = [
+        f"{int(r.size)} of {n}"
+        + (f" ({fmt.pct(r.sum / total)} of time)" if total > 0 else "")
+        + f" {CLASSES.get(r.cls, r.cls)}"
+        for r in shares.head(3).itertuples(index=False)
+    ]
+    return "; its launches: " + ", ".join(parts)
 
 
 def _kernel_status(s: pd.DataFrame, k: pd.DataFrame) -> np.ndarray:

@@ -42,6 +42,9 @@ __all__ = [
 
 _NAN = np.nan
 
+#: The start of the note that names a spin barrier (read by the fence limiter).
+SPIN_WAIT = "spin wait"
+
 
 @dataclass
 class OpcodeFlops:
@@ -389,10 +392,10 @@ def _spin_barrier(counts: dict[str, np.ndarray], n: int, notes: list[list[str]])
         seen = ", ".join(f"{k} x {counts[k][i]:,.0f}" for k in counts if counts[k][i] > 0)
         scope = "system" if any(k.endswith(".SYS") and counts[k][i] > 0 for k in strong) else "GPU"
         notes[i].append(
-            f"spin wait at {scope} scope visible in the opcode table ({seen}): a grid-wide barrier"
-            " or a semaphore (grid.sync, split-K serial reduction) where warps poll a flag until"
-            " other blocks arrive; that wait is latency, not work: fewer grid-wide syncs (split"
-            " the kernel at the barrier) or a block-level step instead"
+            f"{SPIN_WAIT} at {scope} scope visible in the opcode table ({seen}): a grid-wide"
+            " barrier or a semaphore (grid.sync, split-K serial reduction) where warps poll a flag"
+            " until other blocks arrive; that wait is latency, not work: fewer grid-wide syncs"
+            " (split the kernel at the barrier) or a block-level step instead"
         )
 
 

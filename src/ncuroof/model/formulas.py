@@ -59,6 +59,7 @@ from .evidence import (
     opcode_flops,
     opcode_signals,
 )
+from .limiters import limiter_columns
 from .roofs import Factorized, objects, report_sets
 from .speed_of_light import apply_speed_of_light, hot_pipe_codes, launch_floor
 
@@ -714,6 +715,7 @@ def _measured_columns(
             "achievable_sources": objects([()] * len(raw)),
             **_throughput_columns(raw, cat, cc),
             **_instruction_counts(raw, cat, cc),
+            **limiter_columns(raw, cat),
         },
         index=raw.index,
     )
@@ -882,7 +884,7 @@ def _later_columns(k: pd.DataFrame) -> None:
     for col in ("time_at_roof_s", "saving_s", "expected_flop", "expected_dram_bytes"):
         k[col] = _NAN
     none = np.zeros(len(k), dtype=np.int64)  # one text for every launch: taken, not converted
-    for col in ("time_at_roof_bound", "speed_of_light_note", "evidence", "advice"):
+    for col in ("time_at_roof_bound", "speed_of_light_note", "evidence", "advice", "limiter"):
         k[col] = coded_text(none, [""])
     k["kernel_key"] = None  # set once by the analysis (ncuroof.model.summary.kernel_keys, --match)
     k["clock_control"] = (
