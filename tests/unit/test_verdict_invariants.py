@@ -16,7 +16,7 @@ import pytest
 from ncuroof import catalog
 from ncuroof.errors import InputError
 from ncuroof.model import analysis, diagnose
-from ncuroof.model.invariants import INVARIANTS, violations
+from ncuroof.model.invariants import INVARIANTS, kernel_violations, violations
 from ncuroof.model.speed_of_light import launch_floor
 from tests.helpers.reports import (
     SHARED,
@@ -54,6 +54,8 @@ def test_words_never_contradict_numbers(name: str) -> None:
     for table in (a.launches, a.summary):
         v = violations(table)
         assert v.empty, v.to_string()
+    v = kernel_violations(a.summary, a.launches)
+    assert v.empty, v.to_string()
 
 
 def _row(**kw: object) -> pd.DataFrame:
@@ -139,6 +141,44 @@ def _row(**kw: object) -> pd.DataFrame:
                 "advice": "compute and memory are both busy; near the best this algorithm allows",
             },
             "memory_unit_unnamed",
+        ),
+        (  # issue 50 class 1: a transpose storing 32 sectors per request "at the roof"
+            {
+                "top_stall": "",
+                "global_store_sectors_per_request": 16.78e6 / 524e3,
+                "advice": "at the DRAM roof: only moving fewer bytes helps",
+            },
+            "uncoalesced_at_roof",
+        ),
+        (  # issue 50 class 6: mio_throttle reported, the reader sent to ncu
+            {
+                "top_stall": "mio_throttle",
+                "top_stall_cycles_per_issue": 12.0,
+                "warp_cycles_per_issue": 20.0,
+                "advice": "latency bound; raise ILP and read ncu's warp-stall reasons",
+            },
+            "stalls_unnamed",
+        ),
+        (  # issue 50 class 7: 4 CTAs, 3.7 us on 80 SMs, "check coalescing"
+            {
+                "top_stall": "",
+                "grid": "(4, 1, 1)",
+                "sm_count": 80.0,
+                "time_s": 3.7e-6,
+                "advice": "the access pattern wastes bandwidth; check coalescing",
+            },
+            "launch_bound_unsaid",
+        ),
+        (  # issue 50 class 2: membar 160.6 cycles per issue, the next 7.6, "launch more blocks"
+            {
+                "top_stall": "membar",
+                "top_stall_cycles_per_issue": 160.6,
+                "second_stall_cycles_per_issue": 7.6,
+                "warp_cycles_per_issue": 175.0,
+                "issue_active_frac": 0.02,
+                "advice": "too little parallel work: launch more blocks",
+            },
+            "fence_unnamed",
         ),
         (  # issue 44 class 5: 4,226 warps launched doing 8 warp instructions each
             {

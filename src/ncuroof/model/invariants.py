@@ -33,6 +33,15 @@ whatever the exact wording:
   than ``[diagnosis].prologue_warp_inst`` warp instructions each (the grid is larger than the work).
 * ``memory_unit_unnamed``: no "near the best this algorithm allows" where the unit behind the
   memory SpeedOfLight counts instructions issued (``metrics/pipes.toml`` ``issue = true``).
+* ``uncoalesced_at_roof``: no "only moving fewer bytes helps" as the lever of a row whose global
+  loads or stores exceed ``metrics/limiters.toml`` [uncoalesced].max_sectors_per_request sectors
+  per request (issue 50 class 1: wasted sectors are not bytes the kernel needs).
+* ``stalls_unnamed``: no "read ncu's warp-stall reasons" where the row holds the reason ncu's
+  CPIStall rule reports (issue 50 class 6).
+* ``launch_bound_unsaid``: a launch with fewer blocks than SMs and no longer than
+  [launch_bound].max_time_s leads its advice with launch latency (issue 50 class 7).
+* ``fence_unnamed``: a membar or barrier top stall above [fence].share of the cycles between issues
+  and [fence].lead x the next names the fence or barrier in the advice (issue 50 class 2).
 * ``sparse_peak_for_dense_work``: no tensor aggregate path's work against a peak above its dense
   (``op_…_sparsity_off``) children's when the launch ran no sparse MMA of that datatype.
 """
@@ -50,9 +59,9 @@ from ..catalog import load as load_catalog
 from ..schema import cell_text, tensor_columns, tensor_paths
 from .formulas import cc_number
 from .speed_of_light import launch_floor
-from .summary import grid_sizes
+from .summary import grid_sizes, keys_of
 
-__all__ = ["INVARIANTS", "violations"]
+__all__ = ["INVARIANTS", "kernel_violations", "violations"]
 
 #: Invariant codes and what each forbids.
 INVARIANTS = {
@@ -76,6 +85,11 @@ INVARIANTS = {
     "level_roof_unexplained": "a level with bytes and no roof, with nothing said",
     "more_blocks_for_idle_grid": "'launch more blocks' where most warps launched do no work",
     "memory_unit_unnamed": "'near the best' where memory throughput is instruction issue",
+    "uncoalesced_at_roof": "'only moving fewer bytes helps' where the accesses are uncoalesced",
+    "stalls_unnamed": "'read ncu's warp-stall reasons' where the row holds them",
+    "launch_bound_unsaid": "a tiny launch of fewer blocks than SMs not called launch-bound first",
+    "fence_unnamed": "a fence- or barrier-dominated launch whose advice names neither",
+    "kernel_verdict_no_launch_has": "a kernel's diagnosis or advice that none of its launches has",
 }
 
 #: (quantity, phrases that call it absent): a phrase is a regex matched case-sensitively.
@@ -208,6 +222,7 @@ def violations(table: pd.DataFrame, catalog: Catalog | None = None) -> pd.DataFr
     out += _level_roof_checks(table)
     out += _idle_grid_checks(table, advice, th)
     out += _memory_unit_checks(table, advice, catalog)
+    out += _limiter_checks(table, advice, catalog)
     return pd.DataFrame(out, columns=["row", "code", "text"])
 
 
@@ -513,3 +528,85 @@ def _memory_unit_checks(
         )
         for i in np.flatnonzero(issue & near)
     ]
+
+
+def _limiter_checks(
+    table: pd.DataFrame, advice: pd.Series, catalog: Catalog
+) -> list[tuple[Any, str, str]]:
+    """``uncoalesced_at_roof``, ``stalls_unnamed``, ``launch_bound_unsaid`` and
+    ``fence_unnamed`` (issue 50), each from the row's own counters and ``metrics/limiters.toml``;
+    a check whose columns the table lacks (a kernel summary) is skipped."""
+    spec = catalog.limiters
+    if not spec or "top_stall" not in table.columns:
+        return []
+    sectors = np.fmax(
+        _num(table, "global_load_sectors_per_request"),
+        _num(table, "global_store_sectors_per_request"),
+    )
+    cpi, top = _num(table, "warp_cycles_per_issue"), _num(table, "top_stall_cycles_per_issue")
+    nxt = np.nan_to_num(_num(table, "second_stall_cycles_per_issue"))
+    reason = _text_column(table, "top_stall")
+    blocks = grid_sizes(table["grid"]).to_numpy(float) if "grid" in table else _num(table, "blocks")
+    fence, launch = spec["fence"], spec["launch_bound"]
+    with np.errstate(invalid="ignore"):
+        reported = (top > float(fence["share"]) * cpi) & reason.isin(list(spec["stall"])).to_numpy()
+        fenced = (
+            reported
+            & reason.isin(list(fence["reasons"])).to_numpy()
+            & (top >= float(fence["lead"]) * nxt)
+            & ~(_num(table, "issue_active_frac") >= float(fence["issue_active"]))
+        )
+        tiny = (blocks < _num(table, "sm_count")) & (
+            _num(table, "time_s") <= float(launch["max_time_s"])
+        )
+    bad = {
+        "uncoalesced_at_roof": (sectors > float(spec["uncoalesced"]["max_sectors_per_request"]))
+        & advice.str.startswith("at the").to_numpy(),
+        "stalls_unnamed": reported & advice.str.contains("read ncu's warp-stall").to_numpy(),
+        "launch_bound_unsaid": tiny & ~advice.str.startswith("too few blocks").to_numpy(),
+        "fence_unnamed": fenced & ~advice.str.contains("fence|barrier").to_numpy(),
+    }
+    return [
+        (table.index[i], code, f"{reason.iat[i]} {top[i]:.3g} of {cpi[i]:.3g} cycles per issue")
+        for code, rows in bad.items()
+        for i in np.flatnonzero(rows)
+    ]
+
+
+def kernel_violations(summary: pd.DataFrame, launches: pd.DataFrame) -> pd.DataFrame:
+    """``kernel_verdict_no_launch_has``: kernels whose diagnosis or advice none of their
+    launches has (issue 50 class 3: every launch said "grid larger than the work", the kernel
+    row "launch more blocks").
+
+    Parameters
+    ----------
+    summary : DataFrame
+        The kernel summary (``kernel_key``, ``diagnosis``, ``advice``).
+    launches : DataFrame
+        Its launch table (``kernel_key`` or the columns :func:`ncuroof.model.summary.keys_of`
+        reads, ``diagnosis``, ``advice``).
+
+    Returns
+    -------
+    DataFrame
+        ``row``, ``code``, ``text`` as :func:`violations`.
+    """
+    keys = launches["kernel_key"] if "kernel_key" in launches else keys_of(launches)
+    held = set(
+        zip(
+            keys.astype(str),
+            launches["diagnosis"].astype(str),
+            launches["advice"].astype(str),
+        )
+    )
+    rows = [
+        (i, "kernel_verdict_no_launch_has", f"{d}: {str(a)[:60]}")
+        for i, k, d, a in zip(
+            summary.index,
+            summary["kernel_key"].astype(str),
+            summary["diagnosis"].astype(str),
+            summary["advice"].astype(str),
+        )
+        if (k, d, a) not in held
+    ]
+    return pd.DataFrame(rows, columns=["row", "code", "text"])
