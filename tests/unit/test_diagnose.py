@@ -271,6 +271,20 @@ def test_what_if_by_hand():
     )
 
 
+@needs_ncu_report
+def test_what_if_keeps_the_kernels_own_verdict():
+    # issue 50 class 10: "compute-bound here" for a kernel the diagnosis calls latency-bound; the
+    # projection now says the verdict first and the side of the ridge as a side
+    k, s = _kernels("cutlass-panjd123__4fb3ff3f6a_report-s8.ncu-rep")
+    h100 = catalog.load_gpus().by_name("h100-sxm")
+    w = diagnose.what_if(s.reset_index(), k, h100).set_index("kernel_label")
+    assert s.loc["Kernel", "limiter"] == "launch_bound"
+    side = w.loc["Kernel", "bound_here"]
+    assert w.loc["Kernel", "change"].startswith(
+        f"launch-bound: too few blocks for launch latency here (the {side} side of the DRAM ridge)"
+    )
+
+
 # --- --expect ------------------------------------------------------------------------------
 
 GEMM_EXPECT = """

@@ -61,7 +61,7 @@ from .distinct import (
     text_array,
 )
 from .evidence import SPIN_WAIT
-from .limiters import LIMITER_COLUMNS
+from .limiters import LIMITER_COLUMNS, LIMITER_TEXT
 from .limiters import apply as apply_limiters
 from .speed_of_light import instruction_verdict
 from .summary import grid_sizes, keys_of
@@ -71,6 +71,7 @@ __all__ = [
     "FLAG_CODES",
     "diagnose_kernels",
     "diagnose_launches",
+    "verdict_text",
     "launch_flags",
     "what_if",
 ]
@@ -125,6 +126,27 @@ CLASSES = {
     "instruction_bound": "instruction-bound (non-FP work)",
     "not_classified": "not classified",
 }
+
+
+def verdict_text(diagnosis: object, limiter: object = "") -> str:
+    """The words of a verdict wherever a person reads it (page, terminal, Markdown): the
+    limiter's (:data:`ncuroof.model.limiters.LIMITER_TEXT`) where a rule named one, else the
+    class's (:data:`CLASSES`); '' for neither.
+
+    Parameters
+    ----------
+    diagnosis : str
+        A key of :data:`CLASSES` (the ``diagnosis`` column).
+    limiter : str, optional
+        The ``limiter`` column ('' or missing when no rule fired).
+
+    Returns
+    -------
+    str
+    """
+    if isinstance(limiter, str) and limiter in LIMITER_TEXT:
+        return LIMITER_TEXT[limiter]
+    return CLASSES.get(diagnosis, diagnosis) if isinstance(diagnosis, str) else ""
 
 
 def _tensor_ratio(device: str, precision: str, gpus: GpuCatalog | None) -> tuple[float, str] | None:
@@ -1622,11 +1644,9 @@ def _projection(
     ai = flop / dram
     ridge_there = there_peak / there_bw if there_bw > 0 else math.nan
     bound_here, bound_there = _side(ai, ridge_here), _side(ai, ridge_there)
-    same = bound_here and bound_here == bound_there
     change = (
-        f"{bound_here or '?'}-bound here, {'still ' if same else ''}{bound_there or '?'}-bound"
-        f" on {target.name} (ridge {fmt.g(ridge_here)} -> {fmt.g(ridge_there)}"
-        f" {work_unit(p)}/B, AI {fmt.g(ai)})"
+        _sides_text(r, bound_here, bound_there, target.name)
+        + f" (ridge {fmt.g(ridge_here)} -> {fmt.g(ridge_there)} {work_unit(p)}/B, AI {fmt.g(ai)})"
     )
     return {
         "kernel_label": r.kernel_label,
@@ -1640,6 +1660,22 @@ def _projection(
         "time_at_roof_there_s": max(flop / there_peak if there_peak > 0 else 0.0, dram / there_bw),
         "change": change,
     }
+
+
+def _sides_text(r: Any, here: str, there: str, name: str) -> str:
+    """ "memory-bound here, still memory-bound on H100 SXM" where the kernel's verdict is that
+    side's; else its verdict first (issue 50: "compute-bound here" for a kernel the diagnosis
+    calls latency-bound): "latency-bound / under-occupied here (the compute side of the DRAM
+    ridge), the compute side on H100 SXM"."""
+    diagnosis = getattr(r, "diagnosis", "")
+    if not isinstance(diagnosis, str) or not diagnosis or (here and diagnosis.startswith(here)):
+        still = "still " if here == there else ""
+        return f"{here}-bound here, {still}{there or '?'}-bound on {name}"
+    verdict = verdict_text(diagnosis, getattr(r, "limiter", "")) or "unclassified"
+    return (
+        f"{verdict} here (the {here or '?'} side of the DRAM ridge), the {there or '?'} side on"
+        f" {name}"
+    )
 
 
 def _ridge_here(g: pd.DataFrame, peak_col: str) -> float:

@@ -40,7 +40,7 @@ import pandas as pd
 from .. import fmt
 from ..catalog import Catalog
 
-__all__ = ["LIMITER_COLUMNS", "Limiter", "apply", "limiter_columns", "stall_words"]
+__all__ = ["LIMITER_COLUMNS", "LIMITER_TEXT", "Limiter", "apply", "limiter_columns", "stall_words"]
 
 #: The launch-table columns of the rules (declared in :data:`ncuroof.schema.LAUNCHES`): those
 #: :func:`limiter_columns` makes and ``limiter``, with the value a table saved before issue 50 gets.
@@ -56,6 +56,18 @@ LIMITER_COLUMNS: dict[str, Any] = {
     "second_stall": "",
     "second_stall_cycles_per_issue": math.nan,
     "limiter": "",
+}
+
+
+#: What each limiter is called where a person reads the verdict (:func:`ncuroof.model.diagnose.
+#: verdict_text`): the class's words give way to these.
+LIMITER_TEXT = {
+    "launch_bound": "launch-bound: too few blocks for launch latency",
+    "fence": "fence/barrier-bound",
+    "uncoalesced": "memory-bound by uncoalesced accesses",
+    "request_bound": "request-bound (memory requests, not bytes)",
+    "tail": "tail-bound: a partial last wave",
+    "pipe": "pipe-bound (a non-FP pipe)",
 }
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from .. import fmt
 from ..errors import OutputError
-from ..model.diagnose import CLASSES as DIAGNOSIS_TEXT
+from ..model.diagnose import verdict_text
 from .compare import compare_cells
 from .page import summary_cells
 
@@ -63,7 +63,7 @@ def _verdict(summary: Any) -> str:
     if not len(summary):
         return "No kernel launch was analyzed."
     top = summary.iloc[0]
-    what = DIAGNOSIS_TEXT.get(top.get("diagnosis", ""), "") or f"{top['bound']} bound"
+    what = verdict_text(top.get("diagnosis", ""), top.get("limiter", "")) or f"{top['bound']} bound"
     return (
         f"GPU time: {split or 'n/a'} (top {fmt.count(len(summary), 'kernel')}). Largest:"
         f" {fmt.markdown_cell(top['kernel_label'])}, {fmt.pct(top['time_share'], 1)} of the"

@@ -17,7 +17,7 @@ from .. import fmt
 from .._lazy import LazyModule
 from ..catalog import Catalog, GpuCatalog, precision_title
 from ..errors import OutputError
-from ..model.diagnose import CLASSES as DIAGNOSIS_TEXT
+from ..model.diagnose import verdict_text
 from ..model.summary import FOCUS_SHARE, kernel_summary
 from ..schema import cell_text, to_text, work_unit
 from . import figure, provenance
@@ -125,7 +125,8 @@ def summary_cells(r: Any) -> dict[str, str]:
         "time": fmt.kernel_time(r.time_s),
         "share": fmt.pct(r.time_share, 1) if r.time_s else "-",
         "precision": precision_title(r.precision) if r.precision else "-",
-        "diagnosis": DIAGNOSIS_TEXT.get(getattr(r, "diagnosis", ""), r.bound),
+        "diagnosis": verdict_text(getattr(r, "diagnosis", ""), getattr(r, "limiter", ""))
+        or r.bound,
         "% of roof": fmt.pct(r.roof_fraction, 1),
         "% achievable": fmt.pct(getattr(r, "achievable_roof_fraction", float("nan")), 1),
         "at roof": fmt.time(r.time_at_roof_s),
@@ -229,8 +230,8 @@ def _flag_texts(flags: Any, hide: str | None = None) -> str:
 
 
 def _verdict(r: Any) -> str:
-    d = getattr(r, "diagnosis", "") or ""
-    return DIAGNOSIS_TEXT.get(d, d) or f"{r.bound} bound"
+    text = verdict_text(getattr(r, "diagnosis", ""), getattr(r, "limiter", ""))
+    return text or f"{r.bound} bound"
 
 
 def _header(
@@ -455,12 +456,20 @@ _LAUNCH_COLUMNS = [
 ]
 
 
+def _column(summ: pd.DataFrame, name: str) -> list[object]:
+    """Column ``name`` of ``summ`` as a list; '' on every row where the table lacks it (a table
+    written before the column existed)."""
+    return list(summ[name]) if name in summ.columns else [""] * len(summ)
+
+
 def _kernel_table(summ: pd.DataFrame, hide: str | None = None) -> str:
     """The sortable kernels table, one row per kernel with its dot colour (flags with code
     ``hide`` left out)."""
     cols = list(_KERNEL_COLUMNS)
     view = summ.assign(
-        diagnosis=[DIAGNOSIS_TEXT.get(d, d) for d in summ["diagnosis"]],
+        diagnosis=[
+            verdict_text(d, lim) for d, lim in zip(summ["diagnosis"], _column(summ, "limiter"))
+        ],
         flags=[cell_text("flags", _kept_flags(f, hide)) for f in summ["flags"]],
         precision=[precision_title(p) if p else "" for p in summ["precision"]],
         level=[lv.upper() for lv in summ["level"]],
@@ -536,7 +545,7 @@ def _kernels_json(summ: pd.DataFrame, hide: str | None = None) -> str:
             "bound": r.bound,
             "launches": int(r.launches),
             "saving_s": float(r.saving_s) if np.isfinite(r.saving_s) else None,
-            "diagnosis": DIAGNOSIS_TEXT.get(getattr(r, "diagnosis", ""), ""),
+            "diagnosis": verdict_text(getattr(r, "diagnosis", ""), getattr(r, "limiter", "")),
             "advice": getattr(r, "advice", "") or "",
             "flags": _flag_texts(getattr(r, "flags", ""), hide),
         }
