@@ -803,19 +803,31 @@ def _idle_grid(blocks: float, threads: float, warp_inst: float) -> str:
     """Advice for a grid whose warps mostly exit after the prologue: fewer warp instructions per
     launched warp than ``[diagnosis].prologue_warp_inst`` means most warps did no work, so the fix
     is a smaller grid (or merging the kernel), not more blocks (issue 44: 4,226 warps launched, 2
-    touching memory). '' where that does not hold or the numbers are missing."""
+    touching memory). Up to ``little_work_warp_inst`` the warps do little work each, and the same
+    fix is offered as likely, not certain (issue 50: 37.8 per warp missed a hard cut at 32). ''
+    where neither holds or the numbers are missing."""
     if not (math.isfinite(blocks) and math.isfinite(threads) and math.isfinite(warp_inst)):
         return ""
     warps = blocks * math.ceil(threads / WARP)
-    limit = float(load_catalog().thresholds["diagnosis"]["prologue_warp_inst"])
-    if warps <= 0 or warp_inst >= limit * warps:
+    th = load_catalog().thresholds["diagnosis"]
+    limit, little = float(th["prologue_warp_inst"]), float(th["little_work_warp_inst"])
+    if warps <= 0 or warp_inst >= little * warps:
         return ""
+    each = (
+        f"{_count(warps, 'warp')} launched execute {_count(warp_inst, 'warp instruction')}"
+        f" ({fmt.g(warp_inst / warps)} each"
+    )
+    if warp_inst >= limit * warps:
+        return (
+            f"the grid may be larger than the work: {each}, under {fmt.plain(little)}), so each"
+            " warp does little work and launch overhead weighs: launch fewer threads that each do"
+            " more (a grid-stride loop) before launching more blocks"
+        )
     return (
-        f"the grid is larger than the work: {_count(warps, 'warp')} launched execute"
-        f" {_count(warp_inst, 'warp instruction')} ({fmt.g(warp_inst / warps)} each, under the"
-        f" {fmt.plain(limit)} of a prologue that checks its index and exits), so most warps do no"
-        " work and launch overhead dominates: launch a smaller grid sized to the work, or merge"
-        " this kernel into its neighbour (more blocks would not help)"
+        f"the grid is larger than the work: {each}, under the {fmt.plain(limit)} of a prologue"
+        " that checks its index and exits), so most warps do no work and launch overhead"
+        " dominates: launch a smaller grid sized to the work, or merge this kernel into its"
+        " neighbour (more blocks would not help)"
     )
 
 

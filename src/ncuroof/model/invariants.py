@@ -30,7 +30,8 @@ whatever the exact wording:
 * ``level_roof_unexplained``: a level with bytes and no roof says why (``no <LEVEL> roof`` or
   ``no roofs``).
 * ``more_blocks_for_idle_grid``: no "launch more blocks" where the warps launched execute fewer
-  than ``[diagnosis].prologue_warp_inst`` warp instructions each (the grid is larger than the work).
+  than ``[diagnosis].little_work_warp_inst`` warp instructions each (the grid is larger than the
+  work, or may be).
 * ``memory_unit_unnamed``: no "near the best this algorithm allows" where the unit behind the
   memory SpeedOfLight counts instructions issued (``metrics/pipes.toml`` ``issue = true``).
 * ``uncoalesced_at_roof``: no "only moving fewer bytes helps" as the lever of a row whose global
@@ -494,15 +495,16 @@ def _idle_grid_checks(
     table: pd.DataFrame, advice: pd.Series, th: dict[str, Any]
 ) -> list[tuple[Any, str, str]]:
     """``more_blocks_for_idle_grid``: "launch more blocks" where the warp instructions per
-    launched warp (``warp_inst`` / (blocks x ceil(threads per block / 32))) are under the
-    prologue (blocks and threads from ``grid``/``block`` on launch rows)."""
+    launched warp (``warp_inst`` / (blocks x ceil(threads per block / 32))) are under
+    ``[diagnosis].little_work_warp_inst`` (blocks and threads from ``grid``/``block`` on launch
+    rows)."""
     inst, blocks = _num(table, "warp_inst"), _num(table, "blocks")
     threads = _num(table, "threads_per_block")
     if "grid" in table.columns and not np.isfinite(blocks).any():
         blocks = grid_sizes(table["grid"]).to_numpy(float)
     if "block" in table.columns and not np.isfinite(threads).any():
         threads = grid_sizes(table["block"]).to_numpy(float)
-    limit = float(th["diagnosis"]["prologue_warp_inst"])
+    limit = float(th["diagnosis"]["little_work_warp_inst"])
     with np.errstate(invalid="ignore"):
         per_warp = inst / (blocks * np.ceil(threads / 32))
         bad = (per_warp < limit) & advice.str.contains("launch more blocks").to_numpy()
