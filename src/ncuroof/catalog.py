@@ -372,6 +372,9 @@ class Catalog:
     #: ``[l2_evidence]`` of roofline.toml: L2 write bytes (``writes``) and an L2 roof from the
     #: tag stage (``peak``).
     l2_evidence: dict[str, tuple[Recipe, ...]] = field(default_factory=dict)
+    #: ``[l2_evidence].reads_only``: the L2 definitions that count reads only (their writes are
+    #: added where they put L2 below DRAM, :func:`ncuroof.model.formulas` ``_count_l2_writes``).
+    l2_reads_only: tuple[str, ...] = ()
     #: ``metrics/limiters.toml``: the limiter rules' order, thresholds, metrics and stall reasons
     #: (:mod:`ncuroof.model.limiters`); empty without the file.
     limiters: dict[str, Any] = field(default_factory=dict)
@@ -462,10 +465,12 @@ class Catalog:
             )
         if key in self.levels:
             wanted = [d for d in definition.split(" / ") if d] if definition else []
+            writes = self.l2_evidence.get("writes", ())
             labels = [
                 d.bytes[0].label
+                + (f" + {writes[0].label}" if f"{d.id}+writes" in wanted and writes else "")
                 for d in self.levels[key].definitions
-                if not wanted or d.id in wanted
+                if not wanted or d.id in wanted or f"{d.id}+writes" in wanted
             ]
             return " or ".join(dict.fromkeys(labels))
         return ""
@@ -698,8 +703,11 @@ def load(directory: Path | None = None) -> Catalog:
         pipes=_pipes(_read(directory / "pipes.toml")),
         instruction=_instruction(_read(directory / "instruction_roofline.toml")),
         l2_evidence={
-            k: _recipes(v, f"l2_evidence.{k}") for k, v in roof.get("l2_evidence", {}).items()
+            k: _recipes(v, f"l2_evidence.{k}")
+            for k, v in roof.get("l2_evidence", {}).items()
+            if k != "reads_only"
         },
+        l2_reads_only=tuple(roof.get("l2_evidence", {}).get("reads_only", ())),
         opcodes=(
             _opcodes(_read(directory / "opcodes.toml"))
             if (directory / "opcodes.toml").is_file()

@@ -933,7 +933,7 @@ def compute_launches(raw: pd.DataFrame, catalog: Catalog, traffic: str = "ncu") 
     tpaths, tensor_flop, tensor_rate, tensor_source = _tensor_work(raw, cat, cc, time_s, notes)
     levels = _level_traffic(raw, cat, cc, time_s, traffic)
     _zero_fallback(raw, cat, cc, time_s, levels, notes)
-    _cross_checks(raw, cat, cc, work, levels, notes)
+    _cross_checks(raw, cat, cc, time_s, work, levels, notes)
     k = _measured_columns(raw, cat, cc, time_s, work, levels, tensor_flop, tensor_rate)
     k["flop_source"] = text_array(flop_source)
     k["tensor_source"] = tensor_source
@@ -954,6 +954,7 @@ def _cross_checks(
     raw: pd.DataFrame,
     cat: Catalog,
     cc: np.ndarray,
+    time_s: np.ndarray,
     work: dict[str, _Work],
     levels: dict[str, _Traffic],
     notes: list[list[str]],
@@ -962,6 +963,8 @@ def _cross_checks(
     (an L2 zero they contradict; a missing L2 roof from the tag stage, on ``levels``), the opcode
     signals and the order of the levels' bytes, each adding its ``notes``
     (:mod:`ncuroof.model.evidence`)."""
+    writes = [_recipe(raw, r, cc) for r in cat.l2_evidence.get("writes", ())]
+    _count_l2_writes(raw, cat, cc, time_s, levels, writes, notes)
     levels["l2"].peak, _ = l2_write_evidence(
         lambda r: _recipe(raw, r, cc),
         cat,
@@ -972,7 +975,6 @@ def _cross_checks(
     )
 
     opcode_signals(raw, cat, work["fp16"].flop, notes)
-    writes = [_recipe(raw, r, cc) for r in cat.l2_evidence.get("writes", ())]
     level_order_evidence(
         {lv: levels[lv].bytes for lv in LEVELS},
         {lv: levels[lv].definition for lv in LEVELS},
@@ -980,6 +982,63 @@ def _cross_checks(
         float(cat.thresholds.get("evidence", {}).get("level_order_slack", 0.0)),
         notes,
     )
+
+
+def _count_l2_writes(
+    raw: pd.DataFrame,
+    cat: Catalog,
+    cc: np.ndarray,
+    time_s: np.ndarray,
+    levels: dict[str, _Traffic],
+    writes: list[np.ndarray],
+    notes: list[list[str]],
+) -> None:
+    """L2 as reads + writes where a reads-only definition (``[l2_evidence].reads_only``) puts it
+    below DRAM by more than ``[evidence].level_order_slack`` and the report holds L2 write bytes
+    (``[l2_evidence].writes``, the first held): bytes and rate add the writes, the roof is the tag
+    stage's (``[l2_evidence].peak``, which counts reads and writes) where held, the definition
+    becomes ``<id>+writes`` and a note keeps ncu's read-only value (in place on ``levels``)."""
+    l2, dram = levels["l2"], levels["dram"].bytes
+    if not writes or not cat.l2_reads_only:
+        return
+    w = writes[0]
+    for alt in writes[1:]:
+        w = np.where(np.isnan(w), alt, w)
+    slack = float(cat.thresholds.get("evidence", {}).get("level_order_slack", 0.0))
+    with np.errstate(invalid="ignore"):
+        add = (
+            np.isin(l2.definition, list(cat.l2_reads_only))
+            & (dram > 0)
+            & (l2.bytes < dram * (1 - slack))
+            & (w > 0)
+        )
+    if not add.any():
+        return
+    tag = np.full(len(raw), _NAN)
+    for r in cat.l2_evidence.get("peak", ()):
+        tag = np.where(np.isnan(tag), _recipe(raw, r, cc), tag)
+    reads = l2.bytes.copy()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(reads > 0, (reads + w) / reads, _NAN)
+    l2.bytes = np.where(add, reads + w, reads)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = np.where(time_s > 0, l2.bytes / time_s, l2.bytes_per_s * share)
+    l2.bytes_per_s = np.where(add, rate, l2.bytes_per_s)
+    l2.peak = np.where(add & (tag > 0), tag, l2.peak)
+    ids = list(l2.ids)
+    codes = l2.codes.copy()
+    for i in np.flatnonzero(add):
+        name = f"{l2.definition[i]}+writes"
+        if name not in ids:
+            ids.append(name)
+        codes[i] = ids.index(name)
+        notes[i].append(
+            f"L2 counts writes: the {l2.definition[i]} definition's {fmt.si(reads[i], 'B')}"
+            f" (reads only, ncu's L2 dot) is below DRAM {fmt.si(dram[i], 'B')}, so the"
+            f" {fmt.si(w[i], 'B')} of L2 writes ({cat.l2_evidence['writes'][0].label}) are added"
+        )
+    l2.ids, l2.codes = ids, codes
+    l2.definition = np.asarray(ids, dtype=object)[codes]
 
 
 def _with_tensor_paths(k: pd.DataFrame, tpaths: dict[str, _Work]) -> pd.DataFrame:
