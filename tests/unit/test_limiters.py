@@ -228,3 +228,23 @@ def test_a_kernel_takes_its_longest_launch_verdict():
     share = k.loc[k["diagnosis"] == longest["diagnosis"], "time_s"].sum() / k["time_s"].sum()
     assert f"its launches: {n} of 3 ({100 * share:.0f}% of time)" in row["evidence"]
     assert not math.isnan(share)
+
+
+@pytest.mark.parametrize(
+    ("name", "cc", "said"),
+    [
+        # issue 50 class 9: an sm_80 CUTLASS kernel on an H100
+        ("cutlass_80_tensorop_s16816gemm_f16_128x128_32x4_nn_align8", "9.0", "wgmma"),
+        ("sm80_xmma_gemm_f16f16_f16f32_f32_nn_n_tilesize128x128x32", "9.0", "wgmma"),
+        ("ampere_sgemm_128x64_nn", "10.0", "tcgen05"),
+        ("ampere_sgemm_128x64_nn", "8.6", ""),  # GA102 is sm_86: nothing newer to use
+        ("sm90_xmma_gemm_bf16bf16_bf16f32", "9.0", ""),
+        ("silu_kernel", "9.0", ""),
+    ],
+)
+def test_a_kernel_built_for_an_older_gpu_is_named(name: str, cc: str, said: str):
+    words = limiters.older_arch_words({"kernel_name": name, "cc": cc}, CAT)
+    assert (said in words) if said else words == ""
+    if said:
+        built = "80" if "80" in name or name.startswith("ampere") else ""
+        assert words.startswith(f"; built for sm_{built} on a CC {float(cc):.1f} GPU")

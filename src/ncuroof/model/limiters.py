@@ -29,7 +29,9 @@ warp-stall reasons" wherever the report holds them.
 
 from __future__ import annotations
 
+import functools
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -40,7 +42,15 @@ import pandas as pd
 from .. import fmt
 from ..catalog import Catalog
 
-__all__ = ["LIMITER_COLUMNS", "LIMITER_TEXT", "Limiter", "apply", "limiter_columns", "stall_words"]
+__all__ = [
+    "LIMITER_COLUMNS",
+    "LIMITER_TEXT",
+    "Limiter",
+    "apply",
+    "limiter_columns",
+    "older_arch_words",
+    "stall_words",
+]
 
 #: The launch-table columns of the rules (declared in :data:`ncuroof.schema.LAUNCHES`): those
 #: :func:`limiter_columns` makes and ``limiter``, with the value a table saved before issue 50 gets.
@@ -194,12 +204,41 @@ def apply(f: dict[str, Any], base: tuple[str, str, str], cat: Catalog) -> tuple[
     cls, ev, advice = base
     if cls == "not_classified" or not cat.limiters:
         return cls, ev, advice, ""
+    arch = older_arch_words(f, cat)
     for name in cat.limiters.get("order", ()):
         hit = _RULES[name](f, cat, cls)
         if hit is not None:
             then = f"; then: {advice}" if hit.then_base and cls.startswith("memory") else ""
-            return hit.diagnosis, f"{hit.evidence}; {ev}", hit.advice + then, hit.code
-    return cls, ev, stall_words(f, advice, cat), ""
+            return hit.diagnosis, f"{hit.evidence}; {ev}", hit.advice + then + arch, hit.code
+    return cls, ev, stall_words(f, advice, cat) + arch, ""
+
+
+@functools.lru_cache(maxsize=8)
+def _arch_patterns(spec: tuple[tuple[str, str], ...]) -> tuple[tuple[re.Pattern[str], str], ...]:
+    return tuple((re.compile(p), cc) for p, cc in spec)
+
+
+def older_arch_words(f: dict[str, Any], cat: Catalog) -> str:
+    """``; built for sm_80 on a CC 9.0 GPU: ...`` where the kernel's name says it was built for
+    an older architecture than the GPU's and the GPU's offers more (``[older_arch]`` of
+    ``metrics/limiters.toml``), else ''."""
+    spec = cat.limiters.get("older_arch", {})
+    name, gpu = _text(f.get("kernel_name")), fmt.num(f.get("cc"))
+    if not spec or not name or not math.isfinite(gpu):
+        return ""
+    built = math.nan
+    for pattern, cc in _arch_patterns(tuple((a["pattern"], a["cc"]) for a in spec["arch"])):
+        m = pattern.search(name)
+        if m:
+            built = int(m.group(cc)) / 10 if cc in pattern.groupindex else float(cc)
+            break
+    offers = [n["text"] for n in spec["newer"] if built < float(n["cc_min"]) <= gpu + 1e-9]
+    if not offers:
+        return ""
+    return (
+        f"; built for sm_{round(built * 10)} on a CC {gpu:.1f} GPU: a kernel for this"
+        f" architecture can use {offers[-1]}"
+    )
 
 
 #: Where a verdict's advice sends the reader to ncu's stall reasons (with the words before them).

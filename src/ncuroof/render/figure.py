@@ -893,7 +893,14 @@ def _roof_note(ch: _Chart) -> str:
                     " --clock-control base)"
                 ),
             ),
-            ("datasheet", "(datasheet) = GPU datasheet at boost clock"),
+            (
+                "datasheet",
+                (
+                    "(datasheet) = GPU datasheet, compute roofs scaled from its boost clock to"
+                    " the SM clock the launches ran at (as ncu's own roofs are; at boost where no"
+                    " clock was measured), DRAM at its bandwidth"
+                ),
+            ),
             ("user", "(user) = --peak-flops/--peak-bandwidth"),
         )
         if src in used
