@@ -129,8 +129,10 @@ def _compare(report: pd.DataFrame, csv: pd.DataFrame, raw_csv: pd.DataFrame) -> 
             bad.append(f"{col}: missing in one of them")
             continue
         rel = np.abs(r - c) / np.maximum(np.abs(r), 1e-300)
-        # Fractions and waves are printed with two decimals (as percentages and counts).
-        floor = 5e-5 if col.endswith("_frac") else 5e-3 if col == "waves_per_sm" else 0.0
+        # Fractions and waves are printed with two decimals (as percentages and counts; issue
+        # slots per cycle, smsp__issue_active.avg.per_cycle_active, as a ratio).
+        two_decimals = col in ("waves_per_sm", "issue_active_frac")
+        floor = 5e-3 if two_decimals else 5e-5 if col.endswith("_frac") else 0.0
         ok = np.isnan(r) | (rel <= _tolerance(col, raw_csv, pct)) | (np.abs(r - c) <= floor)
         if not ok.all():
             bad.append(f"{col}: {r[~ok][0]:.6g} vs {c[~ok][0]:.6g}")
