@@ -211,6 +211,12 @@ def test_a_kernel_verdict_no_launch_has_is_caught():
     v = kernel_violations(summary, launches)
     assert list(v["code"]) == ["kernel_verdict_no_launch_has"]
     assert kernel_violations(summary.assign(advice=launches["advice"][:1]), launches).empty
+    # issue 50 class 4: "171,500 blocks" over launches of 290,304 / 68,600 / ...: a median
+    waves = launches.assign(waves_per_sm=[0.925, 8.0])
+    fine = summary.assign(advice=launches["advice"][:1])
+    assert kernel_violations(fine.assign(waves_per_sm=8.0), waves).empty
+    v = kernel_violations(fine.assign(waves_per_sm=4.46), waves)
+    assert list(v["code"]) == ["geometry_no_launch_had"]
 
 
 @needs_ncu_report

@@ -180,6 +180,15 @@ def _row(**kw: object) -> pd.DataFrame:
             },
             "fence_unnamed",
         ),
+        (  # issue 50 class 8: L2 1.58 GB under DRAM 2.13 GB with 705 MB of writes held
+            {
+                "l2_definition": "ncu",
+                "l2_bytes": 1.58e9,
+                "dram_bytes": 2.13e9,
+                "notes": ["levels out of order: L2 1.58 GB below DRAM; L2 writes held: 705 MB"],
+            },
+            "l2_writes_left_out",
+        ),
         (  # issue 44 class 5: 4,226 warps launched doing 8 warp instructions each
             {
                 "blocks": 4226.0,

@@ -43,6 +43,11 @@ whatever the exact wording:
   [launch_bound].max_time_s leads its advice with launch latency (issue 50 class 7).
 * ``fence_unnamed``: a membar or barrier top stall above [fence].share of the cycles between issues
   and [fence].lead x the next names the fence or barrier in the advice (issue 50 class 2).
+* ``l2_writes_left_out``: no L2 below DRAM under a reads-only definition (not ``<id>+writes``)
+  whose notes say L2 writes are held (issue 50 class 8).
+* ``kernel_verdict_no_launch_has`` and ``geometry_no_launch_had`` (:func:`kernel_violations`): a
+  kernel's diagnosis and advice are one of its launches', its waves per SM some launch's (issue 50
+  classes 3 and 4).
 * ``sparse_peak_for_dense_work``: no tensor aggregate path's work against a peak above its dense
   (``op_…_sparsity_off``) children's when the launch ran no sparse MMA of that datatype.
 """
@@ -91,6 +96,8 @@ INVARIANTS = {
     "launch_bound_unsaid": "a tiny launch of fewer blocks than SMs not called launch-bound first",
     "fence_unnamed": "a fence- or barrier-dominated launch whose advice names neither",
     "kernel_verdict_no_launch_has": "a kernel's diagnosis or advice that none of its launches has",
+    "l2_writes_left_out": "L2 below DRAM under a reads-only definition while writes are held",
+    "geometry_no_launch_had": "a kernel's waves per SM that none of its launches had",
 }
 
 #: (quantity, phrases that call it absent): a phrase is a regex matched case-sensitively.
@@ -224,6 +231,7 @@ def violations(table: pd.DataFrame, catalog: Catalog | None = None) -> pd.DataFr
     out += _idle_grid_checks(table, advice, th)
     out += _memory_unit_checks(table, advice, catalog)
     out += _limiter_checks(table, advice, catalog)
+    out += _l2_write_checks(table, catalog)
     return pd.DataFrame(out, columns=["row", "code", "text"])
 
 
@@ -575,6 +583,20 @@ def _limiter_checks(
     ]
 
 
+def _l2_write_checks(table: pd.DataFrame, catalog: Catalog) -> list[tuple[Any, str, str]]:
+    """``l2_writes_left_out``: a reads-only L2 definition below DRAM whose notes hold the writes."""
+    if "l2_definition" not in table.columns or "notes" not in table.columns:
+        return []
+    reads_only = table["l2_definition"].astype(str).isin(list(catalog.l2_reads_only)).to_numpy()
+    with np.errstate(invalid="ignore"):
+        below = _num(table, "l2_bytes") < _num(table, "dram_bytes")
+    held = _text(table, ("notes",)).str.contains("L2 writes held").to_numpy()
+    return [
+        (table.index[i], "l2_writes_left_out", f"L2 {table['l2_bytes'].iat[i]:.4g} B")
+        for i in np.flatnonzero(reads_only & below & held)
+    ]
+
+
 def kernel_violations(summary: pd.DataFrame, launches: pd.DataFrame) -> pd.DataFrame:
     """``kernel_verdict_no_launch_has``: kernels whose diagnosis or advice none of their
     launches has (issue 50 class 3: every launch said "grid larger than the work", the kernel
@@ -611,4 +633,13 @@ def kernel_violations(summary: pd.DataFrame, launches: pd.DataFrame) -> pd.DataF
         )
         if (k, d, a) not in held
     ]
+    if "waves_per_sm" in summary.columns and "waves_per_sm" in launches.columns:
+        had = set(zip(keys.astype(str), launches["waves_per_sm"].round(9)))
+        rows += [
+            (i, "geometry_no_launch_had", f"{w:.4g} waves per SM")
+            for i, k, w in zip(
+                summary.index, summary["kernel_key"].astype(str), summary["waves_per_sm"].round(9)
+            )
+            if pd.notna(w) and (k, w) not in had
+        ]
     return pd.DataFrame(rows, columns=["row", "code", "text"])
