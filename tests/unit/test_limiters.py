@@ -254,3 +254,19 @@ def test_a_kernel_built_for_an_older_gpu_is_named(name: str, cc: str, said: str)
     if said:
         built = "80" if "80" in name or name.startswith("ampere") else ""
         assert words.startswith(f"; built for sm_{built} on a CC {float(cc):.1f} GPU")
+
+
+def test_every_rule_is_data_with_a_source():
+    spec = CAT.limiters
+    assert spec["order"] == list(limiters._RULES)
+    for name in spec["order"]:
+        assert spec[name]["source"], name
+    # ncu's own values where ncu has a rule (CPIStall.py, LaunchStatistics.py)
+    assert (spec["fence"]["share"], spec["fence"]["issue_active"]) == (0.3, 0.8)
+    assert spec["tail"]["tail_share"] == 0.2
+    for reason, words in spec["stall"].items():
+        assert words["means"] and words["advice"], reason
+    # every stall metric the rules read is one the parser keeps
+    assert {m for r, m in CAT.limiter_metrics.items() if r.startswith("stall:")} <= (
+        CAT.scalar_metrics
+    )

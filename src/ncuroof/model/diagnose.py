@@ -21,6 +21,11 @@ class                     when
 ``not_classified``        failed measurement, or no roofline point and no SpeedOfLight values
 ========================  =========================================================================
 
+After the class, the limiter rules of :mod:`ncuroof.model.limiters` (``metrics/limiters.toml``)
+may name a limiter the roofline point hides (launch-bound, fence, uncoalesced, request-bound, tail,
+a non-FP pipe): it leads the evidence, replaces the advice and can set the class. A kernel's
+verdict is one of its launches' (:func:`diagnose_kernels`), never made anew.
+
 Thresholds are data in ``metrics/thresholds.toml`` ([sol] from ncu's SpeedOfLight rule,
 [diagnosis] ncuroof's own); every verdict lists the numbers that produced it. Advice follows the
 roofline literature [Williams et al., CACM 52(4), 2009; Yang et al., "Hierarchical Roofline
