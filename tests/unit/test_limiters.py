@@ -45,6 +45,7 @@ def test_uncoalesced_stores_are_named_not_the_roof():
     assert f"stores {spr:.3g} sectors per request" in r["evidence"]
     assert r["advice"].startswith("the access pattern") and "coalesce" in r["advice"]
     assert "only moving fewer bytes helps" not in r["advice"].split("; then:")[0]
+    assert "at the memory roof" not in r["advice"]
 
 
 @needs_ncu_report

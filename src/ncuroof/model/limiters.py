@@ -208,9 +208,18 @@ def apply(f: dict[str, Any], base: tuple[str, str, str], cat: Catalog) -> tuple[
     for name in cat.limiters.get("order", ()):
         hit = _RULES[name](f, cat, cls)
         if hit is not None:
-            then = f"; then: {advice}" if hit.then_base and cls.startswith("memory") else ""
+            then = (
+                f"; then: {_AT_ROOF.sub('', advice)}"
+                if hit.then_base and cls.startswith("memory")
+                else ""
+            )
             return hit.diagnosis, f"{hit.evidence}; {ev}", hit.advice + then + arch, hit.code
     return cls, ev, stall_words(f, advice, cat) + arch, ""
+
+
+#: "at the DRAM roof: " leading a memory verdict's advice: not said after a rule that found the
+#: memory side full of wasted sectors or requests (the rest of that advice, fewer bytes, follows).
+_AT_ROOF = re.compile(r"^at the [^:]*roof: ")
 
 
 @functools.lru_cache(maxsize=8)
