@@ -26,16 +26,21 @@ def _launch(name: str, kernel: str) -> tuple[pd.Series, dict[str, float]]:
     return k.iloc[i], ncu_metrics(name)[i]
 
 
+def _store_sectors_per_request(ncu: dict[str, float]) -> float:
+    """Global store sectors per request, from ncu's own counters."""
+    return (
+        ncu["l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"]
+        / ncu["l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"]
+    )
+
+
 @needs_ncu_report
 def test_uncoalesced_stores_are_named_not_the_roof():
     # BBAStar's initializeBiNodes: 89 % memory throughput from lts__xbar2lts_cycles_active (a
     # request unit, missing from pipes.toml before), stores 32 sectors per request; it was called
     # "at the memory roof: only moving fewer bytes helps"
     r, ncu = _launch("BBAStar__profile_output.ncu-rep", "initializeBiNodes")
-    spr = (
-        ncu["l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"]
-        / ncu["l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"]
-    )
+    spr = _store_sectors_per_request(ncu)
     assert r["global_store_sectors_per_request"] == pytest.approx(spr, rel=1e-12) and spr > 16
     assert r["hot_memory_unit"] == "L2 crossbar input (lts__xbar2lts_cycles_active)"
     assert r["hot_memory_unit_frac"] == pytest.approx(
@@ -51,10 +56,7 @@ def test_uncoalesced_stores_are_named_not_the_roof():
 @needs_ncu_report
 def test_a_uncoalesced_hand_sgemm_keeps_its_reuse_gap_as_the_next_step():
     r, ncu = _launch("Cuda_Gemm_Practice__gemm_v9.ncu-rep", "gemm")
-    spr = (
-        ncu["l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"]
-        / ncu["l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"]
-    )
+    spr = _store_sectors_per_request(ncu)
     assert r["limiter"] == "uncoalesced" and spr > 16
     assert "; then: " in r["advice"] and "tile for reuse" in r["advice"].split("; then: ")[1]
 
