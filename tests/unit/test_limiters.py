@@ -132,6 +132,13 @@ def test_a_membar_dominated_launch_is_fence_bound():
     assert "launch more blocks" not in advice
     # a membar that is not dominant (under 2x the next) leaves the verdict alone
     assert _limited({**f, "second_stall_cycles_per_issue": 100.0})[3] != "fence"
+    # the second kernel of that report: the barrier in the opcode table, no stall reasons, and
+    # the advice said "raise occupancy, fewer registers"
+    bare = _facts(spin_barrier=True, occupancy_frac=0.2, theoretical_occupancy_frac=0.25)
+    cls, ev, advice, limiter = _limited(bare)
+    assert limiter == "fence" and "spin barrier in the opcode table" in ev
+    assert "raise occupancy" not in advice and "grid-wide barriers" in advice
+    assert _limited({**bare, "spin_barrier": False})[3] == ""
 
 
 def test_a_partial_second_wave_with_idle_sms_is_a_tail():

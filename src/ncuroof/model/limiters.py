@@ -312,31 +312,56 @@ def _launch_bound(f: dict[str, Any], cat: Catalog, cls: str) -> Limiter | None:
 
 def _fence(f: dict[str, Any], cat: Catalog, cls: str) -> Limiter | None:
     """The top stall reason a fence or CTA barrier, reported by ncu's CPIStall rule and
-    ``lead`` x the next reason."""
-    spec = cat.limiters["fence"]
+    ``lead`` x the next reason; or, in a latency verdict without stall reasons, a spin barrier in
+    the opcode table (issue 50: a barrier found only in the notes while the advice said "raise
+    occupancy")."""
+    top = _text(f.get("top_stall"))
+    if _dominant_fence(f, cat.limiters["fence"]):
+        return _fence_limiter(f, top)
+    if f.get("spin_barrier") and cls == "latency_bound" and not top:
+        return Limiter(
+            "fence",
+            "latency_bound",
+            "a grid-wide spin barrier in the opcode table (the notes give its instructions); no"
+            " warp-stall reasons in the report to weigh it",
+            _FENCE_ADVICE + _GRID_BARRIER,
+        )
+    return None
+
+
+def _dominant_fence(f: dict[str, Any], spec: dict[str, Any]) -> bool:
+    """ncu's CPIStall rule reports the top reason, a fence or barrier ``lead`` x the next."""
     top, cycles = _text(f.get("top_stall")), fmt.num(f.get("top_stall_cycles_per_issue"))
     per_issue, issue = fmt.num(f.get("warp_cycles_per_issue")), fmt.num(f.get("issue_active_frac"))
     nxt = fmt.num(f.get("second_stall_cycles_per_issue"))
     if top not in spec.get("reasons", ()) or not (per_issue > 0 and cycles > 0):
-        return None
-    if cycles <= float(spec["share"]) * per_issue or not (
-        not math.isfinite(issue) or issue < float(spec["issue_active"])
-    ):
-        return None
-    if math.isfinite(nxt) and cycles < float(spec["lead"]) * nxt:
-        return None
+        return False
+    if cycles <= float(spec["share"]) * per_issue or issue >= float(spec["issue_active"]):
+        return False
+    return not (math.isfinite(nxt) and cycles < float(spec["lead"]) * nxt)
+
+
+_FENCE_ADVICE = (
+    "fence-bound: the warps wait on the fence, not on bytes or math; fewer fences at the"
+    " narrowest correct scope (block, not GPU or system)"
+)
+_GRID_BARRIER = (
+    ", and fewer grid-wide barriers: split the kernel at the barrier or synchronise per block"
+)
+
+
+def _fence_limiter(f: dict[str, Any], top: str) -> Limiter:
+    """The fence verdict of a dominant membar or barrier stall, with its numbers."""
+    cycles, per_issue = (
+        fmt.num(f.get("top_stall_cycles_per_issue")),
+        fmt.num(f.get("warp_cycles_per_issue")),
+    )
+    nxt = fmt.num(f.get("second_stall_cycles_per_issue"))
     barrier = " with a spin barrier in the opcode table" if f.get("spin_barrier") else ""
     what = "a memory fence (MEMBAR)" if top == "membar" else "a CTA barrier (__syncthreads)"
     nxt_text = f" (the next, {f.get('second_stall')}, {fmt.g(nxt)})" if math.isfinite(nxt) else ""
     advice = (
-        "fence-bound: the warps wait on the fence, not on bytes or math; fewer fences at the"
-        " narrowest correct scope (block, not GPU or system)"
-        + (
-            ", and fewer grid-wide barriers: split the kernel at the barrier or synchronise per"
-            " block"
-            if barrier
-            else ""
-        )
+        _FENCE_ADVICE + (_GRID_BARRIER if barrier else "")
         if top == "membar"
         else "barrier-bound: warps wait for their block's slowest warp; uniform work per warp"
         " before each __syncthreads, fewer barriers, smaller blocks"
