@@ -242,7 +242,11 @@ def test_a_kernel_takes_its_longest_launch_verdict():
     assert (row["diagnosis"], row["advice"]) == (longest["diagnosis"], longest["advice"])
     n = int((k["diagnosis"] == longest["diagnosis"]).sum())
     share = k.loc[k["diagnosis"] == longest["diagnosis"], "time_s"].sum() / k["time_s"].sum()
-    assert f"its launches: {n} of 3 ({100 * share:.0f}% of time)" in row["evidence"]
+    assert row["evidence"].startswith("longest launch of 3: ")
+    if n < 3:  # launches that differ: how they split
+        assert f"its launches: {n} of 3 ({100 * share:.0f}% of time)" in row["evidence"]
+    else:
+        assert "its launches:" not in row["evidence"]
     assert not math.isnan(share)
 
 

@@ -557,7 +557,8 @@ def _limiter_checks(
     nxt = np.nan_to_num(_num(table, "second_stall_cycles_per_issue"))
     reason = _text_column(table, "top_stall")
     blocks = grid_sizes(table["grid"]).to_numpy(float) if "grid" in table else _num(table, "blocks")
-    fence, launch = spec["fence"], spec["launch_bound"]
+    fence, launch, spr = spec["fence"], spec["launch_bound"], spec["uncoalesced"]
+    uncoalesced = float(spr["max_sectors_per_request"]) * (1 + float(spr.get("slack", 0.0)))
     with np.errstate(invalid="ignore"):
         reported = (top > float(fence["share"]) * cpi) & reason.isin(list(spec["stall"])).to_numpy()
         fenced = (
@@ -570,8 +571,7 @@ def _limiter_checks(
             _num(table, "time_s") <= float(launch["max_time_s"])
         )
     bad = {
-        "uncoalesced_at_roof": (sectors > float(spec["uncoalesced"]["max_sectors_per_request"]))
-        & advice.str.startswith("at the").to_numpy(),
+        "uncoalesced_at_roof": (sectors > uncoalesced) & advice.str.startswith("at the").to_numpy(),
         "stalls_unnamed": reported & advice.str.contains("read ncu's warp-stall").to_numpy(),
         "launch_bound_unsaid": tiny & ~advice.str.startswith("too few blocks").to_numpy(),
         "fence_unnamed": fenced & ~advice.str.contains("fence|barrier").to_numpy(),

@@ -387,10 +387,11 @@ def _uncoalesced(f: dict[str, Any], cat: Catalog, cls: str) -> Limiter | None:
     """Global loads or stores above ``max_sectors_per_request`` sectors per request."""
     spec = cat.limiters["uncoalesced"]
     limit = float(spec["max_sectors_per_request"])
+    over = limit * (1 + float(spec.get("slack", 0.0)))
     sides = [
         (name, fmt.num(f.get(f"global_{name}_sectors_per_request"))) for name in ("load", "store")
     ]
-    bad = [(name, v) for name, v in sides if v > limit]
+    bad = [(name, v) for name, v in sides if v > over]
     if not bad or not _memory_side(f, cls):
         return None
     said = ", ".join(f"{name}s {fmt.g(v)} sectors per request" for name, v in bad)
