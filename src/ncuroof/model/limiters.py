@@ -150,34 +150,21 @@ def limiter_columns(raw: pd.DataFrame, cat: Catalog) -> dict[str, np.ndarray]:
 
 
 def _top_stalls(raw: pd.DataFrame, m: dict[str, str], n: int) -> dict[str, np.ndarray]:
-    """The two largest stall reasons of each launch and their cycles per issued instruction."""
+    """The two largest stall reasons of each launch and their cycles per issued instruction
+    ('' and NaN where the report holds fewer)."""
     reasons = [r.split(":", 1)[1] for r in m if r.startswith("stall:") and m[r] in raw.columns]
-    empty = np.full(n, "", dtype=object)
-    if not reasons:
-        nan = np.full(n, math.nan)
-        return {
-            "top_stall": empty,
-            "top_stall_cycles_per_issue": nan,
-            "second_stall": empty.copy(),
-            "second_stall_cycles_per_issue": nan.copy(),
-        }
     cycles = np.column_stack(
         [raw[m[f"stall:{r}"]].to_numpy(dtype=float, na_value=np.nan) for r in reasons]
+        or [np.empty((n, 0))]
     )
     held = np.where(np.isfinite(cycles) & (cycles > 0), cycles, -1.0)
     order = np.argsort(-held, axis=1, kind="stable")
     names = np.array(reasons, dtype=object)
     out = {}
     for rank, label in ((0, "top"), (1, "second")):
-        if rank >= len(reasons):
-            out[f"{label}_stall"], out[f"{label}_stall_cycles_per_issue"] = (
-                empty.copy(),
-                np.full(n, math.nan),
-            )
-            continue
-        pick = order[:, rank]
-        got = held[np.arange(n), pick]
-        out[f"{label}_stall"] = np.where(got > 0, names[pick], "")
+        got = held[np.arange(n), order[:, rank]] if rank < len(reasons) else np.full(n, -1.0)
+        picked = names[order[:, rank]] if rank < len(reasons) else np.full(n, "", dtype=object)
+        out[f"{label}_stall"] = np.where(got > 0, picked, "").astype(object)
         out[f"{label}_stall_cycles_per_issue"] = np.where(got > 0, got, math.nan)
     return out
 
@@ -189,7 +176,7 @@ def apply(f: dict[str, Any], base: tuple[str, str, str], cat: Catalog) -> tuple[
     ----------
     f : dict
         The launch's facts (:data:`ncuroof.model.diagnose._FACTS`, with the columns of
-        :func:`limiter_columns` and ``short_launch``, ``spin_barrier``, ``own_pipe``).
+        :func:`limiter_columns` and ``short_launch`` and ``spin_barrier``).
     base : (str, str, str)
         The roofline/SpeedOfLight verdict: class, evidence, advice.
     cat : Catalog
