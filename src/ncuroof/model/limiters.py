@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from .. import fmt
-from ..catalog import Catalog
+from ..catalog import Catalog, load
 
 __all__ = [
     "LIMITER_COLUMNS",
@@ -209,24 +209,25 @@ def apply(f: dict[str, Any], base: tuple[str, str, str], cat: Catalog) -> tuple[
 _AT_ROOF = re.compile(r"^at the [^:]*roof: ")
 
 
-@functools.lru_cache(maxsize=8)
-def _arch_patterns(spec: tuple[tuple[str, str], ...]) -> tuple[tuple[re.Pattern[str], str], ...]:
-    return tuple((re.compile(p), cc) for p, cc in spec)
-
-
 def older_arch_words(f: dict[str, Any], cat: Catalog) -> str:
     """``; built for sm_80 on a CC 9.0 GPU: ...`` where the kernel's name says it was built for
     an older architecture than the GPU's and the GPU's offers more (``[older_arch]`` of
-    ``metrics/limiters.toml``), else ''."""
-    spec = cat.limiters.get("older_arch", {})
+    ``metrics/limiters.toml``), else ''. Made once per (name, compute capability)."""
     name, gpu = _text(f.get("kernel_name")), fmt.num(f.get("cc"))
-    if not spec or not name or not math.isfinite(gpu):
+    if not name or not math.isfinite(gpu) or "older_arch" not in cat.limiters:
         return ""
+    return _older_arch(name, gpu, cat.directory)
+
+
+@functools.lru_cache(maxsize=4096)
+def _older_arch(name: str, gpu: float, directory: Any) -> str:
+    """:func:`older_arch_words` of one kernel name on one compute capability."""
+    spec = load(directory).limiters["older_arch"]
     built = math.nan
-    for pattern, cc in _arch_patterns(tuple((a["pattern"], a["cc"]) for a in spec["arch"])):
-        m = pattern.search(name)
+    for a in spec["arch"]:
+        m = _pattern(a["pattern"]).search(name)
         if m:
-            built = int(m.group(cc)) / 10 if cc in pattern.groupindex else float(cc)
+            built = int(m.group("sm")) / 10 if a["cc"] == "sm" else float(a["cc"])
             break
     offers = [n["text"] for n in spec["newer"] if built < float(n["cc_min"]) <= gpu + 1e-9]
     if not offers:
@@ -235,6 +236,11 @@ def older_arch_words(f: dict[str, Any], cat: Catalog) -> str:
         f"; built for sm_{round(built * 10)} on a CC {gpu:.1f} GPU: a kernel for this"
         f" architecture can use {offers[-1]}"
     )
+
+
+@functools.lru_cache(maxsize=64)
+def _pattern(text: str) -> re.Pattern[str]:
+    return re.compile(text)
 
 
 #: Where a verdict's advice sends the reader to ncu's stall reasons (with the words before them).
@@ -249,13 +255,9 @@ def stall_words(f: dict[str, Any], advice: str, cat: Catalog) -> str:
     """``advice`` with "read ncu's warp-stall reasons" replaced by the reasons ncu's CPIStall
     rule reports (cycles above ``[fence].share`` of the cycles between issues), each with what it
     means and what to try (``[stall]``); unchanged where the report holds no stall reasons."""
-    named = _reported_stalls(f, cat.limiters)
-    if not named:
-        return advice
-    for generic in _GENERIC:
-        if generic in advice:
-            return advice.replace(generic, f"; {named}")
-    return advice
+    generic = next((g for g in _GENERIC if g in advice), None)
+    named = _reported_stalls(f, cat.limiters) if generic else ""
+    return advice.replace(generic, f"; {named}") if generic and named else advice
 
 
 def _reported_stalls(f: dict[str, Any], spec: dict[str, Any]) -> str:
