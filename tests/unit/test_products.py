@@ -341,3 +341,26 @@ def test_the_mcp_session_serves_every_view_option() -> None:
     assert labels == res.whatif["kernel_label"].tolist()
     with pytest.raises(ValueError, match="nvtx"):
         Session().analyze(str(path), group_by="by-stream")
+
+
+def test_group_by_nvtx_prints_its_phases() -> None:
+    """Issue 54: ``--group-by nvtx`` wrote phases.csv and printed nothing; the terminal lines now
+    name the largest phases with the table's own time, share and saving (the time summed by hand
+    from the launches of each phase)."""
+    import ncuroof
+    from tests.helpers.reports import fixture_path
+
+    path = fixture_path(CUTLASS)
+    if path is None:
+        pytest.skip(f"{CUTLASS} is in neither fixtures/third_party nor ../shared")
+    res = ncuroof.analyze(path, write=False, group_by="nvtx")
+    phases, launches = res.tables["phases"], res.launches
+    lines = [line for line in res.view_lines[1] if line.startswith("phase ")]
+    assert len(lines) == min(len(phases), 5) > 0
+    total = launches["time_s"].sum()
+    for line, r in zip(lines, phases.sort_values("time_s", ascending=False).itertuples()):
+        by_hand = launches.loc[launches["nvtx_range"].astype(str).str.startswith(r.phase), "time_s"]
+        assert r.time_s == pytest.approx(by_hand.sum(), rel=1e-12)
+        assert line.startswith(f"phase {r.phase}: ")
+        assert f"({100 * r.time_s / total:.1f}% of the time)" in line
+        assert f"{r.bound} bound" in line

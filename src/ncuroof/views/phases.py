@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .. import fmt
 from .._lazy import LazyModule
 from ..catalog import precision_title
 from ..model import phases as _phases
@@ -216,4 +217,28 @@ def _phase_title(label: str, skipped: int, has_roof: bool, bw: float) -> str:
     )
 
 
-VIEW = View("phases", PHASES, _build, option=GROUP_BY, chart=_chart)
+#: Phases the terminal lists (by time; phases.csv holds them all).
+_SHOWN = 5
+
+
+def _lines(t: pd.DataFrame, a: Analysis) -> list[str]:
+    """The largest phases by time, one line each (issue 54: ``--group-by nvtx`` wrote phases.csv
+    and printed nothing): time and share, bound, DRAM AI and the saving at the roof."""
+    top = t.sort_values("time_s", ascending=False, kind="stable").head(_SHOWN)
+    out = [
+        f"phase {r.phase}: {fmt.time(r.time_s)} ({fmt.pct(r.time_share, 1)} of the time),"
+        f" {r.bound or 'unknown'} bound"
+        + (
+            f", DRAM AI {fmt.g(r.dram_ai_flop_per_byte)} FLOP/B"
+            if np.isfinite(r.dram_ai_flop_per_byte)
+            else ""
+        )
+        + f", {fmt.pct(r.saving_share, 1)} of the time to save at the roof"
+        for r in top.itertuples(index=False)
+    ]
+    if len(t) > _SHOWN:
+        out.append(f"phases: {len(t) - _SHOWN} more in phases.csv")
+    return out
+
+
+VIEW = View("phases", PHASES, _build, option=GROUP_BY, chart=_chart, lines=_lines)
