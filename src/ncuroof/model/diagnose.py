@@ -1406,10 +1406,11 @@ def _launch_facts(k: pd.DataFrame, bind: pd.DataFrame, catalog: Catalog) -> pd.D
 def _short_launches(k: pd.DataFrame, catalog: Catalog) -> np.ndarray:
     """Launches of at most ``metrics/limiters.toml`` [launch_bound].max_time_s (a bool, so that
     the verdicts of launches that differ only in duration are made once)."""
+    if "time_s" not in k:
+        return np.zeros(len(k), dtype=bool)
     limit = float(catalog.limiters.get("launch_bound", {}).get("max_time_s", 0.0))
-    t = k["time_s"].to_numpy(dtype=float, na_value=np.nan) if "time_s" in k else np.array([])
     with np.errstate(invalid="ignore"):
-        return t <= limit if len(t) == len(k) else np.zeros(len(k), dtype=bool)
+        return k["time_s"].to_numpy(dtype=float, na_value=np.nan) <= limit
 
 
 def _spin_barriers(k: pd.DataFrame) -> np.ndarray:
@@ -1436,6 +1437,10 @@ def _records(frame: pd.DataFrame, cols: list[str]) -> Iterator[dict[str, Any]]:
         for c in cols
     ]
     return (dict(zip(cols, row)) for row in zip(*arrays))
+
+
+#: The kernel summary's columns :func:`_useful_ai` reads.
+_USEFUL_AI = ("expected_flop", "expected_dram_bytes", "counted_dram_ai_flop_per_byte")
 
 
 def _useful_ai(f: dict[str, Any]) -> str:
@@ -1477,10 +1482,10 @@ def diagnose_kernels(
     s = summary.copy()
     k = kernels.assign(kernel_key=keys_of(kernels).array)
     s["status"] = _kernel_status(s, k)
-    facts = _kernel_facts(s, k)
     res = _kernel_verdicts(s, k)
+    rows = _records(s, [c for c in _USEFUL_AI if c in s.columns])
     s["diagnosis"] = [r[0] for r in res]
-    s["evidence"] = [r[1] + _useful_ai(f) for r, f in zip(res, facts)]
+    s["evidence"] = [r[1] + _useful_ai(f) for r, f in zip(res, rows)]
     s["advice"] = [r[2] for r in res]
     s["limiter"] = [r[3] for r in res]
     s["flags"] = _kernel_flags(s, k, float(catalog.thresholds["diagnosis"]["clock_spread"]))
@@ -1544,26 +1549,6 @@ def _kernel_status(s: pd.DataFrame, k: pd.DataFrame) -> np.ndarray:
     )
     return np.where(
         failed.reindex(s["kernel_key"]).fillna(False).to_numpy(bool), "failed_measurement", "ok"
-    )
-
-
-def _kernel_facts(s: pd.DataFrame, k: pd.DataFrame) -> list[dict[str, Any]]:
-    """One record per kernel: its summary row, what any of its launches holds
-    (:func:`evidence_facts`) and its first launch's ``cc`` and ``kernel_name``."""
-    held = pd.concat([k[["kernel_key"]], evidence_facts(k)], axis=1).groupby("kernel_key").any()
-    first = k.groupby("kernel_key")[[c for c in ("cc", "kernel_name") if c in k.columns]].first()
-    extra = held.join(first).reindex(s["kernel_key"]).reset_index(drop=True)
-    return list(
-        _records(
-            pd.concat(
-                [
-                    s.reset_index(drop=True),
-                    extra.drop(columns=[c for c in extra.columns if c in s.columns]),
-                ],
-                axis=1,
-            ),
-            list(s.columns) + [c for c in extra.columns if c not in s.columns],
-        )
     )
 
 
@@ -1686,8 +1671,8 @@ def _sides_text(r: Any, here: str, there: str, name: str) -> str:
     ridge), the compute side on H100 SXM"."""
     diagnosis = getattr(r, "diagnosis", "")
     if not isinstance(diagnosis, str) or not diagnosis or (here and diagnosis.startswith(here)):
-        still = "still " if here == there else ""
-        return f"{here}-bound here, {still}{there or '?'}-bound on {name}"
+        still = "still " if here and here == there else ""
+        return f"{here or '?'}-bound here, {still}{there or '?'}-bound on {name}"
     verdict = verdict_text(diagnosis, getattr(r, "limiter", "")) or "unclassified"
     return (
         f"{verdict} here (the {here or '?'} side of the DRAM ridge), the {there or '?'} side on"

@@ -984,6 +984,15 @@ def _cross_checks(
     )
 
 
+def _first_held(values: list[np.ndarray], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per launch (``n`` of them), the first of ``values`` (alternatives in order of preference)
+    that is not NaN, and its index (-1, with NaN, where none is held)."""
+    stack = np.column_stack(values) if values else np.full((n, 1), _NAN)
+    held = ~np.isnan(stack)
+    which = np.where(held.any(axis=1), held.argmax(axis=1), -1)
+    return np.where(which >= 0, stack[np.arange(len(stack)), np.maximum(which, 0)], _NAN), which
+
+
 def _count_l2_writes(
     raw: pd.DataFrame,
     cat: Catalog,
@@ -1001,9 +1010,7 @@ def _count_l2_writes(
     l2, dram = levels["l2"], levels["dram"].bytes
     if not writes or not cat.l2_reads_only:
         return
-    w = writes[0]
-    for alt in writes[1:]:
-        w = np.where(np.isnan(w), alt, w)
+    w, which = _first_held(writes, len(raw))
     slack = float(cat.thresholds.get("evidence", {}).get("level_order_slack", 0.0))
     with np.errstate(invalid="ignore"):
         add = (
@@ -1014,9 +1021,7 @@ def _count_l2_writes(
         )
     if not add.any():
         return
-    tag = np.full(len(raw), _NAN)
-    for r in cat.l2_evidence.get("peak", ()):
-        tag = np.where(np.isnan(tag), _recipe(raw, r, cc), tag)
+    tag, _ = _first_held([_recipe(raw, r, cc) for r in cat.l2_evidence.get("peak", ())], len(raw))
     reads = l2.bytes.copy()
     with np.errstate(invalid="ignore", divide="ignore"):
         share = np.where(reads > 0, (reads + w) / reads, _NAN)
@@ -1035,7 +1040,8 @@ def _count_l2_writes(
         notes[i].append(
             f"L2 counts writes: the {l2.definition[i]} definition's {fmt.si(reads[i], 'B')}"
             f" (reads only, ncu's L2 dot) is below DRAM {fmt.si(dram[i], 'B')}, so the"
-            f" {fmt.si(w[i], 'B')} of L2 writes ({cat.l2_evidence['writes'][0].label}) are added"
+            f" {fmt.si(w[i], 'B')} of L2 writes ({cat.l2_evidence['writes'][which[i]].label}) are"
+            " added"
         )
     l2.ids, l2.codes = ids, codes
     l2.definition = np.asarray(ids, dtype=object)[codes]
