@@ -378,6 +378,9 @@ class Catalog:
     #: ``metrics/limiters.toml``: the limiter rules' order, thresholds, metrics and stall reasons
     #: (:mod:`ncuroof.model.limiters`); empty without the file.
     limiters: dict[str, Any] = field(default_factory=dict)
+    #: ``metrics/sampling.toml``: the PM sampling series per column of the samples table and the
+    #: phase rules (:mod:`ncuroof.model.samples`); empty without the file.
+    sampling: dict[str, Any] = field(default_factory=dict)
 
     @functools.cached_property
     def limiter_metrics(self) -> dict[str, str]:
@@ -715,6 +718,9 @@ def load(directory: Path | None = None) -> Catalog:
         ),
         limiters=(
             _read(directory / "limiters.toml") if (directory / "limiters.toml").is_file() else {}
+        ),
+        sampling=(
+            _read(directory / "sampling.toml") if (directory / "sampling.toml").is_file() else {}
         ),
     )
 

@@ -329,6 +329,12 @@ LAUNCHES: dict[str, Column] = {
     ),
     "sm_throughput_frac": Column("float64", "1", "ncu Compute (SM) Throughput, fraction of peak"),
     "memory_throughput_frac": Column("float64", "1", "ncu Memory Throughput, fraction of peak"),
+    "pm_sample_interval_s": Column(
+        "float64",
+        "s",
+        "PM sampling interval (profiler__pmsampler_interval_time, or _cycles over sm_clock_hz);"
+        " NaN where ncu did not sample (samples.csv holds the series)",
+    ),
     "waves_per_sm": Column("float64", "1", "launch__waves_per_multiprocessor"),
     "occupancy_frac": Column(
         "float64",
@@ -1809,6 +1815,96 @@ KERNELS: dict[str, Column] = {
 
 __all__ += ["KERNELS"]
 
+#: One row per PM sample inside a launch's active span (issue 51, ``samples.csv``,
+#: :func:`ncuroof.model.samples.sample_table`): the counters ncu sampled every 1.5-512 us
+#: (``--section PmSampling``), in SI units, on the time grid of the launch's DRAM series (series
+#: of other pass groups mapped onto it by time since their own workload start). NaN where the
+#: report did not sample the family; names per ncu version in ``metrics/sampling.toml``.
+SAMPLES: dict[str, Column] = {
+    "source": RAW_META["source"],
+    "launch_id": RAW_META["launch_id"],
+    "kernel_name": RAW_META["kernel_name"],
+    "sample": Column("int64", "", "0-based index of the sample within the launch's active span"),
+    "time_s": Column(
+        "float64", "s", "start of the sample from the launch's first active sample's start"
+    ),
+    "interval_s": Column(
+        "float64",
+        "s",
+        "time the sample covers inside the launch (to the next sample's start, cut at the"
+        " workload's start and end where ncu stored them)",
+    ),
+    "dram_bytes_per_s": Column(
+        "float64",
+        "B/s",
+        "DRAM read + write: dram__bytes.sum.per_second as sampled, or the dramc read + write"
+        " percentages of peak x the launch's peak_dram_bytes_per_s",
+    ),
+    "dram_frac": Column(
+        "float64", "1", "DRAM throughput (busiest DRAM sub-unit) as a fraction of its peak"
+    ),
+    "dram_scale": Column(
+        "float64",
+        "1",
+        "factor on a percent-of-peak DRAM series so its integral over the launch equals the"
+        " launch's dram_bytes, where the report's peak misses it by over 5 % (2.0 on GH200, 1.3 on"
+        " A100-SXM4-40GB); 1 where within 5 % or sampled as bytes",
+    ),
+    "l2_bytes_per_s": Column(
+        "float64", "B/s", "L2 tag-stage sectors x 32 B per second (lts__t_sectors, 2026.x)"
+    ),
+    "l2_frac": Column("float64", "1", "lts__throughput as a fraction of its peak"),
+    "sm_active_frac": Column(
+        "float64",
+        "1",
+        "sm__cycles_active.avg over the SM cycles of the sample (sm_clock_hz x its spacing)",
+    ),
+    "sm_frac": Column("float64", "1", "sm__throughput as a fraction of its peak"),
+    "issue_frac": Column(
+        "float64", "1", "sm__inst_executed_realtime as a fraction of the issue peak"
+    ),
+    "tensor_active_frac": Column(
+        "float64", "1", "sm__pipe_tensor_cycles_active_realtime as a fraction of elapsed cycles"
+    ),
+    "ctas_launched": Column(
+        "float64", "CTA", "CTAs launched during the sample (sm__ctas_launched, gr__ctas_launched)"
+    ),
+    "top_warp_state": Column(
+        "string", "", "most sampled warp state in the sample (warpsampling:, ncu 2025.4+)"
+    ),
+    "top_warp_state_share": Column("float64", "1", "its share of the sample's warp samples"),
+}
+
+#: Ramp, plateau and tail of each sampled launch (issue 51, ``sample_phases.csv``,
+#: :func:`ncuroof.model.samples.phase_table`): ramp while CTAs are launched and SMs fill,
+#: tail after the last CTA launch while SMs drain (only for grids of more than one wave).
+SAMPLE_PHASES: dict[str, Column] = {
+    "source": RAW_META["source"],
+    "launch_id": RAW_META["launch_id"],
+    "kernel_name": RAW_META["kernel_name"],
+    "phase": Column("string", "", "ramp, plateau or tail"),
+    "start_s": Column("float64", "s", "start from the launch's first active sample"),
+    "duration_s": Column("float64", "s", "sum of the phase's sample intervals"),
+    "time_share": Column("float64", "1", "duration_s over the launch's sampled active time"),
+    "samples": Column("int64", "", "samples in the phase"),
+    "dram_bytes": Column(
+        "float64",
+        "B",
+        "the launch's dram_bytes x the phase's share of the sampled DRAM series' integral",
+    ),
+    "flop": Column(
+        "float64",
+        "FLOP",
+        "the launch's flop x the phase's share of the sampled issue (or tensor) activity",
+    ),
+    "dram_ai_flop_per_byte": Column("float64", "FLOP/B", "flop / dram_bytes (the dot's x)"),
+    "flop_per_s": Column("float64", "FLOP/s", "flop / duration_s (the dot's y)"),
+    "dram_bytes_per_s": Column("float64", "B/s", "dram_bytes / duration_s"),
+    "sm_active_frac": Column("float64", "1", "mean sm_active_frac over the phase"),
+}
+
+__all__ += ["SAMPLES", "SAMPLE_PHASES"]
+
 #: Every table ncuroof writes, by file stem (``<name>.csv`` and/or ``<name>.parquet``, through
 #: ``ncuroof.output.tables``): its declared columns. The tables of ``ncuroof analyze`` are its
 #: views' (``ncuroof.views.REGISTRY``, one entry per name here); ``compare`` and ``trail``
@@ -1825,6 +1921,8 @@ TABLES: dict[str, dict[str, Column]] = {
     "trail": COMPARE_TRAIL,
     "phases": PHASES,
     "instruction_points": INSTRUCTION_POINTS,
+    "samples": SAMPLES,
+    "sample_phases": SAMPLE_PHASES,
     "whatif": WHATIF,
     "roofs": ROOFS,
 }

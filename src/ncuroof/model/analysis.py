@@ -31,7 +31,7 @@ from ..schema import (
     validate_launches,
     validate_points,
 )
-from . import classify, diagnose, expect, formulas, production, roofs, summary
+from . import classify, diagnose, expect, formulas, production, roofs, samples, summary
 from .limiters import LIMITER_COLUMNS
 from .summary import FOCUS_SHARE, KEY_CHOICES
 
@@ -149,6 +149,9 @@ class Analysis:
         The datasheet catalog.
     production : Production, optional
         The timeline joined to the analysis (``options.timeline``), the summary's time basis.
+    samples, sample_phases : DataFrame, optional
+        The PM sampling series of the sampled launches (:data:`ncuroof.schema.SAMPLES`) and their
+        ramp, plateau and tail (:data:`ncuroof.schema.SAMPLE_PHASES`); None for a saved table.
     """
 
     inputs: list[Path]
@@ -161,6 +164,8 @@ class Analysis:
     gpus: GpuCatalog
     notes: list[str] = field(default_factory=list)
     production: production.Production | None = None
+    samples: pd.DataFrame | None = None
+    sample_phases: pd.DataFrame | None = None
 
     @property
     def missing_metrics(self) -> bool:
@@ -260,8 +265,12 @@ def from_launches(
     Analysis
     """
     pts = validate_points(formulas.compute_points(kernels))
+    smp = phs = None
+    if not classified:  # the reports are at hand: their sampled series, if any
+        smp = samples.read_samples(kernels, cat)
+        phs = samples.phase_table(smp, kernels, cat)
     k = (
-        _classified(kernels, pts, options, cat, gpus)
+        _classified(kernels, pts, options, cat, gpus, phs)
         if not classified
         else _keyed(kernels, options)
     )
@@ -278,7 +287,19 @@ def from_launches(
         production_total_s=prod.total_s if prod else None,
     )
     summ = diagnose.diagnose_kernels(summ, k, cat, gpus)
-    return Analysis(list(inputs), options, k, pts, dots, summ, cat, gpus, production=prod)
+    return Analysis(
+        list(inputs),
+        options,
+        k,
+        pts,
+        dots,
+        summ,
+        cat,
+        gpus,
+        production=prod,
+        samples=smp,
+        sample_phases=phs,
+    )
 
 
 def _keyed(kernels: pd.DataFrame, options: AnalysisOptions) -> pd.DataFrame:
@@ -294,12 +315,15 @@ def _classified(
     options: AnalysisOptions,
     cat: Catalog,
     gpus: GpuCatalog,
+    sample_phases: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """:func:`read_launches`' table classified and diagnosed launch by launch (``points``:
-    its points), keyed."""
+    its points; ``sample_phases``: the tail shares of its sampled launches, as evidence),
+    keyed."""
     bind = classify.binding_points(points)  # once, handed on
     k = classify.classify(kernels, points, cat, bind)
-    return _keyed(diagnose.diagnose_launches(k, points, cat, gpus, bind), options)
+    k = diagnose.diagnose_launches(k, points, cat, gpus, bind)
+    return _keyed(samples.with_tail_evidence(k, sample_phases, cat), options)
 
 
 def launch_table(paths: Sequence[Path], options: AnalysisOptions | None = None) -> pd.DataFrame:
@@ -389,6 +413,7 @@ _DERIVED = (
     "speed_of_light_note",
     *(c for c in LAUNCHES if c.startswith("achievable_")),
     "roof_fraction",
+    "pm_sample_interval_s",
     *LIMITER_COLUMNS,
 )
 
@@ -437,7 +462,7 @@ def restore_launches(
         for c in ("time_at_roof_s", "saving_s", "time_at_roof_bound", "speed_of_light_note")
     ):
         k = formulas.time_at_roof(k, cat)
-    for c in ("expected_flop", "expected_dram_bytes", *_ACHIEVABLE):
+    for c in ("expected_flop", "expected_dram_bytes", "pm_sample_interval_s", *_ACHIEVABLE):
         if c not in k.columns:
             k[c] = np.nan
     if "achievable_sources" not in k.columns:

@@ -740,7 +740,23 @@ def _throughput_columns(raw: pd.DataFrame, cat: Catalog, cc: np.ndarray) -> dict
         "hot_pipe_frac": pipe_frac,
         "hot_memory_unit": unit,
         "hot_memory_unit_frac": unit_frac,
+        "pm_sample_interval_s": _sample_interval(raw, cat),
     }
+
+
+def _sample_interval(raw: pd.DataFrame, cat: Catalog) -> Any:
+    """The PM sampling interval in seconds (profiler__pmsampler_interval_time in ns, or _cycles
+    over the SM clock); NaN where ncu did not sample."""
+    ns = _column(raw, cat.throughput.get("sample_interval_time", ""))
+    cycles = _column(raw, cat.throughput.get("sample_interval_cycles", ""))
+    clock = _column(raw, cat.clocks["sm"])
+    out = np.full(len(raw), np.nan)
+    if cycles is not None and clock is not None:
+        out = np.asarray(cycles, dtype=float) / np.asarray(clock, dtype=float)
+    if ns is not None:
+        ns = np.asarray(ns, dtype=float)
+        out = np.where(np.isfinite(ns), ns * 1e-9, out)
+    return np.where(out > 0, out, np.nan)
 
 
 def _report_roofs(

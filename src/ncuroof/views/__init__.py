@@ -3,13 +3,13 @@
 
 Each optional view (:mod:`~ncuroof.views.timeline`, :mod:`~ncuroof.views.ranks`,
 :mod:`~ncuroof.views.phases`, :mod:`~ncuroof.views.ops`, :mod:`~ncuroof.views.operators`,
-:mod:`~ncuroof.views.instruction`, :mod:`~ncuroof.views.whatif`, :mod:`~ncuroof.views.roofs`) owns
-its option, its table's declared columns, its builder and its chart, section, header or summary
-lines (:class:`~ncuroof.views.base.View`). :func:`ncuroof.api.analyze` builds the views asked for
-(:func:`build`), writes every table built and hands the page the charts, sections and header lines
-of those present; ``--json`` and the MCP server carry the same tables. The command line's options,
-``api.analyze``'s keywords and the MCP tools' parameters are generated from
-:func:`view_options`.
+:mod:`~ncuroof.views.instruction`, :mod:`~ncuroof.views.samples`, :mod:`~ncuroof.views.whatif`,
+:mod:`~ncuroof.views.roofs`) owns its option, its table's declared columns, its builder and its
+chart, section, header or summary lines (:class:`~ncuroof.views.base.View`).
+:func:`ncuroof.api.analyze` builds the views asked for (:func:`build`), writes every table built
+and hands the page the charts, sections and header lines of those present; ``--json`` and the MCP
+server carry the same tables. The command line's options, ``api.analyze``'s keywords and the MCP
+tools' parameters are generated from :func:`view_options`.
 
 A new view: one module with a ``VIEW`` and one line in :data:`REGISTRY`.
 """
@@ -27,7 +27,7 @@ from ..render import json_doc
 from ..render.viewcontract import Chart
 from ..runs import fleet
 from ..schema import FAILURES, KERNELS, LAUNCHES, POINTS, Column
-from . import instruction, operators, ops, phases, ranks, roofs, timeline, whatif
+from . import instruction, operators, ops, phases, ranks, roofs, samples, timeline, whatif
 from .base import Option, Request, View
 
 __all__ = [
@@ -65,6 +65,8 @@ REGISTRY: tuple[View, ...] = (
     ops.VIEW,
     operators.VIEW,
     instruction.VIEW,
+    samples.VIEW,
+    samples.PHASES_VIEW,
     whatif.VIEW,
     roofs.VIEW,
 )

@@ -1,0 +1,152 @@
+"""PM sampling time series of an ``.ncu-rep``/``.ncu-repz`` report (issue 51).
+
+From ncu 2024.1 the ``PmSampling`` and ``PmSampling_WarpStates`` sections store hardware counters
+sampled every 1.5 to 16 us across the workload. Each series is an ordinary instanced metric of the
+launch's result (field 13): its instances are (sample start timestamp, value), keyed by the
+timestamp as a uint64 (ns, or cycles where ncu samples by cycles), and the metric message carries
+field 4 (ncu's ``MetricCategory``) = 1, which ``ncu_report`` exposes as ``correlation_ids()``
+holding the timestamps. The pass groups' workload spans are metrics of the same kind
+(``profiler__timestamp_workload_start_<g>``/``_end_<g>``, one instance each), and the sampling
+interval of each group is ``profiler__pmsampler_interval_time`` (ns) or ``_cycles``, keyed by the
+group index.
+
+The series are read in a pass of their own, only for reports that hold them (the launch table's
+``pm_sample_interval_s``), so a report without sampling reads as before. Verified value for value
+against ``ncu_report`` (``tests/test_sampling.py``) on every shared report that has series.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from google.protobuf.message import DecodeError
+
+from ...errors import ReportFormatError
+from .framing import first_block as _first
+from .framing import results, walk
+from .protobuf import classes, field_spans
+from .protobuf import varint as _varint
+from .source import check_report, open_report
+
+__all__ = ["read_series", "SERIES_COLUMNS", "INTERVAL_METRICS"]
+
+#: The long table :func:`read_series` returns: one row per (launch, metric, instance).
+SERIES_COLUMNS = ("launch_id", "metric", "key", "value")
+
+#: The sampling interval per pass group (instances keyed by group index, category 0).
+INTERVAL_METRICS = ("profiler__pmsampler_interval_time", "profiler__pmsampler_interval_cycles")
+
+_TIMED = b"\x20\x01"  # field 4 (category) = 1: instances keyed by timestamp, written last
+
+
+def _category(raw: bytes) -> int | None:
+    """Field 4 of a metric result (None when absent); raises ValueError for a broken message."""
+    for number, wire, value, _, _ in field_spans(raw):
+        if number == 4 and wire == 0:
+            return value
+    return None
+
+
+def _number(v: Any) -> float:
+    kind = v.WhichOneof("kind")
+    if kind in ("d", "f", "u32", "u64"):
+        return float(getattr(v, kind))
+    return float("nan")
+
+
+def _key(v: Any) -> int:
+    kind = v.WhichOneof("kind")
+    if kind not in ("u64", "u32"):
+        raise DecodeError(f"a sampled instance keyed by {kind}, not a timestamp")
+    return int(getattr(v, kind))
+
+
+class _Names:
+    """Which of a report's strings name metrics to keep: the interval metrics by name, the timed
+    ones by their category (checked once per name, from its first result)."""
+
+    def __init__(self) -> None:
+        self.strings: list[str] = []
+        self.timed: dict[int, bool] = {}
+
+    def add(self, header: Any) -> None:
+        if header.HasField("strings"):
+            self.strings += [s.decode("utf-8", "surrogateescape") for s in header.strings.strings]
+
+    def kept(self, raw: bytes) -> str | None:
+        mid = _varint(raw, 1)[0]
+        if mid >= len(self.strings):
+            raise DecodeError(f"a metric names string {mid}, beyond the string table")
+        name = self.strings[mid]
+        if name in INTERVAL_METRICS:
+            return name
+        timed = self.timed.get(mid)
+        if timed is None:
+            timed = self.timed[mid] = _category(raw) == 1
+        return name if timed and raw.endswith(_TIMED) else None
+
+
+def _rows(result: Any, launch: int, names: _Names, metric_cls: Any, out: list[tuple]) -> None:
+    """Append ``result``'s kept metrics' instances to ``out``; a metric given twice in one result is
+    read from its last copy, as ``ncu_report`` keeps it."""
+    kept: dict[str, bytes] = {}
+    for raw in result.metrics:
+        raw = bytes(raw)
+        if raw[:1] != b"\x08":
+            raise DecodeError("a metric result does not start with its name")
+        name = names.kept(raw)
+        if name is not None:
+            kept.pop(name, None)
+            kept[name] = raw
+    for name, raw in kept.items():
+        for inst in metric_cls.FromString(raw).instances:
+            out.append((launch, name, _key(inst.key), _number(inst.value)))
+
+
+def read_series(path: str | Path) -> pd.DataFrame:
+    """Every launch's PM sampling series, pass-group spans and sampling intervals.
+
+    Parameters
+    ----------
+    path : str or Path
+        A ``.ncu-rep`` or ``.ncu-repz`` report.
+
+    Returns
+    -------
+    DataFrame
+        :data:`SERIES_COLUMNS`: ``launch_id`` (int64, the launch's 0-based index in the report, as
+        the launch table's), ``metric`` (ncu's name, e.g.
+        ``pmsampling:dram__bytes.sum.per_second``), ``key`` (int64: the sample's start timestamp in
+        ns, or cycles; for :data:`INTERVAL_METRICS` the pass group) and ``value`` (float64, ncu's
+        base units), in file order. Empty for a report without sampling.
+
+    Raises
+    ------
+    InputError, ReportFormatError
+        For a missing, foreign or damaged report (one line naming the file).
+    """
+    path = Path(path)
+    check_report(path)
+    result_cls, metric_cls = classes()["Result"], classes()["Metric"]
+    names, out, launch = _Names(), [], 0
+    with open_report(path) as (mm, _):
+        pos, _version = _first(mm, path)
+        for block, _pos, header, start in walk(mm, path, pos, 0, None, None):
+            names.add(header)
+            if not header.num_results:
+                continue
+            try:
+                for _off, buf in results(mm, start, start + header.payload_size, header):
+                    _rows(result_cls.FromString(buf), launch, names, metric_cls, out)
+                    launch += 1
+            except (DecodeError, ValueError, IndexError) as exc:
+                raise ReportFormatError(
+                    f"launch {launch} in block {block}: its sampled series cannot be decoded"
+                    f" ({exc}); re-run ncu or read without the samples",
+                    path,
+                ) from exc
+    frame = pd.DataFrame(out, columns=list(SERIES_COLUMNS))
+    return frame.astype({"launch_id": np.int64, "key": np.int64, "value": np.float64})
