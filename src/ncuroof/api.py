@@ -973,7 +973,9 @@ def analyze_trace(
     p = Path(path)
     cat = catalog.load_operators()
     with _progress_bar(progress, "reading the trace") as bar:
-        launches, ops, values = read_operator_launches(p, frozenset(cat.rules), device, bar)
+        launches, ops, values = read_operator_launches(
+            p, frozenset(cat.rules), device, bar, absorbs=cat.absorbs
+        )
     spec = _trace_gpu(launches.attrs.get("gpu_name"), gpu, p)
     table = analytic.operator_table(launches, ops, values, cat, spec, fp32_matmul)
     result = TraceResult(table, spec, p, dict(launches.attrs), fp32_matmul)

@@ -1184,6 +1184,9 @@ class OperatorCatalog:
     matmul_roofs: dict[str, str]
     other_roofs: dict[str, str]
     causal_fraction: float
+    #: Operator -> the operators nested in it whose kernels are its own (its formula counts their
+    #: work: a convolution's bias add), from a family's ``absorbs``.
+    absorbs: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
 @functools.lru_cache(maxsize=4)
@@ -1207,6 +1210,7 @@ def load_operators(directory: Path | None = None) -> OperatorCatalog:
     """
     data = _read((directory or metrics_dir()) / "operators.toml")
     rules: dict[str, OperatorRule] = {}
+    absorbs: dict[str, frozenset[str]] = {}
     for fam in data["family"]:
         name = fam.get("name")
         if name not in OPERATOR_FAMILIES or not all(fam.get(k) for k in _FAMILY_FIELDS):
@@ -1220,6 +1224,8 @@ def load_operators(directory: Path | None = None) -> OperatorCatalog:
             params = {k: v for k, v in entry.items() if k != "op"}
             matmul = bool(fam.get("matmul", False))
             rules[op] = OperatorRule(op, name, matmul, fam["formula"], fam["source"], params)
+            if fam.get("absorbs"):
+                absorbs[op] = frozenset(fam["absorbs"])
     dtypes = {k: (int(v["bytes"]), str(v["precision"])) for k, v in data["dtypes"].items()}
     if any(b <= 0 for b, _ in dtypes.values()):
         raise ValueError("operators.toml: a dtype without a positive size")
@@ -1227,7 +1233,9 @@ def load_operators(directory: Path | None = None) -> OperatorCatalog:
     if not 0 < causal <= 1:
         raise ValueError("operators.toml: [attention].causal_fraction must be in (0, 1]")
     roofs = data["roofs"]
-    return OperatorCatalog(rules, dtypes, dict(roofs["matmul"]), dict(roofs["other"]), causal)
+    return OperatorCatalog(
+        rules, dtypes, dict(roofs["matmul"]), dict(roofs["other"]), causal, absorbs
+    )
 
 
 _FAMILY_FIELDS = ("formula", "units", "bytes", "source", "ops")

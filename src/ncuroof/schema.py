@@ -1884,8 +1884,15 @@ SAMPLE_PHASES: dict[str, Column] = {
     "kernel_name": RAW_META["kernel_name"],
     "phase": Column("string", "", "ramp, plateau or tail"),
     "start_s": Column("float64", "s", "start from the launch's first active sample"),
-    "duration_s": Column("float64", "s", "sum of the phase's sample intervals"),
-    "time_share": Column("float64", "1", "duration_s over the launch's sampled active time"),
+    "duration_s": Column(
+        "float64",
+        "s",
+        "time_share x the launch's time_s (ncu samples in a replay pass of its own, which lasts a"
+        " few us more or less than the pass that timed the launch)",
+    ),
+    "time_share": Column(
+        "float64", "1", "the phase's sample intervals over all of the launch's (interval_s)"
+    ),
     "samples": Column("int64", "", "samples in the phase"),
     "dram_bytes": Column(
         "float64",

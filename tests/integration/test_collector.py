@@ -528,3 +528,29 @@ def test_the_programs_own_double_dash_reaches_it(fake_env, monkeypatch, separato
         cli.main(["profile", "-o", "r", "--no-analyze", "-q", *separators, "./app", "--", "--x"])
     assert exc.value.code in (0, None)
     assert _calls(fake_env)[-1][-3:] == ["./app", "--", "--x"]
+
+
+def test_samples_adds_the_pm_sampling_sections(fake_env, version, monkeypatch, tmp_path, capsys):
+    """``profile --samples --sample-interval 2000`` (issue 51) adds the PM sampling sections this
+    ncu lists (ncu 2024.1's recording: PmSampling, PmSampling_WarpStates) and the interval, beside
+    --set roofline, and records them; an ncu without them (2023.2, recorded as 2022.3) is refused
+    in one line before it runs."""
+    monkeypatch.setenv("FAKE_NCU_MODE", "ok")
+    monkeypatch.setenv("FAKE_NCU_REPORT", str(shared("cs599k__2025-04-21-vector-based.ncu-rep")))
+    args = ["profile", "-o", "s", "--samples", "--sample-interval", "2000", "--no-analyze", "-q"]
+    with pytest.raises(SystemExit) as exc:
+        cli.main([*args, "--", "python3", "silu.py"])
+    if version < "2024.1":
+        assert exc.value.code == 2
+        assert_one_line_error(capsys.readouterr().err, None, "no PmSampling section", "2024.1")
+        assert not _runs(fake_env)
+        return
+    assert exc.value.code == 0
+    call = _runs(fake_env)[0]
+    assert call[:2] == ["--set", "roofline"]
+    sections = [call[i + 1] for i, a in enumerate(call) if a == "--section"]
+    assert sections == ["PmSampling", "PmSampling_WarpStates"]
+    assert call[call.index("--pm-sampling-interval") + 1] == "2000"
+    report = tmp_path / f"s{VERSIONS[version]}"
+    rec = json.loads((tmp_path / f"{report.name}.ncuroof.json").read_text())
+    assert rec["options"]["samples"] is True and rec["options"]["sample_interval"] == 2000

@@ -235,9 +235,9 @@ def test_dumps_escapes_what_a_terminal_would_act_on():
 
 
 def test_the_document_carries_the_products_written_beside_it(tmp_path):
-    """--json serializes the products of the run (issue 31): the phases and the what-if projection,
-    one record per row of phases.csv / whatif.csv read back with pandas, valid against the schema;
-    the per-launch instruction points are in their file only."""
+    """--json serializes the products of the run (issue 31): the phases, the what-if projection and
+    the PM samples and their phases, one record per row of their CSV read back with pandas, valid
+    against the schema; the per-launch instruction points are in their file only."""
     out = tmp_path / "out"
     proc = run_cli(
         "analyze",
@@ -254,9 +254,10 @@ def test_the_document_carries_the_products_written_beside_it(tmp_path):
     assert proc.returncode == 0, proc.stderr
     doc = document(proc)
     validate(doc, "analyze")
-    assert set(doc["products"]) == {"phases", "whatif"}
+    # the report was PM-sampled (issue 51): its samples and phases are products too
+    assert set(doc["products"]) == {"phases", "whatif", "samples", "sample_phases"}
     assert (out / "instruction_points.csv").is_file()
-    for name in ("phases", "whatif"):
+    for name in ("phases", "whatif", "samples", "sample_phases"):
         table = pd.read_csv(out / f"{name}.csv", keep_default_na=False, na_values=[""])
         recs = doc["products"][name]
         assert len(recs) == len(table) > 0

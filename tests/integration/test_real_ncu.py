@@ -265,3 +265,30 @@ def test_doctor_says_what_this_ncu_offers(real):
     assert "roofline" in offered and "SpeedOfLight_HierarchicalTensorRooflineChart" in offered
     assert ".ncu-rep" in offered and "base, none, reset" in offered
     assert ("PmSampling" in offered) == (version >= "2024.1")
+
+
+def test_samples_where_this_ncu_has_pm_sampling(real, capsys):
+    """``profile --samples --sample-interval 2000``: ncu 2024.1 lists PmSampling and
+    PmSampling_WarpStates (--list-sections) and takes the sections and --pm-sampling-interval
+    with --set roofline (it gets to the driver); ncu 2022.3 has no PM sampling: refused in one line
+    before it runs."""
+    version, ncu = real
+    offered = facts.ncu_facts(ncu, collector.ncu_version(ncu))
+    opts = ProfileOptions(output=Path("r"), samples=True, sample_interval=2000)
+    if version < "2024.1":
+        assert "PmSampling" not in offered.sections
+        with pytest.raises(SystemExit) as exc:
+            cli.main(["profile", "--ncu", str(ncu), "-q", "--samples", "--", "./app"])
+        assert exc.value.code == 2
+        assert_one_line_error(capsys.readouterr().err, None, "no PmSampling section", "2024.1")
+        return
+    sections = collector.sampling_sections(opts, offered, ncu)
+    assert sections == ("PmSampling", "PmSampling_WarpStates")
+    cmd = build_command(ncu, opts, ["./app"], sections=sections)
+    assert cmd[cmd.index("--pm-sampling-interval") + 1] == "2000"
+    out = _run(cmd)
+    assert DRIVER in out and not any(u in out for u in USAGE), out[:400]
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["profile", "--ncu", str(ncu), "-q", "--samples", "--", "./app"])
+    assert exc.value.code == 2
+    assert_one_line_error(capsys.readouterr().err, None, "CUDA driver")

@@ -95,6 +95,34 @@ def test_convolution_from_concrete_inputs(tmp_path: Path) -> None:
     assert r["compulsory_bytes"] == (2 * 3 * 32 * 32 + 16 * 27 + 16 + 2 * 16 * out) * 4
 
 
+def test_convolution_bias_is_counted_once(tmp_path: Path) -> None:
+    """ViT's patch embedding (issue 52): x [4,3,224,224], w [768,3,16,16], stride 16, bias [768].
+    ATen's _convolution adds the bias as an aten::add_ of its own inside it: that kernel is the
+    convolution's, whose formula counts the bias, so the trace's FLOPs are 2*N*K*C*R*S*P*Q + the
+    bias, 925,446,144 (926,048,256 when the add_ counted it again)."""
+    tr = Trace()
+    dims = [[4, 3, 224, 224], [768, 3, 16, 16], [768], [], [], [], [], [], []]
+    conc = ["", "", "", "[16, 16]", "[0, 0]", "[1, 1]", "False", "[0, 0]", "1"]
+    tr.op("aten::conv2d", dims[:7], [F32] * 3 + [""] * 4, conc[:6] + ["1"], dur=90)
+    tr.op("aten::convolution", dims, [F32] * 3 + [""] * 6, conc, dur=80)
+    tr.op("aten::_convolution", dims, [F32] * 3 + [""] * 6, conc, dur=70)
+    tr.op("aten::cudnn_convolution", dims[:2], [F32] * 2, ["", ""], dur=20)
+    tr.kernel("implicit_gemm", 7.0)
+    tr.skip(25)
+    tr.op("aten::add_", [[4, 768, 14, 14], [1, 768, 1, 1], []], [F32] * 2 + ["Scalar"], dur=10)
+    tr.kernel("elementwise_add", 1.0)
+    t = _table(tmp_path, tr)
+    assert "aten::add_" not in set(t["op"])
+    r = _row(t, "aten::_convolution")
+    assert r["flop"] == 2 * 4 * 768 * 3 * 16 * 16 * 14 * 14 + 4 * 768 * 14 * 14 == 925_446_144
+    assert t["flop"].sum() == 925_446_144
+    assert r["launches"] == 2 and r["time_s"] == pytest.approx(8e-6)
+    tr.skip(200)  # a bias add outside any convolution stays an add
+    tr.op("aten::add_", [[4, 768, 14, 14], [1, 768, 1, 1], []], [F32] * 2 + ["Scalar"], dur=10)
+    tr.kernel("elementwise_add", 1.0)
+    assert _row(_table(tmp_path, tr), "aten::add_")["flop"] == 4 * 768 * 14 * 14
+
+
 def test_attention_causal_halves_the_score_work(tmp_path: Path) -> None:
     q = [2, 8, 128, 64]
     tr = Trace()

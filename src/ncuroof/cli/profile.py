@@ -88,6 +88,21 @@ _COLLECTABLE = collectable()
     help="ncu --cache-control (default all: flushed).",
 )
 @click.option(
+    "--samples",
+    is_flag=True,
+    help=(
+        "Also collect PM sampling (ncu's PmSampling sections, ncu 2024.1+): counters over time"
+        " inside each kernel, written as samples.csv and sample_phases.csv (ramp, plateau, tail)."
+    ),
+)
+@click.option(
+    "--sample-interval",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="ncu --pm-sampling-interval with --samples: ns or cycles, as the GPU samples.",
+)
+@click.option(
     "--ncu",
     "ncu_path",
     type=click.Path(path_type=Path, dir_okay=False),

@@ -51,6 +51,10 @@ __all__ = [
     "read_sidecar",
 ]
 
+#: ncu's PM sampling sections (ncu 2024.1+, ``--list-sections``; ``profile --samples``, and what
+#: ``doctor`` looks for beside the roofline charts).
+SAMPLING_SECTIONS = ("PmSampling", "PmSampling_WarpStates")
+
 #: Oldest ncu whose reports carry the roofline sections ("roofline integrated into ncu 2020.1",
 #: ROOFLINE_SPEC §1).
 MIN_NCU_VERSION = (2020, 1)
@@ -201,6 +205,12 @@ class ProfileOptions:
     kernel_name, kernel_name_base, kernel_id, launch_skip, launch_count, nvtx_include,
     nvtx_exclude, target_processes, replay_mode, clock_control, cache_control
         Passed to ncu's options of the same name.
+    samples : bool
+        Also collect PM sampling (``--section PmSampling`` and ``PmSampling_WarpStates`` where
+        this ncu has them, from 2024.1): counters over time inside each kernel (issue 51).
+    sample_interval : int, optional
+        ``--pm-sampling-interval``: ns or cycles, as the architecture samples (ncu's default:
+        chosen per kernel).
     extra : tuple of str
         More ncu arguments, passed verbatim before the program.
     """
@@ -221,6 +231,8 @@ class ProfileOptions:
     replay_mode: str | None = None
     clock_control: str | None = None
     cache_control: str | None = None
+    samples: bool = False
+    sample_interval: int | None = None
     extra: tuple[str, ...] = field(default_factory=tuple)
 
     @property
@@ -359,6 +371,7 @@ def build_command(
     cmd: Sequence[str],
     report_stem: Path | None = None,
     metrics: Sequence[str] | None = None,
+    sections: Sequence[str] = SAMPLING_SECTIONS,
 ) -> list[str]:
     """The ncu command line for ``cmd``.
 
@@ -375,22 +388,31 @@ def build_command(
         ``.ncu-repz`` and appends its default suffix to another name).
     metrics : sequence of str, optional
         An explicit metric list (:func:`metric_list`); default ``--set roofline``.
+    sections : sequence of str
+        With ``opts.samples``, the PM sampling sections to add (those this ncu lists,
+        :func:`sampling_sections`).
 
     Returns
     -------
     list of str
-        ``ncu [--set roofline | --metrics m1,m2,...] --nvtx [scoping options] -o
-        REPORT [extra] program args``: ncu takes the program as its first argument that is not an
-        option (``ncu [options] [program] [program-arguments]``, its ``--help``); a ``--`` there
-        is refused by every real ncu tested (2022.3, 2024.1: "option is ambiguous"), so none is
-        written. A program whose name starts with ``-`` is given as ``./-name``
-        (:func:`program_argument`).
+        ``ncu [--set roofline | --metrics m1,m2,...] [--section PmSampling ...
+        --pm-sampling-interval N] --nvtx [scoping options] -o REPORT [extra] program args``
+        (the sections are collected beside the set or the metric list: not checked on a GPU here).
+        ncu takes the program as its first argument that is not an option (``ncu [options] [program]
+        [program-arguments]``, its ``--help``); a ``--`` there is refused by every real ncu tested
+        (2022.3, 2024.1: "option is ambiguous"), so none is written. A program whose name starts
+        with ``-`` is given as ``./-name`` (:func:`program_argument`).
     """
     if not cmd:
         raise ValueError("no program to profile: give it after --")
     stem = report_stem if report_stem is not None else Path(opts.output)
     args = [str(ncu)]
     args += ["--metrics", ",".join(metrics)] if metrics else ["--set", "roofline"]
+    if opts.samples:
+        for section in sections:
+            args += ["--section", section]
+        if opts.sample_interval is not None:
+            args += ["--pm-sampling-interval", str(opts.sample_interval)]
     # NVTX ranges are recorded always (cheap; the page shows them) and needed by the NVTX filters.
     args += ["--nvtx"]
     for flag, value in (
@@ -559,6 +581,7 @@ def run_profile(
     ncu, version = _usable_ncu(ncu)
     defaults, offered = binary_defaults(ncu, version)
     _check_choices(opts, offered, ncu)
+    sections = sampling_sections(opts, offered, ncu)
     report = report_path(opts.output, defaults.report_suffix)
     if report.exists() and not opts.force:
         raise ProfileError("exists; pass --force to overwrite it or -o to write elsewhere", report)
@@ -567,7 +590,9 @@ def run_profile(
         _check_metrics_known(ncu, version, metrics)
     _make_parent(report)
     partials = _partial_names(report, defaults)
-    command = build_command(ncu, opts, cmd, report_stem=partials[0], metrics=metrics or None)
+    command = build_command(
+        ncu, opts, cmd, report_stem=partials[0], metrics=metrics or None, sections=sections
+    )
     rc, lines, passes, app_code = _stream(
         command, ncu, partials, echo or (lambda line: print(line, file=sys.stderr, flush=True))
     )
@@ -623,6 +648,36 @@ def _check_choices(opts: ProfileOptions, offered: _facts.NcuFacts, ncu: Path) ->
                 f"ncu {offered.version} takes --{option} {'|'.join(fact.choices)}, not {value!r}",
                 ncu,
             )
+
+
+def sampling_sections(opts: ProfileOptions, offered: _facts.NcuFacts, ncu: Path) -> tuple[str, ...]:
+    """The PM sampling sections ``--samples`` adds: those of :data:`SAMPLING_SECTIONS` this ncu
+    lists (``--list-sections``; all of them when it listed nothing); empty without ``--samples``.
+
+    Raises
+    ------
+    ProfileError
+        ``--samples`` on an ncu without the PmSampling section (before 2024.1), or
+        ``sample_interval`` on one without ``--pm-sampling-interval`` or below 1.
+    """
+    if not opts.samples:
+        return ()
+    have = tuple(s for s in SAMPLING_SECTIONS if s in offered.sections)
+    if offered.sections and "PmSampling" not in have:
+        raise ProfileError(
+            f"ncu {offered.version} has no PmSampling section (PM sampling came with ncu 2024.1);"
+            " install a newer Nsight Compute or leave out --samples",
+            ncu,
+        )
+    if opts.sample_interval is not None:
+        if opts.sample_interval < 1:
+            raise ProfileError("--sample-interval must be at least 1 (ns or cycles)", ncu)
+        if offered.options and "pm-sampling-interval" not in offered.options:
+            raise ProfileError(
+                f"ncu {offered.version} has no --pm-sampling-interval; leave out --sample-interval",
+                ncu,
+            )
+    return have or SAMPLING_SECTIONS
 
 
 def _check_metrics_known(ncu: Path, version: str, metrics: Sequence[str]) -> None:
@@ -950,13 +1005,12 @@ def _ncu_checks(env: dict[str, str] | None) -> list[Check]:
 
 #: The sections ``doctor`` looks for: the roofline charts, and PM sampling (``--samples``).
 _ROOFLINE_SECTIONS = ("SpeedOfLight", "SpeedOfLight_RooflineChart")
-_SAMPLING_SECTIONS = ("PmSampling", "PmSampling_WarpStates")
 
 
 def _offers_check(offered: _facts.NcuFacts) -> Check:
     """``ncu offers``: its sets, the roofline and PM sampling sections it has, from the binary."""
     roofline = [s for s in offered.sections if s in _ROOFLINE_SECTIONS or "RooflineChart" in s]
-    sampling = [s for s in offered.sections if s in _SAMPLING_SECTIONS]
+    sampling = [s for s in offered.sections if s in SAMPLING_SECTIONS]
     has_set = "roofline" in offered.sets
     detail = (
         f"sets {', '.join(offered.sets) or '(none listed)'}; roofline sections"

@@ -715,7 +715,7 @@ def operator_work(
     cat = catalog.load_operators()
     try:
         launches, ops, values = read_operator_launches(
-            production.path, frozenset(cat.rules), production.device
+            production.path, frozenset(cat.rules), production.device, absorbs=cat.absorbs
         )
     except NoShapesError:
         return None

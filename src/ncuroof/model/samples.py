@@ -394,10 +394,13 @@ def _phase_rows(t: pd.DataFrame, row: Any, phases: dict[str, Any]) -> list[dict[
     sm = t["sm_active_frac"].to_numpy(float)
     flop = float(counted_flop(pd.DataFrame([row._asdict()]))[0])
     out = []
+    # the sampled pass and the pass that timed the launch differ by a few us: a phase's duration
+    # is its share of the sampled time, of the launch's time_s
+    launch_s = float(row.time_s) if np.isfinite(float(row.time_s)) else total
     for name, lo, hi in (("ramp", 0, ramp), ("plateau", ramp, tail), ("tail", tail, len(t))):
         if hi <= lo:
             continue
-        d = float(cover[lo:hi].sum())
+        d = float(cover[lo:hi].sum()) / total * launch_s if total > 0 else np.nan
         b = _share(dram, lo, hi) * float(row.dram_bytes)
         f = _share(work, lo, hi) * flop if work is not None else np.nan
         out.append(
@@ -408,7 +411,7 @@ def _phase_rows(t: pd.DataFrame, row: Any, phases: dict[str, Any]) -> list[dict[
                 "phase": name,
                 "start_s": float(t["time_s"].iloc[lo]),
                 "duration_s": d,
-                "time_share": d / total if total > 0 else np.nan,
+                "time_share": float(cover[lo:hi].sum()) / total if total > 0 else np.nan,
                 "samples": hi - lo,
                 "dram_bytes": b,
                 "flop": f,

@@ -34,7 +34,7 @@ import tempfile
 import time
 import zlib
 from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -964,6 +964,7 @@ def read_operator_launches(
     formula_ops: frozenset[str],
     device: int | None = None,
     progress: Callable[[int], Callable[..., None]] | None = None,
+    absorbs: Mapping[str, frozenset[str]] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, list[tuple[Any, Any, Any]]]:
     """The kernels of one device of a Kineto trace, each tied to the PyTorch operator whose
     analytic work it does (issue 41).
@@ -971,7 +972,9 @@ def read_operator_launches(
     A kernel belongs to the innermost ``cpu_op`` open on its launching thread at its launch whose
     name is in ``formula_ops`` (so ``aten::linear -> aten::addmm`` is the addmm's), else to the
     innermost ``cpu_op`` (an operator without a formula); a kernel without a launch call in the
-    trace is placed at the start of the ``cpu_op`` of its ``External id``.
+    trace is placed at the start of the ``cpu_op`` of its ``External id``. A kernel of an operator
+    nested in one that ``absorbs`` it is that one's (the bias ``aten::add_`` inside
+    ``aten::_convolution``: the convolution's formula counts the bias).
 
     Parameters
     ----------
@@ -983,6 +986,9 @@ def read_operator_launches(
         CUDA device (default: the only one with kernels).
     progress : callable, optional
         Progress-bar factory, advanced by the bytes read.
+    absorbs : mapping of str to frozenset of str, optional
+        Operator -> the operators whose kernels it takes when they run inside it
+        (:attr:`ncuroof.catalog.OperatorCatalog.absorbs`).
 
     Returns
     -------
@@ -1010,7 +1016,7 @@ def read_operator_launches(
     _durations_a_gpu_can_have(k["dur"].to_numpy(dtype=float, na_value=np.nan) * 1e-6, path)
     op, values = scan.frame("op"), scan.signature_values
     del scan
-    out = _operator_launch_frame(k, _operator_rows(k, op, formula_ops), path)
+    out = _operator_launch_frame(k, _operator_rows(k, op, formula_ops, absorbs or {}), path)
     out.attrs.update(
         path=path_text(path), device=chosen, gpu_name=gpus.get(chosen), devices=devices
     )
@@ -1097,9 +1103,15 @@ def _whole(col: pd.Series) -> pd.Series:
     return pd.Series(np.where(ok, v, np.nan)).astype("Int64")
 
 
-def _operator_rows(k: pd.DataFrame, op: pd.DataFrame, formula_ops: frozenset[str]) -> np.ndarray:
+def _operator_rows(
+    k: pd.DataFrame,
+    op: pd.DataFrame,
+    formula_ops: frozenset[str],
+    absorbs: Mapping[str, frozenset[str]],
+) -> np.ndarray:
     """Per kernel, the row of ``op`` whose work it does: the innermost open operator with a
-    formula, else the innermost open operator, else -1."""
+    formula (or the innermost open one that ``absorbs`` it), else the innermost open operator, else
+    -1."""
     queries = pd.DataFrame({"tid": k["launch_thread"], "start": k["launch_ts"]})
     lost = (k["launch_ts"].isna() & (k["external"] != k["correlation"])).to_numpy()
     if lost.any():  # placed at the start of the cpu_op of its External id
@@ -1117,8 +1129,32 @@ def _operator_rows(k: pd.DataFrame, op: pd.DataFrame, formula_ops: frozenset[str
     )
     inner = _enclosing(ranges, queries, paths=False)[0]
     formula = _enclosing(ranges[op["name"].isin(formula_ops).to_numpy()], queries, paths=False)[0]
+    if absorbs:
+        formula = _absorbed(
+            formula,
+            _enclosing(ranges[op["name"].isin(list(absorbs)).to_numpy()], queries, paths=False)[0],
+            op["name"].to_numpy(dtype=object),
+            absorbs,
+        )
     chosen = np.where(pd.isna(formula), inner, formula)
     return pd.Series(chosen, dtype=object).fillna(-1).to_numpy(dtype=np.int64)
+
+
+def _absorbed(
+    formula: np.ndarray, outer: np.ndarray, names: np.ndarray, absorbs: Mapping[str, frozenset[str]]
+) -> np.ndarray:
+    """``formula`` (each kernel's operator row, NaN for none) with the rows of absorbed operators
+    replaced by the absorbing one open around them (``outer``: the innermost absorbing operator
+    open at each launch)."""
+    out = formula.copy()
+    both = np.flatnonzero(~pd.isna(formula) & ~pd.isna(outer))
+    pairs = [(o, a) for o, taken in absorbs.items() for a in taken]
+    found = pd.MultiIndex.from_arrays(
+        [names[outer[both].astype(np.int64)], names[formula[both].astype(np.int64)]]
+    )
+    take = both[found.isin(pairs)]
+    out[take] = outer[take]
+    return out
 
 
 def _ranges(events: pd.DataFrame) -> pd.DataFrame:
