@@ -65,12 +65,13 @@ def _key(v: Any) -> int:
 
 
 class _Names:
-    """Which of a report's strings name metrics to keep: the interval metrics by name, the timed
-    ones by their category (checked once per name, from its first result)."""
+    """Which of a report's strings name metrics to keep: the interval metrics by name, and the
+    results that end with the category field = 1 (``20 01``: protobuf writes field 4 after the
+    instances), confirmed when read (:func:`_rows`); a name found not timed is skipped after."""
 
     def __init__(self) -> None:
         self.strings: list[str] = []
-        self.timed: dict[int, bool] = {}
+        self.untimed: set[str] = set()
 
     def add(self, header: Any) -> None:
         if header.HasField("strings"):
@@ -83,15 +84,47 @@ class _Names:
         name = self.strings[mid]
         if name in INTERVAL_METRICS:
             return name
-        timed = self.timed.get(mid)
-        if timed is None:
-            timed = self.timed[mid] = _category(raw) == 1
-        return name if timed and raw.endswith(_TIMED) else None
+        return name if raw.endswith(_TIMED) and name not in self.untimed else None
+
+
+def _head(raw: bytes) -> int:
+    """Where a metric result's first instance (field 3) starts: after its name (field 1) and its
+    value (field 2, when present); -1 when the result does not start that way."""
+    at = _varint(raw, 1)[1]  # past field 1's varint
+    if raw[at : at + 1] == b"\x12":  # field 2: the value message
+        n, at = _varint(raw, at + 1)
+        at += n
+    return at if raw[at : at + 1] == b"\x1a" else -1
+
+
+def _regular(raw: bytes) -> tuple[np.ndarray, np.ndarray] | None:
+    """The instances of a timed series read at once, when they all have the one layout ncu writes
+    for a sample: ``1a L | 0a K 28 <key varint, K-1 bytes> | 12 09 19 <double>`` then the category
+    (``20 01``) last; None for any other layout (read through protobuf then)."""
+    at = _head(raw)
+    if at < 0 or len(raw) < at + 2 or not raw.endswith(_TIMED):
+        return None
+    size, klen = raw[at + 1] + 2, raw[at + 3]
+    body = len(raw) - 2 - at
+    if size >= 0x80 + 2 or body % size or size != klen + 2 + 2 + 11 or not 2 <= klen <= 11:
+        return None
+    rows = np.frombuffer(raw, np.uint8, body, at).reshape(-1, size)
+    v = 4 + klen  # where the value message starts
+    fixed = {0: 0x1A, 1: size - 2, 2: 0x0A, 3: klen, 4: 0x28, v: 0x12, v + 1: 0x09, v + 2: 0x19}
+    if any((rows[:, c] != b).any() for c, b in fixed.items()):
+        return None
+    key = rows[:, 5:v].astype(np.uint64)
+    if (key[:, :-1] < 0x80).any() or (key[:, -1] >= 0x80).any():
+        return None  # not a varint of exactly klen - 1 bytes
+    shifts = np.arange(0, 7 * key.shape[1], 7, dtype=np.uint64)
+    keys = np.bitwise_or.reduce((key & np.uint64(0x7F)) << shifts, axis=1)
+    values = np.ascontiguousarray(rows[:, v + 3 : v + 11]).view("<f8").ravel()
+    return keys.astype(np.int64), values
 
 
 def _rows(result: Any, launch: int, names: _Names, metric_cls: Any, out: list[tuple]) -> None:
-    """Append ``result``'s kept metrics' instances to ``out``; a metric given twice in one result is
-    read from its last copy, as ``ncu_report`` keeps it."""
+    """Append ``result``'s kept metrics to ``out`` as (launch, name, keys, values); a metric given
+    twice in one result is read from its last copy, as ``ncu_report`` keeps it."""
     kept: dict[str, bytes] = {}
     for raw in result.metrics:
         raw = bytes(raw)
@@ -102,8 +135,17 @@ def _rows(result: Any, launch: int, names: _Names, metric_cls: Any, out: list[tu
             kept.pop(name, None)
             kept[name] = raw
     for name, raw in kept.items():
-        for inst in metric_cls.FromString(raw).instances:
-            out.append((launch, name, _key(inst.key), _number(inst.value)))
+        fast = _regular(raw)  # its layout read to the end: the category is field 4
+        if fast is None:
+            if name not in INTERVAL_METRICS and _category(raw) != 1:
+                names.untimed.add(name)
+                continue
+            insts = metric_cls.FromString(raw).instances
+            fast = (
+                np.array([_key(i.key) for i in insts], dtype=np.int64),
+                np.array([_number(i.value) for i in insts], dtype=np.float64),
+            )
+        out.append((launch, name, *fast))
 
 
 def read_series(path: str | Path) -> pd.DataFrame:
@@ -148,5 +190,17 @@ def read_series(path: str | Path) -> pd.DataFrame:
                     f" ({exc}); re-run ncu or read without the samples",
                     path,
                 ) from exc
-    frame = pd.DataFrame(out, columns=list(SERIES_COLUMNS))
-    return frame.astype({"launch_id": np.int64, "key": np.int64, "value": np.float64})
+    return _frame(out)
+
+
+def _frame(parts: list[tuple[int, str, np.ndarray, np.ndarray]]) -> pd.DataFrame:
+    """The long table of the (launch, metric, keys, values) parts."""
+    sizes = np.array([len(p[2]) for p in parts], dtype=np.int64)
+    return pd.DataFrame(
+        {
+            "launch_id": np.repeat(np.array([p[0] for p in parts], dtype=np.int64), sizes),
+            "metric": np.repeat(np.array([p[1] for p in parts], dtype=object), sizes),
+            "key": np.concatenate([p[2] for p in parts]) if parts else np.empty(0, np.int64),
+            "value": np.concatenate([p[3] for p in parts]) if parts else np.empty(0),
+        }
+    )
