@@ -974,7 +974,7 @@ def analyze_trace(
     cat = catalog.load_operators()
     with _progress_bar(progress, "reading the trace") as bar:
         launches, ops, values = read_operator_launches(
-            p, frozenset(cat.rules), device, bar, absorbs=cat.absorbs
+            p, frozenset(cat.rules), device, bar, absorbs=cat.absorbs, transfers=True
         )
     spec = _trace_gpu(launches.attrs.get("gpu_name"), gpu, p)
     table = analytic.operator_table(launches, ops, values, cat, spec, fp32_matmul)

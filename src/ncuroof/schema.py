@@ -1910,7 +1910,7 @@ SAMPLE_PHASES: dict[str, Column] = {
     "sm_active_frac": Column("float64", "1", "mean sm_active_frac over the phase"),
 }
 
-__all__ += ["SAMPLES", "SAMPLE_PHASES"]
+__all__ += ["SAMPLES", "SAMPLE_PHASES", "MOVED_SOURCE", "IDLE_SOURCE"]
 
 #: Every table ncuroof writes, by file stem (``<name>.csv`` and/or ``<name>.parquet``, through
 #: ``ncuroof.output.tables``): its declared columns. The tables of ``ncuroof analyze`` are its
@@ -1941,6 +1941,10 @@ __all__ += ["TABLES"]
 
 #: Where the work of an :data:`ANALYTIC_OPS` row comes from.
 ANALYTIC_SOURCE = "analytic (from shapes)"
+#: The work source of its copy and memset rows (their bytes as the trace records them) and of its
+#: idle row (issue 52: every GPU second of the trace in a row).
+MOVED_SOURCE = "bytes moved (trace)"
+IDLE_SOURCE = "idle"
 #: Precisions of analytic work (``metrics/operators.toml`` [dtypes]).
 ANALYTIC_PRECISIONS = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 
@@ -1965,7 +1969,12 @@ ANALYTIC_OPS: dict[str, Column] = {
         "int64", "", "kernel launches tied to the operator (innermost with a formula)"
     ),
     "time_s": Column("float64", "s", "summed duration of those kernels"),
-    "time_share": Column("float64", "1", "time_s over the device's kernel time"),
+    "time_share": Column(
+        "float64",
+        "1",
+        "time_s over all rows' (a trace: kernels, copies, memsets and idle; with --timeline the"
+        " kernels')",
+    ),
     "precision": Column(
         "string",
         "",
@@ -2013,7 +2022,12 @@ ANALYTIC_OPS: dict[str, Column] = {
         "a memory-bound matmul-class operator: its rows M and the M (a power of two) whose"
         " analytic AI would reach the ridge, else ''",
     ),
-    "work_source": Column("string", "", f"'{ANALYTIC_SOURCE}', or 'no formula'"),
+    "work_source": Column(
+        "string",
+        "",
+        f"'{ANALYTIC_SOURCE}', 'no formula', '{MOVED_SOURCE}' (a copy or memset kind: its bytes"
+        f" at DRAM) or '{IDLE_SOURCE}' (the trace's span with nothing on the device)",
+    ),
     "flag": Column(
         "string",
         "",

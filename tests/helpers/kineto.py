@@ -114,6 +114,23 @@ class Trace:
         self.events += [call, kern, *flows] if launch else [kern]
         self.ts += 3.0
 
+    def transfer(self, name: str, dur_us: float, nbytes: int, device: int = 0) -> None:
+        """A copy or memset on the GPU now (``name`` as Kineto writes it: ``Memcpy HtoD (Pageable
+        -> Device)``, ``Memset (Device)``), of ``nbytes`` bytes."""
+        self.events.append(
+            {
+                "ph": "X",
+                "cat": "gpu_memset" if name.startswith("Memset") else "gpu_memcpy",
+                "name": name,
+                "pid": device,
+                "tid": 7,
+                "ts": self.ts + 5000.0,
+                "dur": dur_us,
+                "args": {"device": device, "stream": 7, "bytes": nbytes},
+            }
+        )
+        self.ts += dur_us + 1.0
+
     def skip(self, us: float = 200.0) -> None:
         self.ts += us
 

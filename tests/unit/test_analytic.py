@@ -123,6 +123,36 @@ def test_convolution_bias_is_counted_once(tmp_path: Path) -> None:
     assert _row(_table(tmp_path, tr), "aten::add_")["flop"] == 4 * 768 * 14 * 14
 
 
+def test_every_gpu_second_is_in_a_row(tmp_path: Path) -> None:
+    """Copies by kind, memsets and idle are rows of their own (issue 52): a device-to-device copy
+    reads and writes its bytes at DRAM, a memset writes them, a host copy moves them over the link
+    (no roof); the rows' times add up to the trace's span (first start to last end) and the
+    shares to 1."""
+    tr = Trace()
+    tr.transfer("Memcpy HtoD (Pageable -> Device)", 10.0, 4_000_000)
+    tr.op("aten::mm", [[128, 256], [256, 512]], [F32] * 2, ["", ""], dur=50)
+    tr.kernel("gemm", 20.0)
+    tr.skip(30)
+    tr.transfer("Memcpy DtoD (Device -> Device)", 2.0, 1_000_000)
+    tr.transfer("Memset (Device)", 1.0, 500_000)
+    tr.transfer("Memcpy DtoH (Device -> Pinned)", 4.0, 2_000_000)
+    t = _table(tmp_path, tr)
+    h2d, d2d = _row(t, "memcpy HtoD"), _row(t, "memcpy DtoD")
+    assert h2d["compulsory_bytes"] == 4_000_000 and h2d["time_s"] == pytest.approx(10e-6)
+    assert h2d["work_source"] == "bytes moved (trace)" and math.isnan(h2d["time_at_roof_s"])
+    assert d2d["compulsory_bytes"] == 2 * 1_000_000
+    assert d2d["time_at_roof_s"] == pytest.approx(2e6 / 3.35e12)
+    assert _row(t, "memset")["compulsory_bytes"] == 500_000
+    assert _row(t, "memcpy DtoH")["calls"] == 1
+    # span: the HtoD copy starts first (ts 1000 + 5000), the DtoH copy ends last
+    first, last = 1000.0, 1000.0 + 10 + 1 + 1 + 3 + 30 + 2 + 1 + 1 + 1 + 4
+    span = (last - first) * 1e-6
+    busy = (10 + 20 + 2 + 1 + 4) * 1e-6
+    assert t["time_s"].sum() == pytest.approx(span)
+    assert _row(t, "idle (no kernel, copy or memset)")["time_s"] == pytest.approx(span - busy)
+    assert t["time_share"].sum() == pytest.approx(1.0)
+
+
 def test_attention_causal_halves_the_score_work(tmp_path: Path) -> None:
     q = [2, 8, 128, 64]
     tr = Trace()
@@ -222,7 +252,12 @@ def test_no_formula_and_misfit_are_flags(tmp_path: Path) -> None:
     assert tri["input_dims"] == "[[10,10]]" and tri["bound"] == "unknown"
     mm = _row(t, "aten::mm")
     assert mm["flag"].startswith("shapes do not fit") and math.isnan(mm["flop"])
-    assert t["time_s"].sum() == pytest.approx(5e-6)
+    kernels = t[~t["work_source"].isin(["idle", "bytes moved (trace)"])]
+    assert kernels["time_s"].sum() == pytest.approx(5e-6)
+    # every GPU second in a row (issue 52): the gap between the two kernels is the idle row
+    idle = _row(t, "idle (no kernel, copy or memset)")
+    assert idle["time_s"] == pytest.approx(t["time_s"].sum() - 5e-6) and idle["time_s"] > 0
+    assert t["time_share"].sum() == pytest.approx(1.0)
 
 
 def test_trace_without_shapes_is_refused(tmp_path: Path) -> None:

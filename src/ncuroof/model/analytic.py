@@ -24,7 +24,13 @@ import pandas as pd
 
 from .. import catalog, fmt
 from ..catalog import GpuSpec, OperatorCatalog, OperatorRule
-from ..schema import ANALYTIC_OPS, ANALYTIC_PRECISIONS, ANALYTIC_SOURCE
+from ..schema import (
+    ANALYTIC_OPS,
+    ANALYTIC_PRECISIONS,
+    ANALYTIC_SOURCE,
+    IDLE_SOURCE,
+    MOVED_SOURCE,
+)
 
 __all__ = [
     "Work",
@@ -43,6 +49,11 @@ FP32_MATMUL = ("fp32", "tf32")
 NO_FORMULA = "no formula"
 #: The operator of kernels launched outside every cpu_op.
 NO_OPERATOR = "no operator"
+#: The work source of the copy and memset rows (their bytes, as the trace records them) and of
+#: the idle row (issue 52: every GPU second in a row).
+MOVED, IDLE = MOVED_SOURCE, IDLE_SOURCE
+#: The idle row's operator: the span's time no kernel, copy or memset runs.
+IDLE_OP = "idle (no kernel, copy or memset)"
 
 
 class _Misfit(ValueError):
@@ -584,19 +595,96 @@ def operator_table(
     """
     if fp32_matmul not in FP32_MATMUL:
         raise ValueError(f"fp32_matmul must be one of {FP32_MATMUL}")
-    t = _calls(launches, ops)
+    moved = launches["transfer"].ne("").to_numpy() if "transfer" in launches else None
+    kernels = launches if moved is None else launches[~moved]
+    t = _calls(kernels, ops)
     extra = pd.DataFrame([_row_work(r, values, cat, gpu, fp32_matmul) for r in t.itertuples()])
     t = pd.concat([t.drop(columns="shape"), extra.reindex(index=t.index)], axis=1)
+    if moved is not None:
+        t = pd.concat([t, _transfer_rows(launches[moved]), _idle_row(launches)], ignore_index=True)
     total = float(t["time_s"].sum())
     t["time_share"] = t["time_s"] / total if total > 0 else math.nan
-    t = _roofline(t, float(gpu.dram_bytes_per_s))
+    t = _link_unroofed(_roofline(t, float(gpu.dram_bytes_per_s)))
     for p in ANALYTIC_PRECISIONS:
         t[f"{p}_flop"] = np.where(t["precision"] == p, t["flop"], t["flop"] * 0.0)
-    t["work_source"] = np.where(t["flag"] == NO_FORMULA, NO_FORMULA, ANALYTIC_SOURCE)
+    t["work_source"] = np.select(
+        [t["family"] == "transfer", t["op"] == IDLE_OP, t["flag"] == NO_FORMULA],
+        [MOVED, IDLE, NO_FORMULA],
+        ANALYTIC_SOURCE,
+    )
     t = _counted(t)
     t["op"] = [fmt.printable(o, layout=False) for o in t["op"]]  # text from the trace
     t = t.sort_values("time_s", ascending=False, kind="stable").reset_index(drop=True)
     return typed(t)
+
+
+#: Copies over the host link: their bytes cross PCIe or NVLink-C2C, whose bandwidth
+#: metrics/gpus.toml does not hold.
+_LINK = ("memcpy HtoD", "memcpy DtoH", "memcpy HtoH", "memcpy PtoP")
+
+
+def _transfer_rows(moved: pd.DataFrame) -> pd.DataFrame:
+    """One row per kind of copy or memset (``transfer``): calls, time and the bytes it moves at
+    DRAM (a device-to-device copy reads and writes each byte, a memset writes it; a copy over the
+    host link moves its bytes once)."""
+    g = moved.groupby("transfer", sort=False)
+    size = g["bytes"].sum(min_count=1)
+    kinds = size.index.to_numpy(dtype=object)
+    factor = np.where(kinds == "memcpy DtoD", 2.0, 1.0)
+    return pd.DataFrame(
+        {
+            "op": kinds,
+            "calls": g.size().to_numpy(np.int64),
+            "launches": g.size().to_numpy(np.int64),
+            "time_s": g["duration_s"].sum().to_numpy(float),
+            "family": "transfer",
+            "flop": 0.0,
+            "compulsory_bytes": size.to_numpy(float) * factor,
+            "precision": "",
+            "flag": "",
+            "note": [
+                "bytes over the host link (no link roof in metrics/gpus.toml)"
+                if k in _LINK
+                else "read and written at DRAM"
+                if k == "memcpy DtoD"
+                else "written at DRAM"
+                if k == "memset"
+                else ""
+                for k in kinds
+            ],
+        }
+    )
+
+
+def _idle_row(launches: pd.DataFrame) -> pd.DataFrame:
+    """The span's time with nothing running on the device (``span_s - busy_s`` of the launches'
+    ``attrs``); no row when there is none."""
+    span, busy = float(launches.attrs.get("span_s", 0.0)), float(launches.attrs.get("busy_s", 0.0))
+    if not span - busy > 0:
+        return pd.DataFrame()
+    return pd.DataFrame(
+        {
+            "op": [IDLE_OP],
+            "calls": [0],
+            "launches": [0],
+            "time_s": [max(span - busy, 0.0)],
+            "family": [""],
+            "flop": [math.nan],
+            "compulsory_bytes": [math.nan],
+            "precision": [""],
+            "flag": [""],
+        }
+    )
+
+
+def _link_unroofed(t: pd.DataFrame) -> pd.DataFrame:
+    """The copies over the host link without a roof (the DRAM roof is not theirs)."""
+    link = t["op"].isin(_LINK).to_numpy() & (t["family"] == "transfer").to_numpy()
+    if link.any():
+        for c in ("roof_fraction", "time_at_roof_s", "saving_s"):
+            t.loc[link, c] = math.nan
+        t.loc[link, "bound"] = "unknown"
+    return t
 
 
 def _counted(t: pd.DataFrame) -> pd.DataFrame:

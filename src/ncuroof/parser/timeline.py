@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import io
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -67,6 +68,8 @@ _KERNEL = frozenset({"kernel", "Kernel"})
 _OP = frozenset({"cpu_op", "Operator"})
 _LAUNCH = frozenset({"cuda_runtime", "cuda_driver", "Runtime"})
 _SCOPE = frozenset({"user_annotation"})
+#: Kineto's copies and memsets on the GPU (issue 52: every GPU second in a row).
+_TRANSFER = frozenset({"gpu_memcpy", "gpu_memset"})
 _GPU_SCOPE = "gpu_user_annotation"
 _FLOW = "ac2g"
 _PYTHON = "python_function"
@@ -751,6 +754,7 @@ class _KinetoScan:
     )
     LAUNCH = ("thread", "ts", "correlation")
     RANGE = ("thread", "ts", "dur", "name", "external")
+    TRANSFER = ("name", "ts", "dur", "device", "bytes")
 
     def __init__(self, shapes: bool = False) -> None:
         self.shapes = shapes
@@ -767,6 +771,7 @@ class _KinetoScan:
         self.op = {c: array("d") for c in (*self.RANGE, *(("shape",) if shapes else ()))}
         self.scope = {c: array("d") for c in self.RANGE}
         self.gpu_scope = {c: array("d") for c in self.RANGE}
+        self.transfer = {c: array("d") for c in self.TRANSFER}
 
     def add(self, e: dict) -> None:
         """File one event (a dict of the trace's ``traceEvents``) under its category, or drop it."""
@@ -789,6 +794,18 @@ class _KinetoScan:
             self._range(self.scope, e)
         elif cat == _GPU_SCOPE:
             self._range(self.gpu_scope, e)
+        elif cat in _TRANSFER:
+            self._transfer(e, e.get("args") or {})
+
+    def _transfer(self, e: dict, args: dict) -> None:
+        col = self.transfer
+        col["name"].append(self._name(e))
+        for key in ("ts", "dur"):
+            col[key].append(e.get(key, _NAN))
+        device = args.get("device", e.get("pid"))
+        col["device"].append(device if isinstance(device, (int, float)) else _NAN)
+        size = args.get("bytes")
+        col["bytes"].append(size if isinstance(size, (int, float)) else _NAN)
 
     def _launch(self, e: dict, correlation: Any) -> None:
         col = self.launch
@@ -856,8 +873,8 @@ class _KinetoScan:
         return self.strings.setdefault(name, len(self.strings))
 
     def frame(self, kind: str) -> pd.DataFrame:
-        """One kind of event (``kernel``, ``launch``, ``op``, ``scope``, ``gpu_scope``) as a frame
-        of float64 columns (names as strings)."""
+        """One kind of event (``kernel``, ``launch``, ``op``, ``scope``, ``gpu_scope``,
+        ``transfer``) as a frame of float64 columns (names as strings)."""
         out = pd.DataFrame(
             {
                 c: np.frombuffer(a, dtype=np.float64) if len(a) else np.empty(0)
@@ -965,6 +982,7 @@ def read_operator_launches(
     device: int | None = None,
     progress: Callable[[int], Callable[..., None]] | None = None,
     absorbs: Mapping[str, frozenset[str]] | None = None,
+    transfers: bool = False,
 ) -> tuple[pd.DataFrame, pd.DataFrame, list[tuple[Any, Any, Any]]]:
     """The kernels of one device of a Kineto trace, each tied to the PyTorch operator whose
     analytic work it does (issue 41).
@@ -989,6 +1007,11 @@ def read_operator_launches(
     absorbs : mapping of str to frozenset of str, optional
         Operator -> the operators whose kernels it takes when they run inside it
         (:attr:`ncuroof.catalog.OperatorCatalog.absorbs`).
+    transfers : bool, default False
+        Also the device's copies and memsets (``gpu_memcpy``, ``gpu_memset``) as rows after the
+        kernels: ``transfer`` names their kind (``memcpy HtoD``, ``memcpy DtoH``, ``memcpy DtoD``,
+        ``memset``; empty for a kernel), ``bytes`` their size [B], ``op_row`` -1; ``span_s`` and
+        ``busy_s`` then count them too.
 
     Returns
     -------
@@ -1015,8 +1038,11 @@ def read_operator_launches(
     k = k[(k["device"] == chosen).to_numpy()].reset_index(drop=True)
     _durations_a_gpu_can_have(k["dur"].to_numpy(dtype=float, na_value=np.nan) * 1e-6, path)
     op, values = scan.frame("op"), scan.signature_values
+    moved = _transfers(scan.frame("transfer"), chosen) if transfers else None
     del scan
     out = _operator_launch_frame(k, _operator_rows(k, op, formula_ops, absorbs or {}), path)
+    if moved is not None:
+        out = _with_transfers(out, moved, float(k["ts"].min()) * 1e-6 if len(k) else 0.0)
     out.attrs.update(
         path=path_text(path), device=chosen, gpu_name=gpus.get(chosen), devices=devices
     )
@@ -1090,6 +1116,63 @@ def _operator_launch_frame(k: pd.DataFrame, rows: np.ndarray, path: Path) -> pd.
     end = start + dur
     out.attrs = {
         "span_s": float(end.max() - t0) if len(start) else 0.0,
+        "busy_s": busy_time(start, end),
+    }
+    return out
+
+
+_MEMCPY = re.compile(r"^Memcpy (\w+)")
+
+
+def _transfers(events: pd.DataFrame, device: int) -> pd.DataFrame:
+    """The copies and memsets of ``device``: kind (``memcpy HtoD``, ..., ``memset``), start and
+    duration [s] (Kineto µs), bytes."""
+    e = events[(events["device"] == device).to_numpy()]
+    e = e[np.isfinite(e["ts"].to_numpy(float)) & (e["dur"].to_numpy(float) >= 0)]
+    kind = [
+        "memset"
+        if str(n).startswith("Memset")
+        else f"memcpy {m.group(1)}"
+        if (m := _MEMCPY.match(str(n)))
+        else "memcpy"
+        for n in e["name"]
+    ]
+    return pd.DataFrame(
+        {
+            "transfer": kind,
+            "start": e["ts"].to_numpy(float) * 1e-6,
+            "duration_s": e["dur"].to_numpy(float) * 1e-6,
+            "bytes": e["bytes"].to_numpy(float),
+        }
+    )
+
+
+def _with_transfers(launches: pd.DataFrame, moved: pd.DataFrame, t0: float) -> pd.DataFrame:
+    """The kernel launches followed by the copies and memsets ``moved`` (``transfer``, ``bytes``
+    columns; ``op_row`` -1), times from the first of either, ``span_s`` and ``busy_s`` over both."""
+    first = min(t0, float(moved["start"].min())) if len(moved) else t0
+    kernels = launches.assign(start_s=launches["start_s"] + (t0 - first), transfer="", bytes=np.nan)
+    rows = pd.DataFrame(
+        {
+            "kernel_name": moved["transfer"].astype(object),
+            "start_s": moved["start"] - first,
+            "duration_s": moved["duration_s"],
+            "nvtx": pd.NA,
+            "op_row": np.full(len(moved), -1, dtype=np.int64),
+            "transfer": moved["transfer"],
+            "bytes": moved["bytes"],
+        }
+    )
+    out = pd.concat([kernels, rows], ignore_index=True) if len(rows) else kernels
+    for c in (c for c in launches.columns if c.startswith(("grid_", "block_"))):
+        out[c] = out[c].astype(launches[c].dtype)
+    start, end = (
+        out["start_s"].to_numpy(float),
+        (out["start_s"] + out["duration_s"]).to_numpy(float),
+    )
+    out.attrs = {
+        **launches.attrs,
+        "span_s": float(end.max()) if len(out) else 0.0,
         "busy_s": busy_time(start, end),
     }
     return out

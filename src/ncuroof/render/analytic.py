@@ -12,7 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from .. import fmt
-from ..schema import ANALYTIC_SOURCE
+from ..schema import ANALYTIC_SOURCE, IDLE_SOURCE, MOVED_SOURCE
 from . import page
 
 __all__ = ["figure", "page_html", "section_html", "finding", "summary_text"]
@@ -138,6 +138,17 @@ def _measured_trace(dots: pd.DataFrame) -> go.Scatter | None:
 def finding(r: Any) -> str:
     """One row in words: ``memory-bound at M=1 rows: AI 1 FLOP/B against a ridge of 295 FLOP/B
     (tensor_bf16); M=512 would reach AI 410 FLOP/B; 3% of the roof, ...``."""
+    if r.work_source == IDLE_SOURCE:
+        return f"the device ran nothing for {fmt.time(r.time_s)} of the trace's span"
+    if r.work_source == MOVED_SOURCE:
+        rate = r.compulsory_bytes / r.time_s if r.time_s > 0 else math.nan
+        roof = (
+            f", {fmt.pct(r.roof_fraction)} of the DRAM roof"
+            if math.isfinite(r.roof_fraction)
+            else f" ({r.note})"
+        )
+        moved = fmt.si(r.compulsory_bytes, "B")
+        return f"{moved} in {fmt.time(r.time_s)}: {fmt.si(rate, 'B/s')}{roof}"
     if r.work_source != ANALYTIC_SOURCE or not math.isfinite(r.compulsory_bytes):
         return f"{r.flag or 'no formula'}: {fmt.time(r.time_s)} of GPU time kept, no work counted"
     where = (
@@ -162,15 +173,26 @@ def summary_text(t: pd.DataFrame, gpu: str, top: int = 10, width: int = 120) -> 
     """The terminal summary: the device, then the operators of most GPU time, one each, wrapped
     to ``width`` columns (:func:`ncuroof.fmt.wrap`)."""
     total = float(t["time_s"].sum())
+    kernels = float(t.loc[~t["work_source"].isin([MOVED_SOURCE, IDLE_SOURCE]), "time_s"].sum())
     covered = float(t.loc[t["work_source"] == ANALYTIC_SOURCE, "time_s"].sum())
     lines = [
         f"{len(t)} operator rows on {fmt.printable(gpu)}, work {ANALYTIC_SOURCE};"
-        f" {fmt.pct(covered / total if total else math.nan)} of {fmt.time(total)} GPU time has a"
-        " formula; roofs: datasheet at the boost clock"
+        f" {fmt.pct(covered / kernels if kernels else math.nan)} of {fmt.time(kernels)} kernel time"
+        " has a formula; roofs: datasheet at the boost clock"
     ]
+    parts = [
+        f"{label} {fmt.time(v)}"
+        for label, v in (
+            ("copies and memsets", float(t.loc[t["work_source"] == MOVED_SOURCE, "time_s"].sum())),
+            ("idle", float(t.loc[t["work_source"] == IDLE_SOURCE, "time_s"].sum())),
+        )
+        if v > 0
+    ]
+    if parts:
+        lines.append(f"GPU time {fmt.time(total)}: kernels {fmt.time(kernels)}, {', '.join(parts)}")
     head = t.head(top)
     names = fmt.shorten_names(
-        [fmt.printable(f"{r.op} {r.input_dims}", layout=False) for r in head.itertuples()],
+        [fmt.printable(f"{r.op} {r.input_dims}".strip(), layout=False) for r in head.itertuples()],
         max(24, min(100, width // 2)),
     )
     for name, r in zip(names, head.itertuples()):
