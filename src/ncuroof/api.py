@@ -937,6 +937,7 @@ def analyze_trace(
     gpu: str | None = None,
     device: int | None = None,
     fp32_matmul: str = "fp32",
+    captures: Sequence[PathLike] = (),
     write: bool | None = None,
     formats: Sequence[str] = ("csv",),
     plotlyjs: str | bool = True,
@@ -958,6 +959,10 @@ def analyze_trace(
         ``--device``: the CUDA device (default: the only one with kernels).
     fp32_matmul : {'fp32', 'tf32'}
         The roof of FP32 matmul-class operators (the trace does not say whether TF32 ran).
+    captures : sequence of path
+        ``--capture``: traces of the CUDA/HIP graph captures the trace replays (vLLM, SGLang):
+        each replayed kernel is given the operator and shapes of the launch that captured it
+        (``attrs`` ``graph_kernels``/``graph_matched`` of the result count them).
     write, formats, plotlyjs, progress
         Write ``operators.csv``/``.parquet`` and ``roofline.html`` (whole or not at all).
 
@@ -974,7 +979,13 @@ def analyze_trace(
     cat = catalog.load_operators()
     with _progress_bar(progress, "reading the trace") as bar:
         launches, ops, values = read_operator_launches(
-            p, frozenset(cat.rules), device, bar, absorbs=cat.absorbs, transfers=True
+            p,
+            frozenset(cat.rules),
+            device,
+            bar,
+            absorbs=cat.absorbs,
+            transfers=True,
+            captures=[Path(c) for c in captures],
         )
     spec = _trace_gpu(launches.attrs.get("gpu_name"), gpu, p)
     table = analytic.operator_table(launches, ops, values, cat, spec, fp32_matmul)

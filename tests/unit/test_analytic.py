@@ -604,3 +604,41 @@ def test_shapes_no_gpu_holds_are_flagged_not_counted(tmp_path: Path, dims) -> No
     row = _row(api.analyze_trace(tr.write(tmp_path / "m.json"), write=False).operators, "aten::mm")
     assert math.isnan(row["flop"]) and row["time_s"] == pytest.approx(2e-6)
     assert row["flag"].startswith("shapes do not fit") and math.isnan(row["roof_fraction"])
+
+
+def test_graph_replays_get_the_operators_that_captured_them() -> None:
+    """The vLLM decode pair (issue 52, MIT, recorded on AMD with hipGraphLaunch): the 421 kernels
+    one hipGraphLaunch replays carry no cpu_op; with the capture trace each is matched by name to
+    the launch that captured it (421 of 421) and gets its operator and shapes, so no replayed
+    kernel time is left without an operator, and the MoE layer appears with its shapes."""
+    replay = shared("tracelens__vllm_decode_full_graph_execution.json.gz")
+    capture = shared("tracelens__vllm_decode_full_graph_capture_rank_0.pt.trace.json.gz")
+    alone = api.analyze_trace(replay, write=False, gpu="h100-sxm")
+    both = api.analyze_trace(replay, write=False, gpu="h100-sxm", captures=[capture])
+    assert both.attrs["graph_kernels"] == both.attrs["graph_matched"] == 421
+    assert "graph_kernels" not in alone.attrs
+
+    def kernel_time(t, op=None):
+        k = t[~t["work_source"].isin(["idle", "bytes moved (trace)"])]
+        return float(k["time_s"].sum() if op is None else k.loc[k["op"] == op, "time_s"].sum())
+
+    # the same GPU time, now under the captured operators
+    assert kernel_time(both.operators) == pytest.approx(kernel_time(alone.operators))
+    assert kernel_time(both.operators, "no operator") == 0
+    moe = both.operators[both.operators["op"] == "vllm::moe_forward"]
+    assert len(moe) and moe["input_dims"].iloc[0].startswith("[[32,3072]")
+    assert "vllm::moe_forward" not in set(alone.operators["op"])
+
+
+def test_capture_of_another_kind_is_refused(tmp_path: Path) -> None:
+    """--capture with an ncu report, or a capture file that is no trace: one line, exit 2."""
+    from ncuroof.errors import NcuroofError
+
+    tr = Trace()
+    tr.op("aten::mm", [[4, 5], [5, 7]], [F32] * 2, ["", ""])
+    tr.kernel("gemm", 1.0)
+    path = tr.write(tmp_path / "t.json.gz")
+    bad = tmp_path / "capture.json.gz"
+    bad.write_bytes(b"not a trace")
+    with pytest.raises(NcuroofError, match="capture.json.gz"):
+        api.analyze_trace(path, write=False, captures=[bad])

@@ -91,6 +91,17 @@ def make_command() -> click.Command:
                 "-q", "--quiet", is_flag=True, help="No progress bar and no summary table."
             ),
             click.option("--json", "as_json", is_flag=True, help=JSON_HELP.format(kind="analyze")),
+            click.option(
+                "--capture",
+                "captures",
+                multiple=True,
+                type=click.Path(path_type=Path, dir_okay=False),
+                help=(
+                    "A PyTorch trace of the CUDA/HIP graph captures the analyzed trace replays"
+                    " (vLLM, SGLang; repeatable): each replayed kernel gets the operator and shapes"
+                    " that captured it."
+                ),
+            ),
         ]
     ):
         f = option(f)
@@ -108,6 +119,7 @@ def _analyze(
     workers: int | None,
     quiet: bool,
     as_json: bool = False,
+    captures: tuple[Path, ...] = (),
     **kw: Any,
 ) -> None:
     """Analyze ncu reports (.ncu-rep) or CSV exports: write launches.csv (one row per launch),
@@ -124,7 +136,8 @@ def _analyze(
 
     asked = views.view_values(kw)
     if len(inputs) == 1 and api.is_trace(inputs[0]) and kw.get("timeline") is None:
-        where = {"gpu": kw.get("gpu"), "device": kw.get("device")}  # --device: the trace's
+        # --device: the trace's; --capture: its graphs' captures
+        where = {"gpu": kw.get("gpu"), "device": kw.get("device"), "captures": captures}
         _analyze_trace(
             inputs[0],
             outdir,
@@ -136,6 +149,8 @@ def _analyze(
             as_json,
         )
         return
+    if captures:
+        raise click.UsageError("--capture goes with one PyTorch trace analyzed alone")
     with stdout_to_stderr(as_json):
         result = api.analyze(
             list(inputs),
@@ -179,6 +194,7 @@ def _analyze_trace(
             gpu=where["gpu"],
             device=where["device"],
             fp32_matmul=fp32_matmul,
+            captures=where["captures"],
             formats=formats,
             plotlyjs=plotlyjs,
             progress=not quiet,
@@ -191,7 +207,13 @@ def _analyze_trace(
     from ..render import analytic, text
 
     width = text.terminal_width()
-    head = "" if quiet else analytic.summary_text(result.operators, result.gpu.name, width=width)
+    head = (
+        ""
+        if quiet
+        else analytic.summary_text(
+            result.operators, result.gpu.name, width=width, attrs=result.attrs
+        )
+    )
     echo(f"{head}wrote {result.outdir}/ ({', '.join(result.files)})")
 
 

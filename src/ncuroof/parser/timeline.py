@@ -35,7 +35,7 @@ import tempfile
 import time
 import zlib
 from array import array
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -46,6 +46,7 @@ from .. import catalog
 from ..errors import InputError
 from ..fmt import path_text
 from ..schema import TIMELINE_LAUNCH, validate_timeline
+from . import graphs as _graphs
 from .files import regular_file
 
 __all__ = [
@@ -756,8 +757,11 @@ class _KinetoScan:
     RANGE = ("thread", "ts", "dur", "name", "external")
     TRANSFER = ("name", "ts", "dur", "device", "bytes")
 
-    def __init__(self, shapes: bool = False) -> None:
+    def __init__(self, shapes: bool = False, graphs: bool = False) -> None:
         self.shapes = shapes
+        # CUDA graphs (issue 52): each runtime call's name and the kernel it launches (its args'
+        # ``kernel``), as string codes (NaN for none)
+        self.graphs = graphs
         # distinct (Input Dims, Input type, Concrete Inputs) of the cpu_op events, by their text
         self.signatures: dict[str, int] = {}
         self.signature_values: list[tuple[Any, Any, Any]] = []
@@ -767,7 +771,9 @@ class _KinetoScan:
         self.threads: dict[Any, int] = {}
         self.events = 0
         self.kernel = {c: array("d") for c in self.KERNEL}
-        self.launch = {c: array("d") for c in self.LAUNCH}
+        self.launch = {
+            c: array("d") for c in (*self.LAUNCH, *(("call", "kernel") if graphs else ()))
+        }
         self.op = {c: array("d") for c in (*self.RANGE, *(("shape",) if shapes else ()))}
         self.scope = {c: array("d") for c in self.RANGE}
         self.gpu_scope = {c: array("d") for c in self.RANGE}
@@ -786,10 +792,20 @@ class _KinetoScan:
             elif not self.with_shapes:
                 self.with_shapes = "Input Dims" in (e.get("args") or {})
         elif cat in _LAUNCH:
-            self._launch(e, (e.get("args") or {}).get("correlation", _NAN))
+            args = e.get("args") or {}
+            self._launch(e, args.get("correlation", _NAN))
+            if self.graphs:
+                self.launch["call"].append(self._name(e))
+                kernel = args.get("kernel")
+                self.launch["kernel"].append(
+                    self._name({"name": kernel}) if isinstance(kernel, str) else _NAN
+                )
         elif cat == _FLOW:
             if e.get("ph") == "s":  # the flow from a launch call to its kernel starts at the call
                 self._launch(e, e.get("id", _NAN))
+                if self.graphs:
+                    self.launch["call"].append(_NAN)
+                    self.launch["kernel"].append(_NAN)
         elif cat in _SCOPE or (cat == _PYTHON and _is_module(e.get("name"))):
             self._range(self.scope, e)
         elif cat == _GPU_SCOPE:
@@ -898,13 +914,18 @@ def _is_module(name: object) -> bool:
 
 
 def _scan_kineto(
-    path: Path, progress: Callable[[int], Callable[..., None]] | None, shapes: bool = False
+    path: Path,
+    progress: Callable[[int], Callable[..., None]] | None,
+    shapes: bool = False,
+    graphs: bool = False,
+    kernels: bool = True,
 ) -> _KinetoScan:
     """Stream the ``traceEvents`` of a Kineto trace into a :class:`_KinetoScan` (with the
-    operators' shapes when ``shapes``)."""
+    operators' shapes when ``shapes``, the runtime calls' names and kernels when ``graphs``);
+    InputError without kernel events when ``kernels`` (a graph's capture may have none)."""
     import ijson
 
-    scan = _KinetoScan(shapes)
+    scan = _KinetoScan(shapes, graphs)
     with _open_trace(path, progress) as fh:
         try:
             add = scan.add
@@ -924,7 +945,7 @@ def _scan_kineto(
             ) from None
     if scan.events == 0:
         raise InputError("no traceEvents: not a PyTorch profiler (Kineto) trace", path)
-    if not len(scan.kernel["ts"]):
+    if kernels and not len(scan.kernel["ts"]):
         raise InputError(
             "the trace has no kernel events; profile with ProfilerActivity.CUDA in torch.profiler's"
             " activities",
@@ -983,6 +1004,7 @@ def read_operator_launches(
     progress: Callable[[int], Callable[..., None]] | None = None,
     absorbs: Mapping[str, frozenset[str]] | None = None,
     transfers: bool = False,
+    captures: Sequence[Path] = (),
 ) -> tuple[pd.DataFrame, pd.DataFrame, list[tuple[Any, Any, Any]]]:
     """The kernels of one device of a Kineto trace, each tied to the PyTorch operator whose
     analytic work it does (issue 41).
@@ -1012,6 +1034,11 @@ def read_operator_launches(
         kernels: ``transfer`` names their kind (``memcpy HtoD``, ``memcpy DtoH``, ``memcpy DtoD``,
         ``memset``; empty for a kernel), ``bytes`` their size [B], ``op_row`` -1; ``span_s`` and
         ``busy_s`` then count them too.
+    captures : sequence of Path
+        Traces of the CUDA/HIP graph captures this trace replays (``--capture``): each replayed
+        kernel gets the operator and shapes of the captured launch it matches
+        (:mod:`ncuroof.parser.graphs`); ``attrs`` ``graph_kernels`` and ``graph_matched`` count
+        them. The trace itself may then lack shapes.
 
     Returns
     -------
@@ -1030,7 +1057,7 @@ def read_operator_launches(
         shapes: the message says how to record them), a device to choose.
     """
     path = Path(path)
-    scan = _scan_with_shapes(path, progress)
+    scan = _scan_with_shapes(path, progress, graphs=bool(captures))
     k = _kernels_with_launches(scan)
     gpus = _gpu_names(path)
     devices = sorted(int(d) for d in k["device"].dropna().unique())
@@ -1039,14 +1066,56 @@ def read_operator_launches(
     _durations_a_gpu_can_have(k["dur"].to_numpy(dtype=float, na_value=np.nan) * 1e-6, path)
     op, values = scan.frame("op"), scan.signature_values
     moved = _transfers(scan.frame("transfer"), chosen) if transfers else None
+    graph_corr = (
+        _graphs.graph_correlations(scan.frame("launch"), list(scan.strings)) if captures else set()
+    )
     del scan
-    out = _operator_launch_frame(k, _operator_rows(k, op, formula_ops, absorbs or {}), path)
+    rows = _operator_rows(k, op, formula_ops, absorbs or {})
+    replayed = None
+    if captures:
+        rows, op, values, replayed = _with_captures(
+            k, rows, (op, values), graph_corr, captures, (formula_ops, absorbs or {})
+        )
+    out = _operator_launch_frame(k, rows, path)
+    if replayed is not None:
+        out.attrs.update(graph_kernels=replayed[0], graph_matched=replayed[1])
     if moved is not None:
         out = _with_transfers(out, moved, float(k["ts"].min()) * 1e-6 if len(k) else 0.0)
     out.attrs.update(
         path=path_text(path), device=chosen, gpu_name=gpus.get(chosen), devices=devices
     )
     return out, _operator_table(op), values
+
+
+def _with_captures(
+    k: pd.DataFrame,
+    rows: np.ndarray,
+    ops: tuple[pd.DataFrame, list[tuple[Any, Any, Any]]],
+    graph_corr: set[float],
+    captures: Sequence[Path],
+    rules: tuple[frozenset[str], Mapping[str, frozenset[str]]],
+) -> tuple[np.ndarray, pd.DataFrame, list[tuple[Any, Any, Any]], tuple[int, int]]:
+    """``rows`` with the graph-replayed kernels of ``k`` given the operator rows of the captured
+    launches they match, the operators and shapes of the capture traces appended to ``ops``, and
+    (replayed kernels, matched)."""
+    op, values = ops[0], list(ops[1])
+    found: list[pd.DataFrame] = []
+    captured_rows: list[np.ndarray] = []
+    for cpath in captures:
+        cscan = _scan_with_shapes(Path(cpath), None, graphs=True, kernels=False)
+        cap = _graphs.captured_launches(
+            cscan.frame("launch"), cscan.frame("kernel"), list(cscan.strings)
+        )
+        cop = cscan.frame("op")
+        crow = _operator_rows(cap, cop, *rules)
+        cap["graph"] += sum(int(f["graph"].max()) + 1 for f in found if len(f))
+        captured_rows.append(np.where(crow >= 0, crow + len(op), -1))
+        cop = cop.assign(shape=cop["shape"] + len(values))
+        op, values = pd.concat([op, cop], ignore_index=True), values + cscan.signature_values
+        found.append(cap)
+    cap = pd.concat(found, ignore_index=True)
+    replay, n, matched = _graphs.replayed_rows(k, graph_corr, cap, np.concatenate(captured_rows))
+    return np.where(replay >= 0, replay, rows), op, values, (n, matched)
 
 
 def _kernels_with_launches(scan: _KinetoScan) -> pd.DataFrame:
@@ -1071,10 +1140,15 @@ def _operator_table(op: pd.DataFrame) -> pd.DataFrame:
 
 
 def _scan_with_shapes(
-    path: Path, progress: Callable[[int], Callable[..., None]] | None
+    path: Path,
+    progress: Callable[[int], Callable[..., None]] | None,
+    graphs: bool = False,
+    kernels: bool = True,
 ) -> _KinetoScan:
-    """The scan of the Kineto trace ``path`` with its operator shapes (:func:`_scan_kineto`);
-    InputError for another format or a limit hit, :class:`NoShapesError` without ``Input Dims``."""
+    """The scan of the Kineto trace ``path`` with its operator shapes (:func:`_scan_kineto`; with
+    ``graphs`` the runtime calls' names and kernels, a trace of graph replays may lack shapes and
+    with ``kernels`` False kernel events); InputError for another format or a limit hit,
+    :class:`NoShapesError` without ``Input Dims``."""
     if _sniff(path) != "kineto":
         raise InputError(
             "analytic work needs a PyTorch profiler trace (.json, .json.gz) recorded with"
@@ -1082,10 +1156,10 @@ def _scan_with_shapes(
             path,
         )
     try:
-        scan = _scan_kineto(path, progress, shapes=True)
+        scan = _scan_kineto(path, progress, shapes=True, graphs=graphs, kernels=kernels)
     except _LimitHit as exc:
         raise InputError(f"cannot be read within ncuroof's limits: {exc}", path) from None
-    if not scan.signature_values:
+    if not scan.signature_values and not (graphs and kernels):
         raise NoShapesError(
             f"the trace has no operator shapes (no cpu_op carries 'Input Dims'); record them with"
             f" {RECORD_SHAPES}",

@@ -169,9 +169,12 @@ def finding(r: Any) -> str:
     return text + (f" [{r.flag}]" if r.flag else "")
 
 
-def summary_text(t: pd.DataFrame, gpu: str, top: int = 10, width: int = 120) -> str:
+def summary_text(
+    t: pd.DataFrame, gpu: str, top: int = 10, width: int = 120, attrs: dict | None = None
+) -> str:
     """The terminal summary: the device, then the operators of most GPU time, one each, wrapped
-    to ``width`` columns (:func:`ncuroof.fmt.wrap`)."""
+    to ``width`` columns (:func:`ncuroof.fmt.wrap`); with a graph capture (``attrs``
+    ``graph_kernels``, ``graph_matched``) how many replayed kernels it gave an operator."""
     total = float(t["time_s"].sum())
     kernels = float(t.loc[~t["work_source"].isin([MOVED_SOURCE, IDLE_SOURCE]), "time_s"].sum())
     covered = float(t.loc[t["work_source"] == ANALYTIC_SOURCE, "time_s"].sum())
@@ -190,6 +193,13 @@ def summary_text(t: pd.DataFrame, gpu: str, top: int = 10, width: int = 120) -> 
     ]
     if parts:
         lines.append(f"GPU time {fmt.time(total)}: kernels {fmt.time(kernels)}, {', '.join(parts)}")
+    replayed = (attrs or {}).get("graph_kernels")
+    if replayed is not None:
+        matched = int((attrs or {}).get("graph_matched", 0))
+        lines.append(
+            f"graph replays: {fmt.plain(matched)} of {fmt.plain(replayed)} replayed kernels given"
+            " the operator that captured them (--capture)"
+        )
     head = t.head(top)
     names = fmt.shorten_names(
         [fmt.printable(f"{r.op} {r.input_dims}".strip(), layout=False) for r in head.itertuples()],
