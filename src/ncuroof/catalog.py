@@ -1156,6 +1156,9 @@ OPERATOR_FAMILIES = (
     "embedding",
     "elementwise",
     "reduction",
+    "scaled_matmul",
+    "grouped_matmul",
+    "fused_moe",
 )
 
 
@@ -1187,6 +1190,10 @@ class OperatorCatalog:
     #: Operator -> the operators nested in it whose kernels are its own (its formula counts their
     #: work: a convolution's bias add), from a family's ``absorbs``.
     absorbs: dict[str, frozenset[str]] = field(default_factory=dict)
+    #: Kineto dtype -> values per stored element (packed FP4: 2), from ``[dtypes]``'s ``packed``.
+    packed: dict[str, int] = field(default_factory=dict)
+    #: c10::ScalarType code -> bytes per element (``[scalar_types]``: a matmul's ``out_dtype``).
+    scalar_type_bytes: dict[int, int] = field(default_factory=dict)
 
 
 @functools.lru_cache(maxsize=4)
@@ -1233,8 +1240,10 @@ def load_operators(directory: Path | None = None) -> OperatorCatalog:
     if not 0 < causal <= 1:
         raise ValueError("operators.toml: [attention].causal_fraction must be in (0, 1]")
     roofs = data["roofs"]
+    packed = {k: int(v["packed"]) for k, v in data["dtypes"].items() if "packed" in v}
+    scalar = {int(k): int(v) for k, v in data.get("scalar_types", {}).get("bytes", {}).items()}
     return OperatorCatalog(
-        rules, dtypes, dict(roofs["matmul"]), dict(roofs["other"]), causal, absorbs
+        rules, dtypes, dict(roofs["matmul"]), dict(roofs["other"]), causal, absorbs, packed, scalar
     )
 
 

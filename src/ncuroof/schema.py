@@ -1946,7 +1946,7 @@ ANALYTIC_SOURCE = "analytic (from shapes)"
 MOVED_SOURCE = "bytes moved (trace)"
 IDLE_SOURCE = "idle"
 #: Precisions of analytic work (``metrics/operators.toml`` [dtypes]).
-ANALYTIC_PRECISIONS = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8")
+ANALYTIC_PRECISIONS = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "fp4", "int8")
 
 #: One row per PyTorch operator and input shape of a Kineto trace recorded with shapes
 #: (``operators.csv``, :func:`ncuroof.model.analytic.operator_table`): the GPU time of the kernels

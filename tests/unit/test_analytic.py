@@ -642,3 +642,68 @@ def test_capture_of_another_kind_is_refused(tmp_path: Path) -> None:
     bad.write_bytes(b"not a trace")
     with pytest.raises(NcuroofError, match="capture.json.gz"):
         api.analyze_trace(path, write=False, captures=[bad])
+
+
+def test_scaled_mm_fp8_and_packed_fp4(tmp_path: Path) -> None:
+    """aten::_scaled_mm (issue 52): FP8 at the FP8 tensor roof, the scales read and C written at
+    out_dtype (15 = BFloat16, 2 B); packed FP4 (two values a byte) counts K twice the stored K."""
+    tr = Trace("NVIDIA B200")
+    fp8, e8 = "c10::Float8_e4m3fn", "c10::Float8_e8m0fnu"
+    dims = [[256, 512], [512, 1024], [], [], [], [], [], []]
+    tr.op(
+        "aten::_scaled_mm",
+        dims[:2] + [[], []] + dims[4:],
+        [fp8, fp8, F32, F32, "", "", "Scalar", "Scalar"],
+        ["", "", "", "", "", "", "15", "False"],
+        dur=30,
+    )
+    tr.kernel("sm100_fp8_gemm", 4.0)
+    tr.skip()
+    fp4 = "c10::Float4_e2m1fn_x2"
+    tr.op(
+        "aten::_scaled_mm",
+        [[256, 256], [256, 1024], [256, 16], [1024, 16], [], [], [], []],
+        [fp4, fp4, e8, e8, "", "", "Scalar", "Scalar"],
+        ["", "", "", "", "", "", "15", "False"],
+        dur=30,
+    )
+    tr.kernel("sm100_fp4_gemm", 2.0)
+    t = _table(tmp_path, tr)
+    rows = t[t["op"] == "aten::_scaled_mm"].set_index("precision")
+    assert rows.loc["fp8", "flop"] == 2 * 256 * 1024 * 512
+    # the per-tensor scales are 0-d float tensors: 4 B each
+    assert rows.loc["fp8", "compulsory_bytes"] == 256 * 512 + 512 * 1024 + 2 * 4 + 256 * 1024 * 2
+    assert rows.loc["fp8", "roof"] == "tensor_fp8"
+    assert rows.loc["fp4", "flop"] == 2 * 256 * 1024 * 512  # K = 2 x 256 stored
+    assert rows.loc["fp4", "compulsory_bytes"] == (
+        256 * 256 + 256 * 1024 + 256 * 16 + 1024 * 16 + 256 * 1024 * 2
+    )
+    assert rows.loc["fp4", "roof"] == "tensor_fp4" and rows.loc["fp4", "fp4_flop"] > 0
+
+
+def test_grouped_mm_and_fused_moe(tmp_path: Path) -> None:
+    """aten::_grouped_mm: 640 rows of A [640, 256] over 8 groups of B [8, 256, 512] is
+    2*640*256*512; vLLM's fused experts: 16 tokens of H 1024, top-2 of 8 experts, w1 [8, 2*768,
+    1024], w2 [8, 1024, 768]: 2*T*k*N*H + 2*T*k*H*I, all 8 experts' weights read (T*k = 32 > 8)."""
+    tr = Trace()
+    tr.op(
+        "aten::_grouped_mm",
+        [[640, 256], [8, 256, 512], [8], [], []],
+        [BF16, BF16, "int", "", "Scalar"],
+        ["", "", "", "", ""],
+        dur=30,
+    )
+    tr.kernel("grouped_gemm", 5.0)
+    tr.skip()
+    moe = [[16, 1024], [8, 1536, 1024], [8, 1024, 768], [16, 2], [16, 2]]
+    tr.op("vllm::outplace_fused_experts", moe, [BF16, BF16, BF16, F32, "int"], [""] * 5, dur=40)
+    tr.kernel("fused_moe_kernel", 9.0)
+    t = _table(tmp_path, tr)
+    g = _row(t, "aten::_grouped_mm")
+    assert g["flop"] == 2 * 640 * 256 * 512
+    assert g["compulsory_bytes"] == (640 * 256 + 8 * 256 * 512 + 640 * 512) * 2
+    m = _row(t, "vllm::outplace_fused_experts")
+    assert m["flop"] == 2 * 16 * 2 * 1536 * 1024 + 2 * 16 * 2 * 1024 * 768
+    weights = (8 * 1536 * 1024 + 8 * 1024 * 768) * 2
+    assert m["compulsory_bytes"] == 16 * 1024 * 2 + 16 * 2 * 4 * 2 + weights + 16 * 1024 * 2
+    assert m["family"] == "fused_moe" and m["roof"] == "tensor_bf16"

@@ -37,6 +37,7 @@ __all__ = [
     "work",
     "rows_note",
     "operator_table",
+    "family_coverage",
     "FP32_MATMUL",
     "NO_FORMULA",
     "NO_OPERATOR",
@@ -178,6 +179,62 @@ def _matmul(a: _Args, p: dict, cat: OperatorCatalog) -> tuple[float, float, int]
     flop = 2.0 * batch * m * n * k + (batch * m * n if bias else 0)
     out = batch * m * n * a.size(p["a"])
     return flop, a.nbytes(p["a"]) + a.nbytes(p["b"]) + a.nbytes(p.get("bias")) + out, p["a"]
+
+
+def _out_size(a: _Args, p: dict, cat: OperatorCatalog) -> int:
+    """Bytes per element of a matmul's output: its ``out_dtype`` (a c10::ScalarType code in
+    Concrete Inputs), else A's dtype."""
+    code = a.value(p.get("out_dtype"))
+    known = isinstance(code, int) and not isinstance(code, bool)
+    return cat.scalar_type_bytes.get(code, a.size(p["a"])) if known else a.size(p["a"])
+
+
+def _scaled_matmul(a: _Args, p: dict, cat: OperatorCatalog) -> tuple[float, float, int]:
+    """``aten::_scaled_mm``: A [M, K] @ B [K, N] in FP8 or packed FP4 with their scales."""
+    A, B = a.shape(p["a"], "A"), a.shape(p["b"], "B")
+    if len(A) != 2 or len(B) != 2 or A[1] != B[0]:
+        raise _Misfit(f"A {A} and B {B} do not multiply")
+    m, n = A[0], B[1]
+    k = A[1] * cat.packed.get(a.types[p["a"]], 1)  # packed FP4: two values a stored element
+    bias = a.is_tensor(p.get("bias"))
+    flop = 2.0 * m * n * k + (m * n if bias else 0)
+    read = sum(a.nbytes(p.get(x)) for x in ("a", "b", "scale_a", "scale_b", "bias"))
+    return flop, read + m * n * _out_size(a, p, cat), p["a"]
+
+
+def _grouped_matmul(a: _Args, p: dict, cat: OperatorCatalog) -> tuple[float, float, int]:
+    """``aten::_grouped_mm``: the rows of A split over B's groups (2-D x 3-D), a batch of
+    groups (3-D x 3-D), or K split over the groups of ``offs`` (2-D x 2-D, C [G, M, N])."""
+    A, B = a.shape(p["a"], "A"), a.shape(p["b"], "B")
+    if len(A) == 2 and len(B) == 3 and A[1] == B[1]:
+        flop, out = 2.0 * A[0] * A[1] * B[2], A[0] * B[2]
+    elif len(A) == 3 and len(B) == 3 and A[0] == B[0] and A[2] == B[1]:
+        flop, out = 2.0 * A[0] * A[1] * A[2] * B[2], A[0] * A[1] * B[2]
+    elif len(A) == 2 and len(B) == 2 and A[1] == B[0] and a.is_tensor(p.get("offs")):
+        groups = math.prod(a.shape(p["offs"], "offs"))
+        flop, out = 2.0 * A[0] * A[1] * B[1], groups * A[0] * B[1]
+    else:
+        raise _Misfit(f"A {A} and B {B} are not a grouped matmul's")
+    read = a.nbytes(p["a"]) + a.nbytes(p["b"]) + a.nbytes(p.get("bias"))
+    return flop, read + out * _out_size(a, p, cat), p["a"]
+
+
+def _fused_moe(a: _Args, p: dict, cat: OperatorCatalog) -> tuple[float, float, int]:
+    """vLLM's fused experts: each token through its top-k experts' w1 and w2."""
+    x, w1, w2 = a.shape(p["x"], "hidden"), a.shape(p["w1"], "w1"), a.shape(p["w2"], "w2")
+    ids = a.shape(p["topk_ids"], "topk_ids")
+    if len(x) != 2 or len(w1) != 3 or len(w2) != 3 or len(ids) != 2:
+        raise _Misfit(f"hidden {x}, w1 {w1}, w2 {w2}, topk_ids {ids} are not a MoE's")
+    t, h = x
+    e, n, i = w1[0], w1[1], w2[2]
+    if w1[2] != h or w2[1] != h or w2[0] != e or ids[0] != t:
+        raise _Misfit(f"hidden {x}, w1 {w1}, w2 {w2} and topk_ids {ids} do not fit")
+    k = ids[1]
+    flop = 2.0 * t * k * n * h + 2.0 * t * k * h * i
+    used = min(e, t * k) / e if e else 0.0
+    weights = (a.nbytes(p["w1"]) + a.nbytes(p["w2"])) * used
+    read = a.nbytes(p["x"]) + a.nbytes(p["topk_ids"]) + a.nbytes(p.get("topk_weights")) + weights
+    return flop, read + t * h * a.size(p["x"]), p["x"]
 
 
 def _linear(a: _Args, p: dict, cat: OperatorCatalog) -> tuple[float, float, int]:
@@ -362,6 +419,9 @@ _FAMILIES = {
     "embedding": _embedding,
     "elementwise": _elementwise,
     "reduction": _reduction,
+    "scaled_matmul": _scaled_matmul,
+    "grouped_matmul": _grouped_matmul,
+    "fused_moe": _fused_moe,
 }
 
 
@@ -685,6 +745,37 @@ def _link_unroofed(t: pd.DataFrame) -> pd.DataFrame:
             t.loc[link, c] = math.nan
         t.loc[link, "bound"] = "unknown"
     return t
+
+
+def family_coverage(t: pd.DataFrame) -> pd.DataFrame:
+    """The kernels' GPU time by operator family, and the share of it that has a formula.
+
+    Parameters
+    ----------
+    t : DataFrame
+        :func:`operator_table`.
+
+    Returns
+    -------
+    DataFrame
+        One row per family, most time first: ``family`` (the formula family of
+        ``metrics/operators.toml``; for operators without one, their namespace: ``vllm::``,
+        ``aten::``, or ``other``), ``time_s`` [s], ``time_share`` (of the kernels' time: copies,
+        memsets and idle left out) and ``formula_share`` (of the family's time, with a formula).
+    """
+    k = t[~t["work_source"].isin([MOVED, IDLE])]
+    ops = k["op"].astype(str)
+    space = ops.str.extract(r"^([^:]+::)", expand=False).fillna("other")
+    family = k["family"].astype(str).where(k["family"].astype(str) != "", space)
+    timed = k["time_s"].to_numpy(float)
+    with_formula = np.where(k["work_source"] == ANALYTIC_SOURCE, timed, 0.0)
+    g = pd.DataFrame({"family": family.to_numpy(), "time_s": timed, "covered": with_formula})
+    out = g.groupby("family", sort=False).sum().reset_index()
+    total = float(out["time_s"].sum())
+    out["time_share"] = out["time_s"] / total if total > 0 else math.nan
+    out["formula_share"] = np.where(out["time_s"] > 0, out["covered"] / out["time_s"], math.nan)
+    out = out.sort_values("time_s", ascending=False, kind="stable").reset_index(drop=True)
+    return out[["family", "time_s", "time_share", "formula_share"]]
 
 
 def _counted(t: pd.DataFrame) -> pd.DataFrame:

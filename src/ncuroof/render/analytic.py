@@ -169,6 +169,26 @@ def finding(r: Any) -> str:
     return text + (f" [{r.flag}]" if r.flag else "")
 
 
+def _coverage_line(t: pd.DataFrame, most: int = 6) -> str:
+    """The kernels' time by operator family and the share of it with a formula, most time first
+    (:func:`ncuroof.model.analytic.family_coverage`)."""
+    from ..model.analytic import family_coverage
+
+    fams = family_coverage(t).head(most)
+    parts = [
+        f"{fmt.printable(r.family, layout=False)} {fmt.pct(r.time_share)}"
+        + (
+            " (formula)"
+            if r.formula_share >= 0.995
+            else " (no formula)"
+            if r.formula_share <= 0.005
+            else f" ({fmt.pct(r.formula_share)} with a formula)"
+        )
+        for r in fams.itertuples()
+    ]
+    return "kernel time by family: " + ", ".join(parts)
+
+
 def summary_text(
     t: pd.DataFrame, gpu: str, top: int = 10, width: int = 120, attrs: dict | None = None
 ) -> str:
@@ -193,6 +213,7 @@ def summary_text(
     ]
     if parts:
         lines.append(f"GPU time {fmt.time(total)}: kernels {fmt.time(kernels)}, {', '.join(parts)}")
+    lines.append(_coverage_line(t))
     replayed = (attrs or {}).get("graph_kernels")
     if replayed is not None:
         matched = int((attrs or {}).get("graph_matched", 0))
