@@ -21,8 +21,19 @@ from ncuroof.parser.saved import MANIFEST, TABLES, read_table
 from tests.helpers.reports import needs_ncu_report, shared
 
 CUTLASS = "cutlass-panjd123__4f3955ed3c_report.ncu-rep"  # NVTX ranges and instruction counters
-#: The tables this run must write: the always-written ones and the four views its options ask for.
-VIEWS = {"launches", "kernels", "points", "phases", "instruction_points", "whatif", "roofs"}
+#: The tables this run must write: the always-written ones, the four views its options ask for,
+#: and the PM samples and their phases (the report was sampled, issue 51).
+VIEWS = {
+    "launches",
+    "kernels",
+    "points",
+    "phases",
+    "instruction_points",
+    "whatif",
+    "roofs",
+    "samples",
+    "sample_phases",
+}
 
 
 def _text(value: object) -> str:

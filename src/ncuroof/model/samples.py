@@ -326,12 +326,14 @@ def read_samples(launches: pd.DataFrame, cat: Catalog) -> pd.DataFrame:
     NcuroofError
         A damaged report (one line naming the file).
     """
-    from ..parser.ncu_rep.sampling import read_series  # only for reports that were sampled
+    from ..parser.ncu_rep.sampling import holds_series, read_series  # for sampled reports only
 
     sampled = launches[np.isfinite(launches["pm_sample_interval_s"].to_numpy(float))]
     frames: list[pd.DataFrame] = []
     if len(sampled) and cat.sampling:
         for source, group in sampled.groupby("source", sort=False, observed=True):
+            if not holds_series(Path(str(source))):
+                continue  # a CSV export: the interval, no series
             series = read_series(Path(str(source)))
             by_launch = dict(iter(series.groupby("launch_id", sort=False)))
             for row in group.itertuples(index=False):

@@ -173,6 +173,9 @@ def trail_chart(phases: pd.DataFrame, a: Analysis) -> Chart | None:
     if not len(d):
         return None
     chart = phase_chart(d, a.points, a.summary, "sample_phases", "PM sampling phases")
+    for trace in chart.traces:  # roles of their own: the NVTX phases' are phase_dots, phase_roof
+        role = trace.meta.get("role", "")
+        trace.meta = {**trace.meta, "role": f"sample_{role}"}
     for (_, lid), g in d.groupby(["source", "launch_id"], sort=False, observed=True):
         chart.traces.append(
             go.Scatter(

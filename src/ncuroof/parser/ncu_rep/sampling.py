@@ -25,13 +25,14 @@ import pandas as pd
 from google.protobuf.message import DecodeError
 
 from ...errors import ReportFormatError
+from .compressed import is_compressed
+from .framing import MAGIC, results, walk
 from .framing import first_block as _first
-from .framing import results, walk
 from .protobuf import classes, field_spans
 from .protobuf import varint as _varint
 from .source import check_report, open_report
 
-__all__ = ["read_series", "SERIES_COLUMNS", "INTERVAL_METRICS"]
+__all__ = ["read_series", "holds_series", "SERIES_COLUMNS", "INTERVAL_METRICS"]
 
 #: The long table :func:`read_series` returns: one row per (launch, metric, instance).
 SERIES_COLUMNS = ("launch_id", "metric", "key", "value")
@@ -146,6 +147,17 @@ def _rows(result: Any, launch: int, names: _Names, metric_cls: Any, out: list[tu
                 np.array([_number(i.value) for i in insts], dtype=np.float64),
             )
         out.append((launch, name, *fast))
+
+
+def holds_series(path: str | Path) -> bool:
+    """Whether ``path`` is a report the series can be read from (``.ncu-rep`` or ``.ncu-repz`` by
+    its first bytes; an ncu CSV export lists the sampling interval but holds no series)."""
+    try:
+        with Path(path).open("rb") as f:
+            head = f.read(8)
+    except OSError:
+        return False
+    return head[:4] == MAGIC or is_compressed(head)
 
 
 def read_series(path: str | Path) -> pd.DataFrame:
