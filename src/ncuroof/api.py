@@ -772,6 +772,75 @@ def compare_runs(
 
 
 @dataclass
+class TraceCompareResult:
+    """What :func:`compare_traces` produced: the operators side by side
+    (:data:`ncuroof.schema.TRACE_COMPARE`), the headline totals, the gate, the two analyses."""
+
+    table: pd.DataFrame
+    totals: dict[str, float]
+    before: TraceResult
+    after: TraceResult
+    gate: _compare.Gate | None = None
+    outdir: Path | None = None
+    files: dict[str, Path] = field(default_factory=dict)
+
+
+def compare_traces(
+    before: PathLike,
+    after: PathLike,
+    outdir: PathLike | None = None,
+    *,
+    gpu: str | None = None,
+    device: int | None = None,
+    fp32_matmul: str = "fp32",
+    fail_if_slower: float | None = None,
+    fail_on_new: bool = False,
+    fail_on_gone: bool = False,
+    write: bool | None = None,
+    formats: Sequence[str] = ("csv",),
+) -> TraceCompareResult:
+    """Compare two PyTorch traces without counters (issue 52): operators matched by name and
+    shapes, their GPU time and analytic work before and after, and the CI gate.
+
+    Parameters
+    ----------
+    before, after : path
+        Kineto traces recorded with shapes (:func:`analyze_trace` reads each).
+    outdir : path, optional
+        Where ``trace_compare.csv``/``.parquet`` go (with ``write=True`` and none:
+        ``<after stem>.compare/``); nothing is written unless one of them is given.
+    gpu, device, fp32_matmul
+        As :func:`analyze_trace`, for both traces.
+    fail_if_slower, fail_on_new, fail_on_gone
+        The gate (:func:`ncuroof.runs.compare.gate`): a matched operator, or the matched total,
+        slower by more than ``fail_if_slower`` percent fails (exit 1); nothing to judge is unknown
+        (exit 2).
+
+    Returns
+    -------
+    TraceCompareResult
+        NcuroofError (one line, exit 2) for a bad trace.
+    """
+    from .runs import trace_compare
+
+    opts = dict(gpu=gpu, device=device, fp32_matmul=fp32_matmul)
+    b, a = analyze_trace(before, write=False, **opts), analyze_trace(after, write=False, **opts)
+    table = trace_compare.join_operators(b.operators, a.operators)
+    result = TraceCompareResult(table, trace_compare.totals(table), b, a)
+    if fail_if_slower is not None:
+        result.gate = trace_compare.gate(
+            table, fail_if_slower, fail_on_new=fail_on_new, fail_on_gone=fail_on_gone
+        )
+    if _writes(write, outdir):
+        out = Path(outdir) if outdir is not None else _beside(after, ".compare")
+        sides = [Path(before), Path(after)]
+        files = table_files({"trace_compare": table}, formats, sides)
+        folder.write_outputs(out, files, sides)
+        result.outdir, result.files = out, {name: out / name for name in files}
+    return result
+
+
+@dataclass
 class SeriesResult:
     """What :func:`compare_series` produced."""
 

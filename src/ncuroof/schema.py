@@ -1912,6 +1912,41 @@ SAMPLE_PHASES: dict[str, Column] = {
 
 __all__ += ["SAMPLES", "SAMPLE_PHASES", "MOVED_SOURCE", "IDLE_SOURCE"]
 
+#: One row per PyTorch operator and input shape of either of two traces (issue 52,
+#: ``trace_compare.csv``, :func:`ncuroof.runs.trace_compare.join_operators`): matched by name and
+#: shapes (Input Dims, Input type, Concrete Inputs), time and analytic work before and after. The
+#: columns the CI gate reads are those of :data:`COMPARE` (``kernel_key``, ``kernel_label``,
+#: ``status``, ``time_s_*``, ``launches_*``, ``partner``).
+TRACE_COMPARE: dict[str, Column] = {
+    "kernel_key": Column(
+        "string", "", "the operator's identity: name, Input Dims, Input type, Concrete Inputs"
+    ),
+    "kernel_name": Column("string", "", "the operator (aten::addmm, memcpy HtoD, ...)"),
+    "kernel_label": Column("string", "", "the operator and its Input Dims, for messages"),
+    "input_dims": Column("string", "", "the operator's Input Dims"),
+    "work_source": Column("string", "", "as the operator tables' (analytic, no formula, ...)"),
+    "status": Column("string", "", "matched, only_before (gone) or only_after (new)"),
+    "partner": Column("string", "", "always empty: operators are matched by name and shapes"),
+    "calls_before": Column("int64", "", "operator calls in the before trace (0: none)"),
+    "calls_after": Column("int64", "", "operator calls in the after trace"),
+    "launches_before": Column("int64", "", "its kernels (copies, memsets) in the before trace"),
+    "launches_after": Column("int64", "", "its kernels in the after trace"),
+    "time_s_before": Column("float64", "s", "GPU time of its kernels before (NaN: none)"),
+    "time_s_after": Column("float64", "s", "GPU time of its kernels after"),
+    "speedup": Column("float64", "1", "time_s_before / time_s_after (matched rows)"),
+    "time_delta_s": Column("float64", "", "time_s_after - time_s_before [s] (negative: faster)"),
+    "flop_before": Column("float64", "FLOP", "analytic FLOPs before"),
+    "flop_after": Column("float64", "FLOP", "analytic FLOPs after"),
+    "compulsory_bytes_before": Column("float64", "B", "compulsory bytes before"),
+    "compulsory_bytes_after": Column("float64", "B", "compulsory bytes after"),
+    "roof_fraction_before": Column("float64", "1", "fraction of the attainable roof before"),
+    "roof_fraction_after": Column("float64", "1", "fraction of the attainable roof after"),
+    "bound_before": Column("string", "", "memory, compute or unknown before"),
+    "bound_after": Column("string", "", "memory, compute or unknown after"),
+}
+
+__all__ += ["TRACE_COMPARE"]
+
 #: Every table ncuroof writes, by file stem (``<name>.csv`` and/or ``<name>.parquet``, through
 #: ``ncuroof.output.tables``): its declared columns. The tables of ``ncuroof analyze`` are its
 #: views' (``ncuroof.views.REGISTRY``, one entry per name here); ``compare`` and ``trail``
@@ -1926,6 +1961,7 @@ TABLES: dict[str, dict[str, Column]] = {
     "ops": OPS,
     "compare": COMPARE,
     "trail": COMPARE_TRAIL,
+    "trace_compare": TRACE_COMPARE,
     "phases": PHASES,
     "instruction_points": INSTRUCTION_POINTS,
     "samples": SAMPLES,

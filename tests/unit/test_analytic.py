@@ -8,6 +8,7 @@ import json
 import math
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from ncuroof import api, catalog, views
@@ -707,3 +708,64 @@ def test_grouped_mm_and_fused_moe(tmp_path: Path) -> None:
     weights = (8 * 1536 * 1024 + 8 * 1024 * 768) * 2
     assert m["compulsory_bytes"] == 16 * 1024 * 2 + 16 * 2 * 4 * 2 + weights + 16 * 1024 * 2
     assert m["family"] == "fused_moe" and m["roof"] == "tensor_bf16"
+
+
+def _slowed(src: Path, dst: Path, factor: float) -> Path:
+    """A copy of the trace ``src`` with every kernel ``factor`` times as long."""
+    import gzip
+
+    doc = json.loads(gzip.open(src).read())
+    for e in doc["traceEvents"]:
+        if e.get("cat") == "kernel":
+            e["dur"] = e["dur"] * factor
+    dst.write_bytes(gzip.compress(json.dumps(doc).encode()))
+    return dst
+
+
+def test_a_trace_compared_with_itself_passes_and_a_slowed_copy_fails(tmp_path: Path) -> None:
+    """compare on two traces (issue 52): operators matched by name and shapes; the BERT trace
+    against itself has speedup 1 on every operator and passes the gate; against a copy with every
+    kernel 30 % longer, each operator is 1/1.3 as fast and the gate fails (exit 1)."""
+    from tests.helpers.cli import run as run_cli
+
+    trace = shared("tracelens__bert-small-uncased_h100.json.gz")
+    same = api.compare_traces(trace, trace, fail_if_slower=5)
+    work = same.table[same.table["work_source"] != "idle"]
+    assert (same.table["status"] == "matched").all() and (work["speedup"] == 1.0).all()
+    assert same.totals["speedup"] == 1.0 and same.gate.verdict == "pass"
+    slow = _slowed(trace, tmp_path / "slow.json.gz", 1.3)
+    worse = api.compare_traces(trace, slow, fail_if_slower=5)
+    work = worse.table[worse.table["work_source"] != "idle"]
+    assert work["speedup"].to_numpy() == pytest.approx(1 / 1.3, rel=1e-9)
+    assert worse.gate.verdict == "fail" and worse.gate.exit_code == 1
+    proc = run_cli(
+        "compare", str(trace), str(slow), "-o", str(tmp_path / "c"), "--fail-if-slower", "5", "-q"
+    )
+    assert proc.returncode == 1
+    saved = pd.read_csv(tmp_path / "c" / "trace_compare.csv")
+    assert len(saved) == len(worse.table) and set(saved["status"]) == {"matched"}
+    assert (
+        run_cli(
+            "compare",
+            str(trace),
+            str(trace),
+            "-o",
+            str(tmp_path / "d"),
+            "--fail-if-slower",
+            "5",
+            "-q",
+        ).returncode
+        == 0
+    )
+
+
+def test_operators_added_and_removed_between_traces(tmp_path: Path) -> None:
+    """An operator (with its shapes) only in one trace is only_before or only_after."""
+    a, b = Trace(), Trace()
+    for tr, n in ((a, 128), (b, 256)):
+        tr.op("aten::mm", [[n, 64], [64, 32]], [F32] * 2, ["", ""], dur=20)
+        tr.kernel("gemm", 2.0)
+    t = api.compare_traces(a.write(tmp_path / "a.json.gz"), b.write(tmp_path / "b.json.gz")).table
+    assert sorted(t["status"]) == ["only_after", "only_before"]
+    gone = t[t["status"] == "only_before"].iloc[0]
+    assert gone["input_dims"] == "[[128,64],[64,32]]" and gone["flop_before"] == 2 * 128 * 32 * 64

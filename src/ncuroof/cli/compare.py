@@ -157,6 +157,10 @@ def compare_cmd(
 
     runs = _runs_to_compare(runs)
     _check_gate_options(fail_if_slower_pct, fail_on_new, fail_on_gone, allow_unmatched)
+    if len(runs) == 2 and all(api.is_trace(r) for r in runs):
+        gate = (fail_if_slower_pct, fail_on_new, fail_on_gone)
+        _compare_traces(runs, outdir, gate, formats, top, quiet, kw)
+        return
     if len(runs) > 2:
         two_only = strict or fail_if_slower_pct is not None or as_json
         _compare_series(runs, outdir, two_only, pairs, pair_file, formats, plotlyjs, top, quiet, kw)
@@ -181,6 +185,42 @@ def compare_cmd(
             formats=formats,
         )
     _print_comparison(result, before, after, fail_if_slower_pct, as_json, top, quiet)
+
+
+def _compare_traces(
+    runs: tuple[Path, ...],
+    outdir: Path | None,
+    gate: tuple[float | None, bool, bool],
+    formats: tuple[str, ...],
+    top: int,
+    quiet: bool,
+    kw: dict[str, object],
+) -> None:
+    """Two PyTorch traces (issue 52): operators matched by name and shapes, the headline and the
+    largest changes, the gate's verdict and exit code."""
+    from .. import api
+    from ..render import text
+
+    pct, on_new, on_gone = gate
+    result = api.compare_traces(
+        runs[0],
+        runs[1],
+        outdir,
+        gpu=kw.get("gpu"),  # type: ignore[arg-type]
+        device=kw.get("device"),  # type: ignore[arg-type]
+        fail_if_slower=pct,
+        fail_on_new=on_new,
+        fail_on_gone=on_gone,
+        write=True,
+        formats=formats,
+    )
+    if not quiet:
+        echo(text.trace_compare_text(result.table, result.totals, top, text.terminal_width()))
+    echo(f"wrote {result.outdir}/ ({', '.join(result.files)})")
+    if result.gate is not None:
+        echo(text.gate_text(result.gate, text.terminal_width()), err=True, nl=False)
+        if result.gate.exit_code:
+            sys.exit(result.gate.exit_code)
 
 
 def _runs_to_compare(runs: tuple[Path, ...]) -> tuple[Path, ...]:

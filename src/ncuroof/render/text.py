@@ -209,6 +209,30 @@ def compare_text(
     return out
 
 
+def trace_compare_text(
+    table: Any, totals: dict[str, float], top: int = 10, width: int = DEFAULT_WIDTH
+) -> str:
+    """Two traces compared (:func:`ncuroof.runs.trace_compare.join_operators`): the headline, then
+    the operators whose time changed most, one line each."""
+    from ..runs.compare import headline
+
+    lines = [headline(totals).replace("kernel", "operator")]
+    moved = table.assign(change=table["time_delta_s"].abs()).sort_values(
+        "change", ascending=False, kind="stable"
+    )
+    for r in moved.head(top).itertuples(index=False):
+        name = fmt.printable(r.kernel_label, layout=False)
+        if r.status == "matched":
+            what = (
+                f"{fmt.time(r.time_s_before)} -> {fmt.time(r.time_s_after)} ({fmt.g(r.speedup)}x)"
+            )
+        else:
+            side = "before" if r.status == "only_before" else "after"
+            what = f"{side} only, {fmt.time(getattr(r, f'time_s_{side}'))}"
+        lines.append(f"  {name}: {what}")
+    return "".join(fmt.wrap(line, width, "      ") + "\n" for line in lines)
+
+
 def gate_text(gate: Any, width: int = DEFAULT_WIDTH) -> str:
     """What the CI gate prints on stderr: its notes, failures and what it could not
     judge, then the verdict.
