@@ -770,3 +770,24 @@ def test_operators_added_and_removed_between_traces(tmp_path: Path) -> None:
     assert sorted(t["status"]) == ["only_after", "only_before"]
     gone = t[t["status"] == "only_before"].iloc[0]
     assert gone["input_dims"] == "[[128,64],[64,32]]" and gone["flop_before"] == 2 * 128 * 32 * 64
+
+
+def test_a_rate_no_gpu_reaches_is_flagged_and_kept_off_the_chart(tmp_path: Path) -> None:
+    """A 4096^3 FP32 GEMM in 1 ns runs at 2,051,328x the H100's FP32 roof (issue 53): the row is
+    kept with its time and FLOPs, flagged, its roof fraction and time at the roof empty, its bound
+    unknown, and the chart draws no dot for it; a plausible 5 ms one is left as it is."""
+    from ncuroof.render import analytic as analytic_page
+
+    for dur_us, impossible in ((0.001, True), (5000.0, False)):
+        tr = Trace()
+        tr.op("aten::mm", [[4096, 4096], [4096, 4096]], [F32] * 2, ["", ""], dur=20)
+        tr.kernel("gemm", dur_us)
+        t = _table(tmp_path, tr)
+        r = _row(t, "aten::mm")
+        assert r["flop"] == 2 * 4096**3 and r["time_s"] == pytest.approx(dur_us * 1e-6)
+        assert ("faster than the roof" in r["flag"]) == impossible
+        assert math.isnan(r["roof_fraction"]) == impossible
+        assert (r["bound"] == "unknown") == impossible
+        fig = analytic_page.figure(t, "t")
+        dots = [d for d in fig.data if "aten::mm" in str(getattr(d, "text", "") or "")]
+        assert bool(dots) != impossible

@@ -664,7 +664,7 @@ def operator_table(
         t = pd.concat([t, _transfer_rows(launches[moved]), _idle_row(launches)], ignore_index=True)
     total = float(t["time_s"].sum())
     t["time_share"] = t["time_s"] / total if total > 0 else math.nan
-    t = _link_unroofed(_roofline(t, float(gpu.dram_bytes_per_s)))
+    t = _beyond_roofs(_link_unroofed(_roofline(t, float(gpu.dram_bytes_per_s))))
     for p in ANALYTIC_PRECISIONS:
         t[f"{p}_flop"] = np.where(t["precision"] == p, t["flop"], t["flop"] * 0.0)
     t["work_source"] = np.select(
@@ -676,6 +676,37 @@ def operator_table(
     t["op"] = [fmt.printable(o, layout=False) for o in t["op"]]  # text from the trace
     t = t.sort_values("time_s", ascending=False, kind="stable").reset_index(drop=True)
     return typed(t)
+
+
+#: The flag of a row faster than any GPU of its kind could run it (:func:`_beyond_roofs`).
+BEYOND_ROOF = "faster than the roof"
+
+
+def _beyond_roofs(t: pd.DataFrame) -> pd.DataFrame:
+    """Rows whose achieved rate is more than ``[limits] trace_max_roof_multiple`` times their roof
+    (shapes or durations no kernel has): flagged, bound unknown, their roof numbers empty."""
+    most = float(catalog.limits().get("trace_max_roof_multiple", 100.0))
+    frac = t["roof_fraction"].to_numpy(float)
+    bad = np.isfinite(frac) & (frac > most)
+    if not bad.any():
+        return t
+    t.loc[bad, "flag"] = [
+        "; ".join(
+            filter(
+                None,
+                (
+                    f,
+                    f"{BEYOND_ROOF} (x{fmt.g(r)}): these shapes cannot run in this time on this GPU"
+                    " (limits.trace_max_roof_multiple)",
+                ),
+            )
+        )
+        for f, r in zip(t.loc[bad, "flag"].fillna(""), frac[bad])
+    ]
+    for c in ("roof_fraction", "time_at_roof_s", "saving_s"):
+        t.loc[bad, c] = math.nan
+    t.loc[bad, "bound"] = "unknown"
+    return t
 
 
 #: Copies over the host link: their bytes cross PCIe or NVLink-C2C, whose bandwidth

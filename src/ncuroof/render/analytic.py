@@ -12,6 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from .. import fmt
+from ..model.analytic import BEYOND_ROOF
 from ..schema import ANALYTIC_SOURCE, IDLE_SOURCE, MOVED_SOURCE
 from . import page
 
@@ -79,7 +80,12 @@ def figure(t: pd.DataFrame, title: str) -> go.Figure:
     -------
     plotly.graph_objects.Figure
     """
-    dots = t[(t["flop"] > 0) & (t["time_s"] > 0) & (t["ai_flop_per_byte"] > 0)]
+    dots = t[
+        (t["flop"] > 0)
+        & (t["time_s"] > 0)
+        & (t["ai_flop_per_byte"] > 0)
+        & ~t["flag"].astype(str).str.contains(BEYOND_ROOF, regex=False)
+    ]
     bw = (
         float(t["dram_bytes_per_s"].dropna().iloc[0])
         if t["dram_bytes_per_s"].notna().any()
