@@ -1194,6 +1194,9 @@ class OperatorCatalog:
     packed: dict[str, int] = field(default_factory=dict)
     #: c10::ScalarType code -> bytes per element (``[scalar_types]``: a matmul's ``out_dtype``).
     scalar_type_bytes: dict[int, int] = field(default_factory=dict)
+    #: ``[communication]``: (name key, busbw factor) in order, and dtype name -> bytes.
+    comm_factors: tuple[tuple[str, str], ...] = ()
+    comm_dtype_bytes: dict[str, int] = field(default_factory=dict)
 
 
 @functools.lru_cache(maxsize=4)
@@ -1242,8 +1245,21 @@ def load_operators(directory: Path | None = None) -> OperatorCatalog:
     roofs = data["roofs"]
     packed = {k: int(v["packed"]) for k, v in data["dtypes"].items() if "packed" in v}
     scalar = {int(k): int(v) for k, v in data.get("scalar_types", {}).get("bytes", {}).items()}
+    comm = data.get("communication", {})
+    factors = tuple((str(k), str(f)) for k, f in comm.get("factors", []))
+    if any(f not in ("2(n-1)/n", "(n-1)/n", "1") for _, f in factors):
+        raise ValueError("operators.toml: a [communication] factor is not 2(n-1)/n, (n-1)/n or 1")
     return OperatorCatalog(
-        rules, dtypes, dict(roofs["matmul"]), dict(roofs["other"]), causal, absorbs, packed, scalar
+        rules,
+        dtypes,
+        dict(roofs["matmul"]),
+        dict(roofs["other"]),
+        causal,
+        absorbs,
+        packed,
+        scalar,
+        factors,
+        {str(k): int(v) for k, v in comm.get("dtype_bytes", {}).items()},
     )
 
 

@@ -1910,7 +1910,7 @@ SAMPLE_PHASES: dict[str, Column] = {
     "sm_active_frac": Column("float64", "1", "mean sm_active_frac over the phase"),
 }
 
-__all__ += ["SAMPLES", "SAMPLE_PHASES", "MOVED_SOURCE", "IDLE_SOURCE"]
+__all__ += ["SAMPLES", "SAMPLE_PHASES", "MOVED_SOURCE", "IDLE_SOURCE", "COMM_SOURCE"]
 
 #: One row per PyTorch operator and input shape of either of two traces (issue 52,
 #: ``trace_compare.csv``, :func:`ncuroof.runs.trace_compare.join_operators`): matched by name and
@@ -1981,6 +1981,8 @@ ANALYTIC_SOURCE = "analytic (from shapes)"
 #: idle row (issue 52: every GPU second of the trace in a row).
 MOVED_SOURCE = "bytes moved (trace)"
 IDLE_SOURCE = "idle"
+#: The work source of its collective rows (NCCL/RCCL kernels with PyTorch's metadata).
+COMM_SOURCE = "communication (trace metadata)"
 #: Precisions of analytic work (``metrics/operators.toml`` [dtypes]).
 ANALYTIC_PRECISIONS = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "fp4", "int8")
 
@@ -2062,7 +2064,8 @@ ANALYTIC_OPS: dict[str, Column] = {
         "string",
         "",
         f"'{ANALYTIC_SOURCE}', 'no formula', '{MOVED_SOURCE}' (a copy or memset kind: its bytes"
-        f" at DRAM) or '{IDLE_SOURCE}' (the trace's span with nothing on the device)",
+        f" at DRAM), '{COMM_SOURCE}' (a collective: its data size and bandwidths) or"
+        f" '{IDLE_SOURCE}' (the trace's span with nothing on the device)",
     ),
     "flag": Column(
         "string",
@@ -2088,6 +2091,16 @@ ANALYTIC_OPS: dict[str, Column] = {
         "float64",
         "FLOP/B",
         "counted_flop / dram_bytes: the measured intensity (the dot beside the analytic one)",
+    ),
+    "group_size": Column("float64", "1", "a collective's ranks (its kernels' metadata)"),
+    "algbw_bytes_per_s": Column(
+        "float64", "B/s", "a collective's algorithm bandwidth: its data size / time (nccl-tests)"
+    ),
+    "busbw_bytes_per_s": Column(
+        "float64",
+        "B/s",
+        "a collective's bus bandwidth: algbw x 2(n-1)/n (all-reduce), (n-1)/n (all-gather,"
+        " reduce-scatter, all-to-all), 1 (broadcast, reduce, send, recv) (nccl-tests)",
     ),
 }
 

@@ -59,9 +59,11 @@ class Trace:
         grid: list[int] | None = None,
         block: list[int] | None = None,
         launch: bool = True,
+        args: dict[str, Any] | None = None,
     ) -> None:
         """A cudaLaunchKernel now (on the CPU thread) and its kernel on the GPU, whose External id
-        is the last operator's (``launch`` False: the kernel alone, no runtime call nor flow)."""
+        is the last operator's (``launch`` False: the kernel alone, no runtime call nor flow;
+        ``args`` more kernel args, e.g. a collective's metadata)."""
         self.corr += 1
         call = {
             "ph": "X",
@@ -88,6 +90,7 @@ class Trace:
                 "External id": self.ext - 1,
                 "grid": grid or [1, 1, 1],
                 "block": block or [128, 1, 1],
+                **(args or {}),
             },
         }
         flows = [

@@ -791,3 +791,40 @@ def test_a_rate_no_gpu_reaches_is_flagged_and_kept_off_the_chart(tmp_path: Path)
         fig = analytic_page.figure(t, "t")
         dots = [d for d in fig.data if "aten::mm" in str(getattr(d, "text", "") or "")]
         assert bool(dots) != impossible
+
+
+def test_collectives_are_rows_with_nccl_tests_bandwidths(tmp_path: Path) -> None:
+    """NCCL kernels carrying PyTorch's metadata (issue 52) are rows of their own: an all-reduce of
+    2^20 BFloat16 over 8 ranks in 100 us moves 2 MiB, algbw 2 MiB / 100 us and busbw algbw x
+    2*7/8; an all-gather of 4 x 2^18 floats out over 4 ranks: busbw algbw x 3/4 (nccl-tests); the
+    share of the step is each row's time share, and the coverage counts them as modelled."""
+    tr = Trace()
+    tr.op("aten::mm", [[256, 256], [256, 256]], [F32] * 2, ["", ""], dur=20)
+    tr.kernel("gemm", 100.0)
+    tr.op("nccl:all_reduce", [[1048576]], [BF16], [""], dur=20)
+    meta = {"Collective name": "allreduce", "In msg nelems": 1048576, "Out msg nelems": 1048576}
+    meta.update({"Group size": 8, "dtype": "BFloat16"})
+    tr.kernel(
+        "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+        100.0,
+        args=meta,
+    )
+    tr.op("nccl:_all_gather_base", [[262144]], [F32], [""], dur=20)
+    meta = {
+        "Collective name": "_allgather_base",
+        "In msg nelems": 262144,
+        "Out msg nelems": 1048576,
+    }
+    meta.update({"Group size": 4, "dtype": "Float"})
+    tr.kernel("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 50.0, args=meta)
+    t = _table(tmp_path, tr)
+    ar, ag = _row(t, "allreduce (collective)"), _row(t, "_allgather_base (collective)")
+    assert ar["compulsory_bytes"] == 2**20 * 2 and ar["group_size"] == 8
+    assert ar["algbw_bytes_per_s"] == pytest.approx(2**21 / 100e-6)
+    assert ar["busbw_bytes_per_s"] == pytest.approx(2**21 / 100e-6 * 2 * 7 / 8)
+    assert ag["compulsory_bytes"] == 2**20 * 4
+    assert ag["busbw_bytes_per_s"] == pytest.approx(2**22 / 50e-6 * 3 / 4)
+    assert ar["work_source"] == "communication (trace metadata)" and math.isnan(ar["roof_fraction"])
+    assert "nccl:all_reduce" not in set(t["op"])  # the kernel is the collective's row
+    fams = analytic.family_coverage(t).set_index("family")
+    assert fams.loc["communication", "formula_share"] == 1.0

@@ -28,6 +28,7 @@ from ..schema import (
     ANALYTIC_OPS,
     ANALYTIC_PRECISIONS,
     ANALYTIC_SOURCE,
+    COMM_SOURCE,
     IDLE_SOURCE,
     MOVED_SOURCE,
 )
@@ -53,6 +54,7 @@ NO_OPERATOR = "no operator"
 #: The work source of the copy and memset rows (their bytes, as the trace records them) and of
 #: the idle row (issue 52: every GPU second in a row).
 MOVED, IDLE = MOVED_SOURCE, IDLE_SOURCE
+COMM = COMM_SOURCE
 #: The idle row's operator: the span's time no kernel, copy or memset runs.
 IDLE_OP = "idle (no kernel, copy or memset)"
 
@@ -656,10 +658,15 @@ def operator_table(
     if fp32_matmul not in FP32_MATMUL:
         raise ValueError(f"fp32_matmul must be one of {FP32_MATMUL}")
     moved = launches["transfer"].ne("").to_numpy() if "transfer" in launches else None
-    kernels = launches if moved is None else launches[~moved]
-    t = _calls(kernels, ops)
+    comm = launches["collective"].notna().to_numpy() if "collective" in launches else None
+    alone = np.ones(len(launches), bool)
+    for part in (moved, comm):
+        alone &= ~part if part is not None else True
+    t = _calls(launches[alone], ops)
     extra = pd.DataFrame([_row_work(r, values, cat, gpu, fp32_matmul) for r in t.itertuples()])
     t = pd.concat([t.drop(columns="shape"), extra.reindex(index=t.index)], axis=1)
+    if comm is not None:
+        t = pd.concat([t, _comm_rows(launches[comm], cat)], ignore_index=True)
     if moved is not None:
         t = pd.concat([t, _transfer_rows(launches[moved]), _idle_row(launches)], ignore_index=True)
     total = float(t["time_s"].sum())
@@ -668,8 +675,13 @@ def operator_table(
     for p in ANALYTIC_PRECISIONS:
         t[f"{p}_flop"] = np.where(t["precision"] == p, t["flop"], t["flop"] * 0.0)
     t["work_source"] = np.select(
-        [t["family"] == "transfer", t["op"] == IDLE_OP, t["flag"] == NO_FORMULA],
-        [MOVED, IDLE, NO_FORMULA],
+        [
+            t["family"] == "transfer",
+            t["family"] == "communication",
+            t["op"] == IDLE_OP,
+            t["flag"] == NO_FORMULA,
+        ],
+        [MOVED, COMM, IDLE, NO_FORMULA],
         ANALYTIC_SOURCE,
     )
     t = _counted(t)
@@ -747,6 +759,51 @@ def _transfer_rows(moved: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def _bus_factor(name: str, n: float, factors: Sequence[tuple[str, str]]) -> float:
+    """nccl-tests' busbw factor of a collective over ``n`` ranks (1 for one it does not list)."""
+    key = name.lower().replace("_", "")
+    kind = next((f for k, f in factors if k in key), "1")
+    if kind == "1" or not n > 0:
+        return 1.0 if kind == "1" else math.nan
+    return (2.0 if kind == "2(n-1)/n" else 1.0) * (n - 1) / n
+
+
+def _comm_rows(comm: pd.DataFrame, cat: OperatorCatalog) -> pd.DataFrame:
+    """One row per collective, data size and group of the collective kernels: calls, time, data
+    size [B] (max(in, out) elements x the dtype's size), algorithm and bus bandwidth."""
+    size = np.fmax(comm["comm_in_nelems"].to_numpy(float), comm["comm_out_nelems"].to_numpy(float))
+    each = comm["comm_dtype"].map(lambda d: cat.comm_dtype_bytes.get(str(d), math.nan))
+    c = comm.assign(data=size * each.to_numpy(float), dtype=comm["comm_dtype"].astype(str))
+    keys = ["collective", "data", "comm_group_size", "dtype"]
+    g = c.groupby(keys, sort=False, dropna=False)
+    out = g.agg(calls=("duration_s", "size"), time_s=("duration_s", "sum")).reset_index()
+    data = out["data"].to_numpy(float)
+    n = out["comm_group_size"].to_numpy(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        algbw = np.where(out["time_s"] > 0, data * out["calls"] / out["time_s"], math.nan)
+    factor = [_bus_factor(str(k), m, cat.comm_factors) for k, m in zip(out["collective"], n)]
+    return pd.DataFrame(
+        {
+            "op": [f"{k} (collective)" for k in out["collective"]],
+            "input_dims": [fmt.plain(d) + " B" if math.isfinite(d) else "" for d in data],
+            "input_types": out["dtype"],
+            "concrete_inputs": [f"{m:g} ranks" if math.isfinite(m) else "" for m in n],
+            "calls": out["calls"].to_numpy(np.int64),
+            "launches": out["calls"].to_numpy(np.int64),
+            "time_s": out["time_s"].to_numpy(float),
+            "family": "communication",
+            "flop": 0.0,
+            "compulsory_bytes": data * out["calls"],
+            "precision": "",
+            "flag": "",
+            "note": "no link roof in metrics/gpus.toml: bandwidths as nccl-tests reports them",
+            "group_size": n,
+            "algbw_bytes_per_s": algbw,
+            "busbw_bytes_per_s": algbw * np.asarray(factor, dtype=float),
+        }
+    )
+
+
 def _idle_row(launches: pd.DataFrame) -> pd.DataFrame:
     """The span's time with nothing running on the device (``span_s - busy_s`` of the launches'
     ``attrs``); no row when there is none."""
@@ -769,8 +826,11 @@ def _idle_row(launches: pd.DataFrame) -> pd.DataFrame:
 
 
 def _link_unroofed(t: pd.DataFrame) -> pd.DataFrame:
-    """The copies over the host link without a roof (the DRAM roof is not theirs)."""
-    link = t["op"].isin(_LINK).to_numpy() & (t["family"] == "transfer").to_numpy()
+    """The copies over the host link and the collectives without a roof (the DRAM roof is not
+    theirs)."""
+    link = (t["op"].isin(_LINK) & (t["family"] == "transfer")).to_numpy() | (
+        t["family"] == "communication"
+    ).to_numpy()
     if link.any():
         for c in ("roof_fraction", "time_at_roof_s", "saving_s"):
             t.loc[link, c] = math.nan
@@ -792,14 +852,15 @@ def family_coverage(t: pd.DataFrame) -> pd.DataFrame:
         One row per family, most time first: ``family`` (the formula family of
         ``metrics/operators.toml``; for operators without one, their namespace: ``vllm::``,
         ``aten::``, or ``other``), ``time_s`` [s], ``time_share`` (of the kernels' time: copies,
-        memsets and idle left out) and ``formula_share`` (of the family's time, with a formula).
+        memsets and idle left out) and ``formula_share`` (of the family's time, with a formula;
+        a collective's bandwidths count as one).
     """
     k = t[~t["work_source"].isin([MOVED, IDLE])]
     ops = k["op"].astype(str)
     space = ops.str.extract(r"^([^:]+::)", expand=False).fillna("other")
     family = k["family"].astype(str).where(k["family"].astype(str) != "", space)
     timed = k["time_s"].to_numpy(float)
-    with_formula = np.where(k["work_source"] == ANALYTIC_SOURCE, timed, 0.0)
+    with_formula = np.where(k["work_source"].isin([ANALYTIC_SOURCE, COMM]), timed, 0.0)
     g = pd.DataFrame({"family": family.to_numpy(), "time_s": timed, "covered": with_formula})
     out = g.groupby("family", sort=False).sum().reset_index()
     total = float(out["time_s"].sum())

@@ -752,6 +752,7 @@ class _KinetoScan:
         "block_x",
         "block_y",
         "block_z",
+        "comm",
     )
     LAUNCH = ("thread", "ts", "correlation")
     RANGE = ("thread", "ts", "dur", "name", "external")
@@ -778,6 +779,9 @@ class _KinetoScan:
         self.scope = {c: array("d") for c in self.RANGE}
         self.gpu_scope = {c: array("d") for c in self.RANGE}
         self.transfer = {c: array("d") for c in self.TRANSFER}
+        # collective kernels' metadata (PyTorch >= 2.1 puts it in an NCCL/RCCL kernel's args):
+        # (collective, in nelems, out nelems, group size, dtype); a kernel's ``comm`` indexes it
+        self.comms: list[tuple[Any, Any, Any, Any, Any]] = []
 
     def add(self, e: dict) -> None:
         """File one event (a dict of the trace's ``traceEvents``) under its category, or drop it."""
@@ -852,6 +856,19 @@ class _KinetoScan:
             dims = dims if isinstance(dims, list) and len(dims) == 3 else _NO_DIMS
             for axis, value in zip("xyz", dims):
                 col[f"{kind}_{axis}"].append(value)
+        coll = args.get("Collective name")
+        if isinstance(coll, str):
+            self.comms.append(
+                (
+                    coll[: self.name_chars],
+                    *(_number(args.get(k)) for k in ("In msg nelems", "Out msg nelems")),
+                    _number(args.get("Group size")),
+                    str(args.get("dtype", ""))[:64],
+                )
+            )
+            col["comm"].append(len(self.comms) - 1)
+        else:
+            col["comm"].append(_NAN)
 
     def _shape(self, args: dict) -> None:
         """The code of a cpu_op's shapes in :attr:`signature_values` (NaN without
@@ -903,6 +920,13 @@ class _KinetoScan:
                 table[out["name"].to_numpy(dtype=np.int64)] if len(out) else pd.Series(dtype=object)
             )
         return out
+
+
+def _number(value: Any) -> float:
+    """A trace's number as a float (NaN for anything else: a string, a bool, a list)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return _NAN
+    return float(value)
 
 
 def _is_module(name: object) -> bool:
@@ -1033,7 +1057,9 @@ def read_operator_launches(
         Also the device's copies and memsets (``gpu_memcpy``, ``gpu_memset``) as rows after the
         kernels: ``transfer`` names their kind (``memcpy HtoD``, ``memcpy DtoH``, ``memcpy DtoD``,
         ``memset``; empty for a kernel), ``bytes`` their size [B], ``op_row`` -1; ``span_s`` and
-        ``busy_s`` then count them too.
+        ``busy_s`` then count them too. Collective kernels whose args carry PyTorch's metadata
+        (NCCL/RCCL, PyTorch 2.1+) add :data:`COMM_COLUMNS`: the collective's name, its in and out
+        element counts, group size and dtype (c10's name).
     captures : sequence of Path
         Traces of the CUDA/HIP graph captures this trace replays (``--capture``): each replayed
         kernel gets the operator and shapes of the captured launch it matches
@@ -1069,6 +1095,7 @@ def read_operator_launches(
     graph_corr = (
         _graphs.graph_correlations(scan.frame("launch"), list(scan.strings)) if captures else set()
     )
+    comms = scan.comms
     del scan
     rows = _operator_rows(k, op, formula_ops, absorbs or {})
     replayed = None
@@ -1076,7 +1103,7 @@ def read_operator_launches(
         rows, op, values, replayed = _with_captures(
             k, rows, (op, values), graph_corr, captures, (formula_ops, absorbs or {})
         )
-    out = _operator_launch_frame(k, rows, path)
+    out = _with_comms(_operator_launch_frame(k, rows, path), k["comm"], comms)
     if replayed is not None:
         out.attrs.update(graph_kernels=replayed[0], graph_matched=replayed[1])
     if moved is not None:
@@ -1193,6 +1220,22 @@ def _operator_launch_frame(k: pd.DataFrame, rows: np.ndarray, path: Path) -> pd.
         "busy_s": busy_time(start, end),
     }
     return out
+
+
+#: The collective kernels' columns of :func:`read_operator_launches` (their args' metadata).
+COMM_COLUMNS = ("collective", "comm_in_nelems", "comm_out_nelems", "comm_group_size", "comm_dtype")
+
+
+def _with_comms(launches: pd.DataFrame, index: pd.Series, comms: list[tuple]) -> pd.DataFrame:
+    """The launches with :data:`COMM_COLUMNS` (None/NaN for a kernel that is no collective),
+    when any kernel carries collective metadata; else as they are."""
+    at = index.to_numpy(float)
+    has = np.isfinite(at)
+    if not has.any():
+        return launches
+    rows = [comms[int(i)] if ok else (None, _NAN, _NAN, _NAN, None) for i, ok in zip(at, has)]
+    table = pd.DataFrame(rows, columns=list(COMM_COLUMNS), index=launches.index)
+    return pd.concat([launches, table], axis=1).__finalize__(launches)
 
 
 _MEMCPY = re.compile(r"^Memcpy (\w+)")

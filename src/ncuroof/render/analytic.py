@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 
 from .. import fmt
 from ..model.analytic import BEYOND_ROOF
-from ..schema import ANALYTIC_SOURCE, IDLE_SOURCE, MOVED_SOURCE
+from ..schema import ANALYTIC_SOURCE, COMM_SOURCE, IDLE_SOURCE, MOVED_SOURCE
 from . import page
 
 __all__ = ["figure", "page_html", "section_html", "finding", "summary_text"]
@@ -146,6 +146,12 @@ def finding(r: Any) -> str:
     (tensor_bf16); M=512 would reach AI 410 FLOP/B; 3% of the roof, ...``."""
     if r.work_source == IDLE_SOURCE:
         return f"the device ran nothing for {fmt.time(r.time_s)} of the trace's span"
+    if r.work_source == COMM_SOURCE:
+        return (
+            f"{fmt.si(r.compulsory_bytes, 'B')} in {fmt.time(r.time_s)} over"
+            f" {fmt.g(r.group_size)} ranks: algbw {fmt.si(r.algbw_bytes_per_s, 'B/s')}, busbw"
+            f" {fmt.si(r.busbw_bytes_per_s, 'B/s')} (nccl-tests)"
+        )
     if r.work_source == MOVED_SOURCE:
         rate = r.compulsory_bytes / r.time_s if r.time_s > 0 else math.nan
         roof = (
@@ -203,7 +209,7 @@ def summary_text(
     ``graph_kernels``, ``graph_matched``) how many replayed kernels it gave an operator."""
     total = float(t["time_s"].sum())
     kernels = float(t.loc[~t["work_source"].isin([MOVED_SOURCE, IDLE_SOURCE]), "time_s"].sum())
-    covered = float(t.loc[t["work_source"] == ANALYTIC_SOURCE, "time_s"].sum())
+    covered = float(t.loc[t["work_source"].isin([ANALYTIC_SOURCE, COMM_SOURCE]), "time_s"].sum())
     lines = [
         f"{len(t)} operator rows on {fmt.printable(gpu)}, work {ANALYTIC_SOURCE};"
         f" {fmt.pct(covered / kernels if kernels else math.nan)} of {fmt.time(kernels)} kernel time"
