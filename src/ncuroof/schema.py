@@ -1611,6 +1611,13 @@ COMPARE: dict[str, Column] = {
         "s",
         "time_s_after - time_s_before; a kernel in one run only: its time, negative when gone",
     ),
+    "time_noise_frac": Column(
+        "float64",
+        "1",
+        "the launches' own spread: 2 x sqrt(cv_before^2/n_before + cv_after^2/n_after) of the"
+        " kernel's launch durations (cv = std / mean); a slowdown within it is noise to the gate;"
+        " NaN with fewer than two launches in a run",
+    ),
     "movement_level": Column(
         "string",
         "",

@@ -699,3 +699,31 @@ def test_gate_options_without_a_gate_are_refused() -> None:
     # click's usage error: the reason on its last line
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert_one_line_error(proc.stderr.splitlines()[-1], None, "--fail-on-new", "--fail-if-slower")
+
+
+def test_a_change_within_the_launches_own_spread_is_noise(tmp_path: Path) -> None:
+    """The gate's noise model (issue 54): a kernel of 10 launches that vary by ±5 % (cv 0.0527)
+    gets 0.6 % slower: 2 x sqrt(2 x cv^2 / 10) = 4.7 % is its noise, so --fail-if-slower 0.5
+    passes and says "within noise"; the same 0.6 % on a kernel of one launch has no spread to
+    excuse it and fails."""
+    from ncuroof.api import compare_runs
+
+    a = _saved(tmp_path, "a", ESMM)
+    k = pd.read_csv(a / "launches.csv")
+    one = k["kernel_name"].iloc[0]
+    first = k[k["kernel_name"] == one].head(1)
+    jitter = np.tile([0.95, 1.05], 5)
+    many = pd.concat([first] * 10, ignore_index=True)
+    many["time_s"] = many["time_s"].to_numpy() * jitter
+    many["launch_id"] = np.arange(10) + 1000
+    before = _folder(tmp_path, "before", many)
+    slower = many.assign(time_s=many["time_s"] * 1.006)
+    after = _folder(tmp_path, "after", slower)
+    r = compare_runs(before, after, fail_if_slower=0.5)
+    cv = np.std(jitter, ddof=1) / np.mean(jitter)
+    assert r.table.loc[0, "time_noise_frac"] == pytest.approx(2 * np.sqrt(2 * cv**2 / 10))
+    assert r.gate.verdict == "pass" and any("within noise" in n for n in r.gate.notes)
+    single_b = _folder(tmp_path, "b1", first)
+    single_a = _folder(tmp_path, "a1", first.assign(time_s=first["time_s"] * 1.006))
+    r1 = compare_runs(single_b, single_a, fail_if_slower=0.5)
+    assert np.isnan(r1.table.loc[0, "time_noise_frac"]) and r1.gate.verdict == "fail"

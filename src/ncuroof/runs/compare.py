@@ -123,7 +123,7 @@ def work(kernels: pd.DataFrame, by: str = "kernel") -> pd.DataFrame:
         Indexed by ``kernel_key``: ``time_s`` [s] (NaN unless every launch has a duration: a partial
         sum would hide a slowdown), ``<p>_flop`` [FLOP] for :data:`WORK_PRECISIONS`,
         ``<level>_bytes`` [B] (NaN where no launch has the counter), ``grid`` and ``block``
-        of most of the time.
+        of most of the time, ``time_cv`` (the launch durations' std / mean; NaN for one launch).
     """
     k = kernels.reindex(columns=["time_s", "grid", "block", *_WORK]).assign(
         kernel_key=keys_of(kernels, by).to_numpy()
@@ -134,6 +134,7 @@ def work(kernels: pd.DataFrame, by: str = "kernel") -> pd.DataFrame:
     out = pd.DataFrame(
         {
             "time_s": g["time_s"].sum(min_count=1).where(known),
+            "time_cv": (g["time_s"].std(ddof=1) / g["time_s"].mean()).where(known),
             **{c: g[c].sum(min_count=1) for c in _WORK},
         }
     )
@@ -331,7 +332,7 @@ def _side(summary: pd.DataFrame, k: pd.DataFrame | None, by: str, side: str) -> 
     w = (
         work(k, by).reindex(t.index)
         if k is not None
-        else pd.DataFrame(index=t.index, columns=["time_s", "grid", "block", *_WORK])
+        else pd.DataFrame(index=t.index, columns=["time_s", "time_cv", "grid", "block", *_WORK])
     )
     if k is not None:
         t = t.assign(time_s=w["time_s"])
@@ -363,6 +364,19 @@ def _identity_and_time(out: pd.DataFrame, matched: np.ndarray) -> None:
     with np.errstate(divide="ignore", invalid="ignore"):
         out["speedup"] = np.where(matched & (ta > 0) & np.isfinite(tb), tb / ta, np.nan)
     out["time_delta_s"] = np.where(matched, ta - tb, np.where(out["key_before"] != "", -tb, ta))
+    out["time_noise_frac"] = np.where(matched, _noise(out), np.nan)
+
+
+def _noise(out: pd.DataFrame) -> np.ndarray:
+    """2 sigma of the relative change of a kernel's mean launch time, from its launches' spread
+    in each run: 2 x sqrt(cv_b^2 / n_b + cv_a^2 / n_a) (NaN with fewer than two launches in a
+    run, or no spread known)."""
+    cv = {s: pd.to_numeric(out.get(f"time_cv_{s}"), errors="coerce") for s in ("before", "after")}
+    n = {s: out[f"launches_{s}"].to_numpy(float) for s in ("before", "after")}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        var = sum(cv[s].to_numpy(float) ** 2 / n[s] for s in ("before", "after"))
+    ok = (n["before"] >= 2) & (n["after"] >= 2)
+    return np.where(ok, 2.0 * np.sqrt(var), np.nan)
 
 
 def _movement_columns(out: pd.DataFrame, matched: np.ndarray) -> None:
@@ -682,6 +696,16 @@ def totals(table: pd.DataFrame, before: pd.DataFrame, after: pd.DataFrame) -> di
         float(known[f"time_s_{s}"].sum()) if len(known) else float("nan")
         for s in ("before", "after")
     )
+    sigma = (
+        pd.to_numeric(known.get("time_noise_frac"), errors="coerce").fillna(0.0)
+        / 2
+        * known["time_s_before"]
+        if len(known)
+        else pd.Series(dtype=float)
+    )
+    out["matched_noise_frac"] = (
+        float(2 * np.sqrt((sigma**2).sum()) / mb) if len(known) and mb > 0 else float("nan")
+    )
     out.update(
         matched_kernels=len(m),
         matched_known=len(known),
@@ -838,23 +862,42 @@ def _unknown(table: pd.DataFrame, tot: dict[str, float]) -> tuple[list[str], lis
     ]
 
 
-def _slower_matched(table: pd.DataFrame, tot: dict[str, float], limit: float) -> list[str]:
-    """A line per matched kernel whose time grew past ``limit`` × its time before, and one for
-    the matched total (:func:`totals`) when it did."""
+def _slower_matched(
+    table: pd.DataFrame, tot: dict[str, float], limit: float
+) -> tuple[list[str], list[str]]:
+    """(failures, notes): a line per matched kernel whose time grew past ``limit`` x its time
+    before, and one for the matched total (:func:`totals`) when it did; a growth within the
+    launches' own spread (``time_noise_frac``) is a note "within noise", not a failure."""
     m = table[table["status"] == "matched"]
     tb, ta = m["time_s_before"].to_numpy(float), m["time_s_after"].to_numpy(float)
     slow = m[np.isfinite(tb) & np.isfinite(ta) & (tb > 0) & (ta > limit * tb)]
-    fails = [
-        f"slower: {fmt_name(r.kernel_label)}: {fmt.time(r.time_s_before)} ->"
-        f" {fmt.time(r.time_s_after)} (+{100 * (r.time_s_after / r.time_s_before - 1):.1f}%)"
-        for r in slow.itertuples(index=False)
-    ]
-    if tot["matched_time_s_after"] > limit * tot["matched_time_s_before"]:
-        fails.append(
-            f"slower: total of {fmt.count(int(tot['matched_known']), 'matched kernel')} "
-            f"{fmt.time(tot['matched_time_s_before'])} -> {fmt.time(tot['matched_time_s_after'])}"
+    grew = (slow["time_s_after"] / slow["time_s_before"] - 1).to_numpy(float)
+    noise = pd.to_numeric(slow.get("time_noise_frac"), errors="coerce").to_numpy(float)
+    within = np.isfinite(noise) & (grew <= noise) if len(slow) else np.zeros(0, bool)
+    fails, notes = [], []
+    for r, g, n, w in zip(slow.itertuples(index=False), grew, noise, within):
+        line = (
+            f"{fmt_name(r.kernel_label)}: {fmt.time(r.time_s_before)} ->"
+            f" {fmt.time(r.time_s_after)} (+{100 * g:.1f}%)"
         )
-    return fails
+        if w:
+            notes.append(f"within noise: {line}; its launches' spread allows ±{100 * n:.1f}%")
+        else:
+            fails.append(f"slower: {line}")
+    mb, ma = tot["matched_time_s_before"], tot["matched_time_s_after"]
+    total_noise = tot.get("matched_noise_frac", float("nan"))
+    if ma > limit * mb:
+        line = (
+            f"total of {fmt.count(int(tot['matched_known']), 'matched kernel')} "
+            f"{fmt.time(mb)} -> {fmt.time(ma)}"
+        )
+        if np.isfinite(total_noise) and ma / mb - 1 <= total_noise:
+            notes.append(
+                f"within noise: {line}; the launches' spread allows ±{100 * total_noise:.1f}%"
+            )
+        else:
+            fails.append(f"slower: {line}")
+    return fails, notes
 
 
 def gate(
@@ -894,8 +937,9 @@ def gate(
         measure it both times) is a note, not judged.
     """
     limit = 1 + pct / 100
-    fails = _slower_matched(table, tot, limit)
+    fails, quiet = _slower_matched(table, tot, limit)
     one_fails, notes = _one_run(table, fail_on_new, fail_on_gone)
+    notes = quiet + notes
     renamed = _renamed(table, limit)
     fails += one_fails + ([] if allow_unmatched else renamed)
     notes += (
