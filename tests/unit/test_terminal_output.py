@@ -258,3 +258,34 @@ def test_the_terminal_says_flags_in_sentences_not_codes() -> None:
     assert "fewer bytes than the level under it" in said and "register moves" in said
     codes = {*NOTE_CODES, "levels_out_of_order", "fp16_moves", "l2_reads_only"}
     assert not any(code in said for code in codes), said
+
+
+def test_explain_names_one_kernel_with_the_tables_numbers(tmp_path) -> None:
+    """``ncuroof explain REPORT -k NAME`` (issue 54): the kernel's launches, time and share, bound,
+    roof fraction and saving as kernels.csv has them, its evidence and advice; --json is the MCP
+    explain document; an unknown kernel is one line, exit 2, naming the kernels there are."""
+    import json
+
+    import pandas as pd
+
+    from tests.helpers.cli import run
+    from tests.helpers.reports import shared
+
+    report = shared("ESMM-Research__profile_output.ncu-rep")
+    assert run("analyze", str(report), "-q", "-o", str(tmp_path / "o")).returncode == 0
+    row = pd.read_csv(tmp_path / "o" / "kernels.csv").set_index("kernel_name").loc["warptiling"]
+    out = run("explain", str(report), "-k", "warptiling")
+    assert out.returncode == 0, out.stderr
+    head = out.stdout.splitlines()[0]
+    assert (
+        head.startswith("warptiling: 1 launch,")
+        and f"({row['time_share']:.0%} of the time)" in head
+    )
+    assert f"{row['roof_fraction']:.0%} of the roof" in out.stdout
+    assert f"diagnosis: {row['diagnosis']}" in out.stdout and "advice: " in out.stdout
+    doc = json.loads(run("explain", str(report), "-k", "warptiling", "--json").stdout)
+    assert doc["schema"] == "ncuroof.explain" and doc["kernel"]["kernel_name"] == "warptiling"
+    assert doc["kernel"]["time_s"] == pytest.approx(row["time_s"], rel=1e-12)
+    bad = run("explain", str(report), "-k", "nope")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+    assert "no kernel 'nope'" in bad.stderr and "warptiling" in bad.stderr

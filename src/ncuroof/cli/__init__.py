@@ -19,7 +19,7 @@ import click
 from .. import __version__, fmt
 from ..errors import NcuroofError
 from ..parser.memory import address_space_limit, use_returning_pool
-from . import analyze, compare, gpus, profile, serve
+from . import analyze, compare, explain, gpus, profile, serve
 from .common import echo
 
 __all__ = ["main", "cli", "INTERNAL_ERROR"]
@@ -60,6 +60,7 @@ cli.add_command(profile.doctor)
 cli.add_command(compare.compare_cmd)
 cli.add_command(serve.mcp_cmd)
 cli.add_command(gpus.list_gpus)
+cli.add_command(explain.explain_cmd)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -209,6 +209,43 @@ def compare_text(
     return out
 
 
+def explain_text(doc: dict[str, Any], width: int = DEFAULT_WIDTH, most: int = 5) -> str:
+    """One kernel explained (:func:`ncuroof.render.json_doc.explain_document`): its time and share,
+    the binding dot against its roof, the verdict with evidence and advice, the speed of light,
+    then up to ``most`` launches, longest first, with their verdicts, notes and flags."""
+    k = doc["kernel"]
+    p = fmt.printable
+    lines = [
+        f"{p(k['kernel_label'])}: {fmt.count(int(k['launches']), 'launch')},"
+        f" {fmt.time(k['time_s'])} ({fmt.pct(k['time_share'])} of the time) on"
+        f" {p(k.get('device_name') or '?')}",
+        f"  {k['bound']}-bound at {str(k.get('level') or '?').upper()} in"
+        f" {p(k.get('precision') or '?')}: AI {fmt.g(k.get('ai_flop_per_byte'))} FLOP/B against a"
+        f" ridge of {fmt.g(k.get('ridge_flop_per_byte'))}, {fmt.si(k.get('flop_per_s'), 'FLOP/s')}"
+        f" = {fmt.pct(k.get('roof_fraction'))} of the roof; at the roof"
+        f" {fmt.time(k.get('time_at_roof_s'))}, saving {fmt.time(k.get('saving_s'))}",
+        f"  diagnosis: {p(k.get('diagnosis') or '')}",
+    ]
+    for label in ("evidence", "advice"):
+        if k.get(label):
+            lines.append(f"  {label}: {p(k[label])}")
+    if k.get("speed_of_light_note"):  # "speed of light: ..."
+        lines.append(f"  {p(k['speed_of_light_note'])}")
+    for flag in k.get("flags") or []:
+        lines.append(f"  flag: {p(flag)}")
+    launches = sorted(doc["launches"], key=lambda r: -(r.get("time_s") or 0.0))
+    for r in launches[:most]:
+        lines.append(
+            f"  launch {r['launch_id']}: {fmt.time(r.get('time_s'))}, {r.get('bound')}, "
+            f"{fmt.pct(r.get('roof_fraction'))} of the roof"
+        )
+        for note in (r.get("notes") or [])[:3]:
+            lines.append(f"    {p(note)}")
+    if len(launches) > most:
+        lines.append(f"  ... {len(launches) - most} more launches (--json lists every one)")
+    return "".join(fmt.wrap(line, width, "      ") + "\n" for line in lines)
+
+
 def trace_compare_text(
     table: Any, totals: dict[str, float], top: int = 10, width: int = DEFAULT_WIDTH
 ) -> str:
