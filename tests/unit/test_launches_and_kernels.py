@@ -106,3 +106,26 @@ def test_a_kernel_quotes_the_geometry_of_its_longest_launch() -> None:
     k["time_s"] = [1e-3, 2e-3, 2e-3, 5e-3]  # the fourth launch is the longest
     s = summary.kernel_summary(k, ncuroof.points(k)).iloc[0]
     assert (s["blocks"], s["threads_per_block"], s["waves_per_sm"]) == (274400, 64, 9.0)
+
+
+def test_kernel_filter_keeps_the_named_kernels_with_their_numbers() -> None:
+    """``-k NAME`` / ``-k regex:PATTERN`` (issue 54, as ncu's -k): only those kernels' launches,
+    each with the numbers the unfiltered analysis gives it; no match is one line naming the
+    kernels there are."""
+    from ncuroof.errors import InputError
+    from ncuroof.model.analysis import AnalysisOptions, build
+    from tests.helpers.reports import shared
+
+    report = [shared("ESMM-Research__profile_output.ncu-rep")]
+    full = build(report).launches.set_index("kernel_name")
+    for pattern, names in (
+        ("warptiling", {"warptiling"}),
+        ("regex:^(one|two)_", {"one_blocktiling", "two_blocktiling"}),
+    ):
+        got = build(report, AnalysisOptions(kernels=pattern)).launches
+        assert set(got["kernel_name"]) == names
+        for r in got.itertuples():
+            assert r.time_s == full.loc[r.kernel_name, "time_s"]
+            assert r.fp32_flop == full.loc[r.kernel_name, "fp32_flop"]
+    with pytest.raises(InputError, match="no kernel matches -k 'gemm'.*warptiling"):
+        build(report, AnalysisOptions(kernels="gemm"))

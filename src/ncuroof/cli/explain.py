@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from .common import JSON_HELP, echo
-from .options import analysis_options, analysis_values
+from .options import analysis_options_but, analysis_values
 
 __all__ = ["explain_cmd"]
 
@@ -21,7 +21,7 @@ __all__ = ["explain_cmd"]
     required=True,
     help="The kernel: its name, label or key as analyze prints it (kernels.csv).",
 )
-@analysis_options
+@analysis_options_but("kernels")
 @click.option("--json", "as_json", is_flag=True, help=JSON_HELP.format(kind="explain"))
 def explain_cmd(inputs: tuple[Path, ...], kernel: str, as_json: bool, **kw: object) -> None:
     """Explain one kernel of INPUTS (reports, CSV exports or an analyze output folder): its share

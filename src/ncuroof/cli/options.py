@@ -22,6 +22,7 @@ __all__ = [
     "click_option",
     "click_options",
     "analysis_options",
+    "analysis_options_but",
     "analysis_values",
     "ranged",
     "csv_choice",
@@ -100,6 +101,12 @@ def analysis_options(f: Any) -> Any:
     """The analysis options (:data:`ncuroof.views.options.ANALYSIS`), shared by every command that
     analyzes."""
     return click_options(ANALYSIS)(f)
+
+
+def analysis_options_but(*names: str) -> Callable[[Any], Any]:
+    """:func:`analysis_options` without ``names`` (``profile`` and ``explain`` have a ``-k`` of
+    their own)."""
+    return click_options([o for o in ANALYSIS if o.name not in names])
 
 
 def analysis_values(kw: dict[str, Any]) -> AnalysisOptions:

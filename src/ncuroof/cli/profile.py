@@ -12,7 +12,7 @@ from ..collector.ncu import collectable
 from ..errors import NcuNotFoundError
 from ..views.options import LAUNCH_COUNT, LAUNCH_SKIP
 from .common import echo, show_analysis, terminal_options, warn
-from .options import analysis_options, analysis_values, click_option, csv_choice, csv_metavar
+from .options import analysis_options_but, analysis_values, click_option, csv_choice, csv_metavar
 
 __all__ = ["profile", "doctor"]
 
@@ -118,7 +118,7 @@ _COLLECTABLE = collectable()
     default=None,
     help="Analysis output directory (default: <report stem>.ncuroof/).",
 )
-@analysis_options
+@analysis_options_but("kernels")
 @click.option("--no-analyze", is_flag=True, help="Only collect the report.")
 @terminal_options
 @click.option("-q", "--quiet", is_flag=True, help="No ncu progress and no summary table.")

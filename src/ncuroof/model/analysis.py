@@ -23,6 +23,7 @@ from ..catalog import Catalog, GpuCatalog
 from ..errors import InputError
 from ..parser.clocks import clock_control
 from ..parser.memory import release_memory
+from ..parser.patterns import UserPattern
 from ..schema import (
     LAUNCHES,
     STATUSES,
@@ -81,6 +82,9 @@ class AnalysisOptions:
         savings and the kernel order follow its kernel time (:mod:`ncuroof.model.production`).
     device : int, optional
         The timeline's device (default: the only one with kernels, else the report's GPU).
+    kernels : str, optional
+        Only the launches of the kernels whose function or demangled name is this, or matches
+        ``regex:PATTERN`` (as ncu's ``-k``; :func:`only_kernels`).
     """
 
     traffic: str = "ncu"
@@ -96,6 +100,7 @@ class AnalysisOptions:
     reader: str = "auto"
     timeline: Path | None = None
     device: int | None = None
+    kernels: str | None = None
 
     def __post_init__(self) -> None:
         parser.check_reader(self.reader)
@@ -264,6 +269,7 @@ def from_launches(
     -------
     Analysis
     """
+    kernels = only_kernels(kernels, options.kernels)
     pts = validate_points(formulas.compute_points(kernels))
     smp = phs = None
     if not classified:  # the reports are at hand: their sampled series, if any
@@ -300,6 +306,46 @@ def from_launches(
         samples=smp,
         sample_phases=phs,
     )
+
+
+def only_kernels(launches: pd.DataFrame, kernels: str | None) -> pd.DataFrame:
+    """The launches of the kernels ``kernels`` names (all without it).
+
+    Parameters
+    ----------
+    launches : DataFrame
+        A launch table (:data:`ncuroof.schema.LAUNCHES`).
+    kernels : str, optional
+        A function or demangled name, or ``regex:PATTERN`` searched in both (as ncu's ``-k``;
+        :class:`ncuroof.parser.patterns.UserPattern`, under its time limit).
+
+    Returns
+    -------
+    DataFrame
+        The launches kept, their order and columns as they were.
+
+    Raises
+    ------
+    InputError
+        When no launch matches (the message names some of the kernels there are).
+    """
+    if not kernels:
+        return launches
+    names = launches["kernel_name"].astype(str).to_numpy()
+    demangled = launches["kernel_demangled"].astype(str).to_numpy()
+    if kernels.startswith("regex:"):
+        rx = UserPattern(kernels[len("regex:") :], "-k")
+        found = {n: rx.search(n) for n in {*names, *demangled}}
+        keep = np.array([found[a] or found[b] for a, b in zip(names, demangled)], dtype=bool)
+    else:
+        keep = (names == kernels) | (demangled == kernels)
+    if not keep.any():
+        some = ", ".join(sorted(set(names))[:8]) + (", ..." if len(set(names)) > 8 else "")
+        raise InputError(
+            f"no kernel matches -k {kernels!r} (a function or demangled name, or regex:PATTERN);"
+            f" the inputs' kernels: {some}"
+        )
+    return launches[keep].reset_index(drop=True)
 
 
 def _keyed(kernels: pd.DataFrame, options: AnalysisOptions) -> pd.DataFrame:

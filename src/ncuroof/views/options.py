@@ -109,6 +109,14 @@ ANALYSIS: tuple[Option, ...] = (
         parse=Path,
     ),
     Option(
+        "kernels",
+        "Only the launches of the kernels whose function or demangled name is NAME, or matches"
+        " regex:PATTERN (as ncu's -k).",
+        str | None,
+        flag="-k --kernels",
+        metavar="NAME|regex:PATTERN",
+    ),
+    Option(
         "match",
         _MATCH_HELP,
         Literal[(*KEY_CHOICES, "name")],
