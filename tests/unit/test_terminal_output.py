@@ -289,3 +289,30 @@ def test_explain_names_one_kernel_with_the_tables_numbers(tmp_path) -> None:
     bad = run("explain", str(report), "-k", "nope")
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
     assert "no kernel 'nope'" in bad.stderr and "warptiling" in bad.stderr
+
+
+def test_a_timeline_of_another_program_prints_no_zero_times(tmp_path) -> None:
+    """``--timeline`` of another run (issue 54: the BERT trace beside the ESMM report): no kernel
+    of the report ran in it, so its time, share, time at the roof and saving are '-' (none
+    known), never '0 ns' or '0.0%'."""
+    from tests.helpers.cli import run
+    from tests.helpers.reports import shared
+
+    out = run(
+        "analyze",
+        str(shared("ESMM-Research__profile_output.ncu-rep")),
+        "--timeline",
+        str(shared("tracelens__bert-small-uncased_h100.json.gz")),
+        "-o",
+        str(tmp_path / "o"),
+    )
+    assert out.returncode == 0, out.stderr
+    rows = [
+        line for line in out.stdout.splitlines() if "blocktiling" in line or "warptiling" in line
+    ]
+    table = [r for r in rows if r.startswith("│")]
+    assert len(table) == 4
+    for row in table:
+        cells = [c.strip() for c in row.strip("│").split("│")]
+        assert cells[2:4] == ["-", "-"] and cells[-2:] == ["-", "-"], row
+    assert "0 ns" not in out.stdout

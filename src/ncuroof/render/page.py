@@ -119,6 +119,7 @@ _SUMMARY_COLUMNS = (
 def summary_cells(r: Any) -> dict[str, str]:
     """One kernel summary row's cells as text, by header, unescaped: the terminal table, the
     Markdown summary and the notebook view each show them (and escape them) their own way."""
+    absent = fmt.num(r.time_s) == 0  # not in the production timeline: no time to save either
     return {
         "kernel": str(r.kernel_label),
         "launches": str(r.launches),
@@ -129,8 +130,8 @@ def summary_cells(r: Any) -> dict[str, str]:
         or r.bound,
         "% of roof": fmt.pct(r.roof_fraction, 1),
         "% achievable": fmt.pct(getattr(r, "achievable_roof_fraction", float("nan")), 1),
-        "at roof": fmt.time(r.time_at_roof_s),
-        "saving": fmt.pct(r.saving_share, 1),
+        "at roof": "-" if absent else fmt.time(r.time_at_roof_s),
+        "saving": "-" if absent else fmt.pct(r.saving_share, 1),
     }
 
 
