@@ -316,3 +316,29 @@ def test_a_timeline_of_another_program_prints_no_zero_times(tmp_path) -> None:
         cells = [c.strip() for c in row.strip("│").split("│")]
         assert cells[2:4] == ["-", "-"] and cells[-2:] == ["-", "-"], row
     assert "0 ns" not in out.stdout
+
+
+@pytest.mark.parametrize("width", [80, 100])
+def test_narrow_terminals_keep_the_columns_that_matter_and_say_what_they_hid(width) -> None:
+    """At 80 and 100 columns (issue 54): analyze keeps name, share, diagnosis, % of roof and
+    saving, compare keeps change and movement; each table names in a line under it what it left
+    out and how to see it."""
+    import ncuroof
+    from ncuroof.render import page, text
+    from tests.helpers.reports import shared
+
+    report = shared("ESMM-Research__profile_output.ncu-rep")
+    a = ncuroof.analyze(report)
+    out = page.summary_text(a.summary, width=width)
+    header = next(line for line in out.splitlines() if "kernel" in line and "share" in line)
+    for col in ("kernel", "share", "diagnosis", "% of roof", "saving"):
+        assert col in header, (width, col)
+    flat = " ".join(out.split())
+    assert "left out at" in flat and "kernels.csv has every column" in flat
+    assert max(len(line) for line in out.splitlines()) <= width
+    c = ncuroof.compare_runs(report, shared("ESMM-Research__metrics.csv"))
+    ct = text._compare_table(c, 10, width)
+    header = next(line for line in ct.splitlines() if "kernel" in line and "status" in line)
+    assert "change" in header and "movement" in header
+    flat = " ".join(ct.split())
+    assert "left out at" in flat and "compare.csv has every column" in flat

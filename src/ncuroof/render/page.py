@@ -31,6 +31,7 @@ __all__ = [
     "summarize",
     "summary_text",
     "summary_cells",
+    "hidden_line",
     "console_text",
     "name_width",
     "TERMINAL_BOUND_STYLES",
@@ -105,15 +106,27 @@ def name_width(width: int, others: int = 66) -> int:
 _SUMMARY_COLUMNS = (
     ("kernel", "left", 0),
     ("launches", "right", 110),
-    ("time", "right", 0),
+    ("time", "right", 90),
     ("share", "right", 0),
     ("precision", "left", 100),
     ("diagnosis", "left", 0),
     ("% of roof", "right", 0),
     ("% achievable", "right", 120),
     ("at roof", "right", 110),
-    ("saving", "right", 90),
+    ("saving", "right", 0),
 )
+
+
+def hidden_line(hidden: list[str], width: int, where: str) -> str:
+    """The line a table narrower than its columns prints under itself: what it left out and how
+    to see it (``""`` when nothing was)."""
+    if not hidden:
+        return ""
+    line = (
+        f"left out at {width} columns: {', '.join(hidden)} (a wider terminal, COLUMNS=120, shows"
+        f" them; {where} has every column)"
+    )
+    return fmt.wrap(line, width) + "\n"
 
 
 def summary_cells(r: Any) -> dict[str, str]:
@@ -145,7 +158,8 @@ def summary_text(summary: pd.DataFrame, width: int = 120, color: bool = False) -
     width : int, default 120
         Console width (the terminal's): the table fits in it, kernel names shortened by
         :func:`ncuroof.fmt.shorten_names` to :func:`name_width`, the columns a narrow terminal
-        has no room for left out (:data:`_SUMMARY_COLUMNS`), the other cells wrapped by rich.
+        has no room for left out (:data:`_SUMMARY_COLUMNS`: name, share, diagnosis, % of roof and
+        saving stay at any width) and named in a line under it, the other cells wrapped by rich.
     color : bool, default False
         ANSI colours (the diagnosis in its bound's colour, :data:`TERMINAL_BOUND_STYLES`); the
         caller decides (``--color``, ``NO_COLOR``, a terminal).
@@ -159,11 +173,9 @@ def summary_text(summary: pd.DataFrame, width: int = 120, color: bool = False) -
 
     table = Table(title="Top kernels by GPU time")
     ach = _has_achievable(summary)
-    cols = [
-        (c, just)
-        for c, just, narrowest in _SUMMARY_COLUMNS
-        if width >= narrowest and (ach or c != "% achievable")
-    ]
+    wanted = [(c, j, n) for c, j, n in _SUMMARY_COLUMNS if ach or c != "% achievable"]
+    cols = [(c, just) for c, just, narrowest in wanted if width >= narrowest]
+    hidden = [c for c, _, narrowest in wanted if width < narrowest]
     for col, just in cols:
         table.add_column(col, justify=just, no_wrap=col == "kernel")  # type: ignore[arg-type]
     names = fmt.shorten_names(
@@ -174,7 +186,7 @@ def summary_text(summary: pd.DataFrame, width: int = 120, color: bool = False) -
         cells["kernel"] = name
         cells["diagnosis"] = Text(cells["diagnosis"], style=TERMINAL_BOUND_STYLES.get(r.bound, ""))
         table.add_row(*(cells[c] for c, _ in cols))
-    return console_text(table, width, color)
+    return console_text(table, width, color) + hidden_line(hidden, width, "kernels.csv")
 
 
 #: The terminal colour of each bound (rich style names), as on the page (memory blue, compute

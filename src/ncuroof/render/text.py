@@ -14,7 +14,7 @@ from typing import Any
 from .. import fmt
 from . import provenance
 from .compare import compare_cells
-from .page import console_text, name_width, summary_text
+from .page import console_text, hidden_line, name_width, summary_text
 
 __all__ = [
     "analysis_text",
@@ -130,12 +130,12 @@ _STATUS_STYLES = {"slower": "red", "faster": "green", "only_before": "dim", "onl
 _COMPARE_COLUMNS = (
     ("kernel", 0),
     ("status", 0),
-    ("time before", 0),
-    ("time after", 0),
+    ("time before", 100),
+    ("time after", 100),
     ("speedup", 0),
-    ("change", 100),
+    ("change", 0),
     ("level", 120),
-    ("movement", 110),
+    ("movement", 0),
 )
 
 
@@ -151,6 +151,7 @@ def _compare_table(result: Any, top: int, width: int = DEFAULT_WIDTH, color: boo
     )
     table = Table(title=title)
     cols = [c for c, narrowest in _COMPARE_COLUMNS if width >= narrowest]
+    hidden = [c for c, narrowest in _COMPARE_COLUMNS if width < narrowest]
     for col in cols:
         table.add_column(col, no_wrap=col in ("kernel", "status"))
     head = result.table.head(top)
@@ -165,7 +166,7 @@ def _compare_table(result: Any, top: int, width: int = DEFAULT_WIDTH, color: boo
         cells["kernel"] = name
         cells["status"] = Text(cells["status"], style=_STATUS_STYLES.get(cells["status"], ""))
         table.add_row(*(cells[c] for c in cols))
-    return console_text(table, width, color)
+    return console_text(table, width, color) + hidden_line(hidden, width, "compare.csv")
 
 
 def compare_text(
