@@ -282,3 +282,30 @@ def test_the_first_kernels_are_not_drawn_in_the_roofs_colours() -> None:
         for level in LEVEL_COLORS.values():
             d = sum((a - b) ** 2 for a, b in zip(rgb(k), rgb(level))) ** 0.5
             assert d > 100, (k, level)
+
+
+def test_l1_dots_sit_on_top_of_the_l2_squares_at_half_the_area() -> None:
+    """A kernel's L1 circle and L2 square often share an AI (issue 54: 31.8 against 32.0 on
+    ESMM): the L1 dots are drawn after the L2 and DRAM ones, at half their area, so both show."""
+    import numpy as np
+
+    import ncuroof
+    from tests.helpers.reports import shared
+
+    kernels = ncuroof.load(shared("ESMM-Research__profile_output.ncu-rep"))
+    fig = ncuroof.plot_roofline(ncuroof.points(kernels), kernels)
+    dots = [t for t in fig.data if (t.meta or {}).get("role") == "dots"]
+    by = {}
+    for i, t in enumerate(dots):
+        w = {k: v for k, v in t.meta["when"].items() if k != "levels"}
+        by.setdefault(repr(sorted(w.items())), {})[t.meta["level"]] = (i, t)
+    checked = 0
+    for levels in by.values():
+        if "l1" in levels and "l2" in levels:
+            (i1, t1), (i2, t2) = levels["l1"], levels["l2"]
+            assert i1 > i2
+            s1, s2 = np.asarray(t1.marker.size, float), np.asarray(t2.marker.size, float)
+            if len(s1) == len(s2):
+                assert s1 == pytest.approx(s2 / 2, rel=1e-6)
+            checked += 1
+    assert checked

@@ -129,6 +129,10 @@ KERNEL_COLORS = (
 )
 OTHER_COLOR = "#b0b0b0"
 _LEVEL_SYMBOL = {"l1": "circle", "l2": "square", "dram": "diamond"}
+#: Each level's dot area against its share of GPU time: a kernel's L1 circle is drawn last and
+#: half the area, so that it shows inside its L2 square where their AIs are close (issue 54:
+#: AI 31.8 against 32.0 hid the circle under the square).
+_LEVEL_AREA = {"l1": 0.5, "l2": 1.0, "dram": 1.0}
 #: Colour of each memory level (roof labels here, the instruction roofline of
 #: :mod:`ncuroof.views`).
 LEVEL_COLORS = {"l1": "#1f77b4", "l2": "#2ca02c", "dram": "#d62728"}
@@ -1076,7 +1080,7 @@ def _dot_trace(
         mode="markers",
         marker=dict(
             symbol=_LEVEL_SYMBOL[lv],
-            size=dots["share"].fillna(0.0).to_numpy(np.float32),
+            size=(dots["share"].fillna(0.0) * _LEVEL_AREA[lv]).to_numpy(np.float32),
             sizemode="area",
             sizeref=sizeref,
             sizemin=_MIN_DOT_PX,
@@ -1139,9 +1143,9 @@ def _group_traces(
                         ),
                     )
                 )
-        traces += [
+        traces += [  # DRAM first, L1 last: on top
             _dot_trace(ch, sub[sub["level"] == lv], lv, group, scatter, sizeref, when)
-            for lv in ch.present
+            for lv in reversed(ch.present)
             if (sub["level"] == lv).any()
         ]
     return traces
