@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import collections
 import inspect
+import io
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -91,6 +93,32 @@ class Session:
         self._lock = threading.Lock()
         catalog.load(), catalog.load_gpus()  # warm: every call after this one reuses them
 
+    @staticmethod
+    def _paths(value: Any) -> list[Path]:
+        """A tool's ``path`` argument as paths, checked as the command line checks its own: at most
+        ``[limits] mcp_paths`` of them, each text of at most ``mcp_path_chars`` characters without
+        a NUL, naming a file (not ``''``, ``'.'`` or ``'/'``); InputError in one line otherwise."""
+        lim = catalog.limits()
+        items = [value] if isinstance(value, (str, Path)) else list(value)
+        if len(items) > lim["mcp_paths"]:
+            raise InputError(
+                catalog.over_limit("mcp_paths", f"{len(items):,} paths in one request")
+            )
+        for p in items:
+            text = str(p)
+            if len(text) > lim["mcp_path_chars"]:
+                raise InputError(
+                    catalog.over_limit("mcp_path_chars", f"a path of {len(text):,} characters")
+                )
+            if "\x00" in text:
+                raise InputError(f"the path {text[:60]!r} holds a NUL byte: pass the file's name")
+            if text.strip() in ("", ".", "..") or not Path(text).name:
+                raise InputError(
+                    f"{text!r} names no file: pass a report, an ncu CSV export, an output directory"
+                    " or a PyTorch trace"
+                )
+        return api.as_paths(items)
+
     def _inside(self, name: str) -> Path:
         """``outdir / name``, refused unless it stays directly inside ``outdir``."""
         assert self.outdir is not None
@@ -127,7 +155,7 @@ class Session:
 
     def analyze(self, path: str | list[str], write: bool = False, **options: Any) -> dict[str, Any]:
         """The ``analyze --json`` document (outputs written into ``outdir`` when ``write``)."""
-        paths = api.as_paths(path)
+        paths = self._paths(path)
         if not paths:
             raise InputError(
                 "no input files given: pass a .ncu-rep/.ncu-repz report or an ncu CSV export"
@@ -177,7 +205,7 @@ class Session:
     ) -> dict[str, Any]:
         """The ``compare --json`` document (``compare.csv``/``.html`` written into
         ``outdir`` when ``write``)."""
-        b, a, opts = api.as_paths(before), api.as_paths(after), options_of(**options)
+        b, a, opts = self._paths(before), self._paths(after), options_of(**options)
         for side, given in (("before", b), ("after", a)):
             if not given:
                 raise InputError(
@@ -195,7 +223,7 @@ class Session:
     def explain(self, path: str | list[str], kernel: str, **options: Any) -> dict[str, Any]:
         """One kernel's evidence and advice (:func:`ncuroof.render.json_doc.explain_document`)."""
         return json_doc.explain_document(
-            self.analysis(api.as_paths(path), options_of(**options)), kernel
+            self.analysis(self._paths(path), options_of(**options)), kernel
         )
 
     def list_gpus(self) -> dict[str, Any]:
@@ -283,6 +311,10 @@ def _tool(fn: Any, own: list[Any], options: list[Any], doc: str) -> Any:
     return call
 
 
+#: The keyword a tool receives instead of its arguments when they did not validate.
+_INVALID = "_ncuroof_invalid_arguments"
+
+
 def _guarded(fn: Any) -> Any:
     """``fn`` whose user errors (bad input, a bad option, an unknown kernel) are an error result
     holding the CLI's one line, as it is (a raised ``ToolError`` would reach the client prefixed
@@ -294,6 +326,9 @@ def _guarded(fn: Any) -> Any:
 
     @functools.wraps(fn)
     def call(**kwargs: Any) -> Any:
+        if _INVALID in kwargs:  # arguments that did not validate (:func:`_one_line_validation`)
+            text = error_text(ValueError(kwargs[_INVALID]))
+            return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
         try:
             return fn(**kwargs)
         except (NcuroofError, ValueError, KeyError, OSError) as exc:
@@ -320,6 +355,32 @@ def _forbid_unknown_arguments(server: Any, name: str) -> None:
     config = ConfigDict(**{**base.model_config, "extra": "forbid"})
     meta.arg_model = type(base.__name__, (base,), {"model_config": config, "__module__": __name__})
     tool.parameters = {**tool.parameters, "additionalProperties": False}
+    _one_line_validation(meta)
+
+
+def _one_line_validation(meta: Any) -> None:
+    """Make ``meta`` (the SDK's argument metadata of a tool) say a bad argument in the CLI's one
+    line (``ncuroof: error: argument 'top': Input should be a valid integer``), not pydantic's
+    multi-line text with a URL; left as it is where the SDK lays it out otherwise."""
+    from pydantic import ValidationError
+
+    check = getattr(meta, "validate_arguments", None)
+    if check is None:
+        return
+
+    def validate(arguments: Any) -> Any:
+        try:
+            return check(arguments)
+        except ValidationError as exc:  # handed to the tool (:func:`_guarded`) as its error
+            first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": str(exc)}
+            where = ".".join(str(x) for x in first.get("loc", ())) or "arguments"
+            more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+            return {_INVALID: f"argument {where!r}: {first.get('msg', '')}{more}"}
+
+    try:
+        object.__setattr__(meta, "validate_arguments", validate)
+    except (AttributeError, TypeError):
+        return
 
 
 #: What each tool does, as the client reads it.
@@ -462,6 +523,10 @@ def build_server(session: Session) -> Any:
 def serve(outdir: Path | None = None, allow_profile: bool = False) -> None:
     """Serve the tools over stdio until the client closes the connection (``ncuroof mcp``).
 
+    The messages pass through :func:`_guard_stdio` first: a malformed one is answered with a
+    JSON-RPC error, an oversized one refused, the end of the client's stdin ends the server (a
+    tool still running included) and Ctrl-C exits at once (130).
+
     Raises
     ------
     MissingModuleError
@@ -469,4 +534,104 @@ def serve(outdir: Path | None = None, allow_profile: bool = False) -> None:
     InputError
         ``allow_profile`` without ``outdir``.
     """
-    build_server(Session(outdir, allow_profile)).run("stdio")
+    server = build_server(Session(outdir, allow_profile))
+    _guard_stdio()
+    server.run("stdio")
+
+
+def _screened(line: bytes) -> tuple[Any, int, str] | None:
+    """Why a JSON-RPC message from the client cannot be served, as (its id or None, JSON-RPC error
+    code, message); None for one the SDK may read."""
+    import json
+
+    try:
+        msg = json.loads(line)
+    except (ValueError, RecursionError):
+        return None, -32700, "Parse error: the message is not JSON"
+    if isinstance(msg, list):
+        return None, -32600, "Invalid Request: batches are not supported"
+    if not isinstance(msg, dict):
+        return None, -32600, "Invalid Request: a message is a JSON object"
+    mid = msg.get("id")
+    if mid is not None and (isinstance(mid, bool) or not isinstance(mid, (str, int, float))):
+        return None, -32600, "Invalid Request: id is a string or a number"
+    if "method" not in msg and not ("result" in msg or "error" in msg):
+        return mid, -32600, "Invalid Request: no method"
+    if "method" in msg and not isinstance(msg["method"], str):
+        return mid, -32600, "Invalid Request: method is a string"
+    return None
+
+
+class _Wire(io.RawIOBase):
+    """The server's side of stdout: whole lines only, under one lock, so that a JSON-RPC error
+    written by :func:`_guard_stdio` never lands inside one of the SDK's messages."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd, self._lock, self._pending = fd, threading.Lock(), b""
+
+    def writable(self) -> bool:
+        return True
+
+    def _out(self, data: bytes) -> None:
+        while data:
+            data = data[os.write(self._fd, data) :]
+
+    def write(self, b: Any) -> int:
+        with self._lock:
+            self._pending += bytes(b)
+            cut = self._pending.rfind(b"\n") + 1
+            if cut:
+                self._out(self._pending[:cut])
+                self._pending = self._pending[cut:]
+        return len(b)
+
+    def line(self, data: bytes) -> None:
+        """Write one whole line of our own."""
+        with self._lock:
+            self._out(data)
+
+
+def _guard_stdio() -> None:
+    """Put a filter between the client and the SDK (module docstring of :func:`serve`): the
+    client's messages are read here, line by line up to ``[limits] mcp_request_bytes``, screened
+    (:func:`_screened`) and handed on through a pipe that becomes ``sys.stdin``; replies go
+    through :class:`_Wire` as ``sys.stdout``."""
+    import json
+    import signal
+    import sys
+
+    limit = int(catalog.limits()["mcp_request_bytes"])
+    wire = _Wire(os.dup(sys.stdout.fileno()))
+    source = sys.stdin.buffer
+    read_end, write_end = os.pipe()
+
+    def refuse(mid: Any, code: int, message: str) -> None:
+        error = {"jsonrpc": "2.0", "id": mid, "error": {"code": code, "message": message}}
+        wire.line((json.dumps(error) + "\n").encode())
+
+    def pump() -> None:
+        with os.fdopen(write_end, "wb", buffering=0) as sink:
+            while line := source.readline(limit + 1):
+                if len(line) > limit and not line.endswith(b"\n"):
+                    while (rest := source.readline(limit + 1)) and not rest.endswith(b"\n"):
+                        pass
+                    refuse(None, -32600, f"Invalid Request: more than {limit:,} bytes")
+                elif line.strip():
+                    why = _screened(line)
+                    if why is None:
+                        sink.write(line if line.endswith(b"\n") else line + b"\n")
+                    else:
+                        refuse(*why)
+        # the client went: the SDK ends on the closed pipe; a tool still running is not waited for
+        watchdog = threading.Timer(5.0, os._exit, args=(0,))
+        watchdog.daemon = True
+        watchdog.start()
+
+    def aborted(signum: int, frame: Any) -> None:
+        os.write(2, b"ncuroof: aborted\n")
+        os._exit(130)
+
+    threading.Thread(target=pump, name="ncuroof-mcp-stdin", daemon=True).start()
+    sys.stdin = io.TextIOWrapper(os.fdopen(read_end, "rb"), encoding="utf-8")
+    sys.stdout = io.TextIOWrapper(wire, encoding="utf-8", write_through=True)
+    signal.signal(signal.SIGINT, aborted)

@@ -203,3 +203,88 @@ def test_mcp_arguments_are_judged_like_the_cli_and_the_server_keeps_serving(tmp_
         assert "Traceback" not in message and "internal error" not in message
     assert doc_of(same)["gate"]["passed"] is True  # identical runs never fail the gate
     assert doc_of(gpus)["gpus"]
+
+
+class _Raw:
+    """``ncuroof mcp`` over raw stdio: bytes in, one JSON-RPC message per line out."""
+
+    def __init__(self) -> None:
+        self.p = subprocess.Popen(
+            [sys.executable, "-m", "ncuroof", "mcp"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=ENV,
+        )
+        self.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "test", "version": "1"},
+                },
+            }
+        )
+        assert "result" in self.recv()
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def send(self, msg) -> None:
+        data = msg if isinstance(msg, bytes) else (json.dumps(msg) + "\n").encode()
+        self.p.stdin.write(data)
+        self.p.stdin.flush()
+
+    def recv(self) -> dict:
+        return json.loads(self.p.stdout.readline())
+
+    def call(self, i: int, tool: str, arguments: dict) -> str:
+        params = {"name": tool, "arguments": arguments}
+        self.send({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": params})
+        r = self.recv()
+        assert r["id"] == i and r["result"]["isError"]
+        return r["result"]["content"][0]["text"]
+
+
+def test_malformed_requests_get_json_rpc_errors_and_bad_paths_one_line() -> None:
+    """Issue 53: malformed JSON, a batch, a request without a method or with an object id each get
+    a JSON-RPC error; '/', a 5000-character path, a NUL, 2000 paths and a wrong argument type get
+    the CLI's one line (no pydantic text, no URL); the end of stdin ends the server at once."""
+    s = _Raw()
+    for data, code in (
+        (b"{not json\n", -32700),
+        (b'[{"jsonrpc":"2.0","id":2,"method":"tools/list"}]\n', -32600),
+        (b'{"jsonrpc":"2.0","id":3}\n', -32600),
+        (b'{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}\n', -32600),
+    ):
+        s.send(data)
+        assert s.recv()["error"]["code"] == code
+    for i, (path, words) in enumerate(
+        (
+            ("/", "names no file"),
+            ("a" * 5000, "limits.mcp_path_chars"),
+            ("x\x00y", "NUL byte"),
+            (["a.ncu-rep"] * 2000, "limits.mcp_paths"),
+        ),
+        start=10,
+    ):
+        text = s.call(i, "analyze", {"path": path})
+        assert text.startswith("ncuroof: error: ") and words in text and "\n" not in text
+    text = s.call(20, "analyze", {"path": "x.ncu-rep", "focus": "most"})
+    assert text.startswith("ncuroof: error: argument 'focus'") and "http" not in text
+    assert "\n" not in text
+    t0 = time.monotonic()
+    s.p.stdin.close()
+    assert s.p.wait(timeout=20) == 0 and time.monotonic() - t0 < 10
+
+
+def test_ctrl_c_stops_the_server_with_one_line() -> None:
+    """SIGINT: 'ncuroof: aborted', exit 130, no traceback, the server gone (issue 53)."""
+    import signal
+
+    s = _Raw()
+    s.p.send_signal(signal.SIGINT)
+    assert s.p.wait(timeout=20) == 130
+    err = s.p.stderr.read().decode()
+    assert err.strip().splitlines()[-1] == "ncuroof: aborted" and "Traceback" not in err
