@@ -18,14 +18,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
-from .schema import tensor_path
+
+def tensor_path(key: str) -> str | None:
+    """:func:`ncuroof.schema.tensor_path` (imported when first asked: the schema imports pandas,
+    which ``ncuroof list-gpus`` and ``--help`` do without)."""
+    from .schema import tensor_path as path_of
+
+    return path_of(key)
 
 
 def cc_in_range(cc: Any, cc_min: float | None = None, cc_max: float | None = None) -> Any:
@@ -33,6 +37,8 @@ def cc_in_range(cc: Any, cc_min: float | None = None, cc_max: float | None = Non
     entry's ``[cc_min, cc_max]`` (a bound None: open), with 1e-9 of slack for a ``"8.9"`` read as
     a float: the one range check of the recipes (``metrics/roofline.toml``) and the collector's
     metric variants (``metrics/collect.toml``)."""
+    import numpy as np  # imported here: list-gpus and --help need no numpy (issue 54)
+
     ok = np.full(np.shape(cc), True) if cc_min is None else cc >= cc_min - 1e-9
     return ok if cc_max is None else ok & (cc <= cc_max + 1e-9)
 

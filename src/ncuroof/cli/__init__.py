@@ -17,9 +17,8 @@ import sys
 import click
 
 from .. import __version__, fmt
+from .._rlimit import address_space_limit
 from ..errors import NcuroofError
-from ..parser.memory import address_space_limit, use_returning_pool
-from . import analyze, compare, explain, gpus, profile, serve
 from .common import echo
 
 __all__ = ["main", "cli", "INTERNAL_ERROR"]
@@ -34,7 +33,64 @@ _EXIT_CODES = (
 )
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=_EXIT_CODES)
+#: The commands: name -> (module of ncuroof.cli, its attribute, the line ``ncuroof --help`` shows),
+#: imported when run or asked for (issue 54: ``ncuroof --help`` imports no pandas, numpy or
+#: pyarrow; a command module imports the analysis).
+_COMMANDS = {
+    "analyze": (
+        "analyze",
+        "analyze",
+        "Analyze ncu reports, CSV exports or a PyTorch trace: tables and a roofline page",
+    ),
+    "compare": (
+        "compare",
+        "compare_cmd",
+        "Compare two runs (or more, in order): what moved, what got slower; a CI gate",
+    ),
+    "doctor": ("profile", "doctor", "Can this machine profile? ncu, the GPU, counter permission"),
+    "explain": ("explain", "explain_cmd", "One kernel's numbers, evidence, advice and launches"),
+    "list-gpus": ("gpus", "list_gpus", "The datasheet GPUs: the ids --gpu and --what-if take"),
+    "mcp": ("serve", "mcp_cmd", "Serve the analysis to agents over the Model Context Protocol"),
+    "profile": (
+        "profile",
+        "profile",
+        "Run a program under ncu with the roofline metrics, keep the report, analyze it",
+    ),
+}
+
+
+class _LazyGroup(click.Group):
+    """A group whose commands are imported when one runs or shows its help; ``ncuroof --help``
+    lists them from :data:`_COMMANDS` alone."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(_COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in _COMMANDS:
+            return None
+        import importlib
+
+        module, attr, _ = _COMMANDS[name]
+        if name != "list-gpus":
+            from ..parser.memory import use_returning_pool
+
+            use_returning_pool()  # the analysis's memory pool (ncuroof.parser.memory)
+        return getattr(importlib.import_module(f"{__name__}.{module}"), attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [
+            (name, short.split(": ")[0].rstrip(".")) for name, (_, _, short) in _COMMANDS.items()
+        ]
+        with formatter.section("Commands"):
+            formatter.write_dl(sorted(rows))
+
+
+@click.group(
+    cls=_LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog=_EXIT_CODES,
+)
 @click.version_option(__version__, prog_name="ncuroof")
 @click.option("-v", "--verbose", count=True, help="More log output on stderr (-vv for debug).")
 def cli(verbose: int) -> None:
@@ -54,18 +110,8 @@ class _PrintableFormatter(logging.Formatter):
         return fmt.printable(super().format(record))
 
 
-cli.add_command(analyze.analyze)
-cli.add_command(profile.profile)
-cli.add_command(profile.doctor)
-cli.add_command(compare.compare_cmd)
-cli.add_command(serve.mcp_cmd)
-cli.add_command(gpus.list_gpus)
-cli.add_command(explain.explain_cmd)
-
-
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``ncuroof`` console script."""
-    use_returning_pool()
     try:
         cli.main(args=argv, prog_name="ncuroof", standalone_mode=False)
     except click.exceptions.Abort:
@@ -141,8 +187,10 @@ def _elsewhere(exc: click.ClickException) -> str:
     if not isinstance(exc, click.NoSuchOption) or exc.possibilities:
         return ""
     owners: dict[str, str] = {}
-    for name, command in cli.commands.items():
-        for param in command.params:
+    ctx = click.Context(cli)
+    for name in cli.list_commands(ctx):
+        command = cli.get_command(ctx, name)
+        for param in command.params if command is not None else []:
             for opt in getattr(param, "opts", []):
                 owners.setdefault(opt, name)
     close = difflib.get_close_matches(exc.option_name, list(owners), 3, 0.75)

@@ -16,10 +16,13 @@ def list_gpus(as_json: bool) -> None:
     """List the datasheet GPUs (metrics/gpus.toml): id (for --gpu and --what-if), name, compute
     capability, dense FP32 FLOP/s and DRAM bandwidth at the boost clock, confidence."""
     from .. import catalog
-    from ..render import json_doc, text
 
     gpus = catalog.load_gpus()
     if as_json:
+        from ..render import json_doc
+
         click.echo(json_doc.dumps(json_doc.gpus_document(gpus)), nl=False)
         return
-    echo(text.gpus_text(gpus), nl=False)
+    from ..render.gpus import gpus_text  # imports no pandas: list-gpus answers at once
+
+    echo(gpus_text(gpus), nl=False)

@@ -13,6 +13,7 @@ import os
 import threading
 
 from .._lazy import LazyModule
+from .._rlimit import address_space_limit
 
 pa = LazyModule("pyarrow")  # imported when memory is released or the pool chosen
 
@@ -64,14 +65,3 @@ def use_returning_pool() -> None:
         return
     pa.set_memory_pool(pool)
     pa.jemalloc_set_decay_ms(JEMALLOC_DECAY_MS)
-
-
-def address_space_limit() -> int | None:
-    """This process's virtual-memory limit in bytes (``ulimit -v``, RLIMIT_AS), None without one."""
-    try:
-        import resource
-
-        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
-    except (ImportError, OSError, ValueError):  # not on POSIX
-        return None
-    return None if soft == resource.RLIM_INFINITY else int(soft)
