@@ -1941,7 +1941,7 @@ TRACE_COMPARE: dict[str, Column] = {
     "time_s_before": Column("float64", "s", "GPU time of its kernels before (NaN: none)"),
     "time_s_after": Column("float64", "s", "GPU time of its kernels after"),
     "speedup": Column("float64", "1", "time_s_before / time_s_after (matched rows)"),
-    "time_delta_s": Column("float64", "", "time_s_after - time_s_before [s] (negative: faster)"),
+    "time_delta_s": Column("float64", "s", "time_s_after - time_s_before (negative: faster)"),
     "flop_before": Column("float64", "FLOP", "analytic FLOPs before"),
     "flop_after": Column("float64", "FLOP", "analytic FLOPs after"),
     "compulsory_bytes_before": Column("float64", "B", "compulsory bytes before"),
