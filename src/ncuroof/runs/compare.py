@@ -697,10 +697,10 @@ def totals(table: pd.DataFrame, before: pd.DataFrame, after: pd.DataFrame) -> di
         for s in ("before", "after")
     )
     sigma = (
-        pd.to_numeric(known.get("time_noise_frac"), errors="coerce").fillna(0.0)
+        pd.to_numeric(known["time_noise_frac"], errors="coerce").fillna(0.0)
         / 2
         * known["time_s_before"]
-        if len(known)
+        if len(known) and "time_noise_frac" in known.columns
         else pd.Series(dtype=float)
     )
     out["matched_noise_frac"] = (
@@ -872,7 +872,11 @@ def _slower_matched(
     tb, ta = m["time_s_before"].to_numpy(float), m["time_s_after"].to_numpy(float)
     slow = m[np.isfinite(tb) & np.isfinite(ta) & (tb > 0) & (ta > limit * tb)]
     grew = (slow["time_s_after"] / slow["time_s_before"] - 1).to_numpy(float)
-    noise = pd.to_numeric(slow.get("time_noise_frac"), errors="coerce").to_numpy(float)
+    noise = (
+        pd.to_numeric(slow["time_noise_frac"], errors="coerce").to_numpy(float)
+        if "time_noise_frac" in slow.columns
+        else np.full(len(slow), np.nan)
+    )
     within = np.isfinite(noise) & (grew <= noise) if len(slow) else np.zeros(0, bool)
     fails, notes = [], []
     for r, g, n, w in zip(slow.itertuples(index=False), grew, noise, within):
