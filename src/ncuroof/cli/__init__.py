@@ -141,6 +141,17 @@ def main(argv: list[str] | None = None) -> None:
             one_line=True,
         )
         sys.exit(2)
+    except ImportError as exc:
+        if not _mapping_failed(exc) or os.environ.get("NCUROOF_DEBUG"):
+            _internal(exc)
+        # under ulimit -v a library cannot even be mapped in (issue 53)
+        echo(
+            f"ncuroof: error: loading its libraries needs more memory than {_memory_limit_text()}"
+            " (a shared library could not be mapped); raise the limit",
+            err=True,
+            one_line=True,
+        )
+        sys.exit(2)
     except RuntimeError as exc:
         if "can't start new thread" not in str(exc) or os.environ.get("NCUROOF_DEBUG"):
             _internal(exc)
@@ -155,6 +166,13 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:  # noqa: BLE001 - last resort: a defect, reported in one line
         _internal(exc)
     sys.exit(0)
+
+
+def _mapping_failed(exc: ImportError) -> bool:
+    """An ImportError of a shared library the system could not map into memory (the loader's
+    words under a memory limit), not a missing module."""
+    text = str(exc).lower()
+    return "failed to map segment" in text or "cannot allocate memory" in text
 
 
 def _memory_limit_text() -> str:
