@@ -15,6 +15,7 @@ FLOPs, a dot on the roofline per phase.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,9 +27,12 @@ import numpy as np
 import pandas as pd
 
 from ..catalog import Catalog
+from ..errors import NcuroofError
 from ..schema import SAMPLE_PHASES, SAMPLES
 from .distinct import text_array
 from .expect import counted_flop
+
+_log = logging.getLogger(__name__)
 
 __all__ = ["read_samples", "sample_table", "phase_table", "tail_share", "with_tail_evidence"]
 
@@ -76,10 +80,13 @@ def _launch_series(rows: pd.DataFrame, strip: str) -> tuple[dict[str, _Series], 
     for name, g in rows.groupby("metric", sort=False):
         name = str(name)
         keys = g["key"].to_numpy(np.int64)
+        group = name.rsplit("_", 1)[-1]
+        if name.startswith((_START, _END)) and not group.isdigit():
+            continue  # a workload span of no pass group this reader knows
         if name.startswith(_START) and len(keys):
-            starts[int(name[len(_START) :])] = int(keys[0])
+            starts[int(group)] = int(keys[0])
         elif name.startswith(_END) and len(keys):
-            ends[int(name[len(_END) :])] = int(keys[0])
+            ends[int(group)] = int(keys[0])
         elif not name.startswith("profiler__") and len(keys):
             order = np.argsort(keys, kind="stable")
             base = pat.sub("", name)
@@ -334,11 +341,21 @@ def read_samples(launches: pd.DataFrame, cat: Catalog) -> pd.DataFrame:
         for source, group in sampled.groupby("source", sort=False, observed=True):
             if not holds_series(Path(str(source))):
                 continue  # a CSV export: the interval, no series
-            series = read_series(Path(str(source)))
+            try:
+                series = read_series(Path(str(source)))
+            except NcuroofError as exc:  # the samples are extra: the analysis goes on without
+                _log.warning("%s: no PM samples: %s", source, exc)
+                continue
             by_launch = dict(iter(series.groupby("launch_id", sort=False)))
             for row in group.itertuples(index=False):
                 rows = by_launch.get(int(row.launch_id))
-                t = None if rows is None else _launch_table(rows, row, cat.sampling)
+                try:
+                    t = None if rows is None else _launch_table(rows, row, cat.sampling)
+                except (ValueError, IndexError, KeyError, OverflowError) as exc:
+                    _log.warning(
+                        "%s launch %s: PM samples left out: %s", source, row.launch_id, exc
+                    )
+                    continue
                 if t is not None:
                     frames.append(t)
     return sample_table(frames)
