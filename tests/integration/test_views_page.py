@@ -24,6 +24,9 @@ DRAWN = """(role) => { const gd = document.getElementById('roofline'); let n = 0
   gd._fullData.forEach(t => { if (t.visible === true && t.meta && t.meta.role === role) {
     n += document.querySelectorAll('#roofline .trace' + t.uid + ' .points path').length; } });
   return n; }"""
+# Visible traces of one role (lines have no points to count).
+VISIBLE = """(role) => document.getElementById('roofline')._fullData.filter(t => t.visible === true
+  && t.meta && t.meta.role === role).length"""
 # Whether the control holding this element shows.
 SHOWN = (
     "(sel) => getComputedStyle(document.querySelector(sel).closest('.control')).display !== 'none'"
@@ -87,7 +90,13 @@ def test_phase_and_instruction_views(browser, tmp_path):  # noqa: F811 - the fix
     page, errors = _open(browser, out / "roofline.html")
     chart = page.locator('input[name="ctl-chart"]')
     labels = page.evaluate(CHART_LABELS)
-    assert labels == ["Kernels (FLOP roofline)", "NVTX phases", "Instruction roofline"]
+    assert labels == [
+        "Kernels (FLOP roofline)",
+        "NVTX phases",
+        "Instruction roofline",
+        "PM sampling timeline",  # the report was PM-sampled (issue 51)
+        "PM sampling phases",
+    ]
     roofline = page.evaluate(LAYOUT)
     kernel_dots = page.evaluate(DRAWN, "dots")
     assert (
@@ -103,6 +112,19 @@ def test_phase_and_instruction_views(browser, tmp_path):  # noqa: F811 - the fix
     chart.nth(2).check()
     page.wait_for_timeout(400)
     _check_instruction_view(page, pd.read_csv(out / "instruction_points.csv"))
+
+    chart.nth(3).check()  # the PM sampling timeline: a line per sampled family, the roof at 1
+    page.wait_for_timeout(400)
+    assert page.evaluate(VISIBLE, "sample_line") > 0 and page.evaluate(VISIBLE, "sample_roof") == 1
+    assert page.evaluate(DRAWN, "dots") == 0
+    assert page.evaluate(LAYOUT)[0].startswith("Inside the kernel over time")
+    chart.nth(4).check()  # the phases' trail on the roofline
+    page.wait_for_timeout(400)
+    phases = pd.read_csv(out / "sample_phases.csv")
+    drawn = phases[(phases["flop"] > 0) & (phases["dram_bytes"] > 0)]
+    assert page.evaluate(DRAWN, "sample_phase_dots") >= len(drawn) > 0
+    assert page.evaluate(VISIBLE, "sample_trail") > 0
+    page.screenshot(path=str(ARTIFACTS / "roofline-samples-cutlass.png"), full_page=True)
 
     chart.nth(0).check()
     page.wait_for_timeout(300)
