@@ -25,8 +25,9 @@ go = LazyModule("plotly.graph_objects")  # imported when a chart is drawn
 
 __all__ = ["VIEW", "PHASES_VIEW", "timeline_chart", "trail_chart", "MAX_TIMELINES"]
 
-#: Sampled launches drawn on the timeline (the longest; the first shown, the others in the legend).
-MAX_TIMELINES = 8
+#: Sampled launches drawn on the timeline (the longest; the page shows every trace of the chart it
+#: shows, so a few keep it readable; samples.csv has every launch).
+MAX_TIMELINES = 4
 
 #: The timeline's series: column, label, colour. ``dram_bytes_per_s`` is drawn over the launch's
 #: DRAM peak (its roof at 1).
