@@ -342,3 +342,25 @@ def test_narrow_terminals_keep_the_columns_that_matter_and_say_what_they_hid(wid
     assert "change" in header and "movement" in header
     flat = " ".join(ct.split())
     assert "left out at" in flat and "compare.csv has every column" in flat
+
+
+def test_verbose_flags_say_what_the_analysis_did() -> None:
+    """``-v`` logs what was read and made (INFO), ``-vv`` each stage's time too (DEBUG, issue 54);
+    without them stderr has neither."""
+    from tests.helpers.cli import run
+    from tests.helpers.reports import shared
+
+    import tempfile
+
+    report = str(shared("ESMM-Research__profile_output.ncu-rep"))
+    for flags, info, debug in (([], False, False), (["-v"], True, False), (["-vv"], True, True)):
+        with tempfile.TemporaryDirectory() as d:
+            out = run(*flags, "analyze", report, "-q", "-o", f"{d}/o")
+        assert out.returncode == 0, out.stderr
+        assert (
+            "INFO ncuroof.model.analysis: read 4 launches from 1 input(s)" in out.stderr
+        ) == info
+        assert (
+            "INFO ncuroof.model.analysis: 4 kernels, 4 launches, 12 points" in out.stderr
+        ) == info
+        assert ("DEBUG ncuroof.model.analysis: read the inputs: " in out.stderr) == debug

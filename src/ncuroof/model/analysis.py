@@ -9,8 +9,11 @@ The page (:mod:`ncuroof.render.figure`, :mod:`ncuroof.render.page`), the CLI sum
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import math
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -180,6 +183,17 @@ class Analysis:
         )
 
 
+_log = logging.getLogger(__name__)
+
+
+@contextlib.contextmanager
+def _stage(what: str) -> Iterator[None]:
+    """Log how long one stage of the analysis took (``ncuroof -vv``: DEBUG)."""
+    t0 = time.perf_counter()
+    yield
+    _log.debug("%s: %.3f s", what, time.perf_counter() - t0)
+
+
 def read_launches(
     inputs: Sequence[Path],
     options: AnalysisOptions,
@@ -212,9 +226,14 @@ def read_launches(
     """
     if not inputs:
         raise InputError("no input files given")
-    raw = parser.read_many(list(inputs), cat, progress, stack=options.stack, reader=options.reader)
+    with _stage("read the inputs"):
+        raw = parser.read_many(
+            list(inputs), cat, progress, stack=options.stack, reader=options.reader
+        )
     release_memory()  # the decoded chunks, joined into ``raw``, and the reader's copies
-    k = formulas.compute_launches(raw, cat, traffic=options.traffic)
+    _log.info("read %d launches from %d input(s)", len(raw), len(inputs))
+    with _stage("work and traffic of each launch"):
+        k = formulas.compute_launches(raw, cat, traffic=options.traffic)
     del raw  # the metric columns are not needed past here
     clocks = {s: clock_control(Path(s)) for s in k["source"].dropna().unique()}
     k["clock_control"] = k["source"].map(clocks).astype(object)
@@ -270,16 +289,21 @@ def from_launches(
     Analysis
     """
     kernels = only_kernels(kernels, options.kernels)
-    pts = validate_points(formulas.compute_points(kernels))
+    with _stage("points"):
+        pts = validate_points(formulas.compute_points(kernels))
     smp = phs = None
     if not classified:  # the reports are at hand: their sampled series, if any
-        smp = samples.read_samples(kernels, cat)
-        phs = samples.phase_table(smp, kernels, cat)
-    k = (
-        _classified(kernels, pts, options, cat, gpus, phs)
-        if not classified
-        else _keyed(kernels, options)
-    )
+        with _stage("PM samples and phases"):
+            smp = samples.read_samples(kernels, cat)
+            phs = samples.phase_table(smp, kernels, cat)
+        if len(smp):
+            _log.info("%d PM samples of %d launch(es)", len(smp), smp["launch_id"].nunique())
+    with _stage("bound and diagnosis of each launch"):
+        k = (
+            _classified(kernels, pts, options, cat, gpus, phs)
+            if not classified
+            else _keyed(kernels, options)
+        )
     release_memory()  # the launch table's intermediate copies
     dots = summary.kernel_dots(k, pts)
     prod = production.from_options(
@@ -292,7 +316,9 @@ def from_launches(
         production_s=prod.weights if prod else None,
         production_total_s=prod.total_s if prod else None,
     )
-    summ = diagnose.diagnose_kernels(summ, k, cat, gpus)
+    with _stage("kernel verdicts"):
+        summ = diagnose.diagnose_kernels(summ, k, cat, gpus)
+    _log.info("%d kernels, %d launches, %d points", len(summ), len(k), len(pts))
     return Analysis(
         list(inputs),
         options,
