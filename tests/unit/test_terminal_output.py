@@ -347,10 +347,10 @@ def test_narrow_terminals_keep_the_columns_that_matter_and_say_what_they_hid(wid
 def test_verbose_flags_say_what_the_analysis_did() -> None:
     """``-v`` logs what was read and made (INFO), ``-vv`` each stage's time too (DEBUG, issue 54);
     without them stderr has neither."""
+    import tempfile
+
     from tests.helpers.cli import run
     from tests.helpers.reports import shared
-
-    import tempfile
 
     report = str(shared("ESMM-Research__profile_output.ncu-rep"))
     for flags, info, debug in (([], False, False), (["-v"], True, False), (["-vv"], True, True)):
