@@ -309,3 +309,24 @@ def test_l1_dots_sit_on_top_of_the_l2_squares_at_half_the_area() -> None:
                 assert s1 == pytest.approx(s2 / 2, rel=1e-6)
             checked += 1
     assert checked
+
+
+def test_compare_dots_after_carry_their_kernel_names() -> None:
+    """compare.html (issue 54): each after dot (matched or new) is labelled with its kernel's
+    shortened name; the before dots stay unlabelled (their arrows end at the labelled dots)."""
+    import ncuroof
+    from ncuroof.render import compare as compare_page
+    from tests.helpers.reports import shared
+
+    r = ncuroof.compare_runs(
+        shared("ESMM-Research__profile_output.ncu-rep"), shared("ESMM-Research__metrics.csv")
+    )
+    traces, _, _ = compare_page._dot_traces(r.table)
+    for t in traces:
+        if t.meta["side"] == "after" and len(t.x):
+            assert t.mode == "markers+text" and len(t.text) == len(t.x)
+            assert all(isinstance(s, str) and s for s in t.text)
+        else:
+            assert t.mode == "markers" and t.text is None
+    names = {s for t in traces if t.text for s in t.text}
+    assert {"warptiling", "two_blocktiling"} <= names

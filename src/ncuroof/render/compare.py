@@ -115,6 +115,18 @@ def _hover(rows: pd.DataFrame, side: str) -> np.ndarray:
     )
 
 
+#: The after dots are labelled with their kernel's name when at most this many (issue 54: the
+#: compare page's dots had no labels); more would cover each other, the hover names each.
+MAX_DOT_LABELS = 25
+
+
+def _dot_labels(rows: pd.DataFrame) -> list[str]:
+    """Each dot's kernel name, shortened so that no two read alike (:func:`fmt.shorten_names`),
+    escaped."""
+    names = fmt.shorten_names([fmt.printable(n, layout=False) for n in rows["kernel_label"]], 28)
+    return [html.escape(n) for n in names]
+
+
 def _dot_traces(table: pd.DataFrame) -> tuple[list[go.Scatter], list[float], list[float]]:
     traces, xs, ys = [], [], []
     for side, rows, marker in _dots(table):
@@ -124,11 +136,15 @@ def _dot_traces(table: pd.DataFrame) -> tuple[list[go.Scatter], list[float], lis
         )
         xs += list(x)
         ys += list(y)
+        labelled = side == "after" and 0 < len(rows) <= MAX_DOT_LABELS
         traces.append(
             go.Scatter(
                 x=x,
                 y=y,
-                mode="markers",
+                mode="markers+text" if labelled else "markers",
+                text=_dot_labels(rows) if labelled else None,
+                textposition="top center",
+                textfont=dict(size=10, color="#444"),
                 name=marker["name"],
                 meta={"role": "dots", "side": side},
                 marker=dict(
