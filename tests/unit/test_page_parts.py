@@ -330,3 +330,19 @@ def test_compare_dots_after_carry_their_kernel_names() -> None:
             assert t.mode == "markers" and t.text is None
     names = {s for t in traces if t.text for s in t.text}
     assert {"warptiling", "two_blocktiling"} <= names
+
+
+def test_each_chart_sets_its_own_axis_kind(tmp_path) -> None:
+    """The PM sampling timeline is drawn on linear axes (time, fractions with zeros); every other
+    chart of the control sets the roofline's log axes back, whichever was shown before it."""
+    import ncuroof
+    from tests.helpers.figures import figure_of
+    from tests.helpers.reports import shared
+
+    out = tmp_path / "o"
+    ncuroof.analyze(shared("cutlass-panjd123__4f3955ed3c_report.ncu-rep"), out, group_by="nvtx")
+    _, layout = figure_of(out / "roofline.html")
+    charts = layout["meta"]["view"]["layouts"]["chart"]
+    assert charts["samples"]["xaxis.type"] == charts["samples"]["yaxis.type"] == "linear"
+    for chart in ("roofline", "phases", "instructions", "sample_phases"):
+        assert charts[chart]["xaxis.type"] == charts[chart]["yaxis.type"] == "log", chart

@@ -365,6 +365,13 @@ def add_charts(fig: go.Figure, contract: ViewContract, charts: list[Chart], labe
         for c in contract.controls
     }
     hide_notes = {f"annotations[{i}].visible": False for i in range(len(fig.layout.annotations))}
+    # each chart's axes are the figure's kind (log) unless it says otherwise (a timeline: linear),
+    # so that the chart shown after another gets its own back
+    kinds = {
+        f"{ax}.type": fig.layout[ax].type
+        for ax in ("xaxis", "yaxis")
+        if fig.layout[ax].type is not None
+    }
     layouts = {own: _own_layout(fig)}
     for chart in charts:
         for tr in chart.traces:
@@ -379,6 +386,7 @@ def add_charts(fig: go.Figure, contract: ViewContract, charts: list[Chart], labe
         layouts[chart.id] = {
             "xaxis.autorange": True,
             "yaxis.autorange": True,
+            **kinds,
             **hide_notes,
             **chart.layout,
         }

@@ -151,6 +151,8 @@ def timeline_chart(samples: pd.DataFrame, phases: pd.DataFrame, a: Analysis) -> 
             "title.text": "Inside the kernel over time: sampled throughput, fraction of peak",
             "xaxis.title.text": "time since the launch's first sample [µs]",
             "yaxis.title.text": "fraction of peak",
+            "xaxis.type": "linear",  # time and fractions (zeros included) on linear axes
+            "yaxis.type": "linear",
         },
     )
 
