@@ -256,7 +256,11 @@ def _located(rows: pd.DataFrame, row: Any, cfg: dict[str, Any]) -> tuple[_Launch
     first = next(iter(got.values()))[0]
     grid, phases = _grid_of(first, spans), cfg["phases"]
     signal = next(
-        (got[c][0].values for c in phases["signal"] if c in got and got[c][0].keys is first.keys),
+        (
+            got[c][0].values
+            for c in phases["signal"]
+            if c in got and np.array_equal(got[c][0].keys, first.keys)  # on the same grid
+        ),
         first.values,
     )
     time_ns = float(row.time_s) * 1e9

@@ -125,8 +125,9 @@ def replayed_rows(
     replayed = kernels["correlation"].isin(graph_corr).to_numpy()
     if not replayed.any() or not len(captured):
         return out, int(replayed.sum()), 0
-    graphs = [g["kernel_name"].tolist() for _, g in captured.groupby("graph", sort=True)]
-    starts = [g.index.to_numpy() for _, g in captured.groupby("graph", sort=True)]
+    groups = [g for _, g in captured.groupby("graph", sort=True)]
+    graphs = [g["kernel_name"].tolist() for g in groups]
+    starts = [g.index.to_numpy() for g in groups]
     cache: dict[tuple[str, ...], Any] = {}
     matched = 0
     sub = kernels[replayed]

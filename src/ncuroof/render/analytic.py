@@ -12,7 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from .. import fmt
-from ..model.analytic import BEYOND_ROOF
+from ..model.analytic import BEYOND_ROOF, family_coverage
 from ..schema import ANALYTIC_SOURCE, COMM_SOURCE, IDLE_SOURCE, MOVED_SOURCE
 from . import page
 
@@ -184,8 +184,6 @@ def finding(r: Any) -> str:
 def _coverage_line(t: pd.DataFrame, most: int = 6) -> str:
     """The kernels' time by operator family and the share of it with a formula, most time first
     (:func:`ncuroof.model.analytic.family_coverage`)."""
-    from ..model.analytic import family_coverage
-
     fams = family_coverage(t).head(most)
     parts = [
         f"{fmt.printable(r.family, layout=False)} {fmt.pct(r.time_share)}"

@@ -14,15 +14,7 @@ from . import compare as _compare
 __all__ = ["join_operators", "totals", "gate"]
 
 #: Columns of an operator table (:data:`ncuroof.schema.ANALYTIC_OPS`) carried before and after.
-_SIDES = {
-    "calls": "calls",
-    "launches": "launches",
-    "time_s": "time_s",
-    "flop": "flop",
-    "compulsory_bytes": "compulsory_bytes",
-    "roof_fraction": "roof_fraction",
-    "bound": "bound",
-}
+_SIDES = ("calls", "launches", "time_s", "flop", "compulsory_bytes", "roof_fraction", "bound")
 
 
 def _keyed(t: pd.DataFrame) -> pd.DataFrame:
@@ -65,9 +57,9 @@ def join_operators(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
     inb, ina = out.index.isin(b.index), out.index.isin(a.index)
     out["status"] = np.select([inb & ina, inb], ["matched", "only_before"], "only_after")
     out["partner"] = ""
-    for col, src in _SIDES.items():
+    for col in _SIDES:
         for side, t in (("before", b), ("after", a)):
-            v = t[src].reindex(keys)
+            v = t[col].reindex(keys)
             out[f"{col}_{side}"] = (
                 v.fillna(0).astype(np.int64).to_numpy() if col in ("calls", "launches") else v
             )

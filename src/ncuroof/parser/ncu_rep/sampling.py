@@ -12,7 +12,8 @@ group index.
 
 The series are read in a pass of their own, only for reports that hold them (the launch table's
 ``pm_sample_interval_s``), so a report without sampling reads as before. Verified value for value
-against ``ncu_report`` (``tests/test_sampling.py``) on every shared report that has series.
+against ``ncu_report`` (``tests/integration/test_sampling.py``) on every shared report that has
+series.
 """
 
 from __future__ import annotations
