@@ -612,3 +612,47 @@ def test_page_words_are_plain(browser, tmp_path):
         r".{40}(sass_|legacy_|op_hmma).{20}", seen
     )
     assert not errors
+
+
+#: Each axis' tick labels as drawn (SVG text).
+TICKS_JS = """ax => [...document.querySelectorAll('#roofline .' + ax + 'tick text')]
+  .map(t => t.textContent)"""
+YTITLE_JS = "() => document.getElementById('roofline')._fullLayout.yaxis.title.text"
+#: plotly's SI prefixes (of its "SI extended" set, those a roofline meets).
+_PREFIX = dict(zip("afpnμmkMGTPE", (10.0**e for e in range(-18, 19, 3) if e != 0)))
+
+
+def _tick_value(label: str) -> float:
+    """A tick label's number: digits and at most one SI prefix (anything else, such as plotly's
+    power notation "10\u200b15\u200b", raises ValueError)."""
+    scale = _PREFIX.get(label[-1:])
+    return float(label[:-1]) * scale if scale else float(label)
+
+
+def test_int8_axes_read_at_a_glance(browser, tmp_path):
+    """Issue 54 item 2: the INT8 IMMA GEMM's y axis says OP/s where its view has integer work
+    (also after another chart was shown) and its ticks are decades in SI prefixes up to the
+    INT8 tensor roof, 1P after 100T (plotly's "SI" wrote 10^15 as a power of ten)."""
+    r = ncuroof.analyze(shared("cutlass-panjd123__4fb3ff3f6a_report-s8.ncu-rep"), tmp_path / "o")
+    page, errors = _open(browser, tmp_path / "o" / "roofline.html")
+    ticks = page.evaluate(TICKS_JS, "y")
+    values = [_tick_value(t) for t in ticks]
+    first = round(np.log10(values[0]))
+    assert values == pytest.approx([10.0**k for k in range(first, first + len(values))]), ticks
+    imma = r.analysis.points.loc[
+        r.analysis.points["precision"] == "tensor:sass_imma", "peak_flop_per_s"
+    ].max()
+    assert imma > 1e14 and values[-1] >= imma / 10  # the decade of the roof is labelled
+    assert page.evaluate(YTITLE_JS) == "Performance [FLOP or OP/s]"  # FP32 epilogue and INT8 MMA
+    page.select_option("#ctl-precision", "tensor:sass_imma")
+    page.wait_for_timeout(300)
+    assert page.evaluate(YTITLE_JS) == "Performance [OP/s]"
+    charts = page.locator('input[name="ctl-chart"]')
+    assert charts.count() > 1
+    charts.nth(1).check()
+    page.wait_for_timeout(300)
+    assert page.evaluate(YTITLE_JS) != "Performance [OP/s]"  # the other chart's own axis
+    charts.nth(0).check()
+    page.wait_for_timeout(300)
+    assert page.evaluate(YTITLE_JS) == "Performance [OP/s]"
+    assert not errors

@@ -24,7 +24,7 @@ from .._lazy import LazyModule
 from ..catalog import precision_title
 from ..schema import BOUNDS, LEVELS
 from . import page
-from .figure import KERNEL_COLORS, LEVEL_COLORS, roofs
+from .figure import AXIS_NUMBERS, KERNEL_COLORS, LEVEL_COLORS, roofs
 
 go = LazyModule("plotly.graph_objects")  # imported when a figure is drawn
 
@@ -391,13 +391,13 @@ def _frame(
         hovermode="closest",
         xaxis=dict(
             type="log",
-            exponentformat="SI",
+            exponentformat=AXIS_NUMBERS,
             title=f"Arithmetic intensity at {level} [FLOP/byte]",
             range=[math.log10(x_lo), math.log10(x_hi)],
         ),
         yaxis=dict(
             type="log",
-            exponentformat="SI",
+            exponentformat=AXIS_NUMBERS,
             title="Performance [FLOP/s]",
             range=[math.log10(min(y_all) / 2), math.log10(max(y_all) * 2)],
         ),

@@ -133,6 +133,10 @@ _LEVEL_SYMBOL = {"l1": "circle", "l2": "square", "dram": "diamond"}
 #: half the area, so that it shows inside its L2 square where their AIs are close (issue 54:
 #: AI 31.8 against 32.0 hid the circle under the square).
 _LEVEL_AREA = {"l1": 0.5, "l2": 1.0, "dram": 1.0}
+#: How the axes write their tick numbers: SI prefixes through P, E, Z (plotly's "SI" stops at T and
+#: writes a tensor roof's 10^15 as a power of ten beside "100T"; "SI extended": plotly.js 3.2).
+AXIS_NUMBERS = "SI extended"
+
 #: Colour of each memory level (roof labels here, the instruction roofline of
 #: :mod:`ncuroof.views`).
 LEVEL_COLORS = {"l1": "#1f77b4", "l2": "#2ca02c", "dram": "#d62728"}
@@ -1379,8 +1383,10 @@ def _base_layout(fig: go.Figure, title: str, height: int) -> None:
         height=height,
         margin=dict(t=50, b=170, r=20),
         hoverlabel=dict(align="left"),
-        xaxis=dict(type="log", title="Arithmetic intensity [FLOP/byte]", exponentformat="SI"),
-        yaxis=dict(type="log", title="Performance [FLOP/s]", exponentformat="SI"),
+        xaxis=dict(
+            type="log", title="Arithmetic intensity [FLOP/byte]", exponentformat=AXIS_NUMBERS
+        ),
+        yaxis=dict(type="log", title="Performance [FLOP/s]", exponentformat=AXIS_NUMBERS),
         legend=dict(
             groupclick="toggleitem",
             itemsizing="constant",

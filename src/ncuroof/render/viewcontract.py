@@ -372,7 +372,10 @@ def add_charts(fig: go.Figure, contract: ViewContract, charts: list[Chart], labe
         for ax in ("xaxis", "yaxis")
         if fig.layout[ax].type is not None
     }
-    layouts = {own: _own_layout(fig)}
+    # what another field's layouts set (a precision view's axis units) the own chart leaves to them:
+    # the page applies every field's layouts again when the chart changes, the chart's last
+    theirs = {k for per in contract.layouts.values() for patch in per.values() for k in patch}
+    layouts = {own: {k: v for k, v in _own_layout(fig).items() if k not in theirs}}
     for chart in charts:
         for tr in chart.traces:
             m = tr.meta if isinstance(tr.meta, dict) else {}

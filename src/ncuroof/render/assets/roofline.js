@@ -39,7 +39,7 @@
   }
 
   // Visibility and restyles for state `st`; the relayouts of the fields that differ from `before` (all when
-  // there is none), so a control that does not change the axes keeps the user's zoom.
+  // there is none or the chart changed), so a control that does not change the axes keeps the user's zoom.
   function apply(view, st, before) {
     const idx = gd.data.map((_, i) => i);
     const rules = (view.shows || {}).traces || [];
@@ -54,9 +54,12 @@
         chain = chain.then(() => Plotly.restyle(gd, update, which));
       }
     }
+    // another chart: every field's relayouts again, in order (the chart's last), so the chart shown
+    // gets back what another field set (a precision view's axis units)
+    const all = !before || String(before.chart) !== String(st.chart);
     for (const [field, perValue] of Object.entries(view.layouts || {})) {
       const patch = perValue[String(st[field])];
-      if (patch && (!before || String(before[field]) !== String(st[field]))) chain = chain.then(() => Plotly.relayout(gd, patch));
+      if (patch && (all || String(before[field]) !== String(st[field]))) chain = chain.then(() => Plotly.relayout(gd, patch));
     }
     return chain;
   }
