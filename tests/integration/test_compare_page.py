@@ -153,3 +153,46 @@ def test_trail_page_draws_each_kernels_trail(browser, tmp_path):  # noqa: F811
     assert max(len(tr["text"]) for tr in trails) == 2 and page.evaluate(STATE_JS)["x"] == "log"
     page.screenshot(path=str(ARTIFACTS / "trail-ESMM.png"), full_page=True)
     assert errors == []
+
+
+#: Per kernel-table row: its cells' texts and, for the time column, its sort value.
+TABLE_JS = """() => { const t = document.querySelector('table.sortable');
+  const head = [...t.tHead.rows[0].cells].map(c => c.textContent);
+  return {head, rows: [...t.tBodies[0].rows].map(r => [...r.cells].map(c => c.textContent)),
+          page: [document.documentElement.scrollWidth, document.documentElement.clientWidth],
+          table: t.getBoundingClientRect().width}; }"""
+
+
+def test_kernel_table_fits_a_laptop_screen(browser, tmp_path):
+    """Issue 54 item 2: compare.html's kernel table (20 columns, 1,634 px wide) scrolled sideways
+    at 1,400 px. One column per quantity with ``before → after`` in a cell: the repository's ESMM
+    pair (an ncu CSV export against the report) fits 1,280 px, and at 1,024 px only the table
+    scrolls, inside its box, never the page. The cells carry both runs' values as ncuroof.fmt
+    writes them from the compare table."""
+    from ncuroof import fmt
+
+    third = Path(__file__).resolve().parents[2] / "fixtures" / "third_party"
+    r = ncuroof.compare_runs(
+        third / "ESMM-Research__metrics.csv",
+        third / "ESMM-Research__profile_output.ncu-rep",
+        tmp_path / "c",
+    )
+    html = tmp_path / "c" / "compare.html"
+    for width in (1024, 1280):
+        page = browser.new_page(viewport={"width": width, "height": 900})
+        page.goto(html.resolve().as_uri())
+        page.wait_for_function("document.querySelector('.plotly-graph-div')._fullLayout")
+        got = page.evaluate(TABLE_JS)
+        assert got["page"][0] == got["page"][1] == width  # the page never scrolls sideways
+        if width == 1280:
+            assert got["table"] <= width
+    rows = {row[0].strip(): dict(zip(got["head"], row)) for row in got["rows"]}
+    for t in r.table.itertuples():
+        cells = rows[t.kernel_label]
+        before = fmt.time(t.time_s_before) if t.launches_before else "-"
+        after = fmt.time(t.time_s_after) if t.launches_after else "-"
+        assert cells["time"] == f"{before} → {after}"
+        assert cells["launches"] == f"{t.launches_before} → {t.launches_after}"
+    matched = r.table[r.table["status"] == "matched"]
+    assert len(matched) == 4 and len(r.table) == 8
+    assert all(rows[k]["status"] == "matched (name)" for k in matched["kernel_label"])

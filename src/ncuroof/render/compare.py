@@ -562,28 +562,25 @@ def trail_page(
     )
 
 
+#: compare.html's kernel table: one column per quantity, before → after in one cell (sorted by the
+#: after value; :data:`_PAIRS`), so that it fits a laptop's screen (issue 54: 20 columns scrolled
+#: sideways at 1,400 px).
 _TABLE = [
     ("kernel_label", "kernel"),
-    ("status", "status"),
-    ("match", "match"),
-    ("launches_before", "launches before"),
-    ("launches_after", "launches after"),
-    ("time_s_before", "time before"),
-    ("time_s_after", "time after"),
+    ("status_text", "status"),
+    ("launches_after", "launches"),
+    ("time_s_after", "time"),
     ("speedup", "speedup"),
     ("change", "change"),
     ("movement_level", "level"),
-    ("movement_ai_flop_per_byte_before", "AI before"),
-    ("movement_ai_flop_per_byte_after", "AI after"),
-    ("movement_roof_fraction_before", "roof frac before"),
-    ("movement_roof_fraction_after", "roof frac after"),
-    ("achievable_roof_fraction_before", "achievable frac before"),
-    ("achievable_roof_fraction_after", "achievable frac after"),
-    ("bound_before", "bound before"),
-    ("bound_after", "bound after"),
+    ("movement_ai_flop_per_byte_after", "AI [FLOP/B]"),
+    ("movement_roof_fraction_after", "of roof"),
+    ("achievable_roof_fraction_after", "of achievable"),
+    ("bound_after", "bound"),
     ("movement", "movement"),
     ("partner", "likely partner"),
 ]
+_PAIRS = {c: c.removesuffix("_after") + "_before" for c, _ in _TABLE if c.endswith("_after")}
 _KINDS = {
     "kernel_label": "name",
     "partner": "name",
@@ -624,6 +621,13 @@ def gate_words(gate: Any) -> str:
         f"no matched kernel slower by more than {gate.threshold_pct:g} %"
     )
     return f"{word} at --fail-if-slower {gate.threshold_pct:g}: {why}"
+
+
+def _shown(table: pd.DataFrame) -> pd.DataFrame:
+    """The comparison table with ``status_text``: the status, and how a matched kernel was
+    matched (``matched (name)``)."""
+    status, match = table["status"].astype(str), table["match"].astype(str)
+    return table.assign(status_text=status.where(status != "matched", status + " (" + match + ")"))
 
 
 def compare_page(
@@ -674,6 +678,6 @@ def compare_page(
         fig,
         meta,
         "Kernels",
-        page.html_table(result.table, _TABLE, kinds=_KINDS),
+        page.html_table(_shown(result.table), _TABLE, kinds=_KINDS, pairs=_PAIRS),
         plotlyjs,
     )

@@ -736,6 +736,7 @@ def html_table(
     kinds: dict[str, str] | None = None,
     swatches: list[str] | None = None,
     row_classes: list[str] | None = None,
+    pairs: dict[str, str] | None = None,
 ) -> str:
     """A sortable HTML table of ``df``'s columns ``cols`` (name, header), from
     ``templates/table.html.j2`` (its rows built here, a column at a time: a page's tables have
@@ -755,6 +756,10 @@ def html_table(
         A colour per row (None: no dot), drawn as a dot before the first cell's text.
     row_classes : list of str, optional
         A CSS class per row (``''``: none), e.g. ``imbalanced`` (``templates/page.css``).
+    pairs : dict, optional
+        Shown column -> the column written before it in the same cell, ``before → after`` (a
+        comparison's two runs in one column; ``-`` for a missing side, one text when two texts
+        are equal); the cell sorts by the shown column's value.
 
     Returns
     -------
@@ -765,28 +770,41 @@ def html_table(
     kinds = kinds or {}
     text_cols = {
         c
-        for c, _ in cols
+        for c in [c for c, _ in cols] + list((pairs or {}).values())
         if kinds.get(c) in ("text", "name")
         or (c not in kinds and not pd.api.types.is_numeric_dtype(df[c]))
     }
     head = [dict(cls="l" if c in text_cols else "", text=t) for c, t in cols]
-    cells = [
-        (
-            _text_cells(
-                df[c],
-                kinds.get(c) == "name",
-                df[title_col] if title_col and c in ("kernel_name", "kernel_label") else None,
-            )
-            if c in text_cols
-            else _number_cells(df[c], _KINDS.get(kinds.get(c, "num"), _KINDS["num"]))
-        )
-        for c, _ in cols
-    ]
+
+    def column(c: str) -> tuple[list[str], list[str]]:
+        if c in text_cols:
+            titles = df[title_col] if title_col and c in ("kernel_name", "kernel_label") else None
+            return _text_cells(df[c], kinds.get(c) == "name", titles)
+        return _number_cells(df[c], _KINDS.get(kinds.get(c, "num"), _KINDS["num"]))
+
+    cells = [column(c) for c, _ in cols]
+    for i, (c, _) in enumerate(cols):
+        if c in (pairs or {}):
+            opens, after = cells[i]
+            cells[i] = opens, _paired(column(pairs[c])[1], after, c in text_cols)
     return (
         _env()
         .get_template("table.html.j2")
         .render(head=head, body=Markup(_table_rows(cells, swatches, row_classes)))
     )
+
+
+def _paired(before: list[str], after: list[str], text: bool) -> list[str]:
+    """The ``before → after`` texts of :func:`html_table`'s paired cells (escaped texts in)."""
+    out = []
+    for b, a in zip(before, after):
+        if not (b or a):
+            out.append("")
+        elif text and b == a:
+            out.append(a)
+        else:
+            out.append(f"{b or '-'} → {a or '-'}")
+    return out
 
 
 def _table_rows(

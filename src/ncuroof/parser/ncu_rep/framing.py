@@ -280,7 +280,7 @@ class _Headers:
     def __init__(self, mm: Any, fd: int | None, path: Path) -> None:
         self.mm, self.fd, self.path = mm, fd, path
         self.sequential = getattr(mm, "sequential", False)  # a Forward: no buffer, read once
-        self.known: list[tuple[re.Pattern[bytes], Any]] = []
+        self.known: list[tuple[bytes, bytes, Any]] = []  # (bytes before, bytes after, header)
 
     def at(self, pos: int, index: int, size: int) -> tuple[int, Any]:
         """(header size, header) of block ``index`` at byte ``pos``; header None when the block
@@ -297,10 +297,10 @@ class _Headers:
             raw, begin, end = self.mm[pos + 4 : pos + 4 + length], 0, length
         else:
             raw, begin, end = self.mm, pos + 4, pos + 4 + length
-        for pattern, template in self.known:
-            m = pattern.fullmatch(raw, begin, end)
-            if m is not None:
-                return length, _Learned(template, _varint_value(m.group(1)))
+        for before, after, template in self.known:
+            size_bytes = _between(raw, begin, end, before, after)
+            if size_bytes is not None:
+                return length, _Learned(template, _varint_value(size_bytes))
         data = raw[begin:end]
         try:
             header = classes()["BlockHeader"].FromString(data)
@@ -325,11 +325,23 @@ class _Headers:
         at, end = varint(raw, spans[0][1])[1], spans[0][2]  # the value: after the key
         if end - at > 9:
             return
-        pattern = re.compile(
-            re.escape(raw[:at]) + rb"([\x80-\xff]{0,8}[\x00-\x7f])" + re.escape(raw[end:]),
-            re.DOTALL,
-        )
-        self.known = [(pattern, header), *self.known[: self.SHAPES - 1]]
+        self.known = [(raw[:at], raw[end:], header), *self.known[: self.SHAPES - 1]]
+
+
+def _between(raw: Any, begin: int, end: int, before: bytes, after: bytes) -> bytes | None:
+    """The bytes of ``raw[begin:end]`` between ``before`` and ``after`` when it is ``before``, one
+    varint of 1 to 9 bytes and ``after``, else None (a learned header shape of :class:`_Headers`;
+    compared as bytes: a regex of a 14 kB header costs 0.14 s to compile)."""
+    width = end - begin - len(before) - len(after)
+    if not 1 <= width <= 9:
+        return None
+    mid = begin + len(before)
+    if raw[begin:mid] != before or raw[mid + width : end] != after:
+        return None
+    size_bytes = bytes(raw[mid : mid + width])
+    if any(b < 0x80 for b in size_bytes[:-1]) or size_bytes[-1] >= 0x80:
+        return None
+    return size_bytes
 
 
 @functools.lru_cache(maxsize=4096)
