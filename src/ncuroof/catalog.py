@@ -679,10 +679,10 @@ def _tensor(ten: dict[str, Any]) -> TensorCatalog:
     )
 
 
-@functools.lru_cache(maxsize=4)
 def load(directory: Path | None = None) -> Catalog:
     """Load and validate the metric catalog (roofline.toml, tensor.toml, thresholds.toml,
-    pipes.toml, ...) from ``directory`` (default :func:`metrics_dir`), cached per directory.
+    pipes.toml, ...) from ``directory`` (default :func:`metrics_dir`), cached per directory
+    (the default and its path are one: the files are read once).
 
     Returns
     -------
@@ -693,7 +693,12 @@ def load(directory: Path | None = None) -> Catalog:
     ValueError
         If a file breaks the grammar of ``metrics/README.md``.
     """
-    directory = directory or metrics_dir()
+    return _load(Path(directory or metrics_dir()))
+
+
+@functools.lru_cache(maxsize=4)
+def _load(directory: Path) -> Catalog:
+    """:func:`load` of one directory."""
     roof = _read(directory / "roofline.toml")
     ten = _read(directory / "tensor.toml")
     thresholds = _read(directory / "thresholds.toml")
@@ -933,7 +938,6 @@ class GpuCatalog:
         )
 
 
-@functools.lru_cache(maxsize=4)
 def load_gpus(directory: Path | None = None) -> GpuCatalog:
     """Load the datasheet catalog ``metrics/gpus.toml``.
 
@@ -952,7 +956,13 @@ def load_gpus(directory: Path | None = None) -> GpuCatalog:
     ValueError
         If an entry lacks a field, repeats an id, or has a non-positive peak.
     """
-    data = _read((directory or metrics_dir()) / "gpus.toml")
+    return _load_gpus(Path(directory or metrics_dir()))
+
+
+@functools.lru_cache(maxsize=4)
+def _load_gpus(directory: Path) -> GpuCatalog:
+    """:func:`load_gpus` of one directory (the default and its path: one entry)."""
+    data = _read(directory / "gpus.toml")
     gpus = []
     seen: set[str] = set()
     for g in data["gpu"]:

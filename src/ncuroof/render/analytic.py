@@ -15,6 +15,7 @@ from .. import fmt
 from ..model.analytic import BEYOND_ROOF, family_coverage
 from ..schema import ANALYTIC_SOURCE, COMM_SOURCE, IDLE_SOURCE, MOVED_SOURCE
 from . import page
+from .figure import new_figure
 
 __all__ = ["figure", "page_html", "section_html", "finding", "summary_text"]
 
@@ -95,7 +96,7 @@ def figure(t: pd.DataFrame, title: str) -> go.Figure:
     xs = np.concatenate([ai, dots["measured_ai_flop_per_byte"].to_numpy(float)])
     xs = xs[np.isfinite(xs) & (xs > 0)]
     lo, hi = (float(xs.min()) / 4, float(xs.max()) * 4) if len(xs) else (1e-2, 1e4)
-    fig = go.Figure(_roof_lines(t, bw, (lo, hi)))
+    fig = new_figure(_roof_lines(t, bw, (lo, hi)))
     size = 8 + 30 * np.sqrt(dots["time_s"].to_numpy(float) / max(float(t["time_s"].max()), 1e-30))
     fig.add_trace(
         go.Scatter(
@@ -117,7 +118,6 @@ def figure(t: pd.DataFrame, title: str) -> go.Figure:
     fig.update_layout(
         title=title,
         height=640,
-        template="plotly_white",
         xaxis={"type": "log", "title": "arithmetic intensity [FLOP/B], analytic (from shapes)"},
         yaxis={"type": "log", "title": "achieved [FLOP/s]: FLOPs / GPU time in the trace"},
     )

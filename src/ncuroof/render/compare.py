@@ -24,7 +24,7 @@ from .._lazy import LazyModule
 from ..catalog import precision_title
 from ..schema import BOUNDS, LEVELS
 from . import page
-from .figure import AXIS_NUMBERS, KERNEL_COLORS, LEVEL_COLORS, roofs
+from .figure import AXIS_NUMBERS, KERNEL_COLORS, LEVEL_COLORS, new_figure, roofs
 
 go = LazyModule("plotly.graph_objects")  # imported when a figure is drawn
 
@@ -270,7 +270,7 @@ def plot_compare(
         level control (``updatemenus``) switches between each kernel's ``movement_level`` and one
         level for all (``meta.view`` of the dot traces), arrows and axis title with it.
     """
-    fig = go.Figure()
+    fig = new_figure()
     views = _views(table)
     traces, xs, ys, owner = _view_dots(views)
     levels = {lv for _, _, v in views for lv in v["movement_level"] if lv}
@@ -386,7 +386,6 @@ def _frame(
     fig.add_traces(roof_traces + traces)
     fig.update_layout(
         title=html.escape(title),
-        template="plotly_white",
         height=650,
         hovermode="closest",
         xaxis=dict(
@@ -447,7 +446,7 @@ def plot_trails(
         hover with the kernel, run, time, speedup against the trail's first run,
         level and roof fraction.
     """
-    fig = go.Figure()
+    fig = new_figure()
     ok = trail[(trail["trail_ai_flop_per_byte"] > 0) & (trail["flop_per_s"] > 0)]
     traces = [_trail_trace(i, tid, t) for i, (tid, t) in enumerate(ok.groupby("trail", sort=True))]
     levels, precisions = set(ok["trail_level"]), set(ok["precision"])

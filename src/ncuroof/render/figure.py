@@ -40,12 +40,16 @@ The figure is built in parts: :func:`_chart` (roofs, views, axis ranges), :func:
 
 from __future__ import annotations
 
+import functools
 import html
+import importlib.util
 import itertools
+import json
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -133,6 +137,10 @@ _LEVEL_SYMBOL = {"l1": "circle", "l2": "square", "dram": "diamond"}
 #: half the area, so that it shows inside its L2 square where their AIs are close (issue 54:
 #: AI 31.8 against 32.0 hid the circle under the square).
 _LEVEL_AREA = {"l1": 0.5, "l2": 1.0, "dram": 1.0}
+#: The charts' plotly template, and the trace types drawn (the only ones of its ``data`` kept).
+TEMPLATE = "plotly_white"
+_DRAWN = ("scatter", "scattergl")
+
 #: How the axes write their tick numbers: SI prefixes through P, E, Z (plotly's "SI" stops at T and
 #: writes a tensor roof's 10^15 as a power of ten beside "100T"; "SI extended": plotly.js 3.2).
 AXIS_NUMBERS = "SI extended"
@@ -1374,12 +1382,34 @@ def _empty_figure(
     return fig
 
 
+def new_figure(data: Any = None) -> go.Figure:
+    """An empty ``go.Figure`` (or one of ``data``'s traces) in :data:`TEMPLATE`: its layout and
+    its defaults of the trace types drawn here (:func:`_template`)."""
+    return go.Figure(data, layout=dict(template=_template()))
+
+
+@functools.lru_cache(maxsize=1)
+def _template() -> dict[str, Any] | str:
+    """:data:`TEMPLATE` from plotly's own file, but for the defaults of trace types never drawn
+    here (validating those builds every trace type's validators: 0.25 s of a 4-launch report's
+    2 s); the whole template by name where plotly keeps it elsewhere."""
+    spec = importlib.util.find_spec("plotly")
+    if spec is None or not spec.origin:
+        return TEMPLATE
+    path = Path(spec.origin).parent / "package_data" / "templates" / f"{TEMPLATE}.json"
+    try:
+        whole = json.loads(path.read_text(encoding="utf-8"))
+        data = whole.get("data", {})
+        return {"layout": whole["layout"], "data": {k: data[k] for k in _DRAWN if k in data}}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return TEMPLATE
+
+
 def _base_layout(fig: go.Figure, title: str, height: int) -> None:
     """The figure's frame: title (plain text, escaped: plotly reads HTML in it),
     log axes, legend."""
     fig.update_layout(
         title=html.escape(title),
-        template="plotly_white",
         height=height,
         margin=dict(t=50, b=170, r=20),
         hoverlabel=dict(align="left"),
@@ -1503,7 +1533,7 @@ def _plot_model(
     charts: Sequence[Chart],
 ) -> go.Figure:
     """The roofline figure of the model's tables with its view contract (a note without points)."""
-    fig = go.Figure()
+    fig = new_figure()
     _base_layout(fig, title, height)
     if points.empty:
         return _empty_figure(fig, list(charts), summary)
