@@ -4,7 +4,9 @@
 
 Targets on a quiet 2-core machine: ``--help``, ``--version`` and ``list-gpus`` at most 0.25 s
 (they import no pandas, numpy or pyarrow: ``tests/unit/test_startup.py``), ``analyze`` of the demo
-report at most 1.0 s.
+report at most 1.0 s. The floor of ``analyze``: the libraries it cannot start without (pandas,
+pyarrow's CSV writer, jinja2, a plotly figure), imported and made once, printed
+beside it.
 
     .venv/bin/python scripts/bench_startup.py [--repeat N]
 """
@@ -20,6 +22,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "fixtures" / "third_party" / "ESMM-Research__profile_output.ncu-rep"
+
+
+#: The libraries ``analyze`` needs, imported and used once (a plotly figure, default template).
+_FLOOR = "import pandas, pyarrow.csv, jinja2, plotly.graph_objects as go; go.Figure()"
 
 
 def _best(cmd: list[str], repeat: int) -> float:
@@ -38,6 +44,7 @@ def main() -> None:
     py = sys.executable
     base = _best([py, "-c", "pass"], args.repeat)
     pandas = _best([py, "-c", "import pandas"], args.repeat)
+    floor = _best([py, "-c", _FLOOR], args.repeat)
     out = tempfile.mkdtemp(prefix="ncuroof-bench-")
     rows = [
         ("--help", [py, "-m", "ncuroof", "--help"], 0.25),
@@ -46,6 +53,7 @@ def main() -> None:
         ("analyze demo", [py, "-m", "ncuroof", "analyze", str(DEMO), "-q", "-o", out], 1.0),
     ]
     print(f"python -c pass {base:.3f} s; python -c 'import pandas' {pandas:.3f} s")
+    print(f"the libraries analyze needs, imported, a figure made: {floor:.3f} s")
     print(f"{'command':14} {'time':>8} {'/ pass':>8} {'/ import pandas':>16} {'target':>8}")
     for name, cmd, target in rows:
         t = _best(cmd, args.repeat)
