@@ -8,6 +8,7 @@ page is saved under ``test-artifacts/`` (or ``$NCUROOF_ARTIFACTS``).
 from __future__ import annotations
 
 import json
+import re
 import struct
 from pathlib import Path
 
@@ -656,3 +657,36 @@ def test_int8_axes_read_at_a_glance(browser, tmp_path):
     page.wait_for_timeout(300)
     assert page.evaluate(YTITLE_JS) == "Performance [OP/s]"
     assert not errors
+
+
+def test_notebook_figures_show_offline(browser, tmp_path, monkeypatch):
+    """Issue 54 item 8: a notebook's figures loaded plotly.js from a CDN, blank in nbconvert's HTML
+    offline. The first figure of a Python session embeds plotly.js, the next ones use it: two
+    analyses' outputs in one document (as a notebook's outputs are) both draw their dots with no
+    network, one copy of plotly.js between them."""
+    from ncuroof.render import notebook
+
+    monkeypatch.setattr(notebook._Session, "plotlyjs_shown", False)
+    third = Path(__file__).resolve().parents[2] / "fixtures" / "third_party"
+    first = ncuroof.analyze(third / "ESMM-Research__profile_output.ncu-rep")._repr_html_()
+    second = ncuroof.analyze(third / "cutlass-panjd123__4f3955ed3c_report.ncu-rep")._repr_html_()
+    bundle = "plotly.js v"  # the banner at the top of plotly.min.js
+    assert bundle in first and bundle not in second
+    assert not re.search(r"<script[^>]* src=", first + second)  # nothing loaded from a CDN
+    doc = tmp_path / "notebook.html"
+    doc.write_text(f"<!doctype html><html><body>{first}{second}</body></html>", encoding="utf-8")
+    page = browser.new_page()
+    page.route(
+        "**/*",
+        lambda route: route.abort() if route.request.url.startswith("http") else route.continue_(),
+    )  # noqa: E501
+    page.goto(doc.resolve().as_uri())
+    page.wait_for_function(
+        "document.querySelectorAll('.plotly-graph-div').length == 2 && "
+        "[...document.querySelectorAll('.plotly-graph-div')].every(d => d._fullLayout)"
+    )
+    drawn = page.evaluate(
+        "() => [...document.querySelectorAll('.plotly-graph-div')].map(d => "
+        "d.querySelectorAll('.scatterlayer .points path').length)"
+    )
+    assert len(drawn) == 2 and min(drawn) > 0

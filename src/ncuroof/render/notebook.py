@@ -2,7 +2,10 @@
 roofline figure of an analysis, the largest changes and the gate of a comparison.
 
 The cells are those of the Markdown summary (:func:`ncuroof.render.markdown.analysis_rows`),
-HTML-escaped; the figure is plotly's, its script loaded from plotly's CDN as notebooks do.
+HTML-escaped; the figure is plotly's. plotly.js is embedded in the first figure a Python session
+shows and referred to by the others (:func:`figure_html`), so that a notebook shows its figures
+offline and as HTML exported by nbconvert (a CDN script was blank there) at one copy of plotly.js
+per notebook, not one per figure.
 """
 
 from __future__ import annotations
@@ -13,15 +16,15 @@ from typing import Any
 from .. import fmt
 from .markdown import analysis_rows, compare_rows
 
-__all__ = ["analysis_html", "compare_html"]
+__all__ = ["analysis_html", "compare_html", "figure_html"]
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
-    """An HTML table; numbers (header ending in ``>``) right-aligned."""
+    """An HTML table; numbers (header ending in ``>``) right-aligned, text left-aligned."""
     right = [h.endswith(">") for h in header]
 
     def cell(tag: str, text: str, r: bool) -> str:
-        style = ' style="text-align:right"' if r else ""
+        style = f' style="text-align:{"right" if r else "left"}"'  # Jupyter's CSS: all right
         return f"<{tag}{style}>{html.escape(fmt.printable(text, layout=False))}</{tag}>"
 
     head = "".join(cell("th", h.rstrip(">"), r) for h, r in zip(header, right))
@@ -29,6 +32,30 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
         "<tr>" + "".join(cell("td", c, r) for c, r in zip(row, right)) + "</tr>" for row in rows
     )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+class _Session:
+    """Whether this Python session has put plotly.js into a notebook's output."""
+
+    plotlyjs_shown = False
+
+
+def figure_html(figure: Any) -> str:
+    """A plotly figure as a notebook output fragment: with plotly.js (offline) the first time in
+    this Python session, without it after (the notebook's first figure defined ``Plotly``).
+
+    Parameters
+    ----------
+    figure : plotly.graph_objects.Figure
+
+    Returns
+    -------
+    str
+        An HTML fragment (a ``div`` and its scripts).
+    """
+    first = not _Session.plotlyjs_shown
+    _Session.plotlyjs_shown = True
+    return figure.to_html(full_html=False, include_plotlyjs=first)
 
 
 def analysis_html(result: Any, figure: Any = None, top: int = 10) -> str:
@@ -41,7 +68,7 @@ def analysis_html(result: Any, figure: Any = None, top: int = 10) -> str:
         An HTML fragment.
     """
     header, rows = analysis_rows(result.summary.head(top))
-    fig = "" if figure is None else figure.to_html(full_html=False, include_plotlyjs="cdn")
+    fig = "" if figure is None else figure_html(figure)
     return f"<div><h4>Top kernels by GPU time</h4>{_table(header, rows)}{fig}</div>"
 
 
