@@ -19,11 +19,21 @@ from ncuroof.errors import InputError
 from ncuroof.parser.timeline import busy_time, read_timeline
 from ncuroof.schema import TIMELINE_LAUNCH
 from tests.helpers.errors import assert_one_line_error
+from tests.helpers.nsys import made_export
 from tests.helpers.reports import shared
 
 ALEXNET = "hta__alexnet_trace.json.gz"
 TRITON = "hta__triton_example.json.gz"
 NSYS = "gpu4__report.sqlite"
+
+
+@pytest.fixture(params=["shared", "made"])
+def nsys_export(request, tmp_path_factory):
+    """The nsys export an nsys test reads: the shared real one (skipped without ``../shared``),
+    and the project's made one of the same launches (:mod:`tests.helpers.nsys`), always."""
+    if request.param == "shared":
+        return shared(NSYS)
+    return made_export(tmp_path_factory.mktemp("nsys") / "made.sqlite")
 
 
 def _events(name: str) -> dict:
@@ -77,8 +87,8 @@ def test_alexnet_fields_and_gpu_as_the_trace_has_them():
     assert df["nvtx"].isna().all()
 
 
-def test_nsys_time_per_kernel_is_a_plain_sql_sum():
-    path = shared(NSYS)
+def test_nsys_time_per_kernel_is_a_plain_sql_sum(nsys_export):
+    path = nsys_export
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     want = dict(
         (n, (c, s))
@@ -177,9 +187,9 @@ def test_triton_kernel_and_its_op():
     assert (row["grid_x"], row["block_x"]) == (1, 128)
 
 
-def test_nvtx_path_of_the_launching_thread(tmp_path):
+def test_nvtx_path_of_the_launching_thread(tmp_path, nsys_export):
     db = tmp_path / "nvtx.sqlite"
-    shutil.copy(shared(NSYS), db)
+    shutil.copy(nsys_export, db)
     con = sqlite3.connect(db)
     tid, start = con.execute(
         "SELECT globalTid, MIN(start) FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE correlationId = 123"
@@ -251,17 +261,18 @@ def test_same_gpus_need_a_device(tmp_path):
     assert_one_line_error(err, path, "--device")
 
 
-def _nsys_copy(tmp_path, sql: str):
-    """A copy of the shared nsys export changed by one SQL statement."""
+def _nsys_copy(source, tmp_path, sql: str):
+    """A copy of the nsys export ``source`` changed by one SQL statement."""
     db = tmp_path / "changed.sqlite"
-    shutil.copy(shared(NSYS), db)
+    shutil.copy(source, db)
     with contextlib.closing(sqlite3.connect(db)) as con, con:
         con.execute(sql)
     return db
 
 
-def test_nsys_runtime_call_twice_counts_the_kernel_once(tmp_path):
+def test_nsys_runtime_call_twice_counts_the_kernel_once(tmp_path, nsys_export):
     db = _nsys_copy(
+        nsys_export,
         tmp_path,
         "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME SELECT * FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE"
         " correlationId = 124",
@@ -270,9 +281,11 @@ def test_nsys_runtime_call_twice_counts_the_kernel_once(tmp_path):
     assert len(df) == 4 and df["correlation"].tolist() == [123, 124, 125, 126]
 
 
-def test_nsys_two_devices(tmp_path):
+def test_nsys_two_devices(tmp_path, nsys_export):
     db = _nsys_copy(
-        tmp_path, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = 1 WHERE correlationId = 126"
+        nsys_export,
+        tmp_path,
+        "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = 1 WHERE correlationId = 126",
     )
     with pytest.raises(InputError) as err:
         read_timeline(db)
@@ -352,13 +365,13 @@ def test_events_that_are_not_events(tmp_path):
         ("DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL", "kernel"),
     ],
 )
-def test_sqlite_without_kernels(tmp_path, sql, word):
-    _refused(_nsys_copy(tmp_path, sql), word)
+def test_sqlite_without_kernels(tmp_path, sql, word, nsys_export):
+    _refused(_nsys_copy(nsys_export, tmp_path, sql), word)
 
 
-def test_truncated_sqlite(tmp_path):
+def test_truncated_sqlite(tmp_path, nsys_export):
     db = tmp_path / "cut.sqlite"
-    data = shared(NSYS).read_bytes()
+    data = nsys_export.read_bytes()
     db.write_bytes(data[:8192])
     _refused(db)  # which check refuses it depends on where the cut falls
 
@@ -388,8 +401,8 @@ def test_negative_duration_is_refused(tmp_path):
     _refused(path, "negative")
 
 
-def test_result_types():
-    df = read_timeline(shared(NSYS))
+def test_result_types(nsys_export):
+    df = read_timeline(nsys_export)
     for name, col in TIMELINE_LAUNCH.items():
         assert str(df[name].dtype) == col.dtype, name
     assert isinstance(df.attrs["span_s"], float) and isinstance(df.attrs["device"], int)
@@ -500,12 +513,12 @@ def _fake_nsys(tmp_path, body: str):
     return bin_dir
 
 
-def test_nsys_rep_exported_with_nsys_from_path(tmp_path, monkeypatch):
+def test_nsys_rep_exported_with_nsys_from_path(tmp_path, monkeypatch, nsys_export):
     rep = tmp_path / "run.nsys-rep"
     rep.write_bytes(b"\0" * 16)
     # A stand-in for `nsys export --type sqlite --output OUT REP` that writes the real export.
     monkeypatch.setenv(
-        "PATH", str(_fake_nsys(tmp_path, f'{shutil.which("cp")} "{shared(NSYS)}" "$5"'))
+        "PATH", str(_fake_nsys(tmp_path, f'{shutil.which("cp")} "{nsys_export}" "$5"'))
     )
     df = read_timeline(rep)
     assert len(df) == 4 and df.attrs["path"] == str(rep) and df.attrs["format"] == "nsys-sqlite"
@@ -518,11 +531,11 @@ def test_nsys_rep_export_failure(tmp_path, monkeypatch):
     _refused(rep, "nsys export", "ERROR: not a report")  # nsys's own words passed on
 
 
-def test_sqlite_path_with_uri_characters(tmp_path):
+def test_sqlite_path_with_uri_characters(tmp_path, nsys_export):
     """'#', '?' and '%' in a path are escaped in the read-only SQLite URI, not cut there."""
     odd = tmp_path / "run #3?50%.sqlite"
-    shutil.copy(shared("gpu4__report.sqlite"), odd)
-    assert len(read_timeline(odd)) == len(read_timeline(shared("gpu4__report.sqlite"))) == 4
+    shutil.copy(nsys_export, odd)
+    assert len(read_timeline(odd)) == len(read_timeline(nsys_export)) == 4
 
 
 @pytest.mark.parametrize("zipped", [False, True])
@@ -557,10 +570,10 @@ def test_device_properties_after_trace_events_beyond_the_head(tmp_path, zipped):
         ),
     ],
 )
-def test_a_damaged_nsys_export_is_refused_in_one_line(tmp_path, sql, words):
+def test_a_damaged_nsys_export_is_refused_in_one_line(tmp_path, sql, words, nsys_export):
     """Issue 53 item 5: a kernel naming a missing StringIds row (was AttributeError, exit 3) and a
     kernel from -2**63 to 2**63-1 ns (was a 584-year kernel)."""
-    db = _nsys_copy(tmp_path, sql)
+    db = _nsys_copy(nsys_export, tmp_path, sql)
     with pytest.raises(InputError) as err:
         read_timeline(db)
     assert_one_line_error(err, db, *words)
