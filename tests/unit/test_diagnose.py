@@ -363,6 +363,30 @@ def test_expect_gives_useful_ai_and_flags_excess_traffic(tmp_path):
     assert f"useful AI {flop / byts:.3g} FLOP/B" in s.loc["gemm", "evidence"]
 
 
+def test_expect_on_the_embedded_sgemms(tmp_path):
+    """``--expect`` on the repository's own report (issue 54 item 10: the other expect tests read
+    ../shared): ESMM's four SGEMMs multiply 1024 x 1024 matrices, so ncu must count 2·1024³ FP32
+    FLOPs on each (no FLOP flag) and each moves more than the 3 x 4 MiB the three matrices hold,
+    by the measured DRAM bytes over that minimum."""
+    path = tmp_path / "expect.toml"
+    path.write_text(
+        '[sizes]\nM = 1024\nN = 1024\nK = 1024\n\n[[kernel]]\nmatch = "tiling"\n'
+        'flop = "2*M*N*K"\nbytes = "4*(M*K + K*N + M*N)"\n'
+    )
+    k = ncuroof.load(shared("ESMM-Research__profile_output.ncu-rep"), expect=path)
+    flop, byts = 2 * 1024**3, 4 * 3 * 1024**2
+    assert len(k) == 4
+    for r in k.itertuples():
+        assert r.expected_flop == flop and r.expected_dram_bytes == byts
+        assert r.fp32_flop == pytest.approx(flop, rel=1e-9)
+        flags = cell_text("flags", r.flags)
+        excess = f"is {r.dram_bytes / byts:.3g}x the {byts / 1e6:.3g} MB the kernel must move"
+        assert "counted FLOPs" not in flags and r.dram_bytes >= byts
+        assert (
+            (excess in flags) == (r.kernel_name == "one_blocktiling") == (r.dram_bytes > 1.5 * byts)
+        )
+
+
 def test_bad_expect_file_is_one_line_exit_2(tmp_path, capsys):
     from ncuroof import cli
 

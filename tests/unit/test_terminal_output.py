@@ -153,9 +153,17 @@ def test_analyze_fits_the_terminal_with_plain_words(columns: int, tmp_path: Path
 
 
 @pytest.mark.parametrize("columns", [80, 100])
-def test_compare_fits_the_terminal_and_says_the_gate(columns: int, tmp_path: Path) -> None:
-    before = shared("cs599k__silu-2025-04-18-v1.ncu-rep")
-    after = shared("cs599k__silu-2025-04-19-v1.ncu-rep")
+@pytest.mark.parametrize(
+    "pair",
+    [
+        ("cs599k__silu-2025-04-18-v1.ncu-rep", "cs599k__silu-2025-04-19-v1.ncu-rep"),
+        ("ESMM-Research__metrics.csv", "ESMM-Research__profile_output.ncu-rep"),  # embedded
+    ],
+)
+def test_compare_fits_the_terminal_and_says_the_gate(
+    columns: int, pair: tuple[str, str], tmp_path: Path
+) -> None:
+    before, after = (shared(name) for name in pair)
     proc = _run(
         ["compare", str(before), str(after), "-o", "cmp", "--fail-if-slower", "5"],
         columns,

@@ -197,13 +197,12 @@ def compare_text(
     if not quiet:
         tot = result.totals
         out += _compare_table(result, top, width, color)
-        out += (
-            "after, share of GPU time: "
-            + ", ".join(
-                f"{b} {fmt.pct(tot[f'share_{b}'], 1)}"
-                for b in ("memory", "compute", "latency", "unknown")
-            )
-            + "\n"
+        shares = ", ".join(
+            f"{b} {fmt.pct(tot[f'share_{b}'], 1)}"
+            for b in ("memory", "compute", "latency", "unknown")
+        )
+        out += "".join(
+            f"{line}\n" for line in _lines([f"after, share of GPU time: {shares}"], width)
         )
     if result.outdir is not None:
         out += _lines([f"wrote {result.outdir}/ ({', '.join(result.files)})"], width)[0] + "\n"
