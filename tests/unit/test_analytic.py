@@ -357,6 +357,24 @@ def test_counted_against_analytic_with_a_report(tmp_path: Path) -> None:
     assert "counted FLOPs below analytic" in r["flag"]
 
 
+def test_counted_against_analytic_on_the_embedded_sgemms(tmp_path: Path) -> None:
+    """``--timeline`` with a report on the repository's own data (issue 54 item 10: the test above
+    reads ../shared): a trace of four aten::mm of 1024 x 1024 FP32 matrices, each launching one of
+    ESMM's kernels as ncu profiled it. The operator's work is the formula's 4 x 2·1024³ FLOPs and
+    ncu counted exactly that; its DRAM bytes are the four launches' over 4 x 12.6 MB compulsory."""
+    report = shared("ESMM-Research__profile_output.ncu-rep")
+    k = api.load(report)
+    tr = Trace(gpu="NVIDIA A10G")
+    for r in k.itertuples():
+        tr.op("aten::mm", [[1024, 1024], [1024, 1024]], [F32] * 2, ["", ""], dur=500)
+        tr.kernel(r.kernel_demangled, r.time_s * 1e6, grid=list(r.grid), block=list(r.block))
+    res = api.analyze([report], timeline=tr.write(tmp_path / "esmm.json"), write=False)
+    r = _row(res.tables["operators"], "aten::mm")
+    assert r["flop"] == 4 * 2 * 1024**3 and r["counted_over_analytic"] == pytest.approx(1.0)
+    assert r["dram_bytes"] == pytest.approx(k["dram_bytes"].sum())
+    assert r["dram_over_compulsory"] == pytest.approx(k["dram_bytes"].sum() / (4 * 3 * 1024**2 * 4))
+
+
 def test_timeline_without_shapes_adds_no_operators(tmp_path: Path) -> None:
     report = shared(REPORT)
     tr = Trace(gpu="NVIDIA H100 PCIe", shapes=False)
