@@ -895,8 +895,8 @@ def typed(t: pd.DataFrame) -> pd.DataFrame:
     for name, col in ANALYTIC_OPS.items():
         if name not in t.columns:
             t[name] = "" if col.dtype == "string" else math.nan
-        if col.dtype == "string":
-            t[name] = t[name].fillna("")
+        if col.dtype == "string":  # as text first: a column of only NaN is float64
+            t[name] = t[name].astype("string").fillna("")
     return t[list(ANALYTIC_OPS)].astype({n: c.dtype for n, c in ANALYTIC_OPS.items()})
 
 
