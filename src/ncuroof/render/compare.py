@@ -136,15 +136,11 @@ def _dot_traces(table: pd.DataFrame) -> tuple[list[go.Scatter], list[float], lis
         )
         xs += list(x)
         ys += list(y)
-        labelled = side == "after" and 0 < len(rows) <= MAX_DOT_LABELS
         traces.append(
             go.Scatter(
                 x=x,
                 y=y,
-                mode="markers+text" if labelled else "markers",
-                text=_dot_labels(rows) if labelled else None,
-                textposition="top center",
-                textfont=dict(size=10, color="#444"),
+                mode="markers",
                 name=marker["name"],
                 meta={"role": "dots", "side": side},
                 marker=dict(
@@ -160,6 +156,116 @@ def _dot_traces(table: pd.DataFrame) -> tuple[list[go.Scatter], list[float], lis
             )
         )
     return traces, xs, ys
+
+
+#: The plot area [px] label placement assumes (650 px high less title, buttons and axes; 900 px
+#: wide on a 1,280 px window), a label character's width and line height at font size 10 [px], a
+#: dot's radius (marker size 12) [px].
+_PLOT_PX, _CHAR_PX, _DOT_PX = (900.0, 470.0), (6.0, 13.0), 6.0
+#: Where a label's centre may sit from its dot [px, y up], in the order tried: above, right,
+#: below, left and the diagonals, near then farther; a thin line joins the label to its dot.
+_OFFSETS = [
+    (dx * d, dy * d)
+    for d in (24.0, 44.0, 70.0)
+    for dx, dy in ((0, 1), (1, 0), (0, -1), (-1, 0), (1, 1), (-1, 1), (1, -1), (-1, -1))
+]
+
+
+def label_offsets(
+    dots: np.ndarray, labelled: list[tuple[int, int]], plot: tuple[float, float] = _PLOT_PX
+) -> list[tuple[float, float]]:
+    """Where each dot label goes: the offset of :data:`_OFFSETS` whose box covers the least of the
+    other dots (with a margin of a radius, so that no label sits as if it were theirs), of the
+    labels placed before it and of the space outside the plot (the first such offset).
+
+    Parameters
+    ----------
+    dots : ndarray, shape (n, 2)
+        Every dot drawn [px from the plot's lower-left corner], labelled or not.
+    labelled : list of (int, int)
+        Per label, in the order placed (the most important first): its dot's row in ``dots`` and
+        its length [characters].
+    plot : (float, float)
+        The plot's width and height [px].
+
+    Returns
+    -------
+    list of (float, float)
+        The label's centre from its dot's [px, y up], per label.
+    """
+    r, (cw, ch) = 2 * _DOT_PX, _CHAR_PX
+    boxes = [(x - r, y - r, x + r, y + r) for x, y in dots]
+    out = []
+    for i, chars in labelled:
+        (x, y), w = dots[i], cw * chars
+        others = boxes[:i] + boxes[i + 1 :]
+        best = min(_OFFSETS, key=lambda o: _cover(_box(x + o[0], y + o[1], w, ch), others, plot))
+        out.append(best)
+        boxes.append(_box(x + best[0], y + best[1], w, ch))
+    return out
+
+
+def _box(x: float, y: float, w: float, h: float) -> tuple[float, float, float, float]:
+    return (x - w / 2, y - h / 2, x + w / 2, y + h / 2)
+
+
+def _cover(
+    box: tuple[float, ...], others: list[tuple[float, ...]], plot: tuple[float, float]
+) -> float:
+    """The area [px²] of ``box`` over the ``others`` and outside the plot."""
+
+    def over(a: tuple[float, ...], b: tuple[float, ...]) -> float:
+        return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(
+            0.0, min(a[3], b[3]) - max(a[1], b[1])
+        )
+
+    area = (box[2] - box[0]) * (box[3] - box[1])
+    return sum(over(box, o) for o in others) + area - over(box, (0.0, 0.0, *plot))
+
+
+def _labels(view: pd.DataFrame, xr: list[float], yr: list[float]) -> list[dict[str, Any]]:
+    """The after dots' name labels of one level view (at most :data:`MAX_DOT_LABELS`, in table
+    order), each an annotation joined to its dot by a thin line and put clear of the view's other
+    dots and labels (:func:`label_offsets`) on the log axes of ranges ``xr``, ``yr`` [decades]."""
+    sides = _dots(view)
+    after = pd.concat([rows for side, rows, _ in sides if side == "after"])
+    if not 0 < len(after) <= MAX_DOT_LABELS:
+        return []
+    points = [
+        (side, math.log10(x), math.log10(y))
+        for side, rows, _ in sides
+        for x, y in zip(rows[f"movement_ai_flop_per_byte_{side}"], rows[f"flop_per_s_{side}"])
+    ]
+    px = np.array(
+        [
+            (
+                (x - xr[0]) / (xr[1] - xr[0]) * _PLOT_PX[0],
+                (y - yr[0]) / (yr[1] - yr[0]) * _PLOT_PX[1],
+            )
+            for _, x, y in points
+        ]
+    )
+    rows = [j for j, p in enumerate(points) if p[0] == "after"]  # in the order of ``after``
+    names = _dot_labels(after)
+    offsets = label_offsets(px, [(j, len(html.unescape(n))) for j, n in zip(rows, names)])
+    return [
+        dict(
+            x=points[j][1],
+            y=points[j][2],
+            xref="x",
+            yref="y",
+            ax=dx,
+            ay=-dy,
+            text=n,
+            showarrow=True,
+            arrowhead=0,
+            arrowwidth=1,
+            arrowcolor="#999",
+            standoff=_DOT_PX,
+            font=dict(size=10, color="#444"),
+        )
+        for j, n, (dx, dy) in zip(rows, names, offsets)
+    ]
 
 
 #: Arrows drawn at most (the kernels whose time changed most; plotly slows down with
@@ -266,7 +372,9 @@ def plot_compare(
         ``before`` or ``after``), dot traces (``meta.role == 'dots'``: hollow before, filled after,
         ``x`` only before, star only after; hover as on the analyze page: name, level, AI, FLOP/s,
         roof fraction, time, speedup, movement, change), one arrow annotation per moved matched
-        kernel (the :data:`MAX_ARROWS` whose time changed most). With dots at more than one level, a
+        kernel (the :data:`MAX_ARROWS` whose time changed most) and, up to :data:`MAX_DOT_LABELS`
+        after dots, a name annotation joined to its dot by a line, clear of the other dots and
+        labels (:func:`label_offsets`). With dots at more than one level, a
         level control (``updatemenus``) switches between each kernel's ``movement_level`` and one
         level for all (``meta.view`` of the dot traces), arrows and axis title with it.
     """
@@ -278,9 +386,11 @@ def plot_compare(
     runs = _run_roofs(points_before, points_after, precisions, levels - {""})
     _frame(fig, traces, xs, ys, runs, set(views[0][2]["movement_level"]) - {""}, title)
     notes, n_roofs = list(fig.layout.annotations), len(fig.data) - len(traces)
-    fig.update_layout(annotations=notes + _arrows(views[0][2]))
+    xr, yr = list(fig.layout.xaxis.range), list(fig.layout.yaxis.range)
+    marks = [_arrows(v) + _labels(v, xr, yr) for _, _, v in views]
+    fig.update_layout(annotations=notes + marks[0])
     if len(views) > 1:
-        fig.update_layout(updatemenus=[_level_control(views, notes, n_roofs, owner)])
+        fig.update_layout(updatemenus=[_level_control(views, notes, marks, n_roofs, owner)])
     return fig
 
 
@@ -303,11 +413,12 @@ def _view_dots(
 def _level_control(
     views: list[tuple[str, str, pd.DataFrame]],
     notes: list[Any],
+    marks: list[list[dict[str, Any]]],
     n_roofs: int,
     owner: list[int],
 ) -> dict[str, Any]:
     """The level control (plotly ``updatemenus`` buttons): per view, its dot traces (the roofs
-    always), its arrows after the figure's ``notes`` and its axis title."""
+    always), its arrows and labels (``marks``) after the figure's ``notes`` and its axis title."""
     buttons = [
         dict(
             label=label,
@@ -315,12 +426,12 @@ def _level_control(
             args=[
                 {"visible": [True] * n_roofs + [o == i for o in owner]},
                 {
-                    "annotations": notes + _arrows(v),
+                    "annotations": notes + marks[i],
                     "xaxis.title.text": f"Arithmetic intensity at {label} [FLOP/byte]",
                 },
             ],
         )
-        for i, (_, label, v) in enumerate(views)
+        for i, (_, label, _) in enumerate(views)
     ]
     return dict(
         type="buttons",
