@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ncuroof import catalog
+import ncuroof
+from ncuroof import catalog, fmt
 from ncuroof.errors import InputError
 from ncuroof.model import analysis, diagnose
 from ncuroof.model.invariants import INVARIANTS, kernel_violations, violations
@@ -390,6 +391,21 @@ def test_unclassified_csv_names_what_is_missing_and_the_option() -> None:
     r = _analysis("GPU-Roofline-Profiler__saxpy.csv").launches.iloc[0]
     assert r["sm_throughput_frac"] == pytest.approx(0.223) and "SM throughput 22%" in r["evidence"]
     assert "SpeedOfLight values" not in r["evidence"]
+
+
+def test_a_verdict_from_dram_traffic_alone_quotes_that_traffic() -> None:
+    """The saxpy CSV holds DRAM bytes, a duration and the SM throughput, no FLOPs and no memory
+    throughput; with ``--gpu rtx-5070`` classify binds it to memory from its DRAM traffic alone
+    (bytes / time / roof). The verdict once took its evidence from SpeedOfLight and its advice
+    began "n/a of the memory roof"; both now quote the traffic, by hand from the file's numbers:
+    (134,221,568 + 43,631,104) B in 292,928 ns against the datasheet's 672 GB/s is 90.3 %."""
+    frac = (134_221_568 + 43_631_104) / 292_928e-9 / 672e9
+    a = ncuroof.analyze(shared("GPU-Roofline-Profiler__saxpy.csv"), gpu="rtx-5070")
+    for r in (a.launches.iloc[0], a.summary.iloc[0]):
+        assert r["bound"] == "memory" and r["diagnosis"] == "memory_near_roof"
+        assert r["evidence"].startswith(f"DRAM traffic at {fmt.pct(frac)} of the DRAM roof")
+        assert "n/a" not in r["advice"] and r["advice"].startswith("at the DRAM roof")
+    assert fmt.pct(frac) == "90%" and frac == pytest.approx(0.9035, abs=1e-4)
 
 
 def test_instantiations_are_told_apart_by_their_template() -> None:

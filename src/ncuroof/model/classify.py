@@ -330,11 +330,31 @@ def _dram_only(
     their DRAM bandwidth against the DRAM roof, bytes / time / roof (issue 33). Returns (fraction,
     NaN elsewhere) and the mask of those at or above ``near`` ([sol].no_bound, ncu's "well
     utilized"): memory-bound whatever their FLOPs."""
-    bps, roof = k["dram_bytes_per_s"].to_numpy(float), k["peak_dram_bytes_per_s"].to_numpy(float)
     frac = np.where(
-        candidates & (roof > 0) & np.isfinite(bps), bps / np.where(roof > 0, roof, 1.0), np.nan
+        candidates,
+        dram_roof_fraction(k["dram_bytes_per_s"].to_numpy(float), k["peak_dram_bytes_per_s"]),
+        np.nan,
     )
     return frac, np.isfinite(frac) & (frac >= near)
+
+
+def dram_roof_fraction(dram_bytes_per_s: Any, peak_dram_bytes_per_s: Any) -> np.ndarray:
+    """DRAM bandwidth against the DRAM roof, bytes / time / roof: the verdict of a launch with
+    bytes and a duration but no roofline point and no SpeedOfLight (issue 33).
+
+    Parameters
+    ----------
+    dram_bytes_per_s, peak_dram_bytes_per_s : array_like
+        Achieved DRAM bandwidth and the DRAM roof [B/s], per launch.
+
+    Returns
+    -------
+    ndarray
+        The fraction [0-1, may exceed 1], NaN without a positive roof or a finite bandwidth.
+    """
+    bps, roof = np.asarray(dram_bytes_per_s, float), np.asarray(peak_dram_bytes_per_s, float)
+    with np.errstate(invalid="ignore"):
+        return np.where((roof > 0) & np.isfinite(bps), bps / np.where(roof > 0, roof, 1.0), np.nan)
 
 
 def _dram_reason(frac: float, near: float) -> str:

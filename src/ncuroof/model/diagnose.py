@@ -56,7 +56,7 @@ from ..schema import (
     tensor_path,
     work_unit,
 )
-from .classify import binding_points, join_launches
+from .classify import binding_points, dram_roof_fraction, join_launches
 from .distinct import (
     categorical,
     distinct_codes,
@@ -178,6 +178,8 @@ _FACTS = (
     "ai_flop_per_byte",
     "ridge_flop_per_byte",
     "roof_fraction",
+    "dram_bytes_per_s",
+    "peak_dram_bytes_per_s",
     "sm_throughput_frac",
     "memory_throughput_frac",
     "occupancy_frac",
@@ -413,6 +415,14 @@ def _bound_evidence(c: _Context) -> str:
             + (f"; {c.shape}" if c.shape else "")
         )
     c.frac = c.mem if c.bound == "memory" else c.sm
+    if c.bound == "memory" and not math.isfinite(c.frac) and math.isfinite(c.dram):
+        c.frac, c.level = c.dram, "DRAM"  # classify's verdict from DRAM traffic alone
+        return (
+            f"DRAM traffic at {fmt.pct(c.dram)} of the DRAM roof (bytes / time / roof; no FLOP"
+            " counters for a roofline point)"
+            + (f"; {c.sol_text}" if c.sol_text else "")
+            + (f"; {c.shape}" if c.shape else "")
+        )
     return f"{c.sol_text} (no roofline point: from SpeedOfLight only)" + (
         f"; {c.shape}" if c.shape else ""
     )
@@ -601,6 +611,7 @@ class _Context:
     achievable_text: str = ""
     placed: str = ""
     lanes: str = ""
+    dram: float = math.nan  # DRAM bandwidth / DRAM roof, for a verdict from traffic alone
 
     @classmethod
     def of(cls, f: dict[str, Any], sol: dict[str, Any]) -> _Context:
@@ -636,6 +647,11 @@ class _Context:
             sol_text=_sol_text(sm, mem),
             shape="; ".join(x for x in (grid, occ_text) if x),
             lanes=_lanes(threads),
+            dram=float(
+                dram_roof_fraction(
+                    fmt.num(f.get("dram_bytes_per_s")), fmt.num(f.get("peak_dram_bytes_per_s"))
+                )
+            ),
             **_achievable(f),
         )
 
