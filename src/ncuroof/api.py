@@ -987,7 +987,7 @@ def is_trace(path: PathLike) -> bool:
 def _trace_gpu(name: str | None, gpu: str | None, path: Path) -> catalog.GpuSpec:
     """The datasheet of ``--gpu``, else of the trace's deviceProperties name."""
     gpus = catalog.load_gpus()
-    spec = gpus.by_name(gpu) if gpu else (gpus.by_device(name) if name else None)
+    spec = gpus.entry(gpu, name)
     if spec is None:
         if gpu:
             raise InputError(gpus.unknown("--gpu", gpu), path)

@@ -910,6 +910,15 @@ class GpuCatalog:
                 return g
         return self.by_device(name)
 
+    def entry(self, name: object = "", device: object = "") -> GpuSpec | None:
+        """The GPU a launch is judged on: the entry ``name`` (``--gpu``, or the ``datasheet_gpu``
+        its roofs came from, :meth:`by_name`), else the one matching its ``device`` name
+        (:meth:`by_device`); None when neither is given (missing values are not text) or known.
+        The one rule for it: roofs, the issue roof, confidences, the tensor-core lever and traces
+        all call it."""
+        name, device = (x if isinstance(x, str) else "" for x in (name, device))
+        return self.by_name(name) if name else (self.by_device(device) if device else None)
+
     def unknown(self, option: str, name: str) -> str:
         """The one line for a GPU ``option`` (``--gpu``, ``--what-if``) naming no entry: the ids
         it is close to (those it is part of, else :func:`difflib.get_close_matches`), and where

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -650,3 +651,21 @@ def test_an_fp64_code_at_the_memory_roof_is_not_told_to_use_fp8(prec, lever):
     cls, _, advice = diagnose.verdict(f, SOL)
     assert cls == "memory_near_roof" and lever in advice
     assert ("bf16" in advice) == (prec != "fp64")
+
+
+def test_the_tensor_core_lever_names_the_gpu_given_by_gpu() -> None:
+    """An ncu CSV export without a device name (the repository's ESMM metrics) analyzed with
+    ``--gpu a10g``: its FP32 SGEMMs are compute-bound below the roof, and the tensor-core lever
+    quotes the A10G's datasheet, dense BF16 tensor over FP32 (70 / 35 = 2x, read from
+    metrics/gpus.toml here). It once looked the GPU up by the missing device name and said
+    nothing."""
+    import tomllib
+
+    with open(Path(__file__).resolve().parents[2] / "metrics" / "gpus.toml", "rb") as fh:
+        a10g = next(g for g in tomllib.load(fh)["gpu"] if g["id"] == "a10g")
+    ratio = a10g["tensor_tflops"]["bf16"] / a10g["fp32_tflops"]
+    a = ncuroof.analyze(shared("ESMM-Research__metrics.csv"), gpu="a10g")
+    s = a.summary
+    assert a.launches["device_name"].isna().all() and (s["diagnosis"] == "compute_below_roof").all()
+    want = f"no tensor-core work: the A10G dense BF16/FP16 tensor roof is {ratio:.0f}x higher"
+    assert ratio == 2 and s["advice"].str.contains(want, regex=False).all()

@@ -154,12 +154,15 @@ def verdict_text(diagnosis: object, limiter: object = "") -> str:
     return CLASSES.get(diagnosis, diagnosis) if isinstance(diagnosis, str) else ""
 
 
-def _tensor_ratio(device: str, precision: str, gpus: GpuCatalog | None) -> tuple[float, str] | None:
+def _tensor_ratio(
+    f: dict[str, Any], precision: str, gpus: GpuCatalog | None
+) -> tuple[float, str] | None:
     """How much higher the GPU's dense FP16/BF16 tensor roof is than its ``precision``
-    roof (datasheet)."""
-    if gpus is None or not isinstance(device, str) or precision not in ("fp32", "fp16"):
+    roof (datasheet; the GPU of :meth:`GpuCatalog.entry`: ``--gpu`` on a CSV without a device
+    name too)."""
+    if gpus is None or precision not in ("fp32", "fp16"):
         return None
-    spec = gpus.by_device(device)
+    spec = gpus.entry(f.get("datasheet_gpu"), f.get("device_name"))
     if spec is None:
         return None
     base = spec.flop_per_s.get(precision)
@@ -190,6 +193,7 @@ _FACTS = (
     "warp_inst",
     "tensor_flop",
     "device_name",
+    "datasheet_gpu",
     "hot_pipe",
     "hot_pipe_frac",
     "hot_memory_unit",
@@ -349,12 +353,7 @@ def _verdict(
             ev, advice = ev + f"; {unit[0]}", unit[1] + f"; {advice}"
         return cls, ev, advice
     cls, ev, advice = _compute(
-        c,
-        ev,
-        float(sol["no_bound"]),
-        fmt.num(f.get("tensor_flop")),
-        _word(f.get("device_name")),
-        gpus,
+        c, ev, float(sol["no_bound"]), fmt.num(f.get("tensor_flop")), f, gpus
     )
     if cls == "compute_below_roof":
         advice = advice.replace(_RAISE_FMA, _below_roof_lever(c.prec, f, pipes))
@@ -436,8 +435,7 @@ def _gpu_option(f: dict[str, Any], gpus: GpuCatalog | None) -> str:
     """``--gpu a10g``, or ``--gpu NAME`` with the datasheet entries of the launch's
     compute capability."""
     cat = gpus or load_gpus()
-    device = f.get("device_name")
-    spec = cat.by_device(device) if isinstance(device, str) and device else None
+    spec = cat.entry(device=f.get("device_name"))
     if spec is not None:
         return f"--gpu {spec.id}"
     cc = str(f.get("cc") or "")
@@ -911,10 +909,10 @@ def _memory(c: _Context, ev: str, near: float, latency: float) -> tuple[str, str
 
 
 def _compute(
-    c: _Context, ev: str, near: float, tensor: float, device: str, gpus: GpuCatalog | None
+    c: _Context, ev: str, near: float, tensor: float, f: dict[str, Any], gpus: GpuCatalog | None
 ) -> tuple[str, str, str]:
     prec, frac = c.prec, c.frac
-    ratio = _tensor_ratio(device, prec, gpus) if not (tensor > 0) else None
+    ratio = _tensor_ratio(f, prec, gpus) if not (tensor > 0) else None
     if math.isfinite(frac) and frac >= near:
         advice = "at the compute roof: only less work (an algorithmic change) helps"
         if ratio is not None:

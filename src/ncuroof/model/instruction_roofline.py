@@ -69,8 +69,7 @@ def issue_roofs(
     cols = ["datasheet_gpu", "device_name"]
 
     def roof(row: tuple[object, object]) -> float:  # the entry the roofs used, else the device's
-        name, device = (x if isinstance(x, str) else "" for x in row)
-        gpu = gpus.by_name(name) if name else (gpus.by_device(device) if device else None)
+        gpu = gpus.entry(*row)
         return np.nan if gpu is None else gpu.sms * schedulers_per_sm * gpu.boost_hz
 
     # the catalog is searched once per distinct (datasheet entry, device name), not per launch

@@ -245,7 +245,7 @@ def _note_list(cell: object) -> list[str]:
 def _spec_for(device: object, gpus: GpuCatalog, forced: GpuSpec | None) -> GpuSpec | None:
     if forced is not None:
         return forced
-    return gpus.by_device(device) if isinstance(device, str) and device else None
+    return gpus.entry(device=device)
 
 
 def _devices(k: pd.DataFrame) -> np.ndarray:
@@ -771,7 +771,7 @@ def _confidence(long: pd.DataFrame, gpus: GpuCatalog | None) -> np.ndarray:
     keyed = long.groupby(["datasheet_gpu", "device_name"], sort=False, dropna=False).indices
     src, roof = (long[c].to_numpy(dtype=object) for c in ("roof_source", "roof"))
     for (gpu, device), at in keyed.items():
-        spec = gpus.by_name(gpu) if gpu else gpus.by_device(device) if device else None
+        spec = gpus.entry(gpu, device)
         if spec is None:
             continue
         out[at[src[at] == "datasheet"]] = spec.confidence
