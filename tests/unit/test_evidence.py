@@ -17,6 +17,7 @@ import pytest
 from ncuroof import fmt
 from ncuroof.schema import cell_text
 from tests.helpers.reports import (
+    EMBEDDED,
     REPORTS,
     kernels_of,
     ncu_actions,
@@ -29,6 +30,10 @@ pytestmark = [needs_ncu_report]
 
 THREAD = "sass__thread_inst_executed_true_per_opcode"
 WARP = "sass__inst_executed_per_opcode"
+# Reports the repository embeds (fixtures/third_party): the tests on them run without ../shared.
+S8 = "cutlass-panjd123__4fb3ff3f6a_report-s8.ncu-rep"  # launch 1: ReferenceGemm_kernel (A100)
+MISTIC = "self-join-MiSTIC__ilpProf.ncu-rep"  # one FP64 launch on an A100
+EMBEDDED_REPORTS = sorted(EMBEDDED.glob("*.ncu-rep"))
 
 
 @functools.cache
@@ -170,6 +175,28 @@ def test_fp16_from_the_opcode_table_where_the_report_has_no_fp16_counter() -> No
     )
 
 
+# Embedded launches without an hfma counter whose thread table holds HFMA2 (counts as
+# ncu_report gives them): MiSTIC 28,801,470,907, the INT8 report's ReferenceGemm 147,456.
+FP16_OPCODES_ONLY = [(MISTIC, 0, 28_801_470_907), (S8, 1, 147_456)]
+
+
+@pytest.mark.parametrize("name, launch, hfma2", FP16_OPCODES_ONLY, ids=["mistic", "s8"])
+def test_fp16_from_the_opcode_table_on_embedded_reports(name: str, launch: int, hfma2: int) -> None:
+    """FP16 work from the thread-opcode table where the report stores no hfma counter: 4 FLOPs per
+    HFMA2, the rate over ncu's duration, and the ledger names the table (issue 54 item 10: runs
+    without ../shared)."""
+    v = ncu_metrics(name)[launch]
+    assert not any("sass_thread_inst_executed_op_h" in m for m in v)
+    assert opcode_table(name)[launch]["HFMA2"] == hfma2
+    row = kernels_of(name).set_index("launch_id").loc[launch]
+    assert row["fp16_flop"] == 4 * hfma2
+    assert row["fp16_flop_per_s"] == pytest.approx(
+        4 * hfma2 / (v["gpu__time_duration.sum"] * 1e-9), rel=1e-12
+    )
+    assert "sass_thread_opcodes" in row["flop_source"]
+    assert "fp16: sass_thread_opcodes" in row["evidence_sources"]
+
+
 def _raw(name: str):
     from ncuroof import catalog, parser
 
@@ -207,6 +234,58 @@ def test_sgemm_without_roofline_counters_gets_a_point_from_opcodes_and_read_writ
     )
 
 
+def _without_roofline_counters(name: str):
+    """The launch table of ``name`` computed without the FP counters, dram__bytes, L1/L2 and
+    derived metrics (as the cuBLAS case above drops them)."""
+    from ncuroof.model import formulas
+
+    raw, cat = _raw(name)
+    drop = [
+        c
+        for c in raw.columns
+        if "sass_thread_inst_executed_op_" in c
+        or c.startswith("dram__bytes.")
+        or c.startswith(("lts__", "l1tex__", "derived__"))
+    ]
+    return formulas.compute_launches(raw.drop(columns=drop), cat)
+
+
+# By hand from ncu_report's thread-opcode counts: the INT8 report's ReferenceGemm 56,623,104
+# FFMA (no FADD/FMUL); MiSTIC 113,525,592,936 DFMA + 212,860,780,167 DADD (DRAM writes held).
+NO_COUNTERS = [
+    (S8, 1, "fp32", {"FFMA": 56_623_104}, 2 * 56_623_104),
+    (MISTIC, 0, "fp64", {"DFMA": 113_525_592_936, "DADD": 212_860_780_167}, 439_911_966_039),
+]
+
+
+@pytest.mark.parametrize(
+    "name, launch, precision, counts, flops", NO_COUNTERS, ids=["s8", "mistic"]
+)
+def test_no_roofline_counters_point_from_opcodes_and_read_write_bytes_embedded(
+    name: str, launch: int, precision: str, counts: dict[str, int], flops: int
+) -> None:
+    """Without the FP counters and dram__bytes, FLOPs come from the thread-opcode table and DRAM
+    bytes from read + write, and the launch gets a DRAM point (issue 54 item 10: runs without
+    ../shared)."""
+    from ncuroof.model import formulas
+
+    k = _without_roofline_counters(name).set_index("launch_id")
+    table, values = opcode_table(name)[launch], ncu_metrics(name)[launch]
+    assert {op: table[op] for op in counts} == counts
+    row = k.loc[launch]
+    assert row["status"] == "ok" and row["flop_source"] == "sass_thread_opcodes"
+    assert row[f"{precision}_flop"] == flops
+    assert row["dram_bytes"] == values["dram__bytes_read.sum"] + values["dram__bytes_write.sum"]
+    assert "dram: dram__bytes_read.sum + dram__bytes_write.sum" in row["evidence_sources"]
+    pts = formulas.compute_points(k.reset_index())
+    dram = pts[
+        (pts["launch_id"] == launch) & (pts["level"] == "dram") & (pts["precision"] == precision)
+    ]
+    assert len(dram) == 1 and dram["ai_flop_per_byte"].iloc[0] == pytest.approx(
+        flops / row["dram_bytes"], rel=1e-9
+    )
+
+
 def test_warp_table_is_the_named_fallback_with_its_assumption() -> None:
     from ncuroof.model import formulas
 
@@ -218,6 +297,55 @@ def test_warp_table_is_the_named_fallback_with_its_assumption() -> None:
     assert row["flop_source"] == "sass_warp_opcodes_x32"
     assert row["fp32_flop"] == 32 * (2 * warp["FFMA"] + warp["FMUL"])
     assert any("every lane active" in n for n in row["notes"])
+
+
+# By hand from ncu_report's warp-opcode counts: MiSTIC 3,877,585,248 DFMA + 7,270,752,543 DADD
+# (x 32 above the thread table's count: not every lane was active); ReferenceGemm 1,769,472 FFMA.
+WARP_ONLY = [
+    (MISTIC, 0, "fp64", {"DFMA": 3_877_585_248, "DADD": 7_270_752_543}),
+    (S8, 1, "fp32", {"FFMA": 1_769_472}),
+]
+
+
+@pytest.mark.parametrize("name, launch, precision, counts", WARP_ONLY, ids=["mistic", "s8"])
+def test_warp_table_fallback_on_embedded_reports(
+    name: str, launch: int, precision: str, counts: dict[str, int]
+) -> None:
+    """Without the FP counters and the thread table, FLOPs are 32 x the warp table's, named as
+    such with the every-lane-active assumption (issue 54 item 10: runs without ../shared)."""
+    from ncuroof.model import formulas
+
+    raw, cat = _raw(name)
+    drop = [c for c in raw.columns if "sass_thread_inst_executed_op_" in c or c.startswith(THREAD)]
+    row = formulas.compute_launches(raw.drop(columns=drop), cat).set_index("launch_id").loc[launch]
+    warp = opcode_table(name, WARP)[launch]
+    assert {op: warp[op] for op in counts} == counts
+    weights = WEIGHTS[precision]
+    assert row["flop_source"] == "sass_warp_opcodes_x32"
+    assert row[f"{precision}_flop"] == 32 * sum(weights[op] * c for op, c in counts.items())
+    title = precision.upper()
+    assert any(n.startswith(f"{title} FLOPs from {WARP} x 32") for n in row["notes"])
+    assert any("every lane active" in n for n in row["notes"])
+
+
+def test_a_counter_and_its_opcode_table_disagreeing_is_a_flag_embedded() -> None:
+    """The INT8 report's ReferenceGemm (launch 1) with 10 % fewer FFMA in its thread table than
+    its counters: the counters are kept, the launch flagged sources_disagree; launch 0 (no FFMA)
+    is not (issue 54 item 10: runs without ../shared)."""
+    from ncuroof.model import diagnose, formulas
+
+    raw, cat = _raw(S8)
+    raw[f"{THREAD}[FFMA]"] = raw[f"{THREAD}[FFMA]"] * 0.9
+    k = formulas.compute_launches(raw, cat)
+    counted = _counter_flops(ncu_metrics(S8)[1], "fp32")
+    assert counted == pytest.approx(2 * 56_623_104, rel=1e-9)
+    assert k.loc[1, "fp32_flop"] == pytest.approx(counted, rel=1e-12)
+    codes = [[getattr(n, "code", "") for n in notes] for notes in k["notes"]]
+    assert "sources_disagree" not in codes[0] and codes[1].count("sources_disagree") == 1
+    (note,) = [n for n in k.loc[1, "notes"] if getattr(n, "code", "") == "sources_disagree"]
+    assert "FP32 FLOPs 113 MFLOP from the counters" in note and "(10.0 % apart" in note
+    flags = diagnose.launch_flags(k, formulas.compute_points(k), cat.thresholds["diagnosis"])
+    assert ["sources_disagree" in [c for c, _ in f] for f in flags] == [False, True]
 
 
 def test_a_counter_and_its_opcode_table_disagreeing_is_a_flag() -> None:
@@ -264,6 +392,50 @@ def test_store_only_kernel_l2_counts_its_writes_against_the_tag_stage_roof() -> 
         / (v["lts__t_sectors.sum.pct_of_peak_sustained_elapsed"] / 100)
     )
     assert row["peak_l2_bytes_per_s"] == pytest.approx(roof, rel=1e-12)
+
+
+def test_store_only_l2_counts_writes_against_the_tag_stage_roof_embedded() -> None:
+    """The INT8 report's launch 0 with its L2 -> L1 reads set to 0 (a store-only kernel's
+    ncu-legacy L2): L2 counts the 32 B write sectors ncu stored, against the roof of the L2 tag
+    stage (lts__t_sectors per second over its percentage of peak); no l2_reads_only flag
+    (issue 54 item 10: runs without ../shared)."""
+    from ncuroof.model import diagnose, formulas
+
+    raw, cat = _raw(S8)
+    raw["l1tex__m_xbar2l1tex_read_bytes.sum"] = 0.0
+    k = formulas.compute_launches(raw, cat)
+    v, row = ncu_metrics(S8)[0], k.iloc[0]
+    assert row["dram_bytes"] == v["dram__bytes_read.sum"] + v["dram__bytes_write.sum"] > 0
+    assert row["l2_bytes"] == 32 * v["lts__t_sectors_srcunit_tex_op_write.sum"] > row["dram_bytes"]
+    assert row["l2_definition"] == "ncu-legacy+writes"
+    assert any(n.startswith("L2 counts writes") for n in row["notes"])
+    roof = (
+        32
+        * v["lts__t_sectors.sum.per_second"]
+        / (v["lts__t_sectors.sum.pct_of_peak_sustained_elapsed"] / 100)
+    )
+    assert row["peak_l2_bytes_per_s"] == pytest.approx(roof, rel=1e-12)
+    flags = diagnose.launch_flags(k, formulas.compute_points(k), cat.thresholds["diagnosis"])
+    assert "l2_reads_only" not in [c for c, _ in flags[0]]
+    # launch 1: its writes held (590 kB) still under its DRAM bytes (892 kB): the note says the
+    # definition holds the writes, never that it counts reads only
+    v1, row1 = ncu_metrics(S8)[1], k.iloc[1]
+    assert row1["l2_definition"] == "ncu-legacy+writes" and row1["l2_bytes"] < row1["dram_bytes"]
+    assert row1["l2_bytes"] == 32 * v1["lts__t_sectors_srcunit_tex_op_write.sum"]
+    (said,) = [n for n in row1["notes"] if n.startswith("levels out of order: L2")]
+    assert "counts its reads and the L2 writes held" in said and "reads only" not in said
+
+
+@pytest.mark.parametrize("path", EMBEDDED_REPORTS, ids=lambda p: p.name)
+def test_no_l2_reads_only_flag_on_embedded_reports(path) -> None:
+    """No launch of an embedded report is flagged l2_reads_only; where ncu stored L2 -> L1 reads,
+    they are the L2 bytes (issue 54 item 10: runs without ../shared)."""
+    k = kernels_of(path.name)
+    assert not k["flags"].map(lambda f: "l2_reads_only" in cell_text("flags", f)).any()
+    for launch, v in enumerate(ncu_metrics(path.name)):
+        if v.get("l1tex__m_xbar2l1tex_read_bytes.sum", 0) > 0:
+            assert k.loc[launch, "l2_definition"] == "ncu-legacy"
+            assert k.loc[launch, "l2_bytes"] == v["l1tex__m_xbar2l1tex_read_bytes.sum"]
 
 
 def test_no_l2_reads_only_flag_where_l2_reads_exist() -> None:
@@ -524,6 +696,29 @@ def test_time_and_clock_sources_are_listed_with_their_agreement() -> None:
     )
 
 
+@pytest.mark.parametrize("name", [S8, "cutlass-panjd123__4f3955ed3c_report.ncu-rep"])
+def test_time_and_clock_sources_listed_on_embedded_reports(name: str) -> None:
+    """Every launch of the CUTLASS reports stores the duration and the SM cycles and clocks: the
+    ledger lists both times and both clocks with how far apart they are, by hand from ncu's values
+    (issue 54 item 10: runs without ../shared)."""
+    k = kernels_of(name)
+    for launch, v in enumerate(ncu_metrics(name)):
+        t1 = v["gpu__time_duration.sum"] * 1e-9
+        t2 = v["sm__cycles_elapsed.avg"] / v["sm__cycles_elapsed.avg.per_second"]
+        c1, c2 = v["sm__cycles_elapsed.avg.per_second"], v["smsp__cycles_elapsed.avg.per_second"]
+        ledger = k.loc[launch, "evidence_sources"]
+        assert (
+            "time: gpu__time_duration.sum = sm__cycles_elapsed.avg /"
+            f" sm__cycles_elapsed.avg.per_second ({fmt.apart(abs(t1 - t2) / max(t1, t2))} apart)"
+            in ledger
+        )
+        assert (
+            "clock: sm__cycles_elapsed.avg.per_second = smsp__cycles_elapsed.avg.per_second"
+            f" ({fmt.apart(abs(c1 - c2) / max(c1, c2))} apart)" in ledger
+        )
+        assert k.loc[launch, "time_s"] == pytest.approx(t1, rel=1e-12)
+
+
 def test_level_below_the_level_under_it_is_flagged_by_hand() -> None:
     # Issue 44 class 4: H100 stochastic rounding, L2 224 B (read-only definition) below DRAM
     # 5,632 B; a second launch in order; a third with L1 0 B over L2 bytes.
@@ -551,7 +746,10 @@ MODIFIER = "sass__inst_executed_per_opcode_with_modifier_all"
 
 
 @pytest.mark.parametrize(
-    "name", ["KernelBench__matmul_kernel.ncu-rep", "cs599k__silu-2025-04-18-v1.ncu-rep"]
+    # MISTIC's 905,341,693 and S8 launch 1's 4,608 FP16 warp instructions are all HFMA2.MMA
+    # (embedded: these two run without ../shared, issue 54 item 10)
+    "name",
+    ["KernelBench__matmul_kernel.ncu-rep", "cs599k__silu-2025-04-18-v1.ncu-rep", MISTIC, S8],
 )
 def test_fp16_work_only_from_hfma2_mma_is_flagged_as_moves(name: str) -> None:
     # Issue 44 class 10: every FP16 warp instruction of these launches is HFMA2.MMA (ncu_report's
@@ -614,3 +812,26 @@ def test_spin_wait_at_system_scope_is_named() -> None:
     (note,) = notes[0]
     assert note.startswith("spin wait at system scope")
     assert "MEMBAR.SC.SYS x 1,056, LDG.E.STRONG.SYS x 132, YIELD x 132" in note
+
+
+def test_spin_wait_at_gpu_scope_is_named_synthetic() -> None:
+    """The GPU-scope form of the spin barrier (cuBLAS split-K semaphore: LDG.E.STRONG.GPU polling
+    with MEMBAR.SC.GPU, CCTL.IVALL): named "at GPU scope" with its counts; a launch with the strong
+    load alone (no fence, no invalidate) is not; a .SYS load held at 0 counts does not make it
+    system scope (issue 54 item 10: runs without ../shared)."""
+    import re
+
+    from ncuroof import catalog
+    from ncuroof.model.evidence import _spin_barrier
+
+    pattern = re.compile(catalog.load().opcodes.signals["spin_barrier"])
+    table = {"LDG.E.STRONG.GPU": [640, 64], "MEMBAR.SC.GPU": [80, 0], "CCTL.IVALL": [80, 0]}
+    table |= {"LDG.E.STRONG.SYS": [0, 0], "ATOMG.E.ADD.STRONG.GPU": [80, 8], "FFMA": [9, 9]}
+    counts = {k: np.array(v, dtype=float) for k, v in table.items() if pattern.search(k)}
+    assert sorted(counts) == ["CCTL.IVALL", "LDG.E.STRONG.GPU", "LDG.E.STRONG.SYS", "MEMBAR.SC.GPU"]
+    notes: list[list[str]] = [[], []]
+    _spin_barrier(counts, 2, notes)
+    assert notes[1] == []
+    (note,) = notes[0]
+    assert note.startswith("spin wait at GPU scope")
+    assert "(LDG.E.STRONG.GPU x 640, MEMBAR.SC.GPU x 80, CCTL.IVALL x 80)" in note

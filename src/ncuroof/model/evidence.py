@@ -406,6 +406,10 @@ _LEFT_OUT = {
         " and TMA copies bypass it)"
     ),
     "l2": "the L2 definition counts reads only (L2 -> L1 / crossbar), not writes",
+    "l2+writes": (
+        "the L2 definition counts its reads and the L2 writes held, and still less than DRAM: some"
+        " DRAM traffic is in none of the L2 counters it reads"
+    ),
 }
 
 
@@ -448,8 +452,9 @@ def level_order_evidence(
         up, low = level_bytes[upper], level_bytes[lower]
         with np.errstate(invalid="ignore"):
             bad = (low > 0) & (up < low * (1 - slack))
-        why = _LEFT_OUT[upper]
         for i in np.flatnonzero(bad):
+            with_writes = upper == "l2" and str(definitions[upper][i]).endswith("+writes")
+            why = _LEFT_OUT["l2+writes" if with_writes else upper]
             extra = (
                 f"; L2 writes held: {fmt.si(l2_writes[i], 'B')}"
                 if upper == "l2" and l2_writes[i] > 0
