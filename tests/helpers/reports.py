@@ -128,3 +128,35 @@ def close(a: float, b: float, rel: float = 1e-9) -> bool:
     if math.isnan(a) or math.isnan(b):
         return False
     return abs(a - b) <= rel * max(abs(a), abs(b)) or a == b
+
+
+def details_copy(name: str, dst: Path, rows: list[tuple[str, str, str, str]]) -> Path:
+    """A copy at ``dst`` of the details-page export ``name`` (:func:`shared`) with ``rows`` added:
+    each ``(section, label, unit, value)`` written as ncu writes a details row, the launch columns
+    those of the file's first row."""
+    import csv
+
+    lines = list(csv.reader(shared(name).open(newline="", encoding="utf-8-sig")))
+    head = lines[0]
+    at = [head.index(c) for c in ("Section Name", "Metric Name", "Metric Unit", "Metric Value")]
+    added = []
+    for values in rows:
+        row = list(lines[1])
+        for i, v in zip(at, values):
+            row[i] = v
+        added.append(row)
+    with dst.open("w", newline="", encoding="utf-8") as fh:
+        csv.writer(fh, quoting=csv.QUOTE_ALL).writerows([*lines, *added])
+    return dst
+
+
+def datasheet(gpu_id: str) -> dict:
+    """The ``[[gpu]]`` entry ``gpu_id`` of ``metrics/gpus.toml`` as the file holds it (TFLOP/s,
+    GB/s, MHz), read here, not through :mod:`ncuroof.catalog`."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+
+    with open(REPO / "metrics" / "gpus.toml", "rb") as fh:
+        return next(g for g in tomllib.load(fh)["gpu"] if g["id"] == gpu_id)

@@ -1,6 +1,7 @@
 """Real ncu CSV exports read like their reports (the real-ncu tier).
 
-ncu 2024.1 (scripts/real-ncu) exports every shared ``.ncu-rep`` here at test time, four ways:
+ncu 2024.1 (scripts/real-ncu) exports every real ``.ncu-rep`` here at test time (the shared ones and
+the repository's own copies, so that a clone with nothing beside it tests on those), four ways:
 
 * ``issue``: ``--csv --page raw --print-units base --print-metric-instances details``; with
   ``--print-units base`` ncu prints two decimals (a 0.0149 % is "0.01");
@@ -31,14 +32,12 @@ from ncuroof.errors import NcuroofError
 from ncuroof.parser.csv import NO_INSTANCES_NOTE
 from tests.helpers.errors import assert_one_line_error
 from tests.helpers.real_ncu import real_ncus
-from tests.helpers.reports import SHARED
+from tests.helpers.reports import REPORTS
 
 NCU = dict(real_ncus()).get("2024.1")
-REPORTS = sorted(SHARED.glob("*.ncu-rep")) if SHARED.is_dir() else []
 pytestmark = [
     pytest.mark.real_ncu,
     pytest.mark.skipif(NCU is None, reason="no real ncu 2024.1: run scripts/real-ncu"),
-    pytest.mark.skipif(not REPORTS, reason=f"{SHARED} is absent (the shared real reports)"),
 ]
 EXPORTS = {
     "issue": ["--page", "raw", "--print-units", "base", "--print-metric-instances", "details"],
@@ -52,7 +51,7 @@ NUMERIC_SUFFIXES = ("_flop", "_bytes", "_per_s", "_s", "_frac", "_hz", "waves_pe
 
 @pytest.fixture(scope="module")
 def exports(tmp_path_factory) -> Path:
-    """Every shared report exported the four ways by ncu 2024.1 (HOME in a temporary folder:
+    """Every real report exported the four ways by ncu 2024.1 (HOME in a temporary folder:
     ncu copies its section files there)."""
     out = tmp_path_factory.mktemp("csv")
     home = out / "home"

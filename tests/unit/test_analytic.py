@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -357,22 +358,50 @@ def test_counted_against_analytic_with_a_report(tmp_path: Path) -> None:
     assert "counted FLOPs below analytic" in r["flag"]
 
 
+def _esmm_run(tmp_path: Path, n: int, shapes: bool = True) -> tuple[Any, Path]:
+    """The ESMM report's launches and a trace of four aten::mm of ``n`` x 1024 by 1024 x 1024
+    FP32 matrices, each launching one of ESMM's kernels as ncu profiled it (1024³ each)."""
+    k = api.load(shared("ESMM-Research__profile_output.ncu-rep"))
+    tr = Trace(gpu="NVIDIA A10G", shapes=shapes)
+    for r in k.itertuples():
+        tr.op("aten::mm", [[n, 1024], [1024, 1024]], [F32] * 2, ["", ""], dur=500)
+        tr.kernel(r.kernel_demangled, r.time_s * 1e6, grid=list(r.grid), block=list(r.block))
+    return k, tr.write(tmp_path / f"esmm{n}.json")
+
+
 def test_counted_against_analytic_on_the_embedded_sgemms(tmp_path: Path) -> None:
     """``--timeline`` with a report on the repository's own data (issue 54 item 10: the test above
-    reads ../shared): a trace of four aten::mm of 1024 x 1024 FP32 matrices, each launching one of
-    ESMM's kernels as ncu profiled it. The operator's work is the formula's 4 x 2·1024³ FLOPs and
-    ncu counted exactly that; its DRAM bytes are the four launches' over 4 x 12.6 MB compulsory."""
+    reads ../shared): the operator's work is the formula's 4 x 2·1024³ FLOPs and ncu counted
+    exactly that; its DRAM bytes are the four launches' over 4 x 12.6 MB compulsory. Shapes that
+    claim twice the work (2048 x 1024 operands) give a ratio of 0.5 and a flag, not a silent
+    ratio."""
     report = shared("ESMM-Research__profile_output.ncu-rep")
-    k = api.load(report)
-    tr = Trace(gpu="NVIDIA A10G")
-    for r in k.itertuples():
-        tr.op("aten::mm", [[1024, 1024], [1024, 1024]], [F32] * 2, ["", ""], dur=500)
-        tr.kernel(r.kernel_demangled, r.time_s * 1e6, grid=list(r.grid), block=list(r.block))
-    res = api.analyze([report], timeline=tr.write(tmp_path / "esmm.json"), write=False)
+    k, trace = _esmm_run(tmp_path, 1024)
+    res = api.analyze([report], timeline=trace, write=False)
     r = _row(res.tables["operators"], "aten::mm")
     assert r["flop"] == 4 * 2 * 1024**3 and r["counted_over_analytic"] == pytest.approx(1.0)
     assert r["dram_bytes"] == pytest.approx(k["dram_bytes"].sum())
     assert r["dram_over_compulsory"] == pytest.approx(k["dram_bytes"].sum() / (4 * 3 * 1024**2 * 4))
+    assert "counted FLOPs below" not in r["flag"]
+    res = api.analyze([report], timeline=_esmm_run(tmp_path, 2048)[1], write=False)
+    r = _row(res.tables["operators"], "aten::mm")
+    assert r["flop"] == 4 * 2 * 2048 * 1024**2
+    assert (
+        r["counted_over_analytic"] == pytest.approx(0.5)
+        and "counted FLOPs below analytic" in r["flag"]
+    )
+
+
+def test_a_timeline_without_shapes_beside_the_embedded_report_adds_no_operators(
+    tmp_path: Path,
+) -> None:
+    """The same rule on the repository's own data (runs without ../shared): the ESMM report with a
+    trace recorded without shapes gets the production timeline (its four kernels matched) and no
+    operators table."""
+    report = shared("ESMM-Research__profile_output.ncu-rep")
+    res = api.analyze([report], timeline=_esmm_run(tmp_path, 1024, shapes=False)[1], write=False)
+    assert "operators" not in res.tables
+    assert res.analysis.production is not None
 
 
 def test_timeline_without_shapes_adds_no_operators(tmp_path: Path) -> None:

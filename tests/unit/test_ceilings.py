@@ -107,6 +107,28 @@ def _kernels(**over) -> pd.DataFrame:
     return from_text(pd.DataFrame([base]))  # roof sources and notes as data, as in a table
 
 
+@pytest.mark.parametrize(
+    "device,entry",
+    [
+        # device names as ncu wrote them in the shared reports (PROVENANCE.md), entry by hand
+        ("NVIDIA GeForce RTX 2070 SUPER", "rtx-2070-super"),
+        ("NVIDIA A10G", "a10g"),
+        ("NVIDIA A100 80GB PCIe", "a100-80gb-pcie"),
+        ("Tesla V100-SXM2-16GB", "v100-sxm2"),
+    ],
+)
+def test_a_device_name_gets_its_datasheet_dram_roof(gpus, device: str, entry: str) -> None:
+    """A launch naming only its device gets that GPU's datasheet DRAM roof (runs without
+    ../shared; the RTX 2070 SUPER case was tested on a shared report alone): the entry matched,
+    and its ``dram_gbps`` in metrics/gpus.toml, read here (448 GB/s: 14 Gbit/s x 256 bit)."""
+    from ncuroof.model.roofs import fill_ceilings
+    from tests.helpers.reports import datasheet
+
+    k = fill_ceilings(_kernels(device_name=device, cc=datasheet(entry)["cc"]), gpus)
+    assert k.loc[0, "datasheet_gpu"] == entry
+    assert k.loc[0, "peak_dram_bytes_per_s"] == datasheet(entry)["dram_gbps"] * 1e9
+
+
 def test_fill_from_datasheet_keeps_report_roofs_and_labels_each(gpus) -> None:
     from ncuroof.model.roofs import fill_ceilings
     from ncuroof.schema import parse_sources
@@ -571,6 +593,47 @@ def test_user_achievable_roofs_on_an_h100_report(gpus) -> None:
 
     assert provenance.roof_sources(k).endswith(
         "achievable roofs beside them: dram, fp32 (--achievable-flops/--achievable-bandwidth)"
+    )
+
+
+def test_user_achievable_roofs_on_the_embedded_cutlass_report() -> None:
+    """The user's achievable roofs through the whole analysis on a report the repository keeps
+    (runs without ../shared): CUTLASS's ReferenceGemm on an A100 binds at L1 (memory-bound), so
+    its achievable fraction is its L1 bandwidth over the user's 15 TB/s, beside the report's
+    peak, which stays; every roof given is the user's, and the header line says so."""
+    from ncuroof.model import analysis
+    from ncuroof.render import provenance
+
+    name = shared("cutlass-panjd123__4fb3ff3f6a_report-s8.ncu-rep")
+    plain = analysis.build([name])
+    roofs = {"dram": 1.7e12, "l2": 4e12, "l1": 15e12}
+    a = analysis.build(
+        [name],
+        analysis.AnalysisOptions(achievable_bandwidth=roofs, achievable_flops={"fp32": 18e12}),
+    )
+    k = a.launches.set_index("kernel_name")
+    for level in roofs:
+        assert (k[f"achievable_{level}_bytes_per_s"] == roofs[level]).all()
+        assert (
+            a.launches[f"peak_{level}_bytes_per_s"] == plain.launches[f"peak_{level}_bytes_per_s"]
+        ).all()
+    assert all(
+        parse_sources(c) == {"fp32": "user", "dram": "user", "l2": "user", "l1": "user"}
+        for c in k["achievable_sources"]
+    )
+    ref = k.loc["ReferenceGemm_kernel"]
+    assert ref["bound"] == "memory"
+    assert ref["achievable_roof_fraction"] == pytest.approx(ref["l1_bytes_per_s"] / 15e12, rel=1e-9)
+    assert ref["roof_fraction"] == pytest.approx(
+        ref["l1_bytes_per_s"] / ref["peak_l1_bytes_per_s"], rel=1e-9
+    )
+    assert (
+        f"at {100 * ref['l1_bytes_per_s'] / 15e12:.0f}% of achievable L1 bandwidth"
+        f" ({100 * ref['roof_fraction']:.0f}% of the report's)" in ref["evidence"]
+    )
+    assert provenance.roof_sources(a.launches).endswith(
+        "achievable roofs beside them: dram, fp32, l1, l2"
+        " (--achievable-flops/--achievable-bandwidth)"
     )
 
 

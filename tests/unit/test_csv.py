@@ -209,6 +209,29 @@ def test_section_labels_map_to_metrics_and_the_rest_are_counted(cat) -> None:
     assert re.search(r"\d+ section labels not mapped", details.loc[0, "input_notes"])
 
 
+def test_section_labels_of_the_embedded_export_map_and_the_rest_are_counted(
+    tmp_path: Path, cat
+) -> None:
+    """The same rule on the repository's llm-perf-opt details export (runs without ../shared):
+    its SpeedOfLight section's Duration (6.75 us) and Compute (SM) Throughput (9.15 %) are its
+    metric rows' values (6.75 us, 9.15 %); a label ncu writes that no metric stands behind
+    ("SM Frequency", not read) and an unknown one are counted in a note, never read."""
+    from tests.helpers.reports import details_copy
+
+    path = details_copy(
+        "llm-perf-opt__kernel_0001_ncu.metrics.csv",
+        tmp_path / "x.csv",
+        [
+            ("GPU Speed Of Light Throughput", "SM Frequency", "Ghz", "1.20"),
+            ("GPU Speed Of Light Throughput", "Made-up Label", "%", "50"),
+        ],
+    )
+    raw = read(path, cat)
+    assert raw.loc[0, "gpu__time_duration.sum"] == pytest.approx(6750)
+    assert raw.loc[0, "sm__throughput.avg.pct_of_peak_sustained_elapsed"] == pytest.approx(9.15)
+    assert "2 section labels not mapped" in raw.loc[0, "input_notes"]
+
+
 @needs_ncu_report
 @pytest.mark.parametrize(
     "csv_name,decimals_rel",
@@ -463,6 +486,43 @@ def test_merge_refuses_runs_that_do_not_line_up(tmp_path: Path) -> None:
     proc = run("analyze", str(a), str(c), "--stack", "-q", "-o", str(tmp_path / "out"))
     assert proc.returncode == 0, proc.stderr
     assert len(pd.read_csv(tmp_path / "out" / "launches.csv")) == 3
+
+
+#: The session page ``ncu --import ESMM-Research__profile_output.ncu-rep --csv --page session``
+#: prints (ncu 2024.1), cut to the lines read: what the ESMM details export lacks.
+ESMM_SESSION = """Session Info
+"Session Attribute","Value"
+"Nsight Compute Target","2023.1.1.0 (build 32678585) (public-release)"
+
+Device Attributes
+"Device Attribute","Device 0"
+"multiprocessor_count","80"
+"display_name","NVIDIA A10G"
+"compute_capability_major","8"
+"compute_capability_minor","6"
+"""
+
+
+def test_a_session_page_completes_the_embedded_details_export(tmp_path: Path) -> None:
+    """A session page names the device, CC and ncu version a details export lacks (runs without
+    ../shared): the ESMM metrics export with its report's session page is an A10G run, judged on
+    the A10G datasheet's DRAM roof (600 GB/s in metrics/gpus.toml); another GPU's session page
+    beside the report, which names its device, is refused in one line naming it."""
+    import ncuroof
+    from ncuroof.errors import InputError
+    from tests.helpers.reports import datasheet
+
+    export, session = shared("ESMM-Research__metrics.csv"), tmp_path / "session.csv"
+    session.write_text(ESMM_SESSION)
+    alone, k = ncuroof.load(export), ncuroof.load([export, session])
+    assert alone["device_name"].isna().all() and len(k) == len(alone) == 9  # 8 kernels
+    assert (k["device_name"] == "NVIDIA A10G").all() and (k["cc"] == "8.6").all()
+    assert (k["ncu_version"] == "2023.1.1.0").all()
+    assert (k["peak_dram_bytes_per_s"] == datasheet("a10g")["dram_gbps"] * 1e9).all()
+    session.write_text(ESMM_SESSION.replace("NVIDIA A10G", "NVIDIA H100 PCIe"))
+    with pytest.raises(InputError) as err:  # the report names its A10G
+        ncuroof.load([shared("ESMM-Research__profile_output.ncu-rep"), session])
+    assert_one_line_error(err, session, "session page", "NVIDIA H100 PCIe")
 
 
 def test_session_page_for_another_gpu_is_refused(tmp_path: Path, cat) -> None:

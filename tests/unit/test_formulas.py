@@ -213,3 +213,78 @@ def test_roofline_invariants(flop: float, bytes_: float, t: float, peak: float, 
     )
     assert (p["bound"] == "memory") == (ai < peak / bw)
     assert p["roof_fraction"] == pytest.approx((flop / t) / min(peak, ai * bw), rel=1e-9)
+
+
+#: A Blackwell GeForce launch's BF16 MMA metrics as the RTX 5090 report stores them (peaks per
+#: cycle: the aggregate 174,080 and sparsity-on 174,080, sparsity-off 87,040), 53,216 ns at
+#: 2.52 GHz, their counts written in by each test (issue 54 item 10: these run without ../shared).
+_T = "sm__ops_path_tensor_"
+_BF16 = {
+    "gpu__time_duration.sum": 53_216.0,
+    "sm__cycles_elapsed.avg.per_second": 2.52e9,
+    f"{_T}src_bf16_dst_fp32.sum.peak_sustained": 174_080.0,
+    f"{_T}op_hmma_src_bf16_dst_fp32_sparsity_off.sum.peak_sustained": 87_040.0,
+    f"{_T}op_hmma_src_bf16_dst_fp32_sparsity_on.sum.peak_sustained": 174_080.0,
+}
+
+
+def _bf16_work(dense: float, sparse: float) -> pd.DataFrame:
+    ops = {
+        f"{_T}src_bf16_dst_fp32.sum": dense + sparse,
+        f"{_T}op_hmma_src_bf16_dst_fp32_sparsity_off.sum": dense,
+        f"{_T}op_hmma_src_bf16_dst_fp32_sparsity_on.sum": sparse,
+    }
+    return formulas.compute_launches(raw(cc="12.0", **_BF16, **ops), CAT)
+
+
+def test_dense_tensor_work_is_judged_against_the_dense_peak_by_hand() -> None:
+    """Dense BF16 MMA work (no sparse ops) against the sparsity-off peak, 87,040 ops/cycle x
+    2.52 GHz, not the aggregate's 174,080 (issue 44 class 2: 20.6 % shown where ncu said 41.2 %);
+    sparse work keeps the aggregate's peak."""
+    cycles = 53_216e-9 * 2.52e9
+    k = _bf16_work(0.412 * 87_040 * cycles, 0.0).iloc[0]
+    peak = k["peak_tensor_src_bf16_dst_fp32_flop_per_s"]
+    assert peak == pytest.approx(87_040 * 2.52e9)
+    assert k["tensor_src_bf16_dst_fp32_flop_per_s"] / peak == pytest.approx(0.412)
+    assert "dense peak" in cell_text("notes", k["notes"])
+    sparse = _bf16_work(0.412 * 87_040 * cycles, 1e6).iloc[0]
+    assert sparse["peak_tensor_src_bf16_dst_fp32_flop_per_s"] == pytest.approx(174_080 * 2.52e9)
+
+
+def test_l1_zero_contradicted_by_sectors_falls_back_to_the_sectors_by_hand() -> None:
+    """A launch whose L1 writeback counter says 0 B while l1tex__t_sectors counts 4,984,832
+    sectors (the RTX 5090 flash-attention case, issue 44 class 3): L1 is 4,984,832 x 32 B under
+    the nersc definition, with a note; a writeback count keeps the ncu definition, 128 B each."""
+    wb = "l1tex__lsu_writeback_active_mem_lgds.sum"
+    base = {"gpu__time_duration.sum": 53_216.0, "l1tex__t_sectors.sum": 4_984_832.0}
+    k = formulas.compute_launches(raw(cc="12.0", **base, **{wb: 0.0}), CAT).iloc[0]
+    assert k["l1_bytes"] == 4_984_832 * 32 and k["l1_definition"] == "nersc"
+    assert k["l1_bytes_per_s"] == pytest.approx(4_984_832 * 32 / 53_216e-9)
+    notes = cell_text("notes", k["notes"])
+    assert "L1 bytes are 0 under the ncu definition" in notes and "160 MB" in notes
+    kept = formulas.compute_launches(raw(cc="12.0", **base, **{wb: 8_417_909.0}), CAT).iloc[0]
+    assert kept["l1_definition"] == "ncu" and kept["l1_bytes"] == 128 * 8_417_909
+
+
+def test_volta_nersc_counters_by_hand() -> None:
+    """A V100 launch exported with NERSC's roofline counters (the cuda-roofline CSV's metric set;
+    runs without ../shared): the tensor work is 512 FLOP per tensor-pipe instruction (HMMA.884,
+    the legacy x512 rule), the time cycles / clock with no gpu__time_duration, L2 from
+    lts__t_bytes (nersc); 2 x 20480^3 FLOP for 20480^3 / 256 instructions."""
+    n = 20480**3 // 256
+    m = {
+        "sm__inst_executed_pipe_tensor.sum": float(n),
+        "sm__cycles_elapsed.avg": 2.2e9,
+        "sm__cycles_elapsed.avg.per_second": 1.38e9,
+        "dram__bytes.sum": 5e9,
+        "lts__t_bytes.sum": 2e10,
+        "l1tex__t_bytes.sum": 8e10,
+    }
+    k = formulas.compute_launches(raw(cc="7.0", **m), CAT).iloc[0]
+    assert k["tensor_flop"] == 512 * n == 2 * 20480**3
+    assert k["time_s"] == pytest.approx(2.2e9 / 1.38e9, rel=1e-12)
+    assert k["l2_definition"] == "nersc" and k["l2_bytes"] == 2e10
+    pts = formulas.compute_points(formulas.compute_launches(raw(cc="7.0", **m), CAT))
+    tensor = pts[pts["precision"] == "tensor:legacy_x512"].set_index("level")
+    assert tensor.loc["l2", "ai_flop_per_byte"] == pytest.approx(2 * 20480**3 / 2e10, rel=1e-12)
+    assert tensor.loc["dram", "ai_flop_per_byte"] == pytest.approx(2 * 20480**3 / 5e9, rel=1e-12)

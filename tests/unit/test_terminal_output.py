@@ -194,6 +194,27 @@ def test_a_report_without_roofline_metrics_gets_the_speed_of_light_chart(tmp_pat
     )
 
 
+def test_an_embedded_export_without_flops_gets_the_speed_of_light_chart(tmp_path: Path) -> None:
+    """The same chart from the repository's own inputs (runs without ../shared): the llm-perf-opt
+    details export has no FLOPs (its counters are n/a) and its SpeedOfLight section says Compute
+    (SM) Throughput 9.15 %; a copy given the section's Memory Throughput label too (27.5 %, the
+    label ncu writes beside it) puts its one dot at (27.5, 9.15)."""
+    from tests.helpers.reports import details_copy
+
+    export = details_copy(
+        "llm-perf-opt__kernel_0001_ncu.metrics.csv",
+        tmp_path / "sol.csv",
+        [("GPU Speed Of Light Throughput", "Memory Throughput", "%", "27.5")],
+    )
+    res = ncuroof.analyze(export, tmp_path / "out", progress=False)
+    assert len(res.points) == 0 and res.launches["memory_throughput_frac"].tolist() == [0.275]
+    assert res.launches["sm_throughput_frac"].tolist() == [0.0915]  # the file's own label
+    fig = ncuroof.api._page(res.analysis, {"launches": res.launches}, "cdn")[0]
+    dots = [t for t in fig.data if (t.meta or {}).get("role") == "sol_dot"]
+    assert [(t.x[0], t.y[0]) for t in dots] == [pytest.approx((27.5, 9.15))]
+    assert fig.layout.meta["view"]["state"]["chart"] == "speed_of_light"
+
+
 def test_a_folder_named_ncuroof_beside_a_script_is_not_imported(tmp_path: Path) -> None:
     """A script next to a clone folder called ncuroof imports the installed package (src/ layout),
     not the folder as a namespace package."""
@@ -251,15 +272,22 @@ def test_an_option_of_another_command_is_named(capsys, argv, hint) -> None:
     assert (hint in err) if hint else ("another command" not in err)
 
 
-def test_the_terminal_says_flags_in_sentences_not_codes() -> None:
+@pytest.mark.parametrize(
+    "name",
+    [
+        "cs599k__2025-04-21-vector-based.ncu-rep",
+        # embedded (runs without ../shared): the CUTLASS INT8 report has both flags, on two kernels
+        "cutlass-panjd123__4fb3ff3f6a_report-s8.ncu-rep",
+    ],
+)
+def test_the_terminal_says_flags_in_sentences_not_codes(name: str) -> None:
     """Issue 50 class 10: "check: levels_out_of_order: see notes" and "fp16_moves" on the
     terminal. The SiLU report's kernel has both flags (L2 under DRAM with the ncu read-only
     definition; FP16 FLOPs that are HFMA2.MMA moves): its check line says them in words."""
     from ncuroof.render import text
     from ncuroof.schema import NOTE_CODES
-    from tests.helpers.reports import shared
 
-    result = ncuroof.analyze(shared("cs599k__2025-04-21-vector-based.ncu-rep"))
+    result = ncuroof.analyze(shared(name))
     lines = [line for line in text._findings(result) if ": check: " in line]
     assert lines, "the kernel's flags are on the terminal"
     said = " ".join(lines)

@@ -306,9 +306,35 @@ def test_memory_sol_from_load_instruction_issue_is_named() -> None:
 
 
 @needs_ncu_report
-def test_single_block_launch_is_held_at_the_floor() -> None:
+def test_memory_sol_from_load_instruction_issue_on_the_embedded_sgemm() -> None:
+    """The same rule on the repository's ESMM report (runs without ../shared): one_blocktiling's
+    memory SOL is l1tex__lsuin_requests (64.8 % as ncu stored both), so the verdict names load
+    instruction issue, not bytes."""
+    name = "ESMM-Research__profile_output.ncu-rep"
+    m = ncu_metrics(name)[0]
+    lsuin = m["l1tex__lsuin_requests.avg.pct_of_peak_sustained_elapsed"]
+    assert lsuin == pytest.approx(
+        m["gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"]
+    )
+    r = _analysis(name).launches.iloc[0]
+    assert r["kernel_name"] == "one_blocktiling"
+    assert r["hot_memory_unit"].endswith("(l1tex__lsuin_requests)")
+    assert r["hot_memory_unit_frac"] == pytest.approx(lsuin / 100)
+    assert "too many load instructions" in r["advice"] and "LDS.128" in r["advice"]
+    assert "near the best" not in r["advice"]
+
+
+@needs_ncu_report
+@pytest.mark.parametrize(
+    "name",
+    [
+        "alife_cuda__profile_output.ncu-rep",
+        # embedded: CUTLASS's INT8 GEMM, 36 blocks in 8.5 us (runs without ../shared)
+        "cutlass-panjd123__4fb3ff3f6a_report-s8.ncu-rep",
+    ],
+)
+def test_single_block_launch_is_held_at_the_floor(name: str) -> None:
     """The issue's case: 1.5-4 us one-block launches whose roofline bound is tens of ns."""
-    name = "alife_cuda__profile_output.ncu-rep"
     k = _analysis(name).launches
     floor = TH["launch_floor"]["default_s"]
     metrics = ncu_metrics(name)
@@ -361,6 +387,25 @@ def test_one_thread_blocks_name_their_idle_lanes() -> None:
     assert one["advice"].str.contains("blocks of 1 thread: 31 of 32 lanes of every warp idle").all()
 
 
+def test_a_verdict_of_one_thread_blocks_names_their_idle_lanes() -> None:
+    """The one-thread-block rule through :func:`diagnose.verdict` (runs without ../shared): a
+    latency-bound launch of 2 blocks of 1 thread leaves 32 - 1 = 31 lanes of its warp idle; the
+    evidence says so and the advice adds the fix."""
+    facts = {
+        "status": "ok",
+        "bound": "latency",
+        "sm_throughput_frac": 0.01,
+        "memory_throughput_frac": 0.01,
+        "waves_per_sm": 0.01,
+        "blocks": 2.0,
+        "threads_per_block": 1.0,
+    }
+    cls, ev, advice = diagnose.verdict(facts, SOL)
+    idle = "blocks of 1 thread: 31 of 32 lanes of every warp idle"
+    assert cls == "latency_bound" and idle in ev
+    assert f"{idle}: use blocks of a multiple of 32 threads" in advice
+
+
 def test_lanes_by_hand() -> None:
     assert diagnose.lanes(1.0).startswith("blocks of 1 thread: 31 of 32 lanes")
     # 48 threads: 2 warps, the second with 16 of 32 lanes busy; 16 of 64 lanes idle = 25 %
@@ -408,11 +453,16 @@ def test_a_verdict_from_dram_traffic_alone_quotes_that_traffic() -> None:
     assert fmt.pct(frac) == "90%" and frac == pytest.approx(0.9035, abs=1e-4)
 
 
-def test_instantiations_are_told_apart_by_their_template() -> None:
+@pytest.mark.parametrize(
+    "name", ["cuda-roofline__output.csv", "cutlass-panjd123__4f3955ed3c_report.ncu-rep"]
+)
+def test_instantiations_are_told_apart_by_their_template(name: str) -> None:
     """CUTLASS's Kernel<...> and a <float>/<__half> pair: labels from the demangled names,
-    identity unchanged."""
-    s = _analysis("cuda-roofline__output.csv").summary
+    identity unchanged (the embedded CUTLASS report's two Kernel instantiations run without
+    ../shared)."""
+    s = _analysis(name).summary
     labels = dict(zip(s["kernel_demangled"], s["kernel_label"]))
+    assert any("GemmShape<" in d for d in labels)  # the Kernel<...> rule is exercised
     for demangled, label in labels.items():
         m = re.search(r"GemmShape<\(int\)(\d+), \(int\)(\d+), \(int\)(\d+)>", demangled)
         if m:
