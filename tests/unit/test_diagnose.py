@@ -3,9 +3,9 @@ together with the numbers it cites; plausibility flags; the hardware what-if by 
 
 from __future__ import annotations
 
+import csv
 import math
 import re
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -17,7 +17,7 @@ from ncuroof.model import diagnose, summary
 from ncuroof.model.distinct import distinct_rows
 from ncuroof.schema import cell_text, flag_codes
 from tests.helpers.errors import assert_one_line_error
-from tests.helpers.reports import kernels_of, ncu_metrics, needs_ncu_report, shared
+from tests.helpers.reports import datasheet, kernels_of, ncu_metrics, needs_ncu_report, shared
 
 SOL = catalog.load().thresholds["sol"]
 
@@ -174,6 +174,43 @@ def test_point_pushed_above_its_roof_is_flagged_with_the_cause():
         )
 
 
+def _csv_metric(name: str, metric: str) -> list[float]:
+    """One metric of each launch of an ncu long CSV export (a row per launch and metric), read
+    with the csv module alone, in launch ID order."""
+    with open(shared(name), newline="") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["Metric Name"] == metric]
+    rows.sort(key=lambda r: int(r["ID"]))
+    return [float(r["Metric Value"].replace(",", "")) for r in rows]
+
+
+def test_a_user_dram_roof_below_the_embedded_csvs_traffic_is_named_as_the_cause():
+    """The above_roof flag on the repository's ESMM CSV (issue 54 item 10: runs without
+    ../shared). A user DRAM roof of 1 GB/s under FP roofs of 1 PFLOP/s: every launch is left of
+    the ridge, so its roof fraction is its DRAM bytes / duration / 1 GB/s, read from the CSV by
+    hand. Eight launches moved more and are flagged with the user roof as the likely cause;
+    smem_blocking moved 0.51 GB/s and is not."""
+    name = "ESMM-Research__metrics.csv"
+    dram, ns = _csv_metric(name, "dram__bytes.sum"), _csv_metric(name, "gpu__time_duration.sum")
+    op = "sm__sass_thread_inst_executed_op_{}_pred_on.sum"
+    fma, add, mul = (_csv_metric(name, op.format(x)) for x in ("ffma", "fadd", "fmul"))
+    k = ncuroof.load(
+        shared(name),
+        peak_flops={"fp32": 1e15, "fp64": 1e15, "fp16": 1e15},
+        peak_bandwidth={"dram": 1e9},
+    )
+    above = catalog.load().thresholds["diagnosis"]["above_roof"]
+    fracs = [d / (t * 1e-9) / 1e9 for d, t in zip(dram, ns)]
+    assert len(k) == len(fracs) == 9
+    for i, (frac, flags) in enumerate(zip(fracs, k["flags"])):
+        assert (2 * fma[i] + add[i] + mul[i]) / dram[i] * 1e9 < 1e15
+        said = (
+            f"above_roof: FP32 at DRAM {_pct(frac)} of roof, likely the user roof is below what"
+            " this GPU reached (check --gpu / --peak-*)"
+        )
+        assert (said in cell_text("flags", flags)) == (frac > above)
+    assert [n for n, f in zip(k["kernel_name"], fracs) if f <= above] == ["smem_blocking"]
+
+
 def test_verdicts_by_hand():
     base = {
         "status": "ok",
@@ -292,6 +329,38 @@ def test_what_if_by_hand():
 
 
 @needs_ncu_report
+def test_what_if_by_hand_on_the_embedded_reference_gemm():
+    """--what-if on the repository's CUTLASS report (issue 54 item 10: runs without ../shared):
+    its ReferenceGemm is the FP32 check of a 384³ GEMM, 2·384³ FLOPs, over the DRAM bytes ncu
+    stored; projected onto the H100 SXM datasheet (67 TFLOP/s, 3,350 GB/s, read from gpus.toml
+    here): AI and ridges, the time at that roof, the compute side on both GPUs."""
+    name = "cutlass-panjd123__4fb3ff3f6a_report-s8.ncu-rep"
+    k, s = _kernels(name)
+    w = diagnose.what_if(s.reset_index(), k, catalog.load_gpus().by_name("h100-sxm"))
+    r = w.set_index("kernel_label").loc["ReferenceGemm_kernel"]
+    i = list(k["kernel_name"]).index("ReferenceGemm_kernel")
+    m = ncu_metrics(name)[i]
+    flop, dram = 2 * 384**3, m["dram__bytes_read.sum"] + m["dram__bytes_write.sum"]
+    assert k["fp32_flop"].iat[i] == flop and k["dram_bytes"].iat[i] == dram
+    sheet = datasheet("h100-sxm")
+    peak, bw = sheet["fp32_tflops"] * 1e12, sheet["dram_gbps"] * 1e9
+    here = (
+        (2 * m["sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained"])
+        * m["sm__cycles_elapsed.avg.per_second"]
+        / (m["dram__bytes.sum.peak_sustained"] * m["dram__cycles_elapsed.avg.per_second"])
+    )
+    assert r["precision"] == "fp32" and r["dram_ai_flop_per_byte"] == pytest.approx(flop / dram)
+    assert r["ridge_here"] == pytest.approx(here, rel=1e-9)
+    assert r["ridge_there"] == pytest.approx(peak / bw)
+    assert r["time_at_roof_there_s"] == pytest.approx(max(flop / peak, dram / bw))
+    assert flop / dram > max(here, peak / bw) and r["bound_here"] == r["bound_there"] == "compute"
+    assert r["change"].endswith(
+        f"the compute side on {sheet['name']} (ridge {here:.3g} -> {peak / bw:.3g} FLOP/B,"
+        f" AI {flop / dram:.3g})"
+    )
+
+
+@needs_ncu_report
 def test_what_if_keeps_the_kernels_own_verdict():
     # issue 50 class 10: "compute-bound here" for a kernel the diagnosis calls latency-bound; the
     # projection now says the verdict first and the side of the ridge as a side
@@ -388,14 +457,54 @@ def test_expect_on_the_embedded_sgemms(tmp_path):
         )
 
 
-def test_bad_expect_file_is_one_line_exit_2(tmp_path, capsys):
+def test_expect_flags_padded_work_and_quotes_useful_ai_on_the_embedded_sgemms(tmp_path):
+    """The rest of ``--expect`` on the repository's ESMM report (issue 54 item 10: runs without
+    ../shared): warptiling expected at M·N·K FLOPs (an FMA counted once) while ncu counts
+    2·1024³ gets the above-expected flag at 2x, and its missing bytes stay NaN;
+    one_blocktiling, given FLOPs and bytes, quotes its useful AI 2·1024³ / (3 · 4 MiB) beside
+    the AI of what ncu counted; a kernel no entry matches expects nothing."""
+    path = tmp_path / "expect.toml"
+    path.write_text(
+        '[sizes]\nM = 1024\nN = 1024\nK = 1024\n\n[[kernel]]\nmatch = "^one_blocktiling$"\n'
+        'flop = "2*M*N*K"\nbytes = "4*(M*K + K*N + M*N)"\n\n'
+        '[[kernel]]\nmatch = "warptiling"\nflop = "M*N*K"\n'
+    )
+    k = ncuroof.load(shared("ESMM-Research__profile_output.ncu-rep"), expect=path)
+    by = k.set_index("kernel_name")
+    flop, byts = 2 * 1024**3, 4 * 3 * 1024**2
+    warp, one = by.loc["warptiling"], by.loc["one_blocktiling"]
+    assert warp["expected_flop"] == flop / 2 and math.isnan(warp["expected_dram_bytes"])
+    assert warp["fp32_flop"] == pytest.approx(flop, rel=1e-9)
+    assert (
+        f"counted FLOPs {flop / 1e9:.3g} GFLOP are 2x the expected {flop / 2e9:.3g} GFLOP: masked,"
+        " padded or redundant work" in cell_text("flags", warp["flags"])
+    )
+    assert "counted FLOPs" not in cell_text("flags", one["flags"])
+    other = by.loc["two_blocktiling"]
+    assert math.isnan(other["expected_flop"]) and math.isnan(other["expected_dram_bytes"])
+    s = diagnose.diagnose_kernels(
+        summary.kernel_summary(k, ncuroof.points(k)), k, catalog.load()
+    ).set_index("kernel_label")
+    useful = (
+        f"useful AI {flop / byts:.3g} FLOP/B (expected FLOPs / expected DRAM bytes) vs"
+        f" {one['fp32_flop'] / one['dram_bytes']:.3g} measured at DRAM"
+    )
+    assert s.loc["one_blocktiling", "evidence"].endswith(useful)
+    assert all("useful AI" not in s.loc[n, "evidence"] for n in ("warptiling", "two_blocktiling"))
+
+
+# the second runs without ../shared (issue 54 item 10)
+@pytest.mark.parametrize(
+    "name", ["RooflineAnalysis_On_NVIDIA_GPU__output0.csv", "ESMM-Research__metrics.csv"]
+)
+def test_bad_expect_file_is_one_line_exit_2(tmp_path, capsys, name):
     from ncuroof import cli
 
-    csv = shared("RooflineAnalysis_On_NVIDIA_GPU__output0.csv")
+    path = shared(name)
     bad = tmp_path / "bad.toml"
     bad.write_text('[sizes]\nM = 4\n[[kernel]]\nmatch = "k"\nflop = "2*M*Q"\n')
     with pytest.raises(SystemExit) as exc:
-        cli.main(["analyze", str(csv), "-o", str(tmp_path / "out"), "--expect", str(bad), "-q"])
+        cli.main(["analyze", str(path), "-o", str(tmp_path / "out"), "--expect", str(bad), "-q"])
     assert exc.value.code == 2
     assert_one_line_error(capsys.readouterr().err, bad, "'Q'", "2*M*Q")
     assert not (tmp_path / "out").exists()
@@ -539,11 +648,21 @@ def test_little_work_per_warp_is_a_band_not_a_cliff():
     assert "launch more blocks" in advice
 
 
+# all but the first run without ../shared (issue 54 item 10)
 @needs_ncu_report
-def test_occupancy_is_ncus():
-    name = "alife_cuda__profile_output.ncu-rep"
+@pytest.mark.parametrize(
+    "name",
+    [
+        "alife_cuda__profile_output.ncu-rep",
+        "cutlass-panjd123__4f3955ed3c_report.ncu-rep",
+        "cutlass-panjd123__4fb3ff3f6a_report-s8.ncu-rep",
+        "self-join-MiSTIC__ilpProf.ncu-rep",
+    ],
+)
+def test_occupancy_is_ncus(name):
     k = kernels_of(name)
     ncu = ncu_metrics(name)
+    assert len(k) == len(ncu) > 0
     for i in range(len(k)):
         assert k["occupancy_frac"].iat[i] == pytest.approx(
             ncu[i]["sm__warps_active.avg.pct_of_peak_sustained_active"] / 100
@@ -659,10 +778,7 @@ def test_the_tensor_core_lever_names_the_gpu_given_by_gpu() -> None:
     quotes the A10G's datasheet, dense BF16 tensor over FP32 (70 / 35 = 2x, read from
     metrics/gpus.toml here). It once looked the GPU up by the missing device name and said
     nothing."""
-    import tomllib
-
-    with open(Path(__file__).resolve().parents[2] / "metrics" / "gpus.toml", "rb") as fh:
-        a10g = next(g for g in tomllib.load(fh)["gpu"] if g["id"] == "a10g")
+    a10g = datasheet("a10g")
     ratio = a10g["tensor_tflops"]["bf16"] / a10g["fp32_tflops"]
     a = ncuroof.analyze(shared("ESMM-Research__metrics.csv"), gpu="a10g")
     s = a.summary

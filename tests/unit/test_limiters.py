@@ -250,6 +250,49 @@ def test_a_kernel_takes_its_longest_launch_verdict():
     assert not math.isnan(share)
 
 
+def _edited(k: pd.DataFrame, i: int, diagnosis: str) -> pd.DataFrame:
+    """``k`` with launch ``i`` given another verdict: ``diagnosis`` and other words."""
+    cols = ["diagnosis", "evidence", "advice", "limiter"]
+    k = k.astype(dict.fromkeys(cols, object))
+    k.loc[k.index[i], cols] = [diagnosis, "edited evidence", "edited advice", "edited limiter"]
+    return k
+
+
+@needs_ncu_report
+@pytest.mark.parametrize("diagnosis", ["latency_bound", "memory_below_roof"])
+@pytest.mark.parametrize("longer", [True, False])
+def test_a_kernel_of_two_embedded_launches_takes_the_longest_verdict(diagnosis, longer):
+    """The same rule on the repository's CUTLASS report (issue 54 item 10: runs without
+    ../shared): Kernel<128x96x64> has two launches, the first the longer by ncu's durations
+    (11,168 vs 10,880 ns), both latency-bound in the same words. So one of them, the longer or
+    the shorter, is given other words (a synthetic edit of the real table), under the same
+    diagnosis or another: the kernel row takes the longer launch's verdict either way, and
+    where the diagnoses differ its evidence says how the time splits (51% / 49%)."""
+    name = "cutlass-panjd123__4f3955ed3c_report.ncu-rep"
+    import ncuroof
+    from ncuroof.model import summary
+
+    k = kernels_of(name)
+    mine = k["kernel_demangled"].str.contains("GemmShape<(int)128, (int)96, (int)64>", regex=False)
+    (a, b), ncu = mine[mine].index, ncu_metrics(name)
+    ta, tb = ncu[a]["gpu__time_duration.sum"], ncu[b]["gpu__time_duration.sum"]
+    assert list(mine) == [True, True, False] and ta > tb
+    assert k.at[a, "diagnosis"] == k.at[b, "diagnosis"] == "latency_bound"
+    e = _edited(k, a if longer else b, diagnosis)
+    s = summary.kernel_summary(k, ncuroof.points(k))
+    row = diagnose.diagnose_kernels(s, e, CAT).set_index("kernel_label").loc["Kernel<128x96x64>"]
+    assert (row["diagnosis"], row["advice"]) == (e.at[a, "diagnosis"], e.at[a, "advice"])
+    assert row["limiter"] == e.at[a, "limiter"]
+    assert row["evidence"].startswith(f"longest launch of 2: {e.at[a, 'evidence']}")
+    first, second = (diagnose.CLASSES[e.at[x, "diagnosis"]] for x in (a, b))
+    split = (
+        f"; its launches: 1 of 2 ({100 * ta / (ta + tb):.0f}% of time) {first},"
+        f" 1 of 2 ({100 * tb / (ta + tb):.0f}% of time) {second}"
+    )
+    assert row["evidence"].endswith(split) == (first != second)
+    assert ("its launches:" in row["evidence"]) == (first != second)
+
+
 @pytest.mark.parametrize(
     ("name", "cc", "said"),
     [

@@ -32,11 +32,15 @@ def test_note_flags_read_the_codes_of_text_and_tuple_notes_read_back() -> None:
     assert all(c == code for i in (0, 1, 2) for c, _ in flags[i])
 
 
+# the second (report + datasheet roofs) runs without ../shared (issue 54 item 10)
 @needs_ncu_report
-def test_fill_ceilings_on_a_written_kernels_table_equals_the_in_memory_one() -> None:
+@pytest.mark.parametrize(
+    "name", ["CudaCode__naive.ncu-rep", "cutlass-panjd123__4f3955ed3c_report.ncu-rep"]
+)
+def test_fill_ceilings_on_a_written_kernels_table_equals_the_in_memory_one(name: str) -> None:
     import ncuroof
 
-    k = ncuroof.analyze(shared("CudaCode__naive.ncu-rep"), write=False).analysis.launches
+    k = ncuroof.analyze(shared(name), write=False).analysis.launches
     gpus = load_gpus()
     read_back = schema.from_text(schema.to_text(k))  # as written, then read by the one reader
     mem, text = roofs.fill_ceilings(k, gpus), roofs.fill_ceilings(read_back, gpus)

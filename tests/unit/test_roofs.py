@@ -24,9 +24,11 @@ from ncuroof.schema import (
     input_notes,
     to_text,
 )
-from tests.helpers.reports import ncu_metrics, needs_ncu_report, shared
+from tests.helpers.reports import datasheet, ncu_metrics, needs_ncu_report, shared
 
 ESMM = "ESMM-Research__profile_output.ncu-rep"
+GENE = "gene-pop2020__time-flops_dzv_ak_ncuroof-time-0.ncu-rep"
+CUTLASS = "cutlass-panjd123__4f3955ed3c_report.ncu-rep"
 
 
 @needs_ncu_report
@@ -76,6 +78,59 @@ def test_datasheet_and_measured_roofs_carry_their_entry_clock_and_confidence() -
     assert len(ach) == len(h100.launches) and (ach["roof"] == "dram").all()
     assert (ach["bytes_per_s"] == 1.86e12).all() and (ach["roof_source"] == "measured").all()
     assert (ach["confidence"] == measured.confidence).all()
+
+
+def _best_measured(entry: dict, quantity: str) -> dict:
+    """The entry's highest measurement of ``quantity`` (what the achievable roof is)."""
+    return max(
+        (m for m in entry["measured"] if m["quantity"] == quantity), key=lambda m: m["value"]
+    )
+
+
+#: Each embedded report's datasheet roofs: roof -> the gpus.toml key of its TFLOP/s (FP as
+#: ``<key>_tflops``, tensor in ``tensor_tflops``), and whether DRAM is the datasheet's too.
+EMBEDDED_SHEETS = [
+    (GENE, "v100-sxm2", {"fp64": "fp64", "fp32": "fp32", "fp16": "fp16"}, True),
+    (CUTLASS, "a100-80gb-pcie", {"fp16": "fp16", "tensor_sass_imma": "int8"}, False),
+]
+
+
+def _sheet_flops(entry: dict, roof: str, key: str) -> float:
+    """The datasheet's FLOP/s at boost clock for ``roof``."""
+    tflops = entry["tensor_tflops"][key] if roof.startswith("tensor") else entry[f"{key}_tflops"]
+    return tflops * 1e12
+
+
+@needs_ncu_report
+@pytest.mark.parametrize("name, gpu, flop_roofs, dram_sheet", EMBEDDED_SHEETS)
+def test_embedded_datasheet_and_measured_roofs_carry_their_entry_clock_and_confidence(
+    name: str, gpu: str, flop_roofs: dict[str, str], dram_sheet: bool
+) -> None:
+    """The same on the repository's reports (issue 54 item 10: runs without ../shared), values
+    from metrics/gpus.toml read with tomllib, clocks from ncu_report. gene-pop2020's V100 SXM2
+    report stores no peak_sustained: every roof is the v100-sxm2 datasheet's, FP at ncu's SM
+    clock over the boost clock, DRAM unscaled with no clock. The CUTLASS A100 report: FP16 and
+    the INT8 tensor roof from the datasheet. Both: the highest measured DRAM bandwidth of the
+    entry is the achievable DRAM roof of each launch, with its confidence."""
+    entry, ncu = datasheet(gpu), ncu_metrics(name)
+    t = roof_table(analysis.build([shared(name)]).launches, catalog.load_gpus())
+    sheet = t[t["roof_source"] == "datasheet"]
+    roofs = {*flop_roofs, *(["dram"] if dram_sheet else [])}
+    assert set(sheet["roof"]) == roofs and len(sheet) == len(roofs) * len(ncu)
+    assert set(sheet["datasheet_gpu"]) == {gpu}
+    assert set(sheet["confidence"]) == {entry["confidence"]}
+    for r in sheet[sheet["roof"] != "dram"].itertuples():
+        clock = ncu[r.launch_id]["sm__cycles_elapsed.avg.per_second"]
+        at_boost = _sheet_flops(entry, r.roof, flop_roofs[r.roof])
+        assert r.clock_hz == pytest.approx(clock, rel=1e-12)
+        assert r.flop_per_s == pytest.approx(at_boost * clock / (entry["boost_mhz"] * 1e6))
+    dram = sheet[sheet["roof"] == "dram"]
+    assert (dram["bytes_per_s"] == entry["dram_gbps"] * 1e9).all() and dram["clock_hz"].isna().all()
+    ach, best = t[t["kind"] == "achievable"], _best_measured(entry, "dram")
+    assert len(ach) == len(ncu) and set(ach["roof"]) == {"dram"}
+    assert (ach["bytes_per_s"] == best["value"] * 1e9).all()
+    assert set(ach["roof_source"]) == {"measured"}
+    assert set(ach["confidence"]) == {best["confidence"]}
 
 
 def _cells(*sets: tuple) -> np.ndarray:

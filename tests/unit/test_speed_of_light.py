@@ -54,6 +54,39 @@ def test_unit_bound_by_hand_on_real_launches() -> None:
 
 
 @needs_ncu_report
+def test_unit_bound_by_hand_on_an_embedded_launch() -> None:
+    """The same on the repository's ESMM report (issue 54 item 10: runs without ../shared):
+    one_blocktiling's SM and memory throughput are both 64.8 % in ncu's values, its busiest pipe
+    LSU at the same 64.8 %; the SM side wins the tie, so the launch cannot run faster than
+    0.648 x its duration, 3.5x the FP32 roofline's bound: its 2·1024³ FLOPs at 2 x ncu's FFMA
+    peak_sustained x SM clock."""
+    name = "ESMM-Research__profile_output.ncu-rep"
+    k = kernels_of(name)
+    m = ncu_metrics(name)[0]
+    t = m["gpu__time_duration.sum"] * 1e-9
+    sm = m["sm__throughput.avg.pct_of_peak_sustained_elapsed"] / 100
+    mem = m["gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"] / 100
+    lsu = m["sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_elapsed"] / 100
+    assert sm == mem == lsu and sm == pytest.approx(0.648, abs=1e-3)
+    assert k.loc[0, "time_at_roof_s"] == pytest.approx(t * sm, rel=1e-12)
+    assert k.loc[0, "time_at_roof_bound"] == "sm_units"
+    assert k.loc[0, "saving_s"] == pytest.approx(t * (1 - sm), rel=1e-12)
+    fp = (2 * 1024**3) / (
+        2
+        * m["sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained"]
+        * m["sm__cycles_elapsed.avg.per_second"]
+    )
+    assert k.loc[0, "speed_of_light_note"].startswith(
+        "speed of light: the SM was busy 65% of the launch (busiest pipe LSU 65%), so with the"
+        f" same instructions and bytes it cannot run faster than {t * sm * 1e6:.3g} us,"
+        f" {t * sm / fp:.1f}x the roofline's {fp * 1e6:.3g} us"
+    )
+    s = summary.kernel_summary(k, ncuroof.points(k)).set_index("kernel_name")
+    assert s.loc["one_blocktiling", "time_at_roof_s"] == pytest.approx(t * sm, rel=1e-12)
+    assert s.loc["one_blocktiling", "time_at_roof_bound"] == "sm_units"
+
+
+@needs_ncu_report
 @pytest.mark.parametrize("name", [p.name for p in REPORTS])
 def test_time_at_roof_never_below_the_unit_bound(name: str) -> None:
     k = kernels_of(name)
