@@ -158,6 +158,62 @@ def test_failed_measurement_is_flagged_not_classified():
     assert r["diagnosis"] == "not_classified" and "failed_measurement" in flag_codes(r["flags"])
 
 
+def test_a_memory_bound_launch_far_below_its_ridge_is_told_to_reuse():
+    """The hand SGEMM's verdict from the numbers it quotes (runs without ../shared): memory-bound
+    at DRAM with the bandwidth mostly used (70 % of the roof, at least [sol].latency_bound) and AI
+    1 FLOP/B against a ridge of 33: the lever is reuse, a 33x gap, not coalescing first."""
+    facts = {
+        "status": "ok",
+        "bound": "memory",
+        "precision": "fp32",
+        "level": "dram",
+        "roof_fraction": 0.7,
+        "ai_flop_per_byte": 1.0,
+        "ridge_flop_per_byte": 33.0,
+        "sm_throughput_frac": 0.3,
+        "memory_throughput_frac": 0.7,
+        "waves_per_sm": 8.0,
+        "blocks": 4096,
+        "threads_per_block": 256,
+    }
+    cls, ev, advice = diagnose.verdict(facts, SOL)
+    assert cls == "memory_below_roof"
+    assert "FP32 at DRAM: AI 1 FLOP/B < ridge 33, 70% of roof" in ev
+    assert advice.startswith("70% of the DRAM roof: bandwidth is mostly used, the lever is reuse")
+    assert "a 33x gap" in advice and "tile for reuse" in advice
+    # under the latency threshold the access pattern comes first
+    _, _, low = diagnose.verdict({**facts, "roof_fraction": 0.3}, SOL)
+    assert "the access pattern wastes bandwidth" in low and "33x gap" in low
+
+
+def test_a_failed_launch_of_the_embedded_export_is_flagged_not_classified(tmp_path):
+    """A launch ncu could not measure (its duration and FLOP counters n/a) in a copy of the
+    repository's ESMM export (runs without ../shared): the launch is failed_measurement, not
+    classified and flagged, and so is its kernel (basic, its only launch); the others keep their
+    verdicts."""
+    import csv
+
+    rows = list(csv.reader(shared("ESMM-Research__metrics.csv").open(encoding="utf-8-sig")))
+    failed = [
+        [*r[:14], "n/a"]
+        if r[0] == "0" and r[12].startswith(("gpu__time_duration", "sm__sass_thread"))
+        else r
+        for r in rows
+    ]
+    path = tmp_path / "failed.csv"
+    with path.open("w", newline="") as fh:
+        csv.writer(fh, quoting=csv.QUOTE_ALL).writerows(failed)
+    a = ncuroof.analyze(path, gpu="a10g")
+    k, s = a.launches.set_index("launch_id"), a.summary.set_index("kernel_label")
+    assert k.at[0, "status"] == "failed_measurement" and k.at[0, "diagnosis"] == "not_classified"
+    assert flag_codes(k.at[0, "flags"])[0] == "failed_measurement"  # then na_metrics: the n/a cells
+    assert s.at["basic", "diagnosis"] == "not_classified"
+    assert "failed_measurement" in flag_codes(s.at["basic", "flags"])
+    assert (k.loc[1:, "status"] == "ok").all() and (
+        k.loc[1:, "diagnosis"] != "not_classified"
+    ).all()
+
+
 def test_point_pushed_above_its_roof_is_flagged_with_the_cause():
     csv = shared("RooflineAnalysis_On_NVIDIA_GPU__output0.csv")
     k = ncuroof.load(

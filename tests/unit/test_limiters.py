@@ -207,6 +207,71 @@ def test_stall_words_leave_advice_alone_without_reasons():
     assert limiters.stall_words(f, advice, CAT) == advice  # 10 % of the cycles: not reported
 
 
+def test_stall_words_name_the_reasons_ncu_would_report():
+    """The CUDA_Learning case from the numbers it quotes (runs without ../shared): barrier 15.3
+    and wait 13.3 of 33.2 cycles per issue, each above ncu's CPIStall share (0.3 x 33.2 = 9.96):
+    both are named in place of the generic pointer to ncu."""
+    advice = "latency bound; raise ILP and read ncu's warp-stall reasons"
+    f = {
+        "top_stall": "barrier",
+        "top_stall_cycles_per_issue": 15.3,
+        "second_stall": "wait",
+        "second_stall_cycles_per_issue": 13.3,
+        "warp_cycles_per_issue": 33.2,
+    }
+    said = limiters.stall_words(f, advice, CAT)
+    assert "read ncu's warp-stall reasons" not in said and said.startswith(
+        "latency bound; raise ILP"
+    )
+    assert "barrier (15.3 of the 33.2 cycles between issues" in said
+    assert "wait (13.3 of the 33.2" in said
+    # 9.9 cycles is under 0.3 x 33.2: only the barrier is named
+    one = limiters.stall_words({**f, "second_stall_cycles_per_issue": 9.9}, advice, CAT)
+    assert "barrier (15.3" in one and "wait (" not in one
+
+
+def _uncoalesced_store(**kw: object) -> dict[str, object]:
+    """BBAStar's initializeBiNodes from the numbers the issue quotes: memory-bound below its L2
+    roof, the L2 crossbar input 89 % busy, stores at 32 sectors per request."""
+    return _facts(
+        **{
+            "bound": "memory",
+            "level": "l2",
+            "precision": "fp32",
+            "roof_fraction": 0.4,
+            "ai_flop_per_byte": 0.05,
+            "ridge_flop_per_byte": 0.06,
+            "sm_throughput_frac": 0.2,
+            "memory_throughput_frac": 0.89,
+            "hot_memory_unit": "L2 crossbar input (lts__xbar2lts_cycles_active)",
+            "hot_memory_unit_frac": 0.89,
+            "global_store_sectors_per_request": 32.0,
+            "global_load_sectors_per_request": 4.0,
+            **kw,
+        }
+    )
+
+
+def test_uncoalesced_stores_are_named_not_the_roof_by_hand():
+    """Stores at 32 sectors per request, above 16 x (1 + 0.25) (metrics/limiters.toml): the
+    limiter is uncoalesced and the advice the access pattern, never "only moving fewer bytes"
+    (runs without ../shared); loads at 4 sectors per request are not named. With bandwidth mostly
+    used (70 % of the roof) and AI far below the ridge (0.5 against 33: a 66x gap), reuse is the
+    next step."""
+    cls, ev, advice, limiter = _limited(_uncoalesced_store())
+    assert (cls, limiter) == ("memory_below_roof", "uncoalesced")
+    assert "stores 32 sectors per request" in ev and "loads" not in ev.split("uncoalesced")[1]
+    assert advice.startswith("the access pattern") and "coalesce" in advice
+    assert "only moving fewer bytes helps" not in advice.split("; then:")[0]
+    assert "at the memory roof" not in advice
+    _, _, advice, _ = _limited(
+        _uncoalesced_store(roof_fraction=0.7, ai_flop_per_byte=0.5, ridge_flop_per_byte=33.0)
+    )
+    assert "; then: " in advice and "tile for reuse" in advice.split("; then: ")[1]
+    # 20 sectors per request is within the slack (16 x 1.25): no limiter
+    assert _limited(_uncoalesced_store(global_store_sectors_per_request=20.0))[3] != "uncoalesced"
+
+
 def test_a_kernel_verdict_no_launch_has_is_caught():
     launches = pd.DataFrame(
         {
