@@ -312,8 +312,9 @@ def test_l1_dots_sit_on_top_of_the_l2_squares_at_half_the_area() -> None:
 
 
 def test_compare_dots_after_carry_their_kernel_names() -> None:
-    """compare.html (issue 54): each after dot (matched or new) is labelled with its kernel's
-    shortened name; the before dots stay unlabelled (their arrows end at the labelled dots)."""
+    """compare.html (issue 54): each after dot (matched or new) is named by a label joined to it
+    by a line (an annotation at the dot, its text offset in pixels); the before dots are not
+    (their arrows end at the labelled dots)."""
     import ncuroof
     from ncuroof.render import compare as compare_page
     from tests.helpers.reports import shared
@@ -321,15 +322,20 @@ def test_compare_dots_after_carry_their_kernel_names() -> None:
     r = ncuroof.compare_runs(
         shared("ESMM-Research__profile_output.ncu-rep"), shared("ESMM-Research__metrics.csv")
     )
+    fig = compare_page.plot_compare(r.table)
     traces, _, _ = compare_page._dot_traces(r.table)
-    for t in traces:
-        if t.meta["side"] == "after" and len(t.x):
-            assert t.mode == "markers+text" and len(t.text) == len(t.x)
-            assert all(isinstance(s, str) and s for s in t.text)
-        else:
-            assert t.mode == "markers" and t.text is None
-    names = {s for t in traces if t.text for s in t.text}
-    assert {"warptiling", "two_blocktiling"} <= names
+    assert all(t.mode == "markers" and t.text is None for t in traces)
+    after = [
+        (x, y)
+        for t in traces
+        if t.meta["side"] == "after"
+        for x, y in zip(np.log10(t.x), np.log10(t.y))
+    ]
+    labels = [a for a in fig.layout.annotations if a.showarrow and a.axref != "x"]
+    assert len(labels) == len(after) > 0 and all(isinstance(a.text, str) and a.text for a in labels)
+    got = np.array(sorted((a.x, a.y) for a in labels))
+    assert got == pytest.approx(np.array(sorted(after)), rel=1e-12)
+    assert {"warptiling", "two_blocktiling"} <= {a.text for a in labels}
 
 
 def test_each_chart_sets_its_own_axis_kind(tmp_path) -> None:
