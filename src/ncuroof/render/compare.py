@@ -28,7 +28,15 @@ from .figure import AXIS_NUMBERS, KERNEL_COLORS, LEVEL_COLORS, new_figure, roofs
 
 go = LazyModule("plotly.graph_objects")  # imported when a figure is drawn
 
-__all__ = ["plot_compare", "compare_page", "plot_trails", "trail_page", "SAME_ROOF", "MAX_ARROWS"]
+__all__ = [
+    "plot_compare",
+    "compare_page",
+    "plot_trails",
+    "trail_page",
+    "label_offsets",
+    "SAME_ROOF",
+    "MAX_ARROWS",
+]
 
 #: Roofs of the two runs within this relative difference are drawn once, as both runs'.
 SAME_ROOF = 0.01
